@@ -1,0 +1,66 @@
+"""IN-9 classes and the ImageNet-1k → IN-9 decision mappings.
+
+The 1000→9 table is upstream's `in_to_in9.json` (370 classes map to an IN-9 class, 630 to none),
+shipped as package data. A decision mapping turns a model's 1000-way output into IN-9
+predictions; a prediction that maps to none is -1 and therefore always wrong.
+"""
+from __future__ import annotations
+
+import enum
+import json
+from functools import lru_cache
+from importlib.resources import files
+
+import numpy as np
+import torch
+
+IN9_FOLDERS = (
+    "00_dog",
+    "01_bird",
+    "02_wheeled vehicle",
+    "03_reptile",
+    "04_carnivore",
+    "05_insect",
+    "06_musical instrument",
+    "07_primate",
+    "08_fish",
+)
+IN9_NAMES = tuple(f.split("_", 1)[1] for f in IN9_FOLDERS)
+NO_CLASS = -1
+
+
+class Mapping(str, enum.Enum):
+    """How a 1000-class output becomes an IN-9 prediction."""
+
+    ARGMAX = "argmax"  # the paper's rule: argmax over 1000, then the table
+    SUPERCLASS = "superclass"  # argmax over the 9 sums of class probabilities
+
+
+@lru_cache(maxsize=1)
+def imagenet_to_in9() -> np.ndarray:
+    """The upstream table as an int64 array of length 1000 (values 0..8, or -1 for none)."""
+    raw = json.loads(files("bgbench").joinpath("resources/in_to_in9.json").read_text())
+    table = np.full(1000, NO_CLASS, dtype=np.int64)
+    for k, v in raw.items():
+        table[int(k)] = int(v)
+    return table
+
+
+def map_logits(logits: torch.Tensor, mapping: Mapping | str = Mapping.ARGMAX) -> tuple[torch.Tensor, torch.Tensor]:
+    """Map 1000-way logits to IN-9 predictions and confidences.
+
+    Returns:
+        (pred, conf): pred in 0..8, or -1 where the argmax class maps to none; conf is the
+        probability mass the decision rests on.
+    """
+    mapping_ = Mapping(mapping)
+    table = torch.as_tensor(imagenet_to_in9(), device=logits.device)
+    probs = logits.float().softmax(dim=1)
+    if mapping_ is Mapping.ARGMAX:
+        conf, top = probs.max(dim=1)
+        return table[top], conf
+    valid = table >= 0
+    sums = torch.zeros(probs.shape[0], len(IN9_FOLDERS), device=logits.device, dtype=probs.dtype)
+    sums.index_add_(1, table[valid], probs[:, valid])
+    conf, pred = sums.max(dim=1)
+    return pred, conf

@@ -1,0 +1,138 @@
+"""The IN-9 release layout, read as is.
+
+    ROOT/<variant>/<split>/<class folder>/<stem>.<ext>
+    ROOT/fg_mask/<split>/<class folder>/<stem>.npy
+
+Labels are class-folder positions in sorted order. An image's id is '<class folder>/<stem>', so
+the same foreground can be paired across variants and with its mask.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from ..errors import DataError
+from .images import IMAGE_SUFFIXES
+
+MASK_DIR = "fg_mask"
+
+
+@dataclass(frozen=True)
+class Item:
+    image_id: str  # '<class folder>/<stem>'
+    label: int
+    path: Path
+
+
+@dataclass
+class Layout:
+    """A validated dataset root: its classes, the variants present, and their images."""
+
+    root: Path
+    split: str
+    classes: Tuple[str, ...]
+    variants: Tuple[str, ...]
+    _items: Dict[str, List[Item]] = field(default_factory=dict, repr=False)
+
+    def items(self, variant: str) -> List[Item]:
+        if variant not in self._items:
+            if variant not in self.variants:
+                raise DataError(f"variant {variant!r} not found under {self.root} "
+                                f"(present: {', '.join(self.variants) or 'none'})")
+            self._items[variant] = _scan_variant(self.root / variant / self.split, self.classes)
+        return self._items[variant]
+
+    @property
+    def has_masks(self) -> bool:
+        return (self.root / MASK_DIR / self.split).is_dir()
+
+    def mask_path(self, image_id: str) -> Path:
+        return self.root / MASK_DIR / self.split / f"{image_id}.npy"
+
+    def foregrounds(self) -> List[Tuple[Item, Path]]:
+        """Every original image paired with its mask; a clear error for the first one missing."""
+        if not self.has_masks:
+            raise DataError(f"no {MASK_DIR}/{self.split}/ folder under {self.root}; "
+                            f"foreground masks are needed here")
+        pairs = []
+        for item in self.items("original"):
+            mask = self.mask_path(item.image_id)
+            if not mask.is_file():
+                raise DataError(f"no mask for {item.path} (expected {mask})")
+            pairs.append((item, mask))
+        return pairs
+
+    def fingerprint(self) -> str:
+        """A cheap content fingerprint: names and sizes of every file of the present variants."""
+        import hashlib
+        h = hashlib.sha256()
+        for v in self.variants:
+            for item in self.items(v):
+                h.update(f"{v}/{item.image_id}:{item.path.stat().st_size}".encode())
+        return h.hexdigest()[:16]
+
+
+def _class_dirs(split_dir: Path) -> Tuple[str, ...]:
+    return tuple(sorted(p.name for p in split_dir.iterdir() if p.is_dir()))
+
+
+def _scan_variant(split_dir: Path, classes: Sequence[str]) -> List[Item]:
+    items = []
+    for label, cls in enumerate(classes):
+        for p in sorted((split_dir / cls).iterdir()):
+            if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES:
+                items.append(Item(image_id=f"{cls}/{p.stem}", label=label, path=p))
+    return items
+
+
+def discover(root: str | Path, split: str = "val", variants: Optional[Sequence[str]] = None) -> Layout:
+    """Validate `root` and return its `Layout`.
+
+    Args:
+        root: dataset root holding one folder per variant.
+        split: the split folder inside each variant ('val' for the IN-9 release).
+        variants: variants that must be present; default: every variant folder found.
+
+    Raises:
+        DataError: a missing root/variant/split folder, class folders that differ between
+            variants (or from fg_mask), or a variant with no images.
+    """
+    root = Path(root).expanduser()
+    if not root.is_dir():
+        raise DataError(f"dataset root {root} does not exist or is not a folder")
+    found = sorted(p.name for p in root.iterdir() if p.is_dir() and p.name != MASK_DIR)
+    if variants is None:
+        from ..variants import list_variants
+        for v in found:  # a known variant folder without the split is a broken layout, not noise
+            if v in list_variants() and not (root / v / split).is_dir():
+                raise DataError(f"{root / v} has no {split}/ folder (expected {root / v / split}/<class>/<image>)")
+        variants = [v for v in found if (root / v / split).is_dir()]
+        if not variants:
+            raise DataError(f"no <variant>/{split}/ folders under {root}; expected the IN-9 layout "
+                            f"ROOT/original/{split}/<class>/<image>")
+    for v in variants:
+        if not (root / v).is_dir():
+            raise DataError(f"variant folder {root / v} is missing")
+        if not (root / v / split).is_dir():
+            raise DataError(f"{root / v} has no {split}/ folder (expected {root / v / split}/<class>/<image>)")
+    reference = variants[0]
+    classes = _class_dirs(root / reference / split)
+    if not classes:
+        raise DataError(f"{root / reference / split} has no class folders")
+    others = list(variants[1:])
+    if (root / MASK_DIR / split).is_dir():
+        others.append(MASK_DIR)
+    for v in others:
+        mine = _class_dirs(root / v / split)
+        if mine != classes:
+            extra = sorted(set(mine) - set(classes))
+            lacking = sorted(set(classes) - set(mine))
+            detail = "; ".join(filter(None, [f"extra {extra}" if extra else "",
+                                             f"missing {lacking}" if lacking else ""])) or "different order"
+            raise DataError(f"class folders of {root / v / split} differ from {root / reference / split}: {detail}")
+    layout = Layout(root=root, split=split, classes=classes, variants=tuple(variants))
+    for v in variants:
+        if not layout.items(v):
+            raise DataError(f"no images under {root / v / split} (empty dataset)")
+    return layout

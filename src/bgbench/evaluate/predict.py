@@ -1,0 +1,128 @@
+"""Batched prediction: images in, one (image id, label, prediction, confidence) row per image out.
+
+Decoding runs in a background thread (PIL releases the GIL), so the model's forward pass is
+rarely kept waiting. Images are fed as they are: [0,1], no resize, no crop.
+"""
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Callable, Iterator, List, Optional, Sequence, Tuple
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from ..classes import IN9_FOLDERS, Mapping, map_logits
+from ..data.images import check_mask_fits, decode_image
+from ..data.layout import Item, Layout
+from ..errors import BgbenchError
+from ..models.spec import IMAGENET1K, BgModel
+
+
+@dataclass
+class Predictions:
+    """Per-image outputs of one model on one variant."""
+
+    image_ids: List[str]
+    labels: np.ndarray
+    preds: np.ndarray
+    conf: np.ndarray
+
+    @property
+    def correct(self) -> np.ndarray:
+        return self.preds == self.labels
+
+    def correct_by_id(self) -> dict:
+        return dict(zip(self.image_ids, self.correct.tolist()))
+
+
+def to_tensor(batch: np.ndarray) -> torch.Tensor:
+    """NHWC uint8 -> NCHW float in [0,1] (channels_last memory, no copy of the layout)."""
+    return torch.from_numpy(batch).permute(0, 3, 1, 2).float().div_(255)
+
+
+def check_compatible(model: BgModel, classes: Sequence[str]) -> None:
+    """A model's label space must match the dataset's classes."""
+    spec = model.spec
+    if spec.label_space == IMAGENET1K:
+        if tuple(classes) != IN9_FOLDERS:
+            raise BgbenchError(f"{spec.name} is a 1000-class ImageNet model, which maps only to the 9 IN-9 "
+                               f"classes; this dataset has {len(classes)} others")
+    elif spec.num_classes != len(classes):
+        raise BgbenchError(f"{spec.name} has {spec.num_classes} outputs but the dataset has {len(classes)} classes")
+
+
+def decide(model: BgModel, logits: torch.Tensor, mapping: Mapping | str) -> Tuple[torch.Tensor, torch.Tensor]:
+    """Predictions and confidences in the dataset's label space."""
+    if model.spec.label_space == IMAGENET1K:
+        return map_logits(logits, mapping)
+    conf, pred = logits.float().softmax(dim=1).max(dim=1)
+    return pred, conf
+
+
+def _chunks(items: Sequence[Item], batch_size: int) -> Iterator[Sequence[Item]]:
+    for i in range(0, len(items), batch_size):
+        yield items[i:i + batch_size]
+
+
+def _decode_batch(items: Sequence[Item], checker: Optional[Callable[[Item, np.ndarray], None]]) -> List[np.ndarray]:
+    arrays = []
+    for it in items:
+        arr = decode_image(it.path)
+        if checker is not None:
+            checker(it, arr)
+        arrays.append(arr)
+    return arrays
+
+
+def _same_shape_runs(items: Sequence[Item], arrays: List[np.ndarray]):
+    """Split a decoded batch into runs of equal image shape (custom datasets may mix sizes)."""
+    start = 0
+    for i in range(1, len(arrays) + 1):
+        if i == len(arrays) or arrays[i].shape != arrays[start].shape:
+            yield items[start:i], np.stack(arrays[start:i])
+            start = i
+
+
+def predict_items(model: BgModel, items: Sequence[Item], *, batch_size: int = 64, device: str = "cpu",
+                  mapping: Mapping | str = Mapping.ARGMAX, checker=None, progress: bool = True,
+                  desc: str = "predict") -> Predictions:
+    """Run `model` over `items` and return per-image predictions."""
+    ids: List[str] = []
+    labels: List[int] = []
+    preds: List[torch.Tensor] = []
+    confs: List[torch.Tensor] = []
+    bar = tqdm(total=len(items), desc=desc, unit="img", disable=not progress, leave=False)
+    with ThreadPoolExecutor(max_workers=1) as pool, torch.inference_mode():
+        chunks = list(_chunks(items, batch_size))
+        pending = pool.submit(_decode_batch, chunks[0], checker) if chunks else None
+        for n, chunk in enumerate(chunks):
+            arrays = pending.result()
+            pending = pool.submit(_decode_batch, chunks[n + 1], checker) if n + 1 < len(chunks) else None
+            for run, batch in _same_shape_runs(chunk, arrays):
+                x = to_tensor(batch).to(device, non_blocking=True)
+                pred, conf = decide(model, model(x), mapping)
+                preds.append(pred.cpu())
+                confs.append(conf.cpu())
+                ids.extend(it.image_id for it in run)
+                labels.extend(it.label for it in run)
+            bar.update(len(chunk))
+    bar.close()
+    return Predictions(image_ids=ids, labels=np.asarray(labels, dtype=np.int64),
+                       preds=torch.cat(preds).numpy().astype(np.int64) if preds else np.zeros(0, np.int64),
+                       conf=torch.cat(confs).numpy().astype(np.float64) if confs else np.zeros(0))
+
+
+def mask_checker(layout: Layout):
+    """For originals: the mask must exist and match the image's size (when fg_mask is present)."""
+    if not layout.has_masks:
+        return None
+
+    def check(item: Item, image: np.ndarray) -> None:
+        path = layout.mask_path(item.image_id)
+        if not path.is_file():
+            from ..errors import DataError
+            raise DataError(f"no mask for {item.path} (expected {path})")
+        check_mask_fits(path, item.path, image.shape[:2])
+    return check

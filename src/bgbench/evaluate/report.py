@@ -1,0 +1,46 @@
+"""Evaluation results: per-variant accuracy with intervals and the BG-Gap, as a table or JSON."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, Optional
+
+from .metrics import Estimate, accuracy, bg_gap
+from .predict import Predictions
+
+
+@dataclass
+class EvalReport:
+    """Metrics of one model on one dataset, computed from per-image predictions."""
+
+    model: str
+    data: str
+    predictions: Dict[str, Predictions]
+    accuracy: Dict[str, Estimate] = field(default_factory=dict)
+    bg_gap: Optional[Estimate] = None
+    run_id: Optional[int] = None
+
+    @classmethod
+    def from_predictions(cls, model: str, data: str, predictions: Dict[str, Predictions],
+                         n_boot: int = 2000, seed: int = 0) -> "EvalReport":
+        acc = {v: accuracy(p.correct) for v, p in predictions.items()}
+        gap = None
+        if "mixed_same" in predictions and "mixed_rand" in predictions:
+            gap = bg_gap(predictions["mixed_same"].correct_by_id(), predictions["mixed_rand"].correct_by_id(),
+                         n_boot=n_boot, seed=seed)
+        return cls(model=model, data=data, predictions=predictions, accuracy=acc, bg_gap=gap)
+
+    def to_dict(self) -> dict:
+        return {"model": self.model, "data": self.data, "run_id": self.run_id,
+                "accuracy": {v: e.as_dict() for v, e in self.accuracy.items()},
+                "bg_gap": self.bg_gap.as_dict() if self.bg_gap else None}
+
+    def table(self) -> str:
+        lines = [f"model: {self.model}", f"data:  {self.data}",
+                 f"{'variant':<12} {'acc':>7}  {'95% CI':>17} {'n':>6}"]
+        for v, e in self.accuracy.items():
+            lines.append(f"{v:<12} {100 * e.value:6.1f}%  [{100 * e.lo:5.1f}%, {100 * e.hi:5.1f}%] {e.n:>6}")
+        if self.bg_gap is not None:
+            g = self.bg_gap
+            lines.append(f"{'BG-Gap':<12} {100 * g.value:6.1f}%  [{100 * g.lo:5.1f}%, {100 * g.hi:5.1f}%] {g.n:>6}"
+                         "  (mixed_same - mixed_rand, paired bootstrap)")
+        return "\n".join(lines)

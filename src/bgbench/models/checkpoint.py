@@ -1,0 +1,121 @@
+"""Reading checkpoints in the formats users actually have.
+
+Formats, tried in this order:
+- TorchScript archives (`torch.jit.save`);
+- bgbench checkpoints: {'bgbench_spec': {...}, 'state_dict': {...}};
+- the robustness-library format used upstream: {'model' | 'state_dict': {...}, 'epoch': N} with
+  keys `module.model.*`, `module.normalizer.*` and possibly `module.attacker.*`;
+- a plain state_dict;
+- a whole pickled nn.Module, only with trust=True (`--trust-checkpoint`).
+
+Everything but TorchScript is read with `torch.load(weights_only=True)`.
+"""
+from __future__ import annotations
+
+import hashlib
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, Optional, Tuple
+
+import torch
+from torch import nn
+
+from ..errors import CheckpointError
+
+
+@dataclass
+class LoadedCheckpoint:
+    """What a checkpoint file held, normalized across formats."""
+
+    kind: str  # 'torchscript' | 'bgbench' | 'robustness' | 'state_dict' | 'pickled'
+    state_dict: Optional[Dict[str, torch.Tensor]] = None
+    module: Optional[nn.Module] = None
+    spec: Optional[dict] = None  # bgbench spec, when present
+    mean: Optional[Tuple[float, ...]] = None  # from a robustness normalizer
+    std: Optional[Tuple[float, ...]] = None
+    sha256: str = ""
+    extra: Optional[dict] = None
+
+
+def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(chunk), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _is_torchscript(path: Path) -> bool:
+    if not zipfile.is_zipfile(path):
+        return False
+    with zipfile.ZipFile(path) as z:
+        return any(n.endswith("constants.pkl") or "/code/" in n for n in z.namelist())
+
+
+def _strip_prefix(sd: Dict[str, torch.Tensor], prefix: str) -> Dict[str, torch.Tensor]:
+    return {k[len(prefix):]: v for k, v in sd.items() if k.startswith(prefix)}
+
+
+def _is_state_dict(obj) -> bool:
+    return isinstance(obj, dict) and len(obj) > 0 and all(
+        isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in obj.items())
+
+
+def _from_robustness(sd: Dict[str, torch.Tensor]) -> Tuple[Dict[str, torch.Tensor], Optional[tuple], Optional[tuple]]:
+    """Split a robustness-library state_dict into (model weights, mean, std)."""
+    if all(k.startswith("module.") for k in sd):
+        sd = _strip_prefix(sd, "module.")
+    weights = _strip_prefix(sd, "model.")
+    mean = sd.get("normalizer.new_mean")
+    std = sd.get("normalizer.new_std")
+    as_tuple = (lambda t: tuple(float(v) for v in t.flatten())) if mean is not None else (lambda t: None)
+    return weights, as_tuple(mean) if mean is not None else None, as_tuple(std) if std is not None else None
+
+
+def read_checkpoint(path: str | Path, trust: bool = False) -> LoadedCheckpoint:
+    """Read `path` in any supported format (see module docstring)."""
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"checkpoint not found: {path}")
+    digest = sha256_file(path)
+    if _is_torchscript(path):
+        try:
+            module = torch.jit.load(str(path), map_location="cpu")
+        except Exception as e:  # noqa: BLE001 - any failure here is a bad file
+            raise CheckpointError(f"cannot load TorchScript checkpoint {path}: {e}") from None
+        return LoadedCheckpoint(kind="torchscript", module=module, sha256=digest)
+    try:
+        obj = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:  # noqa: BLE001
+        if not trust:
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise CheckpointError(
+                f"{path} needs full unpickling to load ({first[:160]}); "
+                f"pass --trust-checkpoint only if you trust its source") from None
+        try:
+            obj = torch.load(path, map_location="cpu", weights_only=False)
+        except Exception as e2:  # noqa: BLE001
+            raise CheckpointError(f"cannot read checkpoint {path}: {e2}") from None
+    if isinstance(obj, nn.Module):
+        if not trust:  # only reachable for modules allow-listed by torch; be explicit anyway
+            raise CheckpointError(f"{path} holds a whole pickled model; pass --trust-checkpoint to load it")
+        return LoadedCheckpoint(kind="pickled", module=obj, sha256=digest)
+    if isinstance(obj, dict) and "bgbench_spec" in obj:
+        return LoadedCheckpoint(kind="bgbench", state_dict=obj["state_dict"], spec=obj["bgbench_spec"],
+                                sha256=digest, extra={k: v for k, v in obj.items() if k not in ("state_dict",)})
+    if isinstance(obj, dict) and ("model" in obj or "state_dict" in obj) and not _is_state_dict(obj):
+        sd = obj.get("model", obj.get("state_dict"))
+        if not _is_state_dict(sd):
+            raise CheckpointError(f"{path}: '{'model' if 'model' in obj else 'state_dict'}' entry is not a state_dict")
+        if any(k.startswith(("module.model.", "model.")) for k in sd):
+            weights, mean, std = _from_robustness(sd)
+            return LoadedCheckpoint(kind="robustness", state_dict=weights, mean=mean, std=std, sha256=digest)
+        if all(k.startswith("module.") for k in sd):
+            sd = _strip_prefix(sd, "module.")
+        return LoadedCheckpoint(kind="state_dict", state_dict=sd, sha256=digest)
+    if _is_state_dict(obj):
+        if all(k.startswith("module.") for k in obj):
+            obj = _strip_prefix(obj, "module.")
+        return LoadedCheckpoint(kind="state_dict", state_dict=obj, sha256=digest)
+    raise CheckpointError(f"{path}: unrecognised checkpoint content ({type(obj).__name__})")

@@ -1,0 +1,82 @@
+"""Model specs: everything needed to feed a model [0,1] images and read its outputs."""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Optional, Tuple
+
+import torch
+from torch import nn
+
+IN9_MEAN = (0.4717, 0.4499, 0.3837)
+IN9_STD = (0.2600, 0.2516, 0.2575)
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+IMAGENET1K = "imagenet1k"
+DATASET = "dataset"
+
+
+@dataclass
+class ModelSpec:
+    """What a model is and how it expects its input.
+
+    Attributes:
+        name: the model string the user gave ('timm:resnet18', 'zoo:efficientnet_lite0', ...).
+        arch: architecture name (a timm name, 'torchscript' or 'pickled').
+        num_classes: width of the output layer.
+        label_space: 'imagenet1k' (mapped to IN-9 by a decision mapping) or 'dataset'
+            (output i is the dataset's i-th class folder).
+        mean, std: normalization applied inside the wrapper, so callers pass [0,1] images.
+        input_size: (C, H, W) the weights were trained at; informational, inputs are not resized.
+        class_names: the training classes for 'dataset' models, when known.
+        checkpoint: path of the weights, if any, and its sha256.
+    """
+
+    name: str
+    arch: str
+    num_classes: int
+    label_space: str = DATASET
+    mean: Tuple[float, float, float] = IN9_MEAN
+    std: Tuple[float, float, float] = IN9_STD
+    input_size: Tuple[int, int, int] = (3, 224, 224)
+    class_names: Optional[Tuple[str, ...]] = None
+    checkpoint: Optional[str] = None
+    checkpoint_sha256: Optional[str] = None
+    extra: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "ModelSpec":
+        known = {f.name for f in dataclasses.fields(cls)}
+        d = {k: v for k, v in d.items() if k in known}
+        for key in ("mean", "std", "input_size", "class_names"):
+            if d.get(key) is not None:
+                d[key] = tuple(d[key])
+        return cls(**d)
+
+
+class Normalize(nn.Module):
+    """(x - mean) / std over channels, as a module so it travels with the model."""
+
+    def __init__(self, mean, std):
+        super().__init__()
+        self.register_buffer("mean", torch.tensor(mean, dtype=torch.float32).view(1, -1, 1, 1))
+        self.register_buffer("std", torch.tensor(std, dtype=torch.float32).view(1, -1, 1, 1))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return (x - self.mean) / self.std
+
+
+class BgModel(nn.Module):
+    """A classifier that takes [0,1] images: normalization lives here, not in the data pipeline."""
+
+    def __init__(self, net: nn.Module, spec: ModelSpec):
+        super().__init__()
+        self.spec = spec
+        self.normalize = Normalize(spec.mean, spec.std)
+        self.net = net
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(self.normalize(x))

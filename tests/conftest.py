@@ -1,0 +1,60 @@
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def pytest_addoption(parser):
+    parser.addoption("--runslow", action="store_true", default=False, help="run tests marked slow")
+
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("--runslow"):
+        return
+    skip = pytest.mark.skip(reason="slow: use --runslow")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def synth_root(tmp_path_factory) -> Path:
+    """A tiny Synthetic-9 (val and train) shared by the tests; never modified."""
+    from bgbench.data.synthetic import write_dataset
+    root = tmp_path_factory.mktemp("synth9")
+    write_dataset(root, per_class=4, size=32, seed=0, split="val", progress=False)
+    write_dataset(root, per_class=6, size=32, seed=0, split="train", progress=False)
+    return root
+
+
+@pytest.fixture
+def synth_copy(synth_root, tmp_path) -> Path:
+    """A private copy of the tiny dataset that a test may damage."""
+    import shutil
+    dst = tmp_path / "data"
+    shutil.copytree(synth_root, dst)
+    return dst
+
+
+def run_cli_subprocess(*args, cwd=None, env=None):
+    """Run `python -m bgbench ARGS` in a fresh interpreter; returns the CompletedProcess."""
+    return subprocess.run([sys.executable, "-m", "bgbench", *map(str, args)], capture_output=True, text=True,
+                          cwd=cwd, env=env, timeout=600)
+
+
+def run_cli(*args):
+    """Run the CLI's `main` in this process (same code path as the console script, minus ~10 s
+    of interpreter start-up per call); returns returncode, stdout and stderr."""
+    import contextlib
+    import io
+    import types
+
+    from bgbench.cli import main
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main([str(a) for a in args])
+        except SystemExit as e:  # argparse errors
+            code = e.code
+    return types.SimpleNamespace(returncode=code, stdout=out.getvalue(), stderr=err.getvalue())
