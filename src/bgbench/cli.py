@@ -128,7 +128,22 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("models", help="list model strings (zoo and timm architectures)")
     p.add_argument("pattern", nargs="?", default="zoo:*", help="fnmatch pattern, e.g. 'timm:resnet*'")
     p.set_defaults(func=cmd_models)
+
+    for module in _command_modules():
+        module.register(sub)
     return parser
+
+
+def _command_modules():
+    """Subcommands that live beside the code they drive; each module has `register(subparsers)`
+    that adds its parser and sets `func`. Imported lazily so `bgbench --help` stays cheap."""
+    import importlib
+    return [importlib.import_module(f"bgbench.{name}") for name in COMMAND_MODULES]
+
+
+# One line per subcommand module: keep this list sorted.
+COMMAND_MODULES: List[str] = [
+]
 
 
 def main(argv: Optional[List[str]] = None) -> int:
