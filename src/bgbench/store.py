@@ -47,6 +47,24 @@ CREATE TABLE IF NOT EXISTS metrics (
     value REAL, lo REAL, hi REAL, n INTEGER,
     PRIMARY KEY (run_id, name, variant)
 );
+CREATE TABLE IF NOT EXISTS challenge_fg (
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    image_id TEXT NOT NULL,
+    label INTEGER NOT NULL,
+    clean_pred INTEGER NOT NULL,
+    fooled INTEGER NOT NULL,
+    pairs INTEGER NOT NULL,
+    fooling_bg TEXT,
+    fooling_pred INTEGER,
+    PRIMARY KEY (run_id, image_id)
+);
+CREATE TABLE IF NOT EXISTS challenge_bg (
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    bg_id TEXT NOT NULL,
+    bg_class INTEGER NOT NULL,
+    asr REAL NOT NULL,
+    PRIMARY KEY (run_id, bg_id)
+);
 """
 
 
@@ -101,6 +119,29 @@ class Store:
         with self.conn:
             self.conn.execute("INSERT OR REPLACE INTO metrics VALUES (?,?,?,?,?,?,?)",
                               (run_id, name, variant, value, lo, hi, n))
+
+    def find_resumable(self, kind: str, model: str, checkpoint_sha256: Optional[str], data_fingerprint: str,
+                       config: dict) -> Optional[int]:
+        """The newest unfinished run of exactly this job, if any (what a rerun continues)."""
+        row = self.conn.execute(
+            "SELECT id FROM runs WHERE kind=? AND status='running' AND model=? AND checkpoint_sha256 IS ? "
+            "AND data_fingerprint=? AND config=? ORDER BY id DESC LIMIT 1",
+            (kind, model, checkpoint_sha256, data_fingerprint, json.dumps(config, sort_keys=True))).fetchone()
+        return int(row["id"]) if row else None
+
+    def add_challenge_results(self, run_id: int, rows: Iterable[tuple]) -> None:
+        """rows: (image_id, label, clean_pred, fooled, pairs, fooling_bg, fooling_pred)."""
+        with self.conn:
+            self.conn.executemany("INSERT OR REPLACE INTO challenge_fg VALUES (?,?,?,?,?,?,?,?)",
+                                  [(run_id, *r) for r in rows])
+
+    def challenge_results(self, run_id: int) -> List[sqlite3.Row]:
+        return self.conn.execute("SELECT * FROM challenge_fg WHERE run_id=? ORDER BY image_id", (run_id,)).fetchall()
+
+    def add_challenge_asr(self, run_id: int, rows: Iterable[tuple]) -> None:
+        """rows: (bg_id, bg_class, asr)."""
+        with self.conn:
+            self.conn.executemany("INSERT OR REPLACE INTO challenge_bg VALUES (?,?,?,?)", [(run_id, *r) for r in rows])
 
     def run(self, run_id: int) -> Optional[sqlite3.Row]:
         return self.conn.execute("SELECT * FROM runs WHERE id=?", (run_id,)).fetchone()

@@ -1,0 +1,45 @@
+"""`bgbench challenge`: the Backgrounds Challenge (also under `torchrun -m bgbench challenge`)."""
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def register(sub) -> None:
+    from .cli import _add_db_arg, _add_model_args
+    from .classes import Mapping
+    p = sub.add_parser("challenge", help="adversarial backgrounds: challenge accuracy, fooled foregrounds, ASR")
+    _add_model_args(p)
+    p.add_argument("--data", required=True, help="dataset root with original/, only_bg_t/ and fg_mask/")
+    p.add_argument("--mapping", choices=[m.value for m in Mapping], default=Mapping.ARGMAX.value)
+    p.add_argument("--precision", choices=["fp32", "bf16", "fp16"], default="fp32",
+                   help="fp32 is exact; bf16/fp16 autocast is for GPUs")
+    p.add_argument("--full", action="store_true",
+                   help="compute every foreground x background prediction (uint8 memmap): ASR, class fool "
+                        "rates, top-5 backgrounds grid and ASR histogram")
+    p.add_argument("--save-every", type=int, default=16, help="store progress every N foregrounds")
+    p.add_argument("--out", help="folder for --full figures (default: beside the results store)")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--quiet", action="store_true")
+    _add_db_arg(p)
+    p.set_defaults(func=cmd_challenge)
+
+
+def cmd_challenge(args: argparse.Namespace) -> int:
+    from .evaluate.challenge_run import ChallengeConfig, run_challenge
+    from .models import create_model
+    from .store import Store
+    model = create_model(args.model, checkpoint=args.checkpoint, trust_checkpoint=args.trust_checkpoint,
+                         norm=args.norm)
+    cfg = ChallengeConfig(batch_size=args.batch_size, mapping=args.mapping, precision=args.precision,
+                          full=args.full, save_every=args.save_every, device=args.device)
+    with Store(args.db) as store:
+        report = run_challenge(model, args.data, store, cfg, out_dir=args.out, progress=not args.quiet)
+        if report is None:  # not rank 0
+            return 0
+        if args.json:
+            print(json.dumps(report.to_dict(), indent=1))
+        else:
+            print(report.table())
+            print(f"{report.pairs} composites in {report.seconds:.1f}s; run {report.run_id} stored in {store.path}")
+    return 0

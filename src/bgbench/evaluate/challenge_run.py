@@ -1,0 +1,270 @@
+"""Running the Backgrounds Challenge: data loading, resumable progress, torchrun sharding, results.
+
+I/O lives here; the verdict logic is `challenge.ChallengeEngine`. Under `torchrun`, foregrounds
+are sharded across ranks (i % world_size == rank), every rank writes its own progress rows to
+the store, and rank 0 merges them once all ranks are done.
+"""
+from __future__ import annotations
+
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional
+
+import numpy as np
+import torch
+import torch.distributed as dist
+
+from ..classes import Mapping
+from ..data.images import decode_image, load_mask
+from ..data.layout import Layout, discover
+from ..errors import DataError
+from ..models.spec import BgModel
+from ..store import Store
+from .challenge import (ChallengeEngine, FgResult, attack_success_rates, class_fool_rates, top_backgrounds,
+                        verdicts_from_matrix)
+from .metrics import Estimate, accuracy
+from .predict import check_compatible
+
+
+@dataclass
+class ChallengeConfig:
+    batch_size: int = 64
+    mapping: str = "argmax"
+    precision: str = "fp32"
+    full: bool = False
+    save_every: int = 16
+    device: str = "cpu"
+
+    def identity(self) -> dict:
+        """What makes two runs the same job (batch size and device do not change verdicts)."""
+        return {"mapping": self.mapping, "precision": self.precision, "full": self.full}
+
+
+@dataclass
+class ChallengeReport:
+    model: str
+    data: str
+    run_id: int
+    challenge_accuracy: Estimate
+    clean_accuracy: Estimate
+    fooled: int
+    total: int
+    per_class: List[dict]
+    pairs: int = 0
+    seconds: float = 0.0
+    full: Optional[dict] = None
+    files: Dict[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {"model": self.model, "data": self.data, "run_id": self.run_id,
+                "challenge_accuracy": self.challenge_accuracy.as_dict(), "clean_accuracy": self.clean_accuracy.as_dict(),
+                "fooled": self.fooled, "total": self.total, "per_class": self.per_class, "pairs": self.pairs,
+                "seconds": self.seconds, "full": self.full, "files": self.files}
+
+    def table(self) -> str:
+        c, k = self.challenge_accuracy, self.clean_accuracy
+        lines = [f"model: {self.model}", f"data:  {self.data}",
+                 f"challenge accuracy {100 * c.value:5.1f}%  [{100 * c.lo:.1f}%, {100 * c.hi:.1f}%]  "
+                 f"({self.total - self.fooled}/{self.total} foregrounds never fooled)",
+                 f"clean accuracy     {100 * k.value:5.1f}%  [{100 * k.lo:.1f}%, {100 * k.hi:.1f}%]  (original)",
+                 f"fooled foregrounds {self.fooled}/{self.total}",
+                 "", f"{'class':<24} {'n':>5} {'clean':>7} {'challenge':>10}" +
+                 (f" {'fool rate':>10}" if self.full else "")]
+        for row in self.per_class:
+            line = f"{row['class']:<24} {row['n']:>5} {100 * row['clean']:6.1f}% {100 * row['challenge']:9.1f}%"
+            if self.full:
+                line += f" {100 * row['class_fool_rate']:9.1f}%"
+            lines.append(line)
+        if self.files:
+            lines.append("")
+            lines.extend(f"{k}: {v}" for k, v in self.files.items())
+        return "\n".join(lines)
+
+
+def _decode_all(paths: List[Path]) -> np.ndarray:
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        arrays = list(pool.map(decode_image, paths))
+    shapes = {a.shape for a in arrays}
+    if len(shapes) > 1:
+        raise DataError(f"the challenge needs images of one size; found {sorted(shapes)[:3]} ...")
+    return np.stack(arrays) if arrays else np.zeros((0, 1, 1, 3), np.uint8)
+
+
+def load_backgrounds(layout: Layout):
+    items = layout.items("only_bg_t")
+    return items, torch.from_numpy(_decode_all([it.path for it in items]))
+
+
+def load_foregrounds(layout: Layout, pairs, indices: List[int]):
+    """Decode the chosen originals and their masks; masks must match their image's size."""
+    images = _decode_all([pairs[i][0].path for i in indices])
+    masks = []
+    for j, i in enumerate(indices):
+        item, mask_path = pairs[i]
+        m = load_mask(mask_path)
+        if m.shape != images[j].shape[:2]:
+            raise DataError(f"mask {mask_path} is {m.shape[1]}x{m.shape[0]} but image {item.path} is "
+                            f"{images[j].shape[1]}x{images[j].shape[0]}")
+        masks.append(m)
+    return torch.from_numpy(images), torch.from_numpy(np.stack(masks) if masks else np.zeros((0, 1, 1), bool))
+
+
+def _dist_setup(device: str):
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    rank = int(os.environ.get("RANK", "0"))
+    if world > 1 and not dist.is_initialized():
+        backend = "nccl" if device.startswith("cuda") else "gloo"
+        dist.init_process_group(backend=backend)
+    if world > 1 and device.startswith("cuda"):
+        device = f"cuda:{int(os.environ.get('LOCAL_RANK', rank))}"
+    return world, rank, device
+
+
+def _broadcast(value, rank: int, world: int):
+    if world == 1:
+        return value
+    box = [value if rank == 0 else None]
+    dist.broadcast_object_list(box, src=0)
+    return box[0]
+
+
+def run_challenge(model: BgModel, data: str | Path, store: Store, cfg: ChallengeConfig,
+                  out_dir: Optional[str | Path] = None, progress: bool = True) -> Optional[ChallengeReport]:
+    """Run (or resume) the challenge; returns the report on rank 0 and None on other ranks."""
+    t0 = time.time()
+    world, rank, device = _dist_setup(cfg.device)
+    layout = discover(data, variants=["original", "only_bg_t"])
+    check_compatible(model, layout.classes)
+    pairs = layout.foregrounds()
+    fg_ids = [it.image_id for it, _ in pairs]
+    fg_labels = np.array([it.label for it, _ in pairs])
+    bg_items, backgrounds = load_backgrounds(layout)
+    bg_labels = np.array([it.label for it in bg_items])
+
+    run_id = None
+    if rank == 0:
+        spec = model.spec.to_dict()
+        fingerprint = layout.fingerprint()
+        run_id = store.find_resumable("challenge", model.spec.name, spec.get("checkpoint_sha256"), fingerprint,
+                                      cfg.identity())
+        if run_id is not None:
+            done_before = len(store.challenge_results(run_id))
+            print(f"resuming challenge run {run_id}: {done_before}/{len(pairs)} foregrounds already done")
+        else:
+            run_id = store.start_run("challenge", model.spec.name, spec, cfg.identity(), data_root=str(layout.root),
+                                     data_fingerprint=fingerprint)
+    run_id = _broadcast(run_id, rank, world)
+    done = {r["image_id"]: r for r in store.challenge_results(run_id)}
+    mine = [i for i in range(len(pairs)) if i % world == rank and fg_ids[i] not in done]
+
+    model = model.to(device).eval()
+    engine = ChallengeEngine(model, backgrounds.to(device), torch.from_numpy(bg_labels), mapping=cfg.mapping,
+                             batch_size=cfg.batch_size, precision=cfg.precision)
+    engine.predict_backgrounds()
+    bg_index = {it.image_id: j for j, it in enumerate(bg_items)}
+    for r in done.values():  # warm the ordering with what earlier runs learnt
+        if r["fooling_bg"] in bg_index:
+            engine.fool_counts[bg_index[r["fooling_bg"]]] += 1
+
+    matrix = None
+    if cfg.full:
+        path = store.path.parent / f"challenge_{run_id}.u8"
+        if rank == 0 and not path.exists():
+            np.lib.format.open_memmap(path, mode="w+", dtype=np.uint8, shape=(len(pairs), len(bg_items))).flush()
+        if world > 1:
+            dist.barrier()
+        matrix = np.load(path, mmap_mode="r+")
+
+    fg_images, fg_masks = load_foregrounds(layout, pairs, mine)
+    clean = {}
+    for s in range(0, len(mine), cfg.batch_size):
+        preds = engine.predict_uint8(fg_images[s:s + cfg.batch_size].to(device)).cpu().tolist()
+        clean.update({mine[s + k]: p for k, p in enumerate(preds)})
+
+    buffer: List[tuple] = []
+
+    def record(r: FgResult) -> None:
+        i = mine[r.index]
+        bg = bg_items[r.fooling_bg].image_id if r.fooled else None
+        buffer.append((fg_ids[i], int(fg_labels[i]), int(clean[i]), int(r.fooled), int(r.pairs), bg,
+                       int(r.fooling_pred) if r.fooled else None))
+        if len(buffer) >= cfg.save_every:
+            flush()
+
+    def flush() -> None:
+        if matrix is not None:
+            matrix.flush()  # rows reach the disk before the store says they are done
+        store.add_challenge_results(run_id, buffer)
+        buffer.clear()
+
+    local = list(range(len(mine)))
+    if cfg.full:
+        from tqdm import tqdm
+        for j in tqdm(local, desc="challenge --full", unit="fg", disable=not progress, leave=False):
+            row = engine.full_row(fg_images[j], fg_masks[j])
+            matrix[mine[j]] = row
+            wrong = np.nonzero(row != fg_labels[mine[j]])[0]
+            record(FgResult(j, bool(len(wrong)), len(row), int(wrong[0]) if len(wrong) else -1,
+                            (int(row[wrong[0]]) if row[wrong[0]] != 255 else -1) if len(wrong) else -2))
+    else:
+        engine.verdicts(fg_images, fg_masks, fg_labels[mine], local, on_result=record, progress=progress)
+    flush()
+    pairs_here = torch.tensor([engine.stats.pairs], dtype=torch.long)
+    if world > 1:
+        dist.all_reduce(pairs_here)
+        dist.barrier()
+    if rank != 0:
+        return None
+    report = _finish(store, run_id, model, layout, pairs, bg_items, fg_labels, bg_labels, matrix, out_dir)
+    report.pairs = int(pairs_here)
+    report.seconds = round(time.time() - t0, 2)
+    store.add_metric(run_id, "challenge_pairs", report.pairs)
+    return report
+
+
+def _finish(store, run_id, model, layout, pairs, bg_items, fg_labels, bg_labels, matrix, out_dir) -> ChallengeReport:
+    rows = {r["image_id"]: r for r in store.challenge_results(run_id)}
+    fg_ids = [it.image_id for it, _ in pairs]
+    missing = [i for i in fg_ids if i not in rows]
+    if missing:
+        raise RuntimeError(f"challenge run {run_id} is missing {len(missing)} foregrounds after all ranks finished")
+    fooled = np.array([bool(rows[i]["fooled"]) for i in fg_ids])
+    clean_ok = np.array([rows[i]["clean_pred"] == rows[i]["label"] for i in fg_ids])
+    chal = accuracy(~fooled)
+    clean = accuracy(clean_ok)
+    store.add_metric(run_id, "challenge_accuracy", chal.value, chal.lo, chal.hi, chal.n)
+    store.add_metric(run_id, "clean_accuracy", clean.value, clean.lo, clean.hi, clean.n)
+    store.add_metric(run_id, "fooled", float(fooled.sum()), n=len(fooled))
+    per_class = []
+    full = None
+    files: Dict[str, str] = {}
+    fool_rates = None
+    if matrix is not None:
+        m = np.asarray(matrix)
+        assert (verdicts_from_matrix(m, fg_labels) == fooled).all()
+        asr = attack_success_rates(m, fg_labels, bg_labels)
+        fool_rates = class_fool_rates(m, fg_labels, bg_labels, len(layout.classes))
+        top = top_backgrounds(asr, bg_labels, k=5)
+        store.add_challenge_asr(run_id, [(it.image_id, int(c), float(a)) for it, c, a in zip(bg_items, bg_labels, asr)])
+        full = {"matrix": str(Path(matrix.filename)), "top5": {layout.classes[c]: [
+            {"bg": bg_items[j].image_id, "asr": float(asr[j])} for j in js] for c, js in top.items()}}
+        out = Path(out_dir) if out_dir else store.path.parent / f"challenge_{run_id}"
+        from .challenge_figures import asr_histogram, top_backgrounds_grid
+        files["top5_grid"] = str(top_backgrounds_grid(out / "top5_backgrounds.png", top, asr, bg_items, layout.classes))
+        files["asr_histogram"] = str(asr_histogram(out / "asr_histogram.png", asr, bg_labels, layout.classes))
+    for c, name in enumerate(layout.classes):
+        sel = fg_labels == c
+        row = {"class": name, "n": int(sel.sum()), "clean": float(clean_ok[sel].mean()) if sel.any() else float("nan"),
+               "challenge": float((~fooled[sel]).mean()) if sel.any() else float("nan")}
+        if fool_rates is not None:
+            row["class_fool_rate"] = float(fool_rates[c])
+            store.add_metric(run_id, "class_fool_rate", row["class_fool_rate"], variant=name)
+        store.add_metric(run_id, "challenge_accuracy_class", row["challenge"], n=row["n"], variant=name)
+        per_class.append(row)
+    store.finish_run(run_id)
+    return ChallengeReport(model=model.spec.name, data=str(layout.root), run_id=run_id, challenge_accuracy=chal,
+                           clean_accuracy=clean, fooled=int(fooled.sum()), total=len(fooled), per_class=per_class,
+                           full=full, files=files)

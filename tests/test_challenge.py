@@ -1,0 +1,206 @@
+"""The Backgrounds Challenge engine: exact verdicts, invariance, full-matrix analyses, resume, torchrun."""
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from bgbench.data import discover, load_mask
+from bgbench.data.images import decode_image
+from bgbench.evaluate.challenge import (ChallengeEngine, attack_success_rates, class_fool_rates, top_backgrounds,
+                                        verdicts_from_matrix)
+from bgbench.evaluate.predict import decide
+from bgbench.models import create_model
+from bgbench.train import TrainConfig, train
+from conftest import run_cli
+
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+
+
+@pytest.fixture(scope="module")
+def model_ckpt(synth_root, tmp_path_factory):
+    out = tmp_path_factory.mktemp("model")
+    return train(TrainConfig(data=str(synth_root), variant="original", model="timm:test_resnet", out=str(out),
+                             epochs=3, batch_size=16), progress=False)
+
+
+@pytest.fixture(scope="module")
+def tensors(synth_root):
+    layout = discover(synth_root)
+    pairs = layout.foregrounds()
+    fg = torch.from_numpy(np.stack([decode_image(it.path) for it, _ in pairs]))
+    masks = torch.from_numpy(np.stack([load_mask(m) for _, m in pairs]))
+    labels = np.array([it.label for it, _ in pairs])
+    bg_items = layout.items("only_bg_t")
+    bg = torch.from_numpy(np.stack([decode_image(it.path) for it in bg_items]))
+    bg_labels = np.array([it.label for it in bg_items])
+    return fg, masks, labels, bg, bg_labels
+
+
+def reference_matrix(model, fg, masks, bg):
+    """Upstream's arithmetic, one foreground at a time, in float: bg * (1 - m) + m * fg."""
+    rows = []
+    with torch.inference_mode():
+        for i in range(len(fg)):
+            img = fg[i].permute(2, 0, 1).float() / 255
+            m = masks[i].float()[None].expand(3, -1, -1)
+            x = bg.permute(0, 3, 1, 2).float() / 255 * (1 - m) + m * img
+            pred, _ = decide(model, model(x), "argmax")
+            rows.append(pred.numpy())
+    return np.stack(rows)
+
+
+def test_verdicts_equal_the_exhaustive_reference_for_any_batch_size_and_order(model_ckpt, tensors):
+    fg, masks, labels, bg, bg_labels = tensors
+    model = create_model(f"file:{model_ckpt}")
+    ref = reference_matrix(model, fg, masks, bg)
+    expected = (ref != labels[:, None]).any(axis=1)
+    assert expected.any()
+    seen = []
+    for batch_size, order in ((1, None), (7, "reverse"), (64, "shuffle"), (1000, None)):
+        idx = list(range(len(fg)))
+        if order == "reverse":
+            idx = idx[::-1]
+        elif order == "shuffle":
+            idx = list(np.random.default_rng(0).permutation(idx))
+        engine = ChallengeEngine(model, bg, torch.from_numpy(bg_labels), batch_size=batch_size)
+        if batch_size != 1:
+            engine.predict_backgrounds()
+        results = engine.verdicts(fg, masks, labels, idx, progress=False)
+        got = np.zeros(len(fg), bool)
+        for r in results:
+            got[r.index] = r.fooled
+            if r.fooled:  # the reported fooling background really fools
+                assert ref[r.index, r.fooling_bg] == r.fooling_pred != labels[r.index]
+            else:
+                assert r.pairs == len(bg)
+        assert (got == expected).all(), (batch_size, order)
+        seen.append(engine.stats.pairs)
+    assert min(seen) < len(fg) * len(bg)  # early stopping did happen
+
+
+def test_full_rows_equal_the_reference_matrix(model_ckpt, tensors):
+    fg, masks, labels, bg, bg_labels = tensors
+    model = create_model(f"file:{model_ckpt}")
+    ref = reference_matrix(model, fg[:5], masks[:5], bg)
+    engine = ChallengeEngine(model, bg, torch.from_numpy(bg_labels), batch_size=16)
+    rows = np.stack([engine.full_row(fg[i], masks[i]) for i in range(5)])
+    assert (rows == np.where(ref < 0, 255, ref)).all()
+
+
+def test_matrix_analyses_by_hand():
+    # 4 foregrounds (classes 0,0,1,2) x 3 backgrounds (classes 0,1,2)
+    m = np.array([[0, 1, 0],
+                  [0, 0, 2],
+                  [0, 1, 2],
+                  [2, 255, 2]], np.uint8)
+    fg = np.array([0, 0, 1, 2])
+    bg = np.array([0, 1, 2])
+    assert verdicts_from_matrix(m, fg).tolist() == [True, True, True, True]
+    asr = attack_success_rates(m, fg, bg)
+    # bg0 (class 0): other-class fgs are rows 2,3 -> predicted 0 in row 2 only
+    # bg1 (class 1): rows 0,1,3 -> predicted 1 in row 0 only; bg2 (class 2): rows 0,1,2 -> 2 in rows 1,2
+    assert asr.tolist() == pytest.approx([1 / 2, 1 / 3, 2 / 3])
+    rates = class_fool_rates(m, fg, bg, 3)
+    assert rates.tolist() == pytest.approx([1 / 2, 1 / 3, 2 / 3])
+    assert top_backgrounds(asr, bg, k=5) == {0: [0], 1: [1], 2: [2]}
+
+
+def test_cli_challenge_full_writes_figures_and_store(model_ckpt, synth_root, tmp_path):
+    db = tmp_path / "r.db"
+    proc = run_cli("challenge", "--model", f"file:{model_ckpt}", "--data", synth_root, "--db", db, "--quiet",
+                   "--full", "--out", tmp_path / "figs")
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "figs" / "top5_backgrounds.png").stat().st_size > 1000
+    assert (tmp_path / "figs" / "asr_histogram.png").stat().st_size > 1000
+    con = sqlite3.connect(db)
+    assert con.execute("SELECT COUNT(*) FROM challenge_fg").fetchone()[0] == 36
+    assert con.execute("SELECT COUNT(*) FROM challenge_bg").fetchone()[0] == 36
+    full_fooled = con.execute("SELECT SUM(fooled) FROM challenge_fg").fetchone()[0]
+    proc = run_cli("challenge", "--model", f"file:{model_ckpt}", "--data", synth_root, "--db", db, "--quiet",
+                   "--batch-size", "5")
+    assert proc.returncode == 0
+    fast_fooled = con.execute("SELECT SUM(fooled) FROM challenge_fg WHERE run_id=2").fetchone()[0]
+    assert fast_fooled == full_fooled
+    assert "challenge accuracy" in proc.stdout
+
+
+def test_missing_mask_and_size_mismatch_are_clear_errors(model_ckpt, synth_copy):
+    victim = sorted((synth_copy / "fg_mask" / "val" / "01_square").iterdir())[0]
+    victim.unlink()
+    proc = run_cli("challenge", "--model", f"file:{model_ckpt}", "--data", synth_copy, "--db",
+                   synth_copy / "r.db", "--quiet")
+    assert proc.returncode == 2 and "no mask" in proc.stderr and "Traceback" not in proc.stderr
+    np.save(victim, np.zeros((32, 32), np.uint8))
+    bad = sorted((synth_copy / "only_bg_t" / "val" / "02_triangle").iterdir())[0]
+    from PIL import Image
+    Image.new("RGB", (40, 32)).save(bad)
+    proc = run_cli("challenge", "--model", f"file:{model_ckpt}", "--data", synth_copy, "--db",
+                   synth_copy / "r.db", "--quiet")
+    assert proc.returncode == 2 and "one size" in proc.stderr
+
+
+def _env():
+    env = dict(os.environ)
+    env["PYTHONPATH"] = SRC + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def _results(db, run_id=None):
+    con = sqlite3.connect(db)
+    q = "SELECT image_id, label, clean_pred, fooled FROM challenge_fg"
+    rows = con.execute(q + (" WHERE run_id=?" if run_id else "") + " ORDER BY image_id",
+                       (run_id,) if run_id else ()).fetchall()
+    con.close()
+    return rows
+
+
+def test_resume_after_sigkill_gives_the_uninterrupted_result(model_ckpt, synth_root, tmp_path):
+    args = [sys.executable, "-m", "bgbench", "challenge", "--model", f"file:{model_ckpt}", "--data",
+            str(synth_root), "--quiet", "--full", "--batch-size", "1", "--save-every", "1", "--out",
+            str(tmp_path / "f")]
+    killed_db = tmp_path / "killed.db"
+    proc = subprocess.Popen(args + ["--db", str(killed_db)], env=_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    deadline = time.time() + 240
+    done = 0
+    while time.time() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+        try:
+            done = len(_results(killed_db))
+        except sqlite3.Error:
+            continue
+        if done >= 3:
+            break
+    assert proc.poll() is None, "the run finished before it could be killed"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    partial = len(_results(killed_db))
+    assert 3 <= partial < 36
+    resumed = subprocess.run(args + ["--db", str(killed_db)], env=_env(), capture_output=True, text=True)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "resuming challenge run 1" in resumed.stdout
+    clean_run = subprocess.run(args + ["--db", str(tmp_path / "clean.db")], env=_env(), capture_output=True,
+                               text=True)
+    assert clean_run.returncode == 0, clean_run.stderr
+    assert _results(killed_db) == _results(tmp_path / "clean.db")
+    assert len(_results(killed_db)) == 36
+
+
+def test_torchrun_two_processes_match_one(model_ckpt, synth_root, tmp_path):
+    base = ["challenge", "--model", f"file:{model_ckpt}", "--data", str(synth_root), "--quiet", "--batch-size", "8"]
+    one = subprocess.run([sys.executable, "-m", "bgbench", *base, "--db", str(tmp_path / "one.db")], env=_env(),
+                         capture_output=True, text=True)
+    assert one.returncode == 0, one.stderr
+    two = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
+                          "--master-port", "29517", "-m", "bgbench", *base, "--db", str(tmp_path / "two.db")],
+                         env=_env(), capture_output=True, text=True, timeout=300)
+    assert two.returncode == 0, two.stderr[-3000:]
+    assert _results(tmp_path / "one.db") == _results(tmp_path / "two.db")
+    assert two.stdout.count("challenge accuracy") == 1  # only rank 0 reports
