@@ -17,9 +17,10 @@ import os
 import shutil
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import cv2
 import numpy as np
@@ -254,30 +255,43 @@ def _init_worker() -> None:
     cv2.setNumThreads(1)
 
 
-def _map(fn: Callable, items: Sequence, s: _Settings, workers: int, desc: str, progress: bool) -> list:
-    """fn(item, s) for every item, in order; a process pool when workers > 1."""
+def _map(fn: Callable, items: Sequence, s: _Settings, pool: Optional[ProcessPoolExecutor], workers: int,
+         desc: str, progress: bool) -> list:
+    """fn(item, s) for every item, in order; on `pool` when there is one."""
     bar = tqdm(total=len(items), desc=desc, unit="img", disable=not progress)
+    out = []
     try:
-        if workers <= 1 or len(items) <= 1:
-            threads = cv2.getNumThreads()
-            cv2.setNumThreads(1)  # the same single-threaded OpenCV as in the workers
-            try:
-                out = []
-                for it in items:
-                    out.append(fn(it, s))
-                    bar.update()
-                return out
-            finally:
-                cv2.setNumThreads(threads)
-        chunk = max(1, min(16, len(items) // (workers * 8)))
-        with ProcessPoolExecutor(max_workers=workers, initializer=_init_worker) as pool:
-            out = []
+        if pool is None:
+            for it in items:
+                out.append(fn(it, s))
+                bar.update()
+        else:
+            chunk = max(1, min(16, len(items) // (workers * 8)))
             for r in pool.map(fn, items, [s] * len(items), chunksize=chunk):
                 out.append(r)
                 bar.update()
-            return out
+        return out
     finally:
         bar.close()
+
+
+@contextmanager
+def _executor(workers: int, n: int) -> Iterator[Optional[ProcessPoolExecutor]]:
+    """One process pool for both passes; none (in-process) for one worker or one image.
+
+    In-process runs use single-threaded OpenCV too, as the workers do, so that worker counts
+    compare like with like; the caller's setting is restored afterwards.
+    """
+    if workers <= 1 or n <= 1:
+        threads = cv2.getNumThreads()
+        cv2.setNumThreads(1)
+        try:
+            yield None
+        finally:
+            cv2.setNumThreads(threads)
+        return
+    with ProcessPoolExecutor(max_workers=workers, initializer=_init_worker) as pool:
+        yield pool
 
 
 def _find_mask(masks: Optional[Path], cls: str, stem: str) -> Optional[Path]:
@@ -389,22 +403,23 @@ def build(cfg: BuildConfig, progress: bool = True) -> BuildResult:
     staging.mkdir()
     s = _Settings(cfg.preprocess, cfg.seed, cfg.tries, staging, out, cfg.split)
     try:
-        results = _map(_prepare, tasks, s, cfg.workers, "prepare", progress)
-        built = [r for r in results if isinstance(r, Prepared)]
-        rejects = [r for r in results if isinstance(r, Reject)]
-        if cfg.balance:
-            built, dropped = _balance(built, len(classes), cfg.seed)
-            rejects += [Reject(p.index, p.image_id + tasks[p.index].path.suffix, BALANCED_OUT,
-                               "dropped to balance classes") for p in dropped]
-            rejects.sort(key=lambda r: r.index)
-        donors = assign_donors(built, len(classes), cfg.seed)
-        boxes = {p.index: p.box for p in built}
-        if built:
-            for name in [*variants, MASK_DIR]:
-                for cls in classes:
-                    (out / name / cfg.split / cls).mkdir(parents=True, exist_ok=True)
-            jobs = [_Job(p, {v: (d, boxes[d]) for v, d in donors[p.index].items()}) for p in built]
-            _map(_render, jobs, s, cfg.workers, "render", progress)
+        with _executor(cfg.workers, len(tasks)) as pool:
+            results = _map(_prepare, tasks, s, pool, cfg.workers, "prepare", progress)
+            built = [r for r in results if isinstance(r, Prepared)]
+            rejects = [r for r in results if isinstance(r, Reject)]
+            if cfg.balance:
+                built, dropped = _balance(built, len(classes), cfg.seed)
+                rejects += [Reject(p.index, p.image_id + tasks[p.index].path.suffix, BALANCED_OUT,
+                                   "dropped to balance classes") for p in dropped]
+                rejects.sort(key=lambda r: r.index)
+            donors = assign_donors(built, len(classes), cfg.seed)
+            boxes = {p.index: p.box for p in built}
+            if built:
+                for name in [*variants, MASK_DIR]:
+                    for cls in classes:
+                        (out / name / cfg.split / cls).mkdir(parents=True, exist_ok=True)
+                jobs = [_Job(p, {v: (d, boxes[d]) for v, d in donors[p.index].items()}) for p in built]
+                _map(_render, jobs, s, pool, cfg.workers, "render", progress)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     result = BuildResult(out, built, rejects, classes, Counter(r.reason for r in rejects))
