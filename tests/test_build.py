@@ -183,15 +183,17 @@ def test_every_reject_reason(tmp_path):
     (images / "a" / "corrupt.png").write_bytes(b"\x89PNG\r\n\x1a\n not really a png")
     (boxes / "a" / "corrupt.xml").write_text(voc_xml(s.box))
     (images / "a" / "notes.txt").write_text("not an image")
+    Image.fromarray(s.image).save(images / "a" / "badxml.png")
+    (boxes / "a" / "badxml.xml").write_text("<annotation><object>")
     res = run_cli("build", "--images", images, "--boxes", boxes, "--out", tmp_path / "out", "--no-resize", "--quiet")
     assert res.returncode == 0, res.stderr
     reasons = {r["file"]: r["reason"] for r in read_csv(tmp_path / "out" / "rejects.csv")}
     assert reasons == {
         "a/several.png": "several_boxes", "a/outside.png": "box_outside_image", "a/uniform.png": "grabcut_failed",
         "a/large.png": "box_too_large", "a/unannotated.png": "missing_annotation",
-        "a/corrupt.png": "unreadable_image", "a/notes.txt": "unsupported_file",
+        "a/corrupt.png": "unreadable_image", "a/notes.txt": "unsupported_file", "a/badxml.png": "bad_annotation",
     }
-    assert "built 2 images" in res.stdout and "rejected 7" in res.stdout
+    assert "built 2 images" in res.stdout and "rejected 8" in res.stdout
 
 
 def test_box_cropped_by_center_crop(tmp_path):

@@ -32,6 +32,7 @@ class Annotation:
 
     boxes: List[Box] = field(default_factory=list)
     polygons: Optional[List[Polygon]] = None
+    error: Optional[str] = None  # the file could not be read: that image is rejected, not the run
 
 
 def _to_box(x0: float, y0: float, x1: float, y1: float) -> Box:
@@ -61,7 +62,10 @@ def read_voc_dir(folder: Path) -> Dict[str, Annotation]:
     """Every `<stem>.xml` under `folder`, flat or in class subfolders."""
     out: Dict[str, Annotation] = {}
     for path in sorted(folder.rglob("*.xml")):
-        ann = read_voc_file(path)
+        try:
+            ann = read_voc_file(path)
+        except DataError as e:
+            ann = Annotation(error=str(e))
         rel = path.relative_to(folder)
         if len(rel.parts) > 1:
             out[f"{rel.parts[-2]}/{path.stem}"] = ann

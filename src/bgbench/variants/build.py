@@ -45,6 +45,7 @@ PNG_COMPRESS = 1  # zlib level: fast, and still lossless
 UNSUPPORTED = "unsupported_file"
 UNREADABLE = "unreadable_image"
 MISSING_ANNOTATION = "missing_annotation"
+BAD_ANNOTATION = "bad_annotation"
 SEVERAL_BOXES = "several_boxes"
 BOX_OUTSIDE = "box_outside_image"
 IMAGE_TOO_SMALL = "image_too_small"
@@ -172,6 +173,8 @@ def _prepare_or_raise(task: _Task, s: _Settings) -> Prepared:
     if task.path.suffix.lower() not in IMAGE_SUFFIXES:
         raise _RejectError(UNSUPPORTED, f"suffix {task.path.suffix or '(none)'} is not an image type")
     ann = task.annotation
+    if ann is not None and ann.error:
+        raise _RejectError(BAD_ANNOTATION, ann.error)
     if ann is None or not ann.boxes:
         raise _RejectError(MISSING_ANNOTATION, "no annotation" if ann is None else "annotation has no box")
     if len(ann.boxes) > 1:
