@@ -143,6 +143,7 @@ def _command_modules():
 
 # One line per subcommand module: keep this list sorted.
 COMMAND_MODULES: List[str] = [
+    "cli_build",
     "cli_challenge",
 ]
 

@@ -1,0 +1,46 @@
+"""`bgbench build`: the IN-9 variants from class folders of images plus boxes (and masks)."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def cmd_build(args) -> int:
+    from .errors import BgbenchError
+    from .variants.build import BuildConfig, build
+    from .variants.preprocess import Preprocess
+    if args.no_resize:
+        pre = Preprocess(resize=None, crop=None)
+    else:
+        if args.crop > args.resize:
+            raise BgbenchError(f"--crop {args.crop} is larger than --resize {args.resize}")
+        pre = Preprocess(resize=args.resize, crop=args.crop)
+    if args.workers < 1:
+        raise BgbenchError("--workers must be at least 1")
+    cfg = BuildConfig(images=Path(args.images), boxes=Path(args.boxes), out=Path(args.out),
+                      masks=Path(args.masks) if args.masks else None, split=args.split, seed=args.seed,
+                      workers=args.workers, preprocess=pre, balance=args.balance, tries=args.grabcut_tries,
+                      overwrite=args.overwrite)
+    result = build(cfg, progress=not args.quiet)
+    print(result.summary())
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("build", help="build the IN-9 variants (GrabCut masks, filters, mixing) from images and boxes")
+    p.add_argument("--images", required=True, help="folder with one subfolder of images per class")
+    p.add_argument("--boxes", required=True,
+                   help="folder of VOC/ImageNet <stem>.xml files (flat or per class) or a COCO .json file")
+    p.add_argument("--masks", help="folder of <class>/<stem>.png or .npy masks (nonzero = foreground); skip GrabCut")
+    p.add_argument("--out", required=True, help="output root in the IN-9 layout")
+    p.add_argument("--split", choices=["val", "train"], default="val")
+    p.add_argument("--seed", type=int, default=0, help="seeds GrabCut, class balancing and donor choice")
+    p.add_argument("--workers", type=int, default=1, help="worker processes (the output does not depend on it)")
+    p.add_argument("--resize", type=int, default=256, help="shorter side after resizing (torchvision Resize)")
+    p.add_argument("--crop", type=int, default=224, help="center crop size (torchvision CenterCrop)")
+    p.add_argument("--no-resize", action="store_true", help="use the images as they are (no resize, no crop)")
+    p.add_argument("--balance", action="store_true", help="drop images at random down to the smallest class count")
+    p.add_argument("--grabcut-tries", type=int, default=3, help="GrabCut retries (different seeds) before rejecting")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing build of this split")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.set_defaults(func=cmd_build)

@@ -1,0 +1,72 @@
+"""Resize(shorter side) + CenterCrop as torchvision does it, applied to an image, its box and mask.
+
+The IN-9 images are 224x224 crops of ImageNet images (`Resize(256)`, `CenterCrop(224)`); the box
+and mask must follow the image so that the Appendix A filters and the variants see the crop.
+Images are resized with PIL bilinear (torchvision's default for PIL images), masks with nearest.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Tuple
+
+import cv2
+import numpy as np
+from PIL import Image
+
+from .functions import Box
+
+
+@dataclass(frozen=True)
+class Preprocess:
+    """`resize`: target of the shorter side (None: keep); `crop`: square center crop (None: keep)."""
+
+    resize: Optional[int] = 256
+    crop: Optional[int] = 224
+
+    def output_size(self, height: int, width: int) -> Tuple[int, int, int, int, int, int]:
+        """(resized h, resized w, crop top, crop left, out h, out w) for an input of height x width."""
+        h, w = height, width
+        if self.resize is not None:  # torchvision _compute_resized_output_size
+            short, long = (h, w) if h <= w else (w, h)
+            new_short, new_long = self.resize, int(self.resize * long / short)
+            h, w = (new_short, new_long) if height <= width else (new_long, new_short)
+        if self.crop is None:
+            return h, w, 0, 0, h, w
+        ch = cw = self.crop
+        if ch > h or cw > w:
+            raise ValueError(f"a {w}x{h} image is smaller than the {cw}x{ch} crop")
+        top, left = int(round((h - ch) / 2.0)), int(round((w - cw) / 2.0))
+        return h, w, top, left, ch, cw
+
+    def image(self, image: np.ndarray) -> np.ndarray:
+        rh, rw, top, left, oh, ow = self.output_size(*image.shape[:2])
+        if (rh, rw) != image.shape[:2]:
+            image = np.asarray(Image.fromarray(image).resize((rw, rh), Image.BILINEAR))
+        return np.ascontiguousarray(image[top:top + oh, left:left + ow])
+
+    def mask(self, mask: np.ndarray) -> np.ndarray:
+        rh, rw, top, left, oh, ow = self.output_size(*mask.shape[:2])
+        if (rh, rw) != mask.shape[:2]:
+            mask = cv2.resize(mask.astype(np.uint8), (rw, rh), interpolation=cv2.INTER_NEAREST)
+        return np.ascontiguousarray(mask[top:top + oh, left:left + ow]).astype(bool)
+
+    def box(self, box: Box, height: int, width: int) -> Tuple[Optional[Box], float]:
+        """The box in output pixels (clipped to the crop) and the share of its area that remains.
+
+        Returns (None, 0.0) when nothing of the box is left.
+        """
+        rh, rw, top, left, oh, ow = self.output_size(height, width)
+        sx, sy = rw / width, rh / height
+        x0, y0, x1, y1 = box[0] * sx - left, box[1] * sy - top, box[2] * sx - left, box[3] * sy - top
+        area = max(0.0, x1 - x0) * max(0.0, y1 - y0)
+        cx0, cy0, cx1, cy1 = max(0.0, x0), max(0.0, y0), min(float(ow), x1), min(float(oh), y1)
+        kept = max(0.0, cx1 - cx0) * max(0.0, cy1 - cy0)
+        if area <= 0 or kept <= 0:
+            return None, 0.0
+        out = (int(round(cx0)), int(round(cy0)), int(round(cx1)), int(round(cy1)))
+        if out[2] <= out[0] or out[3] <= out[1]:
+            return None, 0.0
+        return out, kept / area
+
+
+IDENTITY = Preprocess(resize=None, crop=None)

@@ -1,0 +1,271 @@
+"""`bgbench build`: GrabCut quality on Synthetic-9, agreement with ground-truth variants, worker
+independence, real photographs, every reject reason, COCO polygons, and the eval round trip."""
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Dict, List, Sequence, Tuple
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from bgbench.data.synthetic import SYNTH_CLASSES, Sample, generate
+from bgbench.variants import functions as F
+from bgbench.variants.annotations import load_annotations, rasterize_polygons
+from bgbench.variants.build import BuildConfig, assign_donors, build
+from bgbench.variants.preprocess import Preprocess
+from conftest import run_cli
+
+NO_RESIZE = Preprocess(resize=None, crop=None)
+
+
+def voc_xml(*boxes: Tuple[int, int, int, int]) -> str:
+    objs = "".join(f"<object><name>x</name><bndbox><xmin>{b[0]}</xmin><ymin>{b[1]}</ymin><xmax>{b[2]}</xmax>"
+                   f"<ymax>{b[3]}</ymax></bndbox></object>" for b in boxes)
+    return f"<annotation><size><width>0</width></size>{objs}</annotation>"
+
+
+def write_sample(images: Path, boxes: Path, cls: str, stem: str, image: np.ndarray, *bxs) -> None:
+    (images / cls).mkdir(parents=True, exist_ok=True)
+    (boxes / cls).mkdir(parents=True, exist_ok=True)
+    Image.fromarray(image).save(images / cls / f"{stem}.png")
+    (boxes / cls / f"{stem}.xml").write_text(voc_xml(*bxs))
+
+
+def write_synth(root: Path, samples: Sequence[Sample]) -> List[str]:
+    ids = []
+    for i, s in enumerate(samples):
+        cls = SYNTH_CLASSES[s.label]
+        write_sample(root / "images", root / "boxes", cls, f"s{i:03d}", s.image, s.box)
+        ids.append(f"{cls}/s{i:03d}")
+    return ids
+
+
+def read_csv(path: Path) -> List[dict]:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def png(path: Path) -> np.ndarray:
+    return np.asarray(Image.open(path).convert("RGB"))
+
+
+@pytest.fixture(scope="module")
+def synth_build(tmp_path_factory):
+    """Synthetic-9 (96 px, 3 per class) built with 1 and with 2 workers."""
+    root = tmp_path_factory.mktemp("build")
+    samples = generate(3, size=96, seed=0)
+    ids = write_synth(root, samples)
+    outs = {}
+    for workers in (1, 2):
+        cfg = BuildConfig(images=root / "images", boxes=root / "boxes", out=root / f"out{workers}",
+                          preprocess=NO_RESIZE, seed=3, workers=workers)
+        outs[workers] = build(cfg, progress=False)
+    return root, samples, ids, outs
+
+
+def test_grabcut_masks_match_ground_truth(synth_build):
+    root, samples, ids, outs = synth_build
+    assert len(outs[1].built) == len(samples) and not outs[1].rejects
+    ious = []
+    for image_id, s in zip(ids, samples):
+        m = np.load(root / "out1" / "fg_mask" / "val" / f"{image_id}.npy")
+        assert m.dtype == np.uint8 and set(np.unique(m)) <= {0, 1}
+        m = m.astype(bool)
+        ious.append((m & s.mask).sum() / (m | s.mask).sum())
+    assert np.median(ious) >= 0.8, ious
+
+
+def test_variants_equal_ground_truth_where_masks_agree(synth_build):
+    root, samples, ids, outs = synth_build
+    out = root / "out1"
+    rows = {r["image"]: r for r in read_csv(out / "manifest.csv")}
+    index = {image_id: i for i, image_id in enumerate(ids)}
+    for image_id, s in zip(ids, samples):
+        m = np.load(out / "fg_mask" / "val" / f"{image_id}.npy").astype(bool)
+        agree = m == s.mask
+        got = {v: png(out / v / "val" / f"{image_id}.png") for v in ("original", "only_bg_b", "only_bg_t",
+                                                                      "no_fg", "only_fg", "mixed_rand")}
+        assert np.array_equal(got["original"], s.image)
+        assert np.array_equal(got["only_bg_b"], F.only_bg_b(s.image, s.mask, s.box))
+        assert np.array_equal(got["only_bg_t"], F.only_bg_t(s.image, s.mask, s.box))
+        for v in ("no_fg", "only_fg"):
+            truth = getattr(F, v)(s.image, s.mask, s.box)
+            assert np.array_equal(got[v][agree], truth[agree])
+        donor = samples[index[rows[image_id]["mixed_rand_bg_image"]]]
+        expected = F.composite(s.image, m, F.only_bg_t(donor.image, donor.mask, donor.box))
+        assert np.array_equal(got["mixed_rand"], expected)
+        assert rows[image_id]["mask_source"] == "grabcut"
+
+
+def test_output_is_byte_identical_with_1_and_2_workers(synth_build):
+    root = synth_build[0]
+    files1 = sorted(p.relative_to(root / "out1") for p in (root / "out1").rglob("*") if p.is_file())
+    files2 = sorted(p.relative_to(root / "out2") for p in (root / "out2").rglob("*") if p.is_file())
+    assert files1 == files2 and len(files1) == 27 * 10 + 2
+    for rel in files1:
+        assert (root / "out1" / rel).read_bytes() == (root / "out2" / rel).read_bytes(), rel
+
+
+def test_donors_are_deterministic_and_follow_the_rule(synth_build):
+    built = synth_build[3][1].built
+    a, b = assign_donors(built, 9, seed=5), assign_donors(built, 9, seed=5)
+    assert a == b
+    label = {p.index: p.label for p in built}
+    for i, d in a.items():
+        assert label[d["mixed_same"]] == label[i] and d["mixed_same"] != i
+        assert label[d["mixed_next"]] == (label[i] + 1) % 9
+
+
+def test_balance_drops_to_the_smallest_class():
+    from bgbench.variants.build import Prepared, _balance
+    built = [Prepared(i, f"c{lab}/{i}", lab, (0, 0, 1, 1), (0, 0, 1, 1), 1.0, "grabcut", 0.1)
+             for i, lab in enumerate([0] * 5 + [1] * 2 + [2] * 3)]
+    kept, dropped = _balance(built, 3, seed=0)
+    assert [sum(p.label == c for p in kept) for c in range(3)] == [2, 2, 2] and len(dropped) == 4
+    assert kept == _balance(built, 3, seed=0)[0]
+
+
+def test_provided_masks_skip_grabcut(tmp_path):
+    samples = generate(1, size=64, seed=1)[:4]
+    ids = write_synth(tmp_path, samples)
+    for image_id, s in zip(ids, samples):
+        p = tmp_path / "masks" / f"{image_id}.png"
+        p.parent.mkdir(parents=True, exist_ok=True)
+        Image.fromarray(s.mask.astype(np.uint8) * 255).save(p)
+    res = run_cli("build", "--images", tmp_path / "images", "--boxes", tmp_path / "boxes", "--masks",
+                  tmp_path / "masks", "--out", tmp_path / "out", "--no-resize", "--quiet")
+    assert res.returncode == 0, res.stderr
+    assert {r["mask_source"] for r in read_csv(tmp_path / "out" / "manifest.csv")} == {"provided"}
+    for image_id, s in zip(ids, samples):
+        assert np.array_equal(np.load(tmp_path / "out" / "fg_mask" / "val" / f"{image_id}.npy"), s.mask)
+
+
+PHOTOS = {  # class, skimage image, hand-set box (x0, y0, x1, y1) in source pixels
+    "cat": ("chelsea", (100, 60, 330, 300)),
+    "cup": ("coffee", (170, 15, 410, 330)),
+    "person": ("astronaut", (20, 10, 370, 512)),
+}
+
+
+def test_real_photographs_default_preprocessing(tmp_path):
+    import skimage.data
+    for cls, (name, box) in PHOTOS.items():
+        write_sample(tmp_path / "images", tmp_path / "boxes", cls, name, getattr(skimage.data, name)(), box)
+    res = run_cli("build", "--images", tmp_path / "images", "--boxes", tmp_path / "boxes", "--out",
+                  tmp_path / "out", "--quiet")
+    assert res.returncode == 0, res.stderr
+    assert "built 3 images" in res.stdout
+    for row in read_csv(tmp_path / "out" / "manifest.csv"):
+        x0, y0, x1, y1 = map(int, row["box"].split())
+        m = np.load(tmp_path / "out" / "fg_mask" / "val" / f"{row['image']}.npy").astype(bool)
+        assert m.shape == (224, 224)
+        assert png(tmp_path / "out" / "original" / "val" / f"{row['image']}.png").shape == (224, 224, 3)
+        inside = np.zeros_like(m)
+        inside[y0:y1, x0:x1] = True
+        assert not (m & ~inside).any()
+        assert m[inside].mean() >= 0.1
+
+
+def test_every_reject_reason(tmp_path):
+    images, boxes = tmp_path / "images", tmp_path / "boxes"
+    good = generate(1, size=64, seed=2)
+    for i, s in enumerate(good[:2]):
+        write_sample(images, boxes, "a", f"good{i}", s.image, s.box)
+    s = good[2]
+    write_sample(images, boxes, "a", "several", s.image, s.box, (1, 1, 10, 10))
+    write_sample(images, boxes, "a", "outside", s.image, (40, 40, 90, 90))
+    write_sample(images, boxes, "a", "uniform", np.full((64, 64, 3), 128, np.uint8), (16, 16, 48, 48))
+    write_sample(images, boxes, "a", "large", s.image, (0, 0, 64, 62))
+    Image.fromarray(s.image).save(images / "a" / "unannotated.png")
+    (images / "a" / "corrupt.png").write_bytes(b"\x89PNG\r\n\x1a\n not really a png")
+    (boxes / "a" / "corrupt.xml").write_text(voc_xml(s.box))
+    (images / "a" / "notes.txt").write_text("not an image")
+    Image.fromarray(s.image).save(images / "a" / "badxml.png")
+    (boxes / "a" / "badxml.xml").write_text("<annotation><object>")
+    res = run_cli("build", "--images", images, "--boxes", boxes, "--out", tmp_path / "out", "--no-resize", "--quiet")
+    assert res.returncode == 0, res.stderr
+    reasons = {r["file"]: r["reason"] for r in read_csv(tmp_path / "out" / "rejects.csv")}
+    assert reasons == {
+        "a/several.png": "several_boxes", "a/outside.png": "box_outside_image", "a/uniform.png": "grabcut_failed",
+        "a/large.png": "box_too_large", "a/unannotated.png": "missing_annotation",
+        "a/corrupt.png": "unreadable_image", "a/notes.txt": "unsupported_file", "a/badxml.png": "bad_annotation",
+    }
+    assert "built 2 images" in res.stdout and "rejected 8" in res.stdout
+
+
+def test_box_cropped_by_center_crop(tmp_path):
+    img = generate(1, size=64, seed=2)[0].image
+    wide = np.concatenate([img, img, img], axis=1)  # 192x64: a 64x64 center crop keeps the middle copy
+    write_sample(tmp_path / "images", tmp_path / "boxes", "a", "edge", wide, (0, 10, 40, 50))
+    write_sample(tmp_path / "images", tmp_path / "boxes", "a", "uniform", np.zeros_like(wide), (70, 10, 110, 50))
+    res = run_cli("build", "--images", tmp_path / "images", "--boxes", tmp_path / "boxes", "--out",
+                  tmp_path / "out", "--resize", "64", "--crop", "64", "--quiet")
+    assert res.returncode == 2
+    assert {r["reason"] for r in read_csv(tmp_path / "out" / "rejects.csv")} == {"box_cropped", "grabcut_failed"}
+
+
+def test_coco_polygon_supplies_the_mask(tmp_path):
+    image = np.zeros((80, 100, 3), np.uint8)
+    image[:] = (30, 120, 40)
+    poly = [20.0, 20.0, 60.0, 22.0, 50.0, 60.0, 25.0, 55.0]
+    mask = rasterize_polygons([poly], 80, 100)
+    image[mask] = (200, 40, 40)
+    (tmp_path / "images" / "a").mkdir(parents=True)
+    Image.fromarray(image).save(tmp_path / "images" / "a" / "poly.png")
+    Image.fromarray(image).save(tmp_path / "images" / "a" / "boxonly.png")
+    coco = {"images": [{"id": 1, "file_name": "a/poly.png", "width": 100, "height": 80},
+                       {"id": 2, "file_name": "boxonly.png", "width": 100, "height": 80}],
+            "annotations": [{"id": 1, "image_id": 1, "bbox": [20, 20, 40, 40], "segmentation": [poly]},
+                            {"id": 2, "image_id": 2, "bbox": [20, 20, 40, 40]}],
+            "categories": [{"id": 1, "name": "a"}]}
+    (tmp_path / "coco.json").write_text(json.dumps(coco))
+    assert set(load_annotations(tmp_path / "coco.json")) == {"a/poly", "poly", "boxonly"}
+    res = run_cli("build", "--images", tmp_path / "images", "--boxes", tmp_path / "coco.json", "--out",
+                  tmp_path / "out", "--no-resize", "--quiet")
+    assert res.returncode == 0, res.stderr
+    sources = {r["image"]: r["mask_source"] for r in read_csv(tmp_path / "out" / "manifest.csv")}
+    assert sources == {"a/poly": "coco", "a/boxonly": "grabcut"}
+    assert np.array_equal(np.load(tmp_path / "out" / "fg_mask" / "val" / "a" / "poly.npy"), mask)
+
+
+def test_nothing_built_exits_2_with_one_line(tmp_path):
+    write_sample(tmp_path / "images", tmp_path / "boxes", "a", "flat", np.zeros((48, 48, 3), np.uint8), (8, 8, 30, 30))
+    res = run_cli("build", "--images", tmp_path / "images", "--boxes", tmp_path / "boxes", "--out",
+                  tmp_path / "out", "--no-resize", "--quiet")
+    assert res.returncode == 2
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("bgbench: error: nothing could be built"), res.stderr
+    assert read_csv(tmp_path / "out" / "rejects.csv")[0]["reason"] == "grabcut_failed"
+
+
+def test_bad_arguments_are_one_line_errors(tmp_path):
+    res = run_cli("build", "--images", tmp_path / "nope", "--boxes", tmp_path, "--out", tmp_path / "out")
+    assert res.returncode == 2 and res.stderr.startswith("bgbench: error:")
+
+
+def test_preprocess_matches_torchvision():
+    tvf = pytest.importorskip("torchvision.transforms.functional")
+    rng = np.random.default_rng(0)
+    img = rng.integers(0, 256, (90, 131, 3), dtype=np.uint8)
+    pre = Preprocess(resize=64, crop=56)
+    expected = np.asarray(tvf.center_crop(tvf.resize(Image.fromarray(img), 64), 56))
+    assert np.array_equal(pre.image(img), expected)
+    box, kept = pre.box((0, 0, 131, 90), 90, 131)
+    assert box == (0, 0, 56, 56) and kept == pytest.approx(56 * 56 / (64 * 93), rel=0.02)
+
+
+def test_round_trip_eval_and_balance(tmp_path, synth_build):
+    root = synth_build[0]
+    res = run_cli("build", "--images", root / "images", "--boxes", root / "boxes", "--out", tmp_path / "out",
+                  "--no-resize", "--balance", "--workers", "2", "--quiet")
+    assert res.returncode == 0, res.stderr
+    res = run_cli("eval", "--model", "timm:test_resnet", "--data", tmp_path / "out", "--quiet",
+                  "--db", tmp_path / "r.db")
+    assert res.returncode == 0, res.stderr
+    assert "BG-Gap" in res.stdout and all(v in res.stdout for v in ("only_bg_t", "mixed_next"))
+    again = run_cli("build", "--images", root / "images", "--boxes", root / "boxes", "--out", tmp_path / "out",
+                    "--no-resize", "--quiet")
+    assert again.returncode == 2 and "--overwrite" in again.stderr
