@@ -24,6 +24,21 @@ def register(sub) -> None:
     _add_db_arg(p)
     p.set_defaults(func=cmd_challenge)
 
+    from .leaderboard import FORMATS
+    p = sub.add_parser("leaderboard", help="models in the store ranked by challenge accuracy, with published rows")
+    p.add_argument("--format", choices=FORMATS, default="table")
+    p.add_argument("--no-reported", dest="reported", action="store_false", help="only rows measured here")
+    _add_db_arg(p)
+    p.set_defaults(func=cmd_leaderboard)
+
+
+def cmd_leaderboard(args: argparse.Namespace) -> int:
+    from .leaderboard import leaderboard, render
+    from .store import Store
+    with Store(args.db) as store:
+        print(render(leaderboard(store, include_reported=args.reported), args.format))
+    return 0
+
 
 def cmd_challenge(args: argparse.Namespace) -> int:
     from .evaluate.challenge_run import ChallengeConfig, run_challenge
