@@ -61,7 +61,7 @@ def cmd_train(args) -> int:
                       epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed,
                       recipe=args.recipe, bgswap_p=args.bgswap_p, mixup_alpha=args.mixup_alpha,
                       cutmix_alpha=args.cutmix_alpha, swa=args.swa, swa_start=args.swa_start, swa_lr=args.swa_lr,
-                      init=args.init, freeze=args.freeze)
+                      init=args.init, freeze=args.freeze, threads=args.threads)
     path = train(cfg, progress=not args.quiet)
     print(f"saved {path}  (evaluate with: bgbench eval --model file:{path} --data ROOT)")
     return 0
@@ -138,6 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--lr", type=float, default=2e-3)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice)")
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=cmd_train)
 
