@@ -8,8 +8,8 @@ bit-identical inputs to upstream's float arithmetic.
 Where the speed comes from, without changing any verdict:
 - every background is decoded once and held as one uint8 tensor on the compute device;
 - composites are built on the device, and several foregrounds share one batch;
-- each foreground tries the backgrounds most likely to fool it first (backgrounds whose own
-  prediction is another class, then by how often they fooled foregrounds so far), in chunks that
+- each foreground tries the backgrounds most likely to fool it first (backgrounds of another
+  class, then by how often they fooled foregrounds so far), in chunks that
   grow geometrically, and stops at the first fooling background. A foreground that is never
   fooled still sees every background, so the verdict is that of the exhaustive loop.
 """
@@ -78,6 +78,8 @@ class ChallengeEngine:
         self.num_bg = int(self.backgrounds.shape[0])
         if self.fool_counts is None:
             self.fool_counts = torch.zeros(self.num_bg, dtype=torch.float64)
+        num_labels = int(self.bg_labels.max()) + 1 if len(self.bg_labels) else 1
+        self.class_fool_counts = torch.zeros(self.num_bg, num_labels, dtype=torch.float64)
         if self.precision not in ("fp32", "bf16", "fp16"):
             raise ValueError(f"precision must be fp32, bf16 or fp16, not {self.precision!r}")
         if self.precision == "fp16" and self.device.type != "cuda":
@@ -116,10 +118,17 @@ class ChallengeEngine:
 
     # -- ordering -----------------------------------------------------------------------------
     def order_for(self, label: int) -> torch.Tensor:
-        """Background indices, most likely to fool a class-`label` foreground first."""
-        score = self.fool_counts.clone()
-        if self.bg_pred is not None:
-            score += (self.bg_pred != label).double() * 1e9
+        """Background indices, most likely to fool a class-`label` foreground first.
+
+        Backgrounds of other classes (or, after `predict_backgrounds`, predicted as another class)
+        come first, then by how many class-`label` foregrounds they have fooled so far, then by
+        how many foregrounds of any class. The class prior is free;
+        the prediction prior costs one forward per background, worth it only when foregrounds
+        far outnumber backgrounds.
+        """
+        other = self.bg_pred != label if self.bg_pred is not None else self.bg_labels != label
+        by_class = self.class_fool_counts[:, label] if label < self.class_fool_counts.shape[1] else 0
+        score = other.double() * 1e12 + by_class * 1e6 + self.fool_counts
         return torch.argsort(score, descending=True, stable=True)
 
     # -- verdicts -----------------------------------------------------------------------------
@@ -161,7 +170,10 @@ class ChallengeEngine:
                 if len(wrong):
                     k = int(wrong[0])
                     bg = int(idx[k])
-                    self.fool_counts[idx[p != s["y"]].cpu()] += 1
+                    foolers = idx[p != s["y"]].cpu()
+                    self.fool_counts[foolers] += 1
+                    if s["y"] < self.class_fool_counts.shape[1]:
+                        self.class_fool_counts[foolers, s["y"]] += 1
                     r = FgResult(s["i"], True, s["pos"] - n + k + 1, bg, int(p[k]))
                 elif s["pos"] >= self.num_bg:
                     r = FgResult(s["i"], False, self.num_bg)

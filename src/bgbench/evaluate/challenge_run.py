@@ -163,7 +163,6 @@ def run_challenge(model: BgModel, data: str | Path, store: Store, cfg: Challenge
     model = model.to(device).eval()
     engine = ChallengeEngine(model, backgrounds.to(device), torch.from_numpy(bg_labels), mapping=cfg.mapping,
                              batch_size=cfg.batch_size, precision=cfg.precision)
-    engine.predict_backgrounds()
     bg_index = {it.image_id: j for j, it in enumerate(bg_items)}
     for r in done.values():  # warm the ordering with what earlier runs learnt
         if r["fooling_bg"] in bg_index:
