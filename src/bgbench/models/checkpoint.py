@@ -67,10 +67,9 @@ def _from_robustness(sd: Dict[str, torch.Tensor]) -> Tuple[Dict[str, torch.Tenso
     if all(k.startswith("module.") for k in sd):
         sd = _strip_prefix(sd, "module.")
     weights = _strip_prefix(sd, "model.")
-    mean = sd.get("normalizer.new_mean")
-    std = sd.get("normalizer.new_std")
-    as_tuple = (lambda t: tuple(float(v) for v in t.flatten())) if mean is not None else (lambda t: None)
-    return weights, as_tuple(mean) if mean is not None else None, as_tuple(std) if std is not None else None
+    def as_tuple(t: Optional[torch.Tensor]) -> Optional[tuple]:
+        return None if t is None else tuple(float(v) for v in t.flatten())
+    return weights, as_tuple(sd.get("normalizer.new_mean")), as_tuple(sd.get("normalizer.new_std"))
 
 
 def read_checkpoint(path: str | Path, trust: bool = False) -> LoadedCheckpoint:
