@@ -18,6 +18,12 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+@pytest.fixture(autouse=True)
+def _private_store(tmp_path_factory, monkeypatch):
+    """Every test records into its own results store, never into ~/.bgbench."""
+    monkeypatch.setenv("BGBENCH_DB", str(tmp_path_factory.mktemp("store") / "results.db"))
+
+
 @pytest.fixture(scope="session")
 def synth_root(tmp_path_factory) -> Path:
     """A tiny Synthetic-9 (val and train) shared by the tests; never modified."""

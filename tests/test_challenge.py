@@ -1,4 +1,5 @@
 """The Backgrounds Challenge engine: exact verdicts, invariance, full-matrix analyses, resume, torchrun."""
+import json
 import os
 import signal
 import sqlite3
@@ -161,36 +162,67 @@ def _results(db, run_id=None):
     return rows
 
 
-def test_resume_after_sigkill_gives_the_uninterrupted_result(model_ckpt, synth_root, tmp_path):
+def _start_and_kill(args, db, at_least: int) -> int:
+    """Start the challenge in a subprocess, SIGKILL it once `at_least` verdicts are stored."""
+    proc = subprocess.Popen(args + ["--db", str(db)], env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.time() + 240
+    while time.time() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+        try:
+            if len(_results(db)) >= at_least:
+                break
+        except sqlite3.Error:
+            continue
+    assert proc.poll() is None, "the run finished before it could be killed"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    return len(_results(db))
+
+
+def test_resume_after_sigkills_gives_the_uninterrupted_result_and_clean_json(model_ckpt, synth_root, tmp_path):
     args = [sys.executable, "-m", "bgbench", "challenge", "--model", f"file:{model_ckpt}", "--data",
             str(synth_root), "--quiet", "--full", "--batch-size", "1", "--save-every", "1", "--out",
             str(tmp_path / "f")]
     killed_db = tmp_path / "killed.db"
-    proc = subprocess.Popen(args + ["--db", str(killed_db)], env=_env(), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
-    deadline = time.time() + 240
-    done = 0
-    while time.time() < deadline and proc.poll() is None:
-        time.sleep(0.2)
-        try:
-            done = len(_results(killed_db))
-        except sqlite3.Error:
-            continue
-        if done >= 3:
-            break
-    assert proc.poll() is None, "the run finished before it could be killed"
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    partial = len(_results(killed_db))
-    assert 3 <= partial < 36
-    resumed = subprocess.run(args + ["--db", str(killed_db)], env=_env(), capture_output=True, text=True)
+    first = _start_and_kill(args, killed_db, 3)
+    second = _start_and_kill(args, killed_db, first + 3)
+    assert 3 <= first < second < 36
+    resumed = subprocess.run(args + ["--db", str(killed_db), "--json"], env=_env(), capture_output=True, text=True)
     assert resumed.returncode == 0, resumed.stderr
-    assert "resuming challenge run 1" in resumed.stdout
+    assert "resuming challenge run 1" in resumed.stderr
+    document = json.loads(resumed.stdout)  # stdout is one JSON document and nothing else
+    assert document["run_id"] == 1 and document["total"] == 36
     clean_run = subprocess.run(args + ["--db", str(tmp_path / "clean.db")], env=_env(), capture_output=True,
                                text=True)
     assert clean_run.returncode == 0, clean_run.stderr
     assert _results(killed_db) == _results(tmp_path / "clean.db")
     assert len(_results(killed_db)) == 36
+    assert document["fooled"] == sum(r[3] for r in _results(tmp_path / "clean.db"))
+
+
+def test_a_run_never_resumes_under_another_normalization(model_ckpt, synth_root, tmp_path):
+    """Verdicts computed under two normalizations must never merge into one run."""
+    from bgbench import runs
+    from bgbench.evaluate.challenge_run import ChallengeConfig, run_challenge
+    from bgbench.store import Store
+    layout = discover(synth_root, variants=["original", "only_bg_t"])
+    cfg = ChallengeConfig(batch_size=16)
+    with Store(tmp_path / "r.db") as store:
+        in9 = create_model(f"file:{model_ckpt}", norm="in9")
+        stale = runs.start(store, runs.Provenance.of("challenge", cfg.identity(), model=in9, layout=layout))
+        store.add_challenge_results(stale, [(layout.items("original")[0].image_id, 0, 0, 0, 1, None, None)])
+        other = create_model(f"file:{model_ckpt}", norm="imagenet")
+        report = run_challenge(other, synth_root, store, cfg, progress=False)
+        assert report.run_id != stale
+        same = run_challenge(in9, synth_root, store, cfg, progress=False)
+        assert same.run_id == stale  # the very same job does resume
+
+
+def test_random_init_is_seeded_so_a_model_string_names_one_model():
+    a, b = create_model("timm:test_resnet"), create_model("timm:test_resnet")
+    assert a.spec.to_dict() == b.spec.to_dict() and a.spec.extra["init_seed"] == 0
+    for (k, x), (_, y) in zip(a.state_dict().items(), b.state_dict().items()):
+        assert torch.equal(x, y), k
 
 
 def test_torchrun_two_processes_match_one(model_ckpt, synth_root, tmp_path):

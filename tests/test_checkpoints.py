@@ -116,8 +116,9 @@ def test_pickled_model_needs_trust(tmp_path):
 
 def test_checkpoint_that_does_not_fit_names_the_mismatch(tmp_path):
     torch.save(timm.create_model("test_resnet", num_classes=9).state_dict(), tmp_path / "sd.pt")
-    with pytest.raises(CheckpointError, match="does not fit timm:resnet18"):
+    with pytest.raises(CheckpointError, match="does not fit timm:resnet18") as e:
         create_model("timm:resnet18", checkpoint=str(tmp_path / "sd.pt"))
+    assert str(tmp_path / "sd.pt") in str(e.value)  # the error names the file
 
 
 def test_bare_weights_under_file_scheme_ask_for_an_architecture(tmp_path):

@@ -161,7 +161,7 @@ def test_resume_after_kill_continues_from_the_saved_epoch(synth_root, tmp_path):
     # the same command again (in this process: same `main`, without another interpreter start-up)
     again = run_cli(*args)
     assert again.returncode == 0, again.stderr
-    assert f"resuming {out} from epoch {done_before}/3" in again.stdout
+    assert f"resuming {out} from epoch {done_before}/3" in again.stderr
     assert [r["epoch"] for r in _log(out)] == [1, 2, 3]  # continued, not restarted
     assert [r["swa"] for r in _log(out)] == [False, False, True]
     model = create_model(f"file:{out / 'model.pt'}")
@@ -182,7 +182,7 @@ def test_resume_refuses_a_changed_config(synth_root, tmp_path):
     proc = run_cli(*base, "--lr", "0.01")
     assert proc.returncode == 2 and "different configuration" in proc.stderr and "lr" in proc.stderr
     proc = run_cli(*base)  # the same command again: already complete, resumes at 1/1
-    assert proc.returncode == 0 and "from epoch 1/1" in proc.stdout
+    assert proc.returncode == 0 and "from epoch 1/1" in proc.stderr
     assert [r["epoch"] for r in _log(out)] == [1]
 
 

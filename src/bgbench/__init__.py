@@ -1,8 +1,12 @@
-"""bgbench: measure, and reduce, how much an image classifier relies on image backgrounds."""
-__version__ = "0.1.0"
+"""bgbench: measure, and reduce, how much an image classifier relies on image backgrounds.
 
-from .api import evaluate, load_model  # noqa: E402
-from .models import create_model, list_models  # noqa: E402
-from .variants import list_variants  # noqa: E402
+The public API loads lazily, so that `import bgbench` and `bgbench --help` stay cheap: torch and
+timm load only when a model or an evaluation is asked for.
+"""
+from ._lazy import lazy_getattr
+from .version import __version__
 
-__all__ = ["__version__", "create_model", "evaluate", "list_models", "list_variants", "load_model"]
+_EXPORTS = {"create_model": ".models.registry", "list_models": ".models.registry", "load_model": ".api",
+            "evaluate": ".api", "list_variants": ".variants.registry"}
+__all__ = ["__version__", *_EXPORTS]
+__getattr__ = lazy_getattr(__name__, _EXPORTS)

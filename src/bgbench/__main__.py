@@ -1,3 +1,4 @@
+"""`python -m bgbench` (and `torchrun -m bgbench challenge ...`)."""
 import sys
 
 from .cli import main

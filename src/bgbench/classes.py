@@ -12,7 +12,6 @@ from functools import lru_cache
 from importlib.resources import files
 
 import numpy as np
-import torch
 
 IN9_FOLDERS = (
     "00_dog",
@@ -46,13 +45,14 @@ def imagenet_to_in9() -> np.ndarray:
     return table
 
 
-def map_logits(logits: torch.Tensor, mapping: Mapping | str = Mapping.ARGMAX) -> tuple[torch.Tensor, torch.Tensor]:
+def map_logits(logits: "torch.Tensor", mapping: Mapping | str = Mapping.ARGMAX) -> tuple["torch.Tensor", "torch.Tensor"]:
     """Map 1000-way logits to IN-9 predictions and confidences.
 
     Returns:
         (pred, conf): pred in 0..8, or -1 where the argmax class maps to none; conf is the
         probability mass the decision rests on.
     """
+    import torch
     mapping_ = Mapping(mapping)
     table = torch.as_tensor(imagenet_to_in9(), device=logits.device)
     probs = logits.float().softmax(dim=1)

@@ -1,7 +1,10 @@
 """The leaderboard is data: measured rows come from the store, reported rows from the papers.
 
-Measured and reported numbers are never mixed in one row; every measured row carries its
-provenance (checkpoint sha256, data fingerprint, bgbench version).
+Models are ranked within one dataset only, a dataset being a data fingerprint (two copies of the
+same data at different paths are one dataset). The published rows (IN-9) sit beside measured runs
+on the IN-9 classes only, never in another dataset's ranking. Measured and reported numbers are
+never mixed in one row; every measured row carries its provenance (checkpoint sha256, data
+fingerprint, bgbench version).
 """
 from __future__ import annotations
 
@@ -9,54 +12,83 @@ import csv
 import io
 import json
 from importlib.resources import files
-from typing import List, Optional
+from typing import Dict, List, Optional
 
+from .classes import IN9_FOLDERS
 from .store import Store
 
-COLUMNS = ("rank", "model", "source", "challenge", "clean", "original", "mixed_same", "mixed_rand", "bg_gap",
-           "checkpoint_sha256", "data_fingerprint", "version", "data")
+COLUMNS = ("dataset", "rank", "model", "source", "challenge", "clean", "original", "mixed_same", "mixed_rand",
+           "bg_gap", "checkpoint_sha256", "data_fingerprint", "version", "data")
 PERCENT = ("challenge", "clean", "original", "mixed_same", "mixed_rand", "bg_gap")
 FORMATS = ("table", "md", "csv", "json")
+PUBLISHED = "IN-9 (published)"
 
 
 def reported_rows() -> List[dict]:
     raw = json.loads(files("bgbench").joinpath("resources/reported.json").read_text())
-    return [{**r, "source": "reported", "data": "IN-9 (published)"} for r in raw["rows"]]
+    return [{**r, "source": "reported", "data": PUBLISHED} for r in raw["rows"]]
 
 
 def measured_rows(store: Store) -> List[dict]:
-    """One row per (model, checkpoint, dataset): its newest finished challenge and eval runs."""
-    rows = {}
+    """One row per (model, weights, dataset): its newest finished challenge and eval runs."""
+    rows: Dict[tuple, dict] = {}
     for kind in ("eval", "challenge"):
         for run in store.runs(kind):
             if run["status"] != "done":
                 continue
-            key = (run["model"], run["checkpoint_sha256"], run["data_root"])
+            config = json.loads(run["config"])
+            weights = run["checkpoint_sha256"] or run["spec"]  # a random init is identified by its spec
+            key = (run["model"], weights, run["data_fingerprint"])
             row = rows.setdefault(key, {"model": run["model"], "source": "measured",
-                                        "checkpoint_sha256": run["checkpoint_sha256"], "data": run["data_root"]})
+                                        "checkpoint_sha256": run["checkpoint_sha256"],
+                                        "data_fingerprint": run["data_fingerprint"]})
+            row["data"] = run["data_root"]
             row["version"] = run["version"]
+            row["in9"] = tuple(config.get("classes") or ()) == IN9_FOLDERS
             metrics = {(m["name"], m["variant"]): m["value"] for m in store.metrics(run["id"])}
             if kind == "challenge":
                 row["challenge"] = metrics.get(("challenge_accuracy", ""))
                 row["clean"] = metrics.get(("clean_accuracy", ""))
-                row["data_fingerprint"] = run["data_fingerprint"]
             else:
                 for v in ("original", "mixed_same", "mixed_rand"):
                     if ("accuracy", v) in metrics:
                         row[v] = metrics[("accuracy", v)]
                 if ("bg_gap", "") in metrics:
                     row["bg_gap"] = metrics[("bg_gap", "")]
-                row.setdefault("data_fingerprint", run["data_fingerprint"])
     return list(rows.values())
 
 
-def leaderboard(store: Optional[Store], include_reported: bool = True) -> List[dict]:
-    """Rows ranked by challenge accuracy (rows without one follow, by original accuracy)."""
-    rows = (measured_rows(store) if store is not None else []) + (reported_rows() if include_reported else [])
-    rows.sort(key=lambda r: (r.get("challenge") is None, -(r.get("challenge") or 0), -(r.get("original") or 0)))
+def _rank(rows: List[dict]) -> List[dict]:
+    """By challenge accuracy; rows without one follow, by original accuracy."""
+    rows = sorted(rows, key=lambda r: (r.get("challenge") is None, -(r.get("challenge") or 0),
+                                       -(r.get("original") or 0)))
     for i, r in enumerate(rows, 1):
         r["rank"] = i
-    return [{c: r.get(c) for c in COLUMNS} for r in rows]
+    return rows
+
+
+def leaderboard(store: Optional[Store], include_reported: bool = True) -> List[dict]:
+    """Rows grouped by dataset (data fingerprint) and ranked within it.
+
+    The published rows join every dataset with the IN-9 classes, or stand alone when there is none.
+    """
+    groups: Dict[str, List[dict]] = {}
+    names: Dict[str, str] = {}  # fingerprint -> display name (the newest path seen, plus the fingerprint)
+    for r in measured_rows(store) if store is not None else []:
+        names[r["data_fingerprint"]] = f"{r['data']} [{r['data_fingerprint']}]"
+        groups.setdefault(r["data_fingerprint"], []).append(r)
+    groups = {names[fp]: rows for fp, rows in groups.items()}
+    for name, rows in groups.items():
+        for r in rows:
+            r["dataset"] = name
+    if include_reported:
+        in9 = [name for name, rows in groups.items() if any(r.get("in9") for r in rows)]
+        for name in in9 or [PUBLISHED]:
+            groups.setdefault(name, []).extend({**r, "dataset": name} for r in reported_rows())
+    out = []
+    for name in sorted(groups, key=lambda n: (n == PUBLISHED, n)):
+        out += _rank(groups[name])
+    return [{c: r.get(c) for c in COLUMNS} for r in out]
 
 
 def _cell(col: str, value) -> str:
@@ -80,11 +112,17 @@ def render(rows: List[dict], fmt: str = "table") -> str:
         w.writeheader()
         w.writerows(rows)
         return buf.getvalue()
-    cells = [[_cell(c, r[c]) for c in COLUMNS] for r in rows]
-    if fmt == "md":
-        head = "| " + " | ".join(COLUMNS) + " |\n|" + "---|" * len(COLUMNS)
-        return head + "\n" + "\n".join("| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in cells)
-    widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(COLUMNS)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(COLUMNS, widths))]
-    lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths)) for row in cells]
-    return "\n".join(lines)
+    columns = [c for c in COLUMNS if c != "dataset"]
+    blocks = []
+    for dataset in dict.fromkeys(r["dataset"] for r in rows):
+        cells = [[_cell(c, r[c]) for c in columns] for r in rows if r["dataset"] == dataset]
+        if fmt == "md":
+            head = f"### {dataset}\n\n| " + " | ".join(columns) + " |\n|" + "---|" * len(columns)
+            body = "\n".join("| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in cells)
+            blocks.append(head + "\n" + body)
+        else:
+            widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]
+            lines = [f"dataset: {dataset}", "  ".join(c.ljust(w) for c, w in zip(columns, widths))]
+            lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths)) for row in cells]
+            blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)

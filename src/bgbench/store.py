@@ -2,6 +2,7 @@
 
 Predict once, analyse many times: every metric can be recomputed from `predictions`.
 The default location is ~/.bgbench/results.db (or $BGBENCH_DB); `--db` overrides it.
+Writing a finished run goes through `runs.py`; this module only knows tables and rows.
 """
 from __future__ import annotations
 
@@ -12,9 +13,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable, List, Optional
 
-import numpy as np
-
-from . import __version__
+from .version import __version__
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -22,14 +21,16 @@ CREATE TABLE IF NOT EXISTS runs (
     kind TEXT NOT NULL,
     created TEXT NOT NULL,
     status TEXT NOT NULL,
-    model TEXT NOT NULL,
-    spec TEXT NOT NULL,
+    model TEXT,
+    spec TEXT,
     checkpoint_sha256 TEXT,
     data_root TEXT,
     data_fingerprint TEXT,
     seed INTEGER,
     config TEXT NOT NULL,
-    version TEXT NOT NULL
+    version TEXT NOT NULL,
+    finished TEXT,
+    outputs TEXT
 );
 CREATE TABLE IF NOT EXISTS predictions (
     run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
@@ -38,6 +39,9 @@ CREATE TABLE IF NOT EXISTS predictions (
     label INTEGER NOT NULL,
     pred INTEGER NOT NULL,
     confidence REAL NOT NULL,
+    top5_classes TEXT,
+    top5_probs TEXT,
+    superclass_probs TEXT,
     PRIMARY KEY (run_id, variant, image_id)
 );
 CREATE TABLE IF NOT EXISTS metrics (
@@ -68,6 +72,35 @@ CREATE TABLE IF NOT EXISTS challenge_bg (
 """
 
 
+SCHEMA_VERSION = 2
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    """Bring a store written by an older bgbench up to SCHEMA_VERSION, keeping every row.
+
+    v1 -> v2: runs.model/spec become optional (builds have no model), runs gain finished/outputs,
+    predictions gain the raw top-5 and superclass columns of 1000-class models.
+    """
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    if version < 2 and "runs" in tables:
+        cols = [r[1] for r in conn.execute("PRAGMA table_info(runs)")]
+        if "outputs" not in cols:
+            conn.execute("PRAGMA foreign_keys=OFF")  # so that dropping the old table cascades nothing
+            with conn:
+                conn.execute(SCHEMA.split(";")[0].replace("EXISTS runs (", "EXISTS runs_v2 ("))
+                conn.execute(f"INSERT INTO runs_v2 ({', '.join(cols)}) SELECT {', '.join(cols)} FROM runs")
+                conn.execute("DROP TABLE runs")
+                conn.execute("ALTER TABLE runs_v2 RENAME TO runs")
+            conn.execute("PRAGMA foreign_keys=ON")
+        pcols = [r[1] for r in conn.execute("PRAGMA table_info(predictions)")]
+        with conn:
+            for col in ("top5_classes", "top5_probs", "superclass_probs"):
+                if pcols and col not in pcols:
+                    conn.execute(f"ALTER TABLE predictions ADD COLUMN {col} TEXT")
+    conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+
+
 def default_db_path() -> Path:
     return Path(os.environ.get("BGBENCH_DB", Path.home() / ".bgbench" / "results.db")).expanduser()
 
@@ -82,6 +115,7 @@ class Store:
         self.conn.row_factory = sqlite3.Row
         self.conn.execute("PRAGMA journal_mode=WAL")
         self.conn.execute("PRAGMA foreign_keys=ON")
+        _migrate(self.conn)
         self.conn.executescript(SCHEMA)
 
     def close(self) -> None:
@@ -93,66 +127,81 @@ class Store:
     def __exit__(self, *exc):
         self.close()
 
-    def start_run(self, kind: str, model: str, spec: dict, config: dict, data_root: Optional[str] = None,
-                  data_fingerprint: Optional[str] = None, seed: Optional[int] = None) -> int:
+    def start_run(self, kind: str, config: dict, model: Optional[str] = None, spec: Optional[dict] = None,
+                  data_root: Optional[str] = None, data_fingerprint: Optional[str] = None,
+                  seed: Optional[int] = None) -> int:
         with self.conn:
             cur = self.conn.execute(
                 "INSERT INTO runs (kind, created, status, model, spec, checkpoint_sha256, data_root, "
                 "data_fingerprint, seed, config, version) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                (kind, datetime.now(timezone.utc).isoformat(timespec="seconds"), "running", model,
-                 json.dumps(spec), spec.get("checkpoint_sha256"), data_root, data_fingerprint, seed,
-                 json.dumps(config, sort_keys=True), __version__))
+                (kind, _now(), "running", model, _dumps(spec), (spec or {}).get("checkpoint_sha256"), data_root,
+                 data_fingerprint, seed, _dumps(config), __version__))
         return int(cur.lastrowid)
 
-    def finish_run(self, run_id: int, status: str = "done") -> None:
+    def finish_run(self, run_id: int, status: str = "done", outputs: Optional[dict] = None) -> None:
         with self.conn:
-            self.conn.execute("UPDATE runs SET status=? WHERE id=?", (status, run_id))
+            self.conn.execute("UPDATE runs SET status=?, finished=?, outputs=? WHERE id=?",
+                              (status, _now(), _dumps(outputs), run_id))
 
-    def add_predictions(self, run_id: int, variant: str, image_ids: Iterable[str], labels: np.ndarray,
-                        preds: np.ndarray, conf: np.ndarray) -> None:
-        rows = [(run_id, variant, i, int(y), int(p), float(c)) for i, y, p, c in zip(image_ids, labels, preds, conf)]
+    def insert(self, table: str, run_id: int, rows: Iterable[tuple]) -> None:
+        """Insert (or replace) rows of `table`, each given without its leading run_id."""
+        if table not in self.tables():
+            raise KeyError(f"no table {table!r} in the results store")
+        rows = [(run_id, *r) for r in rows]
+        if not rows:
+            return
+        marks = ",".join("?" * len(rows[0]))
         with self.conn:
-            self.conn.executemany("INSERT OR REPLACE INTO predictions VALUES (?,?,?,?,?,?)", rows)
+            self.conn.executemany(f"INSERT OR REPLACE INTO {table} VALUES ({marks})", rows)
+
+    def tables(self) -> List[str]:
+        return [r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
 
     def add_metric(self, run_id: int, name: str, value: float, lo: Optional[float] = None,
                    hi: Optional[float] = None, n: Optional[int] = None, variant: str = "") -> None:
-        with self.conn:
-            self.conn.execute("INSERT OR REPLACE INTO metrics VALUES (?,?,?,?,?,?,?)",
-                              (run_id, name, variant, value, lo, hi, n))
+        self.insert("metrics", run_id, [(name, variant, value, lo, hi, n)])
 
-    def find_resumable(self, kind: str, model: str, checkpoint_sha256: Optional[str], data_fingerprint: str,
+    def find_resumable(self, kind: str, model: Optional[str], spec: Optional[dict], data_fingerprint: str,
                        config: dict) -> Optional[int]:
-        """The newest unfinished run of exactly this job, if any (what a rerun continues)."""
+        """The newest unfinished run of exactly this job, if any (what a rerun continues).
+
+        The whole resolved spec takes part (architecture, mean/std, checkpoint sha256, the seed of
+        a random init), so a run never continues under another model or another normalization.
+        """
         row = self.conn.execute(
-            "SELECT id FROM runs WHERE kind=? AND status='running' AND model=? AND checkpoint_sha256 IS ? "
+            "SELECT id FROM runs WHERE kind=? AND status='running' AND model IS ? AND spec IS ? "
             "AND data_fingerprint=? AND config=? ORDER BY id DESC LIMIT 1",
-            (kind, model, checkpoint_sha256, data_fingerprint, json.dumps(config, sort_keys=True))).fetchone()
+            (kind, model, _dumps(spec), data_fingerprint, _dumps(config))).fetchone()
         return int(row["id"]) if row else None
 
     def add_challenge_results(self, run_id: int, rows: Iterable[tuple]) -> None:
         """rows: (image_id, label, clean_pred, fooled, pairs, fooling_bg, fooling_pred)."""
-        with self.conn:
-            self.conn.executemany("INSERT OR REPLACE INTO challenge_fg VALUES (?,?,?,?,?,?,?,?)",
-                                  [(run_id, *r) for r in rows])
+        self.insert("challenge_fg", run_id, rows)
 
     def challenge_results(self, run_id: int) -> List[sqlite3.Row]:
         return self.conn.execute("SELECT * FROM challenge_fg WHERE run_id=? ORDER BY image_id", (run_id,)).fetchall()
 
-    def add_challenge_asr(self, run_id: int, rows: Iterable[tuple]) -> None:
-        """rows: (bg_id, bg_class, asr)."""
-        with self.conn:
-            self.conn.executemany("INSERT OR REPLACE INTO challenge_bg VALUES (?,?,?,?)", [(run_id, *r) for r in rows])
-
-    def run(self, run_id: int) -> Optional[sqlite3.Row]:
+    def get_run(self, run_id: int) -> Optional[sqlite3.Row]:
         return self.conn.execute("SELECT * FROM runs WHERE id=?", (run_id,)).fetchone()
 
     def runs(self, kind: Optional[str] = None) -> List[sqlite3.Row]:
         q = "SELECT * FROM runs" + (" WHERE kind=?" if kind else "") + " ORDER BY id"
         return self.conn.execute(q, (kind,) if kind else ()).fetchall()
 
-    def predictions(self, run_id: int, variant: str) -> List[sqlite3.Row]:
-        return self.conn.execute("SELECT image_id, label, pred, confidence FROM predictions "
-                                 "WHERE run_id=? AND variant=? ORDER BY image_id", (run_id, variant)).fetchall()
+    def predictions(self, run_id: int, variant: Optional[str] = None) -> List[sqlite3.Row]:
+        """Per-image predictions of an eval run (one variant, or all), ordered by variant and image."""
+        q = "SELECT * FROM predictions WHERE run_id=?" + (" AND variant=?" if variant else "")
+        args = (run_id, variant) if variant else (run_id,)
+        return self.conn.execute(q + " ORDER BY variant, image_id", args).fetchall()
 
     def metrics(self, run_id: int) -> List[sqlite3.Row]:
         return self.conn.execute("SELECT * FROM metrics WHERE run_id=? ORDER BY name, variant", (run_id,)).fetchall()
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _dumps(obj) -> Optional[str]:
+    """Canonical JSON (sorted keys), so equal configs and specs compare equal as text."""
+    return None if obj is None else json.dumps(obj, sort_keys=True)

@@ -17,7 +17,7 @@ from typing import Dict, List, Sequence, Tuple
 import cv2
 import numpy as np
 from PIL import Image
-from tqdm import tqdm
+from .. import checks, console
 
 from ..variants import IN9_VARIANTS, get_variant
 from ..variants.functions import Box, only_bg_t
@@ -28,6 +28,10 @@ SYNTH_CLASSES = (
 )
 TEXTURES = ("hstripes", "vstripes", "checker", "dots", "diagonal", "rings", "gradient", "grid", "speckle")
 SPLIT_CODES = {"val": 0, "train": 1}
+
+
+#: Smallest image side that leaves room for a foreground and a background strip.
+MIN_SIZE = 16
 
 
 @dataclass
@@ -206,11 +210,15 @@ def write_dataset(out: Path, per_class: int = 50, size: int = 64, seed: int = 0,
 
     Images are PNG (lossless), so compositing results and masks line up exactly.
     """
+    checks.at_least("--per-class", per_class, 1)
+    checks.at_least("--size", size, MIN_SIZE)
+    checks.within("--bg-correlation", bg_correlation, 0, 1)
+    checks.one_of("--split", split, ("train", "val"))
     out = Path(out)
     samples = generate(per_class, size=size, seed=seed, split=split, bg_correlation=bg_correlation)
     images, manifest = render_variants(samples, seed=seed)
     stems = [f"{SYNTH_CLASSES[s.label]}/synth_{split}_{i:05d}" for i, s in enumerate(samples)]
-    for name in tqdm(IN9_VARIANTS, desc=f"synth {split}", disable=not progress, unit="variant"):
+    for name in console.progress(IN9_VARIANTS, enabled=progress, desc=f"synth {split}", unit="variant"):
         for stem, img in zip(stems, images[name]):
             path = out / name / split / f"{stem}.png"
             path.parent.mkdir(parents=True, exist_ok=True)

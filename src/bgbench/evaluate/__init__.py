@@ -1,7 +1,8 @@
-"""Batched prediction, metrics and evaluation reports."""
-from .metrics import Estimate, accuracy, bg_gap, mcnemar, paired_difference, wilson_interval
-from .predict import Predictions, predict_items
-from .report import EvalReport
+"""Batched prediction, metrics, evaluation reports and the challenge (loaded on first use)."""
+from .._lazy import lazy_getattr
 
-__all__ = ["Estimate", "EvalReport", "Predictions", "accuracy", "bg_gap", "mcnemar", "paired_difference",
-           "predict_items", "wilson_interval"]
+_EXPORTS = {"Estimate": ".metrics", "accuracy": ".metrics", "bg_gap": ".metrics", "mcnemar": ".metrics",
+            "paired_difference": ".metrics", "wilson_interval": ".metrics", "Predictions": ".predict",
+            "predict_items": ".predict", "EvalReport": ".report", "EvalConfig": ".config"}
+__all__ = list(_EXPORTS)
+__getattr__ = lazy_getattr(__name__, _EXPORTS)

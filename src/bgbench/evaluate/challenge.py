@@ -21,7 +21,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence
 
 import numpy as np
 import torch
-from tqdm import tqdm
+from .. import console
 
 from ..classes import Mapping
 from ..models.spec import BgModel
@@ -143,7 +143,7 @@ class ChallengeEngine:
         queue = list(indices)[::-1]
         active: List[dict] = []
         results: List[FgResult] = []
-        bar = tqdm(total=len(indices), desc="challenge", unit="fg", disable=not progress, leave=False)
+        bar = console.progress(enabled=progress, total=len(indices), desc="challenge", unit="fg")
         while queue or active:
             while queue and len(active) < self.batch_size:
                 i = queue.pop()

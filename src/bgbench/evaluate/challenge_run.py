@@ -3,6 +3,10 @@
 I/O lives here; the verdict logic is `challenge.ChallengeEngine`. Under `torchrun`, foregrounds
 are sharded across ranks (i % world_size == rank), every rank writes its own progress rows to
 the store, and rank 0 merges them once all ranks are done.
+
+Verdict rows are committed as they come (that is what makes a killed run resumable); the
+summary (accuracy, per-class rates, ASR) is computed by `summarize`, which writes nothing, and
+recorded by `runs.finish`.
 """
 from __future__ import annotations
 
@@ -17,30 +21,18 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
+from .. import console, runs
 from ..classes import Mapping
 from ..data.images import decode_image, load_mask
 from ..data.layout import Layout, discover
 from ..errors import DataError
 from ..models.spec import BgModel
 from ..store import Store
+from .challenge_config import ChallengeConfig  # noqa: F401 (re-exported)
 from .challenge import (ChallengeEngine, FgResult, attack_success_rates, class_fool_rates, top_backgrounds,
                         verdicts_from_matrix)
 from .metrics import Estimate, accuracy
 from .predict import check_compatible
-
-
-@dataclass
-class ChallengeConfig:
-    batch_size: int = 64
-    mapping: str = "argmax"
-    precision: str = "fp32"
-    full: bool = False
-    save_every: int = 16
-    device: str = "cpu"
-
-    def identity(self) -> dict:
-        """What makes two runs the same job (batch size and device do not change verdicts)."""
-        return {"mapping": self.mapping, "precision": self.precision, "full": self.full}
 
 
 @dataclass
@@ -57,6 +49,24 @@ class ChallengeReport:
     seconds: float = 0.0
     full: Optional[dict] = None
     files: Dict[str, str] = field(default_factory=dict)
+    asr_rows: List[tuple] = field(default_factory=list, repr=False)
+
+    def metric_rows(self) -> List[tuple]:
+        c, k = self.challenge_accuracy, self.clean_accuracy
+        rows = [("challenge_accuracy", "", c.value, c.lo, c.hi, c.n), ("clean_accuracy", "", k.value, k.lo, k.hi, k.n),
+                ("fooled", "", float(self.fooled), None, None, self.total), ("challenge_pairs", "", self.pairs, None,
+                                                                                 None, None)]
+        for row in self.per_class:
+            rows.append(("challenge_accuracy_class", row["class"], row["challenge"], None, None, row["n"]))
+            if "class_fool_rate" in row:
+                rows.append(("class_fool_rate", row["class"], row["class_fool_rate"], None, None, None))
+        return rows
+
+    def table_rows(self) -> Dict[str, List[tuple]]:
+        return {"challenge_bg": self.asr_rows}
+
+    def outputs(self) -> dict:
+        return {"files": self.files, "seconds": self.seconds, **({"matrix": self.full["matrix"]} if self.full else {})}
 
     def to_dict(self) -> dict:
         return {"model": self.model, "data": self.data, "run_id": self.run_id,
@@ -113,13 +123,15 @@ def load_foregrounds(layout: Layout, pairs, indices: List[int]):
 
 
 def _dist_setup(device: str):
+    """(world size, rank, this rank's device). Under NCCL each rank owns the GPU of its LOCAL_RANK,
+    set before the process group starts so collectives run on the right device."""
     world = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
-    if world > 1 and not dist.is_initialized():
-        backend = "nccl" if device.startswith("cuda") else "gloo"
-        dist.init_process_group(backend=backend)
     if world > 1 and device.startswith("cuda"):
         device = f"cuda:{int(os.environ.get('LOCAL_RANK', rank))}"
+        torch.cuda.set_device(torch.device(device))
+    if world > 1 and not dist.is_initialized():
+        dist.init_process_group(backend="nccl" if device.startswith("cuda") else "gloo")
     return world, rank, device
 
 
@@ -146,16 +158,13 @@ def run_challenge(model: BgModel, data: str | Path, store: Store, cfg: Challenge
 
     run_id = None
     if rank == 0:
-        spec = model.spec.to_dict()
-        fingerprint = layout.fingerprint()
-        run_id = store.find_resumable("challenge", model.spec.name, spec.get("checkpoint_sha256"), fingerprint,
-                                      cfg.identity())
+        prov = runs.Provenance.of("challenge", cfg.identity(), model=model, layout=layout)
+        run_id = store.find_resumable("challenge", prov.model, prov.spec, prov.data_fingerprint, prov.config)
         if run_id is not None:
             done_before = len(store.challenge_results(run_id))
-            print(f"resuming challenge run {run_id}: {done_before}/{len(pairs)} foregrounds already done")
+            console.status(f"resuming challenge run {run_id}: {done_before}/{len(pairs)} foregrounds already done")
         else:
-            run_id = store.start_run("challenge", model.spec.name, spec, cfg.identity(), data_root=str(layout.root),
-                                     data_fingerprint=fingerprint)
+            run_id = runs.start(store, prov)
     run_id = _broadcast(run_id, rank, world)
     done = {r["image_id"]: r for r in store.challenge_results(run_id)}
     mine = [i for i in range(len(pairs)) if i % world == rank and fg_ids[i] not in done]
@@ -201,8 +210,7 @@ def run_challenge(model: BgModel, data: str | Path, store: Store, cfg: Challenge
 
     local = list(range(len(mine)))
     if cfg.full:
-        from tqdm import tqdm
-        for j in tqdm(local, desc="challenge --full", unit="fg", disable=not progress, leave=False):
+        for j in console.progress(local, enabled=progress, desc="challenge --full", unit="fg"):
             row = engine.full_row(fg_images[j], fg_masks[j])
             matrix[mine[j]] = row
             wrong = np.nonzero(row != fg_labels[mine[j]])[0]
@@ -211,21 +219,28 @@ def run_challenge(model: BgModel, data: str | Path, store: Store, cfg: Challenge
     else:
         engine.verdicts(fg_images, fg_masks, fg_labels[mine], local, on_result=record, progress=progress)
     flush()
-    pairs_here = torch.tensor([engine.stats.pairs], dtype=torch.long)
+    # NCCL reduces device tensors only; gloo takes CPU ones
+    pairs_here = torch.tensor([engine.stats.pairs], dtype=torch.long, device=device if world > 1 else "cpu")
     if world > 1:
         dist.all_reduce(pairs_here)
         dist.barrier()
     if rank != 0:
         return None
-    report = _finish(store, run_id, model, layout, pairs, bg_items, fg_labels, bg_labels, matrix, out_dir)
-    report.pairs = int(pairs_here)
+    report = summarize(store.challenge_results(run_id), run_id, model, layout, pairs, bg_items, fg_labels,
+                       bg_labels, matrix, out_dir or store.path.parent / f"challenge_{run_id}")
+    report.pairs = int(pairs_here.item())
     report.seconds = round(time.time() - t0, 2)
-    store.add_metric(run_id, "challenge_pairs", report.pairs)
+    runs.finish(store, run_id, report)
     return report
 
 
-def _finish(store, run_id, model, layout, pairs, bg_items, fg_labels, bg_labels, matrix, out_dir) -> ChallengeReport:
-    rows = {r["image_id"]: r for r in store.challenge_results(run_id)}
+def summarize(verdict_rows, run_id, model, layout, pairs, bg_items, fg_labels, bg_labels, matrix,
+              out_dir) -> ChallengeReport:
+    """The challenge's numbers from its verdict rows (and, with --full, the prediction matrix).
+
+    Writes the --full figures into `out_dir`, and nothing into the store.
+    """
+    rows = {r["image_id"]: r for r in verdict_rows}
     fg_ids = [it.image_id for it, _ in pairs]
     missing = [i for i in fg_ids if i not in rows]
     if missing:
@@ -234,10 +249,8 @@ def _finish(store, run_id, model, layout, pairs, bg_items, fg_labels, bg_labels,
     clean_ok = np.array([rows[i]["clean_pred"] == rows[i]["label"] for i in fg_ids])
     chal = accuracy(~fooled)
     clean = accuracy(clean_ok)
-    store.add_metric(run_id, "challenge_accuracy", chal.value, chal.lo, chal.hi, chal.n)
-    store.add_metric(run_id, "clean_accuracy", clean.value, clean.lo, clean.hi, clean.n)
-    store.add_metric(run_id, "fooled", float(fooled.sum()), n=len(fooled))
     per_class = []
+    asr_rows: List[tuple] = []
     full = None
     files: Dict[str, str] = {}
     fool_rates = None
@@ -247,10 +260,10 @@ def _finish(store, run_id, model, layout, pairs, bg_items, fg_labels, bg_labels,
         asr = attack_success_rates(m, fg_labels, bg_labels)
         fool_rates = class_fool_rates(m, fg_labels, bg_labels, len(layout.classes))
         top = top_backgrounds(asr, bg_labels, k=5)
-        store.add_challenge_asr(run_id, [(it.image_id, int(c), float(a)) for it, c, a in zip(bg_items, bg_labels, asr)])
+        asr_rows = [(it.image_id, int(c), float(a)) for it, c, a in zip(bg_items, bg_labels, asr)]
         full = {"matrix": str(Path(matrix.filename)), "top5": {layout.classes[c]: [
             {"bg": bg_items[j].image_id, "asr": float(asr[j])} for j in js] for c, js in top.items()}}
-        out = Path(out_dir) if out_dir else store.path.parent / f"challenge_{run_id}"
+        out = Path(out_dir)
         from .challenge_figures import asr_histogram, top_backgrounds_grid
         files["top5_grid"] = str(top_backgrounds_grid(out / "top5_backgrounds.png", top, asr, bg_items, layout.classes))
         files["asr_histogram"] = str(asr_histogram(out / "asr_histogram.png", asr, bg_labels, layout.classes))
@@ -260,10 +273,7 @@ def _finish(store, run_id, model, layout, pairs, bg_items, fg_labels, bg_labels,
                "challenge": float((~fooled[sel]).mean()) if sel.any() else float("nan")}
         if fool_rates is not None:
             row["class_fool_rate"] = float(fool_rates[c])
-            store.add_metric(run_id, "class_fool_rate", row["class_fool_rate"], variant=name)
-        store.add_metric(run_id, "challenge_accuracy_class", row["challenge"], n=row["n"], variant=name)
         per_class.append(row)
-    store.finish_run(run_id)
     return ChallengeReport(model=model.spec.name, data=str(layout.root), run_id=run_id, challenge_accuracy=chal,
                            clean_accuracy=clean, fooled=int(fooled.sum()), total=len(fooled), per_class=per_class,
-                           full=full, files=files)
+                           full=full, files=files, asr_rows=asr_rows)

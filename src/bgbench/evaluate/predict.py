@@ -6,12 +6,13 @@ rarely kept waiting. Images are fed as they are: [0,1], no resize, no crop.
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+import json
 from dataclasses import dataclass
 from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
-from tqdm import tqdm
+from .. import console
 
 from ..classes import IN9_FOLDERS, Mapping, map_logits
 from ..data.images import check_mask_fits, decode_image
@@ -28,6 +29,20 @@ class Predictions:
     labels: np.ndarray
     preds: np.ndarray
     conf: np.ndarray
+    top5_classes: Optional[np.ndarray] = None  # (N, 5) raw ImageNet classes of 1000-class models
+    top5_probs: Optional[np.ndarray] = None  # (N, 5) their probabilities
+    superclass_probs: Optional[np.ndarray] = None  # (N, C) probability mass per IN-9 class
+
+    def rows(self, variant: str) -> List[tuple]:
+        """Rows of the store's `predictions` table (without run_id)."""
+        def cell(a: Optional[np.ndarray], i: int, digits: int = 6):
+            if a is None:
+                return None
+            v = a[i].tolist()
+            return json.dumps([round(x, digits) for x in v] if a.dtype.kind == "f" else v)
+        return [(variant, i, int(self.labels[k]), int(self.preds[k]), float(self.conf[k]),
+                 cell(self.top5_classes, k), cell(self.top5_probs, k), cell(self.superclass_probs, k))
+                for k, i in enumerate(self.image_ids)]
 
     @property
     def correct(self) -> np.ndarray:
@@ -93,7 +108,7 @@ def predict_items(model: BgModel, items: Sequence[Item], *, batch_size: int = 64
     labels: List[int] = []
     preds: List[torch.Tensor] = []
     confs: List[torch.Tensor] = []
-    bar = tqdm(total=len(items), desc=desc, unit="img", disable=not progress, leave=False)
+    bar = console.progress(enabled=progress, total=len(items), desc=desc, unit="img")
     with ThreadPoolExecutor(max_workers=1) as pool, torch.inference_mode():
         chunks = list(_chunks(items, batch_size))
         pending = pool.submit(_decode_batch, chunks[0], checker) if chunks else None

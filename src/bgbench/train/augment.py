@@ -2,7 +2,8 @@
 
 A recipe turns a batch of [0,1] images (B,3,H,W), their labels and their indices into the
 dataset into (inputs, targets) plus the loss that reads those targets. Recipes are registered by
-name; the CLI's `--recipe` choices come from `list_recipes()`.
+name in `recipes.py` (torch-free, so the CLI's `--recipe` choices cost no torch import); the
+builders here are what those names point at.
 
 Background swapping ('bgswap') is the paper's MIXED-RAND recipe done on the fly: instead of one
 fixed MIXED-RAND image per foreground, every epoch draws a fresh donor background, so the model
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Optional, Sequence, Tuple
 
 import numpy as np
 import torch
@@ -22,14 +23,7 @@ from ..data.images import IMAGE_SUFFIXES, decode_image
 from ..data.layout import MASK_DIR, Item
 from ..errors import BgbenchError
 from ..variants.functions import only_bg_t
-
-#: Default probability that bgswap replaces a training image's background. Below 1 so that the
-#: model still sees some foregrounds in their own context (clean ORIGINAL accuracy stays high);
-#: the paper's MIXED-RAND training set corresponds to 1.0.
-DEFAULT_BGSWAP_P = 0.8
-#: timm/DeiT defaults for the Beta(alpha, alpha) mixing distributions.
-DEFAULT_MIXUP_ALPHA = 0.8
-DEFAULT_CUTMIX_ALPHA = 1.0
+from .recipes import DEFAULT_BGSWAP_P, DEFAULT_CUTMIX_ALPHA, DEFAULT_MIXUP_ALPHA
 
 
 class BatchAugment:
@@ -189,16 +183,6 @@ def _find_background(bg_dir: Path, image_id: str) -> Optional[np.ndarray]:
 # registry
 
 
-@dataclass(frozen=True)
-class Recipe:
-    """A named training recipe: `build(context)` returns its `BatchAugment`."""
-
-    name: str
-    help: str
-    build: Callable[["RecipeContext"], BatchAugment]
-    needs_masks: bool = False
-
-
 @dataclass
 class RecipeContext:
     """What a recipe may need to build itself."""
@@ -215,34 +199,18 @@ class RecipeContext:
     cutmix_alpha: float = DEFAULT_CUTMIX_ALPHA
 
 
-_RECIPES: Dict[str, Recipe] = {}
-
-
-def register_recipe(recipe: Recipe) -> Recipe:
-    _RECIPES[recipe.name] = recipe
-    return recipe
-
-
-def list_recipes() -> List[str]:
-    """Names of the registered recipes, in registration order."""
-    return list(_RECIPES)
-
-
-def get_recipe(name: str) -> Recipe:
-    if name not in _RECIPES:
-        raise BgbenchError(f"unknown recipe {name!r}; choose from {', '.join(_RECIPES)}")
-    return _RECIPES[name]
-
-
-def _build_bgswap(ctx: RecipeContext) -> BgSwap:
+def build_bgswap(ctx: RecipeContext) -> BgSwap:
     masks, backgrounds = load_masks_and_backgrounds(ctx.root, ctx.split, ctx.items, ctx.image_shape)
     return BgSwap(masks, backgrounds, ctx.labels, ctx.num_classes, p=ctx.bgswap_p, generator=ctx.generator)
 
 
-register_recipe(Recipe("erm", "plain empirical risk minimisation", lambda ctx: BatchAugment()))
-register_recipe(Recipe("mixup", "timm Mixup (mixup_alpha), soft-target cross-entropy",
-                       lambda ctx: TimmMix(ctx.num_classes, mixup_alpha=ctx.mixup_alpha)))
-register_recipe(Recipe("cutmix", "timm Mixup (cutmix_alpha), soft-target cross-entropy",
-                       lambda ctx: TimmMix(ctx.num_classes, cutmix_alpha=ctx.cutmix_alpha)))
-register_recipe(Recipe("bgswap", "on-the-fly MIXED-RAND background swapping (needs fg_mask)", _build_bgswap,
-                       needs_masks=True))
+def build_erm(ctx: RecipeContext) -> BatchAugment:
+    return BatchAugment()
+
+
+def build_mixup(ctx: RecipeContext) -> BatchAugment:
+    return TimmMix(ctx.num_classes, mixup_alpha=ctx.mixup_alpha)
+
+
+def build_cutmix(ctx: RecipeContext) -> BatchAugment:
+    return TimmMix(ctx.num_classes, cutmix_alpha=ctx.cutmix_alpha)

@@ -18,16 +18,17 @@ from typing import Iterator, List, Optional
 
 import numpy as np
 import torch
-from tqdm import tqdm
 
+from .. import checks, console
 from ..data.images import decode_image
 from ..data.layout import discover
 from ..errors import BgbenchError
 from ..models.registry import create_model
 from ..models.spec import DATASET, BgModel
-from .augment import (DEFAULT_BGSWAP_P, DEFAULT_CUTMIX_ALPHA, DEFAULT_MIXUP_ALPHA, BatchAugment, RecipeContext,
-                      get_recipe)
-from .swa import DEFAULT_SWA_START, finalize_bn, make_swa, make_swalr, swa_start_epoch
+from .augment import BatchAugment, RecipeContext
+from .recipes import (DEFAULT_BGSWAP_P, DEFAULT_CUTMIX_ALPHA, DEFAULT_MIXUP_ALPHA, DEFAULT_SWA_START, get_recipe,
+                      list_recipes)
+from .swa import finalize_bn, make_swa, make_swalr, swa_start_epoch
 
 
 @dataclass
@@ -66,6 +67,21 @@ class TrainConfig:
     swa_lr: Optional[float] = None
     init: Optional[str] = None
     freeze: bool = False
+
+    def __post_init__(self):
+        checks.at_least("--epochs", self.epochs, 1)
+        checks.at_least("--batch-size", self.batch_size, 1)
+        checks.within("--lr", self.lr, 0, 10, open_low=True)
+        checks.at_least("weight decay", self.weight_decay, 0)
+        checks.at_least("--threads", self.threads, 1)
+        checks.one_of("--recipe", self.recipe, list_recipes())
+        checks.within("--bgswap-p", self.bgswap_p, 0, 1)
+        checks.at_least("--mixup-alpha", self.mixup_alpha, 0)
+        checks.at_least("--cutmix-alpha", self.cutmix_alpha, 0)
+        checks.within("--swa-start", self.swa_start, 0, 1, open_high=True)
+        checks.within("--swa-lr", self.swa_lr, 0, 10, open_low=True)
+        if self.freeze and not self.init:
+            raise BgbenchError("--freeze trains only the head of a pretrained network: it needs --init CKPT")
 
 
 #: Config keys that may change between a run and its resume (they do not change the result).
@@ -203,7 +219,7 @@ def train(cfg: TrainConfig, progress: bool = True) -> Path:
 
     If `cfg.out/last.pt` exists the run resumes from it (same configuration required).
     """
-    from .. import __version__
+    from ..version import __version__
     cfg = resolve_config(cfg)
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
@@ -211,8 +227,6 @@ def train(cfg: TrainConfig, progress: bool = True) -> Path:
     if recipe.needs_masks and cfg.variant != "original":
         raise BgbenchError(f"--recipe {cfg.recipe} composites foregrounds with their masks, which describe the "
                            f"original images: use --variant original (got {cfg.variant})")
-    if cfg.epochs < 1:
-        raise BgbenchError(f"--epochs must be at least 1, got {cfg.epochs}")
     torch.manual_seed(cfg.seed)
     np.random.seed(cfg.seed)  # timm's Mixup draws from numpy's global RNG
     gen = torch.Generator().manual_seed(cfg.seed)
@@ -227,7 +241,7 @@ def train(cfg: TrainConfig, progress: bool = True) -> Path:
     ctx = RecipeContext(num_classes=len(classes), labels=labels, generator=gen, root=cfg.data, split=cfg.split,
                         items=items, image_shape=tuple(images.shape[1:3]), bgswap_p=cfg.bgswap_p,
                         mixup_alpha=cfg.mixup_alpha, cutmix_alpha=cfg.cutmix_alpha)
-    aug: BatchAugment = recipe.build(ctx)
+    aug: BatchAugment = recipe.builder()(ctx)
     model = build_model(cfg, classes, images.shape[1:3])
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(json.dumps({**record, "bgbench_version": __version__}, indent=1))
@@ -262,13 +276,12 @@ def train(cfg: TrainConfig, progress: bool = True) -> Path:
         gen.set_state(state["rng"]["generator"])
         _set_numpy_state(state["rng"]["numpy"])
         _rewrite_log(log_path, start_epoch, state.get("log"))
-        print(f"resuming {out} from epoch {start_epoch}/{cfg.epochs} (saved in {last_path})")
+        console.status(f"resuming {out} from epoch {start_epoch}/{cfg.epochs} (saved in {last_path})")
     else:
         log_path.write_text("")
 
-    bar = tqdm(total=cfg.epochs * steps_per_epoch, initial=start_epoch * steps_per_epoch,
-               desc=f"train {cfg.recipe}{'+swa' if cfg.swa else ''} on {cfg.variant}", unit="step",
-               disable=not progress, leave=False)
+    bar = console.progress(enabled=progress, total=cfg.epochs * steps_per_epoch, initial=start_epoch * steps_per_epoch,
+                           desc=f"train {cfg.recipe}{'+swa' if cfg.swa else ''} on {cfg.variant}", unit="step")
     for epoch in range(start_epoch, cfg.epochs):
         t0 = time.time()
         averaging = cfg.swa and epoch >= swa_start
@@ -324,3 +337,29 @@ def train(cfg: TrainConfig, progress: bool = True) -> Path:
     path = out / "model.pt"
     save_checkpoint(final.eval(), path, epoch=cfg.epochs, config=asdict(cfg), swa=cfg.swa)
     return path
+
+
+def training_record(out: str | Path):
+    """(Provenance, result) of the finished training run in `out`, read back from its files.
+
+    Reading what was written (config.json, log.jsonl, model.pt and its sha256) records exactly
+    what a later eval of `file:OUT/model.pt` will load; the run's checkpoint_sha256 is model.pt's,
+    which is how the report links an evaluated model to its recipe and training data.
+    """
+    from ..models.checkpoint import sha256_file
+    from ..runs import Metric, Outputs, Provenance
+    out = Path(out)
+    config = json.loads((out / "config.json").read_text())
+    fingerprint = config.pop("data_fingerprint", None)
+    config.pop("bgbench_version", None)
+    ckpt = torch.load(out / "model.pt", map_location="cpu", weights_only=True)
+    spec = {**ckpt["bgbench_spec"], "checkpoint": str(out / "model.pt"),
+            "checkpoint_sha256": sha256_file(out / "model.pt")}
+    log = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines() if line.strip()]
+    last = log[-1] if log else {}
+    prov = Provenance(kind="train", config=config, model=config["model"], spec=spec, data_root=config["data"],
+                      data_fingerprint=fingerprint, seed=config.get("seed"))
+    result = Outputs({"checkpoint": spec["checkpoint"], "checkpoint_sha256": spec["checkpoint_sha256"],
+                      "recipe": config["recipe"], "swa": config["swa"], "epochs": len(log)},
+                     [Metric("train_loss", last.get("loss")), Metric("train_accuracy", last.get("train_acc"))])
+    return prov, result

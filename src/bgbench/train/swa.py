@@ -14,8 +14,7 @@ import torch
 from torch import nn
 from torch.optim.swa_utils import SWALR, AveragedModel, update_bn
 
-#: Share of the epochs trained with the base schedule before averaging starts (SWA paper: 75%).
-DEFAULT_SWA_START = 0.75
+from .recipes import DEFAULT_SWA_START
 
 
 def swa_start_epoch(epochs: int, start: float = DEFAULT_SWA_START) -> int:

@@ -25,7 +25,7 @@ from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Un
 import cv2
 import numpy as np
 from PIL import Image
-from tqdm import tqdm
+from .. import checks, console
 
 from ..data.images import IMAGE_SUFFIXES, decode_image
 from ..data.layout import MASK_DIR
@@ -76,6 +76,16 @@ class BuildConfig:
     tries: int = TRIES
     overwrite: bool = False
 
+    def __post_init__(self):
+        checks.at_least("--workers", self.workers, 1)
+        checks.at_least("--grabcut-tries", self.tries, 1)
+        checks.one_of("--split", self.split, ("val", "train"))
+        pre = self.preprocess
+        checks.at_least("--resize", pre.resize, 1)
+        checks.at_least("--crop", pre.crop, 1)
+        if pre.resize is not None and pre.crop is not None and pre.crop > pre.resize:
+            raise BgbenchError(f"--crop {pre.crop} is larger than --resize {pre.resize}")
+
 
 @dataclass(frozen=True)
 class _Task:
@@ -124,6 +134,10 @@ class BuildResult:
     rejects: List[Reject]
     classes: Tuple[str, ...]
     reasons: Counter = field(default_factory=Counter)
+
+    def outputs(self) -> dict:
+        return {"built": len(self.built), "rejected": len(self.rejects), "reasons": dict(self.reasons),
+                "classes": list(self.classes), "manifest": str(self.out / "manifest.csv")}
 
     def summary(self) -> str:
         lines = [f"built {len(self.built)} images x {len(list_variants())} variants + {MASK_DIR} in {self.out}"]
@@ -261,7 +275,7 @@ def _init_worker() -> None:
 def _map(fn: Callable, items: Sequence, s: _Settings, pool: Optional[ProcessPoolExecutor], workers: int,
          desc: str, progress: bool) -> list:
     """fn(item, s) for every item, in order; on `pool` when there is one."""
-    bar = tqdm(total=len(items), desc=desc, unit="img", disable=not progress)
+    bar = console.progress(enabled=progress, total=len(items), desc=desc, unit="img")
     out = []
     try:
         if pool is None:

@@ -1,0 +1,63 @@
+"""The arguments that many subcommands share, defined once, and the helpers to print results."""
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from ..classes import Mapping
+from ..models.norms import NORMS
+
+
+def add_model_args(p: argparse.ArgumentParser, batch_size: int = 64) -> None:
+    """--model, --checkpoint, --trust-checkpoint, --norm, --device, --batch-size."""
+    p.add_argument("--model", required=True, help="timm:ARCH, file:PATH or zoo:NAME (see `bgbench models`)")
+    p.add_argument("--checkpoint", help="weights for a timm:ARCH model (bgbench, robustness, state_dict or TorchScript)")
+    p.add_argument("--trust-checkpoint", action="store_true",
+                   help="allow full unpickling of the checkpoint (runs code from the file: only for trusted files)")
+    p.add_argument("--norm", choices=NORMS, default="auto",
+                   help="input normalization (auto: from the checkpoint, else IN-9 or ImageNet by label space)")
+    add_device_arg(p)
+    p.add_argument("--batch-size", type=int, default=batch_size, help="images per forward pass (default %(default)s)")
+
+
+def add_device_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--device", default="cpu", help="torch device: cpu, cuda or cuda:N (default %(default)s)")
+
+
+def add_mapping_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--mapping", choices=[m.value for m in Mapping], default=Mapping.ARGMAX.value,
+                   help="1000-class models: 'argmax' (the paper's rule) or 'superclass' (sum of probabilities)")
+
+
+def add_db_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--db", help="SQLite results store (default ~/.bgbench/results.db or $BGBENCH_DB)")
+
+
+def add_output_args(p: argparse.ArgumentParser, json_flag: bool = True) -> None:
+    """--json (stdout holds one JSON document and nothing else) and --quiet (no progress)."""
+    if json_flag:
+        p.add_argument("--json", action="store_true", help="print one JSON document on stdout instead of a table")
+    p.add_argument("--quiet", action="store_true", help="no progress bars or status lines")
+
+
+def create_model(args: argparse.Namespace):
+    """The model the shared model arguments name."""
+    from ..models import create_model as create
+    return create(args.model, checkpoint=args.checkpoint, trust_checkpoint=args.trust_checkpoint, norm=args.norm)
+
+
+def emit(args: argparse.Namespace, document: Any, text: str) -> None:
+    """Print the result: `document` as JSON with --json, else `text`."""
+    if getattr(args, "json", False):
+        print(json.dumps(document, indent=1, default=_json_default))
+    else:
+        print(text)
+
+
+def _json_default(obj):
+    if hasattr(obj, "as_dict"):
+        return obj.as_dict()
+    if hasattr(obj, "tolist"):
+        return obj.tolist()
+    return str(obj)

@@ -1,0 +1,34 @@
+"""`bgbench eval`: accuracy per IN-9 variant with 95% intervals, and the BG-Gap."""
+from __future__ import annotations
+
+import argparse
+
+from ..variants.registry import IN9_VARIANTS, list_variants
+from .common import add_db_arg, add_mapping_arg, add_model_args, add_output_args, create_model, emit
+
+
+def register(sub) -> None:
+    p = sub.add_parser("eval", help="accuracy per IN-9 variant with 95%% intervals, and the BG-Gap")
+    add_model_args(p)
+    p.add_argument("--data", required=True, help="dataset root in the IN-9 layout")
+    p.add_argument("--variants", nargs="+", choices=list_variants(), metavar="VARIANT",
+                   help=f"variants to evaluate (default: those of {', '.join(IN9_VARIANTS)} present)")
+    add_mapping_arg(p)
+    p.add_argument("--seed", type=int, default=0, help="seed of the BG-Gap's bootstrap (default %(default)s)")
+    add_output_args(p)
+    add_db_arg(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from .. import runs
+    from ..api import evaluate
+    from ..store import Store
+    model = create_model(args)
+    report = evaluate(model, args.data, variants=args.variants, mapping=args.mapping, batch_size=args.batch_size,
+                      device=args.device, progress=not args.quiet, seed=args.seed)
+    with Store(args.db) as store:
+        runs.record(store, report.provenance, report)
+        where = store.path
+    emit(args, report.to_dict(), f"{report.table()}\nrun {report.run_id} stored in {where}")
+    return 0

@@ -1,0 +1,81 @@
+"""Status lines and progress bars, always on stderr (stdout is for results, and JSON with --json).
+
+A progress bar draws only where stderr is a terminal. Elsewhere (CI logs, `make demo > log`) a
+long job prints a handful of plain lines instead of hundreds of carriage-return frames.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from typing import Iterable, Optional
+
+#: In a non-terminal, a bar prints one line at most every this many seconds (plus the last).
+LOG_EVERY_S = 30.0
+
+
+def status(message: str) -> None:
+    """One status line on stderr."""
+    print(message, file=sys.stderr, flush=True)
+
+
+def is_terminal() -> bool:
+    return hasattr(sys.stderr, "isatty") and sys.stderr.isatty()
+
+
+class _LogBar:
+    """tqdm's interface, printing a plain line now and then instead of redrawing."""
+
+    def __init__(self, iterable: Optional[Iterable] = None, total: Optional[int] = None, desc: str = "",
+                 unit: str = "it", initial: int = 0, **_):
+        self.iterable = iterable
+        self.total = total if total is not None else (len(iterable) if hasattr(iterable, "__len__") else None)
+        self.desc, self.unit, self.n = desc, unit, initial
+        self.start = self.last = time.time()
+        self.postfix = ""
+        self.format_dict = {"elapsed": 0.0}
+
+    def __iter__(self):
+        for x in self.iterable:
+            yield x
+            self.update(1)
+
+    def update(self, n: int = 1) -> None:
+        self.n += n
+        now = time.time()
+        self.format_dict["elapsed"] = now - self.start
+        if now - self.last >= LOG_EVERY_S:
+            self.last = now
+            self._line()
+
+    def set_postfix(self, **kw) -> None:
+        self.postfix = ", ".join(f"{k}={v}" for k, v in kw.items())
+
+    def set_description(self, desc: str) -> None:
+        self.desc = desc
+
+    def _line(self) -> None:
+        of = f"/{self.total}" if self.total is not None else ""
+        extra = f" ({self.postfix})" if self.postfix else ""
+        status(f"{self.desc}: {self.n}{of} {self.unit} in {time.time() - self.start:.0f}s{extra}")
+
+    def close(self) -> None:
+        if time.time() - self.start >= LOG_EVERY_S:
+            self._line()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def progress(iterable: Optional[Iterable] = None, *, enabled: bool = True, **kwargs):
+    """A tqdm bar on a terminal, a few log lines elsewhere, nothing when `enabled` is False."""
+    if enabled and is_terminal():
+        from tqdm import tqdm
+        return tqdm(iterable, leave=False, file=sys.stderr, **kwargs)
+    bar = _LogBar(iterable, **kwargs)
+    if not enabled:
+        bar.update = lambda n=1: setattr(bar, "n", bar.n + n)  # count, never print
+        bar.close = lambda: None
+    return bar

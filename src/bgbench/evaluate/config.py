@@ -1,0 +1,34 @@
+"""The evaluation's configuration, checked once for the API and the CLI alike."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import List, Optional
+
+from .. import checks
+from ..classes import Mapping
+
+
+@dataclass
+class EvalConfig:
+    """How to evaluate (the data and the model are arguments of `evaluate`).
+
+    Attributes:
+        variants: variant folders to evaluate; None means the IN-9 variants present.
+        mapping: decision rule for 1000-class models ('argmax' is the paper's).
+        batch_size: images per forward pass.
+        device: torch device.
+        seed: seed of the BG-Gap's paired bootstrap.
+    """
+
+    variants: Optional[List[str]] = None
+    mapping: str = Mapping.ARGMAX.value
+    batch_size: int = 64
+    device: str = "cpu"
+    seed: int = 0
+
+    def __post_init__(self):
+        checks.one_of("mapping", str(self.mapping), [m.value for m in Mapping])
+        checks.at_least("batch size", self.batch_size, 1)
+        checks.device(self.device)
+        if self.variants is not None:
+            self.variants = list(self.variants)
