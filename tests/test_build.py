@@ -188,6 +188,22 @@ def test_no_resize_with_two_image_sizes_pairs_every_image_with_a_donor_of_its_si
         assert (out / rel).read_bytes() == (tmp_path / "out2" / rel).read_bytes(), rel
 
 
+def test_classes_are_balanced_by_default(tmp_path):
+    samples = generate(1, size=48, seed=7)
+    layout = {"a": samples[0:3], "b": samples[3:4], "c": samples[4:6], "d": []}  # d: an empty class
+    ids = write_sized_inputs(tmp_path, layout)
+    (tmp_path / "images" / "d").mkdir()
+    smallest = min(len(v) for v in layout.values() if v)
+    args = dict(images=tmp_path / "images", boxes=tmp_path / "boxes", masks=tmp_path / "masks", preprocess=NO_RESIZE)
+    res = build(BuildConfig(out=tmp_path / "default", **args), progress=False)
+    counts = {cls: sum(p.image_id.startswith(cls + "/") for p in res.built) for cls in layout}
+    assert counts == {cls: smallest if v else 0 for cls, v in layout.items()}
+    rejects = read_csv(tmp_path / "default" / "rejects.csv")
+    assert {r["reason"] for r in rejects} == {"balanced_out"} and len(rejects) == len(ids) - len(res.built)
+    res = build(BuildConfig(out=tmp_path / "unbalanced", balance=False, **args), progress=False)
+    assert sorted(p.image_id for p in res.built) == sorted(ids) and not res.rejects
+
+
 def test_provided_masks_skip_grabcut(tmp_path):
     samples = generate(1, size=64, seed=1)[:4]
     ids = write_synth(tmp_path, samples)

@@ -78,7 +78,7 @@ class BuildConfig:
     seed: int = 0
     workers: int = 1
     preprocess: Preprocess = Preprocess()
-    balance: bool = False
+    balance: bool = True  # Appendix A filter 4
     tries: int = TRIES
     overwrite: bool = False
 
