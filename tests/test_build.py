@@ -9,12 +9,14 @@ from typing import Dict, List, Sequence, Tuple
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from PIL import Image
 
 from bgbench.data.synthetic import SYNTH_CLASSES, Sample, generate
 from bgbench.variants import functions as F
 from bgbench.variants.annotations import load_annotations, rasterize_polygons
-from bgbench.variants.build import BuildConfig, assign_donors, build
+from bgbench.variants.build import MAX_BOX_COVER, BuildConfig, assign_donors, build
 from bgbench.variants.preprocess import Preprocess
 from conftest import run_cli
 
@@ -202,6 +204,18 @@ def test_classes_are_balanced_by_default(tmp_path):
     assert {r["reason"] for r in rejects} == {"balanced_out"} and len(rejects) == len(ids) - len(res.built)
     res = build(BuildConfig(out=tmp_path / "unbalanced", balance=False, **args), progress=False)
     assert sorted(p.image_id for p in res.built) == sorted(ids) and not res.rejects
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 60), st.integers(1, 60), st.data())
+def test_every_box_the_cover_filter_keeps_leaves_a_background_strip(h, w, data):
+    """Why build needs no 'no background' reject: the 90% rule already removes the only such box."""
+    x0 = data.draw(st.integers(0, w - 1))
+    y0 = data.draw(st.integers(0, h - 1))
+    x1 = data.draw(st.integers(x0 + 1, w))
+    y1 = data.draw(st.integers(y0 + 1, h))
+    if (x1 - x0) * (y1 - y0) <= MAX_BOX_COVER * h * w:
+        assert F.background_strip(np.zeros((h, w, 3), np.uint8), (x0, y0, x1, y1)).size > 0
 
 
 def test_provided_masks_skip_grabcut(tmp_path):

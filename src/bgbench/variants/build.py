@@ -32,7 +32,7 @@ from ..data.images import IMAGE_SUFFIXES, decode_image
 from ..data.layout import MASK_DIR
 from ..errors import BgbenchError, DataError
 from .annotations import Annotation, find, load_annotations, rasterize_polygons
-from .functions import Box, background_strip, only_bg_t
+from .functions import Box, only_bg_t
 from .grabcut import TRIES, grabcut_mask
 from .preprocess import Preprocess
 from .registry import get_variant, list_variants
@@ -55,7 +55,6 @@ BOX_TOO_LARGE = "box_too_large"
 BAD_MASK = "bad_mask"
 EMPTY_MASK = "empty_mask"
 GRABCUT_FAILED = "grabcut_failed"
-NO_BACKGROUND = "no_background"
 BALANCED_OUT = "balanced_out"
 NO_DONOR = "no_donor_of_same_size"
 
@@ -216,13 +215,9 @@ def _prepare_or_raise(task: _Task, s: _Settings) -> Prepared:
     if box is None or kept < MIN_BOX_KEPT:
         raise _RejectError(BOX_CROPPED, f"{kept:.0%} of the box remains after the crop")
     cover = (box[2] - box[0]) * (box[3] - box[1]) / (oh * ow)
-    if cover > MAX_BOX_COVER:
+    if cover > MAX_BOX_COVER:  # so only_bg_t always has a strip: only a box covering everything leaves none
         raise _RejectError(BOX_TOO_LARGE, f"the box covers {cover:.0%} of the image")
     image = pre.image(image)
-    try:
-        background_strip(image, box)
-    except ValueError:
-        raise _RejectError(NO_BACKGROUND, "the box leaves no background strip") from None
     if src_mask is not None:
         mask = pre.mask(src_mask)
         if not mask.any():
