@@ -86,7 +86,7 @@ def main() -> None:
                 out = root / f"out{workers}"
                 shutil.rmtree(out, ignore_errors=True)
                 cfg = BuildConfig(images=root / "images", boxes=root / "boxes", out=out, workers=workers,
-                                  preprocess=Preprocess(resize=None, crop=None))
+                                  preprocess=Preprocess(resize=None, crop=None), balance=False)
                 t, c = time.perf_counter(), os.times()
                 result = build(cfg, progress=False)
                 best[workers] = min(best[workers], time.perf_counter() - t)

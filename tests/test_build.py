@@ -9,12 +9,14 @@ from typing import Dict, List, Sequence, Tuple
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from PIL import Image
 
 from bgbench.data.synthetic import SYNTH_CLASSES, Sample, generate
 from bgbench.variants import functions as F
 from bgbench.variants.annotations import load_annotations, rasterize_polygons
-from bgbench.variants.build import BuildConfig, assign_donors, build
+from bgbench.variants.build import MAX_BOX_COVER, BuildConfig, assign_donors, build
 from bgbench.variants.preprocess import Preprocess
 from conftest import run_cli
 
@@ -115,17 +117,105 @@ def test_donors_are_deterministic_and_follow_the_rule(synth_build):
     assert a == b
     label = {p.index: p.label for p in built}
     for i, d in a.items():
-        assert label[d["mixed_same"]] == label[i] and d["mixed_same"] != i
-        assert label[d["mixed_next"]] == (label[i] + 1) % 9
+        assert label[d["mixed_same"].index] == label[i] and d["mixed_same"].index != i
+        assert label[d["mixed_next"].index] == (label[i] + 1) % 9
+        assert not any(donor.fallback for donor in d.values())
 
 
 def test_balance_drops_to_the_smallest_class():
     from bgbench.variants.build import Prepared, _balance
-    built = [Prepared(i, f"c{lab}/{i}", lab, (0, 0, 1, 1), (0, 0, 1, 1), 1.0, "grabcut", 0.1)
+    built = [Prepared(i, f"c{lab}/{i}", lab, (0, 0, 1, 1), (0, 0, 1, 1), 1.0, "grabcut", 0.1, (8, 8))
              for i, lab in enumerate([0] * 5 + [1] * 2 + [2] * 3)]
     kept, dropped = _balance(built, 3, seed=0)
     assert [sum(p.label == c for p in kept) for c in range(3)] == [2, 2, 2] and len(dropped) == 4
     assert kept == _balance(built, 3, seed=0)[0]
+
+
+MIXED = ("mixed_same", "mixed_rand", "mixed_next")
+
+
+def write_sized_inputs(root: Path, layout: Dict[str, List[Sample]]) -> List[str]:
+    """Samples (of any sizes) under root/images, root/boxes and their exact masks under root/masks."""
+    ids = []
+    for cls, samples in layout.items():
+        for i, s in enumerate(samples):
+            stem = f"{s.image.shape[0]}px{i}"
+            write_sample(root / "images", root / "boxes", cls, stem, s.image, s.box)
+            (root / "masks" / cls).mkdir(parents=True, exist_ok=True)
+            np.save(root / "masks" / cls / f"{stem}.npy", s.mask)
+            ids.append(f"{cls}/{stem}")
+    return ids
+
+
+def test_no_resize_with_two_image_sizes_pairs_every_image_with_a_donor_of_its_size(tmp_path):
+    big, small, odd = generate(1, size=64, seed=4), generate(1, size=48, seed=5), generate(1, size=40, seed=6)
+    layout = {"a": [big[0], big[1], small[0], small[1]], "b": [big[2], big[3], small[2]], "c": [big[4], odd[0]]}
+    ids = write_sized_inputs(tmp_path, layout)
+    classes = sorted(layout)
+    results = {}
+    for workers in (1, 2):
+        cfg = BuildConfig(images=tmp_path / "images", boxes=tmp_path / "boxes", masks=tmp_path / "masks",
+                          out=tmp_path / f"out{workers}", preprocess=NO_RESIZE, balance=False, workers=workers)
+        results[workers] = build(cfg, progress=False)
+    out = tmp_path / "out1"
+    # the only image of its size cannot get another image's background: rejected, not fatal
+    assert {r["file"]: r["reason"] for r in read_csv(out / "rejects.csv")} == {"c/40px1.png": "no_donor_of_same_size"}
+    rows = {r["image"]: r for r in read_csv(out / "manifest.csv")}
+    assert sorted(rows) == sorted(i for i in ids if i != "c/40px1")
+    original = {i: png(out / "original" / "val" / f"{i}.png") for i in rows}
+    masks = {i: np.load(out / "fg_mask" / "val" / f"{i}.npy").astype(bool) for i in rows}
+
+    def same_size(image_id: str, cls: str) -> List[str]:
+        return [j for j in rows if j.startswith(cls + "/") and original[j].shape == original[image_id].shape]
+
+    fallbacks = 0
+    for image_id, row in rows.items():
+        cls = image_id.split("/")[0]
+        for v in MIXED:
+            donor = row[f"{v}_bg_image"]
+            assert original[donor].shape == original[image_id].shape, (image_id, v, donor)
+            background = F.only_bg_t(original[donor], masks[donor], tuple(map(int, rows[donor]["box"].split())))
+            expected = F.composite(original[image_id], masks[image_id], background)
+            assert np.array_equal(png(out / v / "val" / f"{image_id}.png"), expected), (image_id, v)
+        for v, wanted in (("mixed_same", cls), ("mixed_next", classes[(classes.index(cls) + 1) % len(classes)])):
+            if same_size(image_id, wanted):  # the rule holds wherever an image of that class and size exists
+                assert row[f"{v}_bg_class"] == wanted and row[f"{v}_bg_fallback"] == "", (image_id, v)
+            else:  # another image of the same size, and the manifest says why
+                assert row[f"{v}_bg_fallback"] and row[f"{v}_bg_image"] != image_id, (image_id, v)
+                fallbacks += 1
+    assert fallbacks  # b's 48 px image: no 48 px image in c
+    files1 = sorted(p.relative_to(out) for p in out.rglob("*") if p.is_file())
+    assert files1 == sorted(p.relative_to(tmp_path / "out2") for p in (tmp_path / "out2").rglob("*") if p.is_file())
+    for rel in files1:
+        assert (out / rel).read_bytes() == (tmp_path / "out2" / rel).read_bytes(), rel
+
+
+def test_classes_are_balanced_by_default(tmp_path):
+    samples = generate(1, size=48, seed=7)
+    layout = {"a": samples[0:3], "b": samples[3:4], "c": samples[4:6], "d": []}  # d: an empty class
+    ids = write_sized_inputs(tmp_path, layout)
+    (tmp_path / "images" / "d").mkdir()
+    smallest = min(len(v) for v in layout.values() if v)
+    args = dict(images=tmp_path / "images", boxes=tmp_path / "boxes", masks=tmp_path / "masks", preprocess=NO_RESIZE)
+    res = build(BuildConfig(out=tmp_path / "default", **args), progress=False)
+    counts = {cls: sum(p.image_id.startswith(cls + "/") for p in res.built) for cls in layout}
+    assert counts == {cls: smallest if v else 0 for cls, v in layout.items()}
+    rejects = read_csv(tmp_path / "default" / "rejects.csv")
+    assert {r["reason"] for r in rejects} == {"balanced_out"} and len(rejects) == len(ids) - len(res.built)
+    res = build(BuildConfig(out=tmp_path / "unbalanced", balance=False, **args), progress=False)
+    assert sorted(p.image_id for p in res.built) == sorted(ids) and not res.rejects
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 60), st.integers(1, 60), st.data())
+def test_every_box_the_cover_filter_keeps_leaves_a_background_strip(h, w, data):
+    """Why build needs no 'no background' reject: the 90% rule already removes the only such box."""
+    x0 = data.draw(st.integers(0, w - 1))
+    y0 = data.draw(st.integers(0, h - 1))
+    x1 = data.draw(st.integers(x0 + 1, w))
+    y1 = data.draw(st.integers(y0 + 1, h))
+    if (x1 - x0) * (y1 - y0) <= MAX_BOX_COVER * h * w:
+        assert F.background_strip(np.zeros((h, w, 3), np.uint8), (x0, y0, x1, y1)).size > 0
 
 
 def test_provided_masks_skip_grabcut(tmp_path):

@@ -88,14 +88,9 @@ class TrainConfig:
 RESUME_FREE_KEYS = ("out", "threads")
 
 
-def load_split(root: str, variant: str, split: str):
-    """(images NHWC uint8 tensor, labels, class folder names) of one variant split."""
-    images, labels, classes, _, _ = _load_split(root, variant, split)
-    return images, labels, classes
-
-
 def _load_split(root: str, variant: str, split: str):
-    """`load_split` plus the items (to pair images with masks) and the data fingerprint."""
+    """(images NHWC uint8 tensor, labels, class folder names, items, data fingerprint) of one variant
+    split; the items pair images with masks."""
     layout = discover(root, split=split, variants=[variant])
     items = layout.items(variant)
     arrays = [decode_image(it.path) for it in items]

@@ -4,8 +4,9 @@ Two passes over a process pool, so the output depends on the seed and never on t
 workers:
 1. per image (workers): decode, check the annotation, resize/crop image, box and mask, apply the
    Appendix A filters, run GrabCut where no mask is given; the result is staged as .npy files;
-2. in the parent: balance classes and choose every mixed image's donor with one seeded
-   generator over the sorted list of built images;
+2. in the parent: drop images that no donor of their size can serve, balance classes, and choose
+   every mixed image's donor (an image of the same size) with one seeded generator over the sorted
+   list of built images;
 3. per image (workers): render the 9 variants with the registry's pure functions and write PNGs
    and the fg_mask.
 Bad input is never fatal: each rejected image gets a row in rejects.csv with a reason.
@@ -31,7 +32,7 @@ from ..data.images import IMAGE_SUFFIXES, decode_image
 from ..data.layout import MASK_DIR
 from ..errors import BgbenchError, DataError
 from .annotations import Annotation, find, load_annotations, rasterize_polygons
-from .functions import Box, background_strip, only_bg_t
+from .functions import Box, only_bg_t
 from .grabcut import TRIES, grabcut_mask
 from .preprocess import Preprocess
 from .registry import get_variant, list_variants
@@ -54,8 +55,12 @@ BOX_TOO_LARGE = "box_too_large"
 BAD_MASK = "bad_mask"
 EMPTY_MASK = "empty_mask"
 GRABCUT_FAILED = "grabcut_failed"
-NO_BACKGROUND = "no_background"
 BALANCED_OUT = "balanced_out"
+NO_DONOR = "no_donor_of_same_size"
+
+# manifest.csv: why a mixed image's background is not of the class its rule asks for
+NO_CLASS_IMAGE = "no_image_of_class"
+NO_CLASS_IMAGE_OF_SIZE = "no_image_of_class_and_size"
 
 
 class BuildError(BgbenchError):
@@ -72,7 +77,7 @@ class BuildConfig:
     seed: int = 0
     workers: int = 1
     preprocess: Preprocess = Preprocess()
-    balance: bool = False
+    balance: bool = True  # Appendix A filter 4
     tries: int = TRIES
     overwrite: bool = False
 
@@ -117,6 +122,15 @@ class Prepared:
     box_kept: float
     mask_source: str  # grabcut | provided | coco
     fg_fraction: float
+    size: Tuple[int, int]  # (height, width) after preprocessing: donors must match it
+
+
+@dataclass(frozen=True)
+class Donor:
+    """The built image whose only_bg_t a mixed variant gets, and why it breaks the rule ('' if not)."""
+
+    index: int
+    fallback: str = ""
 
 
 @dataclass(frozen=True)
@@ -215,13 +229,9 @@ def _prepare_or_raise(task: _Task, s: _Settings) -> Prepared:
     if box is None or kept < MIN_BOX_KEPT:
         raise _RejectError(BOX_CROPPED, f"{kept:.0%} of the box remains after the crop")
     cover = (box[2] - box[0]) * (box[3] - box[1]) / (oh * ow)
-    if cover > MAX_BOX_COVER:
+    if cover > MAX_BOX_COVER:  # so only_bg_t always has a strip: only a box covering everything leaves none
         raise _RejectError(BOX_TOO_LARGE, f"the box covers {cover:.0%} of the image")
     image = pre.image(image)
-    try:
-        background_strip(image, box)
-    except ValueError:
-        raise _RejectError(NO_BACKGROUND, "the box leaves no background strip") from None
     if src_mask is not None:
         mask = pre.mask(src_mask)
         if not mask.any():
@@ -233,7 +243,7 @@ def _prepare_or_raise(task: _Task, s: _Settings) -> Prepared:
     np.save(s.staging / f"{task.index:07d}_image.npy", image)
     np.save(s.staging / f"{task.index:07d}_mask.npy", mask)
     return Prepared(task.index, task.image_id, task.label, sb, box, round(kept, 4), mask_source,
-                    round(float(mask.mean()), 4))
+                    round(float(mask.mean()), 4), (oh, ow))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -349,30 +359,59 @@ def _balance(built: List[Prepared], num_classes: int, seed: int) -> Tuple[List[P
     return [p for p in built if p.index in keep], [p for p in built if p.index not in keep]
 
 
-def assign_donors(built: Sequence[Prepared], num_classes: int, seed: int) -> Dict[int, Dict[str, int]]:
-    """For each built image and mixed variant, the index of the image whose only_bg_t it gets.
+def assign_donors(built: Sequence[Prepared], num_classes: int, seed: int) -> Dict[int, Dict[str, Donor]]:
+    """For each built image and mixed variant, the donor whose only_bg_t it gets.
 
-    A donor is a random image of the donor class other than the image itself where one exists;
-    when the donor class has no built image, any other built image is used (the manifest records
-    the class it came from). One generator, one pass in sorted order: deterministic.
+    A donor has the image's size, since a composite needs one. It is a random image of the
+    donor class other than the image itself where one exists; when the donor class has no built
+    image of that size, any other built image of that size (its Donor says why). An image that no
+    donor can serve (the only one of its size, with a rule asking for another class) gets no
+    entry. One generator, one pass in sorted order: deterministic.
     """
     rng = np.random.default_rng([seed, 99])
-    by_class: Dict[int, List[int]] = {}
+    by_class: Dict[Tuple[int, Tuple[int, int]], List[int]] = {}
+    by_size: Dict[Tuple[int, int], List[int]] = {}
     for p in built:
-        by_class.setdefault(p.label, []).append(p.index)
-    everyone = [p.index for p in built]
+        by_class.setdefault((p.label, p.size), []).append(p.index)
+        by_size.setdefault(p.size, []).append(p.index)
+    labels = {p.label for p in built}
     mixed = [n for n in list_variants() if get_variant(n).donor is not None]
-    out: Dict[int, Dict[str, int]] = {}
+    out: Dict[int, Dict[str, Donor]] = {}
     for p in built:
-        out[p.index] = {}
+        chosen: Dict[str, Donor] = {}
         for name in mixed:
             dc = get_variant(name).donor_class(p.label, num_classes, rng)
-            members = by_class.get(dc, [])
-            pool = [j for j in members if j != p.index] or members
+            members = by_class.get((dc, p.size), [])
+            pool, fallback = [j for j in members if j != p.index] or members, ""
             if not pool:
-                pool = [j for j in everyone if j != p.index] or [p.index]
-            out[p.index][name] = pool[int(rng.integers(len(pool)))]
+                pool = [j for j in by_size[p.size] if j != p.index]
+                fallback = NO_CLASS_IMAGE_OF_SIZE if dc in labels else NO_CLASS_IMAGE
+            if pool:
+                chosen[name] = Donor(pool[int(rng.integers(len(pool)))], fallback)
+        if len(chosen) == len(mixed):
+            out[p.index] = chosen
     return out
+
+
+def _select(built: List[Prepared], num_classes: int, cfg: BuildConfig
+            ) -> Tuple[List[Prepared], Dict[int, Dict[str, Donor]], List[Tuple[Prepared, str, str]]]:
+    """Drop images that no donor can serve, balance classes (if asked), and repeat until both hold.
+
+    Dropping an image without a donor can unbalance the classes, and balancing can leave an image
+    alone in its size; each round that changes nothing ends it, and every other round drops images.
+    Returns the kept images, their donors, and (image, reason, detail) for each dropped one.
+    """
+    dropped: List[Tuple[Prepared, str, str]] = []
+    while True:
+        donors = assign_donors(built, num_classes, cfg.seed)
+        stranded = [p for p in built if p.index not in donors]
+        kept = [p for p in built if p.index in donors]
+        kept, out = _balance(kept, num_classes, cfg.seed) if cfg.balance else (kept, [])
+        if not stranded and not out:
+            return built, donors, dropped
+        dropped += [(p, NO_DONOR, f"no other built image is {p.size[1]}x{p.size[0]}") for p in stranded]
+        dropped += [(p, BALANCED_OUT, "dropped to balance classes") for p in out]
+        built = kept
 
 
 def _merge_csv(path: Path, fields: List[str], rows: List[dict], split: str) -> None:
@@ -424,18 +463,16 @@ def build(cfg: BuildConfig, progress: bool = True) -> BuildResult:
             results = _map(_prepare, tasks, s, pool, cfg.workers, "prepare", progress)
             built = [r for r in results if isinstance(r, Prepared)]
             rejects = [r for r in results if isinstance(r, Reject)]
-            if cfg.balance:
-                built, dropped = _balance(built, len(classes), cfg.seed)
-                rejects += [Reject(p.index, p.image_id + tasks[p.index].path.suffix, BALANCED_OUT,
-                                   "dropped to balance classes") for p in dropped]
-                rejects.sort(key=lambda r: r.index)
-            donors = assign_donors(built, len(classes), cfg.seed)
+            built, donors, dropped = _select(built, len(classes), cfg)
+            rejects += [Reject(p.index, p.image_id + tasks[p.index].path.suffix, reason, detail)
+                        for p, reason, detail in dropped]
+            rejects.sort(key=lambda r: r.index)
             boxes = {p.index: p.box for p in built}
             if built:
                 for name in [*variants, MASK_DIR]:
                     for cls in classes:
                         (out / name / cfg.split / cls).mkdir(parents=True, exist_ok=True)
-                jobs = [_Job(p, {v: (d, boxes[d]) for v, d in donors[p.index].items()}) for p in built]
+                jobs = [_Job(p, {v: (d.index, boxes[d.index]) for v, d in donors[p.index].items()}) for p in built]
                 _map(_render, jobs, s, pool, cfg.workers, "render", progress)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
@@ -449,11 +486,11 @@ def build(cfg: BuildConfig, progress: bool = True) -> BuildResult:
 
 
 def _write_tables(cfg: BuildConfig, tasks: Sequence[_Task], result: BuildResult,
-                  donors: Dict[int, Dict[str, int]]) -> None:
+                  donors: Dict[int, Dict[str, Donor]]) -> None:
     mixed = [n for n in list_variants() if get_variant(n).donor is not None]
     by_index = {p.index: p for p in result.built}
     fields = ["split", "image", "label", "class", "source", "source_box", "box", "box_kept", "mask_source",
-              "fg_fraction"] + [f"{v}_{k}" for v in mixed for k in ("bg_image", "bg_class")]
+              "fg_fraction"] + [f"{v}_{k}" for v in mixed for k in ("bg_image", "bg_class", "bg_fallback")]
     rows = []
     for p in result.built:
         row = {"split": cfg.split, "image": p.image_id, "label": p.label, "class": result.classes[p.label],
@@ -461,8 +498,10 @@ def _write_tables(cfg: BuildConfig, tasks: Sequence[_Task], result: BuildResult,
                "source_box": _fmt_box(p.source_box), "box": _fmt_box(p.box), "box_kept": p.box_kept,
                "mask_source": p.mask_source, "fg_fraction": p.fg_fraction}
         for v in mixed:
-            d = by_index[donors[p.index][v]]
+            donor = donors[p.index][v]
+            d = by_index[donor.index]
             row[f"{v}_bg_image"], row[f"{v}_bg_class"] = d.image_id, result.classes[d.label]
+            row[f"{v}_bg_fallback"] = donor.fallback
         rows.append(row)
     _merge_csv(cfg.out / "manifest.csv", fields, rows, cfg.split)
     _merge_csv(cfg.out / "rejects.csv", ["split", "file", "reason", "detail"],

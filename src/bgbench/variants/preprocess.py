@@ -68,5 +68,3 @@ class Preprocess:
             return None, 0.0
         return out, kept / area
 
-
-IDENTITY = Preprocess(resize=None, crop=None)
