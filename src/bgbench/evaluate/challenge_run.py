@@ -53,9 +53,10 @@ class ChallengeReport:
 
     def metric_rows(self) -> List[tuple]:
         c, k = self.challenge_accuracy, self.clean_accuracy
-        rows = [("challenge_accuracy", "", c.value, c.lo, c.hi, c.n), ("clean_accuracy", "", k.value, k.lo, k.hi, k.n),
-                ("fooled", "", float(self.fooled), None, None, self.total), ("challenge_pairs", "", self.pairs, None,
-                                                                                 None, None)]
+        rows = [("challenge_accuracy", "", c.value, c.lo, c.hi, c.n),
+                ("clean_accuracy", "", k.value, k.lo, k.hi, k.n),
+                ("fooled", "", float(self.fooled), None, None, self.total),
+                ("challenge_pairs", "", self.pairs, None, None, None)]
         for row in self.per_class:
             rows.append(("challenge_accuracy_class", row["class"], row["challenge"], None, None, row["n"]))
             if "class_fool_rate" in row:
