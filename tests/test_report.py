@@ -267,3 +267,13 @@ def test_leaderboard_sorts_in_headless_chromium(browser, report_store, tmp_path)
     assert ascending == sorted(before, key=str.lower) and header.get_attribute("aria-sort") == "ascending"
     header.click()
     assert browser.execute_script(f"return {column};") == sorted(before, key=str.lower, reverse=True)
+
+
+def test_demo_ends_by_writing_its_report(tmp_path):
+    from bgbench.demo import run_demo
+    result = run_demo(out=tmp_path / "demo", per_class=3, test_per_class=2, size=32, epochs=1, progress=False)
+    assert result.report == tmp_path / "demo" / "report" / "index.html" and result.report.is_file()
+    assert f"report: {result.report}" in result.text()
+    html = result.report.read_text()
+    assert html.count('class="section-accuracy"') == 2 and "original, erm" in html and "mixed_rand, erm" in html
+    assert json.loads((tmp_path / "demo" / "summary.json").read_text())["report"] == str(result.report)
