@@ -65,3 +65,4 @@ def test_demo_shows_the_bg_gap_contrast(tmp_path):
     g_rand = summary["models"]["mixed_rand"]["bg_gap"]
     assert g_orig["lo"] > g_rand["hi"]  # intervals do not overlap
     assert g_orig["value"] > 3 * max(g_rand["value"], 0.01)
+    assert (tmp_path / "demo" / "report" / "index.html").is_file() and "report: " in proc.stdout

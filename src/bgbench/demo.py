@@ -2,7 +2,7 @@
 
 Generates Synthetic-9 (train and test), trains one small model on ORIGINAL and one on
 MIXED-RAND, evaluates both on all 8 variants, prints both tables with their BG-Gaps, stores the
-runs and writes everything under ./bgbench-demo/.
+runs and writes everything under ./bgbench-demo/, ending with the HTML report (report/index.html).
 """
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from .api import evaluate
 from .console import status
 from .data.synthetic import write_dataset
 from .evaluate.report import EvalReport
+from .report.render import render_report
 from .store import Store
 from .train.loop import TrainConfig, train, training_record
 
@@ -48,10 +49,13 @@ def run_demo(out: str | Path = "bgbench-demo", db: Optional[str] = None, per_cla
         reports[variant] = evaluate(f"file:{ckpt}", data, progress=progress, seed=seed)
         runs.record(store, reports[variant].provenance, reports[variant])
         summary["models"][variant] = {"checkpoint": str(ckpt), **reports[variant].to_dict()}
+    status(f"[4/4] writing the report -> {out / 'report'}")
+    page = render_report(store, out / "report", run_ids=[r.run_id for r in reports.values()], progress=False)
+    summary["report"] = str(page.index)
     summary["seconds"] = round(time.time() - t0, 1)
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     store.close()
-    return DemoResult(summary=summary, reports=reports, out=out, db=Path(summary["db"]))
+    return DemoResult(summary=summary, reports=reports, out=out, db=Path(summary["db"]), report=page.index)
 
 
 @dataclass
@@ -62,6 +66,7 @@ class DemoResult:
     reports: Dict[str, EvalReport]
     out: Path
     db: Path
+    report: Path
 
     def text(self) -> str:
         parts = []
@@ -71,4 +76,5 @@ class DemoResult:
         g_rand = self.reports["mixed_rand"].bg_gap.value
         parts.append(f"BG-Gap: ORIGINAL-trained {100 * g_orig:.1f}%  vs  MIXED-RAND-trained {100 * g_rand:.1f}%")
         parts.append(f"runs stored in {self.db}; outputs under {self.out}/ ({self.summary['seconds']:.0f}s)")
+        parts.append(f"report: {self.report}")
         return "\n".join(parts)

@@ -20,7 +20,7 @@ from .store import Store
 COLUMNS = ("dataset", "rank", "model", "source", "challenge", "clean", "original", "mixed_same", "mixed_rand",
            "bg_gap", "checkpoint_sha256", "data_fingerprint", "version", "data")
 PERCENT = ("challenge", "clean", "original", "mixed_same", "mixed_rand", "bg_gap")
-FORMATS = ("table", "md", "csv", "json")
+FORMATS = ("table", "md", "csv", "json", "html")
 PUBLISHED = "IN-9 (published)"
 
 
@@ -106,6 +106,9 @@ def render(rows: List[dict], fmt: str = "table") -> str:
         raise ValueError(f"format must be one of {FORMATS}")
     if fmt == "json":
         return json.dumps(rows, indent=1)
+    if fmt == "html":  # a page with one sortable table per dataset (report/templates/leaderboard.html.j2)
+        from .report.render import leaderboard_html
+        return leaderboard_html(rows)
     if fmt == "csv":
         buf = io.StringIO()
         w = csv.DictWriter(buf, fieldnames=COLUMNS)

@@ -20,6 +20,7 @@ COMMANDS: List[str] = [
     "eval",
     "challenge",
     "leaderboard",
+    "report",
     "runs",
     "train",
     "build",

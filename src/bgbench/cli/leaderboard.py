@@ -2,7 +2,10 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
+from ..console import status
+from ..errors import BgbenchError
 from ..leaderboard import FORMATS
 from .common import add_db_arg
 
@@ -12,6 +15,7 @@ def register(sub) -> None:
                                            "with the published IN-9 rows")
     p.add_argument("--format", choices=FORMATS, default="table")
     p.add_argument("--no-reported", dest="reported", action="store_false", help="only rows measured here")
+    p.add_argument("--out", help="write to this file instead of stdout (e.g. leaderboard.html)")
     add_db_arg(p)
     p.set_defaults(func=run)
 
@@ -20,5 +24,13 @@ def run(args: argparse.Namespace) -> int:
     from ..leaderboard import leaderboard, render
     from ..store import Store
     with Store(args.db) as store:
-        print(render(leaderboard(store, include_reported=args.reported), args.format))
+        text = render(leaderboard(store, include_reported=args.reported), args.format)
+    if args.out:
+        try:
+            Path(args.out).write_text(text + "\n", encoding="utf-8")
+        except OSError as e:
+            raise BgbenchError(f"--out: cannot write {args.out}: {e.strerror}") from None
+        status(f"leaderboard written to {args.out}")
+    else:
+        print(text)
     return 0

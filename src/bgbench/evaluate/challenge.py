@@ -25,6 +25,7 @@ from .. import console
 
 from ..classes import Mapping
 from ..models.spec import BgModel
+from .challenge_rank import top_backgrounds  # noqa: F401 (re-exported)
 from .predict import decide
 
 UNMAPPED = 255  # a -1 prediction (no IN-9 class) in the uint8 prediction matrix
@@ -228,13 +229,3 @@ def class_fool_rates(matrix: np.ndarray, fg_labels: np.ndarray, bg_labels: np.nd
 def verdicts_from_matrix(matrix: np.ndarray, fg_labels: np.ndarray) -> np.ndarray:
     """fooled[i] = any background predicted != y_i (255, unmapped, is never a label)."""
     return (matrix != fg_labels[:, None].astype(matrix.dtype)).any(axis=1)
-
-
-def top_backgrounds(asr: np.ndarray, bg_labels: np.ndarray, k: int = 5) -> Dict[int, List[int]]:
-    """Indices of the k highest-ASR backgrounds of each class (ties by index)."""
-    out = {}
-    for c in np.unique(bg_labels):
-        idx = np.nonzero(bg_labels == c)[0]
-        order = idx[np.lexsort((idx, -asr[idx]))]
-        out[int(c)] = order[:k].tolist()
-    return out

@@ -265,8 +265,9 @@ def summarize(verdict_rows, run_id, model, layout, pairs, bg_items, fg_labels, b
         full = {"matrix": str(Path(matrix.filename)), "top5": {layout.classes[c]: [
             {"bg": bg_items[j].image_id, "asr": float(asr[j])} for j in js] for c, js in top.items()}}
         out = Path(out_dir)
-        from .challenge_figures import asr_histogram, top_backgrounds_grid
-        files["top5_grid"] = str(top_backgrounds_grid(out / "top5_backgrounds.png", top, asr, bg_items, layout.classes))
+        from ..report.figures import asr_histogram, top_backgrounds_grid
+        grid = {layout.classes[c]: [(bg_items[j].path, float(asr[j])) for j in js] for c, js in sorted(top.items())}
+        files["top5_grid"] = str(top_backgrounds_grid(out / "top5_backgrounds.png", grid))
         files["asr_histogram"] = str(asr_histogram(out / "asr_histogram.png", asr, bg_labels, layout.classes))
     for c, name in enumerate(layout.classes):
         sel = fg_labels == c

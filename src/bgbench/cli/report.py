@@ -1,0 +1,33 @@
+"""`bgbench report`: one self-contained HTML page from the results store (no inference)."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..errors import BgbenchError
+from .common import add_db_arg, add_output_args, emit
+
+
+def register(sub) -> None:
+    p = sub.add_parser("report", help="HTML report of the stored runs: accuracies, BG-Gap, challenge figures, "
+                                      "provenance, paired comparisons (no inference)")
+    pick = p.add_mutually_exclusive_group()
+    pick.add_argument("--runs", type=int, nargs="+", metavar="ID", help="only these eval/challenge runs")
+    pick.add_argument("--models", nargs="+", metavar="M", help="only these models (names or fnmatch patterns)")
+    p.add_argument("--out", default="bgbench-report",
+                   help="folder for index.html, leaderboard.html and figures/ (default %(default)s)")
+    add_output_args(p)
+    add_db_arg(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..report.render import render_report
+    from ..store import Store, default_db_path
+    db = Path(args.db).expanduser() if args.db else default_db_path()
+    if not db.is_file():
+        raise BgbenchError(f"--db: no results store at {db}")
+    with Store(db) as store:
+        result = render_report(store, args.out, run_ids=args.runs, models=args.models, progress=not args.quiet)
+    emit(args, result.to_dict(), result.text())
+    return 0

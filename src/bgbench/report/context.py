@@ -1,0 +1,137 @@
+"""What a report is about: the models (subjects) chosen from the store, and where figures go.
+
+A *subject* is one model (name and weights) on one dataset (data fingerprint), with every
+finished run recorded for it: eval, challenge, and whatever kinds later analyses add. Its
+training run, when bgbench trained it, is the finished "train" run whose checkpoint_sha256
+equals the subject's.
+"""
+from __future__ import annotations
+
+import fnmatch
+import json
+import sqlite3
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from ..errors import BgbenchError
+from ..store import Store
+
+#: Run kinds that describe where a model or a dataset came from, not how a model behaves.
+PROVENANCE_KINDS = ("train", "build")
+
+
+@dataclass
+class Subject:
+    """One model on one dataset and its finished runs (oldest first)."""
+
+    key: str  # "m1", "m2", ...: safe for HTML ids and file names (model names are user strings)
+    model: str
+    weights: Optional[str]  # checkpoint sha256, None for a random init
+    data_fingerprint: Optional[str]
+    data_root: Optional[str]
+    runs: List[sqlite3.Row] = field(default_factory=list)
+    train_run: Optional[sqlite3.Row] = None
+    label: str = ""  # display name: the model, plus a short sha when two subjects share a name
+
+    def latest(self, kind: str) -> Optional[sqlite3.Row]:
+        """The newest finished run of this kind."""
+        found = [r for r in self.runs if r["kind"] == kind]
+        return found[-1] if found else None
+
+    @property
+    def spec(self) -> dict:
+        return json.loads(self.runs[-1]["spec"] or "{}")
+
+    @property
+    def classes(self) -> List[str]:
+        for r in reversed(self.runs):
+            classes = json.loads(r["config"]).get("classes")
+            if classes:
+                return list(classes)
+        return []
+
+
+@dataclass
+class ReportContext:
+    """The store, the chosen subjects and the output folder, handed to every section."""
+
+    store: Store
+    out: Path
+    subjects: List[Subject]
+    progress: bool = True
+    figures: List[Path] = field(default_factory=list)
+
+    def figure_path(self, subject: Optional[Subject], name: str) -> Path:
+        """Where a figure goes (DIR/figures/<subject key>-<name>.png); records it for the page's list."""
+        path = self.out / "figures" / (f"{subject.key}-{name}.png" if subject else f"{name}.png")
+        self.figures.append(path)
+        return path
+
+    def href(self, path: Path) -> str:
+        """A figure's address relative to index.html."""
+        return Path(path).relative_to(self.out).as_posix()
+
+    def metrics(self, run_id: int) -> Dict[Tuple[str, str], sqlite3.Row]:
+        return {(m["name"], m["variant"]): m for m in self.store.metrics(run_id)}
+
+
+def _weights(run: sqlite3.Row) -> Optional[str]:
+    return run["checkpoint_sha256"] or run["spec"]  # a random init is identified by its spec
+
+
+def select_subjects(store: Store, run_ids: Optional[Sequence[int]] = None,
+                    models: Optional[Sequence[str]] = None) -> List[Subject]:
+    """The subjects of a report: all finished runs with a model, or only `run_ids`, or `models`.
+
+    `models` are names or fnmatch patterns ('timm:resnet*'). Raises BgbenchError naming the flag
+    when a run or model is not in the store.
+    """
+    done = [r for r in store.runs() if r["status"] == "done"]
+    candidates = [r for r in done if r["model"] and r["kind"] not in PROVENANCE_KINDS]
+    if run_ids:
+        by_id = {r["id"]: r for r in store.runs()}
+        for i in run_ids:
+            run = by_id.get(i)
+            if run is None:
+                raise BgbenchError(f"--runs: no run {i} in {store.path}")
+            if run["status"] != "done":
+                raise BgbenchError(f"--runs: run {i} is {run['status']}, not finished")
+            if run["kind"] in PROVENANCE_KINDS or not run["model"]:
+                raise BgbenchError(f"--runs: run {i} is a {run['kind']} run; pass eval or challenge runs "
+                                   "(training runs are shown with the model they produced)")
+        wanted = set(run_ids)
+        candidates = [r for r in candidates if r["id"] in wanted]
+    if models:
+        names = sorted({r["model"] for r in candidates})
+        for pattern in models:
+            if not fnmatch.filter(names, pattern):
+                raise BgbenchError(f"--models: no finished runs of model {pattern!r} in {store.path} "
+                                   f"(models: {', '.join(names) or 'none'})")
+        candidates = [r for r in candidates if any(fnmatch.fnmatchcase(r["model"], p) for p in models)]
+    if not candidates:
+        raise BgbenchError(f"no finished eval or challenge runs in {store.path}; run `bgbench eval` first")
+    groups: Dict[tuple, List[sqlite3.Row]] = {}
+    for r in candidates:
+        groups.setdefault((r["model"], _weights(r), r["data_fingerprint"]), []).append(r)
+    trains = {r["checkpoint_sha256"]: r for r in done if r["kind"] == "train" and r["checkpoint_sha256"]}
+    subjects = []
+    for i, ((model, weights, fp), rows) in enumerate(sorted(groups.items(), key=lambda kv: (
+            str(kv[0][2]), kv[1][0]["id"])), start=1):
+        sha = rows[-1]["checkpoint_sha256"]
+        subjects.append(Subject(key=f"m{i}", model=model, weights=weights, data_fingerprint=fp,
+                                data_root=rows[-1]["data_root"], runs=rows, train_run=trains.get(sha) if sha else None))
+    _label(subjects)
+    return subjects
+
+
+def _label(subjects: List[Subject]) -> None:
+    """Display names: the model name, with a short weights id where names repeat on one dataset."""
+    seen: Dict[tuple, int] = {}
+    for s in subjects:
+        seen[(s.model, s.data_fingerprint)] = seen.get((s.model, s.data_fingerprint), 0) + 1
+    for s in subjects:
+        s.label = s.model
+        if seen[(s.model, s.data_fingerprint)] > 1:
+            sha = s.runs[-1]["checkpoint_sha256"]
+            s.label += f" [{sha[:8]}]" if sha else f" [{s.key}]"

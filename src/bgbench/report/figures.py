@@ -1,0 +1,99 @@
+"""The report's figures, in one style: plain arrays and dicts in, a PNG path out.
+
+Every figure is a function of stored tables (no model, no store access), so the report can be
+redrawn at any time from the results store alone. matplotlib runs on the Agg backend: nothing
+here needs a display.
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ..data.images import decode_image
+
+#: One palette for every figure (colour-blind safe, Okabe-Ito order).
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000", "#999999")
+STYLE = {
+    "font.size": 9, "axes.titlesize": 10, "axes.labelsize": 9, "legend.fontsize": 7,
+    "axes.spines.top": False, "axes.spines.right": False, "axes.grid": True, "axes.grid.axis": "y",
+    "grid.alpha": 0.3, "axes.prop_cycle": None, "savefig.dpi": 100, "savefig.bbox": "tight",
+}
+
+
+def _pyplot():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+@contextmanager
+def _styled() -> Iterator:
+    plt = _pyplot()
+    from cycler import cycler
+    with plt.rc_context({**STYLE, "axes.prop_cycle": cycler(color=PALETTE)}):
+        yield plt
+
+
+def _save(fig, path: Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    _pyplot().close(fig)
+    return path
+
+
+def accuracy_bars(path: Path, variants: Sequence[str], value: Sequence[float], lo: Sequence[float],
+                  hi: Sequence[float], title: Optional[str] = None) -> Path:
+    """Accuracy per variant as bars, with the 95% interval as error bars (fractions in, % shown)."""
+    v, lo, hi = (100 * np.asarray(a, dtype=float) for a in (value, lo, hi))
+    with _styled() as plt:
+        fig, ax = plt.subplots(figsize=(max(3.5, 0.5 * len(variants) + 1.2), 2.8))
+        x = np.arange(len(variants))
+        ax.bar(x, v, color=PALETTE[0], width=0.65)
+        ax.errorbar(x, v, yerr=[v - lo, hi - v], fmt="none", ecolor="black", capsize=3, linewidth=1)
+        ax.set_xticks(x, list(variants), rotation=30, ha="right")
+        ax.set_ylim(0, 100)
+        ax.set_ylabel("accuracy (%)")
+        if title:
+            ax.set_title(title)
+        return _save(fig, path)
+
+
+def top_backgrounds_grid(path: Path, rows: Dict[str, List[Tuple[Path, float]]]) -> Path:
+    """The paper's Fig. 4: per class (one row), its most fooling backgrounds, each titled with its ASR.
+
+    rows: class name -> [(background image path, attack success rate), ...] in rank order.
+    """
+    k = max((len(v) for v in rows.values()), default=1)
+    with _styled() as plt:
+        fig, axes = plt.subplots(len(rows), k, figsize=(1.4 * k + 1.2, 1.45 * len(rows)), squeeze=False)
+        for r, (name, cells) in enumerate(rows.items()):
+            for j in range(k):
+                ax = axes[r][j]
+                ax.axis("off")
+                if j < len(cells):
+                    bg, asr = cells[j]
+                    ax.imshow(decode_image(bg))
+                    ax.set_title(f"ASR {100 * asr:.0f}%", fontsize=7, pad=2)
+            axes[r][0].text(-0.08, 0.5, name, transform=axes[r][0].transAxes, ha="right", va="center", fontsize=8)
+        fig.suptitle("Most fooling backgrounds per class", fontsize=10)
+        fig.tight_layout()
+        return _save(fig, path)
+
+
+def asr_histogram(path: Path, asr: np.ndarray, bg_labels: np.ndarray, classes: Sequence[str]) -> Path:
+    """The paper's Fig. 24: histogram of attack success rates over all backgrounds, stacked by class."""
+    asr, bg_labels = np.asarray(asr, dtype=float), np.asarray(bg_labels)
+    with _styled() as plt:
+        fig, ax = plt.subplots(figsize=(6.0, 3.2))
+        series = [asr[bg_labels == c] for c in range(len(classes))]
+        ax.hist(series, bins=np.linspace(0, 1, 21), stacked=True, label=list(classes),
+                color=[PALETTE[c % len(PALETTE)] for c in range(len(classes))])
+        ax.set_xlabel("attack success rate of a background")
+        ax.set_ylabel("backgrounds")
+        ax.legend(ncol=2, frameon=False)
+        return _save(fig, path)

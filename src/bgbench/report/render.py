@@ -1,0 +1,122 @@
+"""Rendering the report and the leaderboard pages with Jinja2 (autoescape on: names are user strings)."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import List, Optional, Sequence
+
+import jinja2
+
+from .. import console
+from ..errors import BgbenchError
+from ..store import Store
+from ..version import __version__
+from .context import ReportContext, Subject, select_subjects
+from .sections import list_sections
+
+
+def environment() -> jinja2.Environment:
+    """Templates from the package data (src/bgbench/report/templates), every value escaped."""
+    env = jinja2.Environment(loader=jinja2.PackageLoader("bgbench.report", "templates"), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters["pct"] = _pct
+    env.filters["short"] = lambda s, n=12: "-" if not s else str(s)[:n]
+    env.filters["pvalue"] = lambda p: "-" if p is None else (f"{p:.2g}" if p < 0.001 else f"{p:.3f}")
+    return env
+
+
+def _pct(value: Optional[float], digits: int = 1, signed: bool = False) -> str:
+    if value is None:
+        return "-"
+    return f"{100 * value:+.{digits}f}%" if signed else f"{100 * value:.{digits}f}%"
+
+
+@dataclass
+class ReportResult:
+    """What `bgbench report` wrote."""
+
+    index: Path
+    leaderboard: Path
+    figures: List[Path] = field(default_factory=list)
+    models: List[str] = field(default_factory=list)
+    sections: List[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict:
+        return {"index": str(self.index), "leaderboard": str(self.leaderboard),
+                "figures": [str(p) for p in self.figures], "models": self.models, "sections": self.sections,
+                "seconds": self.seconds}
+
+    def text(self) -> str:
+        return (f"report: {self.index} ({len(self.models)} models, {len(self.figures)} figures, "
+                f"{self.seconds:.1f}s)\nleaderboard: {self.leaderboard}")
+
+
+def _prepare_out(out: Path) -> Path:
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise BgbenchError(f"--out: {out} exists and is not a folder")
+    (out / "figures").mkdir(parents=True, exist_ok=True)
+    for old in (out / "figures").glob("*.png"):  # figures of a previous report of other models
+        old.unlink()
+    return out
+
+
+def render_report(store: Store, out: str | Path, run_ids: Optional[Sequence[int]] = None,
+                  models: Optional[Sequence[str]] = None, progress: bool = True) -> ReportResult:
+    """Write OUT/index.html (figures in OUT/figures/) and OUT/leaderboard.html from the store alone."""
+    t0 = time.time()
+    subjects = select_subjects(store, run_ids, models)
+    ctx = ReportContext(store=store, out=_prepare_out(Path(out)), subjects=subjects, progress=progress)
+    summary = _page_sections(ctx, "summary")
+    per_model = []
+    for subject in console.progress(subjects, enabled=progress, desc="report", unit="model"):
+        per_model.append({"subject": subject, "sections": _model_sections(ctx, subject)})
+    after = _page_sections(ctx, "page")
+    env = environment()
+    generated = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    html = env.get_template("index.html.j2").render(
+        summary=summary, models=per_model, page=after, version=__version__, generated=generated,
+        db=str(store.path))
+    index = ctx.out / "index.html"
+    index.write_text(html, encoding="utf-8")
+    board = write_leaderboard(store, ctx.out / "leaderboard.html")
+    used = sorted({s["name"] for m in per_model for s in m["sections"]} | {s["name"] for s in summary + after})
+    return ReportResult(index=index, leaderboard=board, figures=list(ctx.figures), models=[s.label for s in subjects],
+                        sections=used, seconds=round(time.time() - t0, 2))
+
+
+def _model_sections(ctx: ReportContext, subject: Subject) -> List[dict]:
+    out = []
+    for section in list_sections("model"):
+        data = section.fn(ctx, subject)
+        if data is not None:
+            out.append({"name": section.name, "title": section.title, "template": section.template, "data": data})
+    return out
+
+
+def _page_sections(ctx: ReportContext, scope: str) -> List[dict]:
+    out = []
+    for section in list_sections(scope):
+        data = section.fn(ctx)
+        if data is not None:
+            out.append({"name": section.name, "title": section.title, "template": section.template, "data": data})
+    return out
+
+
+def leaderboard_html(rows: List[dict]) -> str:
+    """The leaderboard as one page: a sortable table per dataset, reported rows marked."""
+    from ..leaderboard import PERCENT
+    datasets = list(dict.fromkeys(r["dataset"] for r in rows))
+    generated = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return environment().get_template("leaderboard.html.j2").render(
+        tables=[(d, [r for r in rows if r["dataset"] == d]) for d in datasets], percent=PERCENT,
+        version=__version__, generated=generated)
+
+
+def write_leaderboard(store: Store, path: Path, include_reported: bool = True) -> Path:
+    from ..leaderboard import leaderboard
+    path.write_text(leaderboard_html(leaderboard(store, include_reported=include_reported)), encoding="utf-8")
+    return path

@@ -1,0 +1,262 @@
+"""The report's sections: a registry of functions from the store to template data.
+
+A section is registered with `@register_section(name, title, scope)` and rendered by its own
+template, `templates/sections/<name>.html.j2`, which receives the returned dict as `data` (and
+`subject` for per-model sections). A section function returns None when nothing it needs is
+recorded, and the page then leaves it out: a report shows what was measured, nothing else.
+
+Scopes:
+- "summary": `fn(ctx)`, at the top of the page;
+- "model": `fn(ctx, subject)`, once per model, in registration order;
+- "page": `fn(ctx)`, after the models (comparisons across models).
+
+Adding an analysis is one function here (or in its own module imported by `report.render`) and
+one template file.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from itertools import combinations
+from pathlib import Path
+from typing import Callable, Dict, List, Optional
+
+import numpy as np
+
+from ..evaluate.challenge_rank import top_backgrounds
+from ..evaluate.metrics import mcnemar, paired, paired_difference
+from . import figures
+from .context import ReportContext, Subject
+
+SCOPES = ("summary", "model", "page")
+
+
+@dataclass(frozen=True)
+class Section:
+    name: str
+    title: str
+    scope: str
+    fn: Callable[..., Optional[dict]]
+
+    @property
+    def template(self) -> str:
+        return f"sections/{self.name}.html.j2"
+
+
+SECTIONS: Dict[str, Section] = {}
+
+
+def register_section(name: str, title: str, scope: str = "model"):
+    """Register a section function under `name` (its template is sections/<name>.html.j2)."""
+    if scope not in SCOPES:
+        raise ValueError(f"scope must be one of {SCOPES}")
+
+    def wrap(fn):
+        if name in SECTIONS:
+            raise ValueError(f"section {name!r} is already registered")
+        SECTIONS[name] = Section(name, title, scope, fn)
+        return fn
+    return wrap
+
+
+def list_sections(scope: Optional[str] = None) -> List[Section]:
+    return [s for s in SECTIONS.values() if scope is None or s.scope == scope]
+
+
+def _estimate(row) -> Optional[dict]:
+    if row is None or row["value"] is None:
+        return None
+    return {"value": row["value"], "lo": row["lo"], "hi": row["hi"], "n": row["n"]}
+
+
+def _eval_accuracies(ctx: ReportContext, subject: Subject) -> Optional[dict]:
+    run = subject.latest("eval")
+    if run is None:
+        return None
+    metrics = ctx.metrics(run["id"])
+    order = json.loads(run["config"]).get("variants") or []
+    variants = [v for v in order if ("accuracy", v) in metrics]
+    variants += sorted(v for (name, v) in metrics if name == "accuracy" and v not in variants)
+    return {"run": run, "variants": variants, "accuracy": {v: _estimate(metrics[("accuracy", v)]) for v in variants},
+            "bg_gap": _estimate(metrics.get(("bg_gap", "")))}
+
+
+def _training_summary(subject: Subject) -> Optional[str]:
+    """'mixed_rand, bgswap + SWA': what a bgbench-trained model was trained on, in a few words."""
+    if subject.train_run is None:
+        return None
+    cfg = json.loads(subject.train_run["config"])
+    return f"{cfg.get('variant')}, {cfg.get('recipe')}" + (" + SWA" if cfg.get("swa") else "")
+
+
+# ---------------------------------------------------------------- summary
+
+
+@register_section("overview", "Models", scope="summary")
+def overview(ctx: ReportContext) -> Optional[dict]:
+    rows = []
+    for s in ctx.subjects:
+        acc = _eval_accuracies(ctx, s)
+        chal = s.latest("challenge")
+        cm = ctx.metrics(chal["id"]) if chal is not None else {}
+        rows.append({"subject": s, "original": (acc or {}).get("accuracy", {}).get("original"),
+                     "bg_gap": (acc or {}).get("bg_gap"), "challenge": _estimate(cm.get(("challenge_accuracy", ""))),
+                     "runs": len(s.runs), "trained": _training_summary(s)})
+    return {"rows": rows}
+
+
+# ---------------------------------------------------------------- per model
+
+
+@register_section("accuracy", "Accuracy per variant and BG-Gap")
+def accuracy_section(ctx: ReportContext, subject: Subject) -> Optional[dict]:
+    data = _eval_accuracies(ctx, subject)
+    if data is None or not data["variants"]:
+        return None
+    acc = data["accuracy"]
+    vs = data["variants"]
+    path = figures.accuracy_bars(ctx.figure_path(subject, "accuracy"), vs, [acc[v]["value"] for v in vs],
+                                 [acc[v]["lo"] for v in vs], [acc[v]["hi"] for v in vs])
+    return {**data, "figure": ctx.href(path), "run_id": data["run"]["id"],
+            "mapping": json.loads(data["run"]["config"]).get("mapping")}
+
+
+def _challenge_run(subject: Subject, ctx: ReportContext):
+    """The newest --full challenge run (it has per-background ASR), else the newest challenge run."""
+    runs = [r for r in subject.runs if r["kind"] == "challenge"]
+    full = [r for r in runs if ctx.store.conn.execute(
+        "SELECT 1 FROM challenge_bg WHERE run_id=? LIMIT 1", (r["id"],)).fetchone()]
+    return (full or runs or [None])[-1], bool(full)
+
+
+def _background_path(root: Path, bg_id: str) -> Optional[Path]:
+    folder = root / "only_bg_t" / "val" / Path(bg_id).parent
+    hits = sorted(folder.glob(Path(bg_id).name + ".*")) if folder.is_dir() else []
+    return hits[0] if hits else None
+
+
+@register_section("challenge", "Backgrounds Challenge")
+def challenge_section(ctx: ReportContext, subject: Subject) -> Optional[dict]:
+    run, full = _challenge_run(subject, ctx)
+    if run is None:
+        return None
+    m = ctx.metrics(run["id"])
+    classes = subject.classes
+    per_class = [{"class": c, "challenge": _estimate(m.get(("challenge_accuracy_class", c))),
+                  "fool_rate": _estimate(m.get(("class_fool_rate", c)))} for c in classes]
+    fooled = m.get(("fooled", ""))
+    data = {"run_id": run["id"], "challenge": _estimate(m.get(("challenge_accuracy", ""))),
+            "clean": _estimate(m.get(("clean_accuracy", ""))),
+            "pairs": int(m[("challenge_pairs", "")]["value"]) if ("challenge_pairs", "") in m else None,
+            "fooled": int(fooled["value"]) if fooled else None, "total": fooled["n"] if fooled else None,
+            "per_class": [r for r in per_class if r["challenge"] is not None], "full": full,
+            "top5": None, "histogram": None, "missing_backgrounds": None}
+    if not full:
+        return data
+    rows = ctx.store.conn.execute("SELECT bg_id, bg_class, asr FROM challenge_bg WHERE run_id=? ORDER BY bg_id",
+                                  (run["id"],)).fetchall()
+    ids = [r["bg_id"] for r in rows]
+    labels = np.array([r["bg_class"] for r in rows])
+    asr = np.array([r["asr"] for r in rows], dtype=float)
+    names = classes or [str(c) for c in range(int(labels.max()) + 1)]
+    data["histogram"] = ctx.href(figures.asr_histogram(ctx.figure_path(subject, "asr-histogram"), asr, labels, names))
+    top = top_backgrounds(asr, labels, k=5)
+    root = Path(run["data_root"] or "")
+    grid, missing = {}, []
+    for c, idx in sorted(top.items()):
+        cells = []
+        for j in idx:
+            path = _background_path(root, ids[j])
+            if path is None:
+                missing.append(ids[j])
+            cells.append((path, float(asr[j])))
+        grid[names[c]] = cells
+    data["top5_table"] = [{"class": name, "backgrounds": [{"id": ids[j], "asr": float(asr[j])} for j in top[c]]}
+                          for c, name in enumerate(names) if c in top]
+    if missing:
+        data["missing_backgrounds"] = {"count": len(missing), "folder": str(root / "only_bg_t" / "val")}
+    else:
+        data["top5"] = ctx.href(figures.top_backgrounds_grid(ctx.figure_path(subject, "top5-backgrounds"), grid))
+    return data
+
+
+@register_section("provenance", "Provenance")
+def provenance_section(ctx: ReportContext, subject: Subject) -> Optional[dict]:
+    spec = subject.spec
+    runs = [{"id": r["id"], "kind": r["kind"], "created": r["created"], "seed": r["seed"], "version": r["version"]}
+            for r in subject.runs]
+    training = None
+    if subject.train_run is not None:
+        t = subject.train_run
+        cfg = json.loads(t["config"])
+        tm = ctx.metrics(t["id"])
+        training = {"run_id": t["id"], "recipe": cfg.get("recipe"), "data": cfg.get("data"),
+                    "variant": cfg.get("variant"), "epochs": cfg.get("epochs"), "swa": cfg.get("swa"),
+                    "seed": t["seed"], "data_fingerprint": t["data_fingerprint"],
+                    "train_accuracy": (tm.get(("train_accuracy", "")) or {"value": None})["value"]}
+    return {"model": subject.model, "arch": spec.get("arch"), "label_space": spec.get("label_space"),
+            "checkpoint": spec.get("checkpoint"), "checkpoint_sha256": subject.runs[-1]["checkpoint_sha256"],
+            "mean": spec.get("mean"), "std": spec.get("std"), "data_root": subject.data_root,
+            "data_fingerprint": subject.data_fingerprint, "versions": sorted({r["version"] for r in subject.runs}),
+            "runs": runs, "training": training}
+
+
+# ---------------------------------------------------------------- across models
+
+
+def _correct_by_id(ctx: ReportContext, run_id: int, variant: str) -> Dict[str, bool]:
+    return {r["image_id"]: r["pred"] == r["label"] for r in ctx.store.predictions(run_id, variant)}
+
+
+def _compare_pair(ctx: ReportContext, a: Subject, b: Subject) -> Optional[dict]:
+    ra, rb = a.latest("eval"), b.latest("eval")
+    variants, gap = [], None
+    if ra is not None and rb is not None:
+        va = {r["variant"] for r in ctx.store.conn.execute("SELECT DISTINCT variant FROM predictions WHERE run_id=?",
+                                                           (ra["id"],))}
+        vb = {r["variant"] for r in ctx.store.conn.execute("SELECT DISTINCT variant FROM predictions WHERE run_id=?",
+                                                           (rb["id"],))}
+        order = json.loads(ra["config"]).get("variants") or sorted(va)
+        correct = {}
+        for v in [v for v in order if v in va & vb]:
+            correct[v] = (_correct_by_id(ctx, ra["id"], v), _correct_by_id(ctx, rb["id"], v))
+            ca, cb = paired(*correct[v])
+            if ca.size == 0:
+                continue
+            test = mcnemar(ca, cb)
+            variants.append({"variant": v, "a": float(ca.mean()), "b": float(cb.mean()),
+                             "diff": float(ca.mean() - cb.mean()), "n": int(ca.size), **test})
+        if "mixed_same" in correct and "mixed_rand" in correct:
+            (sa, sb), (xa, xb) = correct["mixed_same"], correct["mixed_rand"]
+            ids = sorted(set(sa) & set(sb) & set(xa) & set(xb))
+            if ids:
+                ga = np.array([int(sa[i]) - int(xa[i]) for i in ids])
+                gb = np.array([int(sb[i]) - int(xb[i]) for i in ids])
+                gap = paired_difference(ga, gb).as_dict()
+    chal = None
+    ca_run, cb_run = a.latest("challenge"), b.latest("challenge")
+    if ca_run is not None and cb_run is not None:
+        fa = {r["image_id"]: not r["fooled"] for r in ctx.store.challenge_results(ca_run["id"])}
+        fb = {r["image_id"]: not r["fooled"] for r in ctx.store.challenge_results(cb_run["id"])}
+        xa, xb = paired(fa, fb)
+        if xa.size:
+            chal = {"a": float(xa.mean()), "b": float(xb.mean()), "diff": float(xa.mean() - xb.mean()),
+                    "n": int(xa.size), **mcnemar(xa, xb)}
+    if not variants and chal is None:
+        return None
+    return {"a": a, "b": b, "variants": variants, "bg_gap": gap, "challenge": chal}
+
+
+@register_section("comparisons", "Comparisons on the same data", scope="page")
+def comparisons(ctx: ReportContext) -> Optional[dict]:
+    """Every pair of models on one dataset (same fingerprint): paired tests on the same images."""
+    by_data: Dict[str, List[Subject]] = {}
+    for s in ctx.subjects:
+        by_data.setdefault(s.data_fingerprint or "", []).append(s)
+    pairs = []
+    for fp, subjects in by_data.items():
+        for a, b in combinations(subjects, 2):
+            found = _compare_pair(ctx, a, b)
+            if found is not None:
+                pairs.append({**found, "data_root": a.data_root, "data_fingerprint": fp})
+    return {"pairs": pairs} if pairs else None

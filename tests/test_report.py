@@ -1,0 +1,279 @@
+"""`bgbench report` and `bgbench leaderboard --format html`: pages rendered from a store filled by
+the real code paths (train, eval, challenge --full), escaped, and checked in headless Chromium."""
+import json
+import os
+import re
+import shutil
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bgbench.evaluate.metrics import mcnemar, paired_difference
+from bgbench.report.context import select_subjects
+from bgbench.report.render import render_report
+from bgbench.report.sections import SECTIONS, _compare_pair, list_sections
+from bgbench.store import Store
+from conftest import run_cli
+from test_data_errors import assert_one_line_error
+
+XSS = "<script>alert(1)</script>"
+CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+
+
+@pytest.fixture(scope="session")
+def report_store(tmp_path_factory, synth_root) -> Path:
+    """A store with: a bgbench-trained model (train + eval + challenge --full runs), a random-init
+    model (eval), and a model whose name is a script tag (eval), all on the tiny Synthetic-9."""
+    from bgbench import runs
+    from bgbench.api import evaluate
+    from bgbench.evaluate.challenge_run import ChallengeConfig, run_challenge
+    from bgbench.models import create_model
+    from bgbench.train.loop import TrainConfig, train, training_record
+    tmp = tmp_path_factory.mktemp("report_store")
+    db = tmp / "results.db"
+    with Store(db) as store:
+        run_dir = tmp / "train"
+        ckpt = train(TrainConfig(data=str(synth_root), variant="mixed_rand", model="timm:test_resnet",
+                                 out=str(run_dir), epochs=1, seed=0), progress=False)
+        runs.record(store, *training_record(run_dir))
+        for model in (f"file:{ckpt}", "timm:test_resnet"):
+            report = evaluate(model, synth_root, progress=False)
+            runs.record(store, report.provenance, report)
+        evil = evaluate("timm:test_resnet", synth_root, variants=["original", "mixed_same", "mixed_rand"],
+                        progress=False)
+        evil.provenance.model = XSS
+        runs.record(store, evil.provenance, evil)
+        run_challenge(create_model(f"file:{ckpt}"), synth_root, store, ChallengeConfig(batch_size=64, full=True),
+                      out_dir=tmp / "challenge", progress=False)
+    return db
+
+
+@pytest.fixture(scope="session")
+def rendered(report_store, tmp_path_factory):
+    out = tmp_path_factory.mktemp("report") / "site"
+    with Store(report_store) as store:
+        result = render_report(store, out, progress=False)
+    return result
+
+
+def _html(result) -> str:
+    return result.index.read_text(encoding="utf-8")
+
+
+def test_every_section_with_data_is_on_the_page(rendered, report_store):
+    html = _html(rendered)
+    assert rendered.sections == ["accuracy", "challenge", "comparisons", "overview", "provenance"]
+    assert len(rendered.models) == 3
+    with Store(report_store) as store:
+        ch = [r for r in store.runs("challenge")][0]
+        chal = {(m["name"], m["variant"]): m["value"] for m in store.metrics(ch["id"])}
+        train = store.runs("train")[0]
+    assert f"{100 * chal[('challenge_accuracy', '')]:.1f}%" in html
+    assert html.count('class="section-challenge"') == 1  # only the model with a challenge run
+    assert html.count('class="section-accuracy"') == 3
+    # Fig. 4 and Fig. 24 drawn for the --full run, and every figure a real PNG beside the page
+    assert any("top5-backgrounds" in p.name for p in rendered.figures)
+    assert any("asr-histogram" in p.name for p in rendered.figures)
+    for path in rendered.figures:
+        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.parent == rendered.index.parent / "figures"
+        assert f'src="figures/{path.name}"' in html
+    # provenance: the checkpoint's sha256 links the evaluated model to its training run
+    assert train["checkpoint_sha256"] in html
+    assert "Trained by bgbench</strong> (train run %d)" % train["id"] in html
+    assert "mixed_rand, erm" in html  # the overview's 'trained on'
+
+
+def test_comparisons_use_mcnemar_on_the_stored_predictions(rendered, report_store):
+    html = _html(rendered).split('id="comparisons"')[1]
+    assert html.count("<h3><a href=") == 3  # three models on one dataset: three pairs
+    first = html.split("<h3>")[1]
+    with Store(report_store) as store:
+        ev = store.runs("eval")
+        checked = 0
+        for variant in json.loads(ev[0]["config"])["variants"]:
+            a = {r["image_id"]: r["pred"] == r["label"] for r in store.predictions(ev[0]["id"], variant)}
+            b = {r["image_id"]: r["pred"] == r["label"] for r in store.predictions(ev[1]["id"], variant)}
+            ids = sorted(a)
+            test = mcnemar([a[i] for i in ids], [b[i] for i in ids])
+            row = re.search(rf"<tr><td>{variant}</td>(.*?)</tr>", first, re.S).group(1)
+            cells = re.findall(r'<td class="num">([^<]*)</td>', row)
+            assert cells[3:5] == [str(test["a_only"]), str(test["b_only"])], variant
+            checked += test["a_only"] + test["b_only"]
+    assert checked > 0  # the two models do disagree somewhere, so the counts are not trivially zero
+
+
+def test_compare_pair_against_a_table_worked_by_hand(tmp_path):
+    """A right on 5/6 originals, B on 3/6, disagreeing on two images both ways A: p = 2 * 1/4 = 0.5.
+    BG-Gap A = 4/4 - 2/4 = 0.5, B = 2/4 - 2/4 = 0: difference 0.5."""
+    correct = {"A": {"original": [1, 1, 1, 0, 1, 1], "mixed_same": [1, 1, 1, 1], "mixed_rand": [0, 0, 1, 1]},
+               "B": {"original": [0, 0, 1, 0, 1, 1], "mixed_same": [1, 1, 0, 0], "mixed_rand": [1, 1, 0, 0]}}
+    with Store(tmp_path / "r.db") as store:
+        for model, variants in correct.items():
+            rid = store.start_run("eval", {"variants": list(variants), "classes": ["a", "b"]}, model=model,
+                                  spec={"checkpoint_sha256": model * 8}, data_root="/d", data_fingerprint="fp")
+            store.insert("predictions", rid, [(v, f"a/{i}", 0, 0 if ok else 1, 0.9, None, None, None)
+                                              for v, oks in variants.items() for i, ok in enumerate(oks)])
+            store.finish_run(rid)
+        a, b = select_subjects(store)
+        found = _compare_pair(type("Ctx", (), {"store": store})(), a, b)
+    original = found["variants"][0]
+    assert (original["variant"], original["a_only"], original["b_only"]) == ("original", 2, 0)
+    assert original["p_value"] == pytest.approx(0.5) and original["diff"] == pytest.approx(2 / 6)
+    assert found["bg_gap"]["value"] == pytest.approx(0.5)
+    ga, gb = np.array([1, 1, 0, 0]), np.array([0, 0, 0, 0])
+    assert found["bg_gap"] == paired_difference(ga, gb).as_dict()
+    assert found["challenge"] is None
+
+
+def test_user_strings_are_escaped_in_the_html(rendered):
+    html = _html(rendered)
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert XSS not in html
+    assert XSS not in rendered.leaderboard.read_text()
+
+
+def test_the_registry_is_open_to_new_sections():
+    assert [s.name for s in list_sections("model")][:3] == ["accuracy", "challenge", "provenance"]
+    assert all(s.template == f"sections/{s.name}.html.j2" for s in SECTIONS.values())
+    from importlib.resources import files
+    for s in SECTIONS.values():
+        assert files("bgbench.report").joinpath("templates", s.template).is_file()
+
+
+def test_missing_backgrounds_leave_a_note_not_a_broken_image(report_store, synth_root, tmp_path):
+    db = tmp_path / "moved.db"
+    shutil.copy(report_store, db)
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE runs SET data_root=? WHERE kind='challenge'", (str(tmp_path / "gone"),))
+    with Store(db) as store:
+        result = render_report(store, tmp_path / "site", progress=False)
+    html = _html(result)
+    assert "background images are no longer under" in html
+    assert not any("top5" in p.name for p in result.figures)
+    assert any("asr-histogram" in p.name for p in result.figures)  # Fig. 24 needs only the stored table
+
+
+def test_cli_report_json_and_selection(report_store, tmp_path):
+    proc = run_cli("report", "--db", report_store, "--out", tmp_path / "r", "--models", "timm:*", "--json", "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["models"] == ["timm:test_resnet"] and Path(doc["index"]).is_file()
+    with Store(report_store) as store:
+        challenge_id = store.runs("challenge")[0]["id"]
+    proc = run_cli("report", "--db", report_store, "--out", tmp_path / "c", "--runs", challenge_id, "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    html = (tmp_path / "c" / "index.html").read_text()
+    assert 'class="section-challenge"' in html and 'class="section-accuracy"' not in html
+
+
+@pytest.mark.parametrize("args, needles", [
+    (["--runs", "999"], ["--runs", "999"]),
+    (["--runs", "1"], ["--runs", "train run"]),
+    (["--models", "timm:nope"], ["--models", "timm:nope", "timm:test_resnet"]),
+])
+def test_cli_report_bad_selection(report_store, tmp_path, args, needles):
+    assert_one_line_error(run_cli("report", "--db", report_store, "--out", tmp_path / "r", *args), *needles)
+
+
+def test_cli_report_bad_paths(report_store, tmp_path):
+    assert_one_line_error(run_cli("report", "--db", tmp_path / "none.db", "--out", tmp_path / "r"),
+                          "--db", "none.db")
+    (tmp_path / "file").write_text("x")
+    assert_one_line_error(run_cli("report", "--db", report_store, "--out", tmp_path / "file"), "--out", "not a folder")
+    empty = tmp_path / "empty.db"
+    Store(empty).close()
+    assert_one_line_error(run_cli("report", "--db", empty, "--out", tmp_path / "r"), "no finished", "empty.db")
+
+
+def test_cli_leaderboard_html(report_store, tmp_path):
+    proc = run_cli("leaderboard", "--db", report_store, "--format", "html")
+    assert proc.returncode == 0, proc.stderr
+    html = proc.stdout
+    assert html.startswith("<!DOCTYPE html>") and 'class="sortable leaderboard"' in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and XSS not in html
+    assert "http://" not in html and "https://" not in html  # nothing fetched from a network
+    out = tmp_path / "lb.html"
+    assert run_cli("leaderboard", "--db", report_store, "--format", "html", "--out", out).returncode == 0
+    assert out.read_text().strip() == html.strip().replace(re.search(r"generated \S+", html).group(0),
+                                                           re.search(r"generated \S+", out.read_text()).group(0))
+
+
+# ---------------------------------------------------------------- in a real browser
+
+
+def _browser_or_skip():
+    if not (Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists()):
+        if os.environ.get("CI"):
+            pytest.fail("CI must have chromium and chromium-driver (.ci/run installs them)")
+        pytest.skip("chromium / chromedriver not installed")
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    _browser_or_skip()
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run",
+                 f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}", "--window-size=1200,900"):
+        opts.add_argument(flag)
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
+    driver.set_page_load_timeout(30)
+    yield driver
+    driver.quit()
+
+
+def _severe(driver):
+    return [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+
+
+def test_report_in_headless_chromium(browser, rendered):
+    from selenium.common.exceptions import NoAlertPresentException
+    browser.get(rendered.index.resolve().as_uri())
+    assert browser.title == "bgbench report"
+    assert _severe(browser) == []
+    images = browser.execute_script(
+        "return Array.from(document.images).map(i => [i.getAttribute('src'), i.complete, i.naturalWidth]);")
+    assert len(images) == len(rendered.figures) >= 5
+    assert all(complete and width > 0 for _, complete, width in images), images
+    for section in ("overview", "comparisons"):
+        assert browser.execute_script(f"return document.getElementById('{section}') !== null")
+    assert browser.execute_script("return document.querySelectorAll('section.model').length") == 3
+    # the script-tag model name shows as text, and no script from it ran
+    assert XSS in browser.execute_script("return document.body.innerText")
+    with pytest.raises(NoAlertPresentException):
+        browser.switch_to.alert.text
+    assert browser.execute_script("return document.scripts.length") == 1  # the page's own sort script only
+    browser.save_screenshot(str(rendered.index.parent / "screenshot.png"))
+
+
+def test_leaderboard_sorts_in_headless_chromium(browser, report_store, tmp_path):
+    page = tmp_path / "leaderboard.html"
+    assert run_cli("leaderboard", "--db", report_store, "--format", "html", "--out", page).returncode == 0
+    browser.get(page.resolve().as_uri())
+    assert _severe(browser) == []
+    column = "Array.from(document.querySelectorAll('table.leaderboard')[0].tBodies[0].rows).map(r => r.cells[1].innerText)"
+    before = browser.execute_script(f"return {column};")
+    assert "reported" in browser.execute_script(
+        "return Array.from(document.querySelectorAll('tr.reported td:nth-child(3)')).map(c => c.innerText).join(' ')")
+    header = browser.find_element("xpath", "(//table[contains(@class,'leaderboard')])[1]//th[2]")
+    header.click()
+    ascending = browser.execute_script(f"return {column};")
+    assert ascending == sorted(before, key=str.lower) and header.get_attribute("aria-sort") == "ascending"
+    header.click()
+    assert browser.execute_script(f"return {column};") == sorted(before, key=str.lower, reverse=True)
+
+
+def test_demo_ends_by_writing_its_report(tmp_path):
+    from bgbench.demo import run_demo
+    result = run_demo(out=tmp_path / "demo", per_class=3, test_per_class=2, size=32, epochs=1, progress=False)
+    assert result.report == tmp_path / "demo" / "report" / "index.html" and result.report.is_file()
+    assert f"report: {result.report}" in result.text()
+    html = result.report.read_text()
+    assert html.count('class="section-accuracy"') == 2 and "original, erm" in html and "mixed_rand, erm" in html
+    assert json.loads((tmp_path / "demo" / "summary.json").read_text())["report"] == str(result.report)
