@@ -24,7 +24,7 @@ def test_help_imports_no_torch():
 
 
 @pytest.mark.parametrize("argv, needles", [
-    (["eval", "--batch-size", "0"], ["batch size", "at least 1"]),
+    (["eval", "--batch-size", "0"], ["--batch-size", "at least 1"]),
     (["eval", "--device", "cuda:7"], ["cuda"]),
     (["challenge", "--batch-size", "0"], ["--batch-size", "at least 1"]),
     (["challenge", "--save-every", "0"], ["--save-every"]),

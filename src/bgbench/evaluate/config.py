@@ -28,7 +28,7 @@ class EvalConfig:
 
     def __post_init__(self):
         checks.one_of("mapping", str(self.mapping), [m.value for m in Mapping])
-        checks.at_least("batch size", self.batch_size, 1)
+        checks.at_least("--batch-size", self.batch_size, 1)
         checks.device(self.device)
         if self.variants is not None:
             self.variants = list(self.variants)
