@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from .. import console
 
-from ..classes import IN9_FOLDERS, Mapping, map_logits
+from ..classes import IN9_FOLDERS, Mapping, map_logits, superclass_sums
 from ..data.images import check_mask_fits, decode_image
 from ..data.layout import Item, Layout
 from ..errors import BgbenchError
@@ -108,6 +108,8 @@ def predict_items(model: BgModel, items: Sequence[Item], *, batch_size: int = 64
     labels: List[int] = []
     preds: List[torch.Tensor] = []
     confs: List[torch.Tensor] = []
+    raw: List[Tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []  # 1000-class models: top-5, sums
+    keep_raw = model.spec.label_space == IMAGENET1K
     bar = console.progress(enabled=progress, total=len(items), desc=desc, unit="img")
     with ThreadPoolExecutor(max_workers=1) as pool, torch.inference_mode():
         chunks = list(_chunks(items, batch_size))
@@ -117,16 +119,32 @@ def predict_items(model: BgModel, items: Sequence[Item], *, batch_size: int = 64
             pending = pool.submit(_decode_batch, chunks[n + 1], checker) if n + 1 < len(chunks) else None
             for run, batch in _same_shape_runs(chunk, arrays):
                 x = to_tensor(batch).to(device, non_blocking=True)
-                pred, conf = decide(model, model(x), mapping)
+                logits = model(x)
+                pred, conf = decide(model, logits, mapping)
+                if keep_raw:
+                    raw.append(tuple(t.cpu() for t in imagenet_summary(logits)))
                 preds.append(pred.cpu())
                 confs.append(conf.cpu())
                 ids.extend(it.image_id for it in run)
                 labels.extend(it.label for it in run)
             bar.update(len(chunk))
     bar.close()
+    extra = {}
+    if raw:
+        top_c, top_p, sums = (torch.cat(parts).numpy() for parts in zip(*raw))
+        extra = {"top5_classes": top_c.astype(np.int64), "top5_probs": top_p.astype(np.float64),
+                 "superclass_probs": sums.astype(np.float64)}
     return Predictions(image_ids=ids, labels=np.asarray(labels, dtype=np.int64),
                        preds=torch.cat(preds).numpy().astype(np.int64) if preds else np.zeros(0, np.int64),
-                       conf=torch.cat(confs).numpy().astype(np.float64) if confs else np.zeros(0))
+                       conf=torch.cat(confs).numpy().astype(np.float64) if confs else np.zeros(0), **extra)
+
+
+def imagenet_summary(logits: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """What the store keeps of a 1000-way output: top-5 classes, their probabilities, and the
+    probability mass of each IN-9 class, enough to re-decide under either mapping later."""
+    probs = logits.float().softmax(dim=1)
+    top_p, top_c = probs.topk(5, dim=1)
+    return top_c, top_p, superclass_sums(probs)
 
 
 def mask_checker(layout: Layout):
