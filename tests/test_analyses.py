@@ -214,3 +214,41 @@ def test_boxsize_uses_recovered_boxes_without_records(synth_copy, store):
     curve = doc["curves"]["only_bg_t"]
     assert doc["box_source"].startswith("recovered") and sum(r["n"] for r in curve) == len(ids)
     assert sum(r["acc"] * r["n"] for r in curve) == pytest.approx(sum(1 for k in range(len(ids)) if k % 2))
+
+
+def test_1000_class_runs_store_raw_outputs_and_redecide_without_inference(tmp_path):
+    """The stored top-5 and superclass sums re-decide a run exactly as live inference would."""
+    import torch
+    from PIL import Image
+
+    from bgbench.analyses.tables import stored_predictions
+    from bgbench.classes import IN9_FOLDERS, map_logits
+    from bgbench.data.layout import Item
+    from bgbench.evaluate.predict import predict_items
+    from bgbench.models.spec import IMAGENET1K, BgModel, ModelSpec
+
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(3 * 8 * 8, 1000))
+    with torch.no_grad():
+        net[1].weight.mul_(40)  # peaked outputs, so argmax and superclass disagree on some images
+    model = BgModel(net, ModelSpec(name="lin", arch="hand", num_classes=1000, label_space=IMAGENET1K)).eval()
+    items = []
+    rng = np.random.default_rng(0)
+    for k in range(12):
+        path = tmp_path / f"{k}.png"
+        Image.fromarray(rng.integers(0, 255, (8, 8, 3), dtype=np.uint8)).save(path)
+        items.append(Item(f"{IN9_FOLDERS[k % 9]}/{k}", k % 9, path))
+    live = {m: predict_items(model, items, mapping=m, progress=False) for m in ("argmax", "superclass")}
+    assert live["argmax"].top5_classes.shape == (12, 5) and live["argmax"].superclass_probs.shape == (12, 9)
+    with Store(tmp_path / "r.db") as store:
+        rid = runs.start(store, runs.Provenance(kind="eval", config={"classes": list(IN9_FOLDERS)}))
+        store.insert("predictions", rid, live["argmax"].rows("original"))
+        for m in ("argmax", "superclass"):
+            again = stored_predictions(store, rid, mapping=m)["original"]
+            order = np.argsort(live[m].image_ids)
+            assert again.image_ids == [live[m].image_ids[i] for i in order], m
+            assert again.preds.tolist() == live[m].preds[order].tolist(), m
+            assert again.conf == pytest.approx(live[m].conf[order], abs=1e-5)
+        x = torch.stack([torch.from_numpy(np.asarray(Image.open(it.path))).permute(2, 0, 1).float() / 255
+                         for it in items])
+        assert map_logits(model(x), "superclass")[0].tolist() == live["superclass"].preds.tolist()

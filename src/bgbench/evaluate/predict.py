@@ -35,11 +35,11 @@ class Predictions:
 
     def rows(self, variant: str) -> List[tuple]:
         """Rows of the store's `predictions` table (without run_id)."""
-        def cell(a: Optional[np.ndarray], i: int, digits: int = 6):
+        def cell(a: Optional[np.ndarray], i: int):
             if a is None:
                 return None
-            v = a[i].tolist()
-            return json.dumps([round(x, digits) for x in v] if a.dtype.kind == "f" else v)
+            v = a[i].tolist()  # 7 significant digits: tiny masses keep their order (superclass)
+            return json.dumps([float(f"{x:.7g}") for x in v] if a.dtype.kind == "f" else v)
         return [(variant, i, int(self.labels[k]), int(self.preds[k]), float(self.conf[k]),
                  cell(self.top5_classes, k), cell(self.top5_probs, k), cell(self.superclass_probs, k))
                 for k, i in enumerate(self.image_ids)]
