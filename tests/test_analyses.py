@@ -252,3 +252,23 @@ def test_1000_class_runs_store_raw_outputs_and_redecide_without_inference(tmp_pa
         x = torch.stack([torch.from_numpy(np.asarray(Image.open(it.path))).permute(2, 0, 1).float() / 255
                          for it in items])
         assert map_logits(model(x), "superclass")[0].tolist() == live["superclass"].preds.tolist()
+
+
+def test_bg_blurred_is_computed_on_the_fly_when_its_folder_is_absent(synth_copy, tmp_path):
+    """With no bg_blurred/ folder (and no recorded boxes, as in the public release), eval renders it
+    from original + fg_mask + the box recovered from only_bg_b, identical to the registered function."""
+    from bgbench.api import blurred_renderer
+    from bgbench.data.images import decode_image, load_mask
+    from bgbench.data.layout import discover
+    from bgbench.variants.functions import bg_blurred
+    truth = B.recorded_boxes(synth_copy, "val")
+    (synth_copy / "boxes_val.json").unlink()
+    layout = discover(synth_copy, variants=["original"])
+    item = layout.items("original")[5]
+    want = bg_blurred(decode_image(item.path), load_mask(layout.mask_path(item.image_id)), truth[item.image_id])
+    assert np.array_equal(blurred_renderer(layout)(item), want)
+    proc = run_cli("eval", "--model", "timm:test_resnet", "--data", synth_copy, "--variants", "bg_blurred",
+                   "--quiet", "--json", "--db", tmp_path / "r.db")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["accuracy"]["bg_blurred"]["n"] == 36
+    assert "computed on the fly" in proc.stderr

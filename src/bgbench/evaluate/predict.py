@@ -81,10 +81,11 @@ def _chunks(items: Sequence[Item], batch_size: int) -> Iterator[Sequence[Item]]:
         yield items[i:i + batch_size]
 
 
-def _decode_batch(items: Sequence[Item], checker: Optional[Callable[[Item, np.ndarray], None]]) -> List[np.ndarray]:
+def _decode_batch(items: Sequence[Item], checker: Optional[Callable[[Item, np.ndarray], None]],
+                  render: Optional[Callable[[Item], np.ndarray]] = None) -> List[np.ndarray]:
     arrays = []
     for it in items:
-        arr = decode_image(it.path)
+        arr = render(it) if render is not None else decode_image(it.path)
         if checker is not None:
             checker(it, arr)
         arrays.append(arr)
@@ -102,8 +103,11 @@ def _same_shape_runs(items: Sequence[Item], arrays: List[np.ndarray]):
 
 def predict_items(model: BgModel, items: Sequence[Item], *, batch_size: int = 64, device: str = "cpu",
                   mapping: Mapping | str = Mapping.ARGMAX, checker=None, progress: bool = True,
-                  desc: str = "predict") -> Predictions:
-    """Run `model` over `items` and return per-image predictions."""
+                  desc: str = "predict", render: Optional[Callable[[Item], np.ndarray]] = None) -> Predictions:
+    """Run `model` over `items` and return per-image predictions.
+
+    `render` (item -> HxWx3 uint8) replaces decoding, for variants computed on the fly.
+    """
     ids: List[str] = []
     labels: List[int] = []
     preds: List[torch.Tensor] = []
@@ -113,10 +117,10 @@ def predict_items(model: BgModel, items: Sequence[Item], *, batch_size: int = 64
     bar = console.progress(enabled=progress, total=len(items), desc=desc, unit="img")
     with ThreadPoolExecutor(max_workers=1) as pool, torch.inference_mode():
         chunks = list(_chunks(items, batch_size))
-        pending = pool.submit(_decode_batch, chunks[0], checker) if chunks else None
+        pending = pool.submit(_decode_batch, chunks[0], checker, render) if chunks else None
         for n, chunk in enumerate(chunks):
             arrays = pending.result()
-            pending = pool.submit(_decode_batch, chunks[n + 1], checker) if n + 1 < len(chunks) else None
+            pending = pool.submit(_decode_batch, chunks[n + 1], checker, render) if n + 1 < len(chunks) else None
             for run, batch in _same_shape_runs(chunk, arrays):
                 x = to_tensor(batch).to(device, non_blocking=True)
                 logits = model(x)
