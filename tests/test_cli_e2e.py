@@ -65,3 +65,8 @@ def test_demo_shows_the_bg_gap_contrast(tmp_path):
     g_rand = summary["models"]["mixed_rand"]["bg_gap"]
     assert g_orig["lo"] > g_rand["hi"]  # intervals do not overlap
     assert g_orig["value"] > 3 * max(g_rand["value"], 0.01)
+    m = summary["models"]
+    # the analyses tell the same story (paper Table 3, RIVAL10 RFS)
+    assert m["original"]["categories"]["BG Required"] > m["mixed_rand"]["categories"]["BG Required"]
+    assert m["original"]["noise"]["rfs_overall"] < m["mixed_rand"]["noise"]["rfs_overall"]
+    assert 0 <= m["original"]["saliency"]["precision"] <= 1
