@@ -272,3 +272,8 @@ def test_bg_blurred_is_computed_on_the_fly_when_its_folder_is_absent(synth_copy,
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["accuracy"]["bg_blurred"]["n"] == 36
     assert "computed on the fly" in proc.stderr
+
+
+def test_boxsize_bad_bins_is_one_line(store):
+    rid = _eval_run(store, {"only_bg_t": [("a/x", 0, 0)]})
+    assert_one_line_error(run_cli("analyze", "boxsize", rid, "--bins", 0, "--db", store.path), "--bins", "at least 1")

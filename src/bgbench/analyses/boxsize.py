@@ -6,6 +6,7 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
+from .. import checks
 from ..data.layout import discover
 from ..errors import BgbenchError
 from ..evaluate.metrics import accuracy
@@ -59,8 +60,7 @@ def box_size_curve(store: Store, run_id: int, variants: Sequence[str] = ("only_b
 
     Boxes come from the run's dataset (its data_root, or `data`): recorded, or recovered.
     """
-    if bins < 1:
-        raise BgbenchError(f"--bins must be at least 1, got {bins}")
+    checks.at_least("--bins", bins, 1)
     row = run_row(store, run_id)
     root = data or row["data_root"]
     split = run_config(row).get("split", "val")
