@@ -66,3 +66,8 @@ def test_demo_shows_the_bg_gap_contrast(tmp_path):
     assert g_orig["lo"] > g_rand["hi"]  # intervals do not overlap
     assert g_orig["value"] > 3 * max(g_rand["value"], 0.01)
     assert (tmp_path / "demo" / "report" / "index.html").is_file() and "report: " in proc.stdout
+    m = summary["models"]
+    # the analyses tell the same story (paper Table 3, RIVAL10 RFS and saliency)
+    assert m["original"]["categories"]["BG Required"] > m["mixed_rand"]["categories"]["BG Required"]
+    assert m["original"]["noise"]["rfs_overall"] < m["mixed_rand"]["noise"]["rfs_overall"]
+    assert m["original"]["saliency"]["precision"] < m["mixed_rand"]["saliency"]["precision"]

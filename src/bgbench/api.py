@@ -54,16 +54,53 @@ def evaluate(model: BgModel | str, data: str | Path | Layout, variants: Optional
                      batch_size=batch_size, device=device, seed=seed)
     if isinstance(model, str):
         model = create_model(model, checkpoint=checkpoint)
-    layout = resolve_layout(data, cfg.variants)
+    on_the_fly = _computed_variants(data, cfg.variants)
+    on_disk = [v for v in cfg.variants or () if v not in on_the_fly]
+    if on_the_fly and "original" not in on_disk:
+        on_disk.append("original")
+    layout = resolve_layout(data, on_disk or None)
     variants = list(cfg.variants or layout.variants)
     check_compatible(model, layout.classes)
     model = model.to(cfg.device).eval()
     predictions = {}
     for v in variants:
-        predictions[v] = predict_items(model, layout.items(v), batch_size=cfg.batch_size, device=cfg.device,
-                                       mapping=cfg.mapping, progress=progress, desc=v,
+        items, render = layout.items("original" if v in on_the_fly else v), None
+        if v in on_the_fly:
+            render = blurred_renderer(layout)
+        predictions[v] = predict_items(model, items, batch_size=cfg.batch_size, device=cfg.device,
+                                       mapping=cfg.mapping, progress=progress, desc=v, render=render,
                                        checker=mask_checker(layout) if v == "original" else None)
     report = EvalReport.from_predictions(model.spec.name, str(layout.root), predictions, seed=cfg.seed)
-    config = {**asdict(cfg), "variants": variants, "split": layout.split, "torch": torch.__version__}
+    config = {**asdict(cfg), "variants": variants, "split": layout.split, "torch": torch.__version__,
+              "computed_variants": sorted(on_the_fly)}
     report.provenance = Provenance.of("eval", config, model=model, layout=layout, seed=cfg.seed)
     return report
+
+
+#: Variants `evaluate` can compute from original + fg_mask + box when their folder is absent.
+ON_THE_FLY = ("bg_blurred",)
+
+
+def _computed_variants(data, variants) -> set:
+    """Requested on-the-fly variants whose folder the dataset lacks (e.g. the public IN-9 release)."""
+    if not variants or isinstance(data, Layout):
+        return set()
+    root = Path(data).expanduser()
+    return {v for v in variants if v in ON_THE_FLY and not (root / v).is_dir()}
+
+
+def blurred_renderer(layout: Layout):
+    """item -> bg_blurred image, from its original, its mask and its (recorded or recovered) box."""
+    from .analyses.boxes import dataset_boxes
+    from .console import status
+    from .data.images import decode_image, load_mask
+    from .errors import DataError
+    from .variants.functions import bg_blurred
+    boxes, _, source = dataset_boxes(layout)
+    status(f"bg_blurred: computed on the fly from original, fg_mask and boxes {source}")
+
+    def render(item):
+        if item.image_id not in boxes:
+            raise DataError(f"no box for {item.path} ({source}); bg_blurred cannot be computed")
+        return bg_blurred(decode_image(item.path), load_mask(layout.mask_path(item.image_id)), boxes[item.image_id])
+    return render

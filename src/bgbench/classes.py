@@ -59,8 +59,28 @@ def map_logits(logits: "torch.Tensor", mapping: Mapping | str = Mapping.ARGMAX) 
     if mapping_ is Mapping.ARGMAX:
         conf, top = probs.max(dim=1)
         return table[top], conf
-    valid = table >= 0
-    sums = torch.zeros(probs.shape[0], len(IN9_FOLDERS), device=logits.device, dtype=probs.dtype)
-    sums.index_add_(1, table[valid], probs[:, valid])
-    conf, pred = sums.max(dim=1)
+    conf, pred = superclass_sums(probs).max(dim=1)
     return pred, conf
+
+
+def superclass_sums(probs: "torch.Tensor") -> "torch.Tensor":
+    """(N, 1000) probabilities -> (N, 9) probability mass of each IN-9 class."""
+    import torch
+    table = torch.as_tensor(imagenet_to_in9(), device=probs.device)
+    valid = table >= 0
+    sums = torch.zeros(probs.shape[0], len(IN9_FOLDERS), device=probs.device, dtype=probs.dtype)
+    sums.index_add_(1, table[valid], probs[:, valid])
+    return sums
+
+
+def decide_stored(top5_classes: np.ndarray, top5_probs: np.ndarray, superclass_probs: np.ndarray,
+                  mapping: Mapping | str) -> tuple:
+    """Re-decide stored 1000-class outputs without inference: (pred, conf), as `map_logits` gives.
+
+    argmax maps the stored top-1 ImageNet class through the table (conf: its probability);
+    superclass takes the argmax of the stored 9 probability sums (conf: that sum).
+    """
+    if Mapping(mapping) is Mapping.ARGMAX:
+        return imagenet_to_in9()[np.asarray(top5_classes, dtype=np.int64)[:, 0]], np.asarray(top5_probs)[:, 0]
+    sums = np.asarray(superclass_probs, dtype=np.float64)
+    return sums.argmax(axis=1), sums.max(axis=1)

@@ -69,6 +69,27 @@ CREATE TABLE IF NOT EXISTS challenge_bg (
     asr REAL NOT NULL,
     PRIMARY KEY (run_id, bg_id)
 );
+CREATE TABLE IF NOT EXISTS probe_noise (
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    image_id TEXT NOT NULL,
+    label INTEGER NOT NULL,
+    region TEXT NOT NULL,
+    level REAL NOT NULL,
+    trial INTEGER NOT NULL,
+    correct INTEGER NOT NULL,
+    PRIMARY KEY (run_id, image_id, region, level, trial)
+);
+CREATE TABLE IF NOT EXISTS probe_saliency (
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    image_id TEXT NOT NULL,
+    label INTEGER NOT NULL,
+    pred INTEGER NOT NULL,
+    precision REAL,
+    iou REAL,
+    dice REAL,
+    density_diff REAL,
+    PRIMARY KEY (run_id, image_id)
+);
 """
 
 

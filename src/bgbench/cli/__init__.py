@@ -19,6 +19,9 @@ from ..version import __version__
 COMMANDS: List[str] = [
     "eval",
     "challenge",
+    "analyze",
+    "compare",
+    "probe",
     "leaderboard",
     "report",
     "runs",

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from .. import console
 
-from ..classes import IN9_FOLDERS, Mapping, map_logits
+from ..classes import IN9_FOLDERS, Mapping, map_logits, superclass_sums
 from ..data.images import check_mask_fits, decode_image
 from ..data.layout import Item, Layout
 from ..errors import BgbenchError
@@ -35,11 +35,11 @@ class Predictions:
 
     def rows(self, variant: str) -> List[tuple]:
         """Rows of the store's `predictions` table (without run_id)."""
-        def cell(a: Optional[np.ndarray], i: int, digits: int = 6):
+        def cell(a: Optional[np.ndarray], i: int):
             if a is None:
                 return None
-            v = a[i].tolist()
-            return json.dumps([round(x, digits) for x in v] if a.dtype.kind == "f" else v)
+            v = a[i].tolist()  # 7 significant digits: tiny masses keep their order (superclass)
+            return json.dumps([float(f"{x:.7g}") for x in v] if a.dtype.kind == "f" else v)
         return [(variant, i, int(self.labels[k]), int(self.preds[k]), float(self.conf[k]),
                  cell(self.top5_classes, k), cell(self.top5_probs, k), cell(self.superclass_probs, k))
                 for k, i in enumerate(self.image_ids)]
@@ -81,10 +81,11 @@ def _chunks(items: Sequence[Item], batch_size: int) -> Iterator[Sequence[Item]]:
         yield items[i:i + batch_size]
 
 
-def _decode_batch(items: Sequence[Item], checker: Optional[Callable[[Item, np.ndarray], None]]) -> List[np.ndarray]:
+def _decode_batch(items: Sequence[Item], checker: Optional[Callable[[Item, np.ndarray], None]],
+                  render: Optional[Callable[[Item], np.ndarray]] = None) -> List[np.ndarray]:
     arrays = []
     for it in items:
-        arr = decode_image(it.path)
+        arr = render(it) if render is not None else decode_image(it.path)
         if checker is not None:
             checker(it, arr)
         arrays.append(arr)
@@ -102,31 +103,52 @@ def _same_shape_runs(items: Sequence[Item], arrays: List[np.ndarray]):
 
 def predict_items(model: BgModel, items: Sequence[Item], *, batch_size: int = 64, device: str = "cpu",
                   mapping: Mapping | str = Mapping.ARGMAX, checker=None, progress: bool = True,
-                  desc: str = "predict") -> Predictions:
-    """Run `model` over `items` and return per-image predictions."""
+                  desc: str = "predict", render: Optional[Callable[[Item], np.ndarray]] = None) -> Predictions:
+    """Run `model` over `items` and return per-image predictions.
+
+    `render` (item -> HxWx3 uint8) replaces decoding, for variants computed on the fly.
+    """
     ids: List[str] = []
     labels: List[int] = []
     preds: List[torch.Tensor] = []
     confs: List[torch.Tensor] = []
+    raw: List[Tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []  # 1000-class models: top-5, sums
+    keep_raw = model.spec.label_space == IMAGENET1K
     bar = console.progress(enabled=progress, total=len(items), desc=desc, unit="img")
     with ThreadPoolExecutor(max_workers=1) as pool, torch.inference_mode():
         chunks = list(_chunks(items, batch_size))
-        pending = pool.submit(_decode_batch, chunks[0], checker) if chunks else None
+        pending = pool.submit(_decode_batch, chunks[0], checker, render) if chunks else None
         for n, chunk in enumerate(chunks):
             arrays = pending.result()
-            pending = pool.submit(_decode_batch, chunks[n + 1], checker) if n + 1 < len(chunks) else None
+            pending = pool.submit(_decode_batch, chunks[n + 1], checker, render) if n + 1 < len(chunks) else None
             for run, batch in _same_shape_runs(chunk, arrays):
                 x = to_tensor(batch).to(device, non_blocking=True)
-                pred, conf = decide(model, model(x), mapping)
+                logits = model(x)
+                pred, conf = decide(model, logits, mapping)
+                if keep_raw:
+                    raw.append(tuple(t.cpu() for t in imagenet_summary(logits)))
                 preds.append(pred.cpu())
                 confs.append(conf.cpu())
                 ids.extend(it.image_id for it in run)
                 labels.extend(it.label for it in run)
             bar.update(len(chunk))
     bar.close()
+    extra = {}
+    if raw:
+        top_c, top_p, sums = (torch.cat(parts).numpy() for parts in zip(*raw))
+        extra = {"top5_classes": top_c.astype(np.int64), "top5_probs": top_p.astype(np.float64),
+                 "superclass_probs": sums.astype(np.float64)}
     return Predictions(image_ids=ids, labels=np.asarray(labels, dtype=np.int64),
                        preds=torch.cat(preds).numpy().astype(np.int64) if preds else np.zeros(0, np.int64),
-                       conf=torch.cat(confs).numpy().astype(np.float64) if confs else np.zeros(0))
+                       conf=torch.cat(confs).numpy().astype(np.float64) if confs else np.zeros(0), **extra)
+
+
+def imagenet_summary(logits: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """What the store keeps of a 1000-way output: top-5 classes, their probabilities, and the
+    probability mass of each IN-9 class, enough to re-decide under either mapping later."""
+    probs = logits.float().softmax(dim=1)
+    top_p, top_c = probs.topk(5, dim=1)
+    return top_c, top_p, superclass_sums(probs)
 
 
 def mask_checker(layout: Layout):

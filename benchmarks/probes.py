@@ -1,0 +1,103 @@
+"""Images/s of the noise and saliency probes against the model work they cannot avoid.
+
+Synthetic-9 (PNG + masks) at --size px, ResNet-18 (9 classes, random init), on --device.
+- noise: the probe (decode + masks + noise drawn on the device + forwards + decisions), counted in
+  noisy images per second, against a pure `model(x)` on the same number of already-decoded
+  batches of the same size. Target ratio >= 0.8.
+- saliency: the probe (decode + Grad-CAM via Captum + upsampling + per-image metrics), in images
+  per second, against a forward plus a backward of the predicted logits on the same decoded
+  batches. Target ratio >= 0.8.
+Both sides are interleaved over --repeats and the best time of each is kept.
+
+    PYTHONPATH=src python benchmarks/probes.py [--per-class 8] [--size 128] [--batch-size 24] [--device cpu]
+"""
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from bgbench.analyses.noise import NoiseConfig, probe_noise
+from bgbench.analyses.saliency import SaliencyConfig, probe_saliency
+from bgbench.data.images import decode_image
+from bgbench.data.layout import discover
+from bgbench.data.synthetic import write_dataset
+from bgbench.evaluate.predict import to_tensor
+from bgbench.models import create_model
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--per-class", type=int, default=8)
+    ap.add_argument("--size", type=int, default=128)
+    ap.add_argument("--batch-size", type=int, default=24)
+    ap.add_argument("--levels", type=float, nargs="+", default=[0.25, 0.5])
+    ap.add_argument("--trials", type=int, default=2)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--device", default="cpu")
+    args = ap.parse_args()
+    torch.manual_seed(0)
+    dev = args.device
+    model = create_model("timm:resnet18", num_classes=9).eval().to(dev)
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        write_dataset(root, per_class=args.per_class, size=args.size, seed=0, split="val", progress=False)
+        items = discover(root, variants=["original"]).items("original")
+        n = len(items)
+        batches = [to_tensor(np.stack([decode_image(it.path) for it in items[i:i + args.batch_size]])).to(dev)
+                   for i in range(0, n, args.batch_size)]
+        forwards_per_image = 2 * len(args.levels) * args.trials
+        ncfg = NoiseConfig(levels=args.levels, trials=args.trials, batch_size=args.batch_size, device=dev)
+        scfg = SaliencyConfig(batch_size=args.batch_size, device=dev, examples=0)
+        with torch.inference_mode():
+            model(batches[0])  # warm-up
+        probe_saliency(model, root, SaliencyConfig(batch_size=args.batch_size, device=dev, examples=0),
+                       progress=False, limit=args.batch_size)
+
+        def sync():
+            if dev.startswith("cuda"):
+                torch.cuda.synchronize()
+
+        def pure_forward():
+            with torch.inference_mode():
+                for _ in range(forwards_per_image):
+                    for x in batches:
+                        model(x).argmax(dim=1)
+            sync()
+
+        def forward_backward():
+            for x in batches:
+                x = x.clone().requires_grad_(False)
+                logits = model(x)
+                model.zero_grad(set_to_none=True)
+                logits.gather(1, logits.argmax(dim=1, keepdim=True)).sum().backward()
+            sync()
+
+        times = {k: [] for k in ("noise", "forward", "saliency", "fwd+bwd")}
+        for _ in range(args.repeats):
+            for key, fn in (("noise", lambda: probe_noise(model, root, ncfg, progress=False)),
+                            ("forward", pure_forward),
+                            ("saliency", lambda: probe_saliency(model, root, scfg, progress=False)),
+                            ("fwd+bwd", forward_backward)):
+                t = time.perf_counter()
+                fn()
+                sync()
+                times[key].append(time.perf_counter() - t)
+        best = {k: min(v) for k, v in times.items()}
+        noisy = n * forwards_per_image
+        print(f"{n} images, {args.size}px, resnet18, batch {args.batch_size}, device {dev}, "
+              f"torch {torch.__version__}, threads {torch.get_num_threads()}")
+        r1 = best["forward"] / best["noise"]
+        r2 = best["fwd+bwd"] / best["saliency"]
+        print(f"noise probe:    {noisy / best['noise']:8.1f} noisy img/s   pure forward: "
+              f"{noisy / best['forward']:8.1f} img/s   ratio {r1:.3f} (target >= 0.8)")
+        print(f"saliency probe: {n / best['saliency']:8.1f} img/s         forward+backward: "
+              f"{n / best['fwd+bwd']:8.1f} img/s   ratio {r2:.3f} (target >= 0.8)")
+
+
+if __name__ == "__main__":
+    main()

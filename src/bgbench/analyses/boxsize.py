@@ -1,0 +1,85 @@
+"""Accuracy binned by the share of the image the foreground's box covers (paper Fig. 14)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+
+from .. import checks
+from ..data.layout import discover
+from ..errors import BgbenchError
+from ..evaluate.metrics import accuracy
+from ..store import Store
+from .boxes import dataset_boxes
+from .tables import run_config, run_row, stored_predictions
+
+
+def quantile_bins(shares: np.ndarray, bins: int) -> np.ndarray:
+    """Bin edges at the quantiles of `shares` (duplicates merged, so a bin is never empty)."""
+    edges = np.unique(np.quantile(shares, np.linspace(0, 1, bins + 1)))
+    return edges if len(edges) > 1 else np.array([shares.min(), shares.max()])
+
+
+def binned_accuracy(shares: np.ndarray, correct: np.ndarray, edges: np.ndarray) -> List[dict]:
+    """Accuracy with a Wilson interval in each bin [lo, hi) (the last bin includes hi)."""
+    idx = np.clip(np.searchsorted(edges, shares, side="right") - 1, 0, len(edges) - 2)
+    out = []
+    for b in range(len(edges) - 1):
+        sel = correct[idx == b]
+        e = accuracy(sel)
+        out.append({"lo": float(edges[b]), "hi": float(edges[b + 1]), "n": int(sel.size),
+                    "acc": e.value, "acc_lo": e.lo, "acc_hi": e.hi})
+    return out
+
+
+@dataclass
+class BoxSizeResult:
+    run_id: int
+    curves: Dict[str, List[dict]]
+    box_source: str
+    n_boxes: int
+
+    def to_dict(self) -> dict:
+        return dict(self.curves)
+
+    def table(self) -> str:
+        lines = [f"accuracy by box share of the image, run {self.run_id} (boxes {self.box_source}, {self.n_boxes})"]
+        for v, rows in self.curves.items():
+            lines.append(f"{v}:")
+            lines.append(f"  {'box share':>15} {'n':>6} {'acc':>7}  {'95% CI':>17}")
+            for r in rows:
+                lines.append(f"  {100 * r['lo']:5.1f}%-{100 * r['hi']:5.1f}% {r['n']:>6} {100 * r['acc']:6.1f}%  "
+                             f"[{100 * r['acc_lo']:5.1f}%, {100 * r['acc_hi']:5.1f}%]")
+        return "\n".join(lines)
+
+
+def box_size_curve(store: Store, run_id: int, variants: Sequence[str] = ("only_bg_t",), bins: int = 5,
+                   data: Optional[str] = None, mapping: Optional[str] = None) -> BoxSizeResult:
+    """Per variant, accuracy in `bins` quantile bins of box area / image area.
+
+    Boxes come from the run's dataset (its data_root, or `data`): recorded, or recovered.
+    """
+    checks.at_least("--bins", bins, 1)
+    row = run_row(store, run_id)
+    root = data or row["data_root"]
+    split = run_config(row).get("split", "val")
+    if not root:
+        raise BgbenchError(f"run {run_id} records no data root; pass --data ROOT")
+    layout = discover(root, split=split, variants=["original"])
+    boxes, sizes, source = dataset_boxes(layout)
+    preds = stored_predictions(store, run_id, mapping=mapping, variants=list(variants))
+    curves = {}
+    for v, p in preds.items():
+        keep = [k for k, i in enumerate(p.image_ids) if i in boxes and i in sizes]
+        if not keep:
+            raise BgbenchError(f"no image of variant {v} in run {run_id} has a box in {root}")
+        share = np.array([_share(boxes[p.image_ids[k]], sizes[p.image_ids[k]]) for k in keep])
+        correct = p.correct[keep]
+        curves[v] = binned_accuracy(share, correct, quantile_bins(share, bins))
+    return BoxSizeResult(int(run_id), curves, source, len(boxes))
+
+
+def _share(box, size) -> float:
+    h, w = size
+    return (box[2] - box[0]) * (box[3] - box[1]) / float(h * w)

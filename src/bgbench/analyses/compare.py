@@ -1,0 +1,128 @@
+"""Two stored runs on the same images, compared pairwise (DESIGN.md §2, "Comparing two models").
+
+Eval runs: per variant, the accuracy difference with an exact McNemar p-value, and the BG-Gap
+difference with a paired bootstrap over foregrounds. Challenge runs: McNemar on the verdicts.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, Optional
+
+import numpy as np
+
+from ..errors import BgbenchError
+from ..evaluate.metrics import Estimate, accuracy, mcnemar, paired_difference
+from ..store import Store
+from ..variants.registry import IN9_VARIANTS
+from .tables import run_row, stored_predictions
+
+CHALLENGE_KINDS = ("challenge",)
+
+
+@dataclass
+class VariantComparison:
+    acc_a: Estimate
+    acc_b: Estimate
+    diff: float
+    test: Dict[str, float]
+
+    def as_dict(self) -> dict:
+        return {"acc_a": self.acc_a.as_dict(), "acc_b": self.acc_b.as_dict(), "diff": self.diff, **self.test}
+
+
+@dataclass
+class Comparison:
+    """A minus B, pairwise on shared images."""
+
+    run_a: int
+    run_b: int
+    kind: str
+    variants: Dict[str, VariantComparison] = field(default_factory=dict)
+    bg_gap_diff: Optional[Estimate] = None
+    challenge: Optional[VariantComparison] = None
+
+    def to_dict(self) -> dict:
+        return {"run_a": self.run_a, "run_b": self.run_b, "kind": self.kind,
+                "variants": {v: c.as_dict() for v, c in self.variants.items()},
+                "bg_gap_diff": self.bg_gap_diff.as_dict() if self.bg_gap_diff else None,
+                "challenge": self.challenge.as_dict() if self.challenge else None}
+
+    def table(self) -> str:
+        lines = [f"run {self.run_a} (A) vs run {self.run_b} (B), paired on the same images",
+                 f"{'':<12} {'acc A':>7} {'acc B':>7} {'A - B':>8} {'A only':>7} {'B only':>7} {'McNemar p':>10}"]
+        rows = list(self.variants.items()) + ([("challenge", self.challenge)] if self.challenge else [])
+        for v, c in rows:
+            lines.append(f"{v:<12} {100 * c.acc_a.value:6.1f}% {100 * c.acc_b.value:6.1f}% {100 * c.diff:+7.1f}% "
+                         f"{c.test['a_only']:>7} {c.test['b_only']:>7} {c.test['p_value']:>10.3g}")
+        if self.bg_gap_diff is not None:
+            g = self.bg_gap_diff
+            lines.append(f"BG-Gap A - B: {100 * g.value:+.1f}%  95% CI [{100 * g.lo:+.1f}%, {100 * g.hi:+.1f}%] "
+                         f"(paired bootstrap over {g.n} foregrounds)")
+        if self.challenge is not None:
+            lines.append("challenge row: accuracy = share of foregrounds never fooled")
+        return "\n".join(lines)
+
+
+def compare_runs(store: Store, run_a: int, run_b: int, n_boot: int = 2000, seed: int = 0) -> Comparison:
+    """Compare two eval runs, or two challenge runs, on the same images (A minus B)."""
+    ra = run_row(store, run_a, kinds=("eval", *CHALLENGE_KINDS))
+    rb = run_row(store, run_b, kinds=("eval", *CHALLENGE_KINDS))
+    if ra["kind"] != rb["kind"]:
+        raise BgbenchError(f"run {run_a} is a {ra['kind']} run and run {run_b} a {rb['kind']} run; "
+                           f"compare two of the same kind")
+    if ra["kind"] in CHALLENGE_KINDS:
+        return _compare_challenges(store, int(run_a), int(run_b))
+    pa, pb = stored_predictions(store, run_a), stored_predictions(store, run_b)
+    order = {v: k for k, v in enumerate(IN9_VARIANTS)}
+    shared = sorted((v for v in pa if v in pb), key=lambda v: (order.get(v, len(order)), v))
+    if not shared:
+        raise BgbenchError(f"runs {run_a} and {run_b} share no variant "
+                           f"({', '.join(pa)} vs {', '.join(pb)})")
+    out = Comparison(int(run_a), int(run_b), "eval")
+    for v in shared:
+        a, b = pa[v], pb[v]
+        _same_images(a.image_ids, b.image_ids, a.labels, b.labels, run_a, run_b, v)
+        ca, cb = a.correct, b.correct
+        out.variants[v] = VariantComparison(accuracy(ca), accuracy(cb), float(ca.mean() - cb.mean()), mcnemar(ca, cb))
+    if "mixed_same" in shared and "mixed_rand" in shared:
+        gap_a = _gap_per_foreground(pa)
+        gap_b = _gap_per_foreground(pb)
+        out.bg_gap_diff = paired_difference(gap_a, gap_b, n_boot=n_boot, seed=seed)
+    return out
+
+
+def _gap_per_foreground(p) -> np.ndarray:
+    """Per foreground: correct on mixed_same minus correct on mixed_rand (its mean is the BG-Gap)."""
+    s, r = p["mixed_same"], p["mixed_rand"]
+    where = r.by_id()
+    ids = [i for i in s.image_ids if i in where]
+    sc, rc = s.correct, r.correct
+    si = s.by_id()
+    return np.array([float(sc[si[i]]) - float(rc[where[i]]) for i in ids])
+
+
+def _same_images(ids_a, ids_b, labels_a, labels_b, run_a, run_b, what: str) -> None:
+    if list(ids_a) != list(ids_b):
+        only_a = sorted(set(ids_a) - set(ids_b))
+        only_b = sorted(set(ids_b) - set(ids_a))
+        example = (only_a or only_b or ["(same ids, different order)"])[0]
+        raise BgbenchError(f"runs {run_a} and {run_b} are not on the same images ({what}: {len(only_a)} only in "
+                           f"{run_a}, {len(only_b)} only in {run_b}, e.g. {example}); compare runs on one dataset")
+    if not np.array_equal(labels_a, labels_b):
+        raise BgbenchError(f"runs {run_a} and {run_b} label the same images differently ({what}); "
+                           f"compare runs on one dataset")
+
+
+def _compare_challenges(store: Store, run_a: int, run_b: int) -> Comparison:
+    fa, fb = store.challenge_results(run_a), store.challenge_results(run_b)
+    if not fa or not fb:
+        raise BgbenchError(f"challenge run {run_a if not fa else run_b} has no verdicts stored")
+    ids_a, ids_b = [r["image_id"] for r in fa], [r["image_id"] for r in fb]
+    la = np.array([r["label"] for r in fa])
+    lb = np.array([r["label"] for r in fb])
+    _same_images(ids_a, ids_b, la, lb, run_a, run_b, "challenge foregrounds")
+    sa = np.array([not r["fooled"] for r in fa])
+    sb = np.array([not r["fooled"] for r in fb])
+    out = Comparison(run_a, run_b, "challenge")
+    out.challenge = VariantComparison(accuracy(sa), accuracy(sb), float(sa.mean() - sb.mean()), mcnemar(sa, sb))
+    return out
