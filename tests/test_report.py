@@ -47,6 +47,14 @@ def report_store(tmp_path_factory, synth_root) -> Path:
         runs.record(store, evil.provenance, evil)
         run_challenge(create_model(f"file:{ckpt}"), synth_root, store, ChallengeConfig(batch_size=64, full=True),
                       out_dir=tmp / "challenge", progress=False)
+        from bgbench.analyses.noise import NoiseConfig, probe_noise
+        from bgbench.analyses.saliency import SaliencyConfig, probe_saliency
+        trained = create_model(f"file:{ckpt}")
+        noise = probe_noise(trained, synth_root, NoiseConfig(levels=[0.25, 0.5], trials=3), progress=False)
+        runs.record(store, noise.provenance, noise)
+        saliency = probe_saliency(trained, synth_root, SaliencyConfig(examples=4), out_dir=tmp / "saliency",
+                                  progress=False)
+        runs.record(store, saliency.provenance, saliency)
     return db
 
 
@@ -64,7 +72,8 @@ def _html(result) -> str:
 
 def test_every_section_with_data_is_on_the_page(rendered, report_store):
     html = _html(rendered)
-    assert rendered.sections == ["accuracy", "challenge", "comparisons", "overview", "provenance"]
+    assert rendered.sections == ["accuracy", "boxsize", "categories", "challenge", "comparisons", "noise",
+                                 "overview", "provenance", "saliency"]
     assert len(rendered.models) == 3
     with Store(report_store) as store:
         ch = [r for r in store.runs("challenge")][0]
@@ -73,6 +82,12 @@ def test_every_section_with_data_is_on_the_page(rendered, report_store):
     assert f"{100 * chal[('challenge_accuracy', '')]:.1f}%" in html
     assert html.count('class="section-challenge"') == 1  # only the model with a challenge run
     assert html.count('class="section-accuracy"') == 3
+    # the analyses: categories for the two eval runs with the needed variants (the third has no
+    # only_bg_t), box size for all three (the third on original), noise and saliency for the one
+    # model that was probed
+    assert html.count('class="section-categories"') == 2 and html.count('class="section-boxsize"') == 3
+    assert html.count('class="section-noise"') == 1 and html.count('class="section-saliency"') == 1
+    assert any("saliency-overlays" in p.name for p in rendered.figures)
     # Fig. 4 and Fig. 24 drawn for the --full run, and every figure a real PNG beside the page
     assert any("top5-backgrounds" in p.name for p in rendered.figures)
     assert any("asr-histogram" in p.name for p in rendered.figures)

@@ -97,3 +97,42 @@ def asr_histogram(path: Path, asr: np.ndarray, bg_labels: np.ndarray, classes: S
         ax.set_ylabel("backgrounds")
         ax.legend(ncol=2, frameon=False)
         return _save(fig, path)
+
+
+def category_bars(path: Path, shares: Dict[str, float]) -> Path:
+    """The paper's Table 3 as bars: share of the test images in each prediction category."""
+    names = list(shares)
+    v = 100 * np.array([shares[n] for n in names], dtype=float)
+    with _styled() as plt:
+        fig, ax = plt.subplots(figsize=(4.2, 2.4))
+        y = np.arange(len(names))
+        ax.barh(y, v, color=[PALETTE[i % len(PALETTE)] for i in range(len(names))])
+        ax.set_yticks(y, names)
+        ax.invert_yaxis()
+        ax.set_xlim(0, 100)
+        ax.set_xlabel("share of images (%)")
+        ax.grid(axis="x", alpha=0.3)
+        ax.grid(axis="y", visible=False)
+        return _save(fig, path)
+
+
+def binned_curves(path: Path, curves: Dict[str, List[dict]], xlabel: str, x_key: str = "mid") -> Path:
+    """Accuracy per bin or level, one line per series, with the 95% interval as a band.
+
+    Each point is a dict with 'acc', 'acc_lo'/'lo', 'acc_hi'/'hi' and the x value under `x_key`.
+    """
+    with _styled() as plt:
+        fig, ax = plt.subplots(figsize=(4.2, 2.8))
+        for i, (name, points) in enumerate(curves.items()):
+            x = np.array([p[x_key] for p in points], dtype=float)
+            acc = 100 * np.array([p["acc"] for p in points], dtype=float)
+            lo = 100 * np.array([p.get("acc_lo", p.get("lo")) for p in points], dtype=float)
+            hi = 100 * np.array([p.get("acc_hi", p.get("hi")) for p in points], dtype=float)
+            color = PALETTE[i % len(PALETTE)]
+            ax.plot(x, acc, marker="o", color=color, label=name)
+            ax.fill_between(x, lo, hi, color=color, alpha=0.2, linewidth=0)
+        ax.set_ylim(0, 100)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("accuracy (%)")
+        ax.legend(frameon=False)
+        return _save(fig, path)

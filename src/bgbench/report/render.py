@@ -15,6 +15,7 @@ from ..store import Store
 from ..version import __version__
 from .context import ReportContext, Subject, select_subjects
 from .sections import list_sections
+from . import analysis_sections  # noqa: F401,E402  (registers the analysis sections)
 
 
 def environment() -> jinja2.Environment:

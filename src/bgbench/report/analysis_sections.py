@@ -1,0 +1,95 @@
+"""Report sections for the analyses and probes: prediction categories, box size, noise
+sensitivity (RFS) and saliency alignment. Each reads what was recorded and returns None when a
+model has nothing of that kind, so the page shows only what was measured."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Optional
+
+from ..errors import BgbenchError
+from . import figures
+from .context import ReportContext, Subject
+from .sections import register_section
+
+
+@register_section("categories", "Prediction categories (paper Table 3)")
+def categories_section(ctx: ReportContext, subject: Subject) -> Optional[dict]:
+    from ..analyses.categories import CATEGORIES, prediction_categories
+    run = subject.latest("eval")
+    if run is None:
+        return None
+    try:
+        result = prediction_categories(ctx.store, run["id"])
+    except BgbenchError:  # the eval run lacks original, mixed_rand or only_bg_t
+        return None
+    path = figures.category_bars(ctx.figure_path(subject, "categories"), result.overall)
+    return {"run_id": run["id"], "n": result.n, "categories": list(CATEGORIES), "overall": result.overall,
+            "per_class": result.per_class, "figure": ctx.href(path)}
+
+
+@register_section("boxsize", "Accuracy by box size (paper Fig. 14)")
+def boxsize_section(ctx: ReportContext, subject: Subject) -> Optional[dict]:
+    from ..analyses.boxsize import box_size_curve
+    run = subject.latest("eval")
+    if run is None:
+        return None
+    variants = [v for v in ("only_bg_t", "only_bg_b", "original") if v in (json.loads(run["config"]).get("variants")
+                                                                          or [])]
+    if not variants:
+        return None
+    try:  # boxes come from the dataset's records (or ONLY-BG-B): without the data, no curve
+        result = box_size_curve(ctx.store, run["id"], variants=variants, bins=5)
+    except BgbenchError:
+        return None
+    curves = {v: [{**p, "mid": 50 * (p["lo"] + p["hi"])} for p in points] for v, points in result.curves.items()}
+    path = figures.binned_curves(ctx.figure_path(subject, "boxsize"), curves,
+                                 xlabel="box area / image area (%, bin middle)")
+    first = next(iter(result.curves.values()))
+    same_bins = all([(p["lo"], p["hi"]) for p in pts] == [(p["lo"], p["hi"]) for p in first]
+                    for pts in result.curves.values())
+    rows = None
+    if same_bins:  # one row per bin, one column per variant: the curves side by side
+        rows = [{"lo": b["lo"], "hi": b["hi"], "n": b["n"], "acc": {v: pts[k] for v, pts in result.curves.items()}}
+                for k, b in enumerate(first)]
+    return {"run_id": run["id"], "box_source": result.box_source, "curves": result.curves, "rows": rows,
+            "variants": list(result.curves), "figure": ctx.href(path)}
+
+
+@register_section("noise", "Noise sensitivity (RIVAL10)")
+def noise_section(ctx: ReportContext, subject: Subject) -> Optional[dict]:
+    from ..analyses.noise import noise_summary
+    run = subject.latest("probe_noise")
+    if run is None:
+        return None
+    summary = noise_summary(ctx.store, run["id"])
+    curves = {f"noise on the {'foreground' if region == 'fg' else 'background'}": points
+              for region, points in summary.curves.items()}
+    kind = json.loads(run["config"]).get("kind", "sigma")
+    path = figures.binned_curves(ctx.figure_path(subject, "noise"), curves, x_key="level",
+                                 xlabel="noise level (σ)" if kind != "l2" else "noise L2 norm")
+    levels = [p["level"] for p in summary.curves["fg"]]
+    rows = [{"level": lv, "fg": fg, "bg": bg, "rfs": summary.rfs.get(lv)}
+            for lv, fg, bg in zip(levels, summary.curves["fg"], summary.curves["bg"])]
+    return {"run_id": run["id"], "rows": rows, "rfs_overall": summary.rfs_overall, "figure": ctx.href(path)}
+
+
+@register_section("saliency", "Saliency alignment (Grad-CAM)")
+def saliency_section(ctx: ReportContext, subject: Subject) -> Optional[dict]:
+    run = subject.latest("probe_saliency")
+    if run is None:
+        return None
+    m = ctx.metrics(run["id"])
+    names = ("precision", "iou", "dice", "density_diff")
+    overall = {n: dict(m[(f"saliency_{n}", "")]) for n in names if (f"saliency_{n}", "") in m}
+    outputs = json.loads(run["outputs"] or "{}")
+    overlay = None
+    source = Path(outputs["overlays"]) if outputs.get("overlays") else None
+    if source is not None and source.is_file():  # copied, so the report stands on its own
+        target = ctx.figure_path(subject, "saliency-overlays")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, target)
+        overlay = ctx.href(target)
+    return {"run_id": run["id"], "layer": outputs.get("layer"), "overall": overall, "overlay": overlay,
+            "images": outputs.get("images")}
