@@ -102,8 +102,11 @@ def _same_shape_runs(items: Sequence[Item], arrays: List[np.ndarray]):
 
 def predict_items(model: BgModel, items: Sequence[Item], *, batch_size: int = 64, device: str = "cpu",
                   mapping: Mapping | str = Mapping.ARGMAX, checker=None, progress: bool = True,
-                  desc: str = "predict") -> Predictions:
-    """Run `model` over `items` and return per-image predictions."""
+                  desc: str = "predict", forward: Optional[Callable] = None) -> Predictions:
+    """Run `model` over `items` and return per-image predictions.
+
+    `forward(model, x) -> logits` replaces the plain `model(x)` (e.g. ten-crop averaging).
+    """
     ids: List[str] = []
     labels: List[int] = []
     preds: List[torch.Tensor] = []
@@ -117,7 +120,8 @@ def predict_items(model: BgModel, items: Sequence[Item], *, batch_size: int = 64
             pending = pool.submit(_decode_batch, chunks[n + 1], checker) if n + 1 < len(chunks) else None
             for run, batch in _same_shape_runs(chunk, arrays):
                 x = to_tensor(batch).to(device, non_blocking=True)
-                pred, conf = decide(model, model(x), mapping)
+                logits = model(x) if forward is None else forward(model, x)
+                pred, conf = decide(model, logits, mapping)
                 preds.append(pred.cpu())
                 confs.append(conf.cpu())
                 ids.extend(it.image_id for it in run)

@@ -1,0 +1,1 @@
+"""Analyses: pure functions over stored tables (no new inference)."""
