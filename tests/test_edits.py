@@ -377,3 +377,8 @@ def test_analyze_edits_rejects_other_run_kinds(synth_root, tmp_path):
         rid = store.runs("edit")[-1]["id"]
     assert_one_line_error(run_cli("analyze", "edits", rid), f"RUN {rid}", "'edit'")
     assert_one_line_error(run_cli("analyze", "edits", 9999), "RUN 9999", "no such run")
+
+
+def test_eval_unknown_variant_folder_is_a_one_line_error(synth_root):
+    assert_one_line_error(run_cli("eval", "--model", "timm:test_resnet", "--data", synth_root, "--variants", "size_9"),
+                          "size_9", "missing", "present: ", "mixed_rand")

@@ -89,8 +89,6 @@ class _Task:
 @dataclass(frozen=True)
 class _Settings:
     cfg: EditConfig
-    classes: Tuple[str, ...]
-    with_model: bool
 
 
 @dataclass(frozen=True)
@@ -269,7 +267,7 @@ def _init_worker() -> None:
     torch.set_num_threads(1)
 
 
-def _tasks(layout, data: Path) -> List[_Task]:
+def _tasks(layout) -> List[_Task]:
     return [_Task(i, it.image_id, it.label, it.path, layout.mask_path(it.image_id))
             for i, it in enumerate(layout.items(ORIGINAL))]
 
@@ -334,8 +332,8 @@ def edit_dataset(cfg: EditConfig, model=None, progress: bool = True) -> EditResu
         shutil.rmtree(out / name / cfg.split, ignore_errors=True)
         for cls in layout.classes:
             (out / name / cfg.split / cls).mkdir(parents=True, exist_ok=True)
-    s = _Settings(cfg, layout.classes, model is not None)
-    tasks = _tasks(layout, data)
+    s = _Settings(cfg)
+    tasks = _tasks(layout)
     results: List[Tuple[List[Row], List[Reject]]] = []
     bar = console.progress(enabled=progress, total=len(tasks), desc="edit", unit="img")
     threads = (cv2.getNumThreads(), torch.get_num_threads())
