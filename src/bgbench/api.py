@@ -16,7 +16,8 @@ from .data.layout import Layout, discover
 from .evaluate.config import EvalConfig
 from .evaluate.predict import check_compatible, mask_checker, predict_items
 from .evaluate.report import EvalReport
-from .evaluate.tencrop import ten_crop_logits
+from .console import status
+from .evaluate.tencrop import CROP as TEN_CROP_SIZE, RESIZE as TEN_CROP_RESIZE, ten_crop_logits
 from .models.registry import create_model
 from .models.spec import BgModel
 from .runs import Provenance
@@ -68,6 +69,11 @@ def evaluate(model: BgModel | str, data: str | Path | Layout, variants: Optional
     variants = list(cfg.variants or layout.variants)
     check_compatible(model, layout.classes)
     model = model.to(cfg.device).eval()
+    trained = tuple(model.spec.input_size or ())[-1:]
+    if cfg.ten_crop and trained and trained[0] < TEN_CROP_SIZE // 2:
+        status(f"warning: --ten-crop feeds {TEN_CROP_SIZE}-px crops of images resized to 256, but "
+               f"{model.spec.name} expects {trained[0]}-px inputs; objects will look {TEN_CROP_RESIZE / trained[0]:.1f}x "
+               f"larger than in training")
     predictions = {}
     for v in variants:
         predictions[v] = predict_items(model, layout.items(v), batch_size=cfg.batch_size, device=cfg.device,
