@@ -16,6 +16,8 @@ from .data.layout import Layout, discover
 from .evaluate.config import EvalConfig
 from .evaluate.predict import check_compatible, mask_checker, predict_items
 from .evaluate.report import EvalReport
+from .console import status
+from .evaluate.tencrop import CROP as TEN_CROP_SIZE, RESIZE as TEN_CROP_RESIZE, ten_crop_logits
 from .models.registry import create_model
 from .models.spec import BgModel
 from .runs import Provenance
@@ -25,19 +27,27 @@ load_model = create_model
 
 
 def resolve_layout(data: str | Path | Layout, variants: Optional[Sequence[str]] = None) -> Layout:
-    """The dataset's layout with the requested variants (default: the IN-9 variants present)."""
+    """The dataset's layout with the requested variants.
+
+    Default: the IN-9 variants present; when none is present besides `original` (an edit
+    folder from `bgbench edit`, a plain dataset), every variant folder, `original` first.
+    """
     if isinstance(data, Layout):
         return data
     if variants:
         return discover(data, variants=list(variants))
     found = discover(data)
-    present = [v for v in IN9_VARIANTS if v in found.variants] or list(found.variants)
+    present = [v for v in IN9_VARIANTS if v in found.variants]
+    if len(present) <= 1:  # no IN-9 variants beside original (e.g. `bgbench edit` output): every folder
+        present = ["original", *[v for v in found.variants if v != "original"]] if "original" in found.variants \
+            else list(found.variants)
     return discover(data, variants=present)
 
 
 def evaluate(model: BgModel | str, data: str | Path | Layout, variants: Optional[Sequence[str]] = None,
              mapping: Mapping | str = Mapping.ARGMAX, batch_size: int = 64, device: str = "cpu",
-             progress: bool = True, seed: int = 0, checkpoint: Optional[str] = None) -> EvalReport:
+             progress: bool = True, seed: int = 0, checkpoint: Optional[str] = None,
+             ten_crop: bool = False) -> EvalReport:
     """Evaluate a model on IN-9-layout variants: per-variant accuracy and the BG-Gap.
 
     Args:
@@ -46,12 +56,13 @@ def evaluate(model: BgModel | str, data: str | Path | Layout, variants: Optional
         variants: which variant folders to use; default: the 8 IN-9 variants present.
         mapping: decision rule for 1000-class models ('argmax' is the paper's).
         seed: seed of the BG-Gap's bootstrap.
+        ten_crop: Resize(256), TenCrop(224), logits averaged over the ten crops (seed 003).
 
     Returns:
         The report, with `report.provenance` ready for `runs.record`.
     """
     cfg = EvalConfig(variants=list(variants) if variants else None, mapping=getattr(mapping, "value", mapping),
-                     batch_size=batch_size, device=device, seed=seed)
+                     batch_size=batch_size, device=device, seed=seed, ten_crop=ten_crop)
     if isinstance(model, str):
         model = create_model(model, checkpoint=checkpoint)
     on_the_fly = _computed_variants(data, cfg.variants)
@@ -62,6 +73,11 @@ def evaluate(model: BgModel | str, data: str | Path | Layout, variants: Optional
     variants = list(cfg.variants or layout.variants)
     check_compatible(model, layout.classes)
     model = model.to(cfg.device).eval()
+    trained = tuple(model.spec.input_size or ())[-1:]
+    if cfg.ten_crop and trained and trained[0] < TEN_CROP_SIZE // 2:
+        status(f"warning: --ten-crop feeds {TEN_CROP_SIZE}-px crops of images resized to 256, but "
+               f"{model.spec.name} expects {trained[0]}-px inputs; objects will look {TEN_CROP_RESIZE / trained[0]:.1f}x "
+               f"larger than in training")
     predictions = {}
     for v in variants:
         items, render = layout.items("original" if v in on_the_fly else v), None
@@ -69,6 +85,7 @@ def evaluate(model: BgModel | str, data: str | Path | Layout, variants: Optional
             render = blurred_renderer(layout)
         predictions[v] = predict_items(model, items, batch_size=cfg.batch_size, device=cfg.device,
                                        mapping=cfg.mapping, progress=progress, desc=v, render=render,
+                                       forward=ten_crop_logits if cfg.ten_crop else None,
                                        checker=mask_checker(layout) if v == "original" else None)
     report = EvalReport.from_predictions(model.spec.name, str(layout.root), predictions, seed=cfg.seed)
     config = {**asdict(cfg), "variants": variants, "split": layout.split, "torch": torch.__version__,

@@ -11,9 +11,13 @@ def register(sub) -> None:
     p = sub.add_parser("eval", help="accuracy per IN-9 variant with 95%% intervals, and the BG-Gap")
     add_model_args(p)
     p.add_argument("--data", required=True, help="dataset root in the IN-9 layout")
-    p.add_argument("--variants", nargs="+", choices=list_variants(), metavar="VARIANT",
-                   help=f"variants to evaluate (default: those of {', '.join(IN9_VARIANTS)} present)")
+    p.add_argument("--variants", nargs="+", metavar="VARIANT",
+                   help=f"variant folders to evaluate: {', '.join(list_variants())}, or edit levels such as "
+                        f"size_0.05 (default: those of {', '.join(IN9_VARIANTS)} present; every folder when only "
+                        f"original is, as in `bgbench edit` output)")
     add_mapping_arg(p)
+    p.add_argument("--ten-crop", action="store_true",
+                   help="Resize(256), TenCrop(224) and average the logits of the ten crops (seed 003's test-time option)")
     p.add_argument("--seed", type=int, default=0, help="seed of the BG-Gap's bootstrap (default %(default)s)")
     add_output_args(p)
     add_db_arg(p)
@@ -26,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
     from ..store import Store
     model = create_model(args)
     report = evaluate(model, args.data, variants=args.variants, mapping=args.mapping, batch_size=args.batch_size,
-                      device=args.device, progress=not args.quiet, seed=args.seed)
+                      device=args.device, progress=not args.quiet, seed=args.seed, ten_crop=args.ten_crop)
     with Store(args.db) as store:
         runs.record(store, report.provenance, report)
         where = store.path

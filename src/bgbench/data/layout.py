@@ -124,7 +124,7 @@ def discover(root: str | Path, split: str = "val", variants: Optional[Sequence[s
                             f"ROOT/original/{split}/<class>/<image>")
     for v in variants:
         if not (root / v).is_dir():
-            raise DataError(f"variant folder {root / v} is missing")
+            raise DataError(f"variant folder {root / v} is missing (present: {', '.join(found) or 'none'})")
         if not (root / v / split).is_dir():
             raise DataError(f"{root / v} has no {split}/ folder (expected {root / v / split}/<class>/<image>)")
     reference = variants[0]

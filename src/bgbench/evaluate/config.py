@@ -18,6 +18,7 @@ class EvalConfig:
         batch_size: images per forward pass.
         device: torch device.
         seed: seed of the BG-Gap's paired bootstrap.
+        ten_crop: Resize(256), TenCrop(224) and average the logits (seed 003's test-time option).
     """
 
     variants: Optional[List[str]] = None
@@ -25,6 +26,7 @@ class EvalConfig:
     batch_size: int = 64
     device: str = "cpu"
     seed: int = 0
+    ten_crop: bool = False
 
     def __post_init__(self):
         checks.one_of("mapping", str(self.mapping), [m.value for m in Mapping])

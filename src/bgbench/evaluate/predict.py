@@ -103,10 +103,12 @@ def _same_shape_runs(items: Sequence[Item], arrays: List[np.ndarray]):
 
 def predict_items(model: BgModel, items: Sequence[Item], *, batch_size: int = 64, device: str = "cpu",
                   mapping: Mapping | str = Mapping.ARGMAX, checker=None, progress: bool = True,
-                  desc: str = "predict", render: Optional[Callable[[Item], np.ndarray]] = None) -> Predictions:
+                  desc: str = "predict", render: Optional[Callable[[Item], np.ndarray]] = None,
+                  forward: Optional[Callable] = None) -> Predictions:
     """Run `model` over `items` and return per-image predictions.
 
-    `render` (item -> HxWx3 uint8) replaces decoding, for variants computed on the fly.
+    `render` (item -> HxWx3 uint8) replaces decoding, for variants computed on the fly;
+    `forward(model, x) -> logits` replaces the plain `model(x)` (e.g. ten-crop averaging).
     """
     ids: List[str] = []
     labels: List[int] = []
@@ -123,7 +125,7 @@ def predict_items(model: BgModel, items: Sequence[Item], *, batch_size: int = 64
             pending = pool.submit(_decode_batch, chunks[n + 1], checker, render) if n + 1 < len(chunks) else None
             for run, batch in _same_shape_runs(chunk, arrays):
                 x = to_tensor(batch).to(device, non_blocking=True)
-                logits = model(x)
+                logits = model(x) if forward is None else forward(model, x)
                 pred, conf = decide(model, logits, mapping)
                 if keep_raw:
                     raw.append(tuple(t.cpu() for t in imagenet_summary(logits)))

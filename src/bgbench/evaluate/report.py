@@ -46,12 +46,13 @@ class EvalReport:
                 "bg_gap": self.bg_gap.as_dict() if self.bg_gap else None}
 
     def table(self) -> str:
+        w = max([12, *(len(v) for v in self.accuracy)])  # edit levels are longer than IN-9 names
         lines = [f"model: {self.model}", f"data:  {self.data}",
-                 f"{'variant':<12} {'acc':>7}  {'95% CI':>17} {'n':>6}"]
+                 f"{'variant':<{w}} {'acc':>7}  {'95% CI':>17} {'n':>6}"]
         for v, e in self.accuracy.items():
-            lines.append(f"{v:<12} {100 * e.value:6.1f}%  [{100 * e.lo:5.1f}%, {100 * e.hi:5.1f}%] {e.n:>6}")
+            lines.append(f"{v:<{w}} {100 * e.value:6.1f}%  [{100 * e.lo:5.1f}%, {100 * e.hi:5.1f}%] {e.n:>6}")
         if self.bg_gap is not None:
             g = self.bg_gap
-            lines.append(f"{'BG-Gap':<12} {100 * g.value:6.1f}%  [{100 * g.lo:5.1f}%, {100 * g.hi:5.1f}%] {g.n:>6}"
+            lines.append(f"{'BG-Gap':<{w}} {100 * g.value:6.1f}%  [{100 * g.lo:5.1f}%, {100 * g.hi:5.1f}%] {g.n:>6}"
                          "  (mixed_same - mixed_rand, paired bootstrap)")
         return "\n".join(lines)

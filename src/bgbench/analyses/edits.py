@@ -1,0 +1,126 @@
+"""ImageNet-E's metric: the drop in top-1 accuracy from `original` per attribute level.
+
+A pure function of stored eval predictions: every level folder of an edit dataset (see
+`bgbench edit`) is a variant of the eval run, and its drop is paired over the image ids that
+both it and `original` hold (a rejected edit leaves an image out of that level only).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Dict, List, Sequence, Tuple
+
+from ..errors import BgbenchError
+from ..evaluate.metrics import Estimate, accuracy, paired, paired_difference
+from ..store import Store
+
+ORIGINAL = "original"
+ATTRIBUTE_ORDER = ("remove", "size", "position", "rotation", "complexity")
+
+
+@dataclass(frozen=True)
+class LevelDrop:
+    attribute: str
+    level: str
+    variant: str
+    acc: Estimate  # accuracy on the edited level (Wilson interval)
+    drop: Estimate  # acc(original) - acc(level), paired over shared images (bootstrap interval)
+
+    def to_dict(self) -> dict:
+        return {"attribute": self.attribute, "level": self.level, "variant": self.variant, "acc": self.acc.value,
+                "drop": self.drop.value, "lo": self.drop.lo, "hi": self.drop.hi, "n": self.drop.n}
+
+
+@dataclass
+class EditDrops:
+    model: str
+    checkpoint_sha256: str | None
+    run_ids: List[int]
+    original: Estimate
+    levels: List[LevelDrop] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {"model": self.model, "checkpoint_sha256": self.checkpoint_sha256, "run_ids": self.run_ids,
+                "original": self.original.as_dict(), "levels": [lv.to_dict() for lv in self.levels]}
+
+    def table(self) -> str:
+        sha = f" ({self.checkpoint_sha256[:12]})" if self.checkpoint_sha256 else ""
+        runs = ", ".join(map(str, self.run_ids))
+        lines = [f"{self.model}{sha}, run {runs}: original {100 * self.original.value:.1f}% (n={self.original.n})",
+                 f"{'attribute':<12}{'level':<12}{'acc':>8}{'drop':>8}  {'95% interval':<16}{'n':>6}"]
+        for lv in self.levels:
+            lines.append(f"{lv.attribute:<12}{lv.level:<12}{_pct(lv.acc.value):>8}{_pct(lv.drop.value):>8}  "
+                         f"{'[' + _pct(lv.drop.lo) + ', ' + _pct(lv.drop.hi) + ']':<16}{lv.drop.n:>6}")
+        return "\n".join(lines)
+
+
+def _pct(v: float) -> str:
+    return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{100 * v:.1f}"
+
+
+def split_level(variant: str) -> Tuple[str, str]:
+    """'size_0.05' -> ('size', '0.05'); 'remove' -> ('remove', ''); other folders keep their name."""
+    head, _, tail = variant.partition("_")
+    if head in ATTRIBUTE_ORDER:
+        return head, tail
+    return variant, ""
+
+
+def _sort_key(variant: str):
+    a, level = split_level(variant)
+    rank = ATTRIBUTE_ORDER.index(a) if a in ATTRIBUTE_ORDER else len(ATTRIBUTE_ORDER)
+    try:
+        num = (0, -float(level)) if a == "size" else (0, float(level))
+    except ValueError:
+        num = (1, 0.0) if level not in ("full",) else (-1, 0.0)
+    return rank, a, num, level
+
+
+def _correct_by_variant(store: Store, run_ids: Sequence[int]) -> Dict[str, Dict[str, bool]]:
+    out: Dict[str, Dict[str, bool]] = {}
+    for rid in run_ids:
+        for row in store.predictions(rid):
+            cell = out.setdefault(row["variant"], {})
+            if row["image_id"] in cell:
+                raise BgbenchError(f"runs {', '.join(map(str, run_ids))} both hold {row['variant']}/{row['image_id']}; "
+                                   f"pass one eval run per edit folder")
+            cell[row["image_id"]] = row["pred"] == row["label"]
+    return out
+
+
+def edit_drops(store: Store, run_ids: Sequence[int], n_boot: int = 2000, seed: int = 0) -> EditDrops:
+    """Accuracy drop from `original` per edit level, for the eval runs `run_ids` of one model."""
+    rows = []
+    for rid in run_ids:
+        row = store.get_run(int(rid))
+        if row is None:
+            raise BgbenchError(f"RUN {rid}: no such run in {store.path}")
+        if row["kind"] != "eval":
+            raise BgbenchError(f"RUN {rid} is a run of kind {row['kind']!r}; analyze edits reads eval runs of an edit folder")
+        rows.append(row)
+    models = {(r["model"], r["checkpoint_sha256"]) for r in rows}
+    if len(models) > 1:
+        raise BgbenchError(f"runs {', '.join(map(str, run_ids))} are of different models; group them per model")
+    model, sha = models.pop()
+    correct = _correct_by_variant(store, [int(r) for r in run_ids])
+    if ORIGINAL not in correct:
+        raise BgbenchError(f"run(s) {', '.join(map(str, run_ids))} have no '{ORIGINAL}' predictions to compare with")
+    original = accuracy(list(correct[ORIGINAL].values()))
+    levels = []
+    for variant in sorted((v for v in correct if v != ORIGINAL), key=_sort_key):
+        a, level = split_level(variant)
+        before, after = paired(correct[ORIGINAL], correct[variant])
+        levels.append(LevelDrop(a, level, variant, accuracy(list(correct[variant].values())),
+                                paired_difference(before, after, n_boot=n_boot, seed=seed)))
+    return EditDrops(model, sha, [int(r) for r in run_ids], original, levels)
+
+
+def edit_drops_by_model(store: Store, run_ids: Sequence[int], n_boot: int = 2000, seed: int = 0) -> List[EditDrops]:
+    """`edit_drops` for each model among `run_ids` (runs grouped by model and checkpoint, in order)."""
+    groups: Dict[tuple, List[int]] = {}
+    for rid in run_ids:
+        row = store.get_run(int(rid))
+        if row is None:
+            raise BgbenchError(f"RUN {rid}: no such run in {store.path}")
+        groups.setdefault((row["model"], row["checkpoint_sha256"]), []).append(int(rid))
+    return [edit_drops(store, ids, n_boot=n_boot, seed=seed) for ids in groups.values()]

@@ -1,0 +1,91 @@
+"""Background complexity edits by gradient steps on the background pixels alone (torch, CPU).
+
+Level lambda: minimise  -lambda * kappa * mean|FFT(x)|  +  1/2 * mean((x - x0)^2)
+over the background pixels of x, starting from the image's own background x0 (seed 003's
+amplitude-spectrum objective; the DC term is left out, since it only shifts brightness). lambda < 0
+simplifies, lambda > 0 adds texture. The adversarial level instead ascends the classifier's
+cross-entropy on the background pixels, within an L-infinity bound. The object's pixels are
+copied back from the input, so they stay bit-identical.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+STEPS = 100
+STEP_SIZE = 0.1  # small plain steps: the |F| subgradient oscillates near zero amplitude with large ones
+STRENGTH = 1 / 40  # kappa = STRENGTH * std(x0); calibrated on Synthetic-9 (benchmarks/README.md)
+ADV_EPS = 16 / 255
+ADV_STEPS = 10
+
+
+def _amplitude(x):
+    """Sum of |FFT(x)| over every frequency but DC, per channel (orthonormal FFT)."""
+    import torch
+    amp = torch.fft.fft2(x, norm="ortho").abs()
+    return amp.sum(dim=(-2, -1)) - amp[..., 0, 0]
+
+
+def spectrum_edit(image: np.ndarray, mask: np.ndarray, lam: float, steps: int = STEPS,
+                  step_size: float = STEP_SIZE, strength: float = STRENGTH) -> np.ndarray:
+    """The image with its background pushed towards complexity level `lam` (HxWx3 uint8 in and out).
+
+    Plain gradient descent on  L(x) = -lam * kappa * sum|FFT(x)| + 1/2 * sum (x - x0)^2  over the
+    background pixels (kappa = strength * std(x0)). This is N times -lam * kappa * mean|FFT| +
+    1/2 mean (x - x0)^2, DESIGN's objective; written as sums, the step size does not depend on the
+    image size. Plain steps (not Adam) move each pixel in proportion to its gradient, so flat
+    regions are not sprinkled with noise.
+    """
+    import torch
+    x0 = torch.from_numpy(np.array(image, copy=True)).permute(2, 0, 1).float().div(255)
+    bg = torch.from_numpy(~mask.astype(bool)).float()[None]
+    kappa = strength * float(x0.std().clamp_min(1e-3))
+    x = x0.clone()
+    for _ in range(steps):
+        x.requires_grad_(True)
+        loss = -lam * kappa * _amplitude(x).sum() + 0.5 * ((x - x0) ** 2).sum()
+        grad, = torch.autograd.grad(loss, x)
+        with torch.no_grad():
+            x = (x - step_size * grad * bg).clamp(0, 1)
+    out = (x * 255).round().clamp(0, 255).byte().permute(1, 2, 0).numpy()
+    return np.where(mask[..., None].astype(bool), image, out)
+
+
+def adversarial_backgrounds(model, images: Sequence[np.ndarray], masks: Sequence[np.ndarray],
+                            labels: Sequence[int], eps: float = ADV_EPS, steps: int = ADV_STEPS,
+                            mapping: str = "argmax") -> list:
+    """Same-size images, their backgrounds changed (PGD, L-inf `eps`) to raise `model`'s
+    cross-entropy on the true labels; object pixels unchanged. For 1000-class models the loss is
+    over the dataset's classes via log of the summed class probabilities (the superclass rule)."""
+    import torch
+    from ..models.spec import IMAGENET1K
+    x0 = torch.from_numpy(np.stack(images)).permute(0, 3, 1, 2).float().div(255)
+    bg = torch.from_numpy(~np.stack(masks).astype(bool)).float()[:, None]
+    y = torch.as_tensor(np.asarray(labels), dtype=torch.long)
+    step = 2.5 * eps / steps
+    delta = torch.zeros_like(x0, requires_grad=True)
+    for _ in range(steps):
+        logits = model((x0 + delta * bg).clamp(0, 1))
+        if model.spec.label_space == IMAGENET1K:
+            loss = torch.nn.functional.nll_loss(_superclass_log_probs(logits), y)
+        else:
+            loss = torch.nn.functional.cross_entropy(logits, y)
+        grad, = torch.autograd.grad(loss, delta)
+        with torch.no_grad():
+            delta += step * grad.sign()
+            delta.clamp_(-eps, eps)
+    x = ((x0 + delta.detach() * bg).clamp(0, 1) * 255).round().byte().permute(0, 2, 3, 1).numpy()
+    return [np.where(m[..., None].astype(bool), im, xi) for im, m, xi in zip(images, masks, x)]
+
+
+def _superclass_log_probs(logits):
+    """log of the probability mass of each IN-9 class (the 'superclass' rule), for 1000-class models."""
+    import torch
+    from ..classes import IN9_FOLDERS, imagenet_to_in9
+    table = torch.as_tensor(imagenet_to_in9())
+    probs = logits.float().softmax(dim=1)
+    valid = table >= 0
+    sums = torch.zeros(probs.shape[0], len(IN9_FOLDERS), dtype=probs.dtype)
+    sums = sums.index_add(1, table[valid], probs[:, valid])
+    return sums.clamp_min(1e-12).log()

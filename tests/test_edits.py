@@ -1,0 +1,384 @@
+"""ImageNet-E attribute edits: the pure functions, GLCM, backends, the pipeline and the CLI."""
+import csv
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from PIL import Image
+
+from bgbench.edits import functions as F
+from bgbench.edits.complexity import spectrum_edit
+from bgbench.edits.glcm import LEVELS, glcm_stats
+from conftest import run_cli
+from test_data_errors import assert_one_line_error
+
+
+def _ellipse(h, w, cx, cy, rx, ry):
+    yy, xx = np.mgrid[:h, :w]
+    return ((xx - cx) / rx) ** 2 + ((yy - cy) / ry) ** 2 <= 1
+
+
+def _scene(seed, h=48, w=48):
+    rng = np.random.default_rng(seed)
+    image = rng.integers(0, 256, (h, w, 3), dtype=np.uint8)
+    mask = _ellipse(h, w, rng.uniform(w / 3, 2 * w / 3), rng.uniform(h / 3, 2 * h / 3), rng.uniform(w / 10, w / 4),
+                    rng.uniform(h / 10, h / 4))
+    return image, mask
+
+
+# ---------------------------------------------------------------------------------------------
+# pure functions
+
+def test_pixel_rate_and_box_by_hand():
+    m = np.zeros((10, 20), bool)
+    m[2:5, 3:7] = True  # 12 pixels of 200
+    assert F.pixel_rate(m) == pytest.approx(0.06)
+    assert F.object_box(m) == (3, 2, 6, 4)
+
+
+def test_eq7_matrices_by_hand():
+    s = F.scale_matrix(0.5, (10.0, 4.0))  # dx = (1 - s) * cx
+    assert np.allclose(s, [[0.5, 0, 5], [0, 0.5, 2]])
+    r = F.rotation_matrix(90, (0.0, 0.0))
+    assert np.allclose(r @ [1, 0, 1], [0, -1], atol=1e-12)  # OpenCV: counter-clockwise on screen
+    both = F.compose(F.translation_matrix(1, 2), s)
+    assert np.allclose(both @ [10, 4, 1], [11, 6])  # the centre stays, then moves by (1, 2)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), rate=st.sampled_from([None, 0.1, 0.08, 0.05]))
+def test_size_reaches_its_pixel_rate_within_10_percent(seed, rate):
+    image, mask = _scene(seed)
+    bg = np.zeros_like(image)
+    out, m, matrix, s = F.scale_for_rate(image, mask, bg, rate)
+    x0, y0, x1, y1 = F.mapped_extent(matrix, mask)
+    assert x0 >= -1e-6 and y0 >= -1e-6 and x1 <= 47 + 1e-6 and y1 <= 47 + 1e-6
+    if rate is None:  # full: the object touches two opposite sides, so no larger scale fits
+        assert max(x1 - x0, y1 - y0) == pytest.approx(47)
+    else:
+        assert abs(F.pixel_rate(m) - rate) <= 0.1 * rate
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000), angle=st.floats(-360, 360))
+def test_rotation_keeps_the_object_inside(seed, angle):
+    image, mask = _scene(seed)
+    matrix = F.rotate(mask, angle)
+    x0, y0, x1, y1 = F.mapped_extent(matrix, mask)
+    assert x0 >= -1e-6 and y0 >= -1e-6 and x1 <= 47 + 1e-6 and y1 <= 47 + 1e-6
+    _, m = F.warp_object(image, mask, matrix)
+    assert abs(int(m.sum()) - int(mask.sum())) <= 0.15 * mask.sum()  # nothing cut off at the border
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000))
+def test_random_position_keeps_the_object_inside(seed):
+    _, mask = _scene(seed)
+    matrix = F.random_position(mask, np.random.default_rng(seed))
+    x0, y0, x1, y1 = F.mapped_extent(matrix, mask)
+    assert x0 >= 0 and y0 >= 0 and x1 <= 47 and y1 <= 47
+    assert np.allclose(matrix[:, :2], np.eye(2))  # a pure translation
+
+
+def test_positions_vary_with_the_generator():
+    _, mask = _scene(1)
+    shifts = {tuple(F.random_position(mask, np.random.default_rng(k))[:, 2]) for k in range(10)}
+    assert len(shifts) > 5
+
+
+def test_inpainting_removes_the_object():
+    image = np.full((32, 32, 3), 200, np.uint8)
+    mask = _ellipse(32, 32, 16, 16, 6, 6)
+    image[mask] = (10, 20, 30)
+    out = F.inpaint_telea(image, mask)
+    assert np.abs(out[mask].astype(int) - 200).max() <= 2
+
+
+# ---------------------------------------------------------------------------------------------
+# complexity and GLCM
+
+@settings(max_examples=8, deadline=None)
+@given(seed=st.integers(0, 10_000), lam=st.sampled_from([-20.0, 20.0, 5.0, -1.0]))
+def test_background_edit_leaves_the_object_bit_identical(seed, lam):
+    image, mask = _scene(seed, 24, 24)
+    out = spectrum_edit(image, mask, lam, steps=3)
+    assert out.dtype == np.uint8 and out.shape == image.shape
+    assert np.array_equal(out[mask], image[mask])
+    assert not np.array_equal(out[~mask], image[~mask])
+
+
+def test_glcm_of_stripes_by_hand():
+    g = np.zeros((8, 8, 3), np.uint8)
+    g[:, 1::2] = 255  # alternating columns: grey levels 0 and LEVELS - 1
+    contrast, dissim = glcm_stats(g)
+    d = LEVELS - 1
+    # 0 and 45 and 135 degrees: every pair differs by d; 90 degrees: no pair differs
+    assert contrast == pytest.approx(3 * d * d / 4)
+    assert dissim == pytest.approx(3 * d / 4)
+
+
+def test_glcm_ignores_object_pixels():
+    g = np.zeros((8, 8, 3), np.uint8)
+    g[:, 4:] = 255
+    mask = np.zeros((8, 8), bool)
+    mask[:, 3:5] = True  # the only edge lies inside the object
+    assert glcm_stats(g, mask) == (0.0, 0.0)
+    assert glcm_stats(g)[0] > 0
+
+
+# ---------------------------------------------------------------------------------------------
+# the pipeline and CLI
+
+def _manifest(out):
+    with open(out / "manifest.csv", newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_complexity_levels_order_glcm_contrast(synth_root, tmp_path):
+    out = tmp_path / "edits"
+    proc = run_cli("edit", "--data", synth_root, "--out", out, "--levels", "complexity_*", "--quiet", "--json")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    means = {m["level"]: m["glcm_contrast"] for m in doc["levels"]}
+    assert means["complexity_-20"] < means["original"] < means["complexity_20"]
+    assert "complexity_adv: needs --model" in proc.stderr
+    rows = _manifest(out)
+    by_level = {}
+    for r in rows:
+        by_level.setdefault(r["level"], []).append(float(r["glcm_contrast"]))
+    assert np.mean(by_level["complexity_20"]) == pytest.approx(means["complexity_20"], abs=1e-3)
+    for r in rows:  # object pixels are never changed by a background edit
+        if r["level"].startswith("complexity"):
+            a = np.asarray(Image.open(out / r["level"] / "val" / f"{r['image']}.png"))
+            o = np.asarray(Image.open(out / "original" / "val" / f"{r['image']}.png"))
+            m = np.load(out / "fg_mask" / "val" / f"{r['image']}.npy").astype(bool)
+            assert np.array_equal(a[m], o[m])
+
+
+def test_edit_eval_analyze_end_to_end(synth_root, tmp_path):
+    out = tmp_path / "edits"
+    proc = run_cli("edit", "--data", synth_root, "--out", out, "--levels", "remove", "size_full", "size_0.05",
+                   "position_*", "rotation_*", "--angles", "90", "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    assert "edit recorded as run" in proc.stdout
+    levels = {"original", "remove", "size_full", "size_0.05", "position_random", "rotation_90"}
+    assert levels <= {p.name for p in out.iterdir()}
+    assert (out / "fg_mask" / "val").is_dir()
+    rows = _manifest(out)
+    for r in rows:
+        params = json.loads(r["params"])
+        if r["level"].startswith("size_0") or r["level"] == "position_random":
+            target = 0.05 if r["level"] == "position_random" else float(r["level"][5:])
+            assert abs(float(r["pixel_rate"]) - target) <= 0.1 * target
+        if r["level"] == "rotation_90":
+            assert params["angle"] == 90
+    ev = run_cli("eval", "--model", "timm:test_resnet", "--data", out, "--json", "--quiet")
+    assert ev.returncode == 0, ev.stderr
+    doc = json.loads(ev.stdout)
+    run_id = doc.get("run_id") or doc.get("run")
+    from bgbench.store import Store
+    with Store() as store:
+        run = store.runs("eval")[-1]
+        assert json.loads(run["config"])["ten_crop"] is False
+        assert {r["variant"] for r in store.predictions(run["id"])} == levels
+        edit_run = store.runs("edit")[-1]
+        assert edit_run["data_fingerprint"] and json.loads(edit_run["outputs"])["images"] == 36
+    an = run_cli("analyze", "edits", run["id"], "--json", "--bootstrap", "200")
+    assert an.returncode == 0, an.stderr
+    model = json.loads(an.stdout)["models"][0]
+    assert model["model"] == "timm:test_resnet"
+    got = {lv["variant"]: lv for lv in model["levels"]}
+    assert set(got) == levels - {"original"}
+    written = {v: len(list((out / v / "val").rglob("*.png"))) for v in levels}
+    correct = {}
+    with Store() as store:
+        for r in store.predictions(run["id"]):
+            correct.setdefault(r["variant"], {})[r["image_id"]] = r["pred"] == r["label"]
+    for v, lv in got.items():
+        assert lv["lo"] <= lv["drop"] <= lv["hi"] and lv["n"] == written[v] >= 30
+        same = [i for i in correct[v] if i in correct["original"]]  # the drop, worked out from the rows
+        assert lv["drop"] == pytest.approx(np.mean([correct["original"][i] for i in same])
+                                           - np.mean([correct[v][i] for i in same]))
+    assert run_id is None or run_id == run["id"]
+
+
+def test_eval_ten_crop_is_recorded(synth_root):
+    proc = run_cli("eval", "--model", "timm:test_resnet", "--data", synth_root, "--variants", "original",
+                   "--ten-crop", "--quiet", "--batch-size", "8")
+    assert proc.returncode == 0, proc.stderr
+    from bgbench.store import Store
+    with Store() as store:
+        assert json.loads(store.runs("eval")[-1]["config"])["ten_crop"] is True
+
+
+def test_one_and_two_workers_write_identical_bytes(synth_root, tmp_path):
+    args = ["--data", synth_root, "--levels", "remove", "size_0.05", "position_random", "rotation_random",
+            "complexity_20", "--quiet", "--seed", "3"]
+    outs = []
+    for workers in (1, 2):
+        out = tmp_path / f"w{workers}"
+        assert run_cli("edit", *args, "--out", out, "--workers", workers).returncode == 0
+        outs.append(out)
+    files = sorted(p.relative_to(outs[0]) for p in outs[0].rglob("*") if p.is_file())
+    assert len(files) > 36 * 6
+    assert files == sorted(p.relative_to(outs[1]) for p in outs[1].rglob("*") if p.is_file())
+    for f in files:
+        assert (outs[0] / f).read_bytes() == (outs[1] / f).read_bytes(), f
+
+
+def test_bad_masks_are_rejected_not_fatal(synth_copy, tmp_path):
+    masks = sorted((synth_copy / "fg_mask" / "val").rglob("*.npy"))
+    masks[0].write_bytes(b"not a numpy file")
+    np.save(masks[1], np.zeros((5, 5), np.uint8))
+    np.save(masks[2], np.zeros((32, 32), np.uint8))
+    masks[3].unlink()
+    out = tmp_path / "edits"
+    proc = run_cli("edit", "--data", synth_copy, "--out", out, "--levels", "remove", "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    with open(out / "rejects.csv", newline="") as f:
+        rejects = {r["image"]: r["reason"] for r in csv.DictReader(f)}
+    ids = [f"{m.parent.name}/{m.stem}" for m in masks[:4]]
+    assert [rejects[i] for i in ids] == ["bad_mask", "bad_mask", "empty_mask", "missing_mask"]
+    assert len(list((out / "remove" / "val").rglob("*.png"))) == 36 - 4
+    assert not (out / "original" / "val" / f"{ids[0]}.png").exists()
+
+
+def test_a_failing_edit_rejects_that_level_only(synth_root, tmp_path):
+    from bgbench.edits.backends import _COMPLEXITY, register_complexity_editor
+
+    @register_complexity_editor("test-broken")
+    def broken(image, mask, lam):
+        if lam > 0:
+            raise RuntimeError("this backend cannot add texture")
+        return image
+
+    try:
+        out = tmp_path / "edits"
+        proc = run_cli("edit", "--data", synth_root, "--out", out, "--levels", "complexity_*",
+                       "--complexity-editor", "test-broken", "--quiet")
+        assert proc.returncode == 0, proc.stderr
+        with open(out / "rejects.csv", newline="") as f:
+            rejects = list(csv.DictReader(f))
+        assert len(rejects) == 36 and {r["level"] for r in rejects} == {"complexity_20"}
+        assert all(r["reason"] == "edit_failed" and "cannot add texture" in r["detail"] for r in rejects)
+        assert len(list((out / "complexity_-20" / "val").rglob("*.png"))) == 36
+    finally:
+        _COMPLEXITY.pop("test-broken", None)
+
+
+def test_a_registered_inpainter_is_used(synth_root, tmp_path):
+    from bgbench.edits.backends import _INPAINTERS, register_inpainter
+
+    @register_inpainter("test-grey")
+    def grey(image, mask):
+        out = image.copy()
+        out[mask] = 128
+        return out
+
+    try:
+        out = tmp_path / "edits"
+        assert run_cli("edit", "--data", synth_root, "--out", out, "--levels", "remove", "--inpainter", "test-grey",
+                       "--quiet").returncode == 0
+        some = sorted((out / "remove" / "val").rglob("*.png"))[0]
+        mask = np.load(out / "fg_mask" / "val" / some.parent.name / f"{some.stem}.npy").astype(bool)
+        assert (np.asarray(Image.open(some))[mask] == 128).all()
+    finally:
+        _INPAINTERS.pop("test-grey", None)
+
+
+def test_adversarial_level_raises_the_loss(synth_root, tmp_path):
+    import torch
+    from bgbench.edits.complexity import adversarial_backgrounds
+    from bgbench.data.layout import discover
+    from bgbench.models import create_model
+    model = create_model("timm:test_resnet")
+    layout = discover(synth_root, variants=["original"])
+    items = layout.items("original")[:8]
+    images = [np.asarray(Image.open(it.path).convert("RGB")) for it in items]
+    masks = [np.load(layout.mask_path(it.image_id)).astype(bool) for it in items]
+    labels = [it.label for it in items]
+    outs = adversarial_backgrounds(model, images, masks, labels, eps=8 / 255, steps=3)
+
+    def loss(batch):
+        x = torch.from_numpy(np.stack(batch)).permute(0, 3, 1, 2).float() / 255
+        with torch.no_grad():
+            return torch.nn.functional.cross_entropy(model(x), torch.tensor(labels)).item()
+    assert loss(outs) > loss(images)
+    for o, i, m in zip(outs, images, masks):
+        assert np.array_equal(o[m], i[m])
+        assert np.abs(o.astype(int) - i).max() <= 8 + 1
+
+
+@pytest.mark.parametrize("args,needles", [
+    (["--levels", "nothing_*"], ["--levels", "selects no edit level"]),
+    (["--adv-eps", "0"], ["--adv-eps"]),
+    (["--workers", "0"], ["--workers"]),
+    (["--inpainter", "lama"], ["--inpainter", "lama", "telea"]),
+])
+def test_bad_options_are_one_line_errors(synth_root, tmp_path, args, needles):
+    assert_one_line_error(run_cli("edit", "--data", synth_root, "--out", tmp_path / "o", *args), *needles)
+
+
+def test_data_without_masks_is_a_one_line_error(synth_copy, tmp_path):
+    import shutil
+    shutil.rmtree(synth_copy / "fg_mask")
+    assert_one_line_error(run_cli("edit", "--data", synth_copy, "--out", tmp_path / "o"), "fg_mask", "masks")
+
+
+def test_existing_output_needs_overwrite(synth_root, tmp_path):
+    out = tmp_path / "o"
+    assert run_cli("edit", "--data", synth_root, "--out", out, "--levels", "remove", "--quiet").returncode == 0
+    assert_one_line_error(run_cli("edit", "--data", synth_root, "--out", out, "--levels", "remove"), "--overwrite")
+
+
+def _fake_eval(store, model, rows):
+    from bgbench import runs
+    result = runs.Outputs()
+    result.table_rows = lambda: {"predictions": [(v, i, 0, 0 if ok else 1, 0.9, None, None, None)
+                                                 for v, i, ok in rows]}
+    return runs.record(store, runs.Provenance("eval", {}, model=model), result)
+
+
+def test_edit_drops_by_hand(tmp_path):
+    from bgbench.analyses.edits import edit_drops, edit_drops_by_model
+    from bgbench.errors import BgbenchError
+    from bgbench.store import Store
+    with Store(tmp_path / "r.db") as store:
+        a = _fake_eval(store, "m1", [("original", "c/1", True), ("original", "c/2", True), ("original", "c/3", True),
+                                     ("original", "c/4", False), ("size_0.05", "c/1", False),
+                                     ("size_0.05", "c/2", True), ("size_0.05", "c/4", False),  # c/3 rejected
+                                     ("complexity_20", "c/1", True), ("complexity_20", "c/2", True),
+                                     ("complexity_20", "c/3", True), ("complexity_20", "c/4", True)])
+        b = _fake_eval(store, "m2", [("original", "c/1", True), ("remove", "c/1", False)])
+        got = edit_drops(store, [a], n_boot=200)
+        assert got.original.value == 0.75
+        lv = {x.variant: x for x in got.levels}
+        assert [x.variant for x in got.levels] == ["size_0.05", "complexity_20"]
+        # size_0.05 over the shared c/1, c/2, c/4: original 2/3 correct, edited 1/3
+        assert lv["size_0.05"].drop.value == pytest.approx(1 / 3) and lv["size_0.05"].drop.n == 3
+        assert lv["size_0.05"].acc.value == pytest.approx(1 / 3)
+        assert lv["complexity_20"].drop.value == pytest.approx(-0.25)
+        assert (lv["size_0.05"].attribute, lv["size_0.05"].level) == ("size", "0.05")
+        d = got.to_dict()
+        assert d["model"] == "m1" and d["levels"][0]["drop"] == pytest.approx(1 / 3)
+        both = edit_drops_by_model(store, [a, b], n_boot=200)
+        assert [x.model for x in both] == ["m1", "m2"] and both[1].levels[0].drop.value == 1.0
+        with pytest.raises(BgbenchError, match="different models"):
+            edit_drops(store, [a, b])
+
+
+def test_analyze_edits_rejects_other_run_kinds(synth_root, tmp_path):
+    out = tmp_path / "o"
+    assert run_cli("edit", "--data", synth_root, "--out", out, "--levels", "remove", "--quiet").returncode == 0
+    from bgbench.store import Store
+    with Store() as store:
+        rid = store.runs("edit")[-1]["id"]
+    assert_one_line_error(run_cli("analyze", "edits", rid), f"RUN {rid}", "'edit'")
+    assert_one_line_error(run_cli("analyze", "edits", 9999), "RUN 9999", "no such run")
+
+
+def test_eval_unknown_variant_folder_is_a_one_line_error(synth_root):
+    assert_one_line_error(run_cli("eval", "--model", "timm:test_resnet", "--data", synth_root, "--variants", "size_9"),
+                          "size_9", "missing", "present: ", "mixed_rand")
