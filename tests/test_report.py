@@ -292,3 +292,27 @@ def test_demo_ends_by_writing_its_report(tmp_path):
     html = result.report.read_text()
     assert html.count('class="section-accuracy"') == 2 and "original, erm" in html and "mixed_rand, erm" in html
     assert json.loads((tmp_path / "demo" / "summary.json").read_text())["report"] == str(result.report)
+
+
+def _eval_run(store, model, variants, correct, ten_crop=False, fp="fp-edit"):
+    rid = store.start_run("eval", {"variants": list(variants), "classes": ["a", "b"], "ten_crop": ten_crop},
+                          model=model, spec={"checkpoint_sha256": "e" * 64}, data_root="/edits", data_fingerprint=fp)
+    store.insert("predictions", rid, [(v, f"a/{i}", 0, 0 if ok else 1, 0.9, None, None, None)
+                                      for v in variants for i, ok in enumerate(correct[v])])
+    store.finish_run(rid)
+    return rid
+
+
+def test_edit_drops_section_and_ten_crop_kept_apart(tmp_path):
+    """Drops worked by hand: original 4/4, size_0.05 1/4 -> drop 75 points; remove 2/4 -> 50."""
+    correct = {"original": [1, 1, 1, 1], "size_0.05": [1, 0, 0, 0], "remove": [1, 1, 0, 0]}
+    with Store(tmp_path / "r.db") as store:
+        _eval_run(store, "timm:m", list(correct), correct)
+        _eval_run(store, "timm:m", list(correct), {v: [0, 0, 0, 0] for v in correct}, ten_crop=True)
+        result = render_report(store, tmp_path / "site", progress=False)
+    html = result.index.read_text()
+    assert "edits" in result.sections
+    assert html.count('class="section-edits"') == 2  # the plain and the ten-crop subject, each its own
+    assert "timm:m (ten-crop)" in html
+    plain = html.split('class="section-edits"')[1]
+    assert "+75.0%" in plain and "+50.0%" in plain

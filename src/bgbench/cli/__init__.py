@@ -25,7 +25,6 @@ COMMANDS: List[str] = [
     "leaderboard",
     "report",
     "runs",
-    "analyze",
     "train",
     "build",
     "edit",

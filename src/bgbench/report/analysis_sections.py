@@ -93,3 +93,20 @@ def saliency_section(ctx: ReportContext, subject: Subject) -> Optional[dict]:
         overlay = ctx.href(target)
     return {"run_id": run["id"], "layer": outputs.get("layer"), "overall": overall, "overlay": overlay,
             "images": outputs.get("images")}
+
+
+@register_section("edits", "Attribute edits (ImageNet-E)")
+def edits_section(ctx: ReportContext, subject: Subject) -> Optional[dict]:
+    from ..analyses.edits import edit_drops, split_level
+    from ..edits.registry import ATTRIBUTES
+    run = subject.latest("eval")
+    if run is None:
+        return None
+    variants = json.loads(run["config"]).get("variants") or []
+    if "original" not in variants or not any(split_level(v)[0] in ATTRIBUTES for v in variants):
+        return None  # not an eval of an edit dataset
+    drops = edit_drops(ctx.store, [run["id"]])
+    levels = [lv.to_dict() for lv in drops.levels]
+    path = figures.drop_bars(ctx.figure_path(subject, "edits"), [lv["variant"] for lv in levels],
+                             [lv["drop"] for lv in levels], [lv["lo"] for lv in levels], [lv["hi"] for lv in levels])
+    return {"run_id": run["id"], "original": drops.original.as_dict(), "levels": levels, "figure": ctx.href(path)}

@@ -1,7 +1,7 @@
 """What a report is about: the models (subjects) chosen from the store, and where figures go.
 
-A *subject* is one model (name and weights) on one dataset (data fingerprint), with every
-finished run recorded for it: eval, challenge, and whatever kinds later analyses add. Its
+A *subject* is one model (name and weights) on one dataset (data fingerprint) under one test
+protocol (plain, or ten-crop evaluation), with every finished run recorded for it: eval, challenge, and whatever kinds later analyses add. Its
 training run, when bgbench trained it, is the finished "train" run whose checkpoint_sha256
 equals the subject's.
 """
@@ -32,6 +32,7 @@ class Subject:
     data_root: Optional[str]
     runs: List[sqlite3.Row] = field(default_factory=list)
     train_run: Optional[sqlite3.Row] = None
+    protocol: str = ""  # "" or "ten-crop": a different measurement, never mixed with the plain one
     label: str = ""  # display name: the model, plus a short sha when two subjects share a name
 
     def latest(self, kind: str) -> Optional[sqlite3.Row]:
@@ -80,6 +81,11 @@ def _weights(run: sqlite3.Row) -> Optional[str]:
     return run["checkpoint_sha256"] or run["spec"]  # a random init is identified by its spec
 
 
+def _protocol(run: sqlite3.Row) -> str:
+    """Ten-crop evals measure something else than plain ones: they get a subject of their own."""
+    return "ten-crop" if run["kind"] == "eval" and json.loads(run["config"]).get("ten_crop") else ""
+
+
 def select_subjects(store: Store, run_ids: Optional[Sequence[int]] = None,
                     models: Optional[Sequence[str]] = None) -> List[Subject]:
     """The subjects of a report: all finished runs with a model, or only `run_ids`, or `models`.
@@ -113,14 +119,15 @@ def select_subjects(store: Store, run_ids: Optional[Sequence[int]] = None,
         raise BgbenchError(f"no finished eval or challenge runs in {store.path}; run `bgbench eval` first")
     groups: Dict[tuple, List[sqlite3.Row]] = {}
     for r in candidates:
-        groups.setdefault((r["model"], _weights(r), r["data_fingerprint"]), []).append(r)
+        groups.setdefault((r["model"], _weights(r), r["data_fingerprint"], _protocol(r)), []).append(r)
     trains = {r["checkpoint_sha256"]: r for r in done if r["kind"] == "train" and r["checkpoint_sha256"]}
     subjects = []
-    for i, ((model, weights, fp), rows) in enumerate(sorted(groups.items(), key=lambda kv: (
+    for i, ((model, weights, fp, protocol), rows) in enumerate(sorted(groups.items(), key=lambda kv: (
             str(kv[0][2]), kv[1][0]["id"])), start=1):
         sha = rows[-1]["checkpoint_sha256"]
         subjects.append(Subject(key=f"m{i}", model=model, weights=weights, data_fingerprint=fp,
-                                data_root=rows[-1]["data_root"], runs=rows, train_run=trains.get(sha) if sha else None))
+                                data_root=rows[-1]["data_root"], runs=rows, protocol=protocol,
+                                train_run=trains.get(sha) if sha else None))
     _label(subjects)
     return subjects
 
@@ -129,9 +136,10 @@ def _label(subjects: List[Subject]) -> None:
     """Display names: the model name, with a short weights id where names repeat on one dataset."""
     seen: Dict[tuple, int] = {}
     for s in subjects:
-        seen[(s.model, s.data_fingerprint)] = seen.get((s.model, s.data_fingerprint), 0) + 1
+        key = (s.model, s.data_fingerprint, s.protocol)
+        seen[key] = seen.get(key, 0) + 1
     for s in subjects:
-        s.label = s.model
-        if seen[(s.model, s.data_fingerprint)] > 1:
+        s.label = s.model + (f" ({s.protocol})" if s.protocol else "")
+        if seen[(s.model, s.data_fingerprint, s.protocol)] > 1:
             sha = s.runs[-1]["checkpoint_sha256"]
             s.label += f" [{sha[:8]}]" if sha else f" [{s.key}]"

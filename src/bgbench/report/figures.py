@@ -136,3 +136,21 @@ def binned_curves(path: Path, curves: Dict[str, List[dict]], xlabel: str, x_key:
         ax.set_ylabel("accuracy (%)")
         ax.legend(frameon=False)
         return _save(fig, path)
+
+
+def drop_bars(path: Path, labels: Sequence[str], drop: Sequence[float], lo: Sequence[float],
+              hi: Sequence[float]) -> Path:
+    """Accuracy drop from the unedited images per edit level (ImageNet-E), with paired intervals."""
+    d, lo, hi = (100 * np.asarray(a, dtype=float) for a in (drop, lo, hi))
+    with _styled() as plt:
+        fig, ax = plt.subplots(figsize=(4.6, 0.28 * len(labels) + 0.9))
+        y = np.arange(len(labels))
+        ax.barh(y, d, color=[PALETTE[3] if v > 0 else PALETTE[2] for v in d])
+        ax.errorbar(d, y, xerr=[d - lo, hi - d], fmt="none", ecolor="black", capsize=2, linewidth=1)
+        ax.set_yticks(y, list(labels))
+        ax.invert_yaxis()
+        ax.axvline(0, color="black", linewidth=0.8)
+        ax.set_xlabel("accuracy drop from original (points)")
+        ax.grid(axis="x", alpha=0.3)
+        ax.grid(axis="y", visible=False)
+        return _save(fig, path)
