@@ -7,7 +7,8 @@ from .common import add_db_arg
 
 
 def register(sub) -> None:
-    p = sub.add_parser("demo", help="Synthetic-9 end to end: ORIGINAL vs MIXED-RAND training, BG-Gaps (offline)")
+    p = sub.add_parser("demo", help="Synthetic-9 end to end: ORIGINAL vs MIXED-RAND training, BG-Gaps, analyses, "
+                                    "HTML report (offline)")
     p.add_argument("--out", default="bgbench-demo", help="output folder (default %(default)s)")
     add_db_arg(p)
     p.add_argument("--quiet", action="store_true", help="no progress bars")

@@ -10,7 +10,7 @@ from .common import add_db_arg, add_output_args, emit
 
 def register(sub) -> None:
     p = sub.add_parser("report", help="HTML report of the stored runs: accuracies, BG-Gap, challenge figures, "
-                                      "provenance, paired comparisons (no inference)")
+                                      "analyses, probes, edits, provenance, paired comparisons (no inference)")
     pick = p.add_mutually_exclusive_group()
     pick.add_argument("--runs", type=int, nargs="+", metavar="ID", help="only these eval/challenge runs")
     pick.add_argument("--models", nargs="+", metavar="M", help="only these models (names or fnmatch patterns)")
