@@ -291,6 +291,8 @@ def test_demo_ends_by_writing_its_report(tmp_path):
     assert f"report: {result.report}" in result.text()
     html = result.report.read_text()
     assert html.count('class="section-accuracy"') == 2 and "original, erm" in html and "mixed_rand, erm" in html
+    for section in ("categories", "noise", "saliency"):  # the demo's analyses reach its report
+        assert html.count(f'class="section-{section}"') == 2, section
     assert json.loads((tmp_path / "demo" / "summary.json").read_text())["report"] == str(result.report)
 
 

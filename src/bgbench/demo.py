@@ -57,7 +57,9 @@ def run_demo(out: str | Path = "bgbench-demo", db: Optional[str] = None, per_cla
                                       **_analyses(store, reports[variant].run_id, f"file:{ckpt}", data,
                                                   out / "runs" / variant, seed, progress)}
     status(f"[4/4] writing the report -> {out / 'report'}")
-    page = render_report(store, out / "report", run_ids=[r.run_id for r in reports.values()], progress=False)
+    shown = [r.run_id for r in reports.values()]  # the demo's own runs, even in a shared --db store
+    shown += [m[k]["run_id"] for m in summary["models"].values() for k in ("noise", "saliency")]
+    page = render_report(store, out / "report", run_ids=shown, progress=False)
     summary["report"] = str(page.index)
     summary["seconds"] = round(time.time() - t0, 1)
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
@@ -72,6 +74,8 @@ def _analyses(store: Store, eval_run: int, model_name: str, data: Path, out: Pat
     from .analyses.noise import NoiseConfig, noise_summary, probe_noise
     from .analyses.saliency import SaliencyConfig, probe_saliency
     from .models import create_model
+    status(f"      analysing {model_name}: prediction categories, noise probe "
+           f"(σ {', '.join(map(str, DEMO_NOISE_LEVELS))}, {DEMO_NOISE_TRIALS} trials), Grad-CAM saliency")
     categories = prediction_categories(store, eval_run)
     model = create_model(model_name)
     noise = probe_noise(model, data, NoiseConfig(levels=list(DEMO_NOISE_LEVELS), trials=DEMO_NOISE_TRIALS,
