@@ -94,19 +94,27 @@ class SaliencyResult:
 
 def default_layer(net) -> str:
     """The last feature stage of a timm model (its feature_info), else the last conv module."""
-    info = getattr(net, "feature_info", None)
-    if info is not None:
-        try:
-            name = info[-1]["module"] if isinstance(info, list) else info.module_name()[-1]
-            net.get_submodule(name)
-            return name
-        except (AttributeError, KeyError, IndexError, TypeError):
-            pass
+    name = _last_feature_stage(net)
+    if name is not None:
+        return name
     import torch.nn as nn
     convs = [n for n, mod in net.named_modules() if isinstance(mod, nn.Conv2d)]
     if not convs:
         raise BgbenchError("cannot find a convolutional layer for Grad-CAM; name one with --layer")
     return convs[-1]
+
+
+def _last_feature_stage(net) -> Optional[str]:
+    """The module path of a timm model's last feature stage, or None when it has no usable feature_info."""
+    info = getattr(net, "feature_info", None)
+    if info is None:
+        return None
+    try:
+        name = info[-1]["module"] if isinstance(info, list) else info.module_name()[-1]
+        net.get_submodule(name)
+    except (AttributeError, KeyError, IndexError, TypeError):
+        return None
+    return name
 
 
 def resolve_layer(model, name: Optional[str]):
