@@ -11,7 +11,12 @@ Where the speed comes from, without changing any verdict:
 - each foreground tries the backgrounds most likely to fool it first (backgrounds of another
   class, then by how often they fooled foregrounds so far), in chunks that
   grow geometrically, and stops at the first fooling background. A foreground that is never
-  fooled still sees every background, so the verdict is that of the exhaustive loop.
+  fooled still sees every background, so the verdict is that of the exhaustive loop;
+- batches stay full: when fewer foregrounds are active than a batch holds (the tail of a run or
+  of a chunk), the spare room goes to the active foregrounds beyond their doubling chunk. Those are
+  the survivors, which are mostly never fooled and must see every background anyway;
+- `precision='bf16-verified'` runs the forward in bf16 and recomputes near-ties in fp32
+  (`precision.VerifiedPredictor`), so predictions, and hence verdicts, stay those of fp32.
 """
 from __future__ import annotations
 
@@ -25,9 +30,11 @@ from tqdm import tqdm
 
 from ..classes import Mapping
 from ..models.spec import BgModel
+from .precision import DEFAULT_SAFETY, VerifiedPredictor
 from .predict import decide
 
 UNMAPPED = 255  # a -1 prediction (no IN-9 class) in the uint8 prediction matrix
+PRECISIONS = ("fp32", "bf16-verified", "bf16", "fp16")
 
 
 @dataclass
@@ -58,8 +65,11 @@ class ChallengeEngine:
         bg_labels: class of each background.
         mapping: decision rule for 1000-class models.
         batch_size: composites per forward pass.
-        precision: 'fp32' (exact, default), 'bf16' or 'fp16' (autocast; GPU).
-        max_chunk: most backgrounds one foreground contributes to a batch.
+        precision: 'fp32' (exact, default), 'bf16-verified' (bf16 with fp32 recomputation of
+            near-ties: the predictions of fp32), or 'bf16'/'fp16' (plain autocast, not exact).
+        max_chunk: most backgrounds one foreground's doubling chunk reaches (spare room in a batch
+            that is not full may give it more).
+        verify_safety: bf16-verified's safety factor on the measured logit deviation.
     """
 
     model: BgModel
@@ -69,6 +79,7 @@ class ChallengeEngine:
     batch_size: int = 64
     precision: str = "fp32"
     max_chunk: int = 32
+    verify_safety: float = DEFAULT_SAFETY
     bg_pred: Optional[torch.Tensor] = None
     fool_counts: torch.Tensor = field(default=None)
     stats: EngineStats = field(default_factory=EngineStats)
@@ -80,16 +91,18 @@ class ChallengeEngine:
             self.fool_counts = torch.zeros(self.num_bg, dtype=torch.float64)
         num_labels = int(self.bg_labels.max()) + 1 if len(self.bg_labels) else 1
         self.class_fool_counts = torch.zeros(self.num_bg, num_labels, dtype=torch.float64)
-        if self.precision not in ("fp32", "bf16", "fp16"):
-            raise ValueError(f"precision must be fp32, bf16 or fp16, not {self.precision!r}")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, not {self.precision!r}")
         if self.precision == "fp16" and self.device.type != "cuda":
             raise ValueError("fp16 needs a GPU; use fp32 (exact) on the CPU")
         if self.device.type == "cuda":
             self.model = self.model.to(memory_format=torch.channels_last)
+        self.verifier = (VerifiedPredictor(self.model, self.mapping, self.device.type, safety=self.verify_safety)
+                         if self.precision == "bf16-verified" else None)
 
     # -- prediction ---------------------------------------------------------------------------
     def _autocast(self):
-        if self.precision == "fp32":
+        if self.precision in ("fp32", "bf16-verified"):
             return contextlib.nullcontext()
         dtype = torch.bfloat16 if self.precision == "bf16" else torch.float16
         return torch.autocast(device_type=self.device.type, dtype=dtype)
@@ -99,9 +112,12 @@ class ChallengeEngine:
         import time
         x = batch_nhwc.permute(0, 3, 1, 2).float().div_(255)  # channels_last strides already
         t = time.perf_counter()
-        with torch.inference_mode(), self._autocast():
-            logits = self.model(x)
-        pred, _ = decide(self.model, logits.float(), self.mapping)
+        if self.verifier is not None:
+            pred = self.verifier(x)
+        else:
+            with torch.inference_mode(), self._autocast():
+                logits = self.model(x)
+            pred, _ = decide(self.model, logits.float(), self.mapping)
         if self.device.type == "cuda":
             torch.cuda.synchronize()
         self.stats.forward_seconds += time.perf_counter() - t
@@ -150,15 +166,13 @@ class ChallengeEngine:
                 y = int(fg_labels[i])
                 active.append({"i": i, "y": y, "order": self.order_for(y).to(self.device), "pos": 0, "chunk": 1,
                                "img": fg_images[i].to(self.device), "mask": fg_masks[i].to(self.device)[..., None]})
-            parts, spans, room = [], [], self.batch_size
-            for s in active:
-                if room == 0:
-                    break
-                n = min(s["chunk"], self.num_bg - s["pos"], room)
+            parts, spans = [], []
+            for s, n in zip(active, self._takes(active)):
+                if n == 0:
+                    continue
                 idx = s["order"][s["pos"]:s["pos"] + n]
                 parts.append(torch.where(s["mask"], s["img"], self.backgrounds[idx]))
                 spans.append((s, idx, n))
-                room -= n
             preds = self.predict_uint8(torch.cat(parts)).cpu()
             offset, still = 0, []
             done_ids = set()
@@ -189,6 +203,32 @@ class ChallengeEngine:
             bar.set_postfix(pairs_s=f"{self.stats.pairs / max(bar.format_dict['elapsed'], 1e-9):.0f}")
         bar.close()
         return results
+
+    def _takes(self, active: List[dict]) -> List[int]:
+        """How many backgrounds each active foreground contributes to the next batch.
+
+        First each takes its doubling chunk, in admission order, while the batch has room; room
+        still left (fewer active foregrounds than a batch holds) is shared among those with
+        backgrounds left, so the batch stays full whenever enough pairs remain.
+        """
+        room = self.batch_size
+        takes = []
+        for s in active:
+            n = min(s["chunk"], self.num_bg - s["pos"], room)
+            takes.append(n)
+            room -= n
+        while room > 0:
+            open_ = [j for j, s in enumerate(active) if self.num_bg - s["pos"] > takes[j]]
+            if not open_:
+                break
+            share = -(-room // len(open_))
+            for j in open_:
+                extra = min(share, self.num_bg - active[j]["pos"] - takes[j], room)
+                takes[j] += extra
+                room -= extra
+                if room == 0:
+                    break
+        return takes
 
     def full_row(self, image: torch.Tensor, mask: torch.Tensor) -> np.ndarray:
         """Predictions of one foreground against every background (uint8, 255 = unmapped)."""
