@@ -10,7 +10,7 @@ import os
 import sqlite3
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterable, List, Optional
+from typing import Iterable, List, Optional, Sequence
 
 import numpy as np
 
@@ -121,12 +121,16 @@ class Store:
                               (run_id, name, variant, value, lo, hi, n))
 
     def find_resumable(self, kind: str, model: str, checkpoint_sha256: Optional[str], data_fingerprint: str,
-                       config: dict) -> Optional[int]:
-        """The newest unfinished run of exactly this job, if any (what a rerun continues)."""
+                       config: dict, statuses: Sequence[str] = ("running",)) -> Optional[int]:
+        """The newest unfinished run of exactly this job, if any (what a rerun continues).
+
+        `statuses`: which statuses count as unfinished (a sampled challenge run, 'sampled', can be extended)."""
+        marks = ",".join("?" * len(statuses))
         row = self.conn.execute(
-            "SELECT id FROM runs WHERE kind=? AND status='running' AND model=? AND checkpoint_sha256 IS ? "
+            f"SELECT id FROM runs WHERE kind=? AND status IN ({marks}) AND model=? AND checkpoint_sha256 IS ? "
             "AND data_fingerprint=? AND config=? ORDER BY id DESC LIMIT 1",
-            (kind, model, checkpoint_sha256, data_fingerprint, json.dumps(config, sort_keys=True))).fetchone()
+            (kind, *statuses, model, checkpoint_sha256, data_fingerprint,
+             json.dumps(config, sort_keys=True))).fetchone()
         return int(row["id"]) if row else None
 
     def add_challenge_results(self, run_id: int, rows: Iterable[tuple]) -> None:

@@ -1,8 +1,14 @@
 """Running the Backgrounds Challenge: data loading, resumable progress, torchrun sharding, results.
 
-I/O lives here; the verdict logic is `challenge.ChallengeEngine`. Under `torchrun`, foregrounds
-are sharded across ranks (i % world_size == rank), every rank writes its own progress rows to
-the store, and rank 0 merges them once all ranks are done.
+I/O lives here; the verdict logic is `challenge.ChallengeEngine`, the visiting order and stopping
+rule `challenge_sample`. Foregrounds are visited in the run's seeded order, in chunks; under
+`torchrun` each chunk is sharded across ranks (position % world_size == rank), every rank writes
+its own progress rows to the store, and rank 0 merges them once all ranks are done.
+
+Sampled runs (`sample`, `halfwidth`): the run's identity holds the seed but not the sample size,
+so rerunning with a larger `sample`, or with neither option, continues the same run and reuses
+every stored verdict. A run that stops before the last foreground is finished with status
+'sampled' (an estimate; resumable, and not ranked by the leaderboard, which reads 'done' runs).
 """
 from __future__ import annotations
 
@@ -20,27 +26,77 @@ import torch.distributed as dist
 from ..classes import Mapping
 from ..data.images import decode_image, load_mask
 from ..data.layout import Layout, discover
-from ..errors import DataError
+from ..errors import BgbenchError, DataError
 from ..models.spec import BgModel
 from ..store import Store
-from .challenge import (ChallengeEngine, FgResult, attack_success_rates, class_fool_rates, top_backgrounds,
-                        verdicts_from_matrix)
+from .challenge import (PRECISIONS, ChallengeEngine, FgResult, attack_success_rates, class_fool_rates,
+                        top_backgrounds, verdicts_from_matrix)
+from .challenge_sample import SamplePlan, done_prefix, wilson_halfwidth
 from .metrics import Estimate, accuracy
+from .precision import DEFAULT_SAFETY
 from .predict import check_compatible
 
 
 @dataclass
 class ChallengeConfig:
+    """How to run the challenge.
+
+    Attributes:
+        sample: evaluate only the first N foregrounds of the seeded, class-stratified order (an
+            estimate with a Wilson interval; each verdict is still exact).
+        halfwidth: stop at the first chunk where the 95% Wilson half-width is at most this.
+        seed: the seed of the visiting order (part of the run's identity).
+        verify_safety: for precision 'bf16-verified', the factor on the measured bf16 deviation.
+    """
+
     batch_size: int = 64
     mapping: str = "argmax"
     precision: str = "fp32"
     full: bool = False
     save_every: int = 16
     device: str = "cpu"
+    sample: Optional[int] = None
+    halfwidth: Optional[float] = None
+    seed: int = 0
+    verify_safety: float = DEFAULT_SAFETY
+
+    def __post_init__(self):
+        def whole(v) -> bool:
+            return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+        if not whole(self.batch_size) or self.batch_size < 1:
+            raise BgbenchError(f"--batch-size must be a whole number >= 1, not {self.batch_size!r}")
+        if not whole(self.save_every) or self.save_every < 1:
+            raise BgbenchError(f"--save-every must be a whole number >= 1, not {self.save_every!r}")
+        if self.sample is not None and (not whole(self.sample) or self.sample < 1):
+            raise BgbenchError(f"--sample must be a whole number >= 1, not {self.sample!r}")
+        if self.halfwidth is not None and not (isinstance(self.halfwidth, (int, float))
+                                               and 0 < self.halfwidth < 0.5):
+            raise BgbenchError(f"--halfwidth must be between 0 and 0.5 (exclusive), not {self.halfwidth!r}")
+        if not whole(self.seed):
+            raise BgbenchError(f"--seed must be a whole number, not {self.seed!r}")
+        if self.precision not in PRECISIONS:
+            raise BgbenchError(f"--precision must be one of {', '.join(PRECISIONS)}, not {self.precision!r}")
+        if not (isinstance(self.verify_safety, (int, float)) and self.verify_safety >= 1):
+            raise BgbenchError(f"--verify-safety must be a number >= 1, not {self.verify_safety!r}")
+        if self.full and self.sampled:
+            raise BgbenchError("--full computes every foreground's whole row; it cannot be combined with "
+                               "--sample or --halfwidth")
+
+    @property
+    def sampled(self) -> bool:
+        return self.sample is not None or self.halfwidth is not None
 
     def identity(self) -> dict:
-        """What makes two runs the same job (batch size and device do not change verdicts)."""
-        return {"mapping": self.mapping, "precision": self.precision, "full": self.full}
+        """What makes two runs the same job. Batch size and device do not change verdicts; nor do
+        `sample` and `halfwidth`, which only say how far along the seeded order to go, so a larger
+        sample or a full run continues a sampled one."""
+        return {"mapping": self.mapping, "precision": self.precision, "full": self.full, "seed": self.seed}
+
+    def chunk_size(self, world: int = 1) -> int:
+        """Foregrounds per chunk of the visiting order: small when a stopping rule is checked at
+        every chunk boundary, larger otherwise (it bounds the foregrounds decoded at once)."""
+        per_rank = max(32, 2 * self.batch_size) if self.halfwidth is not None else max(256, 8 * self.batch_size)
+        return per_rank * world
 
 
 @dataclass
@@ -57,12 +113,16 @@ class ChallengeReport:
     seconds: float = 0.0
     full: Optional[dict] = None
     files: Dict[str, str] = field(default_factory=dict)
+    estimate: bool = False  # True when only a sample of the foregrounds was evaluated
+    sample: Optional[dict] = None  # seed, n, population, requested, halfwidth_target, halfwidth
+    precision: Optional[dict] = None  # bf16-verified: VerifiedStats.as_dict()
 
     def to_dict(self) -> dict:
         return {"model": self.model, "data": self.data, "run_id": self.run_id,
                 "challenge_accuracy": self.challenge_accuracy.as_dict(), "clean_accuracy": self.clean_accuracy.as_dict(),
                 "fooled": self.fooled, "total": self.total, "per_class": self.per_class, "pairs": self.pairs,
-                "seconds": self.seconds, "full": self.full, "files": self.files}
+                "seconds": self.seconds, "full": self.full, "files": self.files, "estimate": self.estimate,
+                "sample": self.sample, "precision": self.precision}
 
     def table(self) -> str:
         c, k = self.challenge_accuracy, self.clean_accuracy
@@ -71,6 +131,7 @@ class ChallengeReport:
                  f"({self.total - self.fooled}/{self.total} foregrounds never fooled)",
                  f"clean accuracy     {100 * k.value:5.1f}%  [{100 * k.lo:.1f}%, {100 * k.hi:.1f}%]  (original)",
                  f"fooled foregrounds {self.fooled}/{self.total}",
+                 *self._sample_lines(), *self._precision_lines(),
                  "", f"{'class':<24} {'n':>5} {'clean':>7} {'challenge':>10}" +
                  (f" {'fool rate':>10}" if self.full else "")]
         for row in self.per_class:
@@ -82,6 +143,26 @@ class ChallengeReport:
             lines.append("")
             lines.extend(f"{k}: {v}" for k, v in self.files.items())
         return "\n".join(lines)
+
+    def _sample_lines(self) -> List[str]:
+        if not self.estimate or not self.sample:
+            return []
+        s = self.sample
+        return [f"ESTIMATE from a seeded sample of {s['n']} of {s['population']} foregrounds (seed {s['seed']}, "
+                f"stratified by class): 95% Wilson interval half-width {100 * s['halfwidth']:.1f} points; "
+                "each verdict is exact. Rerun without --sample to extend it to the full set."]
+
+    def _precision_lines(self) -> List[str]:
+        if not self.precision:
+            return []
+        p = self.precision
+        line = (f"bf16-verified: {p['rechecked']} of {p['composites']} composites rechecked in fp32 "
+                f"(margin <= delta {p['delta']:.3g} = 2 x safety {p['safety']:g} x measured deviation "
+                f"{p['calibration_deviation']:.3g}; {p['calibration'] + p['audited']} run in both precisions, "
+                f"largest deviation {p['max_deviation']:.3g})")
+        if p["exceeded"]:
+            line += "; WARNING: an audit exceeded the calibrated bound, verdicts are not proven equal to fp32"
+        return [line]
 
 
 def _decode_all(paths: List[Path]) -> np.ndarray:
@@ -133,7 +214,7 @@ def _broadcast(value, rank: int, world: int):
 
 def run_challenge(model: BgModel, data: str | Path, store: Store, cfg: ChallengeConfig,
                   out_dir: Optional[str | Path] = None, progress: bool = True) -> Optional[ChallengeReport]:
-    """Run (or resume) the challenge; returns the report on rank 0 and None on other ranks."""
+    """Run (or resume, or extend) the challenge; returns the report on rank 0 and None on other ranks."""
     t0 = time.time()
     world, rank, device = _dist_setup(cfg.device)
     layout = discover(data, variants=["original", "only_bg_t"])
@@ -143,26 +224,27 @@ def run_challenge(model: BgModel, data: str | Path, store: Store, cfg: Challenge
     fg_labels = np.array([it.label for it, _ in pairs])
     bg_items, backgrounds = load_backgrounds(layout)
     bg_labels = np.array([it.label for it in bg_items])
+    plan = SamplePlan.build(cfg.seed, fg_ids, fg_labels, sample=cfg.sample, halfwidth=cfg.halfwidth,
+                            chunk=cfg.chunk_size(world))
 
     run_id = None
     if rank == 0:
         spec = model.spec.to_dict()
         fingerprint = layout.fingerprint()
         run_id = store.find_resumable("challenge", model.spec.name, spec.get("checkpoint_sha256"), fingerprint,
-                                      cfg.identity())
+                                      cfg.identity(), statuses=("running", "sampled"))
         if run_id is not None:
             done_before = len(store.challenge_results(run_id))
             print(f"resuming challenge run {run_id}: {done_before}/{len(pairs)} foregrounds already done")
         else:
             run_id = store.start_run("challenge", model.spec.name, spec, cfg.identity(), data_root=str(layout.root),
-                                     data_fingerprint=fingerprint)
+                                     data_fingerprint=fingerprint, seed=cfg.seed)
     run_id = _broadcast(run_id, rank, world)
     done = {r["image_id"]: r for r in store.challenge_results(run_id)}
-    mine = [i for i in range(len(pairs)) if i % world == rank and fg_ids[i] not in done]
 
     model = model.to(device).eval()
     engine = ChallengeEngine(model, backgrounds.to(device), torch.from_numpy(bg_labels), mapping=cfg.mapping,
-                             batch_size=cfg.batch_size, precision=cfg.precision)
+                             batch_size=cfg.batch_size, precision=cfg.precision, verify_safety=cfg.verify_safety)
     bg_index = {it.image_id: j for j, it in enumerate(bg_items)}
     for r in done.values():  # warm the ordering with what earlier runs learnt
         if r["fooling_bg"] in bg_index:
@@ -177,21 +259,12 @@ def run_challenge(model: BgModel, data: str | Path, store: Store, cfg: Challenge
             dist.barrier()
         matrix = np.load(path, mmap_mode="r+")
 
-    fg_images, fg_masks = load_foregrounds(layout, pairs, mine)
-    clean = {}
-    for s in range(0, len(mine), cfg.batch_size):
-        preds = engine.predict_uint8(fg_images[s:s + cfg.batch_size].to(device)).cpu().tolist()
-        clean.update({mine[s + k]: p for k, p in enumerate(preds)})
-
+    fooled_by_id = {i: bool(r["fooled"]) for i, r in done.items()}
     buffer: List[tuple] = []
-
-    def record(r: FgResult) -> None:
-        i = mine[r.index]
-        bg = bg_items[r.fooling_bg].image_id if r.fooled else None
-        buffer.append((fg_ids[i], int(fg_labels[i]), int(clean[i]), int(r.fooled), int(r.pairs), bg,
-                       int(r.fooling_pred) if r.fooled else None))
-        if len(buffer) >= cfg.save_every:
-            flush()
+    from tqdm import tqdm
+    todo = sum(1 for s, e in plan.chunks() for i in plan.shard(s, e, rank, world) if fg_ids[i] not in done)
+    bar = tqdm(total=todo, desc="challenge --full" if cfg.full else "challenge", unit="fg",
+               disable=not progress or rank != 0, leave=False)
 
     def flush() -> None:
         if matrix is not None:
@@ -199,34 +272,109 @@ def run_challenge(model: BgModel, data: str | Path, store: Store, cfg: Challenge
         store.add_challenge_results(run_id, buffer)
         buffer.clear()
 
-    local = list(range(len(mine)))
-    if cfg.full:
-        from tqdm import tqdm
-        for j in tqdm(local, desc="challenge --full", unit="fg", disable=not progress, leave=False):
-            row = engine.full_row(fg_images[j], fg_masks[j])
-            matrix[mine[j]] = row
-            wrong = np.nonzero(row != fg_labels[mine[j]])[0]
-            record(FgResult(j, bool(len(wrong)), len(row), int(wrong[0]) if len(wrong) else -1,
-                            (int(row[wrong[0]]) if row[wrong[0]] != 255 else -1) if len(wrong) else -2))
-    else:
-        engine.verdicts(fg_images, fg_masks, fg_labels[mine], local, on_result=record, progress=progress)
-    flush()
+    def run_chunk(mine: List[int]) -> None:
+        """Verdicts (or full rows) for foregrounds `mine` (positions into `pairs`), stored as they come."""
+        fg_images, fg_masks = load_foregrounds(layout, pairs, mine)
+        clean = {}
+        for s in range(0, len(mine), cfg.batch_size):
+            preds = engine.predict_uint8(fg_images[s:s + cfg.batch_size].to(device)).cpu().tolist()
+            clean.update({mine[s + k]: p for k, p in enumerate(preds)})
+
+        def record(r: FgResult) -> None:
+            i = mine[r.index]
+            bg = bg_items[r.fooling_bg].image_id if r.fooled else None
+            buffer.append((fg_ids[i], int(fg_labels[i]), int(clean[i]), int(r.fooled), int(r.pairs), bg,
+                           int(r.fooling_pred) if r.fooled else None))
+            fooled_by_id[fg_ids[i]] = bool(r.fooled)
+            bar.update(1)
+            if len(buffer) >= cfg.save_every:
+                flush()
+
+        local = list(range(len(mine)))
+        if cfg.full:
+            for j in local:
+                row = engine.full_row(fg_images[j], fg_masks[j])
+                matrix[mine[j]] = row
+                wrong = np.nonzero(row != fg_labels[mine[j]])[0]
+                record(FgResult(j, bool(len(wrong)), len(row), int(wrong[0]) if len(wrong) else -1,
+                                (int(row[wrong[0]]) if row[wrong[0]] != 255 else -1) if len(wrong) else -2))
+        else:
+            engine.verdicts(fg_images, fg_masks, fg_labels[mine], local, on_result=record, progress=False)
+        flush()
+
+    held = seen = 0  # never-fooled foregrounds, and foregrounds, in the done prefix (all ranks)
+    for start, end in plan.chunks():
+        mine = [i for i in plan.shard(start, end, rank, world) if fg_ids[i] not in done]
+        if mine:
+            run_chunk(mine)
+        if plan.halfwidth is None:
+            continue
+        counts = torch.tensor([sum(not fooled_by_id[fg_ids[i]] for i in plan.shard(start, end, rank, world)),
+                               end - start if rank == 0 else 0], dtype=torch.long)
+        if world > 1:
+            dist.all_reduce(counts)
+        held, seen = held + int(counts[0]), seen + int(counts[1])
+        if plan.should_stop(held, seen):
+            break
+    bar.close()
     pairs_here = torch.tensor([engine.stats.pairs], dtype=torch.long)
+    verified = _reduce_verified(engine, world)
     if world > 1:
         dist.all_reduce(pairs_here)
         dist.barrier()
     if rank != 0:
         return None
-    report = _finish(store, run_id, model, layout, pairs, bg_items, fg_labels, bg_labels, matrix, out_dir)
+    report = _finish(store, run_id, model, layout, pairs, bg_items, fg_labels, bg_labels, matrix, out_dir,
+                     plan=plan, cfg=cfg)
     report.pairs = int(pairs_here)
     report.seconds = round(time.time() - t0, 2)
     store.add_metric(run_id, "challenge_pairs", report.pairs)
+    if verified is not None:
+        report.precision = verified
+        _record_verified(store, run_id, verified)
     return report
 
 
-def _finish(store, run_id, model, layout, pairs, bg_items, fg_labels, bg_labels, matrix, out_dir) -> ChallengeReport:
+def _reduce_verified(engine: ChallengeEngine, world: int) -> Optional[dict]:
+    """bf16-verified counts summed over ranks, deviations and delta their maximum (None for other precisions)."""
+    if engine.verifier is None:
+        return None
+    st = engine.verifier.stats.as_dict()
+    summed = ("composites", "rechecked", "calibration", "audited")
+    maxed = ("max_deviation", "calibration_deviation", "delta", "exceeded")
+    if world > 1:
+        s = torch.tensor([float(st[k]) for k in summed], dtype=torch.float64)
+        m = torch.tensor([float(st[k]) for k in maxed], dtype=torch.float64)
+        dist.all_reduce(s)
+        dist.all_reduce(m, op=dist.ReduceOp.MAX)
+        st.update({k: int(v) for k, v in zip(summed, s.tolist())})
+        st.update(dict(zip(maxed, m.tolist())))
+        st["exceeded"] = bool(st["exceeded"])
+    return st
+
+
+def _record_verified(store: Store, run_id: int, v: dict) -> None:
+    """What a bf16-verified run must keep (counts are this invocation's, like challenge_pairs)."""
+    store.add_metric(run_id, "bf16_rechecked", v["rechecked"], n=v["composites"])
+    store.add_metric(run_id, "bf16_delta", v["delta"])
+    store.add_metric(run_id, "bf16_safety", v["safety"])
+    store.add_metric(run_id, "bf16_max_deviation", v["max_deviation"], n=v["calibration"] + v["audited"])
+    store.add_metric(run_id, "bf16_exceeded", float(v["exceeded"]))
+
+
+def _finish(store, run_id, model, layout, pairs, bg_items, fg_labels, bg_labels, matrix, out_dir,
+            plan: Optional[SamplePlan] = None, cfg: Optional[ChallengeConfig] = None) -> ChallengeReport:
     rows = {r["image_id"]: r for r in store.challenge_results(run_id)}
     fg_ids = [it.image_id for it, _ in pairs]
+    # a sampled run: the estimate is over the longest done prefix of the seeded order
+    n_sample = done_prefix(plan.order, fg_ids, rows) if plan is not None else len(fg_ids)
+    estimate = n_sample < len(fg_ids) and cfg is not None and cfg.sampled
+    if estimate:
+        if n_sample == 0:
+            raise RuntimeError(f"challenge run {run_id} has no verdicts in its sample")
+        sel = np.array(sorted(plan.order[:n_sample]))
+        fg_ids = [fg_ids[i] for i in sel]
+        fg_labels = fg_labels[sel]
     missing = [i for i in fg_ids if i not in rows]
     if missing:
         raise RuntimeError(f"challenge run {run_id} is missing {len(missing)} foregrounds after all ranks finished")
@@ -237,6 +385,11 @@ def _finish(store, run_id, model, layout, pairs, bg_items, fg_labels, bg_labels,
     store.add_metric(run_id, "challenge_accuracy", chal.value, chal.lo, chal.hi, chal.n)
     store.add_metric(run_id, "clean_accuracy", clean.value, clean.lo, clean.hi, clean.n)
     store.add_metric(run_id, "fooled", float(fooled.sum()), n=len(fooled))
+    sample = None
+    if cfg is not None and cfg.sampled:
+        sample = {"seed": cfg.seed, "n": len(fg_ids), "population": len(pairs), "requested": cfg.sample,
+                  "halfwidth_target": cfg.halfwidth, "halfwidth": wilson_halfwidth(int((~fooled).sum()), len(fooled))}
+        store.add_metric(run_id, "challenge_sample_n", len(fg_ids), n=len(pairs))
     per_class = []
     full = None
     files: Dict[str, str] = {}
@@ -263,7 +416,7 @@ def _finish(store, run_id, model, layout, pairs, bg_items, fg_labels, bg_labels,
             store.add_metric(run_id, "class_fool_rate", row["class_fool_rate"], variant=name)
         store.add_metric(run_id, "challenge_accuracy_class", row["challenge"], n=row["n"], variant=name)
         per_class.append(row)
-    store.finish_run(run_id)
+    store.finish_run(run_id, status="sampled" if estimate else "done")
     return ChallengeReport(model=model.spec.name, data=str(layout.root), run_id=run_id, challenge_accuracy=chal,
                            clean_accuracy=clean, fooled=int(fooled.sum()), total=len(fooled), per_class=per_class,
-                           full=full, files=files)
+                           full=full, files=files, estimate=estimate, sample=sample)
