@@ -184,25 +184,3 @@ def test_halfwidth_stops_at_the_first_chunk_where_the_interval_is_narrow_enough(
     assert wilson_halfwidth(sum(held[:n - chunk]), n - chunk) > 0.09  # one chunk earlier was not enough
 
 
-
-def test_spare_batch_room_goes_to_survivors_so_batches_stay_full(colour_root):
-    """Few active foregrounds (a run's or a chunk's tail): their chunks grow to fill each batch."""
-    import math
-
-    import torch
-    from bgbench.data import discover
-    from bgbench.evaluate.challenge import ChallengeEngine
-    from bgbench.evaluate.challenge_run import load_backgrounds, load_foregrounds
-    layout = discover(colour_root, variants=["original", "only_bg_t"])
-    pairs = layout.foregrounds()
-    bg_items, bg = load_backgrounds(layout)
-    fg, masks = load_foregrounds(layout, pairs, list(range(len(pairs))))
-    labels = np.array([it.label for it, _ in pairs])
-    model = colour_model()
-    survivors = [i for i in range(len(pairs)) if masks[i].sum() >= 81]  # 9x9 squares outweigh every patch
-    assert len(survivors) >= 2
-    engine = ChallengeEngine(model, bg, torch.tensor([it.label for it in bg_items]), batch_size=64)
-    results = engine.verdicts(fg, masks, labels, survivors[:2], progress=False)
-    assert [r.fooled for r in results] == [False, False]
-    assert engine.stats.pairs == 2 * len(bg)
-    assert engine.stats.batches == math.ceil(2 * len(bg) / 64)  # doubling chunks capped at 32 alone: 13

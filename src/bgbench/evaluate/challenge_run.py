@@ -165,8 +165,13 @@ class ChallengeReport:
         return [line]
 
 
-def _decode_all(paths: List[Path]) -> np.ndarray:
-    with ThreadPoolExecutor(max_workers=4) as pool:
+def decode_workers() -> int:
+    """Threads for decoding (PIL releases the GIL while it decodes): one per core, 2 to 8."""
+    return min(8, max(2, os.cpu_count() or 1))
+
+
+def _decode_all(paths: List[Path], workers: Optional[int] = None) -> np.ndarray:
+    with ThreadPoolExecutor(max_workers=workers or decode_workers()) as pool:
         arrays = list(pool.map(decode_image, paths))
     shapes = {a.shape for a in arrays}
     if len(shapes) > 1:
@@ -174,9 +179,9 @@ def _decode_all(paths: List[Path]) -> np.ndarray:
     return np.stack(arrays) if arrays else np.zeros((0, 1, 1, 3), np.uint8)
 
 
-def load_backgrounds(layout: Layout):
+def load_backgrounds(layout: Layout, workers: Optional[int] = None):
     items = layout.items("only_bg_t")
-    return items, torch.from_numpy(_decode_all([it.path for it in items]))
+    return items, torch.from_numpy(_decode_all([it.path for it in items], workers))
 
 
 def load_foregrounds(layout: Layout, pairs, indices: List[int]):
@@ -248,7 +253,7 @@ def run_challenge(model: BgModel, data: str | Path, store: Store, cfg: Challenge
     bg_index = {it.image_id: j for j, it in enumerate(bg_items)}
     for r in done.values():  # warm the ordering with what earlier runs learnt
         if r["fooling_bg"] in bg_index:
-            engine.fool_counts[bg_index[r["fooling_bg"]]] += 1
+            engine.warm(bg_index[r["fooling_bg"]], int(r["label"]))
 
     matrix = None
     if cfg.full:
