@@ -236,3 +236,44 @@ def test_torchrun_two_processes_match_one(model_ckpt, synth_root, tmp_path):
     assert two.returncode == 0, two.stderr[-3000:]
     assert _results(tmp_path / "one.db") == _results(tmp_path / "two.db")
     assert two.stdout.count("challenge accuracy") == 1  # only rank 0 reports
+
+
+def test_bf16_verified_equals_fp32_on_a_trained_model(model_ckpt, tensors):
+    fg, masks, labels, bg, bg_labels = tensors
+    model = create_model(f"file:{model_ckpt}")
+    out = {}
+    for precision in ("fp32", "bf16-verified"):
+        engine = ChallengeEngine(model, bg, torch.from_numpy(bg_labels), batch_size=16, precision=precision)
+        rows = np.stack([engine.full_row(fg[i], masks[i]) for i in range(12)])
+        fresh = ChallengeEngine(model, bg, torch.from_numpy(bg_labels), batch_size=16, precision=precision)
+        verdicts = {r.index: (r.fooled, r.fooling_bg) for r in fresh.verdicts(fg, masks, labels, range(len(fg)),
+                                                                              progress=False)}
+        out[precision] = rows, verdicts, engine
+    assert (out["fp32"][0] == out["bf16-verified"][0]).all()  # every prediction, not only verdicts
+    assert out["fp32"][1] == out["bf16-verified"][1]
+    st = out["bf16-verified"][2].verifier.stats
+    assert st.composites == out["fp32"][0].size and st.calibration == 32 and st.calibration_deviation > 0
+
+
+def test_cli_bf16_verified_and_sample(model_ckpt, synth_root, tmp_path):
+    import json
+    base = ["challenge", "--model", f"file:{model_ckpt}", "--data", synth_root, "--quiet", "--batch-size", "16"]
+    ref = run_cli(*base, "--db", tmp_path / "a.db", "--json")
+    ver = run_cli(*base, "--db", tmp_path / "b.db", "--json", "--precision", "bf16-verified", "--verify-safety", "6")
+    assert ref.returncode == 0 and ver.returncode == 0, ver.stderr
+    assert _results(tmp_path / "a.db") == _results(tmp_path / "b.db")
+    out = json.loads(ver.stdout)
+    assert out["precision"]["safety"] == 6 and out["precision"]["composites"] > 0 and out["estimate"] is False
+    assert json.loads(ref.stdout)["precision"] is None
+    con = sqlite3.connect(tmp_path / "b.db")
+    stored = dict(con.execute("SELECT name, value FROM metrics WHERE name LIKE 'bf16_%'").fetchall())
+    assert stored["bf16_safety"] == 6 and stored["bf16_rechecked"] == out["precision"]["rechecked"]
+    table = run_cli(*base, "--db", tmp_path / "c.db", "--precision", "bf16-verified")
+    assert "bf16-verified:" in table.stdout and "rechecked in fp32" in table.stdout
+    sampled = run_cli(*base, "--db", tmp_path / "d.db", "--sample", "18", "--seed", "3", "--json")
+    assert sampled.returncode == 0, sampled.stderr
+    s = json.loads(sampled.stdout)
+    assert s["estimate"] is True and s["sample"]["n"] == 18 and s["sample"]["seed"] == 3 and s["total"] == 18
+    assert [r["n"] for r in s["per_class"]] == [2] * 9
+    printed = run_cli(*base, "--db", tmp_path / "d.db", "--sample", "27", "--seed", "3")
+    assert "ESTIMATE from a seeded sample of 27 of 36" in printed.stdout and "resuming challenge run 1" in printed.stderr

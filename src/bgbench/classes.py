@@ -10,8 +10,12 @@ import enum
 import json
 from functools import lru_cache
 from importlib.resources import files
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import torch
 
 IN9_FOLDERS = (
     "00_dog",

@@ -11,7 +11,7 @@ import os
 import sqlite3
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterable, List, Optional
+from typing import Iterable, List, Optional, Sequence
 
 from .version import __version__
 
@@ -183,16 +183,19 @@ class Store:
         self.insert("metrics", run_id, [(name, variant, value, lo, hi, n)])
 
     def find_resumable(self, kind: str, model: Optional[str], spec: Optional[dict], data_fingerprint: str,
-                       config: dict) -> Optional[int]:
+                       config: dict, statuses: Sequence[str] = ("running",)) -> Optional[int]:
         """The newest unfinished run of exactly this job, if any (what a rerun continues).
 
         The whole resolved spec takes part (architecture, mean/std, checkpoint sha256, the seed of
         a random init), so a run never continues under another model or another normalization.
+        `statuses`: which statuses count as unfinished (a sampled challenge run, 'sampled', can be
+        extended).
         """
+        marks = ",".join("?" * len(statuses))
         row = self.conn.execute(
-            "SELECT id FROM runs WHERE kind=? AND status='running' AND model IS ? AND spec IS ? "
+            f"SELECT id FROM runs WHERE kind=? AND status IN ({marks}) AND model IS ? AND spec IS ? "
             "AND data_fingerprint=? AND config=? ORDER BY id DESC LIMIT 1",
-            (kind, model, _dumps(spec), data_fingerprint, _dumps(config))).fetchone()
+            (kind, *statuses, model, _dumps(spec), data_fingerprint, _dumps(config))).fetchone()
         return int(row["id"]) if row else None
 
     def add_challenge_results(self, run_id: int, rows: Iterable[tuple]) -> None:

@@ -141,8 +141,6 @@ def gradcam_batch(model, layer, x):
 def probe_saliency(model, data, cfg: SaliencyConfig, out_dir: Optional[str | Path] = None, progress: bool = True,
                    limit: Optional[int] = None) -> SaliencyResult:
     """Grad-CAM alignment of `model` on the originals and masks of `data`."""
-    import torch
-
     from .. import console
     from ..api import resolve_layout
     from ..evaluate.predict import check_compatible

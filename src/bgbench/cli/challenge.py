@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..evaluate.challenge_config import PRECISIONS
+from ..evaluate.challenge_config import DEFAULT_SAFETY, PRECISIONS
 from .common import add_db_arg, add_mapping_arg, add_model_args, add_output_args, create_model, emit
 
 
@@ -13,7 +13,20 @@ def register(sub) -> None:
     p.add_argument("--data", required=True, help="dataset root with original/, only_bg_t/ and fg_mask/")
     add_mapping_arg(p)
     p.add_argument("--precision", choices=PRECISIONS, default="fp32",
-                   help="fp32 is exact; bf16/fp16 autocast is for GPUs")
+                   help="fp32 is exact; bf16-verified runs bf16 and recomputes in fp32 every composite whose "
+                        "decision margin is within the measured bf16 error (the verdicts of fp32); plain "
+                        "bf16/fp16 autocast is not exact")
+    p.add_argument("--verify-safety", type=float, default=DEFAULT_SAFETY, metavar="F",
+                   help="bf16-verified: safety factor on the measured bf16 logit deviation (default %(default)s, "
+                        "recorded)")
+    p.add_argument("--sample", type=int, metavar="N",
+                   help="estimate from the first N foregrounds of a seeded order stratified by class, each against "
+                        "every background (exact verdicts, a Wilson interval for the share); rerun with a larger N "
+                        "or without --sample to extend the same run")
+    p.add_argument("--halfwidth", type=float, metavar="H",
+                   help="visit foregrounds in the seeded order and stop once the 95%% interval's half-width is <= H "
+                        "(0 < H < 0.5)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the foreground order (default %(default)s)")
     p.add_argument("--full", action="store_true",
                    help="compute every foreground x background prediction (uint8 memmap): ASR, class fool "
                         "rates, top-5 backgrounds grid and ASR histogram")
@@ -28,7 +41,8 @@ def run(args: argparse.Namespace) -> int:
     from ..evaluate.challenge_run import ChallengeConfig, run_challenge
     from ..store import Store
     cfg = ChallengeConfig(batch_size=args.batch_size, mapping=args.mapping, precision=args.precision,
-                          full=args.full, save_every=args.save_every, device=args.device)
+                          full=args.full, save_every=args.save_every, device=args.device, sample=args.sample,
+                          halfwidth=args.halfwidth, seed=args.seed, verify_safety=args.verify_safety)
     model = create_model(args)
     with Store(args.db) as store:
         report = run_challenge(model, args.data, store, cfg, out_dir=args.out, progress=not args.quiet)

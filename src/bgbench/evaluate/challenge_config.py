@@ -1,33 +1,78 @@
 """The challenge's configuration, free of torch so that the CLI's choices cost no import."""
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
+from typing import Optional
 
 from .. import checks
 from ..classes import Mapping
 from ..errors import BgbenchError
 
-PRECISIONS = ("fp32", "bf16", "fp16")
+#: fp32 is exact; bf16-verified rechecks in fp32 every composite near a decision boundary; bf16
+#: and fp16 are plain autocast (fp16 needs a GPU).
+PRECISIONS = ("fp32", "bf16-verified", "bf16", "fp16")
+#: bf16-verified: the factor on the largest bf16-vs-fp32 deviation measured on the run's first batches.
+DEFAULT_SAFETY = 4.0
 
 
 @dataclass
 class ChallengeConfig:
+    """How to run the challenge.
+
+    Attributes:
+        sample: evaluate only the first N foregrounds of the seeded, class-stratified order (an
+            estimate with a Wilson interval; each verdict is still exact).
+        halfwidth: stop at the first chunk where the 95% Wilson half-width is at most this.
+        seed: the seed of the visiting order (part of the run's identity).
+        verify_safety: for precision 'bf16-verified', the factor on the measured bf16 deviation.
+    """
+
     batch_size: int = 64
     mapping: str = "argmax"
     precision: str = "fp32"
     full: bool = False
     save_every: int = 16
     device: str = "cpu"
+    sample: Optional[int] = None
+    halfwidth: Optional[float] = None
+    seed: int = 0
+    verify_safety: float = DEFAULT_SAFETY
 
     def __post_init__(self):
+        for name, value in (("--batch-size", self.batch_size), ("--save-every", self.save_every),
+                            ("--sample", self.sample), ("--seed", self.seed)):
+            if value is not None and (not isinstance(value, numbers.Integral) or isinstance(value, bool)):
+                raise BgbenchError(f"{name} must be a whole number, not {value!r}")
         checks.at_least("--batch-size", self.batch_size, 1)
         checks.at_least("--save-every", self.save_every, 1)
+        checks.at_least("--sample", self.sample, 1)
+        checks.within("--halfwidth", self.halfwidth, 0, 0.5, open_low=True, open_high=True)
+        checks.at_least("--verify-safety", self.verify_safety, 1)
         checks.one_of("--mapping", self.mapping, [m.value for m in Mapping])
         checks.one_of("--precision", self.precision, PRECISIONS)
         checks.device(self.device)
         if self.precision == "fp16" and not self.device.startswith("cuda"):
-            raise BgbenchError("--precision fp16 needs a GPU (--device cuda); on a CPU use fp32 (exact) or bf16")
+            raise BgbenchError("--precision fp16 needs a GPU (--device cuda); on a CPU use fp32 (exact), "
+                               "bf16-verified or bf16")
+        if self.full and self.sampled:
+            raise BgbenchError("--full computes every foreground's whole row; it cannot be combined with "
+                               "--sample or --halfwidth")
+
+    @property
+    def sampled(self) -> bool:
+        return self.sample is not None or self.halfwidth is not None
 
     def identity(self) -> dict:
-        """What makes two runs the same job (batch size and device do not change verdicts)."""
-        return {"mapping": self.mapping, "precision": self.precision, "full": self.full}
+        """What makes two runs the same job. Batch size and device do not change verdicts; nor do
+        `sample` and `halfwidth`, which only say how far along the seeded order to go, so a larger
+        sample or a full run continues a sampled one."""
+        return {"mapping": self.mapping, "precision": self.precision, "full": self.full, "seed": self.seed}
+
+    def chunk_size(self, world: int = 1) -> int:
+        """Foregrounds per chunk of the visiting order: small when a stopping rule is checked at
+        every chunk boundary, larger otherwise (it bounds the foregrounds decoded at once)."""
+        per_rank = max(32, 2 * self.batch_size) if self.halfwidth is not None else max(256, 8 * self.batch_size)
+        return per_rank * world
+
+

@@ -1,8 +1,14 @@
 """Running the Backgrounds Challenge: data loading, resumable progress, torchrun sharding, results.
 
-I/O lives here; the verdict logic is `challenge.ChallengeEngine`. Under `torchrun`, foregrounds
-are sharded across ranks (i % world_size == rank), every rank writes its own progress rows to
-the store, and rank 0 merges them once all ranks are done.
+I/O lives here; the verdict logic is `challenge.ChallengeEngine`, the visiting order and stopping
+rule `challenge_sample`. Foregrounds are visited in the run's seeded order, in chunks; under
+`torchrun` each chunk is sharded across ranks (position % world_size == rank), every rank writes
+its own progress rows to the store, and rank 0 merges them once all ranks are done.
+
+Sampled runs (`sample`, `halfwidth`): the run's identity holds the seed but not the sample size,
+so rerunning with a larger `sample`, or with neither option, continues the same run and reuses
+every stored verdict. A run that stops before the last foreground is finished with status
+'sampled' (an estimate; resumable, and not ranked by the leaderboard, which reads 'done' runs).
 
 Verdict rows are committed as they come (that is what makes a killed run resumable); the
 summary (accuracy, per-class rates, ASR) is computed by `summarize`, which writes nothing, and
@@ -22,15 +28,15 @@ import torch
 import torch.distributed as dist
 
 from .. import console, runs
-from ..classes import Mapping
 from ..data.images import decode_image, load_mask
 from ..data.layout import Layout, discover
 from ..errors import DataError
 from ..models.spec import BgModel
 from ..store import Store
-from .challenge_config import ChallengeConfig  # noqa: F401 (re-exported)
 from .challenge import (ChallengeEngine, FgResult, attack_success_rates, class_fool_rates, top_backgrounds,
                         verdicts_from_matrix)
+from .challenge_config import ChallengeConfig
+from .challenge_sample import SamplePlan, done_prefix, wilson_halfwidth
 from .metrics import Estimate, accuracy
 from .predict import check_compatible
 
@@ -49,6 +55,9 @@ class ChallengeReport:
     seconds: float = 0.0
     full: Optional[dict] = None
     files: Dict[str, str] = field(default_factory=dict)
+    estimate: bool = False  # True when only a sample of the foregrounds was evaluated
+    sample: Optional[dict] = None  # seed, n, population, requested, halfwidth_target, halfwidth
+    precision: Optional[dict] = None  # bf16-verified: VerifiedStats.as_dict()
     asr_rows: List[tuple] = field(default_factory=list, repr=False)
 
     def metric_rows(self) -> List[tuple]:
@@ -61,19 +70,30 @@ class ChallengeReport:
             rows.append(("challenge_accuracy_class", row["class"], row["challenge"], None, None, row["n"]))
             if "class_fool_rate" in row:
                 rows.append(("class_fool_rate", row["class"], row["class_fool_rate"], None, None, None))
+        if self.sample is not None:
+            rows.append(("challenge_sample_n", "", self.sample["n"], None, None, self.sample["population"]))
+        if self.precision is not None:  # what a bf16-verified run must keep (this invocation's counts)
+            v = self.precision
+            rows += [("bf16_rechecked", "", v["rechecked"], None, None, v["composites"]),
+                     ("bf16_delta", "", v["delta"], None, None, None),
+                     ("bf16_safety", "", v["safety"], None, None, None),
+                     ("bf16_max_deviation", "", v["max_deviation"], None, None, v["calibration"] + v["audited"]),
+                     ("bf16_exceeded", "", float(v["exceeded"]), None, None, None)]
         return rows
 
     def table_rows(self) -> Dict[str, List[tuple]]:
         return {"challenge_bg": self.asr_rows}
 
     def outputs(self) -> dict:
-        return {"files": self.files, "seconds": self.seconds, **({"matrix": self.full["matrix"]} if self.full else {})}
+        return {"files": self.files, "seconds": self.seconds, "estimate": self.estimate, "sample": self.sample,
+                **({"matrix": self.full["matrix"]} if self.full else {})}
 
     def to_dict(self) -> dict:
         return {"model": self.model, "data": self.data, "run_id": self.run_id,
                 "challenge_accuracy": self.challenge_accuracy.as_dict(), "clean_accuracy": self.clean_accuracy.as_dict(),
                 "fooled": self.fooled, "total": self.total, "per_class": self.per_class, "pairs": self.pairs,
-                "seconds": self.seconds, "full": self.full, "files": self.files}
+                "seconds": self.seconds, "full": self.full, "files": self.files, "estimate": self.estimate,
+                "sample": self.sample, "precision": self.precision}
 
     def table(self) -> str:
         c, k = self.challenge_accuracy, self.clean_accuracy
@@ -82,6 +102,7 @@ class ChallengeReport:
                  f"({self.total - self.fooled}/{self.total} foregrounds never fooled)",
                  f"clean accuracy     {100 * k.value:5.1f}%  [{100 * k.lo:.1f}%, {100 * k.hi:.1f}%]  (original)",
                  f"fooled foregrounds {self.fooled}/{self.total}",
+                 *self._sample_lines(), *self._precision_lines(),
                  "", f"{'class':<24} {'n':>5} {'clean':>7} {'challenge':>10}" +
                  (f" {'fool rate':>10}" if self.full else "")]
         for row in self.per_class:
@@ -94,9 +115,34 @@ class ChallengeReport:
             lines.extend(f"{k}: {v}" for k, v in self.files.items())
         return "\n".join(lines)
 
+    def _sample_lines(self) -> List[str]:
+        if not self.estimate or not self.sample:
+            return []
+        s = self.sample
+        return [f"ESTIMATE from a seeded sample of {s['n']} of {s['population']} foregrounds (seed {s['seed']}, "
+                f"stratified by class): 95% Wilson interval half-width {100 * s['halfwidth']:.1f} points; "
+                "each verdict is exact. Rerun without --sample to extend it to the full set."]
 
-def _decode_all(paths: List[Path]) -> np.ndarray:
-    with ThreadPoolExecutor(max_workers=4) as pool:
+    def _precision_lines(self) -> List[str]:
+        if not self.precision:
+            return []
+        p = self.precision
+        line = (f"bf16-verified: {p['rechecked']} of {p['composites']} composites rechecked in fp32 "
+                f"(margin <= delta {p['delta']:.3g} = 2 x safety {p['safety']:g} x measured deviation "
+                f"{p['calibration_deviation']:.3g}; {p['calibration'] + p['audited']} run in both precisions, "
+                f"largest deviation {p['max_deviation']:.3g})")
+        if p["exceeded"]:
+            line += "; WARNING: an audit exceeded the calibrated bound, verdicts are not proven equal to fp32"
+        return [line]
+
+
+def decode_workers() -> int:
+    """Threads for decoding (PIL releases the GIL while it decodes): one per core, 2 to 8."""
+    return min(8, max(2, os.cpu_count() or 1))
+
+
+def _decode_all(paths: List[Path], workers: Optional[int] = None) -> np.ndarray:
+    with ThreadPoolExecutor(max_workers=workers or decode_workers()) as pool:
         arrays = list(pool.map(decode_image, paths))
     shapes = {a.shape for a in arrays}
     if len(shapes) > 1:
@@ -104,9 +150,9 @@ def _decode_all(paths: List[Path]) -> np.ndarray:
     return np.stack(arrays) if arrays else np.zeros((0, 1, 1, 3), np.uint8)
 
 
-def load_backgrounds(layout: Layout):
+def load_backgrounds(layout: Layout, workers: Optional[int] = None):
     items = layout.items("only_bg_t")
-    return items, torch.from_numpy(_decode_all([it.path for it in items]))
+    return items, torch.from_numpy(_decode_all([it.path for it in items], workers))
 
 
 def load_foregrounds(layout: Layout, pairs, indices: List[int]):
@@ -146,7 +192,7 @@ def _broadcast(value, rank: int, world: int):
 
 def run_challenge(model: BgModel, data: str | Path, store: Store, cfg: ChallengeConfig,
                   out_dir: Optional[str | Path] = None, progress: bool = True) -> Optional[ChallengeReport]:
-    """Run (or resume) the challenge; returns the report on rank 0 and None on other ranks."""
+    """Run (or resume, or extend) the challenge; returns the report on rank 0 and None on other ranks."""
     t0 = time.time()
     world, rank, device = _dist_setup(cfg.device)
     layout = discover(data, variants=["original", "only_bg_t"])
@@ -156,11 +202,14 @@ def run_challenge(model: BgModel, data: str | Path, store: Store, cfg: Challenge
     fg_labels = np.array([it.label for it, _ in pairs])
     bg_items, backgrounds = load_backgrounds(layout)
     bg_labels = np.array([it.label for it in bg_items])
+    plan = SamplePlan.build(cfg.seed, fg_ids, fg_labels, sample=cfg.sample, halfwidth=cfg.halfwidth,
+                            chunk=cfg.chunk_size(world))
 
     run_id = None
     if rank == 0:
-        prov = runs.Provenance.of("challenge", cfg.identity(), model=model, layout=layout)
-        run_id = store.find_resumable("challenge", prov.model, prov.spec, prov.data_fingerprint, prov.config)
+        prov = runs.Provenance.of("challenge", cfg.identity(), model=model, layout=layout, seed=cfg.seed)
+        run_id = store.find_resumable("challenge", prov.model, prov.spec, prov.data_fingerprint, prov.config,
+                                      statuses=("running", "sampled"))
         if run_id is not None:
             done_before = len(store.challenge_results(run_id))
             console.status(f"resuming challenge run {run_id}: {done_before}/{len(pairs)} foregrounds already done")
@@ -168,15 +217,14 @@ def run_challenge(model: BgModel, data: str | Path, store: Store, cfg: Challenge
             run_id = runs.start(store, prov)
     run_id = _broadcast(run_id, rank, world)
     done = {r["image_id"]: r for r in store.challenge_results(run_id)}
-    mine = [i for i in range(len(pairs)) if i % world == rank and fg_ids[i] not in done]
 
     model = model.to(device).eval()
     engine = ChallengeEngine(model, backgrounds.to(device), torch.from_numpy(bg_labels), mapping=cfg.mapping,
-                             batch_size=cfg.batch_size, precision=cfg.precision)
+                             batch_size=cfg.batch_size, precision=cfg.precision, verify_safety=cfg.verify_safety)
     bg_index = {it.image_id: j for j, it in enumerate(bg_items)}
     for r in done.values():  # warm the ordering with what earlier runs learnt
         if r["fooling_bg"] in bg_index:
-            engine.fool_counts[bg_index[r["fooling_bg"]]] += 1
+            engine.warm(bg_index[r["fooling_bg"]], int(r["label"]))
 
     matrix = None
     if cfg.full:
@@ -187,21 +235,11 @@ def run_challenge(model: BgModel, data: str | Path, store: Store, cfg: Challenge
             dist.barrier()
         matrix = np.load(path, mmap_mode="r+")
 
-    fg_images, fg_masks = load_foregrounds(layout, pairs, mine)
-    clean = {}
-    for s in range(0, len(mine), cfg.batch_size):
-        preds = engine.predict_uint8(fg_images[s:s + cfg.batch_size].to(device)).cpu().tolist()
-        clean.update({mine[s + k]: p for k, p in enumerate(preds)})
-
+    fooled_by_id = {i: bool(r["fooled"]) for i, r in done.items()}
     buffer: List[tuple] = []
-
-    def record(r: FgResult) -> None:
-        i = mine[r.index]
-        bg = bg_items[r.fooling_bg].image_id if r.fooled else None
-        buffer.append((fg_ids[i], int(fg_labels[i]), int(clean[i]), int(r.fooled), int(r.pairs), bg,
-                       int(r.fooling_pred) if r.fooled else None))
-        if len(buffer) >= cfg.save_every:
-            flush()
+    todo = sum(1 for s, e in plan.chunks() for i in plan.shard(s, e, rank, world) if fg_ids[i] not in done)
+    bar = console.progress(enabled=progress and rank == 0, total=todo,
+                           desc="challenge --full" if cfg.full else "challenge", unit="fg")
 
     def flush() -> None:
         if matrix is not None:
@@ -209,40 +247,104 @@ def run_challenge(model: BgModel, data: str | Path, store: Store, cfg: Challenge
         store.add_challenge_results(run_id, buffer)
         buffer.clear()
 
-    local = list(range(len(mine)))
-    if cfg.full:
-        for j in console.progress(local, enabled=progress, desc="challenge --full", unit="fg"):
-            row = engine.full_row(fg_images[j], fg_masks[j])
-            matrix[mine[j]] = row
-            wrong = np.nonzero(row != fg_labels[mine[j]])[0]
-            record(FgResult(j, bool(len(wrong)), len(row), int(wrong[0]) if len(wrong) else -1,
-                            (int(row[wrong[0]]) if row[wrong[0]] != 255 else -1) if len(wrong) else -2))
-    else:
-        engine.verdicts(fg_images, fg_masks, fg_labels[mine], local, on_result=record, progress=progress)
-    flush()
+    def run_chunk(mine: List[int]) -> None:
+        """Verdicts (or full rows) for foregrounds `mine` (positions into `pairs`), stored as they come."""
+        fg_images, fg_masks = load_foregrounds(layout, pairs, mine)
+        clean = {}
+        for s in range(0, len(mine), cfg.batch_size):
+            preds = engine.predict_uint8(fg_images[s:s + cfg.batch_size].to(device)).cpu().tolist()
+            clean.update({mine[s + k]: p for k, p in enumerate(preds)})
+
+        def record(r: FgResult) -> None:
+            i = mine[r.index]
+            bg = bg_items[r.fooling_bg].image_id if r.fooled else None
+            buffer.append((fg_ids[i], int(fg_labels[i]), int(clean[i]), int(r.fooled), int(r.pairs), bg,
+                           int(r.fooling_pred) if r.fooled else None))
+            fooled_by_id[fg_ids[i]] = bool(r.fooled)
+            bar.update(1)
+            if len(buffer) >= cfg.save_every:
+                flush()
+
+        local = list(range(len(mine)))
+        if cfg.full:
+            for j in local:
+                row = engine.full_row(fg_images[j], fg_masks[j])
+                matrix[mine[j]] = row
+                wrong = np.nonzero(row != fg_labels[mine[j]])[0]
+                record(FgResult(j, bool(len(wrong)), len(row), int(wrong[0]) if len(wrong) else -1,
+                                (int(row[wrong[0]]) if row[wrong[0]] != 255 else -1) if len(wrong) else -2))
+        else:
+            engine.verdicts(fg_images, fg_masks, fg_labels[mine], local, on_result=record, progress=False)
+        flush()
+
+    held = seen = 0  # never-fooled foregrounds, and foregrounds, in the done prefix (all ranks)
+    for start, end in plan.chunks():
+        mine = [i for i in plan.shard(start, end, rank, world) if fg_ids[i] not in done]
+        if mine:
+            run_chunk(mine)
+        if plan.halfwidth is None:
+            continue
+        counts = torch.tensor([sum(not fooled_by_id[fg_ids[i]] for i in plan.shard(start, end, rank, world)),
+                               end - start if rank == 0 else 0], dtype=torch.long,
+                              device=device if world > 1 else "cpu")
+        if world > 1:
+            dist.all_reduce(counts)
+        held, seen = held + int(counts[0]), seen + int(counts[1])
+        if plan.should_stop(held, seen):
+            break
+    bar.close()
     # NCCL reduces device tensors only; gloo takes CPU ones
     pairs_here = torch.tensor([engine.stats.pairs], dtype=torch.long, device=device if world > 1 else "cpu")
+    verified = _reduce_verified(engine, world, device)
     if world > 1:
         dist.all_reduce(pairs_here)
         dist.barrier()
     if rank != 0:
         return None
     report = summarize(store.challenge_results(run_id), run_id, model, layout, pairs, bg_items, fg_labels,
-                       bg_labels, matrix, out_dir or store.path.parent / f"challenge_{run_id}")
+                       bg_labels, matrix, out_dir or store.path.parent / f"challenge_{run_id}", plan=plan, cfg=cfg)
     report.pairs = int(pairs_here.item())
     report.seconds = round(time.time() - t0, 2)
-    runs.finish(store, run_id, report)
+    report.precision = verified
+    runs.finish(store, run_id, report, status="sampled" if report.estimate else "done")
     return report
 
 
-def summarize(verdict_rows, run_id, model, layout, pairs, bg_items, fg_labels, bg_labels, matrix,
-              out_dir) -> ChallengeReport:
+def _reduce_verified(engine: ChallengeEngine, world: int, device: str = "cpu") -> Optional[dict]:
+    """bf16-verified counts summed over ranks, deviations and delta their maximum (None for other precisions)."""
+    if engine.verifier is None:
+        return None
+    st = engine.verifier.stats.as_dict()
+    summed = ("composites", "rechecked", "calibration", "audited")
+    maxed = ("max_deviation", "calibration_deviation", "delta", "exceeded")
+    if world > 1:
+        s = torch.tensor([float(st[k]) for k in summed], dtype=torch.float64, device=device)
+        m = torch.tensor([float(st[k]) for k in maxed], dtype=torch.float64, device=device)
+        dist.all_reduce(s)
+        dist.all_reduce(m, op=dist.ReduceOp.MAX)
+        st.update({k: int(v) for k, v in zip(summed, s.tolist())})
+        st.update(dict(zip(maxed, m.tolist())))
+        st["exceeded"] = bool(st["exceeded"])
+    return st
+
+
+def summarize(verdict_rows, run_id, model, layout, pairs, bg_items, fg_labels, bg_labels, matrix, out_dir,
+              plan: Optional[SamplePlan] = None, cfg: Optional[ChallengeConfig] = None) -> ChallengeReport:
     """The challenge's numbers from its verdict rows (and, with --full, the prediction matrix).
 
     Writes the --full figures into `out_dir`, and nothing into the store.
     """
     rows = {r["image_id"]: r for r in verdict_rows}
     fg_ids = [it.image_id for it, _ in pairs]
+    # a sampled run: the estimate is over the longest done prefix of the seeded order
+    n_sample = done_prefix(plan.order, fg_ids, rows) if plan is not None else len(fg_ids)
+    estimate = n_sample < len(fg_ids) and cfg is not None and cfg.sampled
+    if estimate:
+        if n_sample == 0:
+            raise RuntimeError(f"challenge run {run_id} has no verdicts in its sample")
+        sel = np.array(sorted(plan.order[:n_sample]))
+        fg_ids = [fg_ids[i] for i in sel]
+        fg_labels = fg_labels[sel]
     missing = [i for i in fg_ids if i not in rows]
     if missing:
         raise RuntimeError(f"challenge run {run_id} is missing {len(missing)} foregrounds after all ranks finished")
@@ -250,6 +352,10 @@ def summarize(verdict_rows, run_id, model, layout, pairs, bg_items, fg_labels, b
     clean_ok = np.array([rows[i]["clean_pred"] == rows[i]["label"] for i in fg_ids])
     chal = accuracy(~fooled)
     clean = accuracy(clean_ok)
+    sample = None
+    if cfg is not None and cfg.sampled:
+        sample = {"seed": cfg.seed, "n": len(fg_ids), "population": len(pairs), "requested": cfg.sample,
+                  "halfwidth_target": cfg.halfwidth, "halfwidth": wilson_halfwidth(int((~fooled).sum()), len(fooled))}
     per_class = []
     asr_rows: List[tuple] = []
     full = None
@@ -278,4 +384,4 @@ def summarize(verdict_rows, run_id, model, layout, pairs, bg_items, fg_labels, b
         per_class.append(row)
     return ChallengeReport(model=model.spec.name, data=str(layout.root), run_id=run_id, challenge_accuracy=chal,
                            clean_accuracy=clean, fooled=int(fooled.sum()), total=len(fooled), per_class=per_class,
-                           full=full, files=files, asr_rows=asr_rows)
+                           full=full, files=files, estimate=estimate, sample=sample, asr_rows=asr_rows)

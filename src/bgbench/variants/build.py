@@ -14,7 +14,6 @@ Bad input is never fatal: each rejected image gets a row in rejects.csv with a r
 from __future__ import annotations
 
 import csv
-import os
 import shutil
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
