@@ -113,7 +113,7 @@ def test_sampled_run_is_extended_to_the_full_set_without_redoing_a_verdict(colou
         assert small.sample == {"seed": 5, "n": 45, "population": 270, "requested": 45, "halfwidth_target": None,
                                 "halfwidth": pytest.approx(wilson_halfwidth(45 - small.fooled, 45))}
         assert [r["n"] for r in small.per_class] == [5] * 9  # stratified
-        assert store.run(small.run_id)["status"] == "sampled" and store.run(small.run_id)["seed"] == 5
+        assert store.get_run(small.run_id)["status"] == "sampled" and store.get_run(small.run_id)["seed"] == 5
         assert "ESTIMATE" in small.table() and "seed 5" in small.table()
         first = set(decoded)
         before = _rows(tmp_path / "r.db", small.run_id)
@@ -127,7 +127,7 @@ def test_sampled_run_is_extended_to_the_full_set_without_redoing_a_verdict(colou
         full = run_challenge(model, colour_root, store, ChallengeConfig(batch_size=32, seed=5), progress=False)
         assert full.run_id == small.run_id and not full.estimate and full.total == 270
         assert len(decoded) == 270 and len(set(decoded)) == 270
-        assert store.run(small.run_id)["status"] == "done"
+        assert store.get_run(small.run_id)["status"] == "done"
         assert "ESTIMATE" not in full.table()
         other_seed = run_challenge(model, colour_root, store, ChallengeConfig(batch_size=32, sample=10, seed=6),
                                    progress=False)

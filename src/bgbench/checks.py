@@ -7,7 +7,13 @@ from typing import Optional, Sequence
 from .errors import BgbenchError
 
 
+def _nan(name: str, value) -> None:
+    if value is not None and value != value:  # NaN compares false with everything: refuse it by name
+        raise BgbenchError(f"{name} must be a number, got nan")
+
+
 def at_least(name: str, value: Optional[float], low: float) -> None:
+    _nan(name, value)
     if value is not None and value < low:
         raise BgbenchError(f"{name} must be at least {low:g}, got {value:g}")
 
@@ -17,6 +23,7 @@ def within(name: str, value: Optional[float], low: float, high: float, open_low:
     """low <= value <= high (or strict at an open end)."""
     if value is None:
         return
+    _nan(name, value)
     bad = value <= low if open_low else value < low
     bad = bad or (value >= high if open_high else value > high)
     if bad:
