@@ -7,7 +7,8 @@ bit-identical inputs to upstream's float arithmetic.
 
 Where the speed comes from, without changing any verdict:
 - every background is decoded once and held as one uint8 tensor on the compute device;
-- composites are built on the device, and several foregrounds share one batch;
+- composites are built on the device, several foregrounds sharing one batch, by one gather per
+  batch (the orders and counts that choose them live on the CPU);
 - each foreground tries the backgrounds most likely to fool it first, in chunks that grow
   geometrically, and stops at the first fooling background. "Most likely" is learnt during the
   run from every composite evaluated: per foreground class, each background's rate of fooling so
@@ -193,8 +194,7 @@ class ChallengeEngine:
         self._learn(torch.tensor([bg]), torch.tensor([True]), label)
 
     def _learn(self, idx: torch.Tensor, wrong: torch.Tensor, label: int) -> None:
-        """Composites of backgrounds `idx` with a class-`label` foreground; `wrong` marks the foolers."""
-        idx = idx.cpu()
+        """Composites of backgrounds `idx` (CPU) with a class-`label` foreground; `wrong` marks the foolers."""
         foolers = idx[wrong]
         same = self.bg_labels[idx] == label if self.bg_pred is None else self.bg_pred[idx] == label
         self._label_tries += torch.tensor([float((wrong & same).sum()), float(same.sum()),
@@ -221,14 +221,15 @@ class ChallengeEngine:
         queue = list(indices)[::-1]
         active: List[dict] = []
         results: List[FgResult] = []
+        images = fg_images.to(self.device)  # every composite of a batch is built by one gather
+        masks = fg_masks.to(self.device)[..., None]
         bar = console.progress(enabled=progress, total=len(indices), desc="challenge", unit="fg")
         while queue or active:
             while queue and len(active) < self.batch_size:
                 i = queue.pop()
                 active.append({"i": i, "y": int(fg_labels[i]), "pos": 0, "chunk": 1, "order": None,
-                               "tried": torch.zeros(self.num_bg, dtype=torch.bool),
-                               "img": fg_images[i].to(self.device), "mask": fg_masks[i].to(self.device)[..., None]})
-            parts, spans = [], []
+                               "tried": torch.zeros(self.num_bg, dtype=torch.bool)})
+            spans, fg_of, bg_of = [], [], []
             for s, n in zip(active, self._takes(active)):
                 if n == 0:
                     continue
@@ -240,13 +241,15 @@ class ChallengeEngine:
                     idx = untried[:n]
                     s["tried"][idx] = True
                     if s["pos"] + n >= self.adapt_until:  # freeze the rest in the current order
-                        s["order"] = torch.cat([torch.full((s["pos"],), -1, dtype=idx.dtype), idx,
-                                                untried[n:]]).to(self.device)  # (before pos: never read)
-                        s["tried"] = None
-                    idx = idx.to(self.device)
-                parts.append(torch.where(s["mask"], s["img"], self.backgrounds[idx]))
+                        s["order"] = torch.cat([torch.full((s["pos"],), -1, dtype=idx.dtype), idx, untried[n:]])
+                        s["tried"] = None  # (positions before pos are never read again)
                 spans.append((s, idx, n))
-            preds = self.predict_uint8(torch.cat(parts)).cpu()
+                fg_of.append(torch.full((n,), s["i"], dtype=torch.long))
+                bg_of.append(idx)
+            fi = torch.cat(fg_of).to(self.device, non_blocking=True)
+            bi = torch.cat(bg_of).to(self.device, non_blocking=True)
+            batch = torch.where(masks[fi], images[fi], self.backgrounds[bi])
+            preds = self.predict_uint8(batch).cpu()
             offset = 0
             done_ids = set()
             for s, idx, n in spans:

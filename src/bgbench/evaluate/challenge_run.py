@@ -77,7 +77,7 @@ class ChallengeReport:
             rows += [("bf16_rechecked", "", v["rechecked"], None, None, v["composites"]),
                      ("bf16_delta", "", v["delta"], None, None, None),
                      ("bf16_safety", "", v["safety"], None, None, None),
-                     ("bf16_max_deviation", "", v["max_deviation"], None, None, v["calibration"] + v["audited"]),
+                     ("bf16_max_spread", "", v["max_spread"], None, None, v["calibration"] + v["audited"]),
                      ("bf16_exceeded", "", float(v["exceeded"]), None, None, None)]
         return rows
 
@@ -121,16 +121,17 @@ class ChallengeReport:
         s = self.sample
         return [f"ESTIMATE from a seeded sample of {s['n']} of {s['population']} foregrounds (seed {s['seed']}, "
                 f"stratified by class): 95% Wilson interval half-width {100 * s['halfwidth']:.1f} points; "
-                "each verdict is exact. Rerun without --sample to extend it to the full set."]
+                f"each verdict is exact. Rerun with --seed {s['seed']} and without --sample to extend it to the "
+                "full set."]
 
     def _precision_lines(self) -> List[str]:
         if not self.precision:
             return []
         p = self.precision
         line = (f"bf16-verified: {p['rechecked']} of {p['composites']} composites rechecked in fp32 "
-                f"(margin <= delta {p['delta']:.3g} = 2 x safety {p['safety']:g} x measured deviation "
+                f"(margin <= delta {p['delta']:.3g} = safety {p['safety']:g} x measured deviation spread "
                 f"{p['calibration_deviation']:.3g}; {p['calibration'] + p['audited']} run in both precisions, "
-                f"largest deviation {p['max_deviation']:.3g})")
+                f"largest spread {p['max_spread']:.3g})")
         if p["exceeded"]:
             line += "; WARNING: an audit exceeded the calibrated bound, verdicts are not proven equal to fp32"
         return [line]
@@ -316,7 +317,7 @@ def _reduce_verified(engine: ChallengeEngine, world: int, device: str = "cpu") -
         return None
     st = engine.verifier.stats.as_dict()
     summed = ("composites", "rechecked", "calibration", "audited")
-    maxed = ("max_deviation", "calibration_deviation", "delta", "exceeded")
+    maxed = ("max_deviation", "max_spread", "calibration_deviation", "delta", "exceeded")
     if world > 1:
         s = torch.tensor([float(st[k]) for k in summed], dtype=torch.float64, device=device)
         m = torch.tensor([float(st[k]) for k in maxed], dtype=torch.float64, device=device)

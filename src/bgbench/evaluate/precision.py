@@ -1,28 +1,29 @@
 """`bf16-verified`: predictions computed in bf16 that equal the fp32 predictions.
 
-Why a margin check is enough. Let eps bound |bf16 logit - fp32 logit| over every class of one
-input, and let the bf16 logits decide class d. The *decision margin* m is how far the bf16 logits
-are from deciding anything else:
+Why a margin check is enough. For one input, let d = bf16 logits - fp32 logits (a vector over the
+classes) and let eps bound its spread, max(d) - min(d). Let the bf16 logits decide class t. The
+*decision margin* m is how far the bf16 logits are from deciding anything else:
 - a model over the dataset's classes: top logit minus the runner-up;
 - a 1000-class model with the paper's `argmax` mapping: top logit minus the largest logit of any
   class whose IN-9 label differs from the top class's label (ImageNet classes that map to the same
   IN-9 class, or that both map to none, give the same decision, so they are not rivals);
-- the `superclass` mapping: log S_d - log S_r, where S_c is the summed probability of the IN-9
-  class c and r the runner-up (the softmax normaliser cancels in the ratio, so each log-ratio moves
-  by at most 2*eps).
-In all three cases, if m > 2*eps then the fp32 logits decide d as well: every rival's fp32 score
-is below the winner's (rival <= bf16 rival + eps < bf16 winner - eps <= fp32 winner).
+- the `superclass` mapping: log S_t - log S_r, where S_c is the summed probability of the IN-9
+  class c and r the runner-up (the softmax normaliser cancels in the ratio, and each log S_c
+  moves by an amount between min(d) and max(d)).
+In all three cases the gap between the winner and any rival moves by at most eps from bf16 to
+fp32, so if m > eps the fp32 logits decide t as well. (The spread is at most twice the largest
+absolute deviation, and often less: much of bf16's error shifts all logits alike.)
 
 eps is not known a priori, so it is measured: the first `calibration_batches` batches are run in
-both precisions (their predictions come from fp32) and eps_cal is the largest absolute logit
-deviation seen. Every later input whose bf16 margin is at most
+both precisions (their predictions come from fp32) and eps_cal is the largest spread seen. Every
+later input whose bf16 margin is at most
 
-    delta = 2 * safety * eps_cal
+    delta = safety * eps_cal
 
 is recomputed in fp32 (`rechecked`), and so is any input with a non-finite margin. The safety
 factor is recorded with the run. Every `audit_every`-th batch is also run in fp32 in full: if an
-audit ever sees a deviation above safety * eps_cal, the guarantee may have failed for earlier
-batches, so the run says so (`exceeded`) and delta grows to cover the new deviation.
+audit ever sees a spread above delta, the guarantee may have failed for earlier batches, so the
+run says so (`exceeded`) and delta grows to safety times the new spread.
 
 On a CPU, bf16 autocast is only faster where the CPU has bf16 matrix units (AMX, AVX512-BF16); it
 is the path to speed on GPUs. Nothing here is exact until the verdicts have been compared with fp32
@@ -82,9 +83,10 @@ class VerifiedStats:
     calibration: int = 0  # inputs run in both precisions to measure eps
     audited: int = 0  # inputs run in both precisions by audits
     max_deviation: float = 0.0  # largest |bf16 - fp32| logit deviation measured (calibration and audits)
-    calibration_deviation: float = 0.0  # eps_cal: the largest deviation seen while calibrating
+    max_spread: float = 0.0  # largest spread of the deviations within one input (calibration and audits)
+    calibration_deviation: float = 0.0  # eps_cal: the largest spread seen while calibrating
     delta: float = float("nan")  # margin threshold in use at the end
-    exceeded: bool = False  # an audit saw a deviation above safety * eps_cal
+    exceeded: bool = False  # an audit saw a spread above delta
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -118,10 +120,15 @@ class VerifiedPredictor:
         return decide(self.model, logits, self.mapping)[0]
 
     def _both(self, x: torch.Tensor) -> tuple:
+        """fp32 predictions, and the largest spread of bf16 - fp32 deviations within one input."""
         exact = self._forward(x, bf16=False)
-        dev = float((self._forward(x, bf16=True) - exact).abs().max()) if len(x) else 0.0
-        self.stats.max_deviation = max(self.stats.max_deviation, dev)
-        return self._decide(exact), dev
+        if not len(x):
+            return self._decide(exact), 0.0
+        d = self._forward(x, bf16=True) - exact
+        spread = float((d.max(dim=1).values - d.min(dim=1).values).max())
+        self.stats.max_deviation = max(self.stats.max_deviation, float(d.abs().max()))
+        self.stats.max_spread = max(self.stats.max_spread, spread)
+        return self._decide(exact), spread
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         """Predictions (dataset label space; -1 for unmapped) equal to fp32's, for a float NCHW batch."""
@@ -132,18 +139,19 @@ class VerifiedPredictor:
             pred, dev = self._both(x)
             s.calibration += len(x)
             s.calibration_deviation = max(s.calibration_deviation, dev)
-            s.delta = 2 * s.safety * s.calibration_deviation
+            s.delta = s.safety * s.calibration_deviation
             return pred
         if self.audit_every > 0 and self._batches % self.audit_every == 0:
             pred, dev = self._both(x)
             s.audited += len(x)
-            if dev > s.safety * s.calibration_deviation:
+            if not dev <= s.delta:
                 if not s.exceeded:
-                    self._warn(f"bf16-verified: an audit measured a logit deviation of {dev:.3g}, above "
-                               f"safety x calibration ({s.safety:g} x {s.calibration_deviation:.3g}); earlier "
-                               "verdicts are not proven equal to fp32. Raising the margin threshold.")
+                    self._warn(f"bf16-verified: an audit measured a logit deviation spread of {dev:.3g}, above "
+                               f"the margin threshold {s.delta:.3g} (safety {s.safety:g} x calibration "
+                               f"{s.calibration_deviation:.3g}); earlier verdicts are not proven equal to fp32. "
+                               "Raising the threshold.")
                 s.exceeded = True
-                s.delta = max(s.delta, 2 * s.safety * dev)
+                s.delta = max(s.delta, s.safety * dev)
             return pred
         logits = self._forward(x, bf16=True)
         pred = self._decide(logits)
