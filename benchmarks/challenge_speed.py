@@ -162,7 +162,8 @@ def ensure_model(root: Path, name: str, recipe: str, epochs: int) -> Path:
         train(TrainConfig(data=str(root), variant="original", model="timm:tf_efficientnet_lite0",
                           init="zoo:efficientnet_lite0", out=str(ckpt.parent), epochs=epochs, batch_size=32,
                           lr=1e-3, recipe=recipe), progress=False)
-        print(f"fine-tuned EfficientNet-Lite0 ({recipe}, {epochs} epochs) in {time.perf_counter() - t:.0f}s", flush=True)
+        print(f"fine-tuned EfficientNet-Lite0 ({recipe}, {epochs} epochs) in {time.perf_counter() - t:.0f}s",
+              flush=True)
     return ckpt
 
 
@@ -258,9 +259,10 @@ def _table(rows) -> str:
         ref = f"{r['ref'][0]:.1f} s, {r['ref'][1]:.1f} s ({r['ref_pairs']} pairs)" if r["ref"] is not None else "-"
         speed = f"{_ratio(r['ref'], r['total'])}" if r["ref"] is not None else "-"
         rech = f"{r['rechecked']} / {r['composites']}" if r["rechecked"] is not None else "-"
-        lines.append(f"| {r['model']} | {r['precision']} | {r['fooled']}/{r['n']} ({100 * r['fooled'] / r['n']:.0f}%) | "
-                     f"{ref} | {r['total'][0]:.1f} s, {r['total'][1]:.1f} s | {speed} | {r['pairs']} / {r['minimum']} = "
-                     f"{r['pairs'] / r['minimum']:.3f}x | {_ratio(r['pairs_s'], r['pure'])} | {rech} |")
+        share = f"{r['fooled']}/{r['n']} ({100 * r['fooled'] / r['n']:.0f}%)"
+        lines.append(f"| {r['model']} | {r['precision']} | {share} | {ref} | {r['total'][0]:.1f} s, {r['total'][1]:.1f} s | "
+                     f"{speed} | {r['pairs']} / {r['minimum']} = {r['pairs'] / r['minimum']:.3f}x | "
+                     f"{_ratio(r['pairs_s'], r['pure'])} | {rech} |")
     return "\n".join(lines)
 
 
