@@ -1,18 +1,38 @@
-"""Backgrounds Challenge: a faithful re-implementation of upstream's loop vs bgbench's engine.
+"""Backgrounds Challenge: upstream's loop vs bgbench's engine, on fooled and background-robust models.
 
-One Synthetic-9 test set at 224x224 (9 x 20 foregrounds, 180 backgrounds) and one ResNet-18 trained
-on its ORIGINAL train split. (a) is upstream's `challenge_eval.py` loop: for every foreground it
-runs a DataLoader over `only_bg_t` (re-decoding every background), composites in float, batches of
-32, and stops at the first batch holding a fooling background. (b) is bgbench's engine, timed end
-to end (decoding included). The script asserts identical verdicts, then prints the speedup, the
-pairs each side evaluated, and the share of (b)'s wall time spent in the model's forward.
+One Synthetic-9 test set at 224x224 (9 x `--per-class` foregrounds and as many backgrounds) and
+EfficientNet-Lite0s (ImageNet weights from `zoo:efficientnet_lite0`) fine-tuned on its train split
+(40 per class): `erm` (ORIGINAL) and `bgswap` (`--recipe bgswap`) after 1 and after 3 epochs. The
+background-robust ones leave many foregrounds never fooled, and each of those must see every
+background, so early exit cannot help and only the cost per pair and the number of pairs count.
 
-    python benchmarks/challenge_speed.py [--per-class 20] [--train-per-class 40] [--epochs 2]
+For each model it prints:
+- the fooled share;
+- wall and CPU time of (a) upstream's `challenge_eval.py` loop (re-decodes every background for every
+  foreground, float compositing, batches of 32, stops at the first fooling batch) and (b) bgbench's
+  engine, timed from decoding to the last verdict, and the speedup (a)/(b). Identical verdicts are
+  asserted;
+- pairs evaluated against the minimum possible: never-fooled x backgrounds + 1 per fooled
+  foreground (target <= 1.05x);
+- the engine's pairs/s against a pure forward of the same model at the same batch size on a ready
+  float batch (target >= 0.9x);
+- the same for `--precision bf16-verified` (verdicts asserted equal to fp32; composites rechecked
+  in fp32 counted).
+
+Start-up is reported on its own: a bare interpreter, the challenge's imports, and the decode rate
+of backgrounds with 1, 2 and 4 decoding threads (4,050 decodes: the full challenge's count, made
+by decoding this set's backgrounds repeatedly).
+
+    python benchmarks/challenge_speed.py [--per-class 6] [--batch-size 64] [--workdir DIR]
+
+`--workdir` keeps data and trained models between runs. Bigger: `--per-class 20` (needs ~4x the time).
 """
 from __future__ import annotations
 
 import argparse
 import os
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -28,7 +48,8 @@ from bgbench.classes import Mapping
 from bgbench.data.layout import discover
 from bgbench.data.synthetic import write_dataset
 from bgbench.evaluate.challenge import ChallengeEngine
-from bgbench.evaluate.challenge_run import load_backgrounds, load_foregrounds
+from bgbench.evaluate.challenge_run import _decode_all, load_backgrounds, load_foregrounds
+from bgbench.evaluate.challenge_sample import sample_order
 from bgbench.evaluate.predict import decide
 from bgbench.models import create_model
 from bgbench.train import TrainConfig, train
@@ -63,53 +84,187 @@ def reference_loop(model, root: Path, batch_size: int = 32):
     return verdicts, pairs
 
 
-def engine_run(model, root: Path, batch_size: int):
-    t0 = time.perf_counter()
+class Clock:
+    """Wall and CPU seconds (this process, all threads) since creation."""
+
+    def __init__(self):
+        self.wall0, self.cpu0 = time.perf_counter(), time.process_time()
+
+    def read(self) -> tuple:
+        return time.perf_counter() - self.wall0, time.process_time() - self.cpu0
+
+
+def engine_run(model, root: Path, batch_size: int, precision: str = "fp32"):
+    """Decode, then verdicts in the run's seeded order (as `bgbench challenge` visits them)."""
+    t0 = Clock()
     layout = discover(root, variants=["original", "only_bg_t"])
     pairs = layout.foregrounds()
     bg_items, backgrounds = load_backgrounds(layout)
     fg_images, fg_masks = load_foregrounds(layout, pairs, list(range(len(pairs))))
     labels = np.array([it.label for it, _ in pairs])
-    engine = ChallengeEngine(model, backgrounds, torch.tensor([it.label for it in bg_items]), batch_size=batch_size)
-    results = engine.verdicts(fg_images, fg_masks, labels, list(range(len(pairs))), progress=False)
-    wall = time.perf_counter() - t0
+    decode = t0.read()
+    t1 = Clock()
+    engine = ChallengeEngine(model, backgrounds, torch.tensor([it.label for it in bg_items]), batch_size=batch_size,
+                             precision=precision)
+    order = sample_order(0, [it.image_id for it, _ in pairs], labels)
+    results = engine.verdicts(fg_images, fg_masks, labels, order, progress=False)
+    verdict = t1.read()
+    total = t0.read()
     verdicts = {pairs[r.index][0].image_id: r.fooled for r in results}
-    return verdicts, engine.stats, wall
+    return {"verdicts": verdicts, "stats": engine.stats, "total": total, "decode": decode, "verdict": verdict,
+            "verifier": engine.verifier.stats if engine.verifier else None, "num_bg": len(bg_items),
+            "shape": tuple(backgrounds.shape[1:])}
+
+
+def pure_forward_rate(model, batch_size: int, shape, precision: str, seconds: float = 8.0) -> tuple:
+    """Images/s of model(x) alone on one ready float batch (what the engine's pairs/s is held to),
+    in the engine's precision (bf16 autocast for bf16-verified: the fp32 rechecks are the overhead)."""
+    h, w, _ = shape
+    # the engine's input layout: NHWC uint8 permuted to NCHW, i.e. channels_last memory
+    x = torch.rand(batch_size, h, w, 3, generator=torch.Generator().manual_seed(0)).permute(0, 3, 1, 2)
+    ctx = torch.autocast("cpu", dtype=torch.bfloat16) if precision != "fp32" else torch.autocast("cpu", enabled=False)
+    with torch.inference_mode(), ctx:
+        model(x)
+        n, clock = 0, Clock()
+        while n < 3 or clock.read()[0] < seconds:
+            model(x)
+            n += 1
+        wall, cpu = clock.read()
+        return n * batch_size / wall, n * batch_size / cpu
+
+
+def startup(root: Path) -> dict:
+    """Interpreter start-up, the challenge's imports, and the background decode rate."""
+    def wall(code: str) -> float:
+        best = float("inf")
+        for _ in range(3):
+            t = time.perf_counter()
+            subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ})
+            best = min(best, time.perf_counter() - t)
+        return best
+    bare = wall("pass")
+    imports = wall("import bgbench.evaluate.challenge_run, bgbench.models")
+    paths = [it.path for it in discover(root, variants=["only_bg_t"]).items("only_bg_t")]
+    paths = (paths * (4050 // len(paths) + 1))[:4050]
+    rates = {}
+    for workers in (1, 2, 4):
+        t = time.perf_counter()
+        _decode_all(paths, workers)
+        rates[workers] = len(paths) / (time.perf_counter() - t)
+    return {"bare": bare, "imports": imports - bare, "decode": rates}
+
+
+def ensure_model(root: Path, name: str, recipe: str, epochs: int) -> Path:
+    """EfficientNet-Lite0 (ImageNet weights from the zoo) fine-tuned on the train split with `recipe`."""
+    ckpt = root / name / "model.pt"
+    if not ckpt.is_file():
+        t = time.perf_counter()
+        train(TrainConfig(data=str(root), variant="original", model="timm:tf_efficientnet_lite0",
+                          init="zoo:efficientnet_lite0", out=str(ckpt.parent), epochs=epochs, batch_size=32,
+                          lr=1e-3, recipe=recipe), progress=False)
+        print(f"fine-tuned EfficientNet-Lite0 ({recipe}, {epochs} epochs) in {time.perf_counter() - t:.0f}s",
+              flush=True)
+    return ckpt
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--per-class", type=int, default=20)
+    ap.add_argument("--per-class", type=int, default=6)
     ap.add_argument("--train-per-class", type=int, default=40)
-    ap.add_argument("--epochs", type=int, default=2)
     ap.add_argument("--batch-size", type=int, default=64)
-    ap.add_argument("--workdir", help="keep data and model here (default: a temporary folder)")
+    ap.add_argument("--precisions", nargs="+", default=["fp32", "bf16-verified"])
+    ap.add_argument("--models", nargs="+", default=["erm:3", "bgswap:1", "bgswap:3"], metavar="RECIPE:EPOCHS",
+                    help="EfficientNet-Lite0 fine-tuned with RECIPE for EPOCHS (default: %(default)s)")
+    ap.add_argument("--no-reference", action="store_true", help="skip upstream's loop (the slow part)")
+    ap.add_argument("--threads", type=int, help="torch threads (default: torch's choice; 1 makes the CPU-time "
+                    "ratios robust on a shared machine)")
+    ap.add_argument("--workdir", help="keep data and models here (default: a temporary folder)")
     args = ap.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(args.workdir or tmp)
         if not (root / "original" / "val").is_dir():
             write_dataset(root, per_class=args.per_class, size=224, seed=0, split="val", progress=False)
             write_dataset(root, per_class=args.train_per_class, size=224, seed=0, split="train", progress=False)
-        ckpt = root / "resnet18" / "model.pt"
-        if not ckpt.is_file():
-            t = time.perf_counter()
-            train(TrainConfig(data=str(root), variant="original", model="timm:resnet18", out=str(ckpt.parent),
-                              epochs=args.epochs, batch_size=32), progress=False)
-            print(f"trained ResNet-18 on ORIGINAL in {time.perf_counter() - t:.0f}s")
-        model = create_model(f"file:{ckpt}")
-        t = time.perf_counter()
-        ref_verdicts, ref_pairs = reference_loop(model, root)
-        ref_wall = time.perf_counter() - t
-        eng_verdicts, stats, eng_wall = engine_run(model, root, args.batch_size)
-    assert ref_verdicts == eng_verdicts, "verdicts differ"
-    n = len(ref_verdicts)
-    fooled = sum(ref_verdicts.values())
-    print(f"foregrounds {n}, backgrounds {n}, fooled {fooled} (identical verdicts: yes)")
-    print(f"(a) reference loop : {ref_wall:8.1f}s  {ref_pairs:7d} pairs  {ref_pairs / ref_wall:6.1f} pairs/s")
-    print(f"(b) bgbench engine : {eng_wall:8.1f}s  {stats.pairs:7d} pairs  {stats.pairs / eng_wall:6.1f} pairs/s"
-          "")
-    print(f"speedup            : {ref_wall / eng_wall:.1f}x  (target >= 20x)")
-    print(f"forward share of (b): {100 * stats.forward_seconds / eng_wall:.1f}%  (target >= 85%)")
+        print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; torch threads "
+              f"{torch.get_num_threads()}", flush=True)
+        s = startup(root)
+        print(f"start-up: interpreter {s['bare']:.2f}s, challenge imports {s['imports']:.2f}s; decoding 4,050 "
+              "backgrounds (224 px PNG): " + ", ".join(f"{w} thread{'s' if w > 1 else ''} {r:.0f} img/s"
+                                                       for w, r in s["decode"].items()), flush=True)
+        rows = []
+        for spec in args.models:
+            recipe, _, epochs = spec.partition(":")
+            epochs = int(epochs or 3)
+            name = f"{recipe} {epochs}ep"
+            ckpt = ensure_model(root, f"{recipe}_{epochs}ep", recipe, epochs)
+            model = create_model(f"file:{ckpt}").eval()
+            ref = None
+            if not args.no_reference:
+                clock = Clock()
+                ref_verdicts, ref_pairs = reference_loop(model, root)
+                ref = (ref_verdicts, ref_pairs, clock.read())
+            base = None
+            for precision in args.precisions:
+                run = engine_run(model, root, args.batch_size, precision)
+                verdicts = run["verdicts"]
+                if ref is not None:
+                    assert verdicts == ref[0], f"{name} {precision}: verdicts differ from the reference loop"
+                if base is not None:
+                    assert verdicts == base, f"{name} {precision}: verdicts differ from fp32"
+                base = base or verdicts
+                n, fooled = len(verdicts), sum(verdicts.values())
+                minimum = (n - fooled) * run["num_bg"] + fooled
+                pure = pure_forward_rate(model, args.batch_size, run["shape"], precision)
+                v = run["verifier"]
+                row = {"model": name, "precision": precision, "n": n, "fooled": fooled, "pairs": run["stats"].pairs,
+                       "minimum": minimum, "total": run["total"], "decode": run["decode"][0],
+                       "pairs_s": tuple(run["stats"].pairs / t for t in run["verdict"]), "pure": pure,
+                       "ref": ref[2] if ref else None, "ref_pairs": ref[1] if ref else None,
+                       "forward_share": run["stats"].forward_seconds / run["verdict"][0],
+                       "rechecked": v.rechecked if v else None, "composites": v.composites if v else None,
+                       "delta": v.delta if v else None, "spread": v.calibration_deviation if v else None,
+                       "load": os.getloadavg()[0]}
+                rows.append(row)
+                print(_line(row), flush=True)
+        print()
+        print(_table(rows))
+
+
+def _ratio(a: tuple, b: tuple) -> str:
+    """'wall / CPU' ratios of two (wall, cpu) pairs."""
+    return f"{a[0] / b[0]:.2f} / {a[1] / b[1]:.2f}"
+
+
+def _line(r: dict) -> str:
+    out = (f"{r['model']:<11} {r['precision']:<14} fooled {r['fooled']}/{r['n']}  engine {r['total'][0]:.1f}s wall "
+           f"{r['total'][1]:.1f}s CPU (decode {r['decode']:.1f}s)  pairs {r['pairs']} = "
+           f"{r['pairs'] / r['minimum']:.3f}x min {r['minimum']}  pairs/s {r['pairs_s'][0]:.1f} vs pure forward "
+           f"{r['pure'][0]:.1f} (wall / CPU ratio {_ratio(r['pairs_s'], r['pure'])})")
+    if r["ref"] is not None:
+        out += (f"  | reference {r['ref'][0]:.1f}s wall {r['ref'][1]:.1f}s CPU, {r['ref_pairs']} pairs: speedup "
+                f"(wall / CPU) {_ratio(r['ref'], r['total'])}")
+    if r["rechecked"] is not None:
+        out += (f"  | rechecked {r['rechecked']}/{r['composites']} (delta {r['delta']:.3g} = 4 x calibration spread "
+                f"{r['spread']:.3g})")
+    return out + f"  | forward share {100 * r['forward_share']:.0f}%, load average {r['load']:.1f}"
+
+
+def _table(rows) -> str:
+    head = ("| model | precision | fooled | reference (a): wall, CPU | engine (b): wall, CPU | speedup (a)/(b) "
+            "wall, CPU | pairs (b) / minimum | pairs/s (b) / pure forward, wall, CPU | rechecked in fp32 |")
+    lines = [head, "|" + "---|" * 9]
+    for r in rows:
+        ref = f"{r['ref'][0]:.1f} s, {r['ref'][1]:.1f} s ({r['ref_pairs']} pairs)" if r["ref"] is not None else "-"
+        speed = f"{_ratio(r['ref'], r['total'])}" if r["ref"] is not None else "-"
+        rech = f"{r['rechecked']} / {r['composites']}" if r["rechecked"] is not None else "-"
+        share = f"{r['fooled']}/{r['n']} ({100 * r['fooled'] / r['n']:.0f}%)"
+        engine = f"{r['total'][0]:.1f} s, {r['total'][1]:.1f} s"
+        pairs = f"{r['pairs']} / {r['minimum']} = {r['pairs'] / r['minimum']:.3f}x"
+        lines.append(f"| {r['model']} | {r['precision']} | {share} | {ref} | {engine} | {speed} | {pairs} | "
+                     f"{_ratio(r['pairs_s'], r['pure'])} | {rech} |")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
