@@ -101,6 +101,7 @@ class ChallengeEngine:
     def __post_init__(self):
         self.device = self.backgrounds.device
         self.num_bg = int(self.backgrounds.shape[0])
+        self.bg_labels = torch.as_tensor(self.bg_labels).cpu()  # the ordering's bookkeeping lives on the CPU
         if self.fool_counts is None:
             self.fool_counts = torch.zeros(self.num_bg, dtype=torch.float64)
         self.num_labels = int(self.bg_labels.max()) + 1 if len(self.bg_labels) else 1
