@@ -78,7 +78,7 @@ class ChallengeEngine:
             this many backgrounds; then its order is frozen.
         fill_after: spare room in a batch goes to foregrounds that have tried this many.
         seed: of the ordering's tie-breaking jitter (pairs evaluated depend on it, verdicts never).
-        verify_safety: bf16-verified's safety factor on the measured logit deviation.
+        verify_safety: bf16-verified's safety factor on the measured spread of logit deviations.
     """
 
     model: BgModel
