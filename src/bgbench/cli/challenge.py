@@ -17,8 +17,8 @@ def register(sub) -> None:
                         "decision margin is within the measured bf16 error (the verdicts of fp32); plain "
                         "bf16/fp16 autocast is not exact")
     p.add_argument("--verify-safety", type=float, default=DEFAULT_SAFETY, metavar="F",
-                   help="bf16-verified: safety factor on the measured bf16 logit deviation (default %(default)s, "
-                        "recorded)")
+                   help="bf16-verified: safety factor on the largest measured spread of bf16-fp32 logit "
+                        "deviations (default %(default)s, recorded)")
     p.add_argument("--sample", type=int, metavar="N",
                    help="estimate from the first N foregrounds of a seeded order stratified by class, each against "
                         "every background (exact verdicts, a Wilson interval for the share); rerun with a larger N "

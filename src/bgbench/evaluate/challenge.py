@@ -79,7 +79,7 @@ class ChallengeEngine:
             this many backgrounds; then its order is frozen.
         fill_after: spare room in a batch goes to foregrounds that have tried this many.
         seed: of the ordering's tie-breaking jitter (pairs evaluated depend on it, verdicts never).
-        verify_safety: bf16-verified's safety factor on the measured logit deviation.
+        verify_safety: bf16-verified's safety factor on the measured spread of logit deviations.
     """
 
     model: BgModel
@@ -102,6 +102,7 @@ class ChallengeEngine:
     def __post_init__(self):
         self.device = self.backgrounds.device
         self.num_bg = int(self.backgrounds.shape[0])
+        self.bg_labels = torch.as_tensor(self.bg_labels).cpu()  # the ordering's bookkeeping lives on the CPU
         if self.fool_counts is None:
             self.fool_counts = torch.zeros(self.num_bg, dtype=torch.float64)
         self.num_labels = int(self.bg_labels.max()) + 1 if len(self.bg_labels) else 1
