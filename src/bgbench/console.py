@@ -26,10 +26,11 @@ class _LogBar:
     """tqdm's interface, printing a plain line now and then instead of redrawing."""
 
     def __init__(self, iterable: Optional[Iterable] = None, total: Optional[int] = None, desc: str = "",
-                 unit: str = "it", initial: int = 0, **_):
+                 unit: str = "it", initial: int = 0, silent: bool = False, **_):
         self.iterable = iterable
         self.total = total if total is not None else (len(iterable) if hasattr(iterable, "__len__") else None)
         self.desc, self.unit, self.n = desc, unit, initial
+        self.silent = silent  # counts, never prints (progress disabled)
         self.start = self.last = time.time()
         self.postfix = ""
         self.format_dict = {"elapsed": 0.0}
@@ -43,7 +44,7 @@ class _LogBar:
         self.n += n
         now = time.time()
         self.format_dict["elapsed"] = now - self.start
-        if now - self.last >= LOG_EVERY_S:
+        if not self.silent and now - self.last >= LOG_EVERY_S:
             self.last = now
             self._line()
 
@@ -59,7 +60,7 @@ class _LogBar:
         status(f"{self.desc}: {self.n}{of} {self.unit} in {time.time() - self.start:.0f}s{extra}")
 
     def close(self) -> None:
-        if time.time() - self.start >= LOG_EVERY_S:
+        if not self.silent and time.time() - self.start >= LOG_EVERY_S:
             self._line()
 
     def __enter__(self):
@@ -74,8 +75,4 @@ def progress(iterable: Optional[Iterable] = None, *, enabled: bool = True, **kwa
     if enabled and is_terminal():
         from tqdm import tqdm
         return tqdm(iterable, leave=False, file=sys.stderr, **kwargs)
-    bar = _LogBar(iterable, **kwargs)
-    if not enabled:
-        bar.update = lambda n=1: setattr(bar, "n", bar.n + n)  # count, never print
-        bar.close = lambda: None
-    return bar
+    return _LogBar(iterable, silent=not enabled, **kwargs)
