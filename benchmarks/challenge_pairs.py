@@ -27,12 +27,12 @@ from torch import nn
 
 from bgbench.data.layout import discover
 from bgbench.data.synthetic import write_dataset
-from bgbench.evaluate.challenge import ChallengeEngine
-from bgbench.evaluate.challenge_run import load_backgrounds, load_foregrounds
-from bgbench.evaluate.challenge_sample import sample_order
+from bgbench.evaluation.challenge.engine import ChallengeEngine
+from bgbench.evaluation.challenge.runner import load_backgrounds, load_foregrounds
+from bgbench.evaluation.challenge.sample import sample_order
 from bgbench.models import create_model
 from bgbench.models.spec import BgModel, ModelSpec
-from bgbench.train import TrainConfig, train
+from bgbench.training import TrainConfig, train
 
 
 class Lookup(nn.Module):

@@ -47,12 +47,12 @@ from torchvision.datasets import ImageFolder
 from bgbench.classes import Mapping
 from bgbench.data.layout import discover
 from bgbench.data.synthetic import write_dataset
-from bgbench.evaluate.challenge import ChallengeEngine
-from bgbench.evaluate.challenge_run import _decode_all, load_backgrounds, load_foregrounds
-from bgbench.evaluate.challenge_sample import sample_order
-from bgbench.evaluate.predict import decide
+from bgbench.evaluation.challenge.engine import ChallengeEngine
+from bgbench.evaluation.challenge.runner import _decode_all, load_backgrounds, load_foregrounds
+from bgbench.evaluation.challenge.sample import sample_order
+from bgbench.evaluation.predict import decide
 from bgbench.models import create_model
-from bgbench.train import TrainConfig, train
+from bgbench.training import TrainConfig, train
 
 
 def reference_loop(model, root: Path, batch_size: int = 32):
@@ -143,7 +143,7 @@ def startup(root: Path) -> dict:
             best = min(best, time.perf_counter() - t)
         return best
     bare = wall("pass")
-    imports = wall("import bgbench.evaluate.challenge_run, bgbench.models")
+    imports = wall("import bgbench.evaluation.challenge.runner, bgbench.models")
     paths = [it.path for it in discover(root, variants=["only_bg_t"]).items("only_bg_t")]
     paths = (paths * (4050 // len(paths) + 1))[:4050]
     rates = {}

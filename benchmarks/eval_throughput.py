@@ -18,7 +18,7 @@ import torch
 from PIL import Image
 
 from bgbench.data.layout import discover
-from bgbench.evaluate.predict import predict_items, to_tensor
+from bgbench.evaluation.predict import predict_items, to_tensor
 from bgbench.models import create_model
 
 

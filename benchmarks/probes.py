@@ -26,7 +26,7 @@ from bgbench.analyses.saliency import SaliencyConfig, probe_saliency
 from bgbench.data.images import decode_image
 from bgbench.data.layout import discover
 from bgbench.data.synthetic import write_dataset
-from bgbench.evaluate.predict import to_tensor
+from bgbench.evaluation.predict import to_tensor
 from bgbench.models import create_model
 
 

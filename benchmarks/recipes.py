@@ -18,7 +18,7 @@ import torch
 
 from bgbench.api import evaluate
 from bgbench.data.synthetic import write_dataset
-from bgbench.train import TrainConfig, list_recipes, train
+from bgbench.training import TrainConfig, list_recipes, train
 from bgbench.variants import IN9_VARIANTS
 
 ARCH = "timm:test_resnet"

@@ -15,7 +15,7 @@ from bgbench.analyses.compare import compare_runs
 from bgbench.analyses.leakage import leakage
 from bgbench.analyses.rfs import relative_foreground_sensitivity as rfs
 from bgbench.errors import BgbenchError
-from bgbench.evaluate.metrics import mcnemar
+from bgbench.evaluation.metrics import mcnemar
 from bgbench.store import Store
 from conftest import run_cli
 from test_data_errors import assert_one_line_error
@@ -224,7 +224,7 @@ def test_1000_class_runs_store_raw_outputs_and_redecide_without_inference(tmp_pa
     from bgbench.analyses.tables import stored_predictions
     from bgbench.classes import IN9_FOLDERS, map_logits
     from bgbench.data.layout import Item
-    from bgbench.evaluate.predict import predict_items
+    from bgbench.evaluation.predict import predict_items
     from bgbench.models.spec import IMAGENET1K, BgModel, ModelSpec
 
     torch.manual_seed(0)

@@ -14,11 +14,11 @@ import torch
 
 from bgbench.data import discover, load_mask
 from bgbench.data.images import decode_image
-from bgbench.evaluate.challenge import (ChallengeEngine, attack_success_rates, class_fool_rates, top_backgrounds,
+from bgbench.evaluation.challenge.engine import (ChallengeEngine, attack_success_rates, class_fool_rates, top_backgrounds,
                                         verdicts_from_matrix)
-from bgbench.evaluate.predict import decide
+from bgbench.evaluation.predict import decide
 from bgbench.models import create_model
-from bgbench.train import TrainConfig, train
+from bgbench.training import TrainConfig, train
 from conftest import run_cli
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
@@ -203,7 +203,7 @@ def test_resume_after_sigkills_gives_the_uninterrupted_result_and_clean_json(mod
 def test_a_run_never_resumes_under_another_normalization(model_ckpt, synth_root, tmp_path):
     """Verdicts computed under two normalizations must never merge into one run."""
     from bgbench import runs
-    from bgbench.evaluate.challenge_run import ChallengeConfig, run_challenge
+    from bgbench.evaluation.challenge.runner import ChallengeConfig, run_challenge
     from bgbench.store import Store
     layout = discover(synth_root, variants=["original", "only_bg_t"])
     cfg = ChallengeConfig(batch_size=16)

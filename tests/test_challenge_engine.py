@@ -7,8 +7,8 @@ import torch
 from torch import nn
 
 from bgbench.data import discover
-from bgbench.evaluate.challenge import ChallengeEngine
-from bgbench.evaluate.challenge_run import load_backgrounds, load_foregrounds
+from bgbench.evaluation.challenge.engine import ChallengeEngine
+from bgbench.evaluation.challenge.runner import load_backgrounds, load_foregrounds
 from bgbench.models.spec import BgModel, ModelSpec
 from challenge_toys import colour_model, write_colour_dataset
 

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from bgbench.errors import BgbenchError
-from bgbench.evaluate import challenge_run
-from bgbench.evaluate.challenge_run import ChallengeConfig, run_challenge
-from bgbench.evaluate.challenge_sample import SamplePlan, done_prefix, sample_order, wilson_halfwidth
+from bgbench.evaluation.challenge import runner as challenge_run
+from bgbench.evaluation.challenge.runner import ChallengeConfig, run_challenge
+from bgbench.evaluation.challenge.sample import SamplePlan, done_prefix, sample_order, wilson_halfwidth
 from bgbench.store import Store
 from challenge_toys import colour_model, write_colour_dataset
 from conftest import run_cli
@@ -146,7 +146,7 @@ def test_full_accuracy_lies_inside_the_sampled_intervals(colour_root, tmp_path):
     sample's counts: wide enough not to be flaky if the data or model change, while a biased sample
     (one class only, or the first foregrounds to finish, which are the fooled ones) falls outside it.
     """
-    from bgbench.evaluate.metrics import wilson_interval
+    from bgbench.evaluation.metrics import wilson_interval
     model = colour_model()
     with Store(tmp_path / "r.db") as store:
         full = run_challenge(model, colour_root, store, ChallengeConfig(batch_size=64, seed=99), progress=False)

@@ -5,7 +5,7 @@ import io
 import json
 
 from bgbench.classes import IN9_FOLDERS
-from bgbench.leaderboard import PUBLISHED, leaderboard, render
+from bgbench.reporting.leaderboard import PUBLISHED, leaderboard, render
 from bgbench.store import Store
 from conftest import run_cli
 

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bgbench.evaluate.metrics import accuracy, bg_gap, mcnemar, paired_difference, wilson_interval
+from bgbench.evaluation.metrics import accuracy, bg_gap, mcnemar, paired_difference, wilson_interval
 
 
 @given(st.integers(0, 500), st.integers(1, 500))

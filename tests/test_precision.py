@@ -7,9 +7,9 @@ import torch
 from torch import nn
 
 from bgbench.classes import imagenet_to_in9
-from bgbench.evaluate.challenge import ChallengeEngine
-from bgbench.evaluate.precision import VerifiedPredictor, decision_margin
-from bgbench.evaluate.predict import decide
+from bgbench.evaluation.challenge.engine import ChallengeEngine
+from bgbench.evaluation.challenge.precision import VerifiedPredictor, decision_margin
+from bgbench.evaluation.predict import decide
 from bgbench.models.spec import IMAGENET1K, BgModel, ModelSpec
 from challenge_toys import tie_model
 

@@ -16,8 +16,8 @@ from PIL import Image
 from bgbench.data.synthetic import SYNTH_CLASSES
 from bgbench.models import create_model
 from bgbench.models.spec import IN9_MEAN, IN9_STD
-from bgbench.train import TrainConfig, list_recipes, train
-from bgbench.train.augment import BgSwap, load_masks_and_backgrounds, swap_backgrounds
+from bgbench.training import TrainConfig, list_recipes, train
+from bgbench.training.augment import BgSwap, load_masks_and_backgrounds, swap_backgrounds
 from bgbench.variants.functions import composite
 from conftest import run_cli
 

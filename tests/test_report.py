@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bgbench.evaluate.metrics import mcnemar, paired_difference
-from bgbench.report.context import select_subjects
-from bgbench.report.render import render_report
-from bgbench.report.sections import SECTIONS, _compare_pair, list_sections
+from bgbench.evaluation.metrics import mcnemar, paired_difference
+from bgbench.reporting.context import select_subjects
+from bgbench.reporting.render import render_report
+from bgbench.reporting.sections import SECTIONS, _compare_pair, list_sections
 from bgbench.store import Store
 from conftest import run_cli
 from test_data_errors import assert_one_line_error
@@ -28,9 +28,9 @@ def report_store(tmp_path_factory, synth_root) -> Path:
     model (eval), and a model whose name is a script tag (eval), all on the tiny Synthetic-9."""
     from bgbench import runs
     from bgbench.api import evaluate
-    from bgbench.evaluate.challenge_run import ChallengeConfig, run_challenge
+    from bgbench.evaluation.challenge.runner import ChallengeConfig, run_challenge
     from bgbench.models import create_model
-    from bgbench.train.loop import TrainConfig, train, training_record
+    from bgbench.training.loop import TrainConfig, train, training_record
     tmp = tmp_path_factory.mktemp("report_store")
     db = tmp / "results.db"
     with Store(db) as store:
@@ -154,7 +154,7 @@ def test_the_registry_is_open_to_new_sections():
     assert all(s.template == f"sections/{s.name}.html.j2" for s in SECTIONS.values())
     from importlib.resources import files
     for s in SECTIONS.values():
-        assert files("bgbench.report").joinpath("templates", s.template).is_file()
+        assert files("bgbench.reporting").joinpath("templates", s.template).is_file()
 
 
 def test_missing_backgrounds_leave_a_note_not_a_broken_image(report_store, synth_root, tmp_path):

@@ -12,36 +12,17 @@ from typing import Optional, Sequence
 import torch
 
 from .classes import Mapping
-from .data.layout import Layout, discover
-from .evaluate.config import EvalConfig
-from .evaluate.predict import check_compatible, mask_checker, predict_items
-from .evaluate.report import EvalReport
+from .data.layout import Layout, resolve_layout
+from .evaluation.config import EvalConfig
+from .evaluation.predict import mask_checker, predict_items
+from .evaluation.results import EvalReport
 from .console import status
-from .evaluate.tencrop import CROP as TEN_CROP_SIZE, RESIZE as TEN_CROP_RESIZE, ten_crop_logits
+from .evaluation.tencrop import CROP as TEN_CROP_SIZE, RESIZE as TEN_CROP_RESIZE, ten_crop_logits
 from .models.registry import create_model
-from .models.spec import BgModel
+from .models.spec import BgModel, check_compatible
 from .runs import Provenance
-from .variants import IN9_VARIANTS
 
 load_model = create_model
-
-
-def resolve_layout(data: str | Path | Layout, variants: Optional[Sequence[str]] = None) -> Layout:
-    """The dataset's layout with the requested variants.
-
-    Default: the IN-9 variants present; when none is present besides `original` (an edit
-    folder from `bgbench edit`, a plain dataset), every variant folder, `original` first.
-    """
-    if isinstance(data, Layout):
-        return data
-    if variants:
-        return discover(data, variants=list(variants))
-    found = discover(data)
-    present = [v for v in IN9_VARIANTS if v in found.variants]
-    if len(present) <= 1:  # no IN-9 variants beside original (e.g. `bgbench edit` output): every folder
-        present = ["original", *[v for v in found.variants if v != "original"]] if "original" in found.variants \
-            else list(found.variants)
-    return discover(data, variants=present)
 
 
 def evaluate(model: BgModel | str, data: str | Path | Layout, variants: Optional[Sequence[str]] = None,

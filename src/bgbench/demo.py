@@ -20,10 +20,10 @@ from . import runs
 from .api import evaluate
 from .console import status
 from .data.synthetic import write_dataset
-from .evaluate.report import EvalReport
-from .report.render import render_report
+from .evaluation.results import EvalReport
+from .reporting.render import render_report
 from .store import Store
-from .train.loop import TrainConfig, train, training_record
+from .training.loop import TrainConfig, train, training_record
 
 DEMO_ARCH = "timm:test_resnet"
 #: The demo's noise probe stays cheap: two levels, three trials each, on the test split.

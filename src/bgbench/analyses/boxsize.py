@@ -9,7 +9,7 @@ import numpy as np
 from .. import checks
 from ..data.layout import discover
 from ..errors import BgbenchError
-from ..evaluate.metrics import accuracy
+from ..evaluation.metrics import accuracy
 from ..store import Store
 from .boxes import dataset_boxes
 from .tables import run_config, run_row, stored_predictions

@@ -11,7 +11,7 @@ from typing import Dict, Optional
 import numpy as np
 
 from ..errors import BgbenchError
-from ..evaluate.metrics import Estimate, accuracy, mcnemar, paired_difference
+from ..evaluation.metrics import Estimate, accuracy, mcnemar, paired_difference
 from ..store import Store
 from ..variants.registry import IN9_VARIANTS
 from .tables import run_row, stored_predictions

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Sequence, Tuple
 
 from ..errors import BgbenchError
-from ..evaluate.metrics import Estimate, accuracy, paired, paired_difference
+from ..evaluation.metrics import Estimate, accuracy, paired, paired_difference
 from ..store import Store
 
 ORIGINAL = "original"

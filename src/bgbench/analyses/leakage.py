@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Dict, Optional, Sequence
 
 from ..errors import BgbenchError
-from ..evaluate.metrics import Estimate, accuracy
+from ..evaluation.metrics import Estimate, accuracy
 from ..store import Store
 from .tables import run_classes, run_row, stored_predictions
 

@@ -153,8 +153,9 @@ def probe_noise(model, data, cfg: NoiseConfig, progress: bool = True, limit: Opt
     import torch
 
     from .. import console
-    from ..api import resolve_layout
-    from ..evaluate.predict import check_compatible, decide
+    from ..data.layout import resolve_layout
+    from ..evaluation.predict import decide
+    from ..models.spec import check_compatible
     from ..runs import Provenance
     from .batches import masked_batches
     from .noise_engine import REGIONS, noisy_correct

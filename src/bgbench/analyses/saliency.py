@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import checks
 from ..errors import BgbenchError
-from ..evaluate.metrics import Z95
+from ..evaluation.metrics import Z95
 from .saliency_metrics import saliency_alignment
 
 METRICS = ("precision", "iou", "dice", "density_diff")
@@ -142,8 +142,8 @@ def probe_saliency(model, data, cfg: SaliencyConfig, out_dir: Optional[str | Pat
                    limit: Optional[int] = None) -> SaliencyResult:
     """Grad-CAM alignment of `model` on the originals and masks of `data`."""
     from .. import console
-    from ..api import resolve_layout
-    from ..evaluate.predict import check_compatible
+    from ..data.layout import resolve_layout
+    from ..models.spec import check_compatible
     from ..runs import Provenance
     from .batches import masked_batches
 

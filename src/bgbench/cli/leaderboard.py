@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ..console import status
 from ..errors import BgbenchError
-from ..leaderboard import FORMATS
+from ..reporting.leaderboard import FORMATS
 from .common import add_db_arg
 
 
@@ -21,10 +21,12 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..leaderboard import leaderboard, render
+    from ..reporting.leaderboard import leaderboard, render
+    from ..reporting.render import leaderboard_html
     from ..store import Store
     with Store(args.db) as store:
-        text = render(leaderboard(store, include_reported=args.reported), args.format)
+        rows = leaderboard(store, include_reported=args.reported)
+    text = leaderboard_html(rows) if args.format == "html" else render(rows, args.format)
     if args.out:
         try:
             Path(args.out).write_text(text + "\n", encoding="utf-8")

@@ -22,7 +22,7 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..report.render import render_report
+    from ..reporting.render import render_report
     from ..store import Store, default_db_path
     db = Path(args.db).expanduser() if args.db else default_db_path()
     if not db.is_file():

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..train.recipes import (DEFAULT_BGSWAP_P, DEFAULT_CUTMIX_ALPHA, DEFAULT_MIXUP_ALPHA, DEFAULT_SWA_START,
+from ..training.recipes import (DEFAULT_BGSWAP_P, DEFAULT_CUTMIX_ALPHA, DEFAULT_MIXUP_ALPHA, DEFAULT_SWA_START,
                              list_recipes)
 from ..variants.registry import list_variants
 from .common import add_db_arg
@@ -47,7 +47,7 @@ def register(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     from .. import runs
     from ..store import Store
-    from ..train.loop import TrainConfig, train, training_record
+    from ..training.loop import TrainConfig, train, training_record
     cfg = TrainConfig(data=args.data, variant=args.variant, model=args.model, out=args.out, split=args.split,
                       epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed,
                       recipe=args.recipe, bgswap_p=args.bgswap_p, mixup_alpha=args.mixup_alpha,

@@ -1,5 +1,5 @@
 """Dataset layout discovery and validation, decoding, and the Synthetic-9 generator."""
 from .images import decode_image, load_mask
-from .layout import Item, Layout, discover
+from .layout import IN9_VARIANTS, Item, Layout, discover, resolve_layout
 
-__all__ = ["Item", "Layout", "decode_image", "discover", "load_mask"]
+__all__ = ["IN9_VARIANTS", "Item", "Layout", "decode_image", "discover", "load_mask", "resolve_layout"]

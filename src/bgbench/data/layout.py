@@ -16,6 +16,11 @@ from ..errors import DataError
 from .images import IMAGE_SUFFIXES
 
 MASK_DIR = "fg_mask"
+#: The variant folders of the public IN-9 release, in the paper's order. The variant *functions*
+#: live in `bgbench.variants` (a layer above); the layout only needs their names.
+IN9_VARIANTS = ("original", "only_bg_b", "only_bg_t", "no_fg", "only_fg", "mixed_same", "mixed_rand", "mixed_next")
+#: Variants bgbench adds beside the release's (paper Fig. 15).
+EXTRA_VARIANTS = ("bg_blurred",)
 
 
 @dataclass(frozen=True)
@@ -114,9 +119,8 @@ def discover(root: str | Path, split: str = "val", variants: Optional[Sequence[s
         raise DataError(f"dataset root {root} does not exist or is not a folder")
     found = sorted(p.name for p in root.iterdir() if p.is_dir() and p.name != MASK_DIR)
     if variants is None:
-        from ..variants import list_variants
         for v in found:  # a known variant folder without the split is a broken layout, not noise
-            if v in list_variants() and not (root / v / split).is_dir():
+            if v in IN9_VARIANTS + EXTRA_VARIANTS and not (root / v / split).is_dir():
                 raise DataError(f"{root / v} has no {split}/ folder (expected {root / v / split}/<class>/<image>)")
         variants = [v for v in found if (root / v / split).is_dir()]
         if not variants:
@@ -147,3 +151,21 @@ def discover(root: str | Path, split: str = "val", variants: Optional[Sequence[s
         if not layout.items(v):
             raise DataError(f"no images under {root / v / split} (empty dataset)")
     return layout
+
+
+def resolve_layout(data: "str | Path | Layout", variants: Optional[Sequence[str]] = None) -> Layout:
+    """The dataset's layout with the requested variants.
+
+    Default: the IN-9 variants present; when none is present besides `original` (an edit
+    folder from `bgbench edit`, a plain dataset), every variant folder, `original` first.
+    """
+    if isinstance(data, Layout):
+        return data
+    if variants:
+        return discover(data, variants=list(variants))
+    found = discover(data)
+    present = [v for v in IN9_VARIANTS if v in found.variants]
+    if len(present) <= 1:  # no IN-9 variants beside original (e.g. `bgbench edit` output): every folder
+        present = ["original", *[v for v in found.variants if v != "original"]] if "original" in found.variants \
+            else list(found.variants)
+    return discover(data, variants=present)

@@ -314,7 +314,7 @@ def edit_dataset(cfg: EditConfig, model=None, progress: bool = True) -> EditResu
     if not layout.has_masks:
         raise DataError(f"no {MASK_DIR}/{cfg.split}/ folder under {data}; edits need foreground masks")
     if model is not None:
-        from ..evaluate.predict import check_compatible
+        from ..models.spec import check_compatible
         check_compatible(model, layout.classes)
     edits = edits_for(cfg.attributes, cfg.angles, cfg.levels, with_model=model is not None)
     skipped = []

@@ -3,11 +3,13 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Optional, Tuple
+from typing import Optional, Sequence, Tuple
 
 import torch
 from torch import nn
 
+from ..classes import IN9_FOLDERS
+from ..errors import BgbenchError
 from .norms import DATASET, IMAGENET1K, IMAGENET_MEAN, IMAGENET_STD, IN9_MEAN, IN9_STD  # noqa: F401 (re-exported)
 
 
@@ -75,3 +77,14 @@ class BgModel(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.net(self.normalize(x))
+
+
+def check_compatible(model: BgModel, classes: Sequence[str]) -> None:
+    """A model's label space must match the dataset's classes."""
+    spec = model.spec
+    if spec.label_space == IMAGENET1K:
+        if tuple(classes) != IN9_FOLDERS:
+            raise BgbenchError(f"{spec.name} is a 1000-class ImageNet model, which maps only to the 9 IN-9 "
+                               f"classes; this dataset has {len(classes)} others")
+    elif spec.num_classes != len(classes):
+        raise BgbenchError(f"{spec.name} has {spec.num_classes} outputs but the dataset has {len(classes)} classes")

@@ -7,6 +7,7 @@ from typing import Callable, Dict, List, Optional
 
 import numpy as np
 
+from ..data.layout import IN9_VARIANTS as _RELEASE_VARIANTS
 from . import functions as F
 
 VariantFn = Callable[..., np.ndarray]
@@ -86,3 +87,4 @@ for _v in (
     register_variant(_v)
 
 IN9_VARIANTS = tuple(list_variants(standard_only=True))
+assert IN9_VARIANTS == _RELEASE_VARIANTS, "the registry's standard variants are the release's folders"

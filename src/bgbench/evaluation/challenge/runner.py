@@ -1,7 +1,7 @@
 """Running the Backgrounds Challenge: data loading, resumable progress, torchrun sharding, results.
 
 I/O lives here; the verdict logic is `challenge.ChallengeEngine`, the visiting order and stopping
-rule `challenge_sample`. Foregrounds are visited in the run's seeded order, in chunks; under
+rule `sample`. Foregrounds are visited in the run's seeded order, in chunks; under
 `torchrun` each chunk is sharded across ranks (position % world_size == rank), every rank writes
 its own progress rows to the store, and rank 0 merges them once all ranks are done.
 
@@ -21,24 +21,23 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Callable, Dict, List, Optional
 
 import numpy as np
 import torch
 import torch.distributed as dist
 
-from .. import console, runs
-from ..data.images import decode_image, load_mask
-from ..data.layout import Layout, discover
-from ..errors import DataError
-from ..models.spec import BgModel
-from ..store import Store
-from .challenge import (ChallengeEngine, FgResult, attack_success_rates, class_fool_rates, top_backgrounds,
+from ... import console, runs
+from ...data.images import decode_image, load_mask
+from ...data.layout import Layout, discover
+from ...errors import DataError
+from ...models.spec import BgModel, check_compatible
+from ...store import Store
+from .engine import (ChallengeEngine, FgResult, attack_success_rates, class_fool_rates, top_backgrounds,
                         verdicts_from_matrix)
-from .challenge_config import ChallengeConfig
-from .challenge_sample import SamplePlan, done_prefix, wilson_halfwidth
-from .metrics import Estimate, accuracy
-from .predict import check_compatible
+from .config import ChallengeConfig
+from .sample import SamplePlan, done_prefix, wilson_halfwidth
+from ..metrics import Estimate, accuracy
 
 
 @dataclass
@@ -192,8 +191,14 @@ def _broadcast(value, rank: int, world: int):
 
 
 def run_challenge(model: BgModel, data: str | Path, store: Store, cfg: ChallengeConfig,
-                  out_dir: Optional[str | Path] = None, progress: bool = True) -> Optional[ChallengeReport]:
-    """Run (or resume, or extend) the challenge; returns the report on rank 0 and None on other ranks."""
+                  out_dir: Optional[str | Path] = None, progress: bool = True,
+                  figures: Optional[Callable[[ChallengeReport, Path], Dict[str, str]]] = None
+                  ) -> Optional[ChallengeReport]:
+    """Run (or resume, or extend) the challenge; returns the report on rank 0 and None on other ranks.
+
+    `figures(report, out_dir) -> {name: path}` draws the --full figures (`reporting.figures.challenge_figures`);
+    it is passed in because drawing lives in a higher layer than the engine.
+    """
     t0 = time.time()
     world, rank, device = _dist_setup(cfg.device)
     layout = discover(data, variants=["original", "only_bg_t"])
@@ -303,10 +308,12 @@ def run_challenge(model: BgModel, data: str | Path, store: Store, cfg: Challenge
     if rank != 0:
         return None
     report = summarize(store.challenge_results(run_id), run_id, model, layout, pairs, bg_items, fg_labels,
-                       bg_labels, matrix, out_dir or store.path.parent / f"challenge_{run_id}", plan=plan, cfg=cfg)
+                       bg_labels, matrix, plan=plan, cfg=cfg)
     report.pairs = int(pairs_here.item())
     report.seconds = round(time.time() - t0, 2)
     report.precision = verified
+    if figures is not None and report.full:
+        report.files.update(figures(report, Path(out_dir or store.path.parent / f"challenge_{run_id}")))
     runs.finish(store, run_id, report, status="sampled" if report.estimate else "done")
     return report
 
@@ -329,11 +336,11 @@ def _reduce_verified(engine: ChallengeEngine, world: int, device: str = "cpu") -
     return st
 
 
-def summarize(verdict_rows, run_id, model, layout, pairs, bg_items, fg_labels, bg_labels, matrix, out_dir,
+def summarize(verdict_rows, run_id, model, layout, pairs, bg_items, fg_labels, bg_labels, matrix,
               plan: Optional[SamplePlan] = None, cfg: Optional[ChallengeConfig] = None) -> ChallengeReport:
     """The challenge's numbers from its verdict rows (and, with --full, the prediction matrix).
 
-    Writes the --full figures into `out_dir`, and nothing into the store.
+    Writes nothing: neither the store nor figures (those are drawn by `reporting.figures`).
     """
     rows = {r["image_id"]: r for r in verdict_rows}
     fg_ids = [it.image_id for it, _ in pairs]
@@ -370,12 +377,8 @@ def summarize(verdict_rows, run_id, model, layout, pairs, bg_items, fg_labels, b
         top = top_backgrounds(asr, bg_labels, k=5)
         asr_rows = [(it.image_id, int(c), float(a)) for it, c, a in zip(bg_items, bg_labels, asr)]
         full = {"matrix": str(Path(matrix.filename)), "top5": {layout.classes[c]: [
-            {"bg": bg_items[j].image_id, "asr": float(asr[j])} for j in js] for c, js in top.items()}}
-        out = Path(out_dir)
-        from ..report.figures import asr_histogram, top_backgrounds_grid
-        grid = {layout.classes[c]: [(bg_items[j].path, float(asr[j])) for j in js] for c, js in sorted(top.items())}
-        files["top5_grid"] = str(top_backgrounds_grid(out / "top5_backgrounds.png", grid))
-        files["asr_histogram"] = str(asr_histogram(out / "asr_histogram.png", asr, bg_labels, layout.classes))
+            {"bg": bg_items[j].image_id, "asr": float(asr[j]), "path": str(bg_items[j].path)} for j in js]
+            for c, js in sorted(top.items())}}
     for c, name in enumerate(layout.classes):
         sel = fg_labels == c
         row = {"class": name, "n": int(sel.sum()), "clean": float(clean_ok[sel].mean()) if sel.any() else float("nan"),

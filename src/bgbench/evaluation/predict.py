@@ -18,7 +18,7 @@ from ..classes import IN9_FOLDERS, Mapping, map_logits, superclass_sums
 from ..data.images import check_mask_fits, decode_image
 from ..data.layout import Item, Layout
 from ..errors import BgbenchError
-from ..models.spec import IMAGENET1K, BgModel
+from ..models.spec import IMAGENET1K, BgModel, check_compatible  # noqa: F401 (re-exported)
 
 
 @dataclass
@@ -55,17 +55,6 @@ class Predictions:
 def to_tensor(batch: np.ndarray) -> torch.Tensor:
     """NHWC uint8 -> NCHW float in [0,1] (channels_last memory, no copy of the layout)."""
     return torch.from_numpy(batch).permute(0, 3, 1, 2).float().div_(255)
-
-
-def check_compatible(model: BgModel, classes: Sequence[str]) -> None:
-    """A model's label space must match the dataset's classes."""
-    spec = model.spec
-    if spec.label_space == IMAGENET1K:
-        if tuple(classes) != IN9_FOLDERS:
-            raise BgbenchError(f"{spec.name} is a 1000-class ImageNet model, which maps only to the 9 IN-9 "
-                               f"classes; this dataset has {len(classes)} others")
-    elif spec.num_classes != len(classes):
-        raise BgbenchError(f"{spec.name} has {spec.num_classes} outputs but the dataset has {len(classes)} classes")
 
 
 def decide(model: BgModel, logits: torch.Tensor, mapping: Mapping | str) -> Tuple[torch.Tensor, torch.Tensor]:

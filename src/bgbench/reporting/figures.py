@@ -85,6 +85,18 @@ def top_backgrounds_grid(path: Path, rows: Dict[str, List[Tuple[Path, float]]]) 
         return _save(fig, path)
 
 
+def challenge_figures(report, out_dir: Path) -> Dict[str, str]:
+    """The --full figures of a challenge report (paper Fig. 4 and Fig. 24) in `out_dir`: {name: path}."""
+    out_dir = Path(out_dir)
+    top5 = report.full["top5"]
+    grid = {cls: [(Path(e["path"]), e["asr"]) for e in entries] for cls, entries in top5.items()}
+    asr = np.array([row[2] for row in report.asr_rows], dtype=float)
+    labels = np.array([row[1] for row in report.asr_rows])
+    classes = [row["class"] for row in report.per_class]
+    return {"top5_grid": str(top_backgrounds_grid(out_dir / "top5_backgrounds.png", grid)),
+            "asr_histogram": str(asr_histogram(out_dir / "asr_histogram.png", asr, labels, classes))}
+
+
 def asr_histogram(path: Path, asr: np.ndarray, bg_labels: np.ndarray, classes: Sequence[str]) -> Path:
     """The paper's Fig. 24: histogram of attack success rates over all backgrounds, stacked by class."""
     asr, bg_labels = np.asarray(asr, dtype=float), np.asarray(bg_labels)

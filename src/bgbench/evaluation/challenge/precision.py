@@ -38,10 +38,10 @@ from typing import Callable
 
 import torch
 
-from ..classes import Mapping, imagenet_to_in9
-from ..models.spec import IMAGENET1K, BgModel
-from .challenge_config import DEFAULT_SAFETY  # noqa: F401 (re-exported)
-from .predict import decide
+from ...classes import Mapping, imagenet_to_in9
+from ...models.spec import IMAGENET1K, BgModel
+from .config import DEFAULT_SAFETY  # noqa: F401 (re-exported)
+from ..predict import decide
 
 DEFAULT_CALIBRATION_BATCHES = 2
 DEFAULT_AUDIT_EVERY = 64

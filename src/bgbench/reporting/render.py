@@ -19,8 +19,8 @@ from . import analysis_sections  # noqa: F401,E402  (registers the analysis sect
 
 
 def environment() -> jinja2.Environment:
-    """Templates from the package data (src/bgbench/report/templates), every value escaped."""
-    env = jinja2.Environment(loader=jinja2.PackageLoader("bgbench.report", "templates"), autoescape=True,
+    """Templates from the package data (src/bgbench/reporting/templates), every value escaped."""
+    env = jinja2.Environment(loader=jinja2.PackageLoader("bgbench.reporting", "templates"), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["pct"] = _pct
     env.filters["short"] = lambda s, n=12: "-" if not s else str(s)[:n]
@@ -109,7 +109,7 @@ def _page_sections(ctx: ReportContext, scope: str) -> List[dict]:
 
 def leaderboard_html(rows: List[dict]) -> str:
     """The leaderboard as one page: a sortable table per dataset, reported rows marked."""
-    from ..leaderboard import PERCENT
+    from .leaderboard import PERCENT
     datasets = list(dict.fromkeys(r["dataset"] for r in rows))
     generated = datetime.now(timezone.utc).isoformat(timespec="seconds")
     return environment().get_template("leaderboard.html.j2").render(
@@ -118,6 +118,6 @@ def leaderboard_html(rows: List[dict]) -> str:
 
 
 def write_leaderboard(store: Store, path: Path, include_reported: bool = True) -> Path:
-    from ..leaderboard import leaderboard
+    from .leaderboard import leaderboard
     path.write_text(leaderboard_html(leaderboard(store, include_reported=include_reported)), encoding="utf-8")
     return path

@@ -62,7 +62,7 @@ def get_recipe(name: str) -> Recipe:
     return _RECIPES[name]
 
 
-_AUG = "bgbench.train.augment"
+_AUG = "bgbench.training.augment"
 register_recipe(Recipe("erm", "plain empirical risk minimisation", f"{_AUG}:build_erm"))
 register_recipe(Recipe("mixup", "timm Mixup (mixup_alpha), soft-target cross-entropy", f"{_AUG}:build_mixup"))
 register_recipe(Recipe("cutmix", "timm Mixup (cutmix_alpha), soft-target cross-entropy", f"{_AUG}:build_cutmix"))

@@ -23,8 +23,8 @@ from typing import Callable, Dict, List, Optional
 
 import numpy as np
 
-from ..evaluate.challenge_rank import top_backgrounds
-from ..evaluate.metrics import mcnemar, paired, paired_difference
+from ..evaluation.challenge.rank import top_backgrounds
+from ..evaluation.metrics import mcnemar, paired, paired_difference
 from . import figures
 from .context import ReportContext, Subject
 

@@ -30,14 +30,14 @@ from typing import Callable, List, Optional, Sequence
 
 import numpy as np
 import torch
-from .. import console
+from ... import console
 
-from ..classes import Mapping
-from ..models.spec import BgModel
-from .challenge_config import DEFAULT_SAFETY, PRECISIONS
-from .challenge_rank import top_backgrounds  # noqa: F401 (re-exported)
+from ...classes import Mapping
+from ...models.spec import BgModel
+from .config import DEFAULT_SAFETY, PRECISIONS
+from .rank import top_backgrounds  # noqa: F401 (re-exported)
 from .precision import VerifiedPredictor
-from .predict import decide
+from ..predict import decide
 
 UNMAPPED = 255  # a -1 prediction (no IN-9 class) in the uint8 prediction matrix
 

@@ -14,8 +14,8 @@ import json
 from importlib.resources import files
 from typing import Dict, List, Optional
 
-from .classes import IN9_FOLDERS
-from .store import Store
+from ..classes import IN9_FOLDERS
+from ..store import Store
 
 COLUMNS = ("dataset", "rank", "model", "source", "challenge", "clean", "original", "mixed_same", "mixed_rand",
            "bg_gap", "checkpoint_sha256", "data_fingerprint", "version", "data")
@@ -106,9 +106,8 @@ def render(rows: List[dict], fmt: str = "table") -> str:
         raise ValueError(f"format must be one of {FORMATS}")
     if fmt == "json":
         return json.dumps(rows, indent=1)
-    if fmt == "html":  # a page with one sortable table per dataset (report/templates/leaderboard.html.j2)
-        from .report.render import leaderboard_html
-        return leaderboard_html(rows)
+    if fmt == "html":  # one sortable page, drawn by the layer above (render.leaderboard_html)
+        raise ValueError("the html leaderboard is rendered by bgbench.reporting.render.leaderboard_html")
     if fmt == "csv":
         buf = io.StringIO()
         w = csv.DictWriter(buf, fieldnames=COLUMNS)

@@ -5,9 +5,9 @@ import numbers
 from dataclasses import dataclass
 from typing import Optional
 
-from .. import checks
-from ..classes import Mapping
-from ..errors import BgbenchError
+from ... import checks
+from ...classes import Mapping
+from ...errors import BgbenchError
 
 #: fp32 is exact; bf16-verified rechecks in fp32 every composite near a decision boundary; bf16
 #: and fp16 are plain autocast (fp16 needs a GPU).
