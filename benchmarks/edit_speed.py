@@ -23,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 from build_speed import machine_ceiling  # noqa: E402
 
-from bgbench.data.synthetic import write_dataset  # noqa: E402
+from bgbench.variants.synth import write_dataset  # noqa: E402
 from bgbench.edits.pipeline import EditConfig, edit_dataset  # noqa: E402
 
 
