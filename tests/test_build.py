@@ -178,7 +178,7 @@ def test_no_resize_with_two_image_sizes_pairs_every_image_with_a_donor_of_its_si
         return [j for j in rows if j.startswith(cls + "/") and original[j].shape == original[image_id].shape]
 
     fallbacks = 0
-    for image_id, row in rows.items():
+    for image_id in rows:
         cls = image_id.split("/")[0]
         for v in MIXED:
             donor = mixed[v][image_id]["bg_image"]

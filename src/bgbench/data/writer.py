@@ -16,7 +16,7 @@ from __future__ import annotations
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, List, Optional, Sequence, Tuple
+from typing import Iterable, List, Sequence, Tuple
 
 import numpy as np
 from PIL import Image
@@ -25,7 +25,7 @@ from ..errors import BgbenchError, DataError
 from . import manifest as M
 from .images import BadMask, decode_image, read_mask
 from .layout import MASK_DIR
-from .shards import Shard, ShardRecord, record_path
+from .shards import ShardRecord, record_path
 
 PNG_COMPRESS = 1  # zlib level: fast, and still lossless
 
@@ -91,10 +91,9 @@ class Target:
 class DatasetWriter:
     """One split of one dataset in the IN-9 layout: its folders, tables and shard record."""
 
-    def __init__(self, out: Path, split: str, folders: Sequence[str], classes: Sequence[str],
-                 shard: Optional[Shard] = None):
+    def __init__(self, out: Path, split: str, folders: Sequence[str], classes: Sequence[str]):
         self.out, self.split = Path(out), split
-        self.folders, self.classes, self.shard = list(folders), list(classes), shard
+        self.folders, self.classes = list(folders), list(classes)
         self.target = Target(self.out, split)
 
     def open(self, overwrite: bool) -> None:

@@ -13,7 +13,6 @@ workers or shards. A bad mask or a failed edit is a row in rejects.csv, never an
 """
 from __future__ import annotations
 
-import json
 import math
 import zlib
 from dataclasses import asdict, dataclass
@@ -240,7 +239,7 @@ def edit_dataset(cfg: EditConfig, model=None, progress: bool = True) -> EditResu
     """Write every requested edit level of `cfg.data` into `cfg.out` (or one shard's share); see the
     module docstring."""
     cfg, layout, edits, skipped = _plan(cfg, model)
-    writer = DatasetWriter(cfg.out, cfg.split, [ORIGINAL, *[e.name for e in edits]], layout.classes, cfg.shard)
+    writer = DatasetWriter(cfg.out, cfg.split, [ORIGINAL, *[e.name for e in edits]], layout.classes)
     writer.open(cfg.overwrite)
     tasks = _tasks(layout)
     mine = select(tasks, cfg.shard, block=cfg.batch_size)
@@ -275,7 +274,10 @@ def _finish(writer: DatasetWriter, result: EditResult) -> EditResult:
 
 def merge(out: Path, records: List[ShardRecord], overwrite: bool = False, workers: int = 1,
           progress: bool = True) -> EditResult:
-    """Join the shards of one split into `out`: copy their files and join their tables."""
+    """Join the shards of one split into `out`: copy their files and join their tables.
+
+    Nothing is left to compute, so `workers` and `progress` (merge's one signature) go unused.
+    """
     ref = records[0]
     writer = DatasetWriter(out, ref.split, ref.folders, ref.classes)
     writer.open(overwrite)

@@ -152,7 +152,7 @@ def _resolved(cfg: BuildConfig) -> Tuple[BuildConfig, Tuple[str, ...]]:
 def build(cfg: BuildConfig, progress: bool = True) -> BuildResult:
     """Build every variant of `cfg.images` into `cfg.out` (or one shard's step 1); see the module docstring."""
     cfg, classes = _resolved(cfg)
-    writer = DatasetWriter(cfg.out, cfg.split, list_variants(), classes, cfg.shard)
+    writer = DatasetWriter(cfg.out, cfg.split, list_variants(), classes)
     tasks = _tasks(cfg, classes)
     writer.open(cfg.overwrite)
     mine = select(tasks, cfg.shard)
@@ -173,7 +173,7 @@ def _save_shard(cfg: BuildConfig, classes: Sequence[str], tasks: Sequence[Task],
     lines = [f"{t.source}\t{t.mask_path.name if t.mask_path else ''}" for t in tasks]
     ShardRecord(KIND, cfg.split, cfg.shard, cfg.settings(), inputs_fingerprint(lines), own_variants(), list(classes),
                 rows=[p.to_json() for p in prepared], rejects=[r.to_json() for r in rejects],
-                extra={"config": cfg.config(), "seed": cfg.seed}).save(cfg.out)
+                extra={"config": cfg.config()}).save(cfg.out)
 
 
 def merge(out: Path, records: List[ShardRecord], overwrite: bool = False, workers: int = 1,
@@ -186,7 +186,7 @@ def merge(out: Path, records: List[ShardRecord], overwrite: bool = False, worker
     prepared = sorted((Prepared.from_json(r) for rec in records for r in rec.rows), key=lambda p: p.index)
     config = {**ref.extra["config"], "shards": ref.shard.count}
     with worker_pool(workers, len(prepared)) as pool:
-        return _finish(writer, prepared, reject_rows(records), config, ref.extra["seed"], ref.settings["balance"],
+        return _finish(writer, prepared, reject_rows(records), config, ref.settings["seed"], ref.settings["balance"],
                        pool, progress)
 
 

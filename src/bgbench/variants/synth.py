@@ -133,7 +133,7 @@ def _jobs(cfg: SynthConfig) -> List[_Job]:
 def synth(cfg: SynthConfig, progress: bool = True) -> SynthResult:
     """Write one split of Synthetic-9 (or, with `cfg.shard`, that shard's share of it)."""
     cfg = SynthConfig(**{**cfg.__dict__, "out": Path(cfg.out).expanduser()})
-    writer = DatasetWriter(cfg.out, cfg.split, IN9_VARIANTS, SYNTH_CLASSES, cfg.shard)
+    writer = DatasetWriter(cfg.out, cfg.split, IN9_VARIANTS, SYNTH_CLASSES)
     writer.open(cfg.overwrite)
     jobs = _jobs(cfg)
     mine = select(jobs, cfg.shard)
@@ -168,7 +168,10 @@ def _write_info(out: Path, settings: dict, images: int) -> None:
 
 def merge(out: Path, records: List[ShardRecord], overwrite: bool = False, workers: int = 1,
           progress: bool = True) -> SynthResult:
-    """Join the shards of one split into `out`: the very files an unsharded run writes."""
+    """Join the shards of one split into `out`: the very files an unsharded run writes.
+
+    Nothing is left to compute, so `workers` and `progress` (merge's one signature) go unused.
+    """
     ref = records[0]
     writer = DatasetWriter(out, ref.split, IN9_VARIANTS, SYNTH_CLASSES)
     writer.open(overwrite)
