@@ -27,7 +27,7 @@ def _private_store(tmp_path_factory, monkeypatch):
 @pytest.fixture(scope="session")
 def synth_root(tmp_path_factory) -> Path:
     """A tiny Synthetic-9 (val and train) shared by the tests; never modified."""
-    from bgbench.data.synthetic import write_dataset
+    from bgbench.variants.synth import write_dataset
     root = tmp_path_factory.mktemp("synth9")
     write_dataset(root, per_class=4, size=32, seed=0, split="val", progress=False)
     write_dataset(root, per_class=6, size=32, seed=0, split="train", progress=False)

@@ -14,6 +14,7 @@ from bgbench.analyses.categories import CATEGORIES, categorize, prediction_categ
 from bgbench.analyses.compare import compare_runs
 from bgbench.analyses.leakage import leakage
 from bgbench.analyses.rfs import relative_foreground_sensitivity as rfs
+from bgbench.data.manifest import read_boxes
 from bgbench.errors import BgbenchError
 from bgbench.evaluation.metrics import mcnemar
 from bgbench.store import Store
@@ -187,7 +188,7 @@ def _jpeg(img, quality=75):
 
 def test_box_recovery_from_only_bg_b_on_generated_data(synth_root):
     from bgbench.data.images import decode_image
-    truth = B.recorded_boxes(synth_root, "val")
+    truth = read_boxes(synth_root, "val")
     ious, ious_jpeg = [], []
     for iid, box in truth.items():
         img = decode_image(synth_root / "only_bg_b" / "val" / f"{iid}.png")
@@ -200,7 +201,7 @@ def test_box_recovery_from_only_bg_b_on_generated_data(synth_root):
 
 
 def test_boxsize_uses_recovered_boxes_without_records(synth_copy, store):
-    (synth_copy / "boxes_val.json").unlink()
+    (synth_copy / "manifest.csv").unlink()
     from bgbench.data.layout import discover
     layout = discover(synth_copy, variants=["original"])
     boxes, sizes, source = B.dataset_boxes(layout)
@@ -261,8 +262,8 @@ def test_bg_blurred_is_computed_on_the_fly_when_its_folder_is_absent(synth_copy,
     from bgbench.data.images import decode_image, load_mask
     from bgbench.data.layout import discover
     from bgbench.variants.functions import bg_blurred
-    truth = B.recorded_boxes(synth_copy, "val")
-    (synth_copy / "boxes_val.json").unlink()
+    truth = read_boxes(synth_copy, "val")
+    (synth_copy / "manifest.csv").unlink()
     layout = discover(synth_copy, variants=["original"])
     item = layout.items("original")[5]
     want = bg_blurred(decode_image(item.path), load_mask(layout.mask_path(item.image_id)), truth[item.image_id])

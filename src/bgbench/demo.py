@@ -19,7 +19,7 @@ import torch
 from . import runs
 from .api import evaluate
 from .console import status
-from .data.synthetic import write_dataset
+from .variants.synth import write_dataset
 from .evaluation.results import EvalReport
 from .reporting.render import render_report
 from .store import Store
@@ -40,8 +40,10 @@ def run_demo(out: str | Path = "bgbench-demo", db: Optional[str] = None, per_cla
     data = out / "synthetic9"
     torch.manual_seed(seed)
     status(f"[1/4] generating Synthetic-9 ({per_class}/class train, {test_per_class}/class test, {size}px) -> {data}")
-    write_dataset(data, per_class=per_class, size=size, seed=seed, split="train", progress=progress)
-    write_dataset(data, per_class=test_per_class, size=size, seed=seed, split="val", progress=progress)
+    write_dataset(data, per_class=per_class, size=size, seed=seed, split="train", progress=progress,
+                  overwrite=True)
+    write_dataset(data, per_class=test_per_class, size=size, seed=seed, split="val", progress=progress,
+                  overwrite=True)
     store = Store(db or out / "results.db")
     summary = {"data": str(data), "db": str(store.path), "models": {}}
     reports = {}

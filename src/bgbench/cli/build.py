@@ -4,6 +4,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from .common import add_db_arg, add_output_args, add_shard_arg, emit
+
 
 def register(sub) -> None:
     p = sub.add_parser("build", help="build the IN-9 variants (GrabCut masks, filters, mixing) from images and boxes")
@@ -22,15 +24,16 @@ def register(sub) -> None:
                    help="drop images at random down to the smallest class count, as the paper builds IN-9 "
                         "(Appendix A, filter 4; default on)")
     p.add_argument("--grabcut-tries", type=int, default=3, help="GrabCut retries (different seeds) before rejecting")
+    add_shard_arg(p)
     p.add_argument("--overwrite", action="store_true", help="replace an existing build of this split")
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
-    p.add_argument("--db", help="SQLite results store where the build is recorded (default ~/.bgbench/results.db)")
+    add_output_args(p)
+    add_db_arg(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from .. import runs
-    from ..data.layout import discover
+    from ..data.shards import Shard
     from ..store import Store
     from ..variants.build import BuildConfig, build
     from ..variants.preprocess import Preprocess
@@ -38,13 +41,12 @@ def run(args: argparse.Namespace) -> int:
     cfg = BuildConfig(images=Path(args.images), boxes=Path(args.boxes), out=Path(args.out),
                       masks=Path(args.masks) if args.masks else None, split=args.split, seed=args.seed,
                       workers=args.workers, preprocess=pre, balance=args.balance, tries=args.grabcut_tries,
-                      overwrite=args.overwrite)
+                      overwrite=args.overwrite, shard=Shard.parse(args.shard) if args.shard else None)
     result = build(cfg, progress=not args.quiet)
-    layout = discover(cfg.out, split=cfg.split)
-    config = {"images": str(cfg.images), "boxes": str(cfg.boxes), "masks": str(cfg.masks) if cfg.masks else None,
-              "split": cfg.split, "resize": pre.resize, "crop": pre.crop, "balance": cfg.balance,
-              "grabcut_tries": cfg.tries}
-    with Store(args.db) as store:
-        run_id = runs.record(store, runs.Provenance.of("build", config, layout=layout, seed=cfg.seed), result)
-    print(f"{result.summary()}\nbuild recorded as run {run_id}")
+    doc, text = result.outputs(), result.summary()
+    if result.provenance is not None:  # a shard is recorded once merged, not before
+        with Store(args.db) as store:
+            doc["run_id"] = runs.record(store, result.provenance, result)
+        text += f"\nbuild recorded as run {doc['run_id']}"
+    emit(args, doc, text)
     return 0

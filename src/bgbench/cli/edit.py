@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ..edits.backends import list_complexity_editors, list_inpainters
 from ..edits.registry import ATTRIBUTES
-from .common import add_db_arg, add_output_args, emit
+from .common import add_db_arg, add_output_args, add_shard_arg, emit
 
 
 def register(sub) -> None:
@@ -36,6 +36,7 @@ def register(sub) -> None:
     p.add_argument("--adv-eps", type=float, default=16 / 255, help="L-inf bound of the adversarial background (default 16/255)")
     p.add_argument("--adv-steps", type=int, default=10, help="ascent steps of the adversarial level (default %(default)s)")
     p.add_argument("--batch-size", type=int, default=32, help="images per adversarial batch (default %(default)s)")
+    add_shard_arg(p)
     p.add_argument("--overwrite", action="store_true", help="replace an existing edit of this split")
     add_output_args(p)
     add_db_arg(p)
@@ -44,8 +45,8 @@ def register(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from .. import console, runs
-    from ..data.layout import discover
-    from ..edits.pipeline import EditConfig, config_dict, edit_dataset
+    from ..data.shards import Shard
+    from ..edits.pipeline import EditConfig, edit_dataset
     from ..errors import BgbenchError
     from ..store import Store
     for name in args.plugin:
@@ -58,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
                      angles=tuple(args.angles) if args.angles else None, split=args.split, seed=args.seed,
                      workers=args.workers, inpainter=args.inpainter, complexity_editor=args.complexity_editor,
                      adv_eps=args.adv_eps, adv_steps=args.adv_steps, batch_size=args.batch_size,
-                     overwrite=args.overwrite)
+                     overwrite=args.overwrite, shard=Shard.parse(args.shard) if args.shard else None)
     model = None
     if args.model:
         from ..models import create_model
@@ -66,12 +67,10 @@ def run(args: argparse.Namespace) -> int:
     result = edit_dataset(cfg, model=model, progress=not args.quiet)
     for why in result.skipped:
         console.status(f"skipped {why}")
-    source = discover(cfg.data, split=cfg.split, variants=["original"])
-    with Store(args.db) as store:
-        run_id = runs.record(store, runs.Provenance.of("edit", config_dict(cfg), model=model, layout=source,
-                                                       seed=cfg.seed), result)
-    doc = {"run_id": run_id, **result.outputs()}
-    text = (f"{result.table()}\nedited {doc['images']} images into {len(result.levels)} levels in {result.out}; "
-            f"manifest {doc['manifest']}\nedit recorded as run {run_id}")
+    doc, text = result.outputs(), result.summary()
+    if cfg.shard is None:  # a shard is recorded once merged, not before
+        with Store(args.db) as store:
+            doc["run_id"] = runs.record(store, result.provenance, result)
+        text += f"\nedit recorded as run {doc['run_id']}"
     emit(args, doc, text)
     return 0
