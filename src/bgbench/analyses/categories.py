@@ -87,7 +87,7 @@ def prediction_categories(store: Store, run_id: int, mapping: Optional[str] = No
 
 
 def run_variants(store: Store, run_id: int) -> List[str]:
-    return [r[0] for r in store.conn.execute("SELECT DISTINCT variant FROM predictions WHERE run_id=?", (run_id,))]
+    return store.run_variants(run_id)
 
 
 def _take(v, ids):

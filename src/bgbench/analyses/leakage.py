@@ -49,7 +49,7 @@ def leakage(store: Store, run_id: int, variants: Sequence[str] = BACKGROUND_ONLY
             mapping: Optional[str] = None) -> LeakageResult:
     """Background-only accuracy minus 1/C for each of `variants` stored in the run."""
     row = run_row(store, run_id)
-    present = [v for v, in store.conn.execute("SELECT DISTINCT variant FROM predictions WHERE run_id=?", (run_id,))]
+    present = store.run_variants(run_id)
     chosen = [v for v in variants if v in present]
     if not chosen:
         raise BgbenchError(f"run {run_id} has none of the background-only variants {', '.join(variants)}")
@@ -64,6 +64,5 @@ def trained_on(store: Store, row) -> Optional[str]:
     sha = row["checkpoint_sha256"]
     if not sha:
         return None
-    train = store.conn.execute("SELECT config FROM runs WHERE kind='train' AND checkpoint_sha256=? "
-                               "ORDER BY id DESC LIMIT 1", (sha,)).fetchone()
+    train = store.train_run_for_checkpoint(sha)
     return json.loads(train["config"]).get("variant") if train else None

@@ -88,5 +88,4 @@ def redecide(rows, mapping: str, run_id: int = 0):
 
 
 def _variants(store: Store, run_id: int) -> List[str]:
-    return [r[0] for r in store.conn.execute(
-        "SELECT DISTINCT variant FROM predictions WHERE run_id=? ORDER BY variant", (run_id,))]
+    return store.run_variants(run_id)
