@@ -23,7 +23,8 @@ from .. import checks, console
 from ..data.images import decode_image
 from ..data.layout import discover
 from ..errors import BgbenchError
-from ..models.registry import create_model
+from ..models.checkpoint import save_checkpoint
+from ..models.registry import create_model, list_schemes
 from ..models.spec import DATASET, BgModel
 from .augment import BatchAugment, RecipeContext
 from .recipes import (DEFAULT_BGSWAP_P, DEFAULT_CUTMIX_ALPHA, DEFAULT_MIXUP_ALPHA, DEFAULT_SWA_START, get_recipe,
@@ -103,11 +104,6 @@ def _load_split(root: str, variant: str, split: str):
     return images, labels, layout.classes, items, layout.fingerprint()
 
 
-def save_checkpoint(model: BgModel, path: Path, **extra) -> None:
-    """A bgbench checkpoint: plain tensors plus the model spec, loadable with weights_only=True."""
-    torch.save({"bgbench_spec": model.spec.to_dict(), "state_dict": model.net.state_dict(), **extra}, path)
-
-
 def resolve_config(cfg: TrainConfig) -> TrainConfig:
     """`cfg` with its derived defaults filled in (what config.json records)."""
     d = asdict(cfg)
@@ -125,7 +121,7 @@ def build_model(cfg: TrainConfig, classes, image_hw) -> BgModel:
         raise BgbenchError(f"bgbench train needs --model timm:ARCH, got {cfg.model!r}")
     n = len(classes)
     if cfg.init:
-        if cfg.init.split(":", 1)[0] in ("zoo", "file", "timm") and not Path(cfg.init).exists():
+        if cfg.init.split(":", 1)[0] in list_schemes() and not Path(cfg.init).exists():
             model = create_model(cfg.init)
         else:
             model = create_model(cfg.model, checkpoint=cfg.init)
