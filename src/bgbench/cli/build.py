@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 
 def register(sub) -> None:
@@ -29,22 +28,15 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .. import runs
-    from ..data.layout import discover
+    from ..api import build
+    from ..runs import record
     from ..store import Store
-    from ..variants.build import BuildConfig, build
     from ..variants.preprocess import Preprocess
     pre = Preprocess(resize=None, crop=None) if args.no_resize else Preprocess(resize=args.resize, crop=args.crop)
-    cfg = BuildConfig(images=Path(args.images), boxes=Path(args.boxes), out=Path(args.out),
-                      masks=Path(args.masks) if args.masks else None, split=args.split, seed=args.seed,
-                      workers=args.workers, preprocess=pre, balance=args.balance, tries=args.grabcut_tries,
-                      overwrite=args.overwrite)
-    result = build(cfg, progress=not args.quiet)
-    layout = discover(cfg.out, split=cfg.split)
-    config = {"images": str(cfg.images), "boxes": str(cfg.boxes), "masks": str(cfg.masks) if cfg.masks else None,
-              "split": cfg.split, "resize": pre.resize, "crop": pre.crop, "balance": cfg.balance,
-              "grabcut_tries": cfg.tries}
+    result = build(args.images, args.boxes, args.out, masks=args.masks, split=args.split, seed=args.seed,
+                   workers=args.workers, preprocess=pre, balance=args.balance, tries=args.grabcut_tries,
+                   overwrite=args.overwrite, progress=not args.quiet)
     with Store(args.db) as store:
-        run_id = runs.record(store, runs.Provenance.of("build", config, layout=layout, seed=cfg.seed), result)
+        run_id = record(result, store)
     print(f"{result.summary()}\nbuild recorded as run {run_id}")
     return 0

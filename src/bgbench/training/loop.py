@@ -331,7 +331,8 @@ def train(cfg: TrainConfig, progress: bool = True) -> Path:
 
 
 def training_record(out: str | Path):
-    """(Provenance, result) of the finished training run in `out`, read back from its files.
+    """The finished training run in `out`, read back from its files, as a result to record
+    (`runs.Outputs` with its provenance).
 
     Reading what was written (config.json, log.jsonl, model.pt and its sha256) records exactly
     what a later eval of `file:OUT/model.pt` will load; the run's checkpoint_sha256 is model.pt's,
@@ -348,9 +349,9 @@ def training_record(out: str | Path):
             "checkpoint_sha256": sha256_file(out / "model.pt")}
     log = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines() if line.strip()]
     last = log[-1] if log else {}
-    prov = Provenance(kind="train", config=config, model=config["model"], spec=spec, data_root=config["data"],
-                      data_fingerprint=fingerprint, seed=config.get("seed"))
-    result = Outputs({"checkpoint": spec["checkpoint"], "checkpoint_sha256": spec["checkpoint_sha256"],
-                      "recipe": config["recipe"], "swa": config["swa"], "epochs": len(log)},
-                     [Metric("train_loss", last.get("loss")), Metric("train_accuracy", last.get("train_acc"))])
-    return prov, result
+    prov = Provenance.of("train", config, model=spec, seed=config.get("seed"),
+                         data_root=config["data"], data_fingerprint=fingerprint)
+    return Outputs({"checkpoint": spec["checkpoint"], "checkpoint_sha256": spec["checkpoint_sha256"],
+                    "recipe": config["recipe"], "swa": config["swa"], "epochs": len(log)},
+                   [Metric("train_loss", last.get("loss")), Metric("train_accuracy", last.get("train_acc"))],
+                   provenance=prov)
