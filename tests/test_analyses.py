@@ -17,8 +17,7 @@ from bgbench.analyses.rfs import relative_foreground_sensitivity as rfs
 from bgbench.errors import BgbenchError
 from bgbench.evaluation.metrics import mcnemar
 from bgbench.store import Store
-from conftest import run_cli
-from test_data_errors import assert_one_line_error
+from conftest import assert_one_line_error, run_cli
 
 CLASSES = ["a", "b", "c"]
 

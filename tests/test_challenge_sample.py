@@ -12,7 +12,7 @@ from bgbench.evaluation.challenge.config import ChallengeConfig
 from bgbench.evaluation.challenge.sample import SamplePlan, done_prefix, sample_order, wilson_halfwidth
 from bgbench.store import Store
 from challenge_toys import colour_model, write_colour_dataset
-from conftest import run_cli
+from conftest import assert_one_line_error, run_cli
 
 
 @pytest.fixture(scope="module")
@@ -90,7 +90,7 @@ def test_cli_rejects_bad_sample_and_halfwidth(colour_root, tmp_path):
     for bad in (["--sample", "0"], ["--halfwidth", "0.7"], ["--full", "--halfwidth", "0.1"]):
         proc = run_cli("challenge", "--model", "timm:test_resnet", "--data", colour_root, "--db", tmp_path / "r.db",
                        "--quiet", *bad)
-        assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, bad
+        assert_one_line_error(proc, bad[-2])
 
 
 def _spy_decodes(monkeypatch):

@@ -11,8 +11,7 @@ from PIL import Image
 from bgbench.edits import functions as F
 from bgbench.edits.complexity import spectrum_edit
 from bgbench.edits.glcm import LEVELS, glcm_stats
-from conftest import run_cli
-from test_data_errors import assert_one_line_error
+from conftest import assert_one_line_error, run_cli
 
 
 def _ellipse(h, w, cx, cy, rx, ry):

@@ -15,8 +15,7 @@ from bgbench.reporting.context import select_subjects
 from bgbench.reporting.render import render_report
 from bgbench.reporting.sections import SECTIONS, _compare_pair, list_sections
 from bgbench.store import Store
-from conftest import run_cli
-from test_data_errors import assert_one_line_error
+from conftest import assert_one_line_error, run_cli
 
 XSS = "<script>alert(1)</script>"
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
@@ -33,7 +32,7 @@ def report_store(tmp_path_factory, synth_root) -> Path:
         trained_run = bgbench.train(synth_root, tmp / "train", variant="mixed_rand", model="timm:test_resnet",
                                     epochs=1, seed=0, progress=False)
         bgbench.record(trained_run, store)
-        ckpt = trained_run.values["checkpoint"]
+        ckpt = trained_run["checkpoint"]
         for model in (f"file:{ckpt}", "timm:test_resnet"):
             bgbench.record(bgbench.evaluate(model, synth_root, progress=False), store)
         evil = bgbench.evaluate("timm:test_resnet", synth_root, variants=["original", "mixed_same", "mixed_rand"],

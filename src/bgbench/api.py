@@ -302,7 +302,7 @@ def _analyse(source: Any, run_ref: Any, on_run, on_table, mapping: Optional[str]
         with _reading(source) as store:
             return on_run(store)
     if isinstance(source, (Store, str, Path)):
-        raise BgbenchError("a results store needs the run to analyse: pass its id (see `bgbench runs`)")
+        raise BgbenchError("a results store needs the id of the run to analyse: pass run_id (see `bgbench runs`)")
     from .analyses.tables import as_table
     return on_table(as_table(source, mapping=mapping))
 

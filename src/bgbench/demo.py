@@ -49,7 +49,7 @@ def run_demo(out: str | Path = "bgbench-demo", db: Optional[str] = None, per_cla
         run_dir = out / "runs" / variant
         trained = train(data, run_dir, variant=variant, model=DEMO_ARCH, epochs=epochs, seed=seed, progress=progress)
         record(trained, store)
-        ckpt = trained.values["checkpoint"]
+        ckpt = trained["checkpoint"]
         reports[variant] = evaluate(f"file:{ckpt}", data, progress=progress, seed=seed)
         record(reports[variant], store)
         summary["models"][variant] = {"checkpoint": str(ckpt), **reports[variant].to_dict(),

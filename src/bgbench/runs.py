@@ -85,20 +85,21 @@ def finish(store: Store, run_id: int, result: Any = None, status: str = "done") 
 def record(result: Any, store: Store | str | Path) -> int:
     """Record a computed result in `store` (a `Store` or a path); returns its run id, also set as
     `result.run_id`. Each call records a new run, except for a result whose run is already open in
-    the store (`store_path`, the challenge), which this finishes."""
+    a store (`store_path`: the challenge's), which this finishes there."""
     prov = getattr(result, "provenance", None)
     if not isinstance(prov, Provenance):
         raise BgbenchError(f"a {type(result).__name__} has no provenance, so it is not a run to record; "
                            f"record the result of a job (evaluate, challenge, probe_*, train, build, edit, synth)")
-    with opened(store) as s:
-        status = getattr(result, "run_status", "done")
-        rows_in = getattr(result, "store_path", None)
-        if rows_in is None:
-            return finish(s, start(s, prov), result, status=status)
-        if Path(rows_in).resolve() != s.path.resolve():
+    status = getattr(result, "run_status", "done")
+    rows_in = getattr(result, "store_path", None)
+    if rows_in is not None:
+        target = store.path if isinstance(store, Store) else Path(store).expanduser()
+        if Path(rows_in).resolve() != target.resolve():
             raise BgbenchError(f"this {prov.kind} run's rows are stored in {rows_in} (run {result.run_id}); "
-                               f"record it there, not in {s.path}")
-        return finish(s, result.run_id, result, status=status)
+                               f"record it there, not in {target}")
+    with opened(store) as s:
+        run_id = start(s, prov) if rows_in is None else result.run_id
+        return finish(s, run_id, result, status=status)
 
 
 @contextmanager
@@ -147,6 +148,10 @@ class Outputs:
     metrics: list = field(default_factory=list)
     provenance: Optional[Provenance] = None
     run_id: Optional[int] = None
+
+    def __getitem__(self, key: str) -> Any:
+        """An output by name: `result["checkpoint"]`."""
+        return self.values[key]
 
     def to_dict(self) -> Dict[str, Any]:
         return {"run_id": self.run_id, **self.values, **{m.name: m.value for m in self.metrics}}

@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
                    bgswap_p=args.bgswap_p, mixup_alpha=args.mixup_alpha, cutmix_alpha=args.cutmix_alpha,
                    swa=args.swa, swa_start=args.swa_start, swa_lr=args.swa_lr, init=args.init, freeze=args.freeze,
                    threads=args.threads, progress=not args.quiet)
-    path = result.values["checkpoint"]
+    path = result["checkpoint"]
     with Store(args.db) as store:
         run_id = record(result, store)
     print(f"saved {path} (training run {run_id}); evaluate with: bgbench eval --model file:{path} --data ROOT")

@@ -13,7 +13,7 @@ from typing import List, Optional
 from .. import checks
 from ..errors import CheckpointError
 from .norms import NORMS, norm_for
-from .schemes import SCHEMES, ModelRequest, get_scheme, list_schemes, usages  # noqa: F401 (list_schemes: all registered)
+from .schemes import SCHEMES, ModelRequest, get_scheme, list_schemes, usages  # noqa: F401 (list_schemes re-exported)
 from .spec import BgModel
 
 #: Modules whose import registers a scheme (in the order `list_models` lists them).
