@@ -196,7 +196,7 @@ def _wilson(k, n):
 def test_leakage_of_a_table_and_of_a_stored_run(tmp_path):
     labels = [0, 0, 1, 1, 1, 1]
     table = {"only_bg_b": [(f"c/{k}", y, p) for k, (y, p) in enumerate(zip(labels, [0, 1, 1, 0, 1, 1]))],
-             "only_bg_t": [(f"c/{k}", y, p) for k, (y, p) in enumerate(zip(labels, [1, 1, 1, 0, 0, 1]))]}
+             "only_bg_t": [(f"c/{k}", y, p) for k, (y, p) in enumerate(zip(labels, [0, 1, 1, 0, 0, 1]))]}
     with Store(tmp_path / "r.db") as store:
         rid = _stored(store, table)
     for result in (bgbench.leakage(table), bgbench.leakage(tmp_path / "r.db", rid)):
