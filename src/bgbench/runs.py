@@ -156,6 +156,10 @@ class Outputs:
     def to_dict(self) -> Dict[str, Any]:
         return {"run_id": self.run_id, **self.values, **{m.name: m.value for m in self.metrics}}
 
+    def table(self) -> str:
+        """One 'name: value' line per output and metric."""
+        return "\n".join(f"{k}: {v}" for k, v in self.to_dict().items() if v is not None)
+
     def outputs(self) -> Dict[str, Any]:
         return self.values
 
