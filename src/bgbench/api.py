@@ -310,6 +310,8 @@ def _analyse(source: Any, run_ref: Any, on_run, on_table, mapping: Optional[str]
 @contextmanager
 def _reading(store: Store | str | Path) -> Iterator[Store]:
     """An existing results store, for reading: a path that holds none is an error, never a new file."""
+    if not isinstance(store, (Store, str, Path)):
+        raise BgbenchError(f"a run id goes with a results store (a Store or a path), not a {type(store).__name__}")
     if not isinstance(store, Store) and not Path(store).expanduser().is_file():
         raise BgbenchError(f"no results store at {store}")
     with opened(store) as s:
