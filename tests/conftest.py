@@ -43,6 +43,16 @@ def synth_copy(synth_root, tmp_path) -> Path:
     return dst
 
 
+def assert_one_line_error(proc, *needles):
+    """A user error: exit status 2, exactly one `bgbench: error:` line naming each needle, no traceback."""
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("bgbench: error:")]
+    assert len(lines) == 1, proc.stderr
+    for n in needles:
+        assert n in lines[0], lines[0]
+
+
 def run_cli_subprocess(*args, cwd=None, env=None):
     """Run `python -m bgbench ARGS` in a fresh interpreter; returns the CompletedProcess."""
     return subprocess.run([sys.executable, "-m", "bgbench", *map(str, args)], capture_output=True, text=True,

@@ -18,8 +18,7 @@ from bgbench.data.manifest import read_boxes
 from bgbench.errors import BgbenchError
 from bgbench.evaluation.metrics import mcnemar
 from bgbench.store import Store
-from conftest import run_cli
-from test_data_errors import assert_one_line_error
+from conftest import assert_one_line_error, run_cli
 
 CLASSES = ["a", "b", "c"]
 
@@ -258,7 +257,7 @@ def test_1000_class_runs_store_raw_outputs_and_redecide_without_inference(tmp_pa
 def test_bg_blurred_is_computed_on_the_fly_when_its_folder_is_absent(synth_copy, tmp_path):
     """With no bg_blurred/ folder (and no recorded boxes, as in the public release), eval renders it
     from original + fg_mask + the box recovered from only_bg_b, identical to the registered function."""
-    from bgbench.api import blurred_renderer
+    from bgbench.analyses.blurred import blurred_renderer
     from bgbench.data.images import decode_image, load_mask
     from bgbench.data.layout import discover
     from bgbench.variants.functions import bg_blurred

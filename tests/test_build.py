@@ -20,7 +20,7 @@ from bgbench.variants.build import BuildConfig, build
 from bgbench.variants.donors import Candidate, assign_donors
 from bgbench.variants.prepare import MAX_BOX_COVER
 from bgbench.variants.preprocess import Preprocess
-from conftest import run_cli
+from conftest import assert_one_line_error, run_cli
 
 NO_RESIZE = Preprocess(resize=None, crop=None)
 
@@ -335,15 +335,13 @@ def test_nothing_built_exits_2_with_one_line(tmp_path):
     write_sample(tmp_path / "images", tmp_path / "boxes", "a", "flat", np.zeros((48, 48, 3), np.uint8), (8, 8, 30, 30))
     res = run_cli("build", "--images", tmp_path / "images", "--boxes", tmp_path / "boxes", "--out",
                   tmp_path / "out", "--no-resize", "--quiet")
-    assert res.returncode == 2
-    lines = res.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("bgbench: error: nothing could be built"), res.stderr
+    assert_one_line_error(res, "nothing could be built")
     assert read_csv(tmp_path / "out" / "rejects.csv")[0]["reason"] == "grabcut_failed"
 
 
 def test_bad_arguments_are_one_line_errors(tmp_path):
     res = run_cli("build", "--images", tmp_path / "nope", "--boxes", tmp_path, "--out", tmp_path / "out")
-    assert res.returncode == 2 and res.stderr.startswith("bgbench: error:")
+    assert_one_line_error(res, str(tmp_path / "nope"))
 
 
 def test_preprocess_matches_torchvision():
@@ -368,4 +366,4 @@ def test_round_trip_eval_and_balance(tmp_path, synth_build):
     assert "BG-Gap" in res.stdout and all(v in res.stdout for v in ("only_bg_t", "mixed_next"))
     again = run_cli("build", "--images", root / "images", "--boxes", root / "boxes", "--out", tmp_path / "out",
                     "--no-resize", "--quiet")
-    assert again.returncode == 2 and "--overwrite" in again.stderr
+    assert_one_line_error(again, "--overwrite")

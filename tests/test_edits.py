@@ -11,8 +11,7 @@ from PIL import Image
 from bgbench.edits import functions as F
 from bgbench.edits.complexity import spectrum_edit
 from bgbench.edits.glcm import LEVELS, glcm_stats
-from conftest import run_cli
-from test_data_errors import assert_one_line_error
+from conftest import assert_one_line_error, run_cli
 
 
 def _ellipse(h, w, cx, cy, rx, ry):
@@ -335,10 +334,10 @@ def test_existing_output_needs_overwrite(synth_root, tmp_path):
 
 def _fake_eval(store, model, rows):
     from bgbench import runs
-    result = runs.Outputs()
+    result = runs.Outputs(provenance=runs.Provenance("eval", {}, model=model))
     result.table_rows = lambda: {"predictions": [(v, i, 0, 0 if ok else 1, 0.9, None, None, None)
                                                  for v, i, ok in rows]}
-    return runs.record(store, runs.Provenance("eval", {}, model=model), result)
+    return runs.record(result, store)
 
 
 def test_edit_drops_by_hand(tmp_path):

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from .common import add_db_arg, add_output_args, add_shard_arg, emit
 
@@ -32,21 +31,19 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .. import runs
-    from ..data.shards import Shard
+    from ..api import build
+    from ..runs import record
     from ..store import Store
-    from ..variants.build import BuildConfig, build
     from ..variants.preprocess import Preprocess
     pre = Preprocess(resize=None, crop=None) if args.no_resize else Preprocess(resize=args.resize, crop=args.crop)
-    cfg = BuildConfig(images=Path(args.images), boxes=Path(args.boxes), out=Path(args.out),
-                      masks=Path(args.masks) if args.masks else None, split=args.split, seed=args.seed,
-                      workers=args.workers, preprocess=pre, balance=args.balance, tries=args.grabcut_tries,
-                      overwrite=args.overwrite, shard=Shard.parse(args.shard) if args.shard else None)
-    result = build(cfg, progress=not args.quiet)
+    result = build(args.images, args.boxes, args.out, masks=args.masks, split=args.split, seed=args.seed,
+                   workers=args.workers, preprocess=pre, balance=args.balance, tries=args.grabcut_tries,
+                   overwrite=args.overwrite, shard=args.shard,
+                   progress=not args.quiet)
     doc, text = result.outputs(), result.summary()
     if result.provenance is not None:  # a shard is recorded once merged, not before
         with Store(args.db) as store:
-            doc["run_id"] = runs.record(store, result.provenance, result)
+            doc["run_id"] = record(result, store)
         text += f"\nbuild recorded as run {doc['run_id']}"
     emit(args, doc, text)
     return 0

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-from pathlib import Path
 
 from ..edits.backends import list_complexity_editors, list_inpainters
 from ..edits.registry import ATTRIBUTES
@@ -44,33 +43,31 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .. import console, runs
-    from ..data.shards import Shard
-    from ..edits.pipeline import EditConfig, edit_dataset
+    from .. import console
+    from ..api import edit
     from ..errors import BgbenchError
+    from ..runs import record
     from ..store import Store
     for name in args.plugin:
         try:
             importlib.import_module(name)
         except ImportError as e:
             raise BgbenchError(f"--plugin {name}: cannot import it ({e})") from None
-    cfg = EditConfig(data=Path(args.data), out=Path(args.out), attributes=tuple(dict.fromkeys(args.attributes)),
-                     levels=tuple(args.levels) if args.levels else None,
-                     angles=tuple(args.angles) if args.angles else None, split=args.split, seed=args.seed,
-                     workers=args.workers, inpainter=args.inpainter, complexity_editor=args.complexity_editor,
-                     adv_eps=args.adv_eps, adv_steps=args.adv_steps, batch_size=args.batch_size,
-                     overwrite=args.overwrite, shard=Shard.parse(args.shard) if args.shard else None)
     model = None
     if args.model:
         from ..models import create_model
         model = create_model(args.model, checkpoint=args.checkpoint, trust_checkpoint=args.trust_checkpoint)
-    result = edit_dataset(cfg, model=model, progress=not args.quiet)
+    result = edit(args.data, args.out, model=model, attributes=args.attributes, levels=args.levels,
+                  angles=args.angles, split=args.split, seed=args.seed, workers=args.workers,
+                  inpainter=args.inpainter, complexity_editor=args.complexity_editor, adv_eps=args.adv_eps,
+                  adv_steps=args.adv_steps, batch_size=args.batch_size, overwrite=args.overwrite,
+                  shard=args.shard, progress=not args.quiet)
     for why in result.skipped:
         console.status(f"skipped {why}")
     doc, text = result.outputs(), result.summary()
-    if cfg.shard is None:  # a shard is recorded once merged, not before
+    if result.provenance is not None:  # a shard is recorded once merged, not before
         with Store(args.db) as store:
-            doc["run_id"] = runs.record(store, result.provenance, result)
+            doc["run_id"] = record(result, store)
         text += f"\nedit recorded as run {doc['run_id']}"
     emit(args, doc, text)
     return 0

@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
         text = result.summary()
         if getattr(result, "provenance", None) is not None:
             with Store(args.db) as store:
-                entry["run_id"] = runs.record(store, result.provenance, result)
+                entry["run_id"] = runs.record(result, store)
             text += f"\n{kind} recorded as run {entry['run_id']}"
         doc["splits"][split] = entry
         lines.append(f"merged {len(records)} shards of {kind} ({split}) into {args.out}\n{text}")

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from .. import checks
+from .. import checks, runs
 from ..data import manifest as M
 from ..data.pool import worker_pool
 from ..data.shards import Shard, ShardRecord, inputs_fingerprint, select
@@ -59,6 +59,7 @@ class SynthResult:
     images: int  # images written (per variant)
     shard: Optional[Shard] = None
     rows: List[M.ManifestRow] = field(default_factory=list, repr=False)
+    provenance: Optional[runs.Provenance] = None  # None for a shard: it is recorded once merged
 
     def outputs(self) -> dict:
         return {"out": str(self.out), "split": self.split, "images": self.images, "variants": list(IN9_VARIANTS),
@@ -144,9 +145,15 @@ def synth(cfg: SynthConfig, progress: bool = True) -> SynthResult:
         ShardRecord(KIND, cfg.split, cfg.shard, cfg.settings(),
                     inputs_fingerprint([image_id(cfg, j.position) for j in jobs]), list(IN9_VARIANTS),
                     list(SYNTH_CLASSES), rows=[r.to_json() for r in rows]).save(cfg.out)
-    else:
-        _finish(writer, cfg.settings(), rows)
-    return SynthResult(cfg.out, cfg.split, len(mine), cfg.shard, rows)
+        return SynthResult(cfg.out, cfg.split, len(mine), cfg.shard, rows)
+    _finish(writer, cfg.settings(), rows)
+    return SynthResult(cfg.out, cfg.split, len(mine), None, rows, _provenance(cfg.out, cfg.settings()))
+
+
+def _provenance(out: Path, settings: dict) -> runs.Provenance:
+    from ..data.layout import discover
+    return runs.Provenance.of("synth", settings, layout=discover(out, split=settings["split"]),
+                              seed=settings["seed"])
 
 
 def _finish(writer: DatasetWriter, settings: dict, rows: List[M.ManifestRow]) -> None:
@@ -178,7 +185,8 @@ def merge(out: Path, records: List[ShardRecord], overwrite: bool = False, worker
     writer.copy_shards(records)
     rows = manifest_rows(records)
     _finish(writer, ref.settings, rows)
-    return SynthResult(Path(out), ref.split, len({r.image for r in rows}), None, rows)
+    return SynthResult(Path(out), ref.split, len({r.image for r in rows}), None, rows,
+                       _provenance(Path(out), {**ref.settings, "shards": len(records)}))
 
 
 def write_dataset(out: Path, per_class: int = 50, size: int = 64, seed: int = 0, split: str = "val",
