@@ -74,3 +74,16 @@ def run_cli(*args):
         except SystemExit as e:  # argparse errors
             code = e.code
     return types.SimpleNamespace(returncode=code, stdout=out.getvalue(), stderr=err.getvalue())
+
+
+def mask_boxes(root, split: str = "val") -> dict:
+    """image id -> (x0, y0, x1, y1), end-exclusive, worked out here from the fg_mask files alone
+    (Synthetic-9's box is its mask's bounding box), independently of bgbench's box readers."""
+    import numpy as np
+    out = {}
+    folder = Path(root) / "fg_mask" / split
+    for path in sorted(folder.rglob("*.npy")):
+        ys, xs = np.nonzero(np.load(path))
+        out[path.relative_to(folder).with_suffix("").as_posix()] = (int(xs.min()), int(ys.min()),
+                                                                    int(xs.max()) + 1, int(ys.max()) + 1)
+    return out
