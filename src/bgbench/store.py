@@ -221,6 +221,24 @@ class Store:
     def metrics(self, run_id: int) -> List[sqlite3.Row]:
         return self.conn.execute("SELECT * FROM metrics WHERE run_id=? ORDER BY name, variant", (run_id,)).fetchall()
 
+    def prediction_variants(self, run_id: int) -> List[str]:
+        """The variants an eval run stored predictions for, sorted by name."""
+        return [r[0] for r in self.conn.execute(
+            "SELECT DISTINCT variant FROM predictions WHERE run_id=? ORDER BY variant", (run_id,))]
+
+    def newest_train_run(self, checkpoint_sha256: str) -> Optional[sqlite3.Row]:
+        """The newest training run that wrote the checkpoint with this sha256 (how an eval finds its recipe)."""
+        return self.conn.execute("SELECT * FROM runs WHERE kind='train' AND checkpoint_sha256=? "
+                                 "ORDER BY id DESC LIMIT 1", (checkpoint_sha256,)).fetchone()
+
+    def challenge_backgrounds(self, run_id: int) -> List[sqlite3.Row]:
+        """Per-background attack success rates of a `challenge --full` run (empty for other runs)."""
+        return self.conn.execute("SELECT bg_id, bg_class, asr FROM challenge_bg WHERE run_id=? ORDER BY bg_id",
+                                 (run_id,)).fetchall()
+
+    def has_challenge_backgrounds(self, run_id: int) -> bool:
+        return self.conn.execute("SELECT 1 FROM challenge_bg WHERE run_id=? LIMIT 1", (run_id,)).fetchone() is not None
+
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")

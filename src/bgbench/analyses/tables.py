@@ -17,12 +17,18 @@ from ..store import Store
 
 @dataclass
 class StoredVariant:
-    """One variant of a stored run: per-image ids, labels and predictions (sorted by image id)."""
+    """One variant of a stored run: per-image ids, labels and predictions (sorted by image id).
+
+    `raw` is the top-1 ImageNet class of a 1000-class model (None when the run stored no raw
+    outputs): the IN-9 decision maps 630 classes to -1, so two -1 predictions may still be two
+    different classes, and only `raw` can tell.
+    """
 
     image_ids: List[str]
     labels: np.ndarray
     preds: np.ndarray
     conf: np.ndarray
+    raw: Optional[np.ndarray] = None
 
     @property
     def correct(self) -> np.ndarray:
@@ -71,8 +77,15 @@ def stored_predictions(store: Store, run_id: int, mapping: Optional[str] = None,
         conf = np.fromiter((r["confidence"] for r in rows), np.float64, len(rows))
         if mapping is not None:
             preds, conf = redecide(rows, mapping, run_id)
-        out[v] = StoredVariant(ids, labels, preds, conf)
+        out[v] = StoredVariant(ids, labels, preds, conf, raw_top1(rows))
     return out
+
+
+def raw_top1(rows) -> Optional[np.ndarray]:
+    """The stored top-1 ImageNet class of each row, or None unless every row has its top-5."""
+    if not rows or any(r["top5_classes"] is None for r in rows):
+        return None
+    return np.fromiter((json.loads(r["top5_classes"])[0] for r in rows), np.int64, len(rows))
 
 
 def redecide(rows, mapping: str, run_id: int = 0):
@@ -88,5 +101,4 @@ def redecide(rows, mapping: str, run_id: int = 0):
 
 
 def _variants(store: Store, run_id: int) -> List[str]:
-    return [r[0] for r in store.conn.execute(
-        "SELECT DISTINCT variant FROM predictions WHERE run_id=? ORDER BY variant", (run_id,))]
+    return store.prediction_variants(run_id)
