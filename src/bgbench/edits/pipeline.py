@@ -28,7 +28,7 @@ from ..data.layout import MASK_DIR, discover
 from ..errors import BgbenchError, DataError
 from . import complexity as C
 from .backends import get_complexity_editor, get_inpainter
-from .functions import pixel_rate
+from .functions import DoesNotFit, pixel_rate
 from .glcm import glcm_stats
 from .registry import ADVERSARIAL, ATTRIBUTES, POSITION_RATE, SIZE_RATES, Context, Edit, edits_for
 
@@ -45,6 +45,7 @@ BAD_MASK = "bad_mask"
 EMPTY_MASK = "empty_mask"
 NO_BACKGROUND = "no_background"
 RATE_UNREACHABLE = "rate_unreachable"
+DOES_NOT_FIT = "does_not_fit"  # a rotated object larger than the image (never shrunk to fit)
 EDIT_FAILED = "edit_failed"
 
 
@@ -249,6 +250,8 @@ def _edit_one(task: _Task, s: _Settings) -> Tuple[List[Row], List[Reject]]:
         try:
             try:
                 done = edit.render(image, mask, ctx)
+            except DoesNotFit as e:
+                raise _RejectError(DOES_NOT_FIT, str(e)) from None
             except Exception as e:  # a failed edit rejects this image at this level only
                 raise _RejectError(EDIT_FAILED, f"{type(e).__name__}: {e}".splitlines()[0]) from None
             _check_rate(edit, done.mask)
