@@ -103,7 +103,8 @@ def compare_runs(store: Store, run_a: int, run_b: int, n_boot: int = 2000, seed:
     if "mixed_same" in shared and "mixed_rand" in shared:
         gap_a = _gap_per_foreground(pa)
         gap_b = _gap_per_foreground(pb)
-        out.bg_gap_diff = paired_difference(gap_a, gap_b, n_boot=n_boot, seed=seed)
+        if gap_a.size:  # no foreground in both mixed variants: no BG-Gap (and no NaN in --json)
+            out.bg_gap_diff = paired_difference(gap_a, gap_b, n_boot=n_boot, seed=seed)
     return out
 
 
