@@ -1,4 +1,4 @@
-"""`bgbench analyze leakage RUN`: background-only accuracy above chance (paper §5)."""
+"""`bgbench analyze leakage RUN`: ONLY-BG-B/ONLY-BG-T accuracy above chance (paper §5); NO-FG apart."""
 from __future__ import annotations
 
 import argparse
@@ -8,7 +8,8 @@ from .common import emit
 
 
 def register(sub) -> None:
-    p = sub.add_parser("leakage", help="background-only accuracy above chance, for MIXED-RAND/ONLY-FG-trained models")
+    p = sub.add_parser("leakage", help="only_bg_b/only_bg_t accuracy above chance (box leakage), for models "
+                                       "trained on MIXED-RAND or ONLY-FG; no_fg apart, as silhouette signal")
     add_run_args(p)
     p.set_defaults(func=run)
 

@@ -7,7 +7,8 @@ from .common import add_db_arg, add_output_args, emit
 
 
 def register(sub) -> None:
-    p = sub.add_parser("compare", help="two eval (or challenge) runs on the same images: McNemar, BG-Gap difference")
+    p = sub.add_parser("compare", help="two eval (or challenge) runs on the same data and images: McNemar, "
+                                       "BG-Gap difference (runs on different data or images are refused)")
     p.add_argument("run_a", type=int, help="id of run A")
     p.add_argument("run_b", type=int, help="id of run B")
     p.add_argument("--seed", type=int, default=0, help="seed of the paired bootstrap (default %(default)s)")

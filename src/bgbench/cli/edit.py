@@ -19,7 +19,8 @@ def register(sub) -> None:
                    help="only these level folders (fnmatch patterns, e.g. 'size_*' complexity_20)")
     p.add_argument("--angles", nargs="+", type=float, metavar="DEG",
                    help="rotation angles in degrees, one folder each (default: one seeded random angle per image, "
-                        "rotation_random; seed 003 gives no fixed angle)")
+                        "rotation_random; seed 003 gives no fixed angle). The object keeps its size; one that "
+                        "no longer fits is rejected (does_not_fit)")
     p.add_argument("--split", choices=["val", "train"], default="val")
     p.add_argument("--seed", type=int, default=0, help="seeds positions and random angles per image (default %(default)s)")
     p.add_argument("--workers", type=int, default=1, help="worker processes (the output does not depend on it)")

@@ -11,7 +11,8 @@ from .common import add_db_arg
 
 
 def register(sub) -> None:
-    p = sub.add_parser("leaderboard", help="models in the store ranked by challenge accuracy within each dataset, "
+    p = sub.add_parser("leaderboard", help="models in the store ranked within each dataset by challenge accuracy "
+                                           "(models without a challenge run apart, by MIXED-RAND accuracy), "
                                            "with the published IN-9 rows")
     p.add_argument("--format", choices=FORMATS, default="table")
     p.add_argument("--no-reported", dest="reported", action="store_false", help="only rows measured here")

@@ -13,6 +13,9 @@ from . import figures
 from .context import ReportContext, Subject
 from .sections import register_section
 
+#: Training variants whose models should be at chance without the object (paper §5).
+LEAKAGE_TRAINING = ("mixed_rand", "only_fg")
+
 
 @register_section("categories", "Prediction categories (paper Table 3)")
 def categories_section(ctx: ReportContext, subject: Subject) -> Optional[dict]:
@@ -27,6 +30,29 @@ def categories_section(ctx: ReportContext, subject: Subject) -> Optional[dict]:
     path = figures.category_bars(ctx.figure_path(subject, "categories"), result.overall)
     return {"run_id": run["id"], "n": result.n, "categories": list(CATEGORIES), "overall": result.overall,
             "per_class": result.per_class, "figure": ctx.href(path)}
+
+
+@register_section("leakage", "Box leakage and silhouette signal (paper §5)")
+def leakage_section(ctx: ReportContext, subject: Subject) -> Optional[dict]:
+    """Shown for models trained on MIXED-RAND or ONLY-FG only: for them background-only accuracy
+    should be chance, so its excess is leakage; for any other model it is background signal."""
+    from ..analyses.leakage import SILHOUETTE, SILHOUETTE_NAME, above_chance, leakage
+    run = subject.latest("eval")
+    if run is None:
+        return None
+    try:
+        result = leakage(ctx.store, run["id"])
+    except BgbenchError:  # the eval run has neither only_bg_b nor only_bg_t
+        return None
+    if result.trained_on not in LEAKAGE_TRAINING:
+        return None
+    rows = [{"variant": v, "acc": result.accuracy[v], "excess": e} for v, e in result.excess().items()]
+    silhouette = None
+    if result.silhouette is not None:
+        silhouette = {"variant": SILHOUETTE, "name": SILHOUETTE_NAME, "acc": result.silhouette,
+                      "excess": above_chance(result.silhouette, result.chance)}
+    return {"run_id": run["id"], "chance": result.chance, "trained_on": result.trained_on, "rows": rows,
+            "silhouette": silhouette}
 
 
 @register_section("boxsize", "Accuracy by box size (paper Fig. 14)")
