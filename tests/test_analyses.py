@@ -210,7 +210,7 @@ def test_compare_p_value_with_discordance_both_ways(store):
 def test_compare_refuses_runs_on_different_data_with_the_same_ids(tmp_path):
     """Two Synthetic-9 sets drawn with seeds 1 and 2 share every image id and label, but not their
     pixels: their data fingerprints differ, and compare refuses them in one line."""
-    from bgbench.data.synthetic import write_dataset
+    from bgbench.variants.synth import write_dataset
     db = tmp_path / "r.db"
     ids = []
     for seed in (1, 2):

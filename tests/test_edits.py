@@ -322,12 +322,12 @@ def test_edit_rejects_a_rotation_that_does_not_fit_and_records_the_area_ratio(tm
     assert proc.returncode == 0, proc.stderr
     with open(out / "rejects.csv", newline="") as f:
         rejects = list(csv.DictReader(f))
-    assert [(r["image"], r["level"], r["reason"]) for r in rejects] == [("00_a/bar", "rotation_90", "does_not_fit")]
-    rows = [r for r in _manifest(out) if r["level"] == "rotation_90"]
+    assert [(r["image"], r["folder"], r["reason"]) for r in rejects] == [("00_a/bar", "rotation_90", "does_not_fit")]
+    rows = [r for r in _manifest(out) if r["folder"] == "rotation_90"]
     assert [r["image"] for r in rows] == ["00_a/box"]
     params = json.loads(rows[0]["params"])
     assert params["angle"] == 90 and params["area_ratio"] == 1.0
-    assert float(rows[0]["pixel_rate"]) == pytest.approx(14 * 6 / (64 * 24), abs=1e-5)  # the size is kept
+    assert float(rows[0]["fg_fraction"]) == pytest.approx(14 * 6 / (64 * 24), abs=1e-5)  # the size is kept
     assert np.allclose(np.array(params["matrix"]).reshape(2, 3),
                        _expected_rotation(24, 64, 46, 16, 59, 21, 90), atol=1e-4)
 
