@@ -20,7 +20,7 @@ from .console import status
 from .evaluation.tencrop import CROP as TEN_CROP_SIZE, RESIZE as TEN_CROP_RESIZE, ten_crop_logits
 from .models.registry import create_model
 from .models.spec import BgModel, check_compatible
-from .runs import Provenance
+from .runs import Provenance, model_label
 
 load_model = create_model
 
@@ -69,6 +69,7 @@ def evaluate(model: BgModel | str, data: str | Path | Layout, variants: Optional
                                        forward=ten_crop_logits if cfg.ten_crop else None,
                                        checker=mask_checker(layout) if v == "original" else None)
     report = EvalReport.from_predictions(model.spec.name, str(layout.root), predictions, seed=cfg.seed)
+    report.model_label = model_label(model.spec.name, model.spec.to_dict())
     config = {**asdict(cfg), "variants": variants, "split": layout.split, "torch": torch.__version__,
               "computed_variants": sorted(on_the_fly)}
     report.provenance = Provenance.of("eval", config, model=model, layout=layout, seed=cfg.seed)

@@ -11,9 +11,12 @@ bgbench version. A result offers any of:
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Dict, Iterable, Optional
 
+from .classes import class_name_mismatch
 from .store import Store
 
 
@@ -32,14 +35,49 @@ class Provenance:
     @classmethod
     def of(cls, kind: str, config: dict, model=None, layout=None, seed: Optional[int] = None,
            **extra) -> "Provenance":
-        """Provenance from a `BgModel` (its spec) and a data `Layout` (root, fingerprint, classes)."""
+        """Provenance from a `BgModel` (its spec) and a data `Layout` (root, fingerprint, classes).
+
+        The data root is recorded as an absolute path, so that a later command run from another
+        folder (an analysis that reads the boxes, the report) finds the data; the fingerprint
+        stays the dataset's identity. When the model records the class folders it was trained on
+        and they differ from the dataset's, the config says so (`class_names_mismatch`).
+        """
         spec = model.spec.to_dict() if model is not None else None
         data = {}
         if layout is not None:
-            data = {"data_root": str(layout.root), "data_fingerprint": layout.fingerprint()}
+            data = {"data_root": str(Path(layout.root).resolve()), "data_fingerprint": layout.fingerprint()}
             config = {**config, "classes": list(layout.classes)}
+            mismatch = class_name_mismatch((spec or {}).get("class_names"), layout.classes)
+            if mismatch is not None:
+                config["class_names_mismatch"] = mismatch
         return cls(kind=kind, config=config, model=spec["name"] if spec else None, spec=spec, seed=seed,
                    **{**data, **extra})
+
+
+def model_label(model: Optional[str], spec: Any = None, checkpoint_sha256: Optional[str] = None) -> str:
+    """How every listing names a model: its string plus which weights it carries.
+
+    `timm:test_resnet` may be a random init, a state_dict or a robustness checkpoint; the name
+    alone does not tell them apart, so a checkpoint adds its short sha256 and a random init its
+    seed. `spec` is the stored spec (a dict or its JSON text).
+    """
+    if not model:
+        return "-"
+    if isinstance(spec, str):
+        spec = json.loads(spec) if spec else None
+    spec = spec or {}
+    sha = checkpoint_sha256 or spec.get("checkpoint_sha256")
+    if sha:
+        return f"{model} [sha256 {sha[:8]}]"
+    seed = (spec.get("extra") or {}).get("init_seed")
+    if seed is not None:
+        return f"{model} [random init, seed {seed}]"
+    return model
+
+
+def run_model_label(run) -> str:
+    """`model_label` of a stored run row."""
+    return model_label(run["model"], run["spec"], run["checkpoint_sha256"])
 
 
 def start(store: Store, prov: Provenance) -> int:

@@ -10,7 +10,7 @@ from typing import Dict, Optional
 
 import numpy as np
 
-from ..errors import BgbenchError
+from ..errors import BgbenchError, with_article
 from ..evaluation.metrics import Estimate, accuracy, mcnemar, paired_difference
 from ..store import Store
 from ..variants.registry import IN9_VARIANTS
@@ -68,8 +68,8 @@ def compare_runs(store: Store, run_a: int, run_b: int, n_boot: int = 2000, seed:
     ra = run_row(store, run_a, kinds=("eval", *CHALLENGE_KINDS))
     rb = run_row(store, run_b, kinds=("eval", *CHALLENGE_KINDS))
     if ra["kind"] != rb["kind"]:
-        raise BgbenchError(f"run {run_a} is a {ra['kind']} run and run {run_b} a {rb['kind']} run; "
-                           f"compare two of the same kind")
+        raise BgbenchError(f"run {run_a} is {with_article(ra['kind'])} run and run {run_b} "
+                           f"{with_article(rb['kind'])} run; compare two of the same kind")
     if ra["kind"] in CHALLENGE_KINDS:
         return _compare_challenges(store, int(run_a), int(run_b))
     pa, pb = stored_predictions(store, run_a), stored_predictions(store, run_b)

@@ -4,6 +4,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..variants.build import BuildConfig
+from ..variants.preprocess import Preprocess
+from .common import add_db_arg, add_output_args, add_seed_arg, config_default, emit, open_store, stored_in
+
 
 def register(sub) -> None:
     p = sub.add_parser("build", help="build the IN-9 variants (GrabCut masks, filters, mixing) from images and boxes")
@@ -12,28 +16,32 @@ def register(sub) -> None:
                    help="folder of VOC/ImageNet <stem>.xml files (flat or per class) or a COCO .json file")
     p.add_argument("--masks", help="folder of <class>/<stem>.png or .npy masks (nonzero = foreground); skip GrabCut")
     p.add_argument("--out", required=True, help="output root in the IN-9 layout")
-    p.add_argument("--split", choices=["val", "train"], default="val")
-    p.add_argument("--seed", type=int, default=0, help="seeds GrabCut, class balancing and donor choice")
-    p.add_argument("--workers", type=int, default=1, help="worker processes (the output does not depend on it)")
-    p.add_argument("--resize", type=int, default=256, help="shorter side after resizing (torchvision Resize)")
-    p.add_argument("--crop", type=int, default=224, help="center crop size (torchvision CenterCrop)")
+    p.add_argument("--split", choices=["val", "train"], default=config_default(BuildConfig, "split"),
+                   help="split folder to write (default %(default)s)")
+    add_seed_arg(p, config_default(BuildConfig, "seed"), "seeds GrabCut, class balancing and donor choice")
+    p.add_argument("--workers", type=int, default=config_default(BuildConfig, "workers"),
+                   help="worker processes (the output does not depend on it; default %(default)s)")
+    p.add_argument("--resize", type=int, default=config_default(Preprocess, "resize"),
+                   help="shorter side after resizing (torchvision Resize; default %(default)s)")
+    p.add_argument("--crop", type=int, default=config_default(Preprocess, "crop"),
+                   help="center crop size (torchvision CenterCrop; default %(default)s)")
     p.add_argument("--no-resize", action="store_true", help="use the images as they are (no resize, no crop)")
-    p.add_argument("--balance", action=argparse.BooleanOptionalAction, default=True,
+    p.add_argument("--balance", action=argparse.BooleanOptionalAction, default=config_default(BuildConfig, "balance"),
                    help="drop images at random down to the smallest class count, as the paper builds IN-9 "
                         "(Appendix A, filter 4; default on)")
-    p.add_argument("--grabcut-tries", type=int, default=3, help="GrabCut retries (different seeds) before rejecting")
+    p.add_argument("--grabcut-tries", type=int, default=config_default(BuildConfig, "tries"),
+                   help="GrabCut retries (different seeds) before rejecting (default %(default)s)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing build of this split")
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
-    p.add_argument("--db", help="SQLite results store where the build is recorded (default ~/.bgbench/results.db)")
+    add_output_args(p, quiet_help="no progress bars")
+    add_db_arg(p, help="SQLite results store where the build is recorded (default: $BGBENCH_DB if set, "
+                       "else ~/.bgbench/results.db)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from .. import runs
     from ..data.layout import discover
-    from ..store import Store
-    from ..variants.build import BuildConfig, build
-    from ..variants.preprocess import Preprocess
+    from ..variants.build import build
     pre = Preprocess(resize=None, crop=None) if args.no_resize else Preprocess(resize=args.resize, crop=args.crop)
     cfg = BuildConfig(images=Path(args.images), boxes=Path(args.boxes), out=Path(args.out),
                       masks=Path(args.masks) if args.masks else None, split=args.split, seed=args.seed,
@@ -41,10 +49,12 @@ def run(args: argparse.Namespace) -> int:
                       overwrite=args.overwrite)
     result = build(cfg, progress=not args.quiet)
     layout = discover(cfg.out, split=cfg.split)
-    config = {"images": str(cfg.images), "boxes": str(cfg.boxes), "masks": str(cfg.masks) if cfg.masks else None,
+    config = {"images": str(cfg.images.resolve()), "boxes": str(cfg.boxes.resolve()),
+              "masks": str(cfg.masks.resolve()) if cfg.masks else None,
               "split": cfg.split, "resize": pre.resize, "crop": pre.crop, "balance": cfg.balance,
               "grabcut_tries": cfg.tries}
-    with Store(args.db) as store:
+    with open_store(args) as store:
         run_id = runs.record(store, runs.Provenance.of("build", config, layout=layout, seed=cfg.seed), result)
-    print(f"{result.summary()}\nbuild recorded as run {run_id}")
+        stored_in(run_id, store.path, what="build run")
+    emit(args, {"run_id": run_id, **result.outputs()}, result.summary())
     return 0

@@ -15,6 +15,7 @@ from importlib.resources import files
 from typing import Dict, List, Optional
 
 from ..classes import IN9_FOLDERS
+from ..runs import run_model_label
 from ..store import Store
 
 COLUMNS = ("dataset", "rank", "model", "source", "challenge", "clean", "original", "mixed_same", "mixed_rand",
@@ -39,7 +40,8 @@ def measured_rows(store: Store) -> List[dict]:
             config = json.loads(run["config"])
             weights = run["checkpoint_sha256"] or run["spec"]  # a random init is identified by its spec
             key = (run["model"], weights, run["data_fingerprint"])
-            row = rows.setdefault(key, {"model": run["model"], "source": "measured",
+            row = rows.setdefault(key, {"model": run["model"], "model_label": run_model_label(run),
+                                        "source": "measured",
                                         "checkpoint_sha256": run["checkpoint_sha256"],
                                         "data_fingerprint": run["data_fingerprint"]})
             row["data"] = run["data_root"]
@@ -88,7 +90,7 @@ def leaderboard(store: Optional[Store], include_reported: bool = True) -> List[d
     out = []
     for name in sorted(groups, key=lambda n: (n == PUBLISHED, n)):
         out += _rank(groups[name])
-    return [{c: r.get(c) for c in COLUMNS} for r in out]
+    return [{**{c: r.get(c) for c in COLUMNS}, "model_label": r.get("model_label") or r.get("model")} for r in out]
 
 
 def _cell(col: str, value) -> str:
@@ -110,14 +112,15 @@ def render(rows: List[dict], fmt: str = "table") -> str:
         raise ValueError("the html leaderboard is rendered by bgbench.reporting.render.leaderboard_html")
     if fmt == "csv":
         buf = io.StringIO()
-        w = csv.DictWriter(buf, fieldnames=COLUMNS)
+        w = csv.DictWriter(buf, fieldnames=COLUMNS, extrasaction="ignore")
         w.writeheader()
         w.writerows(rows)
         return buf.getvalue()
     columns = [c for c in COLUMNS if c != "dataset"]
     blocks = []
     for dataset in dict.fromkeys(r["dataset"] for r in rows):
-        cells = [[_cell(c, r[c]) for c in columns] for r in rows if r["dataset"] == dataset]
+        cells = [[_cell(c, (r.get("model_label") or r[c]) if c == "model" else r[c]) for c in columns]
+                 for r in rows if r["dataset"] == dataset]
         if fmt == "md":
             head = f"### {dataset}\n\n| " + " | ".join(columns) + " |\n|" + "---|" * len(columns)
             body = "\n".join("| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in cells)
