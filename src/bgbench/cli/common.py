@@ -50,8 +50,7 @@ def add_model_args(p: argparse.ArgumentParser, config: Optional[type] = None, re
     `required=False`: commands where a model is optional (`edit`: the adversarial level only).
     `device=False`: commands that run their model on the CPU only (no --device to ignore).
     """
-    p.add_argument("--model", required=required,
-                   help=model_help or "timm:ARCH, file:PATH or zoo:NAME (see `bgbench models`)")
+    add_model_arg(p, required=required, help=model_help or "timm:ARCH, file:PATH or zoo:NAME (see `bgbench models`)")
     p.add_argument("--checkpoint", help="weights for a timm:ARCH model (bgbench, robustness, state_dict or TorchScript)")
     p.add_argument("--trust-checkpoint", action="store_true",
                    help="allow full unpickling of the checkpoint (runs code from the file: only for trusted files)")
@@ -61,6 +60,12 @@ def add_model_args(p: argparse.ArgumentParser, config: Optional[type] = None, re
     if device:
         add_device_arg(p, config_default(config, "device") if config else "cpu")
     add_batch_size_arg(p, config_default(config, "batch_size") if config else 64)
+
+
+def add_model_arg(p: argparse.ArgumentParser, required: bool = True, default: Optional[str] = None,
+                  help: str = "timm:ARCH, file:PATH or zoo:NAME (see `bgbench models`)") -> None:
+    """--model alone (`train` takes only a timm:ARCH, with a default)."""
+    p.add_argument("--model", required=required, default=default, help=help)
 
 
 def add_device_arg(p: argparse.ArgumentParser, default: str = "cpu") -> None:
@@ -88,9 +93,15 @@ def add_db_arg(p: argparse.ArgumentParser, help: str = DB_HELP) -> None:
 def add_output_args(p: argparse.ArgumentParser,
                     quiet_help: str = "no progress bars (status lines and warnings still go to stderr)") -> None:
     """--json (stdout holds one JSON document and nothing else) and --quiet (no progress)."""
-    p.add_argument("--json", action="store_true",
-                   help="print one JSON document on stdout instead of a table (status stays on stderr)")
+    add_json_arg(p)
     p.add_argument("--quiet", action="store_true", help=quiet_help)
+
+
+def add_json_arg(p: argparse.ArgumentParser,
+                 help: str = "print one JSON document on stdout instead of a table (status stays on stderr)",
+                 **kwargs) -> None:
+    """--json alone, for commands without progress (`models`; `leaderboard`, where it sets --format)."""
+    p.add_argument("--json", **{"action": "store_true", "help": help, **kwargs})
 
 
 def add_run_arg(p: argparse.ArgumentParser, kinds: str = "eval") -> None:
@@ -101,6 +112,12 @@ def add_run_arg(p: argparse.ArgumentParser, kinds: str = "eval") -> None:
 def add_runs_arg(p: argparse.ArgumentParser, kinds: str = "eval") -> None:
     """RUN [RUN ...]: ids of stored runs."""
     p.add_argument("runs", nargs="+", type=int, metavar="RUN", help=f"ids of stored {kinds} runs (see `bgbench runs`)")
+
+
+def add_run_filters(p: argparse.ArgumentParser, kinds) -> None:
+    """--kind, --model: which stored runs a listing shows."""
+    p.add_argument("--kind", help=f"only runs of this kind ({', '.join(kinds)})")
+    p.add_argument("--model", help="only runs of this model string")
 
 
 def add_stored_run_args(p: argparse.ArgumentParser) -> None:

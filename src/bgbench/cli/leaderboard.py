@@ -5,15 +5,15 @@ import argparse
 from pathlib import Path
 
 from ..reporting.leaderboard import FORMATS
-from .common import add_db_arg, open_store
+from .common import add_db_arg, add_json_arg, open_store
 
 
 def register(sub) -> None:
     p = sub.add_parser("leaderboard", help="models in the store ranked by challenge accuracy within each dataset, "
                                            "with the published IN-9 rows")
     p.add_argument("--format", choices=FORMATS, default="table", help="output format (default %(default)s)")
-    p.add_argument("--json", dest="format", action="store_const", const="json",
-                   help="the same as --format json: one JSON document on stdout")
+    add_json_arg(p, help="the same as --format json: one JSON document on stdout", dest="format",
+                 action="store_const", const="json")
     p.add_argument("--no-reported", dest="reported", action="store_false", help="only rows measured here")
     p.add_argument("--out", help="write to this file instead of stdout (e.g. leaderboard.html)")
     add_db_arg(p)

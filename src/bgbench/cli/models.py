@@ -3,13 +3,13 @@ from __future__ import annotations
 
 import argparse
 
-from .common import emit
+from .common import add_json_arg, emit
 
 
 def register(sub) -> None:
     p = sub.add_parser("models", help="list model strings (zoo and timm architectures)")
     p.add_argument("pattern", nargs="?", default="zoo:*", help="fnmatch pattern, e.g. 'timm:resnet*' (default zoo:*)")
-    p.add_argument("--json", action="store_true", help="print the names as one JSON list")
+    add_json_arg(p, help="print the names as one JSON list")
     p.set_defaults(func=run)
 
 

@@ -5,7 +5,7 @@ import argparse
 import json
 from typing import Dict, List, Optional, Tuple
 
-from .common import add_db_arg, add_output_args, emit, open_store
+from .common import add_db_arg, add_output_args, add_run_filters, emit, open_store
 
 #: The headline of each run kind: the first of these metrics (name, variant, format) the run has.
 #: "pct" shows a share as a percentage; "num" a plain number.
@@ -25,8 +25,7 @@ KINDS = ("eval", "challenge", "train", "build", "edit", "probe_noise", "probe_sa
 
 def register(sub) -> None:
     p = sub.add_parser("runs", help="list recorded runs (id, kind, status, model and weights, data, headline)")
-    p.add_argument("--kind", help=f"only runs of this kind ({', '.join(KINDS)})")
-    p.add_argument("--model", help="only runs of this model string")
+    add_run_filters(p, KINDS)
     add_output_args(p)
     add_db_arg(p)
     p.set_defaults(func=run)
@@ -63,10 +62,12 @@ def headline(kind: str, metrics: Dict[Tuple[str, str], Optional[float]], outputs
         shown = [f"{k}={outputs[k]}" for k in OUTPUT_HEADLINE[kind] if k in outputs]
         if shown:
             return ", ".join(shown)
-    if kind not in HEADLINE:
-        for (name, variant), value in metrics.items():
-            if value is not None:
-                return _show(name, variant, value, "num")
+    if kind in HEADLINE:  # recorded, but with no value (e.g. no Grad-CAM had any mass): say so
+        name, variant, _ = HEADLINE[kind][0]
+        return f"{name}{f'[{variant}]' if variant else ''}=–"
+    for (name, variant), value in metrics.items():
+        if value is not None:
+            return _show(name, variant, value, "num")
     return None
 
 

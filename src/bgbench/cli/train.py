@@ -6,7 +6,8 @@ import argparse
 from ..training.config import TrainConfig
 from ..training.recipes import list_recipes
 from ..variants.registry import list_variants
-from .common import add_batch_size_arg, add_db_arg, add_output_args, add_seed_arg, config_default, emit, open_store
+from .common import (add_batch_size_arg, add_db_arg, add_model_arg, add_output_args, add_seed_arg, config_default, emit,
+                     open_store)
 
 
 def _default(name: str):
@@ -19,7 +20,7 @@ def register(sub) -> None:
     p.add_argument("--data", required=True, help="dataset root in the IN-9 layout")
     p.add_argument("--variant", default=_default("variant"), choices=list_variants(),
                    help="variant folder to train on (default %(default)s)")
-    p.add_argument("--model", default=_default("model"), help="timm:ARCH (default %(default)s)")
+    add_model_arg(p, required=False, default=_default("model"), help="timm:ARCH (default %(default)s)")
     p.add_argument("--init", metavar="CKPT",
                    help="fine-tune from a checkpoint of ARCH (any format `eval` reads) or a model string such as "
                         "zoo:efficientnet_lite0; the head is replaced by one for the dataset's classes")
