@@ -171,7 +171,10 @@ def open_store(args: argparse.Namespace, create: bool = True):
     try:
         return Store(args.db, create=create)
     except BgbenchError as e:
-        raise BgbenchError(f"{db_source(args)}: {e}") from None
+        source = db_source(args)
+        hint = "; record a run first (e.g. `bgbench eval`) or name a store with --db" \
+            if source == "the default store" else ""
+        raise BgbenchError(f"{source}: {e}{hint}") from None
 
 
 def strict(obj: Any) -> Any:
