@@ -241,6 +241,18 @@ def test_a_dataset_file_name_that_is_not_utf8_is_a_one_line_data_error(synth_roo
     assert not (tmp_path / "r.db").exists()
 
 
+def test_build_refuses_an_image_name_that_is_not_utf8_before_building(tmp_path):
+    from bgbench.data.synthetic import generate
+    from test_build import write_synth
+    write_synth(tmp_path / "in", generate(1, size=64, seed=0))
+    folder = tmp_path / "in" / "images" / "00_circle"
+    os.rename(next(folder.iterdir()), os.fsdecode(os.fsencode(str(folder)) + b"/bad\xff.png"))
+    proc = run_cli("build", "--images", tmp_path / "in" / "images", "--boxes", tmp_path / "in" / "boxes", "--out",
+                   tmp_path / "out", "--no-resize", "--quiet", "--db", tmp_path / "r.db")
+    assert_one_line_error(proc, "--images", "UTF-8", "bad")
+    assert not (tmp_path / "out").exists() and not (tmp_path / "r.db").exists()
+
+
 # --- flags, defaults, help --------------------------------------------------------------------------
 
 def test_a_plugin_can_be_a_path_to_a_py_file(synth_root, tmp_path):

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 from ..variants.build import BuildConfig
@@ -38,10 +39,25 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
+def refuse_names_that_are_not_utf8(images: Path) -> None:
+    """Image ids (class folder/stem) are stored as UTF-8 text and seed GrabCut by hashing: a file
+    name with a stray byte is refused here, in one line, before any image is built."""
+    from ..errors import BgbenchError
+    if not images.is_dir():
+        return  # the builder says so
+    for path in images.rglob("*"):
+        try:
+            path.name.encode("utf-8")
+        except UnicodeEncodeError:
+            raise BgbenchError(f"--images: {os.fsencode(path)!r} has a name that is not valid UTF-8; rename it "
+                               f"(image ids are stored as UTF-8 text)") from None
+
+
 def run(args: argparse.Namespace) -> int:
     from .. import runs
     from ..data.layout import discover
     from ..variants.build import build
+    refuse_names_that_are_not_utf8(Path(args.images))
     pre = Preprocess(resize=None, crop=None) if args.no_resize else Preprocess(resize=args.resize, crop=args.crop)
     cfg = BuildConfig(images=Path(args.images), boxes=Path(args.boxes), out=Path(args.out),
                       masks=Path(args.masks) if args.masks else None, split=args.split, seed=args.seed,
