@@ -255,7 +255,7 @@ def test_edit_eval_analyze_end_to_end(synth_root, tmp_path):
     proc = run_cli("edit", "--data", synth_root, "--out", out, "--levels", "remove", "size_full", "size_0.05",
                    "position_*", "rotation_*", "--angles", "90", "--quiet")
     assert proc.returncode == 0, proc.stderr
-    assert "edit recorded as run" in proc.stdout
+    assert "edit run 1 stored in" in proc.stderr and "stored in" not in proc.stdout  # status, not a result
     levels = {"original", "remove", "size_full", "size_0.05", "position_random", "rotation_90"}
     assert levels <= {p.name for p in out.iterdir()}
     assert (out / "fg_mask" / "val").is_dir()

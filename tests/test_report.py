@@ -229,7 +229,7 @@ def test_cli_report_json_and_selection(report_store, tmp_path):
     proc = run_cli("report", "--db", report_store, "--out", tmp_path / "r", "--models", "timm:*", "--json", "--quiet")
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
-    assert doc["models"] == ["timm:test_resnet"] and Path(doc["index"]).is_file()
+    assert doc["models"] == ["timm:test_resnet [random init, seed 0]"] and Path(doc["index"]).is_file()
     with Store(report_store) as store:
         challenge_id = store.runs("challenge")[0]["id"]
     proc = run_cli("report", "--db", report_store, "--out", tmp_path / "c", "--runs", challenge_id, "--quiet")
@@ -370,6 +370,6 @@ def test_edit_drops_section_and_ten_crop_kept_apart(tmp_path):
     html = result.index.read_text()
     assert "edits" in result.sections
     assert html.count('class="section-edits"') == 2  # the plain and the ten-crop subject, each its own
-    assert "timm:m (ten-crop)" in html
+    assert "timm:m [sha256 eeeeeeee] (ten-crop)" in html
     plain = html.split('class="section-edits"')[1]
     assert "+75.0%" in plain and "+50.0%" in plain

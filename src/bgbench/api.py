@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Iterator, List, Optional, Sequence
 
 from .errors import BgbenchError
-from .runs import Outputs, Provenance, opened
+from .runs import opened
 from .store import Store
 
 ModelLike = Any  # a model string ('timm:resnet18', 'file:model.pt', 'zoo:...') or a built BgModel

@@ -13,6 +13,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable, List, Optional, Sequence
 
+from .errors import BgbenchError
 from .version import __version__
 
 #: A stored row (runs, predictions, ...): read by column name, `row["model"]`.
@@ -130,10 +131,17 @@ def default_db_path() -> Path:
 
 
 class Store:
-    """A thin, explicit wrapper over one SQLite file."""
+    """A thin, explicit wrapper over one SQLite file.
 
-    def __init__(self, path: Optional[str | Path] = None):
+    `Store(path)` creates the file (and its folder) when it is missing: commands that record runs
+    open it so. Commands that only read open it with `create=False` (or `Store.open_existing`),
+    so that a mistyped path is an error rather than a new, empty store left behind.
+    """
+
+    def __init__(self, path: Optional[str | Path] = None, create: bool = True):
         self.path = Path(path).expanduser() if path else default_db_path()
+        if not create and not self.path.is_file():
+            raise BgbenchError(f"no results store at {self.path}")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.conn = sqlite3.connect(str(self.path), timeout=60)
         self.conn.row_factory = sqlite3.Row
@@ -141,6 +149,11 @@ class Store:
         self.conn.execute("PRAGMA foreign_keys=ON")
         _migrate(self.conn)
         self.conn.executescript(SCHEMA)
+
+    @classmethod
+    def open_existing(cls, path: Optional[str | Path] = None) -> "Store":
+        """Open a store that must already exist (a read never creates one)."""
+        return cls(path, create=False)
 
     def close(self) -> None:
         self.conn.close()
@@ -214,6 +227,11 @@ class Store:
     def runs(self, kind: Optional[str] = None) -> List[Row]:
         q = "SELECT * FROM runs" + (" WHERE kind=?" if kind else "") + " ORDER BY id"
         return self.conn.execute(q, (kind,) if kind else ()).fetchall()
+
+    def runs_of_checkpoint(self, kind: str, checkpoint_sha256: str) -> List[Row]:
+        """Finished runs of `kind` whose checkpoint has this sha256 (e.g. the training run of a model.pt)."""
+        return self.conn.execute("SELECT * FROM runs WHERE kind=? AND status='done' AND checkpoint_sha256=? "
+                                 "ORDER BY id", (kind, checkpoint_sha256)).fetchall()
 
     def predictions(self, run_id: int, variant: Optional[str] = None) -> List[Row]:
         """Per-image predictions of an eval run (one variant, or all), ordered by variant and image."""

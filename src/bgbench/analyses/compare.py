@@ -16,7 +16,7 @@ from typing import Dict, Optional
 
 import numpy as np
 
-from ..errors import BgbenchError
+from ..errors import BgbenchError, with_article
 from ..evaluation.metrics import Estimate, accuracy, mcnemar, paired_difference
 from ..store import Store
 from ..variants.registry import IN9_VARIANTS
@@ -82,8 +82,8 @@ def compare_runs(store: Store, run_a: int, run_b: int, n_boot: int = 2000, seed:
     ra = run_row(store, run_a, kinds=("eval", *CHALLENGE_KINDS))
     rb = run_row(store, run_b, kinds=("eval", *CHALLENGE_KINDS))
     if ra["kind"] != rb["kind"]:
-        raise BgbenchError(f"run {run_a} is a {ra['kind']} run and run {run_b} a {rb['kind']} run; "
-                           f"compare two of the same kind")
+        raise BgbenchError(f"run {run_a} is {with_article(ra['kind'])} run and run {run_b} "
+                           f"{with_article(rb['kind'])} run; compare two of the same kind")
     if ra["data_fingerprint"] != rb["data_fingerprint"]:
         raise BgbenchError(f"runs {run_a} and {run_b} are on different data (fingerprint "
                            f"{_short_fp(ra['data_fingerprint'])} of {ra['data_root'] or '?'} vs "

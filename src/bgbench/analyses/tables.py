@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Optional, Sequence
 import numpy as np
 
 from ..classes import Mapping, decide_stored
-from ..errors import BgbenchError
+from ..errors import BgbenchError, with_article
 from ..store import Store
 
 
@@ -147,7 +147,8 @@ def run_row(store: Store, run_id: int, kinds: Sequence[str] = ("eval",)):
     if row is None:
         raise BgbenchError(f"run {run_id} not found in {store.path} (see `bgbench runs`)")
     if row["kind"] not in kinds:
-        raise BgbenchError(f"run {run_id} is a {row['kind']} run; this needs a {' or '.join(kinds)} run")
+        raise BgbenchError(f"run {run_id} is {with_article(row['kind'])} run; this needs "
+                           f"{with_article(' or '.join(kinds))} run")
     return row
 
 

@@ -16,6 +16,7 @@ from importlib.resources import files
 from typing import Dict, List, Optional, Tuple
 
 from ..classes import IN9_FOLDERS
+from ..runs import run_model_label
 from ..store import Store
 
 #: Ranking keys, in the order their blocks are shown. The Backgrounds Challenge board ranks by
@@ -52,7 +53,8 @@ def measured_rows(store: Store) -> List[dict]:
             config = json.loads(run["config"])
             weights = run["checkpoint_sha256"] or run["spec"]  # a random init is identified by its spec
             key = (run["model"], weights, run["data_fingerprint"])
-            row = rows.setdefault(key, {"model": run["model"], "source": "measured",
+            row = rows.setdefault(key, {"model": run["model"], "model_label": run_model_label(run),
+                                        "source": "measured",
                                         "checkpoint_sha256": run["checkpoint_sha256"],
                                         "data_fingerprint": run["data_fingerprint"]})
             row["data"] = run["data_root"]
@@ -138,7 +140,7 @@ def leaderboard(store: Optional[Store], include_reported: bool = True) -> List[d
     out = []
     for name in sorted(groups, key=lambda n: (n == PUBLISHED, n)):
         out += _rank(groups[name])
-    return [{c: r.get(c) for c in COLUMNS} for r in out]
+    return [{**{c: r.get(c) for c in COLUMNS}, "model_label": r.get("model_label") or r.get("model")} for r in out]
 
 
 def _cell(col: str, value) -> str:
@@ -162,7 +164,7 @@ def render(rows: List[dict], fmt: str = "table") -> str:
         raise ValueError("the html leaderboard is rendered by bgbench.reporting.render.leaderboard_html")
     if fmt == "csv":
         buf = io.StringIO()
-        w = csv.DictWriter(buf, fieldnames=COLUMNS)
+        w = csv.DictWriter(buf, fieldnames=COLUMNS, extrasaction="ignore")
         w.writeheader()
         w.writerows(rows)
         return buf.getvalue()
@@ -171,12 +173,12 @@ def render(rows: List[dict], fmt: str = "table") -> str:
 
 def _text_block(dataset: str, key: Optional[str], rows: List[dict], fmt: str) -> str:
     columns = block_columns(key)
-    cells = [[_cell(c, r[c]) for c in columns] for r in rows]
+    cells = [[_cell(c, (r.get("model_label") or r[c]) if c == "model" else r[c]) for c in columns] for r in rows]
     if fmt == "md":
         head = f"### {dataset}: {block_title(key)}\n\n| " + " | ".join(columns) + " |\n|" + "---|" * len(columns)
         body = "\n".join("| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in cells)
         return head + "\n" + body
     widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]
-    lines = [f"dataset: {dataset}, {block_title(key)}", "  ".join(c.ljust(w) for c, w in zip(columns, widths))]
-    lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths)) for row in cells]
+    lines = [f"dataset: {dataset}, {block_title(key)}", "  ".join(c.ljust(w) for c, w in zip(columns, widths)).rstrip()]
+    lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip() for row in cells]
     return "\n".join(lines)
