@@ -88,12 +88,18 @@ CREATE TABLE IF NOT EXISTS probe_saliency (
     iou REAL,
     dice REAL,
     density_diff REAL,
+    coverage_25 REAL,
+    coverage_50 REAL,
+    coverage_75 REAL,
+    ap REAL,
     PRIMARY KEY (run_id, image_id)
 );
 """
 
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+#: Columns probe_saliency gained in v3 (RIVAL10's mask coverage and average precision), in order.
+SALIENCY_V3_COLUMNS = ("coverage_25", "coverage_50", "coverage_75", "ap")
 
 
 def _migrate(conn: sqlite3.Connection) -> None:
@@ -101,6 +107,8 @@ def _migrate(conn: sqlite3.Connection) -> None:
 
     v1 -> v2: runs.model/spec become optional (builds have no model), runs gain finished/outputs,
     predictions gain the raw top-5 and superclass columns of 1000-class models.
+    v2 -> v3: probe_saliency gains RIVAL10's mask coverage (t = 0.25, 0.5, 0.75) and average
+    precision; older rows keep their values and have NULL there.
     """
     version = conn.execute("PRAGMA user_version").fetchone()[0]
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
@@ -119,6 +127,12 @@ def _migrate(conn: sqlite3.Connection) -> None:
             for col in ("top5_classes", "top5_probs", "superclass_probs"):
                 if pcols and col not in pcols:
                     conn.execute(f"ALTER TABLE predictions ADD COLUMN {col} TEXT")
+    if version < 3 and "probe_saliency" in tables:
+        scols = [r[1] for r in conn.execute("PRAGMA table_info(probe_saliency)")]
+        with conn:
+            for col in SALIENCY_V3_COLUMNS:
+                if col not in scols:
+                    conn.execute(f"ALTER TABLE probe_saliency ADD COLUMN {col} REAL")
     conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
 
 
@@ -217,6 +231,17 @@ class Store:
         q = "SELECT * FROM predictions WHERE run_id=?" + (" AND variant=?" if variant else "")
         args = (run_id, variant) if variant else (run_id,)
         return self.conn.execute(q + " ORDER BY variant, image_id", args).fetchall()
+
+    def probe_noise_rows(self, run_id: int) -> List[tuple]:
+        """A noise probe's per-image rows: (image_id, label, region, level, trial, correct)."""
+        return [tuple(r) for r in self.conn.execute(
+            "SELECT image_id, label, region, level, trial, correct FROM probe_noise WHERE run_id=? "
+            "ORDER BY image_id, region, level, trial", (run_id,))]
+
+    def probe_saliency_rows(self, run_id: int) -> List[sqlite3.Row]:
+        """A saliency probe's per-image rows (every column but run_id), by image id."""
+        return self.conn.execute("SELECT * FROM probe_saliency WHERE run_id=? ORDER BY image_id",
+                                 (run_id,)).fetchall()
 
     def metrics(self, run_id: int) -> List[sqlite3.Row]:
         return self.conn.execute("SELECT * FROM metrics WHERE run_id=? ORDER BY name, variant", (run_id,)).fetchall()
