@@ -115,9 +115,10 @@ class DemoResult:
             parts += ["", f"{'trained on':<12} {'BG Required':>12} {'BG Fools':>9} {'RFS':>7} {'saliency precision':>19}"]
             for v in self.reports:
                 m = models[v]
+                precision = m["saliency"]["precision"]  # None when every map was zero (1x1 features)
                 parts.append(f"{v:<12} {100 * m['categories']['BG Required']:11.1f}% "
                              f"{100 * m['categories']['BG Fools']:8.1f}% {m['noise']['rfs_overall']:+7.3f} "
-                             f"{m['saliency']['precision']:19.3f}")
+                             f"{'-' if precision is None else format(precision, '.3f'):>19}")
             grid = models[next(iter(self.reports))]["noise"]["grid"]["label"]
             parts.append(f"(RFS on grid {grid}; > 0: noise on the object hurts more than noise on the background. "
                          "Saliency precision: share of Grad-CAM mass on the object, mean of the per-predicted-class "
