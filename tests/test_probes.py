@@ -314,6 +314,8 @@ def test_saliency_headline_groups_by_predicted_class():
     assert s.headline["iou"]["value"] == pytest.approx((0.1 + 0.6) / 2)
     assert s.image_mean["iou"]["value"] == pytest.approx(0.9 / 4) and s.flat == 1
     assert s.per_class["c0"]["images"] == 3 and s.per_class["c3"]["precision"] == pytest.approx(0.9)
+    for e in (s.headline["precision"], s.image_mean["precision"]):  # resamples within predicted classes
+        assert 0.2 <= e["lo"] <= e["value"] <= e["hi"] <= 0.9 and e["lo"] < e["hi"]
     rows = {(name, variant): value for name, variant, value, *_ in s.metric_rows()}
     assert rows[("saliency_precision", "")] == pytest.approx(0.6)
     assert rows[("saliency_precision_image_mean", "")] == pytest.approx(0.5)

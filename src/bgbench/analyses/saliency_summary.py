@@ -6,8 +6,8 @@ headline here (over the predicted classes that occur). The mean over images is r
 it, labelled as such. NaN values (precision of an all-zero map, 0/0) are skipped by both means,
 as `np.nanmean` skips them; every other value of such an image counts.
 
-Intervals: the headline's is a bootstrap over images stratified by predicted class (seeded,
-recorded); the image mean's a normal interval.
+Intervals (95%): percentiles of one bootstrap over images, stratified by predicted class (seeded,
+recorded), for the headline and the image mean alike.
 """
 from __future__ import annotations
 
@@ -18,7 +18,6 @@ from typing import Dict, List, Sequence
 
 import numpy as np
 
-from ..evaluation.metrics import Z95
 from .bootstrap import REPLICATES, percentile_interval, stratified_weights
 from .saliency_metrics import METRICS
 
@@ -81,15 +80,14 @@ def _clean(d: dict) -> dict:
     return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in d.items()}
 
 
-def mean_interval(values: np.ndarray) -> dict:
-    """Mean over the non-NaN values with a normal 95% interval; n: how many."""
-    v = np.asarray(values, dtype=np.float64)
-    v = v[~np.isnan(v)]
-    if v.size == 0:
-        return {"value": float("nan"), "lo": float("nan"), "hi": float("nan"), "n": 0}
-    m = float(v.mean())
-    half = Z95 * float(v.std(ddof=1)) / math.sqrt(v.size) if v.size > 1 else 0.0
-    return {"value": m, "lo": m - half, "hi": m + half, "n": int(v.size)}
+def mean_over_images(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """(replicates,): the weighted mean of the non-NaN values for each row of weights (NaN where
+    a row weighs no value)."""
+    ok = ~np.isnan(values)
+    w = weights * ok
+    total = w.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(total > 0, (w @ np.where(ok, values, 0.0)) / np.where(total > 0, total, 1), np.nan)
 
 
 def class_mean_of_means(values: np.ndarray, groups: np.ndarray, weights: np.ndarray) -> np.ndarray:
@@ -125,7 +123,9 @@ def summarize_saliency(values: Dict[str, np.ndarray], preds: Sequence[int], clas
         value = float(class_mean_of_means(v, preds, one)[0]) if n else float("nan")
         lo, hi = percentile_interval(class_mean_of_means(v, preds, weights)) if n else (float("nan"),) * 2
         headline[m] = {"value": value, "lo": lo, "hi": hi, "n": int(np.unique(preds[~np.isnan(v)]).size)}
-        image_mean[m] = mean_interval(v)
+        lo, hi = percentile_interval(mean_over_images(v, weights)) if n else (float("nan"),) * 2
+        image_mean[m] = {"value": float(mean_over_images(v, one)[0]) if n else float("nan"), "lo": lo, "hi": hi,
+                         "n": int((~np.isnan(v)).sum())}
     per_class = {}
     for p in np.unique(preds):
         members = preds == p
