@@ -59,7 +59,8 @@ class NoiseSummary:
         head = (f"noise sensitivity{f' of run {self.run_id}' if self.run_id else ''}: accuracy (mean over "
                 f"{self.classes} classes) and RFS, 95% bootstrap intervals over {self.images} images")
         lines = [head, f"grid {self.grid_label}",
-                 f"{'level':>8} {'fg noise':>8} {'95% CI':>15} {'bg noise':>9} {'95% CI':>15} {'RFS':>7} {'95% CI':>17}"]
+                 f"{'level':>8} {'fg noise':>8} {'95% CI':>15} {'bg noise':>9} {'95% CI':>15} {'RFS':>7} "
+                 f"{'95% CI':>17}"]
         for fg, bg in zip(self.curves["fg"], self.curves["bg"]):
             r = self.rfs[fg["level"]]
             lines.append(f"{self.label(fg['level']):>8} {_pct(fg['acc']):>7}% [{_pct(fg['lo']):>5},{_pct(fg['hi']):>5}]"

@@ -70,7 +70,8 @@ def resolve_layer(model, name: Optional[str]):
         return name, model.net.get_submodule(name)
     except AttributeError:
         names = [n for n, _ in model.net.named_modules() if n][-8:]
-        raise BgbenchError(f"--layer {name!r} is not a module of {model.spec.name} (last ones: {', '.join(names)})") from None
+        raise BgbenchError(f"--layer {name!r} is not a module of {model.spec.name} "
+                           f"(last ones: {', '.join(names)})") from None
 
 
 @contextlib.contextmanager

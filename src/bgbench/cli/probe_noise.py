@@ -13,10 +13,10 @@ def register(sub) -> None:
     p.add_argument("--noise", choices=("sigma", "l2"), default="sigma",
                    help="sigma: Gaussian noise of per-pixel std σ on the region; l2: Gaussian noise scaled to an "
                         "L2 norm over the region (all channels, pixel values in [0,1]) (default %(default)s)")
-    p.add_argument("--levels", nargs="+", metavar="GRID|V", default=["rival10"],
+    p.add_argument("--levels", nargs="+", metavar="GRID|V",
                    help="a grid, rival10 (σ 30/255..210/255 in steps of 30/255; L2 25..200 in steps of 25) or "
                         "hardimagenet (σ 0.125..0.75; L2 30..180), or explicit levels such as 0.25 0.5 or 30/255 "
-                        "(default %(default)s); an overall RFS compares only within one grid")
+                        "(default: rival10); an overall RFS compares only within one grid")
     p.add_argument("--trials", type=int, default=3, help="seeded noise draws per image and level (default %(default)s)")
     p.add_argument("--seed", type=int, default=0,
                    help="seed of the noise and of the bootstrap over images behind the intervals (default %(default)s)")

@@ -22,7 +22,8 @@ def register(sub) -> None:
                         "0: no PNG (default %(default)s)")
     p.add_argument("--out", help="folder for saliency_overlays.png (default: a new probe_saliency_<time>/ beside "
                                  "the results store)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the headline's bootstrap interval (default %(default)s)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of the bootstrap over images behind the intervals (default %(default)s)")
     add_output_args(p)
     add_db_arg(p)
     p.set_defaults(func=run)
