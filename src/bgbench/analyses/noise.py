@@ -1,8 +1,9 @@
-"""The noise probe (RIVAL10): runner (I/O) and the summary of a stored probe run.
+"""The noise probe (RIVAL10): its config, the runner (I/O) and the summary of a stored probe run.
 
-`probe_noise` decodes images and masks, runs the engine in batches and returns a result whose
-per-image rows go to the `probe_noise` table; `noise_summary` recomputes the curves and RFS from
-that table with no inference.
+`probe_noise` decodes images and masks, runs the engine (`noise_engine`) in batches and returns a
+result whose per-image rows go to the `probe_noise` table; `noise_summary` recomputes the curves,
+RFS and their intervals (`noise_curves`) from that table with no inference, under the grid and
+bootstrap seed recorded in the run's config.
 """
 from __future__ import annotations
 
@@ -17,7 +18,6 @@ from .bootstrap import REPLICATES
 from .noise_curves import NoiseSummary, summarize
 from .noise_levels import KINDS, grid_label, resolve_levels
 from .tables import run_row
-
 
 
 @dataclass
@@ -44,9 +44,6 @@ class NoiseConfig:
         checks.one_of("--mapping", self.mapping, ("argmax", "superclass"))
         self.grid, self.levels = resolve_levels(self.levels, self.kind)
         checks.device(self.device)
-
-    def grid_dict(self) -> dict:
-        return {"name": self.grid, "kind": self.kind, "levels": list(self.levels)}
 
 
 @dataclass
