@@ -22,8 +22,7 @@ from bgbench.analyses.saliency_summary import summarize_saliency
 from bgbench.errors import BgbenchError
 from bgbench.models.spec import BgModel, ModelSpec
 from bgbench.store import Store
-from conftest import run_cli
-from test_data_errors import assert_one_line_error
+from conftest import assert_one_line_error, run_cli
 
 
 def _strict_json(text):

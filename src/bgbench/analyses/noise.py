@@ -94,7 +94,8 @@ def summary_of(rows: Sequence[tuple], config: dict) -> NoiseSummary:
 def noise_summary(store: Store, run_id: int) -> NoiseSummary:
     """Curves and RFS of a stored probe_noise run, recomputed from its per-image table."""
     run = run_row(store, run_id, kinds=("probe_noise",))
-    rows = store.probe_noise_rows(int(run_id))
+    rows = [(r["image_id"], r["label"], r["region"], r["level"], r["trial"], r["correct"])
+            for r in store.probe_rows("probe_noise", int(run_id))]
     if not rows:
         raise BgbenchError(f"probe_noise run {run_id} has no per-image results stored")
     s = summary_of(rows, json.loads(run["config"]))

@@ -30,21 +30,21 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .. import runs
-    from ..analyses.saliency import SaliencyConfig, probe_saliency
+    from ..api import probe_saliency
+    from ..runs import record
     from ..store import Store
-    cfg = SaliencyConfig(layer=args.layer, batch_size=args.batch_size, device=args.device, examples=args.examples,
-                         seed=args.seed)
     model = create_model(args)
     with Store(args.db) as store:
-        made = new_output_dir(store.path.parent) if cfg.examples and not args.out else None
+        made = new_output_dir(store.path.parent) if args.examples > 0 and not args.out else None
         try:
-            result = probe_saliency(model, args.data, cfg, out_dir=args.out or made, progress=not args.quiet)
+            result = probe_saliency(model, args.data, layer=args.layer, batch_size=args.batch_size,
+                                    device=args.device, examples=args.examples, seed=args.seed,
+                                    out_dir=args.out or made, progress=not args.quiet)
         except BaseException:
             if made is not None and not any(made.iterdir()):
                 made.rmdir()  # a failed run leaves no empty folder behind
             raise
-        run_id = runs.record(store, result.provenance, result)
+        run_id = record(result, store)
         where = store.path
     emit(args, result.to_dict(), f"{result.table()}\nrun {run_id} stored in {where}")
     return 0

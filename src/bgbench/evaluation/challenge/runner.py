@@ -12,7 +12,7 @@ every stored verdict. A run that stops before the last foreground is finished wi
 
 Verdict rows are committed as they come (that is what makes a killed run resumable); the
 summary (accuracy, per-class rates, ASR) is computed by `summarize`, which writes nothing, and
-recorded by `runs.finish`.
+recorded by `runs.record(report, store)`, which finishes the open run.
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 import numpy as np
 import torch
@@ -58,6 +58,13 @@ class ChallengeReport:
     sample: Optional[dict] = None  # seed, n, population, requested, halfwidth_target, halfwidth
     precision: Optional[dict] = None  # bf16-verified: VerifiedStats.as_dict()
     asr_rows: List[tuple] = field(default_factory=list, repr=False)
+    provenance: Any = None  # runs.Provenance of the open run
+    store_path: Optional[str] = None  # the store holding the verdict rows, where `record` finishes the run
+
+    @property
+    def run_status(self) -> str:
+        """'sampled' for an estimate (the run can be extended), else 'done'."""
+        return "sampled" if self.estimate else "done"
 
     def metric_rows(self) -> List[tuple]:
         c, k = self.challenge_accuracy, self.clean_accuracy
@@ -196,6 +203,8 @@ def run_challenge(model: BgModel, data: str | Path, store: Store, cfg: Challenge
                   ) -> Optional[ChallengeReport]:
     """Run (or resume, or extend) the challenge; returns the report on rank 0 and None on other ranks.
 
+    Verdict rows go to `store` as they come; the run stays open until `runs.record(report, store)`.
+
     `figures(report, out_dir) -> {name: path}` draws the --full figures (`reporting.figures.challenge_figures`);
     it is passed in because drawing lives in a higher layer than the engine.
     """
@@ -211,7 +220,7 @@ def run_challenge(model: BgModel, data: str | Path, store: Store, cfg: Challenge
     plan = SamplePlan.build(cfg.seed, fg_ids, fg_labels, sample=cfg.sample, halfwidth=cfg.halfwidth,
                             chunk=cfg.chunk_size(world))
 
-    run_id = None
+    run_id = prov = None
     if rank == 0:
         prov = runs.Provenance.of("challenge", cfg.identity(), model=model, layout=layout, seed=cfg.seed)
         run_id = store.find_resumable("challenge", prov.model, prov.spec, prov.data_fingerprint, prov.config,
@@ -314,7 +323,7 @@ def run_challenge(model: BgModel, data: str | Path, store: Store, cfg: Challenge
     report.precision = verified
     if figures is not None and report.full:
         report.files.update(figures(report, Path(out_dir or store.path.parent / f"challenge_{run_id}")))
-    runs.finish(store, run_id, report, status="sampled" if report.estimate else "done")
+    report.provenance, report.store_path = prov, str(store.path.resolve())
     return report
 
 
