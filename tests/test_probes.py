@@ -335,7 +335,7 @@ def test_overlay_examples_are_the_extremes_of_each_predicted_class():
 @pytest.fixture(scope="module")
 def synth64(tmp_path_factory):
     """9 images at 64 px: feature maps of 2x2 (a ResNet's last stage) up to 8x8."""
-    from bgbench.data.synthetic import write_dataset
+    from bgbench.variants.synth import write_dataset
     root = tmp_path_factory.mktemp("synth64")
     write_dataset(root, per_class=1, size=64, seed=1, split="val", progress=False)
     return root
@@ -479,7 +479,7 @@ def test_saliency_probe_cli_writes_beside_the_store_and_records_where(synth_root
         run = store.runs("probe_saliency")[-1]
         outputs = json.loads(run["outputs"])
         names = {r["name"] for r in store.metrics(run["id"])}
-        rows = store.probe_saliency_rows(run["id"])
+        rows = store.probe_rows("probe_saliency", run["id"])
     assert outputs["overlays"] == doc["overlays"] and outputs["folder"] == str(folders[0])
     assert {f"saliency_{m}" for m in METRICS} | {f"saliency_{m}_image_mean" for m in METRICS} <= names
     assert len(rows) == 36 and all(r["ap"] is not None and r["coverage_50"] is not None for r in rows)
@@ -516,12 +516,12 @@ def test_a_v2_store_gains_the_new_saliency_columns_and_keeps_its_rows(tmp_path):
     con.close()
     with Store(db) as store:
         assert store.conn.execute("PRAGMA user_version").fetchone()[0] == 3
-        rows = [dict(r) for r in store.probe_saliency_rows(1)]
+        rows = [dict(r) for r in store.probe_rows("probe_saliency", 1)]
         assert [(r["image_id"], r["precision"], r["iou"]) for r in rows] == [("a/1", 0.25, 0.5), ("b/1", 0.75, None)]
         assert all(r["coverage_25"] is None and r["ap"] is None for r in rows)
         s = saliency_summary(store, 1)  # old runs still summarise; the measures they lack are empty
         assert s.headline["precision"]["value"] == pytest.approx(0.5) and s.image_mean["ap"]["n"] == 0
         store.insert("probe_saliency", 1, [("c/1", 0, 0, *(0.5,) * len(METRICS))])
-        assert len(store.probe_saliency_rows(1)) == 3
+        assert len(store.probe_rows("probe_saliency", 1)) == 3
     with Store(db) as store:  # opening again changes nothing
-        assert len(store.probe_saliency_rows(1)) == 3
+        assert len(store.probe_rows("probe_saliency", 1)) == 3

@@ -91,7 +91,8 @@ def summary_of(rows, config: dict) -> SaliencySummary:
 def saliency_summary(store: Store, run_id: int) -> SaliencySummary:
     """The summary of a stored probe_saliency run, recomputed from its per-image table."""
     run = run_row(store, run_id, kinds=("probe_saliency",))
-    rows = [tuple(r)[1:] for r in store.probe_saliency_rows(int(run_id))]
+    columns = ("image_id", "label", "pred", *METRICS)
+    rows = [tuple(r[c] for c in columns) for r in store.probe_rows("probe_saliency", int(run_id))]
     if not rows:
         raise BgbenchError(f"probe_saliency run {run_id} has no per-image results stored")
     return summary_of(rows, json.loads(run["config"]))
