@@ -92,12 +92,18 @@ CREATE TABLE IF NOT EXISTS probe_saliency (
     iou REAL,
     dice REAL,
     density_diff REAL,
+    coverage_25 REAL,
+    coverage_50 REAL,
+    coverage_75 REAL,
+    ap REAL,
     PRIMARY KEY (run_id, image_id)
 );
 """
 
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+#: Columns probe_saliency gained in v3 (RIVAL10's mask coverage and average precision), in order.
+SALIENCY_V3_COLUMNS = ("coverage_25", "coverage_50", "coverage_75", "ap")
 
 
 def _migrate(conn: sqlite3.Connection) -> None:
@@ -105,6 +111,8 @@ def _migrate(conn: sqlite3.Connection) -> None:
 
     v1 -> v2: runs.model/spec become optional (builds have no model), runs gain finished/outputs,
     predictions gain the raw top-5 and superclass columns of 1000-class models.
+    v2 -> v3: probe_saliency gains RIVAL10's mask coverage (t = 0.25, 0.5, 0.75) and average
+    precision; older rows keep their values and have NULL there.
     """
     version = conn.execute("PRAGMA user_version").fetchone()[0]
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
@@ -123,6 +131,12 @@ def _migrate(conn: sqlite3.Connection) -> None:
             for col in ("top5_classes", "top5_probs", "superclass_probs"):
                 if pcols and col not in pcols:
                     conn.execute(f"ALTER TABLE predictions ADD COLUMN {col} TEXT")
+    if version < 3 and "probe_saliency" in tables:
+        scols = [r[1] for r in conn.execute("PRAGMA table_info(probe_saliency)")]
+        with conn:
+            for col in SALIENCY_V3_COLUMNS:
+                if col not in scols:
+                    conn.execute(f"ALTER TABLE probe_saliency ADD COLUMN {col} REAL")
     conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
 
 

@@ -13,12 +13,16 @@ def register(sub) -> None:
     add_model_args(p, NoiseConfig)
     p.add_argument("--data", required=True, help="dataset root with original/ and fg_mask/")
     p.add_argument("--noise", choices=KINDS, default=config_default(NoiseConfig, "kind"),
-                   help="sigma: per-pixel std 0.125..0.75; l2: noise of L2 norm 30..180 on the region "
-                        "(default %(default)s)")
-    p.add_argument("--levels", type=float, nargs="+", help="noise levels (default: the six of the chosen --noise)")
+                   help="sigma: Gaussian noise of per-pixel std σ on the region; l2: Gaussian noise scaled to an "
+                        "L2 norm over the region (all channels, pixel values in [0,1]) (default %(default)s)")
+    p.add_argument("--levels", nargs="+", metavar="GRID|V",
+                   help="a grid, rival10 (σ 30/255..210/255 in steps of 30/255; L2 25..200 in steps of 25) or "
+                        "hardimagenet (σ 0.125..0.75; L2 30..180), or explicit levels such as 0.25 0.5 or 30/255 "
+                        "(default: rival10); an overall RFS compares only within one grid")
     p.add_argument("--trials", type=int, default=config_default(NoiseConfig, "trials"),
-                   help="seeded noise draws per level (default %(default)s)")
-    add_seed_arg(p, config_default(NoiseConfig, "seed"), "seed of the noise")
+                   help="seeded noise draws per image and level (default %(default)s)")
+    add_seed_arg(p, config_default(NoiseConfig, "seed"),
+                 "seed of the noise and of the bootstrap over images behind the intervals")
     add_mapping_arg(p, config_default(NoiseConfig, "mapping"))
     add_output_args(p)
     add_db_arg(p)
