@@ -340,8 +340,9 @@ class ChallengeEngine:
         With bf16-verified each entry is as good as the audits; `full_rows` confirms verdicts."""
         img, m = image.to(self.device)[None], mask.to(self.device)[None]
         self.calibrate(img, m, [0])
-        preds = [self.decide_composites(torch.where(m[0][..., None], img[0], self.backgrounds[i:i + self.batch_size]))[0]
-                 for i in range(0, self.num_bg, self.batch_size)]
+        preds = [self.decide_composites(composite(img, m, self.backgrounds, torch.zeros(len(b), dtype=torch.long,
+                                                                        device=self.device), b))[0]
+                 for b in torch.arange(self.num_bg, device=self.device).split(self.batch_size)]
         row = torch.cat(preds)
         return torch.where(row < 0, torch.full_like(row, UNMAPPED), row).numpy().astype(np.uint8)
 

@@ -63,7 +63,8 @@ class ChallengeReport:
 
     def to_dict(self) -> dict:
         return {"model": self.model, "data": self.data, "run_id": self.run_id,
-                "challenge_accuracy": self.challenge_accuracy.as_dict(), "clean_accuracy": self.clean_accuracy.as_dict(),
+                "challenge_accuracy": self.challenge_accuracy.as_dict(),
+                "clean_accuracy": self.clean_accuracy.as_dict(),
                 "fooled": self.fooled, "total": self.total, "per_class": self.per_class, "pairs": self.pairs,
                 "seconds": self.seconds, "full": self.full, "files": self.files, "estimate": self.estimate,
                 "sample": self.sample, "precision": self.precision, "numerics": self.numerics}

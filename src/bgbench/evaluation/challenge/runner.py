@@ -299,7 +299,8 @@ class _Invocation:
 
     def _reexamine_stored(self) -> None:
         d, v = self.data, self.engine.verifier
-        stale = [r for r in self.store.challenge_near_ties(self.run_id, v.delta) if d.position[r["image_id"]] in self.mine]
+        stale = [r for r in self.store.challenge_near_ties(self.run_id, v.delta)
+                 if d.position[r["image_id"]] in self.mine]
         if not stale:
             return
         verdicts = {r["image_id"]: r for r in self.store.challenge_results(self.run_id)}
