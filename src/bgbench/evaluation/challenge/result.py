@@ -101,7 +101,9 @@ class ChallengeReport:
     def _precision_lines(self) -> List[str]:
         if not self.precision:
             return []
-        p = self.precision
+        p = dict(self.precision)
+        if p["delta"] is None:  # no composite was ever decided in bf16
+            p["delta"] = float("nan")
         lines = [f"bf16-verified: fooled verdicts are exact ({p['confirmed']} fooling composites confirmed in fp32, "
                  f"{p['overturned']} overturned); a survivor's verdict is as good as the audits: "
                  f"{p['audited']} composites audited at random (1 in {p['audit_every']}) and {p['calibration']} "
