@@ -13,6 +13,7 @@ from torch import nn
 from bgbench.classes import imagenet_to_in9
 from bgbench.evaluation.challenge import precision
 from bgbench.evaluation.challenge.engine import ChallengeEngine
+from bgbench.evaluation.challenge.neartie import NearTieLog, NearTies
 from bgbench.evaluation.challenge.precision import VerifiedPredictor, decision_margin, strict_fp32
 from bgbench.evaluation.challenge.runner import ChallengeConfig, run_challenge
 from bgbench.evaluation.predict import decide
@@ -126,6 +127,27 @@ def test_the_calibrated_bound_fails_on_inputs_it_did_not_see_and_default_audits_
     wrong = pred != truth
     assert not (wrong & (margin > vp.delta)).any()  # every wrong decision is within reach of the final delta
     assert (pred[torch.isinf(margin)] == truth[torch.isinf(margin)]).all()  # fp32 decided those
+
+
+def test_near_ties_keep_what_a_raised_delta_can_reach_by_hand():
+    """Foreground 0 decided four composites in bf16 (margins 0.5, 3, 1.5 and one fp32 decision),
+    foreground 1 one (0.1). Keeping margins up to 2: (bg 1, 0.5) and (bg 4, 1.5); the floor of
+    foreground 0 is 3, so a delta below 3 is settled by the near ties alone."""
+    inf = float("inf")
+    log = NearTieLog(2)
+    log.add(torch.tensor([0, 0, 0, 0, 1]), torch.tensor([1, 2, 3, 4, 1]), torch.tensor([0.5, 3.0, inf, 1.5, 0.1]),
+            keep_below=2.0)
+    a, b = log.take(0), log.take(1)
+    assert sorted(zip(a.bg.tolist(), a.margin.tolist())) == [(1, 0.5), (4, 1.5)] and a.floor == 3.0
+    assert a.lowest() == 0.5 and a.at_most(1.6).tolist() == [1, 4] and a.at_most(0.4).tolist() == []
+    assert not a.needs_search(2.9) and a.needs_search(3.0)
+    assert a.settled(1.0).bg.tolist() == [4] and a.settled(1.0).floor == 3.0
+    assert b.bg.tolist() == [1] and b.floor == inf and b.lowest() == pytest.approx(0.1)
+    c = NearTies.from_json(a.to_json())
+    assert (c.bg.tolist(), c.margin.tolist(), c.floor) == (a.bg.tolist(), a.margin.tolist(), a.floor)
+    capped = NearTies(torch.arange(5), torch.tensor([5.0, 1.0, 4.0, 2.0, 3.0])).capped(2)
+    assert capped.bg.tolist() == [1, 3] and capped.floor == 3.0  # the evicted 3.0 becomes the floor
+    assert log.take(0).lowest() == 3.0  # taking twice: the ties were handed out, the floor stays
 
 
 def _tensors(size=8, n_fg=12, n_bg=24, seed=0):

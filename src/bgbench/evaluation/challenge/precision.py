@@ -235,7 +235,7 @@ class VerifiedPredictor:
             self.stats.delta = float(delta)
 
     def __call__(self, x: torch.Tensor) -> Decisions:
-        """Decisions for a float NCHW batch: bf16 where the margin proves fp32's, fp32 elsewhere."""
+        """Decisions for a float NCHW batch: bf16 where the margin exceeds delta, fp32 elsewhere."""
         if not self.calibrated:
             raise RuntimeError("calibrate the VerifiedPredictor before its first bf16 decision")
         s = self.stats

@@ -93,9 +93,10 @@ class ChallengeReport:
         if not self.estimate or not self.sample:
             return []
         s = self.sample
+        exact = (self.numerics or {}).get("precision", "fp32") == "fp32"
         return [f"ESTIMATE from a seeded sample of {s['n']} of {s['population']} foregrounds (seed {s['seed']}, "
                 f"stratified by class): 95% Wilson interval half-width {100 * s['halfwidth']:.1f} points; "
-                f"each verdict is exact. Rerun with --seed {s['seed']} and without --sample to extend it to the "
+                f"each verdict {'is exact' if exact else 'tried every background'}. Rerun with --seed {s['seed']} and without --sample to extend it to the "
                 "full set."]
 
     def _precision_lines(self) -> List[str]:
