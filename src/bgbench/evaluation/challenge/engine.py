@@ -28,7 +28,7 @@ from __future__ import annotations
 import contextlib
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, List, Optional, Sequence, Tuple
+from typing import Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
@@ -37,27 +37,13 @@ from ...classes import Mapping
 from ...models.spec import BgModel
 from .config import DEFAULT_SAFETY, PRECISIONS
 from .matrix import UNMAPPED, attack_success_rates, class_fool_rates, verdicts_from_matrix  # noqa: F401 (re-exported)
-from .neartie import KEEP, NearTieLog, NearTies
+from .neartie import KEEP
 from .precision import (DEFAULT_AUDIT_EVERY, DEFAULT_CALIBRATION, Decisions, VerifiedPredictor, fp32_settings,
                         strict_fp32)
 from .rank import top_backgrounds  # noqa: F401 (re-exported)
+from .search import VerdictSearch, full_result, reexamine_once
+from .verdict import FgResult, OnResult, composite
 from ..predict import decide
-
-OnResult = Optional[Callable[["FgResult"], None]]
-
-
-@dataclass
-class FgResult:
-    """The verdict for one foreground."""
-
-    index: int
-    fooled: bool
-    pairs: int  # composites evaluated
-    fooling_bg: int = -1  # index of the first fooling background found, or -1
-    fooling_pred: int = -2  # what it was predicted as
-    near: Optional[NearTies] = field(default=None, repr=False)  # bf16-verified: what a raised delta re-examines
-    row: Optional[np.ndarray] = field(default=None, repr=False)  # full mode: its predictions (uint8, 255 unmapped)
-
 
 @dataclass
 class EngineStats:
@@ -288,7 +274,6 @@ class ChallengeEngine:
         survivor may be reported again, fooled, if a later audit raises delta above one of its
         kept margins (`reexamine`); the returned list holds the final verdicts.
         """
-        from .search import VerdictSearch
         images, masks = fg_images.to(self.device), fg_masks.to(self.device)
         self.calibrate(images, masks, indices)
         results = VerdictSearch(self, images, masks, fg_labels, on_result, progress).run(indices)
@@ -301,7 +286,6 @@ class ChallengeEngine:
         With bf16-verified the first fooling entry of each row is confirmed in fp32 (so the verdict
         is exact) and rows are re-examined when delta rises, like `verdicts`.
         """
-        from .search import full_result
         images, masks = fg_images.to(self.device), fg_masks.to(self.device)
         self.calibrate(images, masks, indices)
         results = []
@@ -322,7 +306,6 @@ class ChallengeEngine:
         """
         if self.verifier is None:
             return results
-        from .search import reexamine_once
         images, masks = fg_images.to(self.device), fg_masks.to(self.device)
         final = {r.index: r for r in results}
         while True:
@@ -345,18 +328,3 @@ class ChallengeEngine:
                  for b in torch.arange(self.num_bg, device=self.device).split(self.batch_size)]
         row = torch.cat(preds)
         return torch.where(row < 0, torch.full_like(row, UNMAPPED), row).numpy().astype(np.uint8)
-
-
-def composite(images: torch.Tensor, masks: torch.Tensor, backgrounds: torch.Tensor, fi: torch.Tensor,
-              bi: torch.Tensor) -> torch.Tensor:
-    """NHWC uint8 composites: foreground fi[k] over background bi[k] (an exact pixel selection)."""
-    return torch.where(masks[fi][..., None], images[fi], backgrounds[bi])
-
-
-def near_ties_of(engine: ChallengeEngine, bg: torch.Tensor, margin: Optional[torch.Tensor]) -> Optional[NearTies]:
-    """The near ties of one foreground's composites with backgrounds `bg` (None unless bf16-verified)."""
-    if margin is None:
-        return None
-    log = NearTieLog(1)
-    log.add(torch.zeros(len(bg), dtype=torch.long), bg, margin, engine.keep_below())
-    return log.take(0)

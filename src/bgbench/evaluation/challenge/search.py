@@ -18,14 +18,17 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import List, Optional, Sequence
+from typing import TYPE_CHECKING, List, Optional, Sequence
 
 import torch
 
 from ... import console
-from .engine import ChallengeEngine, FgResult, OnResult, composite, near_ties_of
 from .matrix import UNMAPPED
-from .neartie import NearTieLog
+from .neartie import NearTieLog, NearTies
+from .verdict import FgResult, OnResult, composite
+
+if TYPE_CHECKING:  # the engine calls this module; it never imports the engine
+    from .engine import ChallengeEngine
 
 
 @dataclass(eq=False)
@@ -276,3 +279,12 @@ def _apply(r: FgResult, bg: torch.Tensor, pred: torch.Tensor, label: int, delta:
         return dataclasses.replace(r, near=near, row=row)
     k = int(wrong[0])
     return FgResult(r.index, True, r.pairs, int(bg[k]), int(pred[k]), near=near if row is not None else None, row=row)
+
+
+def near_ties_of(engine: ChallengeEngine, bg: torch.Tensor, margin: Optional[torch.Tensor]) -> Optional[NearTies]:
+    """The near ties of one foreground's composites with backgrounds `bg` (None unless bf16-verified)."""
+    if margin is None:
+        return None
+    log = NearTieLog(1)
+    log.add(torch.zeros(len(bg), dtype=torch.long), bg, margin, engine.keep_below())
+    return log.take(0)
