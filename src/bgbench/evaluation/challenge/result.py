@@ -51,6 +51,7 @@ class ChallengeReport:
                      ("bf16_confirmed", "", v["confirmed"], None, None, None),
                      ("bf16_overturned", "", v["overturned"], None, None, v["confirmed"]),
                      ("bf16_reexamined", "", v["reexamined"], None, None, None),
+                     ("bf16_researched", "", v["researched"], None, None, None),
                      ("bf16_changed", "", v["changed"], None, None, None)]
         return rows
 
