@@ -115,14 +115,15 @@ def test_the_calibrated_bound_fails_on_inputs_it_did_not_see_and_default_audits_
         with torch.autocast("cpu", dtype=torch.bfloat16):
             z16 = model(x).float()
     truth = z32.argmax(1)
-    vp = VerifiedPredictor(model, warn=lambda msg: None)  # the default settings
+    raised = []
+    vp = VerifiedPredictor(model, warn=lambda msg: None, on_raise=raised.append)  # the default settings
     vp.calibrate(fg.permute(0, 3, 1, 2).float() / 255)  # the dark originals only
     calibrated = vp.delta
     bf16_margin = (z16[:, 0] - z16[:, 1]).abs()
     assert ((z16.argmax(1) != truth) & (bf16_margin > calibrated)).sum() > 20  # the premise fails
     out = [vp(x[s:s + 64]) for s in range(0, len(x), 64)]
     pred, margin = torch.cat([d.pred for d in out]), torch.cat([d.margin for d in out])
-    assert vp.stats.breaches > 0 and vp.delta > calibrated
+    assert vp.stats.breaches > 0 and vp.delta > calibrated and raised[-1] == vp.delta
     assert 0 < vp.stats.audited < len(x) / 20
     wrong = pred != truth
     assert not (wrong & (margin > vp.delta)).any()  # every wrong decision is within reach of the final delta
@@ -346,8 +347,9 @@ def test_a_bf16_verified_run_ends_with_the_fp32_verdicts(tmp_path, full):
 
 def test_a_resumed_run_keeps_its_audits_and_reexamines_what_a_raised_delta_reaches(tmp_path):
     """A run killed after an audit raised delta, before its survivors were re-examined, is
-    simulated by raising the stored delta; the next invocation restores it, re-examines every
-    stored survivor it reaches, and still ends with fp32's verdicts. Its audit counts carry over."""
+    simulated by storing the raised delta as the audit does; the next invocation restores it,
+    re-examines every stored survivor it reaches, and still ends with fp32's verdicts. Its audit
+    counts carry over."""
     from challenge_toys import colour_model, write_colour_dataset
     root = write_colour_dataset(tmp_path / "data", per_class=5, size=16, seed=0)
     model = colour_model()
@@ -359,7 +361,9 @@ def test_a_resumed_run_keeps_its_audits_and_reexamines_what_a_raised_delta_reach
         assert state["calibration"] == first.precision["calibration"] > 0
         survivors = [i for i, f in _stored_verdicts(store, first.run_id).items() if not f]
         assert survivors and first.precision["delta"] < 1
-        store.add_challenge_results(first.run_id, [], [], {**state, "delta": 1e3})
+        store.raise_challenge_delta(first.run_id, 1e3)  # what the killed run stored when its audit raised delta
+        store.add_challenge_results(first.run_id, [], [], state)  # a later, smaller delta never lowers it
+        assert store.challenge_state(first.run_id) == {**state, "delta": 1e3}
         second = run_challenge(model, root, store, ChallengeConfig(**cfg), progress=False)
         assert second.run_id == first.run_id
         assert _stored_verdicts(store, second.run_id) == expected

@@ -224,8 +224,20 @@ class Store:
         with self.conn:
             self._insert("challenge_fg", run_id, rows)
             self._insert("challenge_near", run_id, near_ties)
-            if state is not None:
-                self._insert("challenge_state", run_id, [(_dumps(state),)])
+            if state is not None:  # the larger delta wins: another rank may have raised it meanwhile
+                self.conn.execute(
+                    "INSERT INTO challenge_state (run_id, state) VALUES (?1, ?2) ON CONFLICT(run_id) DO UPDATE SET "
+                    "state = json_set(?2, '$.delta', max(coalesce(json_extract(challenge_state.state, '$.delta'), "
+                    "json_extract(?2, '$.delta')), json_extract(?2, '$.delta')))", (run_id, _dumps(state)))
+
+    def raise_challenge_delta(self, run_id: int, delta: float) -> None:
+        """bf16-verified: an audit raised delta; store it now (unless a larger one is stored), so that
+        a run killed before its survivors are re-examined re-examines them when it resumes."""
+        with self.conn:
+            self.conn.execute(
+                "INSERT INTO challenge_state (run_id, state) VALUES (?1, json_object('delta', ?2)) "
+                "ON CONFLICT(run_id) DO UPDATE SET state = json_set(challenge_state.state, '$.delta', "
+                "max(coalesce(json_extract(challenge_state.state, '$.delta'), ?2), ?2))", (run_id, float(delta)))
 
     def challenge_near_ties(self, run_id: int, at_most: float) -> List[sqlite3.Row]:
         """bf16-verified: (image_id, near) of the foregrounds with a kept margin at or below `at_most`."""

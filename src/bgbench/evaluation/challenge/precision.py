@@ -177,7 +177,7 @@ class VerifiedPredictor:
 
     def __init__(self, model: BgModel, mapping: Mapping | str = Mapping.ARGMAX, device_type: str = "cpu",
                  safety: float = DEFAULT_SAFETY, audit_every: int = DEFAULT_AUDIT_EVERY, seed: int = 0,
-                 warn: Optional[Callable[[str], None]] = None):
+                 warn: Optional[Callable[[str], None]] = None, on_raise: Optional[Callable[[float], None]] = None):
         if safety < 1:
             raise ValueError("safety must be >= 1")
         if audit_every < 1:
@@ -188,6 +188,7 @@ class VerifiedPredictor:
         self.stats = VerifiedStats(safety=float(safety), audit_every=int(audit_every))
         self._audits = torch.Generator().manual_seed(int(seed))
         self._warn = warn or console.status
+        self.on_raise = on_raise  # told each new delta an audit sets (a runner stores it at once)
 
     @property
     def calibrated(self) -> bool:
@@ -270,3 +271,5 @@ class VerifiedPredictor:
                        "whose margin it reaches is recomputed in fp32")
         s.breaches += int((spread > s.delta).sum())
         s.delta = s.safety * worst
+        if self.on_raise is not None:
+            self.on_raise(s.delta)

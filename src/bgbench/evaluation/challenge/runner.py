@@ -185,16 +185,22 @@ class _Invocation:
         for r in done.values():  # warm the ordering with what earlier runs learnt
             if r["fooling_bg"] in d.bg_index:
                 engine.warm(d.bg_index[r["fooling_bg"]], int(r["label"]))
-        saved = self.store.challenge_state(self.run_id)
-        if engine.verifier is not None and saved:  # an earlier invocation's audits still count
-            st = engine.verifier.stats
-            if saved.get("delta") is not None:
-                engine.verifier.raise_to(saved["delta"])
-            st.max_deviation, st.max_spread = saved["max_deviation"], saved["max_spread"]
-            if self.rank == 0:  # counts are summed over ranks: one rank carries the earlier ones
-                for k in _SUMMED:
-                    setattr(st, k, int(saved[k]))
+        if engine.verifier is not None:
+            self._restore(engine.verifier)
+            engine.verifier.on_raise = lambda delta: self.store.raise_challenge_delta(self.run_id, delta)
         return engine
+
+    def _restore(self, verifier) -> None:
+        """An earlier invocation's delta and audit counts still count (a killed one may have stored
+        only the delta an audit raised)."""
+        saved = self.store.challenge_state(self.run_id) or {}
+        if saved.get("delta") is not None:
+            verifier.raise_to(saved["delta"])
+        st = verifier.stats
+        st.max_deviation, st.max_spread = saved.get("max_deviation", 0.0), saved.get("max_spread", 0.0)
+        if self.rank == 0:  # counts are summed over ranks: one rank carries the earlier ones
+            for k in _SUMMED:
+                setattr(st, k, int(saved.get(k, 0)))
 
     def _open_matrix(self):
         if not self.cfg.full:
