@@ -26,7 +26,7 @@ import torch
 from torch import nn
 
 from bgbench.data.layout import discover
-from bgbench.data.synthetic import write_dataset
+from bgbench.variants.synth import write_dataset
 from bgbench.evaluation.challenge.engine import ChallengeEngine
 from bgbench.evaluation.challenge.runner import load_backgrounds, load_foregrounds
 from bgbench.evaluation.challenge.sample import sample_order

@@ -46,7 +46,7 @@ from torchvision.datasets import ImageFolder
 
 from bgbench.classes import Mapping
 from bgbench.data.layout import discover
-from bgbench.data.synthetic import write_dataset
+from bgbench.variants.synth import write_dataset
 from bgbench.evaluation.challenge.engine import ChallengeEngine
 from bgbench.evaluation.challenge.runner import _decode_all, load_backgrounds, load_foregrounds
 from bgbench.evaluation.challenge.sample import sample_order

@@ -23,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 from build_speed import machine_ceiling  # noqa: E402
 
-from bgbench.data.synthetic import write_dataset  # noqa: E402
+from bgbench.variants.synth import write_dataset  # noqa: E402
 from bgbench.edits.pipeline import EditConfig, edit_dataset  # noqa: E402
 
 
@@ -57,7 +57,7 @@ def main() -> None:
                 dt = time.perf_counter() - t0
                 if dt < best[workers]:
                     best[workers], cpu[workers] = dt, _cpu_seconds() - c0
-                edited = sum(1 for r in result.rows if r.level != "original")
+                edited = sum(1 for r in result.rows if r.folder != "original")
             ceilings.append(machine_ceiling())
         identical = _tree(root / "out1") == _tree(root / "out2")
     n_images = 9 * args.per_class

@@ -25,7 +25,7 @@ from bgbench.analyses.noise import NoiseConfig, probe_noise
 from bgbench.analyses.saliency import SaliencyConfig, probe_saliency
 from bgbench.data.images import decode_image
 from bgbench.data.layout import discover
-from bgbench.data.synthetic import write_dataset
+from bgbench.variants.synth import write_dataset
 from bgbench.evaluation.predict import to_tensor
 from bgbench.models import create_model
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 
 from bgbench.api import evaluate
-from bgbench.data.synthetic import write_dataset
+from bgbench.variants.synth import write_dataset
 from bgbench.training import TrainConfig, list_recipes, train
 from bgbench.variants import IN9_VARIANTS
 

@@ -27,7 +27,7 @@ def _private_store(tmp_path_factory, monkeypatch):
 @pytest.fixture(scope="session")
 def synth_root(tmp_path_factory) -> Path:
     """A tiny Synthetic-9 (val and train) shared by the tests; never modified."""
-    from bgbench.data.synthetic import write_dataset
+    from bgbench.variants.synth import write_dataset
     root = tmp_path_factory.mktemp("synth9")
     write_dataset(root, per_class=4, size=32, seed=0, split="val", progress=False)
     write_dataset(root, per_class=6, size=32, seed=0, split="train", progress=False)
@@ -41,6 +41,16 @@ def synth_copy(synth_root, tmp_path) -> Path:
     dst = tmp_path / "data"
     shutil.copytree(synth_root, dst)
     return dst
+
+
+def assert_one_line_error(proc, *needles):
+    """A user error: exit status 2, exactly one `bgbench: error:` line naming each needle, no traceback."""
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("bgbench: error:")]
+    assert len(lines) == 1, proc.stderr
+    for n in needles:
+        assert n in lines[0], lines[0]
 
 
 def run_cli_subprocess(*args, cwd=None, env=None):
@@ -64,3 +74,16 @@ def run_cli(*args):
         except SystemExit as e:  # argparse errors
             code = e.code
     return types.SimpleNamespace(returncode=code, stdout=out.getvalue(), stderr=err.getvalue())
+
+
+def mask_boxes(root, split: str = "val") -> dict:
+    """image id -> (x0, y0, x1, y1), end-exclusive, worked out here from the fg_mask files alone
+    (Synthetic-9's box is its mask's bounding box), independently of bgbench's box readers."""
+    import numpy as np
+    out = {}
+    folder = Path(root) / "fg_mask" / split
+    for path in sorted(folder.rglob("*.npy")):
+        ys, xs = np.nonzero(np.load(path))
+        out[path.relative_to(folder).with_suffix("").as_posix()] = (int(xs.min()), int(ys.min()),
+                                                                    int(xs.max()) + 1, int(ys.max()) + 1)
+    return out

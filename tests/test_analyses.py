@@ -14,11 +14,11 @@ from bgbench.analyses.categories import CATEGORIES, categorize, prediction_categ
 from bgbench.analyses.compare import compare_runs
 from bgbench.analyses.leakage import leakage
 from bgbench.analyses.rfs import relative_foreground_sensitivity as rfs
+from bgbench.data.manifest import read_boxes
 from bgbench.errors import BgbenchError
 from bgbench.evaluation.metrics import mcnemar
 from bgbench.store import Store
-from conftest import run_cli
-from test_data_errors import assert_one_line_error
+from conftest import assert_one_line_error, run_cli
 
 CLASSES = ["a", "b", "c"]
 
@@ -187,7 +187,7 @@ def _jpeg(img, quality=75):
 
 def test_box_recovery_from_only_bg_b_on_generated_data(synth_root):
     from bgbench.data.images import decode_image
-    truth = B.recorded_boxes(synth_root, "val")
+    truth = read_boxes(synth_root, "val")
     ious, ious_jpeg = [], []
     for iid, box in truth.items():
         img = decode_image(synth_root / "only_bg_b" / "val" / f"{iid}.png")
@@ -200,7 +200,7 @@ def test_box_recovery_from_only_bg_b_on_generated_data(synth_root):
 
 
 def test_boxsize_uses_recovered_boxes_without_records(synth_copy, store):
-    (synth_copy / "boxes_val.json").unlink()
+    (synth_copy / "manifest.csv").unlink()
     from bgbench.data.layout import discover
     layout = discover(synth_copy, variants=["original"])
     boxes, sizes, source = B.dataset_boxes(layout)
@@ -257,12 +257,12 @@ def test_1000_class_runs_store_raw_outputs_and_redecide_without_inference(tmp_pa
 def test_bg_blurred_is_computed_on_the_fly_when_its_folder_is_absent(synth_copy, tmp_path):
     """With no bg_blurred/ folder (and no recorded boxes, as in the public release), eval renders it
     from original + fg_mask + the box recovered from only_bg_b, identical to the registered function."""
-    from bgbench.api import blurred_renderer
+    from bgbench.analyses.blurred import blurred_renderer
     from bgbench.data.images import decode_image, load_mask
     from bgbench.data.layout import discover
     from bgbench.variants.functions import bg_blurred
-    truth = B.recorded_boxes(synth_copy, "val")
-    (synth_copy / "boxes_val.json").unlink()
+    truth = read_boxes(synth_copy, "val")
+    (synth_copy / "manifest.csv").unlink()
     layout = discover(synth_copy, variants=["original"])
     item = layout.items("original")[5]
     want = bg_blurred(decode_image(item.path), load_mask(layout.mask_path(item.image_id)), truth[item.image_id])

@@ -16,9 +16,11 @@ from PIL import Image
 from bgbench.data.synthetic import SYNTH_CLASSES, Sample, generate
 from bgbench.variants import functions as F
 from bgbench.variants.annotations import load_annotations, rasterize_polygons
-from bgbench.variants.build import MAX_BOX_COVER, BuildConfig, assign_donors, build
+from bgbench.variants.build import BuildConfig, build
+from bgbench.variants.donors import Candidate, assign_donors
+from bgbench.variants.prepare import MAX_BOX_COVER
 from bgbench.variants.preprocess import Preprocess
-from conftest import run_cli
+from conftest import assert_one_line_error, run_cli
 
 NO_RESIZE = Preprocess(resize=None, crop=None)
 
@@ -48,6 +50,11 @@ def write_synth(root: Path, samples: Sequence[Sample]) -> List[str]:
 def read_csv(path: Path) -> List[dict]:
     with open(path, newline="") as f:
         return list(csv.DictReader(f))
+
+
+def manifest(path: Path, folder: str = "original") -> Dict[str, dict]:
+    """image id -> its manifest row in `folder` (one row per written image and folder)."""
+    return {r["image"]: r for r in read_csv(path / "manifest.csv") if r["folder"] == folder}
 
 
 def png(path: Path) -> np.ndarray:
@@ -83,7 +90,7 @@ def test_grabcut_masks_match_ground_truth(synth_build):
 def test_variants_equal_ground_truth_where_masks_agree(synth_build):
     root, samples, ids, outs = synth_build
     out = root / "out1"
-    rows = {r["image"]: r for r in read_csv(out / "manifest.csv")}
+    rows = manifest(out, "mixed_rand")
     index = {image_id: i for i, image_id in enumerate(ids)}
     for image_id, s in zip(ids, samples):
         m = np.load(out / "fg_mask" / "val" / f"{image_id}.npy").astype(bool)
@@ -96,7 +103,7 @@ def test_variants_equal_ground_truth_where_masks_agree(synth_build):
         for v in ("no_fg", "only_fg"):
             truth = getattr(F, v)(s.image, s.mask, s.box)
             assert np.array_equal(got[v][agree], truth[agree])
-        donor = samples[index[rows[image_id]["mixed_rand_bg_image"]]]
+        donor = samples[index[rows[image_id]["bg_image"]]]
         expected = F.composite(s.image, m, F.only_bg_t(donor.image, donor.mask, donor.box))
         assert np.array_equal(got["mixed_rand"], expected)
         assert rows[image_id]["mask_source"] == "grabcut"
@@ -112,7 +119,7 @@ def test_output_is_byte_identical_with_1_and_2_workers(synth_build):
 
 
 def test_donors_are_deterministic_and_follow_the_rule(synth_build):
-    built = synth_build[3][1].built
+    built = [Candidate(p.index, p.label, p.size) for p in synth_build[3][1].built]
     a, b = assign_donors(built, 9, seed=5), assign_donors(built, 9, seed=5)
     assert a == b
     label = {p.index: p.label for p in built}
@@ -123,12 +130,13 @@ def test_donors_are_deterministic_and_follow_the_rule(synth_build):
 
 
 def test_balance_drops_to_the_smallest_class():
-    from bgbench.variants.build import Prepared, _balance
-    built = [Prepared(i, f"c{lab}/{i}", lab, (0, 0, 1, 1), (0, 0, 1, 1), 1.0, "grabcut", 0.1, (8, 8))
-             for i, lab in enumerate([0] * 5 + [1] * 2 + [2] * 3)]
-    kept, dropped = _balance(built, 3, seed=0)
+    from bgbench.variants.build import _balance
+    from bgbench.variants.prepare import Prepared
+    built = [Prepared(i, f"c{lab}/{i}", lab, f"c{lab}/{i}.png", (0, 0, 1, 1), (0, 0, 1, 1), 1.0, "grabcut", 0.1,
+                      (8, 8)) for i, lab in enumerate([0] * 5 + [1] * 2 + [2] * 3)]
+    kept, dropped = _balance(built, seed=0)
     assert [sum(p.label == c for p in kept) for c in range(3)] == [2, 2, 2] and len(dropped) == 4
-    assert kept == _balance(built, 3, seed=0)[0]
+    assert kept == _balance(built, seed=0)[0]
 
 
 MIXED = ("mixed_same", "mixed_rand", "mixed_next")
@@ -159,8 +167,9 @@ def test_no_resize_with_two_image_sizes_pairs_every_image_with_a_donor_of_its_si
         results[workers] = build(cfg, progress=False)
     out = tmp_path / "out1"
     # the only image of its size cannot get another image's background: rejected, not fatal
-    assert {r["file"]: r["reason"] for r in read_csv(out / "rejects.csv")} == {"c/40px1.png": "no_donor_of_same_size"}
-    rows = {r["image"]: r for r in read_csv(out / "manifest.csv")}
+    assert {r["source"]: r["reason"] for r in read_csv(out / "rejects.csv")} == {"c/40px1.png": "no_donor_of_same_size"}
+    rows = manifest(out)
+    mixed = {v: manifest(out, v) for v in MIXED}
     assert sorted(rows) == sorted(i for i in ids if i != "c/40px1")
     original = {i: png(out / "original" / "val" / f"{i}.png") for i in rows}
     masks = {i: np.load(out / "fg_mask" / "val" / f"{i}.npy").astype(bool) for i in rows}
@@ -169,19 +178,20 @@ def test_no_resize_with_two_image_sizes_pairs_every_image_with_a_donor_of_its_si
         return [j for j in rows if j.startswith(cls + "/") and original[j].shape == original[image_id].shape]
 
     fallbacks = 0
-    for image_id, row in rows.items():
+    for image_id in rows:
         cls = image_id.split("/")[0]
         for v in MIXED:
-            donor = row[f"{v}_bg_image"]
+            donor = mixed[v][image_id]["bg_image"]
             assert original[donor].shape == original[image_id].shape, (image_id, v, donor)
             background = F.only_bg_t(original[donor], masks[donor], tuple(map(int, rows[donor]["box"].split())))
             expected = F.composite(original[image_id], masks[image_id], background)
             assert np.array_equal(png(out / v / "val" / f"{image_id}.png"), expected), (image_id, v)
         for v, wanted in (("mixed_same", cls), ("mixed_next", classes[(classes.index(cls) + 1) % len(classes)])):
+            got = mixed[v][image_id]
             if same_size(image_id, wanted):  # the rule holds wherever an image of that class and size exists
-                assert row[f"{v}_bg_class"] == wanted and row[f"{v}_bg_fallback"] == "", (image_id, v)
+                assert got["bg_class"] == wanted and got["bg_fallback"] == "", (image_id, v)
             else:  # another image of the same size, and the manifest says why
-                assert row[f"{v}_bg_fallback"] and row[f"{v}_bg_image"] != image_id, (image_id, v)
+                assert got["bg_fallback"] and got["bg_image"] != image_id, (image_id, v)
                 fallbacks += 1
     assert fallbacks  # b's 48 px image: no 48 px image in c
     files1 = sorted(p.relative_to(out) for p in out.rglob("*") if p.is_file())
@@ -248,7 +258,7 @@ def test_real_photographs_default_preprocessing(tmp_path):
                   tmp_path / "out", "--quiet")
     assert res.returncode == 0, res.stderr
     assert "built 3 images" in res.stdout
-    for row in read_csv(tmp_path / "out" / "manifest.csv"):
+    for row in manifest(tmp_path / "out").values():
         x0, y0, x1, y1 = map(int, row["box"].split())
         m = np.load(tmp_path / "out" / "fg_mask" / "val" / f"{row['image']}.npy").astype(bool)
         assert m.shape == (224, 224)
@@ -277,7 +287,7 @@ def test_every_reject_reason(tmp_path):
     (boxes / "a" / "badxml.xml").write_text("<annotation><object>")
     res = run_cli("build", "--images", images, "--boxes", boxes, "--out", tmp_path / "out", "--no-resize", "--quiet")
     assert res.returncode == 0, res.stderr
-    reasons = {r["file"]: r["reason"] for r in read_csv(tmp_path / "out" / "rejects.csv")}
+    reasons = {r["source"]: r["reason"] for r in read_csv(tmp_path / "out" / "rejects.csv")}
     assert reasons == {
         "a/several.png": "several_boxes", "a/outside.png": "box_outside_image", "a/uniform.png": "grabcut_failed",
         "a/large.png": "box_too_large", "a/unannotated.png": "missing_annotation",
@@ -325,15 +335,13 @@ def test_nothing_built_exits_2_with_one_line(tmp_path):
     write_sample(tmp_path / "images", tmp_path / "boxes", "a", "flat", np.zeros((48, 48, 3), np.uint8), (8, 8, 30, 30))
     res = run_cli("build", "--images", tmp_path / "images", "--boxes", tmp_path / "boxes", "--out",
                   tmp_path / "out", "--no-resize", "--quiet")
-    assert res.returncode == 2
-    lines = res.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("bgbench: error: nothing could be built"), res.stderr
+    assert_one_line_error(res, "nothing could be built")
     assert read_csv(tmp_path / "out" / "rejects.csv")[0]["reason"] == "grabcut_failed"
 
 
 def test_bad_arguments_are_one_line_errors(tmp_path):
     res = run_cli("build", "--images", tmp_path / "nope", "--boxes", tmp_path, "--out", tmp_path / "out")
-    assert res.returncode == 2 and res.stderr.startswith("bgbench: error:")
+    assert_one_line_error(res, str(tmp_path / "nope"))
 
 
 def test_preprocess_matches_torchvision():
@@ -358,4 +366,4 @@ def test_round_trip_eval_and_balance(tmp_path, synth_build):
     assert "BG-Gap" in res.stdout and all(v in res.stdout for v in ("only_bg_t", "mixed_next"))
     again = run_cli("build", "--images", root / "images", "--boxes", root / "boxes", "--out", tmp_path / "out",
                     "--no-resize", "--quiet")
-    assert again.returncode == 2 and "--overwrite" in again.stderr
+    assert_one_line_error(again, "--overwrite")

@@ -19,7 +19,7 @@ from bgbench.evaluation.challenge.engine import (ChallengeEngine, attack_success
 from bgbench.evaluation.predict import decide
 from bgbench.models import create_model
 from bgbench.training import TrainConfig, train
-from conftest import run_cli
+from conftest import assert_one_line_error, run_cli
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 
@@ -137,14 +137,14 @@ def test_missing_mask_and_size_mismatch_are_clear_errors(model_ckpt, synth_copy)
     victim.unlink()
     proc = run_cli("challenge", "--model", f"file:{model_ckpt}", "--data", synth_copy, "--db",
                    synth_copy / "r.db", "--quiet")
-    assert proc.returncode == 2 and "no mask" in proc.stderr and "Traceback" not in proc.stderr
+    assert_one_line_error(proc, "no mask")
     np.save(victim, np.zeros((32, 32), np.uint8))
     bad = sorted((synth_copy / "only_bg_t" / "val" / "02_triangle").iterdir())[0]
     from PIL import Image
     Image.new("RGB", (40, 32)).save(bad)
     proc = run_cli("challenge", "--model", f"file:{model_ckpt}", "--data", synth_copy, "--db",
                    synth_copy / "r.db", "--quiet")
-    assert proc.returncode == 2 and "one size" in proc.stderr
+    assert_one_line_error(proc, "one size")
 
 
 def _env():

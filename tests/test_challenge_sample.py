@@ -1,4 +1,5 @@
 """Estimating the challenge from a sample: seeded stratified order, --sample, --halfwidth, extension."""
+import dataclasses
 import math
 import sqlite3
 
@@ -7,16 +8,24 @@ import pytest
 
 from bgbench.errors import BgbenchError
 from bgbench.evaluation.challenge import runner as challenge_run
-from bgbench.evaluation.challenge.runner import ChallengeConfig, run_challenge
+from bgbench.evaluation.challenge.config import ChallengeConfig
 from bgbench.evaluation.challenge.sample import SamplePlan, done_prefix, sample_order, wilson_halfwidth
 from bgbench.store import Store
 from challenge_toys import colour_model, write_colour_dataset
-from conftest import run_cli
+from conftest import assert_one_line_error, run_cli
 
 
 @pytest.fixture(scope="module")
 def colour_root(tmp_path_factory):
     return write_colour_dataset(tmp_path_factory.mktemp("colour"), per_class=30, size=16, seed=0)
+
+
+def run_challenge(model, root, store, cfg, progress=False):
+    """The challenge through the public API, then recorded (its run finished), as the CLI does."""
+    import bgbench
+    report = bgbench.challenge(model, root, store, progress=progress, **dataclasses.asdict(cfg))
+    bgbench.record(report, store)
+    return report
 
 
 def _ids(per_class):
@@ -81,7 +90,7 @@ def test_cli_rejects_bad_sample_and_halfwidth(colour_root, tmp_path):
     for bad in (["--sample", "0"], ["--halfwidth", "0.7"], ["--full", "--halfwidth", "0.1"]):
         proc = run_cli("challenge", "--model", "timm:test_resnet", "--data", colour_root, "--db", tmp_path / "r.db",
                        "--quiet", *bad)
-        assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, bad
+        assert_one_line_error(proc, bad[-2])
 
 
 def _spy_decodes(monkeypatch):

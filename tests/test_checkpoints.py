@@ -7,7 +7,7 @@ from torch import nn
 from bgbench.errors import CheckpointError
 from bgbench.models import create_model
 from bgbench.models.spec import IN9_MEAN, IN9_STD, BgModel, ModelSpec
-from bgbench.training.loop import save_checkpoint
+from bgbench.models.checkpoint import save_checkpoint
 
 
 def _x(seed=0, size=64):

@@ -9,8 +9,7 @@ import sys
 import pytest
 
 from bgbench import console
-from conftest import run_cli
-from test_data_errors import assert_one_line_error
+from conftest import assert_one_line_error, run_cli
 
 HEAVY = ("torch", "timm", "torchvision")
 

@@ -4,22 +4,13 @@ import shutil
 import numpy as np
 import pytest
 
-from conftest import run_cli
+from conftest import assert_one_line_error, run_cli
 
 MODEL = ["--model", "timm:test_resnet"]
 
 
 def _eval(root, *extra):
     return run_cli("eval", *MODEL, "--data", root, "--quiet", "--db", root.parent / "r.db", *extra)
-
-
-def assert_one_line_error(proc, *needles):
-    assert proc.returncode == 2, proc.stderr
-    assert "Traceback" not in proc.stderr
-    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("bgbench: error:")]
-    assert len(lines) == 1, proc.stderr
-    for n in needles:
-        assert n in lines[0], lines[0]
 
 
 def test_missing_val_folder(synth_copy):

@@ -11,8 +11,7 @@ from PIL import Image
 from bgbench.edits import functions as F
 from bgbench.edits.complexity import spectrum_edit
 from bgbench.edits.glcm import LEVELS, glcm_stats
-from conftest import run_cli
-from test_data_errors import assert_one_line_error
+from conftest import assert_one_line_error, run_cli
 
 
 def _ellipse(h, w, cx, cy, rx, ry):
@@ -35,7 +34,7 @@ def test_pixel_rate_and_box_by_hand():
     m = np.zeros((10, 20), bool)
     m[2:5, 3:7] = True  # 12 pixels of 200
     assert F.pixel_rate(m) == pytest.approx(0.06)
-    assert F.object_box(m) == (3, 2, 6, 4)
+    assert F.object_extent(m) == (3, 2, 6, 4)
 
 
 def test_eq7_matrices_by_hand():
@@ -147,11 +146,11 @@ def test_complexity_levels_order_glcm_contrast(synth_root, tmp_path):
     rows = _manifest(out)
     by_level = {}
     for r in rows:
-        by_level.setdefault(r["level"], []).append(float(r["glcm_contrast"]))
+        by_level.setdefault(r["folder"], []).append(json.loads(r["params"])["glcm_contrast"])
     assert np.mean(by_level["complexity_20"]) == pytest.approx(means["complexity_20"], abs=1e-3)
     for r in rows:  # object pixels are never changed by a background edit
-        if r["level"].startswith("complexity"):
-            a = np.asarray(Image.open(out / r["level"] / "val" / f"{r['image']}.png"))
+        if r["folder"].startswith("complexity"):
+            a = np.asarray(Image.open(out / r["folder"] / "val" / f"{r['image']}.png"))
             o = np.asarray(Image.open(out / "original" / "val" / f"{r['image']}.png"))
             m = np.load(out / "fg_mask" / "val" / f"{r['image']}.npy").astype(bool)
             assert np.array_equal(a[m], o[m])
@@ -169,10 +168,10 @@ def test_edit_eval_analyze_end_to_end(synth_root, tmp_path):
     rows = _manifest(out)
     for r in rows:
         params = json.loads(r["params"])
-        if r["level"].startswith("size_0") or r["level"] == "position_random":
-            target = 0.05 if r["level"] == "position_random" else float(r["level"][5:])
-            assert abs(float(r["pixel_rate"]) - target) <= 0.1 * target
-        if r["level"] == "rotation_90":
+        if r["folder"].startswith("size_0") or r["folder"] == "position_random":
+            target = 0.05 if r["folder"] == "position_random" else float(r["folder"][5:])
+            assert abs(float(r["fg_fraction"]) - target) <= 0.1 * target
+        if r["folder"] == "rotation_90":
             assert params["angle"] == 90
     ev = run_cli("eval", "--model", "timm:test_resnet", "--data", out, "--json", "--quiet")
     assert ev.returncode == 0, ev.stderr
@@ -261,7 +260,7 @@ def test_a_failing_edit_rejects_that_level_only(synth_root, tmp_path):
         assert proc.returncode == 0, proc.stderr
         with open(out / "rejects.csv", newline="") as f:
             rejects = list(csv.DictReader(f))
-        assert len(rejects) == 36 and {r["level"] for r in rejects} == {"complexity_20"}
+        assert len(rejects) == 36 and {r["folder"] for r in rejects} == {"complexity_20"}
         assert all(r["reason"] == "edit_failed" and "cannot add texture" in r["detail"] for r in rejects)
         assert len(list((out / "complexity_-20" / "val").rglob("*.png"))) == 36
     finally:
@@ -335,10 +334,10 @@ def test_existing_output_needs_overwrite(synth_root, tmp_path):
 
 def _fake_eval(store, model, rows):
     from bgbench import runs
-    result = runs.Outputs()
+    result = runs.Outputs(provenance=runs.Provenance("eval", {}, model=model))
     result.table_rows = lambda: {"predictions": [(v, i, 0, 0 if ok else 1, 0.9, None, None, None)
                                                  for v, i, ok in rows]}
-    return runs.record(store, runs.Provenance("eval", {}, model=model), result)
+    return runs.record(result, store)
 
 
 def test_edit_drops_by_hand(tmp_path):

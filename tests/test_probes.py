@@ -14,8 +14,7 @@ from bgbench.analyses.saliency_metrics import saliency_alignment
 from bgbench.errors import BgbenchError
 from bgbench.models.spec import BgModel, ModelSpec
 from bgbench.store import Store
-from conftest import run_cli
-from test_data_errors import assert_one_line_error
+from conftest import assert_one_line_error, run_cli
 
 
 def _left_half(n=2, h=8, w=8):

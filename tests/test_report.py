@@ -15,8 +15,7 @@ from bgbench.reporting.context import select_subjects
 from bgbench.reporting.render import render_report
 from bgbench.reporting.sections import SECTIONS, _compare_pair, list_sections
 from bgbench.store import Store
-from conftest import run_cli
-from test_data_errors import assert_one_line_error
+from conftest import assert_one_line_error, run_cli
 
 XSS = "<script>alert(1)</script>"
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
@@ -26,35 +25,26 @@ CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 def report_store(tmp_path_factory, synth_root) -> Path:
     """A store with: a bgbench-trained model (train + eval + challenge --full runs), a random-init
     model (eval), and a model whose name is a script tag (eval), all on the tiny Synthetic-9."""
-    from bgbench import runs
-    from bgbench.api import evaluate
-    from bgbench.evaluation.challenge.runner import ChallengeConfig, run_challenge
-    from bgbench.models import create_model
-    from bgbench.training.loop import TrainConfig, train, training_record
+    import bgbench
     tmp = tmp_path_factory.mktemp("report_store")
     db = tmp / "results.db"
     with Store(db) as store:
-        run_dir = tmp / "train"
-        ckpt = train(TrainConfig(data=str(synth_root), variant="mixed_rand", model="timm:test_resnet",
-                                 out=str(run_dir), epochs=1, seed=0), progress=False)
-        runs.record(store, *training_record(run_dir))
+        trained_run = bgbench.train(synth_root, tmp / "train", variant="mixed_rand", model="timm:test_resnet",
+                                    epochs=1, seed=0, progress=False)
+        bgbench.record(trained_run, store)
+        ckpt = trained_run["checkpoint"]
         for model in (f"file:{ckpt}", "timm:test_resnet"):
-            report = evaluate(model, synth_root, progress=False)
-            runs.record(store, report.provenance, report)
-        evil = evaluate("timm:test_resnet", synth_root, variants=["original", "mixed_same", "mixed_rand"],
-                        progress=False)
+            bgbench.record(bgbench.evaluate(model, synth_root, progress=False), store)
+        evil = bgbench.evaluate("timm:test_resnet", synth_root, variants=["original", "mixed_same", "mixed_rand"],
+                                progress=False)
         evil.provenance.model = XSS
-        runs.record(store, evil.provenance, evil)
-        run_challenge(create_model(f"file:{ckpt}"), synth_root, store, ChallengeConfig(batch_size=64, full=True),
-                      out_dir=tmp / "challenge", progress=False)
-        from bgbench.analyses.noise import NoiseConfig, probe_noise
-        from bgbench.analyses.saliency import SaliencyConfig, probe_saliency
-        trained = create_model(f"file:{ckpt}")
-        noise = probe_noise(trained, synth_root, NoiseConfig(levels=[0.25, 0.5], trials=3), progress=False)
-        runs.record(store, noise.provenance, noise)
-        saliency = probe_saliency(trained, synth_root, SaliencyConfig(examples=4), out_dir=tmp / "saliency",
-                                  progress=False)
-        runs.record(store, saliency.provenance, saliency)
+        bgbench.record(evil, store)
+        trained = bgbench.create_model(f"file:{ckpt}")
+        bgbench.record(bgbench.challenge(trained, synth_root, store, batch_size=64, full=True,
+                                         out_dir=tmp / "challenge", progress=False), store)
+        bgbench.record(bgbench.probe_noise(trained, synth_root, levels=[0.25, 0.5], trials=3, progress=False), store)
+        bgbench.record(bgbench.probe_saliency(trained, synth_root, examples=4, out_dir=tmp / "saliency",
+                                              progress=False), store)
     return db
 
 

@@ -1,4 +1,5 @@
-"""Synthetic-9: layout, exact masks, label = foreground class, and the donor manifest."""
+"""Synthetic-9: layout, exact masks, label = foreground class, the donor manifest, SYNTHETIC9.json,
+worker independence and the overwrite check."""
 import csv
 import json
 
@@ -6,8 +7,20 @@ import numpy as np
 from PIL import Image
 
 from bgbench.data import discover, load_mask
-from bgbench.data.synthetic import SYNTH_CLASSES, generate, render_variants
+from bgbench.data.synthetic import SYNTH_CLASSES, TEXTURES, generate
 from bgbench.variants import IN9_VARIANTS
+from bgbench.variants import functions as F
+from conftest import run_cli
+from test_data_errors import assert_one_line_error
+
+
+def _rows(root, split="val"):
+    with open(root / "manifest.csv", newline="") as f:
+        return [r for r in csv.DictReader(f) if r["split"] == split]
+
+
+def _files(root):
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
 def test_layout_has_all_variants_masks_and_manifest(synth_root):
@@ -15,20 +28,24 @@ def test_layout_has_all_variants_masks_and_manifest(synth_root):
     assert set(IN9_VARIANTS) <= set(layout.variants)
     assert layout.classes == SYNTH_CLASSES
     assert len(layout.foregrounds()) == 9 * 4
-    rows = list(csv.DictReader(open(synth_root / "manifest_val.csv")))
-    assert {r["variant"] for r in rows} == {"mixed_same", "mixed_rand", "mixed_next"}
-    for r in rows:
-        label, bg_class = int(r["label"]), int(r["bg_class"])
-        assert r["bg_image"].startswith(SYNTH_CLASSES[bg_class] + "/")
-        if r["variant"] == "mixed_next":
+    rows = _rows(synth_root)
+    assert sorted((r["folder"], r["image"]) for r in rows) == sorted(
+        (v, it.image_id) for v in IN9_VARIANTS for it in layout.items("original"))  # one row per written image
+    mixed = [r for r in rows if r["bg_image"]]
+    assert {r["folder"] for r in mixed} == {"mixed_same", "mixed_rand", "mixed_next"}
+    for r in mixed:
+        label, bg_class = int(r["label"]), SYNTH_CLASSES.index(r["bg_class"])
+        assert r["bg_image"].startswith(r["bg_class"] + "/") and r["bg_image"] != r["image"]
+        if r["folder"] == "mixed_next":
             assert bg_class == (label + 1) % 9
-        if r["variant"] == "mixed_same":
+        if r["folder"] == "mixed_same":
             assert bg_class == label
+        assert json.loads(r["params"])["texture"] in TEXTURES
 
 
 def test_label_is_the_foreground_class_and_mixed_keeps_foreground(synth_root):
     layout = discover(synth_root)
-    boxes = json.load(open(synth_root / "boxes_val.json"))
+    rows = {(r["folder"], r["image"]): r for r in _rows(synth_root)}
     for item, mask_path in layout.foregrounds():
         mask = load_mask(mask_path)
         orig = np.asarray(Image.open(item.path))
@@ -36,9 +53,33 @@ def test_label_is_the_foreground_class_and_mixed_keeps_foreground(synth_root):
         for v in ("mixed_same", "mixed_rand", "mixed_next", "only_fg"):
             other = np.asarray(Image.open(synth_root / v / "val" / f"{item.image_id}.png"))
             assert (other[mask] == orig[mask]).all()
-        x0, y0, x1, y1 = boxes[item.image_id]
+        row = rows[("original", item.image_id)]
         ys, xs = np.nonzero(mask)
-        assert (xs.min(), ys.min(), xs.max() + 1, ys.max() + 1) == (x0, y0, x1, y1)
+        assert row["box"] == f"{xs.min()} {ys.min()} {xs.max() + 1} {ys.max() + 1}"
+        assert float(row["fg_fraction"]) == round(mask.mean(), 5) and row["mask_source"] == "exact"
+
+
+def test_mixed_images_are_the_recorded_donors_background(synth_root):
+    rows = _rows(synth_root)
+    boxes = {r["image"]: tuple(int(v) for v in r["box"].split()) for r in rows if r["folder"] == "original"}
+
+    def load(v, iid):
+        return np.asarray(Image.open(synth_root / v / "val" / f"{iid}.png").convert("RGB"))
+
+    for r in rows:
+        if r["bg_image"]:
+            d = r["bg_image"]
+            mask = np.load(synth_root / "fg_mask" / "val" / f"{r['image']}.npy").astype(bool)
+            dmask = np.load(synth_root / "fg_mask" / "val" / f"{d}.npy").astype(bool)
+            want = F.composite(load("original", r["image"]), mask, F.only_bg_t(load("original", d), dmask, boxes[d]))
+            assert np.array_equal(load(r["folder"], r["image"]), want), (r["folder"], r["image"])
+
+
+def test_synthetic9_json_describes_each_split(synth_root):
+    info = json.loads((synth_root / "SYNTHETIC9.json").read_text())
+    assert info["classes"] == list(SYNTH_CLASSES) and info["textures"] == list(TEXTURES)
+    assert info["splits"]["val"] == {"per_class": 4, "size": 32, "seed": 0, "bg_correlation": 0.95, "images": 36}
+    assert info["splits"]["train"]["per_class"] == 6 and info["splits"]["train"]["images"] == 54
 
 
 def test_generation_is_deterministic_and_splits_differ():
@@ -47,9 +88,17 @@ def test_generation_is_deterministic_and_splits_differ():
     c = generate(2, size=32, seed=3, split="train")
     assert all((x.image == y.image).all() for x, y in zip(a, b))
     assert any((x.image != y.image).any() for x, y in zip(a, c))
-    ia, ma = render_variants(a, seed=1)
-    ib, mb = render_variants(b, seed=1)
-    assert ma == mb and all((x == y).all() for x, y in zip(ia["mixed_rand"], ib["mixed_rand"]))
+
+
+def test_one_and_two_workers_write_identical_bytes_and_a_second_run_needs_overwrite(tmp_path):
+    args = ["--per-class", 3, "--size", 24, "--seed", 5, "--quiet"]
+    for w in (1, 2):
+        assert run_cli("synth", "--out", tmp_path / f"w{w}", "--workers", w, *args).returncode == 0
+    one, two = _files(tmp_path / "w1"), _files(tmp_path / "w2")
+    assert len(one) == 27 * 9 + 3 and one == two  # 8 variants + mask per image; manifest, rejects, SYNTHETIC9.json
+    assert_one_line_error(run_cli("synth", "--out", tmp_path / "w1", *args), "--overwrite")
+    assert run_cli("synth", "--out", tmp_path / "w1", "--overwrite", *args).returncode == 0
+    assert _files(tmp_path / "w1") == two
 
 
 def test_background_correlation_is_configurable():

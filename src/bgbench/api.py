@@ -1,104 +1,320 @@
-"""The Python API: the same operations the CLI runs, callable from a notebook.
+"""The Python API: one plain function per job, exported by `bgbench/__init__.py`.
 
-Functions here compute and return results; they never write the results store. Record a
-result with `bgbench.runs.record(store, result.provenance, result)`.
+Each function converts its arguments once, on entry (a model string becomes a model; keyword
+options become the job's config dataclass, which checks them), calls the module that does the
+work and returns its result, with `provenance`. Nothing is recorded: `bgbench.record(result,
+store)` is the separate step. The one exception is `challenge`, which commits its verdict rows to
+`store` as they come, so that a killed run resumes; `record` then finishes that run.
+
+The analyses take a per-image table (an evaluation result, or a mapping variant -> predictions)
+or a stored run (a results store and a run id). Heavy modules (torch, timm) load inside the
+functions, so `import bgbench` stays light.
 """
 from __future__ import annotations
 
-from dataclasses import asdict
+import dataclasses
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Any, Iterator, List, Optional, Sequence
 
-import torch
+from .errors import BgbenchError
+from .runs import Outputs, Provenance, opened
+from .store import Store
 
-from .classes import Mapping
-from .data.layout import Layout, resolve_layout
-from .evaluation.config import EvalConfig
-from .evaluation.predict import mask_checker, predict_items
-from .evaluation.results import EvalReport
-from .console import status
-from .evaluation.tencrop import CROP as TEN_CROP_SIZE, RESIZE as TEN_CROP_RESIZE, ten_crop_logits
-from .models.registry import create_model
-from .models.spec import BgModel, check_compatible
-from .runs import Provenance
-
-load_model = create_model
+ModelLike = Any  # a model string ('timm:resnet18', 'file:model.pt', 'zoo:...') or a built BgModel
 
 
-def evaluate(model: BgModel | str, data: str | Path | Layout, variants: Optional[Sequence[str]] = None,
-             mapping: Mapping | str = Mapping.ARGMAX, batch_size: int = 64, device: str = "cpu",
-             progress: bool = True, seed: int = 0, checkpoint: Optional[str] = None,
-             ten_crop: bool = False) -> EvalReport:
+# ------------------------------------------------------------------------------------------------
+# jobs that run a model
+
+
+def evaluate(model: ModelLike, data: str | Path, variants: Optional[Sequence[str]] = None,
+             mapping: str = "argmax", batch_size: int = 64, device: str = "cpu", progress: bool = True,
+             seed: int = 0, checkpoint: Optional[str] = None, ten_crop: bool = False):
     """Evaluate a model on IN-9-layout variants: per-variant accuracy and the BG-Gap.
 
     Args:
-        model: a `BgModel` or a model string (with `checkpoint`).
+        model: a `BgModel` or a model string (with `checkpoint` for timm:ARCH weights).
         data: dataset root (or a discovered `Layout`).
-        variants: which variant folders to use; default: the 8 IN-9 variants present.
+        variants: which variant folders to use; default: the IN-9 variants present. bg_blurred is
+            computed on the fly when its folder is absent.
         mapping: decision rule for 1000-class models ('argmax' is the paper's).
         seed: seed of the BG-Gap's bootstrap.
         ten_crop: Resize(256), TenCrop(224), logits averaged over the ten crops (seed 003).
 
     Returns:
-        The report, with `report.provenance` ready for `runs.record`.
+        An `EvalReport`: accuracies, BG-Gap, per-image predictions and provenance.
     """
+    from .analyses.blurred import blurred_renderer
+    from .evaluation.config import EvalConfig
+    from .evaluation.runner import run_eval
     cfg = EvalConfig(variants=list(variants) if variants else None, mapping=getattr(mapping, "value", mapping),
                      batch_size=batch_size, device=device, seed=seed, ten_crop=ten_crop)
-    if isinstance(model, str):
-        model = create_model(model, checkpoint=checkpoint)
-    on_the_fly = _computed_variants(data, cfg.variants)
-    on_disk = [v for v in cfg.variants or () if v not in on_the_fly]
-    if on_the_fly and "original" not in on_disk:
-        on_disk.append("original")
-    layout = resolve_layout(data, on_disk or None)
-    variants = list(cfg.variants or layout.variants)
-    check_compatible(model, layout.classes)
-    model = model.to(cfg.device).eval()
-    trained = tuple(model.spec.input_size or ())[-1:]
-    if cfg.ten_crop and trained and trained[0] < TEN_CROP_SIZE // 2:
-        status(f"warning: --ten-crop feeds {TEN_CROP_SIZE}-px crops of images resized to 256, but "
-               f"{model.spec.name} expects {trained[0]}-px inputs; objects will look {TEN_CROP_RESIZE / trained[0]:.1f}x "
-               f"larger than in training")
-    predictions = {}
-    for v in variants:
-        items, render = layout.items("original" if v in on_the_fly else v), None
-        if v in on_the_fly:
-            render = blurred_renderer(layout)
-        predictions[v] = predict_items(model, items, batch_size=cfg.batch_size, device=cfg.device,
-                                       mapping=cfg.mapping, progress=progress, desc=v, render=render,
-                                       forward=ten_crop_logits if cfg.ten_crop else None,
-                                       checker=mask_checker(layout) if v == "original" else None)
-    report = EvalReport.from_predictions(model.spec.name, str(layout.root), predictions, seed=cfg.seed)
-    config = {**asdict(cfg), "variants": variants, "split": layout.split, "torch": torch.__version__,
-              "computed_variants": sorted(on_the_fly)}
-    report.provenance = Provenance.of("eval", config, model=model, layout=layout, seed=cfg.seed)
-    return report
+    return run_eval(_model(model, checkpoint), data, cfg, progress=progress,
+                    renderers={"bg_blurred": blurred_renderer})
 
 
-#: Variants `evaluate` can compute from original + fg_mask + box when their folder is absent.
-ON_THE_FLY = ("bg_blurred",)
+def challenge(model: ModelLike, data: str | Path, store: Store | str | Path, *, checkpoint: Optional[str] = None,
+              out_dir: Optional[str | Path] = None, progress: bool = True, **options):
+    """The Backgrounds Challenge: run, resume or extend it; verdict rows go to `store` as they come.
+
+    Args:
+        store: the results store (a `Store` or a path) that holds the verdicts; a rerun of the
+            same job continues its unfinished run there.
+        out_dir: where --full figures go (default: beside the store).
+        options: `ChallengeConfig` fields: batch_size, mapping, precision, full, save_every,
+            device, sample, halfwidth, seed, verify_safety.
+
+    Returns:
+        A `ChallengeReport` (None on torchrun ranks other than 0). Its run stays open until
+        `bgbench.record(report, store)` finishes it.
+    """
+    from .evaluation.challenge.config import ChallengeConfig
+    from .evaluation.challenge.runner import run_challenge
+    from .reporting.figures import challenge_figures
+    cfg = _config(ChallengeConfig, "challenge", options)
+    built = _model(model, checkpoint)
+    with opened(store) as s:
+        return run_challenge(built, data, s, cfg, out_dir=out_dir, progress=progress, figures=challenge_figures)
 
 
-def _computed_variants(data, variants) -> set:
-    """Requested on-the-fly variants whose folder the dataset lacks (e.g. the public IN-9 release)."""
-    if not variants or isinstance(data, Layout):
-        return set()
-    root = Path(data).expanduser()
-    return {v for v in variants if v in ON_THE_FLY and not (root / v).is_dir()}
+def probe_noise(model: ModelLike, data: str | Path, *, checkpoint: Optional[str] = None, progress: bool = True,
+                **options):
+    """RIVAL10's noise probe: accuracy under foreground-only and background-only noise, and RFS.
+
+    Args:
+        options: `NoiseConfig` fields (levels, kind, trials, batch_size, device, seed, mapping).
+    """
+    from .analyses.noise import NoiseConfig, probe_noise as run_probe
+    return run_probe(_model(model, checkpoint), data, _config(NoiseConfig, "probe_noise", options),
+                     progress=progress)
 
 
-def blurred_renderer(layout: Layout):
-    """item -> bg_blurred image, from its original, its mask and its (recorded or recovered) box."""
-    from .analyses.boxes import dataset_boxes
-    from .console import status
-    from .data.images import decode_image, load_mask
-    from .errors import DataError
-    from .variants.functions import bg_blurred
-    boxes, _, source = dataset_boxes(layout)
-    status(f"bg_blurred: computed on the fly from original, fg_mask and boxes {source}")
+def probe_saliency(model: ModelLike, data: str | Path, *, checkpoint: Optional[str] = None,
+                   out_dir: Optional[str | Path] = None, progress: bool = True, **options):
+    """Grad-CAM alignment with the object mask, per image and per class.
 
-    def render(item):
-        if item.image_id not in boxes:
-            raise DataError(f"no box for {item.path} ({source}); bg_blurred cannot be computed")
-        return bg_blurred(decode_image(item.path), load_mask(layout.mask_path(item.image_id)), boxes[item.image_id])
-    return render
+    Args:
+        out_dir: where the example overlays go (None: no overlay file).
+        options: `SaliencyConfig` fields (layer, batch_size, device, examples).
+    """
+    from .analyses.saliency import SaliencyConfig, probe_saliency as run_probe
+    return run_probe(_model(model, checkpoint), data, _config(SaliencyConfig, "probe_saliency", options),
+                     out_dir=out_dir, progress=progress)
+
+
+def train(data: str | Path, out: str | Path, *, model: str = "timm:resnet10t", progress: bool = True, **options):
+    """Train (or fine-tune, or resume) a timm architecture on one variant folder with a recipe.
+
+    Args:
+        out: the run folder: model.pt, config.json, log.jsonl, last.pt (a rerun resumes from it).
+        model: 'timm:ARCH'.
+        options: `TrainConfig` fields (variant, epochs, recipe, lr, swa, init, freeze, seed, ...).
+
+    Returns:
+        `runs.Outputs`: the checkpoint and its sha256, the last epoch's loss and accuracy, provenance.
+    """
+    from .training.loop import TrainConfig, train as run_training, training_record
+    cfg = _config(TrainConfig, "train", {**options, "data": str(data), "out": str(out), "model": model})
+    run_training(cfg, progress=progress)
+    return training_record(cfg.out)
+
+
+# ------------------------------------------------------------------------------------------------
+# jobs that write datasets
+
+
+def synth(out: str | Path, *, progress: bool = True, **options):
+    """Write Synthetic-9 (offline, exact masks and boxes) in the IN-9 layout under `out`.
+
+    Args:
+        options: `SynthConfig` fields (per_class, size, seed, split, bg_correlation, workers, shard, overwrite).
+
+    Returns:
+        A `SynthResult` with provenance (None for a shard: it is recorded once merged).
+    """
+    from .variants.synth import SynthConfig, synth as run_synth
+    options = _shard_option(options)
+    return run_synth(_config(SynthConfig, "synth", {**options, "out": Path(out)}), progress=progress)
+
+
+def build(images: str | Path, boxes: str | Path, out: str | Path, *, progress: bool = True, **options):
+    """Build the IN-9 variants from class folders of images plus boxes (and masks), as Appendix A does.
+
+    Args:
+        options: `BuildConfig` fields (masks, split, seed, workers, preprocess, balance, tries, overwrite, shard).
+
+    Returns:
+        A `BuildResult` (built images, rejects and their reasons) with provenance (None for a shard).
+    """
+    from .variants.build import BuildConfig, build as run_build
+    if options.get("masks") is not None:
+        options["masks"] = Path(options["masks"])
+    options = _shard_option(options)
+    cfg = _config(BuildConfig, "build", {**options, "images": Path(images), "boxes": Path(boxes), "out": Path(out)})
+    return run_build(cfg, progress=progress)
+
+
+def edit(data: str | Path, out: str | Path, *, model: Optional[ModelLike] = None, checkpoint: Optional[str] = None,
+         progress: bool = True, **options):
+    """ImageNet-E attribute edits of a masked dataset: one IN-9-layout folder per attribute level.
+
+    Args:
+        model: the classifier of the adversarial complexity level (skipped without one).
+        options: `EditConfig` fields (attributes, levels, angles, split, seed, workers, inpainter,
+            complexity_editor, adv_eps, adv_steps, batch_size, overwrite).
+
+    Returns:
+        An `EditResult` (rows, rejects, per-level GLCM means) with provenance.
+    """
+    from .edits.pipeline import EditConfig, edit_dataset
+    for key in ("attributes", "levels", "angles"):  # the frozen config holds tuples
+        if options.get(key) is not None:
+            options[key] = tuple(dict.fromkeys(options[key]))
+    options = _shard_option(options)
+    cfg = _config(EditConfig, "edit", {**options, "data": Path(data), "out": Path(out)})
+    built = _model(model, checkpoint) if model is not None else None
+    return edit_dataset(cfg, model=built, progress=progress)
+
+
+# ------------------------------------------------------------------------------------------------
+# analyses: a per-image table, or a stored run (store, run_id)
+
+
+def prediction_categories(source: Any, run_id: Optional[int] = None, *, mapping: Optional[str] = None):
+    """The paper's Table 3 (BG Irrelevant / Required / Fools ...), overall and per class.
+
+    Args:
+        source: an evaluation result, a mapping variant -> per-image predictions, or a results store
+            (a `Store` or a path) holding eval run `run_id`.
+        mapping: re-decide 1000-class predictions from their raw outputs ('argmax' or 'superclass').
+    """
+    from .analyses.categories import categories_of, prediction_categories as of_run
+    return _analyse(source, run_id, lambda s: of_run(s, run_id, mapping=mapping),
+                    lambda t: categories_of(t), mapping)
+
+
+def box_size(source: Any, run_id: Optional[int] = None, *, variants: Sequence[str] = ("only_bg_t",), bins: int = 5,
+             data: Optional[str] = None, mapping: Optional[str] = None):
+    """Accuracy per variant in quantile bins of the box's share of the image (paper Fig. 14).
+
+    Boxes come from the dataset (`data`, else the one the predictions were made on).
+    """
+    from .analyses.boxsize import box_size_curve, box_size_of
+    return _analyse(source, run_id,
+                    lambda s: box_size_curve(s, run_id, variants=variants, bins=bins, data=data, mapping=mapping),
+                    lambda t: box_size_of(t, variants=variants, bins=bins, data=data), mapping)
+
+
+def leakage(source: Any, run_id: Optional[int] = None, *, mapping: Optional[str] = None):
+    """Background-only accuracy above chance (paper §5), for MIXED-RAND or ONLY-FG-trained models."""
+    from .analyses.leakage import leakage as of_run, leakage_of
+    return _analyse(source, run_id, lambda s: of_run(s, run_id, mapping=mapping), lambda t: leakage_of(t), mapping)
+
+
+def edit_drops(source: Any, run_ids: Optional[Sequence[int]] = None, *, n_boot: int = 2000, seed: int = 0):
+    """ImageNet-E's metric: the drop in accuracy from `original` per edit level, paired over images.
+
+    Args:
+        source: an evaluation result of a `bgbench edit` folder (or its table), or a results store
+            holding the eval runs `run_ids` of one model.
+    """
+    from .analyses.edits import edit_drops as of_runs, edit_drops_of
+    ids = [run_ids] if isinstance(run_ids, int) else run_ids
+    return _analyse(source, ids, lambda s: of_runs(s, list(ids), n_boot=n_boot, seed=seed),
+                    lambda t: edit_drops_of(t, n_boot=n_boot, seed=seed), None)
+
+
+def compare(a: Any, b: Any, *, store: Optional[Store | str | Path] = None, n_boot: int = 2000, seed: int = 0):
+    """Two models on the same images, pairwise (A minus B): McNemar per variant, the BG-Gap difference.
+
+    Args:
+        a, b: two evaluation results (or tables); or, with `store`, two run ids (eval or challenge runs).
+    """
+    from .analyses.compare import compare_runs, compare_tables
+    from .analyses.tables import as_table
+    if store is not None:
+        with _reading(store) as s:
+            return compare_runs(s, int(a), int(b), n_boot=n_boot, seed=seed)
+    return compare_tables(as_table(a), as_table(b), n_boot=n_boot, seed=seed)
+
+
+# ------------------------------------------------------------------------------------------------
+# views of a results store
+
+
+def report(store: Store | str | Path, out: str | Path = "bgbench-report", *, run_ids: Optional[Sequence[int]] = None,
+           models: Optional[Sequence[str]] = None, progress: bool = True):
+    """Write the HTML report (OUT/index.html, OUT/leaderboard.html, figures) of a results store.
+
+    Returns a `ReportResult` (the pages and figures written); the store is only read.
+    """
+    from .reporting.render import render_report
+    with _reading(store) as s:
+        return render_report(s, out, run_ids=run_ids, models=models, progress=progress)
+
+
+def leaderboard(store: Optional[Store | str | Path] = None, *, include_reported: bool = True) -> List[dict]:
+    """The leaderboard's rows: models ranked within each dataset, beside the published rows.
+
+    `store` None gives the published rows alone.
+    """
+    from .reporting.leaderboard import leaderboard as rows
+    if store is None:
+        return rows(None, include_reported=include_reported)
+    with _reading(store) as s:
+        return rows(s, include_reported=include_reported)
+
+
+# ------------------------------------------------------------------------------------------------
+# argument conversion
+
+
+def _model(model: ModelLike, checkpoint: Optional[str] = None):
+    """A model string becomes a `BgModel` once, on entry; a built model is used as it is."""
+    if isinstance(model, (str, Path)):
+        from .models.registry import create_model
+        return create_model(str(model), checkpoint=checkpoint)
+    if checkpoint is not None:
+        raise BgbenchError("checkpoint= goes with a model string such as 'timm:resnet18'; this model is already built")
+    return model
+
+
+def _shard_option(options: dict) -> dict:
+    """`shard` may be given as 'K/N' (as on the command line) or as a `Shard`."""
+    if isinstance(options.get("shard"), str):
+        from .data.shards import Shard
+        options = {**options, "shard": Shard.parse(options["shard"])}
+    return options
+
+
+def _config(cls, job: str, options: dict):
+    """The job's config dataclass from keyword options; an unknown option is a one-line error."""
+    known = [f.name for f in dataclasses.fields(cls)]
+    unknown = sorted(set(options) - set(known))
+    if unknown:
+        raise BgbenchError(f"{job}: unknown option {', '.join(unknown)}; the options are {', '.join(known)}")
+    return cls(**options)
+
+
+def _analyse(source: Any, run_ref: Any, on_run, on_table, mapping: Optional[str]):
+    """`on_run(store)` for a stored run (`source` a store, `run_ref` its run id(s)), else
+    `on_table(table)` for a table held in memory."""
+    if run_ref is not None:
+        with _reading(source) as store:
+            return on_run(store)
+    if isinstance(source, (Store, str, Path)):
+        raise BgbenchError("a results store needs the id of the run to analyse: pass run_id (see `bgbench runs`)")
+    from .analyses.tables import as_table
+    return on_table(as_table(source, mapping=mapping))
+
+
+@contextmanager
+def _reading(store: Store | str | Path) -> Iterator[Store]:
+    """An existing results store, for reading: a path that holds none is an error, never a new file."""
+    if not isinstance(store, (Store, str, Path)):
+        raise BgbenchError(f"a run id goes with a results store (a Store or a path), not a {type(store).__name__}")
+    if not isinstance(store, Store) and not Path(store).expanduser().is_file():
+        raise BgbenchError(f"no results store at {store}")
+    with opened(store) as s:
+        yield s

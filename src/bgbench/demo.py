@@ -16,14 +16,13 @@ from typing import Dict, Optional
 
 import torch
 
-from . import runs
-from .api import evaluate
+from .api import evaluate, probe_noise, probe_saliency, train
 from .console import status
-from .data.synthetic import write_dataset
+from .variants.synth import write_dataset
 from .evaluation.results import EvalReport
 from .reporting.render import render_report
+from .runs import record
 from .store import Store
-from .training.loop import TrainConfig, train, training_record
 
 DEMO_ARCH = "timm:test_resnet"
 #: The demo's noise probe stays cheap: two levels, three trials each, on the test split.
@@ -40,19 +39,21 @@ def run_demo(out: str | Path = "bgbench-demo", db: Optional[str] = None, per_cla
     data = out / "synthetic9"
     torch.manual_seed(seed)
     status(f"[1/4] generating Synthetic-9 ({per_class}/class train, {test_per_class}/class test, {size}px) -> {data}")
-    write_dataset(data, per_class=per_class, size=size, seed=seed, split="train", progress=progress)
-    write_dataset(data, per_class=test_per_class, size=size, seed=seed, split="val", progress=progress)
+    write_dataset(data, per_class=per_class, size=size, seed=seed, split="train", progress=progress,
+                  overwrite=True)
+    write_dataset(data, per_class=test_per_class, size=size, seed=seed, split="val", progress=progress,
+                  overwrite=True)
     store = Store(db or out / "results.db")
     summary = {"data": str(data), "db": str(store.path), "models": {}}
     reports = {}
     for step, variant in enumerate(("original", "mixed_rand"), start=2):
         status(f"[{step}/4] training {DEMO_ARCH} on {variant} ({epochs} epochs)")
         run_dir = out / "runs" / variant
-        ckpt = train(TrainConfig(data=str(data), variant=variant, model=DEMO_ARCH, out=str(run_dir),
-                                 epochs=epochs, seed=seed), progress=progress)
-        runs.record(store, *training_record(run_dir))
+        trained = train(data, run_dir, variant=variant, model=DEMO_ARCH, epochs=epochs, seed=seed, progress=progress)
+        record(trained, store)
+        ckpt = trained["checkpoint"]
         reports[variant] = evaluate(f"file:{ckpt}", data, progress=progress, seed=seed)
-        runs.record(store, reports[variant].provenance, reports[variant])
+        record(reports[variant], store)
         summary["models"][variant] = {"checkpoint": str(ckpt), **reports[variant].to_dict(),
                                       **_analyses(store, reports[variant].run_id, f"file:{ckpt}", data,
                                                   out / "runs" / variant, seed, progress)}
@@ -71,18 +72,17 @@ def _analyses(store: Store, eval_run: int, model_name: str, data: Path, out: Pat
               progress: bool) -> dict:
     """Prediction categories of the eval run, and the noise and saliency probes (recorded)."""
     from .analyses.categories import prediction_categories
-    from .analyses.noise import NoiseConfig, noise_summary, probe_noise
-    from .analyses.saliency import SaliencyConfig, probe_saliency
+    from .analyses.noise import noise_summary
     from .models import create_model
     status(f"      analysing {model_name}: prediction categories, noise probe "
            f"(σ {', '.join(map(str, DEMO_NOISE_LEVELS))}, {DEMO_NOISE_TRIALS} trials), Grad-CAM saliency")
     categories = prediction_categories(store, eval_run)
     model = create_model(model_name)
-    noise = probe_noise(model, data, NoiseConfig(levels=list(DEMO_NOISE_LEVELS), trials=DEMO_NOISE_TRIALS,
-                                                 seed=seed), progress=progress)
-    noise_run = runs.record(store, noise.provenance, noise)
-    saliency = probe_saliency(model, data, SaliencyConfig(), out_dir=out, progress=progress)
-    saliency_run = runs.record(store, saliency.provenance, saliency)
+    noise = probe_noise(model, data, levels=list(DEMO_NOISE_LEVELS), trials=DEMO_NOISE_TRIALS, seed=seed,
+                        progress=progress)
+    noise_run = record(noise, store)
+    saliency = probe_saliency(model, data, out_dir=out, progress=progress)
+    saliency_run = record(saliency, store)
     sal = saliency.to_dict()
     return {"categories": categories.to_dict()["overall"],
             "noise": {"run_id": noise_run, **noise_summary(store, noise_run).to_dict()},

@@ -1,19 +1,27 @@
 """Recording runs: one small step after the computing, for every kind of run.
 
-Compute functions (evaluate, the challenge's finish, train, build, analyses, probes) return
-results and never touch the store. `record` then writes a result with its provenance: the kind,
-the model's resolved spec, the resolved config, the data root and fingerprint, the seed and the
-bgbench version. A result offers any of:
+Compute functions (evaluate, train, build, edit, synth, the probes, the challenge) return results
+and never write the store; `record(result, store)` then writes a result with its provenance: the
+kind, the model's resolved spec, the resolved config, the data root and fingerprint, the seed and
+the bgbench version. Provenance is built in one place, `Provenance.of`. A result offers:
 
+- `provenance`: a `Provenance` (required);
 - `metric_rows()`: (name, variant, value, lo, hi, n) rows for the `metrics` table;
 - `table_rows()`: {table: rows without run_id} for its own tables (e.g. `predictions`);
-- `outputs()`: a JSON-able dict of what the run produced (files, checkpoint sha256, counts).
+- `outputs()`: a JSON-able dict of what the run produced (files, checkpoint sha256, counts);
+- `run_status`: the status to close the run with (default 'done');
+- `store_path`: set only by jobs that must commit rows while they run (the challenge's verdicts,
+  so that a killed run resumes): the run `result.run_id` is already open in that store, and
+  `record` finishes it there instead of starting a new one.
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, Optional
+from pathlib import Path
+from typing import Any, Dict, Iterable, Iterator, Optional
 
+from .errors import BgbenchError
 from .store import Store
 
 
@@ -31,15 +39,29 @@ class Provenance:
 
     @classmethod
     def of(cls, kind: str, config: dict, model=None, layout=None, seed: Optional[int] = None,
-           **extra) -> "Provenance":
-        """Provenance from a `BgModel` (its spec) and a data `Layout` (root, fingerprint, classes)."""
-        spec = model.spec.to_dict() if model is not None else None
-        data = {}
+           data_root: Optional[str] = None, data_fingerprint: Optional[str] = None) -> "Provenance":
+        """The one way to build provenance, for every kind of run.
+
+        Args:
+            model: the model the run used: a `BgModel`, a `ModelSpec`, or a spec dict (a checkpoint
+                read back from disk); None for runs without a model (build, synth).
+            layout: the data `Layout`: its root, fingerprint and classes are recorded.
+            data_root, data_fingerprint: the data of a run known only from its records (a training
+                run read back from its files); a layout's values take precedence.
+        """
+        spec = _spec_dict(model)
         if layout is not None:
-            data = {"data_root": str(layout.root), "data_fingerprint": layout.fingerprint()}
+            data_root, data_fingerprint = str(layout.root), layout.fingerprint()
             config = {**config, "classes": list(layout.classes)}
         return cls(kind=kind, config=config, model=spec["name"] if spec else None, spec=spec, seed=seed,
-                   **{**data, **extra})
+                   data_root=data_root, data_fingerprint=data_fingerprint)
+
+
+def _spec_dict(model) -> Optional[Dict[str, Any]]:
+    if model is None or isinstance(model, dict):
+        return model
+    spec = getattr(model, "spec", model)  # a BgModel carries its ModelSpec
+    return spec.to_dict()
 
 
 def start(store: Store, prov: Provenance) -> int:
@@ -60,9 +82,34 @@ def finish(store: Store, run_id: int, result: Any = None, status: str = "done") 
     return run_id
 
 
-def record(store: Store, prov: Provenance, result: Any) -> int:
-    """Record a finished computation as one run; returns its id (also set on `result.run_id`)."""
-    return finish(store, start(store, prov), result)
+def record(result: Any, store: Store | str | Path) -> int:
+    """Record a computed result in `store` (a `Store` or a path); returns its run id, also set as
+    `result.run_id`. Each call records a new run, except for a result whose run is already open in
+    a store (`store_path`: the challenge's), which this finishes there."""
+    prov = getattr(result, "provenance", None)
+    if not isinstance(prov, Provenance):
+        raise BgbenchError(f"a {type(result).__name__} has no provenance, so it is not a run to record; "
+                           f"record the result of a job (evaluate, challenge, probe_*, train, build, edit, synth)")
+    status = getattr(result, "run_status", "done")
+    rows_in = getattr(result, "store_path", None)
+    if rows_in is not None:
+        target = store.path if isinstance(store, Store) else Path(store).expanduser()
+        if Path(rows_in).resolve() != target.resolve():
+            raise BgbenchError(f"this {prov.kind} run's rows are stored in {rows_in} (run {result.run_id}); "
+                               f"record it there, not in {target}")
+    with opened(store) as s:
+        run_id = start(s, prov) if rows_in is None else result.run_id
+        return finish(s, run_id, result, status=status)
+
+
+@contextmanager
+def opened(store: Store | str | Path) -> Iterator[Store]:
+    """`store` itself if it is a `Store` (left open), else the store at that path (closed afterwards)."""
+    if isinstance(store, Store):
+        yield store
+        return
+    with Store(store) as s:
+        yield s
 
 
 def _call(result: Any, method: str):
@@ -95,10 +142,23 @@ def metric_rows(metrics: Iterable[Metric]) -> list:
 
 @dataclass
 class Outputs:
-    """A result that is only its outputs (a build, a training run): nothing but `outputs()`."""
+    """A result that is only its outputs (a training run, a synth): `outputs()`, a few metrics, provenance."""
 
     values: Dict[str, Any] = field(default_factory=dict)
     metrics: list = field(default_factory=list)
+    provenance: Optional[Provenance] = None
+    run_id: Optional[int] = None
+
+    def __getitem__(self, key: str) -> Any:
+        """An output by name: `result["checkpoint"]`."""
+        return self.values[key]
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"run_id": self.run_id, **self.values, **{m.name: m.value for m in self.metrics}}
+
+    def table(self) -> str:
+        """One 'name: value' line per output and metric."""
+        return "\n".join(f"{k}: {v}" for k, v in self.to_dict().items() if v is not None)
 
     def outputs(self) -> Dict[str, Any]:
         return self.values

@@ -15,6 +15,9 @@ from typing import Iterable, List, Optional, Sequence
 
 from .version import __version__
 
+#: A stored row (runs, predictions, ...): read by column name, `row["model"]`.
+Row = sqlite3.Row
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -249,24 +252,49 @@ class Store:
         row = self.conn.execute("SELECT state FROM challenge_state WHERE run_id=?", (run_id,)).fetchone()
         return json.loads(row["state"]) if row else None
 
-    def challenge_results(self, run_id: int) -> List[sqlite3.Row]:
+    def challenge_results(self, run_id: int) -> List[Row]:
         return self.conn.execute("SELECT * FROM challenge_fg WHERE run_id=? ORDER BY image_id", (run_id,)).fetchall()
 
-    def get_run(self, run_id: int) -> Optional[sqlite3.Row]:
+    def get_run(self, run_id: int) -> Optional[Row]:
         return self.conn.execute("SELECT * FROM runs WHERE id=?", (run_id,)).fetchone()
 
-    def runs(self, kind: Optional[str] = None) -> List[sqlite3.Row]:
+    def runs(self, kind: Optional[str] = None) -> List[Row]:
         q = "SELECT * FROM runs" + (" WHERE kind=?" if kind else "") + " ORDER BY id"
         return self.conn.execute(q, (kind,) if kind else ()).fetchall()
 
-    def predictions(self, run_id: int, variant: Optional[str] = None) -> List[sqlite3.Row]:
+    def predictions(self, run_id: int, variant: Optional[str] = None) -> List[Row]:
         """Per-image predictions of an eval run (one variant, or all), ordered by variant and image."""
         q = "SELECT * FROM predictions WHERE run_id=?" + (" AND variant=?" if variant else "")
         args = (run_id, variant) if variant else (run_id,)
         return self.conn.execute(q + " ORDER BY variant, image_id", args).fetchall()
 
-    def metrics(self, run_id: int) -> List[sqlite3.Row]:
+    def metrics(self, run_id: int) -> List[Row]:
         return self.conn.execute("SELECT * FROM metrics WHERE run_id=? ORDER BY name, variant", (run_id,)).fetchall()
+
+    def run_variants(self, run_id: int) -> List[str]:
+        """The variants an eval run holds predictions for, sorted by name."""
+        return [r[0] for r in self.conn.execute(
+            "SELECT DISTINCT variant FROM predictions WHERE run_id=? ORDER BY variant", (run_id,))]
+
+    def challenge_backgrounds(self, run_id: int) -> List[Row]:
+        """Per background of a --full challenge run: bg_id, bg_class, asr (empty for other runs)."""
+        return self.conn.execute("SELECT bg_id, bg_class, asr FROM challenge_bg WHERE run_id=? ORDER BY bg_id",
+                                 (run_id,)).fetchall()
+
+    def has_challenge_backgrounds(self, run_id: int) -> bool:
+        """Whether a challenge run stored attack success rates (it ran with --full)."""
+        return self.conn.execute("SELECT 1 FROM challenge_bg WHERE run_id=? LIMIT 1", (run_id,)).fetchone() is not None
+
+    def train_run_for_checkpoint(self, sha256: str) -> Optional[Row]:
+        """The newest training run that wrote the checkpoint with this sha256, if any."""
+        return self.conn.execute("SELECT * FROM runs WHERE kind='train' AND checkpoint_sha256=? "
+                                 "ORDER BY id DESC LIMIT 1", (sha256,)).fetchone()
+
+    def probe_rows(self, table: str, run_id: int) -> List[Row]:
+        """The per-image rows of a probe run (`table`: 'probe_noise' or 'probe_saliency'), by image id."""
+        if not table.startswith("probe_") or table not in self.tables():
+            raise KeyError(f"no probe table {table!r} in the results store")
+        return self.conn.execute(f"SELECT * FROM {table} WHERE run_id=? ORDER BY image_id", (run_id,)).fetchall()
 
 
 def _now() -> str:

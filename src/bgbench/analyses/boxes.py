@@ -1,49 +1,26 @@
 """Foreground boxes of a dataset: from its records, or recovered from ONLY-BG-B.
 
-`bgbench synth` writes boxes_<split>.json, `bgbench build` writes manifest.csv (column `box`,
-"x0 y0 x1 y1" in the built image). The public IN-9 release has neither; there the box is the
-black rectangle of only_bg_b, found with a tolerance for JPEG noise.
+`bgbench synth`, `build` and `edit` write manifest.csv (column `box`, "x0 y0 x1 y1" in the written
+image, x1/y1 exclusive); older synth datasets have boxes_<split>.json, older builds a manifest
+without a `folder` column, and both are still read. The public IN-9 release has no boxes; there
+the box is the black rectangle of only_bg_b, found with a tolerance for JPEG noise.
 """
 from __future__ import annotations
 
-import csv
-import json
-from pathlib import Path
 from typing import Dict, Optional, Tuple
 
 import numpy as np
 
 from ..data.images import decode_image
 from ..data.layout import Layout
+from ..data.manifest import Box, read_boxes
 from ..errors import DataError
-
-Box = Tuple[int, int, int, int]
 
 #: A pixel is "black" when all its channels are at most this: JPEG (4:2:0 chroma) lifts the rim
 #: of a black rectangle next to saturated colours to ~50; measured in tests/test_analyses.py.
 DARK_TOLERANCE = 60
 #: The recovered box grows by a row/column while at least this share of it is dark.
 RUN_SHARE = 0.6
-
-
-def recorded_boxes(root: Path, split: str) -> Optional[Dict[str, Box]]:
-    """image id -> box from the dataset's own records, or None when it has none."""
-    root = Path(root)
-    synth = root / f"boxes_{split}.json"
-    if synth.is_file():
-        return {k: tuple(int(x) for x in v) for k, v in json.loads(synth.read_text()).items()}
-    manifest = root / "manifest.csv"
-    if manifest.is_file():
-        with open(manifest, newline="") as f:
-            rows = [r for r in csv.DictReader(f) if r.get("split", split) == split and r.get("box")]
-        if rows:
-            return {_manifest_id(r): tuple(int(x) for x in r["box"].split()) for r in rows}
-    return None
-
-
-def _manifest_id(row: dict) -> str:
-    image = row["image"]
-    return image if "/" in image else f"{row['class']}/{Path(image).stem}"
 
 
 def recover_box(only_bg_b: np.ndarray, tolerance: int = DARK_TOLERANCE) -> Optional[Box]:
@@ -117,11 +94,11 @@ def dataset_boxes(layout: Layout) -> Tuple[Dict[str, Box], Dict[str, Tuple[int, 
     for it in layout.items("original"):
         with Image.open(it.path) as im:
             sizes[it.image_id] = (im.height, im.width)
-    boxes = recorded_boxes(layout.root, layout.split)
+    boxes = read_boxes(layout.root, layout.split)
     if boxes is not None:
         return {k: v for k, v in boxes.items() if k in sizes}, sizes, "recorded"
     if not (layout.root / "only_bg_b" / layout.split).is_dir():
-        raise DataError(f"{layout.root} has no recorded boxes (boxes_{layout.split}.json or manifest.csv) and no "
+        raise DataError(f"{layout.root} has no recorded boxes (manifest.csv) and no "
                         f"only_bg_b/{layout.split}/ to recover them from")
     from ..data.layout import discover
     found = {}

@@ -12,7 +12,7 @@ from ..errors import BgbenchError
 from ..evaluation.metrics import accuracy
 from ..store import Store
 from .boxes import dataset_boxes
-from .tables import run_config, run_row, stored_predictions
+from .tables import RunTable, stored_table
 
 
 def quantile_bins(shares: np.ndarray, bins: int) -> np.ndarray:
@@ -35,7 +35,7 @@ def binned_accuracy(shares: np.ndarray, correct: np.ndarray, edges: np.ndarray) 
 
 @dataclass
 class BoxSizeResult:
-    run_id: int
+    run_id: Optional[int]  # None for a table that was never stored
     curves: Dict[str, List[dict]]
     box_source: str
     n_boxes: int
@@ -44,7 +44,8 @@ class BoxSizeResult:
         return dict(self.curves)
 
     def table(self) -> str:
-        lines = [f"accuracy by box share of the image, run {self.run_id} (boxes {self.box_source}, {self.n_boxes})"]
+        of = f"run {self.run_id}" if self.run_id is not None else "the table"
+        lines = [f"accuracy by box share of the image, {of} (boxes {self.box_source}, {self.n_boxes})"]
         for v, rows in self.curves.items():
             lines.append(f"{v}:")
             lines.append(f"  {'box share':>15} {'n':>6} {'acc':>7}  {'95% CI':>17}")
@@ -56,28 +57,36 @@ class BoxSizeResult:
 
 def box_size_curve(store: Store, run_id: int, variants: Sequence[str] = ("only_bg_t",), bins: int = 5,
                    data: Optional[str] = None, mapping: Optional[str] = None) -> BoxSizeResult:
-    """Per variant, accuracy in `bins` quantile bins of box area / image area.
+    """Per variant of a stored eval run, accuracy in `bins` quantile bins of box area / image area.
 
     Boxes come from the run's dataset (its data_root, or `data`): recorded, or recovered.
     """
     checks.at_least("--bins", bins, 1)
-    row = run_row(store, run_id)
-    root = data or row["data_root"]
-    split = run_config(row).get("split", "val")
+    return box_size_of(stored_table(store, run_id, mapping=mapping, variants=variants), variants, bins, data)
+
+
+def box_size_of(table: RunTable, variants: Sequence[str] = ("only_bg_t",), bins: int = 5,
+                data: Optional[str] = None) -> BoxSizeResult:
+    """Per variant of a per-image table, accuracy in `bins` quantile bins of box area / image area.
+
+    Boxes come from the table's dataset (its data root, or `data`): recorded, or recovered.
+    """
+    checks.at_least("--bins", bins, 1)
+    root = data or table.data_root
     if not root:
-        raise BgbenchError(f"run {run_id} records no data root; pass --data ROOT")
-    layout = discover(root, split=split, variants=["original"])
+        raise BgbenchError(f"{table.name} records no data root; pass --data ROOT")
+    table.require(variants, "box-size curves bin the variants asked for")
+    layout = discover(root, split=table.split, variants=["original"])
     boxes, sizes, source = dataset_boxes(layout)
-    preds = stored_predictions(store, run_id, mapping=mapping, variants=list(variants))
     curves = {}
-    for v, p in preds.items():
+    for v in variants:
+        p = table.variants[v]
         keep = [k for k, i in enumerate(p.image_ids) if i in boxes and i in sizes]
         if not keep:
-            raise BgbenchError(f"no image of variant {v} in run {run_id} has a box in {root}")
+            raise BgbenchError(f"no image of variant {v} in {table.name} has a box in {root}")
         share = np.array([_share(boxes[p.image_ids[k]], sizes[p.image_ids[k]]) for k in keep])
-        correct = p.correct[keep]
-        curves[v] = binned_accuracy(share, correct, quantile_bins(share, bins))
-    return BoxSizeResult(int(run_id), curves, source, len(boxes))
+        curves[v] = binned_accuracy(share, p.correct[keep], quantile_bins(share, bins))
+    return BoxSizeResult(table.run_id, curves, source, len(boxes))
 
 
 def _share(box, size) -> float:

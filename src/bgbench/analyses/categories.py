@@ -1,4 +1,4 @@
-"""The paper's prediction categories (Table 3), from a stored eval run; no model is loaded.
+"""The paper's prediction categories (Table 3), from a per-image table or a stored eval run; no model is loaded.
 
 Each image is judged on ORIGINAL (the full image), MIXED-RAND (a proxy for the foreground
 alone) and ONLY-BG-T (a proxy for the background alone); see DESIGN.md §2.
@@ -6,13 +6,13 @@ alone) and ONLY-BG-T (a proxy for the background alone); see DESIGN.md §2.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import Dict, Optional
 
 import numpy as np
 
 from ..errors import BgbenchError
 from ..store import Store
-from .tables import run_classes, run_row, stored_predictions
+from .tables import RunTable, stored_table
 
 CATEGORIES = ("BG Irrelevant", "BG Required", "BG+FG Required", "BG Fools", "Other")
 NEEDED = ("original", "mixed_rand", "only_bg_t")
@@ -43,7 +43,7 @@ def shares(cats: np.ndarray) -> Dict[str, float]:
 class CategoryResult:
     """Shares of each category, overall and per class (each sums to 1)."""
 
-    run_id: int
+    run_id: Optional[int]  # None for a table that was never stored
     overall: Dict[str, float]
     per_class: Dict[str, Dict[str, float]]
     n: int
@@ -56,7 +56,8 @@ class CategoryResult:
         short = {"BG Irrelevant": "irrel", "BG Required": "bg-req", "BG+FG Required": "bg+fg",
                  "BG Fools": "fools", "Other": "other"}
         head = f"{'class':<24}" + "".join(f"{short[c]:>8}" for c in CATEGORIES)
-        lines = [f"prediction categories of run {self.run_id} (paper Table 3; % of {self.n} images)", head]
+        of = f"run {self.run_id}" if self.run_id is not None else "the table"
+        lines = [f"prediction categories of {of} (paper Table 3; % of {self.n} images)", head]
         for name, s in [*self.per_class.items(), ("overall", self.overall)]:
             lines.append(f"{name:<24}" + "".join(f"{100 * s[c]:7.1f}%" for c in CATEGORIES))
         return "\n".join(lines)
@@ -64,30 +65,27 @@ class CategoryResult:
 
 def prediction_categories(store: Store, run_id: int, mapping: Optional[str] = None) -> CategoryResult:
     """Table 3 of a stored eval run, overall and per class (images in all three variants)."""
-    row = run_row(store, run_id)
-    stored = run_variants(store, run_id)
-    missing = [v for v in NEEDED if v not in stored]
-    if missing:
-        raise BgbenchError(f"run {run_id} has no predictions for {', '.join(missing)}; prediction categories "
-                           f"need {', '.join(NEEDED)} (bgbench eval --variants {' '.join(NEEDED)})")
-    p = stored_predictions(store, run_id, mapping=mapping, variants=NEEDED)
+    return categories_of(stored_table(store, run_id, mapping=mapping, variants=NEEDED))
+
+
+def categories_of(table: RunTable) -> CategoryResult:
+    """Table 3 of a per-image table, overall and per class (images in all three variants)."""
+    table.require(NEEDED, f"prediction categories need {', '.join(NEEDED)} "
+                          f"(bgbench eval --variants {' '.join(NEEDED)})")
+    p = table.variants
     ids = sorted(set(p["original"].image_ids) & set(p["mixed_rand"].image_ids) & set(p["only_bg_t"].image_ids))
     if not ids:
-        raise BgbenchError(f"run {run_id}: no image is in all of {', '.join(NEEDED)}")
+        raise BgbenchError(f"{table.name}: no image is in all of {', '.join(NEEDED)}")
     pick = {v: _take(p[v], ids) for v in NEEDED}
     label = pick["original"][0]
     cats = categorize(label, pick["original"][1], pick["mixed_rand"][1], pick["only_bg_t"][1])
-    classes = run_classes(row)
+    classes = table.classes
     per_class = {}
     for c in np.unique(label):
         name = classes[c] if c < len(classes) else str(int(c))
         per_class[name] = shares(cats[label == c])
     counts = dict(zip(CATEGORIES, np.bincount(cats, minlength=len(CATEGORIES)).tolist()))
-    return CategoryResult(run_id=int(run_id), overall=shares(cats), per_class=per_class, n=len(ids), counts=counts)
-
-
-def run_variants(store: Store, run_id: int) -> List[str]:
-    return [r[0] for r in store.conn.execute("SELECT DISTINCT variant FROM predictions WHERE run_id=?", (run_id,))]
+    return CategoryResult(run_id=table.run_id, overall=shares(cats), per_class=per_class, n=len(ids), counts=counts)
 
 
 def _take(v, ids):

@@ -14,7 +14,7 @@ from ..errors import BgbenchError
 from ..evaluation.metrics import Estimate, accuracy, mcnemar, paired_difference
 from ..store import Store
 from ..variants.registry import IN9_VARIANTS
-from .tables import run_row, stored_predictions
+from .tables import RunTable, run_row, stored_table
 
 CHALLENGE_KINDS = ("challenge",)
 
@@ -34,8 +34,8 @@ class VariantComparison:
 class Comparison:
     """A minus B, pairwise on shared images."""
 
-    run_a: int
-    run_b: int
+    run_a: Optional[int]  # None for tables that were never stored
+    run_b: Optional[int]
     kind: str
     variants: Dict[str, VariantComparison] = field(default_factory=dict)
     bg_gap_diff: Optional[Estimate] = None
@@ -48,7 +48,9 @@ class Comparison:
                 "challenge": self.challenge.as_dict() if self.challenge else None}
 
     def table(self) -> str:
-        lines = [f"run {self.run_a} (A) vs run {self.run_b} (B), paired on the same images",
+        def name(run_id: Optional[int]) -> str:
+            return "table" if run_id is None else f"run {run_id}"
+        lines = [f"{name(self.run_a)} (A) vs {name(self.run_b)} (B), paired on the same images",
                  f"{'':<12} {'acc A':>7} {'acc B':>7} {'A - B':>8} {'A only':>7} {'B only':>7} {'McNemar p':>10}"]
         rows = list(self.variants.items()) + ([("challenge", self.challenge)] if self.challenge else [])
         for v, c in rows:
@@ -72,22 +74,25 @@ def compare_runs(store: Store, run_a: int, run_b: int, n_boot: int = 2000, seed:
                            f"compare two of the same kind")
     if ra["kind"] in CHALLENGE_KINDS:
         return _compare_challenges(store, int(run_a), int(run_b))
-    pa, pb = stored_predictions(store, run_a), stored_predictions(store, run_b)
+    return compare_tables(stored_table(store, run_a), stored_table(store, run_b), n_boot=n_boot, seed=seed)
+
+
+def compare_tables(ta: RunTable, tb: RunTable, n_boot: int = 2000, seed: int = 0) -> Comparison:
+    """Compare two per-image tables on the same images (A minus B): McNemar per shared variant, and
+    the BG-Gap difference with a paired bootstrap over foregrounds."""
+    pa, pb = ta.variants, tb.variants
     order = {v: k for k, v in enumerate(IN9_VARIANTS)}
     shared = sorted((v for v in pa if v in pb), key=lambda v: (order.get(v, len(order)), v))
     if not shared:
-        raise BgbenchError(f"runs {run_a} and {run_b} share no variant "
-                           f"({', '.join(pa)} vs {', '.join(pb)})")
-    out = Comparison(int(run_a), int(run_b), "eval")
+        raise BgbenchError(f"{ta.name} and {tb.name} share no variant ({', '.join(pa)} vs {', '.join(pb)})")
+    out = Comparison(ta.run_id, tb.run_id, "eval")
     for v in shared:
         a, b = pa[v], pb[v]
-        _same_images(a.image_ids, b.image_ids, a.labels, b.labels, run_a, run_b, v)
+        _same_images(a.image_ids, b.image_ids, a.labels, b.labels, ta.name, tb.name, v)
         ca, cb = a.correct, b.correct
         out.variants[v] = VariantComparison(accuracy(ca), accuracy(cb), float(ca.mean() - cb.mean()), mcnemar(ca, cb))
     if "mixed_same" in shared and "mixed_rand" in shared:
-        gap_a = _gap_per_foreground(pa)
-        gap_b = _gap_per_foreground(pb)
-        out.bg_gap_diff = paired_difference(gap_a, gap_b, n_boot=n_boot, seed=seed)
+        out.bg_gap_diff = paired_difference(_gap_per_foreground(pa), _gap_per_foreground(pb), n_boot=n_boot, seed=seed)
     return out
 
 
@@ -101,16 +106,22 @@ def _gap_per_foreground(p) -> np.ndarray:
     return np.array([float(sc[si[i]]) - float(rc[where[i]]) for i in ids])
 
 
-def _same_images(ids_a, ids_b, labels_a, labels_b, run_a, run_b, what: str) -> None:
+def _same_images(ids_a, ids_b, labels_a, labels_b, name_a: str, name_b: str, what: str) -> None:
     if list(ids_a) != list(ids_b):
         only_a = sorted(set(ids_a) - set(ids_b))
         only_b = sorted(set(ids_b) - set(ids_a))
         example = (only_a or only_b or ["(same ids, different order)"])[0]
-        raise BgbenchError(f"runs {run_a} and {run_b} are not on the same images ({what}: {len(only_a)} only in "
-                           f"{run_a}, {len(only_b)} only in {run_b}, e.g. {example}); compare runs on one dataset")
-    if not np.array_equal(labels_a, labels_b):
-        raise BgbenchError(f"runs {run_a} and {run_b} label the same images differently ({what}); "
+        raise BgbenchError(f"{name_a} and {name_b} are not on the same images ({what}: {len(only_a)} only in "
+                           f"{_short(name_a)}, {len(only_b)} only in {_short(name_b)}, e.g. {example}); "
                            f"compare runs on one dataset")
+    if not np.array_equal(labels_a, labels_b):
+        raise BgbenchError(f"{name_a} and {name_b} label the same images differently ({what}); "
+                           f"compare runs on one dataset")
+
+
+def _short(name: str) -> str:
+    """'run 3' -> '3' (as the messages always said), other names as they are."""
+    return name[4:] if name.startswith("run ") else name
 
 
 def _compare_challenges(store: Store, run_a: int, run_b: int) -> Comparison:
@@ -120,7 +131,7 @@ def _compare_challenges(store: Store, run_a: int, run_b: int) -> Comparison:
     ids_a, ids_b = [r["image_id"] for r in fa], [r["image_id"] for r in fb]
     la = np.array([r["label"] for r in fa])
     lb = np.array([r["label"] for r in fb])
-    _same_images(ids_a, ids_b, la, lb, run_a, run_b, "challenge foregrounds")
+    _same_images(ids_a, ids_b, la, lb, f"run {run_a}", f"run {run_b}", "challenge foregrounds")
     sa = np.array([not r["fooled"] for r in fa])
     sb = np.array([not r["fooled"] for r in fb])
     out = Comparison(run_a, run_b, "challenge")

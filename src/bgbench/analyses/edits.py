@@ -13,6 +13,7 @@ from typing import Dict, List, Sequence, Tuple
 from ..errors import BgbenchError
 from ..evaluation.metrics import Estimate, accuracy, paired, paired_difference
 from ..store import Store
+from .tables import RunTable, stored_table
 
 ORIGINAL = "original"
 ATTRIBUTE_ORDER = ("remove", "size", "position", "rotation", "complexity")
@@ -76,20 +77,8 @@ def _sort_key(variant: str):
     return rank, a, num, level
 
 
-def _correct_by_variant(store: Store, run_ids: Sequence[int]) -> Dict[str, Dict[str, bool]]:
-    out: Dict[str, Dict[str, bool]] = {}
-    for rid in run_ids:
-        for row in store.predictions(rid):
-            cell = out.setdefault(row["variant"], {})
-            if row["image_id"] in cell:
-                raise BgbenchError(f"runs {', '.join(map(str, run_ids))} both hold {row['variant']}/{row['image_id']}; "
-                                   f"pass one eval run per edit folder")
-            cell[row["image_id"]] = row["pred"] == row["label"]
-    return out
-
-
-def edit_drops(store: Store, run_ids: Sequence[int], n_boot: int = 2000, seed: int = 0) -> EditDrops:
-    """Accuracy drop from `original` per edit level, for the eval runs `run_ids` of one model."""
+def _merged_table(store: Store, run_ids: Sequence[int]) -> RunTable:
+    """One table from the eval runs of one model (its levels may be spread over several runs)."""
     rows = []
     for rid in run_ids:
         row = store.get_run(int(rid))
@@ -101,10 +90,30 @@ def edit_drops(store: Store, run_ids: Sequence[int], n_boot: int = 2000, seed: i
     models = {(r["model"], r["checkpoint_sha256"]) for r in rows}
     if len(models) > 1:
         raise BgbenchError(f"runs {', '.join(map(str, run_ids))} are of different models; group them per model")
+    variants = {}
+    for rid in run_ids:
+        for v, p in stored_table(store, rid).variants.items():
+            if v in variants:
+                raise BgbenchError(f"runs {', '.join(map(str, run_ids))} both hold {v}/{p.image_ids[0]}; "
+                                   f"pass one eval run per edit folder")
+            variants[v] = p
     model, sha = models.pop()
-    correct = _correct_by_variant(store, [int(r) for r in run_ids])
+    return RunTable(variants, run_id=int(run_ids[0]) if len(run_ids) == 1 else None, model=model,
+                    checkpoint_sha256=sha)
+
+
+def edit_drops(store: Store, run_ids: Sequence[int], n_boot: int = 2000, seed: int = 0) -> EditDrops:
+    """Accuracy drop from `original` per edit level, for the eval runs `run_ids` of one model."""
+    drops = edit_drops_of(_merged_table(store, run_ids), n_boot=n_boot, seed=seed)
+    drops.run_ids = [int(r) for r in run_ids]
+    return drops
+
+
+def edit_drops_of(table: RunTable, n_boot: int = 2000, seed: int = 0) -> EditDrops:
+    """Accuracy drop from `original` per edit level of a per-image table (one variant per level)."""
+    correct = {v: p.correct_by_id() for v, p in table.variants.items()}
     if ORIGINAL not in correct:
-        raise BgbenchError(f"run(s) {', '.join(map(str, run_ids))} have no '{ORIGINAL}' predictions to compare with")
+        raise BgbenchError(f"{table.name} has no '{ORIGINAL}' predictions to compare with")
     original = accuracy(list(correct[ORIGINAL].values()))
     levels = []
     for variant in sorted((v for v in correct if v != ORIGINAL), key=_sort_key):
@@ -112,7 +121,8 @@ def edit_drops(store: Store, run_ids: Sequence[int], n_boot: int = 2000, seed: i
         before, after = paired(correct[ORIGINAL], correct[variant])
         levels.append(LevelDrop(a, level, variant, accuracy(list(correct[variant].values())),
                                 paired_difference(before, after, n_boot=n_boot, seed=seed)))
-    return EditDrops(model, sha, [int(r) for r in run_ids], original, levels)
+    run_ids = [table.run_id] if table.run_id is not None else []
+    return EditDrops(table.model or "", table.checkpoint_sha256, run_ids, original, levels)
 
 
 def edit_drops_by_model(store: Store, run_ids: Sequence[int], n_boot: int = 2000, seed: int = 0) -> List[EditDrops]:

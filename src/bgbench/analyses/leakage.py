@@ -1,4 +1,4 @@
-"""Leakage (paper §5): background-only accuracy above chance, from a stored eval run.
+"""Leakage (paper §5): background-only accuracy above chance, from a per-image table or a stored eval run.
 
 A model trained on MIXED-RAND or ONLY-FG should be at chance (1/C) on the background-only
 variants; the excess measures what the box's shape alone gives away.
@@ -12,14 +12,14 @@ from typing import Dict, Optional, Sequence
 from ..errors import BgbenchError
 from ..evaluation.metrics import Estimate, accuracy
 from ..store import Store
-from .tables import run_classes, run_row, stored_predictions
+from .tables import RunTable, run_row, stored_table
 
 BACKGROUND_ONLY = ("only_bg_b", "only_bg_t", "no_fg")
 
 
 @dataclass
 class LeakageResult:
-    run_id: int
+    run_id: Optional[int]  # None for a table that was never stored
     chance: float
     accuracy: Dict[str, Estimate]
     trained_on: Optional[str] = None
@@ -36,7 +36,8 @@ class LeakageResult:
 
     def table(self) -> str:
         on = f", trained on {self.trained_on}" if self.trained_on else ""
-        lines = [f"leakage of run {self.run_id}{on}: background-only accuracy above chance "
+        of = f"run {self.run_id}" if self.run_id is not None else "the table"
+        lines = [f"leakage of {of}{on}: background-only accuracy above chance "
                  f"({100 * self.chance:.1f}%)", f"{'variant':<12} {'acc':>7} {'above chance':>13}  {'95% CI':>17} {'n':>6}"]
         for v, e in self.excess().items():
             a = self.accuracy[v]
@@ -49,14 +50,22 @@ def leakage(store: Store, run_id: int, variants: Sequence[str] = BACKGROUND_ONLY
             mapping: Optional[str] = None) -> LeakageResult:
     """Background-only accuracy minus 1/C for each of `variants` stored in the run."""
     row = run_row(store, run_id)
-    present = [v for v, in store.conn.execute("SELECT DISTINCT variant FROM predictions WHERE run_id=?", (run_id,))]
-    chosen = [v for v in variants if v in present]
+    return leakage_of(stored_table(store, run_id, mapping=mapping, variants=variants), variants,
+                      trained_on=trained_on(store, row))
+
+
+def leakage_of(table: RunTable, variants: Sequence[str] = BACKGROUND_ONLY,
+               trained_on: Optional[str] = None) -> LeakageResult:
+    """Background-only accuracy minus 1/C for each of `variants` in a per-image table.
+
+    `trained_on`: the variant the model was trained on, when known (shown beside the numbers).
+    """
+    chosen = [v for v in variants if v in table.variants]
     if not chosen:
-        raise BgbenchError(f"run {run_id} has none of the background-only variants {', '.join(variants)}")
-    p = stored_predictions(store, run_id, mapping=mapping, variants=chosen)
-    classes = run_classes(row) or sorted({int(x) for v in p.values() for x in v.labels})
-    return LeakageResult(int(run_id), 1.0 / len(classes), {v: accuracy(p[v].correct) for v in chosen},
-                         trained_on(store, row))
+        raise BgbenchError(f"{table.name} has none of the background-only variants {', '.join(variants)}")
+    p = table.variants
+    classes = table.classes or sorted({int(x) for v in p.values() for x in v.labels})
+    return LeakageResult(table.run_id, 1.0 / len(classes), {v: accuracy(p[v].correct) for v in chosen}, trained_on)
 
 
 def trained_on(store: Store, row) -> Optional[str]:
@@ -64,6 +73,5 @@ def trained_on(store: Store, row) -> Optional[str]:
     sha = row["checkpoint_sha256"]
     if not sha:
         return None
-    train = store.conn.execute("SELECT config FROM runs WHERE kind='train' AND checkpoint_sha256=? "
-                               "ORDER BY id DESC LIMIT 1", (sha,)).fetchone()
+    train = store.train_run_for_checkpoint(sha)
     return json.loads(train["config"]).get("variant") if train else None

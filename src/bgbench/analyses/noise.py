@@ -136,11 +136,11 @@ def summarize(rows: Sequence[tuple]) -> NoiseSummary:
 def noise_summary(store: Store, run_id: int) -> NoiseSummary:
     """Curves and RFS of a stored probe_noise run, recomputed from its per-image table."""
     run_row(store, run_id, kinds=("probe_noise",))
-    rows = store.conn.execute("SELECT image_id, label, region, level, trial, correct FROM probe_noise "
-                              "WHERE run_id=?", (run_id,)).fetchall()
+    rows = [(r["image_id"], r["label"], r["region"], r["level"], r["trial"], r["correct"])
+            for r in store.probe_rows("probe_noise", run_id)]
     if not rows:
         raise BgbenchError(f"probe_noise run {run_id} has no per-image results stored")
-    s = summarize([tuple(r) for r in rows])
+    s = summarize(rows)
     s.run_id = int(run_id)
     return s
 

@@ -1,12 +1,14 @@
-"""Reading an eval run's stored predictions back, torch-free, optionally under another mapping.
+"""The per-image table every analysis reads: an eval run's predictions, torch-free, optionally
+re-decided under another mapping, from the store (`stored_table`) or from memory (`as_table`).
 
-Predict once, analyse many times: every analysis here starts from these arrays, never a model.
+Predict once, analyse many times: every analysis starts from these arrays, never a model. The
+analyses are pure functions of a `RunTable`; their stored-run entry points read one here.
 """
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
@@ -30,6 +32,105 @@ class StoredVariant:
 
     def by_id(self) -> Dict[str, int]:
         return {i: k for k, i in enumerate(self.image_ids)}
+
+    def correct_by_id(self) -> Dict[str, bool]:
+        return dict(zip(self.image_ids, self.correct.tolist()))
+
+
+@dataclass
+class RunTable:
+    """The per-image rows of one eval run (variant -> predictions) and what analyses need to know of it.
+
+    Attributes:
+        classes: the dataset's class folders (label i is classes[i]); empty when unknown.
+        run_id: the stored run the rows come from (None for a table held in memory).
+        data_root, split: the dataset, for analyses that read it again (box sizes).
+    """
+
+    variants: Dict[str, StoredVariant]
+    classes: List[str] = field(default_factory=list)
+    run_id: Optional[int] = None
+    model: Optional[str] = None
+    checkpoint_sha256: Optional[str] = None
+    data_root: Optional[str] = None
+    data_fingerprint: Optional[str] = None
+    split: str = "val"
+
+    @property
+    def name(self) -> str:
+        """How messages name it: 'run 3', or 'the table' when it was never stored."""
+        return f"run {self.run_id}" if self.run_id is not None else "the table"
+
+    def require(self, variants: Sequence[str], purpose: str) -> None:
+        """A one-line error naming the missing variants, and why they are needed."""
+        missing = [v for v in variants if v not in self.variants]
+        if missing:
+            raise BgbenchError(f"{self.name} has no predictions for {', '.join(missing)} "
+                               f"(it holds: {', '.join(self.variants) or 'none'}); {purpose}")
+
+
+def stored_table(store: Store, run_id: int, mapping: Optional[str] = None,
+                 variants: Optional[Sequence[str]] = None) -> RunTable:
+    """The table of eval run `run_id`: `variants` (those of them it holds; default all), under
+    `mapping` (None: the stored decisions)."""
+    row = run_row(store, run_id)
+    present = _variants(store, run_id)
+    chosen = [v for v in (variants or present) if v in present]
+    config = run_config(row)
+    return RunTable(stored_predictions(store, run_id, mapping=mapping, variants=chosen) if chosen else {},
+                    classes=list(config.get("classes") or []), run_id=int(run_id), model=row["model"],
+                    checkpoint_sha256=row["checkpoint_sha256"], data_root=row["data_root"],
+                    data_fingerprint=row["data_fingerprint"], split=config.get("split", "val"))
+
+
+def as_table(source: Any, mapping: Optional[str] = None, classes: Optional[Sequence[str]] = None) -> RunTable:
+    """A `RunTable` from what an analysis was given in memory.
+
+    Args:
+        source: a `RunTable`; an evaluation result (`bgbench.evaluate`'s report: its predictions and
+            provenance); or a mapping variant -> per-image predictions (objects with `image_ids`,
+            `labels` and `preds`, or sequences of (image_id, label, pred) rows).
+        mapping: re-decide 1000-class predictions that kept their raw outputs (None: as they are).
+        classes: the class folder names, when `source` does not say.
+    """
+    if isinstance(source, RunTable):
+        return source
+    prov = getattr(source, "provenance", None)
+    per_variant = getattr(source, "predictions", source)
+    if not hasattr(per_variant, "items"):
+        raise BgbenchError(f"cannot analyse a {type(source).__name__}: pass an evaluation result, a mapping "
+                           f"variant -> predictions, or a results store and a run id")
+    config = dict(getattr(prov, "config", None) or {})
+    spec = getattr(prov, "spec", None) or {}
+    return RunTable({v: _stored_variant(p, v, mapping) for v, p in per_variant.items()},
+                    classes=list(classes or config.get("classes") or []), run_id=getattr(source, "run_id", None),
+                    model=getattr(prov, "model", None) or getattr(source, "model", None),
+                    checkpoint_sha256=spec.get("checkpoint_sha256"),
+                    data_root=getattr(prov, "data_root", None) or getattr(source, "data", None),
+                    data_fingerprint=getattr(prov, "data_fingerprint", None), split=config.get("split", "val"))
+
+
+def _stored_variant(p: Any, variant: str, mapping: Optional[str]) -> StoredVariant:
+    """One variant's predictions as a `StoredVariant` sorted by image id (as the store returns them)."""
+    if hasattr(p, "image_ids"):
+        ids, labels, preds = list(p.image_ids), np.asarray(p.labels), np.asarray(p.preds)
+        conf = np.asarray(getattr(p, "conf", np.ones(len(ids))), dtype=np.float64)
+    else:
+        rows = list(p)
+        if any(len(r) != 3 for r in rows):
+            raise BgbenchError(f"variant {variant!r}: rows must be (image_id, label, pred)")
+        ids = [str(r[0]) for r in rows]
+        labels, preds = np.array([r[1] for r in rows], np.int64), np.array([r[2] for r in rows], np.int64)
+        conf = np.ones(len(ids))
+    if mapping is not None:
+        raw = [getattr(p, k, None) for k in ("top5_classes", "top5_probs", "superclass_probs")]
+        if any(a is None for a in raw):
+            raise BgbenchError(f"variant {variant!r} kept no raw 1000-class outputs (top-5 and superclass sums), "
+                               f"so mapping {mapping!r} cannot be applied without inference")
+        preds, conf = decide_stored(*raw, Mapping(mapping))
+    order = np.argsort(np.asarray(ids, dtype=object), kind="stable")
+    return StoredVariant([ids[k] for k in order], np.asarray(labels, np.int64)[order],
+                         np.asarray(preds, np.int64)[order], np.asarray(conf, np.float64)[order])
 
 
 def run_row(store: Store, run_id: int, kinds: Sequence[str] = ("eval",)):
@@ -88,5 +189,4 @@ def redecide(rows, mapping: str, run_id: int = 0):
 
 
 def _variants(store: Store, run_id: int) -> List[str]:
-    return [r[0] for r in store.conn.execute(
-        "SELECT DISTINCT variant FROM predictions WHERE run_id=? ORDER BY variant", (run_id,))]
+    return store.run_variants(run_id)

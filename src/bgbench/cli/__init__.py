@@ -29,6 +29,7 @@ COMMANDS: List[str] = [
     "build",
     "edit",
     "synth",
+    "merge",
     "models",
     "demo",
 ]

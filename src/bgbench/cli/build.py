@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
+
+from .common import add_db_arg, add_output_args, add_shard_arg, emit
 
 
 def register(sub) -> None:
@@ -22,29 +23,27 @@ def register(sub) -> None:
                    help="drop images at random down to the smallest class count, as the paper builds IN-9 "
                         "(Appendix A, filter 4; default on)")
     p.add_argument("--grabcut-tries", type=int, default=3, help="GrabCut retries (different seeds) before rejecting")
+    add_shard_arg(p)
     p.add_argument("--overwrite", action="store_true", help="replace an existing build of this split")
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
-    p.add_argument("--db", help="SQLite results store where the build is recorded (default ~/.bgbench/results.db)")
+    add_output_args(p)
+    add_db_arg(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from .. import runs
-    from ..data.layout import discover
+    from ..api import build
+    from ..runs import record
     from ..store import Store
-    from ..variants.build import BuildConfig, build
     from ..variants.preprocess import Preprocess
     pre = Preprocess(resize=None, crop=None) if args.no_resize else Preprocess(resize=args.resize, crop=args.crop)
-    cfg = BuildConfig(images=Path(args.images), boxes=Path(args.boxes), out=Path(args.out),
-                      masks=Path(args.masks) if args.masks else None, split=args.split, seed=args.seed,
-                      workers=args.workers, preprocess=pre, balance=args.balance, tries=args.grabcut_tries,
-                      overwrite=args.overwrite)
-    result = build(cfg, progress=not args.quiet)
-    layout = discover(cfg.out, split=cfg.split)
-    config = {"images": str(cfg.images), "boxes": str(cfg.boxes), "masks": str(cfg.masks) if cfg.masks else None,
-              "split": cfg.split, "resize": pre.resize, "crop": pre.crop, "balance": cfg.balance,
-              "grabcut_tries": cfg.tries}
-    with Store(args.db) as store:
-        run_id = runs.record(store, runs.Provenance.of("build", config, layout=layout, seed=cfg.seed), result)
-    print(f"{result.summary()}\nbuild recorded as run {run_id}")
+    result = build(args.images, args.boxes, args.out, masks=args.masks, split=args.split, seed=args.seed,
+                   workers=args.workers, preprocess=pre, balance=args.balance, tries=args.grabcut_tries,
+                   overwrite=args.overwrite, shard=args.shard,
+                   progress=not args.quiet)
+    doc, text = result.outputs(), result.summary()
+    if result.provenance is not None:  # a shard is recorded once merged, not before
+        with Store(args.db) as store:
+            doc["run_id"] = record(result, store)
+        text += f"\nbuild recorded as run {doc['run_id']}"
+    emit(args, doc, text)
     return 0

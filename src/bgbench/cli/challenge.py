@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 
 from ..evaluation.challenge.config import DEFAULT_SAFETY, PRECISIONS
 from .common import add_db_arg, add_mapping_arg, add_model_args, add_output_args, create_model, emit
@@ -39,19 +40,21 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..evaluation.challenge.runner import ChallengeConfig, run_challenge
-    from ..reporting.figures import challenge_figures
+    from ..api import challenge
+    from ..evaluation.challenge.config import ChallengeConfig
+    from ..runs import record
     from ..store import Store
     cfg = ChallengeConfig(batch_size=args.batch_size, mapping=args.mapping, precision=args.precision,
                           full=args.full, save_every=args.save_every, device=args.device, sample=args.sample,
                           halfwidth=args.halfwidth, seed=args.seed, verify_safety=args.verify_safety)
     model = create_model(args)
     with Store(args.db) as store:
-        report = run_challenge(model, args.data, store, cfg, out_dir=args.out, progress=not args.quiet,
-                               figures=challenge_figures)
+        report = challenge(model, args.data, store, out_dir=args.out, progress=not args.quiet,
+                           **dataclasses.asdict(cfg))
+        if report is None:  # not rank 0: rank 0 records and reports
+            return 0
+        record(report, store)
         where = store.path
-    if report is None:  # not rank 0: rank 0 reports
-        return 0
     emit(args, report.to_dict(), f"{report.table()}\n{report.pairs} composites in {report.seconds:.1f}s; "
                                  f"run {report.run_id} stored in {where}")
     return 0

@@ -41,6 +41,13 @@ def add_output_args(p: argparse.ArgumentParser, json_flag: bool = True) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bars or status lines")
 
 
+def add_shard_arg(p: argparse.ArgumentParser) -> None:
+    """--shard K/N: write only shard K's share of the images, for `bgbench merge` to join."""
+    p.add_argument("--shard", metavar="K/N",
+                   help="write only shard K of N (0 <= K < N): its deterministic share of the images, plus a "
+                        "SHARD_<split>.json record; join the N shard folders with `bgbench merge`")
+
+
 def create_model(args: argparse.Namespace):
     """The model the shared model arguments name."""
     from ..models import create_model as create

@@ -3,11 +3,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
-from pathlib import Path
 
 from ..edits.backends import list_complexity_editors, list_inpainters
 from ..edits.registry import ATTRIBUTES
-from .common import add_db_arg, add_output_args, emit
+from .common import add_db_arg, add_output_args, add_shard_arg, emit
 
 
 def register(sub) -> None:
@@ -36,6 +35,7 @@ def register(sub) -> None:
     p.add_argument("--adv-eps", type=float, default=16 / 255, help="L-inf bound of the adversarial background (default 16/255)")
     p.add_argument("--adv-steps", type=int, default=10, help="ascent steps of the adversarial level (default %(default)s)")
     p.add_argument("--batch-size", type=int, default=32, help="images per adversarial batch (default %(default)s)")
+    add_shard_arg(p)
     p.add_argument("--overwrite", action="store_true", help="replace an existing edit of this split")
     add_output_args(p)
     add_db_arg(p)
@@ -43,35 +43,31 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .. import console, runs
-    from ..data.layout import discover
-    from ..edits.pipeline import EditConfig, config_dict, edit_dataset
+    from .. import console
+    from ..api import edit
     from ..errors import BgbenchError
+    from ..runs import record
     from ..store import Store
     for name in args.plugin:
         try:
             importlib.import_module(name)
         except ImportError as e:
             raise BgbenchError(f"--plugin {name}: cannot import it ({e})") from None
-    cfg = EditConfig(data=Path(args.data), out=Path(args.out), attributes=tuple(dict.fromkeys(args.attributes)),
-                     levels=tuple(args.levels) if args.levels else None,
-                     angles=tuple(args.angles) if args.angles else None, split=args.split, seed=args.seed,
-                     workers=args.workers, inpainter=args.inpainter, complexity_editor=args.complexity_editor,
-                     adv_eps=args.adv_eps, adv_steps=args.adv_steps, batch_size=args.batch_size,
-                     overwrite=args.overwrite)
     model = None
     if args.model:
         from ..models import create_model
         model = create_model(args.model, checkpoint=args.checkpoint, trust_checkpoint=args.trust_checkpoint)
-    result = edit_dataset(cfg, model=model, progress=not args.quiet)
+    result = edit(args.data, args.out, model=model, attributes=args.attributes, levels=args.levels,
+                  angles=args.angles, split=args.split, seed=args.seed, workers=args.workers,
+                  inpainter=args.inpainter, complexity_editor=args.complexity_editor, adv_eps=args.adv_eps,
+                  adv_steps=args.adv_steps, batch_size=args.batch_size, overwrite=args.overwrite,
+                  shard=args.shard, progress=not args.quiet)
     for why in result.skipped:
         console.status(f"skipped {why}")
-    source = discover(cfg.data, split=cfg.split, variants=["original"])
-    with Store(args.db) as store:
-        run_id = runs.record(store, runs.Provenance.of("edit", config_dict(cfg), model=model, layout=source,
-                                                       seed=cfg.seed), result)
-    doc = {"run_id": run_id, **result.outputs()}
-    text = (f"{result.table()}\nedited {doc['images']} images into {len(result.levels)} levels in {result.out}; "
-            f"manifest {doc['manifest']}\nedit recorded as run {run_id}")
+    doc, text = result.outputs(), result.summary()
+    if result.provenance is not None:  # a shard is recorded once merged, not before
+        with Store(args.db) as store:
+            doc["run_id"] = record(result, store)
+        text += f"\nedit recorded as run {doc['run_id']}"
     emit(args, doc, text)
     return 0

@@ -25,14 +25,14 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .. import runs
     from ..api import evaluate
+    from ..runs import record
     from ..store import Store
     model = create_model(args)
     report = evaluate(model, args.data, variants=args.variants, mapping=args.mapping, batch_size=args.batch_size,
                       device=args.device, progress=not args.quiet, seed=args.seed, ten_crop=args.ten_crop)
     with Store(args.db) as store:
-        runs.record(store, report.provenance, report)
+        record(report, store)
         where = store.path
     emit(args, report.to_dict(), f"{report.table()}\nrun {report.run_id} stored in {where}")
     return 0

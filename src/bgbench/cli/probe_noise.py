@@ -23,14 +23,15 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .. import runs
-    from ..analyses.noise import NoiseConfig, noise_summary, probe_noise
+    from ..analyses.noise import noise_summary
+    from ..api import probe_noise
+    from ..runs import record
     from ..store import Store
-    cfg = NoiseConfig(levels=args.levels, kind=args.noise, trials=args.trials, batch_size=args.batch_size,
-                      device=args.device, seed=args.seed, mapping=args.mapping)
-    result = probe_noise(create_model(args), args.data, cfg, progress=not args.quiet)
+    result = probe_noise(create_model(args), args.data, levels=args.levels, kind=args.noise, trials=args.trials,
+                         batch_size=args.batch_size, device=args.device, seed=args.seed, mapping=args.mapping,
+                         progress=not args.quiet)
     with Store(args.db) as store:
-        run_id = runs.record(store, result.provenance, result)
+        run_id = record(result, store)
         summary = noise_summary(store, run_id)
         where = store.path
     emit(args, {"run_id": run_id, **summary.to_dict()}, f"{summary.table()}\nrun {run_id} stored in {where}")

@@ -20,13 +20,13 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .. import runs
-    from ..analyses.saliency import SaliencyConfig, probe_saliency
+    from ..api import probe_saliency
+    from ..runs import record
     from ..store import Store
-    cfg = SaliencyConfig(layer=args.layer, batch_size=args.batch_size, device=args.device, examples=args.examples)
-    result = probe_saliency(create_model(args), args.data, cfg, out_dir=args.out, progress=not args.quiet)
+    result = probe_saliency(create_model(args), args.data, layer=args.layer, batch_size=args.batch_size,
+                            device=args.device, examples=args.examples, out_dir=args.out, progress=not args.quiet)
     with Store(args.db) as store:
-        run_id = runs.record(store, result.provenance, result)
+        run_id = record(result, store)
         where = store.path
     emit(args, result.to_dict(), f"{result.table()}\nrun {run_id} stored in {where}")
     return 0

@@ -45,16 +45,16 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .. import runs
+    from ..api import train
+    from ..runs import record
     from ..store import Store
-    from ..training.loop import TrainConfig, train, training_record
-    cfg = TrainConfig(data=args.data, variant=args.variant, model=args.model, out=args.out, split=args.split,
-                      epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed,
-                      recipe=args.recipe, bgswap_p=args.bgswap_p, mixup_alpha=args.mixup_alpha,
-                      cutmix_alpha=args.cutmix_alpha, swa=args.swa, swa_start=args.swa_start, swa_lr=args.swa_lr,
-                      init=args.init, freeze=args.freeze, threads=args.threads)
-    path = train(cfg, progress=not args.quiet)
+    result = train(args.data, args.out, model=args.model, variant=args.variant, split=args.split,
+                   epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed, recipe=args.recipe,
+                   bgswap_p=args.bgswap_p, mixup_alpha=args.mixup_alpha, cutmix_alpha=args.cutmix_alpha,
+                   swa=args.swa, swa_start=args.swa_start, swa_lr=args.swa_lr, init=args.init, freeze=args.freeze,
+                   threads=args.threads, progress=not args.quiet)
+    path = result["checkpoint"]
     with Store(args.db) as store:
-        run_id = runs.record(store, *training_record(args.out))
+        run_id = record(result, store)
     print(f"saved {path} (training run {run_id}); evaluate with: bgbench eval --model file:{path} --data ROOT")
     return 0

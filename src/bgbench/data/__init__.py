@@ -1,4 +1,5 @@
-"""Dataset layout discovery and validation, decoding, and the Synthetic-9 generator."""
+"""Dataset layout discovery and validation, decoding, the Synthetic-9 drawing, and the one dataset
+writer (manifest, pool, shards) that synth, build and edit share."""
 from .images import decode_image, load_mask
 from .layout import IN9_VARIANTS, Item, Layout, discover, resolve_layout
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Tuple
+from typing import Optional, Tuple
 
 import numpy as np
 from PIL import Image, UnidentifiedImageError
@@ -30,17 +30,49 @@ def mask_shape(path: Path) -> Tuple[int, ...]:
         raise DataError(f"cannot read mask {path}: {e}") from None
 
 
-def load_mask(path: Path) -> np.ndarray:
-    """A 2-D boolean mask from a .npy file of 0/1 values."""
+class BadMask(DataError):
+    """A mask file that cannot be used: unreadable, of no 2-D shape, or not the image's size."""
+
+    def __init__(self, path: Path, detail: str):
+        super().__init__(f"mask {path}: {detail}")
+        self.detail = f"{Path(path).name}: {detail}"
+
+
+#: The exceptions a broken .npy or image file raises on reading (a pickled array raises ValueError,
+#: a truncated one EOFError or ValueError, a corrupt PNG OSError or SyntaxError).
+_READ_ERRORS = (OSError, ValueError, EOFError, SyntaxError, UnidentifiedImageError)
+
+
+def read_mask(path: Path, shape: Optional[Tuple[int, int]] = None) -> np.ndarray:
+    """The one mask reader: a .npy (any numeric dtype) or image file as an HxW bool mask (nonzero).
+
+    A 3-D array is accepted only with 1, 3 or 4 channels (the first is used). Everything else
+    (unreadable bytes, a pickled or non-numeric array, no or zero-length axes, the wrong size for
+    `shape`) raises `BadMask`, which the dataset writer turns into a `bad_mask` reject.
+    """
+    path = Path(path)
     try:
-        m = np.load(path)
-    except (OSError, ValueError) as e:
-        raise DataError(f"cannot read mask {path}: {e}") from None
-    if m.ndim == 3 and m.shape[2] in (1, 3):
+        if path.suffix.lower() == ".npy":
+            m = np.load(path, allow_pickle=False)
+        else:
+            with Image.open(path) as im:
+                m = np.asarray(im.convert("L"))
+    except _READ_ERRORS as e:
+        raise BadMask(path, f"cannot read it ({str(e).strip() or type(e).__name__})") from None
+    if m.dtype.kind not in "biuf":
+        raise BadMask(path, f"has dtype {m.dtype}, not numbers")
+    if m.ndim == 3 and m.shape[2] in (1, 3, 4):
         m = m[..., 0]
-    if m.ndim != 2:
-        raise DataError(f"mask {path} has shape {m.shape}; expected H x W")
-    return m.astype(bool)
+    if m.ndim != 2 or 0 in m.shape:
+        raise BadMask(path, f"has shape {m.shape}; expected H x W")
+    if shape is not None and m.shape != tuple(shape):
+        raise BadMask(path, f"is {m.shape[1]}x{m.shape[0]}, its image is {shape[1]}x{shape[0]}")
+    return m != 0
+
+
+def load_mask(path: Path) -> np.ndarray:
+    """A 2-D boolean mask (see `read_mask`); a bad file is a one-line `DataError`."""
+    return read_mask(path)
 
 
 def check_mask_fits(mask_path: Path, image_path: Path, image_hw: Tuple[int, int]) -> None:

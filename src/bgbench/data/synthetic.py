@@ -1,26 +1,23 @@
-"""Synthetic-9: a procedurally drawn dataset in the IN-9 layout, with exact masks and boxes.
+"""Synthetic-9: procedurally drawn images with exact masks and boxes (the drawing only).
 
 Each image has a foreground whose shape and colour band determine its class (random size,
 position, small rotation, and a random shade within the class's hue band) over a background *texture family* that agrees with the class with probability
 `bg_correlation`. The texture is the shortcut: it is far easier to learn than the shape, so a
 model trained on ORIGINAL leans on it and shows a large BG-Gap, while one trained on MIXED-RAND
 cannot. That is the paper's central finding (Fig. 5) in miniature, on a CPU, in minutes.
+
+Rendering the IN-9 variants of these images and writing the dataset is `bgbench.variants.synth`
+(a layer above, since it needs the variant functions).
 """
 from __future__ import annotations
 
-import csv
-import json
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Dict, List, Sequence, Tuple
+from typing import List
 
 import cv2
 import numpy as np
-from PIL import Image
-from .. import checks, console
 
-from ..variants import IN9_VARIANTS, get_variant
-from ..variants.functions import Box, only_bg_t
+from .manifest import Box, mask_box
 
 SYNTH_CLASSES = (
     "00_circle", "01_square", "02_triangle", "03_cross", "04_ring",
@@ -159,84 +156,21 @@ def draw_sample(label: int, size: int, bg_correlation: float, rng: np.random.Gen
     shade = rng.normal(0, 8, (size, size, 1))  # mild texture so the object is not a flat stencil
     fg = np.clip(colour[None, None] + shade, 0, 255).astype(np.uint8)
     image = np.where(mask[..., None], fg, background)
-    ys, xs = np.nonzero(mask)
-    box = (int(xs.min()), int(ys.min()), int(xs.max()) + 1, int(ys.max()) + 1)
-    return Sample(image=image, mask=mask, box=box, label=label, texture=family)
+    return Sample(image=image, mask=mask, box=mask_box(mask), label=label, texture=family)
+
+
+def sample_at(label: int, i: int, size: int = 64, seed: int = 0, split: str = "val",
+              bg_correlation: float = 0.95) -> Sample:
+    """The `i`-th image of class `label`: a function of these arguments alone, so any process
+    (a worker, a shard) draws the very same image."""
+    if split not in SPLIT_CODES:
+        raise ValueError(f"split must be one of {sorted(SPLIT_CODES)}, not {split!r}")
+    rng = np.random.default_rng([seed, SPLIT_CODES[split], label, i])
+    return draw_sample(label, size, bg_correlation, rng)
 
 
 def generate(per_class: int, size: int = 64, seed: int = 0, split: str = "val",
              bg_correlation: float = 0.95) -> List[Sample]:
     """All samples of one split, class-major. Splits draw from independent seed streams."""
-    if split not in SPLIT_CODES:
-        raise ValueError(f"split must be one of {sorted(SPLIT_CODES)}, not {split!r}")
-    out = []
-    for label in range(len(SYNTH_CLASSES)):
-        for i in range(per_class):
-            rng = np.random.default_rng([seed, SPLIT_CODES[split], label, i])
-            out.append(draw_sample(label, size, bg_correlation, rng))
-    return out
-
-
-def render_variants(samples: Sequence[Sample], seed: int = 0) -> Tuple[Dict[str, List[np.ndarray]], List[dict]]:
-    """Render every IN-9 variant for `samples`; returns images per variant and a donor manifest.
-
-    Mixed variants draw their donor (a random image of the donor class, never the image
-    itself when another exists) from a generator seeded by `seed`.
-    """
-    rng = np.random.default_rng([seed, 99])
-    by_class: Dict[int, List[int]] = {}
-    for idx, s in enumerate(samples):
-        by_class.setdefault(s.label, []).append(idx)
-    backgrounds = [only_bg_t(s.image, s.mask, s.box) for s in samples]
-    images: Dict[str, List[np.ndarray]] = {v: [] for v in IN9_VARIANTS}
-    manifest: List[dict] = []
-    for idx, s in enumerate(samples):
-        for name in IN9_VARIANTS:
-            variant = get_variant(name)
-            if variant.donor is None:
-                images[name].append(variant.render(s.image, s.mask, s.box))
-                continue
-            donor_class = variant.donor_class(s.label, len(SYNTH_CLASSES), rng)
-            pool = [j for j in by_class[donor_class] if j != idx] or by_class[donor_class]
-            donor = int(rng.choice(pool))
-            images[name].append(variant.render(s.image, s.mask, s.box, backgrounds[donor]))
-            manifest.append({"variant": name, "image": idx, "bg_image": donor, "bg_class": donor_class})
-    return images, manifest
-
-
-def write_dataset(out: Path, per_class: int = 50, size: int = 64, seed: int = 0, split: str = "val",
-                  bg_correlation: float = 0.95, progress: bool = True) -> Path:
-    """Write Synthetic-9 to `out` in the IN-9 layout: 8 variants, fg_mask, manifest.csv, boxes.
-
-    Images are PNG (lossless), so compositing results and masks line up exactly.
-    """
-    checks.at_least("--per-class", per_class, 1)
-    checks.at_least("--size", size, MIN_SIZE)
-    checks.within("--bg-correlation", bg_correlation, 0, 1)
-    checks.one_of("--split", split, ("train", "val"))
-    out = Path(out)
-    samples = generate(per_class, size=size, seed=seed, split=split, bg_correlation=bg_correlation)
-    images, manifest = render_variants(samples, seed=seed)
-    stems = [f"{SYNTH_CLASSES[s.label]}/synth_{split}_{i:05d}" for i, s in enumerate(samples)]
-    for name in console.progress(IN9_VARIANTS, enabled=progress, desc=f"synth {split}", unit="variant"):
-        for stem, img in zip(stems, images[name]):
-            path = out / name / split / f"{stem}.png"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            Image.fromarray(img).save(path, compress_level=1)
-    for stem, s in zip(stems, samples):
-        path = out / "fg_mask" / split / f"{stem}.npy"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        np.save(path, s.mask.astype(np.uint8))
-    with open(out / f"manifest_{split}.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=["variant", "image", "label", "bg_image", "bg_class", "texture"])
-        w.writeheader()
-        for row in manifest:
-            w.writerow({"variant": row["variant"], "image": stems[row["image"]], "label": samples[row["image"]].label,
-                        "bg_image": stems[row["bg_image"]], "bg_class": row["bg_class"],
-                        "texture": samples[row["bg_image"]].texture})
-    with open(out / f"boxes_{split}.json", "w") as f:
-        json.dump({stem: list(s.box) for stem, s in zip(stems, samples)}, f)
-    (out / "SYNTHETIC9.json").write_text(json.dumps(
-        {"generator": "bgbench synth", "size": size, "per_class": per_class, "seed": seed,
-         "bg_correlation": bg_correlation, "classes": list(SYNTH_CLASSES)}, indent=1))
-    return out
+    return [sample_at(label, i, size, seed, split, bg_correlation)
+            for label in range(len(SYNTH_CLASSES)) for i in range(per_class)]

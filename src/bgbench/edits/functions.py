@@ -23,8 +23,9 @@ def pixel_rate(mask: np.ndarray) -> float:
     return float(np.count_nonzero(mask)) / mask.size
 
 
-def object_box(mask: np.ndarray) -> Tuple[int, int, int, int]:
-    """Tight box (x0, y0, x1, y1) of the mask's pixels, inclusive ends."""
+def object_extent(mask: np.ndarray) -> Tuple[int, int, int, int]:
+    """(xmin, ymin, xmax, ymax) of the mask's pixel centres, inclusive: the geometry the warps use,
+    like `mapped_extent`. Not a `Box`: boxes (the manifest's) are end-exclusive."""
     ys, xs = np.nonzero(mask)
     if xs.size == 0:
         raise ValueError("the mask is empty")
@@ -64,7 +65,7 @@ def compose(after: Matrix, before: Matrix) -> Matrix:
 
 
 def box_center(mask: np.ndarray) -> Tuple[float, float]:
-    x0, y0, x1, y1 = object_box(mask)
+    x0, y0, x1, y1 = object_extent(mask)
     return (x0 + x1) / 2.0, (y0 + y1) / 2.0
 
 
@@ -92,7 +93,7 @@ def fit_inside(matrix: Matrix, mask: np.ndarray, shrink: bool = True) -> Matrix:
 def full_scale(mask: np.ndarray) -> float:
     """'full': the largest scale that keeps the whole object inside the image."""
     h, w = mask.shape
-    x0, y0, x1, y1 = object_box(mask)
+    x0, y0, x1, y1 = object_extent(mask)
     return min((w - 1) / max(x1 - x0, 1), (h - 1) / max(y1 - y0, 1))
 
 
@@ -162,7 +163,7 @@ def scale_for_rate(image: np.ndarray, mask: np.ndarray, background: np.ndarray, 
 def random_position(mask: np.ndarray, rng: np.random.Generator) -> Matrix:
     """T_position with (h', w') uniform over the places where the whole object fits."""
     h, w = mask.shape
-    x0, y0, x1, y1 = object_box(mask)
+    x0, y0, x1, y1 = object_extent(mask)
     nx = int(rng.integers(0, w - (x1 - x0)))
     ny = int(rng.integers(0, h - (y1 - y0)))
     return translation_matrix(nx - x0, ny - y0)

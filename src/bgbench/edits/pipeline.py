@@ -1,48 +1,45 @@
-"""`bgbench edit`: ImageNet-E attribute edits of a masked IN-9-layout dataset.
+"""`bgbench edit`: ImageNet-E attribute edits of a masked IN-9-layout dataset, through the one writer.
 
-Per image (worker processes, single-threaded OpenCV and torch): decode, check the mask, make the
-clean background once, render every edit level with a generator seeded by (seed, image id,
-level), measure the pixel rate and the background's GLCM statistics, and write PNGs. The
-adversarial complexity level needs the classifier, so it runs batched in the parent afterwards.
-The output depends on the seed, never on the number of workers. A bad mask or a failed edit is
-a row in rejects.csv, never an abort.
+Per image (the writer's worker pool, single-threaded OpenCV and torch): decode, check the mask,
+make the clean background once, render every edit level with a generator seeded by (seed, image
+id, level), measure the pixel rate and the background's GLCM statistics, and write PNGs. The
+adversarial complexity level needs the classifier, so it runs batched in the parent afterwards;
+its batches never cross a block of `--batch-size` consecutive images of the sorted list.
+
+Images are independent, so `--shard K/N` takes whole blocks (block b goes to shard b mod N): a
+shard's adversarial batches are then the very batches of an unsharded run, and `bgbench merge`
+only copies files and joins the tables. The output depends on the seed, never on the number of
+workers or shards. A bad mask or a failed edit is a row in rejects.csv, never an abort.
 """
 from __future__ import annotations
 
-import csv
-import json
-import shutil
+import math
 import zlib
-from collections import Counter, defaultdict
-from concurrent.futures import ProcessPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
-from PIL import Image
 
-from .. import checks, console
-from ..data.images import decode_image
-from ..data.layout import MASK_DIR, discover
+from .. import checks, console, runs
+from ..data import manifest as M
+from ..data.layout import MASK_DIR, Layout, discover
+from ..data.pool import worker_pool
+from ..data.shards import Shard, ShardRecord, inputs_fingerprint, select
+from ..data.writer import (EMPTY_MASK, MISSING_MASK, DatasetWriter, Rejected, Target, manifest_rows, read_image,
+                           read_mask_or_reject, reject_rows)
 from ..errors import BgbenchError, DataError
 from . import complexity as C
 from .backends import get_complexity_editor, get_inpainter
 from .functions import pixel_rate
 from .glcm import glcm_stats
 from .registry import ADVERSARIAL, ATTRIBUTES, POSITION_RATE, SIZE_RATES, Context, Edit, edits_for
+from .result import ORIGINAL, EditResult
 
-ORIGINAL = "original"
-PNG_COMPRESS = 1
+KIND = "edit"
 RATE_TOLERANCE = 0.10  # a size/position edit must reach its pixel rate within 10%
-MANIFEST_FIELDS = ["level", "attribute", "image", "label", "class", "source", "pixel_rate", "glcm_contrast",
-                   "glcm_dissimilarity", "params"]
 
-# rejects.csv reasons
-UNREADABLE = "unreadable_image"
-MISSING_MASK = "missing_mask"
-BAD_MASK = "bad_mask"
-EMPTY_MASK = "empty_mask"
+# rejects.csv reasons of this job (besides the writer's unreadable_image, missing/bad/empty_mask)
 NO_BACKGROUND = "no_background"
 RATE_UNREACHABLE = "rate_unreachable"
 EDIT_FAILED = "edit_failed"
@@ -64,6 +61,7 @@ class EditConfig:
     adv_steps: int = C.ADV_STEPS
     batch_size: int = 32
     overwrite: bool = False
+    shard: Optional[Shard] = None
 
     def __post_init__(self):
         checks.at_least("--workers", self.workers, 1)
@@ -76,6 +74,14 @@ class EditConfig:
         get_inpainter(self.inpainter)
         get_complexity_editor(self.complexity_editor)
 
+    def settings(self, model=None) -> dict:
+        """What decides the output besides the source images: shards must agree on all of it."""
+        return {"attributes": list(self.attributes), "levels": list(self.levels) if self.levels else None,
+                "angles": list(self.angles) if self.angles else None, "split": self.split, "seed": self.seed,
+                "inpainter": self.inpainter, "complexity_editor": self.complexity_editor, "adv_eps": self.adv_eps,
+                "adv_steps": self.adv_steps, "batch_size": self.batch_size,
+                "model": model.spec.to_dict() if model is not None else None}
+
 
 @dataclass(frozen=True)
 class _Task:
@@ -83,96 +89,14 @@ class _Task:
     image_id: str
     label: int
     path: Path
+    source: str  # relative to --data
     mask_path: Path
 
 
 @dataclass(frozen=True)
 class _Settings:
     cfg: EditConfig
-
-
-@dataclass(frozen=True)
-class Row:
-    index: int
-    level: str
-    attribute: str
-    image: str
-    label: int
-    source: str
-    pixel_rate: float
-    glcm_contrast: float
-    glcm_dissimilarity: float
-    params: str
-
-
-@dataclass(frozen=True)
-class Reject:
-    index: int
-    image: str
-    level: str  # '' when the whole image is rejected
-    reason: str
-    detail: str = ""
-
-
-@dataclass
-class EditResult:
-    out: Path
-    levels: List[str]
-    rows: List[Row]
-    rejects: List[Reject]
-    skipped: List[str] = field(default_factory=list)  # levels not run, with why
-    run_id: Optional[int] = None
-
-    def by_level(self) -> Dict[str, List[Row]]:
-        d: Dict[str, List[Row]] = defaultdict(list)
-        for r in self.rows:
-            d[r.level].append(r)
-        return d
-
-    def level_means(self) -> List[dict]:
-        """Per level: images, mean pixel rate and mean GLCM contrast / dissimilarity of the background."""
-        out = []
-        groups = self.by_level()
-        for level in [ORIGINAL, *self.levels]:
-            rows = groups.get(level, [])
-            def mean(key):
-                v = np.array([getattr(r, key) for r in rows], dtype=np.float64)
-                v = v[np.isfinite(v)]
-                return round(float(v.mean()), 4) if v.size else None
-            out.append({"level": level, "images": len(rows), "pixel_rate": mean("pixel_rate"),
-                        "glcm_contrast": mean("glcm_contrast"), "glcm_dissimilarity": mean("glcm_dissimilarity")})
-        return out
-
-    def outputs(self) -> dict:
-        return {"out": str(self.out), "images": len(self.by_level().get(ORIGINAL, [])),
-                "edited": sum(1 for r in self.rows if r.level != ORIGINAL), "rejected": len(self.rejects),
-                "reasons": dict(Counter(r.reason for r in self.rejects)), "levels": self.level_means(),
-                "skipped": self.skipped, "manifest": str(self.out / "manifest.csv")}
-
-    def metric_rows(self) -> list:
-        rows = []
-        for m in self.level_means():
-            for key in ("glcm_contrast", "glcm_dissimilarity", "pixel_rate"):
-                if m[key] is not None:
-                    rows.append((key, m["level"], m[key], None, None, m["images"]))
-        return rows
-
-    def table(self) -> str:
-        lines = [f"{'level':<18}{'images':>7}{'pixel rate':>12}{'GLCM contrast':>15}{'dissimilarity':>15}"]
-        for m in self.level_means():
-            f = lambda v: "-" if v is None else f"{v:.4f}"
-            lines.append(f"{m['level']:<18}{m['images']:>7}{f(m['pixel_rate']):>12}{f(m['glcm_contrast']):>15}"
-                         f"{f(m['glcm_dissimilarity']):>15}")
-        if self.rejects:
-            by = ", ".join(f"{k}: {n}" for k, n in sorted(Counter(r.reason for r in self.rejects).items()))
-            lines.append(f"rejected {len(self.rejects)} ({by}); see {self.out / 'rejects.csv'}")
-        return "\n".join(lines)
-
-
-class _RejectError(Exception):
-    def __init__(self, reason: str, detail: str = ""):
-        super().__init__(reason)
-        self.reason, self.detail = reason, detail
+    target: Target
 
 
 def level_rng(seed: int, image_id: str, level: str) -> np.random.Generator:
@@ -181,33 +105,26 @@ def level_rng(seed: int, image_id: str, level: str) -> np.random.Generator:
 
 
 def load_checked_mask(path: Path, shape: Tuple[int, int]) -> np.ndarray:
-    """A foreground mask that can be edited: readable, the image's size, neither empty nor full."""
-    try:
-        m = np.load(path) if path.suffix == ".npy" else np.asarray(Image.open(path).convert("L"))
-    except (OSError, ValueError, EOFError) as e:
-        raise _RejectError(BAD_MASK, f"cannot read {path.name}: {e}") from None
-    if m.ndim == 3:
-        m = m[..., 0]
-    if m.shape != shape:
-        raise _RejectError(BAD_MASK, f"mask {path.name} is {m.shape}, image is {shape}")
-    m = m != 0
+    """A foreground mask that can be edited: present, readable, the image's size, neither empty nor full."""
+    if not Path(path).is_file():
+        raise Rejected(MISSING_MASK, f"no {path}")
+    m = read_mask_or_reject(path, shape)
     if not m.any():
-        raise _RejectError(EMPTY_MASK, f"mask {path.name} is empty")
+        raise Rejected(EMPTY_MASK, f"mask {Path(path).name} is empty")
     if m.all():
-        raise _RejectError(NO_BACKGROUND, f"mask {path.name} covers the whole image")
+        raise Rejected(NO_BACKGROUND, f"mask {Path(path).name} covers the whole image")
     return m
 
 
-def _save(image: np.ndarray, s: _Settings, level: str, image_id: str) -> None:
-    Image.fromarray(image).save(s.cfg.out / level / s.cfg.split / f"{image_id}.png", compress_level=PNG_COMPRESS)
+def _finite(value: float) -> Optional[float]:
+    return round(value, 5) if math.isfinite(value) else None
 
 
-def _row(task: _Task, s: _Settings, level: str, attribute: str, image: np.ndarray, mask: np.ndarray,
-         params: dict) -> Row:
+def _row(task: _Task, level: str, attribute: str, image: np.ndarray, mask: np.ndarray, params: dict) -> M.ManifestRow:
     contrast, dissim = glcm_stats(image, mask)
-    return Row(task.index, level, attribute, task.image_id, task.label,
-               task.path.relative_to(s.cfg.data).as_posix(), round(pixel_rate(mask), 5),
-               round(contrast, 5), round(dissim, 5), json.dumps(params, sort_keys=True))
+    return M.ManifestRow(task.index, level, task.image_id, task.label, task.source, M.mask_box(mask), "provided",
+                         M.fg_fraction(mask), params={"attribute": attribute, "glcm_contrast": _finite(contrast),
+                                                      "glcm_dissimilarity": _finite(dissim), **params})
 
 
 def _check_rate(edit: Edit, mask: np.ndarray) -> None:
@@ -216,25 +133,33 @@ def _check_rate(edit: Edit, mask: np.ndarray) -> None:
     if target is not None:
         reached = pixel_rate(mask)
         if abs(reached - target) > RATE_TOLERANCE * target:
-            raise _RejectError(RATE_UNREACHABLE, f"pixel rate {reached:.4f} for a target of {target}")
+            raise Rejected(RATE_UNREACHABLE, f"pixel rate {reached:.4f} for a target of {target}")
 
 
-def _edit_one(task: _Task, s: _Settings) -> Tuple[List[Row], List[Reject]]:
+def _edit_level(edit: Edit, image: np.ndarray, mask: np.ndarray, ctx: Context, task: _Task, s: _Settings
+                ) -> M.ManifestRow:
+    """One level of one image, written; or `Rejected` for this level only."""
+    try:
+        done = edit.render(image, mask, ctx)
+    except Exception as e:  # a failed edit rejects this image at this level only
+        raise Rejected(EDIT_FAILED, f"{type(e).__name__}: {e}".splitlines()[0]) from None
+    _check_rate(edit, done.mask)
+    s.target.save_image(edit.name, task.image_id, done.image)
+    return _row(task, edit.name, edit.attribute, done.image, done.mask, done.params)
+
+
+def _edit_one(task: _Task, s: _Settings) -> Tuple[List[M.ManifestRow], List[M.RejectRow]]:
+    """Every CPU level of one image: its rows, and its rejects (the whole image, or single levels)."""
     cfg = s.cfg
     try:
-        try:
-            image = decode_image(task.path)
-        except DataError as e:
-            raise _RejectError(UNREADABLE, str(e).split(": ", 1)[-1]) from None
-        if not task.mask_path.is_file():
-            raise _RejectError(MISSING_MASK, f"no {task.mask_path}")
+        image = read_image(task.path)
         mask = load_checked_mask(task.mask_path, image.shape[:2])
-    except _RejectError as e:
-        return [], [Reject(task.index, task.image_id, "", e.reason, e.detail)]
-    _save(image, s, ORIGINAL, task.image_id)
-    np.save(cfg.out / MASK_DIR / cfg.split / f"{task.image_id}.npy", mask.astype(np.uint8))
-    rows = [_row(task, s, ORIGINAL, ORIGINAL, image, mask, {})]
-    rejects: List[Reject] = []
+    except Rejected as e:
+        return [], [M.RejectRow(task.index, task.image_id, task.source, e.reason, e.detail)]
+    s.target.save_image(ORIGINAL, task.image_id, image)
+    s.target.save_mask(task.image_id, mask)
+    rows = [_row(task, ORIGINAL, ORIGINAL, image, mask, {})]
+    rejects: List[M.RejectRow] = []
     inpainter = get_inpainter(cfg.inpainter)
     cache: Dict[str, np.ndarray] = {}
 
@@ -247,65 +172,48 @@ def _edit_one(task: _Task, s: _Settings) -> Tuple[List[Row], List[Reject]]:
         ctx = Context(background, get_complexity_editor(cfg.complexity_editor),
                       level_rng(cfg.seed, task.image_id, edit.name))
         try:
-            try:
-                done = edit.render(image, mask, ctx)
-            except Exception as e:  # a failed edit rejects this image at this level only
-                raise _RejectError(EDIT_FAILED, f"{type(e).__name__}: {e}".splitlines()[0]) from None
-            _check_rate(edit, done.mask)
-        except _RejectError as e:
-            rejects.append(Reject(task.index, task.image_id, edit.name, e.reason, e.detail))
-            continue
-        _save(done.image, s, edit.name, task.image_id)
-        rows.append(_row(task, s, edit.name, edit.attribute, done.image, done.mask, done.params))
+            rows.append(_edit_level(edit, image, mask, ctx, task, s))
+        except Rejected as e:
+            rejects.append(M.RejectRow(task.index, task.image_id, task.source, e.reason, e.detail, edit.name))
     return rows, rejects
 
 
-def _init_worker() -> None:
-    import cv2
-    import torch
-    cv2.setNumThreads(1)
-    torch.set_num_threads(1)
+def _tasks(layout: Layout) -> List[_Task]:
+    return [_Task(i, it.image_id, it.label, it.path, it.path.relative_to(layout.root).as_posix(),
+                  layout.mask_path(it.image_id)) for i, it in enumerate(layout.items(ORIGINAL))]
 
 
-def _tasks(layout) -> List[_Task]:
-    return [_Task(i, it.image_id, it.label, it.path, layout.mask_path(it.image_id))
-            for i, it in enumerate(layout.items(ORIGINAL))]
+def _batches(items: Sequence[tuple], block: int) -> List[List[tuple]]:
+    """Consecutive (task, image, mask) items of one block of the sorted list and of one image size."""
+    out: List[List[tuple]] = []
+    for it in items:
+        last = out[-1][0] if out else None
+        if last is None or last[0].index // block != it[0].index // block or last[1].shape != it[1].shape:
+            out.append([])
+        out[-1].append(it)
+    return out
 
 
-def _adversarial(model, tasks: Sequence[_Task], ok: Sequence[int], s: _Settings, progress: bool) -> List[Row]:
-    """The adversarial complexity level, batched over same-size images in the parent."""
+def _adversarial(model, tasks: Sequence[_Task], s: _Settings, progress: bool) -> List[M.ManifestRow]:
+    """The adversarial complexity level of `tasks` (their originals are written), batched in the parent."""
     cfg = s.cfg
-    by_index = {t.index: t for t in tasks}
-    items = []
-    for i in ok:
-        t = by_index[i]
-        img = decode_image(cfg.out / ORIGINAL / cfg.split / f"{t.image_id}.png")
-        mask = np.load(cfg.out / MASK_DIR / cfg.split / f"{t.image_id}.npy").astype(bool)
-        items.append((t, img, mask))
+    items = [(t, s.target.load_image(ORIGINAL, t.image_id), s.target.load_mask(t.image_id)) for t in tasks]
+    params = {"eps": round(cfg.adv_eps, 6), "steps": cfg.adv_steps, "model": model.spec.name}
     rows = []
     bar = console.progress(enabled=progress, total=len(items), desc=ADVERSARIAL, unit="img")
-    start = 0
-    while start < len(items):
-        end = start + 1
-        while end < len(items) and end - start < cfg.batch_size and items[end][1].shape == items[start][1].shape:
-            end += 1
-        chunk = items[start:end]
+    for chunk in _batches(items, cfg.batch_size):
         outs = C.adversarial_backgrounds(model, [c[1] for c in chunk], [c[2] for c in chunk],
                                          [c[0].label for c in chunk], eps=cfg.adv_eps, steps=cfg.adv_steps)
         for (t, _, mask), out in zip(chunk, outs):
-            _save(out, s, ADVERSARIAL, t.image_id)
-            rows.append(_row(t, s, ADVERSARIAL, "complexity", out, mask,
-                             {"eps": round(cfg.adv_eps, 6), "steps": cfg.adv_steps, "model": model.spec.name}))
+            s.target.save_image(ADVERSARIAL, t.image_id, out)
+            rows.append(_row(t, ADVERSARIAL, "complexity", out, mask, params))
         bar.update(len(chunk))
-        start = end
     bar.close()
     return rows
 
 
-def edit_dataset(cfg: EditConfig, model=None, progress: bool = True) -> EditResult:
-    """Write every requested edit level of `cfg.data` into `cfg.out`; see the module docstring."""
-    import cv2
-    import torch
+def _plan(cfg: EditConfig, model) -> Tuple[EditConfig, Layout, List[Edit], List[str]]:
+    """The resolved config, the source layout, the levels to write and the levels skipped (with why)."""
     data, out = Path(cfg.data).expanduser(), Path(cfg.out).expanduser()
     cfg = EditConfig(**{**cfg.__dict__, "data": data, "out": out})
     if out.resolve() == data.resolve():
@@ -324,66 +232,63 @@ def edit_dataset(cfg: EditConfig, model=None, progress: bool = True) -> EditResu
         skipped.append(f"{ADVERSARIAL}: needs --model")
     if not edits:
         raise BgbenchError(f"--levels {' '.join(cfg.levels or ())} selects no edit level")
-    existing = out / ORIGINAL / cfg.split
-    if existing.is_dir() and any(existing.iterdir()):
-        if not cfg.overwrite:
-            raise BgbenchError(f"{existing} already holds images; pass --overwrite to replace the {cfg.split} split")
-    for name in [ORIGINAL, MASK_DIR, *[e.name for e in edits]]:
-        shutil.rmtree(out / name / cfg.split, ignore_errors=True)
-        for cls in layout.classes:
-            (out / name / cfg.split / cls).mkdir(parents=True, exist_ok=True)
-    s = _Settings(cfg)
+    return cfg, layout, edits, skipped
+
+
+def edit_dataset(cfg: EditConfig, model=None, progress: bool = True) -> EditResult:
+    """Write every requested edit level of `cfg.data` into `cfg.out` (or one shard's share); see the
+    module docstring."""
+    cfg, layout, edits, skipped = _plan(cfg, model)
+    writer = DatasetWriter(cfg.out, cfg.split, [ORIGINAL, *[e.name for e in edits]], layout.classes)
+    writer.open(cfg.overwrite)
     tasks = _tasks(layout)
-    results: List[Tuple[List[Row], List[Reject]]] = []
-    bar = console.progress(enabled=progress, total=len(tasks), desc="edit", unit="img")
-    threads = (cv2.getNumThreads(), torch.get_num_threads())
-    try:
-        if cfg.workers <= 1 or len(tasks) <= 1:
-            _init_worker()
-            for t in tasks:
-                results.append(_edit_one(t, s))
-                bar.update()
-        else:
-            chunk = max(1, min(8, len(tasks) // (cfg.workers * 8)))
-            with ProcessPoolExecutor(max_workers=cfg.workers, initializer=_init_worker) as pool:
-                for r in pool.map(_edit_one, tasks, [s] * len(tasks), chunksize=chunk):
-                    results.append(r)
-                    bar.update()
-    finally:
-        bar.close()
-        cv2.setNumThreads(threads[0])
-        torch.set_num_threads(threads[1])
+    mine = select(tasks, cfg.shard, block=cfg.batch_size)
+    s = _Settings(cfg, writer.target)
+    with worker_pool(cfg.workers, len(mine), torch=True) as pool:
+        results = pool.map(_edit_one, mine, s, "edit", progress, chunk_cap=8)
     rows = [r for rs, _ in results for r in rs]
     rejects = [j for _, js in results for j in js]
     if model is not None and any(e.needs_model for e in edits):
-        ok = sorted({r.index for r in rows if r.level == ORIGINAL})
-        model = model.eval()
-        rows += _adversarial(model, tasks, ok, s, progress)
-    order = {name: k for k, name in enumerate([ORIGINAL, *[e.name for e in edits]])}
-    rows.sort(key=lambda r: (order[r.level], r.index))
-    rejects.sort(key=lambda j: (j.index, order.get(j.level, -1)))
-    result = EditResult(out, [e.name for e in edits], rows, rejects, skipped)
-    _write_tables(cfg, layout.classes, result)
-    if not any(r.level == ORIGINAL for r in rows):
-        raise BgbenchError(f"no image of {data} could be edited: {len(rejects)} rejected; see {out / 'rejects.csv'}")
+        ok = {r.position for r in rows if r.folder == ORIGINAL}
+        rows += _adversarial(model.eval(), [t for t in mine if t.index in ok], s, progress)
+    prov = runs.Provenance.of(KIND, config_dict(cfg), model=model, layout=layout, seed=cfg.seed)
+    result = EditResult(cfg.out, [e.name for e in edits], M.sort_rows(rows, writer.folders),
+                        M.sort_rejects(rejects, writer.folders), skipped, shard=cfg.shard, provenance=prov)
+    if cfg.shard is not None:
+        lines = [f"{t.source}\t{t.mask_path.is_file()}" for t in tasks] + [layout.fingerprint()]
+        ShardRecord(KIND, cfg.split, cfg.shard, cfg.settings(model), inputs_fingerprint(lines), writer.folders,
+                    list(layout.classes), rows=[r.to_json() for r in result.rows],
+                    rejects=[r.to_json() for r in result.rejects],
+                    extra={"provenance": asdict(prov), "skipped": skipped}).save(cfg.out)
+        return result
+    return _finish(writer, result)
+
+
+def _finish(writer: DatasetWriter, result: EditResult) -> EditResult:
+    writer.write_tables(result.rows, result.rejects)
+    if not any(r.folder == ORIGINAL for r in result.rows):
+        raise BgbenchError(f"no image of {result.provenance.data_root} could be edited: {len(result.rejects)} "
+                           f"rejected; see {writer.out / M.REJECTS}")
     return result
 
 
-def _write_tables(cfg: EditConfig, classes: Sequence[str], result: EditResult) -> None:
-    with open(cfg.out / "manifest.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=["split", *MANIFEST_FIELDS])
-        w.writeheader()
-        for r in result.rows:
-            w.writerow({"split": cfg.split, "level": r.level, "attribute": r.attribute, "image": r.image,
-                        "label": r.label, "class": classes[r.label], "source": r.source,
-                        "pixel_rate": r.pixel_rate, "glcm_contrast": r.glcm_contrast,
-                        "glcm_dissimilarity": r.glcm_dissimilarity, "params": r.params})
-    with open(cfg.out / "rejects.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=["split", "image", "level", "reason", "detail"])
-        w.writeheader()
-        for j in result.rejects:
-            w.writerow({"split": cfg.split, "image": j.image, "level": j.level, "reason": j.reason,
-                        "detail": j.detail})
+def merge(out: Path, records: List[ShardRecord], overwrite: bool = False, workers: int = 1,
+          progress: bool = True) -> EditResult:
+    """Join the shards of one split into `out`: copy their files and join their tables.
+
+    Nothing is left to compute, so `workers` and `progress` (merge's one signature) go unused.
+    """
+    ref = records[0]
+    writer = DatasetWriter(out, ref.split, ref.folders, ref.classes)
+    writer.open(overwrite)
+    writer.copy_shards(records)
+    prov = runs.Provenance(**ref.extra["provenance"])
+    prov.config = {**{k: v for k, v in prov.config.items() if k != "shard"}, "out": str(out),
+                   "shards": ref.shard.count}
+    result = EditResult(Path(out), ref.folders[1:], M.sort_rows(manifest_rows(records), writer.folders),
+                        M.sort_rejects(reject_rows(records), writer.folders), list(ref.extra["skipped"]),
+                        provenance=prov)
+    return _finish(writer, result)
 
 
 def config_dict(cfg: EditConfig) -> dict:

@@ -8,7 +8,8 @@ Formats, tried in this order:
 - a plain state_dict;
 - a whole pickled nn.Module, only with trust=True (`--trust-checkpoint`).
 
-Everything but TorchScript is read with `torch.load(weights_only=True)`.
+Everything but TorchScript is read with `torch.load(weights_only=True)`. `save_checkpoint` writes
+the bgbench format, which that reading accepts, so the writer and its reader live side by side.
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ import torch
 from torch import nn
 
 from ..errors import CheckpointError
+from .spec import BgModel
 
 
 @dataclass
@@ -37,6 +39,14 @@ class LoadedCheckpoint:
     sha256: str = ""
     extra: Optional[dict] = None
     path: str = ""
+
+
+def save_checkpoint(model: BgModel, path: str | Path, **extra) -> None:
+    """A bgbench checkpoint: plain tensors plus the model spec, loadable with weights_only=True.
+
+    `extra` entries (epoch, config, ...) must be plain values too, or the file needs full unpickling.
+    """
+    torch.save({"bgbench_spec": model.spec.to_dict(), "state_dict": model.net.state_dict(), **extra}, path)
 
 
 def sha256_file(path: Path, chunk: int = 1 << 20) -> str:

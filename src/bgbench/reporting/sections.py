@@ -124,8 +124,7 @@ def accuracy_section(ctx: ReportContext, subject: Subject) -> Optional[dict]:
 def _challenge_run(subject: Subject, ctx: ReportContext):
     """The newest --full challenge run (it has per-background ASR), else the newest challenge run."""
     runs = [r for r in subject.runs if r["kind"] == "challenge"]
-    full = [r for r in runs if ctx.store.conn.execute(
-        "SELECT 1 FROM challenge_bg WHERE run_id=? LIMIT 1", (r["id"],)).fetchone()]
+    full = [r for r in runs if ctx.store.has_challenge_backgrounds(r["id"])]
     return (full or runs or [None])[-1], bool(full)
 
 
@@ -153,8 +152,7 @@ def challenge_section(ctx: ReportContext, subject: Subject) -> Optional[dict]:
             "top5": None, "histogram": None, "missing_backgrounds": None}
     if not full:
         return data
-    rows = ctx.store.conn.execute("SELECT bg_id, bg_class, asr FROM challenge_bg WHERE run_id=? ORDER BY bg_id",
-                                  (run["id"],)).fetchall()
+    rows = ctx.store.challenge_backgrounds(run["id"])
     ids = [r["bg_id"] for r in rows]
     labels = np.array([r["bg_class"] for r in rows])
     asr = np.array([r["asr"] for r in rows], dtype=float)
@@ -212,10 +210,7 @@ def _compare_pair(ctx: ReportContext, a: Subject, b: Subject) -> Optional[dict]:
     ra, rb = a.latest("eval"), b.latest("eval")
     variants, gap = [], None
     if ra is not None and rb is not None:
-        va = {r["variant"] for r in ctx.store.conn.execute("SELECT DISTINCT variant FROM predictions WHERE run_id=?",
-                                                           (ra["id"],))}
-        vb = {r["variant"] for r in ctx.store.conn.execute("SELECT DISTINCT variant FROM predictions WHERE run_id=?",
-                                                           (rb["id"],))}
+        va, vb = set(ctx.store.run_variants(ra["id"])), set(ctx.store.run_variants(rb["id"]))
         order = json.loads(ra["config"]).get("variants") or sorted(va)
         correct = {}
         for v in [v for v in order if v in va & vb]:

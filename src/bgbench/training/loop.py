@@ -23,7 +23,8 @@ from .. import checks, console
 from ..data.images import decode_image
 from ..data.layout import discover
 from ..errors import BgbenchError
-from ..models.registry import create_model
+from ..models.checkpoint import save_checkpoint
+from ..models.registry import create_model, list_schemes
 from ..models.spec import DATASET, BgModel
 from .augment import BatchAugment, RecipeContext
 from .recipes import (DEFAULT_BGSWAP_P, DEFAULT_CUTMIX_ALPHA, DEFAULT_MIXUP_ALPHA, DEFAULT_SWA_START, get_recipe,
@@ -103,11 +104,6 @@ def _load_split(root: str, variant: str, split: str):
     return images, labels, layout.classes, items, layout.fingerprint()
 
 
-def save_checkpoint(model: BgModel, path: Path, **extra) -> None:
-    """A bgbench checkpoint: plain tensors plus the model spec, loadable with weights_only=True."""
-    torch.save({"bgbench_spec": model.spec.to_dict(), "state_dict": model.net.state_dict(), **extra}, path)
-
-
 def resolve_config(cfg: TrainConfig) -> TrainConfig:
     """`cfg` with its derived defaults filled in (what config.json records)."""
     d = asdict(cfg)
@@ -125,7 +121,7 @@ def build_model(cfg: TrainConfig, classes, image_hw) -> BgModel:
         raise BgbenchError(f"bgbench train needs --model timm:ARCH, got {cfg.model!r}")
     n = len(classes)
     if cfg.init:
-        if cfg.init.split(":", 1)[0] in ("zoo", "file", "timm") and not Path(cfg.init).exists():
+        if cfg.init.split(":", 1)[0] in list_schemes() and not Path(cfg.init).exists():
             model = create_model(cfg.init)
         else:
             model = create_model(cfg.model, checkpoint=cfg.init)
@@ -335,7 +331,8 @@ def train(cfg: TrainConfig, progress: bool = True) -> Path:
 
 
 def training_record(out: str | Path):
-    """(Provenance, result) of the finished training run in `out`, read back from its files.
+    """The finished training run in `out`, read back from its files, as a result to record
+    (`runs.Outputs` with its provenance).
 
     Reading what was written (config.json, log.jsonl, model.pt and its sha256) records exactly
     what a later eval of `file:OUT/model.pt` will load; the run's checkpoint_sha256 is model.pt's,
@@ -352,9 +349,9 @@ def training_record(out: str | Path):
             "checkpoint_sha256": sha256_file(out / "model.pt")}
     log = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines() if line.strip()]
     last = log[-1] if log else {}
-    prov = Provenance(kind="train", config=config, model=config["model"], spec=spec, data_root=config["data"],
-                      data_fingerprint=fingerprint, seed=config.get("seed"))
-    result = Outputs({"checkpoint": spec["checkpoint"], "checkpoint_sha256": spec["checkpoint_sha256"],
-                      "recipe": config["recipe"], "swa": config["swa"], "epochs": len(log)},
-                     [Metric("train_loss", last.get("loss")), Metric("train_accuracy", last.get("train_acc"))])
-    return prov, result
+    prov = Provenance.of("train", config, model=spec, seed=config.get("seed"),
+                         data_root=config["data"], data_fingerprint=fingerprint)
+    return Outputs({"checkpoint": spec["checkpoint"], "checkpoint_sha256": spec["checkpoint_sha256"],
+                    "recipe": config["recipe"], "swa": config["swa"], "epochs": len(log)},
+                   [Metric("train_loss", last.get("loss")), Metric("train_accuracy", last.get("train_acc"))],
+                   provenance=prov)

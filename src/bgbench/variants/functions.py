@@ -7,12 +7,12 @@ mixed background is decided by the caller (see `registry.Variant.donor`).
 """
 from __future__ import annotations
 
-from typing import Optional, Tuple
+from typing import Optional
 
 import cv2
 import numpy as np
 
-Box = Tuple[int, int, int, int]
+from ..data.manifest import Box  # the one box convention: (x0, y0, x1, y1), x1/y1 exclusive
 
 
 def check_box(box: Box, height: int, width: int) -> Box:

@@ -13,7 +13,7 @@ every stored verdict. A run that stops before the last foreground is finished wi
 
 Verdict rows are committed as they come (that is what makes a killed run resumable); the
 summary (accuracy, per-class rates, ASR) is computed by `summarize`, which writes nothing, and
-recorded by `runs.finish`. bf16-verified runs also commit, with their verdicts, each
+recorded by `runs.record(report, store)`, which finishes the open run. bf16-verified runs also commit, with their verdicts, each
 foreground's near ties and the run's audit counts and delta (`neartie`): at every chunk boundary
 the ranks agree on the largest delta, and every stored survivor whose kept margin it reaches is
 re-examined and stored again, in this invocation or, after a kill, in the next.
@@ -113,6 +113,8 @@ def run_challenge(model: BgModel, data: str | Path, store: Store, cfg: Challenge
                   ) -> Optional[ChallengeReport]:
     """Run (or resume, or extend) the challenge; returns the report on rank 0 and None on other ranks.
 
+    Verdict rows go to `store` as they come; the run stays open until `runs.record(report, store)`.
+
     `figures(report, out_dir) -> {name: path}` draws the --full figures (`reporting.figures.challenge_figures`);
     it is passed in because drawing lives in a higher layer than the engine.
     """
@@ -135,7 +137,7 @@ def run_challenge(model: BgModel, data: str | Path, store: Store, cfg: Challenge
     report.numerics = job.engine.numerics()
     if figures is not None and report.full:
         report.files.update(figures(report, Path(out_dir or store.path.parent / f"challenge_{job.run_id}")))
-    runs.finish(store, job.run_id, report, status="sampled" if report.estimate else "done")
+    report.provenance, report.store_path = job.provenance, str(store.path.resolve())
     return report
 
 
@@ -150,6 +152,7 @@ class _Invocation:
         self.plan = SamplePlan.build(cfg.seed, data.fg_ids, data.fg_labels, sample=cfg.sample,
                                      halfwidth=cfg.halfwidth, chunk=cfg.chunk_size(world))
         self.mine = {i for k, i in enumerate(self.plan.order) if k % world == rank}
+        self.provenance: Optional[runs.Provenance] = None  # rank 0's: the open run's
         self.run_id = self._open_run(model)
         done = {r["image_id"]: r for r in store.challenge_results(self.run_id)}
         self.fooled_by_id = {i: bool(r["fooled"]) for i, r in done.items()}
@@ -165,8 +168,8 @@ class _Invocation:
     def _open_run(self, model: BgModel) -> int:
         run_id = None
         if self.rank == 0:
-            prov = runs.Provenance.of("challenge", self.cfg.identity(), model=model, layout=self.data.layout,
-                                      seed=self.cfg.seed)
+            prov = self.provenance = runs.Provenance.of("challenge", self.cfg.identity(), model=model,
+                                                        layout=self.data.layout, seed=self.cfg.seed)
             run_id = self.store.find_resumable("challenge", prov.model, prov.spec, prov.data_fingerprint, prov.config,
                                                statuses=("running", "sampled"))
             if run_id is not None:

@@ -1,0 +1,167 @@
+"""The one manifest schema that `bgbench synth`, `build` and `edit` write, and its reader.
+
+`ROOT/manifest.csv` has one row per written image (every variant or edit-level folder), so a
+row says where that image's pixels came from: its foreground's box, its mask's source, and, for
+a mixed image, the background's source image and class. `ROOT/rejects.csv` has one row per
+rejected image (or image and level). Both carry a `split` column: writing one split keeps the
+rows of the others, and rows are ordered by split, so the files do not depend on which split was
+written first.
+
+Boxes are (x0, y0, x1, y1) in pixels of the written image, x1/y1 exclusive, written as
+"x0 y0 x1 y1". Job-specific values go into `params`, a JSON object with sorted keys.
+"""
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+Box = Tuple[int, int, int, int]
+
+MANIFEST = "manifest.csv"
+REJECTS = "rejects.csv"
+MANIFEST_FIELDS = ("split", "folder", "image", "label", "class", "source", "box", "mask_source", "fg_fraction",
+                   "bg_image", "bg_class", "bg_fallback", "params")
+REJECT_FIELDS = ("split", "image", "source", "folder", "reason", "detail")
+#: Decimals of `fg_fraction` (mask area / image area; ImageNet-E's pixel rate).
+FRACTION_DECIMALS = 5
+
+
+def mask_box(mask: np.ndarray) -> Optional[Box]:
+    """The tight box of a mask's pixels (end-exclusive), or None for an empty mask."""
+    ys, xs = np.nonzero(mask)
+    if xs.size == 0:
+        return None
+    return int(xs.min()), int(ys.min()), int(xs.max()) + 1, int(ys.max()) + 1
+
+
+def format_box(box: Optional[Box]) -> str:
+    return "" if box is None else " ".join(str(int(v)) for v in box)
+
+
+def parse_box(text: str) -> Box:
+    x0, y0, x1, y1 = (int(v) for v in text.split())
+    return x0, y0, x1, y1
+
+
+def fg_fraction(mask: np.ndarray) -> float:
+    return round(float(np.count_nonzero(mask)) / mask.size, FRACTION_DECIMALS)
+
+
+@dataclass(frozen=True)
+class ManifestRow:
+    """One written image. `position` (the image's place in its job's sorted list) orders rows."""
+
+    position: int
+    folder: str
+    image: str  # '<class folder>/<stem>'
+    label: int
+    source: str = ""  # the source file, relative to the job's input root
+    box: Optional[Box] = None
+    mask_source: str = ""  # exact | provided | grabcut | coco
+    fg_fraction: Optional[float] = None
+    bg_image: str = ""
+    bg_class: str = ""
+    bg_fallback: str = ""
+    params: Optional[dict] = None
+
+    def csv_row(self, split: str, classes: Sequence[str]) -> Dict[str, object]:
+        return {"split": split, "folder": self.folder, "image": self.image, "label": self.label,
+                "class": classes[self.label], "source": self.source, "box": format_box(self.box),
+                "mask_source": self.mask_source, "fg_fraction": "" if self.fg_fraction is None else self.fg_fraction,
+                "bg_image": self.bg_image, "bg_class": self.bg_class, "bg_fallback": self.bg_fallback,
+                "params": json.dumps(self.params, sort_keys=True) if self.params else ""}
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict) -> "ManifestRow":
+        return cls(**{**d, "box": tuple(d["box"]) if d.get("box") is not None else None})
+
+
+@dataclass(frozen=True)
+class RejectRow:
+    """One rejected image, or one image at one folder (`folder` is '' when the whole image is)."""
+
+    position: int
+    image: str
+    source: str
+    reason: str
+    detail: str = ""
+    folder: str = ""
+
+    def csv_row(self, split: str) -> Dict[str, object]:
+        return {"split": split, "image": self.image, "source": self.source, "folder": self.folder,
+                "reason": self.reason, "detail": self.detail}
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict) -> "RejectRow":
+        return cls(**d)
+
+
+def sort_rows(rows: Iterable[ManifestRow], folders: Sequence[str]) -> List[ManifestRow]:
+    """Folder by folder (in `folders` order), then by position: the order every writer uses."""
+    order = {f: k for k, f in enumerate(folders)}
+    return sorted(rows, key=lambda r: (order[r.folder], r.position))
+
+
+def sort_rejects(rejects: Iterable[RejectRow], folders: Sequence[str]) -> List[RejectRow]:
+    order = {f: k for k, f in enumerate(folders)}
+    return sorted(rejects, key=lambda r: (r.position, order.get(r.folder, -1)))
+
+
+def write_split(path: Path, fields: Sequence[str], split: str, rows: Sequence[Dict[str, object]]) -> None:
+    """Write `rows` of `split` into the CSV at `path`, keeping the rows of other splits.
+
+    Rows are grouped by split in sorted split order, so writing val then train gives the same file
+    as train then val. Rows of an older schema keep the columns this one shares with it.
+    """
+    kept: List[dict] = []
+    if path.is_file():
+        with open(path, newline="") as f:
+            kept = [r for r in csv.DictReader(f) if r.get("split") != split]
+    merged = sorted(kept + list(rows), key=lambda r: str(r.get("split")))
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(fields), extrasaction="ignore", restval="")
+        w.writeheader()
+        w.writerows(merged)
+
+
+def drop_split(path: Path, fields: Sequence[str], split: str) -> None:
+    """Remove the rows of `split` from the CSV at `path`, if there is one (an overwritten split)."""
+    if path.is_file():
+        write_split(path, fields, split, [])
+
+
+def read_boxes(root: Path, split: str) -> Optional[Dict[str, Box]]:
+    """image id -> box of the original images, from the dataset's records; None when it has none.
+
+    Reads this schema (rows of folder `original`), and two older ones that users' datasets may
+    still hold: `bgbench build`'s manifest.csv before this schema (one row per image, no `folder`)
+    and `bgbench synth`'s boxes_<split>.json.
+    """
+    root = Path(root)
+    manifest = root / MANIFEST
+    if manifest.is_file():
+        with open(manifest, newline="") as f:
+            rows = [r for r in csv.DictReader(f) if r.get("split", split) == split and r.get("box")
+                    and r.get("folder", "original") == "original"]
+        if rows:
+            return {_row_id(r): parse_box(r["box"]) for r in rows}
+    legacy = root / f"boxes_{split}.json"
+    if legacy.is_file():
+        return {k: parse_box(" ".join(str(int(x)) for x in v)) for k, v in json.loads(legacy.read_text()).items()}
+    return None
+
+
+def _row_id(row: dict) -> str:
+    image = row["image"]
+    return image if "/" in image else f"{row['class']}/{Path(image).stem}"

@@ -1,0 +1,121 @@
+"""The worker pool of the dataset writer: per-image work in processes that die with their parent.
+
+`fn(item, shared)` runs for every item, in order, in a process pool (or in this process for
+one worker). Results come back in item order, so what a job writes never depends on the number
+of workers. Workers run single-threaded OpenCV (and torch, for work that uses it), so a
+worker count compares like with like, and results do not depend on thread counts.
+
+A worker must not outlive its parent: a parent killed with SIGKILL cannot shut its pool down,
+and its workers would write on and then wait forever for work. On Linux each worker asks the
+kernel for SIGKILL when its parent dies (`prctl(PR_SET_PDEATHSIG)`); elsewhere a daemon thread
+in the worker watches the parent's pid. Either way the worker first checks that the parent is
+still the one that started it, since the parent may die before the worker gets that far.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import sys
+import threading
+import time
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator, List, Optional, Sequence
+
+from .. import console
+
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+#: Seconds between two looks at the parent's pid, where prctl is not available.
+WATCH_EVERY_S = 0.5
+
+
+def _die_with(parent: int) -> None:
+    """Arrange for this process to end when process `parent` does (see the module docstring)."""
+    armed = False
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            armed = libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0
+        except (OSError, AttributeError):
+            armed = False
+    if os.getppid() != parent:  # the parent died before we were armed
+        os._exit(1)
+    if not armed:
+        threading.Thread(target=_watch, args=(parent,), daemon=True).start()
+
+
+def _watch(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(WATCH_EVERY_S)
+    os._exit(1)
+
+
+def single_threaded(torch: bool = False) -> tuple:
+    """Set OpenCV (and torch, where the work uses it) to one thread; returns the previous settings."""
+    import cv2
+    before = (cv2.getNumThreads(), None)
+    cv2.setNumThreads(1)
+    if torch:
+        import torch as _torch
+        before = (before[0], _torch.get_num_threads())
+        _torch.set_num_threads(1)
+    return before
+
+
+def restore_threads(before: tuple) -> None:
+    import cv2
+    cv2.setNumThreads(before[0])
+    if before[1] is not None:
+        import torch
+        torch.set_num_threads(before[1])
+
+
+def _init_worker(parent: int, torch: bool) -> None:
+    _die_with(parent)
+    single_threaded(torch)
+
+
+class Pool:
+    """`map` over a process pool, or in this process when `executor` is None."""
+
+    def __init__(self, executor: Optional[ProcessPoolExecutor], workers: int):
+        self.executor, self.workers = executor, workers
+
+    def map(self, fn: Callable[[Any, Any], Any], items: Sequence, shared: Any, desc: str = "",
+            progress: bool = True, chunk_cap: int = 16) -> List[Any]:
+        """[fn(item, shared) for item in items], in order; `fn` must be a module-level function."""
+        bar = console.progress(enabled=progress, total=len(items), desc=desc, unit="img")
+        out: List[Any] = []
+        try:
+            if self.executor is None or len(items) <= 1:
+                for it in items:
+                    out.append(fn(it, shared))
+                    bar.update()
+            else:
+                chunk = max(1, min(chunk_cap, len(items) // (self.workers * 8)))
+                for r in self.executor.map(fn, items, [shared] * len(items), chunksize=chunk):
+                    out.append(r)
+                    bar.update()
+            return out
+        finally:
+            bar.close()
+
+
+@contextmanager
+def worker_pool(workers: int, items: int, torch: bool = False) -> Iterator[Pool]:
+    """One pool for every pass of a job; in this process for one worker or one item.
+
+    `torch`: the work uses torch, which then runs single-threaded too. In-process runs use the
+    same settings as the workers; the caller's settings are restored afterwards.
+    """
+    if workers <= 1 or items <= 1:
+        before = single_threaded(torch)
+        try:
+            yield Pool(None, 1)
+        finally:
+            restore_threads(before)
+        return
+    with ProcessPoolExecutor(max_workers=workers, initializer=_init_worker,
+                             initargs=(os.getpid(), torch)) as ex:
+        yield Pool(ex, workers)

@@ -1,0 +1,159 @@
+"""The one dataset writer that `bgbench synth`, `build` and `edit` share.
+
+It owns what the three have in common: the IN-9 output folders (`OUT/<folder>/<split>/<class>/`
+and `OUT/fg_mask/...`), the overwrite check, PNG and mask writes, the manifest and rejects
+tables (one schema, `data.manifest`), the per-image reject protocol, and the shard record and
+file copies that `bgbench merge` joins. The per-image work (drawing, GrabCut, edits) stays with
+the callers, which hand it to `data.pool.worker_pool` as module-level functions: this layer
+knows no variant and no edit.
+
+Per-image functions raise `Rejected(reason, detail)` for bad input; the caller turns it into a
+`RejectRow`. `read_image` and `read_mask_or_reject` are the readers every job uses, so an
+unreadable image or a malformed mask is rejected the same way everywhere.
+"""
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, List, Sequence, Tuple
+
+import numpy as np
+from PIL import Image
+
+from ..errors import BgbenchError, DataError
+from . import manifest as M
+from .images import BadMask, decode_image, read_mask
+from .layout import MASK_DIR
+from .shards import ShardRecord, record_path
+
+PNG_COMPRESS = 1  # zlib level: fast, and still lossless
+
+# reject reasons shared by the jobs
+UNREADABLE = "unreadable_image"
+MISSING_MASK = "missing_mask"
+BAD_MASK = "bad_mask"
+EMPTY_MASK = "empty_mask"
+
+
+class Rejected(Exception):
+    """Raised by per-image work: this image (or this image at one level) is a reject, not a crash."""
+
+    def __init__(self, reason: str, detail: str = ""):
+        super().__init__(reason)
+        self.reason, self.detail = reason, detail
+
+
+def read_image(path: Path) -> np.ndarray:
+    """The image as HxWx3 uint8, or `Rejected(unreadable_image)`."""
+    try:
+        return decode_image(path)
+    except DataError as e:
+        raise Rejected(UNREADABLE, str(e).split(": ", 1)[-1]) from None
+
+
+def read_mask_or_reject(path: Path, shape: Tuple[int, int]) -> np.ndarray:
+    """The mask at `path` for an image of `shape` (see `read_mask`), or `Rejected(bad_mask)`."""
+    try:
+        return read_mask(path, shape)
+    except BadMask as e:
+        raise Rejected(BAD_MASK, e.detail) from None
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where one split's files go; small and picklable, so workers write their own images."""
+
+    out: Path
+    split: str
+
+    def path(self, folder: str, image_id: str, suffix: str = ".png") -> Path:
+        return self.out / folder / self.split / f"{image_id}{suffix}"
+
+    def save_image(self, folder: str, image_id: str, image: np.ndarray) -> None:
+        Image.fromarray(image).save(self.path(folder, image_id), compress_level=PNG_COMPRESS)
+
+    def save_mask(self, image_id: str, mask: np.ndarray) -> None:
+        np.save(self.path(MASK_DIR, image_id, ".npy"), mask.astype(np.uint8))
+
+    def load_image(self, folder: str, image_id: str) -> np.ndarray:
+        return decode_image(self.path(folder, image_id))
+
+    def load_mask(self, image_id: str) -> np.ndarray:
+        return np.load(self.path(MASK_DIR, image_id, ".npy")).astype(bool)
+
+    def remove(self, folders: Iterable[str], image_id: str) -> None:
+        for folder in folders:
+            self.path(folder, image_id).unlink(missing_ok=True)
+        self.path(MASK_DIR, image_id, ".npy").unlink(missing_ok=True)
+
+
+class DatasetWriter:
+    """One split of one dataset in the IN-9 layout: its folders, tables and shard record."""
+
+    def __init__(self, out: Path, split: str, folders: Sequence[str], classes: Sequence[str]):
+        self.out, self.split = Path(out), split
+        self.folders, self.classes = list(folders), list(classes)
+        self.target = Target(self.out, split)
+
+    def open(self, overwrite: bool) -> None:
+        """Refuse to replace an existing split unless `overwrite`; then make empty class folders.
+
+        The split's previous images, its rows in the tables and its shard record are removed, so
+        nothing stale survives next to the new output.
+        """
+        existing = self.out / self.folders[0] / self.split
+        if existing.is_dir() and any(existing.iterdir()):
+            if not overwrite:
+                raise BgbenchError(f"{existing} already holds images; pass --overwrite to replace the "
+                                   f"{self.split} split")
+        for folder in [*self.folders, MASK_DIR]:
+            shutil.rmtree(self.out / folder / self.split, ignore_errors=True)
+            for cls in self.classes:
+                (self.out / folder / self.split / cls).mkdir(parents=True, exist_ok=True)
+        M.drop_split(self.out / M.MANIFEST, M.MANIFEST_FIELDS, self.split)
+        M.drop_split(self.out / M.REJECTS, M.REJECT_FIELDS, self.split)
+        record_path(self.out, self.split).unlink(missing_ok=True)
+
+    def write_tables(self, rows: Iterable[M.ManifestRow], rejects: Iterable[M.RejectRow]) -> None:
+        """manifest.csv and rejects.csv for this split, in the one order every run uses."""
+        manifest = [r.csv_row(self.split, self.classes) for r in M.sort_rows(rows, self.folders)]
+        M.write_split(self.out / M.MANIFEST, M.MANIFEST_FIELDS, self.split, manifest)
+        M.write_split(self.out / M.REJECTS, M.REJECT_FIELDS, self.split,
+                      [r.csv_row(self.split) for r in M.sort_rejects(rejects, self.folders)])
+
+    def copy_shards(self, records: Sequence[ShardRecord]) -> int:
+        """Copy every shard's images and masks of this split into the output; returns the file count.
+
+        Shards own disjoint images, so a file that two shards hold means they do not fit together.
+        """
+        copied = set()
+        for rec in records:
+            for folder in [*rec.folders, MASK_DIR]:
+                src = Path(rec.root) / folder / self.split
+                if not src.is_dir():
+                    continue
+                for path in sorted(p for p in src.rglob("*") if p.is_file()):
+                    rel = path.relative_to(rec.root)
+                    if rel in copied:
+                        raise BgbenchError(f"shards overlap: {rel} is in {rec.root} and in another shard")
+                    copied.add(rel)
+                    dst = self.out / rel
+                    dst.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(path, dst)
+        return len(copied)
+
+
+def refuse_merge_into_a_shard(out: Path, shard_dirs: Sequence[Path]) -> None:
+    out = Path(out).expanduser().resolve()
+    for d in shard_dirs:
+        if Path(d).expanduser().resolve() == out:
+            raise BgbenchError(f"merge output {out} is one of the shard folders; write it elsewhere")
+
+
+def manifest_rows(records: Sequence[ShardRecord]) -> List[M.ManifestRow]:
+    return [M.ManifestRow.from_json(r) for rec in records for r in rec.rows]
+
+
+def reject_rows(records: Sequence[ShardRecord]) -> List[M.RejectRow]:
+    return [M.RejectRow.from_json(r) for rec in records for r in rec.rejects]

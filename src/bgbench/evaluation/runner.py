@@ -1,0 +1,70 @@
+"""Evaluating a model on a dataset's variants: the per-image table and the report built from it.
+
+I/O lives here (layout discovery, decoding through `predict_items`); the metrics are pure
+functions of the predictions (`results.EvalReport`). Variants whose folder a dataset lacks but
+that can be computed from `original`, `fg_mask` and the boxes (bg_blurred on the public release)
+come from `renderers`, passed in by the caller because computing them needs a higher layer.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+from typing import Callable, Dict, List, Optional
+
+import torch
+
+from ..console import status
+from ..data.layout import Item, Layout, resolve_layout
+from ..models.spec import BgModel, check_compatible
+from ..runs import Provenance
+from .config import EvalConfig
+from .predict import mask_checker, predict_items
+from .results import EvalReport
+from .tencrop import CROP as TEN_CROP_SIZE, RESIZE as TEN_CROP_RESIZE, ten_crop_logits
+
+#: variant -> (layout -> (item of `original` -> HxWx3 uint8 image of the variant)).
+Renderers = Dict[str, Callable[[Layout], Callable[[Item], object]]]
+
+
+def run_eval(model: BgModel, data: str | Path | Layout, cfg: EvalConfig, progress: bool = True,
+             renderers: Optional[Renderers] = None) -> EvalReport:
+    """Per-variant predictions of `model` on `data`, their accuracies and BG-Gap, and provenance."""
+    renderers = renderers or {}
+    on_the_fly = computed_variants(data, cfg.variants, renderers)
+    on_disk = [v for v in cfg.variants or () if v not in on_the_fly]
+    if on_the_fly and "original" not in on_disk:
+        on_disk.append("original")
+    layout = resolve_layout(data, on_disk or None)
+    variants = list(cfg.variants or layout.variants)
+    check_compatible(model, layout.classes)
+    model = model.to(cfg.device).eval()
+    _warn_ten_crop_size(model, cfg)
+    predictions = {}
+    for v in variants:
+        render = renderers[v](layout) if v in on_the_fly else None
+        predictions[v] = predict_items(model, layout.items("original" if v in on_the_fly else v),
+                                       batch_size=cfg.batch_size, device=cfg.device, mapping=cfg.mapping,
+                                       progress=progress, desc=v, render=render,
+                                       forward=ten_crop_logits if cfg.ten_crop else None,
+                                       checker=mask_checker(layout) if v == "original" else None)
+    report = EvalReport.from_predictions(model.spec.name, str(layout.root), predictions, seed=cfg.seed)
+    config = {**asdict(cfg), "variants": variants, "split": layout.split, "torch": torch.__version__,
+              "computed_variants": sorted(on_the_fly)}
+    report.provenance = Provenance.of("eval", config, model=model, layout=layout, seed=cfg.seed)
+    return report
+
+
+def computed_variants(data, variants: Optional[List[str]], renderers: Renderers) -> set:
+    """Requested variants that have a renderer and whose folder the dataset lacks."""
+    if not variants or isinstance(data, Layout):
+        return set()
+    root = Path(data).expanduser()
+    return {v for v in variants if v in renderers and not (root / v).is_dir()}
+
+
+def _warn_ten_crop_size(model: BgModel, cfg: EvalConfig) -> None:
+    trained = tuple(model.spec.input_size or ())[-1:]
+    if cfg.ten_crop and trained and trained[0] < TEN_CROP_SIZE // 2:
+        status(f"warning: --ten-crop feeds {TEN_CROP_SIZE}-px crops of images resized to 256, but "
+               f"{model.spec.name} expects {trained[0]}-px inputs; objects will look "
+               f"{TEN_CROP_RESIZE / trained[0]:.1f}x larger than in training")

@@ -1,0 +1,46 @@
+"""`file:PATH`: a checkpoint that describes itself: bgbench's own (spec + weights), TorchScript, or a
+whole pickled model (only with `trust_checkpoint`). Bare weights need `timm:ARCH --checkpoint`."""
+from __future__ import annotations
+
+from typing import Tuple
+
+import torch
+from torch import nn
+
+from ..errors import CheckpointError
+from .checkpoint import read_checkpoint
+from .norms import DATASET, IMAGENET1K, norm_for
+from .schemes import ModelRequest, register_scheme
+from .spec import ModelSpec
+from .timm_scheme import build_timm
+
+
+@register_scheme("file", usage="file:PATH")
+def file_model(request: ModelRequest) -> Tuple[nn.Module, ModelSpec]:
+    """The network the file at `request.target` holds, with its spec."""
+    if request.checkpoint:
+        raise CheckpointError("use either --model file:PATH or --checkpoint, not both")
+    path = request.target
+    ckpt = read_checkpoint(path, trust=request.trust_checkpoint)
+    if ckpt.kind == "bgbench":
+        net, spec = build_timm(ckpt.spec["arch"], ckpt, None, request.name)
+    elif ckpt.module is not None:
+        net = ckpt.module.eval()
+        n = _probe_classes(net)
+        mean, std = norm_for("auto", n)
+        spec = ModelSpec(name=request.name, arch=ckpt.kind, num_classes=n,
+                         label_space=IMAGENET1K if n == 1000 else DATASET, mean=mean, std=std)
+    else:
+        raise CheckpointError(f"{path} holds bare weights with no architecture; "
+                              f"use --model timm:ARCH --checkpoint {path}")
+    spec.checkpoint, spec.checkpoint_sha256 = str(path), ckpt.sha256
+    return net, spec
+
+
+def _probe_classes(module: nn.Module) -> int:
+    """The output width of a network that carries no spec, from one forward pass."""
+    with torch.inference_mode():
+        out = module(torch.zeros(1, 3, 224, 224))
+    if not isinstance(out, torch.Tensor) or out.ndim != 2:
+        raise CheckpointError("the model's output is not a (batch, classes) tensor")
+    return int(out.shape[1])

@@ -1,0 +1,80 @@
+"""Model schemes: the part of a model string before ':' names the module that builds the model.
+
+A scheme is one module that registers a builder with `@register_scheme`, the way timm registers
+architectures: `timm:` (timm_scheme.py), `file:` (file_scheme.py) and `zoo:` (zoo.py) today; a new
+one (say `openclip:`) is a new module plus its name in `registry.SCHEME_MODULES`. `create_model`
+looks the scheme up here, and `list_models` asks every scheme that can enumerate its names.
+No torch is imported here.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Dict, Iterable, List, Optional
+
+from ..errors import CheckpointError
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    """What the user asked for: the model string, split at its scheme, and `create_model`'s options.
+
+    Attributes:
+        name: the whole model string ('timm:resnet18'); it becomes the spec's name.
+        target: what follows the scheme ('resnet18', a path, a zoo name).
+        checkpoint: weights given apart from the string (`--checkpoint`), for schemes that take them.
+        num_classes: output width of a randomly initialised network.
+        trust_checkpoint: allow full unpickling.
+        norm: 'auto' lets the scheme choose; other values are applied by `create_model` afterwards.
+    """
+
+    name: str
+    target: str
+    checkpoint: Optional[str] = None
+    num_classes: Optional[int] = None
+    trust_checkpoint: bool = False
+    norm: str = "auto"
+
+
+@dataclass(frozen=True)
+class Scheme:
+    """A registered scheme: `build(request) -> (network, ModelSpec)`, and optionally its model names."""
+
+    name: str
+    build: Callable[[ModelRequest], tuple]
+    usage: str
+    names: Optional[Callable[[], Iterable[str]]] = None
+
+
+SCHEMES: Dict[str, Scheme] = {}
+
+
+def register_scheme(name: str, usage: str, names: Optional[Callable[[], Iterable[str]]] = None):
+    """Decorator: `fn(request) -> (net, spec)` builds the models whose string starts with `name:`.
+
+    Args:
+        usage: how the string looks, for messages ('timm:ARCH').
+        names: the model names (without the scheme) that `list_models` offers, if the scheme can list them.
+    """
+    def wrap(fn):
+        if name in SCHEMES:
+            raise ValueError(f"model scheme {name!r} is already registered")
+        SCHEMES[name] = Scheme(name, fn, usage, names)
+        return fn
+    return wrap
+
+
+def list_schemes() -> List[str]:
+    return list(SCHEMES)
+
+
+def usages() -> str:
+    """'timm:ARCH, file:PATH or zoo:NAME': every registered scheme, for messages."""
+    forms = [s.usage for s in SCHEMES.values()]
+    return forms[0] if len(forms) == 1 else f"{', '.join(forms[:-1])} or {forms[-1]}"
+
+
+def get_scheme(name: str, model: str) -> Scheme:
+    """The scheme `name` of model string `model`; a one-line error naming the registered ones."""
+    if name not in SCHEMES:
+        raise CheckpointError(f"unknown model scheme {name!r} in {model!r}; registered schemes: {usages()}")
+    return SCHEMES[name]

@@ -1,0 +1,197 @@
+"""`bgbench synth`: Synthetic-9 written in the IN-9 layout through the one dataset writer.
+
+`data.synthetic` draws the images; here their 8 variants are rendered with the registry's pure
+functions and written. Every image is a function of (seed, split, class, index), so a worker or
+a shard draws any image, donors included, by itself: donors are chosen for the whole split
+(`variants.donors`, from the labels alone), and each worker renders and writes its images. The
+output is byte-identical for any `--workers` and any `--shard` split, once merged.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional
+
+from .. import checks, runs
+from ..data import manifest as M
+from ..data.pool import worker_pool
+from ..data.shards import Shard, ShardRecord, inputs_fingerprint, select
+from ..data.synthetic import MIN_SIZE, SYNTH_CLASSES, TEXTURES, Sample, sample_at
+from ..data.writer import DatasetWriter, Target, manifest_rows
+from .donors import Candidate, assign_donors
+from .functions import only_bg_t
+from .registry import IN9_VARIANTS, get_variant
+
+KIND = "synth"
+INFO = "SYNTHETIC9.json"
+
+
+@dataclass(frozen=True)
+class SynthConfig:
+    out: Path
+    per_class: int = 50
+    size: int = 64
+    seed: int = 0
+    split: str = "val"
+    bg_correlation: float = 0.95
+    workers: int = 1
+    shard: Optional[Shard] = None
+    overwrite: bool = False
+
+    def __post_init__(self):
+        checks.at_least("--per-class", self.per_class, 1)
+        checks.at_least("--size", self.size, MIN_SIZE)
+        checks.within("--bg-correlation", self.bg_correlation, 0, 1)
+        checks.one_of("--split", self.split, ("train", "val"))
+        checks.at_least("--workers", self.workers, 1)
+
+    def settings(self) -> dict:
+        """What decides the images: shards must agree on all of it."""
+        return {"per_class": self.per_class, "size": self.size, "seed": self.seed, "split": self.split,
+                "bg_correlation": self.bg_correlation}
+
+
+@dataclass
+class SynthResult:
+    out: Path
+    split: str
+    images: int  # images written (per variant)
+    shard: Optional[Shard] = None
+    rows: List[M.ManifestRow] = field(default_factory=list, repr=False)
+    provenance: Optional[runs.Provenance] = None  # None for a shard: it is recorded once merged
+
+    def outputs(self) -> dict:
+        return {"out": str(self.out), "split": self.split, "images": self.images, "variants": list(IN9_VARIANTS),
+                "shard": str(self.shard) if self.shard else None}
+
+    def summary(self) -> str:
+        what = f"Synthetic-9 ({self.split}, {self.images} images x {len(IN9_VARIANTS)} variants + fg_mask)"
+        if self.shard:
+            return f"wrote shard {self.shard} of {what} to {self.out}; join the shards with `bgbench merge`"
+        return f"wrote {what} to {self.out}"
+
+
+@dataclass(frozen=True)
+class _Job:
+    position: int
+    label: int
+    i: int  # index within the class
+    donors: Dict[str, int]  # mixed variant -> donor position
+
+
+@dataclass(frozen=True)
+class _Settings:
+    target: Target
+    cfg: SynthConfig
+
+
+def image_id(cfg: SynthConfig, position: int) -> str:
+    return f"{SYNTH_CLASSES[position // cfg.per_class]}/synth_{cfg.split}_{position:05d}"
+
+
+def _sample(cfg: SynthConfig, position: int) -> Sample:
+    return sample_at(position // cfg.per_class, position % cfg.per_class, cfg.size, cfg.seed, cfg.split,
+                     cfg.bg_correlation)
+
+
+def _render(job: _Job, s: _Settings) -> List[M.ManifestRow]:
+    """Draw one image (and its donors), write its 8 variants and mask; its manifest rows."""
+    cfg = s.cfg
+    me = _sample(cfg, job.position)
+    iid = image_id(cfg, job.position)
+    common = dict(position=job.position, image=iid, label=job.label, box=me.box, mask_source="exact",
+                  fg_fraction=M.fg_fraction(me.mask))
+    donors: Dict[int, Sample] = {}
+    rows = []
+    for name in IN9_VARIANTS:
+        variant = get_variant(name)
+        if variant.donor is None:
+            s.target.save_image(name, iid, variant.render(me.image, me.mask, me.box))
+            rows.append(M.ManifestRow(folder=name, params={"texture": TEXTURES[me.texture]}, **common))
+            continue
+        d = job.donors[name]
+        if d not in donors:
+            donors[d] = _sample(cfg, d)
+        donor = donors[d]
+        background = only_bg_t(donor.image, donor.mask, donor.box)
+        s.target.save_image(name, iid, variant.render(me.image, me.mask, me.box, background))
+        rows.append(M.ManifestRow(folder=name, bg_image=image_id(cfg, d), bg_class=SYNTH_CLASSES[donor.label],
+                                  params={"texture": TEXTURES[donor.texture]}, **common))
+    s.target.save_mask(iid, me.mask)
+    return rows
+
+
+def _jobs(cfg: SynthConfig) -> List[_Job]:
+    """Every image of the split with its donors, chosen over the whole split."""
+    n = len(SYNTH_CLASSES) * cfg.per_class
+    labels = [p // cfg.per_class for p in range(n)]
+    donors = assign_donors([Candidate(p, labels[p], (cfg.size, cfg.size)) for p in range(n)],
+                           len(SYNTH_CLASSES), cfg.seed)
+    return [_Job(p, labels[p], p % cfg.per_class, {v: d.index for v, d in donors[p].items()}) for p in range(n)]
+
+
+def synth(cfg: SynthConfig, progress: bool = True) -> SynthResult:
+    """Write one split of Synthetic-9 (or, with `cfg.shard`, that shard's share of it)."""
+    cfg = SynthConfig(**{**cfg.__dict__, "out": Path(cfg.out).expanduser()})
+    writer = DatasetWriter(cfg.out, cfg.split, IN9_VARIANTS, SYNTH_CLASSES)
+    writer.open(cfg.overwrite)
+    jobs = _jobs(cfg)
+    mine = select(jobs, cfg.shard)
+    with worker_pool(cfg.workers, len(mine)) as pool:
+        rows = [r for rs in pool.map(_render, mine, _Settings(writer.target, cfg), f"synth {cfg.split}",
+                                     progress) for r in rs]
+    if cfg.shard is not None:
+        ShardRecord(KIND, cfg.split, cfg.shard, cfg.settings(),
+                    inputs_fingerprint([image_id(cfg, j.position) for j in jobs]), list(IN9_VARIANTS),
+                    list(SYNTH_CLASSES), rows=[r.to_json() for r in rows]).save(cfg.out)
+        return SynthResult(cfg.out, cfg.split, len(mine), cfg.shard, rows)
+    _finish(writer, cfg.settings(), rows)
+    return SynthResult(cfg.out, cfg.split, len(mine), None, rows, _provenance(cfg.out, cfg.settings()))
+
+
+def _provenance(out: Path, settings: dict) -> runs.Provenance:
+    from ..data.layout import discover
+    return runs.Provenance.of("synth", settings, layout=discover(out, split=settings["split"]),
+                              seed=settings["seed"])
+
+
+def _finish(writer: DatasetWriter, settings: dict, rows: List[M.ManifestRow]) -> None:
+    writer.write_tables(rows, [])
+    _write_info(writer.out, settings, len({r.image for r in rows}))
+
+
+def _write_info(out: Path, settings: dict, images: int) -> None:
+    """SYNTHETIC9.json: the generator's settings per split (other splits' entries are kept)."""
+    path = out / INFO
+    info = json.loads(path.read_text()) if path.is_file() else {}
+    splits = info.get("splits", {}) if isinstance(info.get("splits"), dict) else {}
+    split = settings["split"]
+    splits[split] = {**{k: v for k, v in settings.items() if k != "split"}, "images": images}
+    doc = {"generator": "bgbench synth", "classes": list(SYNTH_CLASSES), "textures": list(TEXTURES),
+           "splits": splits}
+    path.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+
+
+def merge(out: Path, records: List[ShardRecord], overwrite: bool = False, workers: int = 1,
+          progress: bool = True) -> SynthResult:
+    """Join the shards of one split into `out`: the very files an unsharded run writes.
+
+    Nothing is left to compute, so `workers` and `progress` (merge's one signature) go unused.
+    """
+    ref = records[0]
+    writer = DatasetWriter(out, ref.split, IN9_VARIANTS, SYNTH_CLASSES)
+    writer.open(overwrite)
+    writer.copy_shards(records)
+    rows = manifest_rows(records)
+    _finish(writer, ref.settings, rows)
+    return SynthResult(Path(out), ref.split, len({r.image for r in rows}), None, rows,
+                       _provenance(Path(out), {**ref.settings, "shards": len(records)}))
+
+
+def write_dataset(out: Path, per_class: int = 50, size: int = 64, seed: int = 0, split: str = "val",
+                  bg_correlation: float = 0.95, progress: bool = True, workers: int = 1,
+                  overwrite: bool = False) -> Path:
+    """Write one split of Synthetic-9 to `out` (see `synth`); returns `out`."""
+    return synth(SynthConfig(Path(out), per_class, size, seed, split, bg_correlation, workers, None, overwrite),
+                 progress).out

