@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 from ..metrics import Estimate
 
@@ -26,6 +26,13 @@ class ChallengeReport:
     precision: Optional[dict] = None  # bf16-verified: VerifiedStats.as_dict(), over every invocation of the run
     numerics: Optional[dict] = None  # the precision, and whether fp32 forwards ran strict (no TF32)
     asr_rows: List[tuple] = field(default_factory=list, repr=False)
+    provenance: Any = None  # runs.Provenance of the open run
+    store_path: Optional[str] = None  # the store holding the verdict rows, where `record` finishes the run
+
+    @property
+    def run_status(self) -> str:
+        """'sampled' for an estimate (the run can be extended), else 'done'."""
+        return "sampled" if self.estimate else "done"
 
     def metric_rows(self) -> List[tuple]:
         c, k = self.challenge_accuracy, self.clean_accuracy
