@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
-from ..metrics import Estimate
+from ..metrics import Estimate, percent
 
 
 @dataclass
@@ -28,6 +28,7 @@ class ChallengeReport:
     asr_rows: List[tuple] = field(default_factory=list, repr=False)
     provenance: Any = None  # runs.Provenance of the open run
     store_path: Optional[str] = None  # the store holding the verdict rows, where `record` finishes the run
+    model_label: Optional[str] = None  # runs.model_label: the model with its weights, for display
 
     @property
     def run_status(self) -> str:
@@ -70,8 +71,8 @@ class ChallengeReport:
                 "numerics": self.numerics, **({"matrix": self.full["matrix"]} if self.full else {})}
 
     def to_dict(self) -> dict:
-        return {"model": self.model, "data": self.data, "run_id": self.run_id,
-                "challenge_accuracy": self.challenge_accuracy.as_dict(),
+        return {"model": self.model, "model_label": self.model_label or self.model, "data": self.data,
+                "run_id": self.run_id, "challenge_accuracy": self.challenge_accuracy.as_dict(),
                 "clean_accuracy": self.clean_accuracy.as_dict(),
                 "fooled": self.fooled, "total": self.total, "per_class": self.per_class, "pairs": self.pairs,
                 "seconds": self.seconds, "full": self.full, "files": self.files, "estimate": self.estimate,
@@ -79,7 +80,7 @@ class ChallengeReport:
 
     def table(self) -> str:
         c, k = self.challenge_accuracy, self.clean_accuracy
-        lines = [f"model: {self.model}", f"data:  {self.data}",
+        lines = [f"model: {self.model_label or self.model}", f"data:  {self.data}",
                  f"challenge accuracy {100 * c.value:5.1f}%  [{100 * c.lo:.1f}%, {100 * c.hi:.1f}%]  "
                  f"({self.total - self.fooled}/{self.total} foregrounds never fooled)",
                  f"clean accuracy     {100 * k.value:5.1f}%  [{100 * k.lo:.1f}%, {100 * k.hi:.1f}%]  (original)",
@@ -88,9 +89,9 @@ class ChallengeReport:
                  "", f"{'class':<24} {'n':>5} {'clean':>7} {'challenge':>10}" +
                  (f" {'fool rate':>10}" if self.full else "")]
         for row in self.per_class:
-            line = f"{row['class']:<24} {row['n']:>5} {100 * row['clean']:6.1f}% {100 * row['challenge']:9.1f}%"
+            line = f"{row['class']:<24} {row['n']:>5} {percent(row['clean'], 6)} {percent(row['challenge'], 9)}"
             if self.full:
-                line += f" {100 * row['class_fool_rate']:9.1f}%"
+                line += f" {percent(row['class_fool_rate'], 9)}"
             lines.append(line)
         if self.files:
             lines.append("")

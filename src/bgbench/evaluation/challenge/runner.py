@@ -129,7 +129,7 @@ def run_challenge(model: BgModel, data: str | Path, store: Store, cfg: Challenge
     pairs, verified = job.totals()
     if rank != 0:
         return None
-    report = summarize(store.challenge_results(job.run_id), job.data, job.run_id, model.spec.name, job.matrix,
+    report = summarize(store.challenge_results(job.run_id), job.data, job.run_id, model.spec.to_dict(), job.matrix,
                        plan=job.plan, cfg=cfg)
     report.pairs = pairs
     report.seconds = round(time.time() - t0, 2)
@@ -141,6 +141,20 @@ def run_challenge(model: BgModel, data: str | Path, store: Store, cfg: Challenge
     return report
 
 
+def matrix_path(store: Store, run_id: int, migrate: bool = True) -> Path:
+    """Where a --full run keeps its prediction matrix: `challenge_<run>.npy` beside the store, a
+    uint8 .npy that `np.load(path, mmap_mode="r")` opens (255: a class outside the dataset's).
+
+    Earlier versions named the same .npy content `challenge_<run>.u8`; a partial file of that name
+    is renamed (by rank 0 only, `migrate`), so a run resumes with the rows it already computed.
+    """
+    path = store.path.parent / f"challenge_{run_id}.npy"
+    old = path.with_suffix(".u8")
+    if migrate and old.is_file() and not path.exists():
+        os.replace(old, path)
+    return path
+
+
 class _Invocation:
     """This process's share of one challenge run: its foregrounds, its engine, its stored progress."""
 
@@ -150,7 +164,8 @@ class _Invocation:
         self.world, self.rank, self.device = world, rank, device
         self.progress = progress
         self.plan = SamplePlan.build(cfg.seed, data.fg_ids, data.fg_labels, sample=cfg.sample,
-                                     halfwidth=cfg.halfwidth, chunk=cfg.chunk_size(world))
+                                     halfwidth=cfg.halfwidth, chunk=cfg.chunk_size(world),
+                                     first=cfg.first_chunk(world))
         self.mine = {i for k, i in enumerate(self.plan.order) if k % world == rank}
         self.provenance: Optional[runs.Provenance] = None  # rank 0's: the open run's
         self.run_id = self._open_run(model)
@@ -208,7 +223,7 @@ class _Invocation:
     def _open_matrix(self):
         if not self.cfg.full:
             return None
-        path = self.store.path.parent / f"challenge_{self.run_id}.u8"
+        path = matrix_path(self.store, self.run_id, migrate=self.rank == 0)
         if self.rank == 0 and not path.exists():
             shape = (len(self.data.pairs), len(self.data.bg_items))
             np.lib.format.open_memmap(path, mode="w+", dtype=np.uint8, shape=shape).flush()

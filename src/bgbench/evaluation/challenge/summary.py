@@ -10,6 +10,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
+from ... import runs
 from ...data.layout import Layout
 from .config import ChallengeConfig
 from .matrix import attack_success_rates, class_fool_rates, verdicts_from_matrix
@@ -36,9 +37,10 @@ class ChallengeData:
         self.bg_index = {it.image_id: j for j, it in enumerate(self.bg_items)}
 
 
-def summarize(verdict_rows: Sequence, data: ChallengeData, run_id: int, model_name: str, matrix=None,
+def summarize(verdict_rows: Sequence, data: ChallengeData, run_id: int, spec: Dict[str, Any], matrix=None,
               plan: Optional[SamplePlan] = None, cfg: Optional[ChallengeConfig] = None) -> ChallengeReport:
-    """The report of run `run_id` from its verdict rows (`Store.challenge_results`)."""
+    """The report of run `run_id` from its verdict rows (`Store.challenge_results`); `spec` is the
+    model's resolved spec (`ModelSpec.to_dict()`)."""
     rows = {r["image_id"]: r for r in verdict_rows}
     chosen, estimate = _evaluated(rows, data, plan, cfg)
     ids = [data.fg_ids[i] for i in chosen]
@@ -55,7 +57,8 @@ def summarize(verdict_rows: Sequence, data: ChallengeData, run_id: int, model_na
     full, asr_rows, fool_rates = None, [], None
     if matrix is not None:
         full, asr_rows, fool_rates = _matrix_analyses(np.asarray(matrix), Path(matrix.filename), data, labels, fooled)
-    return ChallengeReport(model=model_name, data=str(data.layout.root), run_id=run_id,
+    return ChallengeReport(model=spec["name"], model_label=runs.model_label(spec["name"], spec),
+                           data=str(data.layout.root), run_id=run_id,
                            challenge_accuracy=accuracy(~fooled), clean_accuracy=accuracy(clean_ok),
                            fooled=int(fooled.sum()), total=len(fooled),
                            per_class=_per_class(data.layout.classes, labels, clean_ok, fooled, fool_rates),
