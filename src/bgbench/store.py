@@ -66,6 +66,17 @@ CREATE TABLE IF NOT EXISTS challenge_fg (
     fooling_pred INTEGER,
     PRIMARY KEY (run_id, image_id)
 );
+CREATE TABLE IF NOT EXISTS challenge_near (
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    image_id TEXT NOT NULL,
+    lowest REAL,
+    near TEXT NOT NULL,
+    PRIMARY KEY (run_id, image_id)
+);
+CREATE TABLE IF NOT EXISTS challenge_state (
+    run_id INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+    state TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS challenge_bg (
     run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
     bg_id TEXT NOT NULL,
@@ -196,14 +207,18 @@ class Store:
 
     def insert(self, table: str, run_id: int, rows: Iterable[tuple]) -> None:
         """Insert (or replace) rows of `table`, each given without its leading run_id."""
+        with self.conn:
+            self._insert(table, run_id, rows)
+
+    def _insert(self, table: str, run_id: int, rows: Iterable[tuple]) -> None:
+        """`insert` inside the caller's transaction."""
         if table not in self.tables():
             raise KeyError(f"no table {table!r} in the results store")
         rows = [(run_id, *r) for r in rows]
         if not rows:
             return
         marks = ",".join("?" * len(rows[0]))
-        with self.conn:
-            self.conn.executemany(f"INSERT OR REPLACE INTO {table} VALUES ({marks})", rows)
+        self.conn.executemany(f"INSERT OR REPLACE INTO {table} VALUES ({marks})", rows)
 
     def tables(self) -> List[str]:
         return [r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
@@ -228,9 +243,41 @@ class Store:
             (kind, *statuses, model, _dumps(spec), data_fingerprint, _dumps(config))).fetchone()
         return int(row["id"]) if row else None
 
-    def add_challenge_results(self, run_id: int, rows: Iterable[tuple]) -> None:
-        """rows: (image_id, label, clean_pred, fooled, pairs, fooling_bg, fooling_pred)."""
-        self.insert("challenge_fg", run_id, rows)
+    def add_challenge_results(self, run_id: int, rows: Iterable[tuple], near_ties: Iterable[tuple] = (),
+                              state: Optional[dict] = None) -> None:
+        """Challenge progress, in one transaction (so a killed run never keeps half of it).
+
+        rows: (image_id, label, clean_pred, fooled, pairs, fooling_bg, fooling_pred);
+        near_ties (bf16-verified): (image_id, lowest margin or None, near-tie JSON);
+        state (bf16-verified): the run's audit counts and delta so far.
+        """
+        with self.conn:
+            self._insert("challenge_fg", run_id, rows)
+            self._insert("challenge_near", run_id, near_ties)
+            if state is not None:  # the larger delta wins: another rank may have raised it meanwhile
+                self.conn.execute(
+                    "INSERT INTO challenge_state (run_id, state) VALUES (?1, ?2) ON CONFLICT(run_id) DO UPDATE SET "
+                    "state = json_set(?2, '$.delta', max(coalesce(json_extract(challenge_state.state, '$.delta'), "
+                    "json_extract(?2, '$.delta')), json_extract(?2, '$.delta')))", (run_id, _dumps(state)))
+
+    def raise_challenge_delta(self, run_id: int, delta: float) -> None:
+        """bf16-verified: an audit raised delta; store it now (unless a larger one is stored), so that
+        a run killed before its survivors are re-examined re-examines them when it resumes."""
+        with self.conn:
+            self.conn.execute(
+                "INSERT INTO challenge_state (run_id, state) VALUES (?1, json_object('delta', ?2)) "
+                "ON CONFLICT(run_id) DO UPDATE SET state = json_set(challenge_state.state, '$.delta', "
+                "max(coalesce(json_extract(challenge_state.state, '$.delta'), ?2), ?2))", (run_id, float(delta)))
+
+    def challenge_near_ties(self, run_id: int, at_most: float) -> List[sqlite3.Row]:
+        """bf16-verified: (image_id, near) of the foregrounds with a kept margin at or below `at_most`."""
+        return self.conn.execute("SELECT image_id, near FROM challenge_near WHERE run_id=? AND lowest IS NOT NULL "
+                                 "AND lowest <= ? ORDER BY image_id", (run_id, float(at_most))).fetchall()
+
+    def challenge_state(self, run_id: int) -> Optional[dict]:
+        """bf16-verified: the audit counts and delta stored with the run's progress, if any."""
+        row = self.conn.execute("SELECT state FROM challenge_state WHERE run_id=?", (run_id,)).fetchone()
+        return json.loads(row["state"]) if row else None
 
     def challenge_results(self, run_id: int) -> List[Row]:
         return self.conn.execute("SELECT * FROM challenge_fg WHERE run_id=? ORDER BY image_id", (run_id,)).fetchall()

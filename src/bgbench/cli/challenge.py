@@ -15,12 +15,13 @@ def register(sub) -> None:
     p.add_argument("--data", required=True, help="dataset root with original/, only_bg_t/ and fg_mask/")
     add_mapping_arg(p, config_default(ChallengeConfig, "mapping"))
     p.add_argument("--precision", choices=PRECISIONS, default=config_default(ChallengeConfig, "precision"),
-                   help="fp32 is exact; bf16-verified runs bf16 and recomputes in fp32 every composite whose "
-                        "decision margin is within the measured bf16 error (the verdicts of fp32); plain "
-                        "bf16/fp16 autocast is not exact (default %(default)s)")
+                   help="fp32 is exact (TF32 off on GPUs); bf16-verified runs bf16, confirms every fooled "
+                        "verdict in fp32 (exact) and recomputes in fp32 every composite whose decision margin "
+                        "is within delta, the bf16 error measured by random audits: a survivor's verdict is as "
+                        "good as the audits; plain bf16/fp16 autocast is not exact (default %(default)s)")
     p.add_argument("--verify-safety", type=float, default=config_default(ChallengeConfig, "verify_safety"),
-                   metavar="F", help="bf16-verified: safety factor on the largest measured spread of bf16-fp32 logit "
-                                     "deviations (default %(default)s, recorded)")
+                   metavar="F", help="bf16-verified: delta is F x the largest spread of bf16-fp32 logit deviations "
+                                     "that the calibration and audits measured (default %(default)s, recorded)")
     p.add_argument("--sample", type=int, metavar="N",
                    help="estimate from the first N foregrounds of a seeded order stratified by class, each against "
                         "every background (exact verdicts, a Wilson interval for the share); rerun with a larger N "

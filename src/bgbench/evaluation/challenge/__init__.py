@@ -1,1 +1,2 @@
-"""The Backgrounds Challenge: engine (verdicts), sampling (order and stopping), bf16-verified precision, runner (I/O, resume, torchrun)."""
+"""The Backgrounds Challenge: engine and search (verdicts), neartie and precision (bf16-verified), sample
+(order and stopping), matrix and summary (numbers), result (the report), runner (I/O, resume, torchrun)."""

@@ -9,10 +9,12 @@ from ... import checks
 from ...classes import Mapping
 from ...errors import BgbenchError
 
-#: fp32 is exact; bf16-verified rechecks in fp32 every composite near a decision boundary; bf16
-#: and fp16 are plain autocast (fp16 needs a GPU).
+#: fp32 is exact; bf16-verified confirms fooled verdicts in fp32 and rechecks in fp32 every composite
+#: near a decision boundary (survivors are as good as its audits); bf16 and fp16 are plain autocast
+#: (fp16 needs a GPU).
 PRECISIONS = ("fp32", "bf16-verified", "bf16", "fp16")
-#: bf16-verified: the factor on the largest bf16-vs-fp32 deviation measured on the run's first batches.
+#: bf16-verified: delta is this factor x the largest spread of bf16-vs-fp32 logit deviations measured
+#: on the composites it calibrates on and audits, drawn at random across the run.
 DEFAULT_SAFETY = 4.0
 #: --halfwidth: foregrounds (per process) in the first chunk, after which the rule is first checked.
 FIRST_HALFWIDTH_CHUNK = 16
@@ -27,7 +29,8 @@ class ChallengeConfig:
             estimate with a Wilson interval; each verdict is still exact).
         halfwidth: stop at the first chunk where the 95% Wilson half-width is at most this.
         seed: the seed of the visiting order (part of the run's identity).
-        verify_safety: for precision 'bf16-verified', the factor on the measured bf16 deviation.
+        verify_safety: for precision 'bf16-verified', the factor on the largest measured spread of
+            bf16-fp32 logit deviations (delta; see `precision`).
     """
 
     batch_size: int = 64

@@ -1,9 +1,10 @@
 """Running the Backgrounds Challenge: data loading, resumable progress, torchrun sharding, results.
 
-I/O lives here; the verdict logic is `challenge.ChallengeEngine`, the visiting order and stopping
-rule `sample`. Foregrounds are visited in the run's seeded order, in chunks; under
-`torchrun` each chunk is sharded across ranks (position % world_size == rank), every rank writes
-its own progress rows to the store, and rank 0 merges them once all ranks are done.
+I/O lives here; the verdict logic is `engine.ChallengeEngine` (with `search`), the visiting order
+and stopping rule `sample`, the numbers `summary`. Foregrounds are visited in the run's seeded
+order, in chunks; under `torchrun` each chunk is sharded across ranks (position % world_size ==
+rank), every rank writes its own progress rows to the store, and rank 0 merges them once all ranks
+are done.
 
 Sampled runs (`sample`, `halfwidth`): the run's identity holds the seed but not the sample size,
 so rerunning with a larger `sample`, or with neither option, continues the same run and reuses
@@ -12,16 +13,19 @@ every stored verdict. A run that stops before the last foreground is finished wi
 
 Verdict rows are committed as they come (that is what makes a killed run resumable); the
 summary (accuracy, per-class rates, ASR) is computed by `summarize`, which writes nothing, and
-recorded by `runs.record(report, store)`, which finishes the open run.
+recorded by `runs.record(report, store)`, which finishes the open run. bf16-verified runs also commit, with their verdicts, each
+foreground's near ties and the run's audit counts and delta (`neartie`): at every chunk boundary
+the ranks agree on the largest delta, and every stored survivor whose kept margin it reaches is
+re-examined and stored again, in this invocation or, after a kill, in the next.
 """
 from __future__ import annotations
 
+import math
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional
 
 import numpy as np
 import torch
@@ -33,115 +37,20 @@ from ...data.layout import Layout, discover
 from ...errors import DataError
 from ...models.spec import BgModel, check_compatible
 from ...store import Store
-from .engine import (ChallengeEngine, FgResult, attack_success_rates, class_fool_rates, top_backgrounds,
-                        verdicts_from_matrix)
 from .config import ChallengeConfig
-from .sample import SamplePlan, done_prefix, wilson_halfwidth
-from ..metrics import Estimate, accuracy, percent
+from .engine import ChallengeEngine, FgResult
+from .neartie import NearTies
+from .result import ChallengeReport
+from .sample import SamplePlan
+from .summary import ChallengeData, summarize
 
+__all__ = ["ChallengeConfig", "ChallengeReport", "run_challenge", "summarize", "load_backgrounds",
+           "load_foregrounds"]
 
-@dataclass
-class ChallengeReport:
-    model: str
-    data: str
-    run_id: int
-    challenge_accuracy: Estimate
-    clean_accuracy: Estimate
-    fooled: int
-    total: int
-    per_class: List[dict]
-    pairs: int = 0
-    seconds: float = 0.0
-    full: Optional[dict] = None
-    files: Dict[str, str] = field(default_factory=dict)
-    estimate: bool = False  # True when only a sample of the foregrounds was evaluated
-    sample: Optional[dict] = None  # seed, n, population, requested, halfwidth_target, halfwidth
-    precision: Optional[dict] = None  # bf16-verified: VerifiedStats.as_dict()
-    asr_rows: List[tuple] = field(default_factory=list, repr=False)
-    provenance: Any = None  # runs.Provenance of the open run
-    store_path: Optional[str] = None  # the store holding the verdict rows, where `record` finishes the run
-
-    @property
-    def run_status(self) -> str:
-        """'sampled' for an estimate (the run can be extended), else 'done'."""
-        return "sampled" if self.estimate else "done"
-    model_label: Optional[str] = None  # runs.model_label: the model with its weights, for display
-
-    def metric_rows(self) -> List[tuple]:
-        c, k = self.challenge_accuracy, self.clean_accuracy
-        rows = [("challenge_accuracy", "", c.value, c.lo, c.hi, c.n),
-                ("clean_accuracy", "", k.value, k.lo, k.hi, k.n),
-                ("fooled", "", float(self.fooled), None, None, self.total),
-                ("challenge_pairs", "", self.pairs, None, None, None)]
-        for row in self.per_class:
-            rows.append(("challenge_accuracy_class", row["class"], row["challenge"], None, None, row["n"]))
-            if "class_fool_rate" in row:
-                rows.append(("class_fool_rate", row["class"], row["class_fool_rate"], None, None, None))
-        if self.sample is not None:
-            rows.append(("challenge_sample_n", "", self.sample["n"], None, None, self.sample["population"]))
-        if self.precision is not None:  # what a bf16-verified run must keep (this invocation's counts)
-            v = self.precision
-            rows += [("bf16_rechecked", "", v["rechecked"], None, None, v["composites"]),
-                     ("bf16_delta", "", v["delta"], None, None, None),
-                     ("bf16_safety", "", v["safety"], None, None, None),
-                     ("bf16_max_spread", "", v["max_spread"], None, None, v["calibration"] + v["audited"]),
-                     ("bf16_exceeded", "", float(v["exceeded"]), None, None, None)]
-        return rows
-
-    def table_rows(self) -> Dict[str, List[tuple]]:
-        return {"challenge_bg": self.asr_rows}
-
-    def outputs(self) -> dict:
-        return {"files": self.files, "seconds": self.seconds, "estimate": self.estimate, "sample": self.sample,
-                **({"matrix": self.full["matrix"]} if self.full else {})}
-
-    def to_dict(self) -> dict:
-        return {"model": self.model, "model_label": self.model_label or self.model, "data": self.data,
-                "run_id": self.run_id, "challenge_accuracy": self.challenge_accuracy.as_dict(), "clean_accuracy": self.clean_accuracy.as_dict(),
-                "fooled": self.fooled, "total": self.total, "per_class": self.per_class, "pairs": self.pairs,
-                "seconds": self.seconds, "full": self.full, "files": self.files, "estimate": self.estimate,
-                "sample": self.sample, "precision": self.precision}
-
-    def table(self) -> str:
-        c, k = self.challenge_accuracy, self.clean_accuracy
-        lines = [f"model: {self.model_label or self.model}", f"data:  {self.data}",
-                 f"challenge accuracy {100 * c.value:5.1f}%  [{100 * c.lo:.1f}%, {100 * c.hi:.1f}%]  "
-                 f"({self.total - self.fooled}/{self.total} foregrounds never fooled)",
-                 f"clean accuracy     {100 * k.value:5.1f}%  [{100 * k.lo:.1f}%, {100 * k.hi:.1f}%]  (original)",
-                 f"fooled foregrounds {self.fooled}/{self.total}",
-                 *self._sample_lines(), *self._precision_lines(),
-                 "", f"{'class':<24} {'n':>5} {'clean':>7} {'challenge':>10}" +
-                 (f" {'fool rate':>10}" if self.full else "")]
-        for row in self.per_class:
-            line = f"{row['class']:<24} {row['n']:>5} {percent(row['clean'], 6)} {percent(row['challenge'], 9)}"
-            if self.full:
-                line += f" {percent(row['class_fool_rate'], 9)}"
-            lines.append(line)
-        if self.files:
-            lines.append("")
-            lines.extend(f"{k}: {v}" for k, v in self.files.items())
-        return "\n".join(lines)
-
-    def _sample_lines(self) -> List[str]:
-        if not self.estimate or not self.sample:
-            return []
-        s = self.sample
-        return [f"ESTIMATE from a seeded sample of {s['n']} of {s['population']} foregrounds (seed {s['seed']}, "
-                f"stratified by class): 95% Wilson interval half-width {100 * s['halfwidth']:.1f} points; "
-                f"each verdict is exact. Rerun with --seed {s['seed']} and without --sample to extend it to the "
-                "full set."]
-
-    def _precision_lines(self) -> List[str]:
-        if not self.precision:
-            return []
-        p = self.precision
-        line = (f"bf16-verified: {p['rechecked']} of {p['composites']} composites rechecked in fp32 "
-                f"(margin <= delta {p['delta']:.3g} = safety {p['safety']:g} x measured deviation spread "
-                f"{p['calibration_deviation']:.3g}; {p['calibration'] + p['audited']} run in both precisions, "
-                f"largest spread {p['max_spread']:.3g})")
-        if p["exceeded"]:
-            line += "; WARNING: an audit exceeded the calibrated bound, verdicts are not proven equal to fp32"
-        return [line]
+#: bf16-verified counts that add up over ranks and invocations; the rest of VerifiedStats takes the largest
+_SUMMED = ("composites", "calibration", "audited", "breaches", "rechecked", "confirmed", "overturned", "reexamined",
+           "researched", "changed")
+_LARGEST = ("max_deviation", "max_spread", "delta")
 
 
 def decode_workers() -> int:
@@ -213,118 +122,22 @@ def run_challenge(model: BgModel, data: str | Path, store: Store, cfg: Challenge
     world, rank, device = _dist_setup(cfg.device)
     layout = discover(data, variants=["original", "only_bg_t"])
     check_compatible(model, layout.classes)
-    pairs = layout.foregrounds()
-    fg_ids = [it.image_id for it, _ in pairs]
-    fg_labels = np.array([it.label for it, _ in pairs])
     bg_items, backgrounds = load_backgrounds(layout)
-    bg_labels = np.array([it.label for it in bg_items])
-    plan = SamplePlan.build(cfg.seed, fg_ids, fg_labels, sample=cfg.sample, halfwidth=cfg.halfwidth,
-                            chunk=cfg.chunk_size(world), first=cfg.first_chunk(world))
-
-    run_id = prov = None
-    if rank == 0:
-        prov = runs.Provenance.of("challenge", cfg.identity(), model=model, layout=layout, seed=cfg.seed)
-        run_id = store.find_resumable("challenge", prov.model, prov.spec, prov.data_fingerprint, prov.config,
-                                      statuses=("running", "sampled"))
-        if run_id is not None:
-            done_before = len(store.challenge_results(run_id))
-            console.status(f"resuming challenge run {run_id}: {done_before}/{len(pairs)} foregrounds already done")
-        else:
-            run_id = runs.start(store, prov)
-    run_id = _broadcast(run_id, rank, world)
-    done = {r["image_id"]: r for r in store.challenge_results(run_id)}
-
-    model = model.to(device).eval()
-    engine = ChallengeEngine(model, backgrounds.to(device), torch.from_numpy(bg_labels), mapping=cfg.mapping,
-                             batch_size=cfg.batch_size, precision=cfg.precision, verify_safety=cfg.verify_safety)
-    bg_index = {it.image_id: j for j, it in enumerate(bg_items)}
-    for r in done.values():  # warm the ordering with what earlier runs learnt
-        if r["fooling_bg"] in bg_index:
-            engine.warm(bg_index[r["fooling_bg"]], int(r["label"]))
-
-    matrix = None
-    if cfg.full:
-        path = matrix_path(store, run_id, migrate=rank == 0)
-        if rank == 0 and not path.exists():
-            np.lib.format.open_memmap(path, mode="w+", dtype=np.uint8, shape=(len(pairs), len(bg_items))).flush()
-        if world > 1:
-            dist.barrier()
-        matrix = np.load(path, mmap_mode="r+")
-
-    fooled_by_id = {i: bool(r["fooled"]) for i, r in done.items()}
-    buffer: List[tuple] = []
-    todo = sum(1 for s, e in plan.chunks() for i in plan.shard(s, e, rank, world) if fg_ids[i] not in done)
-    bar = console.progress(enabled=progress and rank == 0, total=todo,
-                           desc="challenge --full" if cfg.full else "challenge", unit="fg")
-
-    def flush() -> None:
-        if matrix is not None:
-            matrix.flush()  # rows reach the disk before the store says they are done
-        store.add_challenge_results(run_id, buffer)
-        buffer.clear()
-
-    def run_chunk(mine: List[int]) -> None:
-        """Verdicts (or full rows) for foregrounds `mine` (positions into `pairs`), stored as they come."""
-        fg_images, fg_masks = load_foregrounds(layout, pairs, mine)
-        clean = {}
-        for s in range(0, len(mine), cfg.batch_size):
-            preds = engine.predict_uint8(fg_images[s:s + cfg.batch_size].to(device)).cpu().tolist()
-            clean.update({mine[s + k]: p for k, p in enumerate(preds)})
-
-        def record(r: FgResult) -> None:
-            i = mine[r.index]
-            bg = bg_items[r.fooling_bg].image_id if r.fooled else None
-            buffer.append((fg_ids[i], int(fg_labels[i]), int(clean[i]), int(r.fooled), int(r.pairs), bg,
-                           int(r.fooling_pred) if r.fooled else None))
-            fooled_by_id[fg_ids[i]] = bool(r.fooled)
-            bar.update(1)
-            if len(buffer) >= cfg.save_every:
-                flush()
-
-        local = list(range(len(mine)))
-        if cfg.full:
-            for j in local:
-                row = engine.full_row(fg_images[j], fg_masks[j])
-                matrix[mine[j]] = row
-                wrong = np.nonzero(row != fg_labels[mine[j]])[0]
-                record(FgResult(j, bool(len(wrong)), len(row), int(wrong[0]) if len(wrong) else -1,
-                                (int(row[wrong[0]]) if row[wrong[0]] != 255 else -1) if len(wrong) else -2))
-        else:
-            engine.verdicts(fg_images, fg_masks, fg_labels[mine], local, on_result=record, progress=False)
-        flush()
-
-    held = seen = 0  # never-fooled foregrounds, and foregrounds, in the done prefix (all ranks)
-    for start, end in plan.chunks():
-        mine = [i for i in plan.shard(start, end, rank, world) if fg_ids[i] not in done]
-        if mine:
-            run_chunk(mine)
-        if plan.halfwidth is None:
-            continue
-        counts = torch.tensor([sum(not fooled_by_id[fg_ids[i]] for i in plan.shard(start, end, rank, world)),
-                               end - start if rank == 0 else 0], dtype=torch.long,
-                              device=device if world > 1 else "cpu")
-        if world > 1:
-            dist.all_reduce(counts)
-        held, seen = held + int(counts[0]), seen + int(counts[1])
-        if plan.should_stop(held, seen):
-            break
-    bar.close()
-    # NCCL reduces device tensors only; gloo takes CPU ones
-    pairs_here = torch.tensor([engine.stats.pairs], dtype=torch.long, device=device if world > 1 else "cpu")
-    verified = _reduce_verified(engine, world, device)
-    if world > 1:
-        dist.all_reduce(pairs_here)
-        dist.barrier()
+    job = _Invocation(model, ChallengeData(layout, layout.foregrounds(), bg_items, backgrounds), store, cfg,
+                      world, rank, device, progress)
+    job.visit()
+    pairs, verified = job.totals()
     if rank != 0:
         return None
-    report = summarize(store.challenge_results(run_id), run_id, model, layout, pairs, bg_items, fg_labels,
-                       bg_labels, matrix, plan=plan, cfg=cfg)
-    report.pairs = int(pairs_here.item())
+    report = summarize(store.challenge_results(job.run_id), job.data, job.run_id, model.spec.to_dict(), job.matrix,
+                       plan=job.plan, cfg=cfg)
+    report.pairs = pairs
     report.seconds = round(time.time() - t0, 2)
     report.precision = verified
+    report.numerics = job.engine.numerics()
     if figures is not None and report.full:
-        report.files.update(figures(report, Path(out_dir or store.path.parent / f"challenge_{run_id}")))
-    report.provenance, report.store_path = prov, str(store.path.resolve())
+        report.files.update(figures(report, Path(out_dir or store.path.parent / f"challenge_{job.run_id}")))
+    report.provenance, report.store_path = job.provenance, str(store.path.resolve())
     return report
 
 
@@ -342,75 +155,222 @@ def matrix_path(store: Store, run_id: int, migrate: bool = True) -> Path:
     return path
 
 
-def _reduce_verified(engine: ChallengeEngine, world: int, device: str = "cpu") -> Optional[dict]:
-    """bf16-verified counts summed over ranks, deviations and delta their maximum (None for other precisions)."""
-    if engine.verifier is None:
-        return None
-    st = engine.verifier.stats.as_dict()
-    summed = ("composites", "rechecked", "calibration", "audited")
-    maxed = ("max_deviation", "max_spread", "calibration_deviation", "delta", "exceeded")
-    if world > 1:
-        s = torch.tensor([float(st[k]) for k in summed], dtype=torch.float64, device=device)
-        m = torch.tensor([float(st[k]) for k in maxed], dtype=torch.float64, device=device)
-        dist.all_reduce(s)
-        dist.all_reduce(m, op=dist.ReduceOp.MAX)
-        st.update({k: int(v) for k, v in zip(summed, s.tolist())})
-        st.update(dict(zip(maxed, m.tolist())))
-        st["exceeded"] = bool(st["exceeded"])
-    return st
+class _Invocation:
+    """This process's share of one challenge run: its foregrounds, its engine, its stored progress."""
 
+    def __init__(self, model: BgModel, data: ChallengeData, store: Store, cfg: ChallengeConfig, world: int,
+                 rank: int, device: str, progress: bool):
+        self.data, self.store, self.cfg = data, store, cfg
+        self.world, self.rank, self.device = world, rank, device
+        self.progress = progress
+        self.plan = SamplePlan.build(cfg.seed, data.fg_ids, data.fg_labels, sample=cfg.sample,
+                                     halfwidth=cfg.halfwidth, chunk=cfg.chunk_size(world),
+                                     first=cfg.first_chunk(world))
+        self.mine = {i for k, i in enumerate(self.plan.order) if k % world == rank}
+        self.provenance: Optional[runs.Provenance] = None  # rank 0's: the open run's
+        self.run_id = self._open_run(model)
+        done = {r["image_id"]: r for r in store.challenge_results(self.run_id)}
+        self.fooled_by_id = {i: bool(r["fooled"]) for i, r in done.items()}
+        self.engine = self._make_engine(model.to(device).eval(), done)
+        self.matrix = self._open_matrix()
+        self.clean: Dict[int, int] = {}
+        self.rows: List[tuple] = []
+        self.near_rows: List[tuple] = []
+        self.unseen: set = set()  # positions this invocation must still give a verdict (the progress bar)
+        self.bar = None
 
-def summarize(verdict_rows, run_id, model, layout, pairs, bg_items, fg_labels, bg_labels, matrix,
-              plan: Optional[SamplePlan] = None, cfg: Optional[ChallengeConfig] = None) -> ChallengeReport:
-    """The challenge's numbers from its verdict rows (and, with --full, the prediction matrix).
+    # -- setting up -----------------------------------------------------------------------------
+    def _open_run(self, model: BgModel) -> int:
+        run_id = None
+        if self.rank == 0:
+            prov = self.provenance = runs.Provenance.of("challenge", self.cfg.identity(), model=model,
+                                                        layout=self.data.layout, seed=self.cfg.seed)
+            run_id = self.store.find_resumable("challenge", prov.model, prov.spec, prov.data_fingerprint, prov.config,
+                                               statuses=("running", "sampled"))
+            if run_id is not None:
+                done_before = len(self.store.challenge_results(run_id))
+                console.status(f"resuming challenge run {run_id}: {done_before}/{len(self.data.pairs)} foregrounds "
+                               "already done")
+            else:
+                run_id = runs.start(self.store, prov)
+        return _broadcast(run_id, self.rank, self.world)
 
-    Writes nothing: neither the store nor figures (those are drawn by `reporting.figures`).
-    """
-    rows = {r["image_id"]: r for r in verdict_rows}
-    fg_ids = [it.image_id for it, _ in pairs]
-    # a sampled run: the estimate is over the longest done prefix of the seeded order
-    n_sample = done_prefix(plan.order, fg_ids, rows) if plan is not None else len(fg_ids)
-    estimate = n_sample < len(fg_ids) and cfg is not None and cfg.sampled
-    if estimate:
-        if n_sample == 0:
-            raise RuntimeError(f"challenge run {run_id} has no verdicts in its sample")
-        sel = np.array(sorted(plan.order[:n_sample]))
-        fg_ids = [fg_ids[i] for i in sel]
-        fg_labels = fg_labels[sel]
-    missing = [i for i in fg_ids if i not in rows]
-    if missing:
-        raise RuntimeError(f"challenge run {run_id} is missing {len(missing)} foregrounds after all ranks finished")
-    fooled = np.array([bool(rows[i]["fooled"]) for i in fg_ids])
-    clean_ok = np.array([rows[i]["clean_pred"] == rows[i]["label"] for i in fg_ids])
-    chal = accuracy(~fooled)
-    clean = accuracy(clean_ok)
-    sample = None
-    if cfg is not None and cfg.sampled:
-        sample = {"seed": cfg.seed, "n": len(fg_ids), "population": len(pairs), "requested": cfg.sample,
-                  "halfwidth_target": cfg.halfwidth, "halfwidth": wilson_halfwidth(int((~fooled).sum()), len(fooled))}
-    per_class = []
-    asr_rows: List[tuple] = []
-    full = None
-    files: Dict[str, str] = {}
-    fool_rates = None
-    if matrix is not None:
-        m = np.asarray(matrix)
-        assert (verdicts_from_matrix(m, fg_labels) == fooled).all()
-        asr = attack_success_rates(m, fg_labels, bg_labels)
-        fool_rates = class_fool_rates(m, fg_labels, bg_labels, len(layout.classes))
-        top = top_backgrounds(asr, bg_labels, k=5)
-        asr_rows = [(it.image_id, int(c), float(a)) for it, c, a in zip(bg_items, bg_labels, asr)]
-        full = {"matrix": str(Path(matrix.filename)), "top5": {layout.classes[c]: [
-            {"bg": bg_items[j].image_id, "asr": float(asr[j]), "path": str(bg_items[j].path)} for j in js]
-            for c, js in sorted(top.items())}}
-    for c, name in enumerate(layout.classes):
-        sel = fg_labels == c
-        row = {"class": name, "n": int(sel.sum()), "clean": float(clean_ok[sel].mean()) if sel.any() else float("nan"),
-               "challenge": float((~fooled[sel]).mean()) if sel.any() else float("nan")}
-        if fool_rates is not None:
-            row["class_fool_rate"] = float(fool_rates[c])
-        per_class.append(row)
-    return ChallengeReport(model=model.spec.name, data=str(layout.root), run_id=run_id, challenge_accuracy=chal,
-                           clean_accuracy=clean, fooled=int(fooled.sum()), total=len(fooled), per_class=per_class,
-                           full=full, files=files, estimate=estimate, sample=sample, asr_rows=asr_rows,
-                           model_label=runs.model_label(model.spec.name, model.spec.to_dict()))
+    def _make_engine(self, model: BgModel, done: dict) -> ChallengeEngine:
+        cfg, d = self.cfg, self.data
+        engine = ChallengeEngine(model, d.backgrounds.to(self.device), torch.from_numpy(d.bg_labels),
+                                 mapping=cfg.mapping, batch_size=cfg.batch_size, precision=cfg.precision,
+                                 verify_safety=cfg.verify_safety, seed=cfg.seed + self.rank)
+        for r in done.values():  # warm the ordering with what earlier runs learnt
+            if r["fooling_bg"] in d.bg_index:
+                engine.warm(d.bg_index[r["fooling_bg"]], int(r["label"]))
+        if engine.verifier is not None:
+            self._restore(engine.verifier)
+            engine.verifier.on_raise = lambda delta: self.store.raise_challenge_delta(self.run_id, delta)
+        return engine
+
+    def _restore(self, verifier) -> None:
+        """An earlier invocation's delta and audit counts still count (a killed one may have stored
+        only the delta an audit raised)."""
+        saved = self.store.challenge_state(self.run_id) or {}
+        if saved.get("delta") is not None:
+            verifier.raise_to(saved["delta"])
+        st = verifier.stats
+        st.max_deviation, st.max_spread = saved.get("max_deviation", 0.0), saved.get("max_spread", 0.0)
+        if self.rank == 0:  # counts are summed over ranks: one rank carries the earlier ones
+            for k in _SUMMED:
+                setattr(st, k, int(saved.get(k, 0)))
+
+    def _open_matrix(self):
+        if not self.cfg.full:
+            return None
+        path = matrix_path(self.store, self.run_id, migrate=self.rank == 0)
+        if self.rank == 0 and not path.exists():
+            shape = (len(self.data.pairs), len(self.data.bg_items))
+            np.lib.format.open_memmap(path, mode="w+", dtype=np.uint8, shape=shape).flush()
+        if self.world > 1:
+            dist.barrier()
+        return np.load(path, mmap_mode="r+")
+
+    # -- the loop over chunks ---------------------------------------------------------------------
+    def visit(self) -> None:
+        """Verdicts for this rank's share of every chunk, stopping early under `--halfwidth`."""
+        plan, ids = self.plan, self.data.fg_ids
+        self.unseen = {i for s, e in plan.chunks() for i in plan.shard(s, e, self.rank, self.world)
+                       if ids[i] not in self.fooled_by_id}
+        self.bar = console.progress(enabled=self.progress and self.rank == 0, total=len(self.unseen),
+                                    desc="challenge --full" if self.cfg.full else "challenge", unit="fg")
+        for start, end in plan.chunks():
+            new = [i for i in plan.shard(start, end, self.rank, self.world) if ids[i] not in self.fooled_by_id]
+            if new:
+                self.run_chunk(new)
+            self.settle()
+            if plan.halfwidth is not None and self._interval_is_narrow(end):
+                break
+        self.bar.close()
+
+    def _interval_is_narrow(self, end: int) -> bool:
+        """The --halfwidth rule over the done prefix [0, end) of the order, every rank's share counted."""
+        ids = self.data.fg_ids
+        held = sum(not self.fooled_by_id[ids[i]] for i in self.plan.shard(0, end, self.rank, self.world))
+        counts = torch.tensor([held, end if self.rank == 0 else 0], dtype=torch.long, device=self._reduce_device())
+        if self.world > 1:
+            dist.all_reduce(counts)
+        return self.plan.should_stop(int(counts[0]), int(counts[1]))
+
+    def run_chunk(self, positions: List[int]) -> None:
+        """Verdicts (or full rows) for the foregrounds at `positions`, stored as they come."""
+        d, engine = self.data, self.engine
+        images, masks = load_foregrounds(d.layout, d.pairs, positions)
+        for s in range(0, len(positions), self.cfg.batch_size):
+            preds = engine.predict_uint8(images[s:s + self.cfg.batch_size].to(self.device)).cpu().tolist()
+            self.clean.update({positions[s + k]: p for k, p in enumerate(preds)})
+        labels = d.fg_labels[positions]
+        local = list(range(len(positions)))
+        on_result = lambda r: self.record(positions[r.index], r)  # noqa: E731
+        if self.cfg.full:
+            engine.full_rows(images, masks, labels, local, on_result=on_result)
+        else:
+            engine.verdicts(images, masks, labels, local, on_result=on_result, progress=False)
+        self.flush()
+
+    # -- storing ----------------------------------------------------------------------------------
+    def record(self, pos: int, r: FgResult) -> None:
+        """Buffer one verdict (again, if a raised delta changed it) for the store."""
+        d = self.data
+        if r.row is not None:
+            self.matrix[pos] = r.row
+        bg = d.bg_items[r.fooling_bg].image_id if r.fooled else None
+        self.rows.append((d.fg_ids[pos], int(d.fg_labels[pos]), int(self.clean[pos]), int(r.fooled), int(r.pairs),
+                          bg, int(r.fooling_pred) if r.fooled else None))
+        if self.engine.verifier is not None:
+            near = r.near if r.near is not None else NearTies()
+            lowest = near.lowest()
+            self.near_rows.append((d.fg_ids[pos], None if math.isinf(lowest) else lowest, near.to_json()))
+        self.fooled_by_id[d.fg_ids[pos]] = bool(r.fooled)
+        if pos in self.unseen:
+            self.unseen.discard(pos)
+            self.bar.update(1)
+        if len(self.rows) >= self.cfg.save_every:
+            self.flush()
+
+    def flush(self, state: Optional[dict] = None) -> None:
+        if self.matrix is not None:
+            self.matrix.flush()  # rows reach the disk before the store says they are done
+        self.store.add_challenge_results(self.run_id, self.rows, self.near_rows, state)
+        self.rows, self.near_rows = [], []
+
+    # -- bf16-verified: one delta for all ranks, stored survivors re-examined ----------------------
+    def settle(self) -> None:
+        """Agree on the largest delta of every rank, re-examine the stored survivors of this rank
+        whose kept margins it reaches, repeat while that raised delta anywhere; then store the
+        run's audit counts (rank 0)."""
+        v = self.engine.verifier
+        if v is None:
+            return
+        while True:
+            agreed = self.verified_stats()["delta"]
+            if agreed is None:
+                return
+            v.raise_to(agreed)
+            self._reexamine_stored()
+            rose = torch.tensor([float(v.delta > agreed)], device=self._reduce_device())
+            if self.world > 1:
+                dist.all_reduce(rose, op=dist.ReduceOp.MAX)
+            if not rose.item():
+                break
+        state = self.verified_stats()
+        self.flush(state if self.rank == 0 else None)
+
+    def _reexamine_stored(self) -> None:
+        d, v = self.data, self.engine.verifier
+        stale = [r for r in self.store.challenge_near_ties(self.run_id, v.delta)
+                 if d.position[r["image_id"]] in self.mine]
+        if not stale:
+            return
+        verdicts = {r["image_id"]: r for r in self.store.challenge_results(self.run_id)}
+        stale = [r for r in stale if r["image_id"] in verdicts]
+        positions = [d.position[r["image_id"]] for r in stale]
+        images, masks = load_foregrounds(d.layout, d.pairs, positions)
+        results = []
+        for j, (near, pos) in enumerate(zip(stale, positions)):
+            row = verdicts[d.fg_ids[pos]]
+            self.clean[pos] = int(row["clean_pred"])
+            results.append(FgResult(j, bool(row["fooled"]), int(row["pairs"]),
+                                    d.bg_index.get(row["fooling_bg"], -1), row["fooling_pred"] if row["fooled"] else -2,
+                                    near=NearTies.from_json(near["near"]),
+                                    row=np.array(self.matrix[pos]) if self.matrix is not None else None))
+        self.engine.reexamine(images, masks, d.fg_labels[positions], results,
+                              on_result=lambda r: self.record(positions[r.index], r))
+        self.flush()
+
+    # -- totals over ranks --------------------------------------------------------------------------
+    def _reduce_device(self) -> str:
+        return self.device if self.world > 1 else "cpu"  # NCCL reduces device tensors only; gloo takes CPU ones
+
+    def verified_stats(self) -> Optional[dict]:
+        """bf16-verified counts summed over ranks, the largest deviations and delta (None otherwise).
+        A collective: every rank calls it at the same points."""
+        if self.engine.verifier is None:
+            return None
+        st = self.engine.verifier.stats.as_dict()
+        if st["delta"] != st["delta"]:  # NaN: this rank has not calibrated (it had nothing to do)
+            st["delta"] = -1.0
+        if self.world > 1:
+            s = torch.tensor([float(st[k]) for k in _SUMMED], dtype=torch.float64, device=self._reduce_device())
+            m = torch.tensor([float(st[k]) for k in _LARGEST], dtype=torch.float64, device=self._reduce_device())
+            dist.all_reduce(s)
+            dist.all_reduce(m, op=dist.ReduceOp.MAX)
+            st.update({k: int(v) for k, v in zip(_SUMMED, s.tolist())})
+            st.update(dict(zip(_LARGEST, m.tolist())))
+        if st["delta"] < 0:
+            st["delta"] = None
+        return st
+
+    def totals(self) -> tuple:
+        """(composites evaluated, bf16-verified stats), over every rank."""
+        pairs = torch.tensor([self.engine.stats.pairs], dtype=torch.long, device=self._reduce_device())
+        verified = self.verified_stats()
+        if self.world > 1:
+            dist.all_reduce(pairs)
+            dist.barrier()
+        return int(pairs.item()), verified

@@ -1,0 +1,127 @@
+"""`ChallengeReport`: what a challenge run found, as rows for the store, JSON and a table."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+from ..metrics import Estimate, percent
+
+
+@dataclass
+class ChallengeReport:
+    model: str
+    data: str
+    run_id: int
+    challenge_accuracy: Estimate
+    clean_accuracy: Estimate
+    fooled: int
+    total: int
+    per_class: List[dict]
+    pairs: int = 0
+    seconds: float = 0.0
+    full: Optional[dict] = None
+    files: Dict[str, str] = field(default_factory=dict)
+    estimate: bool = False  # True when only a sample of the foregrounds was evaluated
+    sample: Optional[dict] = None  # seed, n, population, requested, halfwidth_target, halfwidth
+    precision: Optional[dict] = None  # bf16-verified: VerifiedStats.as_dict(), over every invocation of the run
+    numerics: Optional[dict] = None  # the precision, and whether fp32 forwards ran strict (no TF32)
+    asr_rows: List[tuple] = field(default_factory=list, repr=False)
+    provenance: Any = None  # runs.Provenance of the open run
+    store_path: Optional[str] = None  # the store holding the verdict rows, where `record` finishes the run
+    model_label: Optional[str] = None  # runs.model_label: the model with its weights, for display
+
+    @property
+    def run_status(self) -> str:
+        """'sampled' for an estimate (the run can be extended), else 'done'."""
+        return "sampled" if self.estimate else "done"
+
+    def metric_rows(self) -> List[tuple]:
+        c, k = self.challenge_accuracy, self.clean_accuracy
+        rows = [("challenge_accuracy", "", c.value, c.lo, c.hi, c.n),
+                ("clean_accuracy", "", k.value, k.lo, k.hi, k.n),
+                ("fooled", "", float(self.fooled), None, None, self.total),
+                ("challenge_pairs", "", self.pairs, None, None, None)]
+        for row in self.per_class:
+            rows.append(("challenge_accuracy_class", row["class"], row["challenge"], None, None, row["n"]))
+            if "class_fool_rate" in row:
+                rows.append(("class_fool_rate", row["class"], row["class_fool_rate"], None, None, None))
+        if self.sample is not None:
+            rows.append(("challenge_sample_n", "", self.sample["n"], None, None, self.sample["population"]))
+        if self.precision is not None:  # what a bf16-verified run checked
+            v = self.precision
+            rows += [("bf16_audited", "", v["audited"], None, None, v["composites"]),
+                     ("bf16_calibration", "", v["calibration"], None, None, None),
+                     ("bf16_max_spread", "", v["max_spread"], None, None, v["calibration"] + v["audited"]),
+                     ("bf16_delta", "", v["delta"], None, None, None),
+                     ("bf16_safety", "", v["safety"], None, None, None),
+                     ("bf16_breaches", "", v["breaches"], None, None, v["audited"]),
+                     ("bf16_rechecked", "", v["rechecked"], None, None, v["composites"]),
+                     ("bf16_confirmed", "", v["confirmed"], None, None, None),
+                     ("bf16_overturned", "", v["overturned"], None, None, v["confirmed"]),
+                     ("bf16_reexamined", "", v["reexamined"], None, None, None),
+                     ("bf16_researched", "", v["researched"], None, None, None),
+                     ("bf16_changed", "", v["changed"], None, None, None)]
+        return rows
+
+    def table_rows(self) -> Dict[str, List[tuple]]:
+        return {"challenge_bg": self.asr_rows}
+
+    def outputs(self) -> dict:
+        return {"files": self.files, "seconds": self.seconds, "estimate": self.estimate, "sample": self.sample,
+                "numerics": self.numerics, **({"matrix": self.full["matrix"]} if self.full else {})}
+
+    def to_dict(self) -> dict:
+        return {"model": self.model, "model_label": self.model_label or self.model, "data": self.data,
+                "run_id": self.run_id, "challenge_accuracy": self.challenge_accuracy.as_dict(),
+                "clean_accuracy": self.clean_accuracy.as_dict(),
+                "fooled": self.fooled, "total": self.total, "per_class": self.per_class, "pairs": self.pairs,
+                "seconds": self.seconds, "full": self.full, "files": self.files, "estimate": self.estimate,
+                "sample": self.sample, "precision": self.precision, "numerics": self.numerics}
+
+    def table(self) -> str:
+        c, k = self.challenge_accuracy, self.clean_accuracy
+        lines = [f"model: {self.model_label or self.model}", f"data:  {self.data}",
+                 f"challenge accuracy {100 * c.value:5.1f}%  [{100 * c.lo:.1f}%, {100 * c.hi:.1f}%]  "
+                 f"({self.total - self.fooled}/{self.total} foregrounds never fooled)",
+                 f"clean accuracy     {100 * k.value:5.1f}%  [{100 * k.lo:.1f}%, {100 * k.hi:.1f}%]  (original)",
+                 f"fooled foregrounds {self.fooled}/{self.total}",
+                 *self._sample_lines(), *self._precision_lines(),
+                 "", f"{'class':<24} {'n':>5} {'clean':>7} {'challenge':>10}" +
+                 (f" {'fool rate':>10}" if self.full else "")]
+        for row in self.per_class:
+            line = f"{row['class']:<24} {row['n']:>5} {percent(row['clean'], 6)} {percent(row['challenge'], 9)}"
+            if self.full:
+                line += f" {percent(row['class_fool_rate'], 9)}"
+            lines.append(line)
+        if self.files:
+            lines.append("")
+            lines.extend(f"{k}: {v}" for k, v in self.files.items())
+        return "\n".join(lines)
+
+    def _sample_lines(self) -> List[str]:
+        if not self.estimate or not self.sample:
+            return []
+        s = self.sample
+        exact = (self.numerics or {}).get("precision", "fp32") == "fp32"
+        return [f"ESTIMATE from a seeded sample of {s['n']} of {s['population']} foregrounds (seed {s['seed']}, "
+                f"stratified by class): 95% Wilson interval half-width {100 * s['halfwidth']:.1f} points; "
+                f"each verdict {'is exact' if exact else 'tried every background'}. Rerun with --seed {s['seed']} and without --sample to extend it to the "
+                "full set."]
+
+    def _precision_lines(self) -> List[str]:
+        if not self.precision:
+            return []
+        p = dict(self.precision)
+        if p["delta"] is None:  # no composite was ever decided in bf16
+            p["delta"] = float("nan")
+        lines = [f"bf16-verified: fooled verdicts are exact ({p['confirmed']} fooling composites confirmed in fp32, "
+                 f"{p['overturned']} overturned); a survivor's verdict is as good as the audits: "
+                 f"{p['audited']} composites audited at random (1 in {p['audit_every']}) and {p['calibration']} "
+                 f"calibration composites, largest deviation spread {p['max_spread']:.3g}, delta {p['delta']:.3g} "
+                 f"(safety {p['safety']:g}); {p['rechecked']} of {p['composites']} composites rechecked in fp32 "
+                 "(margin <= delta)"]
+        if p["breaches"]:
+            lines.append(f"bf16-verified: {p['breaches']} audits exceeded delta, which rose; {p['reexamined']} kept "
+                         f"composites recomputed in fp32 and {p['researched']} foregrounds searched again, "
+                         f"{p['changed']} survivors turned fooled")
+        return lines

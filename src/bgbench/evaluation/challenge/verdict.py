@@ -1,0 +1,32 @@
+"""A foreground's verdict, and the composite every verdict is made of."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import numpy as np
+import torch
+
+from .neartie import NearTies
+
+
+@dataclass
+class FgResult:
+    """The verdict for one foreground."""
+
+    index: int
+    fooled: bool
+    pairs: int  # composites evaluated
+    fooling_bg: int = -1  # index of the first fooling background found, or -1
+    fooling_pred: int = -2  # what it was predicted as
+    near: Optional[NearTies] = field(default=None, repr=False)  # bf16-verified: what a raised delta re-examines
+    row: Optional[np.ndarray] = field(default=None, repr=False)  # full mode: its predictions (uint8, 255 unmapped)
+
+
+OnResult = Optional[Callable[[FgResult], None]]
+
+
+def composite(images: torch.Tensor, masks: torch.Tensor, backgrounds: torch.Tensor, fi: torch.Tensor,
+              bi: torch.Tensor) -> torch.Tensor:
+    """NHWC uint8 composites: foreground fi[k] over background bi[k] (an exact pixel selection)."""
+    return torch.where(masks[fi][..., None], images[fi], backgrounds[bi])
