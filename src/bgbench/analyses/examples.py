@@ -79,7 +79,7 @@ def noise_flips(rows: Sequence[tuple], per_class: int, clean_correct: Optional[M
     """Images whose prediction noise flips at the lowest level.
 
     rows: (image_id, label, region, level, trial, correct, pred). An image flips in a region at a
-    level when at least half of its trials there are wrong; its score is the lowest such level
+    level when most of its trials there (more than half) are wrong; its score is the lowest such level
     over both regions (ties between regions: the larger wrong share, then fg). With
     `clean_correct` (image id -> right on the clean image, from an eval run) only images that
     were right without noise count; without it, every image that noise makes wrong counts.
@@ -93,7 +93,7 @@ def noise_flips(rows: Sequence[tuple], per_class: int, clean_correct: Optional[M
     flips: Dict[str, tuple] = {}
     for (image_id, region, level), trials in wrong.items():
         share = sum(trials.values()) / len(trials)
-        if share < 0.5 or (clean_correct is not None and not clean_correct.get(image_id, False)):
+        if share <= 0.5 or (clean_correct is not None and not clean_correct.get(image_id, False)):
             continue
         key = (level, -share, ("fg", "bg").index(region) if region in ("fg", "bg") else 2)
         if image_id not in flips or key < flips[image_id][0]:
