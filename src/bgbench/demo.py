@@ -3,8 +3,9 @@
 Generates Synthetic-9 (train and test), trains one small model on ORIGINAL and one on
 MIXED-RAND, evaluates both on all 8 variants, prints both tables with their BG-Gaps, the
 prediction categories (paper Table 3), the noise probe's RFS and Grad-CAM saliency precision
-(RIVAL10), stores the runs and writes everything under ./bgbench-demo/, ending with the HTML
-report (report/index.html).
+(RIVAL10); on a small set (the test split's first images of each class) it runs the full
+Backgrounds Challenge and ImageNet-E edits for both. It stores the runs and writes everything
+under ./bgbench-demo/, ending with the HTML report (report/index.html) and its galleries.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from typing import Dict, Optional
 
 import torch
 
-from .api import evaluate, probe_noise, probe_saliency, train
+from .api import challenge, edit, evaluate, probe_noise, probe_saliency, train
 from .console import status
 from .variants.synth import write_dataset
 from .evaluation.results import EvalReport
@@ -29,26 +30,38 @@ DEMO_ARCH = "timm:test_resnet"
 #: 30/255 … 210/255), three trials each, on the test split. Its RFS is on that two-level grid.
 DEMO_NOISE_LEVELS = ("60/255", "120/255")
 DEMO_NOISE_TRIALS = 3
+#: The full challenge (every foreground x every background) and the edits run on the first
+#: images of each class of the test split's generator, written as a small dataset of their own
+#: (Synthetic-9 draws each image from its own seed, so they are the test split's first images):
+#: 10 per class is 90 x 90 = 8,100 composites per model, seconds on a CPU.
+DEMO_SMALL_PER_CLASS = 10
+#: Edit levels that need no model: the object removed, shrunk to a 5% pixel rate, rotated, and
+#: its background made busier (seed 003's lambda = +20).
+DEMO_EDIT_LEVELS = ("remove", "size_0.05", "rotation_random", "complexity_20")
 
 
 def run_demo(out: str | Path = "bgbench-demo", db: Optional[str] = None, per_class: int = 150,
              test_per_class: int = 50, size: int = 64, epochs: int = 20, seed: int = 0,
-             progress: bool = True) -> "DemoResult":
+             small_per_class: int = DEMO_SMALL_PER_CLASS, progress: bool = True) -> "DemoResult":
     """Run the demo; its summary is also written to OUT/summary.json."""
     t0 = time.time()
     out = Path(out)
-    data = out / "synthetic9"
+    data, small = out / "synthetic9", out / "synthetic9-small"
+    small_per_class = min(small_per_class, test_per_class)
     torch.manual_seed(seed)
-    status(f"[1/4] generating Synthetic-9 ({per_class}/class train, {test_per_class}/class test, {size}px) -> {data}")
+    status(f"[1/5] generating Synthetic-9 ({per_class}/class train, {test_per_class}/class test, {size}px) -> {data}, "
+           f"and its first {small_per_class} test images per class -> {small}")
     write_dataset(data, per_class=per_class, size=size, seed=seed, split="train", progress=progress,
                   overwrite=True)
     write_dataset(data, per_class=test_per_class, size=size, seed=seed, split="val", progress=progress,
                   overwrite=True)
+    write_dataset(small, per_class=small_per_class, size=size, seed=seed, split="val", progress=progress,
+                  overwrite=True)
     store = Store(db or out / "results.db")
-    summary = {"data": str(data), "db": str(store.path), "models": {}}
-    reports = {}
+    summary = {"data": str(data), "small": str(small), "db": str(store.path), "models": {}}
+    reports, shown = {}, []
     for step, variant in enumerate(("original", "mixed_rand"), start=2):
-        status(f"[{step}/4] training {DEMO_ARCH} on {variant} ({epochs} epochs)")
+        status(f"[{step}/5] training {DEMO_ARCH} on {variant} ({epochs} epochs)")
         run_dir = out / "runs" / variant
         trained = train(data, run_dir, variant=variant, model=DEMO_ARCH, epochs=epochs, seed=seed, progress=progress)
         record(trained, store)
@@ -58,15 +71,38 @@ def run_demo(out: str | Path = "bgbench-demo", db: Optional[str] = None, per_cla
         summary["models"][variant] = {"checkpoint": str(ckpt), **reports[variant].to_dict(),
                                       **_analyses(store, reports[variant].run_id, f"file:{ckpt}", data,
                                                   out / "runs" / variant, seed, progress)}
-    status(f"[4/4] writing the report -> {out / 'report'}")
-    shown = [r.run_id for r in reports.values()]  # the demo's own runs, even in a shared --db store
-    shown += [m[k]["run_id"] for m in summary["models"].values() for k in ("noise", "saliency")]
-    page = render_report(store, out / "report", run_ids=shown, progress=False)
+        shown += [reports[variant].run_id] + [summary["models"][variant][k]["run_id"] for k in ("noise", "saliency")]
+    status(f"[4/5] on {small}: the edits (ImageNet-E levels {', '.join(DEMO_EDIT_LEVELS)}), and for each model "
+           f"the full Backgrounds Challenge (challenge --full) and an eval of the edits")
+    edited = edit(small, out / "edits", levels=list(DEMO_EDIT_LEVELS), seed=seed, overwrite=True, progress=progress)
+    record(edited, store)
+    for variant, model in summary["models"].items():
+        model.update(_small_set_runs(store, small, out / "edits", f"file:{model['checkpoint']}",
+                                     out / "runs" / variant, seed, progress))
+        shown += [model["challenge"]["run_id"], model["edits"]["run_id"]]
+    status(f"[5/5] writing the report -> {out / 'report'}")
+    page = render_report(store, out / "report", run_ids=shown, progress=False)  # only the demo's own runs
     summary["report"] = str(page.index)
     summary["seconds"] = round(time.time() - t0, 1)
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     store.close()
     return DemoResult(summary=summary, reports=reports, out=out, db=Path(summary["db"]), report=page.index)
+
+
+def _small_set_runs(store: Store, small: Path, edits: Path, model_name: str, out: Path, seed: int,
+                    progress: bool) -> dict:
+    """The full challenge on the small set (every foreground against every background: the
+    report's hijack matrix and challenge galleries) and the eval of its edits (recorded)."""
+    from .models import create_model
+    model = create_model(model_name)
+    report = challenge(model, small, store, full=True, seed=seed, out_dir=out / "challenge", progress=progress)
+    challenge_run = record(report, store)
+    drops = evaluate(model, edits, progress=progress, seed=seed)
+    edits_run = record(drops, store)
+    return {"challenge": {"run_id": challenge_run, "challenge_accuracy": report.challenge_accuracy.value,
+                          "clean_accuracy": report.clean_accuracy.value, "foregrounds": report.total,
+                          "matrix": report.full["matrix"]},
+            "edits": {"run_id": edits_run, "accuracy": {v: e.value for v, e in drops.accuracy.items()}}}
 
 
 def _analyses(store: Store, eval_run: int, model_name: str, data: Path, out: Path, seed: int,
@@ -123,6 +159,13 @@ class DemoResult:
             parts.append(f"(RFS on grid {grid}; > 0: noise on the object hurts more than noise on the background. "
                          "Saliency precision: share of Grad-CAM mass on the object, mean of the per-predicted-class "
                          "means)")
+        if all("challenge" in models[v] for v in self.reports):
+            n = models[next(iter(self.reports))]["challenge"]["foregrounds"]
+            parts += ["", f"Backgrounds Challenge (--full) on the small set ({n} foregrounds x {n} backgrounds):"]
+            for v in self.reports:
+                c = models[v]["challenge"]
+                parts.append(f"{v:<12} challenge accuracy {100 * c['challenge_accuracy']:5.1f}%  "
+                             f"(clean {100 * c['clean_accuracy']:.1f}%)")
         parts.append(f"runs stored in {self.db}; outputs under {self.out}/ ({self.summary['seconds']:.0f}s)")
         parts.append(f"report: {self.report}")
         return "\n".join(parts)

@@ -92,6 +92,7 @@ CREATE TABLE IF NOT EXISTS probe_noise (
     level REAL NOT NULL,
     trial INTEGER NOT NULL,
     correct INTEGER NOT NULL,
+    pred INTEGER,
     PRIMARY KEY (run_id, image_id, region, level, trial)
 );
 CREATE TABLE IF NOT EXISTS probe_saliency (
@@ -112,7 +113,7 @@ CREATE TABLE IF NOT EXISTS probe_saliency (
 """
 
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 #: Columns probe_saliency gained in v3 (RIVAL10's mask coverage and average precision), in order.
 SALIENCY_V3_COLUMNS = ("coverage_25", "coverage_50", "coverage_75", "ap")
 
@@ -124,6 +125,8 @@ def _migrate(conn: sqlite3.Connection) -> None:
     predictions gain the raw top-5 and superclass columns of 1000-class models.
     v2 -> v3: probe_saliency gains RIVAL10's mask coverage (t = 0.25, 0.5, 0.75) and average
     precision; older rows keep their values and have NULL there.
+    v3 -> v4: probe_noise gains `pred`, the class predicted on the noisy copy (what the report's
+    noise gallery shows); older rows have NULL there.
     """
     version = conn.execute("PRAGMA user_version").fetchone()[0]
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
@@ -148,6 +151,10 @@ def _migrate(conn: sqlite3.Connection) -> None:
             for col in SALIENCY_V3_COLUMNS:
                 if col not in scols:
                     conn.execute(f"ALTER TABLE probe_saliency ADD COLUMN {col} REAL")
+    if version < 4 and "probe_noise" in tables:
+        if "pred" not in [r[1] for r in conn.execute("PRAGMA table_info(probe_noise)")]:
+            with conn:
+                conn.execute("ALTER TABLE probe_noise ADD COLUMN pred INTEGER")
     conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
 
 

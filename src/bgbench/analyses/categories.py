@@ -90,6 +90,33 @@ def prediction_categories(store: Store, run_id: int, mapping: Optional[str] = No
 
 def categories_of(table: RunTable) -> CategoryResult:
     """Table 3 of a per-image table, overall and per class (images in all three variants)."""
+    judged = judge_images(table)
+    ids, label, cats = judged.image_ids, judged.labels, judged.categories
+    classes = table.classes
+    per_class = {}
+    for c in np.unique(label):
+        name = classes[c] if c < len(classes) else str(int(c))
+        per_class[name] = shares(cats[label == c])
+    counts = dict(zip(CATEGORIES, np.bincount(cats, minlength=len(CATEGORIES)).tolist()))
+    return CategoryResult(run_id=table.run_id, overall=shares(cats), per_class=per_class, n=len(ids), counts=counts)
+
+
+@dataclass
+class JudgedImages:
+    """Each image's category and the three predictions behind it (aligned arrays, by image id).
+
+    preds, conf: variant (ORIGINAL, MIXED-RAND, ONLY-BG-T) -> prediction and its confidence.
+    """
+
+    image_ids: list
+    labels: np.ndarray
+    categories: np.ndarray  # indices into CATEGORIES
+    preds: Dict[str, np.ndarray]
+    conf: Dict[str, np.ndarray]
+
+
+def judge_images(table: RunTable) -> JudgedImages:
+    """The category of every image that is in all three variants, with its predictions."""
     table.require(NEEDED, f"prediction categories need {', '.join(NEEDED)} "
                           f"(bgbench eval --variants {' '.join(NEEDED)})")
     p = table.variants
@@ -100,13 +127,9 @@ def categories_of(table: RunTable) -> CategoryResult:
     label = pick["original"][0]
     cats = categorize(label, pick["original"][1], pick["mixed_rand"][1], pick["only_bg_t"][1],
                       full_raw=pick["original"][2], bg_raw=pick["only_bg_t"][2])
-    classes = table.classes
-    per_class = {}
-    for c in np.unique(label):
-        name = classes[c] if c < len(classes) else str(int(c))
-        per_class[name] = shares(cats[label == c])
-    counts = dict(zip(CATEGORIES, np.bincount(cats, minlength=len(CATEGORIES)).tolist()))
-    return CategoryResult(run_id=table.run_id, overall=shares(cats), per_class=per_class, n=len(ids), counts=counts)
+    where = {v: p[v].by_id() for v in NEEDED}
+    conf = {v: p[v].conf[np.array([where[v][i] for i in ids])] for v in NEEDED}
+    return JudgedImages(ids, label, cats, {v: pick[v][1] for v in NEEDED}, conf)
 
 
 def _take(v, ids):

@@ -77,6 +77,11 @@ def _sort_key(variant: str):
     return rank, a, num, level
 
 
+def level_order(variants: Sequence[str]) -> List[str]:
+    """Edit levels in the order tables show them: by attribute (ImageNet-E's order), then level."""
+    return sorted(variants, key=_sort_key)
+
+
 def _merged_table(store: Store, run_ids: Sequence[int]) -> RunTable:
     """One table from the eval runs of one model (its levels may be spread over several runs)."""
     rows = []

@@ -19,6 +19,10 @@ from .noise_curves import NoiseSummary, summarize
 from .noise_levels import KINDS, grid_label, resolve_levels
 from .tables import run_row
 
+#: How the run's noise was drawn, recorded in its config: runs that say so can have any noisy copy
+#: regenerated (`noise_engine.noisy_copy`); earlier runs drew from one generator per run.
+DRAWS = "per image: seed, image id, region, level (CPU)"
+
 
 @dataclass
 class NoiseConfig:
@@ -48,7 +52,7 @@ class NoiseConfig:
 
 @dataclass
 class NoiseProbeResult:
-    """Per-image correctness; rows: (image_id, label, region, level, trial, correct)."""
+    """Per-image results; rows: (image_id, label, region, level, trial, correct, pred)."""
 
     rows: List[tuple]
     config: dict
@@ -94,7 +98,7 @@ def summary_of(rows: Sequence[tuple], config: dict) -> NoiseSummary:
 def noise_summary(store: Store, run_id: int) -> NoiseSummary:
     """Curves and RFS of a stored probe_noise run, recomputed from its per-image table."""
     run = run_row(store, run_id, kinds=("probe_noise",))
-    rows = [(r["image_id"], r["label"], r["region"], r["level"], r["trial"], r["correct"])
+    rows = [(r["image_id"], r["label"], r["region"], r["level"], r["trial"], r["correct"], r["pred"])
             for r in store.probe_rows("probe_noise", int(run_id))]
     if not rows:
         raise BgbenchError(f"probe_noise run {run_id} has no per-image results stored")
@@ -116,15 +120,13 @@ def probe_noise(model, data, cfg: NoiseConfig, progress: bool = True, limit: Opt
     from ..models.spec import check_compatible
     from ..runs import Provenance
     from .batches import masked_batches
-    from .noise_engine import REGIONS, noisy_correct
+    from .noise_engine import REGIONS, noisy_predictions
 
     t0 = time.time()
     layout = resolve_layout(data, ["original"])
     pairs = layout.foregrounds()[:limit] if limit else layout.foregrounds()
     check_compatible(model, layout.classes)
     model = model.to(cfg.device).eval()
-    gen = torch.Generator(device=cfg.device).manual_seed(cfg.seed)
-
     def predict(x):
         return decide(model, model(x), cfg.mapping)[0]
 
@@ -132,17 +134,16 @@ def probe_noise(model, data, cfg: NoiseConfig, progress: bool = True, limit: Opt
     bar = console.progress(enabled=progress, total=len(pairs), desc="noise probe", unit="img")
     with torch.inference_mode():
         for items, x, m in masked_batches(pairs, cfg.batch_size, cfg.device):
-            y = torch.as_tensor([it.label for it in items], device=cfg.device)
-            ok = noisy_correct(predict, x, m, y, cfg.levels, cfg.trials, cfg.kind, gen,
-                               chunk=cfg.batch_size).cpu().numpy()
+            preds = noisy_predictions(predict, x, m, [it.image_id for it in items], cfg.seed, cfg.levels,
+                                      cfg.trials, cfg.kind, chunk=cfg.batch_size).cpu().numpy()
             for r, region in enumerate(REGIONS):
                 for li, level in enumerate(cfg.levels):
                     for t in range(cfg.trials):
-                        rows.extend((it.image_id, it.label, region, level, t, int(ok[r, li, t, k]))
-                                    for k, it in enumerate(items))
+                        rows.extend((it.image_id, it.label, region, level, t, int(preds[r, li, t, k] == it.label),
+                                     int(preds[r, li, t, k])) for k, it in enumerate(items))
             bar.update(len(items))
     bar.close()
-    config = asdict(cfg)
+    config = {**asdict(cfg), "draws": DRAWS}
     result = NoiseProbeResult(rows=rows, config=config, seconds=time.time() - t0)
     result.provenance = Provenance.of("probe_noise", {**config, "split": layout.split, "images": len(pairs)},
                                       model=model, layout=layout, seed=cfg.seed)

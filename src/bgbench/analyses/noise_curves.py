@@ -84,8 +84,8 @@ def _num(v):
 
 
 def correct_counts(rows: Sequence[tuple]) -> Tuple[List[str], np.ndarray, List[float], np.ndarray, np.ndarray]:
-    """From rows (image_id, label, region, level, trial, correct): image ids, labels (N,), levels,
-    and (N, region, level) arrays of correct trials and of trials."""
+    """From rows (image_id, label, region, level, trial, correct[, pred]): image ids, labels (N,),
+    levels, and (N, region, level) arrays of correct trials and of trials."""
     images = sorted({r[0] for r in rows})
     levels = sorted({float(r[3]) for r in rows})
     at = {i: k for k, i in enumerate(images)}
@@ -93,7 +93,7 @@ def correct_counts(rows: Sequence[tuple]) -> Tuple[List[str], np.ndarray, List[f
     labels = np.full(len(images), -1, dtype=np.int64)
     correct = np.zeros((len(images), len(REGIONS), len(levels)))
     trials = np.zeros_like(correct)
-    for image_id, label, region, level, _, ok in rows:
+    for image_id, label, region, level, _, ok, *_ in rows:
         i = at[image_id]
         labels[i] = int(label)
         idx = (i, REGIONS.index(region), lv[float(level)])

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional
 
@@ -25,6 +25,8 @@ from .saliency_summary import SaliencySummary, class_namer, summarize_saliency
 from .tables import run_row
 
 OVERLAYS_FILE = "saliency_overlays.png"
+#: The folder (beside OVERLAYS_FILE) with one overlay PNG per example, for the report's gallery.
+EXAMPLES_FOLDER = "saliency_examples"
 
 
 @dataclass
@@ -32,7 +34,7 @@ class SaliencyConfig:
     layer: Optional[str] = None  # module path inside the network; default: see saliency_cam.default_layer
     batch_size: int = 32
     device: str = "cpu"
-    examples: int = 2  # overlay images per predicted class: the most and least aligned
+    examples: int = 4  # overlay images per predicted class: the most and least aligned
     seed: int = 0  # of the headline's bootstrap
     bootstrap_replicates: int = REPLICATES
 
@@ -52,6 +54,7 @@ class SaliencyResult:
     layer: str
     config: dict
     overlays: Optional[str] = None
+    examples: List[dict] = field(default_factory=list)  # one per example overlay: see write_example_overlays
     out_dir: Optional[str] = None
     seconds: float = 0.0
     run_id: Optional[int] = None
@@ -67,8 +70,8 @@ class SaliencyResult:
         return self.summary().metric_rows()
 
     def outputs(self) -> dict:
-        return {"overlays": self.overlays, "folder": self.out_dir, "layer": self.layer, "images": len(self.rows),
-                "seconds": round(self.seconds, 2)}
+        return {"overlays": self.overlays, "examples": self.examples, "folder": self.out_dir, "layer": self.layer,
+                "images": len(self.rows), "seconds": round(self.seconds, 2)}
 
     def to_dict(self) -> dict:
         return {"run_id": self.run_id, "layer": self.layer, **self.summary().to_dict(), "overlays": self.overlays,
@@ -130,7 +133,7 @@ def probe_saliency(model, data, cfg: SaliencyConfig, out_dir: Optional[str | Pat
     result = SaliencyResult(rows=rows, classes=list(layout.classes), layer=layer_name, config=config)
     if out_dir is not None and cfg.examples > 0 and rows:
         result.out_dir = str(Path(out_dir))
-        result.overlays = str(_overlays(model, layer, pairs, rows, cfg, config, Path(out_dir) / OVERLAYS_FILE))
+        result.overlays, result.examples = _overlays(model, layer, pairs, rows, cfg, config, Path(out_dir))
     result.seconds = time.time() - t0
     result.provenance = Provenance.of("probe_saliency", config, model=model, layout=layout, seed=cfg.seed)
     return result
@@ -141,18 +144,20 @@ def _sql(v: float) -> Optional[float]:
     return None if v != v else float(v)
 
 
-def _overlays(model, layer, pairs, rows, cfg: SaliencyConfig, config: dict, path: Path) -> Path:
-    """Recompute the maps of the chosen examples (a batch or so) and draw them."""
+def _overlays(model, layer, pairs, rows, cfg: SaliencyConfig, config: dict, out_dir: Path):
+    """Recompute the maps of the chosen examples (a batch or so) and draw them: the grid PNG's
+    path, and one overlay PNG per example (`write_example_overlays`)."""
     from .batches import masked_batches
-    from .saliency_overlays import choose_examples, write_overlays
+    from .saliency_overlays import choose_examples, write_example_overlays, write_overlays
     chosen = {ex.image_id: ex for ex in choose_examples(rows, cfg.examples)}
     wanted = [p for p in pairs if p[0].image_id in chosen]
     panels = {}
     for items, x, m in masked_batches(wanted, cfg.batch_size, cfg.device):
         maps, _ = gradcam_batch(model, layer, x)
         for k, it in enumerate(items):
-            panels[it.image_id] = (chosen[it.image_id], x[k].permute(1, 2, 0).cpu().numpy(), maps[k],
+            panels[it.image_id] = (chosen[it.image_id], it.label, x[k].permute(1, 2, 0).cpu().numpy(), maps[k],
                                    m[k, 0].cpu().numpy() > 0.5)
     ordered = [panels[i] for i in chosen if i in panels]
     name = class_namer(config["classes"], config["label_space"] == "dataset")
-    return write_overlays(ordered, name, path)
+    grid = write_overlays([(ex, *rest) for ex, _, *rest in ordered], name, out_dir / OVERLAYS_FILE)
+    return str(grid), write_example_overlays(ordered, out_dir / EXAMPLES_FOLDER)

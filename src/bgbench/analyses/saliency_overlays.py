@@ -1,4 +1,5 @@
-"""Example Grad-CAM overlays of a saliency probe: which images to show, and the PNG.
+"""Example Grad-CAM overlays of a saliency probe: which images to show, one PNG per example
+(what the report's saliency gallery shows) and one grid of them all.
 
 The examples are chosen from the per-image rows, not by position: for each predicted class, the
 most and the least aligned images by precision (RIVAL10 looks at the extremes to find spurious
@@ -43,6 +44,47 @@ def choose_examples(rows: Sequence[tuple], per_class: int, precision_at: int = 3
         chosen += [Example(i, pred, s, "most aligned") for s, i in best]
         chosen += [Example(i, pred, s, "least aligned") for s, i in worst]
     return chosen
+
+
+#: How much of the colour-mapped saliency is blended over the image (as in the grid's imshow).
+ALPHA = 0.45
+
+
+def overlay_image(image: np.ndarray, cam: np.ndarray, mask: np.ndarray, alpha: float = ALPHA) -> np.ndarray:
+    """The image (H,W,3 in [0,1]) with its map (H,W in [0,1]) blended in the 'jet' colours and
+    the mask's outline in white: an (H,W,3) uint8 array."""
+    import matplotlib
+    colours = matplotlib.colormaps["jet"](np.clip(np.nan_to_num(cam), 0, 1))[..., :3]
+    out = (1 - alpha) * np.clip(image, 0, 1) + alpha * colours
+    out[outline(mask)] = 1.0
+    return np.round(255 * out).astype(np.uint8)
+
+
+def outline(mask: np.ndarray) -> np.ndarray:
+    """The mask's pixels with a 4-neighbour outside it (or on the image's border): its outline.
+    An empty or full mask has none."""
+    mask = np.asarray(mask, dtype=bool)
+    if not mask.any() or mask.all():
+        return np.zeros_like(mask)
+    padded = np.pad(mask, 1, constant_values=False)
+    inner = padded[:-2, 1:-1] & padded[2:, 1:-1] & padded[1:-1, :-2] & padded[1:-1, 2:]
+    return mask & ~inner
+
+
+def write_example_overlays(panels: Sequence[tuple], folder: Path) -> List[dict]:
+    """One PNG per example in `folder` (`<n>.png`, in the examples' order); returns, per example,
+    what the report needs to show it: image id, label, predicted class, precision (None for an
+    all-zero map), rank, and the file. panels: (Example, label, image, map, mask)."""
+    from PIL import Image
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for n, (ex, label, img, cam, mask) in enumerate(panels):
+        path = folder / f"{n:03d}.png"
+        Image.fromarray(overlay_image(img, cam, mask)).save(path)
+        written.append({"image_id": ex.image_id, "label": int(label), "pred": int(ex.pred),
+                        "precision": None if math.isinf(ex.precision) else float(ex.precision), "rank": ex.rank,
+                        "overlay": str(path)})
+    return written
 
 
 def write_overlays(panels: Sequence[tuple], class_name, path: Path) -> Path:

@@ -22,7 +22,8 @@ def register(sub) -> None:
     p.add_argument("--examples", type=int, default=config_default(SaliencyConfig, "examples"),
                    help="overlay images per predicted class: the most, then the least aligned by precision; "
                         "0: no PNG (default %(default)s)")
-    p.add_argument("--out", help="folder for saliency_overlays.png (default: a new probe_saliency_<time>/ beside "
+    p.add_argument("--out", help="folder for saliency_overlays.png and saliency_examples/ (one overlay PNG per "
+                                 "example, which the report shows; default: a new probe_saliency_<time>/ beside "
                                  "the results store)")
     add_seed_arg(p, config_default(SaliencyConfig, "seed"), "seed of the bootstrap over images behind the intervals")
     add_output_args(p)

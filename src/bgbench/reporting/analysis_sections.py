@@ -114,7 +114,9 @@ def saliency_section(ctx: ReportContext, subject: Subject) -> Optional[dict]:
     outputs = json.loads(run["outputs"] or "{}")
     overlay = None
     source = Path(outputs["overlays"]) if outputs.get("overlays") else None
-    if source is not None and source.is_file():  # copied, so the report stands on its own
+    if source is not None and source.is_file() and not outputs.get("examples"):
+        # a run from before the per-example overlays: its grid, copied so the report stands alone
+        # (newer runs are shown by the saliency gallery, one image per example)
         target = ctx.figure_path(subject, "saliency-overlays")
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, target)

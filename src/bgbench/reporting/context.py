@@ -16,6 +16,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from ..errors import BgbenchError, with_article
 from ..runs import model_label
 from ..store import Row, Store
+from .thumbs import Thumbnails
 
 #: Run kinds that describe where a model or a dataset came from, not how a model behaves.
 PROVENANCE_KINDS = ("train", "build")
@@ -34,6 +35,7 @@ class Subject:
     train_run: Optional[Row] = None
     protocol: str = ""  # "" or "ten-crop": a different measurement, never mixed with the plain one
     label: str = ""  # display name: `runs.model_label` (the model and its weights), the same everywhere
+    model_label: str = ""  # the model and its weights alone, whatever the data: what the model filter picks
 
     def latest(self, kind: str) -> Optional[Row]:
         """The newest finished run of this kind."""
@@ -62,6 +64,10 @@ class ReportContext:
     subjects: List[Subject]
     progress: bool = True
     figures: List[Path] = field(default_factory=list)
+    thumbs: Thumbnails = field(init=False)
+
+    def __post_init__(self):
+        self.thumbs = Thumbnails(self.out / "figures")
 
     def figure_path(self, subject: Optional[Subject], name: str) -> Path:
         """Where a figure goes (DIR/figures/<subject key>-<name>.png); records it for the page's list."""
@@ -137,8 +143,8 @@ def _label(subjects: List[Subject]) -> None:
     its random-init seed), as `bgbench runs` and the leaderboard show it, plus the protocol; the
     subject key is added only where the same model appears on several datasets."""
     for s in subjects:
-        s.label = model_label(s.model, s.spec, s.runs[-1]["checkpoint_sha256"])
-        s.label += f" ({s.protocol})" if s.protocol else ""
+        s.model_label = model_label(s.model, s.spec, s.runs[-1]["checkpoint_sha256"])
+        s.label = s.model_label + (f" ({s.protocol})" if s.protocol else "")
     seen: Dict[str, int] = {}
     for s in subjects:
         seen[s.label] = seen.get(s.label, 0) + 1

@@ -166,3 +166,32 @@ def drop_bars(path: Path, labels: Sequence[str], drop: Sequence[float], lo: Sequ
         ax.grid(axis="x", alpha=0.3)
         ax.grid(axis="y", visible=False)
         return _save(fig, path)
+
+
+def hijack_heatmap(path: Path, shares: np.ndarray, classes: Sequence[str]) -> Path:
+    """The background-hijack matrix: foreground class (rows) x background class (columns), each
+    cell the share of that row's foregrounds turned into the column's class; the diagonal (and
+    any empty cell, NaN) greyed."""
+    shares = np.asarray(shares, dtype=float)
+    n = len(classes)
+    with _styled() as plt:
+        import matplotlib
+        cmap = matplotlib.colormaps["Reds"].copy()
+        cmap.set_bad("#d9d9d9")
+        fig, ax = plt.subplots(figsize=(0.62 * n + 2.6, 0.5 * n + 1.6))
+        im = ax.imshow(np.ma.masked_invalid(100 * shares), cmap=cmap, vmin=0, vmax=100)
+        for a in range(n):
+            for b in range(n):
+                v = shares[a, b]
+                text = "–" if np.isnan(v) else f"{100 * v:.0f}"
+                ax.text(b, a, text, ha="center", va="center", fontsize=7,
+                        color="white" if not np.isnan(v) and v > 0.6 else "black")
+        short = [c if len(c) <= 14 else c[:13] + "…" for c in classes]
+        ax.set_xticks(np.arange(n), short, rotation=40, ha="right")
+        ax.set_yticks(np.arange(n), short)
+        ax.set_xlabel("background class b")
+        ax.set_ylabel("foreground class a")
+        ax.grid(False)
+        ax.spines[:].set_visible(False)
+        fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label="foregrounds of a turned into b (%)")
+        return _save(fig, path)

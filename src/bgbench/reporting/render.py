@@ -15,7 +15,8 @@ from ..store import Store
 from ..version import __version__
 from .context import ReportContext, Subject, select_subjects
 from .sections import list_sections
-from . import analysis_sections  # noqa: F401,E402  (registers the analysis sections)
+from .thumbs import clear as clear_thumbs
+from . import analysis_sections, challenge_sections, gallery_sections  # noqa: F401,E402  (register sections)
 
 
 def environment() -> jinja2.Environment:
@@ -44,15 +45,16 @@ class ReportResult:
     models: List[str] = field(default_factory=list)
     sections: List[str] = field(default_factory=list)
     seconds: float = 0.0
+    thumbnails: List[Path] = field(default_factory=list)  # the galleries' thumbnails and full-size copies
 
     def to_dict(self) -> dict:
         return {"index": str(self.index), "leaderboard": str(self.leaderboard),
                 "figures": [str(p) for p in self.figures], "models": self.models, "sections": self.sections,
-                "seconds": self.seconds}
+                "gallery_files": len(self.thumbnails), "seconds": self.seconds}
 
     def text(self) -> str:
         return (f"report: {self.index} ({len(self.models)} models, {len(self.figures)} figures, "
-                f"{self.seconds:.1f}s)\nleaderboard: {self.leaderboard}")
+                f"{len(self.thumbnails) // 2} gallery images, {self.seconds:.1f}s)\nleaderboard: {self.leaderboard}")
 
 
 def _prepare_out(out: Path) -> Path:
@@ -62,6 +64,7 @@ def _prepare_out(out: Path) -> Path:
     (out / "figures").mkdir(parents=True, exist_ok=True)
     for old in (out / "figures").glob("*.png"):  # figures of a previous report of other models
         old.unlink()
+    clear_thumbs(out / "figures")
     return out
 
 
@@ -80,13 +83,24 @@ def render_report(store: Store, out: str | Path, run_ids: Optional[Sequence[int]
     generated = datetime.now(timezone.utc).isoformat(timespec="seconds")
     html = env.get_template("index.html.j2").render(
         summary=summary, models=per_model, page=after, version=__version__, generated=generated,
-        db=str(store.path))
+        db=str(store.path), filters=_filters(subjects))
     index = ctx.out / "index.html"
     index.write_text(html, encoding="utf-8")
     board = write_leaderboard(store, ctx.out / "leaderboard.html")
     used = sorted({s["name"] for m in per_model for s in m["sections"]} | {s["name"] for s in summary + after})
     return ReportResult(index=index, leaderboard=board, figures=list(ctx.figures), models=[s.label for s in subjects],
-                        sections=used, seconds=round(time.time() - t0, 2))
+                        sections=used, seconds=round(time.time() - t0, 2), thumbnails=ctx.thumbs.paths)
+
+
+def _filters(subjects: Sequence[Subject]) -> dict:
+    """What the page's filters offer: every class of the chosen subjects (first seen first) and
+    every model (its weights, whatever the data)."""
+    classes: List[str] = []
+    models: List[str] = []
+    for s in subjects:
+        classes += [c for c in s.classes if c not in classes]
+        models += [s.model_label] if s.model_label not in models else []
+    return {"classes": classes, "models": models}
 
 
 def _model_sections(ctx: ReportContext, subject: Subject) -> List[dict]:

@@ -38,6 +38,7 @@ class Section:
     title: str
     scope: str
     fn: Callable[..., Optional[dict]]
+    after: Optional[str] = None  # shown right after this section (a gallery after its numbers)
 
     @property
     def template(self) -> str:
@@ -47,21 +48,47 @@ class Section:
 SECTIONS: Dict[str, Section] = {}
 
 
-def register_section(name: str, title: str, scope: str = "model"):
-    """Register a section function under `name` (its template is sections/<name>.html.j2)."""
+def register_section(name: str, title: str, scope: str = "model", after: Optional[str] = None):
+    """Register a section function under `name` (its template is sections/<name>.html.j2).
+
+    `after`: the name of the section it follows on the page (sections placed after the same one
+    keep their registration order); by default, sections come in registration order.
+    """
     if scope not in SCOPES:
         raise ValueError(f"scope must be one of {SCOPES}")
 
     def wrap(fn):
         if name in SECTIONS:
             raise ValueError(f"section {name!r} is already registered")
-        SECTIONS[name] = Section(name, title, scope, fn)
+        SECTIONS[name] = Section(name, title, scope, fn, after)
         return fn
     return wrap
 
 
 def list_sections(scope: Optional[str] = None) -> List[Section]:
-    return [s for s in SECTIONS.values() if scope is None or s.scope == scope]
+    """Sections in page order: registration order, each `after` one right behind its anchor (and
+    behind what was placed there before it); one whose anchor is not registered comes last."""
+    ordered = [s for s in SECTIONS.values() if s.after is None]
+    for s in (s for s in SECTIONS.values() if s.after is not None):
+        names = [o.name for o in ordered]
+        if s.after not in names:
+            ordered.append(s)
+            continue
+        at = names.index(s.after) + 1
+        while at < len(ordered) and _follows(ordered[at], s.after, ordered):
+            at += 1
+        ordered.insert(at, s)
+    return [s for s in ordered if scope is None or s.scope == scope]
+
+
+def _follows(section: Section, anchor: str, ordered: List[Section]) -> bool:
+    """Whether `section` was placed behind `anchor`, directly or behind one placed there."""
+    by_name = {s.name: s for s in ordered}
+    while section.after is not None:
+        if section.after == anchor:
+            return True
+        section = by_name.get(section.after, Section("", "", "", None))
+    return False
 
 
 def _estimate(row) -> Optional[dict]:
@@ -122,7 +149,7 @@ def accuracy_section(ctx: ReportContext, subject: Subject) -> Optional[dict]:
             "mapping": json.loads(data["run"]["config"]).get("mapping")}
 
 
-def _challenge_run(subject: Subject, ctx: ReportContext):
+def challenge_run(subject: Subject, ctx: ReportContext):
     """The newest --full challenge run (it has per-background ASR), else the newest challenge run."""
     runs = [r for r in subject.runs if r["kind"] == "challenge"]
     full = [r for r in runs if ctx.store.has_challenge_backgrounds(r["id"])]
@@ -137,7 +164,7 @@ def _background_path(root: Path, bg_id: str) -> Optional[Path]:
 
 @register_section("challenge", "Backgrounds Challenge")
 def challenge_section(ctx: ReportContext, subject: Subject) -> Optional[dict]:
-    run, full = _challenge_run(subject, ctx)
+    run, full = challenge_run(subject, ctx)
     if run is None:
         return None
     m = ctx.metrics(run["id"])

@@ -1,0 +1,124 @@
+"""What a `challenge --full` run's prediction matrix shows beyond its numbers: the foregrounds
+that the most backgrounds fool (each with a composite that fools it), the backgrounds with the
+highest attack success rate as images, and the background-hijack matrix.
+
+The matrix is the run's `.npy` beside the store (its path is in the run's outputs): row i is the
+i-th foreground and column j the j-th background in the dataset's scan order, each cell the class
+predicted for their composite (255: no class of the dataset).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+from ..errors import DataError
+from . import figures
+from .context import ReportContext, Subject
+from .gallery import PER_CLASS, Gallery, class_namer, pct
+from .sections import challenge_run, register_section
+
+#: Backgrounds per class shown by attack success rate (the paper's Fig. 4 shows five).
+TOP_BACKGROUNDS = 5
+
+
+def matrix_file(ctx: ReportContext, run) -> Path:
+    """Where a --full run's prediction matrix is: its recorded path, else `challenge_<run>.npy`
+    beside the store."""
+    recorded = json.loads(run["outputs"] or "{}").get("matrix")
+    return Path(recorded) if recorded else ctx.store.path.parent / f"challenge_{run['id']}.npy"
+
+
+def load_matrix(ctx: ReportContext, run) -> Optional[np.ndarray]:
+    path = matrix_file(ctx, run)
+    return np.load(path, mmap_mode="r") if path.is_file() else None
+
+
+@register_section("challenge_gallery", "Foregrounds the most backgrounds fool", after="challenge")
+def challenge_gallery(ctx: ReportContext, subject: Subject) -> Optional[dict]:
+    from ..analyses.examples import most_fooled
+    from ..data.layout import discover
+    from ..evaluation.challenge.rank import top_backgrounds
+    run, full = challenge_run(subject, ctx)
+    if run is None or not full:
+        return None
+    matrix = load_matrix(ctx, run)
+    if matrix is None:
+        return {"run_id": run["id"], "missing": f"prediction matrix {matrix_file(ctx, run)} not found"}
+    split = json.loads(run["config"]).get("split", "val")
+    try:
+        layout = discover(run["data_root"], split=split, variants=["original", "only_bg_t"])
+        pairs, bg_items = layout.foregrounds(), layout.items("only_bg_t")
+    except DataError as e:
+        return {"run_id": run["id"], "missing": f"its images are not readable any more ({e})"}
+    if matrix.shape != (len(pairs), len(bg_items)):
+        return {"run_id": run["id"], "missing": f"the data under {run['data_root']} changed since the run "
+                                                 f"({len(pairs)} x {len(bg_items)}, matrix {matrix.shape})"}
+    asr_of = {r["bg_id"]: r["asr"] for r in ctx.store.challenge_backgrounds(run["id"])}
+    asr = np.array([asr_of.get(it.image_id, 0.0) for it in bg_items])
+    fg_labels = np.array([it.label for it, _ in pairs])
+    name = class_namer(list(layout.classes))
+    clean = {r["image_id"]: r["clean_pred"] for r in ctx.store.challenge_results(run["id"])}
+    fooled = Gallery("Foregrounds fooled by the most backgrounds", ctx.thumbs, folder=layout.root.as_posix())
+    for p in most_fooled(np.asarray(matrix), [it.image_id for it, _ in pairs], fg_labels, asr, PER_CLASS):
+        _fooled_item(fooled, name, p, pairs[p.detail["row"]], bg_items[p.detail["bg"]], asr, clean)
+    strongest = Gallery("Backgrounds with the highest attack success rate", ctx.thumbs)
+    bg_labels = np.array([it.label for it in bg_items])
+    for c, idx in sorted(top_backgrounds(asr, bg_labels, k=TOP_BACKGROUNDS).items()):
+        for j in idx:
+            shot = strongest.shot_of_file(bg_items[j].path, f"ASR {pct(asr[j])}", f"turns into {name(c)}")
+            strongest.add(name(c), bg_items[j].image_id, name(c), f"ASR {pct(asr[j])}", [shot])
+    return {"run_id": run["id"], "fooled": fooled.to_dict(), "strongest": strongest.to_dict(), "per_class": PER_CLASS,
+            "top": TOP_BACKGROUNDS, "backgrounds": len(bg_items), "missing": None}
+
+
+def _fooled_item(g: Gallery, name, p, pair, bg, asr: np.ndarray, clean: dict) -> None:
+    """The foreground, the background that fools it, and their composite, made as the engine
+    makes it: the foreground's pixels where its mask is set, the background's elsewhere."""
+    from ..data.images import decode_image, load_mask
+    item, mask_path = pair
+    image, mask, background = decode_image(item.path), load_mask(mask_path), decode_image(bg.path)
+    composite = np.where(mask[..., None], image, background)
+    c = clean.get(item.image_id)
+    shots = [g.shot_of_file(item.path, "original", "" if c is None else name(c), None if c is None else c == p.label),
+             g.shot_of_file(bg.path, f"background of {name(bg.label)}, ASR {pct(asr[p.detail['bg']])}"),
+             g.shot_of_array(composite, "composite", name(p.detail["pred"]), False)]
+    n, total = p.detail["fooled_by"], p.detail["backgrounds"]
+    g.add(name(p.label), item.image_id, name(p.label), f"fooled by {n}/{total} backgrounds ({pct(n / total)})", shots)
+
+
+@register_section("hijack", "Background hijack matrix", after="challenge_gallery")
+def hijack_section(ctx: ReportContext, subject: Subject) -> Optional[dict]:
+    from ..analyses.hijack import hijack_matrix, labels_in_layout_order
+    run, full = challenge_run(subject, ctx)
+    if run is None or not full:
+        return None
+    matrix = load_matrix(ctx, run)
+    if matrix is None:
+        return {"run_id": run["id"], "missing": str(matrix_file(ctx, run))}
+    fg_labels = labels_in_layout_order([r["label"] for r in ctx.store.challenge_results(run["id"])])
+    bg_labels = labels_in_layout_order([r["bg_class"] for r in ctx.store.challenge_backgrounds(run["id"])])
+    if matrix.shape != (len(fg_labels), len(bg_labels)):
+        return {"run_id": run["id"], "missing": f"{matrix_file(ctx, run)} (it is {matrix.shape}, the run has "
+                                                 f"{len(fg_labels)} x {len(bg_labels)})"}
+    names = json.loads(run["config"]).get("classes") or subject.classes
+    h = hijack_matrix(np.asarray(matrix), fg_labels, bg_labels, len(names))
+    counts = np.bincount(fg_labels, minlength=len(names))
+    others = [_weighted_column(h, counts, b) for b in range(len(names))]
+    path = figures.hijack_heatmap(ctx.figure_path(subject, "hijack"), h, names)
+    rows = [{"class": names[a], "n": int(counts[a]), "cells": [_num(v) for v in h[a]]} for a in range(len(names))]
+    return {"run_id": run["id"], "figure": ctx.href(path), "classes": names, "rows": rows,
+            "fool_rate": [_num(v) for v in others], "missing": None}
+
+
+def _weighted_column(h: np.ndarray, counts: np.ndarray, b: int) -> float:
+    """Column b's mean over the other classes, weighted by their foregrounds: the class fool rate."""
+    rows = [a for a in range(len(counts)) if a != b and counts[a] > 0 and not np.isnan(h[a, b])]
+    total = sum(counts[a] for a in rows)
+    return float(sum(counts[a] * h[a, b] for a in rows) / total) if total else float("nan")
+
+
+def _num(v: float) -> Optional[float]:
+    return None if np.isnan(v) else float(v)

@@ -1,0 +1,82 @@
+"""What every gallery hands its template: groups of items, each item a row of shots (thumbnails).
+
+One shape for all galleries, so one template macro (`_gallery.html.j2`) draws them all:
+
+    {"title", "note", "folder", "missing", "shots", "groups": [{"class", "entries": [
+        {"id", "class", "label", "score", "lines": [[{"thumb": Thumb, "caption", "pred", "ok"}, ...], ...]}]}]}
+
+`class` (a group's and an item's) is what the class filter matches; `ok` marks a prediction
+right (True), wrong (False) or not judged (None).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Sequence
+
+import numpy as np
+
+from ..classes import NO_CLASS
+from .thumbs import Thumb, Thumbnails
+
+#: Examples per class (and per category or level) that a gallery shows.
+PER_CLASS = 2
+
+
+def class_namer(classes: Sequence[str]) -> Callable[[int], str]:
+    """Names for predicted indices: a dataset class, 'no IN-9 class' (-1, or 255 in a --full
+    matrix: a 1000-class model's prediction outside IN-9), else 'class <i>'."""
+    def name(i: int) -> str:
+        i = int(i)
+        if 0 <= i < len(classes):
+            return classes[i]
+        return "no IN-9 class" if i in (NO_CLASS, 255) else f"class {i}"
+    return name
+
+
+@dataclass
+class Gallery:
+    """A gallery being filled: items are added per class; files that are gone are counted."""
+
+    title: str
+    thumbs: Thumbnails
+    note: str = ""
+    folder: str = ""
+    groups: Dict[str, List[dict]] = field(default_factory=dict)
+    missing: int = 0
+
+    def shot_of_file(self, path: Optional[Path], caption: str, pred: str = "", ok: Optional[bool] = None
+                     ) -> Optional[dict]:
+        if path is None:
+            self.missing += 1
+            return None
+        return _shot(self.thumbs.of_file(path), caption, pred, ok)
+
+    def shot_of_array(self, rgb: Optional[np.ndarray], caption: str, pred: str = "", ok: Optional[bool] = None
+                      ) -> Optional[dict]:
+        if rgb is None:
+            self.missing += 1
+            return None
+        return _shot(self.thumbs.of_array(rgb), caption, pred, ok)
+
+    def add(self, cls: str, image_id: str, label: str, score: str, *lines: Sequence[Optional[dict]]) -> None:
+        """One item: an image (`label` its true class), the score that chose it, and its shots in
+        one or more lines. Shots whose files are gone are dropped, and so is an item left with none."""
+        kept = [[s for s in line if s is not None] for line in lines]
+        kept = [line for line in kept if line]
+        if kept:
+            self.groups.setdefault(cls, []).append({"id": image_id, "class": cls, "label": label, "score": score,
+                                                    "lines": kept})
+
+    def to_dict(self) -> dict:
+        return {"title": self.title, "note": self.note, "folder": self.folder, "missing": self.missing,
+                "groups": [{"class": c, "entries": items} for c, items in self.groups.items()],
+                "shots": sum(len(line) for items in self.groups.values() for it in items for line in it["lines"])}
+
+
+def _shot(thumb: Thumb, caption: str, pred: str, ok: Optional[bool]) -> dict:
+    return {"thumb": thumb, "caption": caption, "pred": pred, "ok": ok}
+
+
+def pct(value: float) -> str:
+    return f"{100 * value:.0f}%"

@@ -1,0 +1,178 @@
+"""What the report's galleries choose and compute, against tables worked by hand: the hijack
+matrix, the examples each gallery picks (by score, never first-n), the saliency overlays, the
+thumbnails written once, and the sections' page order."""
+import hashlib
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from bgbench.analyses.categories import CATEGORIES, JudgedImages
+from bgbench.analyses.examples import (Pick, category_examples, edit_flips, most_fooled, noise_flips,
+                                       top_per_class)
+from bgbench.analyses.hijack import hijack_matrix, labels_in_layout_order
+from bgbench.analyses.saliency_overlays import outline, overlay_image
+from bgbench.reporting.thumbs import THUMB_SIDE, Thumbnails
+
+# ---------------------------------------------------------------- the hijack matrix, by hand
+
+# classes 0, 1, 2; foregrounds f0, f1 (class 0), f2 (class 1), f3 (class 2);
+# backgrounds b0 (class 0), b1, b2 (class 1), b3 (class 2). Each cell: the predicted class.
+_M = np.array([[0, 1, 0, 2],    # f0: b1 turns it into 1, b3 into 2
+               [0, 0, 0, 0],    # f1: never
+               [0, 1, 1, 1],    # f2: b0 turns it into 0; b3 gives 1, not 2: no hijack by class 2
+               [255, 1, 2, 2]])  # f3: b1 turns it into 1; b0 gives 'no class' (255), which hijacks nothing
+_FG, _BG = np.array([0, 0, 1, 2]), np.array([0, 1, 1, 2])
+
+
+def test_hijack_matrix_worked_by_hand():
+    """Row a, column b: the share of class-a foregrounds some class-b background turns into b.
+    (0,1): f0 yes, f1 no -> 1/2. (0,2): f0 yes -> 1/2. (1,0): f2 -> 1. (1,2): f2 with b3 is 1 -> 0.
+    (2,0): f3 with b0 is 255 -> 0. (2,1): f3 with b1 -> 1. The diagonal is no hijack: NaN."""
+    h = hijack_matrix(_M, _FG, _BG, 3)
+    want = np.array([[np.nan, 0.5, 0.5], [1.0, np.nan, 0.0], [0.0, 1.0, np.nan]])
+    assert np.array_equal(np.isnan(h), np.isnan(want)) and np.allclose(h[~np.isnan(h)], want[~np.isnan(want)])
+
+
+def test_hijack_matrix_leaves_empty_classes_out():
+    h = hijack_matrix(_M[:, :3], _FG, _BG[:3], 4)  # no background of class 2, no class 3 at all
+    assert np.isnan(h[:, 2]).all() and np.isnan(h[3]).all() and np.isnan(h[:, 3]).all()
+    assert h[0, 1] == 0.5
+
+
+def test_a_full_matrix_rows_are_grouped_by_class_so_sorted_labels_are_theirs():
+    assert labels_in_layout_order([2, 0, 1, 0]).tolist() == [0, 0, 1, 2]
+
+
+# ---------------------------------------------------------------- which images each gallery shows
+
+def _judged(rows):
+    """rows: (id, label, (pred, conf) on original, mixed_rand, only_bg_t, category)."""
+    ids = [r[0] for r in rows]
+    preds = {v: np.array([r[2 + k][0] for r in rows]) for k, v in enumerate(("original", "mixed_rand", "only_bg_t"))}
+    conf = {v: np.array([r[2 + k][1] for r in rows]) for k, v in enumerate(("original", "mixed_rand", "only_bg_t"))}
+    return JudgedImages(ids, np.array([r[1] for r in rows]), np.array([CATEGORIES.index(r[5]) for r in rows]),
+                        preds, conf)
+
+
+def test_category_examples_are_the_most_confident_backgrounds_per_class():
+    """Class 0 has three BG Required images; the two whose ONLY-BG-T prediction is the most
+    confident are shown (c, then a), never the first two by name; class 1's only one is b2."""
+    judged = _judged([
+        ("a", 0, (0, .9), (1, .8), (0, .70), "BG Required"),
+        ("b", 0, (0, .9), (1, .8), (0, .40), "BG Required"),
+        ("c", 0, (0, .9), (2, .8), (0, .95), "BG Required"),
+        ("d", 0, (0, .9), (0, .8), (0, .99), "BG Irrelevant"),
+        ("b2", 1, (1, .9), (0, .8), (1, .30), "BG Required"),
+        ("e", 1, (2, .9), (1, .8), (2, .90), "BG Fools"),
+    ])
+    picks = category_examples(judged, "BG Required", per_class=2)
+    assert [(p.image_id, p.score) for p in picks] == [("c", .95), ("a", .70), ("b2", .30)]
+    assert picks[0].detail["preds"] == {"original": 0, "mixed_rand": 2, "only_bg_t": 0}
+    assert [p.image_id for p in category_examples(judged, "BG Fools", per_class=2)] == ["e"]
+
+
+def test_most_fooled_counts_fooling_backgrounds_and_shows_the_strongest():
+    """f0 is fooled by b1 and b3 (2 of 4); f2 (class 1) by b0 only (b3 gives 1, its own class);
+    f3 (class 2) by b0 (255) and b1 (2 of 4); f1 never. Of f0's fooling backgrounds b1 (ASR .2)
+    and b3 (ASR .6), b3 is shown; of f3's, b0 (.5) over b1 (.2). Were every foreground of class
+    0, f3 (fooled by all 4) would come first."""
+    asr = np.array([0.5, 0.2, 0.1, 0.6])
+    picks = most_fooled(_M, ["f0", "f1", "f2", "f3"], _FG, asr, per_class=5)
+    got = [(p.image_id, p.detail["fooled_by"], p.detail["bg"], p.detail["pred"]) for p in picks]
+    assert got == [("f0", 2, 3, 2), ("f2", 1, 0, 0), ("f3", 2, 0, 255)]
+    assert picks[0].score == 0.5
+    assert [p.image_id for p in most_fooled(_M, ["f0", "f1", "f2", "f3"], np.array([0, 0, 0, 0]), asr, 1)] == ["f3"]
+
+
+def test_noise_flips_rank_by_the_lowest_level_where_most_trials_are_wrong():
+    """Levels .1 and .2. a: bg .1 one of two trials wrong (not most), bg .2 both -> flips at .2.
+    b: fg .1 both wrong -> flips at .1, first wrong trial 0. c: fg .2 two of three wrong, the
+    first of them trial 1 -> flips at .2; but c was wrong without noise, so given the eval run it
+    is left out. d: never wrong. Ties (a and c at .2) go by image id."""
+    rows = []
+    wrong = {("a", "bg", .1): (0, 1), ("a", "bg", .2): (1, 1), ("b", "fg", .1): (1, 1), ("b", "fg", .2): (1, 1),
+             ("c", "fg", .2): (0, 1, 1), ("c", "fg", .1): (0, 0, 0)}
+    for image in "abcd":
+        for region in ("fg", "bg"):
+            for level in (.1, .2):
+                for t, w in enumerate(wrong.get((image, region, level), (0, 0))):
+                    rows.append((image, 0, region, level, t, int(not w), 1 if w else 0))
+    picks = noise_flips(rows, per_class=3)
+    assert [(p.image_id, p.score, p.detail["region"], p.detail["trial"]) for p in picks] == [
+        ("b", .1, "fg", 0), ("a", .2, "bg", 0), ("c", .2, "fg", 1)]
+    assert picks[2].detail["wrong"] == pytest.approx(2 / 3)
+    clean = {"a": True, "b": True, "c": False, "d": True}
+    assert [p.image_id for p in noise_flips(rows, per_class=3, clean_correct=clean)] == ["b", "a"]
+    assert [p.image_id for p in noise_flips(rows, per_class=1)] == ["b"]
+
+
+def test_edit_flips_are_right_before_and_wrong_after_most_confident_first():
+    original = {"a": (0, 0, .9), "b": (0, 0, .9), "c": (0, 1, .9), "d": (1, 1, .9), "e": (0, 0, .9)}
+    edited = {"a": (0, 2, .4), "b": (0, 1, .8), "c": (0, 2, .9), "d": (1, 0, .5), "e": (0, 0, .9)}
+    picks = edit_flips(original, edited, per_class=5)
+    assert [(p.image_id, p.detail["after"]) for p in picks] == [("b", 1), ("a", 2), ("d", 0)]
+    assert [p.image_id for p in edit_flips(original, edited, per_class=1)] == ["b", "d"]
+
+
+def test_top_per_class_breaks_ties_by_image_id():
+    picks = [Pick("z", 0, 1.0), Pick("y", 0, 1.0), Pick("x", 0, 0.5), Pick("w", 1, 0.1)]
+    assert [p.image_id for p in top_per_class(picks, 2)] == ["y", "z", "w"]
+    assert [p.image_id for p in top_per_class(picks, 1, lowest_first=True)] == ["x", "w"]
+
+
+# ---------------------------------------------------------------- saliency overlays
+
+def test_the_outline_is_the_masks_edge():
+    mask = np.zeros((5, 6), bool)
+    mask[1:4, 1:5] = True  # a 3 x 4 block: its inner pixels are (2, 2) and (2, 3)
+    edge = outline(mask)
+    assert edge.sum() == 12 - 2 and not edge[2, 2] and not edge[2, 3] and edge[1, 1] and edge[3, 4]
+    assert not outline(np.ones((3, 3), bool)).any() and not outline(np.zeros((3, 3), bool)).any()
+
+
+def test_overlay_blends_jet_over_the_image_and_draws_the_outline_white():
+    import matplotlib
+    image = np.full((5, 6, 3), 0.2)
+    cam = np.zeros((5, 6))
+    cam[0, 0] = 1.0
+    mask = np.zeros((5, 6), bool)
+    mask[1:4, 1:5] = True
+    out = overlay_image(image, cam, mask)
+    jet = matplotlib.colormaps["jet"]
+    expect_hot = np.round(255 * (0.55 * 0.2 + 0.45 * np.array(jet(1.0)[:3]))).astype(np.uint8)
+    expect_cold = np.round(255 * (0.55 * 0.2 + 0.45 * np.array(jet(0.0)[:3]))).astype(np.uint8)
+    assert out.dtype == np.uint8 and out.shape == (5, 6, 3)
+    assert (out[0, 0] == expect_hot).all() and (out[4, 5] == expect_cold).all()
+    assert (out[1, 1] == 255).all() and (out[2, 2] == expect_cold).all()  # the edge white, the inside not
+
+
+# ---------------------------------------------------------------- thumbnails: once per report
+
+def test_thumbnails_are_written_once_small_and_link_to_a_full_copy(tmp_path):
+    rng = np.random.default_rng(0)
+    big = rng.integers(0, 256, (300, 200, 3), dtype=np.uint8)
+    src = tmp_path / "a.png"
+    Image.fromarray(big).save(src)
+    thumbs = Thumbnails(tmp_path / "site" / "figures")
+    first, again = thumbs.of_file(src), thumbs.of_file(src)
+    made = thumbs.of_array(big)  # the same pixels made in memory: a PNG of its own
+    assert first == again and len(thumbs.paths) == 4
+    assert (tmp_path / "site" / first.full).read_bytes() == src.read_bytes()
+    thumb = tmp_path / "site" / first.src
+    assert first.src.startswith("figures/thumbs/") and thumb.read_bytes()[:2] == b"\xff\xd8"  # JPEG
+    with Image.open(thumb) as im:
+        assert max(im.size) == THUMB_SIDE and im.size == (first.width, first.height) == (85, 128)
+    with Image.open(tmp_path / "site" / made.full) as im:
+        assert np.array_equal(np.asarray(im), big)  # full copies of made images are lossless
+    assert first.src.split("/")[-1] == hashlib.sha1(src.read_bytes()).hexdigest() + ".jpg"
+
+
+def test_galleries_follow_the_sections_with_their_numbers():
+    from bgbench.reporting import render  # noqa: F401  (registers every section)
+    from bgbench.reporting.sections import list_sections
+    names = [s.name for s in list_sections("model")]
+    for gallery, numbers in (("challenge_gallery", "challenge"), ("categories_gallery", "categories"),
+                             ("noise_gallery", "noise"), ("saliency_gallery", "saliency"), ("edits_gallery", "edits")):
+        assert names.index(gallery) == names.index(numbers) + 1, names
+    assert names.index("hijack") == names.index("challenge_gallery") + 1
