@@ -25,6 +25,7 @@ COMMANDS: List[str] = [
     "leaderboard",
     "report",
     "runs",
+    "export",
     "train",
     "build",
     "edit",

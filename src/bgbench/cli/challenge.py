@@ -5,7 +5,8 @@ import argparse
 import dataclasses
 
 from ..evaluation.challenge.config import DEFAULT_SAFETY, PRECISIONS
-from .common import add_db_arg, add_mapping_arg, add_model_args, add_output_args, create_model, emit
+from .common import (add_db_arg, add_mapping_arg, add_model_args, add_output_args, add_protocol_arg, create_model,
+                     emit)
 
 
 def register(sub) -> None:
@@ -33,6 +34,7 @@ def register(sub) -> None:
                         "rates, top-5 backgrounds grid and ASR histogram")
     p.add_argument("--save-every", type=int, default=16, help="store progress every N foregrounds")
     p.add_argument("--out", help="folder for --full figures (default: beside the results store)")
+    add_protocol_arg(p)
     add_output_args(p)
     add_db_arg(p)
     p.set_defaults(func=run)
@@ -45,7 +47,8 @@ def run(args: argparse.Namespace) -> int:
     from ..store import Store
     cfg = ChallengeConfig(batch_size=args.batch_size, mapping=args.mapping, precision=args.precision,
                           full=args.full, save_every=args.save_every, device=args.device, sample=args.sample,
-                          halfwidth=args.halfwidth, seed=args.seed, verify_safety=args.verify_safety)
+                          halfwidth=args.halfwidth, seed=args.seed, verify_safety=args.verify_safety,
+                          protocol=args.protocol)
     model = create_model(args)
     with Store(args.db) as store:
         report = challenge(model, args.data, store, out_dir=args.out, progress=not args.quiet,

@@ -6,7 +6,7 @@ import importlib
 
 from ..edits.backends import list_complexity_editors, list_inpainters
 from ..edits.registry import ATTRIBUTES
-from .common import add_db_arg, add_output_args, add_shard_arg, emit
+from .common import add_db_arg, add_input_args, add_output_args, add_shard_arg, emit
 
 
 def register(sub) -> None:
@@ -28,10 +28,11 @@ def register(sub) -> None:
                    help=f"background-complexity backend (registered: {', '.join(list_complexity_editors())})")
     p.add_argument("--plugin", action="append", default=[], metavar="MODULE",
                    help="import MODULE first, so that it can register inpainters or complexity editors")
-    p.add_argument("--model", help="classifier for the adversarial complexity level (timm:ARCH, file:PATH, zoo:NAME); "
-                                   "without it that level is skipped")
+    p.add_argument("--model", help="classifier for the adversarial complexity level (timm:ARCH, file:PATH, zoo:NAME, "
+                                   "openclip:ARCH[@PRETRAINED], hf:REPO_OR_DIR); without it that level is skipped")
     p.add_argument("--checkpoint", help="weights for a timm:ARCH --model")
     p.add_argument("--trust-checkpoint", action="store_true", help="allow full unpickling of the checkpoint")
+    add_input_args(p)
     p.add_argument("--adv-eps", type=float, default=16 / 255, help="L-inf bound of the adversarial background (default 16/255)")
     p.add_argument("--adv-steps", type=int, default=10, help="ascent steps of the adversarial level (default %(default)s)")
     p.add_argument("--batch-size", type=int, default=32, help="images per adversarial batch (default %(default)s)")
@@ -55,8 +56,11 @@ def run(args: argparse.Namespace) -> int:
             raise BgbenchError(f"--plugin {name}: cannot import it ({e})") from None
     model = None
     if args.model:
+        from ..data.layout import class_folders
         from ..models import create_model
-        model = create_model(args.model, checkpoint=args.checkpoint, trust_checkpoint=args.trust_checkpoint)
+        model = create_model(args.model, checkpoint=args.checkpoint, trust_checkpoint=args.trust_checkpoint,
+                             resize=args.resize, labels=args.labels, templates=args.templates,
+                             classes=class_folders(args.data, args.split))
     result = edit(args.data, args.out, model=model, attributes=args.attributes, levels=args.levels,
                   angles=args.angles, split=args.split, seed=args.seed, workers=args.workers,
                   inpainter=args.inpainter, complexity_editor=args.complexity_editor, adv_eps=args.adv_eps,

@@ -89,6 +89,20 @@ def dataset_fingerprint(root: Path, split: str) -> str:
     return h.hexdigest()[:16]
 
 
+def class_folders(data, split: str = "val") -> Optional[Tuple[str, ...]]:
+    """The class folders of a dataset (a `Layout` or a root), cheaply, or None when they cannot be read
+    here (the job that reads the data then says what is wrong with it)."""
+    if data is None:
+        return None
+    if isinstance(data, Layout):
+        return data.classes
+    root = Path(data).expanduser()
+    for variant in ("original", *IN9_VARIANTS[1:]):
+        if (root / variant / split).is_dir():
+            return _class_dirs(root / variant / split) or None
+    return None
+
+
 def _class_dirs(split_dir: Path) -> Tuple[str, ...]:
     return tuple(sorted(p.name for p in split_dir.iterdir() if p.is_dir()))
 
