@@ -32,7 +32,7 @@ import numpy as np
 
 from .. import checks, protocols
 from ..classes import IN9_FOLDERS, Mapping, NO_CLASS, imagenet_to_in9
-from ..data.layout import Layout, discover
+from ..data.layout import IN9_VARIANTS, Layout, discover
 from ..errors import BgbenchError, DataError
 from ..runs import Provenance
 from ..store import Store
@@ -250,7 +250,8 @@ def predictions_report(path: str | Path, data: str | Path | Layout, cfg: Predict
     reader = _Reader(path, layout, cfg.label_space)
     rows = reader.read()
     predictions = {}
-    for variant in [v for v in layout.variants if v in rows]:
+    known = [v for v in IN9_VARIANTS if v in rows]  # the paper's order, then any other folder (edit levels)
+    for variant in known + sorted(v for v in rows if v not in known):
         labels = {it.image_id: it.label for it in layout.items(variant)}
         missing = sorted(set(labels) - set(rows[variant]))
         if missing:

@@ -1,7 +1,8 @@
 """The leaderboard is data: measured rows come from the store, reported rows from the papers.
 
-Models are ranked within one dataset only, a dataset being a data fingerprint (two copies of the
-same data at different paths are one dataset). The published rows (IN-9) sit beside measured runs
+Models are ranked within one dataset and one protocol only, a dataset being a data fingerprint
+(two copies of the same data at different paths are one dataset) and a protocol the reference
+settings a run recorded (`bgbench.protocols`; runs without one form their own group). The published rows (IN-9) sit beside measured runs
 on the IN-9 classes only, never in another dataset's ranking. Measured and reported numbers are
 never mixed in one row; every measured row carries its provenance (checkpoint sha256, data
 fingerprint, bgbench version).
@@ -18,7 +19,7 @@ from ..classes import IN9_FOLDERS
 from ..store import Store
 
 COLUMNS = ("dataset", "rank", "model", "source", "challenge", "clean", "original", "mixed_same", "mixed_rand",
-           "bg_gap", "checkpoint_sha256", "data_fingerprint", "version", "data")
+           "bg_gap", "checkpoint_sha256", "data_fingerprint", "version", "data", "protocol", "reference")
 PERCENT = ("challenge", "clean", "original", "mixed_same", "mixed_rand", "bg_gap")
 FORMATS = ("table", "md", "csv", "json", "html")
 PUBLISHED = "IN-9 (published)"
@@ -30,7 +31,7 @@ def reported_rows() -> List[dict]:
 
 
 def measured_rows(store: Store) -> List[dict]:
-    """One row per (model, weights, dataset): its newest finished challenge and eval runs."""
+    """One row per (model, weights, dataset, protocol): its newest finished challenge and eval runs."""
     rows: Dict[tuple, dict] = {}
     for kind in ("eval", "challenge"):
         for run in store.runs(kind):
@@ -38,10 +39,10 @@ def measured_rows(store: Store) -> List[dict]:
                 continue
             config = json.loads(run["config"])
             weights = run["checkpoint_sha256"] or run["spec"]  # a random init is identified by its spec
-            key = (run["model"], weights, run["data_fingerprint"])
+            key = (run["model"], weights, run["data_fingerprint"], config.get("protocol"))
             row = rows.setdefault(key, {"model": run["model"], "source": "measured",
                                         "checkpoint_sha256": run["checkpoint_sha256"],
-                                        "data_fingerprint": run["data_fingerprint"]})
+                                        "data_fingerprint": run["data_fingerprint"], "protocol": config.get("protocol")})
             row["data"] = run["data_root"]
             row["version"] = run["version"]
             row["in9"] = tuple(config.get("classes") or ()) == IN9_FOLDERS
@@ -68,16 +69,17 @@ def _rank(rows: List[dict]) -> List[dict]:
 
 
 def leaderboard(store: Optional[Store], include_reported: bool = True) -> List[dict]:
-    """Rows grouped by dataset (data fingerprint) and ranked within it.
+    """Rows grouped by dataset (data fingerprint) and protocol, and ranked within each group.
 
-    The published rows join every dataset with the IN-9 classes, or stand alone when there is none.
+    The published rows join every group on the IN-9 classes, or stand alone when there is none.
     """
-    groups: Dict[str, List[dict]] = {}
-    names: Dict[str, str] = {}  # fingerprint -> display name (the newest path seen, plus the fingerprint)
+    groups: Dict[tuple, List[dict]] = {}
+    names: Dict[tuple, str] = {}  # (fingerprint, protocol) -> display name (newest path, fingerprint, protocol)
     for r in measured_rows(store) if store is not None else []:
-        names[r["data_fingerprint"]] = f"{r['data']} [{r['data_fingerprint']}]"
-        groups.setdefault(r["data_fingerprint"], []).append(r)
-    groups = {names[fp]: rows for fp, rows in groups.items()}
+        key = (r["data_fingerprint"], r.get("protocol"))
+        names[key] = f"{r['data']} [{r['data_fingerprint']}], " + (f"protocol {key[1]}" if key[1] else "no protocol")
+        groups.setdefault(key, []).append(r)
+    groups = {names[key]: rows for key, rows in groups.items()}
     for name, rows in groups.items():
         for r in rows:
             r["dataset"] = name
