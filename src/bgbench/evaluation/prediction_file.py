@@ -151,7 +151,7 @@ class _Reader:
         try:
             value = int(text)
         except ValueError:
-            value = self._class_by_name(text)
+            value = self._class_by_name(line, column, text)
             if value is None:
                 self.fail(line, f"{column} {text!r} is neither a class index nor a class name of the "
                                 f"{self.label_space} label space")
@@ -161,12 +161,15 @@ class _Reader:
                                                    if self.label_space == "dataset" and value < 1000 else ""))
         return value
 
-    def _class_by_name(self, text: str) -> Optional[int]:
+    def _class_by_name(self, line: int, column: str, text: str) -> Optional[int]:
         key = text.lower()
         if self.label_space == "imagenet1k":
             from open_clip.zero_shot_metadata import IMAGENET_CLASSNAMES
-            names = [n.lower() for n in IMAGENET_CLASSNAMES]
-            return names.index(key) if key in names else None
+            found = [i for i, n in enumerate(IMAGENET_CLASSNAMES) if n.lower() == key]
+            if len(found) > 1:
+                self.fail(line, f"{column} {text!r} names ImageNet classes {' and '.join(map(str, found))}; "
+                                f"give the index")
+            return found[0] if found else None
         from ..models.zero_shot import prompt_name
         for i, folder in enumerate(self.layout.classes):
             if key in (folder.lower(), prompt_name(folder).lower()):
