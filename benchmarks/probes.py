@@ -4,9 +4,9 @@ Synthetic-9 (PNG + masks) at --size px, ResNet-18 (9 classes, random init), on -
 - noise: the probe (decode + masks + noise drawn on the device + forwards + decisions), counted in
   noisy images per second, against a pure `model(x)` on the same number of already-decoded
   batches of the same size. Target ratio >= 0.8.
-- saliency: the probe (decode + Grad-CAM via Captum + upsampling + per-image metrics), in images
-  per second, against a forward plus a backward of the predicted logits on the same decoded
-  batches. Target ratio >= 0.8.
+- saliency: the probe (decode + Grad-CAM via Captum + pytorch-grad-cam's post-processing (min-max,
+  cv2 resize, min-max) + RIVAL10's eight per-image measures), in images per second, against a
+  forward plus a backward of the predicted logits on the same decoded batches. Target ratio >= 0.8.
 Both sides are interleaved over --repeats and the best time of each is kept.
 
     PYTHONPATH=src python benchmarks/probes.py [--per-class 8] [--size 128] [--batch-size 24] [--device cpu]
@@ -35,7 +35,7 @@ def main() -> None:
     ap.add_argument("--per-class", type=int, default=8)
     ap.add_argument("--size", type=int, default=128)
     ap.add_argument("--batch-size", type=int, default=24)
-    ap.add_argument("--levels", type=float, nargs="+", default=[0.25, 0.5])
+    ap.add_argument("--levels", nargs="+", default=["60/255", "120/255"], help="a grid name or levels")
     ap.add_argument("--trials", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--device", default="cpu")
@@ -50,8 +50,8 @@ def main() -> None:
         n = len(items)
         batches = [to_tensor(np.stack([decode_image(it.path) for it in items[i:i + args.batch_size]])).to(dev)
                    for i in range(0, n, args.batch_size)]
-        forwards_per_image = 2 * len(args.levels) * args.trials
         ncfg = NoiseConfig(levels=args.levels, trials=args.trials, batch_size=args.batch_size, device=dev)
+        forwards_per_image = 2 * len(ncfg.levels) * args.trials
         scfg = SaliencyConfig(batch_size=args.batch_size, device=dev, examples=0)
         with torch.inference_mode():
             model(batches[0])  # warm-up

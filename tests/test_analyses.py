@@ -6,6 +6,7 @@ import sys
 import numpy as np
 import pytest
 from hypothesis import given, strategies as st
+from scipy.stats import binomtest
 
 from bgbench import runs
 from bgbench.analyses import boxes as B
@@ -15,8 +16,8 @@ from bgbench.analyses.compare import compare_runs
 from bgbench.analyses.leakage import leakage
 from bgbench.analyses.rfs import relative_foreground_sensitivity as rfs
 from bgbench.data.manifest import read_boxes
+from bgbench.analyses.tables import stored_predictions
 from bgbench.errors import BgbenchError
-from bgbench.evaluation.metrics import mcnemar
 from bgbench.store import Store
 from conftest import assert_one_line_error, run_cli
 
@@ -49,6 +50,53 @@ def test_categorize_every_case_by_hand():
     y, o, m, b, want = zip(*HAND)
     got = categorize(np.array(y), np.array(o), np.array(m), np.array(b))
     assert [CATEGORIES[g] for g in got] == list(want)
+
+
+# A 1000-class model under the argmax mapping: -1 is an ImageNet class that maps to no IN-9 class
+# (281 tabby cat and 285 Egyptian cat are two of them). (label, original, mixed_rand, only_bg_t,
+# raw top-1 on original, raw top-1 on only_bg_t) -> expected category, each worked out by hand.
+UNMAPPED = [
+    (0, -1, 0, -1, 285, 285, "BG Fools"),        # full wrong, fg right, bg: the very same unmapped class
+    (0, -1, 0, -1, 285, 281, "Other"),           # two different unmapped classes are not "the same class"
+    (0, -1, 0, 0, 285, 100, "Other"),            # full wrong, fg right, bg right
+    (0, 1, 0, -1, 100, 285, "Other"),            # full says IN-9 class 1, bg an unmapped class
+    (0, -1, 0, 1, 285, 100, "Other"),            # full unmapped, bg IN-9 class 1
+    (0, -1, -1, -1, 285, 285, "BG Irrelevant"),  # full wrong, fg wrong (unmapped): as wrong as each other
+    (0, -1, -1, 0, 285, 100, "BG Irrelevant"),
+    (0, 0, -1, 0, 100, 100, "BG Required"),      # full right, fg unmapped (wrong), bg right
+    (0, 0, -1, -1, 100, 285, "BG+FG Required"),  # full right, fg wrong, bg unmapped (wrong)
+    (0, 0, 0, -1, 100, 285, "BG Irrelevant"),    # full right, fg right
+]
+
+
+def test_categorize_unmapped_predictions_by_hand():
+    y, o, m, b, o_raw, b_raw, want = (np.array(c) for c in zip(*UNMAPPED))
+    got = categorize(y, o, m, b, full_raw=o_raw, bg_raw=b_raw)
+    assert [CATEGORIES[g] for g in got] == want.tolist()
+    # without the raw classes two -1 predictions cannot be told apart, so no BG Fools is claimed
+    assert CATEGORIES[categorize(y[:1], o[:1], m[:1], b[:1])[0]] == "Other"
+
+
+def test_categories_of_a_stored_1000_class_run_compare_raw_classes(store):
+    """Stored as `bgbench eval` stores a 1000-class model: pred -1 plus the raw top-5. Under the
+    stored decisions and re-decided with --mapping argmax, the same unmapped class on the full
+    image and the background is BG Fools, two different unmapped classes are Other."""
+    raw = {"a/same": (285, 0, 285), "a/diff": (285, 0, 281)}  # original, mixed_rand, only_bg_t top-1
+    rid = runs.start(store, runs.Provenance(kind="eval", config={"classes": list(CLASSES), "split": "val"}))
+    rows = []
+    for iid, tops in raw.items():
+        for v, top in zip(("original", "mixed_rand", "only_bg_t"), tops):
+            pred = 0 if top == 0 else -1  # ImageNet class 0 (tench) maps to IN-9 fish; call it class 0 here
+            rows.append((v, iid, 0, pred, 0.5, json.dumps([top, 1, 2, 3, 4]), json.dumps([0.5, 0.1, 0.1, 0.1, 0.1]),
+                         json.dumps([0.1] * 9)))
+    store.insert("predictions", rid, rows)
+    store.finish_run(rid)
+    d = prediction_categories(store, rid).to_dict()
+    assert d["n"] == 2 and d["overall"]["BG Fools"] == pytest.approx(0.5) and d["overall"]["Other"] == pytest.approx(0.5)
+    # re-decided: tench (0) maps to fish (IN-9 class 8), so the foreground is wrong for label 0 and
+    # both images become BG Irrelevant (full and fg both wrong)
+    again = prediction_categories(store, rid, mapping="argmax").to_dict()
+    assert again["overall"]["BG Irrelevant"] == pytest.approx(1.0)
 
 
 @pytest.fixture
@@ -115,9 +163,10 @@ def test_compare_by_hand(store):
     ra, rb = _eval_run(store, a), _eval_run(store, b)
     d = compare_runs(store, ra, rb).to_dict()
     o = d["variants"]["original"]
-    assert (o["a_only"], o["b_only"]) == (4, 0)
+    assert (o["a_only"], o["b_only"], o["n"]) == (4, 0, 6)
     assert o["diff"] == pytest.approx(4 / 6)
-    assert o["p_value"] == pytest.approx(2 * 0.5 ** 4)  # exact binomial, two-sided
+    assert o["p_value"] == pytest.approx(binomtest(4, 4, 0.5).pvalue)  # exact McNemar: binomial on discordants
+    assert o["p_value"] == pytest.approx(0.125)  # textbook: 2 * 0.5 ** 4
     # BG-Gap A = 1 - 3/6 = 0.5; B = 0; difference 0.5
     assert d["bg_gap_diff"]["value"] == pytest.approx(0.5)
     assert d["bg_gap_diff"]["lo"] <= 0.5 <= d["bg_gap_diff"]["hi"]
@@ -140,18 +189,75 @@ def test_compare_challenge_verdicts(store):
         runs_.append(rid)
     d = compare_runs(store, *runs_).to_dict()["challenge"]
     assert d["acc_a"]["value"] == pytest.approx(0.6) and d["acc_b"]["value"] == 0
-    assert d["p_value"] == pytest.approx(mcnemar([1, 1, 1, 0, 0], [0] * 5)["p_value"])
-    assert (d["a_only"], d["b_only"]) == (3, 0)
+    assert (d["a_only"], d["b_only"]) == (3, 0)  # A survives on 3 foregrounds that fool B
+    assert d["p_value"] == pytest.approx(binomtest(3, 3, 0.5).pvalue)  # = 2 * 0.5 ** 3 = 0.25
+
+
+def test_compare_p_value_with_discordance_both_ways(store):
+    """A right and B wrong on 7 images, B right and A wrong on 2, both right on 3: the exact
+    McNemar p-value is the two-sided binomial test of 2 successes in 9 at 1/2 (0.1797)."""
+    ids = [f"a/{i}" for i in range(12)]
+    a_right = [1] * 7 + [0] * 2 + [1] * 3
+    b_right = [0] * 7 + [1] * 2 + [1] * 3
+    ra = _eval_run(store, {"original": [(i, 0, 0 if ok else 1) for i, ok in zip(ids, a_right)]})
+    rb = _eval_run(store, {"original": [(i, 0, 0 if ok else 1) for i, ok in zip(ids, b_right)]})
+    o = compare_runs(store, ra, rb).to_dict()["variants"]["original"]
+    assert (o["a_only"], o["b_only"]) == (7, 2)
+    assert o["p_value"] == pytest.approx(binomtest(2, 9, 0.5).pvalue)
+    assert o["p_value"] == pytest.approx(2 * (1 + 9 + 36) / 2 ** 9)  # by hand: 2 * P(X <= 2), X ~ Bin(9, 1/2)
+
+
+def test_compare_refuses_runs_on_different_data_with_the_same_ids(tmp_path):
+    """Two Synthetic-9 sets drawn with seeds 1 and 2 share every image id and label, but not their
+    pixels: their data fingerprints differ, and compare refuses them in one line."""
+    from bgbench.variants.synth import write_dataset
+    db = tmp_path / "r.db"
+    ids = []
+    for seed in (1, 2):
+        root = tmp_path / f"s{seed}"
+        write_dataset(root, per_class=1, size=32, seed=seed, split="val", progress=False)
+        proc = run_cli("eval", "--model", "timm:test_resnet", "--data", root, "--variants", "original",
+                       "--quiet", "--json", "--db", db)
+        assert proc.returncode == 0, proc.stderr
+        ids.append(json.loads(proc.stdout)["run_id"])
+    with Store(db) as store:
+        pa, pb = (stored_predictions(store, r)["original"] for r in ids)
+        assert pa.image_ids == pb.image_ids and pa.labels.tolist() == pb.labels.tolist()
+        with pytest.raises(BgbenchError, match="different data"):
+            compare_runs(store, *ids)
+    assert_one_line_error(run_cli("compare", *ids, "--db", db), "different data", "s1", "s2")
 
 
 def test_leakage_by_hand(store):
     table = {"only_bg_b": [(f"a/{i}", i % 3, 0) for i in range(12)],  # 4 of 12 right (label 0)
-             "only_bg_t": [(f"a/{i}", i % 3, i % 3) for i in range(12)]}  # all right
-    d = leakage(store, _eval_run(store, table)).to_dict()
+             "only_bg_t": [(f"a/{i}", i % 3, i % 3) for i in range(12)],  # all right
+             "no_fg": [(f"a/{i}", i % 3, i % 3 if i < 9 else 0) for i in range(12)],  # 9 + 1 of 12 right
+             "original": [(f"a/{i}", i % 3, i % 3) for i in range(12)]}
+    rid = _eval_run(store, table)
+    d = leakage(store, rid).to_dict()
     assert d["chance"] == pytest.approx(1 / 3)
+    # leakage is the paper's two background-only variants, and only those (§5)
+    assert set(d["accuracy"]) == set(d["above_chance"]) == {"only_bg_b", "only_bg_t"}
     assert d["above_chance"]["only_bg_b"]["value"] == pytest.approx(0.0)
     assert d["above_chance"]["only_bg_t"]["value"] == pytest.approx(2 / 3)
     assert d["above_chance"]["only_bg_t"]["lo"] > 0  # an interval that excludes chance
+    # NO-FG keeps the silhouette: reported apart, under its own name
+    s = d["silhouette_signal"]
+    assert s["variant"] == "no_fg" and s["name"] == "silhouette signal (no_fg)"
+    assert s["accuracy"]["value"] == pytest.approx(10 / 12) and s["above_chance"]["value"] == pytest.approx(10 / 12 - 1 / 3)
+    proc = run_cli("analyze", "leakage", rid, "--db", store.path)
+    assert proc.returncode == 0, proc.stderr
+    leak, _, shape = proc.stdout.partition("silhouette signal (no_fg)")
+    assert "only_bg_t" in leak and "no_fg" not in leak and "+50.0%" in shape  # 10/12 - 1/3 = 50 points
+    doc = json.loads(run_cli("analyze", "leakage", rid, "--db", store.path, "--json").stdout)
+    assert "no_fg" not in doc["above_chance"] and doc["silhouette_signal"]["above_chance"]["value"] == pytest.approx(0.5)
+
+
+def test_leakage_needs_a_background_only_variant(store):
+    rid = _eval_run(store, {"no_fg": [("a/1", 0, 0)], "original": [("a/1", 0, 0)]})
+    with pytest.raises(BgbenchError, match="only_bg_b or only_bg_t"):
+        leakage(store, rid)
+    assert_one_line_error(run_cli("analyze", "leakage", rid, "--db", store.path), "only_bg_b or only_bg_t")
 
 
 def test_rfs_edge_cases_and_sign():

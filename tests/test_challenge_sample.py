@@ -177,19 +177,28 @@ def test_full_accuracy_lies_inside_the_sampled_intervals(colour_root, tmp_path):
 def test_halfwidth_stops_at_the_first_chunk_where_the_interval_is_narrow_enough(colour_root, tmp_path):
     model = colour_model()
     cfg = ChallengeConfig(batch_size=16, halfwidth=0.09, seed=2)
-    chunk = cfg.chunk_size()
     with Store(tmp_path / "r.db") as store:
         rep = run_challenge(model, colour_root, store, cfg, progress=False)
         rows = {r["image_id"]: r["fooled"] for r in store.challenge_results(rep.run_id)}
     assert rep.estimate and rep.sample["halfwidth"] <= 0.09 and rep.sample["halfwidth_target"] == 0.09
     n = rep.total
-    assert n % chunk == 0 and n < 270 and len(rows) == n
+    # the rule is checked after 16, 32, 64 foregrounds, then every max(32, 2 x batch size) = 32
+    boundaries = [16, 32, 64] + list(range(96, 270, 32))
+    assert n in boundaries and len(rows) == n
     from bgbench.data import discover
     pairs = discover(colour_root).foregrounds()
     ids = [it.image_id for it, _ in pairs]
     order = sample_order(2, ids, [it.label for it, _ in pairs])
     held = [not rows[ids[i]] for i in order[:n]]
     assert wilson_halfwidth(sum(held), n) <= 0.09
-    assert wilson_halfwidth(sum(held[:n - chunk]), n - chunk) > 0.09  # one chunk earlier was not enough
+    earlier = boundaries[boundaries.index(n) - 1]
+    assert wilson_halfwidth(sum(held[:earlier]), earlier) > 0.09  # the boundary before was not enough
+
+
+def test_halfwidth_checks_boundaries_that_double_from_a_small_first_chunk():
+    plan = SamplePlan.build(0, *_ids([50, 50]), halfwidth=0.1, chunk=32, first=4)
+    ends = [end for _, end in plan.chunks()]
+    assert ends == [4, 8, 16, 32, 64, 96, 100]  # a hand-worked schedule: doubling, then every 32
+    assert [e for _, e in SamplePlan.build(0, *_ids([50, 50]), chunk=32).chunks()] == [32, 64, 96, 100]
 
 

@@ -2,6 +2,7 @@
 import json
 import sqlite3
 
+import numpy as np
 import pytest
 
 from conftest import assert_one_line_error, run_cli, run_cli_subprocess
@@ -26,16 +27,19 @@ def test_synth_train_eval_store(tmp_path):
     assert set(report["accuracy"]) == {"original", "only_bg_b", "only_bg_t", "no_fg", "only_fg", "mixed_same",
                                        "mixed_rand", "mixed_next"}
     con = sqlite3.connect(db)
-    rows = con.execute("SELECT variant, label, pred FROM predictions WHERE run_id=?", (report["run_id"],)).fetchall()
+    rows = con.execute("SELECT variant, image_id, label, pred FROM predictions WHERE run_id=?",
+                       (report["run_id"],)).fetchall()
     assert len(rows) == 8 * 27
-    # the stored table reproduces the reported accuracies
+    # an independent measurement: the checkpoint's weights in a plain timm network, images read
+    # and normalised here (IN-9 mean/std, DESIGN.md §1), labels from the sorted class folders
+    mine = _forward_pass_by_hand(ckpt, data)
+    assert {(v, i): (y, p) for v, i, y, p in rows} == {(v, i): yp for v, d in mine.items() for i, yp in d.items()}
+    correct = {v: [y == p for y, p in d.values()] for v, d in mine.items()}
     for v, acc in report["accuracy"].items():
-        vs = [r for r in rows if r[0] == v]
-        assert acc["value"] == pytest.approx(sum(r[1] == r[2] for r in vs) / len(vs))
-    same = {r for r in rows if r[0] == "mixed_same"}
+        assert acc["n"] == len(correct[v]) == 27
+        assert acc["value"] == pytest.approx(np.mean(correct[v])), v
     gap = report["bg_gap"]["value"]
-    assert gap == pytest.approx(report["accuracy"]["mixed_same"]["value"] - report["accuracy"]["mixed_rand"]["value"])
-    assert same
+    assert gap == pytest.approx(np.mean(correct["mixed_same"]) - np.mean(correct["mixed_rand"]))
     run = con.execute("SELECT status, checkpoint_sha256, data_fingerprint, version, config FROM runs").fetchone()
     assert run[0] == "done" and len(run[1]) == 64 and run[2] and run[3]
     assert json.loads(run[4])["mapping"] == "argmax"
@@ -43,6 +47,33 @@ def test_synth_train_eval_store(tmp_path):
     proc = run_cli("eval", "--model", f"file:{ckpt}", "--data", data, "--quiet", "--db", db,
                    "--variants", "original", "only_fg")
     assert proc.returncode == 0 and "only_fg" in proc.stdout and "BG-Gap" not in proc.stdout
+
+
+IN9_MEAN = (0.4717, 0.4499, 0.3837)
+IN9_STD = (0.2600, 0.2516, 0.2575)
+
+
+def _forward_pass_by_hand(ckpt, data):
+    """{variant: {image id: (label, prediction)}} from the checkpoint, without bgbench's model or data code."""
+    import timm
+    import torch
+    from PIL import Image
+    state = torch.load(ckpt, map_location="cpu", weights_only=True)["state_dict"]
+    net = timm.create_model("test_resnet", num_classes=9)
+    net.load_state_dict(state)
+    net.eval()
+    mean = torch.tensor(IN9_MEAN).view(1, 3, 1, 1)
+    std = torch.tensor(IN9_STD).view(1, 3, 1, 1)
+    out = {}
+    for variant in sorted(p.name for p in data.iterdir() if p.name != "fg_mask" and (p / "val").is_dir()):
+        classes = sorted(p.name for p in (data / variant / "val").iterdir())
+        files = [(label, f) for label, c in enumerate(classes) for f in sorted((data / variant / "val" / c).iterdir())]
+        x = torch.stack([torch.from_numpy(np.asarray(Image.open(f).convert("RGB"), dtype=np.float32) / 255)
+                         .permute(2, 0, 1) for _, f in files])
+        with torch.no_grad():
+            pred = net((x - mean) / std).argmax(1).numpy()
+        out[variant] = {f"{f.parent.name}/{f.stem}": (label, int(p)) for p, (label, f) in zip(pred, files)}
+    return out
 
 
 def test_models_lists_the_zoo():

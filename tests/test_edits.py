@@ -1,6 +1,7 @@
 """ImageNet-E attribute edits: the pure functions, GLCM, backends, the pipeline and the CLI."""
 import csv
 import json
+import math
 
 import numpy as np
 import pytest
@@ -60,15 +61,108 @@ def test_size_reaches_its_pixel_rate_within_10_percent(seed, rate):
         assert abs(F.pixel_rate(m) - rate) <= 0.1 * rate
 
 
-@settings(max_examples=30, deadline=None)
-@given(seed=st.integers(0, 10_000), angle=st.floats(-360, 360))
-def test_rotation_keeps_the_object_inside(seed, angle):
-    image, mask = _scene(seed)
-    matrix = F.rotate(mask, angle)
-    x0, y0, x1, y1 = F.mapped_extent(matrix, mask)
-    assert x0 >= -1e-6 and y0 >= -1e-6 and x1 <= 47 + 1e-6 and y1 <= 47 + 1e-6
-    _, m = F.warp_object(image, mask, matrix)
-    assert abs(int(m.sum()) - int(mask.sum())) <= 0.15 * mask.sum()  # nothing cut off at the border
+def _rect_mask(h, w, x0, y0, x1, y1):
+    m = np.zeros((h, w), bool)
+    m[y0:y1 + 1, x0:x1 + 1] = True
+    return m
+
+
+def _expected_rotation(h, w, x0, y0, x1, y1, degrees):
+    """Worked out here, apart from bgbench: Eq. 7's T_direction, [[cos, sin], [-sin, cos]] (OpenCV's
+    sign), about the box centre, then the least shift that brings the rotated pixel centres of the
+    rectangle (its four corner pixels are the extremes) inside the image. None: it cannot fit."""
+    t = math.radians(degrees)
+    rot = np.array([[math.cos(t), math.sin(t)], [-math.sin(t), math.cos(t)]])
+    c = np.array([(x0 + x1) / 2, (y0 + y1) / 2])
+    corners = np.array([[x0, y0], [x1, y0], [x0, y1], [x1, y1]], float)
+    moved = (corners - c) @ rot.T + c
+    lo, hi = moved.min(axis=0), moved.max(axis=0)
+    if (hi - lo > np.array([w - 1, h - 1]) + 1e-6).any():
+        return None
+    shift = np.where(lo < 0, -lo, np.where(hi > [w - 1, h - 1], np.array([w - 1, h - 1]) - hi, 0.0))
+    return np.hstack([rot, (c - rot @ c + shift)[:, None]])
+
+
+def _bilinear_rect(h, w, x0, y0, x1, y1, matrix):
+    """The rectangle's mask warped by `matrix` with bilinear sampling, computed here: at each output
+    pixel p the source point q = M^-1 p; bilinear interpolation of a rectangle's indicator is
+    separable, g(qx) * g(qy), with g the 1-D linear ramp over one pixel on each side."""
+    inv = np.linalg.inv(np.vstack([matrix, [0, 0, 1]]))[:2]
+    yy, xx = np.mgrid[:h, :w]
+    qx, qy = (inv @ np.stack([xx.ravel(), yy.ravel(), np.ones(xx.size)])).reshape(2, h, w)
+    gx = np.clip(np.minimum(qx - (x0 - 1), (x1 + 1) - qx), 0, 1)
+    gy = np.clip(np.minimum(qy - (y0 - 1), (y1 + 1) - qy), 0, 1)
+    return gx * gy
+
+
+@pytest.mark.parametrize("h, w, box, degrees", [
+    (64, 64, (44, 0, 63, 7), 90),   # pokes out of the top once rotated: shifted down, same size
+    (64, 64, (44, 0, 63, 7), 30),
+    (48, 48, (10, 20, 33, 27), 45),
+    (24, 64, (46, 16, 59, 21), 90),  # as in the pipeline test below
+])
+def test_rotation_is_a_rigid_move_checked_against_an_independent_warp(h, w, box, degrees):
+    """The edit's matrix is exactly T_direction plus a shift (no scale: the object keeps its size),
+    and its mask is the independently warped rectangle. OpenCV samples at 1/32 px, so only pixels
+    whose interpolated value lies within 1/16 of the 0.5 threshold may differ; the area ratio
+    then lies within the share of such pixels of the expected ratio."""
+    mask = _rect_mask(h, w, *box)
+    want = _expected_rotation(h, w, *box, degrees)
+    matrix = F.rotate(mask, degrees)
+    assert np.allclose(matrix, want, atol=1e-9)
+    assert abs(np.linalg.det(matrix[:, :2]) - 1) < 1e-12  # what a shrink would break
+    _, got = F.warp_object(np.zeros((h, w, 3), np.uint8), mask, matrix)
+    value = _bilinear_rect(h, w, *box, want)
+    ambiguous = np.abs(value - 0.5) <= 1 / 16
+    assert not ((got != (value > 0.5)) & ~ambiguous).any()
+    ratio = F.area_ratio(mask, got)
+    assert abs(ratio - (value > 0.5).sum() / mask.sum()) <= ambiguous.sum() / mask.sum()
+    # the ratio that bilinear sampling of a rectangle allows at all: its > 0.5 region is the box grown
+    # by half a pixel with four corners cut (each of area 0.5 ln 2 - 1/4), and a lattice count of a
+    # convex region of area A and perimeter P lies within P/2 + 1 of A
+    bw, bh = box[2] - box[0] + 1, box[3] - box[1] + 1
+    area = bw * bh - 4 * (0.5 * math.log(2) - 0.25)
+    assert abs(ratio * mask.sum() - area) <= (2 * (bw + bh)) / 2 + 1
+    if degrees == 90:  # integer sampling points: exact
+        assert ratio == 1.0 and np.array_equal(got, value > 0.5)
+
+
+@pytest.mark.parametrize("degrees", [90, 30])
+def test_rotation_that_cannot_fit_is_refused_not_shrunk(degrees):
+    """A 60 x 4 bar in a 64 x 24 image: upright, or at 30 degrees (29.5 + 2.6 px tall), it is taller
+    than the image. The old edit shrank it to fit; now it does not fit and is rejected."""
+    mask = _rect_mask(24, 64, 2, 10, 61, 13)
+    assert _expected_rotation(24, 64, 2, 10, 61, 13, degrees) is None
+    with pytest.raises(F.DoesNotFit):
+        F.rotate(mask, degrees)
+    assert _expected_rotation(24, 64, 2, 10, 61, 13, 10) is not None  # 10 degrees: 13.2 px tall, fits
+    assert np.allclose(F.rotate(mask, 10), _expected_rotation(24, 64, 2, 10, 61, 13, 10), atol=1e-9)
+
+
+def test_rotation_keeps_the_size_or_refuses():
+    """Long thin ellipses at random angles: either their rotated pixel centres (computed here) span
+    more than the image and the edit refuses, or the matrix is a pure rotation plus a shift that
+    keeps the object inside. Both happen among these 60 draws."""
+    rng = np.random.default_rng(0)
+    outcomes = set()
+    for _ in range(60):
+        angle = float(rng.uniform(-360, 360))
+        mask = _ellipse(48, 48, rng.uniform(12, 36), rng.uniform(12, 36), rng.uniform(5, 26), rng.uniform(2, 8))
+        t = math.radians(angle)
+        rot = np.array([[math.cos(t), math.sin(t)], [-math.sin(t), math.cos(t)]])
+        ys, xs = np.nonzero(mask)
+        pts = np.stack([xs, ys], axis=1) @ rot.T
+        fits = bool((pts.max(axis=0) - pts.min(axis=0) <= 47 + 1e-6).all())
+        outcomes.add(fits)
+        if not fits:
+            with pytest.raises(F.DoesNotFit):
+                F.rotate(mask, angle)
+            continue
+        matrix = F.rotate(mask, angle)
+        assert np.allclose(matrix[:, :2], rot, atol=1e-9)
+        x0, y0, x1, y1 = F.mapped_extent(matrix, mask)
+        assert x0 >= -1e-6 and y0 >= -1e-6 and x1 <= 47 + 1e-6 and y1 <= 47 + 1e-6
+    assert outcomes == {True, False}
 
 
 @settings(max_examples=30, deadline=None)
@@ -161,7 +255,7 @@ def test_edit_eval_analyze_end_to_end(synth_root, tmp_path):
     proc = run_cli("edit", "--data", synth_root, "--out", out, "--levels", "remove", "size_full", "size_0.05",
                    "position_*", "rotation_*", "--angles", "90", "--quiet")
     assert proc.returncode == 0, proc.stderr
-    assert "edit recorded as run" in proc.stdout
+    assert "edit run 1 stored in" in proc.stderr and "stored in" not in proc.stdout  # status, not a result
     levels = {"original", "remove", "size_full", "size_0.05", "position_random", "rotation_90"}
     assert levels <= {p.name for p in out.iterdir()}
     assert (out / "fg_mask" / "val").is_dir()
@@ -210,6 +304,32 @@ def test_eval_ten_crop_is_recorded(synth_root):
     from bgbench.store import Store
     with Store() as store:
         assert json.loads(store.runs("eval")[-1]["config"])["ten_crop"] is True
+
+
+def test_edit_rejects_a_rotation_that_does_not_fit_and_records_the_area_ratio(tmp_path):
+    """A 64 x 24 dataset: a 60 x 4 bar cannot stand upright in it (a reject, as size and position
+    rejects are), a 14 x 6 box can, shifted 2 px up, at its full size (area ratio 1, exact at 90°)."""
+    data = tmp_path / "data"
+    rng = np.random.default_rng(0)
+    for name, box in {"bar": (2, 10, 61, 13), "box": (46, 16, 59, 21)}.items():
+        for folder, ext in (("original", "png"), ("fg_mask", "npy")):
+            (data / folder / "val" / "00_a").mkdir(parents=True, exist_ok=True)
+        Image.fromarray(rng.integers(0, 256, (24, 64, 3), dtype=np.uint8)).save(data / "original" / "val" / "00_a" /
+                                                                                  f"{name}.png")
+        np.save(data / "fg_mask" / "val" / "00_a" / f"{name}.npy", _rect_mask(24, 64, *box).astype(np.uint8))
+    out = tmp_path / "edits"
+    proc = run_cli("edit", "--data", data, "--out", out, "--levels", "rotation_90", "--angles", "90", "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    with open(out / "rejects.csv", newline="") as f:
+        rejects = list(csv.DictReader(f))
+    assert [(r["image"], r["folder"], r["reason"]) for r in rejects] == [("00_a/bar", "rotation_90", "does_not_fit")]
+    rows = [r for r in _manifest(out) if r["folder"] == "rotation_90"]
+    assert [r["image"] for r in rows] == ["00_a/box"]
+    params = json.loads(rows[0]["params"])
+    assert params["angle"] == 90 and params["area_ratio"] == 1.0
+    assert float(rows[0]["fg_fraction"]) == pytest.approx(14 * 6 / (64 * 24), abs=1e-5)  # the size is kept
+    assert np.allclose(np.array(params["matrix"]).reshape(2, 3),
+                       _expected_rotation(24, 64, 46, 16, 59, 21, 90), atol=1e-4)
 
 
 def test_one_and_two_workers_write_identical_bytes(synth_root, tmp_path):

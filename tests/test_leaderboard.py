@@ -46,9 +46,37 @@ def test_ranking_provenance_and_reported_rows(tmp_path):
     assert a["mixed_rand"] == 0.7 and a["bg_gap"] == 0.1 and a["challenge"] == 0.3  # eval and challenge joined
     r50 = rows[models.index("ResNet-50")]
     assert r50["source"] == "reported" and r50["challenge"] == 0.223 and r50["clean"] == 0.956
-    assert [r["rank"] for r in rows] == list(range(1, len(rows) + 1))
+    # the challenge ranking, then apart the rows without a challenge, by MIXED-RAND (published:
+    # ResNet-152 83.5%, VGG16-BN 73.4%, ResNet-50 (IN-9/Mixed-Rand) 71.3%)
+    by_challenge = [(r["model"], r["rank_by_challenge"]) for r in rows if r["rank_by_challenge"] is not None]
+    assert by_challenge == [("timm:a", 1), ("ResNet-50", 2), ("ResNet-50 (IN-9L)", 3), ("timm:b", 4)]
+    by_mixed_rand = [(r["model"], r["rank_by_mixed_rand"]) for r in rows if r["rank_by_mixed_rand"] is not None]
+    assert by_mixed_rand == [("ResNet-152", 1), ("VGG16-BN", 2), ("ResNet-50 (IN-9/Mixed-Rand)", 3)]
+    assert all((r["rank_by_challenge"] is None) != (r["rank_by_mixed_rand"] is None) for r in rows)
     vgg = rows[models.index("VGG16-BN")]
     assert vgg["challenge"] is None and vgg["bg_gap"] == 0.102
+
+
+def test_without_a_challenge_the_key_is_mixed_rand_never_original(tmp_path):
+    """The demo's pair: the ORIGINAL-trained model leans on the background (original 99%, mixed_rand
+    20%, BG-Gap 79%), the MIXED-RAND-trained one does not (60%, 61%, -1%). Ranked by original accuracy
+    the first would win; by MIXED-RAND accuracy the second does. A model with a challenge run is
+    ranked on its own key, and one with neither key is listed unranked."""
+    with Store(tmp_path / "r.db") as store:
+        _add(store, "trained-on-original", "o" * 64, accs={"original": 0.99, "mixed_same": 0.99, "mixed_rand": 0.20},
+             gap=0.79, fp="fp-s", classes=SYNTH)
+        _add(store, "trained-on-mixed-rand", "m" * 64, accs={"original": 0.60, "mixed_same": 0.60, "mixed_rand": 0.61},
+             gap=-0.01, fp="fp-s", classes=SYNTH)
+        _add(store, "challenged", "c" * 64, challenge=0.05, clean=0.5, fp="fp-s", classes=SYNTH)
+        _add(store, "original-only", "x" * 64, accs={"original": 1.0}, gap=None, fp="fp-s", classes=SYNTH)
+        rows = leaderboard(store, include_reported=False)
+    got = [(r["model"], r["rank_by_challenge"], r["rank_by_mixed_rand"]) for r in rows]
+    assert got == [("challenged", 1, None), ("trained-on-mixed-rand", None, 1), ("trained-on-original", None, 2),
+                   ("original-only", None, None)]
+    table = render(rows, "table")
+    assert table.index("ranked by challenge accuracy") < table.index("challenged")
+    assert table.index("ranked by MIXED-RAND accuracy") < table.index("trained-on-mixed-rand") \
+        < table.index("trained-on-original") < table.index("not ranked") < table.index("original-only")
 
 
 def test_datasets_are_ranked_apart_and_published_rows_join_in9_only(tmp_path):
@@ -63,7 +91,7 @@ def test_datasets_are_ranked_apart_and_published_rows_join_in9_only(tmp_path):
         by_dataset.setdefault(r["dataset"], []).append(r)
     synth = next(v for k, v in by_dataset.items() if "fp-s" in k)
     assert [r["model"] for r in synth] == ["timm:synth", "timm:synth-copy"]  # one dataset despite two paths
-    assert [r["rank"] for r in synth] == [1, 2] and all(r["source"] == "measured" for r in synth)
+    assert [r["rank_by_challenge"] for r in synth] == [1, 2] and all(r["source"] == "measured" for r in synth)
     in9 = next(v for k, v in by_dataset.items() if "fp-in9" in k)
     assert [r["model"] for r in in9][:2] == ["ResNet-50", "timm:in9"]
     assert PUBLISHED not in by_dataset  # the published rows sit beside the IN-9 run, not apart
@@ -74,20 +102,33 @@ def test_published_rows_stand_alone_without_an_in9_run(tmp_path):
         _add(store, "timm:synth", "b" * 64, challenge=0.50, clean=0.9, root="/synth", fp="fp-s", classes=SYNTH)
         rows = leaderboard(store)
     assert {r["dataset"] for r in rows if r["source"] == "reported"} == {PUBLISHED}
-    assert next(r for r in rows if r["model"] == "timm:synth")["rank"] == 1
+    assert next(r for r in rows if r["model"] == "timm:synth")["rank_by_challenge"] == 1
 
 
-def test_formats(tmp_path):
+def test_formats_name_the_ranking_key_in_their_headers(tmp_path):
+    from bgbench.reporting.render import leaderboard_html
     with Store(tmp_path / "r.db") as store:
         _add(store, "timm:a|pipe", "a" * 64, challenge=0.3, clean=0.9)
         rows = leaderboard(store)
-    assert json.loads(render(rows, "json"))[0]["model"] == "timm:a|pipe"
-    parsed = list(csv.DictReader(io.StringIO(render(rows, "csv"))))
+    doc = json.loads(render(rows, "json"))
+    assert doc[0]["model"] == "timm:a|pipe" and doc[0]["rank_by_challenge"] == 1 and "rank_by_mixed_rand" in doc[0]
+    text = render(rows, "csv")
+    header = text.splitlines()[0].split(",")
+    assert "rank_by_challenge" in header and "rank_by_mixed_rand" in header and "rank" not in header
+    parsed = list(csv.DictReader(io.StringIO(text)))
     assert len(parsed) == len(rows)
+    assert [r["model"] for r in parsed if r["rank_by_mixed_rand"]] == ["ResNet-152", "VGG16-BN",
+                                                                       "ResNet-50 (IN-9/Mixed-Rand)"]
     md = render(rows, "md")
-    body = [ln for ln in md.splitlines() if ln.startswith("| ") and not ln.startswith("| rank")]
+    body = [ln for ln in md.splitlines() if ln.startswith("| ") and not ln.startswith("| rank_by")]
     assert "timm:a\\|pipe" in md and len(body) == len(rows)
-    assert "30.0%" in render(rows, "table")
+    assert "| rank_by_challenge | model |" in md and "| rank_by_mixed_rand | model |" in md
+    assert "ranked by challenge accuracy" in md and "ranked by MIXED-RAND accuracy" in md
+    table = render(rows, "table")
+    assert "30.0%" in table and "rank_by_challenge" in table and "rank_by_mixed_rand" in table
+    html = leaderboard_html(rows)
+    assert "<th class=\"num\">rank by challenge accuracy</th>" in html
+    assert "<th class=\"num\">rank by MIXED-RAND accuracy</th>" in html
 
 
 def test_cli_leaderboard_only_measured(tmp_path):

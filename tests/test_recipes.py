@@ -190,8 +190,8 @@ def test_resume_refuses_a_changed_config(synth_root, tmp_path):
     assert run_cli(*base).returncode == 0
     proc = run_cli(*base, "--lr", "0.01")
     assert_one_line_error(proc, "different configuration", "lr")
-    proc = run_cli(*base)  # the same command again: already complete, resumes at 1/1
-    assert proc.returncode == 0 and "from epoch 1/1" in proc.stderr
+    proc = run_cli(*base)  # the same command again: already complete, nothing to train
+    assert proc.returncode == 0 and "already finished (epoch 1/1)" in proc.stderr
     assert [r["epoch"] for r in _log(out)] == [1]
 
 

@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bgbench.evaluation.metrics import mcnemar, paired_difference
+from scipy.stats import binomtest
+
 from bgbench.reporting.context import select_subjects
 from bgbench.reporting.render import render_report
 from bgbench.reporting.sections import SECTIONS, _compare_pair, list_sections
@@ -62,7 +63,7 @@ def _html(result) -> str:
 
 def test_every_section_with_data_is_on_the_page(rendered, report_store):
     html = _html(rendered)
-    assert rendered.sections == ["accuracy", "boxsize", "categories", "challenge", "comparisons", "noise",
+    assert rendered.sections == ["accuracy", "boxsize", "categories", "challenge", "comparisons", "leakage", "noise",
                                  "overview", "provenance", "saliency"]
     assert len(rendered.models) == 3
     with Store(report_store) as store:
@@ -77,6 +78,16 @@ def test_every_section_with_data_is_on_the_page(rendered, report_store):
     # model that was probed
     assert html.count('class="section-categories"') == 2 and html.count('class="section-boxsize"') == 3
     assert html.count('class="section-noise"') == 1 and html.count('class="section-saliency"') == 1
+    # leakage only for the MIXED-RAND-trained model; NO-FG apart, as silhouette signal
+    assert html.count('class="section-leakage"') == 1
+    leak = html.split('class="section-leakage"')[1].split("</table>")[0]
+    with Store(report_store) as store:
+        trained = next(r for r in store.runs("eval") if r["model"].startswith("file:"))
+        for variant, label in (("only_bg_t", "only_bg_t"), ("no_fg", "silhouette signal (no_fg)")):
+            rows = store.predictions(trained["id"], variant)
+            acc = sum(r["pred"] == r["label"] for r in rows) / len(rows)
+            cells = re.search(rf"<td>{re.escape(label)}</td>(.*?)</tr>", leak, re.S).group(1)
+            assert f"{100 * (acc - 1 / 9):+.1f}%" in cells, variant
     assert any("saliency-overlays" in p.name for p in rendered.figures)
     # Fig. 4 and Fig. 24 drawn for the --full run, and every figure a real PNG beside the page
     assert any("top5-backgrounds" in p.name for p in rendered.figures)
@@ -90,46 +101,100 @@ def test_every_section_with_data_is_on_the_page(rendered, report_store):
     assert "mixed_rand, erm" in html  # the overview's 'trained on'
 
 
+def _cells(html: str, variant: str):
+    row = re.search(rf"<tr><td>{re.escape(variant)}</td>(.*?)</tr>", html, re.S).group(1)
+    return re.findall(r'<td class="num">([^<]*)</td>', row)
+
+
 def test_comparisons_use_mcnemar_on_the_stored_predictions(rendered, report_store):
+    """Each variant's discordant counts and exact McNemar p-value, counted here from the stored
+    rows and tested with scipy's binomial test."""
     html = _html(rendered).split('id="comparisons"')[1]
     assert html.count("<h3><a href=") == 3  # three models on one dataset: three pairs
     first = html.split("<h3>")[1]
+    run_a, run_b = map(int, re.search(r"eval runs (\d+) vs (\d+)", first).groups())
     with Store(report_store) as store:
-        ev = store.runs("eval")
         checked = 0
-        for variant in json.loads(ev[0]["config"])["variants"]:
-            a = {r["image_id"]: r["pred"] == r["label"] for r in store.predictions(ev[0]["id"], variant)}
-            b = {r["image_id"]: r["pred"] == r["label"] for r in store.predictions(ev[1]["id"], variant)}
-            ids = sorted(a)
-            test = mcnemar([a[i] for i in ids], [b[i] for i in ids])
-            row = re.search(rf"<tr><td>{variant}</td>(.*?)</tr>", first, re.S).group(1)
-            cells = re.findall(r'<td class="num">([^<]*)</td>', row)
-            assert cells[3:5] == [str(test["a_only"]), str(test["b_only"])], variant
-            checked += test["a_only"] + test["b_only"]
+        for variant in json.loads(store.get_run(run_a)["config"])["variants"]:
+            a = {r["image_id"]: r["pred"] == r["label"] for r in store.predictions(run_a, variant)}
+            b = {r["image_id"]: r["pred"] == r["label"] for r in store.predictions(run_b, variant)}
+            assert sorted(a) == sorted(b)
+            a_only = sum(a[i] and not b[i] for i in a)
+            b_only = sum(b[i] and not a[i] for i in a)
+            p = binomtest(min(a_only, b_only), a_only + b_only, 0.5).pvalue if a_only + b_only else 1.0
+            cells = _cells(first, variant)
+            assert cells[3:5] == [str(a_only), str(b_only)], variant
+            assert float(cells[5]) == pytest.approx(p, abs=5e-4, rel=0.05), variant
+            assert cells[6] == str(len(a))
+            checked += a_only + b_only
     assert checked > 0  # the two models do disagree somewhere, so the counts are not trivially zero
 
 
+def test_report_and_compare_give_the_same_numbers(rendered, report_store):
+    """The report's comparison of a pair and `bgbench compare` on the same two runs agree, cell by cell."""
+    html = _html(rendered).split('id="comparisons"')[1]
+    for pair in html.split("<h3>")[1:]:
+        runs = re.search(r"eval runs (\d+) vs (\d+)", pair).groups()
+        proc = run_cli("compare", *runs, "--db", report_store, "--json")
+        assert proc.returncode == 0, proc.stderr
+        doc = json.loads(proc.stdout)
+        assert doc["variants"]
+        for variant, c in doc["variants"].items():
+            cells = _cells(pair, variant)
+            assert cells[0] == f"{100 * c['acc_a']['value']:.1f}%" and cells[1] == f"{100 * c['acc_b']['value']:.1f}%"
+            assert cells[2] == f"{100 * c['diff']:+.1f}%"
+            assert cells[3:5] == [str(c["a_only"]), str(c["b_only"])] and cells[6] == str(c["n"])
+            assert float(cells[5]) == pytest.approx(c["p_value"], abs=5e-4, rel=0.05)
+        gap = re.search(r"BG-Gap difference \(A &minus; B\): <strong>([^<]*)</strong>\s*"
+                        r'<span class="meta">\[([^,]*), ([^\]]*)\], n = (\d+)', pair)
+        if doc["bg_gap_diff"] is not None:
+            g = doc["bg_gap_diff"]
+            assert gap.groups() == (f"{100 * g['value']:+.1f}%", f"{100 * g['lo']:+.1f}%", f"{100 * g['hi']:+.1f}%",
+                                    str(g["n"]))
+
+
+def _hand_eval(store, model, correct, ids=None, fp="fp"):
+    rid = store.start_run("eval", {"variants": list(correct), "classes": ["a", "b"]}, model=model,
+                          spec={"checkpoint_sha256": model * 8}, data_root="/d", data_fingerprint=fp)
+    store.insert("predictions", rid, [(v, (ids or {}).get(v, f"a/{{}}").format(i), 0, 0 if ok else 1, 0.9, None, None, None)
+                                      for v, oks in correct.items() for i, ok in enumerate(oks)])
+    store.finish_run(rid)
+    return rid
+
+
 def test_compare_pair_against_a_table_worked_by_hand(tmp_path):
-    """A right on 5/6 originals, B on 3/6, disagreeing on two images both ways A: p = 2 * 1/4 = 0.5.
-    BG-Gap A = 4/4 - 2/4 = 0.5, B = 2/4 - 2/4 = 0: difference 0.5."""
+    """A right on 5/6 originals, B on 3/6, disagreeing on two images, both A's: p = 2 * 1/4 = 0.5.
+    BG-Gap A = 4/4 - 2/4 = 0.5, B = 2/4 - 2/4 = 0: difference 0.5. Per foreground the gap
+    differences are (1, 1, 0, 0): a bootstrap mean of 4 draws is 0 with probability 1/16 and 1
+    with probability 1/16, both above 2.5%, so the 95% percentile interval is exactly [0, 1]."""
     correct = {"A": {"original": [1, 1, 1, 0, 1, 1], "mixed_same": [1, 1, 1, 1], "mixed_rand": [0, 0, 1, 1]},
                "B": {"original": [0, 0, 1, 0, 1, 1], "mixed_same": [1, 1, 0, 0], "mixed_rand": [1, 1, 0, 0]}}
     with Store(tmp_path / "r.db") as store:
         for model, variants in correct.items():
-            rid = store.start_run("eval", {"variants": list(variants), "classes": ["a", "b"]}, model=model,
-                                  spec={"checkpoint_sha256": model * 8}, data_root="/d", data_fingerprint="fp")
-            store.insert("predictions", rid, [(v, f"a/{i}", 0, 0 if ok else 1, 0.9, None, None, None)
-                                              for v, oks in variants.items() for i, ok in enumerate(oks)])
-            store.finish_run(rid)
+            _hand_eval(store, model, variants)
         a, b = select_subjects(store)
         found = _compare_pair(type("Ctx", (), {"store": store})(), a, b)
     original = found["variants"][0]
     assert (original["variant"], original["a_only"], original["b_only"]) == ("original", 2, 0)
     assert original["p_value"] == pytest.approx(0.5) and original["diff"] == pytest.approx(2 / 6)
-    assert found["bg_gap"]["value"] == pytest.approx(0.5)
-    ga, gb = np.array([1, 1, 0, 0]), np.array([0, 0, 0, 0])
-    assert found["bg_gap"] == paired_difference(ga, gb).as_dict()
-    assert found["challenge"] is None
+    assert found["bg_gap"]["value"] == pytest.approx(0.5) and found["bg_gap"]["n"] == 4
+    assert (found["bg_gap"]["lo"], found["bg_gap"]["hi"]) == (0.0, 1.0)
+    assert found["challenge"] is None and found["refused"] == []
+
+
+def test_report_refuses_what_compare_refuses(tmp_path):
+    """Two runs on one fingerprint whose images differ (a/0..a/3 vs b/0..b/3): `bgbench compare`
+    refuses them, so the report shows the same reason instead of numbers on a narrowed set."""
+    with Store(tmp_path / "r.db") as store:
+        ra = _hand_eval(store, "A", {"original": [1, 1, 0, 0]})
+        rb = _hand_eval(store, "B", {"original": [1, 0, 1, 0]}, ids={"original": "b/{}"})
+        result = render_report(store, tmp_path / "site", progress=False)
+    proc = run_cli("compare", ra, rb, "--db", tmp_path / "r.db")
+    assert_one_line_error(proc, "not on the same images")
+    reason = proc.stderr.strip().removeprefix("bgbench: error: ")
+    html = result.index.read_text().split('id="comparisons"')[1]
+    assert "not compared: " + reason.replace("'", "&#39;") in html
+    assert "<td>original</td>" not in html
 
 
 def test_user_strings_are_escaped_in_the_html(rendered):
@@ -164,7 +229,7 @@ def test_cli_report_json_and_selection(report_store, tmp_path):
     proc = run_cli("report", "--db", report_store, "--out", tmp_path / "r", "--models", "timm:*", "--json", "--quiet")
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
-    assert doc["models"] == ["timm:test_resnet"] and Path(doc["index"]).is_file()
+    assert doc["models"] == ["timm:test_resnet [random init, seed 0]"] and Path(doc["index"]).is_file()
     with Store(report_store) as store:
         challenge_id = store.runs("challenge")[0]["id"]
     proc = run_cli("report", "--db", report_store, "--out", tmp_path / "c", "--runs", challenge_id, "--quiet")
@@ -305,6 +370,6 @@ def test_edit_drops_section_and_ten_crop_kept_apart(tmp_path):
     html = result.index.read_text()
     assert "edits" in result.sections
     assert html.count('class="section-edits"') == 2  # the plain and the ten-crop subject, each its own
-    assert "timm:m (ten-crop)" in html
+    assert "timm:m [sha256 eeeeeeee] (ten-crop)" in html
     plain = html.split('class="section-edits"')[1]
     assert "+75.0%" in plain and "+50.0%" in plain

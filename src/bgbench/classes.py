@@ -10,7 +10,7 @@ import enum
 import json
 from functools import lru_cache
 from importlib.resources import files
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Optional, Sequence
 
 import numpy as np
 
@@ -88,3 +88,16 @@ def decide_stored(top5_classes: np.ndarray, top5_probs: np.ndarray, superclass_p
         return imagenet_to_in9()[np.asarray(top5_classes, dtype=np.int64)[:, 0]], np.asarray(top5_probs)[:, 0]
     sums = np.asarray(superclass_probs, dtype=np.float64)
     return sums.argmax(axis=1), sums.max(axis=1)
+
+
+def class_name_mismatch(model_classes: Optional[Sequence[str]], data_classes: Sequence[str]) -> Optional[dict]:
+    """The class folders a model was trained on vs a dataset's, where both are known and differ.
+
+    Label i means "the i-th class folder", so a model trained on `08_bar` and evaluated where that
+    folder is `08_long bar` is scored without complaint: callers warn and record this instead.
+    Returns None when the model's classes are unknown or equal; else the pairs that differ.
+    """
+    if not model_classes or tuple(model_classes) == tuple(data_classes):
+        return None
+    pairs = [[m, d] for m, d in zip(model_classes, data_classes) if m != d]
+    return {"model": list(model_classes), "data": list(data_classes), "differ": pairs}

@@ -25,8 +25,9 @@ from .runs import record
 from .store import Store
 
 DEMO_ARCH = "timm:test_resnet"
-#: The demo's noise probe stays cheap: two levels, three trials each, on the test split.
-DEMO_NOISE_LEVELS = (0.25, 0.5)
+#: The demo's noise probe stays cheap: two levels of RIVAL10's σ grid (60/255 and 120/255, out of
+#: 30/255 … 210/255), three trials each, on the test split. Its RFS is on that two-level grid.
+DEMO_NOISE_LEVELS = ("60/255", "120/255")
 DEMO_NOISE_TRIALS = 3
 
 
@@ -75,7 +76,7 @@ def _analyses(store: Store, eval_run: int, model_name: str, data: Path, out: Pat
     from .analyses.noise import noise_summary
     from .models import create_model
     status(f"      analysing {model_name}: prediction categories, noise probe "
-           f"(σ {', '.join(map(str, DEMO_NOISE_LEVELS))}, {DEMO_NOISE_TRIALS} trials), Grad-CAM saliency")
+           f"(σ {', '.join(DEMO_NOISE_LEVELS)}, {DEMO_NOISE_TRIALS} trials), Grad-CAM saliency")
     categories = prediction_categories(store, eval_run)
     model = create_model(model_name)
     noise = probe_noise(model, data, levels=list(DEMO_NOISE_LEVELS), trials=DEMO_NOISE_TRIALS, seed=seed,
@@ -87,7 +88,9 @@ def _analyses(store: Store, eval_run: int, model_name: str, data: Path, out: Pat
     return {"categories": categories.to_dict()["overall"],
             "noise": {"run_id": noise_run, **noise_summary(store, noise_run).to_dict()},
             "saliency": {"run_id": saliency_run, "layer": sal["layer"], "overlays": sal["overlays"],
-                         **{k: v["value"] for k, v in sal["overall"].items()}}}
+                         "aggregation": sal["aggregation"]["headline"],
+                         **{k: v["value"] for k, v in sal["headline"].items()},
+                         "image_mean": {k: v["value"] for k, v in sal["image_mean"].items()}}}
 
 
 @dataclass
@@ -112,11 +115,14 @@ class DemoResult:
             parts += ["", f"{'trained on':<12} {'BG Required':>12} {'BG Fools':>9} {'RFS':>7} {'saliency precision':>19}"]
             for v in self.reports:
                 m = models[v]
+                precision = m["saliency"]["precision"]  # None when every map was zero (1x1 features)
                 parts.append(f"{v:<12} {100 * m['categories']['BG Required']:11.1f}% "
                              f"{100 * m['categories']['BG Fools']:8.1f}% {m['noise']['rfs_overall']:+7.3f} "
-                             f"{m['saliency']['precision']:19.3f}")
-            parts.append("(RFS > 0: noise on the object hurts more than noise on the background; precision: "
-                         "share of Grad-CAM mass on the object)")
+                             f"{'-' if precision is None else format(precision, '.3f'):>19}")
+            grid = models[next(iter(self.reports))]["noise"]["grid"]["label"]
+            parts.append(f"(RFS on grid {grid}; > 0: noise on the object hurts more than noise on the background. "
+                         "Saliency precision: share of Grad-CAM mass on the object, mean of the per-predicted-class "
+                         "means)")
         parts.append(f"runs stored in {self.db}; outputs under {self.out}/ ({self.summary['seconds']:.0f}s)")
         parts.append(f"report: {self.report}")
         return "\n".join(parts)

@@ -16,3 +16,8 @@ class DataError(BgbenchError):
 
 class CheckpointError(BgbenchError):
     """A checkpoint cannot be read or does not fit the requested architecture."""
+
+
+def with_article(word: str) -> str:
+    """'an eval', 'a challenge': the indefinite article for a word in a user message."""
+    return f"{'an' if word[:1].lower() in 'aeiou' else 'a'} {word}"

@@ -16,11 +16,13 @@ the bgbench version. Provenance is built in one place, `Provenance.of`. A result
 """
 from __future__ import annotations
 
+import json
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Iterable, Iterator, Optional
 
+from .classes import class_name_mismatch
 from .errors import BgbenchError
 from .store import Store
 
@@ -42,6 +44,11 @@ class Provenance:
            data_root: Optional[str] = None, data_fingerprint: Optional[str] = None) -> "Provenance":
         """The one way to build provenance, for every kind of run.
 
+        The data root is recorded as an absolute path, so that a later command run from another
+        folder (an analysis that reads the boxes, the report) finds the data; the fingerprint
+        stays the dataset's identity. When the model records the class folders it was trained on
+        and they differ from the dataset's, the config says so (`class_names_mismatch`).
+
         Args:
             model: the model the run used: a `BgModel`, a `ModelSpec`, or a spec dict (a checkpoint
                 read back from disk); None for runs without a model (build, synth).
@@ -50,9 +57,14 @@ class Provenance:
                 run read back from its files); a layout's values take precedence.
         """
         spec = _spec_dict(model)
+        if data_root is not None:
+            data_root = str(Path(data_root).resolve())
         if layout is not None:
-            data_root, data_fingerprint = str(layout.root), layout.fingerprint()
+            data_root, data_fingerprint = str(Path(layout.root).resolve()), layout.fingerprint()
             config = {**config, "classes": list(layout.classes)}
+            mismatch = class_name_mismatch((spec or {}).get("class_names"), layout.classes)
+            if mismatch is not None:
+                config["class_names_mismatch"] = mismatch
         return cls(kind=kind, config=config, model=spec["name"] if spec else None, spec=spec, seed=seed,
                    data_root=data_root, data_fingerprint=data_fingerprint)
 
@@ -62,6 +74,32 @@ def _spec_dict(model) -> Optional[Dict[str, Any]]:
         return model
     spec = getattr(model, "spec", model)  # a BgModel carries its ModelSpec
     return spec.to_dict()
+
+
+def model_label(model: Optional[str], spec: Any = None, checkpoint_sha256: Optional[str] = None) -> str:
+    """How every listing names a model: its string plus which weights it carries.
+
+    `timm:test_resnet` may be a random init, a state_dict or a robustness checkpoint; the name
+    alone does not tell them apart, so a checkpoint adds its short sha256 and a random init its
+    seed. `spec` is the stored spec (a dict or its JSON text).
+    """
+    if not model:
+        return "-"
+    if isinstance(spec, str):
+        spec = json.loads(spec) if spec else None
+    spec = spec or {}
+    sha = checkpoint_sha256 or spec.get("checkpoint_sha256")
+    if sha:
+        return f"{model} [sha256 {sha[:8]}]"
+    seed = (spec.get("extra") or {}).get("init_seed")
+    if seed is not None:
+        return f"{model} [random init, seed {seed}]"
+    return model
+
+
+def run_model_label(run) -> str:
+    """`model_label` of a stored run row."""
+    return model_label(run["model"], run["spec"], run["checkpoint_sha256"])
 
 
 def start(store: Store, prov: Provenance) -> int:

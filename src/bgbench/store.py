@@ -13,6 +13,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable, List, Optional, Sequence
 
+from .errors import BgbenchError
 from .version import __version__
 
 #: A stored row (runs, predictions, ...): read by column name, `row["model"]`.
@@ -91,12 +92,18 @@ CREATE TABLE IF NOT EXISTS probe_saliency (
     iou REAL,
     dice REAL,
     density_diff REAL,
+    coverage_25 REAL,
+    coverage_50 REAL,
+    coverage_75 REAL,
+    ap REAL,
     PRIMARY KEY (run_id, image_id)
 );
 """
 
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+#: Columns probe_saliency gained in v3 (RIVAL10's mask coverage and average precision), in order.
+SALIENCY_V3_COLUMNS = ("coverage_25", "coverage_50", "coverage_75", "ap")
 
 
 def _migrate(conn: sqlite3.Connection) -> None:
@@ -104,6 +111,8 @@ def _migrate(conn: sqlite3.Connection) -> None:
 
     v1 -> v2: runs.model/spec become optional (builds have no model), runs gain finished/outputs,
     predictions gain the raw top-5 and superclass columns of 1000-class models.
+    v2 -> v3: probe_saliency gains RIVAL10's mask coverage (t = 0.25, 0.5, 0.75) and average
+    precision; older rows keep their values and have NULL there.
     """
     version = conn.execute("PRAGMA user_version").fetchone()[0]
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
@@ -122,6 +131,12 @@ def _migrate(conn: sqlite3.Connection) -> None:
             for col in ("top5_classes", "top5_probs", "superclass_probs"):
                 if pcols and col not in pcols:
                     conn.execute(f"ALTER TABLE predictions ADD COLUMN {col} TEXT")
+    if version < 3 and "probe_saliency" in tables:
+        scols = [r[1] for r in conn.execute("PRAGMA table_info(probe_saliency)")]
+        with conn:
+            for col in SALIENCY_V3_COLUMNS:
+                if col not in scols:
+                    conn.execute(f"ALTER TABLE probe_saliency ADD COLUMN {col} REAL")
     conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
 
 
@@ -130,10 +145,17 @@ def default_db_path() -> Path:
 
 
 class Store:
-    """A thin, explicit wrapper over one SQLite file."""
+    """A thin, explicit wrapper over one SQLite file.
 
-    def __init__(self, path: Optional[str | Path] = None):
+    `Store(path)` creates the file (and its folder) when it is missing: commands that record runs
+    open it so. Commands that only read open it with `create=False` (or `Store.open_existing`),
+    so that a mistyped path is an error rather than a new, empty store left behind.
+    """
+
+    def __init__(self, path: Optional[str | Path] = None, create: bool = True):
         self.path = Path(path).expanduser() if path else default_db_path()
+        if not create and not self.path.is_file():
+            raise BgbenchError(f"no results store at {self.path}")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.conn = sqlite3.connect(str(self.path), timeout=60)
         self.conn.row_factory = sqlite3.Row
@@ -141,6 +163,11 @@ class Store:
         self.conn.execute("PRAGMA foreign_keys=ON")
         _migrate(self.conn)
         self.conn.executescript(SCHEMA)
+
+    @classmethod
+    def open_existing(cls, path: Optional[str | Path] = None) -> "Store":
+        """Open a store that must already exist (a read never creates one)."""
+        return cls(path, create=False)
 
     def close(self) -> None:
         self.conn.close()
@@ -214,6 +241,11 @@ class Store:
     def runs(self, kind: Optional[str] = None) -> List[Row]:
         q = "SELECT * FROM runs" + (" WHERE kind=?" if kind else "") + " ORDER BY id"
         return self.conn.execute(q, (kind,) if kind else ()).fetchall()
+
+    def runs_of_checkpoint(self, kind: str, checkpoint_sha256: str) -> List[Row]:
+        """Finished runs of `kind` whose checkpoint has this sha256 (e.g. the training run of a model.pt)."""
+        return self.conn.execute("SELECT * FROM runs WHERE kind=? AND status='done' AND checkpoint_sha256=? "
+                                 "ORDER BY id", (kind, checkpoint_sha256)).fetchall()
 
     def predictions(self, run_id: int, variant: Optional[str] = None) -> List[Row]:
         """Per-image predictions of an eval run (one variant, or all), ordered by variant and image."""

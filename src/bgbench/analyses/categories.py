@@ -10,6 +10,7 @@ from typing import Dict, Optional
 
 import numpy as np
 
+from ..classes import NO_CLASS
 from ..errors import BgbenchError
 from ..store import Store
 from .tables import RunTable, stored_table
@@ -18,17 +19,36 @@ CATEGORIES = ("BG Irrelevant", "BG Required", "BG+FG Required", "BG Fools", "Oth
 NEEDED = ("original", "mixed_rand", "only_bg_t")
 
 
-def categorize(label: np.ndarray, full: np.ndarray, fg: np.ndarray, bg: np.ndarray) -> np.ndarray:
+def same_class(a: np.ndarray, b: np.ndarray, raw_a: Optional[np.ndarray] = None,
+               raw_b: Optional[np.ndarray] = None) -> np.ndarray:
+    """Whether two predictions name the same class.
+
+    Two IN-9 predictions are the same when they are equal, except -1 (NO_CLASS): a 1000-class
+    model's argmax that maps to no IN-9 class. Two of those are the same class only when their
+    raw ImageNet classes are equal; without the raw classes that cannot be told, so they count
+    as different (a "BG Fools" is never claimed on a guess).
+    """
+    a, b = np.asarray(a), np.asarray(b)
+    same = (a == b) & (a != NO_CLASS)
+    if raw_a is not None and raw_b is not None:
+        same |= (a == NO_CLASS) & (b == NO_CLASS) & (np.asarray(raw_a) == np.asarray(raw_b))
+    return same
+
+
+def categorize(label: np.ndarray, full: np.ndarray, fg: np.ndarray, bg: np.ndarray,
+               full_raw: Optional[np.ndarray] = None, bg_raw: Optional[np.ndarray] = None) -> np.ndarray:
     """Category index (into CATEGORIES) of each image from its three predictions.
 
-    full/fg/bg: predictions on ORIGINAL, MIXED-RAND and ONLY-BG-T.
+    full/fg/bg: predictions on ORIGINAL, MIXED-RAND and ONLY-BG-T (-1: no IN-9 class, always
+    wrong). full_raw/bg_raw: the raw top-1 ImageNet classes of a 1000-class model, used only to
+    decide whether two -1 predictions are the same wrong class (BG Fools).
     """
     label, full, fg, bg = (np.asarray(a) for a in (label, full, fg, bg))
     full_ok, fg_ok, bg_ok = full == label, fg == label, bg == label
     out = np.full(label.shape, CATEGORIES.index("Other"), dtype=np.int64)
     out[full_ok & ~fg_ok & bg_ok] = CATEGORIES.index("BG Required")
     out[full_ok & ~fg_ok & ~bg_ok] = CATEGORIES.index("BG+FG Required")
-    out[~full_ok & fg_ok & (bg == full)] = CATEGORIES.index("BG Fools")
+    out[~full_ok & fg_ok & same_class(bg, full, bg_raw, full_raw)] = CATEGORIES.index("BG Fools")
     out[full_ok == fg_ok] = CATEGORIES.index("BG Irrelevant")
     return out
 
@@ -78,7 +98,8 @@ def categories_of(table: RunTable) -> CategoryResult:
         raise BgbenchError(f"{table.name}: no image is in all of {', '.join(NEEDED)}")
     pick = {v: _take(p[v], ids) for v in NEEDED}
     label = pick["original"][0]
-    cats = categorize(label, pick["original"][1], pick["mixed_rand"][1], pick["only_bg_t"][1])
+    cats = categorize(label, pick["original"][1], pick["mixed_rand"][1], pick["only_bg_t"][1],
+                      full_raw=pick["original"][2], bg_raw=pick["only_bg_t"][2])
     classes = table.classes
     per_class = {}
     for c in np.unique(label):
@@ -89,6 +110,7 @@ def categories_of(table: RunTable) -> CategoryResult:
 
 
 def _take(v, ids):
+    """(labels, preds, raw top-1 or None) of the images `ids`, in that order."""
     where = v.by_id()
     idx = np.array([where[i] for i in ids])
-    return v.labels[idx], v.preds[idx]
+    return v.labels[idx], v.preds[idx], (v.raw[idx] if v.raw is not None else None)

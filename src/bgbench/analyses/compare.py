@@ -2,6 +2,12 @@
 
 Eval runs: per variant, the accuracy difference with an exact McNemar p-value, and the BG-Gap
 difference with a paired bootstrap over foregrounds. Challenge runs: McNemar on the verdicts.
+
+This is the one comparison: `bgbench compare` and the report's comparisons both call
+`compare_runs`. Its rule: two runs are compared only on the same data (equal data fingerprints)
+and, per variant, on exactly the same images with the same labels; anything else is refused
+with a one-line reason, never silently narrowed to the images both happen to share, because a
+paired test on a subset the user did not choose answers a question nobody asked.
 """
 from __future__ import annotations
 
@@ -10,7 +16,7 @@ from typing import Dict, Optional
 
 import numpy as np
 
-from ..errors import BgbenchError
+from ..errors import BgbenchError, with_article
 from ..evaluation.metrics import Estimate, accuracy, mcnemar, paired_difference
 from ..store import Store
 from ..variants.registry import IN9_VARIANTS
@@ -26,8 +32,13 @@ class VariantComparison:
     diff: float
     test: Dict[str, float]
 
+    @property
+    def n(self) -> int:
+        return self.acc_a.n
+
     def as_dict(self) -> dict:
-        return {"acc_a": self.acc_a.as_dict(), "acc_b": self.acc_b.as_dict(), "diff": self.diff, **self.test}
+        return {"acc_a": self.acc_a.as_dict(), "acc_b": self.acc_b.as_dict(), "diff": self.diff, "n": self.n,
+                **self.test}
 
 
 @dataclass
@@ -51,11 +62,12 @@ class Comparison:
         def name(run_id: Optional[int]) -> str:
             return "table" if run_id is None else f"run {run_id}"
         lines = [f"{name(self.run_a)} (A) vs {name(self.run_b)} (B), paired on the same images",
-                 f"{'':<12} {'acc A':>7} {'acc B':>7} {'A - B':>8} {'A only':>7} {'B only':>7} {'McNemar p':>10}"]
+                 f"{'':<12} {'acc A':>7} {'acc B':>7} {'A - B':>8} {'A only':>7} {'B only':>7} {'McNemar p':>10} "
+                 f"{'n':>6}"]
         rows = list(self.variants.items()) + ([("challenge", self.challenge)] if self.challenge else [])
         for v, c in rows:
             lines.append(f"{v:<12} {100 * c.acc_a.value:6.1f}% {100 * c.acc_b.value:6.1f}% {100 * c.diff:+7.1f}% "
-                         f"{c.test['a_only']:>7} {c.test['b_only']:>7} {c.test['p_value']:>10.3g}")
+                         f"{c.test['a_only']:>7} {c.test['b_only']:>7} {c.test['p_value']:>10.3g} {c.n:>6}")
         if self.bg_gap_diff is not None:
             g = self.bg_gap_diff
             lines.append(f"BG-Gap A - B: {100 * g.value:+.1f}%  95% CI [{100 * g.lo:+.1f}%, {100 * g.hi:+.1f}%] "
@@ -70,8 +82,12 @@ def compare_runs(store: Store, run_a: int, run_b: int, n_boot: int = 2000, seed:
     ra = run_row(store, run_a, kinds=("eval", *CHALLENGE_KINDS))
     rb = run_row(store, run_b, kinds=("eval", *CHALLENGE_KINDS))
     if ra["kind"] != rb["kind"]:
-        raise BgbenchError(f"run {run_a} is a {ra['kind']} run and run {run_b} a {rb['kind']} run; "
-                           f"compare two of the same kind")
+        raise BgbenchError(f"run {run_a} is {with_article(ra['kind'])} run and run {run_b} "
+                           f"{with_article(rb['kind'])} run; compare two of the same kind")
+    if ra["data_fingerprint"] != rb["data_fingerprint"]:
+        raise BgbenchError(f"runs {run_a} and {run_b} are on different data (fingerprint "
+                           f"{_short_fp(ra['data_fingerprint'])} of {ra['data_root'] or '?'} vs "
+                           f"{_short_fp(rb['data_fingerprint'])} of {rb['data_root'] or '?'}); compare runs on one dataset")
     if ra["kind"] in CHALLENGE_KINDS:
         return _compare_challenges(store, int(run_a), int(run_b))
     return compare_tables(stored_table(store, run_a), stored_table(store, run_b), n_boot=n_boot, seed=seed)
@@ -80,6 +96,10 @@ def compare_runs(store: Store, run_a: int, run_b: int, n_boot: int = 2000, seed:
 def compare_tables(ta: RunTable, tb: RunTable, n_boot: int = 2000, seed: int = 0) -> Comparison:
     """Compare two per-image tables on the same images (A minus B): McNemar per shared variant, and
     the BG-Gap difference with a paired bootstrap over foregrounds."""
+    if ta.data_fingerprint and tb.data_fingerprint and ta.data_fingerprint != tb.data_fingerprint:
+        raise BgbenchError(f"{ta.name} and {tb.name} are on different data (fingerprint "
+                           f"{_short_fp(ta.data_fingerprint)} of {ta.data_root or '?'} vs {_short_fp(tb.data_fingerprint)} "
+                           f"of {tb.data_root or '?'}); compare results on one dataset")
     pa, pb = ta.variants, tb.variants
     order = {v: k for k, v in enumerate(IN9_VARIANTS)}
     shared = sorted((v for v in pa if v in pb), key=lambda v: (order.get(v, len(order)), v))
@@ -92,8 +112,15 @@ def compare_tables(ta: RunTable, tb: RunTable, n_boot: int = 2000, seed: int = 0
         ca, cb = a.correct, b.correct
         out.variants[v] = VariantComparison(accuracy(ca), accuracy(cb), float(ca.mean() - cb.mean()), mcnemar(ca, cb))
     if "mixed_same" in shared and "mixed_rand" in shared:
-        out.bg_gap_diff = paired_difference(_gap_per_foreground(pa), _gap_per_foreground(pb), n_boot=n_boot, seed=seed)
+        gap_a = _gap_per_foreground(pa)
+        gap_b = _gap_per_foreground(pb)
+        if gap_a.size:  # no foreground in both mixed variants: no BG-Gap (and no NaN in --json)
+            out.bg_gap_diff = paired_difference(gap_a, gap_b, n_boot=n_boot, seed=seed)
     return out
+
+
+def _short_fp(fingerprint: Optional[str]) -> str:
+    return fingerprint[:12] if fingerprint else "none"
 
 
 def _gap_per_foreground(p) -> np.ndarray:

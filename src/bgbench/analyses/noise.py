@@ -1,52 +1,48 @@
-"""The noise probe (RIVAL10): runner (I/O) and the summary of a stored probe run.
+"""The noise probe (RIVAL10): its config, the runner (I/O) and the summary of a stored probe run.
 
-`probe_noise` decodes images and masks, runs the engine in batches and returns a result whose
-per-image rows go to the `probe_noise` table; `noise_summary` recomputes the curves and RFS from
-that table with no inference.
+`probe_noise` decodes images and masks, runs the engine (`noise_engine`) in batches and returns a
+result whose per-image rows go to the `probe_noise` table; `noise_summary` recomputes the curves,
+RFS and their intervals (`noise_curves`) from that table with no inference, under the grid and
+bootstrap seed recorded in the run's config.
 """
 from __future__ import annotations
 
-import math
+import json
 from dataclasses import asdict, dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
-
-import numpy as np
+from typing import Dict, List, Optional, Sequence, Union
 
 from .. import checks
 from ..errors import BgbenchError
 from ..store import Store
-from .rfs import relative_foreground_sensitivity
+from .bootstrap import REPLICATES
+from .noise_curves import NoiseSummary, summarize
+from .noise_levels import KINDS, grid_label, resolve_levels
 from .tables import run_row
-
-SIGMA_LEVELS = (0.125, 0.25, 0.375, 0.5, 0.625, 0.75)
-L2_LEVELS = (30.0, 60.0, 90.0, 120.0, 150.0, 180.0)
-KINDS = ("sigma", "l2")
 
 
 @dataclass
 class NoiseConfig:
-    """How to probe. kind 'sigma' uses per-pixel std levels; 'l2' noise with a fixed L2 norm."""
+    """How to probe. kind 'sigma': Gaussian noise of per-pixel std σ; 'l2': Gaussian noise scaled
+    to an L2 norm over the region. levels: a grid name (`noise_levels.GRIDS`, default 'rival10')
+    or explicit numbers; resolved in place, with the grid's name in `grid`."""
 
-    levels: Optional[List[float]] = None
+    levels: Optional[Union[str, Sequence[Union[float, str]]]] = None
     kind: str = "sigma"
     trials: int = 3
     batch_size: int = 64
     device: str = "cpu"
     seed: int = 0
     mapping: str = "argmax"
+    grid: str = ""
+    bootstrap_replicates: int = REPLICATES
 
     def __post_init__(self):
         checks.one_of("--noise", self.kind, KINDS)
         checks.at_least("--trials", self.trials, 1)
         checks.at_least("--batch-size", self.batch_size, 1)
+        checks.at_least("bootstrap replicates", self.bootstrap_replicates, 1)
         checks.one_of("--mapping", self.mapping, ("argmax", "superclass"))
-        if self.levels is None:
-            self.levels = list(SIGMA_LEVELS if self.kind == "sigma" else L2_LEVELS)
-        if not self.levels:
-            raise BgbenchError("--levels needs at least one noise level")
-        for v in self.levels:
-            checks.at_least("a noise level", v, 0)
-        self.levels = [float(v) for v in self.levels]
+        self.grid, self.levels = resolve_levels(self.levels, self.kind)
         checks.device(self.device)
 
 
@@ -63,84 +59,46 @@ class NoiseProbeResult:
     def table_rows(self) -> Dict[str, List[tuple]]:
         return {"probe_noise": self.rows}
 
-    def summary(self) -> "NoiseSummary":
-        return summarize(self.rows)
+    def summary(self) -> NoiseSummary:
+        return summary_of(self.rows, self.config)
 
     def metric_rows(self) -> List[tuple]:
+        """Accuracy per region and level, RFS per level (variant: the level) and overall (variant
+        ''), each with its bootstrap interval; n: images."""
         s = self.summary()
         rows = []
         for region, curve in s.curves.items():
             for p in curve:
                 rows.append((f"noise_acc_{region}", f"{p['level']:g}", p["acc"], p["lo"], p["hi"], p["n"]))
-        rows += [("rfs", f"{lvl:g}", v, None, None, None) for lvl, v in s.rfs.items()]
-        rows.append(("rfs", "", s.rfs_overall, None, None, None))
+        rows += [("rfs", f"{lvl:g}", e["value"], e["lo"], e["hi"], s.images) for lvl, e in s.rfs.items()]
+        rows.append(("rfs", "", s.rfs_overall, *s.rfs_overall_interval, s.images))
         return rows
 
     def outputs(self) -> dict:
-        return {"images": len({r[0] for r in self.rows}), "seconds": round(self.seconds, 2)}
+        return {"images": len({r[0] for r in self.rows}), "seconds": round(self.seconds, 2),
+                "grid": grid_label(self.config["grid"], self.config["kind"], self.config["levels"])}
 
 
-@dataclass
-class NoiseSummary:
-    curves: Dict[str, List[dict]]
-    rfs: Dict[float, float]
-    rfs_overall: float
-    run_id: Optional[int] = None
+def summary_of(rows: Sequence[tuple], config: dict) -> NoiseSummary:
+    """The summary of a probe's rows under its run config (grid, bootstrap seed and replicates).
 
-    def to_dict(self) -> dict:
-        return {"curves": self.curves, "rfs": {f"{k:g}": v for k, v in self.rfs.items()},
-                "rfs_overall": self.rfs_overall}
-
-    def table(self) -> str:
-        head = f"noise sensitivity{f' of run {self.run_id}' if self.run_id else ''} (accuracy over trials, 95% CI)"
-        lines = [head, f"{'level':>8} {'fg noise':>8} {'95% CI':>15} {'bg noise':>9} {'95% CI':>15} {'RFS':>7}"]
-        for fg, bg in zip(self.curves["fg"], self.curves["bg"]):
-            lines.append(f"{fg['level']:>8g} {100 * fg['acc']:7.1f}% [{100 * fg['lo']:5.1f},{100 * fg['hi']:5.1f}]"
-                         f" {100 * bg['acc']:8.1f}% [{100 * bg['lo']:5.1f},{100 * bg['hi']:5.1f}]"
-                         f" {self.rfs[fg['level']]:+7.3f}")
-        lines.append(f"RFS overall {self.rfs_overall:+.3f}  (> 0: foreground noise hurts more)")
-        return "\n".join(lines)
-
-
-def trial_interval(accs: Sequence[float]) -> Tuple[float, float, float]:
-    """Mean over trials with a 95% t-interval across trials, clipped to [0,1]."""
-    a = np.asarray(accs, dtype=np.float64)
-    m = float(a.mean())
-    if a.size < 2:
-        return m, m, m
-    from scipy import stats  # scipy ships with scikit-image
-    half = float(stats.t.ppf(0.975, a.size - 1) * a.std(ddof=1) / math.sqrt(a.size))
-    return m, max(0.0, m - half), min(1.0, m + half)
-
-
-def summarize(rows: Sequence[tuple]) -> NoiseSummary:
-    """Curves and RFS from per-image rows (image_id, label, region, level, trial, correct)."""
-    acc: Dict[Tuple[str, float, int], List[int]] = {}
-    for _, _, region, level, trial, correct in rows:
-        acc.setdefault((region, float(level), int(trial)), []).append(int(correct))
-    levels = sorted({k[1] for k in acc})
-    curves: Dict[str, List[dict]] = {"fg": [], "bg": []}
-    for region in curves:
-        for lvl in levels:
-            per_trial = [float(np.mean(v)) for (r, l, _), v in sorted(acc.items()) if r == region and l == lvl]
-            n = sum(len(v) for (r, l, _), v in acc.items() if r == region and l == lvl)
-            m, lo, hi = trial_interval(per_trial) if per_trial else (float("nan"),) * 3
-            curves[region].append({"level": lvl, "acc": m, "lo": lo, "hi": hi, "n": n, "trials": len(per_trial)})
-    rfs = {c_fg["level"]: relative_foreground_sensitivity(c_fg["acc"], c_bg["acc"])
-           for c_fg, c_bg in zip(curves["fg"], curves["bg"])}
-    overall = relative_foreground_sensitivity(float(np.mean([c["acc"] for c in curves["fg"]])),
-                                              float(np.mean([c["acc"] for c in curves["bg"]])))
-    return NoiseSummary(curves, rfs, overall)
+    Runs recorded before grids had names keep their levels, named 'custom'."""
+    levels = sorted({float(r[3]) for r in rows})
+    kind = config.get("kind", "sigma")
+    grid = {"name": config.get("grid") or "custom", "kind": kind, "levels": [float(v) for v in
+                                                                              config.get("levels") or levels]}
+    return summarize(rows, grid=grid, seed=int(config.get("seed", 0)),
+                     replicates=int(config.get("bootstrap_replicates", REPLICATES)))
 
 
 def noise_summary(store: Store, run_id: int) -> NoiseSummary:
     """Curves and RFS of a stored probe_noise run, recomputed from its per-image table."""
-    run_row(store, run_id, kinds=("probe_noise",))
+    run = run_row(store, run_id, kinds=("probe_noise",))
     rows = [(r["image_id"], r["label"], r["region"], r["level"], r["trial"], r["correct"])
-            for r in store.probe_rows("probe_noise", run_id)]
+            for r in store.probe_rows("probe_noise", int(run_id))]
     if not rows:
         raise BgbenchError(f"probe_noise run {run_id} has no per-image results stored")
-    s = summarize(rows)
+    s = summary_of(rows, json.loads(run["config"]))
     s.run_id = int(run_id)
     return s
 

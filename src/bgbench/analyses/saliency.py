@@ -1,9 +1,13 @@
-"""The saliency probe: Grad-CAM (Captum's LayerGradCam) on the predicted class, its alignment
-with the object mask per image, class summaries, and a PNG of example overlays.
+"""The saliency probe (RIVAL10): runner (I/O) and the summary of a stored probe run.
+
+Grad-CAM on the predicted class (`saliency_cam`: Captum, post-processed as pytorch-grad-cam
+returns it), RIVAL10's alignment measures per image (`saliency_metrics`), aggregated by predicted
+class as RIVAL10 does and over images (`saliency_summary`), and a PNG of the most and least
+aligned images per predicted class (`saliency_overlays`) when an output folder is given.
 """
 from __future__ import annotations
 
-import math
+import json
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -13,44 +17,42 @@ import numpy as np
 
 from .. import checks
 from ..errors import BgbenchError
-from ..evaluation.metrics import Z95
-from .saliency_metrics import saliency_alignment
+from ..store import Store
+from .bootstrap import REPLICATES
+from .saliency_cam import default_layer, gradcam_batch, resolve_layer  # noqa: F401 (re-exported)
+from .saliency_metrics import METRICS, saliency_alignment
+from .saliency_summary import SaliencySummary, class_namer, summarize_saliency
+from .tables import run_row
 
-METRICS = ("precision", "iou", "dice", "density_diff")
+OVERLAYS_FILE = "saliency_overlays.png"
 
 
 @dataclass
 class SaliencyConfig:
-    layer: Optional[str] = None  # module path inside the network; default: the last feature stage
+    layer: Optional[str] = None  # module path inside the network; default: see saliency_cam.default_layer
     batch_size: int = 32
     device: str = "cpu"
-    examples: int = 8
+    examples: int = 2  # overlay images per predicted class: the most and least aligned
+    seed: int = 0  # of the headline's bootstrap
+    bootstrap_replicates: int = REPLICATES
 
     def __post_init__(self):
         checks.at_least("--batch-size", self.batch_size, 1)
         checks.at_least("--examples", self.examples, 0)
+        checks.at_least("bootstrap replicates", self.bootstrap_replicates, 1)
         checks.device(self.device)
-
-
-def mean_interval(values: np.ndarray):
-    """Mean with a normal 95% interval (NaNs, from all-zero CAMs, left out)."""
-    v = np.asarray(values, dtype=np.float64)
-    v = v[~np.isnan(v)]
-    if v.size == 0:
-        return float("nan"), float("nan"), float("nan"), 0
-    m = float(v.mean())
-    half = Z95 * float(v.std(ddof=1)) / math.sqrt(v.size) if v.size > 1 else 0.0
-    return m, m - half, m + half, int(v.size)
 
 
 @dataclass
 class SaliencyResult:
-    """rows: (image_id, label, pred, precision, iou, dice, density_diff)."""
+    """rows: (image_id, label, pred, *METRICS), one per image."""
 
     rows: List[tuple]
     classes: List[str]
     layer: str
+    config: dict
     overlays: Optional[str] = None
+    out_dir: Optional[str] = None
     seconds: float = 0.0
     run_id: Optional[int] = None
     provenance: object = None
@@ -58,89 +60,48 @@ class SaliencyResult:
     def table_rows(self) -> Dict[str, List[tuple]]:
         return {"probe_saliency": self.rows}
 
-    def column(self, name: str, label: Optional[int] = None) -> np.ndarray:
-        k = 3 + METRICS.index(name)
-        return np.array([r[k] for r in self.rows if label is None or r[1] == label], dtype=np.float64)
+    def summary(self) -> SaliencySummary:
+        return summary_of(self.rows, self.config)
 
     def metric_rows(self) -> List[tuple]:
-        return [(f"saliency_{name}", "", *mean_interval(self.column(name))) for name in METRICS]
-
-    def per_class(self) -> Dict[str, Dict[str, float]]:
-        out = {}
-        for c, cls in enumerate(self.classes):
-            if any(r[1] == c for r in self.rows):
-                out[cls] = {name: mean_interval(self.column(name, c))[0] for name in METRICS}
-        return out
+        return self.summary().metric_rows()
 
     def outputs(self) -> dict:
-        return {"overlays": self.overlays, "layer": self.layer, "images": len(self.rows),
+        return {"overlays": self.overlays, "folder": self.out_dir, "layer": self.layer, "images": len(self.rows),
                 "seconds": round(self.seconds, 2)}
 
     def to_dict(self) -> dict:
-        overall = {name: dict(zip(("value", "lo", "hi", "n"), mean_interval(self.column(name)))) for name in METRICS}
-        return {"run_id": self.run_id, "layer": self.layer, "overall": overall, "per_class": self.per_class(),
-                "overlays": self.overlays}
+        return {"run_id": self.run_id, "layer": self.layer, **self.summary().to_dict(), "overlays": self.overlays,
+                "folder": self.out_dir}
 
     def table(self) -> str:
-        lines = [f"saliency alignment (Grad-CAM on the predicted class, layer {self.layer})",
-                 f"{'class':<24}" + "".join(f"{n:>14}" for n in METRICS)]
-        for cls, vals in self.per_class().items():
-            lines.append(f"{cls:<24}" + "".join(f"{vals[n]:14.3f}" for n in METRICS))
-        lines.append(f"{'overall':<24}" + "".join(f"{mean_interval(self.column(n))[0]:14.3f}" for n in METRICS))
-        if self.overlays:
-            lines.append(f"example overlays: {self.overlays}")
-        return "\n".join(lines)
+        text = self.summary().table(self.layer)
+        return text + (f"\nexample overlays: {self.overlays}" if self.overlays else "")
 
 
-def default_layer(net) -> str:
-    """The last feature stage of a timm model (its feature_info), else the last conv module."""
-    name = _last_feature_stage(net)
-    if name is not None:
-        return name
-    import torch.nn as nn
-    convs = [n for n, mod in net.named_modules() if isinstance(mod, nn.Conv2d)]
-    if not convs:
-        raise BgbenchError("cannot find a convolutional layer for Grad-CAM; name one with --layer")
-    return convs[-1]
+def summary_of(rows, config: dict) -> SaliencySummary:
+    """The summary of per-image rows under the run's config (classes, label space, bootstrap)."""
+    values = {m: np.array([np.nan if r[3 + k] is None else r[3 + k] for r in rows], dtype=np.float64)
+              for k, m in enumerate(METRICS)}
+    name = class_namer(config.get("classes") or [], config.get("label_space", "dataset") == "dataset")
+    return summarize_saliency(values, [r[2] for r in rows], name, seed=int(config.get("seed", 0)),
+                              replicates=int(config.get("bootstrap_replicates", REPLICATES)))
 
 
-def _last_feature_stage(net) -> Optional[str]:
-    """The module path of a timm model's last feature stage, or None when it has no usable feature_info."""
-    info = getattr(net, "feature_info", None)
-    if info is None:
-        return None
-    try:
-        name = info[-1]["module"] if isinstance(info, list) else info.module_name()[-1]
-        net.get_submodule(name)
-    except (AttributeError, KeyError, IndexError, TypeError):
-        return None
-    return name
-
-
-def resolve_layer(model, name: Optional[str]):
-    """(name, module) of the Grad-CAM target layer inside model.net."""
-    name = name or default_layer(model.net)
-    try:
-        return name, model.net.get_submodule(name)
-    except AttributeError:
-        names = [n for n, _ in model.net.named_modules() if n][-8:]
-        raise BgbenchError(f"--layer {name!r} is not a module of {model.spec.name} (last ones: {', '.join(names)})") from None
-
-
-def gradcam_batch(model, layer, x):
-    """(CAM upsampled to the image size and ReLU'd (N,H,W), raw predicted class (N,)), batched."""
-    import torch
-    from captum.attr import LayerAttribution, LayerGradCam
-    with torch.no_grad():
-        target = model(x).argmax(dim=1)
-    cam = LayerGradCam(model, layer).attribute(x, target=target, relu_attributions=True)
-    cam = LayerAttribution.interpolate(cam, tuple(x.shape[-2:]), interpolate_mode="bilinear")
-    return cam.clamp_min(0).squeeze(1).detach(), target
+def saliency_summary(store: Store, run_id: int) -> SaliencySummary:
+    """The summary of a stored probe_saliency run, recomputed from its per-image table."""
+    run = run_row(store, run_id, kinds=("probe_saliency",))
+    columns = ("image_id", "label", "pred", *METRICS)
+    rows = [tuple(r[c] for c in columns) for r in store.probe_rows("probe_saliency", int(run_id))]
+    if not rows:
+        raise BgbenchError(f"probe_saliency run {run_id} has no per-image results stored")
+    return summary_of(rows, json.loads(run["config"]))
 
 
 def probe_saliency(model, data, cfg: SaliencyConfig, out_dir: Optional[str | Path] = None, progress: bool = True,
                    limit: Optional[int] = None) -> SaliencyResult:
-    """Grad-CAM alignment of `model` on the originals and masks of `data`."""
+    """Grad-CAM alignment of `model` on the originals and masks of `data`; with `out_dir`, the
+    overlay PNG is written there (nothing is written without it)."""
     from .. import console
     from ..data.layout import resolve_layout
     from ..models.spec import check_compatible
@@ -154,44 +115,44 @@ def probe_saliency(model, data, cfg: SaliencyConfig, out_dir: Optional[str | Pat
     model = model.to(cfg.device).eval()
     layer_name, layer = resolve_layer(model, cfg.layer)
     rows: List[tuple] = []
-    examples = []
     bar = console.progress(enabled=progress, total=len(pairs), desc="saliency probe", unit="img")
     for items, x, m in masked_batches(pairs, cfg.batch_size, cfg.device):
-        cams, preds = gradcam_batch(model, layer, x)
-        cams, preds, masks = cams.cpu().numpy(), preds.cpu().numpy(), m[:, 0].cpu().numpy() > 0.5
+        maps, preds = gradcam_batch(model, layer, x)
+        preds, masks = preds.cpu().numpy(), m[:, 0].cpu().numpy() > 0.5
         for k, it in enumerate(items):
-            s = saliency_alignment(cams[k], masks[k])
-            rows.append((it.image_id, it.label, int(preds[k]), *(s[n] for n in METRICS)))
-            if len(examples) < cfg.examples:
-                examples.append((it.image_id, x[k].permute(1, 2, 0).cpu().numpy(), cams[k], masks[k], s["precision"]))
+            s = saliency_alignment(maps[k], masks[k])
+            rows.append((it.image_id, it.label, int(preds[k]), *(_sql(s[n]) for n in METRICS)))
         bar.update(len(items))
     bar.close()
-    result = SaliencyResult(rows=rows, classes=list(layout.classes), layer=layer_name)
-    if examples and out_dir is not None:
-        result.overlays = str(write_overlays(examples, Path(out_dir) / "saliency_overlays.png"))
+    config = {**asdict(cfg), "layer": layer_name, "split": layout.split, "images": len(pairs),
+              "label_space": model.spec.label_space, "classes": list(layout.classes),
+              "cam": "pytorch-grad-cam GradCAM output (min-max, cv2 bilinear resize, min-max, NaN to 0)"}
+    result = SaliencyResult(rows=rows, classes=list(layout.classes), layer=layer_name, config=config)
+    if out_dir is not None and cfg.examples > 0 and rows:
+        result.out_dir = str(Path(out_dir))
+        result.overlays = str(_overlays(model, layer, pairs, rows, cfg, config, Path(out_dir) / OVERLAYS_FILE))
     result.seconds = time.time() - t0
-    config = {**asdict(cfg), "layer": layer_name, "split": layout.split, "images": len(pairs)}
-    result.provenance = Provenance.of("probe_saliency", config, model=model, layout=layout)
+    result.provenance = Provenance.of("probe_saliency", config, model=model, layout=layout, seed=cfg.seed)
     return result
 
 
-def write_overlays(examples, path: Path) -> Path:
-    """A grid of images with their CAM overlaid and the mask outlined."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    path.parent.mkdir(parents=True, exist_ok=True)
-    cols = min(4, len(examples))
-    rows = math.ceil(len(examples) / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(2.6 * cols, 2.8 * rows), squeeze=False)
-    for ax in axes.ravel():
-        ax.axis("off")
-    for ax, (image_id, img, cam, mask, prec) in zip(axes.ravel(), examples):
-        ax.imshow(img)
-        ax.imshow(cam / cam.max() if cam.max() > 0 else cam, cmap="jet", alpha=0.45, vmin=0, vmax=1)
-        ax.contour(mask.astype(float), levels=[0.5], colors="white", linewidths=0.8)
-        ax.set_title(f"{image_id.split('/')[-1][:18]}\nprecision {prec:.2f}", fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+def _sql(v: float) -> Optional[float]:
+    """NaN is stored as NULL."""
+    return None if v != v else float(v)
+
+
+def _overlays(model, layer, pairs, rows, cfg: SaliencyConfig, config: dict, path: Path) -> Path:
+    """Recompute the maps of the chosen examples (a batch or so) and draw them."""
+    from .batches import masked_batches
+    from .saliency_overlays import choose_examples, write_overlays
+    chosen = {ex.image_id: ex for ex in choose_examples(rows, cfg.examples)}
+    wanted = [p for p in pairs if p[0].image_id in chosen]
+    panels = {}
+    for items, x, m in masked_batches(wanted, cfg.batch_size, cfg.device):
+        maps, _ = gradcam_batch(model, layer, x)
+        for k, it in enumerate(items):
+            panels[it.image_id] = (chosen[it.image_id], x[k].permute(1, 2, 0).cpu().numpy(), maps[k],
+                                   m[k, 0].cpu().numpy() > 0.5)
+    ordered = [panels[i] for i in chosen if i in panels]
+    name = class_namer(config["classes"], config["label_space"] == "dataset")
+    return write_overlays(ordered, name, path)

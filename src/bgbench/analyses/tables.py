@@ -13,18 +13,24 @@ from typing import Any, Dict, List, Optional, Sequence
 import numpy as np
 
 from ..classes import Mapping, decide_stored
-from ..errors import BgbenchError
+from ..errors import BgbenchError, with_article
 from ..store import Store
 
 
 @dataclass
 class StoredVariant:
-    """One variant of a stored run: per-image ids, labels and predictions (sorted by image id)."""
+    """One variant of a stored run: per-image ids, labels and predictions (sorted by image id).
+
+    `raw` is the top-1 ImageNet class of a 1000-class model (None when the run stored no raw
+    outputs): the IN-9 decision maps 630 classes to -1, so two -1 predictions may still be two
+    different classes, and only `raw` can tell.
+    """
 
     image_ids: List[str]
     labels: np.ndarray
     preds: np.ndarray
     conf: np.ndarray
+    raw: Optional[np.ndarray] = None
 
     @property
     def correct(self) -> np.ndarray:
@@ -129,8 +135,10 @@ def _stored_variant(p: Any, variant: str, mapping: Optional[str]) -> StoredVaria
                                f"so mapping {mapping!r} cannot be applied without inference")
         preds, conf = decide_stored(*raw, Mapping(mapping))
     order = np.argsort(np.asarray(ids, dtype=object), kind="stable")
+    top5 = getattr(p, "top5_classes", None)
+    raw = None if top5 is None else np.asarray(top5, np.int64)[:, 0][order]
     return StoredVariant([ids[k] for k in order], np.asarray(labels, np.int64)[order],
-                         np.asarray(preds, np.int64)[order], np.asarray(conf, np.float64)[order])
+                         np.asarray(preds, np.int64)[order], np.asarray(conf, np.float64)[order], raw)
 
 
 def run_row(store: Store, run_id: int, kinds: Sequence[str] = ("eval",)):
@@ -139,7 +147,8 @@ def run_row(store: Store, run_id: int, kinds: Sequence[str] = ("eval",)):
     if row is None:
         raise BgbenchError(f"run {run_id} not found in {store.path} (see `bgbench runs`)")
     if row["kind"] not in kinds:
-        raise BgbenchError(f"run {run_id} is a {row['kind']} run; this needs a {' or '.join(kinds)} run")
+        raise BgbenchError(f"run {run_id} is {with_article(row['kind'])} run; this needs "
+                           f"{with_article(' or '.join(kinds))} run")
     return row
 
 
@@ -172,8 +181,15 @@ def stored_predictions(store: Store, run_id: int, mapping: Optional[str] = None,
         conf = np.fromiter((r["confidence"] for r in rows), np.float64, len(rows))
         if mapping is not None:
             preds, conf = redecide(rows, mapping, run_id)
-        out[v] = StoredVariant(ids, labels, preds, conf)
+        out[v] = StoredVariant(ids, labels, preds, conf, raw_top1(rows))
     return out
+
+
+def raw_top1(rows) -> Optional[np.ndarray]:
+    """The stored top-1 ImageNet class of each row, or None unless every row has its top-5."""
+    if not rows or any(r["top5_classes"] is None for r in rows):
+        return None
+    return np.fromiter((json.loads(r["top5_classes"])[0] for r in rows), np.int64, len(rows))
 
 
 def redecide(rows, mapping: str, run_id: int = 0):

@@ -3,16 +3,17 @@ from __future__ import annotations
 
 import argparse
 
-from .common import add_db_arg, add_output_args, emit
+from ..analyses.edits import edit_drops_by_model
+from .common import add_db_arg, add_output_args, add_runs_arg, add_seed_arg, emit, open_store, param_default
 
 
 def register(sub) -> None:
     p = sub.add_parser("edits", help="accuracy drop from original per edit level, with paired 95%% intervals "
                                      "(eval runs of a `bgbench edit` folder)")
-    p.add_argument("runs", nargs="+", type=int, metavar="RUN",
-                   help="eval run ids (see `bgbench runs`); runs of several models give one table each")
-    p.add_argument("--seed", type=int, default=0, help="seed of the paired bootstrap (default %(default)s)")
-    p.add_argument("--bootstrap", type=int, default=2000, help="bootstrap resamples (default %(default)s)")
+    add_runs_arg(p, "eval")
+    add_seed_arg(p, param_default(edit_drops_by_model, "seed"), "seed of the paired bootstrap")
+    p.add_argument("--bootstrap", type=int, default=param_default(edit_drops_by_model, "n_boot"),
+                   help="bootstrap resamples (default %(default)s)")
     add_output_args(p)
     add_db_arg(p)
     p.set_defaults(func=run)
@@ -20,10 +21,8 @@ def register(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from .. import checks
-    from ..analyses.edits import edit_drops_by_model
-    from ..store import Store
     checks.at_least("--bootstrap", args.bootstrap, 100)
-    with Store(args.db) as store:
+    with open_store(args, create=False) as store:
         results = edit_drops_by_model(store, args.runs, n_boot=args.bootstrap, seed=args.seed)
     emit(args, {"models": [r.to_dict() for r in results]}, "\n\n".join(r.table() for r in results))
     return 0

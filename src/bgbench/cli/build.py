@@ -2,8 +2,12 @@
 from __future__ import annotations
 
 import argparse
+import os
+from pathlib import Path
 
-from .common import add_db_arg, add_output_args, add_shard_arg, emit
+from ..variants.build import BuildConfig
+from ..variants.preprocess import Preprocess
+from .common import add_db_arg, add_output_args, add_seed_arg, add_shard_arg, config_default, emit, open_store, stored_in
 
 
 def register(sub) -> None:
@@ -13,37 +17,55 @@ def register(sub) -> None:
                    help="folder of VOC/ImageNet <stem>.xml files (flat or per class) or a COCO .json file")
     p.add_argument("--masks", help="folder of <class>/<stem>.png or .npy masks (nonzero = foreground); skip GrabCut")
     p.add_argument("--out", required=True, help="output root in the IN-9 layout")
-    p.add_argument("--split", choices=["val", "train"], default="val")
-    p.add_argument("--seed", type=int, default=0, help="seeds GrabCut, class balancing and donor choice")
-    p.add_argument("--workers", type=int, default=1, help="worker processes (the output does not depend on it)")
-    p.add_argument("--resize", type=int, default=256, help="shorter side after resizing (torchvision Resize)")
-    p.add_argument("--crop", type=int, default=224, help="center crop size (torchvision CenterCrop)")
+    p.add_argument("--split", choices=["val", "train"], default=config_default(BuildConfig, "split"),
+                   help="split folder to write (default %(default)s)")
+    add_seed_arg(p, config_default(BuildConfig, "seed"), "seeds GrabCut, class balancing and donor choice")
+    p.add_argument("--workers", type=int, default=config_default(BuildConfig, "workers"),
+                   help="worker processes (the output does not depend on it; default %(default)s)")
+    p.add_argument("--resize", type=int, default=config_default(Preprocess, "resize"),
+                   help="shorter side after resizing (torchvision Resize; default %(default)s)")
+    p.add_argument("--crop", type=int, default=config_default(Preprocess, "crop"),
+                   help="center crop size (torchvision CenterCrop; default %(default)s)")
     p.add_argument("--no-resize", action="store_true", help="use the images as they are (no resize, no crop)")
-    p.add_argument("--balance", action=argparse.BooleanOptionalAction, default=True,
+    p.add_argument("--balance", action=argparse.BooleanOptionalAction, default=config_default(BuildConfig, "balance"),
                    help="drop images at random down to the smallest class count, as the paper builds IN-9 "
                         "(Appendix A, filter 4; default on)")
-    p.add_argument("--grabcut-tries", type=int, default=3, help="GrabCut retries (different seeds) before rejecting")
+    p.add_argument("--grabcut-tries", type=int, default=config_default(BuildConfig, "tries"),
+                   help="GrabCut retries (different seeds) before rejecting (default %(default)s)")
     add_shard_arg(p)
     p.add_argument("--overwrite", action="store_true", help="replace an existing build of this split")
-    add_output_args(p)
-    add_db_arg(p)
+    add_output_args(p, quiet_help="no progress bars")
+    add_db_arg(p, help="SQLite results store where the build is recorded (default: $BGBENCH_DB if set, "
+                       "else ~/.bgbench/results.db)")
     p.set_defaults(func=run)
+
+
+def refuse_names_that_are_not_utf8(images: Path) -> None:
+    """Image ids (class folder/stem) are stored as UTF-8 text and seed GrabCut by hashing: a file
+    name with a stray byte is refused here, in one line, before any image is built."""
+    from ..errors import BgbenchError
+    if not images.is_dir():
+        return  # the builder says so
+    for path in images.rglob("*"):
+        try:
+            path.name.encode("utf-8")
+        except UnicodeEncodeError:
+            raise BgbenchError(f"--images: {os.fsencode(path)!r} has a name that is not valid UTF-8; rename it "
+                               f"(image ids are stored as UTF-8 text)") from None
 
 
 def run(args: argparse.Namespace) -> int:
     from ..api import build
     from ..runs import record
-    from ..store import Store
-    from ..variants.preprocess import Preprocess
+    refuse_names_that_are_not_utf8(Path(args.images))
     pre = Preprocess(resize=None, crop=None) if args.no_resize else Preprocess(resize=args.resize, crop=args.crop)
     result = build(args.images, args.boxes, args.out, masks=args.masks, split=args.split, seed=args.seed,
                    workers=args.workers, preprocess=pre, balance=args.balance, tries=args.grabcut_tries,
-                   overwrite=args.overwrite, shard=args.shard,
-                   progress=not args.quiet)
-    doc, text = result.outputs(), result.summary()
+                   overwrite=args.overwrite, shard=args.shard, progress=not args.quiet)
+    doc = result.outputs()
     if result.provenance is not None:  # a shard is recorded once merged, not before
-        with Store(args.db) as store:
+        with open_store(args) as store:
             doc["run_id"] = record(result, store)
-        text += f"\nbuild recorded as run {doc['run_id']}"
-    emit(args, doc, text)
+            stored_in(doc["run_id"], store.path, what="build run")
+    emit(args, doc, result.summary())
     return 0

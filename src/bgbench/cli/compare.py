@@ -3,23 +3,23 @@ from __future__ import annotations
 
 import argparse
 
-from .common import add_db_arg, add_output_args, emit
+from ..analyses.compare import compare_runs
+from .common import add_db_arg, add_output_args, add_seed_arg, emit, open_store, param_default
 
 
 def register(sub) -> None:
-    p = sub.add_parser("compare", help="two eval (or challenge) runs on the same images: McNemar, BG-Gap difference")
-    p.add_argument("run_a", type=int, help="id of run A")
+    p = sub.add_parser("compare", help="two eval (or challenge) runs on the same data and images: McNemar, "
+                                       "BG-Gap difference (runs on different data or images are refused)")
+    p.add_argument("run_a", type=int, help="id of run A (see `bgbench runs`)")
     p.add_argument("run_b", type=int, help="id of run B")
-    p.add_argument("--seed", type=int, default=0, help="seed of the paired bootstrap (default %(default)s)")
+    add_seed_arg(p, param_default(compare_runs, "seed"), "seed of the paired bootstrap")
     add_output_args(p)
     add_db_arg(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..analyses.compare import compare_runs
-    from ..store import Store
-    with Store(args.db) as store:
+    with open_store(args, create=False) as store:
         result = compare_runs(store, args.run_a, args.run_b, seed=args.seed)
     emit(args, result.to_dict(), result.table())
     return 0

@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 
 from ..errors import BgbenchError
+from ..evaluation.config import EvalConfig
 from ..variants.registry import IN9_VARIANTS, list_variants
-from .common import (add_db_arg, add_mapping_arg, add_model_args, add_output_args, add_protocol_arg, create_model,
-                     emit)
+from .common import (add_db_arg, add_mapping_arg, add_model_args, add_output_args, add_protocol_arg, add_seed_arg,
+                     config_default, create_model, emit, open_store, stored_in)
 
 #: Label spaces of a predictions file (mirrors `evaluation.prediction_file.LABEL_SPACES`; no torch here).
 LABEL_SPACES = ("dataset", "imagenet1k")
@@ -15,7 +16,7 @@ LABEL_SPACES = ("dataset", "imagenet1k")
 
 def register(sub) -> None:
     p = sub.add_parser("eval", help="accuracy per IN-9 variant with 95%% intervals, and the BG-Gap")
-    add_model_args(p, required=False)
+    add_model_args(p, EvalConfig, required=False)
     p.add_argument("--predictions", metavar="FILE.csv",
                    help="instead of --model: record an eval run from a file of image_id,variant,pred rows "
                         "(a model known only by its predictions, e.g. behind an API)")
@@ -29,10 +30,10 @@ def register(sub) -> None:
                    help=f"variant folders to evaluate: {', '.join(list_variants())}, or edit levels such as "
                         f"size_0.05 (default: those of {', '.join(IN9_VARIANTS)} present; every folder when only "
                         f"original is, as in `bgbench edit` output)")
-    add_mapping_arg(p)
-    p.add_argument("--ten-crop", action="store_true",
+    add_mapping_arg(p, config_default(EvalConfig, "mapping"))
+    p.add_argument("--ten-crop", action="store_true", default=config_default(EvalConfig, "ten_crop"),
                    help="Resize(256), TenCrop(224) and average the logits of the ten crops (seed 003's test-time option)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the BG-Gap's bootstrap (default %(default)s)")
+    add_seed_arg(p, config_default(EvalConfig, "seed"), "seed of the BG-Gap's bootstrap")
     add_protocol_arg(p)
     add_output_args(p)
     add_db_arg(p)
@@ -41,12 +42,11 @@ def register(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..runs import record
-    from ..store import Store
     report = _from_predictions(args) if args.predictions else _from_model(args)
-    with Store(args.db) as store:
+    with open_store(args) as store:
         record(report, store)
-        where = store.path
-    emit(args, report.to_dict(), f"{report.table()}\nrun {report.run_id} stored in {where}")
+        stored_in(report.run_id, store.path)
+    emit(args, report.to_dict(), report.table())
     return 0
 
 

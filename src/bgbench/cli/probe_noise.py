@@ -3,20 +3,27 @@ from __future__ import annotations
 
 import argparse
 
-from .common import add_db_arg, add_mapping_arg, add_model_args, add_output_args, create_model, emit
+from ..analyses.noise import KINDS, NoiseConfig
+from .common import (add_db_arg, add_mapping_arg, add_model_args, add_output_args, add_seed_arg, config_default,
+                     create_model, emit, open_store, stored_in)
 
 
 def register(sub) -> None:
     p = sub.add_parser("noise", help="Gaussian noise on the foreground vs the background: accuracy curves and RFS")
-    add_model_args(p)
+    add_model_args(p, NoiseConfig)
     p.add_argument("--data", required=True, help="dataset root with original/ and fg_mask/")
-    p.add_argument("--noise", choices=("sigma", "l2"), default="sigma",
-                   help="sigma: per-pixel std 0.125..0.75; l2: noise of L2 norm 30..180 on the region "
-                        "(default %(default)s)")
-    p.add_argument("--levels", type=float, nargs="+", help="noise levels (default: the six of the chosen --noise)")
-    p.add_argument("--trials", type=int, default=3, help="seeded noise draws per level (default %(default)s)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the noise (default %(default)s)")
-    add_mapping_arg(p)
+    p.add_argument("--noise", choices=KINDS, default=config_default(NoiseConfig, "kind"),
+                   help="sigma: Gaussian noise of per-pixel std σ on the region; l2: Gaussian noise scaled to an "
+                        "L2 norm over the region (all channels, pixel values in [0,1]) (default %(default)s)")
+    p.add_argument("--levels", nargs="+", metavar="GRID|V",
+                   help="a grid, rival10 (σ 30/255..210/255 in steps of 30/255; L2 25..200 in steps of 25) or "
+                        "hardimagenet (σ 0.125..0.75; L2 30..180), or explicit levels such as 0.25 0.5 or 30/255 "
+                        "(default: rival10); an overall RFS compares only within one grid")
+    p.add_argument("--trials", type=int, default=config_default(NoiseConfig, "trials"),
+                   help="seeded noise draws per image and level (default %(default)s)")
+    add_seed_arg(p, config_default(NoiseConfig, "seed"),
+                 "seed of the noise and of the bootstrap over images behind the intervals")
+    add_mapping_arg(p, config_default(NoiseConfig, "mapping"))
     add_output_args(p)
     add_db_arg(p)
     p.set_defaults(func=run)
@@ -26,13 +33,12 @@ def run(args: argparse.Namespace) -> int:
     from ..analyses.noise import noise_summary
     from ..api import probe_noise
     from ..runs import record
-    from ..store import Store
     result = probe_noise(create_model(args), args.data, levels=args.levels, kind=args.noise, trials=args.trials,
                          batch_size=args.batch_size, device=args.device, seed=args.seed, mapping=args.mapping,
                          progress=not args.quiet)
-    with Store(args.db) as store:
+    with open_store(args) as store:
         run_id = record(result, store)
         summary = noise_summary(store, run_id)
-        where = store.path
-    emit(args, {"run_id": run_id, **summary.to_dict()}, f"{summary.table()}\nrun {run_id} stored in {where}")
+        stored_in(run_id, store.path)
+    emit(args, {"run_id": run_id, **summary.to_dict()}, summary.table())
     return 0

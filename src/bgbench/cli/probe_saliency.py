@@ -1,19 +1,30 @@
-"""`bgbench probe saliency`: Grad-CAM alignment with the object mask, per class, with example overlays."""
+"""`bgbench probe saliency`: Grad-CAM alignment with the object mask (RIVAL10's measures), by
+predicted class, with an overlay PNG of the most and least aligned images."""
 from __future__ import annotations
 
 import argparse
+from datetime import datetime
+from pathlib import Path
 
-from .common import add_db_arg, add_model_args, add_output_args, create_model, emit
+from ..analyses.saliency import SaliencyConfig
+from ..errors import BgbenchError
+from .common import (add_db_arg, add_model_args, add_output_args, add_seed_arg, config_default, create_model, emit,
+                     open_store, stored_in)
 
 
 def register(sub) -> None:
-    p = sub.add_parser("saliency", help="Grad-CAM on the predicted class: precision, IoU, Dice, density vs the mask")
-    add_model_args(p, batch_size=32)
+    p = sub.add_parser("saliency", help="Grad-CAM on the predicted class: RIVAL10's alignment with the mask "
+                                        "(precision, IoU, Dice, Δdensity, coverage, AP)")
+    add_model_args(p, SaliencyConfig)
     p.add_argument("--data", required=True, help="dataset root with original/ and fg_mask/")
-    p.add_argument("--layer", help="Grad-CAM layer, a module path inside the network (default: the last feature "
-                                   "stage of a timm model, else the last convolution)")
-    p.add_argument("--examples", type=int, default=8, help="images in the overlay PNG (default %(default)s)")
-    p.add_argument("--out", default=".", help="folder for saliency_overlays.png (default: current folder)")
+    p.add_argument("--layer", help="Grad-CAM layer, a module path inside the network (default: a ViT's last block's "
+                                   "norm1, else the last feature stage of a timm model, else the last convolution)")
+    p.add_argument("--examples", type=int, default=config_default(SaliencyConfig, "examples"),
+                   help="overlay images per predicted class: the most, then the least aligned by precision; "
+                        "0: no PNG (default %(default)s)")
+    p.add_argument("--out", help="folder for saliency_overlays.png (default: a new probe_saliency_<time>/ beside "
+                                 "the results store)")
+    add_seed_arg(p, config_default(SaliencyConfig, "seed"), "seed of the bootstrap over images behind the intervals")
     add_output_args(p)
     add_db_arg(p)
     p.set_defaults(func=run)
@@ -22,11 +33,31 @@ def register(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..api import probe_saliency
     from ..runs import record
-    from ..store import Store
-    result = probe_saliency(create_model(args), args.data, layer=args.layer, batch_size=args.batch_size,
-                            device=args.device, examples=args.examples, out_dir=args.out, progress=not args.quiet)
-    with Store(args.db) as store:
+    model = create_model(args)
+    with open_store(args) as store:
+        made = new_output_dir(store.path.parent) if args.examples > 0 and not args.out else None
+        try:
+            result = probe_saliency(model, args.data, layer=args.layer, batch_size=args.batch_size,
+                                    device=args.device, examples=args.examples, seed=args.seed,
+                                    out_dir=args.out or made, progress=not args.quiet)
+        except BaseException:
+            if made is not None and not any(made.iterdir()):
+                made.rmdir()  # a failed run leaves no empty folder behind
+            raise
         run_id = record(result, store)
-        where = store.path
-    emit(args, result.to_dict(), f"{result.table()}\nrun {run_id} stored in {where}")
+        stored_in(run_id, store.path)
+    emit(args, result.to_dict(), result.table())
     return 0
+
+
+def new_output_dir(parent: Path) -> Path:
+    """parent/probe_saliency_<local time>[-k]: a folder no other run has, made now."""
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    for k in range(1, 1000):
+        folder = parent / f"probe_saliency_{stamp}{f'-{k}' if k > 1 else ''}"
+        try:
+            folder.mkdir(parents=True)
+            return folder
+        except FileExistsError:
+            continue
+    raise BgbenchError(f"cannot make a new probe_saliency_{stamp} folder in {parent}; name one with --out")

@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
-from ..errors import BgbenchError
-from .common import add_db_arg, add_output_args, emit
+from .common import add_db_arg, add_output_args, emit, open_store
+
+#: Where the report goes without --out.
+DEFAULT_OUT = "bgbench-report"
 
 
 def register(sub) -> None:
@@ -14,7 +15,7 @@ def register(sub) -> None:
     pick = p.add_mutually_exclusive_group()
     pick.add_argument("--runs", type=int, nargs="+", metavar="ID", help="only these eval/challenge runs")
     pick.add_argument("--models", nargs="+", metavar="M", help="only these models (names or fnmatch patterns)")
-    p.add_argument("--out", default="bgbench-report",
+    p.add_argument("--out", default=DEFAULT_OUT,
                    help="folder for index.html, leaderboard.html and figures/ (default %(default)s)")
     add_output_args(p)
     add_db_arg(p)
@@ -23,11 +24,7 @@ def register(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..reporting.render import render_report
-    from ..store import Store, default_db_path
-    db = Path(args.db).expanduser() if args.db else default_db_path()
-    if not db.is_file():
-        raise BgbenchError(f"--db: no results store at {db}")
-    with Store(db) as store:
+    with open_store(args, create=False) as store:
         result = render_report(store, args.out, run_ids=args.runs, models=args.models, progress=not args.quiet)
     emit(args, result.to_dict(), result.text())
     return 0

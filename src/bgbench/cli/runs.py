@@ -3,56 +3,85 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import Dict, List, Optional, Tuple
 
-from .common import add_db_arg
+from .common import add_db_arg, add_output_args, add_run_filters, emit, open_store
 
-#: The numbers shown per run kind in the listing: the first one the run has.
-HEADLINE = {"eval": [("bg_gap", ""), ("accuracy", "original")], "challenge": [("challenge_accuracy", "")],
-            "train": [("train_accuracy", "")]}
+#: The headline of each run kind: the first of these metrics (name, variant, format) the run has.
+#: "pct" shows a share as a percentage; "num" a plain number.
+HEADLINE: Dict[str, List[Tuple[str, str, str]]] = {
+    "eval": [("bg_gap", "", "pct"), ("accuracy", "original", "pct")],
+    "challenge": [("challenge_accuracy", "", "pct")],
+    "train": [("train_accuracy", "", "pct")],
+    "probe_noise": [("rfs", "", "num")],
+    "probe_saliency": [("saliency_precision", "", "num")],
+}
+#: Kinds whose headline is a count from their outputs rather than a metric.
+OUTPUT_HEADLINE: Dict[str, Tuple[str, ...]] = {"build": ("built", "rejected"),
+                                               "edit": ("images", "edited", "rejected")}
+#: The kinds bgbench records (named in --kind's help; other kinds are listed too).
+KINDS = ("eval", "challenge", "train", "build", "edit", "probe_noise", "probe_saliency")
 
 
 def register(sub) -> None:
-    p = sub.add_parser("runs", help="list recorded runs (id, kind, model, data, status)")
-    p.add_argument("--kind", help="only runs of this kind (eval, challenge, train, build, ...)")
-    p.add_argument("--model", help="only runs of this model string")
-    p.add_argument("--json", action="store_true", help="print the runs as one JSON document")
+    p = sub.add_parser("runs", help="list recorded runs (id, kind, status, model and weights, data, headline)")
+    add_run_filters(p, KINDS)
+    add_output_args(p)
     add_db_arg(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..store import Store
-    with Store(args.db) as store:
+    with open_store(args, create=False) as store:
         rows = [r for r in store.runs(args.kind) if args.model is None or r["model"] == args.model]
-        listing = [_describe(store, r) for r in rows]
+        listing = [describe(store, r) for r in rows]
         where = store.path
-    if args.json:
-        print(json.dumps(listing, indent=1))
-        return 0
     if not listing:
-        print(f"no runs recorded in {where}" + (f" of kind {args.kind}" if args.kind else ""))
+        emit(args, [], f"no runs recorded in {where}" + (f" of kind {args.kind}" if args.kind else ""))
         return 0
     cols = ("id", "kind", "status", "created", "model", "data", "result")
-    cells = [[str(r[c] if r[c] is not None else "-") for c in cols] for r in listing]
+    cells = [[str(r["model_label"] if c == "model" else r[c] if r[c] is not None else "-") for c in cols]
+             for r in listing]
     widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(cols)]
-    print("  ".join(c.ljust(w) for c, w in zip(cols, widths)))
-    for row in cells:
-        print("  ".join(v.ljust(w) for v, w in zip(row, widths)))
+    lines = ["  ".join(c.ljust(w) for c, w in zip(cols, widths)).rstrip()]
+    lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip() for row in cells]
+    emit(args, listing, "\n".join(lines))
     return 0
 
 
-def _describe(store, r) -> dict:
+def headline(kind: str, metrics: Dict[Tuple[str, str], Optional[float]], outputs: Optional[dict]) -> Optional[str]:
+    """The one number that says how a run came out, e.g. `bg_gap=78.0%`, `rfs=-0.781`, `built=36, rejected=0`.
+
+    A kind without an entry shows its first metric, so a new kind is never blank.
+    """
+    for name, variant, fmt in HEADLINE.get(kind, []):
+        value = metrics.get((name, variant))
+        if value is not None:
+            return _show(name, variant, value, fmt)
+    if kind in OUTPUT_HEADLINE and outputs:
+        shown = [f"{k}={outputs[k]}" for k in OUTPUT_HEADLINE[kind] if k in outputs]
+        if shown:
+            return ", ".join(shown)
+    if kind in HEADLINE:  # recorded, but with no value (e.g. no Grad-CAM had any mass): say so
+        name, variant, _ = HEADLINE[kind][0]
+        return f"{name}{f'[{variant}]' if variant else ''}=–"
+    for (name, variant), value in metrics.items():
+        if value is not None:
+            return _show(name, variant, value, "num")
+    return None
+
+
+def _show(name: str, variant: str, value: float, fmt: str) -> str:
+    shown = f"{100 * value:.1f}%" if fmt == "pct" else f"{value:.3g}"
+    return f"{name}{f'[{variant}]' if variant else ''}={shown}"
+
+
+def describe(store, r) -> dict:
     """A run as one flat record: provenance plus its headline number."""
-    result = None
-    if r["kind"] in HEADLINE:
-        metrics = {(m["name"], m["variant"]): m["value"] for m in store.metrics(r["id"])}
-        found = [(k, metrics[k]) for k in HEADLINE[r["kind"]] if metrics.get(k) is not None]
-        if found:
-            (name, variant), value = found[0]
-            result = f"{name}{f'[{variant}]' if variant else ''}={100 * value:.1f}%"
-    elif r["outputs"]:
-        outputs = json.loads(r["outputs"])
-        result = ", ".join(f"{k}={outputs[k]}" for k in ("built", "rejected") if k in outputs) or None
+    from ..runs import run_model_label
+    metrics = {(m["name"], m["variant"]): m["value"] for m in store.metrics(r["id"])}
+    outputs = json.loads(r["outputs"]) if r["outputs"] else None
     return {"id": r["id"], "kind": r["kind"], "status": r["status"], "created": r["created"], "model": r["model"],
-            "data": r["data_root"], "data_fingerprint": r["data_fingerprint"],
-            "checkpoint_sha256": r["checkpoint_sha256"], "version": r["version"], "result": result}
+            "model_label": run_model_label(r), "data": r["data_root"], "data_fingerprint": r["data_fingerprint"],
+            "checkpoint_sha256": r["checkpoint_sha256"], "version": r["version"],
+            "result": headline(r["kind"], metrics, outputs)}

@@ -103,8 +103,19 @@ def class_folders(data, split: str = "val") -> Optional[Tuple[str, ...]]:
     return None
 
 
+def _utf8_name(path: Path) -> str:
+    """A file or folder name that the results store can keep (SQLite text is UTF-8); a name with
+    a stray byte is refused here, before any work, rather than when the run is recorded."""
+    try:
+        path.name.encode("utf-8")
+    except UnicodeEncodeError:
+        raise DataError(f"{path.parent}: the name {path.name.encode('utf-8', 'surrogateescape')!r} is not valid "
+                        f"UTF-8; rename it (image ids are stored as UTF-8 text)") from None
+    return path.name
+
+
 def _class_dirs(split_dir: Path) -> Tuple[str, ...]:
-    return tuple(sorted(p.name for p in split_dir.iterdir() if p.is_dir()))
+    return tuple(sorted(_utf8_name(p) for p in split_dir.iterdir() if p.is_dir()))
 
 
 def _scan_variant(split_dir: Path, classes: Sequence[str]) -> List[Item]:
@@ -112,7 +123,7 @@ def _scan_variant(split_dir: Path, classes: Sequence[str]) -> List[Item]:
     for label, cls in enumerate(classes):
         for p in sorted((split_dir / cls).iterdir()):
             if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES:
-                items.append(Item(image_id=f"{cls}/{p.stem}", label=label, path=p))
+                items.append(Item(image_id=f"{cls}/{Path(_utf8_name(p)).stem}", label=label, path=p))
     return items
 
 

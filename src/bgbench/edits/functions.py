@@ -76,15 +76,24 @@ def mapped_extent(matrix: Matrix, mask: np.ndarray) -> Tuple[float, float, float
     return float(pts[0].min()), float(pts[1].min()), float(pts[0].max()), float(pts[1].max())
 
 
-def fit_inside(matrix: Matrix, mask: np.ndarray, shrink: bool = True) -> Matrix:
-    """`matrix`, shrunk about the object's centre if it no longer fits (with `shrink`) and then
-    shifted by the least amount that keeps every object pixel inside the image."""
+class DoesNotFit(ValueError):
+    """The transformed object is larger than the image. It is rejected, never shrunk: a shrink
+    would mix a size change into an edit that is meant to change one attribute only."""
+
+
+FIT_TOLERANCE = 1e-6  # pixels: float error of a scale chosen to touch two opposite sides
+
+
+def fit_inside(matrix: Matrix, mask: np.ndarray) -> Matrix:
+    """`matrix`, then shifted by the least amount that keeps every object pixel inside the image.
+
+    Raises DoesNotFit when the transformed object is wider or taller than the image.
+    """
     h, w = mask.shape
     x0, y0, x1, y1 = mapped_extent(matrix, mask)
-    if shrink and (x1 - x0 > w - 1 or y1 - y0 > h - 1):
-        s = min((w - 1) / max(x1 - x0, 1e-9), (h - 1) / max(y1 - y0, 1e-9))
-        matrix = compose(scale_matrix(s, ((x0 + x1) / 2, (y0 + y1) / 2)), matrix)
-        x0, y0, x1, y1 = mapped_extent(matrix, mask)
+    if x1 - x0 > w - 1 + FIT_TOLERANCE or y1 - y0 > h - 1 + FIT_TOLERANCE:
+        raise DoesNotFit(f"the transformed object spans {x1 - x0 + 1:.1f} x {y1 - y0 + 1:.1f} px, "
+                         f"more than the {w} x {h} image")
     dx = -x0 if x0 < 0 else (w - 1 - x1 if x1 > w - 1 else 0.0)
     dy = -y0 if y0 < 0 else (h - 1 - y1 if y1 > h - 1 else 0.0)
     return compose(translation_matrix(dx, dy), matrix)
@@ -132,7 +141,7 @@ def scale_for_rate(image: np.ndarray, mask: np.ndarray, background: np.ndarray, 
     limit = full_scale(mask)
 
     def attempt(s: float):
-        matrix = fit_inside(scale_matrix(s, center), mask, shrink=False)
+        matrix = fit_inside(scale_matrix(s, center), mask)
         out, m = transform_object(image, mask, background, matrix)
         return out, m, matrix, s
 
@@ -170,5 +179,14 @@ def random_position(mask: np.ndarray, rng: np.random.Generator) -> Matrix:
 
 
 def rotate(mask: np.ndarray, degrees: float) -> Matrix:
-    """T_direction about the box centre, shrunk/shifted only as much as keeps the object inside."""
-    return fit_inside(rotation_matrix(degrees, box_center(mask)), mask, shrink=True)
+    """T_direction about the box centre, then shifted inside the image where it pokes out.
+
+    The object keeps its size (and so its pixel rate): one that no longer fits once rotated
+    raises DoesNotFit, and the pipeline rejects that image at that level.
+    """
+    return fit_inside(rotation_matrix(degrees, box_center(mask)), mask)
+
+
+def area_ratio(before: np.ndarray, after: np.ndarray) -> float:
+    """Mask area after an edit over the area before (1 for a rigid move, up to resampling)."""
+    return float(np.count_nonzero(after)) / max(np.count_nonzero(before), 1)

@@ -31,7 +31,7 @@ from ..data.writer import (EMPTY_MASK, MISSING_MASK, DatasetWriter, Rejected, Ta
 from ..errors import BgbenchError, DataError
 from . import complexity as C
 from .backends import get_complexity_editor, get_inpainter
-from .functions import pixel_rate
+from .functions import DoesNotFit, pixel_rate
 from .glcm import glcm_stats
 from .registry import ADVERSARIAL, ATTRIBUTES, POSITION_RATE, SIZE_RATES, Context, Edit, edits_for
 from .result import ORIGINAL, EditResult
@@ -42,6 +42,7 @@ RATE_TOLERANCE = 0.10  # a size/position edit must reach its pixel rate within 1
 # rejects.csv reasons of this job (besides the writer's unreadable_image, missing/bad/empty_mask)
 NO_BACKGROUND = "no_background"
 RATE_UNREACHABLE = "rate_unreachable"
+DOES_NOT_FIT = "does_not_fit"  # a rotated object larger than the image (never shrunk to fit)
 EDIT_FAILED = "edit_failed"
 
 
@@ -141,6 +142,8 @@ def _edit_level(edit: Edit, image: np.ndarray, mask: np.ndarray, ctx: Context, t
     """One level of one image, written; or `Rejected` for this level only."""
     try:
         done = edit.render(image, mask, ctx)
+    except DoesNotFit as e:  # a rotated object larger than the image: refused, never shrunk
+        raise Rejected(DOES_NOT_FIT, str(e)) from None
     except Exception as e:  # a failed edit rejects this image at this level only
         raise Rejected(EDIT_FAILED, f"{type(e).__name__}: {e}".splitlines()[0]) from None
     _check_rate(edit, done.mask)

@@ -71,9 +71,10 @@ def _position(image, mask, ctx):
 def _rotation(angle: Optional[float]):
     def render(image, mask, ctx):
         theta = float(ctx.rng.uniform(0, 360)) if angle is None else angle
-        matrix = F.rotate(mask, theta)
+        matrix = F.rotate(mask, theta)  # DoesNotFit: rejected by the pipeline, never shrunk
         out, m = F.transform_object(image, mask, ctx.background(), matrix)
-        return Edited(out, m, {"angle": round(theta, 3), "matrix": _fmt(matrix)})
+        return Edited(out, m, {"angle": round(theta, 3), "area_ratio": round(F.area_ratio(mask, m), 5),
+                               "matrix": _fmt(matrix)})
     return render
 
 

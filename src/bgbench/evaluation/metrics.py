@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Dict, Mapping, Sequence, Tuple
+from typing import Dict, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -98,3 +98,14 @@ def mcnemar(a: Sequence[bool], b: Sequence[bool]) -> Dict[str, float]:
     k = min(n01, n10)
     tail = sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n
     return {"a_only": n01, "b_only": n10, "p_value": min(1.0, 2 * tail)}
+
+
+#: How a table shows a share that does not exist (a class with no sampled image): not "nan%".
+MISSING = "–"
+
+
+def percent(value: Optional[float], width: int = 0, digits: int = 1) -> str:
+    """`value` as a percentage for a table (`width` digits, then '%'); None or NaN as MISSING, aligned."""
+    if value is None or value != value:
+        return f"{MISSING:>{width + 1}}"
+    return f"{100 * value:{width}.{digits}f}%"

@@ -19,6 +19,7 @@ class EvalReport:
     bg_gap: Optional[Estimate] = None
     run_id: Optional[int] = None
     provenance: Any = None  # runs.Provenance, for recording
+    model_label: Optional[str] = None  # runs.model_label: the model with its weights, for display
 
     @classmethod
     def from_predictions(cls, model: str, data: str, predictions: Dict[str, Predictions],
@@ -41,13 +42,14 @@ class EvalReport:
         return {"predictions": [row for v, p in self.predictions.items() for row in p.rows(v)]}
 
     def to_dict(self) -> dict:
-        return {"model": self.model, "data": self.data, "run_id": self.run_id,
+        return {"model": self.model, "model_label": self.model_label or self.model, "data": self.data,
+                "run_id": self.run_id,
                 "accuracy": {v: e.as_dict() for v, e in self.accuracy.items()},
                 "bg_gap": self.bg_gap.as_dict() if self.bg_gap else None}
 
     def table(self) -> str:
         w = max([12, *(len(v) for v in self.accuracy)])  # edit levels are longer than IN-9 names
-        lines = [f"model: {self.model}", f"data:  {self.data}",
+        lines = [f"model: {self.model_label or self.model}", f"data:  {self.data}",
                  f"{'variant':<{w}} {'acc':>7}  {'95% CI':>17} {'n':>6}"]
         for v, e in self.accuracy.items():
             lines.append(f"{v:<{w}} {100 * e.value:6.1f}%  [{100 * e.lo:5.1f}%, {100 * e.hi:5.1f}%] {e.n:>6}")

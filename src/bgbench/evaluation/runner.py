@@ -18,7 +18,7 @@ from ..console import status
 from ..data.layout import Item, Layout, resolve_layout
 from ..models.inputs import size_note
 from ..models.spec import BgModel, check_compatible
-from ..runs import Provenance
+from ..runs import Provenance, model_label
 from .config import EvalConfig
 from .predict import mask_checker, predict_items
 from .results import EvalReport
@@ -52,6 +52,7 @@ def run_eval(model: BgModel, data: str | Path | Layout, cfg: EvalConfig, progres
                                        forward=ten_crop_logits if cfg.ten_crop else None,
                                        checker=mask_checker(layout) if v == "original" else None)
     report = EvalReport.from_predictions(model.spec.name, str(layout.root), predictions, seed=cfg.seed)
+    report.model_label = model_label(model.spec.name, model.spec.to_dict())
     config = {**asdict(cfg), "variants": variants, "split": layout.split, "torch": torch.__version__,
               "computed_variants": sorted(on_the_fly), "protocol_settings": protocols.settings_of(cfg.protocol)}
     report.provenance = Provenance.of("eval", config, model=model, layout=layout, seed=cfg.seed)

@@ -14,6 +14,8 @@ the bgbench format, which that reading accepts, so the writer and its reader liv
 from __future__ import annotations
 
 import hashlib
+import re
+import warnings
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -98,6 +100,24 @@ def _from_robustness(sd: Dict[str, torch.Tensor]) -> Tuple[Dict[str, torch.Tenso
     return weights, as_tuple(sd.get("normalizer.new_mean")), as_tuple(sd.get("normalizer.new_std"))
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+def unpickling_reason(error: Exception) -> str:
+    """The gist of torch's weights_only refusal, on one line and without terminal escape codes.
+
+    torch's message is a paragraph with bold escapes; the line that names the offending global
+    ("Unsupported global: GLOBAL x.Y ...") is what tells a user what the file holds.
+    """
+    text = _ANSI.sub("", str(error)).strip()
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    named = [line for line in lines if "Unsupported global" in line or "WeightsUnpickler error" in line]
+    reason = (named or lines or [type(error).__name__])[0]
+    reason = reason.split("WeightsUnpickler error:", 1)[-1].strip()
+    reason = reason.split(" was not an allowed global")[0]
+    return reason[:160]
+
+
 def read_checkpoint(path: str | Path, trust: bool = False) -> LoadedCheckpoint:
     """Read `path` in any supported format (see module docstring)."""
     path = Path(path)
@@ -106,7 +126,9 @@ def read_checkpoint(path: str | Path, trust: bool = False) -> LoadedCheckpoint:
     digest = sha256_file(path)
     if _is_torchscript(path):
         try:
-            module = torch.jit.load(str(path), map_location="cpu")
+            with warnings.catch_warnings():  # torch >= 2.9 deprecates TorchScript loudly, on every load
+                warnings.filterwarnings("ignore", message=r".*torch\.jit\.load.* is deprecated", category=FutureWarning)
+                module = torch.jit.load(str(path), map_location="cpu")
         except Exception as e:  # noqa: BLE001 - any failure here is a bad file
             raise CheckpointError(f"cannot load TorchScript checkpoint {path}: {e}") from None
         return LoadedCheckpoint(kind="torchscript", module=module, sha256=digest, path=str(path))
@@ -114,9 +136,8 @@ def read_checkpoint(path: str | Path, trust: bool = False) -> LoadedCheckpoint:
         obj = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # noqa: BLE001
         if not trust:
-            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             raise CheckpointError(
-                f"{path} needs full unpickling to load ({first[:160]}); "
+                f"{path} needs full unpickling to load ({unpickling_reason(e)}); "
                 f"pass --trust-checkpoint only if you trust its source") from None
         try:
             obj = torch.load(path, map_location="cpu", weights_only=False)

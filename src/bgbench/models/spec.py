@@ -8,7 +8,8 @@ from typing import Optional, Sequence, Tuple
 import torch
 from torch import nn
 
-from ..classes import IN9_FOLDERS
+from ..classes import IN9_FOLDERS, class_name_mismatch
+from ..console import status
 from ..errors import BgbenchError
 from .inputs import fit_to_native, native_hw
 from .norms import DATASET, IMAGENET1K, IMAGENET_MEAN, IMAGENET_STD, IN9_MEAN, IN9_STD  # noqa: F401 (re-exported)
@@ -93,7 +94,12 @@ class BgModel(nn.Module):
 
 
 def check_compatible(model: BgModel, classes: Sequence[str]) -> None:
-    """A model's label space must match the dataset's classes."""
+    """A model's label space must match the dataset's classes.
+
+    A model that records its training class folders is also compared with the dataset's by name:
+    a difference is allowed (the same classes may be spelt differently) but warned about on stderr,
+    and `runs.Provenance.of` records it in the run.
+    """
     spec = model.spec
     if spec.label_space == IMAGENET1K:
         if tuple(classes) != IN9_FOLDERS:
@@ -101,3 +107,9 @@ def check_compatible(model: BgModel, classes: Sequence[str]) -> None:
                                f"classes; this dataset has {len(classes)} others")
     elif spec.num_classes != len(classes):
         raise BgbenchError(f"{spec.name} has {spec.num_classes} outputs but the dataset has {len(classes)} classes")
+    mismatch = class_name_mismatch(spec.class_names, classes)
+    if mismatch is not None:
+        shown = ", ".join(f"{m!r} vs {d!r}" for m, d in mismatch["differ"][:3])
+        more = f" (+{len(mismatch['differ']) - 3} more)" if len(mismatch["differ"]) > 3 else ""
+        status(f"warning: {spec.name} was trained on other class folders than this dataset's "
+               f"(model vs data: {shown}{more}); label i is read as the dataset's i-th class folder")

@@ -13,6 +13,9 @@ from . import figures
 from .context import ReportContext, Subject
 from .sections import register_section
 
+#: Training variants whose models should be at chance without the object (paper §5).
+LEAKAGE_TRAINING = ("mixed_rand", "only_fg")
+
 
 @register_section("categories", "Prediction categories (paper Table 3)")
 def categories_section(ctx: ReportContext, subject: Subject) -> Optional[dict]:
@@ -27,6 +30,29 @@ def categories_section(ctx: ReportContext, subject: Subject) -> Optional[dict]:
     path = figures.category_bars(ctx.figure_path(subject, "categories"), result.overall)
     return {"run_id": run["id"], "n": result.n, "categories": list(CATEGORIES), "overall": result.overall,
             "per_class": result.per_class, "figure": ctx.href(path)}
+
+
+@register_section("leakage", "Box leakage and silhouette signal (paper §5)")
+def leakage_section(ctx: ReportContext, subject: Subject) -> Optional[dict]:
+    """Shown for models trained on MIXED-RAND or ONLY-FG only: for them background-only accuracy
+    should be chance, so its excess is leakage; for any other model it is background signal."""
+    from ..analyses.leakage import SILHOUETTE, SILHOUETTE_NAME, above_chance, leakage
+    run = subject.latest("eval")
+    if run is None:
+        return None
+    try:
+        result = leakage(ctx.store, run["id"])
+    except BgbenchError:  # the eval run has neither only_bg_b nor only_bg_t
+        return None
+    if result.trained_on not in LEAKAGE_TRAINING:
+        return None
+    rows = [{"variant": v, "acc": result.accuracy[v], "excess": e} for v, e in result.excess().items()]
+    silhouette = None
+    if result.silhouette is not None:
+        silhouette = {"variant": SILHOUETTE, "name": SILHOUETTE_NAME, "acc": result.silhouette,
+                      "excess": above_chance(result.silhouette, result.chance)}
+    return {"run_id": run["id"], "chance": result.chance, "trained_on": result.trained_on, "rows": rows,
+            "silhouette": silhouette}
 
 
 @register_section("boxsize", "Accuracy by box size (paper Fig. 14)")
@@ -66,23 +92,25 @@ def noise_section(ctx: ReportContext, subject: Subject) -> Optional[dict]:
     summary = noise_summary(ctx.store, run["id"])
     curves = {f"noise on the {'foreground' if region == 'fg' else 'background'}": points
               for region, points in summary.curves.items()}
-    kind = json.loads(run["config"]).get("kind", "sigma")
+    kind = summary.grid["kind"]
     path = figures.binned_curves(ctx.figure_path(subject, "noise"), curves, x_key="level",
                                  xlabel="noise level (σ)" if kind != "l2" else "noise L2 norm")
-    levels = [p["level"] for p in summary.curves["fg"]]
-    rows = [{"level": lv, "fg": fg, "bg": bg, "rfs": summary.rfs.get(lv)}
-            for lv, fg, bg in zip(levels, summary.curves["fg"], summary.curves["bg"])]
-    return {"run_id": run["id"], "rows": rows, "rfs_overall": summary.rfs_overall, "figure": ctx.href(path)}
+    rows = [{"level": summary.label(fg["level"]), "fg": fg, "bg": bg, "rfs": summary.rfs.get(fg["level"])}
+            for fg, bg in zip(summary.curves["fg"], summary.curves["bg"])]
+    lo, hi = summary.rfs_overall_interval
+    return {"run_id": run["id"], "rows": rows, "grid": summary.grid_label, "images": summary.images,
+            "classes": summary.classes, "bootstrap": summary.bootstrap,
+            "rfs_overall": {"value": summary.rfs_overall, "lo": lo, "hi": hi}, "figure": ctx.href(path)}
 
 
 @register_section("saliency", "Saliency alignment (Grad-CAM)")
 def saliency_section(ctx: ReportContext, subject: Subject) -> Optional[dict]:
+    from ..analyses.saliency import saliency_summary
+    from ..analyses.saliency_metrics import METRICS
     run = subject.latest("probe_saliency")
     if run is None:
         return None
-    m = ctx.metrics(run["id"])
-    names = ("precision", "iou", "dice", "density_diff")
-    overall = {n: dict(m[(f"saliency_{n}", "")]) for n in names if (f"saliency_{n}", "") in m}
+    summary = saliency_summary(ctx.store, run["id"])
     outputs = json.loads(run["outputs"] or "{}")
     overlay = None
     source = Path(outputs["overlays"]) if outputs.get("overlays") else None
@@ -91,8 +119,10 @@ def saliency_section(ctx: ReportContext, subject: Subject) -> Optional[dict]:
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, target)
         overlay = ctx.href(target)
-    return {"run_id": run["id"], "layer": outputs.get("layer"), "overall": overall, "overlay": overlay,
-            "images": outputs.get("images")}
+    measured = [m for m in METRICS if summary.image_mean[m]["n"] > 0]  # runs stored before v3 lack some
+    return {"run_id": run["id"], "layer": outputs.get("layer"), "metrics": measured,
+            "headline": summary.headline, "image_mean": summary.image_mean, "per_class": summary.per_class,
+            "flat": summary.flat, "images": summary.images, "overlay": overlay}
 
 
 @register_section("edits", "Attribute edits (ImageNet-E)")

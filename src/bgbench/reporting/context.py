@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from ..errors import BgbenchError
+from ..errors import BgbenchError, with_article
+from ..runs import model_label
 from ..store import Row, Store
 
 #: Run kinds that describe where a model or a dataset came from, not how a model behaves.
@@ -32,7 +33,7 @@ class Subject:
     runs: List[Row] = field(default_factory=list)
     train_run: Optional[Row] = None
     protocol: str = ""  # "" or "ten-crop": a different measurement, never mixed with the plain one
-    label: str = ""  # display name: the model, plus a short sha when two subjects share a name
+    label: str = ""  # display name: `runs.model_label` (the model and its weights), the same everywhere
 
     def latest(self, kind: str) -> Optional[Row]:
         """The newest finished run of this kind."""
@@ -103,8 +104,8 @@ def select_subjects(store: Store, run_ids: Optional[Sequence[int]] = None,
             if run["status"] != "done":
                 raise BgbenchError(f"--runs: run {i} is {run['status']}, not finished")
             if run["kind"] in PROVENANCE_KINDS or not run["model"]:
-                raise BgbenchError(f"--runs: run {i} is a {run['kind']} run; pass eval or challenge runs "
-                                   "(training runs are shown with the model they produced)")
+                raise BgbenchError(f"--runs: run {i} is {with_article(run['kind'])} run; pass eval or challenge "
+                                   "runs (training runs are shown with the model they produced)")
         wanted = set(run_ids)
         candidates = [r for r in candidates if r["id"] in wanted]
     if models:
@@ -132,13 +133,15 @@ def select_subjects(store: Store, run_ids: Optional[Sequence[int]] = None,
 
 
 def _label(subjects: List[Subject]) -> None:
-    """Display names: the model name, with a short weights id where names repeat on one dataset."""
-    seen: Dict[tuple, int] = {}
+    """Display names: `runs.model_label` (the model string with its checkpoint's short sha256, or
+    its random-init seed), as `bgbench runs` and the leaderboard show it, plus the protocol; the
+    subject key is added only where the same model appears on several datasets."""
     for s in subjects:
-        key = (s.model, s.data_fingerprint, s.protocol)
-        seen[key] = seen.get(key, 0) + 1
+        s.label = model_label(s.model, s.spec, s.runs[-1]["checkpoint_sha256"])
+        s.label += f" ({s.protocol})" if s.protocol else ""
+    seen: Dict[str, int] = {}
     for s in subjects:
-        s.label = s.model + (f" ({s.protocol})" if s.protocol else "")
-        if seen[(s.model, s.data_fingerprint, s.protocol)] > 1:
-            sha = s.runs[-1]["checkpoint_sha256"]
-            s.label += f" [{sha[:8]}]" if sha else f" [{s.key}]"
+        seen[s.label] = seen.get(s.label, 0) + 1
+    for s in subjects:
+        if seen[s.label] > 1:
+            s.label += f" [{s.key}]"

@@ -1,8 +1,9 @@
 """The leaderboard is data: measured rows come from the store, reported rows from the papers.
 
-Models are ranked within one dataset and one protocol only, a dataset being a data fingerprint
-(two copies of the same data at different paths are one dataset) and a protocol the reference
-settings a run recorded (`bgbench.protocols`; runs without one form their own group). The published rows (IN-9) sit beside measured runs
+Models are ranked within one dataset and one protocol only, a dataset being a data fingerprint (two
+copies of the same data at different paths are one dataset) and a protocol the reference settings
+a run recorded (`bgbench.protocols`; runs without one form their own group), by challenge accuracy; rows without a challenge
+run are ranked apart by MIXED-RAND accuracy (see KEYS). The published rows (IN-9) sit beside measured runs
 on the IN-9 classes only, never in another dataset's ranking. Measured and reported numbers are
 never mixed in one row; every measured row carries its provenance (checkpoint sha256, data
 fingerprint, bgbench version).
@@ -13,14 +14,27 @@ import csv
 import io
 import json
 from importlib.resources import files
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from ..classes import IN9_FOLDERS
+from ..runs import run_model_label
 from ..store import Store
 
-COLUMNS = ("dataset", "rank", "model", "source", "challenge", "clean", "original", "mixed_same", "mixed_rand",
-           "bg_gap", "checkpoint_sha256", "data_fingerprint", "version", "data", "protocol", "reference")
+#: Ranking keys, in the order their blocks are shown. The Backgrounds Challenge board ranks by
+#: challenge accuracy; a model without a challenge run is ranked apart, by MIXED-RAND accuracy
+#: (the paper's accuracy without background help), never by ORIGINAL accuracy, which rewards
+#: leaning on the background. Rows ranked on different keys never share one ranking.
+KEYS = ("challenge", "mixed_rand")
+KEY_NAMES = {"challenge": "challenge accuracy", "mixed_rand": "MIXED-RAND accuracy"}
+RANK_COLUMNS = {k: f"rank_by_{k}" for k in KEYS}
+COLUMNS = ("dataset", *RANK_COLUMNS.values(), "model", "source", "challenge", "clean", "original", "mixed_same",
+           "mixed_rand", "bg_gap", "checkpoint_sha256", "data_fingerprint", "version", "data", "protocol", "reference")
 PERCENT = ("challenge", "clean", "original", "mixed_same", "mixed_rand", "bg_gap")
+PROVENANCE = ("checkpoint_sha256", "data_fingerprint", "version", "data", "reference")
+#: What each block shows after its rank: its key first, the BG-Gap beside MIXED-RAND.
+SHOWN = {"challenge": ("challenge", "clean", "original", "mixed_same", "mixed_rand", "bg_gap"),
+         "mixed_rand": ("mixed_rand", "bg_gap", "original", "mixed_same"),
+         None: ("original", "mixed_same")}
 FORMATS = ("table", "md", "csv", "json", "html")
 PUBLISHED = "IN-9 (published)"
 
@@ -40,7 +54,8 @@ def measured_rows(store: Store) -> List[dict]:
             config = json.loads(run["config"])
             weights = run["checkpoint_sha256"] or run["spec"]  # a random init is identified by its spec
             key = (run["model"], weights, run["data_fingerprint"], config.get("protocol"))
-            row = rows.setdefault(key, {"model": run["model"], "source": "measured",
+            row = rows.setdefault(key, {"model": run["model"], "model_label": run_model_label(run),
+                                        "source": "measured",
                                         "checkpoint_sha256": run["checkpoint_sha256"],
                                         "data_fingerprint": run["data_fingerprint"], "protocol": config.get("protocol")})
             row["data"] = run["data_root"]
@@ -59,13 +74,50 @@ def measured_rows(store: Store) -> List[dict]:
     return list(rows.values())
 
 
+def ranking_key(row: dict) -> Optional[str]:
+    """The key a row is ranked by: challenge accuracy if it has one, else MIXED-RAND accuracy, else none."""
+    return next((k for k in KEYS if row.get(k) is not None), None)
+
+
 def _rank(rows: List[dict]) -> List[dict]:
-    """By challenge accuracy; rows without one follow, by original accuracy."""
-    rows = sorted(rows, key=lambda r: (r.get("challenge") is None, -(r.get("challenge") or 0),
-                                       -(r.get("original") or 0)))
-    for i, r in enumerate(rows, 1):
-        r["rank"] = i
-    return rows
+    """One dataset's rows: a ranking per key (best first, ties by model name), then the unranked."""
+    out = []
+    for key in (*KEYS, None):
+        block = [r for r in rows if ranking_key(r) == key]
+        if key is not None:
+            block.sort(key=lambda r: (-r[key], str(r["model"])))
+            for i, r in enumerate(block, 1):
+                r[RANK_COLUMNS[key]] = i
+        else:
+            block.sort(key=lambda r: str(r["model"]))
+        out += block
+    return out
+
+
+def blocks(rows: List[dict]) -> List[Tuple[str, Optional[str], List[dict]]]:
+    """(dataset, ranking key or None, rows) in the order `leaderboard` returns them."""
+    out: List[Tuple[str, Optional[str], List[dict]]] = []
+    for r in rows:
+        key = ranking_key(r)
+        if not out or out[-1][0] != r["dataset"] or out[-1][1] != key:
+            out.append((r["dataset"], key, []))
+        out[-1][2].append(r)
+    return out
+
+
+def block_title(key: Optional[str]) -> str:
+    """The heading that names a block's ranking key."""
+    if key == "challenge":
+        return "ranked by challenge accuracy (share of foregrounds never fooled)"
+    if key == "mixed_rand":
+        return "no challenge run: ranked by MIXED-RAND accuracy (accuracy without background help), BG-Gap beside it"
+    return "not ranked: no challenge run and no MIXED-RAND accuracy"
+
+
+def block_columns(key: Optional[str]) -> List[str]:
+    """The columns a block shows: its rank column (named after the key), the model, its numbers, provenance."""
+    rank = [RANK_COLUMNS[key]] if key is not None else []
+    return [*rank, "model", "source", *SHOWN[key], *PROVENANCE]
 
 
 def leaderboard(store: Optional[Store], include_reported: bool = True) -> List[dict]:
@@ -90,7 +142,7 @@ def leaderboard(store: Optional[Store], include_reported: bool = True) -> List[d
     out = []
     for name in sorted(groups, key=lambda n: (n == PUBLISHED, n)):
         out += _rank(groups[name])
-    return [{c: r.get(c) for c in COLUMNS} for r in out]
+    return [{**{c: r.get(c) for c in COLUMNS}, "model_label": r.get("model_label") or r.get("model")} for r in out]
 
 
 def _cell(col: str, value) -> str:
@@ -104,6 +156,8 @@ def _cell(col: str, value) -> str:
 
 
 def render(rows: List[dict], fmt: str = "table") -> str:
+    """`rows` as text. csv and json carry one rank column per key (the key is in the header);
+    table and md show one block per dataset and key, headed by the key's name."""
     if fmt not in FORMATS:
         raise ValueError(f"format must be one of {FORMATS}")
     if fmt == "json":
@@ -112,21 +166,21 @@ def render(rows: List[dict], fmt: str = "table") -> str:
         raise ValueError("the html leaderboard is rendered by bgbench.reporting.render.leaderboard_html")
     if fmt == "csv":
         buf = io.StringIO()
-        w = csv.DictWriter(buf, fieldnames=COLUMNS)
+        w = csv.DictWriter(buf, fieldnames=COLUMNS, extrasaction="ignore")
         w.writeheader()
         w.writerows(rows)
         return buf.getvalue()
-    columns = [c for c in COLUMNS if c != "dataset"]
-    blocks = []
-    for dataset in dict.fromkeys(r["dataset"] for r in rows):
-        cells = [[_cell(c, r[c]) for c in columns] for r in rows if r["dataset"] == dataset]
-        if fmt == "md":
-            head = f"### {dataset}\n\n| " + " | ".join(columns) + " |\n|" + "---|" * len(columns)
-            body = "\n".join("| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in cells)
-            blocks.append(head + "\n" + body)
-        else:
-            widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]
-            lines = [f"dataset: {dataset}", "  ".join(c.ljust(w) for c, w in zip(columns, widths))]
-            lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths)) for row in cells]
-            blocks.append("\n".join(lines))
-    return "\n\n".join(blocks)
+    return "\n\n".join(_text_block(dataset, key, block, fmt) for dataset, key, block in blocks(rows))
+
+
+def _text_block(dataset: str, key: Optional[str], rows: List[dict], fmt: str) -> str:
+    columns = block_columns(key)
+    cells = [[_cell(c, (r.get("model_label") or r[c]) if c == "model" else r[c]) for c in columns] for r in rows]
+    if fmt == "md":
+        head = f"### {dataset}: {block_title(key)}\n\n| " + " | ".join(columns) + " |\n|" + "---|" * len(columns)
+        body = "\n".join("| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in cells)
+        return head + "\n" + body
+    widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]
+    lines = [f"dataset: {dataset}, {block_title(key)}", "  ".join(c.ljust(w) for c, w in zip(columns, widths)).rstrip()]
+    lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip() for row in cells]
+    return "\n".join(lines)

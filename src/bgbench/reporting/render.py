@@ -108,13 +108,16 @@ def _page_sections(ctx: ReportContext, scope: str) -> List[dict]:
 
 
 def leaderboard_html(rows: List[dict]) -> str:
-    """The leaderboard as one page: a sortable table per dataset, reported rows marked."""
-    from .leaderboard import PERCENT
-    datasets = list(dict.fromkeys(r["dataset"] for r in rows))
+    """The leaderboard as one page: per dataset, a sortable table per ranking key, reported rows marked."""
+    from .leaderboard import KEY_NAMES, RANK_COLUMNS, SHOWN, block_title, blocks
+    datasets: dict = {}
+    for dataset, key, block in blocks(rows):
+        datasets.setdefault(dataset, []).append({
+            "title": block_title(key), "rank_column": RANK_COLUMNS.get(key),
+            "rank_header": f"rank by {KEY_NAMES[key]}" if key else None, "shown": SHOWN[key], "rows": block})
     generated = datetime.now(timezone.utc).isoformat(timespec="seconds")
     return environment().get_template("leaderboard.html.j2").render(
-        tables=[(d, [r for r in rows if r["dataset"] == d]) for d in datasets], percent=PERCENT,
-        version=__version__, generated=generated)
+        tables=list(datasets.items()), version=__version__, generated=generated)
 
 
 def write_leaderboard(store: Store, path: Path, include_reported: bool = True) -> Path:

@@ -19,12 +19,13 @@ import json
 from dataclasses import dataclass
 from itertools import combinations
 from pathlib import Path
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
+from ..analyses.compare import compare_runs
+from ..errors import BgbenchError
 from ..evaluation.challenge.rank import top_backgrounds
-from ..evaluation.metrics import mcnemar, paired, paired_difference
 from . import figures
 from .context import ReportContext, Subject
 
@@ -223,44 +224,38 @@ def _zero_shot_of(spec: dict) -> Optional[str]:
 # ---------------------------------------------------------------- across models
 
 
-def _correct_by_id(ctx: ReportContext, run_id: int, variant: str) -> Dict[str, bool]:
-    return {r["image_id"]: r["pred"] == r["label"] for r in ctx.store.predictions(run_id, variant)}
+def _pair_rows(comparison) -> Tuple[List[dict], Optional[dict], Optional[dict]]:
+    """The template's rows from a `compare_runs` result: (variants, BG-Gap difference, challenge)."""
+    def row(name: str, c) -> dict:
+        return {"variant": name, "a": c.acc_a.value, "b": c.acc_b.value, "diff": c.diff, "n": c.n, **c.test}
+    variants = [row(v, c) for v, c in comparison.variants.items()]
+    gap = comparison.bg_gap_diff.as_dict() if comparison.bg_gap_diff is not None else None
+    chal = row("challenge", comparison.challenge) if comparison.challenge is not None else None
+    return variants, gap, chal
 
 
 def _compare_pair(ctx: ReportContext, a: Subject, b: Subject) -> Optional[dict]:
-    ra, rb = a.latest("eval"), b.latest("eval")
-    variants, gap = [], None
-    if ra is not None and rb is not None:
-        va, vb = set(ctx.store.run_variants(ra["id"])), set(ctx.store.run_variants(rb["id"]))
-        order = json.loads(ra["config"]).get("variants") or sorted(va)
-        correct = {}
-        for v in [v for v in order if v in va & vb]:
-            correct[v] = (_correct_by_id(ctx, ra["id"], v), _correct_by_id(ctx, rb["id"], v))
-            ca, cb = paired(*correct[v])
-            if ca.size == 0:
-                continue
-            test = mcnemar(ca, cb)
-            variants.append({"variant": v, "a": float(ca.mean()), "b": float(cb.mean()),
-                             "diff": float(ca.mean() - cb.mean()), "n": int(ca.size), **test})
-        if "mixed_same" in correct and "mixed_rand" in correct:
-            (sa, sb), (xa, xb) = correct["mixed_same"], correct["mixed_rand"]
-            ids = sorted(set(sa) & set(sb) & set(xa) & set(xb))
-            if ids:
-                ga = np.array([int(sa[i]) - int(xa[i]) for i in ids])
-                gb = np.array([int(sb[i]) - int(xb[i]) for i in ids])
-                gap = paired_difference(ga, gb).as_dict()
-    chal = None
-    ca_run, cb_run = a.latest("challenge"), b.latest("challenge")
-    if ca_run is not None and cb_run is not None:
-        fa = {r["image_id"]: not r["fooled"] for r in ctx.store.challenge_results(ca_run["id"])}
-        fb = {r["image_id"]: not r["fooled"] for r in ctx.store.challenge_results(cb_run["id"])}
-        xa, xb = paired(fa, fb)
-        if xa.size:
-            chal = {"a": float(xa.mean()), "b": float(xb.mean()), "diff": float(xa.mean() - xb.mean()),
-                    "n": int(xa.size), **mcnemar(xa, xb)}
-    if not variants and chal is None:
+    """Both subjects' newest eval runs, and newest challenge runs, through `compare_runs`: the same
+    function, rule and numbers as `bgbench compare A B`. A pair it refuses shows its reason."""
+    found = {"a": a, "b": b, "variants": [], "bg_gap": None, "challenge": None, "refused": [], "runs": {}}
+    for kind in ("eval", "challenge"):
+        ra, rb = a.latest(kind), b.latest(kind)
+        if ra is None or rb is None:
+            continue
+        found["runs"][kind] = (ra["id"], rb["id"])
+        try:
+            comparison = compare_runs(ctx.store, ra["id"], rb["id"])
+        except BgbenchError as e:
+            found["refused"].append(str(e))
+            continue
+        variants, gap, chal = _pair_rows(comparison)
+        if kind == "eval":
+            found["variants"], found["bg_gap"] = variants, gap
+        else:
+            found["challenge"] = chal
+    if not found["variants"] and found["challenge"] is None and not found["refused"]:
         return None
-    return {"a": a, "b": b, "variants": variants, "bg_gap": gap, "challenge": chal}
+    return found
 
 
 @register_section("comparisons", "Comparisons on the same data", scope="page")

@@ -12,14 +12,14 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Iterator, List, Optional
 
 import numpy as np
 import torch
 
-from .. import checks, console
+from .. import console
 from ..data.images import decode_image
 from ..data.layout import discover
 from ..errors import BgbenchError
@@ -27,62 +27,9 @@ from ..models.checkpoint import save_checkpoint
 from ..models.registry import create_model, list_schemes
 from ..models.spec import DATASET, BgModel
 from .augment import BatchAugment, RecipeContext
-from .recipes import (DEFAULT_BGSWAP_P, DEFAULT_CUTMIX_ALPHA, DEFAULT_MIXUP_ALPHA, DEFAULT_SWA_START, get_recipe,
-                      list_recipes)
+from .config import TrainConfig  # noqa: F401 (re-exported: the config lives in a torch-free module)
+from .recipes import get_recipe
 from .swa import finalize_bn, make_swa, make_swalr, swa_start_epoch
-
-
-@dataclass
-class TrainConfig:
-    """Everything that defines a training run (saved as OUT/config.json).
-
-    Attributes:
-        recipe: a name from `augment.list_recipes()` ('erm' is plain training).
-        bgswap_p: probability that bgswap swaps an image's background.
-        mixup_alpha, cutmix_alpha: Beta parameters of the 'mixup' and 'cutmix' recipes.
-        swa: average the weights of the last epochs (see `swa.py`); the saved model is the average.
-        swa_start: share of the epochs trained before averaging starts.
-        swa_lr: constant learning rate during averaging (default: lr / 4).
-        init: fine-tune from this checkpoint (a path for `model`'s architecture, or a model string
-            such as 'zoo:efficientnet_lite0'); the head is replaced by one with the dataset's classes.
-        freeze: train the classifier head only.
-    """
-
-    data: str
-    variant: str = "original"
-    model: str = "timm:resnet10t"
-    out: str = "runs/train"
-    split: str = "train"
-    epochs: int = 10
-    batch_size: int = 64
-    lr: float = 2e-3
-    weight_decay: float = 0.05
-    seed: int = 0
-    threads: Optional[int] = None
-    recipe: str = "erm"
-    bgswap_p: float = DEFAULT_BGSWAP_P
-    mixup_alpha: float = DEFAULT_MIXUP_ALPHA
-    cutmix_alpha: float = DEFAULT_CUTMIX_ALPHA
-    swa: bool = False
-    swa_start: float = DEFAULT_SWA_START
-    swa_lr: Optional[float] = None
-    init: Optional[str] = None
-    freeze: bool = False
-
-    def __post_init__(self):
-        checks.at_least("--epochs", self.epochs, 1)
-        checks.at_least("--batch-size", self.batch_size, 1)
-        checks.within("--lr", self.lr, 0, 10, open_low=True)
-        checks.at_least("weight decay", self.weight_decay, 0)
-        checks.at_least("--threads", self.threads, 1)
-        checks.one_of("--recipe", self.recipe, list_recipes())
-        checks.within("--bgswap-p", self.bgswap_p, 0, 1)
-        checks.at_least("--mixup-alpha", self.mixup_alpha, 0)
-        checks.at_least("--cutmix-alpha", self.cutmix_alpha, 0)
-        checks.within("--swa-start", self.swa_start, 0, 1, open_high=True)
-        checks.within("--swa-lr", self.swa_lr, 0, 10, open_low=True)
-        if self.freeze and not self.init:
-            raise BgbenchError("--freeze trains only the head of a pretrained network: it needs --init CKPT")
 
 
 #: Config keys that may change between a run and its resume (they do not change the result).
@@ -208,7 +155,8 @@ def _rewrite_log(log_path: Path, epoch: int, last_record: Optional[dict]) -> Non
 def train(cfg: TrainConfig, progress: bool = True) -> Path:
     """Train `cfg.model` on `cfg.data/cfg.variant/cfg.split` with `cfg.recipe`; returns the checkpoint.
 
-    If `cfg.out/last.pt` exists the run resumes from it (same configuration required).
+    If `cfg.out/last.pt` exists the run resumes from it (same configuration required); a run
+    that already finished returns its model.pt untouched.
     """
     from ..version import __version__
     cfg = resolve_config(cfg)
@@ -229,6 +177,9 @@ def train(cfg: TrainConfig, progress: bool = True) -> Path:
     if last_path.is_file():
         state = torch.load(last_path, map_location="cpu", weights_only=True)
         _check_resumable(state["config"], record, last_path)
+        if int(state["epoch"]) >= cfg.epochs and (out / "model.pt").is_file():
+            console.status(f"{out} is already finished (epoch {int(state['epoch'])}/{cfg.epochs}); nothing to train")
+            return out / "model.pt"
     ctx = RecipeContext(num_classes=len(classes), labels=labels, generator=gen, root=cfg.data, split=cfg.split,
                         items=items, image_shape=tuple(images.shape[1:3]), bgswap_p=cfg.bgswap_p,
                         mixup_alpha=cfg.mixup_alpha, cutmix_alpha=cfg.cutmix_alpha)

@@ -14,6 +14,8 @@ from ...errors import BgbenchError
 PRECISIONS = ("fp32", "bf16-verified", "bf16", "fp16")
 #: bf16-verified: the factor on the largest bf16-vs-fp32 deviation measured on the run's first batches.
 DEFAULT_SAFETY = 4.0
+#: --halfwidth: foregrounds (per process) in the first chunk, after which the rule is first checked.
+FIRST_HALFWIDTH_CHUNK = 16
 
 
 @dataclass
@@ -80,5 +82,12 @@ class ChallengeConfig:
         every chunk boundary, larger otherwise (it bounds the foregrounds decoded at once)."""
         per_rank = max(32, 2 * self.batch_size) if self.halfwidth is not None else max(256, 8 * self.batch_size)
         return per_rank * world
+
+    def first_chunk(self, world: int = 1) -> int:
+        """The first chunk's size. With `halfwidth`, a small one (16 per process), doubling up to
+        `chunk_size`: the rule is checked after 16, 32, 64, 128 ... foregrounds, so a small dataset
+        can stop early. Otherwise chunks are `chunk_size` from the start."""
+        return min(FIRST_HALFWIDTH_CHUNK * world, self.chunk_size(world)) if self.halfwidth is not None \
+            else self.chunk_size(world)
 
 

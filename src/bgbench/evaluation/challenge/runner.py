@@ -37,7 +37,7 @@ from .engine import (ChallengeEngine, FgResult, attack_success_rates, class_fool
                         verdicts_from_matrix)
 from .config import ChallengeConfig
 from .sample import SamplePlan, done_prefix, wilson_halfwidth
-from ..metrics import Estimate, accuracy
+from ..metrics import Estimate, accuracy, percent
 
 
 @dataclass
@@ -65,6 +65,7 @@ class ChallengeReport:
     def run_status(self) -> str:
         """'sampled' for an estimate (the run can be extended), else 'done'."""
         return "sampled" if self.estimate else "done"
+    model_label: Optional[str] = None  # runs.model_label: the model with its weights, for display
 
     def metric_rows(self) -> List[tuple]:
         c, k = self.challenge_accuracy, self.clean_accuracy
@@ -95,15 +96,15 @@ class ChallengeReport:
                 **({"matrix": self.full["matrix"]} if self.full else {})}
 
     def to_dict(self) -> dict:
-        return {"model": self.model, "data": self.data, "run_id": self.run_id,
-                "challenge_accuracy": self.challenge_accuracy.as_dict(), "clean_accuracy": self.clean_accuracy.as_dict(),
+        return {"model": self.model, "model_label": self.model_label or self.model, "data": self.data,
+                "run_id": self.run_id, "challenge_accuracy": self.challenge_accuracy.as_dict(), "clean_accuracy": self.clean_accuracy.as_dict(),
                 "fooled": self.fooled, "total": self.total, "per_class": self.per_class, "pairs": self.pairs,
                 "seconds": self.seconds, "full": self.full, "files": self.files, "estimate": self.estimate,
                 "sample": self.sample, "precision": self.precision}
 
     def table(self) -> str:
         c, k = self.challenge_accuracy, self.clean_accuracy
-        lines = [f"model: {self.model}", f"data:  {self.data}",
+        lines = [f"model: {self.model_label or self.model}", f"data:  {self.data}",
                  f"challenge accuracy {100 * c.value:5.1f}%  [{100 * c.lo:.1f}%, {100 * c.hi:.1f}%]  "
                  f"({self.total - self.fooled}/{self.total} foregrounds never fooled)",
                  f"clean accuracy     {100 * k.value:5.1f}%  [{100 * k.lo:.1f}%, {100 * k.hi:.1f}%]  (original)",
@@ -112,9 +113,9 @@ class ChallengeReport:
                  "", f"{'class':<24} {'n':>5} {'clean':>7} {'challenge':>10}" +
                  (f" {'fool rate':>10}" if self.full else "")]
         for row in self.per_class:
-            line = f"{row['class']:<24} {row['n']:>5} {100 * row['clean']:6.1f}% {100 * row['challenge']:9.1f}%"
+            line = f"{row['class']:<24} {row['n']:>5} {percent(row['clean'], 6)} {percent(row['challenge'], 9)}"
             if self.full:
-                line += f" {100 * row['class_fool_rate']:9.1f}%"
+                line += f" {percent(row['class_fool_rate'], 9)}"
             lines.append(line)
         if self.files:
             lines.append("")
@@ -219,7 +220,7 @@ def run_challenge(model: BgModel, data: str | Path, store: Store, cfg: Challenge
     bg_items, backgrounds = load_backgrounds(layout)
     bg_labels = np.array([it.label for it in bg_items])
     plan = SamplePlan.build(cfg.seed, fg_ids, fg_labels, sample=cfg.sample, halfwidth=cfg.halfwidth,
-                            chunk=cfg.chunk_size(world))
+                            chunk=cfg.chunk_size(world), first=cfg.first_chunk(world))
 
     run_id = prov = None
     if rank == 0:
@@ -244,7 +245,7 @@ def run_challenge(model: BgModel, data: str | Path, store: Store, cfg: Challenge
 
     matrix = None
     if cfg.full:
-        path = store.path.parent / f"challenge_{run_id}.u8"
+        path = matrix_path(store, run_id, migrate=rank == 0)
         if rank == 0 and not path.exists():
             np.lib.format.open_memmap(path, mode="w+", dtype=np.uint8, shape=(len(pairs), len(bg_items))).flush()
         if world > 1:
@@ -328,6 +329,20 @@ def run_challenge(model: BgModel, data: str | Path, store: Store, cfg: Challenge
     return report
 
 
+def matrix_path(store: Store, run_id: int, migrate: bool = True) -> Path:
+    """Where a --full run keeps its prediction matrix: `challenge_<run>.npy` beside the store, a
+    uint8 .npy that `np.load(path, mmap_mode="r")` opens (255: a class outside the dataset's).
+
+    Earlier versions named the same .npy content `challenge_<run>.u8`; a partial file of that name
+    is renamed (by rank 0 only, `migrate`), so a run resumes with the rows it already computed.
+    """
+    path = store.path.parent / f"challenge_{run_id}.npy"
+    old = path.with_suffix(".u8")
+    if migrate and old.is_file() and not path.exists():
+        os.replace(old, path)
+    return path
+
+
 def _reduce_verified(engine: ChallengeEngine, world: int, device: str = "cpu") -> Optional[dict]:
     """bf16-verified counts summed over ranks, deviations and delta their maximum (None for other precisions)."""
     if engine.verifier is None:
@@ -398,4 +413,5 @@ def summarize(verdict_rows, run_id, model, layout, pairs, bg_items, fg_labels, b
         per_class.append(row)
     return ChallengeReport(model=model.spec.name, data=str(layout.root), run_id=run_id, challenge_accuracy=chal,
                            clean_accuracy=clean, fooled=int(fooled.sum()), total=len(fooled), per_class=per_class,
-                           full=full, files=files, estimate=estimate, sample=sample, asr_rows=asr_rows)
+                           full=full, files=files, estimate=estimate, sample=sample, asr_rows=asr_rows,
+                           model_label=runs.model_label(model.spec.name, model.spec.to_dict()))

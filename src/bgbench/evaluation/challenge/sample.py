@@ -79,28 +79,39 @@ class SamplePlan:
         limit: how many of `order` at most (`--sample N`, or all of them).
         halfwidth: stop once the 95% Wilson half-width of the prefix is at most this.
         chunk: foregrounds per chunk; the stopping rule is checked at chunk boundaries only.
+        first: the first chunk's size; each later chunk is as large as all before it, up to
+            `chunk` (boundaries first, 2 first, 4 first, ... then every `chunk`), so that a
+            `--halfwidth` run can stop after a few foregrounds on a small dataset and still
+            evaluates large chunks (many foregrounds per batch) once it is under way.
     """
 
     order: Tuple[int, ...]
     limit: int
     halfwidth: Optional[float] = None
     chunk: int = 256
+    first: Optional[int] = None
 
     @classmethod
     def build(cls, seed: int, fg_ids: Sequence[str], fg_labels: Sequence[int], sample: Optional[int] = None,
-              halfwidth: Optional[float] = None, chunk: int = 256) -> "SamplePlan":
+              halfwidth: Optional[float] = None, chunk: int = 256, first: Optional[int] = None) -> "SamplePlan":
         order = tuple(sample_order(seed, fg_ids, fg_labels))
         limit = len(order) if sample is None else min(int(sample), len(order))
-        return cls(order=order, limit=limit, halfwidth=halfwidth, chunk=max(1, int(chunk)))
+        return cls(order=order, limit=limit, halfwidth=halfwidth, chunk=max(1, int(chunk)),
+                   first=None if first is None else max(1, int(first)))
 
     @property
     def population(self) -> int:
         return len(self.order)
 
     def chunks(self) -> Iterator[Tuple[int, int]]:
-        """(start, end) positions into `order`, covering [0, limit)."""
-        for start in range(0, self.limit, self.chunk):
-            yield start, min(start + self.chunk, self.limit)
+        """(start, end) positions into `order`, covering [0, limit): boundaries double from `first`
+        until chunks reach `chunk`."""
+        first = min(self.first or self.chunk, self.chunk)
+        start = 0
+        while start < self.limit:
+            end = min(start + min(max(start, first), self.chunk), self.limit)
+            yield start, end
+            start = end
 
     def shard(self, start: int, end: int, rank: int, world: int) -> List[int]:
         """The foregrounds (positions into the dataset) of chunk [start, end) that `rank` evaluates."""

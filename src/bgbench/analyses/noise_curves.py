@@ -1,0 +1,148 @@
+"""Accuracy curves and RFS of the noise probe, from its per-image rows (pure; no model, no store).
+
+Accuracy per region and level is RIVAL10's (`compute_noise_robustness.py`, then the mean over
+classes in `noise_analysis_plots.py`): per class (by label), correct predictions pooled over
+trials over the class's noisy images, then the mean over classes (the pooled accuracy when the
+classes are balanced). RFS per level uses those accuracies; the overall RFS uses them averaged
+over the levels of the run's grid, so it compares only within one grid.
+
+Intervals: a bootstrap over images, stratified by class, each image carrying all of its trials,
+both regions and every level, so that a replicate recomputes every number on one resample.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from .bootstrap import REPLICATES, percentile_interval, stratified_weights
+from .noise_levels import grid_label, level_label
+from .rfs import rfs_array
+
+REGIONS = ("fg", "bg")
+
+
+@dataclass
+class NoiseSummary:
+    """curves[region]: one point per level (acc, lo, hi, images, trials); rfs[level] and the
+    overall RFS with their intervals; the grid they were averaged over."""
+
+    curves: Dict[str, List[dict]]
+    rfs: Dict[float, dict]
+    rfs_overall: float
+    rfs_overall_interval: Tuple[float, float]
+    grid: dict
+    bootstrap: dict
+    run_id: Optional[int] = None
+    classes: int = 0
+    images: int = 0
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def grid_label(self) -> str:
+        return grid_label(self.grid["name"], self.grid["kind"], self.grid["levels"])
+
+    def label(self, level: float) -> str:
+        return level_label(level, self.grid["kind"], self.grid["name"])
+
+    def to_dict(self) -> dict:
+        lo, hi = self.rfs_overall_interval
+        return {"grid": {**self.grid, "label": self.grid_label}, "bootstrap": self.bootstrap,
+                "images": self.images, "classes": self.classes,
+                "curves": {r: [{k: _num(v) for k, v in p.items()} for p in pts] for r, pts in self.curves.items()},
+                "rfs": {f"{lvl:g}": {k: _num(v) for k, v in e.items()} for lvl, e in self.rfs.items()},
+                "rfs_overall": _num(self.rfs_overall), "rfs_overall_lo": _num(lo), "rfs_overall_hi": _num(hi)}
+
+    def table(self) -> str:
+        head = (f"noise sensitivity{f' of run {self.run_id}' if self.run_id else ''}: accuracy (mean over "
+                f"{self.classes} classes) and RFS, 95% bootstrap intervals over {self.images} images")
+        lines = [head, f"grid {self.grid_label}",
+                 f"{'level':>8} {'fg noise':>8} {'95% CI':>15} {'bg noise':>9} {'95% CI':>15} {'RFS':>7} "
+                 f"{'95% CI':>17}"]
+        for fg, bg in zip(self.curves["fg"], self.curves["bg"]):
+            r = self.rfs[fg["level"]]
+            lines.append(f"{self.label(fg['level']):>8} {_pct(fg['acc']):>7}% [{_pct(fg['lo']):>5},{_pct(fg['hi']):>5}]"
+                         f" {_pct(bg['acc']):>8}% [{_pct(bg['lo']):>5},{_pct(bg['hi']):>5}]"
+                         f" {r['value']:+7.3f} [{r['lo']:+.3f},{r['hi']:+.3f}]")
+        lo, hi = self.rfs_overall_interval
+        lines.append(f"RFS overall {self.rfs_overall:+.3f} [{lo:+.3f}, {hi:+.3f}] on grid {self.grid_label}  "
+                     "(> 0: foreground noise hurts more; compare only within one grid)")
+        return "\n".join(lines)
+
+
+def _pct(v: float) -> str:
+    return "nan" if v is None or math.isnan(v) else f"{100 * v:.1f}"
+
+
+def _num(v):
+    """JSON-safe: NaN becomes None."""
+    if isinstance(v, (float, np.floating)):
+        return None if math.isnan(v) else float(v)
+    return v
+
+
+def correct_counts(rows: Sequence[tuple]) -> Tuple[List[str], np.ndarray, List[float], np.ndarray, np.ndarray]:
+    """From rows (image_id, label, region, level, trial, correct): image ids, labels (N,), levels,
+    and (N, region, level) arrays of correct trials and of trials."""
+    images = sorted({r[0] for r in rows})
+    levels = sorted({float(r[3]) for r in rows})
+    at = {i: k for k, i in enumerate(images)}
+    lv = {v: k for k, v in enumerate(levels)}
+    labels = np.full(len(images), -1, dtype=np.int64)
+    correct = np.zeros((len(images), len(REGIONS), len(levels)))
+    trials = np.zeros_like(correct)
+    for image_id, label, region, level, _, ok in rows:
+        i = at[image_id]
+        labels[i] = int(label)
+        idx = (i, REGIONS.index(region), lv[float(level)])
+        correct[idx] += int(ok)
+        trials[idx] += 1
+    return images, labels, levels, correct, trials
+
+
+def class_mean_accuracy(weights: np.ndarray, labels: np.ndarray, correct: np.ndarray,
+                        trials: np.ndarray) -> np.ndarray:
+    """(replicates, region, level): per class, weighted correct over weighted trials; mean over
+    classes. weights: (replicates, N) image counts (a row of ones is the data as it is)."""
+    flat_c = correct.reshape(correct.shape[0], -1)
+    flat_t = trials.reshape(trials.shape[0], -1)
+    per_class = []
+    for c in np.unique(labels):
+        members = labels == c
+        w = weights[:, members]
+        per_class.append((w @ flat_c[members]) / (w @ flat_t[members]))
+    acc = np.mean(per_class, axis=0)
+    return acc.reshape(weights.shape[0], *correct.shape[1:])
+
+
+def summarize(rows: Sequence[tuple], grid: Optional[dict] = None, seed: int = 0,
+              replicates: int = REPLICATES) -> NoiseSummary:
+    """Curves, RFS and their bootstrap intervals from per-image rows (see module docstring).
+
+    grid: {"name", "kind", "levels"} of the run (default: 'custom' sigma over the rows' levels).
+    """
+    images, labels, levels, correct, trials = correct_counts(rows)
+    grid = dict(grid or {"name": "custom", "kind": "sigma", "levels": levels})
+    point = class_mean_accuracy(np.ones((1, len(images))), labels, correct, trials)[0]
+    boot = class_mean_accuracy(stratified_weights(labels, replicates, seed), labels, correct, trials)
+    curves: Dict[str, List[dict]] = {}
+    for r, region in enumerate(REGIONS):
+        curves[region] = []
+        for li, lvl in enumerate(levels):
+            lo, hi = percentile_interval(boot[:, r, li])
+            curves[region].append({"level": lvl, "acc": float(point[r, li]), "lo": lo, "hi": hi,
+                                   "n": int((trials[:, r, li] > 0).sum()),
+                                   "trials": int(trials[:, r, li].max()) if len(images) else 0})
+    per_level = rfs_array(point[0], point[1])
+    per_level_boot = rfs_array(boot[:, 0], boot[:, 1])
+    rfs = {}
+    for li, lvl in enumerate(levels):
+        lo, hi = percentile_interval(per_level_boot[:, li])
+        rfs[lvl] = {"value": float(per_level[li]), "lo": lo, "hi": hi}
+    overall = float(rfs_array(point[0].mean(), point[1].mean()))
+    overall_boot = rfs_array(boot[:, 0].mean(axis=1), boot[:, 1].mean(axis=1))
+    return NoiseSummary(curves, rfs, overall, percentile_interval(overall_boot), grid,
+                        {"replicates": replicates, "seed": seed, "stratified_by": "label"},
+                        classes=int(np.unique(labels).size), images=len(images))

@@ -1,0 +1,145 @@
+"""Grad-CAM maps as RIVAL10 used them: Captum's LayerGradCam, then pytorch-grad-cam's post-processing.
+
+RIVAL10 takes its maps from pytorch-grad-cam, whose `GradCAM` returns, per image: ReLU(Σ_c w_c·A_c)
+rescaled to [0,1] (minus its minimum, over 1e-7 plus its maximum) at feature resolution,
+`cv2.resize`d (bilinear) to the image, rescaled to [0,1] once more (its multi-layer
+aggregation), with NaN set to 0 by RIVAL10. Alignment measures depend on all of it (a map whose
+minimum is above 0 loses that floor), so `postprocess` repeats it step for step.
+
+Vision transformers give tokens, not a grid: the patch tokens (after the class/prefix tokens) are
+reshaped to the patch grid before Grad-CAM, as RIVAL10's `vit_reshape_transform` does. The
+default layer is the last block's `norm1` (RIVAL10's choice, and pytorch-grad-cam's advice for
+ViTs); for other timm models, the last feature stage.
+
+No files, no store: tensors in, arrays out.
+"""
+from __future__ import annotations
+
+import contextlib
+from typing import Optional, Tuple
+
+import numpy as np
+
+from ..errors import BgbenchError
+
+
+def token_layout(net) -> Optional[Tuple[int, Tuple[int, int]]]:
+    """(prefix tokens, patch size) of a timm vision transformer, or None for other networks."""
+    embed = getattr(net, "patch_embed", None)
+    patch = getattr(embed, "patch_size", None)
+    if embed is None or patch is None or not hasattr(net, "blocks"):
+        return None
+    patch = tuple(patch) if isinstance(patch, (tuple, list)) else (int(patch), int(patch))
+    return int(getattr(net, "num_prefix_tokens", 1)), (int(patch[0]), int(patch[1]))
+
+
+def default_layer(net) -> str:
+    """A ViT's last block's norm1; else a timm model's last feature stage; else the last convolution."""
+    if token_layout(net) is not None:
+        name = f"blocks.{len(net.blocks) - 1}.norm1"
+        with contextlib.suppress(AttributeError):
+            net.get_submodule(name)
+            return name
+    name = _last_feature_stage(net)
+    if name is not None:
+        return name
+    import torch.nn as nn
+    convs = [n for n, mod in net.named_modules() if isinstance(mod, nn.Conv2d)]
+    if not convs:
+        raise BgbenchError("cannot find a convolutional layer for Grad-CAM; name one with --layer")
+    return convs[-1]
+
+
+def _last_feature_stage(net) -> Optional[str]:
+    """The module path of a timm model's last feature stage, or None when it has no usable feature_info."""
+    info = getattr(net, "feature_info", None)
+    if info is None:
+        return None
+    try:
+        name = info[-1]["module"] if isinstance(info, list) else info.module_name()[-1]
+        net.get_submodule(name)
+    except (AttributeError, KeyError, IndexError, TypeError):
+        return None
+    return name
+
+
+def resolve_layer(model, name: Optional[str]):
+    """(name, module) of the Grad-CAM target layer inside model.net."""
+    name = name or default_layer(model.net)
+    try:
+        return name, model.net.get_submodule(name)
+    except AttributeError:
+        names = [n for n, _ in model.net.named_modules() if n][-8:]
+        raise BgbenchError(f"--layer {name!r} is not a module of {model.spec.name} "
+                           f"(last ones: {', '.join(names)})") from None
+
+
+@contextlib.contextmanager
+def cam_site(model, layer, image_hw: Tuple[int, int]):
+    """The module Captum attributes to. For a CNN, `layer` itself. For a ViT, an identity module
+    that a forward hook on `layer` (removed on exit) routes the output through: a (N, tokens, C)
+    output as the (N, C, h, w) grid of its patch tokens (the prefix tokens dropped, as RIVAL10's
+    `vit_reshape_transform`), a spatial output as it is."""
+    import torch
+    import torch.nn as nn
+    tokens = token_layout(model.net)
+    if tokens is None:
+        yield layer
+        return
+    prefix, (ph, pw) = tokens
+    grid_h, grid_w = image_hw[0] // ph, image_hw[1] // pw
+    grid = nn.Identity()
+
+    def through_grid(module, inputs, out):
+        if not torch.is_tensor(out) or out.dim() != 3:
+            return grid(out)
+        n, count, c = out.shape
+        if count - prefix != grid_h * grid_w:
+            raise BgbenchError(f"the Grad-CAM layer gives {count} tokens, not {prefix} prefix + {grid_h}x{grid_w} "
+                               "patch tokens; name a transformer block's layer with --layer")
+        patches = grid(out[:, prefix:].reshape(n, grid_h, grid_w, c).permute(0, 3, 1, 2))
+        return torch.cat([out[:, :prefix], patches.permute(0, 2, 3, 1).reshape(n, grid_h * grid_w, c)], dim=1)
+
+    handle = layer.register_forward_hook(through_grid)
+    try:
+        yield grid
+    finally:
+        handle.remove()
+
+
+def gradcam_batch(model, layer, x):
+    """(maps (N,H,W) float32 in [0,1] as pytorch-grad-cam returns them, raw predicted class (N,)).
+
+    Captum gives the per-channel terms mean(∂y/∂A_c)·A_c; they are summed over channels and
+    ReLU'd in NumPy float32, as pytorch-grad-cam does, so that the two maps agree to the last bit
+    wherever the gradients do (the order of a float32 sum changes its last bits, and RIVAL10's
+    thresholded measures can flip a pixel on them).
+    """
+    import torch
+    from captum.attr import LayerGradCam
+    with torch.no_grad():
+        target = model(x).argmax(dim=1)
+    with cam_site(model, layer, tuple(x.shape[-2:])) as site:
+        terms = LayerGradCam(model, site).attribute(x, target=target, relu_attributions=False,
+                                                    attr_dim_summation=False)
+    if terms.dim() != 4:
+        raise BgbenchError(f"Grad-CAM needs a layer with a spatial (N, C, h, w) output; got shape "
+                           f"{tuple(terms.shape)}: name another one with --layer")
+    cam = np.maximum(terms.detach().float().cpu().numpy().sum(axis=1), 0)
+    return postprocess(cam, tuple(x.shape[-2:])), target
+
+
+def postprocess(cam: np.ndarray, image_hw: Tuple[int, int]) -> np.ndarray:
+    """pytorch-grad-cam's GradCAM output from ReLU'd maps (N, h, w): scale to [0,1] at feature
+    resolution, cv2.resize (bilinear) to the image, scale to [0,1] again, NaN to 0 (RIVAL10)."""
+    import cv2
+    first = [cv2.resize(np.float32(_scale(np.maximum(c, 0))), (image_hw[1], image_hw[0])) for c in cam]
+    out = np.float32([_scale(c) for c in first])
+    out[np.isnan(out)] = 0
+    return out
+
+
+def _scale(img: np.ndarray) -> np.ndarray:
+    """pytorch-grad-cam's `scale_cam_image` without resize: minus the min, over 1e-7 plus the max."""
+    img = img - np.min(img)
+    return img / (1e-7 + np.max(img))

@@ -1,0 +1,75 @@
+"""Example Grad-CAM overlays of a saliency probe: which images to show, and the PNG.
+
+The examples are chosen from the per-image rows, not by position: for each predicted class, the
+most and the least aligned images by precision (RIVAL10 looks at the extremes to find spurious
+background features). An all-zero map (precision NaN) ranks as the least aligned.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Sequence
+
+import numpy as np
+
+
+@dataclass
+class Example:
+    image_id: str
+    pred: int
+    precision: float
+    rank: str  # 'most aligned' or 'least aligned'
+
+
+def choose_examples(rows: Sequence[tuple], per_class: int, precision_at: int = 3) -> List[Example]:
+    """For each predicted class (ascending), up to `per_class` images: the ceil(k/2) most aligned
+    by precision, then the floor(k/2) least aligned, never the same image twice.
+
+    rows: (image_id, label, pred, precision, ...) tuples; precision_at: precision's index there.
+    """
+    if per_class <= 0:
+        return []
+    by_class: Dict[int, List[tuple]] = {}
+    for r in rows:
+        p = r[precision_at]
+        score = -math.inf if p is None or math.isnan(p) else float(p)
+        by_class.setdefault(int(r[2]), []).append((score, r[0]))
+    chosen: List[Example] = []
+    for pred in sorted(by_class):
+        ranked = sorted(by_class[pred], key=lambda s: (-s[0], s[1]))  # best first, ties by image id
+        best = ranked[: math.ceil(per_class / 2)]
+        worst = [s for s in reversed(ranked) if s not in best][: per_class // 2]
+        chosen += [Example(i, pred, s, "most aligned") for s, i in best]
+        chosen += [Example(i, pred, s, "least aligned") for s, i in worst]
+    return chosen
+
+
+def write_overlays(panels: Sequence[tuple], class_name, path: Path) -> Path:
+    """A grid with one row per predicted class: each image with its map overlaid and the mask
+    outlined. panels: (Example, image (H,W,3) in [0,1], map (H,W) in [0,1], mask (H,W) bool)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    path.parent.mkdir(parents=True, exist_ok=True)
+    preds = sorted({ex.pred for ex, *_ in panels})
+    cols = max(sum(1 for ex, *_ in panels if ex.pred == p) for p in preds)
+    fig, axes = plt.subplots(len(preds), cols, figsize=(2.4 * cols, 2.6 * len(preds)), squeeze=False)
+    for ax in axes.ravel():
+        ax.axis("off")
+    filled = {p: 0 for p in preds}
+    for ex, img, cam, mask in panels:
+        row = preds.index(ex.pred)
+        ax = axes[row, filled[ex.pred]]
+        filled[ex.pred] += 1
+        ax.imshow(np.clip(img, 0, 1))
+        ax.imshow(cam, cmap="jet", alpha=0.45, vmin=0, vmax=1)
+        if mask.any() and not mask.all():
+            ax.contour(mask.astype(float), levels=[0.5], colors="white", linewidths=0.8)
+        prec = "all-zero map" if math.isinf(ex.precision) else f"precision {ex.precision:.2f}"
+        ax.set_title(f"pred {class_name(ex.pred)[:14]}: {ex.rank}\n{ex.image_id.split('/')[-1][:20]}, {prec}",
+                     fontsize=6)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

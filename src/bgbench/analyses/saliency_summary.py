@@ -1,0 +1,151 @@
+"""Saliency alignment aggregated as RIVAL10 aggregates it, and as a plain mean over images.
+
+RIVAL10 (`bg_fg_saliency.py`, `saliency_alignment_plots.py`) groups images by the class the model
+*predicted*, takes each group's `np.nanmean`, and averages those class means: that is the
+headline here (over the predicted classes that occur). The mean over images is reported beside
+it, labelled as such. NaN values (precision of an all-zero map, 0/0) are skipped by both means,
+as `np.nanmean` skips them; every other value of such an image counts.
+
+Intervals (95%): percentiles of one bootstrap over images, stratified by predicted class (seeded,
+recorded), for the headline and the image mean alike.
+"""
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, field
+from typing import Dict, List, Sequence
+
+import numpy as np
+
+from .bootstrap import REPLICATES, percentile_interval, stratified_weights
+from .saliency_metrics import METRICS
+
+HEADLINE = "mean over predicted classes of the per-class means (RIVAL10)"
+IMAGE_MEAN = "mean over images"
+
+
+@dataclass
+class SaliencySummary:
+    """headline / image_mean: metric -> {value, lo, hi, n}; per_class: predicted class ->
+    {images, metric -> mean}; flat: images whose map is zero everywhere."""
+
+    headline: Dict[str, dict]
+    image_mean: Dict[str, dict]
+    per_class: Dict[str, dict]
+    images: int
+    flat: int
+    bootstrap: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {"aggregation": {"headline": HEADLINE, "image_mean": IMAGE_MEAN}, "images": self.images,
+                "flat_maps": self.flat, "bootstrap": self.bootstrap,
+                "headline": {m: _clean(e) for m, e in self.headline.items()},
+                "image_mean": {m: _clean(e) for m, e in self.image_mean.items()},
+                "per_predicted_class": {c: _clean(v) for c, v in self.per_class.items()}}
+
+    def metric_rows(self) -> List[tuple]:
+        """saliency_<m> (the headline; n: predicted classes) and saliency_<m>_image_mean (n:
+        images with a value), variant ''; saliency_flat_maps (n: images)."""
+        rows = [(f"saliency_{m}", "", e["value"], e["lo"], e["hi"], e["n"]) for m, e in self.headline.items()]
+        rows += [(f"saliency_{m}_image_mean", "", e["value"], e["lo"], e["hi"], e["n"])
+                 for m, e in self.image_mean.items()]
+        rows.append(("saliency_flat_maps", "", float(self.flat), None, None, self.images))
+        return rows
+
+    def table(self, layer: str = "") -> str:
+        short = {"precision": "precision", "iou": "IoU", "dice": "Dice", "density_diff": "Δdensity",
+                 "coverage_25": "cover.25", "coverage_50": "cover.50", "coverage_75": "cover.75", "ap": "AP"}
+        lines = [f"saliency alignment (Grad-CAM on the predicted class{f', layer {layer}' if layer else ''}; "
+                 f"{self.images} images, {self.flat} all-zero maps)",
+                 f"{'predicted class':<24}{'images':>7}" + "".join(f"{short[m]:>10}" for m in METRICS)]
+        for cls, vals in self.per_class.items():
+            lines.append(f"{cls[:23]:<24}{vals['images']:>7}" + "".join(f"{_f(vals[m]):>10}" for m in METRICS))
+        lines.append(f"{'headline (class mean)':<24}{'':>7}" + "".join(f"{_f(self.headline[m]['value']):>10}"
+                                                                      for m in METRICS))
+        lines.append(f"{'mean over images':<24}{'':>7}" + "".join(f"{_f(self.image_mean[m]['value']):>10}"
+                                                                  for m in METRICS))
+        p = self.headline["precision"]
+        lines.append(f"headline = {HEADLINE}; precision {_f(p['value'])} [{_f(p['lo'])}, {_f(p['hi'])}] "
+                     f"(95% bootstrap over images)")
+        return "\n".join(lines)
+
+
+def _f(v) -> str:
+    return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.3f}"
+
+
+def _clean(d: dict) -> dict:
+    """JSON-safe: NaN becomes None."""
+    return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in d.items()}
+
+
+def mean_over_images(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """(replicates,): the weighted mean of the non-NaN values for each row of weights (NaN where
+    a row weighs no value)."""
+    ok = ~np.isnan(values)
+    w = weights * ok
+    total = w.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(total > 0, (w @ np.where(ok, values, 0.0)) / np.where(total > 0, total, 1), np.nan)
+
+
+def class_mean_of_means(values: np.ndarray, groups: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """(replicates,): per group, the weighted mean of its non-NaN values; then the mean over the
+    groups that have one. weights: (replicates, N) image counts."""
+    ok = ~np.isnan(values)
+    v = np.where(ok, values, 0.0)
+    means = []
+    for g in np.unique(groups):
+        members = groups == g
+        w = weights[:, members] * ok[members]
+        total = w.sum(axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            means.append(np.where(total > 0, (w @ v[members]) / np.where(total > 0, total, 1), np.nan))
+    with warnings.catch_warnings():  # a replicate with no value in any group is NaN, as meant
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanmean(np.array(means), axis=0)
+
+
+def summarize_saliency(values: Dict[str, np.ndarray], preds: Sequence[int], class_name,
+                       seed: int = 0, replicates: int = REPLICATES) -> SaliencySummary:
+    """The summary of per-image values (metric -> (N,)) grouped by predicted class.
+
+    class_name: predicted index -> display name.
+    """
+    preds = np.asarray(preds, dtype=np.int64)
+    n = preds.size
+    one = np.ones((1, n))
+    weights = stratified_weights(preds, replicates, seed) if n else np.zeros((replicates, 0))
+    headline, image_mean = {}, {}
+    for m in METRICS:
+        v = np.asarray(values[m], dtype=np.float64)
+        value = float(class_mean_of_means(v, preds, one)[0]) if n else float("nan")
+        lo, hi = percentile_interval(class_mean_of_means(v, preds, weights)) if n else (float("nan"),) * 2
+        headline[m] = {"value": value, "lo": lo, "hi": hi, "n": int(np.unique(preds[~np.isnan(v)]).size)}
+        lo, hi = percentile_interval(mean_over_images(v, weights)) if n else (float("nan"),) * 2
+        image_mean[m] = {"value": float(mean_over_images(v, one)[0]) if n else float("nan"), "lo": lo, "hi": hi,
+                         "n": int((~np.isnan(v)).sum())}
+    per_class = {}
+    for p in np.unique(preds):
+        members = preds == p
+        per_class[class_name(int(p))] = {"images": int(members.sum()),
+                                         **{m: _nanmean(np.asarray(values[m], dtype=np.float64)[members])
+                                            for m in METRICS}}
+    flat = int(np.isnan(np.asarray(values["precision"], dtype=np.float64)).sum())
+    return SaliencySummary(headline, image_mean, per_class, images=n, flat=flat,
+                           bootstrap={"replicates": replicates, "seed": seed, "stratified_by": "pred"})
+
+
+def _nanmean(v: np.ndarray) -> float:
+    v = v[~np.isnan(v)]
+    return float(v.mean()) if v.size else float("nan")
+
+
+def class_namer(classes: Sequence[str], dataset_labels: bool):
+    """Names for predicted indices: the dataset's class names when the model predicts them, else
+    'class <i>' (e.g. a raw ImageNet index)."""
+    def name(i: int) -> str:
+        return classes[i] if dataset_labels and 0 <= i < len(classes) else f"class {i}"
+    return name
+

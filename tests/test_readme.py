@@ -1,0 +1,345 @@
+"""Every README claim about the command line is true.
+
+Two halves:
+- the README's usage lines agree with the parser: every flag exists, flags shown without brackets
+  are required and bracketed ones optional, and a bracketed default (`[--trials 3]`) is the default;
+- every README command that runs offline is run on tiny generated data (`COMMANDS` realizes each
+  one; a README command without a realization fails `test_every_readme_command_has_a_realization`),
+  and every subcommand's `--json` output passes a strict JSON parser.
+"""
+import functools
+import json
+import re
+import shlex
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bgbench.cli import build_parser
+from conftest import run_cli
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+# ---------------------------------------------------------------------------------------------
+# The README's command lines
+
+
+def readme_commands():
+    """(text, tokens) of every `bgbench` command in the README's ```bash blocks: continuation lines
+    joined, comments dropped; `torchrun ... -m bgbench` lines keep what follows `-m bgbench`."""
+    out = []
+    for block in re.findall(r"```bash\n(.*?)```", README.read_text(), re.S):
+        current = None
+        for line in block.splitlines():
+            code = re.split(r"\s#", line)[0].rstrip()
+            if re.match(r"\s", line) and current is not None and code.strip():
+                current.append(code.strip())
+                continue
+            if current:
+                out.append(" ".join(current))
+            current = [code] if code.startswith(("bgbench ", "torchrun ")) else None
+        if current:
+            out.append(" ".join(current))
+    return [(text, shlex.split(text.split("-m bgbench", 1)[-1] if text.startswith("torchrun") else
+                               text.split("bgbench", 1)[1])) for text in out]
+
+
+def inline_commands():
+    """`bgbench ...` commands quoted inline in the README's prose (`bgbench models 'timm:resnet*'`)."""
+    spans = re.findall(r"`(bgbench [^`]+)`", README.read_text())
+    return [(s, shlex.split(s.split("bgbench", 1)[1])) for s in spans]
+
+
+def _subparsers(parser):
+    for action in parser._actions:
+        if action.__class__.__name__ == "_SubParsersAction":
+            return action.choices
+    return None
+
+
+def resolve(tokens):
+    """(subparser, path, remaining tokens) for `tokens` after `bgbench`."""
+    parser, path = build_parser(), []
+    while tokens and _subparsers(parser) and tokens[0] in _subparsers(parser):
+        parser = _subparsers(parser)[tokens[0]]
+        path.append(tokens[0])
+        tokens = tokens[1:]
+    return parser, path, tokens
+
+
+def flags_with_depth(tokens):
+    """[(flag, bracket depth, values up to the next flag or bracket)] of a usage line."""
+    found, depth = [], 0
+    for tok in tokens:
+        opens, closes = tok.count("["), tok.count("]")
+        word = tok.strip("[]")
+        depth += opens
+        if word.startswith("--"):
+            found.append([word, depth, []])
+        elif found and word and word not in ("|", "...") and opens == 0 and found[-1][1] == depth:
+            found[-1][2].append(word)
+        depth -= closes
+    return [tuple(f) for f in found]
+
+
+def option_actions(parser):
+    return {s: a for a in parser._actions for s in a.option_strings}
+
+
+def leaf_commands(parser=None, path=()):
+    parser = parser or build_parser()
+    subs = _subparsers(parser)
+    if not subs:
+        return [" ".join(path)]
+    return [c for name, p in subs.items() for c in leaf_commands(p, (*path, name))]
+
+
+def test_readme_usage_lines_match_the_parser():
+    commands = readme_commands()
+    assert len(commands) >= 15  # the extraction can fail
+    problems = []
+    for text, tokens in commands:
+        parser, path, rest = resolve(tokens)
+        if not path or _subparsers(parser):
+            problems.append(f"{text}: no such subcommand")
+            continue
+        actions = option_actions(parser)
+        synopsis = "[" in text
+        shown = set()
+        for flag, depth, values in flags_with_depth(rest):
+            shown.add(flag)
+            action = actions.get(flag)
+            if action is None:
+                problems.append(f"{text}: `bgbench {' '.join(path)}` has no {flag}")
+                continue
+            if synopsis and depth == 0 and not action.required:
+                problems.append(f"{text}: {flag} is shown as required but is optional")
+            if depth > 0 and action.required:
+                problems.append(f"{text}: {flag} is shown as optional but is required")
+            literal = [v for v in values if not re.fullmatch(r"[A-Z_]+|.*\|.*", v)]
+            if synopsis and depth > 0 and literal and literal == values and action.default is not None:
+                default = action.default if isinstance(action.default, (list, tuple)) else [action.default]
+                if [str(v) for v in default] != literal and [float(v) for v in default if
+                                                             isinstance(v, (int, float))] != _floats(literal):
+                    problems.append(f"{text}: {flag} {' '.join(literal)} is not the default ({action.default})")
+        if synopsis:
+            for flag, action in actions.items():
+                if action.required and flag.startswith("--") and flag not in shown:
+                    problems.append(f"{text}: required {flag} is missing")
+    assert not problems, "\n".join(problems)
+
+
+def _floats(values):
+    try:
+        return [float(v) for v in values]
+    except ValueError:
+        return None
+
+
+def test_inline_readme_commands_name_real_flags():
+    problems = []
+    spans = inline_commands()
+    assert any("models 'timm:resnet*'" in s for s, _ in spans)
+    for text, tokens in spans:
+        parser, path, rest = resolve(tokens)
+        if not path or _subparsers(parser):
+            continue  # `bgbench analyze ...`: a family of commands, not one
+        actions = option_actions(parser)
+        problems += [f"{text}: no {tok.strip('[]')}" for tok in rest
+                     if tok.strip("[]").startswith("--") and tok.strip("[]") not in actions]
+    assert not problems, "\n".join(problems)
+
+
+def test_every_subcommand_has_json_and_shared_flags_are_defined_once():
+    parser = build_parser()
+    missing = []
+    for cmd in leaf_commands(parser):
+        sub, _, _ = resolve(cmd.split())
+        if "--json" not in option_actions(sub):
+            missing.append(cmd)
+    assert not missing, f"no --json: {missing}"
+    cli = Path(__file__).resolve().parents[1] / "src" / "bgbench" / "cli"
+    shared = ("--model", "--checkpoint", "--trust-checkpoint", "--norm", "--device", "--batch-size", "--db", "--json",
+              "--quiet")
+    for path in cli.glob("*.py"):
+        if path.name == "common.py":
+            continue
+        for flag in shared:
+            assert f'add_argument("{flag}"' not in path.read_text(), f"{path.name} defines {flag} itself"
+
+
+# ---------------------------------------------------------------------------------------------
+# Running the README's commands
+
+
+def strict_json(text):
+    def refuse(constant):
+        raise ValueError(f"not strict JSON: {constant}")
+    return json.loads(text, parse_constant=refuse)
+
+
+#: How each README command is realized on tiny data: README text -> argv template. Placeholders in
+#: braces come from the scenario (`{data}`, `{db}`, `{ckpt}`, run ids ...). None: not run here, why.
+COMMANDS = {
+    "bgbench eval --model M [--checkpoint C] --data ROOT": "eval --model timm:test_resnet --checkpoint {state_dict} "
+                                                           "--data {data} --json --db {db} --quiet",
+    "bgbench edit --data ROOT --out DIR": "edit --data {data} --out {tmp}/edit --levels size_full --model {model} "
+                                          "--norm in9 --json --db {db} --quiet",
+    "bgbench eval --model M --data DIR": "eval --model {model} --data {tmp}/edit --json --db {db} --quiet",
+    "bgbench analyze edits RUN": "analyze edits {edit_eval} --bootstrap 200 --json --db {db}",
+    "bgbench edit --plugin my_backends": "edit --plugin my_backends --inpainter lama --complexity-editor diffusion "
+                                         "--data {data} --out {tmp}/edit2 --levels remove complexity_20 --json "
+                                         "--db {db} --quiet",
+    "bgbench analyze categories RUN": "analyze categories {eval} --mapping argmax --json --db {db}",
+    "bgbench analyze boxsize RUN": "analyze boxsize {eval} --bins 2 --json --db {db}",
+    "bgbench analyze leakage RUN": "analyze leakage {eval} --json --db {db}",
+    "bgbench compare RUN_A RUN_B": "compare {eval} {eval_random} --json --db {db}",
+    "bgbench probe noise --model M --data ROOT": "probe noise --model {model} --data {data} --levels 0.25 --trials 1 "
+                                                 "--json --db {db} --quiet",
+    "bgbench probe saliency --model M --data ROOT": "probe saliency --model {model} --data {data} --examples 2 "
+                                                    "--out {tmp}/saliency --json --db {db} --quiet",
+    "bgbench synth --out DIR": "synth --out {tmp}/s9 --size 32 --per-class 2 --split val --seed 1 "
+                               "--bg-correlation 0.9 --json --quiet",
+    "bgbench train --data ROOT --out DIR": "train --data {data} --out {tmp}/run --model timm:test_resnet --epochs 1 "
+                                           "--json --db {db} --quiet",
+    "bgbench build --images DIR --boxes PATH": "build --images {images} --boxes {boxes} --out {tmp}/built "
+                                               "--no-resize --json --db {db} --quiet",
+    "bgbench challenge --model M [--checkpoint C] --data ROOT": "challenge --model {model} --data {data} --sample 6 "
+                                                                "--seed 5 --json --db {db} --quiet",
+    "bgbench challenge --model M --data ROOT": None,  # torchrun: sharding is tested in test_challenge.py
+    "bgbench leaderboard": "leaderboard --json --db {db}",
+    "bgbench report": "report --db {db} --out {tmp}/report --json --quiet",
+    "bgbench runs": "runs --json --db {db}",
+}
+#: Commands the README names in its prose, run as well (they complete the --json coverage).
+PROSE = ["models 'timm:test_res*' --json", "leaderboard --format html --out {tmp}/leaderboard.html --db {db}",
+         "leaderboard --format csv --db {db}", "demo --out {tmp}/demo --json --quiet"]
+
+
+def realization(text):
+    """The COMMANDS key a README command falls under (the longest matching prefix)."""
+    keys = [k for k in COMMANDS if text.replace("torchrun --nproc-per-node K -m ", "").startswith(k)]
+    return max(keys, key=len) if keys else None
+
+
+def test_every_readme_command_has_a_realization():
+    texts = [t for t, _ in readme_commands()]
+    unmatched = [t for t in texts if realization(t) is None]
+    assert not unmatched, f"README commands without a realization in COMMANDS: {unmatched}"
+    unused = set(COMMANDS) - {realization(t) for t in texts}
+    assert not unused, f"COMMANDS entries the README no longer has: {unused}"
+
+
+def _my_backends(folder: Path) -> None:
+    (folder / "my_backends.py").write_text(
+        "from bgbench.edits import register_inpainter, register_complexity_editor\n"
+        "@register_inpainter('lama')\n"
+        "def lama(image, mask):\n    out = image.copy()\n    out[mask] = 0\n    return out\n"
+        "@register_complexity_editor('diffusion')\n"
+        "def guided(image, mask, lam):\n    return 255 - image\n")
+
+
+def _build_inputs(root: Path):
+    from bgbench.data.synthetic import generate
+    from test_build import write_synth
+    write_synth(root, generate(2, size=64, seed=0))
+    return root / "images", root / "boxes"
+
+
+def _small_demo(monkeypatch):
+    import bgbench.demo
+    monkeypatch.setattr(bgbench.demo, "run_demo", functools.partial(
+        bgbench.demo.run_demo, per_class=6, test_per_class=2, size=32, epochs=1))
+
+
+def test_readme_commands_run_and_every_json_is_strict(synth_root, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # `--plugin my_backends` finds ./my_backends.py
+    _my_backends(tmp_path)
+    _small_demo(monkeypatch)
+    images, boxes = _build_inputs(tmp_path / "inputs")
+    import timm
+    import torch
+    torch.save(timm.create_model("test_resnet", num_classes=9).state_dict(), tmp_path / "sd.pt")
+    ctx = {"data": synth_root, "db": tmp_path / "r.db", "tmp": tmp_path, "images": images, "boxes": boxes,
+           "state_dict": tmp_path / "sd.pt"}
+    order = ["bgbench synth --out DIR", "bgbench train --data ROOT --out DIR", "bgbench eval --model M [--checkpoint C]"
+             " --data ROOT", "bgbench compare RUN_A RUN_B", "bgbench analyze categories RUN",
+             "bgbench analyze boxsize RUN", "bgbench analyze leakage RUN", "bgbench probe noise --model M --data ROOT",
+             "bgbench probe saliency --model M --data ROOT", "bgbench edit --data ROOT --out DIR",
+             "bgbench eval --model M --data DIR", "bgbench analyze edits RUN", "bgbench edit --plugin my_backends",
+             "bgbench build --images DIR --boxes PATH", "bgbench challenge --model M [--checkpoint C] --data ROOT",
+             "bgbench leaderboard", "bgbench runs", "bgbench report"]
+    assert sorted(order) == sorted(k for k, v in COMMANDS.items() if v is not None)
+    with_json = set()
+    documents = {}
+    for key in order + PROSE:
+        template = COMMANDS.get(key, key)
+        if key == "bgbench compare RUN_A RUN_B":  # a second eval run to compare with (random init)
+            proc = run_cli("eval", "--model", "timm:test_resnet", "--data", synth_root, "--db", ctx["db"], "--quiet",
+                           "--json")
+            ctx["eval_random"] = strict_json(proc.stdout)["run_id"]
+        argv = shlex.split(template.format(**ctx))
+        proc = run_cli(*argv)
+        assert proc.returncode == 0, f"{key}: {proc.stderr}"
+        assert "Traceback" not in proc.stderr
+        if "--json" in argv:
+            doc = strict_json(proc.stdout)  # one strict document and nothing else on stdout
+            _, path, _ = resolve(argv)
+            with_json.add(" ".join(path))
+            documents[key] = doc
+        if key == "bgbench train --data ROOT --out DIR":
+            ctx["model"] = f"file:{tmp_path / 'run' / 'model.pt'}"
+        if key.startswith("bgbench eval --model M [--checkpoint C]"):
+            ctx["eval"] = documents[key]["run_id"]
+            ctx["eval"], ctx["sd_eval"] = _eval_of_trained_model(ctx), ctx["eval"]
+        if key == "bgbench eval --model M --data DIR":
+            ctx["edit_eval"] = documents[key]["run_id"]
+    assert with_json == set(leaf_commands()), f"--json not exercised for {set(leaf_commands()) - with_json}"
+    _check_claims(ctx, documents, tmp_path)
+
+
+def _eval_of_trained_model(ctx):
+    """The README's eval line ran on a state_dict checkpoint; the analyses want the trained model too."""
+    proc = run_cli("eval", "--model", ctx["model"], "--data", ctx["data"], "--db", ctx["db"], "--quiet", "--json")
+    assert proc.returncode == 0, proc.stderr
+    return strict_json(proc.stdout)["run_id"]
+
+
+def _check_claims(ctx, docs, tmp_path):
+    """The README's specific claims about what these commands wrote."""
+    # synth writes SYNTHETIC9.json with the generator's parameters (README, data layout)
+    meta = json.loads((tmp_path / "s9" / "SYNTHETIC9.json").read_text())
+    assert (meta["size"], meta["per_class"], meta["seed"], meta["bg_correlation"]) == (32, 2, 1, 0.9)
+    # the challenge sample holds classes with no sampled foreground: their numbers are null
+    chal = docs["bgbench challenge --model M [--checkpoint C] --data ROOT"]
+    assert chal["estimate"] and chal["sample"]["n"] == 6
+    assert any(row["n"] == 0 and row["clean"] is None for row in chal["per_class"])
+    # the plugin's backends made the edits (README: --plugin my_backends, a module in the current folder)
+    plugin = docs["bgbench edit --plugin my_backends"]
+    assert {lv["level"] for lv in plugin["levels"]} >= {"remove", "complexity_20"}
+    # every run kind has a headline in `bgbench runs`
+    listing = docs["bgbench runs"]
+    blank = [(r["id"], r["kind"]) for r in listing if not r["result"]]
+    assert not blank, f"runs without a headline: {blank}"
+    # the report defaults: --out given here; the listing and report name models with their weights
+    labels = {r["model_label"] for r in listing if r["model"] == "timm:test_resnet"}
+    assert any("random init, seed 0" in lb for lb in labels) and any("sha256" in lb for lb in labels)
+    # the demo ran small (patched) and its JSON is its summary
+    demo = docs["demo --out {tmp}/demo --json --quiet"]
+    assert set(demo["models"]) == {"original", "mixed_rand"}
+    assert np.isfinite(demo["models"]["original"]["bg_gap"]["value"])
+
+
+def test_the_readme_python_api_example_runs(synth_root, capsys):
+    """The README's API example, on the tiny dataset with a random-init model instead of a download."""
+    blocks = [b for b in re.findall(r"```python\n(.*?)```", README.read_text(), re.S) if "bgbench.create_model" in b]
+    assert len(blocks) == 1
+    code = blocks[0].replace('"timm:resnet18", checkpoint="in9l_resnet18.pt"', '"timm:test_resnet"')
+    code = code.replace('"/data/bg_challenge"', repr(str(synth_root)))
+    assert "test_resnet" in code and str(synth_root) in code  # the substitutions took
+    namespace = {}
+    exec(compile(code, "README.md", "exec"), namespace)  # the store is $BGBENCH_DB, private to this test
+    report = namespace["report"]
+    assert report.run_id is not None and "BG-Gap" in capsys.readouterr().out
