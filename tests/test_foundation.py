@@ -19,6 +19,7 @@ from bgbench.models.checkpoint import save_checkpoint
 from bgbench.models.inputs import fit_to_native
 from conftest import assert_one_line_error, run_cli
 from foundation_models import CLIP_CFG, CLIP_MEAN, CLIP_STD, tiny_clip, tiny_vit
+from test_probes import synth64  # noqa: F401 (fixture: 9 images at 64 px)
 
 SUPERCLASSES = ["dog", "bird", "wheeled vehicle", "reptile", "carnivore", "insect", "musical instrument", "primate",
                 "fish"]
@@ -240,3 +241,27 @@ def test_models_lists_every_scheme():
         assert usage in proc.stdout
     assert "openclip:ViT-B-32" in run_cli("models", "openclip:ViT-B-32*").stdout
     assert np.all([line.startswith("openclip:") for line in run_cli("models", "openclip:*").stdout.split()])
+
+
+# ---------------------------------------------------------------------------------------------- saliency
+
+
+@pytest.mark.parametrize("scheme", ["openclip", "hf"])
+def test_saliency_on_a_foundation_vit_is_pytorch_grad_cams_on_its_token_grid(scheme, clip_dir, vit_dir, synth64):
+    """64-px images; the wrapper resizes them to the tower's input (32 px for the CLIP, 16 px for the
+    ViT), whose patch tokens make a 4x4 grid either way. The layer is chosen automatically: each
+    library's last pre-attention norm (open_clip's ln_1, transformers' layernorm_before)."""
+    from bgbench.analyses.saliency import SaliencyConfig, probe_saliency
+    from test_probes import _check_against_grad_cam
+    if scheme == "openclip":
+        model = create_model(f"openclip:{clip_dir}", labels="dataset", classes=IN9_FOLDERS, templates="simple")
+        layer_name, layer = "visual.transformer.resblocks.1.ln_1", model.net.visual.transformer.resblocks[1].ln_1
+    else:
+        model = create_model(f"hf:{vit_dir}")
+        layer_name, layer = "model.vit.layers.1.layernorm_before", model.net.model.vit.layers[1].layernorm_before
+    result = probe_saliency(model, synth64, SaliencyConfig(batch_size=64, examples=0), progress=False)
+    assert result.layer == layer_name
+
+    def to_grid(t):  # RIVAL10's vit_reshape_transform: drop the class token, 4x4 patch grid
+        return t[:, 1:, :].reshape(t.size(0), 4, 4, t.size(2)).permute(0, 3, 1, 2)
+    _check_against_grad_cam(model, layer, synth64, result.rows, reshape=to_grid, flat_at_most=0.5)

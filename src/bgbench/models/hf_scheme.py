@@ -16,7 +16,7 @@ from __future__ import annotations
 import inspect
 import json
 from pathlib import Path
-from typing import Tuple
+from typing import Optional, Tuple
 
 import torch
 from torch import nn
@@ -50,6 +50,15 @@ class HFClassifier(nn.Module):
         patch = getattr(model.config, "patch_size", None)
         self.patch_size = (int(patch), int(patch)) if isinstance(patch, int) else (tuple(patch) if patch else None)
         self._interpolates = "interpolate_pos_encoding" in inspect.signature(model.forward).parameters
+
+    def vit_layer(self) -> Optional[str]:
+        """Grad-CAM's default layer when the model is a vision transformer: its last block's
+        pre-attention norm (`layernorm_before` in ViT/DeiT, `norm1` in DINOv2), as timm's `norm1`;
+        None for a convolutional model."""
+        if self.patch_size is None:
+            return None
+        norms = [n for n, _ in self.named_modules() if n.endswith(("layernorm_before", ".norm1"))]
+        return norms[-1] if norms else None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         other_size = tuple(x.shape[-2:]) != self.native_hw

@@ -95,6 +95,14 @@ class ZeroShotClassifier(nn.Module):
         self.patch_size = (tuple(int(p) for p in patch) if isinstance(patch, (tuple, list)) else
                            (int(patch), int(patch)) if patch else None)
 
+    def vit_layer(self) -> Optional[str]:
+        """Grad-CAM's default layer when the tower is a vision transformer (batch-first tokens): the
+        last block's pre-attention norm, `ln_1`, as for timm's `norm1`; None otherwise."""
+        blocks = getattr(getattr(self.visual, "transformer", None), "resblocks", None)
+        if self.patch_size is None or blocks is None or not getattr(self.visual.transformer, "batch_first", False):
+            return None
+        return f"visual.transformer.resblocks.{len(blocks) - 1}.ln_1"
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.native_hw is not None and tuple(x.shape[-2:]) != tuple(self.native_hw):
             h, w = self.native_hw
