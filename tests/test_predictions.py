@@ -157,10 +157,14 @@ def test_a_model_with_only_predictions_cannot_run_the_challenge_or_the_probes(ar
 def test_export_and_the_eval_of_a_file_refuse_what_does_not_fit(stored, synth_root, tmp_path):
     db, runs = stored
     assert_one_line_error(run_cli("export", "999", "--out", tmp_path / "x.csv", "--db", db), "run 999 not found")
-    assert_one_line_error(run_cli("eval", "--data", synth_root, "--db", db), "--model M, or --predictions")
+    neither = run_cli("eval", "--data", synth_root, "--db", db)  # argparse: exactly one of the two
+    assert neither.returncode == 2 and "one of the arguments --model --predictions is required" in neither.stderr
     both = run_cli("eval", "--predictions", tmp_path / "x.csv", "--model", "timm:test_resnet", "--data", synth_root,
                    "--db", db)
-    assert_one_line_error(both, "takes no --model")
+    assert both.returncode == 2 and "not allowed with argument" in both.stderr
+    variants = run_cli("eval", "--predictions", tmp_path / "x.csv", "--variants", "original", "--data", synth_root,
+                       "--db", db)
+    assert_one_line_error(variants, "takes no --variants")
 
 
 # ---------------------------------------------------------------------------------------------- protocol

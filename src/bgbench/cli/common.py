@@ -51,14 +51,15 @@ def param_default(func: Callable, name: str) -> Any:
 
 
 def add_model_args(p: argparse.ArgumentParser, config: Optional[type] = None, required: bool = True,
-                   model_help: Optional[str] = None, device: bool = True) -> None:
+                   model_help: Optional[str] = None, device: bool = True, model_group=None) -> None:
     """--model, --checkpoint, --trust-checkpoint, --norm, --resize, --labels, --templates, --device, --batch-size.
 
     `config`: the dataclass whose `batch_size` and `device` defaults the flags show.
     `required=False`: commands where a model is optional (`edit`: the adversarial level only).
     `device=False`: commands that run their model on the CPU only (no --device to ignore).
+    `model_group`: a mutually exclusive group that --model joins (`eval`: --model or --predictions).
     """
-    add_model_arg(p, required=required, help=model_help or MODEL_HELP)
+    add_model_arg(model_group or p, required=required and model_group is None, help=model_help or MODEL_HELP)
     p.add_argument("--checkpoint", help="weights for a timm:ARCH model (bgbench, robustness, state_dict or TorchScript)")
     p.add_argument("--trust-checkpoint", action="store_true",
                    help="allow full unpickling of the checkpoint (runs code from the file: only for trusted files)")

@@ -16,8 +16,9 @@ LABEL_SPACES = ("dataset", "imagenet1k")
 
 def register(sub) -> None:
     p = sub.add_parser("eval", help="accuracy per IN-9 variant with 95%% intervals, and the BG-Gap")
-    add_model_args(p, EvalConfig, required=False)
-    p.add_argument("--predictions", metavar="FILE.csv",
+    source = p.add_mutually_exclusive_group(required=True)
+    add_model_args(p, EvalConfig, model_group=source)
+    source.add_argument("--predictions", metavar="FILE.csv",
                    help="instead of --model: record an eval run from a file of image_id,variant,pred rows "
                         "(a model known only by its predictions, e.g. behind an API)")
     p.add_argument("--label-space", choices=LABEL_SPACES, default="dataset",
@@ -52,8 +53,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _from_model(args: argparse.Namespace):
     from ..api import evaluate
-    if not args.model:
-        raise BgbenchError("eval needs --model M, or --predictions FILE.csv for a model known only by its predictions")
     model = create_model(args)
     return evaluate(model, args.data, variants=args.variants, mapping=args.mapping, batch_size=args.batch_size,
                     device=args.device, progress=not args.quiet, seed=args.seed, ten_crop=args.ten_crop,
@@ -62,8 +61,8 @@ def _from_model(args: argparse.Namespace):
 
 def _from_predictions(args: argparse.Namespace):
     from ..api import evaluate_predictions
-    ignored = [flag for flag, given in (("--model", args.model), ("--checkpoint", args.checkpoint),
-                                        ("--variants", args.variants), ("--ten-crop", args.ten_crop)) if given]
+    ignored = [flag for flag, given in (("--checkpoint", args.checkpoint), ("--variants", args.variants),
+                                        ("--ten-crop", args.ten_crop)) if given]
     if ignored:
         raise BgbenchError(f"--predictions records a file's predictions; it takes no {', '.join(ignored)} "
                            f"(the file's variants are evaluated)")
