@@ -18,7 +18,8 @@ from conftest import mask_boxes
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 PUBLIC = [n for n in bgbench.__all__ if n != "__version__"]
-WANTED = {"evaluate", "challenge", "probe_noise", "probe_saliency", "edit", "build", "synth", "train",
+WANTED = {"evaluate", "evaluate_predictions", "export_predictions", "challenge", "probe_noise", "probe_saliency",
+          "edit", "build", "synth", "train",
           "prediction_categories", "box_size", "leakage", "edit_drops", "compare", "report", "leaderboard",
           "create_model", "list_models", "list_variants", "record"}
 
@@ -80,6 +81,8 @@ def call(name, k):
         "edit_drops": lambda: f({"original": [("a/1", 0, 0)], "remove": [("a/1", 0, 1)]}, n_boot=100),
         "compare": lambda: f(report, report),
         "record": lambda: f(report, db),
+        "export_predictions": lambda: f(db, report.run_id, tmp / f"p{k}.csv"),
+        "evaluate_predictions": lambda: f(tmp / f"p{k}.csv", d),
         "report": lambda: f(db, tmp / "site", **quiet),
         "leaderboard": lambda: f(db),
         "create_model": lambda: f("timm:test_resnet"),
@@ -92,7 +95,8 @@ def call(name, k):
         bgbench.record(result, db)
     return result
 
-order = ["synth", "create_model", "list_models", "list_variants", "evaluate", "record", "prediction_categories",
+order = ["synth", "create_model", "list_models", "list_variants", "evaluate", "record", "export_predictions",
+         "evaluate_predictions", "prediction_categories",
          "box_size", "leakage", "edit_drops", "compare", "challenge", "probe_noise", "probe_saliency", "edit",
          "train", "build", "report", "leaderboard"]
 assert sorted(order) == sorted(names)

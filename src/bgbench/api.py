@@ -21,7 +21,7 @@ from .errors import BgbenchError
 from .runs import opened
 from .store import Store
 
-ModelLike = Any  # a model string ('timm:resnet18', 'file:model.pt', 'zoo:...') or a built BgModel
+ModelLike = Any  # a model string ('timm:resnet18', 'file:model.pt', 'openclip:ViT-B-32@openai', 'hf:...') or a BgModel
 
 
 # ------------------------------------------------------------------------------------------------
@@ -30,7 +30,8 @@ ModelLike = Any  # a model string ('timm:resnet18', 'file:model.pt', 'zoo:...') 
 
 def evaluate(model: ModelLike, data: str | Path, variants: Optional[Sequence[str]] = None,
              mapping: str = "argmax", batch_size: int = 64, device: str = "cpu", progress: bool = True,
-             seed: int = 0, checkpoint: Optional[str] = None, ten_crop: bool = False):
+             seed: int = 0, checkpoint: Optional[str] = None, ten_crop: bool = False, protocol: Optional[str] = None,
+             resize: str = "auto", labels: str = "auto", templates: str = "openai"):
     """Evaluate a model on IN-9-layout variants: per-variant accuracy and the BG-Gap.
 
     Args:
@@ -41,6 +42,10 @@ def evaluate(model: ModelLike, data: str | Path, variants: Optional[Sequence[str
         mapping: decision rule for 1000-class models ('argmax' is the paper's).
         seed: seed of the BG-Gap's bootstrap.
         ten_crop: Resize(256), TenCrop(224), logits averaged over the ten crops (seed 003).
+        protocol: a reference protocol ('in9-v1'), which fixes the mapping, ten-crop, the resize
+            policy and a zero-shot head's labels and templates, and is recorded with the run.
+        resize, labels, templates: how a model string is built (`create_model`); a zero-shot head
+            over the dataset's own classes reads them from `data`.
 
     Returns:
         An `EvalReport`: accuracies, BG-Gap, per-image predictions and provenance.
@@ -49,9 +54,38 @@ def evaluate(model: ModelLike, data: str | Path, variants: Optional[Sequence[str
     from .evaluation.config import EvalConfig
     from .evaluation.runner import run_eval
     cfg = EvalConfig(variants=list(variants) if variants else None, mapping=getattr(mapping, "value", mapping),
-                     batch_size=batch_size, device=device, seed=seed, ten_crop=ten_crop)
-    return run_eval(_model(model, checkpoint), data, cfg, progress=progress,
-                    renderers={"bg_blurred": blurred_renderer})
+                     batch_size=batch_size, device=device, seed=seed, ten_crop=ten_crop, protocol=protocol)
+    built = _model(model, checkpoint, data=data, device=device, protocol=protocol, resize=resize, labels=labels,
+                   templates=templates)
+    return run_eval(built, data, cfg, progress=progress, renderers={"bg_blurred": blurred_renderer})
+
+
+def evaluate_predictions(predictions: str | Path, data: str | Path, *, label_space: str = "dataset",
+                         mapping: str = "argmax", name: Optional[str] = None, seed: int = 0,
+                         protocol: Optional[str] = None):
+    """An eval run from a predictions file (a model known only by its predictions, e.g. behind an API).
+
+    Args:
+        predictions: a CSV file of `image_id, variant, pred` rows (optional confidence, top5,
+            top5_probs, superclass_probs, probs; see `bgbench.evaluation.prediction_file`).
+        label_space: 'dataset' (pred is a dataset class) or 'imagenet1k' (an ImageNet class, mapped).
+        name: the model's name (the run's model string is 'predictions:NAME'; default: the file's stem).
+
+    Returns:
+        An `EvalReport`, exactly as `evaluate` returns one, with the file's sha256 as provenance.
+    """
+    from .evaluation.prediction_file import PredictionFileConfig, predictions_report
+    cfg = PredictionFileConfig(label_space=label_space, mapping=getattr(mapping, "value", mapping), name=name,
+                               seed=seed, protocol=protocol)
+    return predictions_report(predictions, data, cfg)
+
+
+def export_predictions(store: Store | str | Path, run_id: int, out: str | Path) -> dict:
+    """Write a stored eval run's per-image predictions as a predictions file (what
+    `evaluate_predictions` reads back); returns the path, row count, label space and columns."""
+    from .evaluation.prediction_file import export_predictions as export
+    with _reading(store) as s:
+        return export(s, int(run_id), out)
 
 
 def challenge(model: ModelLike, data: str | Path, store: Store | str | Path, *, checkpoint: Optional[str] = None,
@@ -73,7 +107,7 @@ def challenge(model: ModelLike, data: str | Path, store: Store | str | Path, *, 
     from .evaluation.challenge.runner import run_challenge
     from .reporting.figures import challenge_figures
     cfg = _config(ChallengeConfig, "challenge", options)
-    built = _model(model, checkpoint)
+    built = _model(model, checkpoint, data=data, device=cfg.device, protocol=cfg.protocol)
     with opened(store) as s:
         return run_challenge(built, data, s, cfg, out_dir=out_dir, progress=progress, figures=challenge_figures)
 
@@ -87,8 +121,8 @@ def probe_noise(model: ModelLike, data: str | Path, *, checkpoint: Optional[str]
             batch_size, device, seed, mapping).
     """
     from .analyses.noise import NoiseConfig, probe_noise as run_probe
-    return run_probe(_model(model, checkpoint), data, _config(NoiseConfig, "probe_noise", options),
-                     progress=progress)
+    cfg = _config(NoiseConfig, "probe_noise", options)
+    return run_probe(_model(model, checkpoint, data=data, device=cfg.device), data, cfg, progress=progress)
 
 
 def probe_saliency(model: ModelLike, data: str | Path, *, checkpoint: Optional[str] = None,
@@ -100,8 +134,9 @@ def probe_saliency(model: ModelLike, data: str | Path, *, checkpoint: Optional[s
         options: `SaliencyConfig` fields (layer, batch_size, device, examples, seed).
     """
     from .analyses.saliency import SaliencyConfig, probe_saliency as run_probe
-    return run_probe(_model(model, checkpoint), data, _config(SaliencyConfig, "probe_saliency", options),
-                     out_dir=out_dir, progress=progress)
+    cfg = _config(SaliencyConfig, "probe_saliency", options)
+    return run_probe(_model(model, checkpoint, data=data, device=cfg.device), data, cfg, out_dir=out_dir,
+                     progress=progress)
 
 
 def train(data: str | Path, out: str | Path, *, model: str = "timm:resnet10t", progress: bool = True, **options):
@@ -174,7 +209,7 @@ def edit(data: str | Path, out: str | Path, *, model: Optional[ModelLike] = None
             options[key] = tuple(dict.fromkeys(options[key]))
     options = _shard_option(options)
     cfg = _config(EditConfig, "edit", {**options, "data": Path(data), "out": Path(out)})
-    built = _model(model, checkpoint) if model is not None else None
+    built = _model(model, checkpoint, data=data) if model is not None else None
     return edit_dataset(cfg, model=built, progress=progress)
 
 
@@ -271,11 +306,19 @@ def leaderboard(store: Optional[Store | str | Path] = None, *, include_reported:
 # argument conversion
 
 
-def _model(model: ModelLike, checkpoint: Optional[str] = None):
-    """A model string becomes a `BgModel` once, on entry; a built model is used as it is."""
+def _model(model: ModelLike, checkpoint: Optional[str] = None, *, data: Any = None, device: str = "cpu",
+           protocol: Optional[str] = None, resize: str = "auto", labels: str = "auto", templates: str = "openai"):
+    """A model string becomes a `BgModel` once, on entry; a built model is used as it is.
+
+    A zero-shot head over the dataset's own classes needs their names: they are read from `data`.
+    Under a protocol, what the protocol fixes (resize, labels, templates) is filled in or checked.
+    """
+    from . import protocols
     if isinstance(model, (str, Path)):
+        from .data.layout import class_folders
         from .models.registry import create_model
-        return create_model(str(model), checkpoint=checkpoint)
+        opts = protocols.resolve(protocol, resize=resize, labels=labels, templates=templates)
+        return create_model(str(model), checkpoint=checkpoint, classes=class_folders(data), device=device, **opts)
     if checkpoint is not None:
         raise BgbenchError("checkpoint= goes with a model string such as 'timm:resnet18'; this model is already built")
     return model

@@ -9,7 +9,11 @@ minimum is above 0 loses that floor), so `postprocess` repeats it step for step.
 Vision transformers give tokens, not a grid: the patch tokens (after the class/prefix tokens) are
 reshaped to the patch grid before Grad-CAM, as RIVAL10's `vit_reshape_transform` does. The
 default layer is the last block's `norm1` (RIVAL10's choice, and pytorch-grad-cam's advice for
-ViTs); for other timm models, the last feature stage.
+ViTs); for other timm models, the last feature stage. Networks of other libraries name their ViT
+layer themselves (`vit_layer()`: open_clip's `ln_1`, transformers' `layernorm_before` or `norm1`,
+each the last block's pre-attention norm) and give their `patch_size`; their prefix tokens (class,
+registers, distillation) are what the token count leaves beside the patch grid. The grid is that
+of the input the network receives, after the wrapper's resize (`BgModel.net_input_hw`).
 
 No files, no store: tensors in, arrays out.
 """
@@ -23,8 +27,11 @@ import numpy as np
 from ..errors import BgbenchError
 
 
-def token_layout(net) -> Optional[Tuple[int, Tuple[int, int]]]:
-    """(prefix tokens, patch size) of a timm vision transformer, or None for other networks."""
+def token_layout(net) -> Optional[Tuple[Optional[int], Tuple[int, int]]]:
+    """(prefix tokens, patch size) of a vision transformer, or None for other networks. The prefix is
+    None for a network that names its own ViT layer: the token count then tells it."""
+    if callable(getattr(net, "vit_layer", None)):
+        return (None, tuple(net.patch_size)) if net.vit_layer() else None
     embed = getattr(net, "patch_embed", None)
     patch = getattr(embed, "patch_size", None)
     if embed is None or patch is None or not hasattr(net, "blocks"):
@@ -34,7 +41,10 @@ def token_layout(net) -> Optional[Tuple[int, Tuple[int, int]]]:
 
 
 def default_layer(net) -> str:
-    """A ViT's last block's norm1; else a timm model's last feature stage; else the last convolution."""
+    """A ViT's last block's norm1 (or the layer the network names); else a timm model's last feature
+    stage; else the last convolution."""
+    if callable(getattr(net, "vit_layer", None)) and net.vit_layer():
+        return net.vit_layer()
     if token_layout(net) is not None:
         name = f"blocks.{len(net.blocks) - 1}.norm1"
         with contextlib.suppress(AttributeError):
@@ -87,18 +97,21 @@ def cam_site(model, layer, image_hw: Tuple[int, int]):
         yield layer
         return
     prefix, (ph, pw) = tokens
-    grid_h, grid_w = image_hw[0] // ph, image_hw[1] // pw
+    seen_hw = model.net_input_hw(image_hw) if hasattr(model, "net_input_hw") else image_hw
+    grid_h, grid_w = seen_hw[0] // ph, seen_hw[1] // pw
     grid = nn.Identity()
 
     def through_grid(module, inputs, out):
         if not torch.is_tensor(out) or out.dim() != 3:
             return grid(out)
         n, count, c = out.shape
-        if count - prefix != grid_h * grid_w:
-            raise BgbenchError(f"the Grad-CAM layer gives {count} tokens, not {prefix} prefix + {grid_h}x{grid_w} "
+        lead = count - grid_h * grid_w if prefix is None else prefix
+        if lead < 0 or count - lead != grid_h * grid_w:
+            shown = "prefix tokens" if prefix is None else f"{prefix} prefix"
+            raise BgbenchError(f"the Grad-CAM layer gives {count} tokens, not {shown} + {grid_h}x{grid_w} "
                                "patch tokens; name a transformer block's layer with --layer")
-        patches = grid(out[:, prefix:].reshape(n, grid_h, grid_w, c).permute(0, 3, 1, 2))
-        return torch.cat([out[:, :prefix], patches.permute(0, 2, 3, 1).reshape(n, grid_h * grid_w, c)], dim=1)
+        patches = grid(out[:, lead:].reshape(n, grid_h, grid_w, c).permute(0, 3, 1, 2))
+        return torch.cat([out[:, :lead], patches.permute(0, 2, 3, 1).reshape(n, grid_h * grid_w, c)], dim=1)
 
     handle = layer.register_forward_hook(through_grid)
     try:

@@ -28,6 +28,7 @@ COMMANDS: List[str] = [
     "leaderboard",
     "report",
     "runs",
+    "export",
     "train",
     "build",
     "edit",

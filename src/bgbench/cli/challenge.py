@@ -5,8 +5,8 @@ import argparse
 import dataclasses
 
 from ..evaluation.challenge.config import PRECISIONS, ChallengeConfig
-from .common import (add_db_arg, add_mapping_arg, add_model_args, add_output_args, add_seed_arg, config_default,
-                     create_model, emit, open_store, stored_in)
+from .common import (add_db_arg, add_mapping_arg, add_model_args, add_output_args, add_protocol_arg, add_seed_arg,
+                     config_default, create_model, emit, open_store, stored_in)
 
 
 def register(sub) -> None:
@@ -37,6 +37,7 @@ def register(sub) -> None:
     p.add_argument("--save-every", type=int, default=config_default(ChallengeConfig, "save_every"),
                    help="store progress every N foregrounds (default %(default)s)")
     p.add_argument("--out", help="folder for --full figures (default: challenge_<run>/ beside the results store)")
+    add_protocol_arg(p)
     add_output_args(p)
     add_db_arg(p)
     p.set_defaults(func=run)
@@ -48,7 +49,8 @@ def run(args: argparse.Namespace) -> int:
     from ..runs import record
     cfg = ChallengeConfig(batch_size=args.batch_size, mapping=args.mapping, precision=args.precision,
                           full=args.full, save_every=args.save_every, device=args.device, sample=args.sample,
-                          halfwidth=args.halfwidth, seed=args.seed, verify_safety=args.verify_safety)
+                          halfwidth=args.halfwidth, seed=args.seed, verify_safety=args.verify_safety,
+                          protocol=args.protocol)
     model = create_model(args)
     with open_store(args) as store:
         report = challenge(model, args.data, store, out_dir=args.out, progress=not args.quiet,

@@ -16,7 +16,15 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from ..classes import Mapping
+from ..models.inputs import RESIZE_CHOICES
 from ..models.norms import NORMS
+from ..protocols import PROTOCOLS
+
+#: Zero-shot label sets (mirrors `models.registry.LABEL_SETS`, kept here so --help imports no torch).
+LABEL_SETS = ("auto", "imagenet", "dataset")
+#: What --model takes, in every command that runs a model.
+MODEL_HELP = ("timm:ARCH, file:PATH, zoo:NAME, openclip:ARCH[@PRETRAINED] or hf:REPO_OR_DIR "
+              "(see `bgbench models --schemes`)")
 
 #: What --db says about where the store is when it is not given.
 DB_HELP = "SQLite results store (default: $BGBENCH_DB if set, else ~/.bgbench/results.db)"
@@ -43,20 +51,22 @@ def param_default(func: Callable, name: str) -> Any:
 
 
 def add_model_args(p: argparse.ArgumentParser, config: Optional[type] = None, required: bool = True,
-                   model_help: Optional[str] = None, device: bool = True) -> None:
-    """--model, --checkpoint, --trust-checkpoint, --norm, --device, --batch-size.
+                   model_help: Optional[str] = None, device: bool = True, model_group=None) -> None:
+    """--model, --checkpoint, --trust-checkpoint, --norm, --resize, --labels, --templates, --device, --batch-size.
 
     `config`: the dataclass whose `batch_size` and `device` defaults the flags show.
     `required=False`: commands where a model is optional (`edit`: the adversarial level only).
     `device=False`: commands that run their model on the CPU only (no --device to ignore).
+    `model_group`: a mutually exclusive group that --model joins (`eval`: --model or --predictions).
     """
-    add_model_arg(p, required=required, help=model_help or "timm:ARCH, file:PATH or zoo:NAME (see `bgbench models`)")
+    add_model_arg(model_group or p, required=required and model_group is None, help=model_help or MODEL_HELP)
     p.add_argument("--checkpoint", help="weights for a timm:ARCH model (bgbench, robustness, state_dict or TorchScript)")
     p.add_argument("--trust-checkpoint", action="store_true",
                    help="allow full unpickling of the checkpoint (runs code from the file: only for trusted files)")
     p.add_argument("--norm", choices=NORMS, default="auto",
                    help="input normalization (auto: from the checkpoint, else IN-9 or ImageNet by label space; "
                         "default %(default)s)")
+    add_input_args(p)
     if device:
         add_device_arg(p, config_default(config, "device") if config else "cpu")
     add_batch_size_arg(p, config_default(config, "batch_size") if config else 64)
@@ -66,6 +76,28 @@ def add_model_arg(p: argparse.ArgumentParser, required: bool = True, default: Op
                   help: str = "timm:ARCH, file:PATH or zoo:NAME (see `bgbench models`)") -> None:
     """--model alone (`train` takes only a timm:ARCH, with a default)."""
     p.add_argument("--model", required=required, default=default, help=help)
+
+
+def add_input_args(p: argparse.ArgumentParser) -> None:
+    """--resize, --labels, --templates: how images meet the model, and a zero-shot model's head."""
+    p.add_argument("--resize", choices=RESIZE_CHOICES, default="auto",
+                   help="images of another size than the model's input: native resizes them to it inside the "
+                        "model (recorded), none feeds them as they are (auto: native for openclip: and hf:, "
+                        "none for timm:, file:, zoo:; default %(default)s)")
+    p.add_argument("--labels", choices=LABEL_SETS, default="auto",
+                   help="zero-shot head (openclip:): imagenet (1000 ImageNet classes, then the IN-9 mapping) or "
+                        "dataset (the dataset's class folder names); auto: imagenet on IN-9, dataset otherwise "
+                        "(default %(default)s)")
+    p.add_argument("--templates", default="openai", metavar="openai|simple|FILE",
+                   help="zero-shot prompt templates: openai (CLIP's 80), simple (7), or a text file with one "
+                        "template per line holding {} (default %(default)s)")
+
+
+def add_protocol_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--protocol", choices=list(PROTOCOLS),
+                   help="a reference protocol that fixes everything that changes a number (mapping argmax, zero-shot "
+                        "labels imagenet with the openai templates, resize native, fp32, no ten-crop); recorded, and "
+                        "the leaderboard ranks runs of one protocol together")
 
 
 def add_device_arg(p: argparse.ArgumentParser, default: str = "cpu") -> None:
@@ -156,9 +188,16 @@ def add_shard_arg(p: argparse.ArgumentParser) -> None:
 
 
 def create_model(args: argparse.Namespace):
-    """The model the shared model arguments name."""
+    """The model the shared model arguments name (a zero-shot head reads the class names of --data;
+    a --protocol fills in or checks what it fixes)."""
+    from .. import protocols
+    from ..data.layout import class_folders
     from ..models import create_model as create
-    return create(args.model, checkpoint=args.checkpoint, trust_checkpoint=args.trust_checkpoint, norm=args.norm)
+    opts = protocols.resolve(getattr(args, "protocol", None), resize=args.resize, labels=args.labels,
+                             templates=args.templates)
+    return create(args.model, checkpoint=args.checkpoint, trust_checkpoint=args.trust_checkpoint, norm=args.norm,
+                  classes=class_folders(getattr(args, "data", None), getattr(args, "split", None) or "val"),
+                  device=getattr(args, "device", "cpu"), **opts)
 
 
 def db_source(args: argparse.Namespace) -> str:

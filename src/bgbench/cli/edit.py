@@ -47,8 +47,8 @@ def register(sub) -> None:
                         "name (found in the current folder too, e.g. my_backends for ./my_backends.py) or a path "
                         "to a .py file")
     add_model_args(p, EditConfig, required=False, device=False,
-                   model_help="classifier for the adversarial complexity level (timm:ARCH, file:PATH, zoo:NAME); "
-                              "without it that level is skipped")
+                   model_help="classifier for the adversarial complexity level (timm:ARCH, file:PATH, zoo:NAME, "
+                              "openclip:ARCH[@PRETRAINED], hf:REPO_OR_DIR); without it that level is skipped")
     p.add_argument("--adv-eps", type=float, default=_default("adv_eps"),
                    help=f"L-inf bound of the adversarial background (default {_default('adv_eps'):.4g} = 16/255)")
     p.add_argument("--adv-steps", type=int, default=_default("adv_steps"),
@@ -98,9 +98,11 @@ def run(args: argparse.Namespace) -> int:
     if args.model:
         from .common import create_model
         model = create_model(args)
-    elif args.checkpoint or args.norm != "auto":
+    elif args.checkpoint or args.norm != "auto" or args.resize != "auto" or args.labels != "auto" \
+            or args.templates != "openai":
         from ..errors import BgbenchError
-        raise BgbenchError("--checkpoint and --norm describe the --model of the adversarial level; pass --model too")
+        raise BgbenchError("--checkpoint, --norm, --resize, --labels and --templates describe the --model of the "
+                           "adversarial level; pass --model too")
     result = edit(args.data, args.out, model=model, attributes=args.attributes, levels=args.levels,
                   angles=args.angles, split=args.split, seed=args.seed, workers=args.workers,
                   inpainter=args.inpainter, complexity_editor=args.complexity_editor, adv_eps=args.adv_eps,

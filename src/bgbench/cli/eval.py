@@ -1,17 +1,31 @@
-"""`bgbench eval`: accuracy per IN-9 variant with 95% intervals, and the BG-Gap."""
+"""`bgbench eval`: accuracy per IN-9 variant with 95% intervals, and the BG-Gap (of a model, or of a
+predictions file when only predictions exist)."""
 from __future__ import annotations
 
 import argparse
 
+from ..errors import BgbenchError
 from ..evaluation.config import EvalConfig
 from ..variants.registry import IN9_VARIANTS, list_variants
-from .common import (add_db_arg, add_mapping_arg, add_model_args, add_output_args, add_seed_arg, config_default,
-                     create_model, emit, open_store, stored_in)
+from .common import (add_db_arg, add_mapping_arg, add_model_args, add_output_args, add_protocol_arg, add_seed_arg,
+                     config_default, create_model, emit, open_store, stored_in)
+
+#: Label spaces of a predictions file (mirrors `evaluation.prediction_file.LABEL_SPACES`; no torch here).
+LABEL_SPACES = ("dataset", "imagenet1k")
 
 
 def register(sub) -> None:
     p = sub.add_parser("eval", help="accuracy per IN-9 variant with 95%% intervals, and the BG-Gap")
-    add_model_args(p, EvalConfig)
+    source = p.add_mutually_exclusive_group(required=True)
+    add_model_args(p, EvalConfig, model_group=source)
+    source.add_argument("--predictions", metavar="FILE.csv",
+                   help="instead of --model: record an eval run from a file of image_id,variant,pred rows "
+                        "(a model known only by its predictions, e.g. behind an API)")
+    p.add_argument("--label-space", choices=LABEL_SPACES, default="dataset",
+                   help="--predictions: pred is a dataset class (index or name) or an ImageNet class "
+                        "(imagenet1k, mapped to IN-9) (default %(default)s)")
+    p.add_argument("--name", help="--predictions: the model's name (run model predictions:NAME; default: the "
+                                  "file's stem)")
     p.add_argument("--data", required=True, help="dataset root in the IN-9 layout")
     p.add_argument("--variants", nargs="+", metavar="VARIANT",
                    help=f"variant folders to evaluate: {', '.join(list_variants())}, or edit levels such as "
@@ -21,19 +35,36 @@ def register(sub) -> None:
     p.add_argument("--ten-crop", action="store_true", default=config_default(EvalConfig, "ten_crop"),
                    help="Resize(256), TenCrop(224) and average the logits of the ten crops (seed 003's test-time option)")
     add_seed_arg(p, config_default(EvalConfig, "seed"), "seed of the BG-Gap's bootstrap")
+    add_protocol_arg(p)
     add_output_args(p)
     add_db_arg(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..api import evaluate
     from ..runs import record
-    model = create_model(args)
-    report = evaluate(model, args.data, variants=args.variants, mapping=args.mapping, batch_size=args.batch_size,
-                      device=args.device, progress=not args.quiet, seed=args.seed, ten_crop=args.ten_crop)
+    report = _from_predictions(args) if args.predictions else _from_model(args)
     with open_store(args) as store:
         record(report, store)
         stored_in(report.run_id, store.path)
     emit(args, report.to_dict(), report.table())
     return 0
+
+
+def _from_model(args: argparse.Namespace):
+    from ..api import evaluate
+    model = create_model(args)
+    return evaluate(model, args.data, variants=args.variants, mapping=args.mapping, batch_size=args.batch_size,
+                    device=args.device, progress=not args.quiet, seed=args.seed, ten_crop=args.ten_crop,
+                    protocol=args.protocol)
+
+
+def _from_predictions(args: argparse.Namespace):
+    from ..api import evaluate_predictions
+    ignored = [flag for flag, given in (("--checkpoint", args.checkpoint), ("--variants", args.variants),
+                                        ("--ten-crop", args.ten_crop)) if given]
+    if ignored:
+        raise BgbenchError(f"--predictions records a file's predictions; it takes no {', '.join(ignored)} "
+                           f"(the file's variants are evaluated)")
+    return evaluate_predictions(args.predictions, args.data, label_space=args.label_space, mapping=args.mapping,
+                                name=args.name, seed=args.seed, protocol=args.protocol)

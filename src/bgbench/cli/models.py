@@ -7,18 +7,33 @@ from .common import add_json_arg, emit
 
 
 def register(sub) -> None:
-    p = sub.add_parser("models", help="list model strings (zoo and timm architectures)")
+    p = sub.add_parser("models", help="list model strings (zoo, timm and open_clip architectures) or the schemes")
     p.add_argument("pattern", nargs="?", default="zoo:*", help="fnmatch pattern, e.g. 'timm:resnet*' (default zoo:*)")
-    add_json_arg(p, help="print the names as one JSON list")
+    p.add_argument("--schemes", action="store_true",
+                   help="list the model schemes (the forms a model string takes) instead of model names")
+    add_json_arg(p, help="print the names (or, with --schemes, the schemes) as one JSON list")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from ..models import list_models
+    if args.schemes:
+        return _schemes(args)
     names = list_models(args.pattern)
     if not names:
         from ..console import status
         status(f"no model matches {args.pattern!r}; try 'timm:*' or 'zoo:*'")
     if names or args.json:
         emit(args, names, "\n".join(names))
+    return 0
+
+
+def _schemes(args: argparse.Namespace) -> int:
+    """One line per registered scheme: its usage, and what it is."""
+    from ..models.registry import SCHEMES
+    doc = [{"scheme": s.name, "usage": s.usage, "summary": s.summary, "lists_names": s.names is not None,
+            "runnable": s.runnable} for s in SCHEMES.values()]
+    lines = [f"{d['usage']:<28} {d['summary']}" + (f"  (names: bgbench models '{d['scheme']}:*')"
+                                                     if d["lists_names"] else "") for d in doc]
+    emit(args, doc, "\n".join(lines))
     return 0

@@ -89,6 +89,20 @@ def dataset_fingerprint(root: Path, split: str) -> str:
     return h.hexdigest()[:16]
 
 
+def class_folders(data, split: str = "val") -> Optional[Tuple[str, ...]]:
+    """The class folders of a dataset (a `Layout` or a root), cheaply, or None when they cannot be read
+    here (the job that reads the data then says what is wrong with it)."""
+    if data is None:
+        return None
+    if isinstance(data, Layout):
+        return data.classes
+    root = Path(data).expanduser()
+    for variant in ("original", *IN9_VARIANTS[1:]):
+        if (root / variant / split).is_dir():
+            return _class_dirs(root / variant / split) or None
+    return None
+
+
 def _utf8_name(path: Path) -> str:
     """A file or folder name that the results store can keep (SQLite text is UTF-8); a name with
     a stray byte is refused here, before any work, rather than when the run is recorded."""

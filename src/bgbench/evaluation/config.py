@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import List, Optional
 
-from .. import checks
+from .. import checks, protocols
 from ..classes import Mapping
 
 
@@ -19,6 +19,8 @@ class EvalConfig:
         device: torch device.
         seed: seed of the BG-Gap's paired bootstrap.
         ten_crop: Resize(256), TenCrop(224) and average the logits (seed 003's test-time option).
+        protocol: a reference protocol (`bgbench.protocols`), which fixes the mapping, ten-crop and
+            (on the model) the resize policy and zero-shot head; recorded with the run.
     """
 
     variants: Optional[List[str]] = None
@@ -27,9 +29,12 @@ class EvalConfig:
     device: str = "cpu"
     seed: int = 0
     ten_crop: bool = False
+    protocol: Optional[str] = None
 
     def __post_init__(self):
         checks.one_of("mapping", str(self.mapping), [m.value for m in Mapping])
+        fixed = protocols.resolve(self.protocol, mapping=str(self.mapping), ten_crop=self.ten_crop)
+        self.mapping, self.ten_crop = fixed["mapping"], fixed["ten_crop"]
         checks.at_least("--batch-size", self.batch_size, 1)
         checks.device(self.device)
         if self.variants is not None:

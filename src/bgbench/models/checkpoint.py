@@ -59,6 +59,21 @@ def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
     return h.hexdigest()
 
 
+def tensors_sha256(state_dict: Dict[str, torch.Tensor]) -> str:
+    """sha256 over a state dict's tensors (name, dtype, shape and bytes, in name order).
+
+    Weights that come from a hub or a folder of several files (open_clip tags, Hugging Face repos)
+    have no single file to hash; this digest names the weights themselves, whatever file, format or
+    place they were read from.
+    """
+    h = hashlib.sha256()
+    for key in sorted(state_dict):
+        t = state_dict[key].detach().cpu().contiguous()
+        h.update(f"{key}|{t.dtype}|{tuple(t.shape)}|".encode())
+        h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+    return h.hexdigest()
+
+
 def _is_torchscript(path: Path) -> bool:
     if not zipfile.is_zipfile(path):
         return False

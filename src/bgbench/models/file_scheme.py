@@ -1,5 +1,9 @@
 """`file:PATH`: a checkpoint that describes itself: bgbench's own (spec + weights), TorchScript, or a
-whole pickled model (only with `trust_checkpoint`). Bare weights need `timm:ARCH --checkpoint`."""
+whole pickled model (only with `trust_checkpoint`). Bare weights need `timm:ARCH --checkpoint`.
+
+A bgbench checkpoint of an openclip: or hf: model holds its image tower, its head and the
+architecture's config in the spec; it is rebuilt from those, with no download and no text tower.
+"""
 from __future__ import annotations
 
 from typing import Tuple
@@ -15,14 +19,33 @@ from .spec import ModelSpec
 from .timm_scheme import build_timm
 
 
-@register_scheme("file", usage="file:PATH")
+def _rebuild_openclip(spec, state_dict):
+    from .openclip_scheme import rebuild
+    return rebuild(spec, state_dict)
+
+
+def _rebuild_hf(spec, state_dict):
+    from .hf_scheme import rebuild
+    return rebuild(spec, state_dict)
+
+
+#: spec.extra['scheme'] -> rebuild(spec, state_dict) for bgbench checkpoints of non-timm models.
+REBUILDERS = {"openclip": _rebuild_openclip, "hf": _rebuild_hf}
+
+
+@register_scheme("file", usage="file:PATH",
+                 summary="a self-describing checkpoint: bgbench's own, TorchScript, or a pickled model")
 def file_model(request: ModelRequest) -> Tuple[nn.Module, ModelSpec]:
     """The network the file at `request.target` holds, with its spec."""
     if request.checkpoint:
         raise CheckpointError("use either --model file:PATH or --checkpoint, not both")
     path = request.target
     ckpt = read_checkpoint(path, trust=request.trust_checkpoint)
-    if ckpt.kind == "bgbench":
+    if ckpt.kind == "bgbench" and (ckpt.spec.get("extra") or {}).get("scheme") in REBUILDERS:
+        spec = ModelSpec.from_dict(ckpt.spec)
+        net = REBUILDERS[spec.extra["scheme"]](spec, ckpt.state_dict)
+        spec.name = request.name
+    elif ckpt.kind == "bgbench":
         net, spec = build_timm(ckpt.spec["arch"], ckpt, None, request.name)
     elif ckpt.module is not None:
         net = ckpt.module.eval()

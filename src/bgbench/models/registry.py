@@ -1,4 +1,6 @@
-"""One string names a model: '<scheme>:<rest>', e.g. 'timm:<arch>', 'file:<path>' or 'zoo:<name>'.
+"""One string names a model: '<scheme>:<rest>', e.g. 'timm:<arch>', 'file:<path>', 'zoo:<name>',
+'openclip:<arch>[@<pretrained>]', 'hf:<repo or folder>' (and 'predictions:<name>', which names a
+model known only by its predictions and cannot be run).
 
 `create_model` resolves the string (plus an optional checkpoint) into a `BgModel`: the network,
 wrapped with its normalization, and a `ModelSpec` that records what it is. The scheme is looked up
@@ -8,16 +10,20 @@ from __future__ import annotations
 
 import fnmatch
 import importlib
-from typing import List, Optional
+from typing import List, Optional, Sequence
 
 from .. import checks
 from ..errors import CheckpointError
+from .inputs import RESIZE_CHOICES
 from .norms import NORMS, norm_for
 from .schemes import SCHEMES, ModelRequest, get_scheme, list_schemes, usages  # noqa: F401 (list_schemes re-exported)
 from .spec import BgModel
 
 #: Modules whose import registers a scheme (in the order `list_models` lists them).
-SCHEME_MODULES = (".timm_scheme", ".file_scheme", ".zoo")
+SCHEME_MODULES = (".timm_scheme", ".file_scheme", ".zoo", ".openclip_scheme", ".hf_scheme", ".prediction_scheme")
+#: Zero-shot label sets and built-in template sets (a path to a text file also names templates).
+LABEL_SETS = ("auto", "imagenet", "dataset")
+TEMPLATE_SETS = ("openai", "simple")
 
 for _module in SCHEME_MODULES:
     importlib.import_module(_module, __package__)
@@ -35,7 +41,8 @@ def list_models(pattern: str = "*") -> List[str]:
 
 
 def create_model(name: str, checkpoint: Optional[str] = None, num_classes: Optional[int] = None,
-                 trust_checkpoint: bool = False, norm: str = "auto") -> BgModel:
+                 trust_checkpoint: bool = False, norm: str = "auto", resize: str = "auto", labels: str = "auto",
+                 templates: str = "openai", classes: Optional[Sequence[str]] = None, device: str = "cpu") -> BgModel:
     """Resolve a model string (and optional checkpoint) into an eval-mode `BgModel`.
 
     Args:
@@ -44,14 +51,28 @@ def create_model(name: str, checkpoint: Optional[str] = None, num_classes: Optio
         num_classes: output width for a randomly initialised timm model (default 9).
         trust_checkpoint: allow full unpickling (only for files you trust).
         norm: 'auto' (the scheme's choice: from the checkpoint, else by label space), 'in9', 'imagenet' or 'none'.
+        resize: 'auto' (the scheme's choice), 'native' or 'none' (`bgbench.models.inputs`).
+        labels, templates: the head of a zero-shot model (openclip:): see `ModelRequest`.
+        classes: the dataset's class folders (a zero-shot head over the dataset's own class names).
+        device: where a zero-shot head is computed (the model itself is returned on the CPU).
     """
     scheme_name, _, target = str(name).partition(":")
     if not target:
         raise CheckpointError(f"model {name!r} must look like {usages()}")
     checks.one_of("--norm", norm, NORMS)
+    checks.one_of("--resize", resize, RESIZE_CHOICES)
+    checks.one_of("--labels", labels, LABEL_SETS)
+    scheme = get_scheme(scheme_name, str(name))
+    if scheme.runnable and not scheme.zero_shot and (labels == "dataset" or templates != "openai"):
+        raise CheckpointError(f"--labels dataset and --templates build the head of a zero-shot model (openclip:); "
+                              f"{name} has its own head")
     request = ModelRequest(name=str(name), target=target, checkpoint=str(checkpoint) if checkpoint else None,
-                           num_classes=num_classes, trust_checkpoint=trust_checkpoint, norm=norm)
-    net, spec = get_scheme(scheme_name, str(name)).build(request)
+                           num_classes=num_classes, trust_checkpoint=trust_checkpoint, norm=norm, resize=resize,
+                           labels=labels, templates=str(templates), classes=tuple(classes) if classes else None,
+                           device=device)
+    net, spec = scheme.build(request)
     if norm != "auto":
         spec.mean, spec.std = norm_for(norm, spec.num_classes)
+    if resize != "auto":
+        spec.resize = resize
     return BgModel(net, spec).eval()

@@ -1,15 +1,15 @@
 """Model schemes: the part of a model string before ':' names the module that builds the model.
 
 A scheme is one module that registers a builder with `@register_scheme`, the way timm registers
-architectures: `timm:` (timm_scheme.py), `file:` (file_scheme.py) and `zoo:` (zoo.py) today; a new
-one (say `openclip:`) is a new module plus its name in `registry.SCHEME_MODULES`. `create_model`
-looks the scheme up here, and `list_models` asks every scheme that can enumerate its names.
-No torch is imported here.
+architectures: `timm:` (timm_scheme.py), `file:` (file_scheme.py), `zoo:` (zoo.py), `openclip:`
+(openclip_scheme.py), `hf:` (hf_scheme.py) and `predictions:` (prediction_scheme.py); a new one is a
+new module plus its name in `registry.SCHEME_MODULES`. `create_model` looks the scheme up here, and
+`list_models` asks every scheme that can enumerate its names. No torch is imported here.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Dict, Iterable, List, Optional
+from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 from ..errors import CheckpointError
 
@@ -25,6 +25,14 @@ class ModelRequest:
         num_classes: output width of a randomly initialised network.
         trust_checkpoint: allow full unpickling.
         norm: 'auto' lets the scheme choose; other values are applied by `create_model` afterwards.
+        resize: 'auto' lets the scheme choose its resize policy; 'native' or 'none' are applied by
+            `create_model` afterwards (`models.inputs`).
+        labels: zero-shot schemes: 'imagenet' (the 1000 ImageNet classes, then the IN-9 mapping),
+            'dataset' (the dataset's own class names) or 'auto' (imagenet on the IN-9 classes or
+            when no classes are given, dataset otherwise).
+        templates: zero-shot schemes: 'openai', 'simple' or a text file with one template per line.
+        classes: the dataset's class folders, for a head built from their names.
+        device: where a scheme may compute what the model is built from (a zero-shot head).
     """
 
     name: str
@@ -33,32 +41,50 @@ class ModelRequest:
     num_classes: Optional[int] = None
     trust_checkpoint: bool = False
     norm: str = "auto"
+    resize: str = "auto"
+    labels: str = "auto"
+    templates: str = "openai"
+    classes: Optional[Tuple[str, ...]] = None
+    device: str = "cpu"
 
 
 @dataclass(frozen=True)
 class Scheme:
-    """A registered scheme: `build(request) -> (network, ModelSpec)`, and optionally its model names."""
+    """A registered scheme: `build(request) -> (network, ModelSpec)`, and optionally its model names.
+
+    Attributes:
+        zero_shot: the scheme builds its head from class names (it reads `labels` and `templates`).
+        runnable: False for models known only by their predictions (`predictions:`), which no
+            job can run; their `build` explains that in one line.
+        summary: what the scheme's models are, for `bgbench models --schemes`.
+    """
 
     name: str
     build: Callable[[ModelRequest], tuple]
     usage: str
     names: Optional[Callable[[], Iterable[str]]] = None
+    zero_shot: bool = False
+    runnable: bool = True
+    summary: str = ""
 
 
 SCHEMES: Dict[str, Scheme] = {}
 
 
-def register_scheme(name: str, usage: str, names: Optional[Callable[[], Iterable[str]]] = None):
+def register_scheme(name: str, usage: str, names: Optional[Callable[[], Iterable[str]]] = None,
+                    zero_shot: bool = False, runnable: bool = True, summary: str = ""):
     """Decorator: `fn(request) -> (net, spec)` builds the models whose string starts with `name:`.
 
     Args:
         usage: how the string looks, for messages ('timm:ARCH').
         names: the model names (without the scheme) that `list_models` offers, if the scheme can list them.
+        zero_shot, runnable, summary: see `Scheme`.
     """
     def wrap(fn):
         if name in SCHEMES:
             raise ValueError(f"model scheme {name!r} is already registered")
-        SCHEMES[name] = Scheme(name, fn, usage, names)
+        SCHEMES[name] = Scheme(name, fn, usage, names, zero_shot=zero_shot, runnable=runnable,
+                               summary=summary or (fn.__doc__ or "").strip().split("\n")[0])
         return fn
     return wrap
 

@@ -11,6 +11,7 @@ from torch import nn
 from ..classes import IN9_FOLDERS, class_name_mismatch
 from ..console import status
 from ..errors import BgbenchError
+from .inputs import fit_to_native, native_hw
 from .norms import DATASET, IMAGENET1K, IMAGENET_MEAN, IMAGENET_STD, IN9_MEAN, IN9_STD  # noqa: F401 (re-exported)
 
 
@@ -25,9 +26,13 @@ class ModelSpec:
         label_space: 'imagenet1k' (mapped to IN-9 by a decision mapping) or 'dataset'
             (output i is the dataset's i-th class folder).
         mean, std: normalization applied inside the wrapper, so callers pass [0,1] images.
-        input_size: (C, H, W) the weights were trained at; informational, inputs are not resized.
+        input_size: (C, H, W) the weights were trained at (the model's native input size).
+        resize: how images meet `input_size` (`models.inputs`): 'none' feeds them at their own size,
+            'native' resizes them inside the wrapper. Recorded, so no run resizes silently.
+        interpolation: the interpolation of 'native' resizing (the model's own preprocessing's).
         class_names: the training classes for 'dataset' models, when known.
-        checkpoint: path of the weights, if any, and its sha256.
+        checkpoint: path (or hub id, or pretrained tag) of the weights, if any, and their sha256.
+        extra: scheme-specific provenance (open_clip's zero-shot head, a Hugging Face processor, ...).
     """
 
     name: str
@@ -37,6 +42,8 @@ class ModelSpec:
     mean: Tuple[float, float, float] = IN9_MEAN
     std: Tuple[float, float, float] = IN9_STD
     input_size: Tuple[int, int, int] = (3, 224, 224)
+    resize: str = "none"
+    interpolation: str = "bilinear"
     class_names: Optional[Tuple[str, ...]] = None
     checkpoint: Optional[str] = None
     checkpoint_sha256: Optional[str] = None
@@ -77,7 +84,13 @@ class BgModel(nn.Module):
         self.net = net
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.spec.resize == "native":
+            x = fit_to_native(x, self.spec.input_size, self.spec.interpolation)
         return self.net(self.normalize(x))
+
+    def net_input_hw(self, image_hw: Tuple[int, int]) -> Tuple[int, int]:
+        """The (H, W) the network itself receives for images of `image_hw` (after any resize)."""
+        return native_hw(self.spec.input_size) if self.spec.resize == "native" else tuple(image_hw)
 
 
 def check_compatible(model: BgModel, classes: Sequence[str]) -> None:

@@ -23,7 +23,8 @@ _HEAD_KEYS = ("fc", "head.fc", "head", "classifier", "last_linear", "head.l")
 RANDOM_INIT_SEED = 0
 
 
-@register_scheme("timm", usage="timm:ARCH", names=timm.list_models)
+@register_scheme("timm", usage="timm:ARCH", names=timm.list_models,
+                 summary="a timm architecture: seeded random init, or weights from --checkpoint")
 def timm_model(request: ModelRequest) -> Tuple[nn.Module, ModelSpec]:
     """The architecture `request.target`, with the weights of `request.checkpoint` if given."""
     ckpt = read_checkpoint(request.checkpoint, trust=request.trust_checkpoint) if request.checkpoint else None

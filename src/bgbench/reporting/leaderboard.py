@@ -1,7 +1,8 @@
 """The leaderboard is data: measured rows come from the store, reported rows from the papers.
 
-Models are ranked within one dataset only, a dataset being a data fingerprint (two copies of the
-same data at different paths are one dataset), by challenge accuracy; rows without a challenge
+Models are ranked within one dataset and one protocol only, a dataset being a data fingerprint (two
+copies of the same data at different paths are one dataset) and a protocol the reference settings
+a run recorded (`bgbench.protocols`; runs without one form their own group), by challenge accuracy; rows without a challenge
 run are ranked apart by MIXED-RAND accuracy (see KEYS). The published rows (IN-9) sit beside measured runs
 on the IN-9 classes only, never in another dataset's ranking. Measured and reported numbers are
 never mixed in one row; every measured row carries its provenance (checkpoint sha256, data
@@ -27,9 +28,9 @@ KEYS = ("challenge", "mixed_rand")
 KEY_NAMES = {"challenge": "challenge accuracy", "mixed_rand": "MIXED-RAND accuracy"}
 RANK_COLUMNS = {k: f"rank_by_{k}" for k in KEYS}
 COLUMNS = ("dataset", *RANK_COLUMNS.values(), "model", "source", "challenge", "clean", "original", "mixed_same",
-           "mixed_rand", "bg_gap", "checkpoint_sha256", "data_fingerprint", "version", "data")
+           "mixed_rand", "bg_gap", "checkpoint_sha256", "data_fingerprint", "version", "data", "protocol", "reference")
 PERCENT = ("challenge", "clean", "original", "mixed_same", "mixed_rand", "bg_gap")
-PROVENANCE = ("checkpoint_sha256", "data_fingerprint", "version", "data")
+PROVENANCE = ("checkpoint_sha256", "data_fingerprint", "version", "data", "reference")
 #: What each block shows after its rank: its key first, the BG-Gap beside MIXED-RAND.
 SHOWN = {"challenge": ("challenge", "clean", "original", "mixed_same", "mixed_rand", "bg_gap"),
          "mixed_rand": ("mixed_rand", "bg_gap", "original", "mixed_same"),
@@ -44,7 +45,7 @@ def reported_rows() -> List[dict]:
 
 
 def measured_rows(store: Store) -> List[dict]:
-    """One row per (model, weights, dataset): its newest finished challenge and eval runs."""
+    """One row per (model, weights, dataset, protocol): its newest finished challenge and eval runs."""
     rows: Dict[tuple, dict] = {}
     for kind in ("eval", "challenge"):
         for run in store.runs(kind):
@@ -52,11 +53,11 @@ def measured_rows(store: Store) -> List[dict]:
                 continue
             config = json.loads(run["config"])
             weights = run["checkpoint_sha256"] or run["spec"]  # a random init is identified by its spec
-            key = (run["model"], weights, run["data_fingerprint"])
+            key = (run["model"], weights, run["data_fingerprint"], config.get("protocol"))
             row = rows.setdefault(key, {"model": run["model"], "model_label": run_model_label(run),
                                         "source": "measured",
                                         "checkpoint_sha256": run["checkpoint_sha256"],
-                                        "data_fingerprint": run["data_fingerprint"]})
+                                        "data_fingerprint": run["data_fingerprint"], "protocol": config.get("protocol")})
             row["data"] = run["data_root"]
             row["version"] = run["version"]
             row["in9"] = tuple(config.get("classes") or ()) == IN9_FOLDERS
@@ -120,16 +121,17 @@ def block_columns(key: Optional[str]) -> List[str]:
 
 
 def leaderboard(store: Optional[Store], include_reported: bool = True) -> List[dict]:
-    """Rows grouped by dataset (data fingerprint) and ranked within it.
+    """Rows grouped by dataset (data fingerprint) and protocol, and ranked within each group.
 
-    The published rows join every dataset with the IN-9 classes, or stand alone when there is none.
+    The published rows join every group on the IN-9 classes, or stand alone when there is none.
     """
-    groups: Dict[str, List[dict]] = {}
-    names: Dict[str, str] = {}  # fingerprint -> display name (the newest path seen, plus the fingerprint)
+    groups: Dict[tuple, List[dict]] = {}
+    names: Dict[tuple, str] = {}  # (fingerprint, protocol) -> display name (newest path, fingerprint, protocol)
     for r in measured_rows(store) if store is not None else []:
-        names[r["data_fingerprint"]] = f"{r['data']} [{r['data_fingerprint']}]"
-        groups.setdefault(r["data_fingerprint"], []).append(r)
-    groups = {names[fp]: rows for fp, rows in groups.items()}
+        key = (r["data_fingerprint"], r.get("protocol"))
+        names[key] = f"{r['data']} [{r['data_fingerprint']}], " + (f"protocol {key[1]}" if key[1] else "no protocol")
+        groups.setdefault(key, []).append(r)
+    groups = {names[key]: rows for key, rows in groups.items()}
     for name, rows in groups.items():
         for r in rows:
             r["dataset"] = name

@@ -222,9 +222,30 @@ def provenance_section(ctx: ReportContext, subject: Subject) -> Optional[dict]:
                     "train_accuracy": (tm.get(("train_accuracy", "")) or {"value": None})["value"]}
     return {"model": subject.model, "arch": spec.get("arch"), "label_space": spec.get("label_space"),
             "checkpoint": spec.get("checkpoint"), "checkpoint_sha256": subject.runs[-1]["checkpoint_sha256"],
-            "mean": spec.get("mean"), "std": spec.get("std"), "data_root": subject.data_root,
+            "mean": spec.get("mean"), "std": spec.get("std"), "input": _input_of(spec), "zero_shot": _zero_shot_of(spec),
+            "protocols": sorted({json.loads(r["config"] or "{}").get("protocol") or "none" for r in subject.runs}),
+            "data_root": subject.data_root,
             "data_fingerprint": subject.data_fingerprint, "versions": sorted({r["version"] for r in subject.runs}),
             "runs": runs, "training": training}
+
+
+def _input_of(spec: dict) -> Optional[str]:
+    """'224x224, resize native (bicubic)': the input size and how images meet it."""
+    size = spec.get("input_size")
+    if not size:
+        return None
+    text = f"{size[-2]}x{size[-1]}, resize {spec.get('resize', 'none')}"
+    return text + (f" ({spec.get('interpolation')})" if spec.get("resize") == "native" else "")
+
+
+def _zero_shot_of(spec: dict) -> Optional[str]:
+    """A zero-shot head in one line: label set, how many class names and templates, the logit scale."""
+    zs = (spec.get("extra") or {}).get("zero_shot")
+    if not zs:
+        return None
+    return (f"{zs.get('label_set')} labels: {len(zs.get('class_names') or [])} class names x "
+            f"{len(zs.get('template_texts') or [])} templates ({zs.get('templates')}), logit scale "
+            f"{zs.get('logit_scale'):.4g}")
 
 
 # ---------------------------------------------------------------- across models

@@ -5,7 +5,7 @@ import numbers
 from dataclasses import dataclass
 from typing import Optional
 
-from ... import checks
+from ... import checks, protocols
 from ...classes import Mapping
 from ...errors import BgbenchError
 
@@ -31,6 +31,8 @@ class ChallengeConfig:
         seed: the seed of the visiting order (part of the run's identity).
         verify_safety: for precision 'bf16-verified', the factor on the largest measured spread of
             bf16-fp32 logit deviations (delta; see `precision`).
+        protocol: a reference protocol (`bgbench.protocols`): it fixes the mapping and the precision
+            (and, on the model, the resize policy and zero-shot head); part of the run's identity.
     """
 
     batch_size: int = 64
@@ -43,6 +45,7 @@ class ChallengeConfig:
     halfwidth: Optional[float] = None
     seed: int = 0
     verify_safety: float = DEFAULT_SAFETY
+    protocol: Optional[str] = None
 
     def __post_init__(self):
         for name, value in (("--batch-size", self.batch_size), ("--save-every", self.save_every),
@@ -56,6 +59,8 @@ class ChallengeConfig:
         checks.at_least("--verify-safety", self.verify_safety, 1)
         checks.one_of("--mapping", self.mapping, [m.value for m in Mapping])
         checks.one_of("--precision", self.precision, PRECISIONS)
+        fixed = protocols.resolve(self.protocol, mapping=self.mapping, precision=self.precision)
+        self.mapping, self.precision = fixed["mapping"], fixed["precision"]
         checks.device(self.device)
         if self.precision == "fp16" and not self.device.startswith("cuda"):
             raise BgbenchError("--precision fp16 needs a GPU (--device cuda); on a CPU use fp32 (exact), "
@@ -72,7 +77,8 @@ class ChallengeConfig:
         """What makes two runs the same job. Batch size and device do not change verdicts; nor do
         `sample` and `halfwidth`, which only say how far along the seeded order to go, so a larger
         sample or a full run continues a sampled one."""
-        return {"mapping": self.mapping, "precision": self.precision, "full": self.full, "seed": self.seed}
+        identity = {"mapping": self.mapping, "precision": self.precision, "full": self.full, "seed": self.seed}
+        return {**identity, "protocol": self.protocol} if self.protocol else identity
 
     def chunk_size(self, world: int = 1) -> int:
         """Foregrounds per chunk of the visiting order: small when a stopping rule is checked at

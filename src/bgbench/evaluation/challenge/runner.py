@@ -31,7 +31,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from ... import console, runs
+from ... import console, protocols, runs
 from ...data.images import decode_image, load_mask
 from ...data.layout import Layout, discover
 from ...errors import DataError
@@ -122,6 +122,7 @@ def run_challenge(model: BgModel, data: str | Path, store: Store, cfg: Challenge
     world, rank, device = _dist_setup(cfg.device)
     layout = discover(data, variants=["original", "only_bg_t"])
     check_compatible(model, layout.classes)
+    protocols.check_spec(cfg.protocol, model.spec.to_dict())
     bg_items, backgrounds = load_backgrounds(layout)
     job = _Invocation(model, ChallengeData(layout, layout.foregrounds(), bg_items, backgrounds), store, cfg,
                       world, rank, device, progress)

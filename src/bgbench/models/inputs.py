@@ -1,0 +1,80 @@
+"""How an image meets a model's input size: the resize policy, recorded in the model's spec.
+
+bgbench feeds images as they are (DESIGN §1): IN-9's images are 224-px centre crops, which is what
+ImageNet models expect. Models whose weights fix another input size (a 384-px ViT, a 336-px CLIP,
+a tiny ViT built for 16-px images) either take the image as it is or have it resized, and which
+one happens is never silent:
+
+- `none`: the image goes in at its own size (the paper's protocol; a convolutional network accepts
+  any size, a ViT whose position embeddings are for another size interpolates them or refuses);
+- `native`: inside the model wrapper, before normalization, the [0,1] image is resized so that it
+  covers the model's input size (shorter side to the target, aspect kept), with the interpolation
+  the model's own preprocessing names (antialiased, clamped to [0,1] as an 8-bit image would be),
+  then centre-cropped to it. A square image of the native size passes untouched, so 224-px IN-9
+  on a 224-px model is bit-identical under both policies. The processor's own resize-then-crop
+  (crop_pct) is not applied: IN-9's images are already centre crops.
+
+The policy lives in the spec (so in every run's provenance) and the resize inside the wrapper, so
+composites (challenge), noise (probes) and edits are made at the image's own resolution and every
+job sees the same model. Constants here are torch-free: the CLI's choices come from them.
+"""
+from __future__ import annotations
+
+from typing import Tuple
+
+#: Policies a spec records.
+RESIZE_POLICIES = ("native", "none")
+#: What the user may ask for; 'auto' lets the scheme choose (native for openclip:/hf:, whose weights
+#: fix an input size; none for timm:/file:/zoo:, as bgbench has always fed them).
+RESIZE_CHOICES = ("auto", *RESIZE_POLICIES)
+INTERPOLATIONS = ("bilinear", "bicubic", "nearest")
+
+
+def native_hw(input_size) -> Tuple[int, int]:
+    """(H, W) of a spec's input size, given as (C, H, W), (H, W) or a single side."""
+    size = tuple(input_size) if isinstance(input_size, (tuple, list)) else (int(input_size),)
+    if len(size) == 1:
+        return int(size[0]), int(size[0])
+    return int(size[-2]), int(size[-1])
+
+
+def covering_size(image_hw: Tuple[int, int], target_hw: Tuple[int, int]) -> Tuple[int, int]:
+    """The size an image is resized to so that it covers `target_hw` with its aspect kept (before the crop)."""
+    h, w = image_hw
+    scale = max(target_hw[0] / h, target_hw[1] / w)
+    return max(target_hw[0], round(h * scale)), max(target_hw[1], round(w * scale))
+
+
+def fit_to_native(x, input_size, interpolation: str = "bilinear"):
+    """A (N, C, H, W) [0,1] batch resized to cover `input_size` and centre-cropped to it (policy 'native')."""
+    import torch.nn.functional as F
+    target = native_hw(input_size)
+    if tuple(x.shape[-2:]) == target:
+        return x
+    size = covering_size(tuple(x.shape[-2:]), target)
+    mode = interpolation if interpolation in INTERPOLATIONS else "bilinear"
+    if size != tuple(x.shape[-2:]):
+        kwargs = {} if mode == "nearest" else {"align_corners": False, "antialias": True}
+        x = F.interpolate(x, size=size, mode=mode, **kwargs).clamp(0, 1)
+    top, left = (size[0] - target[0]) // 2, (size[1] - target[1]) // 2
+    return x[..., top:top + target[0], left:left + target[1]]
+
+
+def size_note(name: str, input_size, resize: str, image_hw: Tuple[int, int], random_init: bool = False):
+    """What a run should say about image size vs the model's input size (None: nothing to say).
+
+    With 'native', images of another size are resized (a status line says so); with 'none', a model
+    whose weights expect another size is fed the images as they are, which is worth a warning
+    (a randomly initialised network has no size of its own, so it gets none).
+    """
+    target = native_hw(input_size)
+    image_hw = tuple(int(v) for v in image_hw)
+    if image_hw == target:
+        return None
+    if resize == "native":
+        return (f"{name}: resizing {image_hw[0]}x{image_hw[1]} images to its input size {target[0]}x{target[1]} "
+                f"(--resize native, recorded in the run)")
+    if random_init:
+        return None
+    return (f"warning: {name} expects {target[0]}x{target[1]} inputs but the images are {image_hw[0]}x{image_hw[1]}; "
+            f"they are fed as they are (--resize none); --resize native resizes them")
