@@ -98,10 +98,27 @@ CREATE TABLE IF NOT EXISTS probe_saliency (
     ap REAL,
     PRIMARY KEY (run_id, image_id)
 );
+CREATE TABLE IF NOT EXISTS probe_features (
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    class_index INTEGER NOT NULL,
+    rank INTEGER NOT NULL,
+    feature INTEGER NOT NULL,
+    contribution REAL NOT NULL,
+    weight REAL NOT NULL,
+    mean_activation REAL NOT NULL,
+    images INTEGER NOT NULL,
+    bg_share REAL,
+    bg_area REAL NOT NULL,
+    spurious INTEGER NOT NULL,
+    top_images TEXT NOT NULL,
+    top_activations TEXT NOT NULL,
+    top_bg_shares TEXT NOT NULL,
+    PRIMARY KEY (run_id, class_index, rank)
+);
 """
 
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 #: Columns probe_saliency gained in v3 (RIVAL10's mask coverage and average precision), in order.
 SALIENCY_V3_COLUMNS = ("coverage_25", "coverage_50", "coverage_75", "ap")
 
@@ -113,6 +130,8 @@ def _migrate(conn: sqlite3.Connection) -> None:
     predictions gain the raw top-5 and superclass columns of 1000-class models.
     v2 -> v3: probe_saliency gains RIVAL10's mask coverage (t = 0.25, 0.5, 0.75) and average
     precision; older rows keep their values and have NULL there.
+    v3 -> v4: the probe_features table (spurious-feature discovery), new and empty: SCHEMA creates
+    it, and no older table changes.
     """
     version = conn.execute("PRAGMA user_version").fetchone()[0]
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
@@ -274,6 +293,11 @@ class Store:
         """The newest training run that wrote the checkpoint with this sha256, if any."""
         return self.conn.execute("SELECT * FROM runs WHERE kind='train' AND checkpoint_sha256=? "
                                  "ORDER BY id DESC LIMIT 1", (sha256,)).fetchone()
+
+    def feature_rows(self, run_id: int) -> List[Row]:
+        """The ranked features of a probe_features run, by class index, then rank."""
+        return self.conn.execute("SELECT * FROM probe_features WHERE run_id=? ORDER BY class_index, rank",
+                                 (run_id,)).fetchall()
 
     def probe_rows(self, table: str, run_id: int) -> List[Row]:
         """The per-image rows of a probe run (`table`: 'probe_noise' or 'probe_saliency'), by image id."""
