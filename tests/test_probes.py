@@ -515,7 +515,7 @@ def test_a_v2_store_gains_the_new_saliency_columns_and_keeps_its_rows(tmp_path):
     con.commit()
     con.close()
     with Store(db) as store:
-        assert store.conn.execute("PRAGMA user_version").fetchone()[0] == 3
+        assert store.conn.execute("PRAGMA user_version").fetchone()[0] == 4
         rows = [dict(r) for r in store.probe_rows("probe_saliency", 1)]
         assert [(r["image_id"], r["precision"], r["iou"]) for r in rows] == [("a/1", 0.25, 0.5), ("b/1", 0.75, None)]
         assert all(r["coverage_25"] is None and r["ap"] is None for r in rows)

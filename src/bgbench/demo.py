@@ -3,8 +3,8 @@
 Generates Synthetic-9 (train and test), trains one small model on ORIGINAL and one on
 MIXED-RAND, evaluates both on all 8 variants, prints both tables with their BG-Gaps, the
 prediction categories (paper Table 3), the noise probe's RFS, Grad-CAM saliency precision and
-the spurious-feature probe's background shares (RIVAL10), stores the runs and writes everything under ./bgbench-demo/, ending with the HTML
-report (report/index.html).
+the spurious-feature probe's background shares (RIVAL10), stores the runs and writes everything
+under ./bgbench-demo/, ending with the HTML report (report/index.html).
 """
 from __future__ import annotations
 

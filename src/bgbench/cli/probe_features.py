@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 
 from ..analyses.features import GROUPINGS, FeaturesConfig
-from .common import add_db_arg, add_model_args, add_output_args, config_default, create_model, emit, open_store, stored_in
+from .common import (add_db_arg, add_model_args, add_output_args, config_default, create_model, emit, open_store,
+                     stored_in)
 from .probe_saliency import new_output_dir
 
 
