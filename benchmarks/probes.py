@@ -7,6 +7,11 @@ Synthetic-9 (PNG + masks) at --size px, ResNet-18 (9 classes, random init), on -
 - saliency: the probe (decode + Grad-CAM via Captum + pytorch-grad-cam's post-processing (min-max,
   cv2 resize, min-max) + RIVAL10's eight per-image measures), in images per second, against a
   forward plus a backward of the predicted logits on the same decoded batches. Target ratio >= 0.8.
+- features: the probe (decode + masks + forward_features + pooled features + head + every channel's
+  background share + Salient ImageNet's ranking), in images per second, against one pure forward
+  per image on the same decoded batches. Target ratio >= 0.8. Its galleries (off here) re-run the
+  network on the images they show, at most classes x top features x top images; they are timed
+  apart (`features+galleries`, 5 x 5 per class, one PNG per class).
 Both sides are interleaved over --repeats and the best time of each is kept.
 
     PYTHONPATH=src python benchmarks/probes.py [--per-class 8] [--size 128] [--batch-size 24] [--device cpu]
@@ -21,6 +26,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from bgbench.analyses.features import FeaturesConfig, probe_features
 from bgbench.analyses.noise import NoiseConfig, probe_noise
 from bgbench.analyses.saliency import SaliencyConfig, probe_saliency
 from bgbench.data.images import decode_image
@@ -39,6 +45,8 @@ def main() -> None:
     ap.add_argument("--trials", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--device", default="cpu")
+    ap.add_argument("--probes", nargs="+", choices=("noise", "saliency", "features"),
+                    default=["noise", "saliency", "features"], help="which probes to time (default: all)")
     args = ap.parse_args()
     torch.manual_seed(0)
     dev = args.device
@@ -53,10 +61,13 @@ def main() -> None:
         ncfg = NoiseConfig(levels=args.levels, trials=args.trials, batch_size=args.batch_size, device=dev)
         forwards_per_image = 2 * len(ncfg.levels) * args.trials
         scfg = SaliencyConfig(batch_size=args.batch_size, device=dev, examples=0)
+        fcfg = FeaturesConfig(batch_size=args.batch_size, device=dev, galleries=0)
+        gcfg = FeaturesConfig(batch_size=args.batch_size, device=dev)
         with torch.inference_mode():
             model(batches[0])  # warm-up
         probe_saliency(model, root, SaliencyConfig(batch_size=args.batch_size, device=dev, examples=0),
                        progress=False, limit=args.batch_size)
+        probe_features(model, root, fcfg, progress=False, limit=args.batch_size)
 
         def sync():
             if dev.startswith("cuda"):
@@ -69,6 +80,12 @@ def main() -> None:
                         model(x).argmax(dim=1)
             sync()
 
+        def forward_once():
+            with torch.inference_mode():
+                for x in batches:
+                    model(x).argmax(dim=1)
+            sync()
+
         def forward_backward():
             for x in batches:
                 x = x.clone().requires_grad_(False)
@@ -77,12 +94,21 @@ def main() -> None:
                 logits.gather(1, logits.argmax(dim=1, keepdim=True)).sum().backward()
             sync()
 
-        times = {k: [] for k in ("noise", "forward", "saliency", "fwd+bwd")}
+        sides = {"noise": ("noise", "forward"), "saliency": ("saliency", "fwd+bwd"),
+                 "features": ("features", "forward once", "features+galleries")}
+        wanted = {k for p in args.probes for k in sides[p]}
+        times = {k: [] for k in wanted}
         for _ in range(args.repeats):
             for key, fn in (("noise", lambda: probe_noise(model, root, ncfg, progress=False)),
                             ("forward", pure_forward),
                             ("saliency", lambda: probe_saliency(model, root, scfg, progress=False)),
-                            ("fwd+bwd", forward_backward)):
+                            ("fwd+bwd", forward_backward),
+                            ("features", lambda: probe_features(model, root, fcfg, progress=False)),
+                            ("forward once", forward_once),
+                            ("features+galleries", lambda: probe_features(model, root, gcfg, out_dir=root / "g",
+                                                                          progress=False))):
+                if key not in wanted:
+                    continue
                 t = time.perf_counter()
                 fn()
                 sync()
@@ -91,12 +117,18 @@ def main() -> None:
         noisy = n * forwards_per_image
         print(f"{n} images, {args.size}px, resnet18, batch {args.batch_size}, device {dev}, "
               f"torch {torch.__version__}, threads {torch.get_num_threads()}")
-        r1 = best["forward"] / best["noise"]
-        r2 = best["fwd+bwd"] / best["saliency"]
-        print(f"noise probe:    {noisy / best['noise']:8.1f} noisy img/s   pure forward: "
-              f"{noisy / best['forward']:8.1f} img/s   ratio {r1:.3f} (target >= 0.8)")
-        print(f"saliency probe: {n / best['saliency']:8.1f} img/s         forward+backward: "
-              f"{n / best['fwd+bwd']:8.1f} img/s   ratio {r2:.3f} (target >= 0.8)")
+        if "noise" in args.probes:
+            print(f"noise probe:    {noisy / best['noise']:8.1f} noisy img/s   pure forward: "
+                  f"{noisy / best['forward']:8.1f} img/s   ratio {best['forward'] / best['noise']:.3f} (target >= 0.8)")
+        if "saliency" in args.probes:
+            print(f"saliency probe: {n / best['saliency']:8.1f} img/s         forward+backward: "
+                  f"{n / best['fwd+bwd']:8.1f} img/s   ratio {best['fwd+bwd'] / best['saliency']:.3f} (target >= 0.8)")
+        if "features" in args.probes:
+            once = best["forward once"]
+            print(f"features probe: {n / best['features']:8.1f} img/s         pure forward: "
+                  f"{n / once:8.1f} img/s   ratio {once / best['features']:.3f} (target >= 0.8)")
+            print(f"  with galleries: {n / best['features+galleries']:6.1f} img/s   ratio "
+                  f"{once / best['features+galleries']:.3f} (re-runs the gallery images; not a target)")
 
 
 if __name__ == "__main__":

@@ -205,6 +205,8 @@ COMMANDS = {
                                                  "--json --db {db} --quiet",
     "bgbench probe saliency --model M --data ROOT": "probe saliency --model {model} --data {data} --examples 2 "
                                                     "--out {tmp}/saliency --json --db {db} --quiet",
+    "bgbench probe features --model M --data ROOT": "probe features --model {model} --data {data} --top-features 2 "
+                                                    "--top-images 2 --out {tmp}/features --json --db {db} --quiet",
     "bgbench synth --out DIR": "synth --out {tmp}/s9 --size 32 --per-class 2 --split val --seed 1 "
                                "--bg-correlation 0.9 --json --quiet",
     "bgbench train --data ROOT --out DIR": "train --data {data} --out {tmp}/run --model timm:test_resnet --epochs 1 "
@@ -288,7 +290,8 @@ def test_readme_commands_run_and_every_json_is_strict(synth_root, tmp_path, monk
     order = ["bgbench synth --out DIR", "bgbench train --data ROOT --out DIR", "bgbench eval --model M [--checkpoint C]"
              " --data ROOT", "bgbench compare RUN_A RUN_B", "bgbench analyze categories RUN",
              "bgbench analyze boxsize RUN", "bgbench analyze leakage RUN", "bgbench probe noise --model M --data ROOT",
-             "bgbench probe saliency --model M --data ROOT", "bgbench edit --data ROOT --out DIR",
+             "bgbench probe saliency --model M --data ROOT", "bgbench probe features --model M --data ROOT",
+             "bgbench edit --data ROOT --out DIR",
              "bgbench eval --model M --data DIR", "bgbench analyze edits RUN", "bgbench edit --plugin my_backends",
              "bgbench build --images DIR --boxes PATH", "bgbench build --images /data/imgs --boxes /data/xml --out",
              "bgbench merge /data/in9-built", "bgbench challenge --model M [--checkpoint C] --data ROOT",

@@ -46,6 +46,8 @@ def report_store(tmp_path_factory, synth_root) -> Path:
         bgbench.record(bgbench.probe_noise(trained, synth_root, levels=[0.25, 0.5], trials=3, progress=False), store)
         bgbench.record(bgbench.probe_saliency(trained, synth_root, examples=4, out_dir=tmp / "saliency",
                                               progress=False), store)
+        bgbench.record(bgbench.probe_features(trained, synth_root, top_features=2, top_images=3, galleries=2,
+                                              out_dir=tmp / "features", progress=False), store)
     return db
 
 
@@ -63,8 +65,8 @@ def _html(result) -> str:
 
 def test_every_section_with_data_is_on_the_page(rendered, report_store):
     html = _html(rendered)
-    assert rendered.sections == ["accuracy", "boxsize", "categories", "challenge", "comparisons", "leakage", "noise",
-                                 "overview", "provenance", "saliency"]
+    assert rendered.sections == ["accuracy", "boxsize", "categories", "challenge", "comparisons", "features",
+                                 "leakage", "noise", "overview", "provenance", "saliency"]
     assert len(rendered.models) == 3
     with Store(report_store) as store:
         ch = [r for r in store.runs("challenge")][0]
@@ -89,6 +91,14 @@ def test_every_section_with_data_is_on_the_page(rendered, report_store):
             cells = re.search(rf"<td>{re.escape(label)}</td>(.*?)</tr>", leak, re.S).group(1)
             assert f"{100 * (acc - 1 / 9):+.1f}%" in cells, variant
     assert any("saliency-overlays" in p.name for p in rendered.figures)
+    # the features probe: its two galleries copied beside the page, and the stored background shares shown
+    assert html.count('class="section-features"') == 1
+    assert len([p for p in rendered.figures if "-features-" in p.name]) == 2
+    with Store(report_store) as store:
+        run = store.runs("probe_features")[-1]
+        shares = [r["bg_share"] for r in store.feature_rows(run["id"])]
+    features = html.split('class="section-features"')[1].split('class="section-')[0]
+    assert all(f"<strong>{s:.3f}</strong>" in features for s in shares if s is not None)
     # Fig. 4 and Fig. 24 drawn for the --full run, and every figure a real PNG beside the page
     assert any("top5-backgrounds" in p.name for p in rendered.figures)
     assert any("asr-histogram" in p.name for p in rendered.figures)
@@ -346,7 +356,7 @@ def test_demo_ends_by_writing_its_report(tmp_path):
     assert f"report: {result.report}" in result.text()
     html = result.report.read_text()
     assert html.count('class="section-accuracy"') == 2 and "original, erm" in html and "mixed_rand, erm" in html
-    for section in ("categories", "noise", "saliency"):  # the demo's analyses reach its report
+    for section in ("categories", "noise", "saliency", "features"):  # the demo's analyses reach its report
         assert html.count(f'class="section-{section}"') == 2, section
     assert json.loads((tmp_path / "demo" / "summary.json").read_text())["report"] == str(result.report)
 

@@ -139,6 +139,21 @@ def probe_saliency(model: ModelLike, data: str | Path, *, checkpoint: Optional[s
                      progress=progress)
 
 
+def probe_features(model: ModelLike, data: str | Path, *, checkpoint: Optional[str] = None,
+                   out_dir: Optional[str | Path] = None, progress: bool = True, **options):
+    """Spurious-feature discovery (RIVAL10 §5 after Salient ImageNet): each class's top penultimate
+    features by weight x mean activation, and the share of their activation maps on the background.
+
+    Args:
+        out_dir: where the heatmap galleries (one PNG per class) go (None: no PNG).
+        options: `FeaturesConfig` fields (top_features, top_images, group_by, threshold, galleries,
+            batch_size, device).
+    """
+    from .analyses.features import FeaturesConfig, probe_features as run_probe
+    return run_probe(_model(model, checkpoint), data, _config(FeaturesConfig, "probe_features", options),
+                     out_dir=out_dir, progress=progress)
+
+
 def train(data: str | Path, out: str | Path, *, model: str = "timm:resnet10t", progress: bool = True, **options):
     """Train (or fine-tune, or resume) a timm architecture on one variant folder with a recipe.
 

@@ -2,9 +2,9 @@
 
 Generates Synthetic-9 (train and test), trains one small model on ORIGINAL and one on
 MIXED-RAND, evaluates both on all 8 variants, prints both tables with their BG-Gaps, the
-prediction categories (paper Table 3), the noise probe's RFS and Grad-CAM saliency precision
-(RIVAL10); on a small set (the test split's first images of each class) it runs the full
-Backgrounds Challenge and ImageNet-E edits for both. It stores the runs and writes everything
+prediction categories (paper Table 3), the noise probe's RFS, Grad-CAM saliency precision and
+the spurious-feature probe's background shares (RIVAL10); on a small set (the test split's first
+images of each class) it runs the full Backgrounds Challenge and ImageNet-E edits for both. It stores the runs and writes everything
 under ./bgbench-demo/, ending with the HTML report (report/index.html) and its galleries.
 """
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Dict, Optional
 
 import torch
 
-from .api import challenge, edit, evaluate, probe_noise, probe_saliency, train
+from .api import challenge, edit, evaluate, probe_features, probe_noise, probe_saliency, train
 from .console import status
 from .variants.synth import write_dataset
 from .evaluation.results import EvalReport
@@ -71,7 +71,7 @@ def run_demo(out: str | Path = "bgbench-demo", db: Optional[str] = None, per_cla
         summary["models"][variant] = {"checkpoint": str(ckpt), **reports[variant].to_dict(),
                                       **_analyses(store, reports[variant].run_id, f"file:{ckpt}", data,
                                                   out / "runs" / variant, seed, progress)}
-        shown += [reports[variant].run_id] + [summary["models"][variant][k]["run_id"] for k in ("noise", "saliency")]
+        shown += [reports[variant].run_id] + [summary["models"][variant][k]["run_id"] for k in ("noise", "saliency", "features")]
     status(f"[4/5] on {small}: the edits (ImageNet-E levels {', '.join(DEMO_EDIT_LEVELS)}), and for each model "
            f"the full Backgrounds Challenge (challenge --full) and an eval of the edits")
     edited = edit(small, out / "edits", levels=list(DEMO_EDIT_LEVELS), seed=seed, overwrite=True, progress=progress)
@@ -107,12 +107,12 @@ def _small_set_runs(store: Store, small: Path, edits: Path, model_name: str, out
 
 def _analyses(store: Store, eval_run: int, model_name: str, data: Path, out: Path, seed: int,
               progress: bool) -> dict:
-    """Prediction categories of the eval run, and the noise and saliency probes (recorded)."""
+    """Prediction categories of the eval run, and the noise, saliency and features probes (recorded)."""
     from .analyses.categories import prediction_categories
     from .analyses.noise import noise_summary
     from .models import create_model
     status(f"      analysing {model_name}: prediction categories, noise probe "
-           f"(σ {', '.join(DEMO_NOISE_LEVELS)}, {DEMO_NOISE_TRIALS} trials), Grad-CAM saliency")
+           f"(σ {', '.join(DEMO_NOISE_LEVELS)}, {DEMO_NOISE_TRIALS} trials), Grad-CAM saliency, spurious features")
     categories = prediction_categories(store, eval_run)
     model = create_model(model_name)
     noise = probe_noise(model, data, levels=list(DEMO_NOISE_LEVELS), trials=DEMO_NOISE_TRIALS, seed=seed,
@@ -121,12 +121,35 @@ def _analyses(store: Store, eval_run: int, model_name: str, data: Path, out: Pat
     saliency = probe_saliency(model, data, out_dir=out, progress=progress)
     saliency_run = record(saliency, store)
     sal = saliency.to_dict()
+    features = probe_features(model, data, out_dir=out, progress=progress)
+    features_run = record(features, store)
     return {"categories": categories.to_dict()["overall"],
+            "features": {"run_id": features_run, **_features_headline(features.summary())},
             "noise": {"run_id": noise_run, **noise_summary(store, noise_run).to_dict()},
             "saliency": {"run_id": saliency_run, "layer": sal["layer"], "overlays": sal["overlays"],
                          "aggregation": sal["aggregation"]["headline"],
                          **{k: v["value"] for k, v in sal["headline"].items()},
                          "image_mean": {k: v["value"] for k, v in sal["image_mean"].items()}}}
+
+
+def _features_headline(summary) -> dict:
+    """The features probe in a few numbers: the top spurious feature and the mean over all top features."""
+    top = summary.top_spurious
+    return {"bg_share": summary.bg_share, "bg_area": summary.bg_area, "spurious": summary.spurious,
+            "features": len(summary.features), "rule": summary.rule,
+            "top_spurious": None if top is None else {k: top[k] for k in ("class", "feature", "rank", "contribution",
+                                                                          "bg_share", "bg_area")}}
+
+
+def _features_line(variant: str, f: dict) -> str:
+    """One line per model: its top spurious feature's background share, and the mean over all top features."""
+    top = f["top_spurious"]
+    head = ("no spurious candidate" if top is None else
+            f"top spurious feature {top['class']} #{top['feature']}: background share {top['bg_share']:.3f} "
+            f"(area {top['bg_area']:.3f})")
+    mean = "-" if f["bg_share"] is None else f"{f['bg_share']:.3f}"
+    return (f"{variant:<12} {head}; all {f['features']} top features: {mean} (area {f['bg_area']:.3f}), "
+            f"{f['spurious']} candidates")
 
 
 @dataclass
@@ -166,6 +189,10 @@ class DemoResult:
                 c = models[v]["challenge"]
                 parts.append(f"{v:<12} challenge accuracy {100 * c['challenge_accuracy']:5.1f}%  "
                              f"(clean {100 * c['clean_accuracy']:.1f}%)")
+        if all("features" in models[v] for v in self.reports):
+            parts += ["", "spurious features (each class's top 5 penultimate features by weight x mean activation; "
+                          "background share of their activation maps on their 5 most activating test images):"]
+            parts += [_features_line(v, models[v]["features"]) for v in self.reports]
         parts.append(f"runs stored in {self.db}; outputs under {self.out}/ ({self.summary['seconds']:.0f}s)")
         parts.append(f"report: {self.report}")
         return "\n".join(parts)

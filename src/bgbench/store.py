@@ -110,6 +110,23 @@ CREATE TABLE IF NOT EXISTS probe_saliency (
     ap REAL,
     PRIMARY KEY (run_id, image_id)
 );
+CREATE TABLE IF NOT EXISTS probe_features (
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    class_index INTEGER NOT NULL,
+    rank INTEGER NOT NULL,
+    feature INTEGER NOT NULL,
+    contribution REAL NOT NULL,
+    weight REAL NOT NULL,
+    mean_activation REAL NOT NULL,
+    images INTEGER NOT NULL,
+    bg_share REAL,
+    bg_area REAL NOT NULL,
+    spurious INTEGER NOT NULL,
+    top_images TEXT NOT NULL,
+    top_activations TEXT NOT NULL,
+    top_bg_shares TEXT NOT NULL,
+    PRIMARY KEY (run_id, class_index, rank)
+);
 """
 
 
@@ -126,7 +143,8 @@ def _migrate(conn: sqlite3.Connection) -> None:
     v2 -> v3: probe_saliency gains RIVAL10's mask coverage (t = 0.25, 0.5, 0.75) and average
     precision; older rows keep their values and have NULL there.
     v3 -> v4: probe_noise gains `pred`, the class predicted on the noisy copy (what the report's
-    noise gallery shows); older rows have NULL there.
+    noise gallery shows; older rows have NULL there), and the probe_features table (spurious-feature
+    discovery) is new: SCHEMA creates it empty.
     """
     version = conn.execute("PRAGMA user_version").fetchone()[0]
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
@@ -328,6 +346,11 @@ class Store:
         """The newest training run that wrote the checkpoint with this sha256, if any."""
         return self.conn.execute("SELECT * FROM runs WHERE kind='train' AND checkpoint_sha256=? "
                                  "ORDER BY id DESC LIMIT 1", (sha256,)).fetchone()
+
+    def feature_rows(self, run_id: int) -> List[Row]:
+        """The ranked features of a probe_features run, by class index, then rank."""
+        return self.conn.execute("SELECT * FROM probe_features WHERE run_id=? ORDER BY class_index, rank",
+                                 (run_id,)).fetchall()
 
     def probe_rows(self, table: str, run_id: int) -> List[Row]:
         """The per-image rows of a probe run (`table`: 'probe_noise' or 'probe_saliency'), by image id."""

@@ -51,14 +51,14 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def new_output_dir(parent: Path) -> Path:
-    """parent/probe_saliency_<local time>[-k]: a folder no other run has, made now."""
+def new_output_dir(parent: Path, kind: str = "probe_saliency") -> Path:
+    """parent/<kind>_<local time>[-k]: a folder no other run has, made now."""
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     for k in range(1, 1000):
-        folder = parent / f"probe_saliency_{stamp}{f'-{k}' if k > 1 else ''}"
+        folder = parent / f"{kind}_{stamp}{f'-{k}' if k > 1 else ''}"
         try:
             folder.mkdir(parents=True)
             return folder
         except FileExistsError:
             continue
-    raise BgbenchError(f"cannot make a new probe_saliency_{stamp} folder in {parent}; name one with --out")
+    raise BgbenchError(f"cannot make a new {kind}_{stamp} folder in {parent}; name one with --out")

@@ -17,6 +17,7 @@ from .context import ReportContext, Subject, select_subjects
 from .sections import list_sections
 from .thumbs import clear as clear_thumbs
 from . import analysis_sections, challenge_sections, gallery_sections  # noqa: F401,E402  (register sections)
+from . import feature_sections  # noqa: F401,E402  (registers the spurious-features section)
 
 
 def environment() -> jinja2.Environment:

@@ -1,0 +1,186 @@
+"""The features probe (RIVAL10 §5 after Salient ImageNet): config, runner (I/O) and the summary of a
+stored run.
+
+One pass over the originals and masks of a dataset: each batch's feature maps, pooled features
+and logits (`feature_head`), and every channel's background share on every image from the small
+maps (`features_engine.background_shares`). Then, with no model, the ranking and the flags
+(`features_engine.rank_features`). With an output folder, the galleries re-run the network on the
+few images they show (`features_gallery`). Nothing is recorded here: `bgbench.record` does that.
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional
+
+import numpy as np
+
+from .. import checks
+from ..errors import BgbenchError
+from ..store import Store
+from .features_summary import COLUMNS, FeaturesSummary, rule_text, summarize_features
+from .saliency_summary import class_namer
+from .tables import run_row
+
+GROUPINGS = ("prediction", "label")
+
+
+@dataclass
+class FeaturesConfig:
+    top_features: int = 5  # k: features per class, by contribution to its logit
+    top_images: int = 5  # n: each feature's most activating images of the class
+    group_by: str = "prediction"  # Salient ImageNet's grouping (the paper's); 'label': the true class
+    threshold: Optional[float] = None  # None: background share > background area share; else > this share
+    galleries: int = 30  # classes with a heatmap PNG (the largest groups first); 0: none
+    batch_size: int = 64
+    device: str = "cpu"
+
+    def __post_init__(self):
+        checks.at_least("--top-features", self.top_features, 1)
+        checks.at_least("--top-images", self.top_images, 1)
+        checks.one_of("--group-by", self.group_by, GROUPINGS)
+        checks.within("--threshold", self.threshold, 0, 1)
+        checks.at_least("--galleries", self.galleries, 0)
+        checks.at_least("--batch-size", self.batch_size, 1)
+        checks.device(self.device)
+
+
+@dataclass
+class FeaturesResult:
+    """rows: tuples in `features_summary.COLUMNS` order, one per (class, rank)."""
+
+    rows: List[tuple]
+    config: dict
+    galleries: Dict[int, str] = field(default_factory=dict)
+    out_dir: Optional[str] = None
+    seconds: float = 0.0
+    run_id: Optional[int] = None
+    provenance: object = None
+
+    def table_rows(self) -> Dict[str, List[tuple]]:
+        return {"probe_features": self.rows}
+
+    def summary(self) -> FeaturesSummary:
+        return summary_of(self.rows, self.config)
+
+    def metric_rows(self) -> List[tuple]:
+        return self.summary().metric_rows()
+
+    def outputs(self) -> dict:
+        return {"folder": self.out_dir, "galleries": {str(c): p for c, p in self.galleries.items()},
+                "images": self.config.get("images"), "seconds": round(self.seconds, 2)}
+
+    def to_dict(self) -> dict:
+        return {"run_id": self.run_id, **self.summary().to_dict(), "folder": self.out_dir,
+                "galleries": {str(c): p for c, p in self.galleries.items()},
+                "pooled_is_map_mean": self.config.get("pooled_is_map_mean")}
+
+    def table(self) -> str:
+        text = self.summary().table()
+        return text + (f"\nheatmap galleries: {self.out_dir}" if self.galleries else "")
+
+
+def summary_of(rows, config: dict) -> FeaturesSummary:
+    name = class_namer(config.get("classes") or [], config.get("label_space", "dataset") == "dataset")
+    return summarize_features(rows, name, config)
+
+
+def features_summary(store: Store, run_id: int) -> FeaturesSummary:
+    """The summary of a stored probe_features run, from its rows."""
+    run = run_row(store, run_id, kinds=("probe_features",))
+    rows = [tuple(r[c] for c in COLUMNS) for r in store.feature_rows(int(run_id))]
+    if not rows:
+        raise BgbenchError(f"probe_features run {run_id} has no features stored")
+    return summary_of(rows, json.loads(run["config"]))
+
+
+@dataclass
+class _Pass:
+    """What one pass over the dataset keeps: per image, never a map."""
+
+    items: list
+    labels: np.ndarray
+    preds: np.ndarray
+    pooled: np.ndarray  # (N, D)
+    shares: np.ndarray  # (N, D) background share of each channel's map (NaN: zero map)
+    areas: np.ndarray  # (N,) background share of the image
+
+
+def _collect(head, pairs, cfg: FeaturesConfig, progress: bool) -> _Pass:
+    import torch
+
+    from .. import console
+    from .batches import masked_batches
+    from .features_engine import background_shares
+    items, labels, preds, pooled, shares, areas = [], [], [], [], [], []
+    bar = console.progress(enabled=progress, total=len(pairs), desc="features probe", unit="img")
+    with torch.no_grad():
+        for batch, x, m in masked_batches(pairs, cfg.batch_size, cfg.device):
+            maps, feats, logits = head.forward(x)
+            if head.pooled_is_map_mean is None:
+                head.check(maps, feats, logits)
+            masks = m[:, 0]
+            items += batch
+            labels.append(np.array([it.label for it in batch]))
+            preds.append(logits.argmax(dim=1).cpu().numpy())
+            pooled.append(feats.float().cpu().numpy())
+            shares.append(background_shares(maps, masks).cpu().numpy())
+            areas.append((1 - masks.double()).mean(dim=(1, 2)).cpu().numpy())
+            bar.update(len(batch))
+    bar.close()
+    if not items:
+        raise BgbenchError("the dataset has no images to probe")
+    return _Pass(items, np.concatenate(labels), np.concatenate(preds), np.concatenate(pooled),
+                 np.concatenate(shares), np.concatenate(areas))
+
+
+def probe_features(model, data, cfg: FeaturesConfig, out_dir: Optional[str | Path] = None, progress: bool = True,
+                   limit: Optional[int] = None) -> FeaturesResult:
+    """Rank each class's penultimate features of `model` on the originals of `data` and measure where
+    their activation maps lie against the masks; with `out_dir`, write the heatmap galleries there."""
+    from .. import console
+    from ..data.layout import resolve_layout
+    from ..models.spec import check_compatible
+    from ..runs import Provenance
+    from .feature_head import LinearHead
+    from .features_engine import rank_features
+
+    t0 = time.time()
+    layout = resolve_layout(data, ["original"])
+    pairs = layout.foregrounds()[:limit] if limit else layout.foregrounds()
+    check_compatible(model, layout.classes)
+    if cfg.group_by == "label" and model.spec.label_space != "dataset":
+        raise BgbenchError(f"--group-by label needs a model whose outputs are the dataset's classes; "
+                           f"{model.spec.name} has {model.spec.num_classes} ImageNet classes, whose features are "
+                           "ranked per predicted class (--group-by prediction)")
+    model = model.to(cfg.device).eval()
+    head = LinearHead.of(model)
+    seen = _collect(head, pairs, cfg, progress)
+    if not head.pooled_is_map_mean:
+        console.status(f"warning: {model.spec.name}'s pooled features are not the spatial means of its last feature "
+                       "map's channels; a feature's map shows where its channel fires, not exactly what it pools")
+    groups = seen.preds if cfg.group_by == "prediction" else seen.labels
+    ranked = rank_features(seen.pooled, groups, head.weight.float().cpu().numpy(), seen.shares, seen.areas,
+                           cfg.top_features, cfg.top_images, cfg.threshold)
+    rows = [_row(f, seen.items) for f in ranked]
+    config = {**asdict(cfg), "split": layout.split, "images": len(pairs), "features": head.features,
+              "label_space": model.spec.label_space, "classes": list(layout.classes),
+              "rule": rule_text(cfg.threshold), "pooled_is_map_mean": head.pooled_is_map_mean,
+              "ranking": "Salient ImageNet: weight x mean activation over the group's images"}
+    result = FeaturesResult(rows=rows, config=config)
+    if out_dir is not None and cfg.galleries > 0 and ranked:
+        from .features_draw import draw_galleries
+        result.out_dir = str(Path(out_dir))
+        result.galleries = draw_galleries(head, pairs, ranked, config, cfg, Path(out_dir))
+    result.seconds = time.time() - t0
+    result.provenance = Provenance.of("probe_features", config, model=model, layout=layout)
+    return result
+
+
+def _row(f, items) -> tuple:
+    """A RankedFeature as a stored row (COLUMNS order): image indices become ids, lists JSON."""
+    ids = [items[i].image_id for i in f.top]
+    return (f.class_index, f.rank, f.feature, f.contribution, f.weight, f.mean_activation, f.images, f.bg_share,
+            f.bg_area, int(f.spurious), json.dumps(ids), json.dumps(f.top_activations), json.dumps(f.top_shares))

@@ -1,0 +1,38 @@
+"""The report's spurious-features section (RIVAL10 §5 after Salient ImageNet): per class, the top
+features with their background share beside the background's area share, the spurious
+candidates, and the heatmap gallery the probe drew (copied beside the page, so the report stands
+on its own)."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Optional
+
+from .context import ReportContext, Subject
+from .sections import register_section
+
+
+@register_section("features", "Spurious features (RIVAL10 §5, Salient ImageNet's ranking)")
+def features_section(ctx: ReportContext, subject: Subject) -> Optional[dict]:
+    from ..analyses.features import features_summary
+    run = subject.latest("probe_features")
+    if run is None:
+        return None
+    summary = features_summary(ctx.store, run["id"])
+    galleries = json.loads(run["outputs"] or "{}").get("galleries") or {}
+    classes = []
+    for c in summary.per_class:
+        source = Path(galleries[str(c["class_index"])]) if str(c["class_index"]) in galleries else None
+        figure = None
+        if source is not None and source.is_file():
+            target = ctx.figure_path(subject, f"features-{c['class_index']}")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, target)
+            figure = ctx.href(target)
+        classes.append({**c, "figure": figure})
+    config = json.loads(run["config"])
+    return {"run_id": run["id"], "classes": classes, "bg_share": summary.bg_share, "bg_area": summary.bg_area,
+            "spurious": summary.spurious, "features": len(summary.features), "rule": summary.rule,
+            "group_by": summary.group_by, "top_spurious": summary.top_spurious, "images": config.get("images"),
+            "top_images": config.get("top_images"), "pooled_is_map_mean": config.get("pooled_is_map_mean")}
