@@ -18,17 +18,42 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, List, Optional, Sequence
+from typing import Any, List, Optional, Protocol, Sequence, Tuple
 
 import torch
 
 from ... import console
 from .matrix import UNMAPPED
 from .neartie import NearTieLog, NearTies
+from .precision import VerifiedPredictor
 from .verdict import FgResult, OnResult, composite
 
-if TYPE_CHECKING:  # the engine calls this module; it never imports the engine
-    from .engine import ChallengeEngine
+
+
+class ChallengeEngine(Protocol):
+    """What the search uses of `engine.ChallengeEngine`, named here because the engine calls this
+    module and this module never imports the engine (no import cycle, not even for typing)."""
+
+    backgrounds: torch.Tensor
+    device: torch.device
+    batch_size: int
+    num_bg: int
+    max_chunk: int
+    adapt_until: int
+    fill_after: int
+    stats: Any  # engine.EngineStats: pairs, batches, forward_seconds
+    verifier: Optional[VerifiedPredictor]
+
+    def decide_composites(self, batch_nhwc: torch.Tensor) -> Tuple[torch.Tensor, Optional[torch.Tensor]]: ...
+
+    def exact_composites(self, images: torch.Tensor, masks: torch.Tensor, fi: torch.Tensor,
+                         bi: torch.Tensor) -> torch.Tensor: ...
+
+    def order_for(self, label: int) -> torch.Tensor: ...
+
+    def keep_below(self) -> float: ...
+
+    def _learn(self, idx: torch.Tensor, wrong: torch.Tensor, label: int) -> None: ...
 
 
 @dataclass(eq=False)
