@@ -32,6 +32,8 @@ def run(args: argparse.Namespace) -> int:
     model = create_model(args)
     report = evaluate(model, args.data, variants=args.variants, mapping=args.mapping, batch_size=args.batch_size,
                       device=args.device, progress=not args.quiet, seed=args.seed, ten_crop=args.ten_crop)
+    if report is None:  # a torchrun rank other than 0: rank 0 records and reports
+        return 0
     with open_store(args) as store:
         record(report, store)
         stored_in(report.run_id, store.path)
