@@ -13,7 +13,7 @@ import torch.nn as nn
 
 from bgbench.analyses.noise import NoiseConfig, noise_summary
 from bgbench.analyses.noise_curves import summarize
-from bgbench.analyses.noise_engine import noisy_correct, region_noise
+from bgbench.analyses.noise_engine import draw_seed, noisy_predictions, region_noise
 from bgbench.analyses.saliency import SaliencyConfig, gradcam_batch, probe_saliency, resolve_layer
 from bgbench.analyses.saliency_cam import default_layer
 from bgbench.analyses.saliency_metrics import METRICS, saliency_alignment
@@ -43,15 +43,41 @@ def _left_half(n=2, h=8, w=8):
 
 def test_region_noise_stays_in_its_region_and_l2_hits_the_level():
     m = _left_half()
-    g = torch.Generator().manual_seed(0)
-    fg = region_noise((3, 2, 3, 8, 8), m, "fg", 0.5, "sigma", g)
-    bg = region_noise((3, 2, 3, 8, 8), m, "bg", 0.5, "sigma", g)
+    fg = region_noise(m, "fg", 0.5, "sigma", 3, [1, 2])
+    bg = region_noise(m, "bg", 0.5, "sigma", 3, [1, 2])
+    assert fg.shape == (3, 2, 3, 8, 8)
     assert (fg[..., 4:] == 0).all() and (fg[..., :4] != 0).all()
     assert (bg[..., :4] == 0).all() and (bg[..., 4:] != 0).all()
     # RIVAL10's L2 noise: the masked noise over all channels of an image scaled to norm `level`
-    l2 = region_noise((3, 2, 3, 8, 8), m, "bg", 25.0, "l2", g)
+    l2 = region_noise(m, "bg", 25.0, "l2", 3, [1, 2])
     norms = np.sqrt((l2.numpy() ** 2).reshape(3, 2, -1).sum(axis=2))
     assert norms == pytest.approx(np.full((3, 2), 25.0), rel=1e-5)
+
+
+def test_each_images_noise_is_its_own_seeded_draw():
+    """Image k's noise is torch.randn((trials, H, W, 3)) from a CPU generator seeded by its own
+    seed, channels moved first, times sigma: the same whatever images share its batch."""
+    m = torch.ones(3, 1, 4, 5)
+    both = region_noise(m, "fg", 0.5, "sigma", 2, [7, 11, 7])
+    alone = region_noise(m[:1], "fg", 0.5, "sigma", 2, [11])
+    expected = torch.randn((2, 4, 5, 3), generator=torch.Generator().manual_seed(11)).permute(0, 3, 1, 2) * 0.5
+    assert torch.equal(both[:, 1], expected) and torch.equal(alone[:, 0], expected)
+    assert torch.equal(both[:, 0], both[:, 2]) and not torch.equal(both[:, 0], both[:, 1])
+    # the seed names the run's seed, the image, the region and the level: change any, change the draw
+    seeds = {draw_seed(0, "a/1", "fg", 0.5), draw_seed(1, "a/1", "fg", 0.5), draw_seed(0, "a/2", "fg", 0.5),
+             draw_seed(0, "a/1", "bg", 0.5), draw_seed(0, "a/1", "fg", 0.25)}
+    assert len(seeds) == 5 and all(0 <= s < 2 ** 63 for s in seeds)
+
+
+def test_noise_rows_do_not_depend_on_the_batch_size(synth_root):
+    """Per-image draws: batches of 5 and of 64 give the very same per-image rows."""
+    from bgbench.analyses.noise import probe_noise
+    from bgbench.models import create_model
+    model = create_model("timm:test_resnet")
+    rows = [sorted(probe_noise(model, synth_root, NoiseConfig(levels=[0.3, 0.6], trials=2, batch_size=b),
+                               progress=False).rows) for b in (5, 64)]
+    assert rows[0] == rows[1] and len(rows[0]) == 36 * 2 * 2 * 2
+    assert {r[5] for r in rows[0]} == {0, 1}  # some right, some wrong: the predictions are not all alike
 
 
 def test_a_model_that_reads_only_the_foreground_has_rfs_one():
@@ -61,8 +87,8 @@ def test_a_model_that_reads_only_the_foreground_has_rfs_one():
 
     def predict(batch):  # right iff the foreground (left half) is untouched
         return torch.where((batch[..., :4] - 0.5).abs().amax(dim=(1, 2, 3)) == 0, 1, 0)
-    ok = noisy_correct(predict, x, m, labels, [0.25, 0.5], trials=3, kind="sigma",
-                       generator=torch.Generator().manual_seed(0)).numpy()
+    preds = noisy_predictions(predict, x, m, ["c/0", "c/1"], 0, [0.25, 0.5], trials=3, kind="sigma")
+    ok = (preds == labels).numpy()
     assert ok.shape == (2, 2, 3, 2)
     assert not ok[0].any() and ok[1].all()  # fg noise: always wrong; bg noise: always right
     rows = [(f"c/{k}", 1, r, lvl, t, int(ok[ri, li, t, k])) for ri, r in enumerate(("fg", "bg"))

@@ -12,12 +12,18 @@ from dataclasses import asdict, dataclass
 from typing import Dict, List, Optional, Sequence, Union
 
 from .. import checks
+from ..distributed import world_record
 from ..errors import BgbenchError
 from ..store import Store
 from .bootstrap import REPLICATES
 from .noise_curves import NoiseSummary, summarize
 from .noise_levels import KINDS, grid_label, resolve_levels
 from .tables import run_row
+
+#: How the run's noise was drawn, recorded in its config: each image's draw has its own seed, so
+#: the draws do not depend on the batch or the torchrun slice; earlier runs drew from one
+#: generator per run.
+DRAWS = "per image: seed, image id, region, level (CPU)"
 
 
 @dataclass
@@ -104,46 +110,54 @@ def noise_summary(store: Store, run_id: int) -> NoiseSummary:
 
 
 def probe_noise(model, data, cfg: NoiseConfig, progress: bool = True, limit: Optional[int] = None
-                ) -> NoiseProbeResult:
-    """Run the noise probe of `model` on the originals and masks of `data` (any dataset with masks)."""
+                ) -> Optional[NoiseProbeResult]:
+    """Run the noise probe of `model` on the originals and masks of `data` (any dataset with masks).
+
+    Under torchrun the ranks share the images (`sharding.ProbeShard`) and rank 0 returns the
+    result of one process (each image's noise has its own seed); the other ranks return None.
+    """
     import time
 
     import torch
 
     from .. import console
     from ..data.layout import resolve_layout
+    from ..distributed import setup
     from ..evaluation.predict import decide
     from ..models.spec import check_compatible
     from ..runs import Provenance
     from .batches import masked_batches
-    from .noise_engine import REGIONS, noisy_correct
+    from .noise_engine import REGIONS, noisy_predictions
+    from .sharding import ProbeShard
 
     t0 = time.time()
     layout = resolve_layout(data, ["original"])
     pairs = layout.foregrounds()[:limit] if limit else layout.foregrounds()
     check_compatible(model, layout.classes)
-    model = model.to(cfg.device).eval()
-    gen = torch.Generator(device=cfg.device).manual_seed(cfg.seed)
+    shard = ProbeShard(pairs, cfg.batch_size, setup(cfg.device))
+    device = shard.ranks.device
+    model = model.to(device).eval()
 
     def predict(x):
         return decide(model, model(x), cfg.mapping)[0]
 
-    rows: List[tuple] = []
-    bar = console.progress(enabled=progress, total=len(pairs), desc="noise probe", unit="img")
+    bar = console.progress(enabled=progress and shard.ranks.main, total=len(shard.pairs), desc="noise probe",
+                           unit="img")
     with torch.inference_mode():
-        for items, x, m in masked_batches(pairs, cfg.batch_size, cfg.device):
-            y = torch.as_tensor([it.label for it in items], device=cfg.device)
-            ok = noisy_correct(predict, x, m, y, cfg.levels, cfg.trials, cfg.kind, gen,
-                               chunk=cfg.batch_size).cpu().numpy()
-            for r, region in enumerate(REGIONS):
-                for li, level in enumerate(cfg.levels):
-                    for t in range(cfg.trials):
-                        rows.extend((it.image_id, it.label, region, level, t, int(ok[r, li, t, k]))
-                                    for k, it in enumerate(items))
+        for items, x, m in masked_batches(shard.pairs, cfg.batch_size, device):
+            preds = noisy_predictions(predict, x, m, [it.image_id for it in items], cfg.seed, cfg.levels,
+                                      cfg.trials, cfg.kind, chunk=cfg.batch_size).cpu().numpy()
+            shard.add(items, [(it.image_id, it.label, region, level, t, int(preds[r, li, t, k] == it.label))
+                              for r, region in enumerate(REGIONS) for li, level in enumerate(cfg.levels)
+                              for t in range(cfg.trials) for k, it in enumerate(items)])
             bar.update(len(items))
     bar.close()
-    config = asdict(cfg)
+    rows = shard.gathered()
+    if rows is None:
+        return None
+    config = {**asdict(cfg), "draws": DRAWS}
     result = NoiseProbeResult(rows=rows, config=config, seconds=time.time() - t0)
-    result.provenance = Provenance.of("probe_noise", {**config, "split": layout.split, "images": len(pairs)},
+    result.provenance = Provenance.of("probe_noise", {**config, "split": layout.split, "images": len(pairs),
+                                                      **world_record(shard.ranks)},
                                       model=model, layout=layout, seed=cfg.seed)
     return result

@@ -1,10 +1,16 @@
-"""The noise probe's engine: tensors in, per-image correctness out; no files, no store.
+"""The noise probe's engine: tensors in, per-image predictions out; no files, no store.
 
 Gaussian noise goes on the foreground only (x + s n m) or the background only (x + s n (1-m)),
-clamped to [0,1]. Noise is drawn on the model's device, for every trial of a batch at once.
+clamped to [0,1].
+
+Every image's draw has its own seed, derived from the run's seed, the image id, the region and
+the level (`draw_seed`), and is drawn on the CPU. So one image's noisy copy is a function of
+those alone: the same for any batch size, device, order or torchrun slice, and the report can
+regenerate exactly the copy that flipped a prediction (`noisy_copy`) without running a model.
 """
 from __future__ import annotations
 
+import hashlib
 from typing import Callable, Sequence
 
 import torch
@@ -12,17 +18,26 @@ import torch
 REGIONS = ("fg", "bg")
 
 
-def region_noise(shape, mask: torch.Tensor, region: str, level: float, kind: str,
-                 generator: torch.Generator) -> torch.Tensor:
-    """Noise for a (T, N, 3, H, W) stack restricted to `region` (mask: (N, 1, H, W) in {0,1}).
+def draw_seed(seed: int, image_id: str, region: str, level: float) -> int:
+    """The seed of one image's noise in one region at one level (63 bits of a sha256)."""
+    key = f"{int(seed)}\x00{image_id}\x00{region}\x00{float(level)!r}".encode("utf-8")
+    return int.from_bytes(hashlib.sha256(key).digest()[:8], "little") >> 1
+
+
+def region_noise(mask: torch.Tensor, region: str, level: float, kind: str, trials: int,
+                 seeds: Sequence[int]) -> torch.Tensor:
+    """Noise (trials, N, 3, H, W) restricted to `region` (mask: (N, 1, H, W) in {0,1}), image k
+    drawn from `seeds[k]`.
 
     kind 'sigma': Gaussian with std `level`. kind 'l2': Gaussian rescaled so that each image's
     noise over its region has L2 norm `level` (pixel values in [0,1]).
     """
     where = mask if region == "fg" else 1 - mask
-    t, b, c, h, w = shape  # drawn channels-last, the layout convolutions run fastest on (CPU and GPU)
-    raw = torch.randn((t, b, h, w, c), generator=generator, device=mask.device, dtype=mask.dtype)
-    n = raw.permute(0, 1, 4, 2, 3) * where
+    b, _, h, w = mask.shape
+    # drawn channels-last, the layout convolutions run fastest on (CPU and GPU)
+    raw = torch.stack([torch.randn((trials, h, w, 3), generator=torch.Generator().manual_seed(int(s)))
+                       for s in seeds], dim=1) if b else torch.zeros((trials, 0, h, w, 3))
+    n = raw.to(device=mask.device, dtype=mask.dtype).permute(0, 1, 4, 2, 3) * where
     if kind == "l2":
         norm = n.flatten(2).norm(dim=2).clamp_min(1e-12)
         return n * (level / norm)[..., None, None, None]
@@ -30,22 +45,33 @@ def region_noise(shape, mask: torch.Tensor, region: str, level: float, kind: str
 
 
 @torch.no_grad()
-def noisy_correct(predict: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, mask: torch.Tensor,
-                  labels: torch.Tensor, levels: Sequence[float], trials: int, kind: str,
-                  generator: torch.Generator, chunk: int = 0) -> torch.Tensor:
-    """Correctness (region, level, trial, image) of `predict` on noisy copies of `x`.
+def noisy_predictions(predict: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, mask: torch.Tensor,
+                      image_ids: Sequence[str], seed: int, levels: Sequence[float], trials: int, kind: str,
+                      chunk: int = 0) -> torch.Tensor:
+    """Predictions (region, level, trial, image) of `predict` on noisy copies of `x`.
 
     x: (N, 3, H, W) in [0,1]; mask: (N, 1, H, W); predict maps images to predicted labels.
     `chunk` bounds how many images go through one forward (default: N, one forward per trial).
     """
     n = x.shape[0]
     chunk = chunk or n
-    out = torch.empty(len(REGIONS), len(levels), trials, n, dtype=torch.bool, device=x.device)
+    out = torch.empty(len(REGIONS), len(levels), trials, n, dtype=torch.long, device=x.device)
     for r, region in enumerate(REGIONS):
         for li, level in enumerate(levels):
-            noise = region_noise((trials, *x.shape), mask, region, float(level), kind, generator)
+            seeds = [draw_seed(seed, i, region, level) for i in image_ids]
+            noise = region_noise(mask, region, float(level), kind, trials, seeds)
             noisy = (x.unsqueeze(0) + noise).clamp_(0, 1).flatten(0, 1)
             noisy = noisy.contiguous(memory_format=torch.channels_last)  # no copy when already so
             preds = torch.cat([predict(noisy[i:i + chunk]) for i in range(0, noisy.shape[0], chunk)])
-            out[r, li] = preds.view(trials, n) == labels
+            out[r, li] = preds.view(trials, n)
     return out
+
+
+def noisy_copy(image: torch.Tensor, mask: torch.Tensor, image_id: str, seed: int, region: str, level: float,
+               trial: int, trials: int, kind: str) -> torch.Tensor:
+    """The noisy copy (3, H, W) in [0,1] that the probe fed the model for one image, region,
+    level and trial (image: (3, H, W) in [0,1]; mask: (1, H, W); `trials`: the run's count,
+    since the draw is made for all trials at once)."""
+    noise = region_noise(mask[None].float(), region, float(level), kind, trials,
+                         [draw_seed(seed, image_id, region, level)])
+    return (image[None] + noise[trial]).clamp_(0, 1)[0]
