@@ -1,9 +1,9 @@
 """One job on several processes under `torchrun`: PyTorch's own launcher, process group and collectives.
 
 `torchrun --nproc-per-node K -m bgbench CMD ...` starts K copies of the command with RANK,
-WORLD_SIZE and LOCAL_RANK in their environment. Every model job (train, eval, the probes, edit's
-adversarial level, the challenge) calls `setup` once; without torchrun it is a world of one and
-nothing here touches torch.distributed, so a plain run is exactly what it was.
+WORLD_SIZE and LOCAL_RANK in their environment. The model jobs (train, eval, the probes, edit's
+adversarial level) call `setup` once; without torchrun it is a world of one and nothing here
+touches torch.distributed, so a plain run is exactly what it was.
 
 The rules every sharded job follows, so that K processes give the result of one:
 
