@@ -20,9 +20,8 @@ from .noise_curves import NoiseSummary, summarize
 from .noise_levels import KINDS, grid_label, resolve_levels
 from .tables import run_row
 
-#: How the run's noise was drawn, recorded in its config: each image's draw has its own seed, so
-#: the draws do not depend on the batch or the torchrun slice; earlier runs drew from one
-#: generator per run.
+#: How the run's noise was drawn, recorded in its config: runs that say so can have any noisy copy
+#: regenerated (`noise_engine.noisy_copy`); earlier runs drew from one generator per run.
 DRAWS = "per image: seed, image id, region, level (CPU)"
 
 
