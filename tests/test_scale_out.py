@@ -23,6 +23,16 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 ARCH = "timm:test_resnet"
 
 
+@pytest.fixture
+def one_thread():
+    """One torch thread, as torchrun gives each process (OMP_NUM_THREADS=1): float sums of another
+    thread count may differ in the last bits."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 def _env(db: Path) -> dict:
     return {**os.environ, "PYTHONPATH": str(SRC), "BGBENCH_DB": str(db), "OMP_NUM_THREADS": "1"}
 
@@ -67,7 +77,7 @@ def test_a_torchrun_batch_must_split_and_sync_bn_needs_gpus(synth_root):
     _check_world(cfg, Ranks())  # one process: any batch
 
 
-def test_two_process_eval_and_noise_probe_equal_one_process(synth_root, tmp_path):
+def test_two_process_eval_and_noise_probe_equal_one_process(synth_root, tmp_path, one_thread):
     """Blocks of 7 of 36 images: rank 0 gets 3 blocks (21 images), rank 1 the other 15; the rows and
     metrics rank 0 records are those of one process, and there is one run of each."""
     one, two = tmp_path / "one.db", tmp_path / "two.db"
@@ -75,9 +85,8 @@ def test_two_process_eval_and_noise_probe_equal_one_process(synth_root, tmp_path
     probe = ["probe", "noise", *common, "--levels", "0.2", "0.5", "--trials", 2]
     for args in (["eval", *common], probe):
         _run2(two, *args)
-        proc = subprocess.run([sys.executable, "-m", "bgbench", *map(str, args)], env=_env(one),
-                              capture_output=True, text=True, timeout=600)
-        assert proc.returncode == 0, proc.stderr[-3000:]
+        proc = run_cli(*args, "--db", one)  # one process: the same command in this interpreter
+        assert proc.returncode == 0, proc.stderr
     with Store(one) as a, Store(two) as b:
         ra, rb = _one_run(one, "eval"), _one_run(two, "eval")
         assert json.loads(rb["config"])["world_size"] == 2 and "world_size" not in json.loads(ra["config"])
