@@ -1,10 +1,10 @@
 """Images/s of `bgbench eval`'s prediction path against a pure model forward on the same batches.
 
-ResNet-18 (9 classes) at 224x224 on the CPU. Both sides see the same images in the same batches;
+ResNet-18 (9 classes) at 224x224, on the CPU or `--device cuda`. Both sides see the same images in the same batches;
 (a) times decode + [0,1] conversion + forward + decision, exactly as `bgbench eval` runs it,
 (b) times only `model(x)` on batches that are already decoded. Prints the ratio (target >= 0.9).
 
-    python benchmarks/eval_throughput.py [--images 192] [--batch-size 32]
+    python benchmarks/eval_throughput.py [--images 192] [--batch-size 32] [--device cpu]
 """
 from __future__ import annotations
 
@@ -37,9 +37,15 @@ def main() -> None:
     ap.add_argument("--images", type=int, default=192)
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--device", default="cpu")
     args = ap.parse_args()
     torch.manual_seed(0)
-    model = create_model("timm:resnet18", num_classes=9).eval()
+    model = create_model("timm:resnet18", num_classes=9).eval().to(args.device)
+
+    def synced() -> float:  # GPU work is asynchronous: a time is taken once it has finished
+        if args.device.startswith("cuda"):
+            torch.cuda.synchronize()
+        return time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         make_jpegs(root, args.images)
@@ -47,21 +53,22 @@ def main() -> None:
         from bgbench.data.images import decode_image
         batches = [to_tensor(np.stack([decode_image(it.path) for it in items[i:i + args.batch_size]]))
                    for i in range(0, len(items), args.batch_size)]
+        batches = [x.to(args.device) for x in batches]
         with torch.inference_mode():  # warm-up
             model(batches[0])
         eval_t, fwd_t = [], []
         for _ in range(args.repeats):  # interleave, so drift hits both sides alike
-            t = time.perf_counter()
-            predict_items(model, items, batch_size=args.batch_size, progress=False)
-            eval_t.append(time.perf_counter() - t)
-            t = time.perf_counter()
+            t = synced()
+            predict_items(model, items, batch_size=args.batch_size, device=args.device, progress=False)
+            eval_t.append(synced() - t)
+            t = synced()
             with torch.inference_mode():
                 for x in batches:
                     model(x)
-            fwd_t.append(time.perf_counter() - t)
+            fwd_t.append(synced() - t)
     n = len(items)
     e, f = n / min(eval_t), n / min(fwd_t)
-    print(f"images: {n} at 224x224, batch {args.batch_size}, torch threads {torch.get_num_threads()}")
+    print(f"images: {n} at 224x224, batch {args.batch_size}, {args.device}, torch threads {torch.get_num_threads()}")
     print(f"bgbench eval path : {e:7.1f} images/s (decode + forward + decision)")
     print(f"pure forward      : {f:7.1f} images/s (pre-decoded batches)")
     print(f"ratio             : {e / f:.3f}  (target >= 0.9)")

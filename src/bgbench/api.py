@@ -48,7 +48,8 @@ def evaluate(model: ModelLike, data: str | Path, variants: Optional[Sequence[str
             over the dataset's own classes reads them from `data`.
 
     Returns:
-        An `EvalReport`: accuracies, BG-Gap, per-image predictions and provenance.
+        An `EvalReport`: accuracies, BG-Gap, per-image predictions and provenance. Under torchrun
+        the ranks share the images; rank 0 returns the report of one process, the others None.
     """
     from .analyses.blurred import blurred_renderer
     from .evaluation.config import EvalConfig
@@ -119,6 +120,8 @@ def probe_noise(model: ModelLike, data: str | Path, *, checkpoint: Optional[str]
     Args:
         options: `NoiseConfig` fields (levels: a grid name such as 'rival10' or numbers; kind, trials,
             batch_size, device, seed, mapping).
+
+    Under torchrun the ranks share the images; rank 0 returns the one-process result, the others None.
     """
     from .analyses.noise import NoiseConfig, probe_noise as run_probe
     cfg = _config(NoiseConfig, "probe_noise", options)
@@ -132,6 +135,8 @@ def probe_saliency(model: ModelLike, data: str | Path, *, checkpoint: Optional[s
     Args:
         out_dir: where the example overlays go (None: no overlay file).
         options: `SaliencyConfig` fields (layer, batch_size, device, examples, seed).
+
+    Under torchrun the ranks share the images; rank 0 returns the one-process result, the others None.
     """
     from .analyses.saliency import SaliencyConfig, probe_saliency as run_probe
     cfg = _config(SaliencyConfig, "probe_saliency", options)
@@ -164,11 +169,12 @@ def train(data: str | Path, out: str | Path, *, model: str = "timm:resnet10t", p
 
     Returns:
         `runs.Outputs`: the checkpoint and its sha256, the last epoch's loss and accuracy, provenance.
+        Under torchrun (DistributedDataParallel), rank 0 returns it and the other ranks None.
     """
     from .training.loop import TrainConfig, train as run_training, training_record
     cfg = _config(TrainConfig, "train", {**options, "data": str(data), "out": str(out), "model": model})
-    run_training(cfg, progress=progress)
-    return training_record(cfg.out)
+    path = run_training(cfg, progress=progress)
+    return training_record(cfg.out) if path is not None else None
 
 
 # ------------------------------------------------------------------------------------------------
@@ -216,7 +222,8 @@ def edit(data: str | Path, out: str | Path, *, model: Optional[ModelLike] = None
             complexity_editor, adv_eps, adv_steps, batch_size, overwrite).
 
     Returns:
-        An `EditResult` (rows, rejects, per-level GLCM means) with provenance.
+        An `EditResult` (rows, rejects, per-level GLCM means) with provenance. Under torchrun the
+        ranks share the images and rank 0 returns the one-process result, the others None.
     """
     from .edits.pipeline import EditConfig, edit_dataset
     for key in ("attributes", "levels", "angles"):  # the frozen config holds tuples

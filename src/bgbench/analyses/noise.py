@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass
 from typing import Dict, List, Optional, Sequence, Union
 
 from .. import checks
+from ..distributed import world_record
 from ..errors import BgbenchError
 from ..store import Store
 from .bootstrap import REPLICATES
@@ -108,43 +109,55 @@ def noise_summary(store: Store, run_id: int) -> NoiseSummary:
 
 
 def probe_noise(model, data, cfg: NoiseConfig, progress: bool = True, limit: Optional[int] = None
-                ) -> NoiseProbeResult:
-    """Run the noise probe of `model` on the originals and masks of `data` (any dataset with masks)."""
+                ) -> Optional[NoiseProbeResult]:
+    """Run the noise probe of `model` on the originals and masks of `data` (any dataset with masks).
+
+    Under torchrun the ranks share the images (`sharding.ProbeShard`) and rank 0 returns the
+    result of one process (each image's noise has its own seed); the other ranks return None.
+    """
     import time
 
     import torch
 
     from .. import console
     from ..data.layout import resolve_layout
+    from ..distributed import setup
     from ..evaluation.predict import decide
     from ..models.spec import check_compatible
     from ..runs import Provenance
     from .batches import masked_batches
     from .noise_engine import REGIONS, noisy_predictions
+    from .sharding import ProbeShard
 
     t0 = time.time()
     layout = resolve_layout(data, ["original"])
     pairs = layout.foregrounds()[:limit] if limit else layout.foregrounds()
     check_compatible(model, layout.classes)
-    model = model.to(cfg.device).eval()
+    shard = ProbeShard(pairs, cfg.batch_size, setup(cfg.device))
+    device = shard.ranks.device
+    model = model.to(device).eval()
+
     def predict(x):
         return decide(model, model(x), cfg.mapping)[0]
 
-    rows: List[tuple] = []
-    bar = console.progress(enabled=progress, total=len(pairs), desc="noise probe", unit="img")
+    bar = console.progress(enabled=progress and shard.ranks.main, total=len(shard.pairs), desc="noise probe",
+                           unit="img")
     with torch.inference_mode():
-        for items, x, m in masked_batches(pairs, cfg.batch_size, cfg.device):
+        for items, x, m in masked_batches(shard.pairs, cfg.batch_size, device):
             preds = noisy_predictions(predict, x, m, [it.image_id for it in items], cfg.seed, cfg.levels,
                                       cfg.trials, cfg.kind, chunk=cfg.batch_size).cpu().numpy()
-            for r, region in enumerate(REGIONS):
-                for li, level in enumerate(cfg.levels):
-                    for t in range(cfg.trials):
-                        rows.extend((it.image_id, it.label, region, level, t, int(preds[r, li, t, k] == it.label),
-                                     int(preds[r, li, t, k])) for k, it in enumerate(items))
+            shard.add(items, [(it.image_id, it.label, region, level, t, int(preds[r, li, t, k] == it.label),
+                               int(preds[r, li, t, k]))
+                              for r, region in enumerate(REGIONS) for li, level in enumerate(cfg.levels)
+                              for t in range(cfg.trials) for k, it in enumerate(items)])
             bar.update(len(items))
     bar.close()
+    rows = shard.gathered()
+    if rows is None:
+        return None
     config = {**asdict(cfg), "draws": DRAWS}
     result = NoiseProbeResult(rows=rows, config=config, seconds=time.time() - t0)
-    result.provenance = Provenance.of("probe_noise", {**config, "split": layout.split, "images": len(pairs)},
+    result.provenance = Provenance.of("probe_noise", {**config, "split": layout.split, "images": len(pairs),
+                                                      **world_record(shard.ranks)},
                                       model=model, layout=layout, seed=cfg.seed)
     return result

@@ -102,41 +102,59 @@ def saliency_summary(store: Store, run_id: int) -> SaliencySummary:
 
 
 def probe_saliency(model, data, cfg: SaliencyConfig, out_dir: Optional[str | Path] = None, progress: bool = True,
-                   limit: Optional[int] = None) -> SaliencyResult:
+                   limit: Optional[int] = None) -> Optional[SaliencyResult]:
     """Grad-CAM alignment of `model` on the originals and masks of `data`; with `out_dir`, the
-    overlay PNG is written there (nothing is written without it)."""
+    overlay PNG is written there (nothing is written without it).
+
+    Under torchrun the ranks share the images (`sharding.ProbeShard`); rank 0 returns the result
+    of one process and draws the overlays, the other ranks return None.
+    """
     from .. import console
     from ..data.layout import resolve_layout
+    from ..distributed import setup, world_record
     from ..models.spec import check_compatible
     from ..runs import Provenance
     from .batches import masked_batches
+    from .sharding import ProbeShard
 
     t0 = time.time()
     layout = resolve_layout(data, ["original"])
     pairs = layout.foregrounds()[:limit] if limit else layout.foregrounds()
     check_compatible(model, layout.classes)
-    model = model.to(cfg.device).eval()
+    shard = ProbeShard(pairs, cfg.batch_size, setup(cfg.device))
+    device = shard.ranks.device  # under NCCL, this rank's GPU
+    model = model.to(device).eval()
     layer_name, layer = resolve_layer(model, cfg.layer)
-    rows: List[tuple] = []
-    bar = console.progress(enabled=progress, total=len(pairs), desc="saliency probe", unit="img")
-    for items, x, m in masked_batches(pairs, cfg.batch_size, cfg.device):
+    bar = console.progress(enabled=progress and shard.ranks.main, total=len(shard.pairs), desc="saliency probe",
+                           unit="img")
+    for items, x, m in masked_batches(shard.pairs, cfg.batch_size, device):
         maps, preds = gradcam_batch(model, layer, x)
         preds, masks = preds.cpu().numpy(), m[:, 0].cpu().numpy() > 0.5
-        for k, it in enumerate(items):
-            s = saliency_alignment(maps[k], masks[k])
-            rows.append((it.image_id, it.label, int(preds[k]), *(_sql(s[n]) for n in METRICS)))
+        shard.add(items, [(it.image_id, it.label, int(preds[k]),
+                           *(_sql(v) for v in _measures(maps[k], masks[k]))) for k, it in enumerate(items)])
         bar.update(len(items))
     bar.close()
+    rows = shard.gathered()
+    if rows is None:
+        return None
     config = {**asdict(cfg), "layer": layer_name, "split": layout.split, "images": len(pairs),
               "label_space": model.spec.label_space, "classes": list(layout.classes),
-              "cam": "pytorch-grad-cam GradCAM output (min-max, cv2 bilinear resize, min-max, NaN to 0)"}
+              "cam": "pytorch-grad-cam GradCAM output (min-max, cv2 bilinear resize, min-max, NaN to 0)",
+              **world_record(shard.ranks)}
     result = SaliencyResult(rows=rows, classes=list(layout.classes), layer=layer_name, config=config)
     if out_dir is not None and cfg.examples > 0 and rows:
         result.out_dir = str(Path(out_dir))
-        result.overlays, result.examples = _overlays(model, layer, pairs, rows, cfg, config, Path(out_dir))
+        result.overlays, result.examples = _overlays(model, layer, pairs, rows, cfg, config,
+                                                            Path(out_dir), device)
     result.seconds = time.time() - t0
     result.provenance = Provenance.of("probe_saliency", config, model=model, layout=layout, seed=cfg.seed)
     return result
+
+
+def _measures(cam: np.ndarray, mask: np.ndarray) -> List[float]:
+    """RIVAL10's measures of one map, in METRICS order."""
+    s = saliency_alignment(cam, mask)
+    return [s[n] for n in METRICS]
 
 
 def _sql(v: float) -> Optional[float]:
@@ -144,7 +162,7 @@ def _sql(v: float) -> Optional[float]:
     return None if v != v else float(v)
 
 
-def _overlays(model, layer, pairs, rows, cfg: SaliencyConfig, config: dict, out_dir: Path):
+def _overlays(model, layer, pairs, rows, cfg: SaliencyConfig, config: dict, out_dir: Path, device: str):
     """Recompute the maps of the chosen examples (a batch or so) and draw them: the grid PNG's
     path, and one overlay PNG per example (`write_example_overlays`)."""
     from .batches import masked_batches
@@ -152,7 +170,7 @@ def _overlays(model, layer, pairs, rows, cfg: SaliencyConfig, config: dict, out_
     chosen = {ex.image_id: ex for ex in choose_examples(rows, cfg.examples)}
     wanted = [p for p in pairs if p[0].image_id in chosen]
     panels = {}
-    for items, x, m in masked_batches(wanted, cfg.batch_size, cfg.device):
+    for items, x, m in masked_batches(wanted, cfg.batch_size, device):
         maps, _ = gradcam_batch(model, layer, x)
         for k, it in enumerate(items):
             panels[it.image_id] = (chosen[it.image_id], it.label, x[k].permute(1, 2, 0).cpu().numpy(), maps[k],

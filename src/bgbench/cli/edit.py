@@ -108,6 +108,8 @@ def run(args: argparse.Namespace) -> int:
                   inpainter=args.inpainter, complexity_editor=args.complexity_editor, adv_eps=args.adv_eps,
                   adv_steps=args.adv_steps, batch_size=args.batch_size, overwrite=args.overwrite,
                   shard=args.shard, progress=not args.quiet)
+    if result is None:  # a torchrun rank other than 0: rank 0 writes the tables, records and reports
+        return 0
     for why in result.skipped:
         console.status(f"skipped {why}")
     doc, text = result.outputs(), result.summary()

@@ -44,6 +44,8 @@ def register(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..runs import record
     report = _from_predictions(args) if args.predictions else _from_model(args)
+    if report is None:  # a torchrun rank other than 0: rank 0 records and reports
+        return 0
     with open_store(args) as store:
         record(report, store)
         stored_in(report.run_id, store.path)

@@ -36,6 +36,8 @@ def run(args: argparse.Namespace) -> int:
     result = probe_noise(create_model(args), args.data, levels=args.levels, kind=args.noise, trials=args.trials,
                          batch_size=args.batch_size, device=args.device, seed=args.seed, mapping=args.mapping,
                          progress=not args.quiet)
+    if result is None:  # a torchrun rank other than 0: rank 0 records and reports
+        return 0
     with open_store(args) as store:
         run_id = record(result, store)
         summary = noise_summary(store, run_id)

@@ -33,14 +33,20 @@ def register(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..api import probe_saliency
+    from ..distributed import launched
     from ..runs import record
     model = create_model(args)
+
+    def compute(out_dir):
+        return probe_saliency(model, args.data, layer=args.layer, batch_size=args.batch_size, device=args.device,
+                              examples=args.examples, seed=args.seed, out_dir=out_dir, progress=not args.quiet)
+    if not launched().main:  # a torchrun rank other than 0 computes its share; rank 0 writes, records, reports
+        compute(None)
+        return 0
     with open_store(args) as store:
         made = new_output_dir(store.path.parent) if args.examples > 0 and not args.out else None
         try:
-            result = probe_saliency(model, args.data, layer=args.layer, batch_size=args.batch_size,
-                                    device=args.device, examples=args.examples, seed=args.seed,
-                                    out_dir=args.out or made, progress=not args.quiet)
+            result = compute(args.out or made)
         except BaseException:
             if made is not None and not any(made.iterdir()):
                 made.rmdir()  # a failed run leaves no empty folder behind

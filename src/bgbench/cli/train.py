@@ -6,8 +6,8 @@ import argparse
 from ..training.config import TrainConfig
 from ..training.recipes import list_recipes
 from ..variants.registry import list_variants
-from .common import (add_batch_size_arg, add_db_arg, add_model_arg, add_output_args, add_seed_arg, config_default, emit,
-                     open_store)
+from .common import (add_batch_size_arg, add_db_arg, add_device_arg, add_model_arg, add_output_args, add_seed_arg,
+                     config_default, emit, open_store)
 
 
 def _default(name: str):
@@ -16,7 +16,8 @@ def _default(name: str):
 
 def register(sub) -> None:
     p = sub.add_parser("train", help="train or fine-tune a timm architecture with a recipe (erm, mixup, cutmix, "
-                                     "bgswap), optionally with SWA; resumes from OUT/last.pt")
+                                     "bgswap), optionally with SWA; resumes from OUT/last.pt; under torchrun, "
+                                     "DistributedDataParallel")
     p.add_argument("--data", required=True, help="dataset root in the IN-9 layout")
     p.add_argument("--variant", default=_default("variant"), choices=list_variants(),
                    help="variant folder to train on (default %(default)s)")
@@ -42,11 +43,16 @@ def register(sub) -> None:
     p.add_argument("--out", required=True, help="run folder: model.pt, config.json, log.jsonl, last.pt")
     p.add_argument("--split", default=_default("split"), help="split folder to train on (default %(default)s)")
     p.add_argument("--epochs", type=int, default=_default("epochs"), help="epochs (default %(default)s)")
-    add_batch_size_arg(p, _default("batch_size"), what="images per training step")
+    add_batch_size_arg(p, _default("batch_size"), what="images per training step (under torchrun: of all processes "
+                                                        "together, a multiple of their number)")
     p.add_argument("--lr", type=float, default=_default("lr"),
                    help="peak learning rate of the one-cycle schedule, AdamW (default %(default)s)")
     add_seed_arg(p, _default("seed"), "seed of the initialization, the order of images and the augmentations")
     p.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice)")
+    add_device_arg(p, _default("device"))
+    p.add_argument("--sync-bn", action="store_true", default=_default("sync_bn"),
+                   help="under torchrun on GPUs: SyncBatchNorm, batch statistics over every process's images "
+                        "(default: each process normalizes with its own share of the batch)")
     add_output_args(p, quiet_help="no progress bars")
     add_db_arg(p)
     p.set_defaults(func=run)
@@ -60,7 +66,9 @@ def run(args: argparse.Namespace) -> int:
                    epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed, recipe=args.recipe,
                    bgswap_p=args.bgswap_p, mixup_alpha=args.mixup_alpha, cutmix_alpha=args.cutmix_alpha,
                    swa=args.swa, swa_start=args.swa_start, swa_lr=args.swa_lr, init=args.init, freeze=args.freeze,
-                   threads=args.threads, progress=not args.quiet)
+                   threads=args.threads, device=args.device, sync_bn=args.sync_bn, progress=not args.quiet)
+    if result is None:  # a torchrun rank other than 0: rank 0 saves, records and reports
+        return 0
     path = result["checkpoint"]
     with open_store(args) as store:
         known = store.runs_of_checkpoint("train", result["checkpoint_sha256"])

@@ -8,8 +8,10 @@ its batches never cross a block of `--batch-size` consecutive images of the sort
 
 Images are independent, so `--shard K/N` takes whole blocks (block b goes to shard b mod N): a
 shard's adversarial batches are then the very batches of an unsharded run, and `bgbench merge`
-only copies files and joins the tables. The output depends on the seed, never on the number of
-workers or shards. A bad mask or a failed edit is a row in rejects.csv, never an abort.
+only copies files and joins the tables. Under torchrun the processes take the same blocks (rank r
+of K as shard r/K) but write into one output folder, and rank 0 joins their rows: no merge step.
+The output depends on the seed, never on the number of workers, shards or processes. A bad mask
+or a failed edit is a row in rejects.csv, never an abort.
 """
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ from ..data.pool import worker_pool
 from ..data.shards import Shard, ShardRecord, inputs_fingerprint, select
 from ..data.writer import (EMPTY_MASK, MISSING_MASK, DatasetWriter, Rejected, Target, manifest_rows, read_image,
                            read_mask_or_reject, reject_rows)
+from ..distributed import barrier, gather, setup, world_record
 from ..errors import BgbenchError, DataError
 from . import complexity as C
 from .backends import get_complexity_editor, get_inpainter
@@ -238,23 +241,36 @@ def _plan(cfg: EditConfig, model) -> Tuple[EditConfig, Layout, List[Edit], List[
     return cfg, layout, edits, skipped
 
 
-def edit_dataset(cfg: EditConfig, model=None, progress: bool = True) -> EditResult:
+def edit_dataset(cfg: EditConfig, model=None, progress: bool = True) -> Optional[EditResult]:
     """Write every requested edit level of `cfg.data` into `cfg.out` (or one shard's share); see the
-    module docstring."""
+    module docstring. Under torchrun the ranks share the images as `--shard` would (blocks of
+    `--batch-size`), write into the one `cfg.out`, and rank 0 joins their rows and writes the
+    tables: its result is the one-process result; the other ranks return None."""
     cfg, layout, edits, skipped = _plan(cfg, model)
+    ranks = setup("cpu")  # the adversarial level runs its model on the CPU: gloo
+    if ranks.distributed and cfg.shard is not None:
+        raise BgbenchError("--shard K/N splits a job into separate runs that `bgbench merge` joins; under torchrun "
+                           "the processes already share the images: use one or the other")
     writer = DatasetWriter(cfg.out, cfg.split, [ORIGINAL, *[e.name for e in edits]], layout.classes)
-    writer.open(cfg.overwrite)
+    if ranks.main:
+        writer.open(cfg.overwrite)
+    barrier(ranks)  # the folders exist before any rank writes into them
     tasks = _tasks(layout)
-    mine = select(tasks, cfg.shard, block=cfg.batch_size)
+    mine = select(tasks, Shard(ranks.rank, ranks.world) if ranks.distributed else cfg.shard, block=cfg.batch_size)
     s = _Settings(cfg, writer.target)
     with worker_pool(cfg.workers, len(mine), torch=True) as pool:
-        results = pool.map(_edit_one, mine, s, "edit", progress, chunk_cap=8)
+        results = pool.map(_edit_one, mine, s, "edit", progress and ranks.main, chunk_cap=8)
     rows = [r for rs, _ in results for r in rs]
     rejects = [j for _, js in results for j in js]
     if model is not None and any(e.needs_model for e in edits):
         ok = {r.position for r in rows if r.folder == ORIGINAL}
-        rows += _adversarial(model.eval(), [t for t in mine if t.index in ok], s, progress)
-    prov = runs.Provenance.of(KIND, config_dict(cfg), model=model, layout=layout, seed=cfg.seed)
+        rows += _adversarial(model.eval(), [t for t in mine if t.index in ok], s, progress and ranks.main)
+    parts = gather((rows, rejects), ranks)
+    if parts is None:
+        return None
+    rows, rejects = [r for p in parts for r in p[0]], [j for p in parts for j in p[1]]
+    prov = runs.Provenance.of(KIND, {**config_dict(cfg), **world_record(ranks)}, model=model, layout=layout,
+                              seed=cfg.seed)
     result = EditResult(cfg.out, [e.name for e in edits], M.sort_rows(rows, writer.folders),
                         M.sort_rejects(rejects, writer.folders), skipped, shard=cfg.shard, provenance=prov)
     if cfg.shard is not None:

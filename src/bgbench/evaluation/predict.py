@@ -44,6 +44,29 @@ class Predictions:
                  cell(self.top5_classes, k), cell(self.top5_probs, k), cell(self.superclass_probs, k))
                 for k, i in enumerate(self.image_ids)]
 
+    @classmethod
+    def concat(cls, parts: Sequence["Predictions"]) -> "Predictions":
+        """The parts one after another (e.g. the shares of torchrun ranks, in rank order)."""
+        def cat(name: str):
+            arrays = [getattr(p, name) for p in parts if len(p.image_ids)]
+            if not arrays or any(a is None for a in arrays):
+                return None
+            return np.concatenate(arrays)
+        return cls(image_ids=[i for p in parts for i in p.image_ids],
+                   labels=np.concatenate([p.labels for p in parts]).astype(np.int64),
+                   preds=np.concatenate([p.preds for p in parts]).astype(np.int64),
+                   conf=np.concatenate([p.conf for p in parts]).astype(np.float64),
+                   top5_classes=cat("top5_classes"), top5_probs=cat("top5_probs"),
+                   superclass_probs=cat("superclass_probs"))
+
+    def take(self, order: np.ndarray) -> "Predictions":
+        """The rows in `order` (positions into these rows)."""
+        def pick(a: Optional[np.ndarray]):
+            return None if a is None else a[order]
+        return Predictions(image_ids=[self.image_ids[k] for k in order], labels=self.labels[order],
+                           preds=self.preds[order], conf=self.conf[order], top5_classes=pick(self.top5_classes),
+                           top5_probs=pick(self.top5_probs), superclass_probs=pick(self.superclass_probs))
+
     @property
     def correct(self) -> np.ndarray:
         return self.preds == self.labels

@@ -11,16 +11,18 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Callable, Dict, List, Optional
 
+import numpy as np
 import torch
 
 from .. import protocols
 from ..console import status
 from ..data.layout import Item, Layout, resolve_layout
 from ..models.inputs import size_note
+from ..distributed import Ranks, gather, setup, share, shares_order, world_record
 from ..models.spec import BgModel, check_compatible
 from ..runs import Provenance, model_label
 from .config import EvalConfig
-from .predict import mask_checker, predict_items
+from .predict import Predictions, mask_checker, predict_items
 from .results import EvalReport
 from .tencrop import CROP as TEN_CROP_SIZE, RESIZE as TEN_CROP_RESIZE, ten_crop_logits
 
@@ -29,8 +31,13 @@ Renderers = Dict[str, Callable[[Layout], Callable[[Item], object]]]
 
 
 def run_eval(model: BgModel, data: str | Path | Layout, cfg: EvalConfig, progress: bool = True,
-             renderers: Optional[Renderers] = None) -> EvalReport:
-    """Per-variant predictions of `model` on `data`, their accuracies and BG-Gap, and provenance."""
+             renderers: Optional[Renderers] = None) -> Optional[EvalReport]:
+    """Per-variant predictions of `model` on `data`, their accuracies and BG-Gap, and provenance.
+
+    Under torchrun each rank predicts whole batches of every variant (block b of `batch_size`
+    images goes to rank b mod K) and rank 0 joins them: its report is the one-process report; the
+    other ranks return None.
+    """
     renderers = renderers or {}
     on_the_fly = computed_variants(data, cfg.variants, renderers)
     on_disk = [v for v in cfg.variants or () if v not in on_the_fly]
@@ -40,23 +47,42 @@ def run_eval(model: BgModel, data: str | Path | Layout, cfg: EvalConfig, progres
     variants = list(cfg.variants or layout.variants)
     check_compatible(model, layout.classes)
     protocols.check_spec(cfg.protocol, model.spec.to_dict())
-    model = model.to(cfg.device).eval()
-    _warn_ten_crop_size(model, cfg)
-    _note_input_size(model, layout, variants)
+    ranks = setup(cfg.device)
+    model = model.to(ranks.device).eval()
+    _warn_ten_crop_size(model, cfg, ranks)
+    if ranks.main:
+        _note_input_size(model, layout, variants)
     predictions = {}
     for v in variants:
         render = renderers[v](layout) if v in on_the_fly else None
-        predictions[v] = predict_items(model, layout.items("original" if v in on_the_fly else v),
-                                       batch_size=cfg.batch_size, device=cfg.device, mapping=cfg.mapping,
-                                       progress=progress, desc=v, render=render,
-                                       forward=ten_crop_logits if cfg.ten_crop else None,
-                                       checker=mask_checker(layout) if v == "original" else None)
+        items = layout.items("original" if v in on_the_fly else v)
+        mine = predict_items(model, [items[p] for p in share(len(items), ranks, cfg.batch_size)],
+                             batch_size=cfg.batch_size, device=ranks.device, mapping=cfg.mapping,
+                             progress=progress and ranks.main, desc=v, render=render,
+                             forward=ten_crop_logits if cfg.ten_crop else None,
+                             checker=mask_checker(layout) if v == "original" else None)
+        predictions[v] = joined_predictions(mine, len(items), ranks, cfg.batch_size)
+    if not ranks.main:
+        return None
     report = EvalReport.from_predictions(model.spec.name, str(layout.root), predictions, seed=cfg.seed)
     report.model_label = model_label(model.spec.name, model.spec.to_dict())
     config = {**asdict(cfg), "variants": variants, "split": layout.split, "torch": torch.__version__,
-              "computed_variants": sorted(on_the_fly), "protocol_settings": protocols.settings_of(cfg.protocol)}
+              "computed_variants": sorted(on_the_fly), "protocol_settings": protocols.settings_of(cfg.protocol),
+              **world_record(ranks)}
     report.provenance = Provenance.of("eval", config, model=model, layout=layout, seed=cfg.seed)
     return report
+
+
+def joined_predictions(mine: Predictions, n: int, ranks: Ranks, block: int) -> Optional[Predictions]:
+    """Every rank's predictions of one variant, in item order, on rank 0 (None elsewhere); a world
+    of one keeps `mine`."""
+    if not ranks.distributed:
+        return mine
+    parts = gather(mine, ranks)
+    if parts is None:
+        return None
+    order = np.argsort(np.asarray(shares_order(n, ranks.world, block)), kind="stable")
+    return Predictions.concat(parts).take(order)
 
 
 def computed_variants(data, variants: Optional[List[str]], renderers: Renderers) -> set:
@@ -82,9 +108,9 @@ def _note_input_size(model: BgModel, layout: Layout, variants: List[str]) -> Non
         status(note)
 
 
-def _warn_ten_crop_size(model: BgModel, cfg: EvalConfig) -> None:
+def _warn_ten_crop_size(model: BgModel, cfg: EvalConfig, ranks: Ranks) -> None:
     trained = tuple(model.spec.input_size or ())[-1:]
-    if cfg.ten_crop and trained and trained[0] < TEN_CROP_SIZE // 2:
+    if cfg.ten_crop and trained and trained[0] < TEN_CROP_SIZE // 2 and ranks.main:
         status(f"warning: --ten-crop feeds {TEN_CROP_SIZE}-px crops of images resized to 256, but "
                f"{model.spec.name} expects {trained[0]}-px inputs; objects will look "
                f"{TEN_CROP_RESIZE / trained[0]:.1f}x larger than in training")

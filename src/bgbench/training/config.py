@@ -23,6 +23,10 @@ class TrainConfig:
         init: fine-tune from this checkpoint (a path for `model`'s architecture, or a model string
             such as 'zoo:efficientnet_lite0'); the head is replaced by one with the dataset's classes.
         freeze: train the classifier head only.
+        device: where the model trains ('cpu', 'cuda'); under torchrun on CUDA each process takes
+            the GPU of its LOCAL_RANK.
+        sync_bn: under torchrun on GPUs, SyncBatchNorm (batch statistics over all processes'
+            images); without it each process normalizes with its own share of the batch.
     """
 
     data: str
@@ -45,6 +49,8 @@ class TrainConfig:
     swa_lr: Optional[float] = None
     init: Optional[str] = None
     freeze: bool = False
+    device: str = "cpu"
+    sync_bn: bool = False
 
     def __post_init__(self):
         checks.at_least("--epochs", self.epochs, 1)
@@ -58,5 +64,6 @@ class TrainConfig:
         checks.at_least("--cutmix-alpha", self.cutmix_alpha, 0)
         checks.within("--swa-start", self.swa_start, 0, 1, open_high=True)
         checks.within("--swa-lr", self.swa_lr, 0, 10, open_low=True)
+        checks.device(self.device)
         if self.freeze and not self.init:
             raise BgbenchError("--freeze trains only the head of a pretrained network: it needs --init CKPT")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Iterator, List, Optional
 
@@ -22,6 +22,7 @@ import torch
 from .. import console
 from ..data.images import decode_image
 from ..data.layout import discover
+from ..distributed import Ranks, all_reduce, average_tensors, gather, setup, shard_order, world_record
 from ..errors import BgbenchError
 from ..models.checkpoint import save_checkpoint
 from ..models.registry import create_model, list_schemes
@@ -33,7 +34,7 @@ from .swa import finalize_bn, make_swa, make_swalr, swa_start_epoch
 
 
 #: Config keys that may change between a run and its resume (they do not change the result).
-RESUME_FREE_KEYS = ("out", "threads")
+RESUME_FREE_KEYS = ("out", "threads", "device")
 
 
 def _load_split(root: str, variant: str, split: str):
@@ -100,14 +101,16 @@ def build_model(cfg: TrainConfig, classes, image_hw) -> BgModel:
     return model
 
 
-def _batches(order: torch.Tensor, batch_size: int, even: bool) -> Iterator[torch.Tensor]:
+def _batches(order: torch.Tensor, batch_size: int, even: bool, smallest: int = 1) -> Iterator[torch.Tensor]:
     """Consecutive batches of `order`; with `even`, odd batches lose their last item (timm Mixup
-    pairs each image with the batch's reverse) and a batch of one is dropped."""
+    pairs each image with the batch's reverse) and a batch of one is dropped. A batch of fewer
+    than `smallest` items is dropped too (torchrun: a rank's last batch of one image, which
+    BatchNorm cannot normalize in training; every rank drops it alike)."""
     for i in range(0, len(order), batch_size):
         idx = order[i:i + batch_size]
         if even:
             idx = idx[:len(idx) - len(idx) % 2]
-        if len(idx):
+        if len(idx) >= max(smallest, 1):
             yield idx
 
 
@@ -129,6 +132,10 @@ def _atomic_save(obj, path: Path) -> None:
 
 
 def _check_resumable(saved: dict, now: dict, path: Path) -> None:
+    """Refuse to resume under another configuration. A key that an older last.pt lacks counts as its
+    default, so a run saved before an option existed resumes when the option keeps its default."""
+    defaults = {f.name: f.default for f in fields(TrainConfig)}
+    saved = {**{k: v for k, v in defaults.items() if k in now}, **saved}
     diff = [k for k in sorted(set(saved) | set(now)) if k not in RESUME_FREE_KEYS and saved.get(k) != now.get(k)]
     if diff:
         detail = ", ".join(f"{k}: {saved.get(k)!r} -> {now.get(k)!r}" for k in diff[:4])
@@ -152,132 +159,284 @@ def _rewrite_log(log_path: Path, epoch: int, last_record: Optional[dict]) -> Non
     log_path.write_text("".join(json.dumps(r) + "\n" for r in records))
 
 
-def train(cfg: TrainConfig, progress: bool = True) -> Path:
-    """Train `cfg.model` on `cfg.data/cfg.variant/cfg.split` with `cfg.recipe`; returns the checkpoint.
+@dataclass
+class TrainingData:
+    """One variant split held in memory: images (N,H,W,3 uint8), labels, class folders, items, fingerprint."""
 
-    If `cfg.out/last.pt` exists the run resumes from it (same configuration required); a run
-    that already finished returns its model.pt untouched.
-    """
-    from ..version import __version__
-    cfg = resolve_config(cfg)
-    if cfg.threads:
-        torch.set_num_threads(cfg.threads)
-    recipe = get_recipe(cfg.recipe)
-    if recipe.needs_masks and cfg.variant != "original":
-        raise BgbenchError(f"--recipe {cfg.recipe} composites foregrounds with their masks, which describe the "
-                           f"original images: use --variant original (got {cfg.variant})")
+    images: torch.Tensor
+    labels: torch.Tensor
+    classes: List[str]
+    items: list
+    fingerprint: str
+
+    def batch(self, idx: torch.Tensor) -> torch.Tensor:
+        """Images `idx` as (B,3,H,W) floats in [0,1]."""
+        return self.images[idx].permute(0, 3, 1, 2).float().div_(255)
+
+
+@dataclass
+class Generators:
+    """`order` draws each epoch's permutation and is alike on every rank; `augment` draws flips and
+    the recipe's randomness, differently on each rank. In a world of one they are one generator,
+    as they always were, so a one-process run is unchanged."""
+
+    order: torch.Generator
+    augment: torch.Generator
+
+
+@dataclass
+class Trainer:
+    """What changes while training: the model (and its DDP wrapper `net`), optimizer, schedules, SWA."""
+
+    cfg: TrainConfig
+    ranks: Ranks
+    model: BgModel
+    net: torch.nn.Module
+    opt: torch.optim.Optimizer
+    sched: Optional[torch.optim.lr_scheduler.LRScheduler]
+    swa_model: Optional[torch.nn.Module]
+    swa_start: int
+    batch_size: int  # this rank's share of --batch-size
+    steps_per_epoch: int
+    swalr: Optional[object] = None
+
+
+def _smallest(ranks: Ranks) -> int:
+    """The smallest batch a rank trains on: one process keeps every batch, as it always did."""
+    return 2 if ranks.distributed else 1
+
+
+def _rank_seed(seed: int, rank: int) -> int:
+    return int(np.random.SeedSequence([seed, rank]).generate_state(1)[0])
+
+
+def _seed(cfg: TrainConfig, ranks: Ranks) -> Generators:
+    """Seed torch, numpy (timm's Mixup draws from numpy's global RNG) and the loop's generators."""
     torch.manual_seed(cfg.seed)
-    np.random.seed(cfg.seed)  # timm's Mixup draws from numpy's global RNG
-    gen = torch.Generator().manual_seed(cfg.seed)
-    out = Path(cfg.out)
-    last_path = out / "last.pt"
-    images, labels, classes, items, fingerprint = _load_split(cfg.data, cfg.variant, cfg.split)
-    record = {**asdict(cfg), "data_fingerprint": fingerprint}
-    state = None
-    if last_path.is_file():
-        state = torch.load(last_path, map_location="cpu", weights_only=True)
-        _check_resumable(state["config"], record, last_path)
-        if int(state["epoch"]) >= cfg.epochs and (out / "model.pt").is_file():
-            console.status(f"{out} is already finished (epoch {int(state['epoch'])}/{cfg.epochs}); nothing to train")
-            return out / "model.pt"
-    ctx = RecipeContext(num_classes=len(classes), labels=labels, generator=gen, root=cfg.data, split=cfg.split,
-                        items=items, image_shape=tuple(images.shape[1:3]), bgswap_p=cfg.bgswap_p,
-                        mixup_alpha=cfg.mixup_alpha, cutmix_alpha=cfg.cutmix_alpha)
-    aug: BatchAugment = recipe.builder()(ctx)
-    model = build_model(cfg, classes, images.shape[1:3])
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "config.json").write_text(json.dumps({**record, "bgbench_version": __version__}, indent=1))
+    if not ranks.distributed:
+        np.random.seed(cfg.seed)
+        gen = torch.Generator().manual_seed(cfg.seed)
+        return Generators(gen, gen)
+    np.random.seed(_rank_seed(cfg.seed, ranks.rank) % 2 ** 32)
+    return Generators(torch.Generator().manual_seed(cfg.seed),
+                      torch.Generator().manual_seed(_rank_seed(cfg.seed, ranks.rank)))
 
-    net = model.train()
-    params = [p for p in net.parameters() if p.requires_grad]
+
+def _check_world(cfg: TrainConfig, ranks: Ranks) -> None:
+    """What a torchrun world needs: a batch that splits evenly, and SyncBatchNorm only on GPUs."""
+    if not ranks.distributed:
+        return
+    if cfg.batch_size % ranks.world:
+        raise BgbenchError(f"--batch-size {cfg.batch_size} is the batch of all {ranks.world} processes together: "
+                           f"make it a multiple of {ranks.world}")
+    if cfg.sync_bn and not ranks.device.startswith("cuda"):
+        raise BgbenchError("--sync-bn needs --device cuda: PyTorch's SyncBatchNorm synchronizes GPU tensors only")
+
+
+def _saved_state(last_path: Path, record: dict, ranks: Ranks) -> Optional[dict]:
+    """last.pt of an earlier run of this very configuration and world size, or None."""
+    if not last_path.is_file():
+        return None
+    state = torch.load(last_path, map_location="cpu", weights_only=True)
+    saved_world = int(state.get("world_size", 1))
+    if saved_world != ranks.world:
+        raise BgbenchError(f"{last_path} was saved by a run on {saved_world} process(es), this one has {ranks.world}; "
+                           f"resume it on {saved_world} (torchrun --nproc-per-node {saved_world}), or use a new --out")
+    _check_resumable(state["config"], record, last_path)
+    return state
+
+
+def _trainer(cfg: TrainConfig, model: BgModel, n_images: int, needs_even: bool, ranks: Ranks) -> Trainer:
+    """Optimizer, one-cycle schedule (over the epochs before averaging), SWA average, and the DDP
+    wrapper (a world of one trains the model itself)."""
+    if ranks.distributed and cfg.sync_bn:
+        model = torch.nn.SyncBatchNorm.convert_sync_batchnorm(model)
+    model = model.to(ranks.device).train()
+    params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
-    steps_per_epoch = sum(1 for _ in _batches(torch.arange(len(labels)), cfg.batch_size, aug.needs_even_batch))
+    batch_size = cfg.batch_size // ranks.world
+    shard_len = -(-n_images // ranks.world)  # DistributedSampler pads every rank to this length
+    steps_per_epoch = sum(1 for _ in _batches(torch.arange(shard_len), batch_size, needs_even, _smallest(ranks)))
     if steps_per_epoch == 0:
-        raise BgbenchError(f"too few training images ({len(labels)}) for one batch of recipe {cfg.recipe}")
+        raise BgbenchError(f"too few training images ({n_images}) for one batch of recipe {cfg.recipe}")
     swa_start = swa_start_epoch(cfg.epochs, cfg.swa_start) if cfg.swa else cfg.epochs
     sched = None
     if swa_start > 0:  # one-cycle over the epochs before averaging (all of them without SWA)
         sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=cfg.lr, total_steps=swa_start * steps_per_epoch,
                                                     pct_start=0.15)
     swa_model = make_swa(model) if cfg.swa else None
-    swalr = None
-    start_epoch = 0
-    log_path = out / "log.jsonl"
-    if state is not None:
-        start_epoch = int(state["epoch"])
-        model.load_state_dict(state["model"])
-        if sched is not None and state.get("sched") is not None:
-            sched.load_state_dict(state["sched"])
-        if state.get("swalr") is not None:
-            swalr = make_swalr(opt, cfg.swa_lr)
-            swalr.load_state_dict(state["swalr"])
-        if swa_model is not None and state.get("swa_model") is not None:
-            swa_model.load_state_dict(state["swa_model"])
-        opt.load_state_dict(state["optimizer"])  # last: scheduler constructors touch the lr
-        torch.set_rng_state(state["rng"]["torch"])
-        gen.set_state(state["rng"]["generator"])
-        _set_numpy_state(state["rng"]["numpy"])
-        _rewrite_log(log_path, start_epoch, state.get("log"))
-        console.status(f"resuming {out} from epoch {start_epoch}/{cfg.epochs} (saved in {last_path})")
-    else:
-        log_path.write_text("")
+    return Trainer(cfg, ranks, model, model, opt, sched, swa_model, swa_start, batch_size, steps_per_epoch)
 
-    bar = console.progress(enabled=progress, total=cfg.epochs * steps_per_epoch, initial=start_epoch * steps_per_epoch,
-                           desc=f"train {cfg.recipe}{'+swa' if cfg.swa else ''} on {cfg.variant}", unit="step")
+
+def _wrap(t: Trainer) -> None:
+    """DistributedDataParallel over the model: it broadcasts rank 0's weights and all-reduces
+    (averages) the gradients of every step. Done after a resume has loaded the saved weights."""
+    if t.ranks.distributed:
+        from torch.nn.parallel import DistributedDataParallel
+        ids = [torch.device(t.ranks.device).index] if t.ranks.device.startswith("cuda") else None
+        t.net = DistributedDataParallel(t.model, device_ids=ids)
+
+
+def _rng_state(gens: Generators, ranks: Ranks) -> dict:
+    state = {"torch": torch.get_rng_state(), "generator": gens.order.get_state(), "numpy": _numpy_state()}
+    if ranks.distributed:
+        state["augment"] = gens.augment.get_state()
+    return state
+
+
+def _restore(t: Trainer, state: dict, gens: Generators) -> None:
+    """Weights, optimizer, schedules, SWA average and this rank's RNG states from last.pt."""
+    t.model.load_state_dict(state["model"])
+    if t.sched is not None and state.get("sched") is not None:
+        t.sched.load_state_dict(state["sched"])
+    if state.get("swalr") is not None:
+        t.swalr = make_swalr(t.opt, t.cfg.swa_lr)
+        t.swalr.load_state_dict(state["swalr"])
+    if t.swa_model is not None and state.get("swa_model") is not None:
+        t.swa_model.load_state_dict(state["swa_model"])
+    t.opt.load_state_dict(state["optimizer"])  # last: scheduler constructors touch the lr
+    rng = state["rng"]["ranks"][t.ranks.rank] if "ranks" in state["rng"] else state["rng"]
+    torch.set_rng_state(rng["torch"])
+    gens.order.set_state(rng["generator"])
+    if t.ranks.distributed:
+        gens.augment.set_state(rng["augment"])
+    _set_numpy_state(rng["numpy"])
+
+
+def _run_epoch(t: Trainer, epoch: int, data: TrainingData, aug: BatchAugment, gens: Generators, bar) -> dict:
+    """One epoch over this rank's share of a fresh permutation; returns its log line (all ranks' numbers)."""
+    t0 = time.time()
+    averaging = t.cfg.swa and epoch >= t.swa_start
+    if averaging and t.swalr is None:
+        t.swalr = make_swalr(t.opt, t.cfg.swa_lr)
+    t.net.train()
+    order = shard_order(torch.randperm(len(data.labels), generator=gens.order), t.ranks)
+    seen = correct = 0
+    loss_sum = 0.0
+    device = t.ranks.device
+    for idx in _batches(order, t.batch_size, aug.needs_even_batch, _smallest(t.ranks)):
+        y = data.labels[idx]
+        x, target = aug(data.batch(idx), y, idx)
+        flip = torch.rand(len(idx), generator=gens.augment) < 0.5
+        x[flip] = x[flip].flip(-1)
+        logits = t.net(x.to(device))
+        loss = aug.loss(logits, target.to(device))
+        t.opt.zero_grad(set_to_none=True)
+        loss.backward()
+        t.opt.step()
+        if not averaging:
+            t.sched.step()
+        seen += len(idx)
+        correct += int((logits.argmax(1).cpu() == y).sum())  # against the hard labels, also for mixup
+        loss_sum += loss.item() * len(idx)
+        bar.update(1)
+        bar.set_postfix(loss=f"{loss_sum / seen:.3f}", acc=f"{correct / seen:.2f}")
+    if averaging:
+        t.swa_model.update_parameters(t.model)
+        t.swalr.step()
+    seen, correct, loss_sum = all_reduce([seen, correct, loss_sum], t.ranks)
+    return {"epoch": epoch + 1, "loss": loss_sum / seen, "train_acc": correct / seen,
+            "lr": t.opt.param_groups[0]["lr"], "swa": averaging, "seconds": round(time.time() - t0, 2)}
+
+
+def _save_last(t: Trainer, rec: dict, record: dict, gens: Generators, out: Path) -> None:
+    """last.pt (every rank's RNG states, gathered to rank 0), then the epoch's log line: a kill in
+    between loses no training (the line is restored from last.pt on resume), whereas the other
+    order could repeat an epoch. Only rank 0 writes."""
+    rngs = gather(_rng_state(gens, t.ranks), t.ranks)
+    if not t.ranks.main:
+        return
+    _atomic_save({"config": record, "epoch": rec["epoch"], "world_size": t.ranks.world, "model": t.model.state_dict(),
+                  "optimizer": t.opt.state_dict(), "sched": t.sched.state_dict() if t.sched is not None else None,
+                  "swalr": t.swalr.state_dict() if t.swalr is not None else None,
+                  "swa_model": t.swa_model.state_dict() if t.swa_model is not None else None,
+                  "rng": {"ranks": rngs} if t.ranks.distributed else rngs[0], "log": rec}, out / "last.pt")
+    with open(out / "log.jsonl", "a") as log:
+        log.write(json.dumps(rec) + "\n")
+
+
+def _final_model(t: Trainer, data: TrainingData, aug: BatchAugment) -> BgModel:
+    """The model to save: the trained one, or the SWA average with BatchNorm statistics recomputed
+    over the training inputs the recipe produces. Under torchrun each rank runs `update_bn` on its
+    share and the statistics are averaged over the ranks (equal shares, so the mean of the batch
+    statistics of one process); with --sync-bn SyncBatchNorm pools them across ranks as it goes."""
+    if t.swa_model is None:
+        return t.model
+    bn_gen = torch.Generator().manual_seed(t.cfg.seed + 1)
+    order = shard_order(torch.randperm(len(data.labels), generator=bn_gen), t.ranks)
+    finalize_bn(t.swa_model, (aug.inputs(data.batch(idx), data.labels[idx], idx).to(t.ranks.device)
+                              for idx in _batches(order, t.batch_size, False, _smallest(t.ranks))))
+    if t.ranks.distributed and not t.cfg.sync_bn:
+        bns = [m for m in t.swa_model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+        average_tensors([b for m in bns for b in (m.running_mean, m.running_var) if b is not None], t.ranks)
+    return t.swa_model.module
+
+
+def _start(cfg: TrainConfig, t: Trainer, state: Optional[dict], gens: Generators, out: Path) -> int:
+    """The first epoch to run: 0, or the one after last.pt's (whose states are restored)."""
+    if state is None:
+        if t.ranks.main:
+            (out / "log.jsonl").write_text("")
+        return 0
+    _restore(t, state, gens)
+    epoch = int(state["epoch"])
+    if t.ranks.main:
+        _rewrite_log(out / "log.jsonl", epoch, state.get("log"))
+        console.status(f"resuming {out} from epoch {epoch}/{cfg.epochs} (saved in {out / 'last.pt'})")
+    return epoch
+
+
+def train(cfg: TrainConfig, progress: bool = True) -> Optional[Path]:
+    """Train `cfg.model` on `cfg.data/cfg.variant/cfg.split` with `cfg.recipe`; returns the checkpoint.
+
+    If `cfg.out/last.pt` exists the run resumes from it (same configuration and world size
+    required); a run that already finished returns its model.pt untouched. Under torchrun the
+    ranks train one model with DistributedDataParallel and rank 0 alone writes files; the other
+    ranks return None.
+    """
+    from ..version import __version__
+    cfg = resolve_config(cfg)
+    ranks = setup(cfg.device)
+    _check_world(cfg, ranks)
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    recipe = get_recipe(cfg.recipe)
+    if recipe.needs_masks and cfg.variant != "original":
+        raise BgbenchError(f"--recipe {cfg.recipe} composites foregrounds with their masks, which describe the "
+                           f"original images: use --variant original (got {cfg.variant})")
+    gens = _seed(cfg, ranks)
+    out = Path(cfg.out)
+    data = TrainingData(*_load_split(cfg.data, cfg.variant, cfg.split))
+    record = {**asdict(cfg), "data_fingerprint": data.fingerprint, **world_record(ranks)}
+    state = _saved_state(out / "last.pt", record, ranks)
+    if state is not None and int(state["epoch"]) >= cfg.epochs and (out / "model.pt").is_file():
+        if ranks.main:
+            console.status(f"{out} is already finished (epoch {int(state['epoch'])}/{cfg.epochs}); nothing to train")
+        return out / "model.pt" if ranks.main else None
+    ctx = RecipeContext(num_classes=len(data.classes), labels=data.labels, generator=gens.augment, root=cfg.data,
+                        split=cfg.split, items=data.items, image_shape=tuple(data.images.shape[1:3]),
+                        bgswap_p=cfg.bgswap_p, mixup_alpha=cfg.mixup_alpha, cutmix_alpha=cfg.cutmix_alpha)
+    aug: BatchAugment = recipe.builder()(ctx)
+    model = build_model(cfg, data.classes, data.images.shape[1:3])
+    if ranks.distributed:  # the same initial weights everywhere (DDP broadcasts rank 0's), then a rank's own stream
+        torch.manual_seed(_rank_seed(cfg.seed, ranks.rank))
+    if ranks.main:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "config.json").write_text(json.dumps({**record, "bgbench_version": __version__}, indent=1))
+    t = _trainer(cfg, model, len(data.labels), aug.needs_even_batch, ranks)
+    start_epoch = _start(cfg, t, state, gens, out)
+    _wrap(t)
+    bar = console.progress(enabled=progress and ranks.main, total=cfg.epochs * t.steps_per_epoch,
+                           initial=start_epoch * t.steps_per_epoch, unit="step",
+                           desc=f"train {cfg.recipe}{'+swa' if cfg.swa else ''} on {cfg.variant}")
     for epoch in range(start_epoch, cfg.epochs):
-        t0 = time.time()
-        averaging = cfg.swa and epoch >= swa_start
-        if averaging and swalr is None:
-            swalr = make_swalr(opt, cfg.swa_lr)
-        net.train()
-        order = torch.randperm(len(labels), generator=gen)
-        seen = correct = 0
-        loss_sum = 0.0
-        for idx in _batches(order, cfg.batch_size, aug.needs_even_batch):
-            x = images[idx].permute(0, 3, 1, 2).float().div_(255)
-            y = labels[idx]
-            x, target = aug(x, y, idx)
-            flip = torch.rand(len(idx), generator=gen) < 0.5
-            x[flip] = x[flip].flip(-1)
-            logits = net(x)
-            loss = aug.loss(logits, target)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            if not averaging:
-                sched.step()
-            seen += len(idx)
-            correct += int((logits.argmax(1) == y).sum())  # against the hard labels, also for mixup
-            loss_sum += loss.item() * len(idx)
-            bar.update(1)
-            bar.set_postfix(loss=f"{loss_sum / seen:.3f}", acc=f"{correct / seen:.2f}")
-        if averaging:
-            swa_model.update_parameters(model)
-            swalr.step()
-        rec = {"epoch": epoch + 1, "loss": loss_sum / seen, "train_acc": correct / seen,
-               "lr": opt.param_groups[0]["lr"], "swa": averaging, "seconds": round(time.time() - t0, 2)}
-        # last.pt first, then the log line: a kill in between loses no training (the line is
-        # restored from last.pt on resume), whereas the other order could repeat an epoch.
-        _atomic_save({"config": record, "epoch": epoch + 1, "model": model.state_dict(),
-                      "optimizer": opt.state_dict(), "sched": sched.state_dict() if sched is not None else None,
-                      "swalr": swalr.state_dict() if swalr is not None else None,
-                      "swa_model": swa_model.state_dict() if swa_model is not None else None,
-                      "rng": {"torch": torch.get_rng_state(), "generator": gen.get_state(),
-                              "numpy": _numpy_state()},
-                      "log": rec}, last_path)
-        with open(log_path, "a") as log:
-            log.write(json.dumps(rec) + "\n")
+        _save_last(t, _run_epoch(t, epoch, data, aug, gens, bar), record, gens, out)
     bar.close()
-    final = model
-    if swa_model is not None:
-        # BN statistics for the averaged weights, over the training inputs the recipe produces
-        bn_gen = torch.Generator().manual_seed(cfg.seed + 1)
-        order = torch.randperm(len(labels), generator=bn_gen)
-        finalize_bn(swa_model, (aug.inputs(images[idx].permute(0, 3, 1, 2).float().div_(255), labels[idx], idx)
-                                for idx in _batches(order, cfg.batch_size, False)))
-        final = swa_model.module
+    final = _final_model(t, data, aug)
+    if not ranks.main:
+        return None
     path = out / "model.pt"
-    save_checkpoint(final.eval(), path, epoch=cfg.epochs, config=asdict(cfg), swa=cfg.swa)
+    save_checkpoint(final.eval(), path, epoch=cfg.epochs, config={**asdict(cfg), **world_record(ranks)}, swa=cfg.swa)
     return path
 
 

@@ -31,7 +31,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from ... import console, protocols, runs
+from ... import console, distributed, protocols, runs
 from ...data.images import decode_image, load_mask
 from ...data.layout import Layout, discover
 from ...errors import DataError
@@ -86,27 +86,6 @@ def load_foregrounds(layout: Layout, pairs, indices: List[int]):
     return torch.from_numpy(images), torch.from_numpy(np.stack(masks) if masks else np.zeros((0, 1, 1), bool))
 
 
-def _dist_setup(device: str):
-    """(world size, rank, this rank's device). Under NCCL each rank owns the GPU of its LOCAL_RANK,
-    set before the process group starts so collectives run on the right device."""
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    rank = int(os.environ.get("RANK", "0"))
-    if world > 1 and device.startswith("cuda"):
-        device = f"cuda:{int(os.environ.get('LOCAL_RANK', rank))}"
-        torch.cuda.set_device(torch.device(device))
-    if world > 1 and not dist.is_initialized():
-        dist.init_process_group(backend="nccl" if device.startswith("cuda") else "gloo")
-    return world, rank, device
-
-
-def _broadcast(value, rank: int, world: int):
-    if world == 1:
-        return value
-    box = [value if rank == 0 else None]
-    dist.broadcast_object_list(box, src=0)
-    return box[0]
-
-
 def run_challenge(model: BgModel, data: str | Path, store: Store, cfg: ChallengeConfig,
                   out_dir: Optional[str | Path] = None, progress: bool = True,
                   figures: Optional[Callable[[ChallengeReport, Path], Dict[str, str]]] = None
@@ -119,7 +98,8 @@ def run_challenge(model: BgModel, data: str | Path, store: Store, cfg: Challenge
     it is passed in because drawing lives in a higher layer than the engine.
     """
     t0 = time.time()
-    world, rank, device = _dist_setup(cfg.device)
+    ranks = distributed.setup(cfg.device)
+    world, rank, device = ranks.world, ranks.rank, ranks.device
     layout = discover(data, variants=["original", "only_bg_t"])
     check_compatible(model, layout.classes)
     protocols.check_spec(cfg.protocol, model.spec.to_dict())
@@ -194,7 +174,7 @@ class _Invocation:
                                "already done")
             else:
                 run_id = runs.start(self.store, prov)
-        return _broadcast(run_id, self.rank, self.world)
+        return distributed.broadcast(run_id, distributed.Ranks(self.world, self.rank, self.device))
 
     def _make_engine(self, model: BgModel, done: dict) -> ChallengeEngine:
         cfg, d = self.cfg, self.data
