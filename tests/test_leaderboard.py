@@ -49,7 +49,10 @@ def test_ranking_provenance_and_reported_rows(tmp_path):
     # the challenge ranking, then apart the rows without a challenge, by MIXED-RAND (published:
     # ResNet-152 83.5%, VGG16-BN 73.4%, ResNet-50 (IN-9/Mixed-Rand) 71.3%)
     by_challenge = [(r["model"], r["rank_by_challenge"]) for r in rows if r["rank_by_challenge"] is not None]
-    assert by_challenge == [("timm:a", 1), ("ResNet-50", 2), ("ResNet-50 (IN-9L)", 3), ("timm:b", 4)]
+    # published challenge accuracies: ResNet-50 22.3%, ViT-L/16 20.02%, IN-9L 12.0%, BiT-M R101x3 3.78%
+    vit, bit = "ViT-L/16 (timm vit_large_patch16_224)", "BiT-M R101x3 (timm resnetv2_101x3_bitm)"
+    assert by_challenge == [("timm:a", 1), ("ResNet-50", 2), (vit, 3), ("ResNet-50 (IN-9L)", 4), ("timm:b", 5),
+                            (bit, 6)]
     by_mixed_rand = [(r["model"], r["rank_by_mixed_rand"]) for r in rows if r["rank_by_mixed_rand"] is not None]
     assert by_mixed_rand == [("ResNet-152", 1), ("VGG16-BN", 2), ("ResNet-50 (IN-9/Mixed-Rand)", 3)]
     assert all((r["rank_by_challenge"] is None) != (r["rank_by_mixed_rand"] is None) for r in rows)
@@ -93,7 +96,7 @@ def test_datasets_are_ranked_apart_and_published_rows_join_in9_only(tmp_path):
     assert [r["model"] for r in synth] == ["timm:synth", "timm:synth-copy"]  # one dataset despite two paths
     assert [r["rank_by_challenge"] for r in synth] == [1, 2] and all(r["source"] == "measured" for r in synth)
     in9 = next(v for k, v in by_dataset.items() if "fp-in9" in k)
-    assert [r["model"] for r in in9][:2] == ["ResNet-50", "timm:in9"]
+    assert [r["model"] for r in in9][:3] == ["ResNet-50", "ViT-L/16 (timm vit_large_patch16_224)", "timm:in9"]
     assert PUBLISHED not in by_dataset  # the published rows sit beside the IN-9 run, not apart
 
 

@@ -65,8 +65,10 @@ def _html(result) -> str:
 
 def test_every_section_with_data_is_on_the_page(rendered, report_store):
     html = _html(rendered)
-    assert rendered.sections == ["accuracy", "boxsize", "categories", "challenge", "comparisons", "features",
-                                 "leakage", "noise", "overview", "provenance", "saliency"]
+    # every section with data: all but the edits (no edit runs in this store) and their gallery
+    assert rendered.sections == ["accuracy", "boxsize", "categories", "categories_gallery", "challenge",
+                                 "challenge_gallery", "comparisons", "features", "hijack", "leakage", "noise",
+                                 "noise_gallery", "overview", "provenance", "saliency", "saliency_gallery"]
     assert len(rendered.models) == 3
     with Store(report_store) as store:
         ch = [r for r in store.runs("challenge")][0]
@@ -90,7 +92,9 @@ def test_every_section_with_data_is_on_the_page(rendered, report_store):
             acc = sum(r["pred"] == r["label"] for r in rows) / len(rows)
             cells = re.search(rf"<td>{re.escape(label)}</td>(.*?)</tr>", leak, re.S).group(1)
             assert f"{100 * (acc - 1 / 9):+.1f}%" in cells, variant
-    assert any("saliency-overlays" in p.name for p in rendered.figures)
+    # the saliency overlays are the saliency gallery's images (one per example), not one grid
+    gallery = html.split('class="section-saliency_gallery"')[1].split("</section>")[0]
+    assert "figures/thumbs/" in gallery and not any("saliency-overlays" in p.name for p in rendered.figures)
     # the features probe: its two galleries copied beside the page, and the stored background shares shown
     assert html.count('class="section-features"') == 1
     assert len([p for p in rendered.figures if "-features-" in p.name]) == 2
@@ -215,7 +219,7 @@ def test_user_strings_are_escaped_in_the_html(rendered):
 
 
 def test_the_registry_is_open_to_new_sections():
-    assert [s.name for s in list_sections("model")][:3] == ["accuracy", "challenge", "provenance"]
+    assert [s.name for s in list_sections("model")][:3] == ["accuracy", "challenge", "challenge_gallery"]
     assert all(s.template == f"sections/{s.name}.html.j2" for s in SECTIONS.values())
     from importlib.resources import files
     for s in SECTIONS.values():
@@ -319,7 +323,9 @@ def test_report_in_headless_chromium(browser, rendered):
     assert _severe(browser) == []
     images = browser.execute_script(
         "return Array.from(document.images).map(i => [i.getAttribute('src'), i.complete, i.naturalWidth]);")
-    assert len(images) == len(rendered.figures) >= 5
+    site, srcs = rendered.index.parent, {src for src, _, _ in images}
+    charts = {p.relative_to(site).as_posix() for p in rendered.figures if not {"full", "thumbs"} & set(p.parts)}
+    assert charts <= srcs and len(charts) >= 5 and all((site / src).is_file() for src in srcs)
     assert all(complete and width > 0 for _, complete, width in images), images
     for section in ("overview", "comparisons"):
         assert browser.execute_script(f"return document.getElementById('{section}') !== null")
@@ -328,7 +334,7 @@ def test_report_in_headless_chromium(browser, rendered):
     assert XSS in browser.execute_script("return document.body.innerText")
     with pytest.raises(NoAlertPresentException):
         browser.switch_to.alert.text
-    assert browser.execute_script("return document.scripts.length") == 1  # the page's own sort script only
+    assert browser.execute_script("return document.scripts.length") == 2  # the page's own sort and filter scripts
     browser.save_screenshot(str(rendered.index.parent / "screenshot.png"))
 
 
@@ -355,7 +361,8 @@ def test_demo_ends_by_writing_its_report(tmp_path):
     assert result.report == tmp_path / "demo" / "report" / "index.html" and result.report.is_file()
     assert f"report: {result.report}" in result.text()
     html = result.report.read_text()
-    assert html.count('class="section-accuracy"') == 2 and "original, erm" in html and "mixed_rand, erm" in html
+    # two models, each evaluated on Synthetic-9 and on the small set's edits: four accuracy sections
+    assert html.count('class="section-accuracy"') == 4 and "original, erm" in html and "mixed_rand, erm" in html
     for section in ("categories", "noise", "saliency", "features"):  # the demo's analyses reach its report
         assert html.count(f'class="section-{section}"') == 2, section
     assert json.loads((tmp_path / "demo" / "summary.json").read_text())["report"] == str(result.report)
