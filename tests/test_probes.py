@@ -579,3 +579,15 @@ def test_a_v3_store_gains_the_noise_prediction_column_and_keeps_its_rows(tmp_pat
         assert noise_summary(store, 1).curves["fg"][0]["acc"] == 1.0  # old rows still summarise
         store.insert("probe_noise", 1, [("b/1", 1, "fg", 0.5, 0, 0, 3)])
         assert store.probe_rows("probe_noise", 1)[-1]["pred"] == 3
+
+
+def test_noise_levels_read_as_their_grid_writes_them():
+    """RIVAL10 writes σ as k/255 (compute_noise_robustness.py: 30/255 ... 210/255); so do custom σ
+    levels that are whole 255ths; other levels (HardImageNet's 0.125, L2 norms) stay numbers."""
+    from bgbench.analyses.noise_levels import grid_label, level_label, resolve_levels
+    assert resolve_levels(["60/255", "120/255"], "sigma") == ("custom", [60 / 255, 120 / 255])
+    assert resolve_levels([f"{k}/255" for k in range(30, 211, 30)], "sigma")[0] == "rival10"
+    assert grid_label("custom", "sigma", [60 / 255, 120 / 255]) == "custom σ 60/255 … 120/255 (2 levels)"
+    assert [level_label(v, "sigma", "hardimagenet") for v in (0.125, 0.75)] == ["0.125", "0.75"]
+    assert [level_label(v, "sigma") for v in (0.25, 1.0)] == ["0.25", "1"]
+    assert level_label(50.0, "l2", "rival10") == "50"

@@ -62,9 +62,11 @@ def _same(a: Sequence[float], b: Sequence[float]) -> bool:
 
 
 def level_label(level: float, kind: str, grid: str = CUSTOM) -> str:
-    """How a level reads: RIVAL10's σ levels on its own /255 scale, every other level as a number."""
-    if grid == "rival10" and kind == "sigma":
-        return f"{round(level * 255)}/255"
+    """How a level reads: σ levels on RIVAL10's /255 scale (its grid, and any σ that is a whole
+    number of 255ths, such as the demo's 60/255), every other level as a number."""
+    steps = level * 255
+    if kind == "sigma" and (grid == "rival10" or (0 < steps < 255 and abs(steps - round(steps)) < 1e-6)):
+        return f"{round(steps)}/255"
     return f"{level:g}"
 
 
