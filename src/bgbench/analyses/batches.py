@@ -6,15 +6,14 @@ from typing import Iterator, List, Sequence, Tuple
 
 import numpy as np
 
-from ..data.images import check_mask_fits, decode_image, load_mask
+from ..data.images import decode_item, object_mask
 
 
 def _decode(chunk):
     out = []
-    for item, mask_path in chunk:
-        img = decode_image(item.path)
-        check_mask_fits(mask_path, item.path, img.shape[:2])
-        out.append((item, img, load_mask(mask_path)))
+    for item, mask_ref in chunk:
+        img = decode_item(item)
+        out.append((item, img, object_mask(mask_ref, item.path, img.shape[:2])))
     return out
 
 
