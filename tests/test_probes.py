@@ -13,7 +13,7 @@ import torch.nn as nn
 
 from bgbench.analyses.noise import NoiseConfig, noise_summary
 from bgbench.analyses.noise_curves import summarize
-from bgbench.analyses.noise_engine import noisy_correct, region_noise
+from bgbench.analyses.noise_engine import Region, image_noise, noisy_correct, object_regions, region_noise
 from bgbench.analyses.saliency import SaliencyConfig, gradcam_batch, probe_saliency, resolve_layer
 from bgbench.analyses.saliency_cam import default_layer
 from bgbench.analyses.saliency_metrics import METRICS, saliency_alignment
@@ -43,15 +43,24 @@ def _left_half(n=2, h=8, w=8):
 
 def test_region_noise_stays_in_its_region_and_l2_hits_the_level():
     m = _left_half()
-    g = torch.Generator().manual_seed(0)
-    fg = region_noise((3, 2, 3, 8, 8), m, "fg", 0.5, "sigma", g)
-    bg = region_noise((3, 2, 3, 8, 8), m, "bg", 0.5, "sigma", g)
+    raw = image_noise(["a", "b"], 0, 3, (3, 8, 8), "cpu")
+    fg = region_noise(raw, m, 0.5, "sigma")
+    bg = region_noise(raw, 1 - m, 0.5, "sigma")
     assert (fg[..., 4:] == 0).all() and (fg[..., :4] != 0).all()
     assert (bg[..., :4] == 0).all() and (bg[..., 4:] != 0).all()
     # RIVAL10's L2 noise: the masked noise over all channels of an image scaled to norm `level`
-    l2 = region_noise((3, 2, 3, 8, 8), m, "bg", 25.0, "l2", g)
+    l2 = region_noise(raw, 1 - m, 25.0, "l2")
     norms = np.sqrt((l2.numpy() ** 2).reshape(3, 2, -1).sum(axis=2))
     assert norms == pytest.approx(np.full((3, 2), 25.0), rel=1e-5)
+
+
+def test_an_images_noise_depends_on_its_id_and_the_seed_alone():
+    together = image_noise(["a", "b", "c"], 7, 2, (3, 4, 4), "cpu")
+    alone = image_noise(["b"], 7, 2, (3, 4, 4), "cpu")
+    assert torch.equal(together[:, 1], alone[:, 0])  # not on its batch
+    assert not torch.equal(together[:, 0], together[:, 1])  # images differ
+    assert not torch.equal(image_noise(["b"], 8, 2, (3, 4, 4), "cpu"), alone)  # seeds differ
+    assert abs(float(together.std()) - 1) < 0.25  # standard normal
 
 
 def test_a_model_that_reads_only_the_foreground_has_rfs_one():
@@ -61,14 +70,32 @@ def test_a_model_that_reads_only_the_foreground_has_rfs_one():
 
     def predict(batch):  # right iff the foreground (left half) is untouched
         return torch.where((batch[..., :4] - 0.5).abs().amax(dim=(1, 2, 3)) == 0, 1, 0)
-    ok = noisy_correct(predict, x, m, labels, [0.25, 0.5], trials=3, kind="sigma",
-                       generator=torch.Generator().manual_seed(0)).numpy()
+    noise = image_noise(["c/0", "c/1"], 0, 3, (3, 8, 8), "cpu")
+    out = noisy_correct(predict, x, object_regions(m), labels, [0.25, 0.5], trials=3, kind="sigma", noise=noise)
+    ok = torch.stack([out["fg"], out["bg"]]).numpy()
     assert ok.shape == (2, 2, 3, 2)
     assert not ok[0].any() and ok[1].all()  # fg noise: always wrong; bg noise: always right
     rows = [(f"c/{k}", 1, r, lvl, t, int(ok[ri, li, t, k])) for ri, r in enumerate(("fg", "bg"))
             for li, lvl in enumerate((0.25, 0.5)) for t in range(3) for k in range(2)]
     s = summarize(rows)
     assert {lvl: e["value"] for lvl, e in s.rfs.items()} == {0.25: 1.0, 0.5: 1.0} and s.rfs_overall == 1.0
+
+
+def test_attribute_noise_goes_on_its_mask_only_and_only_on_images_that_have_it():
+    x = torch.full((3, 3, 8, 8), 0.5)
+    part = torch.zeros(1, 1, 8, 8)
+    part[..., 6:, 6:] = 1  # image 2's attribute: the bottom-right corner
+    seen = []
+
+    def predict(batch):  # records where the noise went; right iff the top-left corner is clean
+        seen.append((batch - 0.5).abs().flatten(1).gt(0))
+        return torch.where((batch[..., :2, :2] - 0.5).abs().amax(dim=(1, 2, 3)) == 0, 0, 1)
+    noise = image_noise(["a", "b", "c"], 0, 2, (3, 8, 8), "cpu")
+    regions = [Region("attr:corner", torch.tensor([2]), part)]
+    out = noisy_correct(predict, x, regions, torch.tensor([0, 0, 0]), [0.5], trials=2, kind="sigma", noise=noise)
+    assert out["attr:corner"].shape == (1, 2, 1) and out["attr:corner"].all()
+    touched = seen[0].view(2, 3, 8, 8)
+    assert touched[..., 6:, 6:].any() and not touched[..., :6, :].any() and not touched[..., :, :6].any()
 
 
 # ----------------------------------------------------------------------------------------------
@@ -515,7 +542,8 @@ def test_a_v2_store_gains_the_new_saliency_columns_and_keeps_its_rows(tmp_path):
     con.commit()
     con.close()
     with Store(db) as store:
-        assert store.conn.execute("PRAGMA user_version").fetchone()[0] == 3
+        assert store.conn.execute("PRAGMA user_version").fetchone()[0] == 4
+        assert {"probe_ablate", "probe_attribution"} <= set(store.tables())  # v4's new tables
         rows = [dict(r) for r in store.probe_rows("probe_saliency", 1)]
         assert [(r["image_id"], r["precision"], r["iou"]) for r in rows] == [("a/1", 0.25, 0.5), ("b/1", 0.75, None)]
         assert all(r["coverage_25"] is None and r["ap"] is None for r in rows)

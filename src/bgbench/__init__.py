@@ -16,7 +16,7 @@ from .version import __version__
 #: public name -> the module that defines it
 _EXPORTS = {
     **{name: ".api" for name in (
-        "evaluate", "challenge", "probe_noise", "probe_saliency", "train",
+        "evaluate", "challenge", "probe_noise", "probe_saliency", "probe_ablate", "probe_attribution", "train",
         "synth", "build", "edit",
         "prediction_categories", "box_size", "leakage", "edit_drops", "compare",
         "report", "leaderboard")},

@@ -30,7 +30,8 @@ ModelLike = Any  # a model string ('timm:resnet18', 'file:model.pt', 'zoo:...') 
 
 def evaluate(model: ModelLike, data: str | Path, variants: Optional[Sequence[str]] = None,
              mapping: str = "argmax", batch_size: int = 64, device: str = "cpu", progress: bool = True,
-             seed: int = 0, checkpoint: Optional[str] = None, ten_crop: bool = False):
+             seed: int = 0, checkpoint: Optional[str] = None, ten_crop: bool = False,
+             class_map: Optional[str | Path] = None):
     """Evaluate a model on IN-9-layout variants: per-variant accuracy and the BG-Gap.
 
     Args:
@@ -41,6 +42,8 @@ def evaluate(model: ModelLike, data: str | Path, variants: Optional[Sequence[str
         mapping: decision rule for 1000-class models ('argmax' is the paper's).
         seed: seed of the BG-Gap's bootstrap.
         ten_crop: Resize(256), TenCrop(224), logits averaged over the ten crops (seed 003).
+        class_map: for a 1000-class model on a dataset other than IN-9 and RIVAL10, a JSON file
+            {ImageNet index: class folder} (recorded in the run).
 
     Returns:
         An `EvalReport`: accuracies, BG-Gap, per-image predictions and provenance.
@@ -49,7 +52,8 @@ def evaluate(model: ModelLike, data: str | Path, variants: Optional[Sequence[str
     from .evaluation.config import EvalConfig
     from .evaluation.runner import run_eval
     cfg = EvalConfig(variants=list(variants) if variants else None, mapping=getattr(mapping, "value", mapping),
-                     batch_size=batch_size, device=device, seed=seed, ten_crop=ten_crop)
+                     batch_size=batch_size, device=device, seed=seed, ten_crop=ten_crop,
+                     class_map=str(class_map) if class_map is not None else None)
     return run_eval(_model(model, checkpoint), data, cfg, progress=progress,
                     renderers={"bg_blurred": blurred_renderer})
 
@@ -84,7 +88,8 @@ def probe_noise(model: ModelLike, data: str | Path, *, checkpoint: Optional[str]
 
     Args:
         options: `NoiseConfig` fields (levels: a grid name such as 'rival10' or numbers; kind, trials,
-            batch_size, device, seed, mapping).
+            batch_size, device, seed, mapping; region 'attributes' adds noise on each attribute's
+            mask; class_map: a JSON file for a 1000-class model on another dataset).
     """
     from .analyses.noise import NoiseConfig, probe_noise as run_probe
     return run_probe(_model(model, checkpoint), data, _config(NoiseConfig, "probe_noise", options),
@@ -97,11 +102,39 @@ def probe_saliency(model: ModelLike, data: str | Path, *, checkpoint: Optional[s
 
     Args:
         out_dir: where the example overlays go (None: no overlay file).
-        options: `SaliencyConfig` fields (layer, batch_size, device, examples, seed).
+        options: `SaliencyConfig` fields (layer, batch_size, device, examples, seed, class_map).
     """
     from .analyses.saliency import SaliencyConfig, probe_saliency as run_probe
     return run_probe(_model(model, checkpoint), data, _config(SaliencyConfig, "probe_saliency", options),
                      out_dir=out_dir, progress=progress)
+
+
+def probe_ablate(model: ModelLike, data: str | Path, *, checkpoint: Optional[str] = None, progress: bool = True,
+                 **options):
+    """RIVAL10's ablation (`attr_importance.py`): the object, the background and each attribute
+    replaced by gray; the drop in accuracy and in true-class probability, per region and class.
+
+    Args:
+        data: a dataset with masks (IN-9 layout, with attr_mask/ for attributes) or a RIVAL10 root.
+        options: `AblateConfig` fields (batch_size, device, seed, mapping, class_map).
+    """
+    from .analyses.ablation import AblateConfig, probe_ablate as run_probe
+    return run_probe(_model(model, checkpoint), data, _config(AblateConfig, "probe_ablate", options),
+                     progress=progress)
+
+
+def probe_attribution(model: ModelLike, data: str | Path, *, checkpoint: Optional[str] = None,
+                      progress: bool = True, **options):
+    """RIVAL10's feature attribution: per attribute, the penultimate-layer features whose maps
+    best overlap its mask (IoU at 0.5 of the map's maximum), per class and over all classes.
+
+    Args:
+        data: a dataset with attribute masks (Synthetic-9's attr_mask/, or a RIVAL10 root).
+        options: `AttributionConfig` fields (top, batch_size, device, seed).
+    """
+    from .analyses.attribution import AttributionConfig, probe_attribution as run_probe
+    return run_probe(_model(model, checkpoint), data, _config(AttributionConfig, "probe_attribution", options),
+                     progress=progress)
 
 
 def train(data: str | Path, out: str | Path, *, model: str = "timm:resnet10t", progress: bool = True, **options):

@@ -98,10 +98,29 @@ CREATE TABLE IF NOT EXISTS probe_saliency (
     ap REAL,
     PRIMARY KEY (run_id, image_id)
 );
+CREATE TABLE IF NOT EXISTS probe_ablate (
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    image_id TEXT NOT NULL,
+    label INTEGER NOT NULL,
+    region TEXT NOT NULL,
+    pred INTEGER NOT NULL,
+    correct INTEGER NOT NULL,
+    true_prob REAL NOT NULL,
+    PRIMARY KEY (run_id, image_id, region)
+);
+CREATE TABLE IF NOT EXISTS probe_attribution (
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    image_id TEXT NOT NULL,
+    label INTEGER NOT NULL,
+    attribute TEXT NOT NULL,
+    feature INTEGER NOT NULL,
+    iou REAL NOT NULL,
+    PRIMARY KEY (run_id, image_id, attribute, feature)
+);
 """
 
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 #: Columns probe_saliency gained in v3 (RIVAL10's mask coverage and average precision), in order.
 SALIENCY_V3_COLUMNS = ("coverage_25", "coverage_50", "coverage_75", "ap")
 
@@ -113,6 +132,9 @@ def _migrate(conn: sqlite3.Connection) -> None:
     predictions gain the raw top-5 and superclass columns of 1000-class models.
     v2 -> v3: probe_saliency gains RIVAL10's mask coverage (t = 0.25, 0.5, 0.75) and average
     precision; older rows keep their values and have NULL there.
+    v3 -> v4: new tables probe_ablate (attribute/object/background ablation) and probe_attribution
+    (feature IoU with attribute masks); SCHEMA creates them, no existing row changes. probe_noise
+    rows may now have region 'attr:<name>' (same columns).
     """
     version = conn.execute("PRAGMA user_version").fetchone()[0]
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
@@ -276,7 +298,8 @@ class Store:
                                  "ORDER BY id DESC LIMIT 1", (sha256,)).fetchone()
 
     def probe_rows(self, table: str, run_id: int) -> List[Row]:
-        """The per-image rows of a probe run (`table`: 'probe_noise' or 'probe_saliency'), by image id."""
+        """The per-image rows of a probe run (`table`: 'probe_noise', 'probe_saliency', 'probe_ablate',
+        'probe_attribution'), by image id."""
         if not table.startswith("probe_") or table not in self.tables():
             raise KeyError(f"no probe table {table!r} in the results store")
         return self.conn.execute(f"SELECT * FROM {table} WHERE run_id=? ORDER BY image_id", (run_id,)).fetchall()

@@ -19,6 +19,8 @@ class EvalConfig:
         device: torch device.
         seed: seed of the BG-Gap's paired bootstrap.
         ten_crop: Resize(256), TenCrop(224) and average the logits (seed 003's test-time option).
+        class_map: a JSON file {ImageNet index: class folder} for a 1000-class model on a dataset
+            other than IN-9 and RIVAL10 (`class_maps`).
     """
 
     variants: Optional[List[str]] = None
@@ -27,6 +29,7 @@ class EvalConfig:
     device: str = "cpu"
     seed: int = 0
     ten_crop: bool = False
+    class_map: Optional[str] = None
 
     def __post_init__(self):
         checks.one_of("mapping", str(self.mapping), [m.value for m in Mapping])

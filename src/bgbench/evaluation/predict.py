@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from .. import console
 
-from ..classes import IN9_FOLDERS, Mapping, map_logits, superclass_sums
+from ..classes import Mapping, map_logits, superclass_sums
 from ..data.images import check_mask_fits, decode_item
 from ..data.layout import Item, Layout
 from ..errors import BgbenchError
@@ -63,6 +63,15 @@ def decide(model: BgModel, logits: torch.Tensor, mapping: Mapping | str) -> Tupl
         return map_logits(logits, mapping, model.class_map)
     conf, pred = logits.float().softmax(dim=1).max(dim=1)
     return pred, conf
+
+
+def class_probabilities(model: BgModel, logits: torch.Tensor) -> torch.Tensor:
+    """(N, C) probability of each dataset class: the softmax of a dataset-class model; for a
+    1000-class model, the probability mass of each class's ImageNet classes (its class map)."""
+    probs = logits.float().softmax(dim=1)
+    if model.spec.label_space == IMAGENET1K:
+        return superclass_sums(probs, model.class_map)
+    return probs
 
 
 def _chunks(items: Sequence[Item], batch_size: int) -> Iterator[Sequence[Item]]:

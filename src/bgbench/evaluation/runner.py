@@ -36,7 +36,7 @@ def run_eval(model: BgModel, data: str | Path | Layout, cfg: EvalConfig, progres
         on_disk.append("original")
     layout = resolve_layout(data, on_disk or None)
     variants = list(cfg.variants or layout.variants)
-    check_compatible(model, layout.classes)
+    check_compatible(model, layout.classes, cfg.class_map)
     model = model.to(cfg.device).eval()
     _warn_ten_crop_size(model, cfg)
     predictions = {}

@@ -67,7 +67,7 @@ class SynthResult:
                 "shard": str(self.shard) if self.shard else None}
 
     def summary(self) -> str:
-        what = f"Synthetic-9 ({self.split}, {self.images} images x {len(IN9_VARIANTS)} variants + fg_mask)"
+        what = f"Synthetic-9 ({self.split}, {self.images} images x {len(IN9_VARIANTS)} variants + fg_mask, attr_mask)"
         if self.shard:
             return f"wrote shard {self.shard} of {what} to {self.out}; join the shards with `bgbench merge`"
         return f"wrote {what} to {self.out}"
