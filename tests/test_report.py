@@ -46,6 +46,8 @@ def report_store(tmp_path_factory, synth_root) -> Path:
         bgbench.record(bgbench.probe_noise(trained, synth_root, levels=[0.25, 0.5], trials=3, progress=False), store)
         bgbench.record(bgbench.probe_saliency(trained, synth_root, examples=4, out_dir=tmp / "saliency",
                                               progress=False), store)
+        bgbench.record(bgbench.probe_ablate(trained, synth_root, progress=False), store)
+        bgbench.record(bgbench.probe_ablate("timm:test_resnet", synth_root, progress=False), store)
     return db
 
 
@@ -63,8 +65,8 @@ def _html(result) -> str:
 
 def test_every_section_with_data_is_on_the_page(rendered, report_store):
     html = _html(rendered)
-    assert rendered.sections == ["accuracy", "boxsize", "categories", "challenge", "comparisons", "leakage", "noise",
-                                 "overview", "provenance", "saliency"]
+    assert rendered.sections == ["ablation", "accuracy", "boxsize", "categories", "challenge", "comparisons",
+                                 "leakage", "noise", "overview", "provenance", "saliency"]
     assert len(rendered.models) == 3
     with Store(report_store) as store:
         ch = [r for r in store.runs("challenge")][0]
@@ -99,6 +101,30 @@ def test_every_section_with_data_is_on_the_page(rendered, report_store):
     assert train["checkpoint_sha256"] in html
     assert "Trained by bgbench</strong> (train run %d)" % train["id"] in html
     assert "mixed_rand, erm" in html  # the overview's 'trained on'
+
+
+def test_the_ablation_heatmap_is_region_by_model_from_the_stored_rows(rendered, report_store):
+    """Each cell recomputed here from the probe_ablate rows: clean accuracy minus ablated accuracy
+    on the images that have the region, and the mean drop in true-class probability."""
+    html = _html(rendered).split('id="ablation"')[1].split("</section>")[0]
+    acc_map, prob_map = html.split('<table class="heatmap">')[1:3]
+    with Store(report_store) as store:
+        runs = [r["id"] for r in store.runs("probe_ablate")]
+        assert len(runs) == 2 and all(f"run {i}" in html for i in runs)
+        per_run = [[dict(r) for r in store.probe_rows("probe_ablate", i)] for i in runs]
+    regions = sorted({r["region"] for r in per_run[0]} - {"none"})
+    assert {"fg", "bg", "attr:dot", "attr:rim"} <= set(regions)  # Synthetic-9's parts
+    for region in regions:
+        label = {"fg": "object (foreground)", "bg": "background"}.get(region, region.removeprefix("attr:"))
+        for table, key in ((acc_map, "correct"), (prob_map, "true_prob")):
+            row = re.search(rf"<tr><td>{re.escape(label)}</td>(.*?)</tr>", table, re.S).group(1)
+            shown = re.findall(r'<td class="num" style="background: [^"]+">([^\s<]+)', row)
+            assert len(shown) == 2
+            for rows, cell in zip(per_run, shown):
+                clean = {r["image_id"]: r[key] for r in rows if r["region"] == "none"}
+                hit = [(clean[r["image_id"]], r[key]) for r in rows if r["region"] == region]
+                drop = sum(c - a for c, a in hit) / len(hit)
+                assert cell == f"{100 * drop:+.1f}%", (region, key)
 
 
 def _cells(html: str, variant: str):
@@ -311,7 +337,12 @@ def test_report_in_headless_chromium(browser, rendered):
         "return Array.from(document.images).map(i => [i.getAttribute('src'), i.complete, i.naturalWidth]);")
     assert len(images) == len(rendered.figures) >= 5
     assert all(complete and width > 0 for _, complete, width in images), images
-    for section in ("overview", "comparisons"):
+    heatmap = "document.querySelectorAll('#ablation table.heatmap tbody tr')"
+    assert browser.execute_script(f"return {heatmap}.length") >= 2 * 6  # two maps: object, background, 4 parts
+    shades = browser.execute_script(
+        f"return Array.from({heatmap}).map(r => getComputedStyle(r.cells[1]).backgroundColor);")
+    assert any(s not in ("rgba(0, 0, 0, 0)", "transparent") for s in shades)  # the cells are shaded
+    for section in ("overview", "comparisons", "ablation"):
         assert browser.execute_script(f"return document.getElementById('{section}') !== null")
     assert browser.execute_script("return document.querySelectorAll('section.model').length") == 3
     # the script-tag model name shows as text, and no script from it ran

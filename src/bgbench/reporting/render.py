@@ -16,6 +16,7 @@ from ..version import __version__
 from .context import ReportContext, Subject, select_subjects
 from .sections import list_sections
 from . import analysis_sections  # noqa: F401,E402  (registers the analysis sections)
+from . import attribute_sections  # noqa: F401,E402  (registers the attribute heatmap)
 
 
 def environment() -> jinja2.Environment:
