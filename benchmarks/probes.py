@@ -7,6 +7,9 @@ Synthetic-9 (PNG + masks) at --size px, ResNet-18 (9 classes, random init), on -
 - saliency: the probe (decode + Grad-CAM via Captum + pytorch-grad-cam's post-processing (min-max,
   cv2 resize, min-max) + RIVAL10's eight per-image measures), in images per second, against a
   forward plus a backward of the predicted logits on the same decoded batches. Target ratio >= 0.8.
+- ablate: the probe (decode + masks + attribute masks + gray regions + forwards + decisions and
+  true-class probabilities), in ablated-or-clean images per second (one per stored row), against a
+  pure `model(x)` over as many already-decoded images. Target ratio >= 0.8.
 Both sides are interleaved over --repeats and the best time of each is kept.
 
     PYTHONPATH=src python benchmarks/probes.py [--per-class 8] [--size 128] [--batch-size 24] [--device cpu]
@@ -21,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from bgbench.analyses.ablation import AblateConfig, probe_ablate
 from bgbench.analyses.noise import NoiseConfig, probe_noise
 from bgbench.analyses.saliency import SaliencyConfig, probe_saliency
 from bgbench.data.images import decode_image
@@ -57,6 +61,8 @@ def main() -> None:
             model(batches[0])  # warm-up
         probe_saliency(model, root, SaliencyConfig(batch_size=args.batch_size, device=dev, examples=0),
                        progress=False, limit=args.batch_size)
+        acfg = AblateConfig(batch_size=args.batch_size, device=dev)
+        ablated = len(probe_ablate(model, root, acfg, progress=False).rows)  # images through the model
 
         def sync():
             if dev.startswith("cuda"):
@@ -69,6 +75,17 @@ def main() -> None:
                         model(x).argmax(dim=1)
             sync()
 
+        def ablate_forward():  # as many images as the ablate probe sends, in batches of the same size
+            left = ablated
+            with torch.inference_mode():
+                while left > 0:
+                    for x in batches:
+                        if left <= 0:
+                            break
+                        model(x[:left]).softmax(dim=1).argmax(dim=1)
+                        left -= x.shape[0]
+            sync()
+
         def forward_backward():
             for x in batches:
                 x = x.clone().requires_grad_(False)
@@ -77,12 +94,14 @@ def main() -> None:
                 logits.gather(1, logits.argmax(dim=1, keepdim=True)).sum().backward()
             sync()
 
-        times = {k: [] for k in ("noise", "forward", "saliency", "fwd+bwd")}
+        times = {k: [] for k in ("noise", "forward", "saliency", "fwd+bwd", "ablate", "ablate forward")}
         for _ in range(args.repeats):
             for key, fn in (("noise", lambda: probe_noise(model, root, ncfg, progress=False)),
                             ("forward", pure_forward),
                             ("saliency", lambda: probe_saliency(model, root, scfg, progress=False)),
-                            ("fwd+bwd", forward_backward)):
+                            ("fwd+bwd", forward_backward),
+                            ("ablate", lambda: probe_ablate(model, root, acfg, progress=False)),
+                            ("ablate forward", ablate_forward)):
                 t = time.perf_counter()
                 fn()
                 sync()
@@ -97,6 +116,10 @@ def main() -> None:
               f"{noisy / best['forward']:8.1f} img/s   ratio {r1:.3f} (target >= 0.8)")
         print(f"saliency probe: {n / best['saliency']:8.1f} img/s         forward+backward: "
               f"{n / best['fwd+bwd']:8.1f} img/s   ratio {r2:.3f} (target >= 0.8)")
+        r3 = best["ablate forward"] / best["ablate"]
+        print(f"ablate probe:   {ablated / best['ablate']:8.1f} img/s         pure forward: "
+              f"{ablated / best['ablate forward']:8.1f} img/s   ratio {r3:.3f} (target >= 0.8, "
+              f"{ablated} images: clean, object, background and each part an image has)")
 
 
 if __name__ == "__main__":
