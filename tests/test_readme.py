@@ -200,6 +200,10 @@ COMMANDS = {
                                                  "--json --db {db} --quiet",
     "bgbench probe saliency --model M --data ROOT": "probe saliency --model {model} --data {data} --examples 2 "
                                                     "--out {tmp}/saliency --json --db {db} --quiet",
+    "bgbench probe ablate --model M --data ROOT": "probe ablate --model {model} --data {data} --seed 1 --json "
+                                                  "--db {db} --quiet",
+    "bgbench probe attribution --model M --data ROOT": "probe attribution --model {model} --data {data} --top 2 "
+                                                       "--json --db {db} --quiet",
     "bgbench synth --out DIR": "synth --out {tmp}/s9 --size 32 --per-class 2 --split val --seed 1 "
                                "--bg-correlation 0.9 --json --quiet",
     "bgbench train --data ROOT --out DIR": "train --data {data} --out {tmp}/run --model timm:test_resnet --epochs 1 "
