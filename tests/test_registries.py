@@ -144,6 +144,11 @@ def every_kind_of_run(synth_root, tmp_path_factory):
     model = bgbench.create_model("timm:test_resnet")
     for name in ("timm:test_resnet", "timm:test_efficientnet"):  # two models on one dataset: comparisons
         bgbench.record(bgbench.evaluate(name, synth_root, progress=False), db)
+    # a MIXED-RAND-trained model: the leakage section is shown only for what it is defined on
+    trained = bgbench.train(synth_root, tmp / "train", variant="mixed_rand", model="timm:test_resnet", epochs=1,
+                            seed=0, progress=False)
+    bgbench.record(trained, db)
+    bgbench.record(bgbench.evaluate(f"file:{trained['checkpoint']}", synth_root, progress=False), db)
     bgbench.record(bgbench.challenge(model, synth_root, db, full=True, batch_size=64, out_dir=tmp / "ch",
                                      progress=False), db)
     bgbench.record(bgbench.probe_noise(model, synth_root, levels=[0.5], trials=1, progress=False), db)
