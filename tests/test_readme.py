@@ -275,7 +275,8 @@ def test_readme_commands_run_and_every_json_is_strict(synth_root, tmp_path, monk
     order = ["bgbench synth --out DIR", "bgbench train --data ROOT --out DIR", "bgbench eval --model M [--checkpoint C]"
              " --data ROOT", "bgbench compare RUN_A RUN_B", "bgbench analyze categories RUN",
              "bgbench analyze boxsize RUN", "bgbench analyze leakage RUN", "bgbench probe noise --model M --data ROOT",
-             "bgbench probe saliency --model M --data ROOT", "bgbench edit --data ROOT --out DIR",
+             "bgbench probe saliency --model M --data ROOT", "bgbench probe ablate --model M --data ROOT",
+             "bgbench probe attribution --model M --data ROOT", "bgbench edit --data ROOT --out DIR",
              "bgbench eval --model M --data DIR", "bgbench analyze edits RUN", "bgbench edit --plugin my_backends",
              "bgbench build --images DIR --boxes PATH", "bgbench build --images /data/imgs --boxes /data/xml --out",
              "bgbench merge /data/in9-built", "bgbench challenge --model M [--checkpoint C] --data ROOT",
