@@ -149,3 +149,42 @@ def test_feature_iou_against_maps_worked_by_hand():
     assert ious[0, 0] == pytest.approx(want0, rel=1e-6)
     assert ious[0, 2] == pytest.approx(1e-10 / (4 + 1e-10))  # an empty map: eps over the mask
     assert ious.shape == (1, 3) and 0 < ious[0, 1] < 1
+
+
+def test_a_model_trained_on_original_has_features_on_the_class_defining_parts(tmp_path):
+    """test_resnet trained briefly on a 96-px Synthetic-9's ORIGINAL (3 x 3 feature maps): for each
+    class-defining part, the best feature's mean IoU beats that of a map covering the whole image
+    (the part's share of the image, from the mask files), and the dot's is recomputed here from the
+    network's own feature maps. The IoUs are whatever this model gives; nothing is tuned to pass."""
+    import torch.nn.functional as F
+    root = tmp_path / "s9"
+    bgbench.synth(root, per_class=10, size=96, split="train", progress=False)
+    bgbench.synth(root, per_class=4, size=96, split="val", progress=False)
+    trained = bgbench.train(root, tmp_path / "run", variant="original", model="timm:test_resnet", epochs=6, lr=0.01,
+                            seed=0, progress=False)
+    model = bgbench.create_model(f"file:{trained['checkpoint']}")
+    result = bgbench.probe_attribution(model, root, top=3, progress=False)
+    s = result.summary()
+    files = list(_attr_files(root))
+    for part in ("dot", "stripes", "notch"):
+        share = np.mean([parts[part].mean() for _, _, _, parts in files if part in parts])
+        best = s.best[part]
+        print(f"{part}: feature {best['feature']} of class {best['class']}, mean IoU {best['iou']:.3f} "
+              f"[{best['lo']:.3f}, {best['hi']:.3f}]; whole-image map {share:.3f}")
+        assert best["iou"] > share
+        assert CLASS_PART[int(best["class"][:2])] == part  # found in a class the part defines
+    # the dot's best feature in class 0, recomputed: bilinear upsampling, >= 0.5 of the max, IoU
+    group = s.groups["dot"][sorted(p.name for p in (root / "original" / "val").iterdir())[0]]
+    k = group["features"][0]["feature"]
+    ious = []
+    with torch.no_grad():
+        for label, image, _, parts in files:
+            if label != 0:
+                continue
+            x = torch.from_numpy(image).permute(2, 0, 1).float()[None] / 255
+            fmap = model.net.forward_features(model.normalize(x))[0, k]
+            up = F.interpolate(fmap[None, None], size=image.shape[:2], mode="bilinear", align_corners=False)[0, 0]
+            on = (up >= 0.5 * up.max()).numpy() & (float(up.max()) > 0)
+            m = parts["dot"]
+            ious.append(((on & m).sum() + 1e-10) / ((on | m).sum() + 1e-10))
+    assert group["features"][0]["iou"] == pytest.approx(float(np.mean(ious)), abs=1e-5)
