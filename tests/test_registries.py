@@ -153,6 +153,7 @@ def every_kind_of_run(synth_root, tmp_path_factory):
                                      progress=False), db)
     bgbench.record(bgbench.probe_noise(model, synth_root, levels=[0.5], trials=1, progress=False), db)
     bgbench.record(bgbench.probe_saliency(model, synth_root, examples=2, out_dir=tmp / "sal", progress=False), db)
+    bgbench.record(bgbench.probe_ablate(model, synth_root, progress=False), db)
     bgbench.record(bgbench.edit(synth_root, tmp / "edited", levels=["remove"], progress=False), db)
     bgbench.record(bgbench.evaluate(model, tmp / "edited", progress=False), db)
     return bgbench.report(db, tmp / "site", progress=False)
