@@ -135,7 +135,7 @@ def _cells(html: str, variant: str):
 def test_comparisons_use_mcnemar_on_the_stored_predictions(rendered, report_store):
     """Each variant's discordant counts and exact McNemar p-value, counted here from the stored
     rows and tested with scipy's binomial test."""
-    html = _html(rendered).split('id="comparisons"')[1]
+    html = _html(rendered).split('id="comparisons"')[1].split("</section>")[0]
     assert html.count("<h3><a href=") == 3  # three models on one dataset: three pairs
     first = html.split("<h3>")[1]
     run_a, run_b = map(int, re.search(r"eval runs (\d+) vs (\d+)", first).groups())
@@ -158,7 +158,7 @@ def test_comparisons_use_mcnemar_on_the_stored_predictions(rendered, report_stor
 
 def test_report_and_compare_give_the_same_numbers(rendered, report_store):
     """The report's comparison of a pair and `bgbench compare` on the same two runs agree, cell by cell."""
-    html = _html(rendered).split('id="comparisons"')[1]
+    html = _html(rendered).split('id="comparisons"')[1].split("</section>")[0]
     for pair in html.split("<h3>")[1:]:
         runs = re.search(r"eval runs (\d+) vs (\d+)", pair).groups()
         proc = run_cli("compare", *runs, "--db", report_store, "--json")
@@ -218,7 +218,7 @@ def test_report_refuses_what_compare_refuses(tmp_path):
     proc = run_cli("compare", ra, rb, "--db", tmp_path / "r.db")
     assert_one_line_error(proc, "not on the same images")
     reason = proc.stderr.strip().removeprefix("bgbench: error: ")
-    html = result.index.read_text().split('id="comparisons"')[1]
+    html = result.index.read_text().split('id="comparisons"')[1].split("</section>")[0]
     assert "not compared: " + reason.replace("'", "&#39;") in html
     assert "<td>original</td>" not in html
 
