@@ -188,3 +188,20 @@ def test_a_model_trained_on_original_has_features_on_the_class_defining_parts(tm
             m = parts["dot"]
             ious.append(((on & m).sum() + 1e-10) / ((on | m).sum() + 1e-10))
     assert group["features"][0]["iou"] == pytest.approx(float(np.mean(ious)), abs=1e-5)
+
+
+@pytest.mark.parametrize("arch", ["test_resnet", "test_mambaout", "test_vit"])
+def test_feature_maps_have_one_channel_per_penultimate_feature(arch):
+    """A CNN's map as it is, a channels-last net's (timm output_fmt NHWC) turned to channels first,
+    a ViT's patch tokens on their 4 x 4 grid (64 px, 16-px patches): always num_features channels."""
+    from bgbench.analyses.feature_maps import feature_maps
+    model = bgbench.create_model(f"timm:{arch}")
+    x = torch.rand(2, 3, 64, 64)
+    with torch.no_grad():
+        maps = feature_maps(model, x)
+        raw = model.net.forward_features(model.normalize(x))
+    assert maps.shape[:2] == (2, model.net.num_features)
+    if arch == "test_mambaout":
+        assert torch.equal(maps, raw.permute(0, 3, 1, 2))
+    if arch == "test_vit":
+        assert maps.shape[2:] == (4, 4) and torch.equal(maps[:, :, 0, 1], raw[:, raw.shape[1] - 16 + 1])

@@ -29,6 +29,8 @@ def feature_maps(model, x: torch.Tensor) -> torch.Tensor:
         raise BgbenchError(f"{model.spec.name}: feature maps need a timm network (its forward_features); "
                            f"this one has none")
     f = net.forward_features(model.normalize(x))
+    if f.dim() == 4 and str(getattr(net, "output_fmt", "NCHW")).upper() == "NHWC":  # timm's channels-last nets
+        f = f.permute(0, 3, 1, 2)
     if f.dim() == 3:  # tokens (N, T, D)
         tokens = token_layout(net)
         if tokens is None:
