@@ -1,7 +1,7 @@
-"""Images/s of the noise and saliency probes against the model work they cannot avoid.
+"""Images/s of the noise, saliency, features and ablate probes against the model work they cannot avoid.
 
 Synthetic-9 (PNG + masks) at --size px, ResNet-18 (9 classes, random init), on --device.
-- noise: the probe (decode + masks + noise drawn on the device + forwards + decisions), counted in
+- noise: the probe (decode + masks + per-image seeded noise + forwards + decisions), counted in
   noisy images per second, against a pure `model(x)` on the same number of already-decoded
   batches of the same size. Target ratio >= 0.8.
 - saliency: the probe (decode + Grad-CAM via Captum + pytorch-grad-cam's post-processing (min-max,
@@ -12,6 +12,9 @@ Synthetic-9 (PNG + masks) at --size px, ResNet-18 (9 classes, random init), on -
   per image on the same decoded batches. Target ratio >= 0.8. Its galleries (off here) re-run the
   network on the images they show, at most classes x top features x top images; they are timed
   apart (`features+galleries`, 5 x 5 per class, one PNG per class).
+- ablate: the probe (decode + masks + attribute masks + gray regions + forwards + decisions and
+  true-class probabilities), in ablated-or-clean images per second (one per stored row), against a
+  pure `model(x)` over as many already-decoded images. Target ratio >= 0.8.
 Both sides are interleaved over --repeats and the best time of each is kept.
 
     PYTHONPATH=src python benchmarks/probes.py [--per-class 8] [--size 128] [--batch-size 24] [--device cpu]
@@ -26,6 +29,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from bgbench.analyses.ablation import AblateConfig, probe_ablate
 from bgbench.analyses.features import FeaturesConfig, probe_features
 from bgbench.analyses.noise import NoiseConfig, probe_noise
 from bgbench.analyses.saliency import SaliencyConfig, probe_saliency
@@ -45,8 +49,8 @@ def main() -> None:
     ap.add_argument("--trials", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--device", default="cpu")
-    ap.add_argument("--probes", nargs="+", choices=("noise", "saliency", "features"),
-                    default=["noise", "saliency", "features"], help="which probes to time (default: all)")
+    ap.add_argument("--probes", nargs="+", choices=("noise", "saliency", "features", "ablate"),
+                    default=["noise", "saliency", "features", "ablate"], help="which probes to time (default: all)")
     args = ap.parse_args()
     torch.manual_seed(0)
     dev = args.device
@@ -68,6 +72,8 @@ def main() -> None:
         probe_saliency(model, root, SaliencyConfig(batch_size=args.batch_size, device=dev, examples=0),
                        progress=False, limit=args.batch_size)
         probe_features(model, root, fcfg, progress=False, limit=args.batch_size)
+        acfg = AblateConfig(batch_size=args.batch_size, device=dev)
+        ablated = len(probe_ablate(model, root, acfg, progress=False).rows)  # images through the model
 
         def sync():
             if dev.startswith("cuda"):
@@ -86,6 +92,17 @@ def main() -> None:
                     model(x).argmax(dim=1)
             sync()
 
+        def ablate_forward():  # as many images as the ablate probe sends, in batches of the same size
+            left = ablated
+            with torch.inference_mode():
+                while left > 0:
+                    for x in batches:
+                        if left <= 0:
+                            break
+                        model(x[:left]).softmax(dim=1).argmax(dim=1)
+                        left -= x.shape[0]
+            sync()
+
         def forward_backward():
             for x in batches:
                 x = x.clone().requires_grad_(False)
@@ -95,7 +112,8 @@ def main() -> None:
             sync()
 
         sides = {"noise": ("noise", "forward"), "saliency": ("saliency", "fwd+bwd"),
-                 "features": ("features", "forward once", "features+galleries")}
+                 "features": ("features", "forward once", "features+galleries"),
+                 "ablate": ("ablate", "ablate forward")}
         wanted = {k for p in args.probes for k in sides[p]}
         times = {k: [] for k in wanted}
         for _ in range(args.repeats):
@@ -106,7 +124,9 @@ def main() -> None:
                             ("features", lambda: probe_features(model, root, fcfg, progress=False)),
                             ("forward once", forward_once),
                             ("features+galleries", lambda: probe_features(model, root, gcfg, out_dir=root / "g",
-                                                                          progress=False))):
+                                                                          progress=False)),
+                            ("ablate", lambda: probe_ablate(model, root, acfg, progress=False)),
+                            ("ablate forward", ablate_forward)):
                 if key not in wanted:
                     continue
                 t = time.perf_counter()
@@ -129,6 +149,11 @@ def main() -> None:
                   f"{n / once:8.1f} img/s   ratio {once / best['features']:.3f} (target >= 0.8)")
             print(f"  with galleries: {n / best['features+galleries']:6.1f} img/s   ratio "
                   f"{once / best['features+galleries']:.3f} (re-runs the gallery images; not a target)")
+        if "ablate" in args.probes:
+            r3 = best["ablate forward"] / best["ablate"]
+            print(f"ablate probe:   {ablated / best['ablate']:8.1f} img/s         pure forward: "
+                  f"{ablated / best['ablate forward']:8.1f} img/s   ratio {r3:.3f} (target >= 0.8, "
+                  f"{ablated} images: clean, object, background and each part an image has)")
 
 
 if __name__ == "__main__":

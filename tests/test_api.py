@@ -19,7 +19,7 @@ from conftest import mask_boxes
 README = Path(__file__).resolve().parents[1] / "README.md"
 PUBLIC = [n for n in bgbench.__all__ if n != "__version__"]
 WANTED = {"evaluate", "evaluate_predictions", "export_predictions", "challenge", "probe_noise", "probe_saliency",
-          "probe_features", "edit", "build", "synth", "train",
+          "probe_features", "probe_ablate", "probe_attribution", "edit", "build", "synth", "train",
           "prediction_categories", "box_size", "leakage", "edit_drops", "compare", "report", "leaderboard",
           "create_model", "list_models", "list_variants", "record"}
 
@@ -73,6 +73,8 @@ def call(name, k):
         "probe_noise": lambda: f("timm:test_resnet", d, levels=[0.5], trials=1, **quiet),
         "probe_saliency": lambda: f("timm:test_resnet", d, examples=0, **quiet),
         "probe_features": lambda: f("timm:test_resnet", d, top_features=1, top_images=1, **quiet),
+        "probe_ablate": lambda: f("timm:test_resnet", d, **quiet),
+        "probe_attribution": lambda: f("timm:test_resnet", d, top=1, **quiet),
         "edit": lambda: f(d, tmp / "e", levels=["remove"], overwrite=True, **quiet),
         "build": lambda: f(tmp / "images", tmp / "boxes", tmp / f"b{k}", masks=d / "fg_mask" / "val",
                            preprocess=Preprocess(resize=None, crop=None), **quiet),
@@ -99,7 +101,7 @@ def call(name, k):
 order = ["synth", "create_model", "list_models", "list_variants", "evaluate", "record", "export_predictions",
          "evaluate_predictions", "prediction_categories",
          "box_size", "leakage", "edit_drops", "compare", "challenge", "probe_noise", "probe_saliency",
-         "probe_features", "edit",
+         "probe_features", "probe_ablate", "probe_attribution", "edit",
          "train", "build", "report", "leaderboard"]
 assert sorted(order) == sorted(names)
 check("import")

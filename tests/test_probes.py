@@ -13,7 +13,7 @@ import torch.nn as nn
 
 from bgbench.analyses.noise import NoiseConfig, noise_summary
 from bgbench.analyses.noise_curves import summarize
-from bgbench.analyses.noise_engine import draw_seed, noisy_predictions, region_noise
+from bgbench.analyses.noise_engine import Region, draw_seed, noisy_predictions, region_noise, region_predictions
 from bgbench.analyses.saliency import SaliencyConfig, gradcam_batch, probe_saliency, resolve_layer
 from bgbench.analyses.saliency_cam import default_layer
 from bgbench.analyses.saliency_metrics import METRICS, saliency_alignment
@@ -45,7 +45,8 @@ def test_region_noise_stays_in_its_region_and_l2_hits_the_level():
     m = _left_half()
     fg = region_noise(m, "fg", 0.5, "sigma", 3, [1, 2])
     bg = region_noise(m, "bg", 0.5, "sigma", 3, [1, 2])
-    assert fg.shape == (3, 2, 3, 8, 8)
+    attr = region_noise(m, "attr:left", 0.5, "sigma", 3, [1, 2])  # an attribute's mask: noise on it, as fg
+    assert fg.shape == (3, 2, 3, 8, 8) and torch.equal(attr, fg)
     assert (fg[..., 4:] == 0).all() and (fg[..., :4] != 0).all()
     assert (bg[..., :4] == 0).all() and (bg[..., 4:] != 0).all()
     # RIVAL10's L2 noise: the masked noise over all channels of an image scaled to norm `level`
@@ -95,6 +96,22 @@ def test_a_model_that_reads_only_the_foreground_has_rfs_one():
             for li, lvl in enumerate((0.25, 0.5)) for t in range(3) for k in range(2)]
     s = summarize(rows)
     assert {lvl: e["value"] for lvl, e in s.rfs.items()} == {0.25: 1.0, 0.5: 1.0} and s.rfs_overall == 1.0
+
+
+def test_attribute_noise_goes_on_its_mask_only_and_only_on_images_that_have_it():
+    x = torch.full((3, 3, 8, 8), 0.5)
+    part = torch.zeros(1, 1, 8, 8)
+    part[..., 6:, 6:] = 1  # image 2's attribute: the bottom-right corner
+    seen = []
+
+    def predict(batch):  # records where the noise went; right iff the top-left corner is clean
+        seen.append((batch - 0.5).abs().flatten(1).gt(0))
+        return torch.where((batch[..., :2, :2] - 0.5).abs().amax(dim=(1, 2, 3)) == 0, 0, 1)
+    regions = [Region("attr:corner", torch.tensor([2]), part)]
+    out = region_predictions(predict, x, regions, ["a", "b", "c"], 0, [0.5], trials=2, kind="sigma")
+    assert out["attr:corner"].shape == (1, 2, 1) and (out["attr:corner"] == 0).all()
+    touched = seen[0].view(2, 3, 8, 8)
+    assert touched[..., 6:, 6:].any() and not touched[..., :6, :].any() and not touched[..., :, :6].any()
 
 
 # ----------------------------------------------------------------------------------------------
@@ -541,7 +558,8 @@ def test_a_v2_store_gains_the_new_saliency_columns_and_keeps_its_rows(tmp_path):
     con.commit()
     con.close()
     with Store(db) as store:
-        assert store.conn.execute("PRAGMA user_version").fetchone()[0] == 4
+        assert store.conn.execute("PRAGMA user_version").fetchone()[0] == 5
+        assert {"probe_ablate", "probe_attribution"} <= set(store.tables())  # v5's new tables
         rows = [dict(r) for r in store.probe_rows("probe_saliency", 1)]
         assert [(r["image_id"], r["precision"], r["iou"]) for r in rows] == [("a/1", 0.25, 0.5), ("b/1", 0.75, None)]
         assert all(r["coverage_25"] is None and r["ap"] is None for r in rows)
@@ -573,7 +591,7 @@ def test_a_v3_store_gains_the_noise_prediction_column_and_keeps_its_rows(tmp_pat
     con.commit()
     con.close()
     with Store(db) as store:
-        assert store.conn.execute("PRAGMA user_version").fetchone()[0] == 4
+        assert store.conn.execute("PRAGMA user_version").fetchone()[0] == 5
         rows = [dict(r) for r in store.probe_rows("probe_noise", 1)]
         assert sorted((r["region"], r["correct"], r["pred"]) for r in rows) == [("bg", 0, None), ("fg", 1, None)]
         assert noise_summary(store, 1).curves["fg"][0]["acc"] == 1.0  # old rows still summarise
@@ -591,3 +609,34 @@ def test_noise_levels_read_as_their_grid_writes_them():
     assert [level_label(v, "sigma", "hardimagenet") for v in (0.125, 0.75)] == ["0.125", "0.75"]
     assert [level_label(v, "sigma") for v in (0.25, 1.0)] == ["0.25", "1"]
     assert level_label(50.0, "l2", "rival10") == "50"
+
+
+def test_a_v4_store_gains_the_ablate_and_attribution_tables_and_keeps_its_rows(tmp_path):
+    db = tmp_path / "v4.db"
+    con = sqlite3.connect(db)
+    con.executescript("""
+        CREATE TABLE runs (id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, created TEXT NOT NULL,
+            status TEXT NOT NULL, model TEXT, spec TEXT, checkpoint_sha256 TEXT, data_root TEXT,
+            data_fingerprint TEXT, seed INTEGER, config TEXT NOT NULL, version TEXT NOT NULL, finished TEXT,
+            outputs TEXT);
+        CREATE TABLE probe_noise (run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+            image_id TEXT NOT NULL, label INTEGER NOT NULL, region TEXT NOT NULL, level REAL NOT NULL,
+            trial INTEGER NOT NULL, correct INTEGER NOT NULL, pred INTEGER,
+            PRIMARY KEY (run_id, image_id, region, level, trial));
+        INSERT INTO runs VALUES (1, 'probe_noise', 't', 'done', 'timm:x', '{}', NULL, '/d', 'fp', 0,
+            '{"levels": [0.5], "kind": "sigma"}', '0.1.0', 't', '{}');
+        INSERT INTO probe_noise VALUES (1, 'a/1', 0, 'fg', 0.5, 0, 1, 0);
+        INSERT INTO probe_noise VALUES (1, 'a/1', 0, 'bg', 0.5, 0, 0, 2);
+        PRAGMA user_version=4;
+    """)
+    con.commit()
+    con.close()
+    with Store(db) as store:
+        assert store.conn.execute("PRAGMA user_version").fetchone()[0] == 5
+        assert {"probe_ablate", "probe_attribution", "probe_features"} <= set(store.tables())
+        assert store.probe_rows("probe_ablate", 1) == [] and store.probe_rows("probe_attribution", 1) == []
+        rows = [dict(r) for r in store.probe_rows("probe_noise", 1)]
+        assert sorted((r["region"], r["correct"], r["pred"]) for r in rows) == [("bg", 0, 2), ("fg", 1, 0)]
+        # v5 noise rows may name an attribute's region; the columns are v4's
+        store.insert("probe_noise", 1, [("a/1", 0, "attr:dot", 0.5, 0, 1, 0)])
+        assert {r["region"] for r in store.probe_rows("probe_noise", 1)} == {"fg", "bg", "attr:dot"}

@@ -207,6 +207,10 @@ COMMANDS = {
                                                     "--out {tmp}/saliency --json --db {db} --quiet",
     "bgbench probe features --model M --data ROOT": "probe features --model {model} --data {data} --top-features 2 "
                                                     "--top-images 2 --out {tmp}/features --json --db {db} --quiet",
+    "bgbench probe ablate --model M --data ROOT": "probe ablate --model {model} --data {data} --seed 1 --json "
+                                                  "--db {db} --quiet",
+    "bgbench probe attribution --model M --data ROOT": "probe attribution --model {model} --data {data} --top 2 "
+                                                       "--json --db {db} --quiet",
     "bgbench synth --out DIR": "synth --out {tmp}/s9 --size 32 --per-class 2 --split val --seed 1 "
                                "--bg-correlation 0.9 --json --quiet",
     "bgbench train --data ROOT --out DIR": "train --data {data} --out {tmp}/run --model timm:test_resnet --epochs 1 "
@@ -291,6 +295,7 @@ def test_readme_commands_run_and_every_json_is_strict(synth_root, tmp_path, monk
              " --data ROOT", "bgbench compare RUN_A RUN_B", "bgbench analyze categories RUN",
              "bgbench analyze boxsize RUN", "bgbench analyze leakage RUN", "bgbench probe noise --model M --data ROOT",
              "bgbench probe saliency --model M --data ROOT", "bgbench probe features --model M --data ROOT",
+             "bgbench probe ablate --model M --data ROOT", "bgbench probe attribution --model M --data ROOT",
              "bgbench edit --data ROOT --out DIR",
              "bgbench eval --model M --data DIR", "bgbench analyze edits RUN", "bgbench edit --plugin my_backends",
              "bgbench build --images DIR --boxes PATH", "bgbench build --images /data/imgs --boxes /data/xml --out",

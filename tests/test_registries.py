@@ -176,6 +176,7 @@ def every_kind_of_run(synth_root, tmp_path_factory):
     bgbench.record(bgbench.probe_saliency(model, synth_root, examples=2, out_dir=tmp / "sal", progress=False), db)
     bgbench.record(bgbench.probe_features(model, synth_root, top_features=2, top_images=2, out_dir=tmp / "feat",
                                           progress=False), db)
+    bgbench.record(bgbench.probe_ablate(model, synth_root, progress=False), db)
     bgbench.record(bgbench.edit(synth_root, tmp / "edited", levels=["remove"], progress=False), db)
     bgbench.record(bgbench.evaluate(model, tmp / "edited", progress=False), db)
     return bgbench.report(db, tmp / "site", progress=False)

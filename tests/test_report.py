@@ -48,6 +48,8 @@ def report_store(tmp_path_factory, synth_root) -> Path:
                                               progress=False), store)
         bgbench.record(bgbench.probe_features(trained, synth_root, top_features=2, top_images=3, galleries=2,
                                               out_dir=tmp / "features", progress=False), store)
+        bgbench.record(bgbench.probe_ablate(trained, synth_root, progress=False), store)
+        bgbench.record(bgbench.probe_ablate("timm:test_resnet", synth_root, progress=False), store)
     return db
 
 
@@ -66,7 +68,7 @@ def _html(result) -> str:
 def test_every_section_with_data_is_on_the_page(rendered, report_store):
     html = _html(rendered)
     # every section with data: all but the edits (no edit runs in this store) and their gallery
-    assert rendered.sections == ["accuracy", "boxsize", "categories", "categories_gallery", "challenge",
+    assert rendered.sections == ["ablation", "accuracy", "boxsize", "categories", "categories_gallery", "challenge",
                                  "challenge_gallery", "comparisons", "features", "hijack", "leakage", "noise",
                                  "noise_gallery", "overview", "provenance", "saliency", "saliency_gallery"]
     assert len(rendered.models) == 3
@@ -115,6 +117,30 @@ def test_every_section_with_data_is_on_the_page(rendered, report_store):
     assert "mixed_rand, erm" in html  # the overview's 'trained on'
 
 
+def test_the_ablation_heatmap_is_region_by_model_from_the_stored_rows(rendered, report_store):
+    """Each cell recomputed here from the probe_ablate rows: clean accuracy minus ablated accuracy
+    on the images that have the region, and the mean drop in true-class probability."""
+    html = _html(rendered).split('id="ablation"')[1].split("</section>")[0]
+    acc_map, prob_map = html.split('<table class="heatmap">')[1:3]
+    with Store(report_store) as store:
+        runs = [r["id"] for r in store.runs("probe_ablate")]
+        assert len(runs) == 2 and all(f"run {i}" in html for i in runs)
+        per_run = [[dict(r) for r in store.probe_rows("probe_ablate", i)] for i in runs]
+    regions = sorted({r["region"] for r in per_run[0]} - {"none"})
+    assert {"fg", "bg", "attr:dot", "attr:rim"} <= set(regions)  # Synthetic-9's parts
+    for region in regions:
+        label = {"fg": "object (foreground)", "bg": "background"}.get(region, region.removeprefix("attr:"))
+        for table, key in ((acc_map, "correct"), (prob_map, "true_prob")):
+            row = re.search(rf"<tr><td>{re.escape(label)}</td>(.*?)</tr>", table, re.S).group(1)
+            shown = re.findall(r'<td class="num" style="background: [^"]+">([^\s<]+)', row)
+            assert len(shown) == 2
+            for rows, cell in zip(per_run, shown):
+                clean = {r["image_id"]: r[key] for r in rows if r["region"] == "none"}
+                hit = [(clean[r["image_id"]], r[key]) for r in rows if r["region"] == region]
+                drop = sum(c - a for c, a in hit) / len(hit)
+                assert cell == f"{100 * drop:+.1f}%", (region, key)
+
+
 def _cells(html: str, variant: str):
     row = re.search(rf"<tr><td>{re.escape(variant)}</td>(.*?)</tr>", html, re.S).group(1)
     return re.findall(r'<td class="num">([^<]*)</td>', row)
@@ -123,7 +149,7 @@ def _cells(html: str, variant: str):
 def test_comparisons_use_mcnemar_on_the_stored_predictions(rendered, report_store):
     """Each variant's discordant counts and exact McNemar p-value, counted here from the stored
     rows and tested with scipy's binomial test."""
-    html = _html(rendered).split('id="comparisons"')[1]
+    html = _html(rendered).split('id="comparisons"')[1].split("</section>")[0]
     assert html.count("<h3><a href=") == 3  # three models on one dataset: three pairs
     first = html.split("<h3>")[1]
     run_a, run_b = map(int, re.search(r"eval runs (\d+) vs (\d+)", first).groups())
@@ -146,7 +172,7 @@ def test_comparisons_use_mcnemar_on_the_stored_predictions(rendered, report_stor
 
 def test_report_and_compare_give_the_same_numbers(rendered, report_store):
     """The report's comparison of a pair and `bgbench compare` on the same two runs agree, cell by cell."""
-    html = _html(rendered).split('id="comparisons"')[1]
+    html = _html(rendered).split('id="comparisons"')[1].split("</section>")[0]
     for pair in html.split("<h3>")[1:]:
         runs = re.search(r"eval runs (\d+) vs (\d+)", pair).groups()
         proc = run_cli("compare", *runs, "--db", report_store, "--json")
@@ -206,7 +232,7 @@ def test_report_refuses_what_compare_refuses(tmp_path):
     proc = run_cli("compare", ra, rb, "--db", tmp_path / "r.db")
     assert_one_line_error(proc, "not on the same images")
     reason = proc.stderr.strip().removeprefix("bgbench: error: ")
-    html = result.index.read_text().split('id="comparisons"')[1]
+    html = result.index.read_text().split('id="comparisons"')[1].split("</section>")[0]
     assert "not compared: " + reason.replace("'", "&#39;") in html
     assert "<td>original</td>" not in html
 
@@ -327,7 +353,12 @@ def test_report_in_headless_chromium(browser, rendered):
     charts = {p.relative_to(site).as_posix() for p in rendered.figures if not {"full", "thumbs"} & set(p.parts)}
     assert charts <= srcs and len(charts) >= 5 and all((site / src).is_file() for src in srcs)
     assert all(complete and width > 0 for _, complete, width in images), images
-    for section in ("overview", "comparisons"):
+    heatmap = "document.querySelectorAll('#ablation table.heatmap tbody tr')"
+    assert browser.execute_script(f"return {heatmap}.length") >= 2 * 6  # two maps: object, background, 4 parts
+    shades = browser.execute_script(
+        f"return Array.from({heatmap}).map(r => getComputedStyle(r.cells[1]).backgroundColor);")
+    assert any(s not in ("rgba(0, 0, 0, 0)", "transparent") for s in shades)  # the cells are shaded
+    for section in ("overview", "comparisons", "ablation"):
         assert browser.execute_script(f"return document.getElementById('{section}') !== null")
     assert browser.execute_script("return document.querySelectorAll('section.model').length") == 3
     # the script-tag model name shows as text, and no script from it ran

@@ -100,6 +100,28 @@ def test_two_process_eval_and_noise_probe_equal_one_process(synth_root, tmp_path
         assert {r[5] for r in rows_a} == {0, 1}  # some noisy copies right, some wrong
 
 
+def test_two_process_attribute_probes_equal_one_process(synth_root, tmp_path, one_thread):
+    """probe noise --region attributes, probe ablate and probe attribution (Synthetic-9's parts) on 2
+    processes: rank 0 records the rows of one process (attribution ranks features over every image)."""
+    one, two = tmp_path / "one.db", tmp_path / "two.db"
+    common = ["--model", ARCH, "--data", synth_root, "--batch-size", 7, "--quiet"]
+    jobs = {"probe_noise": ["probe", "noise", *common, "--region", "attributes", "--levels", "0.5", "--trials", 1],
+            "probe_ablate": ["probe", "ablate", *common], "probe_attribution": ["probe", "attribution", *common]}
+    for args in jobs.values():
+        _run2(two, *args)
+        proc = run_cli(*args, "--db", one)
+        assert proc.returncode == 0, proc.stderr
+    with Store(one) as a, Store(two) as b:
+        for kind in jobs:
+            ra, rb = _one_run(one, kind), _one_run(two, kind)
+            assert json.loads(rb["config"])["world_size"] == 2
+            rows_a, rows_b = _rows(a.probe_rows(kind, ra["id"])), _rows(b.probe_rows(kind, rb["id"]))
+            assert rows_a and rows_a == rows_b, kind
+            assert _rows(a.metrics(ra["id"])) == _rows(b.metrics(rb["id"])), kind
+        noise = _rows(a.probe_rows("probe_noise", _one_run(one, "probe_noise")["id"]))
+        assert any(r[2].startswith("attr:") for r in noise)
+
+
 def _train_args(data: Path, out: Path) -> list:
     return ["train", "--data", data, "--model", ARCH, "--recipe", "bgswap", "--swa", "--epochs", 4,
             "--batch-size", 4, "--threads", 1, "--out", out, "--quiet"]

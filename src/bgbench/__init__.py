@@ -17,7 +17,7 @@ from .version import __version__
 _EXPORTS = {
     **{name: ".api" for name in (
         "evaluate", "evaluate_predictions", "export_predictions", "challenge", "probe_noise", "probe_saliency",
-        "probe_features", "train",
+        "probe_features", "probe_ablate", "probe_attribution", "train",
         "synth", "build", "edit",
         "prediction_categories", "box_size", "leakage", "edit_drops", "compare",
         "report", "leaderboard")},

@@ -31,7 +31,8 @@ ModelLike = Any  # a model string ('timm:resnet18', 'file:model.pt', 'openclip:V
 def evaluate(model: ModelLike, data: str | Path, variants: Optional[Sequence[str]] = None,
              mapping: str = "argmax", batch_size: int = 64, device: str = "cpu", progress: bool = True,
              seed: int = 0, checkpoint: Optional[str] = None, ten_crop: bool = False, protocol: Optional[str] = None,
-             resize: str = "auto", labels: str = "auto", templates: str = "openai"):
+             resize: str = "auto", labels: str = "auto", templates: str = "openai",
+             class_map: Optional[str | Path] = None):
     """Evaluate a model on IN-9-layout variants: per-variant accuracy and the BG-Gap.
 
     Args:
@@ -46,6 +47,8 @@ def evaluate(model: ModelLike, data: str | Path, variants: Optional[Sequence[str
             policy and a zero-shot head's labels and templates, and is recorded with the run.
         resize, labels, templates: how a model string is built (`create_model`); a zero-shot head
             over the dataset's own classes reads them from `data`.
+        class_map: for a 1000-class model on a dataset other than IN-9 and RIVAL10, a JSON file
+            {ImageNet index: class folder} (recorded in the run).
 
     Returns:
         An `EvalReport`: accuracies, BG-Gap, per-image predictions and provenance. Under torchrun
@@ -55,7 +58,8 @@ def evaluate(model: ModelLike, data: str | Path, variants: Optional[Sequence[str
     from .evaluation.config import EvalConfig
     from .evaluation.runner import run_eval
     cfg = EvalConfig(variants=list(variants) if variants else None, mapping=getattr(mapping, "value", mapping),
-                     batch_size=batch_size, device=device, seed=seed, ten_crop=ten_crop, protocol=protocol)
+                     batch_size=batch_size, device=device, seed=seed, ten_crop=ten_crop, protocol=protocol,
+                     class_map=str(class_map) if class_map is not None else None)
     built = _model(model, checkpoint, data=data, device=device, protocol=protocol, resize=resize, labels=labels,
                    templates=templates)
     return run_eval(built, data, cfg, progress=progress, renderers={"bg_blurred": blurred_renderer})
@@ -119,7 +123,8 @@ def probe_noise(model: ModelLike, data: str | Path, *, checkpoint: Optional[str]
 
     Args:
         options: `NoiseConfig` fields (levels: a grid name such as 'rival10' or numbers; kind, trials,
-            batch_size, device, seed, mapping).
+            batch_size, device, seed, mapping; region 'attributes' adds noise on each attribute's
+            mask; class_map: a JSON file for a 1000-class model on another dataset).
 
     Under torchrun the ranks share the images; rank 0 returns the one-process result, the others None.
     """
@@ -134,7 +139,7 @@ def probe_saliency(model: ModelLike, data: str | Path, *, checkpoint: Optional[s
 
     Args:
         out_dir: where the example overlays go (None: no overlay file).
-        options: `SaliencyConfig` fields (layer, batch_size, device, examples, seed).
+        options: `SaliencyConfig` fields (layer, batch_size, device, examples, seed, class_map).
 
     Under torchrun the ranks share the images; rank 0 returns the one-process result, the others None.
     """
@@ -157,6 +162,38 @@ def probe_features(model: ModelLike, data: str | Path, *, checkpoint: Optional[s
     from .analyses.features import FeaturesConfig, probe_features as run_probe
     return run_probe(_model(model, checkpoint), data, _config(FeaturesConfig, "probe_features", options),
                      out_dir=out_dir, progress=progress)
+
+
+def probe_ablate(model: ModelLike, data: str | Path, *, checkpoint: Optional[str] = None, progress: bool = True,
+                 **options):
+    """RIVAL10's ablation (`attr_importance.py`): the object, the background and each attribute
+    replaced by gray; the drop in accuracy and in true-class probability, per region and class.
+
+    Args:
+        data: a dataset with masks (IN-9 layout, with attr_mask/ for attributes) or a RIVAL10 root.
+        options: `AblateConfig` fields (batch_size, device, seed, mapping, class_map).
+
+    Under torchrun the ranks share the images; rank 0 returns the one-process result, the others None.
+    """
+    from .analyses.ablation import AblateConfig, probe_ablate as run_probe
+    return run_probe(_model(model, checkpoint), data, _config(AblateConfig, "probe_ablate", options),
+                     progress=progress)
+
+
+def probe_attribution(model: ModelLike, data: str | Path, *, checkpoint: Optional[str] = None,
+                      progress: bool = True, **options):
+    """RIVAL10's feature attribution: per attribute, the penultimate-layer features whose maps
+    best overlap its mask (IoU at 0.5 of the map's maximum), per class and over all classes.
+
+    Args:
+        data: a dataset with attribute masks (Synthetic-9's attr_mask/, or a RIVAL10 root).
+        options: `AttributionConfig` fields (top, batch_size, device, seed).
+
+    Under torchrun the ranks share the images; rank 0 returns the one-process result, the others None.
+    """
+    from .analyses.attribution import AttributionConfig, probe_attribution as run_probe
+    return run_probe(_model(model, checkpoint), data, _config(AttributionConfig, "probe_attribution", options),
+                     progress=progress)
 
 
 def train(data: str | Path, out: str | Path, *, model: str = "timm:resnet10t", progress: bool = True, **options):

@@ -1,8 +1,9 @@
-"""IN-9 classes and the ImageNet-1k → IN-9 decision mappings.
+"""IN-9 classes and the ImageNet-1k → dataset decision mappings.
 
 The 1000→9 table is upstream's `in_to_in9.json` (370 classes map to an IN-9 class, 630 to none),
-shipped as package data. A decision mapping turns a model's 1000-way output into IN-9
-predictions; a prediction that maps to none is -1 and therefore always wrong.
+shipped as package data. A decision mapping turns a model's 1000-way output into dataset
+predictions through a class map (IN-9's table by default; RIVAL10's and `--class-map` files in
+`class_maps`); a prediction that maps to none is -1 and therefore always wrong.
 """
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ import numpy as np
 
 if TYPE_CHECKING:
     import torch
+
+    from .class_maps import ClassMap
 
 IN9_FOLDERS = (
     "00_dog",
@@ -49,43 +52,55 @@ def imagenet_to_in9() -> np.ndarray:
     return table
 
 
-def map_logits(logits: "torch.Tensor", mapping: Mapping | str = Mapping.ARGMAX) -> tuple["torch.Tensor", "torch.Tensor"]:
-    """Map 1000-way logits to IN-9 predictions and confidences.
+def _table(class_map: Optional["ClassMap"], device) -> tuple:
+    """(ImageNet index -> label tensor, number of labels) of a class map; IN-9's when None."""
+    import torch
+    if class_map is None:
+        return torch.as_tensor(imagenet_to_in9(), device=device), len(IN9_FOLDERS)
+    return torch.as_tensor(class_map.array(), device=device), class_map.num_classes
+
+
+def map_logits(logits: "torch.Tensor", mapping: Mapping | str = Mapping.ARGMAX,
+               class_map: Optional["ClassMap"] = None) -> tuple["torch.Tensor", "torch.Tensor"]:
+    """Map 1000-way logits to dataset predictions and confidences.
+
+    Args:
+        class_map: the dataset's class map (`bgbench.class_maps`); None is IN-9's.
 
     Returns:
-        (pred, conf): pred in 0..8, or -1 where the argmax class maps to none; conf is the
+        (pred, conf): pred a dataset label, or -1 where the argmax class maps to none; conf is the
         probability mass the decision rests on.
     """
-    import torch
     mapping_ = Mapping(mapping)
-    table = torch.as_tensor(imagenet_to_in9(), device=logits.device)
+    table, _ = _table(class_map, logits.device)
     probs = logits.float().softmax(dim=1)
     if mapping_ is Mapping.ARGMAX:
         conf, top = probs.max(dim=1)
         return table[top], conf
-    conf, pred = superclass_sums(probs).max(dim=1)
+    conf, pred = superclass_sums(probs, class_map).max(dim=1)
     return pred, conf
 
 
-def superclass_sums(probs: "torch.Tensor") -> "torch.Tensor":
-    """(N, 1000) probabilities -> (N, 9) probability mass of each IN-9 class."""
+def superclass_sums(probs: "torch.Tensor", class_map: Optional["ClassMap"] = None) -> "torch.Tensor":
+    """(N, 1000) probabilities -> (N, C) probability mass of each dataset class (IN-9's when None)."""
     import torch
-    table = torch.as_tensor(imagenet_to_in9(), device=probs.device)
+    table, n = _table(class_map, probs.device)
     valid = table >= 0
-    sums = torch.zeros(probs.shape[0], len(IN9_FOLDERS), device=probs.device, dtype=probs.dtype)
+    sums = torch.zeros(probs.shape[0], n, device=probs.device, dtype=probs.dtype)
     sums.index_add_(1, table[valid], probs[:, valid])
     return sums
 
 
 def decide_stored(top5_classes: np.ndarray, top5_probs: np.ndarray, superclass_probs: np.ndarray,
-                  mapping: Mapping | str) -> tuple:
+                  mapping: Mapping | str, class_map: Optional["ClassMap"] = None) -> tuple:
     """Re-decide stored 1000-class outputs without inference: (pred, conf), as `map_logits` gives.
 
-    argmax maps the stored top-1 ImageNet class through the table (conf: its probability);
-    superclass takes the argmax of the stored 9 probability sums (conf: that sum).
+    argmax maps the stored top-1 ImageNet class through the class map (conf: its probability);
+    superclass takes the argmax of the stored per-class probability sums (conf: that sum).
     """
     if Mapping(mapping) is Mapping.ARGMAX:
-        return imagenet_to_in9()[np.asarray(top5_classes, dtype=np.int64)[:, 0]], np.asarray(top5_probs)[:, 0]
+        table = imagenet_to_in9() if class_map is None else class_map.array()
+        return table[np.asarray(top5_classes, dtype=np.int64)[:, 0]], np.asarray(top5_probs)[:, 0]
     sums = np.asarray(superclass_probs, dtype=np.float64)
     return sums.argmax(axis=1), sums.max(axis=1)
 

@@ -47,7 +47,9 @@ class Provenance:
         The data root is recorded as an absolute path, so that a later command run from another
         folder (an analysis that reads the boxes, the report) finds the data; the fingerprint
         stays the dataset's identity. When the model records the class folders it was trained on
-        and they differ from the dataset's, the config says so (`class_names_mismatch`).
+        and they differ from the dataset's, the config says so (`class_names_mismatch`); when a
+        1000-class model read the data through a class map other than IN-9's (RIVAL10's, or a
+        `--class-map` file), the config holds that map (`class_map`).
 
         Args:
             model: the model the run used: a `BgModel`, a `ModelSpec`, or a spec dict (a checkpoint
@@ -57,6 +59,9 @@ class Provenance:
                 run read back from its files); a layout's values take precedence.
         """
         spec = _spec_dict(model)
+        class_map = getattr(model, "class_map", None)
+        if class_map is not None:  # a 1000-class model read this dataset through a map other than IN-9's
+            config = {**config, "class_map": class_map.to_config()}
         if data_root is not None:
             data_root = str(Path(data_root).resolve())
         if layout is not None:

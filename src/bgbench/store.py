@@ -127,10 +127,29 @@ CREATE TABLE IF NOT EXISTS probe_features (
     top_bg_shares TEXT NOT NULL,
     PRIMARY KEY (run_id, class_index, rank)
 );
+CREATE TABLE IF NOT EXISTS probe_ablate (
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    image_id TEXT NOT NULL,
+    label INTEGER NOT NULL,
+    region TEXT NOT NULL,
+    pred INTEGER NOT NULL,
+    correct INTEGER NOT NULL,
+    true_prob REAL NOT NULL,
+    PRIMARY KEY (run_id, image_id, region)
+);
+CREATE TABLE IF NOT EXISTS probe_attribution (
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    image_id TEXT NOT NULL,
+    label INTEGER NOT NULL,
+    attribute TEXT NOT NULL,
+    feature INTEGER NOT NULL,
+    iou REAL NOT NULL,
+    PRIMARY KEY (run_id, image_id, attribute, feature)
+);
 """
 
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 #: Columns probe_saliency gained in v3 (RIVAL10's mask coverage and average precision), in order.
 SALIENCY_V3_COLUMNS = ("coverage_25", "coverage_50", "coverage_75", "ap")
 
@@ -145,6 +164,9 @@ def _migrate(conn: sqlite3.Connection) -> None:
     v3 -> v4: probe_noise gains `pred`, the class predicted on the noisy copy (what the report's
     noise gallery shows; older rows have NULL there), and the probe_features table (spurious-feature
     discovery) is new: SCHEMA creates it empty.
+    v4 -> v5: the probe_ablate (attribute/object/background ablation) and probe_attribution
+    (feature IoU with attribute masks) tables, new and empty: SCHEMA creates them, no existing row
+    changes. probe_noise rows may now have region 'attr:<name>' (same columns, TEXT already).
     """
     version = conn.execute("PRAGMA user_version").fetchone()[0]
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
@@ -353,7 +375,8 @@ class Store:
                                  (run_id,)).fetchall()
 
     def probe_rows(self, table: str, run_id: int) -> List[Row]:
-        """The per-image rows of a probe run (`table`: 'probe_noise' or 'probe_saliency'), by image id."""
+        """The per-image rows of a probe run (`table`: 'probe_noise', 'probe_saliency', 'probe_ablate',
+        'probe_attribution'), by image id."""
         if not table.startswith("probe_") or table not in self.tables():
             raise KeyError(f"no probe table {table!r} in the results store")
         return self.conn.execute(f"SELECT * FROM {table} WHERE run_id=? ORDER BY image_id", (run_id,)).fetchall()

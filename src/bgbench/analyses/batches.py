@@ -2,36 +2,61 @@
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from typing import Iterator, List, Sequence, Tuple
+from typing import Dict, Iterator, List, Sequence, Tuple
 
 import numpy as np
 
-from ..data.images import check_mask_fits, decode_image, load_mask
+from ..data.images import decode_item, object_mask
 
 
-def _decode(chunk):
+def _decode(chunk, attributes=None):
     out = []
-    for item, mask_path in chunk:
-        img = decode_image(item.path)
-        check_mask_fits(mask_path, item.path, img.shape[:2])
-        out.append((item, img, load_mask(mask_path)))
+    for item, mask_ref in chunk:
+        img = decode_item(item)
+        parts = attributes.masks(item, img.shape[:2]) if attributes is not None else {}
+        out.append((item, img, object_mask(mask_ref, item.path, img.shape[:2]), parts))
     return out
+
+
+def _decoded(pairs: Sequence[Tuple[object, object]], batch_size: int, attributes=None) -> Iterator[List[tuple]]:
+    """Decoded chunks of `batch_size` pairs, the next one decoding while the caller works."""
+    chunks = [pairs[i:i + batch_size] for i in range(0, len(pairs), batch_size)]
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pending = pool.submit(_decode, chunks[0], attributes) if chunks else None
+        for n in range(len(chunks)):
+            decoded = pending.result()
+            pending = pool.submit(_decode, chunks[n + 1], attributes) if n + 1 < len(chunks) else None
+            yield from _same_shape(decoded)
+
+
+def _tensors(group, device: str):
+    import torch
+    x = torch.from_numpy(np.stack([g[1] for g in group])).to(device).permute(0, 3, 1, 2).float().div_(255)
+    m = torch.from_numpy(np.stack([g[2] for g in group])).to(device).float().unsqueeze(1)
+    return x, m
 
 
 def masked_batches(pairs: Sequence[Tuple[object, object]], batch_size: int, device: str) -> Iterator:
     """Yield (items, x (N,3,H,W) float [0,1], m (N,1,H,W) float {0,1}) of equal-size images."""
+    for group in _decoded(pairs, batch_size):
+        yield ([g[0] for g in group], *_tensors(group, device))
+
+
+def attribute_batches(pairs: Sequence[Tuple[object, object]], batch_size: int, device: str, attributes
+                      ) -> Iterator:
+    """As `masked_batches`, plus `parts`: attribute -> (index (n,) of the batch's images that have
+    it, their masks (n,1,H,W) float {0,1}), for the attributes of `attributes` (an attribute source)."""
     import torch
-    chunks = [pairs[i:i + batch_size] for i in range(0, len(pairs), batch_size)]
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        pending = pool.submit(_decode, chunks[0]) if chunks else None
-        for n in range(len(chunks)):
-            decoded = pending.result()
-            pending = pool.submit(_decode, chunks[n + 1]) if n + 1 < len(chunks) else None
-            for group in _same_shape(decoded):
-                items = [g[0] for g in group]
-                x = torch.from_numpy(np.stack([g[1] for g in group])).to(device).permute(0, 3, 1, 2).float().div_(255)
-                m = torch.from_numpy(np.stack([g[2] for g in group])).to(device).float().unsqueeze(1)
-                yield items, x, m
+    for group in _decoded(pairs, batch_size, attributes):
+        x, m = _tensors(group, device)
+        parts: Dict[str, Tuple[object, object]] = {}
+        for name in attributes.names:
+            have = [k for k, g in enumerate(group) if name in g[3]]
+            if have:
+                masks = np.stack([group[k][3][name] for k in have])
+                parts[name] = (torch.as_tensor(have, device=device),
+                               torch.from_numpy(masks).to(device).float().unsqueeze(1))
+        yield [g[0] for g in group], x, m, parts
 
 
 def _same_shape(decoded: List[tuple]):

@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from typing import Optional, Tuple
 
 from ..errors import BgbenchError
-from .saliency_cam import token_layout
 
 #: Relative tolerance of the two checks (float32 sums in another order differ in the last bits).
 CHECK_RTOL = 1e-4
@@ -37,7 +36,6 @@ class LinearHead:
     model: object  # a BgModel: normalization inside, `net` the timm network
     weight: object  # (classes, features) tensor of the head
     bias: Optional[object]
-    channels_last: bool = False
     pooled_is_map_mean: Optional[bool] = None  # set by `check` on the first batch
 
     @classmethod
@@ -53,9 +51,7 @@ class LinearHead:
         if not isinstance(head, nn.Linear):
             raise BgbenchError(f"probe features needs a single linear head on the pooled features; "
                                f"{model.spec.name}'s classifier is a {type(head).__name__}")
-        fmt = str(getattr(net, "output_fmt", "NCHW"))
-        return cls(model=model, weight=head.weight.detach(), bias=None if head.bias is None else head.bias.detach(),
-                   channels_last=fmt.upper() == "NHWC")
+        return cls(model=model, weight=head.weight.detach(), bias=None if head.bias is None else head.bias.detach())
 
     @property
     def classes(self) -> int:
@@ -75,20 +71,9 @@ class LinearHead:
 
     def grid(self, raw, image_hw: Tuple[int, int]):
         """The last feature map as (N, D, h, w): a CNN's as it is (NHWC permuted), a ViT's patch
-        tokens reshaped to the patch grid (class and other prefix tokens dropped)."""
-        if raw.dim() == 4:
-            return raw.permute(0, 3, 1, 2) if self.channels_last else raw
-        tokens = token_layout(self.model.net)
-        if raw.dim() != 3 or tokens is None:
-            raise BgbenchError(f"probe features needs a spatial feature map; {self.model.spec.name}'s "
-                               f"forward_features gives shape {tuple(raw.shape)}")
-        prefix, (ph, pw) = tokens
-        gh, gw = image_hw[0] // ph, image_hw[1] // pw
-        n, count, d = raw.shape
-        if count - prefix != gh * gw:
-            raise BgbenchError(f"{self.model.spec.name} gives {count} tokens, not {prefix} prefix + {gh}x{gw} "
-                               "patch tokens")
-        return raw[:, prefix:].reshape(n, gh, gw, d).permute(0, 3, 1, 2)
+        tokens reshaped to the patch grid (class and other prefix tokens dropped): `feature_maps.as_grid`."""
+        from .feature_maps import as_grid
+        return as_grid(self.model.net, raw, image_hw, self.model.spec.name, who="probe features")
 
     def check(self, maps, pooled, logits) -> None:
         """On the first batch: the logits are the head on the pooled features (else an error), the

@@ -3,7 +3,9 @@
 `probe_noise` decodes images and masks, runs the engine (`noise_engine`) in batches and returns a
 result whose per-image rows go to the `probe_noise` table; `noise_summary` recomputes the curves,
 RFS and their intervals (`noise_curves`) from that table with no inference, under the grid and
-bootstrap seed recorded in the run's config.
+bootstrap seed recorded in the run's config. With region 'attributes' (a dataset with attribute
+masks: RIVAL10, Synthetic-9), noise also goes on each attribute's mask alone, on the images that
+have it, at the same levels and trials (rows of region 'attr:<name>').
 """
 from __future__ import annotations
 
@@ -19,6 +21,9 @@ from .bootstrap import REPLICATES
 from .noise_curves import NoiseSummary, summarize
 from .noise_levels import KINDS, grid_label, resolve_levels
 from .tables import run_row
+
+#: --region: 'object' probes the foreground and the background; 'attributes' adds each attribute.
+REGION_CHOICES = ("object", "attributes")
 
 #: How the run's noise was drawn, recorded in its config: runs that say so can have any noisy copy
 #: regenerated (`noise_engine.noisy_copy`); earlier runs drew from one generator per run.
@@ -40,9 +45,12 @@ class NoiseConfig:
     mapping: str = "argmax"
     grid: str = ""
     bootstrap_replicates: int = REPLICATES
+    region: str = "object"
+    class_map: Optional[str] = None
 
     def __post_init__(self):
         checks.one_of("--noise", self.kind, KINDS)
+        checks.one_of("--region", self.region, REGION_CHOICES)
         checks.at_least("--trials", self.trials, 1)
         checks.at_least("--batch-size", self.batch_size, 1)
         checks.at_least("bootstrap replicates", self.bootstrap_replicates, 1)
@@ -125,14 +133,15 @@ def probe_noise(model, data, cfg: NoiseConfig, progress: bool = True, limit: Opt
     from ..evaluation.predict import decide
     from ..models.spec import check_compatible
     from ..runs import Provenance
-    from .batches import masked_batches
-    from .noise_engine import REGIONS, noisy_predictions
+    from .batches import attribute_batches, masked_batches
+    from .noise_engine import ATTRIBUTE_PREFIX, Region, object_regions, region_predictions
     from .sharding import ProbeShard
 
     t0 = time.time()
     layout = resolve_layout(data, ["original"])
+    source = _attributes(layout, cfg.region)
     pairs = layout.foregrounds()[:limit] if limit else layout.foregrounds()
-    check_compatible(model, layout.classes)
+    check_compatible(model, layout.classes, cfg.class_map)
     shard = ProbeShard(pairs, cfg.batch_size, setup(cfg.device))
     device = shard.ranks.device
     model = model.to(device).eval()
@@ -140,24 +149,46 @@ def probe_noise(model, data, cfg: NoiseConfig, progress: bool = True, limit: Opt
     def predict(x):
         return decide(model, model(x), cfg.mapping)[0]
 
+    batches = (attribute_batches(shard.pairs, cfg.batch_size, device, source) if source is not None else
+               ((*b, {}) for b in masked_batches(shard.pairs, cfg.batch_size, device)))
     bar = console.progress(enabled=progress and shard.ranks.main, total=len(shard.pairs), desc="noise probe",
                            unit="img")
     with torch.inference_mode():
-        for items, x, m in masked_batches(shard.pairs, cfg.batch_size, device):
-            preds = noisy_predictions(predict, x, m, [it.image_id for it in items], cfg.seed, cfg.levels,
-                                      cfg.trials, cfg.kind, chunk=cfg.batch_size).cpu().numpy()
-            shard.add(items, [(it.image_id, it.label, region, level, t, int(preds[r, li, t, k] == it.label),
-                               int(preds[r, li, t, k]))
-                              for r, region in enumerate(REGIONS) for li, level in enumerate(cfg.levels)
-                              for t in range(cfg.trials) for k, it in enumerate(items)])
+        for items, x, m, parts in batches:
+            regions = object_regions(m) + [Region(ATTRIBUTE_PREFIX + name, idx, where)
+                                           for name, (idx, where) in parts.items()]
+            preds = region_predictions(predict, x, regions, [it.image_id for it in items], cfg.seed, cfg.levels,
+                                       cfg.trials, cfg.kind, chunk=cfg.batch_size)
+            rows: List[tuple] = []
+            for region in regions:
+                done = preds[region.name].cpu().numpy()
+                members = [items[k] for k in region.index.tolist()]
+                rows.extend((it.image_id, it.label, region.name, level, t, int(done[li, t, k] == it.label),
+                             int(done[li, t, k]))
+                            for li, level in enumerate(cfg.levels) for t in range(cfg.trials)
+                            for k, it in enumerate(members))
+            shard.add(items, rows)
             bar.update(len(items))
     bar.close()
     rows = shard.gathered()
     if rows is None:
         return None
     config = {**asdict(cfg), "draws": DRAWS}
+    if source is not None:
+        config["attributes"] = list(source.names)
     result = NoiseProbeResult(rows=rows, config=config, seconds=time.time() - t0)
     result.provenance = Provenance.of("probe_noise", {**config, "split": layout.split, "images": len(pairs),
                                                       **world_record(shard.ranks)},
                                       model=model, layout=layout, seed=cfg.seed)
     return result
+
+
+def _attributes(layout, region: str):
+    """The layout's attribute source for region 'attributes' (an error when it has none); else None."""
+    if region != "attributes":
+        return None
+    source = layout.attribute_source
+    if source is None:
+        raise BgbenchError(f"--region attributes: {layout.root} has no attribute masks (attr_mask/{layout.split}/ "
+                           f"or a RIVAL10 release); `bgbench synth` writes them")
+    return source

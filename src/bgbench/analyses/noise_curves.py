@@ -8,17 +8,21 @@ over the levels of the run's grid, so it compares only within one grid.
 
 Intervals: a bootstrap over images, stratified by class, each image carrying all of its trials,
 both regions and every level, so that a replicate recomputes every number on one resample.
+
+Attribute regions ('attr:<name>') are probed on the images that have the attribute only: their
+accuracy is the mean over the classes with such images (a class without any counts in no mean).
 """
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from .bootstrap import REPLICATES, percentile_interval, stratified_weights
-from .noise_levels import grid_label, level_label
+from .noise_levels import ATTRIBUTE_PREFIX, grid_label, level_label
 from .rfs import rfs_array
 
 REGIONS = ("fg", "bg")
@@ -26,8 +30,9 @@ REGIONS = ("fg", "bg")
 
 @dataclass
 class NoiseSummary:
-    """curves[region]: one point per level (acc, lo, hi, images, trials); rfs[level] and the
-    overall RFS with their intervals; the grid they were averaged over."""
+    """curves[region]: one point per level (acc, lo, hi, images, trials), for 'fg', 'bg' and any
+    'attr:<name>'; rfs[level] and the overall RFS with their intervals; the grid they were
+    averaged over."""
 
     curves: Dict[str, List[dict]]
     rfs: Dict[float, dict]
@@ -69,7 +74,24 @@ class NoiseSummary:
         lo, hi = self.rfs_overall_interval
         lines.append(f"RFS overall {self.rfs_overall:+.3f} [{lo:+.3f}, {hi:+.3f}] on grid {self.grid_label}  "
                      "(> 0: foreground noise hurts more; compare only within one grid)")
-        return "\n".join(lines)
+        return "\n".join(lines + self._attribute_lines())
+
+    def attribute_regions(self) -> List[str]:
+        return [r for r in self.curves if r.startswith(ATTRIBUTE_PREFIX)]
+
+    def _attribute_lines(self) -> List[str]:
+        """Noise on each attribute alone: accuracy per level (mean over classes with the attribute)."""
+        regions = self.attribute_regions()
+        if not regions:
+            return []
+        levels = [self.label(p["level"]) for p in self.curves["fg"]]
+        lines = ["noise on one attribute (images that have it): accuracy per level, mean over their classes",
+                 f"{'attribute':>16} {'images':>6} " + " ".join(f"{lv:>8}" for lv in levels)]
+        for r in regions:
+            pts = self.curves[r]
+            lines.append(f"{r[len(ATTRIBUTE_PREFIX):]:>16} {pts[0]['n']:>6} "
+                         + " ".join(f"{_pct(p['acc']):>7}%" for p in pts))
+        return lines
 
 
 def _pct(v: float) -> str:
@@ -83,20 +105,28 @@ def _num(v):
     return v
 
 
-def correct_counts(rows: Sequence[tuple]) -> Tuple[List[str], np.ndarray, List[float], np.ndarray, np.ndarray]:
+def regions_of(rows: Sequence[tuple]) -> List[str]:
+    """'fg', 'bg', then the attribute regions of the rows, sorted."""
+    return [*REGIONS, *sorted({r[2] for r in rows} - set(REGIONS))]
+
+
+def correct_counts(rows: Sequence[tuple], regions: Sequence[str] = REGIONS
+                   ) -> Tuple[List[str], np.ndarray, List[float], np.ndarray, np.ndarray]:
     """From rows (image_id, label, region, level, trial, correct[, pred]): image ids, labels (N,),
-    levels, and (N, region, level) arrays of correct trials and of trials."""
+    levels, and (N, region, level) arrays of correct trials and of trials (0 where an image was not
+    probed)."""
     images = sorted({r[0] for r in rows})
     levels = sorted({float(r[3]) for r in rows})
     at = {i: k for k, i in enumerate(images)}
     lv = {v: k for k, v in enumerate(levels)}
+    rg = {r: k for k, r in enumerate(regions)}
     labels = np.full(len(images), -1, dtype=np.int64)
-    correct = np.zeros((len(images), len(REGIONS), len(levels)))
+    correct = np.zeros((len(images), len(regions), len(levels)))
     trials = np.zeros_like(correct)
     for image_id, label, region, level, _, ok, *_ in rows:
         i = at[image_id]
         labels[i] = int(label)
-        idx = (i, REGIONS.index(region), lv[float(level)])
+        idx = (i, rg[region], lv[float(level)])
         correct[idx] += int(ok)
         trials[idx] += 1
     return images, labels, levels, correct, trials
@@ -105,15 +135,18 @@ def correct_counts(rows: Sequence[tuple]) -> Tuple[List[str], np.ndarray, List[f
 def class_mean_accuracy(weights: np.ndarray, labels: np.ndarray, correct: np.ndarray,
                         trials: np.ndarray) -> np.ndarray:
     """(replicates, region, level): per class, weighted correct over weighted trials; mean over
-    classes. weights: (replicates, N) image counts (a row of ones is the data as it is)."""
+    the classes with trials there (NaN where none has any). weights: (replicates, N) image counts
+    (a row of ones is the data as it is)."""
     flat_c = correct.reshape(correct.shape[0], -1)
     flat_t = trials.reshape(trials.shape[0], -1)
     per_class = []
-    for c in np.unique(labels):
-        members = labels == c
-        w = weights[:, members]
-        per_class.append((w @ flat_c[members]) / (w @ flat_t[members]))
-    acc = np.mean(per_class, axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # an empty mean is NaN, by design
+        for c in np.unique(labels):
+            members = labels == c
+            w = weights[:, members]
+            per_class.append((w @ flat_c[members]) / (w @ flat_t[members]))
+        acc = np.nanmean(per_class, axis=0)
     return acc.reshape(weights.shape[0], *correct.shape[1:])
 
 
@@ -123,12 +156,13 @@ def summarize(rows: Sequence[tuple], grid: Optional[dict] = None, seed: int = 0,
 
     grid: {"name", "kind", "levels"} of the run (default: 'custom' sigma over the rows' levels).
     """
-    images, labels, levels, correct, trials = correct_counts(rows)
+    regions = regions_of(rows)
+    images, labels, levels, correct, trials = correct_counts(rows, regions)
     grid = dict(grid or {"name": "custom", "kind": "sigma", "levels": levels})
     point = class_mean_accuracy(np.ones((1, len(images))), labels, correct, trials)[0]
     boot = class_mean_accuracy(stratified_weights(labels, replicates, seed), labels, correct, trials)
     curves: Dict[str, List[dict]] = {}
-    for r, region in enumerate(REGIONS):
+    for r, region in enumerate(regions):
         curves[region] = []
         for li, lvl in enumerate(levels):
             lo, hi = percentile_interval(boot[:, r, li])

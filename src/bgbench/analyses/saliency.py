@@ -37,6 +37,7 @@ class SaliencyConfig:
     examples: int = 4  # overlay images per predicted class: the most and least aligned
     seed: int = 0  # of the headline's bootstrap
     bootstrap_replicates: int = REPLICATES
+    class_map: Optional[str] = None  # a --class-map file: a 1000-class model on another dataset
 
     def __post_init__(self):
         checks.at_least("--batch-size", self.batch_size, 1)
@@ -120,7 +121,7 @@ def probe_saliency(model, data, cfg: SaliencyConfig, out_dir: Optional[str | Pat
     t0 = time.time()
     layout = resolve_layout(data, ["original"])
     pairs = layout.foregrounds()[:limit] if limit else layout.foregrounds()
-    check_compatible(model, layout.classes)
+    check_compatible(model, layout.classes, cfg.class_map)
     shard = ProbeShard(pairs, cfg.batch_size, setup(cfg.device))
     device = shard.ranks.device  # under NCCL, this rank's GPU
     model = model.to(device).eval()

@@ -12,6 +12,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
+from ..class_maps import ClassMap
 from ..classes import Mapping, decide_stored
 from ..errors import BgbenchError, with_article
 from ..store import Store
@@ -108,7 +109,8 @@ def as_table(source: Any, mapping: Optional[str] = None, classes: Optional[Seque
                            f"variant -> predictions, or a results store and a run id")
     config = dict(getattr(prov, "config", None) or {})
     spec = getattr(prov, "spec", None) or {}
-    return RunTable({v: _stored_variant(p, v, mapping) for v, p in per_variant.items()},
+    class_map = ClassMap.from_config(config.get("class_map"))
+    return RunTable({v: _stored_variant(p, v, mapping, class_map) for v, p in per_variant.items()},
                     classes=list(classes or config.get("classes") or []), run_id=getattr(source, "run_id", None),
                     model=getattr(prov, "model", None) or getattr(source, "model", None),
                     checkpoint_sha256=spec.get("checkpoint_sha256"),
@@ -116,7 +118,8 @@ def as_table(source: Any, mapping: Optional[str] = None, classes: Optional[Seque
                     data_fingerprint=getattr(prov, "data_fingerprint", None), split=config.get("split", "val"))
 
 
-def _stored_variant(p: Any, variant: str, mapping: Optional[str]) -> StoredVariant:
+def _stored_variant(p: Any, variant: str, mapping: Optional[str], class_map: Optional[ClassMap] = None
+                    ) -> StoredVariant:
     """One variant's predictions as a `StoredVariant` sorted by image id (as the store returns them)."""
     if hasattr(p, "image_ids"):
         ids, labels, preds = list(p.image_ids), np.asarray(p.labels), np.asarray(p.preds)
@@ -133,7 +136,7 @@ def _stored_variant(p: Any, variant: str, mapping: Optional[str]) -> StoredVaria
         if any(a is None for a in raw):
             raise BgbenchError(f"variant {variant!r} kept no raw 1000-class outputs (top-5 and superclass sums), "
                                f"so mapping {mapping!r} cannot be applied without inference")
-        preds, conf = decide_stored(*raw, Mapping(mapping))
+        preds, conf = decide_stored(*raw, Mapping(mapping), class_map)
     order = np.argsort(np.asarray(ids, dtype=object), kind="stable")
     top5 = getattr(p, "top5_classes", None)
     raw = None if top5 is None else np.asarray(top5, np.int64)[:, 0][order]
@@ -168,7 +171,7 @@ def stored_predictions(store: Store, run_id: int, mapping: Optional[str] = None,
         mapping: None keeps the stored decisions; 'argmax' or 'superclass' re-decides a
             1000-class run from its stored top-5 and superclass sums, with no inference.
     """
-    run_row(store, run_id)
+    class_map = ClassMap.from_config(run_config(run_row(store, run_id)).get("class_map"))
     out: Dict[str, StoredVariant] = {}
     for v in variants or _variants(store, run_id):
         rows = store.predictions(run_id, v)
@@ -180,7 +183,7 @@ def stored_predictions(store: Store, run_id: int, mapping: Optional[str] = None,
         preds = np.fromiter((r["pred"] for r in rows), np.int64, len(rows))
         conf = np.fromiter((r["confidence"] for r in rows), np.float64, len(rows))
         if mapping is not None:
-            preds, conf = redecide(rows, mapping, run_id)
+            preds, conf = redecide(rows, mapping, run_id, class_map)
         out[v] = StoredVariant(ids, labels, preds, conf, raw_top1(rows))
     return out
 
@@ -192,15 +195,16 @@ def raw_top1(rows) -> Optional[np.ndarray]:
     return np.fromiter((json.loads(r["top5_classes"])[0] for r in rows), np.int64, len(rows))
 
 
-def redecide(rows, mapping: str, run_id: int = 0):
-    """(pred, conf) of stored prediction rows under `mapping` (1000-class runs only)."""
+def redecide(rows, mapping: str, run_id: int = 0, class_map: Optional[ClassMap] = None):
+    """(pred, conf) of stored prediction rows under `mapping` (1000-class runs only), through the
+    class map the run recorded (None: IN-9's)."""
     if any(r["superclass_probs"] is None or r["top5_classes"] is None for r in rows):
         raise BgbenchError(f"run {run_id} stored no raw 1000-class outputs (top-5 and superclass sums), "
                            f"so --mapping {mapping} cannot be applied without inference")
     top_c = np.array([json.loads(r["top5_classes"]) for r in rows], dtype=np.int64)
     top_p = np.array([json.loads(r["top5_probs"]) for r in rows], dtype=np.float64)
     sums = np.array([json.loads(r["superclass_probs"]) for r in rows], dtype=np.float64)
-    pred, conf = decide_stored(top_c, top_p, sums, Mapping(mapping))
+    pred, conf = decide_stored(top_c, top_p, sums, Mapping(mapping), class_map)
     return pred.astype(np.int64), conf.astype(np.float64)
 
 

@@ -114,6 +114,21 @@ def add_mapping_arg(p: argparse.ArgumentParser, default: Optional[str] = Mapping
                         + (" (default %(default)s)" if default else ""))
 
 
+def add_class_map_arg(p: argparse.ArgumentParser) -> None:
+    """--class-map FILE.json: how a 1000-class ImageNet model reads a dataset other than IN-9 and RIVAL10."""
+    p.add_argument("--class-map", metavar="FILE",
+                   help="1000-class models on a dataset other than IN-9 and RIVAL10 (whose tables are built in): a "
+                        "JSON object {\"<ImageNet index>\": \"<class folder>\"}; unlisted classes map to none "
+                        "(always wrong); recorded in the run")
+
+
+def add_data_arg(p: argparse.ArgumentParser, needs: str = "original/ and fg_mask/") -> None:
+    """--data ROOT: an IN-9-layout dataset, or a RIVAL10 release (its root or a split folder)."""
+    p.add_argument("--data", required=True,
+                   help=f"dataset root with {needs} (the IN-9 layout), or a RIVAL10 release (its root, read at its "
+                        f"test split, or ROOT/train)")
+
+
 def add_seed_arg(p: argparse.ArgumentParser, default: int, what: str) -> None:
     p.add_argument("--seed", type=int, default=default, help=f"{what} (default %(default)s)")
 

@@ -7,8 +7,8 @@ import argparse
 from ..errors import BgbenchError
 from ..evaluation.config import EvalConfig
 from ..variants.registry import IN9_VARIANTS, list_variants
-from .common import (add_db_arg, add_mapping_arg, add_model_args, add_output_args, add_protocol_arg, add_seed_arg,
-                     config_default, create_model, emit, open_store, stored_in)
+from .common import (add_class_map_arg, add_db_arg, add_mapping_arg, add_model_args, add_output_args,
+                     add_protocol_arg, add_seed_arg, config_default, create_model, emit, open_store, stored_in)
 
 #: Label spaces of a predictions file (mirrors `evaluation.prediction_file.LABEL_SPACES`; no torch here).
 LABEL_SPACES = ("dataset", "imagenet1k")
@@ -26,12 +26,14 @@ def register(sub) -> None:
                         "(imagenet1k, mapped to IN-9) (default %(default)s)")
     p.add_argument("--name", help="--predictions: the model's name (run model predictions:NAME; default: the "
                                   "file's stem)")
-    p.add_argument("--data", required=True, help="dataset root in the IN-9 layout")
+    p.add_argument("--data", required=True, help="dataset root in the IN-9 layout, or a RIVAL10 release (variant "
+                                                  "original only)")
     p.add_argument("--variants", nargs="+", metavar="VARIANT",
                    help=f"variant folders to evaluate: {', '.join(list_variants())}, or edit levels such as "
                         f"size_0.05 (default: those of {', '.join(IN9_VARIANTS)} present; every folder when only "
                         f"original is, as in `bgbench edit` output)")
     add_mapping_arg(p, config_default(EvalConfig, "mapping"))
+    add_class_map_arg(p)
     p.add_argument("--ten-crop", action="store_true", default=config_default(EvalConfig, "ten_crop"),
                    help="Resize(256), TenCrop(224) and average the logits of the ten crops (seed 003's test-time option)")
     add_seed_arg(p, config_default(EvalConfig, "seed"), "seed of the BG-Gap's bootstrap")
@@ -58,13 +60,14 @@ def _from_model(args: argparse.Namespace):
     model = create_model(args)
     return evaluate(model, args.data, variants=args.variants, mapping=args.mapping, batch_size=args.batch_size,
                     device=args.device, progress=not args.quiet, seed=args.seed, ten_crop=args.ten_crop,
-                    protocol=args.protocol)
+                    protocol=args.protocol, class_map=args.class_map)
 
 
 def _from_predictions(args: argparse.Namespace):
     from ..api import evaluate_predictions
     ignored = [flag for flag, given in (("--checkpoint", args.checkpoint), ("--variants", args.variants),
-                                        ("--ten-crop", args.ten_crop)) if given]
+                                        ("--ten-crop", args.ten_crop),
+                                        ("--class-map", args.class_map)) if given]
     if ignored:
         raise BgbenchError(f"--predictions records a file's predictions; it takes no {', '.join(ignored)} "
                            f"(the file's variants are evaluated)")

@@ -8,15 +8,15 @@ from pathlib import Path
 
 from ..analyses.saliency import SaliencyConfig
 from ..errors import BgbenchError
-from .common import (add_db_arg, add_model_args, add_output_args, add_seed_arg, config_default, create_model, emit,
-                     open_store, stored_in)
+from .common import (add_class_map_arg, add_data_arg, add_db_arg, add_model_args, add_output_args, add_seed_arg,
+                     config_default, create_model, emit, open_store, stored_in)
 
 
 def register(sub) -> None:
     p = sub.add_parser("saliency", help="Grad-CAM on the predicted class: RIVAL10's alignment with the mask "
                                         "(precision, IoU, Dice, Δdensity, coverage, AP)")
     add_model_args(p, SaliencyConfig)
-    p.add_argument("--data", required=True, help="dataset root with original/ and fg_mask/")
+    add_data_arg(p)
     p.add_argument("--layer", help="Grad-CAM layer, a module path inside the network (default: a ViT's last block's "
                                    "norm1, else the last feature stage of a timm model, else the last convolution)")
     p.add_argument("--examples", type=int, default=config_default(SaliencyConfig, "examples"),
@@ -26,6 +26,7 @@ def register(sub) -> None:
                                  "example, which the report shows; default: a new probe_saliency_<time>/ beside "
                                  "the results store)")
     add_seed_arg(p, config_default(SaliencyConfig, "seed"), "seed of the bootstrap over images behind the intervals")
+    add_class_map_arg(p)
     add_output_args(p)
     add_db_arg(p)
     p.set_defaults(func=run)
@@ -39,7 +40,8 @@ def run(args: argparse.Namespace) -> int:
 
     def compute(out_dir):
         return probe_saliency(model, args.data, layer=args.layer, batch_size=args.batch_size, device=args.device,
-                              examples=args.examples, seed=args.seed, out_dir=out_dir, progress=not args.quiet)
+                              examples=args.examples, seed=args.seed, class_map=args.class_map, out_dir=out_dir,
+                              progress=not args.quiet)
     if not launched().main:  # a torchrun rank other than 0 computes its share; rank 0 writes, records, reports
         compute(None)
         return 0

@@ -12,14 +12,35 @@ from ..errors import DataError
 IMAGE_SUFFIXES = (".jpeg", ".jpg", ".png", ".bmp", ".webp", ".tif", ".tiff")
 
 
-def decode_image(path: Path) -> np.ndarray:
-    """Decode `path` to an HxWx3 uint8 array (RGB), or raise DataError naming the file."""
+def decode_image(path: Path, size: Optional[Tuple[int, int]] = None) -> np.ndarray:
+    """Decode `path` to an HxWx3 uint8 array (RGB), or raise DataError naming the file.
+
+    `size` (H, W): resize to it (bilinear, as torchvision's `Resize` of a PIL image), for datasets
+    whose own loader resizes (RIVAL10's, to 224 x 224); None feeds the image as it is.
+    """
     try:
         with Image.open(path) as im:
             im.load()
-            return np.asarray(im.convert("RGB"))
+            rgb = im.convert("RGB")
+            if size is not None and rgb.size != (size[1], size[0]):
+                rgb = rgb.resize((size[1], size[0]), Image.BILINEAR)
+            return np.asarray(rgb)
     except (OSError, UnidentifiedImageError, ValueError, SyntaxError) as e:
         raise DataError(f"cannot read image {path}: {str(e).strip() or type(e).__name__}") from None
+
+
+def decode_item(item) -> np.ndarray:
+    """A dataset item's image (`Item`: its path, at the size its reader feeds it)."""
+    return decode_image(item.path, getattr(item, "size", None))
+
+
+def object_mask(ref, image_path: Path, image_hw: Tuple[int, int]) -> np.ndarray:
+    """The object mask an item's `ref` names, for an image of `image_hw`: a mask file (which must
+    fit the image), or a reader with `read(image_hw)` (RIVAL10's masks, resized to the image)."""
+    if hasattr(ref, "read"):
+        return ref.read(tuple(image_hw))
+    check_mask_fits(ref, image_path, image_hw)
+    return load_mask(ref)
 
 
 def mask_shape(path: Path) -> Tuple[int, ...]:

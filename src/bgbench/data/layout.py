@@ -4,15 +4,20 @@
     ROOT/fg_mask/<split>/<class folder>/<stem>.npy
 
 Labels are class-folder positions in sorted order. An image's id is '<class folder>/<stem>', so
-the same foreground can be paired across variants and with its mask.
+the same foreground can be paired across variants and with its mask. Attribute masks, where a
+dataset has them, sit in ROOT/attr_mask/<split>/ (`data.attributes`).
+
+`resolve_layout` also reads the RIVAL10 release (`data.rival10`) into the same `Layout` and
+`Item` shapes, so every probe takes either.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import ClassVar, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import DataError
+from .attributes import ATTR_DIR, AttributeSource, NpzAttributes
 from .images import IMAGE_SUFFIXES
 
 MASK_DIR = "fg_mask"
@@ -28,12 +33,14 @@ class Item:
     image_id: str  # '<class folder>/<stem>'
     label: int
     path: Path
+    size: Optional[Tuple[int, int]] = None  # (H, W) the dataset's reader resizes it to; None: as stored
 
 
 @dataclass
 class Layout:
     """A validated dataset root: its classes, the variants present, and their images."""
 
+    kind: ClassVar[str] = "in9"  # the on-disk format: 'in9' (this layout) or 'rival10'
     root: Path
     split: str
     classes: Tuple[str, ...]
@@ -55,6 +62,12 @@ class Layout:
 
     def mask_path(self, image_id: str) -> Path:
         return self.root / MASK_DIR / self.split / f"{image_id}.npy"
+
+    @property
+    def attribute_source(self) -> Optional[AttributeSource]:
+        """The dataset's attribute masks (ROOT/attr_mask/<split>/), or None when it has none."""
+        folder = self.root / ATTR_DIR / self.split
+        return NpzAttributes(folder) if folder.is_dir() else None
 
     def foregrounds(self) -> List[Tuple[Item, Path]]:
         """Every original image paired with its mask; a clear error for the first one missing."""
@@ -142,7 +155,7 @@ def discover(root: str | Path, split: str = "val", variants: Optional[Sequence[s
     root = Path(root).expanduser()
     if not root.is_dir():
         raise DataError(f"dataset root {root} does not exist or is not a folder")
-    found = sorted(p.name for p in root.iterdir() if p.is_dir() and p.name != MASK_DIR)
+    found = sorted(p.name for p in root.iterdir() if p.is_dir() and p.name not in (MASK_DIR, ATTR_DIR))
     if variants is None:
         for v in found:  # a known variant folder without the split is a broken layout, not noise
             if v in IN9_VARIANTS + EXTRA_VARIANTS and not (root / v / split).is_dir():
@@ -161,8 +174,7 @@ def discover(root: str | Path, split: str = "val", variants: Optional[Sequence[s
     if not classes:
         raise DataError(f"{root / reference / split} has no class folders")
     others = list(variants[1:])
-    if (root / MASK_DIR / split).is_dir():
-        others.append(MASK_DIR)
+    others += [d for d in (MASK_DIR, ATTR_DIR) if (root / d / split).is_dir()]
     for v in others:
         mine = _class_dirs(root / v / split)
         if mine != classes:
@@ -182,10 +194,16 @@ def resolve_layout(data: "str | Path | Layout", variants: Optional[Sequence[str]
     """The dataset's layout with the requested variants.
 
     Default: the IN-9 variants present; when none is present besides `original` (an edit
-    folder from `bgbench edit`, a plain dataset), every variant folder, `original` first.
+    folder from `bgbench edit`, a plain dataset), every variant folder, `original` first. A
+    RIVAL10 root (or its `train`/`test` folder) is read as RIVAL10 (`data.rival10`), whose one
+    variant is `original`.
     """
     if isinstance(data, Layout):
         return data
+    from .rival10 import find_rival10, rival10_layout
+    found_rival10 = find_rival10(data)
+    if found_rival10 is not None:
+        return rival10_layout(*found_rival10, variants=variants)
     if variants:
         return discover(data, variants=list(variants))
     found = discover(data)

@@ -6,13 +6,25 @@ position, small rotation, and a random shade within the class's hue band) over a
 model trained on ORIGINAL leans on it and shows a large BG-Gap, while one trained on MIXED-RAND
 cannot. That is the paper's central finding (Fig. 5) in miniature, on a CPU, in minutes.
 
+The object carries attribute parts (RIVAL10's attributes in miniature), each with its exact mask
+(`Sample.attributes`); they change brightness only, so the hue band stays the colour cue:
+
+- `dot`, a white disc at the object's deepest interior point: class-defining for 00, 03, 06;
+- `stripes`, darker diagonal bands over the interior: class-defining for 01, 04, 07;
+- `notch`, a black square at the top of the interior: class-defining for 02, 05, 08;
+- `rim`, the outer band of the object at half brightness: shared, on half of all images.
+
+The parts are disjoint (the class part lies inside the band the rim would take) and drawn after
+everything else, from the same random stream, so the shape, colour and background of every image
+are those it had before the parts existed.
+
 Rendering the IN-9 variants of these images and writing the dataset is `bgbench.variants.synth`
 (a layer above, since it needs the variant functions).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import List
+from dataclasses import dataclass, field
+from typing import Dict, List
 
 import cv2
 import numpy as np
@@ -31,6 +43,18 @@ SPLIT_CODES = {"val": 0, "train": 1}
 MIN_SIZE = 16
 
 
+#: The class-defining part of each class, and the parts any class may carry.
+CLASS_PARTS = ("dot", "stripes", "notch")
+SHARED_PARTS = ("rim",)
+ATTRIBUTES = tuple(sorted(CLASS_PARTS + SHARED_PARTS))
+RIM_RATE = 0.5
+
+
+def class_part(label: int) -> str:
+    """The part that class `label` always carries (dot: 0, 3, 6; stripes: 1, 4, 7; notch: 2, 5, 8)."""
+    return CLASS_PARTS[label % len(CLASS_PARTS)]
+
+
 @dataclass
 class Sample:
     """One generated image with its exact annotation."""
@@ -40,6 +64,7 @@ class Sample:
     box: Box
     label: int
     texture: int
+    attributes: Dict[str, np.ndarray] = field(default_factory=dict)  # part -> HxW bool, present parts only
 
 
 def _polygon(kind: int, rng: np.random.Generator) -> np.ndarray:
@@ -156,7 +181,58 @@ def draw_sample(label: int, size: int, bg_correlation: float, rng: np.random.Gen
     shade = rng.normal(0, 8, (size, size, 1))  # mild texture so the object is not a flat stencil
     fg = np.clip(colour[None, None] + shade, 0, 255).astype(np.uint8)
     image = np.where(mask[..., None], fg, background)
-    return Sample(image=image, mask=mask, box=mask_box(mask), label=label, texture=family)
+    image, parts = draw_parts(image, mask, label, rng)
+    return Sample(image=image, mask=mask, box=mask_box(mask), label=label, texture=family, attributes=parts)
+
+
+def _part_masks(mask: np.ndarray, label: int, rng: np.random.Generator) -> Dict[str, np.ndarray]:
+    """Every part's mask for this object (before deciding which are present)."""
+    m8 = mask.astype(np.uint8)
+    depth = cv2.distanceTransform(m8, cv2.DIST_L2, 3)
+    inradius = float(depth.max())
+    width = max(1, int(round(0.2 * inradius)))
+    interior = cv2.erode(m8, np.ones((2 * width + 1, 2 * width + 1), np.uint8)).astype(bool)
+    parts = {"rim": mask & ~interior}
+    yy, xx = np.mgrid[0:mask.shape[0], 0:mask.shape[1]]
+    part = class_part(label)
+    if part == "dot":
+        cy, cx = np.unravel_index(int(np.argmax(depth)), depth.shape)
+        radius = max(1.5, 0.45 * inradius)
+        parts["dot"] = interior & ((yy - cy) ** 2 + (xx - cx) ** 2 <= radius ** 2)
+    elif part == "stripes":
+        period = max(3.0, 0.8 * inradius)
+        angle = rng.uniform(0, np.pi)
+        phase = (np.cos(angle) * xx + np.sin(angle) * yy) / period
+        parts["stripes"] = interior & (np.floor(phase) % 2 == 0)
+    else:  # notch: a square at the top of the interior
+        rows = np.flatnonzero(interior.any(axis=1))
+        if rows.size:
+            top = rows[0]
+            cols = np.flatnonzero(interior[top])
+            cx, side = int(cols[cols.size // 2]), max(2, int(round(0.8 * inradius)))
+            box = (yy >= top) & (yy < top + side) & (np.abs(xx - cx) <= side // 2)
+            parts["notch"] = interior & box
+        else:
+            parts["notch"] = np.zeros_like(mask)
+    return parts
+
+
+def draw_parts(image: np.ndarray, mask: np.ndarray, label: int, rng: np.random.Generator):
+    """The image with its parts painted, and part -> mask of the parts it has (nonempty)."""
+    masks = _part_masks(mask, label, rng)
+    if rng.random() >= RIM_RATE:
+        del masks["rim"]
+    out = image.astype(np.float32)
+    for name, m in masks.items():
+        if name == "rim":
+            out[m] *= 0.5
+        elif name == "stripes":
+            out[m] *= 0.55
+        elif name == "dot":
+            out[m] = 255
+        else:  # notch
+            out[m] = 0
+    return out.astype(np.uint8), {k: m for k, m in masks.items() if m.any()}
 
 
 def sample_at(label: int, i: int, size: int = 64, seed: int = 0, split: str = "val",

@@ -1,7 +1,7 @@
 """The one dataset writer that `bgbench synth`, `build` and `edit` share.
 
 It owns what the three have in common: the IN-9 output folders (`OUT/<folder>/<split>/<class>/`
-and `OUT/fg_mask/...`), the overwrite check, PNG and mask writes, the manifest and rejects
+and `OUT/fg_mask/...`, plus `OUT/attr_mask/...` for a job that writes attribute masks), the overwrite check, PNG and mask writes, the manifest and rejects
 tables (one schema, `data.manifest`), the per-image reject protocol, and the shard record and
 file copies that `bgbench merge` joins. The per-image work (drawing, GrabCut, edits) stays with
 the callers, which hand it to `data.pool.worker_pool` as module-level functions: this layer
@@ -23,6 +23,7 @@ from PIL import Image
 
 from ..errors import BgbenchError, DataError
 from . import manifest as M
+from .attributes import ATTR_DIR, write_attribute_masks
 from .images import BadMask, decode_image, read_mask
 from .layout import MASK_DIR
 from .shards import ShardRecord, record_path
@@ -76,6 +77,10 @@ class Target:
     def save_mask(self, image_id: str, mask: np.ndarray) -> None:
         np.save(self.path(MASK_DIR, image_id, ".npy"), mask.astype(np.uint8))
 
+    def save_attributes(self, image_id: str, masks: dict) -> None:
+        """The image's attribute masks (part -> HxW bool) as attr_mask/<split>/<id>.npz."""
+        write_attribute_masks(self.path(ATTR_DIR, image_id, ".npz"), masks)
+
     def load_image(self, folder: str, image_id: str) -> np.ndarray:
         return decode_image(self.path(folder, image_id))
 
@@ -86,14 +91,19 @@ class Target:
         for folder in folders:
             self.path(folder, image_id).unlink(missing_ok=True)
         self.path(MASK_DIR, image_id, ".npy").unlink(missing_ok=True)
+        self.path(ATTR_DIR, image_id, ".npz").unlink(missing_ok=True)
 
 
 class DatasetWriter:
-    """One split of one dataset in the IN-9 layout: its folders, tables and shard record."""
+    """One split of one dataset in the IN-9 layout: its folders, tables and shard record.
 
-    def __init__(self, out: Path, split: str, folders: Sequence[str], classes: Sequence[str]):
+    `attributes`: the job writes attribute masks too (attr_mask/<split>/...)."""
+
+    def __init__(self, out: Path, split: str, folders: Sequence[str], classes: Sequence[str],
+                 attributes: bool = False):
         self.out, self.split = Path(out), split
         self.folders, self.classes = list(folders), list(classes)
+        self.mask_dirs = [MASK_DIR, ATTR_DIR] if attributes else [MASK_DIR]
         self.target = Target(self.out, split)
 
     def open(self, overwrite: bool) -> None:
@@ -107,7 +117,7 @@ class DatasetWriter:
             if not overwrite:
                 raise BgbenchError(f"{existing} already holds images; pass --overwrite to replace the "
                                    f"{self.split} split")
-        for folder in [*self.folders, MASK_DIR]:
+        for folder in [*self.folders, *self.mask_dirs]:
             shutil.rmtree(self.out / folder / self.split, ignore_errors=True)
             for cls in self.classes:
                 (self.out / folder / self.split / cls).mkdir(parents=True, exist_ok=True)
@@ -129,7 +139,7 @@ class DatasetWriter:
         """
         copied = set()
         for rec in records:
-            for folder in [*rec.folders, MASK_DIR]:
+            for folder in [*rec.folders, MASK_DIR, ATTR_DIR]:
                 src = Path(rec.root) / folder / self.split
                 if not src.is_dir():
                     continue

@@ -21,6 +21,8 @@ class EvalConfig:
         ten_crop: Resize(256), TenCrop(224) and average the logits (seed 003's test-time option).
         protocol: a reference protocol (`bgbench.protocols`), which fixes the mapping, ten-crop and
             (on the model) the resize policy and zero-shot head; recorded with the run.
+        class_map: a JSON file {ImageNet index: class folder} for a 1000-class model on a dataset
+            other than IN-9 and RIVAL10 (`class_maps`).
     """
 
     variants: Optional[List[str]] = None
@@ -30,6 +32,7 @@ class EvalConfig:
     seed: int = 0
     ten_crop: bool = False
     protocol: Optional[str] = None
+    class_map: Optional[str] = None
 
     def __post_init__(self):
         checks.one_of("mapping", str(self.mapping), [m.value for m in Mapping])

@@ -14,8 +14,8 @@ import numpy as np
 import torch
 from .. import console
 
-from ..classes import IN9_FOLDERS, Mapping, map_logits, superclass_sums
-from ..data.images import check_mask_fits, decode_image
+from ..classes import Mapping, map_logits, superclass_sums
+from ..data.images import check_mask_fits, decode_item
 from ..data.layout import Item, Layout
 from ..errors import BgbenchError
 from ..models.spec import IMAGENET1K, BgModel, check_compatible  # noqa: F401 (re-exported)
@@ -83,9 +83,18 @@ def to_tensor(batch: np.ndarray) -> torch.Tensor:
 def decide(model: BgModel, logits: torch.Tensor, mapping: Mapping | str) -> Tuple[torch.Tensor, torch.Tensor]:
     """Predictions and confidences in the dataset's label space."""
     if model.spec.label_space == IMAGENET1K:
-        return map_logits(logits, mapping)
+        return map_logits(logits, mapping, model.class_map)
     conf, pred = logits.float().softmax(dim=1).max(dim=1)
     return pred, conf
+
+
+def class_probabilities(model: BgModel, logits: torch.Tensor) -> torch.Tensor:
+    """(N, C) probability of each dataset class: the softmax of a dataset-class model; for a
+    1000-class model, the probability mass of each class's ImageNet classes (its class map)."""
+    probs = logits.float().softmax(dim=1)
+    if model.spec.label_space == IMAGENET1K:
+        return superclass_sums(probs, model.class_map)
+    return probs
 
 
 def _chunks(items: Sequence[Item], batch_size: int) -> Iterator[Sequence[Item]]:
@@ -97,7 +106,7 @@ def _decode_batch(items: Sequence[Item], checker: Optional[Callable[[Item, np.nd
                   render: Optional[Callable[[Item], np.ndarray]] = None) -> List[np.ndarray]:
     arrays = []
     for it in items:
-        arr = render(it) if render is not None else decode_image(it.path)
+        arr = render(it) if render is not None else decode_item(it)
         if checker is not None:
             checker(it, arr)
         arrays.append(arr)
@@ -140,7 +149,7 @@ def predict_items(model: BgModel, items: Sequence[Item], *, batch_size: int = 64
                 logits = model(x) if forward is None else forward(model, x)
                 pred, conf = decide(model, logits, mapping)
                 if keep_raw:
-                    raw.append(tuple(t.cpu() for t in imagenet_summary(logits)))
+                    raw.append(tuple(t.cpu() for t in imagenet_summary(logits, model.class_map)))
                 preds.append(pred.cpu())
                 confs.append(conf.cpu())
                 ids.extend(it.image_id for it in run)
@@ -157,17 +166,19 @@ def predict_items(model: BgModel, items: Sequence[Item], *, batch_size: int = 64
                        conf=torch.cat(confs).numpy().astype(np.float64) if confs else np.zeros(0), **extra)
 
 
-def imagenet_summary(logits: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def imagenet_summary(logits: torch.Tensor, class_map=None) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """What the store keeps of a 1000-way output: top-5 classes, their probabilities, and the
-    probability mass of each IN-9 class, enough to re-decide under either mapping later."""
+    probability mass of each dataset class (under `class_map`, IN-9's when None), enough to
+    re-decide under either mapping later."""
     probs = logits.float().softmax(dim=1)
     top_p, top_c = probs.topk(5, dim=1)
-    return top_c, top_p, superclass_sums(probs)
+    return top_c, top_p, superclass_sums(probs, class_map)
 
 
 def mask_checker(layout: Layout):
-    """For originals: the mask must exist and match the image's size (when fg_mask is present)."""
-    if not layout.has_masks:
+    """For originals: the mask must exist and match the image's size (when fg_mask is present;
+    a RIVAL10 layout checks its masks itself, and resizes them to their images)."""
+    if not layout.has_masks or layout.kind != "in9":
         return None
 
     def check(item: Item, image: np.ndarray) -> None:

@@ -45,7 +45,7 @@ def run_eval(model: BgModel, data: str | Path | Layout, cfg: EvalConfig, progres
         on_disk.append("original")
     layout = resolve_layout(data, on_disk or None)
     variants = list(cfg.variants or layout.variants)
-    check_compatible(model, layout.classes)
+    check_compatible(model, layout.classes, cfg.class_map)
     protocols.check_spec(cfg.protocol, model.spec.to_dict())
     ranks = setup(cfg.device)
     model = model.to(ranks.device).eval()

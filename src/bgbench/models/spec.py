@@ -3,12 +3,14 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Optional, Sequence, Tuple
 
 import torch
 from torch import nn
 
-from ..classes import IN9_FOLDERS, class_name_mismatch
+from ..class_maps import IN9, ClassMap, resolve_class_map
+from ..classes import class_name_mismatch
 from ..console import status
 from ..errors import BgbenchError
 from .inputs import fit_to_native, native_hw
@@ -82,6 +84,9 @@ class BgModel(nn.Module):
         self.spec = spec
         self.normalize = Normalize(spec.mean, spec.std)
         self.net = net
+        #: how a 1000-class model's outputs become the current dataset's labels, set by
+        #: `check_compatible` for each job (None: IN-9's table; unused by dataset-class models)
+        self.class_map: Optional[ClassMap] = None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.spec.resize == "native":
@@ -93,18 +98,28 @@ class BgModel(nn.Module):
         return native_hw(self.spec.input_size) if self.spec.resize == "native" else tuple(image_hw)
 
 
-def check_compatible(model: BgModel, classes: Sequence[str]) -> None:
-    """A model's label space must match the dataset's classes.
+def check_compatible(model: BgModel, classes: Sequence[str], class_map: "str | Path | ClassMap | None" = None
+                     ) -> None:
+    """A model's label space must match the dataset's classes; a 1000-class model gets the
+    dataset's class map (`class_maps`), which decisions then use.
 
+    A 1000-class ImageNet model reads IN-9 through upstream's table, RIVAL10 through RIVAL10's
+    tables, and any dataset through `class_map` (a `--class-map` file); without one it is refused.
     A model that records its training class folders is also compared with the dataset's by name:
     a difference is allowed (the same classes may be spelt differently) but warned about on stderr,
     and `runs.Provenance.of` records it in the run.
     """
     spec = model.spec
     if spec.label_space == IMAGENET1K:
-        if tuple(classes) != IN9_FOLDERS:
-            raise BgbenchError(f"{spec.name} is a 1000-class ImageNet model, which maps only to the 9 IN-9 "
-                               f"classes; this dataset has {len(classes)} others")
+        resolved = resolve_class_map(classes, class_map)
+        if resolved is None:
+            raise BgbenchError(f"{spec.name} is a 1000-class ImageNet model, which maps by itself only to IN-9's or "
+                               f"RIVAL10's classes; for this dataset's {len(classes)} classes give --class-map "
+                               f"FILE.json ({{\"<ImageNet index>\": \"<class folder>\"}})")
+        model.class_map = None if resolved.name == IN9 else resolved
+    elif class_map is not None:
+        raise BgbenchError(f"--class-map maps the outputs of a 1000-class ImageNet model; {spec.name} has "
+                           f"{spec.num_classes} outputs, the dataset's own classes")
     elif spec.num_classes != len(classes):
         raise BgbenchError(f"{spec.name} has {spec.num_classes} outputs but the dataset has {len(classes)} classes")
     mismatch = class_name_mismatch(spec.class_names, classes)

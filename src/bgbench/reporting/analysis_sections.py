@@ -85,13 +85,13 @@ def boxsize_section(ctx: ReportContext, subject: Subject) -> Optional[dict]:
 
 @register_section("noise", "Noise sensitivity (RIVAL10)")
 def noise_section(ctx: ReportContext, subject: Subject) -> Optional[dict]:
+    from ..analyses.ablation_summary import region_label
     from ..analyses.noise import noise_summary
     run = subject.latest("probe_noise")
     if run is None:
         return None
     summary = noise_summary(ctx.store, run["id"])
-    curves = {f"noise on the {'foreground' if region == 'fg' else 'background'}": points
-              for region, points in summary.curves.items()}
+    curves = {f"noise on the {region_label(region)}": points for region, points in summary.curves.items()}
     kind = summary.grid["kind"]
     path = figures.binned_curves(ctx.figure_path(subject, "noise"), curves, x_key="level",
                                  xlabel="noise level (σ)" if kind != "l2" else "noise L2 norm")

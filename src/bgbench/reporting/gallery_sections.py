@@ -73,7 +73,10 @@ def noise_gallery(ctx: ReportContext, subject: Subject) -> Optional[dict]:
     if config.get("draws") != DRAWS:  # drawn from one generator per run: its copies cannot be redrawn
         return {"run_id": run["id"], "gallery": None}
     columns = ("image_id", "label", "region", "level", "trial", "correct", "pred")
-    rows = [tuple(r[c] for c in columns) for r in ctx.store.probe_rows("probe_noise", run["id"])]
+    # the object and the background (a --region attributes run's 'attr:<name>' rows are in the noise
+    # section's curves; the gallery redraws copies from the object mask only)
+    rows = [tuple(r[c] for c in columns) for r in ctx.store.probe_rows("probe_noise", run["id"])
+            if r["region"] in ("fg", "bg")]
     clean = clean_predictions(ctx, subject)
     picks = noise_flips(rows, PER_CLASS, {i: y == p for i, (y, p) in clean.items()} if clean else None)
     preds = {(r[0], r[2], float(r[3]), int(r[4])): r[6] for r in rows}

@@ -18,6 +18,7 @@ from .sections import list_sections
 from .thumbs import clear as clear_thumbs
 from . import analysis_sections, challenge_sections, gallery_sections  # noqa: F401,E402  (register sections)
 from . import feature_sections  # noqa: F401,E402  (registers the spurious-features section)
+from . import attribute_sections  # noqa: F401,E402  (registers the attribute heatmap)
 
 
 def environment() -> jinja2.Environment:

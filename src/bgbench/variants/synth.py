@@ -1,7 +1,7 @@
 """`bgbench synth`: Synthetic-9 written in the IN-9 layout through the one dataset writer.
 
 `data.synthetic` draws the images; here their 8 variants are rendered with the registry's pure
-functions and written. Every image is a function of (seed, split, class, index), so a worker or
+functions and written, with the mask and the attribute masks (`attr_mask/`) of each original. Every image is a function of (seed, split, class, index), so a worker or
 a shard draws any image, donors included, by itself: donors are chosen for the whole split
 (`variants.donors`, from the labels alone), and each worker renders and writes its images. The
 output is byte-identical for any `--workers` and any `--shard` split, once merged.
@@ -17,7 +17,8 @@ from .. import checks, runs
 from ..data import manifest as M
 from ..data.pool import worker_pool
 from ..data.shards import Shard, ShardRecord, inputs_fingerprint, select
-from ..data.synthetic import MIN_SIZE, SYNTH_CLASSES, TEXTURES, Sample, sample_at
+from ..data.synthetic import (ATTRIBUTES, MIN_SIZE, SHARED_PARTS, SYNTH_CLASSES, TEXTURES, Sample, class_part,
+                              sample_at)
 from ..data.writer import DatasetWriter, Target, manifest_rows
 from .donors import Candidate, assign_donors
 from .functions import only_bg_t
@@ -66,7 +67,7 @@ class SynthResult:
                 "shard": str(self.shard) if self.shard else None}
 
     def summary(self) -> str:
-        what = f"Synthetic-9 ({self.split}, {self.images} images x {len(IN9_VARIANTS)} variants + fg_mask)"
+        what = f"Synthetic-9 ({self.split}, {self.images} images x {len(IN9_VARIANTS)} variants + fg_mask, attr_mask)"
         if self.shard:
             return f"wrote shard {self.shard} of {what} to {self.out}; join the shards with `bgbench merge`"
         return f"wrote {what} to {self.out}"
@@ -119,6 +120,7 @@ def _render(job: _Job, s: _Settings) -> List[M.ManifestRow]:
         rows.append(M.ManifestRow(folder=name, bg_image=image_id(cfg, d), bg_class=SYNTH_CLASSES[donor.label],
                                   params={"texture": TEXTURES[donor.texture]}, **common))
     s.target.save_mask(iid, me.mask)
+    s.target.save_attributes(iid, me.attributes)
     return rows
 
 
@@ -134,7 +136,7 @@ def _jobs(cfg: SynthConfig) -> List[_Job]:
 def synth(cfg: SynthConfig, progress: bool = True) -> SynthResult:
     """Write one split of Synthetic-9 (or, with `cfg.shard`, that shard's share of it)."""
     cfg = SynthConfig(**{**cfg.__dict__, "out": Path(cfg.out).expanduser()})
-    writer = DatasetWriter(cfg.out, cfg.split, IN9_VARIANTS, SYNTH_CLASSES)
+    writer = DatasetWriter(cfg.out, cfg.split, IN9_VARIANTS, SYNTH_CLASSES, attributes=True)
     writer.open(cfg.overwrite)
     jobs = _jobs(cfg)
     mine = select(jobs, cfg.shard)
@@ -168,8 +170,11 @@ def _write_info(out: Path, settings: dict, images: int) -> None:
     splits = info.get("splits", {}) if isinstance(info.get("splits"), dict) else {}
     split = settings["split"]
     splits[split] = {**{k: v for k, v in settings.items() if k != "split"}, "images": images}
+    parts = {name: [c for k, c in enumerate(SYNTH_CLASSES) if class_part(k) == name] for name in ATTRIBUTES
+             if name not in SHARED_PARTS}
+    parts.update({name: "any class (on about half the images)" for name in SHARED_PARTS})
     doc = {"generator": "bgbench synth", "classes": list(SYNTH_CLASSES), "textures": list(TEXTURES),
-           "splits": splits}
+           "attributes": parts, "splits": splits}
     path.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
 
 
@@ -180,7 +185,7 @@ def merge(out: Path, records: List[ShardRecord], overwrite: bool = False, worker
     Nothing is left to compute, so `workers` and `progress` (merge's one signature) go unused.
     """
     ref = records[0]
-    writer = DatasetWriter(out, ref.split, IN9_VARIANTS, SYNTH_CLASSES)
+    writer = DatasetWriter(out, ref.split, IN9_VARIANTS, SYNTH_CLASSES, attributes=True)
     writer.open(overwrite)
     writer.copy_shards(records)
     rows = manifest_rows(records)

@@ -1,0 +1,152 @@
+"""Class maps: how a 1000-class ImageNet model's outputs become a dataset's labels.
+
+A class map sends each ImageNet-1k class index to a dataset label, or to -1 (no class: a
+prediction there is always wrong). Which one a run uses depends on the dataset:
+
+- IN-9's class folders: upstream's `in_to_in9.json` (`classes.imagenet_to_in9`), the default;
+- RIVAL10's classes: RIVAL10's own tables (`rival10_label_mappings.json`: ImageNet class name →
+  [RIVAL10 class, label]; `rival10_wnid_to_class.json`: WordNet id → ImageNet class name): each
+  RIVAL10 class is the set of ImageNet classes whose names the first table lists (two per class,
+  20 in all). A WordNet id's index is its position among the 1000 sorted ids, ImageNet-1k's order;
+- any dataset: a JSON file (`--class-map FILE.json`) `{"<ImageNet index>": "<class folder>", ...}`.
+
+A run that used any map but IN-9's records it in its config (`to_config`), so stored 1000-class
+outputs can be re-decided later with the same map. Sources of the tables: `resources/SOURCES.md`.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib.resources import files
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from .classes import IN9_FOLDERS, NO_CLASS, imagenet_to_in9
+from .errors import BgbenchError
+
+IMAGENET_CLASSES = 1000
+IN9 = "in9"
+RIVAL10 = "rival10"
+
+
+@dataclass(frozen=True)
+class ClassMap:
+    """ImageNet index -> dataset label (-1: none), for a dataset of `num_classes` classes."""
+
+    name: str  # 'in9', 'rival10' or 'file:<path>'
+    table: Tuple[int, ...]
+    num_classes: int
+
+    def array(self) -> np.ndarray:
+        return np.asarray(self.table, dtype=np.int64)
+
+    def members(self) -> Dict[int, List[int]]:
+        """label -> the ImageNet indices that map to it."""
+        out: Dict[int, List[int]] = {c: [] for c in range(self.num_classes)}
+        for index, label in enumerate(self.table):
+            if label >= 0:
+                out[label].append(index)
+        return out
+
+    def to_config(self) -> dict:
+        """What a run records: the map's name and, per label, its ImageNet indices."""
+        return {"name": self.name, "num_classes": self.num_classes,
+                "imagenet_classes": {str(c): idx for c, idx in self.members().items()}}
+
+    @classmethod
+    def from_config(cls, doc: Optional[dict]) -> Optional["ClassMap"]:
+        """The map a run recorded (None: the run used IN-9's)."""
+        if not doc:
+            return None
+        table = np.full(IMAGENET_CLASSES, NO_CLASS, dtype=np.int64)
+        for label, indices in doc["imagenet_classes"].items():
+            table[np.asarray(indices, dtype=np.int64)] = int(label)
+        return cls(doc["name"], tuple(int(v) for v in table), int(doc["num_classes"]))
+
+
+def in9_class_map() -> ClassMap:
+    return ClassMap(IN9, tuple(int(v) for v in imagenet_to_in9()), len(IN9_FOLDERS))
+
+
+def _resource(name: str) -> dict:
+    return json.loads(files("bgbench").joinpath(f"resources/{name}").read_text())
+
+
+@lru_cache(maxsize=1)
+def rival10_tables() -> Tuple[Tuple[str, ...], Dict[str, int]]:
+    """(RIVAL10's class names in label order, WordNet id -> RIVAL10 label of its 20 ImageNet classes)."""
+    mappings = _resource("rival10_label_mappings.json")  # ImageNet class name -> [class, label]
+    wnid_to_name = _resource("rival10_wnid_to_class.json")
+    name_to_wnid = {name: wnid for wnid, name in wnid_to_name.items()}
+    names: Dict[int, str] = {}
+    labels: Dict[str, int] = {}
+    for imagenet_name, (cls, label) in mappings.items():
+        names[int(label)] = cls
+        labels[name_to_wnid[imagenet_name]] = int(label)
+    return tuple(names[k] for k in sorted(names)), labels
+
+
+def rival10_classes() -> Tuple[str, ...]:
+    """('truck', 'car', 'plane', ...): RIVAL10's 10 classes, position = label."""
+    return rival10_tables()[0]
+
+
+@lru_cache(maxsize=1)
+def imagenet_wnids() -> Tuple[str, ...]:
+    """The 1000 ImageNet-1k WordNet ids in class-index order (sorted, as ILSVRC numbers them)."""
+    return tuple(sorted(_resource("rival10_wnid_to_class.json")))
+
+
+def rival10_class_map() -> ClassMap:
+    index = {wnid: k for k, wnid in enumerate(imagenet_wnids())}
+    table = [NO_CLASS] * IMAGENET_CLASSES
+    for wnid, label in rival10_tables()[1].items():
+        table[index[wnid]] = label
+    return ClassMap(RIVAL10, tuple(table), len(rival10_classes()))
+
+
+def class_map_from_file(path: str | Path, classes: Sequence[str]) -> ClassMap:
+    """A `--class-map` file: a JSON object {ImageNet index (0-999): class folder of this dataset}."""
+    path = Path(path).expanduser()
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise BgbenchError(f"--class-map {path}: cannot read it as JSON ({str(e).strip() or type(e).__name__})"
+                           ) from None
+    if not isinstance(doc, dict) or not doc:
+        raise BgbenchError(f"--class-map {path}: expected a JSON object {{\"<ImageNet index>\": \"<class folder>\"}}")
+    position = {c: k for k, c in enumerate(classes)}
+    table = [NO_CLASS] * IMAGENET_CLASSES
+    for key, folder in doc.items():
+        try:
+            index = int(key)
+        except ValueError:
+            index = -1
+        if not 0 <= index < IMAGENET_CLASSES or str(index) != str(key).strip():
+            raise BgbenchError(f"--class-map {path}: {key!r} is not an ImageNet class index (0-999)")
+        if folder not in position:
+            raise BgbenchError(f"--class-map {path}: ImageNet class {index} maps to {folder!r}, which is not a class "
+                               f"of this dataset ({', '.join(classes)})")
+        table[index] = position[folder]
+    return ClassMap(f"file:{path.resolve()}", tuple(table), len(classes))
+
+
+def resolve_class_map(classes: Sequence[str], class_map: "str | Path | ClassMap | None" = None
+                      ) -> Optional[ClassMap]:
+    """The class map for a dataset with these classes: the one given (a ClassMap or a file), else
+    IN-9's or RIVAL10's by the class names; None when there is none."""
+    if isinstance(class_map, ClassMap):
+        if class_map.num_classes != len(classes):
+            raise BgbenchError(f"class map {class_map.name} has {class_map.num_classes} classes, the dataset "
+                               f"{len(classes)}")
+        return class_map
+    if class_map is not None:
+        return class_map_from_file(class_map, classes)
+    if tuple(classes) == IN9_FOLDERS:
+        return in9_class_map()
+    if tuple(classes) == rival10_classes():
+        return rival10_class_map()
+    return None

@@ -1,0 +1,94 @@
+"""RIVAL10's per-image attribute dicts (`<stem>_attr_dict.pkl`): read without running them.
+
+Each file is a pickle of a dict: attribute name -> a base64-encoded JPEG (or PNG) of that
+attribute's mask, `entire-object` included. A pickle can run any code when it is loaded, so it is
+read with an unpickler that resolves no global at all (`find_class` refuses everything): plain
+dicts, strings and bytes need none, while every way of running code (a `__reduce__`, an object
+of any class) needs one. Whatever loads must then be a dict of str -> str/bytes; anything else is
+refused with one line naming the file, and nothing in it runs.
+
+A mask is decoded as RIVAL10's `save_uri_as_img` does: base64 -> image, resized to the image it
+belongs to (bicubic, PIL's default), channels summed, nonzero is in.
+"""
+from __future__ import annotations
+
+import binascii
+import io
+import pickle
+from pathlib import Path
+from typing import Dict, Tuple, Union
+
+import numpy as np
+from PIL import Image, UnidentifiedImageError
+
+from ..errors import DataError
+
+OBJECT_KEY = "entire-object"
+#: What a loaded attribute dict may hold, and nothing else.
+MaskDict = Dict[str, Union[str, bytes]]
+
+
+class _NoGlobals(pickle.Unpickler):
+    """An unpickler that builds only literals: every global (class, function) is refused."""
+
+    def find_class(self, module, name):
+        raise pickle.UnpicklingError(f"it asks for {module}.{name}, and a RIVAL10 mask dict needs no code")
+
+    def persistent_load(self, pid):
+        raise pickle.UnpicklingError("it holds a persistent id")
+
+
+def read_attr_dict(path: Path) -> MaskDict:
+    """The dict in `path`, read with `_NoGlobals`; `DataError` naming the file for anything but a
+    dict of str -> str/bytes (including a pickle that would run code: it is refused, never run)."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as f:
+            obj = _NoGlobals(f).load()
+    except OSError as e:
+        raise DataError(f"cannot read {path}: {e.strerror or e}") from None
+    except Exception as e:  # noqa: BLE001 - any failure of an untrusted pickle is the file's fault
+        raise DataError(f"refused {path}: not a plain dict of attribute masks ({e})") from None
+    if type(obj) is not dict:
+        raise DataError(f"refused {path}: it holds a {type(obj).__name__}, not a dict of attribute masks")
+    for key, value in obj.items():
+        if type(key) is not str or type(value) not in (str, bytes):
+            raise DataError(f"refused {path}: entry {key!r} is a {type(key).__name__} -> {type(value).__name__}, "
+                            f"not str -> str/bytes")
+    return obj
+
+
+def _base64(value: Union[str, bytes]) -> bytes:
+    text = value.encode("ascii", "ignore") if isinstance(value, str) else value
+    if text.startswith(b"data:") and b"," in text:  # a data URI: keep what follows 'base64,'
+        text = text.split(b",", 1)[1]
+    return binascii.a2b_base64(text)
+
+
+def decode_mask(value: Union[str, bytes], image_hw: Tuple[int, int], where: str = "") -> np.ndarray:
+    """One base64 mask as an HxW bool array the size of its image (RIVAL10's decoding)."""
+    try:
+        with Image.open(io.BytesIO(_base64(value))) as im:
+            im = im.convert("RGB")
+            if im.size != (image_hw[1], image_hw[0]):
+                im = im.resize((image_hw[1], image_hw[0]), Image.BICUBIC)
+            arr = np.asarray(im)
+    except (binascii.Error, OSError, UnidentifiedImageError, ValueError, SyntaxError) as e:
+        raise DataError(f"cannot decode the mask {where}: {str(e).strip() or type(e).__name__}") from None
+    return arr.astype(np.int64).sum(axis=-1) != 0
+
+
+class PickledMask:
+    """The object mask of one RIVAL10 image: its dict's `entire-object`, decoded on `read`."""
+
+    def __init__(self, path: Path, key: str = OBJECT_KEY):
+        self.path, self.key = Path(path), key
+
+    def read(self, image_hw: Tuple[int, int]) -> np.ndarray:
+        masks = read_attr_dict(self.path)
+        if self.key not in masks:
+            raise DataError(f"{self.path} has no {self.key!r} mask")
+        return decode_mask(masks[self.key], image_hw, f"{self.key!r} of {self.path}")
+
+    def __repr__(self) -> str:
+        return f"PickledMask({str(self.path)!r}, {self.key!r})"

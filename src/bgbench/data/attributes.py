@@ -1,0 +1,100 @@
+"""Attribute masks: parts of the object (a rim, a wing, wheels), each with its own mask.
+
+Two formats are read, both through an *attribute source* (`names`, `masks(item, image_hw)`):
+
+- bgbench's, beside the IN-9 layout: `ROOT/attr_mask/<split>/<class>/<stem>.npz`, one uint8 0/1
+  array per attribute the image has, named after the attribute (`bgbench synth` writes it). An
+  image without a file has no annotated attribute. The names of a dataset are those its files use.
+- RIVAL10's (`data.rival10`): 18 attributes per image, masks in the image's `_attr_dict.pkl`.
+
+`masks` returns the attributes an image has (a nonempty mask), as H x W bool arrays the size of
+the image; probes evaluate an attribute on the images that have it, as RIVAL10's `AttrDataset`.
+The .npz files are written byte for byte the same for the same masks (fixed zip timestamps, sorted
+names), so sharded datasets merge into the very files an unsharded run writes.
+"""
+from __future__ import annotations
+
+import io
+import zipfile
+from pathlib import Path
+from typing import Dict, List, Optional, Protocol, Tuple
+
+import numpy as np
+
+from ..errors import DataError
+
+ATTR_DIR = "attr_mask"
+_ZIP_TIME = (1980, 1, 1, 0, 0, 0)  # zip's earliest date: no clock in the file
+
+
+class AttributeSource(Protocol):
+    """Where a dataset's attribute masks come from."""
+
+    @property
+    def names(self) -> Tuple[str, ...]: ...
+
+    def masks(self, item, image_hw: Tuple[int, int]) -> Dict[str, np.ndarray]: ...
+
+
+def write_attribute_masks(path: Path, masks: Dict[str, np.ndarray]) -> None:
+    """An .npz of the masks (uint8 0/1, one array per name), deterministic byte for byte."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as z:
+        for name in sorted(masks):
+            buf = io.BytesIO()
+            np.save(buf, np.asarray(masks[name], dtype=bool).astype(np.uint8), allow_pickle=False)
+            info = zipfile.ZipInfo(f"{name}.npy", date_time=_ZIP_TIME)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            z.writestr(info, buf.getvalue())
+
+
+def read_attribute_masks(path: Path, image_hw: Optional[Tuple[int, int]] = None) -> Dict[str, np.ndarray]:
+    """name -> H x W bool mask of an .npz; a bad file or a mask of the wrong size is a `DataError`."""
+    out = {}
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            for name in z.files:
+                m = z[name]
+                if m.ndim != 2 or m.dtype.kind not in "biuf":
+                    raise DataError(f"attribute mask {name!r} in {path} has shape {m.shape} and dtype {m.dtype}; "
+                                    "expected H x W numbers")
+                if image_hw is not None and m.shape != tuple(image_hw):
+                    raise DataError(f"attribute mask {name!r} in {path} is {m.shape[1]}x{m.shape[0]}, its image "
+                                    f"is {image_hw[1]}x{image_hw[0]}")
+                out[name] = m != 0
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as e:
+        raise DataError(f"cannot read attribute masks {path}: {str(e).strip() or type(e).__name__}") from None
+    return out
+
+
+def npz_names(path: Path) -> List[str]:
+    """The attribute names an .npz holds, from its zip directory alone."""
+    try:
+        with zipfile.ZipFile(path) as z:
+            return [n[:-4] if n.endswith(".npy") else n for n in z.namelist()]
+    except (OSError, zipfile.BadZipFile) as e:
+        raise DataError(f"cannot read attribute masks {path}: {str(e).strip() or type(e).__name__}") from None
+
+
+class NpzAttributes:
+    """bgbench's attribute layout: ROOT/attr_mask/<split>/<image id>.npz."""
+
+    def __init__(self, folder: Path):
+        self.folder = Path(folder)
+        self._names: Optional[Tuple[str, ...]] = None
+
+    def path(self, image_id: str) -> Path:
+        return self.folder / f"{image_id}.npz"
+
+    @property
+    def names(self) -> Tuple[str, ...]:
+        if self._names is None:
+            found = {n for p in sorted(self.folder.rglob("*.npz")) for n in npz_names(p)}
+            self._names = tuple(sorted(found))
+        return self._names
+
+    def masks(self, item, image_hw: Tuple[int, int]) -> Dict[str, np.ndarray]:
+        path = self.path(item.image_id)
+        if not path.is_file():
+            return {}
+        return {k: m for k, m in read_attribute_masks(path, image_hw).items() if m.any()}
