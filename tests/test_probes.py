@@ -395,7 +395,7 @@ def _check_against_grad_cam(model, layer, root, rows, reshape=None, flat_at_most
     from pytorch_grad_cam.utils.model_targets import ClassifierOutputTarget
 
     from bgbench.data.images import decode_image, load_mask
-    from bgbench.data.layout import resolve_layout
+    from bgbench.data.resolve import resolve_layout
     pairs = resolve_layout(root, ["original"]).foregrounds()
     x = torch.from_numpy(np.stack([decode_image(it.path) for it, _ in pairs])).permute(0, 3, 1, 2).float() / 255
     with torch.no_grad():

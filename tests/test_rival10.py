@@ -12,7 +12,7 @@ import torch
 from PIL import Image
 
 from bgbench.data.attr_dict import read_attr_dict
-from bgbench.data.layout import resolve_layout
+from bgbench.data.resolve import resolve_layout
 from bgbench.errors import DataError
 from bgbench.models.spec import BgModel, ModelSpec
 from bgbench.store import Store

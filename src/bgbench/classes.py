@@ -11,14 +11,21 @@ import enum
 import json
 from functools import lru_cache
 from importlib.resources import files
-from typing import TYPE_CHECKING, Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Protocol, Sequence
 
 import numpy as np
 
 if TYPE_CHECKING:
     import torch
 
-    from .class_maps import ClassMap
+
+class LabelTable(Protocol):
+    """What mapping 1000-way outputs needs of a class map (`class_maps.ClassMap`, which builds on
+    this module): ImageNet index -> dataset label (-1: none), and the number of labels."""
+
+    num_classes: int
+
+    def array(self) -> np.ndarray: ...
 
 IN9_FOLDERS = (
     "00_dog",
@@ -52,7 +59,7 @@ def imagenet_to_in9() -> np.ndarray:
     return table
 
 
-def _table(class_map: Optional["ClassMap"], device) -> tuple:
+def _table(class_map: Optional["LabelTable"], device) -> tuple:
     """(ImageNet index -> label tensor, number of labels) of a class map; IN-9's when None."""
     import torch
     if class_map is None:
@@ -61,7 +68,7 @@ def _table(class_map: Optional["ClassMap"], device) -> tuple:
 
 
 def map_logits(logits: "torch.Tensor", mapping: Mapping | str = Mapping.ARGMAX,
-               class_map: Optional["ClassMap"] = None) -> tuple["torch.Tensor", "torch.Tensor"]:
+               class_map: Optional["LabelTable"] = None) -> tuple["torch.Tensor", "torch.Tensor"]:
     """Map 1000-way logits to dataset predictions and confidences.
 
     Args:
@@ -81,7 +88,7 @@ def map_logits(logits: "torch.Tensor", mapping: Mapping | str = Mapping.ARGMAX,
     return pred, conf
 
 
-def superclass_sums(probs: "torch.Tensor", class_map: Optional["ClassMap"] = None) -> "torch.Tensor":
+def superclass_sums(probs: "torch.Tensor", class_map: Optional["LabelTable"] = None) -> "torch.Tensor":
     """(N, 1000) probabilities -> (N, C) probability mass of each dataset class (IN-9's when None)."""
     import torch
     table, n = _table(class_map, probs.device)
@@ -92,7 +99,7 @@ def superclass_sums(probs: "torch.Tensor", class_map: Optional["ClassMap"] = Non
 
 
 def decide_stored(top5_classes: np.ndarray, top5_probs: np.ndarray, superclass_probs: np.ndarray,
-                  mapping: Mapping | str, class_map: Optional["ClassMap"] = None) -> tuple:
+                  mapping: Mapping | str, class_map: Optional["LabelTable"] = None) -> tuple:
     """Re-decide stored 1000-class outputs without inference: (pred, conf), as `map_logits` gives.
 
     argmax maps the stored top-1 ImageNet class through the class map (conf: its probability);

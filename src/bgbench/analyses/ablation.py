@@ -108,7 +108,7 @@ def probe_ablate(model, data, cfg: AblateConfig, progress: bool = True, limit: O
     import torch
 
     from .. import console
-    from ..data.layout import resolve_layout
+    from ..data.resolve import resolve_layout
     from ..distributed import setup, world_record
     from ..evaluation.predict import class_probabilities, decide
     from ..models.spec import check_compatible

@@ -120,7 +120,7 @@ def probe_attribution(model, data, cfg: AttributionConfig, progress: bool = True
     import torch
 
     from .. import console
-    from ..data.layout import resolve_layout
+    from ..data.resolve import resolve_layout
     from ..distributed import setup, world_record
     from ..runs import Provenance
     from .batches import attribute_batches

@@ -141,7 +141,7 @@ def probe_features(model, data, cfg: FeaturesConfig, out_dir: Optional[str | Pat
     """Rank each class's penultimate features of `model` on the originals of `data` and measure where
     their activation maps lie against the masks; with `out_dir`, write the heatmap galleries there."""
     from .. import console
-    from ..data.layout import resolve_layout
+    from ..data.resolve import resolve_layout
     from ..models.spec import check_compatible
     from ..runs import Provenance
     from .feature_head import LinearHead

@@ -128,7 +128,7 @@ def probe_noise(model, data, cfg: NoiseConfig, progress: bool = True, limit: Opt
     import torch
 
     from .. import console
-    from ..data.layout import resolve_layout
+    from ..data.resolve import resolve_layout
     from ..distributed import setup
     from ..evaluation.predict import decide
     from ..models.spec import check_compatible

@@ -111,7 +111,7 @@ def probe_saliency(model, data, cfg: SaliencyConfig, out_dir: Optional[str | Pat
     of one process and draws the overlays, the other ranks return None.
     """
     from .. import console
-    from ..data.layout import resolve_layout
+    from ..data.resolve import resolve_layout
     from ..distributed import setup, world_record
     from ..models.spec import check_compatible
     from ..runs import Provenance

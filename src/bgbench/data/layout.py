@@ -7,7 +7,7 @@ Labels are class-folder positions in sorted order. An image's id is '<class fold
 the same foreground can be paired across variants and with its mask. Attribute masks, where a
 dataset has them, sit in ROOT/attr_mask/<split>/ (`data.attributes`).
 
-`resolve_layout` also reads the RIVAL10 release (`data.rival10`) into the same `Layout` and
+`data.resolve.resolve_layout` also reads the RIVAL10 release (`data.rival10`) into the same `Layout` and
 `Item` shapes, so every probe takes either.
 """
 from __future__ import annotations
@@ -189,26 +189,3 @@ def discover(root: str | Path, split: str = "val", variants: Optional[Sequence[s
             raise DataError(f"no images under {root / v / split} (empty dataset)")
     return layout
 
-
-def resolve_layout(data: "str | Path | Layout", variants: Optional[Sequence[str]] = None) -> Layout:
-    """The dataset's layout with the requested variants.
-
-    Default: the IN-9 variants present; when none is present besides `original` (an edit
-    folder from `bgbench edit`, a plain dataset), every variant folder, `original` first. A
-    RIVAL10 root (or its `train`/`test` folder) is read as RIVAL10 (`data.rival10`), whose one
-    variant is `original`.
-    """
-    if isinstance(data, Layout):
-        return data
-    from .rival10 import find_rival10, rival10_layout
-    found_rival10 = find_rival10(data)
-    if found_rival10 is not None:
-        return rival10_layout(*found_rival10, variants=variants)
-    if variants:
-        return discover(data, variants=list(variants))
-    found = discover(data)
-    present = [v for v in IN9_VARIANTS if v in found.variants]
-    if len(present) <= 1:  # no IN-9 variants beside original (e.g. `bgbench edit` output): every folder
-        present = ["original", *[v for v in found.variants if v != "original"]] if "original" in found.variants \
-            else list(found.variants)
-    return discover(data, variants=present)

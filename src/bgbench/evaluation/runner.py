@@ -16,7 +16,8 @@ import torch
 
 from .. import protocols
 from ..console import status
-from ..data.layout import Item, Layout, resolve_layout
+from ..data.layout import Item, Layout
+from ..data.resolve import resolve_layout
 from ..models.inputs import size_note
 from ..distributed import Ranks, gather, setup, share, shares_order, world_record
 from ..models.spec import BgModel, check_compatible
