@@ -190,7 +190,7 @@ def test_any_dataset_takes_a_class_map_file_and_records_it(synth_root, tmp_path)
 # every probe runs on the tree
 
 
-def test_noise_saliency_ablate_and_attribution_run_on_a_rival10_tree(rival_root, tmp_path):
+def test_every_probe_runs_on_a_rival10_tree(rival_root, tmp_path):
     import timm
     sd = tmp_path / "r10.pt"
     torch.save(timm.create_model("test_resnet", num_classes=10).state_dict(), sd)
@@ -199,7 +199,9 @@ def test_noise_saliency_ablate_and_attribution_run_on_a_rival10_tree(rival_root,
               "--json", "--batch-size", "8"]
     docs = {}
     for probe, extra in (("noise", ["--levels", "0.5", "--trials", "1", "--region", "attributes"]),
-                         ("saliency", ["--examples", "0"]), ("ablate", []), ("attribution", ["--top", "2"])):
+                         ("saliency", ["--examples", "0"]), ("ablate", []), ("attribution", ["--top", "2"]),
+                         ("features", ["--top-features", "2", "--top-images", "2", "--galleries", "0",
+                                       "--group-by", "label", "--out", tmp_path / "features"])):
         proc = run_cli("probe", probe, *common, *extra)
         assert proc.returncode == 0, f"{probe}: {proc.stderr}"
         docs[probe] = json.loads(proc.stdout)
@@ -215,3 +217,7 @@ def test_noise_saliency_ablate_and_attribution_run_on_a_rival10_tree(rival_root,
     assert len(ablate) == 20 * 5 + 10
     assert docs["saliency"]["images"] == 20
     assert set(docs["attribution"]["best"]) == {"wheels", "ears", "text"}
+    with Store(db) as store:  # grouped by label, the features probe ranks features for each of the 10 classes
+        features = [dict(r) for r in store.feature_rows(docs["features"]["run_id"])]
+    assert sorted({r["class_index"] for r in features}) == list(range(10))
+    assert all(0 <= r["bg_area"] <= 1 for r in features)
