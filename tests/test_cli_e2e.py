@@ -65,7 +65,8 @@ def _forward_pass_by_hand(ckpt, data):
     mean = torch.tensor(IN9_MEAN).view(1, 3, 1, 1)
     std = torch.tensor(IN9_STD).view(1, 3, 1, 1)
     out = {}
-    for variant in sorted(p.name for p in data.iterdir() if p.name != "fg_mask" and (p / "val").is_dir()):
+    masks = ("fg_mask", "attr_mask")
+    for variant in sorted(p.name for p in data.iterdir() if p.name not in masks and (p / "val").is_dir()):
         classes = sorted(p.name for p in (data / variant / "val").iterdir())
         files = [(label, f) for label, c in enumerate(classes) for f in sorted((data / variant / "val" / c).iterdir())]
         x = torch.stack([torch.from_numpy(np.asarray(Image.open(f).convert("RGB"), dtype=np.float32) / 255)

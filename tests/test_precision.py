@@ -36,7 +36,7 @@ def _one_thread():
 
 
 def _fake(label_space):
-    return types.SimpleNamespace(spec=types.SimpleNamespace(label_space=label_space))
+    return types.SimpleNamespace(spec=types.SimpleNamespace(label_space=label_space), class_map=None)
 
 
 def fp32_matrix(model, fg, masks, bg, mapping="argmax"):

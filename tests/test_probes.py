@@ -256,7 +256,7 @@ def test_noise_probe_cli_stores_rows_grid_and_intervals(synth_root, tmp_path):
     assert fg["hi"] > fg["lo"]  # one trial, yet an interval (over images)
     with Store(db) as store:  # what the CLI prints without --json
         table = noise_summary(store, doc["run_id"]).table()
-    assert "grid custom σ 0.235294 … 0.470588 (2 levels)" in table and "RFS overall" in table
+    assert "grid custom σ 60/255 … 120/255 (2 levels)" in table and "RFS overall" in table
     assert_one_line_error(run_cli("probe", "noise", "--model", "timm:test_resnet", "--data", synth_root,
                                   "--trials", "0", "--db", db), "--trials")
     assert_one_line_error(run_cli("probe", "noise", "--model", "timm:test_resnet", "--data", synth_root,

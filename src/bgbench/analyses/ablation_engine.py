@@ -12,10 +12,10 @@ from typing import Callable, Dict, Sequence, Tuple
 
 import torch
 
+from .ablation_summary import CLEAN
 from .noise_engine import Region
 
 GRAY = 0.5  # RIVAL10's fill
-CLEAN = "none"  # the region of the unablated image
 
 
 def ablate(x: torch.Tensor, where: torch.Tensor) -> torch.Tensor:

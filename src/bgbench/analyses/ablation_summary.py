@@ -17,9 +17,10 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
-from .ablation_engine import CLEAN
 from .bootstrap import REPLICATES, percentile_interval, stratified_weights
 from .noise_levels import ATTRIBUTE_PREFIX
+
+CLEAN = "none"  # the region of the unablated image (torch-free here: the CLI's --help imports this module)
 
 #: The regions every image has, in display order (attributes follow, sorted).
 OBJECT_REGIONS = ("fg", "bg")
