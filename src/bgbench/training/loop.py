@@ -104,8 +104,8 @@ def build_model(cfg: TrainConfig, classes, image_hw) -> BgModel:
 def _batches(order: torch.Tensor, batch_size: int, even: bool, smallest: int = 1) -> Iterator[torch.Tensor]:
     """Consecutive batches of `order`; with `even`, odd batches lose their last item (timm Mixup
     pairs each image with the batch's reverse) and a batch of one is dropped. A batch of fewer
-    than `smallest` items is dropped too (torchrun: a rank's last batch of one image, which
-    BatchNorm cannot normalize in training; every rank drops it alike)."""
+    than `smallest` items is dropped too (a last batch of one image, which BatchNorm cannot
+    normalize in training)."""
     for i in range(0, len(order), batch_size):
         idx = order[i:i + batch_size]
         if even:
@@ -202,8 +202,10 @@ class Trainer:
 
 
 def _smallest(ranks: Ranks) -> int:
-    """The smallest batch a rank trains on: one process keeps every batch, as it always did."""
-    return 2 if ranks.distributed else 1
+    """The smallest batch a rank trains on: two images. A last batch of one image is dropped, by one
+    process as by every rank alike: BatchNorm cannot normalize a single image in training (it used
+    to stop the run with a traceback), and dropping it for every model keeps one rule."""
+    return 2
 
 
 def _rank_seed(seed: int, rank: int) -> int:
