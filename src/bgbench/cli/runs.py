@@ -16,12 +16,14 @@ HEADLINE: Dict[str, List[Tuple[str, str, str]]] = {
     "probe_noise": [("rfs", "", "num")],
     "probe_saliency": [("saliency_precision", "", "num")],
     "probe_features": [("features_bg_share", "", "num")],
+    "probe_ablate": [("ablation_acc_drop", "bg", "pct"), ("ablation_acc_drop", "fg", "pct")],
 }
 #: Kinds whose headline is a count from their outputs rather than a metric.
 OUTPUT_HEADLINE: Dict[str, Tuple[str, ...]] = {"build": ("built", "rejected"),
                                                "edit": ("images", "edited", "rejected")}
 #: The kinds bgbench records (named in --kind's help; other kinds are listed too).
-KINDS = ("eval", "challenge", "train", "build", "edit", "probe_noise", "probe_saliency", "probe_features")
+KINDS = ("eval", "challenge", "train", "build", "edit", "probe_noise", "probe_saliency", "probe_features",
+         "probe_ablate", "probe_attribution")
 
 
 def register(sub) -> None:
