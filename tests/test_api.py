@@ -1,6 +1,5 @@
 """The public API as a user meets it: plain functions that compute and return results with their
 provenance, one separate `record`, analyses of a table or of a stored run, the README's example."""
-import json
 import os
 import re
 import subprocess

@@ -1,6 +1,5 @@
 """Attributes: Synthetic-9's parts (read back from the files), gray ablation and its drops (by
 hand and by a reimplementation), and feature attribution's IoU (by hand, and on a trained model)."""
-import json
 from pathlib import Path
 
 import numpy as np

@@ -1,7 +1,6 @@
 """The command line at its edges: strict JSON, closed pipes, one-line errors, stores that reads
 never create, status on stderr, finished runs, model names with their weights, class-name
 mismatches, and the defects of issue 16 item 9."""
-import dataclasses
 import hashlib
 import json
 import math

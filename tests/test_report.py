@@ -7,7 +7,6 @@ import shutil
 import sqlite3
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from scipy.stats import binomtest
@@ -196,7 +195,7 @@ def test_report_and_compare_give_the_same_numbers(rendered, report_store):
 def _hand_eval(store, model, correct, ids=None, fp="fp"):
     rid = store.start_run("eval", {"variants": list(correct), "classes": ["a", "b"]}, model=model,
                           spec={"checkpoint_sha256": model * 8}, data_root="/d", data_fingerprint=fp)
-    store.insert("predictions", rid, [(v, (ids or {}).get(v, f"a/{{}}").format(i), 0, 0 if ok else 1, 0.9, None, None, None)
+    store.insert("predictions", rid, [(v, (ids or {}).get(v, "a/{}").format(i), 0, 0 if ok else 1, 0.9, None, None, None)
                                       for v, oks in correct.items() for i, ok in enumerate(oks)])
     store.finish_run(rid)
     return rid

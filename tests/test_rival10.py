@@ -14,7 +14,6 @@ from PIL import Image
 from bgbench.data.attr_dict import read_attr_dict
 from bgbench.data.resolve import resolve_layout
 from bgbench.errors import DataError
-from bgbench.models.spec import BgModel, ModelSpec
 from bgbench.store import Store
 from conftest import assert_one_line_error, run_cli
 from rival10_tree import ATTRS, CLASSES, WNIDS, image_masks, plant_hostile, write_rival10
