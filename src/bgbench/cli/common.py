@@ -7,13 +7,15 @@ modules, so building the parser imports no torch.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import inspect
 import json
 import math
 import os
+from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 
 from ..classes import Mapping
 from ..models.inputs import RESIZE_CHOICES
@@ -269,3 +271,32 @@ def stored_in(run_id: Optional[int], where, what: str = "run") -> None:
     """The status line that says where a run was recorded (stderr: it is not a result)."""
     from ..console import status
     status(f"{what} {run_id} stored in {where}")
+
+
+def new_output_dir(parent: Path, kind: str) -> Path:
+    """parent/<kind>_<local time>[-k]: a folder no other run has, made now."""
+    from ..errors import BgbenchError
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    for k in range(1, 1000):
+        folder = parent / f"{kind}_{stamp}{f'-{k}' if k > 1 else ''}"
+        try:
+            folder.mkdir(parents=True)
+            return folder
+        except FileExistsError:
+            continue
+    raise BgbenchError(f"cannot make a new {kind}_{stamp} folder in {parent}; name one with --out")
+
+
+@contextlib.contextmanager
+def run_output_dir(given: Optional[str], store_path: Path, kind: str, writes: bool) -> Iterator[Optional[Path]]:
+    """Where a run writes its pictures: `--out` when given, else (when it `writes` any) a new
+    `<kind>_<time>/` beside the results store, never the current folder. A failed run leaves no
+    empty folder behind."""
+    made = new_output_dir(store_path.parent, kind) if writes and not given else None
+    try:
+        yield Path(given) if given else made
+    except BaseException:
+        if made is not None and not any(made.iterdir()):
+            made.rmdir()
+        raise
+

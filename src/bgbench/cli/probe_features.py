@@ -7,8 +7,7 @@ import argparse
 
 from ..analyses.features import GROUPINGS, FeaturesConfig
 from .common import (add_db_arg, add_model_args, add_output_args, config_default, create_model, emit, open_store,
-                     stored_in)
-from .probe_saliency import new_output_dir
+                     run_output_dir, stored_in)
 
 
 def register(sub) -> None:
@@ -42,16 +41,11 @@ def run(args: argparse.Namespace) -> int:
     from ..runs import record
     model = create_model(args)
     with open_store(args) as store:
-        made = new_output_dir(store.path.parent, "probe_features") if args.galleries > 0 and not args.out else None
-        try:
+        with run_output_dir(args.out, store.path, "probe_features", writes=args.galleries > 0) as out_dir:
             result = probe_features(model, args.data, top_features=args.top_features, top_images=args.top_images,
                                     group_by=args.group_by, threshold=args.threshold, galleries=args.galleries,
-                                    batch_size=args.batch_size, device=args.device, out_dir=args.out or made,
+                                    batch_size=args.batch_size, device=args.device, out_dir=out_dir,
                                     progress=not args.quiet)
-        except BaseException:
-            if made is not None and not any(made.iterdir()):
-                made.rmdir()  # a failed run leaves no empty folder behind
-            raise
         run_id = record(result, store)
         stored_in(run_id, store.path)
     emit(args, result.to_dict(), result.table())

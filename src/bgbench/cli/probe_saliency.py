@@ -3,13 +3,10 @@ predicted class, with an overlay PNG of the most and least aligned images."""
 from __future__ import annotations
 
 import argparse
-from datetime import datetime
-from pathlib import Path
 
 from ..analyses.saliency import SaliencyConfig
-from ..errors import BgbenchError
 from .common import (add_class_map_arg, add_data_arg, add_db_arg, add_model_args, add_output_args, add_seed_arg,
-                     config_default, create_model, emit, open_store, stored_in)
+                     config_default, create_model, emit, open_store, run_output_dir, stored_in)
 
 
 def register(sub) -> None:
@@ -46,27 +43,9 @@ def run(args: argparse.Namespace) -> int:
         compute(None)
         return 0
     with open_store(args) as store:
-        made = new_output_dir(store.path.parent) if args.examples > 0 and not args.out else None
-        try:
-            result = compute(args.out or made)
-        except BaseException:
-            if made is not None and not any(made.iterdir()):
-                made.rmdir()  # a failed run leaves no empty folder behind
-            raise
+        with run_output_dir(args.out, store.path, "probe_saliency", writes=args.examples > 0) as out_dir:
+            result = compute(out_dir)
         run_id = record(result, store)
         stored_in(run_id, store.path)
     emit(args, result.to_dict(), result.table())
     return 0
-
-
-def new_output_dir(parent: Path, kind: str = "probe_saliency") -> Path:
-    """parent/<kind>_<local time>[-k]: a folder no other run has, made now."""
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    for k in range(1, 1000):
-        folder = parent / f"{kind}_{stamp}{f'-{k}' if k > 1 else ''}"
-        try:
-            folder.mkdir(parents=True)
-            return folder
-        except FileExistsError:
-            continue
-    raise BgbenchError(f"cannot make a new {kind}_{stamp} folder in {parent}; name one with --out")
