@@ -232,11 +232,14 @@ def synth(out: str | Path, *, progress: bool = True, **options):
     return run_synth(_config(SynthConfig, "synth", {**options, "out": Path(out)}), progress=progress)
 
 
-def build(images: str | Path, boxes: str | Path, out: str | Path, *, progress: bool = True, **options):
+def build(images: str | Path, boxes: Optional[str | Path], out: str | Path, *, progress: bool = True, **options):
     """Build the IN-9 variants from class folders of images plus boxes (and masks), as Appendix A does.
 
     Args:
-        options: `BuildConfig` fields (masks, split, seed, workers, preprocess, balance, tries, overwrite, shard).
+        images: class folders of images; with `preset`, an ImageNet 2012 root (ILSVRC or torchvision layout).
+        boxes: VOC/ImageNet XML folder or COCO file; with `preset`, optional (torchvision layout's box XML folder).
+        options: `BuildConfig` fields (masks, split, seed, workers, preprocess, balance, tries, overwrite, shard,
+            preset: in9 | in9l | full-in).
 
     Returns:
         A `BuildResult` (built images, rejects and their reasons) with provenance (None for a shard).
@@ -245,7 +248,8 @@ def build(images: str | Path, boxes: str | Path, out: str | Path, *, progress: b
     if options.get("masks") is not None:
         options["masks"] = Path(options["masks"])
     options = _shard_option(options)
-    cfg = _config(BuildConfig, "build", {**options, "images": Path(images), "boxes": Path(boxes), "out": Path(out)})
+    cfg = _config(BuildConfig, "build", {**options, "images": Path(images),
+                                         "boxes": Path(boxes) if boxes is not None else None, "out": Path(out)})
     return run_build(cfg, progress=progress)
 
 

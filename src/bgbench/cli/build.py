@@ -1,4 +1,5 @@
-"""`bgbench build`: the IN-9 variants from class folders of images plus boxes (and masks)."""
+"""`bgbench build`: the IN-9 variants from class folders of images plus boxes (and masks), or IN-9,
+IN-9L and Full-IN from an ImageNet 2012 root (`--imagenet ROOT --preset ...`)."""
 from __future__ import annotations
 
 import argparse
@@ -6,15 +7,25 @@ import os
 from pathlib import Path
 
 from ..variants.build import BuildConfig
+from ..variants.presets import PRESETS
 from ..variants.preprocess import Preprocess
 from .common import add_db_arg, add_output_args, add_seed_arg, add_shard_arg, config_default, emit, open_store, stored_in
 
 
 def register(sub) -> None:
     p = sub.add_parser("build", help="build the IN-9 variants (GrabCut masks, filters, mixing) from images and boxes")
-    p.add_argument("--images", required=True, help="folder with one subfolder of images per class")
-    p.add_argument("--boxes", required=True,
-                   help="folder of VOC/ImageNet <stem>.xml files (flat or per class) or a COCO .json file")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--images", help="folder with one subfolder of images per class")
+    src.add_argument("--imagenet", metavar="ROOT",
+                     help="an ImageNet 2012 root, the ILSVRC release (ROOT/ILSVRC/Data/CLS-LOC/, LOC_val_solution.csv) "
+                          "or torchvision's layout (ROOT/train/<wnid>/, ROOT/val/<wnid>/); needs --preset")
+    p.add_argument("--preset", choices=PRESETS,
+                   help="with --imagenet: in9 (the 370 mapped synsets in IN-9's 9 folders, one box, the filters, "
+                        "8 variants, balanced), in9l (every image of those synsets, original only, balanced) or "
+                        "full-in (all 1000 synsets as wnid folders, the filters, 8 variants, not balanced)")
+    p.add_argument("--boxes",
+                   help="folder of VOC/ImageNet <stem>.xml files (flat or per class) or a COCO .json file; with "
+                        "--imagenet, the box archives' XML folder (torchvision's layout; the ILSVRC release has its own)")
     p.add_argument("--masks", help="folder of <class>/<stem>.png or .npy masks (nonzero = foreground); skip GrabCut")
     p.add_argument("--out", required=True, help="output root in the IN-9 layout")
     p.add_argument("--split", choices=["val", "train"], default=config_default(BuildConfig, "split"),
@@ -29,7 +40,7 @@ def register(sub) -> None:
     p.add_argument("--no-resize", action="store_true", help="use the images as they are (no resize, no crop)")
     p.add_argument("--balance", action=argparse.BooleanOptionalAction, default=config_default(BuildConfig, "balance"),
                    help="drop images at random down to the smallest class count, as the paper builds IN-9 "
-                        "(Appendix A, filter 4; default on)")
+                        "(Appendix A, filter 4; default on, except for --preset full-in)")
     p.add_argument("--grabcut-tries", type=int, default=config_default(BuildConfig, "tries"),
                    help="GrabCut retries (different seeds) before rejecting (default %(default)s)")
     add_shard_arg(p)
@@ -56,12 +67,21 @@ def refuse_names_that_are_not_utf8(images: Path) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..api import build
+    from ..errors import BgbenchError
     from ..runs import record
-    refuse_names_that_are_not_utf8(Path(args.images))
+    if args.imagenet is not None and args.preset is None:
+        raise BgbenchError("--imagenet needs --preset in9, in9l or full-in")
+    if args.imagenet is None and args.preset is not None:
+        raise BgbenchError("--preset builds from an ImageNet root: give --imagenet ROOT instead of --images")
+    if args.images is not None and args.boxes is None:
+        raise BgbenchError("--images needs --boxes (a folder of VOC/ImageNet .xml files or a COCO .json file)")
+    if args.images is not None:  # ImageNet's own names are ASCII; walking its 1.3M files would take minutes
+        refuse_names_that_are_not_utf8(Path(args.images))
     pre = Preprocess(resize=None, crop=None) if args.no_resize else Preprocess(resize=args.resize, crop=args.crop)
-    result = build(args.images, args.boxes, args.out, masks=args.masks, split=args.split, seed=args.seed,
-                   workers=args.workers, preprocess=pre, balance=args.balance, tries=args.grabcut_tries,
-                   overwrite=args.overwrite, shard=args.shard, progress=not args.quiet)
+    result = build(args.images or args.imagenet, args.boxes, args.out, masks=args.masks, split=args.split,
+                   seed=args.seed, workers=args.workers, preprocess=pre, balance=args.balance,
+                   tries=args.grabcut_tries, overwrite=args.overwrite, shard=args.shard, progress=not args.quiet,
+                   preset=args.preset)
     doc = result.outputs()
     if result.provenance is not None:  # a shard is recorded once merged, not before
         with open_store(args) as store:

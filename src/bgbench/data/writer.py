@@ -97,13 +97,14 @@ class Target:
 class DatasetWriter:
     """One split of one dataset in the IN-9 layout: its folders, tables and shard record.
 
-    `attributes`: the job writes attribute masks too (attr_mask/<split>/...)."""
+    `attributes`: the job writes attribute masks too (attr_mask/<split>/...); `masks`: it writes
+    foreground masks (`build`'s in9l preset writes none, so its output has no empty fg_mask tree)."""
 
     def __init__(self, out: Path, split: str, folders: Sequence[str], classes: Sequence[str],
-                 attributes: bool = False):
+                 attributes: bool = False, masks: bool = True):
         self.out, self.split = Path(out), split
         self.folders, self.classes = list(folders), list(classes)
-        self.mask_dirs = [MASK_DIR, ATTR_DIR] if attributes else [MASK_DIR]
+        self.mask_dirs = ([MASK_DIR] if masks else []) + ([ATTR_DIR] if attributes else [])
         self.target = Target(self.out, split)
 
     def open(self, overwrite: bool) -> None:

@@ -12,6 +12,10 @@ With `--shard K/N` a run does step 1 on its share and records what it prepared; 
 copies the shards' files and runs step 2 on their union. An unsharded run is step 1 on every
 image followed by the very same step 2, so a merge is byte-identical to it by construction.
 Bad input is never fatal: each rejected image gets a row in rejects.csv with a reason.
+
+With a `preset` (`variants.presets`), `images` is an ImageNet 2012 root in either release layout
+(`data.imagenet`) and the tasks come from its synsets instead of class folders; everything after
+the task list is this same pipeline.
 """
 from __future__ import annotations
 
@@ -35,6 +39,7 @@ from .functions import only_bg_t
 from .grabcut import TRIES
 from .prepare import Prepared, Settings, Task, own_variants, prepare
 from .preprocess import Preprocess
+from .presets import get_preset
 from .registry import get_variant, list_variants
 
 KIND = "build"
@@ -48,18 +53,33 @@ class BuildError(BgbenchError):
 
 @dataclass(frozen=True)
 class BuildConfig:
-    images: Path
-    boxes: Path
+    images: Path  # class folders; with a preset, the ImageNet root
+    boxes: Optional[Path]  # with a preset: optional (torchvision's layout needs it for boxes)
     out: Path
     masks: Optional[Path] = None
     split: str = "val"
     seed: int = 0
     workers: int = 1
     preprocess: Preprocess = Preprocess()
-    balance: bool = True  # Appendix A filter 4
+    balance: Optional[bool] = None  # Appendix A filter 4; None: the preset's default (on without one)
     tries: int = TRIES
     overwrite: bool = False
     shard: Optional[Shard] = None
+    preset: Optional[str] = None  # in9 | in9l | full-in: `images` is an ImageNet root
+
+    @property
+    def balanced(self) -> bool:
+        if self.balance is not None:
+            return self.balance
+        return get_preset(self.preset).balance if self.preset else True
+
+    @property
+    def variants(self) -> Tuple[str, ...]:
+        return get_preset(self.preset).variants if self.preset else tuple(list_variants())
+
+    @property
+    def needs_box(self) -> bool:
+        return get_preset(self.preset).needs_box if self.preset else True
 
     def __post_init__(self):
         checks.at_least("--workers", self.workers, 1)
@@ -74,11 +94,14 @@ class BuildConfig:
     def settings(self) -> dict:
         """What decides the output besides the inputs: shards must agree on all of it."""
         return {"split": self.split, "seed": self.seed, "resize": self.preprocess.resize,
-                "crop": self.preprocess.crop, "balance": self.balance, "grabcut_tries": self.tries}
+                "crop": self.preprocess.crop, "balance": self.balanced, "grabcut_tries": self.tries,
+                "preset": self.preset, "variants": list(self.variants)}
 
     def config(self) -> dict:
         """The run's recorded config: the settings and where the inputs were."""
-        return {"images": str(self.images), "boxes": str(self.boxes), "masks": str(self.masks) if self.masks else None,
+        key = "imagenet" if self.preset else "images"
+        return {key: str(self.images), "boxes": str(self.boxes) if self.boxes else None,
+                "masks": str(self.masks) if self.masks else None,
                 **{k: v for k, v in self.settings().items() if k != "seed"}}
 
 
@@ -92,6 +115,7 @@ class BuildResult:
     config: dict = field(default_factory=dict)  # what a record of the run keeps
     shard: Optional[Shard] = None
     provenance: Optional[runs.Provenance] = None  # None for a shard: it is recorded once merged
+    variants: Tuple[str, ...] = tuple(list_variants())
 
     def outputs(self) -> dict:
         return {"built": len(self.built), "rejected": len(self.rejects), "reasons": dict(self.reasons),
@@ -104,7 +128,8 @@ class BuildResult:
         if self.shard is not None:
             return (f"shard {self.shard}: prepared {len(self.built)} images in {self.out}, {rejected}; balance, donors "
                     f"and the mixed variants follow in `bgbench merge`")
-        lines = [f"built {len(self.built)} images x {len(list_variants())} variants + {MASK_DIR} in {self.out}"]
+        masks = f" + {MASK_DIR}" if any(p.box is not None for p in self.built) else ""
+        lines = [f"built {len(self.built)} images x {len(self.variants)} variants{masks} in {self.out}"]
         lines.append(f"{rejected}; see {self.out / M.REJECTS}" if self.rejects else "rejected 0")
         return "\n".join(lines)
 
@@ -132,11 +157,40 @@ def _tasks(cfg: BuildConfig, classes: Sequence[str]) -> List[Task]:
     return tasks
 
 
+def _imagenet_tasks(cfg: BuildConfig) -> Tuple[List[Task], Tuple[str, ...]]:
+    """The preset's images of an ImageNet root, sorted by ImageNet index and stem, and its classes.
+
+    The image id keeps ImageNet's stem, and the manifest its wnid and ImageNet index."""
+    from ..data.imagenet import imagenet_synsets, list_sources, open_tree
+    from .annotations import Annotation
+    preset = get_preset(cfg.preset)
+    tree = open_tree(cfg.images, cfg.boxes)
+    if preset.needs_box and tree.annotations is None and tree.layout != "ilsvrc":
+        raise BuildError(f"--preset {preset.name} needs boxes: give --boxes DIR, the folder of ImageNet's box "
+                         f"archives (<wnid>/<stem>.xml or <stem>.xml)")
+    index = {w: k for k, w in enumerate(imagenet_synsets())}
+    tasks = []
+    for src in list_sources(tree, cfg.split, list(preset.folder_of)):
+        label = preset.folder_of[src.wnid]
+        annotation = Annotation(boxes=list(src.boxes)) if src.boxes is not None else None
+        tasks.append(Task(len(tasks), f"{preset.classes[label]}/{src.stem}", label, src.path, src.source,
+                          annotation, None, src.box_files if preset.needs_box else (),
+                          {"wnid": src.wnid, "imagenet_index": index[src.wnid]}))
+    return tasks, preset.classes
+
+
 def _resolved(cfg: BuildConfig) -> Tuple[BuildConfig, Tuple[str, ...]]:
-    """The config with user paths expanded, checked; and the class folders."""
+    """The config with user paths expanded, checked; and the class folders (None with a preset)."""
     cfg = BuildConfig(**{**cfg.__dict__, "images": Path(cfg.images).expanduser(), "out": Path(cfg.out).expanduser(),
-                         "boxes": Path(cfg.boxes).expanduser(),
+                         "boxes": Path(cfg.boxes).expanduser() if cfg.boxes else None,
                          "masks": Path(cfg.masks).expanduser() if cfg.masks else None})
+    if cfg.preset is not None:
+        get_preset(cfg.preset)  # a bad name is one line
+        if cfg.masks is not None:
+            raise BuildError("--masks is not used with --imagenet (masks come from GrabCut)")
+        return cfg, ()
+    if cfg.boxes is None:
+        raise BuildError("--boxes is required with --images")
     if not cfg.images.is_dir():
         raise BuildError(f"--images {cfg.images} is not a folder")
     if cfg.masks is not None and not cfg.masks.is_dir():
@@ -152,26 +206,30 @@ def _resolved(cfg: BuildConfig) -> Tuple[BuildConfig, Tuple[str, ...]]:
 def build(cfg: BuildConfig, progress: bool = True) -> BuildResult:
     """Build every variant of `cfg.images` into `cfg.out` (or one shard's step 1); see the module docstring."""
     cfg, classes = _resolved(cfg)
-    writer = DatasetWriter(cfg.out, cfg.split, list_variants(), classes)
-    tasks = _tasks(cfg, classes)
+    if cfg.preset is not None:
+        tasks, classes = _imagenet_tasks(cfg)
+    else:
+        tasks = _tasks(cfg, classes)
+    writer = DatasetWriter(cfg.out, cfg.split, cfg.variants, classes, masks=cfg.needs_box)
     writer.open(cfg.overwrite)
     mine = select(tasks, cfg.shard)
+    settings = Settings(cfg.preprocess, cfg.seed, cfg.tries, writer.target, cfg.variants, cfg.needs_box)
     with worker_pool(cfg.workers, len(mine)) as pool:
-        results = pool.map(prepare, mine, Settings(cfg.preprocess, cfg.seed, cfg.tries, writer.target), "prepare",
-                           progress)
+        results = pool.map(prepare, mine, settings, "prepare", progress)
         prepared = [r for r in results if isinstance(r, Prepared)]
         rejects = [r for r in results if not isinstance(r, Prepared)]
         if cfg.shard is not None:
             _save_shard(cfg, classes, tasks, prepared, rejects)
             return BuildResult(cfg.out, prepared, rejects, classes, Counter(r.reason for r in rejects),
-                               cfg.config(), cfg.shard)
-        return _finish(writer, prepared, rejects, cfg.config(), cfg.seed, cfg.balance, pool, progress)
+                               cfg.config(), cfg.shard, variants=cfg.variants)
+        return _finish(writer, prepared, rejects, cfg.config(), cfg.seed, cfg.balanced, pool, progress)
 
 
 def _save_shard(cfg: BuildConfig, classes: Sequence[str], tasks: Sequence[Task], prepared: List[Prepared],
                 rejects: List[M.RejectRow]) -> None:
     lines = [f"{t.source}\t{t.mask_path.name if t.mask_path else ''}" for t in tasks]
-    ShardRecord(KIND, cfg.split, cfg.shard, cfg.settings(), inputs_fingerprint(lines), own_variants(), list(classes),
+    ShardRecord(KIND, cfg.split, cfg.shard, cfg.settings(), inputs_fingerprint(lines), own_variants(cfg.variants),
+                list(classes),
                 rows=[p.to_json() for p in prepared], rejects=[r.to_json() for r in rejects],
                 extra={"config": cfg.config()}).save(cfg.out)
 
@@ -180,7 +238,9 @@ def merge(out: Path, records: List[ShardRecord], overwrite: bool = False, worker
           progress: bool = True) -> BuildResult:
     """Join the shards of one split into `out` and run step 2 on their union."""
     ref = records[0]
-    writer = DatasetWriter(out, ref.split, list_variants(), ref.classes)
+    variants = ref.settings.get("variants", list_variants())
+    writer = DatasetWriter(out, ref.split, variants, ref.classes,
+                           masks=any(r["box"] is not None for rec in records for r in rec.rows))
     writer.open(overwrite)
     writer.copy_shards(records)
     prepared = sorted((Prepared.from_json(r) for rec in records for r in rec.rows), key=lambda p: p.index)
@@ -193,24 +253,25 @@ def merge(out: Path, records: List[ShardRecord], overwrite: bool = False, worker
 def _finish(writer: DatasetWriter, prepared: List[Prepared], rejects: List[M.RejectRow], config: dict, seed: int,
             balance: bool, pool: Pool, progress: bool) -> BuildResult:
     """Step 2: select, donors, the mixed variants, and the tables."""
-    classes = tuple(writer.classes)
-    built, donors, dropped = _select(prepared, len(classes), seed, balance)
+    classes, variants = tuple(writer.classes), tuple(writer.folders)
+    mixed = [v for v in variants if get_variant(v).donor is not None]
+    built, donors, dropped = _select(prepared, len(classes), seed, balance, mixed)
     for p, reason, detail in dropped:
-        writer.target.remove(own_variants(), p.image_id)
+        writer.target.remove(own_variants(variants), p.image_id)
         rejects.append(M.RejectRow(p.index, p.image_id, p.source, reason, detail))
     by_index = {p.index: p for p in built}
     jobs = [_MixJob(p.image_id, p.box, {v: (by_index[d.index].image_id, by_index[d.index].box)
                                         for v, d in donors[p.index].items()}) for p in built]
     pool.map(_render_mixed, jobs, writer.target, "render", progress)
-    writer.write_tables(_manifest_rows(built, donors, classes), rejects)
+    writer.write_tables(_manifest_rows(built, donors, classes, variants), rejects)
     reasons = Counter(r.reason for r in rejects)
     if not built:
-        raise BuildError(f"nothing could be built from {config.get('images')}: {len(rejects)} rejected "
+        raise BuildError(f"nothing could be built from {config.get('images') or config.get('imagenet')}: {len(rejects)} rejected "
                          f"({', '.join(f'{r}: {n}' for r, n in sorted(reasons.items())) or 'no files'}); "
                          f"see {writer.out / M.REJECTS}")
     prov = runs.Provenance.of(KIND, config, layout=discover(writer.out, split=writer.split), seed=seed)
     return BuildResult(writer.out, built, M.sort_rejects(rejects, writer.folders), classes, reasons, config,
-                       provenance=prov)
+                       provenance=prov, variants=variants)
 
 
 @dataclass(frozen=True)
@@ -232,14 +293,14 @@ def _render_mixed(job: _MixJob, target: Target) -> None:
 
 
 def _manifest_rows(built: Sequence[Prepared], donors: Dict[int, Dict[str, Donor]],
-                   classes: Sequence[str]) -> List[M.ManifestRow]:
+                   classes: Sequence[str], variants: Sequence[str]) -> List[M.ManifestRow]:
     by_index = {p.index: p for p in built}
     rows = []
     for p in built:
+        params = {} if p.source_box is None else {"source_box": list(p.source_box), "box_kept": p.box_kept}
         common = dict(position=p.index, image=p.image_id, label=p.label, source=p.source, box=p.box,
-                      mask_source=p.mask_source, fg_fraction=p.fg_fraction,
-                      params={"source_box": list(p.source_box), "box_kept": p.box_kept})
-        for name in list_variants():
+                      mask_source=p.mask_source, fg_fraction=p.fg_fraction, params={**params, **(p.extra or {})})
+        for name in variants:
             d = donors[p.index].get(name)
             bg = {} if d is None else {"bg_image": by_index[d.index].image_id,
                                        "bg_class": classes[by_index[d.index].label], "bg_fallback": d.fallback}
@@ -263,7 +324,7 @@ def _balance(built: List[Prepared], seed: int) -> Tuple[List[Prepared], List[Pre
     return [p for p in built if p.index in keep], [p for p in built if p.index not in keep]
 
 
-def _select(built: List[Prepared], num_classes: int, seed: int, balance: bool
+def _select(built: List[Prepared], num_classes: int, seed: int, balance: bool, mixed: Sequence[str]
             ) -> Tuple[List[Prepared], Dict[int, Dict[str, Donor]], List[Tuple[Prepared, str, str]]]:
     """Drop images that no donor can serve, balance classes (if asked), and repeat until both hold.
 
@@ -273,7 +334,7 @@ def _select(built: List[Prepared], num_classes: int, seed: int, balance: bool
     """
     dropped: List[Tuple[Prepared, str, str]] = []
     while True:
-        donors = assign_donors([Candidate(p.index, p.label, p.size) for p in built], num_classes, seed)
+        donors = assign_donors([Candidate(p.index, p.label, p.size) for p in built], num_classes, seed, mixed)
         stranded = [p for p in built if p.index not in donors]
         kept = [p for p in built if p.index in donors]
         kept, out = _balance(kept, seed) if balance else (kept, [])

@@ -11,7 +11,7 @@ workers or shards.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, NamedTuple, Sequence, Tuple
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -42,8 +42,10 @@ def mixed_variants() -> List[str]:
     return [n for n in list_variants() if get_variant(n).donor is not None]
 
 
-def assign_donors(images: Sequence[Candidate], num_classes: int, seed: int) -> Dict[int, Dict[str, Donor]]:
-    """For each image and mixed variant, its donor; an image no donor can serve gets no entry.
+def assign_donors(images: Sequence[Candidate], num_classes: int, seed: int,
+                  mixed: Optional[Sequence[str]] = None) -> Dict[int, Dict[str, Donor]]:
+    """For each image and mixed variant (of `mixed`, every registered one by default), its donor;
+    an image no donor can serve gets no entry.
 
     Such an image is the only one of its size while its rule asks for another image.
     """
@@ -54,7 +56,7 @@ def assign_donors(images: Sequence[Candidate], num_classes: int, seed: int) -> D
         by_class.setdefault((p.label, p.size), []).append(p.index)
         by_size.setdefault(p.size, []).append(p.index)
     labels = {p.label for p in images}
-    mixed = mixed_variants()
+    mixed = mixed_variants() if mixed is None else list(mixed)
     out: Dict[int, Dict[str, Donor]] = {}
     for p in images:
         chosen: Dict[str, Donor] = {}

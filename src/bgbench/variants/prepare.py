@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Optional, Tuple, Union
+from typing import Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -17,7 +17,8 @@ from ..data import manifest as M
 from ..data.images import IMAGE_SUFFIXES
 from ..data.manifest import Box
 from ..data.writer import EMPTY_MASK, Rejected, Target, read_image, read_mask_or_reject
-from .annotations import Annotation, rasterize_polygons
+from ..errors import DataError
+from .annotations import Annotation, rasterize_polygons, read_voc_file
 from .grabcut import grabcut_mask
 from .preprocess import Preprocess
 from .registry import get_variant, list_variants
@@ -47,6 +48,8 @@ class Task:
     source: str  # path relative to --images
     annotation: Optional[Annotation]
     mask_path: Optional[Path]
+    box_files: Tuple[Path, ...] = ()  # read here when `annotation` is None: the first that exists
+    extra: Optional[dict] = None  # recorded in the manifest's params (ImageNet: wnid, imagenet_index)
 
 
 @dataclass(frozen=True)
@@ -55,6 +58,8 @@ class Settings:
     seed: int
     tries: int
     target: Target
+    variants: Tuple[str, ...] = tuple(list_variants())
+    needs_box: bool = True  # False (in9l): every readable image, no box, no mask, `original` only
 
 
 @dataclass(frozen=True)
@@ -65,40 +70,73 @@ class Prepared:
     image_id: str
     label: int
     source: str
-    source_box: Box
-    box: Box
-    box_kept: float
-    mask_source: str  # grabcut | provided | coco
-    fg_fraction: float
+    source_box: Optional[Box]  # None: built without a box (in9l)
+    box: Optional[Box]
+    box_kept: Optional[float]
+    mask_source: str  # grabcut | provided | coco | '' (no mask)
+    fg_fraction: Optional[float]
     size: Tuple[int, int]  # (height, width) after preprocessing: donors must match it
+    extra: Optional[dict] = None
 
     def to_json(self) -> dict:
         return asdict(self)
 
     @classmethod
     def from_json(cls, d: dict) -> "Prepared":
-        return cls(**{**d, "source_box": tuple(d["source_box"]), "box": tuple(d["box"]), "size": tuple(d["size"])})
+        def box(v):
+            return None if v is None else tuple(v)
+        return cls(**{**d, "source_box": box(d["source_box"]), "box": box(d["box"]), "size": tuple(d["size"])})
 
 
-def own_variants() -> list:
-    """The variants an image renders from itself alone (no donor)."""
-    return [n for n in list_variants() if get_variant(n).donor is None]
+def own_variants(variants: Optional[Sequence[str]] = None) -> list:
+    """The variants (of `variants`, all registered by default) an image renders from itself alone."""
+    return [n for n in (list_variants() if variants is None else variants) if get_variant(n).donor is None]
 
 
 def prepare(task: Task, s: Settings) -> Union[Prepared, M.RejectRow]:
     """Pass 1 for one image: `Prepared` (files written), or a reject row."""
     try:
+        if not s.needs_box:
+            return _original_only(task, s)
         image, mask, prepared = _filtered(task, s)
     except Rejected as e:
         return M.RejectRow(task.index, task.image_id, task.source, e.reason, e.detail)
-    for name in own_variants():
+    for name in own_variants(s.variants):
         s.target.save_image(name, task.image_id, get_variant(name).render(image, mask, prepared.box))
     s.target.save_mask(task.image_id, mask)
     return prepared
 
 
+def _original_only(task: Task, s: Settings) -> Prepared:
+    """in9l: the preprocessed image as it is, whatever its boxes (none, several or broken)."""
+    if task.path.suffix.lower() not in IMAGE_SUFFIXES:
+        raise Rejected(UNSUPPORTED, f"suffix {task.path.suffix or '(none)'} is not an image type")
+    image = read_image(task.path)
+    try:
+        image = s.preprocess.image(image)
+    except ValueError as e:
+        raise Rejected(IMAGE_TOO_SMALL, str(e)) from None
+    s.target.save_image("original", task.image_id, image)
+    return Prepared(task.index, task.image_id, task.label, task.source, None, None, None, "", None,
+                    image.shape[:2], task.extra)
+
+
+def _annotation(task: Task) -> Optional[Annotation]:
+    """The task's annotation, or the first of its box files that exists (an unreadable one is an error
+    of this image only)."""
+    if task.annotation is not None:
+        return task.annotation
+    for path in task.box_files:
+        if path.is_file():
+            try:
+                return read_voc_file(path)
+            except DataError as e:
+                return Annotation(error=str(e))
+    return None
+
+
 def _checked_box(task: Task) -> Box:
-    ann = task.annotation
+    ann = _annotation(task)
     if task.path.suffix.lower() not in IMAGE_SUFFIXES:
         raise Rejected(UNSUPPORTED, f"suffix {task.path.suffix or '(none)'} is not an image type")
     if ann is not None and ann.error:
@@ -125,7 +163,7 @@ def _source_mask(task: Task, h: int, w: int) -> Tuple[Optional[np.ndarray], str]
     """A provided or COCO mask at the source resolution, and its source name."""
     if task.mask_path is not None:
         return read_mask_or_reject(task.mask_path, (h, w)), "provided"
-    if task.annotation is not None and task.annotation.polygons:
+    if task.annotation is not None and task.annotation.polygons:  # COCO only: box files carry none
         return rasterize_polygons(task.annotation.polygons, h, w), "coco"
     return None, "grabcut"
 
@@ -158,4 +196,4 @@ def _filtered(task: Task, s: Settings) -> Tuple[np.ndarray, np.ndarray, Prepared
         if mask is None:
             raise Rejected(GRABCUT_FAILED, f"foreground under 10% of the box in {s.tries} tries")
     return image, mask, Prepared(task.index, task.image_id, task.label, task.source, sb, box, round(kept, 4),
-                                 mask_source, M.fg_fraction(mask), (oh, ow))
+                                 mask_source, M.fg_fraction(mask), (oh, ow), task.extra)
