@@ -55,7 +55,7 @@ class Source:
     path: Path
     source: str  # path relative to the ImageNet root
     box_files: Tuple[Path, ...] = ()  # candidate XML files, the first that exists is read
-    boxes: Optional[Tuple[Box, ...]] = None  # boxes known already (LOC_val_solution.csv without XML)
+    boxes: Optional[Tuple[Box, ...]] = None  # LOC_val_solution.csv's boxes: used where no XML file exists
 
 
 @dataclass(frozen=True)
@@ -157,14 +157,13 @@ def list_sources(tree: ImageNetTree, split: str, wnids: Sequence[str]) -> List[S
             raise DataError(f"{folder} holds {len(flat)} images outside class folders, and no {VAL_SOLUTION} was found "
                             f"in {tree.root} to give their classes")
         table = read_val_solution(solution, known)
-        has_xml = tree.annotations is not None
         for p in flat:
             if p.stem not in table:
                 raise DataError(f"{p}: not listed in {solution}")
             wnid, boxes = table[p.stem]
             if wnid in wanted:
                 out.append(Source(wnid, p.stem, p, p.relative_to(rel).as_posix(),
-                                  _box_files(tree, split, wnid, p.stem), None if has_xml else boxes))
+                                  _box_files(tree, split, wnid, p.stem), boxes))
     return sorted(out, key=lambda s: (known[s.wnid], s.stem))
 
 

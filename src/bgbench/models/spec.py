@@ -113,8 +113,8 @@ def check_compatible(model: BgModel, classes: Sequence[str], class_map: "str | P
     if spec.label_space == IMAGENET1K:
         resolved = resolve_class_map(classes, class_map)
         if resolved is None:
-            raise BgbenchError(f"{spec.name} is a 1000-class ImageNet model, which maps by itself only to IN-9's or "
-                               f"RIVAL10's classes; for this dataset's {len(classes)} classes give --class-map "
+            raise BgbenchError(f"{spec.name} is a 1000-class ImageNet model, which maps by itself only to IN-9's, "
+                               f"RIVAL10's or ImageNet's own 1000 wnid folders (Full-IN); for this dataset's {len(classes)} classes give --class-map "
                                f"FILE.json ({{\"<ImageNet index>\": \"<class folder>\"}})")
         model.class_map = None if resolved.name == IN9 else resolved
     elif class_map is not None:

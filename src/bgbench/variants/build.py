@@ -261,7 +261,7 @@ def _finish(writer: DatasetWriter, prepared: List[Prepared], rejects: List[M.Rej
         rejects.append(M.RejectRow(p.index, p.image_id, p.source, reason, detail))
     by_index = {p.index: p for p in built}
     jobs = [_MixJob(p.image_id, p.box, {v: (by_index[d.index].image_id, by_index[d.index].box)
-                                        for v, d in donors[p.index].items()}) for p in built]
+                                        for v, d in donors[p.index].items()}) for p in built if mixed]
     pool.map(_render_mixed, jobs, writer.target, "render", progress)
     writer.write_tables(_manifest_rows(built, donors, classes, variants), rejects)
     reasons = Counter(r.reason for r in rejects)

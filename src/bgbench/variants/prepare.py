@@ -48,7 +48,7 @@ class Task:
     source: str  # path relative to --images
     annotation: Optional[Annotation]
     mask_path: Optional[Path]
-    box_files: Tuple[Path, ...] = ()  # read here when `annotation` is None: the first that exists
+    box_files: Tuple[Path, ...] = ()  # read here, the first that exists, before `annotation`
     extra: Optional[dict] = None  # recorded in the manifest's params (ImageNet: wnid, imagenet_index)
 
 
@@ -122,17 +122,15 @@ def _original_only(task: Task, s: Settings) -> Prepared:
 
 
 def _annotation(task: Task) -> Optional[Annotation]:
-    """The task's annotation, or the first of its box files that exists (an unreadable one is an error
-    of this image only)."""
-    if task.annotation is not None:
-        return task.annotation
+    """The first of the task's box files that exists (an unreadable one is an error of this image
+    only), else its annotation (ImageNet val: LOC_val_solution.csv's boxes)."""
     for path in task.box_files:
         if path.is_file():
             try:
                 return read_voc_file(path)
             except DataError as e:
                 return Annotation(error=str(e))
-    return None
+    return task.annotation
 
 
 def _checked_box(task: Task) -> Box:
