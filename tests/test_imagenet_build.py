@@ -304,3 +304,28 @@ def test_bad_input_is_one_line(trees, tmp_path):
     res = run_cli("build", "--imagenet", odd, "--preset", "in9l", "--out", trees["root"] / "in9_val", "--overwrite")
     assert_one_line_error(res, "n99999999")
     assert files(trees["root"] / "in9_val") == before
+
+
+def test_progress_lines_outside_a_terminal_give_rate_and_eta(monkeypatch):
+    """A Slurm log is no terminal: its progress lines must still say when the build ends."""
+    import io
+    import re
+    import sys
+
+    from bgbench import console
+    err = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", err)
+    monkeypatch.setattr(console, "LOG_EVERY_S", 0.0)
+    clock = iter(float(t) for t in range(0, 100_000, 2))  # two seconds per look at the clock
+    monkeypatch.setattr(console.time, "time", lambda: next(clock))
+    bar = console.progress(enabled=True, total=3600, desc="prepare", unit="img")
+    for _ in range(10):
+        bar.update(1)
+    lines = err.getvalue().splitlines()
+    assert len(lines) == 10
+    for n, line in enumerate(lines, start=1):
+        elapsed = int(re.search(r" in (\d+)s", line).group(1))
+        rate = n / elapsed
+        h, rest = divmod(round((3600 - n) / rate), 3600)
+        assert line.startswith(f"prepare: {n}/3600 img in {elapsed}s, {rate:.3g} img/s, ETA "), line
+        assert line.endswith(f"ETA {h}:{rest // 60:02d}:{rest % 60:02d}"), line
