@@ -285,8 +285,8 @@ def test_bad_input_is_one_line(trees, tmp_path):
     (tmp_path / "empty").mkdir()
     res = run_cli("build", "--imagenet", tmp_path / "empty", "--preset", "in9", "--out", tmp_path / "o")
     assert_one_line_error(res, "neither ImageNet layout")
-    res = run_cli("build", "--imagenet", trees["ilsvrc"][0], "--out", tmp_path / "o")
-    assert_one_line_error(res, "--preset")
+    res = run_cli("build", "--images", trees["ilsvrc"][0], "--preset", "in9", "--out", tmp_path / "o")
+    assert_one_line_error(res, "--preset", "--imagenet")
     res = run_cli("build", "--imagenet", trees["tv"][0], "--preset", "in9", "--out", tmp_path / "o")
     assert_one_line_error(res, "--boxes")
     flat = tmp_path / "flat"

@@ -215,12 +215,16 @@ COMMANDS = {
                                "--bg-correlation 0.9 --json --quiet",
     "bgbench train --data ROOT --out DIR": "train --data {data} --out {tmp}/run --model timm:test_resnet --epochs 1 "
                                            "--json --db {db} --quiet",
-    "bgbench build --images DIR --boxes PATH": "build --images {images} --boxes {boxes} --out {tmp}/built "
+    "bgbench build --images DIR [--boxes PATH]": "build --images {images} --boxes {boxes} --out {tmp}/built "
                                                "--no-resize --json --db {db} --quiet",
     "bgbench build --images /data/imgs --boxes /data/xml --out": "build --images {images} --boxes {boxes} --out "
                                                                "{tmp}/shard0 --no-resize --shard 0/1 --json --quiet",
     "bgbench merge /data/in9-built": "merge {tmp}/merged {tmp}/shard0 --json --db {db} --quiet",
     "bgbench merge OUT SHARD_DIR": None,  # the usage line: its flags are checked against the parser above
+    # ImageNet itself is not here: tests/test_imagenet_build.py runs these on generated ImageNet trees
+    "bgbench build --imagenet ROOT [--preset": None,
+    "bgbench build --imagenet /data/imagenet": None,
+    "bgbench merge /data/in9 /scratch/in9-train": None,
     "bgbench merge /data/in9-edits": None,  # edit shards and their merge: test_writer.py
     "bgbench challenge --model M [--checkpoint C] --data ROOT": "challenge --model {model} --data {data} --sample 6 "
                                                                 "--seed 5 --json --db {db} --quiet",
@@ -298,7 +302,7 @@ def test_readme_commands_run_and_every_json_is_strict(synth_root, tmp_path, monk
              "bgbench probe ablate --model M --data ROOT", "bgbench probe attribution --model M --data ROOT",
              "bgbench edit --data ROOT --out DIR",
              "bgbench eval --model M --data DIR", "bgbench analyze edits RUN", "bgbench edit --plugin my_backends",
-             "bgbench build --images DIR --boxes PATH", "bgbench build --images /data/imgs --boxes /data/xml --out",
+             "bgbench build --images DIR [--boxes PATH]", "bgbench build --images /data/imgs --boxes /data/xml --out",
              "bgbench merge /data/in9-built", "bgbench challenge --model M [--checkpoint C] --data ROOT",
              "bgbench export RUN --out FILE.csv", "bgbench eval --predictions my_api_model.csv --data /data/bg_challenge",
              "bgbench leaderboard", "bgbench runs", "bgbench report"]

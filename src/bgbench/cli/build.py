@@ -18,11 +18,12 @@ def register(sub) -> None:
     src.add_argument("--images", help="folder with one subfolder of images per class")
     src.add_argument("--imagenet", metavar="ROOT",
                      help="an ImageNet 2012 root, the ILSVRC release (ROOT/ILSVRC/Data/CLS-LOC/, LOC_val_solution.csv) "
-                          "or torchvision's layout (ROOT/train/<wnid>/, ROOT/val/<wnid>/); needs --preset")
+                          "or torchvision's layout (ROOT/train/<wnid>/, ROOT/val/<wnid>/)")
     p.add_argument("--preset", choices=PRESETS,
                    help="with --imagenet: in9 (the 370 mapped synsets in IN-9's 9 folders, one box, the filters, "
                         "8 variants, balanced), in9l (every image of those synsets, original only, balanced) or "
-                        "full-in (all 1000 synsets as wnid folders, the filters, 8 variants, not balanced)")
+                        "full-in (all 1000 synsets as wnid folders, the filters, 8 variants, not balanced); "
+                        "default in9")
     p.add_argument("--boxes",
                    help="folder of VOC/ImageNet <stem>.xml files (flat or per class) or a COCO .json file; with "
                         "--imagenet, the box archives' XML folder (torchvision's layout; the ILSVRC release has its own)")
@@ -69,8 +70,6 @@ def run(args: argparse.Namespace) -> int:
     from ..api import build
     from ..errors import BgbenchError
     from ..runs import record
-    if args.imagenet is not None and args.preset is None:
-        raise BgbenchError("--imagenet needs --preset in9, in9l or full-in")
     if args.imagenet is None and args.preset is not None:
         raise BgbenchError("--preset builds from an ImageNet root: give --imagenet ROOT instead of --images")
     if args.images is not None and args.boxes is None:
@@ -81,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
     result = build(args.images or args.imagenet, args.boxes, args.out, masks=args.masks, split=args.split,
                    seed=args.seed, workers=args.workers, preprocess=pre, balance=args.balance,
                    tries=args.grabcut_tries, overwrite=args.overwrite, shard=args.shard, progress=not args.quiet,
-                   preset=args.preset)
+                   preset=(args.preset or "in9") if args.imagenet is not None else None)
     doc = result.outputs()
     if result.provenance is not None:  # a shard is recorded once merged, not before
         with open_store(args) as store:
