@@ -270,11 +270,21 @@ def test_full_in_is_scored_on_its_own_1000_labels(trees, in9_val):
         assert json.loads(res.stdout)
     import sqlite3
     with sqlite3.connect(db) as con:
-        got = con.execute("SELECT label, pred, top5_classes FROM predictions p JOIN runs r ON p.run_id = r.id "
-                          "WHERE r.id = (SELECT MIN(id) FROM runs WHERE kind = 'eval')").fetchall()
+        full_run = con.execute("SELECT MIN(id) FROM runs WHERE kind = 'eval'").fetchone()[0]
+        got = con.execute("SELECT label, pred, top5_classes, superclass_probs FROM predictions WHERE run_id = ?",
+                          (full_run,)).fetchall()
     assert got
-    for label, pred, top5 in got:  # no mapping: the prediction is the model's own top-1 ImageNet class
+    for label, pred, top5, sums in got:  # no mapping: the prediction is the model's own top-1 ImageNet class
         assert pred == json.loads(top5)[0] and 0 <= label < 1000
+        assert json.loads(sums) == []  # the 1000 masses are the probabilities themselves: not stored
+    # re-deciding stored outputs under the superclass rule is the same decision on Full-IN
+    docs = {}
+    for mapping in ("argmax", "superclass"):
+        res = run_cli("analyze", "categories", full_run, "--mapping", mapping, "--json", "--db", db)
+        assert res.returncode == 0, res.stderr
+        docs[mapping] = json.loads(res.stdout)
+    strip = [{k: v for k, v in d.items() if k != "mapping"} for d in docs.values()]
+    assert strip[0] == strip[1]
     res = run_cli("report", "--db", db, "--out", trees["root"] / "report.html")
     assert res.returncode == 0, res.stderr
     html = (trees["root"] / "report.html" / "index.html").read_text()

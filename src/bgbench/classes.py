@@ -98,14 +98,23 @@ def superclass_sums(probs: "torch.Tensor", class_map: Optional["LabelTable"] = N
     return sums
 
 
+def stores_sums(class_map: Optional["LabelTable"]) -> bool:
+    """Whether a run keeps each dataset class's probability mass per image: not under a map with
+    as many classes as ImageNet (Full-IN's identity), where the masses are the 1000 probabilities
+    themselves, the superclass rule is the argmax, and 1000 numbers per image would bloat the store."""
+    return class_map is None or class_map.num_classes < 1000
+
+
 def decide_stored(top5_classes: np.ndarray, top5_probs: np.ndarray, superclass_probs: np.ndarray,
                   mapping: Mapping | str, class_map: Optional["LabelTable"] = None) -> tuple:
     """Re-decide stored 1000-class outputs without inference: (pred, conf), as `map_logits` gives.
 
     argmax maps the stored top-1 ImageNet class through the class map (conf: its probability);
-    superclass takes the argmax of the stored per-class probability sums (conf: that sum).
+    superclass takes the argmax of the stored per-class probability sums (conf: that sum). Under a
+    one-to-one map (Full-IN's identity, `stores_sums` False) no sums are stored: there the two rules
+    are the same decision.
     """
-    if Mapping(mapping) is Mapping.ARGMAX:
+    if Mapping(mapping) is Mapping.ARGMAX or not stores_sums(class_map):
         table = imagenet_to_in9() if class_map is None else class_map.array()
         return table[np.asarray(top5_classes, dtype=np.int64)[:, 0]], np.asarray(top5_probs)[:, 0]
     sums = np.asarray(superclass_probs, dtype=np.float64)

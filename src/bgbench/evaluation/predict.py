@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from .. import console
 
-from ..classes import Mapping, map_logits, superclass_sums
+from ..classes import Mapping, map_logits, stores_sums, superclass_sums
 from ..data.images import check_mask_fits, decode_item
 from ..data.layout import Item, Layout
 from ..errors import BgbenchError
@@ -172,7 +172,7 @@ def imagenet_summary(logits: torch.Tensor, class_map=None) -> Tuple[torch.Tensor
     re-decide under either mapping later."""
     probs = logits.float().softmax(dim=1)
     top_p, top_c = probs.topk(5, dim=1)
-    return top_c, top_p, superclass_sums(probs, class_map)
+    return top_c, top_p, superclass_sums(probs, class_map) if stores_sums(class_map) else probs[:, :0]
 
 
 def mask_checker(layout: Layout):
