@@ -205,16 +205,8 @@ def test_same_build_from_either_layout_any_workers_and_shards(trees, in9_val):
         build(trees["tv"], root / f"shard{k}", "in9", "val", "--shard", f"{k}/2")
     res = run_cli("merge", root / "merged", root / "shard0", root / "shard1", "--quiet", "--db", root / "m.db")
     assert res.returncode == 0, res.stderr
-    want = files(in9_val)
     for other in ("tv_val", "merged"):
-        got = files(root / other)
-        assert sorted(got) == sorted(want), other
-        for rel, data in want.items():
-            if rel.name == "manifest.csv" or rel.name == "rejects.csv":  # sources differ between layouts
-                strip = [{k: v for k, v in r.items() if k != "source"} for r in read_csv(root / other / rel)]
-                assert strip == [{k: v for k, v in r.items() if k != "source"} for r in read_csv(in9_val / rel)]
-            else:
-                assert got[rel] == data, (other, rel)
+        same_build(in9_val, root / other)
 
 
 def test_in9_train_quirks(trees):
@@ -247,9 +239,39 @@ def test_in9l_keeps_every_image_of_the_mapped_synsets(trees):
     assert set(counts.values()) == {min(sum(v == c for v in expected.values()) for c in IN9)}
 
 
-def test_full_in_is_scored_on_its_own_1000_labels(trees, in9_val):
+@pytest.fixture(scope="module")
+def full_in(trees):
     out = trees["root"] / "full_in"
     build(trees["tv"], out, "full-in", "val")
+    return out
+
+
+def same_build(a: Path, b: Path) -> None:
+    """Every file equal, and the tables equal but for `source` (each layout has its own paths)."""
+    want, got = files(a), files(b)
+    assert sorted(got) == sorted(want)
+    for rel, data in want.items():
+        if rel.name in ("manifest.csv", "rejects.csv"):
+            strip = [{k: v for k, v in r.items() if k != "source"} for r in read_csv(b / rel)]
+            assert strip == [{k: v for k, v in r.items() if k != "source"} for r in read_csv(a / rel)]
+        else:
+            assert got[rel] == data, rel
+
+
+def test_in9l_and_full_in_build_alike_from_both_layouts(trees, full_in):
+    root = trees["root"]
+    build(trees["ilsvrc"], root / "full_in_ilsvrc", "full-in", "val", "--workers", "2")
+    same_build(full_in, root / "full_in_ilsvrc")
+    for layout in ("ilsvrc", "tv"):
+        build(trees[layout], root / f"in9l_val_{layout}", "in9l", "val", "--no-balance")
+    same_build(root / "in9l_val_ilsvrc", root / "in9l_val_tv")
+    kept = {r["image"].split("/")[1] for r in read_csv(root / "in9l_val_tv" / "manifest.csv")}
+    assert SEVERAL in kept  # several boxes: rejected by in9, kept by in9l
+    assert kept == {s for w, s, _, _ in images()["val"] if w not in UNMAPPED}
+
+
+def test_full_in_is_scored_on_its_own_1000_labels(trees, in9_val, full_in):
+    out = full_in
     classes = sorted(p.name for p in (out / "original" / "val").iterdir())
     assert classes == SYNSETS  # 1000 wnid folders: folder position = ImageNet index
     rows = [r for r in read_csv(out / "manifest.csv") if r["folder"] == "original"]
