@@ -70,7 +70,8 @@ def write_tree(root: Path, n: int, seed: int = 0) -> None:
         x, y = int(rng.integers(0, big.width - W + 1)), int(rng.integers(0, big.height - H + 1))
         im = np.asarray(big.crop((x, y, x + W, y + H))).astype(np.float32)
         im = np.clip(im * rng.uniform(0.8, 1.2, 3), 0, 255).astype(np.uint8)
-        box = (max(0, int(bx0 * sx) - x), max(0, int(by0 * sy) - y), min(W, int(bx1 * sx) - x), min(H, int(by1 * sy) - y))
+        box = (max(0, int(bx0 * sx) - x), max(0, int(by0 * sy) - y),
+               min(W, int(bx1 * sx) - x), min(H, int(by1 * sy) - y))
         if rng.random() < 0.5:
             im, box = im[:, ::-1], (W - box[2], box[1], W - box[0], box[3])
         stem, wnid = f"ILSVRC2012_val_{i + 1:08d}", wnids[i % 9]
@@ -128,7 +129,8 @@ def main() -> None:
         n = args.images
         for workers in (1, 2):
             wall, cpu, built, rejected = best[workers]
-            print(f"in9, {workers} worker(s): {wall:.1f} s, {n / wall:.2f} img/s ({n / wall / workers:.2f} per worker), "
+            print(f"in9, {workers} worker(s): {wall:.1f} s, {n / wall:.2f} img/s "
+                  f"({n / wall / workers:.2f} per worker), "
                   f"CPU {cpu:.1f} s, built {built}, rejected {rejected}")
         print(f"in9 halves, 1 worker: prepare {best['prepare'][0]:.1f} s ({n / best['prepare'][0]:.2f} img/s), "
               f"merge {best['merge'][0]:.1f} s ({n / best['merge'][0]:.2f} img/s)")

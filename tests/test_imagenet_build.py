@@ -60,7 +60,8 @@ def draw(rng: np.random.Generator) -> Tuple[Image.Image, Tuple[int, int, int, in
     im = Image.fromarray(bg)
     bw, bh = int(rng.integers(w // 3, w // 2)), int(rng.integers(h // 3, h // 2))
     x0, y0 = int(rng.integers(4, w - bw - 4)), int(rng.integers(4, h - bh - 4))
-    ImageDraw.Draw(im).ellipse((x0, y0, x0 + bw - 1, y0 + bh - 1), fill=tuple(int(v) for v in rng.integers(170, 255, 3)))
+    fill = tuple(int(v) for v in rng.integers(170, 255, 3))
+    ImageDraw.Draw(im).ellipse((x0, y0, x0 + bw - 1, y0 + bh - 1), fill=fill)
     return im, (x0, y0, x0 + bw, y0 + bh)
 
 

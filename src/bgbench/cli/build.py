@@ -26,7 +26,8 @@ def register(sub) -> None:
                         "default in9")
     p.add_argument("--boxes",
                    help="folder of VOC/ImageNet <stem>.xml files (flat or per class) or a COCO .json file; with "
-                        "--imagenet, the box archives' XML folder (torchvision's layout; the ILSVRC release has its own)")
+                        "--imagenet, the box archives' XML folder (torchvision's layout; the ILSVRC release has "
+                        "its own)")
     p.add_argument("--masks", help="folder of <class>/<stem>.png or .npy masks (nonzero = foreground); skip GrabCut")
     p.add_argument("--out", required=True, help="output root in the IN-9 layout")
     p.add_argument("--split", choices=["val", "train"], default=config_default(BuildConfig, "split"),

@@ -78,7 +78,8 @@ def open_tree(root: str | Path, boxes: Optional[str | Path] = None) -> ImageNetT
         raise DataError(f"--imagenet {root} is not a folder")
     boxes_dir = Path(boxes).expanduser() if boxes else None
     if boxes_dir is not None and not boxes_dir.is_dir():
-        raise DataError(f"--boxes {boxes_dir} is not a folder (with ImageNet, a folder of the box archives' .xml files)")
+        raise DataError(f"--boxes {boxes_dir} is not a folder (with ImageNet, a folder of the box archives' "
+                        f".xml files)")
     for base in (root / "ILSVRC", root):
         data = base / "Data" / "CLS-LOC"
         if data.is_dir():

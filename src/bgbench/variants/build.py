@@ -266,7 +266,8 @@ def _finish(writer: DatasetWriter, prepared: List[Prepared], rejects: List[M.Rej
     writer.write_tables(_manifest_rows(built, donors, classes, variants), rejects)
     reasons = Counter(r.reason for r in rejects)
     if not built:
-        raise BuildError(f"nothing could be built from {config.get('images') or config.get('imagenet')}: {len(rejects)} rejected "
+        source = config.get("images") or config.get("imagenet")
+        raise BuildError(f"nothing could be built from {source}: {len(rejects)} rejected "
                          f"({', '.join(f'{r}: {n}' for r, n in sorted(reasons.items())) or 'no files'}); "
                          f"see {writer.out / M.REJECTS}")
     prov = runs.Provenance.of(KIND, config, layout=discover(writer.out, split=writer.split), seed=seed)
