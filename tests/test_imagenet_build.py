@@ -238,6 +238,12 @@ def test_in9l_keeps_every_image_of_the_mapped_synsets(trees):
     build(trees["ilsvrc"], balanced, "in9l", "train")
     counts = {c: sum(r["class"] == c for r in read_csv(balanced / "manifest.csv")) for c in IN9}
     assert set(counts.values()) == {min(sum(v == c for v in expected.values()) for c in IN9)}
+    for k in (0, 1):  # a shard array gives the same balanced in9l
+        build(trees["ilsvrc"], trees["root"] / f"in9l_shard{k}", "in9l", "train", "--shard", f"{k}/2")
+    res = run_cli("merge", trees["root"] / "in9l_merged", trees["root"] / "in9l_shard0", trees["root"] / "in9l_shard1",
+                  "--quiet", "--db", trees["root"] / "in9l_m.db")
+    assert res.returncode == 0, res.stderr
+    same_build(balanced, trees["root"] / "in9l_merged")
 
 
 @pytest.fixture(scope="module")
