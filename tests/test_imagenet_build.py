@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import importlib.util
 import json
+import shutil
 from pathlib import Path
 from typing import Dict, List, Tuple
 
@@ -338,6 +339,12 @@ def test_bad_input_is_one_line(trees, tmp_path):
     (odd / "val" / "n99999999").mkdir(parents=True)
     res = run_cli("build", "--imagenet", odd, "--preset", "in9l", "--out", tmp_path / "o")
     assert_one_line_error(res, "n99999999", "not an ImageNet-1k wnid")
+    shuffled = tmp_path / "shuffled"
+    shutil.copytree(flat, shuffled)
+    swapped = [SYNSETS[1], SYNSETS[0], *SYNSETS[2:]]
+    (shuffled / "LOC_synset_mapping.txt").write_text("".join(f"{w} x\n" for w in swapped))
+    res = run_cli("build", "--imagenet", shuffled, "--preset", "in9", "--out", tmp_path / "o")
+    assert_one_line_error(res, "LOC_synset_mapping.txt", "line 1")
     # a failed run loses nothing already built
     before = files(trees["root"] / "in9_val")
     res = run_cli("build", "--imagenet", odd, "--preset", "in9l", "--out", trees["root"] / "in9_val", "--overwrite")

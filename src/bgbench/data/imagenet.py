@@ -83,12 +83,27 @@ def open_tree(root: str | Path, boxes: Optional[str | Path] = None) -> ImageNetT
     for base in (root / "ILSVRC", root):
         data = base / "Data" / "CLS-LOC"
         if data.is_dir():
+            _check_synset_mapping(root / SYNSET_MAPPING)
             ann = base / "Annotations" / "CLS-LOC"
             return ImageNetTree(root, ILSVRC, data, boxes_dir or (ann if ann.is_dir() else None))
     if (root / "train").is_dir() or (root / "val").is_dir():
         return ImageNetTree(root, TORCHVISION, root, boxes_dir)
     raise DataError(f"--imagenet {root} is neither ImageNet layout: expected ROOT/ILSVRC/Data/CLS-LOC/ (the ILSVRC "
                     f"release) or ROOT/train/<wnid>/, ROOT/val/<wnid>/ (torchvision's)")
+
+
+def _check_synset_mapping(path: Path) -> None:
+    """The release's LOC_synset_mapping.txt, where present, must list the standard order (labels follow it)."""
+    if not path.is_file():
+        return
+    try:
+        listed = [line.split()[0] for line in path.read_text().splitlines() if line.strip()]
+    except (OSError, UnicodeDecodeError) as e:
+        raise DataError(f"cannot read {path}: {e}") from None
+    if listed != list(imagenet_synsets()):
+        first = next((k for k, (a, b) in enumerate(zip(listed, imagenet_synsets())) if a != b), min(len(listed), 1000))
+        raise DataError(f"{path} does not list ImageNet-1k's 1000 synsets in the standard order (first difference "
+                        f"at line {first + 1}); class indices would not match in_to_in9.json")
 
 
 def _wnid_folders(folder: Path, known: Dict[str, int]) -> List[str]:
