@@ -161,11 +161,11 @@ def _imagenet_tasks(cfg: BuildConfig) -> Tuple[List[Task], Tuple[str, ...]]:
     """The preset's images of an ImageNet root, sorted by ImageNet index and stem, and its classes.
 
     The image id keeps ImageNet's stem, and the manifest its wnid and ImageNet index."""
-    from ..data.imagenet import imagenet_synsets, list_sources, open_tree
+    from ..data.imagenet import ILSVRC, imagenet_synsets, list_sources, open_tree
     from .annotations import Annotation
     preset = get_preset(cfg.preset)
     tree = open_tree(cfg.images, cfg.boxes)
-    if preset.needs_box and tree.annotations is None and tree.layout != "ilsvrc":
+    if preset.needs_box and tree.annotations is None and tree.layout != ILSVRC:
         raise BuildError(f"--preset {preset.name} needs boxes: give --boxes DIR, the folder of ImageNet's box "
                          f"archives (<wnid>/<stem>.xml or <stem>.xml)")
     index = {w: k for k, w in enumerate(imagenet_synsets())}
@@ -180,7 +180,8 @@ def _imagenet_tasks(cfg: BuildConfig) -> Tuple[List[Task], Tuple[str, ...]]:
 
 
 def _resolved(cfg: BuildConfig) -> Tuple[BuildConfig, Tuple[str, ...]]:
-    """The config with user paths expanded, checked; and the class folders (None with a preset)."""
+    """The config with user paths expanded, checked; and the class folders (none yet with a preset:
+    `_imagenet_tasks` gives them)."""
     cfg = BuildConfig(**{**cfg.__dict__, "images": Path(cfg.images).expanduser(), "out": Path(cfg.out).expanduser(),
                          "boxes": Path(cfg.boxes).expanduser() if cfg.boxes else None,
                          "masks": Path(cfg.masks).expanduser() if cfg.masks else None})
