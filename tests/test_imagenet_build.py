@@ -149,8 +149,8 @@ def trees(tmp_path_factory):
     return {"ilsvrc": (root / "ilsvrc",), "tv": (root / "tv" / "data", "--boxes", boxes), "root": root}
 
 
-def build(tree: tuple, out: Path, preset: str, split: str, *extra) -> None:
-    res = run_cli("build", "--imagenet", *tree, "--preset", preset, "--split", split, "--out", out, *FAST, *extra,
+def build(tree: tuple, out: Path, preset: str, split: str, *extra, fast: tuple = FAST) -> None:
+    res = run_cli("build", "--imagenet", *tree, "--preset", preset, "--split", split, "--out", out, *fast, *extra,
                   "--db", out.parent / f"{out.name}.db")
     assert res.returncode == 0, res.stderr
 
@@ -276,6 +276,18 @@ def test_in9l_and_full_in_build_alike_from_both_layouts(trees, full_in):
     kept = {r["image"].split("/")[1] for r in read_csv(root / "in9l_val_tv" / "manifest.csv")}
     assert SEVERAL in kept  # several boxes: rejected by in9, kept by in9l
     assert kept == {s for w, s, _, _ in images()["val"] if w not in UNMAPPED}
+    # torchvision's Resize + CenterCrop, as for real ImageNet (smaller here)
+    build(trees["tv"], root / "in9l_val_crop", "in9l", "val", "--no-balance", "--resize", "48", "--crop", "40",
+          fast=("--quiet",))
+    for r in read_csv(root / "in9l_val_crop" / "manifest.csv"):
+        source = np.asarray(Image.open(trees["tv"][0] / r["source"]).convert("RGB"))  # the ImageNet file
+        h, w = source.shape[:2]
+        rw, rh = (int(48 * w / h), 48) if h <= w else (48, int(48 * h / w))
+        resized = Image.fromarray(source).resize((rw, rh), Image.BILINEAR)
+        top, left = int(round((rh - 40) / 2.0)), int(round((rw - 40) / 2.0))
+        expected = np.asarray(resized)[top:top + 40, left:left + 40]
+        got = np.asarray(Image.open(root / "in9l_val_crop" / "original" / "val" / f"{r['image']}.png"))
+        assert np.array_equal(got, expected), r["image"]
 
 
 def test_full_in_is_scored_on_its_own_1000_labels(trees, in9_val, full_in):
