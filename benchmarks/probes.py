@@ -29,10 +29,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from bgbench.analyses.ablation import AblateConfig, probe_ablate
-from bgbench.analyses.features import FeaturesConfig, probe_features
-from bgbench.analyses.noise import NoiseConfig, probe_noise
-from bgbench.analyses.saliency import SaliencyConfig, probe_saliency
+from bgbench.measures.ablation.probe import AblateConfig, probe_ablate
+from bgbench.measures.features.probe import FeaturesConfig, probe_features
+from bgbench.measures.noise.probe import NoiseConfig, probe_noise
+from bgbench.measures.saliency.probe import SaliencyConfig, probe_saliency
 from bgbench.data.images import decode_image
 from bgbench.data.layout import discover
 from bgbench.variants.synth import write_dataset

@@ -9,14 +9,14 @@ from hypothesis import given, strategies as st
 from scipy.stats import binomtest
 
 from bgbench import runs
-from bgbench.analyses import boxes as B
-from bgbench.analyses.boxsize import binned_accuracy, quantile_bins
-from bgbench.analyses.categories import CATEGORIES, categorize, prediction_categories
-from bgbench.analyses.compare import compare_runs
-from bgbench.analyses.leakage import leakage
-from bgbench.analyses.rfs import relative_foreground_sensitivity as rfs
+from bgbench.data import boxes as B
+from bgbench.measures.boxsize.summary import binned_accuracy, quantile_bins
+from bgbench.measures.categories.summary import CATEGORIES, categorize, prediction_categories
+from bgbench.measures.compare.summary import compare_runs
+from bgbench.measures.leakage.summary import leakage
+from bgbench.measures.noise.rfs import relative_foreground_sensitivity as rfs
 from bgbench.data.manifest import read_boxes
-from bgbench.analyses.tables import stored_predictions
+from bgbench.probing.tables import stored_predictions
 from bgbench.errors import BgbenchError
 from bgbench.store import Store
 from conftest import assert_one_line_error, run_cli
@@ -327,7 +327,7 @@ def test_1000_class_runs_store_raw_outputs_and_redecide_without_inference(tmp_pa
     import torch
     from PIL import Image
 
-    from bgbench.analyses.tables import stored_predictions
+    from bgbench.probing.tables import stored_predictions
     from bgbench.classes import IN9_FOLDERS, map_logits
     from bgbench.data.layout import Item
     from bgbench.evaluation.predict import predict_items
@@ -363,7 +363,7 @@ def test_1000_class_runs_store_raw_outputs_and_redecide_without_inference(tmp_pa
 def test_bg_blurred_is_computed_on_the_fly_when_its_folder_is_absent(synth_copy, tmp_path):
     """With no bg_blurred/ folder (and no recorded boxes, as in the public release), eval renders it
     from original + fg_mask + the box recovered from only_bg_b, identical to the registered function."""
-    from bgbench.analyses.blurred import blurred_renderer
+    from bgbench.variants.blurred import blurred_renderer
     from bgbench.data.images import decode_image, load_mask
     from bgbench.data.layout import discover
     from bgbench.variants.functions import bg_blurred

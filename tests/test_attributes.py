@@ -8,10 +8,10 @@ import torch
 from PIL import Image
 
 import bgbench
-from bgbench.analyses.ablation_engine import ablation_outcomes
-from bgbench.analyses.ablation_summary import summarize_ablation
-from bgbench.analyses.attribution import feature_ious
-from bgbench.analyses.noise_engine import Region
+from bgbench.measures.ablation.engine import ablation_outcomes
+from bgbench.measures.ablation.summary import summarize_ablation
+from bgbench.measures.attribution.probe import feature_ious
+from bgbench.measures.noise.engine import Region
 
 # the class-defining part of each Synthetic-9 class, written out: dot 0, 3, 6; stripes 1, 4, 7; notch 2, 5, 8
 CLASS_PART = {0: "dot", 1: "stripes", 2: "notch", 3: "dot", 4: "stripes", 5: "notch", 6: "dot", 7: "stripes",
@@ -193,7 +193,7 @@ def test_a_model_trained_on_original_has_features_on_the_class_defining_parts(tm
 def test_feature_maps_have_one_channel_per_penultimate_feature(arch):
     """A CNN's map as it is, a channels-last net's (timm output_fmt NHWC) turned to channels first,
     a ViT's patch tokens on their 4 x 4 grid (64 px, 16-px patches): always num_features channels."""
-    from bgbench.analyses.feature_maps import feature_maps
+    from bgbench.probing.feature_maps import feature_maps
     model = bgbench.create_model(f"timm:{arch}")
     x = torch.rand(2, 3, 64, 64)
     with torch.no_grad():

@@ -325,8 +325,8 @@ def test_halfwidth_can_stop_after_a_small_first_chunk_and_says_when_it_is_not_re
 
 
 def test_defaults_are_read_from_the_config_dataclasses(monkeypatch):
-    from bgbench.analyses.noise import NoiseConfig
-    from bgbench.analyses.saliency import SaliencyConfig
+    from bgbench.measures.noise.probe import NoiseConfig
+    from bgbench.measures.saliency.probe import SaliencyConfig
     from bgbench.edits.pipeline import EditConfig
     from bgbench.evaluation.challenge.config import ChallengeConfig
     from bgbench.evaluation.config import EvalConfig

@@ -13,8 +13,8 @@ import torch.nn as nn
 from PIL import Image
 
 import bgbench
-from bgbench.analyses.features import FeaturesConfig, features_summary, probe_features
-from bgbench.analyses.features_engine import background_shares
+from bgbench.measures.features.probe import FeaturesConfig, features_summary, probe_features
+from bgbench.measures.features.engine import background_shares
 from bgbench.errors import BgbenchError
 from bgbench.models.spec import BgModel, ModelSpec
 from bgbench.store import Store

@@ -251,7 +251,7 @@ def test_saliency_on_a_foundation_vit_is_pytorch_grad_cams_on_its_token_grid(sch
     """64-px images; the wrapper resizes them to the tower's input (32 px for the CLIP, 16 px for the
     ViT), whose patch tokens make a 4x4 grid either way. The layer is chosen automatically: each
     library's last pre-attention norm (open_clip's ln_1, transformers' layernorm_before)."""
-    from bgbench.analyses.saliency import SaliencyConfig, probe_saliency
+    from bgbench.measures.saliency.probe import SaliencyConfig, probe_saliency
     from test_probes import _check_against_grad_cam
     if scheme == "openclip":
         model = create_model(f"openclip:{clip_dir}", labels="dataset", classes=IN9_FOLDERS, templates="simple")

@@ -11,14 +11,14 @@ import pytest
 import torch
 import torch.nn as nn
 
-from bgbench.analyses.noise import NoiseConfig, noise_summary
-from bgbench.analyses.noise_curves import summarize
-from bgbench.analyses.noise_engine import Region, draw_seed, noisy_predictions, region_noise, region_predictions
-from bgbench.analyses.saliency import SaliencyConfig, gradcam_batch, probe_saliency, resolve_layer
-from bgbench.analyses.saliency_cam import default_layer
-from bgbench.analyses.saliency_metrics import METRICS, saliency_alignment
-from bgbench.analyses.saliency_overlays import choose_examples
-from bgbench.analyses.saliency_summary import summarize_saliency
+from bgbench.measures.noise.probe import NoiseConfig, noise_summary
+from bgbench.measures.noise.summary import summarize
+from bgbench.measures.noise.engine import Region, draw_seed, noisy_predictions, region_noise, region_predictions
+from bgbench.measures.saliency.probe import SaliencyConfig, gradcam_batch, probe_saliency, resolve_layer
+from bgbench.probing.gradcam import default_layer
+from bgbench.measures.saliency.metrics import METRICS, saliency_alignment
+from bgbench.measures.saliency.overlays import choose_examples
+from bgbench.measures.saliency.summary import summarize_saliency
 from bgbench.errors import BgbenchError
 from bgbench.models.spec import BgModel, ModelSpec
 from bgbench.store import Store
@@ -72,7 +72,7 @@ def test_each_images_noise_is_its_own_seeded_draw():
 
 def test_noise_rows_do_not_depend_on_the_batch_size(synth_root):
     """Per-image draws: batches of 5 and of 64 give the very same per-image rows (predictions included)."""
-    from bgbench.analyses.noise import probe_noise
+    from bgbench.measures.noise.probe import probe_noise
     from bgbench.models import create_model
     model = create_model("timm:test_resnet")
     rows = [sorted(probe_noise(model, synth_root, NoiseConfig(levels=[0.3, 0.6], trials=2, batch_size=b),
@@ -538,7 +538,7 @@ def test_saliency_probe_cli_writes_beside_the_store_and_records_where(synth_root
 
 
 def test_a_v2_store_gains_the_new_saliency_columns_and_keeps_its_rows(tmp_path):
-    from bgbench.analyses.saliency import saliency_summary
+    from bgbench.measures.saliency.probe import saliency_summary
     db = tmp_path / "v2.db"
     con = sqlite3.connect(db)
     con.executescript("""
@@ -602,7 +602,7 @@ def test_a_v3_store_gains_the_noise_prediction_column_and_keeps_its_rows(tmp_pat
 def test_noise_levels_read_as_their_grid_writes_them():
     """RIVAL10 writes σ as k/255 (compute_noise_robustness.py: 30/255 ... 210/255); so do custom σ
     levels that are whole 255ths; other levels (HardImageNet's 0.125, L2 norms) stay numbers."""
-    from bgbench.analyses.noise_levels import grid_label, level_label, resolve_levels
+    from bgbench.measures.noise.levels import grid_label, level_label, resolve_levels
     assert resolve_levels(["60/255", "120/255"], "sigma") == ("custom", [60 / 255, 120 / 255])
     assert resolve_levels([f"{k}/255" for k in range(30, 211, 30)], "sigma")[0] == "rival10"
     assert grid_label("custom", "sigma", [60 / 255, 120 / 255]) == "custom σ 60/255 … 120/255 (2 levels)"

@@ -145,7 +145,7 @@ def _constant_model(tmp_path):
 
 
 def test_a_1000_class_model_reads_rival10_through_its_tables(rival_root, tmp_path):
-    from bgbench.analyses.tables import stored_predictions
+    from bgbench.probing.tables import stored_predictions
     model, db = _constant_model(tmp_path), tmp_path / "r.db"
     proc = run_cli("eval", "--model", model, "--data", rival_root, "--json", "--db", db, "--quiet")
     assert proc.returncode == 0, proc.stderr

@@ -54,7 +54,7 @@ def evaluate(model: ModelLike, data: str | Path, variants: Optional[Sequence[str
         An `EvalReport`: accuracies, BG-Gap, per-image predictions and provenance. Under torchrun
         the ranks share the images; rank 0 returns the report of one process, the others None.
     """
-    from .analyses.blurred import blurred_renderer
+    from .variants.blurred import blurred_renderer
     from .evaluation.config import EvalConfig
     from .evaluation.runner import run_eval
     cfg = EvalConfig(variants=list(variants) if variants else None, mapping=getattr(mapping, "value", mapping),
@@ -128,7 +128,7 @@ def probe_noise(model: ModelLike, data: str | Path, *, checkpoint: Optional[str]
 
     Under torchrun the ranks share the images; rank 0 returns the one-process result, the others None.
     """
-    from .analyses.noise import NoiseConfig, probe_noise as run_probe
+    from .measures.noise.probe import NoiseConfig, probe_noise as run_probe
     cfg = _config(NoiseConfig, "probe_noise", options)
     return run_probe(_model(model, checkpoint, data=data, device=cfg.device), data, cfg, progress=progress)
 
@@ -143,7 +143,7 @@ def probe_saliency(model: ModelLike, data: str | Path, *, checkpoint: Optional[s
 
     Under torchrun the ranks share the images; rank 0 returns the one-process result, the others None.
     """
-    from .analyses.saliency import SaliencyConfig, probe_saliency as run_probe
+    from .measures.saliency.probe import SaliencyConfig, probe_saliency as run_probe
     cfg = _config(SaliencyConfig, "probe_saliency", options)
     return run_probe(_model(model, checkpoint, data=data, device=cfg.device), data, cfg, out_dir=out_dir,
                      progress=progress)
@@ -159,7 +159,7 @@ def probe_features(model: ModelLike, data: str | Path, *, checkpoint: Optional[s
         options: `FeaturesConfig` fields (top_features, top_images, group_by, threshold, galleries,
             batch_size, device).
     """
-    from .analyses.features import FeaturesConfig, probe_features as run_probe
+    from .measures.features.probe import FeaturesConfig, probe_features as run_probe
     return run_probe(_model(model, checkpoint), data, _config(FeaturesConfig, "probe_features", options),
                      out_dir=out_dir, progress=progress)
 
@@ -175,7 +175,7 @@ def probe_ablate(model: ModelLike, data: str | Path, *, checkpoint: Optional[str
 
     Under torchrun the ranks share the images; rank 0 returns the one-process result, the others None.
     """
-    from .analyses.ablation import AblateConfig, probe_ablate as run_probe
+    from .measures.ablation.probe import AblateConfig, probe_ablate as run_probe
     return run_probe(_model(model, checkpoint), data, _config(AblateConfig, "probe_ablate", options),
                      progress=progress)
 
@@ -191,7 +191,7 @@ def probe_attribution(model: ModelLike, data: str | Path, *, checkpoint: Optiona
 
     Under torchrun the ranks share the images; rank 0 returns the one-process result, the others None.
     """
-    from .analyses.attribution import AttributionConfig, probe_attribution as run_probe
+    from .measures.attribution.probe import AttributionConfig, probe_attribution as run_probe
     return run_probe(_model(model, checkpoint), data, _config(AttributionConfig, "probe_attribution", options),
                      progress=progress)
 
@@ -288,7 +288,7 @@ def prediction_categories(source: Any, run_id: Optional[int] = None, *, mapping:
             (a `Store` or a path) holding eval run `run_id`.
         mapping: re-decide 1000-class predictions from their raw outputs ('argmax' or 'superclass').
     """
-    from .analyses.categories import categories_of, prediction_categories as of_run
+    from .measures.categories.summary import categories_of, prediction_categories as of_run
     return _analyse(source, run_id, lambda s: of_run(s, run_id, mapping=mapping),
                     lambda t: categories_of(t), mapping)
 
@@ -299,7 +299,7 @@ def box_size(source: Any, run_id: Optional[int] = None, *, variants: Sequence[st
 
     Boxes come from the dataset (`data`, else the one the predictions were made on).
     """
-    from .analyses.boxsize import box_size_curve, box_size_of
+    from .measures.boxsize.summary import box_size_curve, box_size_of
     return _analyse(source, run_id,
                     lambda s: box_size_curve(s, run_id, variants=variants, bins=bins, data=data, mapping=mapping),
                     lambda t: box_size_of(t, variants=variants, bins=bins, data=data), mapping)
@@ -307,7 +307,7 @@ def box_size(source: Any, run_id: Optional[int] = None, *, variants: Sequence[st
 
 def leakage(source: Any, run_id: Optional[int] = None, *, mapping: Optional[str] = None):
     """Background-only accuracy above chance (paper §5), for MIXED-RAND or ONLY-FG-trained models."""
-    from .analyses.leakage import leakage as of_run, leakage_of
+    from .measures.leakage.summary import leakage as of_run, leakage_of
     return _analyse(source, run_id, lambda s: of_run(s, run_id, mapping=mapping), lambda t: leakage_of(t), mapping)
 
 
@@ -318,7 +318,7 @@ def edit_drops(source: Any, run_ids: Optional[Sequence[int]] = None, *, n_boot: 
         source: an evaluation result of a `bgbench edit` folder (or its table), or a results store
             holding the eval runs `run_ids` of one model.
     """
-    from .analyses.edits import edit_drops as of_runs, edit_drops_of
+    from .measures.edit_drops.summary import edit_drops as of_runs, edit_drops_of
     ids = [run_ids] if isinstance(run_ids, int) else run_ids
     return _analyse(source, ids, lambda s: of_runs(s, list(ids), n_boot=n_boot, seed=seed),
                     lambda t: edit_drops_of(t, n_boot=n_boot, seed=seed), None)
@@ -330,8 +330,8 @@ def compare(a: Any, b: Any, *, store: Optional[Store | str | Path] = None, n_boo
     Args:
         a, b: two evaluation results (or tables); or, with `store`, two run ids (eval or challenge runs).
     """
-    from .analyses.compare import compare_runs, compare_tables
-    from .analyses.tables import as_table
+    from .measures.compare.summary import compare_runs, compare_tables
+    from .probing.tables import as_table
     if store is not None:
         with _reading(store) as s:
             return compare_runs(s, int(a), int(b), n_boot=n_boot, seed=seed)
@@ -412,7 +412,7 @@ def _analyse(source: Any, run_ref: Any, on_run, on_table, mapping: Optional[str]
             return on_run(store)
     if isinstance(source, (Store, str, Path)):
         raise BgbenchError("a results store needs the id of the run to analyse: pass run_id (see `bgbench runs`)")
-    from .analyses.tables import as_table
+    from .probing.tables import as_table
     return on_table(as_table(source, mapping=mapping))
 
 

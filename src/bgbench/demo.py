@@ -108,8 +108,8 @@ def _small_set_runs(store: Store, small: Path, edits: Path, model_name: str, out
 def _analyses(store: Store, eval_run: int, model_name: str, data: Path, out: Path, seed: int,
               progress: bool) -> dict:
     """Prediction categories of the eval run, and the noise, saliency and features probes (recorded)."""
-    from .analyses.categories import prediction_categories
-    from .analyses.noise import noise_summary
+    from .measures.categories.summary import prediction_categories
+    from .measures.noise.probe import noise_summary
     from .models import create_model
     status(f"      analysing {model_name}: prediction categories, noise probe "
            f"(σ {', '.join(DEMO_NOISE_LEVELS)}, {DEMO_NOISE_TRIALS} trials), Grad-CAM saliency, spurious features")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..analyses.boxsize import box_size_curve
+from ..measures.boxsize.summary import box_size_curve
 from ..variants.registry import list_variants
 from .common import add_stored_run_args, emit, open_store, param_default, stored_mapping
 

@@ -13,7 +13,7 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..analyses.categories import prediction_categories
+    from ..measures.categories.summary import prediction_categories
     with open_store(args, create=False) as store:
         result = prediction_categories(store, args.run, mapping=stored_mapping(store, args))
     emit(args, result.to_dict(), result.table())

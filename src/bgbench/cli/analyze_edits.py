@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..analyses.edits import edit_drops_by_model
+from ..measures.edit_drops.summary import edit_drops_by_model
 from .common import add_db_arg, add_output_args, add_runs_arg, add_seed_arg, emit, open_store, param_default
 
 

@@ -14,7 +14,7 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..analyses.leakage import leakage
+    from ..measures.leakage.summary import leakage
     from ..console import status
     with open_store(args, create=False) as store:
         result = leakage(store, args.run, mapping=stored_mapping(store, args))

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..analyses.compare import compare_runs
+from ..measures.compare.summary import compare_runs
 from .common import add_db_arg, add_output_args, add_seed_arg, emit, open_store, param_default
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..analyses.ablation import AblateConfig
+from ..measures.ablation.probe import AblateConfig
 from .common import (add_class_map_arg, add_data_arg, add_db_arg, add_mapping_arg, add_model_args, add_output_args,
                      add_seed_arg, config_default, create_model, emit, open_store, stored_in)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..analyses.attribution import AttributionConfig
+from ..measures.attribution.probe import AttributionConfig
 from .common import (add_data_arg, add_db_arg, add_model_args, add_output_args, add_seed_arg, config_default,
                      create_model, emit, open_store, stored_in)
 

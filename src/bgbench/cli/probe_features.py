@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..analyses.features import GROUPINGS, FeaturesConfig
+from ..measures.features.probe import GROUPINGS, FeaturesConfig
 from .common import (add_db_arg, add_model_args, add_output_args, config_default, create_model, emit, open_store,
                      run_output_dir, stored_in)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..analyses.noise import KINDS, REGION_CHOICES, NoiseConfig
+from ..measures.noise.probe import KINDS, REGION_CHOICES, NoiseConfig
 from .common import (add_class_map_arg, add_data_arg, add_db_arg, add_mapping_arg, add_model_args, add_output_args,
                      add_seed_arg, config_default, create_model, emit, open_store, stored_in)
 
@@ -36,7 +36,7 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..analyses.noise import noise_summary
+    from ..measures.noise.probe import noise_summary
     from ..api import probe_noise
     from ..runs import record
     result = probe_noise(create_model(args), args.data, levels=args.levels, kind=args.noise, trials=args.trials,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..analyses.saliency import SaliencyConfig
+from ..measures.saliency.probe import SaliencyConfig
 from .common import (add_class_map_arg, add_data_arg, add_db_arg, add_model_args, add_output_args, add_seed_arg,
                      config_default, create_model, emit, open_store, run_output_dir, stored_in)
 

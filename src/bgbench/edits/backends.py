@@ -5,7 +5,7 @@ complexity at level lambda. The classical CPU implementations are the defaults (
 A user with diffusion or LaMa weights registers their own under a name and picks it with
 `bgbench edit --inpainter NAME` / `--complexity-editor NAME`; nothing is downloaded.
 
-    from bgbench.edits import register_inpainter
+    from . import register_inpainter
 
     @register_inpainter("lama")
     def lama(image, mask):            # HxWx3 uint8, HxW bool -> HxWx3 uint8

@@ -19,7 +19,7 @@ LEAKAGE_TRAINING = ("mixed_rand", "only_fg")
 
 @register_section("categories", "Prediction categories (paper Table 3)")
 def categories_section(ctx: ReportContext, subject: Subject) -> Optional[dict]:
-    from ..analyses.categories import CATEGORIES, prediction_categories
+    from ..measures.categories.summary import CATEGORIES, prediction_categories
     run = subject.latest("eval")
     if run is None:
         return None
@@ -36,7 +36,7 @@ def categories_section(ctx: ReportContext, subject: Subject) -> Optional[dict]:
 def leakage_section(ctx: ReportContext, subject: Subject) -> Optional[dict]:
     """Shown for models trained on MIXED-RAND or ONLY-FG only: for them background-only accuracy
     should be chance, so its excess is leakage; for any other model it is background signal."""
-    from ..analyses.leakage import SILHOUETTE, SILHOUETTE_NAME, above_chance, leakage
+    from ..measures.leakage.summary import SILHOUETTE, SILHOUETTE_NAME, above_chance, leakage
     run = subject.latest("eval")
     if run is None:
         return None
@@ -57,7 +57,7 @@ def leakage_section(ctx: ReportContext, subject: Subject) -> Optional[dict]:
 
 @register_section("boxsize", "Accuracy by box size (paper Fig. 14)")
 def boxsize_section(ctx: ReportContext, subject: Subject) -> Optional[dict]:
-    from ..analyses.boxsize import box_size_curve
+    from ..measures.boxsize.summary import box_size_curve
     run = subject.latest("eval")
     if run is None:
         return None
@@ -85,8 +85,8 @@ def boxsize_section(ctx: ReportContext, subject: Subject) -> Optional[dict]:
 
 @register_section("noise", "Noise sensitivity (RIVAL10)")
 def noise_section(ctx: ReportContext, subject: Subject) -> Optional[dict]:
-    from ..analyses.ablation_summary import region_label
-    from ..analyses.noise import noise_summary
+    from ..measures.ablation.summary import region_label
+    from ..measures.noise.probe import noise_summary
     run = subject.latest("probe_noise")
     if run is None:
         return None
@@ -105,8 +105,8 @@ def noise_section(ctx: ReportContext, subject: Subject) -> Optional[dict]:
 
 @register_section("saliency", "Saliency alignment (Grad-CAM)")
 def saliency_section(ctx: ReportContext, subject: Subject) -> Optional[dict]:
-    from ..analyses.saliency import saliency_summary
-    from ..analyses.saliency_metrics import METRICS
+    from ..measures.saliency.probe import saliency_summary
+    from ..measures.saliency.metrics import METRICS
     run = subject.latest("probe_saliency")
     if run is None:
         return None
@@ -129,7 +129,7 @@ def saliency_section(ctx: ReportContext, subject: Subject) -> Optional[dict]:
 
 @register_section("edits", "Attribute edits (ImageNet-E)")
 def edits_section(ctx: ReportContext, subject: Subject) -> Optional[dict]:
-    from ..analyses.edits import edit_drops, split_level
+    from ..measures.edit_drops.summary import edit_drops, split_level
     from ..edits.registry import ATTRIBUTES
     run = subject.latest("eval")
     if run is None:

@@ -36,8 +36,8 @@ def _cell(entry: Optional[dict], measure: str) -> Optional[dict]:
 @register_section("ablation", "Attribute ablation (RIVAL10)", scope="page")
 def ablation_heatmap(ctx: ReportContext) -> Optional[dict]:
     """Regions (object, background, attributes in order) × models with a probe_ablate run."""
-    from ..analyses.ablation import ablation_summary
-    from ..analyses.ablation_summary import OBJECT_REGIONS, region_label
+    from ..measures.ablation.probe import ablation_summary
+    from ..measures.ablation.summary import OBJECT_REGIONS, region_label
     columns, summaries = [], []
     for subject in ctx.subjects:
         run = subject.latest("probe_ablate")

@@ -38,7 +38,7 @@ def load_matrix(ctx: ReportContext, run) -> Optional[np.ndarray]:
 
 @register_section("challenge_gallery", "Foregrounds the most backgrounds fool", after="challenge")
 def challenge_gallery(ctx: ReportContext, subject: Subject) -> Optional[dict]:
-    from ..analyses.examples import most_fooled
+    from .examples import most_fooled
     from ..data.layout import discover
     from ..evaluation.challenge.rank import top_backgrounds
     run, full = challenge_run(subject, ctx)
@@ -91,7 +91,7 @@ def _fooled_item(g: Gallery, name, p, pair, bg, asr: np.ndarray, clean: dict) ->
 
 @register_section("hijack", "Background hijack matrix", after="challenge_gallery")
 def hijack_section(ctx: ReportContext, subject: Subject) -> Optional[dict]:
-    from ..analyses.hijack import hijack_matrix, labels_in_layout_order
+    from ..measures.challenge.hijack import hijack_matrix, labels_in_layout_order
     run, full = challenge_run(subject, ctx)
     if run is None or not full:
         return None

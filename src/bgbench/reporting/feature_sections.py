@@ -15,7 +15,7 @@ from .sections import register_section
 
 @register_section("features", "Spurious features (RIVAL10 §5, Salient ImageNet's ranking)")
 def features_section(ctx: ReportContext, subject: Subject) -> Optional[dict]:
-    from ..analyses.features import features_summary
+    from ..measures.features.probe import features_summary
     run = subject.latest("probe_features")
     if run is None:
         return None

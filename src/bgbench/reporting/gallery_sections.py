@@ -29,9 +29,9 @@ def run_files(run) -> DatasetFiles:
 
 @register_section("categories_gallery", "Images behind the prediction categories", after="categories")
 def categories_gallery(ctx: ReportContext, subject: Subject) -> Optional[dict]:
-    from ..analyses.categories import NEEDED, judge_images
-    from ..analyses.examples import category_examples
-    from ..analyses.tables import stored_table
+    from ..measures.categories.summary import NEEDED, judge_images
+    from .examples import category_examples
+    from ..probing.tables import stored_table
     run = subject.latest("eval")
     if run is None:
         return None
@@ -54,7 +54,7 @@ def categories_gallery(ctx: ReportContext, subject: Subject) -> Optional[dict]:
 
 def clean_predictions(ctx: ReportContext, subject: Subject) -> Optional[Dict[str, tuple]]:
     """image id -> (label, prediction) on ORIGINAL from the subject's newest eval run, if any."""
-    from ..analyses.tables import stored_predictions
+    from ..probing.tables import stored_predictions
     run = subject.latest("eval")
     if run is None or "original" not in ctx.store.run_variants(run["id"]):
         return None
@@ -64,8 +64,8 @@ def clean_predictions(ctx: ReportContext, subject: Subject) -> Optional[Dict[str
 
 @register_section("noise_gallery", "Images that noise flips first", after="noise")
 def noise_gallery(ctx: ReportContext, subject: Subject) -> Optional[dict]:
-    from ..analyses.examples import noise_flips
-    from ..analyses.noise import DRAWS
+    from .examples import noise_flips
+    from ..measures.noise.probe import DRAWS
     run = subject.latest("probe_noise")
     if run is None:
         return None
@@ -97,8 +97,8 @@ def _noise_item(g: Gallery, files: DatasetFiles, name, p, config: dict, preds: d
     many of the image's trials there were wrong."""
     import torch
 
-    from ..analyses.noise_engine import REGIONS, noisy_copy
-    from ..analyses.noise_levels import level_label
+    from ..measures.noise.engine import REGIONS, noisy_copy
+    from ..measures.noise.levels import level_label
     image, mask = files.pixels("original", p.image_id), files.mask_pixels(p.image_id)
     if image is None or mask is None:
         g.missing += 1
@@ -130,7 +130,7 @@ def _noise_item(g: Gallery, files: DatasetFiles, name, p, config: dict, preds: d
 
 @register_section("saliency_gallery", "Most and least aligned Grad-CAM maps", after="saliency")
 def saliency_gallery(ctx: ReportContext, subject: Subject) -> Optional[dict]:
-    from ..analyses.saliency_summary import class_namer as saliency_namer
+    from ..measures.saliency.summary import class_namer as saliency_namer
     run = subject.latest("probe_saliency")
     if run is None:
         return None
@@ -154,9 +154,9 @@ def saliency_gallery(ctx: ReportContext, subject: Subject) -> Optional[dict]:
 
 @register_section("edits_gallery", "Edits that flip the prediction", after="edits")
 def edits_gallery(ctx: ReportContext, subject: Subject) -> Optional[dict]:
-    from ..analyses.edits import ORIGINAL, level_order, split_level
-    from ..analyses.examples import edit_flips
-    from ..analyses.tables import stored_table
+    from ..measures.edit_drops.summary import ORIGINAL, level_order, split_level
+    from .examples import edit_flips
+    from ..probing.tables import stored_table
     from ..edits.registry import ATTRIBUTES
     run = subject.latest("eval")
     if run is None:

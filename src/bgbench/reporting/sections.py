@@ -23,7 +23,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ..analyses.compare import compare_runs
+from ..measures.compare.summary import compare_runs
 from ..errors import BgbenchError
 from ..evaluation.challenge.rank import top_backgrounds
 from . import figures

@@ -20,7 +20,7 @@ from typing import Dict, Iterable, List, Mapping, Optional, Sequence
 
 import numpy as np
 
-from .categories import CATEGORIES, JudgedImages
+from ..measures.categories.summary import CATEGORIES, JudgedImages
 
 
 @dataclass(frozen=True)

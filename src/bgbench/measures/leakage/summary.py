@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Dict, Optional
 
-from ..errors import BgbenchError
-from ..evaluation.metrics import Estimate, accuracy
-from ..store import Store
-from .tables import RunTable, run_config, run_row, stored_table
+from ...errors import BgbenchError
+from ...evaluation.metrics import Estimate, accuracy
+from ...store import Store
+from ...probing.tables import RunTable, run_config, run_row, stored_table
 
 BACKGROUND_ONLY = ("only_bg_b", "only_bg_t")
 SILHOUETTE = "no_fg"

@@ -17,7 +17,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .bootstrap import REPLICATES, percentile_interval
+from ...probing.bootstrap import REPLICATES, percentile_interval
 
 EPS = 1e-10  # RIVAL10's, in IoU's numerator and denominator
 ALL = "all"  # the group of every class

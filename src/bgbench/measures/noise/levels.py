@@ -14,7 +14,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Dict, List, Sequence, Tuple
 
-from ..errors import BgbenchError
+from ...errors import BgbenchError
 
 KINDS = ("sigma", "l2")
 #: The region of noise on one attribute's mask is named 'attr:<attribute>'.

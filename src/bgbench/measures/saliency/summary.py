@@ -18,8 +18,8 @@ from typing import Dict, List, Sequence
 
 import numpy as np
 
-from .bootstrap import REPLICATES, percentile_interval, stratified_weights
-from .saliency_metrics import METRICS
+from ...probing.bootstrap import REPLICATES, percentile_interval, stratified_weights
+from .metrics import METRICS
 
 HEADLINE = "mean over predicted classes of the per-class means (RIVAL10)"
 IMAGE_MEAN = "mean over images"

@@ -16,11 +16,11 @@ from typing import Dict, Optional
 
 import numpy as np
 
-from ..errors import BgbenchError, with_article
-from ..evaluation.metrics import Estimate, accuracy, mcnemar, paired_difference
-from ..store import Store
-from ..variants.registry import IN9_VARIANTS
-from .tables import RunTable, run_row, stored_table
+from ...errors import BgbenchError, with_article
+from ...evaluation.metrics import Estimate, accuracy, mcnemar, paired_difference
+from ...store import Store
+from ...variants.registry import IN9_VARIANTS
+from ...probing.tables import RunTable, run_row, stored_table
 
 CHALLENGE_KINDS = ("challenge",)
 

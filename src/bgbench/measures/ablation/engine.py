@@ -12,8 +12,8 @@ from typing import Callable, Dict, Sequence, Tuple
 
 import torch
 
-from .ablation_summary import CLEAN
-from .noise_engine import Region
+from .summary import CLEAN
+from ..noise.engine import Region
 
 GRAY = 0.5  # RIVAL10's fill
 

@@ -14,13 +14,13 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Dict, List, Optional
 
-from .. import checks
-from ..classes import Mapping
-from ..errors import BgbenchError
-from ..store import Store
-from .ablation_summary import AblationSummary, summarize_ablation
-from .bootstrap import REPLICATES
-from .tables import run_row
+from ... import checks
+from ...classes import Mapping
+from ...errors import BgbenchError
+from ...store import Store
+from .summary import AblationSummary, summarize_ablation
+from ...probing.bootstrap import REPLICATES
+from ...probing.tables import run_row
 
 KIND = "probe_ablate"
 TABLE = "probe_ablate"
@@ -107,16 +107,16 @@ def probe_ablate(model, data, cfg: AblateConfig, progress: bool = True, limit: O
     """
     import torch
 
-    from .. import console
-    from ..data.resolve import resolve_layout
-    from ..distributed import setup, world_record
-    from ..evaluation.predict import class_probabilities, decide
-    from ..models.spec import check_compatible
-    from ..runs import Provenance
-    from .ablation_engine import GRAY, ablation_outcomes
-    from .batches import attribute_batches, masked_batches
-    from .noise_engine import ATTRIBUTE_PREFIX, Region, object_regions
-    from .sharding import ProbeShard
+    from ... import console
+    from ...data.resolve import resolve_layout
+    from ...distributed import setup, world_record
+    from ...evaluation.predict import class_probabilities, decide
+    from ...models.spec import check_compatible
+    from ...runs import Provenance
+    from .engine import GRAY, ablation_outcomes
+    from ...probing.batches import attribute_batches, masked_batches
+    from ..noise.engine import ATTRIBUTE_PREFIX, Region, object_regions
+    from ...probing.sharding import ProbeShard
 
     t0 = time.time()
     layout = resolve_layout(data, ["original"])

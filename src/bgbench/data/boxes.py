@@ -11,9 +11,9 @@ from typing import Dict, Optional, Tuple
 
 import numpy as np
 
-from ..data.images import decode_image
-from ..data.layout import Layout
-from ..data.manifest import Box, read_boxes
+from .images import decode_image
+from .layout import Layout
+from .manifest import Box, read_boxes
 from ..errors import DataError
 
 #: A pixel is "black" when all its channels are at most this: JPEG (4:2:0 chroma) lifts the rim
@@ -100,7 +100,7 @@ def dataset_boxes(layout: Layout) -> Tuple[Dict[str, Box], Dict[str, Tuple[int, 
     if not (layout.root / "only_bg_b" / layout.split).is_dir():
         raise DataError(f"{layout.root} has no recorded boxes (manifest.csv) and no "
                         f"only_bg_b/{layout.split}/ to recover them from")
-    from ..data.layout import discover
+    from .layout import discover
     found = {}
     for it in discover(layout.root, layout.split, variants=["only_bg_b"]).items("only_bg_b"):
         box = recover_box(decode_image(it.path))

@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from ..errors import BgbenchError
-from .saliency_cam import token_layout
+from .gradcam import token_layout
 
 BINARIZE_AT = 0.5  # of each map's maximum, as RIVAL10's `binarize`
 

@@ -10,10 +10,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Dict, List, Sequence, Tuple
 
-from ..errors import BgbenchError
-from ..evaluation.metrics import Estimate, accuracy, paired, paired_difference
-from ..store import Store
-from .tables import RunTable, stored_table
+from ...errors import BgbenchError
+from ...evaluation.metrics import Estimate, accuracy, paired, paired_difference
+from ...store import Store
+from ...probing.tables import RunTable, stored_table
 
 ORIGINAL = "original"
 ATTRIBUTE_ORDER = ("remove", "size", "position", "rotation", "complexity")

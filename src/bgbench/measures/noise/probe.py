@@ -13,14 +13,14 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Dict, List, Optional, Sequence, Union
 
-from .. import checks
-from ..distributed import world_record
-from ..errors import BgbenchError
-from ..store import Store
-from .bootstrap import REPLICATES
-from .noise_curves import NoiseSummary, summarize
-from .noise_levels import KINDS, grid_label, resolve_levels
-from .tables import run_row
+from ... import checks
+from ...distributed import world_record
+from ...errors import BgbenchError
+from ...store import Store
+from ...probing.bootstrap import REPLICATES
+from .summary import NoiseSummary, summarize
+from .levels import KINDS, grid_label, resolve_levels
+from ...probing.tables import run_row
 
 #: --region: 'object' probes the foreground and the background; 'attributes' adds each attribute.
 REGION_CHOICES = ("object", "attributes")
@@ -127,15 +127,15 @@ def probe_noise(model, data, cfg: NoiseConfig, progress: bool = True, limit: Opt
 
     import torch
 
-    from .. import console
-    from ..data.resolve import resolve_layout
-    from ..distributed import setup
-    from ..evaluation.predict import decide
-    from ..models.spec import check_compatible
-    from ..runs import Provenance
-    from .batches import attribute_batches, masked_batches
-    from .noise_engine import ATTRIBUTE_PREFIX, Region, object_regions, region_predictions
-    from .sharding import ProbeShard
+    from ... import console
+    from ...data.resolve import resolve_layout
+    from ...distributed import setup
+    from ...evaluation.predict import decide
+    from ...models.spec import check_compatible
+    from ...runs import Provenance
+    from ...probing.batches import attribute_batches, masked_batches
+    from .engine import ATTRIBUTE_PREFIX, Region, object_regions, region_predictions
+    from ...probing.sharding import ProbeShard
 
     t0 = time.time()
     layout = resolve_layout(data, ["original"])

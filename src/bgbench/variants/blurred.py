@@ -9,8 +9,8 @@ from ..console import status
 from ..data.images import decode_image, load_mask
 from ..data.layout import Layout
 from ..errors import DataError
-from ..variants.functions import bg_blurred
-from .boxes import dataset_boxes
+from .functions import bg_blurred
+from ..data.boxes import dataset_boxes
 
 
 def blurred_renderer(layout: Layout):

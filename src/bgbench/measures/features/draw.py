@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Dict, List, Sequence
 
-from .features_engine import RankedFeature, gallery_order
-from .features_gallery import GalleryRow, write_gallery
-from .saliency_summary import class_namer
+from .engine import RankedFeature, gallery_order
+from .gallery import GalleryRow, write_gallery
+from ..saliency.summary import class_namer
 
 GALLERY_FILE = "features_class{:04d}.png"
 
@@ -26,7 +26,7 @@ def draw_galleries(head, pairs: Sequence, ranked: Sequence[RankedFeature], confi
     top images, each with the feature's activation map over it and the mask outlined."""
     import torch
 
-    from .batches import masked_batches
+    from ...probing.batches import masked_batches
     classes = gallery_order(ranked, cfg.galleries)
     shown = [f for f in ranked if f.class_index in set(classes)]
     wanted = sorted({i for f in shown for i in f.top})

@@ -17,12 +17,12 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-from .. import checks
-from ..errors import BgbenchError
-from ..store import Store
-from .features_summary import COLUMNS, FeaturesSummary, rule_text, summarize_features
-from .saliency_summary import class_namer
-from .tables import run_row
+from ... import checks
+from ...errors import BgbenchError
+from ...store import Store
+from .summary import COLUMNS, FeaturesSummary, rule_text, summarize_features
+from ..saliency.summary import class_namer
+from ...probing.tables import run_row
 
 GROUPINGS = ("prediction", "label")
 
@@ -111,9 +111,9 @@ class _Pass:
 def _collect(head, pairs, cfg: FeaturesConfig, progress: bool) -> _Pass:
     import torch
 
-    from .. import console
-    from .batches import masked_batches
-    from .features_engine import background_shares
+    from ... import console
+    from ...probing.batches import masked_batches
+    from .engine import background_shares
     items, labels, preds, pooled, shares, areas = [], [], [], [], [], []
     bar = console.progress(enabled=progress, total=len(pairs), desc="features probe", unit="img")
     with torch.no_grad():
@@ -140,12 +140,12 @@ def probe_features(model, data, cfg: FeaturesConfig, out_dir: Optional[str | Pat
                    limit: Optional[int] = None) -> FeaturesResult:
     """Rank each class's penultimate features of `model` on the originals of `data` and measure where
     their activation maps lie against the masks; with `out_dir`, write the heatmap galleries there."""
-    from .. import console
-    from ..data.resolve import resolve_layout
-    from ..models.spec import check_compatible
-    from ..runs import Provenance
-    from .feature_head import LinearHead
-    from .features_engine import rank_features
+    from ... import console
+    from ...data.resolve import resolve_layout
+    from ...models.spec import check_compatible
+    from ...runs import Provenance
+    from ...probing.feature_head import LinearHead
+    from .engine import rank_features
 
     t0 = time.time()
     layout = resolve_layout(data, ["original"])
@@ -171,7 +171,7 @@ def probe_features(model, data, cfg: FeaturesConfig, out_dir: Optional[str | Pat
               "ranking": "Salient ImageNet: weight x mean activation over the group's images"}
     result = FeaturesResult(rows=rows, config=config)
     if out_dir is not None and cfg.galleries > 0 and ranked:
-        from .features_draw import draw_galleries
+        from .draw import draw_galleries
         result.out_dir = str(Path(out_dir))
         result.galleries = draw_galleries(head, pairs, ranked, config, cfg, Path(out_dir))
     result.seconds = time.time() - t0

@@ -21,8 +21,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .bootstrap import REPLICATES, percentile_interval, stratified_weights
-from .noise_levels import ATTRIBUTE_PREFIX, grid_label, level_label
+from ...probing.bootstrap import REPLICATES, percentile_interval, stratified_weights
+from .levels import ATTRIBUTE_PREFIX, grid_label, level_label
 from .rfs import rfs_array
 
 REGIONS = ("fg", "bg")

@@ -17,8 +17,8 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
-from .bootstrap import REPLICATES, percentile_interval, stratified_weights
-from .noise_levels import ATTRIBUTE_PREFIX
+from ...probing.bootstrap import REPLICATES, percentile_interval, stratified_weights
+from ..noise.levels import ATTRIBUTE_PREFIX
 
 CLEAN = "none"  # the region of the unablated image (torch-free here: the CLI's --help imports this module)
 

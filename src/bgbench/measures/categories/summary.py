@@ -10,10 +10,10 @@ from typing import Dict, Optional
 
 import numpy as np
 
-from ..classes import NO_CLASS
-from ..errors import BgbenchError
-from ..store import Store
-from .tables import RunTable, stored_table
+from ...classes import NO_CLASS
+from ...errors import BgbenchError
+from ...store import Store
+from ...probing.tables import RunTable, stored_table
 
 CATEGORIES = ("BG Irrelevant", "BG Required", "BG+FG Required", "BG Fools", "Other")
 NEEDED = ("original", "mixed_rand", "only_bg_t")

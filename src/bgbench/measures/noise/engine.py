@@ -17,7 +17,7 @@ from typing import Callable, Dict, Sequence
 
 import torch
 
-from .noise_levels import ATTRIBUTE_PREFIX  # noqa: F401 (re-exported: an attribute's region name)
+from .levels import ATTRIBUTE_PREFIX  # noqa: F401 (re-exported: an attribute's region name)
 
 REGIONS = ("fg", "bg")
 

@@ -15,12 +15,12 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-from .. import checks
-from ..errors import BgbenchError
-from ..store import Store
-from .attribution_summary import EPS, AttributionSummary, summarize_attribution, top_features
-from .bootstrap import REPLICATES
-from .tables import run_row
+from ... import checks
+from ...errors import BgbenchError
+from ...store import Store
+from .summary import EPS, AttributionSummary, summarize_attribution, top_features
+from ...probing.bootstrap import REPLICATES
+from ...probing.tables import run_row
 
 KIND = "probe_attribution"
 TABLE = "probe_attribution"
@@ -101,7 +101,7 @@ def attribution_summary(store: Store, run_id: int) -> AttributionSummary:
 def feature_ious(maps, masks) -> "np.ndarray":
     """(a, K) IoU of each of one image's K feature maps ((K, h, w)) with each of its a attribute
     masks ((a, H, W) bool): maps upsampled to the masks' size, binarized at 0.5 of their max."""
-    from .feature_maps import binarize, upsample
+    from ...probing.feature_maps import binarize, upsample
     on = binarize(upsample(maps[None], masks.shape[-2:])[0]).flatten(1).float()  # (K, HW)
     want = masks.flatten(1).float()  # (a, HW)
     inter = want @ on.T
@@ -119,13 +119,13 @@ def probe_attribution(model, data, cfg: AttributionConfig, progress: bool = True
     """
     import torch
 
-    from .. import console
-    from ..data.resolve import resolve_layout
-    from ..distributed import setup, world_record
-    from ..runs import Provenance
-    from .batches import attribute_batches
-    from .feature_maps import feature_maps
-    from .sharding import ProbeShard
+    from ... import console
+    from ...data.resolve import resolve_layout
+    from ...distributed import setup, world_record
+    from ...runs import Provenance
+    from ...probing.batches import attribute_batches
+    from ...probing.feature_maps import feature_maps
+    from ...probing.sharding import ProbeShard
 
     t0 = time.time()
     layout = resolve_layout(data, ["original"])

@@ -15,14 +15,14 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-from .. import checks
-from ..errors import BgbenchError
-from ..store import Store
-from .bootstrap import REPLICATES
-from .saliency_cam import default_layer, gradcam_batch, resolve_layer  # noqa: F401 (re-exported)
-from .saliency_metrics import METRICS, saliency_alignment
-from .saliency_summary import SaliencySummary, class_namer, summarize_saliency
-from .tables import run_row
+from ... import checks
+from ...errors import BgbenchError
+from ...store import Store
+from ...probing.bootstrap import REPLICATES
+from ...probing.gradcam import default_layer, gradcam_batch, resolve_layer  # noqa: F401 (re-exported)
+from .metrics import METRICS, saliency_alignment
+from .summary import SaliencySummary, class_namer, summarize_saliency
+from ...probing.tables import run_row
 
 OVERLAYS_FILE = "saliency_overlays.png"
 #: The folder (beside OVERLAYS_FILE) with one overlay PNG per example, for the report's gallery.
@@ -110,13 +110,13 @@ def probe_saliency(model, data, cfg: SaliencyConfig, out_dir: Optional[str | Pat
     Under torchrun the ranks share the images (`sharding.ProbeShard`); rank 0 returns the result
     of one process and draws the overlays, the other ranks return None.
     """
-    from .. import console
-    from ..data.resolve import resolve_layout
-    from ..distributed import setup, world_record
-    from ..models.spec import check_compatible
-    from ..runs import Provenance
-    from .batches import masked_batches
-    from .sharding import ProbeShard
+    from ... import console
+    from ...data.resolve import resolve_layout
+    from ...distributed import setup, world_record
+    from ...models.spec import check_compatible
+    from ...runs import Provenance
+    from ...probing.batches import masked_batches
+    from ...probing.sharding import ProbeShard
 
     t0 = time.time()
     layout = resolve_layout(data, ["original"])
@@ -166,8 +166,8 @@ def _sql(v: float) -> Optional[float]:
 def _overlays(model, layer, pairs, rows, cfg: SaliencyConfig, config: dict, out_dir: Path, device: str):
     """Recompute the maps of the chosen examples (a batch or so) and draw them: the grid PNG's
     path, and one overlay PNG per example (`write_example_overlays`)."""
-    from .batches import masked_batches
-    from .saliency_overlays import choose_examples, write_example_overlays, write_overlays
+    from ...probing.batches import masked_batches
+    from .overlays import choose_examples, write_example_overlays, write_overlays
     chosen = {ex.image_id: ex for ex in choose_examples(rows, cfg.examples)}
     wanted = [p for p in pairs if p[0].image_id in chosen]
     panels = {}

@@ -6,13 +6,13 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from .. import checks
-from ..data.layout import discover
-from ..errors import BgbenchError
-from ..evaluation.metrics import accuracy
-from ..store import Store
-from .boxes import dataset_boxes
-from .tables import RunTable, stored_table
+from ... import checks
+from ...data.layout import discover
+from ...errors import BgbenchError
+from ...evaluation.metrics import accuracy
+from ...store import Store
+from ...data.boxes import dataset_boxes
+from ...probing.tables import RunTable, stored_table
 
 
 def quantile_bins(shares: np.ndarray, bins: int) -> np.ndarray:
