@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, strategies as st
 from scipy.stats import binomtest
 
-from bgbench import runs
+from bgbench import recording
 from bgbench.data import boxes as B
 from bgbench.measures.boxsize.summary import binned_accuracy, quantile_bins
 from bgbench.measures.categories.summary import CATEGORIES, categorize, prediction_categories
@@ -26,7 +26,7 @@ CLASSES = ["a", "b", "c"]
 
 def _eval_run(store, table, classes=CLASSES, data_root=None):
     """An eval run from {variant: [(image_id, label, pred)]}."""
-    rid = runs.start(store, runs.Provenance(kind="eval", config={"classes": classes, "split": "val"},
+    rid = recording.start(store, recording.Provenance(kind="eval", config={"classes": classes, "split": "val"},
                                             data_root=data_root))
     rows = [(v, i, y, p, 0.5, None, None, None) for v, rs in table.items() for i, y, p in rs]
     store.insert("predictions", rid, rows)
@@ -82,7 +82,7 @@ def test_categories_of_a_stored_1000_class_run_compare_raw_classes(store):
     stored decisions and re-decided with --mapping argmax, the same unmapped class on the full
     image and the background is BG Fools, two different unmapped classes are Other."""
     raw = {"a/same": (285, 0, 285), "a/diff": (285, 0, 281)}  # original, mixed_rand, only_bg_t top-1
-    rid = runs.start(store, runs.Provenance(kind="eval", config={"classes": list(CLASSES), "split": "val"}))
+    rid = recording.start(store, recording.Provenance(kind="eval", config={"classes": list(CLASSES), "split": "val"}))
     rows = []
     for iid, tops in raw.items():
         for v, top in zip(("original", "mixed_rand", "only_bg_t"), tops):
@@ -184,7 +184,7 @@ def test_compare_challenge_verdicts(store):
     ids = [f"a/{i}" for i in range(5)]
     runs_ = []
     for fooled in ([0, 0, 0, 1, 1], [1, 1, 1, 1, 1]):
-        rid = runs.start(store, runs.Provenance(kind="challenge", config={}))
+        rid = recording.start(store, recording.Provenance(kind="challenge", config={}))
         store.add_challenge_results(rid, [(i, 0, 0, f, 10, None, None) for i, f in zip(ids, fooled)])
         runs_.append(rid)
     d = compare_runs(store, *runs_).to_dict()["challenge"]
@@ -347,7 +347,7 @@ def test_1000_class_runs_store_raw_outputs_and_redecide_without_inference(tmp_pa
     live = {m: predict_items(model, items, mapping=m, progress=False) for m in ("argmax", "superclass")}
     assert live["argmax"].top5_classes.shape == (12, 5) and live["argmax"].superclass_probs.shape == (12, 9)
     with Store(tmp_path / "r.db") as store:
-        rid = runs.start(store, runs.Provenance(kind="eval", config={"classes": list(IN9_FOLDERS)}))
+        rid = recording.start(store, recording.Provenance(kind="eval", config={"classes": list(IN9_FOLDERS)}))
         store.insert("predictions", rid, live["argmax"].rows("original"))
         for m in ("argmax", "superclass"):
             again = stored_predictions(store, rid, mapping=m)["original"]

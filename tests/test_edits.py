@@ -453,11 +453,11 @@ def test_existing_output_needs_overwrite(synth_root, tmp_path):
 
 
 def _fake_eval(store, model, rows):
-    from bgbench import runs
-    result = runs.Outputs(provenance=runs.Provenance("eval", {}, model=model))
+    from bgbench import recording
+    result = recording.Outputs(provenance=recording.Provenance("eval", {}, model=model))
     result.table_rows = lambda: {"predictions": [(v, i, 0, 0 if ok else 1, 0.9, None, None, None)
                                                  for v, i, ok in rows]}
-    return runs.record(result, store)
+    return recording.record(result, store)
 
 
 def test_edit_drops_by_hand(tmp_path):

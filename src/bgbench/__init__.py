@@ -23,7 +23,7 @@ _EXPORTS = {
         "report", "leaderboard")},
     "create_model": ".models.registry", "list_models": ".models.registry",
     "list_variants": ".variants.registry",
-    "record": ".runs",
+    "record": ".recording",
 }
 __all__ = ["__version__", *_EXPORTS]
 

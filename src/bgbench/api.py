@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Iterator, List, Optional, Sequence
 
 from .errors import BgbenchError
-from .runs import opened
+from .recording import opened
 from .store import Store
 
 ModelLike = Any  # a model string ('timm:resnet18', 'file:model.pt', 'openclip:ViT-B-32@openai', 'hf:...') or a BgModel
@@ -205,7 +205,7 @@ def train(data: str | Path, out: str | Path, *, model: str = "timm:resnet10t", p
         options: `TrainConfig` fields (variant, epochs, recipe, lr, swa, init, freeze, seed, ...).
 
     Returns:
-        `runs.Outputs`: the checkpoint and its sha256, the last epoch's loss and accuracy, provenance.
+        `recording.Outputs`: the checkpoint and its sha256, the last epoch's loss and accuracy, provenance.
         Under torchrun (DistributedDataParallel), rank 0 returns it and the other ranks None.
     """
     from .training.loop import TrainConfig, train as run_training, training_record

@@ -22,7 +22,7 @@ from .console import status
 from .variants.synth import write_dataset
 from .evaluation.results import EvalReport
 from .reporting.render import render_report
-from .runs import record
+from .recording import record
 from .store import Store
 
 DEMO_ARCH = "timm:test_resnet"

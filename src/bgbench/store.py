@@ -2,7 +2,7 @@
 
 Predict once, analyse many times: every metric can be recomputed from `predictions`.
 The default location is ~/.bgbench/results.db (or $BGBENCH_DB); `--db` overrides it.
-Writing a finished run goes through `runs.py`; this module only knows tables and rows.
+Writing a finished run goes through `recording.py`; this module only knows tables and rows.
 """
 from __future__ import annotations
 

@@ -70,7 +70,7 @@ def refuse_names_that_are_not_utf8(images: Path) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..api import build
     from ..errors import BgbenchError
-    from ..runs import record
+    from ..recording import record
     if args.imagenet is None and args.preset is not None:
         raise BgbenchError("--preset builds from an ImageNet root: give --imagenet ROOT instead of --images")
     if args.images is not None and args.boxes is None:

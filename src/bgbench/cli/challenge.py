@@ -46,7 +46,7 @@ def register(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..api import challenge
     from ..console import status
-    from ..runs import record
+    from ..recording import record
     cfg = ChallengeConfig(batch_size=args.batch_size, mapping=args.mapping, precision=args.precision,
                           full=args.full, save_every=args.save_every, device=args.device, sample=args.sample,
                           halfwidth=args.halfwidth, seed=args.seed, verify_safety=args.verify_safety,

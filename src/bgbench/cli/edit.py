@@ -91,7 +91,7 @@ def import_plugin(name: str) -> None:
 def run(args: argparse.Namespace) -> int:
     from .. import console
     from ..api import edit
-    from ..runs import record
+    from ..recording import record
     for name in args.plugin:
         import_plugin(name)
     model = None

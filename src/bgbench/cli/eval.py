@@ -44,7 +44,7 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..runs import record
+    from ..recording import record
     report = _from_predictions(args) if args.predictions else _from_model(args)
     if report is None:  # a torchrun rank other than 0: rank 0 records and reports
         return 0

@@ -26,7 +26,7 @@ def register(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from .. import checks, runs
+    from .. import checks, recording
     from ..data.shards import read_shards
     from ..data.writer import refuse_merge_into_a_shard
     from ..errors import BgbenchError
@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
         text = result.summary()
         if getattr(result, "provenance", None) is not None:
             with Store(args.db) as store:
-                entry["run_id"] = runs.record(result, store)
+                entry["run_id"] = recording.record(result, store)
             text += f"\n{kind} recorded as run {entry['run_id']}"
         doc["splits"][split] = entry
         lines.append(f"merged {len(records)} shards of {kind} ({split}) into {args.out}\n{text}")

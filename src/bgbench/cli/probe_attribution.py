@@ -24,7 +24,7 @@ def register(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..api import probe_attribution
-    from ..runs import record
+    from ..recording import record
     result = probe_attribution(create_model(args), args.data, top=args.top, batch_size=args.batch_size,
                                device=args.device, seed=args.seed, progress=not args.quiet)
     if result is None:  # a torchrun rank other than 0: rank 0 records and reports

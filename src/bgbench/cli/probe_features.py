@@ -38,7 +38,7 @@ def register(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..api import probe_features
-    from ..runs import record
+    from ..recording import record
     model = create_model(args)
     with open_store(args) as store:
         with run_output_dir(args.out, store.path, "probe_features", writes=args.galleries > 0) as out_dir:

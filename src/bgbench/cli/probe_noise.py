@@ -38,7 +38,7 @@ def register(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..measures.noise.probe import noise_summary
     from ..api import probe_noise
-    from ..runs import record
+    from ..recording import record
     result = probe_noise(create_model(args), args.data, levels=args.levels, kind=args.noise, trials=args.trials,
                          batch_size=args.batch_size, device=args.device, seed=args.seed, mapping=args.mapping,
                          region=args.region, class_map=args.class_map, progress=not args.quiet)

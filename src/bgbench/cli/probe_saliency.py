@@ -32,7 +32,7 @@ def register(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..api import probe_saliency
     from ..distributed import launched
-    from ..runs import record
+    from ..recording import record
     model = create_model(args)
 
     def compute(out_dir):

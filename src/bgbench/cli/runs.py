@@ -81,7 +81,7 @@ def _show(name: str, variant: str, value: float, fmt: str) -> str:
 
 def describe(store, r) -> dict:
     """A run as one flat record: provenance plus its headline number."""
-    from ..runs import run_model_label
+    from ..recording import run_model_label
     metrics = {(m["name"], m["variant"]): m["value"] for m in store.metrics(r["id"])}
     outputs = json.loads(r["outputs"]) if r["outputs"] else None
     return {"id": r["id"], "kind": r["kind"], "status": r["status"], "created": r["created"], "model": r["model"],

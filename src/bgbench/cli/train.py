@@ -61,7 +61,7 @@ def register(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..api import train
     from ..console import status
-    from ..runs import record
+    from ..recording import record
     result = train(args.data, args.out, model=args.model, variant=args.variant, split=args.split,
                    epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed, recipe=args.recipe,
                    bgswap_p=args.bgswap_p, mixup_alpha=args.mixup_alpha, cutmix_alpha=args.cutmix_alpha,

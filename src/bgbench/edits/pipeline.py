@@ -23,7 +23,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .. import checks, console, runs
+from .. import checks, console, recording
 from ..data import manifest as M
 from ..data.layout import MASK_DIR, Layout, discover
 from ..data.pool import worker_pool
@@ -269,7 +269,7 @@ def edit_dataset(cfg: EditConfig, model=None, progress: bool = True) -> Optional
     if parts is None:
         return None
     rows, rejects = [r for p in parts for r in p[0]], [j for p in parts for j in p[1]]
-    prov = runs.Provenance.of(KIND, {**config_dict(cfg), **world_record(ranks)}, model=model, layout=layout,
+    prov = recording.Provenance.of(KIND, {**config_dict(cfg), **world_record(ranks)}, model=model, layout=layout,
                               seed=cfg.seed)
     result = EditResult(cfg.out, [e.name for e in edits], M.sort_rows(rows, writer.folders),
                         M.sort_rejects(rejects, writer.folders), skipped, shard=cfg.shard, provenance=prov)
@@ -301,7 +301,7 @@ def merge(out: Path, records: List[ShardRecord], overwrite: bool = False, worker
     writer = DatasetWriter(out, ref.split, ref.folders, ref.classes)
     writer.open(overwrite)
     writer.copy_shards(records)
-    prov = runs.Provenance(**ref.extra["provenance"])
+    prov = recording.Provenance(**ref.extra["provenance"])
     prov.config = {**{k: v for k, v in prov.config.items() if k != "shard"}, "out": str(out),
                    "shards": ref.shard.count}
     result = EditResult(Path(out), ref.folders[1:], M.sort_rows(manifest_rows(records), writer.folders),

@@ -34,7 +34,7 @@ from .. import checks, protocols
 from ..classes import IN9_FOLDERS, Mapping, NO_CLASS, imagenet_to_in9
 from ..data.layout import IN9_VARIANTS, Layout, discover
 from ..errors import BgbenchError, DataError
-from ..runs import Provenance
+from ..recording import Provenance
 from ..store import Store
 from .predict import Predictions
 from .results import EvalReport

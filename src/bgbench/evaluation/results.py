@@ -18,8 +18,8 @@ class EvalReport:
     accuracy: Dict[str, Estimate] = field(default_factory=dict)
     bg_gap: Optional[Estimate] = None
     run_id: Optional[int] = None
-    provenance: Any = None  # runs.Provenance, for recording
-    model_label: Optional[str] = None  # runs.model_label: the model with its weights, for display
+    provenance: Any = None  # recording.Provenance, for recording
+    model_label: Optional[str] = None  # recording.model_label: the model with its weights, for display
 
     @classmethod
     def from_predictions(cls, model: str, data: str, predictions: Dict[str, Predictions],

@@ -21,7 +21,7 @@ from ..data.resolve import resolve_layout
 from ..models.inputs import size_note
 from ..distributed import Ranks, gather, setup, share, shares_order, world_record
 from ..models.spec import BgModel, check_compatible
-from ..runs import Provenance, model_label
+from ..recording import Provenance, model_label
 from .config import EvalConfig
 from .predict import Predictions, mask_checker, predict_items
 from .results import EvalReport

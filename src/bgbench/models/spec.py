@@ -107,7 +107,7 @@ def check_compatible(model: BgModel, classes: Sequence[str], class_map: "str | P
     tables, and any dataset through `class_map` (a `--class-map` file); without one it is refused.
     A model that records its training class folders is also compared with the dataset's by name:
     a difference is allowed (the same classes may be spelt differently) but warned about on stderr,
-    and `runs.Provenance.of` records it in the run.
+    and `recording.Provenance.of` records it in the run.
     """
     spec = model.spec
     if spec.label_space == IMAGENET1K:

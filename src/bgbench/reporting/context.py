@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..errors import BgbenchError, with_article
-from ..runs import model_label
+from ..recording import model_label
 from ..store import Row, Store
 from .thumbs import Thumbnails
 
@@ -34,7 +34,7 @@ class Subject:
     runs: List[Row] = field(default_factory=list)
     train_run: Optional[Row] = None
     protocol: str = ""  # "" or "ten-crop": a different measurement, never mixed with the plain one
-    label: str = ""  # display name: `runs.model_label` (the model and its weights), the same everywhere
+    label: str = ""  # display name: `recording.model_label` (the model and its weights), the same everywhere
     model_label: str = ""  # the model and its weights alone, whatever the data: what the model filter picks
 
     def latest(self, kind: str) -> Optional[Row]:
@@ -139,7 +139,7 @@ def select_subjects(store: Store, run_ids: Optional[Sequence[int]] = None,
 
 
 def _label(subjects: List[Subject]) -> None:
-    """Display names: `runs.model_label` (the model string with its checkpoint's short sha256, or
+    """Display names: `recording.model_label` (the model string with its checkpoint's short sha256, or
     its random-init seed), as `bgbench runs` and the leaderboard show it, plus the protocol; the
     subject key is added only where the same model appears on several datasets."""
     for s in subjects:

@@ -17,7 +17,7 @@ from importlib.resources import files
 from typing import Dict, List, Optional, Tuple
 
 from ..classes import IN9_FOLDERS
-from ..runs import run_model_label
+from ..recording import run_model_label
 from ..store import Store
 
 #: Ranking keys, in the order their blocks are shown. The Backgrounds Challenge board ranks by

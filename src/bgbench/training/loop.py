@@ -444,14 +444,14 @@ def train(cfg: TrainConfig, progress: bool = True) -> Optional[Path]:
 
 def training_record(out: str | Path):
     """The finished training run in `out`, read back from its files, as a result to record
-    (`runs.Outputs` with its provenance).
+    (`recording.Outputs` with its provenance).
 
     Reading what was written (config.json, log.jsonl, model.pt and its sha256) records exactly
     what a later eval of `file:OUT/model.pt` will load; the run's checkpoint_sha256 is model.pt's,
     which is how the report links an evaluated model to its recipe and training data.
     """
     from ..models.checkpoint import sha256_file
-    from ..runs import Metric, Outputs, Provenance
+    from ..recording import Metric, Outputs, Provenance
     out = Path(out)
     config = json.loads((out / "config.json").read_text())
     fingerprint = config.pop("data_fingerprint", None)

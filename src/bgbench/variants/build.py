@@ -26,7 +26,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .. import checks, runs
+from .. import checks, recording
 from ..data import manifest as M
 from ..data.layout import MASK_DIR, discover
 from ..data.pool import Pool, worker_pool
@@ -114,7 +114,7 @@ class BuildResult:
     reasons: Counter = field(default_factory=Counter)
     config: dict = field(default_factory=dict)  # what a record of the run keeps
     shard: Optional[Shard] = None
-    provenance: Optional[runs.Provenance] = None  # None for a shard: it is recorded once merged
+    provenance: Optional[recording.Provenance] = None  # None for a shard: it is recorded once merged
     variants: Tuple[str, ...] = tuple(list_variants())
 
     def outputs(self) -> dict:
@@ -271,7 +271,7 @@ def _finish(writer: DatasetWriter, prepared: List[Prepared], rejects: List[M.Rej
         raise BuildError(f"nothing could be built from {source}: {len(rejects)} rejected "
                          f"({', '.join(f'{r}: {n}' for r, n in sorted(reasons.items())) or 'no files'}); "
                          f"see {writer.out / M.REJECTS}")
-    prov = runs.Provenance.of(KIND, config, layout=discover(writer.out, split=writer.split), seed=seed)
+    prov = recording.Provenance.of(KIND, config, layout=discover(writer.out, split=writer.split), seed=seed)
     return BuildResult(writer.out, built, M.sort_rejects(rejects, writer.folders), classes, reasons, config,
                        provenance=prov, variants=variants)
 

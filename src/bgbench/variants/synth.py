@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from .. import checks, runs
+from .. import checks, recording
 from ..data import manifest as M
 from ..data.pool import worker_pool
 from ..data.shards import Shard, ShardRecord, inputs_fingerprint, select
@@ -60,7 +60,7 @@ class SynthResult:
     images: int  # images written (per variant)
     shard: Optional[Shard] = None
     rows: List[M.ManifestRow] = field(default_factory=list, repr=False)
-    provenance: Optional[runs.Provenance] = None  # None for a shard: it is recorded once merged
+    provenance: Optional[recording.Provenance] = None  # None for a shard: it is recorded once merged
 
     def outputs(self) -> dict:
         return {"out": str(self.out), "split": self.split, "images": self.images, "variants": list(IN9_VARIANTS),
@@ -152,9 +152,9 @@ def synth(cfg: SynthConfig, progress: bool = True) -> SynthResult:
     return SynthResult(cfg.out, cfg.split, len(mine), None, rows, _provenance(cfg.out, cfg.settings()))
 
 
-def _provenance(out: Path, settings: dict) -> runs.Provenance:
+def _provenance(out: Path, settings: dict) -> recording.Provenance:
     from ..data.layout import discover
-    return runs.Provenance.of("synth", settings, layout=discover(out, split=settings["split"]),
+    return recording.Provenance.of("synth", settings, layout=discover(out, split=settings["split"]),
                               seed=settings["seed"])
 
 

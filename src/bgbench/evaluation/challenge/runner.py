@@ -13,7 +13,7 @@ every stored verdict. A run that stops before the last foreground is finished wi
 
 Verdict rows are committed as they come (that is what makes a killed run resumable); the
 summary (accuracy, per-class rates, ASR) is computed by `summarize`, which writes nothing, and
-recorded by `runs.record(report, store)`, which finishes the open run. bf16-verified runs also commit, with their verdicts, each
+recorded by `recording.record(report, store)`, which finishes the open run. bf16-verified runs also commit, with their verdicts, each
 foreground's near ties and the run's audit counts and delta (`neartie`): at every chunk boundary
 the ranks agree on the largest delta, and every stored survivor whose kept margin it reaches is
 re-examined and stored again, in this invocation or, after a kill, in the next.
@@ -31,7 +31,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from ... import console, distributed, protocols, runs
+from ... import console, distributed, protocols, recording
 from ...data.images import decode_image, load_mask
 from ...data.layout import Layout, discover
 from ...errors import DataError
@@ -92,7 +92,7 @@ def run_challenge(model: BgModel, data: str | Path, store: Store, cfg: Challenge
                   ) -> Optional[ChallengeReport]:
     """Run (or resume, or extend) the challenge; returns the report on rank 0 and None on other ranks.
 
-    Verdict rows go to `store` as they come; the run stays open until `runs.record(report, store)`.
+    Verdict rows go to `store` as they come; the run stays open until `recording.record(report, store)`.
 
     `figures(report, out_dir) -> {name: path}` draws the --full figures (`reporting.figures.challenge_figures`);
     it is passed in because drawing lives in a higher layer than the engine.
@@ -148,7 +148,7 @@ class _Invocation:
                                      halfwidth=cfg.halfwidth, chunk=cfg.chunk_size(world),
                                      first=cfg.first_chunk(world))
         self.mine = {i for k, i in enumerate(self.plan.order) if k % world == rank}
-        self.provenance: Optional[runs.Provenance] = None  # rank 0's: the open run's
+        self.provenance: Optional[recording.Provenance] = None  # rank 0's: the open run's
         self.run_id = self._open_run(model)
         done = {r["image_id"]: r for r in store.challenge_results(self.run_id)}
         self.fooled_by_id = {i: bool(r["fooled"]) for i, r in done.items()}
@@ -164,7 +164,7 @@ class _Invocation:
     def _open_run(self, model: BgModel) -> int:
         run_id = None
         if self.rank == 0:
-            prov = self.provenance = runs.Provenance.of("challenge", self.cfg.identity(), model=model,
+            prov = self.provenance = recording.Provenance.of("challenge", self.cfg.identity(), model=model,
                                                         layout=self.data.layout, seed=self.cfg.seed)
             run_id = self.store.find_resumable("challenge", prov.model, prov.spec, prov.data_fingerprint, prov.config,
                                                statuses=("running", "sampled"))
@@ -173,7 +173,7 @@ class _Invocation:
                 console.status(f"resuming challenge run {run_id}: {done_before}/{len(self.data.pairs)} foregrounds "
                                "already done")
             else:
-                run_id = runs.start(self.store, prov)
+                run_id = recording.start(self.store, prov)
         return distributed.broadcast(run_id, distributed.Ranks(self.world, self.rank, self.device))
 
     def _make_engine(self, model: BgModel, done: dict) -> ChallengeEngine:

@@ -112,7 +112,7 @@ def probe_ablate(model, data, cfg: AblateConfig, progress: bool = True, limit: O
     from ...distributed import setup, world_record
     from ...evaluation.predict import class_probabilities, decide
     from ...models.spec import check_compatible
-    from ...runs import Provenance
+    from ...recording import Provenance
     from .engine import GRAY, ablation_outcomes
     from ...probing.batches import attribute_batches, masked_batches
     from ..noise.engine import ATTRIBUTE_PREFIX, Region, object_regions

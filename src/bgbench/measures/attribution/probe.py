@@ -122,7 +122,7 @@ def probe_attribution(model, data, cfg: AttributionConfig, progress: bool = True
     from ... import console
     from ...data.resolve import resolve_layout
     from ...distributed import setup, world_record
-    from ...runs import Provenance
+    from ...recording import Provenance
     from ...probing.batches import attribute_batches
     from ...probing.feature_maps import feature_maps
     from ...probing.sharding import ProbeShard

@@ -143,7 +143,7 @@ def probe_features(model, data, cfg: FeaturesConfig, out_dir: Optional[str | Pat
     from ... import console
     from ...data.resolve import resolve_layout
     from ...models.spec import check_compatible
-    from ...runs import Provenance
+    from ...recording import Provenance
     from ...probing.feature_head import LinearHead
     from .engine import rank_features
 

@@ -132,7 +132,7 @@ def probe_noise(model, data, cfg: NoiseConfig, progress: bool = True, limit: Opt
     from ...distributed import setup
     from ...evaluation.predict import decide
     from ...models.spec import check_compatible
-    from ...runs import Provenance
+    from ...recording import Provenance
     from ...probing.batches import attribute_batches, masked_batches
     from .engine import ATTRIBUTE_PREFIX, Region, object_regions, region_predictions
     from ...probing.sharding import ProbeShard

@@ -114,7 +114,7 @@ def probe_saliency(model, data, cfg: SaliencyConfig, out_dir: Optional[str | Pat
     from ...data.resolve import resolve_layout
     from ...distributed import setup, world_record
     from ...models.spec import check_compatible
-    from ...runs import Provenance
+    from ...recording import Provenance
     from ...probing.batches import masked_batches
     from ...probing.sharding import ProbeShard
 

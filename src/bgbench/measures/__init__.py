@@ -1,0 +1,1 @@
+"""One package per measure: what bgbench measures, each with its engine, summary and result."""

@@ -1,0 +1,1 @@
+"""The categories measure."""

@@ -1,0 +1,1 @@
+"""The edit_drops measure."""
