@@ -177,6 +177,7 @@ def every_kind_of_run(synth_root, tmp_path_factory):
     bgbench.record(bgbench.probe_features(model, synth_root, top_features=2, top_images=2, out_dir=tmp / "feat",
                                           progress=False), db)
     bgbench.record(bgbench.probe_ablate(model, synth_root, progress=False), db)
+    bgbench.record(bgbench.probe_attribution(model, synth_root, progress=False), db)
     bgbench.record(bgbench.edit(synth_root, tmp / "edited", levels=["remove"], progress=False), db)
     bgbench.record(bgbench.evaluate(model, tmp / "edited", progress=False), db)
     return bgbench.report(db, tmp / "site", progress=False)

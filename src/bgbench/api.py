@@ -110,7 +110,7 @@ def challenge(model: ModelLike, data: str | Path, store: Store | str | Path, *, 
     """
     from .evaluation.challenge.config import ChallengeConfig
     from .evaluation.challenge.runner import run_challenge
-    from .reporting.figures import challenge_figures
+    from .drawing.figures import challenge_figures
     cfg = _config(ChallengeConfig, "challenge", options)
     built = _model(model, checkpoint, data=data, device=cfg.device, protocol=cfg.protocol)
     with opened(store) as s:

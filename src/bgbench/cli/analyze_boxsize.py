@@ -8,8 +8,8 @@ from ..variants.registry import list_variants
 from .common import add_stored_run_args, emit, open_store, param_default, stored_mapping
 
 
-def register(sub) -> None:
-    p = sub.add_parser("boxsize", help="accuracy per variant in quantile bins of box size (paper Fig. 14)")
+def register(sub, measure) -> None:
+    p = sub.add_parser("boxsize", help=measure.help.replace("%", "%%"))
     add_stored_run_args(p)
     p.add_argument("--variants", nargs="+", default=list(param_default(box_size_curve, "variants")),
                    choices=list_variants(), metavar="VARIANT", help="variants to bin (default: %(default)s)")

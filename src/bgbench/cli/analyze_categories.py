@@ -6,8 +6,8 @@ import argparse
 from .common import add_stored_run_args, emit, open_store, stored_mapping
 
 
-def register(sub) -> None:
-    p = sub.add_parser("categories", help="BG Irrelevant / Required / Fools ... per class (paper Table 3)")
+def register(sub, measure) -> None:
+    p = sub.add_parser("categories", help=measure.help.replace("%", "%%"))
     add_stored_run_args(p)
     p.set_defaults(func=run)
 

@@ -7,9 +7,8 @@ from ..measures.edit_drops.summary import edit_drops_by_model
 from .common import add_db_arg, add_output_args, add_runs_arg, add_seed_arg, emit, open_store, param_default
 
 
-def register(sub) -> None:
-    p = sub.add_parser("edits", help="accuracy drop from original per edit level, with paired 95%% intervals "
-                                     "(eval runs of a `bgbench edit` folder)")
+def register(sub, measure) -> None:
+    p = sub.add_parser("edits", help=measure.help.replace("%", "%%"))
     add_runs_arg(p, "eval")
     add_seed_arg(p, param_default(edit_drops_by_model, "seed"), "seed of the paired bootstrap")
     p.add_argument("--bootstrap", type=int, default=param_default(edit_drops_by_model, "n_boot"),

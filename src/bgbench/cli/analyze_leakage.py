@@ -6,9 +6,8 @@ import argparse
 from .common import add_stored_run_args, emit, open_store, stored_mapping
 
 
-def register(sub) -> None:
-    p = sub.add_parser("leakage", help="only_bg_b/only_bg_t accuracy above chance (box leakage), for models "
-                                       "trained on MIXED-RAND or ONLY-FG; no_fg apart, as silhouette signal")
+def register(sub, measure) -> None:
+    p = sub.add_parser("leakage", help=measure.help.replace("%", "%%"))
     add_stored_run_args(p)
     p.set_defaults(func=run)
 

@@ -1,16 +1,95 @@
-"""`bgbench probe <probe>`: probes that run a model on a dataset with masks and record what they measured."""
+"""`bgbench probe <probe>`: one subcommand per registered measure that runs a model on a dataset.
+
+Nothing here is written per probe: the subcommands, their help and their flags come from the
+Measure registry. A measure's config fields that declare a flag (`options.flag`) become its
+options; the options every probe shares follow from its config's fields (a model with
+--device/--batch-size; --seed, --mapping and --class-map where the config has them; --out where
+the measure writes pictures). Every probe then runs the same way: build the model, compute
+(under torchrun each rank computes its share and rank 0 records), record, print the result.
+"""
 from __future__ import annotations
 
-import importlib
-from typing import List
+import argparse
+import dataclasses
 
-#: Probe modules (cli/probe_<name>.py), in the order `bgbench probe --help` lists them.
-PROBES: List[str] = ["noise", "saliency", "features", "ablate", "attribution"]
+from ..measures.registry import Measure, list_measures
+from ..options import field_default, flagged_fields
+from .common import (add_class_map_arg, add_data_arg, add_db_arg, add_mapping_arg, add_model_args, add_output_args,
+                     config_default, create_model, emit, open_store, run_output_dir, stored_in)
+
+#: Config fields the shared arguments fill in (the model's, and the mapping of predictions).
+SHARED_FIELDS = ("batch_size", "device", "mapping", "class_map")
 
 
 def register(sub) -> None:
-    p = sub.add_parser("probe", help="RIVAL10 probes: noise sensitivity (RFS), saliency alignment, spurious-feature "
-                                     "discovery, attribute ablation, feature attribution")
+    probes = list_measures("probe")
+    p = sub.add_parser("probe", help="RIVAL10 probes: " + ", ".join(m.title or m.name for m in probes))
     inner = p.add_subparsers(dest="probe", required=True, metavar="PROBE")
-    for name in PROBES:
-        importlib.import_module(f"{__package__}.probe_{name}").register(inner)
+    for measure in probes:
+        add_probe(inner, measure)
+
+
+def add_probe(inner, measure: Measure) -> argparse.ArgumentParser:
+    """The subcommand of one probe measure, its flags read from its config's declaration."""
+    config = measure.load("config")
+    fields = {f.name for f in dataclasses.fields(config)}
+    p = inner.add_parser(measure.name, help=measure.help.replace("%", "%%"),
+                         description=(measure.description or measure.help).replace("%", "%%"))
+    add_model_args(p, config)
+    add_data_arg(p, measure.data_help)
+    for f, spec in flagged_fields(config):
+        add_config_flag(p, f, spec)
+    if "mapping" in fields:
+        add_mapping_arg(p, config_default(config, "mapping"))
+    if "class_map" in fields:
+        add_class_map_arg(p)
+    if measure.pictures:
+        p.add_argument("--out", help=measure.pictures_help)
+    add_output_args(p)
+    add_db_arg(p)
+    p.set_defaults(func=run, measure=measure)
+    return p
+
+
+def add_config_flag(p: argparse.ArgumentParser, f: dataclasses.Field, spec: dict) -> None:
+    """One config field's flag: its name, help and choices from the metadata, its default the field's."""
+    spec = dict(spec)
+    name = spec.pop("name")
+    default = spec.pop("default", field_default(f))
+    if spec.get("action") is None and "type" not in spec and default is not None and not isinstance(default, bool):
+        spec["type"] = type(default)
+    if "choices" in spec:
+        spec["choices"] = list(spec["choices"])
+    p.add_argument(name, dest=spec.pop("dest", f.name), default=default, **spec)
+
+
+def config_of(measure: Measure, args: argparse.Namespace):
+    """The measure's config from the parsed arguments (its checks run in `__post_init__`)."""
+    config = measure.load("config")
+    names = {f.name for f, _ in flagged_fields(config)} | set(SHARED_FIELDS)
+    return config(**{f.name: getattr(args, f.name) for f in dataclasses.fields(config)
+                     if f.name in names and hasattr(args, f.name)})
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..distributed import launched
+    from ..recording import record
+    measure: Measure = args.measure
+    cfg = config_of(measure, args)
+    model = create_model(args)
+    compute = measure.load("compute")
+    writes = bool(measure.pictures) and getattr(cfg, measure.pictures) > 0
+
+    def computed(out_dir):
+        extra = {"out_dir": out_dir} if measure.pictures else {}
+        return compute(model, args.data, cfg, progress=not args.quiet, **extra)
+    if not launched().main:  # a torchrun rank other than 0 computes its share; rank 0 writes, records, reports
+        computed(None)
+        return 0
+    with open_store(args) as store:
+        with run_output_dir(getattr(args, "out", None), store.path, measure.kind, writes=writes) as out_dir:
+            result = computed(out_dir)
+        run_id = record(result, store)
+        stored_in(run_id, store.path)
+    emit(args, result.to_dict(), result.table())
+    return 0

@@ -3,32 +3,28 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, Optional, Tuple
+
+from ..measures.registry import Headline, list_measures, measure_of_kind
 
 from .common import add_db_arg, add_output_args, add_run_filters, emit, open_store
 
-#: The headline of each run kind: the first of these metrics (name, variant, format) the run has.
-#: "pct" shows a share as a percentage; "num" a plain number.
-HEADLINE: Dict[str, List[Tuple[str, str, str]]] = {
-    "eval": [("bg_gap", "", "pct"), ("accuracy", "original", "pct")],
-    "challenge": [("challenge_accuracy", "", "pct")],
-    "train": [("train_accuracy", "", "pct")],
-    "probe_noise": [("rfs", "", "num")],
-    "probe_saliency": [("saliency_precision", "", "num")],
-    "probe_features": [("features_bg_share", "", "num")],
-    "probe_ablate": [("ablation_acc_drop", "bg", "pct"), ("ablation_acc_drop", "fg", "pct")],
-}
+#: Headlines of the run kinds that are not measures (a measure's come from its declaration).
+TRAIN_HEADLINE = Headline("train_accuracy", label="training accuracy", percent=True)
 #: Kinds whose headline is a count from their outputs rather than a metric.
 OUTPUT_HEADLINE: Dict[str, Tuple[str, ...]] = {"build": ("built", "rejected"),
                                                "edit": ("images", "edited", "rejected")}
-#: The kinds bgbench records (named in --kind's help; other kinds are listed too).
-KINDS = ("eval", "challenge", "train", "build", "edit", "probe_noise", "probe_saliency", "probe_features",
-         "probe_ablate", "probe_attribution")
+
+
+def recorded_kinds() -> Tuple[str, ...]:
+    """The kinds bgbench records (named in --kind's help; other kinds are listed too)."""
+    return ("eval", "challenge", "train", "build", "edit",
+            *(m.kind for m in list_measures() if m.kind and m.kind not in ("eval", "challenge")))
 
 
 def register(sub) -> None:
     p = sub.add_parser("runs", help="list recorded runs (id, kind, status, model and weights, data, headline)")
-    add_run_filters(p, KINDS)
+    add_run_filters(p, recorded_kinds())
     add_output_args(p)
     add_db_arg(p)
     p.set_defaults(func=run)
@@ -53,30 +49,23 @@ def run(args: argparse.Namespace) -> int:
 
 
 def headline(kind: str, metrics: Dict[Tuple[str, str], Optional[float]], outputs: Optional[dict]) -> Optional[str]:
-    """The one number that says how a run came out, e.g. `bg_gap=78.0%`, `rfs=-0.781`, `built=36, rejected=0`.
-
-    A kind without an entry shows its first metric, so a new kind is never blank.
+    """The one number that says how a run came out, e.g. `bg_gap=78.0%`, `rfs=-0.781`, `built=36, rejected=0`:
+    a measure's declared headline, a count for builds and edits; a kind with none shows its first
+    metric, so a new kind is never blank.
     """
-    for name, variant, fmt in HEADLINE.get(kind, []):
-        value = metrics.get((name, variant))
-        if value is not None:
-            return _show(name, variant, value, fmt)
+    measure = measure_of_kind(kind)
+    if measure is not None and measure.headlines:
+        return measure.headline(metrics)
+    if kind == "train" and metrics.get((TRAIN_HEADLINE.metric, "")) is not None:
+        return TRAIN_HEADLINE.show(metrics[(TRAIN_HEADLINE.metric, "")])
     if kind in OUTPUT_HEADLINE and outputs:
         shown = [f"{k}={outputs[k]}" for k in OUTPUT_HEADLINE[kind] if k in outputs]
         if shown:
             return ", ".join(shown)
-    if kind in HEADLINE:  # recorded, but with no value (e.g. no Grad-CAM had any mass): say so
-        name, variant, _ = HEADLINE[kind][0]
-        return f"{name}{f'[{variant}]' if variant else ''}=–"
     for (name, variant), value in metrics.items():
         if value is not None:
-            return _show(name, variant, value, "num")
+            return Headline(name, variant).show(value)
     return None
-
-
-def _show(name: str, variant: str, value: float, fmt: str) -> str:
-    shown = f"{100 * value:.1f}%" if fmt == "pct" else f"{value:.3g}"
-    return f"{name}{f'[{variant}]' if variant else ''}={shown}"
 
 
 def describe(store, r) -> dict:

@@ -16,7 +16,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from ..errors import BgbenchError, with_article
 from ..recording import model_label
 from ..store import Row, Store
-from .thumbs import Thumbnails
+from ..drawing.thumbs import Thumbnails
 
 #: Run kinds that describe where a model or a dataset came from, not how a model behaves.
 PROVENANCE_KINDS = ("train", "build")

@@ -14,21 +14,37 @@ from ..errors import BgbenchError
 from ..store import Store
 from ..version import __version__
 from .context import ReportContext, Subject, select_subjects
-from .sections import list_sections
-from .thumbs import clear as clear_thumbs
-from . import analysis_sections, challenge_sections, gallery_sections  # noqa: F401,E402  (register sections)
-from . import feature_sections  # noqa: F401,E402  (registers the spurious-features section)
-from . import attribute_sections  # noqa: F401,E402  (registers the attribute heatmap)
+from ..drawing.thumbs import clear as clear_thumbs
+from .sections import list_sections, measure_sections
 
 
 def environment() -> jinja2.Environment:
-    """Templates from the package data (src/bgbench/reporting/templates), every value escaped."""
-    env = jinja2.Environment(loader=jinja2.PackageLoader("bgbench.reporting", "templates"), autoescape=True,
+    """Templates from the package data (src/bgbench/reporting/templates) and, for a measure's
+    sections, from its declaration or its package's templates/ folder; every value escaped."""
+    loader = jinja2.ChoiceLoader([jinja2.PackageLoader("bgbench.reporting", "templates"),
+                                  jinja2.FunctionLoader(_measure_template)])
+    env = jinja2.Environment(loader=loader, autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["pct"] = _pct
     env.filters["short"] = lambda s, n=12: "-" if not s else str(s)[:n]
     env.filters["pvalue"] = lambda p: "-" if p is None else (f"{p:.2g}" if p < 0.001 else f"{p:.3f}")
     return env
+
+
+def _measure_template(name: str) -> Optional[str]:
+    """`sections/<name>.html.j2` of a measure's section: its inline source, else the file in its
+    measure's package (`measures/<measure>/templates/<name>.html.j2`); None for other names."""
+    import importlib.resources
+
+    section = name.removeprefix("sections/").removesuffix(".html.j2")
+    for s in measure_sections():
+        if s.name != section:
+            continue
+        if s.source is not None:
+            return s.source
+        files = importlib.resources.files(s.measure.package) / "templates" / f"{section}.html.j2"
+        return files.read_text(encoding="utf-8") if files.is_file() else None
+    return None
 
 
 def _pct(value: Optional[float], digits: int = 1, signed: bool = False) -> str:

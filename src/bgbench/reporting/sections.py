@@ -1,32 +1,32 @@
 """The report's sections: a registry of functions from the store to template data.
 
-A section is registered with `@register_section(name, title, scope)` and rendered by its own
-template, `templates/sections/<name>.html.j2`, which receives the returned dict as `data` (and
-`subject` for per-model sections). A section function returns None when nothing it needs is
-recorded, and the page then leaves it out: a report shows what was measured, nothing else.
+Most sections belong to a measure: its package draws them (`measures/<name>/section.py`) and its
+declaration lists them (`Measure.sections`), and this module registers them from the Measure
+registry, in catalog order. The page's own sections (the overview, each model's provenance, the
+comparisons across models) are registered here with `@register_section(name, title, scope)`.
+
+A section is rendered by its template, `sections/<name>.html.j2` (among the report's templates,
+in its measure's `templates/` folder, or given inline in its `SectionSpec`), which receives the
+returned dict as `data` (and `subject` for per-model sections). A section function returns None
+when nothing it needs is recorded, and the page then leaves it out: a report shows what was
+measured, nothing else.
 
 Scopes:
 - "summary": `fn(ctx)`, at the top of the page;
 - "model": `fn(ctx, subject)`, once per model, in registration order;
 - "page": `fn(ctx)`, after the models (comparisons across models).
-
-Adding an analysis is one function here (or in its own module imported by `report.render`) and
-one template file.
 """
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
 from itertools import combinations
-from pathlib import Path
 from typing import Callable, Dict, List, Optional, Tuple
 
-import numpy as np
-
-from ..measures.compare.summary import compare_runs
 from ..errors import BgbenchError
-from ..evaluation.challenge.rank import top_backgrounds
-from . import figures
+from ..measures.compare.summary import compare_runs
+from ..measures.eval.section import estimate, eval_accuracies
+from ..measures.registry import Measure, SectionSpec, list_measures
 from .context import ReportContext, Subject
 
 SCOPES = ("summary", "model", "page")
@@ -39,6 +39,8 @@ class Section:
     scope: str
     fn: Callable[..., Optional[dict]]
     after: Optional[str] = None  # shown right after this section (a gallery after its numbers)
+    measure: Optional[Measure] = None  # the measure that supplies it (None: one of the page's own)
+    source: Optional[str] = None  # the template's source, when its measure gives it inline
 
     @property
     def template(self) -> str:
@@ -65,11 +67,31 @@ def register_section(name: str, title: str, scope: str = "model", after: Optiona
     return wrap
 
 
+def _measure_section(measure: Measure, spec: SectionSpec) -> Section:
+    """A measure's section, its function imported when the report first calls it."""
+    def call(*args):
+        return measure.load(spec.function)(*args)
+    return Section(spec.name, spec.title, spec.scope, call, spec.after, measure, spec.template)
+
+
+def measure_sections() -> List[Section]:
+    """Every registered measure's sections, in catalog order (read afresh: a measure registered
+    later, such as a test's, is on the next page)."""
+    return [_measure_section(m, spec) for m in list_measures() for spec in m.sections]
+
+
 def list_sections(scope: Optional[str] = None) -> List[Section]:
     """Sections in page order: registration order, each `after` one right behind its anchor (and
     behind what was placed there before it); one whose anchor is not registered comes last."""
-    ordered = [s for s in SECTIONS.values() if s.after is None]
-    for s in (s for s in SECTIONS.values() if s.after is not None):
+    summary = [s for s in SECTIONS.values() if s.scope == "summary"]
+    own = [s for s in SECTIONS.values() if s.scope != "summary"]
+    every = summary + measure_sections() + own
+    names = [s.name for s in every]
+    duplicated = sorted({n for n in names if names.count(n) > 1})
+    if duplicated:
+        raise ValueError(f"report sections registered twice: {', '.join(duplicated)}")
+    ordered = [s for s in every if s.after is None]
+    for s in (s for s in every if s.after is not None):
         names = [o.name for o in ordered]
         if s.after not in names:
             ordered.append(s)
@@ -91,24 +113,6 @@ def _follows(section: Section, anchor: str, ordered: List[Section]) -> bool:
     return False
 
 
-def _estimate(row) -> Optional[dict]:
-    if row is None or row["value"] is None:
-        return None
-    return {"value": row["value"], "lo": row["lo"], "hi": row["hi"], "n": row["n"]}
-
-
-def _eval_accuracies(ctx: ReportContext, subject: Subject) -> Optional[dict]:
-    run = subject.latest("eval")
-    if run is None:
-        return None
-    metrics = ctx.metrics(run["id"])
-    order = json.loads(run["config"]).get("variants") or []
-    variants = [v for v in order if ("accuracy", v) in metrics]
-    variants += sorted(v for (name, v) in metrics if name == "accuracy" and v not in variants)
-    return {"run": run, "variants": variants, "accuracy": {v: _estimate(metrics[("accuracy", v)]) for v in variants},
-            "bg_gap": _estimate(metrics.get(("bg_gap", "")))}
-
-
 def _training_summary(subject: Subject) -> Optional[str]:
     """'mixed_rand, bgswap + SWA': what a bgbench-trained model was trained on, in a few words."""
     if subject.train_run is None:
@@ -124,86 +128,16 @@ def _training_summary(subject: Subject) -> Optional[str]:
 def overview(ctx: ReportContext) -> Optional[dict]:
     rows = []
     for s in ctx.subjects:
-        acc = _eval_accuracies(ctx, s)
+        acc = eval_accuracies(ctx, s)
         chal = s.latest("challenge")
         cm = ctx.metrics(chal["id"]) if chal is not None else {}
         rows.append({"subject": s, "original": (acc or {}).get("accuracy", {}).get("original"),
-                     "bg_gap": (acc or {}).get("bg_gap"), "challenge": _estimate(cm.get(("challenge_accuracy", ""))),
+                     "bg_gap": (acc or {}).get("bg_gap"), "challenge": estimate(cm.get(("challenge_accuracy", ""))),
                      "runs": len(s.runs), "trained": _training_summary(s)})
     return {"rows": rows}
 
 
 # ---------------------------------------------------------------- per model
-
-
-@register_section("accuracy", "Accuracy per variant and BG-Gap")
-def accuracy_section(ctx: ReportContext, subject: Subject) -> Optional[dict]:
-    data = _eval_accuracies(ctx, subject)
-    if data is None or not data["variants"]:
-        return None
-    acc = data["accuracy"]
-    vs = data["variants"]
-    path = figures.accuracy_bars(ctx.figure_path(subject, "accuracy"), vs, [acc[v]["value"] for v in vs],
-                                 [acc[v]["lo"] for v in vs], [acc[v]["hi"] for v in vs])
-    return {**data, "figure": ctx.href(path), "run_id": data["run"]["id"],
-            "mapping": json.loads(data["run"]["config"]).get("mapping")}
-
-
-def challenge_run(subject: Subject, ctx: ReportContext):
-    """The newest --full challenge run (it has per-background ASR), else the newest challenge run."""
-    runs = [r for r in subject.runs if r["kind"] == "challenge"]
-    full = [r for r in runs if ctx.store.has_challenge_backgrounds(r["id"])]
-    return (full or runs or [None])[-1], bool(full)
-
-
-def _background_path(root: Path, bg_id: str) -> Optional[Path]:
-    folder = root / "only_bg_t" / "val" / Path(bg_id).parent
-    hits = sorted(folder.glob(Path(bg_id).name + ".*")) if folder.is_dir() else []
-    return hits[0] if hits else None
-
-
-@register_section("challenge", "Backgrounds Challenge")
-def challenge_section(ctx: ReportContext, subject: Subject) -> Optional[dict]:
-    run, full = challenge_run(subject, ctx)
-    if run is None:
-        return None
-    m = ctx.metrics(run["id"])
-    classes = subject.classes
-    per_class = [{"class": c, "challenge": _estimate(m.get(("challenge_accuracy_class", c))),
-                  "fool_rate": _estimate(m.get(("class_fool_rate", c)))} for c in classes]
-    fooled = m.get(("fooled", ""))
-    data = {"run_id": run["id"], "challenge": _estimate(m.get(("challenge_accuracy", ""))),
-            "clean": _estimate(m.get(("clean_accuracy", ""))),
-            "pairs": int(m[("challenge_pairs", "")]["value"]) if ("challenge_pairs", "") in m else None,
-            "fooled": int(fooled["value"]) if fooled else None, "total": fooled["n"] if fooled else None,
-            "per_class": [r for r in per_class if r["challenge"] is not None], "full": full,
-            "top5": None, "histogram": None, "missing_backgrounds": None}
-    if not full:
-        return data
-    rows = ctx.store.challenge_backgrounds(run["id"])
-    ids = [r["bg_id"] for r in rows]
-    labels = np.array([r["bg_class"] for r in rows])
-    asr = np.array([r["asr"] for r in rows], dtype=float)
-    names = classes or [str(c) for c in range(int(labels.max()) + 1)]
-    data["histogram"] = ctx.href(figures.asr_histogram(ctx.figure_path(subject, "asr-histogram"), asr, labels, names))
-    top = top_backgrounds(asr, labels, k=5)
-    root = Path(run["data_root"] or "")
-    grid, missing = {}, []
-    for c, idx in sorted(top.items()):
-        cells = []
-        for j in idx:
-            path = _background_path(root, ids[j])
-            if path is None:
-                missing.append(ids[j])
-            cells.append((path, float(asr[j])))
-        grid[names[c]] = cells
-    data["top5_table"] = [{"class": name, "backgrounds": [{"id": ids[j], "asr": float(asr[j])} for j in top[c]]}
-                          for c, name in enumerate(names) if c in top]
-    if missing:
-        data["missing_backgrounds"] = {"count": len(missing), "folder": str(root / "only_bg_t" / "val")}
-    else:
-        data["top5"] = ctx.href(figures.top_backgrounds_grid(ctx.figure_path(subject, "top5-backgrounds"), grid))
-    return data
 
 
 @register_section("provenance", "Provenance")

@@ -94,7 +94,7 @@ def run_challenge(model: BgModel, data: str | Path, store: Store, cfg: Challenge
 
     Verdict rows go to `store` as they come; the run stays open until `recording.record(report, store)`.
 
-    `figures(report, out_dir) -> {name: path}` draws the --full figures (`reporting.figures.challenge_figures`);
+    `figures(report, out_dir) -> {name: path}` draws the --full figures (`drawing.figures.challenge_figures`);
     it is passed in because drawing lives in a higher layer than the engine.
     """
     t0 = time.time()

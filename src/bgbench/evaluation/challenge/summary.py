@@ -1,6 +1,6 @@
 """The challenge's numbers from its stored verdicts (and, with --full, its prediction matrix).
 
-Pure: writes neither the store nor figures (those are drawn by `reporting.figures`).
+Pure: writes neither the store nor figures (those are drawn by `drawing.figures`).
 """
 from __future__ import annotations
 

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass
-from typing import Dict, List, Optional
+from dataclasses import asdict, dataclass, field
+from typing import ClassVar, List, Optional
 
 from ... import checks
+from ...options import flag
+from ..result import MeasureResult
 from ...classes import Mapping
 from ...errors import BgbenchError
 from ...store import Store
@@ -32,7 +34,7 @@ class AblateConfig:
 
     batch_size: int = 64
     device: str = "cpu"
-    seed: int = 0  # of the bootstrap behind the intervals
+    seed: int = field(default=0, metadata=flag("--seed", "seed of the bootstrap over images behind the intervals (default %(default)s)"))
     mapping: str = Mapping.ARGMAX.value
     class_map: Optional[str] = None
     bootstrap_replicates: int = REPLICATES
@@ -45,35 +47,17 @@ class AblateConfig:
 
 
 @dataclass
-class AblationResult:
+class AblationResult(MeasureResult):
     """Per-image outcomes; rows: (image_id, label, region, pred, correct, true_prob)."""
 
-    rows: List[tuple]
-    config: dict
-    seconds: float = 0.0
-    run_id: Optional[int] = None
-    provenance: object = None
+    measure: ClassVar[str] = "ablate"
 
-    def table_rows(self) -> Dict[str, List[tuple]]:
-        return {TABLE: self.rows}
+    def summarize(self) -> AblationSummary:
+        return summary_of(self.rows, self.config)
 
-    def summary(self) -> AblationSummary:
-        s = summary_of(self.rows, self.config)
-        s.run_id = self.run_id
-        return s
+    def extra_outputs(self) -> dict:
+        return {"regions": sorted({r[2] for r in self.rows} - {"none"})}
 
-    def metric_rows(self) -> List[tuple]:
-        return self.summary().metric_rows()
-
-    def outputs(self) -> dict:
-        return {"images": len({r[0] for r in self.rows}), "seconds": round(self.seconds, 2),
-                "regions": sorted({r[2] for r in self.rows} - {"none"})}
-
-    def to_dict(self) -> dict:
-        return self.summary().to_dict()
-
-    def table(self) -> str:
-        return self.summary().table()
 
 
 def summary_of(rows, config: dict) -> AblationSummary:

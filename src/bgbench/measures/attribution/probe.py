@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass
-from typing import Dict, List, Optional
+from dataclasses import asdict, dataclass, field
+from typing import ClassVar, Dict, List, Optional
 
 import numpy as np
 
 from ... import checks
+from ...options import flag
+from ..result import MeasureResult
 from ...errors import BgbenchError
 from ...store import Store
 from .summary import EPS, AttributionSummary, summarize_attribution, top_features
@@ -31,10 +33,11 @@ class AttributionConfig:
     """top: features kept per attribute and class (and over all classes). No predictions are made,
     so any model fits any dataset (groups are by true class)."""
 
-    top: int = 3
+    top: int = field(default=3, metadata=flag(
+        "--top", "features kept per attribute and class, and over all classes (default %(default)s)"))
     batch_size: int = 32
     device: str = "cpu"
-    seed: int = 0  # of the bootstrap behind the intervals
+    seed: int = field(default=0, metadata=flag("--seed", "seed of the bootstrap over images behind the intervals (default %(default)s)"))
     bootstrap_replicates: int = REPLICATES
 
     def __post_init__(self):
@@ -45,36 +48,19 @@ class AttributionConfig:
 
 
 @dataclass
-class AttributionResult:
+class AttributionResult(MeasureResult):
     """rows: (image_id, label, attribute, feature, iou) for each group's top features."""
 
-    rows: List[tuple]
-    config: dict
     features: int = 0
-    seconds: float = 0.0
-    run_id: Optional[int] = None
-    provenance: object = None
 
-    def table_rows(self) -> Dict[str, List[tuple]]:
-        return {TABLE: self.rows}
+    measure: ClassVar[str] = "attribution"
 
-    def summary(self) -> AttributionSummary:
-        s = summary_of(self.rows, self.config)
-        s.run_id = self.run_id
-        return s
+    def summarize(self) -> AttributionSummary:
+        return summary_of(self.rows, self.config)
 
-    def metric_rows(self) -> List[tuple]:
-        return self.summary().metric_rows()
+    def extra_outputs(self) -> dict:
+        return {"features": self.features}
 
-    def outputs(self) -> dict:
-        return {"images": len({r[0] for r in self.rows}), "features": self.features,
-                "seconds": round(self.seconds, 2)}
-
-    def to_dict(self) -> dict:
-        return {**self.summary().to_dict(), "features": self.features}
-
-    def table(self) -> str:
-        return self.summary().table()
 
 
 def summary_of(rows, config: dict) -> AttributionSummary:

@@ -56,10 +56,18 @@ class AttributionSummary:
         return _clean({"run_id": self.run_id, "images": self.images, "bootstrap": self.bootstrap, "best": self.best,
                        "groups": self.groups})
 
+    @property
+    def mean_best_iou(self) -> Optional[float]:
+        """The headline: the mean over attributes of their best feature's mean IoU (no interval:
+        the attributes' groups hold different images)."""
+        values = [b["iou"] for b in self.best.values() if not math.isnan(b["iou"])]
+        return float(np.mean(values)) if values else None
+
     def metric_rows(self) -> List[tuple]:
         """attribution_iou (variant: the attribute) is the best IoU of any class group; per group
-        'attribute/class' (or '/all'), the best feature's mean IoU."""
-        rows = []
+        'attribute/class' (or '/all'), the best feature's mean IoU; variant '': the mean over
+        attributes of the best IoU (the headline)."""
+        rows = [("attribution_iou", "", self.mean_best_iou, None, None, self.images)]
         for attribute, b in self.best.items():
             rows.append(("attribution_iou", attribute, b["iou"], b["lo"], b["hi"], b["images"]))
             for cls, g in self.groups[attribute].items():

@@ -13,11 +13,13 @@ import json
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import ClassVar, Dict, Optional
 
 import numpy as np
 
 from ... import checks
+from ...options import flag
+from ..result import MeasureResult
 from ...errors import BgbenchError
 from ...store import Store
 from .summary import COLUMNS, FeaturesSummary, rule_text, summarize_features
@@ -29,11 +31,20 @@ GROUPINGS = ("prediction", "label")
 
 @dataclass
 class FeaturesConfig:
-    top_features: int = 5  # k: features per class, by contribution to its logit
-    top_images: int = 5  # n: each feature's most activating images of the class
-    group_by: str = "prediction"  # Salient ImageNet's grouping (the paper's); 'label': the true class
-    threshold: Optional[float] = None  # None: background share > background area share; else > this share
-    galleries: int = 30  # classes with a heatmap PNG (the largest groups first); 0: none
+    top_features: int = field(default=5, metadata=flag(
+        "--top-features", "features per class, by contribution to its logit (default %(default)s)"))
+    top_images: int = field(default=5, metadata=flag(
+        "--top-images", "each feature's most activating images of the class, whose maps are measured "
+        "(default %(default)s)"))
+    group_by: str = field(default="prediction", metadata=flag(
+        "--group-by", "a class's images: those predicted as it (Salient ImageNet's) or those labelled so "
+        "(default %(default)s)", choices=GROUPINGS))
+    threshold: Optional[float] = field(default=None, metadata=flag(
+        "--threshold", "a feature is a spurious candidate when the mean background share of its maps exceeds this "
+        "share (default: the background's area share on the same images, i.e. the map is denser on the background "
+        "than on the object)", type=float))
+    galleries: int = field(default=30, metadata=flag(
+        "--galleries", "classes with a heatmap PNG, the largest first; 0: no PNG (default %(default)s)"))
     batch_size: int = 64
     device: str = "cpu"
 
@@ -48,38 +59,25 @@ class FeaturesConfig:
 
 
 @dataclass
-class FeaturesResult:
-    """rows: tuples in `features_summary.COLUMNS` order, one per (class, rank)."""
+class FeaturesResult(MeasureResult):
+    """rows: tuples in `features_summary.COLUMNS` order, one per (class, rank); the galleries drawn."""
 
-    rows: List[tuple]
-    config: dict
     galleries: Dict[int, str] = field(default_factory=dict)
     out_dir: Optional[str] = None
-    seconds: float = 0.0
-    run_id: Optional[int] = None
-    provenance: object = None
 
-    def table_rows(self) -> Dict[str, List[tuple]]:
-        return {"probe_features": self.rows}
+    measure: ClassVar[str] = "features"
 
-    def summary(self) -> FeaturesSummary:
+    def summarize(self) -> FeaturesSummary:
         return summary_of(self.rows, self.config)
 
-    def metric_rows(self) -> List[tuple]:
-        return self.summary().metric_rows()
-
-    def outputs(self) -> dict:
+    def extra_outputs(self) -> dict:
         return {"folder": self.out_dir, "galleries": {str(c): p for c, p in self.galleries.items()},
-                "images": self.config.get("images"), "seconds": round(self.seconds, 2)}
-
-    def to_dict(self) -> dict:
-        return {"run_id": self.run_id, **self.summary().to_dict(), "folder": self.out_dir,
-                "galleries": {str(c): p for c, p in self.galleries.items()},
                 "pooled_is_map_mean": self.config.get("pooled_is_map_mean")}
 
     def table(self) -> str:
         text = self.summary().table()
         return text + (f"\nheatmap galleries: {self.out_dir}" if self.galleries else "")
+
 
 
 def summary_of(rows, config: dict) -> FeaturesSummary:
@@ -93,7 +91,9 @@ def features_summary(store: Store, run_id: int) -> FeaturesSummary:
     rows = [tuple(r[c] for c in COLUMNS) for r in store.feature_rows(int(run_id))]
     if not rows:
         raise BgbenchError(f"probe_features run {run_id} has no features stored")
-    return summary_of(rows, json.loads(run["config"]))
+    s = summary_of(rows, json.loads(run["config"]))
+    s.run_id = int(run_id)
+    return s
 
 
 @dataclass

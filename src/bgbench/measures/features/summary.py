@@ -35,6 +35,7 @@ class FeaturesSummary:
     rule: str
     group_by: str
     config: Dict[str, object] = field(default_factory=dict)
+    run_id: Optional[int] = None
 
     @property
     def features(self) -> List[dict]:

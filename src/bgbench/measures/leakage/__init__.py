@@ -1,1 +1,11 @@
-"""The leakage measure."""
+"""Box leakage (paper §5): ONLY-BG-B / ONLY-BG-T accuracy above chance for models trained on
+MIXED-RAND or ONLY-FG; NO-FG apart, as silhouette signal."""
+from ..registry import Measure, SectionSpec, register_measure
+
+MEASURE = register_measure(Measure(
+    title="box leakage", name="leakage", kind=None, command="analyze", needs=("eval run",),
+    help="only_bg_b/only_bg_t accuracy above chance (box leakage), for models trained on MIXED-RAND or ONLY-FG; "
+         "no_fg apart, as silhouette signal",
+    sections=(SectionSpec("leakage", "Box leakage and silhouette signal (paper §5)",
+                          f"{__name__}.section:leakage_section"),),
+), package=__name__)

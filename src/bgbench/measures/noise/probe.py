@@ -10,14 +10,16 @@ have it, at the same levels and trials (rows of region 'attr:<name>').
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
-from typing import Dict, List, Optional, Sequence, Union
+from dataclasses import asdict, dataclass, field
+from typing import ClassVar, List, Optional, Sequence, Union
 
 from ... import checks
+from ...options import flag
 from ...distributed import world_record
 from ...errors import BgbenchError
 from ...store import Store
 from ...probing.bootstrap import REPLICATES
+from ..result import MeasureResult
 from .summary import NoiseSummary, summarize
 from .levels import KINDS, grid_label, resolve_levels
 from ...probing.tables import run_row
@@ -36,16 +38,26 @@ class NoiseConfig:
     to an L2 norm over the region. levels: a grid name (`noise_levels.GRIDS`, default 'rival10')
     or explicit numbers; resolved in place, with the grid's name in `grid`."""
 
-    levels: Optional[Union[str, Sequence[Union[float, str]]]] = None
-    kind: str = "sigma"
-    trials: int = 3
+    levels: Optional[Union[str, Sequence[Union[float, str]]]] = field(default=None, metadata=flag(
+        "--levels", "a grid, rival10 (σ 30/255..210/255 in steps of 30/255; L2 25..200 in steps of 25) or "
+        "hardimagenet (σ 0.125..0.75; L2 30..180), or explicit levels such as 0.25 0.5 or 30/255 (default: "
+        "rival10); an overall RFS compares only within one grid", nargs="+", metavar="GRID|V", type=str))
+    kind: str = field(default="sigma", metadata=flag(
+        "--noise", "sigma: Gaussian noise of per-pixel std σ on the region; l2: Gaussian noise scaled to an L2 norm "
+        "over the region (all channels, pixel values in [0,1]) (default %(default)s)", choices=KINDS))
+    trials: int = field(default=3, metadata=flag("--trials", "seeded noise draws per image and level "
+                                                             "(default %(default)s)"))
     batch_size: int = 64
     device: str = "cpu"
-    seed: int = 0
+    seed: int = field(default=0, metadata=flag(
+        "--seed", "seed of the noise and of the bootstrap over images behind the intervals (default %(default)s)"))
     mapping: str = "argmax"
     grid: str = ""
     bootstrap_replicates: int = REPLICATES
-    region: str = "object"
+    region: str = field(default="object", metadata=flag(
+        "--region", "object: noise on the foreground, then on the background; attributes: also on each attribute's "
+        "mask alone, on the images that have it (needs attribute masks: Synthetic-9 or RIVAL10) (default "
+        "%(default)s)", choices=REGION_CHOICES))
     class_map: Optional[str] = None
 
     def __post_init__(self):
@@ -60,36 +72,22 @@ class NoiseConfig:
 
 
 @dataclass
-class NoiseProbeResult:
+class NoiseProbeResult(MeasureResult):
     """Per-image results; rows: (image_id, label, region, level, trial, correct, pred)."""
 
-    rows: List[tuple]
-    config: dict
-    seconds: float = 0.0
-    run_id: Optional[int] = None
-    provenance: object = None
+    measure: ClassVar[str] = "noise"
 
-    def table_rows(self) -> Dict[str, List[tuple]]:
-        return {"probe_noise": self.rows}
-
-    def summary(self) -> NoiseSummary:
+    def summarize(self) -> NoiseSummary:
         return summary_of(self.rows, self.config)
 
-    def metric_rows(self) -> List[tuple]:
-        """Accuracy per region and level, RFS per level (variant: the level) and overall (variant
-        ''), each with its bootstrap interval; n: images."""
-        s = self.summary()
-        rows = []
-        for region, curve in s.curves.items():
-            for p in curve:
-                rows.append((f"noise_acc_{region}", f"{p['level']:g}", p["acc"], p["lo"], p["hi"], p["n"]))
-        rows += [("rfs", f"{lvl:g}", e["value"], e["lo"], e["hi"], s.images) for lvl, e in s.rfs.items()]
-        rows.append(("rfs", "", s.rfs_overall, *s.rfs_overall_interval, s.images))
-        return rows
+    def extra_outputs(self) -> dict:
+        return {"grid": grid_label(self.config["grid"], self.config["kind"], self.config["levels"])}
 
-    def outputs(self) -> dict:
-        return {"images": len({r[0] for r in self.rows}), "seconds": round(self.seconds, 2),
-                "grid": grid_label(self.config["grid"], self.config["kind"], self.config["levels"])}
+    def to_dict(self) -> dict:
+        return {"run_id": self.run_id, **self.summary().to_dict()}  # the grid is in the summary
+
+    def table(self) -> str:
+        return self.summary().table()
 
 
 def summary_of(rows: Sequence[tuple], config: dict) -> NoiseSummary:

@@ -60,6 +60,17 @@ class NoiseSummary:
                 "rfs": {f"{lvl:g}": {k: _num(v) for k, v in e.items()} for lvl, e in self.rfs.items()},
                 "rfs_overall": _num(self.rfs_overall), "rfs_overall_lo": _num(lo), "rfs_overall_hi": _num(hi)}
 
+    def metric_rows(self) -> List[tuple]:
+        """Accuracy per region and level, RFS per level (variant: the level) and overall (variant
+        ''), each with its bootstrap interval; n: images."""
+        rows = []
+        for region, curve in self.curves.items():
+            for p in curve:
+                rows.append((f"noise_acc_{region}", f"{p['level']:g}", p["acc"], p["lo"], p["hi"], p["n"]))
+        rows += [("rfs", f"{lvl:g}", e["value"], e["lo"], e["hi"], self.images) for lvl, e in self.rfs.items()]
+        rows.append(("rfs", "", self.rfs_overall, *self.rfs_overall_interval, self.images))
+        return rows
+
     def table(self) -> str:
         head = (f"noise sensitivity{f' of run {self.run_id}' if self.run_id else ''}: accuracy (mean over "
                 f"{self.classes} classes) and RFS, 95% bootstrap intervals over {self.images} images")

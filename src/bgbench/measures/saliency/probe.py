@@ -11,11 +11,13 @@ import json
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import ClassVar, List, Optional
 
 import numpy as np
 
 from ... import checks
+from ...options import flag
+from ..result import MeasureResult
 from ...errors import BgbenchError
 from ...store import Store
 from ...probing.bootstrap import REPLICATES
@@ -31,11 +33,15 @@ EXAMPLES_FOLDER = "saliency_examples"
 
 @dataclass
 class SaliencyConfig:
-    layer: Optional[str] = None  # module path inside the network; default: see saliency_cam.default_layer
+    layer: Optional[str] = field(default=None, metadata=flag(
+        "--layer", "Grad-CAM layer, a module path inside the network (default: a ViT's last block's norm1, else the "
+        "last feature stage of a timm model, else the last convolution)", type=str))
     batch_size: int = 32
     device: str = "cpu"
-    examples: int = 4  # overlay images per predicted class: the most and least aligned
-    seed: int = 0  # of the headline's bootstrap
+    examples: int = field(default=4, metadata=flag(
+        "--examples", "overlay images per predicted class: the most, then the least aligned by precision; 0: no PNG "
+        "(default %(default)s)"))
+    seed: int = field(default=0, metadata=flag("--seed", "seed of the bootstrap over images behind the intervals (default %(default)s)"))
     bootstrap_replicates: int = REPLICATES
     class_map: Optional[str] = None  # a --class-map file: a 1000-class model on another dataset
 
@@ -47,40 +53,26 @@ class SaliencyConfig:
 
 
 @dataclass
-class SaliencyResult:
-    """rows: (image_id, label, pred, *METRICS), one per image."""
+class SaliencyResult(MeasureResult):
+    """rows: (image_id, label, pred, *METRICS), one per image; the overlays written, if any."""
 
-    rows: List[tuple]
-    classes: List[str]
-    layer: str
-    config: dict
+    layer: str = ""
     overlays: Optional[str] = None
     examples: List[dict] = field(default_factory=list)  # one per example overlay: see write_example_overlays
     out_dir: Optional[str] = None
-    seconds: float = 0.0
-    run_id: Optional[int] = None
-    provenance: object = None
 
-    def table_rows(self) -> Dict[str, List[tuple]]:
-        return {"probe_saliency": self.rows}
+    measure: ClassVar[str] = "saliency"
 
-    def summary(self) -> SaliencySummary:
+    def summarize(self) -> SaliencySummary:
         return summary_of(self.rows, self.config)
 
-    def metric_rows(self) -> List[tuple]:
-        return self.summary().metric_rows()
-
-    def outputs(self) -> dict:
-        return {"overlays": self.overlays, "examples": self.examples, "folder": self.out_dir, "layer": self.layer,
-                "images": len(self.rows), "seconds": round(self.seconds, 2)}
-
-    def to_dict(self) -> dict:
-        return {"run_id": self.run_id, "layer": self.layer, **self.summary().to_dict(), "overlays": self.overlays,
-                "folder": self.out_dir}
+    def extra_outputs(self) -> dict:
+        return {"layer": self.layer, "overlays": self.overlays, "folder": self.out_dir, "examples": self.examples}
 
     def table(self) -> str:
         text = self.summary().table(self.layer)
         return text + (f"\nexample overlays: {self.overlays}" if self.overlays else "")
+
 
 
 def summary_of(rows, config: dict) -> SaliencySummary:
@@ -99,7 +91,9 @@ def saliency_summary(store: Store, run_id: int) -> SaliencySummary:
     rows = [tuple(r[c] for c in columns) for r in store.probe_rows("probe_saliency", int(run_id))]
     if not rows:
         raise BgbenchError(f"probe_saliency run {run_id} has no per-image results stored")
-    return summary_of(rows, json.loads(run["config"]))
+    s = summary_of(rows, json.loads(run["config"]))
+    s.run_id = int(run_id)
+    return s
 
 
 def probe_saliency(model, data, cfg: SaliencyConfig, out_dir: Optional[str | Path] = None, progress: bool = True,
@@ -142,7 +136,7 @@ def probe_saliency(model, data, cfg: SaliencyConfig, out_dir: Optional[str | Pat
               "label_space": model.spec.label_space, "classes": list(layout.classes),
               "cam": "pytorch-grad-cam GradCAM output (min-max, cv2 bilinear resize, min-max, NaN to 0)",
               **world_record(shard.ranks)}
-    result = SaliencyResult(rows=rows, classes=list(layout.classes), layer=layer_name, config=config)
+    result = SaliencyResult(rows=rows, config=config, layer=layer_name)
     if out_dir is not None and cfg.examples > 0 and rows:
         result.out_dir = str(Path(out_dir))
         result.overlays, result.examples = _overlays(model, layer, pairs, rows, cfg, config,

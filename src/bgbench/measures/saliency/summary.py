@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass, field
-from typing import Dict, List, Sequence
+from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
@@ -36,6 +36,7 @@ class SaliencySummary:
     images: int
     flat: int
     bootstrap: dict = field(default_factory=dict)
+    run_id: Optional[int] = None
 
     def to_dict(self) -> dict:
         return {"aggregation": {"headline": HEADLINE, "image_mean": IMAGE_MEAN}, "images": self.images,

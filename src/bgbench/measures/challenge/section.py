@@ -1,10 +1,7 @@
-"""What a `challenge --full` run's prediction matrix shows beyond its numbers: the foregrounds
-that the most backgrounds fool (each with a composite that fools it), the backgrounds with the
-highest attack success rate as images, and the background-hijack matrix.
+"""The report section of the challenge measure: what the report shows of its stored runs.
 
-The matrix is the run's `.npy` beside the store (its path is in the run's outputs): row i is the
-i-th foreground and column j the j-th background in the dataset's scan order, each cell the class
-predicted for their composite (255: no class of the dataset).
+Registered through the measure's declaration (`SectionSpec`); the report's page and layout stay
+above, in `reporting`, and call these with its context.
 """
 from __future__ import annotations
 
@@ -14,33 +11,90 @@ from typing import Optional
 
 import numpy as np
 
-from ..errors import DataError
-from . import figures
-from .context import ReportContext, Subject
-from .gallery import PER_CLASS, Gallery, class_namer, pct
-from .sections import challenge_run, register_section
+from ...drawing import figures
+from ...drawing.gallery import PER_CLASS, Gallery, class_namer, pct
+from ...errors import DataError
+from ...evaluation.challenge.rank import top_backgrounds
+from ..eval.section import estimate
+from ..registry import SectionContext, SectionSubject
+
 
 #: Backgrounds per class shown by attack success rate (the paper's Fig. 4 shows five).
 TOP_BACKGROUNDS = 5
 
 
-def matrix_file(ctx: ReportContext, run) -> Path:
+def challenge_run(subject: SectionSubject, ctx: SectionContext):
+    """The newest --full challenge run (it has per-background ASR), else the newest challenge run."""
+    runs = [r for r in subject.runs if r["kind"] == "challenge"]
+    full = [r for r in runs if ctx.store.has_challenge_backgrounds(r["id"])]
+    return (full or runs or [None])[-1], bool(full)
+
+
+def _background_path(root: Path, bg_id: str) -> Optional[Path]:
+    folder = root / "only_bg_t" / "val" / Path(bg_id).parent
+    hits = sorted(folder.glob(Path(bg_id).name + ".*")) if folder.is_dir() else []
+    return hits[0] if hits else None
+
+
+def challenge_section(ctx: SectionContext, subject: SectionSubject) -> Optional[dict]:
+    run, full = challenge_run(subject, ctx)
+    if run is None:
+        return None
+    m = ctx.metrics(run["id"])
+    classes = subject.classes
+    per_class = [{"class": c, "challenge": estimate(m.get(("challenge_accuracy_class", c))),
+                  "fool_rate": estimate(m.get(("class_fool_rate", c)))} for c in classes]
+    fooled = m.get(("fooled", ""))
+    data = {"run_id": run["id"], "challenge": estimate(m.get(("challenge_accuracy", ""))),
+            "clean": estimate(m.get(("clean_accuracy", ""))),
+            "pairs": int(m[("challenge_pairs", "")]["value"]) if ("challenge_pairs", "") in m else None,
+            "fooled": int(fooled["value"]) if fooled else None, "total": fooled["n"] if fooled else None,
+            "per_class": [r for r in per_class if r["challenge"] is not None], "full": full,
+            "top5": None, "histogram": None, "missing_backgrounds": None}
+    if not full:
+        return data
+    rows = ctx.store.challenge_backgrounds(run["id"])
+    ids = [r["bg_id"] for r in rows]
+    labels = np.array([r["bg_class"] for r in rows])
+    asr = np.array([r["asr"] for r in rows], dtype=float)
+    names = classes or [str(c) for c in range(int(labels.max()) + 1)]
+    data["histogram"] = ctx.href(figures.asr_histogram(ctx.figure_path(subject, "asr-histogram"), asr, labels, names))
+    top = top_backgrounds(asr, labels, k=5)
+    root = Path(run["data_root"] or "")
+    grid, missing = {}, []
+    for c, idx in sorted(top.items()):
+        cells = []
+        for j in idx:
+            path = _background_path(root, ids[j])
+            if path is None:
+                missing.append(ids[j])
+            cells.append((path, float(asr[j])))
+        grid[names[c]] = cells
+    data["top5_table"] = [{"class": name, "backgrounds": [{"id": ids[j], "asr": float(asr[j])} for j in top[c]]}
+                          for c, name in enumerate(names) if c in top]
+    if missing:
+        data["missing_backgrounds"] = {"count": len(missing), "folder": str(root / "only_bg_t" / "val")}
+    else:
+        data["top5"] = ctx.href(figures.top_backgrounds_grid(ctx.figure_path(subject, "top5-backgrounds"), grid))
+    return data
+
+
+def matrix_file(ctx: SectionContext, run) -> Path:
     """Where a --full run's prediction matrix is: its recorded path, else `challenge_<run>.npy`
     beside the store."""
     recorded = json.loads(run["outputs"] or "{}").get("matrix")
     return Path(recorded) if recorded else ctx.store.path.parent / f"challenge_{run['id']}.npy"
 
 
-def load_matrix(ctx: ReportContext, run) -> Optional[np.ndarray]:
+def load_matrix(ctx: SectionContext, run) -> Optional[np.ndarray]:
     path = matrix_file(ctx, run)
     return np.load(path, mmap_mode="r") if path.is_file() else None
 
 
-@register_section("challenge_gallery", "Foregrounds the most backgrounds fool", after="challenge")
-def challenge_gallery(ctx: ReportContext, subject: Subject) -> Optional[dict]:
-    from .examples import most_fooled
-    from ..data.layout import discover
-    from ..evaluation.challenge.rank import top_backgrounds
+def challenge_gallery(ctx: SectionContext, subject: SectionSubject) -> Optional[dict]:
+    from ..examples import most_fooled
+    from ...data.layout import discover
+    from ...evaluation.challenge.rank import top_backgrounds
     run, full = challenge_run(subject, ctx)
     if run is None or not full:
         return None
@@ -77,7 +131,7 @@ def challenge_gallery(ctx: ReportContext, subject: Subject) -> Optional[dict]:
 def _fooled_item(g: Gallery, name, p, pair, bg, asr: np.ndarray, clean: dict) -> None:
     """The foreground, the background that fools it, and their composite, made as the engine
     makes it: the foreground's pixels where its mask is set, the background's elsewhere."""
-    from ..data.images import decode_image, load_mask
+    from ...data.images import decode_image, load_mask
     item, mask_path = pair
     image, mask, background = decode_image(item.path), load_mask(mask_path), decode_image(bg.path)
     composite = np.where(mask[..., None], image, background)
@@ -89,9 +143,8 @@ def _fooled_item(g: Gallery, name, p, pair, bg, asr: np.ndarray, clean: dict) ->
     g.add(name(p.label), item.image_id, name(p.label), f"fooled by {n}/{total} backgrounds ({pct(n / total)})", shots)
 
 
-@register_section("hijack", "Background hijack matrix", after="challenge_gallery")
-def hijack_section(ctx: ReportContext, subject: Subject) -> Optional[dict]:
-    from ..measures.challenge.hijack import hijack_matrix, labels_in_layout_order
+def hijack_section(ctx: SectionContext, subject: SectionSubject) -> Optional[dict]:
+    from ..challenge.hijack import hijack_matrix, labels_in_layout_order
     run, full = challenge_run(subject, ctx)
     if run is None or not full:
         return None

@@ -1,20 +1,20 @@
-"""The report's attribute heatmap (RIVAL10 §4, its Fig. 3): region × model, one cell per drop.
+"""The report section of the ablation measure: what the report shows of its stored runs.
 
-Each model's newest `probe ablate` run is summarized from its stored per-image rows
-(`ablation_summary`, the same numbers as `bgbench probe ablate`); the page shows, for every region
-(the object, the background, each attribute) and every model, the accuracy drop and the drop in
-true-class probability when the region is grayed out. A cell's shade is the drop's size, so the
-parts a model leans on stand out across models; the interval and the image count are in the cell.
+Registered through the measure's declaration (`SectionSpec`); the report's page and layout stay
+above, in `reporting`, and call these with its context.
 """
 from __future__ import annotations
 
 from typing import Dict, List, Optional
 
-from .context import ReportContext
-from .sections import register_section
+
+from ..registry import SectionContext
+
 
 #: The heatmap's colours: a drop (the region helped) in vermilion, a gain in blue (Okabe-Ito).
 DROP_RGB, GAIN_RGB = (213, 94, 0), (0, 114, 178)
+
+
 MEASURES = (("acc_drop", "accuracy drop"), ("prob_drop", "drop in true-class probability"))
 
 
@@ -33,11 +33,10 @@ def _cell(entry: Optional[dict], measure: str) -> Optional[dict]:
     return {"value": e["value"], "lo": e["lo"], "hi": e["hi"], "n": entry["n"], "shade": shade(e["value"])}
 
 
-@register_section("ablation", "Attribute ablation (RIVAL10)", scope="page")
-def ablation_heatmap(ctx: ReportContext) -> Optional[dict]:
+def ablation_heatmap(ctx: SectionContext) -> Optional[dict]:
     """Regions (object, background, attributes in order) × models with a probe_ablate run."""
-    from ..measures.ablation.probe import ablation_summary
-    from ..measures.ablation.summary import OBJECT_REGIONS, region_label
+    from ..ablation.probe import ablation_summary
+    from ..ablation.summary import OBJECT_REGIONS, region_label
     columns, summaries = [], []
     for subject in ctx.subjects:
         run = subject.latest("probe_ablate")

@@ -1,7 +1,8 @@
-"""The report's spurious-features section (RIVAL10 §5 after Salient ImageNet): per class, the top
-features with their background share beside the background's area share, the spurious
-candidates, and the heatmap gallery the probe drew (copied beside the page, so the report stands
-on its own)."""
+"""The report section of the features measure: what the report shows of its stored runs.
+
+Registered through the measure's declaration (`SectionSpec`); the report's page and layout stay
+above, in `reporting`, and call these with its context.
+"""
 from __future__ import annotations
 
 import json
@@ -9,13 +10,12 @@ import shutil
 from pathlib import Path
 from typing import Optional
 
-from .context import ReportContext, Subject
-from .sections import register_section
+
+from ..registry import SectionContext, SectionSubject
 
 
-@register_section("features", "Spurious features (RIVAL10 §5, Salient ImageNet's ranking)")
-def features_section(ctx: ReportContext, subject: Subject) -> Optional[dict]:
-    from ..measures.features.probe import features_summary
+def features_section(ctx: SectionContext, subject: SectionSubject) -> Optional[dict]:
+    from ..features.probe import features_summary
     run = subject.latest("probe_features")
     if run is None:
         return None

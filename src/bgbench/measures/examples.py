@@ -15,12 +15,15 @@ Scores (higher is shown first unless said otherwise):
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence
 
 import numpy as np
 
-from ..measures.categories.summary import CATEGORIES, JudgedImages
+from ..drawing.dataset_files import DatasetFiles
+from .categories.summary import CATEGORIES, JudgedImages
+from .registry import SectionContext, SectionSubject
 
 
 @dataclass(frozen=True)
@@ -123,3 +126,17 @@ def by_label(picks: Sequence[Pick]) -> Dict[int, List[Pick]]:
         out.setdefault(p.label, []).append(p)
     return dict(sorted(out.items()))
 
+
+def run_files(run) -> DatasetFiles:
+    """The dataset files of a run: its recorded root and split."""
+    return DatasetFiles(run["data_root"], json.loads(run["config"] or "{}").get("split", "val"))
+
+
+def clean_predictions(ctx: SectionContext, subject: SectionSubject) -> Optional[Dict[str, tuple]]:
+    """image id -> (label, prediction) on ORIGINAL from the subject's newest eval run, if any."""
+    from ..probing.tables import stored_predictions
+    run = subject.latest("eval")
+    if run is None or "original" not in ctx.store.run_variants(run["id"]):
+        return None
+    v = stored_predictions(ctx.store, run["id"], variants=["original"])["original"]
+    return {i: (int(y), int(p)) for i, y, p in zip(v.image_ids, v.labels, v.preds)}

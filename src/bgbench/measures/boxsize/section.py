@@ -1,0 +1,41 @@
+"""The report section of the boxsize measure: what the report shows of its stored runs.
+
+Registered through the measure's declaration (`SectionSpec`); the report's page and layout stay
+above, in `reporting`, and call these with its context.
+"""
+from __future__ import annotations
+
+import json
+from typing import Optional
+
+
+from ...drawing import figures
+from ...errors import BgbenchError
+from ..registry import SectionContext, SectionSubject
+
+
+def boxsize_section(ctx: SectionContext, subject: SectionSubject) -> Optional[dict]:
+    from ..boxsize.summary import box_size_curve
+    run = subject.latest("eval")
+    if run is None:
+        return None
+    variants = [v for v in ("only_bg_t", "only_bg_b", "original") if v in (json.loads(run["config"]).get("variants")
+                                                                          or [])]
+    if not variants:
+        return None
+    try:  # boxes come from the dataset's records (or ONLY-BG-B): without the data, no curve
+        result = box_size_curve(ctx.store, run["id"], variants=variants, bins=5)
+    except BgbenchError:
+        return None
+    curves = {v: [{**p, "mid": 50 * (p["lo"] + p["hi"])} for p in points] for v, points in result.curves.items()}
+    path = figures.binned_curves(ctx.figure_path(subject, "boxsize"), curves,
+                                 xlabel="box area / image area (%, bin middle)")
+    first = next(iter(result.curves.values()))
+    same_bins = all([(p["lo"], p["hi"]) for p in pts] == [(p["lo"], p["hi"]) for p in first]
+                    for pts in result.curves.values())
+    rows = None
+    if same_bins:  # one row per bin, one column per variant: the curves side by side
+        rows = [{"lo": b["lo"], "hi": b["hi"], "n": b["n"], "acc": {v: pts[k] for v, pts in result.curves.items()}}
+                for k, b in enumerate(first)]
+    return {"run_id": run["id"], "box_source": result.box_source, "curves": result.curves, "rows": rows,
+            "variants": list(result.curves), "figure": ctx.href(path)}

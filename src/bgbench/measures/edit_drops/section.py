@@ -1,0 +1,58 @@
+"""The report section of the edit_drops measure: what the report shows of its stored runs.
+
+Registered through the measure's declaration (`SectionSpec`); the report's page and layout stay
+above, in `reporting`, and call these with its context.
+"""
+from __future__ import annotations
+
+import json
+from typing import Optional
+
+
+from ...drawing import figures
+from ...drawing.gallery import PER_CLASS, Gallery, class_namer
+from ..examples import run_files
+from ..registry import SectionContext, SectionSubject
+
+
+def edits_section(ctx: SectionContext, subject: SectionSubject) -> Optional[dict]:
+    from ..edit_drops.summary import edit_drops, split_level
+    from ...edits.registry import ATTRIBUTES
+    run = subject.latest("eval")
+    if run is None:
+        return None
+    variants = json.loads(run["config"]).get("variants") or []
+    if "original" not in variants or not any(split_level(v)[0] in ATTRIBUTES for v in variants):
+        return None  # not an eval of an edit dataset
+    drops = edit_drops(ctx.store, [run["id"]])
+    levels = [lv.to_dict() for lv in drops.levels]
+    path = figures.drop_bars(ctx.figure_path(subject, "edits"), [lv["variant"] for lv in levels],
+                             [lv["drop"] for lv in levels], [lv["lo"] for lv in levels], [lv["hi"] for lv in levels])
+    return {"run_id": run["id"], "original": drops.original.as_dict(), "levels": levels, "figure": ctx.href(path)}
+
+
+def edits_gallery(ctx: SectionContext, subject: SectionSubject) -> Optional[dict]:
+    from ..edit_drops.summary import ORIGINAL, level_order, split_level
+    from ..examples import edit_flips
+    from ...probing.tables import stored_table
+    from ...edits.registry import ATTRIBUTES
+    run = subject.latest("eval")
+    if run is None:
+        return None
+    variants = json.loads(run["config"]).get("variants") or []
+    levels = level_order([v for v in variants if split_level(v)[0] in ATTRIBUTES])
+    if ORIGINAL not in variants or not levels:
+        return None
+    table = stored_table(ctx.store, run["id"], variants=[ORIGINAL, *levels])
+    rows = {v: {i: (int(y), int(p), float(c)) for i, y, p, c in zip(t.image_ids, t.labels, t.preds, t.conf)}
+            for v, t in table.variants.items()}
+    files, name = run_files(run), class_namer(subject.classes)
+    galleries = []
+    for level in (v for v in levels if v in rows):
+        g = Gallery(level, ctx.thumbs, folder=files.folder(level))
+        for p in edit_flips(rows[ORIGINAL], rows[level], PER_CLASS):
+            shots = [g.shot_of_file(files.image(ORIGINAL, p.image_id), "before", name(p.detail["before"]), True),
+                     g.shot_of_file(files.image(level, p.image_id), level, name(p.detail["after"]), False)]
+            g.add(name(p.label), p.image_id, name(p.label), f"after the edit: {p.score:.2f} confident", shots)
+        galleries.append(g.to_dict())
+    return {"run_id": run["id"], "galleries": galleries, "per_class": PER_CLASS}

@@ -1,0 +1,43 @@
+"""The report section of the eval measure: what the report shows of its stored runs.
+
+Registered through the measure's declaration (`SectionSpec`); the report's page and layout stay
+above, in `reporting`, and call these with its context.
+"""
+from __future__ import annotations
+
+import json
+from typing import Optional
+
+
+from ...drawing import figures
+from ..registry import SectionContext, SectionSubject
+
+
+def estimate(row) -> Optional[dict]:
+    if row is None or row["value"] is None:
+        return None
+    return {"value": row["value"], "lo": row["lo"], "hi": row["hi"], "n": row["n"]}
+
+
+def eval_accuracies(ctx: SectionContext, subject: SectionSubject) -> Optional[dict]:
+    run = subject.latest("eval")
+    if run is None:
+        return None
+    metrics = ctx.metrics(run["id"])
+    order = json.loads(run["config"]).get("variants") or []
+    variants = [v for v in order if ("accuracy", v) in metrics]
+    variants += sorted(v for (name, v) in metrics if name == "accuracy" and v not in variants)
+    return {"run": run, "variants": variants, "accuracy": {v: estimate(metrics[("accuracy", v)]) for v in variants},
+            "bg_gap": estimate(metrics.get(("bg_gap", "")))}
+
+
+def accuracy_section(ctx: SectionContext, subject: SectionSubject) -> Optional[dict]:
+    data = eval_accuracies(ctx, subject)
+    if data is None or not data["variants"]:
+        return None
+    acc = data["accuracy"]
+    vs = data["variants"]
+    path = figures.accuracy_bars(ctx.figure_path(subject, "accuracy"), vs, [acc[v]["value"] for v in vs],
+                                 [acc[v]["lo"] for v in vs], [acc[v]["hi"] for v in vs])
+    return {**data, "figure": ctx.href(path), "run_id": data["run"]["id"],
+            "mapping": json.loads(data["run"]["config"]).get("mapping")}

@@ -1,0 +1,38 @@
+"""The report section of the leakage measure: what the report shows of its stored runs.
+
+Registered through the measure's declaration (`SectionSpec`); the report's page and layout stay
+above, in `reporting`, and call these with its context.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+
+from ...errors import BgbenchError
+from ..registry import SectionContext, SectionSubject
+
+
+#: Training variants whose models should be at chance without the object (paper §5).
+LEAKAGE_TRAINING = ("mixed_rand", "only_fg")
+
+
+def leakage_section(ctx: SectionContext, subject: SectionSubject) -> Optional[dict]:
+    """Shown for models trained on MIXED-RAND or ONLY-FG only: for them background-only accuracy
+    should be chance, so its excess is leakage; for any other model it is background signal."""
+    from ..leakage.summary import SILHOUETTE, SILHOUETTE_NAME, above_chance, leakage
+    run = subject.latest("eval")
+    if run is None:
+        return None
+    try:
+        result = leakage(ctx.store, run["id"])
+    except BgbenchError:  # the eval run has neither only_bg_b nor only_bg_t
+        return None
+    if result.trained_on not in LEAKAGE_TRAINING:
+        return None
+    rows = [{"variant": v, "acc": result.accuracy[v], "excess": e} for v, e in result.excess().items()]
+    silhouette = None
+    if result.silhouette is not None:
+        silhouette = {"variant": SILHOUETTE, "name": SILHOUETTE_NAME, "acc": result.silhouette,
+                      "excess": above_chance(result.silhouette, result.chance)}
+    return {"run_id": run["id"], "chance": result.chance, "trained_on": result.trained_on, "rows": rows,
+            "silhouette": silhouette}

@@ -1,0 +1,100 @@
+"""The report section of the noise measure: what the report shows of its stored runs.
+
+Registered through the measure's declaration (`SectionSpec`); the report's page and layout stay
+above, in `reporting`, and call these with its context.
+"""
+from __future__ import annotations
+
+import json
+from typing import Dict, Optional
+
+
+from ...drawing import figures
+from ...drawing.dataset_files import DatasetFiles
+from ...drawing.gallery import PER_CLASS, Gallery, class_namer
+from ..examples import clean_predictions, run_files
+from ..registry import SectionContext, SectionSubject
+
+
+def noise_section(ctx: SectionContext, subject: SectionSubject) -> Optional[dict]:
+    from ..ablation.summary import region_label
+    from ..noise.probe import noise_summary
+    run = subject.latest("probe_noise")
+    if run is None:
+        return None
+    summary = noise_summary(ctx.store, run["id"])
+    curves = {f"noise on the {region_label(region)}": points for region, points in summary.curves.items()}
+    kind = summary.grid["kind"]
+    path = figures.binned_curves(ctx.figure_path(subject, "noise"), curves, x_key="level",
+                                 xlabel="noise level (σ)" if kind != "l2" else "noise L2 norm")
+    rows = [{"level": summary.label(fg["level"]), "fg": fg, "bg": bg, "rfs": summary.rfs.get(fg["level"])}
+            for fg, bg in zip(summary.curves["fg"], summary.curves["bg"])]
+    lo, hi = summary.rfs_overall_interval
+    return {"run_id": run["id"], "rows": rows, "grid": summary.grid_label, "images": summary.images,
+            "classes": summary.classes, "bootstrap": summary.bootstrap,
+            "rfs_overall": {"value": summary.rfs_overall, "lo": lo, "hi": hi}, "figure": ctx.href(path)}
+
+
+def noise_gallery(ctx: SectionContext, subject: SectionSubject) -> Optional[dict]:
+    from ..examples import noise_flips
+    from ..noise.probe import DRAWS
+    run = subject.latest("probe_noise")
+    if run is None:
+        return None
+    config = json.loads(run["config"])
+    if config.get("draws") != DRAWS:  # drawn from one generator per run: its copies cannot be redrawn
+        return {"run_id": run["id"], "gallery": None}
+    columns = ("image_id", "label", "region", "level", "trial", "correct", "pred")
+    # the object and the background (a --region attributes run's 'attr:<name>' rows are in the noise
+    # section's curves; the gallery redraws copies from the object mask only)
+    rows = [tuple(r[c] for c in columns) for r in ctx.store.probe_rows("probe_noise", run["id"])
+            if r["region"] in ("fg", "bg")]
+    clean = clean_predictions(ctx, subject)
+    picks = noise_flips(rows, PER_CLASS, {i: y == p for i, (y, p) in clean.items()} if clean else None)
+    preds = {(r[0], r[2], float(r[3]), int(r[4])): r[6] for r in rows}
+    tally: Dict[tuple, list] = {}  # (image, region, level) -> [wrong trials, trials]
+    for r in rows:
+        t = tally.setdefault((r[0], r[2], float(r[3])), [0, 0])
+        t[0], t[1] = t[0] + (not r[5]), t[1] + 1
+    files, name = run_files(run), class_namer(subject.classes)
+    g = Gallery("Noise", ctx.thumbs, folder=files.folder("original"))
+    for p in picks:
+        _noise_item(g, files, name, p, config, preds, tally, clean)
+    return {"run_id": run["id"], "gallery": g.to_dict(), "per_class": PER_CLASS, "judged_clean": clean is not None}
+
+
+def _noise_item(g: Gallery, files: DatasetFiles, name, p, config: dict, preds: dict, tally: dict, clean) -> None:
+    """One image: its clean self, then one line per region with its noisy copy at every level
+    (the trial that flipped it), each with the prediction the probe stored for that copy and how
+    many of the image's trials there were wrong."""
+    import torch
+
+    from ..noise.engine import REGIONS, noisy_copy
+    from ..noise.levels import level_label
+    image, mask = files.pixels("original", p.image_id), files.mask_pixels(p.image_id)
+    if image is None or mask is None:
+        g.missing += 1
+        return
+    x = torch.from_numpy(image.copy()).permute(2, 0, 1).float().div_(255)  # as the probe's batches make it
+    m = torch.from_numpy(mask.copy())[None].float()
+    trial, kind = p.detail["trial"], config.get("kind", "sigma")
+    label = lambda level: level_label(level, kind, config.get("grid") or "custom")  # noqa: E731
+    clean_pred = clean.get(p.image_id) if clean else None
+    lines = [[g.shot_of_file(files.image("original", p.image_id), "no noise",
+                             name(clean_pred[1]) if clean_pred else "", clean_pred[0] == clean_pred[1]
+                             if clean_pred else None)]]
+    for region in REGIONS:
+        line = []
+        for level in sorted(float(v) for v in config["levels"]):
+            noisy = noisy_copy(x, m, p.image_id, int(config.get("seed", 0)), region, level, trial,
+                               int(config["trials"]), kind)
+            rgb = noisy.permute(1, 2, 0).mul(255).round().to(torch.uint8).numpy()
+            pred = preds.get((p.image_id, region, level, trial))
+            wrong, trials = tally.get((p.image_id, region, level), (0, 0))
+            line.append(g.shot_of_array(rgb, f"{region} noise {label(level)}, {wrong}/{trials} trials wrong",
+                                        "" if pred is None else name(pred), None if pred is None else pred == p.label))
+        lines.append(line)
+    region = "object" if p.detail["region"] == "fg" else "background"
+    score = (f"flips at {label(p.detail['level'])} with noise on the {region} "
+             f"({100 * p.detail['wrong']:.0f}% of trials wrong); shown: trial {trial}")
+    g.add(name(p.label), p.image_id, name(p.label), score, *lines)

@@ -1,0 +1,67 @@
+"""The one result class of the measures that run a model: per-image rows, the run config, and what
+the recording, `--json`, the printed table and the report read of every measure alike.
+
+A measure's result subclass names its measure and, when it has any, the outputs beyond the rows
+(`extra_outputs`: the pictures it wrote, a layer name). Everything else comes from the registry's
+declaration: the rows go to the measure's table, the summary is its pure `summarize` of the rows
+under the config, the metrics are the summary's, and `to_dict`/`table` print the summary the same
+way for every measure.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar, Dict, List, Optional
+
+from .registry import get_measure
+
+
+@dataclass
+class MeasureResult:
+    """rows: the per-image rows of the measure's table (without run_id); config: the run config."""
+
+    rows: List[tuple]
+    config: dict
+    seconds: float = 0.0
+    run_id: Optional[int] = None
+    provenance: Any = None
+
+    #: The registered measure this is a result of.
+    measure: ClassVar[str] = ""
+
+    def summarize(self) -> Any:
+        """The measure's summary of `rows` under `config`; subclasses supply it (a pure function)."""
+        raise NotImplementedError
+
+    def extra_outputs(self) -> Dict[str, Any]:
+        """Outputs beyond the images and the seconds (pictures, a layer name); none by default."""
+        return {}
+
+    def summary(self) -> Any:
+        """The summary, carrying this result's run id once it is recorded."""
+        s = self.summarize()
+        s.run_id = self.run_id
+        return s
+
+    def table_rows(self) -> Dict[str, List[tuple]]:
+        return {get_measure(self.measure).table: self.rows}
+
+    def metric_rows(self) -> List[tuple]:
+        return self.summary().metric_rows()
+
+    def outputs(self) -> Dict[str, Any]:
+        return {"images": self.images(), "seconds": round(self.seconds, 2), **self.extra_outputs()}
+
+    def images(self) -> int:
+        """Images the run measured: the config's count when it records one, else the distinct ids."""
+        return int(self.config.get("images") or len({r[0] for r in self.rows}))
+
+    def to_dict(self) -> Dict[str, Any]:
+        """What `--json` prints: the run id, the summary, the extra outputs."""
+        return {"run_id": self.run_id, **self.summary().to_dict(), **self.extra_outputs()}
+
+    def table(self) -> str:
+        """What the command prints: the summary's table, then where its pictures are."""
+        lines = [self.summary().table()]
+        lines += [f"{k.replace('_', ' ')}: {v}" for k, v in self.extra_outputs().items()
+                  if isinstance(v, str) and v]
+        return "\n".join(lines)

@@ -1,0 +1,62 @@
+"""The report section of the saliency measure: what the report shows of its stored runs.
+
+Registered through the measure's declaration (`SectionSpec`); the report's page and layout stay
+above, in `reporting`, and call these with its context.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Optional
+
+
+from ...drawing.gallery import Gallery, class_namer
+from ..examples import run_files
+from ..registry import SectionContext, SectionSubject
+
+
+def saliency_section(ctx: SectionContext, subject: SectionSubject) -> Optional[dict]:
+    from ..saliency.probe import saliency_summary
+    from ..saliency.metrics import METRICS
+    run = subject.latest("probe_saliency")
+    if run is None:
+        return None
+    summary = saliency_summary(ctx.store, run["id"])
+    outputs = json.loads(run["outputs"] or "{}")
+    overlay = None
+    source = Path(outputs["overlays"]) if outputs.get("overlays") else None
+    if source is not None and source.is_file() and not outputs.get("examples"):
+        # a run from before the per-example overlays: its grid, copied so the report stands alone
+        # (newer runs are shown by the saliency gallery, one image per example)
+        target = ctx.figure_path(subject, "saliency-overlays")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, target)
+        overlay = ctx.href(target)
+    measured = [m for m in METRICS if summary.image_mean[m]["n"] > 0]  # runs stored before v3 lack some
+    return {"run_id": run["id"], "layer": outputs.get("layer"), "metrics": measured,
+            "headline": summary.headline, "image_mean": summary.image_mean, "per_class": summary.per_class,
+            "flat": summary.flat, "images": summary.images, "overlay": overlay}
+
+
+def saliency_gallery(ctx: SectionContext, subject: SectionSubject) -> Optional[dict]:
+    from ..saliency.summary import class_namer as saliency_namer
+    run = subject.latest("probe_saliency")
+    if run is None:
+        return None
+    examples = json.loads(run["outputs"] or "{}").get("examples") or []
+    if not examples:
+        return None
+    config = json.loads(run["config"])
+    dataset_labels = config.get("label_space", "dataset") == "dataset"
+    pred_name = saliency_namer(config.get("classes") or [], dataset_labels)
+    name, files = class_namer(config.get("classes") or []), run_files(run)
+    g = Gallery("Grad-CAM", ctx.thumbs, folder=files.folder("original"))
+    for ex in examples:
+        overlay = Path(ex["overlay"])
+        ok = ex["pred"] == ex["label"] if dataset_labels else None
+        shots = [g.shot_of_file(files.image("original", ex["image_id"]), "image"),
+                 g.shot_of_file(overlay if overlay.is_file() else None, "Grad-CAM", pred_name(ex["pred"]), ok)]
+        score = "all-zero map" if ex["precision"] is None else f"precision {ex['precision']:.2f}"
+        g.add(pred_name(ex["pred"]), ex["image_id"], name(ex["label"]), f"{ex['rank']}: {score}", shots)
+    return {"run_id": run["id"], "gallery": g.to_dict(), "layer": config.get("layer")}
