@@ -379,7 +379,9 @@ class Store:
         'probe_attribution'), by image id."""
         if not table.startswith("probe_") or table not in self.tables():
             raise KeyError(f"no probe table {table!r} in the results store")
-        return self.conn.execute(f"SELECT * FROM {table} WHERE run_id=? ORDER BY image_id", (run_id,)).fetchall()
+        columns = [c[1] for c in self.conn.execute(f"PRAGMA table_info({table})")]
+        order = "image_id" if "image_id" in columns else "rowid"  # probe_features: one row per (class, rank)
+        return self.conn.execute(f"SELECT * FROM {table} WHERE run_id=? ORDER BY {order}", (run_id,)).fetchall()
 
 
 def _now() -> str:

@@ -56,8 +56,9 @@ class MeasureResult:
         return int(self.config.get("images") or len({r[0] for r in self.rows}))
 
     def to_dict(self) -> Dict[str, Any]:
-        """What `--json` prints: the run id, the summary, the extra outputs."""
-        return {"run_id": self.run_id, **self.summary().to_dict(), **self.extra_outputs()}
+        """What `--json` prints: the run id, the summary, and the extra outputs the summary does not
+        already hold under the same name."""
+        return {"run_id": self.run_id, **self.extra_outputs(), **self.summary().to_dict()}
 
     def table(self) -> str:
         """What the command prints: the summary's table, then where its pictures are."""

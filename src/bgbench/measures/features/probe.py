@@ -108,40 +108,53 @@ class _Pass:
     areas: np.ndarray  # (N,) background share of the image
 
 
-def _collect(head, pairs, cfg: FeaturesConfig, progress: bool) -> _Pass:
+def _collect(head, pairs, cfg: FeaturesConfig, progress: bool, shard) -> Optional[_Pass]:
+    """One pass over this rank's share of the images (`sharding.ProbeShard`); on rank 0, every
+    rank's per-image values in the order one process makes them, else None."""
     import torch
 
     from ... import console
     from ...probing.batches import masked_batches
     from .engine import background_shares
-    items, labels, preds, pooled, shares, areas = [], [], [], [], [], []
-    bar = console.progress(enabled=progress, total=len(pairs), desc="features probe", unit="img")
+    index = {p[0].image_id: k for k, p in enumerate(pairs)}
+    bar = console.progress(enabled=progress and shard.ranks.main, total=len(shard.pairs), desc="features probe",
+                           unit="img")
     with torch.no_grad():
-        for batch, x, m in masked_batches(pairs, cfg.batch_size, cfg.device):
+        for batch, x, m in masked_batches(shard.pairs, cfg.batch_size, shard.ranks.device):
             maps, feats, logits = head.forward(x)
             if head.pooled_is_map_mean is None:
                 head.check(maps, feats, logits)
             masks = m[:, 0]
-            items += batch
-            labels.append(np.array([it.label for it in batch]))
-            preds.append(logits.argmax(dim=1).cpu().numpy())
-            pooled.append(feats.float().cpu().numpy())
-            shares.append(background_shares(maps, masks).cpu().numpy())
-            areas.append((1 - masks.double()).mean(dim=(1, 2)).cpu().numpy())
+            preds = logits.argmax(dim=1).cpu().numpy()
+            pooled = feats.float().cpu().numpy()
+            shares = background_shares(maps, masks).cpu().numpy()
+            areas = (1 - masks.double()).mean(dim=(1, 2)).cpu().numpy()
+            shard.add(batch, [(index[it.image_id], it.label, int(preds[k]), pooled[k], shares[k], float(areas[k]))
+                              for k, it in enumerate(batch)])
             bar.update(len(batch))
     bar.close()
-    if not items:
+    rows = shard.gathered()
+    if rows is None:
+        return None
+    if not rows:
         raise BgbenchError("the dataset has no images to probe")
-    return _Pass(items, np.concatenate(labels), np.concatenate(preds), np.concatenate(pooled),
-                 np.concatenate(shares), np.concatenate(areas))
+    return _Pass([pairs[r[0]][0] for r in rows], np.array([r[1] for r in rows]), np.array([r[2] for r in rows]),
+                 np.stack([r[3] for r in rows]), np.stack([r[4] for r in rows]), np.array([r[5] for r in rows]))
 
 
 def probe_features(model, data, cfg: FeaturesConfig, out_dir: Optional[str | Path] = None, progress: bool = True,
-                   limit: Optional[int] = None) -> FeaturesResult:
+                   limit: Optional[int] = None) -> Optional[FeaturesResult]:
     """Rank each class's penultimate features of `model` on the originals of `data` and measure where
-    their activation maps lie against the masks; with `out_dir`, write the heatmap galleries there."""
+    their activation maps lie against the masks; with `out_dir`, write the heatmap galleries there.
+
+    Under torchrun the ranks share the forward passes (`sharding.ProbeShard`) and rank 0 ranks the
+    features of all images, draws the galleries and returns the result of one process; the other
+    ranks return None.
+    """
     from ... import console
     from ...data.resolve import resolve_layout
+    from ...distributed import setup, world_record
+    from ...probing.sharding import ProbeShard
     from ...models.spec import check_compatible
     from ...recording import Provenance
     from ...probing.feature_head import LinearHead
@@ -155,9 +168,13 @@ def probe_features(model, data, cfg: FeaturesConfig, out_dir: Optional[str | Pat
         raise BgbenchError(f"--group-by label needs a model whose outputs are the dataset's classes; "
                            f"{model.spec.name} has {model.spec.num_classes} ImageNet classes, whose features are "
                            "ranked per predicted class (--group-by prediction)")
-    model = model.to(cfg.device).eval()
+    shard = ProbeShard(pairs, cfg.batch_size, setup(cfg.device))
+    device = shard.ranks.device
+    model = model.to(device).eval()
     head = LinearHead.of(model)
-    seen = _collect(head, pairs, cfg, progress)
+    seen = _collect(head, pairs, cfg, progress, shard)
+    if seen is None:
+        return None
     if not head.pooled_is_map_mean:
         console.status(f"warning: {model.spec.name}'s pooled features are not the spatial means of its last feature "
                        "map's channels; a feature's map shows where its channel fires, not exactly what it pools")
@@ -175,7 +192,8 @@ def probe_features(model, data, cfg: FeaturesConfig, out_dir: Optional[str | Pat
         result.out_dir = str(Path(out_dir))
         result.galleries = draw_galleries(head, pairs, ranked, config, cfg, Path(out_dir))
     result.seconds = time.time() - t0
-    result.provenance = Provenance.of("probe_features", config, model=model, layout=layout)
+    result.provenance = Provenance.of("probe_features", {**config, **world_record(shard.ranks)}, model=model,
+                                      layout=layout)
     return result
 
 

@@ -1,0 +1,1 @@
+"""Shared test helpers: the measure contract, and scripts run under torchrun."""

@@ -1,0 +1,103 @@
+"""The contract every registered measure keeps, as checks a test calls for one measure.
+
+A measure that runs a model is run through its generated command (`bgbench probe NAME`), and
+then: it is recorded once, with its per-image rows in its declared table; the summary read back
+from the store equals what the command printed and what the in-memory result says; the result's
+summary carries the run id; `bgbench runs` shows its declared headline; the report renders its
+sections. Nothing here names a particular measure, so a new measure is covered as it is.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Dict, List
+
+from bgbench.measures.registry import Measure
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+ARCH = "timm:test_resnet"
+TORCHRUN_SCRIPT = Path(__file__).with_name("probe_under_torchrun.py")
+
+
+def probe_args(measure: Measure, data: Path, db: Path, out: Path) -> List[str]:
+    """The generated command's arguments, every option at its default."""
+    args = ["probe", measure.name, "--model", ARCH, "--data", str(data), "--db", str(db), "--json", "--quiet"]
+    return args + (["--out", str(out / measure.name)] if measure.pictures else [])
+
+
+def run_probe(run_cli, measure: Measure, data: Path, db: Path, out: Path) -> dict:
+    proc = run_cli(*probe_args(measure, data, db, out))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return json.loads(proc.stdout)  # strict JSON: one document, no NaN
+
+
+def strict(value):
+    """`value` as the command's --json prints it (NaN as null, tuples as lists)."""
+    from bgbench.cli.common import to_json
+    return json.loads(to_json(value))
+
+
+def check_recorded(store, measure: Measure, printed: dict) -> int:
+    """Recorded once, done, rows in its table; the stored summary is what the command printed."""
+    run_id = printed["run_id"]
+    runs = [r for r in store.runs(measure.kind)]
+    assert [r["id"] for r in runs] == [run_id] and runs[0]["status"] == "done"
+    assert measure.table and store.probe_rows(measure.table, run_id), f"no rows in {measure.table}"
+    stored = strict(measure.load("read")(store, run_id).to_dict())
+    assert {k: printed[k] for k in stored} == stored
+    return run_id
+
+
+def check_in_memory(measure: Measure, data: Path, db: Path) -> None:
+    """The API's result: its summary equals the stored one and carries the run id once recorded."""
+    import bgbench
+    from bgbench.models import create_model
+    from bgbench.data.layout import class_folders
+    cfg = measure.load("config")()
+    result = measure.load("compute")(create_model(ARCH, classes=class_folders(data)), data, cfg, progress=False)
+    run_id = bgbench.record(result, db)
+    assert result.summary().run_id == run_id
+    from bgbench.store import Store
+    with Store(db) as store:
+        assert strict(measure.load("read")(store, run_id).to_dict()) == strict(result.summary().to_dict())
+
+
+def check_headline(run_cli, measure: Measure, db: Path, run_id: int) -> None:
+    proc = run_cli("runs", "--db", db, "--json")
+    assert proc.returncode == 0, proc.stderr
+    shown = {r["id"]: r["result"] for r in json.loads(proc.stdout)}
+    assert measure.headlines, f"{measure.name} declares no headline"
+    assert shown[run_id] is not None and shown[run_id].split("=")[0].split("[")[0] in \
+        {h.metric for h in measure.headlines}, shown[run_id]
+
+
+def check_report(report, measure: Measure) -> None:
+    """Every section the measure declares is on the page, with its template rendered."""
+    html = report.index.read_text(encoding="utf-8")
+    for spec in measure.sections:
+        assert spec.name in report.sections and f'class="section-{spec.name}"' in html, spec.name
+
+
+def run_under_torchrun(measures: List[Measure], data: Path, db: Path, out: Path) -> subprocess.CompletedProcess:
+    """Every given probe, in one `torchrun --nproc-per-node 2` launch (start-up paid once)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), str(SRC.parent / "tests")]),
+           "OMP_NUM_THREADS": "1"}
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+           str(TORCHRUN_SCRIPT), str(data), str(db), str(out), *[m.name for m in measures]]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
+def table_rows(store, measure: Measure, run_id: int) -> list:
+    """A run's rows, without run_id, in a canonical order (numbers rounded to float32's precision
+    would hide a real difference, so they are compared exactly)."""
+    return sorted(tuple(v for k, v in dict(r).items() if k != "run_id") for r in store.probe_rows(measure.table,
+                                                                                              run_id))
+
+
+def world_size(run) -> Dict[str, int]:
+    return json.loads(run["config"]).get("world_size")

@@ -1,0 +1,82 @@
+"""One contract, parametrized over every registered measure (see helpers/contract.py).
+
+The measures that run a model are each run once through their generated command on Synthetic-9,
+and once more, all of them, under `torchrun --nproc-per-node 2`; analyses of stored runs have
+their command listed. A measure added to the registry is checked here with no change.
+"""
+import json
+
+import pytest
+import torch
+
+from bgbench.measures.registry import list_measures
+from bgbench.store import Store
+from conftest import run_cli
+from helpers import contract
+
+PROBES = list_measures("probe")
+ANALYSES = list_measures("analyze")
+
+
+@pytest.fixture(scope="module")
+def recorded(synth_root, tmp_path_factory):
+    """Every probe measure run through its command into one store, and the report of that store."""
+    import bgbench
+    tmp = tmp_path_factory.mktemp("contract")
+    db = tmp / "probes.db"
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)  # as under torchrun (OMP_NUM_THREADS=1): sums in the same order
+    try:
+        printed = {m.name: contract.run_probe(run_cli, m, synth_root, db, tmp) for m in PROBES}
+    finally:
+        torch.set_num_threads(before)
+    return {"db": db, "printed": printed, "report": bgbench.report(db, tmp / "site", progress=False), "tmp": tmp}
+
+
+@pytest.mark.parametrize("measure", PROBES, ids=[m.name for m in PROBES])
+def test_a_probe_records_once_and_reads_back_what_it_printed(recorded, measure):
+    with Store(recorded["db"]) as store:
+        contract.check_recorded(store, measure, recorded["printed"][measure.name])
+
+
+@pytest.mark.parametrize("measure", PROBES, ids=[m.name for m in PROBES])
+def test_the_in_memory_summary_carries_its_run_id_and_equals_the_stored_one(synth_root, tmp_path, measure):
+    contract.check_in_memory(measure, synth_root, tmp_path / "api.db")
+
+
+@pytest.mark.parametrize("measure", PROBES, ids=[m.name for m in PROBES])
+def test_bgbench_runs_shows_its_headline(recorded, measure):
+    contract.check_headline(run_cli, measure, recorded["db"], recorded["printed"][measure.name]["run_id"])
+
+
+@pytest.mark.parametrize("measure", PROBES, ids=[m.name for m in PROBES])
+def test_its_report_sections_render(recorded, measure):
+    contract.check_report(recorded["report"], measure)
+
+
+def test_two_processes_equal_one_for_every_probe(recorded, synth_root):
+    db2 = recorded["tmp"] / "torchrun.db"
+    contract.run_under_torchrun(PROBES, synth_root, db2, recorded["tmp"] / "torchrun")
+    with Store(recorded["db"]) as one, Store(db2) as two:
+        for m in PROBES:
+            (run2,) = two.runs(m.kind)  # recorded once, by rank 0
+            assert contract.world_size(run2) == 2, f"{m.name} did not share its work between the ranks"
+            run1 = recorded["printed"][m.name]["run_id"]
+            assert contract.table_rows(two, m, run2["id"]) == contract.table_rows(one, m, run1), m.name
+            m1, m2 = ({(r["name"], r["variant"]): r["value"] for r in s.metrics(rid)} for s, rid in
+                      ((one, run1), (two, run2["id"])))
+            assert m1 == m2, m.name
+
+
+@pytest.mark.parametrize("measure", ANALYSES, ids=[m.name for m in ANALYSES])
+def test_an_analysis_has_its_command(measure):
+    proc = run_cli("analyze", measure.name, "--help")
+    assert proc.returncode == 0 and "usage: bgbench analyze " + measure.name in proc.stdout
+
+
+def test_every_recorded_kind_has_a_headline_and_a_section():
+    for m in list_measures():
+        if m.kind is not None:
+            assert m.headlines, m.name
+        assert m.sections, m.name
+    assert json.dumps([m.name for m in list_measures()])  # names are plain strings
