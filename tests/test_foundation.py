@@ -1,6 +1,6 @@
 """Foundation models through their schemes: openclip: (a zero-shot head built from text) and hf:
 (a Hugging Face classifier with its processor's preprocessing). Tiny models are built and saved
-here (`foundation_models.py`), never downloaded; the oracles are CLIP's ImageNet evaluation and
+here (`helpers/foundation_models.py`), never downloaded; the oracles are CLIP's ImageNet evaluation and
 the transformers forward pass, composed by hand in the tests."""
 import hashlib
 import json
@@ -18,8 +18,8 @@ from bgbench.errors import BgbenchError, CheckpointError
 from bgbench.models.checkpoint import save_checkpoint
 from bgbench.models.inputs import fit_to_native
 from conftest import assert_one_line_error, run_cli
-from foundation_models import CLIP_CFG, CLIP_MEAN, CLIP_STD, tiny_clip, tiny_vit
-from test_probes import synth64  # noqa: F401 (fixture: 9 images at 64 px)
+from helpers.foundation_models import CLIP_CFG, CLIP_MEAN, CLIP_STD, tiny_clip, tiny_vit
+from helpers.saliency_oracle import synth64  # noqa: F401 (fixture: 9 images at 64 px)
 
 SUPERCLASSES = ["dog", "bird", "wheeled vehicle", "reptile", "carnivore", "insect", "musical instrument", "primate",
                 "fish"]
@@ -252,7 +252,7 @@ def test_saliency_on_a_foundation_vit_is_pytorch_grad_cams_on_its_token_grid(sch
     ViT), whose patch tokens make a 4x4 grid either way. The layer is chosen automatically: each
     library's last pre-attention norm (open_clip's ln_1, transformers' layernorm_before)."""
     from bgbench.measures.saliency.probe import SaliencyConfig, probe_saliency
-    from test_probes import _check_against_grad_cam
+    from helpers.saliency_oracle import check_against_grad_cam
     if scheme == "openclip":
         model = create_model(f"openclip:{clip_dir}", labels="dataset", classes=IN9_FOLDERS, templates="simple")
         layer_name, layer = "visual.transformer.resblocks.1.ln_1", model.net.visual.transformer.resblocks[1].ln_1
@@ -264,4 +264,4 @@ def test_saliency_on_a_foundation_vit_is_pytorch_grad_cams_on_its_token_grid(sch
 
     def to_grid(t):  # RIVAL10's vit_reshape_transform: drop the class token, 4x4 patch grid
         return t[:, 1:, :].reshape(t.size(0), 4, 4, t.size(2)).permute(0, 3, 1, 2)
-    _check_against_grad_cam(model, layer, synth64, result.rows, reshape=to_grid, flat_at_most=0.5)
+    check_against_grad_cam(model, layer, synth64, result.rows, reshape=to_grid, flat_at_most=0.5)

@@ -19,7 +19,7 @@ from bgbench.evaluation.challenge.runner import ChallengeConfig, run_challenge
 from bgbench.evaluation.predict import decide
 from bgbench.models.spec import IMAGENET1K, BgModel, ModelSpec
 from bgbench.store import Store
-from challenge_toys import bright_tie_model, brightness_tensors, tie_model, write_brightness_dataset
+from helpers.challenge_toys import bright_tie_model, brightness_tensors, tie_model, write_brightness_dataset
 
 TABLE = imagenet_to_in9()
 DOG, DOG2, BIRD, NONE, NONE2 = 151, 152, 7, 25, 26
@@ -350,7 +350,7 @@ def test_a_resumed_run_keeps_its_audits_and_reexamines_what_a_raised_delta_reach
     simulated by storing the raised delta as the audit does; the next invocation restores it,
     re-examines every stored survivor it reaches, and still ends with fp32's verdicts. Its audit
     counts carry over."""
-    from challenge_toys import colour_model, write_colour_dataset
+    from helpers.challenge_toys import colour_model, write_colour_dataset
     root = write_colour_dataset(tmp_path / "data", per_class=5, size=16, seed=0)
     model = colour_model()
     expected, _ = fp32_oracle_from_files(model, root)

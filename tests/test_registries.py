@@ -38,12 +38,12 @@ def _zoo(tmp_path):
 
 
 def _openclip(tmp_path):
-    from foundation_models import tiny_clip
+    from helpers.foundation_models import tiny_clip
     return f"openclip:{tiny_clip(tmp_path / 'clip')}"
 
 
 def _hf(tmp_path):
-    from foundation_models import tiny_vit
+    from helpers.foundation_models import tiny_vit
     return f"hf:{tiny_vit(tmp_path / 'vit', image_size=32)}"  # the images' size: no resize in the wrapper
 
 

@@ -16,7 +16,7 @@ from bgbench.data.resolve import resolve_layout
 from bgbench.errors import DataError
 from bgbench.store import Store
 from conftest import assert_one_line_error, run_cli
-from rival10_tree import ATTRS, CLASSES, WNIDS, image_masks, plant_hostile, write_rival10
+from helpers.rival10_tree import ATTRS, CLASSES, WNIDS, image_masks, plant_hostile, write_rival10
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ from bgbench.data import discover
 from bgbench.evaluation.challenge.engine import ChallengeEngine
 from bgbench.evaluation.challenge.runner import load_backgrounds, load_foregrounds
 from bgbench.models.spec import BgModel, ModelSpec
-from challenge_toys import colour_model, write_colour_dataset
+from helpers.challenge_toys import colour_model, write_colour_dataset
 
 
 @pytest.fixture(autouse=True)

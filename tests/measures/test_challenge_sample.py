@@ -11,7 +11,7 @@ from bgbench.evaluation.challenge import runner as challenge_run
 from bgbench.evaluation.challenge.config import ChallengeConfig
 from bgbench.evaluation.challenge.sample import SamplePlan, done_prefix, sample_order, wilson_halfwidth
 from bgbench.store import Store
-from challenge_toys import colour_model, write_colour_dataset
+from helpers.challenge_toys import colour_model, write_colour_dataset
 from conftest import assert_one_line_error, run_cli
 
 

@@ -21,7 +21,7 @@ from bgbench.models import create_model
 from bgbench.training import TrainConfig, train
 from conftest import assert_one_line_error, run_cli
 
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 
 @pytest.fixture(scope="module")
