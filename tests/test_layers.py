@@ -1,0 +1,95 @@
+"""The house has no circle and no climb: the package's own imports, read from the source with `ast`
+(function-level imports included), run only downwards through the layers of docs/architecture.md,
+and no module reaches itself through them."""
+import ast
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+PKG = SRC / "bgbench"
+
+#: docs/architecture.md's layers, bottom first: a module may import its own layer and those below.
+LAYERS = [
+    {"version", "_lazy", "errors", "classes", "distributed", "console", "options"},
+    {"class_maps", "protocols", "checks", "store"},
+    {"recording", "data", "models"},
+    {"variants", "edits", "evaluation", "drawing", "probing"},
+    {"measures", "training"},
+    {"reporting"},
+    {"api"},
+    {"demo"},
+    {"cli"},
+    {"__main__"},
+]
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(SRC).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {_module_name(p): p for p in PKG.rglob("*.py")}
+
+
+def _resolve(name: str) -> str:
+    """The module a dotted name is, or the nearest enclosing module (`pkg.mod.func` -> `pkg.mod`)."""
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name
+
+
+def imports_of(module: str) -> set:
+    path = MODULES[module]
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {_resolve(a.name) for a in node.names if a.name.startswith("bgbench")}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            elif node.module and node.module.startswith("bgbench"):
+                target = node.module
+            else:
+                continue
+            found |= {_resolve(f"{target}.{a.name}") for a in node.names}
+    return {m for m in found if m and m != module}
+
+
+def layer(module: str) -> int:
+    top = module.split(".")[1] if "." in module else "__init__"
+    return next(k for k, names in enumerate(LAYERS) if top in names)
+
+
+def test_the_scan_reads_imports():
+    assert "bgbench.measures.registry" in imports_of("bgbench.cli.probe")
+    assert "bgbench.drawing.figures" in imports_of("bgbench.measures.noise.section")
+
+
+def test_every_module_has_a_layer():
+    assert [m for m in MODULES if m != "bgbench" and not any(
+        (m.split(".")[1] in names) for names in LAYERS)] == []
+
+
+def test_no_import_climbs():
+    climbs = [f"{m} -> {i}" for m in MODULES if m != "bgbench" for i in imports_of(m)
+              if i != "bgbench" and layer(i) > layer(m)]
+    assert climbs == []
+
+
+def test_no_circle():
+    graph = {m: imports_of(m) - {"bgbench"} for m in MODULES if m != "bgbench"}
+    state, cycles = {}, []
+
+    def visit(m, stack):
+        state[m] = "open"
+        for n in sorted(graph.get(m, ())):
+            if state.get(n) == "open":
+                cycles.append(stack[stack.index(n):] + [n])
+            elif n not in state:
+                visit(n, stack + [n])
+        state[m] = "done"
+    for m in sorted(graph):
+        if m not in state:
+            visit(m, [m])
+    assert cycles == []
