@@ -17,7 +17,8 @@ from conftest import mask_boxes
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 PUBLIC = [n for n in bgbench.__all__ if n != "__version__"]
-WANTED = {"evaluate", "evaluate_predictions", "export_predictions", "challenge", "probe_noise", "probe_saliency",
+WANTED = {"evaluate", "evaluate_predictions", "export_predictions", "challenge", "probe", "probe_noise",
+          "probe_saliency",
           "probe_features", "probe_ablate", "probe_attribution", "edit", "build", "synth", "train",
           "prediction_categories", "box_size", "leakage", "edit_drops", "compare", "report", "leaderboard",
           "create_model", "list_models", "list_variants", "record"}
@@ -69,6 +70,7 @@ def call(name, k):
         "train": lambda: f(d, tmp / f"t{k}", model="timm:test_resnet", epochs=1, batch_size=3, **quiet),
         "evaluate": lambda: f("timm:test_resnet", d, variants=["original", "mixed_rand", "only_bg_t"], **quiet),
         "challenge": lambda: f("timm:test_resnet", d, db, sample=2, **quiet),
+        "probe": lambda: f("noise", "timm:test_resnet", d, levels=[0.5], trials=1, **quiet),
         "probe_noise": lambda: f("timm:test_resnet", d, levels=[0.5], trials=1, **quiet),
         "probe_saliency": lambda: f("timm:test_resnet", d, examples=0, **quiet),
         "probe_features": lambda: f("timm:test_resnet", d, top_features=1, top_images=1, **quiet),
@@ -99,7 +101,7 @@ def call(name, k):
 
 order = ["synth", "create_model", "list_models", "list_variants", "evaluate", "record", "export_predictions",
          "evaluate_predictions", "prediction_categories",
-         "box_size", "leakage", "edit_drops", "compare", "challenge", "probe_noise", "probe_saliency",
+         "box_size", "leakage", "edit_drops", "compare", "challenge", "probe", "probe_noise", "probe_saliency",
          "probe_features", "probe_ablate", "probe_attribution", "edit",
          "train", "build", "report", "leaderboard"]
 assert sorted(order) == sorted(names)

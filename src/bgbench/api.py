@@ -196,6 +196,30 @@ def probe_attribution(model: ModelLike, data: str | Path, *, checkpoint: Optiona
                      progress=progress)
 
 
+def probe(name: str, model: ModelLike, data: str | Path, *, checkpoint: Optional[str] = None,
+          out_dir: Optional[str | Path] = None, progress: bool = True, **options):
+    """Any registered measure that runs a model, by name (`bgbench probe NAME`): 'noise', 'saliency',
+    'features', 'ablate', 'attribution', or one a user registered (`measures.registry`).
+
+    Args:
+        options: the fields of the measure's config dataclass (an unknown one is a one-line error).
+        out_dir: where a measure that draws pictures writes them (None: no picture).
+
+    Under torchrun the ranks share the images; rank 0 returns the one-process result, the others None.
+    """
+    from .measures.registry import get_measure
+    try:
+        measure = get_measure(name)
+    except KeyError as e:
+        raise BgbenchError(str(e.args[0])) from None
+    if measure.command != "probe":
+        raise BgbenchError(f"{name} is not a probe: it is run by `bgbench {measure.command}`")
+    cfg = _config(measure.load("config"), f"probe {name}", options)
+    built = _model(model, checkpoint, data=data, device=getattr(cfg, "device", "cpu"))
+    extra = {"out_dir": out_dir} if measure.pictures else {}
+    return measure.load("compute")(built, data, cfg, progress=progress, **extra)
+
+
 def train(data: str | Path, out: str | Path, *, model: str = "timm:resnet10t", progress: bool = True, **options):
     """Train (or fine-tune, or resume) a timm architecture on one variant folder with a recipe.
 

@@ -3,7 +3,8 @@ replaced by gray; the drop in accuracy and in true-class probability, per region
 from ..registry import Headline, Measure, SectionSpec, register_measure
 
 MEASURE = register_measure(Measure(
-    title="attribute ablation", name="ablate", kind="probe_ablate", needs=("model", "masks"), table="probe_ablate",
+    title="attribute ablation",
+    name="ablate", kind="probe_ablate", needs=("model", "masks"), table="probe_ablate",
     help="gray out the object, the background and each attribute: accuracy and true-class probability drops, "
          "per region and class",
     description="the object, the background and each attribute replaced by gray (RIVAL10); the drop in accuracy "

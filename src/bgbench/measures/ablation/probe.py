@@ -34,7 +34,8 @@ class AblateConfig:
 
     batch_size: int = 64
     device: str = "cpu"
-    seed: int = field(default=0, metadata=flag("--seed", "seed of the bootstrap over images behind the intervals (default %(default)s)"))
+    seed: int = field(default=0, metadata=flag(
+        "--seed", "seed of the bootstrap over images behind the intervals (default %(default)s)"))
     mapping: str = Mapping.ARGMAX.value
     class_map: Optional[str] = None
     bootstrap_replicates: int = REPLICATES

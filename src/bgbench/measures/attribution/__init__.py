@@ -3,7 +3,8 @@ maps best overlap its mask (IoU at 0.5 of the map's maximum), per class and over
 from ..registry import Headline, Measure, SectionSpec, register_measure
 
 MEASURE = register_measure(Measure(
-    title="feature attribution", name="attribution", kind="probe_attribution", needs=("model", "attributes"), table="probe_attribution",
+    title="feature attribution",
+    name="attribution", kind="probe_attribution", needs=("model", "attributes"), table="probe_attribution",
     help="per attribute, the features whose maps best overlap its mask (IoU at 0.5 of the map's max), per class "
          "and over all classes",
     description="per attribute, the penultimate-layer features whose activation maps best overlap its mask "

@@ -37,7 +37,8 @@ class AttributionConfig:
         "--top", "features kept per attribute and class, and over all classes (default %(default)s)"))
     batch_size: int = 32
     device: str = "cpu"
-    seed: int = field(default=0, metadata=flag("--seed", "seed of the bootstrap over images behind the intervals (default %(default)s)"))
+    seed: int = field(default=0, metadata=flag(
+        "--seed", "seed of the bootstrap over images behind the intervals (default %(default)s)"))
     bootstrap_replicates: int = REPLICATES
 
     def __post_init__(self):

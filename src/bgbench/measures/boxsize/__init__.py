@@ -2,7 +2,8 @@
 from ..registry import Measure, SectionSpec, register_measure
 
 MEASURE = register_measure(Measure(
-    title="accuracy by box size", name="boxsize", kind=None, command="analyze", needs=("eval run", "boxes"),
+    title="accuracy by box size",
+    name="boxsize", kind=None, command="analyze", needs=("eval run", "boxes"),
     help="accuracy per variant in quantile bins of box size (paper Fig. 14)",
     sections=(SectionSpec("boxsize", "Accuracy by box size (paper Fig. 14)", f"{__name__}.section:boxsize_section"),),
 ), package=__name__)

@@ -3,7 +3,8 @@ per class, from a stored eval run's ORIGINAL, MIXED-RAND and ONLY-BG-T predictio
 from ..registry import Measure, SectionSpec, register_measure
 
 MEASURE = register_measure(Measure(
-    title="prediction categories", name="categories", kind=None, command="analyze", needs=("eval run",),
+    title="prediction categories",
+    name="categories", kind=None, command="analyze", needs=("eval run",),
     help="BG Irrelevant / Required / Fools ... per class (paper Table 3)",
     sections=(SectionSpec("categories", "Prediction categories (paper Table 3)",
                           f"{__name__}.section:categories_section"),

@@ -6,7 +6,8 @@ is its command; this package holds its report sections and the hijack matrix of 
 from ..registry import Headline, Measure, SectionSpec, register_measure
 
 MEASURE = register_measure(Measure(
-    title="Backgrounds Challenge", name="challenge", kind="challenge", command="own", needs=("model", "masks"), table="challenge_fg",
+    title="Backgrounds Challenge",
+    name="challenge", kind="challenge", command="own", needs=("model", "masks"), table="challenge_fg",
     help="the Backgrounds Challenge: accuracy when every background may be pasted behind each foreground",
     headlines=(Headline("challenge_accuracy", label="challenge accuracy", percent=True),),
     sections=(SectionSpec("challenge", "Backgrounds Challenge", f"{__name__}.section:challenge_section"),

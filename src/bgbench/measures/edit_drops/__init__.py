@@ -3,7 +3,8 @@ with paired intervals, from stored eval runs of a `bgbench edit` folder."""
 from ..registry import Measure, SectionSpec, register_measure
 
 MEASURE = register_measure(Measure(
-    title="edit drops", name="edits", kind=None, command="analyze", needs=("eval run",),
+    title="edit drops",
+    name="edits", kind=None, command="analyze", needs=("eval run",),
     help="accuracy drop from original per edit level, with paired 95% intervals (eval runs of a `bgbench edit` "
          "folder)",
     sections=(SectionSpec("edits", "Attribute edits (ImageNet-E)", f"{__name__}.section:edits_section"),

@@ -6,7 +6,8 @@ challenge and the analyses); `bgbench eval` is its command.
 from ..registry import Headline, Measure, SectionSpec, register_measure
 
 MEASURE = register_measure(Measure(
-    title="accuracy and BG-Gap", name="eval", kind="eval", command="own", needs=("model",), table="predictions",
+    title="accuracy and BG-Gap",
+    name="eval", kind="eval", command="own", needs=("model",), table="predictions",
     help="accuracy per variant with 95% intervals, and the BG-Gap (MIXED-SAME minus MIXED-RAND)",
     headlines=(Headline("bg_gap", label="BG-Gap", higher_is_better=False, percent=True),
                Headline("accuracy", "original", label="ORIGINAL accuracy", percent=True)),

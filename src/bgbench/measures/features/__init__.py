@@ -3,7 +3,8 @@ weight x mean activation, the share of their activation maps on the background, 
 from ..registry import Headline, Measure, SectionSpec, register_measure
 
 MEASURE = register_measure(Measure(
-    title="spurious-feature discovery", name="features", kind="probe_features", needs=("model", "masks"), table="probe_features",
+    title="spurious-feature discovery",
+    name="features", kind="probe_features", needs=("model", "masks"), table="probe_features",
     help="spurious features: each class's top penultimate features (weight x mean activation) and the share of "
          "their activation maps on the background",
     description="spurious-feature discovery (RIVAL10 §5 after Salient ImageNet): each class's top penultimate "

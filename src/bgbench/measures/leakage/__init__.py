@@ -3,7 +3,8 @@ MIXED-RAND or ONLY-FG; NO-FG apart, as silhouette signal."""
 from ..registry import Measure, SectionSpec, register_measure
 
 MEASURE = register_measure(Measure(
-    title="box leakage", name="leakage", kind=None, command="analyze", needs=("eval run",),
+    title="box leakage",
+    name="leakage", kind=None, command="analyze", needs=("eval run",),
     help="only_bg_b/only_bg_t accuracy above chance (box leakage), for models trained on MIXED-RAND or ONLY-FG; "
          "no_fg apart, as silhouette signal",
     sections=(SectionSpec("leakage", "Box leakage and silhouette signal (paper §5)",

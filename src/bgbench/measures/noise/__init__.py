@@ -3,7 +3,8 @@ and the relative foreground sensitivity (RFS); with region 'attributes', noise o
 from ..registry import Headline, Measure, SectionSpec, register_measure
 
 MEASURE = register_measure(Measure(
-    title="noise sensitivity (RFS)", name="noise", kind="probe_noise", needs=("model", "masks"), table="probe_noise",
+    title="noise sensitivity (RFS)",
+    name="noise", kind="probe_noise", needs=("model", "masks"), table="probe_noise",
     help="Gaussian noise on the foreground vs the background: accuracy curves and RFS",
     description="accuracy under foreground-only and background-only noise, and RFS; with `--region attributes`, "
                 "under noise on each attribute's mask alone",

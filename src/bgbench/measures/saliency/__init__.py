@@ -3,7 +3,8 @@
 from ..registry import Headline, Measure, SectionSpec, register_measure
 
 MEASURE = register_measure(Measure(
-    title="saliency alignment", name="saliency", kind="probe_saliency", needs=("model", "masks"), table="probe_saliency",
+    title="saliency alignment",
+    name="saliency", kind="probe_saliency", needs=("model", "masks"), table="probe_saliency",
     help="Grad-CAM on the predicted class: RIVAL10's alignment with the mask (precision, IoU, Dice, Δdensity, "
          "coverage, AP)",
     description="Grad-CAM alignment with the object mask (RIVAL10's measures), by predicted class, with an overlay "

@@ -41,7 +41,8 @@ class SaliencyConfig:
     examples: int = field(default=4, metadata=flag(
         "--examples", "overlay images per predicted class: the most, then the least aligned by precision; 0: no PNG "
         "(default %(default)s)"))
-    seed: int = field(default=0, metadata=flag("--seed", "seed of the bootstrap over images behind the intervals (default %(default)s)"))
+    seed: int = field(default=0, metadata=flag(
+        "--seed", "seed of the bootstrap over images behind the intervals (default %(default)s)"))
     bootstrap_replicates: int = REPLICATES
     class_map: Optional[str] = None  # a --class-map file: a 1000-class model on another dataset
 
