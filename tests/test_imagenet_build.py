@@ -310,11 +310,10 @@ def test_full_in_is_scored_on_its_own_1000_labels(trees, in9_val, full_in):
                       "--db", db, "--json")
         assert res.returncode == 0, res.stderr
         assert json.loads(res.stdout)
-    import sqlite3
-    with sqlite3.connect(db) as con:
-        full_run = con.execute("SELECT MIN(id) FROM runs WHERE kind = 'eval'").fetchone()[0]
-        got = con.execute("SELECT label, pred, top5_classes, superclass_probs FROM predictions WHERE run_id = ?",
-                          (full_run,)).fetchall()
+    from bgbench.store import Store
+    with Store(db, create=False) as store:
+        full_run = store.runs("eval")[0]["id"]
+        got = [(r["label"], r["pred"], r["top5_classes"], r["superclass_probs"]) for r in store.predictions(full_run)]
     assert got
     for label, pred, top5, sums in got:  # no mapping: the prediction is the model's own top-1 ImageNet class
         assert pred == json.loads(top5)[0] and 0 <= label < 1000

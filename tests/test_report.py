@@ -101,7 +101,7 @@ def test_every_section_with_data_is_on_the_page(rendered, report_store):
     assert len([p for p in rendered.figures if "-features-" in p.name]) == 2
     with Store(report_store) as store:
         run = store.runs("probe_features")[-1]
-        shares = [r["bg_share"] for r in store.feature_rows(run["id"])]
+        shares = [r["bg_share"] for r in store.probe_rows("probe_features", run["id"])]
     features = html.split('class="section-features"')[1].split('class="section-')[0]
     assert all(f"<strong>{s:.3f}</strong>" in features for s in shares if s is not None)
     # Fig. 4 and Fig. 24 drawn for the --full run, and every figure a real PNG beside the page

@@ -217,6 +217,6 @@ def test_every_probe_runs_on_a_rival10_tree(rival_root, tmp_path):
     assert docs["saliency"]["images"] == 20
     assert set(docs["attribution"]["best"]) == {"wheels", "ears", "text"}
     with Store(db) as store:  # grouped by label, the features probe ranks features for each of the 10 classes
-        features = [dict(r) for r in store.feature_rows(docs["features"]["run_id"])]
+        features = [dict(r) for r in store.probe_rows("probe_features", docs["features"]["run_id"])]
     assert sorted({r["class_index"] for r in features}) == list(range(10))
     assert all(0 <= r["bg_area"] <= 1 for r in features)

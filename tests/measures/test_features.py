@@ -288,7 +288,7 @@ def test_probe_features_cli_writes_beside_the_store_and_records(synth_root, tmp_
     assert len(doc["galleries"]) == 2 and all((folders[0] / p).is_file() for p in doc["galleries"].values())
     with Store(db) as store:
         run = store.runs("probe_features")[-1]
-        rows = store.feature_rows(run["id"])
+        rows = store.probe_rows("probe_features", run["id"])
         outputs = json.loads(run["outputs"])
     assert outputs["galleries"] == doc["galleries"] and len(rows) == 2 * len(doc["per_class"])
     assert all(len(json.loads(r["top_images"])) == min(3, r["images"]) for r in rows)

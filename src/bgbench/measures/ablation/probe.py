@@ -17,6 +17,7 @@ from typing import ClassVar, List, Optional
 from ... import checks
 from ...options import flag
 from ..result import MeasureResult
+from .table import TABLE
 from ...classes import Mapping
 from ...errors import BgbenchError
 from ...store import Store
@@ -25,7 +26,6 @@ from ...probing.bootstrap import REPLICATES
 from ...probing.tables import run_row
 
 KIND = "probe_ablate"
-TABLE = "probe_ablate"
 
 
 @dataclass
@@ -73,8 +73,7 @@ def summary_of(rows, config: dict) -> AblationSummary:
 def ablation_summary(store: Store, run_id: int) -> AblationSummary:
     """The summary of a stored probe_ablate run, recomputed from its per-image table."""
     run = run_row(store, run_id, kinds=(KIND,))
-    columns = ("image_id", "label", "region", "pred", "correct", "true_prob")
-    rows = [tuple(r[c] for c in columns) for r in store.probe_rows(TABLE, int(run_id))]
+    rows = [tuple(r[c] for c in TABLE.column_names) for r in store.probe_rows(TABLE.name, int(run_id))]
     if not rows:
         raise BgbenchError(f"{KIND} run {run_id} has no per-image results stored")
     s = summary_of(rows, json.loads(run["config"]))

@@ -18,6 +18,7 @@ import numpy as np
 from ... import checks
 from ...options import flag
 from ..result import MeasureResult
+from .table import TABLE
 from ...errors import BgbenchError
 from ...store import Store
 from .summary import EPS, AttributionSummary, summarize_attribution, top_features
@@ -25,7 +26,6 @@ from ...probing.bootstrap import REPLICATES
 from ...probing.tables import run_row
 
 KIND = "probe_attribution"
-TABLE = "probe_attribution"
 
 
 @dataclass
@@ -76,8 +76,7 @@ def summary_of(rows, config: dict) -> AttributionSummary:
 def attribution_summary(store: Store, run_id: int) -> AttributionSummary:
     """The summary of a stored probe_attribution run, recomputed from its per-image table."""
     run = run_row(store, run_id, kinds=(KIND,))
-    columns = ("image_id", "label", "attribute", "feature", "iou")
-    rows = [tuple(r[c] for c in columns) for r in store.probe_rows(TABLE, int(run_id))]
+    rows = [tuple(r[c] for c in TABLE.column_names) for r in store.probe_rows(TABLE.name, int(run_id))]
     if not rows:
         raise BgbenchError(f"{KIND} run {run_id} has no per-image results stored")
     s = summary_of(rows, json.loads(run["config"]))

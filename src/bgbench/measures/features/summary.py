@@ -8,9 +8,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence
 
+from .table import TABLE
+
 #: The columns of a `probe_features` row after run_id, in order.
-COLUMNS = ("class_index", "rank", "feature", "contribution", "weight", "mean_activation", "images", "bg_share",
-           "bg_area", "spurious", "top_images", "top_activations", "top_bg_shares")
+COLUMNS = TABLE.column_names
 #: Lists stored as JSON text.
 JSON_COLUMNS = ("top_images", "top_activations", "top_bg_shares")
 

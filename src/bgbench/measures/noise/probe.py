@@ -20,6 +20,7 @@ from ...errors import BgbenchError
 from ...store import Store
 from ...probing.bootstrap import REPLICATES
 from ..result import MeasureResult
+from .table import TABLE
 from .summary import NoiseSummary, summarize
 from .levels import KINDS, grid_label, resolve_levels
 from ...probing.tables import run_row
@@ -105,8 +106,7 @@ def summary_of(rows: Sequence[tuple], config: dict) -> NoiseSummary:
 def noise_summary(store: Store, run_id: int) -> NoiseSummary:
     """Curves and RFS of a stored probe_noise run, recomputed from its per-image table."""
     run = run_row(store, run_id, kinds=("probe_noise",))
-    rows = [(r["image_id"], r["label"], r["region"], r["level"], r["trial"], r["correct"], r["pred"])
-            for r in store.probe_rows("probe_noise", int(run_id))]
+    rows = [tuple(r[c] for c in TABLE.column_names) for r in store.probe_rows(TABLE.name, int(run_id))]
     if not rows:
         raise BgbenchError(f"probe_noise run {run_id} has no per-image results stored")
     s = summary_of(rows, json.loads(run["config"]))

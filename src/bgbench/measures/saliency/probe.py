@@ -18,6 +18,7 @@ import numpy as np
 from ... import checks
 from ...options import flag
 from ..result import MeasureResult
+from .table import TABLE
 from ...errors import BgbenchError
 from ...store import Store
 from ...probing.bootstrap import REPLICATES
@@ -88,8 +89,7 @@ def summary_of(rows, config: dict) -> SaliencySummary:
 def saliency_summary(store: Store, run_id: int) -> SaliencySummary:
     """The summary of a stored probe_saliency run, recomputed from its per-image table."""
     run = run_row(store, run_id, kinds=("probe_saliency",))
-    columns = ("image_id", "label", "pred", *METRICS)
-    rows = [tuple(r[c] for c in columns) for r in store.probe_rows("probe_saliency", int(run_id))]
+    rows = [tuple(r[c] for c in TABLE.column_names) for r in store.probe_rows(TABLE.name, int(run_id))]
     if not rows:
         raise BgbenchError(f"probe_saliency run {run_id} has no per-image results stored")
     s = summary_of(rows, json.loads(run["config"]))

@@ -1,0 +1,76 @@
+"""The challenge's own tables and queries: per-foreground verdicts, bf16 near-ties, the audit state
+and per-background attack success rates. Kept apart from the core because only the challenge's
+runner (resume, torchrun, bf16-verified) writes them, row by row as it goes."""
+from __future__ import annotations
+
+import json
+from typing import Iterable, List, Optional
+
+from .schema import TableSchema, declare_table
+
+#: One verdict per foreground (committed as the run goes, so that a killed run resumes).
+CHALLENGE_FG = declare_table(TableSchema("challenge_fg", (
+    ("image_id", "TEXT NOT NULL"), ("label", "INTEGER NOT NULL"), ("clean_pred", "INTEGER NOT NULL"),
+    ("fooled", "INTEGER NOT NULL"), ("pairs", "INTEGER NOT NULL"), ("fooling_bg", "TEXT"), ("fooling_pred", "INTEGER")),
+    key=("image_id",)))
+#: bf16-verified: each foreground's lowest kept margin and its near-ties, re-examined when delta rises.
+CHALLENGE_NEAR = declare_table(TableSchema("challenge_near", (
+    ("image_id", "TEXT NOT NULL"), ("lowest", "REAL"), ("near", "TEXT NOT NULL")), key=("image_id",)))
+#: bf16-verified: the run's audit counts and delta so far (one row per run).
+CHALLENGE_STATE = declare_table(TableSchema("challenge_state", (("state", "TEXT NOT NULL"),)))
+#: --full: the attack success rate of every background.
+CHALLENGE_BG = declare_table(TableSchema("challenge_bg", (
+    ("bg_id", "TEXT NOT NULL"), ("bg_class", "INTEGER NOT NULL"), ("asr", "REAL NOT NULL")), key=("bg_id",)))
+
+
+class ChallengeTables:
+    """The challenge's queries, mixed into `Store` (which supplies `conn` and `_insert`)."""
+
+    def add_challenge_results(self, run_id: int, rows: Iterable[tuple], near_ties: Iterable[tuple] = (),
+                              state: Optional[dict] = None) -> None:
+        """Challenge progress, in one transaction (so a killed run never keeps half of it).
+
+        rows: (image_id, label, clean_pred, fooled, pairs, fooling_bg, fooling_pred);
+        near_ties (bf16-verified): (image_id, lowest margin or None, near-tie JSON);
+        state (bf16-verified): the run's audit counts and delta so far.
+        """
+        with self.conn:
+            self._insert("challenge_fg", run_id, rows)
+            self._insert("challenge_near", run_id, near_ties)
+            if state is not None:  # the larger delta wins: another rank may have raised it meanwhile
+                self.conn.execute(
+                    "INSERT INTO challenge_state (run_id, state) VALUES (?1, ?2) ON CONFLICT(run_id) DO UPDATE SET "
+                    "state = json_set(?2, '$.delta', max(coalesce(json_extract(challenge_state.state, '$.delta'), "
+                    "json_extract(?2, '$.delta')), json_extract(?2, '$.delta')))",
+                    (run_id, json.dumps(state, sort_keys=True)))
+
+    def raise_challenge_delta(self, run_id: int, delta: float) -> None:
+        """bf16-verified: an audit raised delta; store it now (unless a larger one is stored), so that
+        a run killed before its survivors are re-examined re-examines them when it resumes."""
+        with self.conn:
+            self.conn.execute(
+                "INSERT INTO challenge_state (run_id, state) VALUES (?1, json_object('delta', ?2)) "
+                "ON CONFLICT(run_id) DO UPDATE SET state = json_set(challenge_state.state, '$.delta', "
+                "max(coalesce(json_extract(challenge_state.state, '$.delta'), ?2), ?2))", (run_id, float(delta)))
+
+    def challenge_near_ties(self, run_id: int, at_most: float) -> List:
+        """bf16-verified: (image_id, near) of the foregrounds with a kept margin at or below `at_most`."""
+        return self.conn.execute("SELECT image_id, near FROM challenge_near WHERE run_id=? AND lowest IS NOT NULL "
+                                 "AND lowest <= ? ORDER BY image_id", (run_id, float(at_most))).fetchall()
+
+    def challenge_state(self, run_id: int) -> Optional[dict]:
+        """bf16-verified: the audit counts and delta stored with the run's progress, if any."""
+        row = self.conn.execute("SELECT state FROM challenge_state WHERE run_id=?", (run_id,)).fetchone()
+        return json.loads(row["state"]) if row else None
+
+    def challenge_results(self, run_id: int) -> List:
+        return self.conn.execute("SELECT * FROM challenge_fg WHERE run_id=? ORDER BY image_id", (run_id,)).fetchall()
+
+    def challenge_backgrounds(self, run_id: int) -> List:
+        """Per background of a --full challenge run: bg_id, bg_class, asr (empty for other runs)."""
+        return self.conn.execute("SELECT bg_id, bg_class, asr FROM challenge_bg WHERE run_id=? ORDER BY bg_id",
+                                 (run_id,)).fetchall()
+
+    def has_challenge_backgrounds(self, run_id: int) -> bool:
+        """Whether a challenge run stored attack success rates (it ran with --full)."""
+        return self.conn.execute("SELECT 1 FROM challenge_bg WHERE run_id=? LIMIT 1", (run_id,)).fetchone() is not None
