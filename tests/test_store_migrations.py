@@ -1,5 +1,6 @@
 """Stores written by older bgbench versions keep their rows and gain the probes' new columns and tables."""
 import sqlite3
+from pathlib import Path
 
 import pytest
 
@@ -101,3 +102,57 @@ def test_a_v4_store_gains_the_ablate_and_attribution_tables_and_keeps_its_rows(t
         # v5 noise rows may name an attribute's region; the columns are v4's
         store.insert("probe_noise", 1, [("a/1", 0, "attr:dot", 0.5, 0, 1, 0)])
         assert {r["region"] for r in store.probe_rows("probe_noise", 1)} == {"fg", "bg", "attr:dot"}
+
+
+MAIN_V5 = Path(__file__).with_name("data") / "store_main_v5.sql"
+
+
+@pytest.fixture
+def store_from_main(tmp_path):
+    """The store that bgbench wrote before the store became a package (tests/data/store_main_v5.sql)."""
+    db = tmp_path / "main_v5.db"
+    con = sqlite3.connect(db)
+    con.executescript(MAIN_V5.read_text(encoding="utf-8"))
+    con.close()
+    return db
+
+
+def test_a_store_written_by_the_previous_main_reads_back_every_measure(store_from_main):
+    """Each probe's summary, recomputed by today's code from the rows the previous main stored,
+    gives the metrics that main stored; eval's accuracies come back from its predictions."""
+    from bgbench.measures.registry import list_measures
+    from bgbench.probing.tables import stored_table
+    with Store(store_from_main, create=False) as store:
+        probes = list_measures("probe")
+        assert {m.kind for m in probes} <= {r["kind"] for r in store.runs()}
+        for m in probes:
+            (run,) = store.runs(m.kind)
+            stored = {(r["name"], r["variant"]): (r["value"], r["lo"], r["hi"]) for r in store.metrics(run["id"])}
+            fresh = {(name, variant): tuple(None if v is None or v != v else v for v in (value, lo, hi))  # NaN: NULL
+                     for name, variant, value, lo, hi, _ in m.load("read")(store, run["id"]).metric_rows()}
+            common = set(stored) & set(fresh)
+            assert len(common) >= len(stored) - 1, m.name  # at most a new headline metric is added
+            for key in common:
+                assert fresh[key] == pytest.approx(stored[key]), (m.name, key)
+        (ev,) = store.runs("eval")
+        table = stored_table(store, ev["id"])
+        accuracy = {r["variant"]: r["value"] for r in store.metrics(ev["id"]) if r["name"] == "accuracy"}
+        for variant, v in table.variants.items():
+            assert float((v.preds == v.labels).mean()) == pytest.approx(accuracy[variant])
+        assert store.challenge_results(store.runs("challenge")[0]["id"])
+
+
+def test_a_store_written_by_the_previous_main_takes_new_runs_and_lists_headlines(store_from_main, tmp_path):
+    import json
+
+    import bgbench
+    from conftest import run_cli
+    from bgbench.variants.synth import write_dataset
+    data = tmp_path / "s9"
+    write_dataset(data, per_class=1, size=32, seed=0, split="val", progress=False)
+    run_id = bgbench.record(bgbench.probe("ablate", "timm:test_resnet", data, progress=False), store_from_main)
+    proc = run_cli("runs", "--db", store_from_main, "--json")
+    assert proc.returncode == 0, proc.stderr
+    listing = {r["id"]: r for r in json.loads(proc.stdout)}
+    assert listing[run_id]["kind"] == "probe_ablate" and listing[run_id]["result"].startswith("ablation_acc_drop")
+    assert all(r["result"] for r in listing.values())
