@@ -32,7 +32,7 @@ def evaluate(model: ModelLike, data: str | Path, variants: Optional[Sequence[str
              mapping: str = "argmax", batch_size: int = 64, device: str = "cpu", progress: bool = True,
              seed: int = 0, checkpoint: Optional[str] = None, ten_crop: bool = False, protocol: Optional[str] = None,
              resize: str = "auto", labels: str = "auto", templates: str = "openai",
-             class_map: Optional[str | Path] = None):
+             class_map: Optional[str | Path] = None, norm: str = "auto", trust_checkpoint: bool = False):
     """Evaluate a model on IN-9-layout variants: per-variant accuracy and the BG-Gap.
 
     Args:
@@ -45,8 +45,9 @@ def evaluate(model: ModelLike, data: str | Path, variants: Optional[Sequence[str
         ten_crop: Resize(256), TenCrop(224), logits averaged over the ten crops (seed 003).
         protocol: a reference protocol ('in9-v1'), which fixes the mapping, ten-crop, the resize
             policy and a zero-shot head's labels and templates, and is recorded with the run.
-        resize, labels, templates: how a model string is built (`create_model`); a zero-shot head
-            over the dataset's own classes reads them from `data`.
+        resize, labels, templates, norm, trust_checkpoint: how a model string is built
+            (`models.options.ModelOptions`, as the CLI's flags); a zero-shot head over the dataset's own
+            classes reads them from `data`.
         class_map: for a 1000-class model on a dataset other than IN-9 and RIVAL10, a JSON file
             {ImageNet index: class folder} (recorded in the run).
 
@@ -61,7 +62,7 @@ def evaluate(model: ModelLike, data: str | Path, variants: Optional[Sequence[str
                      batch_size=batch_size, device=device, seed=seed, ten_crop=ten_crop, protocol=protocol,
                      class_map=str(class_map) if class_map is not None else None)
     built = _model(model, checkpoint, data=data, device=device, protocol=protocol, resize=resize, labels=labels,
-                   templates=templates)
+                   templates=templates, norm=norm, trust_checkpoint=trust_checkpoint)
     return run_eval(built, data, cfg, progress=progress, renderers={"bg_blurred": blurred_renderer})
 
 
@@ -102,7 +103,8 @@ def challenge(model: ModelLike, data: str | Path, store: Store | str | Path, *, 
             same job continues its unfinished run there.
         out_dir: where --full figures go (default: beside the store).
         options: `ChallengeConfig` fields: batch_size, mapping, precision, full, save_every,
-            device, sample, halfwidth, seed, verify_safety.
+            device, sample, halfwidth, seed, verify_safety; and how a model string is built
+            (`ModelOptions`: norm, trust_checkpoint, resize, labels, templates).
 
     Returns:
         A `ChallengeReport` (None on torchrun ranks other than 0). Its run stays open until
@@ -111,8 +113,9 @@ def challenge(model: ModelLike, data: str | Path, store: Store | str | Path, *, 
     from .evaluation.challenge.config import ChallengeConfig
     from .evaluation.challenge.runner import run_challenge
     from .drawing.figures import challenge_figures
+    how = _model_keys(options)
     cfg = _config(ChallengeConfig, "challenge", options)
-    built = _model(model, checkpoint, data=data, device=cfg.device, protocol=cfg.protocol)
+    built = _model(model, checkpoint, data=data, device=cfg.device, protocol=cfg.protocol, **how)
     with opened(store) as s:
         return run_challenge(built, data, s, cfg, out_dir=out_dir, progress=progress, figures=challenge_figures)
 
@@ -128,9 +131,7 @@ def probe_noise(model: ModelLike, data: str | Path, *, checkpoint: Optional[str]
 
     Under torchrun the ranks share the images; rank 0 returns the one-process result, the others None.
     """
-    from .measures.noise.probe import NoiseConfig, probe_noise as run_probe
-    cfg = _config(NoiseConfig, "probe_noise", options)
-    return run_probe(_model(model, checkpoint, data=data, device=cfg.device), data, cfg, progress=progress)
+    return probe("noise", model, data, checkpoint=checkpoint, progress=progress, **options)
 
 
 def probe_saliency(model: ModelLike, data: str | Path, *, checkpoint: Optional[str] = None,
@@ -143,10 +144,7 @@ def probe_saliency(model: ModelLike, data: str | Path, *, checkpoint: Optional[s
 
     Under torchrun the ranks share the images; rank 0 returns the one-process result, the others None.
     """
-    from .measures.saliency.probe import SaliencyConfig, probe_saliency as run_probe
-    cfg = _config(SaliencyConfig, "probe_saliency", options)
-    return run_probe(_model(model, checkpoint, data=data, device=cfg.device), data, cfg, out_dir=out_dir,
-                     progress=progress)
+    return probe("saliency", model, data, checkpoint=checkpoint, out_dir=out_dir, progress=progress, **options)
 
 
 def probe_features(model: ModelLike, data: str | Path, *, checkpoint: Optional[str] = None,
@@ -159,9 +157,7 @@ def probe_features(model: ModelLike, data: str | Path, *, checkpoint: Optional[s
         options: `FeaturesConfig` fields (top_features, top_images, group_by, threshold, galleries,
             batch_size, device).
     """
-    from .measures.features.probe import FeaturesConfig, probe_features as run_probe
-    return run_probe(_model(model, checkpoint), data, _config(FeaturesConfig, "probe_features", options),
-                     out_dir=out_dir, progress=progress)
+    return probe("features", model, data, checkpoint=checkpoint, out_dir=out_dir, progress=progress, **options)
 
 
 def probe_ablate(model: ModelLike, data: str | Path, *, checkpoint: Optional[str] = None, progress: bool = True,
@@ -175,9 +171,7 @@ def probe_ablate(model: ModelLike, data: str | Path, *, checkpoint: Optional[str
 
     Under torchrun the ranks share the images; rank 0 returns the one-process result, the others None.
     """
-    from .measures.ablation.probe import AblateConfig, probe_ablate as run_probe
-    return run_probe(_model(model, checkpoint), data, _config(AblateConfig, "probe_ablate", options),
-                     progress=progress)
+    return probe("ablate", model, data, checkpoint=checkpoint, progress=progress, **options)
 
 
 def probe_attribution(model: ModelLike, data: str | Path, *, checkpoint: Optional[str] = None,
@@ -191,9 +185,7 @@ def probe_attribution(model: ModelLike, data: str | Path, *, checkpoint: Optiona
 
     Under torchrun the ranks share the images; rank 0 returns the one-process result, the others None.
     """
-    from .measures.attribution.probe import AttributionConfig, probe_attribution as run_probe
-    return run_probe(_model(model, checkpoint), data, _config(AttributionConfig, "probe_attribution", options),
-                     progress=progress)
+    return probe("attribution", model, data, checkpoint=checkpoint, progress=progress, **options)
 
 
 def probe(name: str, model: ModelLike, data: str | Path, *, checkpoint: Optional[str] = None,
@@ -202,7 +194,9 @@ def probe(name: str, model: ModelLike, data: str | Path, *, checkpoint: Optional
     'features', 'ablate', 'attribution', or one a user registered (`measures.registry`).
 
     Args:
-        options: the fields of the measure's config dataclass (an unknown one is a one-line error).
+        options: the fields of the measure's config dataclass (an unknown one is a one-line error),
+            and how a model string is built (`ModelOptions`: norm, trust_checkpoint, resize, labels,
+            templates), as the CLI's flags.
         out_dir: where a measure that draws pictures writes them (None: no picture).
 
     Under torchrun the ranks share the images; rank 0 returns the one-process result, the others None.
@@ -214,8 +208,9 @@ def probe(name: str, model: ModelLike, data: str | Path, *, checkpoint: Optional
         raise BgbenchError(str(e.args[0])) from None
     if measure.command != "probe":
         raise BgbenchError(f"{name} is not a probe: it is run by `bgbench {measure.command}`")
+    how = _model_keys(options)
     cfg = _config(measure.load("config"), f"probe {name}", options)
-    built = _model(model, checkpoint, data=data, device=getattr(cfg, "device", "cpu"))
+    built = _model(model, checkpoint, data=data, device=getattr(cfg, "device", "cpu"), **how)
     extra = {"out_dir": out_dir} if measure.pictures else {}
     return measure.load("compute")(built, data, cfg, progress=progress, **extra)
 
@@ -295,8 +290,9 @@ def edit(data: str | Path, out: str | Path, *, model: Optional[ModelLike] = None
         if options.get(key) is not None:
             options[key] = tuple(dict.fromkeys(options[key]))
     options = _shard_option(options)
+    how = _model_keys(options)
     cfg = _config(EditConfig, "edit", {**options, "data": Path(data), "out": Path(out)})
-    built = _model(model, checkpoint, data=data) if model is not None else None
+    built = _model(model, checkpoint, data=data, **how) if model is not None else None
     return edit_dataset(cfg, model=built, progress=progress)
 
 
@@ -394,21 +390,30 @@ def leaderboard(store: Optional[Store | str | Path] = None, *, include_reported:
 
 
 def _model(model: ModelLike, checkpoint: Optional[str] = None, *, data: Any = None, device: str = "cpu",
-           protocol: Optional[str] = None, resize: str = "auto", labels: str = "auto", templates: str = "openai"):
-    """A model string becomes a `BgModel` once, on entry; a built model is used as it is.
+           protocol: Optional[str] = None, **how):
+    """A model string becomes a `BgModel` once, on entry, through the one door the CLI uses too
+    (`models.options.build`); a built model is used as it is.
 
-    A zero-shot head over the dataset's own classes needs their names: they are read from `data`.
-    Under a protocol, what the protocol fixes (resize, labels, templates) is filled in or checked.
+    `how`: the other `ModelOptions` fields (norm, trust_checkpoint, resize, labels, templates). A
+    zero-shot head over the dataset's own classes reads their names from `data`; under a protocol,
+    what the protocol fixes is filled in or checked.
     """
-    from . import protocols
     if isinstance(model, (str, Path)):
-        from .data.layout import class_folders
-        from .models.registry import create_model
-        opts = protocols.resolve(protocol, resize=resize, labels=labels, templates=templates)
-        return create_model(str(model), checkpoint=checkpoint, classes=class_folders(data), device=device, **opts)
-    if checkpoint is not None:
-        raise BgbenchError("checkpoint= goes with a model string such as 'timm:resnet18'; this model is already built")
+        from .models.options import ModelOptions, build
+        return build(ModelOptions(model=str(model), checkpoint=checkpoint, data=data, device=device,
+                                  protocol=protocol, **how))
+    if checkpoint is not None or any(v not in (None, False, "auto", "openai") for v in how.values()):
+        raise BgbenchError("checkpoint= and the model's build options go with a model string such as "
+                           "'timm:resnet18'; this model is already built")
     return model
+
+
+def _model_keys(options: dict) -> dict:
+    """Take the `ModelOptions` keywords (how a model string is built) out of a job's options."""
+    return {k: options.pop(k) for k in MODEL_KEYS if k in options}
+
+#: The API's keywords for how a model string is built: `ModelOptions`'s, as the CLI's model flags.
+MODEL_KEYS = ("norm", "trust_checkpoint", "resize", "labels", "templates")
 
 
 def _shard_option(options: dict) -> dict:

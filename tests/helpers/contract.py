@@ -36,7 +36,7 @@ def run_probe(run_cli, measure: Measure, data: Path, db: Path, out: Path) -> dic
 
 def strict(value):
     """`value` as the command's --json prints it (NaN as null, tuples as lists)."""
-    from bgbench.cli.common import to_json
+    from bgbench.cli.output import to_json
     return json.loads(to_json(value))
 
 

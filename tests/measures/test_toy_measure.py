@@ -10,7 +10,7 @@ from typing import ClassVar, Optional
 import pytest
 
 from bgbench.measures.registry import Headline, Measure, SectionSpec, register_measure, unregister_measure
-from bgbench.measures.result import MeasureResult
+from bgbench.measures.result import MeasureResult, stored_summary
 from bgbench.options import flag
 from bgbench.store import TableSchema, declare_table
 from conftest import run_cli
@@ -82,9 +82,7 @@ def compute(model, data, cfg: FlipConfig, progress: bool = True):
 
 
 def read(store, run_id):
-    s = summarize([tuple(r[c] for c in TABLE.column_names) for r in store.probe_rows(TABLE.name, run_id)])
-    s.run_id = run_id
-    return s
+    return stored_summary(store, run_id, "probe_flip", TABLE, lambda rows, config: summarize(rows))
 
 
 def section(ctx, subject):

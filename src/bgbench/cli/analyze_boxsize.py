@@ -5,7 +5,9 @@ import argparse
 
 from ..measures.boxsize.summary import box_size_curve
 from ..variants.registry import list_variants
-from .common import add_stored_run_args, emit, open_store, param_default, stored_mapping
+from .arguments import add_stored_run_args, param_default, stored_mapping
+from .folders import open_store
+from .output import emit
 
 
 def register(sub, measure) -> None:

@@ -4,7 +4,9 @@ from __future__ import annotations
 import argparse
 
 from ..measures.edit_drops.summary import edit_drops_by_model
-from .common import add_db_arg, add_output_args, add_runs_arg, add_seed_arg, emit, open_store, param_default
+from .arguments import add_db_arg, add_output_args, add_runs_arg, add_seed_arg, param_default
+from .folders import open_store
+from .output import emit
 
 
 def register(sub, measure) -> None:

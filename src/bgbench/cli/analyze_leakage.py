@@ -3,7 +3,11 @@ from __future__ import annotations
 
 import argparse
 
-from .common import add_stored_run_args, emit, open_store, stored_mapping
+from .arguments import add_stored_run_args, stored_mapping
+
+from .folders import open_store
+
+from .output import emit
 
 
 def register(sub, measure) -> None:

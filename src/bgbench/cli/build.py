@@ -9,7 +9,9 @@ from pathlib import Path
 from ..variants.build import BuildConfig
 from ..variants.presets import PRESETS
 from ..variants.preprocess import Preprocess
-from .common import add_db_arg, add_output_args, add_seed_arg, add_shard_arg, config_default, emit, open_store, stored_in
+from .arguments import add_db_arg, add_output_args, add_seed_arg, add_shard_arg, config_default
+from .folders import open_store
+from .output import emit, stored_in
 
 
 def register(sub) -> None:

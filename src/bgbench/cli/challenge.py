@@ -5,8 +5,10 @@ import argparse
 import dataclasses
 
 from ..evaluation.challenge.config import PRECISIONS, ChallengeConfig
-from .common import (add_db_arg, add_mapping_arg, add_model_args, add_output_args, add_protocol_arg, add_seed_arg,
-                     config_default, create_model, emit, open_store, stored_in)
+from .arguments import (add_db_arg, add_mapping_arg, add_model_args, add_output_args, add_protocol_arg, add_seed_arg,
+                        config_default, create_model)
+from .folders import open_store
+from .output import emit, stored_in
 
 
 def register(sub) -> None:

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import argparse
 
-from .common import add_db_arg, add_output_args, emit
+from .arguments import add_db_arg, add_output_args
+
+from .output import emit
 
 #: The demo's output folder without --out (its store is OUT/results.db unless --db says otherwise).
 DEFAULT_OUT = "bgbench-demo"

@@ -11,8 +11,9 @@ from pathlib import Path
 from ..edits.backends import list_complexity_editors, list_inpainters
 from ..edits.pipeline import EditConfig
 from ..edits.registry import ATTRIBUTES
-from .common import (add_db_arg, add_model_args, add_output_args, add_seed_arg, add_shard_arg, config_default, emit,
-                     open_store, stored_in)
+from .arguments import add_db_arg, add_model_args, add_output_args, add_seed_arg, add_shard_arg, config_default
+from .folders import open_store
+from .output import emit, stored_in
 
 
 def _default(name: str):
@@ -96,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
         import_plugin(name)
     model = None
     if args.model:
-        from .common import create_model
+        from .arguments import create_model
         model = create_model(args)
     elif args.checkpoint or args.norm != "auto" or args.resize != "auto" or args.labels != "auto" \
             or args.templates != "openai":

@@ -7,8 +7,10 @@ import argparse
 from ..errors import BgbenchError
 from ..evaluation.config import EvalConfig
 from ..variants.registry import IN9_VARIANTS, list_variants
-from .common import (add_class_map_arg, add_db_arg, add_mapping_arg, add_model_args, add_output_args,
-                     add_protocol_arg, add_seed_arg, config_default, create_model, emit, open_store, stored_in)
+from .arguments import (add_class_map_arg, add_db_arg, add_mapping_arg, add_model_args, add_output_args,
+                        add_protocol_arg, add_seed_arg, config_default, create_model)
+from .folders import open_store
+from .output import emit, stored_in
 
 #: Label spaces of a predictions file (mirrors `evaluation.prediction_file.LABEL_SPACES`; no torch here).
 LABEL_SPACES = ("dataset", "imagenet1k")

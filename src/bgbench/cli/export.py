@@ -3,7 +3,11 @@ from __future__ import annotations
 
 import argparse
 
-from .common import add_db_arg, add_json_arg, add_run_arg, emit, open_store
+from .arguments import add_db_arg, add_json_arg, add_run_arg
+
+from .folders import open_store
+
+from .output import emit
 
 
 def register(sub) -> None:

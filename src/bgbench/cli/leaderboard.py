@@ -5,7 +5,8 @@ import argparse
 from pathlib import Path
 
 from ..reporting.leaderboard import FORMATS
-from .common import add_db_arg, add_json_arg, open_store
+from .arguments import add_db_arg, add_json_arg
+from .folders import open_store
 
 
 def register(sub) -> None:
@@ -26,7 +27,8 @@ def run(args: argparse.Namespace) -> int:
     from ..errors import BgbenchError
     from ..reporting.leaderboard import leaderboard, render
     from ..reporting.render import leaderboard_html
-    from .common import db_source, to_json
+    from .folders import db_source
+    from .output import to_json
     try:
         store = open_store(args, create=False)
     except BgbenchError as e:  # nothing measured yet: the published rows still make a leaderboard

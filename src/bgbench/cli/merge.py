@@ -4,7 +4,9 @@ from __future__ import annotations
 import argparse
 import importlib
 
-from .common import add_db_arg, add_output_args, emit
+from .arguments import add_db_arg, add_output_args
+
+from .output import emit
 
 #: The job that wrote a shard -> the function that joins its shards.
 MERGERS = {"synth": "bgbench.variants.synth", "build": "bgbench.variants.build", "edit": "bgbench.edits.pipeline"}

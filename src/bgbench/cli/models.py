@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import argparse
 
-from .common import add_json_arg, emit
+from .arguments import add_json_arg
+
+from .output import emit
 
 
 def register(sub) -> None:

@@ -13,9 +13,11 @@ import argparse
 import dataclasses
 
 from ..measures.registry import Measure, list_measures
-from ..options import field_default, flagged_fields
-from .common import (add_class_map_arg, add_data_arg, add_db_arg, add_mapping_arg, add_model_args, add_output_args,
-                     config_default, create_model, emit, open_store, run_output_dir, stored_in)
+from ..options import flagged_fields
+from .arguments import (add_class_map_arg, add_config_flags, add_data_arg, add_db_arg, add_mapping_arg, add_model_args,
+                        add_output_args, config_default, create_model)
+from .folders import open_store, run_output_dir
+from .output import emit, stored_in
 
 #: Config fields the shared arguments fill in (the model's, and the mapping of predictions).
 SHARED_FIELDS = ("batch_size", "device", "mapping", "class_map")
@@ -37,8 +39,7 @@ def add_probe(inner, measure: Measure) -> argparse.ArgumentParser:
                          description=(measure.description or measure.help).replace("%", "%%"))
     add_model_args(p, config)
     add_data_arg(p, measure.data_help)
-    for f, spec in flagged_fields(config):
-        add_config_flag(p, f, spec)
+    add_config_flags(p, config)
     if "mapping" in fields:
         add_mapping_arg(p, config_default(config, "mapping"))
     if "class_map" in fields:
@@ -49,18 +50,6 @@ def add_probe(inner, measure: Measure) -> argparse.ArgumentParser:
     add_db_arg(p)
     p.set_defaults(func=run, measure=measure)
     return p
-
-
-def add_config_flag(p: argparse.ArgumentParser, f: dataclasses.Field, spec: dict) -> None:
-    """One config field's flag: its name, help and choices from the metadata, its default the field's."""
-    spec = dict(spec)
-    name = spec.pop("name")
-    default = spec.pop("default", field_default(f))
-    if spec.get("action") is None and "type" not in spec and default is not None and not isinstance(default, bool):
-        spec["type"] = type(default)
-    if "choices" in spec:
-        spec["choices"] = list(spec["choices"])
-    p.add_argument(name, dest=spec.pop("dest", f.name), default=default, **spec)
 
 
 def config_of(measure: Measure, args: argparse.Namespace):

@@ -3,7 +3,11 @@ from __future__ import annotations
 
 import argparse
 
-from .common import add_db_arg, add_output_args, emit, open_store
+from .arguments import add_db_arg, add_output_args
+
+from .folders import open_store
+
+from .output import emit
 
 #: Where the report goes without --out.
 DEFAULT_OUT = "bgbench-report"

@@ -7,7 +7,11 @@ from typing import Dict, Optional, Tuple
 
 from ..measures.registry import Headline, list_measures, measure_of_kind
 
-from .common import add_db_arg, add_output_args, add_run_filters, emit, open_store
+from .arguments import add_db_arg, add_output_args, add_run_filters
+
+from .folders import open_store
+
+from .output import emit
 
 #: Headlines of the run kinds that are not measures (a measure's come from its declaration).
 TRAIN_HEADLINE = Headline("train_accuracy", label="training accuracy", percent=True)

@@ -4,7 +4,8 @@ from __future__ import annotations
 import argparse
 
 from ..variants.synth import SynthConfig
-from .common import add_output_args, add_seed_arg, add_shard_arg, config_default, emit
+from .arguments import add_output_args, add_seed_arg, add_shard_arg, config_default
+from .output import emit
 
 
 def _default(name: str):

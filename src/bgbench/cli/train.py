@@ -6,8 +6,10 @@ import argparse
 from ..training.config import TrainConfig
 from ..training.recipes import list_recipes
 from ..variants.registry import list_variants
-from .common import (add_batch_size_arg, add_db_arg, add_device_arg, add_model_arg, add_output_args, add_seed_arg,
-                     config_default, emit, open_store)
+from .arguments import (add_batch_size_arg, add_db_arg, add_device_arg, add_model_arg, add_output_args, add_seed_arg,
+                        config_default)
+from .folders import open_store
+from .output import emit
 
 
 def _default(name: str):

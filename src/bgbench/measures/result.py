@@ -9,8 +9,9 @@ way for every measure.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
-from typing import Any, ClassVar, Dict, List, Optional
+from typing import Any, Callable, ClassVar, Dict, List, Optional
 
 from .registry import get_measure
 
@@ -66,3 +67,18 @@ class MeasureResult:
         lines += [f"{k.replace('_', ' ')}: {v}" for k, v in self.extra_outputs().items()
                   if isinstance(v, str) and v]
         return "\n".join(lines)
+
+
+def stored_summary(store, run_id: int, kind: str, table, summary_of: Callable[[list, dict], Any]) -> Any:
+    """The summary of a stored run of `kind`, recomputed from its rows in `table` (a `TableSchema`)
+    by the measure's pure `summary_of(rows, config)` under the run's recorded config: what every
+    measure's `read` is, so that a stored run summarises exactly as the fresh result did."""
+    from ..errors import BgbenchError
+    from ..probing.tables import run_row
+    run = run_row(store, run_id, kinds=(kind,))
+    rows = [tuple(r[c] for c in table.column_names) for r in store.probe_rows(table.name, int(run_id))]
+    if not rows:
+        raise BgbenchError(f"{kind} run {run_id} has no per-image results stored")
+    s = summary_of(rows, json.loads(run["config"]))
+    s.run_id = int(run_id)
+    return s

@@ -24,6 +24,8 @@ from typing import Tuple
 
 #: Policies a spec records.
 RESIZE_POLICIES = ("native", "none")
+#: Zero-shot label sets: the scheme's choice, ImageNet's 1000 classes (then a mapping), the dataset's folders.
+LABEL_SETS = ("auto", "imagenet", "dataset")
 #: What the user may ask for; 'auto' lets the scheme choose (native for openclip:/hf:, whose weights
 #: fix an input size; none for timm:/file:/zoo:, as bgbench has always fed them).
 RESIZE_CHOICES = ("auto", *RESIZE_POLICIES)

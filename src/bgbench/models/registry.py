@@ -14,7 +14,7 @@ from typing import List, Optional, Sequence
 
 from .. import checks
 from ..errors import CheckpointError
-from .inputs import RESIZE_CHOICES
+from .inputs import LABEL_SETS, RESIZE_CHOICES
 from .norms import NORMS, norm_for
 from .schemes import SCHEMES, ModelRequest, get_scheme, list_schemes, usages  # noqa: F401 (list_schemes re-exported)
 from .spec import BgModel
@@ -22,7 +22,6 @@ from .spec import BgModel
 #: Modules whose import registers a scheme (in the order `list_models` lists them).
 SCHEME_MODULES = (".timm_scheme", ".file_scheme", ".zoo", ".openclip_scheme", ".hf_scheme", ".prediction_scheme")
 #: Zero-shot label sets and built-in template sets (a path to a text file also names templates).
-LABEL_SETS = ("auto", "imagenet", "dataset")
 TEMPLATE_SETS = ("openai", "simple")
 
 for _module in SCHEME_MODULES:

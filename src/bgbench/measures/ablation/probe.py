@@ -9,21 +9,18 @@ dataset has attribute masks: RIVAL10, Synthetic-9) each attribute the image has 
 """
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import asdict, dataclass, field
 from typing import ClassVar, List, Optional
 
 from ... import checks
 from ...options import flag
-from ..result import MeasureResult
+from ..result import MeasureResult, stored_summary
 from .table import TABLE
 from ...classes import Mapping
-from ...errors import BgbenchError
 from ...store import Store
 from .summary import AblationSummary, summarize_ablation
 from ...probing.bootstrap import REPLICATES
-from ...probing.tables import run_row
 
 KIND = "probe_ablate"
 
@@ -72,13 +69,7 @@ def summary_of(rows, config: dict) -> AblationSummary:
 
 def ablation_summary(store: Store, run_id: int) -> AblationSummary:
     """The summary of a stored probe_ablate run, recomputed from its per-image table."""
-    run = run_row(store, run_id, kinds=(KIND,))
-    rows = [tuple(r[c] for c in TABLE.column_names) for r in store.probe_rows(TABLE.name, int(run_id))]
-    if not rows:
-        raise BgbenchError(f"{KIND} run {run_id} has no per-image results stored")
-    s = summary_of(rows, json.loads(run["config"]))
-    s.run_id = int(run_id)
-    return s
+    return stored_summary(store, run_id, KIND, TABLE, summary_of)
 
 
 def probe_ablate(model, data, cfg: AblateConfig, progress: bool = True, limit: Optional[int] = None

@@ -8,7 +8,6 @@ from which `attribution_summary` recomputes the rankings with no inference.
 """
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import asdict, dataclass, field
 from typing import ClassVar, Dict, List, Optional
@@ -17,13 +16,12 @@ import numpy as np
 
 from ... import checks
 from ...options import flag
-from ..result import MeasureResult
+from ..result import MeasureResult, stored_summary
 from .table import TABLE
 from ...errors import BgbenchError
 from ...store import Store
 from .summary import EPS, AttributionSummary, summarize_attribution, top_features
 from ...probing.bootstrap import REPLICATES
-from ...probing.tables import run_row
 
 KIND = "probe_attribution"
 
@@ -75,13 +73,7 @@ def summary_of(rows, config: dict) -> AttributionSummary:
 
 def attribution_summary(store: Store, run_id: int) -> AttributionSummary:
     """The summary of a stored probe_attribution run, recomputed from its per-image table."""
-    run = run_row(store, run_id, kinds=(KIND,))
-    rows = [tuple(r[c] for c in TABLE.column_names) for r in store.probe_rows(TABLE.name, int(run_id))]
-    if not rows:
-        raise BgbenchError(f"{KIND} run {run_id} has no per-image results stored")
-    s = summary_of(rows, json.loads(run["config"]))
-    s.run_id = int(run_id)
-    return s
+    return stored_summary(store, run_id, KIND, TABLE, summary_of)
 
 
 def feature_ious(maps, masks) -> "np.ndarray":

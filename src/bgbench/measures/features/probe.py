@@ -19,13 +19,12 @@ import numpy as np
 
 from ... import checks
 from ...options import flag
-from ..result import MeasureResult
+from ..result import MeasureResult, stored_summary
 from .table import TABLE
 from ...errors import BgbenchError
 from ...store import Store
-from .summary import COLUMNS, FeaturesSummary, rule_text, summarize_features
+from .summary import FeaturesSummary, rule_text, summarize_features
 from ..saliency.summary import class_namer
-from ...probing.tables import run_row
 
 GROUPINGS = ("prediction", "label")
 
@@ -88,13 +87,7 @@ def summary_of(rows, config: dict) -> FeaturesSummary:
 
 def features_summary(store: Store, run_id: int) -> FeaturesSummary:
     """The summary of a stored probe_features run, from its rows."""
-    run = run_row(store, run_id, kinds=("probe_features",))
-    rows = [tuple(r[c] for c in COLUMNS) for r in store.probe_rows(TABLE.name, int(run_id))]
-    if not rows:
-        raise BgbenchError(f"probe_features run {run_id} has no features stored")
-    s = summary_of(rows, json.loads(run["config"]))
-    s.run_id = int(run_id)
-    return s
+    return stored_summary(store, run_id, "probe_features", TABLE, summary_of)
 
 
 @dataclass

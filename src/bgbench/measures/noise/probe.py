@@ -9,7 +9,6 @@ have it, at the same levels and trials (rows of region 'attr:<name>').
 """
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
 from typing import ClassVar, List, Optional, Sequence, Union
 
@@ -19,11 +18,10 @@ from ...distributed import world_record
 from ...errors import BgbenchError
 from ...store import Store
 from ...probing.bootstrap import REPLICATES
-from ..result import MeasureResult
+from ..result import MeasureResult, stored_summary
 from .table import TABLE
 from .summary import NoiseSummary, summarize
 from .levels import KINDS, grid_label, resolve_levels
-from ...probing.tables import run_row
 
 #: --region: 'object' probes the foreground and the background; 'attributes' adds each attribute.
 REGION_CHOICES = ("object", "attributes")
@@ -105,13 +103,7 @@ def summary_of(rows: Sequence[tuple], config: dict) -> NoiseSummary:
 
 def noise_summary(store: Store, run_id: int) -> NoiseSummary:
     """Curves and RFS of a stored probe_noise run, recomputed from its per-image table."""
-    run = run_row(store, run_id, kinds=("probe_noise",))
-    rows = [tuple(r[c] for c in TABLE.column_names) for r in store.probe_rows(TABLE.name, int(run_id))]
-    if not rows:
-        raise BgbenchError(f"probe_noise run {run_id} has no per-image results stored")
-    s = summary_of(rows, json.loads(run["config"]))
-    s.run_id = int(run_id)
-    return s
+    return stored_summary(store, run_id, "probe_noise", TABLE, summary_of)
 
 
 def probe_noise(model, data, cfg: NoiseConfig, progress: bool = True, limit: Optional[int] = None

@@ -7,7 +7,6 @@ aligned images per predicted class (`saliency_overlays`) when an output folder i
 """
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -17,15 +16,13 @@ import numpy as np
 
 from ... import checks
 from ...options import flag
-from ..result import MeasureResult
+from ..result import MeasureResult, stored_summary
 from .table import TABLE
-from ...errors import BgbenchError
 from ...store import Store
 from ...probing.bootstrap import REPLICATES
 from ...probing.gradcam import default_layer, gradcam_batch, resolve_layer  # noqa: F401 (re-exported)
 from .metrics import METRICS, saliency_alignment
 from .summary import SaliencySummary, class_namer, summarize_saliency
-from ...probing.tables import run_row
 
 OVERLAYS_FILE = "saliency_overlays.png"
 #: The folder (beside OVERLAYS_FILE) with one overlay PNG per example, for the report's gallery.
@@ -88,13 +85,7 @@ def summary_of(rows, config: dict) -> SaliencySummary:
 
 def saliency_summary(store: Store, run_id: int) -> SaliencySummary:
     """The summary of a stored probe_saliency run, recomputed from its per-image table."""
-    run = run_row(store, run_id, kinds=("probe_saliency",))
-    rows = [tuple(r[c] for c in TABLE.column_names) for r in store.probe_rows(TABLE.name, int(run_id))]
-    if not rows:
-        raise BgbenchError(f"probe_saliency run {run_id} has no per-image results stored")
-    s = summary_of(rows, json.loads(run["config"]))
-    s.run_id = int(run_id)
-    return s
+    return stored_summary(store, run_id, "probe_saliency", TABLE, summary_of)
 
 
 def probe_saliency(model, data, cfg: SaliencyConfig, out_dir: Optional[str | Path] = None, progress: bool = True,

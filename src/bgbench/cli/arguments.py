@@ -1,0 +1,208 @@
+"""The arguments that many subcommands share, defined once.
+
+Defaults are read from the config dataclasses (`config_default`), never typed twice: a default
+changed in `EvalConfig` changes `bgbench eval --help` too. A config field that declares its flag
+(`options.flag`) becomes an argument with `add_config_flag`; the model flags are `ModelOptions`'s.
+Those dataclasses live in torch-free modules, so building the parser imports no torch.
+"""
+from __future__ import annotations
+import argparse
+import dataclasses
+import inspect
+from typing import Any, Callable, Optional
+from ..classes import Mapping
+from ..protocols import PROTOCOLS
+
+
+#: What --db says about where the store is when it is not given.
+DB_HELP = "SQLite results store (default: $BGBENCH_DB if set, else ~/.bgbench/results.db)"
+
+
+def config_default(config: type, name: str) -> Any:
+    """The default of field `name` of the dataclass `config` (what argparse should show and use)."""
+    for f in dataclasses.fields(config):
+        if f.name == name:
+            if f.default is not dataclasses.MISSING:
+                return f.default
+            if f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
+                return f.default_factory()  # type: ignore[misc]
+            raise ValueError(f"{config.__name__}.{name} has no default")
+    raise KeyError(f"{config.__name__} has no field {name!r}")
+
+
+def param_default(func: Callable, name: str) -> Any:
+    """The default of parameter `name` of `func`, for the commands whose API is a function."""
+    default = inspect.signature(func).parameters[name].default
+    if default is inspect.Parameter.empty:
+        raise ValueError(f"{func.__name__}({name}) has no default")
+    return default
+
+
+def add_model_arg(p: argparse.ArgumentParser, required: bool = True, default: Optional[str] = None,
+                  help: str = "timm:ARCH, file:PATH or zoo:NAME (see `bgbench models`)") -> None:
+    """--model alone (`train` takes only a timm:ARCH, with a default)."""
+    p.add_argument("--model", required=required, default=default, help=help)
+
+
+def add_protocol_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--protocol", choices=list(PROTOCOLS),
+                   help="a reference protocol that fixes everything that changes a number (mapping argmax, zero-shot "
+                        "labels imagenet with the openai templates, resize native, fp32, no ten-crop); recorded, and "
+                        "the leaderboard ranks runs of one protocol together")
+
+
+def add_device_arg(p: argparse.ArgumentParser, default: str = "cpu") -> None:
+    p.add_argument("--device", default=default, help="torch device: cpu, cuda or cuda:N (default %(default)s)")
+
+
+def add_batch_size_arg(p: argparse.ArgumentParser, default: int, what: str = "images per forward pass") -> None:
+    p.add_argument("--batch-size", type=int, default=default, help=f"{what} (default %(default)s)")
+
+
+def add_mapping_arg(p: argparse.ArgumentParser, default: Optional[str] = Mapping.ARGMAX.value) -> None:
+    p.add_argument("--mapping", choices=[m.value for m in Mapping], default=default,
+                   help="1000-class models: 'argmax' (the paper's rule) or 'superclass' (sum of probabilities)"
+                        + (" (default %(default)s)" if default else ""))
+
+
+def add_class_map_arg(p: argparse.ArgumentParser) -> None:
+    """--class-map FILE.json: how a 1000-class ImageNet model reads a dataset other than IN-9 and RIVAL10."""
+    p.add_argument("--class-map", metavar="FILE",
+                   help="1000-class models on a dataset other than IN-9 and RIVAL10 (whose tables are built in): a "
+                        "JSON object {\"<ImageNet index>\": \"<class folder>\"}; unlisted classes map to none "
+                        "(always wrong); recorded in the run")
+
+
+def add_data_arg(p: argparse.ArgumentParser, needs: str = "original/ and fg_mask/") -> None:
+    """--data ROOT: an IN-9-layout dataset, or a RIVAL10 release (its root or a split folder)."""
+    p.add_argument("--data", required=True,
+                   help=f"dataset root with {needs} (the IN-9 layout), or a RIVAL10 release (its root, read at its "
+                        f"test split, or ROOT/train)")
+
+
+def add_seed_arg(p: argparse.ArgumentParser, default: int, what: str) -> None:
+    p.add_argument("--seed", type=int, default=default, help=f"{what} (default %(default)s)")
+
+
+def add_db_arg(p: argparse.ArgumentParser, help: str = DB_HELP) -> None:
+    p.add_argument("--db", help=help)
+
+
+def add_output_args(p: argparse.ArgumentParser,
+                    quiet_help: str = "no progress bars (status lines and warnings still go to stderr)") -> None:
+    """--json (stdout holds one JSON document and nothing else) and --quiet (no progress)."""
+    add_json_arg(p)
+    p.add_argument("--quiet", action="store_true", help=quiet_help)
+
+
+def add_json_arg(p: argparse.ArgumentParser,
+                 help: str = "print one JSON document on stdout instead of a table (status stays on stderr)",
+                 **kwargs) -> None:
+    """--json alone, for commands without progress (`models`; `leaderboard`, where it sets --format)."""
+    p.add_argument("--json", **{"action": "store_true", "help": help, **kwargs})
+
+
+def add_run_arg(p: argparse.ArgumentParser, kinds: str = "eval") -> None:
+    """RUN: the id of one stored run (the run selector of the analyses)."""
+    p.add_argument("run", type=int, help=f"id of a stored {kinds} run (see `bgbench runs`)")
+
+
+def add_runs_arg(p: argparse.ArgumentParser, kinds: str = "eval") -> None:
+    """RUN [RUN ...]: ids of stored runs."""
+    p.add_argument("runs", nargs="+", type=int, metavar="RUN", help=f"ids of stored {kinds} runs (see `bgbench runs`)")
+
+
+def add_run_filters(p: argparse.ArgumentParser, kinds) -> None:
+    """--kind, --model: which stored runs a listing shows."""
+    p.add_argument("--kind", help=f"only runs of this kind ({', '.join(kinds)})")
+    p.add_argument("--model", help="only runs of this model string")
+
+
+def add_stored_run_args(p: argparse.ArgumentParser) -> None:
+    """RUN, --mapping (re-decide a 1000-class run from its stored outputs), --json, --quiet, --db."""
+    add_run_arg(p, "eval")
+    p.add_argument("--mapping", choices=[m.value for m in Mapping],
+                   help="1000-class runs: re-decide under this mapping from the stored top-5 and superclass "
+                        "sums (default: the run's own decisions, made with the mapping it was run with); "
+                        "a run of a model with the dataset's own classes has no mapping, and ignores it")
+    add_output_args(p)
+    add_db_arg(p)
+
+
+def stored_mapping(store, args: argparse.Namespace) -> Optional[str]:
+    """The --mapping to apply to a stored run: None for a run of a model with the dataset's own
+    classes (9 outputs for IN-9), where a decision mapping does not apply; a note says so."""
+    import json
+
+    from ..console import status
+    if args.mapping is None:
+        return None
+    row = store.get_run(args.run)
+    spec = json.loads(row["spec"]) if row is not None and row["spec"] else {}
+    if row is not None and spec.get("label_space", "imagenet1k") != "imagenet1k":
+        status(f"note: run {args.run}'s model has the dataset's {spec.get('num_classes', '?')} classes as outputs; "
+               f"--mapping {args.mapping} applies to 1000-class models only, so its stored predictions are used")
+        return None
+    return args.mapping
+
+
+def add_shard_arg(p: argparse.ArgumentParser) -> None:
+    """--shard K/N: write only shard K's share of the images, for `bgbench merge` to join."""
+    p.add_argument("--shard", metavar="K/N",
+                   help="write only shard K of N (0 <= K < N): its deterministic share of the images, plus a "
+                        "SHARD_<split>.json record; join the N shard folders with `bgbench merge`")
+
+
+def add_config_flag(p, f: dataclasses.Field, spec: dict) -> None:
+    """One config field's flag: its name, help and choices from the metadata, its default the field's."""
+    from ..options import field_default
+    spec = dict(spec)
+    name = spec.pop("name")
+    default = spec.pop("default", field_default(f))
+    if spec.get("action") is None and "type" not in spec and default is not None and not isinstance(default, bool):
+        spec["type"] = type(default)
+    if "choices" in spec:
+        spec["choices"] = list(spec["choices"])
+    p.add_argument(name, dest=spec.pop("dest", f.name), default=default, **spec)
+
+
+def add_config_flags(p, config: type, skip: tuple = ()) -> None:
+    """Every field of `config` that declares a flag (`options.flag`), in field order."""
+    from ..options import flagged_fields
+    for f, spec in flagged_fields(config):
+        if f.name not in skip:
+            add_config_flag(p, f, spec)
+
+
+def add_model_args(p: argparse.ArgumentParser, config: Optional[type] = None, required: bool = True,
+                   model_help: Optional[str] = None, device: bool = True, model_group=None) -> None:
+    """The model flags (`ModelOptions`'s: --model, --checkpoint, --trust-checkpoint, --norm, --resize,
+    --labels, --templates), then --device and --batch-size.
+
+    `config`: the dataclass whose `batch_size` and `device` defaults the flags show.
+    `required=False`: commands where a model is optional (`edit`: the adversarial level only).
+    `device=False`: commands that run their model on the CPU only (no --device to ignore).
+    `model_group`: a mutually exclusive group that --model joins (`eval`: --model or --predictions).
+    """
+    from ..models.options import MODEL_HELP, ModelOptions
+    model = dataclasses.fields(ModelOptions)[0]
+    (model_group or p).add_argument("--model", required=required and model_group is None,
+                                    help=model_help or MODEL_HELP)
+    add_config_flags(p, ModelOptions, skip=(model.name,))
+    if device:
+        add_device_arg(p, config_default(config, "device") if config else "cpu")
+    add_batch_size_arg(p, config_default(config, "batch_size") if config else 64)
+
+
+def model_options(args: argparse.Namespace):
+    """The `ModelOptions` the parsed model flags name, with the dataset a zero-shot head reads (--data,
+    --split), the device and any --protocol."""
+    from ..models.options import ModelOptions
+    given = {f.name: getattr(args, f.name) for f in dataclasses.fields(ModelOptions) if hasattr(args, f.name)}
+    return ModelOptions(**{**given, "split": getattr(args, "split", None) or "val"})
+
+
+def create_model(args: argparse.Namespace):
+    """The model the shared model arguments name, through the one door (`models.options.build`)."""
+    from ..models.options import build
+    return build(model_options(args))

@@ -1,0 +1,60 @@
+"""Where commands read and write: the results store the command names (and where its path came from),
+and the folder a run writes its pictures to."""
+from __future__ import annotations
+import argparse
+import contextlib
+import os
+from datetime import datetime
+from pathlib import Path
+from typing import Iterator, Optional
+
+
+def db_source(args: argparse.Namespace) -> str:
+    """Where the store's path came from, as a user would name it: --db, $BGBENCH_DB or the default."""
+    if getattr(args, "db", None):
+        return "--db"
+    if os.environ.get("BGBENCH_DB"):
+        return "$BGBENCH_DB"
+    return "the default store"
+
+
+def open_store(args: argparse.Namespace, create: bool = True):
+    """The results store the command names. `create=False` for commands that only read: a missing
+    store is then a one-line error naming where its path came from, and no file is created."""
+    from ..errors import BgbenchError
+    from ..store import Store
+    try:
+        return Store(args.db, create=create)
+    except BgbenchError as e:
+        source = db_source(args)
+        hint = "; record a run first (e.g. `bgbench eval`) or name a store with --db" \
+            if source == "the default store" else ""
+        raise BgbenchError(f"{source}: {e}{hint}") from None
+
+
+def new_output_dir(parent: Path, kind: str) -> Path:
+    """parent/<kind>_<local time>[-k]: a folder no other run has, made now."""
+    from ..errors import BgbenchError
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    for k in range(1, 1000):
+        folder = parent / f"{kind}_{stamp}{f'-{k}' if k > 1 else ''}"
+        try:
+            folder.mkdir(parents=True)
+            return folder
+        except FileExistsError:
+            continue
+    raise BgbenchError(f"cannot make a new {kind}_{stamp} folder in {parent}; name one with --out")
+
+
+@contextlib.contextmanager
+def run_output_dir(given: Optional[str], store_path: Path, kind: str, writes: bool) -> Iterator[Optional[Path]]:
+    """Where a run writes its pictures: `--out` when given, else (when it `writes` any) a new
+    `<kind>_<time>/` beside the results store, never the current folder. A failed run leaves no
+    empty folder behind."""
+    made = new_output_dir(store_path.parent, kind) if writes and not given else None
+    try:
+        yield Path(given) if given else made
+    except BaseException:
+        if made is not None and not any(made.iterdir()):
+            made.rmdir()
+        raise
