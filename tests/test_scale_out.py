@@ -18,6 +18,7 @@ from bgbench.store import Store
 from bgbench.training.config import TrainConfig
 from bgbench.training.loop import _check_world
 from conftest import assert_one_line_error, run_cli
+from helpers.contract import run_under_torchrun
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 ARCH = "timm:test_resnet"
@@ -83,8 +84,8 @@ def test_two_process_eval_and_noise_probe_equal_one_process(synth_root, tmp_path
     one, two = tmp_path / "one.db", tmp_path / "two.db"
     common = ["--model", ARCH, "--data", synth_root, "--batch-size", 7, "--quiet"]
     probe = ["probe", "noise", *common, "--levels", "0.2", "0.5", "--trials", 2]
+    run_under_torchrun([["eval", *common], probe], two)  # one launch runs both commands on 2 processes
     for args in (["eval", *common], probe):
-        _run2(two, *args)
         proc = run_cli(*args, "--db", one)  # one process: the same command in this interpreter
         assert proc.returncode == 0, proc.stderr
     with Store(one) as a, Store(two) as b:
@@ -107,8 +108,8 @@ def test_two_process_attribute_probes_equal_one_process(synth_root, tmp_path, on
     common = ["--model", ARCH, "--data", synth_root, "--batch-size", 7, "--quiet"]
     jobs = {"probe_noise": ["probe", "noise", *common, "--region", "attributes", "--levels", "0.5", "--trials", 1],
             "probe_ablate": ["probe", "ablate", *common], "probe_attribution": ["probe", "attribution", *common]}
+    run_under_torchrun(list(jobs.values()), two)
     for args in jobs.values():
-        _run2(two, *args)
         proc = run_cli(*args, "--db", one)
         assert proc.returncode == 0, proc.stderr
     with Store(one) as a, Store(two) as b:

@@ -19,7 +19,7 @@ from bgbench.measures.registry import Measure
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 ARCH = "timm:test_resnet"
-TORCHRUN_SCRIPT = Path(__file__).with_name("probe_under_torchrun.py")
+TORCHRUN_SCRIPT = Path(__file__).with_name("cli_under_torchrun.py")
 
 
 def probe_args(measure: Measure, data: Path, db: Path, out: Path) -> List[str]:
@@ -81,12 +81,14 @@ def check_report(report, measure: Measure) -> None:
         assert spec.name in report.sections and f'class="section-{spec.name}"' in html, spec.name
 
 
-def run_under_torchrun(measures: List[Measure], data: Path, db: Path, out: Path) -> subprocess.CompletedProcess:
-    """Every given probe, in one `torchrun --nproc-per-node 2` launch (start-up paid once)."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), str(SRC.parent / "tests")]),
-           "OMP_NUM_THREADS": "1"}
+def run_under_torchrun(jobs: List[List[str]], db: Path) -> subprocess.CompletedProcess:
+    """Every given command (argument lists), in one `torchrun --nproc-per-node 2` launch (start-up
+    paid once), recording into `db`."""
+    env = {**os.environ, "PYTHONPATH": str(SRC), "BGBENCH_DB": str(db), "OMP_NUM_THREADS": "1"}
+    listing = Path(db).with_suffix(".jobs.json")
+    listing.write_text(json.dumps([[str(a) for a in job] for job in jobs]), encoding="utf-8")
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-           str(TORCHRUN_SCRIPT), str(data), str(db), str(out), *[m.name for m in measures]]
+           str(TORCHRUN_SCRIPT), str(listing)]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc

@@ -56,7 +56,9 @@ def test_its_report_sections_render(recorded, measure):
 
 def test_two_processes_equal_one_for_every_probe(recorded, synth_root):
     db2 = recorded["tmp"] / "torchrun.db"
-    contract.run_under_torchrun(PROBES, synth_root, db2, recorded["tmp"] / "torchrun")
+    jobs = [[a for a in contract.probe_args(m, synth_root, db2, recorded["tmp"] / "torchrun") if a != "--json"]
+            for m in PROBES]
+    contract.run_under_torchrun(jobs, db2)
     with Store(recorded["db"]) as one, Store(db2) as two:
         for m in PROBES:
             (run2,) = two.runs(m.kind)  # recorded once, by rank 0
