@@ -20,7 +20,8 @@ PUBLIC = [n for n in bgbench.__all__ if n != "__version__"]
 WANTED = {"evaluate", "evaluate_predictions", "export_predictions", "challenge", "probe", "probe_noise",
           "probe_saliency",
           "probe_features", "probe_ablate", "probe_attribution", "edit", "build", "synth", "train",
-          "prediction_categories", "box_size", "leakage", "edit_drops", "compare", "report", "leaderboard",
+          "prediction_categories", "box_size", "leakage", "edit_drops", "worst_group", "compare", "report",
+          "leaderboard",
           "create_model", "list_models", "list_variants", "record"}
 
 #: Calls every public function twice on tiny data, as a user would, checking after every call and
@@ -83,6 +84,7 @@ def call(name, k):
         "box_size": lambda: f(report),
         "leakage": lambda: f(report),
         "edit_drops": lambda: f({"original": [("a/1", 0, 0)], "remove": [("a/1", 0, 1)]}, n_boot=100),
+        "worst_group": lambda: f(db, report.run_id, min_images=1),
         "compare": lambda: f(report, report),
         "record": lambda: f(report, db),
         "export_predictions": lambda: f(db, report.run_id, tmp / f"p{k}.csv"),
@@ -99,7 +101,8 @@ def call(name, k):
         bgbench.record(result, db)
     return result
 
-order = ["synth", "create_model", "list_models", "list_variants", "evaluate", "record", "export_predictions",
+order = ["synth", "create_model", "list_models", "list_variants", "evaluate", "record", "worst_group",
+         "export_predictions",
          "evaluate_predictions", "prediction_categories",
          "box_size", "leakage", "edit_drops", "compare", "challenge", "probe", "probe_noise", "probe_saliency",
          "probe_features", "probe_ablate", "probe_attribution", "edit",

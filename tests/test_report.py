@@ -68,7 +68,7 @@ def test_every_section_with_data_is_on_the_page(rendered, report_store):
     html = _html(rendered)
     # every section with data: all but the edits (no edit runs in this store) and their gallery
     assert rendered.sections == ["ablation", "accuracy", "boxsize", "categories", "categories_gallery", "challenge",
-                                 "challenge_gallery", "comparisons", "features", "hijack", "leakage", "noise",
+                                 "challenge_gallery", "comparisons", "features", "groups", "hijack", "leakage", "noise",
                                  "noise_gallery", "overview", "provenance", "saliency", "saliency_gallery"]
     assert len(rendered.models) == 3
     with Store(report_store) as store:
@@ -85,6 +85,10 @@ def test_every_section_with_data_is_on_the_page(rendered, report_store):
     assert html.count('class="section-noise"') == 1 and html.count('class="section-saliency"') == 1
     # leakage only for the MIXED-RAND-trained model; NO-FG apart, as silhouette signal
     assert html.count('class="section-leakage"') == 1
+    # worst-group accuracy for each eval run with MIXED-RAND (the groups from the synthetic manifest)
+    with Store(report_store) as store:
+        mixed = [r for r in store.runs("eval") if "mixed_rand" in store.run_variants(r["id"])]
+    assert mixed and html.count('class="section-groups"') == len(mixed)
     leak = html.split('class="section-leakage"')[1].split("</table>")[0]
     with Store(report_store) as store:
         trained = next(r for r in store.runs("eval") if r["model"].startswith("file:"))

@@ -19,7 +19,7 @@ _EXPORTS = {
         "evaluate", "evaluate_predictions", "export_predictions", "challenge", "probe", "probe_noise", "probe_saliency",
         "probe_features", "probe_ablate", "probe_attribution", "train",
         "synth", "build", "edit",
-        "prediction_categories", "box_size", "leakage", "edit_drops", "compare",
+        "prediction_categories", "box_size", "leakage", "edit_drops", "worst_group", "compare",
         "report", "leaderboard")},
     "create_model": ".models.registry", "list_models": ".models.registry",
     "list_variants": ".variants.registry",

@@ -344,6 +344,16 @@ def edit_drops(source: Any, run_ids: Optional[Sequence[int]] = None, *, n_boot: 
                     lambda t: edit_drops_of(t, n_boot=n_boot, seed=seed), None)
 
 
+def worst_group(store: Store | str | Path, run_id: int, *, variant: str = "mixed_rand",
+                data: Optional[str | Path] = None, mapping: Optional[str] = None, min_images: int = 10):
+    """Accuracy per (object class, background class) group of a stored eval run on a mixed variant,
+    its worst group (among groups of at least `min_images` images) and the mean over groups; each
+    image's background class comes from the dataset's manifest (`data`: default the run's own)."""
+    from .measures.groups.stored import worst_group as run_groups
+    with _reading(store) as s:
+        return run_groups(s, run_id, variant=variant, data=data, mapping=mapping, min_images=min_images)
+
+
 def compare(a: Any, b: Any, *, store: Optional[Store | str | Path] = None, n_boot: int = 2000, seed: int = 0):
     """Two models on the same images, pairwise (A minus B): McNemar per variant, the BG-Gap difference.
 

@@ -162,6 +162,18 @@ def read_boxes(root: Path, split: str) -> Optional[Dict[str, Box]]:
     return None
 
 
+def read_backgrounds(root: Path, split: str, folder: str) -> Optional[Dict[str, str]]:
+    """image id -> the class of the background it was pasted on, for the images of a mixed `folder`
+    (mixed_rand, mixed_next, mixed_same), from the dataset's manifest; None when it records none."""
+    manifest = Path(root) / MANIFEST
+    if not manifest.is_file():
+        return None
+    with open(manifest, newline="") as f:
+        found = {_row_id(r): r["bg_class"] for r in csv.DictReader(f)
+                 if r.get("split", split) == split and r.get("folder") == folder and r.get("bg_class")}
+    return found or None
+
+
 def _row_id(row: dict) -> str:
     image = row["image"]
     return image if "/" in image else f"{row['class']}/{Path(image).stem}"

@@ -10,7 +10,7 @@ from typing import Tuple
 
 PACKAGES: Tuple[str, ...] = (
     "eval", "challenge",
-    "categories", "boxsize", "leakage", "edit_drops",
+    "categories", "boxsize", "leakage", "edit_drops", "groups",
     "noise", "saliency", "features", "ablation", "attribution",
 )
 
