@@ -200,6 +200,7 @@ COMMANDS = {
     "bgbench analyze categories RUN": "analyze categories {eval} --mapping argmax --json --db {db}",
     "bgbench analyze boxsize RUN": "analyze boxsize {eval} --bins 2 --json --db {db}",
     "bgbench analyze leakage RUN": "analyze leakage {eval} --json --db {db}",
+    "bgbench analyze groups RUN": "analyze groups {eval} --min-images 1 --json --db {db}",
     "bgbench compare RUN_A RUN_B": "compare {eval} {eval_random} --json --db {db}",
     "bgbench probe noise --model M --data ROOT": "probe noise --model {model} --data {data} --levels 0.25 --trials 1 "
                                                  "--json --db {db} --quiet",
@@ -297,7 +298,8 @@ def test_readme_commands_run_and_every_json_is_strict(synth_root, tmp_path, monk
            "state_dict": tmp_path / "sd.pt"}
     order = ["bgbench synth --out DIR", "bgbench train --data ROOT --out DIR", "bgbench eval --model M [--checkpoint C]"
              " --data ROOT", "bgbench compare RUN_A RUN_B", "bgbench analyze categories RUN",
-             "bgbench analyze boxsize RUN", "bgbench analyze leakage RUN", "bgbench probe noise --model M --data ROOT",
+             "bgbench analyze boxsize RUN", "bgbench analyze leakage RUN", "bgbench analyze groups RUN",
+             "bgbench probe noise --model M --data ROOT",
              "bgbench probe saliency --model M --data ROOT", "bgbench probe features --model M --data ROOT",
              "bgbench probe ablate --model M --data ROOT", "bgbench probe attribution --model M --data ROOT",
              "bgbench edit --data ROOT --out DIR",
