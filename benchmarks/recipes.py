@@ -19,6 +19,7 @@ import torch
 from bgbench.api import evaluate
 from bgbench.variants.synth import write_dataset
 from bgbench.training import TrainConfig, list_recipes, train
+from bgbench.training.recipes import last_layer_recipes
 from bgbench.variants import IN9_VARIANTS
 
 ARCH = "timm:test_resnet"
@@ -32,7 +33,8 @@ def main() -> None:
     ap.add_argument("--test-per-class", type=int, default=50)
     ap.add_argument("--size", type=int, default=64)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--recipes", nargs="+", default=list_recipes(), choices=list_recipes())
+    full = [r for r in list_recipes() if r not in last_layer_recipes()]  # dfr, linear-probe: benchmarks/dfr.py
+    ap.add_argument("--recipes", nargs="+", default=full, choices=full)
     ap.add_argument("--no-swa", action="store_true", help="skip the +SWA rows")
     ap.add_argument("--threads", type=int, default=1,
                     help="torch threads (1 is several times faster than 2 on a shared 2-core machine)")

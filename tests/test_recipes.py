@@ -16,7 +16,7 @@ from PIL import Image
 from bgbench.data.synthetic import SYNTH_CLASSES
 from bgbench.models import create_model
 from bgbench.models.spec import IN9_MEAN, IN9_STD
-from bgbench.training import TrainConfig, list_recipes, train
+from bgbench.training import TrainConfig, last_layer_recipes, list_recipes, train
 from bgbench.training.augment import BgSwap, load_masks_and_backgrounds, swap_backgrounds
 from bgbench.variants.functions import composite
 from conftest import assert_one_line_error, run_cli
@@ -42,7 +42,10 @@ def test_recipes_are_registered():
     assert list_recipes()[:4] == ["erm", "mixup", "cutmix", "bgswap"]
 
 
-@pytest.mark.parametrize("recipe,swa", [*((r, False) for r in list_recipes()), ("bgswap", True)])
+FULL_RECIPES = [r for r in list_recipes() if r not in last_layer_recipes()]  # dfr: tests/test_dfr.py
+
+
+@pytest.mark.parametrize("recipe,swa", [*((r, False) for r in FULL_RECIPES), ("bgswap", True)])
 def test_recipe_trains_and_checkpoint_loads(synth_root, tmp_path, recipe, swa):
     out = tmp_path / "run"
     args = ["train", "--data", synth_root, "--model", ARCH, "--recipe", recipe, "--epochs", 2 if swa else 1,

@@ -32,8 +32,10 @@ def evaluate(model: ModelLike, data: str | Path, variants: Optional[Sequence[str
              mapping: str = "argmax", batch_size: int = 64, device: str = "cpu", progress: bool = True,
              seed: int = 0, checkpoint: Optional[str] = None, ten_crop: bool = False, protocol: Optional[str] = None,
              resize: str = "auto", labels: str = "auto", templates: str = "openai",
-             class_map: Optional[str | Path] = None, norm: str = "auto", trust_checkpoint: bool = False):
-    """Evaluate a model on IN-9-layout variants: per-variant accuracy and the BG-Gap.
+             class_map: Optional[str | Path] = None, norm: str = "auto", trust_checkpoint: bool = False,
+             split: Optional[str] = None):
+    """Evaluate a model on IN-9-layout variants: per-variant accuracy and the BG-Gap; where the data
+    names each image's group, the accuracy per group and the worst group.
 
     Args:
         model: a `BgModel` or a model string (with `checkpoint` for timm:ARCH weights).
@@ -50,6 +52,7 @@ def evaluate(model: ModelLike, data: str | Path, variants: Optional[Sequence[str
             classes reads them from `data`.
         class_map: for a 1000-class model on a dataset other than IN-9 and RIVAL10, a JSON file
             {ImageNet index: class folder} (recorded in the run).
+        split: the split to read (default: val for IN-9, test for Waterbirds).
 
     Returns:
         An `EvalReport`: accuracies, BG-Gap, per-image predictions and provenance. Under torchrun
@@ -60,7 +63,7 @@ def evaluate(model: ModelLike, data: str | Path, variants: Optional[Sequence[str
     from .evaluation.runner import run_eval
     cfg = EvalConfig(variants=list(variants) if variants else None, mapping=getattr(mapping, "value", mapping),
                      batch_size=batch_size, device=device, seed=seed, ten_crop=ten_crop, protocol=protocol,
-                     class_map=str(class_map) if class_map is not None else None)
+                     class_map=str(class_map) if class_map is not None else None, split=split)
     built = _model(model, checkpoint, data=data, device=device, protocol=protocol, resize=resize, labels=labels,
                    templates=templates, norm=norm, trust_checkpoint=trust_checkpoint)
     return run_eval(built, data, cfg, progress=progress, renderers={"bg_blurred": blurred_renderer})
@@ -216,17 +219,27 @@ def probe(name: str, model: ModelLike, data: str | Path, *, checkpoint: Optional
 
 
 def train(data: str | Path, out: str | Path, *, model: str = "timm:resnet10t", progress: bool = True, **options):
-    """Train (or fine-tune, or resume) a timm architecture on one variant folder with a recipe.
+    """Train (or fine-tune, or resume) a timm architecture on one variant folder with a recipe; or,
+    with recipe 'dfr' or 'linear-probe', fit only the last layer of any runnable model.
 
     Args:
         out: the run folder: model.pt, config.json, log.jsonl, last.pt (a rerun resumes from it).
-        model: 'timm:ARCH'.
-        options: `TrainConfig` fields (variant, epochs, recipe, lr, swa, init, freeze, seed, ...).
+        model: 'timm:ARCH'; for the last-layer recipes any runnable model string.
+        options: `TrainConfig` fields (variant, epochs, recipe, lr, swa, init, freeze, seed, ...); for
+            the last-layer recipes `LastLayerConfig` fields (variant, split, c_grid, penalty,
+            held_out, retrains, feature_cache, checkpoint, norm, resize, labels, templates, ...).
 
     Returns:
-        `recording.Outputs`: the checkpoint and its sha256, the last epoch's loss and accuracy, provenance.
-        Under torchrun (DistributedDataParallel), rank 0 returns it and the other ranks None.
+        `recording.Outputs`: the checkpoint and its sha256, the last epoch's loss and accuracy (the
+        head's held-out score and fit accuracy for the last-layer recipes), provenance. Under
+        torchrun, rank 0 returns it and the other ranks None.
     """
+    from .training.recipes import last_layer_recipes
+    if options.get("recipe") in last_layer_recipes():
+        from .training.config import LastLayerConfig
+        from .training.last_layer import fit_last_layer, last_layer_record
+        cfg = _config(LastLayerConfig, "train", {**options, "data": str(data), "out": str(out), "model": model})
+        return last_layer_record(cfg.out) if fit_last_layer(cfg, progress=progress) is not None else None
     from .training.loop import TrainConfig, train as run_training, training_record
     cfg = _config(TrainConfig, "train", {**options, "data": str(data), "out": str(out), "model": model})
     path = run_training(cfg, progress=progress)

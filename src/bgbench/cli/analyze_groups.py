@@ -11,7 +11,7 @@ from .output import emit
 
 def register(sub, measure) -> None:
     from ..measures.groups.stored import MIXED
-    from ..measures.groups.summary import MIN_IMAGES
+    from ..evaluation.groups import MIN_IMAGES
     p = sub.add_parser("groups", help=measure.help.replace("%", "%%"))
     add_stored_run_args(p)
     p.add_argument("--variant", choices=MIXED, default="mixed_rand",

@@ -28,8 +28,11 @@ def register(sub) -> None:
                         "(imagenet1k, mapped to IN-9) (default %(default)s)")
     p.add_argument("--name", help="--predictions: the model's name (run model predictions:NAME; default: the "
                                   "file's stem)")
-    p.add_argument("--data", required=True, help="dataset root in the IN-9 layout, or a RIVAL10 release (variant "
-                                                  "original only)")
+    p.add_argument("--data", required=True, help="dataset root in the IN-9 layout, a RIVAL10 release, or a group "
+                                                  "dataset (Waterbirds' metadata.csv, a groups.csv: image,class,group), "
+                                                  "the last two with variant original only")
+    p.add_argument("--split", help="split to evaluate (default: the dataset's evaluation split: val for IN-9 and "
+                                   "RIVAL10's folders, test for Waterbirds and a groups.csv with a split column)")
     p.add_argument("--variants", nargs="+", metavar="VARIANT",
                    help=f"variant folders to evaluate: {', '.join(list_variants())}, or edit levels such as "
                         f"size_0.05 (default: those of {', '.join(IN9_VARIANTS)} present; every folder when only "
@@ -62,7 +65,7 @@ def _from_model(args: argparse.Namespace):
     model = create_model(args)
     return evaluate(model, args.data, variants=args.variants, mapping=args.mapping, batch_size=args.batch_size,
                     device=args.device, progress=not args.quiet, seed=args.seed, ten_crop=args.ten_crop,
-                    protocol=args.protocol, class_map=args.class_map)
+                    protocol=args.protocol, class_map=args.class_map, split=args.split)
 
 
 def _from_predictions(args: argparse.Namespace):

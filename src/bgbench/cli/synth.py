@@ -21,8 +21,13 @@ def register(sub) -> None:
     p.add_argument("--split", choices=["train", "val"], default=_default("split"),
                    help="split folder to write (default %(default)s); train and val draw from independent seeds")
     add_seed_arg(p, _default("seed"), "seed of the generator")
-    p.add_argument("--bg-correlation", type=float, default=_default("bg_correlation"),
-                   help="probability that the background texture matches the class (default %(default)s)")
+    shortcut = p.add_mutually_exclusive_group()
+    shortcut.add_argument("--bg-correlation", type=float, default=_default("bg_correlation"),
+                          help="probability that the background texture matches the class (default %(default)s)")
+    shortcut.add_argument("--correlation", type=float, metavar="P",
+                          help="a controlled shortcut: exactly a share P of each class's images on its own "
+                               "class's background family, the rest on the other families in turn (minority "
+                               "groups, as in Waterbirds); the manifest records each ORIGINAL image's group")
     p.add_argument("--workers", type=int, default=_default("workers"),
                    help="worker processes (the output does not depend on it; default %(default)s)")
     add_shard_arg(p)
@@ -34,7 +39,7 @@ def register(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..api import synth
     result = synth(args.out, per_class=args.per_class, size=args.size, seed=args.seed, split=args.split,
-                   bg_correlation=args.bg_correlation, workers=args.workers, shard=args.shard,
+                   bg_correlation=args.bg_correlation, correlation=args.correlation, workers=args.workers, shard=args.shard,
                    overwrite=args.overwrite, progress=not args.quiet)
     emit(args, result.outputs(), result.summary())
     return 0

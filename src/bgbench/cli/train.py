@@ -3,11 +3,13 @@ from __future__ import annotations
 
 import argparse
 
+from ..errors import BgbenchError
+from ..models.options import MODEL_HELP
 from ..training.config import TrainConfig
 from ..training.recipes import list_recipes
 from ..variants.registry import list_variants
-from .arguments import (add_batch_size_arg, add_db_arg, add_device_arg, add_model_arg, add_output_args, add_seed_arg,
-                        config_default)
+from .arguments import (add_batch_size_arg, add_config_flags, add_db_arg, add_device_arg, add_model_arg,
+                        add_output_args, add_seed_arg, config_default)
 from .folders import open_store
 from .output import emit
 
@@ -18,18 +20,24 @@ def _default(name: str):
 
 def register(sub) -> None:
     p = sub.add_parser("train", help="train or fine-tune a timm architecture with a recipe (erm, mixup, cutmix, "
-                                     "bgswap), optionally with SWA; resumes from OUT/last.pt; under torchrun, "
-                                     "DistributedDataParallel")
-    p.add_argument("--data", required=True, help="dataset root in the IN-9 layout")
-    p.add_argument("--variant", default=_default("variant"), choices=list_variants(),
-                   help="variant folder to train on (default %(default)s)")
-    add_model_arg(p, required=False, default=_default("model"), help="timm:ARCH (default %(default)s)")
+                                     "bgswap), optionally with SWA, resuming from OUT/last.pt; or refit only the last "
+                                     "layer of any model (dfr, linear-probe); under torchrun, DistributedDataParallel "
+                                     "(the last-layer recipes: sharded feature extraction)")
+    p.add_argument("--data", required=True, help="dataset root in the IN-9 layout (the last-layer recipes also read "
+                                                 "group datasets: Waterbirds' metadata.csv, a groups.csv)")
+    p.add_argument("--variant", choices=list_variants(),
+                   help=f"variant folder to train on (default {_default('variant')}; dfr: mixed_rand on IN-9-layout "
+                        f"data, where the background no longer predicts the class)")
+    add_model_arg(p, required=False, help=f"timm:ARCH (default {_default('model')}); the last-layer recipes: "
+                                          f"{MODEL_HELP}")
     p.add_argument("--init", metavar="CKPT",
                    help="fine-tune from a checkpoint of ARCH (any format `eval` reads) or a model string such as "
                         "zoo:efficientnet_lite0; the head is replaced by one for the dataset's classes")
     p.add_argument("--freeze", action="store_true", help="with --init: train the classifier head only")
     p.add_argument("--recipe", default=_default("recipe"), choices=list_recipes(),
-                   help="erm: plain; mixup/cutmix: timm Mixup; bgswap: on-the-fly MIXED-RAND (needs fg_mask) "
+                   help="erm: plain; mixup/cutmix: timm Mixup; bgswap: on-the-fly MIXED-RAND (needs fg_mask); "
+                        "dfr: last-layer retraining (Kirichenko et al. 2023), a group-balanced logistic-regression "
+                        "head on the frozen model's penultimate features; linear-probe: the same unbalanced "
                         "(default %(default)s)")
     p.add_argument("--bgswap-p", type=float, default=_default("bgswap_p"),
                    help="bgswap: probability that an image's background is swapped (default %(default)s)")
@@ -55,20 +63,76 @@ def register(sub) -> None:
     p.add_argument("--sync-bn", action="store_true", default=_default("sync_bn"),
                    help="under torchrun on GPUs: SyncBatchNorm, batch statistics over every process's images "
                         "(default: each process normalizes with its own share of the batch)")
+    _add_last_layer_args(p)
     add_output_args(p, quiet_help="no progress bars")
     add_db_arg(p)
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, train_defaults={a.dest: a.default for a in p._actions})
+
+
+def _add_last_layer_args(p) -> None:
+    from ..models.options import ModelOptions
+    g = p.add_argument_group("last-layer recipes (dfr, linear-probe): the frozen model and the head's fit")
+    add_config_flags(g, ModelOptions, skip=("model",))
+    g.add_argument("--c-grid", type=float, nargs="+", default=list(_last("c_grid")), metavar="C",
+                   help="inverse regularization strengths tried, chosen on the held-out share (default: DFR's, "
+                        "%(default)s)")
+    g.add_argument("--penalty", choices=("l1", "l2"), default=_last("penalty"),
+                   help="the head's regularization (default %(default)s, DFR's)")
+    g.add_argument("--held-out", type=float, default=_last("held_out"),
+                   help="share of each group held out to choose C (default %(default)s)")
+    g.add_argument("--retrains", type=int, default=_last("retrains"),
+                   help="dfr: group-balanced subsets whose heads are averaged (default %(default)s)")
+    g.add_argument("--feature-cache", metavar="DIR",
+                   help="folder of cached penultimate features (default $BGBENCH_CACHE/features or "
+                        "~/.cache/bgbench/features; 'none': no cache)")
+
+
+def _last(name: str):
+    from ..training.config import LastLayerConfig
+    return config_default(LastLayerConfig, name)
+
+
+#: Flags of full training that a last-layer recipe has no use for, and of the last-layer recipes
+#: that full training has none for: given with the other kind, they are an error, not ignored.
+FULL_ONLY = ("epochs", "lr", "bgswap_p", "mixup_alpha", "cutmix_alpha", "swa", "swa_start", "swa_lr", "init", "freeze",
+             "threads", "sync_bn")
+LAST_ONLY = ("checkpoint", "trust_checkpoint", "norm", "resize", "labels", "templates", "c_grid", "penalty",
+             "held_out", "retrains", "feature_cache")
+
+
+def _changed(args: argparse.Namespace, names, parser_defaults: dict) -> list:
+    return [f"--{n.replace('_', '-')}" for n in names if getattr(args, n) != parser_defaults.get(n)]
 
 
 def run(args: argparse.Namespace) -> int:
     from ..api import train
     from ..console import status
     from ..recording import record
-    result = train(args.data, args.out, model=args.model, variant=args.variant, split=args.split,
-                   epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed, recipe=args.recipe,
-                   bgswap_p=args.bgswap_p, mixup_alpha=args.mixup_alpha, cutmix_alpha=args.cutmix_alpha,
-                   swa=args.swa, swa_start=args.swa_start, swa_lr=args.swa_lr, init=args.init, freeze=args.freeze,
-                   threads=args.threads, device=args.device, sync_bn=args.sync_bn, progress=not args.quiet)
+    from ..training.recipes import last_layer_recipes
+    defaults = args.train_defaults
+    last = args.recipe in last_layer_recipes()
+    wrong = _changed(args, FULL_ONLY if last else LAST_ONLY, defaults)
+    if wrong:
+        kind = f"--recipe {args.recipe} fits the last layer only" if last else f"--recipe {args.recipe} trains the " \
+            "whole network"
+        raise BgbenchError(f"{kind}: {', '.join(wrong)} {'does' if len(wrong) == 1 else 'do'} not apply")
+    if last:
+        if args.model is None:
+            raise BgbenchError(f"--recipe {args.recipe} refits the last layer of a trained model: name it with --model")
+        result = train(args.data, args.out, model=args.model, recipe=args.recipe, variant=args.variant,
+                       split=args.split, c_grid=tuple(args.c_grid), penalty=args.penalty, held_out=args.held_out,
+                       retrains=args.retrains, seed=args.seed, batch_size=args.batch_size, device=args.device,
+                       feature_cache=args.feature_cache, checkpoint=args.checkpoint,
+                       trust_checkpoint=args.trust_checkpoint, norm=args.norm, resize=args.resize, labels=args.labels,
+                       templates=args.templates, progress=not args.quiet)
+    else:
+        result = train(args.data, args.out, model=args.model or _default("model"),
+                       variant=args.variant or _default("variant"), split=args.split, epochs=args.epochs,
+                       batch_size=args.batch_size, lr=args.lr, seed=args.seed, recipe=args.recipe,
+                       bgswap_p=args.bgswap_p, mixup_alpha=args.mixup_alpha, cutmix_alpha=args.cutmix_alpha,
+                       swa=args.swa, swa_start=args.swa_start, swa_lr=args.swa_lr, init=args.init,
+                       freeze=args.freeze, threads=args.threads, device=args.device, sync_bn=args.sync_bn,
+                       progress=not args.quiet)
     if result is None:  # a torchrun rank other than 0: rank 0 saves, records and reports
         return 0
     path = result["checkpoint"]

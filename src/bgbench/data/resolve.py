@@ -5,28 +5,36 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional, Sequence
 
+from .groups import find_group_file, group_layout
 from .layout import IN9_VARIANTS, Layout, discover
 from .rival10 import find_rival10, rival10_layout
 
 
-def resolve_layout(data: "str | Path | Layout", variants: Optional[Sequence[str]] = None) -> Layout:
+def resolve_layout(data: "str | Path | Layout", variants: Optional[Sequence[str]] = None,
+                   split: Optional[str] = None) -> Layout:
     """The dataset's layout with the requested variants.
 
     Default: the IN-9 variants present; when none is present besides `original` (an edit
     folder from `bgbench edit`, a plain dataset), every variant folder, `original` first. A
     RIVAL10 root (or its `train`/`test` folder) is read as RIVAL10 (`data.rival10`), whose one
-    variant is `original`.
+    variant is `original`. A root with a group file (Waterbirds' `metadata.csv`, a `groups.csv`) is
+    read as a group dataset (`data.groups`), one variant too. `split`: the split folder (default:
+    the dataset's evaluation split: val for IN-9, test for Waterbirds).
     """
     if isinstance(data, Layout):
         return data
     found_rival10 = find_rival10(data)
     if found_rival10 is not None:
         return rival10_layout(*found_rival10, variants=variants)
+    group_file = find_group_file(data)
+    if group_file is not None:
+        return group_layout(group_file, split, variants)
+    split = split or "val"
     if variants:
-        return discover(data, variants=list(variants))
-    found = discover(data)
+        return discover(data, split=split, variants=list(variants))
+    found = discover(data, split=split)
     present = [v for v in IN9_VARIANTS if v in found.variants]
     if len(present) <= 1:  # no IN-9 variants beside original (e.g. `bgbench edit` output): every folder
         present = ["original", *[v for v in found.variants if v != "original"]] if "original" in found.variants \
             else list(found.variants)
-    return discover(data, variants=present)
+    return discover(data, split=split, variants=present)

@@ -24,7 +24,7 @@ Rendering the IN-9 variants of these images and writing the dataset is `bgbench.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 import cv2
 import numpy as np
@@ -171,10 +171,23 @@ def _foreground_colour(label: int, background: np.ndarray, mask: np.ndarray, rng
     return best
 
 
+def correlated_family(label: int, i: int, per_class: int, correlation: float, num_classes: int = 9) -> int:
+    """The background family of image `i` of class `label` under an exact correlation: the first
+    round(correlation x per_class) images of each class get their own class's family, the others
+    each other family in turn, so every minority group (class, other family) is about equally large."""
+    own = int(round(correlation * per_class))
+    if i < own:
+        return label
+    others = [c for c in range(num_classes) if c != label]
+    return others[(i - own) % len(others)]
+
+
 def draw_sample(label: int, size: int, bg_correlation: float, rng: np.random.Generator,
-                num_classes: int = 9) -> Sample:
-    """Draw one Synthetic-9 image of class `label`."""
-    family = label if rng.random() < bg_correlation else int(rng.integers(num_classes))
+                num_classes: int = 9, family: Optional[int] = None) -> Sample:
+    """Draw one Synthetic-9 image of class `label` (on background `family` when given, else on the
+    class's own family with probability `bg_correlation` and a uniformly drawn one otherwise)."""
+    if family is None:
+        family = label if rng.random() < bg_correlation else int(rng.integers(num_classes))
     background = draw_texture(family, size, rng)
     mask = draw_shape_mask(label, size, rng)
     colour = _foreground_colour(label, background, mask, rng)
@@ -236,13 +249,13 @@ def draw_parts(image: np.ndarray, mask: np.ndarray, label: int, rng: np.random.G
 
 
 def sample_at(label: int, i: int, size: int = 64, seed: int = 0, split: str = "val",
-              bg_correlation: float = 0.95) -> Sample:
+              bg_correlation: float = 0.95, family: Optional[int] = None) -> Sample:
     """The `i`-th image of class `label`: a function of these arguments alone, so any process
     (a worker, a shard) draws the very same image."""
     if split not in SPLIT_CODES:
         raise ValueError(f"split must be one of {sorted(SPLIT_CODES)}, not {split!r}")
     rng = np.random.default_rng([seed, SPLIT_CODES[split], label, i])
-    return draw_sample(label, size, bg_correlation, rng)
+    return draw_sample(label, size, bg_correlation, rng, family=family)
 
 
 def generate(per_class: int, size: int = 64, seed: int = 0, split: str = "val",

@@ -23,6 +23,8 @@ class EvalConfig:
             (on the model) the resize policy and zero-shot head; recorded with the run.
         class_map: a JSON file {ImageNet index: class folder} for a 1000-class model on a dataset
             other than IN-9 and RIVAL10 (`class_maps`).
+        split: the split to read (default: the dataset's evaluation split, val for IN-9, test for
+            Waterbirds; see `data.resolve.resolve_layout`).
     """
 
     variants: Optional[List[str]] = None
@@ -33,6 +35,7 @@ class EvalConfig:
     ten_crop: bool = False
     protocol: Optional[str] = None
     class_map: Optional[str] = None
+    split: Optional[str] = None
 
     def __post_init__(self):
         checks.one_of("mapping", str(self.mapping), [m.value for m in Mapping])

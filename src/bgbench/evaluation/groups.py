@@ -9,11 +9,11 @@ manifest (the background each mixed image was pasted on); the predictions from a
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from ...evaluation.metrics import wilson_interval
+from .metrics import wilson_interval
 
 #: Groups with fewer images are listed but cannot be the worst one (their accuracy is too noisy).
 MIN_IMAGES = 10
@@ -21,8 +21,9 @@ MIN_IMAGES = 10
 
 @dataclass
 class GroupAccuracy:
-    """groups: one row per (class, background) with n, accuracy and its 95% Wilson interval; worst:
-    the lowest-accuracy group of at least `min_images` images (None when none has that many)."""
+    """groups: one row per group (its `group` name; (class, background) groups also give `class` and
+    `background`) with n, accuracy and its 95% Wilson interval; worst: the lowest-accuracy group of
+    at least `min_images` images (None when none has that many)."""
 
     variant: str
     groups: List[dict]
@@ -41,44 +42,65 @@ class GroupAccuracy:
     def table(self) -> str:
         of = f"run {self.run_id}" if self.run_id is not None else "the table"
         eligible = sum(g["n"] >= self.min_images for g in self.groups)
-        lines = [f"groups of {of} on {self.variant}: (object class, background class), 95% Wilson intervals; "
-                 f"{len(self.groups)} groups, {eligible} with >= {self.min_images} images"]
+        kind = "(object class, background class)" if self.groups and "background" in self.groups[0] else "groups"
+        lines = [f"groups of {of} on {self.variant}: {kind}, 95% Wilson intervals; "
+                 f"{len(self.groups)} groups, {eligible} with >= {self.min_images} images", self.headline()]
+        w = max([24, *(len(g["group"]) for g in self.groups)])
+        lines.append(f"{'group':<{w}} {'n':>5} {'accuracy':>8} {'95% CI':>15}")
+        for g in sorted(self.groups, key=lambda g: (g["acc"], g["group"])):
+            lines.append(f"{g['group']:<{w}} {g['n']:>5} {_pct(g['acc']):>7}% [{_pct(g['lo']):>5},{_pct(g['hi']):>5}]")
+        return "\n".join(lines)
+
+    def headline(self) -> str:
+        """One line: the worst group with its interval, the mean over groups and the overall accuracy."""
         if self.worst is not None:
             w = self.worst
-            lines.append(f"worst group: {w['class']} on {w['background']} backgrounds, {_pct(w['acc'])}% "
-                         f"[{_pct(w['lo'])}, {_pct(w['hi'])}] of {w['n']} images")
+            text = (f"worst group: {w['group']}, {_pct(w['acc'])}% [{_pct(w['lo'])}, {_pct(w['hi'])}] "
+                    f"of {w['n']} images")
         else:
-            lines.append(f"worst group: none has {self.min_images} images (see --min-images)")
+            text = f"worst group: none has {self.min_images} images (`bgbench analyze groups --min-images` lowers the bar)"
         if self.mean is not None:
-            lines.append(f"mean over groups {_pct(self.mean)}%; overall {_pct(self.overall['acc'])}% "
-                         f"[{_pct(self.overall['lo'])}, {_pct(self.overall['hi'])}] of {self.overall['n']} images")
-        lines.append(f"{'class':>16} {'background':>16} {'n':>5} {'accuracy':>8} {'95% CI':>15}")
-        for g in sorted(self.groups, key=lambda g: (g["acc"], g["class"], g["background"])):
-            lines.append(f"{g['class']:>16} {g['background']:>16} {g['n']:>5} {_pct(g['acc']):>7}% "
-                         f"[{_pct(g['lo']):>5},{_pct(g['hi']):>5}]")
-        return "\n".join(lines)
+            text += (f"; mean over {len(self.groups)} groups {_pct(self.mean)}%; overall {_pct(self.overall['acc'])}% "
+                     f"of {self.overall['n']}")
+        return text
+
+    def metric_rows(self) -> List[tuple]:
+        """The stored metrics: the worst group's accuracy with its interval, the mean over groups."""
+        rows = []
+        if self.worst is not None:
+            w = self.worst
+            rows.append(("worst_group_accuracy", self.variant, w["acc"], w["lo"], w["hi"], w["n"]))
+        if self.mean is not None:
+            rows.append(("mean_group_accuracy", self.variant, self.mean, None, None, len(self.groups)))
+        return rows
 
 
 def _pct(v: float) -> str:
     return f"{100 * v:.1f}"
 
 
-def group_accuracy(correct: Sequence[bool], groups: Sequence[Tuple[str, str]], variant: str = "",
+Group = Union[str, Tuple[str, str]]
+
+
+def group_accuracy(correct: Sequence[bool], groups: Sequence[Group], variant: str = "",
                    min_images: int = MIN_IMAGES) -> GroupAccuracy:
-    """Per-group accuracy of the images' `correct` flags, each image in `groups[i]` = (class,
-    background); the worst group among those with at least `min_images` images (ties: the first by
-    class, then background), and the unweighted mean over all groups."""
+    """Per-group accuracy of the images' `correct` flags, image i in group `groups[i]` (a name, or a
+    (class, background) pair named '<class> on <background>'); the worst group among those with at
+    least `min_images` images (ties: the first by name), and the unweighted mean over all groups."""
     correct = np.asarray(correct, dtype=bool)
-    by_group: Dict[Tuple[str, str], List[int]] = {}
+    by_group: Dict[Group, List[int]] = {}
     for i, g in enumerate(groups):
-        by_group.setdefault(tuple(g), []).append(i)
+        by_group.setdefault(tuple(g) if isinstance(g, (tuple, list)) else str(g), []).append(i)
     rows = []
-    for (cls, bg), idx in sorted(by_group.items()):
+    for group, idx in sorted(by_group.items()):
         k, n = int(correct[idx].sum()), len(idx)
         lo, hi = wilson_interval(k, n)
-        rows.append({"class": cls, "background": bg, "n": n, "correct": k, "acc": k / n, "lo": lo, "hi": hi})
+        row = {"group": group if isinstance(group, str) else f"{group[0]} on {group[1]}"}
+        if not isinstance(group, str):
+            row.update({"class": group[0], "background": group[1]})
+        rows.append({**row, "n": n, "correct": k, "acc": k / n, "lo": lo, "hi": hi})
     eligible = [r for r in rows if r["n"] >= min_images]
-    worst = min(eligible, key=lambda r: (r["acc"], r["class"], r["background"])) if eligible else None
+    worst = min(eligible, key=lambda r: (r["acc"], r["group"])) if eligible else None
     k, n = int(correct.sum()), len(correct)
     lo, hi = wilson_interval(k, n) if n else (float("nan"), float("nan"))
     overall = {"acc": k / n if n else float("nan"), "lo": lo, "hi": hi, "n": n}

@@ -4,8 +4,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
+from .groups import GroupAccuracy
 from .metrics import Estimate, accuracy, bg_gap
 from .predict import Predictions
+
+
+#: Groups listed one per line in the table (Waterbirds' 4); more (IN-9's 81): `bgbench analyze groups`.
+GROUPS_LISTED = 12
 
 
 @dataclass
@@ -20,6 +25,9 @@ class EvalReport:
     run_id: Optional[int] = None
     provenance: Any = None  # recording.Provenance, for recording
     model_label: Optional[str] = None  # recording.model_label: the model with its weights, for display
+    #: variant -> accuracy per group, where the data names each image's group (a group dataset;
+    #: IN-9's MIXED-RAND, or ORIGINAL of `synth --correlation`, from the manifest)
+    groups: Dict[str, GroupAccuracy] = field(default_factory=dict)
 
     @classmethod
     def from_predictions(cls, model: str, data: str, predictions: Dict[str, Predictions],
@@ -36,6 +44,8 @@ class EvalReport:
         if self.bg_gap is not None:
             g = self.bg_gap
             rows.append(("bg_gap", "", g.value, g.lo, g.hi, g.n))
+        for result in self.groups.values():
+            rows += result.metric_rows()
         return rows
 
     def table_rows(self) -> Dict[str, List[tuple]]:
@@ -45,7 +55,8 @@ class EvalReport:
         return {"model": self.model, "model_label": self.model_label or self.model, "data": self.data,
                 "run_id": self.run_id,
                 "accuracy": {v: e.as_dict() for v, e in self.accuracy.items()},
-                "bg_gap": self.bg_gap.as_dict() if self.bg_gap else None}
+                "bg_gap": self.bg_gap.as_dict() if self.bg_gap else None,
+                **({"groups": {v: g.to_dict() for v, g in self.groups.items()}} if self.groups else {})}
 
     def table(self) -> str:
         w = max([12, *(len(v) for v in self.accuracy)])  # edit levels are longer than IN-9 names
@@ -57,4 +68,9 @@ class EvalReport:
             g = self.bg_gap
             lines.append(f"{'BG-Gap':<{w}} {100 * g.value:6.1f}%  [{100 * g.lo:5.1f}%, {100 * g.hi:5.1f}%] {g.n:>6}"
                          "  (mixed_same - mixed_rand, paired bootstrap)")
+        for v, result in self.groups.items():
+            lines.append(f"{v}: {result.headline()}")
+            if len(result.groups) <= GROUPS_LISTED:
+                lines += [f"  {g['group']:<{w + 12}} {100 * g['acc']:6.1f}%  [{100 * g['lo']:5.1f}%, "
+                          f"{100 * g['hi']:5.1f}%] {g['n']:>6}" for g in result.groups]
         return "\n".join(lines)

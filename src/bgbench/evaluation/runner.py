@@ -17,12 +17,14 @@ import torch
 from .. import protocols
 from ..console import status
 from ..data.layout import Item, Layout
+from ..data.groups import image_groups
 from ..data.resolve import resolve_layout
 from ..models.inputs import size_note
 from ..distributed import Ranks, gather, setup, share, shares_order, world_record
 from ..models.spec import BgModel, check_compatible
 from ..recording import Provenance, model_label
 from .config import EvalConfig
+from .groups import GroupAccuracy, group_accuracy
 from .predict import Predictions, mask_checker, predict_items
 from .results import EvalReport
 from .tencrop import CROP as TEN_CROP_SIZE, RESIZE as TEN_CROP_RESIZE, ten_crop_logits
@@ -44,7 +46,7 @@ def run_eval(model: BgModel, data: str | Path | Layout, cfg: EvalConfig, progres
     on_disk = [v for v in cfg.variants or () if v not in on_the_fly]
     if on_the_fly and "original" not in on_disk:
         on_disk.append("original")
-    layout = resolve_layout(data, on_disk or None)
+    layout = resolve_layout(data, on_disk or None, split=cfg.split)
     variants = list(cfg.variants or layout.variants)
     check_compatible(model, layout.classes, cfg.class_map)
     protocols.check_spec(cfg.protocol, model.spec.to_dict())
@@ -66,12 +68,29 @@ def run_eval(model: BgModel, data: str | Path | Layout, cfg: EvalConfig, progres
     if not ranks.main:
         return None
     report = EvalReport.from_predictions(model.spec.name, str(layout.root), predictions, seed=cfg.seed)
+    report.groups = group_results(layout, predictions)
     report.model_label = model_label(model.spec.name, model.spec.to_dict())
     config = {**asdict(cfg), "variants": variants, "split": layout.split, "torch": torch.__version__,
               "computed_variants": sorted(on_the_fly), "protocol_settings": protocols.settings_of(cfg.protocol),
               **world_record(ranks)}
     report.provenance = Provenance.of("eval", config, model=model, layout=layout, seed=cfg.seed)
     return report
+
+
+#: IN-9 variants whose images' groups (class, background class) the eval reports, when the data records them.
+GROUPED_VARIANTS = ("original", "mixed_rand")
+
+
+def group_results(layout: Layout, predictions: Dict[str, Predictions]) -> Dict[str, GroupAccuracy]:
+    """Accuracy per group of every variant whose images' groups the data names (`image_groups`)."""
+    out = {}
+    for v, p in predictions.items():
+        if layout.kind == "in9" and v not in GROUPED_VARIANTS:
+            continue
+        groups = image_groups(layout, v)
+        if groups is not None:
+            out[v] = group_accuracy(p.correct, [groups[i] for i in p.image_ids], variant=v)
+    return out
 
 
 def joined_predictions(mine: Predictions, n: int, ranks: Ranks, block: int) -> Optional[Predictions]:

@@ -143,7 +143,9 @@ def rebuild(spec: ModelSpec, state_dict) -> nn.Module:
         raise CheckpointError(f"the checkpoint of {spec.name} records no open_clip config to rebuild it from")
     visual = _build_vision_tower(cfg["embed_dim"], CLIPVisionCfg(**cfg["vision_cfg"]), cfg.get("quick_gelu", False))
     zs = spec.extra["zero_shot"]
+    fitted = torch.zeros(spec.num_classes) if zs.get("fitted") else None  # a last-layer head has a bias per class
     net = ZeroShotClassifier(visual, torch.zeros(spec.num_classes, cfg["embed_dim"]), zs["logit_scale"],
-                             zs["logit_bias"], native_hw=native_hw(spec.input_size), name=spec.name)
+                             zs["logit_bias"], native_hw=native_hw(spec.input_size), name=spec.name,
+                             head_bias=fitted)
     net.load_state_dict(state_dict, strict=True)
     return net

@@ -63,6 +63,9 @@ def build_timm(arch: str, ckpt: Optional[LoadedCheckpoint], num_classes: Optiona
     elif ckpt.kind == "bgbench":
         saved = ModelSpec.from_dict(ckpt.spec)
         spec.class_names, spec.input_size, spec.label_space = saved.class_names, saved.input_size, saved.label_space
+        spec.resize, spec.interpolation = saved.resize, saved.interpolation
+        if "last_layer" in saved.extra:  # a head fitted on a frozen backbone: what it was fitted on
+            spec.extra["last_layer"] = saved.extra["last_layer"]
     return net, spec
 
 

@@ -83,10 +83,16 @@ class ZeroShotClassifier(nn.Module):
     """
 
     def __init__(self, visual: nn.Module, head: torch.Tensor, logit_scale: float,
-                 logit_bias: Optional[float] = None, native_hw: Optional[Tuple[int, int]] = None, name: str = ""):
+                 logit_bias: Optional[float] = None, native_hw: Optional[Tuple[int, int]] = None, name: str = "",
+                 head_bias: Optional[torch.Tensor] = None):
         super().__init__()
         self.visual = visual
         self.register_buffer("head", head.detach().float().contiguous())
+        #: a per-class bias: a head fitted on the image embeddings (last-layer retraining), not built from text
+        if head_bias is not None:
+            self.register_buffer("head_bias", head_bias.detach().float().contiguous())
+        else:
+            self.head_bias = None
         self.logit_scale = float(logit_scale)
         self.logit_bias = None if logit_bias is None else float(logit_bias)
         self.native_hw = native_hw
@@ -103,7 +109,8 @@ class ZeroShotClassifier(nn.Module):
             return None
         return f"visual.transformer.resblocks.{len(blocks) - 1}.ln_1"
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def pre_logits(self, x: torch.Tensor) -> torch.Tensor:
+        """The normalized image embedding the head scores (what last-layer retraining fits on)."""
         if self.native_hw is not None and tuple(x.shape[-2:]) != tuple(self.native_hw):
             h, w = self.native_hw
             raise BgbenchError(f"{self.model_name} takes {h}x{w} inputs only (its position embeddings are for that "
@@ -111,8 +118,13 @@ class ZeroShotClassifier(nn.Module):
         feats = self.visual(x)
         if isinstance(feats, (tuple, list)):  # CoCa's tower returns (pooled, tokens)
             feats = feats[0]
-        logits = self.logit_scale * F.normalize(feats.float(), dim=-1) @ self.head.T
-        return logits if self.logit_bias is None else logits + self.logit_bias
+        return F.normalize(feats.float(), dim=-1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        logits = self.logit_scale * self.pre_logits(x) @ self.head.T
+        if self.logit_bias is not None:
+            logits = logits + self.logit_bias
+        return logits if self.head_bias is None else logits + self.head_bias
 
 
 def build_head(clip: nn.Module, tokenizer, names: Sequence[str], templates: Sequence[str], device: str

@@ -29,12 +29,15 @@ class Recipe:
     Attributes:
         build: `build(RecipeContext) -> BatchAugment`, or its 'module:function' path.
         needs_masks: the recipe composites foregrounds, so it needs `fg_mask/` for the split.
+        last_layer: the recipe keeps a trained network frozen and fits its last layer only
+            (`training.last_layer`); `build` is then unused.
     """
 
     name: str
     help: str
     build: Union[Callable, str]
     needs_masks: bool = False
+    last_layer: bool = False
 
     def builder(self) -> Callable:
         if callable(self.build):
@@ -68,3 +71,13 @@ register_recipe(Recipe("mixup", "timm Mixup (mixup_alpha), soft-target cross-ent
 register_recipe(Recipe("cutmix", "timm Mixup (cutmix_alpha), soft-target cross-entropy", f"{_AUG}:build_cutmix"))
 register_recipe(Recipe("bgswap", "on-the-fly MIXED-RAND background swapping (needs fg_mask)",
                        f"{_AUG}:build_bgswap", needs_masks=True))
+_LAST = "bgbench.training.last_layer:fit_last_layer"
+register_recipe(Recipe("dfr", "last-layer retraining (DFR): a logistic-regression head on the frozen model's "
+                              "penultimate features, group-balanced, C chosen by held-out worst-group accuracy",
+                       _LAST, last_layer=True))
+register_recipe(Recipe("linear-probe", "the same head without group balancing, C chosen by held-out accuracy",
+                       _LAST, last_layer=True))
+
+
+def last_layer_recipes() -> List[str]:
+    return [name for name, r in _RECIPES.items() if r.last_layer]

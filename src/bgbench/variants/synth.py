@@ -18,7 +18,7 @@ from ..data import manifest as M
 from ..data.pool import worker_pool
 from ..data.shards import Shard, ShardRecord, inputs_fingerprint, select
 from ..data.synthetic import (ATTRIBUTES, MIN_SIZE, SHARED_PARTS, SYNTH_CLASSES, TEXTURES, Sample, class_part,
-                              sample_at)
+                              correlated_family, sample_at)
 from ..data.writer import DatasetWriter, Target, manifest_rows
 from .donors import Candidate, assign_donors
 from .functions import only_bg_t
@@ -39,18 +39,23 @@ class SynthConfig:
     workers: int = 1
     shard: Optional[Shard] = None
     overwrite: bool = False
+    #: an exact share of each class's images on their own class's background family, the rest on
+    #: the other families in turn (minority groups, as in Waterbirds); None: `bg_correlation`'s draw
+    correlation: Optional[float] = None
 
     def __post_init__(self):
         checks.at_least("--per-class", self.per_class, 1)
         checks.at_least("--size", self.size, MIN_SIZE)
         checks.within("--bg-correlation", self.bg_correlation, 0, 1)
+        checks.within("--correlation", self.correlation, 0, 1)
         checks.one_of("--split", self.split, ("train", "val"))
         checks.at_least("--workers", self.workers, 1)
 
     def settings(self) -> dict:
         """What decides the images: shards must agree on all of it."""
-        return {"per_class": self.per_class, "size": self.size, "seed": self.seed, "split": self.split,
-                "bg_correlation": self.bg_correlation}
+        chosen = {"correlation": self.correlation} if self.correlation is not None else {
+            "bg_correlation": self.bg_correlation}
+        return {"per_class": self.per_class, "size": self.size, "seed": self.seed, "split": self.split, **chosen}
 
 
 @dataclass
@@ -92,8 +97,9 @@ def image_id(cfg: SynthConfig, position: int) -> str:
 
 
 def _sample(cfg: SynthConfig, position: int) -> Sample:
-    return sample_at(position // cfg.per_class, position % cfg.per_class, cfg.size, cfg.seed, cfg.split,
-                     cfg.bg_correlation)
+    label, i = position // cfg.per_class, position % cfg.per_class
+    family = None if cfg.correlation is None else correlated_family(label, i, cfg.per_class, cfg.correlation)
+    return sample_at(label, i, cfg.size, cfg.seed, cfg.split, cfg.bg_correlation, family=family)
 
 
 def _render(job: _Job, s: _Settings) -> List[M.ManifestRow]:
@@ -109,7 +115,8 @@ def _render(job: _Job, s: _Settings) -> List[M.ManifestRow]:
         variant = get_variant(name)
         if variant.donor is None:
             s.target.save_image(name, iid, variant.render(me.image, me.mask, me.box))
-            rows.append(M.ManifestRow(folder=name, params={"texture": TEXTURES[me.texture]}, **common))
+            own = {"bg_class": SYNTH_CLASSES[me.texture]} if cfg.correlation is not None and name == "original" else {}
+            rows.append(M.ManifestRow(folder=name, params={"texture": TEXTURES[me.texture]}, **own, **common))
             continue
         d = job.donors[name]
         if d not in donors:
@@ -196,7 +203,7 @@ def merge(out: Path, records: List[ShardRecord], overwrite: bool = False, worker
 
 def write_dataset(out: Path, per_class: int = 50, size: int = 64, seed: int = 0, split: str = "val",
                   bg_correlation: float = 0.95, progress: bool = True, workers: int = 1,
-                  overwrite: bool = False) -> Path:
+                  overwrite: bool = False, correlation: Optional[float] = None) -> Path:
     """Write one split of Synthetic-9 to `out` (see `synth`); returns `out`."""
-    return synth(SynthConfig(Path(out), per_class, size, seed, split, bg_correlation, workers, None, overwrite),
-                 progress).out
+    return synth(SynthConfig(Path(out), per_class, size, seed, split, bg_correlation, workers, None, overwrite,
+                             correlation), progress).out

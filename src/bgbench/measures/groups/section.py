@@ -20,6 +20,6 @@ def groups_section(ctx: SectionContext, subject: SectionSubject) -> Optional[dic
         result = worst_group(ctx.store, run["id"])
     except BgbenchError:
         return None
-    shown = sorted(result.groups, key=lambda g: (g["acc"], g["class"], g["background"]))[:SHOWN]
+    shown = sorted(result.groups, key=lambda g: (g["acc"], g["group"]))[:SHOWN]
     return {"run_id": run["id"], "worst": result.worst, "mean": result.mean, "overall": result.overall,
             "groups": len(result.groups), "min_images": result.min_images, "shown": shown}

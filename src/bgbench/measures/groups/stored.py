@@ -10,7 +10,7 @@ import numpy as np
 from ...data.manifest import read_backgrounds
 from ...errors import BgbenchError
 from ...probing.tables import stored_table
-from .summary import MIN_IMAGES, GroupAccuracy, group_accuracy
+from ...evaluation.groups import MIN_IMAGES, GroupAccuracy, group_accuracy
 
 #: The mixed variants whose images record a background class.
 MIXED = ("mixed_rand", "mixed_next", "mixed_same")

@@ -1,0 +1,174 @@
+"""Group datasets, as the spurious-correlation literature publishes them, and each image's group.
+
+Two formats are read as they are released:
+- Waterbirds (Sagawa et al. 2020): `ROOT/metadata.csv` with `img_filename, y, split, place`; split
+  0/1/2 is train/val/test, y the bird (landbird, waterbird), place the background (land, water).
+  A group is (y, place): `waterbird on land` is Waterbirds' famous minority group.
+- a generic `ROOT/groups.csv` with `image, class, group` (and optionally `split`): image paths
+  relative to ROOT, any class and group names.
+
+Either becomes a `Layout` with one variant, `original`, whose classes are the file's (sorted, or
+Waterbirds' own order), so every command reads it as it reads IN-9. `image_groups` gives the group
+of each image of any layout: the file's for a group dataset; for IN-9-layout data, the class of the
+background each image was drawn or pasted on, from the dataset's manifest.
+"""
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from ..errors import DataError
+from .layout import Item, Layout
+
+WATERBIRDS_FILE = "metadata.csv"
+GROUPS_FILE = "groups.csv"
+WATERBIRDS_CLASSES = ("landbird", "waterbird")
+WATERBIRDS_PLACES = ("land", "water")
+WATERBIRDS_SPLITS = {"train": "0", "val": "1", "test": "2"}
+#: The split read when none is named: the evaluation split.
+DEFAULT_SPLIT = "test"
+
+
+@dataclass
+class GroupLayout(Layout):
+    """A group dataset as a `Layout`: one variant (`original`), and the group of every image."""
+
+    kind = "groups"
+    groups: Dict[str, str] = field(default_factory=dict, repr=False)
+    source: str = ""  # the file the groups come from
+
+    def items(self, variant: str) -> List[Item]:
+        if variant != "original":
+            raise DataError(f"variant {variant!r} not found under {self.root}: a group dataset ({self.source}) has its "
+                            f"images only (variant original)")
+        return self._items["original"]
+
+    @property
+    def has_masks(self) -> bool:
+        return False
+
+    @property
+    def attribute_source(self):
+        return None
+
+    def foregrounds(self):
+        raise DataError(f"{self.root} is a group dataset ({self.source}): it has no foreground masks")
+
+    def fingerprint(self) -> str:
+        if self._fingerprint is None:
+            import hashlib
+            h = hashlib.sha256(f"groups:{self.source}:{self.split}".encode())
+            for it in self._items["original"]:
+                h.update(f"{it.image_id}:{it.label}:{self.groups[it.image_id]}:{it.path.stat().st_size}".encode())
+            self._fingerprint = h.hexdigest()[:16]
+        return self._fingerprint
+
+
+def find_group_file(data) -> Optional[Path]:
+    """The group file of `data` (Waterbirds' metadata.csv or groups.csv), or None."""
+    root = Path(data).expanduser()
+    for name in (GROUPS_FILE, WATERBIRDS_FILE):
+        if (root / name).is_file():
+            return root / name
+    return None
+
+
+def group_layout(path: Path, split: Optional[str] = None, variants: Optional[Sequence[str]] = None) -> GroupLayout:
+    """The images of `split` in the group file at `path`, checked: every image exists, every group
+    has images, the columns are there; each problem is one line naming the file."""
+    for v in variants or ():
+        if v != "original":
+            raise DataError(f"variant {v!r} not found under {path.parent}: a group dataset has its images only "
+                            f"(variant original)")
+    rows = _read_rows(path)
+    if path.name == WATERBIRDS_FILE:
+        split, chosen, classes = _waterbirds(path, rows, split)
+    else:
+        split, chosen, classes = _generic(path, rows, split)
+    items, groups = [], {}
+    for image, label, group in chosen:
+        p = path.parent / image
+        if not p.is_file():
+            raise DataError(f"{path} names {image}, which is not under {path.parent}")
+        image_id = str(Path(image).with_suffix("")).replace("\\", "/")
+        items.append(Item(image_id=image_id, label=label, path=p))
+        groups[image_id] = group
+    if not items:
+        raise DataError(f"{path}: no images in split {split!r}")
+    layout = GroupLayout(root=path.parent, split=split, classes=classes, variants=("original",), groups=groups,
+                         source=path.name)
+    layout._items["original"] = items
+    return layout
+
+
+def _read_rows(path: Path) -> List[dict]:
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            return list(csv.DictReader(f))
+    except (OSError, UnicodeDecodeError, csv.Error) as e:
+        raise DataError(f"cannot read {path}: {e}") from None
+
+
+def _need(path: Path, rows: List[dict], columns: Tuple[str, ...]) -> None:
+    have = set(rows[0]) if rows else set()
+    missing = [c for c in columns if c not in have]
+    if missing or not rows:
+        raise DataError(f"{path} needs the columns {', '.join(columns)} and at least one row "
+                        f"(missing: {', '.join(missing) or 'rows'})")
+
+
+def _waterbirds(path: Path, rows: List[dict], split: Optional[str]):
+    _need(path, rows, ("img_filename", "y", "split", "place"))
+    split = split or DEFAULT_SPLIT
+    if split not in WATERBIRDS_SPLITS:
+        raise DataError(f"{path}: Waterbirds' splits are {', '.join(WATERBIRDS_SPLITS)}, not {split!r}")
+    chosen = []
+    for n, r in enumerate(rows, 2):
+        if r["split"].strip() != WATERBIRDS_SPLITS[split]:
+            continue
+        y, place = r["y"].strip(), r["place"].strip()
+        if y not in ("0", "1") or place not in ("0", "1"):
+            raise DataError(f"{path} line {n}: y and place are 0 or 1, got y={y!r} place={place!r}")
+        bird = WATERBIRDS_CLASSES[int(y)]
+        chosen.append((r["img_filename"].strip(), int(y), f"{bird} on {WATERBIRDS_PLACES[int(place)]}"))
+    return split, chosen, WATERBIRDS_CLASSES
+
+
+def _generic(path: Path, rows: List[dict], split: Optional[str]):
+    _need(path, rows, ("image", "class", "group"))
+    has_split = "split" in rows[0]
+    if split is None:
+        split = DEFAULT_SPLIT if has_split else "all"
+    elif not has_split:
+        raise DataError(f"{path} has no split column; drop --split (all its rows are read)")
+    picked = [r for r in rows if not has_split or r["split"].strip() == split]
+    classes = tuple(sorted({r["class"].strip() for r in rows}))
+    for n, r in enumerate(rows, 2):
+        if not r["image"].strip() or not r["class"].strip() or not r["group"].strip():
+            raise DataError(f"{path} line {n}: image, class and group must not be empty")
+    return split, [(r["image"].strip(), classes.index(r["class"].strip()), r["group"].strip()) for r in picked], classes
+
+
+def image_groups(layout: Layout, variant: str) -> Optional[Dict[str, str]]:
+    """image id -> group of the images of `variant`: a group dataset's own groups; for IN-9-layout
+    data, '<class> on <background class>' from the manifest (mixed variants, and ORIGINAL where
+    the dataset records the background it drew, as `bgbench synth --correlation` does); None when
+    the data says nothing about backgrounds."""
+    if isinstance(layout, GroupLayout):
+        return dict(layout.groups)
+    if layout.kind != "in9":
+        return None
+    from .manifest import read_backgrounds
+    backgrounds = read_backgrounds(layout.root, layout.split, variant)
+    if backgrounds is None:
+        return None
+    classes = layout.classes
+    out = {}
+    for it in layout.items(variant):
+        bg = backgrounds.get(it.image_id)
+        if bg is None:
+            return None
+        out[it.image_id] = f"{classes[it.label]} on {bg}"
+    return out

@@ -1,0 +1,165 @@
+"""Last-layer retraining (`--recipe dfr`, `--recipe linear-probe`): I/O around `dfr.fit_head`.
+
+The frozen model is built through the one door (`models.options.build`), its penultimate features
+over the head's data are read from the cache or extracted (sharded under torchrun), the head is fit
+(`dfr.py`), and the model with its new head is saved as a bgbench checkpoint (`OUT/model.pt`), which
+every command loads with `--model file:OUT/model.pt`. Its spec records what the head was fitted on
+(`extra['last_layer']`: the backbone, its weights' sha256, the data, variant, split, the grid and
+the chosen C); OUT/config.json and OUT/head.json say the same for people.
+
+A finished run rerun with the same config returns its model.pt untouched (as `bgbench train`
+does); a run killed during extraction starts again from the cached features, if any.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict
+from pathlib import Path
+from typing import Optional
+
+import torch
+
+from ..console import status
+from ..data.groups import image_groups
+from ..data.resolve import resolve_layout
+from ..distributed import setup, world_record
+from ..errors import BgbenchError
+from ..models.checkpoint import save_checkpoint
+from ..models.heads import feature_width, with_head
+from ..models.options import ModelOptions, build
+from ..version import __version__
+from .config import LastLayerConfig
+from .dfr import fit_head, head_fit_summary, predict, worst_group_accuracy, group_codes
+from .feature_cache import cache_key, default_cache, penultimate_features
+
+#: Config keys that may change between a run and its rerun (they do not change the head).
+RERUN_FREE_KEYS = ("out", "device", "batch_size", "feature_cache")
+
+
+def fit_last_layer(cfg: LastLayerConfig, progress: bool = True) -> Optional[Path]:
+    """Fit `cfg.recipe`'s head on `cfg.model`'s frozen features and save OUT/model.pt; returns its
+    path (None on torchrun ranks other than 0)."""
+    ranks = setup(cfg.device)
+    out = Path(cfg.out).expanduser()
+    done = _finished(out, cfg)
+    if done is not None:
+        if ranks.main:
+            status(f"{done} already holds this head (same config); nothing to do")
+        return done if ranks.main else None
+    layout = resolve_layout(cfg.data, None, split=cfg.split) if cfg.variant is None else \
+        resolve_layout(cfg.data, [cfg.variant], split=cfg.split)
+    variant = cfg.variant or default_variant(cfg.recipe, layout)
+    groups = _groups(cfg, layout, variant) if ranks.main else None
+    model = build(ModelOptions(model=cfg.model, checkpoint=cfg.checkpoint, trust_checkpoint=cfg.trust_checkpoint,
+                               norm=cfg.norm, resize=cfg.resize, labels=cfg.labels, templates=cfg.templates,
+                               device=cfg.device, data=cfg.data, split=cfg.split))
+    feature_width(model)  # a model without a readable penultimate layer fails here, before any work
+    model = model.to(ranks.device).eval()
+    items = layout.items(variant)
+    cache = None if cfg.feature_cache == "none" else Path(cfg.feature_cache or default_cache()).expanduser()
+    key = cache_key(model, layout.fingerprint(), variant, layout.split)
+    feats = penultimate_features(model, items, key, ranks, cache, cfg.batch_size, progress)
+    if feats is None:
+        return None
+    if feats.cached:
+        status(f"features of {len(feats.image_ids)} {variant} images read from the cache ({cache / key}.npz)")
+    fit = fit_head(feats.x, feats.labels, [groups[i] for i in feats.image_ids], len(layout.classes),
+                   balance=cfg.recipe == "dfr", c_grid=cfg.c_grid, penalty=cfg.penalty, retrains=cfg.retrains,
+                   held_out=cfg.held_out, seed=cfg.seed)
+    status(head_fit_summary(fit))
+    pred = predict(fit.weight, fit.bias, feats.x)
+    codes = group_codes([groups[i] for i in feats.image_ids])
+    fitted = {"train_accuracy": float((pred == feats.labels).mean()),
+              "train_worst_group_accuracy": worst_group_accuracy(pred, feats.labels, codes)}
+    provenance = {"recipe": cfg.recipe, "backbone": model.spec.name, "backbone_sha256": model.spec.checkpoint_sha256,
+                  "backbone_checkpoint": model.spec.checkpoint, "data": str(Path(cfg.data).resolve()),
+                  "data_fingerprint": layout.fingerprint(), "variant": variant, "split": layout.split,
+                  "features": int(feats.x.shape[1]), "images": len(feats.image_ids), "feature_cache_key": key,
+                  **fit.provenance(), **fitted}
+    new = with_head(model.cpu(), torch.from_numpy(fit.weight), torch.from_numpy(fit.bias), layout.classes,
+                    provenance)
+    return _save(out, cfg, new, provenance, world_record(ranks))
+
+
+def default_variant(recipe: str, layout) -> str:
+    """DFR on IN-9-layout data fits on MIXED-RAND, where backgrounds no longer predict the class;
+    a linear probe, and any recipe on other data, on ORIGINAL."""
+    if recipe == "dfr" and layout.kind == "in9" and "mixed_rand" in layout.variants:
+        return "mixed_rand"
+    return "original"
+
+
+def _groups(cfg: LastLayerConfig, layout, variant: str) -> dict:
+    """image id -> group: the data's groups (`data.groups.image_groups`), else the class (DFR then
+    balances the classes only, and says so)."""
+    groups = image_groups(layout, variant)
+    if groups is not None:
+        return {k: (v if isinstance(v, str) else f"{v[0]} on {v[1]}") for k, v in groups.items()}
+    if cfg.recipe == "dfr":
+        status(f"note: {cfg.data} records no groups for {variant} (no manifest background classes, no group "
+               f"file): DFR balances the classes only")
+    return {it.image_id: layout.classes[it.label] for it in layout.items(variant)}
+
+
+def _config_record(cfg: LastLayerConfig) -> dict:
+    return {**asdict(cfg), "c_grid": list(cfg.c_grid), "data": str(cfg.data), "out": str(cfg.out)}
+
+
+def _finished(out: Path, cfg: LastLayerConfig) -> Optional[Path]:
+    """OUT/model.pt when OUT holds a finished run of the same config; an error when OUT holds
+    another run's files (nothing is overwritten)."""
+    config, model = out / "config.json", out / "model.pt"
+    if not config.is_file():
+        return None
+    try:
+        saved = json.loads(config.read_text())
+    except (OSError, ValueError):
+        raise BgbenchError(f"{config} is not readable JSON; remove {out} or choose another --out") from None
+    mine = _config_record(cfg)
+    differ = [k for k in mine if k not in RERUN_FREE_KEYS and saved.get(k) != mine[k]]
+    if differ:
+        raise BgbenchError(f"{out} holds a run with another {', '.join(differ)}; choose another --out")
+    return model if model.is_file() else None
+
+
+def _save(out: Path, cfg: LastLayerConfig, model, provenance: dict, world: dict) -> Path:
+    """OUT/model.pt (written to a temporary name, then renamed), head.json and config.json."""
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "model.pt"
+    tmp = out / f".model.pt.{os.getpid()}.tmp"
+    save_checkpoint(model, tmp, recipe=cfg.recipe)
+    os.replace(tmp, path)
+    (out / "head.json").write_text(json.dumps(provenance, indent=2, default=float) + "\n")
+    record = {**_config_record(cfg), "data_fingerprint": provenance["data_fingerprint"], "bgbench_version": __version__,
+              **world}
+    (out / "config.json").write_text(json.dumps(record, indent=2) + "\n")
+    return path
+
+
+def last_layer_record(out: str | Path):
+    """The finished run in `out`, read back from its files, as a result to record (the training
+    run that an eval of `file:OUT/model.pt` links to by its sha256)."""
+    from ..models.checkpoint import sha256_file
+    from ..recording import Metric, Outputs, Provenance
+    out = Path(out)
+    config = json.loads((out / "config.json").read_text())
+    fingerprint = config.pop("data_fingerprint", None)
+    config.pop("bgbench_version", None)
+    head = json.loads((out / "head.json").read_text())
+    ckpt = torch.load(out / "model.pt", map_location="cpu", weights_only=True)
+    spec = {**ckpt["bgbench_spec"], "checkpoint": str(out / "model.pt"),
+            "checkpoint_sha256": sha256_file(out / "model.pt")}
+    config = {**config, "variant": head["variant"], "chosen_c": head["c"], "backbone_sha256": head["backbone_sha256"]}
+    prov = Provenance.of("train", config, model=spec, seed=config.get("seed"), data_root=config["data"],
+                         data_fingerprint=fingerprint)
+    score = "held_out_worst_group_accuracy" if head["group_balanced"] else "held_out_accuracy"
+    return Outputs({"checkpoint": spec["checkpoint"], "checkpoint_sha256": spec["checkpoint_sha256"],
+                    "recipe": config["recipe"], "backbone": head["backbone"], "variant": head["variant"],
+                    "c": head["c"], "images": head["images"]},
+                   [Metric(score, head["held_out_scores"][str(head["c"])], n=head["held_out_images"]),
+                    Metric("train_accuracy", head["train_accuracy"], n=head["images"]),
+                    Metric("train_worst_group_accuracy", head["train_worst_group_accuracy"], n=head["images"])],
+                   provenance=prov)
+
+
