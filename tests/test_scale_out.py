@@ -8,6 +8,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -84,10 +85,13 @@ def test_two_process_eval_and_noise_probe_equal_one_process(synth_root, tmp_path
     one, two = tmp_path / "one.db", tmp_path / "two.db"
     common = ["--model", ARCH, "--data", synth_root, "--batch-size", 7, "--quiet"]
     probe = ["probe", "noise", *common, "--levels", "0.2", "0.5", "--trials", 2]
-    run_under_torchrun([["eval", *common], probe], two)  # one launch runs both commands on 2 processes
-    for args in (["eval", *common], probe):
+    dfr = ["train", "--recipe", "dfr", *common, "--retrains", 2]  # its features are extracted by 2 processes
+    run_under_torchrun([["eval", *common], probe, [*dfr, "--out", tmp_path / "dfr2", "--feature-cache",
+                                                   tmp_path / "cache2"]], two)  # one launch, 3 commands
+    for args in (["eval", *common], probe, [*dfr, "--out", tmp_path / "dfr1", "--feature-cache", tmp_path / "cache1"]):
         proc = run_cli(*args, "--db", one)  # one process: the same command in this interpreter
         assert proc.returncode == 0, proc.stderr
+    _same_features_and_head(tmp_path)
     with Store(one) as a, Store(two) as b:
         ra, rb = _one_run(one, "eval"), _one_run(two, "eval")
         assert json.loads(rb["config"])["world_size"] == 2 and "world_size" not in json.loads(ra["config"])
@@ -99,6 +103,16 @@ def test_two_process_eval_and_noise_probe_equal_one_process(synth_root, tmp_path
         rows_a, rows_b = _rows(a.probe_rows("probe_noise", na["id"])), _rows(b.probe_rows("probe_noise", nb["id"]))
         assert len(rows_a) == 36 * 2 * 2 * 2 and rows_a == rows_b
         assert {r[5] for r in rows_a} == {0, 1}  # some noisy copies right, some wrong
+
+
+def _same_features_and_head(tmp_path):
+    """DFR under torchrun: the cached features and the fitted head are those of one process."""
+    (f1,), (f2,) = (list((tmp_path / f"cache{k}").glob("*.npz")) for k in (1, 2))
+    with np.load(f1) as a, np.load(f2) as b:
+        assert list(a["image_ids"]) == list(b["image_ids"]) and np.array_equal(a["x"], b["x"])
+    h1, h2 = (torch.load(tmp_path / f"dfr{k}" / "model.pt", weights_only=True)["state_dict"] for k in (1, 2))
+    assert all(torch.equal(h1[k], h2[k]) for k in h1)
+    assert json.loads((tmp_path / "dfr2" / "config.json").read_text())["world_size"] == 2
 
 
 def test_two_process_attribute_probes_equal_one_process(synth_root, tmp_path, one_thread):

@@ -51,7 +51,8 @@ def register(sub) -> None:
                    help="share of epochs before averaging starts (default %(default)s)")
     p.add_argument("--swa-lr", type=float, help="constant lr while averaging (default lr/4)")
     p.add_argument("--out", required=True, help="run folder: model.pt, config.json, log.jsonl, last.pt")
-    p.add_argument("--split", default=_default("split"), help="split folder to train on (default %(default)s)")
+    p.add_argument("--split", help="split to train on (default: train; a groups.csv without a split column: all its "
+                                   "rows; DFR's Waterbirds results fit the head on --split val)")
     p.add_argument("--epochs", type=int, default=_default("epochs"), help="epochs (default %(default)s)")
     add_batch_size_arg(p, _default("batch_size"), what="images per training step (under torchrun: of all processes "
                                                         "together, a multiple of their number)")
@@ -127,7 +128,8 @@ def run(args: argparse.Namespace) -> int:
                        templates=args.templates, progress=not args.quiet)
     else:
         result = train(args.data, args.out, model=args.model or _default("model"),
-                       variant=args.variant or _default("variant"), split=args.split, epochs=args.epochs,
+                       variant=args.variant or _default("variant"), split=args.split or _default("split"),
+                       epochs=args.epochs,
                        batch_size=args.batch_size, lr=args.lr, seed=args.seed, recipe=args.recipe,
                        bgswap_p=args.bgswap_p, mixup_alpha=args.mixup_alpha, cutmix_alpha=args.cutmix_alpha,
                        swa=args.swa, swa_start=args.swa_start, swa_lr=args.swa_lr, init=args.init,

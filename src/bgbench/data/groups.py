@@ -84,9 +84,9 @@ def group_layout(path: Path, split: Optional[str] = None, variants: Optional[Seq
                             f"(variant original)")
     rows = _read_rows(path)
     if path.name == WATERBIRDS_FILE:
-        split, chosen, classes = _waterbirds(path, rows, split)
+        split, chosen, classes, named = _waterbirds(path, rows, split)
     else:
-        split, chosen, classes = _generic(path, rows, split)
+        split, chosen, classes, named = _generic(path, rows, split)
     items, groups = [], {}
     for image, label, group in chosen:
         p = path.parent / image
@@ -97,10 +97,25 @@ def group_layout(path: Path, split: Optional[str] = None, variants: Optional[Seq
         groups[image_id] = group
     if not items:
         raise DataError(f"{path}: no images in split {split!r}")
+    empty = sorted(set(named) - set(groups.values()))
+    if empty:  # its accuracy would be undefined, and worst-group accuracy silently the worst of the others
+        raise DataError(f"{path}: group {empty[0]!r} has no images in split {split!r}"
+                        + (f" (nor {len(empty) - 1} other groups)" if len(empty) > 1 else ""))
     layout = GroupLayout(root=path.parent, split=split, classes=classes, variants=("original",), groups=groups,
                          source=path.name)
     layout._items["original"] = items
     return layout
+
+
+def training_split(data) -> Optional[str]:
+    """The split a head is fitted on when none is named: train, or None (every row) for a
+    groups.csv without a split column."""
+    path = find_group_file(data)
+    if path is not None and path.name == GROUPS_FILE:
+        rows = _read_rows(path)
+        if rows and "split" not in rows[0]:
+            return None
+    return "train"
 
 
 def _read_rows(path: Path) -> List[dict]:
@@ -124,16 +139,16 @@ def _waterbirds(path: Path, rows: List[dict], split: Optional[str]):
     split = split or DEFAULT_SPLIT
     if split not in WATERBIRDS_SPLITS:
         raise DataError(f"{path}: Waterbirds' splits are {', '.join(WATERBIRDS_SPLITS)}, not {split!r}")
-    chosen = []
+    chosen, named = [], set()
     for n, r in enumerate(rows, 2):
-        if r["split"].strip() != WATERBIRDS_SPLITS[split]:
-            continue
         y, place = r["y"].strip(), r["place"].strip()
         if y not in ("0", "1") or place not in ("0", "1"):
             raise DataError(f"{path} line {n}: y and place are 0 or 1, got y={y!r} place={place!r}")
-        bird = WATERBIRDS_CLASSES[int(y)]
-        chosen.append((r["img_filename"].strip(), int(y), f"{bird} on {WATERBIRDS_PLACES[int(place)]}"))
-    return split, chosen, WATERBIRDS_CLASSES
+        group = f"{WATERBIRDS_CLASSES[int(y)]} on {WATERBIRDS_PLACES[int(place)]}"
+        named.add(group)
+        if r["split"].strip() == WATERBIRDS_SPLITS[split]:
+            chosen.append((r["img_filename"].strip(), int(y), group))
+    return split, chosen, WATERBIRDS_CLASSES, named
 
 
 def _generic(path: Path, rows: List[dict], split: Optional[str]):
@@ -148,7 +163,8 @@ def _generic(path: Path, rows: List[dict], split: Optional[str]):
     for n, r in enumerate(rows, 2):
         if not r["image"].strip() or not r["class"].strip() or not r["group"].strip():
             raise DataError(f"{path} line {n}: image, class and group must not be empty")
-    return split, [(r["image"].strip(), classes.index(r["class"].strip()), r["group"].strip()) for r in picked], classes
+    chosen = [(r["image"].strip(), classes.index(r["class"].strip()), r["group"].strip()) for r in picked]
+    return split, chosen, classes, {r["group"].strip() for r in rows}
 
 
 def image_groups(layout: Layout, variant: str) -> Optional[Dict[str, str]]:

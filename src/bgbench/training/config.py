@@ -89,7 +89,8 @@ class LastLayerConfig:
             every command builds it (`models.options.ModelOptions`).
         variant: the images the head is fitted on; None: MIXED-RAND for DFR on IN-9-layout data
             (where the background no longer predicts the class), ORIGINAL otherwise.
-        split: the split read (a held-out split, as DFR uses Waterbirds' validation set).
+        split: the split read; None: train, or every row of a groups.csv without a split column
+            (DFR's Waterbirds results fit the head on the validation split: 'val').
         c_grid: inverse regularization strengths tried; penalty: 'l1' (DFR's) or 'l2'.
         held_out: share of each group held out to choose C.
         retrains: group-balanced subsets whose heads are averaged (DFR).
@@ -102,7 +103,7 @@ class LastLayerConfig:
     model: str
     recipe: str = "dfr"
     variant: Optional[str] = None
-    split: str = "train"
+    split: Optional[str] = None
     c_grid: Tuple[float, ...] = DFR_C_GRID
     penalty: str = "l1"
     held_out: float = 0.5

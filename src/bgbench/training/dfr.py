@@ -138,9 +138,9 @@ def fit_head(features: np.ndarray, labels: np.ndarray, groups: Sequence, n_class
     for c in c_grid:
         coef, intercept = fit_standardized(z[fit_idx], y[fit_idx], float(c), penalty, seed, n_classes)
         pred = np.argmax(z[held_idx] @ coef.T + intercept, axis=1)
-        mean = float((pred == y[held_idx]).mean())
-        scores[float(c)] = worst_group_accuracy(pred, y[held_idx], codes[held_idx]) if balance else mean
-        means[float(c)] = mean
+        accuracy = float((pred == y[held_idx]).mean())
+        scores[float(c)] = worst_group_accuracy(pred, y[held_idx], codes[held_idx]) if balance else accuracy
+        means[float(c)] = accuracy
     # ties (small groups make the worst one 0 for every C): the higher mean accuracy, then the first C in the grid
     best = max(scores, key=lambda c: (scores[c], means[c]))
     subsets = _final_subsets(codes, balance, retrains, rng)
@@ -150,7 +150,8 @@ def fit_head(features: np.ndarray, labels: np.ndarray, groups: Sequence, n_class
     weight, bias = fold_scaler(coef, intercept, mean, scale)
     return HeadFit(weight=weight, bias=bias, c=best, scores=scores, held_out=int(len(held_idx)),
                    retrains=len(subsets), fitted_on=int(len(subsets[0])), balanced=balance,
-                   extra={"held_out_mean_accuracy": {str(c): m for c, m in means.items()}, "penalty": penalty, "solver": "liblinear one-vs-rest", "groups": int(len(np.unique(codes)))})
+                   extra={"held_out_mean_accuracy": {str(c): m for c, m in means.items()}, "penalty": penalty,
+                          "solver": "liblinear one-vs-rest", "groups": int(len(np.unique(codes)))})
 
 
 def _final_subsets(codes: np.ndarray, balance: bool, retrains: int, rng: np.random.Generator) -> List[np.ndarray]:

@@ -21,7 +21,7 @@ from typing import Optional
 import torch
 
 from ..console import status
-from ..data.groups import image_groups
+from ..data.groups import image_groups, training_split
 from ..data.resolve import resolve_layout
 from ..distributed import setup, world_record
 from ..errors import BgbenchError
@@ -30,7 +30,7 @@ from ..models.heads import feature_width, with_head
 from ..models.options import ModelOptions, build
 from ..version import __version__
 from .config import LastLayerConfig
-from .dfr import fit_head, head_fit_summary, predict, worst_group_accuracy, group_codes
+from .dfr import fit_head, group_codes, head_fit_summary, predict, worst_group_accuracy
 from .feature_cache import cache_key, default_cache, penultimate_features
 
 #: Config keys that may change between a run and its rerun (they do not change the head).
@@ -47,8 +47,8 @@ def fit_last_layer(cfg: LastLayerConfig, progress: bool = True) -> Optional[Path
         if ranks.main:
             status(f"{done} already holds this head (same config); nothing to do")
         return done if ranks.main else None
-    layout = resolve_layout(cfg.data, None, split=cfg.split) if cfg.variant is None else \
-        resolve_layout(cfg.data, [cfg.variant], split=cfg.split)
+    split = cfg.split if cfg.split is not None else training_split(cfg.data)
+    layout = resolve_layout(cfg.data, None if cfg.variant is None else [cfg.variant], split=split)
     variant = cfg.variant or default_variant(cfg.recipe, layout)
     groups = _groups(cfg, layout, variant) if ranks.main else None
     model = build(ModelOptions(model=cfg.model, checkpoint=cfg.checkpoint, trust_checkpoint=cfg.trust_checkpoint,

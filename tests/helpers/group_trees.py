@@ -1,0 +1,69 @@
+"""Group datasets generated in the tests, in the layouts the literature releases them in:
+Waterbirds' (Sagawa et al. 2020: `metadata.csv` with img_filename, y, split, place and one folder
+per bird species) and a generic `groups.csv` (image, class, group[, split]).
+
+The images are Synthetic-9 drawings: the bird is Synthetic-9's class 0 or 1 (its shape and hue),
+the place the background texture family 0 or 1, so (bird, place) groups are what a model can
+actually confuse.
+"""
+import csv
+from pathlib import Path
+from typing import Dict, Tuple
+
+import numpy as np
+from PIL import Image
+
+from bgbench.data.synthetic import draw_sample
+
+#: Waterbirds' folders are CUB species; two per bird class are enough to show the layout.
+SPECIES = {0: ("001.Black_footed_Albatross", "042.Vermilion_Flycatcher"), 1: ("045.Northern_Fulmar",
+                                                                             "089.Hooded_Merganser")}
+SPLIT_CODES = {"train": 0, "val": 1, "test": 2}
+
+
+def waterbirds_tree(root: Path, counts: Dict[str, Dict[Tuple[int, int], int]], size: int = 32,
+                    seed: int = 0) -> Path:
+    """`root/metadata.csv` and its JPEGs: counts[split][(y, place)] images of each group and split.
+    Returns root."""
+    root = Path(root)
+    rng = np.random.default_rng(seed)
+    rows, n = [], 0
+    for split, groups in counts.items():
+        for (y, place), k in groups.items():
+            for _ in range(k):
+                folder = SPECIES[y][n % 2]
+                name = f"{folder}/{folder.split('.')[1]}_{n:04d}.jpg"
+                sample = draw_sample(y, size, 1.0, rng, family=place)
+                (root / folder).mkdir(parents=True, exist_ok=True)
+                Image.fromarray(sample.image).save(root / name, quality=90)
+                rows.append({"img_id": n + 1, "img_filename": name, "y": y, "split": SPLIT_CODES[split],
+                             "place": place, "place_filename": f"/l/lake/natural/{n:08d}.jpg"})
+                n += 1
+    with open(root / "metadata.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    return root
+
+
+def groups_tree(root: Path, counts: Dict[Tuple[int, int], int], size: int = 32, seed: int = 0,
+                split: str = "") -> Path:
+    """`root/groups.csv` and PNGs: counts[(class, family)] images of Synthetic-9 class `class` on
+    texture family `family`, named classes c<class> and groups '<class> on <family>'. With
+    `split`, a split column (every row in it). Returns root."""
+    root = Path(root)
+    rng = np.random.default_rng(seed)
+    rows, n = [], 0
+    for (label, family), k in counts.items():
+        for _ in range(k):
+            name = f"img/{n:04d}.png"
+            (root / "img").mkdir(parents=True, exist_ok=True)
+            Image.fromarray(draw_sample(label, size, 1.0, rng, family=family).image).save(root / name)
+            rows.append({"image": name, "class": f"c{label}", "group": f"c{label} on f{family}",
+                         **({"split": split} if split else {})})
+            n += 1
+    with open(root / "groups.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    return root
