@@ -17,7 +17,7 @@ from __future__ import annotations
 import csv
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from ..errors import DataError
 from .layout import Item, Layout
@@ -167,11 +167,11 @@ def _generic(path: Path, rows: List[dict], split: Optional[str]):
     return split, chosen, classes, {r["group"].strip() for r in rows}
 
 
-def image_groups(layout: Layout, variant: str) -> Optional[Dict[str, str]]:
-    """image id -> group of the images of `variant`: a group dataset's own groups; for IN-9-layout
-    data, '<class> on <background class>' from the manifest (mixed variants, and ORIGINAL where
-    the dataset records the background it drew, as `bgbench synth --correlation` does); None when
-    the data says nothing about backgrounds."""
+def image_groups(layout: Layout, variant: str) -> Optional[Dict[str, Union[str, Tuple[str, str]]]]:
+    """image id -> group of the images of `variant`: a group dataset's own groups (names); for
+    IN-9-layout data, (class, background class) from the manifest, named '<class> on <background>'
+    (mixed variants, and ORIGINAL where the dataset records the background it drew, as `bgbench
+    synth --correlation` does); None when the data says nothing about backgrounds."""
     if isinstance(layout, GroupLayout):
         return dict(layout.groups)
     if layout.kind != "in9":
@@ -186,5 +186,5 @@ def image_groups(layout: Layout, variant: str) -> Optional[Dict[str, str]]:
         bg = backgrounds.get(it.image_id)
         if bg is None:
             return None
-        out[it.image_id] = f"{classes[it.label]} on {bg}"
+        out[it.image_id] = (classes[it.label], bg)
     return out

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Optional
@@ -40,21 +41,22 @@ RERUN_FREE_KEYS = ("out", "device", "batch_size", "feature_cache")
 def fit_last_layer(cfg: LastLayerConfig, progress: bool = True) -> Optional[Path]:
     """Fit `cfg.recipe`'s head on `cfg.model`'s frozen features and save OUT/model.pt; returns its
     path (None on torchrun ranks other than 0)."""
+    started = time.perf_counter()
     ranks = setup(cfg.device)
     out = Path(cfg.out).expanduser()
-    done = _finished(out, cfg)
+    split = cfg.split if cfg.split is not None else training_split(cfg.data)
+    model = build(ModelOptions(model=cfg.model, checkpoint=cfg.checkpoint, trust_checkpoint=cfg.trust_checkpoint,
+                               norm=cfg.norm, resize=cfg.resize, labels=cfg.labels, templates=cfg.templates,
+                               device=cfg.device, data=cfg.data, split=split))
+    done = _finished(out, cfg, model.spec.checkpoint_sha256)
     if done is not None:
         if ranks.main:
-            status(f"{done} already holds this head (same config); nothing to do")
+            status(f"{done} already holds this head (same config and backbone); nothing to do")
         return done if ranks.main else None
-    split = cfg.split if cfg.split is not None else training_split(cfg.data)
+    feature_width(model)  # a model without a readable penultimate layer fails here, before any work
     layout = resolve_layout(cfg.data, None if cfg.variant is None else [cfg.variant], split=split)
     variant = cfg.variant or default_variant(cfg.recipe, layout)
     groups = _groups(cfg, layout, variant) if ranks.main else None
-    model = build(ModelOptions(model=cfg.model, checkpoint=cfg.checkpoint, trust_checkpoint=cfg.trust_checkpoint,
-                               norm=cfg.norm, resize=cfg.resize, labels=cfg.labels, templates=cfg.templates,
-                               device=cfg.device, data=cfg.data, split=cfg.split))
-    feature_width(model)  # a model without a readable penultimate layer fails here, before any work
     model = model.to(ranks.device).eval()
     items = layout.items(variant)
     cache = None if cfg.feature_cache == "none" else Path(cfg.feature_cache or default_cache()).expanduser()
@@ -79,7 +81,7 @@ def fit_last_layer(cfg: LastLayerConfig, progress: bool = True) -> Optional[Path
                   **fit.provenance(), **fitted}
     new = with_head(model.cpu(), torch.from_numpy(fit.weight), torch.from_numpy(fit.bias), layout.classes,
                     provenance)
-    return _save(out, cfg, new, provenance, world_record(ranks))
+    return _save(out, cfg, new, provenance, world_record(ranks), time.perf_counter() - started)
 
 
 def default_variant(recipe: str, layout) -> str:
@@ -106,9 +108,9 @@ def _config_record(cfg: LastLayerConfig) -> dict:
     return {**asdict(cfg), "c_grid": list(cfg.c_grid), "data": str(cfg.data), "out": str(cfg.out)}
 
 
-def _finished(out: Path, cfg: LastLayerConfig) -> Optional[Path]:
-    """OUT/model.pt when OUT holds a finished run of the same config; an error when OUT holds
-    another run's files (nothing is overwritten)."""
+def _finished(out: Path, cfg: LastLayerConfig, backbone_sha256: Optional[str]) -> Optional[Path]:
+    """OUT/model.pt when OUT holds a finished run of the same config on the same backbone weights;
+    an error when OUT holds another run's files (nothing is overwritten)."""
     config, model = out / "config.json", out / "model.pt"
     if not config.is_file():
         return None
@@ -120,17 +122,25 @@ def _finished(out: Path, cfg: LastLayerConfig) -> Optional[Path]:
     differ = [k for k in mine if k not in RERUN_FREE_KEYS and saved.get(k) != mine[k]]
     if differ:
         raise BgbenchError(f"{out} holds a run with another {', '.join(differ)}; choose another --out")
+    head = out / "head.json"
+    if model.is_file() and head.is_file():
+        fitted_on = json.loads(head.read_text()).get("backbone_sha256")
+        if fitted_on != backbone_sha256:  # the same file: name, retrained since
+            raise BgbenchError(f"{out} holds a head fitted on other weights of {cfg.model} (sha256 "
+                               f"{str(fitted_on)[:8]}, now {str(backbone_sha256)[:8]}); choose another --out")
     return model if model.is_file() else None
 
 
-def _save(out: Path, cfg: LastLayerConfig, model, provenance: dict, world: dict) -> Path:
-    """OUT/model.pt (written to a temporary name, then renamed), head.json and config.json."""
+def _save(out: Path, cfg: LastLayerConfig, model, provenance: dict, world: dict, seconds: float) -> Path:
+    """OUT/model.pt (written to a temporary name, then renamed), head.json (with the wall time, which
+    the checkpoint leaves out so that the same fit gives the same bytes) and config.json."""
     out.mkdir(parents=True, exist_ok=True)
     path = out / "model.pt"
     tmp = out / f".model.pt.{os.getpid()}.tmp"
     save_checkpoint(model, tmp, recipe=cfg.recipe)
     os.replace(tmp, path)
-    (out / "head.json").write_text(json.dumps(provenance, indent=2, default=float) + "\n")
+    (out / "head.json").write_text(json.dumps({**provenance, "seconds": round(seconds, 2)}, indent=2,
+                                              default=float) + "\n")
     record = {**_config_record(cfg), "data_fingerprint": provenance["data_fingerprint"], "bgbench_version": __version__,
               **world}
     (out / "config.json").write_text(json.dumps(record, indent=2) + "\n")
