@@ -182,6 +182,12 @@ def test_a_waterbirds_tree_is_read_and_evaluated_by_group(waterbirds, tmp_path):
     with Store(db) as store:
         names = {m["name"] for m in store.metrics(ev["run_id"])}
     assert {"worst_group_accuracy", "mean_group_accuracy"} <= names
+    stored = run_cli("analyze", "groups", ev["run_id"], "--db", db, "--json")  # the stored run, regrouped
+    assert stored.returncode == 0, stored.stderr
+    assert json.loads(stored.stdout)["groups"] == groups["groups"]
+    assert run_cli("report", "--db", db, "--out", tmp_path / "report", "--quiet").returncode == 0
+    html = (tmp_path / "report" / "index.html").read_text()
+    assert 'class="section-groups"' in html and "<td>waterbird on land</td>" in html
 
 
 def test_bad_group_files_are_one_line_errors(waterbirds, tmp_path):

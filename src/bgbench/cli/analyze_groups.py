@@ -14,8 +14,9 @@ def register(sub, measure) -> None:
     from ..evaluation.groups import MIN_IMAGES
     p = sub.add_parser("groups", help=measure.help.replace("%", "%%"))
     add_stored_run_args(p)
-    p.add_argument("--variant", choices=MIXED, default="mixed_rand",
-                   help="the mixed variant whose images are grouped by their background's class (default %(default)s)")
+    p.add_argument("--variant", choices=(*MIXED, "original"),
+                   help="the mixed variant whose images are grouped by their background's class (default mixed_rand; "
+                        "a group dataset's run: original, its groups)")
     p.add_argument("--min-images", type=int, default=MIN_IMAGES,
                    help="images a group needs to be named the worst (default %(default)s)")
     p.add_argument("--data", help="dataset root with the manifest (default: the run's own)")

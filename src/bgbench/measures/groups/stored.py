@@ -1,5 +1,6 @@
-"""Worst-group accuracy of a stored eval run (I/O): its predictions on a mixed variant from the
-store, each image's background class from its dataset's manifest."""
+"""Worst-group accuracy of a stored eval run (I/O): its predictions from the store, each image's
+group from its dataset: on IN-9-layout data, a mixed image's background class from the manifest;
+on a group dataset (Waterbirds' metadata.csv, a groups.csv), the file's groups."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -7,6 +8,7 @@ from typing import Optional
 
 import numpy as np
 
+from ...data.groups import find_group_file, group_layout
 from ...data.manifest import read_backgrounds
 from ...errors import BgbenchError
 from ...probing.tables import stored_table
@@ -16,16 +18,21 @@ from ...evaluation.groups import MIN_IMAGES, GroupAccuracy, group_accuracy
 MIXED = ("mixed_rand", "mixed_next", "mixed_same")
 
 
-def worst_group(store, run_id: int, variant: str = "mixed_rand", data: Optional[str | Path] = None,
+def worst_group(store, run_id: int, variant: Optional[str] = None, data: Optional[str | Path] = None,
                 mapping: Optional[str] = None, min_images: int = MIN_IMAGES) -> GroupAccuracy:
-    """Per-(class, background class) accuracy of eval run `run_id` on `variant`, its worst group
-    and the mean over groups; `data`: where the manifest is (default: the run's own dataset)."""
+    """Per-group accuracy of eval run `run_id` on `variant`, its worst group and the mean over
+    groups; `data`: the dataset (default: the run's own). A group is (class, background class) of
+    a mixed variant (default mixed_rand), or a group dataset's own group (variant original)."""
+    table = stored_table(store, run_id, mapping=mapping)
+    root = Path(data or table.data_root or "")
+    group_file = find_group_file(root)
+    if group_file is not None:
+        return _group_file_groups(table, group_file, variant, min_images)
+    variant = variant or "mixed_rand"
     if variant not in MIXED:
         raise BgbenchError(f"--variant {variant}: groups are (class, background class), recorded for the mixed "
                            f"variants only ({', '.join(MIXED)})")
-    table = stored_table(store, run_id, mapping=mapping, variants=[variant])
     table.require([variant], "worst-group accuracy")
-    root = Path(data or table.data_root or "")
     backgrounds = read_backgrounds(root, table.split, variant)
     if backgrounds is None:
         raise BgbenchError(f"{root}: no manifest.csv with the background class of each {variant} image (datasets "
@@ -39,5 +46,22 @@ def worst_group(store, run_id: int, variant: str = "mixed_rand", data: Optional[
     result = group_accuracy(np.asarray(v.preds) == np.asarray(v.labels),
                             [(name(int(y)), backgrounds[i]) for i, y in zip(v.image_ids, v.labels)],
                             variant=variant, min_images=min_images)
+    result.run_id = table.run_id
+    return result
+
+
+def _group_file_groups(table, group_file: Path, variant: Optional[str], min_images: int) -> GroupAccuracy:
+    """The groups of a group dataset's eval run, from its group file at the run's split."""
+    if variant not in (None, "original"):
+        raise BgbenchError(f"{group_file.parent} is a group dataset ({group_file.name}): its one variant is original")
+    table.require(["original"], "worst-group accuracy")
+    groups = group_layout(group_file, table.split).groups
+    v = table.variants["original"]
+    missing = [i for i in v.image_ids if i not in groups]
+    if missing:
+        raise BgbenchError(f"{group_file} has no group for {len(missing)} images of {table.name} at split "
+                           f"{table.split} (first: {missing[0]}): is it the dataset the run evaluated?")
+    result = group_accuracy(np.asarray(v.preds) == np.asarray(v.labels), [groups[i] for i in v.image_ids],
+                            variant="original", min_images=min_images)
     result.run_id = table.run_id
     return result
