@@ -247,6 +247,10 @@ COMMANDS = {
                                                                             "--data {data} --json --db {db} --quiet",
     # the README's foundation models need their weights, downloaded once: no network here (tests/test_foundation.py
     # runs the same paths on tiny models built in the test)
+    # DFR on real weights and data (ResNet-50, IN-9, Waterbirds): tests/test_dfr.py runs the same on generated trees
+    "bgbench train --recipe dfr --model timm:resnet50.a1_in1k": None,
+    "bgbench eval --model file:dfr-resnet50/model.pt": None,
+    "bgbench train --recipe dfr --model openclip:ViT-B-32@openai": None,
     "bgbench eval --model openclip:ViT-B-32@openai": None,
     "bgbench challenge --model openclip:ViT-B-32@openai": None,
     "bgbench eval --model hf:facebook/dinov2-base-imagenet1k-1-layer": None,
