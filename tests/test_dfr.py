@@ -6,6 +6,7 @@ predictions and group files read here with the csv module; DFR's effect against 
 in the features, with the direction asserted and the numbers computed by the run."""
 import csv
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -188,6 +189,12 @@ def test_a_waterbirds_tree_is_read_and_evaluated_by_group(waterbirds, tmp_path):
     assert run_cli("report", "--db", db, "--out", tmp_path / "report", "--quiet").returncode == 0
     html = (tmp_path / "report" / "index.html").read_text()
     assert 'class="section-groups"' in html and "<td>waterbird on land</td>" in html
+    overview = html[html.index('class="section-overview"'):html.index('class="section-', html.index(
+        'class="section-overview"') + 1)]
+    w = groups["worst_group"]
+    assert "worst group</th>" in overview  # the Models table's column, the stored metric with its interval
+    text = " ".join(re.sub(r"<[^>]+>", " ", overview).split())
+    assert f"{100 * w['acc']:.1f}% [{100 * w['lo']:.1f}%, {100 * w['hi']:.1f}%]" in text
 
 
 def test_bad_group_files_are_one_line_errors(waterbirds, tmp_path):

@@ -133,8 +133,20 @@ def overview(ctx: ReportContext) -> Optional[dict]:
         cm = ctx.metrics(chal["id"]) if chal is not None else {}
         rows.append({"subject": s, "original": (acc or {}).get("accuracy", {}).get("original"),
                      "bg_gap": (acc or {}).get("bg_gap"), "challenge": estimate(cm.get(("challenge_accuracy", ""))),
-                     "runs": len(s.runs), "trained": _training_summary(s)})
+                     "worst_group": _worst_group(ctx, s), "runs": len(s.runs), "trained": _training_summary(s)})
     return {"rows": rows}
+
+
+def _worst_group(ctx: ReportContext, subject) -> Optional[dict]:
+    """The newest eval run's worst-group accuracy: MIXED-RAND's (class, background class) groups, or
+    a group dataset's own (on ORIGINAL); None when it recorded none."""
+    run = subject.latest("eval")
+    metrics = ctx.metrics(run["id"]) if run is not None else {}
+    for variant in ("mixed_rand", "original"):
+        found = metrics.get(("worst_group_accuracy", variant))
+        if found is not None:
+            return estimate(found)
+    return None
 
 
 # ---------------------------------------------------------------- per model
