@@ -9,11 +9,15 @@ manifest (the background each mixed image was pasted on); the predictions from a
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from .metrics import wilson_interval
+
+if TYPE_CHECKING:
+    from ..data.layout import Layout
+    from .predict import Predictions
 
 #: Groups with fewer images are listed but cannot be the worst one (their accuracy is too noisy).
 MIN_IMAGES = 10
@@ -106,3 +110,21 @@ def group_accuracy(correct: Sequence[bool], groups: Sequence[Group], variant: st
     overall = {"acc": k / n if n else float("nan"), "lo": lo, "hi": hi, "n": n}
     mean = float(np.mean([r["acc"] for r in rows])) if rows else None
     return GroupAccuracy(variant, rows, worst, mean, overall, min_images)
+
+
+#: IN-9 variants whose images' groups (class, background class) the eval reports, when the data records them.
+GROUPED_VARIANTS = ("original", "mixed_rand")
+
+
+def group_results(layout: "Layout", predictions: Dict[str, "Predictions"]) -> Dict[str, GroupAccuracy]:
+    """Accuracy per group of every variant whose images' groups the data names (`image_groups`: a
+    group file, or the manifest's background classes; the one function here that reads files)."""
+    from ..data.groups import image_groups
+    out = {}
+    for v, p in predictions.items():
+        if layout.kind == "in9" and v not in GROUPED_VARIANTS:
+            continue
+        groups = image_groups(layout, v)
+        if groups is not None:
+            out[v] = group_accuracy(p.correct, [groups[i] for i in p.image_ids], variant=v)
+    return out

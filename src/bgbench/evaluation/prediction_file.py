@@ -36,6 +36,7 @@ from ..data.layout import IN9_VARIANTS, Layout, discover
 from ..errors import BgbenchError, DataError
 from ..recording import Provenance
 from ..store import Store
+from .groups import group_results
 from .predict import Predictions
 from .results import EvalReport
 
@@ -263,6 +264,7 @@ def predictions_report(path: str | Path, data: str | Path | Layout, cfg: Predict
         predictions[variant] = _variant_predictions(rows[variant], labels, cfg.label_space, cfg.mapping, path, variant)
     name = f"{SCHEME}:{cfg.name or path.stem}"
     report = EvalReport.from_predictions(name, str(layout.root), predictions, seed=cfg.seed)
+    report.groups = group_results(layout, predictions)
     spec = {"name": name, "arch": SCHEME, "label_space": cfg.label_space,
             "num_classes": 1000 if cfg.label_space == "imagenet1k" else len(layout.classes),
             "checkpoint": str(path), "checkpoint_sha256": sha256_file(path),

@@ -17,14 +17,13 @@ import torch
 from .. import protocols
 from ..console import status
 from ..data.layout import Item, Layout
-from ..data.groups import image_groups
 from ..data.resolve import resolve_layout
 from ..models.inputs import size_note
 from ..distributed import Ranks, gather, setup, share, shares_order, world_record
 from ..models.spec import BgModel, check_compatible
 from ..recording import Provenance, model_label
 from .config import EvalConfig
-from .groups import GroupAccuracy, group_accuracy
+from .groups import group_results
 from .predict import Predictions, mask_checker, predict_items
 from .results import EvalReport
 from .tencrop import CROP as TEN_CROP_SIZE, RESIZE as TEN_CROP_RESIZE, ten_crop_logits
@@ -77,20 +76,6 @@ def run_eval(model: BgModel, data: str | Path | Layout, cfg: EvalConfig, progres
     return report
 
 
-#: IN-9 variants whose images' groups (class, background class) the eval reports, when the data records them.
-GROUPED_VARIANTS = ("original", "mixed_rand")
-
-
-def group_results(layout: Layout, predictions: Dict[str, Predictions]) -> Dict[str, GroupAccuracy]:
-    """Accuracy per group of every variant whose images' groups the data names (`image_groups`)."""
-    out = {}
-    for v, p in predictions.items():
-        if layout.kind == "in9" and v not in GROUPED_VARIANTS:
-            continue
-        groups = image_groups(layout, v)
-        if groups is not None:
-            out[v] = group_accuracy(p.correct, [groups[i] for i in p.image_ids], variant=v)
-    return out
 
 
 def joined_predictions(mine: Predictions, n: int, ranks: Ranks, block: int) -> Optional[Predictions]:
