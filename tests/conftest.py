@@ -24,6 +24,18 @@ def _private_store(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("BGBENCH_DB", str(tmp_path_factory.mktemp("store") / "results.db"))
 
 
+@pytest.fixture
+def one_thread():
+    """One torch thread: tiny models gain nothing from a second intra-op thread but wake-ups (several
+    times slower on a shared 2-core machine), and torchrun gives each process one (OMP_NUM_THREADS=1),
+    so a one-process run compared with it must sum floats in the same order."""
+    import torch
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture(scope="session")
 def synth_root(tmp_path_factory) -> Path:
     """A tiny Synthetic-9 (val and train) shared by the tests; never modified."""

@@ -24,12 +24,7 @@ from helpers.group_trees import groups_tree, waterbirds_tree
 ARCH = "timm:test_resnet"
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")  # conftest.py
 
 
 #: Waterbirds-like: the training split is 85% on the bird's own place, val and test balanced.

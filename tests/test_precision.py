@@ -26,13 +26,7 @@ DOG, DOG2, BIRD, NONE, NONE2 = 151, 152, 7, 25, 26
 assert TABLE[DOG] == TABLE[DOG2] == 0 and TABLE[BIRD] == 1 and TABLE[NONE] == TABLE[NONE2] == -1
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Tiny models: a second intra-op thread only adds wake-ups (tens of ms on a busy machine)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # conftest.py
 
 
 def _fake(label_space):

@@ -25,13 +25,7 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 ARCH = "timm:test_resnet"
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """One torch thread: on a shared 2-core machine two threads are several times slower."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")  # conftest.py
 
 
 def _log(out: Path):

@@ -25,14 +25,6 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 ARCH = "timm:test_resnet"
 
 
-@pytest.fixture
-def one_thread():
-    """One torch thread, as torchrun gives each process (OMP_NUM_THREADS=1): float sums of another
-    thread count may differ in the last bits."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def _env(db: Path) -> dict:

@@ -18,13 +18,7 @@ from bgbench.models.spec import BgModel, ModelSpec
 from helpers.challenge_toys import colour_model, write_colour_dataset
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Tiny models: a second intra-op thread only adds wake-ups (tens of ms on a busy machine)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # conftest.py
 
 
 @pytest.fixture(scope="module")
