@@ -16,6 +16,7 @@ LAYERS = [
     {"measures", "training"},
     {"reporting"},
     {"api"},
+    {"studies"},
     {"demo"},
     {"cli"},
     {"__main__"},

@@ -24,6 +24,7 @@ _EXPORTS = {
     "create_model": ".models.registry", "list_models": ".models.registry",
     "list_variants": ".variants.registry",
     "record": ".recording",
+    "study": ".studies",
 }
 __all__ = ["__version__", *_EXPORTS]
 

@@ -20,6 +20,8 @@ from ..version import __version__
 
 #: Subcommand modules, in the order `bgbench --help` lists them.
 COMMANDS: List[str] = [
+    "profile",
+    "study",
     "eval",
     "challenge",
     "analyze",

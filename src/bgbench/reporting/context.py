@@ -18,6 +18,9 @@ from ..recording import model_label
 from ..store import Row, Store
 from ..drawing.thumbs import Thumbnails
 
+#: Statuses of a finished run: 'sampled' is a challenge that stopped at its sample (an estimate
+#: with an interval), which a later run may extend.
+FINISHED = ("done", "sampled")
 #: Run kinds that describe where a model or a dataset came from, not how a model behaves.
 PROVENANCE_KINDS = ("train", "build")
 
@@ -99,7 +102,7 @@ def select_subjects(store: Store, run_ids: Optional[Sequence[int]] = None,
     `models` are names or fnmatch patterns ('timm:resnet*'). Raises BgbenchError naming the flag
     when a run or model is not in the store.
     """
-    done = [r for r in store.runs() if r["status"] == "done"]
+    done = [r for r in store.runs() if r["status"] in FINISHED]
     candidates = [r for r in done if r["model"] and r["kind"] not in PROVENANCE_KINDS]
     if run_ids:
         by_id = {r["id"]: r for r in store.runs()}
@@ -107,7 +110,7 @@ def select_subjects(store: Store, run_ids: Optional[Sequence[int]] = None,
             run = by_id.get(i)
             if run is None:
                 raise BgbenchError(f"--runs: no run {i} in {store.path}")
-            if run["status"] != "done":
+            if run["status"] not in FINISHED:
                 raise BgbenchError(f"--runs: run {i} is {run['status']}, not finished")
             if run["kind"] in PROVENANCE_KINDS or not run["model"]:
                 raise BgbenchError(f"--runs: run {i} is {with_article(run['kind'])} run; pass eval or challenge "

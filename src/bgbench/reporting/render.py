@@ -5,7 +5,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence
 
 import jinja2
 
@@ -87,10 +87,17 @@ def _prepare_out(out: Path) -> Path:
 
 
 def render_report(store: Store, out: str | Path, run_ids: Optional[Sequence[int]] = None,
-                  models: Optional[Sequence[str]] = None, progress: bool = True) -> ReportResult:
-    """Write OUT/index.html (figures in OUT/figures/) and OUT/leaderboard.html from the store alone."""
+                  models: Optional[Sequence[str]] = None, progress: bool = True,
+                  labels: Optional[Dict[str, str]] = None) -> ReportResult:
+    """Write OUT/index.html (figures in OUT/figures/) and OUT/leaderboard.html from the store alone.
+
+    `labels`: model string -> the name the page gives it (a study's labels), instead of the
+    model string and its weights."""
     t0 = time.time()
     subjects = select_subjects(store, run_ids, models)
+    for s in subjects:
+        if labels and s.model in labels:
+            s.label = labels[s.model]
     ctx = ReportContext(store=store, out=_prepare_out(Path(out)), subjects=subjects, progress=progress)
     summary = _page_sections(ctx, "summary")
     per_model = []

@@ -124,6 +124,12 @@ def _training_summary(subject: Subject) -> Optional[str]:
 # ---------------------------------------------------------------- summary
 
 
+@register_section("scorecard", "Scorecard", scope="summary")
+def scorecard_section(ctx: ReportContext) -> Optional[dict]:
+    from .scorecard import scorecard
+    return scorecard(ctx)
+
+
 @register_section("overview", "Models", scope="summary")
 def overview(ctx: ReportContext) -> Optional[dict]:
     rows = []

@@ -1,0 +1,172 @@
+"""A study's plan: its (model, dataset, measure) steps in order, which of them the results store
+already holds, which the data cannot support, and what each costs in forwards.
+
+A step is done when the store holds a finished run of its kind for the same model string, the
+same weights (the sha256 of a `file:` model or a checkpoint, read now, so a retrained file is a
+new step), the same data fingerprint, and a config that agrees with every option the study sets
+(an option the job does not record, such as a batch size, does not tell runs apart).
+A killed study therefore resumes at its first unfinished step (and a challenge inside its own
+run, which keeps its verdicts as they come).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional
+
+from ..errors import BgbenchError
+from .spec import Study, StudyDataset, StudyMeasure, StudyModel
+
+#: The run kind each study measure records.
+KINDS = {"eval": "eval", "challenge": "challenge"}
+#: Statuses of a run that counts as finished (a sampled challenge ends as 'sampled').
+FINISHED = ("done", "sampled")
+
+
+@dataclass
+class Step:
+    model: StudyModel
+    dataset: StudyDataset
+    measure: StudyMeasure
+    kind: str
+    done_run: Optional[int] = None  # the stored run that already holds it
+    skip: Optional[str] = None  # why the data cannot support it
+    forwards: Optional[int] = None
+    forwards_bound: bool = False  # the challenge's count is a ceiling (it stops at the first fooling background)
+    options: Dict = field(default_factory=dict)
+
+    @property
+    def title(self) -> str:
+        return f"{self.measure.name} {self.model.label} on {self.dataset.label}"
+
+    def status(self) -> str:
+        if self.skip:
+            return f"skipped: {self.skip}"
+        if self.done_run is not None:
+            return f"done (run {self.done_run})"
+        return "to run"
+
+    def cost(self) -> str:
+        if self.forwards is None:
+            return "?"
+        return f"{'<= ' if self.forwards_bound else ''}{self.forwards:,} forwards"
+
+
+@dataclass
+class DatasetFacts:
+    """What the plan needs to know of a dataset: its fingerprint, images, variants, masks, attributes."""
+
+    fingerprint: str
+    images: int
+    variants: List[str]
+    masks: bool
+    attributes: bool
+
+
+def dataset_facts(dataset: StudyDataset, source: str) -> DatasetFacts:
+    from ..data.resolve import resolve_layout
+    try:
+        layout = resolve_layout(dataset.path)
+    except BgbenchError as e:
+        raise BgbenchError(f"{source}: dataset {dataset.label}: {e}") from None
+    return DatasetFacts(layout.fingerprint(), len(layout.items(layout.variants[0])), list(layout.variants),
+                        bool(layout.has_masks), layout.attribute_source is not None)
+
+
+def plan(study: Study, store) -> List[Step]:
+    """Every step of `study`, in order (dataset, then model, then measure), with its state."""
+    facts = {d.label: dataset_facts(d, study.source) for d in study.datasets}
+    weights = {m.label: _weights(m) for m in study.models}
+    steps = []
+    for d in study.datasets:
+        for m in study.models:
+            for measure in study.runnable:
+                step = Step(m, d, measure, KINDS.get(measure.name, f"probe_{measure.name}"),
+                            options=dict(measure.options))
+                f = facts[d.label]
+                step.skip = _unsupported(measure.name, f)
+                step.forwards, step.forwards_bound = _forwards(measure, f)
+                if step.skip is None:
+                    step.done_run = _done(store, step, m, f.fingerprint, weights[m.label])
+                steps.append(step)
+    return steps
+
+
+def _unsupported(name: str, facts: DatasetFacts) -> Optional[str]:
+    from ..measures.registry import get_measure
+    needs = get_measure(name).needs
+    if "masks" in needs and not facts.masks:
+        return "the dataset has no foreground masks (fg_mask/)"
+    if "attributes" in needs and not facts.attributes:
+        return "the dataset has no attribute masks (attr_mask/, or a RIVAL10 release)"
+    return None
+
+
+def _forwards(measure: StudyMeasure, facts: DatasetFacts):
+    """Forwards the step runs: exact for eval and the probes (per their options and the data), a
+    ceiling for the challenge (every foreground against every background)."""
+    n, o = facts.images, measure.options
+    if measure.name == "eval":
+        return n * len(o.get("variants") or facts.variants), False
+    if measure.name == "challenge":
+        fg = n if o.get("sample") is None else min(n, int(o["sample"]))
+        return fg * n + fg, True
+    if measure.name == "noise":
+        from ..measures.noise.levels import resolve_levels
+        _, levels = resolve_levels(o.get("levels"), o.get("kind", "sigma"))
+        return n + 2 * n * len(levels) * int(o.get("trials", _default("noise", "trials"))), False
+    if measure.name in ("saliency", "features", "attribution"):
+        return n, False  # one forward each (saliency adds one backward)
+    if measure.name == "ablate":
+        return 3 * n, False  # clean, object grayed, background grayed (and each attribute the image has)
+    return None, False
+
+
+def _default(name: str, field_name: str):
+    import dataclasses
+    from ..measures.registry import get_measure
+    for f in dataclasses.fields(get_measure(name).load("config")):
+        if f.name == field_name:
+            return f.default if f.default is not dataclasses.MISSING else f.default_factory()
+    raise KeyError(field_name)
+
+
+def _weights(model: StudyModel) -> Optional[str]:
+    """The sha256 of the weights file a model string or its checkpoint names (None: none)."""
+    from ..models.checkpoint import sha256_file
+    scheme, _, arg = model.model.partition(":")
+    path = model.options.get("checkpoint") or (arg if scheme == "file" else None)
+    return sha256_file(Path(path).expanduser()) if path else None
+
+
+def _done(store, step: Step, model: StudyModel, fingerprint: str, weights: Optional[str]) -> Optional[int]:
+    for run in reversed(store.runs(step.kind)):
+        if run["status"] not in FINISHED or run["data_fingerprint"] != fingerprint or run["model"] != model.model:
+            continue
+        if weights is not None and run["checkpoint_sha256"] != weights:
+            continue
+        config = json.loads(run["config"] or "{}")
+        if all(k not in config or _same(config[k], v) for k, v in resolved_options(step).items()):
+            return int(run["id"])
+    return None
+
+
+def resolved_options(step: Step) -> dict:
+    """The step's options as its job records them: through the job's config dataclass where it has
+    one (the noise probe stores its levels as numbers, '60/255' as 0.235...)."""
+    import dataclasses
+    if step.measure.name == "eval" or not step.options:
+        return dict(step.options)
+    if step.measure.name == "challenge":
+        from ..evaluation.challenge.config import ChallengeConfig as cls
+    else:
+        from ..measures.registry import get_measure
+        cls = get_measure(step.measure.name).load("config")
+    cfg = dataclasses.asdict(cls(**step.options))
+    return {k: cfg[k] for k in step.options}
+
+
+def _same(stored, wanted) -> bool:
+    """Option values equal once both are plain JSON (tuples and lists alike)."""
+    return json.loads(json.dumps(stored, default=str)) == json.loads(json.dumps(wanted, default=str))

@@ -1,0 +1,109 @@
+"""Running a study: each step the store does not hold yet, through the same API calls as the single
+commands (so each is sharded under torchrun as they are), recorded as it ends; then the report.
+
+Progress names the step (`[7/24] challenge resnet50 on in9`) on stderr, and the step's own bar
+follows. A killed study loses at most its current step (a challenge keeps its verdicts as they
+come and continues inside its run).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import List, Optional
+
+from ..console import status
+from ..distributed import setup
+from ..recording import record
+from ..store import Store
+from .plan import Step, plan
+from .spec import Study
+
+
+@dataclass
+class StudyResult:
+    """What a study did: its steps (with the run each produced or found), and the report."""
+
+    study: Study
+    steps: List[Step]
+    ran: List[int] = field(default_factory=list)
+    report: Optional[Path] = None
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict:
+        return {"source": self.study.source, "report": str(self.report) if self.report else None,
+                "seconds": round(self.seconds, 1), "ran": len(self.ran),
+                "steps": [_step_dict(s) for s in self.steps]}
+
+    def text(self) -> str:
+        lines = [plan_table(self.steps)]
+        lines.append(f"{len(self.ran)} steps ran, {sum(s.done_run is not None for s in self.steps) - len(self.ran)} "
+                     f"were already in the store, {sum(s.skip is not None for s in self.steps)} skipped "
+                     f"({self.seconds:.0f}s)")
+        if self.report:
+            lines.append(f"report: {self.report / 'index.html'}")
+        return "\n".join(lines)
+
+
+def _step_dict(s: Step) -> dict:
+    return {"measure": s.measure.name, "model": s.model.label, "model_string": s.model.model,
+            "dataset": s.dataset.label, "data": str(s.dataset.path), "status": s.status(), "run": s.done_run,
+            "skip": s.skip, "forwards": s.forwards, "forwards_is_ceiling": s.forwards_bound}
+
+
+def plan_table(steps: List[Step]) -> str:
+    """One line per step: number, measure, model, dataset, state and cost."""
+    w = max([len(s.title) for s in steps] + [4])
+    lines = [f"{'step':>7}  {'what':<{w}}  {'state':<22}  cost"]
+    for i, s in enumerate(steps, 1):
+        lines.append(f"{f'[{i}/{len(steps)}]':>7}  {s.title:<{w}}  {s.status():<22}  {s.cost()}")
+    return "\n".join(lines)
+
+
+def run_study(study: Study, db: Optional[str | Path] = None, *, dry_run: bool = False, device: str = "cpu",
+              progress: bool = True, report: bool = True) -> Optional[StudyResult]:
+    """Plan `study` against the results store at `db` and run what it lacks (nothing with
+    `dry_run`); returns the result on rank 0 (None on other torchrun ranks)."""
+    t0 = time.time()
+    ranks = setup(device)
+    with Store(db) as store:
+        steps = plan(study, store)
+        result = StudyResult(study, steps)
+        if dry_run:
+            return result if ranks.main else None
+        for i, step in enumerate(steps, 1):
+            if step.skip or step.done_run is not None:
+                if ranks.main:
+                    status(f"[{i}/{len(steps)}] {step.title}: {step.status()}")
+                continue
+            if ranks.main:
+                status(f"[{i}/{len(steps)}] {step.title} ({step.cost()})")
+            run_id = _run_step(step, study, store, device, progress and ranks.main)
+            if ranks.main:
+                step.done_run = run_id
+                result.ran.append(run_id)
+        if not ranks.main:
+            return None
+        if report:
+            from ..reporting.render import render_report
+            runs = [s.done_run for s in steps if s.done_run is not None]
+            page = render_report(store, study.out, run_ids=runs, labels=study.labels(), progress=False)
+            result.report = page.index.parent
+    result.seconds = time.time() - t0
+    return result
+
+
+def _run_step(step: Step, study: Study, store: Store, device: str, progress: bool) -> Optional[int]:
+    """One step through the API (the single commands' path); rank 0 records it and returns the run id."""
+    from .. import api
+    model, data = step.model, str(step.dataset.path)
+    options = {**model.options, **step.options}
+    options.setdefault("device", device)
+    pictures = study.out / "pictures" / f"{model.label}-{step.dataset.label}-{step.measure.name}"
+    if step.measure.name == "eval":
+        result = api.evaluate(model.model, data, progress=progress, **options)
+    elif step.measure.name == "challenge":
+        result = api.challenge(model.model, data, store, out_dir=pictures, progress=progress, **options)
+    else:
+        result = api.probe(step.measure.name, model.model, data, out_dir=pictures, progress=progress, **options)
+    return None if result is None else record(result, store)

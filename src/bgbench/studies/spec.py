@@ -1,0 +1,240 @@
+"""A study: many models, many datasets, many measures, declared once (a TOML file or a dict) and
+checked whole before any step runs.
+
+    # study.toml
+    models = ["timm:resnet50.a1_in1k", {model = "file:runs/erm/model.pt", label = "erm"}]
+    datasets = ["/data/in9", {path = "/data/synthetic9", label = "synth"}]
+    [measures.eval]
+    [measures.challenge]
+    sample = 200
+    [measures.noise]
+    levels = ["60/255", "120/255"]
+    [report]
+    out = "study-report"
+
+A model is a model string or a table with `model`, an optional `label` (what the scorecard and
+every listing of the report call it) and any `ModelOptions` field (checkpoint, norm, resize,
+labels, templates, trust_checkpoint). A dataset is a path (relative to the study file) or a table
+with `path` and `label`. Each key under `measures` is a measure of the registry that runs a model
+(eval, challenge, and the probes), its table the options of its job (the API's keywords, which
+are the CLI's flags); the analyses of stored runs (categories, boxsize, leakage, groups) are
+accepted and shown by the report from the eval runs. Every problem is one line naming the key and
+the file.
+"""
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence
+
+from ..errors import BgbenchError
+
+#: How a model string is built, set per model (not per measure).
+MODEL_OPTIONS = ("checkpoint", "trust_checkpoint", "norm", "resize", "labels", "templates")
+#: Keys the study sets itself, never an option of a measure.
+RESERVED = ("model", "data", "store", "progress", "out_dir")
+#: The measures that run no model: shown by the report from the study's eval runs.
+REPORT_ONLY = ("categories", "boxsize", "leakage", "groups")
+#: `bgbench profile`'s battery: eval, a sampled challenge and the probes the data allows.
+PROFILE = {"eval": {}, "challenge": {"sample": 100}, "noise": {"levels": ["60/255", "120/255"], "trials": 1},
+           "saliency": {}, "ablate": {}, "features": {}}
+
+
+@dataclass(frozen=True)
+class StudyModel:
+    model: str
+    label: str
+    options: Dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class StudyDataset:
+    path: Path
+    label: str
+
+
+@dataclass(frozen=True)
+class StudyMeasure:
+    name: str
+    options: Dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Study:
+    """What to run: every (model, dataset, measure) step; `source` names the file (or 'profile')
+    in error messages; `out` is where the report (and pictures) go."""
+
+    models: List[StudyModel]
+    datasets: List[StudyDataset]
+    measures: List[StudyMeasure]
+    source: str = "study"
+    out: Path = Path("bgbench-study")
+
+    @property
+    def runnable(self) -> List[StudyMeasure]:
+        return [m for m in self.measures if m.name not in REPORT_ONLY]
+
+    def labels(self) -> Dict[str, str]:
+        return {m.model: m.label for m in self.models}
+
+
+def load_study(path: str | Path, out: Optional[str | Path] = None) -> Study:
+    """The study in the TOML file at `path`, checked (see the module docstring)."""
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise BgbenchError(f"{path}: no such study file")
+    try:
+        doc = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as e:
+        raise BgbenchError(f"{path}: TOML syntax error: {e}") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise BgbenchError(f"{path}: cannot read it: {e}") from None
+    return study_from_dict(doc, source=str(path), base=path.parent, out=out)
+
+
+def study_from_dict(doc: Dict[str, Any], source: str = "study", base: Path = Path("."),
+                    out: Optional[str | Path] = None) -> Study:
+    """A `Study` from the structure of a study file (what `bgbench.study` takes), checked."""
+    if not isinstance(doc, dict):
+        raise BgbenchError(f"{source}: a study is a table with models, datasets and measures")
+    unknown = sorted(set(doc) - {"models", "datasets", "measures", "report"})
+    if unknown:
+        raise BgbenchError(f"{source}: unknown key {unknown[0]!r}; a study has models, datasets, measures and report")
+    models = [_model(item, f"models[{i}]", source) for i, item in enumerate(_list(doc, "models", source))]
+    datasets = [_dataset(item, f"datasets[{i}]", source, base)
+                for i, item in enumerate(_list(doc, "datasets", source))]
+    measures = doc.get("measures")
+    if not isinstance(measures, dict) or not measures:
+        raise BgbenchError(f"{source}: measures: name at least one measure, e.g. [measures.eval]")
+    checked = [_measure(name, opts, source) for name, opts in measures.items()]
+    _unique([m.label for m in models], "models", source)
+    _unique([d.label for d in datasets], "datasets", source)
+    report = doc.get("report", {})
+    if not isinstance(report, dict) or set(report) - {"out"}:
+        raise BgbenchError(f"{source}: report: its one key is out (the report's folder)")
+    if out is not None:
+        where = Path(out)
+    elif "out" in report:
+        where = Path(report["out"]).expanduser()
+        where = where if where.is_absolute() else base / where
+    else:
+        where = base / f"{Path(source).stem}-report" if source not in ("study", "profile") else Path("bgbench-study")
+    return Study(models, datasets, checked, source, where)
+
+
+def _list(doc: dict, key: str, source: str) -> list:
+    items = doc.get(key)
+    if isinstance(items, (str, dict)):
+        items = [items]
+    if not isinstance(items, list) or not items:
+        raise BgbenchError(f"{source}: {key}: give at least one ({key} = [...])")
+    return items
+
+
+def _unique(labels: Sequence[str], key: str, source: str) -> None:
+    seen = set()
+    for label in labels:
+        if label in seen:
+            raise BgbenchError(f"{source}: {key}: the label {label!r} names two entries; give each its own label")
+        seen.add(label)
+
+
+def _model(item: Any, key: str, source: str) -> StudyModel:
+    if isinstance(item, str):
+        item = {"model": item}
+    if not isinstance(item, dict) or not isinstance(item.get("model"), str):
+        raise BgbenchError(f"{source}: {key}: a model string, or a table with model = \"SCHEME:NAME\"")
+    options = {k: v for k, v in item.items() if k not in ("model", "label")}
+    unknown = sorted(set(options) - set(MODEL_OPTIONS))
+    if unknown:
+        raise BgbenchError(f"{source}: {key}.{unknown[0]}: not a model option; they are label, "
+                           f"{', '.join(MODEL_OPTIONS)}")
+    _check_model_string(item["model"], options.get("checkpoint"), f"{key}.model", source)
+    return StudyModel(item["model"], str(item.get("label") or _short(item["model"])), options)
+
+
+def _short(model: str) -> str:
+    """A readable default label: the scheme's argument, without a file's folders."""
+    scheme, _, name = model.partition(":")
+    if scheme == "file":
+        p = Path(name)
+        return p.parent.name if p.name in ("model.pt", "last.pt") and p.parent.name else p.stem
+    return name or model
+
+
+def _check_model_string(model: str, checkpoint: Optional[str], key: str, source: str) -> None:
+    """A model string that names a scheme bgbench has, and a file that exists, without building
+    (no weights are loaded or downloaded before the study runs)."""
+    from ..models.registry import get_scheme, usages
+    scheme, _, arg = model.partition(":")
+    if not arg:
+        raise BgbenchError(f"{source}: {key}: {model!r} must look like {usages()}")
+    try:
+        get_scheme(scheme, model)
+    except BgbenchError as e:
+        raise BgbenchError(f"{source}: {key}: {e}") from None
+    if scheme == "file" and not Path(arg).expanduser().is_file():
+        raise BgbenchError(f"{source}: {key}: {arg} does not exist")
+    if scheme == "timm":
+        import timm
+        arch = arg.split("@")[0]
+        if not timm.is_model(arch.split(".")[0]):
+            raise BgbenchError(f"{source}: {key}: timm has no architecture {arch!r} (bgbench models 'timm:*')")
+    if checkpoint is not None and not Path(checkpoint).expanduser().is_file():
+        raise BgbenchError(f"{source}: {key}: checkpoint {checkpoint} does not exist")
+
+
+def _dataset(item: Any, key: str, source: str, base: Path) -> StudyDataset:
+    if isinstance(item, str):
+        item = {"path": item}
+    if not isinstance(item, dict) or not isinstance(item.get("path"), str) or set(item) - {"path", "label"}:
+        raise BgbenchError(f"{source}: {key}: a path, or a table with path (and label)")
+    path = Path(item["path"]).expanduser()
+    path = path if path.is_absolute() else base / path
+    if not path.is_dir():
+        raise BgbenchError(f"{source}: {key}: {path} is not a folder")
+    return StudyDataset(path, str(item.get("label") or path.name))
+
+
+def measure_options(name: str) -> List[str]:
+    """The options a study may set for measure `name` (its job's keywords, less the model's)."""
+    from .. import api
+    if name == "eval":
+        names = list(inspect.signature(api.evaluate).parameters)
+    elif name == "challenge":
+        from ..evaluation.challenge.config import ChallengeConfig
+        names = [f.name for f in dataclasses.fields(ChallengeConfig)]
+    else:
+        from ..measures.registry import get_measure
+        names = [f.name for f in dataclasses.fields(get_measure(name).load("config"))]
+    return [n for n in names if n not in RESERVED and n not in MODEL_OPTIONS]
+
+
+def _measure(name: str, options: Any, source: str) -> StudyMeasure:
+    from ..measures.registry import list_measures
+    runnable = [m.name for m in list_measures() if m.command in ("probe", "own") and "model" in m.needs]
+    known = runnable + list(REPORT_ONLY)
+    if name not in known:
+        raise BgbenchError(f"{source}: measures.{name}: unknown measure; a study runs {', '.join(known)}")
+    if not isinstance(options, dict):
+        raise BgbenchError(f"{source}: measures.{name}: a table of options ([measures.{name}])")
+    if name in REPORT_ONLY:
+        if options:
+            raise BgbenchError(f"{source}: measures.{name}: takes no options in a study (the report computes it "
+                               f"from the eval runs)")
+        return StudyMeasure(name)
+    allowed = measure_options(name)
+    for key in options:
+        if key not in allowed:
+            raise BgbenchError(f"{source}: measures.{name}.{key}: not an option of {name}; they are "
+                               f"{', '.join(allowed)}")
+    return StudyMeasure(name, dict(options))
+
+
+def profile_study(models: Sequence[str], datasets: Sequence[str], out: str | Path = "bgbench-profile") -> Study:
+    """`bgbench profile`'s study: the standard battery (`PROFILE`) on every model and dataset."""
+    return study_from_dict({"models": list(models), "datasets": list(datasets),
+                            "measures": {k: dict(v) for k, v in PROFILE.items()}}, source="profile", out=out)

@@ -1,0 +1,195 @@
+"""Studies: `bgbench study FILE` and `bgbench profile` run every (model, dataset, measure) step the
+store lacks, resume after a SIGKILL without recomputing finished steps (counted in the store with
+sqlite3), skip what the data cannot support, refuse bad study files before any step, and end with a
+report that opens with a scorecard whose cells are the stored runs' metrics."""
+import json
+import os
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from bgbench.variants.synth import write_dataset
+from conftest import assert_one_line_error, run_cli
+from test_report import _severe, browser  # noqa: F401 (the module's headless Chromium fixture)
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+MODELS = ("timm:test_resnet", "timm:test_efficientnet")
+STUDY = """
+models = ["timm:test_resnet", {{model = "timm:test_efficientnet", label = "effnet"}}]
+datasets = ["{a}", {{path = "{b}", label = "small"}}]
+[measures.eval]
+[measures.challenge]
+sample = 4
+[measures.noise]
+levels = ["60/255"]
+trials = 1
+[measures.categories]
+[report]
+out = "{out}"
+"""
+
+
+@pytest.fixture(scope="module")
+def second(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("synth-small")
+    write_dataset(root, per_class=2, size=32, seed=3, split="val", progress=False)
+    return root
+
+
+def _study(folder: Path, a: Path, b: Path) -> Path:
+    path = folder / "study.toml"
+    path.write_text(STUDY.format(a=a, b=b, out=folder / "report"))
+    return path
+
+
+def _finished(db: Path):
+    """(id, kind, model, data fingerprint) of the finished runs, read with sqlite3 (none while the
+    store is being created)."""
+    with sqlite3.connect(db) as conn:
+        try:
+            return conn.execute("SELECT id, kind, model, data_fingerprint FROM runs WHERE status IN "
+                                "('done', 'sampled') ORDER BY id").fetchall()
+        except sqlite3.OperationalError:
+            return []
+
+
+def test_a_killed_study_resumes_without_recomputing_finished_steps(synth_root, second, tmp_path):
+    study, db = _study(tmp_path, synth_root, second), tmp_path / "r.db"
+    env = {**os.environ, "PYTHONPATH": str(SRC), "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "bgbench", "study", study, "--db", db, "--quiet"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 300
+    while time.time() < deadline and proc.poll() is None:
+        if db.exists() and len(_finished(db)) >= 4:
+            break
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert proc.returncode == -signal.SIGKILL  # killed midway, not finished
+    before = _finished(db)
+    assert 4 <= len(before) < 12
+    done = run_cli("study", study, "--db", db, "--quiet", "--json")
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    after = _finished(db)
+    assert after[:len(before)] == before  # the finished runs are kept, none is recomputed
+    assert len(after) == 12 and doc["ran"] == 12 - len(before)  # 2 models x 2 datasets x 3 measures
+    assert len({(k, m, d) for _, k, m, d in after}) == 12  # one run of each step
+    assert all(s["status"].startswith("done (run") for s in doc["steps"])
+    again = run_cli("study", study, "--db", db, "--quiet", "--json")
+    assert json.loads(again.stdout)["ran"] == 0 and len(_finished(db)) == 12  # a finished study is a no-op
+    assert f"[{len(before) + 1}/12]" in done.stderr and "done (run" in done.stderr
+
+
+def test_the_scorecard_cells_are_the_stored_metrics(synth_root, second, tmp_path):
+    study, db = _study(tmp_path, synth_root, second), tmp_path / "r.db"
+    assert run_cli("study", study, "--db", db, "--quiet").returncode == 0
+    from bgbench.reporting.context import ReportContext, select_subjects
+    from bgbench.reporting.scorecard import scorecard
+    from bgbench.store import Store
+    with Store(db) as store:
+        subjects = select_subjects(store)
+        for s in subjects:
+            s.label = {"timm:test_efficientnet": "effnet"}.get(s.model, s.model)
+        data = scorecard(ReportContext(store=store, out=tmp_path / "sc", subjects=subjects))
+    assert [r["label"] for r in data["rows"]] == ["timm:test_resnet", "effnet"]
+    assert len(data["groups"]) == 2  # one column group per dataset
+    conn = sqlite3.connect(db)
+    checked = 0
+    for row in data["rows"]:
+        model = "timm:test_efficientnet" if row["label"] == "effnet" else row["label"]
+        for g, cells in zip(data["groups"], row["cells"]):
+            for column, c in zip(g["columns"], cells):
+                kind = {"eval": "eval", "challenge": "challenge"}.get(column["key"].split(":")[0], "probe_noise")
+                metric, variant = column["key"].split(":")[1:]
+                run = conn.execute("SELECT max(id) FROM runs WHERE kind=? AND model=? AND data_fingerprint=? AND "
+                                   "status IN ('done','sampled')", (kind, model, g["key"])).fetchone()[0]
+                value = conn.execute("SELECT value, lo, hi FROM metrics WHERE run_id=? AND name=? AND variant=?",
+                                     (run, metric, variant)).fetchone()
+                if c is None:
+                    assert value is None or value[0] is None
+                    continue
+                assert (c["value"], c["lo"], c["hi"]) == tuple(value) and c["run"] == run
+                checked += 1
+    assert checked >= 2 * 2 * 4  # BG-Gap, ORIGINAL accuracy, challenge accuracy, RFS for each model and dataset
+    html = (tmp_path / "report" / "index.html").read_text()
+    assert html.index('id="scorecard"') < html.index('id="overview"')  # the page opens with it
+
+
+def test_a_scorecard_cell_links_to_its_section(browser, synth_root, second, tmp_path):  # noqa: F811
+    study, db = _study(tmp_path, synth_root, second), tmp_path / "r.db"
+    assert run_cli("study", study, "--db", db, "--quiet").returncode == 0
+    browser.get((tmp_path / "report" / "index.html").resolve().as_uri())
+    assert _severe(browser) == []
+    links = browser.find_elements("css selector", "#scorecard td a")
+    assert len(links) >= 8
+    challenge = [a for a in links if a.get_attribute("href").endswith("-challenge")][0]
+    target = challenge.get_attribute("href").split("#")[1]
+    challenge.click()
+    assert browser.execute_script("return location.hash") == f"#{target}"
+    top = browser.execute_script(f"return document.getElementById('{target}').getBoundingClientRect().top")
+    assert -1 <= top < 50  # the section is scrolled to the top of the window (sub-pixel rounding)
+    assert browser.execute_script(f"return document.getElementById('{target}').className") == "section-challenge"
+
+
+def test_dry_run_prints_the_plan_and_runs_nothing(synth_root, second, tmp_path):
+    study, db = _study(tmp_path, synth_root, second), tmp_path / "r.db"
+    proc = run_cli("study", study, "--db", db, "--dry-run")
+    assert proc.returncode == 0, proc.stderr
+    lines = [ln for ln in proc.stdout.splitlines() if re.match(r"\s*\[\d+/12\]", ln)]
+    assert len(lines) == 12 and all("to run" in ln for ln in lines)
+    assert "eval test_resnet on " + synth_root.name in proc.stdout  # labels: the arch, or the study's own
+    n = len(list((synth_root / "original" / "val").glob("*/*.png")))
+    assert f"{n * 8:,} forwards" in lines[0]  # eval: every image of the 8 variants
+    assert not db.exists() or _finished(db) == []
+
+
+def test_profile_skips_what_the_data_cannot_support(synth_root, tmp_path):
+    import shutil
+    plain = tmp_path / "plain"  # the images without their masks
+    for v in ("original", "mixed_same", "mixed_rand"):
+        shutil.copytree(synth_root / v, plain / v)
+    proc = run_cli("profile", "--model", "timm:test_resnet", "--data", plain, "--db", tmp_path / "r.db", "--out",
+                   tmp_path / "p", "--quiet", "--json")
+    assert proc.returncode == 0, proc.stderr
+    steps = {s["measure"]: s for s in json.loads(proc.stdout)["steps"]}
+    assert list(steps) == ["eval", "challenge", "noise", "saliency", "ablate", "features"]
+    for name in ("challenge", "noise", "saliency", "ablate", "features"):  # they need the object mask
+        assert steps[name]["skip"] == "the dataset has no foreground masks (fg_mask/)"
+        assert f"{name} test_resnet on plain: skipped: the dataset has no foreground masks" in proc.stderr
+    assert steps["eval"]["run"] is not None and _finished(tmp_path / "r.db")
+    assert (tmp_path / "p" / "index.html").is_file()
+
+
+def test_bad_study_files_are_one_line_errors_before_any_step(synth_root, tmp_path):
+    cases = {
+        "models = [\"timm:test_resnet\"]\ndatasets = [\"{d}\"]\n[measures.nosuch]\n": "measures.nosuch",
+        "models = [\"timm:test_resnet\"]\ndatasets = [\"/no/such/data\"]\n[measures.eval]\n": "datasets[0]",
+        "models = [\"timm:no_such_arch\"]\ndatasets = [\"{d}\"]\n[measures.eval]\n": "models[0].model",
+        "models = [\"nosuch:x\"]\ndatasets = [\"{d}\"]\n[measures.eval]\n": "models[0].model",
+        "models = [\"timm:test_resnet\"\ndatasets = [\"{d}\"]\n": "TOML syntax error",
+        "models = [\"timm:test_resnet\"]\ndatasets = [\"{d}\"]\n[measures.noise]\nlevel = 1\n": "measures.noise.level",
+        "models = [\"file:/no/model.pt\"]\ndatasets = [\"{d}\"]\n[measures.eval]\n": "models[0].model",
+    }
+    db = tmp_path / "r.db"
+    for i, (text, needle) in enumerate(cases.items()):
+        path = tmp_path / f"bad{i}.toml"
+        path.write_text(text.format(d=synth_root))
+        assert_one_line_error(run_cli("study", path, "--db", db), str(path), needle)
+    assert not db.exists() or _finished(db) == []
+
+
+def test_the_python_api_takes_the_same_structure(synth_root, tmp_path):
+    import bgbench
+    doc = {"models": ["timm:test_resnet"], "datasets": [str(synth_root)], "measures": {"eval": {}}}
+    result = bgbench.study(doc, tmp_path / "r.db", out=tmp_path / "rep", progress=False)
+    assert [s.status() for s in result.steps] == [f"done (run {result.ran[0]})"]
+    assert (tmp_path / "rep" / "index.html").is_file()
+    again = bgbench.study(doc, tmp_path / "r.db", out=tmp_path / "rep", progress=False)
+    assert again.ran == [] and again.steps[0].done_run == result.ran[0]
