@@ -22,7 +22,7 @@ WANTED = {"evaluate", "evaluate_predictions", "export_predictions", "challenge",
           "probe_features", "probe_ablate", "probe_attribution", "edit", "build", "synth", "train",
           "prediction_categories", "box_size", "leakage", "edit_drops", "worst_group", "compare", "report",
           "leaderboard",
-          "create_model", "list_models", "list_variants", "record"}
+          "create_model", "list_models", "list_variants", "record", "study"}
 
 #: Calls every public function twice on tiny data, as a user would, checking after every call and
 #: after importing every module that each public name is still the function (the defect: calling
@@ -91,6 +91,8 @@ def call(name, k):
         "evaluate_predictions": lambda: f(tmp / f"p{k}.csv", d),
         "report": lambda: f(db, tmp / "site", **quiet),
         "leaderboard": lambda: f(db),
+        "study": lambda: f({"models": ["timm:test_resnet"], "datasets": [str(d)], "measures": {"eval": {}}}, db,
+                           out=tmp / "study", **quiet),
         "create_model": lambda: f("timm:test_resnet"),
         "list_models": lambda: f("zoo:*"),
         "list_variants": lambda: f(),
@@ -106,7 +108,7 @@ order = ["synth", "create_model", "list_models", "list_variants", "evaluate", "r
          "evaluate_predictions", "prediction_categories",
          "box_size", "leakage", "edit_drops", "compare", "challenge", "probe", "probe_noise", "probe_saliency",
          "probe_features", "probe_ablate", "probe_attribution", "edit",
-         "train", "build", "report", "leaderboard"]
+         "train", "build", "report", "leaderboard", "study"]
 assert sorted(order) == sorted(names)
 check("import")
 for name in order:

@@ -194,6 +194,12 @@ def strict_json(text):
 #: How each README command is realized on tiny data: README text -> argv template. Placeholders in
 #: braces come from the scenario (`{data}`, `{db}`, `{ckpt}`, run ids ...). None: not run here, why.
 COMMANDS = {
+    "bgbench study STUDY.toml": "study {tmp}/study.toml --db {db} --json --quiet",
+    "bgbench profile --model M --data ROOT": "profile --model {model} --data {data} --out {tmp}/profile --db {db} "
+                                             "--json --quiet",
+    # real weights and data (ResNet-50, IN-9, Waterbirds): tests/test_study.py runs studies on generated data
+    "bgbench profile --model timm:resnet50.a1_in1k": None,
+    "bgbench study study.toml": None,
     "bgbench eval --model M [--checkpoint C] --data ROOT": "eval --model timm:test_resnet --checkpoint {state_dict} "
                                                            "--data {data} --json --db {db} --quiet",
     "bgbench edit --data ROOT --out DIR": "edit --data {data} --out {tmp}/edit --levels size_full --model {model} "
@@ -304,13 +310,16 @@ def test_readme_commands_run_and_every_json_is_strict(synth_root, tmp_path, monk
     _my_backends(tmp_path)
     _small_demo(monkeypatch)
     images, boxes = _build_inputs(tmp_path / "inputs")
+    (tmp_path / "study.toml").write_text(f'models = ["timm:test_resnet"]\ndatasets = ["{synth_root}"]\n'
+                                         f'[measures.eval]\n[report]\nout = "{tmp_path / "study-report"}"\n')
     import timm
     import torch
     torch.save(timm.create_model("test_resnet", num_classes=9).state_dict(), tmp_path / "sd.pt")
     ctx = {"data": synth_root, "db": tmp_path / "r.db", "tmp": tmp_path, "images": images, "boxes": boxes,
            "state_dict": tmp_path / "sd.pt"}
     order = ["bgbench synth --out DIR", "bgbench train --data ROOT --out DIR",
-             "bgbench train --recipe dfr|linear-probe --model M", "bgbench eval --model M [--checkpoint C]"
+             "bgbench train --recipe dfr|linear-probe --model M", "bgbench study STUDY.toml",
+             "bgbench profile --model M --data ROOT", "bgbench eval --model M [--checkpoint C]"
              " --data ROOT", "bgbench compare RUN_A RUN_B", "bgbench analyze categories RUN",
              "bgbench analyze boxsize RUN", "bgbench analyze leakage RUN", "bgbench analyze groups RUN",
              "bgbench probe noise --model M --data ROOT",

@@ -69,7 +69,7 @@ def test_every_section_with_data_is_on_the_page(rendered, report_store):
     # every section with data: all but the edits (no edit runs in this store) and their gallery
     assert rendered.sections == ["ablation", "accuracy", "boxsize", "categories", "categories_gallery", "challenge",
                                  "challenge_gallery", "comparisons", "features", "groups", "hijack", "leakage", "noise",
-                                 "noise_gallery", "overview", "provenance", "saliency", "saliency_gallery"]
+                                 "noise_gallery", "overview", "provenance", "saliency", "saliency_gallery", "scorecard"]
     assert len(rendered.models) == 3
     with Store(report_store) as store:
         ch = [r for r in store.runs("challenge")][0]

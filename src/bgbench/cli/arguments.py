@@ -39,9 +39,10 @@ def param_default(func: Callable, name: str) -> Any:
 
 
 def add_model_arg(p: argparse.ArgumentParser, required: bool = True, default: Optional[str] = None,
-                  help: str = "timm:ARCH, file:PATH or zoo:NAME (see `bgbench models`)") -> None:
-    """--model alone (`train` takes only a timm:ARCH, with a default)."""
-    p.add_argument("--model", required=required, default=default, help=help)
+                  help: str = "timm:ARCH, file:PATH or zoo:NAME (see `bgbench models`)", repeat: bool = False) -> None:
+    """--model alone (`train` takes only a timm:ARCH, with a default; `profile` takes several)."""
+    p.add_argument("--model", required=required, default=default, help=help,
+                   **({"action": "append", "metavar": "M"} if repeat else {}))
 
 
 def add_protocol_arg(p: argparse.ArgumentParser) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 
+from .arguments import add_model_arg
 from .study import add_study_args, run_spec
 
 
@@ -12,8 +13,7 @@ def register(sub) -> None:
     from ..studies.spec import PROFILE
     p = sub.add_parser("profile", help="a model's background-reliance profile: " + ", ".join(PROFILE) +
                        " (as the data allows), resumably, ending with the report")
-    p.add_argument("--model", action="append", required=True, metavar="M",
-                   help="a model string (repeat for several models)")
+    add_model_arg(p, help="a model string (repeat --model for several models)", repeat=True)
     p.add_argument("--data", action="append", required=True, metavar="ROOT",
                    help="a dataset root (repeat for several datasets)")
     p.add_argument("--out", default="bgbench-profile", help="the report's folder (default %(default)s)")
