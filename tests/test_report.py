@@ -397,6 +397,9 @@ def test_demo_ends_by_writing_its_report(tmp_path):
     html = result.report.read_text()
     # two models, each evaluated on Synthetic-9 and on the small set's edits: four accuracy sections
     assert html.count('class="section-accuracy"') == 4 and "original, erm" in html and "mixed_rand, erm" in html
+    card = html[html.index('id="scorecard"'):html.index('id="overview"')]  # the page opens with a scorecard
+    assert html.index('id="scorecard"') < html.index('class="model"')
+    assert card.count('<th class="row">') == 2 and "trained on ORIGINAL" in card and "trained on MIXED-RAND" in card
     for section in ("categories", "noise", "saliency", "features"):  # the demo's analyses reach its report
         assert html.count(f'class="section-{section}"') == 2, section
     assert json.loads((tmp_path / "demo" / "summary.json").read_text())["report"] == str(result.report)

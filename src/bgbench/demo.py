@@ -82,7 +82,9 @@ def run_demo(out: str | Path = "bgbench-demo", db: Optional[str] = None, per_cla
                                      out / "runs" / variant, seed, progress))
         shown += [model["challenge"]["run_id"], model["edits"]["run_id"]]
     status(f"[5/5] writing the report -> {out / 'report'}")
-    page = render_report(store, out / "report", run_ids=shown, progress=False)  # only the demo's own runs
+    labels = {f"file:{m['checkpoint']}": f"trained on {v.upper().replace('_', '-')}"
+              for v, m in summary["models"].items()}  # the scorecard's two rows
+    page = render_report(store, out / "report", run_ids=shown, labels=labels, progress=False)  # the demo's own runs
     summary["report"] = str(page.index)
     summary["seconds"] = round(time.time() - t0, 1)
     (out / "summary.json").write_text(json.dumps(summary, indent=1))

@@ -50,6 +50,7 @@ class Headline:
     label: str = ""
     higher_is_better: bool = True
     percent: bool = False
+    short: str = ""  # a column title of a word or two (the scorecard's); the label by default
 
     def show(self, value: Optional[float]) -> str:
         """`rfs=-0.781`, `bg_gap=78.0%`, or `rfs=–` for a run recorded with no value."""

@@ -38,6 +38,7 @@ class Subject:
     train_run: Optional[Row] = None
     protocol: str = ""  # "" or "ten-crop": a different measurement, never mixed with the plain one
     label: str = ""  # display name: `recording.model_label` (the model and its weights), the same everywhere
+    heading: str = ""  # the label, plus the dataset where one label names several subjects (a study's)
     model_label: str = ""  # the model and its weights alone, whatever the data: what the model filter picks
 
     def latest(self, kind: str) -> Optional[Row]:

@@ -98,6 +98,9 @@ def render_report(store: Store, out: str | Path, run_ids: Optional[Sequence[int]
     for s in subjects:
         if labels and s.model in labels:
             s.label = labels[s.model]
+    shared = {s.label for s in subjects if sum(t.label == s.label for t in subjects) > 1}
+    for s in subjects:
+        s.heading = f"{s.label} on {Path(s.data_root).name}" if s.label in shared and s.data_root else s.label
     ctx = ReportContext(store=store, out=_prepare_out(Path(out)), subjects=subjects, progress=progress)
     summary = _page_sections(ctx, "summary")
     per_model = []

@@ -15,7 +15,8 @@ from ..measures.registry import Headline, Measure, list_measures
 from .context import ReportContext, Subject
 
 #: Eval's worst group: MIXED-RAND's (class, background class) groups, else a group dataset's own.
-WORST_GROUP = Headline("worst_group_accuracy", "mixed_rand", label="worst-group accuracy", percent=True)
+WORST_GROUP = Headline("worst_group_accuracy", "mixed_rand", label="worst-group accuracy (MIXED-RAND's (class, "
+                       "background class) groups, or a group dataset's)", percent=True, short="worst group")
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,10 @@ class Column:
 
     @property
     def title(self) -> str:
+        return self.headline.short or self.headline.label or self.headline.metric
+
+    @property
+    def description(self) -> str:
         return self.headline.label or self.headline.metric
 
 
@@ -83,8 +88,9 @@ def scorecard(ctx: ReportContext) -> Optional[dict]:
     for d in datasets.values():
         shown = [c for c in cols if c.key in d["columns"]]
         if shown:
-            groups.append({**d, "columns": [{"key": c.key, "title": c.title, "percent": c.headline.percent,
-                                             "higher": c.headline.higher_is_better} for c in shown]})
+            groups.append({**d, "columns": [{"key": c.key, "title": c.title, "description": c.description,
+                                             "percent": c.headline.percent, "higher": c.headline.higher_is_better}
+                                            for c in shown]})
     if not groups:
         return None
     out_rows = [{"label": r["label"], "cells": [[r["cells"].get((g["key"], c["key"])) for c in g["columns"]]

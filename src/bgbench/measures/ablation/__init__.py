@@ -11,9 +11,10 @@ MEASURE = register_measure(Measure(
                 "and in true-class probability, per region and per class",
     config=f"{__name__}.probe:AblateConfig", compute=f"{__name__}.probe:probe_ablate",
     read=f"{__name__}.probe:ablation_summary", data_help="original/ and fg_mask/ (and attr_mask/ for attributes)",
-    headlines=(Headline("ablation_acc_drop", "bg", label="accuracy drop with the background grayed",
+    headlines=(Headline("ablation_acc_drop", "bg", label="accuracy drop with the background grayed", short="bg gray drop",
                         higher_is_better=False, percent=True),
-               Headline("ablation_acc_drop", "fg", label="accuracy drop with the object grayed", percent=True)),
+               Headline("ablation_acc_drop", "fg", label="accuracy drop with the object grayed", percent=True,
+                        short="object gray drop")),
     sections=(SectionSpec("ablation", "Attribute ablation (RIVAL10)", f"{__name__}.section:ablation_heatmap",
                           scope="page"),),
 ), package=__name__)

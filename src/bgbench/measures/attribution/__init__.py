@@ -11,7 +11,8 @@ MEASURE = register_measure(Measure(
                 "(RIVAL10's feature attribution)",
     config=f"{__name__}.probe:AttributionConfig", compute=f"{__name__}.probe:probe_attribution",
     read=f"{__name__}.probe:attribution_summary", data_help="original/, fg_mask/ and attr_mask/",
-    headlines=(Headline("attribution_iou", label="mean over attributes of the best feature's IoU"),),
+    headlines=(Headline("attribution_iou", label="mean over attributes of the best feature's IoU",
+                        short="attribution IoU"),),
     sections=(SectionSpec("attribution", "Feature attribution (RIVAL10 §6)",
                           f"{__name__}.section:attribution_section"),),
 ), package=__name__)

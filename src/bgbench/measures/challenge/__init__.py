@@ -9,7 +9,7 @@ MEASURE = register_measure(Measure(
     title="Backgrounds Challenge",
     name="challenge", kind="challenge", command="own", needs=("model", "masks"), table="challenge_fg",
     help="the Backgrounds Challenge: accuracy when every background may be pasted behind each foreground",
-    headlines=(Headline("challenge_accuracy", label="challenge accuracy", percent=True),),
+    headlines=(Headline("challenge_accuracy", label="challenge accuracy", percent=True, short="challenge"),),
     sections=(SectionSpec("challenge", "Backgrounds Challenge", f"{__name__}.section:challenge_section"),
               SectionSpec("challenge_gallery", "Foregrounds the most backgrounds fool",
                           f"{__name__}.section:challenge_gallery", after="challenge"),

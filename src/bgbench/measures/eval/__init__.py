@@ -10,6 +10,6 @@ MEASURE = register_measure(Measure(
     name="eval", kind="eval", command="own", needs=("model",), table="predictions",
     help="accuracy per variant with 95% intervals, and the BG-Gap (MIXED-SAME minus MIXED-RAND)",
     headlines=(Headline("bg_gap", label="BG-Gap", higher_is_better=False, percent=True),
-               Headline("accuracy", "original", label="ORIGINAL accuracy", percent=True)),
+               Headline("accuracy", "original", label="ORIGINAL accuracy", percent=True, short="clean")),
     sections=(SectionSpec("accuracy", "Accuracy per variant and BG-Gap", f"{__name__}.section:accuracy_section"),),
 ), package=__name__)

@@ -12,7 +12,7 @@ MEASURE = register_measure(Measure(
     config=f"{__name__}.probe:FeaturesConfig", compute=f"{__name__}.probe:probe_features",
     read=f"{__name__}.probe:features_summary",
     headlines=(Headline("features_bg_share", label="top features' map share on the background",
-                        higher_is_better=False),),
+                        higher_is_better=False, short="features on bg"),),
     pictures="galleries",
     pictures_help="folder for the heatmap PNGs (default: a new probe_features_<time>/ beside the results store)",
     sections=(SectionSpec("features", "Spurious features (RIVAL10 §5, Salient ImageNet's ranking)",

@@ -10,7 +10,7 @@ MEASURE = register_measure(Measure(
                 "under noise on each attribute's mask alone",
     config=f"{__name__}.probe:NoiseConfig", compute=f"{__name__}.probe:probe_noise",
     read=f"{__name__}.probe:noise_summary",
-    headlines=(Headline("rfs", label="RFS (> 0: foreground noise hurts more)"),),
+    headlines=(Headline("rfs", label="RFS (> 0: foreground noise hurts more)", short="RFS"),),
     sections=(SectionSpec("noise", "Noise sensitivity (RIVAL10)", f"{__name__}.section:noise_section"),
               SectionSpec("noise_gallery", "Images that noise flips first", f"{__name__}.section:noise_gallery",
                           after="noise")),

@@ -11,7 +11,7 @@ MEASURE = register_measure(Measure(
                 "PNG of the most and least aligned images",
     config=f"{__name__}.probe:SaliencyConfig", compute=f"{__name__}.probe:probe_saliency",
     read=f"{__name__}.probe:saliency_summary",
-    headlines=(Headline("saliency_precision", label="Grad-CAM mass on the object"),),
+    headlines=(Headline("saliency_precision", label="Grad-CAM mass on the object", short="saliency precision"),),
     pictures="examples",
     pictures_help="folder for saliency_overlays.png and saliency_examples/ (one overlay PNG per example, which the "
                   "report shows; default: a new probe_saliency_<time>/ beside the results store)",
