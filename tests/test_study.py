@@ -120,6 +120,8 @@ def test_the_scorecard_cells_are_the_stored_metrics(synth_root, second, tmp_path
     assert checked >= 2 * 2 * 4  # BG-Gap, ORIGINAL accuracy, challenge accuracy, RFS for each model and dataset
     html = (tmp_path / "report" / "index.html").read_text()
     assert html.index('id="scorecard"') < html.index('id="overview"')  # the page opens with it
+    board = (tmp_path / "report" / "leaderboard.html").read_text()
+    assert "effnet (timm:test_efficientnet [random init" in board  # the leaderboard names it as the scorecard does
 
 
 def test_a_scorecard_cell_links_to_its_section(browser, synth_root, second, tmp_path):  # noqa: F811

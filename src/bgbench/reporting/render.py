@@ -114,7 +114,7 @@ def render_report(store: Store, out: str | Path, run_ids: Optional[Sequence[int]
         db=str(store.path), filters=_filters(subjects))
     index = ctx.out / "index.html"
     index.write_text(html, encoding="utf-8")
-    board = write_leaderboard(store, ctx.out / "leaderboard.html")
+    board = write_leaderboard(store, ctx.out / "leaderboard.html", labels=labels)
     used = sorted({s["name"] for m in per_model for s in m["sections"]} | {s["name"] for s in summary + after})
     return ReportResult(index=index, leaderboard=board, figures=list(ctx.figures), models=[s.label for s in subjects],
                         sections=used, seconds=round(time.time() - t0, 2), thumbnails=ctx.thumbs.paths)
@@ -162,7 +162,14 @@ def leaderboard_html(rows: List[dict]) -> str:
         tables=list(datasets.items()), version=__version__, generated=generated)
 
 
-def write_leaderboard(store: Store, path: Path, include_reported: bool = True) -> Path:
+def write_leaderboard(store: Store, path: Path, include_reported: bool = True,
+                      labels: Optional[Dict[str, str]] = None) -> Path:
+    """The leaderboard page; `labels` (model string -> name, a study's) name the measured rows as the
+    report's scorecard does, the model and its weights kept in brackets."""
     from .leaderboard import leaderboard
-    path.write_text(leaderboard_html(leaderboard(store, include_reported=include_reported)), encoding="utf-8")
+    rows = leaderboard(store, include_reported=include_reported)
+    for r in rows:
+        if labels and r.get("model") in labels:
+            r["model_label"] = f"{labels[r['model']]} ({r.get('model_label') or r['model']})"
+    path.write_text(leaderboard_html(rows), encoding="utf-8")
     return path
