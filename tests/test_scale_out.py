@@ -78,8 +78,12 @@ def test_two_process_eval_and_noise_probe_equal_one_process(synth_root, tmp_path
     common = ["--model", ARCH, "--data", synth_root, "--batch-size", 7, "--quiet"]
     probe = ["probe", "noise", *common, "--levels", "0.2", "0.5", "--trials", 2]
     dfr = ["train", "--recipe", "dfr", *common, "--retrains", 2]  # its features are extracted by 2 processes
-    run_under_torchrun([["eval", *common], probe, [*dfr, "--out", tmp_path / "dfr2", "--feature-cache",
-                                                   tmp_path / "cache2"]], two)  # one launch, 3 commands
+    study = tmp_path / "noise.toml"  # the noise probe as a study's step: sharded as the command is
+    study.write_text(f'models = ["{ARCH}"]\ndatasets = ["{synth_root}"]\n[measures.noise]\nlevels = ["0.2", "0.5"]\n'
+                     f'trials = 2\nbatch_size = 7\n[report]\nout = "{tmp_path / "study"}"\n')
+    run_under_torchrun([["eval", *common], ["study", study, "--quiet"], [*dfr, "--out", tmp_path / "dfr2",
+                                                                         "--feature-cache", tmp_path / "cache2"]],
+                       two)  # one launch, 3 commands
     for args in (["eval", *common], probe, [*dfr, "--out", tmp_path / "dfr1", "--feature-cache", tmp_path / "cache1"]):
         proc = run_cli(*args, "--db", one)  # one process: the same command in this interpreter
         assert proc.returncode == 0, proc.stderr
@@ -92,6 +96,7 @@ def test_two_process_eval_and_noise_probe_equal_one_process(synth_root, tmp_path
         assert pa == pb
         assert _rows(a.metrics(ra["id"])) == _rows(b.metrics(rb["id"]))
         na, nb = _one_run(one, "probe_noise"), _one_run(two, "probe_noise")
+        assert json.loads(nb["config"])["world_size"] == 2  # the study's step ran on both processes
         rows_a, rows_b = _rows(a.probe_rows("probe_noise", na["id"])), _rows(b.probe_rows("probe_noise", nb["id"]))
         assert len(rows_a) == 36 * 2 * 2 * 2 and rows_a == rows_b
         assert {r[5] for r in rows_a} == {0, 1}  # some noisy copies right, some wrong
