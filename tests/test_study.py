@@ -195,3 +195,46 @@ def test_the_python_api_takes_the_same_structure(synth_root, tmp_path):
     assert (tmp_path / "rep" / "index.html").is_file()
     again = bgbench.study(doc, tmp_path / "r.db", out=tmp_path / "rep", progress=False)
     assert again.ran == [] and again.steps[0].done_run == result.ran[0]
+
+
+def test_edits_are_written_once_per_dataset_and_every_model_is_evaluated_on_them(synth_root, tmp_path):
+    study = tmp_path / "edits.toml"
+    study.write_text(f'models = ["timm:test_resnet", "timm:test_efficientnet"]\ndatasets = ["{synth_root}"]\n'
+                     '[measures.edits]\nlevels = ["remove", "size_0.05"]\n')
+    db = tmp_path / "r.db"
+    proc = run_cli("study", study, "--db", db, "--quiet", "--json")
+    assert proc.returncode == 0, proc.stderr
+    steps = json.loads(proc.stdout)["steps"]
+    assert [(s["measure"], s["model"], s["dataset"]) for s in steps] == [
+        ("edits", None, synth_root.name), ("eval", "test_resnet", f"{synth_root.name} edits"),
+        ("eval", "test_efficientnet", f"{synth_root.name} edits")]
+    edited = tmp_path / "edits-report" / "edits" / synth_root.name
+    assert sorted(p.name for p in edited.iterdir() if p.is_dir()) == ["fg_mask", "original", "remove", "size_0.05"]
+    with sqlite3.connect(db) as conn:  # each level's drop, from the stored predictions, paired by image
+        runs = conn.execute("SELECT id, model FROM runs WHERE kind='eval' AND status='done' ORDER BY id").fetchall()
+        drops = {}
+        for run_id, model in runs:
+            right = {}
+            for variant, image, ok in conn.execute("SELECT variant, image_id, pred = label FROM predictions WHERE "
+                                                   "run_id=?", (run_id,)):
+                right.setdefault(variant, {})[image] = ok
+            drops[model] = {}
+            for v in ("remove", "size_0.05"):  # a level may reject an image (too small to shrink): pairs only
+                both = sorted(set(right[v]) & set(right["original"]))
+                drops[model][v] = sum(right["original"][i] - right[v][i] for i in both) / len(both)
+    html = (tmp_path / "edits-report" / "index.html").read_text()
+    card = html[html.index('id="scorecard"'):html.index('id="overview"')]
+    for model, label in (("timm:test_resnet", "test_resnet"), ("timm:test_efficientnet", "test_efficientnet")):
+        row = card[card.index(f'<th class="row">{label}</th>'):].split("</tr>")[0]
+        shown = re.findall(r'-edits">(-?[0-9.]+)%</a>', row)
+        assert shown == [f"{100 * drops[model][v]:.1f}" for v in ("remove", "size_0.05")]
+    again = run_cli("study", study, "--db", db, "--quiet", "--json")
+    assert json.loads(again.stdout)["ran"] == 0  # the edits and both evals are found in the store
+
+
+def test_an_edit_level_against_one_model_is_refused_in_a_study(synth_root, tmp_path):
+    study = tmp_path / "adv.toml"
+    study.write_text(f'models = ["timm:test_resnet"]\ndatasets = ["{synth_root}"]\n[measures.edits]\n'
+                     'levels = ["complexity_adv"]\n')
+    assert_one_line_error(run_cli("study", study, "--db", tmp_path / "r.db"), "measures.edits.levels",
+                          "complexity_adv")

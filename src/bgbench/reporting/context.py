@@ -39,6 +39,7 @@ class Subject:
     protocol: str = ""  # "" or "ten-crop": a different measurement, never mixed with the plain one
     label: str = ""  # display name: `recording.model_label` (the model and its weights), the same everywhere
     heading: str = ""  # the label, plus the dataset where one label names several subjects (a study's)
+    data_label: str = ""  # the dataset's name: a study's label for it, else its folder's name
     model_label: str = ""  # the model and its weights alone, whatever the data: what the model filter picks
 
     def latest(self, kind: str) -> Optional[Row]:

@@ -88,19 +88,24 @@ def _prepare_out(out: Path) -> Path:
 
 def render_report(store: Store, out: str | Path, run_ids: Optional[Sequence[int]] = None,
                   models: Optional[Sequence[str]] = None, progress: bool = True,
-                  labels: Optional[Dict[str, str]] = None) -> ReportResult:
+                  labels: Optional[Dict[str, str]] = None,
+                  data_labels: Optional[Dict[str, str]] = None) -> ReportResult:
     """Write OUT/index.html (figures in OUT/figures/) and OUT/leaderboard.html from the store alone.
 
     `labels`: model string -> the name the page gives it (a study's labels), instead of the
-    model string and its weights."""
+    model string and its weights; `data_labels`: dataset folder -> its name (default: the
+    folder's name)."""
     t0 = time.time()
     subjects = select_subjects(store, run_ids, models)
+    named = {str(Path(k).resolve()): v for k, v in (data_labels or {}).items()}
     for s in subjects:
         if labels and s.model in labels:
             s.label = labels[s.model]
+        if s.data_root:
+            s.data_label = named.get(str(Path(s.data_root).resolve()), Path(s.data_root).name)
     shared = {s.label for s in subjects if sum(t.label == s.label for t in subjects) > 1}
     for s in subjects:
-        s.heading = f"{s.label} on {Path(s.data_root).name}" if s.label in shared and s.data_root else s.label
+        s.heading = f"{s.label} on {s.data_label}" if s.label in shared and s.data_label else s.label
     ctx = ReportContext(store=store, out=_prepare_out(Path(out)), subjects=subjects, progress=progress)
     summary = _page_sections(ctx, "summary")
     per_model = []

@@ -73,24 +73,26 @@ def cell(ctx: ReportContext, subject: Subject, column: Column) -> Optional[dict]
 def scorecard(ctx: ReportContext) -> Optional[dict]:
     """Template data: datasets (column groups), columns per dataset, one row per model label."""
     cols = columns()
+    meta = {c.key: {"key": c.key, "title": c.title, "description": c.description, "percent": c.headline.percent,
+                    "higher": c.headline.higher_is_better} for c in cols}
+    order = [c.key for c in cols]
     datasets: Dict[str, dict] = {}
     rows: Dict[str, dict] = {}
     for s in ctx.subjects:
         key = s.data_fingerprint or "-"
         datasets.setdefault(key, {"key": key, "root": s.data_root, "name": _dataset_name(s), "columns": set()})
         row = rows.setdefault(s.label, {"label": s.label, "cells": {}})
-        for c in cols:
-            found = cell(ctx, s, c)
-            if found is not None:
-                row["cells"][(key, c.key)] = found
-                datasets[key]["columns"].add(c.key)
-    groups = []
-    for d in datasets.values():
-        shown = [c for c in cols if c.key in d["columns"]]
-        if shown:
-            groups.append({**d, "columns": [{"key": c.key, "title": c.title, "description": c.description,
-                                             "percent": c.headline.percent, "higher": c.headline.higher_is_better}
-                                            for c in shown]})
+        found = {c.key: cell(ctx, s, c) for c in cols}
+        for level_key, (column, value) in edit_drop_cells(ctx, s).items():
+            meta.setdefault(level_key, column)
+            order += [level_key] if level_key not in order else []
+            found[level_key] = value
+        for col_key, value in found.items():
+            if value is not None:
+                row["cells"][(key, col_key)] = value
+                datasets[key]["columns"].add(col_key)
+    groups = [{**d, "columns": [meta[k] for k in order if k in d["columns"]]} for d in datasets.values()
+              if d["columns"]]
     if not groups:
         return None
     out_rows = [{"label": r["label"], "cells": [[r["cells"].get((g["key"], c["key"])) for c in g["columns"]]
@@ -98,6 +100,29 @@ def scorecard(ctx: ReportContext) -> Optional[dict]:
     return {"groups": groups, "rows": out_rows}
 
 
+def edit_drop_cells(ctx: ReportContext, subject: Subject) -> Dict[str, Tuple[dict, dict]]:
+    """On an eval of an edited dataset (ImageNet-E levels), each level's accuracy drop from ORIGINAL
+    with its paired bootstrap interval (the edits section's numbers): column key -> (column, cell)."""
+    import json
+    from ..edits.registry import ATTRIBUTES
+    from ..measures.edit_drops.summary import edit_drops, split_level
+    run = subject.latest("eval")
+    variants = json.loads(run["config"]).get("variants") or [] if run is not None else []
+    if "original" not in variants or not any(split_level(v)[0] in ATTRIBUTES for v in variants):
+        return {}
+    out = {}
+    for level in edit_drops(ctx.store, [run["id"]]).levels:
+        d = level.to_dict()
+        column = {"key": f"edits:drop:{d['variant']}", "title": f"{d['variant']} drop",
+                  "description": f"accuracy drop from ORIGINAL when {d['variant']} is applied (paired bootstrap "
+                                 f"interval)", "percent": True, "higher": False}
+        out[column["key"]] = (column, {"value": d["drop"], "lo": d["lo"], "hi": d["hi"], "n": d.get("n"),
+                                       "run": run["id"], "href": f"#{subject.key}-edits"})
+    return out
+
+
 def _dataset_name(subject: Subject) -> str:
     from pathlib import Path
+    if subject.data_label:
+        return subject.data_label
     return Path(subject.data_root).name if subject.data_root else (subject.data_fingerprint or "-")[:12]

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 from ..errors import BgbenchError
-from .spec import Study, StudyDataset, StudyMeasure, StudyModel
+from .spec import EDITS, Study, StudyDataset, StudyMeasure, StudyModel
 
 #: The run kind each study measure records.
 KINDS = {"eval": "eval", "challenge": "challenge"}
@@ -26,7 +26,7 @@ FINISHED = ("done", "sampled")
 
 @dataclass
 class Step:
-    model: StudyModel
+    model: Optional[StudyModel]  # None: the edit step, which runs no model
     dataset: StudyDataset
     measure: StudyMeasure
     kind: str
@@ -36,8 +36,12 @@ class Step:
     forwards_bound: bool = False  # the challenge's count is a ceiling (it stops at the first fooling background)
     options: Dict = field(default_factory=dict)
 
+    edit_levels: int = 0  # an edit step: levels written (its cost is image work, not forwards)
+
     @property
     def title(self) -> str:
+        if self.model is None:
+            return f"{self.measure.name} of {self.dataset.label}"
         return f"{self.measure.name} {self.model.label} on {self.dataset.label}"
 
     def status(self) -> str:
@@ -48,8 +52,10 @@ class Step:
         return "to run"
 
     def cost(self) -> str:
+        if self.model is None:
+            return f"no forwards ({self.edit_levels} levels of {self.forwards:,} images)"
         if self.forwards is None:
-            return "?"
+            return "? forwards (after its edits)"
         return f"{'<= ' if self.forwards_bound else ''}{self.forwards:,} forwards"
 
 
@@ -75,22 +81,75 @@ def dataset_facts(dataset: StudyDataset, source: str) -> DatasetFacts:
 
 
 def plan(study: Study, store) -> List[Step]:
-    """Every step of `study`, in order (dataset, then model, then measure), with its state."""
+    """Every step of `study`, in order (dataset, then model, then measure), with its state. With
+    `edits`, a dataset's edit step comes first and each model's eval of the edited folder last."""
     facts = {d.label: dataset_facts(d, study.source) for d in study.datasets}
     weights = {m.label: _weights(m) for m in study.models}
+    edits = next((m for m in study.runnable if m.name == EDITS), None)
     steps = []
     for d in study.datasets:
+        f = facts[d.label]
+        edited = None
+        if edits is not None:
+            steps.append(edit_step(study, d, edits, f, store))
+            edited = edited_dataset(study, d)
         for m in study.models:
             for measure in study.runnable:
+                if measure.name == EDITS:
+                    continue
                 step = Step(m, d, measure, KINDS.get(measure.name, f"probe_{measure.name}"),
                             options=dict(measure.options))
-                f = facts[d.label]
                 step.skip = _unsupported(measure.name, f)
                 step.forwards, step.forwards_bound = _forwards(measure, f)
                 if step.skip is None:
                     step.done_run = _done(store, step, m, f.fingerprint, weights[m.label])
                 steps.append(step)
+            if edited is not None:
+                steps.append(edits_eval_step(edited, m, store, weights[m.label]))
     return steps
+
+
+def edited_dataset(study: Study, dataset: StudyDataset) -> StudyDataset:
+    """Where a study writes a dataset's edits: OUT/edits/<dataset label>/, a dataset of its own."""
+    return StudyDataset(study.out / "edits" / dataset.label, f"{dataset.label} edits")
+
+
+def edit_step(study: Study, dataset: StudyDataset, measure: StudyMeasure, facts: DatasetFacts, store) -> Step:
+    from ..edits.registry import ATTRIBUTES, edits_for
+    step = Step(None, dataset, measure, "edit", options=dict(measure.options))
+    levels = measure.options.get("levels")
+    chosen = edits_for(measure.options.get("attributes") or ATTRIBUTES, angles=measure.options.get("angles"),
+                       levels=levels)
+    step.edit_levels, step.forwards = len([e for e in chosen if not e.needs_model]), facts.images
+    if not facts.masks:
+        step.skip = "the dataset has no foreground masks (fg_mask/)"
+        return step
+    out = str(edited_dataset(study, dataset).path)
+    for run in reversed(store.runs("edit")):
+        config = json.loads(run["config"] or "{}")
+        if run["status"] in FINISHED and run["data_fingerprint"] == facts.fingerprint and config.get("out") == out \
+                and (levels is None or _same(config.get("levels"), list(levels))) \
+                and (Path(out) / "manifest.csv").is_file():
+            step.done_run = int(run["id"])
+            break
+    return step
+
+
+def edits_eval_step(edited: StudyDataset, model: StudyModel, store, weights: Optional[str]) -> Step:
+    """A model's eval of the edited folder: done when the store holds it (known once the folder is
+    written; `refresh` checks again before it runs)."""
+    step = Step(model, edited, StudyMeasure("eval"), "eval")
+    refresh(step, store, weights)
+    return step
+
+
+def refresh(step: Step, store, weights: Optional[str]) -> None:
+    """The state and cost of an eval of an edited folder, from the folder as it is now."""
+    if not (step.dataset.path / "manifest.csv").is_file():
+        return
+    f = dataset_facts(step.dataset, "study")
+    step.forwards = f.images * len(f.variants)
+    step.done_run = _done(store, step, step.model, f.fingerprint, weights)
 
 
 def _unsupported(name: str, facts: DatasetFacts) -> Optional[str]:

@@ -16,7 +16,7 @@ from ..console import status
 from ..distributed import setup
 from ..recording import record
 from ..store import Store
-from .plan import Step, plan
+from .plan import Step, _weights, edited_dataset, plan, refresh
 from .spec import Study
 
 
@@ -46,7 +46,8 @@ class StudyResult:
 
 
 def _step_dict(s: Step) -> dict:
-    return {"measure": s.measure.name, "model": s.model.label, "model_string": s.model.model,
+    return {"measure": s.measure.name, "model": s.model.label if s.model else None,
+            "model_string": s.model.model if s.model else None,
             "dataset": s.dataset.label, "data": str(s.dataset.path), "status": s.status(), "run": s.done_run,
             "skip": s.skip, "forwards": s.forwards, "forwards_is_ceiling": s.forwards_bound}
 
@@ -72,6 +73,8 @@ def run_study(study: Study, db: Optional[str | Path] = None, *, dry_run: bool = 
         if dry_run:
             return result if ranks.main else None
         for i, step in enumerate(steps, 1):
+            if step.model is not None and step.dataset.label.endswith(" edits") and step.done_run is None:
+                refresh(step, store, _weights(step.model))  # its folder is written now: is its eval stored?
             if step.skip or step.done_run is not None:
                 if ranks.main:
                     status(f"[{i}/{len(steps)}] {step.title}: {step.status()}")
@@ -86,8 +89,9 @@ def run_study(study: Study, db: Optional[str | Path] = None, *, dry_run: bool = 
             return None
         if report:
             from ..reporting.render import render_report
-            runs = [s.done_run for s in steps if s.done_run is not None]
-            page = render_report(store, study.out, run_ids=runs, labels=study.labels(), progress=False)
+            runs = [s.done_run for s in steps if s.done_run is not None and s.model is not None]
+            page = render_report(store, study.out, run_ids=runs, labels=study.labels(),
+                                 data_labels=study.data_labels(), progress=False)
             result.report = page.index.parent
     result.seconds = time.time() - t0
     return result
@@ -96,6 +100,10 @@ def run_study(study: Study, db: Optional[str | Path] = None, *, dry_run: bool = 
 def _run_step(step: Step, study: Study, store: Store, device: str, progress: bool) -> Optional[int]:
     """One step through the API (the single commands' path); rank 0 records it and returns the run id."""
     from .. import api
+    if step.model is None:  # a dataset's edits, written once for every model
+        out = edited_dataset(study, step.dataset).path
+        result = api.edit(str(step.dataset.path), out, progress=progress, overwrite=True, **step.options)
+        return None if result is None else record(result, store)
     model, data = step.model, str(step.dataset.path)
     options = {**model.options, **step.options}
     options.setdefault("device", device)

@@ -17,7 +17,8 @@ every listing of the report call it) and any `ModelOptions` field (checkpoint, n
 labels, templates, trust_checkpoint). A dataset is a path (relative to the study file) or a table
 with `path` and `label`. Each key under `measures` is a measure of the registry that runs a model
 (eval, challenge, and the probes), its table the options of its job (the API's keywords, which
-are the CLI's flags); the analyses of stored runs (categories, boxsize, leakage, groups) are
+are the CLI's flags); `edits` (ImageNet-E levels) edits each dataset once and evaluates every
+model on the result; the analyses of stored runs (categories, boxsize, leakage, groups) are
 accepted and shown by the report from the eval runs. Every problem is one line naming the key and
 the file.
 """
@@ -38,6 +39,11 @@ MODEL_OPTIONS = ("checkpoint", "trust_checkpoint", "norm", "resize", "labels", "
 RESERVED = ("model", "data", "store", "progress", "out_dir")
 #: The measures that run no model: shown by the report from the study's eval runs.
 REPORT_ONLY = ("categories", "boxsize", "leakage", "groups")
+#: ImageNet-E edits: the dataset edited once (`bgbench edit`, model-free levels), then every model
+#: evaluated on the edited folder; the report and scorecard show the accuracy drop of each level.
+EDITS = "edits"
+#: Edit options a study sets itself (the edited folder is the study's).
+EDIT_RESERVED = ("data", "out", "overwrite", "shard")
 #: `bgbench profile`'s battery: eval, a sampled challenge and the probes the data allows.
 PROFILE = {"eval": {}, "challenge": {"sample": 100}, "noise": {"levels": ["60/255", "120/255"], "trials": 1},
            "saliency": {}, "ablate": {}, "features": {}}
@@ -79,6 +85,12 @@ class Study:
 
     def labels(self) -> Dict[str, str]:
         return {m.model: m.label for m in self.models}
+
+    def data_labels(self) -> Dict[str, str]:
+        """Dataset folder -> label, the edited folders included (`plan.edited_dataset`)."""
+        out = {str(d.path): d.label for d in self.datasets}
+        out.update({str(self.out / "edits" / d.label): f"{d.label} edits" for d in self.datasets})
+        return out
 
 
 def load_study(path: str | Path, out: Optional[str | Path] = None) -> Study:
@@ -202,6 +214,9 @@ def _dataset(item: Any, key: str, source: str, base: Path) -> StudyDataset:
 def measure_options(name: str) -> List[str]:
     """The options a study may set for measure `name` (its job's keywords, less the model's)."""
     from .. import api
+    if name == EDITS:
+        from ..edits.pipeline import EditConfig
+        return [f.name for f in dataclasses.fields(EditConfig) if f.name not in EDIT_RESERVED]
     if name == "eval":
         names = list(inspect.signature(api.evaluate).parameters)
     elif name == "challenge":
@@ -216,7 +231,7 @@ def measure_options(name: str) -> List[str]:
 def _measure(name: str, options: Any, source: str) -> StudyMeasure:
     from ..measures.registry import list_measures
     runnable = [m.name for m in list_measures() if m.command in ("probe", "own") and "model" in m.needs]
-    known = runnable + list(REPORT_ONLY)
+    known = runnable + [EDITS] + list(REPORT_ONLY)
     if name not in known:
         raise BgbenchError(f"{source}: measures.{name}: unknown measure; a study runs {', '.join(known)}")
     if not isinstance(options, dict):
@@ -231,7 +246,27 @@ def _measure(name: str, options: Any, source: str) -> StudyMeasure:
         if key not in allowed:
             raise BgbenchError(f"{source}: measures.{name}.{key}: not an option of {name}; they are "
                                f"{', '.join(allowed)}")
+    if name == EDITS:
+        _check_edit_levels(options, source)
     return StudyMeasure(name, dict(options))
+
+
+def _check_edit_levels(options: dict, source: str) -> None:
+    """Model-free levels only: a study edits each dataset once, for every model."""
+    import fnmatch
+    from ..edits.registry import ATTRIBUTES, edits_for
+    levels = options.get("levels")
+    if levels is None:
+        return
+    every = edits_for(ATTRIBUTES, angles=options.get("angles"), with_model=True)
+    for pattern in levels:
+        chosen = [e for e in every if fnmatch.fnmatch(e.name, str(pattern))]
+        if not chosen:
+            raise BgbenchError(f"{source}: measures.edits.levels: no level {pattern!r}; e.g. "
+                               f"{', '.join(e.name for e in every[:6])}")
+        if any(e.needs_model for e in chosen):
+            raise BgbenchError(f"{source}: measures.edits.levels: {pattern} edits against one model; a study edits "
+                               f"each dataset once for all its models (run `bgbench edit --model` for it)")
 
 
 def profile_study(models: Sequence[str], datasets: Sequence[str], out: str | Path = "bgbench-profile") -> Study:
