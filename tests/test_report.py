@@ -400,6 +400,8 @@ def test_demo_ends_by_writing_its_report(tmp_path):
     card = html[html.index('id="scorecard"'):html.index('id="overview"')]  # the page opens with a scorecard
     assert html.index('id="scorecard"') < html.index('class="model"')
     assert card.count('<th class="row">') == 2 and "trained on ORIGINAL" in card and "trained on MIXED-RAND" in card
+    assert html.count('class="model"') == 2  # one section per model, its datasets as subsections
+    assert html.count('class="dataset-title"') == 2 * card.count('class="dataset"') >= 2 * 2
     for section in ("categories", "noise", "saliency", "features"):  # the demo's analyses reach its report
         assert html.count(f'class="section-{section}"') == 2, section
     assert json.loads((tmp_path / "demo" / "summary.json").read_text())["report"] == str(result.report)

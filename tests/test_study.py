@@ -120,6 +120,9 @@ def test_the_scorecard_cells_are_the_stored_metrics(synth_root, second, tmp_path
     assert checked >= 2 * 2 * 4  # BG-Gap, ORIGINAL accuracy, challenge accuracy, RFS for each model and dataset
     html = (tmp_path / "report" / "index.html").read_text()
     assert html.index('id="scorecard"') < html.index('id="overview"')  # the page opens with it
+    # below it, one section per model, with each dataset it was measured on as a subsection
+    assert html.count('class="model"') == 2 and html.count('class="dataset-title"') == 4
+    assert "<h3 class=\"dataset-title\">on small</h3>" in html  # the study's label for the second dataset
     board = (tmp_path / "report" / "leaderboard.html").read_text()
     assert "effnet (timm:test_efficientnet [random init" in board  # the leaderboard names it as the scorecard does
 

@@ -115,7 +115,8 @@ def render_report(store: Store, out: str | Path, run_ids: Optional[Sequence[int]
     env = environment()
     generated = datetime.now(timezone.utc).isoformat(timespec="seconds")
     html = env.get_template("index.html.j2").render(
-        summary=summary, models=per_model, page=after, version=__version__, generated=generated,
+        summary=summary, models=per_model, model_groups=_by_model(per_model), page=after, version=__version__,
+        generated=generated,
         db=str(store.path), filters=_filters(subjects))
     index = ctx.out / "index.html"
     index.write_text(html, encoding="utf-8")
@@ -123,6 +124,16 @@ def render_report(store: Store, out: str | Path, run_ids: Optional[Sequence[int]
     used = sorted({s["name"] for m in per_model for s in m["sections"]} | {s["name"] for s in summary + after})
     return ReportResult(index=index, leaderboard=board, figures=list(ctx.figures), models=[s.label for s in subjects],
                         sections=used, seconds=round(time.time() - t0, 2), thumbnails=ctx.thumbs.paths)
+
+
+def _by_model(per_model: List[dict]) -> List[dict]:
+    """One entry per model (its label), holding its datasets' blocks in page order: the page shows
+    a model once, with each dataset it was measured on as a subsection."""
+    groups: Dict[str, dict] = {}
+    for m in per_model:
+        s = m["subject"]
+        groups.setdefault(s.label, {"label": s.label, "model_label": s.model_label, "entries": []})["entries"].append(m)
+    return list(groups.values())
 
 
 def _filters(subjects: Sequence[Subject]) -> dict:
