@@ -429,3 +429,21 @@ def test_strict_fp32_with_the_legacy_flags(monkeypatch):
     with pytest.raises(ValueError), strict_fp32():  # restored when the forward fails too
         raise ValueError
     assert (flags.matmul.allow_tf32, flags.cudnn.allow_tf32, flags.precision) == (True, True, "medium")
+
+
+def test_a_reduced_precision_run_that_is_slower_than_fp32_says_so(synth_root, tmp_path, monkeypatch):
+    """The note follows the measured ratio: forced above 1 it is printed once, below 1 not at all;
+    the real measurement is a positive ratio."""
+    from conftest import run_cli
+    from bgbench.evaluation.challenge import precision as prec
+    net = nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8, 9))
+    assert prec.bf16_slowdown(net, torch.rand(4, 3, 32, 32)) > 0
+    args = ["challenge", "--model", "timm:test_resnet", "--data", synth_root, "--sample", 2, "--db",
+            tmp_path / "r.db", "--quiet", "--precision", "bf16-verified"]
+    monkeypatch.setattr(prec, "bf16_slowdown", lambda model, x, repeats=2: 5.25)
+    proc = run_cli(*args)
+    assert proc.returncode == 0, proc.stderr
+    notes = [ln for ln in proc.stderr.splitlines() if "a bf16 forward takes" in ln]
+    assert len(notes) == 1 and "5.2x an fp32 one" in notes[0] and "backgrounds" in notes[0]
+    monkeypatch.setattr(prec, "bf16_slowdown", lambda model, x, repeats=2: 0.5)
+    assert "a bf16 forward takes" not in run_cli(*args, "--seed", 1).stderr

@@ -20,7 +20,9 @@ def register(sub) -> None:
                    help="fp32 is exact (TF32 off on GPUs); bf16-verified runs bf16, confirms every fooled "
                         "verdict in fp32 (exact) and recomputes in fp32 every composite whose decision margin "
                         "is within delta, the bf16 error measured by random audits: a survivor's verdict is as "
-                        "good as the audits; plain bf16/fp16 autocast is not exact (default %(default)s)")
+                        "good as the audits; plain bf16/fp16 autocast is not exact. bf16 pays only on hardware with "
+                        "bf16 units: GPUs from Ampere on, CPUs with AVX512-BF16 or AMX; elsewhere it is emulated "
+                        "and slower than fp32, and the run says so (default %(default)s)")
     p.add_argument("--verify-safety", type=float, default=config_default(ChallengeConfig, "verify_safety"),
                    metavar="F", help="bf16-verified: delta is F x the largest spread of bf16-fp32 logit deviations "
                                      "that the calibration and audits measured (default %(default)s, recorded)")

@@ -140,6 +140,34 @@ def decision_margin(logits: torch.Tensor, label_space: str, mapping: Mapping | s
     return top2[:, 0] - top2[:, 1]
 
 
+def bf16_slowdown(model: torch.nn.Module, x: torch.Tensor, repeats: int = 2) -> float:
+    """Seconds of a bf16-autocast forward of `x` over an fp32 one (best of `repeats`, after one
+    warm-up each): above 1, bf16 costs more than it saves on this device.
+
+    Measured rather than guessed from CPU flags: this project's CI CPU reports AVX512-BF16, yet
+    a challenge ran 184 s under bf16-verified against about 35 s in fp32. bf16 pays on hardware
+    with bf16 matrix units that the kernels use (GPUs from Ampere on, CPUs with AMX)."""
+    import time
+    device_type = x.device.type
+
+    def best(bf16: bool) -> float:
+        times = []
+        for i in range(repeats + 1):
+            context = torch.autocast(device_type=device_type, dtype=torch.bfloat16) if bf16 else \
+                contextlib.nullcontext()
+            if device_type == "cuda":
+                torch.cuda.synchronize(x.device)
+            t0 = time.perf_counter()
+            with torch.inference_mode(), context:
+                model(x)
+            if device_type == "cuda":
+                torch.cuda.synchronize(x.device)
+            if i:
+                times.append(time.perf_counter() - t0)
+        return min(times)
+    return best(True) / max(best(False), 1e-9)
+
+
 @dataclass
 class VerifiedStats:
     """What a bf16-verified run checked; recorded with the run."""

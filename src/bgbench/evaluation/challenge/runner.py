@@ -104,6 +104,8 @@ def run_challenge(model: BgModel, data: str | Path, store: Store, cfg: Challenge
     check_compatible(model, layout.classes)
     protocols.check_spec(cfg.protocol, model.spec.to_dict())
     bg_items, backgrounds = load_backgrounds(layout)
+    if cfg.precision != "fp32" and rank == 0 and len(backgrounds):
+        _note_precision(cfg.precision, model, backgrounds[: min(len(backgrounds), cfg.batch_size, 16)], device)
     job = _Invocation(model, ChallengeData(layout, layout.foregrounds(), bg_items, backgrounds), store, cfg,
                       world, rank, device, progress)
     job.visit()
@@ -120,6 +122,18 @@ def run_challenge(model: BgModel, data: str | Path, store: Store, cfg: Challenge
         report.files.update(figures(report, Path(out_dir or store.path.parent / f"challenge_{job.run_id}")))
     report.provenance, report.store_path = job.provenance, str(store.path.resolve())
     return report
+
+
+def _note_precision(precision: str, model: BgModel, images: torch.Tensor, device) -> None:
+    """One line before a reduced-precision run when, measured on a few backgrounds, it is slower
+    than fp32 on this device (whose verdicts are exact anyway)."""
+    from .precision import bf16_slowdown
+    x = images.to(device).permute(0, 3, 1, 2).float() / 255 if images.dtype == torch.uint8 else images.to(device)
+    ratio = bf16_slowdown(model.to(device).eval(), x)
+    if ratio > 1:
+        console.status(f"note: --precision {precision}: a bf16 forward takes {ratio:.1f}x an fp32 one on {device} "
+                       f"(measured on {len(x)} backgrounds); bf16 pays on GPUs from Ampere on and CPUs with AMX, and "
+                       f"fp32 is exact: consider --precision fp32")
 
 
 def matrix_path(store: Store, run_id: int, migrate: bool = True) -> Path:
