@@ -1,10 +1,18 @@
 """Images/s of `bgbench eval`'s prediction path against a pure model forward on the same batches.
 
-ResNet-18 (9 classes) at 224x224, on the CPU or `--device cuda`. Both sides see the same images in the same batches;
+A timm architecture (`--arch`, default resnet18; resnet50 for the real-size figures, random
+weights, 9 classes) at 224x224, on the CPU or `--device cuda`. Both sides see the same images in
+the same batches;
 (a) times decode + [0,1] conversion + forward + decision, exactly as `bgbench eval` runs it,
-(b) times only `model(x)` on batches that are already decoded. Prints the ratio (target >= 0.9).
+(b) times only `model(x)` on batches that are already decoded. Prints the ratio (target >= 0.9),
+and the decode + preprocess rate alone, per core.
 
-    python benchmarks/eval_throughput.py [--images 192] [--batch-size 32] [--device cpu]
+The images: `--realsize` reads the cached 224-px JPEG (quality 75) IN-9-layout set of
+`realsize_data.py` (its ORIGINAL variant, 50 per class); otherwise smooth random JPEGs are made
+in a temporary folder.
+
+    PYTHONPATH=src python benchmarks/eval_throughput.py [--images 192] [--batch-size 32] [--device cpu]
+    PYTHONPATH=src python benchmarks/eval_throughput.py --realsize --arch resnet50
 """
 from __future__ import annotations
 
@@ -38,19 +46,29 @@ def main() -> None:
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--device", default="cpu")
+    ap.add_argument("--arch", default="resnet18", help="a timm architecture (random weights)")
+    ap.add_argument("--realsize", action="store_true", help="the cached 224-px JPEG q75 set (realsize_data.py)")
     args = ap.parse_args()
     torch.manual_seed(0)
-    model = create_model("timm:resnet18", num_classes=9).eval().to(args.device)
+    model = create_model(f"timm:{args.arch}", num_classes=9).eval().to(args.device)
 
     def synced() -> float:  # GPU work is asynchronous: a time is taken once it has finished
         if args.device.startswith("cuda"):
             torch.cuda.synchronize()
         return time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
-        make_jpegs(root, args.images)
+        if args.realsize:
+            from realsize_data import realsize_dataset
+            root = realsize_dataset()
+        else:
+            root = Path(tmp)
+            make_jpegs(root, args.images)
         items = discover(root).items("original")
         from bgbench.data.images import decode_image
+        t = time.perf_counter()
+        for it in items:  # decode + [0,1] tensor alone, one thread
+            to_tensor(decode_image(it.path)[None])
+        decode_rate = len(items) / (time.perf_counter() - t)
         batches = [to_tensor(np.stack([decode_image(it.path) for it in items[i:i + args.batch_size]]))
                    for i in range(0, len(items), args.batch_size)]
         batches = [x.to(args.device) for x in batches]
@@ -68,10 +86,14 @@ def main() -> None:
             fwd_t.append(synced() - t)
     n = len(items)
     e, f = n / min(eval_t), n / min(fwd_t)
-    print(f"images: {n} at 224x224, batch {args.batch_size}, {args.device}, torch threads {torch.get_num_threads()}")
+    import os
+    print(f"images: {n} at 224x224 ({'realsize JPEG q75' if args.realsize else 'random JPEG q90'}), {args.arch}, "
+          f"batch {args.batch_size}, {args.device}, torch threads {torch.get_num_threads()}, "
+          f"load average {os.getloadavg()[0]:.2f}")
     print(f"bgbench eval path : {e:7.1f} images/s (decode + forward + decision)")
     print(f"pure forward      : {f:7.1f} images/s (pre-decoded batches)")
     print(f"ratio             : {e / f:.3f}  (target >= 0.9)")
+    print(f"decode + preprocess alone: {decode_rate:7.1f} images/s on one core")
 
 
 if __name__ == "__main__":
