@@ -1,11 +1,15 @@
 """`bgbench demo`: the paper's Fig. 5 in miniature, end to end, offline, on a CPU.
 
 Generates Synthetic-9 (train and test), trains one small model on ORIGINAL and one on
-MIXED-RAND, evaluates both on all 8 variants, prints both tables with their BG-Gaps, what
-last-layer retraining (DFR) of the ORIGINAL-trained model does to its BG-Gap, the prediction categories (paper Table 3), the noise probe's RFS, Grad-CAM saliency precision and
-the spurious-feature probe's background shares (RIVAL10); on a small set (the test split's first
-images of each class) it runs the full Backgrounds Challenge and ImageNet-E edits for both. It stores the runs and writes everything
-under ./bgbench-demo/, ending with the HTML report (report/index.html) and its galleries.
+MIXED-RAND, then runs the study shipped in `resources/demo_study.toml` on both, through the
+runner of `bgbench study`: eval on all 8 variants, the noise probe (two levels of RIVAL10's σ
+grid: its RFS is on that grid), Grad-CAM saliency, the spurious-feature probe, and on a small set
+(the test split's first images of each class) the ImageNet-E edits and the full Backgrounds
+Challenge; the study writes the report (report/index.html), which opens with a two-row
+scorecard. It prints both tables with their BG-Gaps, the prediction categories (paper Table 3),
+RFS, saliency precision and the features' background shares, and what last-layer retraining
+(DFR) of the ORIGINAL-trained model does to its BG-Gap. Everything is stored and written under
+./bgbench-demo/.
 """
 from __future__ import annotations
 
@@ -17,28 +21,27 @@ from typing import Dict, Optional
 
 import torch
 
-from .api import challenge, edit, evaluate, probe_features, probe_noise, probe_saliency, train
+import tomllib
+
+from .api import evaluate, train
 from .console import status
-from .variants.synth import write_dataset
 from .evaluation.results import EvalReport
-from .reporting.render import render_report
 from .recording import record
 from .store import Store
+from .studies.runner import StudyResult, run_study
+from .studies.spec import REPORT_ONLY, Study, measure_options, study_from_dict
+from .variants.synth import write_dataset
 
 DEMO_ARCH = "timm:test_resnet"
-#: The demo's noise probe stays cheap: two levels of RIVAL10's σ grid (60/255 and 120/255, out of
-#: 30/255 … 210/255), three trials each, on the test split. Its RFS is on that two-level grid.
-DEMO_NOISE_LEVELS = ("60/255", "120/255")
-DEMO_NOISE_TRIALS = 3
+#: The demo's measures: a study file shipped in the package, run as `bgbench study` runs one.
+DEMO_STUDY = Path(__file__).resolve().parent / "resources" / "demo_study.toml"
+#: The demo's two models, as the study, its scorecard and its report name them.
+LABELS = {"original": "trained on ORIGINAL", "mixed_rand": "trained on MIXED-RAND"}
 #: The full challenge (every foreground x every background) and the edits run on the first
 #: images of each class of the test split's generator, written as a small dataset of their own
 #: (Synthetic-9 draws each image from its own seed, so they are the test split's first images):
 #: 10 per class is 90 x 90 = 8,100 composites per model, seconds on a CPU.
 DEMO_SMALL_PER_CLASS = 10
-#: Edit levels that need no model: the object removed, shrunk to a 5% pixel rate, rotated, and
-#: its background made busier (seed 003's lambda = +20).
-DEMO_EDIT_LEVELS = ("remove", "size_0.05", "rotation_random", "complexity_20")
-
 
 def run_demo(out: str | Path = "bgbench-demo", db: Optional[str] = None, per_class: int = 150,
              test_per_class: int = 50, size: int = 64, epochs: int = 20, seed: int = 0,
@@ -59,37 +62,46 @@ def run_demo(out: str | Path = "bgbench-demo", db: Optional[str] = None, per_cla
                   overwrite=True)
     store = Store(db or out / "results.db")
     summary = {"data": str(data), "small": str(small), "db": str(store.path), "models": {}}
-    reports, shown = {}, []
+    checkpoints = {}
     for step, variant in enumerate(("original", "mixed_rand"), start=2):
         status(f"[{step}/5] training {DEMO_ARCH} on {variant} ({epochs} epochs)")
-        run_dir = out / "runs" / variant
-        trained = train(data, run_dir, variant=variant, model=DEMO_ARCH, epochs=epochs, seed=seed, progress=progress)
+        trained = train(data, out / "runs" / variant, variant=variant, model=DEMO_ARCH, epochs=epochs, seed=seed,
+                        progress=progress)
         record(trained, store)
-        ckpt = trained["checkpoint"]
-        reports[variant] = evaluate(f"file:{ckpt}", data, progress=progress, seed=seed)
-        record(reports[variant], store)
-        summary["models"][variant] = {"checkpoint": str(ckpt), **reports[variant].to_dict(),
-                                      **_analyses(store, reports[variant].run_id, f"file:{ckpt}", data,
-                                                  out / "runs" / variant, seed, progress)}
-        shown += [reports[variant].run_id] + [summary["models"][variant][k]["run_id"] for k in ("noise", "saliency", "features")]
+        checkpoints[variant] = str(trained["checkpoint"])
+    study = demo_study(out, data, small, checkpoints, seed)
+    noise, edits = (next(m.options for m in study.measures if m.name == n) for n in ("noise", "edits"))
+    status(f"[4/5] the demo's study ({DEMO_STUDY.name}) on both models: eval, noise (σ {', '.join(noise['levels'])}, "
+           f"{noise['trials']} trials), Grad-CAM saliency and spurious features on {data}; on {small}: the edits "
+           f"(ImageNet-E levels {', '.join(edits['levels'])}), the full Backgrounds Challenge and an eval of the "
+           f"edits; then the report -> {study.out}")
+    ran = run_study(study, store.path, progress=progress, rerun=True)  # measured anew on every run, as before
+    reports = {}
+    for variant, ckpt in checkpoints.items():
+        label = LABELS[variant]
+        reports[variant] = ran.result(label, "synthetic9", "eval")
+        summary["models"][variant] = {"checkpoint": ckpt, **reports[variant].to_dict(),
+                                      **_analyses(store, ran, label), **_small_set_runs(ran, label)}
+    status("[5/5] last-layer retraining (DFR) of the ORIGINAL-trained model on MIXED-RAND train")
     summary["dfr"] = _last_layer_retraining(store, data, out, summary["models"], seed, progress)
-    status(f"[4/5] on {small}: the edits (ImageNet-E levels {', '.join(DEMO_EDIT_LEVELS)}), and for each model "
-           f"the full Backgrounds Challenge (challenge --full) and an eval of the edits")
-    edited = edit(small, out / "edits", levels=list(DEMO_EDIT_LEVELS), seed=seed, overwrite=True, progress=progress)
-    record(edited, store)
-    for variant, model in summary["models"].items():
-        model.update(_small_set_runs(store, small, out / "edits", f"file:{model['checkpoint']}",
-                                     out / "runs" / variant, seed, progress))
-        shown += [model["challenge"]["run_id"], model["edits"]["run_id"]]
-    status(f"[5/5] writing the report -> {out / 'report'}")
-    labels = {f"file:{m['checkpoint']}": f"trained on {v.upper().replace('_', '-')}"
-              for v, m in summary["models"].items()}  # the scorecard's two rows
-    page = render_report(store, out / "report", run_ids=shown, labels=labels, progress=False)  # the demo's own runs
-    summary["report"] = str(page.index)
+    page = ran.report / "index.html"
+    summary["report"] = str(page)
     summary["seconds"] = round(time.time() - t0, 1)
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     store.close()
-    return DemoResult(summary=summary, reports=reports, out=out, db=Path(summary["db"]), report=page.index)
+    return DemoResult(summary=summary, reports=reports, out=out, db=Path(summary["db"]), report=page)
+
+
+def demo_study(out: Path, data: Path, small: Path, checkpoints: Dict[str, str], seed: int) -> Study:
+    """The shipped study file's measures (`resources/demo_study.toml`) on the demo's two models and
+    two datasets, its seed added to every measure that takes one; the report goes to OUT/report."""
+    doc = tomllib.loads(DEMO_STUDY.read_text(encoding="utf-8"))
+    for name, options in doc["measures"].items():
+        if name not in REPORT_ONLY and "seed" in measure_options(name):
+            options["seed"] = seed
+    doc["models"] = [{"model": f"file:{ckpt}", "label": LABELS[v]} for v, ckpt in checkpoints.items()]
+    doc["datasets"] = [{"path": str(data), "label": "synthetic9"}, {"path": str(small), "label": "synthetic9-small"}]
+    return study_from_dict(doc, source=str(DEMO_STUDY), out=out / "report")
 
 
 def _last_layer_retraining(store: Store, data: Path, out: Path, models: dict, seed: int, progress: bool) -> dict:
@@ -112,45 +124,34 @@ def _last_layer_retraining(store: Store, data: Path, out: Path, models: dict, se
             "after": {"bg_gap": after.bg_gap.value, "mixed_rand": after.accuracy["mixed_rand"].value}}
 
 
-def _small_set_runs(store: Store, small: Path, edits: Path, model_name: str, out: Path, seed: int,
-                    progress: bool) -> dict:
-    """The full challenge on the small set (every foreground against every background: the
-    report's hijack matrix and challenge galleries) and the eval of its edits (recorded)."""
-    from .models import create_model
-    model = create_model(model_name)
-    report = challenge(model, small, store, full=True, seed=seed, out_dir=out / "challenge", progress=progress)
-    challenge_run = record(report, store)
-    drops = evaluate(model, edits, progress=progress, seed=seed)
-    edits_run = record(drops, store)
-    return {"challenge": {"run_id": challenge_run, "challenge_accuracy": report.challenge_accuracy.value,
+def _small_set_runs(ran: StudyResult, label: str) -> dict:
+    """The full challenge on the small set (the report's hijack matrix and challenge galleries)
+    and the eval of its edits, from the study's steps."""
+    report = ran.result(label, "synthetic9-small", "challenge")
+    drops = ran.result(label, "synthetic9-small edits", "eval")
+    return {"challenge": {"run_id": ran.run_id(label, "synthetic9-small", "challenge"),
+                          "challenge_accuracy": report.challenge_accuracy.value,
                           "clean_accuracy": report.clean_accuracy.value, "foregrounds": report.total,
                           "matrix": report.full["matrix"]},
-            "edits": {"run_id": edits_run, "accuracy": {v: e.value for v, e in drops.accuracy.items()}}}
+            "edits": {"run_id": ran.run_id(label, "synthetic9-small edits", "eval"),
+                      "accuracy": {v: e.value for v, e in drops.accuracy.items()}}}
 
 
-def _analyses(store: Store, eval_run: int, model_name: str, data: Path, out: Path, seed: int,
-              progress: bool) -> dict:
-    """Prediction categories of the eval run, and the noise, saliency and features probes (recorded)."""
+def _analyses(store: Store, ran: StudyResult, label: str) -> dict:
+    """Prediction categories of the eval run, and the noise, saliency and features probes, from the
+    study's steps on synthetic9."""
     from .measures.categories.summary import prediction_categories
     from .measures.noise.probe import noise_summary
-    from .models import create_model
-    status(f"      analysing {model_name}: prediction categories, noise probe "
-           f"(σ {', '.join(DEMO_NOISE_LEVELS)}, {DEMO_NOISE_TRIALS} trials), Grad-CAM saliency, spurious features")
-    categories = prediction_categories(store, eval_run)
-    model = create_model(model_name)
-    noise = probe_noise(model, data, levels=list(DEMO_NOISE_LEVELS), trials=DEMO_NOISE_TRIALS, seed=seed,
-                        progress=progress)
-    noise_run = record(noise, store)
-    saliency = probe_saliency(model, data, out_dir=out, progress=progress)
-    saliency_run = record(saliency, store)
-    sal = saliency.to_dict()
-    features = probe_features(model, data, out_dir=out, progress=progress)
-    features_run = record(features, store)
+    categories = prediction_categories(store, ran.run_id(label, "synthetic9", "eval"))
+    noise_run = ran.run_id(label, "synthetic9", "noise")
+    sal = ran.result(label, "synthetic9", "saliency").to_dict()
+    features = ran.result(label, "synthetic9", "features")
     return {"categories": categories.to_dict()["overall"],
-            "features": {"run_id": features_run, **_features_headline(features.summary())},
+            "features": {"run_id": ran.run_id(label, "synthetic9", "features"),
+                         **_features_headline(features.summary())},
             "noise": {"run_id": noise_run, **noise_summary(store, noise_run).to_dict()},
-            "saliency": {"run_id": saliency_run, "layer": sal["layer"], "overlays": sal["overlays"],
-                         "aggregation": sal["aggregation"]["headline"],
+            "saliency": {"run_id": ran.run_id(label, "synthetic9", "saliency"), "layer": sal["layer"],
+                         "overlays": sal["overlays"], "aggregation": sal["aggregation"]["headline"],
                          **{k: v["value"] for k, v in sal["headline"].items()},
                          "image_mean": {k: v["value"] for k, v in sal["image_mean"].items()}}}
 

@@ -90,12 +90,12 @@ def plan(study: Study, store) -> List[Step]:
     for d in study.datasets:
         f = facts[d.label]
         edited = None
-        if edits is not None:
+        if edits is not None and edits.runs_on(d):
             steps.append(edit_step(study, d, edits, f, store))
             edited = edited_dataset(study, d)
         for m in study.models:
             for measure in study.runnable:
-                if measure.name == EDITS:
+                if measure.name == EDITS or not measure.runs_on(d):
                     continue
                 step = Step(m, d, measure, KINDS.get(measure.name, f"probe_{measure.name}"),
                             options=dict(measure.options))

@@ -7,10 +7,11 @@ come and continues inside its run).
 """
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from ..console import status
 from ..distributed import setup
@@ -29,6 +30,18 @@ class StudyResult:
     ran: List[int] = field(default_factory=list)
     report: Optional[Path] = None
     seconds: float = 0.0
+    results: Dict[Tuple[Optional[str], str, str], Any] = field(default_factory=dict, repr=False)
+
+    def result(self, model: Optional[str], dataset: str, measure: str) -> Any:
+        """The in-memory result of a step this invocation ran: (model label, dataset label, measure)."""
+        return self.results[(model, dataset, measure)]
+
+    def run_id(self, model: Optional[str], dataset: str, measure: str) -> Optional[int]:
+        """The stored run of a step (run now or found in the store)."""
+        for s in self.steps:
+            if (s.model.label if s.model else None, s.dataset.label, s.measure.name) == (model, dataset, measure):
+                return s.done_run
+        raise KeyError((model, dataset, measure))
 
     def to_dict(self) -> dict:
         return {"source": self.study.source, "report": str(self.report) if self.report else None,
@@ -62,18 +75,23 @@ def plan_table(steps: List[Step]) -> str:
 
 
 def run_study(study: Study, db: Optional[str | Path] = None, *, dry_run: bool = False, device: str = "cpu",
-              progress: bool = True, report: bool = True) -> Optional[StudyResult]:
+              progress: bool = True, report: bool = True, rerun: bool = False) -> Optional[StudyResult]:
     """Plan `study` against the results store at `db` and run what it lacks (nothing with
-    `dry_run`); returns the result on rank 0 (None on other torchrun ranks)."""
+    `dry_run`; every step with `rerun`, which measures anew); returns the result on rank 0 (None on
+    other torchrun ranks), with the result objects of the steps it ran."""
     t0 = time.time()
     ranks = setup(device)
     with Store(db) as store:
         steps = plan(study, store)
+        if rerun:
+            for step in steps:
+                step.done_run = None
         result = StudyResult(study, steps)
         if dry_run:
             return result if ranks.main else None
         for i, step in enumerate(steps, 1):
-            if step.model is not None and step.dataset.label.endswith(" edits") and step.done_run is None:
+            if step.model is not None and step.dataset.label.endswith(" edits") and step.done_run is None \
+                    and not rerun:
                 refresh(step, store, _weights(step.model))  # its folder is written now: is its eval stored?
             if step.skip or step.done_run is not None:
                 if ranks.main:
@@ -81,10 +99,12 @@ def run_study(study: Study, db: Optional[str | Path] = None, *, dry_run: bool = 
                 continue
             if ranks.main:
                 status(f"[{i}/{len(steps)}] {step.title} ({step.cost()})")
-            run_id = _run_step(step, study, store, device, progress and ranks.main)
+            run_id, value = _run_step(step, study, store, device, progress and ranks.main)
             if ranks.main:
                 step.done_run = run_id
                 result.ran.append(run_id)
+                result.results[(step.model.label if step.model else None, step.dataset.label,
+                                step.measure.name)] = value
         if not ranks.main:
             return None
         if report:
@@ -97,21 +117,22 @@ def run_study(study: Study, db: Optional[str | Path] = None, *, dry_run: bool = 
     return result
 
 
-def _run_step(step: Step, study: Study, store: Store, device: str, progress: bool) -> Optional[int]:
-    """One step through the API (the single commands' path); rank 0 records it and returns the run id."""
+def _run_step(step: Step, study: Study, store: Store, device: str, progress: bool) -> Tuple[Optional[int], Any]:
+    """One step through the API (the single commands' path); rank 0 records it: (run id, result)."""
     from .. import api
     if step.model is None:  # a dataset's edits, written once for every model
         out = edited_dataset(study, step.dataset).path
         result = api.edit(str(step.dataset.path), out, progress=progress, overwrite=True, **step.options)
-        return None if result is None else record(result, store)
+        return (None, None) if result is None else (record(result, store), result)
     model, data = step.model, str(step.dataset.path)
     options = {**model.options, **step.options}
     options.setdefault("device", device)
-    pictures = study.out / "pictures" / f"{model.label}-{step.dataset.label}-{step.measure.name}"
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", f"{model.label}-{step.dataset.label}-{step.measure.name}")
+    pictures = study.out / "pictures" / name
     if step.measure.name == "eval":
         result = api.evaluate(model.model, data, progress=progress, **options)
     elif step.measure.name == "challenge":
         result = api.challenge(model.model, data, store, out_dir=pictures, progress=progress, **options)
     else:
         result = api.probe(step.measure.name, model.model, data, out_dir=pictures, progress=progress, **options)
-    return None if result is None else record(result, store)
+    return (None, None) if result is None else (record(result, store), result)

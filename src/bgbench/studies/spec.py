@@ -19,8 +19,8 @@ with `path` and `label`. Each key under `measures` is a measure of the registry 
 (eval, challenge, and the probes), its table the options of its job (the API's keywords, which
 are the CLI's flags); `edits` (ImageNet-E levels) edits each dataset once and evaluates every
 model on the result; the analyses of stored runs (categories, boxsize, leakage, groups) are
-accepted and shown by the report from the eval runs. Every problem is one line naming the key and
-the file.
+accepted and shown by the report from the eval runs. `datasets = ["label", ...]` in a measure's
+table runs it on those datasets only. Every problem is one line naming the key and the file.
 """
 from __future__ import annotations
 
@@ -66,6 +66,10 @@ class StudyDataset:
 class StudyMeasure:
     name: str
     options: Dict[str, Any] = field(default_factory=dict)
+    datasets: tuple = ()  # the dataset labels it runs on (`datasets = [...]` in its table); () for all
+
+    def runs_on(self, dataset: "StudyDataset") -> bool:
+        return not self.datasets or dataset.label in self.datasets
 
 
 @dataclass
@@ -124,6 +128,12 @@ def study_from_dict(doc: Dict[str, Any], source: str = "study", base: Path = Pat
     checked = [_measure(name, opts, source) for name, opts in measures.items()]
     _unique([m.label for m in models], "models", source)
     _unique([d.label for d in datasets], "datasets", source)
+    labels = [d.label for d in datasets]
+    for m in checked:
+        unknown = [d for d in m.datasets if d not in labels]
+        if unknown:
+            raise BgbenchError(f"{source}: measures.{m.name}.datasets: no dataset labelled {unknown[0]!r}; the "
+                               f"datasets are {', '.join(labels)}")
     report = doc.get("report", {})
     if not isinstance(report, dict) or set(report) - {"out"}:
         raise BgbenchError(f"{source}: report: its one key is out (the report's folder)")
@@ -236,11 +246,17 @@ def _measure(name: str, options: Any, source: str) -> StudyMeasure:
         raise BgbenchError(f"{source}: measures.{name}: unknown measure; a study runs {', '.join(known)}")
     if not isinstance(options, dict):
         raise BgbenchError(f"{source}: measures.{name}: a table of options ([measures.{name}])")
+    options = dict(options)
+    only = options.pop("datasets", [])
+    if isinstance(only, str):
+        only = [only]
+    if not isinstance(only, list) or not all(isinstance(d, str) for d in only):
+        raise BgbenchError(f"{source}: measures.{name}.datasets: a list of dataset labels")
     if name in REPORT_ONLY:
         if options:
             raise BgbenchError(f"{source}: measures.{name}: takes no options in a study (the report computes it "
                                f"from the eval runs)")
-        return StudyMeasure(name)
+        return StudyMeasure(name, {}, tuple(only))
     allowed = measure_options(name)
     for key in options:
         if key not in allowed:
@@ -248,7 +264,7 @@ def _measure(name: str, options: Any, source: str) -> StudyMeasure:
                                f"{', '.join(allowed)}")
     if name == EDITS:
         _check_edit_levels(options, source)
-    return StudyMeasure(name, dict(options))
+    return StudyMeasure(name, options, tuple(only))
 
 
 def _check_edit_levels(options: dict, source: str) -> None:
