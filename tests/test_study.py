@@ -101,11 +101,14 @@ def test_the_scorecard_cells_are_the_stored_metrics(synth_root, second, tmp_path
     assert [r["label"] for r in data["rows"]] == ["timm:test_resnet", "effnet"]
     assert len(data["groups"]) == 2  # one column group per dataset
     conn = sqlite3.connect(db)
-    checked = 0
+    checked, bg_required = 0, []
     for row in data["rows"]:
         model = "timm:test_efficientnet" if row["label"] == "effnet" else row["label"]
         for g, cells in zip(data["groups"], row["cells"]):
             for column, c in zip(g["columns"], cells):
+                if column["key"] == "categories:bg_required":  # an analysis: checked below against the store
+                    bg_required.append((model, g["key"], c))
+                    continue
                 kind = {"eval": "eval", "challenge": "challenge"}.get(column["key"].split(":")[0], "probe_noise")
                 metric, variant = column["key"].split(":")[1:]
                 run = conn.execute("SELECT max(id) FROM runs WHERE kind=? AND model=? AND data_fingerprint=? AND "
@@ -118,6 +121,17 @@ def test_the_scorecard_cells_are_the_stored_metrics(synth_root, second, tmp_path
                 assert (c["value"], c["lo"], c["hi"]) == tuple(value) and c["run"] == run
                 checked += 1
     assert checked >= 2 * 2 * 4  # BG-Gap, ORIGINAL accuracy, challenge accuracy, RFS for each model and dataset
+    assert len(bg_required) == 2 * 2
+    for model, fingerprint, c in bg_required:  # right on ORIGINAL and ONLY-BG-T, wrong on MIXED-RAND
+        run = conn.execute("SELECT max(id) FROM runs WHERE kind='eval' AND model=? AND data_fingerprint=?",
+                           (model, fingerprint)).fetchone()[0]
+        right = {}
+        for variant, image, ok in conn.execute("SELECT variant, image_id, pred = label FROM predictions WHERE "
+                                               "run_id=?", (run,)):
+            right.setdefault(variant, {})[image] = ok
+        ids = right["original"]
+        expected = sum(right["original"][i] and right["only_bg_t"][i] and not right["mixed_rand"][i] for i in ids)
+        assert c["value"] == pytest.approx(expected / len(ids)) and c["lo"] <= c["value"] <= c["hi"]
     html = (tmp_path / "report" / "index.html").read_text()
     assert html.index('id="scorecard"') < html.index('id="overview"')  # the page opens with it
     # below it, one section per model, with each dataset it was measured on as a subsection

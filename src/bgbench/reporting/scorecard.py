@@ -2,7 +2,8 @@
 column groups, each cell a link to the section it summarizes.
 
 The columns come from the Measure registry (each measure's declared `headlines`, in catalog
-order) plus eval's worst-group accuracy, and only those some chosen model has are shown. A cell is
+order) plus, from the eval runs, worst-group accuracy, the paper's BG Required share and each
+ImageNet-E level's accuracy drop; only those some chosen model has are shown. A cell is
 the stored metric of the model's newest run of that kind on that dataset: the same number that
 `bgbench runs` prints as the run's headline and the section shows.
 """
@@ -83,7 +84,7 @@ def scorecard(ctx: ReportContext) -> Optional[dict]:
         datasets.setdefault(key, {"key": key, "root": s.data_root, "name": _dataset_name(s), "columns": set()})
         row = rows.setdefault(s.label, {"label": s.label, "cells": {}})
         found = {c.key: cell(ctx, s, c) for c in cols}
-        for level_key, (column, value) in edit_drop_cells(ctx, s).items():
+        for level_key, (column, value) in {**category_cells(ctx, s), **edit_drop_cells(ctx, s)}.items():
             meta.setdefault(level_key, column)
             order += [level_key] if level_key not in order else []
             found[level_key] = value
@@ -98,6 +99,29 @@ def scorecard(ctx: ReportContext) -> Optional[dict]:
     out_rows = [{"label": r["label"], "cells": [[r["cells"].get((g["key"], c["key"])) for c in g["columns"]]
                                                 for g in groups]} for r in rows.values()]
     return {"groups": groups, "rows": out_rows}
+
+
+def category_cells(ctx: ReportContext, subject: Subject) -> Dict[str, Tuple[dict, dict]]:
+    """The paper's BG Required share (Table 3) of the model's newest eval run, with a Wilson
+    interval: the images it gets right only with the right background."""
+    from ..errors import BgbenchError
+    from ..evaluation.metrics import wilson_interval
+    from ..measures.categories.summary import prediction_categories
+    run = subject.latest("eval")
+    if run is None:
+        return {}
+    try:
+        found = prediction_categories(ctx.store, run["id"])
+    except BgbenchError:  # not the variants the categories need (an edit folder, a group dataset)
+        return {}
+    share, n = found.overall["BG Required"], found.n
+    lo, hi = wilson_interval(int(round(share * n)), n)
+    column = {"key": "categories:bg_required", "title": "BG Required",
+              "description": "share of images right on ORIGINAL and on ONLY-BG-T but wrong on MIXED-RAND: right "
+                             "only with the right background (the paper's Table 3)",
+              "percent": True, "higher": False}
+    return {column["key"]: (column, {"value": share, "lo": lo, "hi": hi, "n": n, "run": run["id"],
+                                     "href": f"#{subject.key}-categories"})}
 
 
 def edit_drop_cells(ctx: ReportContext, subject: Subject) -> Dict[str, Tuple[dict, dict]]:
