@@ -39,11 +39,7 @@ def waterbirds_tree(root: Path, counts: Dict[str, Dict[Tuple[int, int], int]], s
                 rows.append({"img_id": n + 1, "img_filename": name, "y": y, "split": SPLIT_CODES[split],
                              "place": place, "place_filename": f"/l/lake/natural/{n:08d}.jpg"})
                 n += 1
-    with open(root / "metadata.csv", "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    return root
+    return _write_csv(root, "metadata.csv", rows)
 
 
 def groups_tree(root: Path, counts: Dict[Tuple[int, int], int], size: int = 32, seed: int = 0,
@@ -62,7 +58,12 @@ def groups_tree(root: Path, counts: Dict[Tuple[int, int], int], size: int = 32, 
             rows.append({"image": name, "class": f"c{label}", "group": f"c{label} on f{family}",
                          **({"split": split} if split else {})})
             n += 1
-    with open(root / "groups.csv", "w", newline="") as f:
+    return _write_csv(root, "groups.csv", rows)
+
+
+def _write_csv(root: Path, name: str, rows: list) -> Path:
+    """`root/name` with the rows' keys as its header; returns root."""
+    with open(root / name, "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)

@@ -16,12 +16,13 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 from ..errors import BgbenchError
+from ..reporting.context import FINISHED
 from .spec import EDITS, Study, StudyDataset, StudyMeasure, StudyModel
 
 #: The run kind each study measure records.
 KINDS = {"eval": "eval", "challenge": "challenge"}
-#: Statuses of a run that counts as finished (a sampled challenge ends as 'sampled').
-FINISHED = ("done", "sampled")
+#: Why a step that needs the object's mask is skipped.
+NO_MASKS = "the dataset has no foreground masks (fg_mask/)"
 
 
 @dataclass
@@ -35,7 +36,8 @@ class Step:
     forwards: Optional[int] = None
     forwards_bound: bool = False  # the challenge's count is a ceiling (it stops at the first fooling background)
     options: Dict = field(default_factory=dict)
-
+    weights: Optional[str] = None  # the sha256 of the model's weights file, read once at planning
+    after_edits: bool = False  # an eval of an edited folder, which its edit step writes first
     edit_levels: int = 0  # an edit step: levels written (its cost is image work, not forwards)
 
     @property
@@ -98,11 +100,11 @@ def plan(study: Study, store) -> List[Step]:
                 if measure.name == EDITS or not measure.runs_on(d):
                     continue
                 step = Step(m, d, measure, KINDS.get(measure.name, f"probe_{measure.name}"),
-                            options=dict(measure.options))
+                            options=dict(measure.options), weights=weights[m.label])
                 step.skip = _unsupported(measure.name, f)
                 step.forwards, step.forwards_bound = _forwards(measure, f)
                 if step.skip is None:
-                    step.done_run = _done(store, step, m, f.fingerprint, weights[m.label])
+                    step.done_run = _done(store, step, f.fingerprint)
                 steps.append(step)
             if edited is not None:
                 steps.append(edits_eval_step(edited, m, store, weights[m.label]))
@@ -122,7 +124,7 @@ def edit_step(study: Study, dataset: StudyDataset, measure: StudyMeasure, facts:
                        levels=levels)
     step.edit_levels, step.forwards = len([e for e in chosen if not e.needs_model]), facts.images
     if not facts.masks:
-        step.skip = "the dataset has no foreground masks (fg_mask/)"
+        step.skip = NO_MASKS
         return step
     out = str(edited_dataset(study, dataset).path)
     for run in reversed(store.runs("edit")):
@@ -138,25 +140,25 @@ def edit_step(study: Study, dataset: StudyDataset, measure: StudyMeasure, facts:
 def edits_eval_step(edited: StudyDataset, model: StudyModel, store, weights: Optional[str]) -> Step:
     """A model's eval of the edited folder: done when the store holds it (known once the folder is
     written; `refresh` checks again before it runs)."""
-    step = Step(model, edited, StudyMeasure("eval"), "eval")
-    refresh(step, store, weights)
+    step = Step(model, edited, StudyMeasure("eval"), "eval", weights=weights, after_edits=True)
+    refresh(step, store)
     return step
 
 
-def refresh(step: Step, store, weights: Optional[str]) -> None:
+def refresh(step: Step, store) -> None:
     """The state and cost of an eval of an edited folder, from the folder as it is now."""
     if not (step.dataset.path / "manifest.csv").is_file():
         return
     f = dataset_facts(step.dataset, "study")
     step.forwards = f.images * len(f.variants)
-    step.done_run = _done(store, step, step.model, f.fingerprint, weights)
+    step.done_run = _done(store, step, f.fingerprint)
 
 
 def _unsupported(name: str, facts: DatasetFacts) -> Optional[str]:
     from ..measures.registry import get_measure
     needs = get_measure(name).needs
     if "masks" in needs and not facts.masks:
-        return "the dataset has no foreground masks (fg_mask/)"
+        return NO_MASKS
     if "attributes" in needs and not facts.attributes:
         return "the dataset has no attribute masks (attr_mask/, or a RIVAL10 release)"
     return None
@@ -199,11 +201,11 @@ def _weights(model: StudyModel) -> Optional[str]:
     return sha256_file(Path(path).expanduser()) if path else None
 
 
-def _done(store, step: Step, model: StudyModel, fingerprint: str, weights: Optional[str]) -> Optional[int]:
+def _done(store, step: Step, fingerprint: str) -> Optional[int]:
     for run in reversed(store.runs(step.kind)):
-        if run["status"] not in FINISHED or run["data_fingerprint"] != fingerprint or run["model"] != model.model:
+        if run["status"] not in FINISHED or run["data_fingerprint"] != fingerprint or run["model"] != step.model.model:
             continue
-        if weights is not None and run["checkpoint_sha256"] != weights:
+        if step.weights is not None and run["checkpoint_sha256"] != step.weights:
             continue
         config = json.loads(run["config"] or "{}")
         if all(k not in config or _same(config[k], v) for k, v in resolved_options(step).items()):

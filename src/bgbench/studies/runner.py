@@ -17,7 +17,7 @@ from ..console import status
 from ..distributed import setup
 from ..recording import record
 from ..store import Store
-from .plan import Step, _weights, edited_dataset, plan, refresh
+from .plan import Step, edited_dataset, plan, refresh
 from .spec import Study
 
 
@@ -90,9 +90,8 @@ def run_study(study: Study, db: Optional[str | Path] = None, *, dry_run: bool = 
         if dry_run:
             return result if ranks.main else None
         for i, step in enumerate(steps, 1):
-            if step.model is not None and step.dataset.label.endswith(" edits") and step.done_run is None \
-                    and not rerun:
-                refresh(step, store, _weights(step.model))  # its folder is written now: is its eval stored?
+            if step.after_edits and step.done_run is None and not rerun:
+                refresh(step, store)  # its folder is written now: is its eval stored?
             if step.skip or step.done_run is not None:
                 if ranks.main:
                     status(f"[{i}/{len(steps)}] {step.title}: {step.status()}")

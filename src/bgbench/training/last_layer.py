@@ -66,12 +66,13 @@ def fit_last_layer(cfg: LastLayerConfig, progress: bool = True) -> Optional[Path
         return None
     if feats.cached:
         status(f"features of {len(feats.image_ids)} {variant} images read from the cache ({cache / key}.npz)")
-    fit = fit_head(feats.x, feats.labels, [groups[i] for i in feats.image_ids], len(layout.classes),
+    feature_groups = [groups[i] for i in feats.image_ids]
+    fit = fit_head(feats.x, feats.labels, feature_groups, len(layout.classes),
                    balance=cfg.recipe == "dfr", c_grid=cfg.c_grid, penalty=cfg.penalty, retrains=cfg.retrains,
                    held_out=cfg.held_out, seed=cfg.seed)
     status(head_fit_summary(fit))
     pred = predict(fit.weight, fit.bias, feats.x)
-    codes = group_codes([groups[i] for i in feats.image_ids])
+    codes = group_codes(feature_groups)
     fitted = {"train_accuracy": float((pred == feats.labels).mean()),
               "train_worst_group_accuracy": worst_group_accuracy(pred, feats.labels, codes)}
     provenance = {"recipe": cfg.recipe, "backbone": model.spec.name, "backbone_sha256": model.spec.checkpoint_sha256,
