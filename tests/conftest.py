@@ -46,6 +46,16 @@ def synth_root(tmp_path_factory) -> Path:
     return root
 
 
+@pytest.fixture(scope="session")
+def model_ckpt(synth_root, tmp_path_factory) -> Path:
+    """timm:test_resnet trained 3 epochs on the tiny dataset's ORIGINAL: a checkpoint whose challenge
+    verdicts go both ways (shared by the challenge and speed-option tests)."""
+    from bgbench.training import TrainConfig, train
+    out = tmp_path_factory.mktemp("model")
+    return train(TrainConfig(data=str(synth_root), variant="original", model="timm:test_resnet", out=str(out),
+                             epochs=3, batch_size=16), progress=False)
+
+
 @pytest.fixture
 def synth_copy(synth_root, tmp_path) -> Path:
     """A private copy of the tiny dataset that a test may damage."""

@@ -57,7 +57,8 @@ def test_the_model_flags_are_modeloptions_fields_in_every_model_command():
     from bgbench.cli import build_parser
     from test_readme import option_actions, resolve
     flags = {spec["name"] for _, spec in flagged_fields(ModelOptions)}
-    assert {"--model", "--checkpoint", "--trust-checkpoint", "--norm", "--resize", "--labels", "--templates"} == flags
+    assert {"--model", "--checkpoint", "--trust-checkpoint", "--norm", "--resize", "--labels", "--templates",
+            "--channels-last", "--compile"} == flags
     build_parser()
     for cmd in ("eval", "challenge", "probe noise", "probe features", "edit"):
         sub, _, _ = resolve(cmd.split())

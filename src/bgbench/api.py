@@ -33,7 +33,8 @@ def evaluate(model: ModelLike, data: str | Path, variants: Optional[Sequence[str
              seed: int = 0, checkpoint: Optional[str] = None, ten_crop: bool = False, protocol: Optional[str] = None,
              resize: str = "auto", labels: str = "auto", templates: str = "openai",
              class_map: Optional[str | Path] = None, norm: str = "auto", trust_checkpoint: bool = False,
-             split: Optional[str] = None):
+             split: Optional[str] = None, workers: Optional[int] = None, channels_last: bool = False,
+             compile: bool = False):
     """Evaluate a model on IN-9-layout variants: per-variant accuracy and the BG-Gap; where the data
     names each image's group, the accuracy per group and the worst group.
 
@@ -47,12 +48,14 @@ def evaluate(model: ModelLike, data: str | Path, variants: Optional[Sequence[str
         ten_crop: Resize(256), TenCrop(224), logits averaged over the ten crops (seed 003).
         protocol: a reference protocol ('in9-v1'), which fixes the mapping, ten-crop, the resize
             policy and a zero-shot head's labels and templates, and is recorded with the run.
-        resize, labels, templates, norm, trust_checkpoint: how a model string is built
+        resize, labels, templates, norm, trust_checkpoint, channels_last, compile: how a model is built
             (`models.options.ModelOptions`, as the CLI's flags); a zero-shot head over the dataset's own
             classes reads them from `data`.
         class_map: for a 1000-class model on a dataset other than IN-9 and RIVAL10, a JSON file
             {ImageNet index: class folder} (recorded in the run).
         split: the split to read (default: val for IN-9, test for Waterbirds).
+        workers: threads decoding batches ahead of the model (default: 1 on the CPU, more on a GPU;
+            `data.prefetch.default_workers`).
 
     Returns:
         An `EvalReport`: accuracies, BG-Gap, per-image predictions and provenance. Under torchrun
@@ -63,9 +66,10 @@ def evaluate(model: ModelLike, data: str | Path, variants: Optional[Sequence[str
     from .evaluation.runner import run_eval
     cfg = EvalConfig(variants=list(variants) if variants else None, mapping=getattr(mapping, "value", mapping),
                      batch_size=batch_size, device=device, seed=seed, ten_crop=ten_crop, protocol=protocol,
-                     class_map=str(class_map) if class_map is not None else None, split=split)
+                     class_map=str(class_map) if class_map is not None else None, split=split, workers=workers)
     built = _model(model, checkpoint, data=data, device=device, protocol=protocol, resize=resize, labels=labels,
-                   templates=templates, norm=norm, trust_checkpoint=trust_checkpoint)
+                   templates=templates, norm=norm, trust_checkpoint=trust_checkpoint,
+                   channels_last=channels_last, compile=compile)
     return run_eval(built, data, cfg, progress=progress, renderers={"bg_blurred": blurred_renderer})
 
 
@@ -425,9 +429,13 @@ def _model(model: ModelLike, checkpoint: Optional[str] = None, *, data: Any = No
         from .models.options import ModelOptions, build
         return build(ModelOptions(model=str(model), checkpoint=checkpoint, data=data, device=device,
                                   protocol=protocol, **how))
+    speed = {k: how.pop(k) for k in ("channels_last", "compile") if k in how}
     if checkpoint is not None or any(v not in (None, False, "auto", "openai") for v in how.values()):
         raise BgbenchError("checkpoint= and the model's build options go with a model string such as "
                            "'timm:resnet18'; this model is already built")
+    if any(speed.values()):
+        from .models.options import speed_up
+        return speed_up(model, **speed)
     return model
 
 
@@ -436,7 +444,7 @@ def _model_keys(options: dict) -> dict:
     return {k: options.pop(k) for k in MODEL_KEYS if k in options}
 
 #: The API's keywords for how a model string is built: `ModelOptions`'s, as the CLI's model flags.
-MODEL_KEYS = ("norm", "trust_checkpoint", "resize", "labels", "templates")
+MODEL_KEYS = ("norm", "trust_checkpoint", "resize", "labels", "templates", "channels_last", "compile")
 
 
 def _shard_option(options: dict) -> dict:

@@ -49,7 +49,8 @@ class Provenance:
         stays the dataset's identity. When the model records the class folders it was trained on
         and they differ from the dataset's, the config says so (`class_names_mismatch`); when a
         1000-class model read the data through a class map other than IN-9's (RIVAL10's, or a
-        `--class-map` file), the config holds that map (`class_map`).
+        `--class-map` file), the config holds that map (`class_map`); when the forward ran
+        channels-last or compiled, the config lists it (`speedups`).
 
         Args:
             model: the model the run used: a `BgModel`, a `ModelSpec`, or a spec dict (a checkpoint
@@ -59,6 +60,9 @@ class Provenance:
                 run read back from its files); a layout's values take precedence.
         """
         spec = _spec_dict(model)
+        speedups = getattr(model, "speedups", None)
+        if speedups:  # --channels-last, --compile: the forward that made the numbers
+            config = {**config, "speedups": list(speedups)}
         class_map = getattr(model, "class_map", None)
         if class_map is not None:  # a 1000-class model read this dataset through a map other than IN-9's
             config = {**config, "class_map": class_map.to_config()}

@@ -18,17 +18,9 @@ from bgbench.evaluation.challenge.engine import (ChallengeEngine, attack_success
                                         verdicts_from_matrix)
 from bgbench.evaluation.predict import decide
 from bgbench.models import create_model
-from bgbench.training import TrainConfig, train
 from conftest import assert_one_line_error, run_cli
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
-
-
-@pytest.fixture(scope="module")
-def model_ckpt(synth_root, tmp_path_factory):
-    out = tmp_path_factory.mktemp("model")
-    return train(TrainConfig(data=str(synth_root), variant="original", model="timm:test_resnet", out=str(out),
-                             epochs=3, batch_size=16), progress=False)
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,8 @@ import argparse
 from ..errors import BgbenchError
 from ..evaluation.config import EvalConfig
 from ..variants.registry import IN9_VARIANTS, list_variants
-from .arguments import (add_class_map_arg, add_db_arg, add_mapping_arg, add_model_args, add_output_args,
-                        add_protocol_arg, add_seed_arg, config_default, create_model)
+from .arguments import (add_class_map_arg, add_config_flags, add_db_arg, add_mapping_arg, add_model_args,
+                        add_output_args, add_protocol_arg, add_seed_arg, config_default, create_model)
 from .folders import open_store
 from .output import emit, stored_in
 
@@ -42,6 +42,7 @@ def register(sub) -> None:
     p.add_argument("--ten-crop", action="store_true", default=config_default(EvalConfig, "ten_crop"),
                    help="Resize(256), TenCrop(224) and average the logits of the ten crops (seed 003's test-time option)")
     add_seed_arg(p, config_default(EvalConfig, "seed"), "seed of the BG-Gap's bootstrap")
+    add_config_flags(p, EvalConfig)
     add_protocol_arg(p)
     add_output_args(p)
     add_db_arg(p)
@@ -65,13 +66,13 @@ def _from_model(args: argparse.Namespace):
     model = create_model(args)
     return evaluate(model, args.data, variants=args.variants, mapping=args.mapping, batch_size=args.batch_size,
                     device=args.device, progress=not args.quiet, seed=args.seed, ten_crop=args.ten_crop,
-                    protocol=args.protocol, class_map=args.class_map, split=args.split)
+                    protocol=args.protocol, class_map=args.class_map, split=args.split, workers=args.workers)
 
 
 def _from_predictions(args: argparse.Namespace):
     from ..api import evaluate_predictions
     ignored = [flag for flag, given in (("--checkpoint", args.checkpoint), ("--variants", args.variants),
-                                        ("--ten-crop", args.ten_crop),
+                                        ("--ten-crop", args.ten_crop), ("--workers", args.workers),
                                         ("--class-map", args.class_map)) if given]
     if ignored:
         raise BgbenchError(f"--predictions records a file's predictions; it takes no {', '.join(ignored)} "

@@ -6,6 +6,7 @@ from typing import List, Optional
 
 from .. import checks, protocols
 from ..classes import Mapping
+from ..data.prefetch import workers_field
 
 
 @dataclass
@@ -31,6 +32,7 @@ class EvalConfig:
     mapping: str = Mapping.ARGMAX.value
     batch_size: int = 64
     device: str = "cpu"
+    workers: Optional[int] = workers_field()
     seed: int = 0
     ten_crop: bool = False
     protocol: Optional[str] = None
@@ -42,6 +44,7 @@ class EvalConfig:
         fixed = protocols.resolve(self.protocol, mapping=str(self.mapping), ten_crop=self.ten_crop)
         self.mapping, self.ten_crop = fixed["mapping"], fixed["ten_crop"]
         checks.at_least("--batch-size", self.batch_size, 1)
+        checks.at_least("--workers", self.workers, 1)
         checks.device(self.device)
         if self.variants is not None:
             self.variants = list(self.variants)

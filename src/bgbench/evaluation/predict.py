@@ -1,12 +1,12 @@
 """Batched prediction: images in, one (image id, label, prediction, confidence) row per image out.
 
-Decoding runs in a background thread (PIL releases the GIL), so the model's forward pass is
-rarely kept waiting. Images are fed as they are: [0,1], no resize, no crop.
+Decoding runs ahead in background threads (`data.prefetch`: PIL releases the GIL), so the model's
+forward pass is not kept waiting. Images are fed as they are: [0,1], no resize, no crop.
 """
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 import json
+from contextlib import closing
 from dataclasses import dataclass
 from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 
@@ -17,6 +17,7 @@ from .. import console
 from ..classes import Mapping, map_logits, stores_sums, superclass_sums
 from ..data.images import check_mask_fits, decode_item
 from ..data.layout import Item, Layout
+from ..data.prefetch import prefetched, resolve_workers
 from ..errors import BgbenchError
 from ..models.spec import IMAGENET1K, BgModel, check_compatible  # noqa: F401 (re-exported)
 
@@ -75,9 +76,12 @@ class Predictions:
         return dict(zip(self.image_ids, self.correct.tolist()))
 
 
-def to_tensor(batch: np.ndarray) -> torch.Tensor:
-    """NHWC uint8 -> NCHW float in [0,1] (channels_last memory, no copy of the layout)."""
-    return torch.from_numpy(batch).permute(0, 3, 1, 2).float().div_(255)
+def to_tensor(batch: np.ndarray, device: str | torch.device = "cpu") -> torch.Tensor:
+    """NHWC uint8 -> NCHW float in [0,1] on `device` (channels_last memory, no copy of the layout).
+
+    The uint8 batch moves before it becomes float: a quarter of the bytes cross to a GPU, and the
+    conversion runs there (the same numbers: x / 255 is exact IEEE division on either device)."""
+    return torch.from_numpy(batch).to(device, non_blocking=True).permute(0, 3, 1, 2).float().div_(255)
 
 
 def decide(model: BgModel, logits: torch.Tensor, mapping: Mapping | str) -> Tuple[torch.Tensor, torch.Tensor]:
@@ -125,11 +129,12 @@ def _same_shape_runs(items: Sequence[Item], arrays: List[np.ndarray]):
 def predict_items(model: BgModel, items: Sequence[Item], *, batch_size: int = 64, device: str = "cpu",
                   mapping: Mapping | str = Mapping.ARGMAX, checker=None, progress: bool = True,
                   desc: str = "predict", render: Optional[Callable[[Item], np.ndarray]] = None,
-                  forward: Optional[Callable] = None) -> Predictions:
+                  forward: Optional[Callable] = None, workers: Optional[int] = None) -> Predictions:
     """Run `model` over `items` and return per-image predictions.
 
     `render` (item -> HxWx3 uint8) replaces decoding, for variants computed on the fly;
-    `forward(model, x) -> logits` replaces the plain `model(x)` (e.g. ten-crop averaging).
+    `forward(model, x) -> logits` replaces the plain `model(x)` (e.g. ten-crop averaging);
+    `workers`: threads decoding batches ahead (default: `data.prefetch.default_workers(device)`).
     """
     ids: List[str] = []
     labels: List[int] = []
@@ -138,14 +143,13 @@ def predict_items(model: BgModel, items: Sequence[Item], *, batch_size: int = 64
     raw: List[Tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []  # 1000-class models: top-5, sums
     keep_raw = model.spec.label_space == IMAGENET1K
     bar = console.progress(enabled=progress, total=len(items), desc=desc, unit="img")
-    with ThreadPoolExecutor(max_workers=1) as pool, torch.inference_mode():
-        chunks = list(_chunks(items, batch_size))
-        pending = pool.submit(_decode_batch, chunks[0], checker, render) if chunks else None
-        for n, chunk in enumerate(chunks):
-            arrays = pending.result()
-            pending = pool.submit(_decode_batch, chunks[n + 1], checker, render) if n + 1 < len(chunks) else None
+    chunks = list(_chunks(items, batch_size))
+    decoded = prefetched(chunks, lambda chunk: _decode_batch(chunk, checker, render),
+                         resolve_workers(workers, device))
+    with closing(decoded), torch.inference_mode():
+        for chunk, arrays in zip(chunks, decoded):
             for run, batch in _same_shape_runs(chunk, arrays):
-                x = to_tensor(batch).to(device, non_blocking=True)
+                x = to_tensor(batch, device)
                 logits = model(x) if forward is None else forward(model, x)
                 pred, conf = decide(model, logits, mapping)
                 if keep_raw:

@@ -61,7 +61,7 @@ def run_eval(model: BgModel, data: str | Path | Layout, cfg: EvalConfig, progres
         mine = predict_items(model, [items[p] for p in share(len(items), ranks, cfg.batch_size)],
                              batch_size=cfg.batch_size, device=ranks.device, mapping=cfg.mapping,
                              progress=progress and ranks.main, desc=v, render=render,
-                             forward=ten_crop_logits if cfg.ten_crop else None,
+                             forward=ten_crop_logits if cfg.ten_crop else None, workers=cfg.workers,
                              checker=mask_checker(layout) if v == "original" else None)
         predictions[v] = joined_predictions(mine, len(items), ranks, cfg.batch_size)
     if not ranks.main:

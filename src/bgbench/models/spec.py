@@ -1,6 +1,7 @@
 """Model specs: everything needed to feed a model [0,1] images and read its outputs."""
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -91,7 +92,45 @@ class BgModel(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.spec.resize == "native":
             x = fit_to_native(x, self.spec.input_size, self.spec.interpolation)
-        return self.net(self.normalize(x))
+        net = self.__dict__["_compiled_net"] if self.__dict__.get("_use_compiled", False) else self.net
+        return net(self.normalize(x))
+
+    def channels_last(self) -> "BgModel":
+        """Store the network's weights channels-last (NHWC). Its inputs already are (`to_tensor`
+        permutes NHWC images), so convolutions need no layout change; fp32 results may differ in
+        the last bits, as any other convolution algorithm's would."""
+        self.net.to(memory_format=torch.channels_last)
+        self.speedups = sorted({*self.speedups, "channels_last"})
+        return self
+
+    def compile_net(self, **options) -> "BgModel":
+        """`torch.compile` the network for this model's forward. The eager network stays `self.net`:
+        its state_dict, its head and the layer hooks of Grad-CAM (which a compiled graph would not
+        call: see `eager`) keep working on it. The compiled one is kept outside the module tree,
+        so it adds no parameters and no state_dict keys; it shares the network's own."""
+        self.__dict__["_compiled_net"] = torch.compile(self.net, **options)
+        self.__dict__["_use_compiled"] = True
+        self.speedups = sorted({*self.speedups, "compile"})
+        return self
+
+    @property
+    def speedups(self) -> list:
+        """The forward options applied ('channels_last', 'compile'), recorded with a run."""
+        return list(self.__dict__.get("_speedups", ()))
+
+    @speedups.setter
+    def speedups(self, value) -> None:
+        self.__dict__["_speedups"] = list(value)
+
+    @contextlib.contextmanager
+    def eager(self):
+        """Run the eager network inside this block, for work that hooks its layers (Grad-CAM)."""
+        used = self.__dict__.get("_use_compiled", False)
+        self.__dict__["_use_compiled"] = False
+        try:
+            yield self
+        finally:
+            self.__dict__["_use_compiled"] = used
 
     def net_input_hw(self, image_hw: Tuple[int, int]) -> Tuple[int, int]:
         """The (H, W) the network itself receives for images of `image_hw` (after any resize)."""

@@ -1,12 +1,13 @@
-"""Batches of (items, images, masks) on a device, for the probes (decoding in a thread)."""
+"""Batches of (items, images, masks) on a device, for the probes (decoding ahead in threads)."""
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-from typing import Dict, Iterator, List, Sequence, Tuple
+from contextlib import closing
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ..data.images import decode_item, object_mask
+from ..data.prefetch import prefetched, resolve_workers
 
 
 def _decode(chunk, attributes=None):
@@ -18,36 +19,38 @@ def _decode(chunk, attributes=None):
     return out
 
 
-def _decoded(pairs: Sequence[Tuple[object, object]], batch_size: int, attributes=None) -> Iterator[List[tuple]]:
-    """Decoded chunks of `batch_size` pairs, the next one decoding while the caller works."""
+def _decoded(pairs: Sequence[Tuple[object, object]], batch_size: int, device: str, workers: Optional[int] = None,
+             attributes=None) -> Iterator[List[tuple]]:
+    """Decoded chunks of `batch_size` pairs, the next ones decoding while the caller works."""
     chunks = [pairs[i:i + batch_size] for i in range(0, len(pairs), batch_size)]
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        pending = pool.submit(_decode, chunks[0], attributes) if chunks else None
-        for n in range(len(chunks)):
-            decoded = pending.result()
-            pending = pool.submit(_decode, chunks[n + 1], attributes) if n + 1 < len(chunks) else None
-            yield from _same_shape(decoded)
+    with closing(prefetched(chunks, lambda chunk: _decode(chunk, attributes),
+                            resolve_workers(workers, device))) as decoded:
+        for chunk in decoded:
+            yield from _same_shape(chunk)
 
 
 def _tensors(group, device: str):
     import torch
-    x = torch.from_numpy(np.stack([g[1] for g in group])).to(device).permute(0, 3, 1, 2).float().div_(255)
-    m = torch.from_numpy(np.stack([g[2] for g in group])).to(device).float().unsqueeze(1)
+    x = torch.from_numpy(np.stack([g[1] for g in group])).to(device, non_blocking=True).permute(0, 3, 1, 2)
+    x = x.float().div_(255)
+    m = torch.from_numpy(np.stack([g[2] for g in group])).to(device, non_blocking=True).float().unsqueeze(1)
     return x, m
 
 
-def masked_batches(pairs: Sequence[Tuple[object, object]], batch_size: int, device: str) -> Iterator:
-    """Yield (items, x (N,3,H,W) float [0,1], m (N,1,H,W) float {0,1}) of equal-size images."""
-    for group in _decoded(pairs, batch_size):
+def masked_batches(pairs: Sequence[Tuple[object, object]], batch_size: int, device: str,
+                   workers: Optional[int] = None) -> Iterator:
+    """Yield (items, x (N,3,H,W) float [0,1], m (N,1,H,W) float {0,1}) of equal-size images;
+    `workers` threads decode ahead (default: `data.prefetch.default_workers(device)`)."""
+    for group in _decoded(pairs, batch_size, device, workers):
         yield ([g[0] for g in group], *_tensors(group, device))
 
 
-def attribute_batches(pairs: Sequence[Tuple[object, object]], batch_size: int, device: str, attributes
-                      ) -> Iterator:
+def attribute_batches(pairs: Sequence[Tuple[object, object]], batch_size: int, device: str, attributes,
+                      workers: Optional[int] = None) -> Iterator:
     """As `masked_batches`, plus `parts`: attribute -> (index (n,) of the batch's images that have
     it, their masks (n,1,H,W) float {0,1}), for the attributes of `attributes` (an attribute source)."""
     import torch
-    for group in _decoded(pairs, batch_size, attributes):
+    for group in _decoded(pairs, batch_size, device, workers, attributes):
         x, m = _tensors(group, device)
         parts: Dict[str, Tuple[object, object]] = {}
         for name in attributes.names:

@@ -132,7 +132,8 @@ def gradcam_batch(model, layer, x):
     from captum.attr import LayerGradCam
     with torch.no_grad():
         target = model(x).argmax(dim=1)
-    with cam_site(model, layer, tuple(x.shape[-2:])) as site:
+    eager = getattr(model, "eager", contextlib.nullcontext)  # a compiled forward would skip the layer's hooks
+    with eager(), cam_site(model, layer, tuple(x.shape[-2:])) as site:
         terms = LayerGradCam(model, site).attribute(x, target=target, relu_attributions=False,
                                                     attr_dim_summation=False)
     if terms.dim() != 4:

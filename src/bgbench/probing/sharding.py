@@ -4,7 +4,7 @@ The probes (noise, saliency, and any probe that runs a model over `layout.foregr
 batch) share one protocol, so that K processes store the rows of one process, in the same order:
 
     shard = ProbeShard(pairs, cfg.batch_size, setup(cfg.device))
-    for items, x, m in masked_batches(shard.pairs, cfg.batch_size, shard.ranks.device):
+    for items, x, m in masked_batches(shard.pairs, cfg.batch_size, shard.ranks.device, cfg.workers):
         shard.add(items, rows_of_this_batch)
     rows = shard.gathered()  # every rank's rows, in one-process order, on rank 0; None elsewhere
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional
@@ -30,6 +30,7 @@ from ..evaluation.predict import to_tensor
 from ..models.heads import pre_logits
 from ..models.spec import BgModel
 from ..data.images import decode_item
+from ..data.prefetch import prefetched, resolve_workers
 
 #: Where features are cached when no folder is named: $BGBENCH_CACHE/features, else ~/.cache/bgbench/features.
 CACHE_ENV = "BGBENCH_CACHE"
@@ -85,19 +86,16 @@ def penultimate_features(model: BgModel, items, key: str, ranks: Ranks, cache: O
 
 
 def _extract(model: BgModel, items, batch_size: int, device, progress: bool) -> np.ndarray:
-    """(len(items), D) features, decoding the next batch in a thread while this one runs."""
+    """(len(items), D) features, the next batches decoding in threads while this one runs."""
     chunks = [items[i:i + batch_size] for i in range(0, len(items), batch_size)]
     out = []
     bar = console.progress(enabled=progress, total=len(items), desc="features", unit="img")
-    with ThreadPoolExecutor(max_workers=1) as pool, torch.inference_mode():
-        pending = pool.submit(lambda c: [decode_item(it) for it in c], chunks[0]) if chunks else None
-        for n, chunk in enumerate(chunks):
-            arrays = pending.result()
-            if n + 1 < len(chunks):
-                pending = pool.submit(lambda c: [decode_item(it) for it in c], chunks[n + 1])
+    decoded = prefetched(chunks, lambda chunk: [decode_item(it) for it in chunk], resolve_workers(None, str(device)))
+    with closing(decoded), torch.inference_mode():
+        for chunk, arrays in zip(chunks, decoded):
             for start in _same_shape_starts(arrays):
                 run = arrays[start[0]:start[1]]
-                out.append(pre_logits(model, to_tensor(np.stack(run)).to(device)).cpu().numpy())
+                out.append(pre_logits(model, to_tensor(np.stack(run), device)).cpu().numpy())
             bar.update(len(chunk))
     bar.close()
     return np.concatenate(out) if out else np.zeros((0, 0), np.float32)

@@ -21,6 +21,7 @@ from ...classes import Mapping
 from ...store import Store
 from .summary import AblationSummary, summarize_ablation
 from ...probing.bootstrap import REPLICATES
+from ...data.prefetch import workers_field
 
 KIND = "probe_ablate"
 
@@ -31,6 +32,7 @@ class AblateConfig:
 
     batch_size: int = 64
     device: str = "cpu"
+    workers: Optional[int] = workers_field()
     seed: int = field(default=0, metadata=flag(
         "--seed", "seed of the bootstrap over images behind the intervals (default %(default)s)"))
     mapping: str = Mapping.ARGMAX.value
@@ -41,6 +43,7 @@ class AblateConfig:
         checks.at_least("--batch-size", self.batch_size, 1)
         checks.at_least("bootstrap replicates", self.bootstrap_replicates, 1)
         checks.one_of("--mapping", self.mapping, [m.value for m in Mapping])
+        checks.at_least("--workers", self.workers, 1)
         checks.device(self.device)
 
 
@@ -106,8 +109,8 @@ def probe_ablate(model, data, cfg: AblateConfig, progress: bool = True, limit: O
         logits = model(x)
         return decide(model, logits, cfg.mapping)[0], class_probabilities(model, logits)
 
-    batches = (attribute_batches(shard.pairs, cfg.batch_size, device, source) if source is not None else
-               ((*b, {}) for b in masked_batches(shard.pairs, cfg.batch_size, device)))
+    batches = (attribute_batches(shard.pairs, cfg.batch_size, device, source, cfg.workers) if source is not None else
+               ((*b, {}) for b in masked_batches(shard.pairs, cfg.batch_size, device, cfg.workers)))
     bar = console.progress(enabled=progress and shard.ranks.main, total=len(shard.pairs), desc="ablation probe",
                            unit="img")
     with torch.inference_mode():

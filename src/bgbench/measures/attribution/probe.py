@@ -22,6 +22,7 @@ from ...errors import BgbenchError
 from ...store import Store
 from .summary import EPS, AttributionSummary, summarize_attribution, top_features
 from ...probing.bootstrap import REPLICATES
+from ...data.prefetch import workers_field
 
 KIND = "probe_attribution"
 
@@ -35,6 +36,7 @@ class AttributionConfig:
         "--top", "features kept per attribute and class, and over all classes (default %(default)s)"))
     batch_size: int = 32
     device: str = "cpu"
+    workers: Optional[int] = workers_field()
     seed: int = field(default=0, metadata=flag(
         "--seed", "seed of the bootstrap over images behind the intervals (default %(default)s)"))
     bootstrap_replicates: int = REPLICATES
@@ -43,6 +45,7 @@ class AttributionConfig:
         checks.at_least("--top", self.top, 1)
         checks.at_least("--batch-size", self.batch_size, 1)
         checks.at_least("bootstrap replicates", self.bootstrap_replicates, 1)
+        checks.at_least("--workers", self.workers, 1)
         checks.device(self.device)
 
 
@@ -119,7 +122,7 @@ def probe_attribution(model, data, cfg: AttributionConfig, progress: bool = True
     bar = console.progress(enabled=progress and shard.ranks.main, total=len(shard.pairs), desc="attribution probe",
                            unit="img")
     with torch.inference_mode():
-        for items, x, _, parts in attribute_batches(shard.pairs, cfg.batch_size, device, source):
+        for items, x, _, parts in attribute_batches(shard.pairs, cfg.batch_size, device, source, cfg.workers):
             maps = feature_maps(model, x)
             features = int(maps.shape[1])
             have: Dict[int, List[str]] = {}

@@ -38,7 +38,7 @@ def draw_galleries(head, pairs: Sequence, ranked: Sequence[RankedFeature], confi
     images: Dict[int, tuple] = {}
     position = {pairs[i][0].image_id: i for i in wanted}
     with torch.no_grad():
-        for items, x, m in masked_batches([pairs[i] for i in wanted], cfg.batch_size, cfg.device):
+        for items, x, m in masked_batches([pairs[i] for i in wanted], cfg.batch_size, cfg.device, cfg.workers):
             maps, _, _ = head.forward(x)
             for k, it in enumerate(items):
                 i = position[it.image_id]

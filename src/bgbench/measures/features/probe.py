@@ -25,6 +25,7 @@ from ...errors import BgbenchError
 from ...store import Store
 from .summary import FeaturesSummary, rule_text, summarize_features
 from ..saliency.summary import class_namer
+from ...data.prefetch import workers_field
 
 GROUPINGS = ("prediction", "label")
 
@@ -47,6 +48,7 @@ class FeaturesConfig:
         "--galleries", "classes with a heatmap PNG, the largest first; 0: no PNG (default %(default)s)"))
     batch_size: int = 64
     device: str = "cpu"
+    workers: Optional[int] = workers_field()
 
     def __post_init__(self):
         checks.at_least("--top-features", self.top_features, 1)
@@ -55,6 +57,7 @@ class FeaturesConfig:
         checks.within("--threshold", self.threshold, 0, 1)
         checks.at_least("--galleries", self.galleries, 0)
         checks.at_least("--batch-size", self.batch_size, 1)
+        checks.at_least("--workers", self.workers, 1)
         checks.device(self.device)
 
 
@@ -114,7 +117,7 @@ def _collect(head, pairs, cfg: FeaturesConfig, progress: bool, shard) -> Optiona
     bar = console.progress(enabled=progress and shard.ranks.main, total=len(shard.pairs), desc="features probe",
                            unit="img")
     with torch.no_grad():
-        for batch, x, m in masked_batches(shard.pairs, cfg.batch_size, shard.ranks.device):
+        for batch, x, m in masked_batches(shard.pairs, cfg.batch_size, shard.ranks.device, cfg.workers):
             maps, feats, logits = head.forward(x)
             if head.pooled_is_map_mean is None:
                 head.check(maps, feats, logits)

@@ -22,6 +22,7 @@ from ..result import MeasureResult, stored_summary
 from .table import TABLE
 from .summary import NoiseSummary, summarize
 from .levels import KINDS, grid_label, resolve_levels
+from ...data.prefetch import workers_field
 
 #: --region: 'object' probes the foreground and the background; 'attributes' adds each attribute.
 REGION_CHOICES = ("object", "attributes")
@@ -48,6 +49,7 @@ class NoiseConfig:
                                                              "(default %(default)s)"))
     batch_size: int = 64
     device: str = "cpu"
+    workers: Optional[int] = workers_field()
     seed: int = field(default=0, metadata=flag(
         "--seed", "seed of the noise and of the bootstrap over images behind the intervals (default %(default)s)"))
     mapping: str = "argmax"
@@ -67,6 +69,7 @@ class NoiseConfig:
         checks.at_least("bootstrap replicates", self.bootstrap_replicates, 1)
         checks.one_of("--mapping", self.mapping, ("argmax", "superclass"))
         self.grid, self.levels = resolve_levels(self.levels, self.kind)
+        checks.at_least("--workers", self.workers, 1)
         checks.device(self.device)
 
 
@@ -139,8 +142,8 @@ def probe_noise(model, data, cfg: NoiseConfig, progress: bool = True, limit: Opt
     def predict(x):
         return decide(model, model(x), cfg.mapping)[0]
 
-    batches = (attribute_batches(shard.pairs, cfg.batch_size, device, source) if source is not None else
-               ((*b, {}) for b in masked_batches(shard.pairs, cfg.batch_size, device)))
+    batches = (attribute_batches(shard.pairs, cfg.batch_size, device, source, cfg.workers) if source is not None else
+               ((*b, {}) for b in masked_batches(shard.pairs, cfg.batch_size, device, cfg.workers)))
     bar = console.progress(enabled=progress and shard.ranks.main, total=len(shard.pairs), desc="noise probe",
                            unit="img")
     with torch.inference_mode():

@@ -23,6 +23,7 @@ from ...probing.bootstrap import REPLICATES
 from ...probing.gradcam import default_layer, gradcam_batch, resolve_layer  # noqa: F401 (re-exported)
 from .metrics import METRICS, saliency_alignment
 from .summary import SaliencySummary, class_namer, summarize_saliency
+from ...data.prefetch import workers_field
 
 OVERLAYS_FILE = "saliency_overlays.png"
 #: The folder (beside OVERLAYS_FILE) with one overlay PNG per example, for the report's gallery.
@@ -36,6 +37,7 @@ class SaliencyConfig:
         "last feature stage of a timm model, else the last convolution)", type=str))
     batch_size: int = 32
     device: str = "cpu"
+    workers: Optional[int] = workers_field()
     examples: int = field(default=4, metadata=flag(
         "--examples", "overlay images per predicted class: the most, then the least aligned by precision; 0: no PNG "
         "(default %(default)s)"))
@@ -48,6 +50,7 @@ class SaliencyConfig:
         checks.at_least("--batch-size", self.batch_size, 1)
         checks.at_least("--examples", self.examples, 0)
         checks.at_least("bootstrap replicates", self.bootstrap_replicates, 1)
+        checks.at_least("--workers", self.workers, 1)
         checks.device(self.device)
 
 
@@ -114,7 +117,7 @@ def probe_saliency(model, data, cfg: SaliencyConfig, out_dir: Optional[str | Pat
     layer_name, layer = resolve_layer(model, cfg.layer)
     bar = console.progress(enabled=progress and shard.ranks.main, total=len(shard.pairs), desc="saliency probe",
                            unit="img")
-    for items, x, m in masked_batches(shard.pairs, cfg.batch_size, device):
+    for items, x, m in masked_batches(shard.pairs, cfg.batch_size, device, cfg.workers):
         maps, preds = gradcam_batch(model, layer, x)
         preds, masks = preds.cpu().numpy(), m[:, 0].cpu().numpy() > 0.5
         shard.add(items, [(it.image_id, it.label, int(preds[k]),
@@ -157,7 +160,7 @@ def _overlays(model, layer, pairs, rows, cfg: SaliencyConfig, config: dict, out_
     chosen = {ex.image_id: ex for ex in choose_examples(rows, cfg.examples)}
     wanted = [p for p in pairs if p[0].image_id in chosen]
     panels = {}
-    for items, x, m in masked_batches(wanted, cfg.batch_size, device):
+    for items, x, m in masked_batches(wanted, cfg.batch_size, device, cfg.workers):
         maps, _ = gradcam_batch(model, layer, x)
         for k, it in enumerate(items):
             panels[it.image_id] = (chosen[it.image_id], it.label, x[k].permute(1, 2, 0).cpu().numpy(), maps[k],
