@@ -24,6 +24,12 @@ of backgrounds with 1, 2 and 4 decoding threads (4,050 decodes: the full challen
 by decoding this set's backgrounds repeatedly).
 
     python benchmarks/challenge_speed.py [--per-class 6] [--batch-size 64] [--workdir DIR]
+    python benchmarks/challenge_speed.py --size 224 --arch resnet50 --realsize --workdir DIR
+
+`--arch resnet50 --realsize`: the real-size run. The test set is IN-9's format (224-px JPEG quality
+75 with .npy masks, from `realsize_data.py`); the models are a seeded random-init ResNet-50 with a
+linear head fitted on its ORIGINAL features (background-reliant) and one on its MIXED-RAND features
+(background-robust), as `bgbench train --recipe linear-probe` fits them: no weights to download.
 
 `--workdir` keeps data and trained models between runs. Bigger: `--per-class 20` (needs ~4x the time).
 """
@@ -67,7 +73,9 @@ def reference_loop(model, root: Path, batch_size: int = 32):
             fg_mask = np.load(fg_mask_base / classname / mask_name)
             fg_mask = np.tile(fg_mask[:, :, np.newaxis], [1, 1, 3]).astype("uint8")
             fg_mask = transforms.ToTensor()(Image.fromarray(fg_mask * 255))
-            img_name = mask_name.replace("npy", "png")
+            img_name = mask_name.replace("npy", "JPEG")  # upstream's line; Synthetic-9 writes PNG
+            if not (root / "original" / "val" / classname / img_name).is_file():
+                img_name = mask_name.replace("npy", "png")
             img = transforms.ToTensor()(Image.open(root / "original" / "val" / classname / img_name))
             is_adv = False
             for inp, _ in bg_loader:
@@ -167,6 +175,21 @@ def ensure_model(root: Path, name: str, recipe: str, epochs: int) -> Path:
     return ckpt
 
 
+def ensure_probe(root: Path, train_root: Path, arch: str, variant: str) -> Path:
+    """A seeded random-init timm `arch` with a linear head fitted on its features of `variant`'s train
+    images (`bgbench train --recipe linear-probe`): ORIGINAL gives a background-reliant model,
+    MIXED-RAND a background-robust one, in minutes on a CPU and without any downloaded weights."""
+    from bgbench.api import train as fit
+    out = root / f"{arch}_probe_{variant}"
+    if not (out / "model.pt").is_file():
+        t = time.perf_counter()
+        fit(train_root, out, model=f"timm:{arch}", recipe="linear-probe", variant=variant, progress=False,
+            feature_cache="none")
+        print(f"fitted a linear head on timm:{arch} features of {variant} in {time.perf_counter() - t:.0f}s",
+              flush=True)
+    return out / "model.pt"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--per-class", type=int, default=6)
@@ -179,26 +202,46 @@ def main() -> None:
     ap.add_argument("--threads", type=int, help="torch threads (default: torch's choice; 1 makes the CPU-time "
                     "ratios robust on a shared machine)")
     ap.add_argument("--workdir", help="keep data and models here (default: a temporary folder)")
+    ap.add_argument("--arch", help="a timm architecture (random init, e.g. resnet50) with linear heads fitted on "
+                    "ORIGINAL and on MIXED-RAND features, instead of the fine-tuned EfficientNet-Lite0s")
+    ap.add_argument("--size", type=int, default=224, help="image size (default %(default)s)")
+    ap.add_argument("--realsize", action="store_true", help="the test set as JPEG quality 75, as IN-9's release "
+                    "(`realsize_data.py`, --per-class images per class)")
     args = ap.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory() as tmp:
-        root = Path(args.workdir or tmp)
+        work = Path(args.workdir or tmp)
+        root = train_root = work
+        if args.realsize:
+            from realsize_data import realsize_dataset
+            root = realsize_dataset(per_class=args.per_class, size=args.size)
+            train_root = work / "train"
         if not (root / "original" / "val").is_dir():
-            write_dataset(root, per_class=args.per_class, size=224, seed=0, split="val", progress=False)
-            write_dataset(root, per_class=args.train_per_class, size=224, seed=0, split="train", progress=False)
+            write_dataset(root, per_class=args.per_class, size=args.size, seed=0, split="val", progress=False)
+        if not (train_root / "original" / "train").is_dir():
+            write_dataset(train_root, per_class=args.train_per_class, size=args.size, seed=0, split="train",
+                          progress=False)
+        print(f"test set: {root} ({'JPEG q75' if args.realsize else 'PNG'}, {args.size} px)", flush=True)
         print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; torch threads "
               f"{torch.get_num_threads()}", flush=True)
         s = startup(root)
+        fmt = "JPEG" if args.realsize else "PNG"
+        rates = ", ".join(f"{w} thread{'s' if w > 1 else ''} {r:.0f} img/s" for w, r in s["decode"].items())
         print(f"start-up: interpreter {s['bare']:.2f}s, challenge imports {s['imports']:.2f}s; decoding 4,050 "
-              "backgrounds (224 px PNG): " + ", ".join(f"{w} thread{'s' if w > 1 else ''} {r:.0f} img/s"
-                                                       for w, r in s["decode"].items()), flush=True)
+              f"backgrounds ({args.size} px {fmt}): {rates}", flush=True)
         rows = []
-        for spec in args.models:
+        specs = (["probe:original", "probe:mixed_rand"] if args.arch and args.models == ap.get_default("models")
+                 else args.models)
+        for spec in specs:
             recipe, _, epochs = spec.partition(":")
-            epochs = int(epochs or 3)
-            name = f"{recipe} {epochs}ep"
-            ckpt = ensure_model(root, f"{recipe}_{epochs}ep", recipe, epochs)
+            if args.arch:  # RECIPE:VARIANT, a linear probe on the architecture's random features
+                name = f"{args.arch} probe {epochs}"
+                ckpt = ensure_probe(work, train_root, args.arch, epochs)
+            else:
+                epochs = int(epochs or 3)
+                name = f"{recipe} {epochs}ep"
+                ckpt = ensure_model(work, f"{recipe}_{epochs}ep", recipe, epochs)
             model = create_model(f"file:{ckpt}").eval()
             ref = None
             if not args.no_reference:
