@@ -1,5 +1,7 @@
 """Stores written by older bgbench versions keep their rows and gain the probes' new columns and tables."""
+import multiprocessing
 import sqlite3
+import sys
 from pathlib import Path
 
 import pytest
@@ -156,3 +158,35 @@ def test_a_store_written_by_the_previous_main_takes_new_runs_and_lists_headlines
     listing = {r["id"]: r for r in json.loads(proc.stdout)}
     assert listing[run_id]["kind"] == "probe_ablate" and listing[run_id]["result"].startswith("ablation_acc_drop")
     assert all(r["result"] for r in listing.values())
+
+
+def _open_at_once(path, barrier, errors):
+    """One process of a torchrun job: wait for the others, then open the same new store."""
+    barrier.wait()
+    try:
+        with Store(path) as store:
+            store.start_run("eval", {})
+    except Exception as exc:  # reported to the parent, which fails the test
+        errors.put(f"{type(exc).__name__}: {exc}")
+
+
+def test_processes_opening_a_new_store_together_all_succeed(tmp_path):
+    """The ranks of a torchrun job open one new store at the same moment; none may fail on the lock race.
+
+    SQLite answers a racing change to WAL mode with "database is locked" without waiting; a rank
+    that died of it killed the whole job by chance (seen in test_torchrun_two_processes_match_one).
+    """
+    ctx = multiprocessing.get_context("spawn" if sys.platform == "darwin" else "fork")
+    errors = ctx.Queue()
+    for attempt in range(40):
+        path = tmp_path / f"race{attempt}.db"
+        barrier = ctx.Barrier(4)
+        procs = [ctx.Process(target=_open_at_once, args=(path, barrier, errors)) for _ in range(4)]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join(120)
+        assert all(p.exitcode == 0 for p in procs)
+        with Store.open_existing(path) as store:
+            assert len(store.conn.execute("SELECT id FROM runs").fetchall()) == 4
+    assert errors.empty(), errors.get()

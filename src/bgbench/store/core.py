@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable, List, Optional, Sequence
@@ -22,6 +23,32 @@ from .schema import RUNS_SQL, declared, declared_tables
 
 #: A stored row (runs, predictions, ...): read by column name, `row["model"]`.
 Row = sqlite3.Row
+
+#: How long a new connection waits for another process that holds the store (torchrun ranks, shards).
+BUSY_TIMEOUT_S = 60.0
+
+
+def _use_wal(conn: sqlite3.Connection) -> None:
+    """Switch the file to write-ahead logging, waiting out processes that open it at the same moment.
+
+    Why a loop: SQLite answers a journal-mode change that races another connection with
+    "database is locked" at once, without calling the busy handler, so the ranks of a torchrun job
+    opening a new store together would fail by chance. A file already in WAL mode needs no change.
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    pause = 0.01
+    while True:
+        try:
+            if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            lock_race = "locked" in str(exc) or "busy" in str(exc)
+            if not lock_race or time.monotonic() > deadline:
+                raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.5)
+
 
 def default_db_path() -> Path:
     return Path(os.environ.get("BGBENCH_DB", Path.home() / ".bgbench" / "results.db")).expanduser()
@@ -40,9 +67,9 @@ class Store(ChallengeTables):
         if not create and not self.path.is_file():
             raise BgbenchError(f"no results store at {self.path}")
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.conn = sqlite3.connect(str(self.path), timeout=60)
+        self.conn = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_S)
         self.conn.row_factory = sqlite3.Row
-        self.conn.execute("PRAGMA journal_mode=WAL")
+        _use_wal(self.conn)
         self.conn.execute("PRAGMA foreign_keys=ON")
         migrate(self.conn)
         self.conn.execute(RUNS_SQL)
