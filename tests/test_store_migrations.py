@@ -160,14 +160,15 @@ def test_a_store_written_by_the_previous_main_takes_new_runs_and_lists_headlines
     assert all(r["result"] for r in listing.values())
 
 
-def _open_at_once(path, barrier, errors):
-    """One process of a torchrun job: wait for the others, then open the same new store."""
-    barrier.wait()
-    try:
-        with Store(path) as store:
-            store.start_run("eval", {})
-    except Exception as exc:  # reported to the parent, which fails the test
-        errors.put(f"{type(exc).__name__}: {exc}")
+def _open_at_once(paths, barrier, errors):
+    """One process of a torchrun job: for each new store, wait for the others, then open it with them."""
+    for path in paths:
+        barrier.wait()
+        try:
+            with Store(path) as store:
+                store.start_run("eval", {})
+        except Exception as exc:  # reported to the parent, which fails the test
+            errors.put(f"{type(exc).__name__}: {exc}")
 
 
 def test_processes_opening_a_new_store_together_all_succeed(tmp_path):
@@ -177,16 +178,15 @@ def test_processes_opening_a_new_store_together_all_succeed(tmp_path):
     that died of it killed the whole job by chance (seen in test_torchrun_two_processes_match_one).
     """
     ctx = multiprocessing.get_context("spawn" if sys.platform == "darwin" else "fork")
-    errors = ctx.Queue()
-    for attempt in range(40):
-        path = tmp_path / f"race{attempt}.db"
-        barrier = ctx.Barrier(4)
-        procs = [ctx.Process(target=_open_at_once, args=(path, barrier, errors)) for _ in range(4)]
-        for p in procs:
-            p.start()
-        for p in procs:
-            p.join(120)
-        assert all(p.exitcode == 0 for p in procs)
+    errors, barrier = ctx.Queue(), ctx.Barrier(4)
+    paths = [tmp_path / f"race{attempt}.db" for attempt in range(40)]
+    procs = [ctx.Process(target=_open_at_once, args=(paths, barrier, errors)) for _ in range(4)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+    assert all(p.exitcode == 0 for p in procs)
+    assert errors.empty(), errors.get()
+    for path in paths:
         with Store.open_existing(path) as store:
             assert len(store.conn.execute("SELECT id FROM runs").fetchall()) == 4
-    assert errors.empty(), errors.get()
