@@ -179,13 +179,13 @@ def test_resume_after_sigkills_gives_the_uninterrupted_result_and_clean_json(mod
     first = _start_and_kill(args, killed_db, 3)
     second = _start_and_kill(args, killed_db, first + 3)
     assert 3 <= first < second < 36
-    resumed = subprocess.run(args + ["--db", str(killed_db), "--json"], env=_env(), capture_output=True, text=True)
+    # The resumed and the clean run go in-process: the kills above are what needs a real process.
+    resumed = run_cli(*args[3:], "--db", killed_db, "--json")
     assert resumed.returncode == 0, resumed.stderr
     assert "resuming challenge run 1" in resumed.stderr
     document = json.loads(resumed.stdout)  # stdout is one JSON document and nothing else
     assert document["run_id"] == 1 and document["total"] == 36
-    clean_run = subprocess.run(args + ["--db", str(tmp_path / "clean.db")], env=_env(), capture_output=True,
-                               text=True)
+    clean_run = run_cli(*args[3:], "--db", tmp_path / "clean.db")
     assert clean_run.returncode == 0, clean_run.stderr
     assert _results(killed_db) == _results(tmp_path / "clean.db")
     assert len(_results(killed_db)) == 36
@@ -219,8 +219,7 @@ def test_random_init_is_seeded_so_a_model_string_names_one_model():
 
 def test_torchrun_two_processes_match_one(model_ckpt, synth_root, tmp_path):
     base = ["challenge", "--model", f"file:{model_ckpt}", "--data", str(synth_root), "--quiet", "--batch-size", "8"]
-    one = subprocess.run([sys.executable, "-m", "bgbench", *base, "--db", str(tmp_path / "one.db")], env=_env(),
-                         capture_output=True, text=True)
+    one = run_cli(*base, "--db", tmp_path / "one.db")  # the one-process reference needs no fresh interpreter
     assert one.returncode == 0, one.stderr
     two = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
                           "--master-port", "29517", "-m", "bgbench", *base, "--db", str(tmp_path / "two.db")],
