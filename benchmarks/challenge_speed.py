@@ -222,11 +222,11 @@ def main() -> None:
         if not (train_root / "original" / "train").is_dir():
             write_dataset(train_root, per_class=args.train_per_class, size=args.size, seed=0, split="train",
                           progress=False)
-        print(f"test set: {root} ({'JPEG q75' if args.realsize else 'PNG'}, {args.size} px)", flush=True)
+        fmt = "JPEG" if args.realsize else "PNG"
+        print(f"test set: {root} ({fmt}{' q75' if args.realsize else ''}, {args.size} px)", flush=True)
         print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; torch threads "
               f"{torch.get_num_threads()}", flush=True)
         s = startup(root)
-        fmt = "JPEG" if args.realsize else "PNG"
         rates = ", ".join(f"{w} thread{'s' if w > 1 else ''} {r:.0f} img/s" for w, r in s["decode"].items())
         print(f"start-up: interpreter {s['bare']:.2f}s, challenge imports {s['imports']:.2f}s; decoding 4,050 "
               f"backgrounds ({args.size} px {fmt}): {rates}", flush=True)
@@ -234,12 +234,12 @@ def main() -> None:
         specs = (["probe:original", "probe:mixed_rand"] if args.arch and args.models == ap.get_default("models")
                  else args.models)
         for spec in specs:
-            recipe, _, epochs = spec.partition(":")
-            if args.arch:  # RECIPE:VARIANT, a linear probe on the architecture's random features
-                name = f"{args.arch} probe {epochs}"
-                ckpt = ensure_probe(work, train_root, args.arch, epochs)
-            else:
-                epochs = int(epochs or 3)
+            recipe, _, option = spec.partition(":")
+            if args.arch:  # probe:VARIANT, a linear head on the architecture's random features
+                name = f"{args.arch} probe {option}"
+                ckpt = ensure_probe(work, train_root, args.arch, option)
+            else:  # RECIPE:EPOCHS
+                epochs = int(option or 3)
                 name = f"{recipe} {epochs}ep"
                 ckpt = ensure_model(work, f"{recipe}_{epochs}ep", recipe, epochs)
             model = create_model(f"file:{ckpt}").eval()

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -42,6 +43,10 @@ def make_jpegs(root: Path, n: int, size: int = 224) -> None:
         # smooth random content compresses like a photo, unlike white noise
         small = rng.integers(0, 256, (size // 8, size // 8, 3), dtype=np.uint8)
         Image.fromarray(small).resize((size, size), Image.BICUBIC).save(cls / f"img_{i:05d}.JPEG", quality=90)
+
+
+#: --speedups: the forward options of every model command (--channels-last, --compile).
+MODES = ("eager", "channels_last", "compile", "channels_last+compile")
 
 
 def main() -> None:
@@ -100,7 +105,6 @@ def main() -> None:
                 fwd_t.append(synced() - t)
             n = len(items)
             rows.append((mode, n / min(eval_t), n / min(fwd_t), warm))
-    import os
     print(f"images: {n} at 224x224 ({'realsize JPEG q75' if args.realsize else 'random JPEG q90'}), {args.arch}, "
           f"batch {args.batch_size}, {args.device}, torch threads {torch.get_num_threads()}, decoding workers "
           f"{args.workers or 'default'}, load average {os.getloadavg()[0]:.2f}")
@@ -111,10 +115,6 @@ def main() -> None:
         print(f"[{mode}] ratio             : {e / f:.3f}  (target >= 0.9)   warm-up {warm:.1f}s"
               + (f"   eval path vs eager's: {e / eager[1]:.2f}x" if eager and mode != "eager" else ""))
     print(f"decode + preprocess alone: {decode_rate:7.1f} images/s on one core")
-
-
-#: --speedups: the forward options of every model command (--channels-last, --compile).
-MODES = ("eager", "channels_last", "compile", "channels_last+compile")
 
 
 if __name__ == "__main__":

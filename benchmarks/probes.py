@@ -25,6 +25,7 @@ Both sides are interleaved over --repeats and the best time of each is kept.
 from __future__ import annotations
 
 import argparse
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -71,7 +72,7 @@ def main() -> None:
             write_dataset(root, per_class=args.per_class, size=args.size, seed=0, split="val", progress=False)
         items = discover(root, variants=["original"]).items("original")
         n = len(items)
-        batches = [to_tensor(np.stack([decode_image(it.path) for it in items[i:i + args.batch_size]])).to(dev)
+        batches = [to_tensor(np.stack([decode_image(it.path) for it in items[i:i + args.batch_size]]), dev)
                    for i in range(0, n, args.batch_size)]
         ncfg = NoiseConfig(levels=args.levels, trials=args.trials, batch_size=args.batch_size, device=dev,
                            workers=args.workers)
@@ -81,8 +82,7 @@ def main() -> None:
         gcfg = FeaturesConfig(batch_size=args.batch_size, device=dev, workers=args.workers)
         with torch.inference_mode():
             model(batches[0])  # warm-up
-        probe_saliency(model, root, SaliencyConfig(batch_size=args.batch_size, device=dev, examples=0),
-                       progress=False, limit=args.batch_size)
+        probe_saliency(model, root, scfg, progress=False, limit=args.batch_size)
         probe_features(model, root, fcfg, progress=False, limit=args.batch_size)
         acfg = AblateConfig(batch_size=args.batch_size, device=dev, workers=args.workers)
         ablated = len(probe_ablate(model, root, acfg, progress=False).rows)  # images through the model
@@ -147,7 +147,6 @@ def main() -> None:
                 times[key].append(time.perf_counter() - t)
         best = {k: min(v) for k, v in times.items()}
         noisy = n * forwards_per_image
-        import os
         target = 0.9 if args.realsize else 0.8
         print(f"{n} images, {args.size}px {'JPEG q75' if args.realsize else 'PNG'}, {args.arch}, batch "
               f"{args.batch_size}, device {dev}, torch {torch.__version__}, threads {torch.get_num_threads()}, "
