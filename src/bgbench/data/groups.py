@@ -29,6 +29,8 @@ WATERBIRDS_PLACES = ("land", "water")
 WATERBIRDS_SPLITS = {"train": "0", "val": "1", "test": "2"}
 #: The split read when none is named: the evaluation split.
 DEFAULT_SPLIT = "test"
+#: A row of a group file: the line it ends on, and its fields by column name.
+Row = Tuple[int, Dict[str, str]]
 
 
 @dataclass
@@ -76,8 +78,9 @@ def find_group_file(data) -> Optional[Path]:
 
 
 def group_layout(path: Path, split: Optional[str] = None, variants: Optional[Sequence[str]] = None) -> GroupLayout:
-    """The images of `split` in the group file at `path`, checked: every image exists, every group
-    has images, the columns are there; each problem is one line naming the file."""
+    """The images of `split` in the group file at `path`, checked: every image exists inside the
+    dataset's root, no image is named twice, every group has images, the columns are there; each
+    problem is one line naming the file (and the line)."""
     for v in variants or ():
         if v != "original":
             raise DataError(f"variant {v!r} not found under {path.parent}: a group dataset has its images only "
@@ -87,12 +90,11 @@ def group_layout(path: Path, split: Optional[str] = None, variants: Optional[Seq
         split, chosen, classes, named = _waterbirds(path, rows, split)
     else:
         split, chosen, classes, named = _generic(path, rows, split)
+    _refuse_repeats(path, chosen)
     items, groups = [], {}
-    for image, label, group in chosen:
-        p = path.parent / image
-        if not p.is_file():
-            raise DataError(f"{path} names {image}, which is not under {path.parent}")
-        image_id = str(Path(image).with_suffix("")).replace("\\", "/")
+    for n, image, label, group in chosen:
+        p = _inside_root(path, n, image)
+        image_id = _image_id(image)
         items.append(Item(image_id=image_id, label=label, path=p))
         groups[image_id] = group
     if not items:
@@ -107,64 +109,113 @@ def group_layout(path: Path, split: Optional[str] = None, variants: Optional[Seq
     return layout
 
 
+def _image_id(image: str) -> str:
+    """The id an image is stored under: its path in the file, without its suffix."""
+    return str(Path(image).with_suffix("")).replace("\\", "/")
+
+
+def _inside_root(path: Path, n: int, image: str) -> Path:
+    """The file row `n` names, which must exist and lie inside the dataset's root once every `..`
+    and symlink is resolved: a group file must never make bgbench read (and store predictions of)
+    a file elsewhere, such as `../outside/secret.jpg` or an absolute path."""
+    root = path.parent
+    p = root / image
+    if not p.resolve().is_relative_to(root.resolve()):
+        raise DataError(f"{path} line {n}: {image} is outside the dataset root {root}; a group file names images "
+                        f"inside its own folder")
+    if not p.is_file():
+        raise DataError(f"{path} line {n} names {image}, which is not under {root}")
+    return p
+
+
+def _refuse_repeats(path: Path, chosen: List[tuple]) -> None:
+    """One line naming both rows when the split read names an image twice: it would be counted
+    twice (a group's n larger than its stored predictions)."""
+    first: Dict[str, int] = {}
+    for n, image, *_ in chosen:
+        key = _image_id(image)
+        if key in first:
+            raise DataError(f"{path} lines {first[key]} and {n} both name {image}; name each image once "
+                            f"per split")
+        first[key] = n
+
+
 def training_split(data) -> Optional[str]:
     """The split a head is fitted on when none is named: train, or None (every row) for a
     groups.csv without a split column."""
     path = find_group_file(data)
     if path is not None and path.name == GROUPS_FILE:
         rows = _read_rows(path)
-        if rows and "split" not in rows[0]:
+        if rows and "split" not in rows[0][1]:
             return None
     return "train"
 
 
-def _read_rows(path: Path) -> List[dict]:
+def _read_rows(path: Path) -> List[Row]:
+    """The file's rows, each with the line it ends on. A row with fewer or more fields than the
+    header is one line naming it (csv.DictReader would fill the gap with None, or keep the rest
+    under None, and the checks after it would trip over that)."""
+    rows: List[Row] = []
     try:
         with open(path, newline="", encoding="utf-8") as f:
-            return list(csv.DictReader(f))
+            reader = csv.DictReader(f)
+            for row in reader:
+                if None in row or None in row.values():
+                    raise DataError(f"{path} line {reader.line_num}: {_fields(row)} fields where the header has "
+                                    f"{len(reader.fieldnames)} ({', '.join(reader.fieldnames)})")
+                rows.append((reader.line_num, row))
     except (OSError, UnicodeDecodeError, csv.Error) as e:
         raise DataError(f"cannot read {path}: {e}") from None
+    return rows
 
 
-def _need(path: Path, rows: List[dict], columns: Tuple[str, ...]) -> None:
-    have = set(rows[0]) if rows else set()
+def _fields(row: dict) -> int:
+    """How many fields a row read by csv.DictReader really had."""
+    return sum(v is not None for k, v in row.items() if k is not None) + len(row.get(None) or ())
+
+
+def _need(path: Path, rows: List[Row], columns: Tuple[str, ...]) -> None:
+    have = set(rows[0][1]) if rows else set()
     missing = [c for c in columns if c not in have]
     if missing or not rows:
         raise DataError(f"{path} needs the columns {', '.join(columns)} and at least one row "
                         f"(missing: {', '.join(missing) or 'rows'})")
 
 
-def _waterbirds(path: Path, rows: List[dict], split: Optional[str]):
+def _waterbirds(path: Path, rows: List[Row], split: Optional[str]):
     _need(path, rows, ("img_filename", "y", "split", "place"))
     split = split or DEFAULT_SPLIT
     if split not in WATERBIRDS_SPLITS:
         raise DataError(f"{path}: Waterbirds' splits are {', '.join(WATERBIRDS_SPLITS)}, not {split!r}")
+    codes = set(WATERBIRDS_SPLITS.values())
     chosen, named = [], set()
-    for n, r in enumerate(rows, 2):
-        y, place = r["y"].strip(), r["place"].strip()
+    for n, r in rows:
+        y, place, code = r["y"].strip(), r["place"].strip(), r["split"].strip()
         if y not in ("0", "1") or place not in ("0", "1"):
             raise DataError(f"{path} line {n}: y and place are 0 or 1, got y={y!r} place={place!r}")
+        if code not in codes:  # dropping the row would shrink a split silently
+            raise DataError(f"{path} line {n}: split is 0, 1 or 2 (train, val, test), got {code!r}")
         group = f"{WATERBIRDS_CLASSES[int(y)]} on {WATERBIRDS_PLACES[int(place)]}"
         named.add(group)
-        if r["split"].strip() == WATERBIRDS_SPLITS[split]:
-            chosen.append((r["img_filename"].strip(), int(y), group))
+        if code == WATERBIRDS_SPLITS[split]:
+            chosen.append((n, r["img_filename"].strip(), int(y), group))
     return split, chosen, WATERBIRDS_CLASSES, named
 
 
-def _generic(path: Path, rows: List[dict], split: Optional[str]):
+def _generic(path: Path, rows: List[Row], split: Optional[str]):
     _need(path, rows, ("image", "class", "group"))
-    has_split = "split" in rows[0]
+    has_split = "split" in rows[0][1]
     if split is None:
         split = DEFAULT_SPLIT if has_split else "all"
     elif not has_split:
         raise DataError(f"{path} has no split column; drop --split (all its rows are read)")
-    picked = [r for r in rows if not has_split or r["split"].strip() == split]
-    classes = tuple(sorted({r["class"].strip() for r in rows}))
-    for n, r in enumerate(rows, 2):
+    for n, r in rows:
         if not r["image"].strip() or not r["class"].strip() or not r["group"].strip():
             raise DataError(f"{path} line {n}: image, class and group must not be empty")
-    chosen = [(r["image"].strip(), classes.index(r["class"].strip()), r["group"].strip()) for r in picked]
-    return split, chosen, classes, {r["group"].strip() for r in rows}
+    picked = [(n, r) for n, r in rows if not has_split or r["split"].strip() == split]
+    classes = tuple(sorted({r["class"].strip() for _, r in rows}))
+    chosen = [(n, r["image"].strip(), classes.index(r["class"].strip()), r["group"].strip()) for n, r in picked]
+    return split, chosen, classes, {r["group"].strip() for _, r in rows}
 
 
 def image_groups(layout: Layout, variant: str) -> Optional[Dict[str, Union[str, Tuple[str, str]]]]:

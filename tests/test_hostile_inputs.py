@@ -1,0 +1,152 @@
+"""Hostile and careless input, as a new user or an attacker would give it (issue 40): group files
+that name files outside their dataset, broken rows, bad box numbers, output folders that hold other
+people's files, killed runs. Every check asserts what was kept on disk, not only the exit status,
+and each one failed before its fix."""
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import os
+import sqlite3
+from pathlib import Path
+from typing import Dict, List
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from conftest import assert_one_line_error, run_cli
+from helpers.group_trees import groups_tree, waterbirds_tree
+
+ARCH = "timm:test_resnet"
+
+
+def read_rows(path: Path) -> List[dict]:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def write_rows(path: Path, rows: List[dict]) -> None:
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+
+
+def snapshot(root: Path) -> Dict[str, str]:
+    """Every file under `root`: relative path -> sha256 of its bytes."""
+    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def stored_image_ids(db: Path) -> List[str]:
+    """Every image id of every stored prediction (none when the store was never made)."""
+    if not db.is_file():
+        return []
+    con = sqlite3.connect(db)
+    try:
+        return [r[0] for r in con.execute("SELECT image_id FROM predictions")]
+    except sqlite3.OperationalError:  # no predictions table: nothing was stored
+        return []
+    finally:
+        con.close()
+
+
+# -- group files: nothing outside the dataset root is read -----------------------------------------
+
+@pytest.fixture
+def victim(tmp_path) -> Path:
+    """A readable image outside every dataset root: what a hostile group file points at."""
+    path = tmp_path / "outside" / "secret.png"
+    path.parent.mkdir()
+    Image.fromarray(np.full((32, 32, 3), 7, np.uint8)).save(path)
+    return path
+
+
+def _group_tree(kind: str, root: Path) -> Path:
+    """A tiny group dataset, every row in the test split: `root/groups.csv` or `root/metadata.csv`."""
+    if kind == "groups":
+        groups_tree(root, {(0, 0): 2, (1, 1): 2}, split="test")
+        return root / "groups.csv"
+    waterbirds_tree(root, {"test": {(0, 0): 1, (0, 1): 1, (1, 0): 1, (1, 1): 1}})
+    return root / "metadata.csv"
+
+
+def _image_column(table: Path) -> str:
+    return "image" if table.name == "groups.csv" else "img_filename"
+
+
+@pytest.fixture(scope="module")
+def two_classes(tmp_path_factory) -> str:
+    """A 2-class test_resnet checkpoint (the group trees have two classes), as `file:PATH`."""
+    import timm
+    from bgbench.models.checkpoint import save_checkpoint
+    from bgbench.models.spec import BgModel, ModelSpec
+    path = tmp_path_factory.mktemp("two_classes") / "model.pt"
+    net = timm.create_model("test_resnet", num_classes=2)
+    save_checkpoint(BgModel(net, ModelSpec(name="two", arch="test_resnet", num_classes=2, input_size=(3, 32, 32))), path)
+    return f"file:{path}"
+
+
+def _eval(model: str, data: Path, db: Path):
+    return run_cli("eval", "--model", model, "--data", data, "--db", db, "--quiet")
+
+
+@pytest.mark.parametrize("kind", ["groups", "waterbirds"])
+@pytest.mark.parametrize("how", ["dotdot", "absolute", "symlink"])
+def test_a_group_file_naming_a_file_outside_its_root_is_refused(kind, how, victim, two_classes, tmp_path):
+    root = tmp_path / "data"
+    table = _group_tree(kind, root)
+    rows = read_rows(table)
+    if how == "dotdot":
+        named = "../outside/secret.png"
+    elif how == "absolute":
+        named = str(victim)
+    else:
+        (root / "escape.png").symlink_to(victim)
+        named = "escape.png"
+    rows[1][_image_column(table)] = named
+    write_rows(table, rows)
+    before, secret = snapshot(root), victim.read_bytes()
+    db = tmp_path / "r.db"
+    assert_one_line_error(_eval(two_classes, root, db), table.name, "line 3", "outside")
+    assert stored_image_ids(db) == []  # nothing of the outside file (nor of the dataset) was stored
+    assert victim.read_bytes() == secret and snapshot(root) == before
+
+
+@pytest.mark.parametrize("kind", ["groups", "waterbirds"])
+def test_a_repeated_row_is_refused_naming_both_lines(kind, two_classes, tmp_path):
+    root = tmp_path / "data"
+    table = _group_tree(kind, root)
+    rows = read_rows(table)
+    write_rows(table, rows + [rows[0]])  # line 2 again, as line 6
+    before = snapshot(root)
+    db = tmp_path / "r.db"
+    assert_one_line_error(_eval(two_classes, root, db), table.name, "lines 2 and 6")
+    assert stored_image_ids(db) == [] and snapshot(root) == before
+
+
+def test_a_waterbirds_row_with_an_unknown_split_is_refused(two_classes, tmp_path):
+    root = tmp_path / "data"
+    table = _group_tree("waterbirds", root)
+    rows = read_rows(table)
+    rows[2]["split"] = "7"
+    write_rows(table, rows)
+    before = snapshot(root)
+    db = tmp_path / "r.db"
+    assert_one_line_error(_eval(two_classes, root, db), "metadata.csv", "line 4", "split", "'7'")
+    assert stored_image_ids(db) == [] and snapshot(root) == before
+
+
+@pytest.mark.parametrize("kind", ["groups", "waterbirds"])
+def test_a_short_row_is_one_line_naming_it(kind, two_classes, tmp_path):
+    root = tmp_path / "data"
+    table = _group_tree(kind, root)
+    text = table.read_text().splitlines()
+    text[2] = text[2].split(",", 1)[0]  # the row's first field only
+    table.write_text("\n".join(text) + "\n")
+    before = snapshot(root)
+    db = tmp_path / "r.db"
+    assert_one_line_error(_eval(two_classes, root, db), table.name, "line 3")
+    assert stored_image_ids(db) == [] and snapshot(root) == before
