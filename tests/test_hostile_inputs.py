@@ -150,3 +150,76 @@ def test_a_short_row_is_one_line_naming_it(kind, two_classes, tmp_path):
     db = tmp_path / "r.db"
     assert_one_line_error(_eval(two_classes, root, db), table.name, "line 3")
     assert stored_image_ids(db) == [] and snapshot(root) == before
+
+
+# -- build --imagenet: a bad box number rejects its image, never the build -------------------------
+
+def _imagenet_images(rng, wnids, per_wnid: int):
+    """(wnid, k, image, box) for `per_wnid` drawings of each synset (test_imagenet_build's drawing)."""
+    from test_imagenet_build import draw
+    return [(w, k, *draw(rng)) for w in wnids for k in range(per_wnid)]
+
+
+def _built_and_rejected(out: Path, split: str):
+    built = {r["image"].split("/")[1] for r in read_rows(out / "manifest.csv") if r["folder"] == "original"}
+    rejected = {r["image"].split("/")[1]: r for r in read_rows(out / "rejects.csv")}
+    for stem in built:  # what the manifest lists is on disk
+        assert any((out / "original" / split).glob(f"*/{stem}.png")), stem
+    return built, rejected
+
+
+def test_bad_numbers_in_loc_val_solution_reject_their_images(tmp_path):
+    from test_imagenet_build import MAPPED, SYNSETS
+    root = tmp_path / "ilsvrc"
+    val = root / "ILSVRC" / "Data" / "CLS-LOC" / "val"
+    val.mkdir(parents=True)
+    (root / "LOC_synset_mapping.txt").write_text("".join(f"{w} name\n" for w in SYNSETS))
+    bad_words = {(MAPPED[0][0], 2): "inf", (MAPPED[0][0], 3): "abc", (MAPPED[1][0], 2): "nan",
+                 (MAPPED[1][0], 3): "1e999"}
+    rows, bad = [["ImageId", "PredictionString"]], set()
+    for n, (wnid, k, im, box) in enumerate(_imagenet_images(np.random.default_rng(3), (MAPPED[0][0], MAPPED[1][0]),
+                                                            4)):
+        stem = f"ILSVRC2012_val_{n + 1:08d}"
+        im.save(val / f"{stem}.JPEG", "JPEG", quality=95)
+        coords = [str(v) for v in box]
+        if (wnid, k) in bad_words:
+            coords[k - 1] = bad_words[wnid, k]
+            bad.add(stem)
+        rows.append([stem, f"{wnid} {' '.join(coords)}"])
+    with open(root / "LOC_val_solution.csv", "w", newline="") as f:
+        csv.writer(f).writerows(rows)
+    before, out = snapshot(root), tmp_path / "out"
+    res = run_cli("build", "--imagenet", root, "--preset", "in9", "--split", "val", "--out", out, "--no-resize",
+                  "--quiet", "--db", tmp_path / "r.db")
+    assert res.returncode == 0, res.stderr
+    built, rejected = _built_and_rejected(out, "val")
+    assert {s for s, r in rejected.items() if r["reason"] == "bad_annotation"} == bad
+    assert all("LOC_val_solution.csv line" in rejected[s]["detail"] for s in bad)
+    assert len(built) == 4 and not built & bad
+    assert snapshot(root) == before  # the ImageNet tree is only read
+
+
+def test_bad_numbers_in_an_xml_annotation_reject_their_images(tmp_path):
+    from test_imagenet_build import MAPPED, voc
+    root, boxes = tmp_path / "tv", tmp_path / "boxes"
+    bad_words = {(MAPPED[0][0], 2): "inf", (MAPPED[0][0], 3): "-inf", (MAPPED[1][0], 2): "nan",
+                 (MAPPED[1][0], 3): "abc"}
+    bad = set()
+    for wnid, k, im, box in _imagenet_images(np.random.default_rng(4), (MAPPED[0][0], MAPPED[1][0]), 4):
+        stem = f"{wnid}_{k}"
+        (root / "train" / wnid).mkdir(parents=True, exist_ok=True)
+        (boxes / wnid).mkdir(parents=True, exist_ok=True)
+        im.save(root / "train" / wnid / f"{stem}.JPEG", "JPEG", quality=95)
+        coords = list(box)
+        if (wnid, k) in bad_words:
+            coords[k] = bad_words[wnid, k]
+            bad.add(stem)
+        (boxes / wnid / f"{stem}.xml").write_text(voc(wnid, coords))
+    before, out = snapshot(tmp_path), tmp_path / "out"
+    res = run_cli("build", "--imagenet", root, "--boxes", boxes, "--preset", "in9", "--split", "train", "--out", out,
+                  "--no-resize", "--quiet", "--db", tmp_path / "r.db")
+    assert res.returncode == 0, res.stderr
+    built, rejected = _built_and_rejected(out, "train")
+    assert {s for s, r in rejected.items() if r["reason"] == "bad_annotation"} == bad
+    assert len(built) == 4 and not built & bad
+    assert {k: v for k, v in snapshot(tmp_path).items() if not k.startswith(("out/", "r.db"))} == before

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..errors import DataError
+from .manifest import finite_coordinates
 
 ILSVRC = "ilsvrc"
 TORCHVISION = "torchvision"
@@ -56,6 +57,7 @@ class Source:
     source: str  # path relative to the ImageNet root
     box_files: Tuple[Path, ...] = ()  # candidate XML files, the first that exists is read
     boxes: Optional[Tuple[Box, ...]] = None  # LOC_val_solution.csv's boxes: used where no XML file exists
+    box_error: Optional[str] = None  # LOC_val_solution.csv's boxes of this image are not numbers: it is rejected
 
 
 @dataclass(frozen=True)
@@ -128,9 +130,15 @@ def _box_files(tree: ImageNetTree, split: str, wnid: str, stem: str) -> Tuple[Pa
     return (a / wnid / f"{stem}.xml", a / f"{stem}.xml", a / split / wnid / f"{stem}.xml", a / split / f"{stem}.xml")
 
 
-def read_val_solution(path: Path, known: Dict[str, int]) -> Dict[str, Tuple[str, Tuple[Box, ...]]]:
-    """LOC_val_solution.csv: stem -> (wnid, boxes). Every box's wnid must be an ImageNet-1k class."""
-    out: Dict[str, Tuple[str, Tuple[Box, ...]]] = {}
+#: LOC_val_solution.csv's entry of one image: its wnid, its boxes, and why they are unusable (or None).
+Solution = Tuple[str, Tuple[Box, ...], Optional[str]]
+
+
+def read_val_solution(path: Path, known: Dict[str, int]) -> Dict[str, Solution]:
+    """LOC_val_solution.csv: stem -> (wnid, boxes, error). Every box's wnid must be an ImageNet-1k
+    class (it gives the image its label); a coordinate that is no finite number is that image's
+    error, and rejects it alone."""
+    out: Dict[str, Solution] = {}
     try:
         with open(path, newline="") as f:
             for n, row in enumerate(csv.DictReader(f), start=2):
@@ -142,11 +150,23 @@ def read_val_solution(path: Path, known: Dict[str, int]) -> Dict[str, Tuple[str,
                 for w in wnids:
                     if w not in known:
                         raise DataError(f"{path} line {n}: {w!r} is not an ImageNet-1k wnid")
-                boxes = tuple(tuple(int(float(v)) for v in values[k + 1:k + 5]) for k in range(0, len(values), 5))
-                out[row["ImageId"]] = (wnids[0], boxes)  # type: ignore[misc]
+                out[row["ImageId"]] = (wnids[0], *_solution_boxes(path, n, values))
     except (OSError, ValueError, KeyError) as e:
         raise DataError(f"cannot read {path}: {e}") from None
     return out
+
+
+def _solution_boxes(path: Path, n: int, values: List[str]) -> Tuple[Tuple[Box, ...], Optional[str]]:
+    """The boxes of one row's 'wnid xmin ymin xmax ymax ...', or no boxes and the reason when a
+    coordinate is not a finite number (`inf`, `nan`, a word)."""
+    boxes = []
+    for k in range(0, len(values), 5):
+        coords = finite_coordinates(values[k + 1:k + 5])
+        if coords is None:
+            return (), f"{path.name} line {n}: box {' '.join(values[k + 1:k + 5])} is not four finite numbers"
+        x0, y0, x1, y1 = (int(v) for v in coords)
+        boxes.append((x0, y0, x1, y1))
+    return tuple(boxes), None
 
 
 def list_sources(tree: ImageNetTree, split: str, wnids: Sequence[str]) -> List[Source]:
@@ -176,10 +196,10 @@ def list_sources(tree: ImageNetTree, split: str, wnids: Sequence[str]) -> List[S
         for p in flat:
             if p.stem not in table:
                 raise DataError(f"{p}: not listed in {solution}")
-            wnid, boxes = table[p.stem]
+            wnid, boxes, error = table[p.stem]
             if wnid in wanted:
                 out.append(Source(wnid, p.stem, p, p.relative_to(rel).as_posix(),
-                                  _box_files(tree, split, wnid, p.stem), boxes))
+                                  _box_files(tree, split, wnid, p.stem), boxes, error))
     return sorted(out, key=lambda s: (known[s.wnid], s.stem))
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
@@ -46,6 +47,16 @@ def format_box(box: Optional[Box]) -> str:
 def parse_box(text: str) -> Box:
     x0, y0, x1, y1 = (int(v) for v in text.split())
     return x0, y0, x1, y1
+
+
+def finite_coordinates(values) -> Optional[List[float]]:
+    """Four box coordinates as floats, or None when one is missing, not a number, inf or nan: the
+    annotation readers reject such a box's image (`bad_annotation`), never the whole build."""
+    try:
+        vals = [float(v) for v in values]
+    except (TypeError, ValueError):
+        return None
+    return vals if len(vals) == 4 and all(math.isfinite(v) for v in vals) else None
 
 
 def fg_fraction(mask: np.ndarray) -> float:

@@ -20,6 +20,7 @@ from typing import Dict, List, Optional, Sequence
 import cv2
 import numpy as np
 
+from ..data.manifest import finite_coordinates
 from ..errors import DataError
 from .functions import Box
 
@@ -50,10 +51,9 @@ def read_voc_file(path: Path) -> Annotation:
         bb = obj.find("bndbox")
         if bb is None:
             continue
-        try:
-            vals = [float(bb.findtext(k)) for k in ("xmin", "ymin", "xmax", "ymax")]
-        except (TypeError, ValueError):
-            raise DataError(f"annotation {path} has a <bndbox> without numeric xmin/ymin/xmax/ymax") from None
+        vals = finite_coordinates(bb.findtext(k) for k in ("xmin", "ymin", "xmax", "ymax"))
+        if vals is None:
+            raise DataError(f"annotation {path} has a <bndbox> without finite numeric xmin/ymin/xmax/ymax")
         ann.boxes.append(_to_box(*vals))
     return ann
 
@@ -85,8 +85,12 @@ def read_coco(path: Path) -> Dict[str, Annotation]:
     for a in sorted(anns, key=lambda a: a.get("id", 0)):
         if a.get("image_id") not in per_image or "bbox" not in a:
             continue
-        x, y, w, h = (float(v) for v in a["bbox"])
         ann = per_image[a["image_id"]]
+        xywh = finite_coordinates(a["bbox"]) if isinstance(a["bbox"], list) else None
+        if xywh is None:
+            ann.error = f"COCO file {path}: annotation {a.get('id')} has a bbox that is not four finite numbers"
+            continue
+        x, y, w, h = xywh
         ann.boxes.append(_to_box(x, y, x + w, y + h))
         seg = a.get("segmentation")
         if len(ann.boxes) == 1 and isinstance(seg, list) and seg and isinstance(seg[0], list):

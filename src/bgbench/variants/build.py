@@ -172,7 +172,7 @@ def _imagenet_tasks(cfg: BuildConfig) -> Tuple[List[Task], Tuple[str, ...]]:
     tasks = []
     for src in list_sources(tree, cfg.split, list(preset.folder_of)):
         label = preset.folder_of[src.wnid]
-        annotation = Annotation(boxes=list(src.boxes)) if src.boxes is not None else None
+        annotation = None if src.boxes is None else Annotation(boxes=list(src.boxes), error=src.box_error)
         tasks.append(Task(len(tasks), f"{preset.classes[label]}/{src.stem}", label, src.path, src.source,
                           annotation, None, src.box_files if preset.needs_box else (),
                           {"wnid": src.wnid, "imagenet_index": index[src.wnid]}))
