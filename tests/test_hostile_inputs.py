@@ -223,3 +223,24 @@ def test_bad_numbers_in_an_xml_annotation_reject_their_images(tmp_path):
     assert {s for s, r in rejected.items() if r["reason"] == "bad_annotation"} == bad
     assert len(built) == 4 and not built & bad
     assert {k: v for k, v in snapshot(tmp_path).items() if not k.startswith(("out/", "r.db"))} == before
+
+
+# -- --db naming something that is no results store --------------------------------------------------
+
+@pytest.mark.parametrize("command", [["runs"], ["eval", "--model", ARCH, "--variants", "original", "--quiet"]])
+def test_db_naming_a_folder_is_one_line_and_leaves_it_alone(command, synth_root, tmp_path):
+    folder = tmp_path / "results"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("mine")
+    args = command + (["--data", synth_root] if command[0] == "eval" else [])
+    assert_one_line_error(run_cli(*args, "--db", folder), str(folder), "is a folder")
+    assert snapshot(folder) == {"notes.txt": hashlib.sha256(b"mine").hexdigest()}
+
+
+def test_db_naming_a_file_that_is_no_store_is_one_line_and_leaves_it_alone(synth_root, tmp_path):
+    notes = tmp_path / "notes.txt"
+    notes.write_text("not a database, but long enough to have a header page of its own " * 20)
+    before = snapshot(tmp_path)
+    assert_one_line_error(run_cli("eval", "--model", ARCH, "--data", synth_root, "--variants", "original", "--quiet",
+                                  "--db", notes), str(notes), "SQLite")
+    assert snapshot(tmp_path) == before

@@ -50,6 +50,27 @@ def _use_wal(conn: sqlite3.Connection) -> None:
             pause = min(pause * 2, 0.5)
 
 
+def _connect(path: Path) -> sqlite3.Connection:
+    """A connection to the store at `path`, ready: WAL mode, foreign keys, migrations and the
+    declared tables. These are the first reads of the file, so a file that is no SQLite database,
+    cannot be opened or stays locked past the timeout is one line here, not a traceback."""
+    conn = None
+    try:
+        conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S)
+        conn.row_factory = sqlite3.Row
+        _use_wal(conn)
+        conn.execute("PRAGMA foreign_keys=ON")
+        migrate(conn)
+        conn.execute(RUNS_SQL)
+        for table in declared_tables():
+            conn.execute(table.sql())
+        return conn
+    except sqlite3.DatabaseError as e:
+        if conn is not None:
+            conn.close()
+        raise BgbenchError(f"{path} is not a SQLite results store bgbench can open ({e})") from None
+
+
 def default_db_path() -> Path:
     return Path(os.environ.get("BGBENCH_DB", Path.home() / ".bgbench" / "results.db")).expanduser()
 
@@ -64,17 +85,16 @@ class Store(ChallengeTables):
 
     def __init__(self, path: Optional[str | Path] = None, create: bool = True):
         self.path = Path(path).expanduser() if path else default_db_path()
+        if self.path.is_dir():
+            raise BgbenchError(f"{self.path} is a folder, not a results store; name a file (such as "
+                               f"{self.path / 'results.db'})")
         if not create and not self.path.is_file():
             raise BgbenchError(f"no results store at {self.path}")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.conn = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_S)
-        self.conn.row_factory = sqlite3.Row
-        _use_wal(self.conn)
-        self.conn.execute("PRAGMA foreign_keys=ON")
-        migrate(self.conn)
-        self.conn.execute(RUNS_SQL)
-        for table in declared_tables():
-            self.conn.execute(table.sql())
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise BgbenchError(f"cannot make the folder of the results store {self.path}: {e}") from None
+        self.conn = _connect(self.path)
 
     @classmethod
     def open_existing(cls, path: Optional[str | Path] = None) -> "Store":
