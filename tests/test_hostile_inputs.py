@@ -244,3 +244,41 @@ def test_db_naming_a_file_that_is_no_store_is_one_line_and_leaves_it_alone(synth
     assert_one_line_error(run_cli("eval", "--model", ARCH, "--data", synth_root, "--variants", "original", "--quiet",
                                   "--db", notes), str(notes), "SQLite")
     assert snapshot(tmp_path) == before
+
+
+# -- a resumed challenge: its counters add up over its processes ------------------------------------
+
+def test_a_resumed_challenge_counts_the_composites_of_every_process(synth_root, tmp_path, monkeypatch):
+    """A --full run stopped after 10 stored verdicts, then resumed: every composite was evaluated
+    once (36 foregrounds x 36 backgrounds), by two processes, and the stored count says so."""
+    from bgbench.store import Store
+    db = tmp_path / "r.db"
+    args = ["challenge", "--model", ARCH, "--data", synth_root, "--full", "--batch-size", 8, "--save-every", 1,
+            "--out", tmp_path / "figures", "--db", db, "--quiet", "--json"]
+    real, calls = Store.add_challenge_results, []
+
+    def stop_after_ten(self, *a, **k):
+        calls.append(1)
+        if len(calls) > 10:
+            raise KeyboardInterrupt  # as a kill would, between two stored verdicts
+        return real(self, *a, **k)
+
+    monkeypatch.setattr(Store, "add_challenge_results", stop_after_ten)
+    try:
+        run_cli(*args)
+    except KeyboardInterrupt:
+        pass
+    monkeypatch.setattr(Store, "add_challenge_results", real)
+    con = sqlite3.connect(db)
+    first = con.execute("SELECT count(*) FROM challenge_fg").fetchone()[0]
+    con.close()
+    assert 0 < first < 36
+    res = run_cli(*args)
+    assert res.returncode == 0, res.stderr
+    assert "resuming challenge run 1" in res.stderr
+    con = sqlite3.connect(db)
+    rows = con.execute("SELECT pairs FROM challenge_fg WHERE run_id=1").fetchall()
+    stored = con.execute("SELECT value FROM metrics WHERE run_id=1 AND name='challenge_pairs'").fetchone()[0]
+    con.close()
+    assert len(rows) == 36 and sum(r[0] for r in rows) == 36 * 36
+    assert stored == 36 * 36 == json.loads(res.stdout)["pairs"]

@@ -18,6 +18,9 @@ CHALLENGE_NEAR = declare_table(TableSchema("challenge_near", (
     ("image_id", "TEXT NOT NULL"), ("lowest", "REAL"), ("near", "TEXT NOT NULL")), key=("image_id",)))
 #: bf16-verified: the run's audit counts and delta so far (one row per run).
 CHALLENGE_STATE = declare_table(TableSchema("challenge_state", (("state", "TEXT NOT NULL"),)))
+#: The composites evaluated so far, added by every process of the run (one row per run): a resumed or
+#: extended run counts the work of each invocation, stored with the verdicts it went into.
+CHALLENGE_PROGRESS = declare_table(TableSchema("challenge_progress", (("pairs", "INTEGER NOT NULL"),)))
 #: --full: the attack success rate of every background.
 CHALLENGE_BG = declare_table(TableSchema("challenge_bg", (
     ("bg_id", "TEXT NOT NULL"), ("bg_class", "INTEGER NOT NULL"), ("asr", "REAL NOT NULL")), key=("bg_id",)))
@@ -27,16 +30,20 @@ class ChallengeTables:
     """The challenge's queries, mixed into `Store` (which supplies `conn` and `_insert`)."""
 
     def add_challenge_results(self, run_id: int, rows: Iterable[tuple], near_ties: Iterable[tuple] = (),
-                              state: Optional[dict] = None) -> None:
+                              state: Optional[dict] = None, pairs: int = 0) -> None:
         """Challenge progress, in one transaction (so a killed run never keeps half of it).
 
         rows: (image_id, label, clean_pred, fooled, pairs, fooling_bg, fooling_pred);
         near_ties (bf16-verified): (image_id, lowest margin or None, near-tie JSON);
-        state (bf16-verified): the run's audit counts and delta so far.
+        state (bf16-verified): the run's audit counts and delta so far;
+        pairs: composites this process evaluated since its last call, added to the run's count.
         """
         with self.conn:
             self._insert("challenge_fg", run_id, rows)
             self._insert("challenge_near", run_id, near_ties)
+            if pairs:
+                self.conn.execute("INSERT INTO challenge_progress (run_id, pairs) VALUES (?, ?) ON CONFLICT(run_id) "
+                                  "DO UPDATE SET pairs = pairs + excluded.pairs", (run_id, int(pairs)))
             if state is not None:  # the larger delta wins: another rank may have raised it meanwhile
                 self.conn.execute(
                     "INSERT INTO challenge_state (run_id, state) VALUES (?1, ?2) ON CONFLICT(run_id) DO UPDATE SET "
@@ -62,6 +69,11 @@ class ChallengeTables:
         """bf16-verified: the audit counts and delta stored with the run's progress, if any."""
         row = self.conn.execute("SELECT state FROM challenge_state WHERE run_id=?", (run_id,)).fetchone()
         return json.loads(row["state"]) if row else None
+
+    def challenge_pairs(self, run_id: int) -> int:
+        """The composites every process of the run evaluated, as stored with its verdicts."""
+        row = self.conn.execute("SELECT pairs FROM challenge_progress WHERE run_id=?", (run_id,)).fetchone()
+        return int(row["pairs"]) if row else 0
 
     def challenge_results(self, run_id: int) -> List:
         return self.conn.execute("SELECT * FROM challenge_fg WHERE run_id=? ORDER BY image_id", (run_id,)).fetchall()

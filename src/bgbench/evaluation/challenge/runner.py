@@ -109,12 +109,12 @@ def run_challenge(model: BgModel, data: str | Path, store: Store, cfg: Challenge
     job = _Invocation(model, ChallengeData(layout, layout.foregrounds(), bg_items, backgrounds), store, cfg,
                       world, rank, device, progress)
     job.visit()
-    pairs, verified = job.totals()
+    verified = job.totals()
     if rank != 0:
         return None
     report = summarize(store.challenge_results(job.run_id), job.data, job.run_id, model.spec.to_dict(), job.matrix,
                        plan=job.plan, cfg=cfg)
-    report.pairs = pairs
+    report.pairs = store.challenge_pairs(job.run_id)  # every rank's and every earlier invocation's
     report.seconds = round(time.time() - t0, 2)
     report.precision = verified
     report.numerics = job.engine.numerics()
@@ -164,6 +164,7 @@ class _Invocation:
         self.mine = {i for k, i in enumerate(self.plan.order) if k % world == rank}
         self.provenance: Optional[recording.Provenance] = None  # rank 0's: the open run's
         self.run_id = self._open_run(model)
+        self.stored_pairs = 0  # the engine's composites already added to the run's stored count
         done = {r["image_id"]: r for r in store.challenge_results(self.run_id)}
         self.fooled_by_id = {i: bool(r["fooled"]) for i, r in done.items()}
         self.engine = self._make_engine(model.to(device).eval(), done)
@@ -291,8 +292,10 @@ class _Invocation:
     def flush(self, state: Optional[dict] = None) -> None:
         if self.matrix is not None:
             self.matrix.flush()  # rows reach the disk before the store says they are done
-        self.store.add_challenge_results(self.run_id, self.rows, self.near_rows, state)
-        self.rows, self.near_rows = [], []
+        counted = self.engine.stats.pairs
+        self.store.add_challenge_results(self.run_id, self.rows, self.near_rows, state,
+                                         pairs=counted - self.stored_pairs)
+        self.rows, self.near_rows, self.stored_pairs = [], [], counted
 
     # -- bf16-verified: one delta for all ranks, stored survivors re-examined ----------------------
     def settle(self) -> None:
@@ -361,11 +364,10 @@ class _Invocation:
             st["delta"] = None
         return st
 
-    def totals(self) -> tuple:
-        """(composites evaluated, bf16-verified stats), over every rank."""
-        pairs = torch.tensor([self.engine.stats.pairs], dtype=torch.long, device=self._reduce_device())
+    def totals(self) -> Optional[dict]:
+        """The bf16-verified stats over every rank; once it returns, every rank has stored its
+        verdicts and its composites (which rank 0 then reads back from the store)."""
         verified = self.verified_stats()
         if self.world > 1:
-            dist.all_reduce(pairs)
             dist.barrier()
-        return int(pairs.item()), verified
+        return verified
