@@ -282,3 +282,108 @@ def test_a_resumed_challenge_counts_the_composites_of_every_process(synth_root, 
     con.close()
     assert len(rows) == 36 and sum(r[0] for r in rows) == 36 * 36
     assert stored == 36 * 36 == json.loads(res.stdout)["pairs"]
+
+
+# -- killed DFR runs: a damaged cache is recomputed, a rerun finishes and records once ---------------
+
+@pytest.fixture(scope="module")
+def six_groups(tmp_path_factory) -> Path:
+    """3 classes on 2 texture families, 6 images each: a group dataset DFR fits in a second."""
+    return groups_tree(tmp_path_factory.mktemp("six_groups"), {(c, f): 6 for c in range(3) for f in range(2)})
+
+
+def _dfr(data: Path, out: Path, db: Path, cache="none", *extra):
+    return run_cli("train", "--recipe", "dfr", "--model", ARCH, "--data", data, "--out", out, "--feature-cache",
+                   cache, "--retrains", 2, "--db", db, *extra)
+
+
+def _train_runs(db: Path) -> List[tuple]:
+    """(status, checkpoint path, checkpoint sha256) of every stored training run."""
+    con = sqlite3.connect(db)
+    rows = con.execute("SELECT status, outputs, checkpoint_sha256 FROM runs WHERE kind='train' ORDER BY id").fetchall()
+    con.close()
+    return [(s, json.loads(o or "{}").get("checkpoint"), sha) for s, o, sha in rows]
+
+
+@pytest.mark.parametrize("damage", ["truncated", "empty"])
+def test_a_damaged_feature_cache_is_said_and_recomputed(damage, six_groups, tmp_path):
+    cache, db = tmp_path / "cache", tmp_path / "r.db"
+    assert _dfr(six_groups, tmp_path / "a", db, cache, "--quiet").returncode == 0
+    [npz] = cache.glob("*.npz")
+    whole = npz.read_bytes()
+    npz.write_bytes(whole[:len(whole) // 2] if damage == "truncated" else b"")  # a kill mid-write, by another tool
+    res = _dfr(six_groups, tmp_path / "b", db, cache)
+    assert res.returncode == 0, res.stderr
+    said = [ln for ln in res.stderr.splitlines() if npz.name in ln]
+    assert len(said) == 1 and "recomput" in said[0], res.stderr
+    assert npz.read_bytes() == whole  # the same features, whole again
+    assert (tmp_path / "b" / "model.pt").is_file()
+
+
+def test_the_same_fit_twice_gives_the_same_bytes_and_each_out_is_recorded_once(six_groups, tmp_path, monkeypatch):
+    db = tmp_path / "r.db"
+    assert _dfr(six_groups, tmp_path / "a", db, "none", "--quiet").returncode == 0
+    monkeypatch.setattr(os, "getpid", lambda: 4242)  # another process, as a rerun would be
+    assert _dfr(six_groups, tmp_path / "b", db, "none", "--quiet").returncode == 0
+    a, b = (tmp_path / "a" / "model.pt").read_bytes(), (tmp_path / "b" / "model.pt").read_bytes()
+    assert a == b
+    again = _dfr(six_groups, tmp_path / "b", db)
+    assert again.returncode == 0 and "already holds this head" in again.stderr
+    assert (tmp_path / "b" / "model.pt").read_bytes() == b
+    sha = hashlib.sha256(a).hexdigest()
+    assert _train_runs(db) == [("done", str(tmp_path / "a" / "model.pt"), sha),
+                               ("done", str(tmp_path / "b" / "model.pt"), sha)]
+
+
+def _die_at_write(monkeypatch, out: Path, n: int) -> None:
+    """The n-th file write into `out` (write_text, write_bytes or torch.save) stops half way, and
+    the process dies there, as a SIGKILL would leave it."""
+    import torch
+    real_bytes, real_save, count = Path.write_bytes, torch.save, [0]
+
+    def cut(path, data: bytes) -> None:
+        if Path(path).resolve().is_relative_to(out.resolve()):
+            if count[0] == n:
+                real_bytes(Path(path), data[:len(data) // 2])
+                raise KeyboardInterrupt
+            count[0] += 1
+        real_bytes(Path(path), data)
+
+    def save(obj, f, *a, **k):
+        if not isinstance(f, (str, os.PathLike)):
+            return real_save(obj, f, *a, **k)
+        import io
+        buf = io.BytesIO()
+        real_save(obj, buf, *a, **k)
+        cut(f, buf.getvalue())
+
+    monkeypatch.setattr(Path, "write_text", lambda self, text, *a, **k: cut(self, text.encode()))
+    monkeypatch.setattr(Path, "write_bytes", lambda self, data: cut(self, bytes(data)))
+    monkeypatch.setattr(torch, "save", save)
+
+
+def test_a_dfr_run_killed_at_any_moment_finishes_on_rerun_and_records_once(six_groups, tmp_path, monkeypatch):
+    """Killed while writing model.pt, head.json or config.json, or while recording: the rerun (another
+    process) finishes, leaves only the run's own files, writes the model an unkilled run writes, and
+    the store holds one finished training run of it."""
+    clean = tmp_path / "clean"
+    assert _dfr(six_groups, clean, tmp_path / "clean.db", "none", "--quiet").returncode == 0
+    for kill in ("model.pt", "head.json", "config.json", "recording"):
+        out, db = tmp_path / kill, tmp_path / f"{kill}.db"
+        with monkeypatch.context() as m:
+            if kill == "recording":  # the run is opened in the store, and dies before it is finished
+                import bgbench.recording
+                m.setattr(bgbench.recording, "finish", lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt))
+            else:
+                _die_at_write(m, out, ["model.pt", "head.json", "config.json"].index(kill))
+            assert _dfr(six_groups, out, db, "none", "--quiet").returncode == 130, kill
+        with monkeypatch.context() as m:
+            m.setattr(os, "getpid", lambda: 4242)  # the rerun is another process
+            res = _dfr(six_groups, out, db, "none", "--quiet")
+        assert res.returncode == 0, (kill, res.stderr)
+        assert sorted(p.name for p in out.iterdir()) == ["config.json", "head.json", "model.pt"], kill
+        model = (out / "model.pt").read_bytes()
+        assert model == (clean / "model.pt").read_bytes(), kill  # the very model an unkilled run writes
+        done = [r for r in _train_runs(db) if r[0] == "done"]
+        assert done == [("done", str(out / "model.pt"), hashlib.sha256(model).hexdigest())], kill
+        assert json.loads((out / "head.json").read_text())["images"] == 36

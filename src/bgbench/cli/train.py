@@ -139,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     path = result["checkpoint"]
     with open_store(args) as store:
-        known = store.runs_of_checkpoint("train", result["checkpoint_sha256"])
+        known = _recorded(store, result["checkpoint_sha256"], path)
         if known:  # a finished run rerun: the same model.pt is already recorded
             run_id = known[-1]["id"]
             status(f"{path} is already recorded as training run {run_id} in {store.path}; nothing new recorded")
@@ -150,3 +150,20 @@ def run(args: argparse.Namespace) -> int:
     emit(args, doc, f"saved {path} (training run {run_id}); evaluate with: "
                     f"bgbench eval --model file:{path} --data ROOT")
     return 0
+
+
+def _recorded(store, sha256: str, path) -> list:
+    """Finished training runs that recorded this very file: the same bytes at the same path. The
+    same fit saved to another --out has the same bytes (fits are deterministic) but is a run of its
+    own, and the record of another path says nothing about this one."""
+    from pathlib import Path
+    here = Path(path).resolve()
+    return [r for r in store.runs_of_checkpoint("train", sha256) if _checkpoint_of(r) == here]
+
+
+def _checkpoint_of(run):
+    """The checkpoint a stored training run wrote (from its outputs), resolved; None if it names none."""
+    import json
+    from pathlib import Path
+    saved = json.loads(run["outputs"] or "{}").get("checkpoint")
+    return Path(saved).resolve() if saved else None

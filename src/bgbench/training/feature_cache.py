@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import zipfile
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,7 +71,7 @@ def penultimate_features(model: BgModel, items, key: str, ranks: Ranks, cache: O
     the other ranks None."""
     path = None if cache is None else Path(cache) / f"{key}.npz"
     if path is not None and path.is_file():
-        found = _read(path, key, items)
+        found = _read(path, key, items, say=ranks.main)
         if found is not None:
             return found if ranks.main else None
     mine = [items[p] for p in share(len(items), ranks, batch_size)]
@@ -110,13 +111,18 @@ def _same_shape_starts(arrays) -> List[tuple]:
     return spans
 
 
-def _read(path: Path, key: str, items) -> Optional[Features]:
-    """The cached features, if the file is whole and names the same images in the same order."""
+def _read(path: Path, key: str, items, say: bool = True) -> Optional[Features]:
+    """The cached features, if the file is whole and names the same images in the same order.
+
+    A damaged file (truncated or emptied by a kill, a full disk or another tool: BadZipFile,
+    EOFError, ...) is recomputed, not trusted, and `say`s so in one status line."""
     try:
         with np.load(path, allow_pickle=False) as z:
             ids, labels, x = [str(i) for i in z["image_ids"]], z["labels"], z["x"]
-    except (OSError, ValueError, KeyError):
-        return None  # a damaged cache file is recomputed, not trusted
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as e:
+        if say:
+            console.status(f"feature cache {path} is damaged ({type(e).__name__}: {e}); recomputing the features")
+        return None
     if ids != [it.image_id for it in items]:
         return None
     return Features(ids, labels.astype(np.int64), x.astype(np.float32), key, cached=True)

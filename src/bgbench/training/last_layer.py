@@ -12,6 +12,7 @@ does); a run killed during extraction starts again from the cached features, if 
 """
 from __future__ import annotations
 
+import io
 import json
 import os
 import time
@@ -133,19 +134,31 @@ def _finished(out: Path, cfg: LastLayerConfig, backbone_sha256: Optional[str]) -
 
 
 def _save(out: Path, cfg: LastLayerConfig, model, provenance: dict, world: dict, seconds: float) -> Path:
-    """OUT/model.pt (written to a temporary name, then renamed), head.json (with the wall time, which
-    the checkpoint leaves out so that the same fit gives the same bytes) and config.json."""
+    """OUT/model.pt, head.json (with the wall time, which the checkpoint leaves out so that the same
+    fit gives the same bytes) and config.json, each whole or not at all; config.json comes last, as
+    the mark of a finished run, so a run killed at any moment before it is fitted again on rerun.
+
+    The checkpoint is serialized into memory: torch.save names the archive's entries after the file
+    it writes, and a temporary file's name would make each run's bytes differ."""
     out.mkdir(parents=True, exist_ok=True)
     path = out / "model.pt"
-    tmp = out / f".model.pt.{os.getpid()}.tmp"
-    save_checkpoint(model, tmp, recipe=cfg.recipe)
-    os.replace(tmp, path)
-    (out / "head.json").write_text(json.dumps({**provenance, "seconds": round(seconds, 2)}, indent=2,
-                                              default=float) + "\n")
+    buffer = io.BytesIO()
+    save_checkpoint(model, buffer, recipe=cfg.recipe)
+    _write_whole(path, buffer.getvalue())
+    _write_whole(out / "head.json", (json.dumps({**provenance, "seconds": round(seconds, 2)}, indent=2,
+                                                default=float) + "\n").encode())
     record = {**_config_record(cfg), "data_fingerprint": provenance["data_fingerprint"], "bgbench_version": __version__,
               **world}
-    (out / "config.json").write_text(json.dumps(record, indent=2) + "\n")
+    _write_whole(out / "config.json", (json.dumps(record, indent=2) + "\n").encode())
     return path
+
+
+def _write_whole(path: Path, data: bytes) -> None:
+    """`data` into `path` through a temporary sibling and a rename, so a kill leaves the old file or
+    the new one, never half of one. The temporary name is fixed: a rerun overwrites a killed run's."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
 
 
 def last_layer_record(out: str | Path):
