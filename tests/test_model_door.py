@@ -57,10 +57,11 @@ def test_the_model_flags_are_modeloptions_fields_in_every_model_command():
     from bgbench.cli import build_parser
     from test_readme import option_actions, resolve
     flags = {spec["name"] for _, spec in flagged_fields(ModelOptions)}
-    assert {"--model", "--checkpoint", "--trust-checkpoint", "--norm", "--resize", "--labels", "--templates",
-            "--channels-last", "--compile"} == flags
+    assert {"--model", "--checkpoint", "--pretrained", "--class-map", "--trust-checkpoint", "--norm", "--resize",
+            "--labels", "--templates", "--channels-last", "--compile"} == flags
     build_parser()
-    for cmd in ("eval", "challenge", "probe noise", "probe features", "edit"):
+    for cmd in ("eval", "challenge", "probe noise", "probe saliency", "probe ablate", "probe features",
+                "probe attribution", "edit", "train", "profile", "predict"):
         sub, _, _ = resolve(cmd.split())
         assert flags <= set(option_actions(sub)), cmd
     names = [f.name for f in dataclasses.fields(ModelOptions)]

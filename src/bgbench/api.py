@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Iterator, List, Optional, Sequence
 
 from .errors import BgbenchError
+from .models.options import ModelOptions
 from .recording import opened
 from .store import Store
 
@@ -34,7 +35,7 @@ def evaluate(model: ModelLike, data: str | Path, variants: Optional[Sequence[str
              resize: str = "auto", labels: str = "auto", templates: str = "openai",
              class_map: Optional[str | Path] = None, norm: str = "auto", trust_checkpoint: bool = False,
              split: Optional[str] = None, workers: Optional[int] = None, channels_last: bool = False,
-             compile: bool = False):
+             compile: bool = False, pretrained: bool = False):
     """Evaluate a model on IN-9-layout variants: per-variant accuracy and the BG-Gap; where the data
     names each image's group, the accuracy per group and the worst group.
 
@@ -48,11 +49,11 @@ def evaluate(model: ModelLike, data: str | Path, variants: Optional[Sequence[str
         ten_crop: Resize(256), TenCrop(224), logits averaged over the ten crops (seed 003).
         protocol: a reference protocol ('in9-v1'), which fixes the mapping, ten-crop, the resize
             policy and a zero-shot head's labels and templates, and is recorded with the run.
-        resize, labels, templates, norm, trust_checkpoint, channels_last, compile: how a model is built
-            (`models.options.ModelOptions`, as the CLI's flags); a zero-shot head over the dataset's own
-            classes reads them from `data`.
-        class_map: for a 1000-class model on a dataset other than IN-9 and RIVAL10, a JSON file
-            {ImageNet index: class folder} (recorded in the run).
+        resize, labels, templates, norm, trust_checkpoint, channels_last, compile, pretrained, class_map:
+            how a model is built (`models.options.ModelOptions`, as the CLI's flags); a zero-shot head
+            over the dataset's own classes reads them from `data`. class_map: for a 1000-class model on
+            a dataset other than IN-9, RIVAL10 and Full-IN, a JSON file {ImageNet index: class folder}
+            (recorded in the run).
         split: the split to read (default: val for IN-9, test for Waterbirds).
         workers: threads decoding batches ahead of the model (default: 1 on the CPU, more on a GPU;
             `data.prefetch.default_workers`).
@@ -66,16 +67,36 @@ def evaluate(model: ModelLike, data: str | Path, variants: Optional[Sequence[str
     from .evaluation.runner import run_eval
     cfg = EvalConfig(variants=list(variants) if variants else None, mapping=getattr(mapping, "value", mapping),
                      batch_size=batch_size, device=device, seed=seed, ten_crop=ten_crop, protocol=protocol,
-                     class_map=str(class_map) if class_map is not None else None, split=split, workers=workers)
+                     split=split, workers=workers)
     built = _model(model, checkpoint, data=data, device=device, protocol=protocol, resize=resize, labels=labels,
-                   templates=templates, norm=norm, trust_checkpoint=trust_checkpoint,
-                   channels_last=channels_last, compile=compile)
+                   templates=templates, norm=norm, trust_checkpoint=trust_checkpoint, channels_last=channels_last,
+                   compile=compile, pretrained=pretrained, class_map=str(class_map) if class_map is not None else None)
     return run_eval(built, data, cfg, progress=progress, renderers={"bg_blurred": blurred_renderer})
+
+
+def predict(model: ModelLike, paths: Sequence[str | Path], *, top: int = 5, device: str = "cpu",
+            checkpoint: Optional[str] = None, **how):
+    """What a model sees in your own images: each image's `top` classes by name with their
+    probabilities, and the IN-9 class (or `class_map` folder) each maps to. Nothing is recorded.
+
+    Args:
+        paths: image files, or folders searched recursively for images.
+        how: how a model string is built (`ModelOptions`: pretrained, class_map, resize, norm, ...).
+
+    Returns:
+        `evaluation.photos.PhotoPredictions` (`.table()`, `.to_dict()`).
+    """
+    from .evaluation.photos import predict_images
+    unknown = sorted(set(how) - set(MODEL_KEYS))
+    if unknown:
+        raise BgbenchError(f"predict: unknown option {', '.join(unknown)}; the options are top, device, checkpoint, "
+                           f"{', '.join(MODEL_KEYS)}")
+    return predict_images(_model(model, checkpoint, device=device, **how), paths, top=top, device=device)
 
 
 def evaluate_predictions(predictions: str | Path, data: str | Path, *, label_space: str = "dataset",
                          mapping: str = "argmax", name: Optional[str] = None, seed: int = 0,
-                         protocol: Optional[str] = None):
+                         protocol: Optional[str] = None, class_map: Optional[str | Path] = None):
     """An eval run from a predictions file (a model known only by its predictions, e.g. behind an API).
 
     Args:
@@ -83,13 +104,15 @@ def evaluate_predictions(predictions: str | Path, data: str | Path, *, label_spa
             top5_probs, superclass_probs, probs; see `bgbench.evaluation.prediction_file`).
         label_space: 'dataset' (pred is a dataset class) or 'imagenet1k' (an ImageNet class, mapped).
         name: the model's name (the run's model string is 'predictions:NAME'; default: the file's stem).
+        class_map: an 'imagenet1k' file on a dataset other than IN-9, RIVAL10 and Full-IN: a JSON file
+            {ImageNet index: class folder}, as for a model.
 
     Returns:
         An `EvalReport`, exactly as `evaluate` returns one, with the file's sha256 as provenance.
     """
     from .evaluation.prediction_file import PredictionFileConfig, predictions_report
     cfg = PredictionFileConfig(label_space=label_space, mapping=getattr(mapping, "value", mapping), name=name,
-                               seed=seed, protocol=protocol)
+                               seed=seed, protocol=protocol, class_map=str(class_map) if class_map else None)
     return predictions_report(predictions, data, cfg)
 
 
@@ -111,7 +134,7 @@ def challenge(model: ModelLike, data: str | Path, store: Store | str | Path, *, 
         out_dir: where --full figures go (default: beside the store).
         options: `ChallengeConfig` fields: batch_size, mapping, precision, full, save_every,
             device, sample, halfwidth, seed, verify_safety; and how a model string is built
-            (`ModelOptions`: norm, trust_checkpoint, resize, labels, templates).
+            (`ModelOptions`: pretrained, class_map, norm, trust_checkpoint, resize, labels, templates, ...).
 
     Returns:
         A `ChallengeReport` (None on torchrun ranks other than 0). Its run stays open until
@@ -134,7 +157,8 @@ def probe_noise(model: ModelLike, data: str | Path, *, checkpoint: Optional[str]
     Args:
         options: `NoiseConfig` fields (levels: a grid name such as 'rival10' or numbers; kind, trials,
             batch_size, device, seed, mapping; region 'attributes' adds noise on each attribute's
-            mask; class_map: a JSON file for a 1000-class model on another dataset).
+            mask), and how a model string is built (`ModelOptions`: class_map, a JSON file for a
+            1000-class model on another dataset; pretrained, norm, resize, ...).
 
     Under torchrun the ranks share the images; rank 0 returns the one-process result, the others None.
     """
@@ -147,7 +171,7 @@ def probe_saliency(model: ModelLike, data: str | Path, *, checkpoint: Optional[s
 
     Args:
         out_dir: where the example overlays go (None: no overlay file).
-        options: `SaliencyConfig` fields (layer, batch_size, device, examples, seed, class_map).
+        options: `SaliencyConfig` fields (layer, batch_size, device, examples, seed) and `ModelOptions`'s.
 
     Under torchrun the ranks share the images; rank 0 returns the one-process result, the others None.
     """
@@ -174,7 +198,7 @@ def probe_ablate(model: ModelLike, data: str | Path, *, checkpoint: Optional[str
 
     Args:
         data: a dataset with masks (IN-9 layout, with attr_mask/ for attributes) or a RIVAL10 root.
-        options: `AblateConfig` fields (batch_size, device, seed, mapping, class_map).
+        options: `AblateConfig` fields (batch_size, device, seed, mapping) and `ModelOptions`'s.
 
     Under torchrun the ranks share the images; rank 0 returns the one-process result, the others None.
     """
@@ -202,8 +226,8 @@ def probe(name: str, model: ModelLike, data: str | Path, *, checkpoint: Optional
 
     Args:
         options: the fields of the measure's config dataclass (an unknown one is a one-line error),
-            and how a model string is built (`ModelOptions`: norm, trust_checkpoint, resize, labels,
-            templates), as the CLI's flags.
+            and how a model string is built (`ModelOptions`: pretrained, class_map, norm, resize,
+            labels, templates, ...), as the CLI's flags.
         out_dir: where a measure that draws pictures writes them (None: no picture).
 
     Under torchrun the ranks share the images; rank 0 returns the one-process result, the others None.
@@ -430,9 +454,12 @@ def _model(model: ModelLike, checkpoint: Optional[str] = None, *, data: Any = No
         return build(ModelOptions(model=str(model), checkpoint=checkpoint, data=data, device=device,
                                   protocol=protocol, **how))
     speed = {k: how.pop(k) for k in ("channels_last", "compile") if k in how}
+    class_map = how.pop("class_map", None)
     if checkpoint is not None or any(v not in (None, False, "auto", "openai") for v in how.values()):
         raise BgbenchError("checkpoint= and the model's build options go with a model string such as "
                            "'timm:resnet18'; this model is already built")
+    if class_map is not None:  # how a built 1000-class model reads this dataset: the job resolves it
+        model.class_map_file = str(class_map)
     if any(speed.values()):
         from .models.options import speed_up
         return speed_up(model, **speed)
@@ -443,8 +470,10 @@ def _model_keys(options: dict) -> dict:
     """Take the `ModelOptions` keywords (how a model string is built) out of a job's options."""
     return {k: options.pop(k) for k in MODEL_KEYS if k in options}
 
-#: The API's keywords for how a model string is built: `ModelOptions`'s, as the CLI's model flags.
-MODEL_KEYS = ("norm", "trust_checkpoint", "resize", "labels", "templates", "channels_last", "compile")
+#: The API's keywords for how a model string is built: `ModelOptions`'s fields, as the CLI's model
+#: flags (the model, its checkpoint, device, data and protocol are arguments of their own).
+MODEL_KEYS = tuple(f.name for f in dataclasses.fields(ModelOptions)
+                   if f.name not in ("model", "checkpoint", "device", "data", "split", "protocol"))
 
 
 def _shard_option(options: dict) -> dict:

@@ -50,7 +50,9 @@ class Provenance:
         and they differ from the dataset's, the config says so (`class_names_mismatch`); when a
         1000-class model read the data through a class map other than IN-9's (RIVAL10's, or a
         `--class-map` file), the config holds that map (`class_map`); when the forward ran
-        channels-last or compiled, the config lists it (`speedups`).
+        channels-last or compiled, the config lists it (`speedups`); what the model was fed (the
+        images' size, its input size, resized or not) is `input`, and how it was built
+        (`models.options.identity`) is `model_options`.
 
         Args:
             model: the model the run used: a `BgModel`, a `ModelSpec`, or a spec dict (a checkpoint
@@ -66,6 +68,12 @@ class Provenance:
         class_map = getattr(model, "class_map", None)
         if class_map is not None:  # a 1000-class model read this dataset through a map other than IN-9's
             config = {**config, "class_map": class_map.to_config()}
+        fed = getattr(model, "input_record", None)
+        if fed:  # the images' size, the model's, and whether they were resized to it
+            config = {**config, "input": fed}
+        identity = getattr(model, "identity", None)
+        if identity is not None:  # how the model was built, as far as that changes numbers (a study compares it)
+            config = {**config, "model_options": identity}
         if data_root is not None:
             data_root = str(Path(data_root).resolve())
         if layout is not None:

@@ -24,6 +24,7 @@ COMMANDS: List[str] = [
     "study",
     "eval",
     "challenge",
+    "predict",
     "analyze",
     "compare",
     "probe",
@@ -88,10 +89,69 @@ def _stdout_closed() -> int:
     return 1
 
 
+def _subparsers(parser: argparse.ArgumentParser) -> dict:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return action.choices
+    return {}
+
+
+def chosen_parser(parser: argparse.ArgumentParser, argv: List[str]) -> argparse.ArgumentParser:
+    """The (sub)parser of the command `argv` names (`probe noise`), for its own usage in errors."""
+    for token in argv:
+        choices = _subparsers(parser)
+        if not choices:
+            break
+        if token in choices:
+            parser = choices[token]
+    return parser
+
+
+def parse(parser: argparse.ArgumentParser, argv: Optional[List[str]]) -> argparse.Namespace:
+    """Parse `argv`; a mistyped command or flag is reported by the subcommand it belongs to, with
+    its usage and the closest name it has (argparse alone answers with the top-level usage)."""
+    import difflib
+    argv = list(sys.argv[1:] if argv is None else argv)
+    level = parser
+    for token in argv:  # a mistyped subcommand: the closest one
+        choices = _subparsers(level)
+        if not choices or token.startswith("-"):
+            break
+        if token not in choices:
+            near = difflib.get_close_matches(token, list(choices), n=1)
+            level.error(f"unknown command {token!r}" + (f"; did you mean {near[0]!r}?" if near else
+                                                         f" (choose from {', '.join(choices)})"))
+        level = choices[token]
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        sub = chosen_parser(parser, argv)
+        flags = [s for a in sub._actions for s in a.option_strings]
+        hints = []
+        for token in extra:
+            near = difflib.get_close_matches(token.split("=", 1)[0], flags, n=1, cutoff=0.75) if token.startswith("-") else []
+            hints.append(f"{token} (did you mean {near[0]}?)" if near else token)
+        sub.error(f"unrecognized arguments: {' '.join(hints)}")
+    return args
+
+
+#: Arguments that name an existing input path, checked before any heavy import (torch takes seconds).
+INPUT_PATHS = {"data": "--data", "checkpoint": "--checkpoint", "class_map": "--class-map"}
+
+
+def check_input_paths(args: argparse.Namespace) -> None:
+    """A mistyped input path is a one-line error at once, not after the model library has loaded."""
+    for name, flag in INPUT_PATHS.items():
+        values = getattr(args, name, None)
+        for value in values if isinstance(values, list) else [values]:
+            if isinstance(value, str) and value and not os.path.exists(os.path.expanduser(value)):
+                raise BgbenchError(f"{flag} {value}: no such file or folder")
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     try:
-        args = build_parser().parse_args(argv)  # inside: `bgbench --help | head` closes the pipe too
+        args = parse(build_parser(), argv)  # inside: `bgbench --help | head` closes the pipe too
         check_utf8_arguments(args)
+        check_input_paths(args)
         code = args.func(args)
         sys.stdout.flush()  # a closed pipe shows up here, inside the handler, not at exit
         return code

@@ -66,14 +66,6 @@ def add_mapping_arg(p: argparse.ArgumentParser, default: Optional[str] = Mapping
                         + (" (default %(default)s)" if default else ""))
 
 
-def add_class_map_arg(p: argparse.ArgumentParser) -> None:
-    """--class-map FILE.json: how a 1000-class ImageNet model reads a dataset other than IN-9 and RIVAL10."""
-    p.add_argument("--class-map", metavar="FILE",
-                   help="1000-class models on a dataset other than IN-9 and RIVAL10 (whose tables are built in): a "
-                        "JSON object {\"<ImageNet index>\": \"<class folder>\"}; unlisted classes map to none "
-                        "(always wrong); recorded in the run")
-
-
 def add_data_arg(p: argparse.ArgumentParser, needs: str = "original/ and fg_mask/") -> None:
     """--data ROOT: an IN-9-layout dataset, or a RIVAL10 release (its root or a split folder)."""
     p.add_argument("--data", required=True,
@@ -177,8 +169,9 @@ def add_config_flags(p, config: type, skip: tuple = ()) -> None:
 
 def add_model_args(p: argparse.ArgumentParser, config: Optional[type] = None, required: bool = True,
                    model_help: Optional[str] = None, device: bool = True, model_group=None) -> None:
-    """The model flags (`ModelOptions`'s: --model, --checkpoint, --trust-checkpoint, --norm, --resize,
-    --labels, --templates), then --device and --batch-size.
+    """The model flags (`ModelOptions`'s: --model, --checkpoint, --pretrained, --class-map,
+    --trust-checkpoint, --norm, --resize, --labels, --templates, --channels-last, --compile), then
+    --device and --batch-size.
 
     `config`: the dataclass whose `batch_size` and `device` defaults the flags show.
     `required=False`: commands where a model is optional (`edit`: the adversarial level only).

@@ -7,7 +7,7 @@ import argparse
 from ..errors import BgbenchError
 from ..evaluation.config import EvalConfig
 from ..variants.registry import IN9_VARIANTS, list_variants
-from .arguments import (add_class_map_arg, add_config_flags, add_db_arg, add_mapping_arg, add_model_args,
+from .arguments import (add_config_flags, add_db_arg, add_mapping_arg, add_model_args,
                         add_output_args, add_protocol_arg, add_seed_arg, config_default, create_model)
 from .folders import open_store
 from .output import emit, stored_in
@@ -38,7 +38,6 @@ def register(sub) -> None:
                         f"size_0.05 (default: those of {', '.join(IN9_VARIANTS)} present; every folder when only "
                         f"original is, as in `bgbench edit` output)")
     add_mapping_arg(p, config_default(EvalConfig, "mapping"))
-    add_class_map_arg(p)
     p.add_argument("--ten-crop", action="store_true", default=config_default(EvalConfig, "ten_crop"),
                    help="Resize(256), TenCrop(224) and average the logits of the ten crops (seed 003's test-time option)")
     add_seed_arg(p, config_default(EvalConfig, "seed"), "seed of the BG-Gap's bootstrap")
@@ -66,16 +65,15 @@ def _from_model(args: argparse.Namespace):
     model = create_model(args)
     return evaluate(model, args.data, variants=args.variants, mapping=args.mapping, batch_size=args.batch_size,
                     device=args.device, progress=not args.quiet, seed=args.seed, ten_crop=args.ten_crop,
-                    protocol=args.protocol, class_map=args.class_map, split=args.split, workers=args.workers)
+                    protocol=args.protocol, split=args.split, workers=args.workers)
 
 
 def _from_predictions(args: argparse.Namespace):
     from ..api import evaluate_predictions
     ignored = [flag for flag, given in (("--checkpoint", args.checkpoint), ("--variants", args.variants),
-                                        ("--ten-crop", args.ten_crop), ("--workers", args.workers),
-                                        ("--class-map", args.class_map)) if given]
+                                        ("--ten-crop", args.ten_crop), ("--workers", args.workers)) if given]
     if ignored:
         raise BgbenchError(f"--predictions records a file's predictions; it takes no {', '.join(ignored)} "
                            f"(the file's variants are evaluated)")
     return evaluate_predictions(args.predictions, args.data, label_space=args.label_space, mapping=args.mapping,
-                                name=args.name, seed=args.seed, protocol=args.protocol)
+                                name=args.name, seed=args.seed, protocol=args.protocol, class_map=args.class_map)

@@ -3,7 +3,7 @@
 Nothing here is written per probe: the subcommands, their help and their flags come from the
 Measure registry. A measure's config fields that declare a flag (`options.flag`) become its
 options; the options every probe shares follow from its config's fields (a model with
---device/--batch-size; --seed, --mapping and --class-map where the config has them; --out where
+--device/--batch-size and every model option, --class-map included; --seed and --mapping where the config has them; --out where
 the measure writes pictures). Every probe then runs the same way: build the model, compute
 (under torchrun each rank computes its share and rank 0 records), record, print the result.
 """
@@ -14,13 +14,13 @@ import dataclasses
 
 from ..measures.registry import Measure, list_measures
 from ..options import flagged_fields
-from .arguments import (add_class_map_arg, add_config_flags, add_data_arg, add_db_arg, add_mapping_arg, add_model_args,
+from .arguments import (add_config_flags, add_data_arg, add_db_arg, add_mapping_arg, add_model_args,
                         add_output_args, config_default, create_model)
 from .folders import open_store, run_output_dir
 from .output import emit, stored_in
 
 #: Config fields the shared arguments fill in (the model's, and the mapping of predictions).
-SHARED_FIELDS = ("batch_size", "device", "mapping", "class_map")
+SHARED_FIELDS = ("batch_size", "device", "mapping")
 
 
 def register(sub) -> None:
@@ -42,8 +42,6 @@ def add_probe(inner, measure: Measure) -> argparse.ArgumentParser:
     add_config_flags(p, config)
     if "mapping" in fields:
         add_mapping_arg(p, config_default(config, "mapping"))
-    if "class_map" in fields:
-        add_class_map_arg(p)
     if measure.pictures:
         p.add_argument("--out", help=measure.pictures_help)
     add_output_args(p)

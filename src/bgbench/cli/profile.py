@@ -1,19 +1,27 @@
 """`bgbench profile --model M [--model M2 ...] --data D [--data D2 ...]`: the standard battery (eval,
 a sampled challenge, noise, saliency, ablation and features where the data allows) as a study
-without a file."""
+without a file. The model flags (`--class-map`, `--resize`, `--pretrained` ...) apply to every
+model, as a study file's model table sets them for one."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 
-from .arguments import add_model_arg
+from .arguments import add_config_flags, add_model_arg
 from .study import add_study_args, run_spec
+
+#: ModelOptions fields that profile does not take as model flags (it sets them per step itself).
+NOT_HERE = ("model", "device", "data", "split", "protocol")
 
 
 def register(sub) -> None:
+    from ..models.options import ModelOptions
     from ..studies.spec import PROFILE
     p = sub.add_parser("profile", help="a model's background-reliance profile: " + ", ".join(PROFILE) +
-                       " (as the data allows), resumably, ending with the report")
+                       " (as the data allows), resumably, ending with the scorecard and the report")
     add_model_arg(p, help="a model string (repeat --model for several models)", repeat=True)
+    g = p.add_argument_group("model options (for every --model)")
+    add_config_flags(g, ModelOptions, skip=NOT_HERE)
     p.add_argument("--data", action="append", required=True, metavar="ROOT",
                    help="a dataset root (repeat for several datasets)")
     p.add_argument("--out", default="bgbench-profile", help="the report's folder (default %(default)s)")
@@ -21,6 +29,14 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
+def model_options(args: argparse.Namespace) -> dict:
+    """The model flags the user changed from their defaults (a study model's options)."""
+    from ..models.options import ModelOptions
+    defaults = ModelOptions()
+    return {f.name: getattr(args, f.name) for f in dataclasses.fields(ModelOptions)
+            if f.name not in NOT_HERE and hasattr(args, f.name) and getattr(args, f.name) != getattr(defaults, f.name)}
+
+
 def run(args: argparse.Namespace) -> int:
     from ..studies import profile_study
-    return run_spec(args, profile_study(args.model, args.data, out=args.out))
+    return run_spec(args, profile_study(args.model, args.data, out=args.out, model_options=model_options(args)))

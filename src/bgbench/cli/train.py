@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 
 from ..errors import BgbenchError
-from ..models.options import MODEL_HELP
+from ..models.options import MODEL_HELP, ModelOptions
+from ..options import FLAG
 from ..training.config import TrainConfig
 from ..training.recipes import list_recipes
 from ..variants.registry import list_variants
@@ -93,12 +95,17 @@ def _last(name: str):
     return config_default(LastLayerConfig, name)
 
 
+#: The model flags (`ModelOptions`'s) the last-layer recipes take, less --model (train's own).
+MODEL_FIELDS = tuple(f.name for f in dataclasses.fields(ModelOptions)
+                     if f.name not in ("model", "data", "split") and FLAG in f.metadata or f.name == "device")
+
+
 #: Flags of full training that a last-layer recipe has no use for, and of the last-layer recipes
 #: that full training has none for: given with the other kind, they are an error, not ignored.
 FULL_ONLY = ("epochs", "lr", "bgswap_p", "mixup_alpha", "cutmix_alpha", "swa", "swa_start", "swa_lr", "init", "freeze",
              "threads", "sync_bn")
-LAST_ONLY = ("checkpoint", "trust_checkpoint", "norm", "resize", "labels", "templates", "c_grid", "penalty",
-             "held_out", "retrains", "feature_cache")
+LAST_ONLY = (*(f for f in MODEL_FIELDS if f not in ("device",)), "c_grid", "penalty", "held_out", "retrains",
+             "feature_cache")
 
 
 def _changed(args: argparse.Namespace, names, parser_defaults: dict) -> list:
@@ -123,9 +130,8 @@ def run(args: argparse.Namespace) -> int:
         result = train(args.data, args.out, model=args.model, recipe=args.recipe, variant=args.variant,
                        split=args.split, c_grid=tuple(args.c_grid), penalty=args.penalty, held_out=args.held_out,
                        retrains=args.retrains, seed=args.seed, batch_size=args.batch_size, device=args.device,
-                       feature_cache=args.feature_cache, checkpoint=args.checkpoint,
-                       trust_checkpoint=args.trust_checkpoint, norm=args.norm, resize=args.resize, labels=args.labels,
-                       templates=args.templates, progress=not args.quiet)
+                       feature_cache=args.feature_cache, progress=not args.quiet,
+                       **{f: getattr(args, f) for f in MODEL_FIELDS if f != "device"})
     else:
         result = train(args.data, args.out, model=args.model or _default("model"),
                        variant=args.variant or _default("variant"), split=args.split or _default("split"),

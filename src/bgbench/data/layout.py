@@ -82,6 +82,23 @@ class Layout:
             pairs.append((item, mask))
         return pairs
 
+    def image_hw(self) -> Optional[Tuple[int, int]]:
+        """(H, W) of the images as the model is fed them: the reader's size, else the first image's
+        own (read from its header), for the line every job says when it differs from the model's
+        input size. None: no image can be read (the job then says what is wrong)."""
+        variant = "original" if "original" in self.variants else (self.variants[0] if self.variants else None)
+        items = self.items(variant) if variant else []
+        if not items:
+            return None
+        if items[0].size is not None:
+            return tuple(items[0].size)
+        from PIL import Image
+        try:
+            with Image.open(items[0].path) as im:
+                return im.size[1], im.size[0]
+        except OSError:
+            return None
+
     def fingerprint(self) -> str:
         """The dataset's fingerprint: that of its whole split, whichever variants this layout uses."""
         if self._fingerprint is None:

@@ -62,5 +62,5 @@ def workers_field():
     """A config's `workers` field, which is also its --workers flag (None: `default_workers`)."""
     from dataclasses import field
 
-    from ..options import flag
-    return field(default=None, metadata=flag("--workers", WORKERS_HELP, type=int))
+    from ..options import flag, runtime
+    return field(default=None, metadata=runtime(flag("--workers", WORKERS_HELP, type=int)))

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import zlib
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -32,6 +32,7 @@ from ..data.writer import (EMPTY_MASK, MISSING_MASK, DatasetWriter, Rejected, Ta
                            read_mask_or_reject, reject_rows)
 from ..distributed import barrier, gather, setup, world_record
 from ..errors import BgbenchError, DataError
+from ..options import runtime
 from . import complexity as C
 from .backends import get_complexity_editor, get_inpainter
 from .functions import DoesNotFit, pixel_rate
@@ -58,12 +59,12 @@ class EditConfig:
     angles: Optional[Tuple[float, ...]] = None
     split: str = "val"
     seed: int = 0
-    workers: int = 1
+    workers: int = field(default=1, metadata=runtime())
     inpainter: str = "telea"
     complexity_editor: str = "fft"
     adv_eps: float = C.ADV_EPS
     adv_steps: int = C.ADV_STEPS
-    batch_size: int = 32
+    batch_size: int = field(default=32, metadata=runtime())
     overwrite: bool = False
     shard: Optional[Shard] = None
 
@@ -228,8 +229,8 @@ def _plan(cfg: EditConfig, model) -> Tuple[EditConfig, Layout, List[Edit], List[
     if not layout.has_masks:
         raise DataError(f"no {MASK_DIR}/{cfg.split}/ folder under {data}; edits need foreground masks")
     if model is not None:
-        from ..models.spec import check_compatible
-        check_compatible(model, layout.classes)
+        from ..models.spec import meet_data
+        meet_data(model, layout)
     edits = edits_for(cfg.attributes, cfg.angles, cfg.levels, with_model=model is not None)
     skipped = []
     if model is None and "complexity" in cfg.attributes and (
@@ -254,7 +255,17 @@ def edit_dataset(cfg: EditConfig, model=None, progress: bool = True) -> Optional
     writer = DatasetWriter(cfg.out, cfg.split, [ORIGINAL, *[e.name for e in edits]], layout.classes)
     if ranks.main:
         writer.open(cfg.overwrite)
-    barrier(ranks)  # the folders exist before any rank writes into them
+    barrier(ranks)  # the staged folders exist before any rank writes into them
+    try:
+        return _edit_staged(cfg, model, layout, edits, skipped, ranks, writer, progress)
+    finally:
+        if ranks.main:
+            writer.discard()  # what was not committed (an error, an interrupt); nothing after a commit
+
+
+def _edit_staged(cfg: EditConfig, model, layout: Layout, edits: List[Edit], skipped: List[str], ranks,
+                 writer: DatasetWriter, progress: bool) -> Optional[EditResult]:
+    """`edit_dataset`'s work, every rank writing into the writer's stage; rank 0 commits it."""
     tasks = _tasks(layout)
     mine = select(tasks, Shard(ranks.rank, ranks.world) if ranks.distributed else cfg.shard, block=cfg.batch_size)
     s = _Settings(cfg, writer.target)
@@ -278,16 +289,20 @@ def edit_dataset(cfg: EditConfig, model=None, progress: bool = True) -> Optional
         ShardRecord(KIND, cfg.split, cfg.shard, cfg.settings(model), inputs_fingerprint(lines), writer.folders,
                     list(layout.classes), rows=[r.to_json() for r in result.rows],
                     rejects=[r.to_json() for r in result.rejects],
-                    extra={"provenance": asdict(prov), "skipped": skipped}).save(cfg.out)
+                    extra={"provenance": asdict(prov), "skipped": skipped}).save(writer.stage)
+        writer.commit()
         return result
     return _finish(writer, result)
 
 
 def _finish(writer: DatasetWriter, result: EditResult) -> EditResult:
+    """The tables, and the staged split moved into its folder (or, with no image edited, the
+    previous output kept)."""
     writer.write_tables(result.rows, result.rejects)
     if not any(r.folder == ORIGINAL for r in result.rows):
         raise BgbenchError(f"no image of {result.provenance.data_root} could be edited: {len(result.rejects)} "
-                           f"rejected; see {writer.out / M.REJECTS}")
+                           f"rejected; {writer.give_up()}")
+    writer.commit()
     return result
 
 
@@ -299,15 +314,15 @@ def merge(out: Path, records: List[ShardRecord], overwrite: bool = False, worker
     """
     ref = records[0]
     writer = DatasetWriter(out, ref.split, ref.folders, ref.classes)
-    writer.open(overwrite)
-    writer.copy_shards(records)
-    prov = recording.Provenance(**ref.extra["provenance"])
-    prov.config = {**{k: v for k, v in prov.config.items() if k != "shard"}, "out": str(out),
-                   "shards": ref.shard.count}
-    result = EditResult(Path(out), ref.folders[1:], M.sort_rows(manifest_rows(records), writer.folders),
-                        M.sort_rejects(reject_rows(records), writer.folders), list(ref.extra["skipped"]),
-                        provenance=prov)
-    return _finish(writer, result)
+    with writer.staged(overwrite):
+        writer.copy_shards(records)
+        prov = recording.Provenance(**ref.extra["provenance"])
+        prov.config = {**{k: v for k, v in prov.config.items() if k != "shard"}, "out": str(out),
+                       "shards": ref.shard.count}
+        result = EditResult(Path(out), ref.folders[1:], M.sort_rows(manifest_rows(records), writer.folders),
+                            M.sort_rejects(reject_rows(records), writer.folders), list(ref.extra["skipped"]),
+                            provenance=prov)
+        return _finish(writer, result)
 
 
 def config_dict(cfg: EditConfig) -> dict:

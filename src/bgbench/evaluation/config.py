@@ -1,9 +1,10 @@
 """The evaluation's configuration, checked once for the API and the CLI alike."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import List, Optional
 
+from ..options import runtime
 from .. import checks, protocols
 from ..classes import Mapping
 from ..data.prefetch import workers_field
@@ -22,21 +23,18 @@ class EvalConfig:
         ten_crop: Resize(256), TenCrop(224) and average the logits (seed 003's test-time option).
         protocol: a reference protocol (`bgbench.protocols`), which fixes the mapping, ten-crop and
             (on the model) the resize policy and zero-shot head; recorded with the run.
-        class_map: a JSON file {ImageNet index: class folder} for a 1000-class model on a dataset
-            other than IN-9 and RIVAL10 (`class_maps`).
         split: the split to read (default: the dataset's evaluation split, val for IN-9, test for
             Waterbirds; see `data.resolve.resolve_layout`).
     """
 
     variants: Optional[List[str]] = None
     mapping: str = Mapping.ARGMAX.value
-    batch_size: int = 64
-    device: str = "cpu"
+    batch_size: int = field(default=64, metadata=runtime())
+    device: str = field(default="cpu", metadata=runtime())
     workers: Optional[int] = workers_field()
     seed: int = 0
     ten_crop: bool = False
     protocol: Optional[str] = None
-    class_map: Optional[str] = None
     split: Optional[str] = None
 
     def __post_init__(self):

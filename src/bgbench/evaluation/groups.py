@@ -21,13 +21,17 @@ if TYPE_CHECKING:
 
 #: Groups with fewer images are listed but cannot be the worst one (their accuracy is too noisy).
 MIN_IMAGES = 10
+#: A worst group is the lowest of at least two groups that meet `MIN_IMAGES`: with one, "the worst"
+#: would only be the one group measured, however well the model does on it.
+MIN_GROUPS = 2
 
 
 @dataclass
 class GroupAccuracy:
     """groups: one row per group (its `group` name; (class, background) groups also give `class` and
     `background`) with n, accuracy and its 95% Wilson interval; worst: the lowest-accuracy group of
-    at least `min_images` images (None when none has that many)."""
+    at least `min_images` images, when at least `MIN_GROUPS` groups have that many (None otherwise:
+    `not_available` says why)."""
 
     variant: str
     groups: List[dict]
@@ -38,14 +42,27 @@ class GroupAccuracy:
     run_id: Optional[int] = None
     extra: dict = field(default_factory=dict)
 
+    @property
+    def eligible(self) -> int:
+        """Groups with at least `min_images` images: those the worst group is chosen among."""
+        return sum(g["n"] >= self.min_images for g in self.groups)
+
+    @property
+    def not_available(self) -> Optional[str]:
+        """Why there is no worst group ('n/a: 1 group of at least 10 images'), or None when there is one."""
+        if self.worst is not None:
+            return None
+        k = self.eligible
+        return f"n/a: {k} group{'' if k == 1 else 's'} of at least {self.min_images} images"
+
     def to_dict(self) -> dict:
         return {"run_id": self.run_id, "variant": self.variant, "min_images": self.min_images,
-                "worst_group": self.worst, "mean_group_accuracy": self.mean, "overall": self.overall,
-                "groups": self.groups}
+                "worst_group": self.worst, "worst_group_not_available": self.not_available,
+                "mean_group_accuracy": self.mean, "overall": self.overall, "groups": self.groups}
 
     def table(self) -> str:
         of = f"run {self.run_id}" if self.run_id is not None else "the table"
-        eligible = sum(g["n"] >= self.min_images for g in self.groups)
+        eligible = self.eligible
         kind = "(object class, background class)" if self.groups and "background" in self.groups[0] else "groups"
         lines = [f"groups of {of} on {self.variant}: {kind}, 95% Wilson intervals; "
                  f"{len(self.groups)} groups, {eligible} with >= {self.min_images} images", self.headline()]
@@ -62,7 +79,8 @@ class GroupAccuracy:
             text = (f"worst group: {w['group']}, {_pct(w['acc'])}% [{_pct(w['lo'])}, {_pct(w['hi'])}] "
                     f"of {w['n']} images")
         else:
-            text = f"worst group: none has {self.min_images} images (`bgbench analyze groups --min-images` lowers the bar)"
+            text = (f"worst group: {self.not_available} (it needs {MIN_GROUPS}; `bgbench analyze groups "
+                    f"--min-images` lowers the bar)")
         if self.mean is not None:
             text += (f"; mean over {len(self.groups)} groups {_pct(self.mean)}%; overall {_pct(self.overall['acc'])}% "
                      f"of {self.overall['n']}")
@@ -74,6 +92,8 @@ class GroupAccuracy:
         if self.worst is not None:
             w = self.worst
             rows.append(("worst_group_accuracy", self.variant, w["acc"], w["lo"], w["hi"], w["n"]))
+        elif self.groups:  # measured, but too few groups qualify: no value; n = the groups that did
+            rows.append(("worst_group_accuracy", self.variant, None, None, None, self.eligible))
         if self.mean is not None:
             rows.append(("mean_group_accuracy", self.variant, self.mean, None, None, len(self.groups)))
         return rows
@@ -104,7 +124,7 @@ def group_accuracy(correct: Sequence[bool], groups: Sequence[Group], variant: st
             row.update({"class": group[0], "background": group[1]})
         rows.append({**row, "n": n, "correct": k, "acc": k / n, "lo": lo, "hi": hi})
     eligible = [r for r in rows if r["n"] >= min_images]
-    worst = min(eligible, key=lambda r: (r["acc"], r["group"])) if eligible else None
+    worst = min(eligible, key=lambda r: (r["acc"], r["group"])) if len(eligible) >= MIN_GROUPS else None
     k, n = int(correct.sum()), len(correct)
     lo, hi = wilson_interval(k, n) if n else (float("nan"), float("nan"))
     overall = {"acc": k / n if n else float("nan"), "lo": lo, "hi": hi, "n": n}

@@ -126,6 +126,17 @@ def _same_shape_runs(items: Sequence[Item], arrays: List[np.ndarray]):
             start = i
 
 
+def _check_finite(model: BgModel, logits: torch.Tensor, run: Sequence[Item]) -> None:
+    """Outputs that are NaN or infinite decide nothing: one line naming the first such image, before
+    anything is recorded (a broken checkpoint, or a numeric overflow at reduced precision)."""
+    bad = ~torch.isfinite(logits).all(dim=1)
+    if bool(bad.any()):
+        first = run[int(bad.nonzero()[0, 0])]
+        raise BgbenchError(f"{model.spec.name} gave non-finite outputs (NaN or infinity) for {int(bad.sum())} of "
+                           f"{len(run)} images of a batch, first {first.path}: its weights are broken or a value "
+                           f"overflowed; nothing was recorded")
+
+
 def predict_items(model: BgModel, items: Sequence[Item], *, batch_size: int = 64, device: str = "cpu",
                   mapping: Mapping | str = Mapping.ARGMAX, checker=None, progress: bool = True,
                   desc: str = "predict", render: Optional[Callable[[Item], np.ndarray]] = None,
@@ -151,6 +162,7 @@ def predict_items(model: BgModel, items: Sequence[Item], *, batch_size: int = 64
             for run, batch in _same_shape_runs(chunk, arrays):
                 x = to_tensor(batch, device)
                 logits = model(x) if forward is None else forward(model, x)
+                _check_finite(model, logits, run)
                 pred, conf = decide(model, logits, mapping)
                 if keep_raw:
                     raw.append(tuple(t.cpu() for t in imagenet_summary(logits, model.class_map)))

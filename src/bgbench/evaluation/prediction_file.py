@@ -12,6 +12,7 @@ A CSV file with a header row and one row per image and variant:
 | `top5_probs` | no | (imagenet1k, with `top5`) their probabilities |
 | `superclass_probs` | no | (imagenet1k) the 9 IN-9 classes' probability sums (lets `--mapping superclass` decide) |
 | `probs` | no | every class's probability, space-separated (C for the dataset, 1000 for ImageNet); `pred` must be the most probable |
+| `pred_name`, `top5_names` | no | the classes' names, for people (`export` writes them; ignored when read) |
 
 Label spaces: `dataset` (default; an index 0..C-1 of the sorted class folders, the folder name, or
 the folder name without its `NN_` prefix, case-insensitive) or `imagenet1k` (an ImageNet index
@@ -31,7 +32,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from .. import checks, protocols
-from ..classes import IN9_FOLDERS, Mapping, NO_CLASS, imagenet_to_in9
+from ..class_maps import IN9, ClassMap, resolve_class_map
+from ..classes import Mapping, NO_CLASS, imagenet_to_in9
 from ..data.layout import IN9_VARIANTS, Layout, discover
 from ..errors import BgbenchError, DataError
 from ..recording import Provenance
@@ -41,7 +43,10 @@ from .predict import Predictions
 from .results import EvalReport
 
 REQUIRED = ("image_id", "variant", "pred")
-OPTIONAL = ("confidence", "top5", "top5_probs", "superclass_probs", "probs")
+#: Columns `export_predictions` writes for people, beside the indices: the predicted class's name and
+#: the top-5's ('|' between names, which may hold spaces); a reader ignores them.
+NAME_COLUMNS = ("pred_name", "top5_names")
+OPTIONAL = ("confidence", "top5", "top5_probs", "superclass_probs", "probs", *NAME_COLUMNS)
 LABEL_SPACES = ("dataset", "imagenet1k")
 SCHEME = "predictions"
 
@@ -56,6 +61,7 @@ class PredictionFileConfig:
     seed: int = 0  # of the BG-Gap's bootstrap
     split: str = "val"
     protocol: Optional[str] = None
+    class_map: Optional[str] = None  # imagenet1k files on a dataset other than IN-9, RIVAL10, Full-IN
 
     def __post_init__(self):
         checks.one_of("--label-space", self.label_space, LABEL_SPACES)
@@ -81,6 +87,7 @@ class _Reader:
     path: Path
     layout: Layout
     label_space: str
+    class_map: Optional[ClassMap] = None  # how ImageNet classes map to the dataset's (imagenet1k files)
     columns: List[str] = field(default_factory=list)
     ids: Dict[str, Dict[str, int]] = field(default_factory=dict)  # variant -> image id -> label
     seen: Dict[Tuple[str, str], int] = field(default_factory=dict)  # (variant, id) -> line
@@ -190,7 +197,7 @@ class _Reader:
         if "top5_probs" in cells:
             row.top5_probs = self._probs(line, "top5_probs", cells["top5_probs"], len(row.top5))
         if "superclass_probs" in cells:
-            row.sums = self._probs(line, "superclass_probs", cells["superclass_probs"], len(IN9_FOLDERS))
+            row.sums = self._probs(line, "superclass_probs", cells["superclass_probs"], self.class_map.num_classes)
         if "probs" in cells:
             self._from_probs(line, row, np.asarray(self._probs(line, "probs", cells["probs"], self.width)))
 
@@ -214,12 +221,12 @@ class _Reader:
             order = np.argsort(-probs, kind="stable")[:5]
             row.top5 = row.top5 or [int(c) for c in order]
             row.top5_probs = row.top5_probs or [float(probs[c]) for c in row.top5]
-            table = imagenet_to_in9()
-            row.sums = row.sums or [float(probs[table == c].sum()) for c in range(len(IN9_FOLDERS))]
+            table = self.class_map.array()
+            row.sums = row.sums or [float(probs[table == c].sum()) for c in range(self.class_map.num_classes)]
 
 
 def _variant_predictions(rows: Dict[str, _Row], labels: Dict[str, int], label_space: str, mapping: str,
-                         path: Path, variant: str) -> Predictions:
+                         path: Path, variant: str, table: Optional[np.ndarray] = None) -> Predictions:
     """One variant's `Predictions`, decided in the dataset's label space (1000-class rows mapped)."""
     ids = sorted(labels)
     got = [rows[i] for i in ids]
@@ -239,7 +246,7 @@ def _variant_predictions(rows: Dict[str, _Row], labels: Dict[str, int], label_sp
             raise BgbenchError(f"{path}: --mapping superclass needs superclass_probs or probs in every row")
         preds, conf = extra["superclass_probs"].argmax(axis=1), extra["superclass_probs"].max(axis=1)
     else:
-        table = imagenet_to_in9()
+        table = imagenet_to_in9() if table is None else table
         preds = np.where(preds == NO_CLASS, NO_CLASS, table[np.clip(preds, 0, 999)])
     return Predictions(ids, np.array([labels[i] for i in ids], np.int64), preds.astype(np.int64), conf, **extra)
 
@@ -251,7 +258,8 @@ def predictions_report(path: str | Path, data: str | Path | Layout, cfg: Predict
     if not path.is_file():
         raise BgbenchError(f"predictions file not found: {path}")
     layout = data if isinstance(data, Layout) else discover(data, split=cfg.split)
-    reader = _Reader(path, layout, cfg.label_space)
+    class_map = _class_map(layout, cfg, path)
+    reader = _Reader(path, layout, cfg.label_space, class_map)
     rows = reader.read()
     predictions = {}
     known = [v for v in IN9_VARIANTS if v in rows]  # the paper's order, then any other folder (edit levels)
@@ -261,7 +269,8 @@ def predictions_report(path: str | Path, data: str | Path | Layout, cfg: Predict
         if missing:
             raise DataError(f"{path}: variant {variant} lacks {len(missing)} of its {len(labels)} images "
                             f"(first: {missing[0]}); every image of a variant in the file needs a row")
-        predictions[variant] = _variant_predictions(rows[variant], labels, cfg.label_space, cfg.mapping, path, variant)
+        predictions[variant] = _variant_predictions(rows[variant], labels, cfg.label_space, cfg.mapping, path, variant,
+                                                    class_map.array() if class_map is not None else None)
     name = f"{SCHEME}:{cfg.name or path.stem}"
     report = EvalReport.from_predictions(name, str(layout.root), predictions, seed=cfg.seed)
     report.groups = group_results(layout, predictions)
@@ -272,8 +281,25 @@ def predictions_report(path: str | Path, data: str | Path | Layout, cfg: Predict
     config = {"variants": list(predictions), "split": layout.split, "mapping": cfg.mapping, "seed": cfg.seed,
               "label_space": cfg.label_space, "predictions": str(path), "protocol": cfg.protocol,
               "protocol_settings": protocols.settings_of(cfg.protocol)}
+    if class_map is not None and class_map.name != IN9:  # recorded as a model's run records it
+        config["class_map"] = class_map.to_config()
     report.provenance = Provenance.of("eval", config, model=spec, layout=layout, seed=cfg.seed)
     return report
+
+
+def _class_map(layout: Layout, cfg: PredictionFileConfig, path: Path) -> Optional[ClassMap]:
+    """How an ImageNet-class file maps to this dataset (IN-9's table, RIVAL10's, Full-IN's, or
+    `class_map`), as for a model; refused in one line when the dataset has none (None: dataset classes)."""
+    if cfg.label_space != "imagenet1k":
+        if cfg.class_map is not None:
+            raise BgbenchError("--class-map maps ImageNet classes: it goes with --label-space imagenet1k")
+        return None
+    resolved = resolve_class_map(layout.classes, cfg.class_map)
+    if resolved is None:
+        raise BgbenchError(f"{path} holds ImageNet classes, which map by themselves only to IN-9's, RIVAL10's or "
+                           f"Full-IN's class folders; for this dataset's {len(layout.classes)} classes give "
+                           f"--class-map FILE.json ({{\"<ImageNet index>\": \"<class folder>\"}})")
+    return resolved
 
 
 def export_predictions(store: Store, run_id: int, out: str | Path) -> dict:
@@ -298,15 +324,29 @@ def export_predictions(store: Store, run_id: int, out: str | Path) -> dict:
         raise BgbenchError(f"run {run_id} kept no raw ImageNet classes, so its predictions cannot be written "
                            f"in the ImageNet label space")
     names = {"top5_classes": "top5", "top5_probs": "top5_probs", "superclass_probs": "superclass_probs"}
+    name_of = _class_namer(label_space, json.loads(run["config"] or "{}").get("classes") or [])
+    columns = [*REQUIRED, "confidence", *(names[c] for c in kept), "pred_name",
+               *(["top5_names"] if "top5_classes" in kept else [])]
     out = Path(out).expanduser()
     out.parent.mkdir(parents=True, exist_ok=True)
     with open(out, "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
-        writer.writerow([*REQUIRED, "confidence", *(names[c] for c in kept)])
+        writer.writerow(columns)
         for r in rows:
             cells = {c: json.loads(r[c]) for c in kept}
             pred = cells["top5_classes"][0] if kept else r["pred"]
+            top5 = ["|".join(name_of(int(c)) for c in cells["top5_classes"])] if "top5_classes" in kept else []
             writer.writerow([r["image_id"], r["variant"], pred, repr(float(r["confidence"])),
-                             *(" ".join(str(v) for v in cells[c]) for c in kept)])
+                             *(" ".join(str(v) for v in cells[c]) for c in kept), name_of(int(pred)), *top5])
     return {"path": str(out), "run_id": int(run_id), "rows": len(rows), "label_space": label_space,
-            "variants": store.run_variants(int(run_id)), "columns": [*REQUIRED, "confidence", *(names[c] for c in kept)]}
+            "variants": store.run_variants(int(run_id)), "columns": columns}
+
+
+def _class_namer(label_space: str, classes: Sequence[str]):
+    """index -> name: ImageNet's class descriptions (timm's `ImageNetInfo`) for a 1000-class run, the
+    dataset's class folders for the others; -1 (no class) is 'none'."""
+    if label_space == "imagenet1k":
+        from timm.data import ImageNetInfo
+        info = ImageNetInfo()
+        return lambda i: info.index_to_description(i) if 0 <= i < 1000 else "none"
+    return lambda i: classes[i] if 0 <= i < len(classes) else "none"

@@ -7,6 +7,7 @@ from typing import Any, Dict, List, Optional
 from .groups import GroupAccuracy
 from .metrics import Estimate, accuracy, bg_gap
 from .predict import Predictions
+from ..intervals import interval
 
 
 #: Groups listed one per line in the table (Waterbirds' 4); more (IN-9's 81): `bgbench analyze groups`.
@@ -66,7 +67,8 @@ class EvalReport:
             lines.append(f"{v:<{w}} {100 * e.value:6.1f}%  [{100 * e.lo:5.1f}%, {100 * e.hi:5.1f}%] {e.n:>6}")
         if self.bg_gap is not None:
             g = self.bg_gap
-            lines.append(f"{'BG-Gap':<{w}} {100 * g.value:6.1f}%  [{100 * g.lo:5.1f}%, {100 * g.hi:5.1f}%] {g.n:>6}"
+            ci = interval(g.lo, g.hi, g.n, lambda v: f"{100 * v:5.1f}%")
+            lines.append(f"{'BG-Gap':<{w}} {100 * g.value:6.1f}%  {ci:>17} {g.n:>6}"
                          "  (mixed_same - mixed_rand, paired bootstrap)")
         for v, result in self.groups.items():
             lines.append(f"{v}: {result.headline()}")

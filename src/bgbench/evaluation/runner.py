@@ -18,9 +18,8 @@ from .. import protocols
 from ..console import status
 from ..data.layout import Item, Layout
 from ..data.resolve import resolve_layout
-from ..models.inputs import size_note
 from ..distributed import Ranks, gather, setup, share, shares_order, world_record
-from ..models.spec import BgModel, check_compatible
+from ..models.spec import BgModel, meet_data
 from ..recording import Provenance, model_label
 from .config import EvalConfig
 from .groups import group_results
@@ -47,13 +46,11 @@ def run_eval(model: BgModel, data: str | Path | Layout, cfg: EvalConfig, progres
         on_disk.append("original")
     layout = resolve_layout(data, on_disk or None, split=cfg.split)
     variants = list(cfg.variants or layout.variants)
-    check_compatible(model, layout.classes, cfg.class_map)
+    meet_data(model, layout)
     protocols.check_spec(cfg.protocol, model.spec.to_dict())
     ranks = setup(cfg.device)
     model = model.to(ranks.device).eval()
     _warn_ten_crop_size(model, cfg, ranks)
-    if ranks.main:
-        _note_input_size(model, layout, variants)
     predictions = {}
     for v in variants:
         render = renderers[v](layout) if v in on_the_fly else None
@@ -71,6 +68,7 @@ def run_eval(model: BgModel, data: str | Path | Layout, cfg: EvalConfig, progres
     report.model_label = model_label(model.spec.name, model.spec.to_dict())
     config = {**asdict(cfg), "variants": variants, "split": layout.split, "torch": torch.__version__,
               "computed_variants": sorted(on_the_fly), "protocol_settings": protocols.settings_of(cfg.protocol),
+              "requested": {"variants": cfg.variants, "split": cfg.split},  # before the data resolved them
               **world_record(ranks)}
     report.provenance = Provenance.of("eval", config, model=model, layout=layout, seed=cfg.seed)
     return report
@@ -96,21 +94,6 @@ def computed_variants(data, variants: Optional[List[str]], renderers: Renderers)
         return set()
     root = Path(data).expanduser()
     return {v for v in variants if v in renderers and not (root / v).is_dir()}
-
-
-def _note_input_size(model: BgModel, layout: Layout, variants: List[str]) -> None:
-    """Say when the images are not the model's input size: resized (native) or fed as they are (none)."""
-    items = layout.items("original" if "original" in layout.variants else variants[0])
-    if not items:
-        return
-    from PIL import Image
-    with Image.open(items[0].path) as im:
-        width, height = im.size
-    spec = model.spec
-    note = size_note(spec.name, spec.input_size, spec.resize, (height, width),
-                     random_init="init_seed" in (spec.extra or {}))
-    if note:
-        status(note)
 
 
 def _warn_ten_crop_size(model: BgModel, cfg: EvalConfig, ranks: Ranks) -> None:

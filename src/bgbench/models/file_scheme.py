@@ -14,7 +14,7 @@ from torch import nn
 from ..errors import CheckpointError
 from .checkpoint import read_checkpoint
 from .norms import DATASET, IMAGENET1K, norm_for
-from .schemes import ModelRequest, register_scheme
+from .schemes import ModelRequest, Peek, register_peek, register_scheme
 from .spec import ModelSpec
 from .timm_scheme import build_timm
 
@@ -39,7 +39,7 @@ def file_model(request: ModelRequest) -> Tuple[nn.Module, ModelSpec]:
     """The network the file at `request.target` holds, with its spec."""
     if request.checkpoint:
         raise CheckpointError("use either --model file:PATH or --checkpoint, not both")
-    path = request.target
+    path = file_path(request.target)
     ckpt = read_checkpoint(path, trust=request.trust_checkpoint)
     if ckpt.kind == "bgbench" and (ckpt.spec.get("extra") or {}).get("scheme") in REBUILDERS:
         spec = ModelSpec.from_dict(ckpt.spec)
@@ -60,6 +60,21 @@ def file_model(request: ModelRequest) -> Tuple[nn.Module, ModelSpec]:
     return net, spec
 
 
+def file_path(target: str) -> str:
+    """The checkpoint `file:TARGET` names: a file, or the model.pt of a run folder (`bgbench train
+    --out DIR` writes DIR/model.pt); a folder without one is a one-line error that says what it holds."""
+    from pathlib import Path
+    path = Path(target).expanduser()
+    if path.is_dir():
+        if (path / "model.pt").is_file():
+            return str(path / "model.pt")
+        weights = sorted(p.name for p in path.iterdir() if p.suffix in (".pt", ".pth", ".bin", ".ckpt", ".pt2"))
+        hint = (f"name one of its checkpoints, e.g. file:{path / weights[0]}" if weights else
+                "a `bgbench train --out DIR` folder holds DIR/model.pt once training ends")
+        raise CheckpointError(f"file:{target} is a folder without a model.pt; {hint}")
+    return target
+
+
 def _probe_classes(module: nn.Module) -> int:
     """The output width of a network that carries no spec, from one forward pass."""
     with torch.inference_mode():
@@ -67,3 +82,16 @@ def _probe_classes(module: nn.Module) -> int:
     if not isinstance(out, torch.Tensor) or out.ndim != 2:
         raise CheckpointError("the model's output is not a (batch, classes) tensor")
     return int(out.shape[1])
+
+
+@register_peek("file")
+def file_peek(request: ModelRequest) -> Peek:
+    """A bgbench checkpoint's label space from its spec; a network that carries none is unknown
+    until it runs (TorchScript, a pickled model)."""
+    from pathlib import Path
+    path = file_path(request.target)
+    ckpt = read_checkpoint(path, trust=request.trust_checkpoint)
+    if ckpt.kind == "bgbench":
+        saved = ModelSpec.from_dict(ckpt.spec)
+        return Peek(saved.label_space, saved.num_classes, Path(path))
+    return Peek(weights=Path(path))

@@ -62,12 +62,13 @@ def fit_to_native(x, input_size, interpolation: str = "bilinear"):
     return x[..., top:top + target[0], left:left + target[1]]
 
 
-def size_note(name: str, input_size, resize: str, image_hw: Tuple[int, int], random_init: bool = False):
+def size_note(name: str, input_size, resize: str, image_hw: Tuple[int, int], random_init: bool = False,
+              interpolation: str = "bilinear"):
     """What a run should say about image size vs the model's input size (None: nothing to say).
 
-    With 'native', images of another size are resized (a status line says so); with 'none', a model
-    whose weights expect another size is fed the images as they are, which is worth a warning
-    (a randomly initialised network has no size of its own, so it gets none).
+    With 'native', images of another size are resized (a status line says so, and how); with
+    'none', a model whose weights expect another size is fed the images as they are, which is
+    worth a warning (a randomly initialised network has no size of its own, so it gets none).
     """
     target = native_hw(input_size)
     image_hw = tuple(int(v) for v in image_hw)
@@ -75,7 +76,7 @@ def size_note(name: str, input_size, resize: str, image_hw: Tuple[int, int], ran
         return None
     if resize == "native":
         return (f"{name}: resizing {image_hw[0]}x{image_hw[1]} images to its input size {target[0]}x{target[1]} "
-                f"(--resize native, recorded in the run)")
+                f"({interpolation}, inside the model; --resize none feeds them as they are; recorded in the run)")
     if random_init:
         return None
     return (f"warning: {name} expects {target[0]}x{target[1]} inputs but the images are {image_hw[0]}x{image_hw[1]}; "

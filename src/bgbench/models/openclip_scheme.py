@@ -25,7 +25,7 @@ from ..errors import CheckpointError
 from .checkpoint import tensors_sha256
 from .inputs import native_hw
 from .norms import DATASET, IMAGENET1K
-from .schemes import ModelRequest, register_scheme
+from .schemes import ModelRequest, Peek, register_peek, register_scheme
 from .spec import ModelSpec
 from .zero_shot import IMAGENET_LABELS, ZeroShotClassifier, build_head, class_names, resolve_label_set, template_texts
 
@@ -149,3 +149,12 @@ def rebuild(spec: ModelSpec, state_dict) -> nn.Module:
                              head_bias=fitted)
     net.load_state_dict(state_dict, strict=True)
     return net
+
+
+@register_peek("openclip")
+def openclip_peek(request: ModelRequest) -> Peek:
+    """A zero-shot head's label space follows from `--labels` and the dataset's classes alone."""
+    label_set = resolve_label_set(request.labels, request.classes)
+    if label_set == IMAGENET_LABELS:
+        return Peek(IMAGENET1K, 1000)
+    return Peek(DATASET, len(request.classes or ()))

@@ -8,6 +8,7 @@ This module imports no torch (the flags are read for `--help`); `build` does.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -16,8 +17,10 @@ from ..options import flag
 from .inputs import LABEL_SETS, RESIZE_CHOICES
 from .norms import NORMS
 #: What --model takes, in every command that runs a model.
-MODEL_HELP = ("timm:ARCH, file:PATH, zoo:NAME, openclip:ARCH[@PRETRAINED] or hf:REPO_OR_DIR "
-              "(see `bgbench models --schemes`)")
+MODEL_HELP = ("timm:ARCH[.TAG] (a TAG such as resnet50.a1_in1k loads timm's published weights), file:PATH, "
+              "zoo:NAME, openclip:ARCH[@PRETRAINED] or hf:REPO_OR_DIR (see `bgbench models --schemes`)")
+#: Fields that say how to run a model rather than which numbers it gives (left out of a run's identity).
+NOT_IDENTITY = ("model", "trust_checkpoint", "device", "data", "split", "checkpoint")
 
 
 @dataclass
@@ -29,6 +32,14 @@ class ModelOptions:
     model: str = field(default="", metadata=flag("--model", MODEL_HELP))
     checkpoint: Optional[str] = field(default=None, metadata=flag(
         "--checkpoint", "weights for a timm:ARCH model (bgbench, robustness, state_dict or TorchScript)", type=str))
+    pretrained: bool = field(default=False, metadata=flag(
+        "--pretrained", "timm:ARCH: load timm's published weights of the architecture's default tag (as "
+        "timm.create_model(ARCH, pretrained=True) does; timm:ARCH.TAG names a tag)", action="store_true"))
+    class_map: Optional[str] = field(default=None, metadata=flag(
+        "--class-map", "a 1000-class model on a dataset other than IN-9, RIVAL10 and Full-IN (whose maps are built "
+        "in and need the dataset's class folders named as theirs): a JSON object {\"<ImageNet index>\": "
+        "\"<class folder>\"}; unlisted classes map to none (always wrong); recorded in the run", metavar="FILE",
+        type=str))
     trust_checkpoint: bool = field(default=False, metadata=flag(
         "--trust-checkpoint", "allow full unpickling of the checkpoint (runs code from the file: only for trusted "
         "files)", action="store_true"))
@@ -37,8 +48,10 @@ class ModelOptions:
         "%(default)s)", choices=NORMS))
     resize: str = field(default="auto", metadata=flag(
         "--resize", "images of another size than the model's input: native resizes them to it inside the model "
-        "(recorded), none feeds them as they are (auto: native for openclip: and hf:, none for timm:, file:, zoo:; "
-        "default %(default)s)", choices=RESIZE_CHOICES))
+        "(with the model's own interpolation), none feeds them as they are; auto: native for a model whose weights "
+        "record their input size (timm tags, zoo:, openclip:, hf:, bgbench checkpoints), none for the others "
+        "(random init, bare weights, TorchScript); either way the run says so and records it (default "
+        "%(default)s)", choices=RESIZE_CHOICES))
     labels: str = field(default="auto", metadata=flag(
         "--labels", "zero-shot head (openclip:): imagenet (1000 ImageNet classes, then the IN-9 mapping) or dataset "
         "(the dataset's class folder names); auto: imagenet on IN-9, dataset otherwise (default %(default)s)",
@@ -62,16 +75,56 @@ class ModelOptions:
 
 def build(options: ModelOptions):
     """The `BgModel` the options name (a zero-shot head reads the class names of `data`; a protocol
-    fills in or checks what it fixes)."""
+    fills in or checks what it fixes). A model with random weights says so, here, at every command
+    that builds one; the model keeps its class map file and its identity (`identity`) for the run."""
     from .. import protocols
+    from ..console import status
     from ..data.layout import class_folders
     from .registry import create_model
     opts = protocols.resolve(options.protocol, resize=options.resize, labels=options.labels,
                              templates=options.templates)
     model = create_model(options.model, checkpoint=options.checkpoint, trust_checkpoint=options.trust_checkpoint,
                          norm=options.norm, classes=class_folders(options.data, options.split or "val"),
-                         device=options.device, **opts)
+                         device=options.device, pretrained=options.pretrained, **opts)
+    note = random_weights_note(model.spec)
+    if note:
+        status(note)
+    model.class_map_file = options.class_map
+    model.identity = identity(options)
     return speed_up(model, channels_last=options.channels_last, compile=options.compile)
+
+
+def random_weights_note(spec) -> Optional[str]:
+    """The warning every command gives for a network with random weights (None: trained weights)."""
+    seed = (spec.extra or {}).get("init_seed")
+    if seed is None:
+        return None
+    scheme, _, arch = spec.name.partition(":")
+    how = (f"name a tag (timm:{arch}.TAG, see `bgbench models 'timm:{arch}.*'`) or pass --pretrained for timm's "
+           f"published weights, or --checkpoint FILE" if scheme == "timm" else
+           "name its weights (openclip:ARCH@PRETRAINED)" if scheme == "openclip" else "give its weights")
+    return f"warning: {spec.name} has random weights (seeded init, seed {seed}), not trained ones: {how}"
+
+
+def identity(options: ModelOptions) -> dict:
+    """Everything of how a model is built that changes its numbers, as a run records it and a study
+    compares it: every field but those that only say where or how to run (`NOT_IDENTITY`; the
+    checkpoint enters a run by its sha256), with a file's content named by its sha256 (a class map
+    or templates file edited in place is another model)."""
+    out = {}
+    for f in dataclasses.fields(ModelOptions):
+        if f.name in NOT_IDENTITY:
+            continue
+        value = getattr(options, f.name)
+        if f.name in ("class_map", "templates") and value is not None and Path(str(value)).expanduser().is_file():
+            value = {"file": Path(str(value)).name, "sha256": _file_sha256(Path(str(value)).expanduser())}
+        out[f.name] = value
+    return out
+
+
+def _file_sha256(path: Path) -> str:
+    import hashlib
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def speed_up(model, channels_last: bool = False, compile: bool = False):

@@ -7,7 +7,7 @@ edits to, so asking for one is a one-line error that says what can be done inste
 from __future__ import annotations
 
 from ..errors import CheckpointError
-from .schemes import ModelRequest, register_scheme
+from .schemes import ModelRequest, register_peek, register_scheme
 
 SCHEME = "predictions"
 
@@ -19,3 +19,9 @@ def predictions_model(request: ModelRequest):
     raise CheckpointError(f"{request.name} is known only by its predictions (a file recorded with `bgbench eval "
                           f"--predictions`); the challenge, the probes and edit --model need a model that bgbench "
                           f"can run (timm:, file:, zoo:, openclip:, hf:)")
+
+
+@register_peek(SCHEME)
+def predictions_peek(request: ModelRequest):
+    """A study cannot run such a model either: its plan says so, in the same line."""
+    predictions_model(request)

@@ -16,7 +16,7 @@ from .. import checks
 from ..errors import CheckpointError
 from .inputs import LABEL_SETS, RESIZE_CHOICES
 from .norms import NORMS, norm_for
-from .schemes import SCHEMES, ModelRequest, get_scheme, list_schemes, usages  # noqa: F401 (list_schemes re-exported)
+from .schemes import SCHEMES, ModelRequest, Peek, get_scheme, list_schemes, peek, usages  # noqa: F401 (list_schemes re-exported)
 from .spec import BgModel
 
 #: Modules whose import registers a scheme (in the order `list_models` lists them).
@@ -41,7 +41,8 @@ def list_models(pattern: str = "*") -> List[str]:
 
 def create_model(name: str, checkpoint: Optional[str] = None, num_classes: Optional[int] = None,
                  trust_checkpoint: bool = False, norm: str = "auto", resize: str = "auto", labels: str = "auto",
-                 templates: str = "openai", classes: Optional[Sequence[str]] = None, device: str = "cpu") -> BgModel:
+                 templates: str = "openai", classes: Optional[Sequence[str]] = None, device: str = "cpu",
+                 pretrained: bool = False) -> BgModel:
     """Resolve a model string (and optional checkpoint) into an eval-mode `BgModel`.
 
     Args:
@@ -54,6 +55,7 @@ def create_model(name: str, checkpoint: Optional[str] = None, num_classes: Optio
         labels, templates: the head of a zero-shot model (openclip:): see `ModelRequest`.
         classes: the dataset's class folders (a zero-shot head over the dataset's own class names).
         device: where a zero-shot head is computed (the model itself is returned on the CPU).
+        pretrained: a bare timm architecture with timm's published weights (its default tag).
     """
     scheme_name, _, target = str(name).partition(":")
     if not target:
@@ -65,8 +67,11 @@ def create_model(name: str, checkpoint: Optional[str] = None, num_classes: Optio
     if scheme.runnable and not scheme.zero_shot and (labels == "dataset" or templates != "openai"):
         raise CheckpointError(f"--labels dataset and --templates build the head of a zero-shot model (openclip:); "
                               f"{name} has its own head")
+    if pretrained and scheme_name != "timm":
+        raise CheckpointError(f"--pretrained loads timm's published weights for a timm:ARCH model; {name} names "
+                              f"its weights itself")
     request = ModelRequest(name=str(name), target=target, checkpoint=str(checkpoint) if checkpoint else None,
-                           num_classes=num_classes, trust_checkpoint=trust_checkpoint, norm=norm, resize=resize,
+                           pretrained=pretrained, num_classes=num_classes, trust_checkpoint=trust_checkpoint, norm=norm, resize=resize,
                            labels=labels, templates=str(templates), classes=tuple(classes) if classes else None,
                            device=device)
     net, spec = scheme.build(request)
@@ -75,3 +80,16 @@ def create_model(name: str, checkpoint: Optional[str] = None, num_classes: Optio
     if resize != "auto":
         spec.resize = resize
     return BgModel(net, spec).eval()
+
+
+def peek_model(name: str, checkpoint: Optional[str] = None, pretrained: bool = False, trust_checkpoint: bool = False,
+               labels: str = "auto", classes: Optional[Sequence[str]] = None) -> Peek:
+    """What `create_model` would build for these options and a dataset of `classes`, as far as the
+    scheme can tell without building it (label space, output width, the weight file): what a
+    study's plan checks each step with. Unknown parts are None."""
+    scheme_name, _, target = str(name).partition(":")
+    if not target:
+        raise CheckpointError(f"model {name!r} must look like {usages()}")
+    return peek(ModelRequest(name=str(name), target=target, checkpoint=str(checkpoint) if checkpoint else None,
+                             pretrained=pretrained, trust_checkpoint=trust_checkpoint, labels=labels,
+                             classes=tuple(classes) if classes else None))

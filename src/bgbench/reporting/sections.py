@@ -24,6 +24,7 @@ from itertools import combinations
 from typing import Callable, Dict, List, Optional, Tuple
 
 from ..errors import BgbenchError
+from ..evaluation.groups import MIN_IMAGES
 from ..measures.compare.summary import compare_runs
 from ..measures.eval.section import estimate, eval_accuracies
 from ..measures.registry import Measure, SectionSpec, list_measures
@@ -150,6 +151,10 @@ def _worst_group(ctx: ReportContext, subject) -> Optional[dict]:
     metrics = ctx.metrics(run["id"]) if run is not None else {}
     for variant in ("mixed_rand", "original"):
         found = metrics.get(("worst_group_accuracy", variant))
+        if found is not None and found["value"] is None:  # too few groups qualify
+            k = found["n"] or 0
+            return {"na": f"n/a: {k} group{'' if k == 1 else 's'} of at least {MIN_IMAGES} images", "value": None,
+                    "lo": None, "hi": None, "n": None}
         if found is not None:
             return estimate(found)
     return None

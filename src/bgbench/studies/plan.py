@@ -1,23 +1,30 @@
 """A study's plan: its (model, dataset, measure) steps in order, which of them the results store
-already holds, which the data cannot support, and what each costs in forwards.
+already holds, which the data cannot support, which cannot run at all (and why), and what each
+costs in forwards.
 
-A step is done when the store holds a finished run of its kind for the same model string, the
-same weights (the sha256 of a `file:` model or a checkpoint, read now, so a retrained file is a
-new step), the same data fingerprint, and a config that agrees with every option the study sets
-(an option the job does not record, such as a batch size, does not tell runs apart).
-A killed study therefore resumes at its first unfinished step (and a challenge inside its own
-run, which keeps its verdicts as they come).
+A step is identified by everything that changes a number, derived from the configs rather than
+listed here: the model string, its weights (the sha256 of the file they are read from: a `file:`
+model, a checkpoint, a cached timm download, a zoo package's file, read now, so a retrained file is
+a new step), every model option (`models.options.identity`: resize, norm, class map, labels,
+templates, speed-ups ...), the data fingerprint, and every option of the measure's job config but
+those that only say how it runs (`options.identity_fields`: batch size, device, threads). A step is
+done when the store holds a finished run that agrees on all of it. A killed study therefore resumes
+at its first unfinished step (and a challenge inside its own run, which keeps its verdicts as they
+come).
 """
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional
 
 from ..errors import BgbenchError
 from ..reporting.context import FINISHED
-from .spec import EDITS, Study, StudyDataset, StudyMeasure, StudyModel
+from .spec import EDITS, Study, StudyDataset, StudyMeasure, StudyModel, job_config
 
 #: The run kind each study measure records.
 KINDS = {"eval": "eval", "challenge": "challenge"}
@@ -39,6 +46,9 @@ class Step:
     weights: Optional[str] = None  # the sha256 of the model's weights file, read once at planning
     after_edits: bool = False  # an eval of an edited folder, which its edit step writes first
     edit_levels: int = 0  # an edit step: levels written (its cost is image work, not forwards)
+    problem: Optional[str] = None  # why the step cannot run (a 1000-class model without a class map ...)
+    model_identity: Optional[dict] = None  # `models.options.identity` of its model
+    identity: Dict = field(default_factory=dict)  # its job's options that change numbers (`measure_identity`)
 
     @property
     def title(self) -> str:
@@ -47,6 +57,8 @@ class Step:
         return f"{self.measure.name} {self.model.label} on {self.dataset.label}"
 
     def status(self) -> str:
+        if self.problem:
+            return f"cannot run: {self.problem}"
         if self.skip:
             return f"skipped: {self.skip}"
         if self.done_run is not None:
@@ -70,6 +82,7 @@ class DatasetFacts:
     variants: List[str]
     masks: bool
     attributes: bool
+    classes: tuple = ()
 
 
 def dataset_facts(dataset: StudyDataset, source: str) -> DatasetFacts:
@@ -79,14 +92,14 @@ def dataset_facts(dataset: StudyDataset, source: str) -> DatasetFacts:
     except BgbenchError as e:
         raise BgbenchError(f"{source}: dataset {dataset.label}: {e}") from None
     return DatasetFacts(layout.fingerprint(), len(layout.items(layout.variants[0])), list(layout.variants),
-                        bool(layout.has_masks), layout.attribute_source is not None)
+                        bool(layout.has_masks), layout.attribute_source is not None, tuple(layout.classes))
 
 
 def plan(study: Study, store) -> List[Step]:
     """Every step of `study`, in order (dataset, then model, then measure), with its state. With
     `edits`, a dataset's edit step comes first and each model's eval of the edited folder last."""
     facts = {d.label: dataset_facts(d, study.source) for d in study.datasets}
-    weights = {m.label: _weights(m) for m in study.models}
+    models = {m.label: _ModelFacts(m) for m in study.models}
     edits = next((m for m in study.runnable if m.name == EDITS), None)
     steps = []
     for d in study.datasets:
@@ -96,24 +109,90 @@ def plan(study: Study, store) -> List[Step]:
             steps.append(edit_step(study, d, edits, f, store))
             edited = edited_dataset(study, d)
         for m in study.models:
+            mf = models[m.label]
+            problem = mf.problem(f.classes)
             for measure in study.runnable:
                 if measure.name == EDITS or not measure.runs_on(d):
                     continue
                 step = Step(m, d, measure, KINDS.get(measure.name, f"probe_{measure.name}"),
-                            options=dict(measure.options), weights=weights[m.label])
+                            options=dict(measure.options), weights=mf.weights, model_identity=mf.identity,
+                            identity=measure_identity(measure.name, measure.options))
                 step.skip = _unsupported(measure.name, f)
+                step.problem = problem if step.skip is None else None
                 step.forwards, step.forwards_bound = _forwards(measure, f)
-                if step.skip is None:
+                if step.skip is None and step.problem is None:
                     step.done_run = _done(store, step, f.fingerprint)
                 steps.append(step)
             if edited is not None:
-                steps.append(edits_eval_step(edited, m, store, weights[m.label]))
+                step = edits_eval_step(edited, m, store, mf.weights, mf.identity)
+                step.problem = problem
+                steps.append(step)
     return steps
 
 
+class _ModelFacts:
+    """What the plan knows of a study model without building it: its identity, the sha256 of its
+    weight file (read once), and whether it can read a dataset's classes (`problem`)."""
+
+    def __init__(self, model: StudyModel):
+        from ..models.options import ModelOptions, identity
+        self.model = model
+        self.identity = identity(ModelOptions(model=model.model, **model.options))
+        self._peeks: Dict[tuple, object] = {}
+        self.weights = _weights(model, self._peek(()))
+
+    def _peek(self, classes: tuple):
+        """The scheme's peek for a dataset of `classes` (a BgbenchError, kept, when it cannot tell)."""
+        if classes not in self._peeks:
+            from ..models.registry import peek_model
+            o = self.model.options
+            try:
+                self._peeks[classes] = peek_model(self.model.model, checkpoint=o.get("checkpoint"),
+                                                  pretrained=bool(o.get("pretrained")),
+                                                  trust_checkpoint=bool(o.get("trust_checkpoint")),
+                                                  labels=o.get("labels", "auto"), classes=classes or None)
+            except BgbenchError as e:
+                self._peeks[classes] = e
+        return self._peeks[classes]
+
+    def problem(self, classes: tuple) -> Optional[str]:
+        """Why this model cannot run on a dataset of `classes` (None: it can, or only building it would tell)."""
+        from ..models.spec import compatibility_problem
+        peeked = self._peek(classes)
+        if isinstance(peeked, BgbenchError):
+            return str(peeked)
+        if peeked.label_space is None or peeked.num_classes is None:
+            return None
+        return compatibility_problem(self.model.label, peeked.label_space, peeked.num_classes, classes,
+                                     self.model.options.get("class_map"))
+
+
+def measure_identity(name: str, options: dict) -> dict:
+    """The options of a measure's job that change its numbers, as its run records them: its config
+    built from the study's options (so defaults and normalizations, such as noise levels '60/255'
+    stored as numbers, are the job's own), less the runtime fields; or the config's own
+    `identity()` where it declares one (the challenge: a larger sample extends a run)."""
+    from ..options import identity_fields
+    cls = job_config(name)
+    names = {f.name for f in dataclasses.fields(cls)}
+    cfg = cls(**{k: v for k, v in options.items() if k in names})
+    if hasattr(cfg, "identity"):
+        return cfg.identity()
+    values = dataclasses.asdict(cfg)
+    return {k: values[k] for k in identity_fields(cls)}
+
+
 def edited_dataset(study: Study, dataset: StudyDataset) -> StudyDataset:
-    """Where a study writes a dataset's edits: OUT/edits/<dataset label>/, a dataset of its own."""
-    return StudyDataset(study.out / "edits" / dataset.label, f"{dataset.label} edits")
+    """Where a study writes a dataset's edits: OUT/edits/<dataset label, made a safe folder name>/,
+    a dataset of its own (a label such as '../../x' never becomes a path outside OUT/edits)."""
+    return StudyDataset(study.out / "edits" / safe_name(dataset.label), f"{dataset.label} edits")
+
+
+def safe_name(label: str) -> str:
+    """A label as one folder name: only letters, digits, '.', '_' and '-', never '.' or '..'; a label
+    that had to change keeps a short hash of itself, so two labels never share a folder."""
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", label).strip(".-") or "dataset"
+    return name if name == label else f"{name}-{hashlib.sha256(label.encode()).hexdigest()[:8]}"
 
 
 def edit_step(study: Study, dataset: StudyDataset, measure: StudyMeasure, facts: DatasetFacts, store) -> Step:
@@ -137,10 +216,12 @@ def edit_step(study: Study, dataset: StudyDataset, measure: StudyMeasure, facts:
     return step
 
 
-def edits_eval_step(edited: StudyDataset, model: StudyModel, store, weights: Optional[str]) -> Step:
+def edits_eval_step(edited: StudyDataset, model: StudyModel, store, weights: Optional[str],
+                    model_identity: Optional[dict] = None) -> Step:
     """A model's eval of the edited folder: done when the store holds it (known once the folder is
     written; `refresh` checks again before it runs)."""
-    step = Step(model, edited, StudyMeasure("eval"), "eval", weights=weights, after_edits=True)
+    step = Step(model, edited, StudyMeasure("eval"), "eval", weights=weights, after_edits=True,
+                model_identity=model_identity, identity=measure_identity("eval", {}))
     refresh(step, store)
     return step
 
@@ -193,39 +274,28 @@ def _default(name: str, field_name: str):
     raise KeyError(field_name)
 
 
-def _weights(model: StudyModel) -> Optional[str]:
-    """The sha256 of the weights file a model string or its checkpoint names (None: none)."""
+def _weights(model: StudyModel, peeked) -> Optional[str]:
+    """The sha256 of the one file the model's weights are read from (None: none known)."""
     from ..models.checkpoint import sha256_file
-    scheme, _, arg = model.model.partition(":")
-    path = model.options.get("checkpoint") or (arg if scheme == "file" else None)
+    path = getattr(peeked, "weights", None)
     return sha256_file(Path(path).expanduser()) if path else None
 
 
 def _done(store, step: Step, fingerprint: str) -> Optional[int]:
+    """The newest finished run that agrees with the step on everything that changes a number."""
     for run in reversed(store.runs(step.kind)):
         if run["status"] not in FINISHED or run["data_fingerprint"] != fingerprint or run["model"] != step.model.model:
             continue
         if step.weights is not None and run["checkpoint_sha256"] != step.weights:
             continue
         config = json.loads(run["config"] or "{}")
-        if all(k not in config or _same(config[k], v) for k, v in resolved_options(step).items()):
+        if not _same(config.get("model_options"), step.model_identity):
+            continue
+        asked = config.get("requested") or {}
+        missing = object()
+        if all(_same(asked.get(k, config.get(k, missing)), v) for k, v in step.identity.items()):
             return int(run["id"])
     return None
-
-
-def resolved_options(step: Step) -> dict:
-    """The step's options as its job records them: through the job's config dataclass where it has
-    one (the noise probe stores its levels as numbers, '60/255' as 0.235...)."""
-    import dataclasses
-    if step.measure.name == "eval" or not step.options:
-        return dict(step.options)
-    if step.measure.name == "challenge":
-        from ..evaluation.challenge.config import ChallengeConfig as cls
-    else:
-        from ..measures.registry import get_measure
-        cls = get_measure(step.measure.name).load("config")
-    cfg = dataclasses.asdict(cls(**step.options))
-    return {k: cfg[k] for k in step.options}
 
 
 def _same(stored, wanted) -> bool:

@@ -7,17 +7,17 @@ come and continues inside its run).
 """
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 from ..console import status
+from ..errors import BgbenchError
 from ..distributed import setup
 from ..recording import record
 from ..store import Store
-from .plan import Step, edited_dataset, plan, refresh
+from .plan import Step, edited_dataset, plan, refresh, safe_name
 from .spec import Study
 
 
@@ -29,6 +29,7 @@ class StudyResult:
     steps: List[Step]
     ran: List[int] = field(default_factory=list)
     report: Optional[Path] = None
+    scorecard: Optional[dict] = None  # the report's scorecard data (`reporting.scorecard`)
     seconds: float = 0.0
     results: Dict[Tuple[Optional[str], str, str], Any] = field(default_factory=dict, repr=False)
 
@@ -44,15 +45,21 @@ class StudyResult:
         raise KeyError((model, dataset, measure))
 
     def to_dict(self) -> dict:
+        from ..reporting.scorecard import scorecard_records
         return {"source": self.study.source, "report": str(self.report) if self.report else None,
                 "seconds": round(self.seconds, 1), "ran": len(self.ran),
-                "steps": [_step_dict(s) for s in self.steps]}
+                "steps": [_step_dict(s) for s in self.steps],
+                "scorecard": scorecard_records(self.scorecard) if self.scorecard else []}
 
     def text(self) -> str:
+        """The steps, what ran, and then the numbers: the scorecard as a table, the report's path last."""
         lines = [plan_table(self.steps)]
         lines.append(f"{len(self.ran)} steps ran, {sum(s.done_run is not None for s in self.steps) - len(self.ran)} "
                      f"were already in the store, {sum(s.skip is not None for s in self.steps)} skipped "
                      f"({self.seconds:.0f}s)")
+        if self.scorecard:
+            from ..reporting.scorecard import scorecard_text
+            lines += ["", scorecard_text(self.scorecard)]
         if self.report:
             lines.append(f"report: {self.report / 'index.html'}")
         return "\n".join(lines)
@@ -62,15 +69,21 @@ def _step_dict(s: Step) -> dict:
     return {"measure": s.measure.name, "model": s.model.label if s.model else None,
             "model_string": s.model.model if s.model else None,
             "dataset": s.dataset.label, "data": str(s.dataset.path), "status": s.status(), "run": s.done_run,
-            "skip": s.skip, "forwards": s.forwards, "forwards_is_ceiling": s.forwards_bound}
+            "skip": s.skip, "problem": s.problem, "forwards": s.forwards, "forwards_is_ceiling": s.forwards_bound}
 
 
 def plan_table(steps: List[Step]) -> str:
-    """One line per step: number, measure, model, dataset, state and cost."""
+    """One line per step: number, measure, model, dataset, state and cost; a problem that stops steps
+    from running is written once, under the table, and each such step points to it."""
+    problems: List[str] = list(dict.fromkeys(s.problem for s in steps if s.problem))
     w = max([len(s.title) for s in steps] + [4])
+
+    def state(s: Step) -> str:
+        return f"cannot run: see ({problems.index(s.problem) + 1})" if s.problem else s.status()
     lines = [f"{'step':>7}  {'what':<{w}}  {'state':<22}  cost"]
     for i, s in enumerate(steps, 1):
-        lines.append(f"{f'[{i}/{len(steps)}]':>7}  {s.title:<{w}}  {s.status():<22}  {s.cost()}")
+        lines.append(f"{f'[{i}/{len(steps)}]':>7}  {s.title:<{w}}  {state(s):<22}  {s.cost()}")
+    lines += [f"({k}) {text}" for k, text in enumerate(problems, 1)]
     return "\n".join(lines)
 
 
@@ -81,7 +94,7 @@ def run_study(study: Study, db: Optional[str | Path] = None, *, dry_run: bool = 
     other torchrun ranks), with the result objects of the steps it ran."""
     t0 = time.time()
     ranks = setup(device)
-    with Store(db) as store:
+    with _store(db, dry_run) as store:
         steps = plan(study, store)
         if rerun:
             for step in steps:
@@ -89,6 +102,7 @@ def run_study(study: Study, db: Optional[str | Path] = None, *, dry_run: bool = 
         result = StudyResult(study, steps)
         if dry_run:
             return result if ranks.main else None
+        refuse_problems(study, steps)
         for i, step in enumerate(steps, 1):
             if step.after_edits and step.done_run is None and not rerun:
                 refresh(step, store)  # its folder is written now: is its eval stored?
@@ -111,9 +125,31 @@ def run_study(study: Study, db: Optional[str | Path] = None, *, dry_run: bool = 
             runs = [s.done_run for s in steps if s.done_run is not None and s.model is not None]
             page = render_report(store, study.out, run_ids=runs, labels=study.labels(),
                                  data_labels=study.data_labels(), progress=False)
-            result.report = page.index.parent
+            result.report, result.scorecard = page.index.parent, page.scorecard
     result.seconds = time.time() - t0
     return result
+
+
+def _store(db: Optional[str | Path], dry_run: bool) -> Store:
+    """The results store; a dry run plans against it without creating it (or its folder) when it
+    does not exist yet, so `--dry-run` writes nothing."""
+    from ..store.core import default_db_path
+    path = Path(db).expanduser() if db else default_db_path()
+    if dry_run and not path.exists():
+        return Store(":memory:")
+    return Store(path)
+
+
+def refuse_problems(study: Study, steps: List[Step]) -> None:
+    """Stop before the first step when any step cannot run (a 1000-class model on a dataset it has no
+    class map for ...): one line naming the first such step, the problem, and how many there are."""
+    bad = [(i, s) for i, s in enumerate(steps, 1) if s.problem]
+    if not bad:
+        return
+    i, step = bad[0]
+    more = f" ({len(bad) - 1} more steps cannot run; `--dry-run` lists them)" if len(bad) > 1 else ""
+    raise BgbenchError(f"{study.source}: step [{i}/{len(steps)}] {step.title} cannot run: {step.problem}{more}; "
+                       f"nothing was run")
 
 
 def _run_step(step: Step, study: Study, store: Store, device: str, progress: bool) -> Tuple[Optional[int], Any]:
@@ -126,8 +162,7 @@ def _run_step(step: Step, study: Study, store: Store, device: str, progress: boo
     model, data = step.model, str(step.dataset.path)
     options = {**model.options, **step.options}
     options.setdefault("device", device)
-    name = re.sub(r"[^A-Za-z0-9._-]+", "-", f"{model.label}-{step.dataset.label}-{step.measure.name}")
-    pictures = study.out / "pictures" / name
+    pictures = study.out / "pictures" / safe_name(f"{model.label}-{step.dataset.label}-{step.measure.name}")
     if step.measure.name == "eval":
         result = api.evaluate(model.model, data, progress=progress, **options)
     elif step.measure.name == "challenge":

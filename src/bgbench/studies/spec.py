@@ -25,16 +25,19 @@ table runs it on those datasets only. Every problem is one line naming the key a
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 from ..errors import BgbenchError
+from ..models.options import ModelOptions
+from ..options import check_types
 
-#: How a model string is built, set per model (not per measure).
-MODEL_OPTIONS = ("checkpoint", "trust_checkpoint", "norm", "resize", "labels", "templates")
+#: How a model string is built, set per model (not per measure): every `ModelOptions` field but the
+#: model string, where and on what it runs (the study decides those), and the protocol (a measure's).
+MODEL_OPTIONS = tuple(f.name for f in dataclasses.fields(ModelOptions)
+                      if f.name not in ("model", "device", "data", "split", "protocol"))
 #: Keys the study sets itself, never an option of a measure.
 RESERVED = ("model", "data", "store", "progress", "out_dir")
 #: The measures that run no model: shown by the report from the study's eval runs.
@@ -112,14 +115,17 @@ def load_study(path: str | Path, out: Optional[str | Path] = None) -> Study:
 
 
 def study_from_dict(doc: Dict[str, Any], source: str = "study", base: Path = Path("."),
-                    out: Optional[str | Path] = None) -> Study:
-    """A `Study` from the structure of a study file (what `bgbench.study` takes), checked."""
+                    out: Optional[str | Path] = None, model_defaults: Optional[dict] = None) -> Study:
+    """A `Study` from the structure of a study file (what `bgbench.study` takes), checked whole: every
+    value by type and range (the rules of the command line's flags: the job's config decides both),
+    before any step runs. `model_defaults`: model options for every model (`profile --class-map`)."""
     if not isinstance(doc, dict):
         raise BgbenchError(f"{source}: a study is a table with models, datasets and measures")
     unknown = sorted(set(doc) - {"models", "datasets", "measures", "report"})
     if unknown:
         raise BgbenchError(f"{source}: unknown key {unknown[0]!r}; a study has models, datasets, measures and report")
-    models = [_model(item, f"models[{i}]", source) for i, item in enumerate(_list(doc, "models", source))]
+    models = [_model(item, f"models[{i}]", source, base, model_defaults)
+              for i, item in enumerate(_list(doc, "models", source))]
     datasets = [_dataset(item, f"datasets[{i}]", source, base)
                 for i, item in enumerate(_list(doc, "datasets", source))]
     measures = doc.get("measures")
@@ -137,14 +143,30 @@ def study_from_dict(doc: Dict[str, Any], source: str = "study", base: Path = Pat
     report = doc.get("report", {})
     if not isinstance(report, dict) or set(report) - {"out"}:
         raise BgbenchError(f"{source}: report: its one key is out (the report's folder)")
+    if "out" in report and not isinstance(report["out"], str):
+        raise BgbenchError(f"{source}: report.out: expected a folder's path, got {report['out']!r}")
     if out is not None:
-        where = Path(out)
+        where, key = Path(out).expanduser(), "--out"
     elif "out" in report:
-        where = Path(report["out"]).expanduser()
+        where, key = Path(report["out"]).expanduser(), "report.out"
         where = where if where.is_absolute() else base / where
     else:
-        where = base / f"{Path(source).stem}-report" if source not in ("study", "profile") else Path("bgbench-study")
+        where, key = (base / f"{Path(source).stem}-report" if source not in ("study", "profile")
+                      else Path("bgbench-study")), "the report's folder"
+    check_out_folder(where, f"{source}: {key}")
     return Study(models, datasets, checked, source, where)
+
+
+def check_out_folder(path: Path, what: str) -> None:
+    """A folder a study may write its report, pictures and edits into, refused before any step runs:
+    not an existing file, not the file system's root, the home folder or the working folder itself
+    (a report there would mix its files with everything else in it)."""
+    resolved = path.expanduser().resolve()
+    if resolved.exists() and not resolved.is_dir():
+        raise BgbenchError(f"{what}: {path} is a file; the report needs a folder of its own")
+    if resolved in {Path(resolved.anchor), Path.home().resolve(), Path.cwd().resolve()}:
+        raise BgbenchError(f"{what}: {path} is {'the working folder' if resolved == Path.cwd().resolve() else 'a root'}"
+                           f"; give the report a folder of its own (for example {path / 'study-report'})")
 
 
 def _list(doc: dict, key: str, source: str) -> list:
@@ -164,18 +186,47 @@ def _unique(labels: Sequence[str], key: str, source: str) -> None:
         seen.add(label)
 
 
-def _model(item: Any, key: str, source: str) -> StudyModel:
+def _model(item: Any, key: str, source: str, base: Path = Path("."), defaults: Optional[dict] = None
+           ) -> StudyModel:
     if isinstance(item, str):
         item = {"model": item}
     if not isinstance(item, dict) or not isinstance(item.get("model"), str):
         raise BgbenchError(f"{source}: {key}: a model string, or a table with model = \"SCHEME:NAME\"")
-    options = {k: v for k, v in item.items() if k not in ("model", "label")}
+    if "label" in item and not isinstance(item["label"], str):
+        raise BgbenchError(f"{source}: {key}.label: expected a string, got {item['label']!r}")
+    options = {**(defaults or {}), **{k: v for k, v in item.items() if k not in ("model", "label")}}
     unknown = sorted(set(options) - set(MODEL_OPTIONS))
     if unknown:
         raise BgbenchError(f"{source}: {key}.{unknown[0]}: not a model option; they are label, "
                            f"{', '.join(MODEL_OPTIONS)}")
+    check_types(ModelOptions, options, lambda k: f"{source}: {key}.{k}")
+    checked = _check_model_options(options, key, source)
     _check_model_string(item["model"], options.get("checkpoint"), f"{key}.model", source)
-    return StudyModel(item["model"], str(item.get("label") or _short(item["model"])), options)
+    return StudyModel(item["model"], str(item.get("label") or _short(item["model"])), checked)
+
+
+def _check_model_options(options: dict, key: str, source: str) -> dict:
+    """The model's options, checked as the model flags are (choices, files that exist), before any
+    step runs; a class map or templates file is kept as an absolute path."""
+    from .. import checks
+    from ..models.inputs import LABEL_SETS, RESIZE_CHOICES
+    from ..models.norms import NORMS
+    out = dict(options)
+    try:
+        for name, choices in (("norm", NORMS), ("resize", RESIZE_CHOICES), ("labels", LABEL_SETS)):
+            if name in out:
+                checks.one_of(name, out[name], choices)
+    except BgbenchError as e:
+        raise BgbenchError(f"{source}: {key}.{e}") from None
+    for name in ("class_map", "templates"):
+        value = out.get(name)
+        if value is None or (name == "templates" and value in ("openai", "simple")):
+            continue
+        path = Path(value).expanduser()
+        if not path.is_file():
+            raise BgbenchError(f"{source}: {key}.{name}: {value} is not a file")
+        out[name] = str(path.resolve())
+    return out
 
 
 def _short(model: str) -> str:
@@ -221,21 +272,27 @@ def _dataset(item: Any, key: str, source: str, base: Path) -> StudyDataset:
     return StudyDataset(path, str(item.get("label") or path.name))
 
 
-def measure_options(name: str) -> List[str]:
-    """The options a study may set for measure `name` (its job's keywords, less the model's)."""
-    from .. import api
+def job_config(name: str) -> type:
+    """The config dataclass of a study measure's job: what checks its options, for the command line
+    and a study alike, and what a run records."""
     if name == EDITS:
         from ..edits.pipeline import EditConfig
-        return [f.name for f in dataclasses.fields(EditConfig) if f.name not in EDIT_RESERVED]
+        return EditConfig
     if name == "eval":
-        names = list(inspect.signature(api.evaluate).parameters)
-    elif name == "challenge":
+        from ..evaluation.config import EvalConfig
+        return EvalConfig
+    if name == "challenge":
         from ..evaluation.challenge.config import ChallengeConfig
-        names = [f.name for f in dataclasses.fields(ChallengeConfig)]
-    else:
-        from ..measures.registry import get_measure
-        names = [f.name for f in dataclasses.fields(get_measure(name).load("config"))]
-    return [n for n in names if n not in RESERVED and n not in MODEL_OPTIONS]
+        return ChallengeConfig
+    from ..measures.registry import get_measure
+    return get_measure(name).load("config")
+
+
+def measure_options(name: str) -> List[str]:
+    """The options a study may set for measure `name`: its job's config fields, less what the study
+    sets itself."""
+    reserved = EDIT_RESERVED if name == EDITS else RESERVED
+    return [f.name for f in dataclasses.fields(job_config(name)) if f.name not in reserved]
 
 
 def _measure(name: str, options: Any, source: str) -> StudyMeasure:
@@ -262,9 +319,29 @@ def _measure(name: str, options: Any, source: str) -> StudyMeasure:
         if key not in allowed:
             raise BgbenchError(f"{source}: measures.{name}.{key}: not an option of {name}; they are "
                                f"{', '.join(allowed)}")
+    check_options(name, options, source)
     if name == EDITS:
         _check_edit_levels(options, source)
     return StudyMeasure(name, options, tuple(only))
+
+
+def check_options(name: str, options: dict, source: str) -> None:
+    """A measure's options checked now, by type and then by the job's own config (its ranges and
+    choices, as for the flags), so that a bad value stops the study before its first step."""
+    cls = job_config(name)
+    check_types(cls, options, lambda k: f"{source}: measures.{name}.{k}")
+    given = dict(options)
+    if name == EDITS:
+        given = {**given, "data": Path("."), "out": Path(".")}
+        for key in ("attributes", "levels", "angles"):
+            if given.get(key) is not None:
+                given[key] = tuple(given[key])
+    try:
+        cls(**given)
+    except BgbenchError as e:
+        raise BgbenchError(f"{source}: measures.{name}: {e}") from None
+    except (TypeError, ValueError, OverflowError) as e:  # a value the config cannot take at all
+        raise BgbenchError(f"{source}: measures.{name}: {' '.join(str(e).split())}") from None
 
 
 def _check_edit_levels(options: dict, source: str) -> None:
@@ -285,7 +362,10 @@ def _check_edit_levels(options: dict, source: str) -> None:
                                f"each dataset once for all its models (run `bgbench edit --model` for it)")
 
 
-def profile_study(models: Sequence[str], datasets: Sequence[str], out: str | Path = "bgbench-profile") -> Study:
-    """`bgbench profile`'s study: the standard battery (`PROFILE`) on every model and dataset."""
+def profile_study(models: Sequence[str], datasets: Sequence[str], out: str | Path = "bgbench-profile",
+                  model_options: Optional[dict] = None) -> Study:
+    """`bgbench profile`'s study: the standard battery (`PROFILE`) on every model and dataset;
+    `model_options` (`ModelOptions` fields: class_map, resize, norm ...) apply to every model."""
     return study_from_dict({"models": list(models), "datasets": list(datasets),
-                            "measures": {k: dict(v) for k, v in PROFILE.items()}}, source="profile", out=out)
+                            "measures": {k: dict(v) for k, v in PROFILE.items()}}, source="profile", out=out,
+                           model_defaults=model_options)

@@ -1,11 +1,13 @@
 """The training configuration, free of torch so that the CLI reads its defaults at `--help` time."""
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Optional, Tuple
 
 from .. import checks
 from ..errors import BgbenchError
+from ..models.options import ModelOptions
 from .recipes import (DEFAULT_BGSWAP_P, DEFAULT_CUTMIX_ALPHA, DEFAULT_MIXUP_ALPHA, DEFAULT_SWA_START, last_layer_recipes,
                       list_recipes)
 
@@ -80,13 +82,15 @@ DFR_C_GRID: Tuple[float, ...] = (1.0, 0.7, 0.3, 0.1, 0.07, 0.03, 0.01)
 DFR_RETRAINS = 10
 
 
-@dataclass
-class LastLayerConfig:
+@dataclass(kw_only=True)
+class LastLayerConfig(ModelOptions):
     """A last-layer retraining run (`--recipe dfr` or `linear-probe`), saved as OUT/config.json.
 
+    The frozen model is asked for as every command asks for one: this config is a
+    `models.options.ModelOptions` (model, checkpoint, pretrained, norm, resize, ...), so a model
+    option added there reaches DFR too.
+
     Attributes:
-        model, checkpoint, trust_checkpoint, norm, resize, labels, templates: the frozen model, as
-            every command builds it (`models.options.ModelOptions`).
         variant: the images the head is fitted on; None: MIXED-RAND for DFR on IN-9-layout data
             (where the background no longer predicts the class), ORIGINAL otherwise.
         split: the split read; None: train, or every row of a groups.csv without a split column
@@ -112,12 +116,11 @@ class LastLayerConfig:
     batch_size: int = 64
     device: str = "cpu"
     feature_cache: Optional[str] = None
-    checkpoint: Optional[str] = None
-    trust_checkpoint: bool = False
-    norm: str = "auto"
-    resize: str = "auto"
-    labels: str = "auto"
-    templates: str = "openai"
+
+    def model_options(self, split: Optional[str]) -> ModelOptions:
+        """The frozen model's options (its data: the split the head is fitted on)."""
+        own = {f.name: getattr(self, f.name) for f in dataclasses.fields(ModelOptions)}
+        return ModelOptions(**{**own, "data": self.data, "split": split})
 
     def __post_init__(self):
         checks.one_of("--recipe", self.recipe, last_layer_recipes())

@@ -177,8 +177,19 @@ def predict(weight: np.ndarray, bias: np.ndarray, features: np.ndarray) -> np.nd
 
 
 def head_fit_summary(fit: HeadFit) -> str:
-    scores = ", ".join(f"C={c:g}: {100 * s:.1f}%" for c, s in fit.scores.items())
+    """One line: each C's held-out score and the C kept; a grid that ties says so, and what broke the
+    tie (the held-out mean accuracy, else the grid's order), rather than calling one C 'chosen'."""
     what = "worst-group accuracy" if fit.balanced else "accuracy"
+    values = set(fit.scores.values())
+    if len(fit.scores) > 1 and len(values) == 1:
+        means = fit.extra.get("held_out_mean_accuracy") or {}
+        by_mean = len(set(means.values())) > 1
+        why = (f"the best held-out mean accuracy, {100 * means[str(fit.c)]:.1f}%" if by_mean
+               else "the first of the grid: the held-out images cannot tell the Cs apart")
+        low = " (too few held-out images per group, or features that do not separate them)" if values == {0.0} else ""
+        return (f"every C ties at {100 * values.pop():.1f}% held-out {what} ({fit.held_out} images){low}; "
+                f"C={fit.c:g} kept, {why}")
+    scores = ", ".join(f"C={c:g}: {100 * s:.1f}%" for c, s in fit.scores.items())
     return f"held-out {what} ({fit.held_out} images): {scores}; chosen C={fit.c:g}"
 
 

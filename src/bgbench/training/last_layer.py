@@ -29,7 +29,8 @@ from ..distributed import setup, world_record
 from ..errors import BgbenchError
 from ..models.checkpoint import save_checkpoint
 from ..models.heads import feature_width, with_head
-from ..models.options import ModelOptions, build
+from ..models.options import build
+from ..models.spec import meet_data
 from ..version import __version__
 from .config import LastLayerConfig
 from .dfr import fit_head, group_codes, head_fit_summary, predict, worst_group_accuracy
@@ -46,9 +47,9 @@ def fit_last_layer(cfg: LastLayerConfig, progress: bool = True) -> Optional[Path
     ranks = setup(cfg.device)
     out = Path(cfg.out).expanduser()
     split = cfg.split if cfg.split is not None else training_split(cfg.data)
-    model = build(ModelOptions(model=cfg.model, checkpoint=cfg.checkpoint, trust_checkpoint=cfg.trust_checkpoint,
-                               norm=cfg.norm, resize=cfg.resize, labels=cfg.labels, templates=cfg.templates,
-                               device=cfg.device, data=cfg.data, split=split))
+    if cfg.split is None:
+        _check_default_split(cfg.data, split)
+    model = build(cfg.model_options(split))
     done = _finished(out, cfg, model.spec.checkpoint_sha256)
     if done is not None:
         if ranks.main:
@@ -57,6 +58,7 @@ def fit_last_layer(cfg: LastLayerConfig, progress: bool = True) -> Optional[Path
     feature_width(model)  # a model without a readable penultimate layer fails here, before any work
     layout = resolve_layout(cfg.data, None if cfg.variant is None else [cfg.variant], split=split)
     variant = cfg.variant or default_variant(cfg.recipe, layout)
+    meet_data(model, layout, labels=False)  # the head is new: any label space; the input size is said
     groups = _groups(cfg, layout, variant) if ranks.main else None
     model = model.to(ranks.device).eval()
     items = layout.items(variant)
@@ -84,6 +86,18 @@ def fit_last_layer(cfg: LastLayerConfig, progress: bool = True) -> Optional[Path
     new = with_head(model.cpu(), torch.from_numpy(fit.weight), torch.from_numpy(fit.bias), layout.classes,
                     provenance)
     return _save(out, cfg, new, provenance, world_record(ranks), time.perf_counter() - started)
+
+
+def _check_default_split(data, split: Optional[str]) -> None:
+    """The split a head is fitted on by default (train) must exist: an IN-9-layout dataset with only
+    a val split (the IN-9 release) is told to name it, before the model loads."""
+    original = Path(data).expanduser() / "original"
+    if split is None or not original.is_dir() or (original / split).is_dir():
+        return
+    splits = sorted(p.name for p in original.iterdir() if p.is_dir())
+    raise BgbenchError(f"{data} has no {split} split to fit the head on (its splits: {', '.join(splits) or 'none'}); "
+                       f"name one with --split, e.g. --split {splits[0] if splits else 'val'} (then evaluate on "
+                       f"images the head was not fitted on)")
 
 
 def default_variant(recipe: str, layout) -> str:
@@ -121,7 +135,9 @@ def _finished(out: Path, cfg: LastLayerConfig, backbone_sha256: Optional[str]) -
     except (OSError, ValueError):
         raise BgbenchError(f"{config} is not readable JSON; remove {out} or choose another --out") from None
     mine = _config_record(cfg)
-    differ = [k for k in mine if k not in RERUN_FREE_KEYS and saved.get(k) != mine[k]]
+    defaults = _config_record(LastLayerConfig(data=cfg.data, out=cfg.out, model=cfg.model))
+    differ = [k for k in mine if k not in RERUN_FREE_KEYS and saved.get(k, defaults[k]) != mine[k]]  # an option
+    # newer than the saved run counts as its default
     if differ:
         raise BgbenchError(f"{out} holds a run with another {', '.join(differ)}; choose another --out")
     head = out / "head.json"

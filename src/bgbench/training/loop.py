@@ -93,7 +93,8 @@ def build_model(cfg: TrainConfig, classes, image_hw) -> BgModel:
     else:
         model = create_model(cfg.model, num_classes=n)
     model.spec.class_names = tuple(classes)
-    model.spec.input_size = (3, int(image_hw[0]), int(image_hw[1]))
+    # the size it learns at: later jobs feed it that size by default (a no-op on images of this size)
+    model.spec.input_size, model.spec.resize = (3, int(image_hw[0]), int(image_hw[1])), "native"
     if cfg.freeze:
         head = model.net.get_classifier() if hasattr(model.net, "get_classifier") else None
         head_params = list(head.parameters()) if isinstance(head, torch.nn.Module) else []

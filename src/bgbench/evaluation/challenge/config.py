@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import numbers
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
+from ...options import runtime
 from ... import checks, protocols
 from ...classes import Mapping
 from ...errors import BgbenchError
@@ -35,12 +36,12 @@ class ChallengeConfig:
             (and, on the model, the resize policy and zero-shot head); part of the run's identity.
     """
 
-    batch_size: int = 64
+    batch_size: int = field(default=64, metadata=runtime())
     mapping: str = "argmax"
     precision: str = "fp32"
     full: bool = False
-    save_every: int = 16
-    device: str = "cpu"
+    save_every: int = field(default=16, metadata=runtime())
+    device: str = field(default="cpu", metadata=runtime())
     sample: Optional[int] = None
     halfwidth: Optional[float] = None
     seed: int = 0

@@ -35,7 +35,7 @@ from ... import console, distributed, protocols, recording
 from ...data.images import decode_image, load_mask
 from ...data.layout import Layout, discover
 from ...errors import DataError
-from ...models.spec import BgModel, check_compatible
+from ...models.spec import BgModel, meet_data
 from ...store import Store
 from .config import ChallengeConfig
 from .engine import ChallengeEngine, FgResult
@@ -101,7 +101,7 @@ def run_challenge(model: BgModel, data: str | Path, store: Store, cfg: Challenge
     ranks = distributed.setup(cfg.device)
     world, rank, device = ranks.world, ranks.rank, ranks.device
     layout = discover(data, variants=["original", "only_bg_t"])
-    check_compatible(model, layout.classes)
+    meet_data(model, layout)
     protocols.check_spec(cfg.protocol, model.spec.to_dict())
     bg_items, backgrounds = load_backgrounds(layout)
     if cfg.precision != "fp32" and rank == 0 and len(backgrounds):

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import ClassVar, List, Optional
 
 from ... import checks
-from ...options import flag
+from ...options import flag, runtime
 from ..result import MeasureResult, stored_summary
 from .table import TABLE
 from ...classes import Mapping
@@ -28,15 +28,14 @@ KIND = "probe_ablate"
 
 @dataclass
 class AblateConfig:
-    """How to ablate. class_map: a `--class-map` file for a 1000-class model on another dataset."""
+    """How to ablate."""
 
-    batch_size: int = 64
-    device: str = "cpu"
+    batch_size: int = field(default=64, metadata=runtime())
+    device: str = field(default="cpu", metadata=runtime())
     workers: Optional[int] = workers_field()
     seed: int = field(default=0, metadata=flag(
         "--seed", "seed of the bootstrap over images behind the intervals (default %(default)s)"))
     mapping: str = Mapping.ARGMAX.value
-    class_map: Optional[str] = None
     bootstrap_replicates: int = REPLICATES
 
     def __post_init__(self):
@@ -89,7 +88,7 @@ def probe_ablate(model, data, cfg: AblateConfig, progress: bool = True, limit: O
     from ...data.resolve import resolve_layout
     from ...distributed import setup, world_record
     from ...evaluation.predict import class_probabilities, decide
-    from ...models.spec import check_compatible
+    from ...models.spec import meet_data
     from ...recording import Provenance
     from .engine import GRAY, ablation_outcomes
     from ...probing.batches import attribute_batches, masked_batches
@@ -100,7 +99,7 @@ def probe_ablate(model, data, cfg: AblateConfig, progress: bool = True, limit: O
     layout = resolve_layout(data, ["original"])
     source = layout.attribute_source
     pairs = layout.foregrounds()[:limit] if limit else layout.foregrounds()
-    check_compatible(model, layout.classes, cfg.class_map)
+    meet_data(model, layout)
     shard = ProbeShard(pairs, cfg.batch_size, setup(cfg.device))
     device = shard.ranks.device
     model = model.to(device).eval()

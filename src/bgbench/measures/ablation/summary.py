@@ -19,6 +19,7 @@ import numpy as np
 
 from ...probing.bootstrap import REPLICATES, percentile_interval, stratified_weights
 from ..noise.levels import ATTRIBUTE_PREFIX
+from ...intervals import interval
 
 CLEAN = "none"  # the region of the unablated image (torch-free here: the CLI's --help imports this module)
 
@@ -67,9 +68,14 @@ class AblationSummary:
         for region, e in self.regions.items():
             a, p = e["acc_drop"], e["prob_drop"]
             lines.append(f"{region_label(region):>20} {e['n']:>6} {_pct(e['clean_acc']):>5}% {_pct(e['ablated_acc']):>6}%"
-                         f" {_pct(a['value'], True):>8}% [{_pct(a['lo'], True):>6},{_pct(a['hi'], True):>6}]"
-                         f" {_pct(p['value'], True):>6}% [{_pct(p['lo'], True):>6},{_pct(p['hi'], True):>6}]")
+                         f" {_pct(a['value'], True):>8}% {_ci(a, e['n']):>16}"
+                         f" {_pct(p['value'], True):>6}% {_ci(p, e['n']):>16}")
         return "\n".join(lines)
+
+
+def _ci(e: dict, n: int) -> str:
+    return interval(e["lo"], e["hi"], n, lambda v: f"{_pct(v, True):>6}", ",") if e["lo"] is not None else \
+        f"[{_pct(e['lo'], True):>6},{_pct(e['hi'], True):>6}]"
 
 
 def _pct(v, signed: bool = False) -> str:

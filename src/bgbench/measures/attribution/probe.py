@@ -15,7 +15,7 @@ from typing import ClassVar, Dict, List, Optional
 import numpy as np
 
 from ... import checks
-from ...options import flag
+from ...options import flag, runtime
 from ..result import MeasureResult, stored_summary
 from .table import TABLE
 from ...errors import BgbenchError
@@ -34,8 +34,8 @@ class AttributionConfig:
 
     top: int = field(default=3, metadata=flag(
         "--top", "features kept per attribute and class, and over all classes (default %(default)s)"))
-    batch_size: int = 32
-    device: str = "cpu"
+    batch_size: int = field(default=32, metadata=runtime())
+    device: str = field(default="cpu", metadata=runtime())
     workers: Optional[int] = workers_field()
     seed: int = field(default=0, metadata=flag(
         "--seed", "seed of the bootstrap over images behind the intervals (default %(default)s)"))
@@ -103,6 +103,7 @@ def probe_attribution(model, data, cfg: AttributionConfig, progress: bool = True
     from ... import console
     from ...data.resolve import resolve_layout
     from ...distributed import setup, world_record
+    from ...models.spec import meet_data
     from ...recording import Provenance
     from ...probing.batches import attribute_batches
     from ...probing.feature_maps import feature_maps
@@ -114,6 +115,7 @@ def probe_attribution(model, data, cfg: AttributionConfig, progress: bool = True
     if source is None:
         raise BgbenchError(f"{layout.root} has no attribute masks (attr_mask/{layout.split}/ or a RIVAL10 release); "
                            f"`bgbench synth` writes them")
+    meet_data(model, layout, labels=False)
     pairs = layout.foregrounds()[:limit] if limit else layout.foregrounds()
     shard = ProbeShard(pairs, cfg.batch_size, setup(cfg.device))
     device = shard.ranks.device

@@ -21,6 +21,7 @@ from ...evaluation.metrics import Estimate, accuracy, mcnemar, paired_difference
 from ...store import Store
 from ...variants.registry import IN9_VARIANTS
 from ...probing.tables import RunTable, run_row, stored_table
+from ...intervals import interval
 
 CHALLENGE_KINDS = ("challenge",)
 
@@ -70,7 +71,7 @@ class Comparison:
                          f"{c.test['a_only']:>7} {c.test['b_only']:>7} {c.test['p_value']:>10.3g} {c.n:>6}")
         if self.bg_gap_diff is not None:
             g = self.bg_gap_diff
-            lines.append(f"BG-Gap A - B: {100 * g.value:+.1f}%  95% CI [{100 * g.lo:+.1f}%, {100 * g.hi:+.1f}%] "
+            lines.append(f"BG-Gap A - B: {100 * g.value:+.1f}%  95% CI {interval(g.lo, g.hi, g.n, lambda v: f'{100 * v:+.1f}%')} "
                          f"(paired bootstrap over {g.n} foregrounds)")
         if self.challenge is not None:
             lines.append("challenge row: accuracy = share of foregrounds never fooled")

@@ -18,7 +18,7 @@ from typing import ClassVar, Dict, Optional
 import numpy as np
 
 from ... import checks
-from ...options import flag
+from ...options import flag, runtime
 from ..result import MeasureResult, stored_summary
 from .table import TABLE
 from ...errors import BgbenchError
@@ -46,8 +46,8 @@ class FeaturesConfig:
         "than on the object)", type=float))
     galleries: int = field(default=30, metadata=flag(
         "--galleries", "classes with a heatmap PNG, the largest first; 0: no PNG (default %(default)s)"))
-    batch_size: int = 64
-    device: str = "cpu"
+    batch_size: int = field(default=64, metadata=runtime())
+    device: str = field(default="cpu", metadata=runtime())
     workers: Optional[int] = workers_field()
 
     def __post_init__(self):
@@ -152,7 +152,7 @@ def probe_features(model, data, cfg: FeaturesConfig, out_dir: Optional[str | Pat
     from ...data.resolve import resolve_layout
     from ...distributed import setup, world_record
     from ...probing.sharding import ProbeShard
-    from ...models.spec import check_compatible
+    from ...models.spec import meet_data
     from ...recording import Provenance
     from ...probing.feature_head import LinearHead
     from .engine import rank_features
@@ -160,7 +160,7 @@ def probe_features(model, data, cfg: FeaturesConfig, out_dir: Optional[str | Pat
     t0 = time.time()
     layout = resolve_layout(data, ["original"])
     pairs = layout.foregrounds()[:limit] if limit else layout.foregrounds()
-    check_compatible(model, layout.classes)
+    meet_data(model, layout)
     if cfg.group_by == "label" and model.spec.label_space != "dataset":
         raise BgbenchError(f"--group-by label needs a model whose outputs are the dataset's classes; "
                            f"{model.spec.name} has {model.spec.num_classes} ImageNet classes, whose features are "

@@ -54,8 +54,8 @@ def _number(v) -> float:
         except (ValueError, ZeroDivisionError):
             raise BgbenchError(f"--levels: {v!r} is neither a grid ({', '.join(GRIDS)}) nor a number "
                                "(like 0.5 or 30/255)") from None
-    if not out >= 0:  # NaN fails this too
-        raise BgbenchError(f"--levels: a noise level must be at least 0, got {v}")
+    if not 0 <= out < float("inf"):  # NaN fails this too
+        raise BgbenchError(f"--levels: a noise level must be a finite number of at least 0, got {v}")
     return out
 
 

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import ClassVar, List, Optional, Sequence, Union
 
 from ... import checks
-from ...options import flag
+from ...options import flag, runtime
 from ...distributed import world_record
 from ...errors import BgbenchError
 from ...store import Store
@@ -47,8 +47,8 @@ class NoiseConfig:
         "over the region (all channels, pixel values in [0,1]) (default %(default)s)", choices=KINDS))
     trials: int = field(default=3, metadata=flag("--trials", "seeded noise draws per image and level "
                                                              "(default %(default)s)"))
-    batch_size: int = 64
-    device: str = "cpu"
+    batch_size: int = field(default=64, metadata=runtime())
+    device: str = field(default="cpu", metadata=runtime())
     workers: Optional[int] = workers_field()
     seed: int = field(default=0, metadata=flag(
         "--seed", "seed of the noise and of the bootstrap over images behind the intervals (default %(default)s)"))
@@ -59,7 +59,6 @@ class NoiseConfig:
         "--region", "object: noise on the foreground, then on the background; attributes: also on each attribute's "
         "mask alone, on the images that have it (needs attribute masks: Synthetic-9 or RIVAL10) (default "
         "%(default)s)", choices=REGION_CHOICES))
-    class_map: Optional[str] = None
 
     def __post_init__(self):
         checks.one_of("--noise", self.kind, KINDS)
@@ -124,7 +123,7 @@ def probe_noise(model, data, cfg: NoiseConfig, progress: bool = True, limit: Opt
     from ...data.resolve import resolve_layout
     from ...distributed import setup
     from ...evaluation.predict import decide
-    from ...models.spec import check_compatible
+    from ...models.spec import meet_data
     from ...recording import Provenance
     from ...probing.batches import attribute_batches, masked_batches
     from .engine import ATTRIBUTE_PREFIX, Region, object_regions, region_predictions
@@ -134,7 +133,7 @@ def probe_noise(model, data, cfg: NoiseConfig, progress: bool = True, limit: Opt
     layout = resolve_layout(data, ["original"])
     source = _attributes(layout, cfg.region)
     pairs = layout.foregrounds()[:limit] if limit else layout.foregrounds()
-    check_compatible(model, layout.classes, cfg.class_map)
+    meet_data(model, layout)
     shard = ProbeShard(pairs, cfg.batch_size, setup(cfg.device))
     device = shard.ranks.device
     model = model.to(device).eval()

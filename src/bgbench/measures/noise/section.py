@@ -27,12 +27,14 @@ def noise_section(ctx: SectionContext, subject: SectionSubject) -> Optional[dict
     kind = summary.grid["kind"]
     path = figures.binned_curves(ctx.figure_path(subject, "noise"), curves, x_key="level",
                                  xlabel="noise level (σ)" if kind != "l2" else "noise L2 norm")
-    rows = [{"level": summary.label(fg["level"]), "fg": fg, "bg": bg, "rfs": summary.rfs.get(fg["level"])}
+    rows = [{"level": summary.label(fg["level"]), "fg": fg, "bg": bg,
+             "rfs": _with_n(summary.rfs.get(fg["level"]), summary.images)}
             for fg, bg in zip(summary.curves["fg"], summary.curves["bg"])]
     lo, hi = summary.rfs_overall_interval
     return {"run_id": run["id"], "rows": rows, "grid": summary.grid_label, "images": summary.images,
             "classes": summary.classes, "bootstrap": summary.bootstrap,
-            "rfs_overall": {"value": summary.rfs_overall, "lo": lo, "hi": hi}, "figure": ctx.href(path)}
+            "rfs_overall": {"value": summary.rfs_overall, "lo": lo, "hi": hi, "n": summary.images},
+            "figure": ctx.href(path)}
 
 
 def noise_gallery(ctx: SectionContext, subject: SectionSubject) -> Optional[dict]:
@@ -98,3 +100,8 @@ def _noise_item(g: Gallery, files: DatasetFiles, name, p, config: dict, preds: d
     score = (f"flips at {label(p.detail['level'])} with noise on the {region} "
              f"({100 * p.detail['wrong']:.0f}% of trials wrong); shown: trial {trial}")
     g.add(name(p.label), p.image_id, name(p.label), score, *lines)
+
+
+def _with_n(rfs, n: int):
+    """An RFS estimate with the number of images behind it (what a degenerate interval shows)."""
+    return None if rfs is None else {**rfs, "n": n}

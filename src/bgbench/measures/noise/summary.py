@@ -24,6 +24,7 @@ import numpy as np
 from ...probing.bootstrap import REPLICATES, percentile_interval, stratified_weights
 from .levels import ATTRIBUTE_PREFIX, grid_label, level_label
 from .rfs import rfs_array
+from ...intervals import interval
 
 REGIONS = ("fg", "bg")
 
@@ -81,9 +82,10 @@ class NoiseSummary:
             r = self.rfs[fg["level"]]
             lines.append(f"{self.label(fg['level']):>8} {_pct(fg['acc']):>7}% [{_pct(fg['lo']):>5},{_pct(fg['hi']):>5}]"
                          f" {_pct(bg['acc']):>8}% [{_pct(bg['lo']):>5},{_pct(bg['hi']):>5}]"
-                         f" {r['value']:+7.3f} [{r['lo']:+.3f},{r['hi']:+.3f}]")
+                         f" {r['value']:+7.3f} {interval(r['lo'], r['hi'], self.images, lambda v: f'{v:+.3f}', ',')}")
         lo, hi = self.rfs_overall_interval
-        lines.append(f"RFS overall {self.rfs_overall:+.3f} [{lo:+.3f}, {hi:+.3f}] on grid {self.grid_label}  "
+        ci = interval(lo, hi, self.images, lambda v: f"{v:+.3f}")
+        lines.append(f"RFS overall {self.rfs_overall:+.3f} {ci} on grid {self.grid_label}  "
                      "(> 0: foreground noise hurts more; compare only within one grid)")
         return "\n".join(lines + self._attribute_lines())
 

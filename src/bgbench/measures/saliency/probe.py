@@ -15,7 +15,7 @@ from typing import ClassVar, List, Optional
 import numpy as np
 
 from ... import checks
-from ...options import flag
+from ...options import flag, runtime
 from ..result import MeasureResult, stored_summary
 from .table import TABLE
 from ...store import Store
@@ -35,8 +35,8 @@ class SaliencyConfig:
     layer: Optional[str] = field(default=None, metadata=flag(
         "--layer", "Grad-CAM layer, a module path inside the network (default: a ViT's last block's norm1, else the "
         "last feature stage of a timm model, else the last convolution)", type=str))
-    batch_size: int = 32
-    device: str = "cpu"
+    batch_size: int = field(default=32, metadata=runtime())
+    device: str = field(default="cpu", metadata=runtime())
     workers: Optional[int] = workers_field()
     examples: int = field(default=4, metadata=flag(
         "--examples", "overlay images per predicted class: the most, then the least aligned by precision; 0: no PNG "
@@ -44,7 +44,6 @@ class SaliencyConfig:
     seed: int = field(default=0, metadata=flag(
         "--seed", "seed of the bootstrap over images behind the intervals (default %(default)s)"))
     bootstrap_replicates: int = REPLICATES
-    class_map: Optional[str] = None  # a --class-map file: a 1000-class model on another dataset
 
     def __post_init__(self):
         checks.at_least("--batch-size", self.batch_size, 1)
@@ -102,7 +101,7 @@ def probe_saliency(model, data, cfg: SaliencyConfig, out_dir: Optional[str | Pat
     from ... import console
     from ...data.resolve import resolve_layout
     from ...distributed import setup, world_record
-    from ...models.spec import check_compatible
+    from ...models.spec import meet_data
     from ...recording import Provenance
     from ...probing.batches import masked_batches
     from ...probing.sharding import ProbeShard
@@ -110,7 +109,7 @@ def probe_saliency(model, data, cfg: SaliencyConfig, out_dir: Optional[str | Pat
     t0 = time.time()
     layout = resolve_layout(data, ["original"])
     pairs = layout.foregrounds()[:limit] if limit else layout.foregrounds()
-    check_compatible(model, layout.classes, cfg.class_map)
+    meet_data(model, layout)
     shard = ProbeShard(pairs, cfg.batch_size, setup(cfg.device))
     device = shard.ranks.device  # under NCCL, this rank's GPU
     model = model.to(device).eval()
@@ -127,7 +126,8 @@ def probe_saliency(model, data, cfg: SaliencyConfig, out_dir: Optional[str | Pat
     rows = shard.gathered()
     if rows is None:
         return None
-    config = {**asdict(cfg), "layer": layer_name, "split": layout.split, "images": len(pairs),
+    config = {**asdict(cfg), "layer": layer_name, "requested": {"layer": cfg.layer}, "split": layout.split,
+              "images": len(pairs),
               "label_space": model.spec.label_space, "classes": list(layout.classes),
               "cam": "pytorch-grad-cam GradCAM output (min-max, cv2 bilinear resize, min-max, NaN to 0)",
               **world_record(shard.ranks)}

@@ -20,6 +20,7 @@ import numpy as np
 
 from ...probing.bootstrap import REPLICATES, percentile_interval, stratified_weights
 from .metrics import METRICS
+from ...intervals import interval
 
 HEADLINE = "mean over predicted classes of the per-class means (RIVAL10)"
 IMAGE_MEAN = "mean over images"
@@ -67,7 +68,8 @@ class SaliencySummary:
         lines.append(f"{'mean over images':<24}{'':>7}" + "".join(f"{_f(self.image_mean[m]['value']):>10}"
                                                                   for m in METRICS))
         p = self.headline["precision"]
-        lines.append(f"headline = {HEADLINE}; precision {_f(p['value'])} [{_f(p['lo'])}, {_f(p['hi'])}] "
+        ci = interval(p["lo"], p["hi"], p.get("n"), _f) if p["lo"] is not None else f"[{_f(p['lo'])}, {_f(p['hi'])}]"
+        lines.append(f"headline = {HEADLINE}; precision {_f(p['value'])} {ci} "
                      f"(95% bootstrap over images)")
         return "\n".join(lines)
 

@@ -1,0 +1,27 @@
+"""`bgbench predict --model M PATH...`: what a model sees in your own photos: each image's top
+classes by name with their probabilities, and the IN-9 class (or `--class-map` folder) each maps to."""
+from __future__ import annotations
+
+import argparse
+
+from .arguments import add_json_arg, add_model_args, create_model, param_default
+from .output import emit
+
+
+def register(sub) -> None:
+    from ..api import predict
+    p = sub.add_parser("predict", help="a model's top classes, by name, on your own images (files or folders), and "
+                                       "the IN-9 class each maps to")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="image files, or folders searched for images")
+    add_model_args(p)
+    p.add_argument("--top", type=int, default=param_default(predict, "top"),
+                   help="classes listed per image (default %(default)s)")
+    add_json_arg(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..api import predict
+    result = predict(create_model(args), args.paths, top=args.top, device=args.device)
+    emit(args, result.to_dict(), result.table())
+    return 0

@@ -1,0 +1,28 @@
+"""How an interval is written, in every table and on the page.
+
+A bootstrap over four images, or over images that all agree, can give an interval of zero width:
+`BG-Gap 0.0% [0.0%, 0.0%]` reads as an exact value when it is the opposite, too few images to
+measure any spread. Such an interval is written with a mark and its n (`[degenerate, n=4]`),
+never as two equal bounds.
+"""
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+#: What a zero-width interval is written as (with its n).
+DEGENERATE = "degenerate"
+
+
+def degenerate(lo: Optional[float], hi: Optional[float]) -> bool:
+    """An interval of zero width: its resampling found no spread, which is not certainty."""
+    return lo is not None and hi is not None and abs(hi - lo) <= 1e-12
+
+
+def interval(lo: Optional[float], hi: Optional[float], n: Optional[int], fmt: Callable[[float], str],
+             sep: str = ", ") -> str:
+    """'[lo, hi]' with `fmt` for each bound; '[degenerate, n=4]' for a zero-width one; '' without bounds."""
+    if lo is None or hi is None:
+        return ""
+    if degenerate(lo, hi):
+        return f"[{DEGENERATE}, n={n if n is not None else '?'}]"
+    return f"[{fmt(lo)}{sep}{fmt(hi)}]"
