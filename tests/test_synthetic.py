@@ -95,7 +95,8 @@ def test_one_and_two_workers_write_identical_bytes_and_a_second_run_needs_overwr
     for w in (1, 2):
         assert run_cli("synth", "--out", tmp_path / f"w{w}", "--workers", w, *args).returncode == 0
     one, two = _files(tmp_path / "w1"), _files(tmp_path / "w2")
-    assert len(one) == 27 * 10 + 3 and one == two  # 8 variants, mask, attribute masks per image; 3 tables
+    assert len(one) == 27 * 10 + 4 and one == two  # 8 variants, mask, attribute masks per image; 3 tables and
+    # FILES_val.txt, the list of what bgbench wrote
     assert_one_line_error(run_cli("synth", "--out", tmp_path / "w1", *args), "--overwrite")
     assert run_cli("synth", "--out", tmp_path / "w1", "--overwrite", *args).returncode == 0
     assert _files(tmp_path / "w1") == two

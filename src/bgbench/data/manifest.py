@@ -129,15 +129,18 @@ def sort_rejects(rejects: Iterable[RejectRow], folders: Sequence[str]) -> List[R
     return sorted(rejects, key=lambda r: (r.position, order.get(r.folder, -1)))
 
 
-def write_split(path: Path, fields: Sequence[str], split: str, rows: Sequence[Dict[str, object]]) -> None:
-    """Write `rows` of `split` into the CSV at `path`, keeping the rows of other splits.
+def write_split(path: Path, fields: Sequence[str], split: str, rows: Sequence[Dict[str, object]],
+                base: Optional[Path] = None) -> None:
+    """Write `rows` of `split` into the CSV at `path`, keeping the rows of other splits of `base`
+    (default: `path` itself; a staged table keeps those of the table it will replace).
 
     Rows are grouped by split in sorted split order, so writing val then train gives the same file
     as train then val. Rows of an older schema keep the columns this one shares with it.
     """
+    base = path if base is None else base
     kept: List[dict] = []
-    if path.is_file():
-        with open(path, newline="") as f:
+    if base.is_file():
+        with open(base, newline="") as f:
             kept = [r for r in csv.DictReader(f) if r.get("split") != split]
     merged = sorted(kept + list(rows), key=lambda r: str(r.get("split")))
     with open(path, "w", newline="") as f:
@@ -146,10 +149,16 @@ def write_split(path: Path, fields: Sequence[str], split: str, rows: Sequence[Di
         w.writerows(merged)
 
 
-def drop_split(path: Path, fields: Sequence[str], split: str) -> None:
-    """Remove the rows of `split` from the CSV at `path`, if there is one (an overwritten split)."""
-    if path.is_file():
-        write_split(path, fields, split, [])
+def split_images(path: Path, split: str) -> Dict[str, set]:
+    """folder -> the image ids the manifest at `path` lists for `split` (this schema and the older
+    one without a `folder` column, whose rows are ORIGINAL's); empty without a manifest."""
+    out: Dict[str, set] = {}
+    if Path(path).is_file():
+        with open(path, newline="") as f:
+            for r in csv.DictReader(f):
+                if r.get("split", split) == split and r.get("image"):
+                    out.setdefault(r.get("folder") or "original", set()).add(_row_id(r))
+    return out
 
 
 def read_boxes(root: Path, split: str) -> Optional[Dict[str, Box]]:

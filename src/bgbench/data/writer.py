@@ -14,9 +14,10 @@ unreadable image or a malformed mask is rejected the same way everywhere.
 from __future__ import annotations
 
 import shutil
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, List, Sequence, Tuple
+from typing import Iterable, Iterator, List, Sequence, Tuple
 
 import numpy as np
 from PIL import Image
@@ -26,6 +27,7 @@ from . import manifest as M
 from .attributes import ATTR_DIR, write_attribute_masks
 from .images import BadMask, decode_image, read_mask
 from .layout import MASK_DIR
+from .owned import StagedOutput, refuse_unsafe_out
 from .shards import ShardRecord, record_path
 
 PNG_COMPRESS = 1  # zlib level: fast, and still lossless
@@ -97,41 +99,78 @@ class Target:
 class DatasetWriter:
     """One split of one dataset in the IN-9 layout: its folders, tables and shard record.
 
+    The job writes into a stage beside `out` (`target` points there) and `commit()` moves the
+    split in once it is complete (`data.owned`): a failed job leaves `out` as it was, and a
+    rewrite removes the files the split's previous output listed in `out/FILES_<split>.txt`
+    (or, written before that list existed, its manifest names), never another file.
+
     `attributes`: the job writes attribute masks too (attr_mask/<split>/...); `masks`: it writes
-    foreground masks (`build`'s in9l preset writes none, so its output has no empty fg_mask tree)."""
+    foreground masks (`build`'s in9l preset writes none, so its output has no empty fg_mask tree);
+    `shared`: other files of the dataset's root the job rewrites, keeping the other splits' part
+    (synth's SYNTHETIC9.json)."""
 
     def __init__(self, out: Path, split: str, folders: Sequence[str], classes: Sequence[str],
-                 attributes: bool = False, masks: bool = True):
+                 attributes: bool = False, masks: bool = True, shared: Sequence[str] = ()):
         self.out, self.split = Path(out), split
         self.folders, self.classes = list(folders), list(classes)
         self.mask_dirs = ([MASK_DIR] if masks else []) + ([ATTR_DIR] if attributes else [])
-        self.target = Target(self.out, split)
+        self.output = StagedOutput(self.out, files_record(split), split, legacy=_legacy_files(self.out, split),
+                                   shared=(M.MANIFEST, M.REJECTS, *shared))
+        self.target = Target(self.output.stage, split)
+
+    @property
+    def stage(self) -> Path:
+        """Where the job writes its files and tables until `commit()`."""
+        return self.output.stage
 
     def open(self, overwrite: bool) -> None:
-        """Refuse to replace an existing split unless `overwrite`; then make empty class folders.
-
-        The split's previous images, its rows in the tables and its shard record are removed, so
-        nothing stale survives next to the new output.
-        """
+        """Refuse to replace a split that holds images unless `overwrite`; then stage empty class
+        folders. Nothing in `out` changes before `commit()`."""
+        refuse_unsafe_out(self.out)
         existing = self.out / self.folders[0] / self.split
-        if existing.is_dir() and any(existing.iterdir()):
-            if not overwrite:
-                raise BgbenchError(f"{existing} already holds images; pass --overwrite to replace the "
-                                   f"{self.split} split")
+        if not overwrite and existing.is_dir() and any(p.is_file() for p in existing.rglob("*")):
+            raise BgbenchError(f"{existing} already holds images; pass --overwrite to replace the "
+                               f"{self.split} split")
+        self.output.open()
         for folder in [*self.folders, *self.mask_dirs]:
-            shutil.rmtree(self.out / folder / self.split, ignore_errors=True)
             for cls in self.classes:
-                (self.out / folder / self.split / cls).mkdir(parents=True, exist_ok=True)
-        M.drop_split(self.out / M.MANIFEST, M.MANIFEST_FIELDS, self.split)
-        M.drop_split(self.out / M.REJECTS, M.REJECT_FIELDS, self.split)
-        record_path(self.out, self.split).unlink(missing_ok=True)
+                (self.stage / folder / self.split / cls).mkdir(parents=True, exist_ok=True)
+
+    @contextmanager
+    def staged(self, overwrite: bool) -> Iterator["DatasetWriter"]:
+        """`open(overwrite)`, the caller's work, and whatever it left uncommitted (an error, an
+        interrupt) discarded."""
+        self.open(overwrite)
+        try:
+            yield self
+        finally:
+            self.output.discard()
+
+    def commit(self) -> None:
+        """Move the complete split into `out`; see the class docstring."""
+        self.output.commit()
+
+    def discard(self) -> None:
+        self.output.discard()
+
+    def give_up(self) -> str:
+        """The job produced no image. The split's previous output, if there is one, stays as it
+        was; else the tables alone are moved in (rejects.csv says why each image failed), so a
+        retry is not refused. Returns where the user's message points."""
+        if self.output.has_previous():
+            self.output.discard()
+            return f"the previous {self.split} split in {self.out} is kept as it was"
+        self.output.commit(folders=False, only_shared=True)
+        return f"see {self.out / M.REJECTS}"
 
     def write_tables(self, rows: Iterable[M.ManifestRow], rejects: Iterable[M.RejectRow]) -> None:
-        """manifest.csv and rejects.csv for this split, in the one order every run uses."""
+        """manifest.csv and rejects.csv for this split, in the one order every run uses, staged
+        with the other splits' rows of `out`'s tables."""
         manifest = [r.csv_row(self.split, self.classes) for r in M.sort_rows(rows, self.folders)]
-        M.write_split(self.out / M.MANIFEST, M.MANIFEST_FIELDS, self.split, manifest)
-        M.write_split(self.out / M.REJECTS, M.REJECT_FIELDS, self.split,
-                      [r.csv_row(self.split) for r in M.sort_rejects(rejects, self.folders)])
+        M.write_split(self.stage / M.MANIFEST, M.MANIFEST_FIELDS, self.split, manifest, base=self.out / M.MANIFEST)
+        M.write_split(self.stage / M.REJECTS, M.REJECT_FIELDS, self.split,
+                      [r.csv_row(self.split) for r in M.sort_rejects(rejects, self.folders)],
+                      base=self.out / M.REJECTS)
 
     def copy_shards(self, records: Sequence[ShardRecord]) -> int:
         """Copy every shard's images and masks of this split into the output; returns the file count.
@@ -149,10 +188,37 @@ class DatasetWriter:
                     if rel in copied:
                         raise BgbenchError(f"shards overlap: {rel} is in {rec.root} and in another shard")
                     copied.add(rel)
-                    dst = self.out / rel
+                    dst = self.stage / rel
                     dst.parent.mkdir(parents=True, exist_ok=True)
                     shutil.copyfile(path, dst)
         return len(copied)
+
+
+def files_record(split: str) -> str:
+    """The file in a dataset's root listing what bgbench wrote of `split`."""
+    return f"FILES_{split}.txt"
+
+
+def _legacy_files(out: Path, split: str) -> List[str]:
+    """What a split written before FILES_<split>.txt existed holds: the files of its manifest's
+    images (every folder, masks and attribute masks alike, whatever the suffix), its shard record,
+    and the folders of those trees (removed only once empty). Other files in those folders are
+    not bgbench's, and stay."""
+    names = M.split_images(out / M.MANIFEST, split)
+    masks = set().union(*names.values()) if names else set()
+    found = [record_path(out, split).name] if record_path(out, split).is_file() else []
+    for folder, ids in [*sorted(names.items()), (MASK_DIR, masks), (ATTR_DIR, masks)]:
+        base = out / folder / split
+        if not base.is_dir() or not ids:
+            continue
+        found += [f"{folder}/", f"{folder}/{split}/"]  # folders go once empty, never before
+        for p in sorted(base.rglob("*")):
+            rel = p.relative_to(out).as_posix()
+            if p.is_dir():
+                found.append(f"{rel}/")
+            elif p.relative_to(base).with_suffix("").as_posix() in ids:
+                found.append(rel)
+    return found
 
 
 def refuse_merge_into_a_shard(out: Path, shard_dirs: Sequence[Path]) -> None:

@@ -212,27 +212,28 @@ def build(cfg: BuildConfig, progress: bool = True) -> BuildResult:
     else:
         tasks = _tasks(cfg, classes)
     writer = DatasetWriter(cfg.out, cfg.split, cfg.variants, classes, masks=cfg.needs_box)
-    writer.open(cfg.overwrite)
-    mine = select(tasks, cfg.shard)
-    settings = Settings(cfg.preprocess, cfg.seed, cfg.tries, writer.target, cfg.variants, cfg.needs_box)
-    with worker_pool(cfg.workers, len(mine)) as pool:
-        results = pool.map(prepare, mine, settings, "prepare", progress)
-        prepared = [r for r in results if isinstance(r, Prepared)]
-        rejects = [r for r in results if not isinstance(r, Prepared)]
-        if cfg.shard is not None:
-            _save_shard(cfg, classes, tasks, prepared, rejects)
-            return BuildResult(cfg.out, prepared, rejects, classes, Counter(r.reason for r in rejects),
-                               cfg.config(), cfg.shard, variants=cfg.variants)
-        return _finish(writer, prepared, rejects, cfg.config(), cfg.seed, cfg.balanced, pool, progress)
+    with writer.staged(cfg.overwrite):
+        mine = select(tasks, cfg.shard)
+        settings = Settings(cfg.preprocess, cfg.seed, cfg.tries, writer.target, cfg.variants, cfg.needs_box)
+        with worker_pool(cfg.workers, len(mine)) as pool:
+            results = pool.map(prepare, mine, settings, "prepare", progress)
+            prepared = [r for r in results if isinstance(r, Prepared)]
+            rejects = [r for r in results if not isinstance(r, Prepared)]
+            if cfg.shard is not None:
+                _save_shard(cfg, writer.stage, classes, tasks, prepared, rejects)
+                writer.commit()
+                return BuildResult(cfg.out, prepared, rejects, classes, Counter(r.reason for r in rejects),
+                                   cfg.config(), cfg.shard, variants=cfg.variants)
+            return _finish(writer, prepared, rejects, cfg.config(), cfg.seed, cfg.balanced, pool, progress)
 
 
-def _save_shard(cfg: BuildConfig, classes: Sequence[str], tasks: Sequence[Task], prepared: List[Prepared],
-                rejects: List[M.RejectRow]) -> None:
+def _save_shard(cfg: BuildConfig, root: Path, classes: Sequence[str], tasks: Sequence[Task],
+                prepared: List[Prepared], rejects: List[M.RejectRow]) -> None:
     lines = [f"{t.source}\t{t.mask_path.name if t.mask_path else ''}" for t in tasks]
     ShardRecord(KIND, cfg.split, cfg.shard, cfg.settings(), inputs_fingerprint(lines), own_variants(cfg.variants),
                 list(classes),
                 rows=[p.to_json() for p in prepared], rejects=[r.to_json() for r in rejects],
-                extra={"config": cfg.config()}).save(cfg.out)
+                extra={"config": cfg.config()}).save(root)
 
 
 def merge(out: Path, records: List[ShardRecord], overwrite: bool = False, workers: int = 1,
@@ -242,13 +243,13 @@ def merge(out: Path, records: List[ShardRecord], overwrite: bool = False, worker
     variants = ref.settings.get("variants", list_variants())
     writer = DatasetWriter(out, ref.split, variants, ref.classes,
                            masks=any(r["box"] is not None for rec in records for r in rec.rows))
-    writer.open(overwrite)
-    writer.copy_shards(records)
-    prepared = sorted((Prepared.from_json(r) for rec in records for r in rec.rows), key=lambda p: p.index)
-    config = {**ref.extra["config"], "shards": ref.shard.count}
-    with worker_pool(workers, len(prepared)) as pool:
-        return _finish(writer, prepared, reject_rows(records), config, ref.settings["seed"], ref.settings["balance"],
-                       pool, progress)
+    with writer.staged(overwrite):
+        writer.copy_shards(records)
+        prepared = sorted((Prepared.from_json(r) for rec in records for r in rec.rows), key=lambda p: p.index)
+        config = {**ref.extra["config"], "shards": ref.shard.count}
+        with worker_pool(workers, len(prepared)) as pool:
+            return _finish(writer, prepared, reject_rows(records), config, ref.settings["seed"],
+                           ref.settings["balance"], pool, progress)
 
 
 def _finish(writer: DatasetWriter, prepared: List[Prepared], rejects: List[M.RejectRow], config: dict, seed: int,
@@ -270,7 +271,8 @@ def _finish(writer: DatasetWriter, prepared: List[Prepared], rejects: List[M.Rej
         source = config.get("images") or config.get("imagenet")
         raise BuildError(f"nothing could be built from {source}: {len(rejects)} rejected "
                          f"({', '.join(f'{r}: {n}' for r, n in sorted(reasons.items())) or 'no files'}); "
-                         f"see {writer.out / M.REJECTS}")
+                         f"{writer.give_up()}")
+    writer.commit()
     prov = recording.Provenance.of(KIND, config, layout=discover(writer.out, split=writer.split), seed=seed)
     return BuildResult(writer.out, built, M.sort_rejects(rejects, writer.folders), classes, reasons, config,
                        provenance=prov, variants=variants)

@@ -143,19 +143,20 @@ def _jobs(cfg: SynthConfig) -> List[_Job]:
 def synth(cfg: SynthConfig, progress: bool = True) -> SynthResult:
     """Write one split of Synthetic-9 (or, with `cfg.shard`, that shard's share of it)."""
     cfg = SynthConfig(**{**cfg.__dict__, "out": Path(cfg.out).expanduser()})
-    writer = DatasetWriter(cfg.out, cfg.split, IN9_VARIANTS, SYNTH_CLASSES, attributes=True)
-    writer.open(cfg.overwrite)
-    jobs = _jobs(cfg)
-    mine = select(jobs, cfg.shard)
-    with worker_pool(cfg.workers, len(mine)) as pool:
-        rows = [r for rs in pool.map(_render, mine, _Settings(writer.target, cfg), f"synth {cfg.split}",
-                                     progress) for r in rs]
-    if cfg.shard is not None:
-        ShardRecord(KIND, cfg.split, cfg.shard, cfg.settings(),
-                    inputs_fingerprint([image_id(cfg, j.position) for j in jobs]), list(IN9_VARIANTS),
-                    list(SYNTH_CLASSES), rows=[r.to_json() for r in rows]).save(cfg.out)
-        return SynthResult(cfg.out, cfg.split, len(mine), cfg.shard, rows)
-    _finish(writer, cfg.settings(), rows)
+    writer = DatasetWriter(cfg.out, cfg.split, IN9_VARIANTS, SYNTH_CLASSES, attributes=True, shared=(INFO,))
+    with writer.staged(cfg.overwrite):
+        jobs = _jobs(cfg)
+        mine = select(jobs, cfg.shard)
+        with worker_pool(cfg.workers, len(mine)) as pool:
+            rows = [r for rs in pool.map(_render, mine, _Settings(writer.target, cfg), f"synth {cfg.split}",
+                                         progress) for r in rs]
+        if cfg.shard is not None:
+            ShardRecord(KIND, cfg.split, cfg.shard, cfg.settings(),
+                        inputs_fingerprint([image_id(cfg, j.position) for j in jobs]), list(IN9_VARIANTS),
+                        list(SYNTH_CLASSES), rows=[r.to_json() for r in rows]).save(writer.stage)
+            writer.commit()
+            return SynthResult(cfg.out, cfg.split, len(mine), cfg.shard, rows)
+        _finish(writer, cfg.settings(), rows)
     return SynthResult(cfg.out, cfg.split, len(mine), None, rows, _provenance(cfg.out, cfg.settings()))
 
 
@@ -167,13 +168,14 @@ def _provenance(out: Path, settings: dict) -> recording.Provenance:
 
 def _finish(writer: DatasetWriter, settings: dict, rows: List[M.ManifestRow]) -> None:
     writer.write_tables(rows, [])
-    _write_info(writer.out, settings, len({r.image for r in rows}))
+    _write_info(writer.stage / INFO, settings, len({r.image for r in rows}), base=writer.out / INFO)
+    writer.commit()
 
 
-def _write_info(out: Path, settings: dict, images: int) -> None:
-    """SYNTHETIC9.json: the generator's settings per split (other splits' entries are kept)."""
-    path = out / INFO
-    info = json.loads(path.read_text()) if path.is_file() else {}
+def _write_info(path: Path, settings: dict, images: int, base: Path) -> None:
+    """SYNTHETIC9.json at `path`: the generator's settings per split, other splits' entries kept
+    from `base` (the file it will replace)."""
+    info = json.loads(base.read_text()) if base.is_file() else {}
     splits = info.get("splits", {}) if isinstance(info.get("splits"), dict) else {}
     split = settings["split"]
     splits[split] = {**{k: v for k, v in settings.items() if k != "split"}, "images": images}
@@ -192,11 +194,11 @@ def merge(out: Path, records: List[ShardRecord], overwrite: bool = False, worker
     Nothing is left to compute, so `workers` and `progress` (merge's one signature) go unused.
     """
     ref = records[0]
-    writer = DatasetWriter(out, ref.split, IN9_VARIANTS, SYNTH_CLASSES, attributes=True)
-    writer.open(overwrite)
-    writer.copy_shards(records)
-    rows = manifest_rows(records)
-    _finish(writer, ref.settings, rows)
+    writer = DatasetWriter(out, ref.split, IN9_VARIANTS, SYNTH_CLASSES, attributes=True, shared=(INFO,))
+    with writer.staged(overwrite):
+        writer.copy_shards(records)
+        rows = manifest_rows(records)
+        _finish(writer, ref.settings, rows)
     return SynthResult(Path(out), ref.split, len({r.image for r in rows}), None, rows,
                        _provenance(Path(out), {**ref.settings, "shards": len(records)}))
 
