@@ -168,26 +168,34 @@ def _built_and_rejected(out: Path, split: str):
     return built, rejected
 
 
-def test_bad_numbers_in_loc_val_solution_reject_their_images(tmp_path):
+def ilsvrc_val(root: Path, per_wnid: int = 2, bad_words: Dict[tuple, str] = {}, seed: int = 3) -> set:
+    """An ILSVRC release with a flat val of `per_wnid` images of a dog and a bird synset, classed
+    by LOC_val_solution.csv; `bad_words[(wnid, k)]` replaces a coordinate of that image's box.
+    Returns the stems of the images whose box was spoilt."""
     from test_imagenet_build import MAPPED, SYNSETS
-    root = tmp_path / "ilsvrc"
     val = root / "ILSVRC" / "Data" / "CLS-LOC" / "val"
     val.mkdir(parents=True)
     (root / "LOC_synset_mapping.txt").write_text("".join(f"{w} name\n" for w in SYNSETS))
-    bad_words = {(MAPPED[0][0], 2): "inf", (MAPPED[0][0], 3): "abc", (MAPPED[1][0], 2): "nan",
-                 (MAPPED[1][0], 3): "1e999"}
     rows, bad = [["ImageId", "PredictionString"]], set()
-    for n, (wnid, k, im, box) in enumerate(_imagenet_images(np.random.default_rng(3), (MAPPED[0][0], MAPPED[1][0]),
-                                                            4)):
+    for n, (wnid, k, im, box) in enumerate(_imagenet_images(np.random.default_rng(seed),
+                                                            (MAPPED[0][0], MAPPED[1][0]), per_wnid)):
         stem = f"ILSVRC2012_val_{n + 1:08d}"
         im.save(val / f"{stem}.JPEG", "JPEG", quality=95)
         coords = [str(v) for v in box]
         if (wnid, k) in bad_words:
-            coords[k - 1] = bad_words[wnid, k]
+            coords[k % 4] = bad_words[wnid, k]
             bad.add(stem)
         rows.append([stem, f"{wnid} {' '.join(coords)}"])
     with open(root / "LOC_val_solution.csv", "w", newline="") as f:
         csv.writer(f).writerows(rows)
+    return bad
+
+
+def test_bad_numbers_in_loc_val_solution_reject_their_images(tmp_path):
+    from test_imagenet_build import MAPPED
+    root = tmp_path / "ilsvrc"
+    bad = ilsvrc_val(root, 4, {(MAPPED[0][0], 2): "inf", (MAPPED[0][0], 3): "abc", (MAPPED[1][0], 2): "nan",
+                               (MAPPED[1][0], 3): "1e999"})
     before, out = snapshot(root), tmp_path / "out"
     res = run_cli("build", "--imagenet", root, "--preset", "in9", "--split", "val", "--out", out, "--no-resize",
                   "--quiet", "--db", tmp_path / "r.db")
@@ -387,3 +395,137 @@ def test_a_dfr_run_killed_at_any_moment_finishes_on_rerun_and_records_once(six_g
         done = [r for r in _train_runs(db) if r[0] == "done"]
         assert done == [("done", str(out / "model.pt"), hashlib.sha256(model).hexdigest())], kill
         assert json.loads((out / "head.json").read_text())["images"] == 36
+
+
+# -- output folders: bgbench deletes or overwrites only what it wrote --------------------------------
+
+def _build(root: Path, out: Path, preset: str = "in9", *extra):
+    return run_cli("build", "--imagenet", root, "--preset", preset, "--split", "val", "--out", out, "--no-resize",
+                   "--quiet", "--db", out.parent / "r.db", *extra)
+
+
+def _no_stage_left(parent: Path) -> bool:
+    """No staging folder of a job (`.<out>.bgbench-<job>.partial`) is left beside the outputs."""
+    return not list(parent.glob(".*.bgbench-*.partial"))
+
+
+def _plant(out: Path, files: Dict[str, bytes]) -> None:
+    for rel, data in files.items():
+        (out / rel).parent.mkdir(parents=True, exist_ok=True)
+        (out / rel).write_bytes(data)
+
+
+def test_an_overwrite_that_builds_nothing_keeps_the_previous_build(tmp_path):
+    from test_imagenet_build import MAPPED
+    good, spoilt, out = tmp_path / "good", tmp_path / "spoilt", tmp_path / "out"
+    ilsvrc_val(good)
+    ilsvrc_val(spoilt, 2, {(w, k): "nan" for w in (MAPPED[0][0], MAPPED[1][0]) for k in range(2)})
+    assert _build(good, out).returncode == 0
+    before = snapshot(out)
+    assert_one_line_error(_build(spoilt, out, "in9", "--overwrite"), "nothing could be built", "kept")
+    assert snapshot(out) == before and _no_stage_left(tmp_path)
+
+
+def test_an_overwrite_with_another_preset_leaves_no_stale_file_and_keeps_the_users(tmp_path):
+    root, out, fresh = tmp_path / "ilsvrc", tmp_path / "out", tmp_path / "fresh"
+    ilsvrc_val(root)
+    assert _build(root, out, "in9").returncode == 0
+    assert (out / "mixed_rand").is_dir() and (out / "fg_mask").is_dir()
+    mine = {"notes.txt": b"my notes", "original/val/00_dog/README": b"mine"}
+    _plant(out, mine)
+    assert _build(root, out, "in9l", "--overwrite").returncode == 0
+    assert _build(root, fresh, "in9l").returncode == 0
+    got = snapshot(out)
+    assert {k: v for k, v in got.items() if k not in mine} == snapshot(fresh)  # in9l's files, none of in9's
+    assert all((out / rel).read_bytes() == data for rel, data in mine.items())
+    assert not (out / "mixed_rand").exists() and not (out / "fg_mask").exists() and _no_stage_left(tmp_path)
+
+
+def test_a_build_that_wrote_nothing_does_not_block_its_retry(tmp_path):
+    from test_imagenet_build import UNMAPPED, draw
+    nothing, good, out = tmp_path / "tv", tmp_path / "good", tmp_path / "out"
+    (nothing / "val" / UNMAPPED[0]).mkdir(parents=True)  # no image of any IN-9 synset
+    draw(np.random.default_rng(0))[0].save(nothing / "val" / UNMAPPED[0] / "x.JPEG", "JPEG")
+    ilsvrc_val(good)
+    _plant(out, {"notes.txt": b"mine"})
+    assert_one_line_error(_build(nothing, out, "in9l"), "nothing could be built", "no files")
+    res = _build(good, out, "in9")  # the retry, without --overwrite: the folder holds no image
+    assert res.returncode == 0, res.stderr
+    assert (out / "notes.txt").read_bytes() == b"mine"
+    assert len([r for r in read_rows(out / "manifest.csv") if r["folder"] == "original"]) == 4
+
+
+def test_an_overwrite_never_replaces_a_file_bgbench_did_not_write(tmp_path):
+    out = tmp_path / "s9"
+    theirs = {"original/val/00_circle/synth_val_00000.png": b"the user's own picture", "notes.txt": b"mine"}
+    _plant(out, theirs)
+    args = ["synth", "--out", out, "--per-class", 1, "--size", 16, "--quiet"]
+    assert_one_line_error(run_cli(*args), "--overwrite")
+    assert_one_line_error(run_cli(*args, "--overwrite"), "synth_val_00000.png", "not written by bgbench")
+    assert snapshot(out) == {k: hashlib.sha256(v).hexdigest() for k, v in theirs.items()}
+    assert _no_stage_left(tmp_path)
+    afile = tmp_path / "afile"
+    afile.write_bytes(b"mine")
+    assert_one_line_error(run_cli("synth", "--out", afile, "--per-class", 1, "--size", 16, "--quiet"),
+                          str(afile), "not a folder")
+    assert afile.read_bytes() == b"mine"
+
+
+@pytest.fixture(scope="module")
+def two_subjects(synth_root, tmp_path_factory):
+    """A store with eval runs of two models (two report subjects): (store, run ids)."""
+    db, ids = tmp_path_factory.mktemp("two_subjects") / "r.db", []
+    for model in (ARCH, "timm:test_efficientnet"):
+        res = run_cli("eval", "--model", model, "--data", synth_root, "--variants", "original", "mixed_rand",
+                      "mixed_same", "--db", db, "--json", "--quiet")
+        assert res.returncode == 0, res.stderr
+        ids.append(json.loads(res.stdout)["run_id"])
+    return db, ids
+
+
+def test_a_report_rewrite_removes_its_own_old_files_and_no_other(two_subjects, tmp_path):
+    db, (first, _) = two_subjects
+    out = tmp_path / "report"
+    Image.fromarray(np.full((8, 8, 3), 99, np.uint8)).save(tmp_path / "mine.png")
+    picture = (tmp_path / "mine.png").read_bytes()
+    mine = {"fig1.png": picture, "figures/fig1.png": picture, "figures/thumbs/t.png": picture,
+            "figures/full/u.png": picture, "notes.txt": b"mine"}
+    _plant(out, mine)
+    assert run_cli("report", "--db", db, "--out", out, "--quiet").returncode == 0
+    whole = set(snapshot(out))
+    assert run_cli("report", "--db", db, "--out", out, "--runs", first, "--quiet").returncode == 0
+    assert all((out / rel).read_bytes() == data for rel, data in mine.items() if (out / rel).is_file())
+    assert all((out / rel).is_file() for rel in mine)
+    listed = {ln for ln in (out / "REPORT_FILES.txt").read_text().splitlines()
+              if ln and not ln.startswith("#") and not ln.endswith("/")}  # its files (folders end in /)
+    assert set(snapshot(out)) == set(mine) | listed | {"REPORT_FILES.txt"}  # its own files and the user's
+    assert whole - set(snapshot(out)), "the second report has fewer figures: the first one's others are gone"
+    html = (out / "index.html").read_text()
+    import re
+    assert all((out / link).is_file() for link in re.findall(r'(?:src|href)="(figures/[^"#?]+)"', html))
+    assert _no_stage_left(tmp_path)
+
+
+def test_a_report_out_that_is_no_folder_of_its_own_is_refused_before_any_work(two_subjects, tmp_path, monkeypatch):
+    db, _ = two_subjects
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    assert_one_line_error(run_cli("report", "--db", db, "--out", home, "--quiet"), "home folder")
+    assert list(home.iterdir()) == []
+    page = tmp_path / "page.html"
+    page.write_text("mine")
+    assert_one_line_error(run_cli("report", "--db", db, "--out", page, "--quiet"), "not a folder")
+    site = tmp_path / "site"
+    _plant(site, {"index.html": b"<html>my own site</html>", "about.html": b"mine"})
+    before = snapshot(site)
+    assert_one_line_error(run_cli("report", "--db", db, "--out", site, "--quiet"), "index.html", "no bgbench report")
+    assert page.read_text() == "mine" and snapshot(site) == before and _no_stage_left(tmp_path)
+
+
+def test_a_report_into_the_filesystem_root_is_refused(two_subjects):
+    """Checked by reading the old code, not by running it there: it wrote into / (as root)."""
+    db, _ = two_subjects
+    before = sorted(os.listdir("/"))
+    assert_one_line_error(run_cli("report", "--db", db, "--out", "/", "--quiet"), "root")
+    assert sorted(os.listdir("/")) == before

@@ -84,9 +84,3 @@ class Thumbnails:
         base = self.figures.parent
         return [base / p for t in self.written.values() for p in (t.src, t.full)]
 
-
-def clear(figures: Path) -> None:
-    """Remove the thumbnails and copies of a previous report written to the same folder."""
-    for name in (THUMB_DIR, FULL_DIR):
-        if (figures / name).is_dir():
-            shutil.rmtree(figures / name)

@@ -1,6 +1,8 @@
 """Rendering the report and the leaderboard pages with Jinja2 (autoescape on: names are user strings)."""
 from __future__ import annotations
 
+import dataclasses
+import re
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -10,11 +12,11 @@ from typing import Dict, List, Optional, Sequence
 import jinja2
 
 from .. import console
+from ..data.owned import StagedOutput, refuse_unsafe_out
 from ..errors import BgbenchError
 from ..store import Store
 from ..version import __version__
 from .context import ReportContext, Subject, select_subjects
-from ..drawing.thumbs import clear as clear_thumbs
 from .sections import list_sections, measure_sections
 
 
@@ -76,15 +78,39 @@ class ReportResult:
                 f"{len(self.thumbnails) // 2} gallery images, {self.seconds:.1f}s)\nleaderboard: {self.leaderboard}")
 
 
-def _prepare_out(out: Path) -> Path:
-    out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise BgbenchError(f"--out: {out} exists and is not a folder")
-    (out / "figures").mkdir(parents=True, exist_ok=True)
-    for old in (out / "figures").glob("*.png"):  # figures of a previous report of other models
-        old.unlink()
-    clear_thumbs(out / "figures")
-    return out
+#: The list of the files a report wrote, in its folder: a rewrite removes those, and no other.
+REPORT_RECORD = "REPORT_FILES.txt"
+#: The pages a report writes at the top of its folder.
+PAGES = ("index.html", "leaderboard.html")
+
+
+def report_output(out: str | Path) -> StagedOutput:
+    """Where a report goes, checked before any work: one line for a filesystem root, the home
+    folder, an existing file, or a folder whose index.html or leaderboard.html another program
+    wrote (they would be overwritten). The report is staged beside the folder and moved in whole;
+    its previous files (REPORT_FILES.txt's list, or those an older bgbench report's page links to)
+    are the only ones a rewrite removes."""
+    out = refuse_unsafe_out(Path(out))
+    staged = StagedOutput(out, REPORT_RECORD, "report", legacy=_older_report(out))
+    for page in PAGES:
+        if (out / page).exists() and page not in staged.previous:
+            raise BgbenchError(f"--out {out} holds a {page} that no bgbench report wrote; choose another folder "
+                               f"(nothing is written into it)")
+    return staged
+
+
+def _older_report(out: Path) -> List[str]:
+    """The files of a report written before REPORT_FILES.txt existed: its two pages and every
+    file under figures/ its page links to. Empty when index.html is not a bgbench report's."""
+    index = out / "index.html"
+    try:
+        html = index.read_text(encoding="utf-8") if index.is_file() else ""
+    except (OSError, UnicodeDecodeError):
+        return []
+    if "<title>bgbench report</title>" not in html:
+        return []
+    linked = {m for m in re.findall(r'(?:src|href)="(figures/[^"#?]+)"', html) if (out / m).is_file()}
+    return sorted({*(p for p in PAGES if (out / p).is_file()), *linked})
 
 
 def render_report(store: Store, out: str | Path, run_ids: Optional[Sequence[int]] = None,
@@ -97,6 +123,7 @@ def render_report(store: Store, out: str | Path, run_ids: Optional[Sequence[int]
     model string and its weights; `data_labels`: dataset folder -> its name (default: the
     folder's name)."""
     t0 = time.time()
+    staged = report_output(out)
     subjects = select_subjects(store, run_ids, models)
     named = {str(Path(k).resolve()): v for k, v in (data_labels or {}).items()}
     for s in subjects:
@@ -107,7 +134,27 @@ def render_report(store: Store, out: str | Path, run_ids: Optional[Sequence[int]
     shared = {s.label for s in subjects if sum(t.label == s.label for t in subjects) > 1}
     for s in subjects:
         s.heading = f"{s.label} on {s.data_label}" if s.label in shared and s.data_label else s.label
-    ctx = ReportContext(store=store, out=_prepare_out(Path(out)), subjects=subjects, progress=progress)
+    (staged.open() / "figures").mkdir()
+    try:
+        result = _render(store, staged.stage, subjects, progress, labels, t0)
+        staged.commit()
+    finally:
+        staged.discard()  # what was not committed: an error, an interrupt
+    return _moved(result, staged.stage, staged.out)
+
+
+def _moved(result: ReportResult, stage: Path, out: Path) -> ReportResult:
+    """`result` with its files where the commit moved them: from the stage into the report's folder."""
+    def at(path: Path) -> Path:
+        return out / Path(path).relative_to(stage)
+    return dataclasses.replace(result, index=at(result.index), leaderboard=at(result.leaderboard),
+                               figures=[at(p) for p in result.figures], thumbnails=[at(p) for p in result.thumbnails])
+
+
+def _render(store: Store, out: Path, subjects: List[Subject], progress: bool, labels: Optional[Dict[str, str]],
+            t0: float) -> ReportResult:
+    """The page, its figures and the leaderboard, written into `out` (the report's stage)."""
+    ctx = ReportContext(store=store, out=out, subjects=subjects, progress=progress)
     summary = _page_sections(ctx, "summary")
     per_model = []
     for subject in console.progress(subjects, enabled=progress, desc="report", unit="model"):
