@@ -197,7 +197,7 @@ COMMANDS = {
     "bgbench study STUDY.toml": "study {tmp}/study.toml --db {db} --json --quiet",
     "bgbench profile --model M --data ROOT": "profile --model {model} --data {data} --out {tmp}/profile --db {db} "
                                              "--json --quiet",
-    # real weights and data (ResNet-50, IN-9, Waterbirds): tests/test_study.py runs studies on generated data
+    # real weights and data (ResNet-50, IN-9, Waterbirds): run with stand-ins (STAND_IN_KEYS)
     "bgbench profile --model timm:resnet50.a1_in1k": None,
     "bgbench study study.toml": None,
     "bgbench eval --model M [--checkpoint C] --data ROOT": "eval --model timm:test_resnet --checkpoint {state_dict} "
@@ -251,9 +251,7 @@ COMMANDS = {
     "bgbench export RUN --out FILE.csv": "export {eval} --out {tmp}/closed.csv --json --db {db}",
     "bgbench eval --predictions my_api_model.csv --data /data/bg_challenge": "eval --predictions {tmp}/closed.csv "
                                                                             "--data {data} --json --db {db} --quiet",
-    # the README's foundation models need their weights, downloaded once: no network here (tests/test_foundation.py
-    # runs the same paths on tiny models built in the test)
-    # DFR on real weights and data (ResNet-50, IN-9, Waterbirds): tests/test_dfr.py runs the same on generated trees
+    # the README's foundation models and DFR on real weights and data: run with stand-ins (STAND_IN_KEYS)
     "bgbench train --recipe dfr --model timm:resnet50.a1_in1k": None,
     "bgbench eval --model file:dfr-resnet50/model.pt": None,
     "bgbench train --recipe dfr --model openclip:ViT-B-32@openai": None,
@@ -264,6 +262,15 @@ COMMANDS = {
     "bgbench eval --model hf:facebook/convnext-base-224": None,
     "bgbench challenge --model hf:facebook/convnext-base-224": None,
 }
+#: README commands that name real models and real data: run with stand-ins (`test_readme_commands_that_name_real_
+#: models_run_with_stand_ins`), so that a first command such as `profile --model timm:resnet50.a1_in1k` can never fail
+STAND_IN_KEYS = ("bgbench profile --model timm:resnet50.a1_in1k", "bgbench study study.toml",
+                 "bgbench train --recipe dfr --model timm:resnet50.a1_in1k", "bgbench eval --model file:dfr-resnet50/model.pt",
+                 "bgbench train --recipe dfr --model openclip:ViT-B-32@openai", "bgbench eval --model openclip:ViT-B-32@openai",
+                 "bgbench challenge --model openclip:ViT-B-32@openai",
+                 "bgbench eval --model hf:facebook/dinov2-base-imagenet1k-1-layer",
+                 "bgbench challenge --model hf:facebook/dinov2-base-imagenet1k-1-layer",
+                 "bgbench eval --model hf:facebook/convnext-base-224", "bgbench challenge --model hf:facebook/convnext-base-224")
 #: Commands the README names in its prose, run as well (they complete the --json coverage).
 PROSE = ["models 'timm:test_res*' --json", "leaderboard --format html --out {tmp}/leaderboard.html --db {db}",
          "leaderboard --format csv --db {db}", "demo --out {tmp}/demo --json --quiet"]
@@ -390,3 +397,74 @@ def _check_claims(ctx, docs, tmp_path):
     demo = docs["demo --out {tmp}/demo --json --quiet"]
     assert set(demo["models"]) == {"original", "mixed_rand"}
     assert np.isfinite(demo["models"]["original"]["bg_gap"]["value"])
+
+
+# ---------------------------------------------------------------------------------------------
+# The README's commands that name real models: every one runs, offline, with a stand-in
+
+
+def in9_named_copy(src: Path, dst: Path) -> Path:
+    """A copy of a Synthetic-9 tree whose class folders carry IN-9's nine names (so a 1000-class
+    model reads it through upstream's table, as it reads the IN-9 release)."""
+    import shutil
+    from bgbench.classes import IN9_FOLDERS
+    shutil.copytree(src, dst)
+    old = sorted(p.name for p in (dst / "original" / "val").iterdir())
+    names = dict(zip(old, IN9_FOLDERS))
+    for split_dir in [p for v in dst.iterdir() if v.is_dir() for p in v.iterdir() if p.is_dir()]:
+        for folder in list(split_dir.iterdir()):
+            if folder.name in names:
+                folder.rename(split_dir / names[folder.name])
+    for manifest in dst.glob("*.csv"):
+        text = manifest.read_text()
+        for a, b in names.items():
+            text = text.replace(f"{a}/", f"{b}/").replace(f",{a},", f",{b},")
+        manifest.write_text(text)
+    return dst
+
+
+def test_readme_commands_that_name_real_models_run_with_stand_ins(model_ckpt, tmp_path, monkeypatch):
+    """timm:resnet50.a1_in1k is read from a Hugging Face cache written here (timm's tiny test_resnet
+    tag stands in for it), open_clip and Hugging Face models are tiny ones saved here, the data are
+    generated trees in the layouts the README names; the commands are the README's own lines."""
+    from helpers.foundation_models import tiny_clip, tiny_vit
+    from helpers.group_trees import waterbirds_tree
+    from helpers.hub_cache import STAND_INS, use_offline_hub, write_timm_weights
+    monkeypatch.chdir(tmp_path)
+    write_timm_weights(tmp_path / "hf")
+    use_offline_hub(monkeypatch, tmp_path / "hf")
+    from bgbench.variants.synth import write_dataset
+    small = tmp_path / "s9"  # two images a class: the README's lines cost seconds, not minutes
+    write_dataset(small, per_class=2, size=32, seed=4, split="val", progress=False)
+    write_dataset(small, per_class=4, size=32, seed=5, split="train", progress=False)  # DFR holds out a share
+    in9 = in9_named_copy(small, tmp_path / "in9")
+    built = in9_named_copy(small, tmp_path / "in9-built")
+    birds = waterbirds_tree(tmp_path / "waterbirds", {"train": {(0, 0): 3, (1, 1): 3, (0, 1): 1, (1, 0): 1},
+                                                      "val": {(y, p): 2 for y in (0, 1) for p in (0, 1)},
+                                                      "test": {(y, p): 2 for y in (0, 1) for p in (0, 1)}})
+    swaps = {**STAND_INS, "openclip:ViT-B-32@openai": f"openclip:{tiny_clip(tmp_path / 'clip')}",
+             "hf:facebook/dinov2-base-imagenet1k-1-layer": f"hf:{tiny_vit(tmp_path / 'vit')}",
+             "hf:facebook/convnext-base-224": f"hf:{tmp_path / 'vit'}",
+             "file:runs/mixed_rand/model.pt": f"file:{model_ckpt}", "/data/in9-built": str(built), "/data/in9": str(in9),
+             "/data/bg_challenge": str(in9), "/data/waterbirds": str(birds), "--device cuda": "--device cpu"}
+
+    def swapped(text: str) -> str:
+        for a, b in swaps.items():
+            text = text.replace(a, b)
+        return text
+    block = re.search(r"```toml\n(# study.toml\n.*?)```", README.read_text(), re.S).group(1)
+    (tmp_path / "study.toml").write_text(swapped(block))
+    texts = [t for t, _ in readme_commands() if realization(t) in STAND_IN_KEYS]
+    assert {realization(t) for t in texts} == set(STAND_IN_KEYS)
+    db = tmp_path / "r.db"
+    for text in texts:
+        argv = shlex.split(swapped(text).split("bgbench", 1)[1])
+        argv = [a for a in argv if a not in ("--dry-run",)] + ["--db", str(db), "--quiet"]
+        proc = run_cli(*argv)
+        assert proc.returncode == 0, f"{text}: {proc.stderr[-2000:]}"
+        assert "Traceback" not in proc.stderr
+    # the first command read the cached tag's weights, and profiled it
+    from bgbench.store import Store
+    with Store(db) as store:
+        tagged = [r for r in store.runs("eval") if r["model"] == "timm:test_resnet.r160_in1k"]
+    assert tagged and json.loads(tagged[0]["spec"])["extra"]["pretrained"]["tag"] == "test_resnet.r160_in1k"

@@ -1,0 +1,123 @@
+"""Hostile and careless study files: every value is checked by type and range before any step runs
+(with the command line's rules), a dry run writes nothing, and a study writes only inside its own
+folders. Each test asserts what is on disk afterwards, not only the exit status."""
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import assert_one_line_error, run_cli
+
+
+def _study(tmp_path, synth_root, body: str, models='models = ["timm:test_resnet"]', datasets=None,
+           out=None) -> Path:
+    datasets = datasets or f'datasets = ["{synth_root}"]'
+    out = out if out is not None else f'\n[report]\nout = "{tmp_path / "report"}"\n'
+    path = tmp_path / "study.toml"
+    path.write_text(f"{models}\n{datasets}\n{body}{out}")
+    return path
+
+
+def _nothing_ran(tmp_path):
+    """No run was recorded and no report folder was made."""
+    db = tmp_path / "r.db"
+    if db.exists():
+        from bgbench.store import Store
+        with Store(db) as store:
+            assert store.runs() == []
+    assert not (tmp_path / "report").exists()
+
+
+@pytest.mark.parametrize("body, needles", [
+    ("[measures.eval]\n[measures.challenge]\nsample = -5\n", ["measures.challenge", "--sample must be at least 1"]),
+    ("[measures.eval]\n[measures.challenge]\nsample = \"ten\"\n", ["measures.challenge.sample", "a whole number"]),
+    ("[measures.eval]\n[measures.challenge]\nsample = nan\n", ["measures.challenge.sample", "nan"]),
+    ("[measures.eval]\n[measures.challenge]\nverify_safety = inf\n", ["measures.challenge.verify_safety",
+                                                                      "a finite number"]),
+    ("[measures.noise]\nlevels = [inf]\n", ["measures.noise.levels", "inf"]),
+    ("[measures.noise]\ntrials = \"3\"\n", ["measures.noise.trials", "a whole number"]),
+    ("[measures.noise]\ntrials = 0\n", ["measures.noise", "--trials must be at least 1"]),
+    ("[measures.eval]\nmapping = 3\n", ["measures.eval.mapping", "a string"]),
+    ("[measures.eval]\nmapping = \"majority\"\n", ["measures.eval", "mapping must be one of"]),
+    ("[measures.eval]\nvariants = \"original\"\n", ["measures.eval.variants", "a list"]),
+    ("[measures.eval]\nbatch_size = 1e9\n", ["measures.eval.batch_size", "a whole number"]),
+])
+def test_a_bad_measure_value_stops_the_study_before_any_step(body, needles, synth_root, tmp_path):
+    proc = run_cli("study", _study(tmp_path, synth_root, body), "--db", tmp_path / "r.db")
+    assert_one_line_error(proc, "study.toml", *needles)
+    _nothing_ran(tmp_path)
+
+
+@pytest.mark.parametrize("models, needles", [
+    ('models = [{model = "timm:test_resnet", label = 5}]', ["models[0].label", "a string"]),
+    ('models = [{model = "timm:test_resnet", norm = ["in9"]}]', ["models[0].norm", "a string"]),
+    ('models = [{model = "timm:test_resnet", resize = "huge"}]', ["models[0].resize must be one of"]),
+    ('models = [{model = "timm:test_resnet", pretrained = "yes"}]', ["models[0].pretrained", "true or false"]),
+    ('models = [{model = "timm:test_resnet", class_map = "nowhere.json"}]', ["models[0].class_map", "not a file"]),
+    ('models = [{model = 7}]', ["models[0]", "a model string"]),
+])
+def test_a_bad_model_value_stops_the_study_before_any_step(models, needles, synth_root, tmp_path):
+    proc = run_cli("study", _study(tmp_path, synth_root, "[measures.eval]\n", models=models), "--db", tmp_path / "r.db")
+    assert_one_line_error(proc, *needles)
+    _nothing_ran(tmp_path)
+
+
+def test_report_out_must_be_a_folder_of_its_own(synth_root, tmp_path):
+    target = tmp_path / "a-file.txt"
+    target.write_text("keep me")
+    proc = run_cli("study", _study(tmp_path, synth_root, "[measures.eval]\n", out=f'\n[report]\nout = "{target}"\n'),
+                   "--db", tmp_path / "r.db")
+    assert_one_line_error(proc, "report.out", "is a file")
+    assert target.read_text() == "keep me"
+    proc = run_cli("study", _study(tmp_path, synth_root, "[measures.eval]\n", out='\n[report]\nout = "/"\n'),
+                   "--db", tmp_path / "r.db")
+    assert_one_line_error(proc, "report.out", "a root")
+    proc = run_cli("study", _study(tmp_path, synth_root, "[measures.eval]\n", out="\n[report]\nout = 5\n"),
+                   "--db", tmp_path / "r.db")
+    assert_one_line_error(proc, "report.out", "a folder's path")
+    _nothing_ran(tmp_path)
+
+
+def test_profile_out_naming_a_file_is_refused_before_any_run(synth_root, tmp_path):
+    target = tmp_path / "report.html"
+    target.write_text("<p>mine</p>")
+    proc = run_cli("profile", "--model", "timm:test_resnet", "--data", synth_root, "--out", target,
+                   "--db", tmp_path / "r.db")
+    assert_one_line_error(proc, "--out", "is a file")
+    assert target.read_text() == "<p>mine</p>"
+    _nothing_ran(tmp_path)
+
+
+def test_a_dry_run_writes_nothing(synth_root, tmp_path):
+    db = tmp_path / "deep" / "store" / "r.db"
+    proc = run_cli("study", _study(tmp_path, synth_root, "[measures.eval]\n[measures.edits]\nlevels = [\"remove\"]\n"),
+                   "--db", db, "--dry-run", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert [s["status"] for s in json.loads(proc.stdout)["steps"]] == ["to run"] * 3
+    assert not (tmp_path / "deep").exists() and not (tmp_path / "report").exists()
+
+
+def test_a_dataset_label_never_becomes_a_path_outside_the_study(synth_root, tmp_path):
+    """A label such as '../../victim' names the dataset in the report; its edits still go under
+    OUT/edits/, and a folder it points at is left as it was."""
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "manifest.csv").write_text("precious\n")
+    (victim / "notes.txt").write_text("mine\n")
+    out = tmp_path / "out" / "report"
+    datasets = f'datasets = [{{path = "{synth_root}", label = "../../victim"}}]'
+    study = _study(tmp_path, synth_root, '[measures.edits]\nlevels = ["remove"]\n', datasets=datasets,
+                   out=f'\n[report]\nout = "{out}"\n')
+    doc = json.loads(run_cli("study", study, "--db", tmp_path / "r.db", "--json", "--quiet").stdout)
+    assert (victim / "manifest.csv").read_text() == "precious\n" and (victim / "notes.txt").read_text() == "mine\n"
+    edited = [Path(s["data"]) for s in doc["steps"] if s["measure"] == "eval"]
+    assert edited and all(p.resolve().is_relative_to((out / "edits").resolve()) for p in edited)
+    assert (edited[0] / "manifest.csv").is_file()
+    assert any(s["dataset"] == "../../victim edits" for s in doc["steps"])  # the label itself is kept for people
+
+
+def test_two_labels_that_make_the_same_folder_name_get_two_folders():
+    from bgbench.studies.plan import safe_name
+    assert safe_name("in9") == "in9"
+    names = {safe_name(x) for x in ("a/b", "a b", "a-b", "..", ".")}
+    assert len(names) == 5 and all("/" not in n and n not in (".", "..") for n in names)
