@@ -464,6 +464,11 @@ def test_an_overwrite_never_replaces_a_file_bgbench_did_not_write(tmp_path):
     assert_one_line_error(run_cli(*args, "--overwrite"), "synth_val_00000.png", "not written by bgbench")
     assert snapshot(out) == {k: hashlib.sha256(v).hexdigest() for k, v in theirs.items()}
     assert _no_stage_left(tmp_path)
+    table = tmp_path / "table"
+    _plant(table, {"manifest.csv": b"name,amount\nrent,900\n"})  # the user's, where a dataset's table goes
+    assert_one_line_error(run_cli("synth", "--out", table, "--per-class", 1, "--size", 16, "--quiet"),
+                          "manifest.csv", "not a table bgbench wrote")
+    assert snapshot(table) == {"manifest.csv": hashlib.sha256(b"name,amount\nrent,900\n").hexdigest()}
     afile = tmp_path / "afile"
     afile.write_bytes(b"mine")
     assert_one_line_error(run_cli("synth", "--out", afile, "--per-class", 1, "--size", 16, "--quiet"),

@@ -13,6 +13,7 @@ unreadable image or a malformed mask is rejected the same way everywhere.
 """
 from __future__ import annotations
 
+import csv
 import shutil
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -127,6 +128,7 @@ class DatasetWriter:
         """Refuse to replace a split that holds images unless `overwrite`; then stage empty class
         folders. Nothing in `out` changes before `commit()`."""
         refuse_unsafe_out(self.out)
+        self._refuse_foreign_tables()
         existing = self.out / self.folders[0] / self.split
         if not overwrite and existing.is_dir() and any(p.is_file() for p in existing.rglob("*")):
             raise BgbenchError(f"{existing} already holds images; pass --overwrite to replace the "
@@ -135,6 +137,15 @@ class DatasetWriter:
         for folder in [*self.folders, *self.mask_dirs]:
             for cls in self.classes:
                 (self.stage / folder / self.split / cls).mkdir(parents=True, exist_ok=True)
+
+    def _refuse_foreign_tables(self) -> None:
+        """One line when `out` holds a manifest.csv or rejects.csv that is no table of bgbench's (no
+        `image` or `reason` column): the job rewrites those two files, and must not rewrite a user's."""
+        for name, column in ((M.MANIFEST, "image"), (M.REJECTS, "reason")):
+            path = self.out / name
+            if path.exists() and column not in _header(path):
+                raise BgbenchError(f"{path} is not a table bgbench wrote (no {column!r} column), and this job "
+                                   f"would rewrite it: move it, or choose another --out")
 
     @contextmanager
     def staged(self, overwrite: bool) -> Iterator["DatasetWriter"]:
@@ -192,6 +203,15 @@ class DatasetWriter:
                     dst.parent.mkdir(parents=True, exist_ok=True)
                     shutil.copyfile(path, dst)
         return len(copied)
+
+
+def _header(path: Path) -> Tuple[str, ...]:
+    """The column names of the CSV file at `path` (none when it cannot be read as one)."""
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            return tuple(next(csv.reader(f), ()))
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return ()
 
 
 def files_record(split: str) -> str:
