@@ -245,6 +245,7 @@ COMMANDS = {
     "bgbench challenge --model M [--checkpoint C] --data ROOT": "challenge --model {model} --data {data} --sample 6 "
                                                                 "--seed 5 --json --db {db} --quiet",
     "bgbench challenge --model M --data ROOT": None,  # torchrun: sharding is tested in test_challenge.py
+    "bgbench predict --model M PATH": "predict --model {model} {data}/original/val/00_circle --top 3 --json",
     "bgbench leaderboard": "leaderboard --json --db {db}",
     "bgbench report": "report --db {db} --out {tmp}/report --json --quiet",
     "bgbench runs": "runs --json --db {db}",
@@ -337,6 +338,7 @@ def test_readme_commands_run_and_every_json_is_strict(synth_root, tmp_path, monk
              "bgbench build --images DIR [--boxes PATH]", "bgbench build --images /data/imgs --boxes /data/xml --out",
              "bgbench merge /data/in9-built", "bgbench challenge --model M [--checkpoint C] --data ROOT",
              "bgbench export RUN --out FILE.csv", "bgbench eval --predictions my_api_model.csv --data /data/bg_challenge",
+             "bgbench predict --model M PATH",
              "bgbench leaderboard", "bgbench runs", "bgbench report"]
     assert sorted(order) == sorted(k for k, v in COMMANDS.items() if v is not None)
     with_json = set()
