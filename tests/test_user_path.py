@@ -157,6 +157,14 @@ def test_the_report_and_scorecard_mark_a_random_init(synth_root, tmp_path):
     assert proc.returncode == 0, proc.stderr
     page = (tmp_path / "rep" / "index.html").read_text()
     assert "random init, seed 0" in page.split("Scorecard", 1)[1].split("</table>", 1)[0]
+    # a study's label for it keeps the mark, on the page and in the table profile and study print
+    study = tmp_path / "s.toml"
+    study.write_text(f'models = [{{model = "timm:test_resnet", label = "baseline"}}]\ndatasets = ["{synth_root}"]\n'
+                     f'[measures.eval]\n[report]\nout = "{tmp_path / "srep"}"\n')
+    proc = run_cli("study", study, "--db", tmp_path / "r.db", "--quiet")
+    assert "baseline [random init, seed 0]" in proc.stdout.split("scorecard on", 1)[1]
+    card = (tmp_path / "srep" / "index.html").read_text().split("Scorecard", 1)[1].split("</table>", 1)[0]
+    assert "baseline [random init, seed 0]" in card
 
 
 # ------------------------------------------------------------------------------------------------

@@ -59,6 +59,15 @@ def _section_href(subject: Subject, measure: Measure) -> str:
     return f"#{subject.key}"
 
 
+def _row_label(subject: Subject) -> str:
+    """A row's name: the model's label, marked when its weights are a random init (a study's own
+    label would otherwise hide what `recording.model_label` shows everywhere else)."""
+    seed = (subject.spec.get("extra") or {}).get("init_seed")
+    if seed is None or "random init" in subject.label:
+        return subject.label
+    return f"{subject.label} [random init, seed {seed}]"
+
+
 def cell(ctx: ReportContext, subject: Subject, column: Column) -> Optional[dict]:
     run = subject.latest(column.measure.kind)
     if run is None:
@@ -87,7 +96,7 @@ def scorecard(ctx: ReportContext) -> Optional[dict]:
     for s in ctx.subjects:
         key = s.data_fingerprint or "-"
         datasets.setdefault(key, {"key": key, "root": s.data_root, "name": _dataset_name(s), "columns": set()})
-        row = rows.setdefault(s.label, {"label": s.label, "cells": {}})
+        row = rows.setdefault(s.label, {"label": _row_label(s), "cells": {}})
         found = {c.key: cell(ctx, s, c) for c in cols}
         for level_key, (column, value) in {**category_cells(ctx, s), **edit_drop_cells(ctx, s)}.items():
             meta.setdefault(level_key, column)
