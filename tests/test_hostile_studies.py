@@ -78,6 +78,20 @@ def test_report_out_must_be_a_folder_of_its_own(synth_root, tmp_path):
     _nothing_ran(tmp_path)
 
 
+def test_a_report_folder_holding_another_programs_page_is_refused_before_any_step(synth_root, tmp_path):
+    report = tmp_path / "report"
+    report.mkdir()
+    (report / "index.html").write_text("<h1>my site</h1>")
+    proc = run_cli("study", _study(tmp_path, synth_root, "[measures.eval]\n"), "--db", tmp_path / "r.db")
+    assert_one_line_error(proc, "index.html", "no bgbench report wrote")
+    assert (report / "index.html").read_text() == "<h1>my site</h1>" and sorted(p.name for p in report.iterdir()) == \
+        ["index.html"]
+    from bgbench.store import Store
+    if (tmp_path / "r.db").exists():
+        with Store(tmp_path / "r.db") as store:
+            assert store.runs() == []
+
+
 def test_profile_out_naming_a_file_is_refused_before_any_run(synth_root, tmp_path):
     target = tmp_path / "report.html"
     target.write_text("<p>mine</p>")

@@ -100,6 +100,9 @@ def run_study(study: Study, db: Optional[str | Path] = None, *, dry_run: bool = 
             for step in steps:
                 step.done_run = None
         result = StudyResult(study, steps)
+        if report:  # a report folder it may not write (another program's index.html ...): said before any step
+            from ..reporting.render import report_output
+            report_output(study.out)
         if dry_run:
             return result if ranks.main else None
         refuse_problems(study, steps)
