@@ -17,7 +17,7 @@ from conftest import mask_boxes
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 PUBLIC = [n for n in bgbench.__all__ if n != "__version__"]
-WANTED = {"evaluate", "evaluate_predictions", "export_predictions", "challenge", "probe", "probe_noise",
+WANTED = {"evaluate", "evaluate_predictions", "export_predictions", "predict", "challenge", "probe", "probe_noise",
           "probe_saliency",
           "probe_features", "probe_ablate", "probe_attribution", "edit", "build", "synth", "train",
           "prediction_categories", "box_size", "leakage", "edit_drops", "worst_group", "compare", "report",
@@ -89,6 +89,7 @@ def call(name, k):
         "record": lambda: f(report, db),
         "export_predictions": lambda: f(db, report.run_id, tmp / f"p{k}.csv"),
         "evaluate_predictions": lambda: f(tmp / f"p{k}.csv", d),
+        "predict": lambda: f("timm:test_resnet", [d / "original" / "val"], top=2),
         "report": lambda: f(db, tmp / "site", **quiet),
         "leaderboard": lambda: f(db),
         "study": lambda: f({"models": ["timm:test_resnet"], "datasets": [str(d)], "measures": {"eval": {}}}, db,
@@ -104,7 +105,7 @@ def call(name, k):
     return result
 
 order = ["synth", "create_model", "list_models", "list_variants", "evaluate", "record", "worst_group",
-         "export_predictions",
+         "export_predictions", "predict",
          "evaluate_predictions", "prediction_categories",
          "box_size", "leakage", "edit_drops", "compare", "challenge", "probe", "probe_noise", "probe_saliency",
          "probe_features", "probe_ablate", "probe_attribution", "edit",

@@ -56,7 +56,7 @@ def test_empty_dataset(tmp_path):
 def test_not_a_dataset(tmp_path):
     (tmp_path / "data" / "stuff").mkdir(parents=True)
     assert_one_line_error(_eval(tmp_path / "data"), "no <variant>/val/")
-    assert_one_line_error(_eval(tmp_path / "nowhere"), "does not exist")
+    assert_one_line_error(_eval(tmp_path / "nowhere"), "no such file or folder")
 
 
 def test_model_and_dataset_class_count_mismatch(synth_root, tmp_path):

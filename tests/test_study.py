@@ -98,12 +98,15 @@ def test_the_scorecard_cells_are_the_stored_metrics(synth_root, second, tmp_path
         for s in subjects:
             s.label = {"timm:test_efficientnet": "effnet"}.get(s.model, s.model)
         data = scorecard(ReportContext(store=store, out=tmp_path / "sc", subjects=subjects))
-    assert [r["label"] for r in data["rows"]] == ["timm:test_resnet", "effnet"]
+    # both are random inits, which the rows say whatever the study calls them
+    assert [r["label"] for r in data["rows"]] == ["timm:test_resnet [random init, seed 0]",
+                                                  "effnet [random init, seed 0]"]
     assert len(data["groups"]) == 2  # one column group per dataset
     conn = sqlite3.connect(db)
     checked, bg_required = 0, []
     for row in data["rows"]:
-        model = "timm:test_efficientnet" if row["label"] == "effnet" else row["label"]
+        base = row["label"].split(" [random init")[0]
+        model = "timm:test_efficientnet" if base == "effnet" else base
         for g, cells in zip(data["groups"], row["cells"]):
             for column, c in zip(g["columns"], cells):
                 if column["key"] == "categories:bg_required":  # an analysis: checked below against the store
@@ -242,7 +245,7 @@ def test_edits_are_written_once_per_dataset_and_every_model_is_evaluated_on_them
     html = (tmp_path / "edits-report" / "index.html").read_text()
     card = html[html.index('id="scorecard"'):html.index('id="overview"')]
     for model, label in (("timm:test_resnet", "test_resnet"), ("timm:test_efficientnet", "test_efficientnet")):
-        row = card[card.index(f'<th class="row">{label}</th>'):].split("</tr>")[0]
+        row = card[card.index(f'<th class="row">{label} [random init, seed 0]</th>'):].split("</tr>")[0]
         shown = re.findall(r'-edits">(-?[0-9.]+)%</a>', row)
         assert shown == [f"{100 * drops[model][v]:.1f}" for v in ("remove", "size_0.05")]
     again = run_cli("study", study, "--db", db, "--quiet", "--json")
