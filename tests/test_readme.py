@@ -436,8 +436,8 @@ def test_readme_commands_that_name_real_models_run_with_stand_ins(model_ckpt, tm
     write_timm_weights(tmp_path / "hf")
     use_offline_hub(monkeypatch, tmp_path / "hf")
     from bgbench.variants.synth import write_dataset
-    small = tmp_path / "s9"  # two images a class: the README's lines cost seconds, not minutes
-    write_dataset(small, per_class=2, size=32, seed=4, split="val", progress=False)
+    small = tmp_path / "s9"  # one image a class: the README's lines cost seconds, not minutes
+    write_dataset(small, per_class=1, size=32, seed=4, split="val", progress=False)
     write_dataset(small, per_class=4, size=32, seed=5, split="train", progress=False)  # DFR holds out a share
     in9 = in9_named_copy(small, tmp_path / "in9")
     built = in9_named_copy(small, tmp_path / "in9-built")
