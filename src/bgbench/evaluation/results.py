@@ -68,7 +68,7 @@ class EvalReport:
         if self.bg_gap is not None:
             g = self.bg_gap
             ci = interval(g.lo, g.hi, g.n, lambda v: f"{100 * v:5.1f}%")
-            lines.append(f"{'BG-Gap':<{w}} {100 * g.value:6.1f}%  {ci:>17} {g.n:>6}"
+            lines.append(f"{'BG-Gap':<{w}} {100 * g.value:6.1f}%  {ci:>16} {g.n:>6}"
                          "  (mixed_same - mixed_rand, paired bootstrap)")
         for v, result in self.groups.items():
             lines.append(f"{v}: {result.headline()}")
