@@ -27,9 +27,9 @@ from torch import nn
 
 from bgbench.data.layout import discover
 from bgbench.variants.synth import write_dataset
-from bgbench.evaluation.challenge.engine import ChallengeEngine
-from bgbench.evaluation.challenge.runner import load_backgrounds, load_foregrounds
-from bgbench.evaluation.challenge.sample import sample_order
+from bgbench.measures.challenge.engine import ChallengeEngine
+from bgbench.measures.challenge.runner import load_backgrounds, load_foregrounds
+from bgbench.measures.challenge.sample import sample_order
 from bgbench.models import create_model
 from bgbench.models.spec import BgModel, ModelSpec
 from bgbench.training import TrainConfig, train

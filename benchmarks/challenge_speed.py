@@ -53,9 +53,9 @@ from torchvision.datasets import ImageFolder
 from bgbench.classes import Mapping
 from bgbench.data.layout import discover
 from bgbench.variants.synth import write_dataset
-from bgbench.evaluation.challenge.engine import ChallengeEngine
-from bgbench.evaluation.challenge.runner import _decode_all, load_backgrounds, load_foregrounds
-from bgbench.evaluation.challenge.sample import sample_order
+from bgbench.measures.challenge.engine import ChallengeEngine
+from bgbench.measures.challenge.runner import _decode_all, load_backgrounds, load_foregrounds
+from bgbench.measures.challenge.sample import sample_order
 from bgbench.evaluation.predict import decide
 from bgbench.models import create_model
 from bgbench.training import TrainConfig, train
@@ -151,7 +151,7 @@ def startup(root: Path) -> dict:
             best = min(best, time.perf_counter() - t)
         return best
     bare = wall("pass")
-    imports = wall("import bgbench.evaluation.challenge.runner, bgbench.models")
+    imports = wall("import bgbench.measures.challenge.runner, bgbench.models")
     paths = [it.path for it in discover(root, variants=["only_bg_t"]).items("only_bg_t")]
     paths = (paths * (4050 // len(paths) + 1))[:4050]
     rates = {}

@@ -33,10 +33,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from bgbench.measures.ablation.probe import AblateConfig, probe_ablate
-from bgbench.measures.features.probe import FeaturesConfig, probe_features
-from bgbench.measures.noise.probe import NoiseConfig, probe_noise
-from bgbench.measures.saliency.probe import SaliencyConfig, probe_saliency
+from bgbench.measures.ablate import MEASURE as ABLATE
+from bgbench.measures.ablate.probe import AblateConfig
+from bgbench.measures.features import MEASURE as FEATURES
+from bgbench.measures.features.probe import FeaturesConfig
+from bgbench.measures.noise import MEASURE as NOISE
+from bgbench.measures.noise.probe import NoiseConfig
+from bgbench.measures.saliency import MEASURE as SALIENCY
+from bgbench.measures.saliency.probe import SaliencyConfig
 from bgbench.data.images import decode_image
 from bgbench.data.layout import discover
 from bgbench.variants.synth import write_dataset
@@ -82,10 +86,10 @@ def main() -> None:
         gcfg = FeaturesConfig(batch_size=args.batch_size, device=dev, workers=args.workers)
         with torch.inference_mode():
             model(batches[0])  # warm-up
-        probe_saliency(model, root, scfg, progress=False, limit=args.batch_size)
-        probe_features(model, root, fcfg, progress=False, limit=args.batch_size)
+        SALIENCY.compute(model, root, scfg, progress=False, limit=args.batch_size)
+        FEATURES.compute(model, root, fcfg, progress=False, limit=args.batch_size)
         acfg = AblateConfig(batch_size=args.batch_size, device=dev, workers=args.workers)
-        ablated = len(probe_ablate(model, root, acfg, progress=False).rows)  # images through the model
+        ablated = len(ABLATE.compute(model, root, acfg, progress=False).rows)  # images through the model
 
         def sync():
             if dev.startswith("cuda"):
@@ -129,15 +133,15 @@ def main() -> None:
         wanted = {k for p in args.probes for k in sides[p]}
         times = {k: [] for k in wanted}
         for _ in range(args.repeats):
-            for key, fn in (("noise", lambda: probe_noise(model, root, ncfg, progress=False)),
+            for key, fn in (("noise", lambda: NOISE.compute(model, root, ncfg, progress=False)),
                             ("forward", pure_forward),
-                            ("saliency", lambda: probe_saliency(model, root, scfg, progress=False)),
+                            ("saliency", lambda: SALIENCY.compute(model, root, scfg, progress=False)),
                             ("fwd+bwd", forward_backward),
-                            ("features", lambda: probe_features(model, root, fcfg, progress=False)),
+                            ("features", lambda: FEATURES.compute(model, root, fcfg, progress=False)),
                             ("forward once", forward_once),
-                            ("features+galleries", lambda: probe_features(model, root, gcfg, out_dir=root / "g",
+                            ("features+galleries", lambda: FEATURES.compute(model, root, gcfg, out_dir=root / "g",
                                                                           progress=False)),
-                            ("ablate", lambda: probe_ablate(model, root, acfg, progress=False)),
+                            ("ablate", lambda: ABLATE.compute(model, root, acfg, progress=False)),
                             ("ablate forward", ablate_forward)):
                 if key not in wanted:
                     continue

@@ -17,9 +17,8 @@ from conftest import mask_boxes
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 PUBLIC = [n for n in bgbench.__all__ if n != "__version__"]
-WANTED = {"evaluate", "evaluate_predictions", "export_predictions", "predict", "challenge", "probe", "probe_noise",
-          "probe_saliency",
-          "probe_features", "probe_ablate", "probe_attribution", "edit", "build", "synth", "train",
+WANTED = {"evaluate", "evaluate_predictions", "export_predictions", "predict", "challenge", "probe",
+          "edit", "build", "synth", "train",
           "prediction_categories", "box_size", "leakage", "edit_drops", "worst_group", "compare", "report",
           "leaderboard",
           "create_model", "list_models", "list_variants", "record", "study"}
@@ -71,12 +70,9 @@ def call(name, k):
         "train": lambda: f(d, tmp / f"t{k}", model="timm:test_resnet", epochs=1, batch_size=3, **quiet),
         "evaluate": lambda: f("timm:test_resnet", d, variants=["original", "mixed_rand", "only_bg_t"], **quiet),
         "challenge": lambda: f("timm:test_resnet", d, db, sample=2, **quiet),
-        "probe": lambda: f("noise", "timm:test_resnet", d, levels=[0.5], trials=1, **quiet),
-        "probe_noise": lambda: f("timm:test_resnet", d, levels=[0.5], trials=1, **quiet),
-        "probe_saliency": lambda: f("timm:test_resnet", d, examples=0, **quiet),
-        "probe_features": lambda: f("timm:test_resnet", d, top_features=1, top_images=1, **quiet),
-        "probe_ablate": lambda: f("timm:test_resnet", d, **quiet),
-        "probe_attribution": lambda: f("timm:test_resnet", d, top=1, **quiet),
+        "probe": lambda: [f(name, "timm:test_resnet", d, **opts, **quiet) for name, opts in (
+            ("noise", {"levels": [0.5], "trials": 1}), ("saliency", {"examples": 0}),
+            ("features", {"top_features": 1, "top_images": 1}), ("ablate", {}), ("attribution", {"top": 1}))],
         "edit": lambda: f(d, tmp / "e", levels=["remove"], overwrite=True, **quiet),
         "build": lambda: f(tmp / "images", tmp / "boxes", tmp / f"b{k}", masks=d / "fg_mask" / "val",
                            preprocess=Preprocess(resize=None, crop=None), **quiet),
@@ -107,8 +103,7 @@ def call(name, k):
 order = ["synth", "create_model", "list_models", "list_variants", "evaluate", "record", "worst_group",
          "export_predictions", "predict",
          "evaluate_predictions", "prediction_categories",
-         "box_size", "leakage", "edit_drops", "compare", "challenge", "probe", "probe_noise", "probe_saliency",
-         "probe_features", "probe_ablate", "probe_attribution", "edit",
+         "box_size", "leakage", "edit_drops", "compare", "challenge", "probe", "edit",
          "train", "build", "report", "leaderboard", "study"]
 assert sorted(order) == sorted(names)
 check("import")
@@ -169,7 +164,7 @@ def test_the_readme_example_runs(tmp_path, monkeypatch):
 def test_jobs_record_nothing_and_record_writes_the_run(synth_root, tmp_path):
     default_store = Path(os.environ["BGBENCH_DB"])
     report = bgbench.evaluate("timm:test_resnet", synth_root, variants=["original"], progress=False)
-    noise = bgbench.probe_noise("timm:test_resnet", synth_root, levels=[0.5], trials=1, progress=False)
+    noise = bgbench.probe("noise", "timm:test_resnet", synth_root, levels=[0.5], trials=1, progress=False)
     made = bgbench.synth(tmp_path / "s", per_class=1, size=16, split="val", progress=False)
     assert not default_store.exists() and report.run_id is None
     assert (report.provenance.kind, noise.provenance.kind, made.provenance.kind) == ("eval", "probe_noise", "synth")
@@ -213,7 +208,7 @@ def test_the_challenge_commits_verdicts_and_record_finishes_its_run(synth_root, 
 
 def test_options_are_the_config_fields_and_bad_ones_are_one_line(synth_root, tmp_path):
     with pytest.raises(BgbenchError, match="trails") as e:
-        bgbench.probe_noise("timm:test_resnet", synth_root, trails=3)
+        bgbench.probe("noise", "timm:test_resnet", synth_root, trails=3)
     assert "trials" in str(e.value) and "\n" not in str(e.value)
     with pytest.raises(BgbenchError, match="--batch-size"):
         bgbench.evaluate("timm:test_resnet", synth_root, batch_size=0)

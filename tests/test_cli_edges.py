@@ -297,7 +297,7 @@ def test_full_writes_an_npy_matrix_that_numpy_opens(synth_root, tmp_path):
 
 
 def test_a_partial_matrix_under_the_old_name_is_resumed(tmp_path):
-    from bgbench.evaluation.challenge.runner import matrix_path
+    from bgbench.measures.challenge.runner import matrix_path
     from bgbench.store import Store
     old = np.lib.format.open_memmap(tmp_path / "challenge_3.u8", mode="w+", dtype=np.uint8, shape=(4, 5))
     old[1] = 7
@@ -328,8 +328,8 @@ def test_defaults_are_read_from_the_config_dataclasses(monkeypatch):
     from bgbench.measures.noise.probe import NoiseConfig
     from bgbench.measures.saliency.probe import SaliencyConfig
     from bgbench.edits.pipeline import EditConfig
-    from bgbench.evaluation.challenge.config import ChallengeConfig
-    from bgbench.evaluation.config import EvalConfig
+    from bgbench.measures.challenge.config import ChallengeConfig
+    from bgbench.measures.eval.config import EvalConfig
     from bgbench.training.config import TrainConfig
     from bgbench.variants.build import BuildConfig
     cases = [(EvalConfig, "batch_size", ["eval", "--model", "m", "--data", "d"]),

@@ -251,7 +251,8 @@ def test_saliency_on_a_foundation_vit_is_pytorch_grad_cams_on_its_token_grid(sch
     """64-px images; the wrapper resizes them to the tower's input (32 px for the CLIP, 16 px for the
     ViT), whose patch tokens make a 4x4 grid either way. The layer is chosen automatically: each
     library's last pre-attention norm (open_clip's ln_1, transformers' layernorm_before)."""
-    from bgbench.measures.saliency.probe import SaliencyConfig, probe_saliency
+    from bgbench.measures.saliency import MEASURE as SALIENCY
+    from bgbench.measures.saliency.probe import SaliencyConfig
     from helpers.saliency_oracle import check_against_grad_cam
     if scheme == "openclip":
         model = create_model(f"openclip:{clip_dir}", labels="dataset", classes=IN9_FOLDERS, templates="simple")
@@ -259,8 +260,8 @@ def test_saliency_on_a_foundation_vit_is_pytorch_grad_cams_on_its_token_grid(sch
     else:
         model = create_model(f"hf:{vit_dir}")
         layer_name, layer = "model.vit.layers.1.layernorm_before", model.net.model.vit.layers[1].layernorm_before
-    result = probe_saliency(model, synth64, SaliencyConfig(batch_size=64, examples=0), progress=False)
-    assert result.layer == layer_name
+    result = SALIENCY.compute(model, synth64, SaliencyConfig(batch_size=64, examples=0), progress=False)
+    assert result.config["layer"] == layer_name
 
     def to_grid(t):  # RIVAL10's vit_reshape_transform: drop the class token, 4x4 patch grid
         return t[:, 1:, :].reshape(t.size(0), 4, 4, t.size(2)).permute(0, 3, 1, 2)

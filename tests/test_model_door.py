@@ -41,7 +41,7 @@ def test_a_zero_shot_probe_model_has_one_label_set_from_api_and_cli(probe, clip_
 
 
 def test_norm_and_trust_checkpoint_reach_the_model_from_the_api(synth_root, tmp_path):
-    res = bgbench.probe_ablate("timm:test_resnet", synth_root, norm="imagenet", progress=False)
+    res = bgbench.probe("ablate", "timm:test_resnet", synth_root, norm="imagenet", progress=False)
     assert res.provenance.spec["mean"] == pytest.approx(list(IMAGENET_MEAN))
     net = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(),
                               torch.nn.Linear(4, 9))

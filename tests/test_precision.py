@@ -11,11 +11,11 @@ import torch
 from torch import nn
 
 from bgbench.classes import imagenet_to_in9
-from bgbench.evaluation.challenge import precision
-from bgbench.evaluation.challenge.engine import ChallengeEngine
-from bgbench.evaluation.challenge.neartie import NearTieLog, NearTies
-from bgbench.evaluation.challenge.precision import VerifiedPredictor, decision_margin, strict_fp32
-from bgbench.evaluation.challenge.runner import ChallengeConfig, run_challenge
+from bgbench.measures.challenge import precision
+from bgbench.measures.challenge.engine import ChallengeEngine
+from bgbench.measures.challenge.neartie import NearTieLog, NearTies
+from bgbench.measures.challenge.precision import VerifiedPredictor, decision_margin, strict_fp32
+from bgbench.measures.challenge.runner import ChallengeConfig, run_challenge
 from bgbench.evaluation.predict import decide
 from bgbench.models.spec import IMAGENET1K, BgModel, ModelSpec
 from bgbench.store import Store
@@ -435,7 +435,7 @@ def test_a_reduced_precision_run_that_is_slower_than_fp32_says_so(synth_root, tm
     """The note follows the measured ratio: forced above 1 it is printed once, below 1 not at all;
     the real measurement is a positive ratio."""
     from conftest import run_cli
-    from bgbench.evaluation.challenge import precision as prec
+    from bgbench.measures.challenge import precision as prec
     net = nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8, 9))
     assert prec.bf16_slowdown(net, torch.rand(4, 3, 32, 32)) > 0
     args = ["challenge", "--model", "timm:test_resnet", "--data", synth_root, "--sample", 2, "--db",

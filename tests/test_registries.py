@@ -174,12 +174,12 @@ def every_kind_of_run(synth_root, tmp_path_factory):
     bgbench.record(bgbench.evaluate(f"file:{trained['checkpoint']}", synth_root, progress=False), db)
     bgbench.record(bgbench.challenge(model, synth_root, db, full=True, batch_size=64, out_dir=tmp / "ch",
                                      progress=False), db)
-    bgbench.record(bgbench.probe_noise(model, synth_root, levels=[0.5], trials=1, progress=False), db)
-    bgbench.record(bgbench.probe_saliency(model, synth_root, examples=2, out_dir=tmp / "sal", progress=False), db)
-    bgbench.record(bgbench.probe_features(model, synth_root, top_features=2, top_images=2, out_dir=tmp / "feat",
+    bgbench.record(bgbench.probe("noise", model, synth_root, levels=[0.5], trials=1, progress=False), db)
+    bgbench.record(bgbench.probe("saliency", model, synth_root, examples=2, out_dir=tmp / "sal", progress=False), db)
+    bgbench.record(bgbench.probe("features", model, synth_root, top_features=2, top_images=2, out_dir=tmp / "feat",
                                           progress=False), db)
-    bgbench.record(bgbench.probe_ablate(model, synth_root, progress=False), db)
-    bgbench.record(bgbench.probe_attribution(model, synth_root, progress=False), db)
+    bgbench.record(bgbench.probe("ablate", model, synth_root, progress=False), db)
+    bgbench.record(bgbench.probe("attribution", model, synth_root, progress=False), db)
     bgbench.record(bgbench.edit(synth_root, tmp / "edited", levels=["remove"], progress=False), db)
     bgbench.record(bgbench.evaluate(model, tmp / "edited", progress=False), db)
     return bgbench.report(db, tmp / "site", progress=False)

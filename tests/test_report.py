@@ -42,13 +42,13 @@ def report_store(tmp_path_factory, synth_root) -> Path:
         trained = bgbench.create_model(f"file:{ckpt}")
         bgbench.record(bgbench.challenge(trained, synth_root, store, batch_size=64, full=True,
                                          out_dir=tmp / "challenge", progress=False), store)
-        bgbench.record(bgbench.probe_noise(trained, synth_root, levels=[0.25, 0.5], trials=3, progress=False), store)
-        bgbench.record(bgbench.probe_saliency(trained, synth_root, examples=4, out_dir=tmp / "saliency",
+        bgbench.record(bgbench.probe("noise", trained, synth_root, levels=[0.25, 0.5], trials=3, progress=False), store)
+        bgbench.record(bgbench.probe("saliency", trained, synth_root, examples=4, out_dir=tmp / "saliency",
                                               progress=False), store)
-        bgbench.record(bgbench.probe_features(trained, synth_root, top_features=2, top_images=3, galleries=2,
+        bgbench.record(bgbench.probe("features", trained, synth_root, top_features=2, top_images=3, galleries=2,
                                               out_dir=tmp / "features", progress=False), store)
-        bgbench.record(bgbench.probe_ablate(trained, synth_root, progress=False), store)
-        bgbench.record(bgbench.probe_ablate("timm:test_resnet", synth_root, progress=False), store)
+        bgbench.record(bgbench.probe("ablate", trained, synth_root, progress=False), store)
+        bgbench.record(bgbench.probe("ablate", "timm:test_resnet", synth_root, progress=False), store)
     return db
 
 

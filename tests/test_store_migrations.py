@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from bgbench.measures.noise.probe import noise_summary
+from bgbench.measures.noise import MEASURE as NOISE
 from bgbench.measures.saliency.metrics import METRICS
 from bgbench.store import Store
 
 
 def test_a_v2_store_gains_the_new_saliency_columns_and_keeps_its_rows(tmp_path):
-    from bgbench.measures.saliency.probe import saliency_summary
+    from bgbench.measures.saliency import MEASURE as SALIENCY
     db = tmp_path / "v2.db"
     con = sqlite3.connect(db)
     con.executescript("""
@@ -37,7 +37,7 @@ def test_a_v2_store_gains_the_new_saliency_columns_and_keeps_its_rows(tmp_path):
         rows = [dict(r) for r in store.probe_rows("probe_saliency", 1)]
         assert [(r["image_id"], r["precision"], r["iou"]) for r in rows] == [("a/1", 0.25, 0.5), ("b/1", 0.75, None)]
         assert all(r["coverage_25"] is None and r["ap"] is None for r in rows)
-        s = saliency_summary(store, 1)  # old runs still summarise; the measures they lack are empty
+        s = SALIENCY.read(store, 1)  # old runs still summarise; the measures they lack are empty
         assert s.headline["precision"]["value"] == pytest.approx(0.5) and s.image_mean["ap"]["n"] == 0
         store.insert("probe_saliency", 1, [("c/1", 0, 0, *(0.5,) * len(METRICS))])
         assert len(store.probe_rows("probe_saliency", 1)) == 3
@@ -68,7 +68,7 @@ def test_a_v3_store_gains_the_noise_prediction_column_and_keeps_its_rows(tmp_pat
         assert store.conn.execute("PRAGMA user_version").fetchone()[0] == 5
         rows = [dict(r) for r in store.probe_rows("probe_noise", 1)]
         assert sorted((r["region"], r["correct"], r["pred"]) for r in rows) == [("bg", 0, None), ("fg", 1, None)]
-        assert noise_summary(store, 1).curves["fg"][0]["acc"] == 1.0  # old rows still summarise
+        assert NOISE.read(store, 1).curves["fg"][0]["acc"] == 1.0  # old rows still summarise
         store.insert("probe_noise", 1, [("b/1", 1, "fg", 0.5, 0, 0, 3)])
         assert store.probe_rows("probe_noise", 1)[-1]["pred"] == 3
 
@@ -96,7 +96,8 @@ def test_a_v4_store_gains_the_ablate_and_attribution_tables_and_keeps_its_rows(t
     with Store(db) as store:
         assert store.conn.execute("PRAGMA user_version").fetchone()[0] == 5
         assert store.probe_rows("probe_ablate", 1) == [] and store.probe_rows("probe_attribution", 1) == []
-        from bgbench.measures.ablation.table import TABLE  # declared: created when its first row is written
+        from bgbench.measures.ablate import MEASURE as ABLATE
+        TABLE = ABLATE.table  # declared: created when its first row is written
         store.insert(TABLE.name, 1, [("a/1", 0, "bg", 0, 1, 0.5)])
         assert [tuple(r)[1:] for r in store.probe_rows(TABLE.name, 1)] == [("a/1", 0, "bg", 0, 1, 0.5)]
         rows = [dict(r) for r in store.probe_rows("probe_noise", 1)]
@@ -131,7 +132,7 @@ def test_a_store_written_by_the_previous_main_reads_back_every_measure(store_fro
             (run,) = store.runs(m.kind)
             stored = {(r["name"], r["variant"]): (r["value"], r["lo"], r["hi"]) for r in store.metrics(run["id"])}
             fresh = {(name, variant): tuple(None if v is None or v != v else v for v in (value, lo, hi))  # NaN: NULL
-                     for name, variant, value, lo, hi, _ in m.load("read")(store, run["id"]).metric_rows()}
+                     for name, variant, value, lo, hi, _ in m.read(store, run["id"]).metric_rows()}
             common = set(stored) & set(fresh)
             assert len(common) >= len(stored) - 1, m.name  # at most a new headline metric is added
             for key in common:

@@ -296,7 +296,7 @@ def test_a_study_never_takes_a_run_of_another_resize_made_outside_it(hub, class_
 
 
 def test_a_worst_group_needs_two_groups_that_meet_the_minimum():
-    from bgbench.evaluation.groups import group_accuracy
+    from bgbench.measures.groups.summary import group_accuracy
     groups = ["a"] * 10 + ["b"] * 3 + ["c"] * 4
     correct = [True] * 10 + [False] * 7
     one = group_accuracy(correct, groups)

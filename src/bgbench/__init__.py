@@ -16,9 +16,7 @@ from .version import __version__
 #: public name -> the module that defines it
 _EXPORTS = {
     **{name: ".api" for name in (
-        "evaluate", "evaluate_predictions", "export_predictions", "predict", "challenge", "probe", "probe_noise",
-        "probe_saliency",
-        "probe_features", "probe_ablate", "probe_attribution", "train",
+        "evaluate", "evaluate_predictions", "export_predictions", "predict", "challenge", "probe", "train",
         "synth", "build", "edit",
         "prediction_categories", "box_size", "leakage", "edit_drops", "worst_group", "compare",
         "report", "leaderboard")},

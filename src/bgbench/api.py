@@ -63,8 +63,8 @@ def evaluate(model: ModelLike, data: str | Path, variants: Optional[Sequence[str
         the ranks share the images; rank 0 returns the report of one process, the others None.
     """
     from .variants.blurred import blurred_renderer
-    from .evaluation.config import EvalConfig
-    from .evaluation.runner import run_eval
+    from .measures.eval.config import EvalConfig
+    from .measures.eval.runner import run_eval
     cfg = EvalConfig(variants=list(variants) if variants else None, mapping=getattr(mapping, "value", mapping),
                      batch_size=batch_size, device=device, seed=seed, ten_crop=ten_crop, protocol=protocol,
                      split=split, workers=workers)
@@ -84,7 +84,7 @@ def predict(model: ModelLike, paths: Sequence[str | Path], *, top: int = 5, devi
         how: how a model string is built (`ModelOptions`: pretrained, class_map, resize, norm, ...).
 
     Returns:
-        `evaluation.photos.PhotoPredictions` (`.table()`, `.to_dict()`).
+        `evaluation.photos.PhotoPredictions` (`.text()`, `.to_dict()`).
     """
     from .evaluation.photos import predict_images
     unknown = sorted(set(how) - set(MODEL_KEYS))
@@ -101,7 +101,7 @@ def evaluate_predictions(predictions: str | Path, data: str | Path, *, label_spa
 
     Args:
         predictions: a CSV file of `image_id, variant, pred` rows (optional confidence, top5,
-            top5_probs, superclass_probs, probs; see `bgbench.evaluation.prediction_file`).
+            top5_probs, superclass_probs, probs; see `bgbench.measures.eval.prediction_file`).
         label_space: 'dataset' (pred is a dataset class) or 'imagenet1k' (an ImageNet class, mapped).
         name: the model's name (the run's model string is 'predictions:NAME'; default: the file's stem).
         class_map: an 'imagenet1k' file on a dataset other than IN-9, RIVAL10 and Full-IN: a JSON file
@@ -110,7 +110,7 @@ def evaluate_predictions(predictions: str | Path, data: str | Path, *, label_spa
     Returns:
         An `EvalReport`, exactly as `evaluate` returns one, with the file's sha256 as provenance.
     """
-    from .evaluation.prediction_file import PredictionFileConfig, predictions_report
+    from .measures.eval.prediction_file import PredictionFileConfig, predictions_report
     cfg = PredictionFileConfig(label_space=label_space, mapping=getattr(mapping, "value", mapping), name=name,
                                seed=seed, protocol=protocol, class_map=str(class_map) if class_map else None)
     return predictions_report(predictions, data, cfg)
@@ -119,7 +119,7 @@ def evaluate_predictions(predictions: str | Path, data: str | Path, *, label_spa
 def export_predictions(store: Store | str | Path, run_id: int, out: str | Path) -> dict:
     """Write a stored eval run's per-image predictions as a predictions file (what
     `evaluate_predictions` reads back); returns the path, row count, label space and columns."""
-    from .evaluation.prediction_file import export_predictions as export
+    from .measures.eval.prediction_file import export_predictions as export
     with _reading(store) as s:
         return export(s, int(run_id), out)
 
@@ -140,8 +140,8 @@ def challenge(model: ModelLike, data: str | Path, store: Store | str | Path, *, 
         A `ChallengeReport` (None on torchrun ranks other than 0). Its run stays open until
         `bgbench.record(report, store)` finishes it.
     """
-    from .evaluation.challenge.config import ChallengeConfig
-    from .evaluation.challenge.runner import run_challenge
+    from .measures.challenge.config import ChallengeConfig
+    from .measures.challenge.runner import run_challenge
     from .drawing.figures import challenge_figures
     how = _model_keys(options)
     cfg = _config(ChallengeConfig, "challenge", options)
@@ -150,87 +150,28 @@ def challenge(model: ModelLike, data: str | Path, store: Store | str | Path, *, 
         return run_challenge(built, data, s, cfg, out_dir=out_dir, progress=progress, figures=challenge_figures)
 
 
-def probe_noise(model: ModelLike, data: str | Path, *, checkpoint: Optional[str] = None, progress: bool = True,
-                **options):
-    """RIVAL10's noise probe: accuracy under foreground-only and background-only noise, and RFS.
-
-    Args:
-        options: `NoiseConfig` fields (levels: a grid name such as 'rival10' or numbers; kind, trials,
-            batch_size, device, seed, mapping; region 'attributes' adds noise on each attribute's
-            mask), and how a model string is built (`ModelOptions`: class_map, a JSON file for a
-            1000-class model on another dataset; pretrained, norm, resize, ...).
-
-    Under torchrun the ranks share the images; rank 0 returns the one-process result, the others None.
-    """
-    return probe("noise", model, data, checkpoint=checkpoint, progress=progress, **options)
-
-
-def probe_saliency(model: ModelLike, data: str | Path, *, checkpoint: Optional[str] = None,
-                   out_dir: Optional[str | Path] = None, progress: bool = True, **options):
-    """RIVAL10's Grad-CAM alignment with the object mask, per image, by predicted class and over images.
-
-    Args:
-        out_dir: where the example overlays go (None: no overlay file).
-        options: `SaliencyConfig` fields (layer, batch_size, device, examples, seed) and `ModelOptions`'s.
-
-    Under torchrun the ranks share the images; rank 0 returns the one-process result, the others None.
-    """
-    return probe("saliency", model, data, checkpoint=checkpoint, out_dir=out_dir, progress=progress, **options)
-
-
-def probe_features(model: ModelLike, data: str | Path, *, checkpoint: Optional[str] = None,
-                   out_dir: Optional[str | Path] = None, progress: bool = True, **options):
-    """Spurious-feature discovery (RIVAL10 §5 after Salient ImageNet): each class's top penultimate
-    features by weight x mean activation, and the share of their activation maps on the background.
-
-    Args:
-        out_dir: where the heatmap galleries (one PNG per class) go (None: no PNG).
-        options: `FeaturesConfig` fields (top_features, top_images, group_by, threshold, galleries,
-            batch_size, device).
-    """
-    return probe("features", model, data, checkpoint=checkpoint, out_dir=out_dir, progress=progress, **options)
-
-
-def probe_ablate(model: ModelLike, data: str | Path, *, checkpoint: Optional[str] = None, progress: bool = True,
-                 **options):
-    """RIVAL10's ablation (`attr_importance.py`): the object, the background and each attribute
-    replaced by gray; the drop in accuracy and in true-class probability, per region and class.
-
-    Args:
-        data: a dataset with masks (IN-9 layout, with attr_mask/ for attributes) or a RIVAL10 root.
-        options: `AblateConfig` fields (batch_size, device, seed, mapping) and `ModelOptions`'s.
-
-    Under torchrun the ranks share the images; rank 0 returns the one-process result, the others None.
-    """
-    return probe("ablate", model, data, checkpoint=checkpoint, progress=progress, **options)
-
-
-def probe_attribution(model: ModelLike, data: str | Path, *, checkpoint: Optional[str] = None,
-                      progress: bool = True, **options):
-    """RIVAL10's feature attribution: per attribute, the penultimate-layer features whose maps
-    best overlap its mask (IoU at 0.5 of the map's maximum), per class and over all classes.
-
-    Args:
-        data: a dataset with attribute masks (Synthetic-9's attr_mask/, or a RIVAL10 root).
-        options: `AttributionConfig` fields (top, batch_size, device, seed).
-
-    Under torchrun the ranks share the images; rank 0 returns the one-process result, the others None.
-    """
-    return probe("attribution", model, data, checkpoint=checkpoint, progress=progress, **options)
-
-
 def probe(name: str, model: ModelLike, data: str | Path, *, checkpoint: Optional[str] = None,
           out_dir: Optional[str | Path] = None, progress: bool = True, **options):
-    """Any registered measure that runs a model, by name (`bgbench probe NAME`): 'noise', 'saliency',
-    'features', 'ablate', 'attribution', or one a user registered (`measures.registry`).
+    """Any registered measure that runs a model, by name (`bgbench probe NAME`), with its options:
+
+    - 'noise' (RIVAL10's noise sensitivity: accuracy under foreground-only and background-only noise,
+      and RFS; `NoiseConfig`: levels, kind, trials, seed, mapping, region),
+    - 'saliency' (Grad-CAM's alignment with the object mask; `SaliencyConfig`: layer, examples, seed),
+    - 'features' (spurious-feature discovery, RIVAL10 §5; `FeaturesConfig`: top_features,
+      top_images, group_by, threshold, galleries),
+    - 'ablate' (RIVAL10's ablation: regions grayed; `AblateConfig`: seed, mapping),
+    - 'attribution' (RIVAL10 §6: the features that best overlap each attribute; `AttributionConfig`: top, seed),
+    - or one a user registered (`measures.registry`); `bgbench probe NAME --help` lists a probe's options.
 
     Args:
-        options: the fields of the measure's config dataclass (an unknown one is a one-line error),
-            and how a model string is built (`ModelOptions`: pretrained, class_map, norm, resize,
-            labels, templates, ...), as the CLI's flags.
+        options: the fields of the measure's config dataclass (batch_size, device and workers too;
+            an unknown one is a one-line error), and how a model string is built (`ModelOptions`:
+            pretrained, class_map, norm, resize, labels, templates, ...), as the CLI's flags.
         out_dir: where a measure that draws pictures writes them (None: no picture).
 
-    Under torchrun the ranks share the images; rank 0 returns the one-process result, the others None.
+    Returns:
+        A `measures.result.MeasureResult` (its rows, config, summary, `text()`, `to_dict()`). Under
+        torchrun the ranks share the images; rank 0 returns the one-process result, the others None.
     """
     from .measures.registry import get_measure
     try:
@@ -240,10 +181,9 @@ def probe(name: str, model: ModelLike, data: str | Path, *, checkpoint: Optional
     if measure.command != "probe":
         raise BgbenchError(f"{name} is not a probe: it is run by `bgbench {measure.command}`")
     how = _model_keys(options)
-    cfg = _config(measure.load("config"), f"probe {name}", options)
+    cfg = _config(measure.config, f"probe {name}", options)
     built = _model(model, checkpoint, data=data, device=getattr(cfg, "device", "cpu"), **how)
-    extra = {"out_dir": out_dir} if measure.pictures else {}
-    return measure.load("compute")(built, data, cfg, progress=progress, **extra)
+    return measure.compute(built, data, cfg, progress=progress, out_dir=out_dir)
 
 
 def train(data: str | Path, out: str | Path, *, model: str = "timm:resnet10t", progress: bool = True, **options):
@@ -379,7 +319,7 @@ def edit_drops(source: Any, run_ids: Optional[Sequence[int]] = None, *, n_boot: 
         source: an evaluation result of a `bgbench edit` folder (or its table), or a results store
             holding the eval runs `run_ids` of one model.
     """
-    from .measures.edit_drops.summary import edit_drops as of_runs, edit_drops_of
+    from .measures.edits.summary import edit_drops as of_runs, edit_drops_of
     ids = [run_ids] if isinstance(run_ids, int) else run_ids
     return _analyse(source, ids, lambda s: of_runs(s, list(ids), n_boot=n_boot, seed=seed),
                     lambda t: edit_drops_of(t, n_boot=n_boot, seed=seed), None)

@@ -25,7 +25,7 @@ import tomllib
 
 from .api import evaluate, train
 from .console import status
-from .evaluation.results import EvalReport
+from .measures.eval.results import EvalReport
 from .recording import record
 from .store import Store
 from .studies.runner import StudyResult, run_study
@@ -141,7 +141,7 @@ def _analyses(store: Store, ran: StudyResult, label: str) -> dict:
     """Prediction categories of the eval run, and the noise, saliency and features probes, from the
     study's steps on synthetic9."""
     from .measures.categories.summary import prediction_categories
-    from .measures.noise.probe import noise_summary
+    from .measures.registry import get_measure
     categories = prediction_categories(store, ran.run_id(label, "synthetic9", "eval"))
     noise_run = ran.run_id(label, "synthetic9", "noise")
     sal = ran.result(label, "synthetic9", "saliency").to_dict()
@@ -149,7 +149,7 @@ def _analyses(store: Store, ran: StudyResult, label: str) -> dict:
     return {"categories": categories.to_dict()["overall"],
             "features": {"run_id": ran.run_id(label, "synthetic9", "features"),
                          **_features_headline(features.summary())},
-            "noise": {"run_id": noise_run, **noise_summary(store, noise_run).to_dict()},
+            "noise": {"run_id": noise_run, **get_measure("noise").read(store, noise_run).to_dict()},
             "saliency": {"run_id": ran.run_id(label, "synthetic9", "saliency"), "layer": sal["layer"],
                          "overlays": sal["overlays"], "aggregation": sal["aggregation"]["headline"],
                          **{k: v["value"] for k, v in sal["headline"].items()},
@@ -189,7 +189,7 @@ class DemoResult:
     def text(self) -> str:
         parts = []
         for variant, report in self.reports.items():
-            parts += [f"== trained on {variant.upper()} ==", report.table(), ""]
+            parts += [f"== trained on {variant.upper()} ==", report.text(), ""]
         g_orig = self.reports["original"].bg_gap.value
         g_rand = self.reports["mixed_rand"].bg_gap.value
         parts.append(f"BG-Gap: ORIGINAL-trained {100 * g_orig:.1f}%  vs  MIXED-RAND-trained {100 * g_rand:.1f}%")

@@ -211,7 +211,7 @@ class Outputs:
     def to_dict(self) -> Dict[str, Any]:
         return {"run_id": self.run_id, **self.values, **{m.name: m.value for m in self.metrics}}
 
-    def table(self) -> str:
+    def text(self) -> str:
         """One 'name: value' line per output and metric."""
         return "\n".join(f"{k}: {v}" for k, v in self.to_dict().items() if v is not None)
 

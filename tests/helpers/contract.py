@@ -45,8 +45,8 @@ def check_recorded(store, measure: Measure, printed: dict) -> int:
     run_id = printed["run_id"]
     runs = [r for r in store.runs(measure.kind)]
     assert [r["id"] for r in runs] == [run_id] and runs[0]["status"] == "done"
-    assert measure.table and store.probe_rows(measure.table, run_id), f"no rows in {measure.table}"
-    stored = strict(measure.load("read")(store, run_id).to_dict())
+    assert measure.table and store.probe_rows(measure.table.name, run_id), f"no rows in {measure.table}"
+    stored = strict(measure.read(store, run_id).to_dict())
     assert {k: printed[k] for k in stored} == stored
     return run_id
 
@@ -56,13 +56,13 @@ def check_in_memory(measure: Measure, data: Path, db: Path) -> None:
     import bgbench
     from bgbench.models import create_model
     from bgbench.data.layout import class_folders
-    cfg = measure.load("config")()
-    result = measure.load("compute")(create_model(ARCH, classes=class_folders(data)), data, cfg, progress=False)
+    cfg = measure.config()
+    result = measure.compute(create_model(ARCH, classes=class_folders(data)), data, cfg, progress=False)
     run_id = bgbench.record(result, db)
     assert result.summary().run_id == run_id
     from bgbench.store import Store
     with Store(db) as store:
-        assert strict(measure.load("read")(store, run_id).to_dict()) == strict(result.summary().to_dict())
+        assert strict(measure.read(store, run_id).to_dict()) == strict(result.summary().to_dict())
 
 
 def check_headline(run_cli, measure: Measure, db: Path, run_id: int) -> None:
@@ -97,7 +97,7 @@ def run_under_torchrun(jobs: List[List[str]], db: Path) -> subprocess.CompletedP
 def table_rows(store, measure: Measure, run_id: int) -> list:
     """A run's rows, without run_id, in a canonical order (numbers rounded to float32's precision
     would hide a real difference, so they are compared exactly)."""
-    return sorted(tuple(v for k, v in dict(r).items() if k != "run_id") for r in store.probe_rows(measure.table,
+    return sorted(tuple(v for k, v in dict(r).items() if k != "run_id") for r in store.probe_rows(measure.table.name,
                                                                                               run_id))
 
 

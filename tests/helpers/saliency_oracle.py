@@ -6,7 +6,7 @@ import warnings
 import numpy as np
 import pytest
 import torch
-from bgbench.measures.saliency.probe import gradcam_batch
+from bgbench.probing.gradcam import gradcam_batch
 from bgbench.measures.saliency.metrics import METRICS
 
 

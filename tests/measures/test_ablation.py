@@ -5,8 +5,8 @@ import pytest
 import torch
 from PIL import Image
 import bgbench
-from bgbench.measures.ablation.engine import ablation_outcomes
-from bgbench.measures.ablation.summary import summarize_ablation
+from bgbench.measures.ablate.engine import ablation_outcomes
+from bgbench.measures.ablate.summary import summarize_ablation
 from bgbench.measures.noise.engine import Region
 
 
@@ -73,7 +73,7 @@ def test_probe_ablate_rows_match_the_model_run_here_on_gray_images(synth_root):
     """Every stored row against the model applied in this test to the image with the region
     grayed by hand; the regions from the mask files themselves."""
     model = bgbench.create_model("timm:test_resnet")
-    result = bgbench.probe_ablate(model, synth_root, progress=False, batch_size=5)
+    result = bgbench.probe("ablate", model, synth_root, progress=False, batch_size=5)
     by_image = {}
     for image_id, label, region, pred, correct, prob in result.rows:
         by_image.setdefault(image_id, {})[region] = (label, pred, correct, prob)

@@ -73,7 +73,7 @@ def test_a_model_trained_on_original_has_features_on_the_class_defining_parts(tm
     trained = bgbench.train(root, tmp_path / "run", variant="original", model="timm:test_resnet", epochs=6, lr=0.01,
                             seed=0, progress=False)
     model = bgbench.create_model(f"file:{trained['checkpoint']}")
-    result = bgbench.probe_attribution(model, root, top=3, progress=False)
+    result = bgbench.probe("attribution", model, root, top=3, progress=False)
     s = result.summary()
     files = list(_attr_files(root))
     for part in ("dot", "stripes", "notch"):

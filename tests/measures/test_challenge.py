@@ -14,7 +14,7 @@ import torch
 
 from bgbench.data import discover, load_mask
 from bgbench.data.images import decode_image
-from bgbench.evaluation.challenge.engine import (ChallengeEngine, attack_success_rates, class_fool_rates, top_backgrounds,
+from bgbench.measures.challenge.engine import (ChallengeEngine, attack_success_rates, class_fool_rates, top_backgrounds,
                                         verdicts_from_matrix)
 from bgbench.evaluation.predict import decide
 from bgbench.models import create_model
@@ -195,7 +195,7 @@ def test_resume_after_sigkills_gives_the_uninterrupted_result_and_clean_json(mod
 def test_a_run_never_resumes_under_another_normalization(model_ckpt, synth_root, tmp_path):
     """Verdicts computed under two normalizations must never merge into one run."""
     from bgbench import recording
-    from bgbench.evaluation.challenge.runner import ChallengeConfig, run_challenge
+    from bgbench.measures.challenge.runner import ChallengeConfig, run_challenge
     from bgbench.models.spec import meet_data
     from bgbench.store import Store
     layout = discover(synth_root, variants=["original", "only_bg_t"])

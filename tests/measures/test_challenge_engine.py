@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from torch import nn
 
 from bgbench.data import discover
-from bgbench.evaluation.challenge.engine import ChallengeEngine
-from bgbench.evaluation.challenge.runner import load_backgrounds, load_foregrounds
+from bgbench.measures.challenge.engine import ChallengeEngine
+from bgbench.measures.challenge.runner import load_backgrounds, load_foregrounds
 from bgbench.models.spec import BgModel, ModelSpec
 from helpers.challenge_toys import colour_model, write_colour_dataset
 

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from bgbench.errors import BgbenchError
-from bgbench.evaluation.challenge import runner as challenge_run
-from bgbench.evaluation.challenge.config import ChallengeConfig
-from bgbench.evaluation.challenge.sample import SamplePlan, done_prefix, sample_order, wilson_halfwidth
+from bgbench.measures.challenge import runner as challenge_run
+from bgbench.measures.challenge.config import ChallengeConfig
+from bgbench.measures.challenge.sample import SamplePlan, done_prefix, sample_order, wilson_halfwidth
 from bgbench.store import Store
 from helpers.challenge_toys import colour_model, write_colour_dataset
 from conftest import assert_one_line_error, run_cli
@@ -123,7 +123,7 @@ def test_sampled_run_is_extended_to_the_full_set_without_redoing_a_verdict(colou
                                 "halfwidth": pytest.approx(wilson_halfwidth(45 - small.fooled, 45))}
         assert [r["n"] for r in small.per_class] == [5] * 9  # stratified
         assert store.get_run(small.run_id)["status"] == "sampled" and store.get_run(small.run_id)["seed"] == 5
-        assert "ESTIMATE" in small.table() and "seed 5" in small.table()
+        assert "ESTIMATE" in small.text() and "seed 5" in small.text()
         first = set(decoded)
         before = _rows(tmp_path / "r.db", small.run_id)
 
@@ -137,7 +137,7 @@ def test_sampled_run_is_extended_to_the_full_set_without_redoing_a_verdict(colou
         assert full.run_id == small.run_id and not full.estimate and full.total == 270
         assert len(decoded) == 270 and len(set(decoded)) == 270
         assert store.get_run(small.run_id)["status"] == "done"
-        assert "ESTIMATE" not in full.table()
+        assert "ESTIMATE" not in full.text()
         other_seed = run_challenge(model, colour_root, store, ChallengeConfig(batch_size=32, sample=10, seed=6),
                                    progress=False)
         assert other_seed.run_id != small.run_id  # the seed is part of the run's identity

@@ -461,7 +461,7 @@ def _fake_eval(store, model, rows):
 
 
 def test_edit_drops_by_hand(tmp_path):
-    from bgbench.measures.edit_drops.summary import edit_drops, edit_drops_by_model
+    from bgbench.measures.edits.summary import edit_drops, edit_drops_by_model
     from bgbench.errors import BgbenchError
     from bgbench.store import Store
     with Store(tmp_path / "r.db") as store:

@@ -13,7 +13,8 @@ import torch.nn as nn
 from PIL import Image
 
 import bgbench
-from bgbench.measures.features.probe import FeaturesConfig, features_summary, probe_features
+from bgbench.measures.features import MEASURE as FEATURES
+from bgbench.measures.features.probe import FeaturesConfig
 from bgbench.measures.features.engine import background_shares
 from bgbench.errors import BgbenchError
 from bgbench.models.spec import BgModel, ModelSpec
@@ -87,7 +88,7 @@ def test_a_hand_worked_table_of_contributions_shares_and_flags(tmp_path):
     first, share 0 (not spurious); green 0.05 second, share 1 > area (48+16)/2/64 = 0.5."""
     data = _red_green_data(tmp_path / "rg")
     model = _hand_model([[0.5, 2.0], [3.0, 0.1]])
-    result = probe_features(model, data, FeaturesConfig(top_features=2, top_images=2, group_by="label"),
+    result = FEATURES.compute(model, data, FeaturesConfig(top_features=2, top_images=2, group_by="label"),
                             progress=False)
     got = [(r[0], r[1], r[2]) + tuple(round(v, 6) for v in (r[3], r[7], r[8])) + (r[9], json.loads(r[10]))
            for r in result.rows]
@@ -102,10 +103,10 @@ def test_a_hand_worked_table_of_contributions_shares_and_flags(tmp_path):
     top = s.top_spurious
     assert (top["class"], top["feature"], top["contribution"]) == ("a", 1, pytest.approx(1.25))
     # a fixed threshold instead: 1.0 is not exceeded by a share of 1.0; 0.9 is
-    strict = probe_features(model, data, FeaturesConfig(top_features=2, top_images=2, group_by="label",
+    strict = FEATURES.compute(model, data, FeaturesConfig(top_features=2, top_images=2, group_by="label",
                                                         threshold=1.0), progress=False)
     assert [r[9] for r in strict.rows] == [0, 0, 0, 0]
-    loose = probe_features(model, data, FeaturesConfig(top_features=2, top_images=2, group_by="label",
+    loose = FEATURES.compute(model, data, FeaturesConfig(top_features=2, top_images=2, group_by="label",
                                                        threshold=0.9), progress=False)
     assert [r[9] for r in loose.rows] == [1, 0, 0, 1]
 
@@ -117,7 +118,7 @@ def test_prediction_grouping_follows_the_predicted_class(tmp_path):
     green activation a/i0 and b/i0 (48/64) tie and keep the dataset's order, then a/i1, b/i1."""
     data = _red_green_data(tmp_path / "rg")
     model = _hand_model([[0.0, 0.0], [5.0, 5.0]])
-    result = probe_features(model, data, FeaturesConfig(top_features=1, top_images=4), progress=False)
+    result = FEATURES.compute(model, data, FeaturesConfig(top_features=1, top_images=4), progress=False)
     assert [(r[0], r[2], r[6]) for r in result.rows] == [(1, 1, 4)]
     assert result.rows[0][3] == pytest.approx(5 * 0.5625)
     assert json.loads(result.rows[0][10]) == ["a/i0", "b/i0", "a/i1", "b/i1"]
@@ -125,7 +126,7 @@ def test_prediction_grouping_follows_the_predicted_class(tmp_path):
 
 def test_a_stored_run_summarises_like_the_fresh_one_and_migrates_a_v3_store(tmp_path):
     data = _red_green_data(tmp_path / "rg")
-    result = probe_features(_hand_model([[0.5, 2.0], [3.0, 0.1]]), data,
+    result = FEATURES.compute(_hand_model([[0.5, 2.0], [3.0, 0.1]]), data,
                             FeaturesConfig(top_features=2, top_images=2, group_by="label"), progress=False)
     db = tmp_path / "v3.db"
     con = sqlite3.connect(db)
@@ -142,7 +143,7 @@ def test_a_stored_run_summarises_like_the_fresh_one_and_migrates_a_v3_store(tmp_
     with Store(db) as store:
         assert store.get_run(1)["kind"] == "eval"  # the old run is kept
         run_id = bgbench.record(result, store)
-        stored = features_summary(store, run_id)
+        stored = FEATURES.read(store, run_id)
         metrics = {(m["name"], m["variant"]): m["value"] for m in store.metrics(run_id)}
     assert stored.to_dict() == result.summary().to_dict()
     assert metrics[("features_bg_share", "")] == pytest.approx(0.5)
@@ -222,7 +223,7 @@ def _oracle(model, root, group_by, k, n):
 @pytest.mark.parametrize("group_by", ["prediction", "label"])
 def test_salient_imagenet_ranking_and_shares_recomputed_on_a_timm_model(synth96, group_by):
     model = bgbench.create_model("timm:test_resnet")
-    result = probe_features(model, synth96, FeaturesConfig(top_features=3, top_images=2, group_by=group_by,
+    result = FEATURES.compute(model, synth96, FeaturesConfig(top_features=3, top_images=2, group_by=group_by,
                                                            batch_size=7), progress=False)
     want = _oracle(model, synth96, group_by, 3, 2)
     got = [(r[0], r[1], r[2], r[3], json.loads(r[10]), r[7], r[8]) for r in result.rows]
@@ -254,10 +255,10 @@ def test_models_it_cannot_read_are_refused_in_one_line(tmp_path):
     data = _red_green_data(tmp_path / "rg")
     spec = ModelSpec(name="plain", arch="hand", num_classes=2, mean=(0, 0, 0), std=(1, 1, 1))
     with pytest.raises(BgbenchError, match="needs a timm model"):
-        probe_features(BgModel(_NoHead(), spec), data, FeaturesConfig(), progress=False)
+        FEATURES.compute(BgModel(_NoHead(), spec), data, FeaturesConfig(), progress=False)
     squared = BgModel(_SquaredHead([[1.0, 2.0], [3.0, 4.0]]), spec).eval()
     with pytest.raises(BgbenchError, match="not its linear head"):
-        probe_features(squared, data, FeaturesConfig(), progress=False)
+        FEATURES.compute(squared, data, FeaturesConfig(), progress=False)
     for bad, needle in (({"top_features": 0}, "--top-features"), ({"threshold": 1.5}, "--threshold"),
                         ({"group_by": "guess"}, "--group-by"), ({"galleries": -1}, "--galleries")):
         with pytest.raises(BgbenchError, match=needle):
@@ -270,7 +271,7 @@ def test_a_1000_class_model_cannot_group_by_label(tmp_path, monkeypatch):
     spec = ModelSpec(name="wide", arch="hand", num_classes=1000, label_space="imagenet1k")
     model = BgModel(_RedGreen([[0.0, 0.0]] * 1000), spec)
     with pytest.raises(BgbenchError, match="--group-by label"):
-        probe_features(model, _red_green_data(tmp_path / "rg"), FeaturesConfig(group_by="label"), progress=False)
+        FEATURES.compute(model, _red_green_data(tmp_path / "rg"), FeaturesConfig(group_by="label"), progress=False)
 
 
 def test_probe_features_cli_writes_beside_the_store_and_records(synth_root, tmp_path, monkeypatch):

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from bgbench.evaluation.groups import group_accuracy
+from bgbench.measures.groups.summary import group_accuracy
 from conftest import assert_one_line_error, run_cli
 
 

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from bgbench.measures.noise.probe import NoiseConfig, noise_summary
+from bgbench.measures.noise import MEASURE as NOISE
+from bgbench.measures.noise.probe import NoiseConfig
 from bgbench.measures.noise.summary import summarize
 from bgbench.measures.noise.engine import Region, draw_seed, noisy_predictions, region_noise, region_predictions
 from bgbench.errors import BgbenchError
@@ -61,10 +62,9 @@ def test_each_images_noise_is_its_own_seeded_draw():
 
 def test_noise_rows_do_not_depend_on_the_batch_size(synth_root):
     """Per-image draws: batches of 5 and of 64 give the very same per-image rows (predictions included)."""
-    from bgbench.measures.noise.probe import probe_noise
     from bgbench.models import create_model
     model = create_model("timm:test_resnet")
-    rows = [sorted(probe_noise(model, synth_root, NoiseConfig(levels=[0.3, 0.6], trials=2, batch_size=b),
+    rows = [sorted(NOISE.compute(model, synth_root, NoiseConfig(levels=[0.3, 0.6], trials=2, batch_size=b),
                                progress=False).rows) for b in (5, 64)]
     assert rows[0] == rows[1] and len(rows[0]) == 36 * 2 * 2 * 2
     assert {r[5] for r in rows[0]} == {0, 1}  # some right, some wrong: the predictions are not all alike
@@ -230,7 +230,7 @@ def test_noise_probe_cli_stores_rows_grid_and_intervals(synth_root, tmp_path):
     doc = _strict_json(proc.stdout)
     with Store(db) as store:
         n = store.conn.execute("SELECT COUNT(*) FROM probe_noise WHERE run_id=?", (doc["run_id"],)).fetchone()[0]
-        again = noise_summary(store, doc["run_id"]).to_dict()
+        again = NOISE.read(store, doc["run_id"]).to_dict()
         run = store.get_run(doc["run_id"])
         metrics = {(m["name"], m["variant"]): m for m in store.metrics(doc["run_id"])}
     assert run["kind"] == "probe_noise" and n == 36 * 2 * 2  # images x regions x levels x 1 trial
@@ -244,7 +244,7 @@ def test_noise_probe_cli_stores_rows_grid_and_intervals(synth_root, tmp_path):
     fg = doc["curves"]["fg"][0]
     assert fg["hi"] > fg["lo"]  # one trial, yet an interval (over images)
     with Store(db) as store:  # what the CLI prints without --json
-        table = noise_summary(store, doc["run_id"]).table()
+        table = NOISE.read(store, doc["run_id"]).text()
     assert "grid custom σ 60/255 … 120/255 (2 levels)" in table and "RFS overall" in table
     assert_one_line_error(run_cli("probe", "noise", "--model", "timm:test_resnet", "--data", synth_root,
                                   "--trials", "0", "--db", db), "--trials")

@@ -8,7 +8,9 @@ import pytest
 import torch
 import torch.nn as nn
 
-from bgbench.measures.saliency.probe import SaliencyConfig, gradcam_batch, probe_saliency, resolve_layer
+from bgbench.measures.saliency import MEASURE as SALIENCY
+from bgbench.measures.saliency.probe import SaliencyConfig
+from bgbench.probing.gradcam import gradcam_batch, resolve_layer
 from bgbench.probing.gradcam import default_layer
 from bgbench.measures.saliency.metrics import METRICS, saliency_alignment
 from bgbench.measures.saliency.overlays import choose_examples
@@ -101,10 +103,10 @@ def _timm_model(arch, **kw):
 @pytest.mark.parametrize("layer", [None, "layer2"])  # the default last stage (2x2 at 64 px), and 8x8
 def test_saliency_equals_rival10_with_pytorch_grad_cam_on_a_resnet(synth64, layer):
     model = _timm_model("test_resnet")
-    result = probe_saliency(model, synth64, SaliencyConfig(layer=layer, batch_size=64, examples=0),
+    result = SALIENCY.compute(model, synth64, SaliencyConfig(layer=layer, batch_size=64, examples=0),
                             progress=False)
-    assert result.layer == (layer or "layer4")
-    check_against_grad_cam(model, model.net.get_submodule(result.layer), synth64, result.rows)
+    assert result.config["layer"] == (layer or "layer4")
+    check_against_grad_cam(model, model.net.get_submodule(result.config["layer"]), synth64, result.rows)
     # the headline is RIVAL10's: nanmean per predicted class, then the mean over those classes
     by_pred = {}
     for _, _, pred, *vals in result.rows:
@@ -121,7 +123,7 @@ def test_saliency_equals_rival10_with_pytorch_grad_cam_on_a_vit(synth64, arch, p
 
     def to_grid(t):  # RIVAL10's vit_reshape_transform, with the prefix tokens of this model
         return t[:, prefix:, :].reshape(t.size(0), 8, 8, t.size(2)).permute(0, 3, 1, 2)
-    result = probe_saliency(model, synth64, SaliencyConfig(batch_size=64, examples=0), progress=False)
+    result = SALIENCY.compute(model, synth64, SaliencyConfig(batch_size=64, examples=0), progress=False)
     check_against_grad_cam(model, model.net.blocks[-1].norm1, synth64, result.rows, reshape=to_grid,
                             flat_at_most=0.2)
 

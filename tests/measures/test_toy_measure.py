@@ -4,27 +4,23 @@ report section, with no other file changed; and the contract every measure keeps
 
 The toy measure is flip consistency: the share of images whose prediction survives a horizontal
 flip (a model that reads the object should not care which way it faces)."""
-from dataclasses import asdict, dataclass, field
-from typing import ClassVar, Optional
+from dataclasses import dataclass, field
+from typing import Optional
 
 import pytest
 
-from bgbench.measures.registry import Headline, Measure, SectionSpec, register_measure, unregister_measure
-from bgbench.measures.result import MeasureResult, stored_summary
+from bgbench.measures.base import ModelMeasure
+from bgbench.measures.registry import Headline, SectionSpec, register_measure, unregister_measure
 from bgbench.options import flag
-from bgbench.store import TableSchema, declare_table
 from conftest import run_cli
 from helpers import contract
-
-TABLE = declare_table(TableSchema("probe_flip", (("image_id", "TEXT NOT NULL"), ("label", "INTEGER NOT NULL"),
-                                                 ("pred", "INTEGER NOT NULL"), ("pred_flipped", "INTEGER NOT NULL")),
-                                  key=("image_id",)))
 
 
 @dataclass
 class FlipConfig:
     batch_size: int = 16
     device: str = "cpu"
+    workers: Optional[int] = None
     horizontal: bool = field(default=True, metadata=flag("--vertical", "flip top to bottom instead",
                                                          action="store_false"))
 
@@ -38,69 +34,48 @@ class FlipSummary:
     def to_dict(self):
         return {"consistency": self.consistency, "images": self.images}
 
-    def table(self):
+    def text(self):
         return f"flip consistency: {self.consistency:.3f} over {self.images} images"
 
     def metric_rows(self):
         return [("flip_consistency", "", self.consistency, None, None, self.images)]
 
 
-def summarize(rows) -> FlipSummary:
-    return FlipSummary(sum(r[2] == r[3] for r in rows) / len(rows), len(rows))
+class Flip(ModelMeasure):
+    """The whole measure: what it is, each batch's rows, and the summary of the rows."""
 
+    name = "flip"
+    help = "prediction consistency under a flip"
+    needs = ("model",)
+    config = FlipConfig
+    columns = (("image_id", "TEXT NOT NULL"), ("label", "INTEGER NOT NULL"), ("pred", "INTEGER NOT NULL"),
+               ("pred_flipped", "INTEGER NOT NULL"))
+    key = ("image_id",)
+    headlines = (Headline("flip_consistency", label="flip consistency"),)
+    sections = (SectionSpec("flip", "Flip consistency", f"{__name__}:section",
+                            template="<p>consistency {{ '%.3f'|format(data.summary.consistency) }} "
+                                     "(run {{ data.run_id }})</p>"),)
 
-@dataclass
-class FlipResult(MeasureResult):
-    measure: ClassVar[str] = "flip"
+    def rows(self, run, batch, cfg: FlipConfig):
+        flipped = batch.x.flip(-1 if cfg.horizontal else -2)
+        pred, pred_f = run.model(batch.x).argmax(1).tolist(), run.model(flipped).argmax(1).tolist()
+        return [(it.image_id, it.label, p, q) for it, p, q in zip(batch.items, pred, pred_f)]
 
-    def summarize(self):
-        return summarize(self.rows)
-
-
-def compute(model, data, cfg: FlipConfig, progress: bool = True):
-    import torch
-
-    from bgbench.data.resolve import resolve_layout
-    from bgbench.distributed import setup, world_record
-    from bgbench.probing.batches import masked_batches
-    from bgbench.probing.sharding import ProbeShard
-    from bgbench.recording import Provenance
-    layout = resolve_layout(data, ["original"])
-    shard = ProbeShard(layout.foregrounds(), cfg.batch_size, setup(cfg.device))
-    with torch.no_grad():
-        for items, x, _ in masked_batches(shard.pairs, cfg.batch_size, shard.ranks.device):
-            flipped = x.flip(-1 if cfg.horizontal else -2)
-            pred, pred_f = model(x).argmax(1).tolist(), model(flipped).argmax(1).tolist()
-            shard.add(items, [(it.image_id, it.label, p, q) for it, p, q in zip(items, pred, pred_f)])
-    rows = shard.gathered()
-    if rows is None:
-        return None
-    result = FlipResult(rows=rows, config=asdict(cfg))
-    result.provenance = Provenance.of("probe_flip", {**asdict(cfg), **world_record(shard.ranks)}, model=model,
-                                      layout=layout)
-    return result
-
-
-def read(store, run_id):
-    return stored_summary(store, run_id, "probe_flip", TABLE, lambda rows, config: summarize(rows))
+    def summarize(self, rows, config):
+        return FlipSummary(sum(r[2] == r[3] for r in rows) / len(rows), len(rows))
 
 
 def section(ctx, subject):
-    run = subject.latest("probe_flip")
-    return None if run is None else {"run_id": run["id"], "summary": read(ctx.store, run["id"]).to_dict()}
+    found = TOY.stored(ctx, subject)
+    return None if found is None else {"run_id": found[0]["id"], "summary": found[1].to_dict()}
 
 
-TOY = Measure(name="flip", kind="probe_flip", help="prediction consistency under a flip", needs=("model",),
-              table=TABLE.name, config=f"{__name__}:FlipConfig", compute=f"{__name__}:compute",
-              read=f"{__name__}:read", headlines=(Headline("flip_consistency", label="flip consistency"),),
-              sections=(SectionSpec("flip", "Flip consistency", f"{__name__}:section",
-                                    template="<p>consistency {{ '%.3f'|format(data.summary.consistency) }} "
-                                             "(run {{ data.run_id }})</p>"),))
+TOY = Flip()
 
 
 @pytest.fixture(scope="module")
 def flip():
-    measure = register_measure(TOY, package=__name__)
+    measure = register_measure(TOY)
     yield measure
     unregister_measure(measure.name)
 

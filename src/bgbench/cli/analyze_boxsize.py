@@ -26,5 +26,5 @@ def run(args: argparse.Namespace) -> int:
         result = box_size_curve(store, args.run, variants=args.variants, bins=args.bins, data=args.data,
                                 mapping=stored_mapping(store, args))
     emit(args, {"run_id": result.run_id, "box_source": result.box_source, "curves": result.to_dict()},
-         result.table())
+         result.text())
     return 0

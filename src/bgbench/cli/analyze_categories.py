@@ -20,5 +20,5 @@ def run(args: argparse.Namespace) -> int:
     from ..measures.categories.summary import prediction_categories
     with open_store(args, create=False) as store:
         result = prediction_categories(store, args.run, mapping=stored_mapping(store, args))
-    emit(args, result.to_dict(), result.table())
+    emit(args, result.to_dict(), result.text())
     return 0

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..measures.edit_drops.summary import edit_drops_by_model
+from ..measures.edits.summary import edit_drops_by_model
 from .arguments import add_db_arg, add_output_args, add_runs_arg, add_seed_arg, param_default
 from .folders import open_store
 from .output import emit
@@ -25,5 +25,5 @@ def run(args: argparse.Namespace) -> int:
     checks.at_least("--bootstrap", args.bootstrap, 100)
     with open_store(args, create=False) as store:
         results = edit_drops_by_model(store, args.runs, n_boot=args.bootstrap, seed=args.seed)
-    emit(args, {"models": [r.to_dict() for r in results]}, "\n\n".join(r.table() for r in results))
+    emit(args, {"models": [r.to_dict() for r in results]}, "\n\n".join(r.text() for r in results))
     return 0

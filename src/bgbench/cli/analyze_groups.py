@@ -11,7 +11,7 @@ from .output import emit
 
 def register(sub, measure) -> None:
     from ..measures.groups.stored import MIXED
-    from ..evaluation.groups import MIN_IMAGES
+    from ..measures.groups.summary import MIN_IMAGES
     p = sub.add_parser("groups", help=measure.help.replace("%", "%%"))
     add_stored_run_args(p)
     p.add_argument("--variant", choices=(*MIXED, "original"),
@@ -31,5 +31,5 @@ def run(args: argparse.Namespace) -> int:
     with open_store(args, create=False) as store:
         result = worst_group(store, args.run, variant=args.variant, data=args.data,
                              mapping=stored_mapping(store, args), min_images=args.min_images)
-    emit(args, result.to_dict(), result.table())
+    emit(args, result.to_dict(), result.text())
     return 0

@@ -24,5 +24,5 @@ def run(args: argparse.Namespace) -> int:
     if result.trained_on not in (None, "mixed_rand", "only_fg"):
         status(f"note: run {args.run}'s model was trained on {result.trained_on}; leakage is meant for models "
                f"trained on mixed_rand or only_fg, where background-only accuracy should be at chance")
-    emit(args, result.to_dict(), result.table())
+    emit(args, result.to_dict(), result.text())
     return 0

@@ -89,5 +89,5 @@ def run(args: argparse.Namespace) -> int:
         with open_store(args) as store:
             doc["run_id"] = record(result, store)
             stored_in(doc["run_id"], store.path, what="build run")
-    emit(args, doc, result.summary())
+    emit(args, doc, result.text())
     return 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
-from ..evaluation.challenge.config import PRECISIONS, ChallengeConfig
+from ..measures.challenge.config import PRECISIONS, ChallengeConfig
 from .arguments import (add_db_arg, add_mapping_arg, add_model_args, add_output_args, add_protocol_arg, add_seed_arg,
                         config_default, create_model)
 from .folders import open_store
@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
         status(note)
     status(f"{report.pairs} composites in {report.seconds:.1f}s")
     stored_in(report.run_id, where)
-    emit(args, report.to_dict(), report.table())
+    emit(args, report.to_dict(), report.text())
     return 0
 
 

@@ -23,5 +23,5 @@ def register(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     with open_store(args, create=False) as store:
         result = compare_runs(store, args.run_a, args.run_b, seed=args.seed)
-    emit(args, result.to_dict(), result.table())
+    emit(args, result.to_dict(), result.text())
     return 0

@@ -113,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     for why in result.skipped:
         console.status(f"skipped {why}")
-    doc, text = result.outputs(), result.summary()
+    doc, text = result.outputs(), result.text()
     if result.provenance is not None:  # a shard is recorded once merged, not before
         with open_store(args) as store:
             doc["run_id"] = record(result, store)

@@ -5,14 +5,14 @@ from __future__ import annotations
 import argparse
 
 from ..errors import BgbenchError
-from ..evaluation.config import EvalConfig
+from ..measures.eval.config import EvalConfig
 from ..variants.registry import IN9_VARIANTS, list_variants
 from .arguments import (add_config_flags, add_db_arg, add_mapping_arg, add_model_args,
                         add_output_args, add_protocol_arg, add_seed_arg, config_default, create_model)
 from .folders import open_store
 from .output import emit, stored_in
 
-#: Label spaces of a predictions file (mirrors `evaluation.prediction_file.LABEL_SPACES`; no torch here).
+#: Label spaces of a predictions file (mirrors `measures.eval.prediction_file.LABEL_SPACES`; no torch here).
 LABEL_SPACES = ("dataset", "imagenet1k")
 
 
@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         record(report, store)
         stored_in(report.run_id, store.path)
-    emit(args, report.to_dict(), report.table())
+    emit(args, report.to_dict(), report.text())
     return 0
 
 

@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
         result = merge(Path(args.out).expanduser(), records, overwrite=args.overwrite, workers=args.workers,
                        progress=not args.quiet)
         entry = {"kind": kind, "shards": len(records), **result.outputs()}
-        text = result.summary()
+        text = result.text()
         if getattr(result, "provenance", None) is not None:
             with Store(args.db) as store:
                 entry["run_id"] = recording.record(result, store)

@@ -23,5 +23,5 @@ def register(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..api import predict
     result = predict(create_model(args), args.paths, top=args.top, device=args.device)
-    emit(args, result.to_dict(), result.table())
+    emit(args, result.to_dict(), result.text())
     return 0

@@ -33,7 +33,7 @@ def register(sub) -> None:
 
 def add_probe(inner, measure: Measure) -> argparse.ArgumentParser:
     """The subcommand of one probe measure, its flags read from its config's declaration."""
-    config = measure.load("config")
+    config = measure.config
     fields = {f.name for f in dataclasses.fields(config)}
     p = inner.add_parser(measure.name, help=measure.help.replace("%", "%%"),
                          description=(measure.description or measure.help).replace("%", "%%"))
@@ -52,31 +52,30 @@ def add_probe(inner, measure: Measure) -> argparse.ArgumentParser:
 
 def config_of(measure: Measure, args: argparse.Namespace):
     """The measure's config from the parsed arguments (its checks run in `__post_init__`)."""
-    config = measure.load("config")
+    config = measure.config
     names = {f.name for f, _ in flagged_fields(config)} | set(SHARED_FIELDS)
     return config(**{f.name: getattr(args, f.name) for f in dataclasses.fields(config)
                      if f.name in names and hasattr(args, f.name)})
 
 
 def run(args: argparse.Namespace) -> int:
+    """Build the model, compute through the API (under torchrun each rank computes its share; rank
+    0 writes the pictures, records and prints)."""
+    from ..api import probe
     from ..distributed import launched
     from ..recording import record
     measure: Measure = args.measure
     cfg = config_of(measure, args)
     model = create_model(args)
-    compute = measure.load("compute")
     writes = bool(measure.pictures) and getattr(cfg, measure.pictures) > 0
-
-    def computed(out_dir):
-        extra = {"out_dir": out_dir} if measure.pictures else {}
-        return compute(model, args.data, cfg, progress=not args.quiet, **extra)
-    if not launched().main:  # a torchrun rank other than 0 computes its share; rank 0 writes, records, reports
-        computed(None)
+    options = dataclasses.asdict(cfg)
+    if not launched().main:
+        probe(measure.name, model, args.data, progress=False, **options)
         return 0
     with open_store(args) as store:
         with run_output_dir(getattr(args, "out", None), store.path, measure.kind, writes=writes) as out_dir:
-            result = computed(out_dir)
+            result = probe(measure.name, model, args.data, out_dir=out_dir, progress=not args.quiet, **options)
         run_id = record(result, store)
         stored_in(run_id, store.path)
-    emit(args, result.to_dict(), result.table())
+    emit(args, result.to_dict(), result.text())
     return 0

@@ -41,5 +41,5 @@ def run(args: argparse.Namespace) -> int:
     result = synth(args.out, per_class=args.per_class, size=args.size, seed=args.seed, split=args.split,
                    bg_correlation=args.bg_correlation, correlation=args.correlation, workers=args.workers, shard=args.shard,
                    overwrite=args.overwrite, progress=not args.quiet)
-    emit(args, result.outputs(), result.summary())
+    emit(args, result.outputs(), result.text())
     return 0

@@ -68,15 +68,15 @@ class EditResult:
                     rows.append((key, m["level"], m[key], None, None, m["images"]))
         return rows
 
-    def summary(self) -> str:
+    def text(self) -> str:
         n = len(self.by_level().get(ORIGINAL, []))
         if self.shard is not None:
-            return (f"{self.table()}\nshard {self.shard}: edited {n} images in {self.out}; join the shards with "
+            return (f"{self.levels_table()}\nshard {self.shard}: edited {n} images in {self.out}; join the shards with "
                     f"`bgbench merge`")
-        return (f"{self.table()}\nedited {n} images into {len(self.levels)} levels in {self.out}; "
+        return (f"{self.levels_table()}\nedited {n} images into {len(self.levels)} levels in {self.out}; "
                 f"manifest {self.out / M.MANIFEST}")
 
-    def table(self) -> str:
+    def levels_table(self) -> str:
         lines = [f"{'level':<18}{'images':>7}{'pixel rate':>12}{'GLCM contrast':>15}{'dissimilarity':>15}"]
         for m in self.level_means():
             f = lambda v: "-" if v is None else f"{v:.4f}"

@@ -61,7 +61,7 @@ class PhotoPredictions:
         return {"model": self.model, "model_label": self.model_label, "label_space": self.label_space,
                 "mapping": self.mapping, "images": [p.to_dict() for p in self.images]}
 
-    def table(self) -> str:
+    def text(self) -> str:
         lines = [f"model: {self.model_label}" + (f"; classes mapped through {self.mapping}" if self.mapping else "")]
         width = max([len(t["name"]) for p in self.images for t in p.top] + [10])
         for p in self.images:

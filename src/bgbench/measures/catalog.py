@@ -10,8 +10,8 @@ from typing import Tuple
 
 PACKAGES: Tuple[str, ...] = (
     "eval", "challenge",
-    "categories", "boxsize", "leakage", "edit_drops", "groups",
-    "noise", "saliency", "features", "ablation", "attribution",
+    "categories", "boxsize", "leakage", "edits", "groups",
+    "noise", "saliency", "features", "ablate", "attribution",
 )
 
 

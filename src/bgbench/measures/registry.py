@@ -1,20 +1,20 @@
-"""The Measure registry: what bgbench measures, declared once and read by the store, the recording,
-the CLI, `bgbench runs`, the report and studies.
+"""The Measure registry: what bgbench measures, each declared once as a `Measure` subclass, and read
+by the store, the recording, the CLI, `bgbench runs`, the report and studies.
 
-A measure is one package under `measures/` whose `__init__.py` declares a `Measure` and registers
-it; `measures.catalog` lists the packages (the one registry line of a new measure). A declaration
-names its pieces by import path ('module:attribute') rather than importing them, so that reading
-the registry (`bgbench --help`, `bgbench runs`) imports no torch; `Measure.load(...)` imports a
-piece when it is used.
+A measure is one package under `measures/` whose `__init__.py` registers its class
+(`register_measure`); `measures.catalog` lists the packages (the one registry line of a new
+measure). Its `name` is its one identity: its run kind, its per-image table, its command
+(`bgbench probe NAME` or `bgbench analyze NAME`) and its API entry (`bgbench.probe(NAME, ...)`)
+follow from it (`Measure.kind`). A class imports no torch when it is declared, so reading the
+registry (`bgbench --help`, `bgbench runs`) stays light; its methods import what they run.
 
-The pieces, each optional where the measure has no use for it:
+What a measure class supplies, each where it has a use for it:
 - `config`: the options dataclass; fields that carry `options.flag(...)` metadata become flags of
   the generated command;
-- `compute(model, data, cfg, *, progress, [out_dir]) -> MeasureResult | None`: the engine (None on
-  a torchrun rank other than 0, which computes its share);
-- `table`: the per-image table its rows go to (its schema is declared in the store's schema);
-- `read(store, run_id) -> summary`: the summary of a stored run, recomputed from that table (a
-  pure `summarize` function of the rows under the run's config);
+- `compute(model, data, cfg, *, progress, out_dir)`: the run (`base.ModelMeasure` owns it for the
+  probes, which supply only their per-batch rows);
+- `columns`, `key`, `order`: its per-image table (declared in the store's schema under its kind);
+- `summarize(rows, config)`: the pure summary of its rows, which `read` recomputes from a stored run;
 - `headlines`: the numbers that say how a run came out (the first the run has is shown), with
   their direction;
 - `sections`: the report sections that show it.
@@ -22,8 +22,9 @@ The pieces, each optional where the measure has no use for it:
 from __future__ import annotations
 
 import importlib
+import json
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Protocol, Tuple
+from typing import Any, ClassVar, Dict, List, Optional, Protocol, Sequence, Tuple
 
 #: What a measure can need of its input; the generated command and the docs say it in these words.
 NEEDS = {
@@ -36,6 +37,8 @@ NEEDS = {
 #: Where a measure's command lives: `bgbench probe NAME` (runs a model on a dataset), `bgbench
 #: analyze NAME` (reads stored runs), or its own top-level command (eval, challenge).
 COMMANDS = ("probe", "analyze", "own")
+#: A probe's run kind (and its per-image table) is its name after this.
+PROBE_PREFIX = "probe_"
 
 
 @dataclass(frozen=True)
@@ -75,44 +78,86 @@ class SectionSpec:
     template: Optional[str] = None
 
 
-@dataclass(frozen=True)
 class Measure:
-    """The declaration of one measure (see the module docstring for each piece)."""
+    """One measure, declared as a subclass whose class attributes say what it is (see the module
+    docstring); `register_measure` adds an instance to the registry."""
 
-    name: str
-    kind: Optional[str]  # the run kind it records (None: an analysis of stored runs, recorded nowhere)
-    help: str
-    command: str = "probe"
-    needs: Tuple[str, ...] = ()
-    config: Optional[str] = None
-    compute: Optional[str] = None
-    read: Optional[str] = None
-    table: Optional[str] = None
-    headlines: Tuple[Headline, ...] = ()
-    sections: Tuple[SectionSpec, ...] = ()
-    description: str = ""
-    title: str = ""  # a few words, for listings ('noise sensitivity (RFS)'); the name by default
-    data_help: str = "original/ and fg_mask/"
-    pictures: Optional[str] = None  # the config field that, when > 0, makes the run write pictures
-    pictures_help: str = ""  # --out's help for a measure that writes pictures
-    package: str = ""  # the measure's package (its folder holds its own templates); set on registration
+    name: ClassVar[str] = ""
+    command: ClassVar[str] = "analyze"
+    help: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    title: ClassVar[str] = ""  # a few words, for listings ('noise sensitivity (RFS)'); the name by default
+    needs: ClassVar[Tuple[str, ...]] = ()
+    headlines: ClassVar[Tuple[Headline, ...]] = ()
+    sections: ClassVar[Tuple[SectionSpec, ...]] = ()
+    data_help: ClassVar[str] = "original/ and fg_mask/"
+    config: ClassVar[Optional[type]] = None  # the options dataclass
+    pictures: ClassVar[Optional[str]] = None  # the config field that, when > 0, makes the run write pictures
+    pictures_help: ClassVar[str] = ""  # --out's help for a measure that writes pictures
+    #: The per-image table: its columns (name, SQL type), key and order; its name is the kind.
+    columns: ClassVar[Tuple[Tuple[str, str], ...]] = ()
+    key: ClassVar[Tuple[str, ...]] = ()
+    order: ClassVar[Tuple[str, ...]] = ()
+    #: A table of its own with another name (eval's `predictions`, the challenge's `challenge_fg`).
+    table_name: ClassVar[Optional[str]] = None
 
-    def __post_init__(self):
+    def __init__(self):
         unknown = sorted(set(self.needs) - set(NEEDS))
         if unknown:
             raise ValueError(f"measure {self.name!r}: unknown needs {unknown}; known: {sorted(NEEDS)}")
         if self.command not in COMMANDS:
             raise ValueError(f"measure {self.name!r}: command must be one of {COMMANDS}")
-        if self.command == "probe" and (self.config is None or self.compute is None):
-            raise ValueError(f"measure {self.name!r}: a probe declares its config and compute")
+        if self.command == "probe" and self.config is None:
+            raise ValueError(f"measure {self.name!r}: a probe declares its config")
+        self.package = _package_of(type(self))
+        self.table = self._declare_table()
 
-    def load(self, piece: str) -> Any:
-        """The object a piece names ('config', 'compute', 'read', or a 'module:attribute' string)."""
-        ref = getattr(self, piece) if piece in ("config", "compute", "read") else piece
-        if ref is None:
-            raise LookupError(f"measure {self.name!r} declares no {piece}")
-        module, _, attr = ref.partition(":")
-        return getattr(importlib.import_module(module), attr)
+    # -- identity: everything follows from the name ------------------------------------------------
+    @property
+    def kind(self) -> Optional[str]:
+        """The run kind it records: 'probe_<name>' for a probe, its name for its own command, None for
+        an analysis of stored runs (recorded nowhere)."""
+        if self.command == "probe":
+            return PROBE_PREFIX + self.name
+        return self.name if self.command == "own" else None
+
+    def _declare_table(self):
+        """Its per-image table in the store's schema, named after its kind (or `table_name`)."""
+        from ..store.schema import TableSchema, declare_table, declared
+        name = self.table_name or (self.kind if self.columns else None)
+        if name is None:
+            return None
+        if not self.columns:
+            return declared(name)
+        return declare_table(TableSchema(name, self.columns, key=self.key, order=self.order))
+
+    # -- what a run computes and reads back -------------------------------------------------------
+    def compute(self, model, data, cfg, *, progress: bool = True, out_dir=None):
+        """Run the measure; the result on rank 0 (None on other torchrun ranks)."""
+        raise NotImplementedError(f"measure {self.name!r} runs through its own command")
+
+    def summarize(self, rows: Sequence[tuple], config: dict) -> Any:
+        """The pure summary of a run's per-image rows under its recorded config."""
+        raise NotImplementedError
+
+    def read(self, store, run_id: int) -> Any:
+        """The summary of a stored run, recomputed from its rows by `summarize` under the run's own
+        config: a stored run summarises exactly as the fresh result did."""
+        from ..errors import BgbenchError
+        from ..probing.tables import run_row
+        run = run_row(store, run_id, kinds=(self.kind,))
+        rows = [tuple(r[c] for c in self.table.column_names) for r in store.probe_rows(self.table.name, int(run_id))]
+        if not rows:
+            raise BgbenchError(f"{self.kind} run {run_id} has no per-image results stored")
+        s = self.summarize(rows, json.loads(run["config"]))
+        s.run_id = int(run_id)
+        return s
+
+    def stored(self, ctx: "SectionContext", subject: "SectionSubject") -> Optional[Tuple[Any, Any]]:
+        """(the subject's newest run of this measure, its summary), or None when it has none: what a
+        section starts from."""
+        run = subject.latest(self.kind)
+        return None if run is None else (run, self.read(ctx.store, run["id"]))
 
     def headline(self, metrics: Dict[Tuple[str, str], Optional[float]]) -> Optional[str]:
         """The first of its headlines the run has, shown; a run recorded with none of their values
@@ -122,26 +167,44 @@ class Measure:
                 return h.show(metrics[(h.metric, h.variant)])
         return self.headlines[0].show(None) if self.headlines else None
 
+    def section_function(self, ref: str):
+        """A section's function, 'module:attribute', imported when the report first calls it."""
+        module, _, attr = ref.partition(":")
+        return getattr(importlib.import_module(module), attr)
+
+    def __repr__(self) -> str:
+        return f"<measure {self.name}>"
+
+
+def _package_of(cls: type) -> str:
+    """The package a measure class belongs to (its folder holds its own templates): the module it is
+    declared in when that is a package (its `__init__.py`), else the module's package."""
+    import sys
+    module = sys.modules.get(cls.__module__)
+    name = cls.__module__
+    if module is not None and hasattr(module, "__path__"):
+        return name
+    return name.rpartition(".")[0] or name
+
 
 _MEASURES: Dict[str, Measure] = {}
 
 
-def register_measure(measure: Measure, package: Optional[str] = None) -> Measure:
-    """Add `measure` to the registry (its package: the caller's `__name__`, for its templates).
+def register_measure(measure) -> Measure:
+    """Add a measure (its class, or an instance) to the registry; returns the registered instance.
 
-    Registering the same declaration again is a no-op (a module imported twice); another
-    measure under a taken name or kind is an error."""
-    if package is not None and not measure.package:
-        measure = Measure(**{**measure.__dict__, "package": package})
-    old = _MEASURES.get(measure.name)
+    Registering the same class again is a no-op (a module imported twice); another measure under a
+    taken name or kind is an error."""
+    instance = measure() if isinstance(measure, type) else measure
+    old = _MEASURES.get(instance.name)
     if old is not None:
-        if old == measure:
+        if type(old) is type(instance):
             return old
-        raise ValueError(f"measure {measure.name!r} is already registered")
-    if measure.kind is not None and any(m.kind == measure.kind for m in _MEASURES.values()):
-        raise ValueError(f"run kind {measure.kind!r} is already a registered measure's")
-    _MEASURES[measure.name] = measure
-    return measure
+        raise ValueError(f"measure {instance.name!r} is already registered")
+    if instance.kind is not None and any(m.kind == instance.kind for m in _MEASURES.values()):
+        raise ValueError(f"run kind {instance.kind!r} is already a registered measure's")
+    _MEASURES[instance.name] = instance
+    return instance
 
 
 def unregister_measure(name: str) -> None:
@@ -167,7 +230,7 @@ def get_measure(name: str) -> Measure:
 
 
 def measure_of_kind(kind: str) -> Optional[Measure]:
-    """The measure whose runs are of `kind` (such as 'probe_noise'), or None."""
+    """The measure whose runs are of `kind` (such as a probe's), or None."""
     return next((m for m in list_measures() if m.kind == kind), None)
 
 

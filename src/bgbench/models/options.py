@@ -3,7 +3,7 @@
 The CLI's model flags are generated from these fields' metadata (`options.flag`), the CLI builds a
 `ModelOptions` from the parsed arguments, and every API function builds one from its keyword
 arguments; both then call `build`. A zero-shot model's label set, a norm, a trusted checkpoint or
-a protocol therefore resolve the same way from `bgbench probe ablate` and `bgbench.probe_ablate`.
+a protocol therefore resolve the same way from `bgbench probe ablate` and `bgbench.probe("ablate", ...)`.
 This module imports no torch (the flags are read for `--help`); `build` does.
 """
 from __future__ import annotations

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
 from ..measures.registry import Headline, Measure, list_measures
-from ..evaluation.groups import MIN_IMAGES
+from ..measures.groups.summary import MIN_IMAGES
 from .context import ReportContext, Subject
 
 #: Eval's worst group: MIXED-RAND's (class, background class) groups, else a group dataset's own.
@@ -143,7 +143,7 @@ def edit_drop_cells(ctx: ReportContext, subject: Subject) -> Dict[str, Tuple[dic
     with its paired bootstrap interval (the edits section's numbers): column key -> (column, cell)."""
     import json
     from ..edits.registry import ATTRIBUTES
-    from ..measures.edit_drops.summary import edit_drops, split_level
+    from ..measures.edits.summary import edit_drops, split_level
     run = subject.latest("eval")
     variants = json.loads(run["config"]).get("variants") or [] if run is not None else []
     if "original" not in variants or not any(split_level(v)[0] in ATTRIBUTES for v in variants):

@@ -24,7 +24,7 @@ from itertools import combinations
 from typing import Callable, Dict, List, Optional, Tuple
 
 from ..errors import BgbenchError
-from ..evaluation.groups import MIN_IMAGES
+from ..measures.groups.summary import MIN_IMAGES
 from ..measures.compare.summary import compare_runs
 from ..measures.eval.section import estimate, eval_accuracies
 from ..measures.registry import Measure, SectionSpec, list_measures
@@ -71,7 +71,7 @@ def register_section(name: str, title: str, scope: str = "model", after: Optiona
 def _measure_section(measure: Measure, spec: SectionSpec) -> Section:
     """A measure's section, its function imported when the report first calls it."""
     def call(*args):
-        return measure.load(spec.function)(*args)
+        return measure.section_function(spec.function)(*args)
     return Section(spec.name, spec.title, spec.scope, call, spec.after, measure, spec.template)
 
 

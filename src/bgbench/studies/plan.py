@@ -23,11 +23,10 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 from ..errors import BgbenchError
+from ..measures.registry import get_measure
 from ..reporting.context import FINISHED
 from .spec import EDITS, Study, StudyDataset, StudyMeasure, StudyModel, job_config
 
-#: The run kind each study measure records.
-KINDS = {"eval": "eval", "challenge": "challenge"}
 #: Why a step that needs the object's mask is skipped.
 NO_MASKS = "the dataset has no foreground masks (fg_mask/)"
 
@@ -114,7 +113,7 @@ def plan(study: Study, store) -> List[Step]:
             for measure in study.runnable:
                 if measure.name == EDITS or not measure.runs_on(d):
                     continue
-                step = Step(m, d, measure, KINDS.get(measure.name, f"probe_{measure.name}"),
+                step = Step(m, d, measure, get_measure(measure.name).kind,
                             options=dict(measure.options), weights=mf.weights, model_identity=mf.identity,
                             identity=measure_identity(measure.name, measure.options))
                 step.skip = _unsupported(measure.name, f)
@@ -197,7 +196,7 @@ def safe_name(label: str) -> str:
 
 def edit_step(study: Study, dataset: StudyDataset, measure: StudyMeasure, facts: DatasetFacts, store) -> Step:
     from ..edits.registry import ATTRIBUTES, edits_for
-    step = Step(None, dataset, measure, "edit", options=dict(measure.options))
+    step = Step(None, dataset, measure, "edit", options=dict(measure.options))  # bgbench edit's own run kind
     levels = measure.options.get("levels")
     chosen = edits_for(measure.options.get("attributes") or ATTRIBUTES, angles=measure.options.get("angles"),
                        levels=levels)
@@ -236,7 +235,6 @@ def refresh(step: Step, store) -> None:
 
 
 def _unsupported(name: str, facts: DatasetFacts) -> Optional[str]:
-    from ..measures.registry import get_measure
     needs = get_measure(name).needs
     if "masks" in needs and not facts.masks:
         return NO_MASKS
@@ -267,8 +265,7 @@ def _forwards(measure: StudyMeasure, facts: DatasetFacts):
 
 def _default(name: str, field_name: str):
     import dataclasses
-    from ..measures.registry import get_measure
-    for f in dataclasses.fields(get_measure(name).load("config")):
+    for f in dataclasses.fields(get_measure(name).config):
         if f.name == field_name:
             return f.default if f.default is not dataclasses.MISSING else f.default_factory()
     raise KeyError(field_name)

@@ -279,13 +279,13 @@ def job_config(name: str) -> type:
         from ..edits.pipeline import EditConfig
         return EditConfig
     if name == "eval":
-        from ..evaluation.config import EvalConfig
+        from ..measures.eval.config import EvalConfig
         return EvalConfig
     if name == "challenge":
-        from ..evaluation.challenge.config import ChallengeConfig
+        from ..measures.challenge.config import ChallengeConfig
         return ChallengeConfig
     from ..measures.registry import get_measure
-    return get_measure(name).load("config")
+    return get_measure(name).config
 
 
 def measure_options(name: str) -> List[str]:

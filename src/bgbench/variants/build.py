@@ -122,7 +122,7 @@ class BuildResult:
                 "classes": list(self.classes), "manifest": str(self.out / M.MANIFEST),
                 "shard": str(self.shard) if self.shard else None}
 
-    def summary(self) -> str:
+    def text(self) -> str:
         by = ", ".join(f"{r}: {n}" for r, n in sorted(self.reasons.items()))
         rejected = f"rejected {len(self.rejects)}" + (f" ({by})" if by else "")
         if self.shard is not None:

@@ -71,7 +71,7 @@ class SynthResult:
         return {"out": str(self.out), "split": self.split, "images": self.images, "variants": list(IN9_VARIANTS),
                 "shard": str(self.shard) if self.shard else None}
 
-    def summary(self) -> str:
+    def text(self) -> str:
         what = f"Synthetic-9 ({self.split}, {self.images} images x {len(IN9_VARIANTS)} variants + fg_mask, attr_mask)"
         if self.shard:
             return f"wrote shard {self.shard} of {what} to {self.out}; join the shards with `bgbench merge`"

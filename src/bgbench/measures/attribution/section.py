@@ -1,9 +1,5 @@
-"""The report section of the attribution measure: per attribute, the feature whose activation map
-best overlaps its mask, with the interval over the images, and the best feature over all classes.
-
-Registered through the measure's declaration (`SectionSpec`); the report's page and layout stay
-above, in `reporting`, and call this with its context.
-"""
+"""What the report shows of the attribution measure: per attribute, the feature whose activation
+map best overlaps its mask, with the interval over the images, and the best over all classes."""
 from __future__ import annotations
 
 from typing import Optional
@@ -13,11 +9,11 @@ from .summary import ALL
 
 
 def attribution_section(ctx: SectionContext, subject: SectionSubject) -> Optional[dict]:
-    from .probe import attribution_summary
-    run = subject.latest("probe_attribution")
-    if run is None:
+    from . import MEASURE
+    found = MEASURE.stored(ctx, subject)
+    if found is None:
         return None
-    summary = attribution_summary(ctx.store, run["id"])
+    run, summary = found
     rows = [{"attribute": attribute, "class": b["class"], "feature": b["feature"], "iou": b["iou"], "lo": b["lo"],
              "hi": b["hi"], "images": b["images"], "all": summary.groups[attribute][ALL]["features"][0]}
             for attribute, b in summary.best.items()]

@@ -75,7 +75,7 @@ class AttributionSummary:
                 rows.append(("attribution_iou", f"{attribute}/{cls}", f["iou"], f["lo"], f["hi"], g["images"]))
         return [tuple(None if isinstance(v, float) and math.isnan(v) else v for v in r) for r in rows]
 
-    def table(self) -> str:
+    def text(self) -> str:
         head = (f"feature attribution{f' (run {self.run_id})' if self.run_id else ''}: per attribute, the "
                 "penultimate-layer feature whose map (>= 0.5 of its max) best overlaps the attribute's mask")
         lines = [head, f"{'attribute':>16} {'class':>14} {'feature':>7} {'mean IoU':>8} {'95% CI':>15} "

@@ -43,7 +43,7 @@ class BoxSizeResult:
     def to_dict(self) -> dict:
         return dict(self.curves)
 
-    def table(self) -> str:
+    def text(self) -> str:
         of = f"run {self.run_id}" if self.run_id is not None else "the table"
         lines = [f"accuracy by box share of the image, {of} (boxes {self.box_source}, {self.n_boxes})"]
         for v, rows in self.curves.items():

@@ -2,12 +2,16 @@
 per class, from a stored eval run's ORIGINAL, MIXED-RAND and ONLY-BG-T predictions."""
 from ..registry import Measure, SectionSpec, register_measure
 
-MEASURE = register_measure(Measure(
-    title="prediction categories",
-    name="categories", kind=None, command="analyze", needs=("eval run",),
-    help="BG Irrelevant / Required / Fools ... per class (paper Table 3)",
-    sections=(SectionSpec("categories", "Prediction categories (paper Table 3)",
-                          f"{__name__}.section:categories_section"),
-              SectionSpec("categories_gallery", "Images behind the prediction categories",
-                          f"{__name__}.section:categories_gallery", after="categories")),
-), package=__name__)
+
+class Categories(Measure):
+    name = "categories"
+    title = "prediction categories"
+    needs = ("eval run",)
+    help = "BG Irrelevant / Required / Fools ... per class (paper Table 3)"
+    sections = (SectionSpec("categories", "Prediction categories (paper Table 3)",
+                            f"{__name__}.section:categories_section"),
+                SectionSpec("categories_gallery", "Images behind the prediction categories",
+                            f"{__name__}.section:categories_gallery", after="categories"))
+
+
+MEASURE = register_measure(Categories)

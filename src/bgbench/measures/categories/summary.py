@@ -72,7 +72,7 @@ class CategoryResult:
     def to_dict(self) -> dict:
         return {"run_id": self.run_id, "overall": self.overall, "per_class": self.per_class, "n": self.n}
 
-    def table(self) -> str:
+    def text(self) -> str:
         short = {"BG Irrelevant": "irrel", "BG Required": "bg-req", "BG+FG Required": "bg+fg",
                  "BG Fools": "fools", "Other": "other"}
         head = f"{'class':<24}" + "".join(f"{short[c]:>8}" for c in CATEGORIES)

@@ -14,7 +14,7 @@ import numpy as np
 from ...drawing import figures
 from ...drawing.gallery import PER_CLASS, Gallery, class_namer, pct
 from ...errors import DataError
-from ...evaluation.challenge.rank import top_backgrounds
+from .rank import top_backgrounds
 from ..eval.section import estimate
 from ..registry import SectionContext, SectionSubject
 
@@ -94,7 +94,7 @@ def load_matrix(ctx: SectionContext, run) -> Optional[np.ndarray]:
 def challenge_gallery(ctx: SectionContext, subject: SectionSubject) -> Optional[dict]:
     from ..examples import most_fooled
     from ...data.layout import discover
-    from ...evaluation.challenge.rank import top_backgrounds
+    from .rank import top_backgrounds
     run, full = challenge_run(subject, ctx)
     if run is None or not full:
         return None

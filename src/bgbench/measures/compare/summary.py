@@ -59,7 +59,7 @@ class Comparison:
                 "bg_gap_diff": self.bg_gap_diff.as_dict() if self.bg_gap_diff else None,
                 "challenge": self.challenge.as_dict() if self.challenge else None}
 
-    def table(self) -> str:
+    def text(self) -> str:
         def name(run_id: Optional[int]) -> str:
             return "table" if run_id is None else f"run {run_id}"
         lines = [f"{name(self.run_a)} (A) vs {name(self.run_b)} (B), paired on the same images",

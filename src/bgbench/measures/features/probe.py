@@ -1,31 +1,28 @@
-"""The features probe (RIVAL10 §5 after Salient ImageNet): config, runner (I/O) and the summary of a
-stored run.
+"""The features measure (RIVAL10 §5 after Salient ImageNet): its config and its class.
 
 One pass over the originals and masks of a dataset: each batch's feature maps, pooled features
-and logits (`feature_head`), and every channel's background share on every image from the small
-maps (`features_engine.background_shares`). Then, with no model, the ranking and the flags
-(`features_engine.rank_features`). With an output folder, the galleries re-run the network on the
-few images they show (`features_gallery`). Nothing is recorded here: `bgbench.record` does that.
+and logits (`probing.feature_head`), and every channel's background share on every image from the
+small maps (`engine.background_shares`). Then, with no model, the ranking and the flags
+(`engine.rank_features`). With an output folder, the galleries re-run the network on the few
+images they show (`draw`).
 """
 from __future__ import annotations
 
 import json
-import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar, Dict, Optional
+from typing import Dict, Optional
 
 import numpy as np
 
 from ... import checks
-from ...options import flag, runtime
-from ..result import MeasureResult, stored_summary
-from .table import TABLE
-from ...errors import BgbenchError
-from ...store import Store
-from .summary import FeaturesSummary, rule_text, summarize_features
-from ..saliency.summary import class_namer
 from ...data.prefetch import workers_field
+from ...errors import BgbenchError
+from ...options import flag, runtime
+from ..base import ModelMeasure
+from ..registry import Headline, SectionSpec
+from ..saliency.summary import class_namer
+from .summary import TABLE_COLUMNS, FeaturesSummary, rule_text, summarize_features
 
 GROUPINGS = ("prediction", "label")
 
@@ -61,137 +58,100 @@ class FeaturesConfig:
         checks.device(self.device)
 
 
-@dataclass
-class FeaturesResult(MeasureResult):
-    """rows: tuples in `features_summary.COLUMNS` order, one per (class, rank); the galleries drawn."""
+class FeaturesMeasure(ModelMeasure):
+    """Spurious features (RIVAL10 §5 after Salient ImageNet): each class's top penultimate features by
+    weight x mean activation, the share of their activation maps on the background, heatmap galleries."""
 
-    galleries: Dict[int, str] = field(default_factory=dict)
-    out_dir: Optional[str] = None
+    name = "features"
+    title = "spurious-feature discovery"
+    needs = ("model", "masks")
+    help = ("spurious features: each class's top penultimate features (weight x mean activation) and the share of "
+            "their activation maps on the background")
+    description = ("spurious-feature discovery (RIVAL10 §5 after Salient ImageNet): each class's top penultimate "
+                   "features, the share of their activation maps on the background, and a heatmap gallery per class")
+    config = FeaturesConfig
+    autograd = "no_grad"
+    columns = TABLE_COLUMNS
+    key = ("class_index", "rank")
+    headlines = (Headline("features_bg_share", label="top features' map share on the background",
+                          higher_is_better=False, short="features on bg"),)
+    pictures = "galleries"
+    pictures_help = "folder for the heatmap PNGs (default: a new probe_features_<time>/ beside the results store)"
+    sections = (SectionSpec("features", "Spurious features (RIVAL10 §5, Salient ImageNet's ranking)",
+                            f"{__package__}.section:features_section"),)
 
-    measure: ClassVar[str] = "features"
+    def prepare(self, run, cfg: FeaturesConfig) -> "_Head":
+        from ...probing.feature_head import LinearHead
+        if cfg.group_by == "label" and run.model.spec.label_space != "dataset":
+            raise BgbenchError(f"--group-by label needs a model whose outputs are the dataset's classes; "
+                               f"{run.model.spec.name} has {run.model.spec.num_classes} ImageNet classes, whose "
+                               "features are ranked per predicted class (--group-by prediction)")
+        return _Head(LinearHead.of(run.model), {p[0].image_id: k for k, p in enumerate(run.pairs)})
 
-    def summarize(self) -> FeaturesSummary:
-        return summary_of(self.rows, self.config)
+    def rows(self, state: "_Head", batch, cfg: FeaturesConfig) -> list:
+        """Per image: its pooled features, prediction, and each channel's map share on the
+        background (from the small maps: `engine.background_shares`); no map is kept."""
+        from .engine import background_shares
+        head = state.head
+        maps, feats, logits = head.forward(batch.x)
+        if head.pooled_is_map_mean is None:
+            head.check(maps, feats, logits)
+        masks = batch.m[:, 0]
+        preds = logits.argmax(dim=1).cpu().numpy()
+        pooled = feats.float().cpu().numpy()
+        shares = background_shares(maps, masks).cpu().numpy()
+        areas = (1 - masks.double()).mean(dim=(1, 2)).cpu().numpy()
+        return [(state.index[it.image_id], it.label, int(preds[k]), pooled[k], shares[k], float(areas[k]))
+                for k, it in enumerate(batch.items)]
 
-    def extra_outputs(self) -> dict:
-        return {"folder": self.out_dir, "galleries": {str(c): p for c, p in self.galleries.items()},
-                "pooled_is_map_mean": self.config.get("pooled_is_map_mean")}
+    def finish(self, state: "_Head", rows: list, cfg: FeaturesConfig, run):
+        """Every image's values ranked (`engine.rank_features`), with no model: one row per
+        (class, rank), and the rule the run recorded."""
+        from ... import console
+        from .engine import rank_features
+        if not rows:
+            raise BgbenchError("the dataset has no images to probe")
+        head = state.head
+        if not head.pooled_is_map_mean:
+            console.status(f"warning: {run.model.spec.name}'s pooled features are not the spatial means of its last "
+                           "feature map's channels; a feature's map shows where its channel fires, not exactly what "
+                           "it pools")
+        items = [run.pairs[r[0]][0] for r in rows]
+        groups = np.array([r[2] if cfg.group_by == "prediction" else r[1] for r in rows])
+        state.ranked = rank_features(np.stack([r[3] for r in rows]), groups, head.weight.float().cpu().numpy(),
+                                     np.stack([r[4] for r in rows]), np.array([r[5] for r in rows]),
+                                     cfg.top_features, cfg.top_images, cfg.threshold)
+        return [_row(f, items) for f in state.ranked], {
+            "features": head.features, "label_space": run.model.spec.label_space, "rule": rule_text(cfg.threshold),
+            "pooled_is_map_mean": head.pooled_is_map_mean,
+            "ranking": "Salient ImageNet: weight x mean activation over the group's images"}
 
-    def table(self) -> str:
-        text = self.summary().table()
-        return text + (f"\nheatmap galleries: {self.out_dir}" if self.galleries else "")
-
-
-
-def summary_of(rows, config: dict) -> FeaturesSummary:
-    name = class_namer(config.get("classes") or [], config.get("label_space", "dataset") == "dataset")
-    return summarize_features(rows, name, config)
-
-
-def features_summary(store: Store, run_id: int) -> FeaturesSummary:
-    """The summary of a stored probe_features run, from its rows."""
-    return stored_summary(store, run_id, "probe_features", TABLE, summary_of)
-
-
-@dataclass
-class _Pass:
-    """What one pass over the dataset keeps: per image, never a map."""
-
-    items: list
-    labels: np.ndarray
-    preds: np.ndarray
-    pooled: np.ndarray  # (N, D)
-    shares: np.ndarray  # (N, D) background share of each channel's map (NaN: zero map)
-    areas: np.ndarray  # (N,) background share of the image
-
-
-def _collect(head, pairs, cfg: FeaturesConfig, progress: bool, shard) -> Optional[_Pass]:
-    """One pass over this rank's share of the images (`sharding.ProbeShard`); on rank 0, every
-    rank's per-image values in the order one process makes them, else None."""
-    import torch
-
-    from ... import console
-    from ...probing.batches import masked_batches
-    from .engine import background_shares
-    index = {p[0].image_id: k for k, p in enumerate(pairs)}
-    bar = console.progress(enabled=progress and shard.ranks.main, total=len(shard.pairs), desc="features probe",
-                           unit="img")
-    with torch.no_grad():
-        for batch, x, m in masked_batches(shard.pairs, cfg.batch_size, shard.ranks.device, cfg.workers):
-            maps, feats, logits = head.forward(x)
-            if head.pooled_is_map_mean is None:
-                head.check(maps, feats, logits)
-            masks = m[:, 0]
-            preds = logits.argmax(dim=1).cpu().numpy()
-            pooled = feats.float().cpu().numpy()
-            shares = background_shares(maps, masks).cpu().numpy()
-            areas = (1 - masks.double()).mean(dim=(1, 2)).cpu().numpy()
-            shard.add(batch, [(index[it.image_id], it.label, int(preds[k]), pooled[k], shares[k], float(areas[k]))
-                              for k, it in enumerate(batch)])
-            bar.update(len(batch))
-    bar.close()
-    rows = shard.gathered()
-    if rows is None:
-        return None
-    if not rows:
-        raise BgbenchError("the dataset has no images to probe")
-    return _Pass([pairs[r[0]][0] for r in rows], np.array([r[1] for r in rows]), np.array([r[2] for r in rows]),
-                 np.stack([r[3] for r in rows]), np.stack([r[4] for r in rows]), np.array([r[5] for r in rows]))
-
-
-def probe_features(model, data, cfg: FeaturesConfig, out_dir: Optional[str | Path] = None, progress: bool = True,
-                   limit: Optional[int] = None) -> Optional[FeaturesResult]:
-    """Rank each class's penultimate features of `model` on the originals of `data` and measure where
-    their activation maps lie against the masks; with `out_dir`, write the heatmap galleries there.
-
-    Under torchrun the ranks share the forward passes (`sharding.ProbeShard`) and rank 0 ranks the
-    features of all images, draws the galleries and returns the result of one process; the other
-    ranks return None.
-    """
-    from ... import console
-    from ...data.resolve import resolve_layout
-    from ...distributed import setup, world_record
-    from ...probing.sharding import ProbeShard
-    from ...models.spec import meet_data
-    from ...recording import Provenance
-    from ...probing.feature_head import LinearHead
-    from .engine import rank_features
-
-    t0 = time.time()
-    layout = resolve_layout(data, ["original"])
-    pairs = layout.foregrounds()[:limit] if limit else layout.foregrounds()
-    meet_data(model, layout)
-    if cfg.group_by == "label" and model.spec.label_space != "dataset":
-        raise BgbenchError(f"--group-by label needs a model whose outputs are the dataset's classes; "
-                           f"{model.spec.name} has {model.spec.num_classes} ImageNet classes, whose features are "
-                           "ranked per predicted class (--group-by prediction)")
-    shard = ProbeShard(pairs, cfg.batch_size, setup(cfg.device))
-    device = shard.ranks.device
-    model = model.to(device).eval()
-    head = LinearHead.of(model)
-    seen = _collect(head, pairs, cfg, progress, shard)
-    if seen is None:
-        return None
-    if not head.pooled_is_map_mean:
-        console.status(f"warning: {model.spec.name}'s pooled features are not the spatial means of its last feature "
-                       "map's channels; a feature's map shows where its channel fires, not exactly what it pools")
-    groups = seen.preds if cfg.group_by == "prediction" else seen.labels
-    ranked = rank_features(seen.pooled, groups, head.weight.float().cpu().numpy(), seen.shares, seen.areas,
-                           cfg.top_features, cfg.top_images, cfg.threshold)
-    rows = [_row(f, seen.items) for f in ranked]
-    config = {**asdict(cfg), "split": layout.split, "images": len(pairs), "features": head.features,
-              "label_space": model.spec.label_space, "classes": list(layout.classes),
-              "rule": rule_text(cfg.threshold), "pooled_is_map_mean": head.pooled_is_map_mean,
-              "ranking": "Salient ImageNet: weight x mean activation over the group's images"}
-    result = FeaturesResult(rows=rows, config=config)
-    if out_dir is not None and cfg.galleries > 0 and ranked:
+    def draw(self, result, state: "_Head", cfg: FeaturesConfig, run, out_dir: Path) -> None:
         from .draw import draw_galleries
-        result.out_dir = str(Path(out_dir))
-        result.galleries = draw_galleries(head, pairs, ranked, config, cfg, Path(out_dir))
-    result.seconds = time.time() - t0
-    result.provenance = Provenance.of("probe_features", {**config, **world_record(shard.ranks)}, model=model,
-                                      layout=layout)
-    return result
+        if not state.ranked:
+            return
+        result.extra["folder"] = str(out_dir)
+        galleries = draw_galleries(state.head, run.pairs, state.ranked, result.config, cfg, out_dir)
+        result.extra["galleries"] = {str(c): p for c, p in galleries.items()}
+        if galleries:
+            result.notes.append(f"heatmap galleries: {out_dir}")
+
+    def outputs(self, result, state: "_Head") -> dict:
+        return {"folder": result.extra.get("folder"), "galleries": result.extra.get("galleries", {}),
+                "pooled_is_map_mean": result.config.get("pooled_is_map_mean")}
+
+    def summarize(self, rows, config: dict) -> FeaturesSummary:
+        name = class_namer(config.get("classes") or [], config.get("label_space", "dataset") == "dataset")
+        return summarize_features(rows, name, config)
+
+
+@dataclass
+class _Head:
+    """The network's head and feature maps (`LinearHead`), where each image sits, and the ranking."""
+
+    head: object
+    index: Dict[str, int]
+    ranked: list = field(default_factory=list)
 
 
 def _row(f, items) -> tuple:

@@ -1,8 +1,5 @@
-"""The report section of the features measure: what the report shows of its stored runs.
-
-Registered through the measure's declaration (`SectionSpec`); the report's page and layout stay
-above, in `reporting`, and call these with its context.
-"""
+"""What the report shows of the features measure: each class's top features with their background
+shares and spurious flags, beside the heatmap galleries the run drew (copied into the report)."""
 from __future__ import annotations
 
 import json
@@ -15,11 +12,11 @@ from ..registry import SectionContext, SectionSubject
 
 
 def features_section(ctx: SectionContext, subject: SectionSubject) -> Optional[dict]:
-    from ..features.probe import features_summary
-    run = subject.latest("probe_features")
-    if run is None:
+    from . import MEASURE
+    found = MEASURE.stored(ctx, subject)
+    if found is None:
         return None
-    summary = features_summary(ctx.store, run["id"])
+    run, summary = found
     galleries = json.loads(run["outputs"] or "{}").get("galleries") or {}
     classes = []
     for c in summary.per_class:

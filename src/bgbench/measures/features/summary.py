@@ -8,10 +8,14 @@ import math
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence
 
-from .table import TABLE
-
-#: The columns of a `probe_features` row after run_id, in order.
-COLUMNS = TABLE.column_names
+#: A stored row's columns (after run_id) and their SQL types: one row per class and rank.
+TABLE_COLUMNS = (("class_index", "INTEGER NOT NULL"), ("rank", "INTEGER NOT NULL"), ("feature", "INTEGER NOT NULL"),
+                 ("contribution", "REAL NOT NULL"), ("weight", "REAL NOT NULL"), ("mean_activation", "REAL NOT NULL"),
+                 ("images", "INTEGER NOT NULL"), ("bg_share", "REAL"), ("bg_area", "REAL NOT NULL"),
+                 ("spurious", "INTEGER NOT NULL"), ("top_images", "TEXT NOT NULL"),
+                 ("top_activations", "TEXT NOT NULL"), ("top_bg_shares", "TEXT NOT NULL"))
+#: The columns of a stored row, in order.
+COLUMNS = tuple(name for name, _ in TABLE_COLUMNS)
 #: Lists stored as JSON text.
 JSON_COLUMNS = ("top_images", "top_activations", "top_bg_shares")
 
@@ -85,7 +89,7 @@ class FeaturesSummary:
                      self.spurious))
         return rows
 
-    def table(self) -> str:
+    def text(self) -> str:
         lines = [f"spurious-feature discovery (Salient ImageNet: features ranked by weight x mean activation over "
                  f"the images grouped by {self.group_by}; maps on each feature's top images)",
                  f"{'class':<22}{'images':>7}{'rank':>5}{'feature':>8}{'contrib.':>10}{'bg share':>9}"

@@ -3,11 +3,14 @@ eval run: a group is (object class, background class) of a mixed variant, from t
 manifest, or a group dataset's own (Waterbirds, groups.csv)."""
 from ..registry import Measure, SectionSpec, register_measure
 
-MEASURE = register_measure(Measure(
-    title="worst-group accuracy",
-    name="groups", kind=None, command="analyze", needs=("eval run",),
-    help="accuracy per (class, background class) group of MIXED-RAND (or a group dataset's groups), the worst "
-         "group and the mean over groups",
-    sections=(SectionSpec("groups", "Worst-group accuracy",
-                          f"{__name__}.section:groups_section", after="leakage"),),
-), package=__name__)
+
+class Groups(Measure):
+    name = "groups"
+    title = "worst-group accuracy"
+    needs = ("eval run",)
+    help = ("accuracy per (class, background class) group of MIXED-RAND (or a group dataset's groups), the worst "
+            "group and the mean over groups")
+    sections = (SectionSpec("groups", "Worst-group accuracy", f"{__name__}.section:groups_section", after="leakage"),)
+
+
+MEASURE = register_measure(Groups)

@@ -12,7 +12,7 @@ from ...data.groups import find_group_file, group_layout
 from ...data.manifest import read_backgrounds
 from ...errors import BgbenchError
 from ...probing.tables import stored_table
-from ...evaluation.groups import MIN_IMAGES, GroupAccuracy, group_accuracy
+from .summary import MIN_IMAGES, GroupAccuracy, group_accuracy
 
 #: The mixed variants whose images record a background class.
 MIXED = ("mixed_rand", "mixed_next", "mixed_same")

@@ -2,11 +2,15 @@
 MIXED-RAND or ONLY-FG; NO-FG apart, as silhouette signal."""
 from ..registry import Measure, SectionSpec, register_measure
 
-MEASURE = register_measure(Measure(
-    title="box leakage",
-    name="leakage", kind=None, command="analyze", needs=("eval run",),
-    help="only_bg_b/only_bg_t accuracy above chance (box leakage), for models trained on MIXED-RAND or ONLY-FG; "
-         "no_fg apart, as silhouette signal",
-    sections=(SectionSpec("leakage", "Box leakage and silhouette signal (paper §5)",
-                          f"{__name__}.section:leakage_section"),),
-), package=__name__)
+
+class Leakage(Measure):
+    name = "leakage"
+    title = "box leakage"
+    needs = ("eval run",)
+    help = ("only_bg_b/only_bg_t accuracy above chance (box leakage), for models trained on MIXED-RAND or ONLY-FG; "
+            "no_fg apart, as silhouette signal")
+    sections = (SectionSpec("leakage", "Box leakage and silhouette signal (paper §5)",
+                            f"{__name__}.section:leakage_section"),)
+
+
+MEASURE = register_measure(Leakage)

@@ -48,7 +48,7 @@ class LeakageResult:
                 "above_chance": {v: e.as_dict() for v, e in self.excess().items()},
                 "silhouette_signal": silhouette}
 
-    def table(self) -> str:
+    def text(self) -> str:
         on = f", trained on {self.trained_on}" if self.trained_on else ""
         of = f"run {self.run_id}" if self.run_id is not None else "the table"
         head = f"{'variant':<12} {'acc':>7} {'above chance':>13}  {'95% CI':>17} {'n':>6}"

@@ -1,28 +1,25 @@
-"""The noise probe (RIVAL10): its config, the runner (I/O) and the summary of a stored probe run.
+"""The noise measure (RIVAL10): its config and its class, which supplies each batch's rows (the
+predictions under every region's noise, from `engine`) and the pure summary of the rows
+(`summary`: the curves, RFS and their intervals, recomputed from a stored run with no inference,
+under the grid and bootstrap seed recorded in its config); `base.ModelMeasure` does the rest.
 
-`probe_noise` decodes images and masks, runs the engine (`noise_engine`) in batches and returns a
-result whose per-image rows go to the `probe_noise` table; `noise_summary` recomputes the curves,
-RFS and their intervals (`noise_curves`) from that table with no inference, under the grid and
-bootstrap seed recorded in the run's config. With region 'attributes' (a dataset with attribute
-masks: RIVAL10, Synthetic-9), noise also goes on each attribute's mask alone, on the images that
-have it, at the same levels and trials (rows of region 'attr:<name>').
+With region 'attributes' (a dataset with attribute masks: RIVAL10, Synthetic-9), noise also goes
+on each attribute's mask alone, on the images that have it, at the same levels and trials (rows of
+region 'attr:<name>').
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import ClassVar, List, Optional, Sequence, Union
+from dataclasses import dataclass, field
+from typing import List, Optional, Sequence, Union
 
 from ... import checks
-from ...options import flag, runtime
-from ...distributed import world_record
-from ...errors import BgbenchError
-from ...store import Store
-from ...probing.bootstrap import REPLICATES
-from ..result import MeasureResult, stored_summary
-from .table import TABLE
-from .summary import NoiseSummary, summarize
-from .levels import KINDS, grid_label, resolve_levels
 from ...data.prefetch import workers_field
+from ...options import flag, runtime
+from ...probing.bootstrap import REPLICATES
+from ..base import ModelMeasure
+from ..registry import Headline, SectionSpec
+from .levels import KINDS, grid_label, resolve_levels
+from .summary import NoiseSummary, summarize
 
 #: --region: 'object' probes the foreground and the background; 'attributes' adds each attribute.
 REGION_CHOICES = ("object", "attributes")
@@ -72,115 +69,67 @@ class NoiseConfig:
         checks.device(self.device)
 
 
-@dataclass
-class NoiseProbeResult(MeasureResult):
-    """Per-image results; rows: (image_id, label, region, level, trial, correct, pred)."""
+class NoiseMeasure(ModelMeasure):
+    """Noise sensitivity (RIVAL10): accuracy under foreground-only and background-only Gaussian noise,
+    and the relative foreground sensitivity (RFS); with region 'attributes', noise on each attribute."""
 
-    measure: ClassVar[str] = "noise"
+    name = "noise"
+    title = "noise sensitivity (RFS)"
+    needs = ("model", "masks")
+    help = "Gaussian noise on the foreground vs the background: accuracy curves and RFS"
+    description = ("accuracy under foreground-only and background-only noise, and RFS; with `--region attributes`, "
+                   "under noise on each attribute's mask alone")
+    config = NoiseConfig
+    attributes = "config"
+    columns = (("image_id", "TEXT NOT NULL"), ("label", "INTEGER NOT NULL"), ("region", "TEXT NOT NULL"),
+               ("level", "REAL NOT NULL"), ("trial", "INTEGER NOT NULL"), ("correct", "INTEGER NOT NULL"),
+               ("pred", "INTEGER"))
+    key = ("image_id", "region", "level", "trial")
+    order = ("image_id",)
+    headlines = (Headline("rfs", label="RFS (> 0: foreground noise hurts more)", short="RFS"),)
+    sections = (SectionSpec("noise", "Noise sensitivity (RIVAL10)", f"{__package__}.section:noise_section"),
+                SectionSpec("noise_gallery", "Images that noise flips first", f"{__package__}.section:noise_gallery",
+                            after="noise"))
 
-    def summarize(self) -> NoiseSummary:
-        return summary_of(self.rows, self.config)
+    def wants_attributes(self, cfg: NoiseConfig) -> str:
+        return "required" if cfg.region == "attributes" else "never"
 
-    def extra_outputs(self) -> dict:
-        return {"grid": grid_label(self.config["grid"], self.config["kind"], self.config["levels"])}
+    def prepare(self, run, cfg: NoiseConfig):
+        from ...evaluation.predict import decide
+        return lambda x: decide(run.model, run.model(x), cfg.mapping)[0]
 
-    def to_dict(self) -> dict:
-        return {"run_id": self.run_id, **self.summary().to_dict()}  # the grid is in the summary
+    def rows(self, predict, batch, cfg: NoiseConfig) -> List[tuple]:
+        """Every image's prediction under each region's noise, level and trial (`engine`)."""
+        from .engine import ATTRIBUTE_PREFIX, Region, object_regions, region_predictions
+        items = batch.items
+        regions = object_regions(batch.m) + [Region(ATTRIBUTE_PREFIX + name, idx, where)
+                                             for name, (idx, where) in batch.parts.items()]
+        preds = region_predictions(predict, batch.x, regions, [it.image_id for it in items], cfg.seed, cfg.levels,
+                                   cfg.trials, cfg.kind, chunk=cfg.batch_size)
+        rows: List[tuple] = []
+        for region in regions:
+            done = preds[region.name].cpu().numpy()
+            members = [items[k] for k in region.index.tolist()]
+            rows.extend((it.image_id, it.label, region.name, level, t, int(done[li, t, k] == it.label),
+                         int(done[li, t, k]))
+                        for li, level in enumerate(cfg.levels) for t in range(cfg.trials)
+                        for k, it in enumerate(members))
+        return rows
 
-    def table(self) -> str:
-        return self.summary().table()
+    def recorded(self, state, cfg, run) -> dict:
+        return {"draws": DRAWS}
 
+    def outputs(self, result, state) -> dict:
+        c = result.config
+        return {"grid": grid_label(c["grid"], c["kind"], c["levels"])}
 
-def summary_of(rows: Sequence[tuple], config: dict) -> NoiseSummary:
-    """The summary of a probe's rows under its run config (grid, bootstrap seed and replicates).
+    def summarize(self, rows: Sequence[tuple], config: dict) -> NoiseSummary:
+        """The summary of a probe's rows under its run config (grid, bootstrap seed and replicates).
 
-    Runs recorded before grids had names keep their levels, named 'custom'."""
-    levels = sorted({float(r[3]) for r in rows})
-    kind = config.get("kind", "sigma")
-    grid = {"name": config.get("grid") or "custom", "kind": kind, "levels": [float(v) for v in
-                                                                              config.get("levels") or levels]}
-    return summarize(rows, grid=grid, seed=int(config.get("seed", 0)),
-                     replicates=int(config.get("bootstrap_replicates", REPLICATES)))
-
-
-def noise_summary(store: Store, run_id: int) -> NoiseSummary:
-    """Curves and RFS of a stored probe_noise run, recomputed from its per-image table."""
-    return stored_summary(store, run_id, "probe_noise", TABLE, summary_of)
-
-
-def probe_noise(model, data, cfg: NoiseConfig, progress: bool = True, limit: Optional[int] = None
-                ) -> Optional[NoiseProbeResult]:
-    """Run the noise probe of `model` on the originals and masks of `data` (any dataset with masks).
-
-    Under torchrun the ranks share the images (`sharding.ProbeShard`) and rank 0 returns the
-    result of one process (each image's noise has its own seed); the other ranks return None.
-    """
-    import time
-
-    import torch
-
-    from ... import console
-    from ...data.resolve import resolve_layout
-    from ...distributed import setup
-    from ...evaluation.predict import decide
-    from ...models.spec import meet_data
-    from ...recording import Provenance
-    from ...probing.batches import attribute_batches, masked_batches
-    from .engine import ATTRIBUTE_PREFIX, Region, object_regions, region_predictions
-    from ...probing.sharding import ProbeShard
-
-    t0 = time.time()
-    layout = resolve_layout(data, ["original"])
-    source = _attributes(layout, cfg.region)
-    pairs = layout.foregrounds()[:limit] if limit else layout.foregrounds()
-    meet_data(model, layout)
-    shard = ProbeShard(pairs, cfg.batch_size, setup(cfg.device))
-    device = shard.ranks.device
-    model = model.to(device).eval()
-
-    def predict(x):
-        return decide(model, model(x), cfg.mapping)[0]
-
-    batches = (attribute_batches(shard.pairs, cfg.batch_size, device, source, cfg.workers) if source is not None else
-               ((*b, {}) for b in masked_batches(shard.pairs, cfg.batch_size, device, cfg.workers)))
-    bar = console.progress(enabled=progress and shard.ranks.main, total=len(shard.pairs), desc="noise probe",
-                           unit="img")
-    with torch.inference_mode():
-        for items, x, m, parts in batches:
-            regions = object_regions(m) + [Region(ATTRIBUTE_PREFIX + name, idx, where)
-                                           for name, (idx, where) in parts.items()]
-            preds = region_predictions(predict, x, regions, [it.image_id for it in items], cfg.seed, cfg.levels,
-                                       cfg.trials, cfg.kind, chunk=cfg.batch_size)
-            rows: List[tuple] = []
-            for region in regions:
-                done = preds[region.name].cpu().numpy()
-                members = [items[k] for k in region.index.tolist()]
-                rows.extend((it.image_id, it.label, region.name, level, t, int(done[li, t, k] == it.label),
-                             int(done[li, t, k]))
-                            for li, level in enumerate(cfg.levels) for t in range(cfg.trials)
-                            for k, it in enumerate(members))
-            shard.add(items, rows)
-            bar.update(len(items))
-    bar.close()
-    rows = shard.gathered()
-    if rows is None:
-        return None
-    config = {**asdict(cfg), "draws": DRAWS}
-    if source is not None:
-        config["attributes"] = list(source.names)
-    result = NoiseProbeResult(rows=rows, config=config, seconds=time.time() - t0)
-    result.provenance = Provenance.of("probe_noise", {**config, "split": layout.split, "images": len(pairs),
-                                                      **world_record(shard.ranks)},
-                                      model=model, layout=layout, seed=cfg.seed)
-    return result
-
-
-def _attributes(layout, region: str):
-    """The layout's attribute source for region 'attributes' (an error when it has none); else None."""
-    if region != "attributes":
-        return None
-    source = layout.attribute_source
-    if source is None:
-        raise BgbenchError(f"--region attributes: {layout.root} has no attribute masks (attr_mask/{layout.split}/ "
-                           f"or a RIVAL10 release); `bgbench synth` writes them")
-    return source
+        Runs recorded before grids had names keep their levels, named 'custom'."""
+        levels = sorted({float(r[3]) for r in rows})
+        kind = config.get("kind", "sigma")
+        grid = {"name": config.get("grid") or "custom", "kind": kind, "levels": [float(v) for v in
+                                                                                  config.get("levels") or levels]}
+        return summarize(rows, grid=grid, seed=int(config.get("seed", 0)),
+                         replicates=int(config.get("bootstrap_replicates", REPLICATES)))

@@ -1,8 +1,5 @@
-"""The report section of the noise measure: what the report shows of its stored runs.
-
-Registered through the measure's declaration (`SectionSpec`); the report's page and layout stay
-above, in `reporting`, and call these with its context.
-"""
+"""What the report shows of the noise measure: the curves with RFS per level, and the images that
+noise flips first (their noisy copies redrawn from the stored seeds)."""
 from __future__ import annotations
 
 import json
@@ -17,12 +14,12 @@ from ..registry import SectionContext, SectionSubject
 
 
 def noise_section(ctx: SectionContext, subject: SectionSubject) -> Optional[dict]:
-    from ..ablation.summary import region_label
-    from ..noise.probe import noise_summary
-    run = subject.latest("probe_noise")
-    if run is None:
+    from ..ablate.summary import region_label
+    from . import MEASURE
+    found = MEASURE.stored(ctx, subject)
+    if found is None:
         return None
-    summary = noise_summary(ctx.store, run["id"])
+    run, summary = found
     curves = {f"noise on the {region_label(region)}": points for region, points in summary.curves.items()}
     kind = summary.grid["kind"]
     path = figures.binned_curves(ctx.figure_path(subject, "noise"), curves, x_key="level",
@@ -39,17 +36,18 @@ def noise_section(ctx: SectionContext, subject: SectionSubject) -> Optional[dict
 
 def noise_gallery(ctx: SectionContext, subject: SectionSubject) -> Optional[dict]:
     from ..examples import noise_flips
-    from ..noise.probe import DRAWS
-    run = subject.latest("probe_noise")
+    from . import MEASURE
+    from .probe import DRAWS
+    run = subject.latest(MEASURE.kind)
     if run is None:
         return None
     config = json.loads(run["config"])
     if config.get("draws") != DRAWS:  # drawn from one generator per run: its copies cannot be redrawn
         return {"run_id": run["id"], "gallery": None}
-    columns = ("image_id", "label", "region", "level", "trial", "correct", "pred")
+    columns = MEASURE.table.column_names
     # the object and the background (a --region attributes run's 'attr:<name>' rows are in the noise
     # section's curves; the gallery redraws copies from the object mask only)
-    rows = [tuple(r[c] for c in columns) for r in ctx.store.probe_rows("probe_noise", run["id"])
+    rows = [tuple(r[c] for c in columns) for r in ctx.store.probe_rows(MEASURE.table.name, run["id"])
             if r["region"] in ("fg", "bg")]
     clean = clean_predictions(ctx, subject)
     picks = noise_flips(rows, PER_CLASS, {i: y == p for i, (y, p) in clean.items()} if clean else None)

@@ -72,7 +72,7 @@ class NoiseSummary:
         rows.append(("rfs", "", self.rfs_overall, *self.rfs_overall_interval, self.images))
         return rows
 
-    def table(self) -> str:
+    def text(self) -> str:
         head = (f"noise sensitivity{f' of run {self.run_id}' if self.run_id else ''}: accuracy (mean over "
                 f"{self.classes} classes) and RFS, 95% bootstrap intervals over {self.images} images")
         lines = [head, f"grid {self.grid_label}",

@@ -1,29 +1,27 @@
-"""The saliency probe (RIVAL10): runner (I/O) and the summary of a stored probe run.
+"""The saliency measure (RIVAL10): its config and its class.
 
-Grad-CAM on the predicted class (`saliency_cam`: Captum, post-processed as pytorch-grad-cam
-returns it), RIVAL10's alignment measures per image (`saliency_metrics`), aggregated by predicted
-class as RIVAL10 does and over images (`saliency_summary`), and a PNG of the most and least
-aligned images per predicted class (`saliency_overlays`) when an output folder is given.
+Grad-CAM on the predicted class (`probing.gradcam`, post-processed as pytorch-grad-cam returns
+it), RIVAL10's alignment measures per image (`metrics`), aggregated by predicted class as RIVAL10
+does and over images (`summary`), and a PNG of the most and least aligned images per predicted
+class (`overlays`) when an output folder is given.
 """
 from __future__ import annotations
 
-import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar, List, Optional
+from typing import List, NamedTuple, Optional
 
 import numpy as np
 
 from ... import checks
+from ...data.prefetch import workers_field
 from ...options import flag, runtime
-from ..result import MeasureResult, stored_summary
-from .table import TABLE
-from ...store import Store
 from ...probing.bootstrap import REPLICATES
-from ...probing.gradcam import default_layer, gradcam_batch, resolve_layer  # noqa: F401 (re-exported)
+from ...probing.gradcam import gradcam_batch, resolve_layer
+from ..base import ModelMeasure
+from ..registry import Headline, SectionSpec
 from .metrics import METRICS, saliency_alignment
 from .summary import SaliencySummary, class_namer, summarize_saliency
-from ...data.prefetch import workers_field
 
 OVERLAYS_FILE = "saliency_overlays.png"
 #: The folder (beside OVERLAYS_FILE) with one overlay PNG per example, for the report's gallery.
@@ -53,92 +51,72 @@ class SaliencyConfig:
         checks.device(self.device)
 
 
-@dataclass
-class SaliencyResult(MeasureResult):
-    """rows: (image_id, label, pred, *METRICS), one per image; the overlays written, if any."""
+class SaliencyMeasure(ModelMeasure):
+    """Saliency alignment (RIVAL10): Grad-CAM on the predicted class against the object mask
+    (precision, IoU, Dice, Δdensity, coverage, AP), by predicted class, with example overlays."""
 
-    layer: str = ""
-    overlays: Optional[str] = None
-    examples: List[dict] = field(default_factory=list)  # one per example overlay: see write_example_overlays
-    out_dir: Optional[str] = None
+    name = "saliency"
+    title = "saliency alignment"
+    needs = ("model", "masks")
+    help = ("Grad-CAM on the predicted class: RIVAL10's alignment with the mask (precision, IoU, Dice, Δdensity, "
+            "coverage, AP)")
+    description = ("Grad-CAM alignment with the object mask (RIVAL10's measures), by predicted class, with an "
+                   "overlay PNG of the most and least aligned images")
+    config = SaliencyConfig
+    autograd = "grad"
+    columns = (("image_id", "TEXT NOT NULL"), ("label", "INTEGER NOT NULL"), ("pred", "INTEGER NOT NULL"),
+               *((m, "REAL") for m in METRICS))
+    key = ("image_id",)
+    headlines = (Headline("saliency_precision", label="Grad-CAM mass on the object", short="saliency precision"),)
+    pictures = "examples"
+    pictures_help = ("folder for saliency_overlays.png and saliency_examples/ (one overlay PNG per example, which "
+                     "the report shows; default: a new probe_saliency_<time>/ beside the results store)")
+    sections = (SectionSpec("saliency", "Saliency alignment (Grad-CAM)", f"{__package__}.section:saliency_section"),
+                SectionSpec("saliency_gallery", "Most and least aligned Grad-CAM maps",
+                            f"{__package__}.section:saliency_gallery", after="saliency"))
 
-    measure: ClassVar[str] = "saliency"
+    def prepare(self, run, cfg: SaliencyConfig) -> _Layer:
+        return _Layer(run.model, *resolve_layer(run.model, cfg.layer))
 
-    def summarize(self) -> SaliencySummary:
-        return summary_of(self.rows, self.config)
+    def rows(self, cam: _Layer, batch, cfg: SaliencyConfig) -> List[tuple]:
+        """Each image's Grad-CAM map on its predicted class, measured against its mask (RIVAL10's)."""
+        maps, preds = gradcam_batch(cam.model, cam.layer, batch.x)
+        preds, masks = preds.cpu().numpy(), batch.m[:, 0].cpu().numpy() > 0.5
+        return [(it.image_id, it.label, int(preds[k]), *(_sql(v) for v in _measures(maps[k], masks[k])))
+                for k, it in enumerate(batch.items)]
 
-    def extra_outputs(self) -> dict:
-        return {"layer": self.layer, "overlays": self.overlays, "folder": self.out_dir, "examples": self.examples}
+    def recorded(self, cam: _Layer, cfg: SaliencyConfig, run) -> dict:
+        return {"layer": cam.name, "requested": {"layer": cfg.layer}, "label_space": run.model.spec.label_space,
+                "cam": "pytorch-grad-cam GradCAM output (min-max, cv2 bilinear resize, min-max, NaN to 0)"}
 
-    def table(self) -> str:
-        text = self.summary().table(self.layer)
-        return text + (f"\nexample overlays: {self.overlays}" if self.overlays else "")
+    def draw(self, result, cam: _Layer, cfg: SaliencyConfig, run, out_dir: Path) -> None:
+        overlays, examples = _overlays(cam, run.pairs, result.rows, cfg, result.config, out_dir, run.device)
+        result.extra.update(overlays=overlays, folder=str(out_dir), examples=examples)
+        result.notes.append(f"example overlays: {overlays}")
+
+    def outputs(self, result, cam: _Layer) -> dict:
+        e = result.extra
+        return {"layer": cam.name, "overlays": e.get("overlays"), "folder": e.get("folder"),
+                "examples": e.get("examples", [])}
+
+    def text(self, result) -> str:
+        return result.summary().text(result.config["layer"])
+
+    def summarize(self, rows, config: dict) -> SaliencySummary:
+        """The summary of per-image rows under the run's config (classes, label space, bootstrap)."""
+        values = {m: np.array([np.nan if r[3 + k] is None else r[3 + k] for r in rows], dtype=np.float64)
+                  for k, m in enumerate(METRICS)}
+        name = class_namer(config.get("classes") or [], config.get("label_space", "dataset") == "dataset")
+        return summarize_saliency(values, [r[2] for r in rows], name, seed=int(config.get("seed", 0)),
+                                  replicates=int(config.get("bootstrap_replicates", REPLICATES)))
 
 
+class _Layer(NamedTuple):
+    """The network Grad-CAM hooks, its layer's name and the layer."""
 
-def summary_of(rows, config: dict) -> SaliencySummary:
-    """The summary of per-image rows under the run's config (classes, label space, bootstrap)."""
-    values = {m: np.array([np.nan if r[3 + k] is None else r[3 + k] for r in rows], dtype=np.float64)
-              for k, m in enumerate(METRICS)}
-    name = class_namer(config.get("classes") or [], config.get("label_space", "dataset") == "dataset")
-    return summarize_saliency(values, [r[2] for r in rows], name, seed=int(config.get("seed", 0)),
-                              replicates=int(config.get("bootstrap_replicates", REPLICATES)))
-
-
-def saliency_summary(store: Store, run_id: int) -> SaliencySummary:
-    """The summary of a stored probe_saliency run, recomputed from its per-image table."""
-    return stored_summary(store, run_id, "probe_saliency", TABLE, summary_of)
-
-
-def probe_saliency(model, data, cfg: SaliencyConfig, out_dir: Optional[str | Path] = None, progress: bool = True,
-                   limit: Optional[int] = None) -> Optional[SaliencyResult]:
-    """Grad-CAM alignment of `model` on the originals and masks of `data`; with `out_dir`, the
-    overlay PNG is written there (nothing is written without it).
-
-    Under torchrun the ranks share the images (`sharding.ProbeShard`); rank 0 returns the result
-    of one process and draws the overlays, the other ranks return None.
-    """
-    from ... import console
-    from ...data.resolve import resolve_layout
-    from ...distributed import setup, world_record
-    from ...models.spec import meet_data
-    from ...recording import Provenance
-    from ...probing.batches import masked_batches
-    from ...probing.sharding import ProbeShard
-
-    t0 = time.time()
-    layout = resolve_layout(data, ["original"])
-    pairs = layout.foregrounds()[:limit] if limit else layout.foregrounds()
-    meet_data(model, layout)
-    shard = ProbeShard(pairs, cfg.batch_size, setup(cfg.device))
-    device = shard.ranks.device  # under NCCL, this rank's GPU
-    model = model.to(device).eval()
-    layer_name, layer = resolve_layer(model, cfg.layer)
-    bar = console.progress(enabled=progress and shard.ranks.main, total=len(shard.pairs), desc="saliency probe",
-                           unit="img")
-    for items, x, m in masked_batches(shard.pairs, cfg.batch_size, device, cfg.workers):
-        maps, preds = gradcam_batch(model, layer, x)
-        preds, masks = preds.cpu().numpy(), m[:, 0].cpu().numpy() > 0.5
-        shard.add(items, [(it.image_id, it.label, int(preds[k]),
-                           *(_sql(v) for v in _measures(maps[k], masks[k]))) for k, it in enumerate(items)])
-        bar.update(len(items))
-    bar.close()
-    rows = shard.gathered()
-    if rows is None:
-        return None
-    config = {**asdict(cfg), "layer": layer_name, "requested": {"layer": cfg.layer}, "split": layout.split,
-              "images": len(pairs),
-              "label_space": model.spec.label_space, "classes": list(layout.classes),
-              "cam": "pytorch-grad-cam GradCAM output (min-max, cv2 bilinear resize, min-max, NaN to 0)",
-              **world_record(shard.ranks)}
-    result = SaliencyResult(rows=rows, config=config, layer=layer_name)
-    if out_dir is not None and cfg.examples > 0 and rows:
-        result.out_dir = str(Path(out_dir))
-        result.overlays, result.examples = _overlays(model, layer, pairs, rows, cfg, config,
-                                                            Path(out_dir), device)
-    result.seconds = time.time() - t0
-    result.provenance = Provenance.of("probe_saliency", config, model=model, layout=layout, seed=cfg.seed)
-    return result
+    model: object
+    name: str
+    layer: object
 
 
 def _measures(cam: np.ndarray, mask: np.ndarray) -> List[float]:
@@ -152,7 +130,7 @@ def _sql(v: float) -> Optional[float]:
     return None if v != v else float(v)
 
 
-def _overlays(model, layer, pairs, rows, cfg: SaliencyConfig, config: dict, out_dir: Path, device: str):
+def _overlays(cam: _Layer, pairs, rows, cfg: SaliencyConfig, config: dict, out_dir: Path, device: str):
     """Recompute the maps of the chosen examples (a batch or so) and draw them: the grid PNG's
     path, and one overlay PNG per example (`write_example_overlays`)."""
     from ...probing.batches import masked_batches
@@ -161,7 +139,7 @@ def _overlays(model, layer, pairs, rows, cfg: SaliencyConfig, config: dict, out_
     wanted = [p for p in pairs if p[0].image_id in chosen]
     panels = {}
     for items, x, m in masked_batches(wanted, cfg.batch_size, device, cfg.workers):
-        maps, _ = gradcam_batch(model, layer, x)
+        maps, _ = gradcam_batch(cam.model, cam.layer, x)
         for k, it in enumerate(items):
             panels[it.image_id] = (chosen[it.image_id], it.label, x[k].permute(1, 2, 0).cpu().numpy(), maps[k],
                                    m[k, 0].cpu().numpy() > 0.5)

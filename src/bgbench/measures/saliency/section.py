@@ -1,8 +1,5 @@
-"""The report section of the saliency measure: what the report shows of its stored runs.
-
-Registered through the measure's declaration (`SectionSpec`); the report's page and layout stay
-above, in `reporting`, and call these with its context.
-"""
+"""What the report shows of the saliency measure: RIVAL10's alignment by predicted class, and the
+most and least aligned Grad-CAM maps (one overlay per example, written by the run)."""
 from __future__ import annotations
 
 import json
@@ -17,12 +14,12 @@ from ..registry import SectionContext, SectionSubject
 
 
 def saliency_section(ctx: SectionContext, subject: SectionSubject) -> Optional[dict]:
-    from ..saliency.probe import saliency_summary
-    from ..saliency.metrics import METRICS
-    run = subject.latest("probe_saliency")
-    if run is None:
+    from . import MEASURE
+    from .metrics import METRICS
+    found = MEASURE.stored(ctx, subject)
+    if found is None:
         return None
-    summary = saliency_summary(ctx.store, run["id"])
+    run, summary = found
     outputs = json.loads(run["outputs"] or "{}")
     overlay = None
     source = Path(outputs["overlays"]) if outputs.get("overlays") else None
@@ -40,8 +37,9 @@ def saliency_section(ctx: SectionContext, subject: SectionSubject) -> Optional[d
 
 
 def saliency_gallery(ctx: SectionContext, subject: SectionSubject) -> Optional[dict]:
-    from ..saliency.summary import class_namer as saliency_namer
-    run = subject.latest("probe_saliency")
+    from . import MEASURE
+    from .summary import class_namer as saliency_namer
+    run = subject.latest(MEASURE.kind)
     if run is None:
         return None
     examples = json.loads(run["outputs"] or "{}").get("examples") or []

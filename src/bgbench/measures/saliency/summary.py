@@ -55,7 +55,7 @@ class SaliencySummary:
         rows.append(("saliency_flat_maps", "", float(self.flat), None, None, self.images))
         return rows
 
-    def table(self, layer: str = "") -> str:
+    def text(self, layer: str = "") -> str:
         short = {"precision": "precision", "iou": "IoU", "dice": "Dice", "density_diff": "Δdensity",
                  "coverage_25": "cover.25", "coverage_50": "cover.50", "coverage_75": "cover.75", "ap": "AP"}
         lines = [f"saliency alignment (Grad-CAM on the predicted class{f', layer {layer}' if layer else ''}; "

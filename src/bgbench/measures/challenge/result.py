@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
-from ..metrics import Estimate, percent
+from ...evaluation.metrics import Estimate, percent
 
 
 @dataclass
@@ -78,7 +78,7 @@ class ChallengeReport:
                 "seconds": self.seconds, "full": self.full, "files": self.files, "estimate": self.estimate,
                 "sample": self.sample, "precision": self.precision, "numerics": self.numerics}
 
-    def table(self) -> str:
+    def text(self) -> str:
         c, k = self.challenge_accuracy, self.clean_accuracy
         lines = [f"model: {self.model_label or self.model}", f"data:  {self.data}",
                  f"challenge accuracy {100 * c.value:5.1f}%  [{100 * c.lo:.1f}%, {100 * c.hi:.1f}%]  "

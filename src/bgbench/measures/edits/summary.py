@@ -44,7 +44,7 @@ class EditDrops:
         return {"model": self.model, "checkpoint_sha256": self.checkpoint_sha256, "run_ids": self.run_ids,
                 "original": self.original.as_dict(), "levels": [lv.to_dict() for lv in self.levels]}
 
-    def table(self) -> str:
+    def text(self) -> str:
         sha = f" ({self.checkpoint_sha256[:12]})" if self.checkpoint_sha256 else ""
         runs = ", ".join(map(str, self.run_ids))
         lines = [f"{self.model}{sha}, run {runs}: original {100 * self.original.value:.1f}% (n={self.original.n})",

@@ -14,16 +14,16 @@ from typing import Callable, Dict, List, Optional
 import numpy as np
 import torch
 
-from .. import protocols
-from ..console import status
-from ..data.layout import Item, Layout
-from ..data.resolve import resolve_layout
-from ..distributed import Ranks, gather, setup, share, shares_order, world_record
-from ..models.spec import BgModel, meet_data
-from ..recording import Provenance, model_label
+from ... import protocols
+from ...console import status
+from ...data.layout import Item, Layout
+from ...data.resolve import resolve_layout
+from ...distributed import Ranks, gather, setup, share, shares_order, world_record
+from ...models.spec import BgModel, meet_data
+from ...recording import Provenance, model_label
 from .config import EvalConfig
-from .groups import group_results
-from .predict import Predictions, mask_checker, predict_items
+from ..groups.summary import group_results
+from ...evaluation.predict import Predictions, mask_checker, predict_items
 from .results import EvalReport
 from .tencrop import CROP as TEN_CROP_SIZE, RESIZE as TEN_CROP_RESIZE, ten_crop_logits
 

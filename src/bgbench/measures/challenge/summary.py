@@ -17,7 +17,7 @@ from .matrix import attack_success_rates, class_fool_rates, verdicts_from_matrix
 from .rank import top_backgrounds
 from .result import ChallengeReport
 from .sample import SamplePlan, done_prefix, wilson_halfwidth
-from ..metrics import accuracy
+from ...evaluation.metrics import accuracy
 
 
 @dataclass

@@ -31,15 +31,15 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .. import checks, protocols
-from ..class_maps import IN9, ClassMap, resolve_class_map
-from ..classes import Mapping, NO_CLASS, imagenet_to_in9
-from ..data.layout import IN9_VARIANTS, Layout, discover
-from ..errors import BgbenchError, DataError
-from ..recording import Provenance
-from ..store import Store
-from .groups import group_results
-from .predict import Predictions
+from ... import checks, protocols
+from ...class_maps import IN9, ClassMap, resolve_class_map
+from ...classes import Mapping, NO_CLASS, imagenet_to_in9
+from ...data.layout import IN9_VARIANTS, Layout, discover
+from ...errors import BgbenchError, DataError
+from ...recording import Provenance
+from ...store import Store
+from ..groups.summary import group_results
+from ...evaluation.predict import Predictions
 from .results import EvalReport
 
 REQUIRED = ("image_id", "variant", "pred")
@@ -178,7 +178,7 @@ class _Reader:
                 self.fail(line, f"{column} {text!r} names ImageNet classes {' and '.join(map(str, found))}; "
                                 f"give the index")
             return found[0] if found else None
-        from ..models.zero_shot import prompt_name
+        from ...models.zero_shot import prompt_name
         for i, folder in enumerate(self.layout.classes):
             if key in (folder.lower(), prompt_name(folder).lower()):
                 return i
@@ -253,7 +253,7 @@ def _variant_predictions(rows: Dict[str, _Row], labels: Dict[str, int], label_sp
 
 def predictions_report(path: str | Path, data: str | Path | Layout, cfg: PredictionFileConfig) -> EvalReport:
     """The eval report of a predictions file on `data`: accuracies, BG-Gap, provenance (recorded by `record`)."""
-    from ..models.checkpoint import sha256_file
+    from ...models.checkpoint import sha256_file
     path = Path(path).expanduser()
     if not path.is_file():
         raise BgbenchError(f"predictions file not found: {path}")

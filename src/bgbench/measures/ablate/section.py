@@ -1,8 +1,5 @@
-"""The report section of the ablation measure: what the report shows of its stored runs.
-
-Registered through the measure's declaration (`SectionSpec`); the report's page and layout stay
-above, in `reporting`, and call these with its context.
-"""
+"""What the report shows of the ablation measure: one heatmap of regions by models for each drop
+(accuracy, true-class probability), each cell with its interval."""
 from __future__ import annotations
 
 from typing import Dict, List, Optional
@@ -34,15 +31,15 @@ def _cell(entry: Optional[dict], measure: str) -> Optional[dict]:
 
 
 def ablation_heatmap(ctx: SectionContext) -> Optional[dict]:
-    """Regions (object, background, attributes in order) × models with a probe_ablate run."""
-    from ..ablation.probe import ablation_summary
-    from ..ablation.summary import OBJECT_REGIONS, region_label
+    """Regions (object, background, attributes in order) × models with an ablation run."""
+    from . import MEASURE
+    from .summary import OBJECT_REGIONS, region_label
     columns, summaries = [], []
     for subject in ctx.subjects:
-        run = subject.latest("probe_ablate")
-        if run is not None:
-            columns.append({"key": subject.key, "label": subject.label, "run_id": run["id"]})
-            summaries.append(ablation_summary(ctx.store, run["id"]).regions)
+        found = MEASURE.stored(ctx, subject)
+        if found is not None:
+            columns.append({"key": subject.key, "label": subject.label, "run_id": found[0]["id"]})
+            summaries.append(found[1].regions)
     if not columns:
         return None
     found = {r for s in summaries for r in s}

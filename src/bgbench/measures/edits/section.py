@@ -16,7 +16,7 @@ from ..registry import SectionContext, SectionSubject
 
 
 def edits_section(ctx: SectionContext, subject: SectionSubject) -> Optional[dict]:
-    from ..edit_drops.summary import edit_drops, split_level
+    from ..edits.summary import edit_drops, split_level
     from ...edits.registry import ATTRIBUTES
     run = subject.latest("eval")
     if run is None:
@@ -32,7 +32,7 @@ def edits_section(ctx: SectionContext, subject: SectionSubject) -> Optional[dict
 
 
 def edits_gallery(ctx: SectionContext, subject: SectionSubject) -> Optional[dict]:
-    from ..edit_drops.summary import ORIGINAL, level_order, split_level
+    from ..edits.summary import ORIGINAL, level_order, split_level
     from ..examples import edit_flips
     from ...probing.tables import stored_table
     from ...edits.registry import ATTRIBUTES

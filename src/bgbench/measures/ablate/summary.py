@@ -60,7 +60,7 @@ class AblationSummary:
                          ("ablation_prob_drop", f"{region}/{cls}", *_estimate(c["prob_drop"]), c["n"])]
         return rows
 
-    def table(self) -> str:
+    def text(self) -> str:
         head = (f"ablation{f' (run {self.run_id})' if self.run_id else ''}: region replaced by gray (0.5); drops "
                 f"from the clean image on the images that have the region, 95% bootstrap intervals over images")
         lines = [head, f"{'region':>20} {'images':>6} {'clean':>6} {'ablated':>7} {'acc drop':>9} {'95% CI':>16} "

@@ -49,7 +49,7 @@ from ... import console
 from ...classes import Mapping, imagenet_to_in9
 from ...models.spec import IMAGENET1K, BgModel
 from .config import DEFAULT_SAFETY  # noqa: F401 (re-exported)
-from ..predict import decide
+from ...evaluation.predict import decide
 
 #: composites run in both precisions before the first bf16 decision
 DEFAULT_CALIBRATION = 256

@@ -24,7 +24,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
-from ..metrics import wilson_interval
+from ...evaluation.metrics import wilson_interval
 
 
 def _key(seed: int, text: str) -> int:

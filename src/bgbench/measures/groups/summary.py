@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from .metrics import wilson_interval
+from ...evaluation.metrics import wilson_interval
 
 if TYPE_CHECKING:
-    from ..data.layout import Layout
-    from .predict import Predictions
+    from ...data.layout import Layout
+    from ...evaluation.predict import Predictions
 
 #: Groups with fewer images are listed but cannot be the worst one (their accuracy is too noisy).
 MIN_IMAGES = 10
@@ -60,7 +60,7 @@ class GroupAccuracy:
                 "worst_group": self.worst, "worst_group_not_available": self.not_available,
                 "mean_group_accuracy": self.mean, "overall": self.overall, "groups": self.groups}
 
-    def table(self) -> str:
+    def text(self) -> str:
         of = f"run {self.run_id}" if self.run_id is not None else "the table"
         eligible = self.eligible
         kind = "(object class, background class)" if self.groups and "background" in self.groups[0] else "groups"
@@ -139,7 +139,7 @@ GROUPED_VARIANTS = ("original", "mixed_rand")
 def group_results(layout: "Layout", predictions: Dict[str, "Predictions"]) -> Dict[str, GroupAccuracy]:
     """Accuracy per group of every variant whose images' groups the data names (`image_groups`: a
     group file, or the manifest's background classes; the one function here that reads files)."""
-    from ..data.groups import image_groups
+    from ...data.groups import image_groups
     out = {}
     for v, p in predictions.items():
         if layout.kind == "in9" and v not in GROUPED_VARIANTS:

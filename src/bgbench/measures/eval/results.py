@@ -4,10 +4,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
-from .groups import GroupAccuracy
-from .metrics import Estimate, accuracy, bg_gap
-from .predict import Predictions
-from ..intervals import interval
+from ..groups.summary import GroupAccuracy
+from ...evaluation.metrics import Estimate, accuracy, bg_gap
+from ...evaluation.predict import Predictions
+from ...intervals import interval
 
 
 #: Groups listed one per line in the table (Waterbirds' 4); more (IN-9's 81): `bgbench analyze groups`.
@@ -59,7 +59,7 @@ class EvalReport:
                 "bg_gap": self.bg_gap.as_dict() if self.bg_gap else None,
                 **({"groups": {v: g.to_dict() for v, g in self.groups.items()}} if self.groups else {})}
 
-    def table(self) -> str:
+    def text(self) -> str:
         w = max([12, *(len(v) for v in self.accuracy)])  # edit levels are longer than IN-9 names
         lines = [f"model: {self.model_label or self.model}", f"data:  {self.data}",
                  f"{'variant':<{w}} {'acc':>7}  {'95% CI':>17} {'n':>6}"]

@@ -4,10 +4,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import List, Optional
 
-from ..options import runtime
-from .. import checks, protocols
-from ..classes import Mapping
-from ..data.prefetch import workers_field
+from ...options import runtime
+from ... import checks, protocols
+from ...classes import Mapping
+from ...data.prefetch import workers_field
 
 
 @dataclass

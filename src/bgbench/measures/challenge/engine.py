@@ -43,7 +43,7 @@ from .precision import (DEFAULT_AUDIT_EVERY, DEFAULT_CALIBRATION, Decisions, Ver
 from .rank import top_backgrounds  # noqa: F401 (re-exported)
 from .search import VerdictSearch, full_result, reexamine_once
 from .verdict import FgResult, OnResult, composite
-from ..predict import decide
+from ...evaluation.predict import decide
 
 @dataclass
 class EngineStats:

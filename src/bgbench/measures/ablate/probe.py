@@ -1,0 +1,109 @@
+"""The ablation measure (RIVAL10 §4, `attr_importance.py`): its config and its class.
+
+On each original image, the object, the background and (where the dataset has attribute masks:
+RIVAL10, Synthetic-9) each attribute the image has are replaced with gray (0.5) (`engine`); the
+per-image rows are (image_id, label, region, pred, correct, true_prob), region 'none' for the
+clean image, 'fg', 'bg' or 'attr:<name>'. The summary recomputes the drops and their intervals
+(`summary.summarize_ablation`) from the rows with no inference.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import List, Optional
+
+from ... import checks
+from ...classes import Mapping
+from ...data.prefetch import workers_field
+from ...options import flag, runtime
+from ...probing.bootstrap import REPLICATES
+from ..base import ModelMeasure
+from ..registry import Headline, SectionSpec
+from .summary import AblationSummary, summarize_ablation
+
+
+@dataclass
+class AblateConfig:
+    """How to ablate."""
+
+    batch_size: int = field(default=64, metadata=runtime())
+    device: str = field(default="cpu", metadata=runtime())
+    workers: Optional[int] = workers_field()
+    seed: int = field(default=0, metadata=flag(
+        "--seed", "seed of the bootstrap over images behind the intervals (default %(default)s)"))
+    mapping: str = Mapping.ARGMAX.value
+    bootstrap_replicates: int = REPLICATES
+
+    def __post_init__(self):
+        checks.at_least("--batch-size", self.batch_size, 1)
+        checks.at_least("bootstrap replicates", self.bootstrap_replicates, 1)
+        checks.one_of("--mapping", self.mapping, [m.value for m in Mapping])
+        checks.at_least("--workers", self.workers, 1)
+        checks.device(self.device)
+
+
+class AblateMeasure(ModelMeasure):
+    """Attribute ablation (RIVAL10's attr_importance): the object, the background and each attribute
+    replaced by gray; the drop in accuracy and in true-class probability, per region and class."""
+
+    name = "ablate"
+    title = "attribute ablation"
+    needs = ("model", "masks")
+    help = ("gray out the object, the background and each attribute: accuracy and true-class probability drops, "
+            "per region and class")
+    description = ("the object, the background and each attribute replaced by gray (RIVAL10); the drop in accuracy "
+                   "and in true-class probability, per region and per class")
+    data_help = "original/ and fg_mask/ (and attr_mask/ for attributes)"
+    config = AblateConfig
+    attributes = "optional"
+    columns = (("image_id", "TEXT NOT NULL"), ("label", "INTEGER NOT NULL"), ("region", "TEXT NOT NULL"),
+               ("pred", "INTEGER NOT NULL"), ("correct", "INTEGER NOT NULL"), ("true_prob", "REAL NOT NULL"))
+    key = ("image_id", "region")
+    order = ("image_id",)
+    headlines = (Headline("ablation_acc_drop", "bg", label="accuracy drop with the background grayed",
+                          short="bg gray drop", higher_is_better=False, percent=True),
+                 Headline("ablation_acc_drop", "fg", label="accuracy drop with the object grayed", percent=True,
+                          short="object gray drop"))
+    sections = (SectionSpec("ablation", "Attribute ablation (RIVAL10)", f"{__package__}.section:ablation_heatmap",
+                            scope="page"),)
+
+    def prepare(self, run, cfg: AblateConfig):
+        from ...evaluation.predict import class_probabilities, decide
+
+        def score(x):
+            logits = run.model(x)
+            return decide(run.model, logits, cfg.mapping)[0], class_probabilities(run.model, logits)
+        return score
+
+    def rows(self, score, batch, cfg: AblateConfig) -> List[tuple]:
+        """Each image clean ('none') and with each of its regions grayed (`engine`)."""
+        import torch
+
+        from ..noise.engine import ATTRIBUTE_PREFIX, Region, object_regions
+        from .engine import ablation_outcomes
+        items = batch.items
+        y = torch.as_tensor([it.label for it in items], device=batch.x.device)
+        regions = object_regions(batch.m) + [Region(ATTRIBUTE_PREFIX + name, idx, where)
+                                             for name, (idx, where) in batch.parts.items()]
+        outcomes = ablation_outcomes(score, batch.x, regions, y, chunk=cfg.batch_size)
+        rows: List[tuple] = []
+        for name, index in [("none", torch.arange(len(items)))] + [(r.name, r.index.cpu()) for r in regions]:
+            preds, probs = (t.cpu().tolist() for t in outcomes[name])
+            for k, pred, prob in zip(index.tolist(), preds, probs):
+                it = items[k]
+                rows.append((it.image_id, it.label, name, int(pred), int(pred == it.label), float(prob)))
+        return rows
+
+    def recorded(self, state, cfg, run) -> dict:
+        from .engine import GRAY
+        return {"gray": GRAY, "attributes": list(run.attributes.names) if run.attributes is not None else []}
+
+    def outputs(self, result, state) -> dict:
+        return {"regions": sorted({r[2] for r in result.rows} - {"none"})}
+
+    def summarize(self, rows, config: dict) -> AblationSummary:
+        classes = list(config.get("classes") or [])
+
+        def name(i: int) -> str:
+            return classes[i] if 0 <= i < len(classes) else f"class {i}"
+        return summarize_ablation(rows, name, seed=int(config.get("seed", 0)),
+                                  replicates=int(config.get("bootstrap_replicates", REPLICATES)))

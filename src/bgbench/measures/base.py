@@ -1,0 +1,171 @@
+"""`ModelMeasure`: the base of every measure that runs a model over a dataset's images and masks.
+
+In the template-method style of pytorch-grad-cam's `BaseCAM` (which owns the hooks and the
+batching while `GradCAM` overrides one method), `compute` owns everything a probe shares: layout
+discovery, the label and input-size check (`models.spec.meet_data`), the images' sharding under
+torchrun (`probing.sharding.ProbeShard`: ranks take whole batches, rank 0 gathers the rows in
+one-process order), the prefetched batches, the progress bar, the autograd mode, provenance and
+the result. A subclass supplies what is its own:
+
+- `config` (class attribute): its options dataclass;
+- `rows(state, batch, cfg)`: the rows of one batch (the math, usually a call into its engine);
+- `summarize(rows, config)`: the pure summary of the rows;
+- optionally `prepare` (what every batch needs: a layer, a head), `finish` (rows computed from
+  every image's rows, such as a ranking), `recorded` (config keys of its own), `draw` (pictures).
+
+A batch is `Batch(items, x, m, parts)`: the dataset items, images (N,3,H,W) in [0,1], object masks
+(N,1,H,W) in {0,1}, and each attribute's (index, masks) where the measure reads attributes.
+"""
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, ClassVar, Dict, List, NamedTuple, Optional, Sequence
+
+from ..errors import BgbenchError
+from .registry import Measure
+from .result import MeasureResult
+
+
+class Batch(NamedTuple):
+    items: list
+    x: Any
+    m: Any
+    parts: Dict[str, tuple]
+
+
+@dataclass
+class RunContext:
+    """What `compute` holds for the hooks: the model on its device, the data, the images, the run."""
+
+    model: Any
+    layout: Any
+    pairs: list
+    device: Any
+    attributes: Any = None  # the layout's attribute source, where the measure reads attributes
+
+
+class ModelMeasure(Measure):
+    """A measure that runs a model over the originals and masks of a dataset (see the module docstring)."""
+
+    command: ClassVar[str] = "probe"
+    #: 'never', 'optional' (when the data has them), 'required' or 'config' (`wants_attributes`).
+    attributes: ClassVar[str] = "never"
+    #: Whether the model's outputs must be the dataset's classes (or map to them); False for
+    #: measures that read features, not decisions.
+    decides: ClassVar[bool] = True
+    #: 'inference' (`torch.inference_mode`), 'no_grad', or 'grad' (Grad-CAM needs gradients).
+    autograd: ClassVar[str] = "inference"
+
+    # -- the template ---------------------------------------------------------------------------
+    def compute(self, model, data, cfg, *, progress: bool = True, out_dir=None, limit: Optional[int] = None
+                ) -> Optional[MeasureResult]:
+        """Run the measure of `model` on the originals and masks of `data`; with `out_dir` (and a
+        measure that draws), its pictures are written there.
+
+        Under torchrun the ranks share the images, whole batches each; rank 0 gathers every row in
+        the order one process makes them and returns the one-process result, the others None.
+        """
+        import torch
+
+        from .. import console
+        from ..data.resolve import resolve_layout
+        from ..distributed import setup, world_record
+        from ..models.spec import meet_data
+        from ..probing.sharding import ProbeShard
+        from ..recording import Provenance
+
+        t0 = time.time()
+        layout = resolve_layout(data, ["original"])
+        source = self._attribute_source(layout, cfg)
+        pairs = layout.foregrounds()[:limit] if limit else layout.foregrounds()
+        meet_data(model, layout, labels=self.decides)
+        shard = ProbeShard(pairs, cfg.batch_size, setup(cfg.device))
+        run = RunContext(model.to(shard.ranks.device).eval(), layout, pairs, shard.ranks.device, source)
+        state = self.prepare(run, cfg)
+        bar = console.progress(enabled=progress and shard.ranks.main, total=len(shard.pairs),
+                               desc=f"{self.name} probe", unit="img")
+        with self._autograd():
+            for batch in self._batches(shard.pairs, cfg, run):
+                shard.add(batch.items, self.rows(state, batch, cfg))
+                bar.update(len(batch.items))
+        bar.close()
+        rows = shard.gathered()
+        if rows is None:
+            return None
+        rows, own = self.finish(state, rows, cfg, run)
+        config = {**asdict(cfg), **own, **self.recorded(state, cfg, run), "split": layout.split,
+                  "images": len(pairs), "classes": list(layout.classes), **world_record(shard.ranks)}
+        if source is not None:
+            config["attributes"] = list(source.names)
+        result = MeasureResult(self.name, rows, config)
+        if out_dir is not None and self.pictures and getattr(cfg, self.pictures) > 0 and rows:
+            self.draw(result, state, cfg, run, Path(out_dir))
+        result.extra = {**self.outputs(result, state), **result.extra}
+        result.seconds = time.time() - t0
+        result.provenance = Provenance.of(self.kind, config, model=run.model, layout=layout,
+                                          seed=getattr(cfg, "seed", None))
+        return result
+
+    def _attribute_source(self, layout, cfg):
+        """The layout's attribute masks where the measure reads them (a one-line error where it
+        must and the data has none)."""
+        wanted = self.wants_attributes(cfg) if self.attributes == "config" else self.attributes
+        if wanted == "never":
+            return None
+        source = layout.attribute_source
+        if source is None and wanted == "required":
+            raise BgbenchError(f"{layout.root} has no attribute masks (attr_mask/{layout.split}/ or a RIVAL10 "
+                               f"release); `bgbench synth` writes them")
+        return source
+
+    def _batches(self, pairs: Sequence[tuple], cfg, run: RunContext):
+        from ..probing.batches import attribute_batches, masked_batches
+        if run.attributes is not None:
+            for items, x, m, parts in attribute_batches(pairs, cfg.batch_size, run.device, run.attributes,
+                                                        cfg.workers):
+                yield Batch(items, x, m, parts)
+        else:
+            for items, x, m in masked_batches(pairs, cfg.batch_size, run.device, cfg.workers):
+                yield Batch(items, x, m, {})
+
+    def _autograd(self):
+        import torch
+        if self.autograd == "inference":
+            return torch.inference_mode()
+        return torch.no_grad() if self.autograd == "no_grad" else contextlib.nullcontext()
+
+    # -- what a subclass supplies ------------------------------------------------------------------
+    def wants_attributes(self, cfg) -> str:
+        """For `attributes = 'config'`: 'required' or 'never', as the options ask."""
+        return "never"
+
+    def prepare(self, run: RunContext, cfg) -> Any:
+        """What every batch needs (a layer, a head, a prediction function); the run itself by default."""
+        return run
+
+    def rows(self, state: Any, batch: Batch, cfg) -> List[tuple]:
+        """The rows of one batch."""
+        raise NotImplementedError
+
+    def finish(self, state: Any, rows: List[tuple], cfg, run: RunContext):
+        """(the rows to store, config keys they add) from every image's rows; the rows as they are
+        by default."""
+        return rows, {}
+
+    def recorded(self, state: Any, cfg, run: RunContext) -> Dict[str, Any]:
+        """Config keys of its own that the run records (how it computed: a layer, a rule)."""
+        return {}
+
+    def outputs(self, result: MeasureResult, state: Any) -> Dict[str, Any]:
+        """Outputs beyond the rows, which `--json` prints before the summary."""
+        return {}
+
+    def draw(self, result: MeasureResult, state: Any, cfg, run: RunContext, out_dir: Path) -> None:
+        """Write the run's pictures into `out_dir` (measures with `pictures`), noting them on `result`."""
+
+    def text(self, result: MeasureResult) -> str:
+        """What its command prints of a result: the summary's table."""
+        return result.summary().text()
