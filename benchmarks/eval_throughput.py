@@ -15,11 +15,20 @@ in a temporary folder.
     PYTHONPATH=src:benchmarks python benchmarks/eval_throughput.py --realsize --arch resnet50
     PYTHONPATH=src:benchmarks python benchmarks/eval_throughput.py --realsize --arch resnet50 \
         --speedups eager channels_last compile channels_last+compile
+    PYTHONPATH=src:benchmarks python benchmarks/eval_throughput.py --realsize --arch resnet50 --device cuda \
+        --variants all --batch-size 240 --speedups eager bf16 compile --workers-grid 1 2 4 8 --json eval.json
+
+`bf16` modes run both sides under bf16 autocast; `--workers-grid` times the eval path of the last
+`--speedups` mode (its model built and warm) with each number of decoding threads, against that
+mode's pure forward; `--json` writes every figure after each mode, so a run stopped part-way keeps
+the modes it finished.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
+import json
 import os
 import tempfile
 import time
@@ -30,6 +39,7 @@ import torch
 from PIL import Image
 
 from bgbench.data.layout import discover
+from bgbench.data.prefetch import resolve_workers
 from bgbench.evaluation.predict import predict_items, to_tensor
 from bgbench.models import create_model
 from bgbench.models.options import speed_up
@@ -45,8 +55,23 @@ def make_jpegs(root: Path, n: int, size: int = 224) -> None:
         Image.fromarray(small).resize((size, size), Image.BICUBIC).save(cls / f"img_{i:05d}.JPEG", quality=90)
 
 
-#: --speedups: the forward options of every model command (--channels-last, --compile).
-MODES = ("eager", "channels_last", "compile", "channels_last+compile")
+#: --speedups: the forward options of every model command (--channels-last, --compile), and bf16
+#: autocast around the forward (what a GPU user reaches for first; eval itself runs fp32).
+MODES = ("eager", "bf16", "channels_last", "compile", "channels_last+compile", "bf16+channels_last+compile")
+
+
+def precision(mode: str, device: str):
+    """The autocast context of a mode: bf16 for the bf16 modes, none otherwise."""
+    if "bf16" not in mode:
+        return contextlib.nullcontext()
+    return torch.autocast("cuda" if device.startswith("cuda") else "cpu", dtype=torch.bfloat16)
+
+
+def dump(figures: dict, path) -> None:
+    """Write the figures so far to `path` (if any): a run stopped later keeps them."""
+    if path:
+        modes = [dict(zip(("mode", "eval", "forward", "warmup_s"), row)) for row in figures["modes"]]
+        Path(path).write_text(json.dumps({**figures, "modes": modes}, indent=1))
 
 
 def main() -> None:
@@ -57,10 +82,17 @@ def main() -> None:
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--arch", default="resnet18", help="a timm architecture (random weights)")
     ap.add_argument("--realsize", action="store_true", help="the cached 224-px JPEG q75 set (realsize_data.py)")
+    ap.add_argument("--per-class", type=int, default=50, help="--realsize: images per class (default %(default)s)")
+    ap.add_argument("--size", type=int, default=224, help="image size (default %(default)s)")
+    ap.add_argument("--variants", nargs="+", default=["original"],
+                    help="--realsize: the variant folders timed, or 'all' (default original)")
     ap.add_argument("--workers", type=int, help="decoding threads of the eval path (default: bgbench's for the device)")
     ap.add_argument("--speedups", nargs="+", default=["eager"], choices=MODES, metavar="MODE",
                     help=f"forward modes to time, each against its own pure forward: {', '.join(MODES)} "
                          "(default: eager)")
+    ap.add_argument("--workers-grid", type=int, nargs="+", default=[], metavar="N",
+                    help="decoding threads to try on the eval path of the last --speedups mode")
+    ap.add_argument("--json", metavar="FILE", help="also write every figure to FILE as JSON")
     args = ap.parse_args()
     torch.manual_seed(0)
     base = create_model(f"timm:{args.arch}", num_classes=9).eval().to(args.device)
@@ -73,11 +105,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         if args.realsize:
             from realsize_data import realsize_dataset
-            root = realsize_dataset()
+            layout = discover(realsize_dataset(per_class=args.per_class, size=args.size))
         else:
-            root = Path(tmp)
-            make_jpegs(root, args.images)
-        items = discover(root).items("original")
+            make_jpegs(Path(tmp), args.images, args.size)
+            layout = discover(Path(tmp))
+        variants = layout.variants if args.variants == ["all"] else args.variants
+        items = [it for v in variants for it in layout.items(v)]
         from bgbench.data.images import decode_image
         t = time.perf_counter()
         for it in items:  # decode + [0,1] tensor alone, one thread
@@ -85,27 +118,41 @@ def main() -> None:
         decode_rate = len(items) / (time.perf_counter() - t)
         batches = [to_tensor(np.stack([decode_image(it.path) for it in items[i:i + args.batch_size]]), args.device)
                    for i in range(0, len(items), args.batch_size)]
+        n = len(items)
+        figures = {"arch": args.arch, "images": n, "size": args.size, "batch_size": args.batch_size,
+                   "device": args.device, "realsize": args.realsize, "torch_threads": torch.get_num_threads(),
+                   "default_workers": resolve_workers(None, args.device), "workers": args.workers,
+                   "decode_per_core": decode_rate, "modes": rows, "workers_grid": None}
         for mode in args.speedups:
             model = speed_up(copy.deepcopy(base), channels_last="channels_last" in mode, compile="compile" in mode)
             t = synced()
-            with torch.inference_mode():  # warm-up (and, compiled, the compile: timed apart)
+            with torch.inference_mode(), precision(mode, args.device):  # warm-up (and the compile: timed apart)
                 for x in {tuple(x.shape): x for x in batches}.values():
                     model(x)
             warm = synced() - t
+
+            def eval_path(workers=args.workers) -> float:
+                t = synced()
+                with precision(mode, args.device):
+                    predict_items(model, items, batch_size=args.batch_size, device=args.device, progress=False,
+                                  workers=workers)
+                return synced() - t
             eval_t, fwd_t = [], []
             for _ in range(args.repeats):  # interleave, so drift hits both sides alike
+                eval_t.append(eval_path())
                 t = synced()
-                predict_items(model, items, batch_size=args.batch_size, device=args.device, progress=False,
-                              workers=args.workers)
-                eval_t.append(synced() - t)
-                t = synced()
-                with torch.inference_mode():
+                with torch.inference_mode(), precision(mode, args.device):
                     for x in batches:
                         model(x)
                 fwd_t.append(synced() - t)
-            n = len(items)
             rows.append((mode, n / min(eval_t), n / min(fwd_t), warm))
-    print(f"images: {n} at 224x224 ({'realsize JPEG q75' if args.realsize else 'random JPEG q90'}), {args.arch}, "
+            if mode == args.speedups[-1] and args.workers_grid:
+                rates = {w: n / min(eval_path(w) for _ in range(args.repeats)) for w in args.workers_grid}
+                figures["workers_grid"] = {"mode": mode, "forward": rows[-1][2], "eval": rates,
+                                           "best": max(rates, key=rates.get)}
+            dump(figures, args.json)
+    print(f"images: {n} at {args.size}x{args.size} ({'realsize JPEG q75' if args.realsize else 'random JPEG q90'}), "
+          f"{args.arch}, "
           f"batch {args.batch_size}, {args.device}, torch threads {torch.get_num_threads()}, decoding workers "
           f"{args.workers or 'default'}, load average {os.getloadavg()[0]:.2f}")
     eager = dict((r[0], r) for r in rows).get("eager")
@@ -114,6 +161,11 @@ def main() -> None:
         print(f"[{mode}] pure forward      : {f:7.1f} images/s (pre-decoded batches)")
         print(f"[{mode}] ratio             : {e / f:.3f}  (target >= 0.9)   warm-up {warm:.1f}s"
               + (f"   eval path vs eager's: {e / eager[1]:.2f}x" if eager and mode != "eager" else ""))
+    grid = figures["workers_grid"]
+    if grid:
+        print(f"[{grid['mode']}] eval path by decoding threads, against a pure forward of {grid['forward']:.1f} "
+              "images/s: " + ", ".join(f"{w}: {r:.1f} ({r / grid['forward']:.3f})" for w, r in grid["eval"].items())
+              + f"; best {grid['best']}")
     print(f"decode + preprocess alone: {decode_rate:7.1f} images/s on one core")
 
 
