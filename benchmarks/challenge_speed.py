@@ -32,10 +32,20 @@ linear head fitted on its ORIGINAL features (background-reliant) and one on its 
 (background-robust), as `bgbench train --recipe linear-probe` fits them: no weights to download.
 
 `--workdir` keeps data and trained models between runs. Bigger: `--per-class 20` (needs ~4x the time).
+
+On a GPU (`benchmarks/gpu/run.sh` runs this): `--device cuda` holds the backgrounds and the model on
+the GPU; `--sample N` takes the first N foregrounds of the run's seeded, class-stratified order (as
+`bgbench challenge --sample N`), each against every background; `--no-startup` skips the start-up
+figures; `--json FILE` writes every row (after each, so a run stopped part-way keeps them), with
+the projected time of the full 4,050 x 4,050 challenge at the measured pure forward rate.
+
+    python benchmarks/challenge_speed.py --arch resnet50 --realsize --per-class 50 --sample 45 --device cuda \
+        --no-reference --batch-size 256 --json challenge.json
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -56,12 +66,13 @@ from bgbench.variants.synth import write_dataset
 from bgbench.measures.challenge.engine import ChallengeEngine
 from bgbench.measures.challenge.runner import _decode_all, load_backgrounds, load_foregrounds
 from bgbench.measures.challenge.sample import sample_order
+from bgbench.measures.challenge.precision import strict_fp32
 from bgbench.evaluation.predict import decide
 from bgbench.models import create_model
 from bgbench.training import TrainConfig, train
 
 
-def reference_loop(model, root: Path, batch_size: int = 32):
+def reference_loop(model, root: Path, batch_size: int = 32, device: str = "cpu"):
     """Upstream's challenge_eval.py / adv_bgs_eval_model, minus CUDA and DataParallel."""
     bg_loader = DataLoader(ImageFolder(str(root / "only_bg_t" / "val"), transform=transforms.ToTensor()),
                            batch_size=batch_size, shuffle=False, num_workers=0)
@@ -83,7 +94,7 @@ def reference_loop(model, root: Path, batch_size: int = 32):
                 big_mask = fg_mask.repeat(inp.shape[0], 1, 1, 1)
                 combined = inp * (1 - big_mask) + big_mask * big_im
                 with torch.inference_mode():
-                    pred, _ = decide(model, model(combined), Mapping.ARGMAX)
+                    pred, _ = decide(model, model(combined.to(device)), Mapping.ARGMAX)
                 pairs += inp.shape[0]
                 if (pred != fg_class).any().item():
                     is_adv = True
@@ -102,8 +113,10 @@ class Clock:
         return time.perf_counter() - self.wall0, time.process_time() - self.cpu0
 
 
-def engine_run(model, root: Path, batch_size: int, precision: str = "fp32"):
-    """Decode, then verdicts in the run's seeded order (as `bgbench challenge` visits them)."""
+def engine_run(model, root: Path, batch_size: int, precision: str = "fp32", device: str = "cpu",
+               sample: int | None = None):
+    """Decode, then verdicts in the run's seeded order (as `bgbench challenge` visits them); the
+    first `sample` foregrounds of that order, if given."""
     t0 = Clock()
     layout = discover(root, variants=["original", "only_bg_t"])
     pairs = layout.foregrounds()
@@ -112,9 +125,9 @@ def engine_run(model, root: Path, batch_size: int, precision: str = "fp32"):
     labels = np.array([it.label for it, _ in pairs])
     decode = t0.read()
     t1 = Clock()
-    engine = ChallengeEngine(model, backgrounds, torch.tensor([it.label for it in bg_items]), batch_size=batch_size,
-                             precision=precision)
-    order = sample_order(0, [it.image_id for it, _ in pairs], labels)
+    engine = ChallengeEngine(model, backgrounds.to(device), torch.tensor([it.label for it in bg_items]),
+                             batch_size=batch_size, precision=precision)
+    order = sample_order(0, [it.image_id for it, _ in pairs], labels)[:sample]
     results = engine.verdicts(fg_images, fg_masks, labels, order, progress=False)
     verdict = t1.read()
     total = t0.read()
@@ -124,19 +137,24 @@ def engine_run(model, root: Path, batch_size: int, precision: str = "fp32"):
             "shape": tuple(backgrounds.shape[1:])}
 
 
-def pure_forward_rate(model, batch_size: int, shape, precision: str, seconds: float = 8.0) -> tuple:
+def pure_forward_rate(model, batch_size: int, shape, precision: str, seconds: float = 8.0,
+                      device: str = "cpu") -> tuple:
     """Images/s of model(x) alone on one ready float batch (what the engine's pairs/s is held to),
-    in the engine's precision (bf16 autocast for bf16-verified: the fp32 rechecks are the overhead)."""
+    in the engine's precision (bf16 autocast for bf16-verified: the fp32 rechecks are the overhead;
+    fp32 as strict as the engine's, TF32 off)."""
     h, w, _ = shape
     # the engine's input layout: NHWC uint8 permuted to NCHW, i.e. channels_last memory
-    x = torch.rand(batch_size, h, w, 3, generator=torch.Generator().manual_seed(0)).permute(0, 3, 1, 2)
-    ctx = torch.autocast("cpu", dtype=torch.bfloat16) if precision != "fp32" else torch.autocast("cpu", enabled=False)
+    x = torch.rand(batch_size, h, w, 3, generator=torch.Generator().manual_seed(0)).to(device).permute(0, 3, 1, 2)
+    kind = "cuda" if device.startswith("cuda") else "cpu"
+    ctx = torch.autocast(kind, dtype=torch.bfloat16) if precision != "fp32" else strict_fp32()
     with torch.inference_mode(), ctx:
         model(x)
         n, clock = 0, Clock()
         while n < 3 or clock.read()[0] < seconds:
             model(x)
             n += 1
+        if kind == "cuda":
+            torch.cuda.synchronize()  # the queued forwards have finished
         wall, cpu = clock.read()
         return n * batch_size / wall, n * batch_size / cpu
 
@@ -175,7 +193,7 @@ def ensure_model(root: Path, name: str, recipe: str, epochs: int) -> Path:
     return ckpt
 
 
-def ensure_probe(root: Path, train_root: Path, arch: str, variant: str) -> Path:
+def ensure_probe(root: Path, train_root: Path, arch: str, variant: str, device: str = "cpu") -> Path:
     """A seeded random-init timm `arch` with a linear head fitted on its features of `variant`'s train
     images (`bgbench train --recipe linear-probe`): ORIGINAL gives a background-reliant model,
     MIXED-RAND a background-robust one, in minutes on a CPU and without any downloaded weights."""
@@ -184,7 +202,7 @@ def ensure_probe(root: Path, train_root: Path, arch: str, variant: str) -> Path:
     if not (out / "model.pt").is_file():
         t = time.perf_counter()
         fit(train_root, out, model=f"timm:{arch}", recipe="linear-probe", variant=variant, progress=False,
-            feature_cache="none")
+            feature_cache="none", device=device)
         print(f"fitted a linear head on timm:{arch} features of {variant} in {time.perf_counter() - t:.0f}s",
               flush=True)
     return out / "model.pt"
@@ -207,6 +225,13 @@ def main() -> None:
     ap.add_argument("--size", type=int, default=224, help="image size (default %(default)s)")
     ap.add_argument("--realsize", action="store_true", help="the test set as JPEG quality 75, as IN-9's release "
                     "(`realsize_data.py`, --per-class images per class)")
+    ap.add_argument("--device", default="cpu", help="torch device of the engine and the models (default cpu)")
+    ap.add_argument("--sample", type=int, help="only the first N foregrounds of the seeded order, against every "
+                    "background (default: all)")
+    ap.add_argument("--no-startup", action="store_true", help="skip the start-up figures")
+    ap.add_argument("--forward-seconds", type=float, default=8.0, help="time each pure forward rate over at "
+                    "least this long (default %(default)s)")
+    ap.add_argument("--json", metavar="FILE", help="also write every row to FILE as JSON")
     args = ap.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -226,40 +251,44 @@ def main() -> None:
         print(f"test set: {root} ({fmt}{' q75' if args.realsize else ''}, {args.size} px)", flush=True)
         print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; torch threads "
               f"{torch.get_num_threads()}", flush=True)
-        s = startup(root)
-        rates = ", ".join(f"{w} thread{'s' if w > 1 else ''} {r:.0f} img/s" for w, r in s["decode"].items())
-        print(f"start-up: interpreter {s['bare']:.2f}s, challenge imports {s['imports']:.2f}s; decoding 4,050 "
-              f"backgrounds ({args.size} px {fmt}): {rates}", flush=True)
-        rows = []
+        s = None if args.no_startup else startup(root)
+        if s is not None:
+            rates = ", ".join(f"{w} thread{'s' if w > 1 else ''} {r:.0f} img/s" for w, r in s["decode"].items())
+            print(f"start-up: interpreter {s['bare']:.2f}s, challenge imports {s['imports']:.2f}s; decoding 4,050 "
+                  f"backgrounds ({args.size} px {fmt}): {rates}", flush=True)
+        rows, differ = [], []
+        record = {"arch": args.arch, "size": args.size, "batch_size": args.batch_size, "device": args.device,
+                  "sample": args.sample, "startup": s, "rows": rows}
         specs = (["probe:original", "probe:mixed_rand"] if args.arch and args.models == ap.get_default("models")
                  else args.models)
         for spec in specs:
             recipe, _, option = spec.partition(":")
             if args.arch:  # probe:VARIANT, a linear head on the architecture's random features
                 name = f"{args.arch} probe {option}"
-                ckpt = ensure_probe(work, train_root, args.arch, option)
+                ckpt = ensure_probe(work, train_root, args.arch, option, args.device)
             else:  # RECIPE:EPOCHS
                 epochs = int(option or 3)
                 name = f"{recipe} {epochs}ep"
                 ckpt = ensure_model(work, f"{recipe}_{epochs}ep", recipe, epochs)
-            model = create_model(f"file:{ckpt}").eval()
+            model = create_model(f"file:{ckpt}").eval().to(args.device)
             ref = None
             if not args.no_reference:
                 clock = Clock()
-                ref_verdicts, ref_pairs = reference_loop(model, root)
+                ref_verdicts, ref_pairs = reference_loop(model, root, device=args.device)
                 ref = (ref_verdicts, ref_pairs, clock.read())
             base = None
             for precision in args.precisions:
-                run = engine_run(model, root, args.batch_size, precision)
+                run = engine_run(model, root, args.batch_size, precision, args.device, args.sample)
                 verdicts = run["verdicts"]
-                if ref is not None:
-                    assert verdicts == ref[0], f"{name} {precision}: verdicts differ from the reference loop"
-                if base is not None:
-                    assert verdicts == base, f"{name} {precision}: verdicts differ from fp32"
+                if ref is not None and verdicts != {k: ref[0][k] for k in verdicts}:
+                    differ.append(f"{name} {precision}: verdicts differ from the reference loop")
+                if base is not None and verdicts != base:
+                    differ.append(f"{name} {precision}: verdicts differ from fp32")
                 base = base or verdicts
                 n, fooled = len(verdicts), sum(verdicts.values())
                 minimum = (n - fooled) * run["num_bg"] + fooled
-                pure = pure_forward_rate(model, args.batch_size, run["shape"], precision)
+                pure = pure_forward_rate(model, args.batch_size, run["shape"], precision, args.forward_seconds,
+                                         args.device)
                 v = run["verifier"]
                 row = {"model": name, "precision": precision, "n": n, "fooled": fooled, "pairs": run["stats"].pairs,
                        "minimum": minimum, "total": run["total"], "decode": run["decode"][0],
@@ -269,11 +298,16 @@ def main() -> None:
                        "rechecked": v.rechecked if v else None, "composites": v.composites if v else None,
                        "delta": v.delta if v else None, "spread": v.max_spread if v else None,
                        "audited": v.audited if v else None, "confirmed": v.confirmed if v else None,
-                       "load": os.getloadavg()[0]}
+                       "load": os.getloadavg()[0], "num_bg": run["num_bg"], "same_verdicts_as_fp32": verdicts == base,
+                       "full_challenge_hours": 4050 * 4050 / pure[0] / 3600}
                 rows.append(row)
                 print(_line(row), flush=True)
+                if args.json:
+                    Path(args.json).write_text(json.dumps(record, indent=1))
         print()
         print(_table(rows))
+        if differ:
+            raise SystemExit("; ".join(differ))
 
 
 def _ratio(a: tuple, b: tuple) -> str:
