@@ -10,14 +10,24 @@ Two tables:
    model, then DFR on the train split's MIXED-RAND against full training on MIXED-RAND of the
    same architecture: wall time of each, and the BG-Gap and MIXED-RAND accuracy each reaches.
 
+3. **`--rate`, instead of the tables:** DFR's feature extraction (decode ahead, the frozen
+   backbone's penultimate features, copied to the CPU: what `--recipe dfr` runs before its fit,
+   uncached) in images/s, against the same network's pure `pre_logits` forward on pre-decoded
+   batches, on the real-size JPEG set of `realsize_data.py` (every variant; `--per-class`, `--size`)
+   and a random-init `--arch` on `--device`.
+
     PYTHONPATH=src python benchmarks/dfr.py [--out /tmp/bgbench-dfr] [--correlations 0.5 0.9 0.98]
+    PYTHONPATH=src:benchmarks python benchmarks/dfr.py --rate --arch resnet50 --per-class 50 --size 224 \
+        --device cuda --batch-size 240 --json dfr.json
 """
 from __future__ import annotations
 
 import argparse
+import json
 import time
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from bgbench.api import evaluate, train
@@ -88,6 +98,54 @@ def minutes_table(out: Path, args) -> None:
           f"{args.epochs} epochs, {torch.get_num_threads()} torch threads)")
 
 
+def rate_table(args) -> dict:
+    """Images/s of DFR's feature extraction against a pure `pre_logits` forward of the same network."""
+    from realsize_data import realsize_dataset
+    from bgbench.data.images import decode_image
+    from bgbench.data.layout import discover
+    from bgbench.distributed import Ranks
+    from bgbench.evaluation.predict import to_tensor
+    from bgbench.models import create_model
+    from bgbench.models.heads import pre_logits
+    from bgbench.training.feature_cache import penultimate_features
+    layout = discover(realsize_dataset(per_class=args.per_class, size=args.size))
+    items = [it for v in layout.variants for it in layout.items(v)]
+    torch.manual_seed(0)
+    model = create_model(f"timm:{args.arch}", num_classes=9).eval().to(args.device)
+    batches = [to_tensor(np.stack([decode_image(it.path) for it in items[i:i + args.batch_size]]), args.device)
+               for i in range(0, len(items), args.batch_size)]
+
+    def synced() -> float:  # GPU work is asynchronous: a time is taken once it has finished
+        if args.device.startswith("cuda"):
+            torch.cuda.synchronize()
+        return time.perf_counter()
+
+    def extract() -> None:
+        penultimate_features(model, items, "rate", Ranks(device=args.device), None, args.batch_size, progress=False)
+
+    def forward() -> None:
+        with torch.inference_mode():
+            for x in batches:
+                pre_logits(model, x)
+    times = {"extraction": [], "forward": []}
+    for rep in range(args.repeats + 1):  # the first round warms up (cuDNN's choices, caches) and is not kept
+        for name, fn in (("extraction", extract), ("forward", forward)):
+            t = synced()
+            fn()
+            times[name].append(synced() - t)
+    n = len(items)
+    figures = {"arch": args.arch, "images": n, "size": args.size, "batch_size": args.batch_size,
+               "device": args.device, "extraction": n / min(times["extraction"][1:]),
+               "forward": n / min(times["forward"][1:])}
+    figures["ratio"] = figures["extraction"] / figures["forward"]
+    print(f"DFR feature extraction: {figures['extraction']:.1f} images/s, pure pre_logits forward "
+          f"{figures['forward']:.1f} images/s, ratio {figures['ratio']:.3f} ({n} images, {args.size} px JPEG, "
+          f"{args.arch}, batch {args.batch_size}, {args.device})")
+    if args.json:
+        Path(args.json).write_text(json.dumps(figures, indent=1))
+    return figures
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="/tmp/bgbench-dfr")
@@ -98,8 +156,17 @@ def main() -> None:
     ap.add_argument("--epochs", type=int, default=20)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--skip", choices=("shortcut", "minutes"), help="leave one table out")
+    ap.add_argument("--rate", action="store_true", help="time DFR's feature extraction instead of the tables")
+    ap.add_argument("--arch", default="resnet50", help="--rate: a timm architecture, random init (default %(default)s)")
+    ap.add_argument("--device", default="cpu", help="--rate: torch device (default %(default)s)")
+    ap.add_argument("--batch-size", type=int, default=64, help="--rate: images per forward (default %(default)s)")
+    ap.add_argument("--repeats", type=int, default=2, help="--rate: timed rounds, the best kept (default %(default)s)")
+    ap.add_argument("--json", metavar="FILE", help="--rate: also write the figures to FILE as JSON")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
+    if args.rate:
+        rate_table(args)
+        return
     out = Path(args.out)
     if args.skip != "shortcut":
         shortcut_table(out, args)

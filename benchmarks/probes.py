@@ -21,10 +21,13 @@ Both sides are interleaved over --repeats and the best time of each is kept.
 
     PYTHONPATH=src python benchmarks/probes.py [--per-class 8] [--size 128] [--batch-size 24] [--device cpu]
     PYTHONPATH=src:benchmarks python benchmarks/probes.py --realsize --arch resnet50 [--workers 1]
+
+`--json FILE` also writes each probe's rate, its baseline's and their ratio.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import tempfile
 import time
@@ -62,6 +65,7 @@ def main() -> None:
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--probes", nargs="+", choices=("noise", "saliency", "features", "ablate"),
                     default=["noise", "saliency", "features", "ablate"], help="which probes to time (default: all)")
+    ap.add_argument("--json", metavar="FILE", help="also write the rates and ratios to FILE as JSON")
     args = ap.parse_args()
     torch.manual_seed(0)
     dev = args.device
@@ -152,6 +156,16 @@ def main() -> None:
         best = {k: min(v) for k, v in times.items()}
         noisy = n * forwards_per_image
         target = 0.9 if args.realsize else 0.8
+        # (probe, its images, its time, the baseline's time): rates are images / time
+        timed = {"noise": (noisy, best.get("noise"), best.get("forward")),
+                 "saliency": (n, best.get("saliency"), best.get("fwd+bwd")),
+                 "features": (n, best.get("features"), best.get("forward once")),
+                 "ablate": (ablated, best.get("ablate"), best.get("ablate forward"))}
+        figures = {"images": n, "size": args.size, "arch": args.arch, "batch_size": args.batch_size, "device": dev,
+                   "target": target, **{p: {"probe": k / tp, "baseline": k / tb, "ratio": tb / tp}
+                                        for p, (k, tp, tb) in timed.items() if p in args.probes}}
+        if args.json:
+            Path(args.json).write_text(json.dumps(figures, indent=1))
         print(f"{n} images, {args.size}px {'JPEG q75' if args.realsize else 'PNG'}, {args.arch}, batch "
               f"{args.batch_size}, device {dev}, torch {torch.__version__}, threads {torch.get_num_threads()}, "
               f"decoding workers {args.workers or 'default'}, load average {os.getloadavg()[0]:.2f}")
