@@ -1,0 +1,208 @@
+"""The CUDA smoke test (issue 37): every model command on tiny generated data, on a GPU.
+
+`pytest -m gpu tests/gpu` (benchmarks/gpu/run.sh runs it first). Where CUDA is absent the whole
+module is skipped, in one line. `BGBENCH_GPU_TESTS_DEVICE=cpu` runs the same checks on the CPU
+(gloo for NCCL, fp16 left out), to try them without a GPU.
+
+Data and model: the suite's tiny Synthetic-9 (`synth_root`, 32 px) and the test_resnet trained on
+it on the CPU (`model_ckpt`), so the GPU runs use the CPU's weights and can be held to the CPU's
+fp32 results. That model is fooled by some background on every foreground, so the challenge runs
+on a copy whose every other foreground mask covers the whole image (`half_plain`): those
+foregrounds are fooled exactly when their image is misclassified, and the verdicts go both ways.
+Facts a reader of the run wants (disagreements, losses) are recorded with `record_property`, which
+run.sh copies into its JSON.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from conftest import run_cli
+
+DEVICE = os.environ.get("BGBENCH_GPU_TESTS_DEVICE", "cuda")
+pytestmark = pytest.mark.gpu
+if DEVICE.startswith("cuda") and not torch.cuda.is_available():
+    pytest.skip("needs CUDA (torch.cuda.is_available() is False)", allow_module_level=True)
+
+ROOT = Path(__file__).resolve().parents[2]
+NCCL_SMOKE = ROOT / "tests" / "helpers" / "nccl_smoke.py"
+#: eval on CUDA runs cuDNN's convolutions as PyTorch's defaults have them (TF32 allowed), so a near
+#: tie may decide otherwise than on the CPU: at most this share of predictions may differ.
+EVAL_DISAGREEMENT = 0.03
+
+
+def _ok(res):
+    """A CLI result that must have succeeded; its stdout parsed as JSON."""
+    assert res.returncode == 0, res.stderr[-3000:]
+    return json.loads(res.stdout)
+
+
+def _predictions(db: Path, run_id: int) -> dict:
+    """(variant, image id) -> predicted class of one eval run, read from its store."""
+    from bgbench.store import Store
+    with Store(db) as store:
+        return {(r["variant"], r["image_id"]): r["pred"] for r in store.predictions(run_id)}
+
+
+def _challenge_rows(db: Path, run_id: int) -> dict:
+    """The stored rows of one challenge run: per foreground (its clean prediction, verdict, pairs,
+    fooling background and prediction) and, for a --full run, per background (its ASR)."""
+    from bgbench.store import Store
+    with Store(db) as store:
+        return {"fg": {r["image_id"]: tuple(r)[1:] for r in store.challenge_results(run_id)},
+                "bg": [tuple(r) for r in store.challenge_backgrounds(run_id)]}
+
+
+def _verdicts(rows: dict) -> dict:
+    """image id -> fooled."""
+    return {k: bool(r[3]) for k, r in rows["fg"].items()}
+
+
+def _eval(ckpt: Path, data: Path, db: Path, device: str, *flags) -> dict:
+    out = _ok(run_cli("eval", "--model", f"file:{ckpt}", "--data", data, "--device", device, "--quiet", "--json",
+                      "--db", db, *flags))
+    return _predictions(db, out["run_id"])
+
+
+def _challenge(ckpt: Path, data: Path, db: Path, device: str, precision: str, *flags) -> dict:
+    out = _ok(run_cli("challenge", "--model", f"file:{ckpt}", "--data", data, "--device", device, "--precision",
+                      precision, "--batch-size", 16, "--quiet", "--json", "--db", db, *flags))
+    return _challenge_rows(db, out["run_id"])
+
+
+@pytest.fixture(scope="module")
+def half_plain(synth_root, tmp_path_factory) -> Path:
+    """A copy of the tiny dataset whose every other foreground mask is all ones."""
+    import shutil
+
+    import numpy as np
+    root = tmp_path_factory.mktemp("half-plain") / "data"
+    shutil.copytree(synth_root, root)
+    for path in sorted((root / "fg_mask").rglob("*.npy"))[::2]:
+        mask = np.load(path)
+        np.save(path, np.ones_like(mask))
+    return root
+
+
+@pytest.fixture(scope="module")
+def cpu_fp32(model_ckpt, synth_root, half_plain, tmp_path_factory) -> dict:
+    """The CPU's fp32 eval predictions (every variant) and full challenge rows of the trained model."""
+    db = tmp_path_factory.mktemp("cpu") / "cpu.db"
+    return {"eval": _eval(model_ckpt, synth_root, db, "cpu"),
+            "challenge": _challenge(model_ckpt, half_plain, db, "cpu", "fp32", "--full")}
+
+
+@pytest.mark.parametrize("flags", [[], ["--channels-last"], ["--compile"]], ids=["fp32", "channels-last", "compile"])
+def test_eval_on_the_device_agrees_with_the_cpu(flags, model_ckpt, synth_root, cpu_fp32, tmp_path, record_property):
+    preds = _eval(model_ckpt, synth_root, tmp_path / "r.db", DEVICE, *flags)
+    want = cpu_fp32["eval"]
+    assert preds.keys() == want.keys()
+    differ = sum(preds[k] != want[k] for k in want)
+    record_property("predictions_differing_from_cpu_fp32", f"{differ} of {len(want)}")
+    assert differ <= EVAL_DISAGREEMENT * len(want), f"{differ} of {len(want)} predictions differ from the CPU's"
+
+
+def test_fp32_challenge_predicts_every_composite_as_the_cpu(model_ckpt, half_plain, cpu_fp32, tmp_path):
+    """fp32 is exact on CUDA (TF32 off): a --full run, every foreground on every background, gives
+    the CPU's rows (clean predictions, verdicts, fooling backgrounds) and backgrounds' ASR."""
+    got = _challenge(model_ckpt, half_plain, tmp_path / "r.db", DEVICE, "fp32", "--full")
+    want = cpu_fp32["challenge"]
+    verdicts = _verdicts(want)
+    assert 0 < sum(verdicts.values()) < len(verdicts)  # verdicts go both ways: the check can fail
+    assert got["fg"] == want["fg"], sorted(k for k in want["fg"] if got["fg"].get(k) != want["fg"][k])
+    assert got["bg"] == want["bg"] and len(want["bg"]) == len(verdicts)
+
+
+def test_bf16_verified_verdicts_equal_the_cpus_fp32(model_ckpt, half_plain, cpu_fp32, tmp_path):
+    """bf16-verified on the device: fooled verdicts are confirmed in fp32 and survivors audited;
+    on these weights every verdict is the CPU's fp32 one."""
+    got = _verdicts(_challenge(model_ckpt, half_plain, tmp_path / "r.db", DEVICE, "bf16-verified"))
+    want = _verdicts(cpu_fp32["challenge"])
+    assert got == want, sorted(k for k in want if got.get(k) != want[k])
+
+
+@pytest.mark.parametrize("precision", ["bf16", "fp16"])
+def test_plain_autocast_challenge_runs(precision, model_ckpt, half_plain, cpu_fp32, tmp_path, record_property):
+    """Plain bf16 and fp16 are not exact: they run, and how many verdicts they change is recorded."""
+    if precision == "fp16" and not DEVICE.startswith("cuda"):
+        pytest.skip("fp16 needs a GPU")
+    got = _verdicts(_challenge(model_ckpt, half_plain, tmp_path / "r.db", DEVICE, precision))
+    want = _verdicts(cpu_fp32["challenge"])
+    assert got.keys() == want.keys()
+    record_property("verdicts_differing_from_cpu_fp32", f"{sum(got[k] != want[k] for k in want)} of {len(want)}")
+
+
+PROBES = {"noise": ["--levels", "0.2", "0.5", "--trials", "1"], "saliency": ["--examples", "0"],
+          "ablate": [], "features": ["--galleries", "0"], "attribution": []}
+
+
+@pytest.mark.parametrize("probe", list(PROBES))
+def test_each_probe_runs_on_the_device(probe, model_ckpt, synth_root, tmp_path):
+    out = _ok(run_cli("probe", probe, "--model", f"file:{model_ckpt}", "--data", synth_root, "--device", DEVICE,
+                      "--quiet", "--json", "--db", tmp_path / "r.db", *PROBES[probe]))
+    assert out["run_id"] >= 1
+
+
+def test_grad_cam_on_the_device_measures_what_the_cpu_does(tmp_path, record_property):
+    """Grad-CAM's hooks on a device model: RIVAL10's alignment measures, averaged over the images,
+    within 0.02 of the CPU's (TF32 convolutions move the maps a little, not the measures). At 96 px
+    test_resnet's last maps are 3 x 3 (at 32 px, 1 x 1: every map flat), and its seeded random init
+    is the same on both devices."""
+    from bgbench.variants.synth import write_dataset
+    data = tmp_path / "s96"
+    write_dataset(data, per_class=2, size=96, seed=0, split="val", progress=False)
+    runs = {}
+    for device in ("cpu", DEVICE):
+        runs[device] = _ok(run_cli("probe", "saliency", "--model", "timm:test_resnet", "--data", data,
+                                   "--device", device, "--examples", "0", "--quiet", "--json",
+                                   "--db", tmp_path / f"{device}.db"))
+    assert runs["cpu"]["flat_maps"] < runs["cpu"]["images"]  # maps to compare: the check can fail
+    assert runs[DEVICE]["flat_maps"] == runs["cpu"]["flat_maps"]
+    for name in ("precision", "iou", "dice", "ap", "density_diff"):
+        a, b = runs["cpu"]["image_mean"][name]["value"], runs[DEVICE]["image_mean"][name]["value"]
+        record_property(f"saliency_{name}", f"cpu {a:.4f}, {DEVICE} {b:.4f}")
+        assert abs(a - b) <= 0.02, (name, a, b)
+
+
+def test_training_erm_and_bgswap_then_dfr_on_the_device(synth_root, tmp_path):
+    for recipe in ("erm", "bgswap"):
+        out = _ok(run_cli("train", "--data", synth_root, "--model", "timm:test_resnet", "--recipe", recipe,
+                          "--epochs", 1, "--batch-size", 16, "--device", DEVICE, "--out", tmp_path / recipe,
+                          "--quiet", "--json", "--db", tmp_path / "r.db"))
+        assert out["recipe"] == recipe and (tmp_path / recipe / "model.pt").is_file()
+    _ok(run_cli("train", "--data", synth_root, "--recipe", "dfr", "--model", f"file:{tmp_path / 'erm' / 'model.pt'}",
+                "--device", DEVICE, "--out", tmp_path / "dfr", "--retrains", 2, "--feature-cache", "none",
+                "--quiet", "--json", "--db", tmp_path / "r.db"))
+    assert (tmp_path / "dfr" / "model.pt").is_file()
+
+
+def test_a_study_step_on_the_device(model_ckpt, synth_root, tmp_path):
+    study = tmp_path / "study.toml"
+    study.write_text(f'models = ["file:{model_ckpt}"]\ndatasets = ["{synth_root}"]\n[measures.eval]\n')
+    out = _ok(run_cli("study", study, "--device", DEVICE, "--out", tmp_path / "report", "--quiet", "--json",
+                      "--db", tmp_path / "r.db"))
+    assert out["ran"] == 1
+
+
+def _torchrun(*args) -> subprocess.CompletedProcess:
+    """One process under `torchrun --standalone`, as a user launches it."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]),
+           "OMP_NUM_THREADS": "1"}
+    return subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "1",
+                           *map(str, args)], env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_torchrun_one_process_eval_and_nccl(model_ckpt, synth_root, tmp_path):
+    """bgbench joins a process group only for two processes or more (one GPU here), so the launch
+    is checked through bgbench and NCCL itself through the collectives bgbench calls, on the GPU."""
+    proc = _torchrun("-m", "bgbench", "eval", "--model", f"file:{model_ckpt}", "--data", synth_root, "--device",
+                     DEVICE, "--variants", "original", "--quiet", "--db", tmp_path / "r.db")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    proc = _torchrun(NCCL_SMOKE, DEVICE)
+    assert proc.returncode == 0 and "collectives ok" in proc.stdout, proc.stderr[-3000:]
