@@ -289,9 +289,7 @@ def prediction_categories(source: Any, run_id: Optional[int] = None, *, mapping:
             (a `Store` or a path) holding eval run `run_id`.
         mapping: re-decide 1000-class predictions from their raw outputs ('argmax' or 'superclass').
     """
-    from .measures.categories.summary import categories_of, prediction_categories as of_run
-    return _analyse(source, run_id, lambda s: of_run(s, run_id, mapping=mapping),
-                    lambda t: categories_of(t), mapping)
+    return _analyse("categories", source, run_id, mapping)
 
 
 def box_size(source: Any, run_id: Optional[int] = None, *, variants: Sequence[str] = ("only_bg_t",), bins: int = 5,
@@ -300,16 +298,12 @@ def box_size(source: Any, run_id: Optional[int] = None, *, variants: Sequence[st
 
     Boxes come from the dataset (`data`, else the one the predictions were made on).
     """
-    from .measures.boxsize.summary import box_size_curve, box_size_of
-    return _analyse(source, run_id,
-                    lambda s: box_size_curve(s, run_id, variants=variants, bins=bins, data=data, mapping=mapping),
-                    lambda t: box_size_of(t, variants=variants, bins=bins, data=data), mapping)
+    return _analyse("boxsize", source, run_id, mapping, variants=variants, bins=bins, data=data)
 
 
 def leakage(source: Any, run_id: Optional[int] = None, *, mapping: Optional[str] = None):
     """Background-only accuracy above chance (paper §5), for MIXED-RAND or ONLY-FG-trained models."""
-    from .measures.leakage.summary import leakage as of_run, leakage_of
-    return _analyse(source, run_id, lambda s: of_run(s, run_id, mapping=mapping), lambda t: leakage_of(t), mapping)
+    return _analyse("leakage", source, run_id, mapping)
 
 
 def edit_drops(source: Any, run_ids: Optional[Sequence[int]] = None, *, n_boot: int = 2000, seed: int = 0):
@@ -319,20 +313,18 @@ def edit_drops(source: Any, run_ids: Optional[Sequence[int]] = None, *, n_boot: 
         source: an evaluation result of a `bgbench edit` folder (or its table), or a results store
             holding the eval runs `run_ids` of one model.
     """
-    from .measures.edits.summary import edit_drops as of_runs, edit_drops_of
     ids = [run_ids] if isinstance(run_ids, int) else run_ids
-    return _analyse(source, ids, lambda s: of_runs(s, list(ids), n_boot=n_boot, seed=seed),
-                    lambda t: edit_drops_of(t, n_boot=n_boot, seed=seed), None)
+    return _analyse("edits", source, ids, None, n_boot=n_boot, seed=seed)
 
 
-def worst_group(store: Store | str | Path, run_id: int, *, variant: str = "mixed_rand",
+def worst_group(store: Store | str | Path, run_id: int, *, variant: Optional[str] = None,
                 data: Optional[str | Path] = None, mapping: Optional[str] = None, min_images: int = 10):
-    """Accuracy per (object class, background class) group of a stored eval run on a mixed variant,
-    its worst group (among groups of at least `min_images` images) and the mean over groups; each
-    image's background class comes from the dataset's manifest (`data`: default the run's own)."""
-    from .measures.groups.stored import worst_group as run_groups
-    with _reading(store) as s:
-        return run_groups(s, run_id, variant=variant, data=data, mapping=mapping, min_images=min_images)
+    """Accuracy per group of a stored eval run, its worst group (the lowest of the groups of at least
+    `min_images` images, when two or more have that many) and the mean over groups. A group is
+    (object class, background class) of a mixed variant (default mixed_rand), each image's
+    background class from the dataset's manifest (`data`: default the run's own), or a group
+    dataset's own groups (variant original)."""
+    return _analyse("groups", store, run_id, mapping, variant=variant, data=data, min_images=min_images)
 
 
 def compare(a: Any, b: Any, *, store: Optional[Store | str | Path] = None, n_boot: int = 2000, seed: int = 0):
@@ -433,16 +425,20 @@ def _config(cls, job: str, options: dict):
     return cls(**options)
 
 
-def _analyse(source: Any, run_ref: Any, on_run, on_table, mapping: Optional[str]):
-    """`on_run(store)` for a stored run (`source` a store, `run_ref` its run id(s)), else
-    `on_table(table)` for a table held in memory."""
+def _analyse(name: str, source: Any, run_ref: Any, mapping: Optional[str], **options):
+    """Analysis `name` of a stored run (`source` a store, `run_ref` its run id(s)) through the
+    measure's `of_run`, or of a table held in memory through its `of_table`."""
+    from .measures.registry import get_measure
+    measure = get_measure(name)
     if run_ref is not None:
         with _reading(source) as store:
-            return on_run(store)
+            return measure.of_run(store, run_ref, **options, **({} if mapping is None else {"mapping": mapping}))
     if isinstance(source, (Store, str, Path)):
         raise BgbenchError("a results store needs the id of the run to analyse: pass run_id (see `bgbench runs`)")
+    if not hasattr(measure, "of_table"):
+        raise BgbenchError(f"{name} reads stored runs only: pass a results store and a run id")
     from .probing.tables import as_table
-    return on_table(as_table(source, mapping=mapping))
+    return measure.of_table(as_table(source, mapping=mapping), **options)
 
 
 @contextmanager

@@ -116,8 +116,9 @@ def rival10_class_map() -> ClassMap:
     return ClassMap(RIVAL10, tuple(table), len(rival10_classes()))
 
 
-def class_map_from_file(path: str | Path, classes: Sequence[str]) -> ClassMap:
-    """A `--class-map` file: a JSON object {ImageNet index (0-999): class folder of this dataset}."""
+def class_map_entries(path: str | Path) -> Dict[int, str]:
+    """A `--class-map` file read and checked on its own: {ImageNet index (0-999): class folder}.
+    Which folders exist is the dataset's to say (`class_map_from_file`)."""
     path = Path(path).expanduser()
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
@@ -126,15 +127,25 @@ def class_map_from_file(path: str | Path, classes: Sequence[str]) -> ClassMap:
                            ) from None
     if not isinstance(doc, dict) or not doc:
         raise BgbenchError(f"--class-map {path}: expected a JSON object {{\"<ImageNet index>\": \"<class folder>\"}}")
-    position = {c: k for k, c in enumerate(classes)}
-    table = [NO_CLASS] * IMAGENET_CLASSES
+    out: Dict[int, str] = {}
     for key, folder in doc.items():
         try:
             index = int(key)
         except ValueError:
             index = -1
-        if not 0 <= index < IMAGENET_CLASSES or str(index) != str(key).strip():
-            raise BgbenchError(f"--class-map {path}: {key!r} is not an ImageNet class index (0-999)")
+        if not 0 <= index < IMAGENET_CLASSES or str(index) != str(key).strip() or not isinstance(folder, str):
+            raise BgbenchError(f"--class-map {path}: {key!r}: {folder!r} is not an ImageNet class index (0-999) and "
+                               f"a class folder")
+        out[index] = folder
+    return out
+
+
+def class_map_from_file(path: str | Path, classes: Sequence[str]) -> ClassMap:
+    """A `--class-map` file: a JSON object {ImageNet index (0-999): class folder of this dataset}."""
+    path = Path(path).expanduser()
+    position = {c: k for k, c in enumerate(classes)}
+    table = [NO_CLASS] * IMAGENET_CLASSES
+    for index, folder in class_map_entries(path).items():
         if folder not in position:
             raise BgbenchError(f"--class-map {path}: ImageNet class {index} maps to {folder!r}, which is not a class "
                                f"of this dataset ({', '.join(classes)})")

@@ -461,7 +461,7 @@ def _fake_eval(store, model, rows):
 
 
 def test_edit_drops_by_hand(tmp_path):
-    from bgbench.measures.edits.summary import edit_drops, edit_drops_by_model
+    from bgbench.measures.edits.summary import edit_drops, runs_by_model
     from bgbench.errors import BgbenchError
     from bgbench.store import Store
     with Store(tmp_path / "r.db") as store:
@@ -482,7 +482,7 @@ def test_edit_drops_by_hand(tmp_path):
         assert (lv["size_0.05"].attribute, lv["size_0.05"].level) == ("size", "0.05")
         d = got.to_dict()
         assert d["model"] == "m1" and d["levels"][0]["drop"] == pytest.approx(1 / 3)
-        both = edit_drops_by_model(store, [a, b], n_boot=200)
+        both = [edit_drops(store, ids, n_boot=200) for ids in runs_by_model(store, [a, b])]
         assert [x.model for x in both] == ["m1", "m2"] and both[1].levels[0].drop.value == 1.0
         with pytest.raises(BgbenchError, match="different models"):
             edit_drops(store, [a, b])

@@ -22,9 +22,10 @@ def register(sub, measure) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..api import box_size
     with open_store(args, create=False) as store:
-        result = box_size_curve(store, args.run, variants=args.variants, bins=args.bins, data=args.data,
-                                mapping=stored_mapping(store, args))
+        result = box_size(store, args.run, variants=args.variants, bins=args.bins, data=args.data,
+                          mapping=stored_mapping(store, args))
     emit(args, {"run_id": result.run_id, "box_source": result.box_source, "curves": result.to_dict()},
          result.text())
     return 0

@@ -17,7 +17,7 @@ def register(sub, measure) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..measures.categories.summary import prediction_categories
+    from ..api import prediction_categories
     with open_store(args, create=False) as store:
         result = prediction_categories(store, args.run, mapping=stored_mapping(store, args))
     emit(args, result.to_dict(), result.text())

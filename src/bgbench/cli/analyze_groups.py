@@ -25,7 +25,7 @@ def register(sub, measure) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from .. import checks
-    from ..measures.groups.stored import worst_group
+    from ..api import worst_group
     from .arguments import stored_mapping
     checks.at_least("--min-images", args.min_images, 1)
     with open_store(args, create=False) as store:

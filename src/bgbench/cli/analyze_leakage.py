@@ -17,7 +17,7 @@ def register(sub, measure) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..measures.leakage.summary import leakage
+    from ..api import leakage
     from ..console import status
     with open_store(args, create=False) as store:
         result = leakage(store, args.run, mapping=stored_mapping(store, args))

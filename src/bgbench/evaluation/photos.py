@@ -11,14 +11,14 @@ mislabelled PNGs included) and fed as every job feeds them (the model's resize p
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
 
+from ..class_maps import class_map_entries
 from ..classes import IN9_FOLDERS, NO_CLASS, imagenet_to_in9
 from ..data.images import IMAGE_SUFFIXES, decode_image
 from ..errors import BgbenchError
@@ -94,20 +94,6 @@ def image_paths(paths: Sequence[str | Path]) -> List[Path]:
     return out
 
 
-def class_map_targets(path: str | Path) -> Dict[int, str]:
-    """A `--class-map` file's ImageNet index -> class folder, read without a dataset (one-line errors)."""
-    path = Path(path).expanduser()
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as e:
-        raise BgbenchError(f"--class-map {path}: cannot read it as JSON ({str(e).strip() or type(e).__name__})"
-                           ) from None
-    if not isinstance(doc, dict) or not all(str(k).strip().isdigit() and 0 <= int(k) < 1000 and isinstance(v, str)
-                                            for k, v in doc.items()):
-        raise BgbenchError(f"--class-map {path}: expected a JSON object {{\"<ImageNet index 0-999>\": \"<class folder>\"}}")
-    return {int(k): v for k, v in doc.items()}
-
-
 def _namer(model: BgModel):
     """(index -> class name, index -> mapped class or None, what the mapping is) for this model."""
     spec = model.spec
@@ -115,7 +101,7 @@ def _namer(model: BgModel):
         from timm.data import ImageNetInfo
         info = ImageNetInfo()
         if getattr(model, "class_map_file", None):
-            targets = class_map_targets(model.class_map_file)
+            targets = class_map_entries(model.class_map_file)
             return info.index_to_description, targets.get, f"class map {model.class_map_file}"
         table = imagenet_to_in9()
         return (info.index_to_description, lambda i: IN9_FOLDERS[table[i]] if table[i] != NO_CLASS else None,

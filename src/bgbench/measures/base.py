@@ -20,13 +20,52 @@ from __future__ import annotations
 
 import contextlib
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Dict, List, NamedTuple, Optional, Sequence
 
+from .. import checks
+from ..data.prefetch import workers_field
 from ..errors import BgbenchError
+from ..options import flag, runtime
+from ..probing.bootstrap import REPLICATES
 from .registry import Measure
 from .result import MeasureResult
+
+
+@dataclass(kw_only=True)
+class ProbeConfig:
+    """How any probe runs (none of it changes its numbers): images per forward pass, the device,
+    and the threads that decode the next batches. A probe's config subclasses it."""
+
+    batch_size: int = field(default=64, metadata=runtime())
+    device: str = field(default="cpu", metadata=runtime())
+    workers: Optional[int] = workers_field()
+
+    def __post_init__(self):
+        checks.at_least("--batch-size", self.batch_size, 1)
+        checks.at_least("--workers", self.workers, 1)
+        checks.device(self.device)
+
+
+@dataclass(kw_only=True)
+class BootstrapConfig(ProbeConfig):
+    """A probe whose intervals come from a seeded bootstrap over images."""
+
+    seed: int = field(default=0, metadata=flag(
+        "--seed", "seed of the bootstrap over images behind the intervals (default %(default)s)"))
+    bootstrap_replicates: int = REPLICATES
+
+    def __post_init__(self):
+        super().__post_init__()
+        checks.at_least("bootstrap replicates", self.bootstrap_replicates, 1)
+
+
+def class_namer(config: dict):
+    """index -> the run's class name (`config['classes']`), 'class i' beyond them: how a summary
+    names the classes of a stored run."""
+    classes = list(config.get("classes") or [])
+    return lambda i: classes[i] if 0 <= i < len(classes) else f"class {i}"
 
 
 class Batch(NamedTuple):
@@ -68,7 +107,6 @@ class ModelMeasure(Measure):
         Under torchrun the ranks share the images, whole batches each; rank 0 gathers every row in
         the order one process makes them and returns the one-process result, the others None.
         """
-        import torch
 
         from .. import console
         from ..data.resolve import resolve_layout

@@ -8,37 +8,26 @@ clean image, 'fg', 'bg' or 'attr:<name>'. The summary recomputes the drops and t
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import List, Optional
+from dataclasses import dataclass
+from typing import List
 
 from ... import checks
 from ...classes import Mapping
-from ...data.prefetch import workers_field
-from ...options import flag, runtime
 from ...probing.bootstrap import REPLICATES
-from ..base import ModelMeasure
+from ..base import BootstrapConfig, ModelMeasure, class_namer
 from ..registry import Headline, SectionSpec
 from .summary import AblationSummary, summarize_ablation
 
 
-@dataclass
-class AblateConfig:
-    """How to ablate."""
+@dataclass(kw_only=True)
+class AblateConfig(BootstrapConfig):
+    """How to ablate: how a 1000-class model's outputs decide (`mapping`)."""
 
-    batch_size: int = field(default=64, metadata=runtime())
-    device: str = field(default="cpu", metadata=runtime())
-    workers: Optional[int] = workers_field()
-    seed: int = field(default=0, metadata=flag(
-        "--seed", "seed of the bootstrap over images behind the intervals (default %(default)s)"))
     mapping: str = Mapping.ARGMAX.value
-    bootstrap_replicates: int = REPLICATES
 
     def __post_init__(self):
-        checks.at_least("--batch-size", self.batch_size, 1)
-        checks.at_least("bootstrap replicates", self.bootstrap_replicates, 1)
+        super().__post_init__()
         checks.one_of("--mapping", self.mapping, [m.value for m in Mapping])
-        checks.at_least("--workers", self.workers, 1)
-        checks.device(self.device)
 
 
 class AblateMeasure(ModelMeasure):
@@ -101,9 +90,5 @@ class AblateMeasure(ModelMeasure):
         return {"regions": sorted({r[2] for r in result.rows} - {"none"})}
 
     def summarize(self, rows, config: dict) -> AblationSummary:
-        classes = list(config.get("classes") or [])
-
-        def name(i: int) -> str:
-            return classes[i] if 0 <= i < len(classes) else f"class {i}"
-        return summarize_ablation(rows, name, seed=int(config.get("seed", 0)),
+        return summarize_ablation(rows, class_namer(config), seed=int(config.get("seed", 0)),
                                   replicates=int(config.get("bootstrap_replicates", REPLICATES)))

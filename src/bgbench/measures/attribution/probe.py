@@ -9,39 +9,30 @@ recomputes the rankings with no inference.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import Dict, List
 
 import numpy as np
 
 from ... import checks
-from ...data.prefetch import workers_field
 from ...options import flag, runtime
 from ...probing.bootstrap import REPLICATES
-from ..base import ModelMeasure
+from ..base import BootstrapConfig, ModelMeasure, class_namer
 from ..registry import Headline, SectionSpec
 from .summary import EPS, AttributionSummary, summarize_attribution, top_features
 
 
-@dataclass
-class AttributionConfig:
+@dataclass(kw_only=True)
+class AttributionConfig(BootstrapConfig):
     """top: features kept per attribute and class (and over all classes). No predictions are made,
     so any model fits any dataset (groups are by true class)."""
 
     top: int = field(default=3, metadata=flag(
         "--top", "features kept per attribute and class, and over all classes (default %(default)s)"))
     batch_size: int = field(default=32, metadata=runtime())
-    device: str = field(default="cpu", metadata=runtime())
-    workers: Optional[int] = workers_field()
-    seed: int = field(default=0, metadata=flag(
-        "--seed", "seed of the bootstrap over images behind the intervals (default %(default)s)"))
-    bootstrap_replicates: int = REPLICATES
 
     def __post_init__(self):
+        super().__post_init__()
         checks.at_least("--top", self.top, 1)
-        checks.at_least("--batch-size", self.batch_size, 1)
-        checks.at_least("bootstrap replicates", self.bootstrap_replicates, 1)
-        checks.at_least("--workers", self.workers, 1)
-        checks.device(self.device)
 
 
 def feature_ious(maps, masks) -> "np.ndarray":
@@ -111,9 +102,5 @@ class AttributionMeasure(ModelMeasure):
         return {"features": result.config["features"]}
 
     def summarize(self, rows, config: dict) -> AttributionSummary:
-        classes = list(config.get("classes") or [])
-
-        def name(i: int) -> str:
-            return classes[i] if 0 <= i < len(classes) else f"class {i}"
-        return summarize_attribution(rows, name, seed=int(config.get("seed", 0)),
+        return summarize_attribution(rows, class_namer(config), seed=int(config.get("seed", 0)),
                                      replicates=int(config.get("bootstrap_replicates", REPLICATES)))

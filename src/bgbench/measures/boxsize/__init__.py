@@ -9,5 +9,15 @@ class BoxSize(Measure):
     help = "accuracy per variant in quantile bins of box size (paper Fig. 14)"
     sections = (SectionSpec("boxsize", "Accuracy by box size (paper Fig. 14)", f"{__name__}.section:boxsize_section"),)
 
+    def of_run(self, store, run_id: int, variants=("only_bg_t",), bins: int = 5, data=None, mapping=None):
+        """A stored eval run's accuracy per variant in quantile bins of box size; the boxes come
+        from `data` (default: the dataset the run evaluated)."""
+        from .summary import box_size_curve
+        return box_size_curve(store, run_id, variants=variants, bins=bins, data=data, mapping=mapping)
+
+    def of_table(self, table, variants=("only_bg_t",), bins: int = 5, data=None):
+        from .summary import box_size_of
+        return box_size_of(table, variants=variants, bins=bins, data=data)
+
 
 MEASURE = register_measure(BoxSize)

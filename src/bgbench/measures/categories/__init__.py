@@ -13,5 +13,14 @@ class Categories(Measure):
                 SectionSpec("categories_gallery", "Images behind the prediction categories",
                             f"{__name__}.section:categories_gallery", after="categories"))
 
+    def of_run(self, store, run_id: int, mapping=None):
+        """Table 3 of a stored eval run (its decisions re-made under `mapping` where given)."""
+        from .summary import prediction_categories
+        return prediction_categories(store, run_id, mapping=mapping)
+
+    def of_table(self, table):
+        from .summary import categories_of
+        return categories_of(table)
+
 
 MEASURE = register_measure(Categories)

@@ -1,8 +1,5 @@
-"""The report section of the categories measure: what the report shows of its stored runs.
-
-Registered through the measure's declaration (`SectionSpec`); the report's page and layout stay
-above, in `reporting`, and call these with its context.
-"""
+"""What the report shows of the prediction categories: the paper's Table 3 per class, and the images
+behind each category."""
 from __future__ import annotations
 
 from typing import Optional

@@ -1,8 +1,5 @@
-"""The report section of the challenge measure: what the report shows of its stored runs.
-
-Registered through the measure's declaration (`SectionSpec`); the report's page and layout stay
-above, in `reporting`, and call these with its context.
-"""
+"""What the report shows of the Backgrounds Challenge: its accuracy, per-class rates and Fig. 4 and
+Fig. 24 of a --full run, the foregrounds the most backgrounds fool, and the hijack matrix."""
 from __future__ import annotations
 
 import json

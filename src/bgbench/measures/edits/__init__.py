@@ -13,5 +13,15 @@ class Edits(Measure):
                 SectionSpec("edits_gallery", "Edits that flip the prediction", f"{__name__}.section:edits_gallery",
                             after="edits"))
 
+    def of_run(self, store, run_ids, n_boot: int = 2000, seed: int = 0):
+        """Each level's drop from ORIGINAL, paired over images, from the eval runs `run_ids` of one
+        model (`summary.runs_by_model` splits runs of several)."""
+        from .summary import edit_drops
+        return edit_drops(store, list(run_ids), n_boot=n_boot, seed=seed)
+
+    def of_table(self, table, n_boot: int = 2000, seed: int = 0):
+        from .summary import edit_drops_of
+        return edit_drops_of(table, n_boot=n_boot, seed=seed)
+
 
 MEASURE = register_measure(Edits)

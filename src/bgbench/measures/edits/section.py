@@ -1,8 +1,5 @@
-"""The report section of the edit_drops measure: what the report shows of its stored runs.
-
-Registered through the measure's declaration (`SectionSpec`); the report's page and layout stay
-above, in `reporting`, and call these with its context.
-"""
+"""What the report shows of ImageNet-E's edits: each level's accuracy drop from ORIGINAL with its
+paired interval, and the edits that flip a prediction."""
 from __future__ import annotations
 
 import json

@@ -130,12 +130,12 @@ def edit_drops_of(table: RunTable, n_boot: int = 2000, seed: int = 0) -> EditDro
     return EditDrops(table.model or "", table.checkpoint_sha256, run_ids, original, levels)
 
 
-def edit_drops_by_model(store: Store, run_ids: Sequence[int], n_boot: int = 2000, seed: int = 0) -> List[EditDrops]:
-    """`edit_drops` for each model among `run_ids` (runs grouped by model and checkpoint, in order)."""
+def runs_by_model(store: Store, run_ids: Sequence[int]) -> List[List[int]]:
+    """`run_ids` grouped by model and weights, in order: one group per model whose edits are compared."""
     groups: Dict[tuple, List[int]] = {}
     for rid in run_ids:
         row = store.get_run(int(rid))
         if row is None:
             raise BgbenchError(f"RUN {rid}: no such run in {store.path}")
         groups.setdefault((row["model"], row["checkpoint_sha256"]), []).append(int(rid))
-    return [edit_drops(store, ids, n_boot=n_boot, seed=seed) for ids in groups.values()]
+    return list(groups.values())

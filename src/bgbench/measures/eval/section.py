@@ -1,8 +1,5 @@
-"""The report section of the eval measure: what the report shows of its stored runs.
-
-Registered through the measure's declaration (`SectionSpec`); the report's page and layout stay
-above, in `reporting`, and call these with its context.
-"""
+"""What the report shows of an eval run: accuracy per variant with its Wilson interval (a bar chart)
+and the BG-Gap."""
 from __future__ import annotations
 
 import json

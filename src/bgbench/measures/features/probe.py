@@ -16,10 +16,9 @@ from typing import Dict, Optional
 import numpy as np
 
 from ... import checks
-from ...data.prefetch import workers_field
 from ...errors import BgbenchError
-from ...options import flag, runtime
-from ..base import ModelMeasure
+from ...options import flag
+from ..base import ModelMeasure, ProbeConfig
 from ..registry import Headline, SectionSpec
 from ..saliency.summary import class_namer
 from .summary import TABLE_COLUMNS, FeaturesSummary, rule_text, summarize_features
@@ -27,8 +26,8 @@ from .summary import TABLE_COLUMNS, FeaturesSummary, rule_text, summarize_featur
 GROUPINGS = ("prediction", "label")
 
 
-@dataclass
-class FeaturesConfig:
+@dataclass(kw_only=True)
+class FeaturesConfig(ProbeConfig):
     top_features: int = field(default=5, metadata=flag(
         "--top-features", "features per class, by contribution to its logit (default %(default)s)"))
     top_images: int = field(default=5, metadata=flag(
@@ -43,19 +42,14 @@ class FeaturesConfig:
         "than on the object)", type=float))
     galleries: int = field(default=30, metadata=flag(
         "--galleries", "classes with a heatmap PNG, the largest first; 0: no PNG (default %(default)s)"))
-    batch_size: int = field(default=64, metadata=runtime())
-    device: str = field(default="cpu", metadata=runtime())
-    workers: Optional[int] = workers_field()
 
     def __post_init__(self):
+        super().__post_init__()
         checks.at_least("--top-features", self.top_features, 1)
         checks.at_least("--top-images", self.top_images, 1)
         checks.one_of("--group-by", self.group_by, GROUPINGS)
         checks.within("--threshold", self.threshold, 0, 1)
         checks.at_least("--galleries", self.galleries, 0)
-        checks.at_least("--batch-size", self.batch_size, 1)
-        checks.at_least("--workers", self.workers, 1)
-        checks.device(self.device)
 
 
 class FeaturesMeasure(ModelMeasure):

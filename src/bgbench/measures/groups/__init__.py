@@ -12,5 +12,12 @@ class Groups(Measure):
             "group and the mean over groups")
     sections = (SectionSpec("groups", "Worst-group accuracy", f"{__name__}.section:groups_section", after="leakage"),)
 
+    def of_run(self, store, run_id: int, variant=None, data=None, mapping=None, min_images: int = 10):
+        """A stored eval run's accuracy per group, its worst group and the mean over groups: the groups
+        are the mixed variant's (class, background class), from the manifest of `data` (default: the
+        run's own dataset), or a group dataset's own."""
+        from .stored import worst_group
+        return worst_group(store, run_id, variant=variant, data=data, mapping=mapping, min_images=min_images)
+
 
 MEASURE = register_measure(Groups)

@@ -12,5 +12,14 @@ class Leakage(Measure):
     sections = (SectionSpec("leakage", "Box leakage and silhouette signal (paper §5)",
                             f"{__name__}.section:leakage_section"),)
 
+    def of_run(self, store, run_id: int, mapping=None):
+        """A stored eval run's background-only accuracy above chance (and what its model trained on)."""
+        from .summary import leakage
+        return leakage(store, run_id, mapping=mapping)
+
+    def of_table(self, table):
+        from .summary import leakage_of
+        return leakage_of(table)
+
 
 MEASURE = register_measure(Leakage)

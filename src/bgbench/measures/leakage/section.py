@@ -1,8 +1,5 @@
-"""The report section of the leakage measure: what the report shows of its stored runs.
-
-Registered through the measure's declaration (`SectionSpec`); the report's page and layout stay
-above, in `reporting`, and call these with its context.
-"""
+"""What the report shows of box leakage: background-only accuracy above chance, and NO-FG's
+silhouette signal apart (paper §5)."""
 from __future__ import annotations
 
 from typing import Optional

@@ -13,10 +13,9 @@ from dataclasses import dataclass, field
 from typing import List, Optional, Sequence, Union
 
 from ... import checks
-from ...data.prefetch import workers_field
-from ...options import flag, runtime
+from ...options import flag
 from ...probing.bootstrap import REPLICATES
-from ..base import ModelMeasure
+from ..base import BootstrapConfig, ModelMeasure
 from ..registry import Headline, SectionSpec
 from .levels import KINDS, grid_label, resolve_levels
 from .summary import NoiseSummary, summarize
@@ -29,11 +28,11 @@ REGION_CHOICES = ("object", "attributes")
 DRAWS = "per image: seed, image id, region, level (CPU)"
 
 
-@dataclass
-class NoiseConfig:
+@dataclass(kw_only=True)
+class NoiseConfig(BootstrapConfig):
     """How to probe. kind 'sigma': Gaussian noise of per-pixel std σ; 'l2': Gaussian noise scaled
-    to an L2 norm over the region. levels: a grid name (`noise_levels.GRIDS`, default 'rival10')
-    or explicit numbers; resolved in place, with the grid's name in `grid`."""
+    to an L2 norm over the region. levels: a grid name (`levels.GRIDS`, default 'rival10') or
+    explicit numbers; resolved in place, with the grid's name in `grid`."""
 
     levels: Optional[Union[str, Sequence[Union[float, str]]]] = field(default=None, metadata=flag(
         "--levels", "a grid, rival10 (σ 30/255..210/255 in steps of 30/255; L2 25..200 in steps of 25) or "
@@ -44,29 +43,22 @@ class NoiseConfig:
         "over the region (all channels, pixel values in [0,1]) (default %(default)s)", choices=KINDS))
     trials: int = field(default=3, metadata=flag("--trials", "seeded noise draws per image and level "
                                                              "(default %(default)s)"))
-    batch_size: int = field(default=64, metadata=runtime())
-    device: str = field(default="cpu", metadata=runtime())
-    workers: Optional[int] = workers_field()
     seed: int = field(default=0, metadata=flag(
         "--seed", "seed of the noise and of the bootstrap over images behind the intervals (default %(default)s)"))
     mapping: str = "argmax"
     grid: str = ""
-    bootstrap_replicates: int = REPLICATES
     region: str = field(default="object", metadata=flag(
         "--region", "object: noise on the foreground, then on the background; attributes: also on each attribute's "
         "mask alone, on the images that have it (needs attribute masks: Synthetic-9 or RIVAL10) (default "
         "%(default)s)", choices=REGION_CHOICES))
 
     def __post_init__(self):
+        super().__post_init__()
         checks.one_of("--noise", self.kind, KINDS)
         checks.one_of("--region", self.region, REGION_CHOICES)
         checks.at_least("--trials", self.trials, 1)
-        checks.at_least("--batch-size", self.batch_size, 1)
-        checks.at_least("bootstrap replicates", self.bootstrap_replicates, 1)
         checks.one_of("--mapping", self.mapping, ("argmax", "superclass"))
         self.grid, self.levels = resolve_levels(self.levels, self.kind)
-        checks.at_least("--workers", self.workers, 1)
-        checks.device(self.device)
 
 
 class NoiseMeasure(ModelMeasure):

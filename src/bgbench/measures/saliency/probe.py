@@ -14,11 +14,10 @@ from typing import List, NamedTuple, Optional
 import numpy as np
 
 from ... import checks
-from ...data.prefetch import workers_field
 from ...options import flag, runtime
 from ...probing.bootstrap import REPLICATES
 from ...probing.gradcam import gradcam_batch, resolve_layer
-from ..base import ModelMeasure
+from ..base import BootstrapConfig, ModelMeasure
 from ..registry import Headline, SectionSpec
 from .metrics import METRICS, saliency_alignment
 from .summary import SaliencySummary, class_namer, summarize_saliency
@@ -28,27 +27,19 @@ OVERLAYS_FILE = "saliency_overlays.png"
 EXAMPLES_FOLDER = "saliency_examples"
 
 
-@dataclass
-class SaliencyConfig:
+@dataclass(kw_only=True)
+class SaliencyConfig(BootstrapConfig):
     layer: Optional[str] = field(default=None, metadata=flag(
         "--layer", "Grad-CAM layer, a module path inside the network (default: a ViT's last block's norm1, else the "
         "last feature stage of a timm model, else the last convolution)", type=str))
     batch_size: int = field(default=32, metadata=runtime())
-    device: str = field(default="cpu", metadata=runtime())
-    workers: Optional[int] = workers_field()
     examples: int = field(default=4, metadata=flag(
         "--examples", "overlay images per predicted class: the most, then the least aligned by precision; 0: no PNG "
         "(default %(default)s)"))
-    seed: int = field(default=0, metadata=flag(
-        "--seed", "seed of the bootstrap over images behind the intervals (default %(default)s)"))
-    bootstrap_replicates: int = REPLICATES
 
     def __post_init__(self):
-        checks.at_least("--batch-size", self.batch_size, 1)
+        super().__post_init__()
         checks.at_least("--examples", self.examples, 0)
-        checks.at_least("bootstrap replicates", self.bootstrap_replicates, 1)
-        checks.at_least("--workers", self.workers, 1)
-        checks.device(self.device)
 
 
 class SaliencyMeasure(ModelMeasure):
