@@ -21,14 +21,17 @@ def rate(x: Optional[float]) -> str:
 
 
 def ratio(a: Optional[float], b: Optional[float]) -> str:
+    """a / b to three places, or a dash when either is missing."""
     return f"{a / b:.3f}" if a is not None and b else DASH
 
 
 def _figures(results: dict, stage: str) -> dict:
+    """A stage's figures, empty when it failed before writing any or never ran."""
     return (results.get("stages", {}).get(stage) or {}).get("figures") or {}
 
 
 def markdown(results: dict) -> str:
+    """The whole page: what ran where, the stages, the figures, the anchors, the smoke test's notes."""
     env = _figures(results, "env")
     card = env.get("card") or "unknown (the env stage did not run)"
     tiny = results.get("tiny")
@@ -53,6 +56,7 @@ def markdown(results: dict) -> str:
 
 
 def _stages(results: dict) -> List[str]:
+    """One row a stage: its status, seconds and its note or one-line error."""
     rows = ["| stage | status | seconds | note or error |", "|---|---|---|---|"]
     for name, r in results.get("stages", {}).items():
         text = r.get("error") or r.get("note") or ""
@@ -61,6 +65,7 @@ def _stages(results: dict) -> List[str]:
 
 
 def _figure_table(results: dict, card: str) -> List[str]:
+    """Every figure beside its own pure forward (or baseline), their ratio and issue 37's goal."""
     sizes = results.get("sizes", {})
     rows = [f"Figures on {card}: {sizes.get('size', '?')}-px JPEG (quality 75), {sizes.get('arch', '?')}; each "
             "beside its own pure forward, timed in the same run.", "",
@@ -104,6 +109,7 @@ def _eval_rows(stages: List[dict], env: dict) -> List[str]:
 
 
 def _grid_row(grid: Optional[dict]) -> List[str]:
+    """The eval path with the best number of decoding threads, and every count tried."""
     rows = []
     if grid:
         rates = {str(w): r for w, r in grid["eval"].items()}  # JSON keys are strings
@@ -116,6 +122,8 @@ def _grid_row(grid: Optional[dict]) -> List[str]:
 
 
 def _challenge_rows(c: dict) -> List[str]:
+    """Pairs/s against forwards/s per model and precision, bf16-verified's time against fp32's, and
+    the full challenge's projected hours."""
     rows, fp32 = [], {}
     for r in c.get("rows", []):
         rows.append(f"| challenge, {r['model']}, {r['precision']}: {r['n']} sampled foregrounds x "
@@ -138,6 +146,7 @@ def _challenge_rows(c: dict) -> List[str]:
 
 
 def _anchors(results: dict, card: str) -> List[str]:
+    """timm's published ResNet-50 rates, with this card's bf16 pure forwards below them."""
     e = {m["mode"]: m for stage in ("eval", "eval_compiled") for m in _figures(results, stage).get("modes", [])}
     rows = ["Anchors: timm's published ResNet-50 at 224 px with AMP (huggingface/pytorch-image-models "
             "`results/benchmark-infer-amp-nchw-*.csv`), images/s of a pure forward:", "",
@@ -154,6 +163,7 @@ def _anchors(results: dict, card: str) -> List[str]:
 
 
 def _test_details(results: dict) -> List[str]:
+    """The smoke test's failures with their messages, and the facts its tests recorded."""
     t = _figures(results, "gpu_tests").get("tests", [])
     notes = [f"- `{x['test']}`: {x['outcome']}" + (f": {x['message']}" if x["message"] and x["outcome"] != "skipped"
                                                    else "") for x in t if x["outcome"] in ("failed", "error")]

@@ -96,6 +96,8 @@ class Run:
         return TINY if self.tiny else REAL
 
     def figures_file(self, stage: str) -> Path:
+        """Where a stage's figures go: written by the stage (or its script) so that the parent reads
+        them even when the stage is stopped or fails after writing some."""
         return self.work / f"{stage}.figures.json"
 
 
@@ -109,6 +111,8 @@ class Outcome(NamedTuple):
 
 @dataclass(frozen=True)
 class Stage:
+    """One step of the run: a function of the Run, with its time limits."""
+
     name: str
     limit: float  # seconds, on the GPU
     tiny_limit: float
@@ -201,6 +205,8 @@ def data(run: Run) -> Outcome:
 
 
 def eval_throughput(run: Run, stage_name: str, modes: tuple) -> dict:
+    """eval_throughput.py on every variant of the real-size set (3,600 images: long enough to time a
+    GPU), each of `modes` against its own pure forward, then the decoding-thread grid."""
     s = run.sizes
     return script(run, stage_name, "eval_throughput.py", "--realsize", "--per-class", s.per_class, "--size", s.size,
                   "--variants", "all", "--arch", s.arch, "--batch-size", s.batch, "--repeats", s.repeats,
@@ -209,11 +215,14 @@ def eval_throughput(run: Run, stage_name: str, modes: tuple) -> dict:
 
 @stage("eval", 180, 60, 30)
 def eval_eager(run: Run) -> dict:
+    """The eager forwards: fp32, channels-last and bf16 autocast (the grid on bf16)."""
     return eval_throughput(run, "eval", EAGER)
 
 
 @stage("challenge", 150, 60, 40)
 def challenge(run: Run) -> dict:
+    """challenge_speed.py on a sample of foregrounds against every background, fp32 and bf16-verified,
+    without upstream's loop (minutes at real size, and CPU-bound)."""
     s = run.sizes
     return script(run, "challenge", "challenge_speed.py", "--arch", s.arch, "--realsize", "--per-class", s.per_class,
                   "--size", s.size, "--train-per-class", s.train_per_class, "--sample", s.sample, "--no-reference",
@@ -224,6 +233,7 @@ def challenge(run: Run) -> dict:
 
 @stage("dfr", 60, 60, 15)
 def dfr(run: Run) -> dict:
+    """dfr.py --rate: the feature extraction that precedes every DFR fit."""
     s = run.sizes
     return script(run, "dfr", "dfr.py", "--rate", "--arch", s.arch, "--per-class", s.per_class, "--size", s.size,
                   "--batch-size", s.batch, "--repeats", s.repeats, "--device", run.device)
@@ -231,6 +241,7 @@ def dfr(run: Run) -> dict:
 
 @stage("probes", 90, 60, 20)
 def probes(run: Run) -> dict:
+    """probes.py on the real-size set: noise, saliency, features and ablate against their baselines."""
     s = run.sizes
     return script(run, "probes", "probes.py", "--realsize", "--arch", s.arch, "--per-class", s.per_class, "--size",
                   s.size, "--batch-size", s.probes_batch, "--repeats", s.repeats, "--device", run.device)
@@ -238,6 +249,7 @@ def probes(run: Run) -> dict:
 
 @stage("eval_compiled", 300, 60, 90)
 def eval_compiled(run: Run) -> dict:
+    """The compiled forwards (fp32, and bf16 channels-last: timm's compiled anchor's kind), last."""
     return eval_throughput(run, "eval_compiled", COMPILED)
 
 
@@ -351,6 +363,7 @@ def run_stage(st: Stage, run: Run, limit: float) -> dict:
 
 
 def _read_json(path: Path):
+    """A stage's file, or None when it never wrote it (or was stopped while writing it)."""
     try:
         return json.loads(path.read_text())
     except (OSError, ValueError):
@@ -358,6 +371,7 @@ def _read_json(path: Path):
 
 
 def _tail(path: Path, lines: int) -> List[str]:
+    """The last lines of a log, for the JSON of a stage that failed: its traceback's end."""
     try:
         return path.read_text(errors="replace").splitlines()[-lines:]
     except OSError:
@@ -365,6 +379,7 @@ def _tail(path: Path, lines: int) -> List[str]:
 
 
 def _cpu_name() -> str:
+    """The CPU's model name: the 'card' of a CPU-mode run, and the host of a GPU's."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
@@ -398,6 +413,7 @@ def write_outputs(results: dict, run: Run, out: Path) -> None:
 
 
 def main(argv=None) -> int:
+    """Every chosen stage in order, OUT rewritten after each; exit status 1 if one failed or was stopped."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, help="folder for results.json, results.md and logs.txt")
     ap.add_argument("--device", default="cuda", help="torch device of every model stage (default cuda)")
