@@ -418,7 +418,8 @@ def main(argv=None) -> int:
     ap.add_argument("--out", required=True, help="folder for results.json, results.md and logs.txt")
     ap.add_argument("--device", default="cuda", help="torch device of every model stage (default cuda)")
     ap.add_argument("--tiny", action="store_true", help="toy sizes: the suite's check that the script runs")
-    ap.add_argument("--work", help="scratch folder (default: a new one in the temporary folder)")
+    ap.add_argument("--work", help="scratch folder, kept (default: a new one in the temporary folder, removed at "
+                    "the end: OUT/logs.txt holds the logs)")
     ap.add_argument("--deadline", type=float, help="Unix time by which every stage has ended (default: now + "
                     "450 s, 180 s with --tiny)")
     ap.add_argument("--setup", help="the JSON run.sh wrote about its install step")
@@ -427,7 +428,8 @@ def main(argv=None) -> int:
     import tempfile
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    run = Run(args.device, args.tiny, Path(args.work or tempfile.mkdtemp(prefix="bgbench-gpu-")).resolve())
+    scratch = None if args.work else tempfile.TemporaryDirectory(prefix="bgbench-gpu-")  # removed at exit
+    run = Run(args.device, args.tiny, Path(args.work or scratch.name).resolve())
     run.work.mkdir(parents=True, exist_ok=True)
     # every stage writes here, never into the user's ~/.bgbench or ~/.cache, and never goes online
     os.environ.update(BGBENCH_CACHE=str(run.work / "cache"), BGBENCH_DB=str(run.work / "results.db"),
