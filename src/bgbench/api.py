@@ -186,30 +186,46 @@ def probe(name: str, model: ModelLike, data: str | Path, *, checkpoint: Optional
     return measure.compute(built, data, cfg, progress=progress, out_dir=out_dir)
 
 
-def train(data: str | Path, out: str | Path, *, model: str = "timm:resnet10t", progress: bool = True, **options):
+def train(data: str | Path, out: str | Path, *, model: Optional[str] = None, progress: bool = True, **options):
     """Train (or fine-tune, or resume) a timm architecture on one variant folder with a recipe; or,
-    with recipe 'dfr' or 'linear-probe', fit only the last layer of any runnable model.
+    with recipe 'dfr' or 'linear-probe', fit only the last layer of any runnable model. The recipe
+    decides which (here, once); an option of the other kind is a one-line error.
 
     Args:
         out: the run folder: model.pt, config.json, log.jsonl, last.pt (a rerun resumes from it).
-        model: 'timm:ARCH'; for the last-layer recipes any runnable model string.
+        model: 'timm:ARCH' (default timm:resnet10t); for the last-layer recipes, any runnable model
+            string (required).
         options: `TrainConfig` fields (variant, epochs, recipe, lr, swa, init, freeze, seed, ...); for
             the last-layer recipes `LastLayerConfig` fields (variant, split, c_grid, penalty,
-            held_out, retrains, feature_cache, checkpoint, norm, resize, labels, templates, ...).
+            held_out, retrains, feature_cache, and the model options: checkpoint, pretrained, norm,
+            resize, ...).
 
     Returns:
         `recording.Outputs`: the checkpoint and its sha256, the last epoch's loss and accuracy (the
         head's held-out score and fit accuracy for the last-layer recipes), provenance. Under
-        torchrun, rank 0 returns it and the other ranks None.
+        torchrun, rank 0 returns it and the other ranks None. `record` records a run once: the
+        same model.pt at the same path again gives its run's id.
     """
+    from .training.config import LastLayerConfig, TrainConfig
     from .training.recipes import last_layer_recipes
-    if options.get("recipe") in last_layer_recipes():
-        from .training.config import LastLayerConfig
+    recipe = options.get("recipe", "erm")
+    last = recipe in last_layer_recipes()
+    cls, other = (LastLayerConfig, TrainConfig) if last else (TrainConfig, LastLayerConfig)
+    mine = {f.name for f in dataclasses.fields(cls)}
+    wrong = sorted(k for k in options if k not in mine and k in {f.name for f in dataclasses.fields(other)})
+    if wrong:
+        kind = f"--recipe {recipe} fits the last layer only" if last else f"--recipe {recipe} trains the whole network"
+        flags = ", ".join(f"--{k.replace('_', '-')}" for k in wrong)
+        raise BgbenchError(f"{kind}: {flags} {'does' if len(wrong) == 1 else 'do'} not apply")
+    if last and model is None:
+        raise BgbenchError(f"--recipe {recipe} refits the last layer of a trained model: name it with --model")
+    options = {**options, "data": str(data), "out": str(out), **({"model": model} if model is not None else {})}
+    if last:
         from .training.last_layer import fit_last_layer, last_layer_record
-        cfg = _config(LastLayerConfig, "train", {**options, "data": str(data), "out": str(out), "model": model})
+        cfg = _config(LastLayerConfig, "train", options)
         return last_layer_record(cfg.out) if fit_last_layer(cfg, progress=progress) is not None else None
-    from .training.loop import TrainConfig, train as run_training, training_record
-    cfg = _config(TrainConfig, "train", {**options, "data": str(data), "out": str(out), "model": model})
+    from .training.loop import train as run_training, training_record
+    cfg = _config(TrainConfig, "train", options)
     path = run_training(cfg, progress=progress)
     return training_record(cfg.out) if path is not None else None
 

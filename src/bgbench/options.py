@@ -24,15 +24,18 @@ RUNTIME = "bgbench_runtime"
 
 def flag(name: str, help: str, *, choices: Optional[Sequence[Any]] = None, metavar: Optional[str] = None,
          nargs: Optional[str] = None, type: Any = None, action: Optional[str] = None, dest: Optional[str] = None,
-         default: Any = dataclasses.MISSING) -> Dict[str, Dict[str, Any]]:
+         default: Any = dataclasses.MISSING, required: bool = False) -> Dict[str, Dict[str, Any]]:
     """Field metadata: the flag `name` (such as '--trials') with its help text.
 
     `help` may use '%(default)s', filled from the field's default. `type` defaults to the
-    field's default's type (int, float, str); `action='store_true'` makes a boolean switch.
-    `default` overrides the field's default on the command line only (rarely needed: a flag whose
-    CLI default differs from the API's says so in its help).
+    field's default's type (int, float, str); `action='store_true'` makes a boolean switch and
+    `action='boolean_optional'` a --flag/--no-flag pair. `default` overrides the field's default on
+    the command line only (a flag whose default the job works out, such as a variant chosen by the
+    recipe, is None there and says so in its help); `required`: the command needs it.
     """
     spec: Dict[str, Any] = {"name": name, "help": help}
+    if required:
+        spec["required"] = True
     for key, value in (("choices", choices), ("metavar", metavar), ("nargs", nargs), ("type", type),
                        ("action", action), ("dest", dest)):
         if value is not None:

@@ -153,8 +153,28 @@ def record(result: Any, store: Store | str | Path) -> int:
             raise BgbenchError(f"this {prov.kind} run's rows are stored in {rows_in} (run {result.run_id}); "
                                f"record it there, not in {target}")
     with opened(store) as s:
+        known = _recorded_before(s, result) if rows_in is None else None
+        if known is not None:  # a finished training run rerun: the same model.pt is already recorded
+            result.run_id, result.recorded_before = known, True
+            return known
         run_id = start(s, prov) if rows_in is None else result.run_id
         return finish(s, run_id, result, status=status)
+
+
+def _recorded_before(store: Store, result: Any) -> Optional[int]:
+    """The run that already recorded this very training output (the same bytes at the same path),
+    or None. The same fit saved to another --out has the same bytes (fits are deterministic) but
+    is a run of its own, and the record of another path says nothing about this one."""
+    outputs = _call(result, "outputs") or {}
+    sha, path = outputs.get("checkpoint_sha256"), outputs.get("checkpoint")
+    if result.provenance.kind != "train" or not sha or not path:
+        return None
+    here = Path(path).resolve()
+    for run in reversed(store.runs_of_checkpoint("train", sha)):
+        saved = json.loads(run["outputs"] or "{}").get("checkpoint")
+        if saved and Path(saved).resolve() == here:
+            return int(run["id"])
+    return None
 
 
 @contextmanager

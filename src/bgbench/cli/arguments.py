@@ -152,8 +152,15 @@ def add_config_flag(p, f: dataclasses.Field, spec: dict) -> None:
     spec = dict(spec)
     name = spec.pop("name")
     default = spec.pop("default", field_default(f))
+    if default is dataclasses.MISSING:  # a field the job cannot do without: its flag is required
+        default = None
+        spec.setdefault("type", str)
+    if spec.get("action") == "boolean_optional":
+        spec["action"] = argparse.BooleanOptionalAction
     if spec.get("action") is None and "type" not in spec and default is not None and not isinstance(default, bool):
         spec["type"] = type(default)
+    if isinstance(default, tuple):  # a tuple default shows and parses as a list
+        default = list(default)
     if "choices" in spec:
         spec["choices"] = list(spec["choices"])
     p.add_argument(name, dest=spec.pop("dest", f.name), default=default, **spec)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..measures.compare.summary import compare_runs
+from ..api import compare
 from .arguments import add_db_arg, add_output_args, add_seed_arg, param_default
 from .folders import open_store
 from .output import emit
@@ -14,7 +14,7 @@ def register(sub) -> None:
                                        "BG-Gap difference (runs on different data or images are refused)")
     p.add_argument("run_a", type=int, help="id of run A (see `bgbench runs`)")
     p.add_argument("run_b", type=int, help="id of run B")
-    add_seed_arg(p, param_default(compare_runs, "seed"), "seed of the paired bootstrap")
+    add_seed_arg(p, param_default(compare, "seed"), "seed of the paired bootstrap")
     add_output_args(p)
     add_db_arg(p)
     p.set_defaults(func=run)
@@ -22,6 +22,6 @@ def register(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     with open_store(args, create=False) as store:
-        result = compare_runs(store, args.run_a, args.run_b, seed=args.seed)
+        result = compare(args.run_a, args.run_b, store=store, seed=args.seed)
     emit(args, result.to_dict(), result.text())
     return 0

@@ -21,7 +21,7 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..measures.eval.prediction_file import export_predictions
+    from ..api import export_predictions
     with open_store(args, create=False) as store:
         written = export_predictions(store, args.run, args.out)
     flag = " --label-space imagenet1k" if written["label_space"] == "imagenet1k" else ""

@@ -27,8 +27,8 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..reporting.render import render_report
+    from ..api import report
     with open_store(args, create=False) as store:
-        result = render_report(store, args.out, run_ids=args.runs, models=args.models, progress=not args.quiet)
+        result = report(store, args.out, run_ids=args.runs, models=args.models, progress=not args.quiet)
     emit(args, result.to_dict(), result.text())
     return 0

@@ -2,12 +2,14 @@
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional, Tuple
 
 from .. import checks
 from ..errors import BgbenchError
-from ..models.options import ModelOptions
+from ..models.options import MODEL_HELP, ModelOptions
+from ..options import flag
+from ..variants.registry import list_variants
 from .recipes import (DEFAULT_BGSWAP_P, DEFAULT_CUTMIX_ALPHA, DEFAULT_MIXUP_ALPHA, DEFAULT_SWA_START, last_layer_recipes,
                       list_recipes)
 
@@ -32,28 +34,58 @@ class TrainConfig:
             images); without it each process normalizes with its own share of the batch.
     """
 
-    data: str
-    variant: str = "original"
-    model: str = "timm:resnet10t"
-    out: str = "runs/train"
-    split: str = "train"
-    epochs: int = 10
-    batch_size: int = 64
-    lr: float = 2e-3
+    data: str = field(metadata=flag(
+        "--data", "dataset root in the IN-9 layout (the last-layer recipes also read group datasets: Waterbirds' "
+        "metadata.csv, a groups.csv)", required=True))
+    variant: str = field(default="original", metadata=flag(
+        "--variant", "variant folder to train on (default original; dfr: mixed_rand on IN-9-layout data, where the "
+        "background no longer predicts the class)", choices=list_variants(), default=None))
+    model: str = field(default="timm:resnet10t", metadata=flag(
+        "--model", f"timm:ARCH (default timm:resnet10t); the last-layer recipes: {MODEL_HELP}", default=None))
+    out: str = field(default="runs/train", metadata=flag(
+        "--out", "run folder: model.pt, config.json, log.jsonl, last.pt", required=True))
+    split: str = field(default="train", metadata=flag(
+        "--split", "split to train on (default: train; a groups.csv without a split column: all its rows; DFR's "
+        "Waterbirds results fit the head on --split val)", default=None, type=str))
+    epochs: int = field(default=10, metadata=flag("--epochs", "epochs (default %(default)s)"))
+    batch_size: int = field(default=64, metadata=flag(
+        "--batch-size", "images per training step (under torchrun: of all processes together, a multiple of their "
+        "number) (default %(default)s)"))
+    lr: float = field(default=2e-3, metadata=flag(
+        "--lr", "peak learning rate of the one-cycle schedule, AdamW (default %(default)s)"))
     weight_decay: float = 0.05
-    seed: int = 0
-    threads: Optional[int] = None
-    recipe: str = "erm"
-    bgswap_p: float = DEFAULT_BGSWAP_P
-    mixup_alpha: float = DEFAULT_MIXUP_ALPHA
-    cutmix_alpha: float = DEFAULT_CUTMIX_ALPHA
-    swa: bool = False
-    swa_start: float = DEFAULT_SWA_START
-    swa_lr: Optional[float] = None
-    init: Optional[str] = None
-    freeze: bool = False
-    device: str = "cpu"
-    sync_bn: bool = False
+    seed: int = field(default=0, metadata=flag(
+        "--seed", "seed of the initialization, the order of images and the augmentations (default %(default)s)"))
+    threads: Optional[int] = field(default=None, metadata=flag(
+        "--threads", "torch CPU threads (default: torch's choice)", type=int))
+    recipe: str = field(default="erm", metadata=flag(
+        "--recipe", "erm: plain; mixup/cutmix: timm Mixup; bgswap: on-the-fly MIXED-RAND (needs fg_mask); dfr: "
+        "last-layer retraining (Kirichenko et al. 2023), a group-balanced logistic-regression head on the frozen "
+        "model's penultimate features; linear-probe: the same unbalanced (default %(default)s)",
+        choices=list_recipes()))
+    bgswap_p: float = field(default=DEFAULT_BGSWAP_P, metadata=flag(
+        "--bgswap-p", "bgswap: probability that an image's background is swapped (default %(default)s)"))
+    mixup_alpha: float = field(default=DEFAULT_MIXUP_ALPHA, metadata=flag(
+        "--mixup-alpha", "mixup: Beta(a, a) (default %(default)s)"))
+    cutmix_alpha: float = field(default=DEFAULT_CUTMIX_ALPHA, metadata=flag(
+        "--cutmix-alpha", "cutmix: Beta(a, a) (default %(default)s)"))
+    swa: bool = field(default=False, metadata=flag(
+        "--swa", "stochastic weight averaging over the last epochs; the saved model is the average",
+        action="boolean_optional"))
+    swa_start: float = field(default=DEFAULT_SWA_START, metadata=flag(
+        "--swa-start", "share of epochs before averaging starts (default %(default)s)"))
+    swa_lr: Optional[float] = field(default=None, metadata=flag(
+        "--swa-lr", "constant lr while averaging (default lr/4)", type=float))
+    init: Optional[str] = field(default=None, metadata=flag(
+        "--init", "fine-tune from a checkpoint of ARCH (any format `eval` reads) or a model string such as "
+        "zoo:efficientnet_lite0; the head is replaced by one for the dataset's classes", metavar="CKPT", type=str))
+    freeze: bool = field(default=False, metadata=flag(
+        "--freeze", "with --init: train the classifier head only", action="store_true"))
+    device: str = field(default="cpu", metadata=flag("--device", "torch device: cpu, cuda or cuda:N (default "
+                                                                  "%(default)s)"))
+    sync_bn: bool = field(default=False, metadata=flag(
+        "--sync-bn", "under torchrun on GPUs: SyncBatchNorm, batch statistics over every process's images (default: "
+        "each process normalizes with its own share of the batch)", action="store_true"))
 
     def __post_init__(self):
         checks.at_least("--epochs", self.epochs, 1)
@@ -108,14 +140,21 @@ class LastLayerConfig(ModelOptions):
     recipe: str = "dfr"
     variant: Optional[str] = None
     split: Optional[str] = None
-    c_grid: Tuple[float, ...] = DFR_C_GRID
-    penalty: str = "l1"
-    held_out: float = 0.5
-    retrains: int = DFR_RETRAINS
+    c_grid: Tuple[float, ...] = field(default=DFR_C_GRID, metadata=flag(
+        "--c-grid", "inverse regularization strengths tried, chosen on the held-out share (default: DFR's, "
+        "%(default)s)", type=float, nargs="+", metavar="C"))
+    penalty: str = field(default="l1", metadata=flag(
+        "--penalty", "the head's regularization (default %(default)s, DFR's)", choices=("l1", "l2")))
+    held_out: float = field(default=0.5, metadata=flag(
+        "--held-out", "share of each group held out to choose C (default %(default)s)"))
+    retrains: int = field(default=DFR_RETRAINS, metadata=flag(
+        "--retrains", "dfr: group-balanced subsets whose heads are averaged (default %(default)s)"))
     seed: int = 0
     batch_size: int = 64
     device: str = "cpu"
-    feature_cache: Optional[str] = None
+    feature_cache: Optional[str] = field(default=None, metadata=flag(
+        "--feature-cache", "folder of cached penultimate features (default $BGBENCH_CACHE/features or "
+        "~/.cache/bgbench/features; 'none': no cache)", metavar="DIR", type=str))
 
     def model_options(self, split: Optional[str]) -> ModelOptions:
         """The frozen model's options (its data: the split the head is fitted on)."""
