@@ -85,15 +85,18 @@ def test_bgbench_checkpoint_round_trips_its_spec(tmp_path):
     assert len(model.spec.checkpoint_sha256) == 64
 
 
-def test_torchscript(tmp_path):
+def test_an_exported_program_of_a_whole_bgmodel(tmp_path):
+    """A program exported from a BgModel holds its normalization: read with --norm none, it gives
+    the wrapped model's logits. (TorchScript, PyTorch's deprecated format, is read in
+    test_model_files.py.)"""
     ref = timm.create_model("test_resnet", num_classes=9).eval()
-    wrapped = BgModel(ref, ModelSpec(name="x", arch="test_resnet", num_classes=9))
-    torch.jit.trace(wrapped.eval(), _x(0, 32)).save(str(tmp_path / "ts.pt"))
-    model = create_model(f"file:{tmp_path / 'ts.pt'}", norm="none")
-    x = _x(3, 32)
+    wrapped = BgModel(ref, ModelSpec(name="x", arch="test_resnet", num_classes=9)).eval()
+    torch.export.save(torch.export.export(wrapped, (_x(0, 32),)), str(tmp_path / "m.pt2"))  # a batch of 2, fixed
+    model = create_model(f"file:{tmp_path / 'm.pt2'}", norm="none")
+    x = torch.cat([_x(3, 32), _x(4, 32)[:1]])  # 3 images: run as 2 + 1 padded
     with torch.no_grad():
         assert torch.allclose(model(x), wrapped(x), atol=1e-5)
-    assert model.spec.arch == "torchscript" and model.spec.num_classes == 9
+    assert model.spec.arch == "export" and model.spec.num_classes == 9 and model.format == "export"
 
 
 class TinyNet(nn.Module):

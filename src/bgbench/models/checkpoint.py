@@ -1,15 +1,20 @@
 """Reading checkpoints in the formats users actually have.
 
-Formats, tried in this order:
-- TorchScript archives (`torch.jit.save`);
+Formats, told apart by content (`formats.FORMATS` says what each can do):
+- safetensors (`safetensors.torch.save_file`; what timm, open_clip and the hub prefer): a state
+  dict, read by the safetensors library, which unpickles nothing;
+- torch.export programs (`torch.export.save`, `.pt2`): loaded by `exported.load_program`;
+- TorchScript archives (`torch.jit.save`): read for existing files only (PyTorch deprecates them);
 - bgbench checkpoints: {'bgbench_spec': {...}, 'state_dict': {...}};
 - the robustness-library format used upstream: {'model' | 'state_dict': {...}, 'epoch': N} with
   keys `module.model.*`, `module.normalizer.*` and possibly `module.attacker.*`;
 - a plain state_dict;
 - a whole pickled nn.Module, only with trust=True (`--trust-checkpoint`).
 
-Everything but TorchScript is read with `torch.load(weights_only=True)`. `save_checkpoint` writes
-the bgbench format, which that reading accepts, so the writer and its reader live side by side.
+ONNX models are not read here: they run in onnxruntime (`onnx_scheme`), and a `.onnx` file met
+here is sent there. Pickles are read with `torch.load(weights_only=True)`; a file that is none of
+these formats is one line that names them. `save_checkpoint` writes the bgbench format, which that
+reading accepts, so the writer and its reader live side by side.
 """
 from __future__ import annotations
 
@@ -32,7 +37,7 @@ from .spec import BgModel
 class LoadedCheckpoint:
     """What a checkpoint file held, normalized across formats."""
 
-    kind: str  # 'torchscript' | 'bgbench' | 'robustness' | 'state_dict' | 'pickled'
+    kind: str  # 'safetensors' | 'export' | 'torchscript' | 'bgbench' | 'robustness' | 'state_dict' | 'pickled'
     state_dict: Optional[Dict[str, torch.Tensor]] = None
     module: Optional[nn.Module] = None
     spec: Optional[dict] = None  # bgbench spec, when present
@@ -118,12 +123,57 @@ def unpickling_reason(error: Exception) -> str:
     return reason[:160]
 
 
+def _is_safetensors(path: Path) -> bool:
+    """The safetensors layout: an 8-byte little-endian header length, then the JSON header ('{')."""
+    with open(path, "rb") as f:
+        head = f.read(9)
+    return len(head) == 9 and head[8:9] == b"{" and 8 + int.from_bytes(head[:8], "little") <= path.stat().st_size
+
+
+def _is_pickled(path: Path) -> bool:
+    """What `torch.load` reads: a zip holding `<root>/data.pkl`, or a legacy pickle stream (0x80)."""
+    if zipfile.is_zipfile(path):
+        with zipfile.ZipFile(path) as z:
+            return any(n.endswith("data.pkl") for n in z.namelist())
+    with open(path, "rb") as f:
+        return f.read(1) == b"\x80"
+
+
+#: What a file must be, for the one line that refuses any other.
+KNOWN_FORMATS = ("safetensors, a PyTorch checkpoint or state dict (torch.save), a torch.export program (.pt2), "
+                 "TorchScript, or an ONNX model (.onnx, run as onnx:PATH)")
+
+
+def _read_safetensors(path: Path, digest: str) -> LoadedCheckpoint:
+    from safetensors import SafetensorError, safe_open
+    from safetensors.torch import load_file
+    try:
+        state_dict = load_file(str(path), device="cpu")
+        with safe_open(str(path), framework="pt") as f:
+            metadata = f.metadata() or {}
+    except (SafetensorError, OSError, ValueError) as e:
+        raise CheckpointError(f"cannot read safetensors file {path}: {' '.join(str(e).split())[:200]}") from None
+    if state_dict and all(k.startswith("module.") for k in state_dict):
+        state_dict = _strip_prefix(state_dict, "module.")
+    return LoadedCheckpoint(kind="safetensors", state_dict=state_dict, sha256=digest, path=str(path),
+                            extra={"metadata": metadata} if metadata else None)
+
+
 def read_checkpoint(path: str | Path, trust: bool = False) -> LoadedCheckpoint:
     """Read `path` in any supported format (see module docstring)."""
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"checkpoint not found: {path}")
+    if path.suffix.lower() == ".onnx":
+        raise CheckpointError(f"{path} is an ONNX model, which runs in onnxruntime as a whole: use --model "
+                              f"onnx:{path}")
     digest = sha256_file(path)
+    if _is_safetensors(path):
+        return _read_safetensors(path, digest)
+    from .exported import ExportedNet, is_exported_program, load_program
+    if is_exported_program(path):
+        return LoadedCheckpoint(kind="export", module=ExportedNet(load_program(path), name=str(path)),
+                                sha256=digest, path=str(path))
     if _is_torchscript(path):
         try:
             with warnings.catch_warnings():  # torch >= 2.9 deprecates TorchScript loudly, on every load
@@ -132,6 +182,8 @@ def read_checkpoint(path: str | Path, trust: bool = False) -> LoadedCheckpoint:
         except Exception as e:  # noqa: BLE001 - any failure here is a bad file
             raise CheckpointError(f"cannot load TorchScript checkpoint {path}: {e}") from None
         return LoadedCheckpoint(kind="torchscript", module=module, sha256=digest, path=str(path))
+    if not _is_pickled(path):
+        raise CheckpointError(f"{path} is in no format bgbench reads; it reads {KNOWN_FORMATS}")
     try:
         obj = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # noqa: BLE001

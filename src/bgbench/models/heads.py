@@ -10,8 +10,8 @@ bgbench runs, written once here:
 
 The kinds: timm networks (`forward_head(pre_logits=True)`, `reset_classifier`), transformers image
 classifiers (the input of the final `nn.Linear` of their `classifier`) and open_clip zero-shot
-towers (the normalized image embedding; the fitted head replaces the text-built one). TorchScript
-and pickled models hide their layers: they get a one-line error.
+towers (the normalized image embedding; the fitted head replaces the text-built one). torch.export
+programs, ONNX models, TorchScript and pickled models hide their layers: they get a one-line error.
 """
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def _kind(model: BgModel) -> str:
         return "hf"
     raise BgbenchError(f"{model.spec.name} has no penultimate layer bgbench can read: a {type(net).__name__} is "
                        f"neither a timm network, a transformers image classifier nor an open_clip tower "
-                       f"(TorchScript and pickled models hide their layers)")
+                       f"(torch.export, ONNX, TorchScript and pickled models hide their layers)")
 
 
 def _hf_linear(net) -> Optional[tuple]:

@@ -92,8 +92,8 @@ def hf_model(request: ModelRequest) -> Tuple[nn.Module, ModelSpec]:
                      checkpoint_sha256=tensors_sha256(model.state_dict()))
     if not imagenet and not all(s.lower().startswith("label_") for s in labels):  # named classes only
         spec.class_names = tuple(labels)
-    spec.extra = {"scheme": "hf", "model_class": type(model).__name__, "label_space_from": why,
-                  "config": json.loads(model.config.to_json_string()), "preprocess": pre}
+    spec.extra = {"scheme": "hf", "format": "transformers", "model_class": type(model).__name__,
+                  "label_space_from": why, "config": json.loads(model.config.to_json_string()), "preprocess": pre}
     return HFClassifier(model, pre["input_hw"], name=request.name), spec
 
 

@@ -65,7 +65,8 @@ def openclip_model(request: ModelRequest) -> Tuple[nn.Module, ModelSpec]:
                      input_size=(3, *size), resize="native", interpolation=str(pre.get("interpolation", "bicubic")),
                      class_names=tuple(request.classes) if label_set != IMAGENET_LABELS else None,
                      checkpoint=pretrained or (None if seeded else arch.split(":", 1)[-1]), checkpoint_sha256=digest)
-    spec.extra = {"scheme": "openclip", "model_cfg": _model_cfg(arch), "zero_shot": zero_shot,
+    spec.extra = {"scheme": "openclip", "format": "open_clip", "model_cfg": _model_cfg(arch),
+                  "zero_shot": zero_shot,
                   "preprocess": {k: (list(v) if isinstance(v, tuple) else v) for k, v in pre.items()}}
     if seeded:
         spec.extra["init_seed"] = RANDOM_INIT_SEED

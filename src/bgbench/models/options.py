@@ -17,8 +17,9 @@ from ..options import flag
 from .inputs import LABEL_SETS, RESIZE_CHOICES
 from .norms import NORMS
 #: What --model takes, in every command that runs a model.
-MODEL_HELP = ("timm:ARCH[.TAG] (a TAG such as resnet50.a1_in1k loads timm's published weights), file:PATH, "
-              "zoo:NAME, openclip:ARCH[@PRETRAINED] or hf:REPO_OR_DIR (see `bgbench models --schemes`)")
+MODEL_HELP = ("timm:ARCH[.TAG] (a TAG such as resnet50.a1_in1k loads timm's published weights), file:PATH (a "
+              "bgbench checkpoint, a torch.export .pt2, an ONNX .onnx, TorchScript), onnx:FILE.onnx, zoo:NAME, "
+              "openclip:ARCH[@PRETRAINED] or hf:REPO_OR_DIR (see `bgbench models --schemes`)")
 #: Fields that say how to run a model rather than which numbers it gives (left out of a run's identity).
 NOT_IDENTITY = ("model", "trust_checkpoint", "device", "data", "split", "checkpoint")
 
@@ -31,7 +32,8 @@ class ModelOptions:
 
     model: str = field(default="", metadata=flag("--model", MODEL_HELP))
     checkpoint: Optional[str] = field(default=None, metadata=flag(
-        "--checkpoint", "weights for a timm:ARCH model (bgbench, robustness, state_dict or TorchScript)", type=str))
+        "--checkpoint", "weights for a timm:ARCH model (safetensors, a state_dict, a bgbench or robustness "
+        "checkpoint)", type=str))
     pretrained: bool = field(default=False, metadata=flag(
         "--pretrained", "timm:ARCH: load timm's published weights of the architecture's default tag (as "
         "timm.create_model(ARCH, pretrained=True) does; timm:ARCH.TAG names a tag)", action="store_true"))
@@ -49,9 +51,9 @@ class ModelOptions:
     resize: str = field(default="auto", metadata=flag(
         "--resize", "images of another size than the model's input: native resizes them to it inside the model "
         "(with the model's own interpolation), none feeds them as they are; auto: native for a model whose weights "
-        "record their input size (timm tags, zoo:, openclip:, hf:, bgbench checkpoints), none for the others "
-        "(random init, bare weights, TorchScript); either way the run says so and records it (default "
-        "%(default)s)", choices=RESIZE_CHOICES))
+        "record their input size (timm tags, zoo:, openclip:, hf:, bgbench checkpoints, .pt2 and ONNX files that fix "
+        "it), none for the others (random init, bare weights, TorchScript); either way the run says so and records "
+        "it (default %(default)s)", choices=RESIZE_CHOICES))
     labels: str = field(default="auto", metadata=flag(
         "--labels", "zero-shot head (openclip:): imagenet (1000 ImageNet classes, then the IN-9 mapping) or dataset "
         "(the dataset's class folder names); auto: imagenet on IN-9, dataset otherwise (default %(default)s)",

@@ -2,9 +2,10 @@
 
 A scheme is one module that registers a builder with `@register_scheme`, the way timm registers
 architectures: `timm:` (timm_scheme.py), `file:` (file_scheme.py), `zoo:` (zoo.py), `openclip:`
-(openclip_scheme.py), `hf:` (hf_scheme.py) and `predictions:` (prediction_scheme.py); a new one is a
-new module plus its name in `registry.SCHEME_MODULES`. `create_model` looks the scheme up here, and
-`list_models` asks every scheme that can enumerate its names. No torch is imported here.
+(openclip_scheme.py), `hf:` (hf_scheme.py), `onnx:` (onnx_scheme.py) and `predictions:`
+(prediction_scheme.py); a new one is a new module plus its name in `registry.SCHEME_MODULES`.
+`create_model` looks the scheme up here, and `list_models` asks every scheme that can enumerate its
+names. No torch is imported here.
 """
 from __future__ import annotations
 
@@ -61,11 +62,14 @@ class Peek:
         num_classes: its output width (None: unknown).
         weights: the one file its weights are read from, when there is one on this machine (a
             checkpoint, a cached download): a step is identified by its sha256.
+        format: how its file is read, when that limits what it can do (`formats.FORMATS`: a
+            torch.export program or an ONNX model has no layers to hook).
     """
 
     label_space: Optional[str] = None
     num_classes: Optional[int] = None
     weights: Optional[Path] = None
+    format: Optional[str] = None
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,9 @@ from ..class_maps import IN9, ClassMap, resolve_class_map
 from ..classes import class_name_mismatch
 from ..console import status
 from ..errors import BgbenchError
+from .formats import format_of
 from .inputs import fit_to_native, native_hw, size_note
+from .static_shapes import size_problem
 from .norms import DATASET, IMAGENET1K, IMAGENET_MEAN, IMAGENET_STD, IN9_MEAN, IN9_STD  # noqa: F401 (re-exported)
 
 
@@ -24,7 +26,8 @@ class ModelSpec:
 
     Attributes:
         name: the model string the user gave ('timm:resnet18', 'zoo:efficientnet_lite0', ...).
-        arch: architecture name (a timm name, 'torchscript' or 'pickled').
+        arch: architecture name (a timm name; 'export', 'onnx', 'torchscript' or 'pickled' for a file that
+            holds its own network).
         num_classes: width of the output layer.
         label_space: 'imagenet1k' (mapped to IN-9 by a decision mapping) or 'dataset'
             (output i is the dataset's i-th class folder).
@@ -35,7 +38,8 @@ class ModelSpec:
         interpolation: the interpolation of 'native' resizing (the model's own preprocessing's).
         class_names: the training classes for 'dataset' models, when known.
         checkpoint: path (or hub id, or pretrained tag) of the weights, if any, and their sha256.
-        extra: scheme-specific provenance (open_clip's zero-shot head, a Hugging Face processor, ...).
+        extra: scheme-specific provenance (open_clip's zero-shot head, a Hugging Face processor, ...) and
+            `format`, how the model was read (`models.formats`: what it can do follows from it).
     """
 
     name: str
@@ -144,18 +148,37 @@ class BgModel(nn.Module):
         """The (H, W) the network itself receives for images of `image_hw` (after any resize)."""
         return native_hw(self.spec.input_size) if self.spec.resize == "native" else tuple(image_hw)
 
+    @property
+    def format(self) -> str:
+        """How the model was read ('safetensors', 'export', 'onnx', 'torchscript', ...: `models.formats`)."""
+        return format_of(self.spec).name
+
+    @property
+    def has_layers(self) -> bool:
+        """Whether its network has layers to hook and read (Grad-CAM, penultimate features)."""
+        return format_of(self.spec).layers
+
+    @property
+    def has_gradients(self) -> bool:
+        """Whether its forward is differentiable (an ONNX model's runs outside autograd)."""
+        return format_of(self.spec).gradients
+
 
 def meet_data(model: BgModel, layout, labels: bool = True) -> None:
     """What every job does first with its model and its data (a `data.layout.Layout`): the label
     spaces must fit (`check_compatible`, with the model's `--class-map` file; `labels=False` for
-    jobs that read features, not decisions), and the size of the images against the model's input
-    size is said on stderr (once, by the main process) and kept in `model.input_record`, which the
-    run records (`recording.Provenance.of`)."""
+    jobs that read features, not decisions), a network whose file fixes its input size must be fed
+    that size, and the size of the images against the model's input size is said on stderr (once,
+    by the main process) and kept in `model.input_record`, which the run records
+    (`recording.Provenance.of`)."""
     from ..distributed import launched
     if labels:
         check_compatible(model, layout.classes)
     image_hw = layout.image_hw()
     if image_hw is not None:
+        problem = size_problem(model.spec.name, getattr(model.net, "fixed_hw", None), model.net_input_hw(image_hw))
+        if problem is not None:  # a file that fixes its input size, fed another (--resize none)
+            raise BgbenchError(problem)
         note = note_input_size(model, image_hw)
         if note and launched().main:
             status(note)

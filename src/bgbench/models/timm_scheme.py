@@ -8,9 +8,10 @@ seeded random init.
   tag's `pretrained_cfg` gives the input size, interpolation, mean and std, and the spec records
   the tag and the weight file's sha256. The model sees images at its input size by default.
 - `timm:ARCH --checkpoint FILE`: bgbench's own checkpoint, the robustness library's, a plain
-  state_dict (the number of classes is read from its head) or TorchScript (refused here: it
-  carries its own network, use `file:`). A robustness checkpoint's normalizer becomes the model's
-  mean/std. `timm:ARCH.TAG --checkpoint FILE` takes the tag's preprocessing with the file's weights.
+  state_dict or a safetensors file (the number of classes is read from its head); TorchScript and
+  torch.export programs are refused here (they carry their own network: use `file:`). A robustness
+  checkpoint's normalizer becomes the model's mean/std. `timm:ARCH.TAG --checkpoint FILE` takes the
+  tag's preprocessing with the file's weights.
 - `timm:ARCH` alone is a seeded random init; every command that builds one says so.
 """
 from __future__ import annotations
@@ -54,6 +55,7 @@ def timm_model(request: ModelRequest) -> Tuple[nn.Module, ModelSpec]:
     net, spec = build_timm(arch, ckpt, request.num_classes, request.name, tag=tag)
     if ckpt is not None:
         spec.checkpoint, spec.checkpoint_sha256 = str(request.checkpoint), ckpt.sha256
+    spec.extra["format"] = ckpt.kind if ckpt is not None else "random"
     return net, spec
 
 
@@ -114,6 +116,7 @@ def pretrained_model(arch: str, tag: str, name: str) -> Tuple[nn.Module, ModelSp
                      checkpoint_sha256=sha256_file(path) if path else tensors_sha256(net.state_dict()))
     spec.extra["pretrained"] = {"tag": full, "hf_hub_id": cfg.hf_hub_id, "url": cfg.url or None,
                                 "crop_pct": pcfg.get("crop_pct"), "weights_file": Path(path).name if path else None}
+    spec.extra["format"] = "safetensors" if path and Path(path).suffix == ".safetensors" else "state_dict"
     return net, spec
 
 
@@ -215,7 +218,7 @@ def _checkpoint_head(arch: str, ckpt: Optional[LoadedCheckpoint], num_classes: O
         if spec.arch != arch:
             raise CheckpointError(f"{ckpt_path(ckpt)} was trained as {spec.arch}, not {arch}")
         return spec.num_classes, spec.mean, spec.std
-    if ckpt.kind in ("robustness", "state_dict"):
+    if ckpt.kind in ("robustness", "state_dict", "safetensors"):
         inferred = _head_classes(ckpt.state_dict, arch)
         if inferred is None:
             raise CheckpointError(f"cannot find a classifier head for {arch} in {ckpt_path(ckpt)}")
