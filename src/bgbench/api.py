@@ -172,6 +172,10 @@ def probe(name: str, model: ModelLike, data: str | Path, *, checkpoint: Optional
     Returns:
         A `measures.result.MeasureResult` (its rows, config, summary, `text()`, `to_dict()`). Under
         torchrun the ranks share the images; rank 0 returns the one-process result, the others None.
+
+    A model whose format cannot give what the measure needs (`Measure.needs`: 'layers' for Grad-CAM
+    and penultimate features) is refused here, in one line, before anything runs: this is where every
+    probe's model meets its measure (`bgbench probe` and studies come through here too).
     """
     from .measures.registry import get_measure
     try:
@@ -183,6 +187,8 @@ def probe(name: str, model: ModelLike, data: str | Path, *, checkpoint: Optional
     how = _model_keys(options)
     cfg = _config(measure.config, f"probe {name}", options)
     built = _model(model, checkpoint, data=data, device=getattr(cfg, "device", "cpu"), **how)
+    from .models.formats import check_needs
+    check_needs(built, measure.needs, f"probe {name}")
     return measure.compute(built, data, cfg, progress=progress, out_dir=out_dir)
 
 

@@ -239,6 +239,9 @@ def _plan(cfg: EditConfig, model) -> Tuple[EditConfig, Layout, List[Edit], List[
         skipped.append(f"{ADVERSARIAL}: needs --model")
     if not edits:
         raise BgbenchError(f"--levels {' '.join(cfg.levels or ())} selects no edit level")
+    if model is not None and any(e.needs_model for e in edits):  # it ascends the loss through the model
+        from ..models.formats import check_needs
+        check_needs(model, ("gradients",), f"the adversarial level ({ADVERSARIAL})")
     return cfg, layout, edits, skipped
 
 

@@ -33,6 +33,7 @@ NEEDS = {
     "attributes": "attribute masks (attr_mask/, or a RIVAL10 release)",
     "boxes": "the foreground boxes of the dataset",
     "eval run": "a stored eval run",
+    "layers": "a network whose layers can be hooked and differentiated (not ONNX, torch.export or TorchScript)",
 }
 #: Where a measure's command lives: `bgbench probe NAME` (runs a model on a dataset), `bgbench
 #: analyze NAME` (reads stored runs), or its own top-level command (eval, challenge).

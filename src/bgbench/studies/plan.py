@@ -117,7 +117,7 @@ def plan(study: Study, store) -> List[Step]:
                             options=dict(measure.options), weights=mf.weights, model_identity=mf.identity,
                             identity=measure_identity(measure.name, measure.options))
                 step.skip = _unsupported(measure.name, f)
-                step.problem = problem if step.skip is None else None
+                step.problem = (problem or mf.format_problem(measure.name)) if step.skip is None else None
                 step.forwards, step.forwards_bound = _forwards(measure, f)
                 if step.skip is None and step.problem is None:
                     step.done_run = _done(store, step, f.fingerprint)
@@ -153,6 +153,15 @@ class _ModelFacts:
             except BgbenchError as e:
                 self._peeks[classes] = e
         return self._peeks[classes]
+
+    def format_problem(self, measure: str) -> Optional[str]:
+        """Why this model's file format cannot give what `measure` needs (layers: `models.formats`)."""
+        from ..measures.registry import get_measure
+        from ..models.formats import FORMATS, needs_problem
+        peeked = self._peek(())
+        if isinstance(peeked, BgbenchError) or peeked.format not in FORMATS:
+            return None
+        return needs_problem(FORMATS[peeked.format], get_measure(measure).needs, measure, self.model.label)
 
     def problem(self, classes: tuple) -> Optional[str]:
         """Why this model cannot run on a dataset of `classes` (None: it can, or only building it would tell)."""

@@ -52,7 +52,7 @@ class AttributionMeasure(ModelMeasure):
 
     name = "attribution"
     title = "feature attribution"
-    needs = ("model", "attributes")
+    needs = ("model", "attributes", "layers")
     help = ("per attribute, the features whose maps best overlap its mask (IoU at 0.5 of the map's max), per class "
             "and over all classes")
     description = ("per attribute, the penultimate-layer features whose activation maps best overlap its mask "

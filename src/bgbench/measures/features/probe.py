@@ -58,7 +58,7 @@ class FeaturesMeasure(ModelMeasure):
 
     name = "features"
     title = "spurious-feature discovery"
-    needs = ("model", "masks")
+    needs = ("model", "masks", "layers")
     help = ("spurious features: each class's top penultimate features (weight x mean activation) and the share of "
             "their activation maps on the background")
     description = ("spurious-feature discovery (RIVAL10 §5 after Salient ImageNet): each class's top penultimate "

@@ -48,7 +48,7 @@ class SaliencyMeasure(ModelMeasure):
 
     name = "saliency"
     title = "saliency alignment"
-    needs = ("model", "masks")
+    needs = ("model", "masks", "layers")
     help = ("Grad-CAM on the predicted class: RIVAL10's alignment with the mask (precision, IoU, Dice, Δdensity, "
             "coverage, AP)")
     description = ("Grad-CAM alignment with the object mask (RIVAL10's measures), by predicted class, with an "
