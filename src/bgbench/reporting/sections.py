@@ -179,6 +179,7 @@ def provenance_section(ctx: ReportContext, subject: Subject) -> Optional[dict]:
                     "train_accuracy": (tm.get(("train_accuracy", "")) or {"value": None})["value"]}
     return {"model": subject.model, "arch": spec.get("arch"), "label_space": spec.get("label_space"),
             "checkpoint": spec.get("checkpoint"), "checkpoint_sha256": subject.runs[-1]["checkpoint_sha256"],
+            "format": _format_of(spec),
             "mean": spec.get("mean"), "std": spec.get("std"), "input": _input_of(spec), "zero_shot": _zero_shot_of(spec),
             "protocols": sorted({json.loads(r["config"] or "{}").get("protocol") or "none" for r in subject.runs}),
             "data_root": subject.data_root,
@@ -193,6 +194,20 @@ def _input_of(spec: dict) -> Optional[str]:
         return None
     text = f"{size[-2]}x{size[-1]}, resize {spec.get('resize', 'none')}"
     return text + (f" ({spec.get('interpolation')})" if spec.get("resize") == "native" else "")
+
+
+def _format_of(spec: dict) -> Optional[str]:
+    """How the model was read and run ('safetensors', 'export', 'onnx: onnxruntime 1.20, opset 18,
+    CPUExecutionProvider'); None for a run recorded before formats were."""
+    extra = spec.get("extra") or {}
+    fmt = extra.get("format")
+    runtime = extra.get("onnx") if fmt == "onnx" else None
+    if not fmt or not runtime:
+        return fmt
+    opset = (runtime.get("opset") or {}).get("")
+    parts = [f"onnxruntime {runtime.get('onnxruntime')}", f"opset {opset}" if opset else None,
+             "providers " + ", ".join(runtime.get("providers") or [])]
+    return f"{fmt}: {', '.join(p for p in parts if p)}"
 
 
 def _zero_shot_of(spec: dict) -> Optional[str]:
