@@ -9,7 +9,6 @@ import shutil
 import sqlite3
 import subprocess
 import sys
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -189,20 +188,6 @@ def test_a_checkpoint_trained_on_other_class_folders_is_warned_about_and_recorde
     configs = [json.loads(r["config"]) for r in _runs(db)]
     assert "class_names_mismatch" not in configs[0]
     assert configs[1]["class_names_mismatch"]["differ"] == [["08_bar", "08_long bar"]]
-
-
-def test_loading_torchscript_prints_no_deprecation_warning(tmp_path):
-    import timm
-    import torch
-    from bgbench.models.checkpoint import read_checkpoint
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.jit.save(torch.jit.trace(timm.create_model("test_resnet", num_classes=9).eval(),
-                                       torch.zeros(1, 3, 32, 32)), str(tmp_path / "ts.pt"))
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        assert read_checkpoint(tmp_path / "ts.pt").kind == "torchscript"
-    assert not [w for w in caught if issubclass(w.category, FutureWarning)], [str(w.message) for w in caught]
 
 
 # --- issue 16 item 9 -------------------------------------------------------------------------------

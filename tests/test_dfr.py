@@ -219,8 +219,8 @@ def test_a_model_without_a_penultimate_layer_and_misused_flags_are_one_line_erro
     import timm
     net = timm.create_model("test_resnet", num_classes=9).eval()
     wrapped = BgModel(net, ModelSpec(name="x", arch="test_resnet", num_classes=9))
-    torch.jit.trace(wrapped.eval(), torch.rand(1, 3, 32, 32)).save(str(tmp_path / "ts.pt"))
-    assert_one_line_error(run_cli("train", "--recipe", "dfr", "--model", f"file:{tmp_path / 'ts.pt'}", "--norm",
+    torch.export.save(torch.export.export(wrapped.eval(), (torch.rand(1, 3, 32, 32),)), str(tmp_path / "m.pt2"))
+    assert_one_line_error(run_cli("train", "--recipe", "dfr", "--model", f"file:{tmp_path / 'm.pt2'}", "--norm",
                                   "none", "--data", synth_root, "--out", tmp_path / "o", "--quiet"),
                           "no penultimate layer")
     assert not (tmp_path / "o" / "model.pt").exists()

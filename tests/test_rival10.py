@@ -139,8 +139,10 @@ class _Constant(torch.nn.Module):
 
 
 def _constant_model(tmp_path):
-    path = tmp_path / "const.pt"
-    torch.jit.save(torch.jit.script(_Constant()), str(path))
+    path = tmp_path / "const.pt2"
+    any_size = {0: torch.export.Dim.AUTO, 2: torch.export.Dim.AUTO, 3: torch.export.Dim.AUTO}
+    torch.export.save(torch.export.export(_Constant(), (torch.zeros(2, 3, 32, 32),), dynamic_shapes=(any_size,)),
+                      str(path))
     return f"file:{path}"
 
 
