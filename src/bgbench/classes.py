@@ -132,3 +132,10 @@ def class_name_mismatch(model_classes: Optional[Sequence[str]], data_classes: Se
         return None
     pairs = [[m, d] for m, d in zip(model_classes, data_classes) if m != d]
     return {"model": list(model_classes), "data": list(data_classes), "differ": pairs}
+
+
+def mapping_flag() -> dict:
+    """The `--mapping` flag of a config field: how a 1000-class model's outputs decide."""
+    from .options import flag
+    return flag("--mapping", "1000-class models: 'argmax' (the paper's rule) or 'superclass' (sum of probabilities) "
+                "(default %(default)s)", choices=[m.value for m in Mapping])

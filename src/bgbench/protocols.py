@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass
 from typing import Dict, Optional
 
 from .errors import BgbenchError
+from .options import flag
 
 
 @dataclass(frozen=True)
@@ -102,3 +103,10 @@ def check_spec(protocol: Optional[str], spec: dict) -> None:
         raise BgbenchError(f"--protocol {p.name} needs a zero-shot head over the {p.labels} labels with the "
                            f"{p.templates} templates; {name} has {zero_shot.get('label_set')} / "
                            f"{zero_shot.get('templates')}")
+
+
+def protocol_flag() -> dict:
+    """The `--protocol` flag of a config field (eval, the challenge)."""
+    return flag("--protocol", "a reference protocol that fixes everything that changes a number (mapping argmax, "
+                "zero-shot labels imagenet with the openai templates, resize native, fp32, no ten-crop); recorded, "
+                "and the leaderboard ranks runs of one protocol together", choices=list(PROTOCOLS), type=str)

@@ -11,7 +11,6 @@ import dataclasses
 import inspect
 from typing import Any, Callable, Optional
 from ..classes import Mapping
-from ..protocols import PROTOCOLS
 
 
 #: What --db says about where the store is when it is not given.
@@ -45,25 +44,12 @@ def add_model_arg(p: argparse.ArgumentParser, required: bool = True, default: Op
                    **({"action": "append", "metavar": "M"} if repeat else {}))
 
 
-def add_protocol_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--protocol", choices=list(PROTOCOLS),
-                   help="a reference protocol that fixes everything that changes a number (mapping argmax, zero-shot "
-                        "labels imagenet with the openai templates, resize native, fp32, no ten-crop); recorded, and "
-                        "the leaderboard ranks runs of one protocol together")
-
-
 def add_device_arg(p: argparse.ArgumentParser, default: str = "cpu") -> None:
     p.add_argument("--device", default=default, help="torch device: cpu, cuda or cuda:N (default %(default)s)")
 
 
 def add_batch_size_arg(p: argparse.ArgumentParser, default: int, what: str = "images per forward pass") -> None:
     p.add_argument("--batch-size", type=int, default=default, help=f"{what} (default %(default)s)")
-
-
-def add_mapping_arg(p: argparse.ArgumentParser, default: Optional[str] = Mapping.ARGMAX.value) -> None:
-    p.add_argument("--mapping", choices=[m.value for m in Mapping], default=default,
-                   help="1000-class models: 'argmax' (the paper's rule) or 'superclass' (sum of probabilities)"
-                        + (" (default %(default)s)" if default else ""))
 
 
 def add_data_arg(p: argparse.ArgumentParser, needs: str = "original/ and fg_mask/") -> None:

@@ -2,11 +2,10 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 
-from ..measures.challenge.config import PRECISIONS, ChallengeConfig
-from .arguments import (add_db_arg, add_mapping_arg, add_model_args, add_output_args, add_protocol_arg, add_seed_arg,
-                        config_default, create_model)
+from ..measures.challenge.config import ChallengeConfig
+from ..options import flagged_fields
+from .arguments import add_config_flags, add_db_arg, add_model_args, add_output_args, create_model
 from .folders import open_store
 from .output import emit, stored_in
 
@@ -15,33 +14,8 @@ def register(sub) -> None:
     p = sub.add_parser("challenge", help="adversarial backgrounds: challenge accuracy, fooled foregrounds, ASR")
     add_model_args(p, ChallengeConfig)
     p.add_argument("--data", required=True, help="dataset root with original/, only_bg_t/ and fg_mask/")
-    add_mapping_arg(p, config_default(ChallengeConfig, "mapping"))
-    p.add_argument("--precision", choices=PRECISIONS, default=config_default(ChallengeConfig, "precision"),
-                   help="fp32 is exact (TF32 off on GPUs); bf16-verified runs bf16, confirms every fooled "
-                        "verdict in fp32 (exact) and recomputes in fp32 every composite whose decision margin "
-                        "is within delta, the bf16 error measured by random audits: a survivor's verdict is as "
-                        "good as the audits; plain bf16/fp16 autocast is not exact. bf16 pays only on hardware with "
-                        "bf16 units: GPUs from Ampere on, CPUs with AVX512-BF16 or AMX; elsewhere it is emulated "
-                        "and slower than fp32, and the run says so (default %(default)s)")
-    p.add_argument("--verify-safety", type=float, default=config_default(ChallengeConfig, "verify_safety"),
-                   metavar="F", help="bf16-verified: delta is F x the largest spread of bf16-fp32 logit deviations "
-                                     "that the calibration and audits measured (default %(default)s, recorded)")
-    p.add_argument("--sample", type=int, metavar="N",
-                   help="estimate from the first N foregrounds of a seeded order stratified by class, each against "
-                        "every background (exact verdicts, a Wilson interval for the share); rerun with a larger N "
-                        "or without --sample to extend the same run")
-    p.add_argument("--halfwidth", type=float, metavar="H",
-                   help="visit foregrounds in the seeded order and stop once the 95%% interval's half-width is <= H "
-                        "(0 < H < 0.5); checked after 16, 32, 64 ... foregrounds (doubling) until that reaches "
-                        "max(32, 2 x batch size), then after every such chunk (all x the torchrun processes)")
-    add_seed_arg(p, config_default(ChallengeConfig, "seed"), "seed of the foreground order")
-    p.add_argument("--full", action="store_true", default=config_default(ChallengeConfig, "full"),
-                   help="compute every foreground x background prediction (uint8 .npy memmap): ASR, class fool "
-                        "rates, top-5 backgrounds grid and ASR histogram")
-    p.add_argument("--save-every", type=int, default=config_default(ChallengeConfig, "save_every"),
-                   help="store progress every N foregrounds (default %(default)s)")
+    add_config_flags(p, ChallengeConfig)
     p.add_argument("--out", help="folder for --full figures (default: challenge_<run>/ beside the results store)")
-    add_protocol_arg(p)
     add_output_args(p)
     add_db_arg(p)
     p.set_defaults(func=run)
@@ -51,14 +25,11 @@ def run(args: argparse.Namespace) -> int:
     from ..api import challenge
     from ..console import status
     from ..recording import record
-    cfg = ChallengeConfig(batch_size=args.batch_size, mapping=args.mapping, precision=args.precision,
-                          full=args.full, save_every=args.save_every, device=args.device, sample=args.sample,
-                          halfwidth=args.halfwidth, seed=args.seed, verify_safety=args.verify_safety,
-                          protocol=args.protocol)
+    options = {f.name: getattr(args, f.name) for f, _ in flagged_fields(ChallengeConfig)}
     model = create_model(args)
     with open_store(args) as store:
         report = challenge(model, args.data, store, out_dir=args.out, progress=not args.quiet,
-                           **dataclasses.asdict(cfg))
+                           batch_size=args.batch_size, device=args.device, **options)
         if report is None:  # not rank 0: rank 0 records and reports
             return 0
         record(report, store)

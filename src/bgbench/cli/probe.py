@@ -14,13 +14,12 @@ import dataclasses
 
 from ..measures.registry import Measure, list_measures
 from ..options import flagged_fields
-from .arguments import (add_config_flags, add_data_arg, add_db_arg, add_mapping_arg, add_model_args,
-                        add_output_args, config_default, create_model)
+from .arguments import add_config_flags, add_data_arg, add_db_arg, add_model_args, add_output_args, create_model
 from .folders import open_store, run_output_dir
 from .output import emit, stored_in
 
 #: Config fields the shared arguments fill in (the model's, and the mapping of predictions).
-SHARED_FIELDS = ("batch_size", "device", "mapping")
+SHARED_FIELDS = ("batch_size", "device")
 
 
 def register(sub) -> None:
@@ -34,14 +33,11 @@ def register(sub) -> None:
 def add_probe(inner, measure: Measure) -> argparse.ArgumentParser:
     """The subcommand of one probe measure, its flags read from its config's declaration."""
     config = measure.config
-    fields = {f.name for f in dataclasses.fields(config)}
     p = inner.add_parser(measure.name, help=measure.help.replace("%", "%%"),
                          description=(measure.description or measure.help).replace("%", "%%"))
     add_model_args(p, config)
     add_data_arg(p, measure.data_help)
     add_config_flags(p, config)
-    if "mapping" in fields:
-        add_mapping_arg(p, config_default(config, "mapping"))
     if measure.pictures:
         p.add_argument("--out", help=measure.pictures_help)
     add_output_args(p)

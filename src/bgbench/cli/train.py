@@ -6,7 +6,6 @@ the other kind takes."""
 from __future__ import annotations
 
 import argparse
-import dataclasses
 
 from ..options import flagged_fields
 from ..training.config import LastLayerConfig, TrainConfig

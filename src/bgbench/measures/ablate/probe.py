@@ -8,11 +8,11 @@ clean image, 'fg', 'bg' or 'attr:<name>'. The summary recomputes the drops and t
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import List
 
 from ... import checks
-from ...classes import Mapping
+from ...classes import Mapping, mapping_flag
 from ...probing.bootstrap import REPLICATES
 from ..base import BootstrapConfig, ModelMeasure, class_namer
 from ..registry import Headline, SectionSpec
@@ -23,7 +23,7 @@ from .summary import AblationSummary, summarize_ablation
 class AblateConfig(BootstrapConfig):
     """How to ablate: how a 1000-class model's outputs decide (`mapping`)."""
 
-    mapping: str = Mapping.ARGMAX.value
+    mapping: str = field(default=Mapping.ARGMAX.value, metadata=mapping_flag())
 
     def __post_init__(self):
         super().__post_init__()

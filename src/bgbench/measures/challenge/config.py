@@ -5,9 +5,10 @@ import numbers
 from dataclasses import dataclass, field
 from typing import Optional
 
-from ...options import runtime
 from ... import checks, protocols
-from ...classes import Mapping
+from ...classes import Mapping, mapping_flag
+from ...options import flag, runtime
+from ...protocols import protocol_flag
 from ...errors import BgbenchError
 
 #: fp32 is exact; bf16-verified confirms fooled verdicts in fp32 and rechecks in fp32 every composite
@@ -37,16 +38,33 @@ class ChallengeConfig:
     """
 
     batch_size: int = field(default=64, metadata=runtime())
-    mapping: str = "argmax"
-    precision: str = "fp32"
-    full: bool = False
-    save_every: int = field(default=16, metadata=runtime())
+    mapping: str = field(default="argmax", metadata=mapping_flag())
+    precision: str = field(default="fp32", metadata=flag(
+        "--precision", "fp32 is exact (TF32 off on GPUs); bf16-verified runs bf16, confirms every fooled verdict in "
+        "fp32 (exact) and recomputes in fp32 every composite whose decision margin is within delta, the bf16 error "
+        "measured by random audits: a survivor's verdict is as good as the audits; plain bf16/fp16 autocast is not "
+        "exact. bf16 pays only on hardware with bf16 units: GPUs from Ampere on, CPUs with AVX512-BF16 or AMX; "
+        "elsewhere it is emulated and slower than fp32, and the run says so (default %(default)s)",
+        choices=PRECISIONS))
+    full: bool = field(default=False, metadata=flag(
+        "--full", "compute every foreground x background prediction (uint8 .npy memmap): ASR, class fool rates, "
+        "top-5 backgrounds grid and ASR histogram", action="store_true"))
+    save_every: int = field(default=16, metadata=runtime(flag(
+        "--save-every", "store progress every N foregrounds (default %(default)s)")))
     device: str = field(default="cpu", metadata=runtime())
-    sample: Optional[int] = None
-    halfwidth: Optional[float] = None
-    seed: int = 0
-    verify_safety: float = DEFAULT_SAFETY
-    protocol: Optional[str] = None
+    sample: Optional[int] = field(default=None, metadata=flag(
+        "--sample", "estimate from the first N foregrounds of a seeded order stratified by class, each against every "
+        "background (exact verdicts, a Wilson interval for the share); rerun with a larger N or without --sample to "
+        "extend the same run", type=int, metavar="N"))
+    halfwidth: Optional[float] = field(default=None, metadata=flag(
+        "--halfwidth", "visit foregrounds in the seeded order and stop once the 95%% interval's half-width is <= H "
+        "(0 < H < 0.5); checked after 16, 32, 64 ... foregrounds (doubling) until that reaches max(32, 2 x batch "
+        "size), then after every such chunk (all x the torchrun processes)", type=float, metavar="H"))
+    seed: int = field(default=0, metadata=flag("--seed", "seed of the foreground order (default %(default)s)"))
+    verify_safety: float = field(default=DEFAULT_SAFETY, metadata=flag(
+        "--verify-safety", "bf16-verified: delta is F x the largest spread of bf16-fp32 logit deviations that the "
+        "calibration and audits measured (default %(default)s, recorded)", metavar="F"))
+    protocol: Optional[str] = field(default=None, metadata=protocol_flag())
 
     def __post_init__(self):
         for name, value in (("--batch-size", self.batch_size), ("--save-every", self.save_every),

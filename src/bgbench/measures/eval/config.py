@@ -4,9 +4,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import List, Optional
 
-from ...options import runtime
 from ... import checks, protocols
-from ...classes import Mapping
+from ...classes import Mapping, mapping_flag
+from ...data.layout import IN9_VARIANTS
+from ...options import flag, runtime
+from ...protocols import protocol_flag
+from ...variants.registry import list_variants
 from ...data.prefetch import workers_field
 
 
@@ -27,15 +30,22 @@ class EvalConfig:
             Waterbirds; see `data.resolve.resolve_layout`).
     """
 
-    variants: Optional[List[str]] = None
-    mapping: str = Mapping.ARGMAX.value
+    variants: Optional[List[str]] = field(default=None, metadata=flag(
+        "--variants", f"variant folders to evaluate: {', '.join(list_variants())}, or edit levels such as size_0.05 "
+        f"(default: those of {', '.join(IN9_VARIANTS)} present; every folder when only original is, as in "
+        f"`bgbench edit` output)", nargs="+", metavar="VARIANT", type=str))
+    mapping: str = field(default=Mapping.ARGMAX.value, metadata=mapping_flag())
     batch_size: int = field(default=64, metadata=runtime())
     device: str = field(default="cpu", metadata=runtime())
     workers: Optional[int] = workers_field()
-    seed: int = 0
-    ten_crop: bool = False
-    protocol: Optional[str] = None
-    split: Optional[str] = None
+    seed: int = field(default=0, metadata=flag("--seed", "seed of the BG-Gap's bootstrap (default %(default)s)"))
+    ten_crop: bool = field(default=False, metadata=flag(
+        "--ten-crop", "Resize(256), TenCrop(224) and average the logits of the ten crops (seed 003's test-time "
+        "option)", action="store_true"))
+    protocol: Optional[str] = field(default=None, metadata=protocol_flag())
+    split: Optional[str] = field(default=None, metadata=flag(
+        "--split", "split to evaluate (default: the dataset's evaluation split: val for IN-9 and RIVAL10's folders, "
+        "test for Waterbirds and a groups.csv with a split column)", type=str))
 
     def __post_init__(self):
         checks.one_of("mapping", str(self.mapping), [m.value for m in Mapping])
@@ -46,3 +56,28 @@ class EvalConfig:
         checks.device(self.device)
         if self.variants is not None:
             self.variants = list(self.variants)
+
+
+#: Label spaces of a predictions file: a dataset class, or an ImageNet class (mapped like a model's).
+LABEL_SPACES = ("dataset", "imagenet1k")
+
+
+@dataclass
+class PredictionFileConfig:
+    """How to read a predictions file (checked once, for the API and the CLI)."""
+
+    label_space: str = field(default="dataset", metadata=flag(
+        "--label-space", "--predictions: pred is a dataset class (index or name) or an ImageNet class (imagenet1k, "
+        "mapped to IN-9) (default %(default)s)", choices=LABEL_SPACES))
+    mapping: str = Mapping.ARGMAX.value
+    name: Optional[str] = field(default=None, metadata=flag(
+        "--name", "--predictions: the model's name (run model predictions:NAME; default: the file's stem)", type=str))
+    seed: int = 0  # of the BG-Gap's bootstrap
+    split: str = "val"
+    protocol: Optional[str] = None
+    class_map: Optional[str] = None  # imagenet1k files on a dataset other than IN-9, RIVAL10, Full-IN
+
+    def __post_init__(self):
+        checks.one_of("--label-space", self.label_space, LABEL_SPACES)
+        checks.one_of("--mapping", self.mapping, [m.value for m in Mapping])
+        self.mapping = protocols.resolve(self.protocol, mapping=self.mapping)["mapping"]

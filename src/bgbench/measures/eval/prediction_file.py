@@ -31,11 +31,12 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ... import checks, protocols
+from ... import protocols
 from ...class_maps import IN9, ClassMap, resolve_class_map
 from ...classes import Mapping, NO_CLASS, imagenet_to_in9
 from ...data.layout import IN9_VARIANTS, Layout, discover
 from ...errors import BgbenchError, DataError
+from .config import LABEL_SPACES, PredictionFileConfig  # noqa: F401 (re-exported)
 from ...recording import Provenance
 from ...store import Store
 from ..groups.summary import group_results
@@ -47,26 +48,7 @@ REQUIRED = ("image_id", "variant", "pred")
 #: the top-5's ('|' between names, which may hold spaces); a reader ignores them.
 NAME_COLUMNS = ("pred_name", "top5_names")
 OPTIONAL = ("confidence", "top5", "top5_probs", "superclass_probs", "probs", *NAME_COLUMNS)
-LABEL_SPACES = ("dataset", "imagenet1k")
 SCHEME = "predictions"
-
-
-@dataclass
-class PredictionFileConfig:
-    """How to read a predictions file (checked once, for the API and the CLI)."""
-
-    label_space: str = "dataset"
-    mapping: str = Mapping.ARGMAX.value
-    name: Optional[str] = None  # the model's name; default: the file's stem
-    seed: int = 0  # of the BG-Gap's bootstrap
-    split: str = "val"
-    protocol: Optional[str] = None
-    class_map: Optional[str] = None  # imagenet1k files on a dataset other than IN-9, RIVAL10, Full-IN
-
-    def __post_init__(self):
-        checks.one_of("--label-space", self.label_space, LABEL_SPACES)
-        checks.one_of("--mapping", self.mapping, [m.value for m in Mapping])
-        self.mapping = protocols.resolve(self.protocol, mapping=self.mapping)["mapping"]
 
 
 @dataclass

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import List, Optional, Sequence, Union
 
 from ... import checks
+from ...classes import mapping_flag
 from ...options import flag
 from ...probing.bootstrap import REPLICATES
 from ..base import BootstrapConfig, ModelMeasure
@@ -45,7 +46,7 @@ class NoiseConfig(BootstrapConfig):
                                                              "(default %(default)s)"))
     seed: int = field(default=0, metadata=flag(
         "--seed", "seed of the noise and of the bootstrap over images behind the intervals (default %(default)s)"))
-    mapping: str = "argmax"
+    mapping: str = field(default="argmax", metadata=mapping_flag())
     grid: str = ""
     region: str = field(default="object", metadata=flag(
         "--region", "object: noise on the foreground, then on the background; attributes: also on each attribute's "
