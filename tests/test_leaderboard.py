@@ -12,6 +12,11 @@ from conftest import run_cli
 SYNTH = ["00_circle", "01_square"]
 
 
+def _metric(store, run_id, name, value, variant=""):
+    """One stored metric (without interval), as `recording.record` writes a result's."""
+    store.insert("metrics", run_id, [(name, variant, value, None, None, None)])
+
+
 def _add(store, model, sha, challenge=None, clean=None, accs=None, gap=None, root="/data", fp="fp-in9",
          classes=IN9_FOLDERS):
     spec = {"checkpoint_sha256": sha}
@@ -19,13 +24,13 @@ def _add(store, model, sha, challenge=None, clean=None, accs=None, gap=None, roo
     if accs is not None:
         rid = store.start_run("eval", config, model=model, spec=spec, data_root=root, data_fingerprint=fp)
         for v, a in accs.items():
-            store.add_metric(rid, "accuracy", a, variant=v)
-        store.add_metric(rid, "bg_gap", gap)
+            _metric(store, rid, "accuracy", a, variant=v)
+        _metric(store, rid, "bg_gap", gap)
         store.finish_run(rid)
     if challenge is not None:
         rid = store.start_run("challenge", config, model=model, spec=spec, data_root=root, data_fingerprint=fp)
-        store.add_metric(rid, "challenge_accuracy", challenge)
-        store.add_metric(rid, "clean_accuracy", clean)
+        _metric(store, rid, "challenge_accuracy", challenge)
+        _metric(store, rid, "clean_accuracy", clean)
         store.finish_run(rid)
 
 
@@ -36,7 +41,7 @@ def test_ranking_provenance_and_reported_rows(tmp_path):
         _add(store, "timm:b", "b" * 64, challenge=0.05, clean=0.95)
         unfinished = store.start_run("challenge", {}, model="timm:c", spec={"checkpoint_sha256": "c"},
                                      data_root="/data", data_fingerprint="fp-in9")
-        store.add_metric(unfinished, "challenge_accuracy", 0.99)
+        _metric(store, unfinished, "challenge_accuracy", 0.99)
         rows = leaderboard(store)
     models = [r["model"] for r in rows]
     assert "timm:c" not in models  # unfinished runs never rank

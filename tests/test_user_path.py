@@ -8,7 +8,6 @@ it are seeded random tensors, so a test that compares outputs proves these very 
 """
 import json
 import os
-import sys
 from pathlib import Path
 
 import numpy as np

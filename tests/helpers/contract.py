@@ -23,8 +23,10 @@ TORCHRUN_SCRIPT = Path(__file__).with_name("cli_under_torchrun.py")
 
 
 def probe_args(measure: Measure, data: Path, db: Path, out: Path) -> List[str]:
-    """The generated command's arguments, every option at its default."""
-    args = ["probe", measure.name, "--model", ARCH, "--data", str(data), "--db", str(db), "--json", "--quiet"]
+    """The measure's command (`bgbench probe NAME`, or its own: `bgbench eval`), every option at
+    its default."""
+    command = ["probe", measure.name] if measure.command == "probe" else [measure.name]
+    args = [*command, "--model", ARCH, "--data", str(data), "--db", str(db), "--json", "--quiet"]
     return args + (["--out", str(out / measure.name)] if measure.pictures else [])
 
 
@@ -41,14 +43,36 @@ def strict(value):
 
 
 def check_recorded(store, measure: Measure, printed: dict) -> int:
-    """Recorded once, done, rows in its table; the stored summary is what the command printed."""
+    """Recorded once, done, rows in its table; what the command printed is what is stored: the
+    summary read back from the rows (a measure with a pure summary), and every stored metric
+    among the printed numbers (every measure)."""
     run_id = printed["run_id"]
     runs = [r for r in store.runs(measure.kind)]
     assert [r["id"] for r in runs] == [run_id] and runs[0]["status"] == "done"
     assert measure.table and store.probe_rows(measure.table.name, run_id), f"no rows in {measure.table}"
-    stored = strict(measure.read(store, run_id).to_dict())
-    assert {k: printed[k] for k in stored} == stored
+    if measure.command == "probe":
+        stored = strict(measure.read(store, run_id).to_dict())
+        assert {k: printed[k] for k in stored} == stored
+    shown = list(_numbers(printed))
+    values = [m["value"] for m in store.metrics(run_id) if m["value"] is not None]
+    assert values, f"{measure.name} stored no metric"
+    missing = [v for v in values if not any(abs(v - x) <= 1e-12 * max(1.0, abs(v)) for x in shown)]
+    assert not missing, f"{measure.name}: stored metrics not printed: {missing[:3]}"
     return run_id
+
+
+def _numbers(doc):
+    """Every number in a JSON document."""
+    if isinstance(doc, bool):
+        return
+    if isinstance(doc, (int, float)):
+        yield float(doc)
+    elif isinstance(doc, dict):
+        for v in doc.values():
+            yield from _numbers(v)
+    elif isinstance(doc, list):
+        for v in doc:
+            yield from _numbers(v)
 
 
 def check_in_memory(measure: Measure, data: Path, db: Path) -> None:
@@ -74,11 +98,32 @@ def check_headline(run_cli, measure: Measure, db: Path, run_id: int) -> None:
         {h.metric for h in measure.headlines}, shown[run_id]
 
 
-def check_report(report, measure: Measure) -> None:
-    """Every section the measure declares is on the page, with its template rendered."""
-    html = report.index.read_text(encoding="utf-8")
+def check_report(report, measure: Measure, store=None, run_id=None) -> None:
+    """The measure's first section is on the page, and every other section the report made for it
+    (a gallery needs pictures a run may not have) is rendered; with a store and the run, the first
+    section shows the run's stored headline (as a percentage, or to three decimals), or says it has
+    none."""
+    import html as markup
+    page = report.index.read_text(encoding="utf-8")
+    assert measure.sections[0].name in report.sections, measure.sections[0].name
     for spec in measure.sections:
-        assert spec.name in report.sections and f'class="section-{spec.name}"' in html, spec.name
+        if spec.name in report.sections:
+            assert f'class="section-{spec.name}"' in page, spec.name
+    if store is None or not measure.headlines:
+        return
+    spec = measure.sections[0]
+    start = page.index(f'class="section-{spec.name}"')
+    section = markup.unescape(page[start:page.find("</section>", start)])
+    metrics = {(m["name"], m["variant"]): m["value"] for m in store.metrics(run_id)}
+    values = [metrics[(h.metric, h.variant)] for h in measure.headlines if metrics.get((h.metric, h.variant)) is not None]
+    if not values:  # e.g. every saliency map of a random network is flat: no value, shown as a dash
+        assert any((h.metric, h.variant) in metrics for h in measure.headlines), f"{measure.name} stored no headline"
+        assert ">-<" in page[start:page.find("</section>", start)], \
+            f"{measure.name}: the section hides that its headline has no value"
+        return
+    value = values[0]
+    shown = {f"{100 * value:.1f}%", f"{100 * value:+.1f}%", f"{value:.3f}", f"{value:+.3f}"}
+    assert any(text in section for text in shown), f"{measure.name}: the section does not show {sorted(shown)}"
 
 
 def run_under_torchrun(jobs: List[List[str]], db: Path) -> subprocess.CompletedProcess:

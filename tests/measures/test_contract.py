@@ -4,7 +4,6 @@ The measures that run a model are each run once through their generated command 
 and once more, all of them, under `torchrun --nproc-per-node 2`; analyses of stored runs have
 their command listed. A measure added to the registry is checked here with no change.
 """
-import json
 
 import pytest
 import torch
@@ -15,26 +14,28 @@ from conftest import run_cli
 from helpers import contract
 
 PROBES = list_measures("probe")
+#: Every measure that runs a model through a command: the probes, and eval and the challenge.
+RUNS = [m for m in list_measures() if m.command in ("probe", "own")]
 ANALYSES = list_measures("analyze")
 
 
 @pytest.fixture(scope="module")
 def recorded(synth_root, tmp_path_factory):
-    """Every probe measure run through its command into one store, and the report of that store."""
+    """Every measure that runs a model, run through its command into one store, and the report."""
     import bgbench
     tmp = tmp_path_factory.mktemp("contract")
     db = tmp / "probes.db"
     before = torch.get_num_threads()
     torch.set_num_threads(1)  # as under torchrun (OMP_NUM_THREADS=1): sums in the same order
     try:
-        printed = {m.name: contract.run_probe(run_cli, m, synth_root, db, tmp) for m in PROBES}
+        printed = {m.name: contract.run_probe(run_cli, m, synth_root, db, tmp) for m in RUNS}
     finally:
         torch.set_num_threads(before)
     return {"db": db, "printed": printed, "report": bgbench.report(db, tmp / "site", progress=False), "tmp": tmp}
 
 
-@pytest.mark.parametrize("measure", PROBES, ids=[m.name for m in PROBES])
-def test_a_probe_records_once_and_reads_back_what_it_printed(recorded, measure):
+@pytest.mark.parametrize("measure", RUNS, ids=[m.name for m in RUNS])
+def test_a_run_records_once_and_reads_back_what_it_printed(recorded, measure):
     with Store(recorded["db"]) as store:
         contract.check_recorded(store, measure, recorded["printed"][measure.name])
 
@@ -44,14 +45,15 @@ def test_the_in_memory_summary_carries_its_run_id_and_equals_the_stored_one(synt
     contract.check_in_memory(measure, synth_root, tmp_path / "api.db")
 
 
-@pytest.mark.parametrize("measure", PROBES, ids=[m.name for m in PROBES])
+@pytest.mark.parametrize("measure", RUNS, ids=[m.name for m in RUNS])
 def test_bgbench_runs_shows_its_headline(recorded, measure):
     contract.check_headline(run_cli, measure, recorded["db"], recorded["printed"][measure.name]["run_id"])
 
 
-@pytest.mark.parametrize("measure", PROBES, ids=[m.name for m in PROBES])
-def test_its_report_sections_render(recorded, measure):
-    contract.check_report(recorded["report"], measure)
+@pytest.mark.parametrize("measure", RUNS, ids=[m.name for m in RUNS])
+def test_its_report_sections_show_its_stored_numbers(recorded, measure):
+    with Store(recorded["db"]) as store:
+        contract.check_report(recorded["report"], measure, store, recorded["printed"][measure.name]["run_id"])
 
 
 def test_two_processes_equal_one_for_every_probe(recorded, synth_root):
@@ -81,4 +83,17 @@ def test_every_recorded_kind_has_a_headline_and_a_section():
         if m.kind is not None:
             assert m.headlines, m.name
         assert m.sections, m.name
-    assert json.dumps([m.name for m in list_measures()])  # names are plain strings
+
+
+def test_a_measures_name_is_its_one_identity():
+    """The kind, the table and the command follow from the name: a probe's kind and table are
+    'probe_<name>', its command `bgbench probe <name>`; eval's and the challenge's kind is their name."""
+    names = [m.name for m in list_measures()]
+    assert len(set(names)) == len(names) and all(n.isidentifier() for n in names)
+    for m in list_measures():
+        if m.command == "probe":
+            assert m.kind == m.table.name == f"probe_{m.name}", m.name
+            assert run_cli("probe", m.name, "--help").returncode == 0
+        elif m.command == "own":
+            assert m.kind == m.name and run_cli(m.name, "--help").returncode == 0
+        assert m.package.rsplit(".", 1)[-1] == m.name, m.name  # the package is named as the measure

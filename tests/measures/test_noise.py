@@ -4,12 +4,14 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import given, strategies as st
 import torch
 
 from bgbench.measures.noise import MEASURE as NOISE
 from bgbench.measures.noise.probe import NoiseConfig
 from bgbench.measures.noise.summary import summarize
-from bgbench.measures.noise.engine import Region, draw_seed, noisy_predictions, region_noise, region_predictions
+from bgbench.measures.noise.engine import (REGIONS, Region, draw_seed, object_regions, region_noise,
+                                          region_predictions)
 from bgbench.errors import BgbenchError
 from bgbench.store import Store
 from conftest import assert_one_line_error, run_cli
@@ -68,6 +70,13 @@ def test_noise_rows_do_not_depend_on_the_batch_size(synth_root):
                                progress=False).rows) for b in (5, 64)]
     assert rows[0] == rows[1] and len(rows[0]) == 36 * 2 * 2 * 2
     assert {r[5] for r in rows[0]} == {0, 1}  # some right, some wrong: the predictions are not all alike
+
+
+def noisy_predictions(predict, x, mask, image_ids, seed, levels, trials, kind):
+    """Predictions (region, level, trial, image) on noisy copies of `x`, object regions in `REGIONS`
+    order: the engine's `region_predictions` on the object and background regions of `mask`."""
+    out = region_predictions(predict, x, object_regions(mask), image_ids, seed, levels, trials, kind)
+    return torch.stack([out[r] for r in REGIONS])
 
 
 def test_a_model_that_reads_only_the_foreground_has_rfs_one():
@@ -262,3 +271,23 @@ def test_noise_levels_read_as_their_grid_writes_them():
     assert [level_label(v, "sigma", "hardimagenet") for v in (0.125, 0.75)] == ["0.125", "0.75"]
     assert [level_label(v, "sigma") for v in (0.25, 1.0)] == ["0.25", "1"]
     assert level_label(50.0, "l2", "rival10") == "50"
+
+
+def rfs(acc_fg_noise: float, acc_bg_noise: float) -> float:
+    """RIVAL10's RFS of two accuracies, through bgbench's element-wise `rfs_array` (the summary's)."""
+    from bgbench.measures.noise.rfs import rfs_array
+    return float(rfs_array(acc_fg_noise, acc_bg_noise))
+
+
+def test_rfs_edge_cases_and_sign():
+    assert rfs(0.0, 0.0) == 0 and rfs(1.0, 1.0) == 0
+    assert rfs(0.2, 0.8) == pytest.approx(0.6 / (2 * 0.5))  # fg noise hurts more: positive
+    assert rfs(0.8, 0.2) == pytest.approx(-0.6)
+    assert rfs(0.0, 0.5) == pytest.approx(0.5 / (2 * 0.25))  # a = 0.25 -> RFS 1 (extreme)
+    assert rfs(0.9, 1.0) == pytest.approx(0.1 / (2 * 0.05))
+
+
+@given(st.floats(0, 1), st.floats(0, 1))
+def test_rfs_is_bounded_and_antisymmetric(f, b):
+    assert -1 - 1e-9 <= rfs(f, b) <= 1 + 1e-9
+    assert rfs(f, b) == pytest.approx(-rfs(b, f))

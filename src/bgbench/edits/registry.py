@@ -125,7 +125,3 @@ def edits_for(attributes: Sequence[str] = ATTRIBUTES, angles: Optional[Sequence[
     if levels:
         out = [e for e in out if any(fnmatch.fnmatch(e.name, p) for p in levels)]
     return out
-
-
-def all_level_names(angles: Optional[Sequence[float]] = None) -> List[str]:
-    return [e.name for e in edits_for(ATTRIBUTES, angles=angles, with_model=True)]

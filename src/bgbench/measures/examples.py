@@ -119,14 +119,6 @@ def edit_flips(original: Mapping[str, tuple], edited: Mapping[str, tuple], per_c
     return top_per_class(picks, per_class)
 
 
-def by_label(picks: Sequence[Pick]) -> Dict[int, List[Pick]]:
-    """Picks grouped by class, classes ascending (the order the galleries show them in)."""
-    out: Dict[int, List[Pick]] = {}
-    for p in picks:
-        out.setdefault(p.label, []).append(p)
-    return dict(sorted(out.items()))
-
-
 def run_files(run) -> DatasetFiles:
     """The dataset files of a run: its recorded root and split."""
     return DatasetFiles(run["data_root"], json.loads(run["config"] or "{}").get("split", "val"))

@@ -159,10 +159,6 @@ def run_config(row) -> dict:
     return json.loads(row["config"]) if row["config"] else {}
 
 
-def run_classes(row) -> List[str]:
-    return list(run_config(row).get("classes") or [])
-
-
 def stored_predictions(store: Store, run_id: int, mapping: Optional[str] = None,
                        variants: Optional[Sequence[str]] = None) -> Dict[str, StoredVariant]:
     """Per-variant predictions of eval run `run_id`.

@@ -147,10 +147,6 @@ class Store(ChallengeTables):
     def tables(self) -> List[str]:
         return [r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
 
-    def add_metric(self, run_id: int, name: str, value: float, lo: Optional[float] = None,
-                   hi: Optional[float] = None, n: Optional[int] = None, variant: str = "") -> None:
-        self.insert("metrics", run_id, [(name, variant, value, lo, hi, n)])
-
     def find_resumable(self, kind: str, model: Optional[str], spec: Optional[dict], data_fingerprint: str,
                        config: dict, statuses: Sequence[str] = ("running",)) -> Optional[int]:
         """The newest unfinished run of exactly this job, if any (what a rerun continues).

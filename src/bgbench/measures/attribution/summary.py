@@ -53,8 +53,8 @@ class AttributionSummary:
     run_id: Optional[int] = None
 
     def to_dict(self) -> dict:
-        return _clean({"run_id": self.run_id, "images": self.images, "bootstrap": self.bootstrap, "best": self.best,
-                       "groups": self.groups})
+        return _clean({"run_id": self.run_id, "images": self.images, "mean_best_iou": self.mean_best_iou,
+                       "bootstrap": self.bootstrap, "best": self.best, "groups": self.groups})
 
     @property
     def mean_best_iou(self) -> Optional[float]:

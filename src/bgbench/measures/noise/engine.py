@@ -99,19 +99,6 @@ def region_predictions(predict: Callable[[torch.Tensor], torch.Tensor], x: torch
     return out
 
 
-@torch.no_grad()
-def noisy_predictions(predict: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, mask: torch.Tensor,
-                      image_ids: Sequence[str], seed: int, levels: Sequence[float], trials: int, kind: str,
-                      chunk: int = 0) -> torch.Tensor:
-    """Predictions (region, level, trial, image) of `predict` on noisy copies of `x`, regions `REGIONS`.
-
-    x: (N, 3, H, W) in [0,1]; mask: (N, 1, H, W); predict maps images to predicted labels.
-    `chunk` bounds how many images go through one forward (default: N, one forward per trial).
-    """
-    out = region_predictions(predict, x, object_regions(mask), image_ids, seed, levels, trials, kind, chunk)
-    return torch.stack([out[r] for r in REGIONS])
-
-
 def noisy_copy(image: torch.Tensor, mask: torch.Tensor, image_id: str, seed: int, region: str, level: float,
                trial: int, trials: int, kind: str) -> torch.Tensor:
     """The noisy copy (3, H, W) in [0,1] that the probe fed the model for one image, region,

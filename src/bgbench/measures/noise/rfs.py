@@ -1,16 +1,10 @@
-"""Relative foreground sensitivity (RIVAL10), a pure function of two accuracies."""
+"""Relative foreground sensitivity (RIVAL10), a pure function of two accuracies:
+RFS = (acc_bg - acc_fg) / (2 min(a, 1 - a)), a = (acc_fg + acc_bg) / 2; 0 when a is 0 or 1. Positive:
+noise on the foreground hurts more than noise on the background (the model looks at the object).
+It lies in [-1, 1]."""
 from __future__ import annotations
 
 import numpy as np
-
-
-def relative_foreground_sensitivity(acc_fg_noise: float, acc_bg_noise: float) -> float:
-    """RFS = (acc_bg - acc_fg) / (2 min(a, 1 - a)), a = (acc_fg + acc_bg) / 2; 0 when a is 0 or 1.
-
-    Positive: noise on the foreground hurts more than noise on the background (the model looks
-    at the object). It lies in [-1, 1].
-    """
-    return float(rfs_array(np.float64(acc_fg_noise), np.float64(acc_bg_noise)))
 
 
 def rfs_array(acc_fg_noise: np.ndarray, acc_bg_noise: np.ndarray) -> np.ndarray:

@@ -30,7 +30,9 @@ def saliency_section(ctx: SectionContext, subject: SectionSubject) -> Optional[d
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, target)
         overlay = ctx.href(target)
-    measured = [m for m in METRICS if summary.image_mean[m]["n"] > 0]  # runs stored before v3 lack some
+    # runs stored before v3 lack some measures; precision, the headline, is always shown (with no
+    # value when every map was flat: 0/0 on every image)
+    measured = [m for m in METRICS if m == "precision" or summary.image_mean[m]["n"] > 0]
     return {"run_id": run["id"], "layer": outputs.get("layer"), "metrics": measured,
             "headline": summary.headline, "image_mean": summary.image_mean, "per_class": summary.per_class,
             "flat": summary.flat, "images": summary.images, "overlay": overlay}
