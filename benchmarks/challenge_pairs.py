@@ -5,12 +5,12 @@ engine's ordering learns as a run goes, so its pair count is better judged on mo
 Synthetic-9 test set at 64 px (9 x `--per-class` foregrounds and as many backgrounds) and
 timm:test_resnet models trained on its train split with `erm` and with `bgswap` (as
 `recipes.py` does) are evaluated on every foreground x background pair once (the full prediction
-matrix, which the engine's `full_row` computes). The engine itself is then replayed on that matrix:
-the same `ChallengeEngine.verdicts`, with a model that looks each composite's prediction up in the
-matrix (the composite carries its foreground's and background's indices in two pixels). Verdicts
-are asserted equal to the matrix's. Printed per model and batch size: fooled share, pairs
-evaluated, the minimum (never-fooled x backgrounds + 1 per fooled foreground) and their ratio
-(target <= 1.05), for three ordering seeds.
+matrix, which the engine's `full_rows` computes, as --full does). The engine itself is then
+replayed on that matrix: the same `ChallengeEngine.verdicts`, with a model that looks each
+composite's prediction up in the matrix (the composite carries its foreground's and background's
+indices in two pixels). Verdicts are asserted equal to the matrix's. Printed per model and batch
+size: fooled share, pairs evaluated, the minimum (never-fooled x backgrounds + 1 per fooled
+foreground) and their ratio (target <= 1.05), for three ordering seeds.
 
     python benchmarks/challenge_pairs.py [--per-class 50] [--workdir DIR]
 """
@@ -100,7 +100,8 @@ def main() -> None:
                 model = create_model(f"file:{out / 'model.pt'}").eval()
                 fg, masks = load_foregrounds(layout, pairs, list(range(len(pairs))))
                 engine = ChallengeEngine(model, bg, torch.as_tensor(bg_labels), batch_size=256)
-                np.save(path, np.stack([engine.full_row(fg[i], masks[i]) for i in range(len(fg))]))
+                rows = engine.full_rows(fg, masks, fg_labels, range(len(fg)))
+                np.save(path, np.stack([r.row for r in rows]))
                 print(f"full matrix ({recipe}) in {time.perf_counter() - t:.0f}s", flush=True)
             matrix = np.load(path)
             fooled = (matrix != fg_labels[:, None]).any(axis=1)

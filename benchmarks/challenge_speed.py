@@ -66,7 +66,7 @@ from bgbench.variants.synth import write_dataset
 from bgbench.measures.challenge.engine import ChallengeEngine
 from bgbench.measures.challenge.runner import _decode_all, load_backgrounds, load_foregrounds
 from bgbench.measures.challenge.sample import sample_order
-from bgbench.measures.challenge.precision import strict_fp32
+from bgbench.measures.challenge.numerics import strict_fp32
 from bgbench.evaluation.predict import decide
 from bgbench.models import create_model
 from bgbench.training import TrainConfig, train

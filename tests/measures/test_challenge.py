@@ -14,8 +14,9 @@ import torch
 
 from bgbench.data import discover, load_mask
 from bgbench.data.images import decode_image
-from bgbench.measures.challenge.engine import (ChallengeEngine, attack_success_rates, class_fool_rates, top_backgrounds,
-                                        verdicts_from_matrix)
+from bgbench.measures.challenge.engine import ChallengeEngine
+from bgbench.measures.challenge.matrix import attack_success_rates, class_fool_rates, verdicts_from_matrix
+from bgbench.measures.challenge.rank import top_backgrounds
 from bgbench.models import create_model
 from conftest import assert_one_line_error, run_cli
 
@@ -85,7 +86,7 @@ def test_full_rows_equal_the_reference_matrix(model_ckpt, tensors):
     model = create_model(f"file:{model_ckpt}")
     ref = reference_matrix(model, fg[:5], masks[:5], bg)
     engine = ChallengeEngine(model, bg, torch.from_numpy(bg_labels), batch_size=16)
-    rows = np.stack([engine.full_row(fg[i], masks[i]) for i in range(5)])
+    rows = np.stack([r.row for r in engine.full_rows(fg, masks, labels, range(5))])
     assert (rows == np.where(ref < 0, 255, ref)).all()
 
 
@@ -239,7 +240,7 @@ def test_bf16_verified_equals_fp32_on_a_trained_model(model_ckpt, tensors):
     out = {}
     for precision in ("fp32", "bf16-verified"):
         engine = ChallengeEngine(model, bg, torch.from_numpy(bg_labels), batch_size=16, precision=precision)
-        rows = np.stack([engine.full_row(fg[i], masks[i]) for i in range(12)])
+        rows = np.stack([r.row for r in engine.full_rows(fg, masks, labels, range(12))])
         fresh = ChallengeEngine(model, bg, torch.from_numpy(bg_labels), batch_size=16, precision=precision)
         verdicts = {r.index: (r.fooled, r.fooling_bg) for r in fresh.verdicts(fg, masks, labels, range(len(fg)),
                                                                               progress=False)}

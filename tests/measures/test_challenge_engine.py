@@ -120,7 +120,7 @@ def test_pairs_stay_near_the_minimum_on_a_mostly_robust_model(precision):
     for learn in (True, False) if precision == "fp32" else (True,):
         engine = _engine(matrix, bg_labels, batch_size=64, precision=precision)
         if not learn:  # the same engine with learning switched off: it keeps its initial order
-            engine._learn = lambda *a: None
+            engine.learn = lambda *a: None
         _verdicts(engine, matrix, fg_labels)
         if learn:
             assert engine.stats.pairs <= 1.05 * minimum, (engine.stats.pairs, minimum)

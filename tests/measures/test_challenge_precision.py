@@ -11,10 +11,10 @@ import torch
 from torch import nn
 
 from bgbench.classes import imagenet_to_in9
-from bgbench.measures.challenge import precision
+from bgbench.measures.challenge import numerics
 from bgbench.measures.challenge.engine import ChallengeEngine
-from bgbench.measures.challenge.neartie import NearTieLog, NearTies
-from bgbench.measures.challenge.precision import VerifiedPredictor, decision_margin, strict_fp32
+from bgbench.measures.challenge.numerics import strict_fp32
+from bgbench.measures.challenge.verified import NearTieLog, NearTies, VerifiedPredictor, decision_margin
 from bgbench.measures.challenge.runner import ChallengeConfig, run_challenge
 from bgbench.evaluation.predict import decide
 from bgbench.models.spec import IMAGENET1K, BgModel, ModelSpec
@@ -164,7 +164,7 @@ def _tensors(size=8, n_fg=12, n_bg=24, seed=0):
 def _engine_results(model, tensors, precision, mapping="argmax", batch_size=8):
     fg, masks, labels, bg, bg_labels = tensors
     engine = ChallengeEngine(model, bg, bg_labels, mapping=mapping, batch_size=batch_size, precision=precision)
-    rows = np.stack([engine.full_row(fg[i], masks[i]) for i in range(len(fg))])
+    rows = np.stack([r.row for r in engine.full_rows(fg, masks, labels, range(len(fg)))])
     fresh = ChallengeEngine(model, bg, bg_labels, mapping=mapping, batch_size=batch_size, precision=precision)
     verdicts = {r.index: r.fooled for r in fresh.verdicts(fg, masks, labels, range(len(fg)), progress=False)}
     return rows, verdicts, engine, fresh
@@ -286,7 +286,7 @@ def test_verdicts_are_fp32_when_calibration_missed_the_bright_inputs():
     assert ((plain != labels[:, None]).any(axis=1) != expected).sum() > 5  # plain bf16 verdicts are wrong
     for mode in ("verdicts", "full_rows"):
         engine = ChallengeEngine(model, bg, bg_labels, batch_size=16, precision="bf16-verified")
-        engine.verifier.calibrate(fg.permute(0, 3, 1, 2).float() / 255)
+        engine.verifier.predictor.calibrate(fg.permute(0, 3, 1, 2).float() / 255)
         results = (engine.verdicts(fg, masks, labels, range(len(fg)), progress=False) if mode == "verdicts"
                    else engine.full_rows(fg, masks, labels, range(len(fg))))
         assert (_fooled(results, len(fg)) == expected).all(), mode
@@ -370,7 +370,7 @@ def test_a_resumed_run_keeps_its_audits_and_reexamines_what_a_raised_delta_reach
 @pytest.fixture
 def user_fp32_settings():
     """The test's own TF32 settings (as a user may set them), and the session's back afterwards."""
-    knobs = {p: precision._knob(p) for p in ("cuda.matmul", "cudnn.conv", "cudnn.rnn", "mkldnn.matmul",
+    knobs = {p: numerics._knob(p) for p in ("cuda.matmul", "cudnn.conv", "cudnn.rnn", "mkldnn.matmul",
                                              "mkldnn.conv", "mkldnn.rnn")}
     saved = {p: k.fp32_precision for p, k in knobs.items()}
     mine = {"cuda.matmul": "tf32", "cudnn.conv": "tf32", "cudnn.rnn": "tf32", "mkldnn.matmul": "bf16",
@@ -416,12 +416,12 @@ def test_strict_fp32_with_the_legacy_flags(monkeypatch):
     off for cuBLAS and cuDNN and matmul precision 'highest' inside, the user's flags after."""
     flags = types.SimpleNamespace(matmul=types.SimpleNamespace(allow_tf32=True),
                                   cudnn=types.SimpleNamespace(allow_tf32=True), precision="medium")
-    monkeypatch.setattr(precision, "_knobs", lambda: {})
+    monkeypatch.setattr(numerics, "_knobs", lambda: {})
     monkeypatch.setattr(torch.backends.cuda, "matmul", flags.matmul)
     monkeypatch.setattr(torch.backends, "cudnn", flags.cudnn)
     monkeypatch.setattr(torch, "get_float32_matmul_precision", lambda: flags.precision)
     monkeypatch.setattr(torch, "set_float32_matmul_precision", lambda value: setattr(flags, "precision", value))
-    assert precision.fp32_settings() == {"cuda.matmul.allow_tf32": True, "cudnn.allow_tf32": True,
+    assert numerics.fp32_settings() == {"cuda.matmul.allow_tf32": True, "cudnn.allow_tf32": True,
                                          "float32_matmul_precision": "medium"}
     with strict_fp32():
         assert (flags.matmul.allow_tf32, flags.cudnn.allow_tf32, flags.precision) == (False, False, "highest")
@@ -435,7 +435,7 @@ def test_a_reduced_precision_run_that_is_slower_than_fp32_says_so(synth_root, tm
     """The note follows the measured ratio: forced above 1 it is printed once, below 1 not at all;
     the real measurement is a positive ratio."""
     from conftest import run_cli
-    from bgbench.measures.challenge import precision as prec
+    from bgbench.measures.challenge import numerics as prec
     net = nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8, 9))
     assert prec.bf16_slowdown(net, torch.rand(4, 3, 32, 32)) > 0
     args = ["challenge", "--model", "timm:test_resnet", "--data", synth_root, "--sample", 2, "--db",

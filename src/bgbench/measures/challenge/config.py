@@ -32,7 +32,7 @@ class ChallengeConfig:
         halfwidth: stop at the first chunk where the 95% Wilson half-width is at most this.
         seed: the seed of the visiting order (part of the run's identity).
         verify_safety: for precision 'bf16-verified', the factor on the largest measured spread of
-            bf16-fp32 logit deviations (delta; see `precision`).
+            bf16-fp32 logit deviations (delta; see `verified`).
         protocol: a reference protocol (`bgbench.protocols`): it fixes the mapping and the precision
             (and, on the model, the resize policy and zero-shot head); part of the run's identity.
     """

@@ -17,33 +17,37 @@ Where the speed comes from, without changing any verdict:
 - batches stay full: spare room goes to survivors beyond their doubling chunk (`search`).
 
 Precision. 'fp32' (the default) is exact: on CUDA too, since every fp32 forward runs under
-`precision.strict_fp32` (no TF32). 'bf16-verified' (`precision.VerifiedPredictor`) decides in
-bf16, recomputes near-ties in fp32, confirms every fooling composite in fp32 before a fooled
-verdict (so fooled verdicts are exact) and, when an audit raises delta, re-examines the survivors
-whose kept margins it reaches (`reexamine`); a survivor's verdict is as good as the audits.
-'bf16' and 'fp16' are plain autocast, not exact.
+`numerics.strict_fp32` (no TF32). 'bf16-verified' decides in bf16 and proves what it can of fp32's
+decisions; all of it lives in `verified`, imported only for it, whose `Verifier` the engine and
+its searches call at a few hooks (`verifier`: calibrate before a call, decide a search's
+composites, re-examine results when an audit raises delta). 'bf16' and 'fp16' are plain
+autocast, not exact.
 """
 from __future__ import annotations
 
 import contextlib
 import time
 from dataclasses import dataclass, field
-from typing import Iterator, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Iterator, List, Optional, Sequence
 
-import numpy as np
 import torch
 
 from ...classes import Mapping
-from ...models.spec import BgModel
-from .config import DEFAULT_SAFETY, PRECISIONS
-from .matrix import UNMAPPED, attack_success_rates, class_fool_rates, verdicts_from_matrix  # noqa: F401 (re-exported)
-from .neartie import KEEP
-from .precision import (DEFAULT_AUDIT_EVERY, DEFAULT_CALIBRATION, Decisions, VerifiedPredictor, fp32_settings,
-                        strict_fp32)
-from .rank import top_backgrounds  # noqa: F401 (re-exported)
-from .search import VerdictSearch, full_result, reexamine_once
-from .verdict import FgResult, OnResult, composite
 from ...evaluation.predict import decide
+from ...models.spec import BgModel
+from .config import DEFAULT_SAFETY
+from .numerics import fp32_settings, strict_fp32
+from .search import VerdictSearch, full_result
+from .verdict import FgResult, OnResult, composite
+
+if TYPE_CHECKING:
+    from .verified import Verifier
+
+#: the plain reduced precisions: autocast to these (not exact)
+AUTOCAST = {"bf16": torch.bfloat16, "fp16": torch.float16}
+#: the precisions whose fp32 forwards (all of fp32's; bf16-verified's clean images, backgrounds and checks) run strict
+STRICT = ("fp32", "bf16-verified")
+
 
 @dataclass
 class EngineStats:
@@ -63,18 +67,17 @@ class ChallengeEngine:
         mapping: decision rule for 1000-class models.
         batch_size: composites per forward pass.
         precision: 'fp32' (exact, default), 'bf16-verified' (bf16; fooled verdicts exact, survivors
-            as good as the audits), or 'bf16'/'fp16' (plain autocast, not exact).
+            as good as the audits), or 'bf16'/'fp16' (plain autocast, not exact); checked by
+            `ChallengeConfig`.
         max_chunk: most backgrounds one foreground's doubling chunk reaches (spare room in a batch
             that is not full may give it more).
         prior_weight, same_class_prior: the ordering's prior (see `scores_for`).
         adapt_until: a foreground takes each chunk in the freshly learnt order until it has tried
             this many backgrounds; then its order is frozen.
         fill_after: spare room in a batch goes to foregrounds that have tried this many.
-        seed: of the ordering's tie-breaking jitter, bf16-verified's calibration draw and its audits
-            (pairs evaluated depend on it, verdicts never).
+        seed: of the ordering's tie-breaking jitter (and bf16-verified's draws); pairs evaluated
+            depend on it, verdicts never.
         verify_safety: bf16-verified's safety factor on the measured spread of logit deviations.
-        audit_every: bf16-verified audits one composite in this many, drawn at random.
-        calibration: bf16-verified's calibration composites, drawn at random before the first bf16 decision.
     """
 
     model: BgModel
@@ -90,8 +93,6 @@ class ChallengeEngine:
     adapt_until: int = 128
     fill_after: int = 32
     seed: int = 0
-    audit_every: int = DEFAULT_AUDIT_EVERY
-    calibration: int = DEFAULT_CALIBRATION
     bg_pred: Optional[torch.Tensor] = None
     fool_counts: torch.Tensor = field(default=None)
     stats: EngineStats = field(default_factory=EngineStats)
@@ -99,16 +100,13 @@ class ChallengeEngine:
     def __post_init__(self):
         self.device = self.backgrounds.device
         self.num_bg = int(self.backgrounds.shape[0])
-        if self.precision not in PRECISIONS:
-            raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, not {self.precision!r}")
-        if self.precision == "fp16" and self.device.type != "cuda":
-            raise ValueError("fp16 needs a GPU; use fp32 (exact) on the CPU")
         if self.device.type == "cuda":
             self.model = self.model.to(memory_format=torch.channels_last)
         self.fp32_user_settings = fp32_settings()  # recorded: what fp32 would have meant without strict_fp32
-        self.verifier = (VerifiedPredictor(self.model, self.mapping, self.device.type, safety=self.verify_safety,
-                                           audit_every=self.audit_every, seed=self.seed)
-                         if self.precision == "bf16-verified" else None)
+        self.verifier: Optional[Verifier] = None  # bf16-verified's hooks, the module imported only for it
+        if self.precision == "bf16-verified":
+            from .verified import Verifier
+            self.verifier = Verifier(self, safety=self.verify_safety, seed=self.seed)
         self._init_ordering()
 
     def _init_ordering(self) -> None:
@@ -125,13 +123,13 @@ class ChallengeEngine:
     # -- prediction ---------------------------------------------------------------------------
     def numerics(self) -> dict:
         """What the run's arithmetic was, for its record."""
-        strict = self.precision in ("fp32", "bf16-verified")
+        strict = self.precision in STRICT
         return {"precision": self.precision,
                 "fp32": "strict: TF32 and reduced-precision fp32 off for every fp32 forward" if strict else None,
                 "user_fp32_settings": self.fp32_user_settings}
 
     @contextlib.contextmanager
-    def _timed(self, n: int, count: bool = True) -> Iterator[None]:
+    def timed(self, n: int, count: bool = True) -> Iterator[None]:
         """Account a forward of `n` composites (pairs count only the search's own composites)."""
         t = time.perf_counter()
         try:
@@ -150,11 +148,10 @@ class ChallengeEngine:
 
     def _plain(self, x: torch.Tensor) -> torch.Tensor:
         """fp32 (strict), or plain bf16/fp16 autocast."""
-        if self.precision in ("fp32", "bf16-verified"):
+        if self.precision in STRICT:
             context = strict_fp32()
         else:
-            context = torch.autocast(device_type=self.device.type,
-                                     dtype=torch.bfloat16 if self.precision == "bf16" else torch.float16)
+            context = torch.autocast(device_type=self.device.type, dtype=AUTOCAST[self.precision])
         with torch.inference_mode(), context:
             logits = self.model(x)
         return decide(self.model, logits.float(), self.mapping)[0]
@@ -162,47 +159,27 @@ class ChallengeEngine:
     def predict_uint8(self, batch_nhwc: torch.Tensor) -> torch.Tensor:
         """Predictions (-1 for unmapped) for NHWC uint8 images on the device, each on its own: in
         fp32 for 'fp32' and 'bf16-verified' (clean images and backgrounds are few), else autocast."""
-        with self._timed(int(batch_nhwc.shape[0]), count=False):
+        with self.timed(int(batch_nhwc.shape[0]), count=False):
             return self._plain(self._float(batch_nhwc))
 
-    def decide_composites(self, batch_nhwc: torch.Tensor) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
-        """Predictions of a batch of composites (CPU), and for bf16-verified the bf16 margin behind
-        each (inf where fp32 decided; None for the other precisions)."""
-        with self._timed(int(batch_nhwc.shape[0])):
-            x = self._float(batch_nhwc)
-            if self.verifier is None:
-                return self._plain(x).cpu(), None
-            d: Decisions = self.verifier(x)
-        return d.pred.cpu(), d.margin.cpu()
+    def composites(self, images: torch.Tensor, masks: torch.Tensor, fi: torch.Tensor,
+                   bi: torch.Tensor) -> Iterator[torch.Tensor]:
+        """The composites (foreground fi[k] over background bi[k]), [0,1] NCHW on the device, in
+        batches of `batch_size`."""
+        for s in range(0, len(fi), self.batch_size):
+            f = fi[s:s + self.batch_size].to(self.device, non_blocking=True)
+            b = bi[s:s + self.batch_size].to(self.device, non_blocking=True)
+            yield self._float(composite(images, masks, self.backgrounds, f, b))
 
-    def exact_composites(self, images: torch.Tensor, masks: torch.Tensor, fi: torch.Tensor,
-                         bi: torch.Tensor) -> torch.Tensor:
-        """fp32 predictions (CPU) of the composites (foreground fi[k], background bi[k]), in batches."""
+    def predict_composites(self, images: torch.Tensor, masks: torch.Tensor, fi: torch.Tensor,
+                           bi: torch.Tensor) -> torch.Tensor:
+        """Predictions (CPU) of the composites (fi[k], bi[k]) in this engine's precision: the pairs
+        a search evaluates (bf16-verified's searches decide theirs through `verifier`)."""
         out = []
-        for s in range(0, len(fi), self.batch_size):
-            f, b = fi[s:s + self.batch_size].to(self.device), bi[s:s + self.batch_size].to(self.device)
-            with self._timed(len(f), count=False):
-                out.append(self.verifier.exact(self._float(composite(images, masks, self.backgrounds, f, b))).cpu())
+        for x in self.composites(images, masks, fi, bi):
+            with self.timed(len(x)):
+                out.append(self._plain(x).cpu())
         return torch.cat(out) if out else torch.zeros(0, dtype=torch.long)
-
-    def calibrate(self, images: torch.Tensor, masks: torch.Tensor, indices: Sequence[int]) -> None:
-        """bf16-verified: measure delta on `calibration` composites drawn at random (seeded) from the
-        foregrounds `indices` and every background, unless delta is known already (an earlier call,
-        or the stored progress of the run this engine resumes): later composites are audited."""
-        if self.verifier is None or self.verifier.calibrated or not len(indices):
-            return
-        g = torch.Generator().manual_seed(self.seed + 1)
-        pool = torch.as_tensor(list(indices), dtype=torch.long)
-        fi = pool[torch.randint(len(pool), (self.calibration,), generator=g)]
-        bi = torch.randint(self.num_bg, (self.calibration,), generator=g)
-        for s in range(0, len(fi), self.batch_size):
-            f, b = fi[s:s + self.batch_size].to(self.device), bi[s:s + self.batch_size].to(self.device)
-            with self._timed(len(f), count=False):
-                self.verifier.calibrate(self._float(composite(images, masks, self.backgrounds, f, b)))
-
-    def keep_below(self) -> float:
-        """Margins up to this are kept as near ties (`neartie`)."""
-        return KEEP * self.verifier.delta
 
     def predict_backgrounds(self) -> torch.Tensor:
         """Each background's own prediction: the prior for which backgrounds fool whom."""
@@ -251,10 +228,11 @@ class ChallengeEngine:
 
     def warm(self, bg: int, label: int) -> None:
         """Count one earlier verdict (a class-`label` foreground fooled by background `bg`) in the ordering."""
-        self._learn(torch.tensor([bg]), torch.tensor([True]), label)
+        self.learn(torch.tensor([bg]), torch.tensor([True]), label)
 
-    def _learn(self, idx: torch.Tensor, wrong: torch.Tensor, label: int) -> None:
-        """Composites of backgrounds `idx` (CPU) with a class-`label` foreground; `wrong` marks the foolers."""
+    def learn(self, idx: torch.Tensor, wrong: torch.Tensor, label: int) -> None:
+        """Count composites of backgrounds `idx` (CPU) with a class-`label` foreground in the
+        ordering; `wrong` marks the foolers. The search calls it after every batch."""
         foolers = idx[wrong]
         same = self.bg_labels[idx] == label if self.bg_pred is None else self.bg_pred[idx] == label
         self._label_tries += torch.tensor([float((wrong & same).sum()), float(same.sum()),
@@ -272,59 +250,32 @@ class ChallengeEngine:
 
         Each result is reported to `on_result` as soon as it is known. With bf16-verified a
         survivor may be reported again, fooled, if a later audit raises delta above one of its
-        kept margins (`reexamine`); the returned list holds the final verdicts.
+        kept margins (`Verifier.reexamine`); the returned list holds the final verdicts.
         """
         images, masks = fg_images.to(self.device), fg_masks.to(self.device)
-        self.calibrate(images, masks, indices)
+        if self.verifier is not None:
+            self.verifier.calibrate(images, masks, indices)
         results = VerdictSearch(self, images, masks, fg_labels, on_result, progress).run(indices)
-        return self.reexamine(images, masks, fg_labels, results, on_result)
+        if self.verifier is not None:
+            return self.verifier.reexamine(images, masks, fg_labels, results, on_result)
+        return results
 
     def full_rows(self, fg_images: torch.Tensor, fg_masks: torch.Tensor, fg_labels: Sequence[int],
                   indices: Sequence[int], on_result: OnResult = None) -> List[FgResult]:
-        """Whole prediction rows (`FgResult.row`) and their verdicts, for the foregrounds `indices`.
+        """Whole prediction rows (`FgResult.row`) and their verdicts, for the foregrounds `indices`:
+        what --full computes.
 
         With bf16-verified the first fooling entry of each row is confirmed in fp32 (so the verdict
         is exact) and rows are re-examined when delta rises, like `verdicts`.
         """
         images, masks = fg_images.to(self.device), fg_masks.to(self.device)
-        self.calibrate(images, masks, indices)
+        if self.verifier is not None:
+            self.verifier.calibrate(images, masks, indices)
         results = []
         for j in indices:
-            results.append(full_result(self, images, masks, int(fg_labels[j]), j))
+            results.append(full_result(self, images, masks, fg_labels, j))
             if on_result is not None:
                 on_result(results[-1])
-        return self.reexamine(images, masks, fg_labels, results, on_result)
-
-    def reexamine(self, fg_images: torch.Tensor, fg_masks: torch.Tensor, fg_labels: Sequence[int],
-                  results: List[FgResult], on_result: OnResult = None) -> List[FgResult]:
-        """bf16-verified: results whose kept margins the current delta reaches, made sound again.
-
-        Their near ties at or below delta are recomputed in fp32 (a wrong one fools a survivor, and
-        fixes its entry in a full row); one whose floor delta reaches is searched again. Searching
-        may raise delta again, so this repeats until no result is stale. Each re-examined result is
-        reported to `on_result`; returns the final results, in the order given.
-        """
-        if self.verifier is None:
-            return results
-        images, masks = fg_images.to(self.device), fg_masks.to(self.device)
-        final = {r.index: r for r in results}
-        while True:
-            stale = [r for r in final.values() if r.near is not None and r.near.lowest() <= self.verifier.delta]
-            if not stale:
-                return [final[r.index] for r in results]
-            for r in reexamine_once(self, images, masks, fg_labels, stale):
-                final[r.index] = r
-                if on_result is not None:
-                    on_result(r)
-
-    def full_row(self, image: torch.Tensor, mask: torch.Tensor) -> np.ndarray:
-        """Predictions of one foreground against every background (uint8, 255 = unmapped).
-
-        With bf16-verified each entry is as good as the audits; `full_rows` confirms verdicts."""
-        img, m = image.to(self.device)[None], mask.to(self.device)[None]
-        self.calibrate(img, m, [0])
-        preds = [self.decide_composites(composite(img, m, self.backgrounds, torch.zeros(len(b), dtype=torch.long,
-                                                                        device=self.device), b))[0]
-                 for b in torch.arange(self.num_bg, device=self.device).split(self.batch_size)]
-        row = torch.cat(preds)
-        return torch.where(row < 0, torch.full_like(row, UNMAPPED), row).numpy().astype(np.uint8)
+        if self.verifier is not None:
+            return self.verifier.reexamine(images, masks, fg_labels, results, on_result)
+        return results

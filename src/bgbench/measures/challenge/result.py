@@ -48,19 +48,8 @@ class ChallengeReport:
         if self.sample is not None:
             rows.append(("challenge_sample_n", "", self.sample["n"], None, None, self.sample["population"]))
         if self.precision is not None:  # what a bf16-verified run checked
-            v = self.precision
-            rows += [("bf16_audited", "", v["audited"], None, None, v["composites"]),
-                     ("bf16_calibration", "", v["calibration"], None, None, None),
-                     ("bf16_max_spread", "", v["max_spread"], None, None, v["calibration"] + v["audited"]),
-                     ("bf16_delta", "", v["delta"], None, None, None),
-                     ("bf16_safety", "", v["safety"], None, None, None),
-                     ("bf16_breaches", "", v["breaches"], None, None, v["audited"]),
-                     ("bf16_rechecked", "", v["rechecked"], None, None, v["composites"]),
-                     ("bf16_confirmed", "", v["confirmed"], None, None, None),
-                     ("bf16_overturned", "", v["overturned"], None, None, v["confirmed"]),
-                     ("bf16_reexamined", "", v["reexamined"], None, None, None),
-                     ("bf16_researched", "", v["researched"], None, None, None),
-                     ("bf16_changed", "", v["changed"], None, None, None)]
+            from .verified import report_rows
+            rows += report_rows(self.precision)
         return rows
 
     def table_rows(self) -> Dict[str, List[tuple]]:
@@ -111,17 +100,5 @@ class ChallengeReport:
     def _precision_lines(self) -> List[str]:
         if not self.precision:
             return []
-        p = dict(self.precision)
-        if p["delta"] is None:  # no composite was ever decided in bf16
-            p["delta"] = float("nan")
-        lines = [f"bf16-verified: fooled verdicts are exact ({p['confirmed']} fooling composites confirmed in fp32, "
-                 f"{p['overturned']} overturned); a survivor's verdict is as good as the audits: "
-                 f"{p['audited']} composites audited at random (1 in {p['audit_every']}) and {p['calibration']} "
-                 f"calibration composites, largest deviation spread {p['max_spread']:.3g}, delta {p['delta']:.3g} "
-                 f"(safety {p['safety']:g}); {p['rechecked']} of {p['composites']} composites rechecked in fp32 "
-                 "(margin <= delta)"]
-        if p["breaches"]:
-            lines.append(f"bf16-verified: {p['breaches']} audits exceeded delta, which rose; {p['reexamined']} kept "
-                         f"composites recomputed in fp32 and {p['researched']} foregrounds searched again, "
-                         f"{p['changed']} survivors turned fooled")
-        return lines
+        from .verified import report_lines
+        return report_lines(self.precision)

@@ -13,14 +13,13 @@ every stored verdict. A run that stops before the last foreground is finished wi
 
 Verdict rows are committed as they come (that is what makes a killed run resumable); the
 summary (accuracy, per-class rates, ASR) is computed by `summarize`, which writes nothing, and
-recorded by `recording.record(report, store)`, which finishes the open run. bf16-verified runs also commit, with their verdicts, each
-foreground's near ties and the run's audit counts and delta (`neartie`): at every chunk boundary
-the ranks agree on the largest delta, and every stored survivor whose kept margin it reaches is
-re-examined and stored again, in this invocation or, after a kill, in the next.
+recorded by `recording.record(report, store)`, which finishes the open run. A bf16-verified run
+also stores its near ties and audit counts, and agrees on delta across ranks at every chunk
+boundary: `verified.VerifiedRun`, imported only for it, which the invocation calls at a few hooks
+(`verified`: record, flush, settle, totals).
 """
 from __future__ import annotations
 
-import math
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -38,19 +37,14 @@ from ...errors import DataError
 from ...models.spec import BgModel, meet_data
 from ...store import Store
 from .config import ChallengeConfig
-from .engine import ChallengeEngine, FgResult
-from .neartie import NearTies
+from .engine import ChallengeEngine
 from .result import ChallengeReport
 from .sample import SamplePlan
 from .summary import ChallengeData, summarize
+from .verdict import FgResult
 
 __all__ = ["ChallengeConfig", "ChallengeReport", "run_challenge", "summarize", "load_backgrounds",
            "load_foregrounds"]
-
-#: bf16-verified counts that add up over ranks and invocations; the rest of VerifiedStats takes the largest
-_SUMMED = ("composites", "calibration", "audited", "breaches", "rechecked", "confirmed", "overturned", "reexamined",
-           "researched", "changed")
-_LARGEST = ("max_deviation", "max_spread", "delta")
 
 
 def decode_workers() -> int:
@@ -127,7 +121,7 @@ def run_challenge(model: BgModel, data: str | Path, store: Store, cfg: Challenge
 def _note_precision(precision: str, model: BgModel, images: torch.Tensor, device) -> None:
     """One line before a reduced-precision run when, measured on a few backgrounds, it is slower
     than fp32 on this device (whose verdicts are exact anyway)."""
-    from .precision import bf16_slowdown
+    from .numerics import bf16_slowdown  # looked up at the call (a test replaces it)
     x = images.to(device).permute(0, 3, 1, 2).float() / 255 if images.dtype == torch.uint8 else images.to(device)
     ratio = bf16_slowdown(model.to(device).eval(), x)
     if ratio > 1:
@@ -171,9 +165,12 @@ class _Invocation:
         self.matrix = self._open_matrix()
         self.clean: Dict[int, int] = {}
         self.rows: List[tuple] = []
-        self.near_rows: List[tuple] = []
         self.unseen: set = set()  # positions this invocation must still give a verdict (the progress bar)
         self.bar = None
+        self.verified = None  # bf16-verified's bookkeeping, the module imported only for it
+        if self.engine.verifier is not None:
+            from .verified import VerifiedRun
+            self.verified = VerifiedRun(self)
 
     # -- setting up -----------------------------------------------------------------------------
     def _open_run(self, model: BgModel) -> int:
@@ -199,22 +196,7 @@ class _Invocation:
         for r in done.values():  # warm the ordering with what earlier runs learnt
             if r["fooling_bg"] in d.bg_index:
                 engine.warm(d.bg_index[r["fooling_bg"]], int(r["label"]))
-        if engine.verifier is not None:
-            self._restore(engine.verifier)
-            engine.verifier.on_raise = lambda delta: self.store.raise_challenge_delta(self.run_id, delta)
         return engine
-
-    def _restore(self, verifier) -> None:
-        """An earlier invocation's delta and audit counts still count (a killed one may have stored
-        only the delta an audit raised)."""
-        saved = self.store.challenge_state(self.run_id) or {}
-        if saved.get("delta") is not None:
-            verifier.raise_to(saved["delta"])
-        st = verifier.stats
-        st.max_deviation, st.max_spread = saved.get("max_deviation", 0.0), saved.get("max_spread", 0.0)
-        if self.rank == 0:  # counts are summed over ranks: one rank carries the earlier ones
-            for k in _SUMMED:
-                setattr(st, k, int(saved.get(k, 0)))
 
     def _open_matrix(self):
         if not self.cfg.full:
@@ -239,7 +221,8 @@ class _Invocation:
             new = [i for i in plan.shard(start, end, self.rank, self.world) if ids[i] not in self.fooled_by_id]
             if new:
                 self.run_chunk(new)
-            self.settle()
+            if self.verified is not None:
+                self.verified.settle()
             if plan.halfwidth is not None and self._interval_is_narrow(end):
                 break
         self.bar.close()
@@ -248,7 +231,7 @@ class _Invocation:
         """The --halfwidth rule over the done prefix [0, end) of the order, every rank's share counted."""
         ids = self.data.fg_ids
         held = sum(not self.fooled_by_id[ids[i]] for i in self.plan.shard(0, end, self.rank, self.world))
-        counts = torch.tensor([held, end if self.rank == 0 else 0], dtype=torch.long, device=self._reduce_device())
+        counts = torch.tensor([held, end if self.rank == 0 else 0], dtype=torch.long, device=self.reduce_device())
         if self.world > 1:
             dist.all_reduce(counts)
         return self.plan.should_stop(int(counts[0]), int(counts[1]))
@@ -256,7 +239,7 @@ class _Invocation:
     def run_chunk(self, positions: List[int]) -> None:
         """Verdicts (or full rows) for the foregrounds at `positions`, stored as they come."""
         d, engine = self.data, self.engine
-        images, masks = load_foregrounds(d.layout, d.pairs, positions)
+        images, masks = self.load(positions)
         for s in range(0, len(positions), self.cfg.batch_size):
             preds = engine.predict_uint8(images[s:s + self.cfg.batch_size].to(self.device)).cpu().tolist()
             self.clean.update({positions[s + k]: p for k, p in enumerate(preds)})
@@ -269,6 +252,10 @@ class _Invocation:
             engine.verdicts(images, masks, labels, local, on_result=on_result, progress=False)
         self.flush()
 
+    def load(self, positions: List[int]):
+        """The foregrounds at `positions`, decoded: (images, masks)."""
+        return load_foregrounds(self.data.layout, self.data.pairs, positions)
+
     # -- storing ----------------------------------------------------------------------------------
     def record(self, pos: int, r: FgResult) -> None:
         """Buffer one verdict (again, if a raised delta changed it) for the store."""
@@ -278,10 +265,8 @@ class _Invocation:
         bg = d.bg_items[r.fooling_bg].image_id if r.fooled else None
         self.rows.append((d.fg_ids[pos], int(d.fg_labels[pos]), int(self.clean[pos]), int(r.fooled), int(r.pairs),
                           bg, int(r.fooling_pred) if r.fooled else None))
-        if self.engine.verifier is not None:
-            near = r.near if r.near is not None else NearTies()
-            lowest = near.lowest()
-            self.near_rows.append((d.fg_ids[pos], None if math.isinf(lowest) else lowest, near.to_json()))
+        if self.verified is not None:
+            self.verified.record(d.fg_ids[pos], r)
         self.fooled_by_id[d.fg_ids[pos]] = bool(r.fooled)
         if pos in self.unseen:
             self.unseen.discard(pos)
@@ -289,85 +274,26 @@ class _Invocation:
         if len(self.rows) >= self.cfg.save_every:
             self.flush()
 
-    def flush(self, state: Optional[dict] = None) -> None:
+    def flush(self) -> None:
+        """Store the buffered verdicts (with bf16-verified, their near ties and the run's counts),
+        and the composites evaluated since the last flush, in one transaction."""
         if self.matrix is not None:
             self.matrix.flush()  # rows reach the disk before the store says they are done
+        near, state = self.verified.take() if self.verified is not None else ((), None)
         counted = self.engine.stats.pairs
-        self.store.add_challenge_results(self.run_id, self.rows, self.near_rows, state,
-                                         pairs=counted - self.stored_pairs)
-        self.rows, self.near_rows, self.stored_pairs = [], [], counted
-
-    # -- bf16-verified: one delta for all ranks, stored survivors re-examined ----------------------
-    def settle(self) -> None:
-        """Agree on the largest delta of every rank, re-examine the stored survivors of this rank
-        whose kept margins it reaches, repeat while that raised delta anywhere; then store the
-        run's audit counts (rank 0)."""
-        v = self.engine.verifier
-        if v is None:
-            return
-        while True:
-            agreed = self.verified_stats()["delta"]
-            if agreed is None:
-                return
-            v.raise_to(agreed)
-            self._reexamine_stored()
-            rose = torch.tensor([float(v.delta > agreed)], device=self._reduce_device())
-            if self.world > 1:
-                dist.all_reduce(rose, op=dist.ReduceOp.MAX)
-            if not rose.item():
-                break
-        state = self.verified_stats()
-        self.flush(state if self.rank == 0 else None)
-
-    def _reexamine_stored(self) -> None:
-        d, v = self.data, self.engine.verifier
-        stale = [r for r in self.store.challenge_near_ties(self.run_id, v.delta)
-                 if d.position[r["image_id"]] in self.mine]
-        if not stale:
-            return
-        verdicts = {r["image_id"]: r for r in self.store.challenge_results(self.run_id)}
-        stale = [r for r in stale if r["image_id"] in verdicts]
-        positions = [d.position[r["image_id"]] for r in stale]
-        images, masks = load_foregrounds(d.layout, d.pairs, positions)
-        results = []
-        for j, (near, pos) in enumerate(zip(stale, positions)):
-            row = verdicts[d.fg_ids[pos]]
-            self.clean[pos] = int(row["clean_pred"])
-            results.append(FgResult(j, bool(row["fooled"]), int(row["pairs"]),
-                                    d.bg_index.get(row["fooling_bg"], -1), row["fooling_pred"] if row["fooled"] else -2,
-                                    near=NearTies.from_json(near["near"]),
-                                    row=np.array(self.matrix[pos]) if self.matrix is not None else None))
-        self.engine.reexamine(images, masks, d.fg_labels[positions], results,
-                              on_result=lambda r: self.record(positions[r.index], r))
-        self.flush()
+        self.store.add_challenge_results(self.run_id, self.rows, near, state, pairs=counted - self.stored_pairs)
+        self.rows, self.stored_pairs = [], counted
 
     # -- totals over ranks --------------------------------------------------------------------------
-    def _reduce_device(self) -> str:
-        return self.device if self.world > 1 else "cpu"  # NCCL reduces device tensors only; gloo takes CPU ones
-
-    def verified_stats(self) -> Optional[dict]:
-        """bf16-verified counts summed over ranks, the largest deviations and delta (None otherwise).
-        A collective: every rank calls it at the same points."""
-        if self.engine.verifier is None:
-            return None
-        st = self.engine.verifier.stats.as_dict()
-        if st["delta"] != st["delta"]:  # NaN: this rank has not calibrated (it had nothing to do)
-            st["delta"] = -1.0
-        if self.world > 1:
-            s = torch.tensor([float(st[k]) for k in _SUMMED], dtype=torch.float64, device=self._reduce_device())
-            m = torch.tensor([float(st[k]) for k in _LARGEST], dtype=torch.float64, device=self._reduce_device())
-            dist.all_reduce(s)
-            dist.all_reduce(m, op=dist.ReduceOp.MAX)
-            st.update({k: int(v) for k, v in zip(_SUMMED, s.tolist())})
-            st.update(dict(zip(_LARGEST, m.tolist())))
-        if st["delta"] < 0:
-            st["delta"] = None
-        return st
+    def reduce_device(self) -> str:
+        """Where a tensor reduced across ranks lives: NCCL reduces device tensors only; gloo takes CPU ones."""
+        return self.device if self.world > 1 else "cpu"
 
     def totals(self) -> Optional[dict]:
-        """The bf16-verified stats over every rank; once it returns, every rank has stored its
-        verdicts and its composites (which rank 0 then reads back from the store)."""
-        verified = self.verified_stats()
+        """The bf16-verified stats over every rank (None for other precisions); once it returns,
+        every rank has stored its verdicts and its composites (which rank 0 then reads back from
+        the store)."""
+        verified = self.verified.totals() if self.verified is not None else None
         if self.world > 1:
             dist.barrier()
         return verified

@@ -2,12 +2,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 import numpy as np
 import torch
 
-from .neartie import NearTies
+from .matrix import UNMAPPED
+
+if TYPE_CHECKING:
+    from .verified import NearTies
 
 
 @dataclass
@@ -30,3 +33,8 @@ def composite(images: torch.Tensor, masks: torch.Tensor, backgrounds: torch.Tens
               bi: torch.Tensor) -> torch.Tensor:
     """NHWC uint8 composites: foreground fi[k] over background bi[k] (an exact pixel selection)."""
     return torch.where(masks[fi][..., None], images[fi], backgrounds[bi])
+
+
+def row_of(pred: torch.Tensor) -> np.ndarray:
+    """Predictions (CPU; -1 for unmapped) as entries of a full row: uint8, `UNMAPPED` for -1."""
+    return torch.where(pred < 0, torch.full_like(pred, UNMAPPED), pred).numpy().astype(np.uint8)
