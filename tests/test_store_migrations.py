@@ -1,4 +1,5 @@
-"""Stores written by older bgbench versions keep their rows and gain the probes' new columns and tables."""
+"""Stores written by older bgbench versions keep their rows and gain the probes' new columns and tables;
+bf16-verified's two v5 tables become one, and a run stored in them resumes."""
 import multiprocessing
 import sqlite3
 import sys
@@ -32,7 +33,7 @@ def test_a_v2_store_gains_the_new_saliency_columns_and_keeps_its_rows(tmp_path):
     con.commit()
     con.close()
     with Store(db) as store:
-        assert store.conn.execute("PRAGMA user_version").fetchone()[0] == 5
+        assert store.conn.execute("PRAGMA user_version").fetchone()[0] == 6
         assert store.probe_rows("probe_ablate", 1) == []  # a table new in v5 reads empty before it exists
         rows = [dict(r) for r in store.probe_rows("probe_saliency", 1)]
         assert [(r["image_id"], r["precision"], r["iou"]) for r in rows] == [("a/1", 0.25, 0.5), ("b/1", 0.75, None)]
@@ -65,7 +66,7 @@ def test_a_v3_store_gains_the_noise_prediction_column_and_keeps_its_rows(tmp_pat
     con.commit()
     con.close()
     with Store(db) as store:
-        assert store.conn.execute("PRAGMA user_version").fetchone()[0] == 5
+        assert store.conn.execute("PRAGMA user_version").fetchone()[0] == 6
         rows = [dict(r) for r in store.probe_rows("probe_noise", 1)]
         assert sorted((r["region"], r["correct"], r["pred"]) for r in rows) == [("bg", 0, None), ("fg", 1, None)]
         assert NOISE.read(store, 1).curves["fg"][0]["acc"] == 1.0  # old rows still summarise
@@ -94,7 +95,7 @@ def test_a_v4_store_gains_the_ablate_and_attribution_tables_and_keeps_its_rows(t
     con.commit()
     con.close()
     with Store(db) as store:
-        assert store.conn.execute("PRAGMA user_version").fetchone()[0] == 5
+        assert store.conn.execute("PRAGMA user_version").fetchone()[0] == 6
         assert store.probe_rows("probe_ablate", 1) == [] and store.probe_rows("probe_attribution", 1) == []
         from bgbench.measures.ablate import MEASURE as ABLATE
         TABLE = ABLATE.table  # declared: created when its first row is written
@@ -159,6 +160,67 @@ def test_a_store_written_by_the_previous_main_takes_new_runs_and_lists_headlines
     listing = {r["id"]: r for r in json.loads(proc.stdout)}
     assert listing[run_id]["kind"] == "probe_ablate" and listing[run_id]["result"].startswith("ablation_acc_drop")
     assert all(r["result"] for r in listing.values())
+
+
+#: bf16-verified's two tables in a v5 store, as bgbench wrote them (tests/data/store_main_v5.sql)
+V5_VERIFIED_TABLES = """
+    CREATE TABLE challenge_near (run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        image_id TEXT NOT NULL, lowest REAL, near TEXT NOT NULL, PRIMARY KEY (run_id, image_id));
+    CREATE TABLE challenge_state (run_id INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+        state TEXT NOT NULL);
+"""
+
+
+def _as_v5(db, run_id, raised_delta):
+    """The store as v5 kept a bf16-verified run: near ties in challenge_near, the audit counts in
+    challenge_state, there with the delta an audit raised before the run was killed."""
+    con = sqlite3.connect(db)
+    near = con.execute("SELECT run_id, image_id, lowest, state FROM challenge_verified WHERE image_id <> ''").fetchall()
+    (state,) = con.execute("SELECT state FROM challenge_verified WHERE run_id=? AND image_id=''", (run_id,)).fetchone()
+    con.executescript("DROP TABLE challenge_verified;" + V5_VERIFIED_TABLES)
+    con.executemany("INSERT INTO challenge_near VALUES (?, ?, ?, ?)", near)
+    con.execute("INSERT INTO challenge_state VALUES (?, json_set(?, '$.delta', ?))", (run_id, state, raised_delta))
+    con.execute("PRAGMA user_version=5")
+    con.commit()
+    con.close()
+    return near
+
+
+def test_a_bf16_verified_run_stored_by_v5_resumes_from_the_one_table(tmp_path):
+    """A sampled bf16-verified run, stored the v5 way and killed after an audit raised delta: the
+    store opens at v6 with its near ties and audit counts (delta included) in challenge_verified and
+    the old tables gone; the run resumes from them (its delta and counts restored, every stored
+    survivor the delta reaches re-examined) and ends with fp32's verdicts."""
+    from helpers.challenge_toys import colour_model, write_colour_dataset
+    from bgbench.measures.challenge.runner import ChallengeConfig, run_challenge
+    root = write_colour_dataset(tmp_path / "data", per_class=5, size=16, seed=0)
+    model = colour_model()
+    cfg = dict(batch_size=32, precision="bf16-verified", seed=1)
+    db = tmp_path / "v5" / "r.db"
+    db.parent.mkdir()
+    with Store(db) as store:
+        first = run_challenge(model, root, store, ChallengeConfig(sample=18, **cfg), progress=False)
+        state = store.challenge_state(first.run_id)
+        survivors = [r["image_id"] for r in store.challenge_results(first.run_id) if not r["fooled"]]
+    assert survivors and state["calibration"] > 0 and state["delta"] < 1
+    near = _as_v5(db, first.run_id, 1e3)
+    assert len(near) == 18
+    with Store(db) as store:
+        assert store.conn.execute("PRAGMA user_version").fetchone()[0] == 6
+        assert not {"challenge_near", "challenge_state"} & set(store.tables())
+        assert store.challenge_state(first.run_id) == {**state, "delta": 1e3}
+        assert sorted(r["image_id"] for r in store.challenge_near_ties(first.run_id, 1e3)) == \
+            sorted(i for _, i, lowest, _ in near if lowest is not None)
+        second = run_challenge(model, root, store, ChallengeConfig(**cfg), progress=False)
+        assert second.run_id == first.run_id
+        verdicts = {r["image_id"]: r["fooled"] for r in store.challenge_results(second.run_id)}
+    with Store(tmp_path / "fp32" / "r.db") as store:
+        exact = run_challenge(model, root, store, ChallengeConfig(batch_size=32, seed=1), progress=False)
+        assert verdicts == {r["image_id"]: r["fooled"] for r in store.challenge_results(exact.run_id)}
+    p = second.precision
+    assert p["delta"] == 1e3 and p["calibration"] == first.precision["calibration"]
+    assert p["audited"] >= first.precision["audited"] and p["composites"] > first.precision["composites"]
+    assert p["reexamined"] + p["researched"] >= len(survivors)
 
 
 def _open_at_once(paths, barrier, errors):

@@ -1,6 +1,6 @@
-"""The challenge's own tables and queries: per-foreground verdicts, bf16 near-ties, the audit state
-and per-background attack success rates. Kept apart from the core because only the challenge's
-runner (resume, torchrun, bf16-verified) writes them, row by row as it goes."""
+"""The challenge's own tables and queries: per-foreground verdicts, bf16-verified's state (near ties
+and audit counts) and per-background attack success rates. Kept apart from the core because only
+the challenge's runner (resume, torchrun, bf16-verified) writes them, row by row as it goes."""
 from __future__ import annotations
 
 import json
@@ -13,11 +13,13 @@ CHALLENGE_FG = declare_table(TableSchema("challenge_fg", (
     ("image_id", "TEXT NOT NULL"), ("label", "INTEGER NOT NULL"), ("clean_pred", "INTEGER NOT NULL"),
     ("fooled", "INTEGER NOT NULL"), ("pairs", "INTEGER NOT NULL"), ("fooling_bg", "TEXT"), ("fooling_pred", "INTEGER")),
     key=("image_id",)))
-#: bf16-verified: each foreground's lowest kept margin and its near-ties, re-examined when delta rises.
-CHALLENGE_NEAR = declare_table(TableSchema("challenge_near", (
-    ("image_id", "TEXT NOT NULL"), ("lowest", "REAL"), ("near", "TEXT NOT NULL")), key=("image_id",)))
-#: bf16-verified: the run's audit counts and delta so far (one row per run).
-CHALLENGE_STATE = declare_table(TableSchema("challenge_state", (("state", "TEXT NOT NULL"),)))
+#: bf16-verified's state, all of it: a row per foreground (its image_id; its near ties as JSON, re-examined
+#: when delta rises, and `lowest`, their smallest margin) and one for the run (image_id `RUN_ROW`; its
+#: audit counts and delta so far as JSON, `lowest` NULL), so that a killed run resumes with both.
+CHALLENGE_VERIFIED = declare_table(TableSchema("challenge_verified", (
+    ("image_id", "TEXT NOT NULL"), ("lowest", "REAL"), ("state", "TEXT NOT NULL")), key=("image_id",)))
+#: The image_id of a run's own row in challenge_verified (no foreground's id is empty).
+RUN_ROW = ""
 #: The composites evaluated so far, added by every process of the run (one row per run): a resumed or
 #: extended run counts the work of each invocation, stored with the verdicts it went into.
 CHALLENGE_PROGRESS = declare_table(TableSchema("challenge_progress", (("pairs", "INTEGER NOT NULL"),)))
@@ -40,34 +42,38 @@ class ChallengeTables:
         """
         with self.conn:
             self._insert("challenge_fg", run_id, rows)
-            self._insert("challenge_near", run_id, near_ties)
+            self._insert("challenge_verified", run_id, near_ties)
             if pairs:
                 self.conn.execute("INSERT INTO challenge_progress (run_id, pairs) VALUES (?, ?) ON CONFLICT(run_id) "
                                   "DO UPDATE SET pairs = pairs + excluded.pairs", (run_id, int(pairs)))
             if state is not None:  # the larger delta wins: another rank may have raised it meanwhile
                 self.conn.execute(
-                    "INSERT INTO challenge_state (run_id, state) VALUES (?1, ?2) ON CONFLICT(run_id) DO UPDATE SET "
-                    "state = json_set(?2, '$.delta', max(coalesce(json_extract(challenge_state.state, '$.delta'), "
-                    "json_extract(?2, '$.delta')), json_extract(?2, '$.delta')))",
-                    (run_id, json.dumps(state, sort_keys=True)))
+                    "INSERT INTO challenge_verified (run_id, image_id, lowest, state) VALUES (?1, ?3, NULL, ?2) "
+                    "ON CONFLICT(run_id, image_id) DO UPDATE SET state = json_set(?2, '$.delta', "
+                    "max(coalesce(json_extract(challenge_verified.state, '$.delta'), json_extract(?2, '$.delta')), "
+                    "json_extract(?2, '$.delta')))", (run_id, json.dumps(state, sort_keys=True), RUN_ROW))
 
     def raise_challenge_delta(self, run_id: int, delta: float) -> None:
         """bf16-verified: an audit raised delta; store it now (unless a larger one is stored), so that
         a run killed before its survivors are re-examined re-examines them when it resumes."""
         with self.conn:
             self.conn.execute(
-                "INSERT INTO challenge_state (run_id, state) VALUES (?1, json_object('delta', ?2)) "
-                "ON CONFLICT(run_id) DO UPDATE SET state = json_set(challenge_state.state, '$.delta', "
-                "max(coalesce(json_extract(challenge_state.state, '$.delta'), ?2), ?2))", (run_id, float(delta)))
+                "INSERT INTO challenge_verified (run_id, image_id, lowest, state) "
+                "VALUES (?1, ?3, NULL, json_object('delta', ?2)) ON CONFLICT(run_id, image_id) DO UPDATE SET "
+                "state = json_set(challenge_verified.state, '$.delta', "
+                "max(coalesce(json_extract(challenge_verified.state, '$.delta'), ?2), ?2))",
+                (run_id, float(delta), RUN_ROW))
 
     def challenge_near_ties(self, run_id: int, at_most: float) -> List:
         """bf16-verified: (image_id, near) of the foregrounds with a kept margin at or below `at_most`."""
-        return self.conn.execute("SELECT image_id, near FROM challenge_near WHERE run_id=? AND lowest IS NOT NULL "
-                                 "AND lowest <= ? ORDER BY image_id", (run_id, float(at_most))).fetchall()
+        return self.conn.execute("SELECT image_id, state AS near FROM challenge_verified WHERE run_id=? "
+                                 "AND image_id <> ? AND lowest IS NOT NULL AND lowest <= ? ORDER BY image_id",
+                                 (run_id, RUN_ROW, float(at_most))).fetchall()
 
     def challenge_state(self, run_id: int) -> Optional[dict]:
         """bf16-verified: the audit counts and delta stored with the run's progress, if any."""
-        row = self.conn.execute("SELECT state FROM challenge_state WHERE run_id=?", (run_id,)).fetchone()
+        row = self.conn.execute("SELECT state FROM challenge_verified WHERE run_id=? AND image_id=?",
+                                (run_id, RUN_ROW)).fetchone()
         return json.loads(row["state"]) if row else None
 
     def challenge_pairs(self, run_id: int) -> int:

@@ -17,6 +17,10 @@ def _columns(conn: sqlite3.Connection, table: str) -> List[str]:
     return [r[1] for r in conn.execute(f"PRAGMA table_info({table})")]
 
 
+def _tables(conn: sqlite3.Connection) -> List[str]:
+    return [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+
+
 def _v0_to_v1(conn: sqlite3.Connection) -> None:
     """v1 is the first versioned schema: a store without a version is at most v1."""
 
@@ -64,7 +68,39 @@ def _v4_to_v5(conn: sqlite3.Connection) -> None:
     rows may now have region 'attr:<name>' (same columns). No existing row changes."""
 
 
-MIGRATIONS: List[Callable[[sqlite3.Connection], None]] = [_v0_to_v1, _v1_to_v2, _v2_to_v3, _v3_to_v4, _v4_to_v5]
+def _v5_to_v6(conn: sqlite3.Connection) -> None:
+    """bf16-verified keeps its state in one table, challenge_verified: each foreground's near ties
+    (the rows of challenge_near) and the run's audit counts and delta (challenge_state's row, now the
+    run's row, image_id ''), so that a run stored mid-way resumes with both.
+
+    In one write transaction that looks at the tables again: the ranks of a torchrun job may open
+    one old store together, and then one moves the rows and the others find none to move."""
+    old = {"challenge_near", "challenge_state"}
+    if not old & set(_tables(conn)):  # a new store, or one moved already
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        tables = set(_tables(conn))
+        if tables & old:
+            conn.execute("CREATE TABLE IF NOT EXISTS challenge_verified (run_id INTEGER NOT NULL REFERENCES runs(id) "
+                         "ON DELETE CASCADE, image_id TEXT NOT NULL, lowest REAL, state TEXT NOT NULL, "
+                         "PRIMARY KEY (run_id, image_id))")
+        if "challenge_near" in tables:
+            conn.execute("INSERT OR REPLACE INTO challenge_verified (run_id, image_id, lowest, state) "
+                         "SELECT run_id, image_id, lowest, near FROM challenge_near")
+            conn.execute("DROP TABLE challenge_near")
+        if "challenge_state" in tables:
+            conn.execute("INSERT OR REPLACE INTO challenge_verified (run_id, image_id, lowest, state) "
+                         "SELECT run_id, '', NULL, state FROM challenge_state")
+            conn.execute("DROP TABLE challenge_state")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+MIGRATIONS: List[Callable[[sqlite3.Connection], None]] = [_v0_to_v1, _v1_to_v2, _v2_to_v3, _v3_to_v4, _v4_to_v5,
+                                                          _v5_to_v6]
 assert len(MIGRATIONS) == SCHEMA_VERSION
 
 

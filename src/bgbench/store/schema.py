@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Dict, Optional, Tuple
 
 #: The version `PRAGMA user_version` holds once a store is migrated (see migrations.py).
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 #: The runs table: one row per run of any kind, with its provenance (the other tables reference it).
 RUNS_SQL = """CREATE TABLE IF NOT EXISTS runs (
