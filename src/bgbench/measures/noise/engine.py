@@ -5,21 +5,23 @@ object mask), the background (1 − m), or one attribute's mask (region 'attr:<n
 images that have it).
 
 Every image's draw has its own seed, derived from the run's seed, the image id, the region and
-the level (`draw_seed`), and is drawn on the CPU. So one image's noisy copy is a function of
-those alone: the same for any batch size, device, order or torchrun slice, and the report can
-regenerate exactly the copy that flipped a prediction (`noisy_copy`) without running a model.
+the level (`draws.draw_seed`), and is drawn on the CPU by numpy (`draws.image_noise`). So one
+image's noisy copy is a function of those alone: the same for any batch size, device, order or
+torchrun slice, and the report redraws exactly the copy that flipped a prediction
+(`draws.noisy_copy`) without running a model or importing torch.
 """
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from typing import Callable, Dict, Sequence
 
+import numpy as np
 import torch
+
+from .draws import REGIONS, draw_seed, image_noise  # noqa: F401 (REGIONS: the object regions, re-exported)
 
 from .levels import ATTRIBUTE_PREFIX  # noqa: F401 (re-exported: an attribute's region name)
 
-REGIONS = ("fg", "bg")
 
 
 @dataclass
@@ -37,12 +39,6 @@ def object_regions(mask: torch.Tensor) -> list:
     return [Region("fg", every, mask), Region("bg", every, 1 - mask)]
 
 
-def draw_seed(seed: int, image_id: str, region: str, level: float) -> int:
-    """The seed of one image's noise in one region at one level (63 bits of a sha256)."""
-    key = f"{int(seed)}\x00{image_id}\x00{region}\x00{float(level)!r}".encode("utf-8")
-    return int.from_bytes(hashlib.sha256(key).digest()[:8], "little") >> 1
-
-
 def masked_noise(where: torch.Tensor, level: float, kind: str, trials: int, seeds: Sequence[int]) -> torch.Tensor:
     """Noise (trials, N, 3, H, W) restricted to `where` ((N, 1, H, W) in {0,1}), image k drawn
     from `seeds[k]`.
@@ -52,8 +48,8 @@ def masked_noise(where: torch.Tensor, level: float, kind: str, trials: int, seed
     """
     b, _, h, w = where.shape
     # drawn channels-last, the layout convolutions run fastest on (CPU and GPU)
-    raw = torch.stack([torch.randn((trials, h, w, 3), generator=torch.Generator().manual_seed(int(s)))
-                       for s in seeds], dim=1) if b else torch.zeros((trials, 0, h, w, 3))
+    raw = torch.from_numpy(np.stack([image_noise(s, trials, h, w) for s in seeds], axis=1)) if b \
+        else torch.zeros((trials, 0, h, w, 3))
     n = raw.to(device=where.device, dtype=where.dtype).permute(0, 1, 4, 2, 3) * where
     if kind == "l2":
         norm = n.flatten(2).norm(dim=2).clamp_min(1e-12)

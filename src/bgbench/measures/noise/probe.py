@@ -18,15 +18,13 @@ from ...options import flag
 from ...probing.bootstrap import REPLICATES
 from ..base import BootstrapConfig, ModelMeasure
 from ..registry import Headline, SectionSpec
+from .draws import DRAWS
 from .levels import KINDS, grid_label, resolve_levels
 from .summary import NoiseSummary, summarize
 
 #: --region: 'object' probes the foreground and the background; 'attributes' adds each attribute.
 REGION_CHOICES = ("object", "attributes")
 
-#: How the run's noise was drawn, recorded in its config: runs that say so can have any noisy copy
-#: regenerated (`noise_engine.noisy_copy`); earlier runs drew from one generator per run.
-DRAWS = "per image: seed, image id, region, level (CPU)"
 
 
 @dataclass(kw_only=True)
