@@ -2,15 +2,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 import torch
 
 from .matrix import UNMAPPED
 
-if TYPE_CHECKING:
-    from .verified import NearTies
 
 
 @dataclass
@@ -22,7 +20,8 @@ class FgResult:
     pairs: int  # composites evaluated
     fooling_bg: int = -1  # index of the first fooling background found, or -1
     fooling_pred: int = -2  # what it was predicted as
-    near: Optional[NearTies] = field(default=None, repr=False)  # bf16-verified: what a raised delta re-examines
+    # bf16-verified: what a raised delta re-examines (a verified.NearTies; the fp32 path never imports it)
+    near: Optional[Any] = field(default=None, repr=False)
     row: Optional[np.ndarray] = field(default=None, repr=False)  # full mode: its predictions (uint8, 255 unmapped)
 
 

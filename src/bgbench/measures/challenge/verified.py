@@ -60,7 +60,7 @@ import dataclasses
 import json
 import math
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Callable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
@@ -74,10 +74,6 @@ from .config import DEFAULT_SAFETY
 from .numerics import strict_fp32
 from .search import VerdictSearch, full_result
 from .verdict import FgResult, OnResult, row_of
-
-if TYPE_CHECKING:
-    from .engine import ChallengeEngine
-    from .runner import _Invocation
 
 #: composites run in both precisions before the first bf16 decision
 DEFAULT_CALIBRATION = 256
@@ -364,7 +360,7 @@ class Verifier:
         seed: of the calibration draw and the audits (pairs evaluated depend on it, verdicts never).
     """
 
-    def __init__(self, engine: "ChallengeEngine", safety: float = DEFAULT_SAFETY,
+    def __init__(self, engine: Any, safety: float = DEFAULT_SAFETY,
                  audit_every: int = DEFAULT_AUDIT_EVERY, calibration: int = DEFAULT_CALIBRATION, seed: int = 0):
         self.engine = engine
         self.calibration = calibration
@@ -542,7 +538,7 @@ class VerifiedRun:
     that survivors stored before it are re-examined when the run resumes.
     """
 
-    def __init__(self, job: "_Invocation"):
+    def __init__(self, job: Any):
         self.job = job
         self.verifier: Verifier = job.engine.verifier
         self.near_rows: List[tuple] = []
