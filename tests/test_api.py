@@ -17,9 +17,10 @@ from conftest import mask_boxes
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 PUBLIC = [n for n in bgbench.__all__ if n != "__version__"]
-WANTED = {"evaluate", "evaluate_predictions", "export_predictions", "predict", "challenge", "probe",
-          "edit", "build", "synth", "train",
-          "prediction_categories", "box_size", "leakage", "edit_drops", "worst_group", "compare", "report",
+WANTED = {"evaluate", "evaluate_predictions", "export_predictions", "export_scorecard", "predict", "challenge",
+          "probe", "edit", "build", "synth", "train",
+          "prediction_categories", "box_size", "leakage", "edit_drops", "worst_group", "shortcut_table", "compare",
+          "report",
           "leaderboard",
           "create_model", "list_models", "list_variants", "record", "study"}
 
@@ -72,7 +73,8 @@ def call(name, k):
         "challenge": lambda: f("timm:test_resnet", d, db, sample=2, **quiet),
         "probe": lambda: [f(name, "timm:test_resnet", d, **opts, **quiet) for name, opts in (
             ("noise", {"levels": [0.5], "trials": 1}), ("saliency", {"examples": 0}),
-            ("features", {"top_features": 1, "top_images": 1}), ("ablate", {}), ("attribution", {"top": 1}))],
+            ("features", {"top_features": 1, "top_images": 1}), ("ablate", {}), ("attribution", {"top": 1}),
+            ("watermark", {}))],
         "edit": lambda: f(d, tmp / "e", levels=["remove"], overwrite=True, **quiet),
         "build": lambda: f(tmp / "images", tmp / "boxes", tmp / f"b{k}", masks=d / "fg_mask" / "val",
                            preprocess=Preprocess(resize=None, crop=None), **quiet),
@@ -81,12 +83,14 @@ def call(name, k):
         "leakage": lambda: f(report),
         "edit_drops": lambda: f({"original": [("a/1", 0, 0)], "remove": [("a/1", 0, 1)]}, n_boot=100),
         "worst_group": lambda: f(db, report.run_id, min_images=1),
+        "shortcut_table": lambda: f(db),
         "compare": lambda: f(report, report),
         "record": lambda: f(report, db),
         "export_predictions": lambda: f(db, report.run_id, tmp / f"p{k}.csv"),
         "evaluate_predictions": lambda: f(tmp / f"p{k}.csv", d),
         "predict": lambda: f("timm:test_resnet", [d / "original" / "val"], top=2),
         "report": lambda: f(db, tmp / "site", **quiet),
+        "export_scorecard": lambda: f(db, tmp / "scorecard"),
         "leaderboard": lambda: f(db),
         "study": lambda: f({"models": ["timm:test_resnet"], "datasets": [str(d)], "measures": {"eval": {}}}, db,
                            out=tmp / "study", **quiet),
@@ -103,8 +107,8 @@ def call(name, k):
 order = ["synth", "create_model", "list_models", "list_variants", "evaluate", "record", "worst_group",
          "export_predictions", "predict",
          "evaluate_predictions", "prediction_categories",
-         "box_size", "leakage", "edit_drops", "compare", "challenge", "probe", "edit",
-         "train", "build", "report", "leaderboard", "study"]
+         "box_size", "leakage", "edit_drops", "compare", "challenge", "probe", "shortcut_table", "edit",
+         "train", "build", "report", "export_scorecard", "leaderboard", "study"]
 assert sorted(order) == sorted(names)
 check("import")
 for name in order:

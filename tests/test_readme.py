@@ -224,6 +224,17 @@ COMMANDS = {
                                                   "--db {db} --quiet",
     "bgbench probe attribution --model M --data ROOT": "probe attribution --model {model} --data {data} --top 2 "
                                                        "--json --db {db} --quiet",
+    # the shortcut measures on ImageNet-style trees the test writes, with a 1000-class timm tag from a
+    # Hugging Face cache the test writes (offline)
+    "bgbench eval --model M --imagenet ROOT": "eval --model {imodel} --imagenet {imagenet} --json --db {db} --quiet",
+    "bgbench probe watermark --model M": "probe watermark --model {imodel} --data {imagenet} --json --db {db} --quiet",
+    "bgbench probe texture --model M": "probe texture --model {imodel} --data {imagenet} --stylized {sin} --json "
+                                       "--db {db} --quiet",
+    "bgbench probe renditions --model M": "probe renditions --model {imodel} --data {imagenet} --renditions {inr} "
+                                          "--json --db {db} --quiet",
+    "bgbench probe imagenet_x --model M": "probe imagenet_x --model {imodel} --data {imagenet} --json --db {db} "
+                                          "--quiet",
+    "bgbench analyze shortcuts": "analyze shortcuts --json --db {db}",
     "bgbench synth --out DIR": "synth --out {tmp}/s9 --size 32 --per-class 2 --split val --seed 1 "
                                "--bg-correlation 0.9 --json --quiet",
     "bgbench train --data ROOT --out DIR": "train --data {data} --out {tmp}/run --model timm:test_resnet --epochs 1 "
@@ -250,6 +261,7 @@ COMMANDS = {
     "bgbench report": "report --db {db} --out {tmp}/report --json --quiet",
     "bgbench runs": "runs --json --db {db}",
     "bgbench export RUN --out FILE.csv": "export {eval} --out {tmp}/closed.csv --json --db {db}",
+    "bgbench export --scorecard --out DIR": "export --scorecard --out {tmp}/published --json --db {db}",
     "bgbench eval --predictions my_api_model.csv --data /data/bg_challenge": "eval --predictions {tmp}/closed.csv "
                                                                             "--data {data} --json --db {db} --quiet",
     # the README's foundation models and DFR on real weights and data: run with stand-ins (STAND_IN_KEYS)
@@ -300,6 +312,19 @@ def _my_backends(folder: Path) -> None:
         "def guided(image, mask, lam):\n    return 255 - image\n")
 
 
+def _imagenet_trees(root: Path, monkeypatch) -> dict:
+    """ImageNet's val (real file names), its stylized copy, ImageNet-R-style folders, and the timm tag's
+    weights in an offline Hugging Face cache: what the shortcut commands read."""
+    from helpers import imagenet_val
+    from helpers.hub_cache import TAG, use_offline_hub, write_timm_weights
+    imagenet_val.write_val(root / "val", per_class=3)
+    imagenet_val.write_class_folders(root / "r", per_class=2)
+    imagenet_val.write_stylized(root / "sin", root / "val")
+    write_timm_weights(root / "hf")
+    use_offline_hub(monkeypatch, root / "hf")
+    return {"imagenet": root / "val", "sin": root / "sin", "inr": root / "r", "imodel": f"timm:{TAG}"}
+
+
 def _build_inputs(root: Path):
     from bgbench.data.synthetic import generate
     from test_build import write_synth
@@ -324,7 +349,7 @@ def test_readme_commands_run_and_every_json_is_strict(synth_root, tmp_path, monk
     import torch
     torch.save(timm.create_model("test_resnet", num_classes=9).state_dict(), tmp_path / "sd.pt")
     ctx = {"data": synth_root, "db": tmp_path / "r.db", "tmp": tmp_path, "images": images, "boxes": boxes,
-           "state_dict": tmp_path / "sd.pt"}
+           "state_dict": tmp_path / "sd.pt", **_imagenet_trees(tmp_path / "imagenet", monkeypatch)}
     order = ["bgbench synth --out DIR", "bgbench train --data ROOT --out DIR",
              "bgbench train --recipe dfr|linear-probe --model M", "bgbench study STUDY.toml",
              "bgbench profile --model M --data ROOT", "bgbench eval --model M [--checkpoint C]"
@@ -333,13 +358,16 @@ def test_readme_commands_run_and_every_json_is_strict(synth_root, tmp_path, monk
              "bgbench probe noise --model M --data ROOT",
              "bgbench probe saliency --model M --data ROOT", "bgbench probe features --model M --data ROOT",
              "bgbench probe ablate --model M --data ROOT", "bgbench probe attribution --model M --data ROOT",
+             "bgbench eval --model M --imagenet ROOT", "bgbench probe watermark --model M",
+             "bgbench probe texture --model M", "bgbench probe renditions --model M",
+             "bgbench probe imagenet_x --model M", "bgbench analyze shortcuts",
              "bgbench edit --data ROOT --out DIR",
              "bgbench eval --model M --data DIR", "bgbench analyze edits RUN", "bgbench edit --plugin my_backends",
              "bgbench build --images DIR [--boxes PATH]", "bgbench build --images /data/imgs --boxes /data/xml --out",
              "bgbench merge /data/in9-built", "bgbench challenge --model M [--checkpoint C] --data ROOT",
              "bgbench export RUN --out FILE.csv", "bgbench eval --predictions my_api_model.csv --data /data/bg_challenge",
              "bgbench predict --model M PATH",
-             "bgbench leaderboard", "bgbench runs", "bgbench report"]
+             "bgbench leaderboard", "bgbench runs", "bgbench report", "bgbench export --scorecard --out DIR"]
     assert sorted(order) == sorted(k for k, v in COMMANDS.items() if v is not None)
     with_json = set()
     documents = {}

@@ -16,9 +16,10 @@ from .version import __version__
 #: public name -> the module that defines it
 _EXPORTS = {
     **{name: ".api" for name in (
-        "evaluate", "evaluate_predictions", "export_predictions", "predict", "challenge", "probe", "train",
+        "evaluate", "evaluate_predictions", "export_predictions", "export_scorecard", "predict", "challenge", "probe",
+        "train",
         "synth", "build", "edit",
-        "prediction_categories", "box_size", "leakage", "edit_drops", "worst_group", "compare",
+        "prediction_categories", "box_size", "leakage", "edit_drops", "worst_group", "shortcut_table", "compare",
         "report", "leaderboard")},
     "create_model": ".models.registry", "list_models": ".models.registry",
     "list_variants": ".variants.registry",

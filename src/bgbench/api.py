@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, List, Optional, Sequence
+from typing import Any, Dict, Iterator, List, Optional, Sequence
 
 from .errors import BgbenchError
 from .models.options import ModelOptions
@@ -122,6 +122,20 @@ def export_predictions(store: Store | str | Path, run_id: int, out: str | Path) 
     from .measures.eval.prediction_file import export_predictions as export
     with _reading(store) as s:
         return export(s, int(run_id), out)
+
+
+def export_scorecard(store: Store | str | Path, out: str | Path, *, run_ids: Optional[Sequence[int]] = None,
+                     models: Optional[Sequence[str]] = None) -> dict:
+    """Write the scorecard of a results store as files to publish, into the folder `out`:
+    `scorecard.csv` (one row per model and dataset: the model, its weights' sha256, the data's
+    fingerprint, the protocol, the bgbench version, then each headline's value, interval and n) and
+    `model_info/<dataset>/<model>.json` (the same, laid out as RobustBench's model_info entries).
+
+    `run_ids` or `models` (names or fnmatch patterns) pick what `report` would show. Returns the
+    paths written and the counts of rows, models and datasets."""
+    from .reporting.export import export_scorecard as export
+    with _reading(store) as s:
+        return export(s, out, run_ids=run_ids, models=models)
 
 
 def challenge(model: ModelLike, data: str | Path, store: Store | str | Path, *, checkpoint: Optional[str] = None,
@@ -244,7 +258,8 @@ def synth(out: str | Path, *, progress: bool = True, **options):
     """Write Synthetic-9 (offline, exact masks and boxes) in the IN-9 layout under `out`.
 
     Args:
-        options: `SynthConfig` fields (per_class, size, seed, split, bg_correlation, workers, shard, overwrite).
+        options: `SynthConfig` fields (per_class, size, seed, split, bg_correlation, correlation,
+            watermark_correlation, watermark_class, workers, shard, overwrite).
 
     Returns:
         A `SynthResult` with provenance (None for a shard: it is recorded once merged).
@@ -347,6 +362,21 @@ def worst_group(store: Store | str | Path, run_id: int, *, variant: Optional[str
     background class from the dataset's manifest (`data`: default the run's own), or a group
     dataset's own groups (variant original)."""
     return _analyse("groups", store, run_id, mapping, variant=variant, data=data, min_images=min_images)
+
+
+def shortcut_table(store: Store | str | Path, *, run_ids: Optional[Sequence[int]] = None,
+                   models: Optional[Sequence[str]] = None, labels: Optional[Dict[str, str]] = None,
+                   data_labels: Optional[Dict[str, str]] = None, seed: int = 0):
+    """The shortcut table of a results store's runs (Whac-A-Mole's IN-1k accuracy and IN-W, Carton,
+    SIN, IN-R and IN-9 gaps beside BG-Gap, challenge accuracy and ImageNet-X's background error
+    ratio, one block per dataset), and each shortcut's paired change from a base model to a model
+    derived from it (a DFR head on its backbone ...). `run_ids`, `models`: as the report's;
+    `labels`/`data_labels`: names for model strings and dataset folders (a study's)."""
+    from .measures.registry import get_measure
+    from .reporting.context import name_subjects, select_subjects
+    with _reading(store) as s:
+        subjects = name_subjects(select_subjects(s, run_ids, models), labels, data_labels)
+        return get_measure("shortcuts").of_subjects(s, subjects, seed=seed)
 
 
 def compare(a: Any, b: Any, *, store: Optional[Store | str | Path] = None, n_boot: int = 2000, seed: int = 0):

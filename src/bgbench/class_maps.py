@@ -4,8 +4,10 @@ A class map sends each ImageNet-1k class index to a dataset label, or to -1 (no 
 prediction there is always wrong). Which one a run uses depends on the dataset:
 
 - IN-9's class folders: upstream's `in_to_in9.json` (`classes.imagenet_to_in9`), the default;
-- ImageNet-1k's own 1000 wnids as class folders in index order (`bgbench build --preset full-in`):
-  the identity, so a 1000-class model is scored on its own labels with no mapping;
+- ImageNet-1k's own 1000 wnids as class folders in index order (`bgbench build --preset full-in`,
+  ImageNet's val itself): the identity, so a 1000-class model is scored on its own labels with no mapping;
+- some of ImageNet's wnids as class folders (ImageNet-R's 200): each folder is its wnid's class,
+  the other 800 classes map to none;
 - RIVAL10's classes: RIVAL10's own tables (`rival10_label_mappings.json`: ImageNet class name →
   [RIVAL10 class, label]; `rival10_wnid_to_class.json`: WordNet id → ImageNet class name): each
   RIVAL10 class is the set of ImageNet classes whose names the first table lists (two per class,
@@ -33,6 +35,7 @@ IMAGENET_CLASSES = 1000
 IN9 = "in9"
 RIVAL10 = "rival10"
 IMAGENET1K = "imagenet1k"
+WNIDS = "imagenet-wnids"
 
 
 @dataclass(frozen=True)
@@ -108,6 +111,15 @@ def imagenet_class_map() -> ClassMap:
     return ClassMap(IMAGENET1K, tuple(range(IMAGENET_CLASSES)), IMAGENET_CLASSES)
 
 
+def wnid_class_map(classes: Sequence[str]) -> ClassMap:
+    """Class folders named by ImageNet wnids (a subset of the 1000, in any order): each is its wnid's class."""
+    index = {wnid: k for k, wnid in enumerate(imagenet_wnids())}
+    table = [NO_CLASS] * IMAGENET_CLASSES
+    for label, wnid in enumerate(classes):
+        table[index[wnid]] = label
+    return ClassMap(WNIDS, tuple(table), len(classes))
+
+
 def rival10_class_map() -> ClassMap:
     index = {wnid: k for k, wnid in enumerate(imagenet_wnids())}
     table = [NO_CLASS] * IMAGENET_CLASSES
@@ -156,7 +168,8 @@ def class_map_from_file(path: str | Path, classes: Sequence[str]) -> ClassMap:
 def resolve_class_map(classes: Sequence[str], class_map: "str | Path | ClassMap | None" = None
                       ) -> Optional[ClassMap]:
     """The class map for a dataset with these classes: the one given (a ClassMap or a file), else
-    IN-9's, RIVAL10's or ImageNet-1k's own (the identity) by the class names; None when there is none."""
+    IN-9's, RIVAL10's, ImageNet-1k's own (the identity) or some of its wnids' by the class names;
+    None when there is none."""
     if isinstance(class_map, ClassMap):
         if class_map.num_classes != len(classes):
             raise BgbenchError(f"class map {class_map.name} has {class_map.num_classes} classes, the dataset "
@@ -170,4 +183,6 @@ def resolve_class_map(classes: Sequence[str], class_map: "str | Path | ClassMap 
         return rival10_class_map()
     if tuple(classes) == imagenet_wnids():
         return imagenet_class_map()
+    if classes and set(classes) <= set(imagenet_wnids()) and len(set(classes)) == len(classes):
+        return wnid_class_map(classes)
     return None

@@ -88,6 +88,19 @@ def map_logits(logits: "torch.Tensor", mapping: Mapping | str = Mapping.ARGMAX,
     return pred, conf
 
 
+def restricted_logits(logits: "torch.Tensor", class_map: "LabelTable") -> "torch.Tensor":
+    """Logits where only the ImageNet classes that map to a dataset label compete: every other
+    class is pushed to the lowest finite value, so the argmax (and the `argmax` mapping after it) is
+    the argmax over the dataset's own classes, never a class with no label.
+
+    This is ImageNet-R's and Whac-A-Mole's `map_prediction` for ImageNet-R, ImageNet-200 and
+    ImageNet-A (`output[:, mask].argmax(1)`): a 200-class subset is scored among its 200 classes.
+    """
+    import torch
+    table, _ = _table(class_map, logits.device)
+    return logits.masked_fill(table < 0, torch.finfo(logits.dtype).min)
+
+
 def superclass_sums(probs: "torch.Tensor", class_map: Optional["LabelTable"] = None) -> "torch.Tensor":
     """(N, 1000) probabilities -> (N, C) probability mass of each dataset class (IN-9's when None)."""
     import torch

@@ -78,7 +78,7 @@ class Provenance:
             data_root = str(Path(data_root).resolve())
         if layout is not None:
             data_root, data_fingerprint = str(Path(layout.root).resolve()), layout.fingerprint()
-            config = {**config, "classes": list(layout.classes)}
+            config = {**config, "classes": list(layout.classes), "data_kind": layout.kind}
             mismatch = class_name_mismatch((spec or {}).get("class_names"), layout.classes)
             if mismatch is not None:
                 config["class_names_mismatch"] = mismatch

@@ -135,7 +135,7 @@ def parse(parser: argparse.ArgumentParser, argv: Optional[List[str]]) -> argpars
 
 
 #: Arguments that name an existing input path, checked before any heavy import (torch takes seconds).
-INPUT_PATHS = {"data": "--data", "checkpoint": "--checkpoint", "class_map": "--class-map"}
+INPUT_PATHS = {"data": "--data", "imagenet": "--imagenet", "checkpoint": "--checkpoint", "class_map": "--class-map"}
 
 
 def check_input_paths(args: argparse.Namespace) -> None:

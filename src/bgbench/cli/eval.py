@@ -4,6 +4,7 @@ predictions file when only predictions exist). The flags are `EvalConfig`'s (and
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from ..errors import BgbenchError
 from ..measures.eval.config import EvalConfig, PredictionFileConfig
@@ -21,9 +22,15 @@ def register(sub) -> None:
                         help="instead of --model: record an eval run from a file of image_id,variant,pred rows "
                              "(a model known only by its predictions, e.g. behind an API)")
     add_config_flags(p, PredictionFileConfig)
-    p.add_argument("--data", required=True, help="dataset root in the IN-9 layout, a RIVAL10 release, or a group "
-                                                  "dataset (Waterbirds' metadata.csv, a groups.csv: image,class,group), "
-                                                  "the last two with variant original only")
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("--data", help="dataset root in the IN-9 layout, a RIVAL10 release, a group dataset (Waterbirds' "
+                                      "metadata.csv, a groups.csv: image,class,group), or ImageNet-style class folders "
+                                      "(ImageNet, Stylized-ImageNet, ImageNet-R), the last three with variant original "
+                                      "only")
+    where.add_argument("--imagenet", metavar="ROOT",
+                       help="instead of --data: ImageNet's own images at --split (default val), in either release "
+                            "layout (the ILSVRC archive, or torchvision's ROOT/val/<wnid>/), each read as Resize(256), "
+                            "CenterCrop(224) and stored under its file name (ImageNet-X and ImageNet-W join on it)")
     add_config_flags(p, EvalConfig)
     add_output_args(p)
     add_db_arg(p)
@@ -32,6 +39,8 @@ def register(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..recording import record
+    if args.imagenet is not None:
+        args.data = _imagenet_root(args.imagenet)
     report = _from_predictions(args) if args.predictions else _from_model(args)
     if report is None:  # a torchrun rank other than 0: rank 0 records and reports
         return 0
@@ -40,6 +49,16 @@ def run(args: argparse.Namespace) -> int:
         stored_in(report.run_id, store.path)
     emit(args, report.to_dict(), report.text())
     return 0
+
+
+def _imagenet_root(root: str) -> str:
+    """--imagenet ROOT: one of ImageNet's release layouts, or one line saying what it is not."""
+    from ..data.imagenet import imagenet_tree, open_tree
+    open_tree(root)  # a clear line for a root that is neither layout
+    if imagenet_tree(Path(root).expanduser()) is None:
+        raise BgbenchError(f"--imagenet {root}: no ImageNet release layout there (ROOT/ILSVRC/Data/CLS-LOC/ or "
+                           f"ROOT/val/<wnid>/)")
+    return root
 
 
 def _options(args: argparse.Namespace, config: type) -> dict:

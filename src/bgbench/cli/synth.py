@@ -12,6 +12,11 @@ def _default(name: str):
     return config_default(SynthConfig, name)
 
 
+def _classes():
+    from ..data.synthetic import SYNTH_CLASSES
+    return SYNTH_CLASSES
+
+
 def register(sub) -> None:
     p = sub.add_parser("synth", help="write Synthetic-9 in the IN-9 layout (offline, exact masks and boxes)")
     p.add_argument("--out", required=True, help="dataset root to write")
@@ -28,6 +33,12 @@ def register(sub) -> None:
                           help="a controlled shortcut: exactly a share P of each class's images on its own "
                                "class's background family, the rest on the other families in turn (minority "
                                "groups, as in Waterbirds); the manifest records each ORIGINAL image's group")
+    p.add_argument("--watermark-correlation", type=float, metavar="Q",
+                   help="a second, controlled shortcut (Whac-A-Mole's watermark): a share Q of --watermark-class's "
+                        "images carry ImageNet-W's watermark (the imagenet-w package's), on every variant; "
+                        "SYNTHETIC9.json records it, and `bgbench probe watermark` reads its Carton gap on that class")
+    p.add_argument("--watermark-class", choices=_classes(), default=_default("watermark_class"),
+                   help="the class the watermark marks (default %(default)s)")
     p.add_argument("--workers", type=int, default=_default("workers"),
                    help="worker processes (the output does not depend on it; default %(default)s)")
     add_shard_arg(p)
@@ -39,7 +50,9 @@ def register(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..api import synth
     result = synth(args.out, per_class=args.per_class, size=args.size, seed=args.seed, split=args.split,
-                   bg_correlation=args.bg_correlation, correlation=args.correlation, workers=args.workers, shard=args.shard,
+                   bg_correlation=args.bg_correlation, correlation=args.correlation,
+                   watermark_correlation=args.watermark_correlation, watermark_class=args.watermark_class,
+                   workers=args.workers, shard=args.shard,
                    overwrite=args.overwrite, progress=not args.quiet)
     emit(args, result.outputs(), result.text())
     return 0

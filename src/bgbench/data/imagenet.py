@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import csv
 import importlib.util
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -32,6 +33,7 @@ SYNSET_MAPPING = "LOC_synset_mapping.txt"
 IMAGENET_CLASSES = 1000
 
 Box = Tuple[int, int, int, int]
+WNID = re.compile(r"^n\d{8}$")
 
 
 @lru_cache(maxsize=1)
@@ -207,4 +209,39 @@ def _find_solution(tree: ImageNetTree) -> Optional[Path]:
     for d in (tree.root, tree.data.parent.parent.parent):
         if (d / VAL_SOLUTION).is_file():
             return d / VAL_SOLUTION
+    return None
+
+
+def is_wnid(name: str) -> bool:
+    return bool(WNID.match(name))
+
+
+def folder_classes(data) -> Optional[Tuple[str, ...]]:
+    """The classes of `data` if it is ImageNet-style folders, read from folder names only (no image
+    is listed), else None."""
+    root = Path(data).expanduser()
+    if not root.is_dir():
+        return None
+    try:
+        if imagenet_tree(root) is not None:
+            return imagenet_synsets()
+    except DataError:
+        return None
+    subfolders = [p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    if subfolders and all(is_wnid(n) for n in subfolders):
+        return tuple(sorted(subfolders))
+    return None
+
+
+def imagenet_tree(root: Path) -> Optional[ImageNetTree]:
+    """An ImageNet release layout at `root`: the ILSVRC archive, or torchvision's split folders of
+    wnid folders (checked on the first folders: an IN-9 root has variant folders instead)."""
+    if (root / "ILSVRC" / "Data" / "CLS-LOC").is_dir() or (root / "Data" / "CLS-LOC").is_dir():
+        return open_tree(root)
+    for split in ("val", "train"):
+        folder = root / split
+        if folder.is_dir():
+            names = sorted(p.name for p in folder.iterdir() if p.is_dir())
+            if names and all(is_wnid(n) for n in names[:5]):
+                return open_tree(root)
     return None

@@ -12,11 +12,14 @@ from ..errors import DataError
 IMAGE_SUFFIXES = (".jpeg", ".jpg", ".png", ".bmp", ".webp", ".tif", ".tiff")
 
 
-def decode_image(path: Path, size: Optional[Tuple[int, int]] = None) -> np.ndarray:
+def decode_image(path: Path, size: Optional[Tuple[int, int]] = None,
+                 crop: Optional[Tuple[int, int]] = None) -> np.ndarray:
     """Decode `path` to an HxWx3 uint8 array (RGB), or raise DataError naming the file.
 
     `size` (H, W): resize to it (bilinear, as torchvision's `Resize` of a PIL image), for datasets
-    whose own loader resizes (RIVAL10's, to 224 x 224); None feeds the image as it is.
+    whose own loader resizes (RIVAL10's, to 224 x 224); `crop` (shorter side, crop): torchvision's
+    `Resize(shorter side)` then `CenterCrop(crop)`, ImageNet's evaluation crop; None feeds the image
+    as it is.
     """
     try:
         with Image.open(path) as im:
@@ -24,14 +27,22 @@ def decode_image(path: Path, size: Optional[Tuple[int, int]] = None) -> np.ndarr
             rgb = im.convert("RGB")
             if size is not None and rgb.size != (size[1], size[0]):
                 rgb = rgb.resize((size[1], size[0]), Image.BILINEAR)
+            if crop is not None:
+                rgb = _evaluation_crop(*crop)(rgb)
             return np.asarray(rgb)
     except (OSError, UnidentifiedImageError, ValueError, SyntaxError) as e:
         raise DataError(f"cannot read image {path}: {str(e).strip() or type(e).__name__}") from None
 
 
+def _evaluation_crop(shorter: int, crop: int):
+    """torchvision's Resize(shorter) then CenterCrop(crop), on a PIL image (imported when first used)."""
+    from torchvision import transforms
+    return transforms.Compose([transforms.Resize(shorter), transforms.CenterCrop(crop)])
+
+
 def decode_item(item) -> np.ndarray:
     """A dataset item's image (`Item`: its path, at the size its reader feeds it)."""
-    return decode_image(item.path, getattr(item, "size", None))
+    return decode_image(item.path, getattr(item, "size", None), getattr(item, "crop", None))
 
 
 def object_mask(ref, image_path: Path, image_hw: Tuple[int, int]) -> np.ndarray:

@@ -34,6 +34,9 @@ class Item:
     label: int
     path: Path
     size: Optional[Tuple[int, int]] = None  # (H, W) the dataset's reader resizes it to; None: as stored
+    #: (shorter side, crop): the reader's Resize then CenterCrop, ImageNet's evaluation crop
+    #: (`data.imagenet_folders`); None: as stored
+    crop: Optional[Tuple[int, int]] = None
 
 
 @dataclass
@@ -92,6 +95,8 @@ class Layout:
             return None
         if items[0].size is not None:
             return tuple(items[0].size)
+        if items[0].crop is not None:
+            return items[0].crop[1], items[0].crop[1]
         from PIL import Image
         try:
             with Image.open(items[0].path) as im:
@@ -130,7 +135,8 @@ def class_folders(data, split: str = "val") -> Optional[Tuple[str, ...]]:
     for variant in ("original", *IN9_VARIANTS[1:]):
         if (root / variant / split).is_dir():
             return _class_dirs(root / variant / split) or None
-    return None
+    from .imagenet import folder_classes
+    return folder_classes(root)
 
 
 def _utf8_name(path: Path) -> str:

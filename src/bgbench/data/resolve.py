@@ -6,6 +6,8 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from .groups import find_group_file, group_layout
+from .imagenet_folders import find_imagenet
+from ..errors import DataError
 from .layout import IN9_VARIANTS, Layout, discover
 from .rival10 import find_rival10, rival10_layout
 
@@ -18,8 +20,10 @@ def resolve_layout(data: "str | Path | Layout", variants: Optional[Sequence[str]
     folder from `bgbench edit`, a plain dataset), every variant folder, `original` first. A
     RIVAL10 root (or its `train`/`test` folder) is read as RIVAL10 (`data.rival10`), whose one
     variant is `original`. A root with a group file (Waterbirds' `metadata.csv`, a `groups.csv`) is
-    read as a group dataset (`data.groups`), one variant too. `split`: the split folder (default:
-    the dataset's evaluation split: val for IN-9, test for Waterbirds).
+    read as a group dataset (`data.groups`), one variant too, and so are ImageNet's own images and
+    folders of ImageNet classes (`data.imagenet_folders`: ImageNet val, Stylized-ImageNet,
+    ImageNet-R). `split`: the split folder (default: the dataset's evaluation split: val for IN-9
+    and ImageNet, test for Waterbirds).
     """
     if isinstance(data, Layout):
         return data
@@ -29,6 +33,12 @@ def resolve_layout(data: "str | Path | Layout", variants: Optional[Sequence[str]
     group_file = find_group_file(data)
     if group_file is not None:
         return group_layout(group_file, split, variants)
+    imagenet = find_imagenet(data, split)
+    if imagenet is not None:
+        if variants and list(variants) != ["original"]:
+            raise DataError(f"{imagenet.root} holds ImageNet's images, one variant (original); no "
+                            f"{', '.join(v for v in variants if v != 'original')}")
+        return imagenet
     split = split or "val"
     if variants:
         return discover(data, split=split, variants=list(variants))

@@ -71,6 +71,20 @@ def paired_difference(a: np.ndarray, b: np.ndarray, n_boot: int = 2000, seed: in
     return Estimate(float(diff.mean()), float(lo), float(hi), n)
 
 
+def unpaired_difference(a: np.ndarray, b: np.ndarray, n_boot: int = 2000, seed: int = 0) -> Estimate:
+    """mean(a) - mean(b) over two independent samples (other images: ImageNet-R against ImageNet's
+    val), with a percentile bootstrap that resamples each sample on its own."""
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    if a.size == 0 or b.size == 0:
+        return Estimate(float("nan"), float("nan"), float("nan"), int(min(a.size, b.size)))
+    rng = np.random.default_rng(seed)
+    boots = a[rng.integers(0, a.size, (n_boot, a.size))].mean(axis=1) - \
+        b[rng.integers(0, b.size, (n_boot, b.size))].mean(axis=1)
+    lo, hi = np.percentile(boots, [2.5, 97.5])
+    return Estimate(float(a.mean() - b.mean()), float(lo), float(hi), int(a.size + b.size))
+
+
 def bg_gap(mixed_same: Mapping[str, bool], mixed_rand: Mapping[str, bool], n_boot: int = 2000,
            seed: int = 0) -> Estimate:
     """BG-Gap = acc(mixed_same) - acc(mixed_rand), paired over shared foregrounds.

@@ -10,8 +10,9 @@ from typing import Tuple
 
 PACKAGES: Tuple[str, ...] = (
     "eval", "challenge",
-    "categories", "boxsize", "leakage", "edits", "groups",
+    "categories", "boxsize", "leakage", "edits", "groups", "shortcuts",
     "noise", "saliency", "features", "ablate", "attribution",
+    "watermark", "texture", "renditions", "imagenet_x",
 )
 
 

@@ -34,6 +34,7 @@ NEEDS = {
     "boxes": "the foreground boxes of the dataset",
     "eval run": "a stored eval run",
     "layers": "a network whose layers can be hooked and differentiated (not ONNX, torch.export or TorchScript)",
+    "imagenet": "ImageNet's own images (its val, in the ILSVRC archive's or torchvision's layout)",
 }
 #: Where a measure's command lives: `bgbench probe NAME` (runs a model on a dataset), `bgbench
 #: analyze NAME` (reads stored runs), or its own top-level command (eval, challenge).

@@ -19,6 +19,18 @@ from typing import Any, Dict, List, Optional, Protocol
 from .registry import get_measure
 
 
+def without_nan(value: Any) -> Any:
+    """`value` (nested dicts, lists, tuples) with every NaN float made None: a summary's `to_dict`
+    is strict JSON, as `--json` prints it."""
+    if isinstance(value, dict):
+        return {k: without_nan(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [without_nan(v) for v in value]
+    if isinstance(value, float) and value != value:
+        return None
+    return value
+
+
 class Result(Protocol):
     """What `recording.record` and the commands read of any result."""
 

@@ -25,7 +25,7 @@ from typing import Dict, List, Optional
 from ..errors import BgbenchError
 from ..measures.registry import get_measure
 from ..reporting.context import FINISHED
-from .spec import EDITS, Study, StudyDataset, StudyMeasure, StudyModel, job_config
+from .spec import EDITS, FOLDER_OPTIONS, Study, StudyDataset, StudyMeasure, StudyModel, job_config
 
 #: Why a step that needs the object's mask is skipped.
 NO_MASKS = "the dataset has no foreground masks (fg_mask/)"
@@ -68,7 +68,7 @@ class Step:
         if self.model is None:
             return f"no forwards ({self.edit_levels} levels of {self.forwards:,} images)"
         if self.forwards is None:
-            return "? forwards (after its edits)"
+            return "? forwards (after its edits)" if self.after_edits else "? forwards"
         return f"{'<= ' if self.forwards_bound else ''}{self.forwards:,} forwards"
 
 
@@ -82,6 +82,8 @@ class DatasetFacts:
     masks: bool
     attributes: bool
     classes: tuple = ()
+    kind: str = "in9"  # the layout's kind: 'in9', 'rival10', 'groups', 'imagenet' (`data.resolve`)
+    imagenet: bool = False  # ImageNet's own images (a release layout, every class)
 
 
 def dataset_facts(dataset: StudyDataset, source: str) -> DatasetFacts:
@@ -90,8 +92,10 @@ def dataset_facts(dataset: StudyDataset, source: str) -> DatasetFacts:
         layout = resolve_layout(dataset.path)
     except BgbenchError as e:
         raise BgbenchError(f"{source}: dataset {dataset.label}: {e}") from None
+    from ..data.imagenet_folders import TREE
     return DatasetFacts(layout.fingerprint(), len(layout.items(layout.variants[0])), list(layout.variants),
-                        bool(layout.has_masks), layout.attribute_source is not None, tuple(layout.classes))
+                        bool(layout.has_masks), layout.attribute_source is not None, tuple(layout.classes),
+                        layout.kind, getattr(layout, "source", None) == TREE)
 
 
 def plan(study: Study, store) -> List[Step]:
@@ -116,7 +120,7 @@ def plan(study: Study, store) -> List[Step]:
                 step = Step(m, d, measure, get_measure(measure.name).kind,
                             options=dict(measure.options), weights=mf.weights, model_identity=mf.identity,
                             identity=measure_identity(measure.name, measure.options))
-                step.skip = _unsupported(measure.name, f)
+                step.skip = _unsupported(measure.name, f, measure.options)
                 step.problem = (problem or mf.format_problem(measure.name)) if step.skip is None else None
                 step.forwards, step.forwards_bound = _forwards(measure, f)
                 if step.skip is None and step.problem is None:
@@ -243,13 +247,20 @@ def refresh(step: Step, store) -> None:
     step.done_run = _done(store, step, f.fingerprint)
 
 
-def _unsupported(name: str, facts: DatasetFacts) -> Optional[str]:
+def _unsupported(name: str, facts: DatasetFacts, options: Optional[dict] = None) -> Optional[str]:
+    """Why the data cannot support a measure (the step is skipped with this line), or None."""
     needs = get_measure(name).needs
     if "masks" in needs and not facts.masks:
         return NO_MASKS
     if "attributes" in needs and not facts.attributes:
         return "the dataset has no attribute masks (attr_mask/, or a RIVAL10 release)"
+    if "imagenet" in needs and not facts.imagenet:
+        return "the dataset is not ImageNet's own images (its val, in a release layout)"
+    for key, value in (options or {}).items():  # a second dataset a measure reads (--stylized, --renditions)
+        if key in FOLDER_OPTIONS and value is not None and not Path(str(value)).expanduser().is_dir():
+            return f"no {FOLDER_OPTIONS[key]} at {value} ({name}.{key})"
     return None
+
 
 
 def _forwards(measure: StudyMeasure, facts: DatasetFacts):
@@ -265,8 +276,12 @@ def _forwards(measure: StudyMeasure, facts: DatasetFacts):
         from ..measures.noise.levels import resolve_levels
         _, levels = resolve_levels(o.get("levels"), o.get("kind", "sigma"))
         return n + 2 * n * len(levels) * int(o.get("trials", _default("noise", "trials"))), False
-    if measure.name in ("saliency", "features", "attribution"):
+    if measure.name in ("saliency", "features", "attribution", "imagenet_x"):
         return n, False  # one forward each (saliency adds one backward)
+    if measure.name == "watermark":
+        return 2 * n, False  # clean and watermarked
+    if measure.name in ("texture", "renditions"):
+        return None, False  # the val's images and the second dataset's, not listed before the step
     if measure.name == "ablate":
         return 3 * n, False  # clean, object grayed, background grayed (and each attribute the image has)
     return None, False

@@ -30,6 +30,7 @@ class StudyResult:
     ran: List[int] = field(default_factory=list)
     report: Optional[Path] = None
     scorecard: Optional[dict] = None  # the report's scorecard data (`reporting.scorecard`)
+    shortcuts: Any = None  # the shortcut table (`measures.shortcuts`), where a step measured a shortcut
     seconds: float = 0.0
     results: Dict[Tuple[Optional[str], str, str], Any] = field(default_factory=dict, repr=False)
 
@@ -49,7 +50,8 @@ class StudyResult:
         return {"source": self.study.source, "report": str(self.report) if self.report else None,
                 "seconds": round(self.seconds, 1), "ran": len(self.ran),
                 "steps": [_step_dict(s) for s in self.steps],
-                "scorecard": scorecard_records(self.scorecard) if self.scorecard else []}
+                "scorecard": scorecard_records(self.scorecard) if self.scorecard else [],
+                "shortcuts": self.shortcuts.to_dict() if self.shortcuts is not None else None}
 
     def text(self) -> str:
         """The steps, what ran, and then the numbers: the scorecard as a table, the report's path last."""
@@ -60,6 +62,8 @@ class StudyResult:
         if self.scorecard:
             from ..reporting.scorecard import scorecard_text
             lines += ["", scorecard_text(self.scorecard)]
+        if self.shortcuts is not None:
+            lines += ["", self.shortcuts.text()]
         if self.report:
             lines.append(f"report: {self.report / 'index.html'}")
         return "\n".join(lines)
@@ -129,8 +133,20 @@ def run_study(study: Study, db: Optional[str | Path] = None, *, dry_run: bool = 
             page = render_report(store, study.out, run_ids=runs, labels=study.labels(),
                                  data_labels=study.data_labels(), progress=False)
             result.report, result.scorecard = page.index.parent, page.scorecard
+            result.shortcuts = _shortcuts(study, store, runs)
     result.seconds = time.time() - t0
     return result
+
+
+def _shortcuts(study: Study, store: Store, runs: List[int]):
+    """The shortcut table of the study's runs, with its labels (None: no step measured a shortcut)."""
+    from ..measures.registry import get_measure
+    from ..reporting.context import name_subjects, select_subjects
+    if not runs:
+        return None
+    subjects = name_subjects(select_subjects(store, runs), study.labels(), study.data_labels())
+    table = get_measure("shortcuts").of_subjects(store, subjects)
+    return table if table.blocks else None
 
 
 def _store(db: Optional[str | Path], dry_run: bool) -> Store:

@@ -131,7 +131,7 @@ def study_from_dict(doc: Dict[str, Any], source: str = "study", base: Path = Pat
     measures = doc.get("measures")
     if not isinstance(measures, dict) or not measures:
         raise BgbenchError(f"{source}: measures: name at least one measure, e.g. [measures.eval]")
-    checked = [_measure(name, opts, source) for name, opts in measures.items()]
+    checked = [_measure(name, opts, source, base) for name, opts in measures.items()]
     _unique([m.label for m in models], "models", source)
     _unique([d.label for d in datasets], "datasets", source)
     labels = [d.label for d in datasets]
@@ -295,7 +295,12 @@ def measure_options(name: str) -> List[str]:
     return [f.name for f in dataclasses.fields(job_config(name)) if f.name not in reserved]
 
 
-def _measure(name: str, options: Any, source: str) -> StudyMeasure:
+#: Measure options naming a second dataset's folder (what it is), read relative to the study file as
+#: datasets are; a step whose folder is missing is skipped with one line (`plan`).
+FOLDER_OPTIONS = {"stylized": "Stylized-ImageNet", "renditions": "ImageNet-R"}
+
+
+def _measure(name: str, options: Any, source: str, base: Path = Path(".")) -> StudyMeasure:
     from ..measures.registry import list_measures
     runnable = [m.name for m in list_measures() if m.command in ("probe", "own") and "model" in m.needs]
     known = runnable + [EDITS] + list(REPORT_ONLY)
@@ -304,6 +309,9 @@ def _measure(name: str, options: Any, source: str) -> StudyMeasure:
     if not isinstance(options, dict):
         raise BgbenchError(f"{source}: measures.{name}: a table of options ([measures.{name}])")
     options = dict(options)
+    for key in FOLDER_OPTIONS:
+        if isinstance(options.get(key), str) and not Path(options[key]).expanduser().is_absolute():
+            options[key] = str(base / options[key])
     only = options.pop("datasets", [])
     if isinstance(only, str):
         only = [only]

@@ -23,6 +23,7 @@ from ..data.writer import DatasetWriter, Target, manifest_rows
 from .donors import Candidate, assign_donors
 from .functions import only_bg_t
 from .registry import IN9_VARIANTS, get_variant
+from .watermark import watermark_image
 
 KIND = "synth"
 INFO = "SYNTHETIC9.json"
@@ -42,12 +43,18 @@ class SynthConfig:
     #: an exact share of each class's images on their own class's background family, the rest on
     #: the other families in turn (minority groups, as in Waterbirds); None: `bg_correlation`'s draw
     correlation: Optional[float] = None
+    #: a second, controlled shortcut: this share of `watermark_class`'s images carry ImageNet-W's
+    #: watermark (the imagenet-w package's own), as ImageNet's cartons carry a watermark; None: none
+    watermark_correlation: Optional[float] = None
+    watermark_class: str = SYNTH_CLASSES[-1]
 
     def __post_init__(self):
         checks.at_least("--per-class", self.per_class, 1)
         checks.at_least("--size", self.size, MIN_SIZE)
         checks.within("--bg-correlation", self.bg_correlation, 0, 1)
         checks.within("--correlation", self.correlation, 0, 1)
+        checks.within("--watermark-correlation", self.watermark_correlation, 0, 1)
+        checks.one_of("--watermark-class", self.watermark_class, SYNTH_CLASSES)
         checks.one_of("--split", self.split, ("train", "val"))
         checks.at_least("--workers", self.workers, 1)
 
@@ -55,7 +62,22 @@ class SynthConfig:
         """What decides the images: shards must agree on all of it."""
         chosen = {"correlation": self.correlation} if self.correlation is not None else {
             "bg_correlation": self.bg_correlation}
-        return {"per_class": self.per_class, "size": self.size, "seed": self.seed, "split": self.split, **chosen}
+        marked = {} if self.watermark_correlation is None else {"watermark": self.watermark()}
+        return {"per_class": self.per_class, "size": self.size, "seed": self.seed, "split": self.split, **chosen,
+                **marked}
+
+    def watermark(self) -> dict:
+        """The watermark shortcut as SYNTHETIC9.json records it (the watermark measure reads its class)."""
+        return {"class": self.watermark_class, "correlation": self.watermark_correlation,
+                "images": int(round(self.watermark_correlation * self.per_class))}
+
+    def marked(self, position: int) -> bool:
+        """Whether the image at `position` carries the watermark: the first round(Q x per_class)
+        images of the watermark class (an exact share, as `correlation`'s)."""
+        if self.watermark_correlation is None:
+            return False
+        label, i = position // self.per_class, position % self.per_class
+        return SYNTH_CLASSES[label] == self.watermark_class and i < round(self.watermark_correlation * self.per_class)
 
 
 @dataclass
@@ -111,10 +133,11 @@ def _render(job: _Job, s: _Settings) -> List[M.ManifestRow]:
                   fg_fraction=M.fg_fraction(me.mask))
     donors: Dict[int, Sample] = {}
     rows = []
+    mark = watermark_image if cfg.marked(job.position) else (lambda image: image)
     for name in IN9_VARIANTS:
         variant = get_variant(name)
         if variant.donor is None:
-            s.target.save_image(name, iid, variant.render(me.image, me.mask, me.box))
+            s.target.save_image(name, iid, mark(variant.render(me.image, me.mask, me.box)))
             own = {"bg_class": SYNTH_CLASSES[me.texture]} if cfg.correlation is not None and name == "original" else {}
             rows.append(M.ManifestRow(folder=name, params={"texture": TEXTURES[me.texture]}, **own, **common))
             continue
@@ -123,7 +146,7 @@ def _render(job: _Job, s: _Settings) -> List[M.ManifestRow]:
             donors[d] = _sample(cfg, d)
         donor = donors[d]
         background = only_bg_t(donor.image, donor.mask, donor.box)
-        s.target.save_image(name, iid, variant.render(me.image, me.mask, me.box, background))
+        s.target.save_image(name, iid, mark(variant.render(me.image, me.mask, me.box, background)))
         rows.append(M.ManifestRow(folder=name, bg_image=image_id(cfg, d), bg_class=SYNTH_CLASSES[donor.label],
                                   params={"texture": TEXTURES[donor.texture]}, **common))
     s.target.save_mask(iid, me.mask)
@@ -205,7 +228,8 @@ def merge(out: Path, records: List[ShardRecord], overwrite: bool = False, worker
 
 def write_dataset(out: Path, per_class: int = 50, size: int = 64, seed: int = 0, split: str = "val",
                   bg_correlation: float = 0.95, progress: bool = True, workers: int = 1,
-                  overwrite: bool = False, correlation: Optional[float] = None) -> Path:
+                  overwrite: bool = False, correlation: Optional[float] = None,
+                  watermark_correlation: Optional[float] = None) -> Path:
     """Write one split of Synthetic-9 to `out` (see `synth`); returns `out`."""
     return synth(SynthConfig(Path(out), per_class, size, seed, split, bg_correlation, workers, None, overwrite,
-                             correlation), progress).out
+                             correlation, watermark_correlation), progress).out

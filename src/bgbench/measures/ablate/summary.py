@@ -20,6 +20,7 @@ import numpy as np
 from ...probing.bootstrap import REPLICATES, percentile_interval, stratified_weights
 from ..noise.levels import ATTRIBUTE_PREFIX
 from ...intervals import interval
+from ..result import without_nan
 
 CLEAN = "none"  # the region of the unablated image (torch-free here: the CLI's --help imports this module)
 
@@ -46,8 +47,8 @@ class AblationSummary:
 
     def to_dict(self) -> dict:
         return {"run_id": self.run_id, "images": self.images, "bootstrap": self.bootstrap,
-                "regions": {r: _clean(v) for r, v in self.regions.items()},
-                "per_class": {r: {c: _clean(v) for c, v in per.items()} for r, per in self.per_class.items()}}
+                "regions": {r: without_nan(v) for r, v in self.regions.items()},
+                "per_class": {r: {c: without_nan(v) for c, v in per.items()} for r, per in self.per_class.items()}}
 
     def metric_rows(self) -> List[tuple]:
         """ablation_acc_drop / ablation_prob_drop (variant: the region; per class 'region/class')."""
@@ -87,13 +88,6 @@ def _pct(v, signed: bool = False) -> str:
 def _estimate(e: dict) -> tuple:
     return tuple(None if (v is None or v != v) else float(v) for v in (e["value"], e["lo"], e["hi"]))
 
-
-def _clean(d):
-    if isinstance(d, dict):
-        return {k: _clean(v) for k, v in d.items()}
-    if isinstance(d, float) and math.isnan(d):
-        return None
-    return d
 
 
 def summarize_ablation(rows: Sequence[tuple], class_name: Callable[[int], str], seed: int = 0,

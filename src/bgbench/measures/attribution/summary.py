@@ -18,6 +18,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ...probing.bootstrap import REPLICATES, percentile_interval
+from ..result import without_nan
 
 EPS = 1e-10  # RIVAL10's, in IoU's numerator and denominator
 ALL = "all"  # the group of every class
@@ -53,7 +54,7 @@ class AttributionSummary:
     run_id: Optional[int] = None
 
     def to_dict(self) -> dict:
-        return _clean({"run_id": self.run_id, "images": self.images, "mean_best_iou": self.mean_best_iou,
+        return without_nan({"run_id": self.run_id, "images": self.images, "mean_best_iou": self.mean_best_iou,
                        "bootstrap": self.bootstrap, "best": self.best, "groups": self.groups})
 
     @property
@@ -86,15 +87,6 @@ class AttributionSummary:
                          f"[{b['lo']:.3f}, {b['hi']:.3f}] {b['images']:>6} {a['feature']:>15}, {a['iou']:.3f}")
         return "\n".join(lines)
 
-
-def _clean(d):
-    if isinstance(d, dict):
-        return {k: _clean(v) for k, v in d.items()}
-    if isinstance(d, list):
-        return [_clean(v) for v in d]
-    if isinstance(d, float) and math.isnan(d):
-        return None
-    return d
 
 
 def summarize_attribution(rows: Sequence[tuple], class_name: Callable[[int], str], seed: int = 0,

@@ -21,6 +21,7 @@ import numpy as np
 from ...probing.bootstrap import REPLICATES, percentile_interval, stratified_weights
 from .metrics import METRICS
 from ...intervals import interval
+from ..result import without_nan
 
 HEADLINE = "mean over predicted classes of the per-class means (RIVAL10)"
 IMAGE_MEAN = "mean over images"
@@ -42,9 +43,9 @@ class SaliencySummary:
     def to_dict(self) -> dict:
         return {"aggregation": {"headline": HEADLINE, "image_mean": IMAGE_MEAN}, "images": self.images,
                 "flat_maps": self.flat, "bootstrap": self.bootstrap,
-                "headline": {m: _clean(e) for m, e in self.headline.items()},
-                "image_mean": {m: _clean(e) for m, e in self.image_mean.items()},
-                "per_predicted_class": {c: _clean(v) for c, v in self.per_class.items()}}
+                "headline": {m: without_nan(e) for m, e in self.headline.items()},
+                "image_mean": {m: without_nan(e) for m, e in self.image_mean.items()},
+                "per_predicted_class": {c: without_nan(v) for c, v in self.per_class.items()}}
 
     def metric_rows(self) -> List[tuple]:
         """saliency_<m> (the headline; n: predicted classes) and saliency_<m>_image_mean (n:
@@ -77,10 +78,6 @@ class SaliencySummary:
 def _f(v) -> str:
     return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.3f}"
 
-
-def _clean(d: dict) -> dict:
-    """JSON-safe: NaN becomes None."""
-    return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in d.items()}
 
 
 def mean_over_images(values: np.ndarray, weights: np.ndarray) -> np.ndarray:

@@ -1,0 +1,165 @@
+"""`ArmsMeasure`: the base of the shortcut measures, which score one model on two sets of images.
+
+Whac-A-Mole (Li et al., CVPR 2023) reads each shortcut as a gap between two accuracies of the same
+model: watermarked against clean copies of the same images (ImageNet-W), stylized copies against
+ImageNet's val (SIN), renditions against photographs of the same 200 classes (ImageNet-R). Each
+set is an *arm*: a dataset layout, and optionally how its images are made on the fly (a watermark
+drawn on each decoded image) or how the model's outputs are read (only some classes compete).
+
+`compute` predicts every arm with the batched primitive eval uses (`evaluation.predict`, so
+1000-class outputs meet each arm's classes through its class map), shares each arm's images
+between torchrun ranks as eval does, and returns one row per (arm, image): its label and
+prediction. A subclass gives its arms (`arms`) and the pure summary of the rows (`summarize`).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, ClassVar, List, Optional
+
+from .. import checks
+from ..classes import mapping_flag
+from ..errors import BgbenchError
+from ..options import flag
+from ..probing.bootstrap import REPLICATES
+from .base import ProbeConfig
+from .registry import Measure
+from .result import MeasureResult
+
+
+@dataclass(kw_only=True)
+class ArmsConfig(ProbeConfig):
+    """Options every shortcut measure has: the seed of its bootstrap intervals and, for a 1000-class
+    model on a dataset of other classes (IN-9), the decision rule."""
+
+    seed: int = field(default=0, metadata=flag("--seed", "seed of the bootstrap behind the intervals (default "
+                                                         "%(default)s)"))
+    mapping: str = field(default="argmax", metadata=mapping_flag())
+    bootstrap_replicates: int = REPLICATES
+
+    def __post_init__(self):
+        super().__post_init__()
+        checks.one_of("--mapping", self.mapping, ("argmax", "superclass"))
+        checks.at_least("bootstrap replicates", self.bootstrap_replicates, 1)
+
+
+@dataclass
+class Arm:
+    """One set of images a shortcut measure scores: `layout` (its `original` images); `render`
+    (item -> HxWx3 uint8) makes each image on the fly instead of decoding it; `forward(model, x)`
+    replaces the plain forward (only some classes compete)."""
+
+    name: str
+    layout: Any
+    render: Optional[Callable] = None
+    forward: Optional[Callable] = None
+
+
+def folder_option(value: Optional[str], flag_name: str) -> Optional[str]:
+    """A dataset folder a measure reads besides --data: the folder it names, or one line."""
+    if value is None:
+        return None
+    path = Path(value).expanduser()
+    if not path.is_dir():
+        raise BgbenchError(f"{flag_name} {value}: no such folder")
+    return str(path)
+
+
+def require_imagenet_model(model, measure: str) -> None:
+    """Texture and renditions read ImageNet's 1000 classes: a model with other outputs is refused."""
+    from ..models.spec import IMAGENET1K
+    if model.spec.label_space != IMAGENET1K:
+        raise BgbenchError(f"{measure} scores a 1000-class ImageNet model on ImageNet's classes; {model.spec.name} has "
+                           f"{model.spec.num_classes} outputs of its dataset's classes")
+
+
+class ArmsMeasure(Measure):
+    """A measure that scores one model on its arms (see the module docstring)."""
+
+    command: ClassVar[str] = "probe"
+    needs: ClassVar[tuple] = ("model",)
+    data_help: ClassVar[str] = "images (original/)"
+    columns = (("arm", "TEXT NOT NULL"), ("image_id", "TEXT NOT NULL"), ("label", "INTEGER NOT NULL"),
+               ("pred", "INTEGER NOT NULL"))
+    key = ("arm", "image_id")
+
+    def arms(self, model, layout, cfg) -> List[Arm]:
+        """The arms of a run on `layout` (the --data dataset), first the reference."""
+        raise NotImplementedError
+
+    def compute(self, model, data, cfg, *, progress: bool = True, out_dir=None) -> Optional[MeasureResult]:
+        """Every arm's predictions (see the module docstring); rank 0 returns the result, others None."""
+        from ..data.resolve import resolve_layout
+        from ..distributed import setup, share, world_record
+        from ..evaluation.predict import predict_items
+        from ..models.spec import meet_data
+        from ..recording import Provenance
+        from .eval.runner import joined_predictions
+        t0 = time.time()
+        layout = resolve_layout(data, ["original"])
+        arms = self.arms(model, layout, cfg)
+        ranks = setup(cfg.device)
+        rows: List[tuple] = []
+        sets = {}
+        for arm in reversed(arms):  # the reference last: the model's input record is its
+            meet_data(model, arm.layout)
+            net = model.to(ranks.device).eval()
+            items = arm.layout.items("original")
+            mine = predict_items(net, [items[p] for p in share(len(items), ranks, cfg.batch_size)],
+                                 batch_size=cfg.batch_size, device=ranks.device, mapping=cfg.mapping,
+                                 progress=progress and ranks.main, desc=f"{self.name}: {arm.name}",
+                                 render=arm.render, forward=arm.forward, workers=cfg.workers)
+            joined = joined_predictions(mine, len(items), ranks, cfg.batch_size)
+            sets[arm.name] = {"data": str(arm.layout.root), "split": arm.layout.split, "images": len(items),
+                              "fingerprint": arm.layout.fingerprint()}
+            if joined is not None:
+                rows += [(arm.name, i, int(label), int(pred))
+                         for i, label, pred in zip(joined.image_ids, joined.labels.tolist(), joined.preds.tolist())]
+        if not ranks.main:
+            return None
+        config = {**asdict(cfg), **self.recorded(model, layout, cfg), "split": layout.split,
+                  "images": len(layout.items("original")), "classes": list(layout.classes),
+                  "arms": {a.name: sets[a.name] for a in arms}, **world_record(ranks)}
+        result = MeasureResult(self.name, rows, config)
+        result.seconds = time.time() - t0
+        result.provenance = Provenance.of(self.kind, config, model=model, layout=layout, seed=cfg.seed)
+        return result
+
+    def recorded(self, model, layout, cfg) -> dict:
+        """Config keys of its own that the run records (which class is the carton ...)."""
+        return {}
+
+    def text(self, result: MeasureResult) -> str:
+        return result.summary().text()
+
+
+#: The report section of a gap measure: each arm's accuracy, the gap and the named gaps (inline:
+#: the three gap measures share it).
+GAP_TEMPLATE = """<table>
+  <thead><tr><th>images</th><th class="num">accuracy</th><th class="num">95% interval</th><th class="num">n</th></tr></thead>
+  <tbody>
+  {% for arm, a in data.summary.accuracy.items() %}<tr><td>{{ arm }}</td><td class="num">{{ a.value|pct }}</td>
+    <td class="num">[{{ a.lo|pct }}, {{ a.hi|pct }}]</td><td class="num">{{ a.n }}</td></tr>{% endfor %}
+  <tr><td><strong>{{ data.summary.metric }}</strong></td><td class="num"><strong>{{ data.summary.gap.value|pct(1, True) }}</strong></td>
+    <td class="num">[{{ data.summary.gap.lo|pct(1, True) }}, {{ data.summary.gap.hi|pct(1, True) }}]</td><td class="num">{{ data.summary.gap.n }}</td></tr>
+  {% for name, e in data.summary.extra.items() %}
+  {% for arm, a in e.accuracy.items() %}<tr><td>{{ e['class'] }}: {{ arm }}</td><td class="num">{{ a.value|pct }}</td>
+    <td class="num">[{{ a.lo|pct }}, {{ a.hi|pct }}]</td><td class="num">{{ a.n }}</td></tr>{% endfor %}
+  <tr><td><strong>{{ name }}</strong></td><td class="num"><strong>{{ e.value|pct(1, True) }}</strong></td>
+    <td class="num">[{{ e.lo|pct(1, True) }}, {{ e.hi|pct(1, True) }}]</td><td class="num">{{ e.n }}</td></tr>
+  {% endfor %}
+  </tbody>
+</table>
+<p class="note">{{ data.note }} Run {{ data.run_id }}; a gap is the shifted images' accuracy minus the reference's
+  (Whac-A-Mole's sign: negative when the shift costs accuracy), with a 95% bootstrap interval
+  {% if data.summary.gap.paired %}paired over the same images{% else %}over two independent samples{% endif %}.</p>"""
+
+
+def gap_section(measure: Measure, note: str, ctx, subject) -> Optional[dict]:
+    """A gap measure's section data for one model on one dataset (None: no run)."""
+    found = measure.stored(ctx, subject)
+    if found is None:
+        return None
+    run, summary = found
+    return {"run_id": run["id"], "summary": summary.to_dict(), "note": note}

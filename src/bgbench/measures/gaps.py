@@ -1,0 +1,106 @@
+"""Accuracy gaps between two arms, pure: the shortcut measures' one summary shape.
+
+Whac-A-Mole's table reads every shortcut as acc(shifted) - acc(reference) (`eval_shortcuts/
+eval_multiple_shortcuts.py`: `in_w_gap = in_w_acc - in_1k_acc`, `sin_gap`, `in_r_gap`, and
+`carton_gap` on the carton class's images): negative when the shift costs accuracy. Each arm's
+accuracy carries its Wilson interval; the gap its percentile bootstrap interval, *paired* over the
+images both arms hold when they are the same images (a watermarked copy, a stylized copy under the
+same file stem), resampled per arm when they are not (ImageNet-R against ImageNet's val).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import Callable, Dict, List, Optional, Sequence
+
+import numpy as np
+
+from ..evaluation.metrics import Estimate, accuracy, paired_difference, percent, unpaired_difference
+from .result import without_nan
+
+Rows = Sequence[tuple]  # (arm, image_id, label, pred)
+
+
+def stem(image_id: str) -> str:
+    """The key a stylized copy shares with its original: the file name without its extension."""
+    return PurePosixPath(image_id).stem
+
+
+def correct_by(rows: Rows, arm: str, keep: Optional[Callable[[int], bool]] = None,
+               key: Callable[[str], str] = str) -> Dict[str, bool]:
+    """key(image id) -> correct, for the rows of `arm` whose label `keep` accepts."""
+    return {key(r[1]): r[3] == r[2] for r in rows if r[0] == arm and (keep is None or keep(int(r[2])))}
+
+
+def gap(reference: Dict[str, bool], shifted: Dict[str, bool], seed: int, replicates: int) -> dict:
+    """acc(shifted) - acc(reference) with its interval: paired when both hold the same images."""
+    if reference and set(reference) == set(shifted):
+        ids = sorted(reference)
+        est = paired_difference(np.array([shifted[i] for i in ids]), np.array([reference[i] for i in ids]),
+                                n_boot=replicates, seed=seed)
+        return {**est.as_dict(), "paired": True}
+    # sorted by image: the interval must not depend on the order rows come in (a fresh run's, the store's)
+    est = unpaired_difference(np.array([shifted[i] for i in sorted(shifted)]),
+                              np.array([reference[i] for i in sorted(reference)]), n_boot=replicates, seed=seed)
+    return {**est.as_dict(), "paired": False}
+
+
+def arm_accuracy(correct: Dict[str, bool]) -> dict:
+    return accuracy(list(correct.values())).as_dict() if correct else Estimate(math.nan, math.nan, math.nan, 0).as_dict()
+
+
+@dataclass
+class GapSummary:
+    """A shortcut measure's summary: each arm's accuracy, the gap, and named gaps on a subset of
+    classes (`extra`: the Carton gap).
+
+    accuracy[arm], gap and extra[name] hold value, lo, hi, n (NaN, shown as '–', where an arm or a
+    subset has no image)."""
+
+    title: str
+    metric: str  # the gap's metric name ('watermark_gap', 'sin_gap', 'in_r_gap')
+    arms: List[str]  # reference first
+    accuracy: Dict[str, dict]
+    gap: dict
+    extra: Dict[str, dict] = field(default_factory=dict)
+    notes: List[str] = field(default_factory=list)
+    run_id: Optional[int] = None
+
+    def to_dict(self) -> dict:
+        return without_nan({"metric": self.metric, "arms": self.arms, "accuracy": self.accuracy, "gap": self.gap,
+                       "extra": self.extra})
+
+    def metric_rows(self) -> List[tuple]:
+        """<metric> (variant ''): the gap; <metric>_accuracy (variant: the arm); each extra gap by
+        its name, and its arms' accuracies as <name>_accuracy."""
+        rows = [(self.metric, "", self.gap["value"], self.gap["lo"], self.gap["hi"], self.gap["n"])]
+        rows += [(f"{self.metric}_accuracy", arm, a["value"], a["lo"], a["hi"], a["n"])
+                 for arm, a in self.accuracy.items()]
+        for name, e in self.extra.items():
+            rows.append((name, "", e["value"], e["lo"], e["hi"], e["n"]))
+            rows += [(f"{name}_accuracy", arm, a["value"], a["lo"], a["hi"], a["n"])
+                     for arm, a in e.get("accuracy", {}).items()]
+        return [tuple(None if isinstance(v, float) and math.isnan(v) else v for v in r) for r in rows]
+
+    def text(self) -> str:
+        head = f"{self.title}{f' (run {self.run_id})' if self.run_id else ''}"
+        lines = [head, f"{'':<22}{'acc':>8}  {'95% CI':>17}  {'n':>6}"]
+        for arm, a in self.accuracy.items():
+            lines.append(_line(arm, a))
+        lines.append(_line(f"{self.metric}", self.gap, signed=True) +
+                     ("  (paired over the same images)" if self.gap.get("paired") else "  (independent samples)"))
+        for name, e in self.extra.items():
+            for arm, a in e.get("accuracy", {}).items():
+                lines.append(_line(f"{name.removesuffix('_gap')} {arm}", a))
+            lines.append(_line(name, e, signed=True))
+        return "\n".join(lines + self.notes)
+
+
+def _line(name: str, e: dict, signed: bool = False) -> str:
+    value = e["value"]
+    if value is None or value != value:
+        return f"{name:<22}{'–':>8}  {'':>17}  {e['n']:>6}"
+    fmt = (lambda v: f"{100 * v:+.1f}%") if signed else (lambda v: percent(v))
+    return f"{name:<22}{fmt(value):>8}  [{fmt(e['lo']):>7}, {fmt(e['hi']):>7}]  {e['n']:>6}"
+

@@ -1,0 +1,69 @@
+"""The ImageNet-X measure: a 1000-class model's predictions on ImageNet's val (`--data`, either
+release layout), each stored under its file name, and the error ratio of each factor of variation
+(`summary`, by the imagenet-x package). Its headline is the `background` factor's ratio, the human
+labels' view of what the Backgrounds Challenge measures with synthetic images.
+
+Before any forward, every file name must be one of ImageNet's val and of the class ImageNet gives
+it (the package's filename_label.csv): a renamed or foreign folder would join on nothing, or on the
+wrong images, and is refused in one line naming the first mismatch.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import List, Sequence
+
+from ...errors import BgbenchError
+from ..arms import Arm, ArmsConfig, ArmsMeasure, require_imagenet_model
+from ..registry import Headline, SectionSpec
+from ..texture.probe import imagenet_reference
+from .summary import BACKGROUND, ImageNetXSummary, summarize_imagenet_x, val_labels
+
+ARM = "imagenet"
+
+
+@dataclass(kw_only=True)
+class ImageNetXConfig(ArmsConfig):
+    pass
+
+
+def check_val_names(layout) -> None:
+    """Every image is an ImageNet val file of its own class, or one line naming the first that is not."""
+    known = val_labels()
+    for item in layout.items("original"):
+        name = item.path.name
+        if name not in known:
+            raise BgbenchError(f"{item.path}: not one of ImageNet's 50,000 val file names, which ImageNet-X's annotations "
+                               f"are keyed by (ILSVRC2012_val_00000001.JPEG ...)")
+        if known[name] != item.label:
+            raise BgbenchError(f"{item.path}: ImageNet's val gives {name} class {known[name]}, the folder class "
+                               f"{item.label}: the folder does not match ImageNet-X's annotations")
+
+
+class ImageNetXMeasure(ArmsMeasure):
+    """ImageNet-X's per-factor error ratios (see the module docstring)."""
+
+    name = "imagenet_x"
+    title = "ImageNet-X factors (background error ratio)"
+    help = "ImageNet-X: the error ratio of each of 16 labelled factors on ImageNet's val, background among them"
+    description = ("ImageNet-X's error ratios (a factor's error over the overall error, > 1: the factor makes the model "
+                   "fail more) from the imagenet-x package's annotations and functions, on ImageNet's val (--data)")
+    data_help = "ImageNet's own val images (the ILSVRC archive or torchvision's ROOT/val/<wnid>/)"
+    needs = ("model", "imagenet")
+    config = ImageNetXConfig
+    headlines = (Headline("imagenet_x_error_ratio", BACKGROUND, label="ImageNet-X background error ratio (> 1: "
+                                                                      "unusual backgrounds cost accuracy)",
+                          higher_is_better=False, short="bg error ratio"),)
+    sections = (SectionSpec("imagenet_x", "ImageNet-X factors of variation", f"{__package__}.section:imagenet_x_section"),)
+
+    def arms(self, model, layout, cfg) -> List[Arm]:
+        require_imagenet_model(model, self.name)
+        layout = imagenet_reference(layout, self.name)
+        if layout.split != "val":
+            raise BgbenchError(f"ImageNet-X annotates ImageNet's val; --split is {layout.split}")
+        check_val_names(layout)
+        return [Arm(ARM, layout)]
+
+    def summarize(self, rows: Sequence[tuple], config: dict) -> ImageNetXSummary:
+        mine = [r for r in rows if r[0] == ARM]
+        return summarize_imagenet_x([r[1] for r in mine], [r[3] for r in mine], seed=int(config.get("seed", 0)),
+                                    replicates=int(config.get("bootstrap_replicates", 2000)))

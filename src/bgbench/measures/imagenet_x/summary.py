@@ -1,0 +1,201 @@
+"""ImageNet-X's per-factor error ratios, computed by the `imagenet-x` package (never reimplemented).
+
+ImageNet-X labels each val image with the factor that most makes it unusual (its *top* factor:
+pose, background, pattern, ...). A factor's error ratio is the model's error on the images of that
+factor over its error on all annotated images: above 1, the factor makes the model fail more often.
+The package's `load_annotations()` (top factors, its prototype images left out), then
+`augment_model_predictions`, `compute_factor_accuracies` and `error_ratio` give every number; they
+work on any subset of the val, which `load_model_predictions` (all 50,000 images) does not.
+
+The package gives no intervals. Each ratio's 95% interval here is a percentile bootstrap over the
+annotated images (multinomial resampling, in chunks), of the same ratio (1 - acc_factor) / (1 -
+acc_all) that `error_ratio` computes.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+
+from ...evaluation.metrics import percent
+from ..result import without_nan
+
+#: The headline's factor: the one that sits beside BG-Gap.
+BACKGROUND = "background"
+CHUNK = 100
+
+
+@lru_cache(maxsize=1)
+def annotations():
+    """The package's top-factor val annotations, prototypes left out (read once: about a second)."""
+    import imagenet_x
+    return imagenet_x.load_annotations(which_factor="top", partition="val", filter_prototypes=True)
+
+
+@lru_cache(maxsize=1)
+def val_labels() -> Dict[str, int]:
+    """ImageNet val file name -> class, from the package's filename_label.csv (all 50,000 images)."""
+    import pandas as pd
+    from imagenet_x.utils import get_annotation_path
+    table = pd.read_csv(get_annotation_path() / "filename_label.csv")
+    return dict(zip(table["file_name"], table["label"].astype(int)))
+
+
+def factors() -> List[str]:
+    import imagenet_x
+    return list(imagenet_x.FACTORS)
+
+
+def model_annotations(image_ids: Sequence[str], preds: Sequence[int]):
+    """The package's per-image table for one model's predictions (file name, predicted class)."""
+    import imagenet_x
+    import pandas as pd
+    predictions = pd.DataFrame({"file_name": list(image_ids), "predicted_class": np.asarray(preds, dtype=np.int64)})
+    return imagenet_x.augment_model_predictions(annotations(), {"model": predictions})
+
+
+@dataclass
+class ImageNetXSummary:
+    """Per factor: its annotated images, the model's accuracy on them and its error ratio (value,
+    lo, hi); `accuracy`: on every annotated image (the package's 'average')."""
+
+    factors: Dict[str, dict]
+    accuracy: dict
+    images: int
+    run_id: Optional[int] = None
+    notes: List[str] = field(default_factory=list)
+
+    @property
+    def background(self) -> dict:
+        return self.factors[BACKGROUND]["error_ratio"]
+
+    def to_dict(self) -> dict:
+        return without_nan({"images": self.images, "accuracy": self.accuracy, "factors": self.factors})
+
+    def metric_rows(self) -> List[tuple]:
+        """imagenet_x_error_ratio and imagenet_x_accuracy (variant: the factor; '' for every
+        annotated image's accuracy)."""
+        a = self.accuracy
+        rows = [("imagenet_x_accuracy", "", a["value"], a["lo"], a["hi"], a["n"])]
+        for name, f in self.factors.items():
+            r = f["error_ratio"]
+            rows.append(("imagenet_x_error_ratio", name, r["value"], r["lo"], r["hi"], f["images"]))
+            rows.append(("imagenet_x_accuracy", name, f["accuracy"], None, None, f["images"]))
+        return [tuple(None if isinstance(v, float) and math.isnan(v) else v for v in r) for r in rows]
+
+    def text(self) -> str:
+        lines = [f"ImageNet-X error ratios{f' (run {self.run_id})' if self.run_id else ''}: error on a factor's images "
+                 f"/ error on all {self.images} annotated images ({percent(self.accuracy['value'])} accuracy); > 1: "
+                 "the factor makes the model fail more", f"{'factor':<18}{'images':>7}{'acc':>8}{'error ratio':>13}"
+                 f"{'95% CI':>17}"]
+        for name, f in sorted(self.factors.items(), key=lambda kv: -_sortable(kv[1]["error_ratio"]["value"])):
+            r = f["error_ratio"]
+            ci = f"[{r['lo']:.2f}, {r['hi']:.2f}]" if _finite(r["lo"]) else ""
+            value = f"{r['value']:.2f}" if _finite(r["value"]) else "–"
+            lines.append(f"{name:<18}{f['images']:>7}{percent(f['accuracy']):>8}{value:>13}{ci:>17}")
+        return "\n".join(lines + self.notes)
+
+
+def _finite(v) -> bool:
+    return v is not None and not (isinstance(v, float) and math.isnan(v))
+
+
+def _sortable(v) -> float:
+    return v if _finite(v) else -math.inf
+
+
+def summarize_imagenet_x(image_ids: Sequence[str], preds: Sequence[int], seed: int = 0,
+                         replicates: int = 2000) -> ImageNetXSummary:
+    """Every factor's error ratio by the package's functions, with bootstrap intervals."""
+    import imagenet_x
+    names = factors()
+    table = model_annotations(image_ids, preds)
+    acc = imagenet_x.compute_factor_accuracies(table, names, error_type="is_correct")
+    ratio = imagenet_x.error_ratio(acc)
+    correct = table["is_correct"].to_numpy(dtype=np.float64)
+    onehot = table[names].to_numpy(dtype=np.float64)
+    n = len(table)
+    lo, hi = _bootstrap(correct, onehot, seed, replicates)
+    out = {}
+    for k, name in enumerate(names):
+        images = int(onehot[:, k].sum())
+        value = float(ratio[name].iloc[0]) if images else math.nan
+        # the package gives no ratio where it cannot (no image of the factor, or none correct at all):
+        # neither is an interval given then
+        out[name] = {"images": images, "accuracy": float(acc[name].iloc[0]) if images else math.nan,
+                     "error_ratio": {"value": value, "lo": lo[k] if value == value else math.nan,
+                                     "hi": hi[k] if value == value else math.nan, "n": images}}
+    from ...evaluation.metrics import accuracy
+    overall = accuracy(correct.astype(bool)).as_dict() if n else {"value": math.nan, "lo": math.nan, "hi": math.nan,
+                                                                   "n": 0}
+    if n:
+        overall["value"] = float(acc["average"].iloc[0])
+    return ImageNetXSummary(out, overall, n)
+
+
+def _bootstrap(correct: np.ndarray, onehot: np.ndarray, seed: int, replicates: int):
+    """Percentile intervals of each factor's (1 - acc_f) / (1 - acc_all) over resampled images."""
+    n, k = onehot.shape
+    if n == 0:
+        return [math.nan] * k, [math.nan] * k
+    rng = np.random.default_rng(seed)
+    ratios = []
+    both = np.column_stack([onehot * correct[:, None], onehot, correct])  # (n, 2k + 1)
+    for start in range(0, replicates, CHUNK):
+        counts = rng.multinomial(n, np.full(n, 1.0 / n), size=min(CHUNK, replicates - start)).astype(np.float64)
+        sums = counts @ both
+        with np.errstate(invalid="ignore", divide="ignore"):
+            acc_f = sums[:, :k] / sums[:, k:2 * k]
+            err_all = 1 - sums[:, 2 * k] / n
+            ratios.append((1 - acc_f) / err_all[:, None])
+    r = np.concatenate(ratios)
+    lo, hi = [], []
+    for j in range(k):
+        col = r[:, j][np.isfinite(r[:, j])]
+        if col.size < 0.5 * len(r):
+            lo.append(math.nan)
+            hi.append(math.nan)
+        else:
+            a, b = np.percentile(col, [2.5, 97.5])
+            lo.append(float(a))
+            hi.append(float(b))
+    return lo, hi
+
+
+def ratio_difference(base: Sequence[tuple], derived: Sequence[tuple], factor: str = BACKGROUND, seed: int = 0,
+                     replicates: int = 2000) -> Optional[dict]:
+    """A factor's error ratio of `derived` minus `base` (rows: (image id, predicted class), the same
+    images): both ratios by the package's functions; the interval from resampling the annotated
+    images once for both models (a paired bootstrap)."""
+    import imagenet_x
+    names = factors()
+    tables = [model_annotations([r[0] for r in rows], [r[1] for r in rows]) for rows in (base, derived)]
+    if list(tables[0]["file_name"]) != list(tables[1]["file_name"]) or not len(tables[0]):
+        return None
+    values = [float(imagenet_x.error_ratio(imagenet_x.compute_factor_accuracies(t, names))[factor].iloc[0])
+              for t in tables]
+    k = names.index(factor)
+    onehot = tables[0][names].to_numpy(dtype=np.float64)
+    n = len(onehot)
+    rng = np.random.default_rng(seed)
+    diffs = []
+    correct = [t["is_correct"].to_numpy(dtype=np.float64) for t in tables]
+    for start in range(0, replicates, CHUNK):
+        counts = rng.multinomial(n, np.full(n, 1.0 / n), size=min(CHUNK, replicates - start)).astype(np.float64)
+        ratios = []
+        for c in correct:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                acc_f = (counts @ (onehot[:, k] * c)) / (counts @ onehot[:, k])
+                err_all = 1 - (counts @ c) / n
+                ratios.append((1 - acc_f) / err_all)
+        diffs.append(ratios[1] - ratios[0])
+    d = np.concatenate(diffs)
+    d = d[np.isfinite(d)]
+    value = values[1] - values[0]
+    if d.size < 0.5 * replicates or value != value:
+        return {"value": value, "lo": math.nan, "hi": math.nan, "n": int(onehot[:, k].sum())}
+    lo, hi = np.percentile(d, [2.5, 97.5])
+    return {"value": value, "lo": float(lo), "hi": float(hi), "n": int(onehot[:, k].sum())}

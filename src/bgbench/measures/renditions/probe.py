@@ -1,0 +1,95 @@
+"""The renditions measure: Whac-A-Mole's **IN-R gap**, acc(ImageNet-R) - acc(ImageNet-200).
+
+ImageNet-R (Hendrycks et al., ICCV 2021) holds renditions of 200 ImageNet classes, as released:
+`ROOT/<wnid>/<image>` (`--renditions`). ImageNet-200 is ImageNet's val (`--data`) restricted to
+the same classes, Whac-A-Mole's `dataset/imagenet_200.py`. Both are scored as Whac-A-Mole's trainer
+scores them (`map_prediction`, `output[:, mask].argmax(1)`): only the 200 classes' logits compete
+(`classes.restricted_logits`), so a prediction is always one of them. The classes are the wnid
+folders the renditions folder has (ImageNet-R's 200), sorted, as ImageFolder numbers them. The two
+arms hold different images, so the gap's interval resamples each on its own.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import List, Optional, Sequence
+
+from ...errors import BgbenchError
+from ...options import flag
+from ..arms import GAP_TEMPLATE, Arm, ArmsConfig, ArmsMeasure, folder_option, require_imagenet_model
+from ..gaps import GapSummary, arm_accuracy, correct_by, gap
+from ..registry import Headline, SectionSpec
+from ..texture.probe import imagenet_reference
+
+REFERENCE, RENDITIONS = "imagenet_200", "renditions"
+
+
+@dataclass(kw_only=True)
+class RenditionsConfig(ArmsConfig):
+    renditions: Optional[str] = field(default=None, metadata=flag(
+        "--renditions", "ImageNet-R as released: a root holding one folder per wnid (its 200 classes)",
+        metavar="ROOT", type=str, required=True))
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.renditions is None:
+            raise BgbenchError("renditions needs --renditions ROOT, ImageNet-R (ROOT/<wnid>/<image>)")
+
+
+def restricted_forward(model, x):
+    """Only the arm's classes compete: ImageNet-R's `map_prediction` (the model's class map is the
+    arm's, set by `meet_data` before the arm runs)."""
+    from ...classes import restricted_logits
+    return restricted_logits(model(x), model.class_map)
+
+
+def restrict(layout, classes: Sequence[str]):
+    """ImageNet-200: `layout`'s images of `classes` (wnids), relabelled by their position there."""
+    from ...data.imagenet_folders import ImageNetLayout
+    position = {c: k for k, c in enumerate(classes)}
+    wnids = list(layout.classes)
+    items = [replace(it, label=position[wnids[it.label]]) for it in layout.items("original")
+             if wnids[it.label] in position]
+    if not items:
+        raise BgbenchError(f"{layout.root} has no images of the renditions' classes")
+    out = ImageNetLayout(root=layout.root, split=layout.split, classes=tuple(classes), variants=("original",),
+                         source=layout.source)
+    out._items["original"] = items
+    return out
+
+
+class RenditionsMeasure(ArmsMeasure):
+    """Whac-A-Mole's IN-R gap (see the module docstring)."""
+
+    name = "renditions"
+    title = "rendition shortcut (IN-R gap)"
+    help = "ImageNet-R: accuracy on renditions of 200 classes against ImageNet's photographs of them (IN-R gap)"
+    description = ("Whac-A-Mole's IN-R gap: a 1000-class model's accuracy on ImageNet-R (--renditions) minus its accuracy "
+                   "on ImageNet's val restricted to the same classes (--data), only those classes' logits competing")
+    data_help = "ImageNet's own images (the ILSVRC archive or torchvision's ROOT/val/<wnid>/)"
+    needs = ("model", "imagenet")
+    config = RenditionsConfig
+    headlines = (Headline("in_r_gap", label="IN-R gap (< 0: renditions cost accuracy)", percent=True,
+                          short="IN-R gap"),)
+    sections = (SectionSpec("renditions", "Rendition shortcut (ImageNet-R)",
+                            f"{__package__}.section:renditions_section", template=GAP_TEMPLATE),)
+
+    def arms(self, model, layout, cfg: RenditionsConfig) -> List[Arm]:
+        from ...data.imagenet_folders import CLASS_FOLDERS
+        from ...data.resolve import resolve_layout
+        require_imagenet_model(model, self.name)
+        renditions = resolve_layout(folder_option(cfg.renditions, "--renditions"))
+        if getattr(renditions, "source", "") != CLASS_FOLDERS:
+            raise BgbenchError(f"--renditions {cfg.renditions}: expected ImageNet-R's layout, one folder per wnid")
+        reference = restrict(imagenet_reference(layout, self.name), renditions.classes)
+        return [Arm(REFERENCE, reference, forward=restricted_forward),
+                Arm(RENDITIONS, renditions, forward=restricted_forward)]
+
+    def recorded(self, model, layout, cfg) -> dict:
+        return {"rule": "argmax over the renditions' classes' logits (ImageNet-R's map_prediction)"}
+
+    def summarize(self, rows: Sequence[tuple], config: dict) -> GapSummary:
+        seed, reps = int(config.get("seed", 0)), int(config.get("bootstrap_replicates", 2000))
+        ref, ren = correct_by(rows, REFERENCE), correct_by(rows, RENDITIONS)
+        return GapSummary("rendition shortcut (ImageNet-R): renditions - ImageNet-200", "in_r_gap",
+                          [REFERENCE, RENDITIONS], {REFERENCE: arm_accuracy(ref), RENDITIONS: arm_accuracy(ren)},
+                          gap(ref, ren, seed, reps))

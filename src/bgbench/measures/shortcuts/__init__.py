@@ -1,0 +1,26 @@
+"""The shortcut table: Whac-A-Mole's row per model (IN-1k accuracy, IN-W, Carton, SIN, IN-R and IN-9
+gaps) beside BG-Gap, challenge accuracy and ImageNet-X's background error ratio, from stored runs;
+and, for a model derived from another (DFR ...), which shortcut its fix made worse."""
+from ..registry import Measure, SectionSpec, register_measure
+
+
+class Shortcuts(Measure):
+    name = "shortcuts"
+    title = "shortcut table"
+    needs = ("eval run",)
+    help = ("the shortcut table: per model, Whac-A-Mole's IN-1k accuracy and IN-W, Carton, SIN, IN-R and IN-9 gaps beside "
+            "BG-Gap, challenge accuracy and ImageNet-X's background error ratio, and each shortcut's paired change from a "
+            "base model to one derived from it (DFR ...)")
+    sections = (SectionSpec("shortcuts", "Shortcuts beside backgrounds (Whac-A-Mole)",
+                            f"{__name__}.section:shortcuts_section", scope="page"),)
+
+    def of_subjects(self, store, subjects, seed: int = 0):
+        """The table of these report subjects, and the changes of every derived model among them."""
+        from .changes import changes
+        from .table import ShortcutTable, build_blocks
+        def metrics(run_id: int):
+            return {(m["name"], m["variant"]): m for m in store.metrics(run_id)}
+        return ShortcutTable(build_blocks(subjects, metrics), changes(store, subjects, seed))
+
+
+MEASURE = register_measure(Shortcuts)

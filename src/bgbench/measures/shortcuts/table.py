@@ -1,0 +1,157 @@
+"""The shortcut table: Whac-A-Mole's row per model, beside the Backgrounds Challenge, from stored runs.
+
+Li et al. (CVPR 2023, Table 2) report per model IN-1k accuracy, the IN-W gap, the Carton gap, the
+SIN gap, the IN-R gap and the IN-9 gap (mixed_rand - mixed_same). bgbench adds what it measures
+of backgrounds: BG-Gap (mixed_same - mixed_rand, the paper's sign), challenge accuracy, and
+ImageNet-X's background error ratio. Each number is a stored run's metric with its interval; a
+column without a run is a dash.
+
+The table has one block per dataset (a study's label for it): ImageNet's val gives the ImageNet
+columns, an IN-9-layout dataset (IN-9, Synthetic-9) the background columns and its own watermark
+gap. Its rows are the models (their label, the same everywhere in the report).
+
+**Mitigating one, amplifying another.** When a model was derived from another one in the table (a
+last-layer refit, DFR or a linear probe, of its backbone; or a recipe started from its weights, as
+recorded in the model's provenance), `changes` gives each shortcut's change from the base to the
+derived model on the same images, with a paired 95% interval, and says which shortcuts got worse
+where the interval excludes zero (Whac-A-Mole's dilemma, measured).
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column: its title, the run kind and metric (variant) it reads, whether it is a share
+    (shown as a percentage), its direction, and `sign` (-1: the metric negated, IN-9 gap = -BG-Gap)."""
+
+    key: str
+    title: str
+    kind: str
+    metric: str
+    variant: str = ""
+    percent: bool = True
+    higher_is_better: bool = True
+    sign: int = 1
+    data: str = "any"  # 'imagenet': only ImageNet's own images; 'other': every other dataset; 'any'
+
+
+#: Whac-A-Mole's columns, then bgbench's background columns (see the module docstring).
+COLUMNS: Tuple[Column, ...] = (
+    Column("in1k_acc", "IN-1k acc", "eval", "accuracy", "original", data="imagenet"),
+    Column("in_w_gap", "IN-W gap", "probe_watermark", "watermark_gap"),
+    Column("carton_gap", "Carton gap", "probe_watermark", "carton_gap", higher_is_better=False),
+    Column("sin_gap", "SIN gap", "probe_texture", "sin_gap", data="imagenet"),
+    Column("in_r_gap", "IN-R gap", "probe_renditions", "in_r_gap", data="imagenet"),
+    Column("in9_gap", "IN-9 gap", "eval", "bg_gap", sign=-1, data="other"),
+    Column("bg_gap", "BG-Gap", "eval", "bg_gap", higher_is_better=False, data="other"),
+    Column("challenge_acc", "challenge acc", "challenge", "challenge_accuracy", data="other"),
+    Column("bg_error_ratio", "ImageNet-X bg error ratio", "probe_imagenet_x", "imagenet_x_error_ratio",
+           "background", percent=False, higher_is_better=False, data="imagenet"),
+)
+#: On a dataset other than ImageNet's val, the watermark gap is not ImageNet-W's: named for what it is.
+OTHER_TITLES = {"in_w_gap": "watermark gap"}
+
+
+def is_imagenet(runs: Sequence[Any]) -> bool:
+    """Whether a subject's data is ImageNet's own images (as its runs recorded it)."""
+    return any(json.loads(r["config"] or "{}").get("data_kind") == "imagenet" and
+               len(json.loads(r["config"] or "{}").get("classes") or []) == 1000 for r in runs)
+
+
+def cell(run: Optional[Any], column: Column, metrics: Callable[[int], Dict[Tuple[str, str], Any]]) -> Optional[dict]:
+    """A column's value of one run: value, lo, hi, n and the run (None: no run, or no value)."""
+    if run is None:
+        return None
+    m = metrics(int(run["id"])).get((column.metric, column.variant))
+    if m is None or m["value"] is None:
+        return None
+    lo, hi = m["lo"], m["hi"]
+    if column.sign < 0:
+        lo, hi = (None if hi is None else -hi), (None if lo is None else -lo)
+    return {"value": column.sign * m["value"], "lo": lo, "hi": hi, "n": m["n"], "run": int(run["id"])}
+
+
+@dataclass
+class Block:
+    """The table's block of one dataset: its columns and one row per model."""
+
+    dataset: str
+    imagenet: bool
+    columns: List[Column]
+    rows: List[dict]  # {"model": label, "key": subject key, "cells": {column key: cell or None}}
+
+    def title(self, column: Column) -> str:
+        return column.title if self.imagenet else OTHER_TITLES.get(column.key, column.title)
+
+
+@dataclass
+class ShortcutTable:
+    blocks: List[Block]
+    changes: List[dict] = field(default_factory=list)
+    run_id: Optional[int] = None
+
+    def to_dict(self) -> dict:
+        return {"datasets": [{"dataset": b.dataset, "imagenet": b.imagenet,
+                              "columns": [{"key": c.key, "title": b.title(c), "percent": c.percent,
+                                           "higher_is_better": c.higher_is_better} for c in b.columns],
+                              "rows": b.rows} for b in self.blocks],
+                "changes": self.changes}
+
+    def text(self) -> str:
+        if not self.blocks:
+            return "shortcut table: no stored run measures a shortcut"
+        lines = ["shortcut table (Whac-A-Mole's columns beside the Backgrounds Challenge; 95% intervals)"]
+        for b in self.blocks:
+            w = max([len(r["model"]) for r in b.rows] + [5])
+            lines += ["", f"{b.dataset}:", f"{'model':<{w}}" + "".join(f"  {b.title(c):>24}" for c in b.columns)]
+            for r in b.rows:
+                lines.append(f"{r['model']:<{w}}" + "".join(f"  {show(r['cells'].get(c.key), c):>24}"
+                                                            for c in b.columns))
+        for ch in self.changes:
+            lines += ["", f"{ch['derived']} against {ch['base']} on {ch['dataset']} ({ch['relation']}):"]
+            for item in ch["items"]:
+                lines.append(f"  {item['title']:<26} {show(item, item['column'], signed=True):>24}  {item['verdict']}")
+            lines.append(f"  {ch['summary']}")
+        return "\n".join(lines)
+
+
+def show(c: Optional[dict], column, signed: bool = False) -> str:
+    """A cell as the table prints it: '-12.3% [-15.0, -9.6]', '1.24 [1.10, 1.39]', or '–'."""
+    if not c or c.get("value") is None or c["value"] != c["value"]:
+        return "–"
+    pct = column["percent"] if isinstance(column, dict) else column.percent
+    key = column.get("key", "") if isinstance(column, dict) else column.key
+    if pct:
+        fmt = (lambda v: f"{100 * v:+.1f}") if signed or key.endswith("gap") else (lambda v: f"{100 * v:.1f}")
+        head = f"{fmt(c['value'])}%"
+    else:
+        fmt = (lambda v: f"{v:+.2f}") if signed else (lambda v: f"{v:.2f}")
+        head = fmt(c["value"])
+    if c.get("lo") is None or c.get("hi") is None or any(isinstance(v, float) and math.isnan(v)
+                                                         for v in (c["lo"], c["hi"])):
+        return head
+    return f"{head} [{fmt(c['lo'])}, {fmt(c['hi'])}]"
+
+
+def build_blocks(subjects: Sequence[Any], metrics: Callable[[int], Dict[Tuple[str, str], Any]]) -> List[Block]:
+    """One block per dataset that has a shortcut measured, in the subjects' order."""
+    by_data: Dict[str, List[Any]] = {}
+    for s in subjects:
+        by_data.setdefault(s.data_label, []).append(s)
+    blocks = []
+    for dataset, group in by_data.items():
+        imagenet = any(is_imagenet(s.runs) for s in group)
+        columns = [c for c in COLUMNS if c.data == "any" or (c.data == "imagenet") == imagenet]
+        rows = [{"model": s.label or s.model_label, "key": s.key,
+                 "cells": {c.key: cell(s.latest(c.kind), c, metrics) for c in columns}} for s in group]
+        shortcut = [c for c in columns if any(r["cells"][c.key] for r in rows)]
+        if not any(c.kind != "eval" and c.kind != "challenge" for c in shortcut):
+            continue  # no shortcut measure on this dataset: the scorecard already shows its accuracy and BG-Gap
+        blocks.append(Block(dataset, imagenet, shortcut, rows))
+    return blocks

@@ -1,0 +1,76 @@
+"""The texture measure: Whac-A-Mole's **SIN gap**, acc(Stylized-ImageNet val) - acc(ImageNet val).
+
+Stylized-ImageNet (Geirhos et al., ICLR 2019) keeps each val image's shape and replaces its texture
+with a painting's; a model that classifies by texture loses most of its accuracy there. Both arms
+are scored over ImageNet's 1000 classes by the argmax, as Whac-A-Mole's trainer does for
+`imagenet-stylized` (no mapping). The reference is `--data` (ImageNet's val, in either release
+layout); `--stylized` is Stylized-ImageNet's val as it is released, in torchvision's layout
+(`ROOT/val/<wnid>/`). Where its file stems are the val's own, the gap is paired over them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import List, Optional, Sequence
+
+from ...errors import BgbenchError
+from ...options import flag
+from ..arms import GAP_TEMPLATE, Arm, ArmsConfig, ArmsMeasure, folder_option, require_imagenet_model
+from ..gaps import GapSummary, arm_accuracy, correct_by, gap, stem
+from ..registry import Headline, SectionSpec
+
+REFERENCE, STYLIZED = "imagenet", "stylized"
+
+
+@dataclass(kw_only=True)
+class TextureConfig(ArmsConfig):
+    stylized: Optional[str] = field(default=None, metadata=flag(
+        "--stylized", "Stylized-ImageNet as released: a root holding val/<wnid>/ (torchvision's layout), or its "
+        "ILSVRC-style tree", metavar="ROOT", type=str, required=True))
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.stylized is None:
+            raise BgbenchError("texture needs --stylized ROOT, Stylized-ImageNet's val (the images it scores "
+                               "against --data's)")
+
+
+def imagenet_reference(layout, measure: str):
+    """--data must be ImageNet's own images (every class of the 1000) for texture and renditions."""
+    from ...data.imagenet_folders import TREE
+    if getattr(layout, "kind", "") != "imagenet" or getattr(layout, "source", "") != TREE:
+        raise BgbenchError(f"{measure} compares against ImageNet's val: --data must be ImageNet (the ILSVRC archive or "
+                           f"torchvision's ROOT/val/<wnid>/), not {layout.root}")
+    return layout
+
+
+class TextureMeasure(ArmsMeasure):
+    """Whac-A-Mole's SIN gap (see the module docstring)."""
+
+    name = "texture"
+    title = "texture shortcut (SIN gap)"
+    help = "Stylized-ImageNet: accuracy on stylized copies of ImageNet's val against the val (SIN gap)"
+    description = ("Whac-A-Mole's SIN gap: a 1000-class model's accuracy on Stylized-ImageNet's val (--stylized) minus "
+                   "its accuracy on ImageNet's val (--data), both by the argmax over the 1000 classes")
+    data_help = "ImageNet's own images (the ILSVRC archive or torchvision's ROOT/val/<wnid>/)"
+    needs = ("model", "imagenet")
+    config = TextureConfig
+    headlines = (Headline("sin_gap", label="SIN gap (< 0: stylized textures cost accuracy)", percent=True,
+                          short="SIN gap"),)
+    sections = (SectionSpec("texture", "Texture shortcut (Stylized-ImageNet)", f"{__package__}.section:texture_section",
+                            template=GAP_TEMPLATE),)
+
+    def arms(self, model, layout, cfg: TextureConfig) -> List[Arm]:
+        from ...data.resolve import resolve_layout
+        require_imagenet_model(model, self.name)
+        stylized = resolve_layout(folder_option(cfg.stylized, "--stylized"), split="val")
+        if tuple(stylized.classes) != tuple(layout.classes):
+            raise BgbenchError(f"--stylized {cfg.stylized}: expected ImageNet's 1000 class folders, found "
+                               f"{len(stylized.classes)}")
+        return [Arm(REFERENCE, imagenet_reference(layout, self.name)), Arm(STYLIZED, stylized)]
+
+    def summarize(self, rows: Sequence[tuple], config: dict) -> GapSummary:
+        seed, reps = int(config.get("seed", 0)), int(config.get("bootstrap_replicates", 2000))
+        ref, sty = correct_by(rows, REFERENCE, key=stem), correct_by(rows, STYLIZED, key=stem)
+        return GapSummary("texture shortcut (Stylized-ImageNet): stylized - ImageNet val", "sin_gap",
+                          [REFERENCE, STYLIZED], {REFERENCE: arm_accuracy(ref), STYLIZED: arm_accuracy(sty)},
+                          gap(ref, sty, seed, reps))
