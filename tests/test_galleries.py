@@ -1,7 +1,7 @@
 """What the report's galleries choose and compute, against tables worked by hand: the hijack
 matrix, the examples each gallery picks (by score, never first-n), the saliency overlays, the
-thumbnails written once, and the sections' page order."""
-import hashlib
+thumbnail sheets and full-size copies written once, the noisy copies drawn again without torch, and
+the sections' page order."""
 
 import numpy as np
 import pytest
@@ -12,7 +12,7 @@ from bgbench.measures.examples import (Pick, category_examples, edit_flips, most
                                        top_per_class)
 from bgbench.measures.challenge.hijack import hijack_matrix, labels_in_layout_order
 from bgbench.measures.saliency.overlays import outline, overlay_image
-from bgbench.drawing.thumbs import THUMB_SIDE, Thumbnails
+from bgbench.drawing.thumbs import CELL, Thumbnails
 
 # ---------------------------------------------------------------- the hijack matrix, by hand
 
@@ -147,25 +147,69 @@ def test_overlay_blends_jet_over_the_image_and_draws_the_outline_white():
     assert (out[1, 1] == 255).all() and (out[2, 2] == expect_cold).all()  # the edge white, the inside not
 
 
-# ---------------------------------------------------------------- thumbnails: once per report
+# ---------------------------------------------------------------- thumbnails: one sheet per gallery
 
-def test_thumbnails_are_written_once_small_and_link_to_a_full_copy(tmp_path):
-    rng = np.random.default_rng(0)
-    big = rng.integers(0, 256, (300, 200, 3), dtype=np.uint8)
-    src = tmp_path / "a.png"
-    Image.fromarray(big).save(src)
-    thumbs = Thumbnails(tmp_path / "site" / "figures")
-    first, again = thumbs.of_file(src), thumbs.of_file(src)
-    made = thumbs.of_array(big)  # the same pixels made in memory: a PNG of its own
-    assert first == again and len(thumbs.paths) == 4
-    assert (tmp_path / "site" / first.full).read_bytes() == src.read_bytes()
-    thumb = tmp_path / "site" / first.src
-    assert first.src.startswith("figures/thumbs/") and thumb.read_bytes()[:2] == b"\xff\xd8"  # JPEG
-    with Image.open(thumb) as im:
-        assert max(im.size) == THUMB_SIDE and im.size == (first.width, first.height) == (85, 128)
-    with Image.open(tmp_path / "site" / made.full) as im:
-        assert np.array_equal(np.asarray(im), big)  # full copies of made images are lossless
-    assert first.src.split("/")[-1] == hashlib.sha1(src.read_bytes()).hexdigest() + ".jpg"
+def _cell(site, thumb) -> np.ndarray:
+    """The pixels the page shows for a shot: its rectangle of the decoded sheet."""
+    with Image.open(site / thumb.src) as im:
+        sheet = np.asarray(im.convert("RGB"))
+    return sheet[thumb.y:thumb.y + thumb.height, thumb.x:thumb.x + thumb.width].astype(int)
+
+
+def test_a_gallery_is_one_sheet_and_only_large_images_get_a_full_copy(tmp_path):
+    yy, xx = np.mgrid[0:300, 0:200]
+    big = np.stack([yy * 255 // 299, xx * 255 // 199, 255 - yy * 255 // 299], axis=-1).astype(np.uint8)  # 300x200
+    small = np.zeros((64, 64, 3), dtype=np.uint8)
+    small[16:48, 16:48] = (250, 200, 20)  # a yellow square on black
+    Image.fromarray(big).save(tmp_path / "big.png")
+    Image.fromarray(small).save(tmp_path / "small.png")
+    site = tmp_path / "site"
+    thumbs = Thumbnails(site / "figures")
+    cells = [thumbs.of_file(tmp_path / "big.png"), thumbs.of_file(tmp_path / "small.png"),
+             thumbs.of_file(tmp_path / "big.png"), thumbs.of_array(big)]
+    shown = thumbs.sheet(cells)
+    assert len({t.src for t in shown}) == 1 and shown[0].src.startswith("figures/thumbs/")
+    assert (site / shown[0].src).read_bytes()[8:12] == b"WEBP"
+    # the big file: reduced to fit the box, a byte-for-byte full copy; shown twice, one cell
+    assert (shown[0].width, shown[0].height, shown[0].zoom) == (64, 96, 1.0) and CELL == 96
+    assert (site / shown[0].full).read_bytes() == (tmp_path / "big.png").read_bytes()
+    assert shown[2] == shown[0]
+    expected = np.asarray(Image.fromarray(big).resize((64, 96), Image.Resampling.LANCZOS)).astype(int)
+    assert np.abs(_cell(site, shown[0]) - expected).mean() < 4  # lossy WebP of the reduced image
+    # the small file: at its own size, enlarged by the page (zoom), no full copy
+    assert (shown[1].width, shown[1].height, shown[1].zoom, shown[1].full) == (64, 64, 1.5, None)
+    assert np.abs(_cell(site, shown[1]) - small.astype(int)).mean() < 4
+    assert np.abs(_cell(site, shown[1])[:64] - expected[:64]).mean() > 40  # each shot its own rectangle
+    # pixels made here (a composite) larger than the box: a lossless full copy
+    with Image.open(site / shown[3].full) as im:
+        assert np.array_equal(np.asarray(im.convert("RGB")), big)
+    # files: one sheet, one copy of the big file, one of the made image; a sheet of the same cells is not rewritten
+    written = sorted(p.relative_to(site).as_posix() for p in site.rglob("*") if p.is_file())
+    assert written == sorted({shown[0].src, shown[0].full, shown[3].full})
+    again = thumbs.sheet([thumbs.of_file(tmp_path / "big.png"), thumbs.of_file(tmp_path / "small.png"),
+                          thumbs.of_file(tmp_path / "big.png"), thumbs.of_array(big)])
+    assert again == shown and len(thumbs.paths) == 3 and thumbs.shots == 8
+
+
+def test_the_report_draws_the_probes_noisy_copies_again_without_torch():
+    """The gallery's numpy copy equals the engine's torch copy (its own `noisy_copy`), pixel for
+    pixel, for both regions and both kinds of noise; `draws` imports no torch."""
+    import subprocess
+    import sys
+    import torch
+    from bgbench.measures.noise import engine
+    from bgbench.measures.noise.draws import noisy_copy
+    rng = np.random.default_rng(3)
+    image, mask = rng.integers(0, 256, (21, 34, 3), dtype=np.uint8), rng.random((21, 34)) > 0.5
+    for kind, level in (("sigma", 0.25), ("sigma", 210 / 255), ("l2", 25.0)):
+        for region in ("fg", "bg"):
+            x = torch.from_numpy(image.copy()).permute(2, 0, 1).float().div_(255)
+            m = torch.from_numpy(mask.copy())[None].float()
+            made = engine.noisy_copy(x, m, "c/i", 7, region, level, 2, 3, kind)
+            expected = made.permute(1, 2, 0).mul(255).round().to(torch.uint8).numpy()
+            assert np.array_equal(noisy_copy(image, mask, "c/i", 7, region, level, 2, 3, kind), expected)
+    code = "import sys, bgbench.measures.noise.draws; print('torch' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
 
 
 def test_galleries_follow_the_sections_with_their_numbers():

@@ -108,16 +108,33 @@ def test_every_section_with_data_is_on_the_page(rendered, report_store):
         shares = [r["bg_share"] for r in store.probe_rows("probe_features", run["id"])]
     features = html.split('class="section-features"')[1].split('class="section-')[0]
     assert all(f"<strong>{s:.3f}</strong>" in features for s in shares if s is not None)
-    # Fig. 4 and Fig. 24 drawn for the --full run, and every figure a real PNG beside the page
-    assert any("top5-backgrounds" in p.name for p in rendered.figures)
+    # Fig. 24 drawn for the --full run, Fig. 4 its gallery (each class's top backgrounds by ASR, read
+    # from the stored rates); every chart a palette PNG, every copied picture a WebP, beside the page
     assert any("asr-histogram" in p.name for p in rendered.figures)
+    with Store(report_store) as store:
+        rates = store.challenge_backgrounds(store.runs("challenge")[0]["id"])
+    fig4 = html.split('class="section-challenge"')[1].split("Most fooling backgrounds per class")[1]
+    fig4 = fig4.split('class="section-')[0]
+    best = max(rates, key=lambda r: (r["asr"], r["bg_id"]))
+    assert f"{best['bg_id']}" in fig4 and f"ASR {100 * best['asr']:.0f}%" in fig4
     for path in rendered.figures:
-        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.parent == rendered.index.parent / "figures"
-        assert f'src="figures/{path.name}"' in html
+        head = path.read_bytes()[:16]
+        assert path.parent == rendered.index.parent / "figures" and f'src="figures/{path.name}"' in html
+        if path.suffix == ".png":
+            assert head[:8] == b"\x89PNG\r\n\x1a\n" and head[8:16] and _palette(path)
+        else:
+            assert path.suffix == ".webp" and head[8:12] == b"WEBP"
     # provenance: the checkpoint's sha256 links the evaluated model to its training run
     assert train["checkpoint_sha256"] in html
     assert "Trained by bgbench</strong> (train run %d)" % train["id"] in html
     assert "mixed_rand, erm" in html  # the overview's 'trained on'
+
+
+def _palette(path: Path) -> bool:
+    """Whether a PNG is written in a palette of at most 256 colours (a compressed chart)."""
+    from PIL import Image
+    with Image.open(path) as im:
+        return im.mode == "P"
 
 
 def test_the_ablation_heatmap_is_region_by_model_from_the_stored_rows(rendered, report_store):
@@ -263,8 +280,7 @@ def test_missing_backgrounds_leave_a_note_not_a_broken_image(report_store, synth
     with Store(db) as store:
         result = render_report(store, tmp_path / "site", progress=False)
     html = _html(result)
-    assert "background images are no longer under" in html
-    assert not any("top5" in p.name for p in result.figures)
+    assert "of these background images are no longer under" in html and str(tmp_path / "gone") in html
     assert any("asr-histogram" in p.name for p in result.figures)  # Fig. 24 needs only the stored table
 
 
@@ -298,6 +314,100 @@ def test_cli_report_bad_paths(report_store, tmp_path):
     empty = tmp_path / "empty.db"
     Store(empty).close()
     assert_one_line_error(run_cli("report", "--db", empty, "--out", tmp_path / "r"), "no finished", "empty.db")
+
+
+# ---------------------------------------------------------------- the scorecard as files to publish
+
+
+def _stored_metric(db, model: str, weights: str, fingerprint: str, kind: str, name: str, variant: str):
+    """(value, lo, hi, n) of a metric of the newest finished run of `kind` of one model (its string
+    and weights) on one dataset, read with sqlite3 (no bgbench code); None when there is none."""
+    with sqlite3.connect(db) as conn:
+        run = conn.execute("SELECT id FROM runs WHERE kind=? AND model=? AND coalesce(checkpoint_sha256, '')=? AND "
+                           "data_fingerprint=? AND status IN ('done', 'sampled') ORDER BY id DESC LIMIT 1",
+                           (kind, model, weights, fingerprint)).fetchone()
+        return None if run is None else conn.execute(
+            "SELECT value, lo, hi, n FROM metrics WHERE run_id=? AND name=? AND variant=?", (run[0], name, variant)
+        ).fetchone()
+
+
+def _float(text: str):
+    return None if text == "" else float(text)
+
+
+def test_exported_scorecard_equals_the_stored_metrics(report_store, tmp_path):
+    """`bgbench export --scorecard`: one CSV row per (model, dataset) and one strict JSON per model
+    and dataset, each headline the stored metric of the model's newest run of its kind there (read
+    back here with sqlite3), its interval and n; the JSON file says the same as the CSV row."""
+    import csv
+    from bgbench.measures.registry import measure_of_kind
+    proc = run_cli("export", "--scorecard", "--out", tmp_path / "pub", "--db", report_store, "--json")
+    assert proc.returncode == 0, proc.stderr
+    strict = lambda c: pytest.fail(f"not strict JSON: {c}")  # noqa: E731
+    doc = json.loads(proc.stdout, parse_constant=strict)
+    with open(doc["csv"], newline="") as f:
+        rows = list(csv.DictReader(f))
+    with sqlite3.connect(report_store) as conn:
+        pairs = conn.execute("SELECT DISTINCT model, data_fingerprint FROM runs WHERE kind IN ('eval', 'challenge') "
+                             "AND status='done'").fetchall()
+    assert len(rows) == doc["rows"] == len(pairs) == len(doc["model_info"]) == 3
+    assert {(r["model_string"], r["data_fingerprint"]) for r in rows} == set(pairs)
+    infos = {(i["name"], i["data_fingerprint"]): i for i in
+             (json.loads(Path(p).read_text(), parse_constant=strict) for p in doc["model_info"])}
+    checked = 0
+    for row in rows:
+        ids = [k for k in row if k.count(":") >= 1 and not k.endswith((":lo", ":hi", ":n"))]
+        for key in ids:
+            if row[key] == "" or key.startswith(("categories:", "edits:")):  # computed from the rows, not stored
+                continue
+            kind, metric, *variant = key.split(":")
+            measure = measure_of_kind(kind) or measure_of_kind(f"probe_{kind}")
+            stored = _stored_metric(report_store, row["model_string"], row["weights_sha256"], row["data_fingerprint"],
+                                    measure.kind, metric, variant[0] if variant else "")
+            if stored is None and metric == "worst_group_accuracy":  # a group dataset's own groups
+                stored = _stored_metric(report_store, row["model_string"], row["weights_sha256"],
+                                        row["data_fingerprint"], measure.kind, metric, "original")
+            value, lo, hi, n = stored
+            assert (_float(row[key]), _float(row[f"{key}:lo"]), _float(row[f"{key}:hi"])) == (value, lo, hi), key
+            assert row[f"{key}:n"] == ("" if n is None else str(n)), key
+            checked += 1
+        info = infos[(row["model"], row["data_fingerprint"])]
+        assert (info["model"], info["weights_sha256"] or "", info["dataset"], info["protocol"],
+                info["bgbench_version"]) == (row["model_string"], row["weights_sha256"], row["dataset"],
+                                             row["protocol"], row["bgbench_version"])
+        assert info["headlines"] and all(
+            (h["value"], h["lo"], h["hi"]) == (_float(row[k]), _float(row[f"{k}:lo"]), _float(row[f"{k}:hi"]))
+            for k, h in info["headlines"].items())
+    assert checked >= 8  # BG-Gap, clean accuracy, worst group, challenge, the probes' headlines
+    # a rewrite removes only what the export wrote
+    (tmp_path / "pub" / "mine.txt").write_text("kept")
+    assert run_cli("export", "--scorecard", "--out", tmp_path / "pub", "--db", report_store, "--models",
+                   "timm:*").returncode == 0
+    left = sorted(p.relative_to(tmp_path / "pub").as_posix() for p in (tmp_path / "pub").rglob("*") if p.is_file())
+    assert "mine.txt" in left and len([p for p in left if p.endswith(".json")]) == 1
+
+
+def test_the_report_links_its_scorecard_files(rendered):
+    html = _html(rendered)
+    card = html[html.index('id="scorecard"'):html.index('id="overview"')]
+    site = rendered.index.parent
+    links = re.findall(r'href="(scorecard/[^"]+)"', card)
+    assert "scorecard/scorecard.csv" in links and "scorecard/model_info/" in links
+    jsons = [link for link in links if link.endswith(".json")]
+    assert len(jsons) == 3 and all((site / link).is_file() for link in jsons)
+    listed = (site / "REPORT_FILES.txt").read_text()
+    assert "scorecard/scorecard.csv" in listed and all(link in listed for link in jsons)
+
+
+def test_export_needs_a_run_or_the_scorecard(report_store, tmp_path):
+    for args in ([], ["1", "--scorecard"]):
+        proc = run_cli("export", *args, "--out", tmp_path / "x", "--db", report_store)
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr and "error:" in proc.stderr
+    assert_one_line_error(run_cli("export", "1", "--models", "timm:*", "--out", tmp_path / "x.csv", "--db",
+                                  report_store), "--models", "--scorecard")
+    assert_one_line_error(run_cli("export", "--scorecard", "--models", "timm:nope", "--out", tmp_path / "x",
+                                  "--db", report_store), "--models", "timm:nope")
+    assert not (tmp_path / "x").exists()
 
 
 def test_cli_leaderboard_html(report_store, tmp_path):
@@ -347,9 +457,15 @@ def _severe(driver):
 
 def test_report_in_headless_chromium(browser, rendered):
     from selenium.common.exceptions import NoAlertPresentException
+    from selenium.webdriver.support.ui import WebDriverWait
     browser.get(rendered.index.resolve().as_uri())
     assert browser.title == "bgbench report"
     assert _severe(browser) == []
+    # every image is lazy (fetched as it scrolls into view); made eager here, each one loads
+    assert browser.execute_script("return Array.from(document.images).every(i => i.loading === 'lazy')")
+    browser.execute_script("Array.from(document.images).forEach(i => { i.loading = 'eager'; })")
+    WebDriverWait(browser, 20).until(
+        lambda d: d.execute_script("return Array.from(document.images).every(i => i.complete)"))
     images = browser.execute_script(
         "return Array.from(document.images).map(i => [i.getAttribute('src'), i.complete, i.naturalWidth]);")
     site, srcs = rendered.index.parent, {src for src, _, _ in images}
@@ -368,7 +484,8 @@ def test_report_in_headless_chromium(browser, rendered):
     assert XSS in browser.execute_script("return document.body.innerText")
     with pytest.raises(NoAlertPresentException):
         browser.switch_to.alert.text
-    assert browser.execute_script("return document.scripts.length") == 2  # the page's own sort and filter scripts
+    # the page's own scripts: table sorting, the filters, the scorecard's sort, filter and folding
+    assert browser.execute_script("return document.scripts.length") == 3
     browser.save_screenshot(str(rendered.index.parent / "screenshot.png"))
 
 

@@ -245,7 +245,7 @@ def test_edits_are_written_once_per_dataset_and_every_model_is_evaluated_on_them
     html = (tmp_path / "edits-report" / "index.html").read_text()
     card = html[html.index('id="scorecard"'):html.index('id="overview"')]
     for model, label in (("timm:test_resnet", "test_resnet"), ("timm:test_efficientnet", "test_efficientnet")):
-        row = card[card.index(f'<th class="row">{label} [random init, seed 0]</th>'):].split("</tr>")[0]
+        row = card[card.index(f'<th class="row">{label} [random init, seed 0] <span'):].split("</tr>")[0]
         shown = re.findall(r'-edits">(-?[0-9.]+)%</a>', row)
         assert shown == [f"{100 * drops[model][v]:.1f}" for v in ("remove", "size_0.05")]
     again = run_cli("study", study, "--db", db, "--quiet", "--json")

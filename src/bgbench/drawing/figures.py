@@ -1,14 +1,22 @@
-"""The report's figures, in one style: plain arrays and dicts in, a PNG path out.
+"""The report's figures, in one style: plain arrays and dicts in, an image file's path out.
 
 Every figure is a function of stored tables (no model, no store access), so the report can be
 redrawn at any time from the results store alone. matplotlib runs on the Agg backend: nothing
 here needs a display.
+
+A figure is written in the format its path's suffix names: `.png` (a chart as a palette PNG,
+photographs in every colour), `.svg` (text kept as text) or `.webp`. A path without a suffix lets
+the figure choose: a chart is a palette PNG (8-25 KB here; the same charts as SVG measured larger,
+text as text included, and drawing both to keep the smaller doubled the report's drawing time), a
+figure of photographs (`photo=True`) lossy WebP; the path written is returned.
 """
 from __future__ import annotations
 
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+
+import io
 
 import numpy as np
 
@@ -20,7 +28,14 @@ STYLE = {
     "font.size": 9, "axes.titlesize": 10, "axes.labelsize": 9, "legend.fontsize": 7,
     "axes.spines.top": False, "axes.spines.right": False, "axes.grid": True, "axes.grid.axis": "y",
     "grid.alpha": 0.3, "axes.prop_cycle": None, "savefig.dpi": 100, "savefig.bbox": "tight",
+    "svg.fonttype": "none", "svg.hashsalt": "bgbench",
 }
+#: WebP quality of a figure of photographs.
+PHOTO_QUALITY = 70
+#: The resolution of a figure of photographs written for the page (a chart's is STYLE's).
+PHOTO_DPI = 72
+#: The widest a run's own picture is copied into the report (it is reduced to this, in pixels).
+PICTURE_WIDTH = 640
 
 
 def _pyplot():
@@ -38,12 +53,53 @@ def _styled() -> Iterator:
         yield plt
 
 
-def _save(fig, path: Path) -> Path:
+def _save(fig, path: Path, photo: bool = False) -> Path:
+    """Write `fig` in the format of `path`'s suffix, or, without one, the smaller fitting format
+    (see the module's docstring); close it and return the path written."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
-    _pyplot().close(fig)
+    try:
+        suffix = path.suffix.lower()
+        if suffix == ".png" and photo:  # a run's own picture of photographs: every colour kept
+            fig.savefig(path, pil_kwargs={"optimize": True})
+            return path
+        if suffix in (".png", ".webp") or (not suffix and photo):
+            return _write(path if suffix else path.with_suffix(".webp"), _raster(fig, photo or suffix == ".webp"))
+        if suffix == ".svg":
+            return _write(path, _svg(fig))
+        if suffix:
+            fig.savefig(path)
+            return path
+        return _write(path.with_suffix(".png"), _raster(fig, False))
+    finally:
+        _pyplot().close(fig)
+
+
+def _write(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
     return path
+
+
+def _svg(fig) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="svg", metadata={"Date": None})
+    return buf.getvalue()
+
+
+def _raster(fig, photo: bool) -> bytes:
+    """The figure as a lossy WebP (`photo`), else as a PNG of at most 256 colours (what a chart
+    drawn in a few colours needs; Pillow's median cut picks them), compressed."""
+    from PIL import Image
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", **({"dpi": PHOTO_DPI} if photo else {}))
+    with Image.open(io.BytesIO(buf.getvalue())) as im:
+        rgb = im.convert("RGB")
+    out = io.BytesIO()
+    if photo:
+        rgb.save(out, format="WEBP", quality=PHOTO_QUALITY, method=4)
+    else:
+        rgb.quantize(256, dither=Image.Dither.NONE).save(out, format="PNG", optimize=True)
+    return out.getvalue()
 
 
 def accuracy_bars(path: Path, variants: Sequence[str], value: Sequence[float], lo: Sequence[float],
@@ -82,7 +138,7 @@ def top_backgrounds_grid(path: Path, rows: Dict[str, List[Tuple[Path, float]]]) 
             axes[r][0].text(-0.08, 0.5, name, transform=axes[r][0].transAxes, ha="right", va="center", fontsize=8)
         fig.suptitle("Most fooling backgrounds per class", fontsize=10)
         fig.tight_layout()
-        return _save(fig, path)
+        return _save(fig, path, photo=True)
 
 
 def challenge_figures(report, out_dir: Path) -> Dict[str, str]:
@@ -176,8 +232,7 @@ def hijack_heatmap(path: Path, shares: np.ndarray, classes: Sequence[str]) -> Pa
     n = len(classes)
     with _styled() as plt:
         import matplotlib
-        cmap = matplotlib.colormaps["Reds"].copy()
-        cmap.set_bad("#d9d9d9")
+        cmap = matplotlib.colormaps["Reds"].with_extremes(bad="#d9d9d9")
         fig, ax = plt.subplots(figsize=(0.62 * n + 2.6, 0.5 * n + 1.6))
         im = ax.imshow(np.ma.masked_invalid(100 * shares), cmap=cmap, vmin=0, vmax=100)
         for a in range(n):
@@ -195,3 +250,18 @@ def hijack_heatmap(path: Path, shares: np.ndarray, classes: Sequence[str]) -> Pa
         ax.spines[:].set_visible(False)
         fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label="foregrounds of a turned into b (%)")
         return _save(fig, path)
+
+
+def picture(source: Path, path: Path) -> Path:
+    """A run's own picture (a PNG of images and maps, such as the features probe's galleries)
+    copied for the page as lossy WebP at `path` (its suffix set), at most PICTURE_WIDTH pixels
+    wide; returns the path written."""
+    from PIL import Image
+    path = Path(path).with_suffix(".webp")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with Image.open(source) as im:
+        rgb = im.convert("RGB")
+    if rgb.width > PICTURE_WIDTH:
+        rgb = rgb.resize((PICTURE_WIDTH, round(rgb.height * PICTURE_WIDTH / rgb.width)), Image.Resampling.LANCZOS)
+    rgb.save(path, format="WEBP", quality=PHOTO_QUALITY, method=4)
+    return path

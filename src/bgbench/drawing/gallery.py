@@ -6,7 +6,8 @@ One shape for all galleries, so one template macro (`_gallery.html.j2`) draws th
         {"id", "class", "label", "score", "lines": [[{"thumb": Thumb, "caption", "pred", "ok"}, ...], ...]}]}]}
 
 `class` (a group's and an item's) is what the class filter matches; `ok` marks a prediction
-right (True), wrong (False) or not judged (None).
+right (True), wrong (False) or not judged (None). A gallery's thumbnails are one sheet
+(`thumbs.Thumbnails.sheet`), written when the gallery is handed over (`to_dict`).
 """
 from __future__ import annotations
 
@@ -17,10 +18,16 @@ from typing import Callable, Dict, List, Optional, Sequence
 import numpy as np
 
 from ..classes import NO_CLASS
-from .thumbs import Thumb, Thumbnails
+from .thumbs import Cell, Thumbnails
 
-#: Examples per class (and per category or level) that a gallery shows.
-PER_CLASS = 2
+#: About how many examples a gallery shows (per category or level), spread evenly over the classes.
+EXAMPLES = 9
+
+
+def per_class(classes: int) -> int:
+    """Examples per class of a gallery over `classes` classes: EXAMPLES shared out, at least one
+    (IN-9's nine classes: one each; Waterbirds' two: five each)."""
+    return max(1, -(-EXAMPLES // max(1, int(classes))))
 
 
 def class_namer(classes: Sequence[str]) -> Callable[[int], str]:
@@ -69,13 +76,18 @@ class Gallery:
                                                     "lines": kept})
 
     def to_dict(self) -> dict:
+        """The template's data; the first call writes the gallery's sheet and puts each shot's
+        `Thumb` in place of its pixels."""
+        shots = [s for items in self.groups.values() for it in items for line in it["lines"] for s in line]
+        pending = [s for s in shots if isinstance(s["thumb"], Cell)]
+        for shot, thumb in zip(pending, self.thumbs.sheet([s["thumb"] for s in pending])):
+            shot["thumb"] = thumb
         return {"title": self.title, "note": self.note, "folder": self.folder, "missing": self.missing,
-                "groups": [{"class": c, "entries": items} for c, items in self.groups.items()],
-                "shots": sum(len(line) for items in self.groups.values() for it in items for line in it["lines"])}
+                "groups": [{"class": c, "entries": items} for c, items in self.groups.items()], "shots": len(shots)}
 
 
-def _shot(thumb: Thumb, caption: str, pred: str, ok: Optional[bool]) -> dict:
-    return {"thumb": thumb, "caption": caption, "pred": pred, "ok": ok}
+def _shot(cell: Cell, caption: str, pred: str, ok: Optional[bool]) -> dict:
+    return {"thumb": cell, "caption": caption, "pred": pred, "ok": ok}
 
 
 def pct(value: float) -> str:

@@ -1,13 +1,21 @@
-"""Thumbnails, and full-size copies, of the images the report's galleries show.
+"""The images the report's galleries show: one compressed sheet of thumbnails per gallery, and
+full-size copies only of images larger than their thumbnail.
 
-Each image is written once per report: its files are named by its content (a sha1 of the file's
-bytes, or of the pixels of an image made here, such as a composite), so an image that several
-galleries show (an original in the categories and the challenge galleries) is one pair of files.
-The full-size copy lives inside the report folder, so a report stands alone: moving or deleting
-the dataset later breaks no link.
+A gallery's shots are packed into one WebP image, its *sheet*: each image at its own size when it
+fits a CELL x CELL box (the page enlarges it to the box with CSS `zoom`, pixels kept sharp), else
+reduced to fit the box. Each shot on the page is an `<img loading="lazy">` of the sheet that shows
+only its own cell (CSS `object-fit: none` and `object-position`, the browser's sprite), so a
+gallery of a hundred shots is one file and one request, fetched when it scrolls into view.
 
-- `figures/thumbs/<sha1>.jpg`: at most THUMB_SIDE pixels on its longer side, JPEG;
-- `figures/full/<sha1>.<ext>`: a dataset file copied byte for byte, or an image made here as PNG.
+Files are named by their content (a sha1 of the file's bytes, or of the pixels), so a sheet or a
+full-size copy is written once per report, whatever shows it:
+
+- `figures/thumbs/<sha1>.webp`: a gallery's sheet (lossy WebP, WEBP_QUALITY);
+- `figures/full/<sha1>.<ext>`: a dataset file larger than its thumbnail, copied byte for byte, or
+  an image made here (a composite, a noisy copy) larger than its thumbnail, as lossless WebP.
+  An image no larger than its thumbnail gets no copy: its thumbnail already shows every pixel. The
+  copy lives inside the report folder, so a report stands alone: moving or deleting the dataset
+  later breaks no link.
 """
 from __future__ import annotations
 
@@ -15,7 +23,7 @@ import hashlib
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict
+from typing import Dict, List, Optional, Sequence, Set
 
 import numpy as np
 from PIL import Image
@@ -24,63 +32,120 @@ from ..data.images import decode_image
 
 THUMB_DIR = "thumbs"
 FULL_DIR = "full"
-#: The longer side of a thumbnail, in pixels (smaller images keep their size).
-THUMB_SIDE = 128
-JPEG_QUALITY = 85
+#: The box a thumbnail fits in, in CSS pixels: the page shows every shot at this size.
+CELL = 96
+#: Cells per row of a sheet.
+SHEET_COLUMNS = 12
+#: WebP quality of the sheets (lossy: thumbnails are for looking, the full-size copies are exact).
+WEBP_QUALITY = 75
 
 
 @dataclass(frozen=True)
 class Thumb:
-    """One shown image: its thumbnail and full-size copy (addresses relative to index.html) and
-    the thumbnail's size."""
+    """One shot as the page shows it: its cell in a sheet (`src`, at `x`, `y`, of `width` x
+    `height` pixels), the `zoom` that enlarges a small image to the thumbnail's box, and its
+    full-size copy (None when the thumbnail already shows every pixel); addresses are relative to
+    index.html."""
 
     src: str
-    full: str
+    x: int
+    y: int
     width: int
     height: int
+    full: Optional[str] = None
+    zoom: float = 1.0
+
+
+@dataclass(frozen=True)
+class Cell:
+    """A shot waiting for its sheet: its pixels at display size and its full-size copy's address."""
+
+    key: str
+    pixels: np.ndarray
+    full: Optional[str]
+
+
+def fit(rgb: np.ndarray, side: int = CELL) -> np.ndarray:
+    """`rgb` reduced (Lanczos, aspect kept) to fit a `side` x `side` box; a smaller image as it is."""
+    h, w = rgb.shape[:2]
+    if max(h, w) <= side:
+        return rgb
+    scale = side / max(h, w)
+    return np.asarray(Image.fromarray(rgb).resize((max(1, round(w * scale)), max(1, round(h * scale))),
+                                                  Image.Resampling.LANCZOS))
 
 
 @dataclass
 class Thumbnails:
-    """Writes thumbnails and full-size copies under `figures` (the report's figures folder)."""
+    """Writes the galleries' sheets and full-size copies under `figures` (the report's figures folder)."""
 
     figures: Path
-    written: Dict[str, Thumb] = field(default_factory=dict)
+    fulls: Set[str] = field(default_factory=set)  # the full-size copies written (addresses)
+    sheets: Set[str] = field(default_factory=set)  # the sheets written (addresses)
+    shots: int = 0  # shots placed on sheets
 
-    def of_file(self, path: Path) -> Thumb:
-        """A dataset image: copied as it is, thumbnail from its decoded pixels."""
+    def of_file(self, path: Path) -> Cell:
+        """A dataset image: its thumbnail from its decoded pixels, its file copied as it is when it
+        is larger than the thumbnail."""
         data = Path(path).read_bytes()
         key = hashlib.sha1(data).hexdigest()
-        if key not in self.written:
-            full = self.figures / FULL_DIR / f"{key}{Path(path).suffix.lower()}"
-            full.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(path, full)
-            self.written[key] = self._thumb(key, decode_image(Path(path)), full)
-        return self.written[key]
+        rgb = decode_image(Path(path))
+        full = None
+        if max(rgb.shape[:2]) > CELL:
+            full = self._full(f"{key}{Path(path).suffix.lower()}", lambda target: shutil.copyfile(path, target))
+        return Cell(key, fit(rgb), full)
 
-    def of_array(self, rgb: np.ndarray) -> Thumb:
+    def of_array(self, rgb: np.ndarray) -> Cell:
         """An image made for the report (a composite, a noisy copy): (H, W, 3) uint8."""
         rgb = np.ascontiguousarray(rgb, dtype=np.uint8)
         key = hashlib.sha1(repr(rgb.shape).encode() + rgb.tobytes()).hexdigest()
-        if key not in self.written:
-            full = self.figures / FULL_DIR / f"{key}.png"
-            full.parent.mkdir(parents=True, exist_ok=True)
-            Image.fromarray(rgb).save(full, optimize=True)
-            self.written[key] = self._thumb(key, rgb, full)
-        return self.written[key]
+        full = None
+        if max(rgb.shape[:2]) > CELL:
+            full = self._full(f"{key}.webp", lambda target: Image.fromarray(rgb).save(target, lossless=True))
+        return Cell(key, fit(rgb), full)
 
-    def _thumb(self, key: str, rgb: np.ndarray, full: Path) -> Thumb:
-        image = Image.fromarray(rgb)
-        image.thumbnail((THUMB_SIDE, THUMB_SIDE), Image.Resampling.LANCZOS)
-        path = self.figures / THUMB_DIR / f"{key}.jpg"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        image.save(path, quality=JPEG_QUALITY, optimize=True)
-        base = self.figures.parent
-        return Thumb(path.relative_to(base).as_posix(), full.relative_to(base).as_posix(), *image.size)
+    def _full(self, name: str, write) -> str:
+        href = f"{self.figures.name}/{FULL_DIR}/{name}"
+        if href not in self.fulls:
+            target = self.figures / FULL_DIR / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            write(target)
+            self.fulls.add(href)
+        return href
+
+    def sheet(self, cells: Sequence[Cell]) -> List[Thumb]:
+        """One sheet of `cells` (a shot shown twice takes one cell), written once by content; each
+        cell's `Thumb`, in the order given."""
+        if not cells:
+            return []
+        slots: Dict[str, int] = {}
+        for c in cells:
+            slots.setdefault(c.key, len(slots))
+        columns = min(SHEET_COLUMNS, len(slots))
+        slot_h = max(c.pixels.shape[0] for c in cells)
+        slot_w = max(c.pixels.shape[1] for c in cells)
+        canvas = np.full((slot_h * -(-len(slots) // columns), slot_w * columns, 3), 255, dtype=np.uint8)
+        for c in cells:
+            row, col = divmod(slots[c.key], columns)
+            h, w = c.pixels.shape[:2]
+            canvas[row * slot_h:row * slot_h + h, col * slot_w:col * slot_w + w] = c.pixels
+        name = hashlib.sha1(repr(canvas.shape).encode() + canvas.tobytes()).hexdigest() + ".webp"
+        href = f"{self.figures.name}/{THUMB_DIR}/{name}"
+        if href not in self.sheets:
+            target = self.figures / THUMB_DIR / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            Image.fromarray(canvas).save(target, quality=WEBP_QUALITY, method=4)
+            self.sheets.add(href)
+        self.shots += len(cells)
+        out = []
+        for c in cells:
+            row, col = divmod(slots[c.key], columns)
+            h, w = c.pixels.shape[:2]
+            out.append(Thumb(href, col * slot_w, row * slot_h, w, h, c.full, round(CELL / max(h, w), 4)))
+        return out
 
     @property
-    def paths(self):
-        """Every file written: thumbnails and full-size copies."""
+    def paths(self) -> List[Path]:
+        """Every file written: sheets and full-size copies."""
         base = self.figures.parent
-        return [base / p for t in self.written.values() for p in (t.src, t.full)]
-
+        return [base / p for p in sorted(self.sheets | self.fulls)]

@@ -68,21 +68,31 @@ class ReportContext:
     out: Path
     subjects: List[Subject]
     progress: bool = True
+    pages: Dict[str, str] = field(default_factory=dict)  # subject key -> its model's page; empty: one page
     figures: List[Path] = field(default_factory=list)
     thumbs: Thumbnails = field(init=False)
 
     def __post_init__(self):
         self.thumbs = Thumbnails(self.out / "figures")
+        self._listed: set = set()
 
     def figure_path(self, subject: Optional[Subject], name: str) -> Path:
-        """Where a figure goes (DIR/figures/<subject key>-<name>.png); records it for the page's list."""
-        path = self.out / "figures" / (f"{subject.key}-{name}.png" if subject else f"{name}.png")
-        self.figures.append(path)
-        return path
+        """Where a figure goes: DIR/figures/<subject key>-<name>, without a suffix, so that the
+        figure picks its format (`drawing.figures`: the smaller of PNG and SVG, WebP for photographs)."""
+        return self.out / "figures" / (f"{subject.key}-{name}" if subject else name)
 
     def href(self, path: Path) -> str:
-        """A figure's address relative to index.html."""
-        return Path(path).relative_to(self.out).as_posix()
+        """A written figure's address relative to index.html; the figure joins the page's list."""
+        path = Path(path)
+        if path not in self._listed:
+            self._listed.add(path)
+            self.figures.append(path)
+        return path.relative_to(self.out).as_posix()
+
+    def page_of(self, subject: Subject) -> str:
+        """The page that shows a subject's sections, relative to the report's folder: '' for the
+        first page (a report of a few models is one page), else its model's page."""
+        return self.pages.get(subject.key, "")
 
     def metrics(self, run_id: int) -> Dict[Tuple[str, str], Row]:
         return {(m["name"], m["variant"]): m for m in self.store.metrics(run_id)}
@@ -143,16 +153,32 @@ def select_subjects(store: Store, run_ids: Optional[Sequence[int]] = None,
     return subjects
 
 
+def name_subjects(subjects: List[Subject], labels: Optional[Dict[str, str]] = None,
+                  data_labels: Optional[Dict[str, str]] = None) -> List[Subject]:
+    """Give subjects the names a study gave: `labels` (model string -> label) and `data_labels`
+    (dataset folder -> label; default the folder's name)."""
+    named = {str(Path(k).resolve()): v for k, v in (data_labels or {}).items()}
+    for s in subjects:
+        if labels and s.model in labels:
+            s.label = labels[s.model]
+        if s.data_root:
+            s.data_label = named.get(str(Path(s.data_root).resolve()), Path(s.data_root).name)
+    return subjects
+
+
 def _label(subjects: List[Subject]) -> None:
     """Display names: `recording.model_label` (the model string with its checkpoint's short sha256, or
-    its random-init seed), as `bgbench runs` and the leaderboard show it, plus the protocol; the
-    subject key is added only where the same model appears on several datasets."""
+    its random-init seed), as `bgbench runs` and the leaderboard show it, plus the protocol. A model
+    measured on several datasets keeps one name (the page and the scorecard show it once, its
+    datasets beside each other); the subject key is added only where one name would stand for two
+    models on the same dataset (the same string and seed, built otherwise)."""
     for s in subjects:
         s.model_label = model_label(s.model, s.spec, s.runs[-1]["checkpoint_sha256"])
         s.label = s.model_label + (f" ({s.protocol})" if s.protocol else "")
-    seen: Dict[str, int] = {}
+    seen: Dict[tuple, int] = {}
     for s in subjects:
-        seen[s.label] = seen.get(s.label, 0) + 1
+        seen[(s.label, s.data_fingerprint)] = seen.get((s.label, s.data_fingerprint), 0) + 1
+    clash = {label for (label, _), n in seen.items() if n > 1}
     for s in subjects:
-        if seen[s.label] > 1:
+        if s.label in clash:
             s.label += f" [{s.key}]"

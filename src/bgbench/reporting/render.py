@@ -65,17 +65,22 @@ class ReportResult:
     models: List[str] = field(default_factory=list)
     sections: List[str] = field(default_factory=list)
     seconds: float = 0.0
-    thumbnails: List[Path] = field(default_factory=list)  # the galleries' thumbnails and full-size copies
+    thumbnails: List[Path] = field(default_factory=list)  # the galleries' sheets and full-size copies
     scorecard: Optional[dict] = None  # the scorecard's data (`reporting.scorecard`), which a study also prints
+    gallery_images: int = 0  # the shots the galleries show
+    pages: List[Path] = field(default_factory=list)  # the models' own pages (a report of many models)
 
     def to_dict(self) -> dict:
         return {"index": str(self.index), "leaderboard": str(self.leaderboard),
                 "figures": [str(p) for p in self.figures], "models": self.models, "sections": self.sections,
+                "pages": [str(p) for p in self.pages], "gallery_images": self.gallery_images,
                 "gallery_files": len(self.thumbnails), "seconds": self.seconds}
 
     def text(self) -> str:
+        pages = f", a page per model under {self.pages[0].parent}" if self.pages else ""
         return (f"report: {self.index} ({len(self.models)} models, {len(self.figures)} figures, "
-                f"{len(self.thumbnails) // 2} gallery images, {self.seconds:.1f}s)\nleaderboard: {self.leaderboard}")
+                f"{self.gallery_images} gallery images in {len(self.thumbnails)} files{pages}, {self.seconds:.1f}s)\n"
+                f"leaderboard: {self.leaderboard}")
 
 
 #: The list of the files a report wrote, in its folder: a rewrite removes those, and no other.
@@ -101,7 +106,8 @@ def report_output(out: str | Path) -> StagedOutput:
 
 def _older_report(out: Path) -> List[str]:
     """The files of a report written before REPORT_FILES.txt existed: its two pages and every
-    file under figures/ its page links to. Empty when index.html is not a bgbench report's."""
+    file its page links to in the folders a report writes (figures/, the models' pages, the exported
+    scorecard). Empty when index.html is not a bgbench report's."""
     index = out / "index.html"
     try:
         html = index.read_text(encoding="utf-8") if index.is_file() else ""
@@ -109,7 +115,7 @@ def _older_report(out: Path) -> List[str]:
         return []
     if "<title>bgbench report</title>" not in html:
         return []
-    linked = {m for m in re.findall(r'(?:src|href)="(figures/[^"#?]+)"', html) if (out / m).is_file()}
+    linked = {m for m in re.findall(r'(?:src|href)="((?:figures|models|scorecard)/[^"#?]+)"', html) if (out / m).is_file()}
     return sorted({*(p for p in PAGES if (out / p).is_file()), *linked})
 
 
@@ -148,50 +154,92 @@ def _moved(result: ReportResult, stage: Path, out: Path) -> ReportResult:
     def at(path: Path) -> Path:
         return out / Path(path).relative_to(stage)
     return dataclasses.replace(result, index=at(result.index), leaderboard=at(result.leaderboard),
-                               figures=[at(p) for p in result.figures], thumbnails=[at(p) for p in result.thumbnails])
+                               figures=[at(p) for p in result.figures], thumbnails=[at(p) for p in result.thumbnails],
+                               pages=[at(p) for p in result.pages])
+
+
+#: Up to this many models the report is one page; with more, each model's sections are a page of
+#: their own (`models/<key>.html`), and the first page keeps the scorecard, the overview and the
+#: comparisons: one page of fifty models' galleries would take seconds for a browser to parse.
+ONE_PAGE_UP_TO = 12
+#: Where the pages of the models go, in the report's folder.
+MODEL_PAGES = "models"
 
 
 def _render(store: Store, out: Path, subjects: List[Subject], progress: bool, labels: Optional[Dict[str, str]],
             t0: float) -> ReportResult:
-    """The page, its figures and the leaderboard, written into `out` (the report's stage)."""
-    ctx = ReportContext(store=store, out=out, subjects=subjects, progress=progress)
+    """The pages, their figures and the leaderboard, written into `out` (the report's stage).
+
+    Each page is written section by section: Jinja2 streams the template, and each model's sections
+    are drawn when the template reaches that model, so only one model's data (and no figure's
+    pixels) is held at a time, whatever the number of models."""
+    groups = _by_model(subjects)
+    split = len(groups) > ONE_PAGE_UP_TO
+    pages = {e["subject"].key: f"{MODEL_PAGES}/{g['entries'][0]['subject'].key}.html" for g in groups
+             for e in g["entries"]} if split else {}
+    ctx = ReportContext(store=store, out=out, subjects=subjects, progress=progress, pages=pages)
     summary = _page_sections(ctx, "summary")
-    per_model = []
-    for subject in console.progress(subjects, enabled=progress, desc="report", unit="model"):
-        per_model.append({"subject": subject, "sections": _model_sections(ctx, subject)})
-    after = _page_sections(ctx, "page")
+    used = {s["name"] for s in summary}
+    bar = console.progress(total=len(subjects), enabled=progress, desc="report", unit="model")
+
+    def sections_of(subject: Subject) -> List[dict]:
+        found = _model_sections(ctx, subject)
+        used.update(s["name"] for s in found)
+        bar.update(1)
+        return found
+
+    def page_sections() -> List[dict]:
+        found = _page_sections(ctx, "page")
+        used.update(s["name"] for s in found)
+        return found
+
     env = environment()
-    generated = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    html = env.get_template("index.html.j2").render(
-        summary=summary, models=per_model, model_groups=_by_model(per_model), page=after, version=__version__,
-        generated=generated,
-        db=str(store.path), filters=_filters(subjects))
+    common = {"version": __version__, "generated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+              "db": str(store.path), "page": ctx.page_of, "sections_of": sections_of}
     index = ctx.out / "index.html"
-    index.write_text(html, encoding="utf-8")
+    try:
+        _stream(env.get_template("index.html.j2").generate(
+            summary=summary, model_groups=groups, page_sections=page_sections, split=split,
+            filters=_filters(subjects, galleries=not split), **common), index)
+        for g in groups if split else []:
+            _stream(env.get_template("model.html.j2").generate(
+                g=g, filters=_filters([e["subject"] for e in g["entries"]]), **common),
+                ctx.out / ctx.page_of(g["entries"][0]["subject"]))
+    finally:
+        bar.close()
     board = write_leaderboard(store, ctx.out / "leaderboard.html", labels=labels)
-    used = sorted({s["name"] for m in per_model for s in m["sections"]} | {s["name"] for s in summary + after})
-    return ReportResult(index=index, leaderboard=board, figures=list(ctx.figures), models=[s.label for s in subjects],
-                        sections=used, seconds=round(time.time() - t0, 2), thumbnails=ctx.thumbs.paths,
-                        scorecard=next((s["data"] for s in summary if s["name"] == "scorecard"), None))
+    return ReportResult(index=index, leaderboard=board, figures=list(ctx.figures), models=list(dict.fromkeys(
+                            s.label for s in subjects)),
+                        sections=sorted(used), seconds=round(time.time() - t0, 2), thumbnails=ctx.thumbs.paths,
+                        scorecard=next((s["data"] for s in summary if s["name"] == "scorecard"), None),
+                        gallery_images=ctx.thumbs.shots, pages=[ctx.out / p for p in dict.fromkeys(pages.values())])
 
 
-def _by_model(per_model: List[dict]) -> List[dict]:
-    """One entry per model (its label), holding its datasets' blocks in page order: the page shows
-    a model once, with each dataset it was measured on as a subsection."""
+def _stream(chunks, path: Path) -> None:
+    """A page written as its template yields it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as f:
+        for chunk in chunks:
+            f.write(chunk)
+
+
+def _by_model(subjects: List[Subject]) -> List[dict]:
+    """One entry per model (its label), holding its datasets' subjects in page order: the page
+    shows a model once, with each dataset it was measured on as a subsection."""
     groups: Dict[str, dict] = {}
-    for m in per_model:
-        s = m["subject"]
-        groups.setdefault(s.label, {"label": s.label, "model_label": s.model_label, "entries": []})["entries"].append(m)
+    for s in subjects:
+        groups.setdefault(s.label, {"label": s.label, "model_label": s.model_label, "entries": []})["entries"].append(
+            {"subject": s})
     return list(groups.values())
 
 
-def _filters(subjects: Sequence[Subject]) -> dict:
-    """What the page's filters offer: every class of the chosen subjects (first seen first) and
-    every model (its weights, whatever the data)."""
+def _filters(subjects: Sequence[Subject], galleries: bool = True) -> dict:
+    """What a page's filters offer: every class of its subjects (first seen first; none on a page
+    without galleries) and every model (its weights, whatever the data)."""
     classes: List[str] = []
     models: List[str] = []
     for s in subjects:
-        classes += [c for c in s.classes if c not in classes]
+        classes += [c for c in s.classes if c not in classes] if galleries else []
         models += [s.model_label] if s.model_label not in models else []
     return {"classes": classes, "models": models}
 

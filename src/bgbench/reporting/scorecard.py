@@ -9,6 +9,7 @@ the stored metric of the model's newest run of that kind on that dataset: the sa
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
@@ -52,11 +53,12 @@ def columns() -> List[Column]:
     return out
 
 
-def _section_href(subject: Subject, measure: Measure) -> str:
-    """Where a cell links: the measure's section of this model, its page-wide section, or the model."""
+def _section_href(ctx: ReportContext, subject: Subject, measure: Measure) -> str:
+    """Where a cell links: the measure's section of this model (on its model's page, in a report
+    of many models), its page-wide section, or the model."""
     for spec in measure.sections:
-        return f"#{subject.key}-{spec.name}" if spec.scope == "model" else f"#{spec.name}"
-    return f"#{subject.key}"
+        return f"{ctx.page_of(subject)}#{subject.key}-{spec.name}" if spec.scope == "model" else f"#{spec.name}"
+    return f"{ctx.page_of(subject)}#{subject.key}"
 
 
 def _row_label(subject: Subject) -> str:
@@ -77,11 +79,11 @@ def cell(ctx: ReportContext, subject: Subject, column: Column) -> Optional[dict]
         row = metrics.get((column.headline.metric, variant))
         if row is not None and row["value"] is not None:
             return {"value": row["value"], "lo": row["lo"], "hi": row["hi"], "n": row["n"], "run": run["id"],
-                    "href": _section_href(subject, column.measure)}
+                    "href": _section_href(ctx, subject, column.measure)}
         if row is not None and column.headline is WORST_GROUP:  # measured, but too few groups qualify
             k = row["n"] or 0
             return {"value": None, "na": f"n/a: {k} group{'' if k == 1 else 's'} of at least {MIN_IMAGES} images",
-                    "lo": None, "hi": None, "n": None, "run": run["id"], "href": _section_href(subject, column.measure)}
+                    "lo": None, "hi": None, "n": None, "run": run["id"], "href": _section_href(ctx, subject, column.measure)}
     return None
 
 
@@ -96,7 +98,8 @@ def scorecard(ctx: ReportContext) -> Optional[dict]:
     for s in ctx.subjects:
         key = s.data_fingerprint or "-"
         datasets.setdefault(key, {"key": key, "root": s.data_root, "name": _dataset_name(s), "columns": set()})
-        row = rows.setdefault(s.label, {"label": _row_label(s), "cells": {}})
+        row = rows.setdefault(s.label, {"label": _row_label(s), "cells": {}, "subjects": {}})
+        row["subjects"][key] = provenance(s)
         found = {c.key: cell(ctx, s, c) for c in cols}
         for level_key, (column, value) in {**category_cells(ctx, s), **edit_drop_cells(ctx, s)}.items():
             meta.setdefault(level_key, column)
@@ -106,13 +109,26 @@ def scorecard(ctx: ReportContext) -> Optional[dict]:
             if value is not None:
                 row["cells"][(key, col_key)] = value
                 datasets[key]["columns"].add(col_key)
-    groups = [{**d, "columns": [meta[k] for k in order if k in d["columns"]]} for d in datasets.values()
-              if d["columns"]]
+    groups = sorted(({**d, "columns": [meta[k] for k in order if k in d["columns"]]} for d in datasets.values()
+                     if d["columns"]), key=lambda g: (g["name"], str(g["key"])))  # datasets by name
     if not groups:
         return None
     out_rows = [{"label": r["label"], "cells": [[r["cells"].get((g["key"], c["key"])) for c in g["columns"]]
-                                                for g in groups]} for r in rows.values()]
+                                                for g in groups],
+                 "subjects": [r["subjects"].get(g["key"]) for g in groups]} for r in rows.values()]
     return {"groups": groups, "rows": out_rows}
+
+
+def provenance(subject: Subject) -> dict:
+    """What a scorecard row says of where its numbers on one dataset come from: the model string,
+    its architecture and weights, the data's fingerprint, the test protocol and the bgbench
+    versions that measured them."""
+    spec = subject.spec
+    protocols = sorted({json.loads(r["config"] or "{}").get("protocol") or "none" for r in subject.runs})
+    return {"key": subject.key, "model": subject.model, "architecture": spec.get("arch"),
+            "weights_sha256": subject.runs[-1]["checkpoint_sha256"], "data_root": subject.data_root,
+            "data_fingerprint": subject.data_fingerprint, "protocol": ", ".join(protocols),
+            "ten_crop": subject.protocol == "ten-crop", "versions": sorted({r["version"] for r in subject.runs})}
 
 
 def category_cells(ctx: ReportContext, subject: Subject) -> Dict[str, Tuple[dict, dict]]:
@@ -135,13 +151,12 @@ def category_cells(ctx: ReportContext, subject: Subject) -> Dict[str, Tuple[dict
                              "only with the right background (the paper's Table 3)",
               "percent": True, "higher": False}
     return {column["key"]: (column, {"value": share, "lo": lo, "hi": hi, "n": n, "run": run["id"],
-                                     "href": f"#{subject.key}-categories"})}
+                                     "href": f"{ctx.page_of(subject)}#{subject.key}-categories"})}
 
 
 def edit_drop_cells(ctx: ReportContext, subject: Subject) -> Dict[str, Tuple[dict, dict]]:
     """On an eval of an edited dataset (ImageNet-E levels), each level's accuracy drop from ORIGINAL
     with its paired bootstrap interval (the edits section's numbers): column key -> (column, cell)."""
-    import json
     from ..edits.registry import ATTRIBUTES
     from ..measures.edits.summary import edit_drops, split_level
     run = subject.latest("eval")
@@ -155,7 +170,7 @@ def edit_drop_cells(ctx: ReportContext, subject: Subject) -> Dict[str, Tuple[dic
                   "description": f"accuracy drop from ORIGINAL when {d['variant']} is applied (paired bootstrap "
                                  f"interval)", "percent": True, "higher": False}
         out[column["key"]] = (column, {"value": d["drop"], "lo": d["lo"], "hi": d["hi"], "n": d.get("n"),
-                                       "run": run["id"], "href": f"#{subject.key}-edits"})
+                                       "run": run["id"], "href": f"{ctx.page_of(subject)}#{subject.key}-edits"})
     return out
 
 

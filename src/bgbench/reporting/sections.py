@@ -125,10 +125,26 @@ def _training_summary(subject: Subject) -> Optional[str]:
 # ---------------------------------------------------------------- summary
 
 
+#: Where the report puts its scorecard's files (`reporting.export`), which the scorecard links.
+SCORECARD_FILES = "scorecard"
+
+
 @register_section("scorecard", "Scorecard", scope="summary")
 def scorecard_section(ctx: ReportContext) -> Optional[dict]:
+    """The scorecard, and beside it the same numbers as files to publish (scorecard.csv and one
+    model_info JSON per model and dataset, as `bgbench export --scorecard` writes them)."""
+    from .export import write_scorecard
     from .scorecard import scorecard
-    return scorecard(ctx)
+    data = scorecard(ctx)
+    if data is None:
+        return None
+    written = write_scorecard(data, ctx.out / SCORECARD_FILES)
+    data["files"] = {"csv": f"{SCORECARD_FILES}/{written['csv']}", "model_info": f"{SCORECARD_FILES}/model_info/",
+                     "count": len(written["model_info"])}
+    for row in data["rows"]:
+        row["json"] = [f"{SCORECARD_FILES}/{written['of'][(row['label'], g['key'])]}"
+                       if (row["label"], g["key"]) in written["of"] else None for g in data["groups"]]
+    return data
 
 
 @register_section("overview", "Models", scope="summary")
@@ -257,16 +273,32 @@ def _compare_pair(ctx: ReportContext, a: Subject, b: Subject) -> Optional[dict]:
     return found
 
 
+#: Up to this many models on one dataset, the page compares every pair; with more, each model with
+#: the first (the pairs would grow with the square of the models).
+ALL_PAIRS_UP_TO = 4
+
+
+def compared_pairs(subjects: List[Subject]) -> List[Tuple[Subject, Subject]]:
+    """The pairs the page compares among one dataset's subjects: every pair up to ALL_PAIRS_UP_TO
+    of them, else each later subject with the first."""
+    if len(subjects) <= ALL_PAIRS_UP_TO:
+        return list(combinations(subjects, 2))
+    return [(subjects[0], b) for b in subjects[1:]]
+
+
 @register_section("comparisons", "Comparisons on the same data", scope="page")
 def comparisons(ctx: ReportContext) -> Optional[dict]:
-    """Every pair of models on one dataset (same fingerprint): paired tests on the same images."""
+    """Pairs of models on one dataset (same fingerprint), paired tests on the same images: every
+    pair of a few models, or each model against the first of many (`compared_pairs`)."""
     by_data: Dict[str, List[Subject]] = {}
     for s in ctx.subjects:
         by_data.setdefault(s.data_fingerprint or "", []).append(s)
-    pairs = []
+    pairs, baselines = [], []
     for fp, subjects in by_data.items():
-        for a, b in combinations(subjects, 2):
+        if len(subjects) > ALL_PAIRS_UP_TO:
+            baselines.append({"subject": subjects[0], "models": len(subjects), "data_root": subjects[0].data_root})
+        for a, b in compared_pairs(subjects):
             found = _compare_pair(ctx, a, b)
             if found is not None:
                 pairs.append({**found, "data_root": a.data_root, "data_fingerprint": fp})
-    return {"pairs": pairs} if pairs else None
+    return {"pairs": pairs, "baselines": baselines, "all_pairs_up_to": ALL_PAIRS_UP_TO} if pairs else None

@@ -6,7 +6,7 @@ from typing import Optional
 
 
 from ...drawing import figures
-from ...drawing.gallery import PER_CLASS, Gallery, class_namer
+from ...drawing.gallery import Gallery, class_namer, per_class
 from ...errors import BgbenchError
 from ..examples import run_files
 from ..registry import SectionContext, SectionSubject
@@ -44,14 +44,14 @@ def categories_gallery(ctx: SectionContext, subject: SectionSubject) -> Optional
         judged = judge_images(stored_table(ctx.store, run["id"], variants=NEEDED))
     except BgbenchError:  # the run lacks one of the three variants
         return None
-    files, name = run_files(run), class_namer(subject.classes)
+    files, name, k = run_files(run), class_namer(subject.classes), per_class(len(subject.classes))
     galleries = []
     for category in CATEGORY_GALLERIES:
         g = Gallery(category, ctx.thumbs, folder=files.folder("original"))
-        for p in category_examples(judged, category, PER_CLASS):
+        for p in category_examples(judged, category, k):
             preds = p.detail["preds"]
             shots = [g.shot_of_file(files.image(v, p.image_id), title, name(preds[v]), preds[v] == p.label)
                      for v, title in CATEGORY_INPUTS.items()]
             g.add(name(p.label), p.image_id, name(p.label), f"ONLY-BG-T confidence {p.score:.2f}", shots)
         galleries.append(g.to_dict())
-    return {"run_id": run["id"], "galleries": galleries, "per_class": PER_CLASS}
+    return {"run_id": run["id"], "galleries": galleries, "per_class": k}

@@ -9,7 +9,7 @@ from typing import Optional
 import numpy as np
 
 from ...drawing import figures
-from ...drawing.gallery import PER_CLASS, Gallery, class_namer, pct
+from ...drawing.gallery import Gallery, class_namer, pct, per_class
 from ...errors import DataError
 from .rank import top_backgrounds
 from ..eval.section import estimate
@@ -47,7 +47,7 @@ def challenge_section(ctx: SectionContext, subject: SectionSubject) -> Optional[
             "pairs": int(m[("challenge_pairs", "")]["value"]) if ("challenge_pairs", "") in m else None,
             "fooled": int(fooled["value"]) if fooled else None, "total": fooled["n"] if fooled else None,
             "per_class": [r for r in per_class if r["challenge"] is not None], "full": full,
-            "top5": None, "histogram": None, "missing_backgrounds": None}
+            "top5": None, "histogram": None, "top": TOP_BACKGROUNDS}
     if not full:
         return data
     rows = ctx.store.challenge_backgrounds(run["id"])
@@ -56,24 +56,20 @@ def challenge_section(ctx: SectionContext, subject: SectionSubject) -> Optional[
     asr = np.array([r["asr"] for r in rows], dtype=float)
     names = classes or [str(c) for c in range(int(labels.max()) + 1)]
     data["histogram"] = ctx.href(figures.asr_histogram(ctx.figure_path(subject, "asr-histogram"), asr, labels, names))
-    top = top_backgrounds(asr, labels, k=5)
-    root = Path(run["data_root"] or "")
-    grid, missing = {}, []
-    for c, idx in sorted(top.items()):
-        cells = []
-        for j in idx:
-            path = _background_path(root, ids[j])
-            if path is None:
-                missing.append(ids[j])
-            cells.append((path, float(asr[j])))
-        grid[names[c]] = cells
-    data["top5_table"] = [{"class": name, "backgrounds": [{"id": ids[j], "asr": float(asr[j])} for j in top[c]]}
-                          for c, name in enumerate(names) if c in top]
-    if missing:
-        data["missing_backgrounds"] = {"count": len(missing), "folder": str(root / "only_bg_t" / "val")}
-    else:
-        data["top5"] = ctx.href(figures.top_backgrounds_grid(ctx.figure_path(subject, "top5-backgrounds"), grid))
+    data["top5"] = _top_backgrounds(ctx, run, ids, labels, asr, names)
     return data
+
+
+def _top_backgrounds(ctx: SectionContext, run, ids, labels: np.ndarray, asr: np.ndarray, names) -> dict:
+    """The paper's Fig. 4 as a gallery: each class's TOP_BACKGROUNDS backgrounds (ONLY-BG-T) by attack
+    success rate, read from the stored rates and the dataset's files (one thumbnail sheet)."""
+    root = Path(run["data_root"] or "")
+    g = Gallery("Most fooling backgrounds per class", ctx.thumbs, folder=str(root / "only_bg_t" / "val"))
+    for c, idx in sorted(top_backgrounds(asr, labels, k=TOP_BACKGROUNDS).items()):
+        for rank, j in enumerate(idx, start=1):
+            shot = g.shot_of_file(_background_path(root, ids[j]), f"ASR {pct(asr[j])}")
+            g.add(names[c], ids[j], f"#{rank}", "", [shot])
+    return g.to_dict()
 
 
 def matrix_file(ctx: SectionContext, run) -> Path:
@@ -91,7 +87,6 @@ def load_matrix(ctx: SectionContext, run) -> Optional[np.ndarray]:
 def challenge_gallery(ctx: SectionContext, subject: SectionSubject) -> Optional[dict]:
     from ..examples import most_fooled
     from ...data.layout import discover
-    from .rank import top_backgrounds
     run, full = challenge_run(subject, ctx)
     if run is None or not full:
         return None
@@ -112,17 +107,12 @@ def challenge_gallery(ctx: SectionContext, subject: SectionSubject) -> Optional[
     fg_labels = np.array([it.label for it, _ in pairs])
     name = class_namer(list(layout.classes))
     clean = {r["image_id"]: r["clean_pred"] for r in ctx.store.challenge_results(run["id"])}
+    k = per_class(len(layout.classes))
     fooled = Gallery("Foregrounds fooled by the most backgrounds", ctx.thumbs, folder=layout.root.as_posix())
-    for p in most_fooled(np.asarray(matrix), [it.image_id for it, _ in pairs], fg_labels, asr, PER_CLASS):
+    for p in most_fooled(np.asarray(matrix), [it.image_id for it, _ in pairs], fg_labels, asr, k):
         _fooled_item(fooled, name, p, pairs[p.detail["row"]], bg_items[p.detail["bg"]], asr, clean)
-    strongest = Gallery("Backgrounds with the highest attack success rate", ctx.thumbs)
-    bg_labels = np.array([it.label for it in bg_items])
-    for c, idx in sorted(top_backgrounds(asr, bg_labels, k=TOP_BACKGROUNDS).items()):
-        for j in idx:
-            shot = strongest.shot_of_file(bg_items[j].path, f"ASR {pct(asr[j])}", f"turns into {name(c)}")
-            strongest.add(name(c), bg_items[j].image_id, name(c), f"ASR {pct(asr[j])}", [shot])
-    return {"run_id": run["id"], "fooled": fooled.to_dict(), "strongest": strongest.to_dict(), "per_class": PER_CLASS,
-            "top": TOP_BACKGROUNDS, "backgrounds": len(bg_items), "missing": None}
+    return {"run_id": run["id"], "fooled": fooled.to_dict(), "per_class": k, "backgrounds": len(bg_items),
+            "missing": None}
 
 
 def _fooled_item(g: Gallery, name, p, pair, bg, asr: np.ndarray, clean: dict) -> None:

@@ -7,7 +7,7 @@ from typing import Optional
 
 
 from ...drawing import figures
-from ...drawing.gallery import PER_CLASS, Gallery, class_namer
+from ...drawing.gallery import Gallery, class_namer, per_class
 from ..examples import run_files
 from ..registry import SectionContext, SectionSubject
 
@@ -43,13 +43,13 @@ def edits_gallery(ctx: SectionContext, subject: SectionSubject) -> Optional[dict
     table = stored_table(ctx.store, run["id"], variants=[ORIGINAL, *levels])
     rows = {v: {i: (int(y), int(p), float(c)) for i, y, p, c in zip(t.image_ids, t.labels, t.preds, t.conf)}
             for v, t in table.variants.items()}
-    files, name = run_files(run), class_namer(subject.classes)
+    files, name, k = run_files(run), class_namer(subject.classes), per_class(len(subject.classes))
     galleries = []
     for level in (v for v in levels if v in rows):
         g = Gallery(level, ctx.thumbs, folder=files.folder(level))
-        for p in edit_flips(rows[ORIGINAL], rows[level], PER_CLASS):
+        for p in edit_flips(rows[ORIGINAL], rows[level], k):
             shots = [g.shot_of_file(files.image(ORIGINAL, p.image_id), "before", name(p.detail["before"]), True),
                      g.shot_of_file(files.image(level, p.image_id), level, name(p.detail["after"]), False)]
             g.add(name(p.label), p.image_id, name(p.label), f"after the edit: {p.score:.2f} confident", shots)
         galleries.append(g.to_dict())
-    return {"run_id": run["id"], "galleries": galleries, "per_class": PER_CLASS}
+    return {"run_id": run["id"], "galleries": galleries, "per_class": k}

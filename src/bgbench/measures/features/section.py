@@ -3,11 +3,11 @@ shares and spurious flags, beside the heatmap galleries the run drew (copied int
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Optional
 
 
+from ...drawing import figures
 from ..registry import SectionContext, SectionSubject
 
 
@@ -22,11 +22,8 @@ def features_section(ctx: SectionContext, subject: SectionSubject) -> Optional[d
     for c in summary.per_class:
         source = Path(galleries[str(c["class_index"])]) if str(c["class_index"]) in galleries else None
         figure = None
-        if source is not None and source.is_file():
-            target = ctx.figure_path(subject, f"features-{c['class_index']}")
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(source, target)
-            figure = ctx.href(target)
+        if source is not None and source.is_file():  # copied, so that the report stands alone
+            figure = ctx.href(figures.picture(source, ctx.figure_path(subject, f"features-{c['class_index']}")))
         classes.append({**c, "figure": figure})
     config = json.loads(run["config"])
     return {"run_id": run["id"], "classes": classes, "bg_share": summary.bg_share, "bg_area": summary.bg_area,

@@ -8,7 +8,7 @@ from typing import Dict, Optional
 
 from ...drawing import figures
 from ...drawing.dataset_files import DatasetFiles
-from ...drawing.gallery import PER_CLASS, Gallery, class_namer
+from ...drawing.gallery import Gallery, class_namer, per_class
 from ..examples import clean_predictions, run_files
 from ..registry import SectionContext, SectionSubject
 
@@ -37,12 +37,12 @@ def noise_section(ctx: SectionContext, subject: SectionSubject) -> Optional[dict
 def noise_gallery(ctx: SectionContext, subject: SectionSubject) -> Optional[dict]:
     from ..examples import noise_flips
     from . import MEASURE
-    from .probe import DRAWS
+    from .draws import DRAWS, TORCH_DRAWS
     run = subject.latest(MEASURE.kind)
     if run is None:
         return None
     config = json.loads(run["config"])
-    if config.get("draws") != DRAWS:  # drawn from one generator per run: its copies cannot be redrawn
+    if config.get("draws") not in (DRAWS, TORCH_DRAWS):  # one generator per run: its copies cannot be redrawn
         return {"run_id": run["id"], "gallery": None}
     columns = MEASURE.table.column_names
     # the object and the background (a --region attributes run's 'attr:<name>' rows are in the noise
@@ -50,7 +50,8 @@ def noise_gallery(ctx: SectionContext, subject: SectionSubject) -> Optional[dict
     rows = [tuple(r[c] for c in columns) for r in ctx.store.probe_rows(MEASURE.table.name, run["id"])
             if r["region"] in ("fg", "bg")]
     clean = clean_predictions(ctx, subject)
-    picks = noise_flips(rows, PER_CLASS, {i: y == p for i, (y, p) in clean.items()} if clean else None)
+    k = per_class(len(subject.classes))
+    picks = noise_flips(rows, k, {i: y == p for i, (y, p) in clean.items()} if clean else None)
     preds = {(r[0], r[2], float(r[3]), int(r[4])): r[6] for r in rows}
     tally: Dict[tuple, list] = {}  # (image, region, level) -> [wrong trials, trials]
     for r in rows:
@@ -60,43 +61,44 @@ def noise_gallery(ctx: SectionContext, subject: SectionSubject) -> Optional[dict
     g = Gallery("Noise", ctx.thumbs, folder=files.folder("original"))
     for p in picks:
         _noise_item(g, files, name, p, config, preds, tally, clean)
-    return {"run_id": run["id"], "gallery": g.to_dict(), "per_class": PER_CLASS, "judged_clean": clean is not None}
+    return {"run_id": run["id"], "gallery": g.to_dict(), "per_class": k, "judged_clean": clean is not None}
 
 
 def _noise_item(g: Gallery, files: DatasetFiles, name, p, config: dict, preds: dict, tally: dict, clean) -> None:
-    """One image: its clean self, then one line per region with its noisy copy at every level
-    (the trial that flipped it), each with the prediction the probe stored for that copy and how
-    many of the image's trials there were wrong."""
-    import torch
-
-    from ..noise.engine import REGIONS, noisy_copy
+    """One image: its clean self, then one line per region with its noisy copies (the trial that
+    flipped it) at the level where it flips and at the grid's highest level, each with the
+    prediction the probe stored for that copy and how many of the image's trials there were wrong;
+    the item's text lists the wrong trials at every level."""
+    from .draws import REGIONS, noisy_copy
     from ..noise.levels import level_label
     image, mask = files.pixels("original", p.image_id), files.mask_pixels(p.image_id)
     if image is None or mask is None:
         g.missing += 1
         return
-    x = torch.from_numpy(image.copy()).permute(2, 0, 1).float().div_(255)  # as the probe's batches make it
-    m = torch.from_numpy(mask.copy())[None].float()
     trial, kind = p.detail["trial"], config.get("kind", "sigma")
     label = lambda level: level_label(level, kind, config.get("grid") or "custom")  # noqa: E731
     clean_pred = clean.get(p.image_id) if clean else None
     lines = [[g.shot_of_file(files.image("original", p.image_id), "no noise",
                              name(clean_pred[1]) if clean_pred else "", clean_pred[0] == clean_pred[1]
                              if clean_pred else None)]]
+    levels = sorted(float(v) for v in config["levels"])
+    shown = sorted({float(p.detail["level"]), levels[-1]})
     for region in REGIONS:
         line = []
-        for level in sorted(float(v) for v in config["levels"]):
-            noisy = noisy_copy(x, m, p.image_id, int(config.get("seed", 0)), region, level, trial,
-                               int(config["trials"]), kind)
-            rgb = noisy.permute(1, 2, 0).mul(255).round().to(torch.uint8).numpy()
+        for level in shown:
+            rgb = noisy_copy(image, mask, p.image_id, int(config.get("seed", 0)), region, level, trial,
+                             int(config["trials"]), kind, draws=config["draws"])
             pred = preds.get((p.image_id, region, level, trial))
             wrong, trials = tally.get((p.image_id, region, level), (0, 0))
             line.append(g.shot_of_array(rgb, f"{region} noise {label(level)}, {wrong}/{trials} trials wrong",
                                         "" if pred is None else name(pred), None if pred is None else pred == p.label))
         lines.append(line)
     region = "object" if p.detail["region"] == "fg" else "background"
+    wrong_by_level = "; ".join(f"{r} " + ", ".join("{}/{}".format(*tally.get((p.image_id, r, lv), (0, 0)))
+                                                   for lv in levels) for r in REGIONS)
     score = (f"flips at {label(p.detail['level'])} with noise on the {region} "
-             f"({100 * p.detail['wrong']:.0f}% of trials wrong); shown: trial {trial}")
+             f"({100 * p.detail['wrong']:.0f}% of trials wrong); shown: trial {trial}; trials wrong at "
+             f"{', '.join(label(lv) for lv in levels)}: {wrong_by_level}")
     g.add(name(p.label), p.image_id, name(p.label), score, *lines)
 
 

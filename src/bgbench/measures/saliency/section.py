@@ -3,12 +3,12 @@ most and least aligned Grad-CAM maps (one overlay per example, written by the ru
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Optional
 
 
-from ...drawing.gallery import Gallery, class_namer
+from ...drawing import figures
+from ...drawing.gallery import Gallery, class_namer, per_class
 from ..examples import run_files
 from ..registry import SectionContext, SectionSubject
 
@@ -26,10 +26,7 @@ def saliency_section(ctx: SectionContext, subject: SectionSubject) -> Optional[d
     if source is not None and source.is_file() and not outputs.get("examples"):
         # a run from before the per-example overlays: its grid, copied so the report stands alone
         # (newer runs are shown by the saliency gallery, one image per example)
-        target = ctx.figure_path(subject, "saliency-overlays")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source, target)
-        overlay = ctx.href(target)
+        overlay = ctx.href(figures.picture(source, ctx.figure_path(subject, "saliency-overlays")))
     # runs stored before v3 lack some measures; precision, the headline, is always shown (with no
     # value when every map was flat: 0/0 on every image)
     measured = [m for m in METRICS if m == "precision" or summary.image_mean[m]["n"] > 0]
@@ -52,11 +49,18 @@ def saliency_gallery(ctx: SectionContext, subject: SectionSubject) -> Optional[d
     pred_name = saliency_namer(config.get("classes") or [], dataset_labels)
     name, files = class_namer(config.get("classes") or []), run_files(run)
     g = Gallery("Grad-CAM", ctx.thumbs, folder=files.folder("original"))
+    k = max(1, per_class(len(config.get("classes") or [])) // 2)  # of each rank: the most, the least aligned
+    shown: dict = {}
     for ex in examples:
+        seen = shown.setdefault((ex["pred"], ex["rank"]), [])
+        if len(seen) >= k:
+            continue
+        seen.append(ex)
         overlay = Path(ex["overlay"])
         ok = ex["pred"] == ex["label"] if dataset_labels else None
         shots = [g.shot_of_file(files.image("original", ex["image_id"]), "image"),
                  g.shot_of_file(overlay if overlay.is_file() else None, "Grad-CAM", pred_name(ex["pred"]), ok)]
         score = "all-zero map" if ex["precision"] is None else f"precision {ex['precision']:.2f}"
         g.add(pred_name(ex["pred"]), ex["image_id"], name(ex["label"]), f"{ex['rank']}: {score}", shots)
-    return {"run_id": run["id"], "gallery": g.to_dict(), "layer": config.get("layer")}
+    return {"run_id": run["id"], "gallery": g.to_dict(), "layer": config.get("layer"), "per_rank": k,
+            "examples": len(examples)}
