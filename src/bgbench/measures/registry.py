@@ -17,7 +17,9 @@ What a measure class supplies, each where it has a use for it:
 - `summarize(rows, config)`: the pure summary of its rows, which `read` recomputes from a stored run;
 - `headlines`: the numbers that say how a run came out (the first the run has is shown), with
   their direction;
-- `sections`: the report sections that show it.
+- `sections`: the report sections that show it;
+- `source`, `checked_against`: the definition it follows and the test that checks it (its page in
+  the manual, generated from the registry, says both).
 """
 from __future__ import annotations
 
@@ -102,6 +104,11 @@ class Measure:
     order: ClassVar[Tuple[str, ...]] = ()
     #: A table of its own with another name (eval's `predictions`, the challenge's `challenge_fg`).
     table_name: ClassVar[Optional[str]] = None
+    #: The published definition it follows (paper, section, upstream code), in a sentence: its page in
+    #: the manual names it, so a user knows which number of which paper this one equals.
+    source: ClassVar[str] = ""
+    #: How the tests check that it equals that source (the test file and its oracle), in a sentence.
+    checked_against: ClassVar[str] = ""
 
     def __init__(self):
         unknown = sorted(set(self.needs) - set(NEEDS))

@@ -35,6 +35,10 @@ class AblateMeasure(ModelMeasure):
     replaced by gray; the drop in accuracy and in true-class probability, per region and class."""
 
     name = "ablate"
+    source = ("RIVAL10 §4, `attr_importance.py`: each region grayed (x·(1−m) + 0.5·m) and the drops "
+              "in accuracy and true-class probability")
+    checked_against = ("tests/measures/test_ablation.py (gray copies and drops by hand and by a "
+                       "reimplementation; the rows against the model run in the test)")
     title = "attribute ablation"
     needs = ("model", "masks")
     help = ("gray out the object, the background and each attribute: accuracy and true-class probability drops, "

@@ -51,6 +51,10 @@ class AttributionMeasure(ModelMeasure):
     maps best overlap its mask (IoU at 0.5 of the map's maximum), per class and over all classes."""
 
     name = "attribution"
+    source = ("RIVAL10 §6: the IoU of each penultimate feature's map, binarized at 0.5 of its "
+              "maximum, with each attribute's mask")
+    checked_against = ("tests/measures/test_attribution.py (feature IoU by hand; features on "
+                       "Synthetic-9's class-defining parts of a trained model)")
     title = "feature attribution"
     needs = ("model", "attributes", "layers")
     help = ("per attribute, the features whose maps best overlap its mask (IoU at 0.5 of the map's max), per class "

@@ -5,6 +5,10 @@ from ..registry import Measure, SectionSpec, register_measure
 
 class Categories(Measure):
     name = "categories"
+    source = ("Xiao et al., Table 3: BG Irrelevant, BG Required, BG+FG Required, BG Fools and "
+              "Other, from the ORIGINAL, MIXED-RAND and ONLY-BG-T predictions")
+    checked_against = ("tests/measures/test_categories.py (cases worked out by hand, from stored "
+                       "runs of 9-class and 1000-class models)")
     title = "prediction categories"
     needs = ("eval run",)
     help = "BG Irrelevant / Required / Fools ... per class (paper Table 3)"

@@ -9,6 +9,13 @@ from ..registry import Headline, Measure, SectionSpec, register_measure
 
 class Challenge(Measure):
     name = "challenge"
+    source = ("the Backgrounds Challenge (MadryLab/backgrounds_challenge): a foreground is fooled "
+              "when any ONLY-BG-T background makes the composite B·(1−m) + F·m predicted as another "
+              "class")
+    checked_against = ("tests/measures/test_challenge.py (verdicts equal an exhaustive reference "
+                       "for any batch size, order and number of processes) and "
+                       "test_challenge_precision.py (bf16-verified against an fp32 oracle of "
+                       "upstream's arithmetic, composite by composite)")
     title = "Backgrounds Challenge"
     command = "own"
     needs = ("model", "masks")

@@ -5,6 +5,10 @@ from ..registry import Measure, SectionSpec, register_measure
 
 class Edits(Measure):
     name = "edits"
+    source = ("ImageNet-E (Li et al., CVPR 2023): the accuracy drop from the original images at "
+              "each attribute-edit level")
+    checked_against = ("tests/measures/test_edits.py (drops and paired intervals by hand, end to "
+                       "end through edit, eval and analyze)")
     title = "edit drops"
     needs = ("eval run",)
     help = ("accuracy drop from original per edit level, with paired 95% intervals (eval runs of a `bgbench edit` "

@@ -57,6 +57,11 @@ class FeaturesMeasure(ModelMeasure):
     weight x mean activation, the share of their activation maps on the background, heatmap galleries."""
 
     name = "features"
+    source = ("RIVAL10 §5 with Salient ImageNet's ranking (`topk_predictive_features`): each "
+              "class's top penultimate features and the background share of their maps")
+    checked_against = ("tests/measures/test_features.py (a hand-built network with a table worked "
+                       "by hand; plain torch and cv2 recomputing the ranking and shares on a timm "
+                       "model)")
     title = "spurious-feature discovery"
     needs = ("model", "masks", "layers")
     help = ("spurious features: each class's top penultimate features (weight x mean activation) and the share of "

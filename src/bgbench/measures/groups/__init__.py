@@ -6,6 +6,10 @@ from ..registry import Measure, SectionSpec, register_measure
 
 class Groups(Measure):
     name = "groups"
+    source = ("worst-group accuracy of the spurious-correlation literature (Sagawa et al., 2020: "
+              "Waterbirds), groups being (object class, background class)")
+    checked_against = ("tests/measures/test_groups.py (a table worked by hand; stored groups "
+                       "against the manifest and predictions read with the csv module)")
     title = "worst-group accuracy"
     needs = ("eval run",)
     help = ("accuracy per (class, background class) group of MIXED-RAND (or a group dataset's groups), the worst "

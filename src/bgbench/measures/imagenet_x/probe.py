@@ -43,6 +43,10 @@ class ImageNetXMeasure(ArmsMeasure):
     """ImageNet-X's per-factor error ratios (see the module docstring)."""
 
     name = "imagenet_x"
+    source = ("the `imagenet-x` package (`augment_model_predictions`, `compute_factor_accuracies`, "
+              "`error_ratio`): each factor's error ratio, background among them")
+    checked_against = ("tests/measures/test_shortcuts.py (the package's own functions on the same "
+                       "predictions)")
     title = "ImageNet-X factors (background error ratio)"
     help = "ImageNet-X: the error ratio of each of 16 labelled factors on ImageNet's val, background among them"
     description = ("ImageNet-X's error ratios (a factor's error over the overall error, > 1: the factor makes the model "

@@ -61,6 +61,10 @@ class RenditionsMeasure(ArmsMeasure):
     """Whac-A-Mole's IN-R gap (see the module docstring)."""
 
     name = "renditions"
+    source = ("Whac-A-Mole's `dataset/imagenet_r.py` and `imagenet_200.py` (`map_prediction`): "
+              "ImageNet-R against the val restricted to its 200 classes")
+    checked_against = ("tests/measures/test_shortcuts.py (`output[:, mask].argmax(1)` on the test's "
+                       "own ImageFolder reads of ImageNet-R and ImageNet-200)")
     title = "rendition shortcut (IN-R gap)"
     help = "ImageNet-R: accuracy on renditions of 200 classes against ImageNet's photographs of them (IN-R gap)"
     description = ("Whac-A-Mole's IN-R gap: a 1000-class model's accuracy on ImageNet-R (--renditions) minus its accuracy "

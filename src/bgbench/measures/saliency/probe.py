@@ -47,6 +47,11 @@ class SaliencyMeasure(ModelMeasure):
     (precision, IoU, Dice, Δdensity, coverage, AP), by predicted class, with example overlays."""
 
     name = "saliency"
+    source = ("RIVAL10's saliency alignment: Grad-CAM maps as pytorch-grad-cam returns them against "
+              "the object mask (precision, IoU, Dice, Δdensity, coverage, AP), averaged per "
+              "predicted class")
+    checked_against = ("tests/measures/test_saliency.py (against pytorch-grad-cam with RIVAL10's "
+                       "formulas written out, and measures worked by hand)")
     title = "saliency alignment"
     needs = ("model", "masks", "layers")
     help = ("Grad-CAM on the predicted class: RIVAL10's alignment with the mask (precision, IoU, Dice, Δdensity, "

@@ -6,6 +6,10 @@ from ..registry import Measure, SectionSpec, register_measure
 
 class Shortcuts(Measure):
     name = "shortcuts"
+    source = ("Whac-A-Mole (Li et al., CVPR 2023): the table of shortcut gaps (IN-W, Carton, SIN, "
+              "IN-R, IN-9) beside BG-Gap, the challenge and ImageNet-X's background error ratio")
+    checked_against = ("tests/measures/test_shortcuts.py (each gap from its source's own code; the "
+                       "table and a derived model's paired changes)")
     title = "shortcut table"
     needs = ("eval run",)
     help = ("the shortcut table: per model, Whac-A-Mole's IN-1k accuracy and IN-W, Carton, SIN, IN-R and IN-9 gaps beside "

@@ -47,6 +47,10 @@ class TextureMeasure(ArmsMeasure):
     """Whac-A-Mole's SIN gap (see the module docstring)."""
 
     name = "texture"
+    source = ("Whac-A-Mole's script: acc(Stylized-ImageNet val) − acc(ImageNet val), argmax over "
+              "the 1000 classes")
+    checked_against = ("tests/measures/test_shortcuts.py (acc(SIN) − acc(val) paired by file stem, "
+                       "from the test's own reads)")
     title = "texture shortcut (SIN gap)"
     help = "Stylized-ImageNet: accuracy on stylized copies of ImageNet's val against the val (SIN gap)"
     description = ("Whac-A-Mole's SIN gap: a 1000-class model's accuracy on Stylized-ImageNet's val (--stylized) minus "

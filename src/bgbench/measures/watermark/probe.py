@@ -65,6 +65,11 @@ class WatermarkMeasure(ArmsMeasure):
     """ImageNet-W's watermark gap and Carton gap (see the module docstring)."""
 
     name = "watermark"
+    source = ("Whac-A-Mole's `eval_shortcuts/eval_multiple_shortcuts.py` with the `imagenet-w` "
+              "package's `AddWatermark`: acc(watermarked) − acc(clean), and the Carton gap")
+    checked_against = ("tests/measures/test_shortcuts.py (the test's own `AddWatermark` on "
+                       "torchvision's crop and a plain forward give every stored prediction; the "
+                       "gaps by Whac-A-Mole's formulas)")
     title = "watermark shortcut (IN-W gap)"
     help = "ImageNet-W: accuracy on watermarked copies against clean ones (IN-W gap) and the Carton gap"
     description = ("the IN-W gap and Carton gap of Whac-A-Mole: each image with ImageNet-W's watermark (the imagenet-w "
