@@ -5,12 +5,12 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test test-all bench clean
+.PHONY: demo test test-all bench docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip uv
-	$(VENV)/bin/uv pip install -q --compile-bytecode --python $(PY) -e '.[zoo,dev,onnx]'
+	$(VENV)/bin/uv pip install -q --compile-bytecode --python $(PY) -e '.[zoo,dev,onnx,docs]'
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -27,8 +27,12 @@ test: $(STAMP)
 test-all: $(STAMP)
 	$(TEST) --runslow
 
+# The manual: docs/ built into site/ with MkDocs; strict, so a broken link or a missing page fails.
+docs: $(STAMP)
+	$(VENV)/bin/mkdocs build --strict --clean --quiet
+
 bench: $(STAMP)
 	$(PY) benchmarks/eval_throughput.py
 
 clean:
-	rm -rf $(VENV) bgbench-demo .pytest_cache
+	rm -rf $(VENV) bgbench-demo .pytest_cache site
