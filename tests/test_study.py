@@ -217,6 +217,21 @@ def test_the_python_api_takes_the_same_structure(synth_root, tmp_path):
     assert again.ran == [] and again.steps[0].done_run == result.ran[0]
 
 
+def test_a_probes_pictures_stay_beside_the_store_and_the_report_shows_them(synth_root, tmp_path):
+    """The report's folder is the one to share: a probe's own pictures (the features measure's
+    heatmap sheets) go beside the store, and the report holds its compressed copies of them."""
+    import bgbench
+    doc = {"models": ["timm:test_resnet"], "datasets": [str(synth_root)],
+           "measures": {"features": {"top_features": 1, "top_images": 2}}}
+    (tmp_path / "store").mkdir()
+    bgbench.study(doc, tmp_path / "store" / "r.db", out=tmp_path / "rep", progress=False)
+    drawn = sorted((tmp_path / "store" / "pictures").rglob("features_class*.png"))
+    assert drawn and not (tmp_path / "rep" / "pictures").exists()
+    page = (tmp_path / "rep" / "index.html").read_text()
+    shown = re.findall(r'src="(figures/[^"]*features-[0-9]+[^"]*)"', page)
+    assert len(shown) == len(drawn) and all((tmp_path / "rep" / f).is_file() for f in shown)
+
+
 def test_edits_are_written_once_per_dataset_and_every_model_is_evaluated_on_them(synth_root, tmp_path):
     study = tmp_path / "edits.toml"
     study.write_text(f'models = ["timm:test_resnet", "timm:test_efficientnet"]\ndatasets = ["{synth_root}"]\n'

@@ -181,7 +181,9 @@ def _run_step(step: Step, study: Study, store: Store, device: str, progress: boo
     model, data = step.model, str(step.dataset.path)
     options = {**model.options, **step.options}
     options.setdefault("device", device)
-    pictures = study.out / "pictures" / safe_name(f"{model.label}-{step.dataset.label}-{step.measure.name}")
+    # the pictures a probe draws go beside the store, as a single command's do: the report copies
+    # what it shows (compressed), so its folder stays one to share
+    pictures = store.path.parent / "pictures" / safe_name(f"{model.label}-{step.dataset.label}-{step.measure.name}")
     if step.measure.name == "eval":
         result = api.evaluate(model.model, data, progress=progress, **options)
     elif step.measure.name == "challenge":

@@ -78,7 +78,7 @@ class StudyMeasure:
 @dataclass
 class Study:
     """What to run: every (model, dataset, measure) step; `source` names the file (or 'profile')
-    in error messages; `out` is where the report (and pictures) go."""
+    in error messages; `out` is where the report (and the edited datasets) go."""
 
     models: List[StudyModel]
     datasets: List[StudyDataset]
@@ -158,7 +158,7 @@ def study_from_dict(doc: Dict[str, Any], source: str = "study", base: Path = Pat
 
 
 def check_out_folder(path: Path, what: str) -> None:
-    """A folder a study may write its report, pictures and edits into, refused before any step runs:
+    """A folder a study may write its report and edits into, refused before any step runs:
     not an existing file, not the file system's root, the home folder or the working folder itself
     (a report there would mix its files with everything else in it)."""
     resolved = path.expanduser().resolve()
