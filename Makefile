@@ -29,7 +29,7 @@ test-all: $(STAMP)
 
 # The manual: docs/ built into site/ with MkDocs; strict, so a broken link or a missing page fails.
 docs: $(STAMP)
-	$(VENV)/bin/mkdocs build --strict --clean --quiet
+	NO_MKDOCS_2_WARNING=1 DISABLE_MKDOCS_2_WARNING=true $(VENV)/bin/mkdocs build --strict --clean --quiet
 
 bench: $(STAMP)
 	$(PY) benchmarks/eval_throughput.py

@@ -1,4 +1,4 @@
-"""Every README claim about the command line is true.
+"""Every README and manual (docs/) claim about the command line is true.
 
 Two halves:
 - the README's usage lines agree with the parser: every flag exists, flags shown without brackets
@@ -19,6 +19,13 @@ from bgbench.cli import build_parser
 from conftest import run_cli
 
 README = Path(__file__).resolve().parents[1] / "README.md"
+#: The manual's hand-written pages (the generated ones are checked in test_docs.py).
+DOCS = sorted((README.parent / "docs").rglob("*.md"))
+
+
+def manual_text() -> str:
+    """The README and every page of docs/, one after another: their commands are held to one standard."""
+    return "\n".join(p.read_text() for p in [README, *DOCS])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -29,7 +36,7 @@ def readme_commands():
     """(text, tokens) of every `bgbench` command in the README's ```bash blocks: continuation lines
     joined, comments dropped; `torchrun ... -m bgbench` lines keep what follows `-m bgbench`."""
     out = []
-    for block in re.findall(r"```bash\n(.*?)```", README.read_text(), re.S):
+    for block in re.findall(r"```bash\n(.*?)```", manual_text(), re.S):
         current = None
         for line in block.splitlines():
             code = re.split(r"\s#", line)[0].rstrip()
@@ -47,7 +54,7 @@ def readme_commands():
 
 def inline_commands():
     """`bgbench ...` commands quoted inline in the README's prose (`bgbench models 'timm:resnet*'`)."""
-    spans = re.findall(r"`(bgbench [^`]+)`", README.read_text())
+    spans = re.findall(r"`(bgbench [^`]+)`", manual_text())
     return [(s, shlex.split(s.split("bgbench", 1)[1])) for s in spans]
 
 
@@ -274,6 +281,13 @@ COMMANDS = {
     "bgbench challenge --model hf:facebook/dinov2-base-imagenet1k-1-layer": None,
     "bgbench eval --model hf:facebook/convnext-base-224": None,
     "bgbench challenge --model hf:facebook/convnext-base-224": None,
+    # the manual's own lines on real weights: the protocol's pair runs with stand-ins; a photo of yours
+    # and a GPU's flags are parsed only (test_readme_usage_lines_match_the_parser, test_docs.py)
+    "bgbench eval --model timm:resnet50.a1_in1k": None,
+    "bgbench challenge --model timm:resnet50.a1_in1k": None,
+    "bgbench predict --model timm:resnet50.a1_in1k": None,
+    "bgbench eval --model timm:resnet50.a1_in1k --data /data/in9 --device cuda": None,
+    "bgbench challenge --model timm:resnet50.a1_in1k --data /data/in9 --device cuda": None,
 }
 #: README commands that name real models and real data: run with stand-ins (`test_readme_commands_that_name_real_
 #: models_run_with_stand_ins`), so that a first command such as `profile --model timm:resnet50.a1_in1k` can never fail
@@ -283,7 +297,8 @@ STAND_IN_KEYS = ("bgbench profile --model timm:resnet50.a1_in1k", "bgbench study
                  "bgbench challenge --model openclip:ViT-B-32@openai",
                  "bgbench eval --model hf:facebook/dinov2-base-imagenet1k-1-layer",
                  "bgbench challenge --model hf:facebook/dinov2-base-imagenet1k-1-layer",
-                 "bgbench eval --model hf:facebook/convnext-base-224", "bgbench challenge --model hf:facebook/convnext-base-224")
+                 "bgbench eval --model hf:facebook/convnext-base-224", "bgbench challenge --model hf:facebook/convnext-base-224",
+                 "bgbench eval --model timm:resnet50.a1_in1k", "bgbench challenge --model timm:resnet50.a1_in1k")
 #: Commands the README names in its prose, run as well (they complete the --json coverage).
 PROSE = ["models 'timm:test_res*' --json", "leaderboard --format html --out {tmp}/leaderboard.html --db {db}",
          "leaderboard --format csv --db {db}", "demo --out {tmp}/demo --json --quiet"]
@@ -482,7 +497,7 @@ def test_readme_commands_that_name_real_models_run_with_stand_ins(model_ckpt, tm
         for a, b in swaps.items():
             text = text.replace(a, b)
         return text
-    block = re.search(r"```toml\n(# study.toml\n.*?)```", README.read_text(), re.S).group(1)
+    block = re.search(r"```toml\n(# study.toml\n.*?)```", manual_text(), re.S).group(1)
     (tmp_path / "study.toml").write_text(swapped(block))
     texts = [t for t, _ in readme_commands() if realization(t) in STAND_IN_KEYS]
     assert {realization(t) for t in texts} == set(STAND_IN_KEYS)

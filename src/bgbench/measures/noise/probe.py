@@ -65,7 +65,7 @@ class NoiseMeasure(ModelMeasure):
     and the relative foreground sensitivity (RFS); with region 'attributes', noise on each attribute."""
 
     name = "noise"
-    source = ("RIVAL10 (Moayeri et al., ECCV 2022), `compute_noise_robustness.py`: accuracy under "
+    source = ("RIVAL10 (Moayeri et al., CVPR 2022), `compute_noise_robustness.py`: accuracy under "
               "foreground-only and background-only noise, RFS = (acc_bg − acc_fg) / (2·min(a, 1 − "
               "a))")
     checked_against = ("tests/measures/test_noise.py (accuracies and RFS worked by hand, an "
