@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from ..errors import DataError
-from .layout import Item, Layout
+from .layout import ImagesOnlyLayout, Item, Layout
 
 WATERBIRDS_FILE = "metadata.csv"
 GROUPS_FILE = "groups.csv"
@@ -34,29 +34,15 @@ Row = Tuple[int, Dict[str, str]]
 
 
 @dataclass
-class GroupLayout(Layout):
+class GroupLayout(ImagesOnlyLayout):
     """A group dataset as a `Layout`: one variant (`original`), and the group of every image."""
 
     kind = "groups"
     groups: Dict[str, str] = field(default_factory=dict, repr=False)
     source: str = ""  # the file the groups come from
 
-    def items(self, variant: str) -> List[Item]:
-        if variant != "original":
-            raise DataError(f"variant {variant!r} not found under {self.root}: a group dataset ({self.source}) has its "
-                            f"images only (variant original)")
-        return self._items["original"]
-
-    @property
-    def has_masks(self) -> bool:
-        return False
-
-    @property
-    def attribute_source(self):
-        return None
-
-    def foregrounds(self):
-        raise DataError(f"{self.root} is a group dataset ({self.source}): it has no foreground masks")
+    def described(self) -> str:
+        return f"a group dataset ({self.source})"
 
     def fingerprint(self) -> str:
         if self._fingerprint is None:

@@ -29,7 +29,7 @@ from typing import List, Optional, Tuple
 from ..errors import DataError
 from .images import IMAGE_SUFFIXES
 from .imagenet import ImageNetTree, imagenet_synsets, imagenet_tree, is_wnid, list_sources
-from .layout import Item, Layout
+from .layout import ImagesOnlyLayout, Item
 
 #: ImageNet's standard evaluation crop: (shorter side resized to, centre crop).
 EVAL_CROP = (256, 224)
@@ -38,29 +38,13 @@ TREE, CLASS_FOLDERS = "imagenet", "class_folders"
 
 
 @dataclass
-class ImageNetLayout(Layout):
+class ImageNetLayout(ImagesOnlyLayout):
     """ImageNet-style class folders as a `Layout`: one variant (`original`), no masks."""
 
     kind = "imagenet"
     source: str = TREE  # TREE (an ImageNet release layout) or CLASS_FOLDERS (ROOT/<wnid>/)
-
-    def items(self, variant: str) -> List[Item]:
-        if variant != "original":
-            raise DataError(f"variant {variant!r} not found under {self.root}: ImageNet's images are one variant, "
-                            f"original")
-        return self._items["original"]
-
-    @property
-    def has_masks(self) -> bool:
-        return False
-
-    @property
-    def attribute_source(self):
-        return None
-
-    def foregrounds(self):
-        raise DataError(f"{self.root} holds ImageNet's images, without foreground masks; this job needs the IN-9 "
-                        f"layout with fg_mask/ (bgbench build --imagenet makes one)")
+    what = "ImageNet's images"
+    mask_hint = "; this job needs the IN-9 layout with fg_mask/ (bgbench build --imagenet makes one)"
 
     def fingerprint(self) -> str:
         """Names, classes and sizes of the images read (not of the whole tree: a val fingerprint

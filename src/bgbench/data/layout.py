@@ -111,6 +111,36 @@ class Layout:
         return self._fingerprint
 
 
+@dataclass
+class ImagesOnlyLayout(Layout):
+    """A layout of images alone: one variant (`original`), no foreground masks, no attribute masks
+    (a group dataset, ImageNet's own folders). `what` names the dataset in its errors; `mask_hint`
+    says where masks come from, if anywhere."""
+
+    what: ClassVar[str] = "this dataset"
+    mask_hint: ClassVar[str] = ""
+
+    def items(self, variant: str) -> List[Item]:
+        if variant != "original":
+            raise DataError(f"variant {variant!r} not found under {self.root}: {self.described()} has its images "
+                            f"only (variant original)")
+        return self._items["original"]
+
+    def described(self) -> str:
+        return self.what
+
+    @property
+    def has_masks(self) -> bool:
+        return False
+
+    @property
+    def attribute_source(self):
+        return None
+
+    def foregrounds(self):
+        raise DataError(f"{self.root} is {self.described()}, without foreground masks{self.mask_hint}")
+
+
 def dataset_fingerprint(root: Path, split: str) -> str:
     """A cheap content fingerprint of one split: names and sizes of every file of every variant
     folder and of the masks. It does not depend on which variants a command reads, so an eval

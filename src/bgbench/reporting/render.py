@@ -16,7 +16,7 @@ from ..data.owned import StagedOutput, refuse_unsafe_out
 from ..errors import BgbenchError
 from ..store import Store
 from ..version import __version__
-from .context import ReportContext, Subject, select_subjects
+from .context import ReportContext, Subject, name_subjects, select_subjects
 from .sections import list_sections, measure_sections
 
 
@@ -130,13 +130,7 @@ def render_report(store: Store, out: str | Path, run_ids: Optional[Sequence[int]
     folder's name)."""
     t0 = time.time()
     staged = report_output(out)
-    subjects = select_subjects(store, run_ids, models)
-    named = {str(Path(k).resolve()): v for k, v in (data_labels or {}).items()}
-    for s in subjects:
-        if labels and s.model in labels:
-            s.label = labels[s.model]
-        if s.data_root:
-            s.data_label = named.get(str(Path(s.data_root).resolve()), Path(s.data_root).name)
+    subjects = name_subjects(select_subjects(store, run_ids, models), labels, data_labels)
     shared = {s.label for s in subjects if sum(t.label == s.label for t in subjects) > 1}
     for s in subjects:
         s.heading = f"{s.label} on {s.data_label}" if s.label in shared and s.data_label else s.label
