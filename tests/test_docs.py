@@ -1,0 +1,122 @@
+"""The manual: its generated pages say what the registry and the parser say, every command in it
+parses with bgbench's own parser, and the README stays a two-screen introduction.
+
+The commands of the hand-written pages are run or checked in test_readme.py; here the generated
+pages (written by docs/scripts/gen_pages.py into a folder, as MkDocs writes them into the site).
+"""
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bgbench.cli import build_parser
+from bgbench.measures.registry import list_measures
+from test_readme import DOCS, README, leaf_commands, option_actions, readme_commands, resolve
+
+ROOT = README.parent
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory):
+    out = tmp_path_factory.mktemp("site_pages")
+    proc = subprocess.run([sys.executable, str(ROOT / "docs" / "scripts" / "gen_pages.py"), str(out)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+def test_every_registered_measure_has_a_page_naming_its_source(generated):
+    measures = list_measures()
+    assert len(measures) >= 17
+    for m in measures:
+        assert m.source and m.checked_against, f"measure {m.name} declares no source or checked_against"
+        page = (generated / "measures" / f"{m.name}.md").read_text()
+        assert m.source in page and m.checked_against in page
+        for h in m.headlines:
+            row = next(line for line in page.splitlines() if line.startswith(f"| `{h.metric}` | {h.variant or '(overall)'}"))
+            assert row.rstrip(" |").endswith("higher" if h.higher_is_better else "lower"), row
+        assert f"]({m.name}.md)" in (generated / "measures" / "index.md").read_text()
+
+
+def test_the_command_reference_is_the_parser(generated):
+    page = (generated / "reference" / "cli.md").read_text()
+    for command in leaf_commands():
+        assert f"## bgbench {command} {{#" in page, command
+        parser, _, _ = resolve(command.split())
+        for flag in option_actions(parser):
+            assert flag in page, f"{command}: {flag} missing from the reference"
+
+
+def test_the_pictures_are_drawn(generated):
+    for name in ("variants.png", "challenge.png", "bg_gap.png"):
+        data = (generated / "concepts" / "img" / name).read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n"
+        assert f"img/{name}" in (ROOT / "docs" / "concepts" / "measures.md").read_text()
+
+
+def _generated_commands(folder: Path):
+    for page in folder.rglob("*.md"):
+        for block in re.findall(r"```bash\n(.*?)```", page.read_text(), re.S):
+            for line in block.splitlines():
+                if line.startswith("bgbench "):
+                    yield page.name, line
+
+
+def test_generated_commands_name_real_flags(generated):
+    problems = []
+    commands = list(_generated_commands(generated))
+    assert len(commands) >= len(list_measures())
+    for page, text in commands:
+        parser, path, rest = resolve(shlex.split(text)[1:])
+        actions = option_actions(parser)
+        problems += [f"{page}: {text}: no {t}" for t in rest if t.startswith("--") and t not in actions]
+        if not path:
+            problems.append(f"{page}: {text}: no such command")
+    assert not problems, "\n".join(problems)
+
+
+#: Placeholders of the manual's concrete command lines, for argparse's types.
+NUMBERS = {"N": "2", "K": "1", "B": "8", "H": "0.05", "S": "0", "F": "0.5", "Q": "0.5", "P": "0.5", "DEG": "30",
+           "K/N": "0/2", "RUN": "1", "RUN_A": "1", "RUN_B": "2"}
+
+
+def test_every_concrete_manual_command_parses():
+    """A line without a synopsis' brackets is a command a user types: bgbench's own parser accepts it
+    (so a renamed flag or a value out of its choices fails here)."""
+    parser = build_parser()
+    checked, problems = 0, []
+    for text, tokens in readme_commands():
+        if re.search(r"[\[|]|\.\.\.", text):
+            continue
+        tokens = [NUMBERS.get(t.strip(), t.strip()).replace("$SLURM_ARRAY_TASK_ID", "0") for t in tokens if t.strip()]
+        try:
+            parser.parse_args(tokens)
+            checked += 1
+        except SystemExit:
+            problems.append(text)
+    assert checked >= 30
+    assert not problems, "\n".join(problems)
+
+
+def test_the_scorecard_columns_are_explained_with_their_direction():
+    from bgbench.studies.spec import PROFILE
+    table = (ROOT / "docs" / "get-started.md").read_text().split("## What each scorecard column means")[1]
+    for m in list_measures():
+        if m.name not in PROFILE:
+            continue
+        for h in m.headlines:
+            row = next((r for r in table.splitlines() if r.startswith(f"| {h.short or h.label} |")), None)
+            assert row is not None, f"{m.name}: no row for {h.short or h.label}"
+            assert row.rstrip(" |").endswith("higher" if h.higher_is_better else "lower"), row
+
+
+def test_the_readme_is_two_screens_with_a_profile_on_the_first():
+    lines = README.read_text().splitlines()
+    assert len(lines) <= 250
+    first = "\n".join(lines[:60])
+    assert "bgbench profile --model timm:resnet50.a1_in1k" in first
+    assert "<!-- output: profile -->\n```text\n$ bgbench profile" in README.read_text()
+    assert DOCS and all(p.suffix == ".md" for p in DOCS)
