@@ -40,6 +40,7 @@ def readme_commands():
         current = None
         for line in block.splitlines():
             code = re.split(r"\s#", line)[0].rstrip()
+            code = code[:-1].rstrip() if code.endswith("\\") else code  # a continuation's backslash
             if re.match(r"\s", line) and current is not None and code.strip():
                 current.append(code.strip())
                 continue
