@@ -90,16 +90,13 @@ def command_of(measure) -> str:
 
 
 def measure_cost(measure) -> str:
-    """Its cost in forwards with its default options, from the study planner (studies/plan.py), the
-    one place that counts them."""
+    """Its cost in forwards with its default options: the measure's own count (`Measure.forwards`),
+    which the study planner shows too."""
     if measure.command == "analyze":
         return "No forwards: it reads stored eval runs (`--mapping` re-decides them without inference)."
-    from bgbench.studies.plan import DatasetFacts, _forwards
-    from bgbench.studies.spec import StudyMeasure
     rows = []
     for label, n in COST_DATASETS:
-        facts = DatasetFacts("-", n, list(VARIANTS), True, False, imagenet=True)
-        forwards, bound = _forwards(StudyMeasure(measure.name, {}), facts)
+        forwards, bound = measure.forwards(n, list(VARIANTS), {})
         if forwards is None:
             return ("Not known before the run: one forward per image of ImageNet's val and of the second dataset it "
                     "reads (the planner lists it as `? forwards`).")
@@ -107,7 +104,7 @@ def measure_cost(measure) -> str:
         rows.append(f"| {label} ({n:,} images{', 8 variants' if measure.name == 'eval' else ''}) | {per} |")
     note = (" A challenge stops at the first background that fools each foreground, so a model that is "
             "fooled easily costs far less than the ceiling; `--sample N` bounds it.") if measure.name == "challenge" else ""
-    return ("With its default options (counted by the study planner, `bgbench study --dry-run`):" + note + "\n\n"
+    return ("With its default options (its own count, which `bgbench study --dry-run` shows per step):" + note + "\n\n"
             "| dataset | cost |\n|---|---|\n" + "\n".join(rows))
 
 

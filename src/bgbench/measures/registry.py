@@ -141,6 +141,15 @@ class Measure:
         return declare_table(TableSchema(name, self.columns, key=self.key, order=self.order))
 
     # -- what a run computes and reads back -------------------------------------------------------
+    def forwards(self, images: int, variants: Sequence[str], options: Dict[str, Any],
+                 attributes: int = 0) -> Tuple[Optional[int], bool]:
+        """The forwards a run makes on a dataset of `images` images (in each of `variants`, with
+        `attributes` kinds of attribute mask) under `options` (a study's keys; defaults where
+        absent): (count, whether it is a ceiling), or (None, False) where it is not known before
+        the run. The study's plan and the manual's measure pages show it; tests/measures/
+        test_forwards.py counts a run's forwards against it."""
+        return None, False
+
     def compute(self, model, data, cfg, *, progress: bool = True, out_dir=None):
         """Run the measure; the result on rank 0 (None on other torchrun ranks)."""
         raise NotImplementedError(f"measure {self.name!r} runs through its own command")

@@ -84,6 +84,7 @@ class DatasetFacts:
     classes: tuple = ()
     kind: str = "in9"  # the layout's kind: 'in9', 'rival10', 'groups', 'imagenet' (`data.resolve`)
     imagenet: bool = False  # ImageNet's own images (a release layout, every class)
+    attribute_kinds: int = 0  # the attribute masks' names (ablation grays each; a measure's forwards count them)
 
 
 def dataset_facts(dataset: StudyDataset, source: str) -> DatasetFacts:
@@ -93,9 +94,11 @@ def dataset_facts(dataset: StudyDataset, source: str) -> DatasetFacts:
     except BgbenchError as e:
         raise BgbenchError(f"{source}: dataset {dataset.label}: {e}") from None
     from ..data.imagenet_folders import TREE
+    attributes = layout.attribute_source
     return DatasetFacts(layout.fingerprint(), len(layout.items(layout.variants[0])), list(layout.variants),
-                        bool(layout.has_masks), layout.attribute_source is not None, tuple(layout.classes),
-                        layout.kind, getattr(layout, "source", None) == TREE)
+                        bool(layout.has_masks), attributes is not None, tuple(layout.classes),
+                        layout.kind, getattr(layout, "source", None) == TREE,
+                        len(attributes.names) if attributes is not None else 0)
 
 
 def plan(study: Study, store) -> List[Step]:
@@ -122,7 +125,8 @@ def plan(study: Study, store) -> List[Step]:
                             identity=measure_identity(measure.name, measure.options))
                 step.skip = _unsupported(measure.name, f, measure.options)
                 step.problem = (problem or mf.format_problem(measure.name)) if step.skip is None else None
-                step.forwards, step.forwards_bound = _forwards(measure, f)
+                step.forwards, step.forwards_bound = get_measure(measure.name).forwards(
+                    f.images, f.variants, measure.options, f.attribute_kinds)
                 if step.skip is None and step.problem is None:
                     step.done_run = _done(store, step, f.fingerprint)
                 steps.append(step)
@@ -261,38 +265,6 @@ def _unsupported(name: str, facts: DatasetFacts, options: Optional[dict] = None)
             return f"no {FOLDER_OPTIONS[key]} at {value} ({name}.{key})"
     return None
 
-
-
-def _forwards(measure: StudyMeasure, facts: DatasetFacts):
-    """Forwards the step runs: exact for eval and the probes (per their options and the data), a
-    ceiling for the challenge (every foreground against every background)."""
-    n, o = facts.images, measure.options
-    if measure.name == "eval":
-        return n * len(o.get("variants") or facts.variants), False
-    if measure.name == "challenge":
-        fg = n if o.get("sample") is None else min(n, int(o["sample"]))
-        return fg * n + fg, True
-    if measure.name == "noise":
-        from ..measures.noise.levels import resolve_levels
-        _, levels = resolve_levels(o.get("levels"), o.get("kind", "sigma"))
-        return n + 2 * n * len(levels) * int(o.get("trials", _default("noise", "trials"))), False
-    if measure.name in ("saliency", "features", "attribution", "imagenet_x"):
-        return n, False  # one forward each (saliency adds one backward)
-    if measure.name == "watermark":
-        return 2 * n, False  # clean and watermarked
-    if measure.name in ("texture", "renditions"):
-        return None, False  # the val's images and the second dataset's, not listed before the step
-    if measure.name == "ablate":
-        return 3 * n, False  # clean, object grayed, background grayed (and each attribute the image has)
-    return None, False
-
-
-def _default(name: str, field_name: str):
-    import dataclasses
-    for f in dataclasses.fields(get_measure(name).config):
-        if f.name == field_name:
-            return f.default if f.default is not dataclasses.MISSING else f.default_factory()
-    raise KeyError(field_name)
 
 
 def _weights(model: StudyModel, peeked) -> Optional[str]:

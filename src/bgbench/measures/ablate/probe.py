@@ -59,6 +59,11 @@ class AblateMeasure(ModelMeasure):
     sections = (SectionSpec("ablation", "Attribute ablation (RIVAL10)", f"{__package__}.section:ablation_heatmap",
                             scope="page"),)
 
+    def forwards(self, images, variants, options, attributes=0):
+        """Each image clean, with its object grayed and with its background grayed, and with each
+        attribute it has grayed: with attributes, a ceiling (every image counted with every one)."""
+        return images * (3 + attributes), attributes > 0
+
     def prepare(self, run, cfg: AblateConfig):
         from ...evaluation.predict import class_probabilities, decide
 

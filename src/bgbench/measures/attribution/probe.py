@@ -74,6 +74,10 @@ class AttributionMeasure(ModelMeasure):
     sections = (SectionSpec("attribution", "Feature attribution (RIVAL10 §6)",
                             f"{__package__}.section:attribution_section"),)
 
+    def forwards(self, images, variants, options, attributes=0):
+        """One forward per image."""
+        return images, False
+
     def rows(self, run, batch, cfg: AttributionConfig) -> list:
         """(image_id, label, attribute, IoU of every feature) for each attribute an image has."""
         import torch

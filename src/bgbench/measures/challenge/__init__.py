@@ -28,5 +28,11 @@ class Challenge(Measure):
                 SectionSpec("hijack", "Background hijack matrix", f"{__name__}.section:hijack_section",
                             after="challenge_gallery"))
 
+    def forwards(self, images, variants, options, attributes=0):
+        """A ceiling: each foreground (all, or `sample` of them) clean, then against every
+        background; a foreground stops at the first background that fools it."""
+        fg = images if options.get("sample") is None else min(images, int(options["sample"]))
+        return fg * images + fg, True
+
 
 MEASURE = register_measure(Challenge)

@@ -24,5 +24,9 @@ class Eval(Measure):
                  Headline("accuracy", "original", label="ORIGINAL accuracy", percent=True, short="clean"))
     sections = (SectionSpec("accuracy", "Accuracy per variant and BG-Gap", f"{__name__}.section:accuracy_section"),)
 
+    def forwards(self, images, variants, options, attributes=0):
+        """One forward per image of each variant it reads."""
+        return images * len(options.get("variants") or variants), False
+
 
 MEASURE = register_measure(Eval)

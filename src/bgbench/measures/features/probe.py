@@ -79,6 +79,10 @@ class FeaturesMeasure(ModelMeasure):
     sections = (SectionSpec("features", "Spurious features (RIVAL10 §5, Salient ImageNet's ranking)",
                             f"{__package__}.section:features_section"),)
 
+    def forwards(self, images, variants, options, attributes=0):
+        """One forward per image."""
+        return images, False
+
     def prepare(self, run, cfg: FeaturesConfig) -> "_Head":
         from ...probing.feature_head import LinearHead
         if cfg.group_by == "label" and run.model.spec.label_space != "dataset":

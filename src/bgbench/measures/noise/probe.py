@@ -87,6 +87,16 @@ class NoiseMeasure(ModelMeasure):
                 SectionSpec("noise_gallery", "Images that noise flips first", f"{__package__}.section:noise_gallery",
                             after="noise"))
 
+    def forwards(self, images, variants, options, attributes=0):
+        """Each image noised on the object and on the background at each level, `trials` times (and,
+        with region 'attributes', on each attribute it has: a ceiling, every image counted with every
+        attribute)."""
+        from .levels import resolve_levels
+        _, levels = resolve_levels(options.get("levels"), options.get("kind", "sigma"))
+        trials = int(options.get("trials", NoiseConfig.trials))
+        extra = attributes if options.get("region", NoiseConfig.region) == "attributes" else 0
+        return images * (2 + extra) * len(levels) * trials, extra > 0
+
     def wants_attributes(self, cfg: NoiseConfig) -> str:
         return "required" if cfg.region == "attributes" else "never"
 

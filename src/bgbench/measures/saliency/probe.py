@@ -71,6 +71,10 @@ class SaliencyMeasure(ModelMeasure):
                 SectionSpec("saliency_gallery", "Most and least aligned Grad-CAM maps",
                             f"{__package__}.section:saliency_gallery", after="saliency"))
 
+    def forwards(self, images, variants, options, attributes=0):
+        """Two forwards per image: one for the predicted class, one (with its backward) for Grad-CAM."""
+        return 2 * images, False
+
     def prepare(self, run, cfg: SaliencyConfig) -> _Layer:
         return _Layer(run.model, *resolve_layer(run.model, cfg.layer))
 

@@ -84,6 +84,10 @@ class WatermarkMeasure(ArmsMeasure):
     sections = (SectionSpec("watermark", "Watermark shortcut (ImageNet-W)", f"{__package__}.section:watermark_section",
                             template=GAP_TEMPLATE),)
 
+    def forwards(self, images, variants, options, attributes=0):
+        """Each image clean and watermarked."""
+        return 2 * images, False
+
     def arms(self, model, layout, cfg: WatermarkConfig) -> List[Arm]:
         from ...data.images import decode_item
         from ...variants.watermark import watermark_image
