@@ -135,3 +135,15 @@ def test_two_labels_that_make_the_same_folder_name_get_two_folders():
     assert safe_name("in9") == "in9"
     names = {safe_name(x) for x in ("a/b", "a b", "a-b", "..", ".")}
     assert len(names) == 5 and all("/" not in n and n not in (".", "..") for n in names)
+
+
+def test_two_datasets_with_the_same_images_are_refused_before_any_step(synth_root, tmp_path):
+    """A copy of a dataset under another folder would share the original's runs and its column."""
+    import shutil
+    copy = tmp_path / "copy"
+    shutil.copytree(synth_root, copy)
+    datasets = f'datasets = ["{synth_root}", {{path = "{copy}", label = "mine"}}]'
+    proc = run_cli("study", _study(tmp_path, synth_root, "[measures.eval]\n", datasets=datasets),
+                   "--db", tmp_path / "r.db")
+    assert_one_line_error(proc, "the same images", "mine")
+    _nothing_ran(tmp_path)

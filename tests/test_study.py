@@ -273,3 +273,22 @@ def test_an_edit_level_against_one_model_is_refused_in_a_study(synth_root, tmp_p
                      'levels = ["complexity_adv"]\n')
     assert_one_line_error(run_cli("study", study, "--db", tmp_path / "r.db"), "measures.edits.levels",
                           "complexity_adv")
+
+
+def test_every_relative_path_in_a_study_file_is_read_from_its_folder(synth_root, model_ckpt, tmp_path, monkeypatch):
+    """A `file:` model beside the study file is found from any working folder, as its datasets are."""
+    import shutil
+    project = tmp_path / "project"
+    (project / "runs").mkdir(parents=True)
+    shutil.copy(model_ckpt, project / "runs" / "model.pt")
+    study = project / "study.toml"
+    study.write_text(f'models = [{{model = "file:runs/model.pt", label = "mine"}}]\n'
+                     f'datasets = ["{os.path.relpath(synth_root, project)}"]\n[measures.eval]\n')
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    proc = run_cli("study", study, "--db", tmp_path / "r.db", "--quiet", "--json")
+    assert proc.returncode == 0, proc.stderr
+    with sqlite3.connect(tmp_path / "r.db") as conn:
+        (model,) = conn.execute("SELECT model FROM runs WHERE kind = 'eval'").fetchone()
+    assert Path(model.partition(":")[2]).resolve() == (project / "runs" / "model.pt").resolve()

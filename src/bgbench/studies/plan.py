@@ -101,10 +101,23 @@ def dataset_facts(dataset: StudyDataset, source: str) -> DatasetFacts:
                         len(attributes.names) if attributes is not None else 0)
 
 
+def _refuse_same_images(study: Study, facts: Dict[str, DatasetFacts]) -> None:
+    """Two datasets of a study with the same images (the same fingerprint, under two folders or
+    labels) would share their runs, and the scorecard one column: one line, before any step."""
+    seen: Dict[str, str] = {}
+    for d in study.datasets:
+        fingerprint = facts[d.label].fingerprint
+        if fingerprint in seen:
+            raise BgbenchError(f"{study.source}: datasets {seen[fingerprint]!r} and {d.label!r} hold the same images "
+                               f"(fingerprint {fingerprint[:12]}); list one of them; nothing was run")
+        seen[fingerprint] = d.label
+
+
 def plan(study: Study, store) -> List[Step]:
     """Every step of `study`, in order (dataset, then model, then measure), with its state. With
     `edits`, a dataset's edit step comes first and each model's eval of the edited folder last."""
     facts = {d.label: dataset_facts(d, study.source) for d in study.datasets}
+    _refuse_same_images(study, facts)
     models = {m.label: _ModelFacts(m) for m in study.models}
     edits = next((m for m in study.runnable if m.name == EDITS), None)
     steps = []

@@ -200,9 +200,30 @@ def _model(item: Any, key: str, source: str, base: Path = Path("."), defaults: O
         raise BgbenchError(f"{source}: {key}.{unknown[0]}: not a model option; they are label, "
                            f"{', '.join(MODEL_OPTIONS)}")
     check_types(ModelOptions, options, lambda k: f"{source}: {key}.{k}")
+    model = _from_base(item["model"], base)
+    for name in ("checkpoint", "class_map", "templates"):
+        if options.get(name) is not None and not (name == "templates" and options[name] in ("openai", "simple")):
+            options[name] = _path_from_base(options[name], base)
     checked = _check_model_options(options, key, source)
-    _check_model_string(item["model"], options.get("checkpoint"), f"{key}.model", source)
-    return StudyModel(item["model"], str(item.get("label") or _short(item["model"])), checked)
+    _check_model_string(model, options.get("checkpoint"), f"{key}.model", source)
+    return StudyModel(model, str(item.get("label") or _short(model)), checked)
+
+
+#: The model schemes whose argument is a local file.
+FILE_SCHEMES = ("file", "onnx")
+
+
+def _path_from_base(value: str, base: Path) -> str:
+    """A path from a study file, read from the study file's folder when relative (as its datasets
+    are), whatever the folder the study runs from."""
+    path = Path(str(value)).expanduser()
+    return str(path if path.is_absolute() else base / path)
+
+
+def _from_base(model: str, base: Path) -> str:
+    """A model string whose file (file:, onnx:) is read from the study file's folder when relative."""
+    scheme, sep, arg = model.partition(":")
+    return f"{scheme}:{_path_from_base(arg, base)}" if scheme in FILE_SCHEMES and sep and arg else model
 
 
 def _check_model_options(options: dict, key: str, source: str) -> dict:
