@@ -5,6 +5,7 @@ StandardScaler and one-vs-rest liblinear LogisticRegression); per-group accuracy
 predictions and group files read here with the csv module; DFR's effect against a shortcut planted
 in the features, with the direction asserted and the numbers computed by the run."""
 import csv
+import hashlib
 import json
 import re
 import shutil
@@ -254,6 +255,10 @@ def test_dfr_on_in9_layout_fits_mixed_rand_by_manifest_groups_and_reruns_as_a_no
     runs = run_cli("runs", "--db", db, "--json")
     kinds = [r["kind"] for r in json.loads(runs.stdout)]
     assert kinds.count("train") == 1  # the rerun recorded nothing new
+    # the training run is listed with the backbone it started from and the head's file and sha256
+    (train,) = [r for r in json.loads(runs.stdout) if r["kind"] == "train"]
+    sha = hashlib.sha256((out / "model.pt").read_bytes()).hexdigest()
+    assert train["model_label"] == f"{ARCH} -> file:{out / 'model.pt'} [sha256 {sha[:8]}]"
 
 
 @pytest.mark.parametrize("scheme", ["openclip", "hf"])

@@ -147,3 +147,11 @@ def test_two_datasets_with_the_same_images_are_refused_before_any_step(synth_roo
                    "--db", tmp_path / "r.db")
     assert_one_line_error(proc, "the same images", "mine")
     _nothing_ran(tmp_path)
+
+
+def test_a_missing_second_dataset_is_named_when_its_step_is_skipped(synth_root, tmp_path):
+    """A shortcut measure's folder option that does not exist is the reason given, before any other."""
+    body = '[measures.eval]\n[measures.texture]\nstylized = "no-such-folder"\n'
+    proc = run_cli("study", _study(tmp_path, synth_root, body), "--db", tmp_path / "r.db", "--dry-run")
+    assert proc.returncode == 0, proc.stderr
+    assert "no Stylized-ImageNet" in proc.stdout + proc.stderr and "no-such-folder" in proc.stdout + proc.stderr

@@ -115,8 +115,13 @@ def model_label(model: Optional[str], spec: Any = None, checkpoint_sha256: Optio
 
 
 def run_model_label(run) -> str:
-    """`model_label` of a stored run row."""
-    return model_label(run["model"], run["spec"], run["checkpoint_sha256"])
+    """`model_label` of a stored run row. A training run's sha256 is the checkpoint it wrote, not its
+    starting model's, so its label names both: `file:base.pt -> file:dfr/model.pt [sha256 ...]`."""
+    label = model_label(run["model"], run["spec"], run["checkpoint_sha256"])
+    if run["kind"] != "train" or not run["checkpoint_sha256"]:
+        return label
+    written = json.loads(run["outputs"] or "{}").get("checkpoint")
+    return f"{run['model']} -> file:{written} [sha256 {run['checkpoint_sha256'][:8]}]" if written else label
 
 
 def start(store: Store, prov: Provenance) -> int:

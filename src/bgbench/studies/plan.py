@@ -266,6 +266,9 @@ def refresh(step: Step, store) -> None:
 
 def _unsupported(name: str, facts: DatasetFacts, options: Optional[dict] = None) -> Optional[str]:
     """Why the data cannot support a measure (the step is skipped with this line), or None."""
+    for key, value in (options or {}).items():  # a second dataset a measure reads (--stylized, --renditions)
+        if key in FOLDER_OPTIONS and value is not None and not Path(str(value)).expanduser().is_dir():
+            return f"no {FOLDER_OPTIONS[key]} at {value} ({name}.{key})"
     needs = get_measure(name).needs
     if "masks" in needs and not facts.masks:
         return NO_MASKS
@@ -273,11 +276,7 @@ def _unsupported(name: str, facts: DatasetFacts, options: Optional[dict] = None)
         return "the dataset has no attribute masks (attr_mask/, or a RIVAL10 release)"
     if "imagenet" in needs and not facts.imagenet:
         return "the dataset is not ImageNet's own images (its val, in a release layout)"
-    for key, value in (options or {}).items():  # a second dataset a measure reads (--stylized, --renditions)
-        if key in FOLDER_OPTIONS and value is not None and not Path(str(value)).expanduser().is_dir():
-            return f"no {FOLDER_OPTIONS[key]} at {value} ({name}.{key})"
     return None
-
 
 
 def _weights(model: StudyModel, peeked) -> Optional[str]:
