@@ -484,7 +484,9 @@ def test_readme_commands_that_name_real_models_run_with_stand_ins(model_ckpt, tm
     write_dataset(small, per_class=1, size=32, seed=4, split="val", progress=False)
     write_dataset(small, per_class=4, size=32, seed=5, split="train", progress=False)  # DFR holds out a share
     in9 = in9_named_copy(small, tmp_path / "in9")
-    built = in9_named_copy(small, tmp_path / "in9-built")
+    other = tmp_path / "s9-other"  # a built IN-9 of its own images: a study refuses two datasets with the same
+    write_dataset(other, per_class=1, size=32, seed=6, split="val", progress=False)
+    built = in9_named_copy(other, tmp_path / "in9-built")
     birds = waterbirds_tree(tmp_path / "waterbirds", {"train": {(0, 0): 3, (1, 1): 3, (0, 1): 1, (1, 0): 1},
                                                       "val": {(y, p): 2 for y in (0, 1) for p in (0, 1)},
                                                       "test": {(y, p): 2 for y in (0, 1) for p in (0, 1)}})

@@ -25,6 +25,7 @@ import tomllib
 
 from .api import evaluate, train
 from .console import status
+from .errors import BgbenchError
 from .measures.eval.results import EvalReport
 from .recording import record
 from .store import Store
@@ -43,6 +44,7 @@ LABELS = {"original": "trained on ORIGINAL", "mixed_rand": "trained on MIXED-RAN
 #: 10 per class is 90 x 90 = 8,100 composites per model, seconds on a CPU.
 DEMO_SMALL_PER_CLASS = 10
 
+
 def run_demo(out: str | Path = "bgbench-demo", db: Optional[str] = None, per_class: int = 150,
              test_per_class: int = 50, size: int = 64, epochs: int = 20, seed: int = 0,
              small_per_class: int = DEMO_SMALL_PER_CLASS, progress: bool = True) -> "DemoResult":
@@ -50,7 +52,10 @@ def run_demo(out: str | Path = "bgbench-demo", db: Optional[str] = None, per_cla
     t0 = time.time()
     out = Path(out)
     data, small = out / "synthetic9", out / "synthetic9-small"
-    small_per_class = min(small_per_class, test_per_class)
+    if test_per_class < 2:
+        raise BgbenchError("the demo needs at least 2 test images per class (its small set is a part of them)")
+    # fewer than the test split's own: a study refuses two datasets with the same images
+    small_per_class = min(small_per_class, test_per_class - 1)
     torch.manual_seed(seed)
     status(f"[1/5] generating Synthetic-9 ({per_class}/class train, {test_per_class}/class test, {size}px) -> {data}, "
            f"and its first {small_per_class} test images per class -> {small}")

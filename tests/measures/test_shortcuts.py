@@ -297,7 +297,7 @@ stylized = "{tmp_path / 'no-sin'}"
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = proc.stdout
     assert "shortcut table" in out and "dfr against erm on synth (dfr of its backbone)" in out
-    assert "texture" in out and "skipped: the dataset is not ImageNet's own images" in out
+    assert "texture" in out and "skipped: no Stylized-ImageNet at" in out and "not ImageNet's own images" in out
     from bgbench.store import Store
     with Store(db) as store:
         runs = {json.loads(r["spec"])["name"]: r["id"] for r in store.runs("probe_watermark")}

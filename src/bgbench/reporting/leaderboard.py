@@ -110,8 +110,8 @@ def block_title(key: Optional[str]) -> str:
     if key == "challenge":
         return "ranked by challenge accuracy (share of foregrounds never fooled)"
     if key == "mixed_rand":
-        return ("no complete challenge run (a --sample run estimates it, and is not ranked): ranked by MIXED-RAND "
-                "accuracy (accuracy without background help), BG-Gap beside it")
+        return ("no complete challenge run (a --sample run only estimates it): ranked by MIXED-RAND accuracy "
+                "(accuracy without background help), BG-Gap beside it")
     return "not ranked: no complete challenge run and no MIXED-RAND accuracy"
 
 

@@ -265,18 +265,18 @@ def refresh(step: Step, store) -> None:
 
 
 def _unsupported(name: str, facts: DatasetFacts, options: Optional[dict] = None) -> Optional[str]:
-    """Why the data cannot support a measure (the step is skipped with this line), or None."""
-    for key, value in (options or {}).items():  # a second dataset a measure reads (--stylized, --renditions)
-        if key in FOLDER_OPTIONS and value is not None and not Path(str(value)).expanduser().is_dir():
-            return f"no {FOLDER_OPTIONS[key]} at {value} ({name}.{key})"
+    """Why the data cannot support a measure (the step is skipped with this line: every reason, a
+    missing second dataset first), or None."""
+    reasons = [f"no {FOLDER_OPTIONS[key]} at {value} ({name}.{key})" for key, value in (options or {}).items()
+               if key in FOLDER_OPTIONS and value is not None and not Path(str(value)).expanduser().is_dir()]
     needs = get_measure(name).needs
     if "masks" in needs and not facts.masks:
-        return NO_MASKS
+        reasons.append(NO_MASKS)
     if "attributes" in needs and not facts.attributes:
-        return "the dataset has no attribute masks (attr_mask/, or a RIVAL10 release)"
+        reasons.append("the dataset has no attribute masks (attr_mask/, or a RIVAL10 release)")
     if "imagenet" in needs and not facts.imagenet:
-        return "the dataset is not ImageNet's own images (its val, in a release layout)"
-    return None
+        reasons.append("the dataset is not ImageNet's own images (its val, in a release layout)")
+    return "; ".join(reasons) or None
 
 
 def _weights(model: StudyModel, peeked) -> Optional[str]:
