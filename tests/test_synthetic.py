@@ -107,3 +107,19 @@ def test_background_correlation_is_configurable():
     none = generate(30, size=32, seed=0, bg_correlation=0.0)
     assert all(s.texture == s.label for s in strong)
     assert np.mean([s.texture == s.label for s in none]) < 0.4
+
+
+def test_synth_records_its_run_as_build_and_edit_do(tmp_path):
+    """The command records the generation (its config and data fingerprint), a shard only once merged."""
+    import sqlite3
+    db = tmp_path / "r.db"
+    proc = run_cli("synth", "--out", tmp_path / "s9", "--size", 16, "--per-class", 1, "--split", "val", "--db", db,
+                   "--json", "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    run_id = json.loads(proc.stdout)["run_id"]
+    with sqlite3.connect(db) as conn:
+        kind, status, root = conn.execute("SELECT kind, status, data_root FROM runs WHERE id = ?", (run_id,)).fetchone()
+    assert (kind, status, root) == ("synth", "done", str(tmp_path / "s9"))
+    shard = run_cli("synth", "--out", tmp_path / "part", "--size", 16, "--per-class", 1, "--split", "val",
+                    "--shard", "0/2", "--db", db, "--json", "--quiet")
+    assert shard.returncode == 0 and "run_id" not in json.loads(shard.stdout)

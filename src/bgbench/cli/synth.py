@@ -4,8 +4,9 @@ from __future__ import annotations
 import argparse
 
 from ..variants.synth import SynthConfig
-from .arguments import add_output_args, add_seed_arg, add_shard_arg, config_default
-from .output import emit
+from .arguments import add_db_arg, add_output_args, add_seed_arg, add_shard_arg, config_default
+from .folders import open_store
+from .output import emit, stored_in
 
 
 def _default(name: str):
@@ -43,6 +44,8 @@ def register(sub) -> None:
                    help="worker processes (the output does not depend on it; default %(default)s)")
     add_shard_arg(p)
     p.add_argument("--overwrite", action="store_true", help="replace an existing split in --out")
+    add_db_arg(p, help="SQLite results store where the dataset's generation is recorded, as build and edit "
+                       "record theirs (default: $BGBENCH_DB if set, else ~/.bgbench/results.db)")
     add_output_args(p, quiet_help="no progress bars")
     p.set_defaults(func=run)
 
@@ -54,5 +57,11 @@ def run(args: argparse.Namespace) -> int:
                    watermark_correlation=args.watermark_correlation, watermark_class=args.watermark_class,
                    workers=args.workers, shard=args.shard,
                    overwrite=args.overwrite, progress=not args.quiet)
-    emit(args, result.outputs(), result.text())
+    from ..recording import record
+    doc = result.outputs()
+    if result.provenance is not None:  # a shard is recorded once merged, not before
+        with open_store(args) as store:
+            doc["run_id"] = record(result, store)
+            stored_in(doc["run_id"], store.path, what="synth run")
+    emit(args, doc, result.text())
     return 0
