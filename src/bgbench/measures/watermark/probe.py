@@ -78,7 +78,7 @@ class WatermarkMeasure(ArmsMeasure):
     data_help = "images: ImageNet's val (either release layout) or original/"
     config = WatermarkConfig
     headlines = (Headline("watermark_gap", label="watermark gap (IN-W gap on ImageNet; < 0: the mark costs accuracy)",
-                          percent=True, short="IN-W gap"),
+                          percent=True, short="watermark gap"),
                  Headline("carton_gap", label="Carton gap (> 0: the mark pulls images to the carton)",
                           percent=True, higher_is_better=False, short="Carton gap"))
     sections = (SectionSpec("watermark", "Watermark shortcut (ImageNet-W)", f"{__package__}.section:watermark_section",
