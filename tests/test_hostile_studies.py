@@ -131,7 +131,7 @@ def test_a_dataset_label_never_becomes_a_path_outside_the_study(synth_root, tmp_
 
 
 def test_two_labels_that_make_the_same_folder_name_get_two_folders():
-    from bgbench.studies.plan import safe_name
+    from bgbench.studies.spec import safe_name
     assert safe_name("in9") == "in9"
     names = {safe_name(x) for x in ("a/b", "a b", "a-b", "..", ".")}
     assert len(names) == 5 and all("/" not in n and n not in (".", "..") for n in names)

@@ -292,3 +292,14 @@ def test_every_relative_path_in_a_study_file_is_read_from_its_folder(synth_root,
     with sqlite3.connect(tmp_path / "r.db") as conn:
         (model,) = conn.execute("SELECT model FROM runs WHERE kind = 'eval'").fetchone()
     assert Path(model.partition(":")[2]).resolve() == (project / "runs" / "model.pt").resolve()
+
+
+def test_the_edits_of_a_dataset_whose_label_is_no_folder_name_keep_its_label(synth_root, tmp_path):
+    """A label such as 'my in9' makes a safe folder for its edits; the report still names them by it."""
+    study = tmp_path / "named.toml"
+    study.write_text(f'models = ["timm:test_resnet"]\ndatasets = [{{path = "{synth_root}", label = "my in9"}}]\n'
+                     '[measures.edits]\nlevels = ["remove"]\n')
+    proc = run_cli("study", study, "--db", tmp_path / "r.db", "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    page = (tmp_path / "named-report" / "index.html").read_text()
+    assert "my in9 edits" in page and not (tmp_path / "named-report" / "edits" / "my in9").exists()

@@ -15,9 +15,7 @@ come).
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional
@@ -214,14 +212,7 @@ def measure_identity(name: str, options: dict) -> dict:
 def edited_dataset(study: Study, dataset: StudyDataset) -> StudyDataset:
     """Where a study writes a dataset's edits: OUT/edits/<dataset label, made a safe folder name>/,
     a dataset of its own (a label such as '../../x' never becomes a path outside OUT/edits)."""
-    return StudyDataset(study.out / "edits" / safe_name(dataset.label), f"{dataset.label} edits")
-
-
-def safe_name(label: str) -> str:
-    """A label as one folder name: only letters, digits, '.', '_' and '-', never '.' or '..'; a label
-    that had to change keeps a short hash of itself, so two labels never share a folder."""
-    name = re.sub(r"[^A-Za-z0-9._-]+", "-", label).strip(".-") or "dataset"
-    return name if name == label else f"{name}-{hashlib.sha256(label.encode()).hexdigest()[:8]}"
+    return StudyDataset(study.edits_folder(dataset), f"{dataset.label} edits")
 
 
 def edit_step(study: Study, dataset: StudyDataset, measure: StudyMeasure, facts: DatasetFacts, store) -> Step:

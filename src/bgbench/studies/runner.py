@@ -17,8 +17,8 @@ from ..errors import BgbenchError
 from ..distributed import setup
 from ..recording import record
 from ..store import Store
-from .plan import Step, edited_dataset, plan, refresh, safe_name
-from .spec import Study
+from .plan import Step, edited_dataset, plan, refresh
+from .spec import Study, safe_name
 
 
 @dataclass

@@ -25,6 +25,8 @@ table runs it on those datasets only. Every problem is one line naming the key a
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -93,10 +95,14 @@ class Study:
     def labels(self) -> Dict[str, str]:
         return {m.model: m.label for m in self.models}
 
+    def edits_folder(self, dataset: "StudyDataset") -> Path:
+        """Where the study writes a dataset's edits: OUT/edits/<its label, made a safe folder name>."""
+        return self.out / EDITS / safe_name(dataset.label)
+
     def data_labels(self) -> Dict[str, str]:
         """Dataset folder -> label, the edited folders included (`plan.edited_dataset`)."""
         out = {str(d.path): d.label for d in self.datasets}
-        out.update({str(self.out / "edits" / d.label): f"{d.label} edits" for d in self.datasets})
+        out.update({str(self.edits_folder(d)): f"{d.label} edits" for d in self.datasets})
         return out
 
 
@@ -398,3 +404,10 @@ def profile_study(models: Sequence[str], datasets: Sequence[str], out: str | Pat
     return study_from_dict({"models": list(models), "datasets": list(datasets),
                             "measures": {k: dict(v) for k, v in PROFILE.items()}}, source="profile", out=out,
                            model_defaults=model_options)
+
+
+def safe_name(label: str) -> str:
+    """A label as one folder name: only letters, digits, '.', '_' and '-', never '.' or '..'; a label
+    that had to change keeps a short hash of itself, so two labels never share a folder."""
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", label).strip(".-") or "dataset"
+    return name if name == label else f"{name}-{hashlib.sha256(label.encode()).hexdigest()[:8]}"
