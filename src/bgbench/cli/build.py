@@ -10,8 +10,8 @@ from ..variants.build import BuildConfig
 from ..variants.presets import PRESETS
 from ..variants.preprocess import Preprocess
 from .arguments import add_db_arg, add_output_args, add_seed_arg, add_shard_arg, config_default
-from .folders import open_store
-from .output import emit, stored_in
+from .folders import record_dataset_run
+from .output import emit
 
 
 def register(sub) -> None:
@@ -72,7 +72,6 @@ def refuse_names_that_are_not_utf8(images: Path) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..api import build
     from ..errors import BgbenchError
-    from ..recording import record
     if args.imagenet is None and args.preset is not None:
         raise BgbenchError("--preset builds from an ImageNet root: give --imagenet ROOT instead of --images")
     if args.images is not None and args.boxes is None:
@@ -85,9 +84,6 @@ def run(args: argparse.Namespace) -> int:
                    tries=args.grabcut_tries, overwrite=args.overwrite, shard=args.shard, progress=not args.quiet,
                    preset=(args.preset or "in9") if args.imagenet is not None else None)
     doc = result.outputs()
-    if result.provenance is not None:  # a shard is recorded once merged, not before
-        with open_store(args) as store:
-            doc["run_id"] = record(result, store)
-            stored_in(doc["run_id"], store.path, what="build run")
+    record_dataset_run(args, result, doc, "build")
     emit(args, doc, result.text())
     return 0

@@ -12,8 +12,8 @@ from ..edits.backends import list_complexity_editors, list_inpainters
 from ..edits.pipeline import EditConfig
 from ..edits.registry import ATTRIBUTES
 from .arguments import add_db_arg, add_model_args, add_output_args, add_seed_arg, add_shard_arg, config_default
-from .folders import open_store
-from .output import emit, stored_in
+from .folders import record_dataset_run
+from .output import emit
 
 
 def _default(name: str):
@@ -92,7 +92,6 @@ def import_plugin(name: str) -> None:
 def run(args: argparse.Namespace) -> int:
     from .. import console
     from ..api import edit
-    from ..recording import record
     for name in args.plugin:
         import_plugin(name)
     model = None
@@ -114,9 +113,6 @@ def run(args: argparse.Namespace) -> int:
     for why in result.skipped:
         console.status(f"skipped {why}")
     doc, text = result.outputs(), result.text()
-    if result.provenance is not None:  # a shard is recorded once merged, not before
-        with open_store(args) as store:
-            doc["run_id"] = record(result, store)
-            stored_in(doc["run_id"], store.path, what="edit run")
+    record_dataset_run(args, result, doc, "edit")
     emit(args, doc, text)
     return 0

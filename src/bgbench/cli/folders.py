@@ -32,6 +32,18 @@ def open_store(args: argparse.Namespace, create: bool = True):
         raise BgbenchError(f"{source}: {e}{hint}") from None
 
 
+def record_dataset_run(args: argparse.Namespace, result, doc: dict, what: str) -> None:
+    """Record a dataset writer's run (synth, build, edit) in the store the command names, adding
+    its id to `doc`; a shard has no provenance and is recorded once `bgbench merge` joins it."""
+    from ..recording import record
+    from .output import stored_in
+    if result.provenance is None:
+        return
+    with open_store(args) as store:
+        doc["run_id"] = record(result, store)
+        stored_in(doc["run_id"], store.path, what=f"{what} run")
+
+
 def new_output_dir(parent: Path, kind: str) -> Path:
     """parent/<kind>_<local time>[-k]: a folder no other run has, made now."""
     from ..errors import BgbenchError

@@ -5,8 +5,8 @@ import argparse
 
 from ..variants.synth import SynthConfig
 from .arguments import add_db_arg, add_output_args, add_seed_arg, add_shard_arg, config_default
-from .folders import open_store
-from .output import emit, stored_in
+from .folders import record_dataset_run
+from .output import emit
 
 
 def _default(name: str):
@@ -57,11 +57,7 @@ def run(args: argparse.Namespace) -> int:
                    watermark_correlation=args.watermark_correlation, watermark_class=args.watermark_class,
                    workers=args.workers, shard=args.shard,
                    overwrite=args.overwrite, progress=not args.quiet)
-    from ..recording import record
     doc = result.outputs()
-    if result.provenance is not None:  # a shard is recorded once merged, not before
-        with open_store(args) as store:
-            doc["run_id"] = record(result, store)
-            stored_in(doc["run_id"], store.path, what="synth run")
+    record_dataset_run(args, result, doc, "synth")
     emit(args, doc, result.text())
     return 0
