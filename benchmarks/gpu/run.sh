@@ -2,7 +2,8 @@
 # Issue 37's GPU run in one command, at most 8 minutes: install what a bare offline machine lacks,
 # then run every stage (benchmarks/gpu/run.py) into OUT: results.json, results.md and logs.txt.
 #
-#   benchmarks/gpu/run.sh [--device cuda|cpu] [--tiny] [--budget SECONDS] [OUT]   (OUT defaults to $OUT)
+#   benchmarks/gpu/run.sh [--device cuda|cpu] [--tiny] [--budget SECONDS] [--stages "env data eval"] [OUT]
+#   (OUT defaults to $OUT; --stages runs only those, for a short budget: about 420 s runs them all)
 #
 # Setup: bgbench from this working tree (`pip install --no-deps -e .`) on the machine's own torch,
 # torchvision, timm, transformers, scikit-learn and OpenCV, plus the wheels in benchmarks/gpu/wheels/
@@ -13,13 +14,14 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 started=$(date +%s)
-device=cuda tiny= budget= out=${OUT:-}
+device=cuda tiny= budget= stages= out=${OUT:-}
 while [ $# -gt 0 ]; do
   case $1 in
     --device) device=${2:?--device needs a value}; shift 2 ;;
     --tiny) tiny=--tiny; shift ;;
     --budget) budget=${2:?--budget needs seconds}; shift 2 ;;
-    -h|--help) sed -n '2,11s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    --stages) stages=${2:?--stages needs stage names}; shift 2 ;;
+    -h|--help) sed -n '2,12s/^# \{0,1\}//p' "$0"; exit 0 ;;
     -*) echo "run.sh: error: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) out=$1; shift ;;
   esac
@@ -73,4 +75,4 @@ PY
 
 # -- every stage, each under its own limit, all before the deadline -------------------------------
 "$py" "$here/run.py" --out "$out" --work "$work" --device "$device" $tiny --setup "$work/setup.json" \
-  --deadline "$(( started + budget ))"  # logs.txt takes setup.log too
+  --deadline "$(( started + budget ))" ${stages:+--stages $stages}  # logs.txt takes setup.log too
