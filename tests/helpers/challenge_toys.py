@@ -11,6 +11,8 @@
   mean red against the mean of green and blue, so bf16's rounding error grows with brightness. The
   originals are dark and half of the backgrounds bright: a bf16 error measured on the originals, or
   on the dark composites, underestimates the error on the bright ones.
+- `index_tensors`: foregrounds and backgrounds of 2 x 3 pixels that carry their own index, so that
+  a model can look each composite's (foreground, background) pair up in a matrix.
 """
 from __future__ import annotations
 
@@ -184,3 +186,16 @@ def write_brightness_dataset(root: Path, **kw) -> Path:
     for j, c in enumerate(bg_labels.tolist()):
         Image.fromarray(bg[j].numpy()).save(root / "only_bg_t" / "val" / names[c] / f"bg{j:03d}.png")
     return root
+
+
+def index_tensors(n: int, b: int):
+    """(foregrounds (n, 1, 2, 3) uint8, masks (n, 1, 2) bool, backgrounds (b, 1, 2, 3)): foreground k
+    writes k into pixel (0, 0) and background j writes j into pixel (0, 1) (low byte, high byte),
+    and the mask keeps the foreground's row 0, so every composite carries both indices."""
+    fg = torch.zeros(n, 1, 2, 3, dtype=torch.uint8)
+    fg[:, 0, 0, 0], fg[:, 0, 0, 1] = torch.arange(n) % 256, torch.arange(n) // 256
+    bg = torch.zeros(b, 1, 2, 3, dtype=torch.uint8)
+    bg[:, 0, 1, 0], bg[:, 0, 1, 1] = torch.arange(b) % 256, torch.arange(b) // 256
+    masks = torch.zeros(n, 1, 2, dtype=torch.bool)
+    masks[:, 0, 0] = True
+    return fg, masks, bg

@@ -15,7 +15,7 @@ from bgbench.data import discover
 from bgbench.measures.challenge.engine import ChallengeEngine
 from bgbench.measures.challenge.runner import load_backgrounds, load_foregrounds
 from bgbench.models.spec import BgModel, ModelSpec
-from helpers.challenge_toys import colour_model, write_colour_dataset
+from helpers.challenge_toys import colour_model, index_tensors, write_colour_dataset
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # conftest.py
@@ -42,28 +42,18 @@ class _Lookup(nn.Module):
         return nn.functional.one_hot(self.matrix[i, j], 9).float()
 
 
-def _lookup_tensors(n, b):
-    fg = torch.zeros(n, 1, 2, 3, dtype=torch.uint8)
-    fg[:, 0, 0, 0], fg[:, 0, 0, 1] = torch.arange(n) % 256, torch.arange(n) // 256
-    bg = torch.zeros(b, 1, 2, 3, dtype=torch.uint8)
-    bg[:, 0, 1, 0], bg[:, 0, 1, 1] = torch.arange(b) % 256, torch.arange(b) // 256
-    masks = torch.zeros(n, 1, 2, dtype=torch.bool)
-    masks[:, 0, 0] = True
-    return fg, masks, bg
-
-
 def _lookup_model(matrix):
     return BgModel(_Lookup(matrix), ModelSpec(name="toy:lookup", arch="toy", num_classes=9, mean=(0, 0, 0),
                                               std=(1, 1, 1))).eval()
 
 
 def _engine(matrix, bg_labels, **kw):
-    _, _, bg = _lookup_tensors(*matrix.shape)
+    _, _, bg = index_tensors(*matrix.shape)
     return ChallengeEngine(_lookup_model(matrix), bg, torch.as_tensor(bg_labels), **kw)
 
 
 def _verdicts(engine, matrix, fg_labels, out=None, order=None):
-    fg, masks, _ = _lookup_tensors(*matrix.shape)
+    fg, masks, _ = index_tensors(*matrix.shape)
     results = engine.verdicts(fg, masks, fg_labels, range(len(fg_labels)) if order is None else order,
                               progress=False)
     fooled = np.zeros(len(fg_labels), bool)

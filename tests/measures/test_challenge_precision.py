@@ -19,7 +19,8 @@ from bgbench.measures.challenge.runner import ChallengeConfig, run_challenge
 from bgbench.evaluation.predict import decide
 from bgbench.models.spec import IMAGENET1K, BgModel, ModelSpec
 from bgbench.store import Store
-from helpers.challenge_toys import bright_tie_model, brightness_tensors, tie_model, write_brightness_dataset
+from helpers.challenge_toys import (bright_tie_model, brightness_tensors, index_tensors, tie_model,
+                                   write_brightness_dataset)
 
 TABLE = imagenet_to_in9()
 DOG, DOG2, BIRD, NONE, NONE2 = 151, 152, 7, 25, 26
@@ -226,16 +227,6 @@ class _Glitch(nn.Module):
         return 10 * nn.functional.one_hot(pred, 9).float()
 
 
-def _index_tensors(n, b):
-    fg = torch.zeros(n, 1, 2, 3, dtype=torch.uint8)
-    fg[:, 0, 0, 0], fg[:, 0, 0, 1] = torch.arange(n) % 256, torch.arange(n) // 256
-    bg = torch.zeros(b, 1, 2, 3, dtype=torch.uint8)
-    bg[:, 0, 1, 0], bg[:, 0, 1, 1] = torch.arange(b) % 256, torch.arange(b) // 256
-    masks = torch.zeros(n, 1, 2, dtype=torch.bool)
-    masks[:, 0, 0] = True
-    return fg, masks, bg
-
-
 def test_a_fooled_verdict_is_confirmed_in_fp32_and_the_search_goes_on():
     """bf16 'fools' survivors on a few composites with a margin of 10 (delta is 0: the logits are
     exact in bf16). Each such verdict is recomputed in fp32, overturned, and the search goes on: to
@@ -253,7 +244,7 @@ def test_a_fooled_verdict_is_confirmed_in_fp32_and_the_search_goes_on():
         [(decoy, int(j)) for j in rng.choice(np.nonzero(matrix[decoy] == labels[decoy])[0], size=3, replace=False)]
     model = BgModel(_Glitch(matrix, glitches), ModelSpec(name="toy:glitch", arch="toy", num_classes=9,
                                                          mean=(0, 0, 0), std=(1, 1, 1))).eval()
-    fg, masks, bg = _index_tensors(n, b)
+    fg, masks, bg = index_tensors(n, b)
     oracle = fp32_matrix(model, fg, masks, bg)
     assert (oracle == matrix).all()
     engine = ChallengeEngine(model, bg, torch.as_tensor(bg_labels), batch_size=16, precision="bf16-verified")
