@@ -104,6 +104,8 @@ class Measure:
     order: ClassVar[Tuple[str, ...]] = ()
     #: A table of its own with another name (eval's `predictions`, the challenge's `challenge_fg`).
     table_name: ClassVar[Optional[str]] = None
+    #: Forwards a run makes per image, whatever its options (`forwards`); None: not known before it.
+    forwards_per_image: ClassVar[Optional[int]] = None
     #: The published definition it follows (paper, section, upstream code), in a sentence: its page in
     #: the manual names it, so a user knows which number of which paper this one equals.
     source: ClassVar[str] = ""
@@ -147,8 +149,11 @@ class Measure:
         `attributes` kinds of attribute mask) under `options` (a study's keys; defaults where
         absent): (count, whether it is a ceiling), or (None, False) where it is not known before
         the run. The study's plan and the manual's measure pages show it; tests/measures/
-        test_forwards.py counts a run's forwards against it."""
-        return None, False
+        test_forwards.py counts a run's forwards against it. By default `forwards_per_image`
+        forwards per image; a measure whose count depends on its options says so itself."""
+        if self.forwards_per_image is None:
+            return None, False
+        return self.forwards_per_image * images, False
 
     def compute(self, model, data, cfg, *, progress: bool = True, out_dir=None):
         """Run the measure; the result on rank 0 (None on other torchrun ranks)."""

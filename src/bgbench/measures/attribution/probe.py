@@ -73,10 +73,7 @@ class AttributionMeasure(ModelMeasure):
                           short="attribution IoU"),)
     sections = (SectionSpec("attribution", "Feature attribution (RIVAL10 §6)",
                             f"{__package__}.section:attribution_section"),)
-
-    def forwards(self, images, variants, options, attributes=0):
-        """One forward per image."""
-        return images, False
+    forwards_per_image = 1
 
     def rows(self, run, batch, cfg: AttributionConfig) -> list:
         """(image_id, label, attribute, IoU of every feature) for each attribute an image has."""

@@ -78,10 +78,7 @@ class FeaturesMeasure(ModelMeasure):
     pictures_help = "folder for the heatmap PNGs (default: a new probe_features_<time>/ beside the results store)"
     sections = (SectionSpec("features", "Spurious features (RIVAL10 §5, Salient ImageNet's ranking)",
                             f"{__package__}.section:features_section"),)
-
-    def forwards(self, images, variants, options, attributes=0):
-        """One forward per image."""
-        return images, False
+    forwards_per_image = 1
 
     def prepare(self, run, cfg: FeaturesConfig) -> "_Head":
         from ...probing.feature_head import LinearHead

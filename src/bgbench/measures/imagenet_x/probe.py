@@ -58,10 +58,7 @@ class ImageNetXMeasure(ArmsMeasure):
                                                                       "unusual backgrounds cost accuracy)",
                           higher_is_better=False, short="bg error ratio"),)
     sections = (SectionSpec("imagenet_x", "ImageNet-X factors of variation", f"{__package__}.section:imagenet_x_section"),)
-
-    def forwards(self, images, variants, options, attributes=0):
-        """One forward per image of the val."""
-        return images, False
+    forwards_per_image = 1
 
     def arms(self, model, layout, cfg) -> List[Arm]:
         require_imagenet_model(model, self.name)

@@ -70,10 +70,7 @@ class SaliencyMeasure(ModelMeasure):
     sections = (SectionSpec("saliency", "Saliency alignment (Grad-CAM)", f"{__package__}.section:saliency_section"),
                 SectionSpec("saliency_gallery", "Most and least aligned Grad-CAM maps",
                             f"{__package__}.section:saliency_gallery", after="saliency"))
-
-    def forwards(self, images, variants, options, attributes=0):
-        """Two forwards per image: one for the predicted class, one (with its backward) for Grad-CAM."""
-        return 2 * images, False
+    forwards_per_image = 2  # one for the predicted class, one (with its backward) for Grad-CAM
 
     def prepare(self, run, cfg: SaliencyConfig) -> _Layer:
         return _Layer(run.model, *resolve_layer(run.model, cfg.layer))

@@ -83,10 +83,7 @@ class WatermarkMeasure(ArmsMeasure):
                           percent=True, higher_is_better=False, short="Carton gap"))
     sections = (SectionSpec("watermark", "Watermark shortcut (ImageNet-W)", f"{__package__}.section:watermark_section",
                             template=GAP_TEMPLATE),)
-
-    def forwards(self, images, variants, options, attributes=0):
-        """Each image clean and watermarked."""
-        return 2 * images, False
+    forwards_per_image = 2  # each image clean and watermarked
 
     def arms(self, model, layout, cfg: WatermarkConfig) -> List[Arm]:
         from ...data.images import decode_item
