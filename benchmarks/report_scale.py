@@ -328,20 +328,6 @@ def write_report(db: Path, out: Path) -> dict:
     return {**json.loads(proc.stderr.strip().splitlines()[-1]), "wall": wall, **json.loads(proc.stdout)}
 
 
-def chromium(profile: Path):
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = shutil.which("chromium")
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--disable-background-networking", "--no-first-run", f"--user-data-dir={profile}",
-                 "--window-size=1400,1000"):
-        opts.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=opts)
-    driver.set_page_load_timeout(120)
-    return driver
-
-
 def load_times(driver, page: Path, loads: int) -> List[float]:
     """Seconds from navigation start to the end of the load event, of `loads` fresh loads."""
     times = []
@@ -405,7 +391,8 @@ def main() -> None:
     db = run_dir / "results.db"
     ns = sorted(set(args.models))
     rows, filled, t_fill = [], 0, time.perf_counter()
-    driver = chromium(run_dir / "profile")
+    from report_size import chromium  # the same browser as the demo report's benchmark
+    driver = chromium(run_dir / "profile", page_load_timeout=120)
     try:
         for n in ns:
             with Store(db) as store:

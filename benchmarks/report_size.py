@@ -23,7 +23,8 @@ def folder_bytes(root: Path) -> int:
     return sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
 
 
-def chromium(profile: Path):
+def chromium(profile: Path, page_load_timeout: float = 60):
+    """Headless Chromium (Debian's, via selenium) at 1400 x 1000 with a profile of its own."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
     opts = webdriver.ChromeOptions()
@@ -33,7 +34,7 @@ def chromium(profile: Path):
                  "--window-size=1400,1000"):
         opts.add_argument(flag)
     driver = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=opts)
-    driver.set_page_load_timeout(60)
+    driver.set_page_load_timeout(page_load_timeout)
     return driver
 
 
