@@ -140,12 +140,10 @@ def run_study(study: Study, db: Optional[str | Path] = None, *, dry_run: bool = 
 
 def _shortcuts(study: Study, store: Store, runs: List[int]):
     """The shortcut table of the study's runs, with its labels (None: no step measured a shortcut)."""
-    from ..measures.registry import get_measure
-    from ..reporting.context import name_subjects, select_subjects
+    from ..api import shortcut_table
     if not runs:
         return None
-    subjects = name_subjects(select_subjects(store, runs), study.labels(), study.data_labels())
-    table = get_measure("shortcuts").of_subjects(store, subjects)
+    table = shortcut_table(store, run_ids=runs, labels=study.labels(), data_labels=study.data_labels())
     return table if table.blocks else None
 
 
