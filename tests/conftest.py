@@ -18,10 +18,18 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+@pytest.fixture(scope="session")
+def _session_pixel_cache(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("pixel-cache")
+
+
 @pytest.fixture(autouse=True)
-def _private_store(tmp_path_factory, monkeypatch):
-    """Every test records into its own results store, never into ~/.bgbench."""
+def _private_store(tmp_path_factory, monkeypatch, _session_pixel_cache):
+    """Every test records into its own results store, never into ~/.bgbench, and caches decoded
+    pixels in this session's folder, never in ~/.cache/bgbench."""
     monkeypatch.setenv("BGBENCH_DB", str(tmp_path_factory.mktemp("store") / "results.db"))
+    monkeypatch.setenv("BGBENCH_CACHE", str(_session_pixel_cache))
+    monkeypatch.delenv("BGBENCH_NO_CACHE", raising=False)
 
 
 @pytest.fixture

@@ -35,7 +35,7 @@ def evaluate(model: ModelLike, data: str | Path, variants: Optional[Sequence[str
              resize: str = "auto", labels: str = "auto", templates: str = "openai",
              class_map: Optional[str | Path] = None, norm: str = "auto", trust_checkpoint: bool = False,
              split: Optional[str] = None, workers: Optional[int] = None, channels_last: bool = False,
-             compile: bool = False, pretrained: bool = False):
+             compile: bool = False, pretrained: bool = False, precision: str = "fp32"):
     """Evaluate a model on IN-9-layout variants: per-variant accuracy and the BG-Gap; where the data
     names each image's group, the accuracy per group and the worst group.
 
@@ -57,6 +57,11 @@ def evaluate(model: ModelLike, data: str | Path, variants: Optional[Sequence[str
         split: the split to read (default: val for IN-9, test for Waterbirds).
         workers: threads decoding batches ahead of the model (default: 1 on the CPU, more on a GPU;
             `data.prefetch.default_workers`).
+        precision: 'fp32' (exact: TF32 off, so a GPU predicts what the CPU does), or 'bf16'/'fp16'
+            autocast around the forward (faster on GPUs, not exact).
+
+    Images are decoded once into the pixel cache (`data.pixel_cache`; `$BGBENCH_CACHE`, off with
+    `$BGBENCH_NO_CACHE=1`) and read from it by every later run on the same files.
 
     Returns:
         An `EvalReport`: accuracies, BG-Gap, per-image predictions and provenance. Under torchrun
@@ -67,7 +72,7 @@ def evaluate(model: ModelLike, data: str | Path, variants: Optional[Sequence[str
     from .measures.eval.runner import run_eval
     cfg = EvalConfig(variants=list(variants) if variants else None, mapping=getattr(mapping, "value", mapping),
                      batch_size=batch_size, device=device, seed=seed, ten_crop=ten_crop, protocol=protocol,
-                     split=split, workers=workers)
+                     split=split, workers=workers, precision=precision)
     built = _model(model, checkpoint, data=data, device=device, protocol=protocol, resize=resize, labels=labels,
                    templates=templates, norm=norm, trust_checkpoint=trust_checkpoint, channels_last=channels_last,
                    compile=compile, pretrained=pretrained, class_map=str(class_map) if class_map is not None else None)

@@ -40,6 +40,22 @@ def _evaluation_crop(shorter: int, crop: int):
     return transforms.Compose([transforms.Resize(shorter), transforms.CenterCrop(crop)])
 
 
+def image_shape(item) -> Tuple[int, int, int]:
+    """(H, W, 3) of `decode_item(item)`, from the file's header alone (no decode): the reader's size,
+    the evaluation crop, or the stored size; an unreadable file raises DataError naming it."""
+    size, crop = getattr(item, "size", None), getattr(item, "crop", None)
+    if size is not None:
+        return int(size[0]), int(size[1]), 3
+    if crop is not None:
+        return int(crop[1]), int(crop[1]), 3
+    try:
+        with Image.open(item.path) as im:
+            w, h = im.size
+    except (OSError, UnidentifiedImageError, ValueError, SyntaxError) as e:
+        raise DataError(f"cannot read image {item.path}: {str(e).strip() or type(e).__name__}") from None
+    return int(h), int(w), 3
+
+
 def decode_item(item) -> np.ndarray:
     """A dataset item's image (`Item`: its path, at the size its reader feeds it)."""
     return decode_image(item.path, getattr(item, "size", None), getattr(item, "crop", None))

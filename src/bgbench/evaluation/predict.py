@@ -1,6 +1,7 @@
 """Batched prediction: images in, one (image id, label, prediction, confidence) row per image out.
 
-Decoding runs ahead in background threads (`data.prefetch`: PIL releases the GIL), so the model's
+Images come decoded once (`data.pixel_cache`: a memory map of the pixels, written on first use),
+in batches assembled ahead in threads and moved to the device by `feed.DeviceFeed`, so the model's
 forward pass is not kept waiting. Images are fed as they are: [0,1], no resize, no crop.
 """
 from __future__ import annotations
@@ -15,9 +16,12 @@ import torch
 from .. import console
 
 from ..classes import Mapping, map_logits, stores_sums, superclass_sums
-from ..data.images import check_mask_fits, decode_item
+from ..data.images import check_mask_fits
 from ..data.layout import Item, Layout
-from ..data.prefetch import prefetched, resolve_workers
+from ..data.pixel_cache import Pixels, pixels_of
+from ..data.prefetch import resolve_workers
+from .feed import DeviceFeed, host_batches, to_tensor  # noqa: F401 (to_tensor re-exported)
+from .numerics import forward_context
 from ..errors import BgbenchError
 from ..models.spec import IMAGENET1K, BgModel, check_compatible  # noqa: F401 (re-exported)
 
@@ -76,14 +80,6 @@ class Predictions:
         return dict(zip(self.image_ids, self.correct.tolist()))
 
 
-def to_tensor(batch: np.ndarray, device: str | torch.device = "cpu") -> torch.Tensor:
-    """NHWC uint8 -> NCHW float in [0,1] on `device` (channels_last memory, no copy of the layout).
-
-    The uint8 batch moves before it becomes float: a quarter of the bytes cross to a GPU, and the
-    conversion runs there (the same numbers: x / 255 is exact IEEE division on either device)."""
-    return torch.from_numpy(batch).to(device, non_blocking=True).permute(0, 3, 1, 2).float().div_(255)
-
-
 def decide(model: BgModel, logits: torch.Tensor, mapping: Mapping | str) -> Tuple[torch.Tensor, torch.Tensor]:
     """Predictions and confidences in the dataset's label space."""
     if model.spec.label_space == IMAGENET1K:
@@ -101,85 +97,86 @@ def class_probabilities(model: BgModel, logits: torch.Tensor) -> torch.Tensor:
     return probs
 
 
-def _chunks(items: Sequence[Item], batch_size: int) -> Iterator[Sequence[Item]]:
-    for i in range(0, len(items), batch_size):
-        yield items[i:i + batch_size]
-
-
-def _decode_batch(items: Sequence[Item], checker: Optional[Callable[[Item, np.ndarray], None]],
-                  render: Optional[Callable[[Item], np.ndarray]] = None) -> List[np.ndarray]:
-    arrays = []
-    for it in items:
-        arr = render(it) if render is not None else decode_item(it)
-        if checker is not None:
-            checker(it, arr)
-        arrays.append(arr)
-    return arrays
-
-
-def _same_shape_runs(items: Sequence[Item], arrays: List[np.ndarray]):
-    """Split a decoded batch into runs of equal image shape (custom datasets may mix sizes)."""
-    start = 0
-    for i in range(1, len(arrays) + 1):
-        if i == len(arrays) or arrays[i].shape != arrays[start].shape:
-            yield items[start:i], np.stack(arrays[start:i])
-            start = i
-
-
-def _check_finite(model: BgModel, logits: torch.Tensor, run: Sequence[Item]) -> None:
+def _check_finite(model: BgModel, bad: List[torch.Tensor], runs: List[Sequence[Item]]) -> None:
     """Outputs that are NaN or infinite decide nothing: one line naming the first such image, before
-    anything is recorded (a broken checkpoint, or a numeric overflow at reduced precision)."""
-    bad = ~torch.isfinite(logits).all(dim=1)
-    if bool(bad.any()):
-        first = run[int(bad.nonzero()[0, 0])]
-        raise BgbenchError(f"{model.spec.name} gave non-finite outputs (NaN or infinity) for {int(bad.sum())} of "
-                           f"{len(run)} images of a batch, first {first.path}: its weights are broken or a value "
-                           f"overflowed; nothing was recorded")
+    anything is recorded (a broken checkpoint, or a numeric overflow at reduced precision).
+
+    `bad[j]` is batch j's (n,) mask of non-finite rows, kept on the device as the batches ran, so
+    the check costs one wait for the device per pass instead of one per batch."""
+    if not bad:
+        return
+    flags = torch.cat(bad)
+    if not bool(flags.any()):
+        return
+    items = [it for run in runs for it in run]
+    first = items[int(flags.nonzero()[0, 0])]
+    per_batch = [int(b.sum()) for b in bad]
+    j = next(k for k, c in enumerate(per_batch) if c)
+    raise BgbenchError(f"{model.spec.name} gave non-finite outputs (NaN or infinity) for {per_batch[j]} of "
+                       f"{len(runs[j])} images of a batch, first {first.path}: its weights are broken or a value "
+                       f"overflowed; nothing was recorded")
 
 
 def predict_items(model: BgModel, items: Sequence[Item], *, batch_size: int = 64, device: str = "cpu",
                   mapping: Mapping | str = Mapping.ARGMAX, checker=None, progress: bool = True,
                   desc: str = "predict", render: Optional[Callable[[Item], np.ndarray]] = None,
-                  forward: Optional[Callable] = None, workers: Optional[int] = None) -> Predictions:
+                  forward: Optional[Callable] = None, workers: Optional[int] = None,
+                  precision: str = "fp32", pixels: Optional[Pixels] = None,
+                  positions: Optional[Sequence[int]] = None) -> Predictions:
     """Run `model` over `items` and return per-image predictions.
 
     `render` (item -> HxWx3 uint8) replaces decoding, for variants computed on the fly;
     `forward(model, x) -> logits` replaces the plain `model(x)` (e.g. ten-crop averaging);
-    `workers`: threads decoding batches ahead (default: `data.prefetch.default_workers(device)`).
+    `workers`: threads assembling batches ahead (default: `data.prefetch.default_workers(device)`);
+    `precision`: 'fp32' (exact: TF32 off), or 'bf16'/'fp16' autocast;
+    `pixels`, `positions`: the decoded pixels to read (a `data.pixel_cache.Pixels` of a larger list,
+    shared by torchrun's processes) and which of them `items` are; by default `pixels_of(items)`,
+    the cache's entry of these items, decoded into it on first use.
+
+    Predictions stay on the device until the pass ends and cross to the host once.
     """
-    ids: List[str] = []
-    labels: List[int] = []
+    if pixels is None:
+        pixels = Pixels(items) if render is not None else pixels_of(items, progress=progress, desc=desc)
+        positions = range(len(items))
+    elif positions is None:
+        positions = range(len(pixels))
+    positions = list(positions)
+    keep_raw = model.spec.label_space == IMAGENET1K
     preds: List[torch.Tensor] = []
     confs: List[torch.Tensor] = []
     raw: List[Tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []  # 1000-class models: top-5, sums
-    keep_raw = model.spec.label_space == IMAGENET1K
-    bar = console.progress(enabled=progress, total=len(items), desc=desc, unit="img")
-    chunks = list(_chunks(items, batch_size))
-    decoded = prefetched(chunks, lambda chunk: _decode_batch(chunk, checker, render),
-                         resolve_workers(workers, device))
-    with closing(decoded), torch.inference_mode():
-        for chunk, arrays in zip(chunks, decoded):
-            for run, batch in _same_shape_runs(chunk, arrays):
-                x = to_tensor(batch, device)
-                logits = model(x) if forward is None else forward(model, x)
-                _check_finite(model, logits, run)
-                pred, conf = decide(model, logits, mapping)
-                if keep_raw:
-                    raw.append(tuple(t.cpu() for t in imagenet_summary(logits, model.class_map)))
-                preds.append(pred.cpu())
-                confs.append(conf.cpu())
-                ids.extend(it.image_id for it in run)
-                labels.extend(it.label for it in run)
-            bar.update(len(chunk))
+    bad: List[torch.Tensor] = []
+    runs: List[Sequence[Item]] = []
+    bar = console.progress(enabled=progress, total=len(positions), desc=desc, unit="img")
+    host = ((run, batch) for chunk in host_batches(pixels, positions, batch_size, resolve_workers(workers, device),
+                                                    render=render, checker=checker) for run, batch in chunk)
+    feed = DeviceFeed(device)(host)
+    with closing(feed), torch.inference_mode(), forward_context(precision, device):
+        for run_positions, x in feed:
+            run = [pixels.items[k] for k in run_positions]
+            logits = model(x) if forward is None else forward(model, x)
+            logits = logits.float()
+            bad.append(~torch.isfinite(logits).all(dim=1))
+            runs.append(run)
+            pred, conf = decide(model, logits, mapping)
+            if keep_raw:
+                raw.append(imagenet_summary(logits, model.class_map))
+            preds.append(pred)
+            confs.append(conf)
+            bar.update(len(run))
     bar.close()
+    _check_finite(model, bad, runs)
+    chosen = [it for run in runs for it in run]
     extra = {}
     if raw:
-        top_c, top_p, sums = (torch.cat(parts).numpy() for parts in zip(*raw))
+        top_c, top_p, sums = (torch.cat(parts).cpu().numpy() for parts in zip(*raw))
         extra = {"top5_classes": top_c.astype(np.int64), "top5_probs": top_p.astype(np.float64),
                  "superclass_probs": sums.astype(np.float64)}
-    return Predictions(image_ids=ids, labels=np.asarray(labels, dtype=np.int64),
-                       preds=torch.cat(preds).numpy().astype(np.int64) if preds else np.zeros(0, np.int64),
-                       conf=torch.cat(confs).numpy().astype(np.float64) if confs else np.zeros(0), **extra)
+    return Predictions(image_ids=[it.image_id for it in chosen],
+                       labels=np.asarray([it.label for it in chosen], dtype=np.int64),
+                       preds=torch.cat(preds).cpu().numpy().astype(np.int64) if preds else np.zeros(0, np.int64),
+                       conf=torch.cat(confs).cpu().numpy().astype(np.float64) if confs else np.zeros(0),
+                       **extra)
 
 
 def imagenet_summary(logits: torch.Tensor, class_map=None) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

@@ -11,6 +11,7 @@ from ...options import flag, runtime
 from ...protocols import protocol_flag
 from ...variants.registry import list_variants
 from ...data.prefetch import workers_field
+from ...evaluation.precision_flag import PRECISIONS, check_precision
 
 
 @dataclass
@@ -24,6 +25,7 @@ class EvalConfig:
         device: torch device.
         seed: seed of the BG-Gap's paired bootstrap.
         ten_crop: Resize(256), TenCrop(224) and average the logits (seed 003's test-time option).
+        precision: 'fp32' (exact: TF32 off), or 'bf16'/'fp16' autocast around the forward.
         protocol: a reference protocol (`bgbench.protocols`), which fixes the mapping, ten-crop and
             (on the model) the resize policy and zero-shot head; recorded with the run.
         split: the split to read (default: the dataset's evaluation split, val for IN-9, test for
@@ -43,6 +45,10 @@ class EvalConfig:
         "--ten-crop", "Resize(256), TenCrop(224) and average the logits of the ten crops (seed 003's test-time "
         "option)", action="store_true"))
     protocol: Optional[str] = field(default=None, metadata=protocol_flag())
+    precision: str = field(default="fp32", metadata=flag(
+        "--precision", "fp32 is exact (TF32 off on GPUs, so a GPU predicts what the CPU does); bf16 and fp16 are "
+        "autocast around the forward, faster on GPUs and not exact (fp16 needs a GPU) (default %(default)s)",
+        choices=PRECISIONS))
     split: Optional[str] = field(default=None, metadata=flag(
         "--split", "split to evaluate (default: the dataset's evaluation split: val for IN-9 and RIVAL10's folders, "
         "test for Waterbirds and a groups.csv with a split column)", type=str))
@@ -54,6 +60,7 @@ class EvalConfig:
         checks.at_least("--batch-size", self.batch_size, 1)
         checks.at_least("--workers", self.workers, 1)
         checks.device(self.device)
+        check_precision(self.precision, self.device)
         if self.variants is not None:
             self.variants = list(self.variants)
 

@@ -23,6 +23,7 @@ from ...models.spec import BgModel, meet_data
 from ...recording import Provenance, model_label
 from .config import EvalConfig
 from ..groups.summary import group_results
+from ...data.pixel_cache import Pixels, pixels_of
 from ...evaluation.predict import Predictions, mask_checker, predict_items
 from .results import EvalReport
 from .tencrop import CROP as TEN_CROP_SIZE, RESIZE as TEN_CROP_RESIZE, ten_crop_logits
@@ -51,15 +52,19 @@ def run_eval(model: BgModel, data: str | Path | Layout, cfg: EvalConfig, progres
     ranks = setup(cfg.device)
     model = model.to(ranks.device).eval()
     _warn_ten_crop_size(model, cfg, ranks)
-    predictions = {}
+    predictions, fed = {}, {"images": 0, "from_cache": 0}
     for v in variants:
         render = renderers[v](layout) if v in on_the_fly else None
         items = layout.items("original" if v in on_the_fly else v)
-        mine = predict_items(model, [items[p] for p in share(len(items), ranks, cfg.batch_size)],
+        # every process maps the whole variant's entry (one decode on the machine), then reads its share
+        pixels = Pixels(items) if render is not None else pixels_of(items, progress=progress and ranks.main, desc=v)
+        mine = predict_items(model, items, pixels=pixels, positions=share(len(items), ranks, cfg.batch_size),
                              batch_size=cfg.batch_size, device=ranks.device, mapping=cfg.mapping,
                              progress=progress and ranks.main, desc=v, render=render,
                              forward=ten_crop_logits if cfg.ten_crop else None, workers=cfg.workers,
-                             checker=mask_checker(layout) if v == "original" else None)
+                             precision=cfg.precision, checker=mask_checker(layout) if v == "original" else None)
+        fed["images"] += len(items)
+        fed["from_cache"] += pixels.from_cache
         predictions[v] = joined_predictions(mine, len(items), ranks, cfg.batch_size)
     if not ranks.main:
         return None
@@ -69,6 +74,7 @@ def run_eval(model: BgModel, data: str | Path | Layout, cfg: EvalConfig, progres
     config = {**asdict(cfg), "variants": variants, "split": layout.split, "torch": torch.__version__,
               "computed_variants": sorted(on_the_fly), "protocol_settings": protocols.settings_of(cfg.protocol),
               "requested": {"variants": cfg.variants, "split": cfg.split},  # before the data resolved them
+              "pixels": fed,  # how many images came decoded from the pixel cache (runtime, not identity)
               **world_record(ranks)}
     report.provenance = Provenance.of("eval", config, model=model, layout=layout, seed=cfg.seed)
     return report

@@ -1,0 +1,381 @@
+"""Decode once: the decoded pixels of a list of images, kept memory-mapped under the cache folder.
+
+Why: a study evaluates the same images for every model, and IN-9's test set is 4,050 images a
+variant; decoding them (about 1,500 JPEGs/s on one core with PIL) is what kept a GPU waiting, not
+the forward. So the first pass decodes every image once, in worker processes that write straight
+into one uint8 file, and every later pass (the next model, the next measure, another torchrun
+process) maps that file and slices batches out of it at memory speed.
+
+An entry is the exact arrays `data.images.decode_item` returns, for one ordered list of items. Its
+key hashes each file's resolved path, size and mtime (in nanoseconds) with the item's
+preprocessing (reader size, evaluation crop, the interpolation and the decoder's version): a
+changed file, or another preprocessing, is another key, decoded again. Layout on disk:
+
+    $BGBENCH_CACHE/pixels/<key>/pixels.npy   every image's bytes, one after another (uint8, 1-D)
+    $BGBENCH_CACHE/pixels/<key>/index.npz    offsets (N,) and shapes (N, 3)
+    $BGBENCH_CACHE/pixels/<key>/meta.json    what it holds (count, bytes, first path, preprocessing)
+
+An entry is written in a private folder and renamed into place whole, so a run killed halfway
+leaves a `.tmp-*` folder that is never served (and is removed by the next write); a lock file per
+key makes the processes of one machine (torchrun's ranks) decode an entry once while the others
+wait for it. The folder is kept under a size budget by evicting the least recently used entries.
+A cache that cannot be written (read-only folder, full disk) costs one status line and the run
+goes on decoding as before.
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from .. import console
+from ..errors import DataError
+from .images import decode_item, image_shape
+
+#: Bumped when decoding changes in a way that changes pixels: older entries then stop matching.
+FORMAT = 1
+#: Default size budget of the pixel cache (GiB); `$BGBENCH_CACHE_GB` overrides it.
+DEFAULT_BUDGET_GB = 20.0
+#: Lists shorter than this decode in threads in this process: a pool's start costs more than they do.
+POOL_MIN_IMAGES = 64
+#: Never leave less than this free on the cache's disk.
+KEEP_FREE_BYTES = 1 << 30
+
+
+def cache_root() -> Path:
+    """`$BGBENCH_CACHE`, else `~/.cache/bgbench` (XDG's place for what can be deleted and remade)."""
+    base = os.environ.get("BGBENCH_CACHE")
+    if base:
+        return Path(base).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "bgbench"
+
+
+def pixels_folder() -> Path:
+    return cache_root() / "pixels"
+
+
+def enabled() -> bool:
+    """False under `--no-cache` (which sets `$BGBENCH_NO_CACHE=1`, so torchrun's processes see it too)."""
+    return os.environ.get("BGBENCH_NO_CACHE", "").strip().lower() not in ("1", "true", "yes", "on")
+
+
+def budget_bytes() -> int:
+    """The cache folder's size budget: `$BGBENCH_CACHE_GB` gibibytes, default 20."""
+    raw = os.environ.get("BGBENCH_CACHE_GB", "").strip()
+    try:
+        gb = float(raw) if raw else DEFAULT_BUDGET_GB
+    except ValueError:
+        raise DataError(f"BGBENCH_CACHE_GB={raw!r} is not a number of gibibytes") from None
+    return max(0, int(gb * (1 << 30)))
+
+
+# -- keys ------------------------------------------------------------------------------------------
+
+def preprocessing_of(item) -> dict:
+    """What, besides the file, decides an item's pixels."""
+    size, crop = getattr(item, "size", None), getattr(item, "crop", None)
+    return {"size": list(size) if size else None, "crop": list(crop) if crop else None,
+            "interpolation": "bilinear" if size or crop else None}
+
+
+def entry_key(items: Sequence) -> str:
+    """The key of `items`' pixels: each file's resolved path, size and mtime, and its preprocessing.
+
+    A file that cannot be stat'ed gets no key (None in its place): decoding it then raises its own
+    one-line error, as it did without the cache."""
+    from PIL import __version__ as pil_version
+    h = hashlib.sha256(json.dumps({"format": FORMAT, "pil": pil_version}).encode())
+    for it in items:
+        st = os.stat(it.path)
+        h.update(json.dumps([os.path.realpath(it.path), st.st_size, st.st_mtime_ns, preprocessing_of(it)]).encode())
+        h.update(b"\n")
+    return h.hexdigest()[:32]
+
+
+# -- reading ---------------------------------------------------------------------------------------
+
+class Pixels:
+    """Decoded images of a list of items, by position: slices of one memory map (an entry of the
+    cache), or decoded on demand (no cache). `from_cache` counts the images served without a decode."""
+
+    def __init__(self, items: Sequence, flat: Optional[np.ndarray] = None, offsets: Optional[np.ndarray] = None,
+                 shapes: Optional[np.ndarray] = None, from_cache: bool = False, key: Optional[str] = None):
+        self.items = items
+        self.flat, self.offsets, self.shapes = flat, offsets, shapes
+        self.key = key
+        self.from_cache = len(items) if (from_cache and flat is not None) else 0
+        self.decoded = 0 if flat is not None else None  # counted as decodes happen, without a cache
+
+    @property
+    def mapped(self) -> bool:
+        return self.flat is not None
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def image(self, k: int) -> np.ndarray:
+        """Image k as decode_item gives it: a read-only view of the map, or a fresh decode."""
+        if self.flat is None:
+            return decode_item(self.items[k])
+        start = int(self.offsets[k])
+        shape = tuple(int(s) for s in self.shapes[k])
+        return self.flat[start:start + int(np.prod(shape))].reshape(shape)
+
+    def batch(self, positions: Sequence[int]) -> np.ndarray:
+        """(n, H, W, 3) uint8 of images of one shape: one slice of the map (no copy) when they lie
+        one after another in it, else stacked."""
+        positions = list(positions)
+        if self.flat is not None and positions and _consecutive(positions) and self._same_shape(positions):
+            a, b = positions[0], positions[-1]
+            shape = tuple(int(s) for s in self.shapes[a])
+            start, stop = int(self.offsets[a]), int(self.offsets[b]) + int(np.prod(shape))
+            return self.flat[start:stop].reshape((len(positions), *shape))
+        return np.stack([self.image(k) for k in positions])
+
+    def shape(self, k: int) -> Tuple[int, ...]:
+        if self.shapes is not None:
+            return tuple(int(s) for s in self.shapes[k])
+        return self.image(k).shape
+
+    def _same_shape(self, positions: Sequence[int]) -> bool:
+        first = self.shapes[positions[0]]
+        return bool((self.shapes[positions[0]:positions[-1] + 1] == first).all())
+
+    def record(self) -> dict:
+        """What a run records of where its pixels came from."""
+        return {"images": len(self.items), "from_cache": self.from_cache, "cache_key": self.key}
+
+
+def _consecutive(positions: Sequence[int]) -> bool:
+    return positions[-1] - positions[0] == len(positions) - 1 and all(
+        b == a + 1 for a, b in zip(positions, positions[1:]))
+
+
+def _open_entry(folder: Path, n: int) -> Optional[Tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """An entry's (flat map, offsets, shapes), or None when it is absent or not whole."""
+    try:
+        with np.load(folder / "index.npz", allow_pickle=False) as z:
+            offsets, shapes = z["offsets"], z["shapes"]
+        flat = np.load(folder / "pixels.npy", mmap_mode="r", allow_pickle=False)
+    except (OSError, ValueError, KeyError, EOFError):
+        return None
+    if len(offsets) != n or flat.ndim != 1 or flat.dtype != np.uint8:
+        return None
+    end = int(offsets[-1]) + int(np.prod(shapes[-1])) if n else 0
+    if flat.shape[0] != end:
+        return None
+    with contextlib.suppress(OSError):
+        os.utime(folder / "meta.json")  # last used: what eviction orders by
+    return flat, offsets, shapes
+
+
+# -- writing ---------------------------------------------------------------------------------------
+
+def _decode_into(path: str, items: Sequence, offsets: Sequence[int], shapes: Sequence[Tuple[int, ...]]) -> int:
+    """Worker: decode `items` into the map at `path`, each at its offset; their count."""
+    flat = np.load(path, mmap_mode="r+", allow_pickle=False)
+    for it, off, shape in zip(items, offsets, shapes):
+        arr = decode_item(it)
+        if arr.shape != tuple(shape):  # the header said another size: a file that changed under us
+            raise DataError(f"image {it.path} changed while it was read (its header says {shape[1]}x{shape[0]}, "
+                            f"it decodes to {arr.shape[1]}x{arr.shape[0]}); run again")
+        flat[off:off + arr.size] = arr.reshape(-1)
+    flat.flush()
+    del flat
+    return len(items)
+
+
+def decode_processes(n_images: int) -> int:
+    """Processes for a first pass: one per core (at most 16), fewer for short lists (a process
+    decodes about 1,500 224-px JPEGs/s, so a pool starts paying off at a few dozen images each)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(16, cores, n_images // 32 or 1))
+
+
+def _write_entry(tmp: Path, items: Sequence, processes: Optional[int], progress: bool, desc: str) -> None:
+    """Decode every item into `tmp` (a private folder): pixels.npy, index.npz, meta.json."""
+    shapes = np.asarray([image_shape(it) for it in items], dtype=np.int64).reshape(len(items), 3)
+    sizes = shapes.prod(axis=1)
+    offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64) if len(items) else np.zeros(0, np.int64)
+    total = int(sizes.sum())
+    free = shutil.disk_usage(tmp).free
+    if total + KEEP_FREE_BYTES > free:
+        raise OSError(28, f"{total / 2**30:.1f} GiB of pixels would leave less than 1 GiB free on its disk")
+    mm = np.lib.format.open_memmap(tmp / "pixels.npy", mode="w+", dtype=np.uint8, shape=(total,))
+    del mm
+    path = str(tmp / "pixels.npy")
+    workers = processes if processes is not None else decode_processes(len(items))
+    n_tasks = max(1, min(len(items), workers * 4))
+    bounds = np.linspace(0, len(items), n_tasks + 1).astype(int)
+    bar = console.progress(enabled=progress, total=len(items), desc=f"{desc} (decoding once)", unit="img")
+    pool_cls = ProcessPoolExecutor if workers > 1 and len(items) >= POOL_MIN_IMAGES else ThreadPoolExecutor
+    kwargs = {"mp_context": _context()} if pool_cls is ProcessPoolExecutor else {}
+    with pool_cls(max_workers=workers, **kwargs) as pool:
+        futures = [pool.submit(_decode_into, path, list(items[a:b]), offsets[a:b].tolist(), shapes[a:b].tolist())
+                   for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
+        try:
+            for fut in as_completed(futures):
+                bar.update(fut.result())
+        except BaseException:
+            for fut in futures:
+                fut.cancel()
+            raise
+    bar.close()
+    np.savez(tmp / "index.npz", offsets=offsets, shapes=shapes)
+    first = str(items[0].path) if len(items) else None
+    (tmp / "meta.json").write_text(json.dumps({
+        "format": FORMAT, "images": len(items), "bytes": total, "first": first, "desc": desc,
+        "preprocessing": preprocessing_of(items[0]) if len(items) else None, "created": time.time()}))
+
+
+def _context():
+    """fork where there is one (what torch's DataLoader uses on Linux: the workers need only PIL and
+    numpy, and start in milliseconds); spawn elsewhere."""
+    import multiprocessing
+    return multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """An exclusive lock on `path` among this machine's processes (flock; none where it is missing)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not on Linux or macOS
+        yield
+        return
+    with open(path, "a+") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def pixels_of(items: Sequence, *, progress: bool = False, desc: str = "images",
+              processes: Optional[int] = None, use_cache: Optional[bool] = None) -> Pixels:
+    """The decoded pixels of `items`: mapped from the cache, decoded into it first when missing;
+    or, with the cache off or unwritable, decoded on demand as before (`Pixels.image`)."""
+    items = list(items)
+    if not items or not (enabled() if use_cache is None else use_cache):
+        return Pixels(items)
+    try:
+        key = entry_key(items)
+    except OSError:
+        return Pixels(items)  # a file that cannot be stat'ed: decoding it says which, in one line
+    root = pixels_folder()
+    folder = root / key
+    found = _open_entry(folder, len(items))
+    if found is not None:
+        return Pixels(items, *found, from_cache=True, key=key)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        with _locked(root / f"{key}.lock"):
+            found = _open_entry(folder, len(items))  # another process wrote it while we waited
+            if found is not None:
+                return Pixels(items, *found, from_cache=True, key=key)
+            _remove_stale(root)
+            tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{key}-", dir=root))
+            try:
+                _write_entry(tmp, items, processes, progress, desc)
+                if folder.exists():  # a damaged entry: replaced whole
+                    shutil.rmtree(folder)
+                os.replace(tmp, folder)
+            finally:
+                if tmp.exists():
+                    shutil.rmtree(tmp, ignore_errors=True)
+        evict(keep=key)
+    except OSError as e:
+        console.status(f"pixel cache {root} cannot be written ({e.strerror or e}): decoding without it "
+                       f"(set BGBENCH_CACHE to a writable folder, or --no-cache to say so)")
+        return Pixels(items)
+    found = _open_entry(folder, len(items))
+    return Pixels(items, *found, from_cache=False, key=key) if found else Pixels(items)
+
+
+def _remove_stale(root: Path, older_than_s: float = 3600.0) -> None:
+    """Private folders left by killed writers (an hour old: a live writer's folder is younger)."""
+    now = time.time()
+    for tmp in root.glob(".tmp-*"):
+        with contextlib.suppress(OSError):
+            if now - tmp.stat().st_mtime > older_than_s:
+                shutil.rmtree(tmp, ignore_errors=True)
+
+
+# -- listing and eviction --------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class CacheEntry:
+    key: str
+    folder: Path
+    images: int
+    bytes: int
+    last_used: float
+    first: Optional[str]
+    preprocessing: Optional[dict]
+
+
+def entries() -> List[CacheEntry]:
+    """Every whole entry of the pixel cache, least recently used first."""
+    root = pixels_folder()
+    found = []
+    for meta in root.glob("*/meta.json") if root.is_dir() else ():
+        try:
+            info = json.loads(meta.read_text())
+            used = meta.stat().st_mtime
+        except (OSError, ValueError):
+            continue
+        size = sum(p.stat().st_size for p in meta.parent.iterdir() if p.is_file())
+        found.append(CacheEntry(meta.parent.name, meta.parent, int(info.get("images", 0)), size, used,
+                                info.get("first"), info.get("preprocessing")))
+    return sorted(found, key=lambda e: e.last_used)
+
+
+def remove(entry: CacheEntry) -> None:
+    """Delete one entry (only a folder this cache wrote: it holds meta.json and sits in the cache)."""
+    if entry.folder.parent.resolve() == pixels_folder().resolve() and (entry.folder / "meta.json").is_file():
+        shutil.rmtree(entry.folder, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            (entry.folder.parent / f"{entry.key}.lock").unlink()
+
+
+def evict(keep: Optional[str] = None, budget: Optional[int] = None) -> List[CacheEntry]:
+    """Remove least recently used entries until the cache fits its budget; the removed ones."""
+    budget = budget_bytes() if budget is None else budget
+    current = entries()
+    total = sum(e.bytes for e in current)
+    removed = []
+    for e in current:
+        if total <= budget:
+            break
+        if e.key == keep:
+            continue
+        remove(e)
+        removed.append(e)
+        total -= e.bytes
+    return removed
+
+
+def clear() -> List[CacheEntry]:
+    """Remove every entry (and stale private folders); the removed entries."""
+    gone = entries()
+    for e in gone:
+        remove(e)
+    root = pixels_folder()
+    if root.is_dir():
+        _remove_stale(root, older_than_s=0)
+        for lock in root.glob("*.lock"):
+            with contextlib.suppress(OSError):
+                lock.unlink()
+    return gone
+

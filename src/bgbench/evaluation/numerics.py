@@ -1,0 +1,115 @@
+"""What a forward's arithmetic is: strict fp32 (no TF32), plain autocast, and what bf16 costs here.
+
+fp32 means fp32: every fp32 forward (the fp32 precision, and bf16-verified's rechecks, audits and
+confirmations) runs under `strict_fp32`, which turns TF32 and bf16-reduced fp32 matmul and
+convolution off and then restores the user's settings. `fp32_settings` is what the run records of
+those settings. `bf16_slowdown` is measured before a reduced-precision run, which says so when bf16
+is the slower.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import time
+from typing import Dict, Iterator
+
+import torch
+
+#: `--precision` of eval and the probes: fp32 is exact (strict, as the challenge's); bf16 and fp16
+#: are plain autocast around the forward (not exact: predictions near a tie can change).
+from .precision_flag import PRECISIONS  # noqa: E402,F401
+
+AUTOCAST = {"bf16": torch.bfloat16, "fp16": torch.float16}
+
+#: the per-backend fp32 precision settings of PyTorch's newer API (`torch.backends.<path>.fp32_precision`)
+_FP32_KNOBS = ("cuda.matmul", "cudnn.conv", "cudnn.rnn", "mkldnn.matmul", "mkldnn.conv", "mkldnn.rnn")
+
+
+def _knob(path: str):
+    obj = torch.backends
+    for part in path.split("."):
+        obj = getattr(obj, part, None)
+    return obj if obj is not None and hasattr(obj, "fp32_precision") else None
+
+
+@functools.lru_cache(maxsize=None)
+def _knobs() -> Dict[str, object]:
+    """The backends of `_FP32_KNOBS` this PyTorch has (none before its per-backend API); looked up
+    once, since looking them up costs more than setting them."""
+    return {path: _knob(path) for path in _FP32_KNOBS if _knob(path) is not None}
+
+
+def fp32_settings() -> Dict[str, object]:
+    """The user's settings that decide whether an fp32 matmul or convolution really is fp32.
+
+    With PyTorch's per-backend API: each backend's `fp32_precision` ('ieee' is fp32; 'tf32' and
+    'bf16' are not; 'none' defers to the backend). Otherwise the legacy flags.
+    """
+    knobs = _knobs()
+    if knobs:
+        return {path: knob.fp32_precision for path, knob in knobs.items()}
+    return {"cuda.matmul.allow_tf32": torch.backends.cuda.matmul.allow_tf32,
+            "cudnn.allow_tf32": torch.backends.cudnn.allow_tf32,
+            "float32_matmul_precision": torch.get_float32_matmul_precision()}
+
+
+@contextlib.contextmanager
+def strict_fp32() -> Iterator[None]:
+    """fp32 forwards in true fp32: TF32 (cuBLAS, cuDNN) and oneDNN's reduced fp32 off, then the
+    user's settings restored. PyTorch's default lets cuDNN convolutions use TF32 on Ampere and
+    later GPUs, so without this an fp32 run on CUDA is not fp32."""
+    knobs = _knobs()
+    saved = fp32_settings()
+    try:
+        if knobs:  # the legacy flags must not be mixed with this API: PyTorch refuses to read them then
+            for knob in knobs.values():
+                knob.fp32_precision = "ieee"
+        else:
+            torch.set_float32_matmul_precision("highest")
+            torch.backends.cuda.matmul.allow_tf32 = False
+            torch.backends.cudnn.allow_tf32 = False
+        yield
+    finally:
+        if knobs:
+            for path, knob in knobs.items():
+                knob.fp32_precision = saved[path]
+        else:
+            torch.set_float32_matmul_precision(saved["float32_matmul_precision"])
+            torch.backends.cuda.matmul.allow_tf32 = saved["cuda.matmul.allow_tf32"]
+            torch.backends.cudnn.allow_tf32 = saved["cudnn.allow_tf32"]
+
+
+def bf16_slowdown(model: torch.nn.Module, x: torch.Tensor, repeats: int = 2) -> float:
+    """Seconds of a bf16-autocast forward of `x` over an fp32 one (best of `repeats`, after one
+    warm-up each): above 1, bf16 costs more than it saves on this device.
+
+    Measured rather than guessed from CPU flags: this project's CI CPU reports AVX512-BF16, yet
+    a challenge ran 184 s under bf16-verified against about 35 s in fp32. bf16 pays on hardware
+    with bf16 matrix units that the kernels use (GPUs from Ampere on, CPUs with AMX)."""
+    device_type = x.device.type
+
+    def best(bf16: bool) -> float:
+        times = []
+        for i in range(repeats + 1):
+            context = torch.autocast(device_type=device_type, dtype=torch.bfloat16) if bf16 else \
+                contextlib.nullcontext()
+            if device_type == "cuda":
+                torch.cuda.synchronize(x.device)
+            t0 = time.perf_counter()
+            with torch.inference_mode(), context:
+                model(x)
+            if device_type == "cuda":
+                torch.cuda.synchronize(x.device)
+            if i:
+                times.append(time.perf_counter() - t0)
+        return min(times)
+    return best(True) / max(best(False), 1e-9)
+
+
+def forward_context(precision: str, device) -> contextlib.AbstractContextManager:
+    """The arithmetic a forward runs under: `strict_fp32` for fp32, else autocast to bf16/fp16 on
+    the device's type (CPU autocast supports bf16; fp16 on a CPU is refused by the configs)."""
+    if precision == "fp32":
+        return strict_fp32()
+    device_type = torch.device(device).type
+    return torch.autocast(device_type=device_type, dtype=AUTOCAST[precision])
