@@ -1,4 +1,8 @@
-"""Batches of (items, images, masks) on a device, for the probes (decoding ahead in threads)."""
+"""Batches of (items, images, masks) on a device, for the probes.
+
+Images come from the pixel cache (`data.pixel_cache`: decoded once, then mapped), masks from their
+files; both are assembled in threads ahead of the probe, and on a GPU stacked into pinned memory
+there so that the copy to the device does not wait on the host."""
 from __future__ import annotations
 
 from contextlib import closing
@@ -6,34 +10,49 @@ from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..data.images import decode_item, object_mask
+from ..data.images import object_mask
+from ..data.pixel_cache import Pixels, pixels_of
 from ..data.prefetch import prefetched, resolve_workers
 
 
-def _decode(chunk, attributes=None):
+def _decode(pixels: Pixels, chunk, attributes=None):
     out = []
-    for item, mask_ref in chunk:
-        img = decode_item(item)
+    for k, (item, mask_ref) in chunk:
+        img = pixels.image(k)
         parts = attributes.masks(item, img.shape[:2]) if attributes is not None else {}
         out.append((item, img, object_mask(mask_ref, item.path, img.shape[:2]), parts))
     return out
 
 
 def _decoded(pairs: Sequence[Tuple[object, object]], batch_size: int, device: str, workers: Optional[int] = None,
-             attributes=None) -> Iterator[List[tuple]]:
-    """Decoded chunks of `batch_size` pairs, the next ones decoding while the caller works."""
-    chunks = [pairs[i:i + batch_size] for i in range(0, len(pairs), batch_size)]
-    with closing(prefetched(chunks, lambda chunk: _decode(chunk, attributes),
-                            resolve_workers(workers, device))) as decoded:
+             attributes=None) -> Iterator[Tuple[List[tuple], tuple]]:
+    """(group, host arrays) of equal-size images, `batch_size` pairs a chunk, the next chunks
+    assembled while the caller works."""
+    pixels = pixels_of([item for item, _ in pairs])
+    numbered = list(enumerate(pairs))
+    chunks = [[(k, pair) for k, pair in numbered[i:i + batch_size]] for i in range(0, len(pairs), batch_size)]
+    pin = str(device).startswith("cuda")
+
+    def assemble(chunk):
+        return [(group, _host(group, pin)) for group in _same_shape(_decode(pixels, chunk, attributes))]
+
+    with closing(prefetched(chunks, assemble, resolve_workers(workers, device))) as decoded:
         for chunk in decoded:
-            yield from _same_shape(chunk)
+            yield from chunk
 
 
-def _tensors(group, device: str):
+def _host(group, pin: bool):
+    """The group's images (N,H,W,3) uint8 and masks (N,H,W) bool as CPU tensors, pinned for a GPU."""
     import torch
-    x = torch.from_numpy(np.stack([g[1] for g in group])).to(device, non_blocking=True).permute(0, 3, 1, 2)
-    x = x.float().div_(255)
-    m = torch.from_numpy(np.stack([g[2] for g in group])).to(device, non_blocking=True).float().unsqueeze(1)
+    x = torch.from_numpy(np.stack([g[1] for g in group]))
+    m = torch.from_numpy(np.stack([g[2] for g in group]))
+    return (x.pin_memory(), m.pin_memory()) if pin else (x, m)
+
+
+def _tensors(host, device: str):
+    x, m = host
+    x = x.to(device, non_blocking=True).permute(0, 3, 1, 2).float().div_(255)
+    m = m.to(device, non_blocking=True).float().unsqueeze(1)
     return x, m
 
 
@@ -41,8 +60,8 @@ def masked_batches(pairs: Sequence[Tuple[object, object]], batch_size: int, devi
                    workers: Optional[int] = None) -> Iterator:
     """Yield (items, x (N,3,H,W) float [0,1], m (N,1,H,W) float {0,1}) of equal-size images;
     `workers` threads decode ahead (default: `data.prefetch.default_workers(device)`)."""
-    for group in _decoded(pairs, batch_size, device, workers):
-        yield ([g[0] for g in group], *_tensors(group, device))
+    for group, host in _decoded(pairs, batch_size, device, workers):
+        yield ([g[0] for g in group], *_tensors(host, device))
 
 
 def attribute_batches(pairs: Sequence[Tuple[object, object]], batch_size: int, device: str, attributes,
@@ -50,8 +69,8 @@ def attribute_batches(pairs: Sequence[Tuple[object, object]], batch_size: int, d
     """As `masked_batches`, plus `parts`: attribute -> (index (n,) of the batch's images that have
     it, their masks (n,1,H,W) float {0,1}), for the attributes of `attributes` (an attribute source)."""
     import torch
-    for group in _decoded(pairs, batch_size, device, workers, attributes):
-        x, m = _tensors(group, device)
+    for group, host in _decoded(pairs, batch_size, device, workers, attributes):
+        x, m = _tensors(host, device)
         parts: Dict[str, Tuple[object, object]] = {}
         for name in attributes.names:
             have = [k for k, g in enumerate(group) if name in g[3]]

@@ -27,11 +27,12 @@ import torch
 
 from .. import console
 from ..distributed import Ranks, gather_in_order, share
-from ..evaluation.predict import to_tensor
+from ..data.pixel_cache import Pixels, pixels_of
+from ..evaluation.feed import DeviceFeed, host_batches
+from ..evaluation.numerics import strict_fp32
 from ..models.heads import pre_logits
 from ..models.spec import BgModel
-from ..data.images import decode_item
-from ..data.prefetch import prefetched, resolve_workers
+from ..data.prefetch import resolve_workers
 
 #: Where features are cached when no folder is named: $BGBENCH_CACHE/features, else ~/.cache/bgbench/features.
 CACHE_ENV = "BGBENCH_CACHE"
@@ -74,8 +75,9 @@ def penultimate_features(model: BgModel, items, key: str, ranks: Ranks, cache: O
         found = _read(path, key, items, say=ranks.main)
         if found is not None:
             return found if ranks.main else None
-    mine = [items[p] for p in share(len(items), ranks, batch_size)]
-    x = _extract(model, mine, batch_size, ranks.device, progress and ranks.main)
+    pixels = pixels_of(items, progress=progress and ranks.main, desc="features")  # one entry for every rank
+    x = _extract(model, pixels, share(len(items), ranks, batch_size), batch_size, ranks.device,
+                 progress and ranks.main)
     rows = gather_in_order(list(x), len(items), ranks, batch_size)
     if rows is None:
         return None
@@ -86,29 +88,20 @@ def penultimate_features(model: BgModel, items, key: str, ranks: Ranks, cache: O
     return feats
 
 
-def _extract(model: BgModel, items, batch_size: int, device, progress: bool) -> np.ndarray:
-    """(len(items), D) features, the next batches decoding in threads while this one runs."""
-    chunks = [items[i:i + batch_size] for i in range(0, len(items), batch_size)]
+def _extract(model: BgModel, pixels: Pixels, positions, batch_size: int, device, progress: bool) -> np.ndarray:
+    """(len(positions), D) features, batches assembled ahead and fed to the device by the eval feed;
+    they stay on the device until the pass ends."""
     out = []
-    bar = console.progress(enabled=progress, total=len(items), desc="features", unit="img")
-    decoded = prefetched(chunks, lambda chunk: [decode_item(it) for it in chunk], resolve_workers(None, str(device)))
-    with closing(decoded), torch.inference_mode():
-        for chunk, arrays in zip(chunks, decoded):
-            for start in _same_shape_starts(arrays):
-                run = arrays[start[0]:start[1]]
-                out.append(pre_logits(model, to_tensor(np.stack(run), device)).cpu().numpy())
-            bar.update(len(chunk))
+    bar = console.progress(enabled=progress, total=len(positions), desc="features", unit="img")
+    host = ((run, batch) for chunk in host_batches(pixels, positions, batch_size, resolve_workers(None, str(device)))
+            for run, batch in chunk)
+    feed = DeviceFeed(device)(host)
+    with closing(feed), torch.inference_mode(), strict_fp32():
+        for run, x in feed:
+            out.append(pre_logits(model, x).float())
+            bar.update(len(run))
     bar.close()
-    return np.concatenate(out) if out else np.zeros((0, 0), np.float32)
-
-
-def _same_shape_starts(arrays) -> List[tuple]:
-    spans, start = [], 0
-    for i in range(1, len(arrays) + 1):
-        if i == len(arrays) or arrays[i].shape != arrays[start].shape:
-            spans.append((start, i))
-            start = i
-    return spans
+    return torch.cat(out).cpu().numpy() if out else np.zeros((0, 0), np.float32)
 
 
 def _read(path: Path, key: str, items, say: bool = True) -> Optional[Features]:

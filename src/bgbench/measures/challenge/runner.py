@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import os
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable, Dict, List, Optional
 
@@ -31,7 +30,8 @@ import torch
 import torch.distributed as dist
 
 from ... import console, distributed, protocols, recording
-from ...data.images import decode_image, load_mask
+from ...data.images import load_mask
+from ...data.pixel_cache import pixels_of
 from ...data.layout import Layout, discover
 from ...errors import DataError
 from ...models.spec import BgModel, meet_data
@@ -47,28 +47,28 @@ __all__ = ["ChallengeConfig", "ChallengeReport", "run_challenge", "summarize", "
            "load_foregrounds"]
 
 
-def decode_workers() -> int:
-    """Threads for decoding (PIL releases the GIL while it decodes): one per core, 2 to 8."""
-    return min(8, max(2, os.cpu_count() or 1))
-
-
-def _decode_all(paths: List[Path], workers: Optional[int] = None) -> np.ndarray:
-    with ThreadPoolExecutor(max_workers=workers or decode_workers()) as pool:
-        arrays = list(pool.map(decode_image, paths))
-    shapes = {a.shape for a in arrays}
+def _stacked(items: List, positions: Optional[List[int]] = None) -> np.ndarray:
+    """(N, H, W, 3) uint8 of `items` (at `positions`), from the pixel cache: decoded once on the
+    machine, then mapped; images of more than one size are refused in one line."""
+    pixels = pixels_of(items)
+    positions = list(range(len(items))) if positions is None else list(positions)
+    shapes = {pixels.shape(k) for k in positions}
     if len(shapes) > 1:
         raise DataError(f"the challenge needs images of one size; found {sorted(shapes)[:3]} ...")
-    return np.stack(arrays) if arrays else np.zeros((0, 1, 1, 3), np.uint8)
+    if not positions:
+        return np.zeros((0, 1, 1, 3), np.uint8)
+    return np.array(pixels.batch(positions))  # a writable copy: the engine's tensors own their memory
 
 
 def load_backgrounds(layout: Layout, workers: Optional[int] = None):
+    """Every ONLY-BG-T image, decoded (from the pixel cache), as one (N, H, W, 3) uint8 tensor."""
     items = layout.items("only_bg_t")
-    return items, torch.from_numpy(_decode_all([it.path for it in items], workers))
+    return items, torch.from_numpy(_stacked(items))
 
 
 def load_foregrounds(layout: Layout, pairs, indices: List[int]):
     """Decode the chosen originals and their masks; masks must match their image's size."""
-    images = _decode_all([pairs[i][0].path for i in indices])
+    images = _stacked([item for item, _ in pairs], indices)
     masks = []
     for j, i in enumerate(indices):
         item, mask_path = pairs[i]
