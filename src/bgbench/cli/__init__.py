@@ -9,6 +9,7 @@ the pipe early (`bgbench leaderboard --format csv | head`) ends the command quie
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import re
@@ -38,6 +39,7 @@ COMMANDS: List[str] = [
     "synth",
     "merge",
     "models",
+    "cache",
     "demo",
 ]
 
@@ -147,12 +149,30 @@ def check_input_paths(args: argparse.Namespace) -> None:
                 raise BgbenchError(f"{flag} {value}: no such file or folder")
 
 
+@contextlib.contextmanager
+def _no_cache(asked: bool):
+    """--no-cache as `$BGBENCH_NO_CACHE=1` for the command's duration (an environment variable:
+    the processes torchrun and the decoding pool start inherit it), then as it was."""
+    before = os.environ.get("BGBENCH_NO_CACHE")
+    if asked:
+        os.environ["BGBENCH_NO_CACHE"] = "1"
+    try:
+        yield
+    finally:
+        if asked:
+            if before is None:
+                os.environ.pop("BGBENCH_NO_CACHE", None)
+            else:
+                os.environ["BGBENCH_NO_CACHE"] = before
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     try:
         args = parse(build_parser(), argv)  # inside: `bgbench --help | head` closes the pipe too
         check_utf8_arguments(args)
         check_input_paths(args)
-        code = args.func(args)
+        with _no_cache(getattr(args, "no_cache", False)):
+            code = args.func(args)
         sys.stdout.flush()  # a closed pipe shows up here, inside the handler, not at exit
         return code
     except BrokenPipeError:

@@ -52,6 +52,12 @@ def add_batch_size_arg(p: argparse.ArgumentParser, default: int, what: str = "im
     p.add_argument("--batch-size", type=int, default=default, help=f"{what} (default %(default)s)")
 
 
+def add_no_cache_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--no-cache", action="store_true",
+                   help="decode every image again instead of reading the decoded-pixel cache, and write none "
+                        "(`bgbench cache` lists and clears it)")
+
+
 def add_data_arg(p: argparse.ArgumentParser, needs: str = "original/ and fg_mask/") -> None:
     """--data ROOT: an IN-9-layout dataset, or a RIVAL10 release (its root or a split folder)."""
     p.add_argument("--data", required=True,
@@ -178,6 +184,7 @@ def add_model_args(p: argparse.ArgumentParser, config: Optional[type] = None, re
     add_config_flags(p, ModelOptions, skip=(model.name,))
     if device:
         add_device_arg(p, config_default(config, "device") if config else "cpu")
+        add_no_cache_arg(p)
     add_batch_size_arg(p, config_default(config, "batch_size") if config else 64)
 
 

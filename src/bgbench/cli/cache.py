@@ -1,0 +1,68 @@
+"""`bgbench cache`: what the decoded-pixel cache holds, and clearing it.
+
+    bgbench cache                 # list entries, least recently used first, and the budget
+    bgbench cache clear           # remove every entry
+    bgbench cache clear --keep-gb 10   # evict least recently used entries down to 10 GiB
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+from .arguments import add_json_arg
+from .output import emit
+
+
+def register(sub) -> None:
+    p = sub.add_parser("cache", help="list or clear the decoded-pixel cache ($BGBENCH_CACHE, ~/.cache/bgbench)",
+                       description="Images are decoded once into a memory-mapped cache and read from it by every "
+                                   "later run on the same files and preprocessing (`--no-cache` on a model command "
+                                   "skips it; $BGBENCH_CACHE_GB sets its budget, default 20).")
+    p.add_argument("action", nargs="?", choices=("list", "clear"), default="list",
+                   help="list (default) or clear the entries")
+    p.add_argument("--keep-gb", type=float, default=None,
+                   help="clear: evict the least recently used entries until the cache holds at most this many GiB "
+                        "(default: remove them all)")
+    add_json_arg(p, help="print the entries (or the removed ones) as one JSON document")
+    p.set_defaults(func=run)
+
+
+def _row(e) -> dict:
+    return {"key": e.key, "images": e.images, "bytes": e.bytes, "last_used": round(e.last_used, 3),
+            "first_image": e.first, "preprocessing": e.preprocessing}
+
+
+def _age(seconds: float) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.0f} {unit} ago"
+    return "just now"
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..data import pixel_cache
+    from ..errors import BgbenchError
+    if args.keep_gb is not None and args.action != "clear":
+        raise BgbenchError("--keep-gb goes with `bgbench cache clear`")
+    if args.keep_gb is not None and args.keep_gb < 0:
+        raise BgbenchError(f"--keep-gb must be at least 0, not {args.keep_gb}")
+    folder = pixel_cache.pixels_folder()
+    if args.action == "clear":
+        removed = pixel_cache.clear() if args.keep_gb is None else \
+            pixel_cache.evict(budget=int(args.keep_gb * (1 << 30)))
+        freed = sum(e.bytes for e in removed)
+        emit(args, {"folder": str(folder), "removed": [_row(e) for e in removed], "freed_bytes": freed},
+             f"removed {len(removed)} entr{'y' if len(removed) == 1 else 'ies'} ({freed / 2**30:.2f} GiB) from {folder}")
+        return 0
+    found = pixel_cache.entries()
+    total = sum(e.bytes for e in found)
+    budget = pixel_cache.budget_bytes()
+    now = time.time()
+    lines = [f"{folder}: {len(found)} entr{'y' if len(found) == 1 else 'ies'}, {total / 2**30:.2f} GiB of a "
+             f"{budget / 2**30:.0f} GiB budget" + ("" if pixel_cache.enabled() else " (off: BGBENCH_NO_CACHE is set)")]
+    for e in found:
+        lines.append(f"  {e.key[:12]}  {e.images:>7,} images  {e.bytes / 2**20:>9,.1f} MiB  used {_age(now - e.last_used):<12}"
+                     f"  {e.first or ''}")
+    emit(args, {"folder": str(folder), "enabled": pixel_cache.enabled(), "budget_bytes": budget,
+                "total_bytes": total, "entries": [_row(e) for e in found]}, "\n".join(lines))
+    return 0

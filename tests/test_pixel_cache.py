@@ -1,0 +1,203 @@
+"""The decoded-pixel cache (`data.pixel_cache`): every pixel is what decoding gives, a changed file is
+decoded again, a killed write is never served, processes share one entry, and the runs that read it
+store the same numbers as without it."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from bgbench.data import pixel_cache
+from bgbench.data.images import decode_item
+from bgbench.data.layout import discover
+from bgbench.errors import DataError
+
+from conftest import run_cli
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path, monkeypatch) -> Path:
+    """Each test's own cache folder: what it finds there is what it wrote."""
+    folder = tmp_path / "cache"
+    monkeypatch.setenv("BGBENCH_CACHE", str(folder))
+    return folder
+
+
+def _items(root: Path, variant: str = "original"):
+    return discover(root, variants=[variant]).items(variant)
+
+
+def test_every_image_is_what_decoding_gives_and_the_second_read_decodes_nothing(synth_copy, monkeypatch):
+    items = _items(synth_copy)
+    first = pixel_cache.pixels_of(items, processes=2)
+    assert first.mapped and first.from_cache == 0
+    for k, it in enumerate(items):
+        assert np.array_equal(first.image(k), decode_item(it))
+    import bgbench.data.pixel_cache as module
+
+    def no_decoding(item):
+        raise AssertionError(f"decoded {item.path} although it is cached")
+    monkeypatch.setattr(module, "decode_item", no_decoding)
+    second = pixel_cache.pixels_of(items)
+    assert second.from_cache == len(items) and second.key == first.key
+    batch = second.batch(range(3, 9))
+    assert np.array_equal(batch, np.stack([decode_item(it) for it in items[3:9]]))
+    assert np.array_equal(second.batch([0, 5, 2]), np.stack([decode_item(items[k]) for k in (0, 5, 2)]))
+
+
+def test_images_of_several_sizes_and_a_preprocessing_are_kept_apart(tmp_path):
+    from bgbench.data.layout import Item
+    paths = []
+    for i, (w, h) in enumerate([(40, 30), (25, 50), (40, 30)]):
+        p = tmp_path / f"im{i}.png"
+        Image.fromarray(np.random.default_rng(i).integers(0, 255, (h, w, 3), dtype=np.uint8)).save(p)
+        paths.append(p)
+    plain = [Item(f"c/{i}", 0, p) for i, p in enumerate(paths)]
+    resized = [Item(f"c/{i}", 0, p, size=(16, 16)) for i, p in enumerate(paths)]
+    a, b = pixel_cache.pixels_of(plain), pixel_cache.pixels_of(resized)
+    assert a.key != b.key
+    for k in range(3):
+        assert np.array_equal(a.image(k), decode_item(plain[k]))
+        assert np.array_equal(b.image(k), decode_item(resized[k]))
+    assert b.batch([0, 1, 2]).shape == (3, 16, 16, 3)
+
+
+def test_a_changed_image_is_decoded_again(synth_copy):
+    items = _items(synth_copy)
+    before = pixel_cache.pixels_of(items)
+    path = items[4].path
+    changed = 255 - np.asarray(Image.open(path).convert("RGB"))
+    Image.fromarray(changed).save(path, format=Image.open(path).format)
+    st = path.stat()
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 10_000_000))
+    after = pixel_cache.pixels_of(items)
+    assert after.key != before.key and after.from_cache == 0
+    assert np.array_equal(after.image(4), decode_item(items[4]))
+    assert not np.array_equal(after.image(4), before.image(4))
+
+
+def test_a_corrupt_image_names_its_file_on_the_first_pass(synth_copy):
+    items = _items(synth_copy)
+    items[7].path.write_bytes(b"not an image at all")
+    with pytest.raises(DataError, match=str(items[7].path)):
+        pixel_cache.pixels_of(items, processes=2)
+    assert pixel_cache.entries() == []
+
+
+_WRITER = textwrap.dedent("""
+    import sys, time
+    from pathlib import Path
+    import bgbench.data.pixel_cache as pc
+    from bgbench.data.layout import discover
+    from bgbench.data.images import decode_item
+    marker, root, delay = Path(sys.argv[1]), sys.argv[2], float(sys.argv[3])
+    seen = []
+    def slow(item):
+        seen.append(item)
+        marker.write_text(str(len(seen)))
+        time.sleep(delay)
+        return decode_item(item)
+    pc.decode_item = slow
+    items = discover(root, variants=["original"]).items("original")
+    p = pc.pixels_of(items, processes=1)
+    print(len(seen), p.from_cache, p.key, int(sum(int(p.image(k).sum()) for k in range(len(items)))))
+""")
+
+
+def _writer(marker: Path, root: Path, delay: float) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    return subprocess.Popen([sys.executable, "-c", _WRITER, str(marker), str(root), str(delay)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+def _wait_for(marker: Path, at_least: int, proc: subprocess.Popen, limit: float = 120.0) -> None:
+    t = time.time()
+    while time.time() - t < limit:
+        if marker.is_file() and marker.read_text().strip() and int(marker.read_text()) >= at_least:
+            return
+        assert proc.poll() is None, proc.stderr.read()
+        time.sleep(0.05)
+    raise AssertionError("the writer never got going")
+
+
+def test_a_killed_write_is_never_served(synth_copy, tmp_path):
+    items = _items(synth_copy)
+    marker = tmp_path / "decoded"
+    proc = _writer(marker, synth_copy, 0.2)
+    _wait_for(marker, 3, proc)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    root = pixel_cache.pixels_folder()
+    assert list(root.glob(".tmp-*")), "the killed writer left its private folder"
+    assert pixel_cache.entries() == []  # nothing whole, nothing listed
+    served = pixel_cache.pixels_of(items)
+    assert served.from_cache == 0
+    for k, it in enumerate(items):
+        assert np.array_equal(served.image(k), decode_item(it))
+
+
+def test_two_processes_share_one_entry(synth_copy, tmp_path):
+    procs = [_writer(tmp_path / f"decoded{i}", synth_copy, 0.02) for i in range(2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [o[1] for o in outs]
+    rows = [o[0].split() for o in outs]
+    decoded = sorted(int(r[0]) for r in rows)
+    n = len(_items(synth_copy))
+    assert decoded == [0, n], rows  # one decoded every image, the other waited and decoded none
+    assert rows[0][2] == rows[1][2] and rows[0][3] == rows[1][3]  # the same entry, the same pixels
+    assert len(pixel_cache.entries()) == 1
+
+
+def test_an_unwritable_cache_is_one_line_and_the_run_goes_on(synth_copy, tmp_path, monkeypatch, capsys):
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the cache folder should be")
+    monkeypatch.setenv("BGBENCH_CACHE", str(blocker))
+    items = _items(synth_copy)
+    pixels = pixel_cache.pixels_of(items)
+    err = capsys.readouterr().err
+    assert len([ln for ln in err.splitlines() if "cannot be written" in ln]) == 1, err
+    assert not pixels.mapped and np.array_equal(pixels.image(2), decode_item(items[2]))
+
+
+def test_eval_stores_the_same_numbers_with_and_without_the_cache(synth_root, model_ckpt):
+    runs = []
+    for args in (["--no-cache"], [], []):  # no cache; first pass into it; read from it
+        r = run_cli("eval", "--model", f"file:{model_ckpt}", "--data", synth_root, "--json", *args)
+        assert r.returncode == 0, r.stderr
+        runs.append(json.loads(r.stdout))
+    assert "BGBENCH_NO_CACHE" not in os.environ  # --no-cache held for its own command only
+    from bgbench.store import Store
+    store = Store(os.environ["BGBENCH_DB"])
+    tables = [[{k: r[k] for k in r.keys() if k != "run_id"} for r in store.predictions(run["run_id"])]
+              for run in runs]
+    assert len({run["run_id"] for run in runs}) == 3
+    assert tables[0] == tables[1] == tables[2]
+    assert [run["accuracy"] for run in runs[1:]] == [runs[0]["accuracy"]] * 2
+    fed = [json.loads(store.get_run(run["run_id"])["config"])["pixels"] for run in runs]
+    assert fed[0]["from_cache"] == 0 and fed[2]["from_cache"] == fed[2]["images"] > 0
+
+
+def test_cache_command_lists_evicts_and_clears(synth_copy):
+    pixel_cache.pixels_of(_items(synth_copy))
+    pixel_cache.pixels_of(_items(synth_copy, "mixed_rand"))
+    listed = json.loads(run_cli("cache", "--json").stdout)
+    assert len(listed["entries"]) == 2 and listed["total_bytes"] > 0
+    oldest = listed["entries"][0]["key"]
+    r = run_cli("cache", "clear", "--keep-gb", str((listed["total_bytes"] - 1) / 2**30), "--json")
+    assert [e["key"] for e in json.loads(r.stdout)["removed"]] == [oldest]
+    r = run_cli("cache", "clear")
+    assert r.returncode == 0 and "removed 1 entry" in r.stdout
+    assert pixel_cache.entries() == []
+    assert shutil.which("true")  # (the folder itself stays: only entries are removed)
