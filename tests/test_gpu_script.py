@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-STAGES = ["setup", "env", "gpu_tests", "data", "eval", "challenge", "dfr", "probes", "eval_compiled"]
+STAGES = ["setup", "env", "gpu_tests", "data", "capacity", "eval", "challenge", "dfr", "probes", "eval_compiled"]
 
 
 def test_the_gpu_script_runs_end_to_end_on_the_cpu(tmp_path):
@@ -35,7 +35,8 @@ def test_the_gpu_script_runs_end_to_end_on_the_cpu(tmp_path):
     card = stages["env"]["figures"]["card"]
     assert f"**{card}** (this run)" in table and "| RTX 4090 (timm) | 4,303 | 8,039 |" in table
     assert "| RTX PRO 6000 Blackwell Max-Q (timm) | 6,459 | 12,188 |" in table
-    assert "| gpu_tests | skipped |" in table and "| eval path, fp32 (eager)" in table
+    assert "| gpu_tests | skipped |" in table and "| eval path from the pixel cache, fp32 (eager)" in table
+    assert stages["capacity"]["figures"]["feed_cached"] > 0 and "| feed from the pixel cache" in table
     assert (tmp_path / "out" / "logs.txt").is_file()
 
 

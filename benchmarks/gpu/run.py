@@ -219,6 +219,15 @@ def eval_throughput(run: Run, stage_name: str, modes: tuple) -> dict:
                   "--device", run.device, "--speedups", *modes, "--workers-grid", *s.workers_grid)
 
 
+@stage("capacity", 90, 60, 15)
+def capacity(run: Run) -> dict:
+    """capacity.py: bgbench's own work per image with a null model (the feed from the pixel cache, the
+    probes' batches, the challenge's search) and the first pass by number of decoding processes."""
+    s = run.sizes
+    return script(run, "capacity", "capacity.py", "--per-class", s.per_class, "--size", s.size, "--repeats",
+                  s.repeats, "--processes", *s.workers_grid)
+
+
 @stage("eval", 180, 60, 30)
 def eval_eager(run: Run) -> dict:
     """The eager forwards: fp32, channels-last and bf16 autocast (the grid on bf16)."""

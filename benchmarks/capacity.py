@@ -1,0 +1,184 @@
+"""bgbench's own work per image, measured with a model that costs nothing: the CPU proxy of GPU speed.
+
+On a GPU the forward of a ResNet-50 takes 1/7,000 to 1/23,000 of a second per image (H100, fp32
+eager to bf16 + channels-last + compiled); whatever bgbench does on the host per image must take
+less, or the card waits. With a model that returns its logits at once, what remains to time is
+exactly that host work, and it can be measured and improved on any laptop. Each figure is images
+(or pairs) per second on one core, against the goal that keeps the fastest H100 forward fed
+(20,441 img/s, `benchmarks/gpu/results/`):
+
+- feed from the cache: the host side of the GPU path (`evaluation.feed.host_batches` from the
+  pixel cache's map, then the copy into a (pinned, on a GPU) staging buffer), in batches of 256;
+- the whole eval path on the CPU (`predict_items`: feed, [0,1] conversion on the CPU, decision,
+  bookkeeping) with the null model; on a GPU the conversion runs on the card, so this is a bound;
+- the probes' batches (images and masks, `probing.batches.masked_batches`) from the cache;
+- the first pass (`data.pixel_cache.pixels_of` into a fresh cache: header reads, decoding in 1 and 2
+  processes, the map written): images/s and the scaling from 1 to 2 processes (goal 1.8x);
+- the challenge's search (`benchmarks/capacity_challenge.py`, when present): pairs/s it schedules.
+
+The images are the real-size set of `realsize_data.py` (224-px JPEG quality 75, IN-9's layout).
+
+    PYTHONPATH=src:benchmarks python benchmarks/capacity.py [--per-class 50] [--batch-size 256] [--json FILE]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+#: The fastest ResNet-50 forward measured on an H100 (bf16 + channels-last + compiled, batch 240).
+H100_FASTEST = 20441.0
+GOALS = {"feed_cached": 20000.0, "first_pass_scaling": 1.8, "challenge_pairs": 20000.0}
+
+
+class NullNet(torch.nn.Module):
+    """Logits at no cost: zeros of the right shape (every image 'predicted' class 0)."""
+
+    def __init__(self, classes: int = 9):
+        super().__init__()
+        self.classes = classes
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.new_zeros((x.shape[0], self.classes))
+
+
+def null_model(classes: int = 9):
+    from bgbench.models.spec import BgModel, ModelSpec
+    return BgModel(NullNet(classes), ModelSpec(name="null", arch="null", num_classes=classes)).eval()
+
+
+def best_rate(fn, n: int, repeats: int) -> float:
+    """n / the best of `repeats` timed calls of fn (after one warm-up)."""
+    fn()
+    best = float("inf")
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t)
+    return n / best
+
+
+def feed_rate(items, batch_size: int, repeats: int) -> dict:
+    """The host side of the GPU path, from the cache: assemble each batch, copy it into a staging
+    buffer (pinned on a GPU; plain here, where there is none to pin)."""
+    from bgbench.data.pixel_cache import pixels_of
+    from bgbench.evaluation.feed import host_batches
+    pixels = pixels_of(items)
+    assert pixels.from_cache == len(items)
+    staging = np.empty((batch_size, *pixels.shape(0)), np.uint8)
+
+    def go():
+        for chunk in host_batches(pixels, range(len(items)), batch_size, workers=1):
+            for _, batch in chunk:
+                staging[:len(batch)] = batch
+    return {"feed_cached": best_rate(go, len(items), repeats)}
+
+
+def eval_path_rate(items, batch_size: int, repeats: int) -> dict:
+    from bgbench.evaluation.predict import predict_items
+    model = null_model()
+    return {"eval_path_cpu": best_rate(lambda: predict_items(model, items, batch_size=batch_size, progress=False,
+                                                              workers=1), len(items), repeats)}
+
+
+def probe_batches_rate(layout, batch_size: int, repeats: int) -> dict:
+    from bgbench.probing.batches import masked_batches
+    pairs = layout.foregrounds()
+
+    def go():
+        for _ in masked_batches(pairs, batch_size, "cpu", workers=1):
+            pass
+    return {"probe_batches_cpu": best_rate(go, len(pairs), repeats)}
+
+
+def first_pass(items, processes: int) -> float:
+    """Images/s of a first pass into a fresh cache with `processes` decoding processes."""
+    from bgbench.data.pixel_cache import pixels_of
+    before = os.environ.get("BGBENCH_CACHE")
+    with tempfile.TemporaryDirectory() as cache:
+        os.environ["BGBENCH_CACHE"] = cache
+        try:
+            t = time.perf_counter()
+            pixels = pixels_of(items, processes=processes)
+            rate = len(items) / (time.perf_counter() - t)
+            assert pixels.mapped
+        finally:
+            if before is None:
+                os.environ.pop("BGBENCH_CACHE", None)
+            else:
+                os.environ["BGBENCH_CACHE"] = before
+    return rate
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--per-class", type=int, default=50, help="images per class of the real-size set (default 50)")
+    ap.add_argument("--batch-size", type=int, default=256)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--size", type=int, default=224, help="image size of the real-size set (default 224)")
+    ap.add_argument("--processes", type=int, nargs="+", default=[1, 2],
+                    help="first pass: the numbers of decoding processes to time (default 1 2; the scaling "
+                         "figure is 2 against 1)")
+    ap.add_argument("--variants", nargs="+", default=["original", "mixed_rand", "only_bg_t", "mixed_same"],
+                    help="the variants whose images are fed (default: four, 1,800 images at 50 a class)")
+    ap.add_argument("--json", type=Path, help="write the figures here too")
+    args = ap.parse_args(argv)
+    torch.set_num_threads(1)  # one core: the figure is per core
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from realsize_data import realsize_dataset
+    from bgbench.data.layout import discover
+    from bgbench.data.pixel_cache import pixels_of
+
+    root = realsize_dataset(per_class=args.per_class, size=args.size)
+    layout = discover(root, variants=list(args.variants))
+    items = [it for v in args.variants for it in layout.items(v)]
+    figures = {"images": len(items), "size": "224-px JPEG q75", "cores": os.cpu_count(),
+               "torch_threads": torch.get_num_threads()}
+    passes = {p: first_pass(items, p) for p in sorted(set(args.processes) | {1, 2})}
+    one, two = passes[1], passes[2]
+    figures.update(first_pass_1_process=one, first_pass_2_processes=two, first_pass_scaling=two / one,
+                   first_pass_by_processes=passes)
+    with tempfile.TemporaryDirectory() as cache:
+        os.environ["BGBENCH_CACHE"] = cache
+        for v in args.variants:
+            pixels_of(layout.items(v))
+        pixels_of(items)
+        pixels_of([it for it, _ in layout.foregrounds()])
+        figures.update(feed_rate(items, args.batch_size, args.repeats))
+        figures.update(eval_path_rate(items, args.batch_size, args.repeats))
+        figures.update(probe_batches_rate(layout, args.batch_size, args.repeats))
+    try:
+        from capacity_challenge import challenge_capacity
+    except ImportError:
+        challenge_capacity = None
+    if challenge_capacity is not None:
+        figures["challenge"] = challenge_capacity()
+    rows = [("feed from the cache (host side of the GPU path), one core", figures["feed_cached"], "img/s",
+             GOALS["feed_cached"]),
+            ("eval path on the CPU, null model (conversion on the CPU too), one core", figures["eval_path_cpu"],
+             "img/s", None),
+            ("probe batches (images + masks) from the cache, one core", figures["probe_batches_cpu"], "img/s", None),
+            *((f"first pass, {p} process{'es' if p > 1 else ''}", r, "img/s", None) for p, r in passes.items()),
+            ("first pass scaling, 1 -> 2 processes", figures["first_pass_scaling"], "x", GOALS["first_pass_scaling"])]
+    print(f"capacity on {figures['cores']} cores, {len(items):,} images ({figures['size']}), batch {args.batch_size}:")
+    for what, value, unit, goal in rows:
+        verdict = "" if goal is None else ("  goal %s: %s" % (f"{goal:,.1f}" if unit == "x" else f"{goal:,.0f}",
+                                                              "met" if value >= goal else "NOT met"))
+        shown = f"{value:,.2f}" if unit == "x" else f"{value:,.0f}"
+        print(f"  {what:<72} {shown:>10} {unit}{verdict}")
+    print(f"  (the fastest H100 ResNet-50 forward measured: {H100_FASTEST:,.0f} img/s)")
+    if args.json:
+        args.json.write_text(json.dumps({**figures, "first_pass_by_processes": {str(k): v for k, v in passes.items()}},
+                                        indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
