@@ -26,6 +26,7 @@ from typing import Any, ClassVar, Dict, List, NamedTuple, Optional, Sequence
 
 from .. import checks
 from ..data.prefetch import workers_field
+from ..evaluation.precision_flag import PRECISIONS, check_precision
 from ..errors import BgbenchError
 from ..options import flag, runtime
 from ..probing.bootstrap import REPLICATES
@@ -35,17 +36,22 @@ from .result import MeasureResult
 
 @dataclass(kw_only=True)
 class ProbeConfig:
-    """How any probe runs (none of it changes its numbers): images per forward pass, the device,
-    and the threads that decode the next batches. A probe's config subclasses it."""
+    """How any probe runs: images per forward pass, the device, the threads that assemble the next
+    batches (none of these changes its numbers), and the forward's arithmetic (which may). A probe's
+    config subclasses it."""
 
     batch_size: int = field(default=64, metadata=runtime())
     device: str = field(default="cpu", metadata=runtime())
     workers: Optional[int] = workers_field()
+    precision: str = field(default="fp32", metadata=flag(
+        "--precision", "fp32 is exact (TF32 off on GPUs); bf16 and fp16 are autocast around the forwards, faster "
+        "on GPUs and not exact (fp16 needs a GPU) (default %(default)s)", choices=PRECISIONS))
 
     def __post_init__(self):
         checks.at_least("--batch-size", self.batch_size, 1)
         checks.at_least("--workers", self.workers, 1)
         checks.device(self.device)
+        check_precision(self.precision, self.device)
 
 
 @dataclass(kw_only=True)
@@ -125,7 +131,8 @@ class ModelMeasure(Measure):
         state = self.prepare(run, cfg)
         bar = console.progress(enabled=progress and shard.ranks.main, total=len(shard.pairs),
                                desc=f"{self.name} probe", unit="img")
-        with self._autograd():
+        from ..evaluation.numerics import forward_context
+        with self._autograd(), forward_context(cfg.precision, shard.ranks.device):
             for batch in self._batches(shard.pairs, cfg, run):
                 shard.add(batch.items, self.rows(state, batch, cfg))
                 bar.update(len(batch.items))
