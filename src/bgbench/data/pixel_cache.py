@@ -203,33 +203,42 @@ def decode_processes(n_images: int) -> int:
     return max(1, min(16, cores, n_images // 32 or 1))
 
 
+def _shapes_of(items: Sequence) -> List[Tuple[int, int, int]]:
+    """Worker: each item's decoded shape, from its header (`images.image_shape`)."""
+    return [image_shape(it) for it in items]
+
+
 def _write_entry(tmp: Path, items: Sequence, processes: Optional[int], progress: bool, desc: str) -> None:
-    """Decode every item into `tmp` (a private folder): pixels.npy, index.npz, meta.json."""
-    shapes = np.asarray([image_shape(it) for it in items], dtype=np.int64).reshape(len(items), 3)
-    sizes = shapes.prod(axis=1)
-    offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64) if len(items) else np.zeros(0, np.int64)
-    total = int(sizes.sum())
-    free = shutil.disk_usage(tmp).free
-    if total + KEEP_FREE_BYTES > free:
-        raise OSError(28, f"{total / 2**30:.1f} GiB of pixels would leave less than 1 GiB free on its disk")
-    mm = np.lib.format.open_memmap(tmp / "pixels.npy", mode="w+", dtype=np.uint8, shape=(total,))
-    del mm
-    path = str(tmp / "pixels.npy")
+    """Decode every item into `tmp` (a private folder): pixels.npy, index.npz, meta.json.
+
+    Two passes over the files, both in the pool: the headers (every image's shape, hence its
+    offset in the map), then the pixels, each worker writing its images straight into the map."""
     workers = processes if processes is not None else decode_processes(len(items))
     n_tasks = max(1, min(len(items), workers * 4))
-    bounds = np.linspace(0, len(items), n_tasks + 1).astype(int)
-    bar = console.progress(enabled=progress, total=len(items), desc=f"{desc} (decoding once)", unit="img")
+    edges = np.linspace(0, len(items), n_tasks + 1).astype(int)
+    bounds = [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:]) if b > a]
     pool_cls = ProcessPoolExecutor if workers > 1 and len(items) >= POOL_MIN_IMAGES else ThreadPoolExecutor
     kwargs = {"mp_context": _context()} if pool_cls is ProcessPoolExecutor else {}
+    bar = console.progress(enabled=progress, total=len(items), desc=f"{desc} (decoding once)", unit="img")
     with pool_cls(max_workers=workers, **kwargs) as pool:
-        futures = [pool.submit(_decode_into, path, list(items[a:b]), offsets[a:b].tolist(), shapes[a:b].tolist())
-                   for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
         try:
+            listed = list(pool.map(_shapes_of, [list(items[a:b]) for a, b in bounds]))
+            shapes = np.asarray([s for part in listed for s in part], dtype=np.int64).reshape(len(items), 3)
+            sizes = shapes.prod(axis=1)
+            offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+            total = int(sizes.sum())
+            free = shutil.disk_usage(tmp).free
+            if total + KEEP_FREE_BYTES > free:
+                raise OSError(28, f"{total / 2**30:.1f} GiB of pixels would leave less than 1 GiB free on its disk")
+            created = np.lib.format.open_memmap(tmp / "pixels.npy", mode="w+", dtype=np.uint8, shape=(total,))
+            del created  # the file exists at its full size; each worker maps it and fills its part
+            path = str(tmp / "pixels.npy")
+            futures = [pool.submit(_decode_into, path, list(items[a:b]), offsets[a:b].tolist(), shapes[a:b].tolist())
+                       for a, b in bounds]
             for fut in as_completed(futures):
                 bar.update(fut.result())
         except BaseException:
-            for fut in futures:
-                fut.cancel()
+            pool.shutdown(wait=True, cancel_futures=True)
             raise
     bar.close()
     np.savez(tmp / "index.npz", offsets=offsets, shapes=shapes)
