@@ -30,6 +30,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from bgbench.evaluation.numerics import strict_fp32
+
 from bgbench.api import evaluate, train
 from bgbench.variants.synth import write_dataset
 
@@ -124,7 +126,7 @@ def rate_table(args) -> dict:
         penultimate_features(model, items, "rate", Ranks(device=args.device), None, args.batch_size, progress=False)
 
     def forward() -> None:
-        with torch.inference_mode():
+        with torch.inference_mode(), strict_fp32():  # DFR's features are strict fp32 too
             for x in batches:
                 pre_logits(model, x)
     times = {"extraction": [], "forward": []}

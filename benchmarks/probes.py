@@ -36,6 +36,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from bgbench.evaluation.numerics import strict_fp32
+
 from bgbench.measures.ablate import MEASURE as ABLATE
 from bgbench.measures.ablate.probe import AblateConfig
 from bgbench.measures.features import MEASURE as FEATURES
@@ -88,7 +90,7 @@ def main() -> None:
         scfg = SaliencyConfig(batch_size=args.batch_size, device=dev, examples=0, workers=args.workers)
         fcfg = FeaturesConfig(batch_size=args.batch_size, device=dev, galleries=0, workers=args.workers)
         gcfg = FeaturesConfig(batch_size=args.batch_size, device=dev, workers=args.workers)
-        with torch.inference_mode():
+        with torch.inference_mode(), strict_fp32():  # the probes' own fp32: TF32 off
             model(batches[0])  # warm-up
         SALIENCY.compute(model, root, scfg, progress=False, limit=args.batch_size)
         FEATURES.compute(model, root, fcfg, progress=False, limit=args.batch_size)
@@ -100,21 +102,21 @@ def main() -> None:
                 torch.cuda.synchronize()
 
         def pure_forward():
-            with torch.inference_mode():
+            with torch.inference_mode(), strict_fp32():  # the probes' own fp32: TF32 off
                 for _ in range(forwards_per_image):
                     for x in batches:
                         model(x).argmax(dim=1)
             sync()
 
         def forward_once():
-            with torch.inference_mode():
+            with torch.inference_mode(), strict_fp32():  # the probes' own fp32: TF32 off
                 for x in batches:
                     model(x).argmax(dim=1)
             sync()
 
         def ablate_forward():  # as many images as the ablate probe sends, in batches of the same size
             left = ablated
-            with torch.inference_mode():
+            with torch.inference_mode(), strict_fp32():  # the probes' own fp32: TF32 off
                 while left > 0:
                     for x in batches:
                         if left <= 0:
@@ -124,12 +126,16 @@ def main() -> None:
             sync()
 
         def forward_backward():
+            with strict_fp32():  # the probes' own fp32: TF32 off
+                _forward_backward()
+            sync()
+
+        def _forward_backward():
             for x in batches:
                 x = x.clone().requires_grad_(False)
                 logits = model(x)
                 model.zero_grad(set_to_none=True)
                 logits.gather(1, logits.argmax(dim=1, keepdim=True)).sum().backward()
-            sync()
 
         sides = {"noise": ("noise", "forward"), "saliency": ("saliency", "fwd+bwd"),
                  "features": ("features", "forward once", "features+galleries"),

@@ -92,14 +92,28 @@ def preprocessing_of(item) -> dict:
 def entry_key(items: Sequence) -> str:
     """The key of `items`' pixels: each file's resolved path, size and mtime, and its preprocessing.
 
-    A file that cannot be stat'ed gets no key (None in its place): decoding it then raises its own
-    one-line error, as it did without the cache."""
+    Fast enough to compute on every run (3,600 files in tens of milliseconds): one `lstat` per file,
+    the folder's real path resolved once per folder (a file that is itself a link is resolved on
+    its own). A file that cannot be stat'ed raises OSError: decoding it then says which, in one line."""
+    import stat as stat_module
+
     from PIL import __version__ as pil_version
     h = hashlib.sha256(json.dumps({"format": FORMAT, "pil": pil_version}).encode())
+    folders: dict = {}
+    lines = []
     for it in items:
-        st = os.stat(it.path)
-        h.update(json.dumps([os.path.realpath(it.path), st.st_size, st.st_mtime_ns, preprocessing_of(it)]).encode())
-        h.update(b"\n")
+        path = os.fspath(it.path)
+        st = os.lstat(path)
+        if stat_module.S_ISLNK(st.st_mode):
+            real, st = os.path.realpath(path), os.stat(path)
+        else:
+            folder, name = os.path.split(path)
+            if folder not in folders:
+                folders[folder] = os.path.realpath(folder or ".")
+            real = os.path.join(folders[folder], name)
+        size, crop = getattr(it, "size", None), getattr(it, "crop", None)
+        lines.append(f"{real}\0{st.st_size}\0{st.st_mtime_ns}\0{size}\0{crop}\n")
+    h.update("".join(lines).encode("utf-8", "surrogateescape"))
     return h.hexdigest()[:32]
 
 
@@ -191,8 +205,7 @@ def _decode_into(path: str, items: Sequence, offsets: Sequence[int], shapes: Seq
             raise DataError(f"image {it.path} changed while it was read (its header says {shape[1]}x{shape[0]}, "
                             f"it decodes to {arr.shape[1]}x{arr.shape[0]}); run again")
         flat[off:off + arr.size] = arr.reshape(-1)
-    flat.flush()
-    del flat
+    del flat  # no msync: the page cache is shared, and the entry is renamed only once every worker is done
     return len(items)
 
 

@@ -104,7 +104,7 @@ class DeviceFeed:
     def _send(self, slot: int, batch: np.ndarray) -> Tuple[torch.Tensor, object]:
         host = self._pin(slot, batch)
         with torch.cuda.stream(self._stream):
-            x = host.to(self.device, non_blocking=True).permute(0, 3, 1, 2).float().div_(255)
+            x = to_unit(host.to(self.device, non_blocking=True).permute(0, 3, 1, 2))
             done = torch.cuda.Event()
             done.record(self._stream)
         self._events[slot] = done
@@ -136,14 +136,34 @@ class DeviceFeed:
         return tag, x
 
 
+def to_unit(x: torch.Tensor) -> torch.Tensor:
+    """uint8 -> float in [0,1] as x / 255 in IEEE division, bit for bit the same on every device.
+
+    On CUDA, PyTorch divides by a Python number by multiplying with its reciprocal, which rounds
+    126 of the 256 values differently from the CPU's division; dividing by a 0-dim tensor on the
+    device runs the true division there."""
+    out = x.float()
+    if out.device.type == "cpu":
+        return out.div_(255)
+    return out.div_(_divisor(out.device))
+
+
+_DIVISORS: dict = {}
+
+
+def _divisor(device: torch.device) -> torch.Tensor:
+    if device not in _DIVISORS:
+        _DIVISORS[device] = torch.tensor(255.0, dtype=torch.float32, device=device)
+    return _DIVISORS[device]
+
+
 def to_tensor(batch: np.ndarray, device: str | torch.device = "cpu") -> torch.Tensor:
     """NHWC uint8 -> NCHW float in [0,1] on `device` (channels_last memory, no copy of the layout).
 
     The uint8 batch moves before it becomes float: a quarter of the bytes cross to a GPU, and the
-    conversion runs there (the same numbers: x / 255 is exact IEEE division on either device). A
-    read-only batch (a slice of the pixel cache's map) is only read: `.float()` makes the new tensor."""
-    if not batch.flags.writeable:
-        with warnings.catch_warnings():  # only read: .float() below makes the tensor that is written
-            warnings.simplefilter("ignore", UserWarning)
-            return torch.from_numpy(batch).to(device, non_blocking=True).permute(0, 3, 1, 2).float().div_(255)
-    return torch.from_numpy(batch).to(device, non_blocking=True).permute(0, 3, 1, 2).float().div_(255)
+    conversion runs there (`to_unit`: the same numbers on either device). A read-only batch (a
+    slice of the pixel cache's map) is only read: `.float()` makes the new tensor."""
+    with warnings.catch_warnings():  # a read-only map's slice: only read, `.float()` makes the new tensor
+        warnings.simplefilter("ignore", UserWarning)
+        x = torch.from_numpy(batch)
+    return to_unit(x.to(device, non_blocking=True).permute(0, 3, 1, 2))

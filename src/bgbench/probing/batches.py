@@ -50,8 +50,9 @@ def _host(group, pin: bool):
 
 
 def _tensors(host, device: str):
+    from ..evaluation.feed import to_unit
     x, m = host
-    x = x.to(device, non_blocking=True).permute(0, 3, 1, 2).float().div_(255)
+    x = to_unit(x.to(device, non_blocking=True).permute(0, 3, 1, 2))
     m = m.to(device, non_blocking=True).float().unsqueeze(1)
     return x, m
 
