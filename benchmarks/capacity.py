@@ -106,7 +106,7 @@ def first_pass(items, processes: int) -> float:
         os.environ["BGBENCH_CACHE"] = cache
         try:
             t = time.perf_counter()
-            pixels = pixels_of(items, processes=processes)
+            pixels = pixels_of(items, processes=processes, wait=True)
             rate = len(items) / (time.perf_counter() - t)
             assert pixels.mapped
         finally:
@@ -148,9 +148,9 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory() as cache:
         os.environ["BGBENCH_CACHE"] = cache
         for v in args.variants:
-            pixels_of(layout.items(v))
-        pixels_of(items)
-        pixels_of([it for it, _ in layout.foregrounds()])
+            pixels_of(layout.items(v), wait=True)
+        pixels_of(items, wait=True)
+        pixels_of([it for it, _ in layout.foregrounds()], wait=True)
         figures.update(feed_rate(items, args.batch_size, args.repeats))
         figures.update(eval_path_rate(items, args.batch_size, args.repeats))
         figures.update(probe_batches_rate(layout, args.batch_size, args.repeats))

@@ -178,7 +178,7 @@ def startup(root: Path) -> dict:
         with tempfile.TemporaryDirectory() as cache:
             os.environ["BGBENCH_CACHE"] = cache
             t = time.perf_counter()
-            pixels_of(items, processes=workers, use_cache=True)
+            pixels_of(items, processes=workers, use_cache=True, wait=True)
             rates[workers] = len(items) / (time.perf_counter() - t)
     os.environ.pop("BGBENCH_CACHE", None)
     return {"bare": bare, "imports": imports - bare, "decode": rates}

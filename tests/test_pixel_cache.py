@@ -43,8 +43,9 @@ def test_every_image_is_what_decoding_gives_and_the_second_read_decodes_nothing(
     items = _items(synth_copy)
     first = pixel_cache.pixels_of(items, processes=2)
     assert first.mapped and first.from_cache == 0
-    for k, it in enumerate(items):
+    for k, it in enumerate(items):  # read while the first pass may still be writing: each waits for its image
         assert np.array_equal(first.image(k), decode_item(it))
+    first.filling.join()
     import bgbench.data.pixel_cache as module
 
     def no_decoding(item):
@@ -66,7 +67,7 @@ def test_images_of_several_sizes_and_a_preprocessing_are_kept_apart(tmp_path):
         paths.append(p)
     plain = [Item(f"c/{i}", 0, p) for i, p in enumerate(paths)]
     resized = [Item(f"c/{i}", 0, p, size=(16, 16)) for i, p in enumerate(paths)]
-    a, b = pixel_cache.pixels_of(plain), pixel_cache.pixels_of(resized)
+    a, b = pixel_cache.pixels_of(plain, wait=True), pixel_cache.pixels_of(resized, wait=True)
     assert a.key != b.key
     for k in range(3):
         assert np.array_equal(a.image(k), decode_item(plain[k]))
@@ -76,7 +77,7 @@ def test_images_of_several_sizes_and_a_preprocessing_are_kept_apart(tmp_path):
 
 def test_a_changed_image_is_decoded_again(synth_copy):
     items = _items(synth_copy)
-    before = pixel_cache.pixels_of(items)
+    before = pixel_cache.pixels_of(items, wait=True)
     path = items[4].path
     changed = 255 - np.asarray(Image.open(path).convert("RGB"))
     Image.fromarray(changed).save(path, format=Image.open(path).format)
@@ -112,7 +113,10 @@ _WRITER = textwrap.dedent("""
     pc.decode_item = slow
     items = discover(root, variants=["original"]).items("original")
     p = pc.pixels_of(items, processes=1)
-    print(len(seen), p.from_cache, p.key, int(sum(int(p.image(k).sum()) for k in range(len(items)))))
+    total = int(sum(int(p.image(k).sum()) for k in range(len(items))))
+    if p.filling is not None:
+        p.filling.join()
+    print(len(seen), p.from_cache, p.key, total)
 """)
 
 
@@ -190,8 +194,8 @@ def test_eval_stores_the_same_numbers_with_and_without_the_cache(synth_root, mod
 
 
 def test_cache_command_lists_evicts_and_clears(synth_copy):
-    pixel_cache.pixels_of(_items(synth_copy))
-    pixel_cache.pixels_of(_items(synth_copy, "mixed_rand"))
+    pixel_cache.pixels_of(_items(synth_copy), wait=True)
+    pixel_cache.pixels_of(_items(synth_copy, "mixed_rand"), wait=True)
     listed = json.loads(run_cli("cache", "--json").stdout)
     assert len(listed["entries"]) == 2 and listed["total_bytes"] > 0
     oldest = listed["entries"][0]["key"]
@@ -201,3 +205,18 @@ def test_cache_command_lists_evicts_and_clears(synth_copy):
     assert r.returncode == 0 and "removed 1 entry" in r.stdout
     assert pixel_cache.entries() == []
     assert shutil.which("true")  # (the folder itself stays: only entries are removed)
+
+
+def test_a_bad_image_met_while_streaming_names_its_file_to_the_reader(synth_copy):
+    """A file whose header reads but whose pixels do not (a truncated PNG) fails in the decoding
+    pool, after the reader has its map: the reader that needs it gets the one-line error, and no
+    entry is left behind."""
+    items = _items(synth_copy)
+    data = items[5].path.read_bytes()
+    items[5].path.write_bytes(data[: len(data) // 2])
+    pixels = pixel_cache.pixels_of(items, processes=1)
+    with pytest.raises(DataError, match=str(items[5].path)):
+        for k in range(len(items)):
+            pixels.image(k)
+    pixels.filling.join()
+    assert pixel_cache.entries() == [] and not list(pixel_cache.pixels_folder().glob(".tmp-*"))

@@ -24,17 +24,19 @@ goes on decoding as before.
 """
 from __future__ import annotations
 
+import atexit
 import contextlib
 import hashlib
 import json
 import os
 import shutil
 import tempfile
+import threading
 import time
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -124,12 +126,14 @@ class Pixels:
     cache), or decoded on demand (no cache). `from_cache` counts the images served without a decode."""
 
     def __init__(self, items: Sequence, flat: Optional[np.ndarray] = None, offsets: Optional[np.ndarray] = None,
-                 shapes: Optional[np.ndarray] = None, from_cache: bool = False, key: Optional[str] = None):
+                 shapes: Optional[np.ndarray] = None, from_cache: bool = False, key: Optional[str] = None,
+                 filling: Optional["_Filling"] = None):
         self.items = items
         self.flat, self.offsets, self.shapes = flat, offsets, shapes
         self.key = key
         self.from_cache = len(items) if (from_cache and flat is not None) else 0
-        self.decoded = 0 if flat is not None else None  # counted as decodes happen, without a cache
+        #: the first pass still writing this map: reads wait for the images they need
+        self.filling = filling
 
     @property
     def mapped(self) -> bool:
@@ -142,6 +146,8 @@ class Pixels:
         """Image k as decode_item gives it: a read-only view of the map, or a fresh decode."""
         if self.flat is None:
             return decode_item(self.items[k])
+        if self.filling is not None:
+            self.filling.wait([k])
         start = int(self.offsets[k])
         shape = tuple(int(s) for s in self.shapes[k])
         return self.flat[start:start + int(np.prod(shape))].reshape(shape)
@@ -150,6 +156,8 @@ class Pixels:
         """(n, H, W, 3) uint8 of images of one shape: one slice of the map (no copy) when they lie
         one after another in it, else stacked."""
         positions = list(positions)
+        if self.filling is not None and positions:
+            self.filling.wait(positions)
         if self.flat is not None and positions and _consecutive(positions) and self._same_shape(positions):
             a, b = positions[0], positions[-1]
             shape = tuple(int(s) for s in self.shapes[a])
@@ -221,44 +229,130 @@ def _shapes_of(items: Sequence) -> List[Tuple[int, int, int]]:
     return [image_shape(it) for it in items]
 
 
-def _write_entry(tmp: Path, items: Sequence, processes: Optional[int], progress: bool, desc: str) -> None:
-    """Decode every item into `tmp` (a private folder): pixels.npy, index.npz, meta.json.
+#: Images per decoding task of a first pass: small enough that the first batches are ready early
+#: (the forward starts on them while the rest decode), large enough that a task's overhead is noise.
+TASK_IMAGES = 64
 
-    Two passes over the files, both in the pool: the headers (every image's shape, hence its
-    offset in the map), then the pixels, each worker writing its images straight into the map."""
-    workers = processes if processes is not None else decode_processes(len(items))
-    n_tasks = max(1, min(len(items), workers * 4))
-    edges = np.linspace(0, len(items), n_tasks + 1).astype(int)
-    bounds = [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:]) if b > a]
-    pool_cls = ProcessPoolExecutor if workers > 1 and len(items) >= POOL_MIN_IMAGES else ThreadPoolExecutor
-    kwargs = {"mp_context": _context()} if pool_cls is ProcessPoolExecutor else {}
-    bar = console.progress(enabled=progress, total=len(items), desc=f"{desc} (decoding once)", unit="img")
-    with pool_cls(max_workers=workers, **kwargs) as pool:
+
+class _Filling:
+    """Which images of a first pass are written so far; readers wait for theirs (or its error)."""
+
+    def __init__(self, n: int):
+        self.ready = np.zeros(n, dtype=bool)
+        self.error: Optional[BaseException] = None
+        self.finished = False
+        self.cond = threading.Condition()
+
+    def mark(self, a: int, b: int) -> None:
+        with self.cond:
+            self.ready[a:b] = True
+            self.cond.notify_all()
+
+    def fail(self, error: BaseException) -> None:
+        with self.cond:
+            self.error = error
+            self.cond.notify_all()
+
+    def done(self) -> None:
+        with self.cond:
+            self.finished = True
+            self.cond.notify_all()
+
+    def wait(self, positions: Sequence[int]) -> None:
+        lo, hi = min(positions), max(positions) + 1
+        with self.cond:
+            while self.error is None and not self.ready[lo:hi].all():
+                self.cond.wait()
+            if self.error is not None:
+                raise self.error
+
+    def join(self, timeout: Optional[float] = None) -> None:
+        """Until the first pass has ended: its entry renamed into place, or its folder removed."""
+        with self.cond:
+            self.cond.wait_for(lambda: self.finished, timeout=timeout)
+
+
+#: First passes still writing in this process: joined at exit, so a run that ends as its last
+#: batch is read still leaves its entry renamed into place.
+_WRITERS: List[_Filling] = []
+
+
+@atexit.register
+def _join_writers() -> None:
+    for filling in list(_WRITERS):
+        filling.join(timeout=600)
+
+
+class _FirstPass:
+    """Decode `items` into a private folder of the cache, in a pool, and rename it into place.
+
+    `start` reads every header (in the pool: shapes give offsets), sizes the map and submits the
+    decoding; it returns the map, offsets and shapes at once. The decoding finishes in a thread
+    of its own, which marks each task's images ready as they land (so the forward can start on the
+    first batches while the rest decode), then writes the index and renames the folder whole."""
+
+    def __init__(self, root: Path, key: str, items: Sequence, processes: Optional[int], lock):
+        self.root, self.key, self.items, self.lock = root, key, list(items), lock
+        self.workers = processes if processes is not None else decode_processes(len(items))
+        self.tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{key}-", dir=root))
+        self.filling = _Filling(len(items))
+        edges = list(range(0, len(items), TASK_IMAGES)) + [len(items)]
+        self.bounds = [(a, b) for a, b in zip(edges[:-1], edges[1:]) if b > a]
+
+    def start(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+        use_processes = self.workers > 1 and len(self.items) >= POOL_MIN_IMAGES
+        self.pool = (ProcessPoolExecutor(max_workers=self.workers, mp_context=_context()) if use_processes
+                     else ThreadPoolExecutor(max_workers=max(1, self.workers)))
         try:
-            listed = list(pool.map(_shapes_of, [list(items[a:b]) for a, b in bounds]))
-            shapes = np.asarray([s for part in listed for s in part], dtype=np.int64).reshape(len(items), 3)
+            listed = list(self.pool.map(_shapes_of, [self.items[a:b] for a, b in self.bounds]))
+            shapes = np.asarray([s for part in listed for s in part], dtype=np.int64).reshape(len(self.items), 3)
             sizes = shapes.prod(axis=1)
             offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
             total = int(sizes.sum())
-            free = shutil.disk_usage(tmp).free
-            if total + KEEP_FREE_BYTES > free:
+            if total + KEEP_FREE_BYTES > shutil.disk_usage(self.tmp).free:
                 raise OSError(28, f"{total / 2**30:.1f} GiB of pixels would leave less than 1 GiB free on its disk")
-            created = np.lib.format.open_memmap(tmp / "pixels.npy", mode="w+", dtype=np.uint8, shape=(total,))
-            del created  # the file exists at its full size; each worker maps it and fills its part
-            path = str(tmp / "pixels.npy")
-            futures = [pool.submit(_decode_into, path, list(items[a:b]), offsets[a:b].tolist(), shapes[a:b].tolist())
-                       for a, b in bounds]
-            for fut in as_completed(futures):
-                bar.update(fut.result())
+            flat = np.lib.format.open_memmap(self.tmp / "pixels.npy", mode="w+", dtype=np.uint8, shape=(total,))
+            path = str(self.tmp / "pixels.npy")
+            self.futures = {self.pool.submit(_decode_into, path, self.items[a:b], offsets[a:b].tolist(),
+                                             shapes[a:b].tolist()): (a, b) for a, b in self.bounds}
         except BaseException:
-            pool.shutdown(wait=True, cancel_futures=True)
+            self.abandon()
             raise
-    bar.close()
-    np.savez(tmp / "index.npz", offsets=offsets, shapes=shapes)
-    first = str(items[0].path) if len(items) else None
-    (tmp / "meta.json").write_text(json.dumps({
-        "format": FORMAT, "images": len(items), "bytes": total, "first": first, "desc": desc,
-        "preprocessing": preprocessing_of(items[0]) if len(items) else None, "created": time.time()}))
+        self.offsets, self.shapes, self.total = offsets, shapes, total
+        _WRITERS.append(self.filling)
+        threading.Thread(target=self._finish, name="bgbench-first-pass", daemon=True).start()
+        return flat, offsets, shapes
+
+    def _finish(self) -> None:
+        try:
+            for fut in as_completed(self.futures):
+                fut.result()
+                self.filling.mark(*self.futures[fut])
+            self.pool.shutdown(wait=True)
+            np.savez(self.tmp / "index.npz", offsets=self.offsets, shapes=self.shapes)
+            (self.tmp / "meta.json").write_text(json.dumps({
+                "format": FORMAT, "images": len(self.items), "bytes": self.total, "first": str(self.items[0].path),
+                "preprocessing": preprocessing_of(self.items[0]), "created": time.time()}))
+            folder = self.root / self.key
+            if folder.exists():  # a damaged entry: replaced whole
+                shutil.rmtree(folder)
+            os.replace(self.tmp, folder)
+        except BaseException as e:  # a bad image (DataError names it), a full disk: readers get it
+            self.abandon()
+            self.filling.fail(e)
+        finally:
+            self.lock.release()
+            self.filling.done()
+            with contextlib.suppress(ValueError):
+                _WRITERS.remove(self.filling)
+        with contextlib.suppress(OSError):
+            evict(keep=self.key)
+
+    def abandon(self) -> None:
+        pool = getattr(self, "pool", None)
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+        shutil.rmtree(self.tmp, ignore_errors=True)
 
 
 def _context():
@@ -268,26 +362,29 @@ def _context():
     return multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
 
 
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """An exclusive lock on `path` among this machine's processes (flock; none where it is missing)."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - not on Linux or macOS
-        yield
-        return
-    with open(path, "a+") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
+class _Lock:
+    """An exclusive lock on a file among this machine's processes (flock; none where it is missing),
+    released by whichever thread finishes the work it guards."""
+
+    def __init__(self, path: Path):
+        self.fh = open(path, "a+")
         try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+            import fcntl
+            fcntl.flock(self.fh, fcntl.LOCK_EX)
+        except ImportError:  # pragma: no cover - not on Linux or macOS
+            pass
+
+    def release(self) -> None:
+        if self.fh is not None:
+            self.fh.close()  # closing the file drops its flock
+            self.fh = None
 
 
 def pixels_of(items: Sequence, *, progress: bool = False, desc: str = "images",
-              processes: Optional[int] = None, use_cache: Optional[bool] = None) -> Pixels:
-    """The decoded pixels of `items`: mapped from the cache, decoded into it first when missing;
-    or, with the cache off or unwritable, decoded on demand as before (`Pixels.image`)."""
+              processes: Optional[int] = None, use_cache: Optional[bool] = None, wait: bool = False) -> Pixels:
+    """The decoded pixels of `items`: mapped from the cache; when missing, decoded into it, each
+    image served as soon as it is written (`wait=True`: returns once all are, with a progress bar
+    if `progress`); with the cache off or unwritable, decoded on demand as before (`Pixels.image`)."""
     items = list(items)
     if not items or not (enabled() if use_cache is None else use_cache):
         return Pixels(items)
@@ -300,29 +397,47 @@ def pixels_of(items: Sequence, *, progress: bool = False, desc: str = "images",
     found = _open_entry(folder, len(items))
     if found is not None:
         return Pixels(items, *found, from_cache=True, key=key)
+    lock = None
     try:
         root.mkdir(parents=True, exist_ok=True)
-        with _locked(root / f"{key}.lock"):
-            found = _open_entry(folder, len(items))  # another process wrote it while we waited
-            if found is not None:
-                return Pixels(items, *found, from_cache=True, key=key)
-            _remove_stale(root)
-            tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{key}-", dir=root))
-            try:
-                _write_entry(tmp, items, processes, progress, desc)
-                if folder.exists():  # a damaged entry: replaced whole
-                    shutil.rmtree(folder)
-                os.replace(tmp, folder)
-            finally:
-                if tmp.exists():
-                    shutil.rmtree(tmp, ignore_errors=True)
-        evict(keep=key)
+        lock = _Lock(root / f"{key}.lock")
+        found = _open_entry(folder, len(items))  # another process wrote it while we waited
+        if found is not None:
+            lock.release()
+            return Pixels(items, *found, from_cache=True, key=key)
+        _remove_stale(root)
+        first = _FirstPass(root, key, items, processes, lock)
+        flat, offsets, shapes = first.start()  # the lock is now the writer's, released when it ends
     except OSError as e:
+        if lock is not None:
+            lock.release()
         console.status(f"pixel cache {root} cannot be written ({e.strerror or e}): decoding without it "
                        f"(set BGBENCH_CACHE to a writable folder, or --no-cache to say so)")
         return Pixels(items)
-    found = _open_entry(folder, len(items))
-    return Pixels(items, *found, from_cache=False, key=key) if found else Pixels(items)
+    except BaseException:
+        if lock is not None:
+            lock.release()
+        raise
+    pixels = Pixels(items, flat, offsets, shapes, from_cache=False, key=key, filling=first.filling)
+    if wait:
+        _follow(first.filling, len(items), progress, desc)
+    return pixels
+
+
+def _follow(filling: _Filling, n: int, progress: bool, desc: str) -> None:
+    """Wait for a first pass to end, with a progress bar of the images written."""
+    bar = console.progress(enabled=progress, total=n, desc=f"{desc} (decoding once)", unit="img")
+    shown = 0
+    while True:
+        filling.join(timeout=0.2)
+        now = int(filling.ready.sum())
+        bar.update(now - shown)
+        shown = now
+        if filling.finished:
+            break
+    bar.close()
+    if filling.error is not None:
+        raise filling.error
 
 
 def _remove_stale(root: Path, older_than_s: float = 3600.0) -> None:

@@ -136,7 +136,7 @@ def predict_items(model: BgModel, items: Sequence[Item], *, batch_size: int = 64
     Predictions stay on the device until the pass ends and cross to the host once.
     """
     if pixels is None:
-        pixels = Pixels(items) if render is not None else pixels_of(items, progress=progress, desc=desc)
+        pixels = Pixels(items) if render is not None else pixels_of(items)
         positions = range(len(items))
     elif positions is None:
         positions = range(len(pixels))

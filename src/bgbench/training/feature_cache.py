@@ -75,7 +75,7 @@ def penultimate_features(model: BgModel, items, key: str, ranks: Ranks, cache: O
         found = _read(path, key, items, say=ranks.main)
         if found is not None:
             return found if ranks.main else None
-    pixels = pixels_of(items, progress=progress and ranks.main, desc="features")  # one entry for every rank
+    pixels = pixels_of(items)  # one entry for every rank; the forward starts as the first images land
     x = _extract(model, pixels, share(len(items), ranks, batch_size), batch_size, ranks.device,
                  progress and ranks.main)
     rows = gather_in_order(list(x), len(items), ranks, batch_size)

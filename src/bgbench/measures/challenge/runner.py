@@ -50,7 +50,7 @@ __all__ = ["ChallengeConfig", "ChallengeReport", "run_challenge", "summarize", "
 def _stacked(items: List, positions: Optional[List[int]] = None) -> np.ndarray:
     """(N, H, W, 3) uint8 of `items` (at `positions`), from the pixel cache: decoded once on the
     machine, then mapped; images of more than one size are refused in one line."""
-    pixels = pixels_of(items)
+    pixels = pixels_of(items, wait=True)
     positions = list(range(len(items))) if positions is None else list(positions)
     shapes = {pixels.shape(k) for k in positions}
     if len(shapes) > 1:

@@ -57,7 +57,7 @@ def run_eval(model: BgModel, data: str | Path | Layout, cfg: EvalConfig, progres
         render = renderers[v](layout) if v in on_the_fly else None
         items = layout.items("original" if v in on_the_fly else v)
         # every process maps the whole variant's entry (one decode on the machine), then reads its share
-        pixels = Pixels(items) if render is not None else pixels_of(items, progress=progress and ranks.main, desc=v)
+        pixels = Pixels(items) if render is not None else pixels_of(items)
         mine = predict_items(model, items, pixels=pixels, positions=share(len(items), ranks, cfg.batch_size),
                              batch_size=cfg.batch_size, device=ranks.device, mapping=cfg.mapping,
                              progress=progress and ranks.main, desc=v, render=render,
