@@ -116,9 +116,12 @@ def unpickling_reason(error: Exception) -> str:
     """
     text = _ANSI.sub("", str(error)).strip()
     lines = [line.strip() for line in text.splitlines() if line.strip()]
-    named = [line for line in lines if "Unsupported global" in line or "WeightsUnpickler error" in line]
-    reason = (named or lines or [type(error).__name__])[0]
+    named = [k for k, line in enumerate(lines) if "Unsupported global" in line or "WeightsUnpickler error" in line]
+    at = named[0] if named else 0
+    reason = lines[at] if lines else type(error).__name__
     reason = reason.split("WeightsUnpickler error:", 1)[-1].strip()
+    if not reason and at + 1 < len(lines):  # 'WeightsUnpickler error:' alone; the gist is on the next line
+        reason = lines[at + 1]
     reason = reason.split(" was not an allowed global")[0]
     return reason[:160]
 
@@ -172,7 +175,7 @@ def read_checkpoint(path: str | Path, trust: bool = False) -> LoadedCheckpoint:
         return _read_safetensors(path, digest)
     from .exported import ExportedNet, is_exported_program, load_program
     if is_exported_program(path):
-        return LoadedCheckpoint(kind="export", module=ExportedNet(load_program(path), name=str(path)),
+        return LoadedCheckpoint(kind="export", module=ExportedNet(load_program(path, trust), name=str(path)),
                                 sha256=digest, path=str(path))
     if _is_torchscript(path):
         try:

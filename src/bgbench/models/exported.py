@@ -33,13 +33,24 @@ def is_exported_program(path: Path) -> bool:
         return bool(names) and z.read(names[0]).strip() == b"pt2"
 
 
-def load_program(path: Path):
-    """`torch.export.load(path)`, any failure as one line (torch logs a traceback first: muted)."""
+def load_program(path: Path, trust: bool = False):
+    """`torch.export.load(path)`, any failure as one line (torch logs a traceback first: muted).
+
+    Without `trust` the archive is checked first and torch reads it with its restricted unpickler
+    only (`pt2_guard`): a file from a stranger runs no code of its own, here or when it runs."""
+    if not trust:
+        from .pt2_guard import check_archive
+        check_archive(path)
     logger = logging.getLogger("torch.export")
     level = logger.level
     logger.setLevel(logging.CRITICAL)
     try:
-        program = torch.export.load(str(path))
+        if trust:
+            program = torch.export.load(str(path))
+        else:
+            from .pt2_guard import weights_only_loads
+            with weights_only_loads():
+                program = torch.export.load(str(path))
     except Exception as e:  # noqa: BLE001 - a corrupt file, a newer schema, a missing custom op: all the file's
         raise CheckpointError(f"cannot load the torch.export program {path} with torch {torch.__version__}"
                               f"{_saved_by(path)}: {_first_line(e)}") from None
