@@ -206,3 +206,84 @@ def test_torchs_fallback_to_a_full_unpickler_is_closed_while_loading(tmp_path):
         with pytest.raises(Exception):
             torch.load(io.BytesIO(buf.getvalue()), weights_only=False)
     assert not marker.exists()
+
+
+# -- item 2: every layout reads inside its root ---------------------------------------------------
+
+def _jpeg(path: Path, seed: int = 0, side: int = 40) -> Path:
+    import numpy as np
+    from PIL import Image
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pixels = np.random.default_rng(seed).integers(0, 255, (side, side, 3), dtype=np.uint8)
+    Image.fromarray(pixels).save(path, format="JPEG")
+    return path
+
+
+def ilsvrc_val(root: Path, n: int = 3) -> Path:
+    """The ILSVRC release's flat val (`ILSVRC/Data/CLS-LOC/val/`) of `n` images of class 1, with its
+    LOC_val_solution.csv; returns the val folder."""
+    from bgbench.data.imagenet import imagenet_synsets
+    val = root / "ILSVRC" / "Data" / "CLS-LOC" / "val"
+    rows = []
+    for k in range(1, n + 1):
+        stem = f"ILSVRC2012_val_{k:08d}"
+        _jpeg(val / f"{stem}.JPEG", seed=k)
+        rows.append(f"{stem},{imagenet_synsets()[1]} 1 1 30 30")
+    (root / "LOC_val_solution.csv").write_text("ImageId,PredictionString\n" + "\n".join(rows) + "\n")
+    return val
+
+
+@pytest.fixture
+def secret(tmp_path) -> Path:
+    """An image outside every dataset root: what a hostile link points at."""
+    return _jpeg(tmp_path / "outside" / "secret.jpg", seed=99)
+
+
+@pytest.fixture
+def hub(tmp_path, monkeypatch):
+    """timm's tiny 1000-class tag, offline from a Hugging Face cache written here."""
+    from helpers.hub_cache import TAG, use_offline_hub, write_timm_weights
+    write_timm_weights(tmp_path / "hf")
+    use_offline_hub(monkeypatch, tmp_path / "hf")
+    return f"timm:{TAG}"
+
+
+def test_eval_imagenet_refuses_a_val_image_linked_outside_its_root(tmp_path, secret, hub):
+    root = tmp_path / "imagenet"
+    val = ilsvrc_val(root)
+    link = val / "ILSVRC2012_val_00000002.JPEG"
+    link.unlink()
+    link.symlink_to(Path("../../../..") / ".." / "outside" / "secret.jpg")
+    assert link.resolve() == secret.resolve()
+    db = tmp_path / "r.db"
+    proc = run_cli("eval", "--model", hub, "--imagenet", root, "--db", db)
+    assert_one_line_error(proc, str(link), "outside the dataset root")
+    assert not db.exists() or "secret" not in db.read_bytes().decode("latin-1")
+
+
+def test_a_torchvision_class_folder_linked_outside_is_refused(tmp_path, secret, hub):
+    from bgbench.data.imagenet import imagenet_synsets
+    root = tmp_path / "imagenet"
+    _jpeg(root / "val" / imagenet_synsets()[1] / "a.JPEG")
+    (root / "val" / imagenet_synsets()[2]).symlink_to(secret.parent, target_is_directory=True)
+    proc = run_cli("eval", "--model", hub, "--imagenet", root, "--db", tmp_path / "r.db")
+    assert_one_line_error(proc, "secret.jpg", "outside the dataset root")
+
+
+def test_an_in9_image_linked_outside_is_refused(synth_copy, secret, tmp_path):
+    folder = synth_copy / "original" / "val" / "00_circle"
+    (folder / "linked.png").symlink_to(secret)
+    proc = run_cli("eval", "--data", synth_copy, "--model", "timm:test_resnet", "--db", tmp_path / "r.db")
+    assert_one_line_error(proc, "linked.png", "outside the dataset root")
+
+
+def test_a_link_that_stays_inside_the_root_is_read(synth_copy, tmp_path):
+    """Links are not refused as such: one to another image of the same root is read."""
+    folder = synth_copy / "original" / "val" / "00_circle"
+    first = sorted(folder.glob("*.png"))[0]
+    (folder / "linked.png").symlink_to(first)
+    masks = synth_copy / "fg_mask" / "val" / "00_circle"
+    (masks / "linked.npy").symlink_to(masks / f"{first.stem}.npy")
+    proc = run_cli("eval", "--data", synth_copy, "--model", "timm:test_resnet", "--variants", "original",
+                   "--db", tmp_path / "r.db")
+    assert proc.returncode == 0, proc.stderr

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..errors import DataError
+from .inside import RootGuard
 from .manifest import finite_coordinates
 
 ILSVRC = "ilsvrc"
@@ -183,12 +184,13 @@ def list_sources(tree: ImageNetTree, split: str, wnids: Sequence[str]) -> List[S
     if not folder.is_dir():
         raise DataError(f"--imagenet {tree.root}: no {split}/ folder (expected {folder})")
     out: List[Source] = []
-    rel = tree.root
+    rel, guard = tree.root, RootGuard(tree.root)
     for wnid in _wnid_folders(folder, known):
         if wnid in wanted:
-            out += [Source(wnid, p.stem, p, p.relative_to(rel).as_posix(), _box_files(tree, split, wnid, p.stem))
+            out += [Source(wnid, p.stem, guard.check(p), p.relative_to(rel).as_posix(),
+                           _box_files(tree, split, wnid, p.stem))
                     for p in _images(folder / wnid)]
-    flat = _images(folder)
+    flat = [guard.check(p) for p in _images(folder)]
     if flat:
         solution = _find_solution(tree)
         if solution is None:
