@@ -287,3 +287,175 @@ def test_a_link_that_stays_inside_the_root_is_read(synth_copy, tmp_path):
     proc = run_cli("eval", "--data", synth_copy, "--model", "timm:test_resnet", "--variants", "original",
                    "--db", tmp_path / "r.db")
     assert proc.returncode == 0, proc.stderr
+
+
+# -- item 3: one line for every bad model, image and concurrent export ------------------------------
+
+def _onnx_model(path: Path, shape, metadata=None) -> Path:
+    """An ONNX classifier of 9 outputs: the input's per-channel mean through a 3x9 matrix; `shape`
+    is the input's (fixed ints or named dynamic dims)."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    weight = numpy_helper.from_array(np.ones((3, 9), dtype=np.float32), "w")
+    nodes = [helper.make_node("ReduceMean", ["x", "axes"], ["m"], keepdims=0),
+             helper.make_node("MatMul", ["m", "w"], ["y"])]
+    axes = numpy_helper.from_array(np.array([2, 3], dtype=np.int64), "axes")
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [shape[0], 9])],
+                              initializer=[weight, axes])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 9
+    for key, value in (metadata or {}).items():
+        entry = model.metadata_props.add()
+        entry.key, entry.value = key, value
+    onnx.save(model, str(path))
+    return path
+
+
+def test_an_onnx_input_no_memory_holds_is_one_line(synth_root, tmp_path):
+    model = _onnx_model(tmp_path / "huge.onnx", (1, 3, 100000, 100000))
+    proc = run_cli("eval", "--data", synth_root, "--model", f"onnx:{model}", "--db", tmp_path / "r.db")
+    assert_one_line_error(proc, "100000x100000", "8192")
+
+
+def test_an_input_size_of_zero_is_one_line(synth_root, tmp_path):
+    model = _onnx_model(tmp_path / "zero.onnx", ("n", 3, "h", "w"), {"input_size": "0,0"})
+    proc = run_cli("eval", "--data", synth_root, "--model", f"onnx:{model}", "--resize", "native",
+                   "--db", tmp_path / "r.db")
+    assert_one_line_error(proc, "0x0", "input_size")
+
+
+def test_an_hf_processor_size_no_memory_holds_is_one_line(synth_root, tmp_path):
+    from helpers.foundation_models import tiny_vit
+    folder = tiny_vit(tmp_path / "vit")
+    config = json.loads((folder / "preprocessor_config.json").read_text())
+    config["size"] = {"shortest_edge": 100000}
+    (folder / "preprocessor_config.json").write_text(json.dumps(config))
+    proc = run_cli("eval", "--data", synth_root, "--model", f"hf:{folder}", "--db", tmp_path / "r.db")
+    assert_one_line_error(proc, "100000x100000", str(folder))
+
+
+def test_an_hf_folder_whose_weights_are_a_blocked_pickle_is_one_line(synth_root, tmp_path):
+    from helpers.foundation_models import tiny_vit
+    folder = tiny_vit(tmp_path / "vit")
+    marker = tmp_path / "marker"
+    (folder / "model.safetensors").unlink()
+    torch.save({"weights": _Writes(marker)}, folder / "pytorch_model.bin")
+    proc = run_cli("eval", "--data", synth_root, "--model", f"hf:{folder}", "--db", tmp_path / "r.db")
+    assert not marker.exists()
+    assert_one_line_error(proc, f"hf:{folder}", "unpickling")
+
+
+def test_an_hf_folder_whose_config_does_not_fit_its_weights_is_one_line(synth_root, tmp_path):
+    from helpers.foundation_models import tiny_vit
+    folder = tiny_vit(tmp_path / "vit")
+    config = json.loads((folder / "config.json").read_text())
+    config["hidden_size"], config["intermediate_size"] = 48, 96
+    (folder / "config.json").write_text(json.dumps(config))
+    proc = run_cli("eval", "--data", synth_root, "--model", f"hf:{folder}", "--db", tmp_path / "r.db")
+    assert_one_line_error(proc, f"hf:{folder}")
+
+
+def _break_cache(kind: str, hf_home: Path, marker: Path) -> Path:
+    """The cached weights of the hub fixture's tag made garbage, cut short, of another head, or a
+    pickle (as pytorch_model.bin, the file timm falls back to) that weights_only blocks."""
+    import safetensors.torch
+    path = next((hf_home / "hub").rglob("model.safetensors"))
+    if kind == "garbage":
+        path.write_bytes(b"\x00\x01not weights" * 100)
+    elif kind == "truncated":
+        path.write_bytes(path.read_bytes()[:-1000])
+    elif kind == "other_head":
+        state = safetensors.torch.load_file(str(path))
+        state = {k: (v[:10] if k.startswith("fc.") else v) for k, v in state.items()}
+        safetensors.torch.save_file(state, str(path))
+    elif kind == "pickle":
+        path.unlink()
+        torch.save({"fc.weight": _Writes(marker)}, path.with_name("pytorch_model.bin"))
+        return path.with_name("pytorch_model.bin")
+    return path
+
+
+@pytest.mark.parametrize("kind", ["garbage", "truncated", "other_head", "pickle"])
+def test_a_bad_weight_file_in_the_hub_cache_is_one_line(kind, synth_root, tmp_path, hub):
+    marker = tmp_path / "marker"
+    path = _break_cache(kind, tmp_path / "hf", marker)
+    proc = run_cli("eval", "--data", synth_root, "--model", hub, "--db", tmp_path / "r.db")
+    assert not marker.exists()
+    assert_one_line_error(proc, hub, str(path))
+
+
+def bomb_png(path: Path, side: int = 20000) -> Path:
+    """A PNG whose header declares side x side pixels (PIL refuses it as a decompression bomb on
+    opening; the few bytes of data behind the header are never reached)."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+    header = struct.pack(">IIBBBBB", side, side, 8, 0, 0, 0, 0)  # 8-bit grayscale
+    rows = zlib.compress(b"\x00" * (side + 1) * 4)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", rows) + chunk(b"IEND", b""))
+    return path
+
+
+def test_predict_names_a_decompression_bomb(tmp_path):
+    bomb = bomb_png(tmp_path / "bomb.png")
+    proc = run_cli("predict", "--model", "timm:test_resnet", bomb)
+    assert_one_line_error(proc, str(bomb), "DecompressionBombError")
+
+
+def test_eval_imagenet_names_a_decompression_bomb(tmp_path, hub):
+    root = tmp_path / "imagenet"
+    val = ilsvrc_val(root)
+    bomb = bomb_png(val / "ILSVRC2012_val_00000002.JPEG")  # decoded by content, as real ImageNet needs
+    proc = run_cli("eval", "--model", hub, "--imagenet", root, "--db", tmp_path / "r.db")
+    assert_one_line_error(proc, str(bomb), "DecompressionBombError")
+
+
+def test_two_scorecard_exports_into_one_folder_at_once(synth_root, tmp_path, monkeypatch):
+    """The first export is held after writing its stage while a second one runs whole: each stages
+    in its own folder, and the first then replaces the second's files as bgbench's own."""
+    import threading
+
+    from bgbench.reporting import export as export_module
+    from bgbench.store import Store
+    db = tmp_path / "r.db"
+    assert run_cli("eval", "--data", synth_root, "--model", "timm:test_resnet", "--variants", "original",
+                   "--db", db).returncode == 0
+    out = tmp_path / "scorecard"
+    real = export_module.write_scorecard
+    first_wrote, second_done = threading.Event(), threading.Event()
+    calls = []
+
+    def held(data, folder):
+        calls.append(folder)
+        written = real(data, folder)
+        if len(calls) == 1:
+            first_wrote.set()
+            assert second_done.wait(120)
+        return written
+    monkeypatch.setattr(export_module, "write_scorecard", held)
+    errors = []
+
+    def first():
+        try:
+            export_module.export_scorecard(Store(db), out)
+        except Exception as e:  # noqa: BLE001 - the test reports it
+            errors.append(e)
+    thread = threading.Thread(target=first)
+    thread.start()
+    assert first_wrote.wait(120)
+    try:
+        export_module.export_scorecard(Store(db), out)
+    finally:
+        second_done.set()
+        thread.join(120)
+    assert not errors, errors
+    assert calls[0] != calls[1], "both exports staged in one folder"
+    assert (out / "scorecard.csv").is_file()
+    listed = (out / "EXPORT_FILES.txt").read_text().splitlines()
+    assert "scorecard.csv" in listed
+    assert not list(tmp_path.glob(".*.partial")), "a stage was left behind"

@@ -99,11 +99,10 @@ class Layout:
             return tuple(items[0].size)
         if items[0].crop is not None:
             return items[0].crop[1], items[0].crop[1]
-        from PIL import Image
+        from .images import image_size
         try:
-            with Image.open(items[0].path) as im:
-                return im.size[1], im.size[0]
-        except OSError:
+            return image_size(items[0].path)
+        except DataError:
             return None
 
     def fingerprint(self) -> str:

@@ -126,6 +126,18 @@ def unpickling_reason(error: Exception) -> str:
     return reason[:160]
 
 
+def weights_failure(error: Exception) -> str:
+    """Why a weight file would not load, in a few words: torch's refusal of a pickle (the global it
+    names), a size mismatch, or the library's first line."""
+    import pickle
+    if isinstance(error, pickle.UnpicklingError) or "Weights only load failed" in str(error):
+        return f"it needs full unpickling ({unpickling_reason(error)})"
+    text = " ".join(str(error).split())
+    if "size mismatch" in text:
+        text = text[text.index("size mismatch"):]
+    return (text or type(error).__name__)[:200]
+
+
 def _is_safetensors(path: Path) -> bool:
     """The safetensors layout: an 8-byte little-endian header length, then the JSON header ('{')."""
     with open(path, "rb") as f:

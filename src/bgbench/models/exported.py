@@ -21,6 +21,7 @@ import torch
 from torch import nn
 
 from ..errors import CheckpointError
+from .inputs import check_input_size
 from .static_shapes import check_size, in_fixed_batches, static_dims
 
 
@@ -98,6 +99,9 @@ class ExportedNet(nn.Module):
         example = getattr(program, "example_inputs", None)
         args = example[0] if example else ()
         self.example_hw = tuple(int(d) for d in args[0].shape[-2:]) if args and args[0].ndim == 4 else None
+        for hw, what in ((self.fixed_hw, "exported input"), (self.example_hw, "example input")):
+            if hw is not None:  # before any forward allocates a batch of it
+                check_input_size(name, hw, what)
 
     def num_outputs(self) -> Optional[int]:
         """The width of its (batch, classes) output, from the graph (None: only a forward tells)."""

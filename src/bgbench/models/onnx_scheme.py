@@ -33,6 +33,7 @@ from ..errors import CheckpointError
 from .checkpoint import sha256_file
 from .norms import DATASET, IMAGENET1K, norm_for
 from .schemes import ModelRequest, Peek, register_peek, register_scheme
+from .inputs import check_input_size
 from .spec import ModelSpec
 from .static_shapes import check_size, in_fixed_batches, static_dims
 
@@ -93,6 +94,8 @@ class OnnxNet(nn.Module):
             raise CheckpointError(f"{name}'s input is {inputs[0].type}; bgbench feeds float images")
         self.input_name, self.input_dtype = inputs[0].name, _FLOAT_TYPES[inputs[0].type]
         self.fixed_batch, self.fixed_hw = static_dims(inputs[0].shape)
+        if self.fixed_hw is not None:  # before any forward allocates a batch of it
+            check_input_size(name, self.fixed_hw, "ONNX input")
 
     def num_outputs(self) -> Optional[int]:
         """The width of its first output, when the file fixes it."""
@@ -170,7 +173,7 @@ def onnx_model(request: ModelRequest) -> Tuple[nn.Module, ModelSpec]:
     if net.fixed_hw is not None:  # the file fixes the size: resize to it unless told otherwise
         spec.input_size, spec.resize = (3, *net.fixed_hw), "native"
     elif meta.get("input_size"):
-        spec.input_size = (3, *[int(v) for v in meta["input_size"]][-2:])
+        spec.input_size = (3, *check_input_size(request.name, meta["input_size"][-2:], "input_size metadata"))
     spec.interpolation = str(meta.get("interpolation") or spec.interpolation)
     if meta.get("class_names") and label_space == DATASET:
         spec.class_names = tuple(str(c) for c in meta["class_names"])

@@ -26,7 +26,7 @@ import torch
 from torch import nn
 
 from ..errors import CheckpointError
-from .checkpoint import LoadedCheckpoint, read_checkpoint, sha256_file, tensors_sha256
+from .checkpoint import LoadedCheckpoint, read_checkpoint, sha256_file, tensors_sha256, weights_failure
 from .norms import DATASET, IMAGENET1K, norm_for
 from .schemes import ModelRequest, Peek, register_peek, register_scheme
 from .spec import ModelSpec
@@ -125,7 +125,12 @@ def _load_published(full: str, cfg) -> Tuple[nn.Module, Optional[Path]]:
     is read as a file (no network asked); otherwise timm fetches it, and a failure is one line."""
     path = cached_weights(cfg)
     if path is not None and not cfg.custom_load:
-        return timm.create_model(full, pretrained=True, pretrained_cfg_overlay={"file": str(path)}), path
+        try:
+            return timm.create_model(full, pretrained=True, pretrained_cfg_overlay={"file": str(path)}), path
+        except Exception as e:  # noqa: BLE001 - a cached file that is garbage, cut short, of another head, a blocked pickle
+            raise CheckpointError(f"timm:{full}: cannot load its weights from the cache file {path}: "
+                                  f"{weights_failure(e)}; delete the file so that it is fetched again, or replace "
+                                  f"it with timm's published one") from None
     try:
         net = timm.create_model(full, pretrained=True)
     except Exception as e:  # noqa: BLE001 - the download's errors are many (offline, DNS, HTTP, proxies)
