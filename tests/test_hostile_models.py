@@ -459,3 +459,71 @@ def test_two_scorecard_exports_into_one_folder_at_once(synth_root, tmp_path, mon
     listed = (out / "EXPORT_FILES.txt").read_text().splitlines()
     assert "scorecard.csv" in listed
     assert not list(tmp_path.glob(".*.partial")), "a stage was left behind"
+
+
+# -- item 4: wrong or silent cases, refused or said in one line -------------------------------------
+
+def test_an_onnx_interpolation_bgbench_does_not_have_is_refused(synth_root, tmp_path):
+    """It was recorded as used while bilinear ran."""
+    model = _onnx_model(tmp_path / "m.onnx", ("n", 3, "h", "w"), {"interpolation": "bogus", "input_size": "16,16"})
+    proc = run_cli("eval", "--data", synth_root, "--model", f"onnx:{model}", "--db", tmp_path / "r.db")
+    assert_one_line_error(proc, "'bogus'", "bilinear")
+
+
+def test_an_onnx_label_space_that_does_not_fit_its_outputs_is_refused(synth_root, tmp_path):
+    model = _onnx_model(tmp_path / "m.onnx", ("n", 3, "h", "w"), {"label_space": "imagenet1k"})
+    proc = run_cli("eval", "--data", synth_root, "--model", f"onnx:{model}", "--db", tmp_path / "r.db")
+    assert_one_line_error(proc, "imagenet1k", "9 outputs")
+
+
+def test_texture_blames_data_not_stylized_for_a_data_that_is_not_imagenet(synth_root, tmp_path, hub):
+    from bgbench.data.imagenet import imagenet_synsets
+    stylized = tmp_path / "sin"
+    _jpeg(stylized / "val" / imagenet_synsets()[1] / "ILSVRC2012_val_00000001.JPEG")
+    proc = run_cli("probe", "texture", "--model", hub, "--data", synth_root, "--stylized", stylized,
+                   "--db", tmp_path / "r.db")
+    assert_one_line_error(proc, "--data", str(synth_root))
+    line = [ln for ln in proc.stderr.splitlines() if ln.startswith("bgbench: error:")][0]
+    assert "--stylized" not in line, line
+
+
+def test_renditions_name_a_stray_folder(tmp_path, hub):
+    from bgbench.data.imagenet import imagenet_synsets
+    root = tmp_path / "imagenet"
+    ilsvrc_val(root)
+    renditions = tmp_path / "imagenet-r"
+    _jpeg(renditions / imagenet_synsets()[1] / "art_0.jpg")
+    (renditions / "__MACOSX").mkdir()
+    proc = run_cli("probe", "renditions", "--model", hub, "--data", root, "--renditions", renditions,
+                   "--db", tmp_path / "r.db")
+    assert_one_line_error(proc, "__MACOSX", "--renditions")
+    assert "IN-9" not in proc.stderr
+
+
+def test_an_image_listed_twice_in_the_val_solution_is_refused(tmp_path, hub):
+    from bgbench.data.imagenet import imagenet_synsets
+    root = tmp_path / "imagenet"
+    ilsvrc_val(root)
+    with open(root / "LOC_val_solution.csv", "a") as f:
+        f.write(f"ILSVRC2012_val_00000001,{imagenet_synsets()[5]} 1 1 30 30\n")
+    proc = run_cli("eval", "--model", hub, "--imagenet", root, "--db", tmp_path / "r.db")
+    assert_one_line_error(proc, "ILSVRC2012_val_00000001", "twice", "lines 2")
+
+
+def test_a_watermark_class_without_a_correlation_is_refused(tmp_path):
+    out = tmp_path / "s"
+    proc = run_cli("synth", "--out", out, "--per-class", "2", "--size", "16", "--watermark-class", "00_circle",
+                   "--db", tmp_path / "r.db")
+    assert_one_line_error(proc, "--watermark-class", "--watermark-correlation")
+    assert not out.exists()
+
+
+def test_integer_safetensors_weights_are_refused_not_cast(synth_root, tmp_path):
+    import timm
+    from safetensors.torch import save_file
+    net = timm.create_model("test_resnet", num_classes=9)
+    state = {k: (v * 100).to(torch.int32) if v.is_floating_point() else v for k, v in net.state_dict().items()}
+    save_file(state, str(tmp_path / "int.safetensors"))
+    proc = run_cli("eval", "--data", synth_root, "--model", "timm:test_resnet", "--checkpoint",
+                   tmp_path / "int.safetensors", "--db", tmp_path / "r.db")
+    assert_one_line_error(proc, "int32", "int.safetensors")

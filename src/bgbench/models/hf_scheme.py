@@ -23,7 +23,8 @@ from torch import nn
 
 from .. import console
 from ..errors import BgbenchError, CheckpointError
-from .checkpoint import tensors_sha256, weights_failure
+from .checkpoint import tensors_sha256
+from .pickles import weights_failure
 from .inputs import check_input_size, native_hw
 from .norms import DATASET, IMAGENET1K, IMAGENET_MEAN, IMAGENET_STD
 from .schemes import ModelRequest, register_scheme

@@ -151,7 +151,7 @@ def _check_pickle(path: Path, what: str, data: bytes) -> None:
     """A pickled entry is read by torch's restricted unpickler (tensors and plain containers) or refused."""
     import torch
 
-    from .checkpoint import unpickling_reason
+    from .pickles import unpickling_reason
     try:
         with warnings.catch_warnings():  # torch warns of a pickle protocol it did not write: the refusal says enough
             warnings.simplefilter("ignore")
