@@ -527,3 +527,13 @@ def test_integer_safetensors_weights_are_refused_not_cast(synth_root, tmp_path):
     proc = run_cli("eval", "--data", synth_root, "--model", "timm:test_resnet", "--checkpoint",
                    tmp_path / "int.safetensors", "--db", tmp_path / "r.db")
     assert_one_line_error(proc, "int32", "int.safetensors")
+
+
+def test_an_operator_argument_that_is_no_pytorch_operator_is_refused(real_pt2, synth_root, tmp_path):
+    """Arguments of type `as_operator` are looked up under `torch` as node targets are."""
+    def edit(doc):
+        node = doc["graph_module"]["graph"]["nodes"][0]
+        node["inputs"].append({"name": "fn", "arg": {"as_operator": "torch.os.system"}, "kind": 1})
+    crafted = edited_graph(real_pt2, tmp_path / "model.pt2", edit)
+    proc = run_cli("eval", "--data", synth_root, "--model", f"file:{crafted}")
+    assert_one_line_error(proc, "torch.os.system", "--trust-checkpoint")

@@ -173,6 +173,9 @@ def _check_graph(path: Path, rel: str, graph) -> None:
         target = node.get("target")
         if isinstance(target, str) and "inputs" in node and "outputs" in node and not _safe_target(target):
             raise _refuse(path, f"has a node in {rel} that calls {target[:80]!r}, not a PyTorch operator")
+        operator = node.get("as_operator")  # an operator passed as an argument (to a higher-order op)
+        if isinstance(operator, str) and not _safe_target(operator):
+            raise _refuse(path, f"passes {operator[:80]!r} as an operator in {rel}, not a PyTorch operator")
         expr = node.get("expr_str")
         if isinstance(expr, str) and not _safe_expression(expr):
             raise _refuse(path, f"has a shape expression in {rel} that is not arithmetic on shapes ({expr[:80]!r})")
