@@ -537,3 +537,23 @@ def test_an_operator_argument_that_is_no_pytorch_operator_is_refused(real_pt2, s
     crafted = edited_graph(real_pt2, tmp_path / "model.pt2", edit)
     proc = run_cli("eval", "--data", synth_root, "--model", f"file:{crafted}")
     assert_one_line_error(proc, "torch.os.system", "--trust-checkpoint")
+
+
+def test_an_archive_that_holds_one_name_twice_is_refused(real_pt2, synth_root, tmp_path):
+    """Which copy of a repeated name a zip reader takes is the reader's choice (Python's zipfile
+    the last, miniz maybe the first, and ignoring case): the check must read what torch reads, so
+    an archive with a graph, a config or any entry twice is refused."""
+    import warnings
+    marker = tmp_path / "marker"
+    crafted = tmp_path / "model.pt2"
+    with zipfile.ZipFile(real_pt2) as zin, zipfile.ZipFile(crafted, "w") as zout, warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # zipfile warns of the duplicate name: the point of the test
+        root = zin.namelist()[0].split("/")[0]
+        graph = json.loads(zin.read(f"{root}/models/model.json"))
+        graph["guards_code"] = [_writes(marker)]
+        zout.writestr(f"{root}/models/model.json", json.dumps(graph))  # first: the copy a check may not read
+        for info in zin.infolist():
+            zout.writestr(info.filename, zin.read(info.filename))
+    proc = run_cli("eval", "--data", synth_root, "--model", f"file:{crafted}")
+    assert not marker.exists()
+    assert_one_line_error(proc, "models/model.json", "twice", "--trust-checkpoint")

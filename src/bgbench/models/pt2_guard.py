@@ -43,6 +43,8 @@ TRUST = "load it with --trust-checkpoint only if you trust its source"
 #: payloads, files outside the root folder) is refused.
 KNOWN_FILES = ("archive_format", "archive_version", "byteorder", ".data/version", ".data/serialization_id")
 KNOWN_DIRS = ("models/", "data/weights/", "data/constants/", "data/sample_inputs/", "extra/")
+#: The most bytes a graph, a payload config or the example inputs may unpack to.
+MAX_ENTRY = 1 << 30
 #: torch's own names for the three kinds of constant file.
 TENSOR_PREFIX, CUSTOM_OBJ_PREFIX, OPAQUE_OBJ_PREFIX = "tensor_", "custom_obj_", "opaque_obj_"
 #: Operators that read or write files by name: refused in a stranger's graph.
@@ -103,6 +105,10 @@ def _refuse(path: Path, what: str) -> CheckpointError:
 
 def _check(path: Path, z: zipfile.ZipFile) -> None:
     names = z.namelist()
+    folded = [n.casefold() for n in names]
+    if len(set(folded)) != len(folded):  # torch's reader (miniz) finds names ignoring case, and may find another
+        twice = next(n for n, f in zip(names, folded) if folded.count(f) > 1)  # copy than the one checked here
+        raise _refuse(path, f"holds {twice!r} twice (names that differ only in case count as one)")
     root = names[0].split("/", 1)[0] + "/" if names and "/" in names[0] else ""
     inside = {}
     for name in names:
@@ -116,13 +122,22 @@ def _check(path: Path, z: zipfile.ZipFile) -> None:
                                 f"payload bgbench does not read from a stranger)")
         inside[rel] = name
     for rel, name in inside.items():
-        if rel.startswith("models/") and rel.endswith(".json"):
-            _check_graph(path, rel, json.loads(z.read(name)))
+        if rel.startswith("models/"):
+            _check_graph(path, rel, json.loads(_read(path, z, name)))
         elif rel.endswith("_config.json") and rel.startswith(("data/weights/", "data/constants/")):
-            _check_payloads(path, z, root, rel, json.loads(z.read(name)))
+            _check_payloads(path, z, root, rel, json.loads(_read(path, z, name)))
         elif rel.startswith("data/sample_inputs/") or (rel.startswith(("data/weights/", "data/constants/"))
-                                                       and rel.endswith(".pt")):
-            _check_pickle(path, rel, z.read(name))
+                                                       and rel.casefold().endswith(".pt")):
+            _check_pickle(path, rel, _read(path, z, name))
+
+
+def _read(path: Path, z: zipfile.ZipFile, name: str) -> bytes:
+    """An entry this check parses (a graph, a config, a pickle), refused above `MAX_ENTRY` bytes
+    unpacked (a zip entry can unpack to far more than the file's size)."""
+    if z.getinfo(name).file_size > MAX_ENTRY:
+        raise CheckpointError(f"{path}: its entry {name} unpacks to {z.getinfo(name).file_size} bytes, more than "
+                              f"a graph, a config or example inputs hold (at most {MAX_ENTRY}); {TRUST}")
+    return z.read(name)
 
 
 def _check_payloads(path: Path, z: zipfile.ZipFile, root: str, rel: str, config) -> None:
@@ -140,7 +155,7 @@ def _check_payloads(path: Path, z: zipfile.ZipFile, root: str, rel: str, config)
             raise _refuse(path, f"holds {fqn} as a pickled Python or TorchScript object ({folder}{name})")
         if meta.get("use_pickle"):
             try:
-                data = z.read(root + folder + name)
+                data = _read(path, z, root + folder + name)
             except KeyError:
                 raise CheckpointError(f"cannot read the torch.export archive {path}: {folder}{name} is missing") \
                     from None
