@@ -557,3 +557,13 @@ def test_an_archive_that_holds_one_name_twice_is_refused(real_pt2, synth_root, t
     proc = run_cli("eval", "--data", synth_root, "--model", f"file:{crafted}")
     assert not marker.exists()
     assert_one_line_error(proc, "models/model.json", "twice", "--trust-checkpoint")
+
+
+def test_an_openclip_folder_whose_weights_are_a_blocked_pickle_is_one_line(synth_root, tmp_path):
+    from helpers.foundation_models import tiny_clip
+    folder = tiny_clip(tmp_path / "clip")
+    marker = tmp_path / "marker"
+    torch.save({"visual.proj": _Writes(marker)}, folder / "open_clip_pytorch_model.bin")
+    proc = run_cli("eval", "--data", synth_root, "--model", f"openclip:local-dir:{folder}", "--db", tmp_path / "r.db")
+    assert not marker.exists()
+    assert_one_line_error(proc, str(folder), "unpickling")
