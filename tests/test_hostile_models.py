@@ -1,11 +1,18 @@
 """Hostile model files and trees, as an attacker or a careless user would hand them over (issue 44).
 
-The crafted `.pt2` files start from a real `torch.export.save` archive of a tiny network and change
-one entry: a weight marked `use_pickle` and replaced by a pickle whose `__reduce__` writes a marker
-file, the example inputs replaced by such a pickle, a guard or a shape expression that Python would
-evaluate, a node that calls something else than a PyTorch operator. Each is handed to every door a
-model comes in by (`--model file:`, `--checkpoint`, a study's `--dry-run`), and the marker must never
-appear. Each test failed before its fix.
+1. The crafted `.pt2` files start from a real `torch.export.save` archive of a tiny network and
+   change one entry: a weight marked `use_pickle` and replaced by a pickle whose `__reduce__` writes
+   a marker file, the example inputs replaced by such a pickle, a guard or a shape expression that
+   Python would evaluate, a node that calls something else than a PyTorch operator, a compiled
+   library, a name given twice. Each is handed to every door a model comes in by (`--model file:`,
+   `--checkpoint`, a study's `--dry-run`), and the marker must never appear.
+2. Trees whose images (or class folders) are links out of the dataset root, ImageNet's included.
+3. What used to be a traceback: input sizes no memory holds (or of zero), hf:/openclip: folders and
+   the timm hub cache with bad weights, decompression bombs, two scorecard exports at once.
+4. What used to be wrong or silent: ONNX metadata that does not fit, texture and renditions blaming
+   the wrong flag, a val image listed twice, a watermark class that marks nothing, integer weights.
+
+Each test failed before its fix.
 """
 from __future__ import annotations
 
