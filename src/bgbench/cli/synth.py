@@ -38,8 +38,9 @@ def register(sub) -> None:
                    help="a second, controlled shortcut (Whac-A-Mole's watermark): a share Q of --watermark-class's "
                         "images carry ImageNet-W's watermark (the imagenet-w package's), on every variant; "
                         "SYNTHETIC9.json records it, and `bgbench probe watermark` reads its Carton gap on that class")
-    p.add_argument("--watermark-class", choices=_classes(), default=_default("watermark_class"),
-                   help="the class the watermark marks (default %(default)s)")
+    p.add_argument("--watermark-class", choices=_classes(), default=None,
+                   help=f"with --watermark-correlation: the class the watermark marks (default "
+                        f"{_default('watermark_class')})")
     p.add_argument("--workers", type=int, default=_default("workers"),
                    help="worker processes (the output does not depend on it; default %(default)s)")
     add_shard_arg(p)
@@ -52,6 +53,12 @@ def register(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..api import synth
+    from ..errors import BgbenchError
+    if args.watermark_class is not None and args.watermark_correlation is None:
+        raise BgbenchError(f"--watermark-class {args.watermark_class} marks no image without --watermark-correlation Q "
+                           f"(the share of its images that carry the watermark); give both, or neither")
+    if args.watermark_class is None:
+        args.watermark_class = _default("watermark_class")
     result = synth(args.out, per_class=args.per_class, size=args.size, seed=args.seed, split=args.split,
                    bg_correlation=args.bg_correlation, correlation=args.correlation,
                    watermark_correlation=args.watermark_correlation, watermark_class=args.watermark_class,

@@ -73,7 +73,8 @@ def decode_mask(value: Union[str, bytes], image_hw: Tuple[int, int], where: str 
             if im.size != (image_hw[1], image_hw[0]):
                 im = im.resize((image_hw[1], image_hw[0]), Image.BICUBIC)
             arr = np.asarray(im)
-    except (binascii.Error, OSError, UnidentifiedImageError, ValueError, SyntaxError) as e:
+    except (binascii.Error, OSError, UnidentifiedImageError, ValueError, SyntaxError, Image.DecompressionBombError) \
+            as e:
         raise DataError(f"cannot decode the mask {where}: {str(e).strip() or type(e).__name__}") from None
     return arr.astype(np.int64).sum(axis=-1) != 0
 

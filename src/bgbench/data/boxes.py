@@ -11,7 +11,7 @@ from typing import Dict, Optional, Tuple
 
 import numpy as np
 
-from .images import decode_image
+from .images import decode_image, image_size
 from .layout import Layout
 from .manifest import Box, read_boxes
 from ..errors import DataError
@@ -89,11 +89,7 @@ def dataset_boxes(layout: Layout) -> Tuple[Dict[str, Box], Dict[str, Tuple[int, 
 
     source is 'recorded' or 'recovered from only_bg_b'.
     """
-    from PIL import Image
-    sizes = {}
-    for it in layout.items("original"):
-        with Image.open(it.path) as im:
-            sizes[it.image_id] = (im.height, im.width)
+    sizes = {it.image_id: image_size(it.path) for it in layout.items("original")}
     boxes = read_boxes(layout.root, layout.split)
     if boxes is not None:
         return {k: v for k, v in boxes.items() if k in sizes}, sizes, "recorded"

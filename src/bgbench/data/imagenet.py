@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..errors import DataError
+from .inside import RootGuard
 from .manifest import finite_coordinates
 
 ILSVRC = "ilsvrc"
@@ -139,8 +140,10 @@ Solution = Tuple[str, Tuple[Box, ...], Optional[str]]
 def read_val_solution(path: Path, known: Dict[str, int]) -> Dict[str, Solution]:
     """LOC_val_solution.csv: stem -> (wnid, boxes, error). Every box's wnid must be an ImageNet-1k
     class (it gives the image its label); a coordinate that is no finite number is that image's
-    error, and rejects it alone."""
+    error, and rejects it alone. An image listed on two rows is refused, naming both: the release
+    lists each image once (all its boxes on one row), and one of two labels would win silently."""
     out: Dict[str, Solution] = {}
+    line_of: Dict[str, int] = {}
     try:
         with open(path, newline="") as f:
             for n, row in enumerate(csv.DictReader(f), start=2):
@@ -152,7 +155,13 @@ def read_val_solution(path: Path, known: Dict[str, int]) -> Dict[str, Solution]:
                 for w in wnids:
                     if w not in known:
                         raise DataError(f"{path} line {n}: {w!r} is not an ImageNet-1k wnid")
-                out[row["ImageId"]] = (wnids[0], *_solution_boxes(path, n, values))
+                image = row["ImageId"]
+                if image in line_of:
+                    first = out[image][0]
+                    raise DataError(f"{path} lists {image} twice, on lines {line_of[image]} ({first}) and {n} "
+                                    f"({wnids[0]}); the release lists each image once, all its boxes on one row")
+                line_of[image] = n
+                out[image] = (wnids[0], *_solution_boxes(path, n, values))
     except (OSError, ValueError, KeyError) as e:
         raise DataError(f"cannot read {path}: {e}") from None
     return out
@@ -183,12 +192,13 @@ def list_sources(tree: ImageNetTree, split: str, wnids: Sequence[str]) -> List[S
     if not folder.is_dir():
         raise DataError(f"--imagenet {tree.root}: no {split}/ folder (expected {folder})")
     out: List[Source] = []
-    rel = tree.root
+    rel, guard = tree.root, RootGuard(tree.root)
     for wnid in _wnid_folders(folder, known):
         if wnid in wanted:
-            out += [Source(wnid, p.stem, p, p.relative_to(rel).as_posix(), _box_files(tree, split, wnid, p.stem))
+            out += [Source(wnid, p.stem, guard.check(p), p.relative_to(rel).as_posix(),
+                           _box_files(tree, split, wnid, p.stem))
                     for p in _images(folder / wnid)]
-    flat = _images(folder)
+    flat = [guard.check(p) for p in _images(folder)]
     if flat:
         solution = _find_solution(tree)
         if solution is None:

@@ -28,6 +28,7 @@ from typing import List, Optional, Tuple
 
 from ..errors import DataError
 from .images import IMAGE_SUFFIXES
+from .inside import RootGuard
 from .imagenet import ImageNetTree, imagenet_synsets, imagenet_tree, is_wnid, list_sources
 from .layout import ImagesOnlyLayout, Item
 
@@ -93,7 +94,8 @@ def class_folder_layout(root: Path) -> ImageNetLayout:
     if unknown:
         raise DataError(f"{root / unknown[0]}: {unknown[0]!r} is not an ImageNet-1k wnid (a folder of ImageNet classes "
                         f"holds one n######## folder per class)")
-    found = [(p, label, wnid) for label, wnid in enumerate(wnids) for p in _images(root / wnid)]
+    guard = RootGuard(root)
+    found = [(guard.check(p), label, wnid) for label, wnid in enumerate(wnids) for p in _images(root / wnid)]
     if not found:
         raise DataError(f"no images under {root}/<wnid>/")
     layout = ImageNetLayout(root=root, split="", classes=wnids, variants=("original",), source=CLASS_FOLDERS)

@@ -30,6 +30,26 @@ def decode_image(path: Path, size: Optional[Tuple[int, int]] = None,
             if crop is not None:
                 rgb = _evaluation_crop(*crop)(rgb)
             return np.asarray(rgb)
+    except Image.DecompressionBombError as e:
+        raise DataError(bomb_message(path, e)) from None
+    except (OSError, UnidentifiedImageError, ValueError, SyntaxError) as e:
+        raise DataError(f"cannot read image {path}: {str(e).strip() or type(e).__name__}") from None
+
+
+def bomb_message(path, error: Exception) -> str:
+    """One line for an image PIL refuses to decode because it would fill memory (a few hundred kB
+    of PNG can declare 20000 x 20000 pixels): PIL's own DecompressionBombError, named with the file."""
+    return (f"cannot read image {path}: PIL's DecompressionBombError, a decompression bomb "
+            f"({' '.join(str(error).split())[:160]})")
+
+
+def image_size(path: Path) -> Tuple[int, int]:
+    """(H, W) of an image from its header (nothing decoded), or a DataError naming the file."""
+    try:
+        with Image.open(path) as im:
+            return im.height, im.width
+    except Image.DecompressionBombError as e:
+        raise DataError(bomb_message(path, e)) from None
     except (OSError, UnidentifiedImageError, ValueError, SyntaxError) as e:
         raise DataError(f"cannot read image {path}: {str(e).strip() or type(e).__name__}") from None
 
@@ -88,7 +108,7 @@ class BadMask(DataError):
 
 #: The exceptions a broken .npy or image file raises on reading (a pickled array raises ValueError,
 #: a truncated one EOFError or ValueError, a corrupt PNG OSError or SyntaxError).
-_READ_ERRORS = (OSError, ValueError, EOFError, SyntaxError, UnidentifiedImageError)
+_READ_ERRORS = (OSError, ValueError, EOFError, SyntaxError, UnidentifiedImageError, Image.DecompressionBombError)
 
 
 def read_mask(path: Path, shape: Optional[Tuple[int, int]] = None) -> np.ndarray:

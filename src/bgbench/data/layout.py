@@ -19,6 +19,7 @@ from typing import ClassVar, Dict, List, Optional, Sequence, Tuple
 from ..errors import DataError
 from .attributes import ATTR_DIR, AttributeSource, NpzAttributes
 from .images import IMAGE_SUFFIXES
+from .inside import RootGuard
 
 MASK_DIR = "fg_mask"
 #: The variant folders of the public IN-9 release, in the paper's order. The variant *functions*
@@ -56,7 +57,8 @@ class Layout:
             if variant not in self.variants:
                 raise DataError(f"variant {variant!r} not found under {self.root} "
                                 f"(present: {', '.join(self.variants) or 'none'})")
-            self._items[variant] = _scan_variant(self.root / variant / self.split, self.classes)
+            self._items[variant] = _scan_variant(self.root / variant / self.split, self.classes,
+                                                 RootGuard(self.root))
         return self._items[variant]
 
     @property
@@ -77,12 +79,12 @@ class Layout:
         if not self.has_masks:
             raise DataError(f"no {MASK_DIR}/{self.split}/ folder under {self.root}; "
                             f"foreground masks are needed here")
-        pairs = []
+        pairs, guard = [], RootGuard(self.root)
         for item in self.items("original"):
             mask = self.mask_path(item.image_id)
             if not mask.is_file():
                 raise DataError(f"no mask for {item.path} (expected {mask})")
-            pairs.append((item, mask))
+            pairs.append((item, guard.check(mask)))
         return pairs
 
     def image_hw(self) -> Optional[Tuple[int, int]]:
@@ -97,11 +99,10 @@ class Layout:
             return tuple(items[0].size)
         if items[0].crop is not None:
             return items[0].crop[1], items[0].crop[1]
-        from PIL import Image
+        from .images import image_size
         try:
-            with Image.open(items[0].path) as im:
-                return im.size[1], im.size[0]
-        except OSError:
+            return image_size(items[0].path)
+        except DataError:
             return None
 
     def fingerprint(self) -> str:
@@ -184,12 +185,14 @@ def _class_dirs(split_dir: Path) -> Tuple[str, ...]:
     return tuple(sorted(_utf8_name(p) for p in split_dir.iterdir() if p.is_dir()))
 
 
-def _scan_variant(split_dir: Path, classes: Sequence[str]) -> List[Item]:
+def _scan_variant(split_dir: Path, classes: Sequence[str], guard: Optional[RootGuard] = None) -> List[Item]:
+    """The images of one variant's split, in (class, file) order; each must lie inside the root (`guard`)."""
+    guard = guard or RootGuard(split_dir.parent.parent)
     items = []
     for label, cls in enumerate(classes):
         for p in sorted((split_dir / cls).iterdir()):
             if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES:
-                items.append(Item(image_id=f"{cls}/{Path(_utf8_name(p)).stem}", label=label, path=p))
+                items.append(Item(image_id=f"{cls}/{Path(_utf8_name(p)).stem}", label=label, path=guard.check(p)))
     return items
 
 

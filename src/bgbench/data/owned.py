@@ -17,11 +17,19 @@ command. So a job never writes into that folder as it goes:
 
 `shared` names files that several jobs rewrite in turn, keeping each other's part (the dataset
 tables, whose rows carry a split): they are replaced, never listed, never removed.
+
+Jobs that users run side by side into one folder (`export --scorecard`, `private=True`) each
+stage in a folder of their own (named with the process id and a random token; a dead process's is
+removed by the next run), and commits take turns under a lock on `out`, each reading the record as the previous commit
+left it: the second export replaces the first's files as bgbench's own instead of calling them
+someone else's.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import uuid
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence, Set
 
@@ -51,11 +59,13 @@ class StagedOutput:
     `/`), used when there is no record; `shared`: files replaced by every commit, but never listed
     or removed."""
 
-    def __init__(self, out: Path, record: str, job: str, legacy: Iterable[str] = (), shared: Sequence[str] = ()):
+    def __init__(self, out: Path, record: str, job: str, legacy: Iterable[str] = (), shared: Sequence[str] = (),
+                 private: bool = False):
         self.out = Path(out)
         self.record = record
         self.shared = set(shared)
-        self.stage = _stage_for(self.out, job)
+        self.job, self.private = job, private
+        self.stage = _stage_for(self.out, f"{job}.{os.getpid()}-{uuid.uuid4().hex[:8]}" if private else job)
         listed = _read_record(self.out / record)
         self.previous: Set[str] = set(legacy if listed is None else listed)
 
@@ -66,6 +76,8 @@ class StagedOutput:
     def open(self) -> Path:
         """An empty stage (a killed job's leftovers removed); returns it."""
         self.discard()
+        if self.private:
+            _remove_dead_stages(self.stage.parent, self.out, self.job)
         try:
             self.stage.mkdir(parents=True)
         except OSError as e:
@@ -81,6 +93,14 @@ class StagedOutput:
         does not have; returns the new output's files. `folders`: make the staged folders too, empty
         ones included (a dataset's class folder without images still gives its label);
         `only_shared`: move the shared files alone (a job that produced nothing but its tables)."""
+        self.out.mkdir(parents=True, exist_ok=True)
+        with _locked(self.out):
+            return self._commit(folders, only_shared)
+
+    def _commit(self, folders: bool, only_shared: bool) -> List[str]:
+        listed = _read_record(self.out / self.record)  # as the last commit left it: a job beside this one may
+        if listed is not None:                         # have committed since this one began
+            self.previous = set(listed)
         files = self._staged(files=True)
         if only_shared:
             files = [f for f in files if f in self.shared]
@@ -89,7 +109,6 @@ class StagedOutput:
         dirs = {f"{d}/" for d in self._staged(files=False)} if folders else set()
         dirs |= {f"{p.as_posix()}/" for f in own for p in Path(f).parents if p.name}  # made for the files
         made = set(own) | dirs
-        self.out.mkdir(parents=True, exist_ok=True)
         self._write_record(self.previous | made)  # a kill from here on leaves everything listed
         self._move_in(files, dirs)
         stale = self.previous - made
@@ -174,6 +193,49 @@ def _stage_for(out: Path, job: str) -> Path:
     if os.access(out.parent if str(out.parent) else ".", os.W_OK):
         return out.parent / f".{out.name}.bgbench-{job}.partial"
     return out / f".bgbench-{job}.partial"
+
+
+@contextlib.contextmanager
+def _locked(folder: Path):
+    """An exclusive lock on `folder` (flock on the folder itself: no lock file is left), where the
+    platform has one; commits into one folder then take turns."""
+    try:
+        import fcntl
+    except ImportError:  # no flock (Windows): commits run as they come
+        yield
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def _remove_dead_stages(parent: Path, out: Path, job: str) -> None:
+    """Stages of `job` for `out` left by processes that are gone (a killed run), and the older
+    shared stage name; a live process's stage is its own."""
+    prefix = f".{out.name}.bgbench-{job}" if parent != out else f".bgbench-{job}"
+    for stage in parent.glob(f"{prefix}*.partial"):
+        middle = stage.name[len(prefix):-len(".partial")]
+        pid = middle[1:].split("-", 1)[0] if middle.startswith(".") else ""
+        if middle and not pid.isdigit():
+            continue  # another job's name that starts like this one's
+        if pid and _alive(int(pid)):
+            continue
+        shutil.rmtree(stage, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True
+    return True
 
 
 def _read_record(path: Path) -> Optional[List[str]]:

@@ -27,6 +27,7 @@ from ..class_maps import rival10_classes, rival10_tables
 from ..errors import DataError
 from .attr_dict import OBJECT_KEY, PickledMask, decode_mask, read_attr_dict
 from .images import IMAGE_SUFFIXES
+from .inside import RootGuard
 from .layout import Item, Layout
 
 SPLITS = ("test", "train")  # the first one present is the default
@@ -55,10 +56,11 @@ def _image_files(folder: Path) -> List[Path]:
             and not p.stem.endswith(MERGED_SUFFIX)]
 
 
-def _items(folder: Path) -> List[Item]:
+def _items(folder: Path, guard: RootGuard) -> List[Item]:
+    """The split's images, each inside the root (`guard`), in (class, file) order."""
     classes, by_wnid = rival10_classes(), rival10_tables()[1]
     items = []
-    for p in _image_files(folder):
+    for p in map(guard.check, _image_files(folder)):
         wnid = p.name.split("_")[0]
         if wnid not in by_wnid:
             raise DataError(f"{p}: {wnid!r} is not one of the 20 ImageNet classes of RIVAL10's tables")
@@ -115,7 +117,7 @@ class Rival10Layout(Layout):
             raise DataError(f"variant {variant!r} not found under {self.root}: RIVAL10 has its images only "
                             f"(variant original)")
         if variant not in self._items:
-            self._items[variant] = _items(self.root / self.split / INSTANCES)
+            self._items[variant] = _items(self.root / self.split / INSTANCES, RootGuard(self.root))
         return self._items[variant]
 
     @property

@@ -19,7 +19,6 @@ reading accepts, so the writer and its reader live side by side.
 from __future__ import annotations
 
 import hashlib
-import re
 import warnings
 import zipfile
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ import torch
 from torch import nn
 
 from ..errors import CheckpointError
+from .pickles import unpickling_reason
 from .spec import BgModel
 
 
@@ -105,24 +105,6 @@ def _from_robustness(sd: Dict[str, torch.Tensor]) -> Tuple[Dict[str, torch.Tenso
     return weights, as_tuple(sd.get("normalizer.new_mean")), as_tuple(sd.get("normalizer.new_std"))
 
 
-_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-
-
-def unpickling_reason(error: Exception) -> str:
-    """The gist of torch's weights_only refusal, on one line and without terminal escape codes.
-
-    torch's message is a paragraph with bold escapes; the line that names the offending global
-    ("Unsupported global: GLOBAL x.Y ...") is what tells a user what the file holds.
-    """
-    text = _ANSI.sub("", str(error)).strip()
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    named = [line for line in lines if "Unsupported global" in line or "WeightsUnpickler error" in line]
-    reason = (named or lines or [type(error).__name__])[0]
-    reason = reason.split("WeightsUnpickler error:", 1)[-1].strip()
-    reason = reason.split(" was not an allowed global")[0]
-    return reason[:160]
-
-
 def _is_safetensors(path: Path) -> bool:
     """The safetensors layout: an 8-byte little-endian header length, then the JSON header ('{')."""
     with open(path, "rb") as f:
@@ -172,7 +154,7 @@ def read_checkpoint(path: str | Path, trust: bool = False) -> LoadedCheckpoint:
         return _read_safetensors(path, digest)
     from .exported import ExportedNet, is_exported_program, load_program
     if is_exported_program(path):
-        return LoadedCheckpoint(kind="export", module=ExportedNet(load_program(path), name=str(path)),
+        return LoadedCheckpoint(kind="export", module=ExportedNet(load_program(path, trust), name=str(path)),
                                 sha256=digest, path=str(path))
     if _is_torchscript(path):
         try:

@@ -21,6 +21,7 @@ import torch
 from torch import nn
 
 from ..errors import CheckpointError
+from .inputs import check_input_size
 from .static_shapes import check_size, in_fixed_batches, static_dims
 
 
@@ -33,13 +34,24 @@ def is_exported_program(path: Path) -> bool:
         return bool(names) and z.read(names[0]).strip() == b"pt2"
 
 
-def load_program(path: Path):
-    """`torch.export.load(path)`, any failure as one line (torch logs a traceback first: muted)."""
+def load_program(path: Path, trust: bool = False):
+    """`torch.export.load(path)`, any failure as one line (torch logs a traceback first: muted).
+
+    Without `trust` the archive is checked first and torch reads it with its restricted unpickler
+    only (`pt2_guard`): a file from a stranger runs no code of its own, here or when it runs."""
+    if not trust:
+        from .pt2_guard import check_archive
+        check_archive(path)
     logger = logging.getLogger("torch.export")
     level = logger.level
     logger.setLevel(logging.CRITICAL)
     try:
-        program = torch.export.load(str(path))
+        if trust:
+            program = torch.export.load(str(path))
+        else:
+            from .pt2_guard import weights_only_loads
+            with weights_only_loads():
+                program = torch.export.load(str(path))
     except Exception as e:  # noqa: BLE001 - a corrupt file, a newer schema, a missing custom op: all the file's
         raise CheckpointError(f"cannot load the torch.export program {path} with torch {torch.__version__}"
                               f"{_saved_by(path)}: {_first_line(e)}") from None
@@ -87,6 +99,9 @@ class ExportedNet(nn.Module):
         example = getattr(program, "example_inputs", None)
         args = example[0] if example else ()
         self.example_hw = tuple(int(d) for d in args[0].shape[-2:]) if args and args[0].ndim == 4 else None
+        for hw, what in ((self.fixed_hw, "exported input"), (self.example_hw, "example input")):
+            if hw is not None:  # before any forward allocates a batch of it
+                check_input_size(name, hw, what)
 
     def num_outputs(self) -> Optional[int]:
         """The width of its (batch, classes) output, from the graph (None: only a forward tells)."""

@@ -24,7 +24,8 @@ from torch import nn
 from .. import console
 from ..errors import BgbenchError, CheckpointError
 from .checkpoint import tensors_sha256
-from .inputs import native_hw
+from .pickles import weights_failure
+from .inputs import check_input_size, native_hw
 from .norms import DATASET, IMAGENET1K, IMAGENET_MEAN, IMAGENET_STD
 from .schemes import ModelRequest, register_scheme
 from .spec import ModelSpec
@@ -82,6 +83,7 @@ def hf_model(request: ModelRequest) -> Tuple[nn.Module, ModelSpec]:
     model = _load_model(request.target)
     processor = _load_processor(request.target, request.name)
     pre = _preprocessing(processor, model.config)
+    check_input_size(request.name, pre["input_hw"], "image processor's size")
     labels = [str(model.config.id2label.get(i, model.config.id2label.get(str(i), ""))) for i in
               range(model.config.num_labels)]
     imagenet, why = _is_imagenet_head(labels)
@@ -107,8 +109,13 @@ def _load_model(target: str) -> nn.Module:
         raise CheckpointError(f"hf:{target}: no such folder (a hub id looks like ORG/NAME)")
     try:
         model = AutoModelForImageClassification.from_pretrained(str(local) if local.is_dir() else target)
-    except (OSError, ValueError, KeyError) as e:
-        raise CheckpointError(f"hf:{target}: cannot load an image classifier: {_first_line(e)}") from None
+    except Exception as e:  # noqa: BLE001 - the folder's: no classifier, a pickle weights_only blocks, a config
+        # its weights do not fit
+        if isinstance(e, (OSError, ValueError, KeyError)) and "Weights only load failed" not in str(e):
+            raise CheckpointError(f"hf:{target}: cannot load an image classifier: {_first_line(e)}") from None
+        reason = ("its config.json does not fit its weights (tensor shapes differ from what the config builds)"
+                  if "mismatched_sizes" in str(e) else weights_failure(e))
+        raise CheckpointError(f"hf:{target}: cannot load its weights: {reason}") from None
     return model.float().eval()  # fp32 whatever dtype the weights were stored in (bgbench's exact default)
 
 

@@ -30,6 +30,28 @@ LABEL_SETS = ("auto", "imagenet", "dataset")
 #: fix an input size; none for timm:/file:/zoo:, as bgbench has always fed them).
 RESIZE_CHOICES = ("auto", *RESIZE_POLICIES)
 INTERPOLATIONS = ("bilinear", "bicubic", "nearest")
+#: The largest side a model may declare for its input: 8192 px (an 8192x8192 RGB image is 0.8 GB
+#: of float32 per image). A file that declares more (an ONNX input of 100000x100000, a processor's
+#: `shortest_edge: 100000`) is refused before a tensor of that size is allocated.
+MAX_SIDE = 8192
+
+
+def check_input_size(name: str, hw, source: str = "input size") -> Tuple[int, int]:
+    """(H, W) when both are whole numbers from 1 to `MAX_SIDE`, else a one-line CheckpointError
+    naming the model and where the size came from (`source`)."""
+    from ..errors import CheckpointError
+    try:
+        h, w = (int(v) for v in hw)
+        exact = all(float(v) == int(v) for v in hw)
+    except (TypeError, ValueError, OverflowError):
+        raise CheckpointError(f"{name}: its {source} {tuple(hw) if hw is not None else hw} is not two whole numbers") \
+            from None
+    if not exact or not (1 <= h <= MAX_SIDE and 1 <= w <= MAX_SIDE):
+        shown = "x".join(str(int(v)) if float(v) == int(v) else str(v) for v in hw)
+        why = "no memory holds a batch of it" if max(h, w) > MAX_SIDE else "an image has at least one pixel a side"
+        raise CheckpointError(f"{name} declares an {source} of {shown}, which bgbench cannot feed ({why}); it "
+                              f"feeds images of 1 to {MAX_SIDE} pixels a side")
+    return h, w
 
 
 def native_hw(input_size) -> Tuple[int, int]:

@@ -33,6 +33,7 @@ from ..errors import CheckpointError
 from .checkpoint import sha256_file
 from .norms import DATASET, IMAGENET1K, norm_for
 from .schemes import ModelRequest, Peek, register_peek, register_scheme
+from .inputs import INTERPOLATIONS, check_input_size
 from .spec import ModelSpec
 from .static_shapes import check_size, in_fixed_batches, static_dims
 
@@ -93,6 +94,8 @@ class OnnxNet(nn.Module):
             raise CheckpointError(f"{name}'s input is {inputs[0].type}; bgbench feeds float images")
         self.input_name, self.input_dtype = inputs[0].name, _FLOAT_TYPES[inputs[0].type]
         self.fixed_batch, self.fixed_hw = static_dims(inputs[0].shape)
+        if self.fixed_hw is not None:  # before any forward allocates a batch of it
+            check_input_size(name, self.fixed_hw, "ONNX input")
 
     def num_outputs(self) -> Optional[int]:
         """The width of its first output, when the file fixes it."""
@@ -159,10 +162,7 @@ def onnx_model(request: ModelRequest) -> Tuple[nn.Module, ModelSpec]:
     net = OnnxNet(session, request.name)
     meta = model_metadata(session)
     n = net.num_outputs() or _forward_width(net)
-    label_space = meta.get("label_space") or (IMAGENET1K if n == 1000 else DATASET)
-    if label_space not in (IMAGENET1K, DATASET):
-        raise CheckpointError(f"the ONNX model's label_space metadata is {label_space!r}; it must be "
-                              f"{IMAGENET1K} or {DATASET}")
+    label_space = checked_label_space(meta.get("label_space"), n, request.name)
     mean, std = (meta["mean"], meta["std"]) if "mean" in meta and "std" in meta else norm_for("auto", n)
     spec = ModelSpec(name=request.name, arch="onnx", num_classes=n, label_space=label_space,
                      mean=tuple(float(v) for v in mean), std=tuple(float(v) for v in std),
@@ -170,12 +170,30 @@ def onnx_model(request: ModelRequest) -> Tuple[nn.Module, ModelSpec]:
     if net.fixed_hw is not None:  # the file fixes the size: resize to it unless told otherwise
         spec.input_size, spec.resize = (3, *net.fixed_hw), "native"
     elif meta.get("input_size"):
-        spec.input_size = (3, *[int(v) for v in meta["input_size"]][-2:])
+        spec.input_size = (3, *check_input_size(request.name, meta["input_size"][-2:], "input_size metadata"))
+    if meta.get("interpolation") and meta["interpolation"] not in INTERPOLATIONS:
+        # refused: the resize would run bilinear while the spec recorded the unknown name as used
+        raise CheckpointError(f"{request.name}: its interpolation metadata is {meta['interpolation']!r}; bgbench "
+                              f"resizes with {', '.join(INTERPOLATIONS)}")
     spec.interpolation = str(meta.get("interpolation") or spec.interpolation)
     if meta.get("class_names") and label_space == DATASET:
         spec.class_names = tuple(str(c) for c in meta["class_names"])
     spec.extra = {"format": "onnx", "onnx": _provenance(session, path, meta)}
     return net, spec
+
+
+def checked_label_space(declared: Optional[str], n: Optional[int], name: str) -> Optional[str]:
+    """The label space the metadata declares (checked against the output width), else the width's:
+    ImageNet-1k's for 1000 outputs, the dataset's for any other. None: neither is known."""
+    if not declared:
+        return None if n is None else IMAGENET1K if n == 1000 else DATASET
+    if declared not in (IMAGENET1K, DATASET):
+        raise CheckpointError(f"the ONNX model's label_space metadata is {declared!r}; it must be "
+                              f"{IMAGENET1K} or {DATASET}")
+    if declared == IMAGENET1K and n is not None and n != 1000:
+        raise CheckpointError(f"{name}: its label_space metadata says {IMAGENET1K}, but it has {n} outputs, not "
+                              f"ImageNet-1k's 1000; fix the metadata (label_space=dataset)")
+    return declared
 
 
 def _forward_width(net: OnnxNet) -> int:
@@ -217,5 +235,5 @@ def onnx_peek(request: ModelRequest) -> Peek:
     session = open_session(str(path), ["CPUExecutionProvider"])
     net = OnnxNet(session, request.name)
     n = net.num_outputs()
-    space = model_metadata(session).get("label_space") or (None if n is None else IMAGENET1K if n == 1000 else DATASET)
+    space = checked_label_space(model_metadata(session).get("label_space"), n, request.name)
     return Peek(space, n, path, format="onnx")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import pickle
 from pathlib import Path
 from typing import Optional, Tuple
 
@@ -25,6 +26,7 @@ from ..errors import CheckpointError
 from .checkpoint import tensors_sha256
 from .inputs import native_hw
 from .norms import DATASET, IMAGENET1K
+from .pickles import weights_failure
 from .schemes import ModelRequest, Peek, register_peek, register_scheme
 from .spec import ModelSpec
 from .zero_shot import IMAGENET_LABELS, ZeroShotClassifier, build_head, class_names, resolve_label_set, template_texts
@@ -101,6 +103,8 @@ def _load(arch: str, pretrained: Optional[str]) -> Tuple[nn.Module, bool]:
         with _quiet(), torch.random.fork_rng(devices=[]):
             torch.manual_seed(RANDOM_INIT_SEED)
             clip = open_clip.create_model(arch, pretrained=pretrained, device="cpu", precision="fp32")
+    except pickle.UnpicklingError as e:  # a weights file that torch's restricted unpickler refuses
+        raise CheckpointError(f"openclip:{arch}: cannot load its weights: {weights_failure(e)}") from None
     except (RuntimeError, ValueError, OSError) as e:
         raise CheckpointError(f"openclip:{arch}: cannot load it: {_first_line(e)}") from None
     return clip.eval(), seeded

@@ -14,7 +14,7 @@ from typing import List, Optional, Sequence
 
 from .. import checks
 from ..errors import CheckpointError
-from .inputs import LABEL_SETS, RESIZE_CHOICES
+from .inputs import LABEL_SETS, RESIZE_CHOICES, check_input_size, native_hw
 from .norms import NORMS, norm_for
 from .schemes import SCHEMES, ModelRequest, Peek, get_scheme, list_schemes, peek, usages  # noqa: F401 (list_schemes re-exported)
 from .spec import BgModel
@@ -80,6 +80,8 @@ def create_model(name: str, checkpoint: Optional[str] = None, num_classes: Optio
         spec.mean, spec.std = norm_for(norm, spec.num_classes)
     if resize != "auto":
         spec.resize = resize
+    if spec.input_size is not None:
+        check_input_size(spec.name, native_hw(spec.input_size))
     return BgModel(net, spec).eval()
 
 

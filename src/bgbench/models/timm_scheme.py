@@ -27,6 +27,7 @@ from torch import nn
 
 from ..errors import CheckpointError
 from .checkpoint import LoadedCheckpoint, read_checkpoint, sha256_file, tensors_sha256
+from .pickles import weights_failure
 from .norms import DATASET, IMAGENET1K, norm_for
 from .schemes import ModelRequest, Peek, register_peek, register_scheme
 from .spec import ModelSpec
@@ -125,7 +126,12 @@ def _load_published(full: str, cfg) -> Tuple[nn.Module, Optional[Path]]:
     is read as a file (no network asked); otherwise timm fetches it, and a failure is one line."""
     path = cached_weights(cfg)
     if path is not None and not cfg.custom_load:
-        return timm.create_model(full, pretrained=True, pretrained_cfg_overlay={"file": str(path)}), path
+        try:
+            return timm.create_model(full, pretrained=True, pretrained_cfg_overlay={"file": str(path)}), path
+        except Exception as e:  # noqa: BLE001 - a cached file that is garbage, cut short, of another head, a blocked pickle
+            raise CheckpointError(f"timm:{full}: cannot load its weights from the cache file {path}: "
+                                  f"{weights_failure(e)}; delete the file so that it is fetched again, or replace "
+                                  f"it with timm's published one") from None
     try:
         net = timm.create_model(full, pretrained=True)
     except Exception as e:  # noqa: BLE001 - the download's errors are many (offline, DNS, HTTP, proxies)
@@ -184,6 +190,7 @@ def build_timm(arch: str, ckpt: Optional[LoadedCheckpoint], num_classes: Optiona
             net = timm.create_model(full, pretrained=False, num_classes=num_classes)
     else:
         net = timm.create_model(full, pretrained=False, num_classes=num_classes)
+        _refuse_integer_weights(net, ckpt)
         try:
             net.load_state_dict(ckpt.state_dict, strict=True)
         except RuntimeError:
@@ -241,6 +248,21 @@ def _head_classes(sd: Dict[str, torch.Tensor], arch: str) -> Optional[int]:
         if w is not None and w.ndim in (2, 4):
             return int(w.shape[0])
     return None
+
+
+def _refuse_integer_weights(net: nn.Module, ckpt: LoadedCheckpoint) -> None:
+    """One line when the checkpoint stores as integers tensors the network holds as floats:
+    `load_state_dict` would cast them without a word, and integer weights are quantized (they need
+    their scales) or are no weights at all. Integer buffers (BatchNorm's num_batches_tracked) pass."""
+    own = net.state_dict()
+    ints = [k for k, v in ckpt.state_dict.items() if k in own and own[k].is_floating_point()
+            and not (v.is_floating_point() or v.is_complex())]
+    if ints:
+        dtype = str(ckpt.state_dict[ints[0]].dtype).replace("torch.", "")
+        more = f" (+{len(ints) - 3} more)" if len(ints) > 3 else ""
+        raise CheckpointError(f"checkpoint {ckpt_path(ckpt)} stores {len(ints)} float weight(s) of {net.__class__.__name__}"
+                              f" as integers ({dtype}: {', '.join(ints[:3])}{more}); bgbench does not cast them "
+                              f"(quantized weights need their scales): save the float weights")
 
 
 def _describe_mismatch(net: nn.Module, sd: Dict[str, torch.Tensor]) -> str:

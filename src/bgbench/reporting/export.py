@@ -145,7 +145,7 @@ def export_scorecard(store, out: str | Path, run_ids: Optional[Sequence[int]] = 
     for s in subjects:
         if labels and s.model in labels:
             s.label = labels[s.model]
-    staged = StagedOutput(out, EXPORT_RECORD, "export")
+    staged = StagedOutput(out, EXPORT_RECORD, "export", private=True)  # exports into one folder may run side by side
     try:
         data = scorecard(ReportContext(store=store, out=staged.open(), subjects=subjects, progress=False))
         if data is None:

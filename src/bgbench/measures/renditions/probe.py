@@ -57,6 +57,22 @@ def restrict(layout, classes: Sequence[str]):
     return out
 
 
+def _wnid_folders_only(root: str) -> str:
+    """ImageNet-R's root holds one wnid folder per class and nothing else but files: a stray folder
+    is named in one line (read as a dataset, it would get the IN-9 layout's advice instead)."""
+    from pathlib import Path
+
+    from ...data.imagenet import is_wnid
+    stray = sorted(p.name for p in Path(root).iterdir() if p.is_dir() and not p.name.startswith(".")
+                   and not is_wnid(p.name))
+    if stray:
+        more = f" (and {len(stray) - 1} more: {', '.join(stray[1:4])}{' ...' if len(stray) > 4 else ''})" \
+            if len(stray) > 1 else ""
+        raise BgbenchError(f"--renditions {root}: {Path(root) / stray[0]} is not a wnid folder{more}; ImageNet-R "
+                           f"holds one n######## folder per class, and nothing else: move it out")
+    return root
+
+
 class RenditionsMeasure(ArmsMeasure):
     """Whac-A-Mole's IN-R gap (see the module docstring)."""
 
@@ -81,7 +97,7 @@ class RenditionsMeasure(ArmsMeasure):
         from ...data.imagenet_folders import CLASS_FOLDERS
         from ...data.resolve import resolve_layout
         require_imagenet_model(model, self.name)
-        renditions = resolve_layout(folder_option(cfg.renditions, "--renditions"))
+        renditions = resolve_layout(_wnid_folders_only(folder_option(cfg.renditions, "--renditions")))
         if getattr(renditions, "source", "") != CLASS_FOLDERS:
             raise BgbenchError(f"--renditions {cfg.renditions}: expected ImageNet-R's layout, one folder per wnid")
         reference = restrict(imagenet_reference(layout, self.name), renditions.classes)

@@ -66,11 +66,12 @@ class TextureMeasure(ArmsMeasure):
     def arms(self, model, layout, cfg: TextureConfig) -> List[Arm]:
         from ...data.resolve import resolve_layout
         require_imagenet_model(model, self.name)
+        reference = imagenet_reference(layout, self.name)  # --data first: a problem there is --data's to fix
         stylized = resolve_layout(folder_option(cfg.stylized, "--stylized"), split="val")
-        if tuple(stylized.classes) != tuple(layout.classes):
+        if tuple(stylized.classes) != tuple(reference.classes):
             raise BgbenchError(f"--stylized {cfg.stylized}: expected ImageNet's 1000 class folders, found "
                                f"{len(stylized.classes)}")
-        return [Arm(REFERENCE, imagenet_reference(layout, self.name)), Arm(STYLIZED, stylized)]
+        return [Arm(REFERENCE, reference), Arm(STYLIZED, stylized)]
 
     def summarize(self, rows: Sequence[tuple], config: dict) -> GapSummary:
         seed, reps = int(config.get("seed", 0)), int(config.get("bootstrap_replicates", 2000))
