@@ -68,11 +68,7 @@ def image_shape(item) -> Tuple[int, int, int]:
         return int(size[0]), int(size[1]), 3
     if crop is not None:
         return int(crop[1]), int(crop[1]), 3
-    try:
-        with Image.open(item.path) as im:
-            w, h = im.size
-    except (OSError, UnidentifiedImageError, ValueError, SyntaxError) as e:
-        raise DataError(f"cannot read image {item.path}: {str(e).strip() or type(e).__name__}") from None
+    h, w = image_size(item.path)
     return int(h), int(w), 3
 
 
