@@ -11,13 +11,14 @@ runs again where it is missing.
 """
 from __future__ import annotations
 
+import os
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Set, Tuple
 
 from ..errors import BgbenchError
-from .core import Store
+from .core import BUSY_TIMEOUT_S, Store
 
 #: The statuses of a finished run (a sampled challenge is finished: it can be extended later).
 FINISHED = ("done", "sampled")
@@ -103,3 +104,28 @@ def merge_store(target: Store, source: Path) -> MergeCount:
                 held.add(key)
                 count.added += 1
     return count
+
+
+def copy_store(source: Path, target: Path) -> None:
+    """A consistent copy of the store at `source` (one being written too: SQLite's backup API reads
+    committed pages only), written beside `target` and renamed onto it, so that `target` is always
+    a whole store. The copy is in rollback-journal mode: it is read on other machines, over a
+    network file system, where WAL's shared memory does not work."""
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    src = sqlite3.connect(str(source), timeout=BUSY_TIMEOUT_S)
+    dst = sqlite3.connect(str(tmp))
+    try:
+        src.backup(dst)
+        dst.execute("PRAGMA journal_mode=DELETE")
+        ok = True
+    except sqlite3.DatabaseError as e:
+        ok, problem = False, e
+    finally:
+        dst.close()
+        src.close()
+    if not ok:
+        tmp.unlink(missing_ok=True)
+        raise BgbenchError(f"cannot copy the results store {source} to {target}: {problem}")
+    os.replace(tmp, target)
