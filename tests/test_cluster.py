@@ -185,3 +185,32 @@ def test_a_killed_study_command_rerun_submits_only_the_missing_jobs(synth_root, 
     after = json.loads((jobs / "submitted.json").read_text())["jobs"]
     assert after[name] == entry and len(after) == 2
     assert doc["missing"] == [] and len(stored_runs(db)) == 4
+
+
+def test_a_store_on_nfs_gets_one_warning_naming_the_job_stores(synth_root, tmp_path, monkeypatch):
+    from bgbench.store import mounts
+    table = tmp_path / "mounts"
+    table.write_text(f"/dev/sda1 / ext4 rw 0 0\nfiler:/export {tmp_path / 'shared'} nfs4 rw,vers=4.2 0 0\n"
+                     f"tmpfs {tmp_path / 'shared' / 'fast'} tmpfs rw 0 0\n")
+    monkeypatch.setattr(mounts, "MOUNTS", table)
+    (tmp_path / "shared" / "fast").mkdir(parents=True)  # a mount point exists
+    assert mounts.network_filesystem(tmp_path / "shared" / "a" / "r.db") == "nfs4"  # a file not made yet
+    assert mounts.network_filesystem(tmp_path / "shared" / "fast" / "r.db") is None  # the longest mount point wins
+    assert mounts.network_filesystem(tmp_path / "local.db") is None
+    study = _study(tmp_path, synth_root)
+    proc = run_cli("study", study, "--dry-run", "--db", tmp_path / "shared" / "r.db")
+    assert proc.returncode == 0, proc.stderr
+    warnings = [ln for ln in proc.stderr.splitlines() if "network file system" in ln]
+    assert len(warnings) == 1 and "nfs4" in warnings[0] and str(tmp_path / "study-report" / "jobs") in warnings[0]
+    local = run_cli("study", study, "--dry-run", "--db", tmp_path / "r.db")
+    assert "network file system" not in local.stderr
+
+
+def test_help_imports_no_submitit():
+    code = ("import sys\nfrom bgbench.cli import build_parser\np = build_parser()\n"
+            "p._subparsers._group_actions[0].choices['study'].format_help()\n"
+            "import bgbench.studies\nprint('submitit' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(SRC)})
+    assert proc.stdout.strip() == "False", proc.stderr
+    import submitit  # noqa: F401 (a dependency: the executor needs it)

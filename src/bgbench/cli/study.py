@@ -59,6 +59,11 @@ def run(args: argparse.Namespace) -> int:
         raise BgbenchError(f"{' and '.join(chosen)}: choose one")
     if args.shard:
         return run_shard(args, spec)
+    from ..console import status
+    from ..studies.jobs import network_store_warning
+    warning = network_store_warning(spec, args.db)
+    if warning:
+        status(warning)
     if args.merge:
         return run_merge(args, spec)
     from ..studies.cluster import executor_settings
