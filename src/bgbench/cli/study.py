@@ -41,7 +41,7 @@ def add_executor_args(p) -> None:
                         "process merges each job's store as it ends (default: the study's [executor] kind, else none)")
     p.add_argument("--jobs", type=int, metavar="N", help="jobs running at once (Slurm: the array's parallelism)")
     p.add_argument("--partition", help="Slurm partition")
-    p.add_argument("--gpus-per-job", type=int, metavar="G", help="GPUs per job (Slurm)")
+    p.add_argument("--gpus-per-job", type=int, metavar="G", help="GPUs per job")
     p.add_argument("--cpus-per-job", type=int, metavar="C", help="CPUs per job")
     p.add_argument("--time", type=int, metavar="MIN", help="a job's time limit in minutes (it is requeued when "
                                                            "it passes it, and resumes)")
@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     spec = load_study(args.file, out=args.out)
     chosen = [flag for flag, on in (("--shard", args.shard), ("--merge", args.merge), ("--dry-run", args.dry_run),
                                     ("--executor", args.executor)) if on]
-    if len(chosen) > 1:
+    if len(chosen) > 1 and chosen != ["--dry-run", "--executor"]:  # a dry run shows the jobs it would submit
         from ..errors import BgbenchError
         raise BgbenchError(f"{' and '.join(chosen)}: choose one")
     if args.shard:
@@ -78,7 +78,16 @@ def run_spec(args: argparse.Namespace, spec) -> int:
     result = run_study(spec, args.db, dry_run=args.dry_run, device=args.device, progress=not args.quiet)
     if result is None:  # a torchrun rank other than 0
         return 0
-    emit(args, result.to_dict(), plan_table(result.steps) if args.dry_run else result.text())
+    if not args.dry_run or not hasattr(args, "executor"):  # `profile` has no jobs to show
+        emit(args, result.to_dict(), plan_table(result.steps) if args.dry_run else result.text())
+        return 0
+    from ..studies.jobs import plan_jobs
+    jobs = plan_jobs(spec, result.steps)  # what --shard and --executor would spread over machines
+    missing = {s.title for s in result.steps if s.done_run is None and s.skip is None}
+    lines = [plan_table(result.steps), f"{len(jobs)} jobs for --executor or --shard K/N (one per model and dataset; "
+             f"a dataset's edits one), {sum(bool(missing & set(j.steps)) for j in jobs)} with steps to run:"]
+    lines += [f"  {j.name}: {len(j.steps)} steps" for j in jobs]
+    emit(args, {**result.to_dict(), "jobs": [j.to_dict() for j in jobs]}, "\n".join(lines))
     return 0
 
 

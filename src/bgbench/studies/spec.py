@@ -20,7 +20,9 @@ with `path` and `label`. Each key under `measures` is a measure of the registry 
 are the CLI's flags); `edits` (ImageNet-E levels) edits each dataset once and evaluates every
 model on the result; the analyses of stored runs (categories, boxsize, leakage, groups) are
 accepted and shown by the report from the eval runs. `datasets = ["label", ...]` in a measure's
-table runs it on those datasets only. Every problem is one line naming the key and the file.
+table runs it on those datasets only. An `[executor]` table says how its jobs are submitted across
+machines (`executor`: kind, jobs, Slurm resources). Every problem is one line naming the key and
+the file.
 """
 from __future__ import annotations
 
