@@ -214,3 +214,29 @@ def test_help_imports_no_submitit():
                           env={**os.environ, "PYTHONPATH": str(SRC)})
     assert proc.stdout.strip() == "False", proc.stderr
     import submitit  # noqa: F401 (a dependency: the executor needs it)
+
+
+def test_slurm_settings_come_from_the_study_file_and_the_flags(synth_root, tmp_path, monkeypatch):
+    """The sbatch script submitit would submit (a stand-in `srun` makes this machine look like a
+    Slurm node); without one, --executor slurm is one line."""
+    import argparse
+
+    from bgbench.studies import load_study
+    from bgbench.studies.cluster import executor_settings, make_executor
+    study = _study(tmp_path, synth_root)
+    study.write_text(study.read_text() + '[executor]\nkind = "slurm"\npartition = "cpu"\ncpus_per_job = 4\n'
+                     'time = 90\nsbatch = { account = "lab" }\n')
+    if not any((Path(d) / "srun").exists() for d in os.environ["PATH"].split(os.pathsep)):
+        assert_one_line_error(run_cli("study", study, "--db", tmp_path / "r.db"), "--executor slurm", "srun")
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "srun").write_text("#!/bin/sh\nexit 0\n")
+    (tmp_path / "bin" / "srun").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    flags = argparse.Namespace(executor=None, jobs=3, partition="gpu", gpus_per_job=1, cpus_per_job=None, time=None,
+                               sbatch=["qos=high"])
+    settings = executor_settings(load_study(study), flags)
+    script = make_executor(settings, tmp_path / "logs", "cuda")._executor._make_submission_file_text("CMD", "u")
+    for line in ("--partition=gpu", "--gpus-per-node=1", "--cpus-per-task=4", "--time=90", "--account=lab",
+                 "--qos=high", "--signal=USR2@"):
+        assert f"#SBATCH {line}" in script, line
+    assert settings.jobs == 3  # the array's parallelism

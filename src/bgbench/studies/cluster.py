@@ -82,7 +82,11 @@ def make_executor(settings: ExecutorSettings, folder: Path, device: str):
         gpus = settings.gpus_per_job if settings.gpus_per_job is not None else int(device.startswith("cuda"))
         executor.update_parameters(timeout_min=minutes, gpus_per_node=gpus)
         return executor
-    executor = submitit.AutoExecutor(folder, cluster="slurm")
+    try:
+        executor = submitit.AutoExecutor(folder, cluster="slurm")
+    except RuntimeError as e:  # submitit finds no srun: not a Slurm cluster's node
+        raise BgbenchError(f"--executor slurm: no Slurm here ({e}); run `bgbench study` on the cluster's login "
+                           f"node, or use --executor local") from None
     params: Dict[str, Any] = {"timeout_min": minutes, "name": "bgbench-study", "slurm_signal_delay_s": 120}
     if settings.partition:
         params["slurm_partition"] = settings.partition
@@ -194,6 +198,7 @@ def run_cluster(study: Study, db: Optional[str | Path], settings: ExecutorSettin
     folder = jobs_folder(study)
     folder.mkdir(parents=True, exist_ok=True)
     pictures = pictures_folder(db)
+    executor = make_executor(settings, folder / "submitit", device)  # no Slurm here: one line, before any work
     merged: List[MergeCount] = []
     with Store(db) as store:
         for path in job_stores(study):  # jobs that ended while no `bgbench study` was merging
@@ -215,7 +220,6 @@ def run_cluster(study: Study, db: Optional[str | Path], settings: ExecutorSettin
         limit = settings.jobs or (len(pending) or 1)
         status(f"{len(jobs)} jobs (one per model and dataset; a dataset's edits are one): {len(active)} running from "
                f"an earlier `bgbench study`, {len(pending)} to submit ({settings.kind}, {limit} at once)")
-        executor = make_executor(settings, folder / "submitit", device) if pending else None
         by_name = {j.name: j for j in jobs}
         while pending or active:
             batch = pending if settings.kind == "slurm" else pending[:max(0, limit - len(active))]
