@@ -240,3 +240,17 @@ def test_slurm_settings_come_from_the_study_file_and_the_flags(synth_root, tmp_p
                  "--qos=high", "--signal=USR2@"):
         assert f"#SBATCH {line}" in script, line
     assert settings.jobs == 3  # the array's parallelism
+
+
+def test_a_failed_job_is_reported_with_its_log_and_the_study_goes_on(synth_root, tmp_path, job_env, monkeypatch):
+    blocked = tmp_path / "not-a-folder"  # the jobs' local disk is a file: every job fails as it starts
+    blocked.write_text("")
+    monkeypatch.setenv("BGBENCH_JOB_SCRATCH", str(blocked))
+    study, db = _study(tmp_path, synth_root), tmp_path / "r.db"
+    proc = run_cli("study", study, "--executor", "local", "--jobs", "2", "--db", db, "--quiet", "--json")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr.split("its log ends")[0]
+    doc = json.loads(proc.stdout)
+    assert sorted(doc["failed"]) == sorted(doc["submitted"]) and len(doc["failed"]) == 2  # both reported, both tried
+    assert all("not-a-folder" in tail for tail in doc["failed"].values())  # the log's last lines say why
+    assert len(doc["missing"]) == 4 and proc.stderr.count("failed; the study goes on") == 2
+    assert doc["report"] is None  # nothing stored, nothing to report

@@ -138,9 +138,9 @@ def run_study(study: Study, db: Optional[str | Path] = None, *, dry_run: bool = 
                                 step.measure.name)] = value
         if not ranks.main:
             return None
-        if report:
+        runs = [s.done_run for s in steps if s.done_run is not None and s.model is not None]
+        if report and (runs or execute):  # jobs that all failed leave nothing to report
             from ..reporting.render import render_report
-            runs = [s.done_run for s in steps if s.done_run is not None and s.model is not None]
             page = render_report(store, study.out, run_ids=runs, labels=study.labels(),
                                  data_labels=study.data_labels(), progress=False)
             result.report, result.scorecard = page.index.parent, page.scorecard
