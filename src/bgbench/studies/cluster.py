@@ -58,12 +58,13 @@ class StudyJob:
     """One job as submitit runs it: picklable, and checkpointable (submitit calls `checkpoint` on
     preemption or at the time limit, then requeues what it returns)."""
 
-    def __init__(self, study: Study, job: Job, device: str, only: List[str], pictures: Path):
+    def __init__(self, study: Study, job: Job, device: str, only: List[str], pictures: Path, progress: bool = True):
         self.study, self.job, self.device, self.only, self.pictures = study, job, device, only, pictures
+        self.progress = progress  # the job's progress lines, in its log
 
     def __call__(self) -> dict:
         status(f"job {self.job.name}: {len(self.only)} steps to run ({', '.join(self.only)})")
-        return run_job(self.study, self.job, device=self.device, progress=True, only=set(self.only),
+        return run_job(self.study, self.job, device=self.device, progress=self.progress, only=set(self.only),
                        pictures=self.pictures)
 
     def checkpoint(self, *args, **kwargs):
@@ -225,7 +226,7 @@ def run_cluster(study: Study, db: Optional[str | Path], settings: ExecutorSettin
             batch = pending if settings.kind == "slurm" else pending[:max(0, limit - len(active))]
             if batch:
                 pending = [j for j in pending if j not in batch]
-                for job, handle in zip(batch, _submit(executor, study, batch, missing, device, pictures)):
+                for job, handle in zip(batch, _submit(executor, study, batch, missing, device, pictures, progress)):
                     entry = {"kind": settings.kind, "id": str(handle.job_id), "folder": str(folder / "submitit"),
                              "submitted": time.time()}
                     earlier[job.name] = entry
@@ -245,9 +246,11 @@ def run_cluster(study: Study, db: Optional[str | Path], settings: ExecutorSettin
     return result
 
 
-def _submit(executor, study: Study, batch: List[Job], missing: set, device: str, pictures: Path) -> list:
+def _submit(executor, study: Study, batch: List[Job], missing: set, device: str, pictures: Path,
+            progress: bool) -> list:
     """Submit the jobs of `batch` (as one Slurm array); their submitit jobs, in order."""
-    calls = [StudyJob(study, job, device, [t for t in job.steps if t in missing], pictures) for job in batch]
+    calls = [StudyJob(study, job, device, [t for t in job.steps if t in missing], pictures, progress)
+             for job in batch]
     if len(calls) == 1:
         return [executor.submit(calls[0])]
     with executor.batch():
