@@ -1,9 +1,12 @@
 """A study's jobs: its steps grouped so that each group can run on a machine of its own, into a
 results store of its own, for `--shard K/N` and `--executor` (`shards`, `cluster`).
 
-One job per (model, dataset), the default: the job builds its model once and decodes the
-dataset's images once for all of its measures (the decode cache is per file set), and it shares
-nothing with another job, so jobs need no order. A dataset's ImageNet-E edits and every model's
+One job per (model, dataset), the default: one node fetches the model's weights and the
+dataset's images for all of that model's measures on it (its later steps read them from the node's
+page cache, not again over the network file system), each job is one model's result on one
+dataset (as CLIP_benchmark and HELM cut theirs), and it shares nothing with another job, so jobs
+need no order. Finer jobs (one per step) would fetch the same files once per measure; coarser
+ones (one per model) would leave a cluster's nodes idle on a study of few models. A dataset's ImageNet-E edits and every model's
 eval of the edited folder make one job of their own (`edits--<dataset>`): the folder those evals
 read is written by the job that reads it, so the tasks of a plain Slurm array, which start
 together, need no dependency between them.
