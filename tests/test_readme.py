@@ -256,6 +256,9 @@ COMMANDS = {
                                                                "{tmp}/shard0 --no-resize --shard 0/1 --json --quiet",
     "bgbench merge /data/in9-built": "merge {tmp}/merged {tmp}/shard0 --json --db {db} --quiet",
     "bgbench merge OUT SHARD_DIR": None,  # the usage line: its flags are checked against the parser above
+    "bgbench merge-stores": None,  # stores merged by hand: test_merge_stores.py; a study's shards: test_cluster.py
+    # a GPU node's model job under sbatch: torchrun's sharding is tested in test_challenge.py
+    "torchrun --standalone --nproc-per-node 4 -m bgbench challenge": None,
     # ImageNet itself is not here: tests/test_imagenet_build.py runs these on generated ImageNet trees
     "bgbench build --imagenet ROOT [--preset": None,
     "bgbench build --imagenet /data/imagenet": None,

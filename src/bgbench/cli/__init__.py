@@ -1,7 +1,7 @@
 """`bgbench <subcommand>`: one command for every job, one module per subcommand.
 
-Each module in COMMANDS has `register(subparsers)`, which adds its parser and sets `func` to its
-`run(args) -> int`. Modules import torch, timm and the engines only inside `run`, so building
+Each module in COMMANDS (a command's name, '-' spelled '_') has `register(subparsers)`, which adds
+its parser and sets `func` to its `run(args) -> int`. Modules import torch, timm and the engines only inside `run`, so building
 the parser (`bgbench --help`, `bgbench <cmd> --help`) stays cheap. User errors (BgbenchError)
 print one line on stderr and exit with status 2; bugs keep their traceback. A reader that closes
 the pipe early (`bgbench leaderboard --format csv | head`) ends the command quietly.
@@ -38,6 +38,7 @@ COMMANDS: List[str] = [
     "edit",
     "synth",
     "merge",
+    "merge-stores",
     "models",
     "cache",
     "demo",
@@ -50,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"bgbench {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMANDS:
-        importlib.import_module(f"{__name__}.{name}").register(sub)
+        importlib.import_module(f"{__name__}.{name.replace('-', '_')}").register(sub)
     return parser
 
 

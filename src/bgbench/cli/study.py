@@ -1,5 +1,6 @@
 """`bgbench study STUDY.toml`: every (model, dataset, measure) step of a study file that the results
-store does not hold yet, then the report; `--dry-run` prints the plan."""
+store does not hold yet, then the report; `--dry-run` prints the plan. Across machines: `--shard K/N`
+and `--merge` (any scheduler), or `--executor local|slurm` (submitit)."""
 from __future__ import annotations
 
 import argparse
@@ -15,6 +16,13 @@ def register(sub) -> None:
     p.add_argument("--out", help="the report's folder (default: the study's [report] out, else STUDY-report/ beside "
                                  "the file)")
     add_study_args(p)
+    cluster = p.add_argument_group("across machines (each job writes its own store, merged into --db)")
+    cluster.add_argument("--shard", metavar="K/N",
+                         help="run only shard K of N of the study's jobs (one per model and dataset), each into its "
+                              "own store in OUT/jobs/ (a Slurm array: K = $SLURM_ARRAY_TASK_ID)")
+    cluster.add_argument("--merge", action="store_true",
+                         help="merge the job stores in OUT/jobs/ into the store and write the report")
+    add_executor_args(cluster)
     p.set_defaults(func=run)
 
 
@@ -26,9 +34,43 @@ def add_study_args(p) -> None:
     add_db_arg(p)
 
 
+def add_executor_args(p) -> None:
+    """The submitit flags; each overrides the study file's [executor] table."""
+    p.add_argument("--executor", choices=("local", "slurm"),
+                   help="submit the study's jobs through submitit: as processes on this machine, or to Slurm; this "
+                        "process merges each job's store as it ends (default: the study's [executor] kind, else none)")
+    p.add_argument("--jobs", type=int, metavar="N", help="jobs running at once (Slurm: the array's parallelism)")
+    p.add_argument("--partition", help="Slurm partition")
+    p.add_argument("--gpus-per-job", type=int, metavar="G", help="GPUs per job")
+    p.add_argument("--cpus-per-job", type=int, metavar="C", help="CPUs per job")
+    p.add_argument("--time", type=int, metavar="MIN", help="a job's time limit in minutes (it is requeued when "
+                                                           "it passes it, and resumes)")
+    p.add_argument("--sbatch", action="append", metavar="KEY=VALUE", default=None,
+                   help="another sbatch option (--sbatch account=lab --sbatch qos=high), repeatable")
+
+
 def run(args: argparse.Namespace) -> int:
     from ..studies import load_study
-    return run_spec(args, load_study(args.file, out=args.out))
+    spec = load_study(args.file, out=args.out)
+    chosen = [flag for flag, on in (("--shard", args.shard), ("--merge", args.merge), ("--dry-run", args.dry_run),
+                                    ("--executor", args.executor)) if on]
+    if len(chosen) > 1 and chosen != ["--dry-run", "--executor"]:  # a dry run shows the jobs it would submit
+        from ..errors import BgbenchError
+        raise BgbenchError(f"{' and '.join(chosen)}: choose one")
+    if args.shard:
+        return run_shard(args, spec)
+    from ..console import status
+    from ..studies.jobs import network_store_warning
+    warning = network_store_warning(spec, args.db)
+    if warning:
+        status(warning)
+    if args.merge:
+        return run_merge(args, spec)
+    from ..studies.cluster import executor_settings
+    settings = executor_settings(spec, args)
+    if settings is not None and not args.dry_run:
+        return run_executor(args, spec, settings)
+    return run_spec(args, spec)
 
 
 def run_spec(args: argparse.Namespace, spec) -> int:
@@ -36,5 +78,45 @@ def run_spec(args: argparse.Namespace, spec) -> int:
     result = run_study(spec, args.db, dry_run=args.dry_run, device=args.device, progress=not args.quiet)
     if result is None:  # a torchrun rank other than 0
         return 0
-    emit(args, result.to_dict(), plan_table(result.steps) if args.dry_run else result.text())
+    if not args.dry_run or not hasattr(args, "executor"):  # `profile` has no jobs to show
+        emit(args, result.to_dict(), plan_table(result.steps) if args.dry_run else result.text())
+        return 0
+    from ..studies.jobs import plan_jobs
+    jobs = plan_jobs(spec, result.steps)  # what --shard and --executor would spread over machines
+    missing = {s.title for s in result.steps if s.done_run is None and s.skip is None}
+    lines = [plan_table(result.steps), f"{len(jobs)} jobs for --executor or --shard K/N (one per model and dataset; "
+             f"a dataset's edits one), {sum(bool(missing & set(j.steps)) for j in jobs)} with steps to run:"]
+    lines += [f"  {j.name}: {len(j.steps)} steps" for j in jobs]
+    emit(args, {**result.to_dict(), "jobs": [j.to_dict() for j in jobs]}, "\n".join(lines))
     return 0
+
+
+def run_shard(args: argparse.Namespace, spec) -> int:
+    from ..data.shards import Shard
+    from ..studies.shards import run_shard as shard
+    result = shard(spec, Shard.parse(args.shard), args.db, device=args.device, progress=not args.quiet)
+    emit(args, result.to_dict(), result.text())
+    return 0
+
+
+def run_merge(args: argparse.Namespace, spec) -> int:
+    from ..console import status
+    from ..studies.runner import run_study
+    from ..studies.shards import merge_jobs
+    counts = merge_jobs(spec, args.db)
+    for c in counts:
+        status(f"merged {c.text()}")
+    result = run_study(spec, args.db, device=args.device, progress=False, execute=False)
+    missing = [s.title for s in result.steps if s.done_run is None and s.skip is None]
+    if missing:
+        status(f"warning: {len(missing)} steps are in no job store yet (first: {missing[0]}); did every shard "
+               f"finish? Run the missing shards again, then --merge")
+    emit(args, {**result.to_dict(), "merged": [c.to_dict() for c in counts]}, result.text())
+    return 0
+
+
+def run_executor(args: argparse.Namespace, spec, settings) -> int:
+    from ..studies.cluster import run_cluster
+    result = run_cluster(spec, args.db, settings, device=args.device, progress=not args.quiet)
+    emit(args, result.to_dict(), result.text())
+    return 0 if result.complete else 1

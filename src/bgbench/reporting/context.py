@@ -16,11 +16,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from ..errors import BgbenchError, with_article
 from ..recording import model_label
 from ..store import Row, Store
+from ..store.merge import FINISHED  # noqa: F401 (a finished run's statuses, here for the report's readers)
 from ..drawing.thumbs import Thumbnails
-
-#: Statuses of a finished run: 'sampled' is a challenge that stopped at its sample (an estimate
-#: with an interval), which a later run may extend.
-FINISHED = ("done", "sampled")
 #: Run kinds that describe where a model or a dataset came from, not how a model behaves.
 PROVENANCE_KINDS = ("train", "build")
 

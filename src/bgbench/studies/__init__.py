@@ -13,14 +13,21 @@ from .spec import Study, load_study, profile_study, study_from_dict
 
 
 def study(source: "str | Path | Dict[str, Any] | Study", db: Optional[str | Path] = None, *,
-          out: Optional[str | Path] = None, dry_run: bool = False, device: str = "cpu", progress: bool = True):
+          out: Optional[str | Path] = None, dry_run: bool = False, device: str = "cpu", progress: bool = True,
+          executor: Optional[str] = None, jobs: Optional[int] = None):
     """Run a study: a TOML file's path, the same structure as a dict (relative paths from the
     working directory), or a `Study`. Every (model, dataset, measure) step the results store `db`
     does not hold yet runs and is recorded; then the report is written to the study's `out`.
 
     Returns a `StudyResult` (its steps, the runs made, the report's folder); None on torchrun
     ranks other than 0. `dry_run`: the plan only (each step, whether it is done, its cost).
+
+    `executor` ('local' or 'slurm', else the study's [executor] kind) submits the study's jobs
+    through submitit, `jobs` at once, with the [executor] table's Slurm resources, and returns a
+    `ClusterResult` (`.study` is the `StudyResult`; `.failed` the jobs that failed).
     """
+    from ..console import status
+    from .jobs import network_store_warning
     from .runner import run_study
     if isinstance(source, Study):
         spec = source
@@ -28,6 +35,14 @@ def study(source: "str | Path | Dict[str, Any] | Study", db: Optional[str | Path
         spec = study_from_dict(source, out=out)
     else:
         spec = load_study(source, out=out)
+    warning = network_store_warning(spec, db)
+    if warning:
+        status(warning)
+    from .executor import with_flags
+    settings = with_flags(spec.executor, {"kind": executor, "jobs": jobs})
+    if settings.kind is not None and not dry_run:
+        from .cluster import run_cluster
+        return run_cluster(spec, db, settings, device=device, progress=progress)
     return run_study(spec, db, dry_run=dry_run, device=device, progress=progress)
 
 

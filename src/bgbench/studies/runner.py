@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 from ..console import status
 from ..errors import BgbenchError
@@ -59,6 +59,9 @@ class StudyResult:
         lines.append(f"{len(self.ran)} steps ran, {sum(s.done_run is not None for s in self.steps) - len(self.ran)} "
                      f"were already in the store, {sum(s.skip is not None for s in self.steps)} skipped "
                      f"({self.seconds:.0f}s)")
+        missing = [s for s in self.steps if s.done_run is None and s.skip is None and s.problem is None]
+        if missing:
+            lines.append(f"{len(missing)} steps are not in the store yet (`bgbench study` runs them)")
         if self.scorecard:
             from ..reporting.scorecard import scorecard_text
             lines += ["", scorecard_text(self.scorecard)]
@@ -92,10 +95,16 @@ def plan_table(steps: List[Step]) -> str:
 
 
 def run_study(study: Study, db: Optional[str | Path] = None, *, dry_run: bool = False, device: str = "cpu",
-              progress: bool = True, report: bool = True, rerun: bool = False) -> Optional[StudyResult]:
+              progress: bool = True, report: bool = True, rerun: bool = False, only: Optional[Set[str]] = None,
+              execute: bool = True, pictures: Optional[Path] = None) -> Optional[StudyResult]:
     """Plan `study` against the results store at `db` and run what it lacks (nothing with
     `dry_run`; every step with `rerun`, which measures anew); returns the result on rank 0 (None on
-    other torchrun ranks), with the result objects of the steps it ran."""
+    other torchrun ranks), with the result objects of the steps it ran.
+
+    For a study spread over jobs (`studies.jobs`): `only`, the titles of the steps this process may
+    run (the others are planned and left); `execute=False` runs no step, only the report of what
+    the store holds (the steps it lacks stay 'to run'); `pictures`, where a probe's pictures go
+    (default: beside the store; a job's store is on its node's local disk, its pictures are not)."""
     t0 = time.time()
     ranks = setup(device)
     with _store(db, dry_run) as store:
@@ -111,6 +120,8 @@ def run_study(study: Study, db: Optional[str | Path] = None, *, dry_run: bool = 
             return result if ranks.main else None
         refuse_problems(study, steps)
         for i, step in enumerate(steps, 1):
+            if not execute or (only is not None and step.title not in only):
+                continue
             if step.after_edits and step.done_run is None and not rerun:
                 refresh(step, store)  # its folder is written now: is its eval stored?
             if step.skip or step.done_run is not None:
@@ -119,7 +130,7 @@ def run_study(study: Study, db: Optional[str | Path] = None, *, dry_run: bool = 
                 continue
             if ranks.main:
                 status(f"[{i}/{len(steps)}] {step.title} ({step.cost()})")
-            run_id, value = _run_step(step, study, store, device, progress and ranks.main)
+            run_id, value = _run_step(step, study, store, device, progress and ranks.main, pictures)
             if ranks.main:
                 step.done_run = run_id
                 result.ran.append(run_id)
@@ -127,9 +138,9 @@ def run_study(study: Study, db: Optional[str | Path] = None, *, dry_run: bool = 
                                 step.measure.name)] = value
         if not ranks.main:
             return None
-        if report:
+        runs = [s.done_run for s in steps if s.done_run is not None and s.model is not None]
+        if report and (runs or execute):  # jobs that all failed leave nothing to report
             from ..reporting.render import render_report
-            runs = [s.done_run for s in steps if s.done_run is not None and s.model is not None]
             page = render_report(store, study.out, run_ids=runs, labels=study.labels(),
                                  data_labels=study.data_labels(), progress=False)
             result.report, result.scorecard = page.index.parent, page.scorecard
@@ -169,7 +180,8 @@ def refuse_problems(study: Study, steps: List[Step]) -> None:
                        f"nothing was run")
 
 
-def _run_step(step: Step, study: Study, store: Store, device: str, progress: bool) -> Tuple[Optional[int], Any]:
+def _run_step(step: Step, study: Study, store: Store, device: str, progress: bool,
+              pictures: Optional[Path] = None) -> Tuple[Optional[int], Any]:
     """One step through the API (the single commands' path); rank 0 records it: (run id, result)."""
     from .. import api
     if step.model is None:  # a dataset's edits, written once for every model
@@ -181,7 +193,8 @@ def _run_step(step: Step, study: Study, store: Store, device: str, progress: boo
     options.setdefault("device", device)
     # the pictures a probe draws go beside the store, as a single command's do: the report copies
     # what it shows (compressed), so its folder stays one to share
-    pictures = store.path.parent / "pictures" / safe_name(f"{model.label}-{step.dataset.label}-{step.measure.name}")
+    pictures = (pictures or store.path.parent / "pictures") / safe_name(
+        f"{model.label}-{step.dataset.label}-{step.measure.name}")
     if step.measure.name == "eval":
         result = api.evaluate(model.model, data, progress=progress, **options)
     elif step.measure.name == "challenge":

@@ -20,7 +20,9 @@ with `path` and `label`. Each key under `measures` is a measure of the registry 
 are the CLI's flags); `edits` (ImageNet-E levels) edits each dataset once and evaluates every
 model on the result; the analyses of stored runs (categories, boxsize, leakage, groups) are
 accepted and shown by the report from the eval runs. `datasets = ["label", ...]` in a measure's
-table runs it on those datasets only. Every problem is one line naming the key and the file.
+table runs it on those datasets only. An `[executor]` table says how its jobs are submitted across
+machines (`executor`: kind, jobs, Slurm resources). Every problem is one line naming the key and
+the file.
 """
 from __future__ import annotations
 
@@ -35,6 +37,7 @@ from typing import Any, Dict, List, Optional, Sequence
 from ..errors import BgbenchError
 from ..models.options import ModelOptions
 from ..options import check_types
+from .executor import ExecutorSettings, executor_table
 
 #: How a model string is built, set per model (not per measure): every `ModelOptions` field but the
 #: model string, where and on what it runs (the study decides those), and the protocol (a measure's).
@@ -87,6 +90,7 @@ class Study:
     measures: List[StudyMeasure]
     source: str = "study"
     out: Path = Path("bgbench-study")
+    executor: ExecutorSettings = field(default_factory=ExecutorSettings)  # [executor]: how its jobs are submitted
 
     @property
     def runnable(self) -> List[StudyMeasure]:
@@ -127,9 +131,10 @@ def study_from_dict(doc: Dict[str, Any], source: str = "study", base: Path = Pat
     before any step runs. `model_defaults`: model options for every model (`profile --class-map`)."""
     if not isinstance(doc, dict):
         raise BgbenchError(f"{source}: a study is a table with models, datasets and measures")
-    unknown = sorted(set(doc) - {"models", "datasets", "measures", "report"})
+    unknown = sorted(set(doc) - {"models", "datasets", "measures", "report", "executor"})
     if unknown:
-        raise BgbenchError(f"{source}: unknown key {unknown[0]!r}; a study has models, datasets, measures and report")
+        raise BgbenchError(f"{source}: unknown key {unknown[0]!r}; a study has models, datasets, measures, report "
+                           f"and executor")
     models = [_model(item, f"models[{i}]", source, base, model_defaults)
               for i, item in enumerate(_list(doc, "models", source))]
     datasets = [_dataset(item, f"datasets[{i}]", source, base)
@@ -160,7 +165,8 @@ def study_from_dict(doc: Dict[str, Any], source: str = "study", base: Path = Pat
         where, key = (base / f"{Path(source).stem}-report" if source not in ("study", "profile")
                       else Path("bgbench-study")), "the report's folder"
     check_out_folder(where, f"{source}: {key}")
-    return Study(models, datasets, checked, source, where)
+    executor = executor_table(doc["executor"], source) if "executor" in doc else ExecutorSettings()
+    return Study(models, datasets, checked, source, where, executor)
 
 
 def check_out_folder(path: Path, what: str) -> None:

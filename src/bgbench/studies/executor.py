@@ -1,0 +1,94 @@
+"""How a study's jobs are submitted: the study file's `[executor]` table and the command's flags
+(a flag wins), checked whole before anything is submitted.
+
+    [executor]
+    kind = "slurm"          # or "local": the same jobs as processes on this machine
+    jobs = 8                # at most this many at once (Slurm: the array's parallelism)
+    partition = "gpu"
+    gpus_per_job = 1
+    cpus_per_job = 8
+    time = 240              # minutes; a job past it is requeued and resumes from its store
+    sbatch = { account = "lab", qos = "high" }   # any other sbatch option
+
+Kept apart from the submitting (`cluster`) so that reading a study file never imports submitit.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any, Dict, Optional
+
+from ..errors import BgbenchError
+
+KINDS = ("local", "slurm")
+#: A job's time limit without `time`: a day (Slurm's partitions cap it further).
+DEFAULT_MINUTES = 24 * 60
+
+
+@dataclass
+class ExecutorSettings:
+    """What submitit needs: the executor's kind, how many jobs at once, and the Slurm resources."""
+
+    kind: Optional[str] = None
+    jobs: Optional[int] = None
+    partition: Optional[str] = None
+    gpus_per_job: Optional[int] = None
+    cpus_per_job: Optional[int] = None
+    time: Optional[int] = None
+    sbatch: Dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+_INTS = ("jobs", "gpus_per_job", "cpus_per_job", "time")
+
+
+def executor_table(table: Any, source: str) -> ExecutorSettings:
+    """The study file's [executor] table, checked (one line naming the key)."""
+    if not isinstance(table, dict):
+        raise BgbenchError(f"{source}: executor: a table ([executor]) of "
+                           f"{', '.join(f.name for f in fields(ExecutorSettings))}")
+    names = [f.name for f in fields(ExecutorSettings)]
+    for key in table:
+        if key not in names:
+            raise BgbenchError(f"{source}: executor.{key}: not an executor setting; they are {', '.join(names)}")
+    settings = ExecutorSettings(**table)
+    check(settings, lambda key: f"{source}: executor.{key}")
+    return settings
+
+
+def check(settings: ExecutorSettings, name) -> None:
+    """Every value by type and range; `name(key)` says where it came from in the error."""
+    if settings.kind is not None and settings.kind not in KINDS:
+        raise BgbenchError(f"{name('kind')}: {settings.kind!r} is not one of {', '.join(KINDS)}")
+    for key in _INTS:
+        value = getattr(settings, key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or
+                                  value < (0 if key == "gpus_per_job" else 1)):
+            raise BgbenchError(f"{name(key)}: expected a whole number of at least "
+                               f"{0 if key == 'gpus_per_job' else 1}, got {value!r}")
+    if settings.partition is not None and not isinstance(settings.partition, str):
+        raise BgbenchError(f"{name('partition')}: expected a partition's name, got {settings.partition!r}")
+    if not isinstance(settings.sbatch, dict):
+        raise BgbenchError(f"{name('sbatch')}: a table of sbatch options (sbatch = {{ account = \"lab\" }})")
+
+
+def with_flags(settings: ExecutorSettings, flags: Dict[str, Any]) -> ExecutorSettings:
+    """The file's settings with the flags given on the command line put over them (None: not given);
+    `sbatch` flags are KEY=VALUE strings added to the file's table."""
+    out = ExecutorSettings(**settings.to_dict())
+    out.sbatch = dict(settings.sbatch)
+    for key, value in flags.items():
+        if value is None:
+            continue
+        if key == "sbatch":
+            for item in value:
+                option, sep, setting = item.partition("=")
+                if not sep or not option.strip():
+                    raise BgbenchError(f"--sbatch {item!r}: expected KEY=VALUE (an sbatch option without its "
+                                       f"dashes, e.g. account=lab)")
+                out.sbatch[option.strip().lstrip("-").replace("-", "_")] = setting
+        else:
+            setattr(out, key, value)
+    check(out, lambda key: f"--{key.replace('_', '-')}")
+    return out
