@@ -70,6 +70,25 @@ def precision(mode: str, device: str):
     return forward_context(precision_of(mode), device)
 
 
+def feed_alone(items, batch_size: int, device: str, synced) -> float:
+    """Images/s of the feed by itself (pixel cache -> batches -> device, [0,1] float there), no model:
+    the rate above which the feed, not the forward, would set the eval path's pace."""
+    from bgbench.data.pixel_cache import pixels_of
+    from bgbench.data.prefetch import resolve_workers
+    from bgbench.evaluation.feed import DeviceFeed, host_batches
+    pixels = pixels_of(items, wait=True)
+
+    def once() -> float:
+        t = synced()
+        host = ((run, b) for chunk in host_batches(pixels, range(len(items)), batch_size,
+                                                    resolve_workers(None, device)) for run, b in chunk)
+        for _, x in DeviceFeed(device)(host):
+            pass
+        return synced() - t
+    once()
+    return len(items) / min(once() for _ in range(2))
+
+
 def dump(figures: dict, path) -> None:
     """Write the figures so far to `path` (if any): a run stopped later keeps them."""
     if path:
@@ -148,6 +167,7 @@ def main() -> None:
                 else:
                     os.environ["BGBENCH_CACHE"] = before
             eval_path()  # the cache of this run's own folder, written once (a warm-up when already there)
+            figures.setdefault("feed_alone", feed_alone(items, args.batch_size, args.device, synced))
             eval_t, fwd_t = [], []
             for _ in range(args.repeats):  # interleave, so drift hits both sides alike
                 eval_t.append(eval_path())
@@ -180,6 +200,8 @@ def main() -> None:
               "images/s: " + ", ".join(f"{w}: {r:.1f} ({r / grid['forward']:.3f})" for w, r in grid["eval"].items())
               + f"; best {grid['best']}")
     print(f"decode + preprocess alone: {decode_rate:7.1f} images/s on one core")
+    if figures.get("feed_alone"):
+        print(f"feed alone (pixel cache -> {args.device}, no model): {figures['feed_alone']:9.1f} images/s")
 
 
 if __name__ == "__main__":

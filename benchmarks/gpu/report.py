@@ -122,6 +122,10 @@ def _eval_rows(stages: List[dict], env: dict) -> List[str]:
                             f" | {rate(m['eval_first_pass'])} | {rate(m['forward'])} | "
                             f"{ratio(m['eval_first_pass'], m['forward'])} | >= 0.8 |")
         rows += _grid_row(e.get("workers_grid"))
+        if e.get("feed_alone"):
+            rows.append(f"| the feed alone (pixel cache -> batches -> device, [0,1] float there; no model), "
+                        f"{e['images']} images, batch {e['batch_size']} | {rate(e['feed_alone'])} | {DASH} | {DASH} | "
+                        f"above the fastest forward |")
     modes = [m for e in stages if e for m in e.get("modes", [])]
     decode = next((e["decode_per_core"] for e in stages if e.get("decode_per_core")), None)
     if decode:

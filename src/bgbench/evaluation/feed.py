@@ -11,6 +11,7 @@ On a CPU the same iterator hands `torch.from_numpy` views over: no pinning, no s
 """
 from __future__ import annotations
 
+import time
 import warnings
 from contextlib import closing
 from typing import Callable, Iterator, List, Optional, Sequence, Tuple
@@ -77,38 +78,22 @@ def _runs_by_shape(chunk: List[int], shape_of: Callable[[int], tuple]) -> List[L
 class DeviceFeed:
     """Moves NHWC uint8 host batches to `device` as NCHW float [0,1] (channels-last strides).
 
-    On CUDA each batch is copied into one of a few reused pinned buffers and sent on a side stream
-    one batch ahead; the compute stream waits on that copy's event only, so the host never waits
-    for the device here. On other devices the batch is wrapped without a copy."""
+    On CUDA, `depth` slots each hold a pinned host buffer and a uint8 device buffer, reused for the
+    whole pass: a batch is copied into its slot's pinned buffer, sent to its device buffer on a side
+    stream one batch ahead, and converted to float on the compute stream, which waits for that copy
+    only. A slot is written again once the device is done with it (an event the side stream waits
+    for on the device; the host waits only for the copy `depth` batches back), so nothing is
+    allocated per batch and the host never waits for the forward. On other devices the batch is
+    wrapped without a copy.
+
+    `host_seconds` and `wait_seconds` are what the host spent copying into pinned memory and
+    waiting for a slot: the feed's own cost, which `benchmarks/eval_throughput.py` prints."""
 
     def __init__(self, device: str | torch.device, depth: int = 3):
         self.device = torch.device(device)
         self.cuda = self.device.type == "cuda"
         self.depth = depth
-        self._pinned: List[Optional[torch.Tensor]] = [None] * depth
-        self._events: List[Optional[object]] = [None] * depth
-        self._stream = torch.cuda.Stream(device=self.device) if self.cuda else None
-
-    def _pin(self, slot: int, batch: np.ndarray) -> torch.Tensor:
-        """`batch` copied into pinned slot `slot` (grown as needed), once its last copy is done."""
-        if self._events[slot] is not None:
-            self._events[slot].synchronize()  # the copy `depth` batches ago: long finished
-        buf = self._pinned[slot]
-        if buf is None or buf.numel() < batch.size:
-            buf = torch.empty(batch.size, dtype=torch.uint8, pin_memory=True)
-            self._pinned[slot] = buf
-        view = buf[:batch.size].view(batch.shape)
-        view.numpy()[...] = batch
-        return view
-
-    def _send(self, slot: int, batch: np.ndarray) -> Tuple[torch.Tensor, object]:
-        host = self._pin(slot, batch)
-        with torch.cuda.stream(self._stream):
-            x = to_unit(host.to(self.device, non_blocking=True).permute(0, 3, 1, 2))
-            done = torch.cuda.Event()
-            done.record(self._stream)
-        self._events[slot] = done
-        return x, done
+        self.host_seconds = self.wait_seconds = 0.0
 
     def __call__(self, batches: Iterator[Tuple[object, np.ndarray]]) -> Iterator[Tuple[object, torch.Tensor]]:
         """(tag, NHWC uint8) in, (tag, NCHW float on the device) out, in order."""
@@ -116,24 +101,73 @@ class DeviceFeed:
             for tag, batch in batches:
                 yield tag, to_tensor(batch, self.device)
             return
-        current = torch.cuda.current_stream(self.device)
+        yield from _CudaRing(self, _side_stream(self.device)).run(batches)
+
+
+class _CudaRing:
+    """The slots of one pass of a `DeviceFeed` on CUDA (see there)."""
+
+    def __init__(self, feed: DeviceFeed, side):
+        self.feed, self.side = feed, side
+        self.compute = torch.cuda.current_stream(feed.device)
+        n = feed.depth
+        self.host: List[Optional[torch.Tensor]] = [None] * n
+        self.dev: List[Optional[torch.Tensor]] = [None] * n
+        self.copied: List[Optional[object]] = [None] * n  # side stream: the slot's last copy is done
+        self.used: List[Optional[object]] = [None] * n  # compute stream: the slot's last batch is converted
+
+    def run(self, batches) -> Iterator[Tuple[object, torch.Tensor]]:
         ahead = None
-        slot = 0
-        for tag, batch in batches:
-            sent = (tag, *self._send(slot, batch))
-            slot = (slot + 1) % self.depth
+        for k, (tag, batch) in enumerate(batches):
+            sent = self.send(k % self.feed.depth, tag, batch)
             if ahead is not None:
-                yield self._ready(ahead, current)
+                yield self.convert(*ahead)
             ahead = sent
         if ahead is not None:
-            yield self._ready(ahead, current)
+            yield self.convert(*ahead)
 
-    @staticmethod
-    def _ready(sent, current) -> Tuple[object, torch.Tensor]:
-        tag, x, done = sent
-        current.wait_event(done)
-        x.record_stream(current)  # its memory is the compute stream's to free
+    def send(self, slot: int, tag, batch: np.ndarray):
+        t0 = time.perf_counter()
+        if self.copied[slot] is not None:
+            self.copied[slot].synchronize()  # the copy `depth` batches back, out of this pinned buffer
+        t1 = time.perf_counter()
+        n = batch.size
+        if self.host[slot] is None or self.host[slot].numel() < n:
+            self.host[slot] = torch.empty(n, dtype=torch.uint8, pin_memory=True)
+            self.dev[slot] = torch.empty(n, dtype=torch.uint8, device=self.feed.device)
+            self.dev[slot].record_stream(self.side)
+        host = self.host[slot][:n]
+        host.numpy()[...] = batch.reshape(-1)
+        with torch.cuda.stream(self.side):
+            if self.used[slot] is not None:
+                self.side.wait_event(self.used[slot])  # on the device: the slot's last batch is converted
+            self.dev[slot][:n].copy_(host, non_blocking=True)
+            done = torch.cuda.Event()
+            done.record(self.side)
+        self.copied[slot] = done
+        self.feed.wait_seconds += t1 - t0
+        self.feed.host_seconds += time.perf_counter() - t1
+        return tag, slot, batch.shape, done
+
+    def convert(self, tag, slot: int, shape, copied) -> Tuple[object, torch.Tensor]:
+        self.compute.wait_event(copied)
+        n = int(np.prod(shape))
+        x = to_unit(self.dev[slot][:n].view(shape).permute(0, 3, 1, 2))
+        used = torch.cuda.Event()
+        used.record(self.compute)
+        self.used[slot] = used
         return tag, x
+
+
+_SIDE_STREAMS: dict = {}
+
+
+def _side_stream(device: torch.device):
+    """One copy stream per device for the process: streams are not free to make, and the caching
+    allocator keeps its memory per stream."""
+    if device not in _SIDE_STREAMS:
+        _SIDE_STREAMS[device] = torch.cuda.Stream(device=device)
+    return _SIDE_STREAMS[device]
 
 
 def to_unit(x: torch.Tensor) -> torch.Tensor:
