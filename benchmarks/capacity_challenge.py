@@ -116,12 +116,15 @@ def tensors(case: str, num_fg: int, num_bg: int, size: int, seed: int = 0):
 
 
 def run_case(case: str, precision: str, num_fg: int, num_bg: int, size: int, batch_size: int,
-             seed: int = 0) -> dict:
-    """One verdicts call over every foreground: pairs, seconds, and the host's pairs/s."""
+             seed: int = 0, speculate: bool = True) -> dict:
+    """One verdicts call over every foreground: pairs, seconds, and the host's pairs/s. `speculate`:
+    the search's path on a card (each next batch launched before the last one's results are back,
+    `search.VerdictSearch`), whose bookkeeping is the host's work there."""
     fg, masks, labels, bg, bg_labels = tensors(case, num_fg, num_bg, size, seed)
     clock = DeviceClock()
+    options = {"speculate": speculate} if _speculates() else {}
     engine = ChallengeEngine(free_model(clock), bg, bg_labels, batch_size=batch_size, precision=precision,
-                             seed=seed)
+                             seed=seed, **options)
     clock.wrap_composites(engine)
     t = time.perf_counter()
     results = engine.verdicts(fg, masks, labels, range(num_fg), progress=False)
@@ -133,22 +136,31 @@ def run_case(case: str, precision: str, num_fg: int, num_bg: int, size: int, bat
     pairs = engine.stats.pairs
     host = max(wall - clock.seconds, 1e-9)
     return {"case": case, "precision": precision, "fg": num_fg, "bg": num_bg, "size": size,
-            "batch_size": batch_size, "fooled": fooled, "pairs": pairs, "wall_s": wall, "device_s": clock.seconds,
-            "pairs_s": pairs / wall, "host_pairs_s": pairs / host}
+            "batch_size": batch_size, "speculate": bool(getattr(engine, "speculate", False)),
+            "wasted": getattr(engine.stats, "wasted", 0), "fooled": fooled, "pairs": pairs, "wall_s": wall,
+            "device_s": clock.seconds, "pairs_s": pairs / wall, "host_pairs_s": pairs / host}
+
+
+def _speculates() -> bool:
+    """Whether this bgbench's engine can speculate (the benchmark also runs on earlier versions)."""
+    return "speculate" in ChallengeEngine.__dataclass_fields__
 
 
 def challenge_capacity(cases: Iterable[str] = ("robust", "fooled"), precisions: Iterable[str] = ("fp32",
                        "bf16-verified"), num_fg: int = 256, num_bg: int = 4050, size: int = 2,
-                       batch_size: int = 256, threads: int = 1, seed: int = 0) -> Dict[str, object]:
+                       batch_size: int = 256, threads: int = 1, seed: int = 0,
+                       speculate: bool = True) -> Dict[str, object]:
     """Pairs/s the challenge's search schedules on `threads` cores with a model that costs nothing.
 
     Returns {"rows": [one dict per case and precision], "threads", "load"}; each row has
     `host_pairs_s` (the figure: pairs per second of the host's own work), `pairs_s` (end to end,
-    compositing on this CPU included) and `device_s` (compositing and model time)."""
+    compositing on this CPU included) and `device_s` (compositing and model time). `speculate`
+    (default): the search's path on a card; its thrown-away batches are `wasted` composites."""
     before = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
-        rows: List[dict] = [run_case(c, p, num_fg, num_bg, size, batch_size, seed) for c in cases for p in precisions]
+        rows: List[dict] = [run_case(c, p, num_fg, num_bg, size, batch_size, seed, speculate)
+                            for c in cases for p in precisions]
     finally:
         torch.set_num_threads(before)
     return {"rows": rows, "threads": threads, "load": os.getloadavg()[0], "torch": torch.__version__}
@@ -156,7 +168,8 @@ def challenge_capacity(cases: Iterable[str] = ("robust", "fooled"), precisions: 
 
 def line(r: dict) -> str:
     return (f"challenge {r['case']:<6} {r['precision']:<13} {r['fg']} fg x {r['bg']} bg at {r['size']} px, "
-            f"batch {r['batch_size']}: fooled {r['fooled']}, {r['pairs']} pairs in {r['wall_s']:.2f} s "
+            f"batch {r['batch_size']}{', speculating' if r['speculate'] else ''}: fooled {r['fooled']}, "
+            f"{r['pairs']} pairs (+{r['wasted']} wasted) in {r['wall_s']:.2f} s "
             f"(device share {r['device_s']:.2f} s): {r['host_pairs_s']:,.0f} pairs/s scheduled by the host "
             f"({r['pairs_s']:,.0f} end to end)")
 
@@ -170,9 +183,12 @@ def main() -> None:
     ap.add_argument("--batch-size", type=int, default=256)
     ap.add_argument("--size", type=int, default=2, help="image size in px (default %(default)s; see the docstring)")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--no-speculate", action="store_true", help="the CPU's path: wait for each batch's results "
+                    "before packing the next (default: the card's path)")
     ap.add_argument("--json", metavar="FILE", help="also write the rows to FILE")
     args = ap.parse_args()
-    out = challenge_capacity(args.cases, args.precisions, args.fg, args.bg, args.size, args.batch_size, args.threads)
+    out = challenge_capacity(args.cases, args.precisions, args.fg, args.bg, args.size, args.batch_size, args.threads,
+                             speculate=not args.no_speculate)
     print(f"torch {out['torch']}, {out['threads']} thread(s), load average {out['load']:.1f}")
     for r in out["rows"]:
         print(line(r), flush=True)
