@@ -265,7 +265,10 @@ class VerifiedPredictor:
         """
         s = self.stats
         host = [b.fetch.wait() for b in batches]
-        pred, margin = torch.cat([h[0] for h in host]), torch.cat([h[1] for h in host]).float()
+        if len(host) == 1:  # a search's batch (copies: the decisions are changed in place)
+            pred, margin = host[0][0].clone(), host[0][1].float().clone()
+        else:
+            pred, margin = torch.cat([h[0] for h in host]), torch.cat([h[1] for h in host]).float()
         s.composites += len(pred)
         audit = torch.cat([torch.rand(b.n, generator=self._audits) * s.audit_every < 1 for b in batches])
         need = ~(margin > s.delta) & ~audit
@@ -582,7 +585,10 @@ class SearchChecks:
         def likely(pred, margin, decided):
             """Each foreground's first row that bf16 finds fooling and nothing else decides: what
             `_confirm_fooling` most likely recomputes, computed in the same forward."""
-            first = first_per_segment((pred != labels) & ~decided, fi, len(self.images))
+            wrong = (pred != labels) & ~decided
+            if not bool(wrong.any()):  # (host tensors: no wait) a batch that fools nothing, the usual one
+                return wrong
+            first = first_per_segment(wrong, fi, len(self.images))
             out = torch.zeros(len(pred), dtype=torch.bool)
             out[first[first >= 0]] = True
             return out
@@ -605,7 +611,10 @@ class SearchChecks:
         """
         labels, stats = self.labels[fi], self.verifier.stats
         while True:
-            first = first_per_segment(pred != labels, fi, len(self.images))
+            wrong = pred != labels
+            if not bool(wrong.any()):  # nothing to confirm: the usual batch of a robust stretch
+                return
+            first = first_per_segment(wrong, fi, len(self.images))
             k = first[first >= 0].sort().values  # in row order
             k = k[torch.isfinite(margin[k])]
             if not len(k):
