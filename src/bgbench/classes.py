@@ -59,11 +59,19 @@ def imagenet_to_in9() -> np.ndarray:
     return table
 
 
+@lru_cache(maxsize=None)
+def imagenet_to_in9_on(device: str) -> "torch.Tensor":
+    """`imagenet_to_in9` as a tensor on `device`, made once per device: copied from host memory at
+    every batch, it would make the host wait for the card each time."""
+    import torch
+    return torch.as_tensor(imagenet_to_in9(), device=device)
+
+
 def _table(class_map: Optional["LabelTable"], device) -> tuple:
     """(ImageNet index -> label tensor, number of labels) of a class map; IN-9's when None."""
     import torch
     if class_map is None:
-        return torch.as_tensor(imagenet_to_in9(), device=device), len(IN9_FOLDERS)
+        return imagenet_to_in9_on(str(device)), len(IN9_FOLDERS)
     return torch.as_tensor(class_map.array(), device=device), class_map.num_classes
 
 

@@ -223,3 +223,39 @@ def test_the_device_feed_delivers_what_the_cpu_conversion_gives(synth_root):
     assert [tag for tag, _ in got] == list(range(9))
     for (_, batch), (_, x) in zip(batches, got):
         assert torch.equal(x, to_tensor(batch, "cpu"))
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16-verified"])
+def test_the_challenge_search_never_makes_the_host_wait_for_the_whole_device(precision):
+    """Under CUDA's sync debug mode set to 'error', every call that synchronises the device or a
+    stream (`.cpu()`, `.item()`, a boolean mask as an index, a copy from pageable memory) raises:
+    the search's only waits are on the events of results that are due (`transfer.Fetch`), while
+    the next batch is already queued. Its verdicts are the CPU's."""
+    if not DEVICE.startswith("cuda"):
+        pytest.skip("CUDA's sync debug mode needs a GPU")
+    from torch import nn
+    from bgbench.measures.challenge.engine import ChallengeEngine
+    from bgbench.models.spec import BgModel, ModelSpec
+    g = torch.Generator().manual_seed(0)
+    net = nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8, 4))
+    with torch.no_grad():
+        for p in net.parameters():
+            p.copy_(torch.randn(p.shape, generator=g))
+    model = BgModel(net, ModelSpec(name="toy:conv", arch="toy", num_classes=4, mean=(0, 0, 0), std=(1, 1, 1))).eval()
+    fg = torch.randint(0, 256, (24, 12, 12, 3), dtype=torch.uint8, generator=g)
+    masks = torch.rand(24, 12, 12, generator=g) < 0.6
+    bg = torch.randint(0, 256, (40, 12, 12, 3), dtype=torch.uint8, generator=g)
+    labels, bg_labels = (torch.arange(24) % 4).numpy(), torch.arange(40) % 4
+    runs = {}
+    for device in ("cpu", DEVICE):
+        engine = ChallengeEngine(model.to(device), bg.to(device), bg_labels, batch_size=8, precision=precision)
+        if engine.verifier is not None:  # calibration measures on the host, once a run
+            engine.verifier.calibrate(fg.to(device), masks.to(device), range(24))
+        if device != "cpu":
+            torch.cuda.set_sync_debug_mode("error")
+        try:
+            results = engine.verdicts(fg, masks, labels, range(24), progress=False)
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+        runs[device] = sorted((r.index, r.fooled) for r in results)
+    assert runs[DEVICE] == runs["cpu"]

@@ -183,3 +183,47 @@ def test_verdicts_equal_the_matrix_for_any_batching(n, b, batch_size, fill_after
         else:
             assert r.pairs == b
     assert engine.stats.pairs >= minimum_pairs(matrix, fg_labels)
+
+
+def _search_record(matrix, fg_labels, bg_labels, speculate, **kw):
+    """Everything a search decides and counts: each verdict as it was handed out, in order, and the
+    engine's pairs, batches, learnt counts and wasted composites."""
+    engine = _engine(matrix, bg_labels, speculate=speculate, **kw)
+    given = []
+    fg, masks, _ = index_tensors(*matrix.shape)
+    engine.verdicts(fg, masks, fg_labels, range(len(fg_labels)), on_result=given.append, progress=False)
+    verdicts = [(r.index, r.fooled, r.pairs, r.fooling_bg, r.fooling_pred) for r in given]
+    counts = [t.tolist() for t in (engine.tries, engine.class_tries, engine.fool_counts, engine.class_fool_counts)]
+    return verdicts, (engine.stats.pairs, engine.stats.batches, counts), engine.stats.wasted
+
+
+@settings(max_examples=20, deadline=None)
+@given(n=st.integers(1, 30), b=st.integers(1, 60), batch_size=st.integers(1, 40), seed=st.integers(0, 2 ** 16),
+       fool_rate=st.floats(0, 0.05), precision=st.sampled_from(["fp32", "bf16-verified"]))
+def test_speculating_on_the_next_batch_changes_nothing_but_the_work(n, b, batch_size, seed, fool_rate, precision):
+    """A search that launches each next batch before the last one's results are back (what it does
+    on CUDA, forced here on the CPU) hands out the same verdicts in the same order, evaluates the
+    same pairs in the same batches and learns the same counts as one that waits."""
+    rng = np.random.default_rng(seed)
+    fg_labels, bg_labels = rng.integers(0, 9, size=n), rng.integers(0, 9, size=b)
+    matrix = np.repeat(fg_labels[:, None], b, axis=1)
+    wrong = rng.random((n, b)) < fool_rate
+    matrix[wrong] = (fg_labels[:, None].repeat(b, axis=1)[wrong] + 1) % 9
+    kw = dict(batch_size=batch_size, seed=seed, precision=precision, adapt_until=16, fill_after=8)
+    waits, speculates = (_search_record(matrix, fg_labels, bg_labels, flag, **kw) for flag in (False, True))
+    assert speculates[:2] == waits[:2]
+    assert waits[2] == 0
+
+
+def test_a_speculative_batch_is_thrown_away_when_its_guess_was_wrong():
+    """Survivors, then a foreground fooled late: the batch launched on the guess that nothing fooled
+    is thrown away (counted as wasted, not as pairs) and the search goes on from what happened."""
+    n, b = 12, 200
+    fg_labels, bg_labels = np.zeros(n, dtype=np.int64), np.arange(b) % 9
+    matrix = np.zeros((n, b), dtype=np.int64)
+    matrix[3, 150] = 4  # one foreground fooled, by a background it meets late
+    waits = _search_record(matrix, fg_labels, bg_labels, False, batch_size=16)
+    speculates = _search_record(matrix, fg_labels, bg_labels, True, batch_size=16)
+    assert speculates[:2] == waits[:2]
+    assert speculates[2] > 0 and waits[2] == 0
+    assert [(v[0], v[3], v[4]) for v in speculates[0] if v[1]] == [(3, 150, 4)]

@@ -187,7 +187,7 @@ _DIVISORS: dict = {}
 
 def _divisor(device: torch.device) -> torch.Tensor:
     if device not in _DIVISORS:
-        _DIVISORS[device] = torch.tensor(255.0, dtype=torch.float32, device=device)
+        _DIVISORS[device] = torch.full((), 255.0, dtype=torch.float32, device=device)  # a fill: no host copy
     return _DIVISORS[device]
 
 

@@ -14,7 +14,11 @@ Where the speed comes from, without changing any verdict:
   likely" is learnt during the run from every composite evaluated: per foreground class, each
   background's rate of fooling so far (`scores_for`). A foreground that is never fooled still sees
   every background, so the verdict is that of the exhaustive loop;
-- batches stay full: spare room goes to survivors beyond their doubling chunk (`search`).
+- batches stay full: spare room goes to survivors beyond their doubling chunk (`search`);
+- on a card the host never makes the device wait: indices go up from pinned memory and results
+  come down into it without blocking (`transfer`), forwards are timed by CUDA events, and the
+  search packs and launches each next batch while the device computes the last one
+  (`speculate`), so its only waits are on results that are due, with a batch queued behind them.
 
 Precision. 'fp32' (the default) is exact: on CUDA too, since every fp32 forward runs under
 `numerics.strict_fp32` (no TF32). 'bf16-verified' decides in bf16 and proves what it can of fp32's
@@ -33,11 +37,13 @@ from typing import TYPE_CHECKING, Iterator, List, Optional, Sequence
 import torch
 
 from ...classes import Mapping
+from ...evaluation.feed import to_unit
 from ...evaluation.predict import decide
 from ...models.spec import BgModel
 from .config import DEFAULT_SAFETY
 from .numerics import fp32_settings, strict_fp32
-from .search import VerdictSearch, full_result
+from .search import VerdictSearch, full_results
+from .transfer import Fetch, to_device
 from .verdict import FgResult, OnResult, composite
 
 if TYPE_CHECKING:
@@ -51,9 +57,37 @@ STRICT = ("fp32", "bf16-verified")
 
 @dataclass
 class EngineStats:
+    """Composites the searches evaluated (pairs), their batches, and the forwards' seconds.
+
+    On CUDA a forward's seconds are read from two events around it, folded in when they are asked
+    for (`forward_seconds`), never by waiting on the device after each forward. `wasted` counts
+    composites of speculative batches that were thrown away (`search.VerdictSearch`): not pairs.
+    """
+
     pairs: int = 0
     batches: int = 0
-    forward_seconds: float = 0.0
+    wasted: int = 0
+    seconds: float = 0.0  # folded so far
+    events: list = field(default_factory=list, repr=False)  # (start, end) CUDA events not folded yet
+
+    @property
+    def forward_seconds(self) -> float:
+        """Seconds in forwards so far (on CUDA this waits for the last recorded forward)."""
+        self.fold(wait=True)
+        return self.seconds
+
+    def fold(self, wait: bool = False) -> None:
+        """Fold the timed forwards' events into `seconds`: all of them with `wait`, else those
+        already done (an event query, no wait), so that a long run keeps few events."""
+        done = 0
+        for start, end in self.events:
+            if wait:
+                end.synchronize()
+            elif not end.query():
+                break
+            self.seconds += start.elapsed_time(end) / 1000
+            done += 1
+        del self.events[:done]
 
 
 @dataclass
@@ -78,6 +112,11 @@ class ChallengeEngine:
         seed: of the ordering's tie-breaking jitter (and bf16-verified's draws); pairs evaluated
             depend on it, verdicts never.
         verify_safety: bf16-verified's safety factor on the measured spread of logit deviations.
+        speculate: a search launches its next batch before the last one's results are back, as if
+            nothing in it fooled, and throws it away when something did (`search.VerdictSearch`):
+            the device never waits on the host, and the batches are the same either way. None:
+            on CUDA only (on a CPU nothing runs while the host packs, and a thrown-away batch is
+            pure cost).
     """
 
     model: BgModel
@@ -93,6 +132,7 @@ class ChallengeEngine:
     adapt_until: int = 128
     fill_after: int = 32
     seed: int = 0
+    speculate: Optional[bool] = None
     bg_pred: Optional[torch.Tensor] = None
     fool_counts: torch.Tensor = field(default=None)
     stats: EngineStats = field(default_factory=EngineStats)
@@ -100,6 +140,8 @@ class ChallengeEngine:
     def __post_init__(self):
         self.device = self.backgrounds.device
         self.num_bg = int(self.backgrounds.shape[0])
+        if self.speculate is None:
+            self.speculate = self.device.type == "cuda"
         if self.device.type == "cuda":
             self.model = self.model.to(memory_format=torch.channels_last)
         self.fp32_user_settings = fp32_settings()  # recorded: what fp32 would have meant without strict_fp32
@@ -130,21 +172,37 @@ class ChallengeEngine:
 
     @contextlib.contextmanager
     def timed(self, n: int, count: bool = True) -> Iterator[None]:
-        """Account a forward of `n` composites (pairs count only the search's own composites)."""
-        t = time.perf_counter()
-        try:
-            yield
-        finally:
-            if self.device.type == "cuda":
-                torch.cuda.synchronize()
-            self.stats.forward_seconds += time.perf_counter() - t
-            if count:
-                self.stats.batches += 1
-                self.stats.pairs += n
+        """Account a forward of `n` composites (pairs count only the search's own composites).
+
+        On CUDA the forward is timed by two events on the stream, read later (`EngineStats`): no
+        wait on the device here."""
+        if self.device.type == "cuda":
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            try:
+                yield
+            finally:
+                end.record()
+                self.stats.events.append((start, end))
+                if len(self.stats.events) > 64:
+                    self.stats.fold()
+        else:
+            t = time.perf_counter()
+            try:
+                yield
+            finally:
+                self.stats.seconds += time.perf_counter() - t
+        if count:
+            self.count(n)
+
+    def count(self, n: int) -> None:
+        """Count a batch of `n` composites a search evaluated and kept as pairs."""
+        self.stats.batches += 1
+        self.stats.pairs += n
 
     @staticmethod
     def _float(batch_nhwc: torch.Tensor) -> torch.Tensor:
-        return batch_nhwc.permute(0, 3, 1, 2).float().div_(255)  # channels_last strides already
+        return to_unit(batch_nhwc.permute(0, 3, 1, 2))  # channels_last strides already; the CPU's numbers on CUDA
 
     def _plain(self, x: torch.Tensor) -> torch.Tensor:
         """fp32 (strict), or plain bf16/fp16 autocast."""
@@ -166,20 +224,27 @@ class ChallengeEngine:
                    bi: torch.Tensor) -> Iterator[torch.Tensor]:
         """The composites (foreground fi[k] over background bi[k]), [0,1] NCHW on the device, in
         batches of `batch_size`."""
+        fi, bi = to_device(fi, self.device), to_device(bi, self.device)  # once, from pinned memory
         for s in range(0, len(fi), self.batch_size):
-            f = fi[s:s + self.batch_size].to(self.device, non_blocking=True)
-            b = bi[s:s + self.batch_size].to(self.device, non_blocking=True)
-            yield self._float(composite(images, masks, self.backgrounds, f, b))
+            yield self._float(composite(images, masks, self.backgrounds, fi[s:s + self.batch_size],
+                                        bi[s:s + self.batch_size]))
+
+    def launch_composites(self, images: torch.Tensor, masks: torch.Tensor, fi: torch.Tensor, bi: torch.Tensor,
+                          count: bool = True) -> Fetch:
+        """Predictions of the composites (fi[k], bi[k]) in this engine's precision, on their way to
+        the host (`Fetch.wait`): the forwards are queued and nothing waits on the device. `count`:
+        count them as pairs now (a search that may throw a batch away counts it when it keeps it)."""
+        out = []
+        for x in self.composites(images, masks, fi, bi):
+            with self.timed(len(x), count=count):
+                out.append(self._plain(x))
+        return Fetch([torch.cat(out) if out else torch.zeros(0, dtype=torch.long, device=self.device)])
 
     def predict_composites(self, images: torch.Tensor, masks: torch.Tensor, fi: torch.Tensor,
                            bi: torch.Tensor) -> torch.Tensor:
         """Predictions (CPU) of the composites (fi[k], bi[k]) in this engine's precision: the pairs
         a search evaluates (bf16-verified's searches decide theirs through `verifier`)."""
-        out = []
-        for x in self.composites(images, masks, fi, bi):
-            with self.timed(len(x)):
-                out.append(self._plain(x).cpu())
-        return torch.cat(out) if out else torch.zeros(0, dtype=torch.long)
+        return self.launch_composites(images, masks, fi, bi).wait()[0]
 
     def predict_backgrounds(self) -> torch.Tensor:
         """Each background's own prediction: the prior for which backgrounds fool whom."""
@@ -226,22 +291,38 @@ class ChallengeEngine:
         """Background indices, most likely to fool a class-`label` foreground first (see `scores_for`)."""
         return torch.argsort(self.scores_for(label), descending=True)
 
+    def ordering_state(self) -> tuple:
+        """What a search's speculative step may change of the ordering (the tries it counts and
+        the jitter it draws; a guess that nothing fooled adds no fools), for `restore_ordering`."""
+        return self.tries.clone(), self.class_tries.clone(), self._label_tries.clone(), self._rng.get_state()
+
+    def restore_ordering(self, state: tuple) -> None:
+        """Put back what `ordering_state` saved: a speculative step whose guess was wrong never happened."""
+        self.tries, self.class_tries, self._label_tries = state[0], state[1], state[2]
+        self._rng.set_state(state[3])
+
     def warm(self, bg: int, label: int) -> None:
         """Count one earlier verdict (a class-`label` foreground fooled by background `bg`) in the ordering."""
         self.learn(torch.tensor([bg]), torch.tensor([True]), label)
 
-    def learn(self, idx: torch.Tensor, wrong: torch.Tensor, label: int) -> None:
-        """Count composites of backgrounds `idx` (CPU) with a class-`label` foreground in the
-        ordering; `wrong` marks the foolers. The search calls it after every batch."""
-        foolers = idx[wrong]
-        same = self.bg_labels[idx] == label if self.bg_pred is None else self.bg_pred[idx] == label
+    def learn(self, idx: torch.Tensor, wrong: torch.Tensor, label) -> None:
+        """Count composites of backgrounds `idx` (CPU) with foregrounds of class `label` (one class,
+        or a tensor of one per composite) in the ordering; `wrong` marks the foolers. The search
+        calls it once a batch for all its foregrounds: the counts are whole numbers that add up, so
+        one call counts exactly what a call per foreground would, at a fraction of the host's time."""
+        label = torch.as_tensor(label, dtype=torch.long)
+        if label.dim() == 0:
+            label = label.expand(idx.shape)
+        same = (self.bg_labels if self.bg_pred is None else self.bg_pred)[idx] == label
         self._label_tries += torch.tensor([float((wrong & same).sum()), float(same.sum()),
                                            float((wrong & ~same).sum()), float((~same).sum())], dtype=torch.float64)
-        self.tries[idx] += 1
-        self.fool_counts[foolers] += 1
-        if label < self.num_labels:
-            self.class_tries[idx, label] += 1
-            self.class_fool_counts[foolers, label] += 1
+        ones = torch.ones(len(idx), dtype=torch.float64)
+        self.tries.index_put_((idx,), ones, accumulate=True)
+        self.fool_counts.index_put_((idx[wrong],), ones[wrong], accumulate=True)
+        known = label < self.num_labels
+        self.class_tries.index_put_((idx[known], label[known]), ones[known], accumulate=True)
+        fooled = known & wrong
+        self.class_fool_counts.index_put_((idx[fooled], label[fooled]), ones[fooled], accumulate=True)
 
     # -- verdicts -----------------------------------------------------------------------------
     def verdicts(self, fg_images: torch.Tensor, fg_masks: torch.Tensor, fg_labels: Sequence[int],
@@ -252,7 +333,7 @@ class ChallengeEngine:
         survivor may be reported again, fooled, if a later audit raises delta above one of its
         kept margins (`Verifier.reexamine`); the returned list holds the final verdicts.
         """
-        images, masks = fg_images.to(self.device), fg_masks.to(self.device)
+        images, masks = to_device(fg_images, self.device), to_device(fg_masks, self.device)
         if self.verifier is not None:
             self.verifier.calibrate(images, masks, indices)
         results = VerdictSearch(self, images, masks, fg_labels, on_result, progress).run(indices)
@@ -268,14 +349,10 @@ class ChallengeEngine:
         With bf16-verified the first fooling entry of each row is confirmed in fp32 (so the verdict
         is exact) and rows are re-examined when delta rises, like `verdicts`.
         """
-        images, masks = fg_images.to(self.device), fg_masks.to(self.device)
+        images, masks = to_device(fg_images, self.device), to_device(fg_masks, self.device)
         if self.verifier is not None:
             self.verifier.calibrate(images, masks, indices)
-        results = []
-        for j in indices:
-            results.append(full_result(self, images, masks, fg_labels, j))
-            if on_result is not None:
-                on_result(results[-1])
+        results = full_results(self, images, masks, fg_labels, indices, on_result)
         if self.verifier is not None:
             return self.verifier.reexamine(images, masks, fg_labels, results, on_result)
         return results

@@ -41,6 +41,7 @@ from .engine import ChallengeEngine
 from .result import ChallengeReport
 from .sample import SamplePlan
 from .summary import ChallengeData, summarize
+from .transfer import Fetch, to_device
 from .verdict import FgResult
 
 __all__ = ["ChallengeConfig", "ChallengeReport", "run_challenge", "summarize", "load_backgrounds",
@@ -240,16 +241,17 @@ class _Invocation:
         """Verdicts (or full rows) for the foregrounds at `positions`, stored as they come."""
         d, engine = self.data, self.engine
         images, masks = self.load(positions)
-        for s in range(0, len(positions), self.cfg.batch_size):
-            preds = engine.predict_uint8(images[s:s + self.cfg.batch_size].to(self.device)).cpu().tolist()
-            self.clean.update({positions[s + k]: p for k, p in enumerate(preds)})
+        on_device = to_device(images, engine.device)  # once, from pinned memory
+        preds = [engine.predict_uint8(on_device[s:s + self.cfg.batch_size])
+                 for s in range(0, len(positions), self.cfg.batch_size)]
+        self.clean.update(zip(positions, Fetch([torch.cat(preds)]).wait()[0].tolist()))  # one wait, not one a batch
         labels = d.fg_labels[positions]
         local = list(range(len(positions)))
         on_result = lambda r: self.record(positions[r.index], r)  # noqa: E731
         if self.cfg.full:
-            engine.full_rows(images, masks, labels, local, on_result=on_result)
+            engine.full_rows(on_device, masks, labels, local, on_result=on_result)
         else:
-            engine.verdicts(images, masks, labels, local, on_result=on_result, progress=False)
+            engine.verdicts(on_device, masks, labels, local, on_result=on_result, progress=False)
         self.flush()
 
     def load(self, positions: List[int]):

@@ -12,7 +12,7 @@ that is the only place this module meets it.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, List, Optional, Protocol, Sequence
 
 import torch
@@ -31,7 +31,8 @@ class SearchEngine(Protocol):
     max_chunk: int
     adapt_until: int
     fill_after: int
-    stats: Any  # engine.EngineStats: pairs, batches, forward_seconds
+    speculate: bool
+    stats: Any  # engine.EngineStats: pairs, batches, wasted, forward_seconds
     verifier: Optional[Any]  # verified.Verifier under bf16-verified, else None
 
     def predict_composites(self, images: torch.Tensor, masks: torch.Tensor, fi: torch.Tensor,
@@ -39,7 +40,16 @@ class SearchEngine(Protocol):
 
     def order_for(self, label: int) -> torch.Tensor: ...
 
-    def learn(self, idx: torch.Tensor, wrong: torch.Tensor, label: int) -> None: ...
+    def ordering_state(self) -> Any: ...
+
+    def restore_ordering(self, state: Any) -> None: ...
+
+    def count(self, n: int) -> None: ...
+
+    def launch_composites(self, images: torch.Tensor, masks: torch.Tensor, fi: torch.Tensor, bi: torch.Tensor,
+                          count: bool = True) -> Any: ...
+
+    def learn(self, idx: torch.Tensor, wrong: torch.Tensor, label: Any) -> None: ...
 
 
 @dataclass(eq=False)
@@ -92,7 +102,16 @@ def takes(active: List[_Fg], batch_size: int, num_bg: int, fill_after: int) -> L
 
 
 class VerdictSearch:
-    """The search for one `verdicts` call (see the module docstring)."""
+    """The search for one `verdicts` call (see the module docstring).
+
+    With `engine.speculate` (on CUDA), the batch after the one on the device is packed and launched
+    as if nothing in the first fooled: the host packs while the device computes, and waits on the
+    device only for results that are due (`transfer.Fetch`). When nothing fooled, that guess was
+    the search's own next step, so it is kept; otherwise it is thrown away (the state it changed is
+    restored, `_Undo`) and the next batch is packed from what happened. Batches, orders, verdicts
+    and pair counts are the same with and without it. It is tried only after a batch that fooled
+    nothing (a run's robust stretch, where its cost is), so fooled stretches waste nothing.
+    """
 
     def __init__(self, engine: SearchEngine, images: torch.Tensor, masks: torch.Tensor, labels: Sequence[int],
                  on_result: OnResult = None, progress: bool = False):
@@ -101,24 +120,62 @@ class VerdictSearch:
         self.on_result = on_result
         self.progress = progress
         self.active: List[_Fg] = []
+        self.queue: List[int] = []
         self.results: List[FgResult] = []
         self.checks = engine.verifier.checks(images, masks, labels) if engine.verifier is not None else None
+        self._marks: Optional[list] = None  # while packing speculatively: (tried mask, indices set in it)
+        self.bar = None
 
     def run(self, indices: Sequence[int]) -> List[FgResult]:
-        queue = list(indices)[::-1]
         e = self.engine
-        bar = console.progress(enabled=self.progress, total=len(queue), desc="challenge", unit="fg")
-        while queue or self.active:
-            while queue and len(self.active) < e.batch_size:
-                i = queue.pop()
-                self.active.append(_Fg(i, int(self.labels[i]), torch.zeros(e.num_bg, dtype=torch.bool)))
-            spans = self._pack()
-            done = self._settle(spans, self._evaluate(spans))
-            bar.update(len(done))
-            self.active = [s for s in self.active if s not in done]
-            bar.set_postfix(pairs_s=f"{e.stats.pairs / max(bar.format_dict['elapsed'], 1e-9):.0f}")
-        bar.close()
+        self.queue = list(indices)[::-1]
+        self.bar = console.progress(enabled=self.progress, total=len(self.queue), desc="challenge", unit="fg")
+        pending, clean = None, True  # the batch on the device; whether the last one fooled nothing
+        while True:
+            if pending is None:
+                self._admit()
+                if not self.active:
+                    break
+                pending = self._launch(self._pack())
+            ahead = self._ahead(pending) if e.speculate and clean else None
+            pred = self._finish(pending)
+            clean = not bool((pred != pending.labels).any())
+            if ahead is not None and clean:  # the guess was right: its settle and its batch stand
+                e.count(len(pred))
+                self._give(ahead.results)
+                pending = ahead.batch
+            else:
+                if ahead is not None:
+                    ahead.restore(self)
+                    if ahead.batch is not None:
+                        e.stats.wasted += len(ahead.batch.labels)
+                e.count(len(pred))
+                self._give(self._settle(pending, pred))
+                pending = None
+            self.bar.set_postfix(pairs_s=f"{e.stats.pairs / max(self.bar.format_dict['elapsed'], 1e-9):.0f}")
+        self.bar.close()
         return self.results
+
+    def _admit(self) -> None:
+        """Fill the active set from the queue, up to a batch's worth of foregrounds."""
+        e = self.engine
+        while self.queue and len(self.active) < e.batch_size:
+            i = self.queue.pop()
+            self.active.append(_Fg(i, int(self.labels[i]), torch.zeros(e.num_bg, dtype=torch.bool)))
+
+    def _ahead(self, pending: "_Batch") -> "_Undo":
+        """Settle `pending` as if nothing in it fooled and launch the batch that would follow; the
+        returned `_Undo` holds that batch, the results the guess gave, and what restores the state."""
+        undo = _Undo.of(self)
+        undo.results = self._settle(pending, pending.labels)
+        self._admit()
+        if self.active:
+            self._marks = undo.marks
+            try:
+                undo.batch = self._launch(self._pack())
+            finally:
+                self._marks = None
+        return undo
 
     def _pack(self) -> List[_Span]:
         e = self.engine
@@ -136,57 +193,156 @@ class VerdictSearch:
         untried = o[~s.tried[o]]
         idx = untried[:n]
         s.tried[idx] = True
+        if self._marks is not None:
+            self._marks.append((s.tried, idx))
         if s.pos + n >= self.engine.adapt_until:  # freeze the rest in the current order
             s.order = torch.cat([torch.full((s.pos,), -1, dtype=idx.dtype), idx, untried[n:]])
             s.tried = None  # (positions before pos are never read again)
         return idx
 
-    def _evaluate(self, spans: List[_Span]) -> torch.Tensor:
-        """Predictions (CPU) of the batch (with bf16-verified, through its checks)."""
+    def _launch(self, spans: List[_Span]) -> "_Batch":
+        """Queue the batch's forwards (with bf16-verified, its checks' bf16 part); nothing waits."""
         sizes = torch.tensor([len(sp.bg) for sp in spans])
         fi = torch.repeat_interleave(torch.tensor([sp.fg.i for sp in spans]), sizes)
         bi = torch.cat([sp.bg for sp in spans])
+        labels = torch.repeat_interleave(torch.tensor([sp.fg.y for sp in spans]), sizes)
         if self.checks is not None:
-            return self.checks.decide(fi, bi)
-        return self.engine.predict_composites(self.images, self.masks, fi, bi)
+            handle = self.checks.launch(fi, bi, count=False)
+        else:
+            handle = self.engine.launch_composites(self.images, self.masks, fi, bi, count=False)
+        return _Batch(spans, bi, labels, handle)
 
-    def _settle(self, spans: List[_Span], pred: torch.Tensor) -> set:
-        """Learn from the batch; give the verdicts it decides. Returns the foregrounds done."""
+    def _finish(self, batch: "_Batch") -> torch.Tensor:
+        """Predictions (CPU) of a launched batch (with bf16-verified, through its checks)."""
+        if self.checks is not None:
+            return self.checks.finish(batch.handle)
+        return batch.handle.wait()[0]
+
+    def _settle(self, batch: "_Batch", pred: torch.Tensor) -> List[FgResult]:
+        """Learn from the batch (one call for all its foregrounds) and move each foreground on;
+        returns the verdicts it decides (not yet given: `_give`), whose foregrounds leave the
+        active set."""
         e = self.engine
-        done = set()
-        for sp in spans:
+        wrong = pred != batch.labels
+        e.learn(batch.bg, wrong, batch.labels)
+        hits = wrong.nonzero().flatten().tolist()  # rows that fool, ascending
+        done, out, h = set(), [], 0
+        for sp in batch.spans:
             s, n = sp.fg, len(sp.bg)
-            p = pred[sp.start:sp.start + n]
-            wrong = p != s.y
-            e.learn(sp.bg, wrong, s.y)
             s.pos += n
-            hit = wrong.nonzero()
-            if len(hit):
-                k = int(hit[0])
-                r = FgResult(s.i, True, s.pos - n + k + 1, int(sp.bg[k]), int(p[k]))
+            while h < len(hits) and hits[h] < sp.start:
+                h += 1
+            if h < len(hits) and hits[h] < sp.start + n:
+                k = hits[h] - sp.start
+                r = FgResult(s.i, True, s.pos - n + k + 1, int(sp.bg[k]), int(pred[sp.start + k]))
             elif s.pos >= e.num_bg:
                 r = FgResult(s.i, False, e.num_bg)
             else:
                 s.chunk = min(2 * s.chunk, e.max_chunk)
                 continue
+            done.add(s)
+            out.append(r)
+        if done:
+            self.active = [s for s in self.active if s not in done]
+        return out
+
+    def _give(self, results: List[FgResult]) -> None:
+        """Hand out verdicts (with bf16-verified, each with its near ties)."""
+        for r in results:
             if self.checks is not None:
                 r = self.checks.given(r)
-            done.add(s)
             self.results.append(r)
             if self.on_result is not None:
                 self.on_result(r)
-        return done
+        self.bar.update(len(results))
+
+
+@dataclass
+class _Batch:
+    """A launched batch: its spans, the background and label of each row, and the handle its
+    predictions come by."""
+
+    spans: List[_Span]
+    bg: torch.Tensor
+    labels: torch.Tensor
+    handle: Any
+
+
+@dataclass
+class _Undo:
+    """What a speculative step changed, to restore it when its guess was wrong: the ordering's
+    counts and jitter generator, the queue, the active set and each active foreground's progress,
+    and the tried masks the speculative packing marked."""
+
+    ordering: Any
+    queue: List[int]
+    active: List[_Fg]
+    progress: List[tuple]
+    marks: list = field(default_factory=list)
+    results: List[FgResult] = field(default_factory=list)
+    batch: Optional[_Batch] = None
+
+    @classmethod
+    def of(cls, search: VerdictSearch) -> "_Undo":
+        return cls(search.engine.ordering_state(), list(search.queue), list(search.active),
+                   [(s, s.pos, s.chunk, s.tried, s.order) for s in search.active])
+
+    def restore(self, search: VerdictSearch) -> None:
+        for tried, idx in self.marks:
+            tried[idx] = False
+        for s, pos, chunk, tried, order in self.progress:
+            s.pos, s.chunk, s.tried, s.order = pos, chunk, tried, order
+        search.engine.restore_ordering(self.ordering)
+        search.queue, search.active = self.queue, self.active
 
 
 def full_result(engine: SearchEngine, images: torch.Tensor, masks: torch.Tensor, labels: Sequence[int],
                 j: int) -> FgResult:
     """Foreground j against every background: its row and its verdict (with bf16-verified, its
     first fooling entry confirmed in fp32, through the verifier's checks)."""
-    e = engine
-    fi, bi = torch.full((e.num_bg,), j), torch.arange(e.num_bg)
-    checks = e.verifier.checks(images, masks, labels) if e.verifier is not None else None
-    pred = checks.decide(fi, bi) if checks is not None else e.predict_composites(images, masks, fi, bi)
-    wrong = (pred != int(labels[j])).nonzero()
-    k = int(wrong[0]) if len(wrong) else -1
-    r = FgResult(j, k >= 0, e.num_bg, k, int(pred[k]) if k >= 0 else -2, row=row_of(pred))
-    return checks.given(r) if checks is not None else r
+    return _Row.launch(engine, images, masks, labels, j).finish()
+
+
+def full_results(engine: SearchEngine, images: torch.Tensor, masks: torch.Tensor, labels: Sequence[int],
+                 indices: Sequence[int], on_result: OnResult = None) -> List[FgResult]:
+    """`full_result` of each foreground of `indices`, in order; each row's forwards are queued
+    before the last row's results are waited on, so the device never waits for the host."""
+    results: List[FgResult] = []
+    pending: Optional[_Row] = None
+    for j in list(indices) + [None]:
+        row = _Row.launch(engine, images, masks, labels, j) if j is not None else None
+        if pending is not None:
+            results.append(pending.finish())
+            if on_result is not None:
+                on_result(results[-1])
+        pending = row
+    return results
+
+
+@dataclass
+class _Row:
+    """One foreground's whole row on its way: its forwards queued, its checks (bf16-verified)."""
+
+    engine: Any
+    labels: Sequence[int]
+    j: int
+    checks: Any
+    handle: Any
+
+    @classmethod
+    def launch(cls, engine: SearchEngine, images: torch.Tensor, masks: torch.Tensor, labels: Sequence[int],
+               j: int) -> "_Row":
+        e = engine
+        fi, bi = torch.full((e.num_bg,), j), torch.arange(e.num_bg)
+        checks = e.verifier.checks(images, masks, labels) if e.verifier is not None else None
+        handle = checks.launch(fi, bi) if checks is not None else e.launch_composites(images, masks, fi, bi)
+        return cls(e, labels, j, checks, handle)
+
+    def finish(self) -> FgResult:
+        """The row and its verdict, once its predictions are back."""
+        e, j, checks = self.engine, self.j, self.checks
+        pred = checks.finish(self.handle) if checks is not None else self.handle.wait()[0]
+        wrong = (pred != int(self.labels[j])).nonzero()
+        k = int(wrong[0]) if len(wrong) else -1
+        r = FgResult(j, k >= 0, e.num_bg, k, int(pred[k]) if k >= 0 else -2, row=row_of(pred))
+        return checks.given(r) if checks is not None else r

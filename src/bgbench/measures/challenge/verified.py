@@ -56,7 +56,9 @@ are never kept: they are exact already.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import functools
 import json
 import math
 from dataclasses import asdict, dataclass, field
@@ -67,12 +69,13 @@ import torch
 import torch.distributed as dist
 
 from ... import console
-from ...classes import Mapping, imagenet_to_in9
+from ...classes import Mapping, imagenet_to_in9, imagenet_to_in9_on
 from ...evaluation.predict import decide
 from ...models.spec import IMAGENET1K, BgModel
 from .config import DEFAULT_SAFETY
 from .numerics import strict_fp32
 from .search import VerdictSearch, full_result
+from .transfer import Fetch, to_device
 from .verdict import FgResult, OnResult, row_of
 
 #: composites run in both precisions before the first bf16 decision
@@ -89,6 +92,14 @@ _SUMMED = ("composites", "calibration", "audited", "breaches", "rechecked", "con
 _LARGEST = ("max_deviation", "max_spread", "delta")
 
 
+@functools.lru_cache(maxsize=None)
+def _members(device: str) -> tuple:
+    """The ImageNet classes of each IN-9 class, as index tensors on `device`, found once: a boolean
+    mask as an index makes the host wait for the card at every batch."""
+    table = imagenet_to_in9()
+    return tuple(torch.as_tensor(np.nonzero(table == c)[0], device=device) for c in range(int(table.max()) + 1))
+
+
 def decision_margin(logits: torch.Tensor, label_space: str, mapping: Mapping | str = Mapping.ARGMAX) -> torch.Tensor:
     """Per row: how far the logits are from a different decision (see the module docstring).
 
@@ -100,17 +111,17 @@ def decision_margin(logits: torch.Tensor, label_space: str, mapping: Mapping | s
             return torch.full((logits.shape[0],), float("inf"), device=logits.device)
         top2 = logits.topk(2, dim=1).values
         return top2[:, 0] - top2[:, 1]
-    table = torch.as_tensor(imagenet_to_in9(), device=logits.device)
+    table = imagenet_to_in9_on(str(logits.device))  # made once per device: no copy, no wait per batch
     if Mapping(mapping) is Mapping.ARGMAX:
         top, arg = logits.max(dim=1)
         rival = table[None, :] != table[arg][:, None]  # classes that decide something else
         runner = logits.masked_fill(~rival, float("-inf")).max(dim=1).values
         return top - runner
     # superclass: log of each IN-9 class's summed (unnormalised) probability
-    valid = table >= 0
-    groups = torch.full((logits.shape[0], int(table.max()) + 1), float("-inf"), device=logits.device)
-    for c in range(groups.shape[1]):
-        groups[:, c] = torch.logsumexp(logits[:, valid & (table == c)], dim=1)
+    members = _members(str(logits.device))
+    groups = torch.full((logits.shape[0], len(members)), float("-inf"), device=logits.device)
+    for c, idx in enumerate(members):
+        groups[:, c] = torch.logsumexp(logits[:, idx], dim=1)
     top2 = groups.topk(2, dim=1).values
     return top2[:, 0] - top2[:, 1]
 
@@ -146,6 +157,16 @@ class Decisions:
 
     pred: torch.Tensor
     margin: torch.Tensor
+
+
+@dataclass
+class Bf16Batch:
+    """A launched bf16 batch: its size, its logits (on the device), its decisions and margins on
+    their way to the host."""
+
+    n: int
+    logits: torch.Tensor
+    fetch: Fetch
 
 
 class VerifiedPredictor:
@@ -187,15 +208,21 @@ class VerifiedPredictor:
         """fp32 predictions (dataset label space; -1 for unmapped)."""
         return self._decide(self._forward(x, bf16=False))
 
-    def _measure(self, fast: torch.Tensor, exact: torch.Tensor) -> torch.Tensor:
-        """Per row, the spread of bf16 - fp32 deviations (rows with non-finite logits left out: they
-        measure nothing, and are decided in fp32 anyway); updates the largest seen."""
+    def _measure(self, fast: torch.Tensor, exact: torch.Tensor, keep_nonfinite: bool = False) -> torch.Tensor:
+        """Per row, the spread of bf16 - fp32 deviations (rows with non-finite logits left out, or
+        with `keep_nonfinite` given spread 0: they measure nothing, and are decided in fp32 anyway);
+        updates the largest seen."""
         d = fast - exact
-        d = d[torch.isfinite(d).all(dim=1)]
+        finite = torch.isfinite(d).all(dim=1)
+        if keep_nonfinite:
+            d = torch.where(finite[:, None], d, torch.zeros_like(d))
+        else:
+            d = d[finite]
         spread = d.max(dim=1).values - d.min(dim=1).values
         if len(d):
-            self.stats.max_deviation = max(self.stats.max_deviation, float(d.abs().max()))
-            self.stats.max_spread = max(self.stats.max_spread, float(spread.max()))
+            top = Fetch([d.abs().max(), spread.max()]).wait()
+            self.stats.max_deviation = max(self.stats.max_deviation, float(top[0]))
+            self.stats.max_spread = max(self.stats.max_spread, float(top[1]))
         return spread
 
     def calibrate(self, x: torch.Tensor) -> None:
@@ -213,27 +240,74 @@ class VerifiedPredictor:
 
     def __call__(self, x: torch.Tensor) -> Decisions:
         """Decisions for a float NCHW batch: bf16 where the margin exceeds delta, fp32 elsewhere."""
+        return self.finish([self.launch(x)], lambda rows: self._forward(x[to_device(rows, x.device)], bf16=False))[0]
+
+    def launch(self, x: torch.Tensor) -> "Bf16Batch":
+        """Queue a float NCHW batch's bf16 forward; its decisions and margins come to the host
+        without blocking (`finish` takes them)."""
         if not self.calibrated:
             raise RuntimeError("calibrate the VerifiedPredictor before its first bf16 decision")
-        s = self.stats
-        s.composites += len(x)
         logits = self._forward(x, bf16=True)
         pred = self._decide(logits)
-        margin = decision_margin(logits, self.model.spec.label_space, self.mapping)
-        audit = (torch.rand(len(x), generator=self._audits) * s.audit_every < 1).to(x.device)
-        if bool(audit.any()):
-            idx = audit.nonzero().flatten()
-            exact = self._forward(x[idx], bf16=False)
-            self._audit(len(idx), self._measure(logits[idx], exact))
-            pred[idx] = self._decide(exact)
-            margin[idx] = float("inf")
-        need = ~(margin > s.delta)  # at or below delta, or NaN
-        if bool(need.any()):
-            idx = need.nonzero().flatten()
-            pred[idx] = self.exact(x[idx])
-            margin[idx] = float("inf")
+        return Bf16Batch(len(x), logits, Fetch([pred, decision_margin(logits, self.model.spec.label_space,
+                                                                      self.mapping)]))
+
+    def finish(self, batches: List["Bf16Batch"], fp32: Callable[[torch.Tensor], torch.Tensor],
+               candidates: Optional[Callable[..., torch.Tensor]] = None) -> Tuple[Decisions, torch.Tensor]:
+        """Decisions (CPU) of launched batches: each one's audits drawn and taken from fp32, and every
+        row whose margin is at most delta (or NaN) recomputed in fp32, as batch after batch would.
+
+        All of it costs one fp32 forward of the rows it needs (`fp32(rows)`: their fp32 logits, on the
+        device; rows index the batches laid end to end), and a second only when an audit raised
+        delta. `candidates(pred, margin, decided)` names rows more to compute in that forward (a
+        search's likely confirmations); returns the decisions and the fp32 predictions of every row
+        computed (-2 where none was).
+        """
+        s = self.stats
+        host = [b.fetch.wait() for b in batches]
+        if len(host) == 1:  # a search's batch (copies: the decisions are changed in place)
+            pred, margin = host[0][0].clone(), host[0][1].float().clone()
+        else:
+            pred, margin = torch.cat([h[0] for h in host]), torch.cat([h[1] for h in host]).float()
+        s.composites += len(pred)
+        audit = torch.cat([torch.rand(b.n, generator=self._audits) * s.audit_every < 1 for b in batches])
+        need = ~(margin > s.delta) & ~audit
+        wanted = audit | need
+        if candidates is not None:
+            wanted = wanted | candidates(pred, margin, audit | need)
+        exact = torch.full_like(pred, -2)
+        spread = torch.zeros(len(pred))
+        rows = wanted.nonzero().flatten()
+        if len(rows):
+            logits = torch.cat([b.logits for b in batches])
+            exact[rows], spread[rows] = self._exact_and_spread(logits, rows, fp32(rows), audit[rows])
+        recheck = torch.zeros_like(audit)
+        start = 0
+        for b in batches:  # in order: an audit's raised delta holds for its own batch and the later ones
+            end = start + b.n
+            a = audit[start:end].nonzero().flatten() + start
+            self._audit(len(a), spread[a])
+            pred[a], margin[a] = exact[a], float("inf")
+            idx = (~(margin[start:end] > s.delta)).nonzero().flatten() + start
             s.rechecked += len(idx)
-        return Decisions(pred, margin)
+            recheck[idx], margin[idx] = True, float("inf")
+            start = end
+        late = (recheck & (exact == -2)).nonzero().flatten()  # rechecks that a raised delta added
+        if len(late):
+            exact[late] = Fetch([self._decide(fp32(late))]).wait()[0]
+        pred[recheck] = exact[recheck]
+        return Decisions(pred, margin), exact
+
+    def _exact_and_spread(self, logits: torch.Tensor, rows: torch.Tensor, exact: torch.Tensor,
+                          audited: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        """fp32 decisions of `rows` and the deviation spread of its audited ones, to the host in one transfer."""
+        spread = torch.zeros(len(rows), device=exact.device)
+        a = audited.nonzero().flatten()
+        if len(a):
+            a_dev = to_device(a, exact.device)
+            spread[a_dev] = self._measure(logits[to_device(rows[a], logits.device)], exact[a_dev], keep_nonfinite=True)
+        pred, spread = Fetch([self._decide(exact), spread]).wait()
+        return pred, spread
 
     def _audit(self, count: int, spread: torch.Tensor) -> None:
         s = self.stats
@@ -367,6 +441,14 @@ class Verifier:
         self.seed = seed
         self.predictor = VerifiedPredictor(engine.model, engine.mapping, engine.device.type, safety=safety,
                                            audit_every=audit_every, seed=seed)
+        self._side = torch.cuda.Stream(engine.device) if engine.device.type == "cuda" else None
+
+    def fp32_stream(self) -> contextlib.AbstractContextManager:
+        """Where the fp32 work (audits, rechecks, confirmations) runs: on CUDA a stream of its own,
+        so that waiting for its few rows does not wait for the next bf16 batch the search has
+        already queued. Its inputs are ready (the host has waited for the batch they come from) and
+        it is waited for before they are freed, so the streams need no other ordering."""
+        return torch.cuda.stream(self._side) if self._side is not None else contextlib.nullcontext()
 
     @property
     def stats(self) -> VerifiedStats:
@@ -393,11 +475,19 @@ class Verifier:
 
     def exact(self, images: torch.Tensor, masks: torch.Tensor, fi: torch.Tensor, bi: torch.Tensor) -> torch.Tensor:
         """fp32 predictions (CPU) of the composites (foreground fi[k], background bi[k]), in batches."""
+        return Fetch([self.predictor._decide(self.exact_logits(images, masks, fi, bi))]).wait()[0]
+
+    def exact_logits(self, images: torch.Tensor, masks: torch.Tensor, fi: torch.Tensor,
+                     bi: torch.Tensor) -> torch.Tensor:
+        """fp32 logits (on the device) of the composites (foreground fi[k], background bi[k]), in
+        full batches: what rechecks, audits and confirmations share."""
         e, out = self.engine, []
         for x in e.composites(images, masks, fi, bi):
             with e.timed(len(x), count=False):
-                out.append(self.predictor.exact(x).cpu())
-        return torch.cat(out) if out else torch.zeros(0, dtype=torch.long)
+                out.append(self.predictor._forward(x, bf16=False))
+        if not out:
+            return torch.zeros(0, 1, device=e.device)
+        return torch.cat(out)
 
     def checks(self, images: torch.Tensor, masks: torch.Tensor, labels: Sequence[int]) -> "SearchChecks":
         """The checks of one search (or one full row) over these foregrounds."""
@@ -471,34 +561,68 @@ class SearchChecks:
 
     def decide(self, fi: torch.Tensor, bi: torch.Tensor) -> torch.Tensor:
         """Predictions (CPU) of the composites (foreground fi[k], background bi[k])."""
-        v = self.verifier
-        e = v.engine
-        preds, margins = [], []
+        return self.finish(self.launch(fi, bi))
+
+    def launch(self, fi: torch.Tensor, bi: torch.Tensor, count: bool = True) -> "_Launched":
+        """Queue the bf16 forwards of the composites (fi[k], bi[k]); nothing waits on the device.
+        `count`: count them as pairs now (a search that may throw a batch away counts it when kept)."""
+        v, e = self.verifier, self.verifier.engine
+        batches = []
         for x in e.composites(self.images, self.masks, fi, bi):
-            with e.timed(len(x)):
-                d = v.predictor(x)
-            preds.append(d.pred.cpu())
-            margins.append(d.margin.cpu())
-        pred, margin = torch.cat(preds), torch.cat(margins)
-        self._confirm_fooling(fi, bi, pred, margin)
+            with e.timed(len(x), count=count):
+                batches.append(v.predictor.launch(x))
+        return _Launched(fi, bi, batches)
+
+    def finish(self, launched: "_Launched") -> torch.Tensor:
+        """Predictions (CPU) of launched composites: audits and rechecks, then the first fooling
+        composite of each foreground confirmed in fp32 (`_confirm_fooling`), in as few fp32
+        forwards as they allow, and the near ties kept."""
+        v = self.verifier
+        fi, bi = launched.fi, launched.bi
+        labels = self.labels[fi]
+        fp32 = lambda rows: v.exact_logits(self.images, self.masks, fi[rows], bi[rows])  # noqa: E731
+
+        def likely(pred, margin, decided):
+            """Each foreground's first row that bf16 finds fooling and nothing else decides: what
+            `_confirm_fooling` most likely recomputes, computed in the same forward."""
+            wrong = (pred != labels) & ~decided
+            if not bool(wrong.any()):  # (host tensors: no wait) a batch that fools nothing, the usual one
+                return wrong
+            first = first_per_segment(wrong, fi, len(self.images))
+            out = torch.zeros(len(pred), dtype=torch.bool)
+            out[first[first >= 0]] = True
+            return out
+
+        with v.fp32_stream():
+            d, exact = v.predictor.finish(launched.batches, fp32, likely)
+            pred, margin = d.pred, d.margin
+            self._confirm_fooling(fi, bi, pred, margin, exact)
         self.log.add(fi, bi, margin, KEEP * v.delta)
         return pred
 
-    def _confirm_fooling(self, fi: torch.Tensor, bi: torch.Tensor, pred: torch.Tensor, margin: torch.Tensor) -> None:
+    def _confirm_fooling(self, fi: torch.Tensor, bi: torch.Tensor, pred: torch.Tensor, margin: torch.Tensor,
+                         known: Optional[torch.Tensor] = None) -> None:
         """Make the first wrong prediction of each foreground an fp32 one.
 
         Rows decided in bf16 (finite margin) are recomputed in fp32, in place; where fp32 is right the
-        next wrong row of that foreground is confirmed in turn. Costs one fp32 forward per round, for
-        all foregrounds together, and rarely more than one round.
+        next wrong row of that foreground is confirmed in turn. `known`: fp32 predictions already
+        computed (-2 where none was); the rest cost one fp32 forward per round, for all foregrounds
+        together, and rarely more than one round.
         """
         labels, stats = self.labels[fi], self.verifier.stats
         while True:
-            first = first_per_segment(pred != labels, fi, len(self.images))
+            wrong = pred != labels
+            if not bool(wrong.any()):  # nothing to confirm: the usual batch of a robust stretch
+                return
+            first = first_per_segment(wrong, fi, len(self.images))
             k = first[first >= 0].sort().values  # in row order
             k = k[torch.isfinite(margin[k])]
             if not len(k):
                 return
-            exact = self.verifier.exact(self.images, self.masks, fi[k], bi[k])
+            exact = known[k].clone() if known is not None else torch.full_like(k, -2)
+            todo = (exact == -2).nonzero().flatten()
+            if len(todo):
+                exact[todo] = self.verifier.exact(self.images, self.masks, fi[k[todo]], bi[k[todo]])
             stats.confirmed += len(k)
             stats.overturned += int((exact == labels[k]).sum())
             pred[k] = exact
@@ -511,6 +635,15 @@ class SearchChecks:
             self.log.drop(r.index)
             return r
         return dataclasses.replace(r, near=self.log.take(r.index))
+
+
+@dataclass
+class _Launched:
+    """Composites whose bf16 forwards are queued (`SearchChecks.launch`)."""
+
+    fi: torch.Tensor
+    bi: torch.Tensor
+    batches: List[Bf16Batch]
 
 
 def _apply(r: FgResult, bg: torch.Tensor, pred: torch.Tensor, label: int, delta: float) -> FgResult:
