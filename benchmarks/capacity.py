@@ -14,7 +14,8 @@ exactly that host work, and it can be measured and improved on any laptop. Each 
 - the probes' batches (images and masks, `probing.batches.masked_batches`) from the cache;
 - the first pass (`data.pixel_cache.pixels_of` into a fresh cache: header reads, decoding in 1 and 2
   processes, the map written): images/s and the scaling from 1 to 2 processes (goal 1.8x);
-- the challenge's search (`benchmarks/capacity_challenge.py`, when present): pairs/s it schedules.
+- the challenge's search (`benchmarks/capacity_challenge.py`): the pairs/s it schedules on one core,
+  robust (every pair needed) and fooled, fp32 and bf16-verified (goal 20,000).
 
 The images are the real-size set of `realsize_data.py` (224-px JPEG quality 75, IN-9's layout).
 
@@ -128,6 +129,8 @@ def main(argv=None) -> int:
                          "figure is 2 against 1)")
     ap.add_argument("--variants", nargs="+", default=["original", "mixed_rand", "only_bg_t", "mixed_same"],
                     help="the variants whose images are fed (default: four, 1,800 images at 50 a class)")
+    ap.add_argument("--challenge-fg", type=int, default=256,
+                    help="foregrounds of the challenge's search figure (against 4,050 backgrounds; default 256)")
     ap.add_argument("--json", type=Path, help="write the figures here too")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)  # one core: the figure is per core
@@ -154,18 +157,16 @@ def main(argv=None) -> int:
         figures.update(feed_rate(items, args.batch_size, args.repeats))
         figures.update(eval_path_rate(items, args.batch_size, args.repeats))
         figures.update(probe_batches_rate(layout, args.batch_size, args.repeats))
-    try:
-        from capacity_challenge import challenge_capacity
-    except ImportError:
-        challenge_capacity = None
-    if challenge_capacity is not None:
-        figures["challenge"] = challenge_capacity()
+    from capacity_challenge import challenge_capacity
+    figures["challenge"] = challenge_capacity(num_fg=args.challenge_fg)
     rows = [("feed from the cache (host side of the GPU path), one core", figures["feed_cached"], "img/s",
              GOALS["feed_cached"]),
             ("eval path on the CPU, null model (conversion on the CPU too), one core", figures["eval_path_cpu"],
              "img/s", None),
             ("probe batches (images + masks) from the cache, one core", figures["probe_batches_cpu"], "img/s", None),
             *((f"first pass, {p} process{'es' if p > 1 else ''}", r, "img/s", None) for p, r in passes.items()),
+            *((f"challenge search, {r['case']} model, {r['precision']}, null model ({r['fg']} x {r['bg']} pairs)",
+               r["host_pairs_s"], "pairs/s", GOALS["challenge_pairs"]) for r in figures["challenge"]["rows"]),
             ("first pass scaling, 1 -> 2 processes", figures["first_pass_scaling"], "x", GOALS["first_pass_scaling"])]
     print(f"capacity on {figures['cores']} cores, {len(items):,} images ({figures['size']}), batch {args.batch_size}:")
     for what, value, unit, goal in rows:

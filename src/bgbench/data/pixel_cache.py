@@ -42,7 +42,32 @@ import numpy as np
 
 from .. import console
 from ..errors import DataError
-from .images import decode_item, image_shape
+from .images import decode_item, image_shape, image_size, mask_shape, read_mask
+
+
+@dataclass(frozen=True)
+class MaskFile:
+    """A mask file as an item of the cache: kept as (H, W, 1) uint8 of 0 and 1 (`images.read_mask`,
+    nonzero), so that the probes read their masks from the map too."""
+
+    path: Path
+
+
+def _decode(item) -> np.ndarray:
+    """What the cache keeps of an item: its image as `decode_item` gives it, or a mask file's 0/1."""
+    if isinstance(item, MaskFile):
+        return read_mask(item.path).astype(np.uint8)[..., None]
+    return decode_item(item)
+
+
+def _shape(item) -> Tuple[int, int, int]:
+    """The shape `_decode(item)` will have, from the file's header."""
+    if isinstance(item, MaskFile):
+        shape = mask_shape(item.path) if str(item.path).lower().endswith(".npy") else image_size(item.path)
+        if len(shape) < 2:
+            read_mask(item.path)  # raises its one line (BadMask: no H x W shape)
+        return int(shape[0]), int(shape[1]), 1
+    return image_shape(item)
 
 #: Bumped when decoding changes in a way that changes pixels: older entries then stop matching.
 FORMAT = 1
@@ -86,6 +111,8 @@ def budget_bytes() -> int:
 
 def preprocessing_of(item) -> dict:
     """What, besides the file, decides an item's pixels."""
+    if isinstance(item, MaskFile):
+        return {"mask": True}
     size, crop = getattr(item, "size", None), getattr(item, "crop", None)
     return {"size": list(size) if size else None, "crop": list(crop) if crop else None,
             "interpolation": "bilinear" if size or crop else None}
@@ -114,7 +141,8 @@ def entry_key(items: Sequence) -> str:
                 folders[folder] = os.path.realpath(folder or ".")
             real = os.path.join(folders[folder], name)
         size, crop = getattr(it, "size", None), getattr(it, "crop", None)
-        lines.append(f"{real}\0{st.st_size}\0{st.st_mtime_ns}\0{size}\0{crop}\n")
+        kind = "mask" if isinstance(it, MaskFile) else "image"
+        lines.append(f"{real}\0{st.st_size}\0{st.st_mtime_ns}\0{size}\0{crop}\0{kind}\n")
     h.update("".join(lines).encode("utf-8", "surrogateescape"))
     return h.hexdigest()[:32]
 
@@ -145,7 +173,7 @@ class Pixels:
     def image(self, k: int) -> np.ndarray:
         """Image k as decode_item gives it: a read-only view of the map, or a fresh decode."""
         if self.flat is None:
-            return decode_item(self.items[k])
+            return _decode(self.items[k])
         if self.filling is not None:
             self.filling.wait([k])
         start = int(self.offsets[k])
@@ -204,11 +232,28 @@ def _open_entry(folder: Path, n: int) -> Optional[Tuple[np.ndarray, np.ndarray, 
 
 # -- writing ---------------------------------------------------------------------------------------
 
+def _plain_errors(fn):
+    """A worker's DataError crosses back to the parent as a plain DataError with its one line:
+    subclasses with their own constructors (BadMask) cannot be unpickled there."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapped(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except DataError as e:
+            if type(e) is DataError:
+                raise
+            raise DataError(str(e)) from None
+    return wrapped
+
+
+@_plain_errors
 def _decode_into(path: str, items: Sequence, offsets: Sequence[int], shapes: Sequence[Tuple[int, ...]]) -> int:
     """Worker: decode `items` into the map at `path`, each at its offset; their count."""
     flat = np.load(path, mmap_mode="r+", allow_pickle=False)
     for it, off, shape in zip(items, offsets, shapes):
-        arr = decode_item(it)
+        arr = _decode(it)
         if arr.shape != tuple(shape):  # the header said another size: a file that changed under us
             raise DataError(f"image {it.path} changed while it was read (its header says {shape[1]}x{shape[0]}, "
                             f"it decodes to {arr.shape[1]}x{arr.shape[0]}); run again")
@@ -224,9 +269,10 @@ def decode_processes(n_images: int) -> int:
     return max(1, min(16, cores, n_images // 32 or 1))
 
 
+@_plain_errors
 def _shapes_of(items: Sequence) -> List[Tuple[int, int, int]]:
     """Worker: each item's decoded shape, from its header (`images.image_shape`)."""
-    return [image_shape(it) for it in items]
+    return [_shape(it) for it in items]
 
 
 #: Images per decoding task of a first pass: small enough that the first batches are ready early

@@ -6,21 +6,30 @@ there so that the copy to the device does not wait on the host."""
 from __future__ import annotations
 
 from contextlib import closing
+from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ..data.images import object_mask
-from ..data.pixel_cache import Pixels, pixels_of
+from ..data.pixel_cache import MaskFile, Pixels, pixels_of
+from ..errors import DataError
 from ..data.prefetch import prefetched, resolve_workers
 
 
-def _decode(pixels: Pixels, chunk, attributes=None):
+def _decode(pixels: Pixels, masks: Optional[Pixels], chunk, attributes=None):
     out = []
     for k, (item, mask_ref) in chunk:
         img = pixels.image(k)
         parts = attributes.masks(item, img.shape[:2]) if attributes is not None else {}
-        out.append((item, img, object_mask(mask_ref, item.path, img.shape[:2]), parts))
+        if masks is None:
+            mask = object_mask(mask_ref, item.path, img.shape[:2])
+        else:
+            mask = masks.image(k)[..., 0].view(np.bool_)
+            if mask.shape != img.shape[:2]:
+                raise DataError(f"mask {mask_ref} is {mask.shape[1]}x{mask.shape[0]} but image {item.path} is "
+                                f"{img.shape[1]}x{img.shape[0]}")
+        out.append((item, img, mask, parts))
     return out
 
 
@@ -29,12 +38,14 @@ def _decoded(pairs: Sequence[Tuple[object, object]], batch_size: int, device: st
     """(group, host arrays) of equal-size images, `batch_size` pairs a chunk, the next chunks
     assembled while the caller works."""
     pixels = pixels_of([item for item, _ in pairs])
+    files = all(isinstance(ref, (str, Path)) for _, ref in pairs)  # RIVAL10's masks are readers, not files
+    masks = pixels_of([MaskFile(Path(ref)) for _, ref in pairs]) if files and pairs else None
     numbered = list(enumerate(pairs))
     chunks = [[(k, pair) for k, pair in numbered[i:i + batch_size]] for i in range(0, len(pairs), batch_size)]
     pin = str(device).startswith("cuda")
 
     def assemble(chunk):
-        return [(group, _host(group, pin)) for group in _same_shape(_decode(pixels, chunk, attributes))]
+        return [(group, _host(group, pin)) for group in _same_shape(_decode(pixels, masks, chunk, attributes))]
 
     with closing(prefetched(chunks, assemble, resolve_workers(workers, device))) as decoded:
         for chunk in decoded:
