@@ -45,11 +45,42 @@ def _decoded(pairs: Sequence[Tuple[object, object]], batch_size: int, device: st
     pin = str(device).startswith("cuda")
 
     def assemble(chunk):
+        if attributes is None and masks is not None and pixels.mapped and masks.mapped:
+            return _sliced(pixels, masks, chunk, pin)
         return [(group, _host(group, pin)) for group in _same_shape(_decode(pixels, masks, chunk, attributes))]
 
     with closing(prefetched(chunks, assemble, resolve_workers(workers, device))) as decoded:
         for chunk in decoded:
             yield from chunk
+
+
+def _sliced(pixels: Pixels, masks: Pixels, chunk, pin: bool):
+    """The fast path, both maps whole: each run of equal-size images is one slice of each map
+    (copied once, into pinned memory on a GPU), no per-image arrays."""
+    import warnings
+
+    import torch
+    out = []
+    positions = [k for k, _ in chunk]
+    by_k = dict(chunk)
+    start = 0
+    for i in range(1, len(positions) + 1):
+        if i < len(positions) and pixels.shape(positions[i]) == pixels.shape(positions[start]):
+            continue
+        run = positions[start:i]
+        start = i
+        h, w = pixels.shape(run[0])[:2]
+        for k in run:
+            mh, mw = masks.shape(k)[:2]
+            if (mh, mw) != (h, w):
+                raise DataError(f"mask {by_k[k][1]} is {mw}x{mh} but image {by_k[k][0].path} is {w}x{h}")
+        with warnings.catch_warnings():  # read-only maps: only read (copied below or by the conversion)
+            warnings.simplefilter("ignore", UserWarning)
+            x = torch.from_numpy(pixels.batch(run))
+            m = torch.from_numpy(masks.batch(run)[..., 0].view(np.bool_))
+        host = (x.pin_memory(), m.pin_memory()) if pin else (x, m)
+        out.append(([(by_k[k][0],) for k in run], host))
+    return out
 
 
 def _host(group, pin: bool):
