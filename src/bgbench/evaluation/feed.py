@@ -132,11 +132,17 @@ class _CudaRing:
             self.copied[slot].synchronize()  # the copy `depth` batches back, out of this pinned buffer
         t1 = time.perf_counter()
         n = batch.size
-        if self.host[slot] is None or self.host[slot].numel() < n:
-            self.host[slot] = torch.empty(n, dtype=torch.uint8, pin_memory=True)
-            self.dev[slot] = torch.empty(n, dtype=torch.uint8, device=self.feed.device)
-            self.dev[slot].record_stream(self.side)
-        host = self.host[slot][:n]
+        host = self.host[slot]
+        if host is None or host.numel() < n:
+            host = self.host[slot] = torch.empty(n, dtype=torch.uint8, pin_memory=True)
+            with torch.cuda.stream(self.side):
+                # allocated on the side stream, which writes it: memory the caching allocator hands
+                # out is safe for the stream it is allocated on only (allocated on the compute stream,
+                # the copy could land in activations a queued forward still uses: NaNs in the
+                # H100 run's bf16 eval); the compute stream's reads are recorded for its release
+                self.dev[slot] = torch.empty(n, dtype=torch.uint8, device=self.feed.device)
+                self.dev[slot].record_stream(self.compute)
+        host = host[:n]
         host.numpy()[...] = batch.reshape(-1)
         with torch.cuda.stream(self.side):
             if self.used[slot] is not None:
