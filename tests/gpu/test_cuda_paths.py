@@ -259,3 +259,35 @@ def test_the_challenge_search_never_makes_the_host_wait_for_the_whole_device(pre
             torch.cuda.set_sync_debug_mode("default")
         runs[device] = sorted((r.index, r.fooled) for r in results)
     assert runs[DEVICE] == runs["cpu"]
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_the_feed_under_a_real_forward_gives_the_plain_paths_outputs(precision, tmp_path):
+    """The ring's buffers are reused while forwards are queued on the compute stream: memory handed
+    to one stream and written by another corrupted activations once (NaNs in bf16 on an H100).
+    Many batches through `predict_items` must give exactly the outputs of the same forwards fed
+    plainly, batch by batch."""
+    import numpy as np
+    from PIL import Image
+
+    from bgbench.data.layout import discover
+    from bgbench.evaluation.feed import to_tensor
+    from bgbench.evaluation.numerics import forward_context
+    from bgbench.evaluation.predict import predict_items
+    from bgbench.models import create_model
+    rng = np.random.default_rng(0)
+    for i in range(40 * 16):
+        folder = tmp_path / "data" / "original" / "val" / f"{i % 4:02d}_c"
+        folder.mkdir(parents=True, exist_ok=True)
+        Image.fromarray(rng.integers(0, 256, (64, 64, 3), dtype=np.uint8)).save(folder / f"{i:04d}.png")
+    items = discover(tmp_path / "data").items("original")
+    torch.manual_seed(0)
+    model = create_model("timm:resnet18", num_classes=4).eval().to(DEVICE)
+    got = predict_items(model, items, batch_size=16, device=DEVICE, progress=False, precision=precision)
+    want = []
+    with torch.inference_mode(), forward_context(precision, DEVICE):
+        for i in range(0, len(items), 16):
+            from bgbench.data.images import decode_item
+            x = to_tensor(np.stack([decode_item(it) for it in items[i:i + 16]]), DEVICE)
+            want.append(model(x).float().softmax(dim=1).max(dim=1).values.cpu())
+    assert np.array_equal(got.conf, torch.cat(want).double().numpy())
