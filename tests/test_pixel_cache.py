@@ -220,3 +220,15 @@ def test_a_bad_image_met_while_streaming_names_its_file_to_the_reader(synth_copy
             pixels.image(k)
     pixels.filling.join()
     assert pixel_cache.entries() == [] and not list(pixel_cache.pixels_folder().glob(".tmp-*"))
+
+
+def test_a_full_disk_is_one_line_and_the_run_goes_on(synth_copy, monkeypatch, capsys):
+    import collections
+    usage = collections.namedtuple("usage", "total used free")
+    monkeypatch.setattr(pixel_cache.shutil, "disk_usage", lambda path: usage(1 << 40, 1 << 40, 1 << 20))
+    items = _items(synth_copy)
+    pixels = pixel_cache.pixels_of(items)
+    err = capsys.readouterr().err
+    assert len([ln for ln in err.splitlines() if "cannot be written" in ln and "free" in ln]) == 1, err
+    assert not pixels.mapped and np.array_equal(pixels.image(3), decode_item(items[3]))
+    assert pixel_cache.entries() == [] and not list(pixel_cache.pixels_folder().glob(".tmp-*"))

@@ -208,6 +208,10 @@ COMMANDS = {
     # real weights and data (ResNet-50, IN-9, Waterbirds): run with stand-ins (STAND_IN_KEYS)
     "bgbench profile --model timm:resnet50.a1_in1k": None,
     "bgbench study study.toml": None,
+    # a cluster's lines (Slurm, an array task's shard): parsed only; test_cluster.py runs them on submitit's
+    # local executor and as shards
+    "bgbench study study.toml --executor slurm": None,
+    "bgbench study study.toml --shard $SLURM_ARRAY_TASK_ID/8": None,
     "bgbench eval --model M [--checkpoint C] --data ROOT": "eval --model timm:test_resnet --checkpoint {state_dict} "
                                                            "--data {data} --json --db {db} --quiet",
     "bgbench edit --data ROOT --out DIR": "edit --data {data} --out {tmp}/edit --levels size_full --model {model} "
@@ -256,7 +260,6 @@ COMMANDS = {
                                                                "{tmp}/shard0 --no-resize --shard 0/1 --json --quiet",
     "bgbench merge /data/in9-built": "merge {tmp}/merged {tmp}/shard0 --json --db {db} --quiet",
     "bgbench merge OUT SHARD_DIR": None,  # the usage line: its flags are checked against the parser above
-    "bgbench merge-stores": None,  # stores merged by hand: test_merge_stores.py; a study's shards: test_cluster.py
     # a GPU node's model job under sbatch: torchrun's sharding is tested in test_challenge.py
     "torchrun --standalone --nproc-per-node 4 -m bgbench challenge": None,
     # ImageNet itself is not here: tests/test_imagenet_build.py runs these on generated ImageNet trees
@@ -271,6 +274,8 @@ COMMANDS = {
     "bgbench leaderboard": "leaderboard --json --db {db}",
     "bgbench report": "report --db {db} --out {tmp}/report --json --quiet",
     "bgbench runs": "runs --json --db {db}",
+    "bgbench cache": "cache --json",
+    "bgbench merge-stores results.db": "merge-stores {tmp}/merged-store.db {db} --json",
     "bgbench export RUN --out FILE.csv": "export {eval} --out {tmp}/closed.csv --json --db {db}",
     "bgbench export --scorecard --out DIR": "export --scorecard --out {tmp}/published --json --db {db}",
     "bgbench eval --predictions my_api_model.csv --data /data/bg_challenge": "eval --predictions {tmp}/closed.csv "
@@ -386,7 +391,8 @@ def test_readme_commands_run_and_every_json_is_strict(synth_root, tmp_path, monk
              "bgbench merge /data/in9-built", "bgbench challenge --model M [--checkpoint C] --data ROOT",
              "bgbench export RUN --out FILE.csv", "bgbench eval --predictions my_api_model.csv --data /data/bg_challenge",
              "bgbench predict --model M PATH",
-             "bgbench leaderboard", "bgbench runs", "bgbench report", "bgbench export --scorecard --out DIR"]
+             "bgbench leaderboard", "bgbench runs", "bgbench report", "bgbench export --scorecard --out DIR",
+             "bgbench cache", "bgbench merge-stores results.db"]
     assert sorted(order) == sorted(k for k, v in COMMANDS.items() if v is not None)
     with_json = set()
     documents = {}

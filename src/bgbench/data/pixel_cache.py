@@ -359,6 +359,7 @@ class _FirstPass:
                 raise OSError(28, f"{total / 2**30:.1f} GiB of pixels would leave less than 1 GiB free on its disk")
             flat = np.lib.format.open_memmap(self.tmp / "pixels.npy", mode="w+", dtype=np.uint8, shape=(total,))
             path = str(self.tmp / "pixels.npy")
+            _reserve(path)
             self.futures = {self.pool.submit(_decode_into, path, self.items[a:b], offsets[a:b].tolist(),
                                              shapes[a:b].tolist()): (a, b) for a, b in self.bounds}
         except BaseException:
@@ -385,7 +386,9 @@ class _FirstPass:
             os.replace(self.tmp, folder)
         except BaseException as e:  # a bad image (DataError names it), a full disk: readers get it
             self.abandon()
-            self.filling.fail(e)
+            self.filling.fail(e if isinstance(e, (DataError, KeyboardInterrupt, SystemExit)) else DataError(
+                f"the pixel cache's first pass failed ({type(e).__name__}: {' '.join(str(e).split())[:200]}); "
+                f"run again, or with --no-cache"))
         finally:
             self.lock.release()
             self.filling.done()
@@ -406,6 +409,20 @@ def _context():
     numpy, and start in milliseconds); spawn elsewhere."""
     import multiprocessing
     return multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
+
+
+def _reserve(path: str) -> None:
+    """Give the map's file its disk blocks now: a full disk is then an OSError here (one line, and the
+    run goes on without the cache), not a SIGBUS in a decoding process writing into a sparse map."""
+    if hasattr(os, "posix_fallocate"):
+        fd = os.open(path, os.O_RDWR)
+        try:
+            os.posix_fallocate(fd, 0, os.fstat(fd).st_size)
+        except OSError as e:
+            if e.errno not in (95, 22):  # EOPNOTSUPP, EINVAL: a file system without it keeps the sparse file
+                raise
+        finally:
+            os.close(fd)
 
 
 class _Lock:

@@ -110,7 +110,7 @@ class ArmsMeasure(Measure):
                                  batch_size=cfg.batch_size, device=ranks.device, mapping=cfg.mapping,
                                  progress=progress and ranks.main, desc=f"{self.name}: {arm.name}",
                                  render=arm.render, forward=arm.forward, workers=cfg.workers,
-                                 precision=cfg.precision)
+                                 precision=getattr(cfg, "precision", "fp32"))
             joined = joined_predictions(mine, len(items), ranks, cfg.batch_size)
             sets[arm.name] = {"data": str(arm.layout.root), "split": arm.layout.split, "images": len(items),
                               "fingerprint": arm.layout.fingerprint()}

@@ -132,7 +132,7 @@ class ModelMeasure(Measure):
         bar = console.progress(enabled=progress and shard.ranks.main, total=len(shard.pairs),
                                desc=f"{self.name} probe", unit="img")
         from ..evaluation.numerics import forward_context
-        with self._autograd(), forward_context(cfg.precision, shard.ranks.device):
+        with self._autograd(), forward_context(getattr(cfg, "precision", "fp32"), shard.ranks.device):
             for batch in self._batches(shard.pairs, cfg, run):
                 shard.add(batch.items, self.rows(state, batch, cfg))
                 bar.update(len(batch.items))

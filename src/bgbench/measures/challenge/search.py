@@ -335,13 +335,18 @@ class _Row:
         e = engine
         fi, bi = torch.full((e.num_bg,), j), torch.arange(e.num_bg)
         checks = e.verifier.checks(images, masks, labels) if e.verifier is not None else None
-        handle = checks.launch(fi, bi) if checks is not None else e.launch_composites(images, masks, fi, bi)
+        # counted as pairs when the row is finished: a run stopped while a row is queued stores no
+        # verdict of it, and its resumption evaluates that row again (counted then, once)
+        handle = (checks.launch(fi, bi, count=False) if checks is not None
+                  else e.launch_composites(images, masks, fi, bi, count=False))
         return cls(e, labels, j, checks, handle)
 
     def finish(self) -> FgResult:
         """The row and its verdict, once its predictions are back."""
         e, j, checks = self.engine, self.j, self.checks
         pred = checks.finish(self.handle) if checks is not None else self.handle.wait()[0]
+        for start in range(0, e.num_bg, e.batch_size):  # the row's batches, as launched
+            e.count(min(e.batch_size, e.num_bg - start))
         wrong = (pred != int(self.labels[j])).nonzero()
         k = int(wrong[0]) if len(wrong) else -1
         r = FgResult(j, k >= 0, e.num_bg, k, int(pred[k]) if k >= 0 else -2, row=row_of(pred))
