@@ -252,6 +252,68 @@ def test_a_probe_that_needs_only_forwards_runs_an_onnx_model(model_files, synth_
     assert proc.returncode == 0, proc.stderr
 
 
+#: A preprocessing no rule would guess (neither IN-9's nor ImageNet's): the one `--mean/--std` must give.
+OWN_MEAN, OWN_STD = (0.2, 0.7, 0.4), (0.1, 0.2, 0.3)
+
+
+def _eval_predictions(db: Path, run_id: int, variant: str) -> dict:
+    with Store(db) as store:
+        return {r["image_id"]: r["pred"] for r in store.predictions(run_id, variant)}
+
+
+def test_an_onnx_file_without_metadata_warns_and_mean_std_give_the_eager_predictions(eager, synth_root, tmp_path):
+    """A graph exported with torch.onnx.export and no metadata says nothing of its preprocessing: the
+    run says in one warning line what it assumed and how to say otherwise, and records it; with
+    --mean/--std its predictions are the eager module's under that preprocessing (computed here)."""
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnxscript")
+    path = tmp_path / "plain.onnx"
+    torch.onnx.export(eager, (torch.rand(2, 3, 32, 32),), dynamo=True, verbose=False,
+                      dynamic_shapes=({0: "batch"},)).save(str(path))
+    files = _files(synth_root, "mixed_rand")
+    x = _tensor([_image(p) for p in files.values()])
+    mean, std = torch.tensor(OWN_MEAN).view(1, 3, 1, 1), torch.tensor(OWN_STD).view(1, 3, 1, 1)
+    with torch.no_grad():
+        truth = dict(zip(files, eager((x - mean) / std).argmax(1).tolist()))
+    common = ["eval", "--model", f"onnx:{path}", "--data", synth_root, "--variants", "mixed_rand", "--json"]
+
+    guessed = run_cli(*common, "--db", tmp_path / "a.db", "--quiet")
+    assert guessed.returncode == 0, guessed.stderr
+    warning = [ln for ln in guessed.stderr.splitlines() if ln.startswith("warning:")]
+    assert len(warning) == 1, guessed.stderr
+    assert "metadata has no mean/std" in warning[0] and "IN-9's mean (0.4717, 0.4499, 0.3837)" in warning[0]
+    assert "--mean R,G,B --std R,G,B" in warning[0]
+    run_a = json.loads(guessed.stdout)["run_id"]
+    with Store(tmp_path / "a.db") as store:
+        spec = json.loads(store.get_run(run_a)["spec"])
+    assert spec["extra"]["normalization"]["source"] == "assumed"
+    assert _eval_predictions(tmp_path / "a.db", run_a, "mixed_rand") != truth  # the guess changes predictions
+
+    given = run_cli(*common, "--mean", ",".join(map(str, OWN_MEAN)), "--std", " ".join(map(str, OWN_STD)),
+                    "--db", tmp_path / "b.db", "--quiet")
+    assert given.returncode == 0, given.stderr
+    assert "warning:" not in given.stderr
+    run_b = json.loads(given.stdout)["run_id"]
+    assert _eval_predictions(tmp_path / "b.db", run_b, "mixed_rand") == truth
+    with Store(tmp_path / "b.db") as store:
+        run = store.get_run(run_b)
+    spec, config = json.loads(run["spec"]), json.loads(run["config"])
+    assert spec["extra"]["normalization"] == {"source": "flags", "flag": "--mean/--std", "mean": list(OWN_MEAN),
+                                              "std": list(OWN_STD)}
+    assert config["model_options"]["mean"] == list(OWN_MEAN) and config["model_options"]["std"] == list(OWN_STD)
+
+
+@pytest.mark.parametrize("flags, needle", [
+    (["--mean", "0.5,0.5"], "--mean takes three numbers"),
+    (["--mean", "0.5,0.5,0.5"], "--mean and --std go together"),
+    (["--mean", "0.5,0.5,0.5", "--std", "0.5,0,0.5"], "--std must be positive"),
+    (["--mean", "0.5,0.5,0.5", "--std", "0.5,0.5,0.5", "--norm", "in9"], "give one"),
+    (["--input-size", "big"], "--input-size takes a side or HxW")])
+def test_bad_normalization_flags_are_one_line(flags, needle, synth_root, tmp_path):
+    proc = run_cli("eval", "--model", "timm:test_resnet", "--data", synth_root, *flags, "--db", tmp_path / "r.db")
+    assert_one_line_error(proc, needle)
+
+
 def test_torchscript_loads_without_torchs_deprecation_warning(model_files):
     from bgbench.models.checkpoint import read_checkpoint
     with warnings.catch_warnings(record=True) as caught:

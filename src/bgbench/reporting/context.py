@@ -102,6 +102,14 @@ def _weights(run: Row) -> Optional[str]:
     return run["checkpoint_sha256"] or run["spec"]  # a random init is identified by its spec
 
 
+def _built(run: Row) -> str:
+    """How the run's model was built, as far as that changes numbers (`models.options.identity`,
+    less the forward's speed-ups): a model read through another class map or normalized otherwise
+    is another subject, never merged into one row with the first."""
+    options = json.loads(run["config"] or "{}").get("model_options") or {}
+    return json.dumps({k: v for k, v in options.items() if k not in ("channels_last", "compile")}, sort_keys=True)
+
+
 def _protocol(run: Row) -> str:
     """Ten-crop evals measure something else than plain ones: they get a subject of their own."""
     return "ten-crop" if run["kind"] == "eval" and json.loads(run["config"]).get("ten_crop") else ""
@@ -140,10 +148,10 @@ def select_subjects(store: Store, run_ids: Optional[Sequence[int]] = None,
         raise BgbenchError(f"no finished eval or challenge runs in {store.path}; run `bgbench eval` first")
     groups: Dict[tuple, List[Row]] = {}
     for r in candidates:
-        groups.setdefault((r["model"], _weights(r), r["data_fingerprint"], _protocol(r)), []).append(r)
+        groups.setdefault((r["model"], _weights(r), r["data_fingerprint"], _protocol(r), _built(r)), []).append(r)
     trains = {r["checkpoint_sha256"]: r for r in done if r["kind"] == "train" and r["checkpoint_sha256"]}
     subjects = []
-    for i, ((model, weights, fp, protocol), rows) in enumerate(sorted(groups.items(), key=lambda kv: (
+    for i, ((model, weights, fp, protocol, _), rows) in enumerate(sorted(groups.items(), key=lambda kv: (
             str(kv[0][2]), kv[1][0]["id"])), start=1):
         sha = rows[-1]["checkpoint_sha256"]
         subjects.append(Subject(key=f"m{i}", model=model, weights=weights, data_fingerprint=fp,

@@ -128,7 +128,40 @@ def provenance(subject: Subject) -> dict:
     return {"key": subject.key, "model": subject.model, "architecture": spec.get("arch"),
             "weights_sha256": subject.runs[-1]["checkpoint_sha256"], "data_root": subject.data_root,
             "data_fingerprint": subject.data_fingerprint, "protocol": ", ".join(protocols),
-            "ten_crop": subject.protocol == "ten-crop", "versions": sorted({r["version"] for r in subject.runs})}
+            "ten_crop": subject.protocol == "ten-crop", "versions": sorted({r["version"] for r in subject.runs}),
+            **preprocessing(subject)}
+
+
+def preprocessing(subject: Subject) -> dict:
+    """What else a row's numbers depend on beyond the model and the data, from its newest run: the
+    class map a 1000-class model's outputs were read through (its name, and the sha256 of its table
+    as canonical JSON, so two maps that send the same classes to the same labels agree whatever
+    their files look like; None for a model with the dataset's own classes), the normalization with
+    where it came from (`models.norms`: model, flags or assumed), and the input size with its resize
+    policy. Rows measured under different maps or preprocessing differ here, not only in numbers."""
+    import hashlib
+    spec = subject.spec
+    config = json.loads(subject.runs[-1]["config"] or "{}")
+    recorded = config.get("class_map")
+    name = digest = None
+    if recorded is None and spec.get("label_space") == "imagenet1k" and config.get("classes"):
+        from ..class_maps import resolve_class_map
+        try:
+            recorded = resolve_class_map(config["classes"]).to_config()
+        except Exception:  # noqa: BLE001 - a run whose classes no built-in map reads: no map to name
+            recorded = None
+    if recorded:
+        given = (config.get("model_options") or {}).get("class_map")
+        name = given["file"] if isinstance(given, dict) else str(recorded["name"]).rsplit("/", 1)[-1]
+        table = {str(k): sorted(v) for k, v in recorded["imagenet_classes"].items()}
+        digest = hashlib.sha256(json.dumps(table, sort_keys=True).encode()).hexdigest()
+    norm = (spec.get("extra") or {}).get("normalization") or {}
+    size = spec.get("input_size") or []
+    return {"class_map": name, "class_map_sha256": digest,
+            "norm_mean": [float(v) for v in spec.get("mean") or []] or None,
+            "norm_std": [float(v) for v in spec.get("std") or []] or None,
+            "norm_source": norm.get("source") or "unrecorded",
+            "input_size": f"{size[-2]}x{size[-1]}" if len(size) >= 2 else None, "resize": spec.get("resize")}
 
 
 def category_cells(ctx: ReportContext, subject: Subject) -> Dict[str, Tuple[dict, dict]]:

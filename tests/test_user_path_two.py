@@ -1,0 +1,93 @@
+"""The user's path, part two (issue 46): a hub name fails at once when the hub cannot be reached,
+and the protocol (class map, normalization, input size) travels with an exported result.
+
+The hub is made unreachable by pointing huggingface_hub at a closed local port (nothing leaves
+the machine); its retry loop is caught by its own sleep, which must never run.
+"""
+import csv
+import hashlib
+import json
+import time
+
+import pytest
+
+from conftest import run_cli
+from helpers.hub_cache import TAG, use_offline_hub, write_timm_weights
+
+MODEL = f"timm:{TAG}"
+
+
+@pytest.fixture
+def unreachable_hub(tmp_path, monkeypatch):
+    """An empty cache, HF_HUB_OFFLINE unset, the endpoint a closed port; a retry is a failure."""
+    import huggingface_hub.constants as constants
+    import huggingface_hub.utils._http as http
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(constants, "HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hf" / "hub"))
+    monkeypatch.setattr(constants, "ENDPOINT", "http://127.0.0.1:9")
+    monkeypatch.setattr(http.time, "sleep", lambda s: pytest.fail(f"the hub client retried (sleep {s}s)"))
+    return constants
+
+
+@pytest.mark.parametrize("model", [MODEL, "hf:facebook/convnext-tiny-224"])
+def test_a_hub_name_fails_at_once_when_the_hub_cannot_be_reached(model, unreachable_hub):
+    from bgbench.errors import BgbenchError
+    from bgbench.models.registry import create_model
+    import transformers  # noqa: F401 - imported before the clock starts: the bound is the failure's, not imports'
+    t0 = time.perf_counter()
+    with pytest.raises(BgbenchError) as e:
+        create_model(model)
+    assert time.perf_counter() - t0 < 5  # the issue's bound; the retry loop took over a minute
+    assert "127.0.0.1 cannot be reached" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_hf_hub_offline_fails_at_once_too(unreachable_hub, monkeypatch):
+    from bgbench.errors import BgbenchError
+    from bgbench.models.registry import create_model
+    monkeypatch.setattr(unreachable_hub, "HF_HUB_OFFLINE", True)
+    with pytest.raises(BgbenchError, match="HF_HUB_OFFLINE is set"):
+        create_model(MODEL)
+
+
+# ------------------------------------------------------------------------------------------------ exports
+
+
+def _canonical_sha256(class_map: dict, classes) -> str:
+    """The sha256 of a class map's table as canonical JSON: label -> sorted ImageNet indices."""
+    table = {str(k): [] for k in range(len(classes))}
+    for index, folder in class_map.items():
+        table[str(classes.index(folder))].append(int(index))
+    return hashlib.sha256(json.dumps({k: sorted(v) for k, v in table.items()}, sort_keys=True).encode()).hexdigest()
+
+
+def test_exports_carry_the_class_map_normalization_and_input_size(synth_root, tmp_path, monkeypatch):
+    """Two evals of one 1000-class model under two class maps are two rows that say which map each
+    used (name and sha256), with the normalization (and where it came from) and the input size."""
+    use_offline_hub(monkeypatch, tmp_path / "hf")
+    write_timm_weights(tmp_path / "hf")
+    classes = sorted(p.name for p in (synth_root / "original" / "val").iterdir())
+    maps = {"a.json": {str(100 + 7 * k): c for k, c in enumerate(classes)},
+            "b.json": {str(200 + 3 * k): c for k, c in enumerate(classes)}}
+    db = tmp_path / "r.db"
+    for name, table in maps.items():
+        (tmp_path / name).write_text(json.dumps(table))
+        proc = run_cli("eval", "--model", MODEL, "--class-map", tmp_path / name, "--data", synth_root, "--variants",
+                       "original", "mixed_rand", "mixed_same", "--db", db, "--quiet")
+        assert proc.returncode == 0, proc.stderr
+    proc = run_cli("export", "--scorecard", "--out", tmp_path / "pub", "--db", db, "--json")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    with open(doc["csv"], newline="") as f:
+        rows = {r["class_map"]: r for r in csv.DictReader(f)}
+    assert sorted(rows) == ["a.json", "b.json"]
+    for name, row in rows.items():
+        assert row["class_map_sha256"] == _canonical_sha256(maps[name], classes)
+        # the tag's pretrained config: mean = std = 0.5, 160 px (helpers.hub_cache)
+        assert (row["norm_mean"], row["norm_std"], row["norm_source"]) == ("0.5 0.5 0.5", "0.5 0.5 0.5", "model")
+        assert (row["input_size"], row["resize"]) == ("160x160", "native")
+    infos = [json.loads(open(p).read()) for p in doc["model_info"]]
+    assert sorted((i["class_map"], i["class_map_sha256"]) for i in infos) == sorted(
+        (n, _canonical_sha256(t, classes)) for n, t in maps.items())
+    assert all(i["norm_mean"] == [0.5, 0.5, 0.5] and i["input_size"] == "160x160" for i in infos)
