@@ -234,16 +234,51 @@ def test_measures_that_hook_layers_refuse_a_format_without_them_in_one_line(fmt,
         assert not (tmp_path / "ed").exists()
 
 
-def test_a_study_refuses_a_layer_measure_of_an_exported_program_before_its_first_step(model_files, synth_root,
-                                                                                      tmp_path):
+def test_a_study_skips_a_layer_measure_of_an_exported_program_and_runs_the_rest(model_files, synth_root, tmp_path):
     study = tmp_path / "s.toml"
     study.write_text(f'models = ["{model_files["export"][-1]}"]\ndatasets = ["{synth_root}"]\n[measures.eval]\n'
                      f'[measures.saliency]\n')
-    assert_one_line_error(run_cli("study", study, "--db", tmp_path / "r.db"), "saliency", "layers",
-                          "cannot run")
-    if (tmp_path / "r.db").exists():
-        with Store(tmp_path / "r.db") as store:
-            assert not store.runs()
+    proc = run_cli("study", study, "--db", tmp_path / "r.db", "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    assert "saliency m on " in proc.stderr and "skipped: saliency hooks the network's layers" in proc.stderr
+    with Store(tmp_path / "r.db") as store:
+        assert sorted(r["kind"] for r in store.runs()) == ["eval"]
+
+
+def test_profile_runs_every_step_an_onnx_model_can_beside_a_timm_model(model_files, model_ckpt, synth_root,
+                                                                       tmp_path):
+    """`profile` of an ONNX model and a trained timm model (a bgbench checkpoint): each runs what it
+    can; the ONNX model's layer measures are skipped with their one-line reason, and the scorecard
+    says n/a and why."""
+    onnx = _args(model_files, "onnx")[-1]
+    args = ["profile", "--model", onnx, "--model", f"file:{model_ckpt}", "--data", synth_root, "--measures", "eval",
+            "noise,saliency", "--db", tmp_path / "r.db", "--out", tmp_path / "rep", "--quiet"]
+    proc = run_cli(*args, "--json")
+    assert proc.returncode == 0, proc.stderr
+    reason = "saliency hooks the network's layers (Grad-CAM, penultimate features), which m cannot give"
+    assert f"saliency m on {synth_root.name}: skipped: {reason}" in proc.stderr
+    doc = json.loads(proc.stdout)
+    ran = sorted((s["measure"], s["model"]) for s in doc["steps"] if s["run"] is not None)
+    trained = model_ckpt.parent.name  # a run folder's model.pt is labelled by its folder
+    assert ran == sorted([("eval", "m"), ("eval", trained), ("noise", "m"), ("noise", trained),
+                          ("saliency", trained)])
+    na = [r for r in doc["scorecard"] if r["model"] == "m" and r["measure"].startswith("saliency:")]
+    assert na and all(r["value"] is None and reason in r["not_available"] for r in na)
+    measured = [r for r in doc["scorecard"] if r["model"] == trained and r["measure"].startswith("saliency:")]
+    # measured: 32-px images leave test_resnet's last layer 1x1, so every Grad-CAM map is zero and the
+    # precision undefined: a run's n/a, not a skip
+    assert measured and all(r["run"] is not None and "skipped" not in str(r["not_available"]) for r in measured)
+    page = (tmp_path / "rep" / "index.html").read_text()
+    assert 'class="meta na" title="n/a: saliency hooks the network&#39;s layers' in page
+    text = run_cli(*args)  # everything is stored now: the text scorecard, its n/a cell and the reason under it
+    assert text.returncode == 0, text.stderr
+    assert "n/a [1]" in text.stdout and f"[1] skipped: {reason}" in text.stdout
+
+
+def test_profile_refuses_an_unknown_measure_in_one_line(synth_root, tmp_path):
+    proc = run_cli("profile", "--model", "timm:test_resnet", "--data", synth_root, "--measures", "eval", "salency",
+                   "--db", tmp_path / "r.db", "--out", tmp_path / "rep")
+    assert_one_line_error(proc, "measures.salency: unknown measure")
 
 
 def test_a_probe_that_needs_only_forwards_runs_an_onnx_model(model_files, synth_root, tmp_path):

@@ -69,6 +69,8 @@ class ReportContext:
     subjects: List[Subject]
     progress: bool = True
     pages: Dict[str, str] = field(default_factory=dict)  # subject key -> its model's page; empty: one page
+    #: (model string, data folder) -> {measure name: why a study skipped it}: the scorecard's n/a cells
+    skipped: Dict[Tuple[str, str], Dict[str, str]] = field(default_factory=dict)
     figures: List[Path] = field(default_factory=list)
     thumbs: Thumbnails = field(init=False)
 

@@ -73,6 +73,10 @@ def _row_label(subject: Subject) -> str:
 def cell(ctx: ReportContext, subject: Subject, column: Column) -> Optional[dict]:
     run = subject.latest(column.measure.kind)
     if run is None:
+        why = skipped_reason(ctx, subject, column.measure.name)
+        if why is not None:  # a study skipped it: n/a with the reason, never a silent gap
+            return {"value": None, "na": f"n/a: {why}", "lo": None, "hi": None, "n": None, "run": None,
+                    "href": f"{ctx.page_of(subject)}#{subject.key}"}
         return None
     metrics = ctx.metrics(run["id"])
     for variant in column.variants:
@@ -84,7 +88,21 @@ def cell(ctx: ReportContext, subject: Subject, column: Column) -> Optional[dict]
             k = row["n"] or 0
             return {"value": None, "na": f"n/a: {k} group{'' if k == 1 else 's'} of at least {MIN_IMAGES} images",
                     "lo": None, "hi": None, "n": None, "run": run["id"], "href": _section_href(ctx, subject, column.measure)}
+    row = next((metrics.get((column.headline.metric, v)) for v in column.variants
+                if metrics.get((column.headline.metric, v)) is not None), None)
+    if row is not None:  # measured, and undefined there (saliency of all-zero maps): said, not left blank
+        return {"value": None, "na": f"n/a: undefined on these images (n={row['n'] or 0})", "lo": None, "hi": None,
+                "n": row["n"], "run": run["id"], "href": _section_href(ctx, subject, column.measure)}
     return None
+
+
+def skipped_reason(ctx: ReportContext, subject: Subject, measure: str) -> Optional[str]:
+    """Why the study that made this report skipped `measure` for the subject's model and data (None:
+    it did not, or the report was not made by a study)."""
+    if not ctx.skipped or not subject.data_root:
+        return None
+    from pathlib import Path
+    return ctx.skipped.get((subject.model, str(Path(subject.data_root).resolve())), {}).get(measure)
 
 
 def scorecard(ctx: ReportContext) -> Optional[dict]:
@@ -214,13 +232,18 @@ def _dataset_name(subject: Subject) -> str:
     return Path(subject.data_root).name if subject.data_root else (subject.data_fingerprint or "-")[:12]
 
 
-def _cell_text(column: dict, e: Optional[dict]) -> str:
-    """A scorecard cell as text: the value and its interval, 'n/a: why', or '-' when not measured."""
+def _cell_text(column: dict, e: Optional[dict], notes: Optional[List[str]] = None) -> str:
+    """A scorecard cell as text: the value and its interval, 'n/a: why' ('n/a [k]' with the reason
+    as note k under the table, when `notes` collects them), or '-' when not measured."""
     from ..intervals import interval
     if e is None:
         return "-"
     if e.get("na"):
-        return e["na"]
+        if notes is None or e.get("run") is not None:
+            return e["na"]
+        why = e["na"].removeprefix("n/a: ")
+        notes += [why] if why not in notes else []
+        return f"n/a [{notes.index(why) + 1}]"
     fmt = (lambda v: f"{100 * v:.1f}%") if column["percent"] else (lambda v: f"{v:.3f}")
     ci = interval(e["lo"], e["hi"], e["n"], fmt)
     return f"{fmt(e['value'])} {ci}".rstrip()
@@ -250,7 +273,8 @@ def scorecard_text(data: dict, transpose_up_to: int = 4) -> str:
         models = [r for r in data["rows"] if any(e is not None for e in r["cells"][gi])]
         if not models:
             continue
-        cells = [[_cell_text(c, e) for c, e in zip(group["columns"], r["cells"][gi])] for r in models]
+        notes: List[str] = []
+        cells = [[_cell_text(c, e, notes) for c, e in zip(group["columns"], r["cells"][gi])] for r in models]
         if len(models) <= transpose_up_to:
             table = [["", *[r["label"] for r in models]]] + [[t, *[c[i] for c in cells]] for i, t in enumerate(titles)]
         else:
@@ -258,5 +282,6 @@ def scorecard_text(data: dict, transpose_up_to: int = 4) -> str:
         widths = [max(len(x[i]) for x in table) for i in range(len(table[0]))]
         lines = [f"scorecard on {group['name']}:"]
         lines += ["  ".join(v.ljust(w) for v, w in zip(line, widths)).rstrip() for line in table]
+        lines += [f"[{k}] skipped: {why}" for k, why in enumerate(notes, 1)]
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)

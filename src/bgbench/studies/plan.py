@@ -36,7 +36,7 @@ class Step:
     measure: StudyMeasure
     kind: str
     done_run: Optional[int] = None  # the stored run that already holds it
-    skip: Optional[str] = None  # why the data cannot support it
+    skip: Optional[str] = None  # why the data or the model's format cannot support it (the rest runs)
     forwards: Optional[int] = None
     forwards_bound: bool = False  # the challenge's count is a ceiling (it stops at the first fooling background)
     options: Dict = field(default_factory=dict)
@@ -134,8 +134,10 @@ def plan(study: Study, store) -> List[Step]:
                 step = Step(m, d, measure, get_measure(measure.name).kind,
                             options=dict(measure.options), weights=mf.weights, model_identity=mf.identity,
                             identity=measure_identity(measure.name, measure.options))
-                step.skip = _unsupported(measure.name, f, measure.options)
-                step.problem = (problem or mf.format_problem(measure.name)) if step.skip is None else None
+                # what the data or the model's format cannot give is skipped with its reason, and the
+                # rest runs; a model that cannot read the dataset at all stops the study (`problem`)
+                step.skip = _unsupported(measure.name, f, measure.options) or mf.format_problem(measure.name)
+                step.problem = problem if step.skip is None else None
                 step.forwards, step.forwards_bound = get_measure(measure.name).forwards(
                     f.images, f.variants, measure.options, f.attribute_kinds)
                 if step.skip is None and step.problem is None:
