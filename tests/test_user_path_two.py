@@ -91,3 +91,30 @@ def test_exports_carry_the_class_map_normalization_and_input_size(synth_root, tm
     assert sorted((i["class_map"], i["class_map_sha256"]) for i in infos) == sorted(
         (n, _canonical_sha256(t, classes)) for n, t in maps.items())
     assert all(i["norm_mean"] == [0.5, 0.5, 0.5] and i["input_size"] == "160x160" for i in infos)
+
+
+# ------------------------------------------------------------------------------------------------ reuse
+
+
+@pytest.mark.parametrize("command", [["eval", "--variants", "original", "mixed_same", "mixed_rand"],
+                                     ["challenge"]])
+def test_eval_and_challenge_show_a_finished_run_again_and_rerun_measures_anew(command, synth_root, tmp_path):
+    """The same model, weights, options and data: the finished run is shown again (the same output),
+    nothing new is stored; `--rerun` makes a new run; another option is another run."""
+    from bgbench.store import Store
+    args = [command[0], "--model", "timm:test_resnet", "--data", synth_root, *command[1:], "--db", tmp_path / "r.db",
+            "--quiet"]
+    first = run_cli(*args)
+    assert first.returncode == 0, first.stderr
+    again = run_cli(*args)
+    assert again.returncode == 0, again.stderr
+    assert f"reusing {command[0]} run 1: it is finished" in again.stderr and "--rerun" in again.stderr
+    assert again.stdout == first.stdout
+    with Store(tmp_path / "r.db") as store:
+        assert [r["id"] for r in store.runs(command[0])] == [1]
+    forced = run_cli(*args, "--rerun")
+    assert forced.returncode == 0 and "reusing" not in forced.stderr
+    other = run_cli(*args, "--seed", 1)
+    assert other.returncode == 0 and "reusing" not in other.stderr
+    with Store(tmp_path / "r.db") as store:
+        assert [r["id"] for r in store.runs(command[0])] == [1, 2, 3]

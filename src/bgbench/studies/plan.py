@@ -281,17 +281,26 @@ def _weights(model: StudyModel, peeked) -> Optional[str]:
 
 def _done(store, step: Step, fingerprint: str) -> Optional[int]:
     """The newest finished run that agrees with the step on everything that changes a number."""
-    for run in reversed(store.runs(step.kind)):
-        if run["status"] not in FINISHED or run["data_fingerprint"] != fingerprint or run["model"] != step.model.model:
+    return finished_run(store, step.kind, step.model.model, step.weights, step.model_identity, step.identity,
+                        fingerprint)
+
+
+def finished_run(store, kind: str, model: str, weights: Optional[str], model_identity: Optional[dict],
+                 identity: dict, fingerprint: str, statuses=FINISHED) -> Optional[int]:
+    """The newest run of `kind` in `statuses` (finished) with this model string, weights sha256 (None:
+    not compared), model options (`models.options.identity`), job options (`measure_identity`) and
+    data fingerprint: what a study takes as its step, and `bgbench eval` shows again."""
+    for run in reversed(store.runs(kind)):
+        if run["status"] not in statuses or run["data_fingerprint"] != fingerprint or run["model"] != model:
             continue
-        if step.weights is not None and run["checkpoint_sha256"] != step.weights:
+        if weights is not None and run["checkpoint_sha256"] != weights:
             continue
         config = json.loads(run["config"] or "{}")
-        if not _same(config.get("model_options"), step.model_identity):
+        if not _same(config.get("model_options"), model_identity):
             continue
         asked = config.get("requested") or {}
         missing = object()
-        if all(_same(asked.get(k, config.get(k, missing)), v) for k, v in step.identity.items()):
+        if all(_same(asked.get(k, config.get(k, missing)), v) for k, v in identity.items()):
             return int(run["id"])
     return None
 
