@@ -118,3 +118,24 @@ def test_eval_and_challenge_show_a_finished_run_again_and_rerun_measures_anew(co
     assert other.returncode == 0 and "reusing" not in other.stderr
     with Store(tmp_path / "r.db") as store:
         assert [r["id"] for r in store.runs(command[0])] == [1, 2, 3]
+
+
+# ------------------------------------------------------------------------------------------------ threads
+
+
+@pytest.mark.parametrize("environ, cores, load, threads", [
+    ({}, 2, 5.2, 1),  # a 2-core machine with four other jobs: one thread
+    ({}, 16, 15.0, 1),  # fewer than two idle cores
+    ({}, 16, 0.3, None),  # idle: torch's own choice
+    ({"OMP_NUM_THREADS": "4"}, 2, 5.2, None),  # the user (or torchrun) said it
+    ({"BGBENCH_THREADS": "3"}, 16, 0.0, 3)])
+def test_a_busy_machine_gets_one_torch_thread_per_process(environ, cores, load, threads):
+    from bgbench.distributed import cpu_threads
+    assert cpu_threads(environ, cores=cores, load=load) == threads
+
+
+def test_a_bad_bgbench_threads_is_one_line():
+    from bgbench.distributed import cpu_threads
+    from bgbench.errors import BgbenchError
+    with pytest.raises(BgbenchError, match="BGBENCH_THREADS must be a whole number"):
+        cpu_threads({"BGBENCH_THREADS": "many"})
