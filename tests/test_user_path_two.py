@@ -139,3 +139,47 @@ def test_a_bad_bgbench_threads_is_one_line():
     from bgbench.errors import BgbenchError
     with pytest.raises(BgbenchError, match="BGBENCH_THREADS must be a whole number"):
         cpu_threads({"BGBENCH_THREADS": "many"})
+
+
+# ------------------------------------------------------------------------------------------------ hints
+
+
+def test_counts_and_rounded_zeros_read_as_words_and_numbers():
+    from bgbench.console import plural
+    from bgbench.intervals import interval
+    assert (plural(1, "model"), plural(2, "model"), plural(0, "image")) == ("1 model", "2 models", "0 images")
+    pct = lambda v: f"{100 * v:.1f}%"  # noqa: E731
+    assert interval(-0.0001, 0.05, 7, pct) == "[0.0%, 5.0%]"
+    assert interval(-0.0004, 0.2, 7, lambda v: f"{v:+.3f}") == "[+0.000, +0.200]"
+    assert interval(-0.02, 0.05, 7, pct) == "[-2.0%, 5.0%]"
+
+
+def test_an_empty_shortcut_table_names_the_commands_that_fill_it(tmp_path):
+    from bgbench.measures.shortcuts.table import ShortcutTable
+    text = ShortcutTable(blocks=[]).text()
+    assert "no stored run measures a shortcut" in text and "bgbench probe watermark" in text
+
+
+def test_dfr_says_what_a_tie_at_zero_means_and_what_to_do():
+    import numpy as np
+    from bgbench.training.dfr import HeadFit, head_fit_summary
+    tie = HeadFit(np.zeros((2, 2)), np.zeros(2), 1.0, {1.0: 0.0, 0.3: 0.0}, 8, 1, 8, True,
+                  extra={"held_out_mean_accuracy": {"1.0": 0.5, "0.3": 0.5}})
+    line = head_fit_summary(tie)
+    assert "the choice of C is a guess" in line and "--held-out" in line
+
+
+def test_the_eval_group_table_stays_aligned_with_long_group_names(tmp_path):
+    from bgbench.evaluation.metrics import Estimate
+    from bgbench.measures.eval.results import EvalReport
+
+    class Groups:
+        groups = [{"group": "a very long group name indeed (water, land)", "acc": 0.5, "lo": 0.1, "hi": 0.9, "n": 4},
+                  {"group": "short", "acc": 0.25, "lo": 0.05, "hi": 0.7, "n": 4}]
+
+        def headline(self):
+            return "worst group: short"
+
+    report = EvalReport("m", "d", {}, accuracy={"original": Estimate(0.5, 0.2, 0.8, 8)}, groups={"original": Groups()})
+    rows = [ln for ln in report.text().splitlines() if ln.startswith("  ")]
+    assert len(rows) == 2 and len({ln.index("%") for ln in rows}) == 1

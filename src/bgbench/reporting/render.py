@@ -78,8 +78,10 @@ class ReportResult:
 
     def text(self) -> str:
         pages = f", a page per model under {self.pages[0].parent}" if self.pages else ""
-        return (f"report: {self.index} ({len(self.models)} models, {len(self.figures)} figures, "
-                f"{self.gallery_images} gallery images in {len(self.thumbnails)} files{pages}, {self.seconds:.1f}s)\n"
+        from ..console import plural
+        return (f"report: {self.index} ({plural(len(self.models), 'model')}, {plural(len(self.figures), 'figure')}, "
+                f"{plural(self.gallery_images, 'gallery image')} in {plural(len(self.thumbnails), 'file')}{pages}, "
+                f"{self.seconds:.1f}s)\n"
                 f"leaderboard: {self.leaderboard}")
 
 

@@ -82,8 +82,12 @@ def cell(ctx: ReportContext, subject: Subject, column: Column) -> Optional[dict]
     for variant in column.variants:
         row = metrics.get((column.headline.metric, variant))
         if row is not None and row["value"] is not None:
-            return {"value": row["value"], "lo": row["lo"], "hi": row["hi"], "n": row["n"], "run": run["id"],
-                    "href": _section_href(ctx, subject, column.measure)}
+            out = {"value": row["value"], "lo": row["lo"], "hi": row["hi"], "n": row["n"], "run": run["id"],
+                   "href": _section_href(ctx, subject, column.measure)}
+            ref = column.headline.reference
+            if ref and (metrics.get((ref[0], variant)) or {"value": None})["value"] is not None:
+                out["reference"] = {"name": ref[1], "value": metrics[(ref[0], variant)]["value"]}
+            return out
         if row is not None and column.headline is WORST_GROUP:  # measured, but too few groups qualify
             k = row["n"] or 0
             return {"value": None, "na": f"n/a: {k} group{'' if k == 1 else 's'} of at least {MIN_IMAGES} images",
@@ -246,7 +250,8 @@ def _cell_text(column: dict, e: Optional[dict], notes: Optional[List[str]] = Non
         return f"n/a [{notes.index(why) + 1}]"
     fmt = (lambda v: f"{100 * v:.1f}%") if column["percent"] else (lambda v: f"{v:.3f}")
     ci = interval(e["lo"], e["hi"], e["n"], fmt)
-    return f"{fmt(e['value'])} {ci}".rstrip()
+    ref = f"({e['reference']['name']} {fmt(e['reference']['value'])})" if e.get("reference") else ""
+    return f"{fmt(e['value'])} {ci} {ref}".replace("  ", " ").strip()
 
 
 def scorecard_records(data: dict) -> List[dict]:
@@ -259,7 +264,8 @@ def scorecard_records(data: dict) -> List[dict]:
                     continue
                 out.append({"model": row["label"], "dataset": group["name"], "measure": column["key"],
                             "title": column["title"], "value": e["value"], "lo": e["lo"], "hi": e["hi"], "n": e["n"],
-                            "not_available": e.get("na"), "run": e["run"], "higher_is_better": column["higher"]})
+                            "not_available": e.get("na"), "run": e["run"], "higher_is_better": column["higher"],
+                            "reference": e.get("reference")})
     return out
 
 
