@@ -183,3 +183,18 @@ def test_the_eval_group_table_stays_aligned_with_long_group_names(tmp_path):
     report = EvalReport("m", "d", {}, accuracy={"original": Estimate(0.5, 0.2, 0.8, 8)}, groups={"original": Groups()})
     rows = [ln for ln in report.text().splitlines() if ln.startswith("  ")]
     assert len(rows) == 2 and len({ln.index("%") for ln in rows}) == 1
+
+
+def test_saliency_and_feature_sections_name_an_imagenet_models_classes():
+    """A 1000-class model's predicted classes are named as `bgbench predict` names them (timm's
+    ImageNet descriptions, read here from timm's own file), not 'class 450'."""
+    from pathlib import Path
+    import timm
+    from bgbench.measures.saliency.summary import class_namer
+    synsets = (Path(timm.__file__).parent / "data" / "_info" / "imagenet_synsets.txt").read_text().split()
+    words = dict(line.split("\t", 1) for line in
+                 (Path(timm.__file__).parent / "data" / "_info" / "imagenet_synset_to_lemma.txt").read_text()
+                 .splitlines())
+    name = class_namer(["a", "b"], dataset_labels=False)
+    assert name(450) == f"{words[synsets[450]]} (450)"
+    assert class_namer(["a", "b"], dataset_labels=True)(1) == "b"
