@@ -105,11 +105,14 @@ def _weights(run: Row) -> Optional[str]:
 
 
 def _built(run: Row) -> str:
-    """How the run's model was built, as far as that changes numbers (`models.options.identity`,
-    less the forward's speed-ups): a model read through another class map or normalized otherwise
-    is another subject, never merged into one row with the first."""
-    options = json.loads(run["config"] or "{}").get("model_options") or {}
-    return json.dumps({k: v for k, v in options.items() if k not in ("channels_last", "compile")}, sort_keys=True)
+    """The protocol a run's model was read under, from what every run records whatever built its
+    model: the class map its outputs went through (the resolved table) and its mean and std. A
+    model read through another class map or normalized otherwise is another subject, never merged
+    into one row with the first."""
+    config = json.loads(run["config"] or "{}")
+    spec = json.loads(run["spec"] or "{}") if run["spec"] else {}
+    table = (config.get("class_map") or {}).get("imagenet_classes")
+    return json.dumps([table, spec.get("mean"), spec.get("std")], sort_keys=True)
 
 
 def _protocol(run: Row) -> str:
