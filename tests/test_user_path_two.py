@@ -198,3 +198,9 @@ def test_saliency_and_feature_sections_name_an_imagenet_models_classes():
     name = class_namer(["a", "b"], dataset_labels=False)
     assert name(450) == f"{words[synsets[450]]} (450)"
     assert class_namer(["a", "b"], dataset_labels=True)(1) == "b"
+
+
+def test_galleries_name_a_miss_of_a_custom_class_map_without_calling_it_in9s():
+    from bgbench.drawing.gallery import class_namer
+    name = class_namer(["cat", "cup", "person"])
+    assert (name(1), name(-1), name(255)) == ("cup", "none of its classes", "none of its classes")
