@@ -113,6 +113,15 @@ def cpu_threads(environ=None, cores: Optional[int] = None, load: Optional[float]
     return 1 if cores - load < BUSY_BELOW_IDLE_CORES else None
 
 
+def pin_threads(threads: int) -> None:
+    """Set torch's CPU threads for the rest of the process, whatever the load (a job whose numbers
+    must not depend on how busy the machine is: the demo's, which the manual prints)."""
+    global _threads_picked
+    import torch
+    torch.set_num_threads(threads)
+    _threads_picked = True
+
+
 def _pick_threads() -> None:
     """Set torch's CPU threads once per process (`cpu_threads`); a later job of the same process
     (a study's next step) keeps what the first one chose."""
