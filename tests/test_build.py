@@ -367,3 +367,35 @@ def test_round_trip_eval_and_balance(tmp_path, synth_build):
     again = run_cli("build", "--images", root / "images", "--boxes", root / "boxes", "--out", tmp_path / "out",
                     "--no-resize", "--quiet")
     assert_one_line_error(again, "--overwrite")
+
+
+def test_build_preview_shows_each_images_original_mask_and_variants(tmp_path):
+    """`--preview` writes a contact sheet beside the build: a row per image (classes in turn), the
+    original and its mask first, then each variant; the cells are the built files' pixels."""
+    from bgbench.drawing.contact import HEADER, PAD, SIDE, VARIANTS
+    samples = generate(1, size=64, seed=1)[:4]
+    ids = write_synth(tmp_path, samples)
+    for image_id, s in zip(ids, samples):
+        p = tmp_path / "masks" / f"{image_id}.png"
+        p.parent.mkdir(parents=True, exist_ok=True)
+        Image.fromarray(s.mask.astype(np.uint8) * 255).save(p)
+    res = run_cli("build", "--images", tmp_path / "images", "--boxes", tmp_path / "boxes", "--masks",
+                  tmp_path / "masks", "--out", tmp_path / "out", "--no-resize", "--quiet", "--preview")
+    assert res.returncode == 0, res.stderr
+    sheet_path = tmp_path / "out-preview-val.png"
+    assert f"preview: {sheet_path}" in res.stdout and not (tmp_path / "out" / sheet_path.name).exists()
+    sheet = np.asarray(Image.open(sheet_path).convert("RGB"))
+    variants = [v for v in VARIANTS if (tmp_path / "out" / v / "val").is_dir()]
+    assert sheet.shape[1] == PAD + (2 + len(variants)) * (SIDE + PAD)
+    built = sorted(p.relative_to(tmp_path / "out" / "original" / "val").with_suffix("").as_posix()
+                   for p in (tmp_path / "out" / "original" / "val").rglob("*.png"))
+    assert sheet.shape[0] == HEADER + PAD + len(built) * (SIDE + PAD)
+    for r, image_id in enumerate(built):  # one image per class: the rows are the sorted ids
+        y = HEADER + PAD + r * (SIDE + PAD)
+        cell = lambda c: sheet[y:y + 64, PAD + c * (SIDE + PAD):PAD + c * (SIDE + PAD) + 64]  # noqa: E731
+        original = np.asarray(Image.open(tmp_path / "out" / "original" / "val" / f"{image_id}.png").convert("RGB"))
+        mask = np.load(tmp_path / "out" / "fg_mask" / "val" / f"{image_id}.npy")
+        assert np.array_equal(cell(0), original)
+        assert np.array_equal(cell(1)[..., 0] > 127, mask)
+        rand = np.asarray(Image.open(tmp_path / "out" / "mixed_rand" / "val" / f"{image_id}.png").convert("RGB"))
+        assert np.array_equal(cell(2 + variants.index("mixed_rand")), rand)

@@ -58,7 +58,7 @@ def test_the_model_flags_are_modeloptions_fields_in_every_model_command():
     from test_readme import option_actions, resolve
     flags = {spec["name"] for _, spec in flagged_fields(ModelOptions)}
     assert {"--model", "--checkpoint", "--pretrained", "--class-map", "--trust-checkpoint", "--norm", "--resize",
-            "--labels", "--templates", "--channels-last", "--compile"} == flags
+            "--labels", "--templates", "--channels-last", "--compile", "--mean", "--std", "--input-size"} == flags
     build_parser()
     for cmd in ("eval", "challenge", "probe noise", "probe saliency", "probe ablate", "probe features",
                 "probe attribution", "edit", "train", "profile", "predict"):

@@ -234,22 +234,119 @@ def test_measures_that_hook_layers_refuse_a_format_without_them_in_one_line(fmt,
         assert not (tmp_path / "ed").exists()
 
 
-def test_a_study_refuses_a_layer_measure_of_an_exported_program_before_its_first_step(model_files, synth_root,
-                                                                                      tmp_path):
+def test_a_study_skips_a_layer_measure_of_an_exported_program_and_runs_the_rest(model_files, synth_root, tmp_path):
     study = tmp_path / "s.toml"
     study.write_text(f'models = ["{model_files["export"][-1]}"]\ndatasets = ["{synth_root}"]\n[measures.eval]\n'
                      f'[measures.saliency]\n')
-    assert_one_line_error(run_cli("study", study, "--db", tmp_path / "r.db"), "saliency", "layers",
-                          "cannot run")
-    if (tmp_path / "r.db").exists():
-        with Store(tmp_path / "r.db") as store:
-            assert not store.runs()
+    proc = run_cli("study", study, "--db", tmp_path / "r.db", "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    assert "saliency m on " in proc.stderr and "skipped: saliency hooks the network's layers" in proc.stderr
+    with Store(tmp_path / "r.db") as store:
+        assert sorted(r["kind"] for r in store.runs()) == ["eval"]
+
+
+def test_profile_runs_every_step_an_onnx_model_can_beside_a_timm_model(model_files, model_ckpt, synth_root,
+                                                                       tmp_path):
+    """`profile` of an ONNX model and a trained timm model (a bgbench checkpoint): each runs what it
+    can; the ONNX model's layer measures are skipped with their one-line reason, and the scorecard
+    says n/a and why."""
+    onnx = _args(model_files, "onnx")[-1]
+    args = ["profile", "--model", onnx, "--model", f"file:{model_ckpt}", "--data", synth_root, "--measures", "eval",
+            "noise,saliency", "--db", tmp_path / "r.db", "--out", tmp_path / "rep", "--quiet"]
+    proc = run_cli(*args, "--json")
+    assert proc.returncode == 0, proc.stderr
+    reason = "saliency hooks the network's layers (Grad-CAM, penultimate features), which m cannot give"
+    assert f"saliency m on {synth_root.name}: skipped: {reason}" in proc.stderr
+    doc = json.loads(proc.stdout)
+    ran = sorted((s["measure"], s["model"]) for s in doc["steps"] if s["run"] is not None)
+    trained = model_ckpt.parent.name  # a run folder's model.pt is labelled by its folder
+    assert ran == sorted([("eval", "m"), ("eval", trained), ("noise", "m"), ("noise", trained),
+                          ("saliency", trained)])
+    na = [r for r in doc["scorecard"] if r["model"] == "m" and r["measure"].startswith("saliency:")]
+    assert na and all(r["value"] is None and reason in r["not_available"] for r in na)
+    measured = [r for r in doc["scorecard"] if r["model"] == trained and r["measure"].startswith("saliency:")]
+    # measured: 32-px images leave test_resnet's last layer 1x1, so every Grad-CAM map is zero and the
+    # precision undefined: a run's n/a, not a skip
+    assert measured and all(r["run"] is not None and "skipped" not in str(r["not_available"]) for r in measured)
+    page = (tmp_path / "rep" / "index.html").read_text()
+    assert 'class="meta na" title="n/a: saliency hooks the network&#39;s layers' in page
+    text = run_cli(*args)  # everything is stored now: the text scorecard, its n/a cell and the reason under it
+    assert text.returncode == 0, text.stderr
+    assert "n/a [1]" in text.stdout and f"[1] skipped: {reason}" in text.stdout
+
+
+def test_profile_refuses_an_unknown_measure_in_one_line(synth_root, tmp_path):
+    proc = run_cli("profile", "--model", "timm:test_resnet", "--data", synth_root, "--measures", "eval", "salency",
+                   "--db", tmp_path / "r.db", "--out", tmp_path / "rep")
+    assert_one_line_error(proc, "measures.salency: unknown measure")
 
 
 def test_a_probe_that_needs_only_forwards_runs_an_onnx_model(model_files, synth_root, tmp_path):
     proc = run_cli("probe", "noise", *_args(model_files, "onnx"), "--data", synth_root, "--trials", 1, "--levels",
                    "0.5", "--db", tmp_path / "r.db", "--quiet")
     assert proc.returncode == 0, proc.stderr
+
+
+#: A preprocessing no rule would guess (neither IN-9's nor ImageNet's): the one `--mean/--std` must give.
+OWN_MEAN, OWN_STD = (0.2, 0.7, 0.4), (0.1, 0.2, 0.3)
+
+
+def _eval_predictions(db: Path, run_id: int, variant: str) -> dict:
+    with Store(db) as store:
+        return {r["image_id"]: r["pred"] for r in store.predictions(run_id, variant)}
+
+
+def test_an_onnx_file_without_metadata_warns_and_mean_std_give_the_eager_predictions(eager, synth_root, tmp_path):
+    """A graph exported with torch.onnx.export and no metadata says nothing of its preprocessing: the
+    run says in one warning line what it assumed and how to say otherwise, and records it; with
+    --mean/--std its predictions are the eager module's under that preprocessing (computed here)."""
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnxscript")
+    path = tmp_path / "plain.onnx"
+    torch.onnx.export(eager, (torch.rand(2, 3, 32, 32),), dynamo=True, verbose=False,
+                      dynamic_shapes=({0: "batch"},)).save(str(path))
+    files = _files(synth_root, "mixed_rand")
+    x = _tensor([_image(p) for p in files.values()])
+    mean, std = torch.tensor(OWN_MEAN).view(1, 3, 1, 1), torch.tensor(OWN_STD).view(1, 3, 1, 1)
+    with torch.no_grad():
+        truth = dict(zip(files, eager((x - mean) / std).argmax(1).tolist()))
+    common = ["eval", "--model", f"onnx:{path}", "--data", synth_root, "--variants", "mixed_rand", "--json"]
+
+    guessed = run_cli(*common, "--db", tmp_path / "a.db", "--quiet")
+    assert guessed.returncode == 0, guessed.stderr
+    warning = [ln for ln in guessed.stderr.splitlines() if ln.startswith("warning:")]
+    assert len(warning) == 1, guessed.stderr
+    assert "metadata has no mean/std" in warning[0] and "IN-9's mean (0.4717, 0.4499, 0.3837)" in warning[0]
+    assert "--mean R,G,B --std R,G,B" in warning[0]
+    run_a = json.loads(guessed.stdout)["run_id"]
+    with Store(tmp_path / "a.db") as store:
+        spec = json.loads(store.get_run(run_a)["spec"])
+    assert spec["extra"]["normalization"]["source"] == "assumed"
+    assert _eval_predictions(tmp_path / "a.db", run_a, "mixed_rand") != truth  # the guess changes predictions
+
+    given = run_cli(*common, "--mean", ",".join(map(str, OWN_MEAN)), "--std", " ".join(map(str, OWN_STD)),
+                    "--db", tmp_path / "b.db", "--quiet")
+    assert given.returncode == 0, given.stderr
+    assert "warning:" not in given.stderr
+    run_b = json.loads(given.stdout)["run_id"]
+    assert _eval_predictions(tmp_path / "b.db", run_b, "mixed_rand") == truth
+    with Store(tmp_path / "b.db") as store:
+        run = store.get_run(run_b)
+    spec, config = json.loads(run["spec"]), json.loads(run["config"])
+    assert spec["extra"]["normalization"] == {"source": "flags", "flag": "--mean/--std", "mean": list(OWN_MEAN),
+                                              "std": list(OWN_STD)}
+    assert config["model_options"]["mean"] == list(OWN_MEAN) and config["model_options"]["std"] == list(OWN_STD)
+
+
+@pytest.mark.parametrize("flags, needle", [
+    (["--mean", "0.5,0.5"], "--mean takes three numbers"),
+    (["--mean", "0.5,0.5,0.5"], "--mean and --std go together"),
+    (["--mean", "0.5,0.5,0.5", "--std", "0.5,0,0.5"], "--std must be positive"),
+    (["--mean", "0.5,0.5,0.5", "--std", "0.5,0.5,0.5", "--norm", "in9"], "give one"),
+    (["--input-size", "big"], "--input-size takes a side or HxW")])
+def test_bad_normalization_flags_are_one_line(flags, needle, synth_root, tmp_path):
+    proc = run_cli("eval", "--model", "timm:test_resnet", "--data", synth_root, *flags, "--db", tmp_path / "r.db")
+    assert_one_line_error(proc, needle)
 
 
 def test_torchscript_loads_without_torchs_deprecation_warning(model_files):

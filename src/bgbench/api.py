@@ -35,7 +35,9 @@ def evaluate(model: ModelLike, data: str | Path, variants: Optional[Sequence[str
              resize: str = "auto", labels: str = "auto", templates: str = "openai",
              class_map: Optional[str | Path] = None, norm: str = "auto", trust_checkpoint: bool = False,
              split: Optional[str] = None, workers: Optional[int] = None, channels_last: bool = False,
-             compile: bool = False, pretrained: bool = False, precision: str = "fp32"):
+             compile: bool = False, pretrained: bool = False, mean: Optional[Sequence[float]] = None,
+             std: Optional[Sequence[float]] = None, input_size: Any = None, rerun: bool = False,
+             precision: str = "fp32"):
     """Evaluate a model on IN-9-layout variants: per-variant accuracy and the BG-Gap; where the data
     names each image's group, the accuracy per group and the worst group.
 
@@ -49,7 +51,8 @@ def evaluate(model: ModelLike, data: str | Path, variants: Optional[Sequence[str
         ten_crop: Resize(256), TenCrop(224), logits averaged over the ten crops (seed 003).
         protocol: a reference protocol ('in9-v1'), which fixes the mapping, ten-crop, the resize
             policy and a zero-shot head's labels and templates, and is recorded with the run.
-        resize, labels, templates, norm, trust_checkpoint, channels_last, compile, pretrained, class_map:
+        resize, labels, templates, norm, mean, std, input_size, trust_checkpoint, channels_last, compile,
+        pretrained, class_map:
             how a model is built (`models.options.ModelOptions`, as the CLI's flags); a zero-shot head
             over the dataset's own classes reads them from `data`. class_map: for a 1000-class model on
             a dataset other than IN-9, RIVAL10 and Full-IN, a JSON file {ImageNet index: class folder}
@@ -59,6 +62,8 @@ def evaluate(model: ModelLike, data: str | Path, variants: Optional[Sequence[str
             `data.prefetch.default_workers`).
         precision: 'fp32' (exact: TF32 off, so a GPU predicts what the CPU does), or 'bf16'/'fp16'
             autocast around the forward (faster on GPUs, not exact).
+        rerun: accepted for the command line's sake: this function always predicts (it reads no
+            store; `bgbench eval` shows a finished run of the same job again unless --rerun).
 
     Images are decoded once into the pixel cache (`data.pixel_cache`; `$BGBENCH_CACHE`, off with
     `$BGBENCH_NO_CACHE=1`) and read from it by every later run on the same files.
@@ -72,10 +77,11 @@ def evaluate(model: ModelLike, data: str | Path, variants: Optional[Sequence[str
     from .measures.eval.runner import run_eval
     cfg = EvalConfig(variants=list(variants) if variants else None, mapping=getattr(mapping, "value", mapping),
                      batch_size=batch_size, device=device, seed=seed, ten_crop=ten_crop, protocol=protocol,
-                     split=split, workers=workers, precision=precision)
+                     split=split, workers=workers, rerun=rerun, precision=precision)
     built = _model(model, checkpoint, data=data, device=device, protocol=protocol, resize=resize, labels=labels,
                    templates=templates, norm=norm, trust_checkpoint=trust_checkpoint, channels_last=channels_last,
-                   compile=compile, pretrained=pretrained, class_map=str(class_map) if class_map is not None else None)
+                   compile=compile, pretrained=pretrained, class_map=str(class_map) if class_map is not None else None,
+                   mean=mean, std=std, input_size=input_size)
     return run_eval(built, data, cfg, progress=progress, renderers={"bg_blurred": blurred_renderer})
 
 

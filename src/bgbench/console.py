@@ -13,6 +13,11 @@ from typing import Iterable, Optional
 LOG_EVERY_S = 30.0
 
 
+def plural(n: int, word: str, many: str = "") -> str:
+    """'1 model', '2 models' ('1 image', '0 images'); `many`: an irregular plural."""
+    return f"{n} {word if n == 1 else (many or word + 's')}"
+
+
 def status(message: str) -> None:
     """One status line on stderr."""
     print(message, file=sys.stderr, flush=True)

@@ -25,6 +25,7 @@ import tomllib
 
 from .api import evaluate, train
 from .console import status
+from .distributed import pin_threads
 from .errors import BgbenchError
 from .measures.eval.results import EvalReport
 from .recording import record
@@ -34,6 +35,8 @@ from .studies.spec import REPORT_ONLY, Study, measure_options, study_from_dict
 from .variants.synth import write_dataset
 
 DEMO_ARCH = "timm:test_resnet"
+#: torch CPU threads of the whole demo: its numbers are the manual's on any CPU, busy or idle.
+DEMO_THREADS = 1
 #: The demo's measures: a study file shipped in the package, run as `bgbench study` runs one.
 DEMO_STUDY = Path(__file__).resolve().parent / "resources" / "demo_study.toml"
 #: The demo's two models, as the study, its scorecard and its report name them.
@@ -57,6 +60,10 @@ def run_demo(out: str | Path = "bgbench-demo", db: Optional[str] = None, per_cla
     # fewer than the test split's own: a study refuses two datasets with the same images
     small_per_class = min(small_per_class, test_per_class - 1)
     torch.manual_seed(seed)
+    # one torch thread, busy machine or idle: another count sums floats in another order, and the
+    # 20 epochs of training turn that into other numbers than the manual's (and one thread is the
+    # fastest for this tiny network on a shared machine: docs/how-to/scale-out.md, CPU threads)
+    pin_threads(DEMO_THREADS)
     status(f"[1/5] generating Synthetic-9 ({per_class}/class train, {test_per_class}/class test, {size}px) -> {data}, "
            f"and its first {small_per_class} test images per class -> {small}")
     write_dataset(data, per_class=per_class, size=size, seed=seed, split="train", progress=progress,

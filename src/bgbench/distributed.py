@@ -68,6 +68,8 @@ def setup(device: str = "cpu") -> Ranks:
     run on the right GPU; `device` 'cpu' gives gloo. Outside torchrun: a world of one on `device`.
     """
     here = launched()
+    if not device.startswith("cuda"):
+        _pick_threads()
     if not here.distributed:
         return Ranks(device=device)
     import torch
@@ -79,6 +81,58 @@ def setup(device: str = "cpu") -> Ranks:
         dist.init_process_group(backend="nccl" if device.startswith("cuda") else "gloo")
         atexit.register(_leave)
     return Ranks(world=here.world, rank=here.rank, device=device)
+
+
+#: A machine is busy when fewer than this many cores are idle (cores minus the 1-minute load).
+BUSY_BELOW_IDLE_CORES = 2
+_threads_picked = False
+
+
+def cpu_threads(environ=None, cores: Optional[int] = None, load: Optional[float] = None) -> Optional[int]:
+    """The torch CPU threads a job takes: `BGBENCH_THREADS` when set; torch's own choice (None) when
+    OMP_NUM_THREADS or MKL_NUM_THREADS says it (torchrun sets 1) or the machine is idle; one thread
+    when the machine is busy, fewer than `BUSY_BELOW_IDLE_CORES` cores idle by the 1-minute load.
+    Threads that fight other processes for cores make a job slower, not faster: two epochs of the
+    demo's training took 73.9 s with two threads and 33.8 s with one on a loaded 2-core machine."""
+    environ = os.environ if environ is None else environ
+    if environ.get("BGBENCH_THREADS"):
+        try:
+            return max(1, int(environ["BGBENCH_THREADS"]))
+        except ValueError:
+            from .errors import BgbenchError
+            raise BgbenchError(f"BGBENCH_THREADS must be a whole number of threads, not "
+                               f"{environ['BGBENCH_THREADS']!r}") from None
+    if environ.get("OMP_NUM_THREADS") or environ.get("MKL_NUM_THREADS"):
+        return None
+    cores = cores or os.cpu_count() or 1
+    if load is None:
+        try:
+            load = os.getloadavg()[0]
+        except (AttributeError, OSError):  # no load average on this platform: torch's choice
+            return None
+    return 1 if cores - load < BUSY_BELOW_IDLE_CORES else None
+
+
+def pin_threads(threads: int) -> None:
+    """Set torch's CPU threads for the rest of the process, whatever the load (a job whose numbers
+    must not depend on how busy the machine is: the demo's, which the manual prints)."""
+    global _threads_picked
+    import torch
+    torch.set_num_threads(threads)
+    _threads_picked = True
+
+
+def _pick_threads() -> None:
+    """Set torch's CPU threads once per process (`cpu_threads`); a later job of the same process
+    (a study's next step) keeps what the first one chose."""
+    global _threads_picked
+    if _threads_picked:
+        return
+    _threads_picked = True
+    threads = cpu_threads()
+    if threads is not None:
+        import torch
+        torch.set_num_threads(threads)
 
 
 def _leave() -> None:

@@ -25,4 +25,13 @@ def interval(lo: Optional[float], hi: Optional[float], n: Optional[int], fmt: Ca
         return ""
     if degenerate(lo, hi):
         return f"[{DEGENERATE}, n={n if n is not None else '?'}]"
-    return f"[{fmt(lo)}{sep}{fmt(hi)}]"
+    return f"[{unsigned_zero(fmt, lo)}{sep}{unsigned_zero(fmt, hi)}]"
+
+
+def unsigned_zero(fmt: Callable[[float], str], value: float) -> str:
+    """`fmt(value)`, except that a value that rounds to zero is written as zero is ('0.0%', '+0.000'),
+    never '-0.0%': a minus sign on a rounded zero claims a direction the number does not have."""
+    text = fmt(value)
+    if text.lstrip().startswith("-") and not any(c in "123456789" for c in text):
+        return fmt(0.0)
+    return text

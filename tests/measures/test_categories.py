@@ -121,3 +121,20 @@ def test_categories_partition_every_image(rows):
     cats = categorize(y, o, m, b)
     assert ((cats == 0) == ((o == y) == (m == y))).all()  # BG Irrelevant exactly when full and fg agree
     assert set(cats.tolist()) <= set(range(len(CATEGORIES)))
+
+
+def test_the_manuals_table_of_categories_is_the_code():
+    """docs/concepts/measures.md's table (the paper's Table 3: BG Irrelevant is right on both or
+    wrong on both) read row by row and checked against `categorize`, label 0, wrong class c = 1."""
+    from pathlib import Path
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "concepts" / "measures.md").read_text()
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in doc.splitlines()
+            if line.startswith("| ") and line.count("|") == 5 and not line.startswith("| ORIGINAL")]
+    assert len(rows) == 6
+    pred = {"right": [0], "wrong": [1, 2], "wrong (class c)": [1], "c": [1], "not c": [0, 2], "any": [0, 1]}
+    for full, fg, bg, category in rows:
+        for f in pred[full]:
+            for g in pred[fg]:
+                for b in pred[bg]:
+                    got = CATEGORIES[int(categorize(np.array([0]), np.array([f]), np.array([g]), np.array([b]))[0])]
+                    assert got == category, (full, fg, bg, f, g, b)

@@ -80,6 +80,25 @@ def test_saliency_headline_groups_by_predicted_class():
     assert rows[("saliency_flat_maps", "")] == 1
 
 
+def test_a_bootstrap_of_mostly_one_image_per_class_is_marked_degenerate():
+    """Seven images, six predicted classes: the stratified bootstrap resamples five classes of one
+    image into themselves, and its narrow interval would look precise. It is marked as RFS's is."""
+    values = {m: np.linspace(0.1, 0.9, 7) for m in METRICS}
+    preds = [0, 0, 1, 2, 3, 4, 5]
+    s = summarize_saliency(values, preds=preds, class_name=lambda i: f"c{i}", replicates=300)
+    for e in (s.headline["precision"], s.image_mean["precision"]):
+        assert e["lo"] == e["hi"] == e["value"]
+        assert "only 2 of 7 images share their predicted class" in e["degenerate"]
+    assert "precision 0.556 [degenerate, n=6] (degenerate: only 2 of 7 images share" in s.text()
+    doc = json.loads(json.dumps(s.to_dict(), allow_nan=False))
+    assert doc["headline"]["precision"]["degenerate"].startswith("only 2 of 7")
+    # the same values with two images in every class: a real interval
+    wide = summarize_saliency({m: np.linspace(0.1, 0.9, 8) for m in METRICS}, preds=[0, 0, 1, 1, 2, 2, 3, 3],
+                              class_name=lambda i: f"c{i}", replicates=300)
+    assert wide.headline["precision"]["lo"] < wide.headline["precision"]["hi"]
+    assert "degenerate" not in wide.headline["precision"]
+
+
 def test_overlay_examples_are_the_extremes_of_each_predicted_class():
     nan = float("nan")
     rows = [("a", 0, 0, 0.5), ("b", 0, 0, 0.9), ("c", 0, 0, 0.1), ("d", 0, 2, nan), ("e", 0, 2, 0.3)]

@@ -49,6 +49,9 @@ def register(sub) -> None:
                    help="GrabCut retries (different seeds) before rejecting (default %(default)s)")
     add_shard_arg(p)
     p.add_argument("--overwrite", action="store_true", help="replace an existing build of this split")
+    p.add_argument("--preview", action="store_true",
+                   help="also write a contact sheet beside the build (OUT-preview-SPLIT.png): each image's original, "
+                        "mask and variants in a row, classes in turn (up to 24 rows)")
     add_output_args(p, quiet_help="no progress bars")
     add_db_arg(p, help="SQLite results store where the build is recorded (default: $BGBENCH_DB if set, "
                        "else ~/.bgbench/results.db)")
@@ -85,5 +88,11 @@ def run(args: argparse.Namespace) -> int:
                    preset=(args.preset or "in9") if args.imagenet is not None else None)
     doc = result.outputs()
     record_dataset_run(args, result, doc, "build")
-    emit(args, doc, result.text())
+    text = result.text()
+    if args.preview and args.shard is None:  # a shard holds part of the split: preview the merged build
+        from ..drawing.contact import contact_sheet
+        sheet = contact_sheet(args.out, split=args.split)
+        doc = {**doc, "preview": str(sheet)}
+        text += f"\npreview: {sheet}"
+    emit(args, doc, text)
     return 0

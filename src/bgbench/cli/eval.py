@@ -45,7 +45,8 @@ def run(args: argparse.Namespace) -> int:
     if report is None:  # a torchrun rank other than 0: rank 0 records and reports
         return 0
     with open_store(args) as store:
-        record(report, store)
+        if not getattr(report, "reused", False):  # a finished run shown again is already recorded
+            record(report, store)
         stored_in(report.run_id, store.path)
     emit(args, report.to_dict(), report.text())
     return 0
@@ -68,8 +69,42 @@ def _options(args: argparse.Namespace, config: type) -> dict:
 def _from_model(args: argparse.Namespace):
     from ..api import evaluate
     from .arguments import create_model
-    return evaluate(create_model(args), args.data, batch_size=args.batch_size, device=args.device,
+    model = create_model(args)
+    if not args.rerun:
+        reused = _finished(args, model)
+        if reused is not None:
+            return reused
+    return evaluate(model, args.data, batch_size=args.batch_size, device=args.device,
                     progress=not args.quiet, **_options(args, EvalConfig))
+
+
+def _finished(args: argparse.Namespace, model):
+    """The report of a finished run of this very eval (the same model string, weights, model
+    options, eval options and data) when the store holds one, said on stderr; None otherwise. Only
+    a plain process looks (under torchrun every rank would have to agree)."""
+    from ..console import status
+    from ..data.resolve import resolve_layout
+    from ..distributed import launched
+    from ..measures.eval.runner import stored_report
+    from ..studies.plan import finished_run, measure_identity
+    if launched().world > 1:
+        return None
+    try:
+        store = open_store(args, create=False)
+    except BgbenchError:  # no store yet: nothing to reuse
+        return None
+    identity = measure_identity("eval", _options(args, EvalConfig))
+    fingerprint = resolve_layout(args.data, split=args.split).fingerprint()
+    with store:
+        run_id = finished_run(store, "eval", model.spec.name, model.spec.checkpoint_sha256,
+                              getattr(model, "identity", None), identity, fingerprint, statuses=("done",))
+        if run_id is None:
+            return None
+        status(f"reusing eval run {run_id}: it is finished, with the same model, weights, options and data "
+               f"(--rerun predicts anew)")
+        report = stored_report(store, run_id)
+    report.reused = True
+    return report
 
 
 def _from_predictions(args: argparse.Namespace):

@@ -54,7 +54,8 @@ def _scorecard(args: argparse.Namespace) -> int:
     from ..api import export_scorecard
     with open_store(args, create=False) as store:
         written = export_scorecard(store, args.out, run_ids=args.runs, models=args.models)
-    emit(args, written, f"wrote the scorecard of {written['models']} models on {written['datasets']} datasets "
-                        f"({written['rows']} rows): {written['csv']} and {len(written['model_info'])} JSON files "
-                        f"under {written['out']}/model_info/")
+    from ..console import plural
+    emit(args, written, f"wrote the scorecard of {plural(written['models'], 'model')} on "
+                        f"{plural(written['datasets'], 'dataset')} ({plural(written['rows'], 'row')}): {written['csv']} "
+                        f"and {plural(len(written['model_info']), 'JSON file')} under {written['out']}/model_info/")
     return 0

@@ -1,6 +1,7 @@
 """`bgbench profile --model M [--model M2 ...] --data D [--data D2 ...]`: the standard battery (eval,
-a sampled challenge, noise, saliency, ablation and features where the data allows) as a study
-without a file. The model flags (`--class-map`, `--resize`, `--pretrained` ...) apply to every
+a sampled challenge, noise, saliency, ablation and features where the data allows), or the
+`--measures` named, as a study without a file. A step the data or a model's format cannot give
+(saliency of an ONNX model) is skipped with its reason and the rest runs. The model flags (`--class-map`, `--resize`, `--pretrained` ...) apply to every
 model, as a study file's model table sets them for one."""
 from __future__ import annotations
 
@@ -24,6 +25,9 @@ def register(sub) -> None:
     add_config_flags(g, ModelOptions, skip=NOT_HERE)
     p.add_argument("--data", action="append", required=True, metavar="ROOT",
                    help="a dataset root (repeat for several datasets)")
+    p.add_argument("--measures", nargs="+", metavar="MEASURE",
+                   help="the battery to run (default: " + " ".join(PROFILE) + "); any measure a study runs, "
+                        "with the battery's options where it has them")
     p.add_argument("--out", default="bgbench-profile", help="the report's folder (default %(default)s)")
     add_study_args(p)
     p.set_defaults(func=run)
@@ -39,4 +43,6 @@ def model_options(args: argparse.Namespace) -> dict:
 
 def run(args: argparse.Namespace) -> int:
     from ..studies import profile_study
-    return run_spec(args, profile_study(args.model, args.data, out=args.out, model_options=model_options(args)))
+    measures = [m for item in args.measures or () for m in item.split(",") if m]
+    return run_spec(args, profile_study(args.model, args.data, out=args.out, model_options=model_options(args),
+                                        measures=measures or None))

@@ -31,13 +31,14 @@ def per_class(classes: int) -> int:
 
 
 def class_namer(classes: Sequence[str]) -> Callable[[int], str]:
-    """Names for predicted indices: a dataset class, 'no IN-9 class' (-1, or 255 in a --full
-    matrix: a 1000-class model's prediction outside IN-9), else 'class <i>'."""
+    """Names for predicted indices: a dataset class, 'none of its classes' (-1, or 255 in a --full
+    matrix: a 1000-class model's prediction that its class map, IN-9's or a custom one, sends to no
+    class of the dataset), else 'class <i>'."""
     def name(i: int) -> str:
         i = int(i)
         if 0 <= i < len(classes):
             return classes[i]
-        return "no IN-9 class" if i in (NO_CLASS, 255) else f"class {i}"
+        return "none of its classes" if i in (NO_CLASS, 255) else f"class {i}"
     return name
 
 

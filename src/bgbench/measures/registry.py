@@ -58,6 +58,9 @@ class Headline:
     higher_is_better: bool = True
     percent: bool = False
     short: str = ""  # a column title of a word or two (the scorecard's); the label by default
+    #: (metric, what it is): a stored number of the same run that the headline reads against, shown
+    #: beside it (features on bg beside the background's area share, which an evenly spread map gets)
+    reference: Optional[tuple] = None
 
     def show(self, value: Optional[float]) -> str:
         """`rfs=-0.781`, `bg_gap=78.0%`, or `rfs=–` for a run recorded with no value."""

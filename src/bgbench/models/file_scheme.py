@@ -6,7 +6,8 @@ safetensors) need `timm:ARCH --checkpoint`.
 A bgbench checkpoint of an openclip: or hf: model holds its image tower, its head and the
 architecture's config in the spec; it is rebuilt from those, with no download and no text tower.
 A network that carries no spec (export, TorchScript, pickled) gets its output width from the file
-or one forward, and the normalization its label space implies (`--norm` to change it); a program
+or one forward, and the normalization its label space implies, said in a warning (`--mean/--std`
+or `--norm` to give it); a program
 whose input size is fixed sees images at that size (`--resize native`) by default.
 """
 from __future__ import annotations
@@ -19,7 +20,7 @@ from torch import nn
 
 from ..errors import CheckpointError
 from .checkpoint import read_checkpoint
-from .norms import DATASET, IMAGENET1K, norm_for
+from .norms import DATASET, IMAGENET1K, mark_assumed, norm_for
 from .schemes import ModelRequest, Peek, register_peek, register_scheme
 from .spec import ModelSpec
 from .timm_scheme import build_timm
@@ -66,6 +67,8 @@ def file_model(request: ModelRequest) -> Tuple[nn.Module, ModelSpec]:
         mean, std = norm_for("auto", n)
         spec = ModelSpec(name=request.name, arch=ckpt.kind, num_classes=n,
                          label_space=IMAGENET1K if n == 1000 else DATASET, mean=mean, std=std)
+        mark_assumed(spec, f"a {'torch.export program' if ckpt.kind == 'export' else ckpt.kind + ' file'} carries no "
+                           f"normalization")
         if fixed is not None:  # the program takes only this size: resize to it unless told otherwise
             spec.input_size, spec.resize = (3, *fixed), "native"
         elif getattr(net, "example_hw", None):  # the size it was exported at: its own, as far as it says

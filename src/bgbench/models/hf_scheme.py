@@ -26,7 +26,7 @@ from ..errors import BgbenchError, CheckpointError
 from .checkpoint import tensors_sha256
 from .pickles import weights_failure
 from .inputs import check_input_size, native_hw
-from .norms import DATASET, IMAGENET1K, IMAGENET_MEAN, IMAGENET_STD
+from .norms import DATASET, IMAGENET1K, IMAGENET_MEAN, IMAGENET_STD, mark_assumed
 from .schemes import ModelRequest, register_scheme
 from .spec import ModelSpec
 
@@ -96,17 +96,21 @@ def hf_model(request: ModelRequest) -> Tuple[nn.Module, ModelSpec]:
         spec.class_names = tuple(labels)
     spec.extra = {"scheme": "hf", "format": "transformers", "model_class": type(model).__name__,
                   "label_space_from": why, "config": json.loads(model.config.to_json_string()), "preprocess": pre}
+    if processor is None:
+        mark_assumed(spec, "its folder has no image processor to give its mean/std")
     return HFClassifier(model, pre["input_hw"], name=request.name), spec
 
 
 def _load_model(target: str) -> nn.Module:
+    local = Path(target).expanduser()
+    if not local.is_dir() and (target.startswith((".", "/", "~")) or local.suffix):
+        raise CheckpointError(f"hf:{target}: no such folder (a hub id looks like ORG/NAME)")
+    if not local.is_dir():
+        _refuse_if_unreachable(target)
     import transformers
     from transformers import AutoModelForImageClassification
     transformers.utils.logging.disable_progress_bar()
     transformers.utils.logging.set_verbosity_error()
-    local = Path(target).expanduser()
-    if not local.is_dir() and (target.startswith((".", "/", "~")) or local.suffix):
-        raise CheckpointError(f"hf:{target}: no such folder (a hub id looks like ORG/NAME)")
     try:
         model = AutoModelForImageClassification.from_pretrained(str(local) if local.is_dir() else target)
     except Exception as e:  # noqa: BLE001 - the folder's: no classifier, a pickle weights_only blocks, a config
@@ -119,6 +123,20 @@ def _load_model(target: str) -> nn.Module:
     return model.float().eval()  # fp32 whatever dtype the weights were stored in (bgbench's exact default)
 
 
+def _refuse_if_unreachable(repo: str) -> None:
+    """A hub id whose files are not in the cache while the hub cannot be reached is one line now,
+    not after the hub client's retries (`hub.offline_reason`); a cached one loads offline."""
+    from huggingface_hub import try_to_load_from_cache
+    from .hub import offline_reason
+    if isinstance(try_to_load_from_cache(repo, "config.json"), str):
+        return
+    reason = offline_reason()
+    if reason is not None:
+        raise CheckpointError(f"hf:{repo}: not in the Hugging Face cache and it cannot be downloaded ({reason}); on "
+                              f"a machine with network run `hf download {repo}`, then copy the cache folder here or "
+                              f"point HF_HOME at a copy")
+
+
 def _load_processor(target: str, name: str):
     """The model's image processor, or None (then the config's size and ImageNet mean/std, said aloud)."""
     from transformers import AutoImageProcessor
@@ -126,8 +144,8 @@ def _load_processor(target: str, name: str):
     try:
         return AutoImageProcessor.from_pretrained(str(local) if local.is_dir() else target)
     except (OSError, ValueError, KeyError) as e:
-        console.status(f"warning: {name} has no image processor ({_first_line(e)[:100]}); using its config's "
-                       f"image size and ImageNet's mean/std (recorded)")
+        console.status(f"note: {name} has no image processor ({_first_line(e)[:100]}); using its config's "
+                       f"image size (recorded)")
         return None
 
 

@@ -13,7 +13,8 @@ What the spec needs comes from the file first (onnxruntime's own `get_modelmeta(
 - input size: the input's static (H, W), which the images are resized to by default; with dynamic
   H and W, `input_size` in the metadata, else the images are fed as they are;
 - normalization: `mean`/`std` in the metadata (three numbers each, for [0,1] images; `0,0,0` and
-  `1,1,1` when the graph normalizes by itself), else `--norm`'s rule by label space;
+  `1,1,1` when the graph normalizes by itself), else `--mean/--std` or `--norm`; without either,
+  the rule's guess by label space, said in one warning line and recorded (`norms.mark_assumed`);
 - label space: `label_space` in the metadata, else 1000 outputs are ImageNet-1k's and any other
   width the dataset's classes; `class_names` (a JSON list) names a dataset model's classes.
 A `bgbench_spec` entry (a `ModelSpec.to_dict()` as JSON) supplies all of these at once.
@@ -31,7 +32,7 @@ from torch import nn
 from .. import console
 from ..errors import CheckpointError
 from .checkpoint import sha256_file
-from .norms import DATASET, IMAGENET1K, norm_for
+from .norms import DATASET, IMAGENET1K, mark_assumed, norm_for
 from .schemes import ModelRequest, Peek, register_peek, register_scheme
 from .inputs import INTERPOLATIONS, check_input_size
 from .spec import ModelSpec
@@ -179,6 +180,8 @@ def onnx_model(request: ModelRequest) -> Tuple[nn.Module, ModelSpec]:
     if meta.get("class_names") and label_space == DATASET:
         spec.class_names = tuple(str(c) for c in meta["class_names"])
     spec.extra = {"format": "onnx", "onnx": _provenance(session, path, meta)}
+    if "mean" not in meta or "std" not in meta:
+        mark_assumed(spec, "its ONNX metadata has no mean/std")
     return net, spec
 
 

@@ -11,17 +11,19 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Tuple, Union
 
 from ..options import flag
 from .inputs import LABEL_SETS, RESIZE_CHOICES
-from .norms import NORMS
+from .norms import NORMS, check_norm_flags, parse_size, parse_triple
 #: What --model takes, in every command that runs a model.
 MODEL_HELP = ("timm:ARCH[.TAG] (a TAG such as resnet50.a1_in1k loads timm's published weights), file:PATH (a "
               "bgbench checkpoint, a torch.export .pt2, an ONNX .onnx, TorchScript), onnx:FILE.onnx, zoo:NAME, "
               "openclip:ARCH[@PRETRAINED] or hf:REPO_OR_DIR (see `bgbench models --schemes`)")
 #: Fields that say how to run a model rather than which numbers it gives (left out of a run's identity).
 NOT_IDENTITY = ("model", "trust_checkpoint", "device", "data", "split", "checkpoint")
+#: Fields a run's identity holds only when set (runs recorded before they existed stay the same step).
+ONLY_WHEN_SET = ("mean", "std", "input_size")
 
 
 @dataclass
@@ -48,6 +50,16 @@ class ModelOptions:
     norm: str = field(default="auto", metadata=flag(
         "--norm", "input normalization (auto: from the checkpoint, else IN-9 or ImageNet by label space; default "
         "%(default)s)", choices=NORMS))
+    mean: Optional[Union[str, Tuple[float, ...]]] = field(default=None, metadata=flag(
+        "--mean", "the model's input mean for [0,1] images, three numbers (e.g. 0.5,0.5,0.5; with --std): for a "
+        "model whose file does not say it (an ONNX file without metadata, a .pt2, TorchScript, bare weights); "
+        "recorded in the run", metavar="R,G,B", type=str))
+    std: Optional[Union[str, Tuple[float, ...]]] = field(default=None, metadata=flag(
+        "--std", "the model's input std for [0,1] images, three positive numbers (with --mean)", metavar="R,G,B",
+        type=str))
+    input_size: Optional[Union[int, str, Tuple[int, ...]]] = field(default=None, metadata=flag(
+        "--input-size", "the model's input size, a side or HxW, for a model whose file does not fix it: images "
+        "of another size are resized to it (unless --resize none); recorded in the run", metavar="HxW", type=str))
     resize: str = field(default="auto", metadata=flag(
         "--resize", "images of another size than the model's input: native resizes them to it inside the model "
         "(with the model's own interpolation), none feeds them as they are; auto: native for a model whose weights "
@@ -74,6 +86,15 @@ class ModelOptions:
     split: str = "val"
     protocol: Optional[str] = None
 
+    def __post_init__(self):
+        self.mean, self.std = parse_triple(self.mean, "--mean"), parse_triple(self.std, "--std")
+        self.input_size = parse_size(self.input_size)
+        check_norm_flags(self.norm, self.mean, self.std)
+
+
+#: (model string, line) warnings already said by this process: a study builds a model once per step.
+_SAID: set = set()
+
 
 def build(options: ModelOptions):
     """The `BgModel` the options name (a zero-shot head reads the class names of `data`; a protocol
@@ -87,10 +108,16 @@ def build(options: ModelOptions):
                              templates=options.templates)
     model = create_model(options.model, checkpoint=options.checkpoint, trust_checkpoint=options.trust_checkpoint,
                          norm=options.norm, classes=class_folders(options.data, options.split or "val"),
-                         device=options.device, pretrained=options.pretrained, **opts)
+                         device=options.device, pretrained=options.pretrained, mean=options.mean, std=options.std,
+                         input_size=options.input_size, **opts)
     note = random_weights_note(model.spec)
     if note:
         status(note)
+    from .norms import assumed_note
+    note = assumed_note(model.spec)
+    if note and note not in _SAID:  # once per process: a study or profile builds the model at every step
+        status(note)
+        _SAID.add(note)
     model.class_map_file = options.class_map
     model.identity = identity(options)
     return speed_up(model, channels_last=options.channels_last, compile=options.compile)
@@ -118,6 +145,10 @@ def identity(options: ModelOptions) -> dict:
         if f.name in NOT_IDENTITY:
             continue
         value = getattr(options, f.name)
+        if f.name in ONLY_WHEN_SET:
+            if value is not None:
+                out[f.name] = list(value)
+            continue
         if f.name in ("class_map", "templates") and value is not None and Path(str(value)).expanduser().is_file():
             value = {"file": Path(str(value)).name, "sha256": _file_sha256(Path(str(value)).expanduser())}
         out[f.name] = value

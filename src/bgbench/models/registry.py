@@ -15,7 +15,7 @@ from typing import List, Optional, Sequence
 from .. import checks
 from ..errors import CheckpointError
 from .inputs import LABEL_SETS, RESIZE_CHOICES, check_input_size, native_hw
-from .norms import NORMS, norm_for
+from .norms import NORMS, check_norm_flags, parse_size, parse_triple, record_norm
 from .schemes import SCHEMES, ModelRequest, Peek, get_scheme, list_schemes, peek, usages  # noqa: F401 (list_schemes re-exported)
 from .spec import BgModel
 
@@ -43,7 +43,8 @@ def list_models(pattern: str = "*") -> List[str]:
 def create_model(name: str, checkpoint: Optional[str] = None, num_classes: Optional[int] = None,
                  trust_checkpoint: bool = False, norm: str = "auto", resize: str = "auto", labels: str = "auto",
                  templates: str = "openai", classes: Optional[Sequence[str]] = None, device: str = "cpu",
-                 pretrained: bool = False) -> BgModel:
+                 pretrained: bool = False, mean: Optional[Sequence[float]] = None,
+                 std: Optional[Sequence[float]] = None, input_size=None) -> BgModel:
     """Resolve a model string (and optional checkpoint) into an eval-mode `BgModel`.
 
     Args:
@@ -57,6 +58,11 @@ def create_model(name: str, checkpoint: Optional[str] = None, num_classes: Optio
         classes: the dataset's class folders (a zero-shot head over the dataset's own class names).
         device: where a zero-shot head is computed (the model itself is returned on the CPU).
         pretrained: a bare timm architecture with timm's published weights (its default tag).
+        mean, std: the model's input normalization for [0,1] images (three numbers each), for a
+            model whose file does not say it; where they came from is recorded in
+            `spec.extra['normalization']` (`norms.record_norm`).
+        input_size: the model's input (H, W) (or one side), for a model whose file does not fix it:
+            with `resize` 'auto', images of another size are resized to it.
     """
     scheme_name, _, target = str(name).partition(":")
     if not target:
@@ -64,6 +70,8 @@ def create_model(name: str, checkpoint: Optional[str] = None, num_classes: Optio
     checks.one_of("--norm", norm, NORMS)
     checks.one_of("--resize", resize, RESIZE_CHOICES)
     checks.one_of("--labels", labels, LABEL_SETS)
+    mean, std, input_size = parse_triple(mean, "--mean"), parse_triple(std, "--std"), parse_size(input_size)
+    check_norm_flags(norm, mean, std)
     scheme = get_scheme(scheme_name, str(name))
     if scheme.runnable and not scheme.zero_shot and (labels == "dataset" or templates != "openai"):
         raise CheckpointError(f"--labels dataset and --templates build the head of a zero-shot model (openclip:); "
@@ -76,13 +84,25 @@ def create_model(name: str, checkpoint: Optional[str] = None, num_classes: Optio
                            labels=labels, templates=str(templates), classes=tuple(classes) if classes else None,
                            device=device)
     net, spec = scheme.build(request)
-    if norm != "auto":
-        spec.mean, spec.std = norm_for(norm, spec.num_classes)
+    record_norm(spec, norm, mean, std)
+    if input_size is not None:
+        _set_input_size(net, spec, input_size)
     if resize != "auto":
         spec.resize = resize
     if spec.input_size is not None:
         check_input_size(spec.name, native_hw(spec.input_size))
     return BgModel(net, spec).eval()
+
+
+def _set_input_size(net, spec, hw) -> None:
+    """`--input-size`: the model's input size (a network whose file fixes another one refuses it);
+    images of another size are then resized to it unless `--resize none` says otherwise."""
+    fixed = getattr(net, "fixed_hw", None)
+    if fixed is not None and tuple(fixed) != tuple(hw):
+        raise CheckpointError(f"{spec.name}'s file fixes its input at {fixed[0]}x{fixed[1]}; --input-size "
+                              f"{hw[0]}x{hw[1]} cannot change it (drop --input-size)")
+    spec.input_size, spec.resize = (3, int(hw[0]), int(hw[1])), "native"
+    spec.extra["input_size_source"] = "--input-size"
 
 
 def peek_model(name: str, checkpoint: Optional[str] = None, pretrained: bool = False, trust_checkpoint: bool = False,

@@ -28,7 +28,7 @@ from torch import nn
 from ..errors import CheckpointError
 from .checkpoint import LoadedCheckpoint, read_checkpoint, sha256_file, tensors_sha256
 from .pickles import weights_failure
-from .norms import DATASET, IMAGENET1K, norm_for
+from .norms import DATASET, IMAGENET1K, mark_assumed, norm_for
 from .schemes import ModelRequest, Peek, register_peek, register_scheme
 from .spec import ModelSpec
 
@@ -132,6 +132,10 @@ def _load_published(full: str, cfg) -> Tuple[nn.Module, Optional[Path]]:
             raise CheckpointError(f"timm:{full}: cannot load its weights from the cache file {path}: "
                                   f"{weights_failure(e)}; delete the file so that it is fetched again, or replace "
                                   f"it with timm's published one") from None
+    from .hub import offline_reason
+    reason = offline_reason(None if cfg.hf_hub_id else cfg.url)
+    if reason is not None:  # fail now, not after the hub client's minute of retries
+        raise CheckpointError(no_weights_message(full, cfg, reason))
     try:
         net = timm.create_model(full, pretrained=True)
     except Exception as e:  # noqa: BLE001 - the download's errors are many (offline, DNS, HTTP, proxies)
@@ -163,7 +167,7 @@ def cached_weights(cfg) -> Optional[Path]:
     return None
 
 
-def no_weights_message(full: str, cfg, error: Exception) -> str:
+def no_weights_message(full: str, cfg, error: "Exception | str") -> str:
     """One line: the weights are not here and could not be fetched, and how to get them here."""
     from huggingface_hub import constants
     reason = " ".join(str(error).split())[:200] or type(error).__name__
@@ -197,11 +201,15 @@ def build_timm(arch: str, ckpt: Optional[LoadedCheckpoint], num_classes: Optiona
             raise CheckpointError(f"checkpoint {ckpt_path(ckpt)} does not fit timm:{arch}: "
                                   f"{_describe_mismatch(net, ckpt.state_dict)}") from None
     cfg = getattr(net, "pretrained_cfg", {}) or {}
-    if mean is None:
+    guessed = mean is None
+    if guessed:
         mean, std = norm_for("auto", num_classes, cfg)
     spec = ModelSpec(name=name, arch=arch, num_classes=num_classes,
                      label_space=IMAGENET1K if num_classes == 1000 else DATASET,
                      mean=tuple(mean), std=tuple(std), input_size=tuple(cfg.get("input_size", (3, 224, 224))))
+    if guessed and not tag:  # bare weights (a tag's config gives its preprocessing; a random init has none)
+        mark_assumed(spec, f"its weights file ({ckpt.kind}) carries no normalization" if ckpt is not None else
+                     "a random init has no normalization of its own")
     if tag:  # the tag's preprocessing: its input size, with its interpolation
         spec.resize, spec.interpolation = "native", str(cfg.get("interpolation") or "bilinear")
     if ckpt is None:

@@ -66,6 +66,8 @@ class ReportContext:
     subjects: List[Subject]
     progress: bool = True
     pages: Dict[str, str] = field(default_factory=dict)  # subject key -> its model's page; empty: one page
+    #: (model string, data folder) -> {measure name: why a study skipped it}: the scorecard's n/a cells
+    skipped: Dict[Tuple[str, str], Dict[str, str]] = field(default_factory=dict)
     figures: List[Path] = field(default_factory=list)
     thumbs: Thumbnails = field(init=False)
 
@@ -97,6 +99,17 @@ class ReportContext:
 
 def _weights(run: Row) -> Optional[str]:
     return run["checkpoint_sha256"] or run["spec"]  # a random init is identified by its spec
+
+
+def _built(run: Row) -> str:
+    """The protocol a run's model was read under, from what every run records whatever built its
+    model: the class map its outputs went through (the resolved table) and its mean and std. A
+    model read through another class map or normalized otherwise is another subject, never merged
+    into one row with the first."""
+    config = json.loads(run["config"] or "{}")
+    spec = json.loads(run["spec"] or "{}") if run["spec"] else {}
+    table = (config.get("class_map") or {}).get("imagenet_classes")
+    return json.dumps([table, spec.get("mean"), spec.get("std")], sort_keys=True)
 
 
 def _protocol(run: Row) -> str:
@@ -137,10 +150,10 @@ def select_subjects(store: Store, run_ids: Optional[Sequence[int]] = None,
         raise BgbenchError(f"no finished eval or challenge runs in {store.path}; run `bgbench eval` first")
     groups: Dict[tuple, List[Row]] = {}
     for r in candidates:
-        groups.setdefault((r["model"], _weights(r), r["data_fingerprint"], _protocol(r)), []).append(r)
+        groups.setdefault((r["model"], _weights(r), r["data_fingerprint"], _protocol(r), _built(r)), []).append(r)
     trains = {r["checkpoint_sha256"]: r for r in done if r["kind"] == "train" and r["checkpoint_sha256"]}
     subjects = []
-    for i, ((model, weights, fp, protocol), rows) in enumerate(sorted(groups.items(), key=lambda kv: (
+    for i, ((model, weights, fp, protocol, _), rows) in enumerate(sorted(groups.items(), key=lambda kv: (
             str(kv[0][2]), kv[1][0]["id"])), start=1):
         sha = rows[-1]["checkpoint_sha256"]
         subjects.append(Subject(key=f"m{i}", model=model, weights=weights, data_fingerprint=fp,

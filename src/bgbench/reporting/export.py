@@ -2,7 +2,8 @@
 RobustBench's model_info/*.json are:
 
 - `scorecard.csv`: one row per (model, dataset): the model, its architecture and weights' sha256,
-  the dataset and its fingerprint, the test protocol and the bgbench versions that measured it,
+  the dataset and its fingerprint, the test protocol, the class map (name and sha256), the
+  normalization (mean, std and where they came from) and input size, the bgbench version,
   then each headline's value, interval and n (shares as fractions: 0.5 is 50%); empty where the
   model has no such number on that dataset;
 - `model_info/<dataset>/<model>.json`: the same row as one JSON object per model and dataset, laid
@@ -31,7 +32,10 @@ MODEL_INFO = "model_info"
 EXPORT_RECORD = "EXPORT_FILES.txt"
 #: The columns of the CSV before the headlines'.
 FIELDS = ("model", "model_string", "architecture", "weights_sha256", "dataset", "data_fingerprint", "protocol",
-          "ten_crop", "bgbench_version")
+          "ten_crop", "class_map", "class_map_sha256", "norm_mean", "norm_std", "norm_source", "input_size", "resize",
+          "bgbench_version")
+#: The protocol's fields beyond the model and the data (`scorecard.preprocessing`), in both files.
+PREPROCESSING = ("class_map", "class_map_sha256", "norm_mean", "norm_std", "norm_source", "input_size", "resize")
 #: Each headline's columns: `<id>`, then `<id>:lo`, `<id>:hi`, `<id>:n`.
 PARTS = ("lo", "hi", "n")
 
@@ -68,10 +72,16 @@ def records(data: dict) -> List[dict]:
             out.append({"name": row["label"], "model": subject["model"], "architecture": subject["architecture"],
                         "weights_sha256": subject["weights_sha256"], "dataset": group["name"],
                         "data_fingerprint": subject["data_fingerprint"], "data_root": subject["data_root"],
-                        "protocol": subject["protocol"], "ten_crop": subject["ten_crop"], "reported": False,
+                        "protocol": subject["protocol"], "ten_crop": subject["ten_crop"],
+                        **{k: subject.get(k) for k in PREPROCESSING}, "reported": False,
                         "bgbench_version": __version__, "measured_with": subject["versions"],
                         "headlines": headlines})
     return out
+
+
+def _joined(v):
+    """A list (a mean or std) as one CSV cell, its numbers separated by spaces: '0.5 0.5 0.5'."""
+    return " ".join(repr(float(x)) for x in v) if isinstance(v, list) else v
 
 
 def _num(v) -> Optional[float]:
@@ -99,7 +109,7 @@ def csv_text(entries: Sequence[dict]) -> str:
     writer.writerow(header)
     for e in entries:
         row = [e["name"], e["model"], e["architecture"], e["weights_sha256"], e["dataset"], e["data_fingerprint"],
-               e["protocol"], e["ten_crop"], e["bgbench_version"]]
+               e["protocol"], e["ten_crop"], *[_joined(e[k]) for k in PREPROCESSING], e["bgbench_version"]]
         for k in ids:
             h = e["headlines"].get(k) or {}
             row += [h.get("value"), h.get("lo"), h.get("hi"), h.get("n")]

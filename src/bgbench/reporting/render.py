@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import jinja2
 
@@ -78,8 +78,10 @@ class ReportResult:
 
     def text(self) -> str:
         pages = f", a page per model under {self.pages[0].parent}" if self.pages else ""
-        return (f"report: {self.index} ({len(self.models)} models, {len(self.figures)} figures, "
-                f"{self.gallery_images} gallery images in {len(self.thumbnails)} files{pages}, {self.seconds:.1f}s)\n"
+        from ..console import plural
+        return (f"report: {self.index} ({plural(len(self.models), 'model')}, {plural(len(self.figures), 'figure')}, "
+                f"{plural(self.gallery_images, 'gallery image')} in {plural(len(self.thumbnails), 'file')}{pages}, "
+                f"{self.seconds:.1f}s)\n"
                 f"leaderboard: {self.leaderboard}")
 
 
@@ -122,12 +124,14 @@ def _older_report(out: Path) -> List[str]:
 def render_report(store: Store, out: str | Path, run_ids: Optional[Sequence[int]] = None,
                   models: Optional[Sequence[str]] = None, progress: bool = True,
                   labels: Optional[Dict[str, str]] = None,
-                  data_labels: Optional[Dict[str, str]] = None) -> ReportResult:
+                  data_labels: Optional[Dict[str, str]] = None,
+                  skipped: Optional[Dict[Tuple[str, str], Dict[str, str]]] = None) -> ReportResult:
     """Write OUT/index.html (figures in OUT/figures/) and OUT/leaderboard.html from the store alone.
 
     `labels`: model string -> the name the page gives it (a study's labels), instead of the
     model string and its weights; `data_labels`: dataset folder -> its name (default: the
-    folder's name)."""
+    folder's name); `skipped`: (model string, data folder) -> {measure: why a study skipped it},
+    shown as n/a with the reason in the scorecard."""
     t0 = time.time()
     staged = report_output(out)
     subjects = name_subjects(select_subjects(store, run_ids, models), labels, data_labels)
@@ -136,7 +140,7 @@ def render_report(store: Store, out: str | Path, run_ids: Optional[Sequence[int]
         s.heading = f"{s.label} on {s.data_label}" if s.label in shared and s.data_label else s.label
     (staged.open() / "figures").mkdir()
     try:
-        result = _render(store, staged.stage, subjects, progress, labels, t0)
+        result = _render(store, staged.stage, subjects, progress, labels, t0, skipped or {})
         staged.commit()
     finally:
         staged.discard()  # what was not committed: an error, an interrupt
@@ -161,7 +165,7 @@ MODEL_PAGES = "models"
 
 
 def _render(store: Store, out: Path, subjects: List[Subject], progress: bool, labels: Optional[Dict[str, str]],
-            t0: float) -> ReportResult:
+            t0: float, skipped: Optional[Dict[Tuple[str, str], Dict[str, str]]] = None) -> ReportResult:
     """The pages, their figures and the leaderboard, written into `out` (the report's stage).
 
     Each page is written section by section: Jinja2 streams the template, and each model's sections
@@ -171,7 +175,8 @@ def _render(store: Store, out: Path, subjects: List[Subject], progress: bool, la
     split = len(groups) > ONE_PAGE_UP_TO
     pages = {e["subject"].key: f"{MODEL_PAGES}/{g['entries'][0]['subject'].key}.html" for g in groups
              for e in g["entries"]} if split else {}
-    ctx = ReportContext(store=store, out=out, subjects=subjects, progress=progress, pages=pages)
+    ctx = ReportContext(store=store, out=out, subjects=subjects, progress=progress, pages=pages,
+                        skipped={(m, str(Path(d).resolve())): v for (m, d), v in (skipped or {}).items()})
     summary = _page_sections(ctx, "summary")
     used = {s["name"] for s in summary}
     bar = console.progress(total=len(subjects), enabled=progress, desc="report", unit="model")

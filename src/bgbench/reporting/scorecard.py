@@ -73,18 +73,40 @@ def _row_label(subject: Subject) -> str:
 def cell(ctx: ReportContext, subject: Subject, column: Column) -> Optional[dict]:
     run = subject.latest(column.measure.kind)
     if run is None:
+        why = skipped_reason(ctx, subject, column.measure.name)
+        if why is not None:  # a study skipped it: n/a with the reason, never a silent gap
+            return {"value": None, "na": f"n/a: {why}", "lo": None, "hi": None, "n": None, "run": None,
+                    "href": f"{ctx.page_of(subject)}#{subject.key}"}
         return None
     metrics = ctx.metrics(run["id"])
     for variant in column.variants:
         row = metrics.get((column.headline.metric, variant))
         if row is not None and row["value"] is not None:
-            return {"value": row["value"], "lo": row["lo"], "hi": row["hi"], "n": row["n"], "run": run["id"],
-                    "href": _section_href(ctx, subject, column.measure)}
+            out = {"value": row["value"], "lo": row["lo"], "hi": row["hi"], "n": row["n"], "run": run["id"],
+                   "href": _section_href(ctx, subject, column.measure)}
+            ref = column.headline.reference
+            if ref and (metrics.get((ref[0], variant)) or {"value": None})["value"] is not None:
+                out["reference"] = {"name": ref[1], "value": metrics[(ref[0], variant)]["value"]}
+            return out
         if row is not None and column.headline is WORST_GROUP:  # measured, but too few groups qualify
             k = row["n"] or 0
             return {"value": None, "na": f"n/a: {k} group{'' if k == 1 else 's'} of at least {MIN_IMAGES} images",
                     "lo": None, "hi": None, "n": None, "run": run["id"], "href": _section_href(ctx, subject, column.measure)}
+    row = next((metrics.get((column.headline.metric, v)) for v in column.variants
+                if metrics.get((column.headline.metric, v)) is not None), None)
+    if row is not None:  # measured, and undefined there (saliency of all-zero maps): said, not left blank
+        return {"value": None, "na": f"n/a: undefined on these images (n={row['n'] or 0})", "lo": None, "hi": None,
+                "n": row["n"], "run": run["id"], "href": _section_href(ctx, subject, column.measure)}
     return None
+
+
+def skipped_reason(ctx: ReportContext, subject: Subject, measure: str) -> Optional[str]:
+    """Why the study that made this report skipped `measure` for the subject's model and data (None:
+    it did not, or the report was not made by a study)."""
+    if not ctx.skipped or not subject.data_root:
+        return None
+    from pathlib import Path
+    return ctx.skipped.get((subject.model, str(Path(subject.data_root).resolve())), {}).get(measure)
 
 
 def scorecard(ctx: ReportContext) -> Optional[dict]:
@@ -128,7 +150,40 @@ def provenance(subject: Subject) -> dict:
     return {"key": subject.key, "model": subject.model, "architecture": spec.get("arch"),
             "weights_sha256": subject.runs[-1]["checkpoint_sha256"], "data_root": subject.data_root,
             "data_fingerprint": subject.data_fingerprint, "protocol": ", ".join(protocols),
-            "ten_crop": subject.protocol == "ten-crop", "versions": sorted({r["version"] for r in subject.runs})}
+            "ten_crop": subject.protocol == "ten-crop", "versions": sorted({r["version"] for r in subject.runs}),
+            **preprocessing(subject)}
+
+
+def preprocessing(subject: Subject) -> dict:
+    """What else a row's numbers depend on beyond the model and the data, from its newest run: the
+    class map a 1000-class model's outputs were read through (its name, and the sha256 of its table
+    as canonical JSON, so two maps that send the same classes to the same labels agree whatever
+    their files look like; None for a model with the dataset's own classes), the normalization with
+    where it came from (`models.norms`: model, flags or assumed), and the input size with its resize
+    policy. Rows measured under different maps or preprocessing differ here, not only in numbers."""
+    import hashlib
+    spec = subject.spec
+    config = json.loads(subject.runs[-1]["config"] or "{}")
+    recorded = config.get("class_map")
+    name = digest = None
+    if recorded is None and spec.get("label_space") == "imagenet1k" and config.get("classes"):
+        from ..class_maps import resolve_class_map
+        try:
+            recorded = resolve_class_map(config["classes"]).to_config()
+        except Exception:  # noqa: BLE001 - a run whose classes no built-in map reads: no map to name
+            recorded = None
+    if recorded:
+        given = (config.get("model_options") or {}).get("class_map")
+        name = given["file"] if isinstance(given, dict) else str(recorded["name"]).rsplit("/", 1)[-1]
+        table = {str(k): sorted(v) for k, v in recorded["imagenet_classes"].items()}
+        digest = hashlib.sha256(json.dumps(table, sort_keys=True).encode()).hexdigest()
+    norm = (spec.get("extra") or {}).get("normalization") or {}
+    size = spec.get("input_size") or []
+    return {"class_map": name, "class_map_sha256": digest,
+            "norm_mean": [float(v) for v in spec.get("mean") or []] or None,
+            "norm_std": [float(v) for v in spec.get("std") or []] or None,
+            "norm_source": norm.get("source") or "unrecorded",
+            "input_size": f"{size[-2]}x{size[-1]}" if len(size) >= 2 else None, "resize": spec.get("resize")}
 
 
 def category_cells(ctx: ReportContext, subject: Subject) -> Dict[str, Tuple[dict, dict]]:
@@ -181,16 +236,22 @@ def _dataset_name(subject: Subject) -> str:
     return Path(subject.data_root).name if subject.data_root else (subject.data_fingerprint or "-")[:12]
 
 
-def _cell_text(column: dict, e: Optional[dict]) -> str:
-    """A scorecard cell as text: the value and its interval, 'n/a: why', or '-' when not measured."""
+def _cell_text(column: dict, e: Optional[dict], notes: Optional[List[str]] = None) -> str:
+    """A scorecard cell as text: the value and its interval, 'n/a: why' ('n/a [k]' with the reason
+    as note k under the table, when `notes` collects them), or '-' when not measured."""
     from ..intervals import interval
     if e is None:
         return "-"
     if e.get("na"):
-        return e["na"]
+        if notes is None or e.get("run") is not None:
+            return e["na"]
+        why = e["na"].removeprefix("n/a: ")
+        notes += [why] if why not in notes else []
+        return f"n/a [{notes.index(why) + 1}]"
     fmt = (lambda v: f"{100 * v:.1f}%") if column["percent"] else (lambda v: f"{v:.3f}")
     ci = interval(e["lo"], e["hi"], e["n"], fmt)
-    return f"{fmt(e['value'])} {ci}".rstrip()
+    ref = f"({e['reference']['name']} {fmt(e['reference']['value'])})" if e.get("reference") else ""
+    return f"{fmt(e['value'])} {ci} {ref}".replace("  ", " ").strip()
 
 
 def scorecard_records(data: dict) -> List[dict]:
@@ -203,7 +264,8 @@ def scorecard_records(data: dict) -> List[dict]:
                     continue
                 out.append({"model": row["label"], "dataset": group["name"], "measure": column["key"],
                             "title": column["title"], "value": e["value"], "lo": e["lo"], "hi": e["hi"], "n": e["n"],
-                            "not_available": e.get("na"), "run": e["run"], "higher_is_better": column["higher"]})
+                            "not_available": e.get("na"), "run": e["run"], "higher_is_better": column["higher"],
+                            "reference": e.get("reference")})
     return out
 
 
@@ -217,7 +279,8 @@ def scorecard_text(data: dict, transpose_up_to: int = 4) -> str:
         models = [r for r in data["rows"] if any(e is not None for e in r["cells"][gi])]
         if not models:
             continue
-        cells = [[_cell_text(c, e) for c, e in zip(group["columns"], r["cells"][gi])] for r in models]
+        notes: List[str] = []
+        cells = [[_cell_text(c, e, notes) for c, e in zip(group["columns"], r["cells"][gi])] for r in models]
         if len(models) <= transpose_up_to:
             table = [["", *[r["label"] for r in models]]] + [[t, *[c[i] for c in cells]] for i, t in enumerate(titles)]
         else:
@@ -225,5 +288,6 @@ def scorecard_text(data: dict, transpose_up_to: int = 4) -> str:
         widths = [max(len(x[i]) for x in table) for i in range(len(table[0]))]
         lines = [f"scorecard on {group['name']}:"]
         lines += ["  ".join(v.ljust(w) for v, w in zip(line, widths)).rstrip() for line in table]
+        lines += [f"[{k}] skipped: {why}" for k, why in enumerate(notes, 1)]
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)

@@ -196,11 +196,25 @@ def provenance_section(ctx: ReportContext, subject: Subject) -> Optional[dict]:
     return {"model": subject.model, "arch": spec.get("arch"), "label_space": spec.get("label_space"),
             "checkpoint": spec.get("checkpoint"), "checkpoint_sha256": subject.runs[-1]["checkpoint_sha256"],
             "format": _format_of(spec),
-            "mean": spec.get("mean"), "std": spec.get("std"), "input": _input_of(spec), "zero_shot": _zero_shot_of(spec),
+            "mean": spec.get("mean"), "std": spec.get("std"), "norm_source": norm_source(spec), "input": _input_of(spec),
+            "zero_shot": _zero_shot_of(spec),
             "protocols": sorted({json.loads(r["config"] or "{}").get("protocol") or "none" for r in subject.runs}),
             "data_root": subject.data_root,
             "data_fingerprint": subject.data_fingerprint, "versions": sorted({r["version"] for r in subject.runs}),
             "runs": runs, "training": training}
+
+
+def norm_source(spec: dict) -> Optional[str]:
+    """Where a model's mean and std came from, as the run recorded it ('from the model', 'from
+    --mean/--std', 'assumed: its ONNX metadata has no mean/std'); None for a run recorded before
+    bgbench said it."""
+    record = (spec.get("extra") or {}).get("normalization") or {}
+    source = record.get("source")
+    if source == "assumed":
+        return f"assumed ({record.get('why') or 'the model does not say it'}; --mean/--std give it)"
+    if source == "flags":
+        return f"from {record.get('flag')}"
+    return "from the model" if source == "model" else None
 
 
 def _input_of(spec: dict) -> Optional[str]:

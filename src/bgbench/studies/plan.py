@@ -36,7 +36,7 @@ class Step:
     measure: StudyMeasure
     kind: str
     done_run: Optional[int] = None  # the stored run that already holds it
-    skip: Optional[str] = None  # why the data cannot support it
+    skip: Optional[str] = None  # why the data or the model's format cannot support it (the rest runs)
     forwards: Optional[int] = None
     forwards_bound: bool = False  # the challenge's count is a ceiling (it stops at the first fooling background)
     options: Dict = field(default_factory=dict)
@@ -134,8 +134,10 @@ def plan(study: Study, store) -> List[Step]:
                 step = Step(m, d, measure, get_measure(measure.name).kind,
                             options=dict(measure.options), weights=mf.weights, model_identity=mf.identity,
                             identity=measure_identity(measure.name, measure.options))
-                step.skip = _unsupported(measure.name, f, measure.options)
-                step.problem = (problem or mf.format_problem(measure.name)) if step.skip is None else None
+                # what the data or the model's format cannot give is skipped with its reason, and the
+                # rest runs; a model that cannot read the dataset at all stops the study (`problem`)
+                step.skip = _unsupported(measure.name, f, measure.options) or mf.format_problem(measure.name)
+                step.problem = problem if step.skip is None else None
                 step.forwards, step.forwards_bound = get_measure(measure.name).forwards(
                     f.images, f.variants, measure.options, f.attribute_kinds)
                 if step.skip is None and step.problem is None:
@@ -279,17 +281,26 @@ def _weights(model: StudyModel, peeked) -> Optional[str]:
 
 def _done(store, step: Step, fingerprint: str) -> Optional[int]:
     """The newest finished run that agrees with the step on everything that changes a number."""
-    for run in reversed(store.runs(step.kind)):
-        if run["status"] not in FINISHED or run["data_fingerprint"] != fingerprint or run["model"] != step.model.model:
+    return finished_run(store, step.kind, step.model.model, step.weights, step.model_identity, step.identity,
+                        fingerprint)
+
+
+def finished_run(store, kind: str, model: str, weights: Optional[str], model_identity: Optional[dict],
+                 identity: dict, fingerprint: str, statuses=FINISHED) -> Optional[int]:
+    """The newest run of `kind` in `statuses` (finished) with this model string, weights sha256 (None:
+    not compared), model options (`models.options.identity`), job options (`measure_identity`) and
+    data fingerprint: what a study takes as its step, and `bgbench eval` shows again."""
+    for run in reversed(store.runs(kind)):
+        if run["status"] not in statuses or run["data_fingerprint"] != fingerprint or run["model"] != model:
             continue
-        if step.weights is not None and run["checkpoint_sha256"] != step.weights:
+        if weights is not None and run["checkpoint_sha256"] != weights:
             continue
         config = json.loads(run["config"] or "{}")
-        if not _same(config.get("model_options"), step.model_identity):
+        if not _same(config.get("model_options"), model_identity):
             continue
         asked = config.get("requested") or {}
         missing = object()
-        if all(_same(asked.get(k, config.get(k, missing)), v) for k, v in step.identity.items()):
+        if all(_same(asked.get(k, config.get(k, missing)), v) for k, v in identity.items()):
             return int(run["id"])
     return None
 

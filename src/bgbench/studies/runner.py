@@ -81,12 +81,15 @@ def _step_dict(s: Step) -> dict:
 
 def plan_table(steps: List[Step]) -> str:
     """One line per step: number, measure, model, dataset, state and cost; a problem that stops steps
-    from running is written once, under the table, and each such step points to it."""
-    problems: List[str] = list(dict.fromkeys(s.problem for s in steps if s.problem))
+    from running, or the reason steps are skipped, is written once, under the table, and each such
+    step points to it."""
+    problems: List[str] = list(dict.fromkeys(s.problem or s.skip for s in steps if s.problem or s.skip))
     w = max([len(s.title) for s in steps] + [4])
 
     def state(s: Step) -> str:
-        return f"cannot run: see ({problems.index(s.problem) + 1})" if s.problem else s.status()
+        if s.problem:
+            return f"cannot run: see ({problems.index(s.problem) + 1})"
+        return f"skipped: see ({problems.index(s.skip) + 1})" if s.skip else s.status()
     lines = [f"{'step':>7}  {'what':<{w}}  {'state':<22}  cost"]
     for i, s in enumerate(steps, 1):
         lines.append(f"{f'[{i}/{len(steps)}]':>7}  {s.title:<{w}}  {state(s):<22}  {s.cost()}")
@@ -142,11 +145,20 @@ def run_study(study: Study, db: Optional[str | Path] = None, *, dry_run: bool = 
         if report and (runs or execute):  # jobs that all failed leave nothing to report
             from ..reporting.render import render_report
             page = render_report(store, study.out, run_ids=runs, labels=study.labels(),
-                                 data_labels=study.data_labels(), progress=False)
+                                 data_labels=study.data_labels(), progress=False, skipped=skipped_steps(steps))
             result.report, result.scorecard = page.index.parent, page.scorecard
             result.shortcuts = _shortcuts(study, store, runs)
     result.seconds = time.time() - t0
     return result
+
+
+def skipped_steps(steps: List[Step]) -> Dict[Tuple[str, str], Dict[str, str]]:
+    """(model string, data folder) -> {measure: why it was skipped}, for the scorecard's n/a cells."""
+    out: Dict[Tuple[str, str], Dict[str, str]] = {}
+    for s in steps:
+        if s.skip and s.model is not None:
+            out.setdefault((s.model.model, str(s.dataset.path)), {})[s.measure.name] = s.skip
+    return out
 
 
 def _shortcuts(study: Study, store: Store, runs: List[int]):

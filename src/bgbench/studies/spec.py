@@ -265,7 +265,7 @@ def _check_model_options(options: dict, key: str, source: str) -> dict:
 def _short(model: str) -> str:
     """A readable default label: the scheme's argument, without a file's folders."""
     scheme, _, name = model.partition(":")
-    if scheme == "file":
+    if scheme in FILE_SCHEMES:
         p = Path(name)
         return p.parent.name if p.name in ("model.pt", "last.pt") and p.parent.name else p.stem
     return name or model
@@ -404,11 +404,13 @@ def _check_edit_levels(options: dict, source: str) -> None:
 
 
 def profile_study(models: Sequence[str], datasets: Sequence[str], out: str | Path = "bgbench-profile",
-                  model_options: Optional[dict] = None) -> Study:
-    """`bgbench profile`'s study: the standard battery (`PROFILE`) on every model and dataset;
+                  model_options: Optional[dict] = None, measures: Optional[Sequence[str]] = None) -> Study:
+    """`bgbench profile`'s study: the standard battery (`PROFILE`) on every model and dataset, or
+    the `measures` named (each with the battery's options where it has them, else its defaults);
     `model_options` (`ModelOptions` fields: class_map, resize, norm ...) apply to every model."""
+    chosen = list(dict.fromkeys(measures)) if measures else list(PROFILE)
     return study_from_dict({"models": list(models), "datasets": list(datasets),
-                            "measures": {k: dict(v) for k, v in PROFILE.items()}}, source="profile", out=out,
+                            "measures": {k: dict(PROFILE.get(k, {})) for k in chosen}}, source="profile", out=out,
                            model_defaults=model_options)
 
 

@@ -186,7 +186,9 @@ def head_fit_summary(fit: HeadFit) -> str:
         by_mean = len(set(means.values())) > 1
         why = (f"the best held-out mean accuracy, {100 * means[str(fit.c)]:.1f}%" if by_mean
                else "the first of the grid: the held-out images cannot tell the Cs apart")
-        low = " (too few held-out images per group, or features that do not separate them)" if values == {0.0} else ""
+        low = (" (too few held-out images per group, or features that do not separate them): the choice of C is "
+               "a guess; more held-out images per group (a larger --held-out share or dataset) make it one"
+               if values == {0.0} else "")
         return (f"every C ties at {100 * values.pop():.1f}% held-out {what} ({fit.held_out} images){low}; "
                 f"C={fit.c:g} kept, {why}")
     scores = ", ".join(f"C={c:g}: {100 * s:.1f}%" for c, s in fit.scores.items())

@@ -1,4 +1,5 @@
-"""The paper's prediction categories (Table 3): BG Irrelevant, BG Required, BG Fools, BG Misled, ...
+"""The paper's prediction categories (Table 3): BG Irrelevant (the object alone is judged as the
+full image is, right on both or wrong on both), BG Required, BG+FG Required, BG Fools and Other,
 per class, from a stored eval run's ORIGINAL, MIXED-RAND and ONLY-BG-T predictions."""
 from ..registry import Measure, SectionSpec, register_measure
 

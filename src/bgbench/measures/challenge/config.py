@@ -65,6 +65,9 @@ class ChallengeConfig:
         "--verify-safety", "bf16-verified: delta is F x the largest spread of bf16-fp32 logit deviations that the "
         "calibration and audits measured (default %(default)s, recorded)", metavar="F"))
     protocol: Optional[str] = field(default=None, metadata=protocol_flag())
+    rerun: bool = field(default=False, metadata=runtime(flag(
+        "--rerun", "measure anew even when the results store holds a finished run of the same model, weights, "
+        "options and data (without it, that run is shown again and nothing is computed)", action="store_true")))
 
     def __post_init__(self):
         for name, value in (("--batch-size", self.batch_size), ("--save-every", self.save_every),

@@ -179,9 +179,16 @@ class _Invocation:
         if self.rank == 0:
             prov = self.provenance = recording.Provenance.of("challenge", self.cfg.identity(), model=model,
                                                         layout=self.data.layout, seed=self.cfg.seed)
+            # a full request takes a finished run of the same job as it is (nothing left to compute);
+            # --rerun starts a new run
+            statuses = () if self.cfg.rerun else ("running", "sampled") + (() if self.cfg.sampled else ("done",))
             run_id = self.store.find_resumable("challenge", prov.model, prov.spec, prov.data_fingerprint, prov.config,
-                                               statuses=("running", "sampled"))
-            if run_id is not None:
+                                               statuses=statuses) if statuses else None
+            finished = run_id is not None and self.store.get_run(run_id)["status"] == "done"
+            if finished:
+                console.status(f"reusing challenge run {run_id}: it is finished, with the same model, weights, options "
+                               f"and data (--rerun measures anew)")
+            elif run_id is not None:
                 done_before = len(self.store.challenge_results(run_id))
                 console.status(f"resuming challenge run {run_id}: {done_before}/{len(self.data.pairs)} foregrounds "
                                "already done")

@@ -41,6 +41,9 @@ class EvalConfig:
     device: str = field(default="cpu", metadata=runtime())
     workers: Optional[int] = workers_field()
     seed: int = field(default=0, metadata=flag("--seed", "seed of the BG-Gap's bootstrap (default %(default)s)"))
+    rerun: bool = field(default=False, metadata=runtime(flag(
+        "--rerun", "predict anew even when the results store holds a finished run of the same model, weights, "
+        "options and data (without it, that run is shown again and nothing is computed)", action="store_true")))
     ten_crop: bool = field(default=False, metadata=flag(
         "--ten-crop", "Resize(256), TenCrop(224) and average the logits of the ten crops (seed 003's test-time "
         "option)", action="store_true"))

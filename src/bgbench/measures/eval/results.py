@@ -73,6 +73,7 @@ class EvalReport:
         for v, result in self.groups.items():
             lines.append(f"{v}: {result.headline()}")
             if len(result.groups) <= GROUPS_LISTED:
-                lines += [f"  {g['group']:<{w + 12}} {100 * g['acc']:6.1f}%  [{100 * g['lo']:5.1f}%, "
+                gw = max([w + 12, *(len(str(g["group"])) for g in result.groups)])  # long group names stay aligned
+                lines += [f"  {g['group']:<{gw}} {100 * g['acc']:6.1f}%  [{100 * g['lo']:5.1f}%, "
                           f"{100 * g['hi']:5.1f}%] {g['n']:>6}" for g in result.groups]
         return "\n".join(lines)

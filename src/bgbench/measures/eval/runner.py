@@ -80,6 +80,25 @@ def run_eval(model: BgModel, data: str | Path | Layout, cfg: EvalConfig, progres
     return report
 
 
+def stored_report(store, run_id: int) -> EvalReport:
+    """The report of a finished eval run, rebuilt from its stored predictions (what `bgbench eval`
+    shows again instead of predicting anew: the same accuracies, BG-Gap and groups, since every
+    metric is a pure function of the per-image table and the run's bootstrap seed)."""
+    import json
+    from ...probing.tables import stored_predictions
+    from ...recording import run_model_label
+    run = store.get_run(run_id)
+    config = json.loads(run["config"] or "{}")
+    predictions = {v: Predictions(list(s.image_ids), s.labels, s.preds, s.conf)
+                   for v, s in stored_predictions(store, run_id, variants=config.get("variants")).items()}
+    layout = resolve_layout(run["data_root"], [v for v in predictions if v not in config.get("computed_variants", [])]
+                            or None, split=config.get("split"))
+    report = EvalReport.from_predictions(run["model"], str(layout.root), predictions, seed=int(config.get("seed", 0)))
+    report.groups = group_results(layout, predictions)
+    report.model_label, report.run_id = run_model_label(run), run_id
+    return report
+
+
 
 
 def joined_predictions(mine: Predictions, n: int, ranks: Ranks, block: int) -> Optional[Predictions]:

@@ -73,7 +73,8 @@ class FeaturesMeasure(ModelMeasure):
     columns = TABLE_COLUMNS
     key = ("class_index", "rank")
     headlines = (Headline("features_bg_share", label="top features' map share on the background",
-                          higher_is_better=False, short="features on bg"),)
+                          higher_is_better=False, short="features on bg",
+                          reference=("features_bg_area", "bg area")),)
     pictures = "galleries"
     pictures_help = "folder for the heatmap PNGs (default: a new probe_features_<time>/ beside the results store)"
     sections = (SectionSpec("features", "Spurious features (RIVAL10 §5, Salient ImageNet's ranking)",

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
+from ...console import plural
 from ...evaluation.metrics import wilson_interval
 
 if TYPE_CHECKING:
@@ -65,7 +66,7 @@ class GroupAccuracy:
         eligible = self.eligible
         kind = "(object class, background class)" if self.groups and "background" in self.groups[0] else "groups"
         lines = [f"groups of {of} on {self.variant}: {kind}, 95% Wilson intervals; "
-                 f"{len(self.groups)} groups, {eligible} with >= {self.min_images} images", self.headline()]
+                 f"{plural(len(self.groups), 'group')}, {eligible} with >= {self.min_images} images", self.headline()]
         w = max([24, *(len(g["group"]) for g in self.groups)])
         lines.append(f"{'group':<{w}} {'n':>5} {'accuracy':>8} {'95% CI':>15}")
         for g in sorted(self.groups, key=lambda g: (g["acc"], g["group"])):
@@ -77,13 +78,13 @@ class GroupAccuracy:
         if self.worst is not None:
             w = self.worst
             text = (f"worst group: {w['group']}, {_pct(w['acc'])}% [{_pct(w['lo'])}, {_pct(w['hi'])}] "
-                    f"of {w['n']} images")
+                    f"of {plural(w['n'], 'image')}")
         else:
             text = (f"worst group: {self.not_available} (it needs {MIN_GROUPS}; `bgbench analyze groups "
                     f"--min-images` lowers the bar)")
         if self.mean is not None:
-            text += (f"; mean over {len(self.groups)} groups {_pct(self.mean)}%; overall {_pct(self.overall['acc'])}% "
-                     f"of {self.overall['n']}")
+            text += (f"; mean over {plural(len(self.groups), 'group')} {_pct(self.mean)}%; overall "
+                     f"{_pct(self.overall['acc'])}% of {self.overall['n']}")
         return text
 
     def metric_rows(self) -> List[tuple]:

@@ -86,7 +86,8 @@ class NoiseSummary:
         lo, hi = self.rfs_overall_interval
         ci = interval(lo, hi, self.images, lambda v: f"{v:+.3f}")
         lines.append(f"RFS overall {self.rfs_overall:+.3f} {ci} on grid {self.grid_label}  "
-                     "(> 0: foreground noise hurts more; compare only within one grid)")
+                     "(the RFS of the accuracies averaged over the levels, not the mean of the levels' RFS, so it "
+                     "may lie outside them; > 0: foreground noise hurts more; compare only within one grid)")
         return "\n".join(lines + self._attribute_lines())
 
     def attribute_regions(self) -> List[str]:

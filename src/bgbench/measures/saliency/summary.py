@@ -7,7 +7,11 @@ it, labelled as such. NaN values (precision of an all-zero map, 0/0) are skipped
 as `np.nanmean` skips them; every other value of such an image counts.
 
 Intervals (95%): percentiles of one bootstrap over images, stratified by predicted class (seeded,
-recorded), for the headline and the image mean alike.
+recorded), for the headline and the image mean alike. A class with one image is resampled into
+itself, so it adds no spread: when fewer than half of the images with a value lie in classes of at
+least two (seven images, mostly one per predicted class), the interval measures almost nothing and
+looks precise. It is then recorded as zero width, `degenerate` with the reason, which every
+writer marks as RFS's is (`[degenerate, n=K]`: text, JSON, scorecard and report), never as bounds.
 """
 from __future__ import annotations
 
@@ -70,8 +74,9 @@ class SaliencySummary:
                                                                   for m in METRICS))
         p = self.headline["precision"]
         ci = interval(p["lo"], p["hi"], p.get("n"), _f) if p["lo"] is not None else f"[{_f(p['lo'])}, {_f(p['hi'])}]"
-        lines.append(f"headline = {HEADLINE}; precision {_f(p['value'])} {ci} "
-                     f"(95% bootstrap over images)")
+        how = f"degenerate: {p['degenerate']}" if p.get("degenerate") else \
+            "95% bootstrap over images, stratified by predicted class"
+        lines.append(f"headline = {HEADLINE}; precision {_f(p['value'])} {ci} ({how})")
         return "\n".join(lines)
 
 
@@ -126,6 +131,10 @@ def summarize_saliency(values: Dict[str, np.ndarray], preds: Sequence[int], clas
         lo, hi = percentile_interval(mean_over_images(v, weights)) if n else (float("nan"),) * 2
         image_mean[m] = {"value": float(mean_over_images(v, one)[0]) if n else float("nan"), "lo": lo, "hi": hi,
                          "n": int((~np.isnan(v)).sum())}
+        why = too_few_to_resample(v, preds)
+        if why is not None:
+            for entry in (headline[m], image_mean[m]):
+                entry.update(lo=entry["value"], hi=entry["value"], degenerate=why)
     per_class = {}
     for p in np.unique(preds):
         members = preds == p
@@ -137,15 +146,43 @@ def summarize_saliency(values: Dict[str, np.ndarray], preds: Sequence[int], clas
                            bootstrap={"replicates": replicates, "seed": seed, "stratified_by": "pred"})
 
 
+def too_few_to_resample(values: np.ndarray, preds: np.ndarray) -> Optional[str]:
+    """Why a bootstrap stratified by predicted class says nothing of these values (None: it does):
+    fewer than half of the images with a value share their predicted class with another one."""
+    ok = ~np.isnan(values)
+    total = int(ok.sum())
+    if total == 0:
+        return None
+    _, counts = np.unique(preds[ok], return_counts=True)
+    spread = int(counts[counts >= 2].sum())
+    if 2 * spread >= total:
+        return None
+    return (f"only {spread} of {total} images share their predicted class with another, and a class of one "
+            f"image is resampled into itself")
+
+
 def _nanmean(v: np.ndarray) -> float:
     v = v[~np.isnan(v)]
     return float(v.mean()) if v.size else float("nan")
 
 
 def class_namer(classes: Sequence[str], dataset_labels: bool):
-    """Names for predicted indices: the dataset's class names when the model predicts them, else
-    'class <i>' (e.g. a raw ImageNet index)."""
+    """Names for predicted indices: the dataset's class names when the model predicts them; a
+    1000-class model's raw ImageNet index by ImageNet's class description ('bobsled (450)', as
+    `bgbench predict` names it); else 'class <i>'."""
+    describe = None
+    if not dataset_labels:
+        try:
+            from timm.data import ImageNetInfo
+            describe = ImageNetInfo().index_to_description
+        except Exception:  # noqa: BLE001 - timm's table unavailable: the index alone
+            describe = None
+
     def name(i: int) -> str:
-        return classes[i] if dataset_labels and 0 <= i < len(classes) else f"class {i}"
+        if dataset_labels and 0 <= i < len(classes):
+            return classes[i]
+        if describe is not None and 0 <= i < 1000:
+            return f"{describe(i)} ({i})"
+        return f"class {i}"
     return name
 

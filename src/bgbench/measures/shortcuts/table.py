@@ -105,7 +105,9 @@ class ShortcutTable:
 
     def text(self) -> str:
         if not self.blocks:
-            return "shortcut table: no stored run measures a shortcut"
+            return ("shortcut table: no stored run measures a shortcut; `bgbench probe watermark`, `probe texture`, "
+                    "`probe renditions` or `probe imagenet_x` (on ImageNet's val) and `bgbench eval` (IN-9's "
+                    "gap) make one, or a study with those measures")
         lines = ["shortcut table (Whac-A-Mole's columns beside the Backgrounds Challenge; 95% intervals)"]
         for b in self.blocks:
             w = max([len(r["model"]) for r in b.rows] + [5])

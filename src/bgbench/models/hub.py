@@ -1,0 +1,69 @@
+"""Whether a download can start at all, asked once and quickly, before a hub client's retry loop.
+
+huggingface_hub retries a failed request with back-off (1, 2, 4, 8, 8 s, for each file name it
+tries), so a hub name without its weights in the cache took over a minute offline before its
+one-line error. A download needs the hub's host to resolve and accept a connection; when
+`HF_HUB_OFFLINE` is set, or the host does not answer within a few seconds, the caller fails at
+once with its own message instead of starting that loop. Nothing here downloads anything.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import threading
+from typing import Optional
+from urllib.parse import urlparse
+
+#: How long the host may take to resolve and accept a TCP connection (seconds).
+TIMEOUT_S = 3.0
+
+
+def hub_endpoint() -> str:
+    """The Hugging Face endpoint the hub client asks (its HF_ENDPOINT setting, else huggingface.co)."""
+    from huggingface_hub import constants
+    return getattr(constants, "ENDPOINT", None) or os.environ.get("HF_ENDPOINT") or "https://huggingface.co"
+
+
+def offline_reason(url: Optional[str] = None, timeout: float = TIMEOUT_S) -> Optional[str]:
+    """Why a download from `url` (default: the Hugging Face endpoint) cannot start, in a few words
+    ('HF_HUB_OFFLINE is set', 'huggingface.co does not resolve: ...'), or None when its host
+    accepts a connection. Resolution and connection run in a thread bounded by `timeout`, since a
+    resolver without network can itself wait far longer."""
+    from huggingface_hub import constants
+    if constants.is_offline_mode():
+        return "HF_HUB_OFFLINE is set"
+    parsed = urlparse(url or hub_endpoint())
+    proxy = _proxy_for(parsed.scheme, parsed.hostname or "")
+    if proxy:  # the client connects to the proxy, which reaches the hub: the proxy must answer
+        parsed = urlparse(proxy if "://" in proxy else f"http://{proxy}")
+    host = parsed.hostname
+    if not host:
+        return None
+    port = parsed.port or (443 if parsed.scheme == "https" else 80)
+    outcome: dict = {}
+
+    def attempt():
+        try:
+            with socket.create_connection((host, port), timeout=timeout):
+                outcome["ok"] = True
+        except OSError as e:
+            outcome["error"] = " ".join(str(e).split()) or type(e).__name__
+
+    worker = threading.Thread(target=attempt, daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if outcome.get("ok"):
+        return None
+    if "error" in outcome:
+        return f"{host} cannot be reached: {outcome['error']}"
+    return f"{host} did not answer within {timeout:g} s"
+
+
+def _proxy_for(scheme: str, host: str) -> Optional[str]:
+    """The proxy a request to `scheme://host` goes through (the environment's, as requests reads
+    it; None when there is none or NO_PROXY names the host)."""
+    import urllib.request
+    if urllib.request.proxy_bypass(host):
+        return None
+    proxies = urllib.request.getproxies()
+    return proxies.get(scheme) or proxies.get("all")
