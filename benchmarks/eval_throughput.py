@@ -80,8 +80,7 @@ def feed_alone(items, batch_size: int, device: str, synced) -> float:
 
     def once() -> float:
         t = synced()
-        host = ((run, b) for chunk in host_batches(pixels, range(len(items)), batch_size,
-                                                    resolve_workers(None, device)) for run, b in chunk)
+        host = host_batches(pixels, range(len(items)), batch_size, resolve_workers(None, device))
         for _, x in DeviceFeed(device)(host):
             pass
         return synced() - t

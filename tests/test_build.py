@@ -228,13 +228,20 @@ def test_every_box_the_cover_filter_keeps_leaves_a_background_strip(h, w, data):
         assert F.background_strip(np.zeros((h, w, 3), np.uint8), (x0, y0, x1, y1)).size > 0
 
 
-def test_provided_masks_skip_grabcut(tmp_path):
+def _synth_with_masks(tmp_path):
+    """Four Synthetic-9 images with their boxes and their true masks as PNG files: a build input
+    that skips GrabCut."""
     samples = generate(1, size=64, seed=1)[:4]
     ids = write_synth(tmp_path, samples)
     for image_id, s in zip(ids, samples):
         p = tmp_path / "masks" / f"{image_id}.png"
         p.parent.mkdir(parents=True, exist_ok=True)
         Image.fromarray(s.mask.astype(np.uint8) * 255).save(p)
+    return samples, ids
+
+
+def test_provided_masks_skip_grabcut(tmp_path):
+    samples, ids = _synth_with_masks(tmp_path)
     res = run_cli("build", "--images", tmp_path / "images", "--boxes", tmp_path / "boxes", "--masks",
                   tmp_path / "masks", "--out", tmp_path / "out", "--no-resize", "--quiet")
     assert res.returncode == 0, res.stderr
@@ -373,12 +380,7 @@ def test_build_preview_shows_each_images_original_mask_and_variants(tmp_path):
     """`--preview` writes a contact sheet beside the build: a row per image (classes in turn), the
     original and its mask first, then each variant; the cells are the built files' pixels."""
     from bgbench.drawing.contact import HEADER, PAD, SIDE, VARIANTS
-    samples = generate(1, size=64, seed=1)[:4]
-    ids = write_synth(tmp_path, samples)
-    for image_id, s in zip(ids, samples):
-        p = tmp_path / "masks" / f"{image_id}.png"
-        p.parent.mkdir(parents=True, exist_ok=True)
-        Image.fromarray(s.mask.astype(np.uint8) * 255).save(p)
+    _synth_with_masks(tmp_path)
     res = run_cli("build", "--images", tmp_path / "images", "--boxes", tmp_path / "boxes", "--masks",
                   tmp_path / "masks", "--out", tmp_path / "out", "--no-resize", "--quiet", "--preview")
     assert res.returncode == 0, res.stderr

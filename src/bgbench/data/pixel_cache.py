@@ -202,10 +202,6 @@ class Pixels:
         first = self.shapes[positions[0]]
         return bool((self.shapes[positions[0]:positions[-1] + 1] == first).all())
 
-    def record(self) -> dict:
-        """What a run records of where its pixels came from."""
-        return {"images": len(self.items), "from_cache": self.from_cache, "cache_key": self.key}
-
 
 def _consecutive(positions: Sequence[int]) -> bool:
     return positions[-1] - positions[0] == len(positions) - 1 and all(

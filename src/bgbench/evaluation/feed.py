@@ -28,9 +28,9 @@ HostBatch = Tuple[List[int], np.ndarray]
 
 def host_batches(pixels: Pixels, positions: Sequence[int], batch_size: int, workers: int = 1,
                  render: Optional[Callable[[object], np.ndarray]] = None,
-                 checker: Optional[Callable[[object, np.ndarray], None]] = None) -> Iterator[List[HostBatch]]:
-    """For each chunk of `batch_size` positions, its runs of equal-shape images as (positions,
-    NHWC uint8), assembled `workers` chunks ahead in threads.
+                 checker: Optional[Callable[[object, np.ndarray], None]] = None) -> Iterator[HostBatch]:
+    """(positions, NHWC uint8) of each run of equal-shape images of each chunk of `batch_size`
+    positions, in order, assembled `workers` chunks ahead in threads.
 
     `render(item)` replaces the pixels (variants computed on the fly: never cached, they depend on
     more than one file); `checker(item, image)` sees every image (the masks' sizes of originals)."""
@@ -42,21 +42,17 @@ def host_batches(pixels: Pixels, positions: Sequence[int], batch_size: int, work
                 for k in chunk:
                     checker(pixels.items[k], _Shaped(pixels.shape(k)))
             return [(run, pixels.batch(run)) for run in _runs_by_shape(chunk, pixels.shape)]
-        arrays = []
+        arrays = {}
         for k in chunk:
-            arr = render(pixels.items[k]) if render is not None else pixels.image(k)
+            arrays[k] = render(pixels.items[k]) if render is not None else pixels.image(k)
             if checker is not None:
-                checker(pixels.items[k], arr)
-            arrays.append(arr)
-        out, start = [], 0
-        for i in range(1, len(arrays) + 1):
-            if i == len(arrays) or arrays[i].shape != arrays[start].shape:
-                out.append((chunk[start:i], np.stack(arrays[start:i])))
-                start = i
-        return out
+                checker(pixels.items[k], arrays[k])
+        return [(run, np.stack([arrays[k] for k in run]))
+                for run in _runs_by_shape(chunk, lambda k: arrays[k].shape)]
 
     with closing(prefetched(chunks, assemble, workers)) as assembled:
-        yield from assembled
+        for runs in assembled:
+            yield from runs
 
 
 class _Shaped:
@@ -67,6 +63,7 @@ class _Shaped:
 
 
 def _runs_by_shape(chunk: List[int], shape_of: Callable[[int], tuple]) -> List[List[int]]:
+    """`chunk` cut into runs of consecutive positions whose images have one shape."""
     runs, start = [], 0
     for i in range(1, len(chunk) + 1):
         if i == len(chunk) or shape_of(chunk[i]) != shape_of(chunk[start]):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from contextlib import closing
 from dataclasses import dataclass
-from typing import Callable, Iterator, List, Optional, Sequence, Tuple
+from typing import Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
@@ -148,8 +148,8 @@ def predict_items(model: BgModel, items: Sequence[Item], *, batch_size: int = 64
     bad: List[torch.Tensor] = []
     runs: List[Sequence[Item]] = []
     bar = console.progress(enabled=progress, total=len(positions), desc=desc, unit="img")
-    host = ((run, batch) for chunk in host_batches(pixels, positions, batch_size, resolve_workers(workers, device),
-                                                    render=render, checker=checker) for run, batch in chunk)
+    host = host_batches(pixels, positions, batch_size, resolve_workers(workers, device), render=render,
+                        checker=checker)
     feed = DeviceFeed(device)(host)
     with closing(feed), torch.inference_mode(), forward_context(precision, device):
         for run_positions, x in feed:

@@ -60,15 +60,11 @@ def _sliced(pixels: Pixels, masks: Pixels, chunk, pin: bool):
     import warnings
 
     import torch
+
+    from ..evaluation.feed import _runs_by_shape
     out = []
-    positions = [k for k, _ in chunk]
     by_k = dict(chunk)
-    start = 0
-    for i in range(1, len(positions) + 1):
-        if i < len(positions) and pixels.shape(positions[i]) == pixels.shape(positions[start]):
-            continue
-        run = positions[start:i]
-        start = i
+    for run in _runs_by_shape([k for k, _ in chunk], pixels.shape):
         h, w = pixels.shape(run[0])[:2]
         for k in run:
             mh, mw = masks.shape(k)[:2]

@@ -93,8 +93,7 @@ def _extract(model: BgModel, pixels: Pixels, positions, batch_size: int, device,
     they stay on the device until the pass ends."""
     out = []
     bar = console.progress(enabled=progress, total=len(positions), desc="features", unit="img")
-    host = ((run, batch) for chunk in host_batches(pixels, positions, batch_size, resolve_workers(None, str(device)))
-            for run, batch in chunk)
+    host = host_batches(pixels, positions, batch_size, resolve_workers(None, str(device)))
     feed = DeviceFeed(device)(host)
     with closing(feed), torch.inference_mode(), strict_fp32():
         for run, x in feed:
