@@ -24,7 +24,7 @@ from ..errors import BgbenchError
 from ..options import flag
 from ..probing.bootstrap import REPLICATES
 from .base import ProbeConfig
-from .registry import Measure
+from .registry import Command, Measure
 from .result import MeasureResult
 
 
@@ -77,7 +77,7 @@ def require_imagenet_model(model, measure: str) -> None:
 class ArmsMeasure(Measure):
     """A measure that scores one model on its arms (see the module docstring)."""
 
-    command: ClassVar[str] = "probe"
+    command: ClassVar[Command] = Command.PROBE
     needs: ClassVar[tuple] = ("model",)
     data_help: ClassVar[str] = "images (original/)"
     columns = (("arm", "TEXT NOT NULL"), ("image_id", "TEXT NOT NULL"), ("label", "INTEGER NOT NULL"),

@@ -14,7 +14,7 @@ from typing import List
 from ... import checks
 from ...classes import Mapping, mapping_flag
 from ...probing.bootstrap import REPLICATES
-from ..base import BootstrapConfig, ModelMeasure, class_namer
+from ..base import Attributes, BootstrapConfig, ModelMeasure, class_namer
 from ..registry import Headline, SectionSpec
 from .summary import AblationSummary, summarize_ablation
 
@@ -47,7 +47,7 @@ class AblateMeasure(ModelMeasure):
                    "and in true-class probability, per region and per class")
     data_help = "original/ and fg_mask/ (and attr_mask/ for attributes)"
     config = AblateConfig
-    attributes = "optional"
+    attributes = Attributes.OPTIONAL
     columns = (("image_id", "TEXT NOT NULL"), ("label", "INTEGER NOT NULL"), ("region", "TEXT NOT NULL"),
                ("pred", "INTEGER NOT NULL"), ("correct", "INTEGER NOT NULL"), ("true_prob", "REAL NOT NULL"))
     key = ("image_id", "region")

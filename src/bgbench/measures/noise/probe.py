@@ -16,7 +16,7 @@ from ... import checks
 from ...classes import mapping_flag
 from ...options import flag
 from ...probing.bootstrap import REPLICATES
-from ..base import BootstrapConfig, ModelMeasure
+from ..base import Attributes, BootstrapConfig, ModelMeasure
 from ..registry import Headline, SectionSpec
 from .draws import DRAWS
 from .levels import KINDS, grid_label, resolve_levels
@@ -76,7 +76,7 @@ class NoiseMeasure(ModelMeasure):
     description = ("accuracy under foreground-only and background-only noise, and RFS; with `--region attributes`, "
                    "under noise on each attribute's mask alone")
     config = NoiseConfig
-    attributes = "config"
+    attributes = Attributes.CONFIG
     columns = (("image_id", "TEXT NOT NULL"), ("label", "INTEGER NOT NULL"), ("region", "TEXT NOT NULL"),
                ("level", "REAL NOT NULL"), ("trial", "INTEGER NOT NULL"), ("correct", "INTEGER NOT NULL"),
                ("pred", "INTEGER"))
@@ -97,8 +97,8 @@ class NoiseMeasure(ModelMeasure):
         extra = attributes if options.get("region", NoiseConfig.region) == "attributes" else 0
         return images * (2 + extra) * len(levels) * trials, extra > 0
 
-    def wants_attributes(self, cfg: NoiseConfig) -> str:
-        return "required" if cfg.region == "attributes" else "never"
+    def wants_attributes(self, cfg: NoiseConfig) -> Attributes:
+        return Attributes.REQUIRED if cfg.region == "attributes" else Attributes.NEVER
 
     def prepare(self, run, cfg: NoiseConfig):
         from ...evaluation.predict import decide
