@@ -40,6 +40,10 @@ IN9_FOLDERS = (
 )
 IN9_NAMES = tuple(f.split("_", 1)[1] for f in IN9_FOLDERS)
 NO_CLASS = -1
+#: A model's label space: ImageNet's 1000 classes (mapped to a dataset's through a class map), or the
+#: dataset's own classes. Spelled once here; specs, runs and exports store these strings.
+IMAGENET1K = "imagenet1k"
+DATASET = "dataset"
 
 
 class Mapping(str, enum.Enum):

@@ -15,6 +15,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Dict, Iterator, Optional, Sequence, Tuple
 
+#: Images per forward pass, the default of every job that runs a model over images (eval, the
+#: probes, the arms, `predict_items`): declared once, read by their configs, the API and the CLI.
+BATCH_SIZE = 64
+
 #: The metadata key under which a field keeps its flag.
 FLAG = "bgbench_flag"
 #: The metadata key of a field that says how a job runs, not what it computes (a batch size, a

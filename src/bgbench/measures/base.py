@@ -29,8 +29,8 @@ from .. import checks
 from ..data.prefetch import workers_field
 from ..evaluation.precision_flag import PRECISIONS, check_precision
 from ..errors import BgbenchError
-from ..options import flag, runtime
-from ..probing.bootstrap import REPLICATES
+from ..options import BATCH_SIZE, flag, runtime
+from ..intervals import REPLICATES
 from .registry import Command, Measure, declared
 from .result import MeasureResult
 
@@ -41,7 +41,7 @@ class ProbeConfig:
     batches (none of these changes its numbers), and the forward's arithmetic (which may). A probe's
     config subclasses it."""
 
-    batch_size: int = field(default=64, metadata=runtime())
+    batch_size: int = field(default=BATCH_SIZE, metadata=runtime())
     device: str = field(default="cpu", metadata=runtime())
     workers: Optional[int] = workers_field()
     precision: str = field(default="fp32", metadata=flag(

@@ -13,7 +13,7 @@ from typing import List
 
 from ... import checks
 from ...classes import Mapping, mapping_flag
-from ...probing.bootstrap import REPLICATES
+from ...intervals import REPLICATES
 from ..base import Attributes, BootstrapConfig, ModelMeasure, class_namer
 from ..registry import Headline, SectionSpec
 from .summary import AblationSummary, summarize_ablation

@@ -15,7 +15,7 @@ import numpy as np
 
 from ... import checks
 from ...options import flag, runtime
-from ...probing.bootstrap import REPLICATES
+from ...intervals import REPLICATES
 from ..base import Attributes, BootstrapConfig, ModelMeasure, class_namer
 from ..registry import Headline, SectionSpec
 from .summary import EPS, AttributionSummary, summarize_attribution, top_features

@@ -5,9 +5,9 @@ from dataclasses import dataclass, field
 from typing import List, Optional
 
 from ... import checks, protocols
-from ...classes import Mapping, mapping_flag
+from ...classes import DATASET, IMAGENET1K, Mapping, mapping_flag
 from ...data.layout import IN9_VARIANTS
-from ...options import flag, runtime
+from ...options import BATCH_SIZE, flag, runtime
 from ...protocols import protocol_flag
 from ...variants.registry import list_variants
 from ...data.prefetch import workers_field
@@ -37,7 +37,7 @@ class EvalConfig:
         f"(default: those of {', '.join(IN9_VARIANTS)} present; every folder when only original is, as in "
         f"`bgbench edit` output)", nargs="+", metavar="VARIANT", type=str))
     mapping: str = field(default=Mapping.ARGMAX.value, metadata=mapping_flag())
-    batch_size: int = field(default=64, metadata=runtime())
+    batch_size: int = field(default=BATCH_SIZE, metadata=runtime())
     device: str = field(default="cpu", metadata=runtime())
     workers: Optional[int] = workers_field()
     seed: int = field(default=0, metadata=flag("--seed", "seed of the BG-Gap's bootstrap (default %(default)s)"))
@@ -69,7 +69,7 @@ class EvalConfig:
 
 
 #: Label spaces of a predictions file: a dataset class, or an ImageNet class (mapped like a model's).
-LABEL_SPACES = ("dataset", "imagenet1k")
+LABEL_SPACES = (DATASET, IMAGENET1K)
 
 
 @dataclass

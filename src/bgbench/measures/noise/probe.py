@@ -15,7 +15,7 @@ from typing import List, Optional, Sequence, Union
 from ... import checks
 from ...classes import mapping_flag
 from ...options import flag
-from ...probing.bootstrap import REPLICATES
+from ...intervals import REPLICATES
 from ..base import Attributes, BootstrapConfig, ModelMeasure
 from ..registry import Headline, SectionSpec
 from .draws import DRAWS

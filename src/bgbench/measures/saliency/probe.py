@@ -15,7 +15,7 @@ import numpy as np
 
 from ... import checks
 from ...options import flag, runtime
-from ...probing.bootstrap import REPLICATES
+from ...intervals import REPLICATES
 from ...probing.gradcam import gradcam_batch, resolve_layer
 from ..base import Autograd, BootstrapConfig, ModelMeasure
 from ..registry import Headline, SectionSpec
