@@ -27,7 +27,7 @@ from typing import Any, ClassVar, Dict, List, NamedTuple, Optional, Sequence
 
 from .. import checks
 from ..data.prefetch import workers_field
-from ..evaluation.precision_flag import PRECISIONS, check_precision
+from ..evaluation.precision_flag import Precision, check_precision, precision_field
 from ..errors import BgbenchError
 from ..options import BATCH_SIZE, flag, runtime
 from ..intervals import REPLICATES
@@ -44,15 +44,13 @@ class ProbeConfig:
     batch_size: int = field(default=BATCH_SIZE, metadata=runtime())
     device: str = field(default="cpu", metadata=runtime())
     workers: Optional[int] = workers_field()
-    precision: str = field(default="fp32", metadata=flag(
-        "--precision", "fp32 is exact (TF32 off on GPUs); bf16 and fp16 are autocast around the forwards, faster "
-        "on GPUs and not exact (fp16 needs a GPU) (default %(default)s)", choices=PRECISIONS))
+    precision: Precision = precision_field()
 
     def __post_init__(self):
         checks.at_least("--batch-size", self.batch_size, 1)
         checks.at_least("--workers", self.workers, 1)
         checks.device(self.device)
-        check_precision(self.precision, self.device)
+        self.precision = check_precision(self.precision, self.device)
 
 
 @dataclass(kw_only=True)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import List
 
 from ... import checks
-from ...classes import Mapping, mapping_flag
+from ...classes import Mapping, mapping_field
 from ...intervals import REPLICATES
 from ..base import Attributes, BootstrapConfig, ModelMeasure, class_namer
 from ..registry import Headline, SectionSpec
@@ -23,11 +23,11 @@ from .summary import AblationSummary, summarize_ablation
 class AblateConfig(BootstrapConfig):
     """How to ablate: how a 1000-class model's outputs decide (`mapping`)."""
 
-    mapping: str = field(default=Mapping.ARGMAX.value, metadata=mapping_flag())
+    mapping: Mapping = mapping_field()
 
     def __post_init__(self):
         super().__post_init__()
-        checks.one_of("--mapping", self.mapping, [m.value for m in Mapping])
+        self.mapping = checks.member("--mapping", self.mapping, Mapping)
 
 
 class AblateMeasure(ModelMeasure):

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import List, Optional, Sequence, Union
 
 from ... import checks
-from ...classes import mapping_flag
+from ...classes import Mapping, mapping_field
 from ...options import flag
 from ...intervals import REPLICATES
 from ..base import Attributes, BootstrapConfig, ModelMeasure
@@ -44,7 +44,7 @@ class NoiseConfig(BootstrapConfig):
                                                              "(default %(default)s)"))
     seed: int = field(default=0, metadata=flag(
         "--seed", "seed of the noise and of the bootstrap over images behind the intervals (default %(default)s)"))
-    mapping: str = field(default="argmax", metadata=mapping_flag())
+    mapping: Mapping = mapping_field()
     grid: str = ""
     region: str = field(default="object", metadata=flag(
         "--region", "object: noise on the foreground, then on the background; attributes: also on each attribute's "
@@ -56,7 +56,7 @@ class NoiseConfig(BootstrapConfig):
         checks.one_of("--noise", self.kind, KINDS)
         checks.one_of("--region", self.region, REGION_CHOICES)
         checks.at_least("--trials", self.trials, 1)
-        checks.one_of("--mapping", self.mapping, ("argmax", "superclass"))
+        self.mapping = checks.member("--mapping", self.mapping, Mapping)
         self.grid, self.levels = resolve_levels(self.levels, self.kind)
 
 
