@@ -340,3 +340,16 @@ def test_compare_two_results_and_the_same_two_stored_runs(synth_root, tmp_path):
             assert test["p_value"] == pytest.approx(p)
         disagreements += a_only + b_only
     assert disagreements > 0  # the two models differ, so the counts are not trivially zero
+
+
+def test_a_built_model_refuses_build_options_but_not_their_defaults(synth_root):
+    """A built model is used as it is: asking it for another normalization (or prompt templates, or
+    a resize rule) is refused in one line, since nothing would apply it; the options' own defaults,
+    passed explicitly, are not a request and run."""
+    model = bgbench.create_model("timm:test_resnet")
+    for other in ({"norm": "in9"}, {"templates": "simple"}, {"resize": "none"}, {"trust_checkpoint": True}):
+        with pytest.raises(BgbenchError, match="this model is already built"):
+            bgbench.evaluate(model, synth_root, variants=["original"], progress=False, **other)
+    report = bgbench.evaluate(model, synth_root, variants=["original"], progress=False, norm="auto",
+                              templates="openai", resize="auto", labels="auto")
+    assert report.accuracy["original"].n == len(list((synth_root / "original" / "val").rglob("*.*")))

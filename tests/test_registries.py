@@ -208,3 +208,28 @@ def _on_any_dataset(section) -> bool:
 def test_each_registered_section_renders_from_recorded_runs(every_kind_of_run, section):
     assert section in every_kind_of_run.sections
     assert f'class="section-{section}"' in every_kind_of_run.index.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("attribute, value", [("command", "probes"), ("autograd", "grads"),
+                                              ("attributes", "requried")])
+def test_a_misspelt_kind_is_refused_when_the_measure_is_declared(attribute, value):
+    """A measure's command, autograd mode and use of attributes are closed sets: a typo used to mean
+    something else silently (any autograd but 'inference' and 'no_grad' enabled gradients; an unknown
+    attributes value read none). Now the declaration names the choices."""
+    from bgbench.measures.base import ModelMeasure, ProbeConfig
+
+    class Typo(ModelMeasure):
+        name = "typo"
+        config = ProbeConfig
+
+    setattr(Typo, attribute, value)
+    with pytest.raises(ValueError, match=f"measure 'typo': {attribute} '{value}' is not one of"):
+        Typo()
+
+
+def test_a_declared_kind_is_its_enum_member():
+    from bgbench.measures.base import Attributes, Autograd
+    from bgbench.measures.registry import Command, get_measure
+    saliency, noise = get_measure("saliency"), get_measure("noise")
+    assert saliency.command is Command.PROBE and saliency.autograd is Autograd.GRAD
+    assert noise.attributes is Attributes.CONFIG and get_measure("eval").command is Command.OWN

@@ -18,7 +18,9 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence
 
 from .errors import BgbenchError
+from .intervals import REPLICATES
 from .models.options import ModelOptions
+from .options import BATCH_SIZE
 from .recording import opened
 from .store import Store
 
@@ -30,7 +32,7 @@ ModelLike = Any  # a model string ('timm:resnet18', 'file:model.pt', 'openclip:V
 
 
 def evaluate(model: ModelLike, data: str | Path, variants: Optional[Sequence[str]] = None,
-             mapping: str = "argmax", batch_size: int = 64, device: str = "cpu", progress: bool = True,
+             mapping: str = "argmax", batch_size: int = BATCH_SIZE, device: str = "cpu", progress: bool = True,
              seed: int = 0, checkpoint: Optional[str] = None, ten_crop: bool = False, protocol: Optional[str] = None,
              resize: str = "auto", labels: str = "auto", templates: str = "openai",
              class_map: Optional[str | Path] = None, norm: str = "auto", trust_checkpoint: bool = False,
@@ -354,7 +356,7 @@ def leakage(source: Any, run_id: Optional[int] = None, *, mapping: Optional[str]
     return _analyse("leakage", source, run_id, mapping)
 
 
-def edit_drops(source: Any, run_ids: Optional[Sequence[int]] = None, *, n_boot: int = 2000, seed: int = 0):
+def edit_drops(source: Any, run_ids: Optional[Sequence[int]] = None, *, n_boot: int = REPLICATES, seed: int = 0):
     """ImageNet-E's metric: the drop in accuracy from `original` per edit level, paired over images.
 
     Args:
@@ -390,7 +392,7 @@ def shortcut_table(store: Store | str | Path, *, run_ids: Optional[Sequence[int]
         return get_measure("shortcuts").of_subjects(s, subjects, seed=seed)
 
 
-def compare(a: Any, b: Any, *, store: Optional[Store | str | Path] = None, n_boot: int = 2000, seed: int = 0):
+def compare(a: Any, b: Any, *, store: Optional[Store | str | Path] = None, n_boot: int = REPLICATES, seed: int = 0):
     """Two models on the same images, pairwise (A minus B): McNemar per variant, the BG-Gap difference.
 
     Args:
@@ -435,6 +437,10 @@ def leaderboard(store: Optional[Store | str | Path] = None, *, include_reported:
 # argument conversion
 
 
+#: The build options' defaults (`models.options.ModelOptions`): a built model refuses any other value.
+_BUILD_DEFAULTS = {f.name: f.default for f in dataclasses.fields(ModelOptions)}
+
+
 def _model(model: ModelLike, checkpoint: Optional[str] = None, *, data: Any = None, device: str = "cpu",
            protocol: Optional[str] = None, **how):
     """A model string becomes a `BgModel` once, on entry, through the one door the CLI uses too
@@ -450,7 +456,7 @@ def _model(model: ModelLike, checkpoint: Optional[str] = None, *, data: Any = No
                                   protocol=protocol, **how))
     speed = {k: how.pop(k) for k in ("channels_last", "compile") if k in how}
     class_map = how.pop("class_map", None)
-    if checkpoint is not None or any(v not in (None, False, "auto", "openai") for v in how.values()):
+    if checkpoint is not None or any(v != _BUILD_DEFAULTS.get(k) and v not in (None, False) for k, v in how.items()):
         raise BgbenchError("checkpoint= and the model's build options go with a model string such as "
                            "'timm:resnet18'; this model is already built")
     if class_map is not None:  # how a built 1000-class model reads this dataset: the job resolves it

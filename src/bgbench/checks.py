@@ -36,6 +36,15 @@ def one_of(name: str, value: str, choices: Sequence[str]) -> None:
         raise BgbenchError(f"{name} must be one of {', '.join(choices)}, got {value!r}")
 
 
+def member(name: str, value, enum: type):
+    """`value` (a member or its string) as a member of `enum`: a closed set of names converted once,
+    where a config is built; anything else is one line naming the choices."""
+    try:
+        return enum(value)
+    except ValueError:
+        raise BgbenchError(f"{name} must be one of {', '.join(m.value for m in enum)}, got {value!r}") from None
+
+
 def device(name: str) -> str:
     """A torch device string that exists on this machine (cuda only where CUDA is available)."""
     import torch

@@ -28,13 +28,12 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .classes import IN9_FOLDERS, NO_CLASS, imagenet_to_in9
+from .classes import IMAGENET1K, IN9_FOLDERS, NO_CLASS, imagenet_to_in9
 from .errors import BgbenchError
 
 IMAGENET_CLASSES = 1000
 IN9 = "in9"
 RIVAL10 = "rival10"
-IMAGENET1K = "imagenet1k"
 WNIDS = "imagenet-wnids"
 
 

@@ -40,9 +40,13 @@ IN9_FOLDERS = (
 )
 IN9_NAMES = tuple(f.split("_", 1)[1] for f in IN9_FOLDERS)
 NO_CLASS = -1
+#: A model's label space: ImageNet's 1000 classes (mapped to a dataset's through a class map), or the
+#: dataset's own classes. Spelled once here; specs, runs and exports store these strings.
+IMAGENET1K = "imagenet1k"
+DATASET = "dataset"
 
 
-class Mapping(str, enum.Enum):
+class Mapping(enum.StrEnum):
     """How a 1000-class output becomes an IN-9 prediction."""
 
     ARGMAX = "argmax"  # the paper's rule: argmax over 1000, then the table
@@ -160,3 +164,11 @@ def mapping_flag() -> dict:
     from .options import flag
     return flag("--mapping", "1000-class models: 'argmax' (the paper's rule) or 'superclass' (sum of probabilities) "
                 "(default %(default)s)", choices=[m.value for m in Mapping])
+
+
+def mapping_field():
+    """The `mapping` field of every config that decides a 1000-class model's outputs, declared once:
+    its default, its flag and its help. The config's `__post_init__` makes the value a `Mapping`
+    (`checks.member`), so a string from the CLI, the API or a study file is converted at the edge."""
+    from dataclasses import field
+    return field(default=Mapping.ARGMAX, metadata=mapping_flag())

@@ -9,6 +9,10 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
+#: Replicates of every bootstrap interval (BG-Gap, comparisons, edit drops, the probes), unless a run
+#: asks for others; recorded with the seed in each run's config.
+REPLICATES = 2000
+
 #: What a zero-width interval is written as (with its n).
 DEGENERATE = "degenerate"
 

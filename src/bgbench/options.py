@@ -15,6 +15,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Dict, Iterator, Optional, Sequence, Tuple
 
+#: Images per forward pass, the default of every job that runs a model over images (eval, the
+#: probes, the arms, `predict_items`): declared once, read by their configs, the API and the CLI.
+BATCH_SIZE = 64
+
 #: The metadata key under which a field keeps its flag.
 FLAG = "bgbench_flag"
 #: The metadata key of a field that says how a job runs, not what it computes (a batch size, a
@@ -109,7 +113,7 @@ def _fits(value: Any, tp: Any) -> bool:
         return isinstance(value, numbers.Integral) and not isinstance(value, bool)
     if tp is float:
         return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
-    if tp is str:
+    if tp is str or (isinstance(tp, type) and issubclass(tp, str)):  # str, and the StrEnum kinds (their names)
         return isinstance(value, str)
     if isinstance(tp, type) and issubclass(tp, PurePath):
         return isinstance(value, (str, PurePath))
@@ -137,6 +141,8 @@ def _describe(tp: Any) -> str:
     names = {bool: "true or false", int: "a whole number", float: "a finite number", str: "a string"}
     if tp in names:
         return names[tp]
+    if isinstance(tp, type) and issubclass(tp, str):  # a StrEnum kind: written as one of its names
+        return "a string"
     if origin in (list, tuple, typing.Sequence, collections_abc_sequence()):
         inner = [a for a in args if a is not Ellipsis]
         return f"a list of {' or '.join(_describe(a) for a in inner)}" if inner else "a list"

@@ -270,7 +270,7 @@ def test_edit_eval_analyze_end_to_end(synth_root, tmp_path):
     ev = run_cli("eval", "--model", "timm:test_resnet", "--data", out, "--json", "--quiet")
     assert ev.returncode == 0, ev.stderr
     doc = json.loads(ev.stdout)
-    run_id = doc.get("run_id") or doc.get("run")
+    run_id = doc["run_id"]  # eval --json names the run it stored
     from bgbench.store import Store
     with Store() as store:
         run = store.runs("eval")[-1]
@@ -294,7 +294,7 @@ def test_edit_eval_analyze_end_to_end(synth_root, tmp_path):
         same = [i for i in correct[v] if i in correct["original"]]  # the drop, worked out from the rows
         assert lv["drop"] == pytest.approx(np.mean([correct["original"][i] for i in same])
                                            - np.mean([correct[v][i] for i in same]))
-    assert run_id is None or run_id == run["id"]
+    assert run_id == run["id"]
 
 
 def test_eval_ten_crop_is_recorded(synth_root):
@@ -385,6 +385,25 @@ def test_a_failing_edit_rejects_that_level_only(synth_root, tmp_path):
         assert len(list((out / "complexity_-20" / "val").rglob("*.png"))) == 36
     finally:
         _COMPLEXITY.pop("test-broken", None)
+
+
+def test_a_bug_in_a_backend_stops_the_run_instead_of_rejecting_every_image(synth_root, tmp_path):
+    """Only what says an image cannot be edited (ValueError, RuntimeError, cv2.error) rejects it; a
+    TypeError is a bug, and filing it as 36 rejected images would hide it."""
+    from bgbench.edits.backends import _COMPLEXITY, register_complexity_editor
+    from bgbench.edits.pipeline import EditConfig, edit_dataset
+
+    @register_complexity_editor("test-buggy")
+    def buggy(image, mask, lam):
+        return image + None  # TypeError
+
+    try:
+        with pytest.raises(TypeError):
+            edit_dataset(EditConfig(synth_root, tmp_path / "edits", levels=("complexity_20",),
+                                    complexity_editor="test-buggy"), progress=False)
+        assert not (tmp_path / "edits" / "rejects.csv").exists()
+    finally:
+        _COMPLEXITY.pop("test-buggy", None)
 
 
 def test_a_registered_inpainter_is_used(synth_root, tmp_path):

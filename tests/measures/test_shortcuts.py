@@ -266,7 +266,7 @@ def test_a_derived_models_changes_name_the_shortcut_it_made_worse():
                 wrong = run == 2 and i < 20
                 out.append({"arm": "watermarked", "image_id": f"i{i}", "label": 1, "pred": 0 if wrong else 1})
             return out
-    change = gap_change(Store(), 1, 2, "probe_watermark", "probe_watermark", None, seed=0)
+    change = gap_change(Store(), 1, 2, "watermark", None, seed=0)
     assert change["value"] == pytest.approx(-0.5) and change["hi"] < 0
     column = next(c for c in COLUMNS if c.key == "in_w_gap")
     assert verdict(change, column) == "worse"

@@ -9,18 +9,15 @@ from typing import Optional
 
 import pytest
 
-from bgbench.measures.base import ModelMeasure
+from bgbench.measures.base import ModelMeasure, ProbeConfig
 from bgbench.measures.registry import Headline, SectionSpec, register_measure, unregister_measure
 from bgbench.options import flag
 from conftest import run_cli
 from helpers import contract
 
 
-@dataclass
-class FlipConfig:
-    batch_size: int = 16
-    device: str = "cpu"
-    workers: Optional[int] = None
+@dataclass(kw_only=True)
+class FlipConfig(ProbeConfig):
     horizontal: bool = field(default=True, metadata=flag("--vertical", "flip top to bottom instead",
                                                          action="store_false"))
 

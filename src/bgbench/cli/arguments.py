@@ -10,7 +10,7 @@ import argparse
 import dataclasses
 import inspect
 from typing import Any, Callable, Optional
-from ..classes import Mapping
+from ..classes import IMAGENET1K, Mapping
 
 
 #: What --db says about where the store is when it is not given.
@@ -124,7 +124,7 @@ def stored_mapping(store, args: argparse.Namespace) -> Optional[str]:
         return None
     row = store.get_run(args.run)
     spec = json.loads(row["spec"]) if row is not None and row["spec"] else {}
-    if row is not None and spec.get("label_space", "imagenet1k") != "imagenet1k":
+    if row is not None and spec.get("label_space", IMAGENET1K) != IMAGENET1K:
         status(f"note: run {args.run}'s model has the dataset's {spec.get('num_classes', '?')} classes as outputs; "
                f"--mapping {args.mapping} applies to 1000-class models only, so its stored predictions are used")
         return None

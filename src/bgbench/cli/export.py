@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 
+from ..classes import IMAGENET1K
 from ..errors import BgbenchError
 from .arguments import add_db_arg, add_json_arg
 
@@ -43,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     from ..api import export_predictions
     with open_store(args, create=False) as store:
         written = export_predictions(store, args.run, args.out)
-    flag = " --label-space imagenet1k" if written["label_space"] == "imagenet1k" else ""
+    flag = f" --label-space {IMAGENET1K}" if written["label_space"] == IMAGENET1K else ""
     emit(args, written, f"wrote {written['rows']} predictions of run {args.run} ({', '.join(written['variants'])}) "
                         f"to {written['path']}\nread back with: bgbench eval --predictions {written['path']} "
                         f"--data ROOT{flag}")

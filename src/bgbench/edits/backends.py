@@ -11,6 +11,10 @@ A user with diffusion or LaMa weights registers their own under a name and picks
     def lama(image, mask):            # HxWx3 uint8, HxW bool -> HxWx3 uint8
         return my_lama_model(image, mask)
 
+A backend that cannot edit an image raises `ValueError` or `RuntimeError` (OpenCV's `cv2.error`
+too): that image is rejected at that level and the run goes on. Any other exception is a bug and
+stops the run.
+
 Register before calling `edit_dataset` (worker processes are forked and inherit the registry);
 from the CLI, `bgbench edit --plugin my_module` imports a module that registers its backends.
 """

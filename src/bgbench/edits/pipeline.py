@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
+import cv2
 import numpy as np
 
 from .. import checks, console, recording
@@ -48,6 +49,10 @@ NO_BACKGROUND = "no_background"
 RATE_UNREACHABLE = "rate_unreachable"
 DOES_NOT_FIT = "does_not_fit"  # a rotated object larger than the image (never shrunk to fit)
 EDIT_FAILED = "edit_failed"
+#: What an edit (or a plugged-in backend) raises when it cannot edit this image: the image is
+#: rejected at that level and the run goes on. Anything else (a TypeError, a KeyError: a bug, not
+#: an image) stops the run, so a programming error is never filed as a rejected image.
+EDIT_FAILURES = (ValueError, RuntimeError, ArithmeticError, cv2.error)
 
 
 @dataclass(frozen=True)
@@ -148,7 +153,7 @@ def _edit_level(edit: Edit, image: np.ndarray, mask: np.ndarray, ctx: Context, t
         done = edit.render(image, mask, ctx)
     except DoesNotFit as e:  # a rotated object larger than the image: refused, never shrunk
         raise Rejected(DOES_NOT_FIT, str(e)) from None
-    except Exception as e:  # a failed edit rejects this image at this level only
+    except EDIT_FAILURES as e:  # a failed edit rejects this image at this level only
         raise Rejected(EDIT_FAILED, f"{type(e).__name__}: {e}".splitlines()[0]) from None
     _check_rate(edit, done.mask)
     s.target.save_image(edit.name, task.image_id, done.image)

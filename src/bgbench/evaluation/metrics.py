@@ -10,6 +10,8 @@ from typing import Dict, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ..intervals import REPLICATES
+
 Z95 = 1.959963984540054
 
 
@@ -54,7 +56,7 @@ def paired(a: Mapping[str, bool], b: Mapping[str, bool]) -> Tuple[np.ndarray, np
             np.fromiter((b[i] for i in ids), bool, len(ids)))
 
 
-def paired_difference(a: np.ndarray, b: np.ndarray, n_boot: int = 2000, seed: int = 0) -> Estimate:
+def paired_difference(a: np.ndarray, b: np.ndarray, n_boot: int = REPLICATES, seed: int = 0) -> Estimate:
     """mean(a) - mean(b) over paired samples, with a percentile bootstrap over the pairs."""
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
@@ -71,7 +73,7 @@ def paired_difference(a: np.ndarray, b: np.ndarray, n_boot: int = 2000, seed: in
     return Estimate(float(diff.mean()), float(lo), float(hi), n)
 
 
-def unpaired_difference(a: np.ndarray, b: np.ndarray, n_boot: int = 2000, seed: int = 0) -> Estimate:
+def unpaired_difference(a: np.ndarray, b: np.ndarray, n_boot: int = REPLICATES, seed: int = 0) -> Estimate:
     """mean(a) - mean(b) over two independent samples (other images: ImageNet-R against ImageNet's
     val), with a percentile bootstrap that resamples each sample on its own."""
     a = np.asarray(a, dtype=np.float64)
@@ -85,7 +87,7 @@ def unpaired_difference(a: np.ndarray, b: np.ndarray, n_boot: int = 2000, seed: 
     return Estimate(float(a.mean() - b.mean()), float(lo), float(hi), int(a.size + b.size))
 
 
-def bg_gap(mixed_same: Mapping[str, bool], mixed_rand: Mapping[str, bool], n_boot: int = 2000,
+def bg_gap(mixed_same: Mapping[str, bool], mixed_rand: Mapping[str, bool], n_boot: int = REPLICATES,
            seed: int = 0) -> Estimate:
     """BG-Gap = acc(mixed_same) - acc(mixed_rand), paired over shared foregrounds.
 

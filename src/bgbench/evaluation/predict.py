@@ -24,6 +24,7 @@ from .feed import DeviceFeed, host_batches, to_tensor  # noqa: F401 (to_tensor r
 from .numerics import forward_context
 from ..errors import BgbenchError
 from ..models.spec import IMAGENET1K, BgModel, check_compatible  # noqa: F401 (re-exported)
+from ..options import BATCH_SIZE
 
 
 @dataclass
@@ -117,7 +118,7 @@ def _check_finite(model: BgModel, bad: List[torch.Tensor], runs: List[Sequence[I
                        f"overflowed; nothing was recorded")
 
 
-def predict_items(model: BgModel, items: Sequence[Item], *, batch_size: int = 64, device: str = "cpu",
+def predict_items(model: BgModel, items: Sequence[Item], *, batch_size: int = BATCH_SIZE, device: str = "cpu",
                   mapping: Mapping | str = Mapping.ARGMAX, checker=None, progress: bool = True,
                   desc: str = "predict", render: Optional[Callable[[Item], np.ndarray]] = None,
                   forward: Optional[Callable] = None, workers: Optional[int] = None,

@@ -19,12 +19,12 @@ from pathlib import Path
 from typing import Any, Callable, ClassVar, List, Optional
 
 from .. import checks
-from ..classes import mapping_flag
+from ..classes import Mapping, mapping_field
 from ..errors import BgbenchError
+from ..intervals import REPLICATES
 from ..options import flag
-from ..probing.bootstrap import REPLICATES
 from .base import ProbeConfig
-from .registry import Measure
+from .registry import Command, Measure
 from .result import MeasureResult
 
 
@@ -35,12 +35,12 @@ class ArmsConfig(ProbeConfig):
 
     seed: int = field(default=0, metadata=flag("--seed", "seed of the bootstrap behind the intervals (default "
                                                          "%(default)s)"))
-    mapping: str = field(default="argmax", metadata=mapping_flag())
+    mapping: Mapping = mapping_field()
     bootstrap_replicates: int = REPLICATES
 
     def __post_init__(self):
         super().__post_init__()
-        checks.one_of("--mapping", self.mapping, ("argmax", "superclass"))
+        self.mapping = checks.member("--mapping", self.mapping, Mapping)
         checks.at_least("bootstrap replicates", self.bootstrap_replicates, 1)
 
 
@@ -77,7 +77,7 @@ def require_imagenet_model(model, measure: str) -> None:
 class ArmsMeasure(Measure):
     """A measure that scores one model on its arms (see the module docstring)."""
 
-    command: ClassVar[str] = "probe"
+    command: ClassVar[Command] = Command.PROBE
     needs: ClassVar[tuple] = ("model",)
     data_help: ClassVar[str] = "images (original/)"
     columns = (("arm", "TEXT NOT NULL"), ("image_id", "TEXT NOT NULL"), ("label", "INTEGER NOT NULL"),

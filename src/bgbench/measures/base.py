@@ -21,16 +21,17 @@ from __future__ import annotations
 import contextlib
 import time
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any, ClassVar, Dict, List, NamedTuple, Optional, Sequence
 
 from .. import checks
 from ..data.prefetch import workers_field
-from ..evaluation.precision_flag import PRECISIONS, check_precision
+from ..evaluation.precision_flag import Precision, check_precision, precision_field
 from ..errors import BgbenchError
-from ..options import flag, runtime
-from ..probing.bootstrap import REPLICATES
-from .registry import Measure
+from ..options import BATCH_SIZE, flag, runtime
+from ..intervals import REPLICATES
+from .registry import Command, Measure, declared
 from .result import MeasureResult
 
 
@@ -40,18 +41,16 @@ class ProbeConfig:
     batches (none of these changes its numbers), and the forward's arithmetic (which may). A probe's
     config subclasses it."""
 
-    batch_size: int = field(default=64, metadata=runtime())
+    batch_size: int = field(default=BATCH_SIZE, metadata=runtime())
     device: str = field(default="cpu", metadata=runtime())
     workers: Optional[int] = workers_field()
-    precision: str = field(default="fp32", metadata=flag(
-        "--precision", "fp32 is exact (TF32 off on GPUs); bf16 and fp16 are autocast around the forwards, faster "
-        "on GPUs and not exact (fp16 needs a GPU) (default %(default)s)", choices=PRECISIONS))
+    precision: Precision = precision_field()
 
     def __post_init__(self):
         checks.at_least("--batch-size", self.batch_size, 1)
         checks.at_least("--workers", self.workers, 1)
         checks.device(self.device)
-        check_precision(self.precision, self.device)
+        self.precision = check_precision(self.precision, self.device)
 
 
 @dataclass(kw_only=True)
@@ -92,17 +91,37 @@ class RunContext:
     attributes: Any = None  # the layout's attribute source, where the measure reads attributes
 
 
+class Attributes(StrEnum):
+    """What a model measure does with the dataset's attribute masks."""
+
+    NEVER = "never"  # reads none
+    OPTIONAL = "optional"  # reads them when the data has them
+    REQUIRED = "required"  # refuses data without them
+    CONFIG = "config"  # as its options ask (`ModelMeasure.wants_attributes`)
+
+
+class Autograd(StrEnum):
+    """The autograd mode a model measure's forwards run under."""
+
+    INFERENCE = "inference"  # `torch.inference_mode`
+    NO_GRAD = "no_grad"  # `torch.no_grad` (tensors it keeps are used outside inference mode)
+    GRAD = "grad"  # gradients (Grad-CAM)
+
+
 class ModelMeasure(Measure):
     """A measure that runs a model over the originals and masks of a dataset (see the module docstring)."""
 
-    command: ClassVar[str] = "probe"
-    #: 'never', 'optional' (when the data has them), 'required' or 'config' (`wants_attributes`).
-    attributes: ClassVar[str] = "never"
+    command: ClassVar[Command] = Command.PROBE
+    attributes: ClassVar[Attributes] = Attributes.NEVER
     #: Whether the model's outputs must be the dataset's classes (or map to them); False for
     #: measures that read features, not decisions.
     decides: ClassVar[bool] = True
-    #: 'inference' (`torch.inference_mode`), 'no_grad', or 'grad' (Grad-CAM needs gradients).
-    autograd: ClassVar[str] = "inference"
+    autograd: ClassVar[Autograd] = Autograd.INFERENCE
+
+    def __init__(self):
+        super().__init__()
+        self.attributes = declared(Attributes, type(self).attributes, "attributes", self.name)
+        self.autograd = declared(Autograd, type(self).autograd, "autograd", self.name)
 
     # -- the template ---------------------------------------------------------------------------
     def compute(self, model, data, cfg, *, progress: bool = True, out_dir=None, limit: Optional[int] = None
@@ -157,11 +176,13 @@ class ModelMeasure(Measure):
     def _attribute_source(self, layout, cfg):
         """The layout's attribute masks where the measure reads them (a one-line error where it
         must and the data has none)."""
-        wanted = self.wants_attributes(cfg) if self.attributes == "config" else self.attributes
-        if wanted == "never":
+        wanted = self.attributes
+        if wanted is Attributes.CONFIG:
+            wanted = Attributes(self.wants_attributes(cfg))
+        if wanted is Attributes.NEVER:
             return None
         source = layout.attribute_source
-        if source is None and wanted == "required":
+        if source is None and wanted is Attributes.REQUIRED:
             raise BgbenchError(f"{layout.root} has no attribute masks (attr_mask/{layout.split}/ or a RIVAL10 "
                                f"release); `bgbench synth` writes them")
         return source
@@ -178,14 +199,14 @@ class ModelMeasure(Measure):
 
     def _autograd(self):
         import torch
-        if self.autograd == "inference":
+        if self.autograd is Autograd.INFERENCE:
             return torch.inference_mode()
-        return torch.no_grad() if self.autograd == "no_grad" else contextlib.nullcontext()
+        return torch.no_grad() if self.autograd is Autograd.NO_GRAD else contextlib.nullcontext()
 
     # -- what a subclass supplies ------------------------------------------------------------------
-    def wants_attributes(self, cfg) -> str:
-        """For `attributes = 'config'`: 'required' or 'never', as the options ask."""
-        return "never"
+    def wants_attributes(self, cfg) -> Attributes:
+        """For `attributes = Attributes.CONFIG`: REQUIRED or NEVER, as the options ask."""
+        return Attributes.NEVER
 
     def prepare(self, run: RunContext, cfg) -> Any:
         """What every batch needs (a layer, a head, a prediction function); the run itself by default."""

@@ -26,6 +26,7 @@ from __future__ import annotations
 import importlib
 import json
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any, ClassVar, Dict, List, Optional, Protocol, Sequence, Tuple
 
 #: What a measure can need of its input; the generated command and the docs say it in these words.
@@ -38,9 +39,26 @@ NEEDS = {
     "layers": "a network whose layers can be hooked and differentiated (not ONNX, torch.export or TorchScript)",
     "imagenet": "ImageNet's own images (its val, in the ILSVRC archive's or torchvision's layout)",
 }
-#: Where a measure's command lives: `bgbench probe NAME` (runs a model on a dataset), `bgbench
-#: analyze NAME` (reads stored runs), or its own top-level command (eval, challenge).
-COMMANDS = ("probe", "analyze", "own")
+
+
+class Command(StrEnum):
+    """Where a measure's command lives: `bgbench probe NAME` (runs a model on a dataset), `bgbench
+    analyze NAME` (reads stored runs), or its own top-level command (eval, challenge)."""
+
+    PROBE = "probe"
+    ANALYZE = "analyze"
+    OWN = "own"
+
+
+def declared(enum: type, value: Any, what: str, measure: str):
+    """`value` as a member of `enum`, checked when a measure is declared: a misspelt kind is refused
+    there, naming the choices, instead of silently meaning something else at run time."""
+    try:
+        return enum(value)
+    except ValueError:
+        raise ValueError(f"measure {measure!r}: {what} {value!r} is not one of "
+                         f"{', '.join(m.value for m in enum)}") from None
+
 #: A probe's run kind (and its per-image table) is its name after this.
 PROBE_PREFIX = "probe_"
 
@@ -90,7 +108,7 @@ class Measure:
     docstring); `register_measure` adds an instance to the registry."""
 
     name: ClassVar[str] = ""
-    command: ClassVar[str] = "analyze"
+    command: ClassVar[Command] = Command.ANALYZE
     help: ClassVar[str] = ""
     description: ClassVar[str] = ""
     title: ClassVar[str] = ""  # a few words, for listings ('noise sensitivity (RFS)'); the name by default
@@ -119,9 +137,8 @@ class Measure:
         unknown = sorted(set(self.needs) - set(NEEDS))
         if unknown:
             raise ValueError(f"measure {self.name!r}: unknown needs {unknown}; known: {sorted(NEEDS)}")
-        if self.command not in COMMANDS:
-            raise ValueError(f"measure {self.name!r}: command must be one of {COMMANDS}")
-        if self.command == "probe" and self.config is None:
+        self.command = declared(Command, type(self).command, "command", self.name)
+        if self.command is Command.PROBE and self.config is None:
             raise ValueError(f"measure {self.name!r}: a probe declares its config")
         self.package = _package_of(type(self))
         self.table = self._declare_table()
@@ -131,9 +148,9 @@ class Measure:
     def kind(self) -> Optional[str]:
         """The run kind it records: 'probe_<name>' for a probe, its name for its own command, None for
         an analysis of stored runs (recorded nowhere)."""
-        if self.command == "probe":
+        if self.command is Command.PROBE:
             return PROBE_PREFIX + self.name
-        return self.name if self.command == "own" else None
+        return self.name if self.command is Command.OWN else None
 
     def _declare_table(self):
         """Its per-image table in the store's schema, named after its kind (or `table_name`)."""

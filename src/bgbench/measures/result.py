@@ -1,11 +1,4 @@
-"""The result protocol every run of bgbench keeps, and the one result class of the probes.
-
-A result (of eval, the challenge, a probe, a training run, a build) offers:
-- `provenance` and `run_id` (set once recorded);
-- `metric_rows()`: (name, variant, value, lo, hi, n) rows for the `metrics` table;
-- `table_rows()`: {table: rows without run_id} for its per-image tables;
-- `outputs()`: a JSON-able dict of what the run produced beyond its rows;
-- `to_dict()`: what `--json` prints; `text()`: what the command prints.
+"""The one result class of the probes (a result as `recording` describes every run's).
 
 A probe's result is `MeasureResult`: its rows, its config, and the outputs beyond the rows (the
 pictures it wrote, a layer); its summary is its measure's pure `summarize` of the rows under the
@@ -14,7 +7,7 @@ config, so the fresh result and the stored run read back alike.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Protocol
+from typing import Any, Dict, List, Optional
 
 from .registry import get_measure
 
@@ -29,23 +22,6 @@ def without_nan(value: Any) -> Any:
     if isinstance(value, float) and value != value:
         return None
     return value
-
-
-class Result(Protocol):
-    """What `recording.record` and the commands read of any result."""
-
-    run_id: Optional[int]
-    provenance: Any
-
-    def metric_rows(self) -> List[tuple]: ...
-
-    def table_rows(self) -> Dict[str, List[tuple]]: ...
-
-    def outputs(self) -> Dict[str, Any]: ...
-
-    def to_dict(self) -> Dict[str, Any]: ...
-
-    def text(self) -> str: ...
 
 
 @dataclass

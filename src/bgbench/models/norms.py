@@ -11,14 +11,13 @@ from __future__ import annotations
 
 from typing import Optional, Sequence, Tuple
 
+from ..classes import DATASET, IMAGENET1K  # noqa: F401 (the label spaces, read here by the schemes)
 from ..errors import BgbenchError, CheckpointError
 
 IN9_MEAN = (0.4717, 0.4499, 0.3837)
 IN9_STD = (0.2600, 0.2516, 0.2575)
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
-IMAGENET1K = "imagenet1k"
-DATASET = "dataset"
 
 NORMS = ("auto", "in9", "imagenet", "none")
 

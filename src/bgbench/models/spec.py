@@ -158,11 +158,6 @@ class BgModel(nn.Module):
         """Whether its network has layers to hook and read (Grad-CAM, penultimate features)."""
         return format_of(self.spec).layers
 
-    @property
-    def has_gradients(self) -> bool:
-        """Whether its forward is differentiable (an ONNX model's runs outside autograd)."""
-        return format_of(self.spec).gradients
-
 
 def meet_data(model: BgModel, layout, labels: bool = True) -> None:
     """What every job does first with its model and its data (a `data.layout.Layout`): the label

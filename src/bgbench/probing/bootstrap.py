@@ -12,8 +12,6 @@ from typing import Sequence, Tuple
 
 import numpy as np
 
-#: Replicates per interval; recorded with the seed in each probe run's config.
-REPLICATES = 2000
 
 
 def stratified_weights(groups: Sequence[int], replicates: int, seed: int) -> np.ndarray:

@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
+from ..classes import IMAGENET1K
 from ..measures.registry import Headline, Measure, list_measures
 from ..measures.groups.summary import MIN_IMAGES
 from .context import ReportContext, Subject
@@ -166,7 +167,7 @@ def preprocessing(subject: Subject) -> dict:
     config = json.loads(subject.runs[-1]["config"] or "{}")
     recorded = config.get("class_map")
     name = digest = None
-    if recorded is None and spec.get("label_space") == "imagenet1k" and config.get("classes"):
+    if recorded is None and spec.get("label_space") == IMAGENET1K and config.get("classes"):
         from ..class_maps import resolve_class_map
         try:
             recorded = resolve_class_map(config["classes"]).to_config()

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from typing import List
 
 from ... import checks
-from ...classes import Mapping, mapping_flag
-from ...probing.bootstrap import REPLICATES
-from ..base import BootstrapConfig, ModelMeasure, class_namer
+from ...classes import Mapping, mapping_field
+from ...intervals import REPLICATES
+from ..base import Attributes, BootstrapConfig, ModelMeasure, class_namer
 from ..registry import Headline, SectionSpec
 from .summary import AblationSummary, summarize_ablation
 
@@ -23,11 +23,11 @@ from .summary import AblationSummary, summarize_ablation
 class AblateConfig(BootstrapConfig):
     """How to ablate: how a 1000-class model's outputs decide (`mapping`)."""
 
-    mapping: str = field(default=Mapping.ARGMAX.value, metadata=mapping_flag())
+    mapping: Mapping = mapping_field()
 
     def __post_init__(self):
         super().__post_init__()
-        checks.one_of("--mapping", self.mapping, [m.value for m in Mapping])
+        self.mapping = checks.member("--mapping", self.mapping, Mapping)
 
 
 class AblateMeasure(ModelMeasure):
@@ -47,7 +47,7 @@ class AblateMeasure(ModelMeasure):
                    "and in true-class probability, per region and per class")
     data_help = "original/ and fg_mask/ (and attr_mask/ for attributes)"
     config = AblateConfig
-    attributes = "optional"
+    attributes = Attributes.OPTIONAL
     columns = (("image_id", "TEXT NOT NULL"), ("label", "INTEGER NOT NULL"), ("region", "TEXT NOT NULL"),
                ("pred", "INTEGER NOT NULL"), ("correct", "INTEGER NOT NULL"), ("true_prob", "REAL NOT NULL"))
     key = ("image_id", "region")

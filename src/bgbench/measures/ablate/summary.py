@@ -17,7 +17,8 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
-from ...probing.bootstrap import REPLICATES, percentile_interval, stratified_weights
+from ...intervals import REPLICATES
+from ...probing.bootstrap import percentile_interval, stratified_weights
 from ..noise.levels import ATTRIBUTE_PREFIX
 from ...intervals import interval
 from ..result import without_nan

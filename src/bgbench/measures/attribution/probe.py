@@ -15,8 +15,8 @@ import numpy as np
 
 from ... import checks
 from ...options import flag, runtime
-from ...probing.bootstrap import REPLICATES
-from ..base import BootstrapConfig, ModelMeasure, class_namer
+from ...intervals import REPLICATES
+from ..base import Attributes, BootstrapConfig, ModelMeasure, class_namer
 from ..registry import Headline, SectionSpec
 from .summary import EPS, AttributionSummary, summarize_attribution, top_features
 
@@ -63,7 +63,7 @@ class AttributionMeasure(ModelMeasure):
                    "(RIVAL10's feature attribution)")
     data_help = "original/, fg_mask/ and attr_mask/"
     config = AttributionConfig
-    attributes = "required"
+    attributes = Attributes.REQUIRED
     decides = False  # no predictions are made: any model fits any dataset (groups are by true class)
     columns = (("image_id", "TEXT NOT NULL"), ("label", "INTEGER NOT NULL"), ("attribute", "TEXT NOT NULL"),
                ("feature", "INTEGER NOT NULL"), ("iou", "REAL NOT NULL"))

@@ -17,7 +17,8 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ...probing.bootstrap import REPLICATES, percentile_interval
+from ...intervals import REPLICATES
+from ...probing.bootstrap import percentile_interval
 from ..result import without_nan
 
 EPS = 1e-10  # RIVAL10's, in IoU's numerator and denominator

@@ -4,7 +4,7 @@ Its engine (exact verdicts of upstream's `challenge_eval.py`, resumable, sharded
 summary, --full matrix analyses and report sections all live in this package; `bgbench challenge`
 is its command.
 """
-from ..registry import Headline, Measure, SectionSpec, register_measure
+from ..registry import Command, Headline, Measure, SectionSpec, register_measure
 
 
 class Challenge(Measure):
@@ -17,7 +17,7 @@ class Challenge(Measure):
                        "test_challenge_precision.py (bf16-verified against an fp32 oracle of "
                        "upstream's arithmetic, composite by composite)")
     title = "Backgrounds Challenge"
-    command = "own"
+    command = Command.OWN
     needs = ("model", "masks")
     table_name = "challenge_fg"
     help = "the Backgrounds Challenge: accuracy when every background may be pasted behind each foreground"

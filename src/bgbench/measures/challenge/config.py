@@ -3,18 +3,29 @@ from __future__ import annotations
 
 import numbers
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Optional
 
 from ... import checks, protocols
-from ...classes import Mapping, mapping_flag
-from ...options import flag, runtime
+from ...classes import Mapping, mapping_field
+from ...options import BATCH_SIZE, flag, runtime
 from ...protocols import protocol_flag
 from ...errors import BgbenchError
 
-#: fp32 is exact; bf16-verified confirms fooled verdicts in fp32 and rechecks in fp32 every composite
-#: near a decision boundary (survivors are as good as its audits); bf16 and fp16 are plain autocast
-#: (fp16 needs a GPU).
-PRECISIONS = ("fp32", "bf16-verified", "bf16", "fp16")
+
+
+class ChallengePrecision(StrEnum):
+    """fp32 is exact; bf16-verified confirms fooled verdicts in fp32 and rechecks in fp32 every
+    composite near a decision boundary (survivors are as good as its audits); bf16 and fp16 are plain
+    autocast (fp16 needs a GPU)."""
+
+    FP32 = "fp32"
+    BF16_VERIFIED = "bf16-verified"
+    BF16 = "bf16"
+    FP16 = "fp16"
+
+
+PRECISIONS = tuple(p.value for p in ChallengePrecision)
 #: bf16-verified: delta is this factor x the largest spread of bf16-vs-fp32 logit deviations measured
 #: on the composites it calibrates on and audits, drawn at random across the run.
 DEFAULT_SAFETY = 4.0
@@ -37,9 +48,9 @@ class ChallengeConfig:
             (and, on the model, the resize policy and zero-shot head); part of the run's identity.
     """
 
-    batch_size: int = field(default=64, metadata=runtime())
-    mapping: str = field(default="argmax", metadata=mapping_flag())
-    precision: str = field(default="fp32", metadata=flag(
+    batch_size: int = field(default=BATCH_SIZE, metadata=runtime())
+    mapping: Mapping = mapping_field()
+    precision: ChallengePrecision = field(default=ChallengePrecision.FP32, metadata=flag(
         "--precision", "fp32 is exact (TF32 off on GPUs); bf16-verified runs bf16, confirms every fooled verdict in "
         "fp32 (exact) and recomputes in fp32 every composite whose decision margin is within delta, the bf16 error "
         "measured by random audits: a survivor's verdict is as good as the audits; plain bf16/fp16 autocast is not "
@@ -79,10 +90,10 @@ class ChallengeConfig:
         checks.at_least("--sample", self.sample, 1)
         checks.within("--halfwidth", self.halfwidth, 0, 0.5, open_low=True, open_high=True)
         checks.at_least("--verify-safety", self.verify_safety, 1)
-        checks.one_of("--mapping", self.mapping, [m.value for m in Mapping])
-        checks.one_of("--precision", self.precision, PRECISIONS)
+        self.mapping = checks.member("--mapping", self.mapping, Mapping)
+        self.precision = checks.member("--precision", self.precision, ChallengePrecision)
         fixed = protocols.resolve(self.protocol, mapping=self.mapping, precision=self.precision)
-        self.mapping, self.precision = fixed["mapping"], fixed["precision"]
+        self.mapping, self.precision = Mapping(fixed["mapping"]), ChallengePrecision(fixed["precision"])
         checks.device(self.device)
         if self.precision == "fp16" and not self.device.startswith("cuda"):
             raise BgbenchError("--precision fp16 needs a GPU (--device cuda); on a CPU use fp32 (exact), "

@@ -21,7 +21,7 @@ from ...evaluation.metrics import Estimate, accuracy, mcnemar, paired_difference
 from ...store import Store
 from ...variants.registry import IN9_VARIANTS
 from ...probing.tables import RunTable, run_row, stored_table
-from ...intervals import interval
+from ...intervals import REPLICATES, interval
 
 CHALLENGE_KINDS = ("challenge",)
 
@@ -78,7 +78,7 @@ class Comparison:
         return "\n".join(lines)
 
 
-def compare_runs(store: Store, run_a: int, run_b: int, n_boot: int = 2000, seed: int = 0) -> Comparison:
+def compare_runs(store: Store, run_a: int, run_b: int, n_boot: int = REPLICATES, seed: int = 0) -> Comparison:
     """Compare two eval runs, or two challenge runs, on the same images (A minus B)."""
     ra = run_row(store, run_a, kinds=("eval", *CHALLENGE_KINDS))
     rb = run_row(store, run_b, kinds=("eval", *CHALLENGE_KINDS))
@@ -94,7 +94,7 @@ def compare_runs(store: Store, run_a: int, run_b: int, n_boot: int = 2000, seed:
     return compare_tables(stored_table(store, run_a), stored_table(store, run_b), n_boot=n_boot, seed=seed)
 
 
-def compare_tables(ta: RunTable, tb: RunTable, n_boot: int = 2000, seed: int = 0) -> Comparison:
+def compare_tables(ta: RunTable, tb: RunTable, n_boot: int = REPLICATES, seed: int = 0) -> Comparison:
     """Compare two per-image tables on the same images (A minus B): McNemar per shared variant, and
     the BG-Gap difference with a paired bootstrap over foregrounds."""
     if ta.data_fingerprint and tb.data_fingerprint and ta.data_fingerprint != tb.data_fingerprint:

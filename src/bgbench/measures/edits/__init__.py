@@ -1,5 +1,6 @@
 """ImageNet-E's measure: the accuracy drop from ORIGINAL per attribute level of an edited dataset,
 with paired intervals, from stored eval runs of a `bgbench edit` folder."""
+from ...intervals import REPLICATES
 from ..registry import Measure, SectionSpec, register_measure
 
 
@@ -17,13 +18,13 @@ class Edits(Measure):
                 SectionSpec("edits_gallery", "Edits that flip the prediction", f"{__name__}.section:edits_gallery",
                             after="edits"))
 
-    def of_run(self, store, run_ids, n_boot: int = 2000, seed: int = 0):
+    def of_run(self, store, run_ids, n_boot: int = REPLICATES, seed: int = 0):
         """Each level's drop from ORIGINAL, paired over images, from the eval runs `run_ids` of one
         model (`summary.runs_by_model` splits runs of several)."""
         from .summary import edit_drops
         return edit_drops(store, list(run_ids), n_boot=n_boot, seed=seed)
 
-    def of_table(self, table, n_boot: int = 2000, seed: int = 0):
+    def of_table(self, table, n_boot: int = REPLICATES, seed: int = 0):
         from .summary import edit_drops_of
         return edit_drops_of(table, n_boot=n_boot, seed=seed)
 

@@ -12,6 +12,7 @@ from typing import Dict, List, Sequence, Tuple
 
 from ...errors import BgbenchError
 from ...evaluation.metrics import Estimate, accuracy, paired, paired_difference
+from ...intervals import REPLICATES
 from ...store import Store
 from ...probing.tables import RunTable, stored_table
 
@@ -107,14 +108,14 @@ def _merged_table(store: Store, run_ids: Sequence[int]) -> RunTable:
                     checkpoint_sha256=sha)
 
 
-def edit_drops(store: Store, run_ids: Sequence[int], n_boot: int = 2000, seed: int = 0) -> EditDrops:
+def edit_drops(store: Store, run_ids: Sequence[int], n_boot: int = REPLICATES, seed: int = 0) -> EditDrops:
     """Accuracy drop from `original` per edit level, for the eval runs `run_ids` of one model."""
     drops = edit_drops_of(_merged_table(store, run_ids), n_boot=n_boot, seed=seed)
     drops.run_ids = [int(r) for r in run_ids]
     return drops
 
 
-def edit_drops_of(table: RunTable, n_boot: int = 2000, seed: int = 0) -> EditDrops:
+def edit_drops_of(table: RunTable, n_boot: int = REPLICATES, seed: int = 0) -> EditDrops:
     """Accuracy drop from `original` per edit level of a per-image table (one variant per level)."""
     correct = {v: p.correct_by_id() for v, p in table.variants.items()}
     if ORIGINAL not in correct:

@@ -4,7 +4,7 @@ Its run (`runner`) writes every image's prediction to the `predictions` table (b
 `evaluation.predict`, shared with the challenge and the probes), which every analysis reads;
 `bgbench eval` is its command.
 """
-from ..registry import Headline, Measure, SectionSpec, register_measure
+from ..registry import Command, Headline, Measure, SectionSpec, register_measure
 
 
 class Eval(Measure):
@@ -16,7 +16,7 @@ class Eval(Measure):
                        "paired BG-Gap bootstrap) and tests/test_classes.py (370 classes map, 630 do "
                        "not; known rows of the upstream table)")
     title = "accuracy and BG-Gap"
-    command = "own"
+    command = Command.OWN
     needs = ("model",)
     table_name = "predictions"
     help = "accuracy per variant with 95% intervals, and the BG-Gap (MIXED-SAME minus MIXED-RAND)"

@@ -5,13 +5,13 @@ from dataclasses import dataclass, field
 from typing import List, Optional
 
 from ... import checks, protocols
-from ...classes import Mapping, mapping_flag
+from ...classes import DATASET, IMAGENET1K, Mapping, mapping_field
 from ...data.layout import IN9_VARIANTS
-from ...options import flag, runtime
+from ...options import BATCH_SIZE, flag, runtime
 from ...protocols import protocol_flag
 from ...variants.registry import list_variants
 from ...data.prefetch import workers_field
-from ...evaluation.precision_flag import PRECISIONS, check_precision
+from ...evaluation.precision_flag import Precision, check_precision, precision_field
 
 
 @dataclass
@@ -36,8 +36,8 @@ class EvalConfig:
         "--variants", f"variant folders to evaluate: {', '.join(list_variants())}, or edit levels such as size_0.05 "
         f"(default: those of {', '.join(IN9_VARIANTS)} present; every folder when only original is, as in "
         f"`bgbench edit` output)", nargs="+", metavar="VARIANT", type=str))
-    mapping: str = field(default=Mapping.ARGMAX.value, metadata=mapping_flag())
-    batch_size: int = field(default=64, metadata=runtime())
+    mapping: Mapping = mapping_field()
+    batch_size: int = field(default=BATCH_SIZE, metadata=runtime())
     device: str = field(default="cpu", metadata=runtime())
     workers: Optional[int] = workers_field()
     seed: int = field(default=0, metadata=flag("--seed", "seed of the BG-Gap's bootstrap (default %(default)s)"))
@@ -48,38 +48,35 @@ class EvalConfig:
         "--ten-crop", "Resize(256), TenCrop(224) and average the logits of the ten crops (seed 003's test-time "
         "option)", action="store_true"))
     protocol: Optional[str] = field(default=None, metadata=protocol_flag())
-    precision: str = field(default="fp32", metadata=flag(
-        "--precision", "fp32 is exact (TF32 off on GPUs, so a GPU predicts what the CPU does); bf16 and fp16 are "
-        "autocast around the forward, faster on GPUs and not exact (fp16 needs a GPU) (default %(default)s)",
-        choices=PRECISIONS))
+    precision: Precision = precision_field()
     split: Optional[str] = field(default=None, metadata=flag(
         "--split", "split to evaluate (default: the dataset's evaluation split: val for IN-9 and RIVAL10's folders, "
         "test for Waterbirds and a groups.csv with a split column)", type=str))
 
     def __post_init__(self):
-        checks.one_of("mapping", str(self.mapping), [m.value for m in Mapping])
-        fixed = protocols.resolve(self.protocol, mapping=str(self.mapping), ten_crop=self.ten_crop)
-        self.mapping, self.ten_crop = fixed["mapping"], fixed["ten_crop"]
+        self.mapping = checks.member("--mapping", self.mapping, Mapping)
+        fixed = protocols.resolve(self.protocol, mapping=self.mapping, ten_crop=self.ten_crop)
+        self.mapping, self.ten_crop = Mapping(fixed["mapping"]), fixed["ten_crop"]
         checks.at_least("--batch-size", self.batch_size, 1)
         checks.at_least("--workers", self.workers, 1)
         checks.device(self.device)
-        check_precision(self.precision, self.device)
+        self.precision = check_precision(self.precision, self.device)
         if self.variants is not None:
             self.variants = list(self.variants)
 
 
 #: Label spaces of a predictions file: a dataset class, or an ImageNet class (mapped like a model's).
-LABEL_SPACES = ("dataset", "imagenet1k")
+LABEL_SPACES = (DATASET, IMAGENET1K)
 
 
 @dataclass
 class PredictionFileConfig:
     """How to read a predictions file (checked once, for the API and the CLI)."""
 
-    label_space: str = field(default="dataset", metadata=flag(
+    label_space: str = field(default=DATASET, metadata=flag(
         "--label-space", "--predictions: pred is a dataset class (index or name) or an ImageNet class (imagenet1k, "
         "mapped to IN-9) (default %(default)s)", choices=LABEL_SPACES))
-    mapping: str = Mapping.ARGMAX.value
+    mapping: Mapping = Mapping.ARGMAX
     name: Optional[str] = field(default=None, metadata=flag(
         "--name", "--predictions: the model's name (run model predictions:NAME; default: the file's stem)", type=str))
     seed: int = 0  # of the BG-Gap's bootstrap
@@ -89,5 +86,5 @@ class PredictionFileConfig:
 
     def __post_init__(self):
         checks.one_of("--label-space", self.label_space, LABEL_SPACES)
-        checks.one_of("--mapping", self.mapping, [m.value for m in Mapping])
-        self.mapping = protocols.resolve(self.protocol, mapping=self.mapping)["mapping"]
+        self.mapping = checks.member("--mapping", self.mapping, Mapping)
+        self.mapping = Mapping(protocols.resolve(self.protocol, mapping=self.mapping)["mapping"])

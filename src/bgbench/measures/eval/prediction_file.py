@@ -33,7 +33,7 @@ import numpy as np
 
 from ... import protocols
 from ...class_maps import IN9, ClassMap, resolve_class_map
-from ...classes import Mapping, NO_CLASS, imagenet_to_in9
+from ...classes import IMAGENET1K, NO_CLASS, Mapping, imagenet_to_in9
 from ...data.layout import IN9_VARIANTS, Layout, discover
 from ...errors import BgbenchError, DataError
 from .config import LABEL_SPACES, PredictionFileConfig  # noqa: F401 (re-exported)
@@ -80,7 +80,7 @@ class _Reader:
 
     @property
     def width(self) -> int:
-        return 1000 if self.label_space == "imagenet1k" else len(self.layout.classes)
+        return 1000 if self.label_space == IMAGENET1K else len(self.layout.classes)
 
     def read(self) -> Dict[str, Dict[str, _Row]]:
         out: Dict[str, Dict[str, _Row]] = {}
@@ -153,7 +153,7 @@ class _Reader:
 
     def _class_by_name(self, line: int, column: str, text: str) -> Optional[int]:
         key = text.lower()
-        if self.label_space == "imagenet1k":
+        if self.label_space == IMAGENET1K:
             from open_clip.zero_shot_metadata import IMAGENET_CLASSNAMES
             found = [i for i, n in enumerate(IMAGENET_CLASSNAMES) if n.lower() == key]
             if len(found) > 1:
@@ -199,7 +199,7 @@ class _Reader:
             self.fail(line, f"pred {row.pred} is not the most probable class of probs")
         if row.conf is None and row.pred != NO_CLASS:
             row.conf = float(probs[row.pred])
-        if self.label_space == "imagenet1k":
+        if self.label_space == IMAGENET1K:
             order = np.argsort(-probs, kind="stable")[:5]
             row.top5 = row.top5 or [int(c) for c in order]
             row.top5_probs = row.top5_probs or [float(probs[c]) for c in row.top5]
@@ -257,7 +257,7 @@ def predictions_report(path: str | Path, data: str | Path | Layout, cfg: Predict
     report = EvalReport.from_predictions(name, str(layout.root), predictions, seed=cfg.seed)
     report.groups = group_results(layout, predictions)
     spec = {"name": name, "arch": SCHEME, "label_space": cfg.label_space,
-            "num_classes": 1000 if cfg.label_space == "imagenet1k" else len(layout.classes),
+            "num_classes": 1000 if cfg.label_space == IMAGENET1K else len(layout.classes),
             "checkpoint": str(path), "checkpoint_sha256": sha256_file(path),
             "extra": {"scheme": SCHEME, "columns": reader.columns}}
     config = {"variants": list(predictions), "split": layout.split, "mapping": cfg.mapping, "seed": cfg.seed,
@@ -272,7 +272,7 @@ def predictions_report(path: str | Path, data: str | Path | Layout, cfg: Predict
 def _class_map(layout: Layout, cfg: PredictionFileConfig, path: Path) -> Optional[ClassMap]:
     """How an ImageNet-class file maps to this dataset (IN-9's table, RIVAL10's, Full-IN's, or
     `class_map`), as for a model; refused in one line when the dataset has none (None: dataset classes)."""
-    if cfg.label_space != "imagenet1k":
+    if cfg.label_space != IMAGENET1K:
         if cfg.class_map is not None:
             raise BgbenchError("--class-map maps ImageNet classes: it goes with --label-space imagenet1k")
         return None
@@ -301,8 +301,8 @@ def export_predictions(store: Store, run_id: int, out: str | Path) -> dict:
         raise BgbenchError(f"run {run_id} has no stored predictions")
     label_space = json.loads(run["spec"] or "{}").get("label_space", "dataset")
     raw = ("top5_classes", "top5_probs", "superclass_probs")
-    kept = [c for c in raw if label_space == "imagenet1k" and all(r[c] is not None for r in rows)]
-    if label_space == "imagenet1k" and "top5_classes" not in kept:
+    kept = [c for c in raw if label_space == IMAGENET1K and all(r[c] is not None for r in rows)]
+    if label_space == IMAGENET1K and "top5_classes" not in kept:
         raise BgbenchError(f"run {run_id} kept no raw ImageNet classes, so its predictions cannot be written "
                            f"in the ImageNet label space")
     names = {"top5_classes": "top5", "top5_probs": "top5_probs", "superclass_probs": "superclass_probs"}
@@ -327,7 +327,7 @@ def export_predictions(store: Store, run_id: int, out: str | Path) -> dict:
 def _class_namer(label_space: str, classes: Sequence[str]):
     """index -> name: ImageNet's class descriptions (timm's `ImageNetInfo`) for a 1000-class run, the
     dataset's class folders for the others; -1 (no class) is 'none'."""
-    if label_space == "imagenet1k":
+    if label_space == IMAGENET1K:
         from timm.data import ImageNetInfo
         info = ImageNetInfo()
         return lambda i: info.index_to_description(i) if 0 <= i < 1000 else "none"

@@ -7,7 +7,7 @@ from typing import Any, Dict, List, Optional
 from ..groups.summary import GroupAccuracy
 from ...evaluation.metrics import Estimate, accuracy, bg_gap
 from ...evaluation.predict import Predictions
-from ...intervals import interval
+from ...intervals import REPLICATES, interval
 
 
 #: Groups listed one per line in the table (Waterbirds' 4); more (IN-9's 81): `bgbench analyze groups`.
@@ -32,7 +32,7 @@ class EvalReport:
 
     @classmethod
     def from_predictions(cls, model: str, data: str, predictions: Dict[str, Predictions],
-                         n_boot: int = 2000, seed: int = 0) -> "EvalReport":
+                         n_boot: int = REPLICATES, seed: int = 0) -> "EvalReport":
         acc = {v: accuracy(p.correct) for v, p in predictions.items()}
         gap = None
         if "mixed_same" in predictions and "mixed_rand" in predictions:

@@ -18,7 +18,7 @@ import numpy as np
 from ... import checks
 from ...errors import BgbenchError
 from ...options import flag
-from ..base import ModelMeasure, ProbeConfig
+from ..base import Autograd, ModelMeasure, ProbeConfig
 from ..registry import Headline, SectionSpec
 from ..saliency.summary import class_namer
 from .summary import TABLE_COLUMNS, FeaturesSummary, rule_text, summarize_features
@@ -69,7 +69,7 @@ class FeaturesMeasure(ModelMeasure):
     description = ("spurious-feature discovery (RIVAL10 §5 after Salient ImageNet): each class's top penultimate "
                    "features, the share of their activation maps on the background, and a heatmap gallery per class")
     config = FeaturesConfig
-    autograd = "no_grad"
+    autograd = Autograd.NO_GRAD
     columns = TABLE_COLUMNS
     key = ("class_index", "rank")
     headlines = (Headline("features_bg_share", label="top features' map share on the background",

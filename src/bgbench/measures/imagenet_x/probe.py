@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import List, Sequence
 
 from ...errors import BgbenchError
+from ...intervals import REPLICATES
 from ..arms import Arm, ArmsConfig, ArmsMeasure, require_imagenet_model
 from ..registry import Headline, SectionSpec
 from ..texture.probe import imagenet_reference
@@ -72,4 +73,4 @@ class ImageNetXMeasure(ArmsMeasure):
     def summarize(self, rows: Sequence[tuple], config: dict) -> ImageNetXSummary:
         mine = [r for r in rows if r[0] == ARM]
         return summarize_imagenet_x([r[1] for r in mine], [r[3] for r in mine], seed=int(config.get("seed", 0)),
-                                    replicates=int(config.get("bootstrap_replicates", 2000)))
+                                    replicates=int(config.get("bootstrap_replicates", REPLICATES)))

@@ -21,6 +21,7 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 
 from ...evaluation.metrics import percent
+from ...intervals import REPLICATES
 from ..result import without_nan
 
 #: The headline's factor: the one that sits beside BG-Gap.
@@ -108,7 +109,7 @@ def _sortable(v) -> float:
 
 
 def summarize_imagenet_x(image_ids: Sequence[str], preds: Sequence[int], seed: int = 0,
-                         replicates: int = 2000) -> ImageNetXSummary:
+                         replicates: int = REPLICATES) -> ImageNetXSummary:
     """Every factor's error ratio by the package's functions, with bootstrap intervals."""
     import imagenet_x
     names = factors()
@@ -166,7 +167,7 @@ def _bootstrap(correct: np.ndarray, onehot: np.ndarray, seed: int, replicates: i
 
 
 def ratio_difference(base: Sequence[tuple], derived: Sequence[tuple], factor: str = BACKGROUND, seed: int = 0,
-                     replicates: int = 2000) -> Optional[dict]:
+                     replicates: int = REPLICATES) -> Optional[dict]:
     """A factor's error ratio of `derived` minus `base` (rows: (image id, predicted class), the same
     images): both ratios by the package's functions; the interval from resampling the annotated
     images once for both models (a paired bootstrap)."""

@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from typing import List, Optional, Sequence, Union
 
 from ... import checks
-from ...classes import mapping_flag
+from ...classes import Mapping, mapping_field
 from ...options import flag
-from ...probing.bootstrap import REPLICATES
-from ..base import BootstrapConfig, ModelMeasure
+from ...intervals import REPLICATES
+from ..base import Attributes, BootstrapConfig, ModelMeasure
 from ..registry import Headline, SectionSpec
 from .draws import DRAWS
 from .levels import KINDS, grid_label, resolve_levels
@@ -44,7 +44,7 @@ class NoiseConfig(BootstrapConfig):
                                                              "(default %(default)s)"))
     seed: int = field(default=0, metadata=flag(
         "--seed", "seed of the noise and of the bootstrap over images behind the intervals (default %(default)s)"))
-    mapping: str = field(default="argmax", metadata=mapping_flag())
+    mapping: Mapping = mapping_field()
     grid: str = ""
     region: str = field(default="object", metadata=flag(
         "--region", "object: noise on the foreground, then on the background; attributes: also on each attribute's "
@@ -56,7 +56,7 @@ class NoiseConfig(BootstrapConfig):
         checks.one_of("--noise", self.kind, KINDS)
         checks.one_of("--region", self.region, REGION_CHOICES)
         checks.at_least("--trials", self.trials, 1)
-        checks.one_of("--mapping", self.mapping, ("argmax", "superclass"))
+        self.mapping = checks.member("--mapping", self.mapping, Mapping)
         self.grid, self.levels = resolve_levels(self.levels, self.kind)
 
 
@@ -76,7 +76,7 @@ class NoiseMeasure(ModelMeasure):
     description = ("accuracy under foreground-only and background-only noise, and RFS; with `--region attributes`, "
                    "under noise on each attribute's mask alone")
     config = NoiseConfig
-    attributes = "config"
+    attributes = Attributes.CONFIG
     columns = (("image_id", "TEXT NOT NULL"), ("label", "INTEGER NOT NULL"), ("region", "TEXT NOT NULL"),
                ("level", "REAL NOT NULL"), ("trial", "INTEGER NOT NULL"), ("correct", "INTEGER NOT NULL"),
                ("pred", "INTEGER"))
@@ -97,8 +97,8 @@ class NoiseMeasure(ModelMeasure):
         extra = attributes if options.get("region", NoiseConfig.region) == "attributes" else 0
         return images * (2 + extra) * len(levels) * trials, extra > 0
 
-    def wants_attributes(self, cfg: NoiseConfig) -> str:
-        return "required" if cfg.region == "attributes" else "never"
+    def wants_attributes(self, cfg: NoiseConfig) -> Attributes:
+        return Attributes.REQUIRED if cfg.region == "attributes" else Attributes.NEVER
 
     def prepare(self, run, cfg: NoiseConfig):
         from ...evaluation.predict import decide

@@ -21,10 +21,10 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ...probing.bootstrap import REPLICATES, percentile_interval, stratified_weights
+from ...probing.bootstrap import percentile_interval, stratified_weights
 from .levels import ATTRIBUTE_PREFIX, grid_label, level_label
 from .rfs import rfs_array
-from ...intervals import interval
+from ...intervals import REPLICATES, interval
 
 REGIONS = ("fg", "bg")
 

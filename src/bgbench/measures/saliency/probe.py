@@ -15,9 +15,9 @@ import numpy as np
 
 from ... import checks
 from ...options import flag, runtime
-from ...probing.bootstrap import REPLICATES
+from ...intervals import REPLICATES
 from ...probing.gradcam import gradcam_batch, resolve_layer
-from ..base import BootstrapConfig, ModelMeasure
+from ..base import Autograd, BootstrapConfig, ModelMeasure
 from ..registry import Headline, SectionSpec
 from .metrics import METRICS, saliency_alignment
 from .summary import SaliencySummary, class_namer, summarize_saliency
@@ -59,7 +59,7 @@ class SaliencyMeasure(ModelMeasure):
     description = ("Grad-CAM alignment with the object mask (RIVAL10's measures), by predicted class, with an "
                    "overlay PNG of the most and least aligned images")
     config = SaliencyConfig
-    autograd = "grad"
+    autograd = Autograd.GRAD
     columns = (("image_id", "TEXT NOT NULL"), ("label", "INTEGER NOT NULL"), ("pred", "INTEGER NOT NULL"),
                *((m, "REAL") for m in METRICS))
     key = ("image_id",)

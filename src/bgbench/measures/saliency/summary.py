@@ -22,9 +22,9 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from ...probing.bootstrap import REPLICATES, percentile_interval, stratified_weights
+from ...probing.bootstrap import percentile_interval, stratified_weights
 from .metrics import METRICS
-from ...intervals import interval
+from ...intervals import REPLICATES, interval
 from ..result import without_nan
 
 HEADLINE = "mean over predicted classes of the per-class means (RIVAL10)"

@@ -26,9 +26,9 @@ from ...errors import BgbenchError
 from ...evaluation.metrics import paired_difference
 from .table import COLUMNS, Column, is_imagenet
 
-#: The gap measures: kind -> (reference arm, shifted arm, image key, label filter from the run's config).
-GAP_ARMS = {"probe_watermark": ("clean", "watermarked", "id"), "probe_texture": ("imagenet", "stylized", "stem"),
-            "probe_renditions": ("imagenet_200", "renditions", "id")}
+#: The gap measures, by name: (reference arm, shifted arm, image key).
+GAP_ARMS = {"watermark": ("clean", "watermarked", "id"), "texture": ("imagenet", "stylized", "stem"),
+            "renditions": ("imagenet_200", "renditions", "id")}
 
 
 def parent_of(spec: dict) -> Optional[Tuple[Optional[str], Optional[str], str]]:
@@ -65,10 +65,12 @@ def _key(kind_key: str):
     return stem if kind_key == "stem" else str
 
 
-def gap_change(store, base_run: int, derived_run: int, table: str, kind: str, label: Optional[int], seed: int
+def gap_change(store, base_run: int, derived_run: int, measure: str, label: Optional[int], seed: int
                ) -> Optional[dict]:
     """The change of a gap measure's gap (derived - base), paired over images (see the docstring)."""
-    ref, shifted, how = GAP_ARMS[kind]
+    from ..registry import get_measure
+    table = get_measure(measure).table.name
+    ref, shifted, how = GAP_ARMS[measure]
     key = _key(how)
     per_model = []
     for run in (base_run, derived_run):
@@ -129,18 +131,20 @@ def _challenge_change(store, base_run: int, derived_run: int, seed: int) -> Opti
 
 def _ratio_change(store, base_run: int, derived_run: int, seed: int) -> Optional[dict]:
     from ..imagenet_x.summary import BACKGROUND, ratio_difference
-    rows = [[(r["image_id"], r["pred"]) for r in store.probe_rows("probe_imagenet_x", run)]
+    from ..registry import get_measure
+    table = get_measure("imagenet_x").table.name
+    rows = [[(r["image_id"], r["pred"]) for r in store.probe_rows(table, run)]
             for run in (base_run, derived_run)]
     return ratio_difference(rows[0], rows[1], BACKGROUND, seed=seed)
 
 
 def column_change(store, column: Column, base_run: int, derived_run: int, seed: int = 0) -> Optional[dict]:
     """One column's change from the base's run to the derived model's run of its kind."""
-    if column.kind == "eval":
+    if column.measure == "eval":
         return _eval_change(store, column, base_run, derived_run, seed)
-    if column.kind == "challenge":
+    if column.measure == "challenge":
         return _challenge_change(store, base_run, derived_run, seed)
-    if column.kind == "probe_imagenet_x":
+    if column.measure == "imagenet_x":
         return _ratio_change(store, base_run, derived_run, seed)
     label = None
     if column.metric == "carton_gap":
@@ -148,7 +152,7 @@ def column_change(store, column: Column, base_run: int, derived_run: int, seed: 
         if not carton:
             return None
         label = int(carton["label"])
-    return gap_change(store, base_run, derived_run, column.kind, column.kind, label, seed)
+    return gap_change(store, base_run, derived_run, column.measure, label, seed)
 
 
 def verdict(change: dict, column: Column) -> str:

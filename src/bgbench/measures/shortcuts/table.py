@@ -27,12 +27,13 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 @dataclass(frozen=True)
 class Column:
-    """One column: its title, the run kind and metric (variant) it reads, whether it is a share
-    (shown as a percentage), its direction, and `sign` (-1: the metric negated, IN-9 gap = -BG-Gap)."""
+    """One column: its title, the measure (by name) and metric (variant) it reads, whether it is a
+    share (shown as a percentage), its direction, and `sign` (-1: the metric negated, IN-9 gap =
+    -BG-Gap)."""
 
     key: str
     title: str
-    kind: str
+    measure: str
     metric: str
     variant: str = ""
     percent: bool = True
@@ -40,18 +41,24 @@ class Column:
     sign: int = 1
     data: str = "any"  # 'imagenet': only ImageNet's own images; 'other': every other dataset; 'any'
 
+    @property
+    def kind(self) -> str:
+        """The run kind it reads: its measure's, from the registry (a kind is spelt only there)."""
+        from ..registry import get_measure
+        return get_measure(self.measure).kind
+
 
 #: Whac-A-Mole's columns, then bgbench's background columns (see the module docstring).
 COLUMNS: Tuple[Column, ...] = (
     Column("in1k_acc", "IN-1k acc", "eval", "accuracy", "original", data="imagenet"),
-    Column("in_w_gap", "IN-W gap", "probe_watermark", "watermark_gap"),
-    Column("carton_gap", "Carton gap", "probe_watermark", "carton_gap", higher_is_better=False),
-    Column("sin_gap", "SIN gap", "probe_texture", "sin_gap", data="imagenet"),
-    Column("in_r_gap", "IN-R gap", "probe_renditions", "in_r_gap", data="imagenet"),
+    Column("in_w_gap", "IN-W gap", "watermark", "watermark_gap"),
+    Column("carton_gap", "Carton gap", "watermark", "carton_gap", higher_is_better=False),
+    Column("sin_gap", "SIN gap", "texture", "sin_gap", data="imagenet"),
+    Column("in_r_gap", "IN-R gap", "renditions", "in_r_gap", data="imagenet"),
     Column("in9_gap", "IN-9 gap", "eval", "bg_gap", sign=-1, data="other"),
     Column("bg_gap", "BG-Gap", "eval", "bg_gap", higher_is_better=False, data="other"),
     Column("challenge_acc", "challenge acc", "challenge", "challenge_accuracy", data="other"),
-    Column("bg_error_ratio", "ImageNet-X bg error ratio", "probe_imagenet_x", "imagenet_x_error_ratio",
+    Column("bg_error_ratio", "ImageNet-X bg error ratio", "imagenet_x", "imagenet_x_error_ratio",
            "background", percent=False, higher_is_better=False, data="imagenet"),
 )
 #: On a dataset other than ImageNet's val, the watermark gap is not ImageNet-W's: named for what it is.
@@ -153,7 +160,7 @@ def build_blocks(subjects: Sequence[Any], metrics: Callable[[int], Dict[Tuple[st
         rows = [{"model": s.label or s.model_label, "key": s.key,
                  "cells": {c.key: cell(s.latest(c.kind), c, metrics) for c in columns}} for s in group]
         shortcut = [c for c in columns if any(r["cells"][c.key] for r in rows)]
-        if not any(c.kind != "eval" and c.kind != "challenge" for c in shortcut):
+        if not any(c.measure not in ("eval", "challenge") for c in shortcut):
             continue  # no shortcut measure on this dataset: the scorecard already shows its accuracy and BG-Gap
         blocks.append(Block(dataset, imagenet, shortcut, rows))
     return blocks

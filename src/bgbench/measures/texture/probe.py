@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import List, Optional, Sequence
 
 from ...errors import BgbenchError
+from ...intervals import REPLICATES
 from ...options import flag
 from ..arms import GAP_TEMPLATE, Arm, ArmsConfig, ArmsMeasure, folder_option, require_imagenet_model
 from ..gaps import GapSummary, arm_accuracy, correct_by, gap, stem
@@ -74,7 +75,7 @@ class TextureMeasure(ArmsMeasure):
         return [Arm(REFERENCE, reference), Arm(STYLIZED, stylized)]
 
     def summarize(self, rows: Sequence[tuple], config: dict) -> GapSummary:
-        seed, reps = int(config.get("seed", 0)), int(config.get("bootstrap_replicates", 2000))
+        seed, reps = int(config.get("seed", 0)), int(config.get("bootstrap_replicates", REPLICATES))
         ref, sty = correct_by(rows, REFERENCE, key=stem), correct_by(rows, STYLIZED, key=stem)
         return GapSummary("texture shortcut (Stylized-ImageNet): stylized - ImageNet val", "sin_gap",
                           [REFERENCE, STYLIZED], {REFERENCE: arm_accuracy(ref), STYLIZED: arm_accuracy(sty)},

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import List, Optional, Sequence
 
 from ...errors import BgbenchError
+from ...intervals import REPLICATES
 from ...options import flag
 from ..arms import GAP_TEMPLATE, Arm, ArmsConfig, ArmsMeasure
 from ..gaps import GapSummary, arm_accuracy, correct_by, gap
@@ -98,7 +99,7 @@ class WatermarkMeasure(ArmsMeasure):
                              "normalization"}
 
     def summarize(self, rows: Sequence[tuple], config: dict) -> GapSummary:
-        seed, reps = int(config.get("seed", 0)), int(config.get("bootstrap_replicates", 2000))
+        seed, reps = int(config.get("seed", 0)), int(config.get("bootstrap_replicates", REPLICATES))
         clean, marked = correct_by(rows, CLEAN), correct_by(rows, WATERMARKED)
         summary = GapSummary("watermark shortcut (ImageNet-W): watermarked - clean", "watermark_gap",
                              [CLEAN, WATERMARKED], {CLEAN: arm_accuracy(clean), WATERMARKED: arm_accuracy(marked)},
