@@ -16,7 +16,7 @@ from ...classes import Mapping, mapping_flag
 from ...probing.bootstrap import REPLICATES
 from ..base import BootstrapConfig, ModelMeasure, class_namer
 from ..registry import Headline, SectionSpec
-from .summary import AblationSummary, summarize_ablation
+from .summary import HARDIMAGENET, AblationSummary, summarize_ablation
 
 
 @dataclass(kw_only=True)
@@ -28,6 +28,27 @@ class AblateConfig(BootstrapConfig):
     def __post_init__(self):
         super().__post_init__()
         checks.one_of("--mapping", self.mapping, [m.value for m in Mapping])
+
+
+def protocol_of(layout) -> str:
+    """'hardimagenet' on Hard ImageNet's data (its ablations.py adds its box and tile ablations), else 'rival10'."""
+    from ...data.hardimagenet import KIND
+    return HARDIMAGENET if getattr(layout, "kind", None) == KIND else "rival10"
+
+
+def hard_imagenet_copies(x, m):
+    """Hard ImageNet's box-gray and tile copies of a batch (`hardimagenet`), made on the CPU in
+    float32 as its code makes them, as (name, index, images) on the batch's device."""
+    import numpy as np
+    import torch
+
+    from .hardimagenet import box_gray, tile_ablation
+    images, masks = x.float().cpu().numpy(), m[:, 0].cpu().numpy() > 0.5
+    boxes = np.stack([box_gray(img, mk) for img, mk in zip(images, masks)])
+    tiled = [tile_ablation(img, mk) for img, mk in zip(images, masks)]
+    every = torch.arange(x.shape[0], device=x.device)
+    return [("bbox", every, torch.from_numpy(boxes).to(x.device, x.dtype)),
+            ("tile", every, torch.from_numpy(np.stack([t for t, _ in tiled])).to(x.device, x.dtype))]
 
 
 class AblateMeasure(ModelMeasure):
@@ -70,6 +91,7 @@ class AblateMeasure(ModelMeasure):
         def score(x):
             logits = run.model(x)
             return decide(run.model, logits, cfg.mapping)[0], class_probabilities(run.model, logits)
+        score.protocol = protocol_of(run.layout)
         return score
 
     def rows(self, score, batch, cfg: AblateConfig) -> List[tuple]:
@@ -82,18 +104,21 @@ class AblateMeasure(ModelMeasure):
         y = torch.as_tensor([it.label for it in items], device=batch.x.device)
         regions = object_regions(batch.m) + [Region(ATTRIBUTE_PREFIX + name, idx, where)
                                              for name, (idx, where) in batch.parts.items()]
-        outcomes = ablation_outcomes(score, batch.x, regions, y, chunk=cfg.batch_size)
+        ablated = hard_imagenet_copies(batch.x, batch.m) if score.protocol == HARDIMAGENET else []
+        outcomes = ablation_outcomes(score, batch.x, regions, y, chunk=cfg.batch_size, ablated=ablated)
         rows: List[tuple] = []
-        for name, index in [("none", torch.arange(len(items)))] + [(r.name, r.index.cpu()) for r in regions]:
+        for name, index in [("none", torch.arange(len(items)))] + [(r.name, r.index.cpu()) for r in regions] + \
+                [(name, index.cpu()) for name, index, _ in ablated]:
             preds, probs = (t.cpu().tolist() for t in outcomes[name])
             for k, pred, prob in zip(index.tolist(), preds, probs):
                 it = items[k]
                 rows.append((it.image_id, it.label, name, int(pred), int(pred == it.label), float(prob)))
         return rows
 
-    def recorded(self, state, cfg, run) -> dict:
+    def recorded(self, score, cfg, run) -> dict:
         from .engine import GRAY
-        return {"gray": GRAY, "attributes": list(run.attributes.names) if run.attributes is not None else []}
+        return {"gray": GRAY, "attributes": list(run.attributes.names) if run.attributes is not None else [],
+                "protocol": score.protocol}
 
     def outputs(self, result, state) -> dict:
         return {"regions": sorted({r[2] for r in result.rows} - {"none"})}
