@@ -16,8 +16,9 @@ it is the same computation:
   object as lines 83-115 do, and the largest (first of right, left, up, down on a tie) is repeated
   over the box (lines 119-147) and written back transposed (line 180). On 224 x 224 images, as
   the loader feeds them, every such slice has the box's size.
-- where the chosen tile is empty (0 wide or high, the code's `bbox_w // tile_w` divides by zero
-  and its run stops), the instance is left as it is; `tile_ablation` says how many were.
+- where the chosen tile is empty (0 wide or high), the code's `bbox_w // tile_w` is NumPy's
+  integer division by zero, 0 with a warning, so no copy is made and the box is written back as
+  its zeros: black. So it is here; `tile_ablation` says how many instances were.
 """
 from __future__ import annotations
 
@@ -100,12 +101,12 @@ def _repeat(tile: np.ndarray, width: int, height: int, way: str) -> np.ndarray:
 
 
 def tile_ablation(image: np.ndarray, mask: np.ndarray) -> Tuple[np.ndarray, int]:
-    """(the (3, H, W) image with each object instance's box tiled over, instances left as they
-    were because their chosen tile was empty): Hard ImageNet's `tile`."""
+    """(the (3, H, W) image with each object instance's box tiled over, instances whose chosen
+    tile was empty and whose box is black): Hard ImageNet's `tile`."""
     from scipy import ndimage
     out = np.array(image, copy=True)
     labels, count = ndimage.label(mask)
-    skipped = 0
+    skipped = 0  # instances blacked out
     for j in range(1, count + 1):
         r0, r1, c0, c1 = box_of(labels == j)
         if r1 <= r0 or c1 <= c0:  # get_bbox of a one-row or one-column instance is empty
@@ -117,9 +118,10 @@ def tile_ablation(image: np.ndarray, mask: np.ndarray) -> Tuple[np.ndarray, int]
                       _trim(out, mask, x0, x1, 2 * y0 - y1, y1, "down")]
         way = int(np.argmax([size for _, size in candidates]))
         tile = candidates[way][0]
-        if 0 in tile.shape[1:]:
+        if 0 in tile.shape[1:]:  # no tile to repeat: the box's zeros
             skipped += 1
-            continue
-        filled = _repeat(tile, x1 - x0, y1 - y0, ("right", "left", "up", "down")[way])
+            filled = np.zeros((out.shape[0], y1 - y0, x1 - x0), dtype=out.dtype)
+        else:
+            filled = _repeat(tile, x1 - x0, y1 - y0, ("right", "left", "up", "down")[way])
         out[:, x0:x1, y0:y1] = filled.swapaxes(1, 2)
     return out, skipped
