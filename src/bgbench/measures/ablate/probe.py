@@ -57,9 +57,20 @@ class AblateMeasure(ModelMeasure):
 
     name = "ablate"
     source = ("RIVAL10 §4, `attr_importance.py`: each region grayed (x·(1−m) + 0.5·m) and the drops "
-              "in accuracy and true-class probability")
+              "in accuracy and true-class probability. On Hard ImageNet's data, Hard ImageNet's "
+              "`ablations.py` (mmoayeri/HardImageNet) as its code computes it: its ablations of the object "
+              "are added, the box grayed (`replace_with_gray(keep_shape=False)`, the box's last row and "
+              "column excluded as `get_bbox` excludes them) and the box tiled over (`tile`, quirks "
+              "included: an instance whose chosen tile is empty becomes a black box, NumPy's division "
+              "by zero there); its figures are each ablation's accuracy pooled over the images and "
+              "mean true-class probability (`eval_under_ablation` at batch size 1, as "
+              "`compute_ablated_accs` runs it: at larger batches its `probs[:, label]` mixes images), "
+              "`clean_acc`/`ablated_acc` and `clean_prob`/`ablated_prob` here")
     checked_against = ("tests/measures/test_ablation.py (gray copies and drops by hand and by a "
-                       "reimplementation; the rows against the model run in the test)")
+                       "reimplementation; the rows against the model run in the test); "
+                       "tests/measures/test_hardimagenet_probes.py (Hard ImageNet's `replace_with_gray`, `tile` "
+                       "and `eval_under_ablation`, vendored from `ablations.py`, on a tree in its release layout: "
+                       "the same copies pixel for pixel, the same accuracies and mean confidences)")
     title = "attribute ablation"
     needs = ("model", "masks")
     help = ("gray out the object, the background and each attribute: accuracy and true-class probability drops, "

@@ -77,9 +77,15 @@ class NoiseMeasure(ModelMeasure):
     name = "noise"
     source = ("RIVAL10 (Moayeri et al., CVPR 2022), `compute_noise_robustness.py`: accuracy under "
               "foreground-only and background-only noise, RFS = (acc_bg − acc_fg) / (2·min(a, 1 − "
-              "a))")
+              "a)). On Hard ImageNet's data its `rfs.py` (mmoayeri/HardImageNet) computes the same "
+              "per-level accuracies (per class, pooled over trials, mean over classes) and RFS "
+              "(`compute_rfs`), on its own grid, which is the default there (σ 0.125 … 0.75, L2 30 … "
+              "180); its figure is the RFS per level (the `rfs` rows with a level), not the overall RFS "
+              "over the grid, which is RIVAL10's")
     checked_against = ("tests/measures/test_noise.py (accuracies and RFS worked by hand, an "
-                       "independent bootstrap, RIVAL10's grids)")
+                       "independent bootstrap, RIVAL10's grids); tests/measures/test_hardimagenet_probes.py "
+                       "(Hard ImageNet's `noisy_fg_bg_accs` and `compute_rfs`, vendored from its `rfs.py`, fed "
+                       "bgbench's noise draws: the same accuracies and RFS at every level of its grid)")
     title = "noise sensitivity (RFS)"
     needs = ("model", "masks")
     help = "Gaussian noise on the foreground vs the background: accuracy curves and RFS"

@@ -55,9 +55,21 @@ class SaliencyMeasure(ModelMeasure):
     name = "saliency"
     source = ("RIVAL10's saliency alignment: Grad-CAM maps as pytorch-grad-cam returns them against "
               "the object mask (precision, IoU, Dice, Δdensity, coverage, AP), averaged per "
-              "predicted class")
+              "predicted class. On Hard ImageNet's data, Hard ImageNet's `saliency_analysis.py` "
+              "(mmoayeri/HardImageNet), where its code differs: Grad-CAM on the true class (for a "
+              "1000-class model its ImageNet index), IoU and Dice of the map binarized at 0.5 itself "
+              "(not at 0.5 of its maximum), images whose mask the crop leaves empty left out, and its "
+              "figures the mean IoU and mean delta density over images (`np.nanmean`; the summary's "
+              "`hardimagenet`, metrics `saliency_iou_image_mean`, `saliency_density_diff_image_mean`). "
+              "Its line 149 leaves `normalize` commented out, so its torchvision models saw unnormalized "
+              "pixels; bgbench feeds every model its own normalization, as its `rfs.py` and "
+              "`ablations.py` do")
     checked_against = ("tests/measures/test_saliency.py (against pytorch-grad-cam with RIVAL10's "
-                       "formulas written out, and measures worked by hand)")
+                       "formulas written out, and measures worked by hand); "
+                       "tests/measures/test_hardimagenet_probes.py (Hard ImageNet's "
+                       "`compute_salient_alignment_scores`, vendored from `saliency_analysis.py`, with "
+                       "pytorch-grad-cam's GradCAM on the same model: per-image IoU and delta density and "
+                       "their means)")
     title = "saliency alignment"
     needs = ("model", "masks", "layers")
     help = ("Grad-CAM on the predicted class: RIVAL10's alignment with the mask (precision, IoU, Dice, Δdensity, "
