@@ -32,23 +32,31 @@ class _NoGlobals(pickle.Unpickler):
     """An unpickler that builds only literals: every global (class, function) is refused."""
 
     def find_class(self, module, name):
-        raise pickle.UnpicklingError(f"it asks for {module}.{name}, and a RIVAL10 mask dict needs no code")
+        raise pickle.UnpicklingError(f"it asks for {module}.{name}, and plain data needs no code")
 
     def persistent_load(self, pid):
         raise pickle.UnpicklingError("it holds a persistent id")
+
+
+def read_plain_pickle(path: Path, what: str):
+    """The literals a pickle in `path` holds (dicts, lists, str, bytes, numbers), read with
+    `_NoGlobals`; `DataError` naming the file and `what` it should be for anything that needs a
+    global (a pickle that would run code is refused, never run)."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as f:
+            return _NoGlobals(f).load()
+    except OSError as e:
+        raise DataError(f"cannot read {path}: {e.strerror or e}") from None
+    except Exception as e:  # noqa: BLE001 - any failure of an untrusted pickle is the file's fault
+        raise DataError(f"refused {path}: not {what} ({e})") from None
 
 
 def read_attr_dict(path: Path) -> MaskDict:
     """The dict in `path`, read with `_NoGlobals`; `DataError` naming the file for anything but a
     dict of str -> str/bytes (including a pickle that would run code: it is refused, never run)."""
     path = Path(path)
-    try:
-        with open(path, "rb") as f:
-            obj = _NoGlobals(f).load()
-    except OSError as e:
-        raise DataError(f"cannot read {path}: {e.strerror or e}") from None
-    except Exception as e:  # noqa: BLE001 - any failure of an untrusted pickle is the file's fault
-        raise DataError(f"refused {path}: not a plain dict of attribute masks ({e})") from None
+    obj = read_plain_pickle(path, "a plain dict of attribute masks")
     if type(obj) is not dict:
         raise DataError(f"refused {path}: it holds a {type(obj).__name__}, not a dict of attribute masks")
     for key, value in obj.items():

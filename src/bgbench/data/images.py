@@ -18,7 +18,8 @@ def decode_image(path: Path, size: Optional[Tuple[int, int]] = None,
 
     `size` (H, W): resize to it (bilinear, as torchvision's `Resize` of a PIL image), for datasets
     whose own loader resizes (RIVAL10's, to 224 x 224); `crop` (shorter side, crop): torchvision's
-    `Resize(shorter side)` then `CenterCrop(crop)`, ImageNet's evaluation crop; None feeds the image
+    `Resize(shorter side)` then `CenterCrop(crop)`, ImageNet's evaluation crop, after `size` where
+    both are given (Hard ImageNet's Resize((256, 256)) then CenterCrop(224)); None feeds the image
     as it is.
     """
     try:
@@ -64,10 +65,10 @@ def image_shape(item) -> Tuple[int, int, int]:
     """(H, W, 3) of `decode_item(item)`, from the file's header alone (no decode): the reader's size,
     the evaluation crop, or the stored size; an unreadable file raises DataError naming it."""
     size, crop = getattr(item, "size", None), getattr(item, "crop", None)
+    if crop is not None:  # the crop comes last (after a reader's size, Hard ImageNet's 256 x 256)
+        return int(crop[1]), int(crop[1]), 3
     if size is not None:
         return int(size[0]), int(size[1]), 3
-    if crop is not None:
-        return int(crop[1]), int(crop[1]), 3
     h, w = image_size(item.path)
     return int(h), int(w), 3
 

@@ -95,10 +95,10 @@ class Layout:
         items = self.items(variant) if variant else []
         if not items:
             return None
+        if items[0].crop is not None:  # the crop comes last, after any size
+            return items[0].crop[1], items[0].crop[1]
         if items[0].size is not None:
             return tuple(items[0].size)
-        if items[0].crop is not None:
-            return items[0].crop[1], items[0].crop[1]
         from .images import image_size
         try:
             return image_size(items[0].path)
@@ -163,6 +163,12 @@ def class_folders(data, split: str = "val") -> Optional[Tuple[str, ...]]:
     if isinstance(data, Layout):
         return data.classes
     root = Path(data).expanduser()
+    from .hardimagenet_classes import WNIDS, find_hard_imagenet
+    try:
+        if find_hard_imagenet(root) is not None:
+            return WNIDS
+    except DataError:
+        return None
     for variant in ("original", *IN9_VARIANTS[1:]):
         if (root / variant / split).is_dir():
             return _class_dirs(root / variant / split) or None

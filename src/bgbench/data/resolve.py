@@ -1,11 +1,14 @@
-"""Which layout a `--data` path is: the IN-9 layout (`layout.discover`) or the RIVAL10 release
-(`rival10`). Kept apart from both readers so that neither imports the other."""
+"""Which layout a `--data` path is: the IN-9 layout (`layout.discover`), the RIVAL10 release
+(`rival10`), Hard ImageNet (`hardimagenet`), a group dataset or ImageNet's own folders. Kept apart from the
+readers so that none imports another."""
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Optional, Sequence
 
 from .groups import find_group_file, group_layout
+from .hardimagenet import hard_imagenet_layout
+from .hardimagenet_classes import find_hard_imagenet
 from .imagenet_folders import find_imagenet
 from ..errors import DataError
 from .layout import IN9_VARIANTS, Layout, discover
@@ -19,7 +22,8 @@ def resolve_layout(data: "str | Path | Layout", variants: Optional[Sequence[str]
     Default: the IN-9 variants present; when none is present besides `original` (an edit
     folder from `bgbench edit`, a plain dataset), every variant folder, `original` first. A
     RIVAL10 root (or its `train`/`test` folder) is read as RIVAL10 (`data.rival10`), whose one
-    variant is `original`. A root with a group file (Waterbirds' `metadata.csv`, a `groups.csv`) is
+    variant is `original`, and a Hard ImageNet root (or its `val`/`train` folder) as Hard ImageNet's
+    masks over the user's ImageNet (`data.hardimagenet`). A root with a group file (Waterbirds' `metadata.csv`, a `groups.csv`) is
     read as a group dataset (`data.groups`), one variant too, and so are ImageNet's own images and
     folders of ImageNet classes (`data.imagenet_folders`: ImageNet val, Stylized-ImageNet,
     ImageNet-R). `split`: the split folder (default: the dataset's evaluation split: val for IN-9
@@ -30,6 +34,10 @@ def resolve_layout(data: "str | Path | Layout", variants: Optional[Sequence[str]
     found_rival10 = find_rival10(data)
     if found_rival10 is not None:
         return rival10_layout(*found_rival10, variants=variants)
+    found_hard = find_hard_imagenet(data)
+    if found_hard is not None:
+        root, named_split = found_hard
+        return hard_imagenet_layout(root, split or named_split, variants)
     group_file = find_group_file(data)
     if group_file is not None:
         return group_layout(group_file, split, variants)

@@ -120,8 +120,11 @@ def cam_site(model, layer, image_hw: Tuple[int, int]):
         handle.remove()
 
 
-def gradcam_batch(model, layer, x):
+def gradcam_batch(model, layer, x, target=None):
     """(maps (N,H,W) float32 in [0,1] as pytorch-grad-cam returns them, raw predicted class (N,)).
+
+    The map is of the predicted class, or of `target` ((N,) raw output indices) where given: Hard
+    ImageNet's `saliency_analysis.py` takes the true class (`ClassifierOutputTarget(label)`).
 
     Captum gives the per-channel terms mean(∂y/∂A_c)·A_c; they are summed over channels and
     ReLU'd in NumPy float32, as pytorch-grad-cam does, so that the two maps agree to the last bit
@@ -131,7 +134,8 @@ def gradcam_batch(model, layer, x):
     import torch
     from captum.attr import LayerGradCam
     with torch.no_grad():
-        target = model(x).argmax(dim=1)
+        preds = model(x).argmax(dim=1)
+    target = preds if target is None else torch.as_tensor(target, device=preds.device)
     eager = getattr(model, "eager", contextlib.nullcontext)  # a compiled forward would skip the layer's hooks
     with eager(), cam_site(model, layer, tuple(x.shape[-2:])) as site:
         terms = LayerGradCam(model, site).attribute(x, target=target, relu_attributions=False,
@@ -140,7 +144,7 @@ def gradcam_batch(model, layer, x):
         raise BgbenchError(f"Grad-CAM needs a layer with a spatial (N, C, h, w) output; got shape "
                            f"{tuple(terms.shape)}: name another one with --layer")
     cam = np.maximum(terms.detach().float().cpu().numpy().sum(axis=1), 0)
-    return postprocess(cam, tuple(x.shape[-2:])), target
+    return postprocess(cam, tuple(x.shape[-2:])), preds
 
 
 def postprocess(cam: np.ndarray, image_hw: Tuple[int, int]) -> np.ndarray:

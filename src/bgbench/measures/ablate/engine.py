@@ -25,16 +25,18 @@ def ablate(x: torch.Tensor, where: torch.Tensor) -> torch.Tensor:
 
 @torch.no_grad()
 def ablation_outcomes(score: Callable[[torch.Tensor], Tuple[torch.Tensor, torch.Tensor]], x: torch.Tensor,
-                      regions: Sequence[Region], labels: torch.Tensor, chunk: int = 0
+                      regions: Sequence[Region], labels: torch.Tensor, chunk: int = 0,
+                      ablated: Sequence[Tuple[str, torch.Tensor, torch.Tensor]] = ()
                       ) -> Dict[str, Tuple[torch.Tensor, torch.Tensor]]:
     """region -> (predictions, true-class probabilities) of its images; 'none' holds the clean images.
 
-    score(images) -> (predicted labels, (n, C) class probabilities).
+    score(images) -> (predicted labels, (n, C) class probabilities). `ablated`: copies made
+    otherwise than by graying a region, (name, index (n,), images (n, 3, H, W)) (Hard ImageNet's).
     """
     chunk = chunk or x.shape[0]
-    names = [CLEAN] + [r.name for r in regions]
-    indices = [torch.arange(x.shape[0], device=x.device)] + [r.index for r in regions]
-    copies = torch.cat([x] + [ablate(x[r.index], r.where) for r in regions])
+    names = [CLEAN] + [r.name for r in regions] + [name for name, _, _ in ablated]
+    indices = [torch.arange(x.shape[0], device=x.device)] + [r.index for r in regions] + [i for _, i, _ in ablated]
+    copies = torch.cat([x] + [ablate(x[r.index], r.where) for r in regions] + [c for _, _, c in ablated])
     truth = torch.cat([labels[i] for i in indices])
     preds, probs = [], []
     for i in range(0, copies.shape[0], chunk):

@@ -16,7 +16,7 @@ from ...classes import Mapping, mapping_field
 from ...intervals import REPLICATES
 from ..base import Attributes, BootstrapConfig, ModelMeasure, class_namer
 from ..registry import Headline, SectionSpec
-from .summary import AblationSummary, summarize_ablation
+from .summary import HARDIMAGENET, AblationSummary, summarize_ablation
 
 
 @dataclass(kw_only=True)
@@ -30,15 +30,47 @@ class AblateConfig(BootstrapConfig):
         self.mapping = checks.member("--mapping", self.mapping, Mapping)
 
 
+def protocol_of(layout) -> str:
+    """'hardimagenet' on Hard ImageNet's data (its ablations.py adds its box and tile ablations), else 'rival10'."""
+    from ...data.hardimagenet import KIND
+    return HARDIMAGENET if getattr(layout, "kind", None) == KIND else "rival10"
+
+
+def hard_imagenet_copies(x, m):
+    """Hard ImageNet's box-gray and tile copies of a batch (`hardimagenet`), made on the CPU in
+    float32 as its code makes them, as (name, index, images) on the batch's device."""
+    import numpy as np
+    import torch
+
+    from .hardimagenet import box_gray, tile_ablation
+    images, masks = x.float().cpu().numpy(), m[:, 0].cpu().numpy() > 0.5
+    boxes = np.stack([box_gray(img, mk) for img, mk in zip(images, masks)])
+    tiled = [tile_ablation(img, mk) for img, mk in zip(images, masks)]
+    every = torch.arange(x.shape[0], device=x.device)
+    return [("bbox", every, torch.from_numpy(boxes).to(x.device, x.dtype)),
+            ("tile", every, torch.from_numpy(np.stack([t for t, _ in tiled])).to(x.device, x.dtype))]
+
+
 class AblateMeasure(ModelMeasure):
     """Attribute ablation (RIVAL10's attr_importance): the object, the background and each attribute
     replaced by gray; the drop in accuracy and in true-class probability, per region and class."""
 
     name = "ablate"
     source = ("RIVAL10 §4, `attr_importance.py`: each region grayed (x·(1−m) + 0.5·m) and the drops "
-              "in accuracy and true-class probability")
+              "in accuracy and true-class probability. On Hard ImageNet's data, Hard ImageNet's "
+              "`ablations.py` (mmoayeri/HardImageNet) as its code computes it: its ablations of the object "
+              "are added, the box grayed (`replace_with_gray(keep_shape=False)`, the box's last row and "
+              "column excluded as `get_bbox` excludes them) and the box tiled over (`tile`, quirks "
+              "included: an instance whose chosen tile is empty becomes a black box, NumPy's division "
+              "by zero there); its figures are each ablation's accuracy pooled over the images and "
+              "mean true-class probability (`eval_under_ablation` at batch size 1, as "
+              "`compute_ablated_accs` runs it: at larger batches its `probs[:, label]` mixes images), "
+              "`clean_acc`/`ablated_acc` and `clean_prob`/`ablated_prob` here")
     checked_against = ("tests/measures/test_ablation.py (gray copies and drops by hand and by a "
-                       "reimplementation; the rows against the model run in the test)")
+                       "reimplementation; the rows against the model run in the test); "
+                       "tests/measures/test_hardimagenet_probes.py (Hard ImageNet's `replace_with_gray`, `tile` "
+                       "and `eval_under_ablation`, vendored from `ablations.py`, on a tree in its release layout: "
+                       "the same copies pixel for pixel, the same accuracies and mean confidences)")
     title = "attribute ablation"
     needs = ("model", "masks")
     help = ("gray out the object, the background and each attribute: accuracy and true-class probability drops, "
@@ -70,6 +102,7 @@ class AblateMeasure(ModelMeasure):
         def score(x):
             logits = run.model(x)
             return decide(run.model, logits, cfg.mapping)[0], class_probabilities(run.model, logits)
+        score.protocol = protocol_of(run.layout)
         return score
 
     def rows(self, score, batch, cfg: AblateConfig) -> List[tuple]:
@@ -82,18 +115,21 @@ class AblateMeasure(ModelMeasure):
         y = torch.as_tensor([it.label for it in items], device=batch.x.device)
         regions = object_regions(batch.m) + [Region(ATTRIBUTE_PREFIX + name, idx, where)
                                              for name, (idx, where) in batch.parts.items()]
-        outcomes = ablation_outcomes(score, batch.x, regions, y, chunk=cfg.batch_size)
+        ablated = hard_imagenet_copies(batch.x, batch.m) if score.protocol == HARDIMAGENET else []
+        outcomes = ablation_outcomes(score, batch.x, regions, y, chunk=cfg.batch_size, ablated=ablated)
         rows: List[tuple] = []
-        for name, index in [("none", torch.arange(len(items)))] + [(r.name, r.index.cpu()) for r in regions]:
+        for name, index in [("none", torch.arange(len(items)))] + [(r.name, r.index.cpu()) for r in regions] + \
+                [(name, index.cpu()) for name, index, _ in ablated]:
             preds, probs = (t.cpu().tolist() for t in outcomes[name])
             for k, pred, prob in zip(index.tolist(), preds, probs):
                 it = items[k]
                 rows.append((it.image_id, it.label, name, int(pred), int(pred == it.label), float(prob)))
         return rows
 
-    def recorded(self, state, cfg, run) -> dict:
+    def recorded(self, score, cfg, run) -> dict:
         from .engine import GRAY
-        return {"gray": GRAY, "attributes": list(run.attributes.names) if run.attributes is not None else []}
+        return {"gray": GRAY, "attributes": list(run.attributes.names) if run.attributes is not None else [],
+                "protocol": score.protocol}
 
     def outputs(self, result, state) -> dict:
         return {"regions": sorted({r[2] for r in result.rows} - {"none"})}

@@ -5,6 +5,10 @@ it (every image has a foreground and a background; an attribute only where its m
 
 - accuracy drop = clean accuracy − ablated accuracy, pooled over those images;
 - probability drop = the mean over those images of p(true class | clean) − p(true class | ablated);
+- beside them the accuracies and mean true-class probabilities themselves, clean and ablated
+  (Hard ImageNet's `ablations.py` reports the ablated ones: `eval_under_ablation`'s accuracy and
+  the mean of its true-class confidences, lines 185-203, for its ablations 'none', the object
+  grayed ('fg'), its box grayed ('bbox') and its box tiled ('tile'));
 
 each overall and per class, with 95% intervals from a bootstrap over images (resampled within
 their class, each image with its clean and ablated outcomes together). Pure: no model, no store.
@@ -24,10 +28,13 @@ from ...intervals import interval
 from ..result import without_nan
 
 CLEAN = "none"  # the region of the unablated image (torch-free here: the CLI's --help imports this module)
+#: A run on Hard ImageNet's data (`protocol` in its config) adds its ablations 'bbox' and 'tile'.
+HARDIMAGENET = "hardimagenet"
 
 #: The regions every image has, in display order (attributes follow, sorted).
-OBJECT_REGIONS = ("fg", "bg")
-REGION_NAMES = {"fg": "object (foreground)", "bg": "background"}
+OBJECT_REGIONS = ("fg", "bg", "bbox", "tile")
+REGION_NAMES = {"fg": "object (foreground)", "bg": "background", "bbox": "object's box",
+                "tile": "object's box tiled"}
 
 
 def region_label(region: str) -> str:
@@ -133,5 +140,6 @@ def _drops(w: np.ndarray, c0, c1, p0, p1) -> dict:
         lo, hi = percentile_interval(reps)
         return {"value": point, "lo": lo, "hi": hi}
     return {"n": n, "clean_acc": float(c0.mean()) if n else nan, "ablated_acc": float(c1.mean()) if n else nan,
+            "clean_prob": float(p0.mean()) if n else nan, "ablated_prob": float(p1.mean()) if n else nan,
             "acc_drop": est(float((c0 - c1).mean()) if n else nan, acc_rep),
             "prob_drop": est(float((p0 - p1).mean()) if n else nan, prob_rep)}

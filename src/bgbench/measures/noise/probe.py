@@ -36,7 +36,8 @@ class NoiseConfig(BootstrapConfig):
     levels: Optional[Union[str, Sequence[Union[float, str]]]] = field(default=None, metadata=flag(
         "--levels", "a grid, rival10 (σ 30/255..210/255 in steps of 30/255; L2 25..200 in steps of 25) or "
         "hardimagenet (σ 0.125..0.75; L2 30..180), or explicit levels such as 0.25 0.5 or 30/255 (default: "
-        "rival10); an overall RFS compares only within one grid", nargs="+", metavar="GRID|V", type=str))
+        "rival10; hardimagenet on Hard ImageNet's data); an overall RFS compares only within one grid", nargs="+",
+        metavar="GRID|V", type=str))
     kind: str = field(default="sigma", metadata=flag(
         "--noise", "sigma: Gaussian noise of per-pixel std σ on the region; l2: Gaussian noise scaled to an L2 norm "
         "over the region (all channels, pixel values in [0,1]) (default %(default)s)", choices=KINDS))
@@ -57,7 +58,16 @@ class NoiseConfig(BootstrapConfig):
         checks.one_of("--region", self.region, REGION_CHOICES)
         checks.at_least("--trials", self.trials, 1)
         self.mapping = checks.member("--mapping", self.mapping, Mapping)
+        #: no grid asked for: the data's own (`for_data`), RIVAL10's until the data is known
+        self.__dict__["default_grid"] = self.levels is None
         self.grid, self.levels = resolve_levels(self.levels, self.kind)
+
+    def for_data(self, layout) -> None:
+        """Without levels asked for, Hard ImageNet's data gets its own grid (`rfs.py` lines 96-97),
+        every other dataset RIVAL10's."""
+        from ...data.hardimagenet import KIND
+        if self.__dict__.get("default_grid") and getattr(layout, "kind", None) == KIND:
+            self.grid, self.levels = resolve_levels("hardimagenet", self.kind)
 
 
 class NoiseMeasure(ModelMeasure):
@@ -67,9 +77,15 @@ class NoiseMeasure(ModelMeasure):
     name = "noise"
     source = ("RIVAL10 (Moayeri et al., CVPR 2022), `compute_noise_robustness.py`: accuracy under "
               "foreground-only and background-only noise, RFS = (acc_bg − acc_fg) / (2·min(a, 1 − "
-              "a))")
+              "a)). On Hard ImageNet's data its `rfs.py` (mmoayeri/HardImageNet) computes the same "
+              "per-level accuracies (per class, pooled over trials, mean over classes) and RFS "
+              "(`compute_rfs`), on its own grid, which is the default there (σ 0.125 … 0.75, L2 30 … "
+              "180); its figure is the RFS per level (the `rfs` rows with a level), not the overall RFS "
+              "over the grid, which is RIVAL10's")
     checked_against = ("tests/measures/test_noise.py (accuracies and RFS worked by hand, an "
-                       "independent bootstrap, RIVAL10's grids)")
+                       "independent bootstrap, RIVAL10's grids); tests/measures/test_hardimagenet_probes.py "
+                       "(Hard ImageNet's `noisy_fg_bg_accs` and `compute_rfs`, vendored from its `rfs.py`, fed "
+                       "bgbench's noise draws: the same accuracies and RFS at every level of its grid)")
     title = "noise sensitivity (RFS)"
     needs = ("model", "masks")
     help = "Gaussian noise on the foreground vs the background: accuracy curves and RFS"
@@ -102,6 +118,7 @@ class NoiseMeasure(ModelMeasure):
 
     def prepare(self, run, cfg: NoiseConfig):
         from ...evaluation.predict import decide
+        cfg.for_data(run.layout)
         return lambda x: decide(run.model, run.model(x), cfg.mapping)[0]
 
     def rows(self, predict, batch, cfg: NoiseConfig) -> List[tuple]:

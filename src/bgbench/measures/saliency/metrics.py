@@ -10,6 +10,9 @@ computation:
 - an all-zero map has IoU and Dice eps/(|m|+eps) (about 0), density 0, coverage 0 at every t and
   average precision |m|/|image| (what sklearn gives a constant score); its precision is 0/0, NaN,
   which RIVAL10's `np.nanmean` skips: the image is kept in every other mean.
+
+Hard ImageNet (mmoayeri/HardImageNet, `saliency_analysis.py` lines 67-94) binarizes the map at 0.5
+itself, not at 0.5 of its maximum (`absolute_iou_and_dice`); its delta density is RIVAL10's.
 """
 from __future__ import annotations
 
@@ -55,6 +58,15 @@ def binarize(g: np.ndarray) -> np.ndarray:
 def iou_and_dice(g: np.ndarray, m: np.ndarray) -> tuple:
     """IoU and Dice of binarize(g) against the mask, with eps in numerator and denominator."""
     on, obj = binarize(g), m > 0
+    inter = float(np.sum(on & obj))
+    union = float(np.sum(on | obj))
+    return (inter + EPS) / (union + EPS), (2 * inter + EPS) / (union + inter + EPS)
+
+
+def absolute_iou_and_dice(g: np.ndarray, m: np.ndarray) -> tuple:
+    """Hard ImageNet's `intersection_over_union_and_dice`: the map and the mask each binarized at
+    0.5 (g ≥ 0.5 is on, NaN is off), IoU and Dice with eps in numerator and denominator."""
+    on, obj = np.nan_to_num(np.asarray(g, dtype=np.float32), nan=0.0) >= BINARIZE_AT, np.asarray(m) >= BINARIZE_AT
     inter = float(np.sum(on & obj))
     union = float(np.sum(on | obj))
     return (inter + EPS) / (union + EPS), (2 * inter + EPS) / (union + inter + EPS)

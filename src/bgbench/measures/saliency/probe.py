@@ -4,6 +4,12 @@ Grad-CAM on the predicted class (`probing.gradcam`, post-processed as pytorch-gr
 it), RIVAL10's alignment measures per image (`metrics`), aggregated by predicted class as RIVAL10
 does and over images (`summary`), and a PNG of the most and least aligned images per predicted
 class (`overlays`) when an output folder is given.
+
+On Hard ImageNet's data (`data.hardimagenet`) the run follows Hard ImageNet's `saliency_analysis.py`
+(protocol 'hardimagenet', recorded): Grad-CAM on the true class (lines 102-103; for a 1000-class
+model its ImageNet index, the loader's `ft=False` label), IoU and Dice of the map binarized at 0.5
+(lines 67-94), images whose mask is empty after the crop left out (lines 145-152: every measure
+NaN), and its figures the means over images (`np.nanmean`, line 193).
 """
 from __future__ import annotations
 
@@ -19,8 +25,8 @@ from ...intervals import REPLICATES
 from ...probing.gradcam import gradcam_batch, resolve_layer
 from ..base import Autograd, BootstrapConfig, ModelMeasure
 from ..registry import Headline, SectionSpec
-from .metrics import METRICS, saliency_alignment
-from .summary import SaliencySummary, class_namer, summarize_saliency
+from .metrics import METRICS, absolute_iou_and_dice, saliency_alignment
+from .summary import HARDIMAGENET, RIVAL10, SaliencySummary, class_namer, summarize_saliency
 
 OVERLAYS_FILE = "saliency_overlays.png"
 #: The folder (beside OVERLAYS_FILE) with one overlay PNG per example, for the report's gallery.
@@ -49,9 +55,21 @@ class SaliencyMeasure(ModelMeasure):
     name = "saliency"
     source = ("RIVAL10's saliency alignment: Grad-CAM maps as pytorch-grad-cam returns them against "
               "the object mask (precision, IoU, Dice, Δdensity, coverage, AP), averaged per "
-              "predicted class")
+              "predicted class. On Hard ImageNet's data, Hard ImageNet's `saliency_analysis.py` "
+              "(mmoayeri/HardImageNet), where its code differs: Grad-CAM on the true class (for a "
+              "1000-class model its ImageNet index), IoU and Dice of the map binarized at 0.5 itself "
+              "(not at 0.5 of its maximum), images whose mask the crop leaves empty left out, and its "
+              "figures the mean IoU and mean delta density over images (`np.nanmean`; the summary's "
+              "`hardimagenet`, metrics `saliency_iou_image_mean`, `saliency_density_diff_image_mean`). "
+              "Its line 149 leaves `normalize` commented out, so its torchvision models saw unnormalized "
+              "pixels; bgbench feeds every model its own normalization, as its `rfs.py` and "
+              "`ablations.py` do")
     checked_against = ("tests/measures/test_saliency.py (against pytorch-grad-cam with RIVAL10's "
-                       "formulas written out, and measures worked by hand)")
+                       "formulas written out, and measures worked by hand); "
+                       "tests/measures/test_hardimagenet_probes.py (Hard ImageNet's "
+                       "`compute_salient_alignment_scores`, vendored from `saliency_analysis.py`, with "
+                       "pytorch-grad-cam's GradCAM on the same model: per-image IoU and delta density and "
+                       "their means)")
     title = "saliency alignment"
     needs = ("model", "masks", "layers")
     help = ("Grad-CAM on the predicted class: RIVAL10's alignment with the mask (precision, IoU, Dice, Δdensity, "
@@ -73,18 +91,25 @@ class SaliencyMeasure(ModelMeasure):
     forwards_per_image = 2  # one for the predicted class, one (with its backward) for Grad-CAM
 
     def prepare(self, run, cfg: SaliencyConfig) -> _Layer:
-        return _Layer(run.model, *resolve_layer(run.model, cfg.layer))
+        protocol = protocol_of(run.layout)
+        targets = true_class_outputs(run.model, len(run.layout.classes)) if protocol == HARDIMAGENET else None
+        return _Layer(run.model, *resolve_layer(run.model, cfg.layer), protocol, targets)
 
     def rows(self, cam: _Layer, batch, cfg: SaliencyConfig) -> List[tuple]:
-        """Each image's Grad-CAM map on its predicted class, measured against its mask (RIVAL10's)."""
-        maps, preds = gradcam_batch(cam.model, cam.layer, batch.x)
+        """Each image's Grad-CAM map on its predicted class (Hard ImageNet: its true class),
+        measured against its mask (RIVAL10's measures; Hard ImageNet's IoU and Dice)."""
+        target = None if cam.targets is None else [cam.targets[it.label] for it in batch.items]
+        maps, preds = gradcam_batch(cam.model, cam.layer, batch.x, target)
         preds, masks = preds.cpu().numpy(), batch.m[:, 0].cpu().numpy() > 0.5
-        return [(it.image_id, it.label, int(preds[k]), *(_sql(v) for v in _measures(maps[k], masks[k])))
+        return [(it.image_id, it.label, int(preds[k]),
+                 *(_sql(v) for v in _measures(maps[k], masks[k], cam.protocol)))
                 for k, it in enumerate(batch.items)]
 
     def recorded(self, cam: _Layer, cfg: SaliencyConfig, run) -> dict:
         return {"layer": cam.name, "requested": {"layer": cfg.layer}, "label_space": run.model.spec.label_space,
-                "cam": "pytorch-grad-cam GradCAM output (min-max, cv2 bilinear resize, min-max, NaN to 0)"}
+                "cam": "pytorch-grad-cam GradCAM output (min-max, cv2 bilinear resize, min-max, NaN to 0)",
+                "protocol": cam.protocol,
+                "target": "true class" if cam.protocol == HARDIMAGENET else "predicted class"}
 
     def draw(self, result, cam: _Layer, cfg: SaliencyConfig, run, out_dir: Path) -> None:
         overlays, examples = _overlays(cam, run.pairs, result.rows, cfg, result.config, out_dir, run.device)
@@ -105,19 +130,46 @@ class SaliencyMeasure(ModelMeasure):
                   for k, m in enumerate(METRICS)}
         name = class_namer(config.get("classes") or [], config.get("label_space", "dataset") == "dataset")
         return summarize_saliency(values, [r[2] for r in rows], name, seed=int(config.get("seed", 0)),
-                                  replicates=int(config.get("bootstrap_replicates", REPLICATES)))
+                                  replicates=int(config.get("bootstrap_replicates", REPLICATES)),
+                                  protocol=config.get("protocol", RIVAL10))
 
 
 class _Layer(NamedTuple):
-    """The network Grad-CAM hooks, its layer's name and the layer."""
+    """The network Grad-CAM hooks, its layer's name and the layer; the protocol, and (Hard
+    ImageNet) each label's true-class output index, the Grad-CAM target."""
 
     model: object
     name: str
     layer: object
+    protocol: str = RIVAL10
+    targets: Optional[List[int]] = None
 
 
-def _measures(cam: np.ndarray, mask: np.ndarray) -> List[float]:
-    """RIVAL10's measures of one map, in METRICS order."""
+def protocol_of(layout) -> str:
+    """'hardimagenet' on Hard ImageNet's data, whose own code computes saliency differently; else 'rival10'."""
+    from ...data.hardimagenet import KIND
+    return HARDIMAGENET if getattr(layout, "kind", None) == KIND else RIVAL10
+
+
+def true_class_outputs(model, num_classes: int) -> List[int]:
+    """label -> the model output that is its class: the label itself for a dataset-class model,
+    the one ImageNet index its class map gives it for a 1000-class model."""
+    from ...class_maps import IMAGENET1K
+    if model.spec.label_space != IMAGENET1K:
+        return list(range(num_classes))
+    members = model.class_map.members()
+    return [members[c][0] for c in range(num_classes)]
+
+
+def _measures(cam: np.ndarray, mask: np.ndarray, protocol: str = RIVAL10) -> List[float]:
+    """The measures of one map, in METRICS order: RIVAL10's; for Hard ImageNet, its IoU and Dice
+    (the map binarized at 0.5), and nothing for an empty mask (its loader's images are left out)."""
+    if protocol == HARDIMAGENET:
+        if not mask.any():
+            return [float("nan")] * len(METRICS)
+        s = saliency_alignment(cam, mask)
+        s["iou"], s["dice"] = absolute_iou_and_dice(cam, mask)
+        return [s[n] for n in METRICS]
     s = saliency_alignment(cam, mask)
     return [s[n] for n in METRICS]
 
@@ -136,7 +188,8 @@ def _overlays(cam: _Layer, pairs, rows, cfg: SaliencyConfig, config: dict, out_d
     wanted = [p for p in pairs if p[0].image_id in chosen]
     panels = {}
     for items, x, m in masked_batches(wanted, cfg.batch_size, device, cfg.workers):
-        maps, _ = gradcam_batch(cam.model, cam.layer, x)
+        maps, _ = gradcam_batch(cam.model, cam.layer, x,
+                                None if cam.targets is None else [cam.targets[it.label] for it in items])
         for k, it in enumerate(items):
             panels[it.image_id] = (chosen[it.image_id], it.label, x[k].permute(1, 2, 0).cpu().numpy(), maps[k],
                                    m[k, 0].cpu().numpy() > 0.5)

@@ -29,6 +29,10 @@ from ..result import without_nan
 
 HEADLINE = "mean over predicted classes of the per-class means (RIVAL10)"
 IMAGE_MEAN = "mean over images"
+#: How a run computed (recorded as `protocol`): RIVAL10's code, or Hard ImageNet's on its data.
+RIVAL10, HARDIMAGENET = "rival10", "hardimagenet"
+#: Hard ImageNet's figures (`saliency_analysis.py` line 193): np.nanmean over the images with a mask.
+HARDIMAGENET_FIGURES = ("iou", "density_diff")
 
 
 @dataclass
@@ -43,13 +47,24 @@ class SaliencySummary:
     flat: int
     bootstrap: dict = field(default_factory=dict)
     run_id: Optional[int] = None
+    protocol: str = RIVAL10
+
+    def hard_imagenet(self) -> Optional[dict]:
+        """Hard ImageNet's figures of a run on its data: mean IoU and mean delta density over the
+        images with a mask (its `np.nanmean`), with their intervals; None for other runs."""
+        if self.protocol != HARDIMAGENET:
+            return None
+        return {m: without_nan(self.image_mean[m]) for m in HARDIMAGENET_FIGURES}
 
     def to_dict(self) -> dict:
-        return {"aggregation": {"headline": HEADLINE, "image_mean": IMAGE_MEAN}, "images": self.images,
-                "flat_maps": self.flat, "bootstrap": self.bootstrap,
-                "headline": {m: without_nan(e) for m, e in self.headline.items()},
-                "image_mean": {m: without_nan(e) for m, e in self.image_mean.items()},
-                "per_predicted_class": {c: without_nan(v) for c, v in self.per_class.items()}}
+        out = {"aggregation": {"headline": HEADLINE, "image_mean": IMAGE_MEAN}, "images": self.images,
+               "flat_maps": self.flat, "bootstrap": self.bootstrap, "protocol": self.protocol,
+               "headline": {m: without_nan(e) for m, e in self.headline.items()},
+               "image_mean": {m: without_nan(e) for m, e in self.image_mean.items()},
+               "per_predicted_class": {c: without_nan(v) for c, v in self.per_class.items()}}
+        if self.protocol == HARDIMAGENET:
+            out["hardimagenet"] = self.hard_imagenet()
+        return out
 
     def metric_rows(self) -> List[tuple]:
         """saliency_<m> (the headline; n: predicted classes) and saliency_<m>_image_mean (n:
@@ -77,6 +92,11 @@ class SaliencySummary:
         how = f"degenerate: {p['degenerate']}" if p.get("degenerate") else \
             "95% bootstrap over images, stratified by predicted class"
         lines.append(f"headline = {HEADLINE}; precision {_f(p['value'])} {ci} ({how})")
+        if self.protocol == HARDIMAGENET:
+            iou, dd = self.image_mean["iou"], self.image_mean["density_diff"]
+            lines.append(f"Hard ImageNet (saliency_analysis.py: Grad-CAM on the true class, map binarized at 0.5, "
+                         f"mean over the {iou['n']} images with a mask): IoU {_f(iou['value'])}, "
+                         f"delta density {_f(dd['value'])}")
         return "\n".join(lines)
 
 
@@ -113,10 +133,11 @@ def class_mean_of_means(values: np.ndarray, groups: np.ndarray, weights: np.ndar
 
 
 def summarize_saliency(values: Dict[str, np.ndarray], preds: Sequence[int], class_name,
-                       seed: int = 0, replicates: int = REPLICATES) -> SaliencySummary:
+                       seed: int = 0, replicates: int = REPLICATES, protocol: str = RIVAL10) -> SaliencySummary:
     """The summary of per-image values (metric -> (N,)) grouped by predicted class.
 
-    class_name: predicted index -> display name.
+    class_name: predicted index -> display name. protocol: how the values were computed (Hard
+    ImageNet's runs also give its figures, `SaliencySummary.hard_imagenet`).
     """
     preds = np.asarray(preds, dtype=np.int64)
     n = preds.size
@@ -141,9 +162,12 @@ def summarize_saliency(values: Dict[str, np.ndarray], preds: Sequence[int], clas
         per_class[class_name(int(p))] = {"images": int(members.sum()),
                                          **{m: _nanmean(np.asarray(values[m], dtype=np.float64)[members])
                                             for m in METRICS}}
-    flat = int(np.isnan(np.asarray(values["precision"], dtype=np.float64)).sum())
+    # an all-zero map has no precision (0/0) but an IoU; an image left out (Hard ImageNet's empty mask) has neither
+    flat = int((np.isnan(np.asarray(values["precision"], dtype=np.float64))
+                & ~np.isnan(np.asarray(values["iou"], dtype=np.float64))).sum())
     return SaliencySummary(headline, image_mean, per_class, images=n, flat=flat,
-                           bootstrap={"replicates": replicates, "seed": seed, "stratified_by": "pred"})
+                           bootstrap={"replicates": replicates, "seed": seed, "stratified_by": "pred"},
+                           protocol=protocol)
 
 
 def too_few_to_resample(values: np.ndarray, preds: np.ndarray) -> Optional[str]:
