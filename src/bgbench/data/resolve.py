@@ -1,5 +1,6 @@
-"""Which layout a `--data` path is: the IN-9 layout (`layout.discover`) or the RIVAL10 release
-(`rival10`). Kept apart from both readers so that neither imports the other."""
+"""Which layout a `--data` path is: the IN-9 layout (`layout.discover`), the RIVAL10 release
+(`rival10`), ImageNet-D's (`imagenet_d`), Spawrious' (`spawrious`), a group file's or ImageNet's
+folders. Kept apart from the readers so that none imports another."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,8 +9,10 @@ from typing import Optional, Sequence
 from .groups import find_group_file, group_layout
 from .imagenet_folders import find_imagenet
 from ..errors import DataError
+from .imagenet_d import find_imagenet_d, imagenet_d_layout
 from .layout import IN9_VARIANTS, Layout, discover
 from .rival10 import find_rival10, rival10_layout
+from .spawrious import find_spawrious, spawrious_layout
 
 
 def resolve_layout(data: "str | Path | Layout", variants: Optional[Sequence[str]] = None,
@@ -22,14 +25,22 @@ def resolve_layout(data: "str | Path | Layout", variants: Optional[Sequence[str]
     variant is `original`. A root with a group file (Waterbirds' `metadata.csv`, a `groups.csv`) is
     read as a group dataset (`data.groups`), one variant too, and so are ImageNet's own images and
     folders of ImageNet classes (`data.imagenet_folders`: ImageNet val, Stylized-ImageNet,
-    ImageNet-R). `split`: the split folder (default: the dataset's evaluation split: val for IN-9
-    and ImageNet, test for Waterbirds).
+    ImageNet-R). The ImageNet-D release is read as its code reads it (`data.imagenet_d`: one
+    variant per nuisance, no split), and so is Spawrious' (`data.spawrious`: one variant, a split per
+    challenge and part, such as o2o_easy-test). `split`: the split folder (default: the dataset's
+    evaluation split: val for IN-9 and ImageNet, test for Waterbirds and Spawrious).
     """
     if isinstance(data, Layout):
         return data
     found_rival10 = find_rival10(data)
     if found_rival10 is not None:
         return rival10_layout(*found_rival10, variants=variants)
+    found_imagenet_d = find_imagenet_d(data)
+    if found_imagenet_d is not None:
+        return imagenet_d_layout(found_imagenet_d, variants, split)
+    found_spawrious = find_spawrious(data)
+    if found_spawrious is not None:
+        return spawrious_layout(found_spawrious, split, variants)
     group_file = find_group_file(data)
     if group_file is not None:
         return group_layout(group_file, split, variants)
