@@ -27,6 +27,7 @@ from bgbench.data.resolve import resolve_layout
 from bgbench.models.spec import BgModel, ModelSpec
 from bgbench.store import Store
 from conftest import assert_one_line_error, run_cli
+from helpers.hub_cache import TAG, use_offline_hub, write_timm_weights
 from helpers.benchmark_trees import BREEDS, IMAGENET_D_CLASSES, LOCATIONS, imagenet_d_tree, spawrious_tree
 from vendored import imagenet_d_source, spawrious_source
 
@@ -261,3 +262,47 @@ def test_trees_that_are_not_what_they_claim_are_one_line_errors(imagenet_d, spaw
                           "'poodle' is not a Spawrious breed")
     assert_one_line_error(run_cli("eval", "--model", "timm:test_resnet", "--data", spawrious, "--split", "o2o_easy-val",
                                   "--db", tmp_path / "r.db"), "its splits are <challenge>-<part>")
+
+
+def test_a_study_over_synthetic9_imagenet_d_and_spawrious_ends_with_one_scorecard(synth_root, model_ckpt, imagenet_d,
+                                                                                  tmp_path, monkeypatch):
+    """The demo's kind of model (Synthetic-9's classes), a 1000-class timm ImageNet model (published
+    weights read from a hand-written hub cache) and a DFR head fitted on Spawrious' training split,
+    on the three datasets: each model runs where it reads the data, the rest is skipped with its
+    reason, and the scorecard has every benchmark's columns."""
+    write_timm_weights(tmp_path / "hf")
+    use_offline_hub(monkeypatch, tmp_path / "hf")
+    spawrious = spawrious_tree(tmp_path / "spawrious", per_folder=10, folders=("0",))  # m2m reads folder 0
+    db = tmp_path / "r.db"
+    proc = run_cli("train", "--recipe", "dfr", "--model", "timm:test_resnet", "--data", spawrious, "--out",
+                   tmp_path / "dfr", "--retrains", "1", "--feature-cache", "none", "--db", db, "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    models = [f"file:{model_ckpt}", f"timm:{TAG}", f"file:{tmp_path / 'dfr' / 'model.pt'}"]
+    proc = run_cli("profile", *[a for m in models for a in ("--model", m)], "--data", synth_root, "--data", imagenet_d,
+                   "--data", spawrious, "--measures", "eval", "challenge", "--out", tmp_path / "p", "--db", db,
+                   "--json", "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    steps = {(s["model"], s["dataset"], s["measure"]): s for s in doc["steps"]}
+    for data in (imagenet_d.name, "spawrious"):  # no masks: the challenge is skipped, and says why
+        assert all(s["skip"] == "the dataset has no foreground masks (fg_mask/)" for (m, d, name), s in steps.items()
+                   if d == data and name == "challenge" and "cannot read" not in (s["skip"] or ""))
+    assert "cannot read" in steps[(TAG, synth_root.name, "eval")]["skip"]  # no class map for Synthetic-9
+    assert "--class-map" in steps[(TAG, "spawrious", "eval")]["skip"]
+    ran = {(s["model"], s["dataset"]) for s in doc["steps"] if s["measure"] == "eval" and s["skip"] is None}
+    assert ran == {(Path(model_ckpt).parent.name, synth_root.name), (TAG, imagenet_d.name), ("dfr", "spawrious")}
+    cells = {(c["dataset"], c["title"]): c for c in doc["scorecard"] if c["value"] is not None}
+    for title in ("background", "texture", "material"):
+        assert (imagenet_d.name, title) in cells and cells[(imagenet_d.name, title)]["higher_is_better"]
+        assert cells[(imagenet_d.name, title)]["lo"] <= cells[(imagenet_d.name, title)]["value"]
+    assert {("spawrious", "clean"), ("spawrious", "worst group"), (synth_root.name, "BG-Gap")} <= set(cells)
+    stored_as = {(imagenet_d.name, t): ("accuracy", t) for t in ("background", "texture", "material")}
+    stored_as.update({("spawrious", "clean"): ("accuracy", "original"),
+                      ("spawrious", "worst group"): ("worst_group_accuracy", "original")})
+    with Store(db) as store:  # each benchmark's cell is the stored metric of its run
+        for column, metric in stored_as.items():
+            metrics = {(m["name"], m["variant"]): m for m in store.metrics(cells[column]["run"])}
+            assert (cells[column]["value"], cells[column]["lo"], cells[column]["hi"]) == tuple(
+                metrics[metric][k] for k in ("value", "lo", "hi"))
+    html = (tmp_path / "p" / "index.html").read_text()
+    assert all(t in html for t in (">background<", ">texture<", ">material<", ">worst group<"))
