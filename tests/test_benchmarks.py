@@ -214,6 +214,9 @@ def test_spawrious_accuracy_and_groups_are_its_evaluate(spawrious, tmp_path, one
     assert ours == {f"{BREEDS[c]} on {LOCATIONS[loc]}": v for (c, loc), v in groups.items()}
     assert stored[("worst_group_accuracy", "original")] == min(k / n for k, n in groups.values())
     assert 0 < acc < 100
+    again = run_cli("analyze", "groups", run_id, "--db", db, "--json")  # the stored run, regrouped from the tree
+    assert again.returncode == 0, again.stderr
+    assert {g["group"]: (g["correct"], g["n"]) for g in json.loads(again.stdout)["groups"]} == ours
 
 
 def _walk(dataset):
