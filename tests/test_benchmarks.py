@@ -309,3 +309,18 @@ def test_a_study_over_synthetic9_imagenet_d_and_spawrious_ends_with_one_scorecar
                 metrics[metric][k] for k in ("value", "lo", "hi"))
     html = (tmp_path / "p" / "index.html").read_text()
     assert all(t in html for t in (">background<", ">texture<", ">material<", ">worst group<"))
+
+
+def test_a_zero_shot_model_reads_the_benchmarks_class_names(tmp_path):
+    """A CLIP head over the dataset's own classes takes ImageNet-D's 113 folders and Spawrious' breeds
+    from the data, as any dataset's class folders."""
+    from helpers.foundation_models import tiny_clip
+    clip = f"openclip:{tiny_clip(tmp_path / 'clip')}"
+    trees = {imagenet_d_tree(tmp_path / "d", {"texture": 1}): imagenet_d_class_map().num_classes,
+             spawrious_tree(tmp_path / "s", per_folder=1, size=16): len(BREEDS)}
+    for data, classes in trees.items():
+        proc = run_cli("eval", "--model", clip, "--data", data, "--db", tmp_path / "r.db", "--json", "--quiet")
+        assert proc.returncode == 0, proc.stderr
+        with Store(tmp_path / "r.db") as store:
+            spec = json.loads(store.get_run(json.loads(proc.stdout)["run_id"])["spec"])
+        assert spec["num_classes"] == classes

@@ -4,15 +4,15 @@ folders. Kept apart from the readers so that none imports another."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Optional, Sequence, Tuple
 
 from .groups import find_group_file, group_layout
 from .imagenet_folders import find_imagenet
 from ..errors import DataError
 from .imagenet_d import find_imagenet_d, imagenet_d_layout
-from .layout import IN9_VARIANTS, Layout, discover
+from .layout import IN9_VARIANTS, Layout, class_folders, discover
 from .rival10 import find_rival10, rival10_layout
-from .spawrious import find_spawrious, spawrious_layout
+from .spawrious import CLASSES as SPAWRIOUS_CLASSES, find_spawrious, spawrious_layout
 
 
 def resolve_layout(data: "str | Path | Layout", variants: Optional[Sequence[str]] = None,
@@ -59,3 +59,17 @@ def resolve_layout(data: "str | Path | Layout", variants: Optional[Sequence[str]
         present = ["original", *[v for v in found.variants if v != "original"]] if "original" in found.variants \
             else list(found.variants)
     return discover(data, split=split, variants=present)
+
+
+def dataset_classes(data, split: str = "val") -> Optional[Tuple[str, ...]]:
+    """The classes of a dataset, cheaply (no image listed), for a model that takes them from the data
+    (a zero-shot head, a random-init network sized to them): ImageNet-D's 113 folders, Spawrious'
+    four breeds, else the class folders `layout.class_folders` finds; None when none can be read."""
+    if data is None or isinstance(data, Layout):
+        return class_folders(data, split)
+    if find_imagenet_d(data) is not None:
+        from ..class_maps import imagenet_d_classes
+        return imagenet_d_classes()
+    if find_spawrious(data) is not None:
+        return SPAWRIOUS_CLASSES
+    return class_folders(data, split)
