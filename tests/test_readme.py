@@ -283,6 +283,7 @@ COMMANDS = {
     # the README's foundation models and DFR on real weights and data: run with stand-ins (STAND_IN_KEYS)
     "bgbench train --recipe dfr --model timm:resnet50.a1_in1k": None,
     "bgbench eval --model file:dfr-resnet50/model.pt": None,
+    "bgbench eval --model file:dfr-spawrious/model.pt": None,  # ImageNet-D and Spawrious: generated trees
     "bgbench train --recipe dfr --model openclip:ViT-B-32@openai": None,
     "bgbench eval --model openclip:ViT-B-32@openai": None,
     "bgbench challenge --model openclip:ViT-B-32@openai": None,
@@ -307,7 +308,8 @@ STAND_IN_KEYS = ("bgbench profile --model timm:resnet50.a1_in1k", "bgbench study
                  "bgbench eval --model hf:facebook/dinov2-base-imagenet1k-1-layer",
                  "bgbench challenge --model hf:facebook/dinov2-base-imagenet1k-1-layer",
                  "bgbench eval --model hf:facebook/convnext-base-224", "bgbench challenge --model hf:facebook/convnext-base-224",
-                 "bgbench eval --model timm:resnet50.a1_in1k", "bgbench challenge --model timm:resnet50.a1_in1k")
+                 "bgbench eval --model timm:resnet50.a1_in1k", "bgbench challenge --model timm:resnet50.a1_in1k",
+                 "bgbench eval --model file:dfr-spawrious/model.pt")
 #: Commands the README names in its prose, run as well (they complete the --json coverage).
 PROSE = ["models 'timm:test_res*' --json", "leaderboard --format html --out {tmp}/leaderboard.html --db {db}",
          "leaderboard --format csv --db {db}", "demo --out {tmp}/demo --json --quiet"]
@@ -499,7 +501,10 @@ def test_readme_commands_that_name_real_models_run_with_stand_ins(model_ckpt, tm
     birds = waterbirds_tree(tmp_path / "waterbirds", {"train": {(0, 0): 3, (1, 1): 3, (0, 1): 1, (1, 0): 1},
                                                       "val": {(y, p): 2 for y in (0, 1) for p in (0, 1)},
                                                       "test": {(y, p): 2 for y in (0, 1) for p in (0, 1)}})
-    swaps = {**STAND_INS, "openclip:ViT-B-32@openai": f"openclip:{tiny_clip(tmp_path / 'clip')}",
+    from helpers.benchmark_trees import imagenet_d_tree, spawrious_tree
+    imagenet_d = imagenet_d_tree(tmp_path / "ImageNet-D", {"background": 1, "texture": 1, "material": 1})
+    spawrious = spawrious_tree(tmp_path / "spawrious", per_folder=2, size=16)
+    swaps = {**STAND_INS, "/data/ImageNet-D": str(imagenet_d), "/data/spawrious": str(spawrious), "openclip:ViT-B-32@openai": f"openclip:{tiny_clip(tmp_path / 'clip')}",
              "hf:facebook/dinov2-base-imagenet1k-1-layer": f"hf:{tiny_vit(tmp_path / 'vit')}",
              "hf:facebook/convnext-base-224": f"hf:{tmp_path / 'vit'}",
              "file:runs/mixed_rand/model.pt": f"file:{model_ckpt}", "/data/in9-built": str(built), "/data/in9": str(in9),

@@ -12,6 +12,11 @@ prediction there is always wrong). Which one a run uses depends on the dataset:
   [RIVAL10 class, label]; `rival10_wnid_to_class.json`: WordNet id → ImageNet class name): each
   RIVAL10 class is the set of ImageNet classes whose names the first table lists (two per class,
   20 in all). A WordNet id's index is its position among the 1000 sorted ids, ImageNet-1k's order;
+- ImageNet-D's 113 class folders: ImageNet-D's own table (`imagenet_d/imgnet_d2imgnet_id.txt`: class
+  folder → the ImageNet indices that count as it, one to three each, no index twice), as its
+  `evaluate_imagenet_models.py` scores a 1000-class model: right when the top-1 ImageNet class is one
+  of the folder's (its `pred.eq(target[k])` summed over the folder's indices). The labels are
+  ImageNet-D's own indices (`imgnet_d_dir2imgnet_d_id.txt`, the folders in sorted order);
 - any dataset: a JSON file (`--class-map FILE.json`) `{"<ImageNet index>": "<class folder>", ...}`.
 
 A run that used any map but IN-9's records it in its config (`to_config`), so stored 1000-class
@@ -35,6 +40,7 @@ IMAGENET_CLASSES = 1000
 IN9 = "in9"
 RIVAL10 = "rival10"
 WNIDS = "imagenet-wnids"
+IMAGENET_D = "imagenet-d"
 
 
 @dataclass(frozen=True)
@@ -105,6 +111,32 @@ def imagenet_wnids() -> Tuple[str, ...]:
     return tuple(sorted(_resource("rival10_wnid_to_class.json")))
 
 
+@lru_cache(maxsize=1)
+def imagenet_d_tables() -> Tuple[Tuple[str, ...], Dict[str, Tuple[int, ...]]]:
+    """(ImageNet-D's 113 class folders in label order, class folder -> its ImageNet indices), from
+    ImageNet-D's two files (`resources/imagenet_d/`, verbatim from its `preprocessing/`)."""
+    folder = files("bgbench").joinpath("resources/imagenet_d")
+    to_imagenet = json.loads(folder.joinpath("imgnet_d2imgnet_id.txt").read_text())
+    to_label = json.loads(folder.joinpath("imgnet_d_dir2imgnet_d_id.txt").read_text())
+    classes = tuple(sorted(to_label, key=lambda c: int(to_label[c][0])))
+    return classes, {c: tuple(int(i) for i in to_imagenet[c]) for c in classes}
+
+
+def imagenet_d_classes() -> Tuple[str, ...]:
+    """ImageNet-D's class folders ('alarm_clock', 'backpack', ...), position = ImageNet-D label."""
+    return imagenet_d_tables()[0]
+
+
+def imagenet_d_class_map() -> ClassMap:
+    """ImageNet-D's map: each ImageNet index its folder lists goes to that folder's label."""
+    classes, indices = imagenet_d_tables()
+    table = [NO_CLASS] * IMAGENET_CLASSES
+    for label, cls in enumerate(classes):
+        for index in indices[cls]:
+            table[index] = label
+    return ClassMap(IMAGENET_D, tuple(table), len(classes))
+
+
 def imagenet_class_map() -> ClassMap:
     """Full-IN's map: ImageNet index k is the dataset's k-th class folder (wnid k)."""
     return ClassMap(IMAGENET1K, tuple(range(IMAGENET_CLASSES)), IMAGENET_CLASSES)
@@ -167,7 +199,8 @@ def class_map_from_file(path: str | Path, classes: Sequence[str]) -> ClassMap:
 def resolve_class_map(classes: Sequence[str], class_map: "str | Path | ClassMap | None" = None
                       ) -> Optional[ClassMap]:
     """The class map for a dataset with these classes: the one given (a ClassMap or a file), else
-    IN-9's, RIVAL10's, ImageNet-1k's own (the identity) or some of its wnids' by the class names;
+    IN-9's, RIVAL10's, ImageNet-1k's own (the identity), ImageNet-D's or some of ImageNet's wnids' by
+    the class names;
     None when there is none."""
     if isinstance(class_map, ClassMap):
         if class_map.num_classes != len(classes):
@@ -182,6 +215,8 @@ def resolve_class_map(classes: Sequence[str], class_map: "str | Path | ClassMap 
         return rival10_class_map()
     if tuple(classes) == imagenet_wnids():
         return imagenet_class_map()
+    if tuple(classes) == imagenet_d_classes():
+        return imagenet_d_class_map()
     if classes and set(classes) <= set(imagenet_wnids()) and len(set(classes)) == len(classes):
         return wnid_class_map(classes)
     return None

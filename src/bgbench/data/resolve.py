@@ -1,18 +1,20 @@
 """Which layout a `--data` path is: the IN-9 layout (`layout.discover`), the RIVAL10 release
-(`rival10`), Hard ImageNet (`hardimagenet`), a group dataset or ImageNet's own folders. Kept apart from the
-readers so that none imports another."""
+(`rival10`), Hard ImageNet (`hardimagenet`), ImageNet-D's (`imagenet_d`), Spawrious' (`spawrious`),
+a group file's or ImageNet's folders. Kept apart from the readers so that none imports another."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Optional, Sequence, Tuple
 
 from .groups import find_group_file, group_layout
 from .hardimagenet import hard_imagenet_layout
 from .hardimagenet_classes import find_hard_imagenet
 from .imagenet_folders import find_imagenet
 from ..errors import DataError
-from .layout import IN9_VARIANTS, Layout, discover
+from .imagenet_d import find_imagenet_d, imagenet_d_layout
+from .layout import IN9_VARIANTS, Layout, class_folders, discover
 from .rival10 import find_rival10, rival10_layout
+from .spawrious import CLASSES as SPAWRIOUS_CLASSES, find_spawrious, spawrious_layout
 
 
 def resolve_layout(data: "str | Path | Layout", variants: Optional[Sequence[str]] = None,
@@ -26,8 +28,10 @@ def resolve_layout(data: "str | Path | Layout", variants: Optional[Sequence[str]
     masks over the user's ImageNet (`data.hardimagenet`). A root with a group file (Waterbirds' `metadata.csv`, a `groups.csv`) is
     read as a group dataset (`data.groups`), one variant too, and so are ImageNet's own images and
     folders of ImageNet classes (`data.imagenet_folders`: ImageNet val, Stylized-ImageNet,
-    ImageNet-R). `split`: the split folder (default: the dataset's evaluation split: val for IN-9
-    and ImageNet, test for Waterbirds).
+    ImageNet-R). The ImageNet-D release is read as its code reads it (`data.imagenet_d`: one
+    variant per nuisance, no split), and so is Spawrious' (`data.spawrious`: one variant, a split per
+    challenge and part, such as o2o_easy-test). `split`: the split folder (default: the dataset's
+    evaluation split: val for IN-9 and ImageNet, test for Waterbirds and Spawrious).
     """
     if isinstance(data, Layout):
         return data
@@ -38,6 +42,12 @@ def resolve_layout(data: "str | Path | Layout", variants: Optional[Sequence[str]
     if found_hard is not None:
         root, named_split = found_hard
         return hard_imagenet_layout(root, split or named_split, variants)
+    found_imagenet_d = find_imagenet_d(data)
+    if found_imagenet_d is not None:
+        return imagenet_d_layout(found_imagenet_d, variants, split)
+    found_spawrious = find_spawrious(data)
+    if found_spawrious is not None:
+        return spawrious_layout(found_spawrious, split, variants)
     group_file = find_group_file(data)
     if group_file is not None:
         return group_layout(group_file, split, variants)
@@ -56,3 +66,17 @@ def resolve_layout(data: "str | Path | Layout", variants: Optional[Sequence[str]
         present = ["original", *[v for v in found.variants if v != "original"]] if "original" in found.variants \
             else list(found.variants)
     return discover(data, split=split, variants=present)
+
+
+def dataset_classes(data, split: str = "val") -> Optional[Tuple[str, ...]]:
+    """The classes of a dataset, cheaply (no image listed), for a model that takes them from the data
+    (a zero-shot head, a random-init network sized to them): ImageNet-D's 113 folders, Spawrious'
+    four breeds, else the class folders `layout.class_folders` finds; None when none can be read."""
+    if data is None or isinstance(data, Layout):
+        return class_folders(data, split)
+    if find_imagenet_d(data) is not None:
+        from ..class_maps import imagenet_d_classes
+        return imagenet_d_classes()
+    if find_spawrious(data) is not None:
+        return SPAWRIOUS_CLASSES
+    return class_folders(data, split)

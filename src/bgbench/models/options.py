@@ -102,12 +102,12 @@ def build(options: ModelOptions):
     that builds one; the model keeps its class map file and its identity (`identity`) for the run."""
     from .. import protocols
     from ..console import status
-    from ..data.layout import class_folders
+    from ..data.resolve import dataset_classes
     from .registry import create_model
     opts = protocols.resolve(options.protocol, resize=options.resize, labels=options.labels,
                              templates=options.templates)
     model = create_model(options.model, checkpoint=options.checkpoint, trust_checkpoint=options.trust_checkpoint,
-                         norm=options.norm, classes=class_folders(options.data, options.split or "val"),
+                         norm=options.norm, classes=dataset_classes(options.data, options.split or "val"),
                          device=options.device, pretrained=options.pretrained, mean=options.mean, std=options.std,
                          input_size=options.input_size, **opts)
     note = random_weights_note(model.spec)

@@ -203,8 +203,8 @@ def compatibility_problem(name: str, label_space: str, num_classes: int, classes
         except BgbenchError as e:
             return str(e)
         if resolved is None:
-            return (f"{name} is a 1000-class ImageNet model, which maps by itself only to IN-9's, RIVAL10's or "
-                    f"ImageNet's own 1000 wnid folders (Full-IN), each with the class folders named as theirs; for "
+            return (f"{name} is a 1000-class ImageNet model, which maps by itself only to IN-9's, RIVAL10's, "
+                    f"ImageNet-D's or ImageNet's own 1000 wnid folders (Full-IN), each with the class folders named as theirs; for "
                     f"this dataset's {len(classes)} classes ({_few(classes)}) give --class-map FILE.json "
                     f"({{\"<ImageNet index>\": \"<class folder>\"}}; class_map in a study's model table)")
         return None

@@ -147,6 +147,18 @@ def plan(study: Study, store) -> List[Step]:
                 step = edits_eval_step(edited, m, store, mf.weights, mf.identity)
                 step.problem = problem
                 steps.append(step)
+    return _skip_unreadable(steps)
+
+
+def _skip_unreadable(steps: List[Step]) -> List[Step]:
+    """A model that reads some of the study's datasets but not another (a Synthetic-9 model beside
+    ImageNet-D, a 1000-class model beside a dataset it has no class map for) runs on those it reads:
+    its steps on the others are skipped with the reason, as a measure the data cannot support is. A
+    model that reads none of them keeps its problems, which stop the study before any step."""
+    reads = {s.model.label for s in steps if s.model is not None and s.problem is None}
+    for step in steps:
+        if step.problem and step.model is not None and step.model.label in reads:
+            step.skip, step.problem = f"{step.model.label} cannot read {step.dataset.label}: {step.problem}", None
     return steps
 
 

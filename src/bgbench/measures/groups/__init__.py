@@ -1,15 +1,18 @@
 """Worst-group accuracy: accuracy per group, its worst group and the mean over groups, from a stored
 eval run: a group is (object class, background class) of a mixed variant, from the dataset's
-manifest, or a group dataset's own (Waterbirds, groups.csv)."""
+manifest, or a group dataset's own (Waterbirds, groups.csv, Spawrious' (breed, location))."""
 from ..registry import Measure, SectionSpec, register_measure
 
 
 class Groups(Measure):
     name = "groups"
     source = ("worst-group accuracy of the spurious-correlation literature (Sagawa et al., 2020: "
-              "Waterbirds), groups being (object class, background class)")
+              "Waterbirds), groups being (object class, background class); on Spawrious (aengusl/spawrious), "
+              "the (class_label, location_label) of `spawrious/torch.py`'s images, whose own code reports "
+              "only the mean test accuracy")
     checked_against = ("tests/measures/test_groups.py (a table worked by hand; stored groups "
-                       "against the manifest and predictions read with the csv module)")
+                       "against the manifest and predictions read with the csv module) and "
+                       "tests/test_benchmarks.py (Spawrious' groups against its vendored `SpawriousBenchmark`)")
     title = "worst-group accuracy"
     needs = ("eval run",)
     help = ("accuracy per (class, background class) group of MIXED-RAND (or a group dataset's groups), the worst "

@@ -1,6 +1,7 @@
 """Worst-group accuracy of a stored eval run (I/O): its predictions from the store, each image's
 group from its dataset: on IN-9-layout data, a mixed image's background class from the manifest;
-on a group dataset (Waterbirds' metadata.csv, a groups.csv), the file's groups."""
+on a group dataset (Waterbirds' metadata.csv, a groups.csv), the file's groups; on Spawrious, each
+image's (breed, location) at the run's split."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -10,6 +11,7 @@ import numpy as np
 
 from ...data.groups import find_group_file, group_layout
 from ...data.manifest import read_backgrounds
+from ...data.spawrious import find_spawrious, spawrious_layout
 from ...errors import BgbenchError
 from ...probing.tables import stored_table
 from .summary import MIN_IMAGES, GroupAccuracy, group_accuracy
@@ -27,7 +29,10 @@ def worst_group(store, run_id: int, variant: Optional[str] = None, data: Optiona
     root = Path(data or table.data_root or "")
     group_file = find_group_file(root)
     if group_file is not None:
-        return _group_file_groups(table, group_file, variant, min_images)
+        return _own_groups(table, lambda: group_layout(group_file, table.split), variant, min_images)
+    spawrious = find_spawrious(root)
+    if spawrious is not None:
+        return _own_groups(table, lambda: spawrious_layout(spawrious, table.split), variant, min_images)
     variant = variant or "mixed_rand"
     if variant not in MIXED:
         raise BgbenchError(f"--variant {variant}: groups are (class, background class), recorded for the mixed "
@@ -50,17 +55,20 @@ def worst_group(store, run_id: int, variant: Optional[str] = None, data: Optiona
     return result
 
 
-def _group_file_groups(table, group_file: Path, variant: Optional[str], min_images: int) -> GroupAccuracy:
-    """The groups of a group dataset's eval run, from its group file at the run's split."""
+def _own_groups(table, read_layout, variant: Optional[str], min_images: int) -> GroupAccuracy:
+    """The groups of a group dataset's eval run (a group file's, Spawrious'), from its layout at the
+    run's split (`read_layout()`)."""
+    layout = read_layout()
     if variant not in (None, "original"):
-        raise BgbenchError(f"{group_file.parent} is a group dataset ({group_file.name}): its one variant is original")
+        raise BgbenchError(f"{layout.root} is {layout.described()}: its one variant is original")
     table.require(["original"], "worst-group accuracy")
-    groups = group_layout(group_file, table.split).groups
+    groups = layout.groups
     v = table.variants["original"]
     missing = [i for i in v.image_ids if i not in groups]
     if missing:
-        raise BgbenchError(f"{group_file} has no group for {len(missing)} images of {table.name} at split "
-                           f"{table.split} (first: {missing[0]}): is it the dataset the run evaluated?")
+        raise BgbenchError(f"{layout.root} ({layout.described()}) has no group for {len(missing)} images of "
+                           f"{table.name} at split {table.split} (first: {missing[0]}): is it the dataset the run "
+                           f"evaluated?")
     result = group_accuracy(np.asarray(v.preds) == np.asarray(v.labels), [groups[i] for i in v.image_ids],
                             variant="original", min_images=min_images)
     result.run_id = table.run_id

@@ -1,0 +1,326 @@
+"""ImageNet-D and Spawrious read as released and scored as their own code scores them.
+
+Each test builds a tree in the release's layout (real class names, generated pixels), reads it with
+bgbench and with the benchmark's own code (vendored in tests/vendored/, each file naming its
+repository, commit and path), and finds the same images, labels and groups; the headline bgbench
+stores equals what the benchmark's code computes from the same stored predictions.
+
+- ImageNet-D: `utils/data_loaders_imgnet_id.py` (`ImageNetDLoader`) and the counting of
+  `evaluate_imagenet_models.py` (`test_model`, lines 34-45);
+- Spawrious: `spawrious/torch.py` (`SpawriousBenchmark._create_data_list` over `_get_combinations`)
+  and `example.py` (`evaluate`).
+"""
+import hashlib
+import json
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+import bgbench
+from bgbench.class_maps import IMAGENET1K, imagenet_d_class_map
+from bgbench.data.resolve import resolve_layout
+from bgbench.models.spec import BgModel, ModelSpec
+from bgbench.store import Store
+from conftest import assert_one_line_error, run_cli
+from helpers.hub_cache import TAG, use_offline_hub, write_timm_weights
+from helpers.benchmark_trees import BREEDS, IMAGENET_D_CLASSES, LOCATIONS, imagenet_d_tree, spawrious_tree
+from vendored import imagenet_d_source, spawrious_source
+
+RESOURCES = Path(bgbench.__file__).parent / "resources" / "imagenet_d"
+CHALLENGES = ("o2o_easy", "o2o_medium", "o2o_hard", "m2m_easy", "m2m_medium", "m2m_hard")
+
+
+@pytest.fixture(scope="module")
+def imagenet_d(tmp_path_factory) -> Path:
+    return imagenet_d_tree(tmp_path_factory.mktemp("imagenet-d"), {"background": 3, "texture": 2, "material": 1})
+
+
+@pytest.fixture(scope="module")
+def spawrious(tmp_path_factory) -> Path:
+    return spawrious_tree(tmp_path_factory.mktemp("spawrious"), per_folder=5)
+
+
+def _source_imagenet_d(root: Path, nuisance: str, workdir: Path):
+    """ImageNet-D's own loader on `root/nuisance`, run from a folder holding its
+    preprocessing/imgnet_d2imgnet_id.txt, as the repository's scripts run (the file is opened relative
+    to the working folder)."""
+    (workdir / "preprocessing").mkdir(parents=True, exist_ok=True)
+    shutil.copy(RESOURCES / "imgnet_d2imgnet_id.txt", workdir / "preprocessing")
+    here = os.getcwd()
+    os.chdir(workdir)
+    try:
+        return imagenet_d_source.ImageNetDLoader(str(root / nuisance), transform=lambda im: torch.zeros(1))
+    finally:
+        os.chdir(here)
+
+
+def test_imagenet_d_is_read_as_its_loader_reads_it(imagenet_d, tmp_path):
+    layout = resolve_layout(imagenet_d)
+    assert layout.kind == "imagenet_d" and layout.variants == ("background", "texture", "material")
+    members = imagenet_d_class_map().members()  # ImageNet-D label -> the ImageNet indices that count as it
+    for nuisance in layout.variants:
+        source = _source_imagenet_d(imagenet_d, nuisance, tmp_path)
+        theirs = sorted((Path(p).resolve(), tuple(sorted(i for i in labels if i >= 0)))
+                        for p, labels in zip(source.file_lists, source.label_lists))
+        ours = sorted((it.path.resolve(), tuple(sorted(members[it.label]))) for it in layout.items(nuisance))
+        assert ours == theirs and len(ours) == len(IMAGENET_D_CLASSES) * {"background": 3, "texture": 2,
+                                                                          "material": 1}[nuisance]
+        assert all(len(labels) == 10 for labels in source.label_lists)  # padded with -1, as its collate needs
+    assert {c: sorted(members[layout.classes.index(c)]) for c in ("banana", "bicycle", "chair")} == \
+        {"banana": [954], "bicycle": [444, 671], "chair": [423, 559, 765]}
+
+
+class ChannelLinear(nn.Module):
+    """Logits from the image's channel means: a decision that varies with the pixels."""
+
+    def __init__(self, weight: torch.Tensor, bias: torch.Tensor):
+        super().__init__()
+        self.lin = nn.Linear(3, weight.shape[0])
+        with torch.no_grad():
+            self.lin.weight.copy_(weight)
+            self.lin.bias.copy_(bias)
+
+    def forward(self, x):
+        return self.lin(x.mean(dim=(2, 3)))
+
+
+def imagenet_model() -> BgModel:
+    """A 1000-class ImageNet model whose top classes are the test classes' ImageNet indices and a
+    few others (so it is right on some images and wrong on others, and a top-5 holds several of a
+    class's indices)."""
+    g = torch.Generator().manual_seed(0)
+    live = [954, 671, 444, 423, 559, 765, 560, 518, 504, 0, 1, 2, 3]
+    weight = torch.zeros(1000, 3)
+    bias = torch.full((1000,), -50.0)
+    weight[live] = 40 * torch.randn(len(live), 3, generator=g)
+    bias[live] = torch.randn(len(live), generator=g)
+    spec = ModelSpec(name="toy:imagenet", arch="toy", num_classes=1000, label_space=IMAGENET1K,
+                     mean=(0.0, 0.0, 0.0), std=(1.0, 1.0, 1.0))
+    return BgModel(ChannelLinear(weight, bias), spec).eval()
+
+
+def test_imagenet_d_accuracy_per_nuisance_is_its_evaluate_scripts(imagenet_d, tmp_path, one_thread):
+    db = tmp_path / "r.db"
+    report = bgbench.evaluate(imagenet_model(), imagenet_d, progress=False)
+    run_id = bgbench.record(report, db)
+    with Store(db) as store:
+        stored = {(m["name"], m["variant"]): m["value"] for m in store.metrics(run_id)}
+        rows = {v: {r["image_id"]: json.loads(r["top5_classes"]) for r in store.predictions(run_id, v)}
+                for v in ("background", "texture", "material")}
+    accuracies = []
+    for nuisance, top5_of in rows.items():
+        source = _source_imagenet_d(imagenet_d, nuisance, tmp_path)
+        top1_cnt, top5_cnt, cnt = 0, 0, 0
+        for example in torch.utils.data.DataLoader(source, batch_size=4, shuffle=False):
+            ids = ["/".join(Path(p).parts[-2:]) for p in example["path"]]
+            top5 = torch.tensor([top5_of[i] for i in ids])  # the stored top-5 ImageNet classes, best first
+            top1_cnt, top5_cnt, cnt = imagenet_d_source.count_correct(top5, example["labels"], top1_cnt, top5_cnt,
+                                                                      cnt)
+        accuracies.append(top1_cnt.item() / cnt)
+        assert stored[("accuracy", nuisance)] == pytest.approx(top1_cnt.item() / cnt, abs=1e-12)
+        assert cnt == len(top5_of)
+    assert 0 < accuracies[0] < 1  # the model is right on some background images and wrong on others
+    runs = run_cli("runs", "--db", db)
+    assert f"accuracy[background]={100 * accuracies[0]:.1f}%" in runs.stdout  # background first
+
+
+def _source_items(dataset) -> list:
+    """(path, class_index, location_index) of every image of a source data list, walking its
+    ConcatDatasets down to the `CustomImageFolder`s."""
+    if isinstance(dataset, spawrious_source.CustomImageFolder):
+        return [(Path(p).resolve(), dataset.class_index, dataset.location_index) for p in dataset.image_paths]
+    return [item for d in getattr(dataset, "datasets", dataset) for item in _source_items(d)]
+
+
+def _source_sets(root: Path, challenge: str) -> dict:
+    """Spawrious' own training and test sets of a challenge, as `_prepare_data_lists` builds them."""
+    bench = spawrious_source.SpawriousBenchmark.__new__(spawrious_source.SpawriousBenchmark)
+    bench.type1 = challenge.lower().startswith("o2o")  # __init__, line 239
+    combos = spawrious_source._get_combinations(challenge)
+    return {part: bench._create_data_list(combos[f"{part}_combinations"], str(root), None)
+            for part in ("train", "test")}
+
+
+@pytest.mark.parametrize("challenge", CHALLENGES)
+def test_spawrious_sets_are_its_data_lists(challenge, spawrious):
+    sets = _source_sets(spawrious, challenge)
+    for part in ("train", "test"):
+        layout = resolve_layout(spawrious, split=f"{challenge}-{part}")
+        theirs = sorted(_source_items(sets[part]))
+        ours = sorted((it.path.resolve(), it.label, LOCATIONS.index(layout.groups[it.image_id].split(" on ")[1]))
+                      for it in layout.items("original"))
+        assert ours == theirs and ours
+        assert all(layout.groups[it.image_id] == f"{BREEDS[it.label]} on {layout.groups[it.image_id].split(' on ')[1]}"
+                   for it in layout.items("original"))
+    assert resolve_layout(spawrious, split=challenge).split == f"{challenge}-test"
+
+
+def test_a_spawrious_limit_keeps_the_first_images_in_directory_order(spawrious, tmp_path):
+    """o2o's filler takes the first 96 images of folder 0 (3168 - int(0.97 * 3168)), in os.listdir's order."""
+    root = tmp_path / "limit"
+    shutil.copytree(spawrious, root)
+    folder = root / "spawrious224" / "0" / "beach" / "corgi"
+    one = next(folder.iterdir())
+    for n in range(100):
+        shutil.copy(one, folder / f"extra_{n:03d}.png")
+    theirs = sorted(p for p, _, _ in _source_items(_source_sets(root, "o2o_easy")["train"]))
+    ours = sorted(it.path.resolve() for it in resolve_layout(root, split="o2o_easy-train").items("original"))
+    assert ours == theirs
+    assert sum(p.parent == folder.resolve() for p in ours) == 96
+
+
+def breed_model(seed: int = 0) -> BgModel:
+    g = torch.Generator().manual_seed(seed)
+    spec = ModelSpec(name="toy:breeds", arch="toy", num_classes=4, mean=(0.0, 0.0, 0.0), std=(1.0, 1.0, 1.0),
+                     class_names=BREEDS)
+    return BgModel(ChannelLinear(20 * torch.randn(4, 3, generator=g), torch.randn(4, generator=g)), spec).eval()
+
+
+def test_spawrious_accuracy_and_groups_are_its_evaluate(spawrious, tmp_path, one_thread):
+    db = tmp_path / "r.db"
+    report = bgbench.evaluate(breed_model(), spawrious, split="o2o_easy-test", progress=False)
+    run_id = bgbench.record(report, db)
+    with Store(db) as store:
+        stored = {(m["name"], m["variant"]): m["value"] for m in store.metrics(run_id)}
+        pred_of = {r["image_id"]: r["pred"] for r in store.predictions(run_id, "original")}
+    root = (spawrious / "spawrious224").resolve()
+    # example.py's `evaluate` on its own test set, the model answering each image with its stored prediction:
+    # the images are told apart by their pixels (the transform sees only the image)
+    by_pixels = {}
+    for image_id, pred in pred_of.items():
+        with spawrious_source.Image.open(root / image_id) as im:
+            by_pixels[hashlib.sha256(np.asarray(im.convert("RGB")).tobytes()).hexdigest()] = pred
+    assert len(by_pixels) == len(pred_of)
+    position = {key: k for k, key in enumerate(by_pixels)}
+    preds = torch.tensor(list(by_pixels.values()))
+    # `get_test_dataset`: datasets[0], the concat of the test data lists (`__init__`, line 246)
+    test_set = spawrious_source.ConcatDataset(_source_sets(spawrious, "o2o_easy")["test"])
+    for folder in _walk(test_set):
+        folder.transform = lambda im: torch.tensor(position[hashlib.sha256(np.asarray(im).tobytes()).hexdigest()])
+    loader = torch.utils.data.DataLoader(test_set, batch_size=8, shuffle=False)
+    acc = spawrious_source.evaluate(lambda x: nn.functional.one_hot(preds[x], 4).float(), loader, torch.device("cpu"))
+    assert 100 * stored[("accuracy", "original")] == pytest.approx(acc, abs=1e-9)
+    # the groups: the source's (class_label, location_label), each group's accuracy from the same predictions
+    groups = {}
+    for path, cls, loc in _source_items(test_set):
+        k, n = groups.get((cls, loc), (0, 0))
+        groups[(cls, loc)] = (k + int(pred_of[path.relative_to(root).as_posix()] == cls), n + 1)
+    ours = {g["group"]: (g["correct"], g["n"]) for g in report.groups["original"].groups}
+    assert ours == {f"{BREEDS[c]} on {LOCATIONS[loc]}": v for (c, loc), v in groups.items()}
+    assert stored[("worst_group_accuracy", "original")] == min(k / n for k, n in groups.values())
+    assert 0 < acc < 100
+    again = run_cli("analyze", "groups", run_id, "--db", db, "--json")  # the stored run, regrouped from the tree
+    assert again.returncode == 0, again.stderr
+    assert {g["group"]: (g["correct"], g["n"]) for g in json.loads(again.stdout)["groups"]} == ours
+
+
+def _walk(dataset):
+    if isinstance(dataset, spawrious_source.CustomImageFolder):
+        return [dataset]
+    return [f for d in dataset.datasets for f in _walk(d)]
+
+
+def test_dfr_fits_on_spawrious_training_split_by_its_groups(spawrious, tmp_path):
+    out, db = tmp_path / "dfr", tmp_path / "r.db"
+    proc = run_cli("train", "--recipe", "dfr", "--model", "timm:test_resnet", "--data", spawrious,
+                   "--split", "o2o_easy-train", "--out", out, "--retrains", "1", "--feature-cache", "none",
+                   "--db", db, "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    head = json.loads((out / "head.json").read_text())
+    train = resolve_layout(spawrious, split="o2o_easy-train")
+    assert head["split"] == "o2o_easy-train" and head["images"] == len(train.items("original"))
+    assert head["groups"] == len(set(train.groups.values())) == 8  # each breed on its location and on the filler
+    assert head["group_balanced"] is True
+    ev = run_cli("eval", "--model", f"file:{out / 'model.pt'}", "--data", spawrious, "--split", "o2o_easy-test",
+                 "--db", db, "--json", "--quiet")
+    assert ev.returncode == 0, ev.stderr
+    assert {g["group"] for g in json.loads(ev.stdout)["groups"]["original"]["groups"]} == {
+        "bulldog on dirt", "corgi on jungle", "dachshund on snow", "labrador on desert"}
+
+
+def test_trees_that_are_not_what_they_claim_are_one_line_errors(imagenet_d, spawrious, tmp_path):
+    bad = tmp_path / "imagenet-d"
+    shutil.copytree(imagenet_d, bad)
+    (bad / "background" / "banana").rename(bad / "background" / "bananas")
+    assert_one_line_error(run_cli("eval", "--model", "timm:test_resnet", "--data", bad, "--db", tmp_path / "r.db"),
+                          "'bananas' is not an ImageNet-D class")
+    (bad / "background" / "bananas").rename(bad / "background" / "banana")
+    (bad / "texture" / "mug" / "notes.txt").write_text("x")
+    assert_one_line_error(run_cli("eval", "--model", "timm:test_resnet", "--data", bad, "--db", tmp_path / "r.db"),
+                          "notes.txt", "not one")
+    assert_one_line_error(run_cli("eval", "--model", "timm:test_resnet", "--data", imagenet_d, "--split", "val",
+                                  "--db", tmp_path / "r.db"), "ImageNet-D, which has no splits")
+    missing = tmp_path / "spawrious"
+    shutil.copytree(spawrious, missing)
+    shutil.rmtree(missing / "spawrious224" / "1" / "snow" / "dachshund")
+    assert_one_line_error(run_cli("eval", "--model", "timm:test_resnet", "--data", missing, "--split", "o2o_easy-test",
+                                  "--db", tmp_path / "r.db"), "1/snow/dachshund is missing", "o2o_easy test")
+    (missing / "spawrious224" / "0" / "snow" / "poodle").mkdir()
+    assert_one_line_error(run_cli("eval", "--model", "timm:test_resnet", "--data", missing, "--db", tmp_path / "r.db"),
+                          "'poodle' is not a Spawrious breed")
+    assert_one_line_error(run_cli("eval", "--model", "timm:test_resnet", "--data", spawrious, "--split", "o2o_easy-val",
+                                  "--db", tmp_path / "r.db"), "its splits are <challenge>-<part>")
+
+
+def test_a_study_over_synthetic9_imagenet_d_and_spawrious_ends_with_one_scorecard(synth_root, model_ckpt, imagenet_d,
+                                                                                  tmp_path, monkeypatch):
+    """The demo's kind of model (Synthetic-9's classes), a 1000-class timm ImageNet model (published
+    weights read from a hand-written hub cache) and a DFR head fitted on Spawrious' training split,
+    on the three datasets: each model runs where it reads the data, the rest is skipped with its
+    reason, and the scorecard has every benchmark's columns."""
+    write_timm_weights(tmp_path / "hf")
+    use_offline_hub(monkeypatch, tmp_path / "hf")
+    spawrious = spawrious_tree(tmp_path / "spawrious", per_folder=10, folders=("0",))  # m2m reads folder 0
+    db = tmp_path / "r.db"
+    proc = run_cli("train", "--recipe", "dfr", "--model", "timm:test_resnet", "--data", spawrious, "--out",
+                   tmp_path / "dfr", "--retrains", "1", "--feature-cache", "none", "--db", db, "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    models = [f"file:{model_ckpt}", f"timm:{TAG}", f"file:{tmp_path / 'dfr' / 'model.pt'}"]
+    proc = run_cli("profile", *[a for m in models for a in ("--model", m)], "--data", synth_root, "--data", imagenet_d,
+                   "--data", spawrious, "--measures", "eval", "challenge", "--out", tmp_path / "p", "--db", db,
+                   "--json", "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    steps = {(s["model"], s["dataset"], s["measure"]): s for s in doc["steps"]}
+    for data in (imagenet_d.name, "spawrious"):  # no masks: the challenge is skipped, and says why
+        assert all(s["skip"] == "the dataset has no foreground masks (fg_mask/)" for (m, d, name), s in steps.items()
+                   if d == data and name == "challenge" and "cannot read" not in (s["skip"] or ""))
+    assert "cannot read" in steps[(TAG, synth_root.name, "eval")]["skip"]  # no class map for Synthetic-9
+    assert "--class-map" in steps[(TAG, "spawrious", "eval")]["skip"]
+    ran = {(s["model"], s["dataset"]) for s in doc["steps"] if s["measure"] == "eval" and s["skip"] is None}
+    assert ran == {(Path(model_ckpt).parent.name, synth_root.name), (TAG, imagenet_d.name), ("dfr", "spawrious")}
+    cells = {(c["dataset"], c["title"]): c for c in doc["scorecard"] if c["value"] is not None}
+    for title in ("background", "texture", "material"):
+        assert (imagenet_d.name, title) in cells and cells[(imagenet_d.name, title)]["higher_is_better"]
+        assert cells[(imagenet_d.name, title)]["lo"] <= cells[(imagenet_d.name, title)]["value"]
+    assert {("spawrious", "clean"), ("spawrious", "worst group"), (synth_root.name, "BG-Gap")} <= set(cells)
+    stored_as = {(imagenet_d.name, t): ("accuracy", t) for t in ("background", "texture", "material")}
+    stored_as.update({("spawrious", "clean"): ("accuracy", "original"),
+                      ("spawrious", "worst group"): ("worst_group_accuracy", "original")})
+    with Store(db) as store:  # each benchmark's cell is the stored metric of its run
+        for column, metric in stored_as.items():
+            metrics = {(m["name"], m["variant"]): m for m in store.metrics(cells[column]["run"])}
+            assert (cells[column]["value"], cells[column]["lo"], cells[column]["hi"]) == tuple(
+                metrics[metric][k] for k in ("value", "lo", "hi"))
+    html = (tmp_path / "p" / "index.html").read_text()
+    assert all(t in html for t in (">background<", ">texture<", ">material<", ">worst group<"))
+
+
+def test_a_zero_shot_model_reads_the_benchmarks_class_names(tmp_path):
+    """A CLIP head over the dataset's own classes takes ImageNet-D's 113 folders and Spawrious' breeds
+    from the data, as any dataset's class folders."""
+    from helpers.foundation_models import tiny_clip
+    clip = f"openclip:{tiny_clip(tmp_path / 'clip')}"
+    trees = {imagenet_d_tree(tmp_path / "d", {"texture": 1}): imagenet_d_class_map().num_classes,
+             spawrious_tree(tmp_path / "s", per_folder=1, size=16): len(BREEDS)}
+    for data, classes in trees.items():
+        proc = run_cli("eval", "--model", clip, "--data", data, "--db", tmp_path / "r.db", "--json", "--quiet")
+        assert proc.returncode == 0, proc.stderr
+        with Store(tmp_path / "r.db") as store:
+            spec = json.loads(store.get_run(json.loads(proc.stdout)["run_id"])["spec"])
+        assert spec["num_classes"] == classes
