@@ -83,7 +83,7 @@ def test_models_lists_the_zoo():
 
 
 def test_1000_class_model_on_non_in9_classes_is_refused(synth_root, tmp_path):
-    proc = run_cli_subprocess("eval", "--model", "zoo:efficientnet_lite0", "--data", synth_root, "--quiet", "--db",
+    proc = run_cli("eval", "--model", "zoo:efficientnet_lite0", "--data", synth_root, "--quiet", "--db",
                    tmp_path / "r.db")
     assert_one_line_error(proc, "1000-class")
 

@@ -135,6 +135,7 @@ def _study_command(study, db, *extra):
             "--json", *extra]
 
 
+@pytest.mark.slow  # a real preemption of a submitit job: minutes; make test-all
 def test_a_preempted_job_is_requeued_and_resumes_with_nothing_recomputed(synth_root, tmp_path, job_env):
     study = tmp_path / "full.toml"  # one job: an eval, then the full challenge (long enough to preempt)
     study.write_text(f'models = ["timm:test_resnet"]\ndatasets = ["{synth_root}"]\n[measures.eval]\n'
@@ -164,6 +165,7 @@ def test_a_preempted_job_is_requeued_and_resumes_with_nothing_recomputed(synth_r
     assert len(stored_runs(db)) == 2
 
 
+@pytest.mark.slow  # a SIGKILLed study of real jobs: minutes; make test-all
 def test_a_killed_study_command_rerun_submits_only_the_missing_jobs(synth_root, tmp_path, job_env):
     study, db = _study(tmp_path, synth_root), tmp_path / "r.db"
     jobs = tmp_path / "study-report" / "jobs"

@@ -6,10 +6,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 STAGES = ["setup", "env", "gpu_tests", "data", "capacity", "eval", "challenge", "dfr", "probes", "eval_compiled"]
 
 
+@pytest.mark.slow  # every stage of run.sh: run it (make test-all) before a GPU session
 def test_the_gpu_script_runs_end_to_end_on_the_cpu(tmp_path):
     env = {**os.environ, "PYTHON": sys.executable, "PYTHONPATH": str(REPO / "src")}
     proc = subprocess.run(["bash", str(REPO / "benchmarks" / "gpu" / "run.sh"), "--device", "cpu", "--tiny",

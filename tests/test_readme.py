@@ -14,6 +14,7 @@ import shlex
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from bgbench.cli import build_parser
 from conftest import run_cli
@@ -480,6 +481,7 @@ def in9_named_copy(src: Path, dst: Path) -> Path:
     return dst
 
 
+@pytest.mark.slow  # every README line naming a hub model, with stand-ins: minutes; make test-all
 def test_readme_commands_that_name_real_models_run_with_stand_ins(model_ckpt, tmp_path, monkeypatch):
     """timm:resnet50.a1_in1k is read from a Hugging Face cache written here (timm's tiny test_resnet
     tag stands in for it), open_clip and Hugging Face models are tiny ones saved here, the data are

@@ -171,6 +171,7 @@ def _kill_after_first_epoch(db: Path, args: list, out: Path) -> int:
     return log.read_text().count("\n")
 
 
+@pytest.mark.slow  # torchrun training killed and resumed: minutes; make test-all
 def test_two_process_training_resumes_after_sigkill_and_evaluates(synth_root, tmp_path):
     """bgswap + SWA on 2 processes: killed after an epoch, the same command continues from last.pt and
     ends where an uninterrupted 2-process run ends; the checkpoint loads and evaluates; a 1-process

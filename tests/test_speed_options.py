@@ -73,10 +73,11 @@ def test_fp32_challenge_verdicts_are_identical(plain_and_fast, synth_root, tmp_p
     rows = {}
     for name, model in (("plain", plain), ("fast", fast)):
         with Store(tmp_path / f"{name}.db") as store:
-            report = bgbench.challenge(model, synth_root, store, batch_size=16, full=True, progress=False)
+            report = bgbench.challenge(model, synth_root, store, batch_size=16, progress=False)
             rows[name] = [tuple(r) for r in store.challenge_results(report.run_id)]
-            rows[name + "_asr"] = [tuple(r) for r in store.challenge_backgrounds(report.run_id)]
-    assert rows["plain"] == rows["fast"] and rows["plain_asr"] == rows["fast_asr"]
+    # the engine's search through each model (every composite's argmax: the test below, so --full's
+    # matrix and its ASR follow)
+    assert rows["plain"] == rows["fast"]
 
 
 def test_fp32_argmax_of_every_composite_is_identical(plain_and_fast, synth_root, one_thread):
