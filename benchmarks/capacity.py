@@ -15,7 +15,10 @@ exactly that host work, and it can be measured and improved on any laptop. Each 
 - the first pass (`data.pixel_cache.pixels_of` into a fresh cache: header reads, decoding in 1 and 2
   processes, the map written): images/s and the scaling from 1 to 2 processes (goal 1.8x);
 - the challenge's search (`benchmarks/capacity_challenge.py`): the pairs/s it schedules on one core,
-  robust (every pair needed) and fooled, fp32 and bf16-verified (goal 20,000).
+  robust (every pair needed) and fooled, fp32 and bf16-verified (goal 20,000);
+- the noise probe's draws (`measures.noise.engine.stacked_draws`): the forwards/s that its seeded
+  numpy draws can feed, drawn in turn and by 1 and 2 threads (on a GPU host, `--workers` threads,
+  8 by default, draw the next level's noise while the card runs this one's).
 
 The images are the real-size set of `realsize_data.py` (224-px JPEG quality 75, IN-9's layout).
 
@@ -100,6 +103,26 @@ def probe_batches_rate(layout, batch_size: int, repeats: int) -> dict:
     return {"probe_batches_cpu": best_rate(go, len(pairs), repeats)}
 
 
+def noise_draws_rate(size: int, repeats: int, threads=(0, 1, 2), images: int = 64, trials: int = 3,
+                     levels: int = 7) -> dict:
+    """The host side of the noise probe on a GPU: each image's seeded draws (numpy, float32), every
+    region (fg, bg) and level of RIVAL10's grid, `trials` each: `engine.stacked_draws` in the
+    caller (0) or in 1, 2 ... threads. A forward of the probe needs one image's draw of one region
+    and level: forwards/s = images/s x 2 x levels x trials, against the card's forward rate."""
+    from bgbench.measures.noise.engine import draw_pool, stacked_draws
+    seeds = [[(k * 1009 + step) for k in range(images)] for step in range(2 * levels)]
+    out = {}
+    for t in threads:
+        pool = draw_pool(t)
+
+        def go():
+            for step in seeds:
+                stacked_draws(step, trials, size, size, pool)()
+        rate = best_rate(go, images, repeats)
+        out[t] = {"images_s": rate, "forwards_s": rate * 2 * levels * trials}
+    return {"noise_draws": out}
+
+
 def first_pass(items, processes: int) -> float:
     """Images/s of a first pass into a fresh cache with `processes` decoding processes."""
     from bgbench.data.pixel_cache import pixels_of
@@ -160,6 +183,7 @@ def main(argv=None) -> int:
         figures.update(feed_rate(items, args.batch_size, args.repeats))
         figures.update(eval_path_rate(items, args.batch_size, args.repeats))
         figures.update(probe_batches_rate(layout, args.batch_size, args.repeats))
+    figures.update(noise_draws_rate(args.size, args.repeats))
     from capacity_challenge import challenge_capacity
     figures["challenge"] = challenge_capacity(num_fg=args.challenge_fg)
     rows = [("feed from the cache (host side of the GPU path), one core", figures["feed_cached"], "img/s",
@@ -171,6 +195,8 @@ def main(argv=None) -> int:
             *((f"first pass, {p} process{'es' if p > 1 else ''}", r, "img/s", None) for p, r in passes.items()),
             *((f"challenge search, {r['case']} model, {r['precision']}, null model ({r['fg']} x {r['bg']} pairs)",
                r["host_pairs_s"], "pairs/s", GOALS["challenge_pairs"]) for r in figures["challenge"]["rows"]),
+            *((f"noise probe's draws, {'in turn' if t == 0 else f'{t} thread' + ('s' if t > 1 else '')} "
+               f"(forwards they feed)", r["forwards_s"], "fwd/s", None) for t, r in figures["noise_draws"].items()),
             ("first pass scaling, 1 -> 2 processes", figures["first_pass_scaling"], "x", GOALS["first_pass_scaling"])]
     print(f"capacity on {figures['cores']} cores, {len(items):,} images ({figures['size']}), batch {args.batch_size}:")
     for what, value, unit, goal in rows:

@@ -74,6 +74,39 @@ def test_noise_rows_do_not_depend_on_the_batch_size(synth_root):
     assert {r[5] for r in rows[0]} == {0, 1}  # some right, some wrong: the predictions are not all alike
 
 
+@pytest.mark.parametrize("kind", ["sigma", "l2"])
+def test_noise_drawn_by_threads_ahead_of_the_forward_is_the_noise_drawn_in_turn(kind):
+    """The next (region, level)'s draws are made by threads while this one's forwards run: every
+    noisy copy the model sees is, bit for bit, the one drawn in turn (a 'model' that returns the
+    copies' exact bits shows them all), whatever the number of threads."""
+    gen = torch.Generator().manual_seed(3)
+    x, m = torch.rand(5, 3, 6, 7, generator=gen), (torch.rand(5, 1, 6, 7, generator=gen) > 0.5).float()
+    regions = object_regions(m) + [Region("attr:part", torch.tensor([1, 3]), m[[1, 3]])]
+    ids = [f"c/{k}" for k in range(5)]
+    seen = {}
+    for workers in (0, 1, 3):
+        fed = []
+
+        def predict(batch):  # records what it was fed; its 'prediction' is the copy's first bits
+            fed.append(batch.clone())
+            return batch.flatten(1).view(torch.int32)[:, 0].long()
+        out = region_predictions(predict, x, regions, ids, 7, [0.1, 0.4, 0.9], 2, kind, chunk=4, workers=workers)
+        seen[workers] = (torch.cat(fed), {k: v.clone() for k, v in out.items()})
+    for workers in (1, 3):
+        assert torch.equal(seen[workers][0], seen[0][0])
+        assert all(torch.equal(seen[workers][1][k], seen[0][1][k]) for k in seen[0][1])
+    # and each copy is the image plus its own seeded draw (the oracle: numpy's generator, here)
+    level, k, t = 0.4, 2, 1
+    draw = np.random.Generator(np.random.PCG64(draw_seed(7, "c/2", "bg", level))).standard_normal(
+        (2, 6, 7, 3), dtype=np.float32)[t]
+    n = torch.from_numpy(draw).permute(2, 0, 1) * (1 - m[k])
+    if kind == "l2":
+        n = n * (level / n.flatten().norm())
+    expected = (x[k] + (n if kind == "l2" else n * level)).clamp(0, 1)
+    copies = seen[0][0].view(-1, 3, 6, 7)
+    assert any(torch.allclose(c, expected, atol=1e-6) for c in copies)
+
+
 def noisy_predictions(predict, x, mask, image_ids, seed, levels, trials, kind):
     """Predictions (region, level, trial, image) on noisy copies of `x`, object regions in `REGIONS`
     order: the engine's `region_predictions` on the object and background regions of `mask`."""

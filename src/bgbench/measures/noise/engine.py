@@ -12,8 +12,9 @@ torchrun slice, and the report redraws exactly the copy that flipped a predictio
 """
 from __future__ import annotations
 
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Callable, Dict, Sequence
+from typing import Callable, Dict, Optional, Sequence
 
 import numpy as np
 import torch
@@ -39,18 +40,42 @@ def object_regions(mask: torch.Tensor) -> list:
     return [Region("fg", every, mask), Region("bg", every, 1 - mask)]
 
 
-def masked_noise(where: torch.Tensor, level: float, kind: str, trials: int, seeds: Sequence[int]) -> torch.Tensor:
+def stacked_draws(seeds: Sequence[int], trials: int, height: int, width: int, pool: Optional[Executor] = None
+                  ) -> "Callable[[], np.ndarray]":
+    """The draws of several images, (trials, N, H, W, 3) float32 with image k's from `seeds[k]`
+    (channels last, the layout convolutions run fastest on, CPU and GPU): a function that returns
+    them. With a thread pool the images are drawn in its threads (numpy's generators release the
+    interpreter's lock while they fill an array), starting now: the caller runs a forward
+    meanwhile and calls the function when it needs the draws."""
+    out = np.empty((trials, len(seeds), height, width, 3), dtype=np.float32)
+
+    def one(k: int) -> None:
+        out[:, k] = image_noise(seeds[k], trials, height, width)
+    if pool is None:
+        for k in range(len(seeds)):
+            one(k)
+        return lambda: out
+    futures = [pool.submit(one, k) for k in range(len(seeds))]
+
+    def done() -> np.ndarray:
+        for f in futures:
+            f.result()
+        return out
+    return done
+
+
+def masked_noise(where: torch.Tensor, level: float, kind: str, trials: int, seeds: Sequence[int],
+                 raw: Optional[np.ndarray] = None) -> torch.Tensor:
     """Noise (trials, N, 3, H, W) restricted to `where` ((N, 1, H, W) in {0,1}), image k drawn
-    from `seeds[k]`.
+    from `seeds[k]` (`raw`: those draws already made, `stacked_draws`).
 
     kind 'sigma': Gaussian with std `level`. kind 'l2': Gaussian rescaled so that each image's
     noise over its region has L2 norm `level` (pixel values in [0,1]), as RIVAL10's `l2_normalize`.
     """
     b, _, h, w = where.shape
-    # drawn channels-last, the layout convolutions run fastest on (CPU and GPU)
-    raw = torch.from_numpy(np.stack([image_noise(s, trials, h, w) for s in seeds], axis=1)) if b \
-        else torch.zeros((trials, 0, h, w, 3))
-    n = raw.to(device=where.device, dtype=where.dtype).permute(0, 1, 4, 2, 3) * where
+    if raw is None:
+        raw = stacked_draws(seeds, trials, h, w)()
+    n = torch.from_numpy(raw).to(device=where.device, dtype=where.dtype).permute(0, 1, 4, 2, 3) * where
     if kind == "l2":
         norm = n.flatten(2).norm(dim=2).clamp_min(1e-12)
         return n * (level / norm)[..., None, None, None]
@@ -67,31 +92,56 @@ def region_noise(mask: torch.Tensor, region: str, level: float, kind: str, trial
     return masked_noise(1 - mask if region == "bg" else mask, level, kind, trials, seeds)
 
 
+def draw_pool(workers: int) -> Optional[Executor]:
+    """The threads that draw the noise of the next (region, level) while a forward runs (None for
+    `workers` < 1: drawn in the caller). One pool per process, grown to the largest count asked."""
+    global _POOL, _POOL_SIZE
+    if workers < 1:
+        return None
+    if _POOL is None or _POOL_SIZE < workers:
+        if _POOL is not None:
+            _POOL.shutdown(wait=False)
+        _POOL, _POOL_SIZE = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="bgbench-noise"), workers
+    return _POOL
+
+
+_POOL: Optional[Executor] = None
+_POOL_SIZE = 0
+
+
 @torch.no_grad()
 def region_predictions(predict: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor,
                        regions: Sequence[Region], image_ids: Sequence[str], seed: int, levels: Sequence[float],
-                       trials: int, kind: str, chunk: int = 0) -> Dict[str, torch.Tensor]:
+                       trials: int, kind: str, chunk: int = 0, workers: int = 0) -> Dict[str, torch.Tensor]:
     """region name -> predictions (level, trial, image of the region) of `predict` on noisy copies of `x`.
 
     x: (N, 3, H, W) in [0,1]; image_ids: the N images' ids (their draws' seeds); predict maps
     images to predicted labels. `chunk` bounds how many images go through one forward (default: N).
+    `workers` threads draw the next (region, level)'s noise while this one's forwards run (0: every
+    draw made in turn, in this thread); the draws, and so the predictions, are the same either way.
     """
     chunk = chunk or x.shape[0]
-    out = {}
-    for region in regions:
-        idx = region.index.tolist()
-        n = len(idx)
-        preds_r = torch.empty(len(levels), trials, n, dtype=torch.long, device=x.device)
-        if n:
-            xs = x[region.index]
-            for li, level in enumerate(levels):
-                seeds = [draw_seed(seed, image_ids[k], region.name, level) for k in idx]
-                noise = masked_noise(region.where, float(level), kind, trials, seeds)
-                noisy = (xs.unsqueeze(0) + noise).clamp_(0, 1).flatten(0, 1)
-                noisy = noisy.contiguous(memory_format=torch.channels_last)  # no copy when already so
-                preds = torch.cat([predict(noisy[i:i + chunk]) for i in range(0, noisy.shape[0], chunk)])
-                preds_r[li] = preds.view(trials, n)
-        out[region.name] = preds_r
+    pool = draw_pool(workers)
+    h, w = x.shape[-2:]
+    steps = [(region, li, float(level)) for region in regions if len(region.index)
+             for li, level in enumerate(levels)]
+
+    def draw(step):
+        region, _, level = step
+        return stacked_draws([draw_seed(seed, image_ids[k], region.name, level) for k in region.index.tolist()],
+                             trials, h, w, pool)
+    out = {region.name: torch.empty(len(levels), trials, len(region.index), dtype=torch.long, device=x.device)
+           for region in regions}
+    upcoming = draw(steps[0]) if steps else None
+    for s, (region, li, level) in enumerate(steps):
+        raw = upcoming()
+        upcoming = draw(steps[s + 1]) if s + 1 < len(steps) else None  # drawn during this step's forwards
+        n = len(region.index)
+        noise = masked_noise(region.where, level, kind, trials, (), raw=raw)
+        noisy = (x[region.index].unsqueeze(0) + noise).clamp_(0, 1).flatten(0, 1)
+        noisy = noisy.contiguous(memory_format=torch.channels_last)  # no copy when already so
+        preds = torch.cat([predict(noisy[i:i + chunk]) for i in range(0, noisy.shape[0], chunk)])
+        out[region.name][li] = preds.view(trials, n)
     return out
 
 

@@ -127,8 +127,10 @@ class NoiseMeasure(ModelMeasure):
         items = batch.items
         regions = object_regions(batch.m) + [Region(ATTRIBUTE_PREFIX + name, idx, where)
                                              for name, (idx, where) in batch.parts.items()]
+        from ...data.prefetch import resolve_workers
         preds = region_predictions(predict, batch.x, regions, [it.image_id for it in items], cfg.seed, cfg.levels,
-                                   cfg.trials, cfg.kind, chunk=cfg.batch_size)
+                                   cfg.trials, cfg.kind, chunk=cfg.batch_size,
+                                   workers=resolve_workers(cfg.workers, str(batch.x.device)))
         rows: List[tuple] = []
         for region in regions:
             done = preds[region.name].cpu().numpy()
