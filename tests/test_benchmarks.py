@@ -228,7 +228,7 @@ def _walk(dataset):
 def test_dfr_fits_on_spawrious_training_split_by_its_groups(spawrious, tmp_path):
     out, db = tmp_path / "dfr", tmp_path / "r.db"
     proc = run_cli("train", "--recipe", "dfr", "--model", "timm:test_resnet", "--data", spawrious,
-                   "--split", "o2o_easy-train", "--out", out, "--retrains", "1", "--feature-cache", "none",
+                   "--split", "o2o_easy-train", "--out", out, "--retrains", "1", "--c-grid", "1", "--feature-cache", "none",
                    "--db", db, "--quiet")
     assert proc.returncode == 0, proc.stderr
     head = json.loads((out / "head.json").read_text())
@@ -293,7 +293,7 @@ def test_a_study_over_synthetic9_and_the_benchmarks_ends_with_one_scorecard(synt
     monkeypatch.setenv(IMAGENET_ENV, str(imagenet))
     db = tmp_path / "r.db"
     proc = run_cli("train", "--recipe", "dfr", "--model", "timm:test_resnet", "--data", spawrious, "--out",
-                   tmp_path / "dfr", "--retrains", "1", "--feature-cache", "none", "--db", db, "--quiet")
+                   tmp_path / "dfr", "--retrains", "1", "--c-grid", "1", "--feature-cache", "none", "--db", db, "--quiet")
     assert proc.returncode == 0, proc.stderr
     models = [f"file:{model_ckpt}", f"timm:{TAG}", f"file:{tmp_path / 'dfr' / 'model.pt'}"]
     proc = run_cli("profile", *[a for m in models for a in ("--model", m)], "--data", synth_root, "--data", imagenet_d,
