@@ -279,7 +279,8 @@ def _unsupported(name: str, facts: DatasetFacts, options: Optional[dict] = None)
     needs = get_measure(name).needs
     if "masks" in needs and not facts.masks:
         reasons.append(NO_MASKS)
-    if "backgrounds" in needs and "only_bg_t" not in facts.variants:  # Hard ImageNet, RIVAL10: masks, no backgrounds
+    # masks but no backgrounds (Hard ImageNet, RIVAL10); without masks, that reason says enough
+    if "backgrounds" in needs and facts.masks and "only_bg_t" not in facts.variants:
         reasons.append(NO_BACKGROUNDS)
     if "attributes" in needs and not facts.attributes:
         reasons.append("the dataset has no attribute masks (attr_mask/, or a RIVAL10 release)")
