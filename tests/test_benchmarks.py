@@ -228,7 +228,7 @@ def _walk(dataset):
 def test_dfr_fits_on_spawrious_training_split_by_its_groups(spawrious, tmp_path):
     out, db = tmp_path / "dfr", tmp_path / "r.db"
     proc = run_cli("train", "--recipe", "dfr", "--model", "timm:test_resnet", "--data", spawrious,
-                   "--split", "o2o_easy-train", "--out", out, "--retrains", "1", "--feature-cache", "none",
+                   "--split", "o2o_easy-train", "--out", out, "--retrains", "1", "--c-grid", "1", "--feature-cache", "none",
                    "--db", db, "--quiet")
     assert proc.returncode == 0, proc.stderr
     head = json.loads((out / "head.json").read_text())
@@ -267,33 +267,52 @@ def test_trees_that_are_not_what_they_claim_are_one_line_errors(imagenet_d, spaw
                                   "--db", tmp_path / "r.db"), "its splits are <challenge>-<part>")
 
 
-def test_a_study_over_synthetic9_imagenet_d_and_spawrious_ends_with_one_scorecard(synth_root, model_ckpt, imagenet_d,
-                                                                                  tmp_path, monkeypatch):
+#: Hard ImageNet's columns (title -> stored (metric, variant), higher is better): its figures, not RIVAL10's
+HARD_IMAGENET_COLUMNS = {"Grad-CAM IoU": (("saliency_iou_image_mean", ""), True),
+                         "Δ density": (("saliency_density_diff_image_mean", ""), True),
+                         "acc. clean": (("ablation_acc", "none"), True),
+                         "acc. object gray": (("ablation_acc", "fg"), False),
+                         "acc. box gray": (("ablation_acc", "bbox"), False),
+                         "acc. box tiled": (("ablation_acc", "tile"), False),
+                         "RFS σ 60/255": (("rfs", "0.235294"), True), "RFS σ 120/255": (("rfs", "0.470588"), True)}
+
+
+def test_a_study_over_synthetic9_and_the_benchmarks_ends_with_one_scorecard(synth_root, model_ckpt, imagenet_d,
+                                                                             tmp_path, monkeypatch):
     """The demo's kind of model (Synthetic-9's classes), a 1000-class timm ImageNet model (published
     weights read from a hand-written hub cache) and a DFR head fitted on Spawrious' training split,
-    on the three datasets: each model runs where it reads the data, the rest is skipped with its
-    reason, and the scorecard has every benchmark's columns."""
+    on Synthetic-9, ImageNet-D, Spawrious and Hard ImageNet (over its generated ImageNet): each model
+    runs where it reads the data, the rest is skipped with its reason, and the scorecard has every
+    benchmark's columns, Hard ImageNet's figures in place of RIVAL10's headlines on its data."""
+    from bgbench.data.hardimagenet import IMAGENET_ENV
+    from helpers.hardimagenet_tree import write_tree
     write_timm_weights(tmp_path / "hf")
     use_offline_hub(monkeypatch, tmp_path / "hf")
     spawrious = spawrious_tree(tmp_path / "spawrious", per_folder=10, folders=("0",))  # m2m reads folder 0
+    hard, imagenet, _ = write_tree(tmp_path / "hin", per_class=1)
+    monkeypatch.setenv(IMAGENET_ENV, str(imagenet))
     db = tmp_path / "r.db"
     proc = run_cli("train", "--recipe", "dfr", "--model", "timm:test_resnet", "--data", spawrious, "--out",
-                   tmp_path / "dfr", "--retrains", "1", "--feature-cache", "none", "--db", db, "--quiet")
+                   tmp_path / "dfr", "--retrains", "1", "--c-grid", "1", "--feature-cache", "none", "--db", db, "--quiet")
     assert proc.returncode == 0, proc.stderr
     models = [f"file:{model_ckpt}", f"timm:{TAG}", f"file:{tmp_path / 'dfr' / 'model.pt'}"]
     proc = run_cli("profile", *[a for m in models for a in ("--model", m)], "--data", synth_root, "--data", imagenet_d,
-                   "--data", spawrious, "--measures", "eval", "challenge", "--out", tmp_path / "p", "--db", db,
-                   "--json", "--quiet")
+                   "--data", spawrious, "--data", hard, "--measures", "eval", "challenge", "noise", "saliency",
+                   "ablate", "--out", tmp_path / "p", "--db", db, "--json", "--quiet")
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     steps = {(s["model"], s["dataset"], s["measure"]): s for s in doc["steps"]}
-    for data in (imagenet_d.name, "spawrious"):  # no masks: the challenge is skipped, and says why
+    for data in (imagenet_d.name, "spawrious"):  # no masks: the challenge and the probes are skipped, and say why
         assert all(s["skip"] == "the dataset has no foreground masks (fg_mask/)" for (m, d, name), s in steps.items()
-                   if d == data and name == "challenge" and "cannot read" not in (s["skip"] or ""))
+                   if d == data and name != "eval" and "cannot read" not in (s["skip"] or ""))
+    # masks but no backgrounds to paste its objects on: Hard ImageNet's challenge is skipped, the rest run
+    assert steps[(TAG, hard.name, "challenge")]["skip"] == "the dataset has no only_bg_t backgrounds (only_bg_t/)"
     assert "cannot read" in steps[(TAG, synth_root.name, "eval")]["skip"]  # no class map for Synthetic-9
     assert "--class-map" in steps[(TAG, "spawrious", "eval")]["skip"]
     ran = {(s["model"], s["dataset"]) for s in doc["steps"] if s["measure"] == "eval" and s["skip"] is None}
-    assert ran == {(Path(model_ckpt).parent.name, synth_root.name), (TAG, imagenet_d.name), ("dfr", "spawrious")}
+    assert ran == {(Path(model_ckpt).parent.name, synth_root.name), (TAG, imagenet_d.name), ("dfr", "spawrious"),
+                   (TAG, hard.name)}
+    assert all(steps[(TAG, hard.name, name)]["skip"] is None for name in ("noise", "saliency", "ablate"))
     cells = {(c["dataset"], c["title"]): c for c in doc["scorecard"] if c["value"] is not None}
     for title in ("background", "texture", "material"):
         assert (imagenet_d.name, title) in cells and cells[(imagenet_d.name, title)]["higher_is_better"]
@@ -302,13 +321,24 @@ def test_a_study_over_synthetic9_imagenet_d_and_spawrious_ends_with_one_scorecar
     stored_as = {(imagenet_d.name, t): ("accuracy", t) for t in ("background", "texture", "material")}
     stored_as.update({("spawrious", "clean"): ("accuracy", "original"),
                       ("spawrious", "worst group"): ("worst_group_accuracy", "original")})
+    for title, (metric, higher) in HARD_IMAGENET_COLUMNS.items():
+        assert cells[(hard.name, title)]["higher_is_better"] is higher, title
+        assert cells[(hard.name, title)]["lo"] <= cells[(hard.name, title)]["value"] <= cells[(hard.name, title)]["hi"]
+        stored_as[(hard.name, title)] = metric
+    # on Hard ImageNet its figures replace RIVAL10's headlines; on Synthetic-9 those stay
+    titles = {d: {c["title"] for c in doc["scorecard"] if c["dataset"] == d} for d in (hard.name, synth_root.name)}
+    assert not {"saliency precision", "bg gray drop", "object gray drop"} & titles[hard.name]
+    assert {"saliency precision", "bg gray drop", "RFS"} <= titles[synth_root.name]
+    assert not set(HARD_IMAGENET_COLUMNS) & titles[synth_root.name] and "RFS" in titles[hard.name]
     with Store(db) as store:  # each benchmark's cell is the stored metric of its run
         for column, metric in stored_as.items():
             metrics = {(m["name"], m["variant"]): m for m in store.metrics(cells[column]["run"])}
             assert (cells[column]["value"], cells[column]["lo"], cells[column]["hi"]) == tuple(
-                metrics[metric][k] for k in ("value", "lo", "hi"))
+                metrics[metric][k] for k in ("value", "lo", "hi")), column
     html = (tmp_path / "p" / "index.html").read_text()
     assert all(t in html for t in (">background<", ">texture<", ">material<", ">worst group<"))
+    arrows = {True: "&uarr;", False: "&darr;"}  # the scorecard's column heads, with their direction
+    assert all(f">{t} {arrows[higher]}</th>" in html for t, (_, higher) in HARD_IMAGENET_COLUMNS.items())
 
 
 def test_a_zero_shot_model_reads_the_benchmarks_class_names(tmp_path):

@@ -35,11 +35,12 @@ def class_colour(k: int) -> np.ndarray:
 
 
 def _object(h: int, w: int, k: int, n: int) -> np.ndarray:
-    """A rectangle and, on odd images, a second blob (two instances: the tile ablation's case)."""
+    """A rectangle and, on every other image (class index plus image number odd), a second blob
+    (two instances: the tile ablation's case), so a tree of one image per class has both kinds."""
     m = np.zeros((h, w), bool)
     y0, x0 = h // 4 + 3 * (n % 3), w // 4 + 5 * (k % 4)
     m[y0:y0 + h // 3, x0:x0 + w // 3] = True
-    if n % 2:
+    if (k + n) % 2:
         yy, xx = np.mgrid[0:h, 0:w]
         m |= (yy - (3 * h) // 4) ** 2 + (xx - (3 * w) // 4) ** 2 <= (min(h, w) // 10) ** 2
     return m

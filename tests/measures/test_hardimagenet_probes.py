@@ -2,7 +2,10 @@
 tests/helpers/hardimagenet_source.py: `rfs.py`, `ablations.py`, `saliency_analysis.py`), on a tree
 written in its release layout and a tiny deterministic 1000-class model: the same noisy inputs
 give the same accuracies and RFS per level, the same ablated images the same accuracies and
-true-class confidences, the same Grad-CAM maps the same IoU and delta density."""
+true-class confidences, the same Grad-CAM maps the same IoU and delta density.
+
+One image per class (15 images: the loader's 15 classes, masks of one and two instances, PNG and
+JPEG masks, one emptied by the centre crop), shared by the module's tests."""
 import math
 import warnings
 
@@ -22,7 +25,7 @@ IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 
 @pytest.fixture(scope="module")
 def trees(tmp_path_factory):
-    hard, imagenet, made = write_tree(tmp_path_factory.mktemp("hin"))
+    hard, imagenet, made = write_tree(tmp_path_factory.mktemp("hin"), per_class=1)
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv(IMAGENET_ENV, str(imagenet))
         yield hard, imagenet, made
@@ -76,19 +79,22 @@ def test_noise_equals_rfs_py_per_level_on_the_same_noise(trees, model):
         masks.append(dset[k][1])
     checked = 0
     for li, level in enumerate(result.config["levels"]):
-        calls = []
+        calls, drawn = [], {}
 
         def randn_like(imgs, trial):
             """bgbench's draws for this batch: the foreground's on the mask, the background's off it
-            (rfs.py multiplies one draw by the mask and by 1 - mask, so this is each region's own)."""
+            (rfs.py multiplies one draw by the mask and by 1 - mask, so this is each region's own).
+            Every trial of an image comes from one draw of its noise, made once."""
             b = len(calls) // cfg.trials
             calls.append(trial)
             out = []
             for i in range(imgs.shape[0]):
                 image_id, m = ids[36 * b + i], masks[36 * b + i]
-                n = {r: torch.from_numpy(image_noise(draw_seed(cfg.seed, image_id, r, level), cfg.trials, 224, 224)
-                                         [trial]).permute(2, 0, 1) for r in ("fg", "bg")}
-                out.append(m * n["fg"] + (1 - m) * n["bg"])
+                for r in ("fg", "bg"):
+                    if (image_id, r) not in drawn:
+                        drawn[(image_id, r)] = torch.from_numpy(image_noise(
+                            draw_seed(cfg.seed, image_id, r, level), cfg.trials, 224, 224)).permute(0, 3, 1, 2)
+                out.append(m * drawn[(image_id, "fg")][trial] + (1 - m) * drawn[(image_id, "bg")][trial])
             return torch.stack(out)
         rfs, fg, bg, _, _ = source.noisy_fg_bg_accs(model.net, dset, noise_sigma=level, trials=cfg.trials,
                                                     randn_like=randn_like)
@@ -121,6 +127,7 @@ def test_ablations_equal_ablations_py(trees, model):
     # compute_ablated_accs runs it: line 208)
     ablations = {"none": lambda x, y: x, "fg": source.replace_with_gray,
                  "bbox": lambda x, y: source.replace_with_gray(x, y, False), "tile": source.tile}
+    stored = {(name, variant): value for name, variant, value, *_ in summary.metric_rows()}
     moved = 0
     for region, ablation in ablations.items():
         with warnings.catch_warnings():
@@ -131,6 +138,7 @@ def test_ablations_equal_ablations_py(trees, model):
             (e["ablated_acc"], e["ablated_prob"])
         assert ours_acc == pytest.approx(acc, abs=1e-6), region
         assert ours_prob == pytest.approx(float(np.average(confidences)), abs=1e-5), region
+        assert stored[("ablation_acc", region)] == pytest.approx(acc, abs=1e-6), region  # the scorecard's figure
         moved += region != "none" and abs(e["acc_drop"]["value"]) > 0
     assert moved >= 2
 

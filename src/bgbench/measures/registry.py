@@ -33,6 +33,7 @@ from typing import Any, ClassVar, Dict, List, Optional, Protocol, Sequence, Tupl
 NEEDS = {
     "model": "a model that runs",
     "masks": "foreground masks (fg_mask/)",
+    "backgrounds": "the only_bg_t backgrounds of an IN-9 layout (only_bg_t/)",
     "attributes": "attribute masks (attr_mask/, or a RIVAL10 release)",
     "boxes": "the foreground boxes of the dataset",
     "eval run": "a stored eval run",

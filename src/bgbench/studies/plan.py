@@ -27,6 +27,8 @@ from .spec import EDITS, FOLDER_OPTIONS, Study, StudyDataset, StudyMeasure, Stud
 
 #: Why a step that needs the object's mask is skipped.
 NO_MASKS = "the dataset has no foreground masks (fg_mask/)"
+#: Why a step that pastes objects on the dataset's own backgrounds (the challenge) is skipped.
+NO_BACKGROUNDS = "the dataset has no only_bg_t backgrounds (only_bg_t/)"
 
 
 @dataclass
@@ -277,6 +279,9 @@ def _unsupported(name: str, facts: DatasetFacts, options: Optional[dict] = None)
     needs = get_measure(name).needs
     if "masks" in needs and not facts.masks:
         reasons.append(NO_MASKS)
+    # masks but no backgrounds (Hard ImageNet, RIVAL10); without masks, that reason says enough
+    if "backgrounds" in needs and facts.masks and "only_bg_t" not in facts.variants:
+        reasons.append(NO_BACKGROUNDS)
     if "attributes" in needs and not facts.attributes:
         reasons.append("the dataset has no attribute masks (attr_mask/, or a RIVAL10 release)")
     if "imagenet" in needs and not facts.imagenet:

@@ -9,6 +9,9 @@ it (every image has a foreground and a background; an attribute only where its m
   (Hard ImageNet's `ablations.py` reports the ablated ones: `eval_under_ablation`'s accuracy and
   the mean of its true-class confidences, lines 185-203, for its ablations 'none', the object
   grayed ('fg'), its box grayed ('bbox') and its box tiled ('tile'));
+- the accuracies themselves are stored too, with their intervals (metric `ablation_acc`, variant
+  the region, and 'none' for the clean accuracy over every image): Hard ImageNet's figures, which
+  its columns of the scorecard show;
 
 each overall and per class, with 95% intervals from a bootstrap over images (resampled within
 their class, each image with its clean and ablated outcomes together). Pure: no model, no store.
@@ -44,7 +47,8 @@ def region_label(region: str) -> str:
 
 @dataclass
 class AblationSummary:
-    """regions[region]: overall drops; per_class[region][class name]: the same within the class."""
+    """regions[region]: overall drops; per_class[region][class name]: the same within the class;
+    clean: the clean accuracy over every image {value, lo, hi, n}."""
 
     regions: Dict[str, dict]
     per_class: Dict[str, Dict[str, dict]]
@@ -52,6 +56,7 @@ class AblationSummary:
     bootstrap: dict
     run_id: Optional[int] = None
     extra: dict = field(default_factory=dict)
+    clean: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return {"run_id": self.run_id, "images": self.images, "bootstrap": self.bootstrap,
@@ -59,11 +64,14 @@ class AblationSummary:
                 "per_class": {r: {c: without_nan(v) for c, v in per.items()} for r, per in self.per_class.items()}}
 
     def metric_rows(self) -> List[tuple]:
-        """ablation_acc_drop / ablation_prob_drop (variant: the region; per class 'region/class')."""
-        rows = []
+        """ablation_acc_drop / ablation_prob_drop (variant: the region; per class 'region/class');
+        ablation_acc, the accuracy under each region's ablation (variant: the region) and clean
+        (variant 'none', over every image)."""
+        rows = [("ablation_acc", CLEAN, *_estimate(self.clean), self.clean["n"])] if self.clean else []
         for region, e in self.regions.items():
             rows += [("ablation_acc_drop", region, *_estimate(e["acc_drop"]), e["n"]),
-                     ("ablation_prob_drop", region, *_estimate(e["prob_drop"]), e["n"])]
+                     ("ablation_prob_drop", region, *_estimate(e["prob_drop"]), e["n"]),
+                     ("ablation_acc", region, *_estimate(e["ablated"]), e["n"])]
             for cls, c in self.per_class[region].items():
                 rows += [("ablation_acc_drop", f"{region}/{cls}", *_estimate(c["acc_drop"]), c["n"]),
                          ("ablation_prob_drop", f"{region}/{cls}", *_estimate(c["prob_drop"]), c["n"])]
@@ -123,8 +131,19 @@ def summarize_ablation(rows: Sequence[tuple], class_name: Callable[[int], str], 
         for c in np.unique(labels[idx]):
             k = labels[idx] == c
             per_class[region][class_name(int(c))] = _drops(weights[:, idx[k]], c0[k], c1[k], p0[k], p1[k])
+    every = np.array(sorted(clean), dtype=np.int64)
     return AblationSummary(regions, per_class, images=len(images),
-                           bootstrap={"replicates": replicates, "seed": seed, "stratified_by": "label"})
+                           bootstrap={"replicates": replicates, "seed": seed, "stratified_by": "label"},
+                           clean={**_accuracy(weights[:, every], np.array([clean[i][0] for i in every])),
+                                  "n": int(every.size)})
+
+
+def _accuracy(w: np.ndarray, correct: np.ndarray) -> dict:
+    """The pooled accuracy of these images and its bootstrap interval (w: their resample counts)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        reps = (w @ correct) / w.sum(axis=1)
+    lo, hi = percentile_interval(reps)
+    return {"value": float(correct.mean()) if correct.size else float("nan"), "lo": lo, "hi": hi}
 
 
 def _drops(w: np.ndarray, c0, c1, p0, p1) -> dict:
@@ -141,5 +160,6 @@ def _drops(w: np.ndarray, c0, c1, p0, p1) -> dict:
         return {"value": point, "lo": lo, "hi": hi}
     return {"n": n, "clean_acc": float(c0.mean()) if n else nan, "ablated_acc": float(c1.mean()) if n else nan,
             "clean_prob": float(p0.mean()) if n else nan, "ablated_prob": float(p1.mean()) if n else nan,
+            "ablated": _accuracy(w, c1),
             "acc_drop": est(float((c0 - c1).mean()) if n else nan, acc_rep),
             "prob_drop": est(float((p0 - p1).mean()) if n else nan, prob_rep)}

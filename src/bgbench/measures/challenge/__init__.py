@@ -18,7 +18,7 @@ class Challenge(Measure):
                        "upstream's arithmetic, composite by composite)")
     title = "Backgrounds Challenge"
     command = Command.OWN
-    needs = ("model", "masks")
+    needs = ("model", "masks", "backgrounds")
     table_name = "challenge_fg"
     help = "the Backgrounds Challenge: accuracy when every background may be pasted behind each foreground"
     headlines = (Headline("challenge_accuracy", label="challenge accuracy", percent=True, short="challenge"),)
