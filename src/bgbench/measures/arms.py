@@ -74,6 +74,16 @@ def require_imagenet_model(model, measure: str) -> None:
                            f"{model.spec.num_classes} outputs of its dataset's classes")
 
 
+def imagenet_reference(layout, measure: str):
+    """--data must be ImageNet's own images (every class of the 1000) for texture, renditions and
+    ImageNet-X."""
+    from ..data.imagenet_folders import TREE
+    if getattr(layout, "kind", "") != "imagenet" or getattr(layout, "source", "") != TREE:
+        raise BgbenchError(f"{measure} compares against ImageNet's val: --data must be ImageNet (the ILSVRC archive or "
+                           f"torchvision's ROOT/val/<wnid>/), not {layout.root}")
+    return layout
+
+
 class ArmsMeasure(Measure):
     """A measure that scores one model on its arms (see the module docstring)."""
 
@@ -92,10 +102,9 @@ class ArmsMeasure(Measure):
         """Every arm's predictions (see the module docstring); rank 0 returns the result, others None."""
         from ..data.resolve import resolve_layout
         from ..distributed import setup, share, world_record
-        from ..evaluation.predict import predict_items
+        from ..evaluation.predict import joined_predictions, predict_items
         from ..models.spec import meet_data
         from ..recording import Provenance
-        from .eval.runner import joined_predictions
         t0 = time.time()
         layout = resolve_layout(data, ["original"])
         arms = self.arms(model, layout, cfg)

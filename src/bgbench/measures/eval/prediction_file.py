@@ -39,7 +39,7 @@ from ...errors import BgbenchError, DataError
 from .config import LABEL_SPACES, PredictionFileConfig  # noqa: F401 (re-exported)
 from ...recording import Provenance
 from ...store import Store
-from ..groups.summary import group_results
+from ..common.groups import group_results
 from ...evaluation.predict import Predictions
 from .results import EvalReport
 

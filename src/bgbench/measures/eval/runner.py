@@ -11,20 +11,19 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Callable, Dict, List, Optional
 
-import numpy as np
 import torch
 
 from ... import protocols
 from ...console import status
 from ...data.layout import Item, Layout
 from ...data.resolve import resolve_layout
-from ...distributed import Ranks, gather, setup, share, shares_order, world_record
+from ...distributed import Ranks, setup, share, world_record
 from ...models.spec import BgModel, meet_data
 from ...recording import Provenance, model_label
 from .config import EvalConfig
-from ..groups.summary import group_results
+from ..common.groups import group_results
 from ...data.pixel_cache import Pixels, pixels_of
-from ...evaluation.predict import Predictions, mask_checker, predict_items
+from ...evaluation.predict import Predictions, joined_predictions, mask_checker, predict_items
 from .results import EvalReport
 from .tencrop import CROP as TEN_CROP_SIZE, RESIZE as TEN_CROP_RESIZE, ten_crop_logits
 
@@ -98,19 +97,6 @@ def stored_report(store, run_id: int) -> EvalReport:
     report.model_label, report.run_id = run_model_label(run), run_id
     return report
 
-
-
-
-def joined_predictions(mine: Predictions, n: int, ranks: Ranks, block: int) -> Optional[Predictions]:
-    """Every rank's predictions of one variant, in item order, on rank 0 (None elsewhere); a world
-    of one keeps `mine`."""
-    if not ranks.distributed:
-        return mine
-    parts = gather(mine, ranks)
-    if parts is None:
-        return None
-    order = np.argsort(np.asarray(shares_order(n, ranks.world, block)), kind="stable")
-    return Predictions.concat(parts).take(order)
 
 
 def computed_variants(data, variants: Optional[List[str]], renderers: Renderers) -> set:
