@@ -14,7 +14,7 @@ prediction. A subclass gives its arms (`arms`) and the pure summary of the rows 
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, ClassVar, List, Optional
 
@@ -101,10 +101,9 @@ class ArmsMeasure(Measure):
     def compute(self, model, data, cfg, *, progress: bool = True, out_dir=None) -> Optional[MeasureResult]:
         """Every arm's predictions (see the module docstring); rank 0 returns the result, others None."""
         from ..data.resolve import resolve_layout
-        from ..distributed import setup, share, world_record
+        from ..distributed import setup, share
         from ..evaluation.predict import joined_predictions, predict_items
         from ..models.spec import meet_data
-        from ..recording import Provenance
         t0 = time.time()
         layout = resolve_layout(data, ["original"])
         arms = self.arms(model, layout, cfg)
@@ -128,12 +127,11 @@ class ArmsMeasure(Measure):
                          for i, label, pred in zip(joined.image_ids, joined.labels.tolist(), joined.preds.tolist())]
         if not ranks.main:
             return None
-        config = {**asdict(cfg), **self.recorded(model, layout, cfg), "split": layout.split,
-                  "images": len(layout.items("original")), "classes": list(layout.classes),
-                  "arms": {a.name: sets[a.name] for a in arms}, **world_record(ranks)}
+        config = self.run_config(cfg, layout, ranks, own=self.recorded(model, layout, cfg),
+                                 images=len(layout.items("original")), after={"arms": {a.name: sets[a.name] for a in arms}})
         result = MeasureResult(self.name, rows, config)
         result.seconds = time.time() - t0
-        result.provenance = Provenance.of(self.kind, config, model=model, layout=layout, seed=cfg.seed)
+        result.provenance = self.provenance(config, model=model, layout=layout, seed=cfg.seed)
         return result
 
     def recorded(self, model, layout, cfg) -> dict:
