@@ -8,8 +8,8 @@ import pytest
 from PIL import Image
 
 from bgbench.measures.categories.summary import CATEGORIES, JudgedImages
-from bgbench.measures.examples import (Pick, category_examples, edit_flips, most_fooled, noise_flips,
-                                       top_per_class)
+from bgbench.measures.categories.section import category_examples
+from bgbench.measures.examples import Pick, edit_flips, most_fooled, noise_flips, top_per_class
 from bgbench.measures.challenge.hijack import hijack_matrix, labels_in_layout_order
 from bgbench.measures.saliency.overlays import outline, overlay_image
 from bgbench.drawing.thumbs import CELL, Thumbnails

@@ -94,3 +94,24 @@ def test_no_circle():
         if m not in state:
             visit(m, [m])
     assert cycles == []
+
+
+def _measure_folders() -> set:
+    """The folders under measures/ that hold a registered measure (its package), by name."""
+    from bgbench.measures.registry import list_measures
+    return {m.package.split(".")[2] for m in list_measures() if m.package.count(".") >= 2}
+
+
+def test_no_measure_imports_another_measure():
+    """No module under measures/ imports a measure's folder other than its own: what two measures
+    share lives in a shared module (measures/common/, the modules at the top of measures/, or a layer
+    below), so a measure is read, changed or removed alone. The shared modules import no measure."""
+    folders = _measure_folders()
+    assert {"eval", "noise", "ablate", "groups"} <= folders  # the scan knows the measures
+
+    def folder(module: str):
+        parts = module.split(".")
+        return parts[2] if len(parts) > 2 and parts[1] == "measures" and parts[2] in folders else None
+    crossings = [f"{m} -> {i}" for m in MODULES if m.startswith("bgbench.measures.") for i in imports_of(m)
+                 if folder(i) is not None and folder(i) != folder(m)]
+    assert crossings == []

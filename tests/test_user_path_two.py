@@ -190,14 +190,14 @@ def test_saliency_and_feature_sections_name_an_imagenet_models_classes():
     ImageNet descriptions, read here from timm's own file), not 'class 450'."""
     from pathlib import Path
     import timm
-    from bgbench.measures.saliency.summary import class_namer
+    from bgbench.measures.common.names import prediction_namer
     synsets = (Path(timm.__file__).parent / "data" / "_info" / "imagenet_synsets.txt").read_text().split()
     words = dict(line.split("\t", 1) for line in
                  (Path(timm.__file__).parent / "data" / "_info" / "imagenet_synset_to_lemma.txt").read_text()
                  .splitlines())
-    name = class_namer(["a", "b"], dataset_labels=False)
+    name = prediction_namer(["a", "b"], dataset_labels=False)
     assert name(450) == f"{words[synsets[450]]} (450)"
-    assert class_namer(["a", "b"], dataset_labels=True)(1) == "b"
+    assert prediction_namer(["a", "b"], dataset_labels=True)(1) == "b"
 
 
 def test_galleries_name_a_miss_of_a_custom_class_map_without_calling_it_in9s():

@@ -7,7 +7,7 @@ from PIL import Image
 import bgbench
 from bgbench.measures.ablate.engine import ablation_outcomes
 from bgbench.measures.ablate.summary import summarize_ablation
-from bgbench.measures.noise.engine import Region
+from bgbench.measures.common.regions import Region
 
 
 def _attr_files(root: Path, split: str = "val"):

@@ -10,8 +10,8 @@ import torch
 from bgbench.measures.noise import MEASURE as NOISE
 from bgbench.measures.noise.probe import NoiseConfig
 from bgbench.measures.noise.summary import summarize
-from bgbench.measures.noise.engine import (REGIONS, Region, draw_seed, object_regions, region_noise,
-                                          region_predictions)
+from bgbench.measures.common.regions import Region, object_regions
+from bgbench.measures.noise.engine import REGIONS, draw_seed, region_noise, region_predictions
 from bgbench.errors import BgbenchError
 from bgbench.store import Store
 from conftest import assert_one_line_error, run_cli

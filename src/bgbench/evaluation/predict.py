@@ -20,6 +20,7 @@ from ..data.images import check_mask_fits
 from ..data.layout import Item, Layout
 from ..data.pixel_cache import Pixels, pixels_of
 from ..data.prefetch import resolve_workers
+from ..distributed import Ranks, gather, shares_order
 from .feed import DeviceFeed, host_batches, to_tensor  # noqa: F401 (to_tensor re-exported)
 from .numerics import forward_context
 from ..errors import BgbenchError
@@ -79,6 +80,19 @@ class Predictions:
 
     def correct_by_id(self) -> dict:
         return dict(zip(self.image_ids, self.correct.tolist()))
+
+
+def joined_predictions(mine: Predictions, n: int, ranks: Ranks, block: int) -> Optional[Predictions]:
+    """Every rank's predictions of a set of `n` items, in item order, on rank 0 (None elsewhere),
+    where each rank predicted its share of whole `block`-item batches (`distributed.share`); a
+    world of one keeps `mine`. Eval and the shortcut measures' arms join their shares with it."""
+    if not ranks.distributed:
+        return mine
+    parts = gather(mine, ranks)
+    if parts is None:
+        return None
+    order = np.argsort(np.asarray(shares_order(n, ranks.world, block)), kind="stable")
+    return Predictions.concat(parts).take(order)
 
 
 def decide(model: BgModel, logits: torch.Tensor, mapping: Mapping | str) -> Tuple[torch.Tensor, torch.Tensor]:

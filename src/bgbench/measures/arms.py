@@ -14,7 +14,7 @@ prediction. A subclass gives its arms (`arms`) and the pure summary of the rows 
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, ClassVar, List, Optional
 
@@ -74,6 +74,16 @@ def require_imagenet_model(model, measure: str) -> None:
                            f"{model.spec.num_classes} outputs of its dataset's classes")
 
 
+def imagenet_reference(layout, measure: str):
+    """--data must be ImageNet's own images (every class of the 1000) for texture, renditions and
+    ImageNet-X."""
+    from ..data.imagenet_folders import TREE
+    if getattr(layout, "kind", "") != "imagenet" or getattr(layout, "source", "") != TREE:
+        raise BgbenchError(f"{measure} compares against ImageNet's val: --data must be ImageNet (the ILSVRC archive or "
+                           f"torchvision's ROOT/val/<wnid>/), not {layout.root}")
+    return layout
+
+
 class ArmsMeasure(Measure):
     """A measure that scores one model on its arms (see the module docstring)."""
 
@@ -91,11 +101,9 @@ class ArmsMeasure(Measure):
     def compute(self, model, data, cfg, *, progress: bool = True, out_dir=None) -> Optional[MeasureResult]:
         """Every arm's predictions (see the module docstring); rank 0 returns the result, others None."""
         from ..data.resolve import resolve_layout
-        from ..distributed import setup, share, world_record
-        from ..evaluation.predict import predict_items
+        from ..distributed import setup, share
+        from ..evaluation.predict import joined_predictions, predict_items
         from ..models.spec import meet_data
-        from ..recording import Provenance
-        from .eval.runner import joined_predictions
         t0 = time.time()
         layout = resolve_layout(data, ["original"])
         arms = self.arms(model, layout, cfg)
@@ -119,12 +127,11 @@ class ArmsMeasure(Measure):
                          for i, label, pred in zip(joined.image_ids, joined.labels.tolist(), joined.preds.tolist())]
         if not ranks.main:
             return None
-        config = {**asdict(cfg), **self.recorded(model, layout, cfg), "split": layout.split,
-                  "images": len(layout.items("original")), "classes": list(layout.classes),
-                  "arms": {a.name: sets[a.name] for a in arms}, **world_record(ranks)}
+        config = self.run_config(cfg, layout, ranks, own=self.recorded(model, layout, cfg),
+                                 images=len(layout.items("original")), after={"arms": {a.name: sets[a.name] for a in arms}})
         result = MeasureResult(self.name, rows, config)
         result.seconds = time.time() - t0
-        result.provenance = Provenance.of(self.kind, config, model=model, layout=layout, seed=cfg.seed)
+        result.provenance = self.provenance(config, model=model, layout=layout, seed=cfg.seed)
         return result
 
     def recorded(self, model, layout, cfg) -> dict:

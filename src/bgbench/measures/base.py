@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, ClassVar, Dict, List, NamedTuple, Optional, Sequence
@@ -135,10 +135,9 @@ class ModelMeasure(Measure):
 
         from .. import console
         from ..data.resolve import resolve_layout
-        from ..distributed import setup, world_record
+        from ..distributed import setup
         from ..models.spec import meet_data
         from ..probing.sharding import ProbeShard
-        from ..recording import Provenance
 
         t0 = time.time()
         layout = resolve_layout(data, ["original"])
@@ -160,8 +159,8 @@ class ModelMeasure(Measure):
         if rows is None:
             return None
         rows, own = self.finish(state, rows, cfg, run)
-        config = {**asdict(cfg), **own, **self.recorded(state, cfg, run), "split": layout.split,
-                  "images": len(pairs), "classes": list(layout.classes), **world_record(shard.ranks)}
+        config = self.run_config(cfg, layout, shard.ranks, own={**own, **self.recorded(state, cfg, run)},
+                                 images=len(pairs))
         if source is not None:
             config["attributes"] = list(source.names)
         result = MeasureResult(self.name, rows, config)
@@ -169,8 +168,7 @@ class ModelMeasure(Measure):
             self.draw(result, state, cfg, run, Path(out_dir))
         result.extra = {**self.outputs(result, state), **result.extra}
         result.seconds = time.time() - t0
-        result.provenance = Provenance.of(self.kind, config, model=run.model, layout=layout,
-                                          seed=getattr(cfg, "seed", None))
+        result.provenance = self.provenance(config, model=run.model, layout=layout, seed=getattr(cfg, "seed", None))
         return result
 
     def _attribute_source(self, layout, cfg):

@@ -6,9 +6,10 @@ gallery takes the best `per_class` picks of each class, so that a class filter a
 own examples and one class's failures never crowd out the others'.
 
 Scores (higher is shown first unless said otherwise):
-- prediction categories: the confidence of the ONLY-BG-T prediction. In BG Required the
-  background alone gets the class right, in BG Fools it names the same wrong class as the full
-  image; the more confident the background alone, the more the image shows background reliance;
+- prediction categories (`categories.section.category_examples`, beside the categories it reads):
+  the confidence of the ONLY-BG-T prediction. In BG Required the background alone gets the class
+  right, in BG Fools it names the same wrong class as the full image; the more confident the
+  background alone, the more the image shows background reliance;
 - challenge (--full): the share of all backgrounds that fool the foreground;
 - noise: the lowest level at which noise flips the prediction (lowest first);
 - edits: the confidence of the wrong prediction after the edit.
@@ -22,7 +23,6 @@ from typing import Dict, Iterable, List, Mapping, Optional, Sequence
 import numpy as np
 
 from ..drawing.dataset_files import DatasetFiles
-from .categories.summary import CATEGORIES, JudgedImages
 from .registry import SectionContext, SectionSubject
 
 
@@ -45,18 +45,6 @@ def top_per_class(picks: Iterable[Pick], per_class: int, lowest_first: bool = Fa
     for label in sorted(by_class):
         out += sorted(by_class[label], key=lambda p: (sign * p.score, p.image_id))[:per_class]
     return out
-
-
-def category_examples(judged: JudgedImages, category: str, per_class: int) -> List[Pick]:
-    """Images of `category` (e.g. 'BG Required'), scored by their ONLY-BG-T confidence."""
-    wanted = CATEGORIES.index(category)
-    picks = []
-    for k in np.nonzero(judged.categories == wanted)[0]:
-        preds = {v: int(p[k]) for v, p in judged.preds.items()}
-        conf = {v: float(c[k]) for v, c in judged.conf.items()}
-        picks.append(Pick(judged.image_ids[k], int(judged.labels[k]), conf["only_bg_t"],
-                          {"preds": preds, "conf": conf}))
-    return top_per_class(picks, per_class)
 
 
 def most_fooled(matrix: np.ndarray, fg_ids: Sequence[str], fg_labels: np.ndarray, asr: np.ndarray,

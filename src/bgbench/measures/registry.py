@@ -180,6 +180,25 @@ class Measure:
         """Run the measure; the result on rank 0 (None on other torchrun ranks)."""
         raise NotImplementedError(f"measure {self.name!r} runs through its own command")
 
+    def run_config(self, cfg, layout, ranks, *, own: Optional[Dict[str, Any]] = None, images: Optional[int] = None,
+                   after: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+        """What a run records of how it ran, in this order: its options (`asdict(cfg)`), keys of its
+        own (`own`: a layer, a rule, the variants it read), the data's split, with `images` the
+        images it measured and the data's classes, the keys that follow them (`after`), and the
+        world it ran in (`distributed.world_record`). A key of `own` or the data's overrides the
+        option of the same name in its place."""
+        from dataclasses import asdict
+        from ..distributed import world_record
+        measured = {} if images is None else {"images": images, "classes": list(layout.classes)}
+        return {**asdict(cfg), **(own or {}), "split": layout.split, **measured, **(after or {}),
+                **world_record(ranks)}
+
+    def provenance(self, config: Dict[str, Any], *, model, layout, seed: Optional[int] = None):
+        """The provenance of one of its runs, under its run kind: the one place a measure's run builds
+        it (`recording` adds what the model and the data say of themselves)."""
+        from ..recording import Provenance
+        return Provenance.of(self.kind, config, model=model, layout=layout, seed=seed)
+
     def summarize(self, rows: Sequence[tuple], config: dict) -> Any:
         """The pure summary of a run's per-image rows under its recorded config."""
         raise NotImplementedError

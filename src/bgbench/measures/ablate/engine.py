@@ -13,7 +13,7 @@ from typing import Callable, Dict, Sequence, Tuple
 import torch
 
 from .summary import CLEAN
-from ..noise.engine import Region
+from ..common.regions import Region
 
 GRAY = 0.5  # RIVAL10's fill
 

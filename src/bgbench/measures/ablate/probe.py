@@ -109,7 +109,7 @@ class AblateMeasure(ModelMeasure):
         """Each image clean ('none') and with each of its regions grayed (`engine`)."""
         import torch
 
-        from ..noise.engine import ATTRIBUTE_PREFIX, Region, object_regions
+        from ..common.regions import ATTRIBUTE_PREFIX, Region, object_regions
         from .engine import ablation_outcomes
         items = batch.items
         y = torch.as_tensor([it.label for it in items], device=batch.x.device)

@@ -33,7 +33,8 @@ def _cell(entry: Optional[dict], measure: str) -> Optional[dict]:
 def ablation_heatmap(ctx: SectionContext) -> Optional[dict]:
     """Regions (object, background, attributes in order) × models with an ablation run."""
     from . import MEASURE
-    from .summary import OBJECT_REGIONS, region_label
+    from ..common.regions import region_label
+    from .summary import OBJECT_REGIONS
     columns, summaries = [], []
     for subject in ctx.subjects:
         found = MEASURE.stored(ctx, subject)

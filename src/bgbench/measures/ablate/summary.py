@@ -26,7 +26,7 @@ import numpy as np
 
 from ...intervals import REPLICATES
 from ...probing.bootstrap import percentile_interval, stratified_weights
-from ..noise.levels import ATTRIBUTE_PREFIX
+from ..common.regions import region_label
 from ...intervals import interval
 from ..result import without_nan
 
@@ -36,13 +36,6 @@ HARDIMAGENET = "hardimagenet"
 
 #: The regions every image has, in display order (attributes follow, sorted).
 OBJECT_REGIONS = ("fg", "bg", "bbox", "tile")
-REGION_NAMES = {"fg": "object (foreground)", "bg": "background", "bbox": "object's box",
-                "tile": "object's box tiled"}
-
-
-def region_label(region: str) -> str:
-    """'object (foreground)', 'background', or the attribute's name."""
-    return REGION_NAMES.get(region, region[len(ATTRIBUTE_PREFIX):] if region.startswith(ATTRIBUTE_PREFIX) else region)
 
 
 @dataclass

@@ -2,14 +2,18 @@
 behind each category."""
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, List, Optional
 
+import numpy as np
 
 from ...drawing import figures
 from ...drawing.gallery import Gallery, class_namer, per_class
 from ...errors import BgbenchError
-from ..examples import run_files
+from ..examples import Pick, run_files, top_per_class
 from ..registry import SectionContext, SectionSubject
+
+if TYPE_CHECKING:
+    from .summary import JudgedImages
 
 
 #: How the galleries name the three inputs of the prediction categories.
@@ -33,9 +37,21 @@ def categories_section(ctx: SectionContext, subject: SectionSubject) -> Optional
             "per_class": result.per_class, "figure": ctx.href(path)}
 
 
+def category_examples(judged: JudgedImages, category: str, per_class: int) -> List[Pick]:
+    """Images of `category` (e.g. 'BG Required'), scored by their ONLY-BG-T confidence."""
+    from .summary import CATEGORIES
+    wanted = CATEGORIES.index(category)
+    picks = []
+    for k in np.nonzero(judged.categories == wanted)[0]:
+        preds = {v: int(p[k]) for v, p in judged.preds.items()}
+        conf = {v: float(c[k]) for v, c in judged.conf.items()}
+        picks.append(Pick(judged.image_ids[k], int(judged.labels[k]), conf["only_bg_t"],
+                          {"preds": preds, "conf": conf}))
+    return top_per_class(picks, per_class)
+
+
 def categories_gallery(ctx: SectionContext, subject: SectionSubject) -> Optional[dict]:
     from ..categories.summary import NEEDED, judge_images
-    from ..examples import category_examples
     from ...probing.tables import stored_table
     run = subject.latest("eval")
     if run is None:

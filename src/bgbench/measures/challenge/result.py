@@ -26,7 +26,7 @@ class ChallengeReport:
     precision: Optional[dict] = None  # bf16-verified: VerifiedStats.as_dict(), over every invocation of the run
     numerics: Optional[dict] = None  # the precision, and whether fp32 forwards ran strict (no TF32)
     asr_rows: List[tuple] = field(default_factory=list, repr=False)
-    provenance: Any = None  # recording.Provenance of the open run
+    provenance: Any = None  # the open run's recording.Provenance
     store_path: Optional[str] = None  # the store holding the verdict rows, where `record` finishes the run
     model_label: Optional[str] = None  # recording.model_label: the model with its weights, for display
 

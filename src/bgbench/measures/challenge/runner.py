@@ -36,6 +36,7 @@ from ...data.layout import Layout, discover
 from ...errors import DataError
 from ...models.spec import BgModel, meet_data
 from ...store import Store
+from . import MEASURE
 from .config import ChallengeConfig
 from .engine import ChallengeEngine
 from .result import ChallengeReport
@@ -177,8 +178,8 @@ class _Invocation:
     def _open_run(self, model: BgModel) -> int:
         run_id = None
         if self.rank == 0:
-            prov = self.provenance = recording.Provenance.of("challenge", self.cfg.identity(), model=model,
-                                                        layout=self.data.layout, seed=self.cfg.seed)
+            prov = self.provenance = MEASURE.provenance(self.cfg.identity(), model=model, layout=self.data.layout,
+                                                        seed=self.cfg.seed)
             # a full request takes a finished run of the same job as it is (nothing left to compute);
             # --rerun starts a new run
             statuses = () if self.cfg.rerun else ("running", "sampled") + (() if self.cfg.sampled else ("done",))

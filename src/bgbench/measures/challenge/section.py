@@ -12,7 +12,7 @@ from ...drawing import figures
 from ...drawing.gallery import Gallery, class_namer, pct, per_class
 from ...errors import DataError
 from .rank import top_backgrounds
-from ..eval.section import estimate
+from ..common.estimates import estimate
 from ..registry import SectionContext, SectionSubject
 
 

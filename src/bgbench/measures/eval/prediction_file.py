@@ -37,9 +37,9 @@ from ...classes import IMAGENET1K, NO_CLASS, Mapping, imagenet_to_in9
 from ...data.layout import IN9_VARIANTS, Layout, discover
 from ...errors import BgbenchError, DataError
 from .config import LABEL_SPACES, PredictionFileConfig  # noqa: F401 (re-exported)
-from ...recording import Provenance
+from . import MEASURE
 from ...store import Store
-from ..groups.summary import group_results
+from ..common.groups import group_results
 from ...evaluation.predict import Predictions
 from .results import EvalReport
 
@@ -265,7 +265,7 @@ def predictions_report(path: str | Path, data: str | Path | Layout, cfg: Predict
               "protocol_settings": protocols.settings_of(cfg.protocol)}
     if class_map is not None and class_map.name != IN9:  # recorded as a model's run records it
         config["class_map"] = class_map.to_config()
-    report.provenance = Provenance.of("eval", config, model=spec, layout=layout, seed=cfg.seed)
+    report.provenance = MEASURE.provenance(config, model=spec, layout=layout, seed=cfg.seed)
     return report
 
 

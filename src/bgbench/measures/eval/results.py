@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
-from ..groups.summary import GroupAccuracy
+from ..common.groups import GroupAccuracy
 from ...evaluation.metrics import Estimate, accuracy, bg_gap
 from ...evaluation.predict import Predictions
 from ...intervals import REPLICATES, interval

@@ -7,24 +7,23 @@ come from `renderers`, passed in by the caller because computing them needs a hi
 """
 from __future__ import annotations
 
-from dataclasses import asdict
 from pathlib import Path
 from typing import Callable, Dict, List, Optional
 
-import numpy as np
 import torch
 
 from ... import protocols
 from ...console import status
 from ...data.layout import Item, Layout
 from ...data.resolve import resolve_layout
-from ...distributed import Ranks, gather, setup, share, shares_order, world_record
+from ...distributed import Ranks, setup, share
 from ...models.spec import BgModel, meet_data
-from ...recording import Provenance, model_label
+from ...recording import model_label
+from . import MEASURE
 from .config import EvalConfig
-from ..groups.summary import group_results
+from ..common.groups import group_results
 from ...data.pixel_cache import Pixels, pixels_of
-from ...evaluation.predict import Predictions, mask_checker, predict_items
+from ...evaluation.predict import Predictions, joined_predictions, mask_checker, predict_items
 from .results import EvalReport
 from .tencrop import CROP as TEN_CROP_SIZE, RESIZE as TEN_CROP_RESIZE, ten_crop_logits
 
@@ -71,12 +70,12 @@ def run_eval(model: BgModel, data: str | Path | Layout, cfg: EvalConfig, progres
     report = EvalReport.from_predictions(model.spec.name, str(layout.root), predictions, seed=cfg.seed)
     report.groups = group_results(layout, predictions)
     report.model_label = model_label(model.spec.name, model.spec.to_dict())
-    config = {**asdict(cfg), "variants": variants, "split": layout.split, "torch": torch.__version__,
-              "computed_variants": sorted(on_the_fly), "protocol_settings": protocols.settings_of(cfg.protocol),
-              "requested": {"variants": cfg.variants, "split": cfg.split},  # before the data resolved them
-              "pixels": fed,  # how many images came decoded from the pixel cache (runtime, not identity)
-              **world_record(ranks)}
-    report.provenance = Provenance.of("eval", config, model=model, layout=layout, seed=cfg.seed)
+    after = {"torch": torch.__version__, "computed_variants": sorted(on_the_fly),
+             "protocol_settings": protocols.settings_of(cfg.protocol),
+             "requested": {"variants": cfg.variants, "split": cfg.split},  # before the data resolved them
+             "pixels": fed}  # how many images came decoded from the pixel cache (runtime, not identity)
+    config = MEASURE.run_config(cfg, layout, ranks, own={"variants": variants}, after=after)
+    report.provenance = MEASURE.provenance(config, model=model, layout=layout, seed=cfg.seed)
     return report
 
 
@@ -98,19 +97,6 @@ def stored_report(store, run_id: int) -> EvalReport:
     report.model_label, report.run_id = run_model_label(run), run_id
     return report
 
-
-
-
-def joined_predictions(mine: Predictions, n: int, ranks: Ranks, block: int) -> Optional[Predictions]:
-    """Every rank's predictions of one variant, in item order, on rank 0 (None elsewhere); a world
-    of one keeps `mine`."""
-    if not ranks.distributed:
-        return mine
-    parts = gather(mine, ranks)
-    if parts is None:
-        return None
-    order = np.argsort(np.asarray(shares_order(n, ranks.world, block)), kind="stable")
-    return Predictions.concat(parts).take(order)
 
 
 def computed_variants(data, variants: Optional[List[str]], renderers: Renderers) -> set:

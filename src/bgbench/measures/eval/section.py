@@ -7,13 +7,8 @@ from typing import Optional
 
 
 from ...drawing import figures
+from ..common.estimates import estimate
 from ..registry import SectionContext, SectionSubject
-
-
-def estimate(row) -> Optional[dict]:
-    if row is None or row["value"] is None:
-        return None
-    return {"value": row["value"], "lo": row["lo"], "hi": row["hi"], "n": row["n"]}
 
 
 def eval_accuracies(ctx: SectionContext, subject: SectionSubject) -> Optional[dict]:

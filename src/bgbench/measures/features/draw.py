@@ -8,7 +8,7 @@ from typing import Dict, List, Sequence
 
 from .engine import RankedFeature, gallery_order
 from .gallery import GalleryRow, write_gallery
-from ..saliency.summary import class_namer
+from ..common.names import prediction_namer
 
 GALLERY_FILE = "features_class{:04d}.png"
 
@@ -45,7 +45,7 @@ def draw_galleries(head, pairs: Sequence, ranked: Sequence[RankedFeature], confi
                 images[i] = (x[k].permute(1, 2, 0).cpu().numpy(), m[k, 0].cpu().numpy() > 0.5)
                 for j in needed[i]:
                     cells[(i, j)] = maps[k, j].float().cpu().numpy()
-    name = class_namer(config["classes"], config["label_space"] == "dataset")
+    name = prediction_namer(config["classes"], config["label_space"] == "dataset")
     out.mkdir(parents=True, exist_ok=True)
     written = {}
     for c in classes:

@@ -20,7 +20,7 @@ from ...errors import BgbenchError
 from ...options import flag
 from ..base import Autograd, ModelMeasure, ProbeConfig
 from ..registry import Headline, SectionSpec
-from ..saliency.summary import class_namer
+from ..common.names import prediction_namer
 from .summary import TABLE_COLUMNS, FeaturesSummary, rule_text, summarize_features
 
 GROUPINGS = ("prediction", "label")
@@ -142,7 +142,7 @@ class FeaturesMeasure(ModelMeasure):
                 "pooled_is_map_mean": result.config.get("pooled_is_map_mean")}
 
     def summarize(self, rows, config: dict) -> FeaturesSummary:
-        name = class_namer(config.get("classes") or [], config.get("label_space", "dataset") == "dataset")
+        name = prediction_namer(config.get("classes") or [], config.get("label_space", "dataset") == "dataset")
         return summarize_features(rows, name, config)
 
 

@@ -14,7 +14,7 @@ from ...data.manifest import read_backgrounds
 from ...data.spawrious import find_spawrious, spawrious_layout
 from ...errors import BgbenchError
 from ...probing.tables import stored_table
-from .summary import MIN_IMAGES, GroupAccuracy, group_accuracy
+from ..common.groups import MIN_IMAGES, GroupAccuracy, group_accuracy
 
 #: The mixed variants whose images record a background class.
 MIXED = ("mixed_rand", "mixed_next", "mixed_same")

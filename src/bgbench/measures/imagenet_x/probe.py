@@ -10,14 +10,13 @@ wrong images, and is refused in one line naming the first mismatch.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List, Sequence
+from typing import List, Optional, Sequence
 
 from ...errors import BgbenchError
 from ...intervals import REPLICATES
-from ..arms import Arm, ArmsConfig, ArmsMeasure, require_imagenet_model
+from ..arms import Arm, ArmsConfig, ArmsMeasure, imagenet_reference, require_imagenet_model
 from ..registry import Headline, SectionSpec
-from ..texture.probe import imagenet_reference
-from .summary import BACKGROUND, ImageNetXSummary, summarize_imagenet_x, val_labels
+from .summary import BACKGROUND, ImageNetXSummary, ratio_difference, summarize_imagenet_x, val_labels
 
 ARM = "imagenet"
 
@@ -74,3 +73,11 @@ class ImageNetXMeasure(ArmsMeasure):
         mine = [r for r in rows if r[0] == ARM]
         return summarize_imagenet_x([r[1] for r in mine], [r[3] for r in mine], seed=int(config.get("seed", 0)),
                                     replicates=int(config.get("bootstrap_replicates", REPLICATES)))
+
+    def background_change(self, store, base_run: int, derived_run: int, seed: int = 0) -> Optional[dict]:
+        """The background error ratio of `derived_run` minus `base_run`'s, on the same images, with a
+        paired 95% interval (`analyze shortcuts` reads it through the registry); None when the runs
+        are not on the same images."""
+        rows = [[(r["image_id"], r["pred"]) for r in store.probe_rows(self.table.name, run)]
+                for run in (base_run, derived_run)]
+        return ratio_difference(rows[0], rows[1], BACKGROUND, seed=seed)

@@ -13,31 +13,13 @@ torchrun slice, and the report redraws exactly the copy that flipped a predictio
 from __future__ import annotations
 
 from concurrent.futures import Executor, ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Callable, Dict, Optional, Sequence
 
 import numpy as np
 import torch
 
 from .draws import REGIONS, draw_seed, image_noise  # noqa: F401 (REGIONS: the object regions, re-exported)
-
-from .levels import ATTRIBUTE_PREFIX  # noqa: F401 (re-exported: an attribute's region name)
-
-
-
-@dataclass
-class Region:
-    """Where noise goes: the images of the batch it applies to (`index`) and their masks."""
-
-    name: str
-    index: torch.Tensor  # (n,) positions in the batch
-    where: torch.Tensor  # (n, 1, H, W) in {0,1}
-
-
-def object_regions(mask: torch.Tensor) -> list:
-    """The foreground and the background of every image of a batch (mask: (N, 1, H, W))."""
-    every = torch.arange(mask.shape[0], device=mask.device)
-    return [Region("fg", every, mask), Region("bg", every, 1 - mask)]
+from ..common.regions import Region
 
 
 def stacked_draws(seeds: Sequence[int], trials: int, height: int, width: int, pool: Optional[Executor] = None

@@ -17,8 +17,6 @@ from typing import Dict, List, Sequence, Tuple
 from ...errors import BgbenchError
 
 KINDS = ("sigma", "l2")
-#: The region of noise on one attribute's mask is named 'attr:<attribute>'.
-ATTRIBUTE_PREFIX = "attr:"
 GRIDS: Dict[str, Dict[str, Tuple[float, ...]]] = {
     "rival10": {"sigma": tuple(k / 255 for k in range(30, 211, 30)), "l2": tuple(float(k) for k in range(25, 201, 25))},
     "hardimagenet": {"sigma": (0.125, 0.25, 0.375, 0.5, 0.625, 0.75), "l2": (30.0, 60.0, 90.0, 120.0, 150.0, 180.0)},

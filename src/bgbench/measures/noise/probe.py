@@ -123,7 +123,8 @@ class NoiseMeasure(ModelMeasure):
 
     def rows(self, predict, batch, cfg: NoiseConfig) -> List[tuple]:
         """Every image's prediction under each region's noise, level and trial (`engine`)."""
-        from .engine import ATTRIBUTE_PREFIX, Region, object_regions, region_predictions
+        from ..common.regions import ATTRIBUTE_PREFIX, Region, object_regions
+        from .engine import region_predictions
         items = batch.items
         regions = object_regions(batch.m) + [Region(ATTRIBUTE_PREFIX + name, idx, where)
                                              for name, (idx, where) in batch.parts.items()]

@@ -14,7 +14,7 @@ from ..registry import SectionContext, SectionSubject
 
 
 def noise_section(ctx: SectionContext, subject: SectionSubject) -> Optional[dict]:
-    from ..ablate.summary import region_label
+    from ..common.regions import region_label
     from . import MEASURE
     found = MEASURE.stored(ctx, subject)
     if found is None:

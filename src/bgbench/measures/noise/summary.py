@@ -22,7 +22,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ...probing.bootstrap import percentile_interval, stratified_weights
-from .levels import ATTRIBUTE_PREFIX, grid_label, level_label
+from ..common.regions import ATTRIBUTE_PREFIX
+from .levels import grid_label, level_label
 from .rfs import rfs_array
 from ...intervals import REPLICATES, interval
 

@@ -16,10 +16,10 @@ from typing import List, Optional, Sequence
 from ...errors import BgbenchError
 from ...intervals import REPLICATES
 from ...options import flag
-from ..arms import GAP_TEMPLATE, Arm, ArmsConfig, ArmsMeasure, folder_option, require_imagenet_model
+from ..arms import (GAP_TEMPLATE, Arm, ArmsConfig, ArmsMeasure, folder_option, imagenet_reference,
+                    require_imagenet_model)
 from ..gaps import GapSummary, arm_accuracy, correct_by, gap
 from ..registry import Headline, SectionSpec
-from ..texture.probe import imagenet_reference
 
 REFERENCE, RENDITIONS = "imagenet_200", "renditions"
 

@@ -26,7 +26,8 @@ from ...probing.gradcam import gradcam_batch, resolve_layer
 from ..base import Autograd, BootstrapConfig, ModelMeasure
 from ..registry import Headline, SectionSpec
 from .metrics import METRICS, absolute_iou_and_dice, saliency_alignment
-from .summary import HARDIMAGENET, RIVAL10, SaliencySummary, class_namer, summarize_saliency
+from ..common.names import prediction_namer
+from .summary import HARDIMAGENET, RIVAL10, SaliencySummary, summarize_saliency
 
 OVERLAYS_FILE = "saliency_overlays.png"
 #: The folder (beside OVERLAYS_FILE) with one overlay PNG per example, for the report's gallery.
@@ -128,7 +129,7 @@ class SaliencyMeasure(ModelMeasure):
         """The summary of per-image rows under the run's config (classes, label space, bootstrap)."""
         values = {m: np.array([np.nan if r[3 + k] is None else r[3 + k] for r in rows], dtype=np.float64)
                   for k, m in enumerate(METRICS)}
-        name = class_namer(config.get("classes") or [], config.get("label_space", "dataset") == "dataset")
+        name = prediction_namer(config.get("classes") or [], config.get("label_space", "dataset") == "dataset")
         return summarize_saliency(values, [r[2] for r in rows], name, seed=int(config.get("seed", 0)),
                                   replicates=int(config.get("bootstrap_replicates", REPLICATES)),
                                   protocol=config.get("protocol", RIVAL10))
@@ -194,6 +195,6 @@ def _overlays(cam: _Layer, pairs, rows, cfg: SaliencyConfig, config: dict, out_d
             panels[it.image_id] = (chosen[it.image_id], it.label, x[k].permute(1, 2, 0).cpu().numpy(), maps[k],
                                    m[k, 0].cpu().numpy() > 0.5)
     ordered = [panels[i] for i in chosen if i in panels]
-    name = class_namer(config["classes"], config["label_space"] == "dataset")
+    name = prediction_namer(config["classes"], config["label_space"] == "dataset")
     grid = write_overlays([(ex, *rest) for ex, _, *rest in ordered], name, out_dir / OVERLAYS_FILE)
     return str(grid), write_example_overlays(ordered, out_dir / EXAMPLES_FOLDER)

@@ -37,7 +37,7 @@ def saliency_section(ctx: SectionContext, subject: SectionSubject) -> Optional[d
 
 def saliency_gallery(ctx: SectionContext, subject: SectionSubject) -> Optional[dict]:
     from . import MEASURE
-    from .summary import class_namer as saliency_namer
+    from ..common.names import prediction_namer
     run = subject.latest(MEASURE.kind)
     if run is None:
         return None
@@ -46,7 +46,7 @@ def saliency_gallery(ctx: SectionContext, subject: SectionSubject) -> Optional[d
         return None
     config = json.loads(run["config"])
     dataset_labels = config.get("label_space", "dataset") == "dataset"
-    pred_name = saliency_namer(config.get("classes") or [], dataset_labels)
+    pred_name = prediction_namer(config.get("classes") or [], dataset_labels)
     name, files = class_namer(config.get("classes") or []), run_files(run)
     g = Gallery("Grad-CAM", ctx.thumbs, folder=files.folder("original"))
     k = max(1, per_class(len(config.get("classes") or [])) // 2)  # of each rank: the most, the least aligned

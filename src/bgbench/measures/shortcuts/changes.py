@@ -130,12 +130,8 @@ def _challenge_change(store, base_run: int, derived_run: int, seed: int) -> Opti
 
 
 def _ratio_change(store, base_run: int, derived_run: int, seed: int) -> Optional[dict]:
-    from ..imagenet_x.summary import BACKGROUND, ratio_difference
     from ..registry import get_measure
-    table = get_measure("imagenet_x").table.name
-    rows = [[(r["image_id"], r["pred"]) for r in store.probe_rows(table, run)]
-            for run in (base_run, derived_run)]
-    return ratio_difference(rows[0], rows[1], BACKGROUND, seed=seed)
+    return get_measure("imagenet_x").background_change(store, base_run, derived_run, seed=seed)
 
 
 def column_change(store, column: Column, base_run: int, derived_run: int, seed: int = 0) -> Optional[dict]:

@@ -15,7 +15,8 @@ from typing import List, Optional, Sequence
 from ...errors import BgbenchError
 from ...intervals import REPLICATES
 from ...options import flag
-from ..arms import GAP_TEMPLATE, Arm, ArmsConfig, ArmsMeasure, folder_option, require_imagenet_model
+from ..arms import (GAP_TEMPLATE, Arm, ArmsConfig, ArmsMeasure, folder_option, imagenet_reference,
+                    require_imagenet_model)
 from ..gaps import GapSummary, arm_accuracy, correct_by, gap, stem
 from ..registry import Headline, SectionSpec
 
@@ -33,15 +34,6 @@ class TextureConfig(ArmsConfig):
         if self.stylized is None:
             raise BgbenchError("texture needs --stylized ROOT, Stylized-ImageNet's val (the images it scores "
                                "against --data's)")
-
-
-def imagenet_reference(layout, measure: str):
-    """--data must be ImageNet's own images (every class of the 1000) for texture and renditions."""
-    from ...data.imagenet_folders import TREE
-    if getattr(layout, "kind", "") != "imagenet" or getattr(layout, "source", "") != TREE:
-        raise BgbenchError(f"{measure} compares against ImageNet's val: --data must be ImageNet (the ILSVRC archive or "
-                           f"torchvision's ROOT/val/<wnid>/), not {layout.root}")
-    return layout
 
 
 class TextureMeasure(ArmsMeasure):

@@ -1,0 +1,40 @@
+"""The regions of an image that the noise and ablation measures act on, named once for both.
+
+Every image has its object (the foreground, 'fg') and its background ('bg'); Hard ImageNet's
+ablations add the object's box ('bbox', 'tile'); an attribute's mask is the region
+'attr:<attribute>', on the images that have it. Light: torch is imported only to build regions
+(the CLI's --help imports the names).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import torch
+
+#: The region of one attribute's mask is named 'attr:<attribute>'.
+ATTRIBUTE_PREFIX = "attr:"
+REGION_NAMES = {"fg": "object (foreground)", "bg": "background", "bbox": "object's box",
+                "tile": "object's box tiled"}
+
+
+def region_label(region: str) -> str:
+    """'object (foreground)', 'background', or the attribute's name."""
+    return REGION_NAMES.get(region, region[len(ATTRIBUTE_PREFIX):] if region.startswith(ATTRIBUTE_PREFIX) else region)
+
+
+@dataclass
+class Region:
+    """Where a measure acts: the images of the batch it applies to (`index`) and their masks."""
+
+    name: str
+    index: "torch.Tensor"  # (n,) positions in the batch
+    where: "torch.Tensor"  # (n, 1, H, W) in {0,1}
+
+
+def object_regions(mask: "torch.Tensor") -> list:
+    """The foreground and the background of every image of a batch (mask: (N, 1, H, W))."""
+    import torch
+    every = torch.arange(mask.shape[0], device=mask.device)
+    return [Region("fg", every, mask), Region("bg", every, 1 - mask)]
