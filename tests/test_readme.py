@@ -285,6 +285,10 @@ COMMANDS = {
     "bgbench train --recipe dfr --model timm:resnet50.a1_in1k": None,
     "bgbench eval --model file:dfr-resnet50/model.pt": None,
     "bgbench eval --model file:dfr-spawrious/model.pt": None,  # ImageNet-D and Spawrious: generated trees
+    # Hard ImageNet's masks over your ImageNet: these probes run on generated trees in test_benchmarks.py's study
+    "bgbench probe noise --model timm:resnet50 --data hardImageNet/": None,
+    "bgbench probe saliency --model timm:resnet50 --data hardImageNet/": None,
+    "bgbench probe ablate --model timm:resnet50 --data hardImageNet/": None,
     "bgbench train --recipe dfr --model openclip:ViT-B-32@openai": None,
     "bgbench eval --model openclip:ViT-B-32@openai": None,
     "bgbench challenge --model openclip:ViT-B-32@openai": None,
