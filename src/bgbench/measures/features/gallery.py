@@ -76,10 +76,10 @@ def mosaic(rows: Sequence[GalleryRow]) -> np.ndarray:
 
 def write_gallery(rows: Sequence[GalleryRow], title: str, path: Path) -> Path:
     """One PNG: the mosaic with each row's caption on its left and the title above (`gallery_figure`)."""
-    import matplotlib.pyplot as plt
     path.parent.mkdir(parents=True, exist_ok=True)
     fig = gallery_figure(rows, title)
     fig.savefig(path, dpi=DPI)
+    import matplotlib.pyplot as plt
     plt.close(fig)
     return path
 
