@@ -71,3 +71,75 @@ def test_a_gallery_fills_the_page_width(browser, tmp_path):
     assert right >= 0.85 * width, (right, width)  # the first row of classes reaches across the page
     assert rows <= 3, rows  # nine items in a few rows, not one per line
     assert _no_sideways_scroll(browser)
+
+
+# ---------------------------------------------------------------- the scorecard
+
+
+def _store(path: Path, models: int, datasets: int) -> Path:
+    """Eval and challenge runs written by hand (each with its headline and interval): four columns per
+    dataset; models `zoo:net_<m>` on datasets `/data/set<d>`."""
+    with Store(path) as store:
+        for m in range(models):
+            for d in range(datasets):
+                where = dict(model=f"zoo:net_{m}", spec={"checkpoint_sha256": f"{m + 1:064x}"},
+                             data_root=f"/data/set{d}", data_fingerprint=f"fp-{d}")
+                rid = store.start_run("eval", {"variants": ["original"], "classes": ["a", "b"]}, **where)
+                store.insert("metrics", rid, [("accuracy", "original", 0.812, 0.762, 0.853, 200),
+                                              ("bg_gap", "", 0.143, 0.051, 0.236, 200),
+                                              ("worst_group_accuracy", "mixed_rand", 0.5, 0.31, 0.69, 24)])
+                store.finish_run(rid)
+                rid = store.start_run("challenge", {"classes": ["a", "b"]}, **where)
+                store.insert("metrics", rid, [("challenge_accuracy", "", 0.244, 0.167, 0.342, 90)])
+                store.finish_run(rid)
+    return path
+
+
+IN_VIEW = """
+var el = arguments[0], r = el.getBoundingClientRect(), right = window.innerWidth, left = 0;
+var box = el.closest('.scorecard-scroll');
+if (box) { var b = box.getBoundingClientRect(); right = Math.min(right, b.right);
+           left = document.querySelector('#scorecard-table th.model-col').getBoundingClientRect().right; }
+return [r.left, r.right, left, right];"""
+
+
+def _groups(b, datasets):
+    """Each dataset's group: its header over the columns of a row per model, or its block."""
+    return [b.find_element("css selector", f'#scorecard th.dataset[data-group="{g}"], '
+                                           f'#scorecard table[data-group="{g}"]') for g in range(datasets)]
+
+
+def test_one_models_scorecard_shows_every_dataset_without_scrolling_sideways(browser, tmp_path):
+    """One model on three datasets: every dataset's numbers are in view at 1,400 px (the table showed
+    the first group and scrolled sideways for the others); the page does not scroll sideways."""
+    with Store(_store(tmp_path / "r.db", models=1, datasets=3)) as store:
+        result = render_report(store, tmp_path / "site", progress=False)
+    browser.get(result.index.resolve().as_uri())
+    for group in _groups(browser, 3):
+        left, right, lo, hi = browser.execute_script(IN_VIEW, group)
+        assert lo - 1 <= left and right <= hi + 1, (group.text, left, right, lo, hi)
+    assert _no_sideways_scroll(browser)
+    text = browser.find_element("id", "scorecard").text
+    for d in range(3):
+        assert f"set{d}" in text
+    assert "zoo:net_0" in text and "14.3%" in text and "24.4%" in text
+
+
+def test_many_models_scorecard_brings_each_dataset_into_view(browser, tmp_path):
+    """Six models on four datasets: a row per model, wider than the page; each dataset's link scrolls
+    the table so that its columns start just right of the (sticky) model column."""
+    with Store(_store(tmp_path / "r.db", models=6, datasets=4)) as store:
+        result = render_report(store, tmp_path / "site", progress=False)
+    browser.get(result.index.resolve().as_uri())
+    assert _no_sideways_scroll(browser)
+    first = browser.execute_script(IN_VIEW, _groups(browser, 4)[-1])
+    assert first[1] > first[3]  # the last dataset starts out of view: the table is wider than the page
+    links = browser.find_elements("css selector", ".scorecard-groups a")
+    assert [a.text for a in links] == [f"{d + 1} set{d}" for d in range(4)]
+    for d, link in enumerate(links):
+        link.click()
+        left, right, lo, hi = browser.execute_script(IN_VIEW, _groups(browser, 4)[d])
+        assert lo - 2 <= left < hi, (d, left, lo, hi)
+        column = browser.find_element("css selector", f'#scorecard-table thead th[data-group="{d}"][data-col]')
+        c_left, c_right, lo, hi = browser.execute_script(IN_VIEW, column)
+        assert lo - 2 <= c_left and c_right <= hi + 1, (d, c_left, c_right, lo, hi)  # its first column, whole
