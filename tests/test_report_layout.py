@@ -143,3 +143,20 @@ def test_many_models_scorecard_brings_each_dataset_into_view(browser, tmp_path):
         column = browser.find_element("css selector", f'#scorecard-table thead th[data-group="{d}"][data-col]')
         c_left, c_right, lo, hi = browser.execute_script(IN_VIEW, column)
         assert lo - 2 <= c_left and c_right <= hi + 1, (d, c_left, c_right, lo, hi)  # its first column, whole
+
+
+def test_the_ablation_heatmap_of_fifty_models_scrolls_in_its_box_not_the_page(browser, tmp_path):
+    """The ablation heatmap has a column per model: with fifty (the benchmark's store) it was about
+    40,000 px wide and the whole page scrolled sideways. Drawn by its own template here."""
+    cell = {"value": 0.123, "lo": 0.05, "hi": 0.2, "n": 90, "shade": "#f4c7b3"}
+    data = {"maps": [{"title": "Accuracy drop", "rows": [{"region": r, "cells": [cell] * 50}
+                                                           for r in ("object", "background")]}],
+            "models": [{"key": f"m{i}", "label": f"timm:bench_net_{i:02d} [sha256 {i:08x}]", "run_id": i}
+                       for i in range(50)]}
+    page = environment().from_string(
+        '<!DOCTYPE html><html><head><meta charset="utf-8">{% include "_style.html.j2" %}</head><body>'
+        '<section id="ablation">{% include "sections/ablation.html.j2" %}</section></body></html>').render(data=data)
+    (tmp_path / "a.html").write_text(page, encoding="utf-8")
+    browser.get((tmp_path / "a.html").as_uri())
+    assert browser.execute_script("return document.querySelectorAll('#ablation table.heatmap th').length") == 51
+    assert _no_sideways_scroll(browser)
