@@ -166,7 +166,7 @@ def test_dry_run_prints_the_plan_and_runs_nothing(synth_root, second, tmp_path):
     assert proc.returncode == 0, proc.stderr
     lines = [ln for ln in proc.stdout.splitlines() if re.match(r"\s*\[\d+/12\]", ln)]
     assert len(lines) == 12 and all("to run" in ln for ln in lines)
-    assert "eval test_resnet on " + synth_root.name in proc.stdout  # labels: the arch, or the study's own
+    assert "eval timm:test_resnet on " + synth_root.name in proc.stdout  # labels: the model string, or the study's own
     n = len(list((synth_root / "original" / "val").glob("*/*.png")))
     assert f"{n * 8:,} forwards" in lines[0]  # eval: every image of the 8 variants
     assert not db.exists() or _finished(db) == []
@@ -184,7 +184,7 @@ def test_profile_skips_what_the_data_cannot_support(synth_root, tmp_path):
     assert list(steps) == ["eval", "challenge", "noise", "saliency", "ablate", "features"]
     for name in ("challenge", "noise", "saliency", "ablate", "features"):  # they need the object mask
         assert steps[name]["skip"] == "the dataset has no foreground masks (fg_mask/)"
-        assert f"{name} test_resnet on plain: skipped: the dataset has no foreground masks" in proc.stderr
+        assert f"{name} timm:test_resnet on plain: skipped: the dataset has no foreground masks" in proc.stderr
     assert steps["eval"]["run"] is not None and _finished(tmp_path / "r.db")
     assert (tmp_path / "p" / "index.html").is_file()
 
@@ -241,8 +241,8 @@ def test_edits_are_written_once_per_dataset_and_every_model_is_evaluated_on_them
     assert proc.returncode == 0, proc.stderr
     steps = json.loads(proc.stdout)["steps"]
     assert [(s["measure"], s["model"], s["dataset"]) for s in steps] == [
-        ("edits", None, synth_root.name), ("eval", "test_resnet", f"{synth_root.name} edits"),
-        ("eval", "test_efficientnet", f"{synth_root.name} edits")]
+        ("edits", None, synth_root.name), ("eval", "timm:test_resnet", f"{synth_root.name} edits"),
+        ("eval", "timm:test_efficientnet", f"{synth_root.name} edits")]
     edited = tmp_path / "edits-report" / "edits" / synth_root.name
     assert sorted(p.name for p in edited.iterdir() if p.is_dir()) == ["fg_mask", "original", "remove", "size_0.05"]
     with sqlite3.connect(db) as conn:  # each level's drop, from the stored predictions, paired by image
@@ -259,9 +259,13 @@ def test_edits_are_written_once_per_dataset_and_every_model_is_evaluated_on_them
                 drops[model][v] = sum(right["original"][i] - right[v][i] for i in both) / len(both)
     html = (tmp_path / "edits-report" / "index.html").read_text()
     card = html[html.index('id="scorecard"'):html.index('id="overview"')]
-    for model, label in (("timm:test_resnet", "test_resnet"), ("timm:test_efficientnet", "test_efficientnet")):
-        row = card[card.index(f'<th class="row">{label} [random init, seed 0] <span'):].split("</tr>")[0]
-        shown = re.findall(r'-edits">(-?[0-9.]+)%</a>', row)
+    # two models: the scorecard reads down; the edits' block has a row per level, a column per model
+    block = next(b for b in card.split('<table class="scorecard-block"')[1:] if "remove drop" in b)
+    models = re.findall(r'<th class="num model">([^<]+?) <span', block)
+    for model in ("timm:test_resnet", "timm:test_efficientnet"):
+        column = models.index(f"{model} [random init, seed 0]")
+        shown = [re.findall(r'-edits">(-?[0-9.]+)%</a>', block.split(f"{v} drop")[1].split("</tr>")[0])[column]
+                 for v in ("remove", "size_0.05")]
         assert shown == [f"{100 * drops[model][v]:.1f}" for v in ("remove", "size_0.05")]
     again = run_cli("study", study, "--db", db, "--quiet", "--json")
     assert json.loads(again.stdout)["ran"] == 0  # the edits and both evals are found in the store

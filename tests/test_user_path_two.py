@@ -204,3 +204,14 @@ def test_galleries_name_a_miss_of_a_custom_class_map_without_calling_it_in9s():
     from bgbench.drawing.gallery import class_namer
     name = class_namer(["cat", "cup", "person"])
     assert (name(1), name(-1), name(255)) == ("cup", "none of its classes", "none of its classes")
+
+
+def test_a_studys_default_label_keeps_the_models_scheme(tmp_path):
+    """`profile --model zoo:efficientnet_lite0` named it 'efficientnet_lite0' in the plan, the scorecard
+    and the report; a model file keeps its short name (its folder's, for a model.pt)."""
+    from bgbench.studies.spec import profile_study
+    (tmp_path / "runs" / "erm").mkdir(parents=True)
+    (tmp_path / "runs" / "erm" / "model.pt").write_bytes(b"")
+    study = profile_study(["zoo:efficientnet_lite0", "timm:resnet50.a1_in1k", f"file:{tmp_path}/runs/erm/model.pt"],
+                          [str(tmp_path)], measures=["eval"])
+    assert list(study.labels().values()) == ["zoo:efficientnet_lite0", "timm:resnet50.a1_in1k", "erm"]

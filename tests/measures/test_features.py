@@ -302,3 +302,34 @@ def test_probe_features_cli_writes_beside_the_store_and_records(synth_root, tmp_
     for argv, needle in ((("--top-images", "0"), "--top-images"), (("--threshold", "nan"), "--threshold")):
         assert_one_line_error(run_cli("probe", "features", "--model", "timm:test_resnet", "--data", synth_root,
                                       "--db", db, *argv), needle)
+
+
+@pytest.mark.parametrize("panels", [1, 2, 5])
+def test_a_gallerys_title_and_captions_lie_inside_its_figure(tmp_path, monkeypatch, panels):
+    """A long class name on a class of few images: the title is wrapped inside the figure (it was one
+    line wider than the figure, cut at both ends), above the mosaic, and every caption is inside too.
+    The figure is the one written, caught as it is saved; its text measured by matplotlib's renderer."""
+    from matplotlib.figure import Figure
+    from bgbench.measures.features.gallery import GalleryRow, write_gallery
+    saved = []
+    original = Figure.savefig
+    monkeypatch.setattr(Figure, "savefig", lambda fig, *a, **k: (saved.append(fig), original(fig, *a, **k))[1])
+    rng = np.random.default_rng(0)
+    rows = [GalleryRow(f"#{r + 1} feature {1000 + r}  SPURIOUS?\ncontribution +0.123\nbg share 0.80 (area 0.65)",
+                       [(rng.random((96, 96, 3)), rng.random((3, 3)), np.zeros((96, 96), bool))] * panels)
+            for r in range(3)]
+    title = ("bobsled, bobsleigh, bob (450): top 3 features by contribution to its logit, each on its "
+             f"{panels} most activating images; object mask outlined in white")
+    write_gallery(rows, title, tmp_path / "g.png")
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    fig = saved[0]
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    box = fig.bbox
+    ax = fig.axes[0]
+    texts = list(fig.texts) + list(ax.texts)
+    assert any(t.get_text().replace("\n", " ") == title for t in texts)
+    for t in texts:
+        e = t.get_window_extent(renderer)
+        assert box.x0 <= e.x0 and e.x1 <= box.x1 and box.y0 <= e.y0 and e.y1 <= box.y1, t.get_text()
+    head = next(t for t in texts if t.get_text().replace("\n", " ") == title)
+    assert head.get_window_extent(renderer).y0 >= ax.get_window_extent(renderer).y1  # above the mosaic

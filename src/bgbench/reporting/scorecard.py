@@ -24,6 +24,10 @@ from ..measures.registry import Headline, Measure, list_measures
 from ..measures.groups.summary import MIN_IMAGES
 from .context import ReportContext, Subject
 
+#: Up to this many models, the scorecard reads down (text and page alike): one block per dataset, a
+#: row per measure, a column per model; more models, a row per model and a column group per dataset.
+READ_DOWN_UP_TO = 4
+
 #: Eval's worst group: MIXED-RAND's (class, background class) groups, else a group dataset's own.
 WORST_GROUP = Headline("worst_group_accuracy", "mixed_rand", label="worst-group accuracy (MIXED-RAND's (class, "
                        "background class) groups, or a group dataset's)", percent=True, short="worst group")
@@ -146,7 +150,7 @@ def scorecard(ctx: ReportContext) -> Optional[dict]:
     out_rows = [{"label": r["label"], "cells": [[r["cells"].get((g["key"], c["key"])) for c in g["columns"]]
                                                 for g in groups],
                  "subjects": [r["subjects"].get(g["key"]) for g in groups]} for r in rows.values()]
-    return {"groups": groups, "rows": out_rows}
+    return {"groups": groups, "rows": out_rows, "down": len(out_rows) <= READ_DOWN_UP_TO}
 
 
 def provenance(subject: Subject) -> dict:
@@ -327,7 +331,7 @@ def scorecard_records(data: dict) -> List[dict]:
     return out
 
 
-def scorecard_text(data: dict, transpose_up_to: int = 4) -> str:
+def scorecard_text(data: dict, transpose_up_to: int = READ_DOWN_UP_TO) -> str:
     """The scorecard as a plain table (what `bgbench profile` and `bgbench study` end with): one
     block per dataset, each measure's headline with its interval. Up to `transpose_up_to` models,
     a column per model (the measures read down); more models, a row per model."""

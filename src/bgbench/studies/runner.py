@@ -1,7 +1,7 @@
 """Running a study: each step the store does not hold yet, through the same API calls as the single
 commands (so each is sharded under torchrun as they are), recorded as it ends; then the report.
 
-Progress names the step (`[7/24] challenge resnet50 on in9`) on stderr, and the step's own bar
+Progress names the step (`[7/24] challenge timm:resnet50.a1_in1k on in9`) on stderr, and the step's own bar
 follows. A killed study loses at most its current step (a challenge keeps its verdicts as they
 come and continues inside its run).
 """

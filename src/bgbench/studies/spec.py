@@ -263,12 +263,14 @@ def _check_model_options(options: dict, key: str, source: str) -> dict:
 
 
 def _short(model: str) -> str:
-    """A readable default label: the scheme's argument, without a file's folders."""
+    """A readable default label: a file's name without its folders (or its folder's, for a
+    `model.pt`); any other model string whole, its scheme kept (`zoo:efficientnet_lite0`,
+    `timm:resnet50.a1_in1k`: the name alone does not say where the weights come from)."""
     scheme, _, name = model.partition(":")
     if scheme in FILE_SCHEMES:
         p = Path(name)
         return p.parent.name if p.name in ("model.pt", "last.pt") and p.parent.name else p.stem
-    return name or model
+    return model
 
 
 def _check_model_string(model: str, checkpoint: Optional[str], key: str, source: str) -> None:

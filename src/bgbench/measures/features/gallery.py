@@ -8,6 +8,7 @@ with 5 features x 5 images is one `imshow`, not 25 axes.
 """
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Sequence
@@ -16,6 +17,10 @@ import numpy as np
 
 GAP = 2  # pixels between panels
 OVERLAY_ALPHA = 0.5
+DPI = 110  # of the PNG
+TITLE_SIZE, CAPTION_SIZE = 8, 7  # points
+PAD = 0.1  # inches: between the captions and the mosaic, and around the figure's text
+MIN_WIDTH = 4.0  # inches: a class of one image still gets a readable title
 
 
 @dataclass
@@ -70,23 +75,49 @@ def mosaic(rows: Sequence[GalleryRow]) -> np.ndarray:
 
 
 def write_gallery(rows: Sequence[GalleryRow], title: str, path: Path) -> Path:
-    """One PNG: the mosaic with each row's caption on its left."""
+    """One PNG: the mosaic with each row's caption on its left and the title above (`gallery_figure`)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig = gallery_figure(rows, title)
+    fig.savefig(path, dpi=DPI)
+    import matplotlib.pyplot as plt
+    plt.close(fig)
+    return path
+
+
+def gallery_figure(rows: Sequence[GalleryRow], title: str):
+    """The gallery's matplotlib figure, sized to what it holds: the captions' column as wide as the
+    widest caption, the title wrapped to the figure's width with room above the mosaic for its
+    lines (a long class name on a class of two images made one line wider than the figure, cut
+    at both ends). Text is measured by matplotlib's own renderer, at the DPI it is written at."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    path.parent.mkdir(parents=True, exist_ok=True)
     canvas = mosaic(rows)
     panel_h = canvas.shape[0] / len(rows)
     scale = 1.3 / max(panel_h, 1)  # about 1.3 inches per panel row
-    fig_w, fig_h = canvas.shape[1] * scale + 3.2, canvas.shape[0] * scale + 0.5
-    fig = plt.figure(figsize=(fig_w, fig_h))
-    ax = fig.add_axes((3.1 / fig_w, 0.05 / fig_h, canvas.shape[1] * scale / fig_w, canvas.shape[0] * scale / fig_h))
+    image_w, image_h = canvas.shape[1] * scale, canvas.shape[0] * scale
+    fig = plt.figure(figsize=(image_w + 3.2, image_h + 0.5), dpi=DPI)
+    renderer = fig.canvas.get_renderer()
+    captions = [fig.text(0, 0, row.caption, ha="right", va="center", fontsize=CAPTION_SIZE) for row in rows]
+    caption_w = max(t.get_window_extent(renderer).width for t in captions) / DPI
+    for t in captions:
+        t.remove()
+    left = caption_w + 2 * PAD
+    fig_w = max(left + image_w + PAD, MIN_WIDTH)
+    fig.set_size_inches(fig_w, image_h + 0.5)
+    head = fig.text(0.5, 1, title, ha="center", va="top", fontsize=TITLE_SIZE)
+    for width in range(len(title), 0, -2):  # the longest lines that fit the figure's width
+        head.set_text("\n".join(textwrap.wrap(title, width, break_long_words=True)))
+        if head.get_window_extent(renderer).width <= (fig_w - 2 * PAD) * DPI:
+            break
+    title_h = head.get_window_extent(renderer).height / DPI
+    fig_h = image_h + title_h + 3 * PAD
+    fig.set_size_inches(fig_w, fig_h)
+    head.set_y(1 - PAD / fig_h)
+    ax = fig.add_axes(((fig_w - image_w - PAD) / fig_w, PAD / fig_h, image_w / fig_w, image_h / fig_h))
     ax.imshow(canvas, interpolation="nearest")
     ax.axis("off")
     for i, row in enumerate(rows):
-        ax.text(-0.02 * canvas.shape[1], (i + 0.5) * panel_h, row.caption, ha="right", va="center", fontsize=7,
+        ax.text(-PAD / scale, (i + 0.5) * panel_h, row.caption, ha="right", va="center", fontsize=CAPTION_SIZE,
                 transform=ax.transData)
-    fig.suptitle(title, fontsize=8, y=1 - 0.02 / fig_h)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return fig
