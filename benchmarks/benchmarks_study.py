@@ -1,6 +1,6 @@
 """Issue 49's study: the demo's models and a timm ImageNet model on Synthetic-9 and generated
 ImageNet-D, Spawrious and Hard ImageNet trees, in one `bgbench study`, one scorecard, one report;
-and a screenshot of the report's top (the scorecard) in headless Chromium at 1400 px wide.
+and a screenshot of the report's top (the scorecard, whole) in headless Chromium at 1400 px wide.
 
 Nothing is downloaded. The trees are the tests' generators (`tests/helpers/`: the releases' layouts
 with their real class names and generated pixels; Hard ImageNet's masks over a generated ImageNet,
@@ -61,10 +61,12 @@ def trees(work: Path, size: int) -> dict:
     return out
 
 
-def screenshot(index: Path, shot: Path, profile: Path, width: int = 1400, height: int = 2400) -> None:
-    """The report's top in headless Chromium at `width` px (the scorecard at its left end), then, as
-    strips beneath it, the scorecard scrolled right a view at a time until its last column: the
-    scorecard scrolls sideways when its columns are wider than the window. Saved as a palette PNG."""
+def screenshot(index: Path, shot: Path, profile: Path, width: int = 1400) -> None:
+    """The report's top in headless Chromium at `width` px, down to the scorecard's end. With up to
+    four models the scorecard reads down (a block per dataset, side by side where there is room), so
+    the window is made tall enough to hold it whole; with more it is one table that scrolls sideways,
+    and strips beneath show it scrolled right a view at a time until its last column. Saved as a
+    palette PNG."""
     import io
 
     from PIL import Image
@@ -72,21 +74,23 @@ def screenshot(index: Path, shot: Path, profile: Path, width: int = 1400, height
     from report_size import chromium  # the same browser as the report's other benchmarks
     driver = chromium(profile)
     try:
-        driver.set_window_size(width, height)
+        driver.set_window_size(width, 900)
         driver.get(index.as_uri())
-        box = driver.find_element("css selector", ".scorecard-scroll")
+        card = driver.find_element("css selector", ".scorecard-down, .scorecard-scroll")
+        bottom = driver.execute_script("return arguments[0].getBoundingClientRect().bottom + window.scrollY;", card)
+        driver.set_window_size(width, int(bottom) + 160)  # the window's frame: the page's view is shorter
         top = Image.open(io.BytesIO(driver.get_screenshot_as_png())).convert("RGB")
-        bottom = driver.execute_script("const r = arguments[0].getBoundingClientRect(); return r.bottom;", box)
         scale = top.width / width
-        parts = [top.crop((0, 0, top.width, int(bottom * scale) + 8))]
-        view = driver.execute_script("return arguments[0].clientWidth;", box) - 240  # less the sticky model column
+        parts = [top.crop((0, 0, top.width, min(top.height, int(bottom * scale) + 8)))]
+        scrolls = "scorecard-scroll" in (card.get_attribute("class") or "")
+        view = driver.execute_script("return arguments[0].clientWidth;", card) - 240  # less the sticky model column
         left = 0
-        while True:  # each strip shows the next columns, until the scroll stops at the last
+        while scrolls:  # each strip shows the next columns, until the scroll stops at the last
             moved = driver.execute_script("arguments[0].scrollLeft = arguments[1]; return arguments[0].scrollLeft;",
-                                          box, left + view)
+                                          card, left + view)
             if moved <= left:
                 break
-            strip = Image.open(io.BytesIO(box.screenshot_as_png)).convert("RGB")
+            strip = Image.open(io.BytesIO(card.screenshot_as_png)).convert("RGB")
             if moved - left < view // 2 and len(parts) > 1:  # the last few columns: the strip before, moved on
                 parts[-1] = strip
             else:
