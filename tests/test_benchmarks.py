@@ -31,6 +31,7 @@ from helpers.hub_cache import TAG, use_offline_hub, write_timm_weights
 from helpers.benchmark_trees import BREEDS, IMAGENET_D_CLASSES, LOCATIONS, imagenet_d_tree, spawrious_tree
 from vendored import imagenet_d_source, spawrious_source
 
+LABEL = f"timm:{TAG}"  # a study labels a hub model with its scheme
 RESOURCES = Path(bgbench.__file__).parent / "resources" / "imagenet_d"
 CHALLENGES = ("o2o_easy", "o2o_medium", "o2o_hard", "m2m_easy", "m2m_medium", "m2m_hard")
 
@@ -295,7 +296,7 @@ def test_a_study_over_synthetic9_and_the_benchmarks_ends_with_one_scorecard(synt
     proc = run_cli("train", "--recipe", "dfr", "--model", "timm:test_resnet", "--data", spawrious, "--out",
                    tmp_path / "dfr", "--retrains", "1", "--c-grid", "1", "--feature-cache", "none", "--db", db, "--quiet")
     assert proc.returncode == 0, proc.stderr
-    models = [f"file:{model_ckpt}", f"timm:{TAG}", f"file:{tmp_path / 'dfr' / 'model.pt'}"]
+    models = [f"file:{model_ckpt}", LABEL, f"file:{tmp_path / 'dfr' / 'model.pt'}"]
     proc = run_cli("profile", *[a for m in models for a in ("--model", m)], "--data", synth_root, "--data", imagenet_d,
                    "--data", spawrious, "--data", hard, "--measures", "eval", "challenge", "noise", "saliency",
                    "ablate", "--out", tmp_path / "p", "--db", db, "--json", "--quiet")
@@ -306,13 +307,13 @@ def test_a_study_over_synthetic9_and_the_benchmarks_ends_with_one_scorecard(synt
         assert all(s["skip"] == "the dataset has no foreground masks (fg_mask/)" for (m, d, name), s in steps.items()
                    if d == data and name != "eval" and "cannot read" not in (s["skip"] or ""))
     # masks but no backgrounds to paste its objects on: Hard ImageNet's challenge is skipped, the rest run
-    assert steps[(TAG, hard.name, "challenge")]["skip"] == "the dataset has no only_bg_t backgrounds (only_bg_t/)"
-    assert "cannot read" in steps[(TAG, synth_root.name, "eval")]["skip"]  # no class map for Synthetic-9
-    assert "--class-map" in steps[(TAG, "spawrious", "eval")]["skip"]
+    assert steps[(LABEL, hard.name, "challenge")]["skip"] == "the dataset has no only_bg_t backgrounds (only_bg_t/)"
+    assert "cannot read" in steps[(LABEL, synth_root.name, "eval")]["skip"]  # no class map for Synthetic-9
+    assert "--class-map" in steps[(LABEL, "spawrious", "eval")]["skip"]
     ran = {(s["model"], s["dataset"]) for s in doc["steps"] if s["measure"] == "eval" and s["skip"] is None}
-    assert ran == {(Path(model_ckpt).parent.name, synth_root.name), (TAG, imagenet_d.name), ("dfr", "spawrious"),
-                   (TAG, hard.name)}
-    assert all(steps[(TAG, hard.name, name)]["skip"] is None for name in ("noise", "saliency", "ablate"))
+    assert ran == {(Path(model_ckpt).parent.name, synth_root.name), (LABEL, imagenet_d.name), ("dfr", "spawrious"),
+                   (LABEL, hard.name)}
+    assert all(steps[(LABEL, hard.name, name)]["skip"] is None for name in ("noise", "saliency", "ablate"))
     cells = {(c["dataset"], c["title"]): c for c in doc["scorecard"] if c["value"] is not None}
     for title in ("background", "texture", "material"):
         assert (imagenet_d.name, title) in cells and cells[(imagenet_d.name, title)]["higher_is_better"]

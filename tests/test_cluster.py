@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from bgbench.studies.jobs import job_name
 from conftest import assert_one_line_error, run_cli
 from helpers.study_runs import scorecard_cells, stored_runs
 
@@ -60,7 +61,7 @@ def test_two_shards_merged_equal_one_run_and_merging_again_adds_nothing(sequenti
     study, db = _study(tmp_path, synth_root), tmp_path / "merged.db"
     shards = [json.loads(run_cli("study", study, "--shard", f"{k}/2", "--db", db, "--quiet", "--json").stdout)
               for k in (0, 1)]
-    assert [[j["job"] for j in s["jobs"]] for s in shards] == [["test_resnet--" + synth_root.name],
+    assert [[j["job"] for j in s["jobs"]] for s in shards] == [[job_name("timm:test_resnet", synth_root.name)],
                                                               ["effnet--" + synth_root.name]]
     assert not db.exists()  # a shard never writes the study's store
     merged = run_cli("study", study, "--merge", "--db", db, "--quiet", "--json")
@@ -94,7 +95,8 @@ def test_local_executor_with_two_jobs_equals_the_sequential_study(sequential, sy
     proc = run_cli("study", study, "--executor", "local", "--jobs", "2", "--db", db, "--quiet", "--json")
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
-    assert sorted(doc["submitted"]) == sorted(["test_resnet--" + synth_root.name, "effnet--" + synth_root.name])
+    assert sorted(doc["submitted"]) == sorted([job_name("timm:test_resnet", synth_root.name),
+                                               "effnet--" + synth_root.name])
     assert doc["failed"] == {} and doc["missing"] == []
     assert scorecard_cells(doc) == scorecard_cells(one) and stored_runs(db) == stored_runs(one_db)
     ids = json.loads((tmp_path / "study-report" / "jobs" / "submitted.json").read_text())["jobs"]
