@@ -30,7 +30,7 @@ from ..errors import DataError
 from .images import IMAGE_SUFFIXES
 from .imagenet_folders import EVAL_CROP
 from .inside import RootGuard
-from .layout import Item, Layout
+from .layout import Item, MasklessLayout
 
 #: ImageNet-D's nuisances, in `evaluate_imagenet_models.py`'s order (`subset_list`).
 NUISANCES = ("background", "texture", "material")
@@ -39,27 +39,17 @@ QUESTIONS = "questions"
 
 
 @dataclass
-class ImageNetDLayout(Layout):
+class ImageNetDLayout(MasklessLayout):
     """ImageNet-D as a `Layout`: one variant per nuisance folder present, no masks, no split."""
 
     kind = "imagenet_d"
+    what = "ImageNet-D"
 
     def items(self, variant: str) -> List[Item]:
         if variant not in self._items:
             raise DataError(f"{self.root} is ImageNet-D; its nuisances here are {', '.join(self.variants)}, "
                             f"not {variant!r}")
         return self._items[variant]
-
-    @property
-    def has_masks(self) -> bool:
-        return False
-
-    @property
-    def attribute_source(self):
-        return None
-
-    def foregrounds(self):
-        raise DataError(f"{self.root} is ImageNet-D, which has no foreground masks")
 
     def fingerprint(self) -> str:
         """Nuisance, id, label and size of every image read."""

@@ -113,19 +113,12 @@ class Layout:
 
 
 @dataclass
-class ImagesOnlyLayout(Layout):
-    """A layout of images alone: one variant (`original`), no foreground masks, no attribute masks
-    (a group dataset, ImageNet's own folders). `what` names the dataset in its errors; `mask_hint`
-    says where masks come from, if anywhere."""
+class MasklessLayout(Layout):
+    """A layout with no foreground masks and no attribute masks (ImageNet-D, and `ImagesOnlyLayout`).
+    `what` names the dataset in its errors; `mask_hint` says where masks come from, if anywhere."""
 
     what: ClassVar[str] = "this dataset"
     mask_hint: ClassVar[str] = ""
-
-    def items(self, variant: str) -> List[Item]:
-        if variant != "original":
-            raise DataError(f"variant {variant!r} not found under {self.root}: {self.described()} has its images "
-                            f"only (variant original)")
-        return self._items["original"]
 
     def described(self) -> str:
         return self.what
@@ -140,6 +133,18 @@ class ImagesOnlyLayout(Layout):
 
     def foregrounds(self):
         raise DataError(f"{self.root} is {self.described()}, without foreground masks{self.mask_hint}")
+
+
+@dataclass
+class ImagesOnlyLayout(MasklessLayout):
+    """A layout of images alone: one variant (`original`), no masks (a group dataset, ImageNet's own
+    folders)."""
+
+    def items(self, variant: str) -> List[Item]:
+        if variant != "original":
+            raise DataError(f"variant {variant!r} not found under {self.root}: {self.described()} has its images "
+                            f"only (variant original)")
+        return self._items["original"]
 
 
 def dataset_fingerprint(root: Path, split: str) -> str:

@@ -29,8 +29,8 @@ from .. import checks
 from ..data.prefetch import workers_field
 from ..evaluation.precision_flag import Precision, check_precision, precision_field
 from ..errors import BgbenchError
-from ..options import BATCH_SIZE, flag, runtime
 from ..intervals import REPLICATES
+from ..options import BATCH_SIZE, flag, runtime
 from .registry import Command, Measure, declared
 from .result import MeasureResult
 

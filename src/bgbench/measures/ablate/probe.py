@@ -15,8 +15,9 @@ from ... import checks
 from ...classes import Mapping, mapping_field
 from ...intervals import REPLICATES
 from ..base import Attributes, BootstrapConfig, ModelMeasure, class_namer
+from ..common.protocols import HARDIMAGENET, probe_protocol
 from ..registry import Headline, SectionSpec
-from .summary import HARDIMAGENET, AblationSummary, summarize_ablation
+from .summary import AblationSummary, summarize_ablation
 
 
 @dataclass(kw_only=True)
@@ -28,12 +29,6 @@ class AblateConfig(BootstrapConfig):
     def __post_init__(self):
         super().__post_init__()
         self.mapping = checks.member("--mapping", self.mapping, Mapping)
-
-
-def protocol_of(layout) -> str:
-    """'hardimagenet' on Hard ImageNet's data (its ablations.py adds its box and tile ablations), else 'rival10'."""
-    from ...data.hardimagenet import KIND
-    return HARDIMAGENET if getattr(layout, "kind", None) == KIND else "rival10"
 
 
 def hard_imagenet_copies(x, m):
@@ -102,7 +97,7 @@ class AblateMeasure(ModelMeasure):
         def score(x):
             logits = run.model(x)
             return decide(run.model, logits, cfg.mapping)[0], class_probabilities(run.model, logits)
-        score.protocol = protocol_of(run.layout)
+        score.protocol = probe_protocol(run.layout)  # Hard ImageNet adds its box and tile ablations
         return score
 
     def rows(self, score, batch, cfg: AblateConfig) -> List[tuple]:

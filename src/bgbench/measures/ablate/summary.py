@@ -24,17 +24,14 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
-from ...intervals import REPLICATES
 from ...probing.bootstrap import percentile_interval, stratified_weights
 from ..common.regions import region_label
-from ...intervals import interval
+from ...intervals import REPLICATES, interval
 from ..result import without_nan
 
 CLEAN = "none"  # the region of the unablated image (torch-free here: the CLI's --help imports this module)
-#: A run on Hard ImageNet's data (`protocol` in its config) adds its ablations 'bbox' and 'tile'.
-HARDIMAGENET = "hardimagenet"
-
-#: The regions every image has, in display order (attributes follow, sorted).
+#: The regions an image can have, in display order (attributes follow, sorted); 'bbox' and 'tile' only
+#: in a run on Hard ImageNet's data (`protocol` in its config: `common.protocols`).
 OBJECT_REGIONS = ("fg", "bg", "bbox", "tile")
 
 

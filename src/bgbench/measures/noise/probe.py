@@ -65,8 +65,8 @@ class NoiseConfig(BootstrapConfig):
     def for_data(self, layout) -> None:
         """Without levels asked for, Hard ImageNet's data gets its own grid (`rfs.py` lines 96-97),
         every other dataset RIVAL10's."""
-        from ...data.hardimagenet import KIND
-        if self.__dict__.get("default_grid") and getattr(layout, "kind", None) == KIND:
+        from ..common.protocols import HARDIMAGENET, probe_protocol
+        if self.__dict__.get("default_grid") and probe_protocol(layout) == HARDIMAGENET:
             self.grid, self.levels = resolve_levels("hardimagenet", self.kind)
 
 
@@ -123,12 +123,12 @@ class NoiseMeasure(ModelMeasure):
 
     def rows(self, predict, batch, cfg: NoiseConfig) -> List[tuple]:
         """Every image's prediction under each region's noise, level and trial (`engine`)."""
+        from ...data.prefetch import resolve_workers
         from ..common.regions import ATTRIBUTE_PREFIX, Region, object_regions
         from .engine import region_predictions
         items = batch.items
         regions = object_regions(batch.m) + [Region(ATTRIBUTE_PREFIX + name, idx, where)
                                              for name, (idx, where) in batch.parts.items()]
-        from ...data.prefetch import resolve_workers
         preds = region_predictions(predict, batch.x, regions, [it.image_id for it in items], cfg.seed, cfg.levels,
                                    cfg.trials, cfg.kind, chunk=cfg.batch_size,
                                    workers=resolve_workers(cfg.workers, str(batch.x.device)))

@@ -27,7 +27,8 @@ from ..base import Autograd, BootstrapConfig, ModelMeasure
 from ..registry import Headline, SectionSpec
 from .metrics import METRICS, absolute_iou_and_dice, saliency_alignment
 from ..common.names import prediction_namer
-from .summary import HARDIMAGENET, RIVAL10, SaliencySummary, summarize_saliency
+from ..common.protocols import HARDIMAGENET, RIVAL10, probe_protocol
+from .summary import SaliencySummary, summarize_saliency
 
 OVERLAYS_FILE = "saliency_overlays.png"
 #: The folder (beside OVERLAYS_FILE) with one overlay PNG per example, for the report's gallery.
@@ -92,7 +93,7 @@ class SaliencyMeasure(ModelMeasure):
     forwards_per_image = 2  # one for the predicted class, one (with its backward) for Grad-CAM
 
     def prepare(self, run, cfg: SaliencyConfig) -> _Layer:
-        protocol = protocol_of(run.layout)
+        protocol = probe_protocol(run.layout)
         targets = true_class_outputs(run.model, len(run.layout.classes)) if protocol == HARDIMAGENET else None
         return _Layer(run.model, *resolve_layer(run.model, cfg.layer), protocol, targets)
 
@@ -146,12 +147,6 @@ class _Layer(NamedTuple):
     targets: Optional[List[int]] = None
 
 
-def protocol_of(layout) -> str:
-    """'hardimagenet' on Hard ImageNet's data, whose own code computes saliency differently; else 'rival10'."""
-    from ...data.hardimagenet import KIND
-    return HARDIMAGENET if getattr(layout, "kind", None) == KIND else RIVAL10
-
-
 def true_class_outputs(model, num_classes: int) -> List[int]:
     """label -> the model output that is its class: the label itself for a dataset-class model,
     the one ImageNet index its class map gives it for a 1000-class model."""
@@ -165,13 +160,11 @@ def true_class_outputs(model, num_classes: int) -> List[int]:
 def _measures(cam: np.ndarray, mask: np.ndarray, protocol: str = RIVAL10) -> List[float]:
     """The measures of one map, in METRICS order: RIVAL10's; for Hard ImageNet, its IoU and Dice
     (the map binarized at 0.5), and nothing for an empty mask (its loader's images are left out)."""
-    if protocol == HARDIMAGENET:
-        if not mask.any():
-            return [float("nan")] * len(METRICS)
-        s = saliency_alignment(cam, mask)
-        s["iou"], s["dice"] = absolute_iou_and_dice(cam, mask)
-        return [s[n] for n in METRICS]
+    if protocol == HARDIMAGENET and not mask.any():
+        return [float("nan")] * len(METRICS)
     s = saliency_alignment(cam, mask)
+    if protocol == HARDIMAGENET:
+        s["iou"], s["dice"] = absolute_iou_and_dice(cam, mask)
     return [s[n] for n in METRICS]
 
 

@@ -23,6 +23,7 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 
 from ...probing.bootstrap import percentile_interval, stratified_weights
+from ..common.protocols import HARDIMAGENET, RIVAL10
 from .metrics import METRICS
 from ...intervals import REPLICATES, interval
 from ..result import without_nan
@@ -30,7 +31,6 @@ from ..result import without_nan
 HEADLINE = "mean over predicted classes of the per-class means (RIVAL10)"
 IMAGE_MEAN = "mean over images"
 #: How a run computed (recorded as `protocol`): RIVAL10's code, or Hard ImageNet's on its data.
-RIVAL10, HARDIMAGENET = "rival10", "hardimagenet"
 #: Hard ImageNet's figures (`saliency_analysis.py` line 193): np.nanmean over the images with a mask.
 HARDIMAGENET_FIGURES = ("iou", "density_diff")
 
