@@ -5,12 +5,19 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
+# Python caches the bytecode of what it imports inside the venv, even where the environment says
+# not to (PYTHONDONTWRITEBYTECODE=1, set in CI and many images; an empty value means unset): the
+# first `make demo` or `make test` compiles only the modules bgbench imports, and later commands
+# read them. Compiling all of site-packages at install instead (`uv pip install --compile-bytecode`)
+# cost more CPU than the whole first test run's compiling (benchmarks/README.md, "Start-up").
+export PYTHONDONTWRITEBYTECODE :=
+
 .PHONY: demo test test-all bench docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip uv
-	$(VENV)/bin/uv pip install -q --compile-bytecode --python $(PY) -e '.[zoo,dev,onnx,docs]'
+	$(VENV)/bin/uv pip install -q --python $(PY) -e '.[zoo,dev,onnx,docs]'
 	touch $(STAMP)
 
 demo: $(STAMP)
