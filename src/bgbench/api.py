@@ -2,9 +2,16 @@
 
 Each function converts its arguments once, on entry (a model string becomes a model; keyword
 options become the job's config dataclass, which checks them), calls the module that does the
-work and returns its result, with `provenance`. Nothing is recorded: `bgbench.record(result,
-store)` is the separate step. The one exception is `challenge`, which commits its verdict rows to
-`store` as they come, so that a killed run resumes; `record` then finishes that run.
+work and returns its result, with `provenance`. One style for every job: a function's keyword
+options are its config's fields (and `ModelOptions`' for a model string), and its signature is
+generated from them (`options.signed`), so each default is declared once, in the config, and
+`help()`, IDEs and the CLI read it there; an option left out is not passed, and the config applies
+its own default. Every probe is also a function of its own, generated from the registry
+(`probe_function`, `bgbench.api.noise`), and `analyze` reaches every analysis by name.
+
+Nothing is recorded: `bgbench.record(result, store)` is the separate step. The one exception is
+`challenge`, which commits its verdict rows to `store` as they come, so that a killed run resumes;
+`record` then finishes that run.
 
 The analyses take a per-image table (an evaluation result, or a mapping variant -> predictions)
 or a stored run (a results store and a run id). Heavy modules (torch, timm) load inside the
