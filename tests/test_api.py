@@ -401,6 +401,12 @@ def test_each_function_lists_its_config_fields_with_the_config_defaults(function
     _defaults_match(function, cls, arguments)
 
 
+def test_a_fresh_import_reaches_each_probe_function_through_bgbench_api():
+    code = "import bgbench, inspect; print(inspect.signature(bgbench.api.noise).parameters['trials'].default)"
+    from bgbench.measures.registry import get_measure
+    assert _python(code).strip() == str(get_measure("noise").config.__dataclass_fields__["trials"].default)
+
+
 def test_each_probe_is_a_function_whose_signature_is_its_config():
     import inspect
     from bgbench.api import MODEL_KEYS, probe_function
@@ -481,6 +487,9 @@ def test_the_old_call_forms_still_work_and_the_new_ones_agree(synth_root, tmp_pa
     assert "\n" not in str(e.value)
     with pytest.raises(BgbenchError, match="unknown option color; the options are variants, mapping"):
         bgbench.evaluate("timm:test_resnet", synth_root, color="red")
+    with pytest.raises(BgbenchError, match=r"evaluate\(model, data, variants=\.\.\.") as e:
+        bgbench.evaluate("timm:test_resnet", synth_root, ["original"])  # variants was the third positional
+    assert "\n" not in str(e.value)
     with pytest.raises(BgbenchError, match="not a probe"):
         bgbench.probe("leakage", "timm:test_resnet", synth_root)
     with pytest.raises(BgbenchError, match="unknown measure"):

@@ -37,6 +37,8 @@ __all__ = ["__version__", *_EXPORTS]
 
 def __getattr__(name: str):
     """Resolve a public name on first use and keep it, so later lookups skip this function."""
+    if name == "api":  # the module behind the functions: `bgbench.api.noise`, a probe's own function
+        return importlib.import_module(".api", __name__)
     module = _EXPORTS.get(name) or _ALSO.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -200,12 +200,13 @@ def signed(*groups: Sequence[Any], open: bool = False):
     `config_parameters(Config)`; the first of a name wins), in place of its `**options`. The
     function still receives the options that were given, and only those: a config it builds from
     them applies its own defaults, so the signature's defaults are the config's and nothing else.
-    `open`: keep `**options` in the signature (options that depend on another argument)."""
+    `open`: keep `**options` in the signature (options that depend on another argument). A
+    `*positional` the function keeps to refuse old positional calls in one line is not shown."""
     import inspect
 
     def apply(func):
         own = inspect.signature(func)
-        params = [p for p in own.parameters.values() if p.kind is not p.VAR_KEYWORD]
+        params = [p for p in own.parameters.values() if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
         names = {p.name for p in params}
         for group in groups:
             for p in group:
