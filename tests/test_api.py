@@ -17,12 +17,11 @@ from conftest import mask_boxes
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 PUBLIC = [n for n in bgbench.__all__ if n != "__version__"]
-WANTED = {"evaluate", "evaluate_predictions", "export_predictions", "export_scorecard", "predict", "challenge",
-          "probe", "edit", "build", "synth", "train",
-          "prediction_categories", "box_size", "leakage", "edit_drops", "worst_group", "shortcut_table", "compare",
-          "report",
-          "leaderboard",
-          "create_model", "list_models", "list_variants", "record", "study"}
+WANTED = {"evaluate", "probe", "analyze", "compare", "challenge", "predict", "train", "synth", "build", "edit",
+          "record", "report", "study", "create_model", "list_models"}
+#: Names that were public before the API had one style: they still resolve as `bgbench.NAME`.
+FORMER = {"prediction_categories", "box_size", "leakage", "edit_drops", "worst_group", "shortcut_table",
+          "evaluate_predictions", "export_predictions", "export_scorecard", "leaderboard", "list_variants"}
 
 #: Calls every public function twice on tiny data, as a user would, checking after every call and
 #: after importing every module that each public name is still the function (the defect: calling
@@ -32,7 +31,8 @@ import importlib, json, pkgutil, shutil, sys, types
 from pathlib import Path
 import bgbench
 from bgbench.variants.preprocess import Preprocess  # for build's preprocess option
-names = [n for n in bgbench.__all__ if n != "__version__"]
+public = [n for n in bgbench.__all__ if n != "__version__"]
+names = public + sorted(bgbench._ALSO)  # the former public names still resolve, to functions
 tmp = Path(sys.argv[1])
 
 def check(when):
@@ -78,6 +78,9 @@ def call(name, k):
         "edit": lambda: f(d, tmp / "e", levels=["remove"], overwrite=True, **quiet),
         "build": lambda: f(tmp / "images", tmp / "boxes", tmp / f"b{k}", masks=d / "fg_mask" / "val",
                            preprocess=Preprocess(resize=None, crop=None), **quiet),
+        "analyze": lambda: [f("categories", report), f("leakage", db, report.run_id), f("shortcuts", db),
+                            f("boxsize", report, bins=1),
+                            f("edits", {"original": [("a/1", 0, 0)], "remove": [("a/1", 0, 1)]}, n_boot=10)],
         "prediction_categories": lambda: f(report),
         "box_size": lambda: f(report),
         "leakage": lambda: f(report),
@@ -104,7 +107,7 @@ def call(name, k):
         bgbench.record(result, db)
     return result
 
-order = ["synth", "create_model", "list_models", "list_variants", "evaluate", "record", "worst_group",
+order = ["synth", "create_model", "list_models", "list_variants", "evaluate", "record", "analyze", "worst_group",
          "export_predictions", "predict",
          "evaluate_predictions", "prediction_categories",
          "box_size", "leakage", "edit_drops", "compare", "challenge", "probe", "shortcut_table", "edit",
@@ -124,7 +127,7 @@ for module in modules:
     importlib.import_module(module)
     check("after importing " + module)
 from bgbench import evaluate
-assert evaluate is bgbench.evaluate and set(names) <= set(dir(bgbench))
+assert evaluate is bgbench.evaluate and set(public) <= set(dir(bgbench))
 print(len(modules))
 """
 
@@ -138,6 +141,7 @@ def _python(code: str, *args, cwd=None) -> str:
 
 def test_all_names_every_job():
     assert set(PUBLIC) == WANTED
+    assert set(bgbench._ALSO) == FORMER and not FORMER & set(dir(bgbench))
 
 
 def test_every_public_name_stays_a_function_when_called_twice_and_after_importing_every_module(tmp_path):
@@ -353,3 +357,140 @@ def test_a_built_model_refuses_build_options_but_not_their_defaults(synth_root):
     report = bgbench.evaluate(model, synth_root, variants=["original"], progress=False, norm="auto",
                               templates="openai", resize="auto", labels="auto")
     assert report.accuracy["original"].n == len(list((synth_root / "original" / "val").rglob("*.*")))
+
+
+# ------------------------------------------------------------------------------------------------
+# one style: every function's options are its config's fields, with the config's defaults
+
+
+def _configs():
+    """(public function, the config dataclass whose fields it takes, fields it takes as arguments)."""
+    from bgbench.edits.pipeline import EditConfig
+    from bgbench.measures.challenge.config import ChallengeConfig
+    from bgbench.measures.eval.config import EvalConfig, PredictionFileConfig
+    from bgbench.models.options import ModelOptions
+    from bgbench.training.config import TrainConfig
+    from bgbench.variants.build import BuildConfig
+    from bgbench.variants.synth import SynthConfig
+    model = ("model", "device", "data", "split", "protocol")  # arguments, or the job config's own fields
+    return [(bgbench.evaluate, EvalConfig, ()), (bgbench.evaluate, ModelOptions, model),
+            (bgbench.challenge, ChallengeConfig, ()), (bgbench.challenge, ModelOptions, model),
+            (bgbench.predict, ModelOptions, ("model", "data", "split", "protocol")),
+            (bgbench.train, TrainConfig, ("data", "out", "model")), (bgbench.synth, SynthConfig, ("out",)),
+            (bgbench.build, BuildConfig, ("images", "boxes", "out")), (bgbench.edit, EditConfig, ("data", "out")),
+            (bgbench.edit, ModelOptions, model),
+            (bgbench.api.evaluate_predictions, PredictionFileConfig, ())]
+
+
+def _defaults_match(function, cls, arguments=()):
+    """Each field of `cls` is a keyword of `function`'s signature with the field's own default."""
+    import dataclasses
+    import inspect
+    from bgbench.options import field_default
+    params = inspect.signature(function).parameters
+    fields = [f for f in dataclasses.fields(cls) if f.init and f.name not in arguments]
+    assert fields
+    for f in fields:
+        assert f.name in params, (function.__name__, f.name)
+        assert params[f.name].kind is inspect.Parameter.KEYWORD_ONLY, (function.__name__, f.name)
+        assert params[f.name].default == field_default(f), (function.__name__, f.name)
+
+
+@pytest.mark.parametrize("function, cls, arguments", _configs(), ids=lambda x: getattr(x, "__name__", ""))
+def test_each_function_lists_its_config_fields_with_the_config_defaults(function, cls, arguments):
+    _defaults_match(function, cls, arguments)
+
+
+def test_a_fresh_import_reaches_each_probe_function_through_bgbench_api():
+    code = "import bgbench, inspect; print(inspect.signature(bgbench.api.noise).parameters['trials'].default)"
+    from bgbench.measures.registry import get_measure
+    assert _python(code).strip() == str(get_measure("noise").config.__dataclass_fields__["trials"].default)
+
+
+def test_each_probe_is_a_function_whose_signature_is_its_config():
+    import inspect
+    from bgbench.api import MODEL_KEYS, probe_function
+    from bgbench.measures.registry import list_measures
+    from bgbench.models.options import ModelOptions
+    probes = list_measures("probe")
+    assert len(probes) >= 9
+    for measure in probes:
+        function = getattr(bgbench.api, measure.name)
+        assert function is probe_function(measure.name) and function.__name__ == measure.name
+        _defaults_match(function, measure.config)
+        _defaults_match(function, ModelOptions, [k for k in ("model", "device", "data", "split", "protocol")
+                                                 if k not in MODEL_KEYS])
+        assert "**" not in str(inspect.signature(function))  # every option listed, nothing hidden
+
+
+def test_each_analysis_lists_the_options_its_measure_declares():
+    import inspect
+    from bgbench.api import analysis_function
+    from bgbench.measures.registry import list_measures
+    for measure in list_measures("analyze"):
+        function = analysis_function(measure.name)
+        declared = inspect.signature(getattr(measure, "of_run", None) or measure.of_subjects).parameters
+        params = inspect.signature(function).parameters
+        for name, p in declared.items():
+            if p.default is not inspect.Parameter.empty:
+                assert params[name].default == p.default, (measure.name, name)
+
+
+def test_a_changed_config_default_changes_the_signature():
+    """The signature is read from the config when the function is declared: a default changed in
+    the config is the default the API shows (and applies: the option left out is not passed)."""
+    import dataclasses
+    import inspect
+    from bgbench.options import config_parameters, signed
+
+    def declare(trials):
+        Toy = dataclasses.make_dataclass("Toy", [("trials", int, dataclasses.field(default=trials)),
+                                                 ("kind", str, dataclasses.field(default="sigma"))])
+
+        @signed(config_parameters(Toy))
+        def run(data, **options):
+            return Toy(**options)
+        return run
+
+    for trials in (3, 5):
+        run = declare(trials)
+        assert inspect.signature(run).parameters["trials"].default == trials == run("d").trials
+        assert str(inspect.signature(run)) == f"(data, *, trials: int = {trials}, kind: str = 'sigma')"
+
+
+def test_the_cli_reads_the_api_defaults_that_the_measures_declare():
+    from bgbench.cli.arguments import param_default
+    from bgbench.measures.registry import get_measure
+    from bgbench.intervals import REPLICATES
+    import inspect
+    of_run = inspect.signature(get_measure("boxsize").of_run).parameters
+    assert param_default(bgbench.api.box_size, "bins") == of_run["bins"].default
+    assert param_default(bgbench.api.edit_drops, "n_boot") == REPLICATES
+    from bgbench.measures.compare.summary import compare_tables
+    assert param_default(bgbench.compare, "seed") == inspect.signature(compare_tables).parameters["seed"].default
+
+
+def test_the_old_call_forms_still_work_and_the_new_ones_agree(synth_root, tmp_path):
+    report = bgbench.evaluate("timm:test_resnet", synth_root, variants=["original", "only_bg_t"], mapping="argmax",
+                              batch_size=12, device="cpu", seed=0, checkpoint=None, norm="auto", progress=False)
+    assert bgbench.box_size(report, bins=1).to_dict() == bgbench.analyze("boxsize", report, bins=1).to_dict()
+    db = tmp_path / "r.db"
+    rid = bgbench.record(report, db)
+    assert bgbench.leakage(db, rid).text() == bgbench.analyze("leakage", db, rid).text()
+    assert bgbench.compare(rid, rid, store=db, n_boot=50, seed=1).to_dict() == \
+        bgbench.api.compare(rid, rid, store=db, n_boot=50, seed=1).to_dict()
+    by_name = bgbench.probe("noise", "timm:test_resnet", synth_root, levels=[0.5], trials=1, progress=False)
+    by_function = bgbench.api.noise("timm:test_resnet", synth_root, levels=[0.5], trials=1, progress=False)
+    assert by_name.to_dict() == by_function.to_dict()
+    with pytest.raises(BgbenchError, match="bins") as e:
+        bgbench.analyze("boxsize", report, bin=3)
+    assert "\n" not in str(e.value)
+    with pytest.raises(BgbenchError, match="unknown option color; the options are variants, mapping"):
+        bgbench.evaluate("timm:test_resnet", synth_root, color="red")
+    with pytest.raises(BgbenchError, match=r"evaluate\(model, data, variants=\.\.\.") as e:
+        bgbench.evaluate("timm:test_resnet", synth_root, ["original"])  # variants was the third positional
+    assert "\n" not in str(e.value)
+    with pytest.raises(BgbenchError, match="not a probe"):
+        bgbench.probe("leakage", "timm:test_resnet", synth_root)
+    with pytest.raises(BgbenchError, match="unknown measure"):
+        bgbench.analyze("leakgae", report)

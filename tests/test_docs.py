@@ -120,3 +120,26 @@ def test_the_readme_is_two_screens_with_a_profile_on_the_first():
     assert "bgbench profile --model timm:resnet50.a1_in1k" in first
     assert "<!-- output: profile -->\n```text\n$ bgbench profile" in README.read_text()
     assert DOCS and all(p.suffix == ".md" for p in DOCS)
+
+
+def _table_functions(section: str) -> set:
+    """The function names a markdown table's first column holds (`name(...)` or `name`, several per cell)."""
+    names = set()
+    for row in section.splitlines():
+        if row.startswith("| `"):
+            names |= set(re.findall(r"`([a-z_]+)[(`]", row.split("|")[1]))
+    return names
+
+
+def test_the_python_page_lists_the_public_api_and_the_former_names():
+    """docs/reference/python.md's table of public functions is `bgbench.__all__`, and its table of
+    names still reachable is `bgbench._ALSO`: a name added, dropped or moved without the page fails."""
+    import bgbench
+    page = (ROOT / "docs" / "reference" / "python.md").read_text()
+    public, _, rest = page.partition("## The public functions")[2].partition("Also importable")
+    assert _table_functions(public) == set(bgbench.__all__) - {"__version__"}
+    assert _table_functions(rest) == set(bgbench._ALSO)
+    for name in bgbench._ALSO:  # each is importable from the module the page names
+        row = next(r for r in rest.splitlines() if f"`{name}" in r)
+        module = re.search(r"\| `(bgbench[a-z_.]*)` \|", row).group(1)
+        assert getattr(__import__(module, fromlist=[name]), name) is getattr(bgbench, name)

@@ -168,14 +168,17 @@ def measure_page(measure) -> str:
     lines += ["", "## How to run it", "", "```bash"]
     if measure.command == "probe":
         lines += [f"{command} --model M --data ROOT", "```", "", "From Python: "
-                  f"`bgbench.probe(\"{measure.name}\", model, data, **options)`; in a study file: "
+                  f"`bgbench.probe(\"{measure.name}\", model, data, **options)`, or its own function "
+                  f"`bgbench.api.{measure.name}(model, data, **options)` (its signature lists the options below "
+                  f"with their defaults); in a study file: "
                   f"`[measures.{measure.name}]` with the options below as keys."]
     elif measure.command == "own":
         lines += [f"{command} --model M --data ROOT", "```", "",
                   f"In a study file: `[measures.{measure.name}]` with the options below as keys."]
     else:
         lines += [f"{command}{' RUN' if measure.name != 'shortcuts' else ''}", "```", "",
-                  f"In a study file: `[measures.{measure.name}]` (computed by the report from the eval runs)."]
+                  f"From Python: `bgbench.analyze(\"{measure.name}\", source, run_id, **options)`; in a study file: "
+                  f"`[measures.{measure.name}]` (computed by the report from the eval runs)."]
     lines += ["", "It needs: " + "; ".join(NEEDS[n] for n in measure.needs) + "." if measure.needs else "",
               f"Data: {measure.data_help}." if measure.command == "probe" else ""]
     lines += ["", "## Options", ""] + measure_options(measure)

@@ -2,9 +2,16 @@
 
 Each function converts its arguments once, on entry (a model string becomes a model; keyword
 options become the job's config dataclass, which checks them), calls the module that does the
-work and returns its result, with `provenance`. Nothing is recorded: `bgbench.record(result,
-store)` is the separate step. The one exception is `challenge`, which commits its verdict rows to
-`store` as they come, so that a killed run resumes; `record` then finishes that run.
+work and returns its result, with `provenance`. One style for every job: a function's keyword
+options are its config's fields (and `ModelOptions`' for a model string), and its signature is
+generated from them (`options.signed`), so each default is declared once, in the config, and
+`help()`, IDEs and the CLI read it there; an option left out is not passed, and the config applies
+its own default. Every probe is also a function of its own, generated from the registry
+(`probe_function`, `bgbench.api.noise`), and `analyze` reaches every analysis by name.
+
+Nothing is recorded: `bgbench.record(result, store)` is the separate step. The one exception is
+`challenge`, which commits its verdict rows to `store` as they come, so that a killed run resumes;
+`record` then finishes that run.
 
 The analyses take a per-image table (an evaluation result, or a mapping variant -> predictions)
 or a stored run (a results store and a run id). Heavy modules (torch, timm) load inside the
@@ -13,39 +20,51 @@ functions, so `import bgbench` stays light.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence
 
 from .errors import BgbenchError
-from .intervals import REPLICATES
+from .measures.challenge.config import ChallengeConfig
+from .measures.compare.summary import compare_tables
+from .measures.eval.config import EvalConfig, PredictionFileConfig
+from .measures.registry import Command, get_measure, list_measures
 from .models.options import ModelOptions
-from .options import BATCH_SIZE
+from .options import TOP, config_parameters, default_of, keyword_parameters, signed
 from .recording import opened
+from .reporting.leaderboard import leaderboard as leaderboard_rows
 from .store import Store
+from .training.config import LastLayerConfig, TrainConfig
+from .variants.build import BuildConfig
+from .variants.synth import SynthConfig
+from .edits.pipeline import EditConfig
 
 ModelLike = Any  # a model string ('timm:resnet18', 'file:model.pt', 'openclip:ViT-B-32@openai', 'hf:...') or a BgModel
+
+#: The API's keywords for how a model string is built: `ModelOptions`'s fields, as the CLI's model
+#: flags (the model, device, data, split and protocol are arguments or config fields of their own).
+MODEL_KEYS = tuple(f.name for f in dataclasses.fields(ModelOptions)
+                   if f.name not in ("model", "device", "data", "split", "protocol"))
+#: Those keywords as parameters, with `ModelOptions`'s defaults: every function that builds a model shows them.
+MODEL_PARAMETERS = config_parameters(ModelOptions, only=MODEL_KEYS)
 
 
 # ------------------------------------------------------------------------------------------------
 # jobs that run a model
 
 
-def evaluate(model: ModelLike, data: str | Path, variants: Optional[Sequence[str]] = None,
-             mapping: str = "argmax", batch_size: int = BATCH_SIZE, device: str = "cpu", progress: bool = True,
-             seed: int = 0, checkpoint: Optional[str] = None, ten_crop: bool = False, protocol: Optional[str] = None,
-             resize: str = "auto", labels: str = "auto", templates: str = "openai",
-             class_map: Optional[str | Path] = None, norm: str = "auto", trust_checkpoint: bool = False,
-             split: Optional[str] = None, workers: Optional[int] = None, channels_last: bool = False,
-             compile: bool = False, pretrained: bool = False, mean: Optional[Sequence[float]] = None,
-             std: Optional[Sequence[float]] = None, input_size: Any = None, rerun: bool = False,
-             precision: str = "fp32"):
+@signed(config_parameters(EvalConfig), MODEL_PARAMETERS)
+def evaluate(model: ModelLike, data: str | Path, *positional, progress: bool = True, **options):
     """Evaluate a model on IN-9-layout variants: per-variant accuracy and the BG-Gap; where the data
     names each image's group, the accuracy per group and the worst group.
 
     Args:
         model: a `BgModel` or a model string (with `checkpoint` for timm:ARCH weights).
         data: dataset root (or a discovered `Layout`).
+        options: the fields of `measures.eval.config.EvalConfig`, with its defaults (see the
+            signature), and how a model string is built (`models.options.ModelOptions`, as the CLI's
+            flags); an unknown one is a one-line error. Among them:
         variants: which variant folders to use; default: the IN-9 variants present. bg_blurred is
             computed on the fly when its folder is absent.
         mapping: decision rule for 1000-class models ('argmax' is the paper's).
@@ -75,46 +94,49 @@ def evaluate(model: ModelLike, data: str | Path, variants: Optional[Sequence[str
         the ranks share the images; rank 0 returns the report of one process, the others None.
     """
     from .variants.blurred import blurred_renderer
-    from .measures.eval.config import EvalConfig
     from .measures.eval.runner import run_eval
-    cfg = EvalConfig(variants=list(variants) if variants else None, mapping=getattr(mapping, "value", mapping),
-                     batch_size=batch_size, device=device, seed=seed, ten_crop=ten_crop, protocol=protocol,
-                     split=split, workers=workers, rerun=rerun, precision=precision)
-    built = _model(model, checkpoint, data=data, device=device, protocol=protocol, resize=resize, labels=labels,
-                   templates=templates, norm=norm, trust_checkpoint=trust_checkpoint, channels_last=channels_last,
-                   compile=compile, pretrained=pretrained, class_map=str(class_map) if class_map is not None else None,
-                   mean=mean, std=std, input_size=input_size)
+    if positional:  # evaluate(model, data, variants, ...) before its options were the config's keywords
+        raise BgbenchError(f"evaluate: the options after model and data are keywords, named as the config's "
+                           f"fields: evaluate(model, data, variants=..., mapping=...); got {len(positional)} more "
+                           f"positional argument{'s' if len(positional) > 1 else ''}")
+    if "variants" in options:
+        options["variants"] = list(options["variants"]) if options["variants"] else None
+    how = _model_keys(options)
+    cfg = _config(EvalConfig, "evaluate", options, MODEL_KEYS)
+    built = _model(model, data=data, device=cfg.device, protocol=cfg.protocol, **how)
     return run_eval(built, data, cfg, progress=progress, renderers={"bg_blurred": blurred_renderer})
 
 
-def predict(model: ModelLike, paths: Sequence[str | Path], *, top: int = 5, device: str = "cpu",
-            checkpoint: Optional[str] = None, **how):
+@signed(config_parameters(ModelOptions, only=("device",)), MODEL_PARAMETERS)
+def predict(model: ModelLike, paths: Sequence[str | Path], *, top: int = TOP, **options):
     """What a model sees in your own images: each image's `top` classes by name with their
     probabilities, and the IN-9 class (or `class_map` folder) each maps to. Nothing is recorded.
 
     Args:
         paths: image files, or folders searched recursively for images.
-        how: how a model string is built (`ModelOptions`: pretrained, class_map, resize, norm, ...).
+        options: the device, and how a model string is built (`ModelOptions`: checkpoint,
+            pretrained, class_map, resize, norm, ...).
 
     Returns:
         `evaluation.photos.PhotoPredictions` (`.text()`, `.to_dict()`).
     """
     from .evaluation.photos import predict_images
-    unknown = sorted(set(how) - set(MODEL_KEYS))
+    device = options.pop("device", default_of(ModelOptions, "device"))
+    unknown = sorted(set(options) - set(MODEL_KEYS))
     if unknown:
-        raise BgbenchError(f"predict: unknown option {', '.join(unknown)}; the options are top, device, checkpoint, "
+        raise BgbenchError(f"predict: unknown option {', '.join(unknown)}; the options are top, device, "
                            f"{', '.join(MODEL_KEYS)}")
-    return predict_images(_model(model, checkpoint, device=device, **how), paths, top=top, device=device)
+    return predict_images(_model(model, device=device, **options), paths, top=top, device=device)
 
 
-def evaluate_predictions(predictions: str | Path, data: str | Path, *, label_space: str = "dataset",
-                         mapping: str = "argmax", name: Optional[str] = None, seed: int = 0,
-                         protocol: Optional[str] = None, class_map: Optional[str | Path] = None):
+@signed(config_parameters(PredictionFileConfig))
+def evaluate_predictions(predictions: str | Path, data: str | Path, **options):
     """An eval run from a predictions file (a model known only by its predictions, e.g. behind an API).
 
     Args:
         predictions: a CSV file of `image_id, variant, pred` rows (optional confidence, top5,
             top5_probs, superclass_probs, probs; see `bgbench.measures.eval.prediction_file`).
+        options: the fields of `PredictionFileConfig`, with its defaults (see the signature):
         label_space: 'dataset' (pred is a dataset class) or 'imagenet1k' (an ImageNet class, mapped).
         name: the model's name (the run's model string is 'predictions:NAME'; default: the file's stem).
         class_map: an 'imagenet1k' file on a dataset other than IN-9, RIVAL10 and Full-IN: a JSON file
@@ -123,10 +145,10 @@ def evaluate_predictions(predictions: str | Path, data: str | Path, *, label_spa
     Returns:
         An `EvalReport`, exactly as `evaluate` returns one, with the file's sha256 as provenance.
     """
-    from .measures.eval.prediction_file import PredictionFileConfig, predictions_report
-    cfg = PredictionFileConfig(label_space=label_space, mapping=getattr(mapping, "value", mapping), name=name,
-                               seed=seed, protocol=protocol, class_map=str(class_map) if class_map else None)
-    return predictions_report(predictions, data, cfg)
+    from .measures.eval.prediction_file import predictions_report
+    if "class_map" in options:
+        options["class_map"] = str(options["class_map"]) if options["class_map"] else None
+    return predictions_report(predictions, data, _config(PredictionFileConfig, "evaluate_predictions", options))
 
 
 def export_predictions(store: Store | str | Path, run_id: int, out: str | Path) -> dict:
@@ -151,7 +173,8 @@ def export_scorecard(store: Store | str | Path, out: str | Path, *, run_ids: Opt
         return export(s, out, run_ids=run_ids, models=models)
 
 
-def challenge(model: ModelLike, data: str | Path, store: Store | str | Path, *, checkpoint: Optional[str] = None,
+@signed(config_parameters(ChallengeConfig), MODEL_PARAMETERS)
+def challenge(model: ModelLike, data: str | Path, store: Store | str | Path, *,
               out_dir: Optional[str | Path] = None, progress: bool = True, **options):
     """The Backgrounds Challenge: run, resume or extend it; verdict rows go to `store` as they come.
 
@@ -159,26 +182,27 @@ def challenge(model: ModelLike, data: str | Path, store: Store | str | Path, *, 
         store: the results store (a `Store` or a path) that holds the verdicts; a rerun of the
             same job continues its unfinished run there.
         out_dir: where --full figures go (default: beside the store).
-        options: `ChallengeConfig` fields: batch_size, mapping, precision, full, save_every,
-            device, sample, halfwidth, seed, verify_safety; and how a model string is built
-            (`ModelOptions`: pretrained, class_map, norm, trust_checkpoint, resize, labels, templates, ...).
+        options: `ChallengeConfig` fields (batch_size, mapping, precision, full, save_every,
+            device, sample, halfwidth, seed, verify_safety, protocol, rerun), with its defaults (see
+            the signature); and how a model string is built (`ModelOptions`: checkpoint, pretrained,
+            class_map, norm, trust_checkpoint, resize, labels, templates, ...).
 
     Returns:
         A `ChallengeReport` (None on torchrun ranks other than 0). Its run stays open until
         `bgbench.record(report, store)` finishes it.
     """
-    from .measures.challenge.config import ChallengeConfig
     from .measures.challenge.runner import run_challenge
     from .drawing.figures import challenge_figures
     how = _model_keys(options)
-    cfg = _config(ChallengeConfig, "challenge", options)
-    built = _model(model, checkpoint, data=data, device=cfg.device, protocol=cfg.protocol, **how)
+    cfg = _config(ChallengeConfig, "challenge", options, MODEL_KEYS)
+    built = _model(model, data=data, device=cfg.device, protocol=cfg.protocol, **how)
     with opened(store) as s:
         return run_challenge(built, data, s, cfg, out_dir=out_dir, progress=progress, figures=challenge_figures)
 
 
-def probe(name: str, model: ModelLike, data: str | Path, *, checkpoint: Optional[str] = None,
-          out_dir: Optional[str | Path] = None, progress: bool = True, **options):
+@signed(MODEL_PARAMETERS, open=True)
+def probe(name: str, model: ModelLike, data: str | Path, *, out_dir: Optional[str | Path] = None,
+          progress: bool = True, **options):
     """Any registered measure that runs a model, by name (`bgbench probe NAME`), with its options:
 
     - 'noise' (RIVAL10's noise sensitivity: accuracy under foreground-only and background-only noise,
@@ -190,10 +214,14 @@ def probe(name: str, model: ModelLike, data: str | Path, *, checkpoint: Optional
     - 'attribution' (RIVAL10 §6: the features that best overlap each attribute; `AttributionConfig`: top, seed),
     - or one a user registered (`measures.registry`); `bgbench probe NAME --help` lists a probe's options.
 
+    Each probe is also a function of its own, generated from the registry, whose signature lists its
+    config's fields with their defaults: `bgbench.api.noise(model, data, levels=..., ...)` is
+    `probe("noise", model, data, levels=..., ...)` (`help(bgbench.api.noise)`, `probe_function`).
+
     Args:
         options: the fields of the measure's config dataclass (batch_size, device and workers too;
             an unknown one is a one-line error), and how a model string is built (`ModelOptions`:
-            pretrained, class_map, norm, resize, labels, templates, ...), as the CLI's flags.
+            checkpoint, pretrained, class_map, norm, resize, labels, templates, ...), as the CLI's flags.
         out_dir: where a measure that draws pictures writes them (None: no picture).
 
     Returns:
@@ -204,21 +232,46 @@ def probe(name: str, model: ModelLike, data: str | Path, *, checkpoint: Optional
     and penultimate features) is refused here, in one line, before anything runs: this is where every
     probe's model meets its measure (`bgbench probe` and studies come through here too).
     """
-    from .measures.registry import get_measure
+    return probe_function(name)(model, data, out_dir=out_dir, progress=progress, **options)
+
+
+@functools.lru_cache(maxsize=None)
+def probe_function(name: str):
+    """The plain function of probe `name`, generated from the registry: `(model, data, *, out_dir,
+    progress, **its config's fields and the model options)`, its signature listing the fields with
+    the config's own defaults. `probe(name, ...)` calls it; `bgbench.api.<name>` is it."""
     try:
         measure = get_measure(name)
     except KeyError as e:
         raise BgbenchError(str(e.args[0])) from None
-    if measure.command != "probe":
+    if measure.command != Command.PROBE:
         raise BgbenchError(f"{name} is not a probe: it is run by `bgbench {measure.command}`")
-    how = _model_keys(options)
-    cfg = _config(measure.config, f"probe {name}", options)
-    built = _model(model, checkpoint, data=data, device=getattr(cfg, "device", "cpu"), **how)
-    from .models.formats import check_needs
-    check_needs(built, measure.needs, f"probe {name}")
-    return measure.compute(built, data, cfg, progress=progress, out_dir=out_dir)
+
+    def run(model: ModelLike, data: str | Path, *, out_dir: Optional[str | Path] = None, progress: bool = True,
+            **options):
+        how = _model_keys(options)
+        cfg = _config(measure.config, f"probe {name}", options, MODEL_KEYS)
+        built = _model(model, data=data, device=getattr(cfg, "device", None), **how)
+        from .models.formats import check_needs
+        check_needs(built, measure.needs, f"probe {name}")
+        return measure.compute(built, data, cfg, progress=progress, out_dir=out_dir)
+
+    run.__name__ = run.__qualname__ = name
+    run.__doc__ = (f"The {measure.title or name} probe (`bgbench probe {name}`): {measure.help}\n\n"
+                   f"Its options are the fields of `{measure.config.__name__}` and how a model string is built "
+                   f"(`ModelOptions`); `out_dir`: where its pictures go (None: none). Returns a `MeasureResult`.")
+    return signed(config_parameters(measure.config), MODEL_PARAMETERS)(run)
 
 
+def __getattr__(name: str):
+    """`bgbench.api.<probe>`: each registered probe's generated function (`probe_function`)."""
+    if not name.startswith("_") and any(m.name == name for m in list_measures(Command.PROBE)):
+        return probe_function(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+@signed(config_parameters(TrainConfig, drop=("data", "out")),
+        config_parameters(LastLayerConfig, drop=("data", "out", "device", "split", "protocol")))
 def train(data: str | Path, out: str | Path, *, model: Optional[str] = None, progress: bool = True, **options):
     """Train (or fine-tune, or resume) a timm architecture on one variant folder with a recipe; or,
     with recipe 'dfr' or 'linear-probe', fit only the last layer of any runnable model. The recipe
@@ -239,9 +292,8 @@ def train(data: str | Path, out: str | Path, *, model: Optional[str] = None, pro
         torchrun, rank 0 returns it and the other ranks None. `record` records a run once: the
         same model.pt at the same path again gives its run's id.
     """
-    from .training.config import LastLayerConfig, TrainConfig
     from .training.recipes import last_layer_recipes
-    recipe = options.get("recipe", "erm")
+    recipe = options.get("recipe", default_of(TrainConfig, "recipe"))
     last = recipe in last_layer_recipes()
     cls, other = (LastLayerConfig, TrainConfig) if last else (TrainConfig, LastLayerConfig)
     mine = {f.name for f in dataclasses.fields(cls)}
@@ -267,6 +319,7 @@ def train(data: str | Path, out: str | Path, *, model: Optional[str] = None, pro
 # jobs that write datasets
 
 
+@signed(config_parameters(SynthConfig, drop=("out",)))
 def synth(out: str | Path, *, progress: bool = True, **options):
     """Write Synthetic-9 (offline, exact masks and boxes) in the IN-9 layout under `out`.
 
@@ -277,11 +330,12 @@ def synth(out: str | Path, *, progress: bool = True, **options):
     Returns:
         A `SynthResult` with provenance (None for a shard: it is recorded once merged).
     """
-    from .variants.synth import SynthConfig, synth as run_synth
+    from .variants.synth import synth as run_synth
     options = _shard_option(options)
     return run_synth(_config(SynthConfig, "synth", {**options, "out": Path(out)}), progress=progress)
 
 
+@signed(config_parameters(BuildConfig, drop=("images", "boxes", "out")))
 def build(images: str | Path, boxes: Optional[str | Path], out: str | Path, *, progress: bool = True, **options):
     """Build the IN-9 variants from class folders of images plus boxes (and masks), as Appendix A does.
 
@@ -294,7 +348,7 @@ def build(images: str | Path, boxes: Optional[str | Path], out: str | Path, *, p
     Returns:
         A `BuildResult` (built images, rejects and their reasons) with provenance (None for a shard).
     """
-    from .variants.build import BuildConfig, build as run_build
+    from .variants.build import build as run_build
     if options.get("masks") is not None:
         options["masks"] = Path(options["masks"])
     options = _shard_option(options)
@@ -303,27 +357,28 @@ def build(images: str | Path, boxes: Optional[str | Path], out: str | Path, *, p
     return run_build(cfg, progress=progress)
 
 
-def edit(data: str | Path, out: str | Path, *, model: Optional[ModelLike] = None, checkpoint: Optional[str] = None,
-         progress: bool = True, **options):
+@signed(config_parameters(EditConfig, drop=("data", "out")), MODEL_PARAMETERS)
+def edit(data: str | Path, out: str | Path, *, model: Optional[ModelLike] = None, progress: bool = True, **options):
     """ImageNet-E attribute edits of a masked dataset: one IN-9-layout folder per attribute level.
 
     Args:
         model: the classifier of the adversarial complexity level (skipped without one).
         options: `EditConfig` fields (attributes, levels, angles, split, seed, workers, inpainter,
-            complexity_editor, adv_eps, adv_steps, batch_size, overwrite).
+            complexity_editor, adv_eps, adv_steps, batch_size, overwrite, shard), with its defaults
+            (see the signature); and how the model string is built (`ModelOptions`: checkpoint, norm, ...).
 
     Returns:
         An `EditResult` (rows, rejects, per-level GLCM means) with provenance. Under torchrun the
         ranks share the images and rank 0 returns the one-process result, the others None.
     """
-    from .edits.pipeline import EditConfig, edit_dataset
+    from .edits.pipeline import edit_dataset
     for key in ("attributes", "levels", "angles"):  # the frozen config holds tuples
         if options.get(key) is not None:
             options[key] = tuple(dict.fromkeys(options[key]))
     options = _shard_option(options)
     how = _model_keys(options)
-    cfg = _config(EditConfig, "edit", {**options, "data": Path(data), "out": Path(out)})
-    built = _model(model, checkpoint, data=data, **how) if model is not None else None
+    cfg = _config(EditConfig, "edit", {**options, "data": Path(data), "out": Path(out)}, MODEL_KEYS)
+    built = _model(model, data=data, **how) if model is not None else None
     return edit_dataset(cfg, model=built, progress=progress)
 
 
@@ -331,7 +386,14 @@ def edit(data: str | Path, out: str | Path, *, model: Optional[ModelLike] = None
 # analyses: a per-image table, or a stored run (store, run_id)
 
 
-def prediction_categories(source: Any, run_id: Optional[int] = None, *, mapping: Optional[str] = None):
+def _options_of(name: str, method: str = "of_run") -> list:
+    """The options of analysis `name` as parameters: those of its measure's `of_run` (or `method`)
+    that have a default, with the defaults the measure declares."""
+    return keyword_parameters(getattr(get_measure(name), method))
+
+
+@signed(_options_of("categories"))
+def prediction_categories(source: Any, run_id: Optional[int] = None, **options):
     """The paper's Table 3 (BG Irrelevant / Required / Fools ...), overall and per class.
 
     Args:
@@ -339,24 +401,26 @@ def prediction_categories(source: Any, run_id: Optional[int] = None, *, mapping:
             (a `Store` or a path) holding eval run `run_id`.
         mapping: re-decide 1000-class predictions from their raw outputs ('argmax' or 'superclass').
     """
-    return _analyse("categories", source, run_id, mapping)
+    return _analyse(prediction_categories, "categories", source, run_id, options)
 
 
-def box_size(source: Any, run_id: Optional[int] = None, *, variants: Sequence[str] = ("only_bg_t",), bins: int = 5,
-             data: Optional[str] = None, mapping: Optional[str] = None):
+@signed(_options_of("boxsize"))
+def box_size(source: Any, run_id: Optional[int] = None, **options):
     """Accuracy per variant in quantile bins of the box's share of the image (paper Fig. 14).
 
     Boxes come from the dataset (`data`, else the one the predictions were made on).
     """
-    return _analyse("boxsize", source, run_id, mapping, variants=variants, bins=bins, data=data)
+    return _analyse(box_size, "boxsize", source, run_id, options)
 
 
-def leakage(source: Any, run_id: Optional[int] = None, *, mapping: Optional[str] = None):
+@signed(_options_of("leakage"))
+def leakage(source: Any, run_id: Optional[int] = None, **options):
     """Background-only accuracy above chance (paper §5), for MIXED-RAND or ONLY-FG-trained models."""
-    return _analyse("leakage", source, run_id, mapping)
+    return _analyse(leakage, "leakage", source, run_id, options)
 
 
-def edit_drops(source: Any, run_ids: Optional[Sequence[int]] = None, *, n_boot: int = REPLICATES, seed: int = 0):
+@signed(_options_of("edits"))
+def edit_drops(source: Any, run_ids: Optional[Sequence[int]] = None, **options):
     """ImageNet-E's metric: the drop in accuracy from `original` per edit level, paired over images.
 
     Args:
@@ -364,46 +428,96 @@ def edit_drops(source: Any, run_ids: Optional[Sequence[int]] = None, *, n_boot: 
             holding the eval runs `run_ids` of one model.
     """
     ids = [run_ids] if isinstance(run_ids, int) else run_ids
-    return _analyse("edits", source, ids, None, n_boot=n_boot, seed=seed)
+    return _analyse(edit_drops, "edits", source, ids, options)
 
 
-def worst_group(store: Store | str | Path, run_id: int, *, variant: Optional[str] = None,
-                data: Optional[str | Path] = None, mapping: Optional[str] = None, min_images: int = 10):
+@signed(_options_of("groups"))
+def worst_group(store: Store | str | Path, run_id: int, **options):
     """Accuracy per group of a stored eval run, its worst group (the lowest of the groups of at least
     `min_images` images, when two or more have that many) and the mean over groups. A group is
     (object class, background class) of a mixed variant (default mixed_rand), each image's
     background class from the dataset's manifest (`data`: default the run's own), or a group
     dataset's own groups (variant original)."""
-    return _analyse("groups", store, run_id, mapping, variant=variant, data=data, min_images=min_images)
+    return _analyse(worst_group, "groups", store, run_id, options)
 
 
+@signed(_options_of("shortcuts", "of_subjects"))
 def shortcut_table(store: Store | str | Path, *, run_ids: Optional[Sequence[int]] = None,
                    models: Optional[Sequence[str]] = None, labels: Optional[Dict[str, str]] = None,
-                   data_labels: Optional[Dict[str, str]] = None, seed: int = 0):
+                   data_labels: Optional[Dict[str, str]] = None, **options):
     """The shortcut table of a results store's runs (Whac-A-Mole's IN-1k accuracy and IN-W, Carton,
     SIN, IN-R and IN-9 gaps beside BG-Gap, challenge accuracy and ImageNet-X's background error
     ratio, one block per dataset), and each shortcut's paired change from a base model to a model
     derived from it (a DFR head on its backbone ...). `run_ids`, `models`: as the report's;
     `labels`/`data_labels`: names for model strings and dataset folders (a study's)."""
-    from .measures.registry import get_measure
     from .reporting.context import name_subjects, select_subjects
+    _check_options(shortcut_table, "shortcut_table", options)
     with _reading(store) as s:
         subjects = name_subjects(select_subjects(s, run_ids, models), labels, data_labels)
-        return get_measure("shortcuts").of_subjects(s, subjects, seed=seed)
+        return get_measure("shortcuts").of_subjects(s, subjects, **options)
 
 
-def compare(a: Any, b: Any, *, store: Optional[Store | str | Path] = None, n_boot: int = REPLICATES, seed: int = 0):
+#: The named function of each analysis (`analyze(name, ...)` calls it); one registered without
+#: an entry here is reached through its measure's `of_run` and `of_table` (`analysis_function`).
+ANALYSES = {"categories": prediction_categories, "boxsize": box_size, "leakage": leakage, "edits": edit_drops,
+            "groups": worst_group, "shortcuts": shortcut_table}
+
+
+def analyze(name: str, source: Any, run_id: Any = None, **options):
+    """Any registered analysis by name, as `bgbench analyze NAME` (categories, boxsize, leakage,
+    edits, groups, shortcuts, or one a user registered), of a table or of a stored run.
+
+    Args:
+        source: an evaluation result (or a mapping variant -> per-image predictions), or a results
+            store holding the run `run_id` (for 'edits', a list of run ids; 'shortcuts' takes a store
+            and selects its runs with `run_ids`/`models`).
+        options: the analysis's own (`help(analysis_function(name))` lists them with their
+            defaults: `box_size`'s bins and variants ...); an unknown one is a one-line error.
+
+    Returns:
+        The analysis's result (`.text()`, `.to_dict()`), as its named function returns it.
+    """
+    function = analysis_function(name)
+    return function(source, **options) if run_id is None else function(source, run_id, **options)
+
+
+def analysis_function(name: str):
+    """The plain function of analysis `name`: its named function (`ANALYSES`), or, for one a user
+    registered, a function generated from its measure (`of_run`'s options and defaults)."""
+    if name in ANALYSES:
+        return ANALYSES[name]
+    try:
+        measure = get_measure(name)
+    except KeyError as e:
+        raise BgbenchError(str(e.args[0])) from None
+    if measure.command != Command.ANALYZE:
+        raise BgbenchError(f"{name} is not an analysis: it is run by `bgbench {measure.command}`"
+                           f"{'' if measure.command == Command.OWN else f' {name}'}")
+
+    @signed(keyword_parameters(measure.of_run))
+    def run(source: Any, run_id: Any = None, **options):
+        return _analyse(run, name, source, run_id, options)
+
+    run.__name__ = run.__qualname__ = name
+    run.__doc__ = f"The {measure.title or name} analysis (`bgbench analyze {name}`): {measure.help}"
+    return run
+
+
+@signed(keyword_parameters(compare_tables))
+def compare(a: Any, b: Any, *, store: Optional[Store | str | Path] = None, **options):
     """Two models on the same images, pairwise (A minus B): McNemar per variant, the BG-Gap difference.
 
     Args:
         a, b: two evaluation results (or tables); or, with `store`, two run ids (eval or challenge runs).
+        options: n_boot (bootstrap replicates) and seed of the paired bootstrap (see the signature).
     """
-    from .measures.compare.summary import compare_runs, compare_tables
+    from .measures.compare.summary import compare_runs
     from .probing.tables import as_table
+    _check_options(compare, "compare", options)
     if store is not None:
         with _reading(store) as s:
-            return compare_runs(s, int(a), int(b), n_boot=n_boot, seed=seed)
-    return compare_tables(as_table(a), as_table(b), n_boot=n_boot, seed=seed)
+            return compare_runs(s, int(a), int(b), **options)
+    return compare_tables(as_table(a), as_table(b), **options)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -421,42 +535,47 @@ def report(store: Store | str | Path, out: str | Path = "bgbench-report", *, run
         return render_report(s, out, run_ids=run_ids, models=models, progress=progress)
 
 
-def leaderboard(store: Optional[Store | str | Path] = None, *, include_reported: bool = True) -> List[dict]:
-    """The leaderboard's rows: models ranked within each dataset, beside the published rows.
+@signed(keyword_parameters(leaderboard_rows))
+def leaderboard(store: Optional[Store | str | Path] = None, **options) -> List[dict]:
+    """The leaderboard's rows: models ranked within each dataset, beside the published rows
+    (`include_reported`, see the signature).
 
     `store` None gives the published rows alone.
     """
-    from .reporting.leaderboard import leaderboard as rows
+    _check_options(leaderboard, "leaderboard", options)
     if store is None:
-        return rows(None, include_reported=include_reported)
+        return leaderboard_rows(None, **options)
     with _reading(store) as s:
-        return rows(s, include_reported=include_reported)
+        return leaderboard_rows(s, **options)
 
 
 # ------------------------------------------------------------------------------------------------
 # argument conversion
 
 
-#: The build options' defaults (`models.options.ModelOptions`): a built model refuses any other value.
+#: The build options' declared defaults (`models.options.ModelOptions`): a built model refuses any other value.
 _BUILD_DEFAULTS = {f.name: f.default for f in dataclasses.fields(ModelOptions)}
 
 
-def _model(model: ModelLike, checkpoint: Optional[str] = None, *, data: Any = None, device: str = "cpu",
-           protocol: Optional[str] = None, **how):
+def _model(model: ModelLike, *, data: Any = None, device: Optional[str] = None, protocol: Optional[str] = None,
+           **how):
     """A model string becomes a `BgModel` once, on entry, through the one door the CLI uses too
     (`models.options.build`); a built model is used as it is.
 
-    `how`: the other `ModelOptions` fields (norm, trust_checkpoint, resize, labels, templates). A
-    zero-shot head over the dataset's own classes reads their names from `data`; under a protocol,
-    what the protocol fixes is filled in or checked.
+    `how`: the other `ModelOptions` fields given (checkpoint, norm, trust_checkpoint, resize, labels,
+    templates ...; those not given keep `ModelOptions`'s defaults). A zero-shot head over the
+    dataset's own classes reads their names from `data`; under a protocol, what the protocol fixes
+    is filled in or checked. `device` None: `ModelOptions`'s.
     """
+    if "class_map" in how and how["class_map"] is not None:
+        how["class_map"] = str(how["class_map"])
     if isinstance(model, (str, Path)):
-        from .models.options import ModelOptions, build
-        return build(ModelOptions(model=str(model), checkpoint=checkpoint, data=data, device=device,
-                                  protocol=protocol, **how))
+        from .models.options import build
+        where = {} if device is None else {"device": device}
+        return build(ModelOptions(model=str(model), data=data, protocol=protocol, **where, **how))
     speed = {k: how.pop(k) for k in ("channels_last", "compile") if k in how}
     class_map = how.pop("class_map", None)
-    if checkpoint is not None or any(v != _BUILD_DEFAULTS.get(k) and v not in (None, False) for k, v in how.items()):
+    if any(v != _BUILD_DEFAULTS[k] and v not in (None, False) for k, v in how.items()):  # None: not given
         raise BgbenchError("checkpoint= and the model's build options go with a model string such as "
                            "'timm:resnet18'; this model is already built")
     if class_map is not None:  # how a built 1000-class model reads this dataset: the job resolves it
@@ -471,11 +590,6 @@ def _model_keys(options: dict) -> dict:
     """Take the `ModelOptions` keywords (how a model string is built) out of a job's options."""
     return {k: options.pop(k) for k in MODEL_KEYS if k in options}
 
-#: The API's keywords for how a model string is built: `ModelOptions`'s fields, as the CLI's model
-#: flags (the model, its checkpoint, device, data and protocol are arguments of their own).
-MODEL_KEYS = tuple(f.name for f in dataclasses.fields(ModelOptions)
-                   if f.name not in ("model", "checkpoint", "device", "data", "split", "protocol"))
-
 
 def _shard_option(options: dict) -> dict:
     """`shard` may be given as 'K/N' (as on the command line) or as a `Shard`."""
@@ -485,19 +599,32 @@ def _shard_option(options: dict) -> dict:
     return options
 
 
-def _config(cls, job: str, options: dict):
-    """The job's config dataclass from keyword options; an unknown option is a one-line error."""
+def _config(cls, job: str, options: dict, also: Sequence[str] = ()):
+    """The job's config dataclass from keyword options; an unknown option is a one-line error
+    naming the options (the config's fields, and `also`: the model's, taken out before)."""
     known = [f.name for f in dataclasses.fields(cls)]
     unknown = sorted(set(options) - set(known))
     if unknown:
-        raise BgbenchError(f"{job}: unknown option {', '.join(unknown)}; the options are {', '.join(known)}")
+        raise BgbenchError(f"{job}: unknown option {', '.join(unknown)}; the options are "
+                           f"{', '.join(dict.fromkeys([*known, *also]))}")
     return cls(**options)
 
 
-def _analyse(name: str, source: Any, run_ref: Any, mapping: Optional[str], **options):
+def _check_options(function, job: str, options: dict) -> None:
+    """Refuse, in one line, a keyword that `function`'s signature does not list."""
+    import inspect
+    known = [p.name for p in inspect.signature(function).parameters.values() if p.kind is p.KEYWORD_ONLY]
+    unknown = sorted(set(options) - set(known))
+    if unknown:
+        raise BgbenchError(f"{job}: unknown option {', '.join(unknown)}; the options are {', '.join(known)}")
+
+
+def _analyse(function, name: str, source: Any, run_ref: Any, options: dict):
     """Analysis `name` of a stored run (`source` a store, `run_ref` its run id(s)) through the
-    measure's `of_run`, or of a table held in memory through its `of_table`."""
-    from .measures.registry import get_measure
+    measure's `of_run`, or of a table held in memory through its `of_table`; `function` is the API
+    function called, whose signature lists the options."""
+    _check_options(function, function.__name__, options)
+    mapping = options.pop("mapping", None)
     measure = get_measure(name)
     if run_ref is not None:
         with _reading(source) as store:

@@ -18,6 +18,8 @@ from typing import Any, Dict, Iterator, Optional, Sequence, Tuple
 #: Images per forward pass, the default of every job that runs a model over images (eval, the
 #: probes, the arms, `predict_items`): declared once, read by their configs, the API and the CLI.
 BATCH_SIZE = 64
+#: Classes `bgbench predict` shows per image, by default (the API's and the CLI's).
+TOP = 5
 
 #: The metadata key under which a field keeps its flag.
 FLAG = "bgbench_flag"
@@ -147,3 +149,72 @@ def _describe(tp: Any) -> str:
         inner = [a for a in args if a is not Ellipsis]
         return f"a list of {' or '.join(_describe(a) for a in inner)}" if inner else "a list"
     return getattr(tp, "__name__", str(tp))
+
+
+# ------------------------------------------------------------------------------------------------
+# an API function's keywords, read from the config it builds
+
+
+def default_of(cls, name: str) -> Any:
+    """The declared default of field `name` of config dataclass `cls` (for the one place that must
+    know it before the config exists, such as the recipe that decides which config to build)."""
+    value = field_default(next(f for f in dataclasses.fields(cls) if f.name == name))
+    if value is dataclasses.MISSING:
+        raise ValueError(f"{cls.__name__}.{name} has no default")
+    return value
+
+
+def config_parameters(cls, *, drop: Sequence[str] = (), only: Optional[Sequence[str]] = None) -> list:
+    """The fields of config dataclass `cls` as keyword-only parameters, each with the field's own
+    default (none for a required field) and type: what an API function that takes the config's
+    fields as keywords shows (`signed`), so that an option's default is declared once, in the
+    config, and `help()`, an IDE and the CLI's `param_default` read it from there."""
+    import inspect
+    import typing
+    try:
+        hints = typing.get_type_hints(cls)
+    except Exception:  # a hint that does not resolve here: show it as written
+        hints = {}
+    out = []
+    for f in dataclasses.fields(cls):
+        if not f.init or f.name in drop or (only is not None and f.name not in only):
+            continue
+        default = field_default(f)
+        out.append(inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, annotation=hints.get(f.name, f.type),
+                                     default=inspect.Parameter.empty if default is dataclasses.MISSING else default))
+    return out
+
+
+def keyword_parameters(func, *, drop: Sequence[str] = ()) -> list:
+    """The parameters of `func` that have a default, as keyword-only parameters: the options of the
+    function that does a job's work, shown by the API function that calls it (`signed`)."""
+    import inspect
+    return [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in inspect.signature(func).parameters.values()
+            if p.default is not inspect.Parameter.empty and p.name not in drop
+            and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+
+
+def signed(*groups: Sequence[Any], open: bool = False):
+    """A decorator: the function's signature (`__signature__`, which `help()`, `inspect` and IDEs
+    read) is its own parameters followed by those of `groups` (lists of `inspect.Parameter`, such as
+    `config_parameters(Config)`; the first of a name wins), in place of its `**options`. The
+    function still receives the options that were given, and only those: a config it builds from
+    them applies its own defaults, so the signature's defaults are the config's and nothing else.
+    `open`: keep `**options` in the signature (options that depend on another argument). A
+    `*positional` the function keeps to refuse old positional calls in one line is not shown."""
+    import inspect
+
+    def apply(func):
+        own = inspect.signature(func)
+        params = [p for p in own.parameters.values() if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
+        names = {p.name for p in params}
+        for group in groups:
+            for p in group:
+                if p.name not in names:
+                    params.append(p.replace(kind=inspect.Parameter.KEYWORD_ONLY))
+                    names.add(p.name)
+        if open:
+            params += [p for p in own.parameters.values() if p.kind is p.VAR_KEYWORD]
+        func.__signature__ = own.replace(parameters=sorted(params, key=lambda p: p.kind))
+        return func
+    return apply

@@ -92,14 +92,16 @@ def import_plugin(name: str) -> None:
 def run(args: argparse.Namespace) -> int:
     from .. import console
     from ..api import edit
+    from ..models.options import ModelOptions
+    from ..options import default_of
     for name in args.plugin:
         import_plugin(name)
     model = None
     if args.model:
         from .arguments import create_model
         model = create_model(args)
-    elif args.checkpoint or args.norm != "auto" or args.resize != "auto" or args.labels != "auto" \
-            or args.templates != "openai":
+    elif any(getattr(args, name) != default_of(ModelOptions, name)
+             for name in ("checkpoint", "norm", "resize", "labels", "templates")):
         from ..errors import BgbenchError
         raise BgbenchError("--checkpoint, --norm, --resize, --labels and --templates describe the --model of the "
                            "adversarial level; pass --model too")

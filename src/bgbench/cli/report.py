@@ -3,14 +3,15 @@ from __future__ import annotations
 
 import argparse
 
-from .arguments import add_db_arg, add_output_args
+from ..api import report
+from .arguments import add_db_arg, add_output_args, param_default
 
 from .folders import open_store
 
 from .output import emit
 
-#: Where the report goes without --out.
-DEFAULT_OUT = "bgbench-report"
+#: Where the report goes without --out: the API's default.
+DEFAULT_OUT = param_default(report, "out")
 
 
 def register(sub) -> None:
@@ -27,7 +28,6 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..api import report
     with open_store(args, create=False) as store:
         result = report(store, args.out, run_ids=args.runs, models=args.models, progress=not args.quiet)
     emit(args, result.to_dict(), result.text())

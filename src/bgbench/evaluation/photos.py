@@ -25,11 +25,9 @@ from ..errors import BgbenchError
 from ..models.inputs import size_note
 from ..models.norms import IMAGENET1K
 from ..models.spec import BgModel
+from ..options import TOP
 from ..recording import model_label
 from .predict import to_tensor
-
-#: How many classes each image lists by default.
-TOP = 5
 
 
 @dataclass
