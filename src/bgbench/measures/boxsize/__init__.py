@@ -4,6 +4,7 @@ from ..registry import Measure, SectionSpec, register_measure
 
 class BoxSize(Measure):
     name = "boxsize"
+    position = 40
     source = ("Xiao et al., Fig. 14: accuracy in quantile bins of the foreground box's share of the "
               "image")
     checked_against = ("tests/measures/test_boxsize.py (quantile bins by hand; boxes recovered from "

@@ -6,6 +6,7 @@ from ..registry import Measure, SectionSpec, register_measure
 
 class Categories(Measure):
     name = "categories"
+    position = 30
     source = ("Xiao et al., Table 3: BG Irrelevant, BG Required, BG+FG Required, BG Fools and "
               "Other, from the ORIGINAL, MIXED-RAND and ONLY-BG-T predictions")
     checked_against = ("tests/measures/test_categories.py (cases worked out by hand, from stored "

@@ -6,6 +6,7 @@ from ..registry import Measure, SectionSpec, register_measure
 
 class Edits(Measure):
     name = "edits"
+    position = 60
     source = ("ImageNet-E (Li et al., CVPR 2023): the accuracy drop from the original images at "
               "each attribute-edit level")
     checked_against = ("tests/measures/test_edits.py (drops and paired intervals by hand, end to "

@@ -6,6 +6,7 @@ from ..registry import Measure, SectionSpec, register_measure
 
 class Groups(Measure):
     name = "groups"
+    position = 70
     source = ("worst-group accuracy of the spurious-correlation literature (Sagawa et al., 2020: "
               "Waterbirds), groups being (object class, background class); on Spawrious (aengusl/spawrious), "
               "the (class_label, location_label) of `spawrious/torch.py`'s images, whose own code reports "

@@ -5,6 +5,7 @@ from ..registry import Measure, SectionSpec, register_measure
 
 class Leakage(Measure):
     name = "leakage"
+    position = 50
     source = ("Xiao et al., §5: accuracy on ONLY-BG-B and ONLY-BG-T above chance, for models "
               "trained on MIXED-RAND or ONLY-FG")
     checked_against = "tests/measures/test_leakage.py (tables worked out by hand)"

@@ -6,6 +6,7 @@ from ..registry import Measure, SectionSpec, register_measure
 
 class Shortcuts(Measure):
     name = "shortcuts"
+    position = 80
     source = ("Whac-A-Mole (Li et al., CVPR 2023): the table of shortcut gaps (IN-W, Carton, SIN, "
               "IN-R, IN-9) beside BG-Gap, the challenge and ImageNet-X's background error ratio")
     checked_against = ("tests/measures/test_shortcuts.py (each gap from its source's own code; the "
