@@ -398,7 +398,7 @@ def compare(a: Any, b: Any, *, store: Optional[Store | str | Path] = None, n_boo
     Args:
         a, b: two evaluation results (or tables); or, with `store`, two run ids (eval or challenge runs).
     """
-    from .measures.compare.summary import compare_runs, compare_tables
+    from .comparing import compare_runs, compare_tables
     from .probing.tables import as_table
     if store is not None:
         with _reading(store) as s:
@@ -496,7 +496,8 @@ def _config(cls, job: str, options: dict):
 
 def _analyse(name: str, source: Any, run_ref: Any, mapping: Optional[str], **options):
     """Analysis `name` of a stored run (`source` a store, `run_ref` its run id(s)) through the
-    measure's `of_run`, or of a table held in memory through its `of_table`."""
+    measure's `of_run`, or of a table held in memory through its `of_table` (an analysis that reads
+    stored runs only says so there: `measures.analysis.AnalysisMeasure`)."""
     from .measures.registry import get_measure
     measure = get_measure(name)
     if run_ref is not None:
@@ -504,8 +505,6 @@ def _analyse(name: str, source: Any, run_ref: Any, mapping: Optional[str], **opt
             return measure.of_run(store, run_ref, **options, **({} if mapping is None else {"mapping": mapping}))
     if isinstance(source, (Store, str, Path)):
         raise BgbenchError("a results store needs the id of the run to analyse: pass run_id (see `bgbench runs`)")
-    if not hasattr(measure, "of_table"):
-        raise BgbenchError(f"{name} reads stored runs only: pass a results store and a run id")
     from .probing.tables import as_table
     return measure.of_table(as_table(source, mapping=mapping), **options)
 

@@ -25,7 +25,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 from ..errors import BgbenchError
 from ..measures.groups.summary import MIN_IMAGES
-from ..measures.compare.summary import compare_runs
+from ..comparing import compare_runs
 from ..measures.eval.section import estimate, eval_accuracies
 from ..measures.registry import Measure, SectionSpec, list_measures
 from .context import ReportContext, Subject
