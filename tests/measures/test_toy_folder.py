@@ -5,7 +5,6 @@ section and its page in the manual, listed after today's measures.
 
 The toy is mirror consistency: the share of images whose prediction survives a top-to-bottom flip.
 (tests/measures/test_toy_measure.py holds a toy to the whole contract; this one proves the folder.)"""
-import importlib.util
 import json
 import sys
 import textwrap
@@ -97,12 +96,17 @@ def toy_folder(tmp_path, monkeypatch):
         del sys.modules[module]
 
 
-def _gen_pages():
-    path = Path(__file__).resolve().parents[2] / "docs" / "scripts" / "gen_pages.py"
-    spec = importlib.util.spec_from_file_location("gen_pages_for_toy", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def _gen_pages(out: Path) -> None:
+    """The manual's generated pages, written into `out` by docs/scripts/gen_pages.py run in this
+    process (as test_docs.py runs it, but here where the toy's folder is on the path)."""
+    import runpy
+    script = Path(__file__).resolve().parents[2] / "docs" / "scripts" / "gen_pages.py"
+    argv = sys.argv
+    sys.argv = [str(script), str(out)]
+    try:
+        runpy.run_path(str(script), run_name="__main__")
+    finally:
+        sys.argv = argv
 
 
 def test_a_measure_folder_alone_gets_its_command_table_section_and_page(toy_folder, synth_root, tmp_path):
@@ -131,11 +135,14 @@ def test_a_measure_folder_alone_gets_its_command_table_section_and_page(toy_fold
     report = bgbench.report(db, tmp_path / "site", progress=False)
     assert NAME in report.sections and f"mirror {counted:.3f}" in report.index.read_text(encoding="utf-8")
     # its page in the manual, its line in the measures' index and its command in the reference
-    pages = _gen_pages()
-    page = pages.measure_page(measure)
+    site = tmp_path / "pages"
+    _gen_pages(site)
+    page = (site / "measures" / f"{NAME}.md").read_text(encoding="utf-8")
     assert measure.source in page and measure.checked_against in page
-    assert f"]({NAME}.md)" in pages.measures_index(list_measures())
-    assert f"## bgbench probe {NAME} {{#" in pages.cli_page()
+    assert any(line.startswith("| `mirror_consistency` | (overall)") and line.rstrip(" |").endswith("higher")
+               for line in page.splitlines())
+    assert f"]({NAME}.md)" in (site / "measures" / "index.md").read_text(encoding="utf-8")
+    assert f"## bgbench probe {NAME} {{#" in (site / "reference" / "cli.md").read_text(encoding="utf-8")
 
 
 def test_without_its_folder_the_toy_is_nowhere():
