@@ -466,7 +466,7 @@ def test_the_cli_reads_the_api_defaults_that_the_measures_declare():
     of_run = inspect.signature(get_measure("boxsize").of_run).parameters
     assert param_default(bgbench.api.box_size, "bins") == of_run["bins"].default
     assert param_default(bgbench.api.edit_drops, "n_boot") == REPLICATES
-    from bgbench.measures.compare.summary import compare_tables
+    from bgbench.comparing import compare_tables
     assert param_default(bgbench.compare, "seed") == inspect.signature(compare_tables).parameters["seed"].default
 
 

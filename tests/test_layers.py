@@ -13,7 +13,7 @@ LAYERS = [
     {"class_maps", "protocols", "checks", "store"},
     {"recording", "data", "models"},
     {"variants", "edits", "evaluation", "drawing", "probing"},
-    {"measures", "training"},
+    {"measures", "training", "comparing"},
     {"reporting"},
     {"api"},
     {"studies"},

@@ -233,3 +233,27 @@ def test_a_declared_kind_is_its_enum_member():
     saliency, noise = get_measure("saliency"), get_measure("noise")
     assert saliency.command is Command.PROBE and saliency.autograd is Autograd.GRAD
     assert noise.attributes is Attributes.CONFIG and get_measure("eval").command is Command.OWN
+
+
+def test_every_analysis_is_generated_from_its_declaration():
+    """Each `bgbench analyze` subcommand is an `AnalysisMeasure`'s: its API function takes its
+    config's fields with the config's defaults (one default for the command and the API), and its
+    parser has a flag per flagged field."""
+    import dataclasses
+    import inspect
+
+    import bgbench.api
+    from bgbench.measures.analysis import AnalysisMeasure
+    from bgbench.measures.registry import list_measures
+    from bgbench.options import flagged_fields
+    from test_readme import resolve
+    analyses = list_measures("analyze")
+    assert len(analyses) >= 6 and all(isinstance(m, AnalysisMeasure) for m in analyses)
+    for m in analyses:
+        params = inspect.signature(getattr(bgbench.api, m.api)).parameters
+        for f in dataclasses.fields(m.config):
+            assert f.name in params, (m.name, f.name)
+            assert params[f.name].default == f.default, (m.name, f.name, params[f.name].default, f.default)
+        parser, _, _ = resolve(["analyze", m.name])
+        flags = {s for a in parser._actions for s in a.option_strings}
+        assert {spec["name"] for _, spec in flagged_fields(m.config)} <= flags, m.name

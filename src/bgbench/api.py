@@ -27,7 +27,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence
 
 from .errors import BgbenchError
 from .measures.challenge.config import ChallengeConfig
-from .measures.compare.summary import compare_tables
+from .comparing import compare_tables
 from .measures.eval.config import EvalConfig, PredictionFileConfig
 from .measures.registry import Command, get_measure, list_measures
 from .models.options import ModelOptions
@@ -511,7 +511,7 @@ def compare(a: Any, b: Any, *, store: Optional[Store | str | Path] = None, **opt
         a, b: two evaluation results (or tables); or, with `store`, two run ids (eval or challenge runs).
         options: n_boot (bootstrap replicates) and seed of the paired bootstrap (see the signature).
     """
-    from .measures.compare.summary import compare_runs
+    from .comparing import compare_runs
     from .probing.tables import as_table
     _check_options(compare, "compare", options)
     if store is not None:
@@ -621,7 +621,8 @@ def _check_options(function, job: str, options: dict) -> None:
 
 def _analyse(function, name: str, source: Any, run_ref: Any, options: dict):
     """Analysis `name` of a stored run (`source` a store, `run_ref` its run id(s)) through the
-    measure's `of_run`, or of a table held in memory through its `of_table`; `function` is the API
+    measure's `of_run`, or of a table held in memory through its `of_table` (an analysis that reads
+    stored runs only says so there: `measures.analysis.AnalysisMeasure`); `function` is the API
     function called, whose signature lists the options."""
     _check_options(function, function.__name__, options)
     mapping = options.pop("mapping", None)
@@ -631,8 +632,6 @@ def _analyse(function, name: str, source: Any, run_ref: Any, options: dict):
             return measure.of_run(store, run_ref, **options, **({} if mapping is None else {"mapping": mapping}))
     if isinstance(source, (Store, str, Path)):
         raise BgbenchError("a results store needs the id of the run to analyse: pass run_id (see `bgbench runs`)")
-    if not hasattr(measure, "of_table"):
-        raise BgbenchError(f"{name} reads stored runs only: pass a results store and a run id")
     from .probing.tables import as_table
     return measure.of_table(as_table(source, mapping=mapping), **options)
 

@@ -3,7 +3,7 @@ import json
 import pytest
 from scipy.stats import binomtest
 from bgbench import recording
-from bgbench.measures.compare.summary import compare_runs
+from bgbench.comparing import compare_runs
 from bgbench.probing.tables import stored_predictions
 from bgbench.errors import BgbenchError
 from bgbench.store import Store

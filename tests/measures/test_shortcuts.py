@@ -315,7 +315,7 @@ stylized = "{tmp_path / 'no-sin'}"
     item = next(i for i in ch["items"] if i["key"] == "in_w_gap")
     assert item["value"] == pytest.approx(change) and item["lo"] <= item["value"] <= item["hi"]
     bg = next(i for i in ch["items"] if i["key"] == "bg_gap")
-    from bgbench.measures.compare.summary import compare_runs
+    from bgbench.comparing import compare_runs
     with Store(db) as store:
         assert bg["value"] == pytest.approx(compare_runs(store, evals[f"file:{dfr / 'model.pt'}"],
                                                          evals[f"file:{model_ckpt}"]).bg_gap_diff.value)

@@ -1,19 +1,65 @@
-"""`bgbench analyze <analysis>`: analyses of stored runs, one per registered measure of command
-'analyze' (`measures.registry`), listed in catalog order.
+"""`bgbench analyze <analysis>`: analyses of stored runs, one subcommand per registered measure of
+command 'analyze' (`measures.analysis.AnalysisMeasure`), in the measures' declared order.
 
-Each analysis has its argument module `analyze_<name>` (an analysis reads stored runs in its own
-way: one eval run, several, a dataset's boxes): `register(sub)` adds its parser with the measure's
-help, `run(args) -> int` does the work (heavy imports inside `run`).
+Nothing here is written per analysis: what it reads (`Reads`) gives its input arguments, its
+config's fields that declare a flag (`options.flag`) give its options, and every analysis runs
+the same way: build the config (its checks run), open the store, call its function in the API
+with the input and the config's fields, print the result (heavy imports inside `run`).
 """
 from __future__ import annotations
 
-import importlib
+import argparse
+import dataclasses
 
+from ..measures.analysis import AnalysisMeasure, Reads
 from ..measures.registry import list_measures
+from .arguments import add_config_flags, add_db_arg, add_output_args, add_runs_arg, add_stored_run_args
 
 
 def register(sub) -> None:
     p = sub.add_parser("analyze", help="analyses of stored runs (no new inference)")
     group = p.add_subparsers(dest="analysis", required=True, metavar="ANALYSIS")
     for measure in list_measures("analyze"):
-        importlib.import_module(f"{__package__}.analyze_{measure.name}").register(group, measure)
+        add_analysis(group, measure)
+
+
+def add_analysis(group, measure: AnalysisMeasure) -> argparse.ArgumentParser:
+    """The subcommand of one analysis: its input's arguments, then its config's flags, then the output
+    flags and --db (an analysis of one run has them with its input: RUN, --mapping, --json ...)."""
+    p = group.add_parser(measure.name, help=measure.help.replace("%", "%%"))
+    if measure.reads is Reads.RUN:
+        add_stored_run_args(p)
+    elif measure.reads is Reads.RUNS:
+        add_runs_arg(p, "eval")
+    add_config_flags(p, measure.config)
+    if measure.reads is not Reads.RUN:
+        add_output_args(p)
+        add_db_arg(p)
+    p.set_defaults(func=run, measure=measure)
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    from .. import api
+    from ..console import status
+    from .arguments import stored_mapping
+    from .folders import open_store
+    from .output import emit
+    measure: AnalysisMeasure = args.measure
+    cfg = measure.config(**{f.name: getattr(args, f.name) for f in dataclasses.fields(measure.config)})
+    options = measure.options(cfg)
+    analyse = getattr(api, measure.api)
+    with open_store(args, create=False) as store:
+        if measure.reads is Reads.RUN:
+            result = analyse(store, args.run, **options, mapping=stored_mapping(store, args))
+        elif measure.reads is Reads.RUNS:
+            results = [analyse(store, ids, **options) for ids in measure.per_model(store, args.runs)]
+        else:
+            result = analyse(store, **options)
+    if measure.reads is Reads.RUNS:
+        emit(args, {"models": [measure.document(r) for r in results]}, "\n\n".join(measure.text(r) for r in results))
+        return 0
+    for line in measure.notes(result, getattr(args, "run", None)):
+        status(line)
+    emit(args, measure.document(result), measure.text(result))
+    return 0

@@ -2,11 +2,12 @@
 by the store, the recording, the CLI, `bgbench runs`, the report and studies.
 
 A measure is one package under `measures/` whose `__init__.py` registers its class
-(`register_measure`); `measures.catalog` lists the packages (the one registry line of a new
-measure). Its `name` is its one identity: its run kind, its per-image table, its command
-(`bgbench probe NAME` or `bgbench analyze NAME`) and its API entry (`bgbench.probe(NAME, ...)`)
-follow from it (`Measure.kind`). A class imports no torch when it is declared, so reading the
-registry (`bgbench --help`, `bgbench runs`) stays light; its methods import what they run.
+(`register_measure`); `measures.catalog` finds the packages by scanning the folder, so a new
+measure needs no line anywhere else, and its `position` says where listings put it. Its `name` is
+its one identity: its run kind, its per-image table, its command (`bgbench probe NAME` or `bgbench
+analyze NAME`) and its API entry (`bgbench.probe(NAME, ...)`) follow from it (`Measure.kind`). A
+class imports no torch when it is declared, so reading the registry (`bgbench --help`, `bgbench
+runs`) stays light; its methods import what they run.
 
 What a measure class supplies, each where it has a use for it:
 - `config`: the options dataclass; fields that carry `options.flag(...)` metadata become flags of
@@ -113,6 +114,9 @@ class Measure:
     help: ClassVar[str] = ""
     description: ClassVar[str] = ""
     title: ClassVar[str] = ""  # a few words, for listings ('noise sensitivity (RFS)'); the name by default
+    #: Where commands, reports and listings put it among the measures (lower first); None: after those
+    #: that declare one, in the order their packages are found.
+    position: ClassVar[Optional[int]] = None
     needs: ClassVar[Tuple[str, ...]] = ()
     headlines: ClassVar[Tuple[Headline, ...]] = ()
     sections: ClassVar[Tuple[SectionSpec, ...]] = ()
@@ -276,11 +280,11 @@ def unregister_measure(name: str) -> None:
 
 
 def list_measures(command: Optional[str] = None) -> List[Measure]:
-    """Every registered measure (the catalog loaded first), in catalog order; or those of one command."""
-    from .catalog import PACKAGES, load_all
+    """Every registered measure (every package under `measures/` imported first), in the order of their
+    `position`; or those of one command."""
+    from .catalog import load_all
     load_all()
-    order = {f"{__package__}.{name}": k for k, name in enumerate(PACKAGES)}
-    ranked = sorted(_MEASURES.values(), key=lambda m: order.get(m.package, len(order)))  # stable: others last
+    ranked = sorted(_MEASURES.values(), key=lambda m: (m.position is None, m.position or 0))  # stable: others last
     return [m for m in ranked if command is None or m.command == command]
 
 

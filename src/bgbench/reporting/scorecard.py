@@ -1,8 +1,8 @@
 """The scorecard: one row per model, the headline of every measure with its interval, datasets as
 column groups, each cell a link to the section it summarizes.
 
-The columns come from the Measure registry (each measure's declared `headlines`, in catalog
-order) plus, from the eval runs, worst-group accuracy, the paper's BG Required share and each
+The columns come from the Measure registry (each measure's declared `headlines`, in their
+declared order) plus, from the eval runs, worst-group accuracy, the paper's BG Required share and each
 ImageNet-E level's accuracy drop; only those some chosen model has are shown. A cell is
 the stored metric of the model's newest run of that kind on that dataset: the same number that
 `bgbench runs` prints as the run's headline and the section shows.

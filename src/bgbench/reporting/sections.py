@@ -2,8 +2,8 @@
 
 Most sections belong to a measure: its package draws them (`measures/<name>/section.py`) and its
 declaration lists them (`Measure.sections`), and this module registers them from the Measure
-registry, in catalog order. The page's own sections (the overview, each model's provenance, the
-comparisons across models) are registered here with `@register_section(name, title, scope)`.
+registry, in the measures' declared order (`Measure.position`). The page's own sections (the
+overview, each model's provenance, the comparisons across models) are registered here with `@register_section(name, title, scope)`.
 
 A section is rendered by its template, `sections/<name>.html.j2` (among the report's templates,
 in its measure's `templates/` folder, or given inline in its `SectionSpec`), which receives the
@@ -25,7 +25,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 from ..errors import BgbenchError
 from ..measures.groups.summary import MIN_IMAGES
-from ..measures.compare.summary import compare_runs
+from ..comparing import compare_runs
 from ..measures.eval.section import estimate, eval_accuracies
 from ..measures.registry import Measure, SectionSpec, list_measures
 from .context import ReportContext, Subject
@@ -76,7 +76,7 @@ def _measure_section(measure: Measure, spec: SectionSpec) -> Section:
 
 
 def measure_sections() -> List[Section]:
-    """Every registered measure's sections, in catalog order (read afresh: a measure registered
+    """Every registered measure's sections, in their declared order (read afresh: a measure registered
     later, such as a test's, is on the next page)."""
     return [_measure_section(m, spec) for m in list_measures() for spec in m.sections]
 

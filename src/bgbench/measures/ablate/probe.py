@@ -51,6 +51,7 @@ class AblateMeasure(ModelMeasure):
     replaced by gray; the drop in accuracy and in true-class probability, per region and class."""
 
     name = "ablate"
+    position = 120
     source = ("RIVAL10 §4, `attr_importance.py`: each region grayed (x·(1−m) + 0.5·m) and the drops "
               "in accuracy and true-class probability. On Hard ImageNet's data, Hard ImageNet's "
               "`ablations.py` (mmoayeri/HardImageNet) as its code computes it: its ablations of the object "

@@ -51,6 +51,7 @@ class AttributionMeasure(ModelMeasure):
     maps best overlap its mask (IoU at 0.5 of the map's maximum), per class and over all classes."""
 
     name = "attribution"
+    position = 130
     source = ("RIVAL10 §6: the IoU of each penultimate feature's map, binarized at 0.5 of its "
               "maximum, with each attribute's mask")
     checked_against = ("tests/measures/test_attribution.py (feature IoU by hand; features on "

@@ -1,17 +1,21 @@
 """The paper's prediction categories (Table 3): BG Irrelevant (the object alone is judged as the
 full image is, right on both or wrong on both), BG Required, BG+FG Required, BG Fools and Other,
 per class, from a stored eval run's ORIGINAL, MIXED-RAND and ONLY-BG-T predictions."""
-from ..registry import Measure, SectionSpec, register_measure
+from ..analysis import AnalysisMeasure, Reads
+from ..registry import SectionSpec, register_measure
 
 
-class Categories(Measure):
+class Categories(AnalysisMeasure):
     name = "categories"
+    position = 30
     source = ("Xiao et al., Table 3: BG Irrelevant, BG Required, BG+FG Required, BG Fools and "
               "Other, from the ORIGINAL, MIXED-RAND and ONLY-BG-T predictions")
     checked_against = ("tests/measures/test_categories.py (cases worked out by hand, from stored "
                        "runs of 9-class and 1000-class models)")
     title = "prediction categories"
     needs = ("eval run",)
+    reads = Reads.RUN
+    api = "prediction_categories"
     help = "BG Irrelevant / Required / Fools ... per class (paper Table 3)"
     sections = (SectionSpec("categories", "Prediction categories (paper Table 3)",
                             f"{__name__}.section:categories_section"),

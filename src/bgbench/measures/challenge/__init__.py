@@ -9,6 +9,7 @@ from ..registry import Command, Headline, Measure, SectionSpec, register_measure
 
 class Challenge(Measure):
     name = "challenge"
+    position = 20
     source = ("the Backgrounds Challenge (MadryLab/backgrounds_challenge): a foreground is fooled "
               "when any ONLY-BG-T background makes the composite B·(1−m) + F·m predicted as another "
               "class")

@@ -1,17 +1,38 @@
 """ImageNet-E's measure: the accuracy drop from ORIGINAL per attribute level of an edited dataset,
 with paired intervals, from stored eval runs of a `bgbench edit` folder."""
+from dataclasses import dataclass, field
+
+from ... import checks
 from ...intervals import REPLICATES
-from ..registry import Measure, SectionSpec, register_measure
+from ...options import flag
+from ..analysis import AnalysisMeasure, Reads
+from ..registry import SectionSpec, register_measure
 
 
-class Edits(Measure):
+@dataclass(frozen=True)
+class EditsConfig:
+    """The paired bootstrap of each level's drop: its seed and its resamples."""
+
+    seed: int = field(default=0, metadata=flag("--seed", "seed of the paired bootstrap (default %(default)s)"))
+    n_boot: int = field(default=REPLICATES, metadata=flag("--bootstrap", "bootstrap resamples (default %(default)s)",
+                                                           metavar="BOOTSTRAP"))
+
+    def __post_init__(self):
+        checks.at_least("--bootstrap", self.n_boot, 100)
+
+
+class Edits(AnalysisMeasure):
     name = "edits"
+    position = 60
     source = ("ImageNet-E (Li et al., CVPR 2023): the accuracy drop from the original images at "
               "each attribute-edit level")
     checked_against = ("tests/measures/test_edits.py (drops and paired intervals by hand, end to "
                        "end through edit, eval and analyze)")
     title = "edit drops"
     needs = ("eval run",)
+    reads = Reads.RUNS
+    config = EditsConfig
+    api = "edit_drops"
     help = ("accuracy drop from original per edit level, with paired 95% intervals (eval runs of a `bgbench edit` "
             "folder)")
     sections = (SectionSpec("edits", "Attribute edits (ImageNet-E)", f"{__name__}.section:edits_section"),
@@ -27,6 +48,11 @@ class Edits(Measure):
     def of_table(self, table, n_boot: int = REPLICATES, seed: int = 0):
         from .summary import edit_drops_of
         return edit_drops_of(table, n_boot=n_boot, seed=seed)
+
+    def per_model(self, store, run_ids):
+        """The runs grouped by model and weights: each model's edits are compared apart."""
+        from .summary import runs_by_model
+        return runs_by_model(store, run_ids)
 
 
 MEASURE = register_measure(Edits)

@@ -13,6 +13,7 @@ from ..registry import Command, Headline, Measure, SectionSpec, register_measure
 
 class Eval(Measure):
     name = "eval"
+    position = 10
     source = ("Xiao et al., *Noise or Signal* (ICLR 2021), §3: accuracy on each IN-9 variant and "
               "BG-Gap = acc(MIXED-SAME) − acc(MIXED-RAND); a 1000-class model's argmax mapped by "
               "upstream's `in_to_in9.json` (MadryLab/backgrounds_challenge). On ImageNet-D (Zhang et al., "

@@ -57,6 +57,7 @@ class FeaturesMeasure(ModelMeasure):
     weight x mean activation, the share of their activation maps on the background, heatmap galleries."""
 
     name = "features"
+    position = 110
     source = ("RIVAL10 §5 with Salient ImageNet's ranking (`topk_predictive_features`): each "
               "class's top penultimate features and the background share of their maps")
     checked_against = ("tests/measures/test_features.py (a hand-built network with a table worked "

@@ -1,11 +1,15 @@
 """Worst-group accuracy: accuracy per group, its worst group and the mean over groups, from a stored
 eval run: a group is (object class, background class) of a mixed variant, from the dataset's
 manifest, or a group dataset's own (Waterbirds, groups.csv, Spawrious' (breed, location))."""
-from ..registry import Measure, SectionSpec, register_measure
+from ..analysis import AnalysisMeasure, Reads
+from ..common.groups import MIN_IMAGES
+from ..registry import SectionSpec, register_measure
+from .config import GroupsConfig
 
 
-class Groups(Measure):
+class Groups(AnalysisMeasure):
     name = "groups"
+    position = 70
     source = ("worst-group accuracy of the spurious-correlation literature (Sagawa et al., 2020: "
               "Waterbirds), groups being (object class, background class); on Spawrious (aengusl/spawrious), "
               "the (class_label, location_label) of `spawrious/torch.py`'s images, whose own code reports "
@@ -15,11 +19,14 @@ class Groups(Measure):
                        "tests/test_benchmarks.py (Spawrious' groups against its vendored `SpawriousBenchmark`)")
     title = "worst-group accuracy"
     needs = ("eval run",)
+    reads = Reads.RUN
+    config = GroupsConfig
+    api = "worst_group"
     help = ("accuracy per (class, background class) group of MIXED-RAND (or a group dataset's groups), the worst "
             "group and the mean over groups")
     sections = (SectionSpec("groups", "Worst-group accuracy", f"{__name__}.section:groups_section", after="leakage"),)
 
-    def of_run(self, store, run_id: int, variant=None, data=None, mapping=None, min_images: int = 10):
+    def of_run(self, store, run_id: int, variant=None, data=None, mapping=None, min_images: int = MIN_IMAGES):
         """A stored eval run's accuracy per group, its worst group and the mean over groups: the groups
         are the mixed variant's (class, background class), from the manifest of `data` (default: the
         run's own dataset), or a group dataset's own."""

@@ -15,9 +15,7 @@ from ...data.spawrious import find_spawrious, spawrious_layout
 from ...errors import BgbenchError
 from ...probing.tables import stored_table
 from ..common.groups import MIN_IMAGES, GroupAccuracy, group_accuracy
-
-#: The mixed variants whose images record a background class.
-MIXED = ("mixed_rand", "mixed_next", "mixed_same")
+from .config import MIXED
 
 
 def worst_group(store, run_id: int, variant: Optional[str] = None, data: Optional[str | Path] = None,

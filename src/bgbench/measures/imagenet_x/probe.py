@@ -44,6 +44,7 @@ class ImageNetXMeasure(ArmsMeasure):
     """ImageNet-X's per-factor error ratios (see the module docstring)."""
 
     name = "imagenet_x"
+    position = 170
     source = ("the `imagenet-x` package (`augment_model_predictions`, `compute_factor_accuracies`, "
               "`error_ratio`): each factor's error ratio, background among them")
     checked_against = ("tests/measures/test_shortcuts.py (the package's own functions on the same "

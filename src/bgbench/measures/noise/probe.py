@@ -75,6 +75,7 @@ class NoiseMeasure(ModelMeasure):
     and the relative foreground sensitivity (RFS); with region 'attributes', noise on each attribute."""
 
     name = "noise"
+    position = 90
     source = ("RIVAL10 (Moayeri et al., CVPR 2022), `compute_noise_robustness.py`: accuracy under "
               "foreground-only and background-only noise, RFS = (acc_bg − acc_fg) / (2·min(a, 1 − "
               "a)). On Hard ImageNet's data its `rfs.py` (mmoayeri/HardImageNet) computes the same "

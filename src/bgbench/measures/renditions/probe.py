@@ -78,6 +78,7 @@ class RenditionsMeasure(ArmsMeasure):
     """Whac-A-Mole's IN-R gap (see the module docstring)."""
 
     name = "renditions"
+    position = 160
     source = ("Whac-A-Mole's `dataset/imagenet_r.py` and `imagenet_200.py` (`map_prediction`): "
               "ImageNet-R against the val restricted to its 200 classes")
     checked_against = ("tests/measures/test_shortcuts.py (`output[:, mask].argmax(1)` on the test's "

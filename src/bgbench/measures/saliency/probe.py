@@ -55,6 +55,7 @@ class SaliencyMeasure(ModelMeasure):
     (precision, IoU, Dice, Δdensity, coverage, AP), by predicted class, with example overlays."""
 
     name = "saliency"
+    position = 100
     source = ("RIVAL10's saliency alignment: Grad-CAM maps as pytorch-grad-cam returns them against "
               "the object mask (precision, IoU, Dice, Δdensity, coverage, AP), averaged per "
               "predicted class. On Hard ImageNet's data, Hard ImageNet's `saliency_analysis.py` "

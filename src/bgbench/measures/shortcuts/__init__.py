@@ -1,17 +1,39 @@
 """The shortcut table: Whac-A-Mole's row per model (IN-1k accuracy, IN-W, Carton, SIN, IN-R and IN-9
 gaps) beside BG-Gap, challenge accuracy and ImageNet-X's background error ratio, from stored runs;
 and, for a model derived from another (DFR ...), which shortcut its fix made worse."""
-from ..registry import Measure, SectionSpec, register_measure
+from dataclasses import dataclass, field
+from typing import Optional, Tuple
+
+from ...options import flag
+from ..analysis import AnalysisMeasure, Reads
+from ..registry import SectionSpec, register_measure
 
 
-class Shortcuts(Measure):
+@dataclass(frozen=True)
+class ShortcutsConfig:
+    """Which stored runs the table reads, and the seed of the paired changes' bootstrap."""
+
+    run_ids: Optional[Tuple[int, ...]] = field(default=None, metadata=flag(
+        "--runs", "only these runs (default: every finished run)", type=int, nargs="+", metavar="RUN"))
+    models: Optional[Tuple[str, ...]] = field(default=None, metadata=flag(
+        "--models", "only these models (names or fnmatch patterns such as 'timm:resnet*')", nargs="+",
+        metavar="PATTERN"))
+    seed: int = field(default=0, metadata=flag(
+        "--seed", "seed of the paired changes' bootstrap (default %(default)s)"))
+
+
+class Shortcuts(AnalysisMeasure):
     name = "shortcuts"
+    position = 80
     source = ("Whac-A-Mole (Li et al., CVPR 2023): the table of shortcut gaps (IN-W, Carton, SIN, "
               "IN-R, IN-9) beside BG-Gap, the challenge and ImageNet-X's background error ratio")
     checked_against = ("tests/measures/test_shortcuts.py (each gap from its source's own code; the "
                        "table and a derived model's paired changes)")
     title = "shortcut table"
     needs = ("eval run",)
+    reads = Reads.STORE
+    config = ShortcutsConfig
+    api = "shortcut_table"
     help = ("the shortcut table: per model, Whac-A-Mole's IN-1k accuracy and IN-W, Carton, SIN, IN-R and IN-9 gaps beside "
             "BG-Gap, challenge accuracy and ImageNet-X's background error ratio, and each shortcut's paired change from a "
             "base model to one derived from it (DFR ...)")

@@ -100,7 +100,7 @@ def accuracy_change(correct_base: np.ndarray, correct_derived: np.ndarray, seed:
 
 
 def _eval_change(store, column: Column, base_run: int, derived_run: int, seed: int) -> Optional[dict]:
-    from ..compare.summary import compare_runs
+    from ...comparing import compare_runs
     from ...probing.tables import stored_table
     if column.metric == "bg_gap":
         comp = compare_runs(store, derived_run, base_run, seed=seed)

@@ -40,6 +40,7 @@ class TextureMeasure(ArmsMeasure):
     """Whac-A-Mole's SIN gap (see the module docstring)."""
 
     name = "texture"
+    position = 150
     source = ("Whac-A-Mole's script: acc(Stylized-ImageNet val) − acc(ImageNet val), argmax over "
               "the 1000 classes")
     checked_against = ("tests/measures/test_shortcuts.py (acc(SIN) − acc(val) paired by file stem, "

@@ -66,6 +66,7 @@ class WatermarkMeasure(ArmsMeasure):
     """ImageNet-W's watermark gap and Carton gap (see the module docstring)."""
 
     name = "watermark"
+    position = 140
     source = ("Whac-A-Mole's `eval_shortcuts/eval_multiple_shortcuts.py` with the `imagenet-w` "
               "package's `AddWatermark`: acc(watermarked) − acc(clean), and the Carton gap")
     checked_against = ("tests/measures/test_shortcuts.py (the test's own `AddWatermark` on "

@@ -16,12 +16,12 @@ from typing import Dict, Optional
 
 import numpy as np
 
-from ...errors import BgbenchError, with_article
-from ...evaluation.metrics import Estimate, accuracy, mcnemar, paired_difference
-from ...store import Store
-from ...variants.registry import IN9_VARIANTS
-from ...probing.tables import RunTable, run_row, stored_table
-from ...intervals import REPLICATES, interval
+from .errors import BgbenchError, with_article
+from .evaluation.metrics import Estimate, accuracy, mcnemar, paired_difference
+from .store import Store
+from .variants.registry import IN9_VARIANTS
+from .probing.tables import RunTable, run_row, stored_table
+from .intervals import REPLICATES, interval
 
 CHALLENGE_KINDS = ("challenge",)
 
