@@ -10,6 +10,7 @@ from PIL import Image
 from bgbench.measures.categories.summary import CATEGORIES, JudgedImages
 from bgbench.measures.categories.section import category_examples
 from bgbench.measures.examples import Pick, edit_flips, most_fooled, noise_flips, top_per_class
+from bgbench.measures.noise.summary import NoiseRow
 from bgbench.measures.challenge.hijack import hijack_matrix, labels_in_layout_order
 from bgbench.measures.saliency.overlays import outline, overlay_image
 from bgbench.drawing.thumbs import CELL, Thumbnails
@@ -97,7 +98,7 @@ def test_noise_flips_rank_by_the_lowest_level_where_most_trials_are_wrong():
         for region in ("fg", "bg"):
             for level in (.1, .2):
                 for t, w in enumerate(wrong.get((image, region, level), (0, 0))):
-                    rows.append((image, 0, region, level, t, int(not w), 1 if w else 0))
+                    rows.append(NoiseRow(image, 0, region, level, t, int(not w), 1 if w else 0))
     picks = noise_flips(rows, per_class=3)
     assert [(p.image_id, p.score, p.detail["region"], p.detail["trial"]) for p in picks] == [
         ("b", .1, "fg", 0), ("a", .2, "bg", 0), ("c", .2, "fg", 1)]

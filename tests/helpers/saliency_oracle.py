@@ -89,7 +89,7 @@ def check_against_grad_cam(model, layer, root, rows, reshape=None, flat_at_most=
         input_tensor=x, targets=[ClassifierOutputTarget(int(p)) for p in preds])
     ours, _ = gradcam_batch(model, layer, x)  # only to tell a float tie at a threshold from an error
     assert np.abs(ours - ref).max() < 1e-5  # the maps are pytorch-grad-cam's
-    got = {r[0]: r for r in rows}
+    got = {r.image_id: tuple(r) for r in rows}
     assert len(got) == len(pairs)
     flat = ties = 0
     with warnings.catch_warnings():

@@ -6,7 +6,7 @@ import torch
 from PIL import Image
 import bgbench
 from bgbench.measures.ablate.engine import ablation_outcomes
-from bgbench.measures.ablate.summary import summarize_ablation
+from bgbench.measures.ablate.summary import AblateRow, summarize_ablation
 from bgbench.measures.common.regions import Region
 
 
@@ -52,7 +52,7 @@ def test_ablation_drops_against_a_table_worked_by_hand():
             ("b", 0, "none", 0, 1, 0.7), ("b", 0, "fg", 0, 1, 0.6),
             ("c", 1, "none", 1, 1, 0.6), ("c", 1, "fg", 0, 0, 0.1), ("c", 1, "attr:x", 0, 0, 0.3),
             ("d", 1, "none", 0, 0, 0.4), ("d", 1, "fg", 0, 0, 0.4)]
-    s = summarize_ablation(rows, lambda i: "AB"[i], seed=0, replicates=200)
+    s = summarize_ablation([AblateRow(*r) for r in rows], lambda i: "AB"[i], seed=0, replicates=200)
     fg, x = s.regions["fg"], s.regions["attr:x"]
     assert fg["n"] == 4 and x["n"] == 2  # an attribute only on the images that have it
     assert fg["clean_acc"] == pytest.approx(3 / 4) and fg["ablated_acc"] == pytest.approx(1 / 4)

@@ -90,8 +90,8 @@ def test_a_hand_worked_table_of_contributions_shares_and_flags(tmp_path):
     model = _hand_model([[0.5, 2.0], [3.0, 0.1]])
     result = FEATURES.compute(model, data, FeaturesConfig(top_features=2, top_images=2, group_by="label"),
                             progress=False)
-    got = [(r[0], r[1], r[2]) + tuple(round(v, 6) for v in (r[3], r[7], r[8])) + (r[9], json.loads(r[10]))
-           for r in result.rows]
+    got = [(r.class_index, r.rank, r.feature) + tuple(round(v, 6) for v in (r.contribution, r.bg_share, r.bg_area))
+           + (r.spurious, json.loads(r.top_images)) for r in result.rows]
     assert got == [
         (0, 1, 1, 1.25, 1.0, 0.625, 1, ["a/i0", "a/i1"]),  # green: 48/64 on i0 before 32/64 on i1
         (0, 2, 0, 0.1875, 0.0, 0.625, 0, ["a/i1", "a/i0"]),
@@ -105,10 +105,10 @@ def test_a_hand_worked_table_of_contributions_shares_and_flags(tmp_path):
     # a fixed threshold instead: 1.0 is not exceeded by a share of 1.0; 0.9 is
     strict = FEATURES.compute(model, data, FeaturesConfig(top_features=2, top_images=2, group_by="label",
                                                         threshold=1.0), progress=False)
-    assert [r[9] for r in strict.rows] == [0, 0, 0, 0]
+    assert [r.spurious for r in strict.rows] == [0, 0, 0, 0]
     loose = FEATURES.compute(model, data, FeaturesConfig(top_features=2, top_images=2, group_by="label",
                                                        threshold=0.9), progress=False)
-    assert [r[9] for r in loose.rows] == [1, 0, 0, 1]
+    assert [r.spurious for r in loose.rows] == [1, 0, 0, 1]
 
 
 def test_prediction_grouping_follows_the_predicted_class(tmp_path):
@@ -119,9 +119,9 @@ def test_prediction_grouping_follows_the_predicted_class(tmp_path):
     data = _red_green_data(tmp_path / "rg")
     model = _hand_model([[0.0, 0.0], [5.0, 5.0]])
     result = FEATURES.compute(model, data, FeaturesConfig(top_features=1, top_images=4), progress=False)
-    assert [(r[0], r[2], r[6]) for r in result.rows] == [(1, 1, 4)]
-    assert result.rows[0][3] == pytest.approx(5 * 0.5625)
-    assert json.loads(result.rows[0][10]) == ["a/i0", "b/i0", "a/i1", "b/i1"]
+    assert [(r.class_index, r.feature, r.images) for r in result.rows] == [(1, 1, 4)]
+    assert result.rows[0].contribution == pytest.approx(5 * 0.5625)
+    assert json.loads(result.rows[0].top_images) == ["a/i0", "b/i0", "a/i1", "b/i1"]
 
 
 def test_a_stored_run_summarises_like_the_fresh_one_and_migrates_a_v3_store(tmp_path):
@@ -226,7 +226,8 @@ def test_salient_imagenet_ranking_and_shares_recomputed_on_a_timm_model(synth96,
     result = FEATURES.compute(model, synth96, FeaturesConfig(top_features=3, top_images=2, group_by=group_by,
                                                            batch_size=7), progress=False)
     want = _oracle(model, synth96, group_by, 3, 2)
-    got = [(r[0], r[1], r[2], r[3], json.loads(r[10]), r[7], r[8]) for r in result.rows]
+    got = [(r.class_index, r.rank, r.feature, r.contribution, json.loads(r.top_images), r.bg_share, r.bg_area)
+           for r in result.rows]
     assert [g[:3] for g in got] == [w[:3] for w in want]
     assert [g[4] for g in got] == [w[4] for w in want]
     for g, w in zip(got, want):

@@ -182,7 +182,7 @@ def test_saliency_equals_saliency_analysis_py(trees, model):
     layer = model.net[0]
     cam = GradCAM(model=model, target_layers=[layer])
     ious, densities = source.compute_salient_alignment_scores(dset, model, layer, cam)
-    rows = {r[0]: r for r in result.rows}
+    rows = {r.image_id: r for r in result.rows}
     names = [p.split("/")[-1] for p in dset.mask_paths]
     ids = [f"{n.split('_')[0]}/{n[len(n.split('_')[0]) + 1:].rsplit('.', 1)[0]}" for n in names]
     columns = [c for c, _ in measure.columns]

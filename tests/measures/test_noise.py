@@ -1,5 +1,6 @@
 """The noise probe against oracles that do not use bgbench's own code: accuracies and RFS worked
 by hand, an independent bootstrap written here, RIVAL10's grids, and the CLI end to end."""
+import dataclasses
 import json
 
 import numpy as np
@@ -9,7 +10,7 @@ import torch
 
 from bgbench.measures.noise import MEASURE as NOISE
 from bgbench.measures.noise.probe import NoiseConfig
-from bgbench.measures.noise.summary import summarize
+from bgbench.measures.noise.summary import NoiseRow, summarize
 from bgbench.measures.common.regions import Region, object_regions
 from bgbench.measures.noise.engine import REGIONS, draw_seed, region_noise, region_predictions
 from bgbench.errors import BgbenchError
@@ -71,7 +72,7 @@ def test_noise_rows_do_not_depend_on_the_batch_size(synth_root):
     rows = [sorted(NOISE.compute(model, synth_root, NoiseConfig(levels=[0.3, 0.6], trials=2, batch_size=b),
                                progress=False).rows) for b in (5, 64)]
     assert rows[0] == rows[1] and len(rows[0]) == 36 * 2 * 2 * 2
-    assert {r[5] for r in rows[0]} == {0, 1}  # some right, some wrong: the predictions are not all alike
+    assert {r.correct for r in rows[0]} == {0, 1}  # some right, some wrong: the predictions are not all alike
 
 
 @pytest.mark.parametrize("kind", ["sigma", "l2"])
@@ -125,7 +126,7 @@ def test_a_model_that_reads_only_the_foreground_has_rfs_one():
     ok = (preds == labels).numpy()
     assert ok.shape == (2, 2, 3, 2)
     assert not ok[0].any() and ok[1].all()  # fg noise: always wrong; bg noise: always right
-    rows = [(f"c/{k}", 1, r, lvl, t, int(ok[ri, li, t, k])) for ri, r in enumerate(("fg", "bg"))
+    rows = [NoiseRow(f"c/{k}", 1, r, lvl, t, int(ok[ri, li, t, k])) for ri, r in enumerate(("fg", "bg"))
             for li, lvl in enumerate((0.25, 0.5)) for t in range(3) for k in range(2)]
     s = summarize(rows)
     assert {lvl: e["value"] for lvl, e in s.rfs.items()} == {0.25: 1.0, 0.5: 1.0} and s.rfs_overall == 1.0
@@ -161,7 +162,7 @@ _LABEL = {"a": 0, "b": 1, "c": 1, "d": 1}
 
 
 def _hand_rows():
-    return [(img, _LABEL[img], region, level, t, ok) for (region, level), per in _HAND.items()
+    return [NoiseRow(img, _LABEL[img], region, level, t, ok) for (region, level), per in _HAND.items()
             for img, oks in per.items() for t, ok in enumerate(oks)]
 
 
@@ -186,8 +187,8 @@ def _bernoulli_rows(per_class, classes=3, trials=1, levels=(0.5,), seed=0, p_fg=
         for k in range(per_class):
             for level in levels:
                 for t in range(trials):
-                    rows.append((f"{c}/{k}", c, "fg", level, t, int(rng.random() < p_fg)))
-                    rows.append((f"{c}/{k}", c, "bg", level, t, int(rng.random() < p_bg)))
+                    rows.append(NoiseRow(f"{c}/{k}", c, "fg", level, t, int(rng.random() < p_fg)))
+                    rows.append(NoiseRow(f"{c}/{k}", c, "bg", level, t, int(rng.random() < p_bg)))
     return rows
 
 
@@ -196,9 +197,9 @@ def _independent_bootstrap(rows, replicates, seed):
     (every trial and both regions of an image together), recompute the class-mean accuracy of
     each region at the single level, and its RFS; 95% percentile intervals."""
     images = {}
-    for img, label, region, _, _, ok in rows:
-        d = images.setdefault(img, {"label": label, "fg": [], "bg": []})
-        d[region].append(ok)
+    for r in rows:
+        d = images.setdefault(r.image_id, {"label": r.label, "fg": [], "bg": []})
+        d[r.region].append(r.correct)
     by_class = {}
     for img, d in images.items():
         by_class.setdefault(d["label"], []).append(d)
@@ -235,7 +236,7 @@ def test_noise_bootstrap_matches_an_independent_one_and_has_width_with_one_trial
 
 def test_noise_interval_shrinks_like_one_over_root_n():
     small = _bernoulli_rows(per_class=20, seed=1)
-    big = [(f"{img}#{copy}", *rest) for copy in range(4) for img, *rest in small]  # every image 4 times
+    big = [dataclasses.replace(r, image_id=f"{r.image_id}#{copy}") for copy in range(4) for r in small]  # 4 times
     ws = [summarize(r, replicates=2000).curves["fg"][0] for r in (small, big)]
     width = [w["hi"] - w["lo"] for w in ws]
     assert ws[0]["acc"] == pytest.approx(ws[1]["acc"])

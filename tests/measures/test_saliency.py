@@ -14,7 +14,7 @@ from bgbench.probing.gradcam import gradcam_batch, resolve_layer
 from bgbench.probing.gradcam import default_layer
 from bgbench.measures.saliency.metrics import METRICS, saliency_alignment
 from bgbench.measures.saliency.overlays import choose_examples
-from bgbench.measures.saliency.summary import summarize_saliency
+from bgbench.measures.saliency.summary import SaliencyRow, summarize_saliency
 from bgbench.errors import BgbenchError
 from bgbench.models.spec import BgModel, ModelSpec
 from bgbench.store import Store
@@ -101,7 +101,8 @@ def test_a_bootstrap_of_mostly_one_image_per_class_is_marked_degenerate():
 
 def test_overlay_examples_are_the_extremes_of_each_predicted_class():
     nan = float("nan")
-    rows = [("a", 0, 0, 0.5), ("b", 0, 0, 0.9), ("c", 0, 0, 0.1), ("d", 0, 2, nan), ("e", 0, 2, 0.3)]
+    rows = [SaliencyRow(*r) for r in (("a", 0, 0, 0.5), ("b", 0, 0, 0.9), ("c", 0, 0, 0.1), ("d", 0, 2, nan),
+                                      ("e", 0, 2, 0.3))]
     picked = [(ex.image_id, ex.rank) for ex in choose_examples(rows, per_class=2)]
     assert picked == [("b", "most aligned"), ("c", "least aligned"), ("e", "most aligned"), ("d", "least aligned")]
     assert [ex.image_id for ex in choose_examples(rows, per_class=1)] == ["b", "e"]

@@ -237,18 +237,20 @@ def test_restricted_logits_is_map_prediction():
 def test_gap_formulas_on_hand_made_tables():
     """Whac-A-Mole's gap, worked by hand: 3 of 4 right clean, 1 of 4 watermarked: -50 points; the
     carton (label 7) 0 of 1 -> 1 of 1: +100 points."""
+    from bgbench.measures.arms import ArmRow
     from bgbench.measures.registry import get_measure
-    table = [("clean", "a", 1, 1), ("clean", "b", 2, 2), ("clean", "c", 3, 0), ("clean", "d", 7, 7),
-             ("watermarked", "a", 1, 7), ("watermarked", "b", 2, 7), ("watermarked", "c", 3, 0),
-             ("watermarked", "d", 7, 7)]
+    table = [ArmRow(*r) for r in (("clean", "a", 1, 1), ("clean", "b", 2, 2), ("clean", "c", 3, 0), ("clean", "d", 7, 7),
+                                  ("watermarked", "a", 1, 7), ("watermarked", "b", 2, 7), ("watermarked", "c", 3, 0),
+                                  ("watermarked", "d", 7, 7))]
     s = get_measure("watermark").summarize(table, {"carton": {"class": "x", "label": 7}, "seed": 0})
     assert s.gap["value"] == pytest.approx(0.25 - 0.75) and s.extra["carton_gap"]["value"] == 0.0
-    table = [("clean", "d", 7, 0)] + table[1:3] + [("clean", "a", 1, 1), ("watermarked", "d", 7, 7)] + table[4:7]
+    table = [ArmRow("clean", "d", 7, 0)] + table[1:3] + [ArmRow("clean", "a", 1, 1), ArmRow("watermarked", "d", 7, 7)] \
+        + table[4:7]
     s = get_measure("watermark").summarize(table, {"carton": {"class": "x", "label": 7}, "seed": 0})
     assert s.extra["carton_gap"]["value"] == pytest.approx(1.0)
-    r = get_measure("renditions").summarize([("imagenet_200", "a", 0, 0), ("imagenet_200", "b", 1, 1),
-                                             ("renditions", "x", 0, 1), ("renditions", "y", 1, 1),
-                                             ("renditions", "z", 0, 1)], {"seed": 0})
+    r = get_measure("renditions").summarize([ArmRow(*t) for t in (
+        ("imagenet_200", "a", 0, 0), ("imagenet_200", "b", 1, 1), ("renditions", "x", 0, 1), ("renditions", "y", 1, 1),
+        ("renditions", "z", 0, 1))], {"seed": 0})
     assert r.gap["value"] == pytest.approx(1 / 3 - 1) and not r.gap["paired"]
 
 

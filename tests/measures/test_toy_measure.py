@@ -5,13 +5,14 @@ report section, with no other file changed; and the contract every measure keeps
 The toy measure is flip consistency: the share of images whose prediction survives a horizontal
 flip (a model that reads the object should not care which way it faces)."""
 from dataclasses import dataclass, field
-from typing import Optional
 
 import pytest
 
 from bgbench.measures.base import ModelMeasure, ProbeConfig
 from bgbench.measures.registry import Headline, SectionSpec, register_measure, unregister_measure
+from bgbench.measures.result import Summary
 from bgbench.options import flag
+from bgbench.store.rows import TableRow
 from conftest import run_cli
 from helpers import contract
 
@@ -22,19 +23,27 @@ class FlipConfig(ProbeConfig):
                                                          action="store_false"))
 
 
+@dataclass(frozen=True, slots=True)
+class FlipRow(TableRow):
+    """One image's row: its table's columns follow from the fields."""
+    image_id: str
+    label: int
+    pred: int
+    pred_flipped: int
+
+
 @dataclass
-class FlipSummary:
+class FlipSummary(Summary):
     consistency: float
     images: int
-    run_id: Optional[int] = None
 
-    def to_dict(self):
+    def document(self):
         return {"consistency": self.consistency, "images": self.images}
 
-    def text(self):
-        return f"flip consistency: {self.consistency:.3f} over {self.images} images"
+    def lines(self):
+        return [f"flip consistency: {self.consistency:.3f} over {self.images} images"]
 
-    def metric_rows(self):
+    def metrics(self):
         return [("flip_consistency", "", self.consistency, None, None, self.images)]
 
 
@@ -45,8 +54,7 @@ class Flip(ModelMeasure):
     help = "prediction consistency under a flip"
     needs = ("model",)
     config = FlipConfig
-    columns = (("image_id", "TEXT NOT NULL"), ("label", "INTEGER NOT NULL"), ("pred", "INTEGER NOT NULL"),
-               ("pred_flipped", "INTEGER NOT NULL"))
+    row = FlipRow
     key = ("image_id",)
     headlines = (Headline("flip_consistency", label="flip consistency"),)
     sections = (SectionSpec("flip", "Flip consistency", f"{__name__}:section",
@@ -56,10 +64,10 @@ class Flip(ModelMeasure):
     def rows(self, run, batch, cfg: FlipConfig):
         flipped = batch.x.flip(-1 if cfg.horizontal else -2)
         pred, pred_f = run.model(batch.x).argmax(1).tolist(), run.model(flipped).argmax(1).tolist()
-        return [(it.image_id, it.label, p, q) for it, p, q in zip(batch.items, pred, pred_f)]
+        return [FlipRow(it.image_id, it.label, p, q) for it, p, q in zip(batch.items, pred, pred_f)]
 
     def summarize(self, rows, config):
-        return FlipSummary(sum(r[2] == r[3] for r in rows) / len(rows), len(rows))
+        return FlipSummary(sum(r.pred == r.pred_flipped for r in rows) / len(rows), len(rows))
 
 
 def section(ctx, subject):

@@ -26,6 +26,7 @@ from ..options import flag
 from .base import ProbeConfig
 from .registry import Command, Measure
 from .result import MeasureResult
+from ..store.rows import TableRow
 
 
 @dataclass(kw_only=True)
@@ -84,14 +85,24 @@ def imagenet_reference(layout, measure: str):
     return layout
 
 
+@dataclass(frozen=True, slots=True, order=True)
+class ArmRow(TableRow):
+    """One prediction (a row of an arms measure's table): image `image_id` of class `label` in arm
+    `arm`, predicted `pred`."""
+
+    arm: str
+    image_id: str
+    label: int
+    pred: int
+
+
 class ArmsMeasure(Measure):
     """A measure that scores one model on its arms (see the module docstring)."""
 
     command: ClassVar[Command] = Command.PROBE
     needs: ClassVar[tuple] = ("model",)
     data_help: ClassVar[str] = "images (original/)"
-    columns = (("arm", "TEXT NOT NULL"), ("image_id", "TEXT NOT NULL"), ("label", "INTEGER NOT NULL"),
-               ("pred", "INTEGER NOT NULL"))
+    row: ClassVar[type] = ArmRow
     key = ("arm", "image_id")
 
     def arms(self, model, layout, cfg) -> List[Arm]:
@@ -108,7 +119,7 @@ class ArmsMeasure(Measure):
         layout = resolve_layout(data, ["original"])
         arms = self.arms(model, layout, cfg)
         ranks = setup(cfg.device)
-        rows: List[tuple] = []
+        rows: List[ArmRow] = []
         sets = {}
         for arm in reversed(arms):  # the reference last: the model's input record is its
             meet_data(model, arm.layout)
@@ -123,7 +134,7 @@ class ArmsMeasure(Measure):
             sets[arm.name] = {"data": str(arm.layout.root), "split": arm.layout.split, "images": len(items),
                               "fingerprint": arm.layout.fingerprint()}
             if joined is not None:
-                rows += [(arm.name, i, int(label), int(pred))
+                rows += [ArmRow(arm.name, i, int(label), int(pred))
                          for i, label, pred in zip(joined.image_ids, joined.labels.tolist(), joined.preds.tolist())]
         if not ranks.main:
             return None

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Mapping, Optional, Sequence
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -65,11 +65,11 @@ def most_fooled(matrix: np.ndarray, fg_ids: Sequence[str], fg_labels: np.ndarray
     return top_per_class(picks, per_class)
 
 
-def noise_flips(rows: Sequence[tuple], per_class: int, clean_correct: Optional[Mapping[str, bool]] = None
+def noise_flips(rows: Sequence[Any], per_class: int, clean_correct: Optional[Mapping[str, bool]] = None
                 ) -> List[Pick]:
     """Images whose prediction noise flips at the lowest level.
 
-    rows: (image_id, label, region, level, trial, correct, pred). An image flips in a region at a
+    rows: the noise probe's (image_id, label, region, level, trial, correct, pred). An image flips in a region at a
     level when most of its trials there (more than half) are wrong; its score is the lowest such level
     over both regions (ties between regions: the larger wrong share, then fg). With
     `clean_correct` (image id -> right on the clean image, from an eval run) only images that
@@ -78,9 +78,9 @@ def noise_flips(rows: Sequence[tuple], per_class: int, clean_correct: Optional[M
     """
     wrong: Dict[tuple, Dict[int, bool]] = {}
     labels: Dict[str, int] = {}
-    for image_id, label, region, level, trial, correct, *_ in rows:
-        labels[image_id] = int(label)
-        wrong.setdefault((image_id, region, float(level)), {})[int(trial)] = not correct
+    for r in rows:
+        labels[r.image_id] = int(r.label)
+        wrong.setdefault((r.image_id, r.region, float(r.level)), {})[int(r.trial)] = not r.correct
     flips: Dict[str, tuple] = {}
     for (image_id, region, level), trials in wrong.items():
         share = sum(trials.values()) / len(trials)

@@ -12,14 +12,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
 from ..evaluation.metrics import Estimate, accuracy, paired_difference, percent, unpaired_difference
-from .result import without_nan
+from .result import Summary, estimate_row
 
-Rows = Sequence[tuple]  # (arm, image_id, label, pred)
+Rows = Sequence[Any]  # the arms' rows (`arms.ArmRow`: arm, image_id, label, pred)
 
 
 def stem(image_id: str) -> str:
@@ -30,7 +30,7 @@ def stem(image_id: str) -> str:
 def correct_by(rows: Rows, arm: str, keep: Optional[Callable[[int], bool]] = None,
                key: Callable[[str], str] = str) -> Dict[str, bool]:
     """key(image id) -> correct, for the rows of `arm` whose label `keep` accepts."""
-    return {key(r[1]): r[3] == r[2] for r in rows if r[0] == arm and (keep is None or keep(int(r[2])))}
+    return {key(r.image_id): r.pred == r.label for r in rows if r.arm == arm and (keep is None or keep(int(r.label)))}
 
 
 def gap(reference: Dict[str, bool], shifted: Dict[str, bool], seed: int, replicates: int) -> dict:
@@ -51,7 +51,7 @@ def arm_accuracy(correct: Dict[str, bool]) -> dict:
 
 
 @dataclass
-class GapSummary:
+class GapSummary(Summary):
     """A shortcut measure's summary: each arm's accuracy, the gap, and named gaps on a subset of
     classes (`extra`: the Carton gap).
 
@@ -65,27 +65,23 @@ class GapSummary:
     gap: dict
     extra: Dict[str, dict] = field(default_factory=dict)
     notes: List[str] = field(default_factory=list)
-    run_id: Optional[int] = None
 
-    def to_dict(self) -> dict:
-        return without_nan({"metric": self.metric, "arms": self.arms, "accuracy": self.accuracy, "gap": self.gap,
-                       "extra": self.extra})
+    def document(self) -> dict:
+        return {"metric": self.metric, "arms": self.arms, "accuracy": self.accuracy, "gap": self.gap,
+                "extra": self.extra}
 
-    def metric_rows(self) -> List[tuple]:
+    def metrics(self) -> List[tuple]:
         """<metric> (variant ''): the gap; <metric>_accuracy (variant: the arm); each extra gap by
         its name, and its arms' accuracies as <name>_accuracy."""
-        rows = [(self.metric, "", self.gap["value"], self.gap["lo"], self.gap["hi"], self.gap["n"])]
-        rows += [(f"{self.metric}_accuracy", arm, a["value"], a["lo"], a["hi"], a["n"])
-                 for arm, a in self.accuracy.items()]
+        rows = [estimate_row(self.metric, "", self.gap)]
+        rows += [estimate_row(f"{self.metric}_accuracy", arm, a) for arm, a in self.accuracy.items()]
         for name, e in self.extra.items():
-            rows.append((name, "", e["value"], e["lo"], e["hi"], e["n"]))
-            rows += [(f"{name}_accuracy", arm, a["value"], a["lo"], a["hi"], a["n"])
-                     for arm, a in e.get("accuracy", {}).items()]
-        return [tuple(None if isinstance(v, float) and math.isnan(v) else v for v in r) for r in rows]
+            rows.append(estimate_row(name, "", e))
+            rows += [estimate_row(f"{name}_accuracy", arm, a) for arm, a in e.get("accuracy", {}).items()]
+        return rows
 
-    def text(self) -> str:
-        head = f"{self.title}{f' (run {self.run_id})' if self.run_id else ''}"
-        lines = [head, f"{'':<22}{'acc':>8}  {'95% CI':>17}  {'n':>6}"]
+    def lines(self) -> List[str]:
+        lines = [f"{self.title}{self.of_run()}", f"{'':<22}{'acc':>8}  {'95% CI':>17}  {'n':>6}"]
         for arm, a in self.accuracy.items():
             lines.append(_line(arm, a))
         lines.append(_line(f"{self.metric}", self.gap, signed=True) +
@@ -94,7 +90,7 @@ class GapSummary:
             for arm, a in e.get("accuracy", {}).items():
                 lines.append(_line(f"{name.removesuffix('_gap')} {arm}", a))
             lines.append(_line(name, e, signed=True))
-        return "\n".join(lines + self.notes)
+        return lines + self.notes
 
 
 def _line(name: str, e: dict, signed: bool = False) -> str:

@@ -124,7 +124,11 @@ class Measure:
     config: ClassVar[Optional[type]] = None  # the options dataclass
     pictures: ClassVar[Optional[str]] = None  # the config field that, when > 0, makes the run write pictures
     pictures_help: ClassVar[str] = ""  # --out's help for a measure that writes pictures
-    #: The per-image table: its columns (name, SQL type), key and order; its name is the kind.
+    #: The per-image row, a frozen dataclass of `store.rows.TableRow` that its `rows()` make, its
+    #: summary reads by field name and a stored run reads back into; its table's columns follow from it.
+    row: ClassVar[Optional[type]] = None
+    #: The per-image table: its columns (name, SQL type; from `row` where it declares one), key and
+    #: order; its name is the kind.
     columns: ClassVar[Tuple[Tuple[str, str], ...]] = ()
     key: ClassVar[Tuple[str, ...]] = ()
     order: ClassVar[Tuple[str, ...]] = ()
@@ -146,6 +150,10 @@ class Measure:
         if self.command is Command.PROBE and self.config is None:
             raise ValueError(f"measure {self.name!r}: a probe declares its config")
         self.package = _package_of(type(self))
+        if self.row is not None:
+            if type(self).columns:
+                raise ValueError(f"measure {self.name!r}: its columns follow from its row; declare one, not both")
+            self.columns = self.row.columns()
         self.table = self._declare_table()
 
     # -- identity: everything follows from the name ------------------------------------------------
@@ -213,12 +221,20 @@ class Measure:
         from ..errors import BgbenchError
         from ..probing.tables import run_row
         run = run_row(store, run_id, kinds=(self.kind,))
-        rows = [tuple(r[c] for c in self.table.column_names) for r in store.probe_rows(self.table.name, int(run_id))]
+        rows = self.stored_rows(store, run_id)
         if not rows:
             raise BgbenchError(f"{self.kind} run {run_id} has no per-image results stored")
         s = self.summarize(rows, json.loads(run["config"]))
         s.run_id = int(run_id)
         return s
+
+    def stored_rows(self, store, run_id: int) -> List[Any]:
+        """A stored run's per-image rows, in the table's read order: typed (`row`) where the measure
+        declares its row, else tuples in column order."""
+        stored = store.probe_rows(self.table.name, int(run_id))
+        if self.row is not None:
+            return [self.row.of(r) for r in stored]
+        return [tuple(r[c] for c in self.table.column_names) for r in stored]
 
     def stored(self, ctx: "SectionContext", subject: "SectionSubject") -> Optional[Tuple[Any, Any]]:
         """(the subject's newest run of this measure, its summary), or None when it has none: what a

@@ -17,7 +17,7 @@ from ...intervals import REPLICATES
 from ..base import Attributes, BootstrapConfig, ModelMeasure, class_namer
 from ..common.protocols import HARDIMAGENET, probe_protocol
 from ..registry import Headline, SectionSpec
-from .summary import AblationSummary, summarize_ablation
+from .summary import AblateRow, AblationSummary, summarize_ablation
 
 
 @dataclass(kw_only=True)
@@ -76,8 +76,7 @@ class AblateMeasure(ModelMeasure):
     data_help = "original/ and fg_mask/ (and attr_mask/ for attributes)"
     config = AblateConfig
     attributes = Attributes.OPTIONAL
-    columns = (("image_id", "TEXT NOT NULL"), ("label", "INTEGER NOT NULL"), ("region", "TEXT NOT NULL"),
-               ("pred", "INTEGER NOT NULL"), ("correct", "INTEGER NOT NULL"), ("true_prob", "REAL NOT NULL"))
+    row = AblateRow
     key = ("image_id", "region")
     order = ("image_id",)
     headlines = (Headline("ablation_acc_drop", "bg", label="accuracy drop with the background grayed",
@@ -101,7 +100,7 @@ class AblateMeasure(ModelMeasure):
         score.protocol = probe_protocol(run.layout)  # Hard ImageNet adds its box and tile ablations
         return score
 
-    def rows(self, score, batch, cfg: AblateConfig) -> List[tuple]:
+    def rows(self, score, batch, cfg: AblateConfig) -> List[AblateRow]:
         """Each image clean ('none') and with each of its regions grayed (`engine`)."""
         import torch
 
@@ -113,13 +112,13 @@ class AblateMeasure(ModelMeasure):
                                              for name, (idx, where) in batch.parts.items()]
         ablated = hard_imagenet_copies(batch.x, batch.m) if score.protocol == HARDIMAGENET else []
         outcomes = ablation_outcomes(score, batch.x, regions, y, chunk=cfg.batch_size, ablated=ablated)
-        rows: List[tuple] = []
+        rows: List[AblateRow] = []
         for name, index in [("none", torch.arange(len(items)))] + [(r.name, r.index.cpu()) for r in regions] + \
                 [(name, index.cpu()) for name, index, _ in ablated]:
             preds, probs = (t.cpu().tolist() for t in outcomes[name])
             for k, pred, prob in zip(index.tolist(), preds, probs):
                 it = items[k]
-                rows.append((it.image_id, it.label, name, int(pred), int(pred == it.label), float(prob)))
+                rows.append(AblateRow(it.image_id, it.label, name, int(pred), int(pred == it.label), float(prob)))
         return rows
 
     def recorded(self, score, cfg, run) -> dict:
@@ -128,7 +127,7 @@ class AblateMeasure(ModelMeasure):
                 "protocol": score.protocol}
 
     def outputs(self, result, state) -> dict:
-        return {"regions": sorted({r[2] for r in result.rows} - {"none"})}
+        return {"regions": sorted({r.region for r in result.rows} - {"none"})}
 
     def summarize(self, rows, config: dict) -> AblationSummary:
         return summarize_ablation(rows, class_namer(config), seed=int(config.get("seed", 0)),

@@ -20,14 +20,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Sequence
 
 import numpy as np
 
 from ...probing.bootstrap import percentile_interval, stratified_weights
 from ..common.regions import region_label
 from ...intervals import REPLICATES, interval
-from ..result import without_nan
+from ..result import Summary
+from ...store.rows import TableRow
 
 CLEAN = "none"  # the region of the unablated image (torch-free here: the CLI's --help imports this module)
 #: The regions an image can have, in display order (attributes follow, sorted); 'bbox' and 'tile' only
@@ -35,8 +36,22 @@ CLEAN = "none"  # the region of the unablated image (torch-free here: the CLI's 
 OBJECT_REGIONS = ("fg", "bg", "bbox", "tile")
 
 
+@dataclass(frozen=True, slots=True, order=True)
+class AblateRow(TableRow):
+    """One outcome of the probe (a row of its table): image `image_id` of class `label` with
+    `region` grayed ('none': the clean image), its prediction `pred`, `correct` 1 when that is the
+    label, and `true_prob`, the probability of the true class."""
+
+    image_id: str
+    label: int
+    region: str
+    pred: int
+    correct: int
+    true_prob: float
+
+
 @dataclass
-class AblationSummary:
+class AblationSummary(Summary):
     """regions[region]: overall drops; per_class[region][class name]: the same within the class;
     clean: the clean accuracy over every image {value, lo, hi, n}."""
 
@@ -44,16 +59,14 @@ class AblationSummary:
     per_class: Dict[str, Dict[str, dict]]
     images: int
     bootstrap: dict
-    run_id: Optional[int] = None
     extra: dict = field(default_factory=dict)
     clean: dict = field(default_factory=dict)
 
-    def to_dict(self) -> dict:
+    def document(self) -> dict:
         return {"run_id": self.run_id, "images": self.images, "bootstrap": self.bootstrap,
-                "regions": {r: without_nan(v) for r, v in self.regions.items()},
-                "per_class": {r: {c: without_nan(v) for c, v in per.items()} for r, per in self.per_class.items()}}
+                "regions": self.regions, "per_class": self.per_class}
 
-    def metric_rows(self) -> List[tuple]:
+    def metrics(self) -> List[tuple]:
         """ablation_acc_drop / ablation_prob_drop (variant: the region; per class 'region/class');
         ablation_acc, the accuracy under each region's ablation (variant: the region) and clean
         (variant 'none', over every image)."""
@@ -67,8 +80,8 @@ class AblationSummary:
                          ("ablation_prob_drop", f"{region}/{cls}", *_estimate(c["prob_drop"]), c["n"])]
         return rows
 
-    def text(self) -> str:
-        head = (f"ablation{f' (run {self.run_id})' if self.run_id else ''}: region replaced by gray (0.5); drops "
+    def lines(self) -> List[str]:
+        head = (f"ablation{self.of_run()}: region replaced by gray (0.5); drops "
                 f"from the clean image on the images that have the region, 95% bootstrap intervals over images")
         lines = [head, f"{'region':>20} {'images':>6} {'clean':>6} {'ablated':>7} {'acc drop':>9} {'95% CI':>16} "
                        f"{'p drop':>7} {'95% CI':>16}"]
@@ -77,7 +90,7 @@ class AblationSummary:
             lines.append(f"{region_label(region):>20} {e['n']:>6} {_pct(e['clean_acc']):>5}% {_pct(e['ablated_acc']):>6}%"
                          f" {_pct(a['value'], True):>8}% {_ci(a, e['n']):>16}"
                          f" {_pct(p['value'], True):>6}% {_ci(p, e['n']):>16}")
-        return "\n".join(lines)
+        return lines
 
 
 def _ci(e: dict, n: int) -> str:
@@ -96,16 +109,16 @@ def _estimate(e: dict) -> tuple:
 
 
 
-def summarize_ablation(rows: Sequence[tuple], class_name: Callable[[int], str], seed: int = 0,
+def summarize_ablation(rows: Sequence[AblateRow], class_name: Callable[[int], str], seed: int = 0,
                        replicates: int = REPLICATES) -> AblationSummary:
-    """From rows (image_id, label, region, pred, correct, true_prob), region 'none' the clean image."""
-    images = sorted({r[0] for r in rows})
+    """From the probe's rows, region 'none' the clean image."""
+    images = sorted({r.image_id for r in rows})
     at = {i: k for k, i in enumerate(images)}
     labels = np.full(len(images), -1, dtype=np.int64)
     by_region: Dict[str, Dict[int, tuple]] = {}
-    for image_id, label, region, _, correct, prob in rows:
-        labels[at[image_id]] = int(label)
-        by_region.setdefault(region, {})[at[image_id]] = (float(correct), float(prob))
+    for r in rows:
+        labels[at[r.image_id]] = int(r.label)
+        by_region.setdefault(r.region, {})[at[r.image_id]] = (float(r.correct), float(r.true_prob))
     clean = by_region.pop(CLEAN, {})
     weights = stratified_weights(labels, replicates, seed)
     order = [r for r in OBJECT_REGIONS if r in by_region] + sorted(r for r in by_region if r not in OBJECT_REGIONS)

@@ -18,7 +18,7 @@ from ...options import flag, runtime
 from ...intervals import REPLICATES
 from ..base import Attributes, BootstrapConfig, ModelMeasure, class_namer
 from ..registry import Headline, SectionSpec
-from .summary import EPS, AttributionSummary, summarize_attribution, top_features
+from .summary import EPS, AttributionRow, AttributionSummary, summarize_attribution, top_features
 
 
 @dataclass(kw_only=True)
@@ -66,8 +66,7 @@ class AttributionMeasure(ModelMeasure):
     config = AttributionConfig
     attributes = Attributes.REQUIRED
     decides = False  # no predictions are made: any model fits any dataset (groups are by true class)
-    columns = (("image_id", "TEXT NOT NULL"), ("label", "INTEGER NOT NULL"), ("attribute", "TEXT NOT NULL"),
-               ("feature", "INTEGER NOT NULL"), ("iou", "REAL NOT NULL"))
+    row = AttributionRow
     key = ("image_id", "attribute", "feature")
     order = ("image_id",)
     headlines = (Headline("attribution_iou", label="mean over attributes of the best feature's IoU",
@@ -100,7 +99,7 @@ class AttributionMeasure(ModelMeasure):
         rows = []
         for image_id, label, name, ious in gathered:
             kept = sorted(set(chosen[(name, int(label))]) | set(chosen[(name, "all")]))
-            rows += [(image_id, int(label), name, k, float(ious[k])) for k in kept]
+            rows += [AttributionRow(image_id, int(label), name, k, float(ious[k])) for k in kept]
         return rows, {"features": max([0] + [len(g[3]) for g in gathered]),
                       "binarize": "map >= 0.5 * its max, upsampled bilinearly to the image"}
 

@@ -19,7 +19,8 @@ import numpy as np
 
 from ...intervals import REPLICATES
 from ...probing.bootstrap import percentile_interval
-from ..result import without_nan
+from ..result import Summary
+from ...store.rows import TableRow
 
 EPS = 1e-10  # RIVAL10's, in IoU's numerator and denominator
 ALL = "all"  # the group of every class
@@ -43,8 +44,20 @@ def top_features(records: Sequence[Tuple[int, str, np.ndarray]], top: int) -> Di
     return out
 
 
+@dataclass(frozen=True, slots=True, order=True)
+class AttributionRow(TableRow):
+    """One stored IoU (a row of the probe's table): feature `feature`'s map against attribute
+    `attribute`'s mask on image `image_id` of class `label`."""
+
+    image_id: str
+    label: int
+    attribute: str
+    feature: int
+    iou: float
+
+
 @dataclass
-class AttributionSummary:
+class AttributionSummary(Summary):
     """groups[attribute][class name or 'all']: ranked features (feature, mean IoU, lo, hi) and images;
     best[attribute]: the (class, feature, IoU) with the highest mean IoU over the attribute's groups."""
 
@@ -52,11 +65,10 @@ class AttributionSummary:
     best: Dict[str, dict]
     images: int
     bootstrap: dict
-    run_id: Optional[int] = None
 
-    def to_dict(self) -> dict:
-        return without_nan({"run_id": self.run_id, "images": self.images, "mean_best_iou": self.mean_best_iou,
-                       "bootstrap": self.bootstrap, "best": self.best, "groups": self.groups})
+    def document(self) -> dict:
+        return {"run_id": self.run_id, "images": self.images, "mean_best_iou": self.mean_best_iou,
+                "bootstrap": self.bootstrap, "best": self.best, "groups": self.groups}
 
     @property
     def mean_best_iou(self) -> Optional[float]:
@@ -65,7 +77,7 @@ class AttributionSummary:
         values = [b["iou"] for b in self.best.values() if not math.isnan(b["iou"])]
         return float(np.mean(values)) if values else None
 
-    def metric_rows(self) -> List[tuple]:
+    def metrics(self) -> List[tuple]:
         """attribution_iou (variant: the attribute) is the best IoU of any class group; per group
         'attribute/class' (or '/all'), the best feature's mean IoU; variant '': the mean over
         attributes of the best IoU (the headline)."""
@@ -75,10 +87,10 @@ class AttributionSummary:
             for cls, g in self.groups[attribute].items():
                 f = g["features"][0]
                 rows.append(("attribution_iou", f"{attribute}/{cls}", f["iou"], f["lo"], f["hi"], g["images"]))
-        return [tuple(None if isinstance(v, float) and math.isnan(v) else v for v in r) for r in rows]
+        return rows
 
-    def text(self) -> str:
-        head = (f"feature attribution{f' (run {self.run_id})' if self.run_id else ''}: per attribute, the "
+    def lines(self) -> List[str]:
+        head = (f"feature attribution{self.of_run()}: per attribute, the "
                 "penultimate-layer feature whose map (>= 0.5 of its max) best overlaps the attribute's mask")
         lines = [head, f"{'attribute':>16} {'class':>14} {'feature':>7} {'mean IoU':>8} {'95% CI':>15} "
                        f"{'images':>6} {'all classes: feature, IoU':>26}"]
@@ -86,17 +98,17 @@ class AttributionSummary:
             a = self.groups[attribute][ALL]["features"][0]
             lines.append(f"{attribute:>16} {b['class']:>14} {b['feature']:>7} {b['iou']:>8.3f} "
                          f"[{b['lo']:.3f}, {b['hi']:.3f}] {b['images']:>6} {a['feature']:>15}, {a['iou']:.3f}")
-        return "\n".join(lines)
+        return lines
 
 
 
-def summarize_attribution(rows: Sequence[tuple], class_name: Callable[[int], str], seed: int = 0,
+def summarize_attribution(rows: Sequence[AttributionRow], class_name: Callable[[int], str], seed: int = 0,
                           replicates: int = REPLICATES) -> AttributionSummary:
-    """From rows (image_id, label, attribute, feature, iou): every group's features ranked by mean IoU."""
+    """From the probe's rows: every group's features ranked by mean IoU."""
     by_group: Dict[Tuple[str, object], Dict[int, Dict[str, float]]] = {}
-    for image_id, label, attribute, feature, value in rows:
-        for group in ((attribute, int(label)), (attribute, ALL)):
-            by_group.setdefault(group, {}).setdefault(int(feature), {})[image_id] = float(value)
+    for r in rows:
+        for group in ((r.attribute, int(r.label)), (r.attribute, ALL)):
+            by_group.setdefault(group, {}).setdefault(int(r.feature), {})[r.image_id] = float(r.iou)
     rng = np.random.default_rng(seed)
     groups: Dict[str, Dict[str, dict]] = {}
     for (attribute, cls) in sorted(by_group, key=lambda g: (g[0], g[1] != ALL, str(g[1]))):
@@ -117,6 +129,6 @@ def summarize_attribution(rows: Sequence[tuple], class_name: Callable[[int], str
     for attribute, per in groups.items():
         cls, g = max(((c, g) for c, g in per.items() if c != ALL), key=lambda cg: cg[1]["features"][0]["iou"])
         best[attribute] = {"class": cls, "images": g["images"], **g["features"][0]}
-    n = len({r[0] for r in rows})
+    n = len({r.image_id for r in rows})
     return AttributionSummary(groups, best, images=n,
                               bootstrap={"replicates": replicates, "seed": seed, "over": "the group's images"})

@@ -21,7 +21,7 @@ from ...options import flag
 from ..base import Autograd, ModelMeasure, ProbeConfig
 from ..registry import Headline, SectionSpec
 from ..common.names import prediction_namer
-from .summary import TABLE_COLUMNS, FeaturesSummary, rule_text, summarize_features
+from .summary import FeaturesRow, FeaturesSummary, rule_text, summarize_features
 
 GROUPINGS = ("prediction", "label")
 
@@ -71,7 +71,7 @@ class FeaturesMeasure(ModelMeasure):
                    "features, the share of their activation maps on the background, and a heatmap gallery per class")
     config = FeaturesConfig
     autograd = Autograd.NO_GRAD
-    columns = TABLE_COLUMNS
+    row = FeaturesRow
     key = ("class_index", "rank")
     headlines = (Headline("features_bg_share", label="top features' map share on the background",
                           higher_is_better=False, short="features on bg",
@@ -156,8 +156,8 @@ class _Head:
     ranked: list = field(default_factory=list)
 
 
-def _row(f, items) -> tuple:
-    """A RankedFeature as a stored row (COLUMNS order): image indices become ids, lists JSON."""
+def _row(f, items) -> FeaturesRow:
+    """A RankedFeature as a stored row: image indices become ids, lists JSON."""
     ids = [items[i].image_id for i in f.top]
-    return (f.class_index, f.rank, f.feature, f.contribution, f.weight, f.mean_activation, f.images, f.bg_share,
+    return FeaturesRow(f.class_index, f.rank, f.feature, f.contribution, f.weight, f.mean_activation, f.images, f.bg_share,
             f.bg_area, int(f.spurious), json.dumps(ids), json.dumps(f.top_activations), json.dumps(f.top_shares))

@@ -8,14 +8,34 @@ import math
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence
 
-#: A stored row's columns (after run_id) and their SQL types: one row per class and rank.
-TABLE_COLUMNS = (("class_index", "INTEGER NOT NULL"), ("rank", "INTEGER NOT NULL"), ("feature", "INTEGER NOT NULL"),
-                 ("contribution", "REAL NOT NULL"), ("weight", "REAL NOT NULL"), ("mean_activation", "REAL NOT NULL"),
-                 ("images", "INTEGER NOT NULL"), ("bg_share", "REAL"), ("bg_area", "REAL NOT NULL"),
-                 ("spurious", "INTEGER NOT NULL"), ("top_images", "TEXT NOT NULL"),
-                 ("top_activations", "TEXT NOT NULL"), ("top_bg_shares", "TEXT NOT NULL"))
-#: The columns of a stored row, in order.
-COLUMNS = tuple(name for name, _ in TABLE_COLUMNS)
+from ...store.rows import TableRow
+from ..result import Summary
+
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class FeaturesRow(TableRow):
+    """One top feature (a row of the probe's table, one per class and rank): feature `feature`,
+    ranked `rank` in class `class_index` by its `contribution` (its `weight` times its
+    `mean_activation` over the class's `images`), its map's share on the background `bg_share`
+    beside the background's area share `bg_area`, `spurious` 1 when it is a candidate; its top
+    images, their activations and background shares as JSON lists."""
+
+    class_index: int
+    rank: int
+    feature: int
+    contribution: float
+    weight: float
+    mean_activation: float
+    images: int
+    bg_share: Optional[float]
+    bg_area: float
+    spurious: int
+    top_images: str
+    top_activations: str
+    top_bg_shares: str
+
+
 #: Lists stored as JSON text.
 JSON_COLUMNS = ("top_images", "top_activations", "top_bg_shares")
 
@@ -33,14 +53,13 @@ def _mean(values: Sequence[Optional[float]]) -> Optional[float]:
 
 
 @dataclass
-class FeaturesSummary:
+class FeaturesSummary(Summary):
     """per_class: [{class_index, name, images, bg_share, spurious, features: [row dicts]}]."""
 
     per_class: List[dict]
     rule: str
     group_by: str
     config: Dict[str, object] = field(default_factory=dict)
-    run_id: Optional[int] = None
 
     @property
     def features(self) -> List[dict]:
@@ -68,13 +87,13 @@ class FeaturesSummary:
         f, c = min(flagged, key=lambda fc: (-fc[0]["contribution"], fc[1]["class_index"], fc[0]["rank"]))
         return {"class": c["name"], "class_index": c["class_index"], **f}
 
-    def to_dict(self) -> dict:
+    def document(self) -> dict:
         return {"group_by": self.group_by, "rule": self.rule, "features": len(self.features),
                 "bg_share": self.bg_share, "bg_area": self.bg_area, "spurious": self.spurious,
                 "top_spurious": self.top_spurious, "per_class": self.per_class,
                 **{k: self.config.get(k) for k in ("top_features", "top_images", "threshold")}}
 
-    def metric_rows(self) -> List[tuple]:
+    def metrics(self) -> List[tuple]:
         """features_bg_share and features_bg_area (variant '': over every top feature; a class name:
         its own), features_spurious (count; n: features), features_top_spurious_bg_share."""
         n = len(self.features)
@@ -89,7 +108,7 @@ class FeaturesSummary:
                      self.spurious))
         return rows
 
-    def text(self) -> str:
+    def lines(self) -> List[str]:
         lines = [f"spurious-feature discovery (Salient ImageNet: features ranked by weight x mean activation over "
                  f"the images grouped by {self.group_by}; maps on each feature's top images)",
                  f"{'class':<22}{'images':>7}{'rank':>5}{'feature':>8}{'contrib.':>10}{'bg share':>9}"
@@ -109,18 +128,18 @@ class FeaturesSummary:
                      f"top spurious candidate: {top['class']} feature {top['feature']} (rank {top['rank']}, "
                      f"contribution {top['contribution']:+.3f}): background share {_f(top['bg_share'])} "
                      f"(area {_f(top['bg_area'])})")
-        return "\n".join(lines)
+        return lines
 
 
 def _f(v: Optional[float]) -> str:
     return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.3f}"
 
 
-def summarize_features(rows: Sequence[Sequence], class_name, config: dict) -> FeaturesSummary:
-    """rows: tuples in COLUMNS order (stored or fresh); class_name: index -> display name."""
+def summarize_features(rows: Sequence[FeaturesRow], class_name, config: dict) -> FeaturesSummary:
+    """rows: the probe's (stored or fresh); class_name: index -> display name."""
     by_class: Dict[int, dict] = {}
     for row in rows:
-        f = dict(zip(COLUMNS, row))
+        f = {name: getattr(row, name) for name in FeaturesRow.names()}
         for key in JSON_COLUMNS:
             if isinstance(f[key], str):
                 f[key] = json.loads(f[key])

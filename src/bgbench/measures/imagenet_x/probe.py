@@ -14,7 +14,7 @@ from typing import List, Optional, Sequence
 
 from ...errors import BgbenchError
 from ...intervals import REPLICATES
-from ..arms import Arm, ArmsConfig, ArmsMeasure, imagenet_reference, require_imagenet_model
+from ..arms import Arm, ArmRow, ArmsConfig, ArmsMeasure, imagenet_reference, require_imagenet_model
 from ..registry import Headline, SectionSpec
 from .summary import BACKGROUND, ImageNetXSummary, ratio_difference, summarize_imagenet_x, val_labels
 
@@ -70,9 +70,9 @@ class ImageNetXMeasure(ArmsMeasure):
         check_val_names(layout)
         return [Arm(ARM, layout)]
 
-    def summarize(self, rows: Sequence[tuple], config: dict) -> ImageNetXSummary:
-        mine = [r for r in rows if r[0] == ARM]
-        return summarize_imagenet_x([r[1] for r in mine], [r[3] for r in mine], seed=int(config.get("seed", 0)),
+    def summarize(self, rows: Sequence[ArmRow], config: dict) -> ImageNetXSummary:
+        mine = [r for r in rows if r.arm == ARM]
+        return summarize_imagenet_x([r.image_id for r in mine], [r.pred for r in mine], seed=int(config.get("seed", 0)),
                                     replicates=int(config.get("bootstrap_replicates", REPLICATES)))
 
     def background_change(self, store, base_run: int, derived_run: int, seed: int = 0) -> Optional[dict]:

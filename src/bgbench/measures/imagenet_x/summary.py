@@ -22,7 +22,7 @@ import numpy as np
 
 from ...evaluation.metrics import percent
 from ...intervals import REPLICATES
-from ..result import without_nan
+from ..result import Summary, estimate_row
 
 #: The headline's factor: the one that sits beside BG-Gap.
 BACKGROUND = "background"
@@ -59,36 +59,33 @@ def model_annotations(image_ids: Sequence[str], preds: Sequence[int]):
 
 
 @dataclass
-class ImageNetXSummary:
+class ImageNetXSummary(Summary):
     """Per factor: its annotated images, the model's accuracy on them and its error ratio (value,
     lo, hi); `accuracy`: on every annotated image (the package's 'average')."""
 
     factors: Dict[str, dict]
     accuracy: dict
     images: int
-    run_id: Optional[int] = None
     notes: List[str] = field(default_factory=list)
 
     @property
     def background(self) -> dict:
         return self.factors[BACKGROUND]["error_ratio"]
 
-    def to_dict(self) -> dict:
-        return without_nan({"images": self.images, "accuracy": self.accuracy, "factors": self.factors})
+    def document(self) -> dict:
+        return {"images": self.images, "accuracy": self.accuracy, "factors": self.factors}
 
-    def metric_rows(self) -> List[tuple]:
+    def metrics(self) -> List[tuple]:
         """imagenet_x_error_ratio and imagenet_x_accuracy (variant: the factor; '' for every
         annotated image's accuracy)."""
-        a = self.accuracy
-        rows = [("imagenet_x_accuracy", "", a["value"], a["lo"], a["hi"], a["n"])]
+        rows = [estimate_row("imagenet_x_accuracy", "", self.accuracy)]
         for name, f in self.factors.items():
-            r = f["error_ratio"]
-            rows.append(("imagenet_x_error_ratio", name, r["value"], r["lo"], r["hi"], f["images"]))
+            rows.append(estimate_row("imagenet_x_error_ratio", name, f["error_ratio"], f["images"]))
             rows.append(("imagenet_x_accuracy", name, f["accuracy"], None, None, f["images"]))
-        return [tuple(None if isinstance(v, float) and math.isnan(v) else v for v in r) for r in rows]
+        return rows
 
-    def text(self) -> str:
-        lines = [f"ImageNet-X error ratios{f' (run {self.run_id})' if self.run_id else ''}: error on a factor's images "
+    def lines(self) -> List[str]:
+        lines = [f"ImageNet-X error ratios{self.of_run()}: error on a factor's images "
                  f"/ error on all {self.images} annotated images ({percent(self.accuracy['value'])} accuracy); > 1: "
                  "the factor makes the model fail more", f"{'factor':<18}{'images':>7}{'acc':>8}{'error ratio':>13}"
                  f"{'95% CI':>17}"]
@@ -97,7 +94,7 @@ class ImageNetXSummary:
             ci = f"[{r['lo']:.2f}, {r['hi']:.2f}]" if _finite(r["lo"]) else ""
             value = f"{r['value']:.2f}" if _finite(r["value"]) else "–"
             lines.append(f"{name:<18}{f['images']:>7}{percent(f['accuracy']):>8}{value:>13}{ci:>17}")
-        return "\n".join(lines + self.notes)
+        return lines + self.notes
 
 
 def _finite(v) -> bool:

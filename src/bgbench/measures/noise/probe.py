@@ -20,7 +20,7 @@ from ..base import Attributes, BootstrapConfig, ModelMeasure
 from ..registry import Headline, SectionSpec
 from .draws import DRAWS
 from .levels import KINDS, grid_label, resolve_levels
-from .summary import NoiseSummary, summarize
+from .summary import NoiseRow, NoiseSummary, summarize
 
 #: --region: 'object' probes the foreground and the background; 'attributes' adds each attribute.
 REGION_CHOICES = ("object", "attributes")
@@ -94,9 +94,7 @@ class NoiseMeasure(ModelMeasure):
                    "under noise on each attribute's mask alone")
     config = NoiseConfig
     attributes = Attributes.CONFIG
-    columns = (("image_id", "TEXT NOT NULL"), ("label", "INTEGER NOT NULL"), ("region", "TEXT NOT NULL"),
-               ("level", "REAL NOT NULL"), ("trial", "INTEGER NOT NULL"), ("correct", "INTEGER NOT NULL"),
-               ("pred", "INTEGER"))
+    row = NoiseRow
     key = ("image_id", "region", "level", "trial")
     order = ("image_id",)
     headlines = (Headline("rfs", label="RFS (> 0: foreground noise hurts more)", short="RFS"),)
@@ -122,7 +120,7 @@ class NoiseMeasure(ModelMeasure):
         cfg.for_data(run.layout)
         return lambda x: decide(run.model, run.model(x), cfg.mapping)[0]
 
-    def rows(self, predict, batch, cfg: NoiseConfig) -> List[tuple]:
+    def rows(self, predict, batch, cfg: NoiseConfig) -> List[NoiseRow]:
         """Every image's prediction under each region's noise, level and trial (`engine`)."""
         from ...data.prefetch import resolve_workers
         from ..common.regions import ATTRIBUTE_PREFIX, Region, object_regions
@@ -133,11 +131,11 @@ class NoiseMeasure(ModelMeasure):
         preds = region_predictions(predict, batch.x, regions, [it.image_id for it in items], cfg.seed, cfg.levels,
                                    cfg.trials, cfg.kind, chunk=cfg.batch_size,
                                    workers=resolve_workers(cfg.workers, str(batch.x.device)))
-        rows: List[tuple] = []
+        rows: List[NoiseRow] = []
         for region in regions:
             done = preds[region.name].cpu().numpy()
             members = [items[k] for k in region.index.tolist()]
-            rows.extend((it.image_id, it.label, region.name, level, t, int(done[li, t, k] == it.label),
+            rows.extend(NoiseRow(it.image_id, it.label, region.name, level, t, int(done[li, t, k] == it.label),
                          int(done[li, t, k]))
                         for li, level in enumerate(cfg.levels) for t in range(cfg.trials)
                         for k, it in enumerate(members))
@@ -150,11 +148,11 @@ class NoiseMeasure(ModelMeasure):
         c = result.config
         return {"grid": grid_label(c["grid"], c["kind"], c["levels"])}
 
-    def summarize(self, rows: Sequence[tuple], config: dict) -> NoiseSummary:
+    def summarize(self, rows: Sequence[NoiseRow], config: dict) -> NoiseSummary:
         """The summary of a probe's rows under its run config (grid, bootstrap seed and replicates).
 
         Runs recorded before grids had names keep their levels, named 'custom'."""
-        levels = sorted({float(r[3]) for r in rows})
+        levels = sorted({float(r.level) for r in rows})
         kind = config.get("kind", "sigma")
         grid = {"name": config.get("grid") or "custom", "kind": kind, "levels": [float(v) for v in
                                                                                   config.get("levels") or levels]}

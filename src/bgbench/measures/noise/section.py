@@ -44,19 +44,17 @@ def noise_gallery(ctx: SectionContext, subject: SectionSubject) -> Optional[dict
     config = json.loads(run["config"])
     if config.get("draws") not in (DRAWS, TORCH_DRAWS):  # one generator per run: its copies cannot be redrawn
         return {"run_id": run["id"], "gallery": None}
-    columns = MEASURE.table.column_names
     # the object and the background (a --region attributes run's 'attr:<name>' rows are in the noise
     # section's curves; the gallery redraws copies from the object mask only)
-    rows = [tuple(r[c] for c in columns) for r in ctx.store.probe_rows(MEASURE.table.name, run["id"])
-            if r["region"] in ("fg", "bg")]
+    rows = [r for r in MEASURE.stored_rows(ctx.store, run["id"]) if r.region in ("fg", "bg")]
     clean = clean_predictions(ctx, subject)
     k = per_class(len(subject.classes))
     picks = noise_flips(rows, k, {i: y == p for i, (y, p) in clean.items()} if clean else None)
-    preds = {(r[0], r[2], float(r[3]), int(r[4])): r[6] for r in rows}
+    preds = {(r.image_id, r.region, float(r.level), int(r.trial)): r.pred for r in rows}
     tally: Dict[tuple, list] = {}  # (image, region, level) -> [wrong trials, trials]
     for r in rows:
-        t = tally.setdefault((r[0], r[2], float(r[3])), [0, 0])
-        t[0], t[1] = t[0] + (not r[5]), t[1] + 1
+        t = tally.setdefault((r.image_id, r.region, float(r.level)), [0, 0])
+        t[0], t[1] = t[0] + (not r.correct), t[1] + 1
     files, name = run_files(run), class_namer(subject.classes)
     g = Gallery("Noise", ctx.thumbs, folder=files.folder("original"))
     for p in picks:

@@ -22,6 +22,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ...probing.bootstrap import percentile_interval, stratified_weights
+from ...store.rows import TableRow
+from ..result import Summary, estimate_row
 from ..common.regions import ATTRIBUTE_PREFIX
 from .levels import grid_label, level_label
 from .rfs import rfs_array
@@ -30,8 +32,23 @@ from ...intervals import REPLICATES, interval
 REGIONS = ("fg", "bg")
 
 
+@dataclass(frozen=True, slots=True, order=True)
+class NoiseRow(TableRow):
+    """One prediction of the probe (a row of its table): image `image_id` of class `label`, noised
+    on `region` ('fg', 'bg' or 'attr:<name>') at `level` in draw `trial`; `correct` 1 when `pred`
+    is the label (`pred` None in runs recorded before predictions were stored)."""
+
+    image_id: str
+    label: int
+    region: str
+    level: float
+    trial: int
+    correct: int
+    pred: Optional[int] = None
+
+
 @dataclass
-class NoiseSummary:
+class NoiseSummary(Summary):
     """curves[region]: one point per level (acc, lo, hi, images, trials), for 'fg', 'bg' and any
     'attr:<name>'; rfs[level] and the overall RFS with their intervals; the grid they were
     averaged over."""
@@ -42,7 +59,6 @@ class NoiseSummary:
     rfs_overall_interval: Tuple[float, float]
     grid: dict
     bootstrap: dict
-    run_id: Optional[int] = None
     classes: int = 0
     images: int = 0
     extra: dict = field(default_factory=dict)
@@ -54,7 +70,7 @@ class NoiseSummary:
     def label(self, level: float) -> str:
         return level_label(level, self.grid["kind"], self.grid["name"])
 
-    def to_dict(self) -> dict:
+    def document(self) -> dict:
         lo, hi = self.rfs_overall_interval
         return {"grid": {**self.grid, "label": self.grid_label}, "bootstrap": self.bootstrap,
                 "images": self.images, "classes": self.classes,
@@ -62,19 +78,19 @@ class NoiseSummary:
                 "rfs": {f"{lvl:g}": {k: _num(v) for k, v in e.items()} for lvl, e in self.rfs.items()},
                 "rfs_overall": _num(self.rfs_overall), "rfs_overall_lo": _num(lo), "rfs_overall_hi": _num(hi)}
 
-    def metric_rows(self) -> List[tuple]:
+    def metrics(self) -> List[tuple]:
         """Accuracy per region and level, RFS per level (variant: the level) and overall (variant
         ''), each with its bootstrap interval; n: images."""
         rows = []
         for region, curve in self.curves.items():
             for p in curve:
                 rows.append((f"noise_acc_{region}", f"{p['level']:g}", p["acc"], p["lo"], p["hi"], p["n"]))
-        rows += [("rfs", f"{lvl:g}", e["value"], e["lo"], e["hi"], self.images) for lvl, e in self.rfs.items()]
+        rows += [estimate_row("rfs", f"{lvl:g}", e, self.images) for lvl, e in self.rfs.items()]
         rows.append(("rfs", "", self.rfs_overall, *self.rfs_overall_interval, self.images))
         return rows
 
-    def text(self) -> str:
-        head = (f"noise sensitivity{f' of run {self.run_id}' if self.run_id else ''}: accuracy (mean over "
+    def lines(self) -> List[str]:
+        head = (f"noise sensitivity{self.of_run(' of run {}')}: accuracy (mean over "
                 f"{self.classes} classes) and RFS, 95% bootstrap intervals over {self.images} images")
         lines = [head, f"grid {self.grid_label}",
                  f"{'level':>8} {'fg noise':>8} {'95% CI':>15} {'bg noise':>9} {'95% CI':>15} {'RFS':>7} "
@@ -89,7 +105,7 @@ class NoiseSummary:
         lines.append(f"RFS overall {self.rfs_overall:+.3f} {ci} on grid {self.grid_label}  "
                      "(the RFS of the accuracies averaged over the levels, not the mean of the levels' RFS, so it "
                      "may lie outside them; > 0: foreground noise hurts more; compare only within one grid)")
-        return "\n".join(lines + self._attribute_lines())
+        return lines + self._attribute_lines()
 
     def attribute_regions(self) -> List[str]:
         return [r for r in self.curves if r.startswith(ATTRIBUTE_PREFIX)]
@@ -120,29 +136,28 @@ def _num(v):
     return v
 
 
-def regions_of(rows: Sequence[tuple]) -> List[str]:
+def regions_of(rows: Sequence[NoiseRow]) -> List[str]:
     """'fg', 'bg', then the attribute regions of the rows, sorted."""
-    return [*REGIONS, *sorted({r[2] for r in rows} - set(REGIONS))]
+    return [*REGIONS, *sorted({r.region for r in rows} - set(REGIONS))]
 
 
-def correct_counts(rows: Sequence[tuple], regions: Sequence[str] = REGIONS
+def correct_counts(rows: Sequence[NoiseRow], regions: Sequence[str] = REGIONS
                    ) -> Tuple[List[str], np.ndarray, List[float], np.ndarray, np.ndarray]:
-    """From rows (image_id, label, region, level, trial, correct[, pred]): image ids, labels (N,),
-    levels, and (N, region, level) arrays of correct trials and of trials (0 where an image was not
-    probed)."""
-    images = sorted({r[0] for r in rows})
-    levels = sorted({float(r[3]) for r in rows})
+    """From the rows: image ids, labels (N,), levels, and (N, region, level) arrays of correct
+    trials and of trials (0 where an image was not probed)."""
+    images = sorted({r.image_id for r in rows})
+    levels = sorted({float(r.level) for r in rows})
     at = {i: k for k, i in enumerate(images)}
     lv = {v: k for k, v in enumerate(levels)}
     rg = {r: k for k, r in enumerate(regions)}
     labels = np.full(len(images), -1, dtype=np.int64)
     correct = np.zeros((len(images), len(regions), len(levels)))
     trials = np.zeros_like(correct)
-    for image_id, label, region, level, _, ok, *_ in rows:
-        i = at[image_id]
-        labels[i] = int(label)
-        idx = (i, rg[region], lv[float(level)])
-        correct[idx] += int(ok)
+    for r in rows:
+        i = at[r.image_id]
+        labels[i] = int(r.label)
+        idx = (i, rg[r.region], lv[float(r.level)])
+        correct[idx] += int(r.correct)
         trials[idx] += 1
     return images, labels, levels, correct, trials
 
@@ -165,7 +180,7 @@ def class_mean_accuracy(weights: np.ndarray, labels: np.ndarray, correct: np.nda
     return acc.reshape(weights.shape[0], *correct.shape[1:])
 
 
-def summarize(rows: Sequence[tuple], grid: Optional[dict] = None, seed: int = 0,
+def summarize(rows: Sequence[NoiseRow], grid: Optional[dict] = None, seed: int = 0,
               replicates: int = REPLICATES) -> NoiseSummary:
     """Curves, RFS and their bootstrap intervals from per-image rows (see module docstring).
 

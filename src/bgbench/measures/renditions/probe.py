@@ -16,7 +16,7 @@ from typing import List, Optional, Sequence
 from ...errors import BgbenchError
 from ...intervals import REPLICATES
 from ...options import flag
-from ..arms import (GAP_TEMPLATE, Arm, ArmsConfig, ArmsMeasure, folder_option, imagenet_reference,
+from ..arms import (GAP_TEMPLATE, Arm, ArmRow, ArmsConfig, ArmsMeasure, folder_option, imagenet_reference,
                     require_imagenet_model)
 from ..gaps import GapSummary, arm_accuracy, correct_by, gap
 from ..registry import Headline, SectionSpec
@@ -109,7 +109,7 @@ class RenditionsMeasure(ArmsMeasure):
     def recorded(self, model, layout, cfg) -> dict:
         return {"rule": "argmax over the renditions' classes' logits (ImageNet-R's map_prediction)"}
 
-    def summarize(self, rows: Sequence[tuple], config: dict) -> GapSummary:
+    def summarize(self, rows: Sequence[ArmRow], config: dict) -> GapSummary:
         seed, reps = int(config.get("seed", 0)), int(config.get("bootstrap_replicates", REPLICATES))
         ref, ren = correct_by(rows, REFERENCE), correct_by(rows, RENDITIONS)
         return GapSummary("rendition shortcut (ImageNet-R): renditions - ImageNet-200", "in_r_gap",

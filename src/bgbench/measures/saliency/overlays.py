@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Sequence
+from typing import Any, Dict, List, Sequence
 
 import numpy as np
 
@@ -23,19 +23,19 @@ class Example:
     rank: str  # 'most aligned' or 'least aligned'
 
 
-def choose_examples(rows: Sequence[tuple], per_class: int, precision_at: int = 3) -> List[Example]:
+def choose_examples(rows: Sequence[Any], per_class: int) -> List[Example]:
     """For each predicted class (ascending), up to `per_class` images: the ceil(k/2) most aligned
     by precision, then the floor(k/2) least aligned, never the same image twice.
 
-    rows: (image_id, label, pred, precision, ...) tuples; precision_at: precision's index there.
+    rows: the probe's rows (`SaliencyRow`: image_id, pred, precision, ...).
     """
     if per_class <= 0:
         return []
     by_class: Dict[int, List[tuple]] = {}
     for r in rows:
-        p = r[precision_at]
+        p = r.precision
         score = -math.inf if p is None or math.isnan(p) else float(p)
-        by_class.setdefault(int(r[2]), []).append((score, r[0]))
+        by_class.setdefault(int(r.pred), []).append((score, r.image_id))
     chosen: List[Example] = []
     for pred in sorted(by_class):
         ranked = sorted(by_class[pred], key=lambda s: (-s[0], s[1]))  # best first, ties by image id

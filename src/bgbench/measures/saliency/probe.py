@@ -28,7 +28,7 @@ from ..registry import Headline, SectionSpec
 from .metrics import METRICS, absolute_iou_and_dice, saliency_alignment
 from ..common.names import prediction_namer
 from ..common.protocols import HARDIMAGENET, RIVAL10, probe_protocol
-from .summary import SaliencySummary, summarize_saliency
+from .summary import SaliencyRow, SaliencySummary, summarize_saliency
 
 OVERLAYS_FILE = "saliency_overlays.png"
 #: The folder (beside OVERLAYS_FILE) with one overlay PNG per example, for the report's gallery.
@@ -81,8 +81,7 @@ class SaliencyMeasure(ModelMeasure):
                    "overlay PNG of the most and least aligned images")
     config = SaliencyConfig
     autograd = Autograd.GRAD
-    columns = (("image_id", "TEXT NOT NULL"), ("label", "INTEGER NOT NULL"), ("pred", "INTEGER NOT NULL"),
-               *((m, "REAL") for m in METRICS))
+    row = SaliencyRow
     key = ("image_id",)
     headlines = (Headline("saliency_precision", label="Grad-CAM mass on the object", short="saliency precision"),)
     pictures = "examples"
@@ -98,13 +97,13 @@ class SaliencyMeasure(ModelMeasure):
         targets = true_class_outputs(run.model, len(run.layout.classes)) if protocol == HARDIMAGENET else None
         return _Layer(run.model, *resolve_layer(run.model, cfg.layer), protocol, targets)
 
-    def rows(self, cam: _Layer, batch, cfg: SaliencyConfig) -> List[tuple]:
+    def rows(self, cam: _Layer, batch, cfg: SaliencyConfig) -> List[SaliencyRow]:
         """Each image's Grad-CAM map on its predicted class (Hard ImageNet: its true class),
         measured against its mask (RIVAL10's measures; Hard ImageNet's IoU and Dice)."""
         target = None if cam.targets is None else [cam.targets[it.label] for it in batch.items]
         maps, preds = gradcam_batch(cam.model, cam.layer, batch.x, target)
         preds, masks = preds.cpu().numpy(), batch.m[:, 0].cpu().numpy() > 0.5
-        return [(it.image_id, it.label, int(preds[k]),
+        return [SaliencyRow(it.image_id, it.label, int(preds[k]),
                  *(_sql(v) for v in _measures(maps[k], masks[k], cam.protocol)))
                 for k, it in enumerate(batch.items)]
 
@@ -129,10 +128,10 @@ class SaliencyMeasure(ModelMeasure):
 
     def summarize(self, rows, config: dict) -> SaliencySummary:
         """The summary of per-image rows under the run's config (classes, label space, bootstrap)."""
-        values = {m: np.array([np.nan if r[3 + k] is None else r[3 + k] for r in rows], dtype=np.float64)
-                  for k, m in enumerate(METRICS)}
+        values = {m: np.array([np.nan if v is None else v for v in (getattr(r, m) for r in rows)], dtype=np.float64)
+                  for m in METRICS}
         name = prediction_namer(config.get("classes") or [], config.get("label_space", "dataset") == "dataset")
-        return summarize_saliency(values, [r[2] for r in rows], name, seed=int(config.get("seed", 0)),
+        return summarize_saliency(values, [r.pred for r in rows], name, seed=int(config.get("seed", 0)),
                                   replicates=int(config.get("bootstrap_replicates", REPLICATES)),
                                   protocol=config.get("protocol", RIVAL10))
 

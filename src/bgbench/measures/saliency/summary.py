@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, make_dataclass
 from typing import Dict, List, Optional, Sequence
 
 import numpy as np
@@ -26,7 +26,8 @@ from ...probing.bootstrap import percentile_interval, stratified_weights
 from ..common.protocols import HARDIMAGENET, RIVAL10
 from .metrics import METRICS
 from ...intervals import REPLICATES, interval
-from ..result import without_nan
+from ..result import Summary, estimate_row, without_nan
+from ...store.rows import TableRow
 
 HEADLINE = "mean over predicted classes of the per-class means (RIVAL10)"
 IMAGE_MEAN = "mean over images"
@@ -34,9 +35,17 @@ IMAGE_MEAN = "mean over images"
 #: Hard ImageNet's figures (`saliency_analysis.py` line 193): np.nanmean over the images with a mask.
 HARDIMAGENET_FIGURES = ("iou", "density_diff")
 
+#: One image's row of the probe's table: `image_id` of class `label`, the class `pred` its map was
+#: drawn for, and each of RIVAL10's measures of the map (`METRICS`, in order; None where undefined,
+#: the precision of an all-zero map).
+SaliencyRow = make_dataclass("SaliencyRow", [("image_id", str), ("label", int), ("pred", int),
+                                             *((m, Optional[float], field(default=None)) for m in METRICS)],
+                             bases=(TableRow,), frozen=True, slots=True, order=True)
+SaliencyRow.__module__ = __name__  # where pickle (torchrun's gather) finds it
+
 
 @dataclass
-class SaliencySummary:
+class SaliencySummary(Summary):
     """headline / image_mean: metric -> {value, lo, hi, n}; per_class: predicted class ->
     {images, metric -> mean}; flat: images whose map is zero everywhere."""
 
@@ -46,7 +55,6 @@ class SaliencySummary:
     images: int
     flat: int
     bootstrap: dict = field(default_factory=dict)
-    run_id: Optional[int] = None
     protocol: str = RIVAL10
 
     def hard_imagenet(self) -> Optional[dict]:
@@ -56,26 +64,27 @@ class SaliencySummary:
             return None
         return {m: without_nan(self.image_mean[m]) for m in HARDIMAGENET_FIGURES}
 
-    def to_dict(self) -> dict:
+    def document(self) -> dict:
         out = {"aggregation": {"headline": HEADLINE, "image_mean": IMAGE_MEAN}, "images": self.images,
                "flat_maps": self.flat, "bootstrap": self.bootstrap, "protocol": self.protocol,
-               "headline": {m: without_nan(e) for m, e in self.headline.items()},
-               "image_mean": {m: without_nan(e) for m, e in self.image_mean.items()},
-               "per_predicted_class": {c: without_nan(v) for c, v in self.per_class.items()}}
+               "headline": self.headline, "image_mean": self.image_mean, "per_predicted_class": self.per_class}
         if self.protocol == HARDIMAGENET:
             out["hardimagenet"] = self.hard_imagenet()
         return out
 
-    def metric_rows(self) -> List[tuple]:
+    def metrics(self) -> List[tuple]:
         """saliency_<m> (the headline; n: predicted classes) and saliency_<m>_image_mean (n:
         images with a value), variant ''; saliency_flat_maps (n: images)."""
-        rows = [(f"saliency_{m}", "", e["value"], e["lo"], e["hi"], e["n"]) for m, e in self.headline.items()]
-        rows += [(f"saliency_{m}_image_mean", "", e["value"], e["lo"], e["hi"], e["n"])
-                 for m, e in self.image_mean.items()]
+        rows = [estimate_row(f"saliency_{m}", "", e) for m, e in self.headline.items()]
+        rows += [estimate_row(f"saliency_{m}_image_mean", "", e) for m, e in self.image_mean.items()]
         rows.append(("saliency_flat_maps", "", float(self.flat), None, None, self.images))
         return rows
 
     def text(self, layer: str = "") -> str:
+        """What the command prints: its table, headed by the layer the maps were drawn on."""
+        return "\n".join(self.lines(layer))
+
+    def lines(self, layer: str = "") -> List[str]:
         short = {"precision": "precision", "iou": "IoU", "dice": "Dice", "density_diff": "Δdensity",
                  "coverage_25": "cover.25", "coverage_50": "cover.50", "coverage_75": "cover.75", "ap": "AP"}
         lines = [f"saliency alignment (Grad-CAM on the predicted class{f', layer {layer}' if layer else ''}; "
@@ -97,7 +106,7 @@ class SaliencySummary:
             lines.append(f"Hard ImageNet (saliency_analysis.py: Grad-CAM on the true class, map binarized at 0.5, "
                          f"mean over the {iou['n']} images with a mask): IoU {_f(iou['value'])}, "
                          f"delta density {_f(dd['value'])}")
-        return "\n".join(lines)
+        return lines
 
 
 def _f(v) -> str:

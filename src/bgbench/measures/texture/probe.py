@@ -15,7 +15,7 @@ from typing import List, Optional, Sequence
 from ...errors import BgbenchError
 from ...intervals import REPLICATES
 from ...options import flag
-from ..arms import (GAP_TEMPLATE, Arm, ArmsConfig, ArmsMeasure, folder_option, imagenet_reference,
+from ..arms import (GAP_TEMPLATE, Arm, ArmRow, ArmsConfig, ArmsMeasure, folder_option, imagenet_reference,
                     require_imagenet_model)
 from ..gaps import GapSummary, arm_accuracy, correct_by, gap, stem
 from ..registry import Headline, SectionSpec
@@ -67,7 +67,7 @@ class TextureMeasure(ArmsMeasure):
                                f"{len(stylized.classes)}")
         return [Arm(REFERENCE, reference), Arm(STYLIZED, stylized)]
 
-    def summarize(self, rows: Sequence[tuple], config: dict) -> GapSummary:
+    def summarize(self, rows: Sequence[ArmRow], config: dict) -> GapSummary:
         seed, reps = int(config.get("seed", 0)), int(config.get("bootstrap_replicates", REPLICATES))
         ref, sty = correct_by(rows, REFERENCE, key=stem), correct_by(rows, STYLIZED, key=stem)
         return GapSummary("texture shortcut (Stylized-ImageNet): stylized - ImageNet val", "sin_gap",

@@ -19,7 +19,7 @@ from typing import List, Optional, Sequence
 from ...errors import BgbenchError
 from ...intervals import REPLICATES
 from ...options import flag
-from ..arms import GAP_TEMPLATE, Arm, ArmsConfig, ArmsMeasure
+from ..arms import GAP_TEMPLATE, Arm, ArmRow, ArmsConfig, ArmsMeasure
 from ..gaps import GapSummary, arm_accuracy, correct_by, gap
 from ..registry import Headline, SectionSpec
 
@@ -99,7 +99,7 @@ class WatermarkMeasure(ArmsMeasure):
                 "watermark": "imagenet_w.AddWatermark(image_size=the image's side) on ToTensor's image, before "
                              "normalization"}
 
-    def summarize(self, rows: Sequence[tuple], config: dict) -> GapSummary:
+    def summarize(self, rows: Sequence[ArmRow], config: dict) -> GapSummary:
         seed, reps = int(config.get("seed", 0)), int(config.get("bootstrap_replicates", REPLICATES))
         clean, marked = correct_by(rows, CLEAN), correct_by(rows, WATERMARKED)
         summary = GapSummary("watermark shortcut (ImageNet-W): watermarked - clean", "watermark_gap",
