@@ -21,7 +21,7 @@ import contextlib
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, ClassVar, Dict, List, NamedTuple, Optional, Sequence
+from typing import Any, ClassVar, Dict, List, NamedTuple, Optional
 
 from .. import checks
 from ..data.prefetch import workers_field
