@@ -116,17 +116,9 @@ class ModelMeasure(RunningMeasure):
         self.attributes = declared(Attributes, type(self).attributes, "attributes", self.name)
         self.autograd = declared(Autograd, type(self).autograd, "autograd", self.name)
 
-    # -- the template's steps ---------------------------------------------------------------------
-    def compute(self, model, data, cfg, *, progress: bool = True, out_dir=None, limit: Optional[int] = None
-                ) -> Optional[MeasureResult]:
-        """Run the measure of `model` on the originals and masks of `data` (the first `limit` pairs
-        where given); with `out_dir` (and a measure that draws), its pictures are written there.
-
-        Under torchrun the ranks share the images, whole batches each; rank 0 gathers every row in
-        the order one process makes them and returns the one-process result, the others None.
-        """
-        return super().compute(model, data, cfg, progress=progress, out_dir=out_dir, limit=limit)
-
+    # -- the template's steps (`RunningMeasure.compute(model, data, cfg, *, progress, out_dir, limit)`:
+    # the first `limit` pairs where given; under torchrun the ranks share the images, whole batches
+    # each, and rank 0 gathers every row in the order one process makes them) ---------------------
     def image_sets(self, model, data, cfg, *, limit: Optional[int] = None):
         """The layout's (item, mask) pairs, and its attribute source where the measure reads it."""
         layout, _ = super().image_sets(model, data, cfg)

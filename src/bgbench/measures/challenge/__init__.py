@@ -36,9 +36,9 @@ class Challenge(RunningMeasure):
         return fg * images + fg, True
 
     def image_sets(self, model, data, cfg, **given):
-        """The originals, their masks and ONLY-BG-T (`runner.challenge_sets`)."""
-        from .runner import challenge_sets
-        return challenge_sets(data)
+        """The originals, their masks and ONLY-BG-T (no further sets)."""
+        from ...data.layout import discover
+        return discover(data, variants=["original", "only_bg_t"]), None
 
     def measure(self, run, cfg, out_dir=None):
         """The challenge's engine, search and resumable store (`runner.challenge_run`)."""

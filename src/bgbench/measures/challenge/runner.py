@@ -31,7 +31,7 @@ import torch.distributed as dist
 from ... import console, distributed, recording
 from ...data.images import load_mask
 from ...data.pixel_cache import pixels_of
-from ...data.layout import Layout, discover
+from ...data.layout import Layout
 from ...errors import DataError
 from ...models.spec import BgModel
 from ...store import Store
@@ -98,11 +98,6 @@ def run_challenge(model: BgModel, data: str | Path, store: Store, cfg: Challenge
     challenge's own part.
     """
     return MEASURE.compute(model, data, cfg, progress=progress, out_dir=out_dir, store=store, figures=figures)
-
-
-def challenge_sets(data: str | Path) -> tuple:
-    """(the layout, no further sets): the challenge reads the originals, their masks and ONLY-BG-T."""
-    return discover(data, variants=["original", "only_bg_t"]), None
 
 
 def challenge_run(run: RunContext, cfg: ChallengeConfig, out_dir=None):
