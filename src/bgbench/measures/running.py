@@ -37,6 +37,7 @@ class RunContext:
     """What `compute` holds for a measure's hooks: the model on its device, the data, the image sets,
     this rank, and how the run was asked for."""
 
+    measure: Measure  # the measure that runs
     model: Any  # on this rank's device, in eval mode
     layout: Any  # the --data layout
     ranks: Any  # distributed.Ranks
@@ -62,10 +63,11 @@ class RunContext:
     def elapsed(self) -> float:
         return time.time() - self.started
 
-    def provenance(self, measure: Measure, config: Dict[str, Any], cfg):
-        """The provenance of this run of `measure` under `config`: the one call of `Measure.provenance`
-        for a model run (the template's, after the run; the challenge's, when it opens its run)."""
-        return measure.provenance(config, model=self.model, layout=self.layout, seed=getattr(cfg, "seed", None))
+    def provenance(self, config: Dict[str, Any], cfg):
+        """The provenance of this run under `config`: the one call of `Measure.provenance` for a model
+        run (the template's, after the run; the challenge's, when it opens its run)."""
+        return self.measure.provenance(config, model=self.model, layout=self.layout,
+                                       seed=getattr(cfg, "seed", None))
 
 
 class RunningMeasure(Measure):
@@ -84,13 +86,13 @@ class RunningMeasure(Measure):
         layout, sets = self.image_sets(model, data, cfg, **given)
         self.meet(model, layout, sets, cfg)
         ranks = setup(cfg.device)
-        run = RunContext(model.to(ranks.device).eval(), layout, ranks, sets, progress, started, given)
+        run = RunContext(self, model.to(ranks.device).eval(), layout, ranks, sets, progress, started, given)
         done = self.measure(run, cfg, out_dir)
         if done is None:
             return None
         result, config = done
         if config is not None:
-            result.provenance = run.provenance(self, config, cfg)
+            result.provenance = run.provenance(config, cfg)
         return result
 
     # -- what a measure supplies --------------------------------------------------------------------

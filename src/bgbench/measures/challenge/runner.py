@@ -36,7 +36,6 @@ from ...errors import DataError
 from ...models.spec import BgModel
 from ...store import Store
 from ..running import RunContext
-from . import MEASURE
 from .config import ChallengeConfig
 from .engine import ChallengeEngine
 from .result import ChallengeReport
@@ -97,7 +96,9 @@ def run_challenge(model: BgModel, data: str | Path, store: Store, cfg: Challenge
     against it, sets up the ranks and the device and builds the provenance; `challenge_run` is the
     challenge's own part.
     """
-    return MEASURE.compute(model, data, cfg, progress=progress, out_dir=out_dir, store=store, figures=figures)
+    from ..registry import get_measure  # the registered challenge (its package declares it, and imports this module)
+    return get_measure("challenge").compute(model, data, cfg, progress=progress, out_dir=out_dir, store=store,
+                                            figures=figures)
 
 
 def challenge_run(run: RunContext, cfg: ChallengeConfig, out_dir=None):
@@ -183,7 +184,7 @@ class _Invocation:
     def _open_run(self, run: RunContext) -> int:
         run_id = None
         if self.rank == 0:
-            prov = self.provenance = run.provenance(MEASURE, self.cfg.identity(), self.cfg)
+            prov = self.provenance = run.provenance(self.cfg.identity(), self.cfg)
             # a full request takes a finished run of the same job as it is (nothing left to compute);
             # --rerun starts a new run
             statuses = () if self.cfg.rerun else ("running", "sampled") + (() if self.cfg.sampled else ("done",))

@@ -22,7 +22,6 @@ from ...data.resolve import resolve_layout
 from ...distributed import Ranks
 from ...models.spec import BgModel
 from ...recording import model_label
-from . import MEASURE
 from .config import EvalConfig
 from ..common.groups import group_results
 from ..running import RunContext, predicted
@@ -43,7 +42,8 @@ def run_eval(model: BgModel, data: str | Path | Layout, cfg: EvalConfig, progres
     images goes to rank b mod K) and rank 0 joins them: its report is the one-process report; the
     other ranks return None.
     """
-    return MEASURE.compute(model, data, cfg, progress=progress, renderers=renderers or {})
+    from ..registry import get_measure  # the registered eval (its package declares it, and imports this module)
+    return get_measure("eval").compute(model, data, cfg, progress=progress, renderers=renderers or {})
 
 
 @dataclass
@@ -89,7 +89,7 @@ def eval_run(run: RunContext, cfg: EvalConfig):
              "protocol_settings": protocols.settings_of(cfg.protocol),
              "requested": {"variants": cfg.variants, "split": cfg.split},  # before the data resolved them
              "pixels": fed}  # how many images came decoded from the pixel cache (runtime, not identity)
-    config = MEASURE.run_config(cfg, layout, run.ranks, own={"variants": sets.names}, after=after)
+    config = run.measure.run_config(cfg, layout, run.ranks, own={"variants": sets.names}, after=after)
     return report, config
 
 
