@@ -6,14 +6,15 @@ ImageNet's val (SIN), renditions against photographs of the same 200 classes (Im
 set is an *arm*: a dataset layout, and optionally how its images are made on the fly (a watermark
 drawn on each decoded image) or how the model's outputs are read (only some classes compete).
 
-`compute` predicts every arm with the batched primitive eval uses (`evaluation.predict`, so
-1000-class outputs meet each arm's classes through its class map), shares each arm's images
-between torchrun ranks as eval does, and returns one row per (arm, image): its label and
-prediction. A subclass gives its arms (`arms`) and the pure summary of the rows (`summarize`).
+It follows the template of every model-running measure (`running.RunningMeasure`): each arm
+meets the model, and is predicted by the feed eval uses (`running.predicted`: 1000-class outputs
+meet each arm's classes through its class map; torchrun's ranks share each arm's images as eval's
+variants); the run is one row per (arm, image): its label and prediction. A subclass gives its
+arms (`arms`), the pure summary of the rows (`summarize`), and optionally `recorded` (config keys
+of its own; `state` is its arms).
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, ClassVar, List, Optional
@@ -26,6 +27,7 @@ from ..options import flag
 from .base import ProbeConfig
 from .registry import Command, Measure
 from .result import MeasureResult
+from .running import RunContext, RunningMeasure, predicted
 from ..store.rows import TableRow
 
 
@@ -96,7 +98,7 @@ class ArmRow(TableRow):
     pred: int
 
 
-class ArmsMeasure(Measure):
+class ArmsMeasure(RunningMeasure):
     """A measure that scores one model on its arms (see the module docstring)."""
 
     command: ClassVar[Command] = Command.PROBE
@@ -109,45 +111,38 @@ class ArmsMeasure(Measure):
         """The arms of a run on `layout` (the --data dataset), first the reference."""
         raise NotImplementedError
 
-    def compute(self, model, data, cfg, *, progress: bool = True, out_dir=None) -> Optional[MeasureResult]:
-        """Every arm's predictions (see the module docstring); rank 0 returns the result, others None."""
-        from ..data.resolve import resolve_layout
-        from ..distributed import setup, share
-        from ..evaluation.predict import joined_predictions, predict_items
-        from ..models.spec import meet_data
-        t0 = time.time()
-        layout = resolve_layout(data, ["original"])
-        arms = self.arms(model, layout, cfg)
-        ranks = setup(cfg.device)
+    # -- the template's steps ---------------------------------------------------------------------
+    def image_sets(self, model, data, cfg):
+        """--data's layout and the arms of a run on it."""
+        layout, _ = super().image_sets(model, data, cfg)
+        return layout, self.arms(model, layout, cfg)
+
+    def meet(self, model, layout, arms, cfg) -> None:
+        """Every arm meets the model, the reference last: the model's input record is its."""
+        for arm in reversed(arms):
+            super().meet(model, arm.layout, arms, cfg)
+
+    def measure(self, run: RunContext, cfg, out_dir=None):
         rows: List[ArmRow] = []
         sets = {}
-        for arm in reversed(arms):  # the reference last: the model's input record is its
-            meet_data(model, arm.layout)
-            net = model.to(ranks.device).eval()
+        for arm in reversed(run.sets):  # the reference last, as they met the model
             items = arm.layout.items("original")
-            mine = predict_items(net, [items[p] for p in share(len(items), ranks, cfg.batch_size)],
-                                 batch_size=cfg.batch_size, device=ranks.device, mapping=cfg.mapping,
-                                 progress=progress and ranks.main, desc=f"{self.name}: {arm.name}",
-                                 render=arm.render, forward=arm.forward, workers=cfg.workers,
-                                 precision=getattr(cfg, "precision", "fp32"))
-            joined = joined_predictions(mine, len(items), ranks, cfg.batch_size)
+            joined, _ = predicted(run, cfg, items, desc=f"{self.name}: {arm.name}", render=arm.render,
+                                  forward=arm.forward)
             sets[arm.name] = {"data": str(arm.layout.root), "split": arm.layout.split, "images": len(items),
                               "fingerprint": arm.layout.fingerprint()}
             if joined is not None:
                 rows += [ArmRow(arm.name, i, int(label), int(pred))
                          for i, label, pred in zip(joined.image_ids, joined.labels.tolist(), joined.preds.tolist())]
-        if not ranks.main:
+        if not run.ranks.main:
             return None
-        config = self.run_config(cfg, layout, ranks, own=self.recorded(model, layout, cfg),
-                                 images=len(layout.items("original")), after={"arms": {a.name: sets[a.name] for a in arms}})
+        layout = run.layout
+        config = self.run_config(cfg, layout, run.ranks, own=self.recorded(run.sets, cfg, run),
+                                 images=len(layout.items("original")),
+                                 after={"arms": {a.name: sets[a.name] for a in run.sets}})
         result = MeasureResult(self.name, rows, config)
-        result.seconds = time.time() - t0
-        result.provenance = self.provenance(config, model=model, layout=layout, seed=cfg.seed)
-        return result
-
-    def recorded(self, model, layout, cfg) -> dict:
-        """Config keys of its own that the run records (which class is the carton ...)."""
-        return {}
+        result.seconds = run.elapsed()
+        return result, config
 
     def text(self, result: MeasureResult) -> str:
         return result.summary().text()

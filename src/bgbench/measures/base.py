@@ -1,11 +1,10 @@
-"""`ModelMeasure`: the base of every measure that runs a model over a dataset's images and masks.
+"""`ModelMeasure`: the base of the probes, which run a model over a dataset's images and masks.
 
-In the template-method style of pytorch-grad-cam's `BaseCAM` (which owns the hooks and the
-batching while `GradCAM` overrides one method), `compute` owns everything a probe shares: layout
-discovery, the label and input-size check (`models.spec.meet_data`), the images' sharding under
-torchrun (`probing.sharding.ProbeShard`: ranks take whole batches, rank 0 gathers the rows in
-one-process order), the prefetched batches, the progress bar, the autograd mode, provenance and
-the result. A subclass supplies what is its own:
+It follows the template of every model-running measure (`running.RunningMeasure`: layout, the
+label and input-size check, the device, provenance) and adds what a probe shares: the images'
+sharding under torchrun (`probing.sharding.ProbeShard`: ranks take whole batches, rank 0 gathers
+the rows in one-process order), the prefetched batches (`running.foreground_batches`), the
+progress bar, the autograd mode and the result. A subclass supplies what is its own:
 
 - `config` (class attribute): its options dataclass;
 - `rows(state, batch, cfg)`: the rows of one batch (the math, usually a call into its engine);
@@ -19,11 +18,10 @@ A batch is `Batch(items, x, m, parts)`: the dataset items, images (N,3,H,W) in [
 from __future__ import annotations
 
 import contextlib
-import time
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, ClassVar, Dict, List, NamedTuple, Optional, Sequence
+from typing import Any, ClassVar, Dict, List, NamedTuple, Optional
 
 from .. import checks
 from ..data.prefetch import workers_field
@@ -31,8 +29,9 @@ from ..evaluation.precision_flag import Precision, check_precision, precision_fi
 from ..errors import BgbenchError
 from ..intervals import REPLICATES
 from ..options import BATCH_SIZE, flag, runtime
-from .registry import Command, Measure, declared
+from .registry import Command, declared
 from .result import MeasureResult
+from .running import RunContext, RunningMeasure, foreground_batches
 
 
 @dataclass(kw_only=True)
@@ -80,15 +79,12 @@ class Batch(NamedTuple):
     parts: Dict[str, tuple]
 
 
-@dataclass
-class RunContext:
-    """What `compute` holds for the hooks: the model on its device, the data, the images, the run."""
+class Foregrounds(NamedTuple):
+    """A probe's image set: the (item, mask) pairs it measures, and the layout's attribute source
+    where it reads attribute masks (None otherwise)."""
 
-    model: Any
-    layout: Any
     pairs: list
-    device: Any
-    attributes: Any = None  # the layout's attribute source, where the measure reads attributes
+    attributes: Any = None
 
 
 class Attributes(StrEnum):
@@ -108,14 +104,11 @@ class Autograd(StrEnum):
     GRAD = "grad"  # gradients (Grad-CAM)
 
 
-class ModelMeasure(Measure):
+class ModelMeasure(RunningMeasure):
     """A measure that runs a model over the originals and masks of a dataset (see the module docstring)."""
 
     command: ClassVar[Command] = Command.PROBE
     attributes: ClassVar[Attributes] = Attributes.NEVER
-    #: Whether the model's outputs must be the dataset's classes (or map to them); False for
-    #: measures that read features, not decisions.
-    decides: ClassVar[bool] = True
     autograd: ClassVar[Autograd] = Autograd.INFERENCE
 
     def __init__(self):
@@ -123,35 +116,27 @@ class ModelMeasure(Measure):
         self.attributes = declared(Attributes, type(self).attributes, "attributes", self.name)
         self.autograd = declared(Autograd, type(self).autograd, "autograd", self.name)
 
-    # -- the template ---------------------------------------------------------------------------
-    def compute(self, model, data, cfg, *, progress: bool = True, out_dir=None, limit: Optional[int] = None
-                ) -> Optional[MeasureResult]:
-        """Run the measure of `model` on the originals and masks of `data`; with `out_dir` (and a
-        measure that draws), its pictures are written there.
-
-        Under torchrun the ranks share the images, whole batches each; rank 0 gathers every row in
-        the order one process makes them and returns the one-process result, the others None.
-        """
-
-        from .. import console
-        from ..data.resolve import resolve_layout
-        from ..distributed import setup
-        from ..models.spec import meet_data
-        from ..probing.sharding import ProbeShard
-
-        t0 = time.time()
-        layout = resolve_layout(data, ["original"])
+    # -- the template's steps (`RunningMeasure.compute(model, data, cfg, *, progress, out_dir, limit)`:
+    # the first `limit` pairs where given; under torchrun the ranks share the images, whole batches
+    # each, and rank 0 gathers every row in the order one process makes them) ---------------------
+    def image_sets(self, model, data, cfg, *, limit: Optional[int] = None):
+        """The layout's (item, mask) pairs, and its attribute source where the measure reads it."""
+        layout, _ = super().image_sets(model, data, cfg)
         source = self._attribute_source(layout, cfg)
         pairs = layout.foregrounds()[:limit] if limit else layout.foregrounds()
-        meet_data(model, layout, labels=self.decides)
-        shard = ProbeShard(pairs, cfg.batch_size, setup(cfg.device))
-        run = RunContext(model.to(shard.ranks.device).eval(), layout, pairs, shard.ranks.device, source)
-        state = self.prepare(run, cfg)
-        bar = console.progress(enabled=progress and shard.ranks.main, total=len(shard.pairs),
-                               desc=f"{self.name} probe", unit="img")
+        return layout, Foregrounds(pairs, source)
+
+    def measure(self, run: RunContext, cfg, out_dir=None):
+        from .. import console
         from ..evaluation.numerics import forward_context
-        with self._autograd(), forward_context(getattr(cfg, "precision", "fp32"), shard.ranks.device):
-            for batch in self._batches(shard.pairs, cfg, run):
+        from ..probing.sharding import ProbeShard
+        shard = ProbeShard(run.pairs, cfg.batch_size, run.ranks)
+        state = self.prepare(run, cfg)
+        bar = console.progress(enabled=run.progress and run.ranks.main, total=len(shard.pairs),
+                               desc=f"{self.name} probe", unit="img")
+        with self._autograd(), forward_context(getattr(cfg, "precision", "fp32"), run.device):
+            for batch in foreground_batches(shard.pairs, cfg, run.device, run.attributes):
+                batch = Batch(*batch)
                 shard.add(batch.items, self.rows(state, batch, cfg))
                 bar.update(len(batch.items))
         bar.close()
@@ -159,17 +144,16 @@ class ModelMeasure(Measure):
         if rows is None:
             return None
         rows, own = self.finish(state, rows, cfg, run)
-        config = self.run_config(cfg, layout, shard.ranks, own={**own, **self.recorded(state, cfg, run)},
-                                 images=len(pairs))
-        if source is not None:
-            config["attributes"] = list(source.names)
+        config = self.run_config(cfg, run.layout, run.ranks, own={**own, **self.recorded(state, cfg, run)},
+                                 images=len(run.pairs))
+        if run.attributes is not None:
+            config["attributes"] = list(run.attributes.names)
         result = MeasureResult(self.name, rows, config)
         if out_dir is not None and self.pictures and getattr(cfg, self.pictures) > 0 and rows:
             self.draw(result, state, cfg, run, Path(out_dir))
         result.extra = {**self.outputs(result, state), **result.extra}
-        result.seconds = time.time() - t0
-        result.provenance = self.provenance(config, model=run.model, layout=layout, seed=getattr(cfg, "seed", None))
-        return result
+        result.seconds = run.elapsed()
+        return result, config
 
     def _attribute_source(self, layout, cfg):
         """The layout's attribute masks where the measure reads them (a one-line error where it
@@ -184,16 +168,6 @@ class ModelMeasure(Measure):
             raise BgbenchError(f"{layout.root} has no attribute masks (attr_mask/{layout.split}/ or a RIVAL10 "
                                f"release); `bgbench synth` writes them")
         return source
-
-    def _batches(self, pairs: Sequence[tuple], cfg, run: RunContext):
-        from ..probing.batches import attribute_batches, masked_batches
-        if run.attributes is not None:
-            for items, x, m, parts in attribute_batches(pairs, cfg.batch_size, run.device, run.attributes,
-                                                        cfg.workers):
-                yield Batch(items, x, m, parts)
-        else:
-            for items, x, m in masked_batches(pairs, cfg.batch_size, run.device, cfg.workers):
-                yield Batch(items, x, m, {})
 
     def _autograd(self):
         import torch
@@ -218,10 +192,6 @@ class ModelMeasure(Measure):
         """(the rows to store, config keys they add) from every image's rows; the rows as they are
         by default."""
         return rows, {}
-
-    def recorded(self, state: Any, cfg, run: RunContext) -> Dict[str, Any]:
-        """Config keys of its own that the run records (how it computed: a layer, a rule)."""
-        return {}
 
     def outputs(self, result: MeasureResult, state: Any) -> Dict[str, Any]:
         """Outputs beyond the rows, which `--json` prints before the summary."""

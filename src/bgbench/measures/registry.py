@@ -12,8 +12,9 @@ runs`) stays light; its methods import what they run.
 What a measure class supplies, each where it has a use for it:
 - `config`: the options dataclass; fields that carry `options.flag(...)` metadata become flags of
   the generated command;
-- `compute(model, data, cfg, *, progress, out_dir)`: the run (`base.ModelMeasure` owns it for the
-  probes, which supply only their per-batch rows);
+- `compute(model, data, cfg, *, progress, out_dir)`: the run (`running.RunningMeasure` owns it for
+  every measure that runs a model: eval, the challenge, the arms and, through `base.ModelMeasure`,
+  the probes, which supply only their per-batch rows);
 - `columns`, `key`, `order`: its per-image table (declared in the store's schema under its kind);
 - `summarize(rows, config)`: the pure summary of its rows, which `read` recomputes from a stored run;
 - `headlines`: the numbers that say how a run came out (the first the run has is shown), with

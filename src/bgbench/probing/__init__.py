@@ -1,2 +1,3 @@
-"""Machinery the measures share: batches of images and masks, the bootstrap, sharding across ranks,
-feature maps, Grad-CAM and the per-image tables of stored runs."""
+"""The measures' machinery, beside `measures/` (whose template of a model run, `measures.running`,
+and whose probes and analyses use it): batches of images and masks, the bootstrap, sharding across
+ranks, feature maps, Grad-CAM and the per-image tables of stored runs."""

@@ -4,10 +4,11 @@ Its engine (exact verdicts of upstream's `challenge_eval.py`, resumable, sharded
 summary, --full matrix analyses and report sections all live in this package; `bgbench challenge`
 is its command.
 """
-from ..registry import Command, Headline, Measure, SectionSpec, register_measure
+from ..registry import Command, Headline, SectionSpec, register_measure
+from ..running import RunningMeasure
 
 
-class Challenge(Measure):
+class Challenge(RunningMeasure):
     name = "challenge"
     position = 20
     source = ("the Backgrounds Challenge (MadryLab/backgrounds_challenge): a foreground is fooled "
@@ -34,6 +35,16 @@ class Challenge(Measure):
         background; a foreground stops at the first background that fools it."""
         fg = images if options.get("sample") is None else min(images, int(options["sample"]))
         return fg * images + fg, True
+
+    def image_sets(self, model, data, cfg, **given):
+        """The originals, their masks and ONLY-BG-T (no further sets)."""
+        from ...data.layout import discover
+        return discover(data, variants=["original", "only_bg_t"]), None
+
+    def measure(self, run, cfg, out_dir=None):
+        """The challenge's engine, search and resumable store (`runner.challenge_run`)."""
+        from .runner import challenge_run
+        return challenge_run(run, cfg, out_dir)
 
 
 MEASURE = register_measure(Challenge)

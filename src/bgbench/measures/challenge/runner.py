@@ -21,7 +21,6 @@ boundary: `verified.VerifiedRun`, imported only for it, which the invocation cal
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 from typing import Callable, Dict, List, Optional
 
@@ -29,14 +28,14 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from ... import console, distributed, protocols, recording
+from ... import console, distributed, recording
 from ...data.images import load_mask
 from ...data.pixel_cache import pixels_of
-from ...data.layout import Layout, discover
+from ...data.layout import Layout
 from ...errors import DataError
-from ...models.spec import BgModel, meet_data
+from ...models.spec import BgModel
 from ...store import Store
-from . import MEASURE
+from ..running import RunContext
 from .config import ChallengeConfig
 from .engine import ChallengeEngine
 from .result import ChallengeReport
@@ -92,18 +91,25 @@ def run_challenge(model: BgModel, data: str | Path, store: Store, cfg: Challenge
 
     `figures(report, out_dir) -> {name: path}` draws the --full figures (`drawing.figures.challenge_figures`);
     it is passed in because drawing lives in a higher layer than the engine.
+
+    The template of every model run (`running.RunningMeasure`) resolves the data, checks the model
+    against it, sets up the ranks and the device and builds the provenance; `challenge_run` is the
+    challenge's own part.
     """
-    t0 = time.time()
-    ranks = distributed.setup(cfg.device)
-    world, rank, device = ranks.world, ranks.rank, ranks.device
-    layout = discover(data, variants=["original", "only_bg_t"])
-    meet_data(model, layout)
-    protocols.check_spec(cfg.protocol, model.spec.to_dict())
+    from ..registry import get_measure  # the registered challenge (its package declares it, and imports this module)
+    return get_measure("challenge").compute(model, data, cfg, progress=progress, out_dir=out_dir, store=store,
+                                            figures=figures)
+
+
+def challenge_run(run: RunContext, cfg: ChallengeConfig, out_dir=None):
+    """The challenge's own part of its run: the backgrounds, the resumable invocation over the
+    foregrounds, and on rank 0 (the report, None: its provenance was built when its run opened)."""
+    store, figures = run.given["store"], run.given.get("figures")
+    model, layout, rank, device = run.model, run.layout, run.ranks.rank, run.device
     bg_items, backgrounds = load_backgrounds(layout)
     if cfg.precision != "fp32" and rank == 0 and len(backgrounds):
         _note_precision(cfg.precision, model, backgrounds[: min(len(backgrounds), cfg.batch_size, 16)], device)
-    job = _Invocation(model, ChallengeData(layout, layout.foregrounds(), bg_items, backgrounds), store, cfg,
-                      world, rank, device, progress)
+    job = _Invocation(run, ChallengeData(layout, layout.foregrounds(), bg_items, backgrounds), store, cfg)
     job.visit()
     verified = job.totals()
     if rank != 0:
@@ -111,13 +117,13 @@ def run_challenge(model: BgModel, data: str | Path, store: Store, cfg: Challenge
     report = summarize(store.challenge_results(job.run_id), job.data, job.run_id, model.spec.to_dict(), job.matrix,
                        plan=job.plan, cfg=cfg)
     report.pairs = store.challenge_pairs(job.run_id)  # every rank's and every earlier invocation's
-    report.seconds = round(time.time() - t0, 2)
+    report.seconds = round(run.elapsed(), 2)
     report.precision = verified
     report.numerics = job.engine.numerics()
     if figures is not None and report.full:
         report.files.update(figures(report, Path(out_dir or store.path.parent / f"challenge_{job.run_id}")))
     report.provenance, report.store_path = job.provenance, str(store.path.resolve())
-    return report
+    return report, None
 
 
 def _note_precision(precision: str, model: BgModel, images: torch.Tensor, device) -> None:
@@ -149,21 +155,21 @@ def matrix_path(store: Store, run_id: int, migrate: bool = True) -> Path:
 class _Invocation:
     """This process's share of one challenge run: its foregrounds, its engine, its stored progress."""
 
-    def __init__(self, model: BgModel, data: ChallengeData, store: Store, cfg: ChallengeConfig, world: int,
-                 rank: int, device: str, progress: bool):
+    def __init__(self, run: RunContext, data: ChallengeData, store: Store, cfg: ChallengeConfig):
+        model, world, rank = run.model, run.ranks.world, run.ranks.rank
         self.data, self.store, self.cfg = data, store, cfg
-        self.world, self.rank, self.device = world, rank, device
-        self.progress = progress
+        self.world, self.rank, self.device = world, rank, run.device
+        self.progress = run.progress
         self.plan = SamplePlan.build(cfg.seed, data.fg_ids, data.fg_labels, sample=cfg.sample,
                                      halfwidth=cfg.halfwidth, chunk=cfg.chunk_size(world),
                                      first=cfg.first_chunk(world))
         self.mine = {i for k, i in enumerate(self.plan.order) if k % world == rank}
         self.provenance: Optional[recording.Provenance] = None  # rank 0's: the open run's
-        self.run_id = self._open_run(model)
+        self.run_id = self._open_run(run)
         self.stored_pairs = 0  # the engine's composites already added to the run's stored count
         done = {r["image_id"]: r for r in store.challenge_results(self.run_id)}
         self.fooled_by_id = {i: bool(r["fooled"]) for i, r in done.items()}
-        self.engine = self._make_engine(model.to(device).eval(), done)
+        self.engine = self._make_engine(model, done)  # on its device, in eval mode (the template)
         self.matrix = self._open_matrix()
         self.clean: Dict[int, int] = {}
         self.rows: List[tuple] = []
@@ -175,11 +181,10 @@ class _Invocation:
             self.verified = VerifiedRun(self)
 
     # -- setting up -----------------------------------------------------------------------------
-    def _open_run(self, model: BgModel) -> int:
+    def _open_run(self, run: RunContext) -> int:
         run_id = None
         if self.rank == 0:
-            prov = self.provenance = MEASURE.provenance(self.cfg.identity(), model=model, layout=self.data.layout,
-                                                        seed=self.cfg.seed)
+            prov = self.provenance = run.provenance(self.cfg.identity(), self.cfg)
             # a full request takes a finished run of the same job as it is (nothing left to compute);
             # --rerun starts a new run
             statuses = () if self.cfg.rerun else ("running", "sampled") + (() if self.cfg.sampled else ("done",))

@@ -8,10 +8,11 @@ Its run (`runner`) writes every image's prediction to the `predictions` table (b
 `evaluation.predict`, shared with the challenge and the probes), which every analysis reads;
 `bgbench eval` is its command.
 """
-from ..registry import Command, Headline, Measure, SectionSpec, register_measure
+from ..registry import Command, Headline, SectionSpec, register_measure
+from ..running import RunningMeasure
 
 
-class Eval(Measure):
+class Eval(RunningMeasure):
     name = "eval"
     position = 10
     source = ("Xiao et al., *Noise or Signal* (ICLR 2021), §3: accuracy on each IN-9 variant and "
@@ -46,6 +47,16 @@ class Eval(Measure):
     def forwards(self, images, variants, options, attributes=0):
         """One forward per image of each variant it reads."""
         return images * len(options.get("variants") or variants), False
+
+    def image_sets(self, model, data, cfg, *, renderers=None):
+        """The variants it predicts (`runner.eval_sets`)."""
+        from .runner import eval_sets
+        return eval_sets(data, cfg, renderers or {})
+
+    def measure(self, run, cfg, out_dir=None):
+        """Every variant's predictions, and the report (`runner.eval_run`)."""
+        from .runner import eval_run
+        return eval_run(run, cfg)
 
 
 MEASURE = register_measure(Eval)

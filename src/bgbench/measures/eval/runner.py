@@ -1,12 +1,15 @@
 """Evaluating a model on a dataset's variants: the per-image table and the report built from it.
 
-I/O lives here (layout discovery, decoding through `predict_items`); the metrics are pure
-functions of the predictions (`results.EvalReport`). Variants whose folder a dataset lacks but
-that can be computed from `original`, `fg_mask` and the boxes (bg_blurred on the public release)
-come from `renderers`, passed in by the caller because computing them needs a higher layer.
+The eval measure's steps in the template of every model run (`running.RunningMeasure`): its image
+sets (`eval_sets`: the variants) and its run (`eval_run`: each variant through the template's
+feed); I/O lives here; the metrics are pure functions of the predictions (`results.EvalReport`).
+Variants whose folder a dataset lacks but that can be computed from `original`, `fg_mask` and the
+boxes (bg_blurred on the public release) come from `renderers`, passed in by the caller because
+computing them needs a higher layer.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Dict, List, Optional
 
@@ -16,14 +19,13 @@ from ... import protocols
 from ...console import status
 from ...data.layout import Item, Layout
 from ...data.resolve import resolve_layout
-from ...distributed import Ranks, setup, share
-from ...models.spec import BgModel, meet_data
+from ...distributed import Ranks
+from ...models.spec import BgModel
 from ...recording import model_label
-from . import MEASURE
 from .config import EvalConfig
 from ..common.groups import group_results
-from ...data.pixel_cache import Pixels, pixels_of
-from ...evaluation.predict import Predictions, joined_predictions, mask_checker, predict_items
+from ..running import RunContext, predicted
+from ...evaluation.predict import Predictions, mask_checker
 from .results import EvalReport
 from .tencrop import CROP as TEN_CROP_SIZE, RESIZE as TEN_CROP_RESIZE, ten_crop_logits
 
@@ -33,50 +35,62 @@ Renderers = Dict[str, Callable[[Layout], Callable[[Item], object]]]
 
 def run_eval(model: BgModel, data: str | Path | Layout, cfg: EvalConfig, progress: bool = True,
              renderers: Optional[Renderers] = None) -> Optional[EvalReport]:
-    """Per-variant predictions of `model` on `data`, their accuracies and BG-Gap, and provenance.
+    """Per-variant predictions of `model` on `data`, their accuracies and BG-Gap, and provenance
+    (the eval measure's run, through the template of every model run: `running.RunningMeasure`).
 
     Under torchrun each rank predicts whole batches of every variant (block b of `batch_size`
     images goes to rank b mod K) and rank 0 joins them: its report is the one-process report; the
     other ranks return None.
     """
-    renderers = renderers or {}
+    from ..registry import get_measure  # the registered eval (its package declares it, and imports this module)
+    return get_measure("eval").compute(model, data, cfg, progress=progress, renderers=renderers or {})
+
+
+@dataclass
+class Variants:
+    """Eval's image sets: the variants it predicts, in order, those of them computed on the fly
+    from `original` (and the renderers that compute them)."""
+
+    names: List[str]
+    on_the_fly: set
+    renderers: Renderers
+
+
+def eval_sets(data, cfg: EvalConfig, renderers: Renderers):
+    """(the layout, its `Variants`): the requested variants (every variant of the data by default),
+    those the data lacks but a renderer computes read from `original`."""
     on_the_fly = computed_variants(data, cfg.variants, renderers)
     on_disk = [v for v in cfg.variants or () if v not in on_the_fly]
     if on_the_fly and "original" not in on_disk:
         on_disk.append("original")
     layout = resolve_layout(data, on_disk or None, split=cfg.split)
-    variants = list(cfg.variants or layout.variants)
-    meet_data(model, layout)
-    protocols.check_spec(cfg.protocol, model.spec.to_dict())
-    ranks = setup(cfg.device)
-    model = model.to(ranks.device).eval()
-    _warn_ten_crop_size(model, cfg, ranks)
+    return layout, Variants(list(cfg.variants or layout.variants), on_the_fly, renderers)
+
+
+def eval_run(run: RunContext, cfg: EvalConfig):
+    """Every variant's predictions (the template's feed), and on rank 0 (the report, its config)."""
+    model, layout, sets = run.model, run.layout, run.sets
+    _warn_ten_crop_size(model, cfg, run.ranks)
     predictions, fed = {}, {"images": 0, "from_cache": 0}
-    for v in variants:
-        render = renderers[v](layout) if v in on_the_fly else None
-        items = layout.items("original" if v in on_the_fly else v)
-        # every process maps the whole variant's entry (one decode on the machine), then reads its share
-        pixels = Pixels(items) if render is not None else pixels_of(items)
-        mine = predict_items(model, items, pixels=pixels, positions=share(len(items), ranks, cfg.batch_size),
-                             batch_size=cfg.batch_size, device=ranks.device, mapping=cfg.mapping,
-                             progress=progress and ranks.main, desc=v, render=render,
-                             forward=ten_crop_logits if cfg.ten_crop else None, workers=cfg.workers,
-                             precision=cfg.precision, checker=mask_checker(layout) if v == "original" else None)
+    for v in sets.names:
+        render = sets.renderers[v](layout) if v in sets.on_the_fly else None
+        items = layout.items("original" if v in sets.on_the_fly else v)
+        predictions[v], pixels = predicted(run, cfg, items, desc=v, render=render,
+                                           forward=ten_crop_logits if cfg.ten_crop else None,
+                                           checker=mask_checker(layout) if v == "original" else None)
         fed["images"] += len(items)
         fed["from_cache"] += pixels.from_cache
-        predictions[v] = joined_predictions(mine, len(items), ranks, cfg.batch_size)
-    if not ranks.main:
+    if not run.ranks.main:
         return None
     report = EvalReport.from_predictions(model.spec.name, str(layout.root), predictions, seed=cfg.seed)
     report.groups = group_results(layout, predictions)
     report.model_label = model_label(model.spec.name, model.spec.to_dict())
-    after = {"torch": torch.__version__, "computed_variants": sorted(on_the_fly),
+    after = {"torch": torch.__version__, "computed_variants": sorted(sets.on_the_fly),
              "protocol_settings": protocols.settings_of(cfg.protocol),
              "requested": {"variants": cfg.variants, "split": cfg.split},  # before the data resolved them
              "pixels": fed}  # how many images came decoded from the pixel cache (runtime, not identity)
-    config = MEASURE.run_config(cfg, layout, ranks, own={"variants": variants}, after=after)
-    report.provenance = MEASURE.provenance(config, model=model, layout=layout, seed=cfg.seed)
-    return report
+    config = run.measure.run_config(cfg, layout, run.ranks, own={"variants": sets.names}, after=after)
+    return report, config
 
 
 def stored_report(store, run_id: int) -> EvalReport:

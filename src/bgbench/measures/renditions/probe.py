@@ -106,7 +106,7 @@ class RenditionsMeasure(ArmsMeasure):
         return [Arm(REFERENCE, reference, forward=restricted_forward),
                 Arm(RENDITIONS, renditions, forward=restricted_forward)]
 
-    def recorded(self, model, layout, cfg) -> dict:
+    def recorded(self, arms, cfg, run) -> dict:
         return {"rule": "argmax over the renditions' classes' logits (ImageNet-R's map_prediction)"}
 
     def summarize(self, rows: Sequence[ArmRow], config: dict) -> GapSummary:

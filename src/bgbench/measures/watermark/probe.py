@@ -93,9 +93,10 @@ class WatermarkMeasure(ArmsMeasure):
         carton_of(layout, cfg.carton_class)  # a class that is not there: one line before any forward
         return [Arm(CLEAN, layout), Arm(WATERMARKED, layout, render=lambda item: watermark_image(decode_item(item)))]
 
-    def recorded(self, model, layout, cfg: WatermarkConfig) -> dict:
-        carton = carton_of(layout, cfg.carton_class)
-        return {"carton": None if carton is None else {"class": carton, "label": list(layout.classes).index(carton)},
+    def recorded(self, arms, cfg: WatermarkConfig, run) -> dict:
+        carton = carton_of(run.layout, cfg.carton_class)
+        return {"carton": None if carton is None else {"class": carton,
+                                                       "label": list(run.layout.classes).index(carton)},
                 "watermark": "imagenet_w.AddWatermark(image_size=the image's side) on ToTensor's image, before "
                              "normalization"}
 
