@@ -278,7 +278,7 @@ def _probe(store, tpl, run, name: str, model: Model, scratch: Path) -> None:
         outputs["overlays"] = None
     if name == "features":
         outputs["galleries"] = {c: _shifted(Path(p), folder, model.m) for c, p in outputs.get("galleries", {}).items()}
-    result = MeasureResult(name, [tuple(r) for r in rows], config, extra=outputs)
+    result = MeasureResult(name, [measure.row.of(tuple(r)) for r in rows], config, extra=outputs)
     result.provenance = _provenance(run, model, config)
     bgbench.record(result, store)
 

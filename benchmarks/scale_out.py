@@ -43,7 +43,7 @@ def _job(job: str, model, data: str, batch: int):
         rows = [r for v, p in report.predictions.items() for r in p.rows(v)]
         return len(rows), _digest(rows)
     result = api.probe("noise", model, data, levels=[0.1, 0.3], trials=2, batch_size=batch, progress=False)
-    return None if result is None else (len({r[0] for r in result.rows}), _digest(result.rows))
+    return None if result is None else (len({r.image_id for r in result.rows}), _digest(result.rows))
 
 
 def worker(job: str, data: str, model_name: str, batch: int, result_path: str) -> None:
