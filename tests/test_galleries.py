@@ -193,8 +193,9 @@ def test_a_gallery_is_one_sheet_and_only_large_images_get_a_full_copy(tmp_path):
 
 
 def test_the_report_draws_the_probes_noisy_copies_again_without_torch():
-    """The gallery's numpy copy equals the engine's torch copy (its own `noisy_copy`), pixel for
-    pixel, for both regions and both kinds of noise; `draws` imports no torch."""
+    """The gallery's numpy copy equals the copy the probe's engine makes in torch (`region_noise` on
+    the image, as `region_predictions` adds it), pixel for pixel, for both regions and both kinds of
+    noise; `draws` imports no torch."""
     import subprocess
     import sys
     import torch
@@ -206,7 +207,9 @@ def test_the_report_draws_the_probes_noisy_copies_again_without_torch():
         for region in ("fg", "bg"):
             x = torch.from_numpy(image.copy()).permute(2, 0, 1).float().div_(255)
             m = torch.from_numpy(mask.copy())[None].float()
-            made = engine.noisy_copy(x, m, "c/i", 7, region, level, 2, 3, kind)
+            noise = engine.region_noise(m[None], region, float(level), kind, 3,
+                                        [engine.draw_seed(7, "c/i", region, level)])
+            made = (x[None] + noise[2]).clamp_(0, 1)[0]
             expected = made.permute(1, 2, 0).mul(255).round().to(torch.uint8).numpy()
             assert np.array_equal(noisy_copy(image, mask, "c/i", 7, region, level, 2, 3, kind), expected)
     code = "import sys, bgbench.measures.noise.draws; print('torch' in sys.modules)"

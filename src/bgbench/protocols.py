@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Dict, Optional
 
+from .classes import Mapping
 from .errors import BgbenchError
 from .options import flag
 
@@ -30,11 +31,11 @@ class Protocol:
     """The settings a protocol fixes (the values every run under it must have)."""
 
     name: str
-    mapping: str
+    mapping: Mapping
     labels: str
     templates: str
     resize: str
-    precision: str
+    precision: str  # an eval precision (`evaluation.precision_flag.Precision`, a layer above)
     ten_crop: bool
     norm: str
 
@@ -44,7 +45,7 @@ class Protocol:
 
 
 PROTOCOLS: Dict[str, Protocol] = {
-    "in9-v1": Protocol("in9-v1", mapping="argmax", labels="imagenet", templates="openai", resize="native",
+    "in9-v1": Protocol("in9-v1", mapping=Mapping.ARGMAX, labels="imagenet", templates="openai", resize="native",
                        precision="fp32", ten_crop=False, norm="auto"),
 }
 

@@ -311,7 +311,7 @@ def test_noise_levels_read_as_their_grid_writes_them():
 
 def rfs(acc_fg_noise: float, acc_bg_noise: float) -> float:
     """RIVAL10's RFS of two accuracies, through bgbench's element-wise `rfs_array` (the summary's)."""
-    from bgbench.measures.noise.rfs import rfs_array
+    from bgbench.measures.noise.summary import rfs_array
     return float(rfs_array(acc_fg_noise, acc_bg_noise))
 
 

@@ -40,7 +40,7 @@ from ...classes import Mapping
 from ...evaluation.feed import to_unit
 from ...evaluation.predict import decide
 from ...models.spec import BgModel
-from .config import DEFAULT_SAFETY
+from .config import DEFAULT_SAFETY, ChallengePrecision
 from .numerics import fp32_settings, strict_fp32
 from .search import VerdictSearch, full_results
 from .transfer import Fetch, to_device
@@ -122,9 +122,9 @@ class ChallengeEngine:
     model: BgModel
     backgrounds: torch.Tensor
     bg_labels: torch.Tensor
-    mapping: Mapping | str = Mapping.ARGMAX
+    mapping: Mapping = Mapping.ARGMAX
     batch_size: int = 64
-    precision: str = "fp32"
+    precision: ChallengePrecision = ChallengePrecision.FP32
     max_chunk: int = 32
     verify_safety: float = DEFAULT_SAFETY
     prior_weight: float = 4.0
@@ -138,6 +138,8 @@ class ChallengeEngine:
     stats: EngineStats = field(default_factory=EngineStats)
 
     def __post_init__(self):
+        self.precision = ChallengePrecision(self.precision)  # kinds converted once, here
+        self.mapping = Mapping(self.mapping)
         self.device = self.backgrounds.device
         self.num_bg = int(self.backgrounds.shape[0])
         if self.speculate is None:

@@ -126,13 +126,3 @@ def region_predictions(predict: Callable[[torch.Tensor], torch.Tensor], x: torch
         out[region.name][li] = preds.view(trials, n)
     return out
 
-
-def noisy_copy(image: torch.Tensor, mask: torch.Tensor, image_id: str, seed: int, region: str, level: float,
-               trial: int, trials: int, kind: str) -> torch.Tensor:
-    """The noisy copy (3, H, W) in [0,1] that the probe fed the model for one image, region,
-    level and trial (image: (3, H, W) in [0,1]; mask: (1, H, W), the object mask or, for an
-    'attr:<name>' region, the attribute's; `trials`: the run's count, since the draw is made for
-    all trials at once)."""
-    noise = region_noise(mask[None].float(), region, float(level), kind, trials,
-                         [draw_seed(seed, image_id, region, level)])
-    return (image[None] + noise[trial]).clamp_(0, 1)[0]
