@@ -347,6 +347,29 @@ def test_one_and_two_workers_write_identical_bytes(synth_root, tmp_path):
         assert (outs[0] / f).read_bytes() == (outs[1] / f).read_bytes(), f
 
 
+def test_a_clean_process_forks_workers_that_can_take_gradients():
+    from bgbench.data.pool import autograd_survives_fork
+    assert autograd_survives_fork()
+
+
+def test_where_forked_workers_cannot_take_gradients_the_edits_run_here_and_write_the_same(synth_root, tmp_path,
+                                                                                          monkeypatch):
+    """Once a process has started autograd's threads, torch refuses gradients in its forked children:
+    every complexity edit of a two-worker run was filed as rejected (seen in the suite). The pool now
+    asks a forked child first and, where it cannot, edits in this process, with a warning."""
+    from bgbench.data import pool
+    args = ["--data", synth_root, "--levels", "complexity_20", "--quiet", "--seed", "3"]
+    assert run_cli("edit", *args, "--out", tmp_path / "w1", "--workers", 1).returncode == 0
+    monkeypatch.setattr(pool, "autograd_survives_fork", lambda: False)
+    proc = run_cli("edit", *args, "--out", tmp_path / "w2", "--workers", 2)
+    assert proc.returncode == 0 and "cannot run in forked workers" in proc.stderr
+    files = sorted(p.relative_to(tmp_path / "w1") for p in (tmp_path / "w1").rglob("*") if p.is_file())
+    assert any(str(f).startswith("complexity_20/") for f in files)
+    assert files == sorted(p.relative_to(tmp_path / "w2") for p in (tmp_path / "w2").rglob("*") if p.is_file())
+    for f in files:
+        assert (tmp_path / "w1" / f).read_bytes() == (tmp_path / "w2" / f).read_bytes(), f
+
+
 def test_bad_masks_are_rejected_not_fatal(synth_copy, tmp_path):
     masks = sorted((synth_copy / "fg_mask" / "val").rglob("*.npy"))
     masks[0].write_bytes(b"not a numpy file")

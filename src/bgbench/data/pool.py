@@ -102,6 +102,30 @@ class Pool:
             bar.close()
 
 
+def autograd_survives_fork() -> bool:
+    """Whether a forked worker can still use torch's autograd (an edit's gradient steps).
+
+    Once a process has started autograd's thread pool (a backward run from a thread other than the
+    one that built the graph: a probe, a test, a notebook), torch refuses autograd in its forked
+    children ("Unable to handle autograd's threading in combination with fork-based
+    multiprocessing"), so every edit that takes gradient steps would fail in the workers. A child
+    forked now tries one tiny gradient: the answer, for the cost of a fork (milliseconds)."""
+    if not hasattr(os, "fork"):
+        return True  # the pool spawns fresh interpreters there
+    pid = os.fork()
+    if pid == 0:  # the child: one gradient, then out without running the parent's exit handlers
+        code = 1
+        try:
+            import torch as _torch
+            x = _torch.ones(1, requires_grad=True)
+            _torch.autograd.grad((x * 2).sum(), x)
+            code = 0
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) == 0
+
+
 @contextmanager
 def worker_pool(workers: int, items: int, torch: bool = False) -> Iterator[Pool]:
     """One pool for every pass of a job; in this process for one worker or one item.
@@ -109,6 +133,10 @@ def worker_pool(workers: int, items: int, torch: bool = False) -> Iterator[Pool]
     `torch`: the work uses torch, which then runs single-threaded too. In-process runs use the
     same settings as the workers; the caller's settings are restored afterwards.
     """
+    if workers > 1 and items > 1 and torch and not autograd_survives_fork():
+        console.status("warning: torch's autograd cannot run in forked workers once this process has run a "
+                       "backward pass in another thread; working in this process (the same output, one core)")
+        workers = 1
     if workers <= 1 or items <= 1:
         before = single_threaded(torch)
         try:
