@@ -603,20 +603,23 @@ def _config(cls, job: str, options: dict, also: Sequence[str] = ()):
     """The job's config dataclass from keyword options; an unknown option is a one-line error
     naming the options (the config's fields, and `also`: the model's, taken out before)."""
     known = [f.name for f in dataclasses.fields(cls)]
+    _refuse_unknown(job, options, known, shown=[*known, *also])
+    return cls(**options)
+
+
+def _refuse_unknown(job: str, options: dict, known: Sequence[str], shown: Sequence[str] = ()) -> None:
+    """A one-line error for keywords outside `known`, naming the options (`shown`, else `known`)."""
     unknown = sorted(set(options) - set(known))
     if unknown:
         raise BgbenchError(f"{job}: unknown option {', '.join(unknown)}; the options are "
-                           f"{', '.join(dict.fromkeys([*known, *also]))}")
-    return cls(**options)
+                           f"{', '.join(dict.fromkeys(shown or known))}")
 
 
 def _check_options(function, job: str, options: dict) -> None:
     """Refuse, in one line, a keyword that `function`'s signature does not list."""
     import inspect
-    known = [p.name for p in inspect.signature(function).parameters.values() if p.kind is p.KEYWORD_ONLY]
-    unknown = sorted(set(options) - set(known))
-    if unknown:
-        raise BgbenchError(f"{job}: unknown option {', '.join(unknown)}; the options are {', '.join(known)}")
+    _refuse_unknown(job, options, [p.name for p in inspect.signature(function).parameters.values()
+                                   if p.kind is p.KEYWORD_ONLY])
 
 
 def _analyse(function, name: str, source: Any, run_ref: Any, options: dict):
