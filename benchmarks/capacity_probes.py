@@ -28,6 +28,8 @@ from pathlib import Path
 import torch
 import torch.nn as nn
 
+from host_only import LAUNCH_SECONDS
+
 #: The fastest ResNet-50 forward measured on an H100 (`capacity.H100_FASTEST`).
 H100_FASTEST = 20441.0
 #: A card's forward + backward of a ResNet-50 takes about three forwards' time.
@@ -83,11 +85,16 @@ def _configs():
             ("attribution", AttributionConfig(workers=1), 1, 1)]
 
 
-def probe_capacity(root: Path, repeats: int = 2, names=None) -> dict:
-    """{probe: {images_s, forwards_per_image, goal_images_s}}: the best of `repeats` runs of each probe
-    on `root`'s originals, one core, from the pixel cache (filled first)."""
+def probe_capacity(root: Path, repeats: int = 2, names=None, host_model: str = "null") -> dict:
+    """{probe: {images_s, forwards_per_image, goal_images_s, host: {...}}}: the best of `repeats`
+    runs of each probe on `root`'s originals, one core, from the pixel cache (filled first); `host`
+    is the same probe run on the meta device (`host_only`), its host work alone, with `host_model`
+    ('null': NullFeatureNet; or a timm architecture, whose launches are then counted)."""
+    import math
+
     from bgbench.measures import catalog
     from bgbench.measures.registry import get_measure as get
+    from host_only import host_only_run
     catalog.load_all()
     from bgbench.data.layout import discover
     from bgbench.data.pixel_cache import pixels_of
@@ -95,6 +102,7 @@ def probe_capacity(root: Path, repeats: int = 2, names=None) -> dict:
     pixels_of(layout.items("original"), wait=True)
     images = len(layout.foregrounds())
     model = null_feature_model()
+    on_meta = _host_model(host_model).to("meta")
     out = {}
     for name, cfg, forwards, divisor in _configs():
         if names and name not in names:
@@ -108,9 +116,26 @@ def probe_capacity(root: Path, repeats: int = 2, names=None) -> dict:
         if forwards is None:  # ablate: one forward per stored row (the clean image and each copy)
             forwards = len(result.rows) / images
             divisor = forwards
+        cfg.device = "meta"  # after the config's checks, which know real devices only
+
+        def on_the_host():
+            return measure.compute(on_meta, str(root), cfg, progress=False)
+        host_only_run(on_the_host, images, 1)  # meta's kernels load on first use
+        host = min((host_only_run(on_the_host, images, math.ceil(images / cfg.batch_size)) for _ in range(repeats)),
+                   key=lambda h: h["own_seconds"])
+        cfg.device = "cpu"
         out[name] = {"images_s": images / best, "forwards_per_image": forwards,
-                     "goal_images_s": H100_FASTEST / divisor, "images": images}
+                     "goal_images_s": H100_FASTEST / divisor, "images": images, "host": host}
     return out
+
+
+def _host_model(arch: str):
+    """The network of the host-only runs: NullFeatureNet, or a timm architecture at random init."""
+    if arch == "null":
+        return null_feature_model()
+    import timm
+    from bgbench.models.spec import BgModel, ModelSpec
+    return BgModel(timm.create_model(arch, num_classes=9), ModelSpec(name=arch, arch=arch, num_classes=9)).eval()
 
 
 def main(argv=None) -> int:
@@ -118,6 +143,9 @@ def main(argv=None) -> int:
     ap.add_argument("--per-class", type=int, default=20, help="images per class of the real-size set (default 20)")
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--probes", nargs="+", help="only these probes")
+    ap.add_argument("--host-model", default="null",
+                    help="the network of the host-only (meta device) runs: null, or a timm architecture such as "
+                         "resnet50 whose launches are then counted (default %(default)s)")
     ap.add_argument("--json", type=Path, help="write the figures here too")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)  # one core: the figure is per core
@@ -126,12 +154,20 @@ def main(argv=None) -> int:
     root = realsize_dataset(per_class=args.per_class)
     with tempfile.TemporaryDirectory() as cache:
         os.environ["BGBENCH_CACHE"] = cache
-        figures = probe_capacity(root, args.repeats, args.probes)
+        figures = probe_capacity(root, args.repeats, args.probes, args.host_model)
     print(f"each probe with a network that costs nothing (ResNet-50's shapes), one core, 224-px JPEG:")
     for name, f in figures.items():
         verdict = "met" if f["images_s"] >= f["goal_images_s"] else "NOT met"
         print(f"  {name:<12} {f['images_s']:>9,.0f} img/s  ({f['forwards_per_image']:.0f} forwards an image; "
               f"goal {f['goal_images_s']:,.0f} img/s to feed {H100_FASTEST:,.0f} forwards/s: {verdict})")
+    print(f"the host's work alone (the probe on the meta device, network {args.host_model}; launches at "
+          f"{LAUNCH_SECONDS * 1e6:.0f} us each, assumed), one core:")
+    for name, f in figures.items():
+        h = f["host"]
+        verdict = "met" if h["host_images_s"] >= f["goal_images_s"] else "NOT met"
+        print(f"  {name:<12} {h['host_images_s']:>9,.0f} img/s  (own work {h['own_seconds'] * 1e3 / f['images']:.2f} "
+              f"ms an image, {h['launches_per_image']:.1f} launches an image, {h['waits_per_batch']:.1f} waits a "
+              f"batch; goal {f['goal_images_s']:,.0f}: {verdict})")
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2))
     return 0

@@ -135,10 +135,15 @@ class ModelMeasure(RunningMeasure):
         bar = console.progress(enabled=run.progress and run.ranks.main, total=len(shard.pairs),
                                desc=f"{self.name} probe", unit="img")
         with self._autograd(), forward_context(getattr(cfg, "precision", "fp32"), run.device):
+            waiting = None  # the last batch launched, whose rows are read once the next one is queued
             for batch in foreground_batches(shard.pairs, cfg, run.device, run.attributes):
                 batch = Batch(*batch)
-                shard.add(batch.items, self.rows(state, batch, cfg))
-                bar.update(len(batch.items))
+                launched = self.launch(state, batch, cfg)
+                if waiting is not None:
+                    self._land(shard, bar, state, cfg, *waiting)
+                waiting = (batch, launched)
+            if waiting is not None:
+                self._land(shard, bar, state, cfg, *waiting)
         bar.close()
         rows = shard.gathered()
         if rows is None:
@@ -185,8 +190,23 @@ class ModelMeasure(RunningMeasure):
         return run
 
     def rows(self, state: Any, batch: Batch, cfg) -> List[tuple]:
-        """The rows of one batch."""
+        """The rows of one batch (a measure supplies this, or `launch` and `landed`)."""
         raise NotImplementedError
+
+    def launch(self, state: Any, batch: Batch, cfg) -> Any:
+        """Queue one batch's device work and return what `landed` makes its rows of, reading
+        nothing back to the host (an `evaluation.transfer.Readback`): the template queues the next
+        batch before it asks for this one's rows, so that on a GPU the card computes while the host
+        builds rows. By default the batch's rows, made at once (`rows`)."""
+        return self.rows(state, batch, cfg)
+
+    def landed(self, state: Any, batch: Batch, launched: Any, cfg) -> List[tuple]:
+        """The rows of a batch from what its `launch` returned (by default, those rows)."""
+        return launched
+
+    def _land(self, shard, bar, state, cfg, batch: Batch, launched) -> None:
+        shard.add(batch.items, self.landed(state, batch, launched, cfg))
+        bar.update(len(batch.items))
 
     def finish(self, state: Any, rows: List[tuple], cfg, run: RunContext):
         """(the rows to store, config keys they add) from every image's rows; the rows as they are

@@ -125,17 +125,22 @@ def gradcam_batch(model, layer, x, target=None):
 
     The map is of the predicted class, or of `target` ((N,) raw output indices) where given: Hard
     ImageNet's `saliency_analysis.py` takes the true class (`ClassifierOutputTarget(label)`).
-
-    Captum gives the per-channel terms mean(∂y/∂A_c)·A_c; they are summed over channels and
-    ReLU'd in NumPy float32, as pytorch-grad-cam does, so that the two maps agree to the last bit
-    wherever the gradients do (the order of a float32 sum changes its last bits, and RIVAL10's
-    thresholded measures can flip a pixel on them).
+    `gradcam_terms` runs the network, `gradcam_maps` makes the maps on the host.
     """
+    terms, preds = gradcam_terms(model, layer, x, target)
+    return gradcam_maps(terms.detach().float().cpu().numpy(), tuple(x.shape[-2:])), preds
+
+
+def gradcam_terms(model, layer, x, target=None):
+    """(Captum's per-channel terms mean(∂y/∂A_c)·A_c (N, C, h, w), raw predicted class (N,)), both
+    on the device, nothing read back: the probe queues the next batch before it reads them."""
     import torch
     from captum.attr import LayerGradCam
+
+    from ..evaluation.transfer import to_device
     with torch.no_grad():
         preds = model(x).argmax(dim=1)
-    target = preds if target is None else torch.as_tensor(target, device=preds.device)
+    target = preds if target is None else to_device(torch.as_tensor(target), preds.device)
     eager = getattr(model, "eager", contextlib.nullcontext)  # a compiled forward would skip the layer's hooks
     with eager(), cam_site(model, layer, tuple(x.shape[-2:])) as site:
         terms = LayerGradCam(model, site).attribute(x, target=target, relu_attributions=False,
@@ -143,8 +148,15 @@ def gradcam_batch(model, layer, x, target=None):
     if terms.dim() != 4:
         raise BgbenchError(f"Grad-CAM needs a layer with a spatial (N, C, h, w) output; got shape "
                            f"{tuple(terms.shape)}: name another one with --layer")
-    cam = np.maximum(terms.detach().float().cpu().numpy().sum(axis=1), 0)
-    return postprocess(cam, tuple(x.shape[-2:])), preds
+    return terms, preds
+
+
+def gradcam_maps(terms: np.ndarray, image_hw: Tuple[int, int]) -> np.ndarray:
+    """The maps (N,H,W) from Captum's terms (N, C, h, w) float32 on the host: summed over channels
+    and ReLU'd in NumPy float32, as pytorch-grad-cam does, so that the two maps agree to the last
+    bit wherever the gradients do (the order of a float32 sum changes its last bits, and RIVAL10's
+    thresholded measures can flip a pixel on them); then `postprocess`."""
+    return postprocess(np.maximum(terms.sum(axis=1), 0), image_hw)
 
 
 def postprocess(cam: np.ndarray, image_hw: Tuple[int, int]) -> np.ndarray:

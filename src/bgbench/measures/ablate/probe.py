@@ -100,24 +100,36 @@ class AblateMeasure(ModelMeasure):
         score.protocol = probe_protocol(run.layout)  # Hard ImageNet adds its box and tile ablations
         return score
 
-    def rows(self, score, batch, cfg: AblateConfig) -> List[AblateRow]:
-        """Each image clean ('none') and with each of its regions grayed (`engine`)."""
+    def launch(self, score, batch, cfg: AblateConfig):
+        """Each image clean ('none') and with each of its regions grayed (`engine`), queued on the
+        device: the regions' names and images, and their outcomes on the way to the host."""
         import torch
 
+        from ...evaluation.transfer import Readback, to_device
         from ..common.regions import ATTRIBUTE_PREFIX, Region, object_regions
         from .engine import ablation_outcomes
-        items = batch.items
-        y = torch.as_tensor([it.label for it in items], device=batch.x.device)
+        y = to_device(torch.as_tensor([it.label for it in batch.items]), batch.x.device)
         regions = object_regions(batch.m) + [Region(ATTRIBUTE_PREFIX + name, idx, where)
                                              for name, (idx, where) in batch.parts.items()]
         ablated = hard_imagenet_copies(batch.x, batch.m) if score.protocol == HARDIMAGENET else []
         outcomes = ablation_outcomes(score, batch.x, regions, y, chunk=cfg.batch_size, ablated=ablated)
+        named = [("none", None)] + [(r.name, r.index) for r in regions] + [(name, index) for name, index, _ in ablated]
+        tensors = {}
+        for k, (name, index) in enumerate(named):
+            tensors[f"preds{k}"], tensors[f"probs{k}"] = outcomes[name]
+            if index is not None:
+                tensors[f"index{k}"] = index
+        return [name for name, _ in named], Readback(**tensors)
+
+    def landed(self, score, batch, launched, cfg: AblateConfig) -> List[AblateRow]:
+        names, back = launched
+        got = back.get()
+        items = batch.items
         rows: List[AblateRow] = []
-        for name, index in [("none", torch.arange(len(items)))] + [(r.name, r.index.cpu()) for r in regions] + \
-                [(name, index.cpu()) for name, index, _ in ablated]:
-            preds, probs = (t.cpu().tolist() for t in outcomes[name])
-            for k, pred, prob in zip(index.tolist(), preds, probs):
-                it = items[k]
+        for k, name in enumerate(names):
+            index = got[f"index{k}"].tolist() if f"index{k}" in got else range(len(items))
+            for i, pred, prob in zip(index, got[f"preds{k}"].tolist(), got[f"probs{k}"].tolist()):
+                it = items[i]
                 rows.append(AblateRow(it.image_id, it.label, name, int(pred), int(pred == it.label), float(prob)))
         return rows
 

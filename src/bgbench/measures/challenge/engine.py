@@ -43,7 +43,7 @@ from ...models.spec import BgModel
 from .config import DEFAULT_SAFETY, ChallengePrecision
 from .numerics import fp32_settings, strict_fp32
 from .search import VerdictSearch, full_results
-from .transfer import Fetch, to_device
+from ...evaluation.transfer import Fetch, to_device
 from .verdict import FgResult, OnResult, composite
 
 if TYPE_CHECKING:

@@ -41,7 +41,7 @@ from .engine import ChallengeEngine
 from .result import ChallengeReport
 from .sample import SamplePlan
 from .summary import ChallengeData, summarize
-from .transfer import Fetch, to_device
+from ...evaluation.transfer import Fetch, to_device
 from .verdict import FgResult
 
 __all__ = ["ChallengeConfig", "ChallengeReport", "run_challenge", "summarize", "load_backgrounds",

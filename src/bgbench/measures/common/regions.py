@@ -8,7 +8,7 @@ ablations add the object's box ('bbox', 'tile'); an attribute's mask is the regi
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, List, Optional
 
 if TYPE_CHECKING:
     import torch
@@ -31,10 +31,16 @@ class Region:
     name: str
     index: "torch.Tensor"  # (n,) positions in the batch
     where: "torch.Tensor"  # (n, 1, H, W) in {0,1}
+    known: Optional[List[int]] = None  # the same positions on the host, where they are known there
+
+    def positions(self) -> List[int]:
+        """The positions as a list: known on the host, or read from the device (a wait on a GPU)."""
+        return self.known if self.known is not None else self.index.tolist()
 
 
 def object_regions(mask: "torch.Tensor") -> list:
     """The foreground and the background of every image of a batch (mask: (N, 1, H, W))."""
     import torch
     every = torch.arange(mask.shape[0], device=mask.device)
-    return [Region("fg", every, mask), Region("bg", every, 1 - mask)]
+    known = list(range(mask.shape[0]))
+    return [Region("fg", every, mask, known), Region("bg", every, 1 - mask, known)]

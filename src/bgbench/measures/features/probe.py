@@ -90,19 +90,22 @@ class FeaturesMeasure(ModelMeasure):
                                "features are ranked per predicted class (--group-by prediction)")
         return _Head(LinearHead.of(run.model), {p[0].image_id: k for k, p in enumerate(run.pairs)})
 
-    def rows(self, state: "_Head", batch, cfg: FeaturesConfig) -> list:
-        """Per image: its pooled features, prediction, and each channel's map share on the
-        background (from the small maps: `engine.background_shares`); no map is kept."""
+    def launch(self, state: "_Head", batch, cfg: FeaturesConfig):
+        """Per image, queued on the device: its pooled features, prediction, and each channel's map
+        share on the background (from the small maps: `engine.background_shares`); no map is kept."""
+        from ...evaluation.transfer import Readback
         from .engine import background_shares
         head = state.head
         maps, feats, logits = head.forward(batch.x)
         if head.pooled_is_map_mean is None:
-            head.check(maps, feats, logits)
+            head.check(maps, feats, logits)  # once a run: it reads its answer back
         masks = batch.m[:, 0]
-        preds = logits.argmax(dim=1).cpu().numpy()
-        pooled = feats.float().cpu().numpy()
-        shares = background_shares(maps, masks).cpu().numpy()
-        areas = (1 - masks.double()).mean(dim=(1, 2)).cpu().numpy()
+        return Readback(preds=logits.argmax(dim=1), pooled=feats.float(), shares=background_shares(maps, masks),
+                        areas=(1 - masks.double()).mean(dim=(1, 2)))
+
+    def landed(self, state: "_Head", batch, launched, cfg: FeaturesConfig) -> list:
+        got = launched.get()
+        preds, pooled, shares, areas = got["preds"], got["pooled"], got["shares"], got["areas"]
         return [(state.index[it.image_id], it.label, int(preds[k]), pooled[k], shares[k], float(areas[k]))
                 for k, it in enumerate(batch.items)]
 

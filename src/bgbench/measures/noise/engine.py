@@ -15,39 +15,41 @@ from __future__ import annotations
 from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Callable, Dict, Optional, Sequence
 
-import numpy as np
 import torch
 
 from .draws import REGIONS, draw_seed, image_noise  # noqa: F401 (REGIONS: the object regions, re-exported)
 from ..common.regions import Region
 
 
-def stacked_draws(seeds: Sequence[int], trials: int, height: int, width: int, pool: Optional[Executor] = None
-                  ) -> "Callable[[], np.ndarray]":
-    """The draws of several images, (trials, N, H, W, 3) float32 with image k's from `seeds[k]`
-    (channels last, the layout convolutions run fastest on, CPU and GPU): a function that returns
-    them. With a thread pool the images are drawn in its threads (numpy's generators release the
-    interpreter's lock while they fill an array), starting now: the caller runs a forward
-    meanwhile and calls the function when it needs the draws."""
-    out = np.empty((trials, len(seeds), height, width, 3), dtype=np.float32)
+def stacked_draws(seeds: Sequence[int], trials: int, height: int, width: int, pool: Optional[Executor] = None,
+                  pinned: bool = False) -> "Callable[[], torch.Tensor]":
+    """The draws of several images, a (trials, N, H, W, 3) float32 CPU tensor with image k's from
+    `seeds[k]` (channels last, the layout convolutions run fastest on, CPU and GPU): a function that
+    returns them. With a thread pool the images are drawn in its threads (numpy's generators
+    release the interpreter's lock while they fill an array), starting now: the caller runs a
+    forward meanwhile and calls the function when it needs the draws. `pinned`: drawn into
+    page-locked memory (for a GPU), whose copy to the card is queued, not waited for; the tensor
+    itself is what is copied, so that torch's pinned-memory cache keeps it until the copy is done."""
+    buffer = torch.empty((trials, len(seeds), height, width, 3), dtype=torch.float32, pin_memory=pinned)
+    out = buffer.numpy()
 
     def one(k: int) -> None:
         out[:, k] = image_noise(seeds[k], trials, height, width)
     if pool is None:
         for k in range(len(seeds)):
             one(k)
-        return lambda: out
+        return lambda: buffer
     futures = [pool.submit(one, k) for k in range(len(seeds))]
 
-    def done() -> np.ndarray:
+    def done() -> torch.Tensor:
         for f in futures:
             f.result()
-        return out
+        return buffer
     return done
 
 
 def masked_noise(where: torch.Tensor, level: float, kind: str, trials: int, seeds: Sequence[int],
-                 raw: Optional[np.ndarray] = None) -> torch.Tensor:
+                 raw: Optional[torch.Tensor] = None) -> torch.Tensor:
     """Noise (trials, N, 3, H, W) restricted to `where` ((N, 1, H, W) in {0,1}), image k drawn
     from `seeds[k]` (`raw`: those draws already made, `stacked_draws`).
 
@@ -57,7 +59,7 @@ def masked_noise(where: torch.Tensor, level: float, kind: str, trials: int, seed
     b, _, h, w = where.shape
     if raw is None:
         raw = stacked_draws(seeds, trials, h, w)()
-    n = torch.from_numpy(raw).to(device=where.device, dtype=where.dtype).permute(0, 1, 4, 2, 3) * where
+    n = raw.to(where.device, non_blocking=True).to(where.dtype).permute(0, 1, 4, 2, 3) * where
     if kind == "l2":
         norm = n.flatten(2).norm(dim=2).clamp_min(1e-12)
         return n * (level / norm)[..., None, None, None]
@@ -108,10 +110,12 @@ def region_predictions(predict: Callable[[torch.Tensor], torch.Tensor], x: torch
     steps = [(region, li, float(level)) for region in regions if len(region.index)
              for li, level in enumerate(levels)]
 
+    positions = {region.name: region.positions() for region in regions}  # once a region, not once a step
+
     def draw(step):
         region, _, level = step
-        return stacked_draws([draw_seed(seed, image_ids[k], region.name, level) for k in region.index.tolist()],
-                             trials, h, w, pool)
+        return stacked_draws([draw_seed(seed, image_ids[k], region.name, level) for k in positions[region.name]],
+                             trials, h, w, pool, pinned=x.device.type == "cuda")
     out = {region.name: torch.empty(len(levels), trials, len(region.index), dtype=torch.long, device=x.device)
            for region in regions}
     upcoming = draw(steps[0]) if steps else None

@@ -120,25 +120,35 @@ class NoiseMeasure(ModelMeasure):
         cfg.for_data(run.layout)
         return lambda x: decide(run.model, run.model(x), cfg.mapping)[0]
 
-    def rows(self, predict, batch, cfg: NoiseConfig) -> List[NoiseRow]:
-        """Every image's prediction under each region's noise, level and trial (`engine`)."""
+    def launch(self, predict, batch, cfg: NoiseConfig):
+        """Every image's prediction under each region's noise, level and trial (`engine`), queued on
+        the device: the regions' names, and their predictions and images on the way to the host."""
         from ...data.prefetch import resolve_workers
+        from ...evaluation.transfer import Readback
         from ..common.regions import ATTRIBUTE_PREFIX, Region, object_regions
         from .engine import region_predictions
-        items = batch.items
         regions = object_regions(batch.m) + [Region(ATTRIBUTE_PREFIX + name, idx, where)
                                              for name, (idx, where) in batch.parts.items()]
-        preds = region_predictions(predict, batch.x, regions, [it.image_id for it in items], cfg.seed, cfg.levels,
-                                   cfg.trials, cfg.kind, chunk=cfg.batch_size,
+        preds = region_predictions(predict, batch.x, regions, [it.image_id for it in batch.items], cfg.seed,
+                                   cfg.levels, cfg.trials, cfg.kind, chunk=cfg.batch_size,
                                    workers=resolve_workers(cfg.workers, str(batch.x.device)))
+        tensors = {}
+        for k, region in enumerate(regions):
+            tensors[f"preds{k}"], tensors[f"index{k}"] = preds[region.name], region.index
+        return [region.name for region in regions], Readback(**tensors)
+
+    def landed(self, predict, batch, launched, cfg: NoiseConfig) -> List[NoiseRow]:
+        names, back = launched
+        got = back.get()
+        items = batch.items
         rows: List[NoiseRow] = []
-        for region in regions:
-            done = preds[region.name].cpu().numpy()
-            members = [items[k] for k in region.index.tolist()]
-            rows.extend(NoiseRow(it.image_id, it.label, region.name, level, t, int(done[li, t, k] == it.label),
-                         int(done[li, t, k]))
+        for k, name in enumerate(names):
+            done = got[f"preds{k}"]
+            members = [items[i] for i in got[f"index{k}"].tolist()]
+            rows.extend(NoiseRow(it.image_id, it.label, name, level, t, int(done[li, t, i] == it.label),
+                                 int(done[li, t, i]))
                         for li, level in enumerate(cfg.levels) for t in range(cfg.trials)
-                        for k, it in enumerate(members))
+                        for i, it in enumerate(members))
         return rows
 
     def recorded(self, state, cfg, run) -> dict:

@@ -22,7 +22,7 @@ import numpy as np
 from ... import checks
 from ...options import flag, runtime
 from ...intervals import REPLICATES
-from ...probing.gradcam import gradcam_batch, resolve_layer
+from ...probing.gradcam import gradcam_batch, gradcam_maps, gradcam_terms, resolve_layer
 from ..base import Autograd, BootstrapConfig, ModelMeasure
 from ..registry import Headline, SectionSpec
 from .metrics import METRICS, absolute_iou_and_dice, saliency_alignment
@@ -97,12 +97,19 @@ class SaliencyMeasure(ModelMeasure):
         targets = true_class_outputs(run.model, len(run.layout.classes)) if protocol == HARDIMAGENET else None
         return _Layer(run.model, *resolve_layer(run.model, cfg.layer), protocol, targets)
 
-    def rows(self, cam: _Layer, batch, cfg: SaliencyConfig) -> List[SaliencyRow]:
-        """Each image's Grad-CAM map on its predicted class (Hard ImageNet: its true class),
-        measured against its mask (RIVAL10's measures; Hard ImageNet's IoU and Dice)."""
+    def launch(self, cam: _Layer, batch, cfg: SaliencyConfig):
+        """Each image's Grad-CAM terms on its predicted class (Hard ImageNet: its true class), queued
+        on the device with its prediction and mask on the way to the host."""
+        from ...evaluation.transfer import Readback
         target = None if cam.targets is None else [cam.targets[it.label] for it in batch.items]
-        maps, preds = gradcam_batch(cam.model, cam.layer, batch.x, target)
-        preds, masks = preds.cpu().numpy(), batch.m[:, 0].cpu().numpy() > 0.5
+        terms, preds = gradcam_terms(cam.model, cam.layer, batch.x, target)
+        return Readback(terms=terms.float(), preds=preds, masks=batch.m[:, 0] > 0.5)
+
+    def landed(self, cam: _Layer, batch, launched, cfg: SaliencyConfig) -> List[SaliencyRow]:
+        """The maps (pytorch-grad-cam's post-processing, on the host) measured against the masks
+        (RIVAL10's measures; Hard ImageNet's IoU and Dice)."""
+        got = launched.get()
+        maps, preds, masks = gradcam_maps(got["terms"], tuple(batch.x.shape[-2:])), got["preds"], got["masks"]
         return [SaliencyRow(it.image_id, it.label, int(preds[k]),
                  *(_sql(v) for v in _measures(maps[k], masks[k], cam.protocol)))
                 for k, it in enumerate(batch.items)]
