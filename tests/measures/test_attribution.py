@@ -50,7 +50,7 @@ def test_feature_iou_against_maps_worked_by_hand():
     # maps[2] all zero: empty
     masks = torch.zeros(1, 4, 4, dtype=torch.bool)
     masks[0, :2, :2] = True  # the top-left quarter
-    ious = feature_ious(maps, masks)
+    ious = feature_ious(maps, masks).numpy()
     # bilinear 2 -> 4 (corners not aligned): each 2x2 block keeps its value at 1 of its pixels and
     # blends toward its neighbours; binarized at 0.5 of the max, map 0 covers its own block exactly
     up0 = np.array([[1, .75, .25, 0], [.75, .5625, .1875, 0], [.25, .1875, .0625, 0], [0, 0, 0, 0]])

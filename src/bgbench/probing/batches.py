@@ -106,19 +106,20 @@ def masked_batches(pairs: Sequence[Tuple[object, object]], batch_size: int, devi
 def attribute_batches(pairs: Sequence[Tuple[object, object]], batch_size: int, device: str, attributes,
                       workers: Optional[int] = None) -> Iterator:
     """As `masked_batches`, plus `parts`: attribute -> (index (n,) of the batch's images that have
-    it, their masks (n,1,H,W) float {0,1}), for the attributes of `attributes` (an attribute source)."""
+    it, their masks (n,1,H,W) float {0,1}, the same positions as a list on the host, so that no
+    one reads them back from the device), for the attributes of `attributes` (an attribute source)."""
     import torch
 
     from ..evaluation.transfer import to_device
     for group, host in _decoded(pairs, batch_size, device, workers, attributes):
         x, m = _tensors(host, device)
-        parts: Dict[str, Tuple[object, object]] = {}
+        parts: Dict[str, Tuple[object, object, List[int]]] = {}
         for name in attributes.names:
             have = [k for k, g in enumerate(group) if name in g[3]]
             if have:
                 masks = np.stack([group[k][3][name] for k in have])
                 parts[name] = (to_device(torch.as_tensor(have), device),
-                               to_device(torch.from_numpy(masks), device).float().unsqueeze(1))
+                               to_device(torch.from_numpy(masks), device).float().unsqueeze(1), have)
         yield [g[0] for g in group], x, m, parts
 
 

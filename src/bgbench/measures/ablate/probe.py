@@ -109,8 +109,8 @@ class AblateMeasure(ModelMeasure):
         from ..common.regions import ATTRIBUTE_PREFIX, Region, object_regions
         from .engine import ablation_outcomes
         y = to_device(torch.as_tensor([it.label for it in batch.items]), batch.x.device)
-        regions = object_regions(batch.m) + [Region(ATTRIBUTE_PREFIX + name, idx, where)
-                                             for name, (idx, where) in batch.parts.items()]
+        regions = object_regions(batch.m) + [Region(ATTRIBUTE_PREFIX + name, idx, where, known)
+                                             for name, (idx, where, known) in batch.parts.items()]
         ablated = hard_imagenet_copies(batch.x, batch.m) if score.protocol == HARDIMAGENET else []
         outcomes = ablation_outcomes(score, batch.x, regions, y, chunk=cfg.batch_size, ablated=ablated)
         named = [("none", None)] + [(r.name, r.index) for r in regions] + [(name, index) for name, index, _ in ablated]

@@ -35,15 +35,16 @@ class AttributionConfig(BootstrapConfig):
         checks.at_least("--top", self.top, 1)
 
 
-def feature_ious(maps, masks) -> "np.ndarray":
+def feature_ious(maps, masks):
     """(a, K) IoU of each of one image's K feature maps ((K, h, w)) with each of its a attribute
-    masks ((a, H, W) bool): maps upsampled to the masks' size, binarized at 0.5 of their max."""
+    masks ((a, H, W) bool): maps upsampled to the masks' size, binarized at 0.5 of their max; a
+    tensor on the maps' device."""
     from ...probing.feature_maps import binarize, upsample
     on = binarize(upsample(maps[None], masks.shape[-2:])[0]).flatten(1).float()  # (K, HW)
     want = masks.flatten(1).float()  # (a, HW)
     inter = want @ on.T
     union = want.sum(1)[:, None] + on.sum(1)[None, :] - inter
-    return ((inter + EPS) / (union + EPS)).cpu().numpy()
+    return (inter + EPS) / (union + EPS)
 
 
 class AttributionMeasure(ModelMeasure):
@@ -75,22 +76,34 @@ class AttributionMeasure(ModelMeasure):
                             f"{__package__}.section:attribution_section"),)
     forwards_per_image = 1
 
-    def rows(self, run, batch, cfg: AttributionConfig) -> list:
-        """(image_id, label, attribute, IoU of every feature) for each attribute an image has."""
+    def launch(self, run, batch, cfg: AttributionConfig):
+        """For each attribute an image has, the IoU of every feature with its mask, queued on the
+        device: (image position, its attributes' names) and the IoUs on the way to the host."""
         import torch
 
+        from ...evaluation.transfer import Readback
         from ...probing.feature_maps import feature_maps
         maps = feature_maps(run.model, batch.x)
         have: Dict[int, List[str]] = {}
-        for name, (idx, _) in batch.parts.items():
-            for k in idx.tolist():
+        for name, (_, _, positions) in batch.parts.items():
+            for k in positions:
                 have.setdefault(k, []).append(name)
-        found = []
+        found, ious = [], {}
         for k, names in sorted(have.items()):
-            masks = torch.stack([batch.parts[n][1][(batch.parts[n][0] == k).nonzero()[0, 0], 0] > 0.5 for n in names])
-            for name, ious in zip(names, feature_ious(maps[k], masks)):
-                found.append((batch.items[k].image_id, batch.items[k].label, name, ious.astype(np.float32)))
-        return found
+            masks = torch.stack([batch.parts[n][1][batch.parts[n][2].index(k), 0] > 0.5 for n in names])
+            ious[f"ious{len(found)}"] = feature_ious(maps[k], masks)
+            found.append((k, names))
+        return found, Readback(**ious)
+
+    def landed(self, run, batch, launched, cfg: AttributionConfig) -> list:
+        """(image_id, label, attribute, IoU of every feature) for each attribute an image has."""
+        found, back = launched
+        got = back.get()
+        rows = []
+        for j, (k, names) in enumerate(found):
+            for name, ious in zip(names, got[f"ious{j}"]):
+                rows.append((batch.items[k].image_id, batch.items[k].label, name, ious.astype(np.float32)))
+        return rows
 
     def finish(self, run, gathered: list, cfg: AttributionConfig, _):
         """Each attribute's top features per class and over all classes (`summary.top_features`),

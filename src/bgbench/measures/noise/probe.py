@@ -127,8 +127,8 @@ class NoiseMeasure(ModelMeasure):
         from ...evaluation.transfer import Readback
         from ..common.regions import ATTRIBUTE_PREFIX, Region, object_regions
         from .engine import region_predictions
-        regions = object_regions(batch.m) + [Region(ATTRIBUTE_PREFIX + name, idx, where)
-                                             for name, (idx, where) in batch.parts.items()]
+        regions = object_regions(batch.m) + [Region(ATTRIBUTE_PREFIX + name, idx, where, known)
+                                             for name, (idx, where, known) in batch.parts.items()]
         preds = region_predictions(predict, batch.x, regions, [it.image_id for it in batch.items], cfg.seed,
                                    cfg.levels, cfg.trials, cfg.kind, chunk=cfg.batch_size,
                                    workers=resolve_workers(cfg.workers, str(batch.x.device)))
