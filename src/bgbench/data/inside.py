@@ -13,7 +13,7 @@ per image.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Set
+from typing import Optional, Set
 
 from ..errors import DataError
 
@@ -26,14 +26,16 @@ class RootGuard:
         self.real = self.root.resolve()
         self._folders: Set[Path] = set()
 
-    def check(self, path: Path) -> Path:
-        """`path`, or a one-line DataError naming it when its real path leaves the root."""
+    def check(self, path: Path, link: Optional[bool] = None) -> Path:
+        """`path`, or a one-line DataError naming it when its real path leaves the root. `link`:
+        whether the path is a symbolic link, where the caller knows (a directory listing's entry
+        does without a system call); else one `lstat` finds out."""
         folder = path.parent
         if folder not in self._folders:
             if not folder.resolve().is_relative_to(self.real):
                 self._refuse(path, folder.resolve() / path.name)
             self._folders.add(folder)
-        if path.is_symlink():
+        if path.is_symlink() if link is None else link:
             real = path.resolve()
             if not real.is_relative_to(self.real):
                 self._refuse(path, real)
