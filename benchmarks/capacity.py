@@ -18,7 +18,10 @@ exactly that host work, and it can be measured and improved on any laptop. Each 
   robust (every pair needed) and fooled, fp32 and bf16-verified (goal 20,000);
 - the noise probe's draws (`measures.noise.engine.stacked_draws`): the forwards/s that its seeded
   numpy draws can feed, drawn in turn and by 1 and 2 threads (on a GPU host, `--workers` threads,
-  8 by default, draw the next level's noise while the card runs this one's).
+  8 by default, draw the next level's noise while the card runs this one's);
+- each probe whole (`capacity_probes.py`): its host work alone, the probe run on torch's meta
+  device (`host_only.py`), projected to IN-9's 4,050 foregrounds, against the fastest forward's
+  rate divided by the probe's forwards per image (`--no-probes` leaves it out).
 
 The images are the real-size set of `realsize_data.py` (224-px JPEG quality 75, IN-9's layout).
 
@@ -155,6 +158,7 @@ def main(argv=None) -> int:
                     help="the variants whose images are fed (default: four, 1,800 images at 50 a class)")
     ap.add_argument("--challenge-fg", type=int, default=256,
                     help="foregrounds of the challenge's search figure (against 4,050 backgrounds; default 256)")
+    ap.add_argument("--no-probes", action="store_true", help="leave out each probe's host work (capacity_probes.py)")
     ap.add_argument("--json", type=Path, help="write the figures here too")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)  # one core: the figure is per core
@@ -184,6 +188,13 @@ def main(argv=None) -> int:
         figures.update(eval_path_rate(items, args.batch_size, args.repeats))
         figures.update(probe_batches_rate(layout, args.batch_size, args.repeats))
     figures.update(noise_draws_rate(args.size, args.repeats))
+    if not args.no_probes:
+        from capacity_probes import probe_capacity
+        before = os.environ["BGBENCH_CACHE"]
+        with tempfile.TemporaryDirectory() as work:
+            os.environ["BGBENCH_CACHE"] = str(Path(work) / "cache")
+            figures["probes"] = probe_capacity(root, args.repeats, work=Path(work))
+        os.environ["BGBENCH_CACHE"] = before
     from capacity_challenge import challenge_capacity
     figures["challenge"] = challenge_capacity(num_fg=args.challenge_fg)
     rows = [("feed from the cache (host side of the GPU path), one core", figures["feed_cached"], "img/s",
@@ -197,6 +208,8 @@ def main(argv=None) -> int:
                r["host_pairs_s"], "pairs/s", GOALS["challenge_pairs"]) for r in figures["challenge"]["rows"]),
             *((f"noise probe's draws, {'in turn' if t == 0 else f'{t} thread' + ('s' if t > 1 else '')} "
                f"(forwards they feed)", r["forwards_s"], "fwd/s", None) for t, r in figures["noise_draws"].items()),
+            *((f"probe {name}, host work alone (meta device), at IN-9's 4,050 foregrounds", f["host"]["in9_images_s"],
+               "img/s", f["goal_images_s"]) for name, f in figures.get("probes", {}).items()),
             ("first pass scaling, 1 -> 2 processes", figures["first_pass_scaling"], "x", GOALS["first_pass_scaling"])]
     print(f"capacity on {figures['cores']} cores, {len(items):,} images ({figures['size']}), batch {args.batch_size}:")
     for what, value, unit, goal in rows:
