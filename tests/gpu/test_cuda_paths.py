@@ -291,3 +291,37 @@ def test_the_feed_under_a_real_forward_gives_the_plain_paths_outputs(precision, 
             x = to_tensor(np.stack([decode_item(it) for it in items[i:i + 16]]), DEVICE)
             want.append(model(x).float().softmax(dim=1).max(dim=1).values.cpu())
     assert np.array_equal(got.conf, torch.cat(want).double().numpy())
+
+
+@pytest.mark.parametrize("probe", ["noise", "saliency", "features", "ablate", "attribution"])
+def test_no_probe_makes_the_host_wait_for_the_device_once_a_batch(probe, model_ckpt, synth_root, record_property):
+    """Under CUDA's sync debug mode set to 'warn', every call that synchronises the device warns:
+    a probe run in 9 batches warns no more than the same run in one, since each batch's results come
+    back through `transfer.Readback` (an event, waited on once the next batch is queued) and its
+    labels, attribute masks and noise go up pinned (`tests/test_host_work.py` counts the same on
+    the meta device, without a GPU)."""
+    if not DEVICE.startswith("cuda"):
+        pytest.skip("CUDA's sync debug mode needs a GPU")
+    import warnings
+
+    from bgbench.measures import catalog
+    from bgbench.measures.registry import get_measure
+    from bgbench.models import create_model
+    catalog.load_all()
+    measure = get_measure(probe)
+    options = {"noise": {"levels": [0.1, 0.2], "trials": 1}, "saliency": {"examples": 0},
+               "features": {"galleries": 0}}.get(probe, {})
+    model = create_model(f"file:{model_ckpt}").to(DEVICE)
+    warned = {}
+    for batch_size in (36, 4):
+        cfg = measure.config(batch_size=batch_size, device=DEVICE, **options)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            torch.cuda.set_sync_debug_mode("warn")
+            try:
+                assert measure.compute(model, str(synth_root), cfg, progress=False).rows
+            finally:
+                torch.cuda.set_sync_debug_mode("default")
+        warned[batch_size] = sum("synchroniz" in str(w.message) for w in caught)
+    record_property(f"{probe}_syncs", f"1 batch: {warned[36]}, 9 batches: {warned[4]}")
+    assert warned[4] <= warned[36], warned
