@@ -43,8 +43,10 @@ import torch.nn as nn
 
 from host_only import LAUNCH_SECONDS
 
-#: The fastest ResNet-50 forward measured on an H100 (`capacity.H100_FASTEST`).
+#: The fastest ResNet-50 forward measured on an H100 (`capacity.H100_FASTEST`), and its strict fp32
+#: forward (TF32 off, the probes' default), `gpu/results/h100-2026-11-27-feed-2.md`.
 H100_FASTEST = 20441.0
+H100_FP32 = 2728.0
 #: A card's forward + backward of a ResNet-50 takes about three forwards' time.
 BACKWARD_COST = 3.0
 
@@ -137,9 +139,26 @@ def host_figures(measure, model, root: Path, cfg, images: int, repeats: int) -> 
     per_image = max((whole["own_seconds"] - half["own_seconds"]) / (images - images // 2), 1e-9)
     fixed = max(whole["own_seconds"] - per_image * images, 0.0)
     launch = whole["launches_per_image"] * LAUNCH_SECONDS
+    batches = math.ceil(images / cfg.batch_size) - math.ceil(images // 2 / cfg.batch_size)
     return {**whole, "per_image_seconds": per_image, "fixed_seconds": fixed, "images": images, "rows": rows[images],
+            # the waits that grow with the batches (captum reads a one-image batch's target: a last batch's)
+            "waits_a_batch": max(whole["waits"] - half["waits"], 0) / max(batches, 1),
             "per_image_images_s": 1 / (per_image + launch),
             "in9_images_s": IN9_FOREGROUNDS / (fixed + IN9_FOREGROUNDS * (per_image + launch))}
+
+
+def card_ratio(figure: dict, forwards_s: float) -> float:
+    """A model of the share of a card's forward rate the probe gets on IN-9 from this host work:
+    the card's time per image (its forwards at `forwards_s`) against the host's (an image's work,
+    its launches and its share of a run's fixed cost). Where the probe waits on the device once a
+    batch, the two take turns (the card idles while the host works): card / (card + host); where it
+    never waits, they overlap: card / max(card, host)."""
+    host = 1 / figure["host"]["in9_images_s"]
+    forwards = H100_FASTEST / figure["goal_images_s"]  # an image's forwards (saliency's backward counted)
+    card = forwards / forwards_s
+    if figure["host"]["waits_a_batch"] > 0:
+        return card / (card + host)
+    return min(1.0, card / host)
 
 
 def probe_capacity(root: Path, repeats: int = 2, names=None, host_model: str = "null", cpu_too: bool = False,
@@ -218,8 +237,13 @@ def main(argv=None) -> int:
         verdict = "met" if h["in9_images_s"] >= f["goal_images_s"] else "NOT met"
         print(f"  {name:<18} {h['in9_images_s']:>9,.0f} img/s  goal {f['goal_images_s']:>7,.0f}: {verdict:<7}  "
               f"({h['per_image_seconds'] * 1e3:.3f} ms an image + {h['fixed_seconds']:.3f} s a run, "
-              f"{h['launches_per_image']:.1f} launches an image, {h['waits_per_batch']:.1f} waits a batch; "
+              f"{h['launches_per_image']:.1f} launches an image, {h['waits_a_batch']:.1f} waits a batch; "
               f"{f['forwards_per_image']:.1f} forwards an image; timed on {h['images']} images)")
+    print(f"  modelled share of a card's forward rate on IN-9 (`card_ratio`): at an H100's strict fp32 "
+          f"{H100_FP32:,.0f} / its fastest {H100_FASTEST:,.0f} forwards/s:")
+    for name, f in figures.items():
+        f["card_ratio"] = {"fp32": card_ratio(f, H100_FP32), "fastest": card_ratio(f, H100_FASTEST)}
+        print(f"  {name:<18} {f['card_ratio']['fp32']:.2f} / {f['card_ratio']['fastest']:.2f}")
     if args.cpu_too:
         print("on the CPU with NullFeatureNet (its arithmetic at 224 px included), one core:")
         for name, f in figures.items():

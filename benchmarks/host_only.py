@@ -64,18 +64,19 @@ class HostOnly(TorchFunctionMode):
     def __torch_function__(self, func: Callable, types, args=(), kwargs=None) -> Any:
         kwargs = kwargs or {}
         first = args[0] if args and isinstance(args[0], Tensor) else None
+        started = time.perf_counter()
         if func is Tensor.copy_ and first is not None and not first.is_meta and _touches_meta(args[1:], {}):
-            self.ops += 1  # a copy to the host: queued when non_blocking (`probing.readback`), else waited for
+            self.ops += 1  # a copy to the host: queued when non_blocking (`evaluation.transfer`), else waited for
             self.waits += 0 if kwargs.get("non_blocking", len(args) > 2 and args[2]) else 1
-            return first.zero_()
+            return self._copied(first.zero_(), started)  # the zeros stand for the card's DMA: not host work
         if first is not None and first.is_meta:
             if func in (Tensor.cpu, Tensor.numpy) or (func is Tensor.to and _to_host(args[1:], kwargs)):
                 self.waits += 1
                 host = _zeros_like_on_host(first)
-                return host.numpy() if func is Tensor.numpy else host
+                return self._copied(host.numpy() if func is Tensor.numpy else host, started)
             if func in _READS:
                 self.waits += 1
-                return func(_zeros_like_on_host(first))
+                return self._copied(func(_zeros_like_on_host(first)), started)
         on_device = _touches_meta(args, kwargs)
         started = time.perf_counter()
         try:
@@ -93,6 +94,11 @@ class HostOnly(TorchFunctionMode):
             self.op_seconds += time.perf_counter() - started
             if func in _UPLOADS and not on_device and not kwargs.get("non_blocking", False):
                 self.waits += 1  # host data copied to the device and waited for (pageable, blocking)
+        return out
+
+    def _copied(self, out: Any, started: float) -> Any:
+        """A copy's stand-in, whose time is the device's, not the host's."""
+        self.op_seconds += time.perf_counter() - started
         return out
 
 
