@@ -70,3 +70,52 @@ def test_the_proxy_counts_a_read_back_and_a_blocking_copy_up_as_waits(bench):
         torch.as_tensor([1, 2]).to("meta")
         torch.as_tensor([1, 2]).to("meta", non_blocking=True)
     assert host.waits == 3 and host.ops >= 4
+
+
+@pytest.mark.parametrize("workers", [0, 1, 3])
+def test_landing_gives_rows_in_batch_order_and_an_error_where_its_batch_comes_out(workers):
+    import random
+    import time
+
+    from bgbench.probing.landing import Landing
+    random.seed(workers)
+
+    def land(k):
+        def rows():
+            time.sleep(random.random() / 500)  # threads finish out of order
+            if k == 7:
+                raise ValueError("batch 7")
+            return [k]
+        return rows
+    out = []
+    with Landing(workers) as landing, pytest.raises(ValueError, match="batch 7"):
+        for k in range(10):
+            out += [(b, r) for b, r in landing.push(k, land(k))]
+            assert len(out) >= k - max(workers, 1)  # at most `workers` batches (one without threads) wait
+        out += list(landing.drain())
+    assert out == [(k, [k]) for k in range(7)]
+
+
+@pytest.mark.parametrize("name", ["noise", "saliency", "features", "ablate", "attribution"])
+def test_rows_made_in_landing_threads_are_the_rows_made_in_turn(bench, name, synth_root, one_thread, monkeypatch):
+    """On a GPU, results are queued to the host (`transfer.QUEUED`) and rows are made in `--workers`
+    threads. With the CPU counted as such a device, the copies are real and the threads run: the
+    rows are those of a plain CPU run, in the same order."""
+    capacity_probes, _ = bench
+    from bgbench.evaluation import transfer
+    from bgbench.measures import catalog
+    from bgbench.measures.registry import get_measure
+    catalog.load_all()
+    measure = get_measure(name)
+    model = capacity_probes.null_feature_model()
+    rows = {}
+    for queued in (False, True):
+        cfg = next(c for n, c, *_ in capacity_probes._configs() if n == name)
+        if name == "noise":
+            cfg.levels, cfg.trials = [0.1, 0.2], 1
+        cfg.batch_size, cfg.workers = 4, 3
+        if queued:
+            monkeypatch.setattr(transfer, "QUEUED", {"cuda", "cpu"})
+            assert measure._landing_threads(cfg, "cpu") == 3
+        rows[queued] = measure.compute(model, str(synth_root), cfg, progress=False).rows
+    assert rows[True] == rows[False] and len(rows[False]) >= 5

@@ -42,7 +42,7 @@ class Fetch:
         for t in tensors:
             t = t.detach()
             if t.device.type in QUEUED:
-                host = torch.empty(t.shape, dtype=t.dtype, pin_memory=t.device.type == "cuda")
+                host = torch.empty_strided(t.shape, _host_strides(t), dtype=t.dtype, pin_memory=t.device.type == "cuda")
                 host.copy_(t, non_blocking=True)
                 self.host.append(host)
             else:
@@ -60,6 +60,19 @@ class Fetch:
             self.event.synchronize()
             self.event = None
         return self.host
+
+
+def _host_strides(t: torch.Tensor):
+    """The strides `t.cpu()` would give its copy: t's own where its elements fill their span
+    without gaps or overlaps (a contiguous, channels-last or permuted tensor), else contiguous
+    ones. The layout matters to what is computed from the copy: NumPy sums a float32 array in
+    the order of its memory (Grad-CAM's maps, summed over channels on the host)."""
+    span = 1
+    for stride, size in sorted((st, n) for st, n in zip(t.stride(), t.shape) if n != 1):
+        if stride != span:
+            return torch.empty(t.shape, device="meta").stride()
+        span *= size
+    return t.stride()
 
 
 class Readback:

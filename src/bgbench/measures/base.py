@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar, Dict, List, NamedTuple, Optional
 
@@ -129,21 +130,23 @@ class ModelMeasure(RunningMeasure):
     def measure(self, run: RunContext, cfg, out_dir=None):
         from .. import console
         from ..evaluation.numerics import forward_context
+        from ..probing.landing import Landing
         from ..probing.sharding import ProbeShard
         shard = ProbeShard(run.pairs, cfg.batch_size, run.ranks)
         state = self.prepare(run, cfg)
         bar = console.progress(enabled=run.progress and run.ranks.main, total=len(shard.pairs),
                                desc=f"{self.name} probe", unit="img")
-        with self._autograd(), forward_context(getattr(cfg, "precision", "fp32"), run.device):
-            waiting = None  # the last batch launched, whose rows are read once the next one is queued
+        with self._autograd(), forward_context(getattr(cfg, "precision", "fp32"), run.device), \
+                Landing(self._landing_threads(cfg, run.device)) as landing:
             for batch in foreground_batches(shard.pairs, cfg, run.device, run.attributes):
                 batch = Batch(*batch)
                 launched = self.launch(state, batch, cfg)
-                if waiting is not None:
-                    self._land(shard, bar, state, cfg, *waiting)
-                waiting = (batch, launched)
-            if waiting is not None:
-                self._land(shard, bar, state, cfg, *waiting)
+                for done, rows in landing.push(batch, partial(self.landed, state, batch, launched, cfg)):
+                    shard.add(done.items, rows)
+                    bar.update(len(done.items))
+            for done, rows in landing.drain():
+                shard.add(done.items, rows)
+                bar.update(len(done.items))
         bar.close()
         rows = shard.gathered()
         if rows is None:
@@ -204,9 +207,17 @@ class ModelMeasure(RunningMeasure):
         """The rows of a batch from what its `launch` returned (by default, those rows)."""
         return launched
 
-    def _land(self, shard, bar, state, cfg, batch: Batch, launched) -> None:
-        shard.add(batch.items, self.landed(state, batch, launched, cfg))
-        bar.update(len(batch.items))
+    def _landing_threads(self, cfg, device) -> int:
+        """Threads that make rows while the next batches launch (`probing.landing`): on a device whose
+        results are queued to the host (a GPU), as many as decode (`--workers`); else none, and rows
+        are made in the caller, one batch behind, as they always were."""
+        import torch
+
+        from ..data.prefetch import resolve_workers
+        from ..evaluation.transfer import QUEUED
+        if torch.device(device).type not in QUEUED or type(self).landed is ModelMeasure.landed:
+            return 0
+        return resolve_workers(getattr(cfg, "workers", None), str(device))
 
     def finish(self, state: Any, rows: List[tuple], cfg, run: RunContext):
         """(the rows to store, config keys they add) from every image's rows; the rows as they are
