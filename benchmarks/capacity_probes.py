@@ -162,12 +162,13 @@ def card_ratio(figure: dict, forwards_s: float) -> float:
 
 
 def probe_capacity(root: Path, repeats: int = 2, names=None, host_model: str = "null", cpu_too: bool = False,
-                   work: Optional[Path] = None) -> dict:
+                   work: Optional[Path] = None, workers: int = 1) -> dict:
     """{probe: {forwards_per_image, goal_images_s, host: {...}, cpu_images_s (with cpu_too)}} on
     `root`'s originals in IN-9's layout (a copy under `work`), or on `root` itself for the probes
     that read attribute masks; one core, from the pixel cache (filled first). `host_model`: the
     network of the meta runs ('null': NullFeatureNet; or a timm architecture, whose launches are
-    then counted)."""
+    then counted). `workers`: each probe's threads, which decode ahead and, on the meta device as on
+    a GPU, make rows while the next batches launch (`probing.landing`); one by default: one core."""
     from bgbench.measures import catalog
     from bgbench.measures.registry import get_measure as get
     catalog.load_all()
@@ -180,6 +181,7 @@ def probe_capacity(root: Path, repeats: int = 2, names=None, host_model: str = "
     for name, cfg, forwards, divisor, with_attributes in _configs():
         if names and name not in names:
             continue
+        cfg.workers = workers
         data = root if with_attributes else in9
         layout = discover(data, variants=["original"])
         pixels_of(layout.items("original"), wait=True)
@@ -218,6 +220,8 @@ def main(argv=None) -> int:
     ap.add_argument("--host-model", default="null",
                     help="the network of the host-only (meta device) runs: null, or a timm architecture such as "
                          "resnet50 whose launches are then counted (default %(default)s)")
+    ap.add_argument("--workers", type=int, default=1,
+                    help="each probe's threads (decoding ahead, and making rows as on a GPU); default 1: one core")
     ap.add_argument("--cpu-too", action="store_true",
                     help="also time each probe on the CPU with NullFeatureNet (its arithmetic at 224 px included)")
     ap.add_argument("--json", type=Path, help="write the figures here too")
@@ -228,8 +232,9 @@ def main(argv=None) -> int:
     root = realsize_dataset(per_class=args.per_class)
     with tempfile.TemporaryDirectory() as work:
         os.environ["BGBENCH_CACHE"] = str(Path(work) / "cache")
-        figures = probe_capacity(root, args.repeats, args.probes, args.host_model, args.cpu_too, Path(work))
-    print(f"each probe's host work alone, one core (on the meta device, network {args.host_model}; each launch "
+        figures = probe_capacity(root, args.repeats, args.probes, args.host_model, args.cpu_too, Path(work),
+                                  args.workers)
+    print(f"each probe's host work alone, {args.workers} thread{'s' if args.workers > 1 else ''} (on the meta device, network {args.host_model}; each launch "
           f"{LAUNCH_SECONDS * 1e6:.0f} us, assumed), 224-px JPEG, projected to IN-9's {IN9_FOREGROUNDS:,} "
           f"foregrounds; the goal feeds {H100_FASTEST:,.0f} forwards/s:")
     for name, f in figures.items():

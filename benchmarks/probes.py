@@ -53,6 +53,14 @@ from bgbench.evaluation.predict import to_tensor
 from bgbench.models import create_model
 
 
+def fixed_and_marginal(whole: float, first_half: float, baseline: float, n: int, half: int) -> dict:
+    """A probe's run on n images (`whole` s) and on the first `half` (`first_half` s): its fixed cost
+    (what a run pays whatever its size: the dataset's listing and fingerprint, the model's checks,
+    the ranking) and its ratio per image beside the baseline's, fixed costs aside."""
+    per_image = max(whole - first_half, 1e-9) / (n - half)
+    return {"fixed_seconds": max(whole - per_image * n, 0.0), "per_image_ratio": (baseline / n) / per_image}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--per-class", type=int, default=8)
@@ -137,9 +145,10 @@ def main() -> None:
                 model.zero_grad(set_to_none=True)
                 logits.gather(1, logits.argmax(dim=1, keepdim=True)).sum().backward()
 
-        sides = {"noise": ("noise", "forward"), "saliency": ("saliency", "fwd+bwd"),
-                 "features": ("features", "forward once", "features+galleries"),
-                 "ablate": ("ablate", "ablate forward")}
+        sides = {"noise": ("noise", "forward", "noise/2"), "saliency": ("saliency", "fwd+bwd", "saliency/2"),
+                 "features": ("features", "forward once", "features+galleries", "features/2"),
+                 "ablate": ("ablate", "ablate forward", "ablate/2")}
+        half = n // 2  # each probe again on the first half: a run's fixed cost told from an image's
         wanted = {k for p in args.probes for k in sides[p]}
         times = {k: [] for k in wanted}
         for _ in range(args.repeats):
@@ -152,7 +161,11 @@ def main() -> None:
                             ("features+galleries", lambda: FEATURES.compute(model, root, gcfg, out_dir=root / "g",
                                                                           progress=False)),
                             ("ablate", lambda: ABLATE.compute(model, root, acfg, progress=False)),
-                            ("ablate forward", ablate_forward)):
+                            ("ablate forward", ablate_forward),
+                            ("noise/2", lambda: NOISE.compute(model, root, ncfg, progress=False, limit=half)),
+                            ("saliency/2", lambda: SALIENCY.compute(model, root, scfg, progress=False, limit=half)),
+                            ("features/2", lambda: FEATURES.compute(model, root, fcfg, progress=False, limit=half)),
+                            ("ablate/2", lambda: ABLATE.compute(model, root, acfg, progress=False, limit=half))):
                 if key not in wanted:
                     continue
                 t = time.perf_counter()
@@ -168,7 +181,8 @@ def main() -> None:
                  "features": (n, best.get("features"), best.get("forward once")),
                  "ablate": (ablated, best.get("ablate"), best.get("ablate forward"))}
         figures = {"images": n, "size": args.size, "arch": args.arch, "batch_size": args.batch_size, "device": dev,
-                   "target": target, **{p: {"probe": k / tp, "baseline": k / tb, "ratio": tb / tp}
+                   "target": target, **{p: {"probe": k / tp, "baseline": k / tb, "ratio": tb / tp,
+                                            **fixed_and_marginal(tp, best[f"{p}/2"], tb, n, half)}
                                         for p, (k, tp, tb) in timed.items() if p in args.probes}}
         if args.json:
             Path(args.json).write_text(json.dumps(figures, indent=1))
@@ -194,6 +208,9 @@ def main() -> None:
             print(f"ablate probe:   {ablated / best['ablate']:8.1f} img/s         pure forward: "
                   f"{ablated / best['ablate forward']:8.1f} img/s   ratio {r3:.3f} (target >= {target}, "
                   f"{ablated} images: clean, object, background and each part an image has)")
+        print("per image, a run's fixed cost aside (each probe timed again on the first half of the images): " +
+              ", ".join(f"{p} ratio {figures[p]['per_image_ratio']:.3f} (fixed {figures[p]['fixed_seconds']:.2f} s)"
+                        for p in ("noise", "saliency", "features", "ablate") if p in figures))
 
 
 if __name__ == "__main__":
