@@ -19,8 +19,9 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 #: What --workers says, in every command that feeds a model from image files.
-WORKERS_HELP = ("threads that decode batches ahead of the model (default: 1 on the CPU, where the forward is "
-                "the bottleneck; on a GPU one per core, 2 to 8, shared among the torchrun processes of a machine)")
+WORKERS_HELP = ("threads that decode batches ahead of the model and, on a GPU, make a probe's rows while the next "
+                "batches run (default: 1 on the CPU, where the forward is the bottleneck; on a GPU one per core, 2 to "
+                "8, shared among the torchrun processes of a machine)")
 
 
 def default_workers(device: str = "cpu") -> int:
