@@ -105,7 +105,9 @@ class FeaturesMeasure(ModelMeasure):
 
     def landed(self, state: "_Head", batch, launched, cfg: FeaturesConfig) -> list:
         got = launched.get()
-        preds, pooled, shares, areas = got["preds"], got["pooled"], got["shares"], got["areas"]
+        preds, areas = got["preds"], got["areas"]
+        # the rows keep these until the run ends: copies, so that the (pinned, on a GPU) buffers go back
+        pooled, shares = np.array(got["pooled"]), np.array(got["shares"])
         return [(state.index[it.image_id], it.label, int(preds[k]), pooled[k], shares[k], float(areas[k]))
                 for k, it in enumerate(batch.items)]
 
