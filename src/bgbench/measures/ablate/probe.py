@@ -113,21 +113,24 @@ class AblateMeasure(ModelMeasure):
                                              for name, (idx, where, known) in batch.parts.items()]
         ablated = hard_imagenet_copies(batch.x, batch.m) if score.protocol == HARDIMAGENET else []
         outcomes = ablation_outcomes(score, batch.x, regions, y, chunk=cfg.batch_size, ablated=ablated)
-        named = [("none", None)] + [(r.name, r.index) for r in regions] + [(name, index) for name, index, _ in ablated]
+        # each copy's images: known on the host for the clean images and the regions; Hard ImageNet's
+        # copies name theirs on the device, read back with the outcomes
+        named = [("none", range(len(batch.items)))] + [(r.name, r.positions()) for r in regions] + \
+            [(name, None) for name, _, _ in ablated]
         tensors = {}
-        for k, (name, index) in enumerate(named):
+        for k, (name, _) in enumerate(named):
             tensors[f"preds{k}"], tensors[f"probs{k}"] = outcomes[name]
-            if index is not None:
-                tensors[f"index{k}"] = index
-        return [name for name, _ in named], Readback(**tensors)
+        for k, (_, index, _) in enumerate(ablated, start=1 + len(regions)):
+            tensors[f"index{k}"] = index
+        return named, Readback(**tensors)
 
     def landed(self, score, batch, launched, cfg: AblateConfig) -> List[AblateRow]:
-        names, back = launched
+        named, back = launched
         got = back.get()
         items = batch.items
         rows: List[AblateRow] = []
-        for k, name in enumerate(names):
-            index = got[f"index{k}"].tolist() if f"index{k}" in got else range(len(items))
+        for k, (name, positions) in enumerate(named):
+            index = got[f"index{k}"].tolist() if positions is None else positions
             for i, pred, prob in zip(index, got[f"preds{k}"].tolist(), got[f"probs{k}"].tolist()):
                 it = items[i]
                 rows.append(AblateRow(it.image_id, it.label, name, int(pred), int(pred == it.label), float(prob)))

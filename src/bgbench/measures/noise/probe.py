@@ -122,7 +122,7 @@ class NoiseMeasure(ModelMeasure):
 
     def launch(self, predict, batch, cfg: NoiseConfig):
         """Every image's prediction under each region's noise, level and trial (`engine`), queued on
-        the device: the regions' names, and their predictions and images on the way to the host."""
+        the device: each region's name and images, and its predictions on the way to the host."""
         from ...data.prefetch import resolve_workers
         from ...evaluation.transfer import Readback
         from ..common.regions import ATTRIBUTE_PREFIX, Region, object_regions
@@ -132,19 +132,17 @@ class NoiseMeasure(ModelMeasure):
         preds = region_predictions(predict, batch.x, regions, [it.image_id for it in batch.items], cfg.seed,
                                    cfg.levels, cfg.trials, cfg.kind, chunk=cfg.batch_size,
                                    workers=resolve_workers(cfg.workers, str(batch.x.device)))
-        tensors = {}
-        for k, region in enumerate(regions):
-            tensors[f"preds{k}"], tensors[f"index{k}"] = preds[region.name], region.index
-        return [region.name for region in regions], Readback(**tensors)
+        return ([(region.name, region.positions()) for region in regions],
+                Readback(**{f"preds{k}": preds[region.name] for k, region in enumerate(regions)}))
 
     def landed(self, predict, batch, launched, cfg: NoiseConfig) -> List[NoiseRow]:
-        names, back = launched
+        regions, back = launched
         got = back.get()
         items = batch.items
         rows: List[NoiseRow] = []
-        for k, name in enumerate(names):
+        for k, (name, positions) in enumerate(regions):
             done = got[f"preds{k}"]
-            members = [items[i] for i in got[f"index{k}"].tolist()]
+            members = [items[i] for i in positions]
             rows.extend(NoiseRow(it.image_id, it.label, name, level, t, int(done[li, t, i] == it.label),
                                  int(done[li, t, i]))
                         for li, level in enumerate(cfg.levels) for t in range(cfg.trials)
