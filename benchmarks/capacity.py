@@ -14,7 +14,8 @@ exactly that host work, and it can be measured and improved on any laptop. Each 
 - the probes' batches (images and masks, `probing.batches.masked_batches`) from the cache;
 - the first pass (`data.pixel_cache.pixels_of` into a fresh cache: header reads, decoding in 1 and 2
   processes, the map written): images/s, the best of --repeats, and the scaling from 1 to 2
-  processes (goal 1.8x);
+  processes (goal 1.8x), beside two ceilings: a toy CPU task's scaling and PIL's decoding of the
+  same files alone in 1 and 2 forked processes;
 - the challenge's search (`benchmarks/capacity_challenge.py`): the pairs/s it schedules on one core,
   robust (every pair needed) and fooled, fp32 and bf16-verified (goal 20,000);
 - the noise probe's draws (`measures.noise.engine.stacked_draws`): the forwards/s that its seeded
@@ -146,6 +147,36 @@ def first_pass(items, processes: int) -> float:
     return rate
 
 
+def _pil_decode(paths) -> int:
+    """Worker: decode each file with PIL alone, as `data.images.decode_image` does, keeping nothing."""
+    from PIL import Image
+    for path in paths:
+        with Image.open(path) as im:
+            im.load()
+            np.asarray(im.convert("RGB"))
+    return len(paths)
+
+
+def decode_ceiling(items, repeats: int) -> dict:
+    """PIL's decoding of the same files alone in 1 and in 2 forked processes (best of `repeats`):
+    the scaling this machine gives the first pass's own work right now. A toy CPU task's scaling
+    (`machine_ceiling`) can be higher: on a virtual machine two cores may share one's vector units."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    chunks = [[str(it.path) for it in items[i:i + 64]] for i in range(0, len(items), 64)]
+    rates = {}
+    for processes in (1, 2):
+        with ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("fork")) as pool:
+            list(pool.map(_pil_decode, chunks[:processes]))  # started
+            best = float("inf")
+            for _ in range(repeats):
+                t = time.perf_counter()
+                list(pool.map(_pil_decode, chunks))
+                best = min(best, time.perf_counter() - t)
+        rates[processes] = len(items) / best
+    return {"pil_1_process": rates[1], "pil_2_processes": rates[2], "pil_scaling": rates[2] / rates[1]}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--per-class", type=int, default=50, help="images per class of the real-size set (default 50)")
@@ -175,6 +206,7 @@ def main(argv=None) -> int:
                "torch_threads": torch.get_num_threads()}
     from build_speed import machine_ceiling
     figures["machine_ceiling"] = machine_ceiling()  # what a second process can get right now
+    figures.update(decode_ceiling(items, args.repeats))  # what a second process gives PIL's decoding
     # best of --repeats, each into a fresh cache and the counts interleaved, as every other figure here
     counts = sorted(set(args.processes) | {1, 2})
     passes = {p: 0.0 for p in counts}
@@ -216,6 +248,8 @@ def main(argv=None) -> int:
                f"(forwards they feed)", r["forwards_s"], "fwd/s", None) for t, r in figures["noise_draws"].items()),
             *((f"probe {name}, host work alone (meta device), at IN-9's 4,050 foregrounds", f["host"]["in9_images_s"],
                "img/s", f["goal_images_s"]) for name, f in figures.get("probes", {}).items()),
+            ("PIL's decoding alone, 1 -> 2 forked processes (the first pass's ceiling here)", figures["pil_scaling"],
+             "x", None),
             ("first pass scaling, 1 -> 2 processes", figures["first_pass_scaling"], "x", GOALS["first_pass_scaling"])]
     print(f"capacity on {figures['cores']} cores, {len(items):,} images ({figures['size']}), batch {args.batch_size}:")
     for what, value, unit, goal in rows:
