@@ -255,7 +255,7 @@ def dfr(run: Run) -> dict:
                   "--batch-size", s.batch, "--repeats", s.repeats, "--device", run.device)
 
 
-@stage("probes", 90, 60, 20)
+@stage("probes", 120, 60, 20)
 def probes(run: Run) -> dict:
     """probes.py on the real-size set: noise, saliency, features and ablate against their baselines."""
     s = run.sizes
