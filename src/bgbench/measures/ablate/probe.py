@@ -113,15 +113,14 @@ class AblateMeasure(ModelMeasure):
                                              for name, (idx, where, known) in batch.parts.items()]
         ablated = hard_imagenet_copies(batch.x, batch.m) if score.protocol == HARDIMAGENET else []
         outcomes = ablation_outcomes(score, batch.x, regions, y, chunk=cfg.batch_size, ablated=ablated)
-        # each copy's images: known on the host for the clean images and the regions; Hard ImageNet's
-        # copies name theirs on the device, read back with the outcomes
-        named = [("none", range(len(batch.items)))] + [(r.name, r.positions()) for r in regions] + \
-            [(name, None) for name, _, _ in ablated]
-        tensors = {}
-        for k, (name, _) in enumerate(named):
+        copies = [("none", range(len(batch.items)))] + [(r.name, r.positions()) for r in regions] + \
+            [(name, index) for name, index, _ in ablated]
+        named, tensors = [], {}
+        for k, (name, images) in enumerate(copies):
             tensors[f"preds{k}"], tensors[f"probs{k}"] = outcomes[name]
-        for k, (_, index, _) in enumerate(ablated, start=1 + len(regions)):
-            tensors[f"index{k}"] = index
+            if torch.is_tensor(images):  # Hard ImageNet's copies name their images on the device: read back too
+                tensors[f"index{k}"], images = images, None
+            named.append((name, images))
         return named, Readback(**tensors)
 
     def landed(self, score, batch, launched, cfg: AblateConfig) -> List[AblateRow]:
