@@ -41,7 +41,7 @@ from typing import Optional
 import torch
 import torch.nn as nn
 
-from host_only import LAUNCH_SECONDS
+from host_only import LAUNCH_SECONDS, host_only_run
 
 #: The fastest ResNet-50 forward measured on an H100 (`capacity.H100_FASTEST`), and its strict fp32
 #: forward (TF32 off, the probes' default), `gpu/results/h100-2026-11-27-feed-2.md`.
@@ -123,7 +123,6 @@ def host_figures(measure, model, root: Path, cfg, images: int, repeats: int) -> 
     one core hands a card over IN-9's foregrounds."""
     import math
 
-    from host_only import LAUNCH_SECONDS, host_only_run
     cfg.device = "meta"  # after the config's checks, which know real devices only
     rows = {}
     try:
