@@ -147,6 +147,35 @@ def first_pass(items, processes: int) -> float:
     return rate
 
 
+def first_pass_figures(items, counts, repeats: int) -> dict:
+    """The first pass at each process count in `counts`, `repeats` times, the counts interleaved and
+    each pass into a fresh cache.
+
+    The pool of decoding processes is kept between passes (as between a run's variants), so the
+    first pass of each count starts its processes and the later ones do not: `..._cold` is that
+    first, the others are best of the later ones. The scaling is given two ways: best against best,
+    and the median of each repeat's own 2-process / 1-process ratio (the two timed a second apart,
+    so a change in the machine's speed between repeats cancels)."""
+    from bgbench.data import pixel_cache
+    pixel_cache._POOLS.close()  # no pool left by an earlier figure: the first pass of each count starts one
+    runs = {p: [] for p in counts}
+    for _ in range(max(2, repeats)):
+        for p in counts:
+            runs[p].append(first_pass(items, p))
+    best = {p: max(r[1:]) for p, r in runs.items()}
+    paired = sorted(b / a for a, b in zip(runs[1][1:], runs[2][1:]))
+    return {"first_pass_1_process": best[1], "first_pass_2_processes": best[2],
+            "first_pass_scaling": best[2] / best[1], "first_pass_scaling_paired": paired[len(paired) // 2],
+            "first_pass_cold": {p: r[0] for p, r in runs.items()},
+            "first_pass_by_processes": best, "first_pass_runs": runs}
+
+
+def _pass_label(processes: int, cold: bool) -> str:
+    if processes == 1:
+        return f"first pass, 1 process (decoding in a thread of the caller){', first' if cold else ''}"
+    return f"first pass, {processes} processes, {'started for it' if cold else 'kept from the last pass'}"
+
+
 def _pil_decode(paths) -> int:
     """Worker: decode each file with PIL alone, as `data.images.decode_image` does, keeping nothing."""
     from PIL import Image
@@ -158,23 +187,29 @@ def _pil_decode(paths) -> int:
 
 
 def decode_ceiling(items, repeats: int) -> dict:
-    """PIL's decoding of the same files alone in 1 and in 2 forked processes (best of `repeats`):
-    the scaling this machine gives the first pass's own work right now. A toy CPU task's scaling
+    """PIL's decoding of the same files alone in 1 and in 2 forked processes, started first, the
+    counts interleaved (best of `repeats`, and the median of each repeat's own ratio): the scaling
+    this machine gives the first pass's own work right now. A toy CPU task's scaling
     (`machine_ceiling`) can be higher: on a virtual machine two cores may share one's vector units."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
     chunks = [[str(it.path) for it in items[i:i + 64]] for i in range(0, len(items), 64)]
-    rates = {}
-    for processes in (1, 2):
-        with ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("fork")) as pool:
-            list(pool.map(_pil_decode, chunks[:processes]))  # started
-            best = float("inf")
-            for _ in range(repeats):
+    pools = {p: ProcessPoolExecutor(p, mp_context=multiprocessing.get_context("fork")) for p in (1, 2)}
+    try:
+        for p, pool in pools.items():
+            list(pool.map(_pil_decode, chunks[:p]))  # started
+        runs = {1: [], 2: []}
+        for _ in range(repeats):
+            for p, pool in pools.items():
                 t = time.perf_counter()
                 list(pool.map(_pil_decode, chunks))
-                best = min(best, time.perf_counter() - t)
-        rates[processes] = len(items) / best
-    return {"pil_1_process": rates[1], "pil_2_processes": rates[2], "pil_scaling": rates[2] / rates[1]}
+                runs[p].append(len(items) / (time.perf_counter() - t))
+    finally:
+        for pool in pools.values():
+            pool.shutdown()
+    paired = sorted(b / a for a, b in zip(runs[1], runs[2]))
+    return {"pil_1_process": max(runs[1]), "pil_2_processes": max(runs[2]),
+            "pil_scaling": max(runs[2]) / max(runs[1]), "pil_scaling_paired": paired[len(paired) // 2]}
 
 
 def main(argv=None) -> int:
@@ -186,6 +221,9 @@ def main(argv=None) -> int:
     ap.add_argument("--processes", type=int, nargs="+", default=[1, 2],
                     help="first pass: the numbers of decoding processes to time (default 1 2; the scaling "
                          "figure is 2 against 1)")
+    ap.add_argument("--pass-repeats", type=int, default=5,
+                    help="first passes timed at each process count, interleaved (default 5: this figure is the "
+                         "noisiest, a shared machine's cores run at changing speeds from one second to the next)")
     ap.add_argument("--variants", nargs="+", default=["original", "mixed_rand", "only_bg_t", "mixed_same"],
                     help="the variants whose images are fed (default: four, 1,800 images at 50 a class)")
     ap.add_argument("--challenge-fg", type=int, default=256,
@@ -206,16 +244,9 @@ def main(argv=None) -> int:
                "torch_threads": torch.get_num_threads()}
     from build_speed import machine_ceiling
     figures["machine_ceiling"] = machine_ceiling()  # what a second process can get right now
-    figures.update(decode_ceiling(items, args.repeats))  # what a second process gives PIL's decoding
-    # best of --repeats, each into a fresh cache and the counts interleaved, as every other figure here
-    counts = sorted(set(args.processes) | {1, 2})
-    passes = {p: 0.0 for p in counts}
-    for _ in range(args.repeats):
-        for p in counts:
-            passes[p] = max(passes[p], first_pass(items, p))
-    one, two = passes[1], passes[2]
-    figures.update(first_pass_1_process=one, first_pass_2_processes=two, first_pass_scaling=two / one,
-                   first_pass_by_processes=passes)
+    figures.update(decode_ceiling(items, args.pass_repeats))  # what a second process gives PIL's decoding
+    figures.update(first_pass_figures(items, sorted(set(args.processes) | {1, 2}), args.pass_repeats))
+    passes = figures["first_pass_by_processes"]
     with tempfile.TemporaryDirectory() as cache:
         os.environ["BGBENCH_CACHE"] = cache
         for v in args.variants:
@@ -241,16 +272,21 @@ def main(argv=None) -> int:
              "img/s", None),
             ("probe batches (images + masks) from the cache, host side, one core", figures["probe_batches_cpu"],
              "img/s", GOALS["feed_cached"]),
-            *((f"first pass, {p} process{'es' if p > 1 else ''}", r, "img/s", None) for p, r in passes.items()),
+            *((_pass_label(p, cold=True), figures["first_pass_cold"][p], "img/s", None) for p in passes),
+            *((_pass_label(p, cold=False), r, "img/s", None) for p, r in passes.items()),
             *((f"challenge search, {r['case']} model, {r['precision']}, null model ({r['fg']} x {r['bg']} pairs)",
                r["host_pairs_s"], "pairs/s", GOALS["challenge_pairs"]) for r in figures["challenge"]["rows"]),
             *((f"noise probe's draws, {'in turn' if t == 0 else f'{t} thread' + ('s' if t > 1 else '')} "
                f"(forwards they feed)", r["forwards_s"], "fwd/s", None) for t, r in figures["noise_draws"].items()),
             *((f"probe {name}, host work alone (meta device), at IN-9's 4,050 foregrounds", f["host"]["in9_images_s"],
                "img/s", f["goal_images_s"]) for name, f in figures.get("probes", {}).items()),
-            ("PIL's decoding alone, 1 -> 2 forked processes (the first pass's ceiling here)", figures["pil_scaling"],
-             "x", None),
-            ("first pass scaling, 1 -> 2 processes", figures["first_pass_scaling"], "x", GOALS["first_pass_scaling"])]
+            ("PIL's decoding alone, 1 -> 2 forked processes (best against best)", figures["pil_scaling"], "x", None),
+            ("PIL's decoding alone, 1 -> 2 forked processes (median of paired repeats)",
+             figures["pil_scaling_paired"], "x", None),
+            ("first pass scaling, 1 -> 2 processes (best against best)", figures["first_pass_scaling"], "x",
+             GOALS["first_pass_scaling"]),
+            ("first pass scaling, 1 -> 2 processes (median of paired repeats)", figures["first_pass_scaling_paired"],
+             "x", GOALS["first_pass_scaling"])]
     print(f"capacity on {figures['cores']} cores, {len(items):,} images ({figures['size']}), batch {args.batch_size}:")
     for what, value, unit, goal in rows:
         verdict = "" if goal is None else ("  goal %s: %s" % (f"{goal:,.1f}" if unit == "x" else f"{goal:,.0f}",

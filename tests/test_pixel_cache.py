@@ -232,3 +232,57 @@ def test_a_full_disk_is_one_line_and_the_run_goes_on(synth_copy, monkeypatch, ca
     assert len([ln for ln in err.splitlines() if "cannot be written" in ln and "free" in ln]) == 1, err
     assert not pixels.mapped and np.array_equal(pixels.image(3), decode_item(items[3]))
     assert pixel_cache.entries() == [] and not list(pixel_cache.pixels_folder().glob(".tmp-*"))
+
+
+def _many(root: Path, variants=("original", "mixed_rand", "only_fg")):
+    """Enough images (over `POOL_MIN_IMAGES`) that a first pass decodes in worker processes."""
+    layout = discover(root, variants=list(variants))
+    items = [it for v in variants for it in layout.items(v)]
+    assert len(items) >= pixel_cache.POOL_MIN_IMAGES
+    return items
+
+
+def test_the_next_first_pass_takes_the_last_ones_decoding_processes(synth_copy):
+    first_items, next_items = _many(synth_copy, ("original", "mixed_rand")), _many(synth_copy, ("only_fg", "no_fg"))
+    first = pixel_cache.pixels_of(first_items, processes=2, wait=True)
+    kept = pixel_cache._POOLS.idle
+    assert kept is not None, "a pass that ended cleanly keeps its processes for the next"
+    nxt = pixel_cache.pixels_of(next_items, processes=2, wait=True)
+    assert pixel_cache._POOLS.idle[1] is kept[1], "the next pass started processes of its own"
+    for pixels, items in ((first, first_items), (nxt, next_items)):
+        for k in range(0, len(items), 7):
+            assert np.array_equal(pixels.image(k), decode_item(items[k]))
+
+
+def test_processes_forked_in_another_working_folder_are_not_reused(tmp_path, synth_root, monkeypatch):
+    """Items may name their files relatively: a worker forked in folder X would read X's file of
+    that name. The same relative names under Y (other pixels) must decode as Y's."""
+    from bgbench.data.layout import Item
+    for name, invert in (("x", False), ("y", True)):
+        shutil.copytree(synth_root, tmp_path / name / "data")
+        if invert:
+            for p in (tmp_path / name / "data").glob("*/val/*/*.png"):
+                Image.fromarray(255 - np.asarray(Image.open(p).convert("RGB"))).save(p)
+    absolute = _many(tmp_path / "x" / "data")
+    relative = [Item(it.image_id, it.label, it.path.relative_to(tmp_path / "x")) for it in absolute]
+    monkeypatch.chdir(tmp_path / "x")
+    pixel_cache.pixels_of(relative, processes=2, wait=True)
+    monkeypatch.chdir(tmp_path / "y")
+    in_y = pixel_cache.pixels_of(relative, processes=2, wait=True)
+    for k in range(0, len(relative), 5):
+        assert np.array_equal(in_y.image(k), decode_item(relative[k]))  # read in y
+        assert np.array_equal(in_y.image(k), 255 - decode_item(absolute[k]))
+
+
+def test_a_failed_first_pass_ends_its_processes_and_the_next_starts_fresh(synth_copy):
+    good = _many(synth_copy, ("original", "mixed_rand"))
+    pixel_cache.pixels_of(good, processes=2, wait=True)
+    bad = _many(synth_copy, ("only_fg", "no_fg"))
+    bad[70].path.write_bytes(b"not an image")
+    with pytest.raises(DataError, match=str(bad[70].path)):
+        pixel_cache.pixels_of(bad, processes=2, wait=True)
+    assert pixel_cache._POOLS.idle is None
+    again = _many(synth_copy, ("only_bg_b", "only_bg_t"))
+    pixels = pixel_cache.pixels_of(again, processes=2, wait=True)
+    assert np.array_equal(pixels.image(len(again) - 1), decode_item(again[-1]))
+    assert pixel_cache._POOLS.idle is not None

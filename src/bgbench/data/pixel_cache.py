@@ -36,7 +36,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
-from typing import List, Optional, Sequence, Tuple
+from typing import List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -68,6 +68,26 @@ def _shape(item) -> Tuple[int, int, int]:
             read_mask(item.path)  # raises its one line (BadMask: no H x W shape)
         return int(shape[0]), int(shape[1]), 1
     return image_shape(item)
+
+class _Job(NamedTuple):
+    """An image as a decoding process is sent it: its path and its reader's preprocessing, which is
+    all `decode_item` and `image_shape` read of an item (a `layout.Item` also carries a Path, whose
+    unpickling cost a worker about 7 us an image, a fifth of reading the header)."""
+
+    path: str
+    size: Optional[Tuple[int, int]]
+    crop: Optional[Tuple[int, int]]
+
+
+def _job(item):
+    return item if isinstance(item, MaskFile) else _Job(os.fspath(item.path), getattr(item, "size", None),
+                                                          getattr(item, "crop", None))
+
+
+def _needs_header(item) -> bool:
+    """Whether `_shape(item)` opens the file: a mask, or an image fed at its stored size."""
+    return isinstance(item, MaskFile) or (getattr(item, "size", None) is None and getattr(item, "crop", None) is None)
+
 
 #: Bumped when decoding changes in a way that changes pixels: older entries then stop matching.
 FORMAT = 1
@@ -372,10 +392,16 @@ class _FirstPass:
 
     def start(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
         use_processes = self.workers > 1 and len(self.items) >= POOL_MIN_IMAGES
-        self.pool = (ProcessPoolExecutor(max_workers=self.workers, mp_context=_context()) if use_processes
-                     else ThreadPoolExecutor(max_workers=max(1, self.workers)))
+        self.leased = _POOLS.lease(self.workers) if use_processes else None
+        self.pool = self.leased[1] if use_processes else ThreadPoolExecutor(max_workers=max(1, self.workers))
+        # what a task carries: a worker process is sent each image's path and preprocessing alone
+        # (an Item's Path costs more to unpickle than the header it names); threads take the items
+        jobs = [_job(it) for it in self.items] if use_processes else self.items
         try:
-            listed = list(self.pool.map(_shapes_of, [self.items[a:b] for a, b in self.bounds]))
+            if any(_needs_header(it) for it in self.items):
+                listed = list(self.pool.map(_shapes_of, [jobs[a:b] for a, b in self.bounds]))
+            else:  # every shape is the reader's size or crop: nothing to open
+                listed = [_shapes_of(self.items)]
             shapes = np.asarray([s for part in listed for s in part], dtype=np.int64).reshape(len(self.items), 3)
             sizes = shapes.prod(axis=1)
             offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
@@ -385,7 +411,7 @@ class _FirstPass:
             flat = np.lib.format.open_memmap(self.tmp / "pixels.npy", mode="w+", dtype=np.uint8, shape=(total,))
             path = str(self.tmp / "pixels.npy")
             _reserve(path)
-            self.futures = {self.pool.submit(_decode_into, path, self.items[a:b], offsets[a:b].tolist(),
+            self.futures = {self.pool.submit(_decode_into, path, jobs[a:b], offsets[a:b].tolist(),
                                              shapes[a:b].tolist()): (a, b) for a, b in self.bounds}
         except BaseException:
             self.abandon()
@@ -400,7 +426,6 @@ class _FirstPass:
             for fut in as_completed(self.futures):
                 fut.result()
                 self.filling.mark(*self.futures[fut])
-            self.pool.shutdown(wait=True)
             np.savez(self.tmp / "index.npz", offsets=self.offsets, shapes=self.shapes)
             (self.tmp / "meta.json").write_text(json.dumps({
                 "format": FORMAT, "images": len(self.items), "bytes": self.total, "first": str(self.items[0].path),
@@ -409,6 +434,7 @@ class _FirstPass:
             if folder.exists():  # a damaged entry: replaced whole
                 shutil.rmtree(folder)
             os.replace(self.tmp, folder)
+            self._release_pool()
         except BaseException as e:  # a bad image (DataError names it), a full disk: readers get it
             self.abandon()
             self.filling.fail(e if isinstance(e, (DataError, KeyboardInterrupt, SystemExit)) else DataError(
@@ -422,8 +448,19 @@ class _FirstPass:
         with contextlib.suppress(OSError):
             evict(keep=self.key)
 
+    def _release_pool(self) -> None:
+        """Every task is done: the processes go back to wait for the next first pass (a thread
+        pool's threads end)."""
+        pool, self.pool = self.pool, None
+        if self.leased is not None:
+            _POOLS.give_back(self.leased)
+        else:
+            pool.shutdown(wait=False)
+
     def abandon(self) -> None:
-        pool = getattr(self, "pool", None)
+        """A failed or interrupted pass: its tasks cancelled, its processes ended (one may be what
+        failed), its private folder removed."""
+        pool, self.pool = getattr(self, "pool", None), None
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
         shutil.rmtree(self.tmp, ignore_errors=True)
@@ -434,6 +471,59 @@ def _context():
     numpy, and start in milliseconds); spawn elsewhere."""
     import multiprocessing
     return multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
+
+
+class _Pools:
+    """Decoding processes kept between the first passes of one run.
+
+    Why: eval makes a first pass per variant, and a study one per image set. Starting a pool forks
+    every worker from the caller, whose address space (torch, CUDA's pinned buffers) makes each
+    fork cost milliseconds, and a fresh worker faults its pages in on its first tasks: on this
+    project's 2-core machine that was about 50 ms of an 1,800-image pass of 0.6 s. So a pass that
+    ends cleanly gives its pool back, and the next pass takes it (as DataLoader's
+    `persistent_workers`) if it wants as many processes and the workers would read what a fresh
+    fork would: the same working folder (an item's path may be relative) and the same PIL pixel
+    limit. One pool is kept idle; a pass that finds it leased by a pass still running, or unfit,
+    starts its own. A failed pass ends its pool instead (a dead worker breaks it), and the
+    interpreter's exit ends the idle one."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.idle: Optional[Tuple[tuple, ProcessPoolExecutor]] = None
+
+    @staticmethod
+    def _fork_state(workers: int) -> tuple:
+        from PIL import Image
+        return workers, os.getcwd(), Image.MAX_IMAGE_PIXELS
+
+    def lease(self, workers: int) -> Tuple[tuple, ProcessPoolExecutor]:
+        """(what its workers were forked with, a pool of `workers` processes): the idle one where
+        it fits, else a new one (its workers fork on its first task, in the caller's thread)."""
+        state = self._fork_state(workers)
+        with self.lock:
+            idle, self.idle = self.idle, None
+        if idle is not None:
+            if idle[0] == state:
+                return idle
+            idle[1].shutdown(wait=False)
+        return state, ProcessPoolExecutor(max_workers=workers, mp_context=_context())
+
+    def give_back(self, leased: Tuple[tuple, ProcessPoolExecutor]) -> None:
+        """A leased pool, done with every task, waits for the next pass."""
+        with self.lock:
+            old, self.idle = self.idle, leased
+        if old is not None:
+            old[1].shutdown(wait=False)
+
+    def close(self) -> None:
+        with self.lock:
+            idle, self.idle = self.idle, None
+        if idle is not None:
+            idle[1].shutdown(wait=True)
+
+
+_POOLS = _Pools()
+atexit.register(_POOLS.close)  # the idle pool; concurrent.futures ends a leased one at exit, once its tasks are done
 
 
 def _reserve(path: str) -> None:
