@@ -81,19 +81,31 @@ class Layout:
         if not self.has_masks:
             raise DataError(f"no {MASK_DIR}/{self.split}/ folder under {self.root}; "
                             f"foreground masks are needed here")
-        pairs, guard, listed = [], RootGuard(self.root), {}
+        # Each class folder's masks are listed once and its place checked once (`RootGuard`); a
+        # mask is then a name looked up in its listing, and resolved only when it is a link. Why
+        # not `mask_path` and `guard.check` per image: their Path arithmetic cost 50 us an image,
+        # 0.2 s of every probe's run on IN-9's 4,050 foregrounds (as long as a card's features).
+        pairs, guard, folders = [], RootGuard(self.root), {}
+        masks = self.root / MASK_DIR / self.split
         for item in self.items("original"):
-            mask = self.mask_path(item.image_id)
-            folder = mask.parent
-            if folder not in listed:  # each class folder's masks listed once, not a stat per mask
+            cls, _, stem = item.image_id.rpartition("/")
+            name = f"{stem}.npy"
+            if cls not in folders:
+                folder = masks / cls if cls else masks
                 try:
-                    listed[folder] = {e.name: e for e in _listed(folder)}
+                    listing = {e.name: e for e in _listed(folder)}
                 except OSError:
-                    listed[folder] = {}
-            entry = listed[folder].get(mask.name)
+                    listing = {}
+                folders[cls] = (folder, listing, False)
+            folder, listing, checked = folders[cls]
+            entry = listing.get(name)
             if entry is None or not entry.is_file():
-                raise DataError(f"no mask for {item.path} (expected {mask})")
-            pairs.append((item, guard.check(mask, link=entry.is_symlink())))
+                raise DataError(f"no mask for {item.path} (expected {folder / name})")
+            mask = folder / name
+            if not checked or entry.is_symlink():
+                guard.check(mask, link=entry.is_symlink())
+                folders[cls] = (folder, listing, True)
+            pairs.append((item, mask))
         return pairs
 
     def image_hw(self) -> Optional[Tuple[int, int]]:
