@@ -103,7 +103,9 @@ def _capacity_rows(c: dict) -> List[str]:
     if passes:
         listed = ", ".join(f"{p}: {rate(r)}" for p, r in passes.items())
         rows.append(f"| first pass into the pixel cache, by decoding processes ({listed}) | {rate(max(passes.values()))}"
-                    f" | {DASH} | {DASH} | 1 -> 2 processes {c.get('first_pass_scaling', 0):.2f}x (>= 1.8x) |")
+                    f" | {DASH} | {DASH} | 1 -> 2 processes {c.get('first_pass_scaling', 0):.2f}x"
+                    + (f" (paired {c['first_pass_scaling_paired']:.2f}x)" if "first_pass_scaling_paired" in c else "")
+                    + " (>= 1.8x) |")
     for r in (c.get("challenge") or {}).get("rows") or []:
         rows.append(f"| challenge search with a null model, {r['case']}, {r['precision']}, one core ({r['fg']} x "
                     f"{r['bg']} pairs, {r['pairs']:,} evaluated) | {rate(r['host_pairs_s'])} pairs | {DASH} | {DASH} | "

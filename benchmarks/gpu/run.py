@@ -225,7 +225,8 @@ def capacity(run: Run) -> dict:
     probes' batches, the challenge's search) and the first pass by number of decoding processes."""
     s = run.sizes
     return script(run, "capacity", "capacity.py", "--per-class", s.per_class, "--size", s.size, "--repeats",
-                  s.repeats, "--processes", *s.workers_grid, "--no-probes",  # the probes' proxy: this machine's CPU
+                  s.repeats, "--pass-repeats", s.repeats + 1, "--processes", *s.workers_grid,
+                  "--no-probes",  # the probes' proxy: this machine's CPU
                   *(["--challenge-fg", "16"] if run.tiny else []))
 
 
