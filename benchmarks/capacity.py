@@ -38,6 +38,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 import torch
@@ -94,6 +95,77 @@ def eval_path_rate(items, batch_size: int, repeats: int) -> dict:
     model = null_model()
     return {"eval_path_cpu": best_rate(lambda: predict_items(model, items, batch_size=batch_size, progress=False,
                                                               workers=1), len(items), repeats)}
+
+
+class SimulatedCard(torch.nn.Module):
+    """A card's forward as the host sees it: the batch is handed over and the host waits
+    `len(batch) / rate` seconds (asleep, its cores free, as while a card computes), then has zeros
+    of the logits' shape. `rate` None: no wait at all (the host's work alone)."""
+
+    def __init__(self, rate: Optional[float], classes: int = 9):
+        super().__init__()
+        self.rate, self.classes = rate, classes
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.rate:
+            time.sleep(x.shape[0] / self.rate)
+        return x.new_zeros((x.shape[0], self.classes))
+
+
+def eval_first_pass_rate(root: Path, repeats: int, card_rate: float = 1000.0) -> dict:
+    """Eval over every variant present from an empty cache, as `bgbench eval` runs it (a first pass
+    a variant, the next variant decoded ahead), its network on the meta device (`host_only.py`: an
+    operation costs its dispatch, as a launch costs a card's host), two ways: with no network at
+    all (images/s the host hands over: the most a card's first-pass eval can get), and against a
+    `SimulatedCard` of `card_rate` images/s, below what this machine decodes as an H100's strict
+    fp32 forward (2,728/s) is below what its 16 cores decode (the share of that rate eval gets: what
+    the waits between variants cost), with the next variant decoded ahead and without. Best of
+    `repeats`, each into a fresh cache."""
+    from host_only import host_only_run
+
+    import bgbench.measures.eval.runner as runner
+    from bgbench.measures import catalog
+    from bgbench.measures.eval.config import EvalConfig
+    from bgbench.measures.registry import get_measure
+    from bgbench.models.spec import BgModel, ModelSpec
+    catalog.load_all()
+    measure = get_measure("eval")
+
+    def timed(rate, ahead: bool) -> dict:
+        model = BgModel(SimulatedCard(rate), ModelSpec(name="card", arch="null", num_classes=9)).eval().to("meta")
+        before, plan = os.environ.get("BGBENCH_CACHE"), runner.decode_ahead
+        best = None
+        try:
+            if not ahead:
+                runner.decode_ahead = lambda lists, device: None
+            for _ in range(repeats):
+                with tempfile.TemporaryDirectory() as cache:
+                    os.environ["BGBENCH_CACHE"] = cache
+                    cfg = EvalConfig()
+                    cfg.device = "meta"  # after the config's checks, which know real devices only
+                    images = {}
+
+                    def run():
+                        result = measure.compute(model, str(root), cfg, progress=False)
+                        images["n"] = sum(len(p.image_ids) for p in result.predictions.values())
+                    host = host_only_run(run, 1, 1)
+                    figure = {"images": images["n"], "waits": host["waits"],
+                              "wall_images_s": images["n"] * host["wall_images_s"],
+                              "host_images_s": images["n"] / host["own_seconds"]}
+                    if best is None or figure["wall_images_s"] > best["wall_images_s"]:
+                        best = figure
+        finally:
+            runner.decode_ahead = plan
+            if before is None:
+                os.environ.pop("BGBENCH_CACHE", None)
+            else:
+                os.environ["BGBENCH_CACHE"] = before
+        if rate:
+            best["card_rate"], best["card_ratio"] = rate, best["wall_images_s"] / rate
+        return best
+
+    return {"eval_first_pass_host": timed(None, True), "eval_first_pass_card": timed(card_rate, True),
+            "eval_first_pass_card_in_turn": timed(card_rate, False)}
 
 
 def probe_batches_rate(layout, batch_size: int, repeats: int) -> dict:
@@ -256,6 +328,7 @@ def main(argv=None) -> int:
         figures.update(feed_rate(items, args.batch_size, args.repeats))
         figures.update(eval_path_rate(items, args.batch_size, args.repeats))
         figures.update(probe_batches_rate(layout, args.batch_size, args.repeats))
+    figures.update(eval_first_pass_rate(root, args.repeats))
     if not args.no_probes:  # before the draws' figure, whose threads the noise probe would draw in
         from capacity_probes import probe_capacity
         before = os.environ["BGBENCH_CACHE"]
@@ -270,6 +343,13 @@ def main(argv=None) -> int:
              GOALS["feed_cached"]),
             ("eval path on the CPU, null model (conversion on the CPU too), one core", figures["eval_path_cpu"],
              "img/s", None),
+            (f"eval's first pass, every variant ({figures['eval_first_pass_host']['images']:,} images) from an empty "
+             f"cache, host work alone (meta device), {os.cpu_count()} cores", figures["eval_first_pass_host"]["host_images_s"],
+             "img/s", None),
+            *((f"eval's first pass against a simulated {figures[k]['card_rate']:,.0f} img/s card, {how}: share of "
+               f"its rate", figures[k]["card_ratio"], "x", 0.8)
+              for k, how in (("eval_first_pass_card", "next variant decoded ahead"),
+                             ("eval_first_pass_card_in_turn", "variants decoded in turn"))),
             ("probe batches (images + masks) from the cache, host side, one core", figures["probe_batches_cpu"],
              "img/s", GOALS["feed_cached"]),
             *((_pass_label(p, cold=True), figures["first_pass_cold"][p], "img/s", None) for p in passes),

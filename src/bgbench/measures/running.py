@@ -122,15 +122,17 @@ class RunningMeasure(Measure):
 
 # -- the feed -------------------------------------------------------------------------------------
 def predicted(run: RunContext, cfg, items: Sequence, *, desc: str, render: Optional[Callable] = None,
-              forward: Optional[Callable] = None, checker=None):
+              forward: Optional[Callable] = None, checker=None, pixels=None):
     """(every rank's predictions of `items`, joined in item order on rank 0 (None elsewhere), the
     pixels read): each rank predicts its share of whole `cfg.batch_size` batches, every process
-    mapping the whole set's entry of the pixel cache (one decode on the machine), or rendering each
-    image with `render` (item -> HxWx3 uint8)."""
+    mapping the whole set's entry of the pixel cache (one decode on the machine; `pixels`: that
+    entry where the caller has it, `data.decode_ahead`), or rendering each image with `render`
+    (item -> HxWx3 uint8)."""
     from ..data.pixel_cache import Pixels, pixels_of
     from ..distributed import share
     from ..evaluation.predict import joined_predictions, predict_items
-    pixels = Pixels(items) if render is not None else pixels_of(items)
+    if pixels is None:
+        pixels = Pixels(items) if render is not None else pixels_of(items)
     mine = predict_items(run.model, items, pixels=pixels, positions=share(len(items), run.ranks, cfg.batch_size),
                          batch_size=cfg.batch_size, device=run.device, mapping=cfg.mapping,
                          progress=run.progress and run.ranks.main, desc=desc, render=render, forward=forward,

@@ -17,6 +17,7 @@ import torch
 
 from ... import protocols
 from ...console import status
+from ...data.decode_ahead import decode_ahead
 from ...data.layout import Item, Layout
 from ...data.resolve import resolve_layout
 from ...distributed import Ranks
@@ -72,14 +73,21 @@ def eval_run(run: RunContext, cfg: EvalConfig):
     model, layout, sets = run.model, run.layout, run.sets
     _warn_ten_crop_size(model, cfg, run.ranks)
     predictions, fed = {}, {"images": 0, "from_cache": 0}
-    for v in sets.names:
-        render = sets.renderers[v](layout) if v in sets.on_the_fly else None
-        items = layout.items("original" if v in sets.on_the_fly else v)
-        predictions[v], pixels = predicted(run, cfg, items, desc=v, render=render,
-                                           forward=ten_crop_logits if cfg.ten_crop else None,
-                                           checker=mask_checker(layout) if v == "original" else None)
-        fed["images"] += len(items)
-        fed["from_cache"] += pixels.from_cache
+    on_disk = [v for v in sets.names if v not in sets.on_the_fly]
+    ahead = decode_ahead([layout.items(v) for v in on_disk], run.device)  # the next variant decodes meanwhile
+    try:
+        for v in sets.names:
+            render = sets.renderers[v](layout) if v in sets.on_the_fly else None
+            items = layout.items("original" if v in sets.on_the_fly else v)
+            pixels = ahead.pixels(on_disk.index(v)) if ahead is not None and render is None else None
+            predictions[v], pixels = predicted(run, cfg, items, desc=v, render=render, pixels=pixels,
+                                               forward=ten_crop_logits if cfg.ten_crop else None,
+                                               checker=mask_checker(layout) if v == "original" else None)
+            fed["images"] += len(items)
+            fed["from_cache"] += pixels.from_cache
+    finally:
+        if ahead is not None:
+            ahead.close()
     if not run.ranks.main:
         return None
     report = EvalReport.from_predictions(model.spec.name, str(layout.root), predictions, seed=cfg.seed)
