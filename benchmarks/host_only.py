@@ -114,14 +114,16 @@ def _touches_meta(args, kwargs) -> bool:
     return False
 
 
-def host_only_run(run: Callable[[], Any], images: int, batches: int) -> Dict[str, float]:
-    """Time `run` (a probe on the meta device) under `HostOnly`: its wall time, bgbench's own host
-    work (the wall time less the time inside the operations), launches and waits per image and per
-    batch, and the images/s one core can hand a card (own work plus LAUNCH_SECONDS a launch)."""
+def host_only_run(run: Callable[[], Any], images: int, batches: int,
+                  host: "HostOnly | None" = None) -> Dict[str, float]:
+    """Time `run` (a probe on the meta device) under `HostOnly` (or `host`, one of its kind): its
+    wall time, bgbench's own host work (the wall time less the time inside the operations),
+    launches and waits per image and per batch, and the images/s one core can hand a card (own
+    work plus LAUNCH_SECONDS a launch)."""
     from bgbench.evaluation import transfer as readback
     readback.QUEUED.add("meta")  # meta's copies to the host are queued as a card's are (stood in for here)
     try:
-        with HostOnly() as host:
+        with host if host is not None else HostOnly() as host:
             started = time.perf_counter()
             run()
             wall = time.perf_counter() - started

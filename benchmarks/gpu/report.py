@@ -104,6 +104,13 @@ def _capacity_rows(c: dict) -> List[str]:
         rows.append(f"| eval's first pass over every variant from an empty cache, host work alone (meta device, "
                     f"{first['images']:,} images, every core) | {rate(first['images_s'])} | {DASH} | {DASH} | "
                     f">= 0.8 of the forward (the first-pass eval goal) |")
+    for key, how in (("eval_first_pass_card", "the next variant decoded ahead"),
+                     ("eval_first_pass_card_in_turn", "variants decoded in turn")):
+        card = c.get(key)
+        if card:
+            rows.append(f"| eval's first pass against a simulated card of {rate(card['card_rate'])} (host work on "
+                        f"the meta device, {how}) | {rate(card['wall_images_s'])} | {rate(card['card_rate'])} | "
+                        f"{card['card_ratio']:.3f} | >= 0.8 |")
     passes = c.get("first_pass_by_processes") or {}
     if passes:
         listed = ", ".join(f"{p}: {rate(r)}" for p, r in passes.items())

@@ -226,6 +226,7 @@ def capacity(run: Run) -> dict:
     s = run.sizes
     return script(run, "capacity", "capacity.py", "--per-class", s.per_class, "--size", s.size, "--repeats",
                   s.repeats, "--pass-repeats", s.repeats + 1, "--processes", *s.workers_grid,
+                  *([] if run.tiny else ["--card-rate", "2728"]),  # an H100's strict fp32 ResNet-50 forward
                   "--no-probes",  # the probes' proxy: this machine's CPU
                   *(["--challenge-fg", "16"] if run.tiny else []))
 
