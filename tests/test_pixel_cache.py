@@ -286,3 +286,21 @@ def test_a_failed_first_pass_ends_its_processes_and_the_next_starts_fresh(synth_
     pixels = pixel_cache.pixels_of(again, processes=2, wait=True)
     assert np.array_equal(pixels.image(len(again) - 1), decode_item(again[-1]))
     assert pixel_cache._POOLS.idle is not None
+
+
+def test_a_kept_process_killed_while_idle_is_not_reused(synth_copy):
+    """The kernel may kill an idle decoding process (memory): the next pass starts fresh ones
+    rather than fail on the broken pool."""
+    first = _many(synth_copy, ("original", "mixed_rand"))
+    pixel_cache.pixels_of(first, processes=2, wait=True)
+    kept = pixel_cache._POOLS.idle[1]
+    victim = next(iter(kept._processes.values()))
+    os.kill(victim.pid, signal.SIGKILL)
+    victim.join(timeout=30)
+    deadline = time.time() + 30
+    while not getattr(kept, "_broken", False) and time.time() < deadline:  # its manager thread notices
+        time.sleep(0.05)
+    nxt = _many(synth_copy, ("only_fg", "no_fg"))
+    pixels = pixel_cache.pixels_of(nxt, processes=2, wait=True)
+    assert pixels.mapped and pixel_cache._POOLS.idle[1] is not kept
+    assert np.array_equal(pixels.image(len(nxt) - 1), decode_item(nxt[-1]))

@@ -34,6 +34,7 @@ import tempfile
 import threading
 import time
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from typing import List, NamedTuple, Optional, Sequence, Tuple
@@ -68,6 +69,7 @@ def _shape(item) -> Tuple[int, int, int]:
             read_mask(item.path)  # raises its one line (BadMask: no H x W shape)
         return int(shape[0]), int(shape[1]), 1
     return image_shape(item)
+
 
 class _Job(NamedTuple):
     """An image as a decoding process is sent it: its path and its reader's preprocessing, which is
@@ -503,7 +505,9 @@ class _Pools:
         with self.lock:
             idle, self.idle = self.idle, None
         if idle is not None:
-            if idle[0] == state:
+            # `_broken`: set by the pool's own manager thread when a worker died (an idle one the
+            # kernel killed for memory); such a pool refuses every task, so a fresh one is started
+            if idle[0] == state and not getattr(idle[1], "_broken", False):
                 return idle
             idle[1].shutdown(wait=False)
         return state, ProcessPoolExecutor(max_workers=workers, mp_context=_context())
@@ -591,6 +595,12 @@ def pixels_of(items: Sequence, *, progress: bool = False, desc: str = "images",
             lock.release()
         console.status(f"pixel cache {root} cannot be written ({e.strerror or e}): decoding without it "
                        f"(set BGBENCH_CACHE to a writable folder, or --no-cache to say so)")
+        return Pixels(items)
+    except BrokenProcessPool as e:  # a worker could not start (memory) or was killed: decode here instead
+        if lock is not None:
+            lock.release()
+        console.status(f"the pixel cache's decoding processes stopped ({' '.join(str(e).split())[:160]}): "
+                       f"decoding without the cache")
         return Pixels(items)
     except BaseException:
         if lock is not None:
