@@ -304,3 +304,55 @@ def test_a_kept_process_killed_while_idle_is_not_reused(synth_copy):
     pixels = pixel_cache.pixels_of(nxt, processes=2, wait=True)
     assert pixels.mapped and pixel_cache._POOLS.idle[1] is not kept
     assert np.array_equal(pixels.image(len(nxt) - 1), decode_item(nxt[-1]))
+
+
+_ORPHANING = textwrap.dedent("""
+    import os, sys
+    import bgbench.data.pixel_cache as pc
+    from bgbench.data.layout import discover
+    layout = discover(sys.argv[1], variants=["original", "mixed_rand"])
+    items = [it for v in ("original", "mixed_rand") for it in layout.items(v)]
+    pc.pixels_of(items, processes=2, wait=True)
+    print(" ".join(str(pid) for pid in pc._POOLS.idle[1]._processes), flush=True)
+    os._exit(0)  # no exit handlers: the kept pool is never shut down
+""")
+
+
+def test_kept_processes_end_when_their_parent_ends_without_its_exit_handlers(synth_copy, tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    listed, errors = tmp_path / "pids.txt", tmp_path / "stderr.txt"
+    with open(listed, "w") as out, open(errors, "w") as err:  # files, not pipes: orphans holding a
+        done = subprocess.run([sys.executable, "-c", _ORPHANING, str(synth_copy)], stdout=out,  # pipe
+                              stderr=err, env=env, timeout=120)  # would keep run() waiting
+    assert done.returncode == 0, errors.read_text()
+    pids = [int(p) for p in listed.read_text().split()]
+    assert len(pids) == 2
+
+    def alive(pid):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        try:
+            with open(f"/proc/{pid}/stat") as f:  # an ended orphan may linger as a zombie until reaped
+                return f.read().split(") ")[1][0] != "Z"
+        except FileNotFoundError:  # reaped meanwhile
+            return False
+    deadline = time.time() + 20
+    while any(alive(p) for p in pids) and time.time() < deadline:
+        time.sleep(0.1)
+    left = [p for p in pids if alive(p)]
+    for pid in left:  # not left behind by a failing run
+        os.kill(pid, signal.SIGKILL)
+    assert not left
+
+
+def test_a_kept_pool_ends_after_it_waited_idle_seconds(synth_copy, monkeypatch):
+    monkeypatch.setattr(pixel_cache, "IDLE_SECONDS", 0.2)
+    pixel_cache.pixels_of(_many(synth_copy), processes=2, wait=True)
+    kept = pixel_cache._POOLS.idle
+    assert kept is not None
+    deadline = time.time() + 10
+    while pixel_cache._POOLS.idle is not None and time.time() < deadline:
+        time.sleep(0.05)
+    assert pixel_cache._POOLS.idle is None

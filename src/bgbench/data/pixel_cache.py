@@ -485,9 +485,10 @@ class _Pools:
     ends cleanly gives its pool back, and the next pass takes it (as DataLoader's
     `persistent_workers`) if it wants as many processes and the workers would read what a fresh
     fork would: the same working folder (an item's path may be relative) and the same PIL pixel
-    limit. One pool is kept idle; a pass that finds it leased by a pass still running, or unfit,
-    starts its own. A failed pass ends its pool instead (a dead worker breaks it), and the
-    interpreter's exit ends the idle one."""
+    limit. One pool is kept idle, for IDLE_SECONDS; a pass that finds it leased by a pass still
+    running, or unfit, starts its own. A failed pass ends its pool instead (a dead worker breaks
+    it), the interpreter's exit ends the idle one, and a worker whose parent is gone ends itself
+    (`_watch_parent`)."""
 
     def __init__(self):
         self.lock = threading.Lock()
@@ -510,14 +511,26 @@ class _Pools:
             if idle[0] == state and not getattr(idle[1], "_broken", False):
                 return idle
             idle[1].shutdown(wait=False)
-        return state, ProcessPoolExecutor(max_workers=workers, mp_context=_context())
+        return state, ProcessPoolExecutor(max_workers=workers, mp_context=_context(), initializer=_watch_parent,
+                                          initargs=(os.getpid(),))
 
     def give_back(self, leased: Tuple[tuple, ProcessPoolExecutor]) -> None:
-        """A leased pool, done with every task, waits for the next pass."""
+        """A leased pool, done with every task, waits for the next pass (for IDLE_SECONDS at most:
+        a notebook that ran one eval does not keep a core's worth of processes for the day)."""
         with self.lock:
             old, self.idle = self.idle, leased
         if old is not None:
             old[1].shutdown(wait=False)
+        timer = threading.Timer(IDLE_SECONDS, self._expire, args=(leased,))
+        timer.daemon = True
+        timer.start()
+
+    def _expire(self, leased: Tuple[tuple, ProcessPoolExecutor]) -> None:
+        with self.lock:
+            if self.idle is not leased:  # taken by a pass since, or replaced
+                return
+            self.idle = None
+        leased[1].shutdown(wait=False)
 
     def close(self) -> None:
         with self.lock:
@@ -526,6 +539,22 @@ class _Pools:
             idle[1].shutdown(wait=True)
 
 
+def _watch_parent(parent: int) -> None:
+    """A decoding process's first act: a thread that ends the process once its parent is gone.
+
+    Why: a kept pool's workers wait on a pipe for their next task; where the parent ends without
+    its exit handlers (killed, out of memory, `os._exit` in a forked child such as `gpu/run.py`'s
+    stages) nobody closes it, and the workers would wait for ever. An orphan is handed to another
+    parent (init, a subreaper), so a changed parent id says it."""
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(0)
+    threading.Thread(target=watch, name="bgbench-parent-watch", daemon=True).start()
+
+
+#: Seconds a kept pool waits for the next first pass before its processes end.
+IDLE_SECONDS = 120.0
 _POOLS = _Pools()
 atexit.register(_POOLS.close)  # the idle pool; concurrent.futures ends a leased one at exit, once its tasks are done
 
