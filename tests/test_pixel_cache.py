@@ -356,3 +356,14 @@ def test_a_kept_pool_ends_after_it_waited_idle_seconds(synth_copy, monkeypatch):
     while pixel_cache._POOLS.idle is not None and time.time() < deadline:
         time.sleep(0.05)
     assert pixel_cache._POOLS.idle is None
+
+
+def test_a_pool_taken_and_given_back_again_waits_its_idle_time_anew(synth_copy, monkeypatch):
+    monkeypatch.setattr(pixel_cache, "IDLE_SECONDS", 1.0)
+    pixel_cache.pixels_of(_many(synth_copy, ("original", "mixed_rand")), processes=2, wait=True)
+    kept = pixel_cache._POOLS.idle
+    time.sleep(0.7)
+    pixel_cache.pixels_of(_many(synth_copy, ("only_fg", "no_fg")), processes=2, wait=True)  # takes it, gives it back
+    assert pixel_cache._POOLS.idle is kept
+    time.sleep(0.6)  # past the first give-back's second, not the second's
+    assert pixel_cache._POOLS.idle is kept

@@ -493,6 +493,7 @@ class _Pools:
     def __init__(self):
         self.lock = threading.Lock()
         self.idle: Optional[Tuple[tuple, ProcessPoolExecutor]] = None
+        self.returns = 0  # pools given back so far: a timer ends the idle pool only if none came back since
 
     @staticmethod
     def _fork_state(workers: int) -> tuple:
@@ -519,18 +520,22 @@ class _Pools:
         a notebook that ran one eval does not keep a core's worth of processes for the day)."""
         with self.lock:
             old, self.idle = self.idle, leased
+            self.returns += 1
+            timer = threading.Timer(IDLE_SECONDS, self._expire, args=(self.returns,))
         if old is not None:
             old[1].shutdown(wait=False)
-        timer = threading.Timer(IDLE_SECONDS, self._expire, args=(leased,))
         timer.daemon = True
         timer.start()
 
-    def _expire(self, leased: Tuple[tuple, ProcessPoolExecutor]) -> None:
+    def _expire(self, returned: int) -> None:
+        """The idle pool's processes end if it has waited since the `returned`-th give-back (a pool
+        taken and given back again since starts its wait anew)."""
         with self.lock:
-            if self.idle is not leased:  # taken by a pass since, or replaced
-                return
-            self.idle = None
-        leased[1].shutdown(wait=False)
+            idle = self.idle if self.returns == returned else None
+            if idle is not None:
+                self.idle = None
+        if idle is not None:
+            idle[1].shutdown(wait=False)
 
     def close(self) -> None:
         with self.lock:
@@ -619,17 +624,13 @@ def pixels_of(items: Sequence, *, progress: bool = False, desc: str = "images",
         _remove_stale(root)
         first = _FirstPass(root, key, items, processes, lock)
         flat, offsets, shapes = first.start()  # the lock is now the writer's, released when it ends
-    except OSError as e:
-        if lock is not None:
-            lock.release()
-        console.status(f"pixel cache {root} cannot be written ({e.strerror or e}): decoding without it "
-                       f"(set BGBENCH_CACHE to a writable folder, or --no-cache to say so)")
-        return Pixels(items)
-    except BrokenProcessPool as e:  # a worker could not start (memory) or was killed: decode here instead
+    except (OSError, BrokenProcessPool) as e:  # BrokenProcessPool: a worker could not start (memory) or was killed
         if lock is not None:
             lock.release()
         console.status(f"the pixel cache's decoding processes stopped ({' '.join(str(e).split())[:160]}): "
-                       f"decoding without the cache")
+                       f"decoding without the cache" if isinstance(e, BrokenProcessPool) else
+                       f"pixel cache {root} cannot be written ({e.strerror or e}): decoding without it "
+                       f"(set BGBENCH_CACHE to a writable folder, or --no-cache to say so)")
         return Pixels(items)
     except BaseException:
         if lock is not None:
