@@ -148,6 +148,7 @@ def eval_first_pass_rate(root: Path, repeats: int, card_rate: float = 1000.0) ->
     ahead and without. Best of
     `repeats`, each into a fresh cache."""
     from host_only import host_only_run
+    from realsize_data import fresh_pixel_cache
 
     import bgbench.measures.eval.runner as runner
     from bgbench.measures import catalog
@@ -160,14 +161,12 @@ def eval_first_pass_rate(root: Path, repeats: int, card_rate: float = 1000.0) ->
     def timed(rate, ahead: bool) -> dict:
         card = SimulatedCard(rate)
         model = BgModel(card, ModelSpec(name="card", arch="null", num_classes=9)).eval().to("meta")
-        before, plan = os.environ.get("BGBENCH_CACHE"), runner.decode_ahead
-        best = None
+        plan, best = runner.decode_ahead, None
         try:
             if not ahead:
                 runner.decode_ahead = lambda lists, device: None
             for _ in range(repeats):
-                with tempfile.TemporaryDirectory() as cache:
-                    os.environ["BGBENCH_CACHE"] = cache
+                with fresh_pixel_cache():
                     cfg = EvalConfig()
                     cfg.device = "meta"  # after the config's checks, which know real devices only
                     images = {}
@@ -184,10 +183,6 @@ def eval_first_pass_rate(root: Path, repeats: int, card_rate: float = 1000.0) ->
                         best = figure
         finally:
             runner.decode_ahead = plan
-            if before is None:
-                os.environ.pop("BGBENCH_CACHE", None)
-            else:
-                os.environ["BGBENCH_CACHE"] = before
         if rate:
             best["card_rate"], best["card_ratio"] = rate, best["wall_images_s"] / rate
         return best
@@ -230,20 +225,14 @@ def noise_draws_rate(size: int, repeats: int, threads=(0, 1, 2), images: int = 6
 
 def first_pass(items, processes: int) -> float:
     """Images/s of a first pass into a fresh cache with `processes` decoding processes."""
+    from realsize_data import fresh_pixel_cache
+
     from bgbench.data.pixel_cache import pixels_of
-    before = os.environ.get("BGBENCH_CACHE")
-    with tempfile.TemporaryDirectory() as cache:
-        os.environ["BGBENCH_CACHE"] = cache
-        try:
-            t = time.perf_counter()
-            pixels = pixels_of(items, processes=processes, wait=True)
-            rate = len(items) / (time.perf_counter() - t)
-            assert pixels.mapped
-        finally:
-            if before is None:
-                os.environ.pop("BGBENCH_CACHE", None)
-            else:
-                os.environ["BGBENCH_CACHE"] = before
+    with fresh_pixel_cache():
+        t = time.perf_counter()
+        pixels = pixels_of(items, processes=processes, wait=True)
+        rate = len(items) / (time.perf_counter() - t)
+        assert pixels.mapped
     return rate
 
 

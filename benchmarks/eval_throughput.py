@@ -157,14 +157,9 @@ def main() -> None:
                 predict_items(model, items, batch_size=args.batch_size, device=args.device, progress=False,
                               workers=workers, precision=precision_of(mode))
                 return synced() - t
-            with tempfile.TemporaryDirectory() as fresh:  # the first pass: decoding into an empty pixel cache
-                before = os.environ.get("BGBENCH_CACHE")
-                os.environ["BGBENCH_CACHE"] = fresh
+            from realsize_data import fresh_pixel_cache
+            with fresh_pixel_cache():  # the first pass: decoding into an empty pixel cache
                 first = eval_path()
-                if before is None:
-                    os.environ.pop("BGBENCH_CACHE")
-                else:
-                    os.environ["BGBENCH_CACHE"] = before
             eval_path()  # the cache of this run's own folder, written once (a warm-up when already there)
             figures.setdefault("feed_alone", feed_alone(items, args.batch_size, args.device, synced))
             eval_t, fwd_t = [], []

@@ -12,9 +12,11 @@ same: `$BGBENCH_CACHE/bench/in9-<size>-q<quality>-<n>` (default ~/.cache/bgbench
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
+import tempfile
 import time
 from pathlib import Path
 
@@ -26,6 +28,22 @@ RECIPE = "realsize-v1"
 def cache_root() -> Path:
     base = os.environ.get("BGBENCH_CACHE")
     return (Path(base).expanduser() if base else Path.home() / ".cache" / "bgbench") / "bench"
+
+
+@contextlib.contextmanager
+def fresh_pixel_cache():
+    """An empty pixel cache for the block (`$BGBENCH_CACHE` set to a temporary folder, then put
+    back as it was): a first pass timed there decodes every image."""
+    before = os.environ.get("BGBENCH_CACHE")
+    with tempfile.TemporaryDirectory() as cache:
+        os.environ["BGBENCH_CACHE"] = cache
+        try:
+            yield Path(cache)
+        finally:
+            if before is None:
+                os.environ.pop("BGBENCH_CACHE", None)
+            else:
+                os.environ["BGBENCH_CACHE"] = before
 
 
 def realsize_dataset(per_class: int = 50, size: int = 224, quality: int = 75, seed: int = 0,
