@@ -18,9 +18,9 @@ exactly that host work, and it can be measured and improved on any laptop. Each 
   same files alone in 1 and 2 forked processes;
 - the challenge's search (`benchmarks/capacity_challenge.py`): the pairs/s it schedules on one core,
   robust (every pair needed) and fooled, fp32 and bf16-verified (goal 20,000);
-- the noise probe's draws (`measures.noise.engine.stacked_draws`): the forwards/s that its seeded
-  numpy draws can feed, drawn in turn and by 1 and 2 threads (on a GPU host, `--workers` threads,
-  8 by default, draw the next level's noise while the card runs this one's);
+- the noise probe's draws on the host (`measures.noise.engine.stacked_draws`, the CPU's path: a
+  card draws its own, `engine.device_draws`, the same values): the forwards/s that numpy's draws
+  can feed, drawn in turn and by 1 and 2 threads;
 - each probe whole (`capacity_probes.py`): its host work alone, the probe run on torch's meta
   device (`host_only.py`), projected to IN-9's 4,050 foregrounds, against the fastest forward's
   rate divided by the probe's forwards per image (`--no-probes` leaves it out).
@@ -205,12 +205,12 @@ def probe_batches_rate(layout, batch_size: int, repeats: int) -> dict:
 
 def noise_draws_rate(size: int, repeats: int, threads=(0, 1, 2), images: int = 64, trials: int = 3,
                      levels: int = 7) -> dict:
-    """The host side of the noise probe on a GPU: each image's seeded draws (numpy, float32), every
-    region (fg, bg) and level of RIVAL10's grid, `trials` each: `engine.stacked_draws` in the
-    caller (0) or in 1, 2 ... threads. A forward of the probe needs one image's draw of one region
-    and level: forwards/s = images/s x 2 x levels x trials, against the card's forward rate."""
+    """The noise probe's draws on the CPU (a card makes its own): each image's seeded draws (numpy,
+    float32), one field for both object regions (fg, bg) at each level of RIVAL10's grid, `trials`
+    each: `engine.stacked_draws` in the caller (0) or in 1, 2 ... threads. One draw feeds two
+    forwards (its foreground and its background copy): forwards/s = images/s x 2 x levels x trials."""
     from bgbench.measures.noise.engine import draw_pool, stacked_draws
-    seeds = [[(k * 1009 + step) for k in range(images)] for step in range(2 * levels)]
+    seeds = [[(k * 1009 + step) for k in range(images)] for step in range(levels)]
     out = {}
     for t in threads:
         pool = draw_pool(t)
@@ -221,6 +221,10 @@ def noise_draws_rate(size: int, repeats: int, threads=(0, 1, 2), images: int = 6
         rate = best_rate(go, images, repeats)
         out[t] = {"images_s": rate, "forwards_s": rate * 2 * levels * trials}
     return {"noise_draws": out}
+
+
+def _threads_label(threads: int) -> str:
+    return "in turn" if threads == 0 else f"{threads} thread" + ("s" if threads > 1 else "")
 
 
 def first_pass(items, processes: int) -> float:
@@ -376,8 +380,8 @@ def main(argv=None) -> int:
             *((_pass_label(p, cold=False), r, "img/s", None) for p, r in passes.items()),
             *((f"challenge search, {r['case']} model, {r['precision']}, null model ({r['fg']} x {r['bg']} pairs)",
                r["host_pairs_s"], "pairs/s", GOALS["challenge_pairs"]) for r in figures["challenge"]["rows"]),
-            *((f"noise probe's draws, {'in turn' if t == 0 else f'{t} thread' + ('s' if t > 1 else '')} "
-               f"(forwards they feed)", r["forwards_s"], "fwd/s", None) for t, r in figures["noise_draws"].items()),
+            *((f"noise probe's draws on the CPU, {_threads_label(t)} (forwards they feed)", r["forwards_s"], "fwd/s",
+               None) for t, r in figures["noise_draws"].items()),
             *((f"probe {name}, host work alone (meta device), at IN-9's 4,050 foregrounds", f["host"]["in9_images_s"],
                "img/s", f["goal_images_s"]) for name, f in figures.get("probes", {}).items()),
             ("PIL's decoding alone, 1 -> 2 forked processes (best against best)", figures["pil_scaling"], "x", None),

@@ -152,6 +152,30 @@ def test_each_probe_runs_on_the_device(probe, model_ckpt, synth_root, tmp_path):
     assert out["run_id"] >= 1
 
 
+def test_the_card_draws_the_noise_numpy_draws_bit_for_bit(model_ckpt, synth_root, tmp_path):
+    """The noise probe draws on the device (int32 arithmetic and a table lookup): every value is
+    numpy's, to the bit, so the report's redrawn copies are the card's; and the probe's rows on the
+    device are the CPU's wherever the strict fp32 forward predicts alike (all but near ties)."""
+    import numpy as np
+
+    from bgbench.measures.noise import MEASURE as NOISE
+    from bgbench.measures.noise.draws import image_noise
+    from bgbench.measures.noise.engine import device_draws, device_keys
+    from bgbench.store import Store
+    seeds = [0, 1, 2 ** 31, 2 ** 32 - 1, 2 ** 62 + 12345, 2 ** 63 - 1]
+    made = device_draws(device_keys(seeds, torch.device(DEVICE)), 3, 224, 224).cpu().numpy()
+    assert np.array_equal(made, np.stack([image_noise(s, 3, 224, 224) for s in seeds], axis=1))
+    rows = {}
+    for device in ("cpu", DEVICE):
+        out = _ok(run_cli("probe", "noise", "--model", f"file:{model_ckpt}", "--data", synth_root, "--device", device,
+                          "--levels", "0.2", "0.5", "--trials", "2", "--quiet", "--json", "--db", tmp_path / "r.db"))
+        with Store(tmp_path / "r.db") as store:
+            rows[device] = {(r.image_id, r.region, r.level, r.trial): r.pred
+                            for r in NOISE.stored_rows(store, out["run_id"])}
+    same = sum(rows["cpu"][k] == rows[DEVICE][k] for k in rows["cpu"])
+    assert rows["cpu"].keys() == rows[DEVICE].keys() and same >= 0.97 * len(rows["cpu"])
+
+
 def test_grad_cam_on_the_device_measures_what_the_cpu_does(tmp_path, record_property):
     """Grad-CAM's hooks on a device model: RIVAL10's alignment measures, averaged over the images,
     within 0.02 of the CPU's (TF32 convolutions move the maps a little, not the measures). At 96 px

@@ -71,30 +71,28 @@ def test_noise_equals_rfs_py_per_level_on_the_same_noise(trees, model):
                                                                                    0.75]
     summary = measure.summarize(result.rows, result.config)
     dset = _dset(trees)
-    ids, masks = [], []
+    ids = []
     for k in range(len(dset)):
         name = dset.mask_paths[k].split("/")[-1]
         wnid = name.split("_")[0]
         ids.append(f"{wnid}/{name[len(wnid) + 1:].rsplit('.', 1)[0]}")
-        masks.append(dset[k][1])
     checked = 0
     for li, level in enumerate(result.config["levels"]):
         calls, drawn = [], {}
 
         def randn_like(imgs, trial):
-            """bgbench's draws for this batch: the foreground's on the mask, the background's off it
-            (rfs.py multiplies one draw by the mask and by 1 - mask, so this is each region's own).
-            Every trial of an image comes from one draw of its noise, made once."""
+            """bgbench's draws for this batch: each image's object field, which rfs.py multiplies
+            by the mask and by 1 - mask, as bgbench cuts its foreground and background noise from
+            it. Every trial of an image comes from one draw of its noise, made once."""
             b = len(calls) // cfg.trials
             calls.append(trial)
             out = []
             for i in range(imgs.shape[0]):
-                image_id, m = ids[36 * b + i], masks[36 * b + i]
-                for r in ("fg", "bg"):
-                    if (image_id, r) not in drawn:
-                        drawn[(image_id, r)] = torch.from_numpy(image_noise(
-                            draw_seed(cfg.seed, image_id, r, level), cfg.trials, 224, 224)).permute(0, 3, 1, 2)
-                out.append(m * drawn[(image_id, "fg")][trial] + (1 - m) * drawn[(image_id, "bg")][trial])
+                image_id = ids[36 * b + i]
+                if image_id not in drawn:
+                    drawn[image_id] = torch.from_numpy(image_noise(
+                        draw_seed(cfg.seed, image_id, "object", level), cfg.trials, 224, 224)).permute(0, 3, 1, 2)
+                out.append(drawn[image_id][trial])
             return torch.stack(out)
         rfs, fg, bg, _, _ = source.noisy_fg_bg_accs(model.net, dset, noise_sigma=level, trials=cfg.trials,
                                                     randn_like=randn_like)

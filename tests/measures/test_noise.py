@@ -5,7 +5,7 @@ import json
 
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given, settings, strategies as st
 import torch
 
 from bgbench.measures.noise import MEASURE as NOISE
@@ -48,21 +48,94 @@ def test_region_noise_stays_in_its_region_and_l2_hits_the_level():
     assert norms == pytest.approx(np.full((3, 2), 25.0), rel=1e-5)
 
 
+def _oracle_draw(seed, trials, h, w):
+    """The generator written here from its definition, value by value in Python integers: value i
+    of a (trials, H, W, 3) draw is the standard normal quantile at (j + 0.5) / 2^20, j the top 20
+    bits of lowbias32(lowbias32(i ^ k0) ^ k1), k0 and k1 the seed's low and high 32 bits; the
+    quantile from the standard library (`statistics.NormalDist`), not scipy."""
+    from statistics import NormalDist
+
+    def lowbias32(v):
+        v ^= v >> 16
+        v = (v * 0x7FEB352D) & 0xFFFFFFFF
+        v ^= v >> 15
+        v = (v * 0x846CA68B) & 0xFFFFFFFF
+        return v ^ (v >> 16)
+    k0, k1 = seed & 0xFFFFFFFF, seed >> 32
+    normal = NormalDist()
+    values = [normal.inv_cdf(((lowbias32(lowbias32(i ^ k0) ^ k1) >> 12) + 0.5) / 2 ** 20)
+              for i in range(trials * h * w * 3)]
+    return np.array(values, dtype=np.float32).reshape(trials, h, w, 3)
+
+
 def test_each_images_noise_is_its_own_seeded_draw():
-    """Image k's noise is numpy's float32 standard normal (trials, H, W, 3) from a PCG64 generator
-    seeded by its own seed, channels moved first, times sigma: the same whatever images share its
-    batch (and drawn again without torch by the report)."""
+    """Image k's noise is the counter-based draw (trials, H, W, 3) of its own seed (the oracle:
+    `_oracle_draw`), channels moved first, times sigma: the same whatever images share its batch
+    (and drawn again without torch by the report)."""
     m = torch.ones(3, 1, 4, 5)
-    both = region_noise(m, "fg", 0.5, "sigma", 2, [7, 11, 7])
-    alone = region_noise(m[:1], "fg", 0.5, "sigma", 2, [11])
-    draw = np.random.Generator(np.random.PCG64(11)).standard_normal((2, 4, 5, 3), dtype=np.float32)
-    expected = torch.from_numpy(draw).permute(0, 3, 1, 2) * 0.5
-    assert torch.equal(both[:, 1], expected) and torch.equal(alone[:, 0], expected)
+    big = 2 ** 62 + 12345  # a seed with both halves set
+    both = region_noise(m, "fg", 0.5, "sigma", 2, [7, big, 7])
+    alone = region_noise(m[:1], "fg", 0.5, "sigma", 2, [big])
+    expected = torch.from_numpy(_oracle_draw(big, 2, 4, 5)).permute(0, 3, 1, 2) * 0.5
+    assert torch.allclose(both[:, 1], expected, rtol=1e-6, atol=0) and torch.equal(alone[:, 0], both[:, 1])
     assert torch.equal(both[:, 0], both[:, 2]) and not torch.equal(both[:, 0], both[:, 1])
     # the seed names the run's seed, the image, the region and the level: change any, change the draw
     seeds = {draw_seed(0, "a/1", "fg", 0.5), draw_seed(1, "a/1", "fg", 0.5), draw_seed(0, "a/2", "fg", 0.5),
              draw_seed(0, "a/1", "bg", 0.5), draw_seed(0, "a/1", "fg", 0.25)}
     assert len(seeds) == 5 and all(0 <= s < 2 ** 63 for s in seeds)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seeds=st.lists(st.integers(0, 2 ** 63 - 1), min_size=1, max_size=4), trials=st.integers(1, 3),
+       h=st.integers(1, 9), w=st.integers(1, 9))
+def test_the_devices_draws_are_numpys_bit_for_bit(seeds, trials, h, w):
+    """`device_draws` (torch's int32 arithmetic, which a card runs) gives numpy's uint32 draws of
+    every seed exactly, any seed, shape or number of images; on the meta device, their shape."""
+    from bgbench.measures.noise.engine import device_draws, device_keys
+    from bgbench.measures.noise.draws import image_noise
+    made = device_draws(device_keys(seeds, torch.device("cpu")), trials, h, w)
+    expected = np.stack([image_noise(s, trials, h, w) for s in seeds], axis=1)
+    assert made.dtype == torch.float32 and np.array_equal(made.numpy(), expected)
+    assert device_draws(device_keys(seeds, torch.device("meta")), trials, h, w).shape == expected.shape
+
+
+def test_the_draws_are_standard_normal_and_independent():
+    """Half a million values of one draw pass a Kolmogorov-Smirnov test against N(0, 1); neighbouring
+    values, the trials of one draw and the draws of two seeds are uncorrelated; every one of the 20
+    bits that pick a quantile is set half the time (a hash that left a bit fixed would fail)."""
+    from scipy import stats
+    from bgbench.measures.noise.draws import image_noise
+    a = image_noise(draw_seed(0, "c/1", "object", 0.5), 3, 224, 224).ravel().astype(np.float64)
+    b = image_noise(draw_seed(0, "c/2", "object", 0.5), 3, 224, 224).ravel().astype(np.float64)
+    assert stats.kstest(a, "norm").pvalue > 1e-3
+    assert abs(a.mean()) < 0.01 and abs(a.std() - 1) < 0.01 and abs(stats.kurtosis(a)) < 0.05
+    for x, y in ((a[:-1], a[1:]), (a[:-3], a[3:]), (a[:a.size // 3], a[a.size // 3:2 * (a.size // 3)]), (a, b)):
+        assert abs(np.corrcoef(x, y)[0, 1]) < 0.01
+    j = np.round(stats.norm.cdf(a) * 2 ** 20 - 0.5).astype(np.int64)  # the quantile's index back
+    bits = (j[:, None] >> np.arange(20)) & 1
+    assert np.abs(bits.mean(axis=0) - 0.5).max() < 0.005
+
+
+def test_the_foreground_and_the_background_are_cut_from_one_field():
+    """The object's two regions are noised from one draw (as Hard ImageNet's rfs.py noises them):
+    at a level and trial, the foreground copy's noise and the background copy's noise add up to
+    the object field's draw, `draw_seed(.., 'object', level)`; an attribute has a draw of its own."""
+    x = torch.full((2, 3, 6, 5), 0.5)
+    m = (torch.rand(2, 1, 6, 5, generator=torch.Generator().manual_seed(1)) > 0.5).float()
+    fed = []
+
+    def predict(batch):
+        fed.append(batch - 0.5)
+        return torch.zeros(batch.shape[0], dtype=torch.long)
+    regions = object_regions(m) + [Region("attr:all", torch.tensor([0, 1]), torch.ones(2, 1, 6, 5))]
+    region_predictions(predict, x, regions, ["c/0", "c/1"], 5, [0.1], trials=2, kind="sigma", chunk=4)
+    fg, bg, attr = (f.view(2, 2, 3, 6, 5) for f in fed)  # one level: fg, bg, then the attribute
+    field = torch.from_numpy(np.stack([_oracle_draw(draw_seed(5, f"c/{k}", "object", 0.1), 2, 6, 5)
+                                       for k in range(2)], 1)).permute(0, 1, 4, 2, 3) * 0.1
+    assert torch.allclose(fg + bg, field, atol=1e-6)
+    assert (fg * (1 - m) == 0).all() and (bg * m == 0).all()
+    own = torch.from_numpy(_oracle_draw(draw_seed(5, "c/1", "attr:all", 0.1), 2, 6, 5)).permute(0, 3, 1, 2) * 0.1
+    assert torch.allclose(attr[:, 1], own, atol=1e-6) and not torch.allclose(attr[:, 1], field[:, 1], atol=1e-2)
 
 
 def test_noise_rows_do_not_depend_on_the_batch_size(synth_root):
@@ -77,29 +150,31 @@ def test_noise_rows_do_not_depend_on_the_batch_size(synth_root):
 
 @pytest.mark.parametrize("kind", ["sigma", "l2"])
 def test_noise_drawn_by_threads_ahead_of_the_forward_is_the_noise_drawn_in_turn(kind):
-    """The next (region, level)'s draws are made by threads while this one's forwards run: every
-    noisy copy the model sees is, bit for bit, the one drawn in turn (a 'model' that returns the
-    copies' exact bits shows them all), whatever the number of threads."""
+    """The next level's draws are made by threads while this one's forwards run: every noisy copy
+    the model sees is, bit for bit, the one drawn in turn (a 'model' that returns the copies' exact
+    bits shows them all), whatever the number of threads, and the one drawn by torch's arithmetic
+    as a card draws it (`on_device`)."""
     gen = torch.Generator().manual_seed(3)
     x, m = torch.rand(5, 3, 6, 7, generator=gen), (torch.rand(5, 1, 6, 7, generator=gen) > 0.5).float()
     regions = object_regions(m) + [Region("attr:part", torch.tensor([1, 3]), m[[1, 3]])]
     ids = [f"c/{k}" for k in range(5)]
     seen = {}
-    for workers in (0, 1, 3):
+    for workers in (0, 1, 3, "device"):
         fed = []
 
         def predict(batch):  # records what it was fed; its 'prediction' is the copy's first bits
             fed.append(batch.clone())
             return batch.flatten(1).view(torch.int32)[:, 0].long()
-        out = region_predictions(predict, x, regions, ids, 7, [0.1, 0.4, 0.9], 2, kind, chunk=4, workers=workers)
+        out = region_predictions(predict, x, regions, ids, 7, [0.1, 0.4, 0.9], 2, kind, chunk=4,
+                                 workers=0 if workers == "device" else workers, on_device=workers == "device")
         seen[workers] = (torch.cat(fed), {k: v.clone() for k, v in out.items()})
-    for workers in (1, 3):
+    for workers in (1, 3, "device"):
         assert torch.equal(seen[workers][0], seen[0][0])
         assert all(torch.equal(seen[workers][1][k], seen[0][1][k]) for k in seen[0][1])
-    # and each copy is the image plus its own seeded draw (the oracle: numpy's generator, here)
+    # and each copy is the image plus its own seeded draw (the oracle: `_oracle_draw`), the
+    # background's cut from the object's field
     level, k, t = 0.4, 2, 1
-    draw = np.random.Generator(np.random.PCG64(draw_seed(7, "c/2", "bg", level))).standard_normal(
-        (2, 6, 7, 3), dtype=np.float32)[t]
+    draw = _oracle_draw(draw_seed(7, "c/2", "object", level), 2, 6, 7)[t]
     n = torch.from_numpy(draw).permute(2, 0, 1) * (1 - m[k])
     if kind == "l2":
         n = n * (level / n.flatten().norm())

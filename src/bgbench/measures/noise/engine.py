@@ -4,32 +4,37 @@ Gaussian noise goes on one region only (x + s·n·m), clamped to [0,1]: the fore
 object mask), the background (1 − m), or one attribute's mask (region 'attr:<name>', only on the
 images that have it).
 
-Every image's draw has its own seed, derived from the run's seed, the image id, the region and
-the level (`draws.draw_seed`), and is drawn on the CPU by numpy (`draws.image_noise`). So one
-image's noisy copy is a function of those alone: the same for any batch size, device, order or
-torchrun slice, and the report redraws exactly the copy that flipped a prediction
-(`draws.noisy_copy`) without running a model or importing torch.
+Every draw has its own seed, derived from the run's seed, the image id, the level and what it
+goes on (`draws.draw_seed`, `draws.draw_region`: the foreground and the background are cut from
+one field), and is the counter-based generator of `draws`: integer arithmetic and a table
+lookup, which the card computes itself (`device_draws`) bit for bit as numpy does on the CPU
+(`stacked_draws`, in threads while the forward runs). So one image's noisy copy is a function of
+the seeds alone: the same for any batch size, device, order or torchrun slice, and the report
+redraws exactly the copy that flipped a prediction (`draws.noisy_copy`) without running a model
+or importing torch.
 """
 from __future__ import annotations
 
 from concurrent.futures import Executor, ThreadPoolExecutor
-from typing import Callable, Dict, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence
 
+import numpy as np
 import torch
 
-from .draws import REGIONS, draw_seed, image_noise  # noqa: F401 (REGIONS: the object regions, re-exported)
+from .draws import (MULTIPLIERS, QUANTILE_BITS, REGIONS, draw_region, draw_seed, image_noise,  # noqa: F401
+                    quantiles, seed_halves)  # REGIONS: the object regions, re-exported
 from ..common.regions import Region
+from ...errors import BgbenchError
 
 
 def stacked_draws(seeds: Sequence[int], trials: int, height: int, width: int, pool: Optional[Executor] = None,
                   pinned: bool = False) -> "Callable[[], torch.Tensor]":
-    """The draws of several images, a (trials, N, H, W, 3) float32 CPU tensor with image k's from
-    `seeds[k]` (channels last, the layout convolutions run fastest on, CPU and GPU): a function that
-    returns them. With a thread pool the images are drawn in its threads (numpy's generators
-    release the interpreter's lock while they fill an array), starting now: the caller runs a
+    """The draws of several images made by numpy on the host, a (trials, N, H, W, 3) float32 CPU
+    tensor with image k's from `seeds[k]` (channels last, the layout convolutions run fastest on):
+    a function that returns them. With a thread pool the images are drawn in its threads (numpy
+    releases the interpreter's lock in its array arithmetic), starting now: the caller runs a
     forward meanwhile and calls the function when it needs the draws. `pinned`: drawn into
-    page-locked memory (for a GPU), whose copy to the card is queued, not waited for; the tensor
-    itself is what is copied, so that torch's pinned-memory cache keeps it until the copy is done."""
+    page-locked memory, whose copy to a card is queued, not waited for."""
     buffer = torch.empty((trials, len(seeds), height, width, 3), dtype=torch.float32, pin_memory=pinned)
     out = buffer.numpy()
 
@@ -46,6 +51,62 @@ def stacked_draws(seeds: Sequence[int], trials: int, height: int, width: int, po
             f.result()
         return buffer
     return done
+
+
+def _as_int32(value: int) -> int:
+    """A 32-bit pattern as the int32 that holds it (torch has no unsigned 32-bit arithmetic)."""
+    return value - (1 << 32) if value >= 1 << 31 else value
+
+
+def _lowbias32_(x: torch.Tensor) -> torch.Tensor:
+    """`draws.lowbias32` on int32 in place: a logical shift is the arithmetic one masked, and an
+    int32 product wraps to the same low 32 bits as the uint32 one."""
+    for shift, multiplier in ((16, MULTIPLIERS[0]), (15, MULTIPLIERS[1]), (16, None)):
+        x.bitwise_xor_(torch.bitwise_right_shift(x, shift).bitwise_and_((1 << (32 - shift)) - 1))
+        if multiplier is not None:
+            x.mul_(_as_int32(multiplier))
+    return x
+
+
+_TABLES: Dict[torch.device, torch.Tensor] = {}
+_COUNTERS: Dict[tuple, torch.Tensor] = {}
+
+
+def device_keys(seeds: Sequence[int], device: torch.device) -> torch.Tensor:
+    """The seeds' two 32-bit halves, (2, len(seeds)) int32 on `device`, moved in one copy that the
+    host does not wait for (from page-locked memory to a CUDA card)."""
+    halves = np.array([seed_halves(s) for s in seeds], dtype=np.uint32).reshape(-1, 2).T.copy()
+    return _upload(torch.from_numpy(halves.view(np.int32)), device)
+
+
+def _upload(t: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """A host tensor on `device`, copied without the host waiting (from page-locked memory)."""
+    if device.type == "cpu":
+        return t
+    return (t.pin_memory() if device.type == "cuda" else t).to(device, non_blocking=True)
+
+
+def device_draws(keys: torch.Tensor, trials: int, height: int, width: int) -> torch.Tensor:
+    """The draws of several images made where `keys` ((2, N) int32, `device_keys`) lie, a (trials,
+    N, H, W, 3) float32 tensor: `draws.image_noise` of each image's seed, bit for bit, in some 25
+    elementwise operations on the card and no work for the host."""
+    device, n = keys.device, keys.shape[1]
+    count = trials * height * width * 3
+    if count >= 1 << 31:
+        raise BgbenchError(f"noise: a draw of {trials} trials of {height}x{width} images has {count:,} values, "
+                           "more than the generator counts (2^31); use fewer --trials or smaller images")
+    table = _TABLES.get(device)
+    if table is None:
+        table = _TABLES[device] = _upload(torch.from_numpy(quantiles().copy()), device)
+    counters = _COUNTERS.get((device, count))
+    if counters is None:
+        if len(_COUNTERS) > 8:
+            _COUNTERS.clear()
+        counters = _COUNTERS[(device, count)] = torch.arange(count, dtype=torch.int32, device=device)
+    x = torch.bitwise_xor(counters.view(trials, 1, height, width, 3), keys[0].view(1, n, 1, 1, 1))
+    _lowbias32_(x).bitwise_xor_(keys[1].view(1, n, 1, 1, 1))
+    _lowbias32_(x).bitwise_right_shift_(32 - QUANTILE_BITS).bitwise_and_((1 << QUANTILE_BITS) - 1)
+    return table[x]
 
 
 def masked_noise(where: torch.Tensor, level: float, kind: str, trials: int, seeds: Sequence[int],
@@ -77,7 +138,7 @@ def region_noise(mask: torch.Tensor, region: str, level: float, kind: str, trial
 
 
 def draw_pool(workers: int) -> Optional[Executor]:
-    """The threads that draw the noise of the next (region, level) while a forward runs (None for
+    """The threads that draw the next level's noise on the CPU while a forward runs (None for
     `workers` < 1: drawn in the caller). One pool per process, grown to the largest count asked."""
     global _POOL, _POOL_SIZE
     if workers < 1:
@@ -96,37 +157,55 @@ _POOL_SIZE = 0
 @torch.no_grad()
 def region_predictions(predict: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor,
                        regions: Sequence[Region], image_ids: Sequence[str], seed: int, levels: Sequence[float],
-                       trials: int, kind: str, chunk: int = 0, workers: int = 0) -> Dict[str, torch.Tensor]:
+                       trials: int, kind: str, chunk: int = 0, workers: int = 0,
+                       on_device: Optional[bool] = None) -> Dict[str, torch.Tensor]:
     """region name -> predictions (level, trial, image of the region) of `predict` on noisy copies of `x`.
 
     x: (N, 3, H, W) in [0,1]; image_ids: the N images' ids (their draws' seeds); predict maps
     images to predicted labels. `chunk` bounds how many images go through one forward (default: N).
-    `workers` threads draw the next (region, level)'s noise while this one's forwards run (0: every
-    draw made in turn, in this thread); the draws, and so the predictions, are the same either way.
+    Regions cut from one field (the foreground and the background) are noised level by level from
+    one draw. Off the CPU the draws are made on the device; on the CPU, `workers` threads draw the
+    next level's noise while this one's forwards run (0: every draw made in turn, in this thread).
+    `on_device` chooses (default: off the CPU). The draws, and so the predictions, are the same
+    either way.
     """
     chunk = chunk or x.shape[0]
-    pool = draw_pool(workers)
     h, w = x.shape[-2:]
-    steps = [(region, li, float(level)) for region in regions if len(region.index)
-             for li, level in enumerate(levels)]
+    fields: Dict[str, List[Region]] = {}  # the regions cut from each field, in the order given
+    for region in regions:
+        if len(region.index):
+            fields.setdefault(draw_region(region.name), []).append(region)
+    steps = [(name, li, float(level)) for name in fields for li, level in enumerate(levels)]
+    positions = {name: members[0].positions() for name, members in fields.items()}  # once a field
+    for name, members in fields.items():
+        if any(r.positions() != positions[name] for r in members[1:]):
+            raise ValueError(f"regions {[r.name for r in members]} share a field but not their images")
+    seeds = [[draw_seed(seed, image_ids[k], name, level) for k in positions[name]] for name, _, level in steps]
+    if on_device is None:
+        on_device = x.device.type != "cpu"
+    if not on_device:
+        pool = draw_pool(workers)
 
-    positions = {region.name: region.positions() for region in regions}  # once a region, not once a step
+        def draw(s: int) -> Callable[[], torch.Tensor]:
+            return stacked_draws(seeds[s], trials, h, w, pool)
+    else:  # every step's keys in one copy; the card draws
+        keys = device_keys([v for step in seeds for v in step], x.device)
+        starts = np.cumsum([0] + [len(step) for step in seeds])
 
-    def draw(step):
-        region, _, level = step
-        return stacked_draws([draw_seed(seed, image_ids[k], region.name, level) for k in positions[region.name]],
-                             trials, h, w, pool, pinned=x.device.type == "cuda")
+        def draw(s: int) -> Callable[[], torch.Tensor]:
+            made = device_draws(keys[:, starts[s]:starts[s + 1]], trials, h, w)
+            return lambda: made
     out = {region.name: torch.empty(len(levels), trials, len(region.index), dtype=torch.long, device=x.device)
            for region in regions}
-    upcoming = draw(steps[0]) if steps else None
-    for s, (region, li, level) in enumerate(steps):
+    upcoming = draw(0) if steps else None
+    for s, (name, li, level) in enumerate(steps):
         raw = upcoming()
-        upcoming = draw(steps[s + 1]) if s + 1 < len(steps) else None  # drawn during this step's forwards
-        n = len(region.index)
-        noise = masked_noise(region.where, level, kind, trials, (), raw=raw)
-        noisy = (x[region.index].unsqueeze(0) + noise).clamp_(0, 1).flatten(0, 1)
-        noisy = noisy.contiguous(memory_format=torch.channels_last)  # no copy when already so
-        preds = torch.cat([predict(noisy[i:i + chunk]) for i in range(0, noisy.shape[0], chunk)])
-        out[region.name][li] = preds.view(trials, n)
+        upcoming = draw(s + 1) if s + 1 < len(steps) else None  # drawn during this step's forwards
+        for region in fields[name]:
+            n = len(region.index)
+            noise = masked_noise(region.where, level, kind, trials, (), raw=raw)
+            noisy = (x[region.index].unsqueeze(0) + noise).clamp_(0, 1).flatten(0, 1)
+            noisy = noisy.contiguous(memory_format=torch.channels_last)  # no copy when already so
+            preds = torch.cat([predict(noisy[i:i + chunk]) for i in range(0, noisy.shape[0], chunk)])
+            out[region.name][li] = preds.view(trials, n)
     return out
-

@@ -37,12 +37,12 @@ def noise_section(ctx: SectionContext, subject: SectionSubject) -> Optional[dict
 def noise_gallery(ctx: SectionContext, subject: SectionSubject) -> Optional[dict]:
     from ..examples import noise_flips
     from . import MEASURE
-    from .draws import DRAWS, TORCH_DRAWS
+    from .draws import REDRAWABLE
     run = subject.latest(MEASURE.kind)
     if run is None:
         return None
     config = json.loads(run["config"])
-    if config.get("draws") not in (DRAWS, TORCH_DRAWS):  # one generator per run: its copies cannot be redrawn
+    if config.get("draws") not in REDRAWABLE:  # one generator per run: its copies cannot be redrawn
         return {"run_id": run["id"], "gallery": None}
     # the object and the background (a --region attributes run's 'attr:<name>' rows are in the noise
     # section's curves; the gallery redraws copies from the object mask only)
