@@ -13,9 +13,9 @@ an operation the meta device cannot compute, such as `torch.allclose`) returns z
 shape and is counted: on a card each is a wait for the device, where the host queues nothing
 more. So is a blocking copy of host data to the device (`.to(device)` without `non_blocking`,
 `torch.as_tensor(..., device=)`), which on a card waits for the work queued before it. The values are therefore not the probe's (every map is zero, every prediction class 0); the
-work is, apart from what depends on values: a zero map sorts far faster than a real one, so the
-saliency probe's host work (RIVAL10's measures sort each map) is timed on real maps apart
-(benchmarks/README.md).
+work is, apart from what depends on values on the host (on a card the saliency probe now sorts
+and measures its maps there; a host that sorted zero maps would be flattered, which is why its
+NumPy path was timed on real maps apart, benchmarks/README.md).
 
     with HostOnly() as host:
         measure.compute(model, root, cfg)   # cfg.device = "meta"

@@ -241,3 +241,83 @@ def test_the_sort_by_keys_orders_values_and_flags_as_an_argsort(values, flags, n
     assert np.array_equal(sals, want_s) and sals.dtype == np.float32
     for v in np.unique(want_s):
         assert inside[sals == v].sum() == want_in[want_s == v].sum()
+
+
+def _awkward_maps(seed=0, n=48, h=24, w=31):
+    """Maps and masks with what the measures' edge cases need: ties (quantized and binary maps),
+    all-zero maps, empty and full masks, beside plain random ones."""
+    rng = np.random.default_rng(seed)
+    maps, masks = [], []
+    for k in range(n):
+        g = rng.random((h, w)).astype(np.float32) ** 3
+        if k % 5 == 1:
+            g = np.round(g * 4) / 4
+        if k % 7 == 2:
+            g[:] = 0
+        if k % 9 == 3:
+            g = (g > 0.3).astype(np.float32)
+        m = rng.random((h, w)) > (0.3 if k % 4 else 0.9)
+        if k % 11 == 4:
+            m[:] = False
+        if k % 13 == 5:
+            m[:] = True
+        maps.append(g.astype(np.float32))
+        masks.append(m)
+    return np.stack(maps), np.stack(masks)
+
+
+def test_the_devices_batched_measures_are_rival10s():
+    """`device_metrics.alignment_batch` (torch, a whole batch at once, as a card computes it) gives
+    RIVAL10's measures written out independently (`rival10_measures`: its binarize, its threshold
+    loop, sklearn's AP) on maps with ties, zero maps and empty or full masks; NaN exactly where
+    they are undefined; with Hard ImageNet's options its absolute IoU and Dice and NaN rows for
+    empty masks."""
+    import warnings
+
+    from bgbench.measures.saliency.device_metrics import alignment_batch
+    maps, masks = _awkward_maps()
+    got = alignment_batch(torch.from_numpy(maps), torch.from_numpy(masks)).numpy()
+    hard = alignment_batch(torch.from_numpy(maps), torch.from_numpy(masks), absolute_iou=True,
+                           empty_is_nan=True).numpy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for k in range(len(maps)):
+            want = rival10_measures(maps[k], masks[k])
+            if not masks[k].any():  # sklearn's AP of no positive is 0 with a warning; bgbench's is NaN
+                want["ap"] = float("nan")
+            for j, name in enumerate(METRICS):
+                if math.isnan(want[name]):
+                    assert math.isnan(got[k, j]), (k, name)
+                else:
+                    assert got[k, j] == pytest.approx(want[name], abs=1e-6), (k, name)  # its sums are float32
+            if not masks[k].any():
+                assert np.isnan(hard[k]).all()
+                continue
+            on, obj = maps[k] >= 0.5, masks[k]
+            inter, union = np.sum(on & obj), np.sum(on | obj)
+            assert hard[k, 1] == pytest.approx((inter + 1e-10) / (union + 1e-10), abs=1e-12)
+            assert hard[k, 2] == pytest.approx((2 * inter + 1e-10) / (union + inter + 1e-10), abs=1e-12)
+            assert np.array_equal(hard[k, [0, 3, 4, 5, 6, 7]], got[k, [0, 3, 4, 5, 6, 7]], equal_nan=True)
+
+
+def test_the_devices_maps_are_pytorch_grad_cams_post_processing():
+    """`gradcam.device_maps` repeats pytorch-grad-cam's post-processing (`gradcam_maps`, held to
+    pytorch-grad-cam itself above) in torch: within 1e-6, at feature grids that do not divide the
+    image."""
+    from bgbench.probing.gradcam import device_maps, gradcam_maps
+    rng = np.random.default_rng(1)
+    for shape, hw in (((6, 32, 7, 7), (224, 224)), ((3, 8, 2, 3), (64, 50)), ((2, 4, 1, 1), (32, 32))):
+        terms = rng.standard_normal(shape).astype(np.float32)
+        assert np.abs(device_maps(torch.from_numpy(terms), hw).numpy() - gradcam_maps(terms, hw)).max() < 1e-6
+
+
+@pytest.mark.parametrize("layer", [None, "layer2"])
+def test_saliency_measured_as_on_a_card_equals_rival10_with_pytorch_grad_cam(synth64, layer, monkeypatch):
+    """The probe's card path (maps and measures on the device, only the measures read back), run on
+    the CPU: its rows are RIVAL10's formulas on pytorch-grad-cam's maps, as the host path's are."""
+    from bgbench.measures.saliency import probe as saliency_probe
+    monkeypatch.setattr(saliency_probe, "measured_on_device", lambda device: True)
+    model = _timm_model("test_resnet")
+    result = SALIENCY.compute(model, synth64, SaliencyConfig(layer=layer, batch_size=64, examples=0),
+                              progress=False)
+    check_against_grad_cam(model, model.net.get_submodule(result.config["layer"]), synth64, result.rows)

@@ -159,6 +159,25 @@ def gradcam_maps(terms: np.ndarray, image_hw: Tuple[int, int]) -> np.ndarray:
     return postprocess(np.maximum(terms.sum(axis=1), 0), image_hw)
 
 
+def device_maps(terms, image_hw: Tuple[int, int]):
+    """`gradcam_maps` where the terms lie, for a probe on a card: (N, H, W) float32 from Captum's
+    terms (N, C, h, w), each step pytorch-grad-cam's (ReLU of the channel sum, min-max at feature
+    resolution, bilinear resize with half-pixel centres as `cv2.resize`'s, min-max again, NaN to
+    0) in torch's float32, whose sums and interpolation round their last bits otherwise than
+    NumPy's and OpenCV's (within 1e-6 of `gradcam_maps`, `tests/measures/test_saliency.py`)."""
+    import torch
+    cam = terms.float().sum(dim=1).clamp_min_(0)
+    first = torch.nn.functional.interpolate(_device_scale(cam)[:, None], size=tuple(image_hw), mode="bilinear",
+                                            align_corners=False)[:, 0]
+    return torch.nan_to_num_(_device_scale(first), nan=0.0)
+
+
+def _device_scale(img):
+    """`_scale` of each map of a batch (N, H, W): minus its min, over 1e-7 plus its max."""
+    img = img - img.amin(dim=(1, 2), keepdim=True)
+    return img / (img.amax(dim=(1, 2), keepdim=True) + 1e-7)
+
+
 def postprocess(cam: np.ndarray, image_hw: Tuple[int, int]) -> np.ndarray:
     """pytorch-grad-cam's GradCAM output from ReLU'd maps (N, h, w): scale to [0,1] at feature
     resolution, cv2.resize (bilinear) to the image, scale to [0,1] again, NaN to 0 (RIVAL10)."""
