@@ -26,6 +26,7 @@ come from two weighted sums of the small map, with no image-size map ever built.
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple
@@ -38,7 +39,14 @@ SHARE_TOLERANCE = 1e-6
 
 def upsampling_matrix(cells: int, pixels: int, device="cpu"):
     """(pixels, cells): 1-D linear interpolation as cv2.resize INTER_LINEAR and torch's bilinear
-    (align_corners=False) upsample, built by upsampling the unit vectors."""
+    (align_corners=False) upsample, built by upsampling the unit vectors; once a shape and device
+    (every batch of a run asks for the same two)."""
+    import torch
+    return _upsampling_matrix(int(cells), int(pixels), torch.device(device))
+
+
+@functools.lru_cache(maxsize=16)
+def _upsampling_matrix(cells: int, pixels: int, device):
     import torch
     import torch.nn.functional as F
     eye = torch.eye(cells, device=device, dtype=torch.float64).reshape(cells, 1, cells, 1)
@@ -51,7 +59,7 @@ def map_weights(masks, grid_hw: Tuple[int, int]):
 
     masks: (N, H, W) float {0,1} object masks. Σ_pixels up(a)·(1−m) = Σ_cells a·Uᵀ(1−m)."""
     n, height, width = masks.shape
-    rows = upsampling_matrix(grid_hw[0], height, masks.device).to(masks.dtype)  # (H, h)
+    rows = upsampling_matrix(grid_hw[0], height, masks.device).to(masks.dtype)  # (H, h), float64: no copy
     cols = upsampling_matrix(grid_hw[1], width, masks.device).to(masks.dtype)  # (W, w)
     background = rows.T @ (1 - masks) @ cols  # (N, h, w)
     everywhere = rows.sum(dim=0)[:, None] * cols.sum(dim=0)[None, :]  # (h, w)
