@@ -17,7 +17,7 @@ from __future__ import annotations
 import io
 import zipfile
 from pathlib import Path
-from typing import Dict, List, Optional, Protocol, Tuple
+from typing import Dict, List, Optional, Protocol, Sequence, Tuple
 
 import numpy as np
 
@@ -34,6 +34,37 @@ class AttributeSource(Protocol):
     def names(self) -> Tuple[str, ...]: ...
 
     def masks(self, item, image_hw: Tuple[int, int]) -> Dict[str, np.ndarray]: ...
+
+    def files(self, item) -> Tuple[Path, ...]: ...
+
+
+def planes_count(names: Sequence[str]) -> int:
+    """Bytes a pixel of `packed_masks` takes: one bit an attribute."""
+    return max(1, (len(names) + 7) // 8)
+
+
+def packed_masks(masks: Dict[str, np.ndarray], names: Sequence[str], image_hw: Tuple[int, int]) -> np.ndarray:
+    """An image's attribute masks as one (H, W, planes_count) uint8 array: bit a % 8 of byte a // 8
+    set where attribute `names[a]` covers the pixel. What the pixel cache keeps of them, so that a
+    probe reads a batch's masks as one slice of a map instead of an .npz an image."""
+    out = np.zeros((*image_hw, planes_count(names)), dtype=np.uint8)
+    for a, name in enumerate(names):
+        if name in masks:
+            out[..., a >> 3] |= np.asarray(masks[name], dtype=np.uint8) << np.uint8(a & 7)
+    return out
+
+
+def present_attributes(planes: np.ndarray, count: int) -> np.ndarray:
+    """(N, count) bool: which attributes each of N images' planes ((N, H, W, P) uint8) has."""
+    n, p = planes.shape[0], planes.shape[-1]
+    seen = np.bitwise_or.reduce(planes.reshape(n, -1, p), axis=1)  # (N, P)
+    bits = np.unpackbits(seen[:, :, None], axis=2, bitorder="little").reshape(n, p * 8)
+    return bits[:, :count].astype(bool)
+
+
+def unpacked_mask(planes: np.ndarray, a: int) -> np.ndarray:
+    """Attribute a's masks (..., H, W) bool from planes (..., H, W, P)."""
+    return ((planes[..., a >> 3] >> np.uint8(a & 7)) & np.uint8(1)).astype(bool)
 
 
 def write_attribute_masks(path: Path, masks: Dict[str, np.ndarray]) -> None:
@@ -85,6 +116,10 @@ class NpzAttributes:
 
     def path(self, image_id: str) -> Path:
         return self.folder / f"{image_id}.npz"
+
+    def files(self, item) -> Tuple[Path, ...]:
+        """The files an image's masks are read from (present or not): what keys them in the cache."""
+        return (self.path(item.image_id),)
 
     @property
     def names(self) -> Tuple[str, ...]:

@@ -54,15 +54,38 @@ class MaskFile:
     path: Path
 
 
+@dataclass(frozen=True, eq=False)
+class AttributeMasks:
+    """An image's attribute masks as an item of the cache: (H, W, P) uint8 bit planes, one bit an
+    attribute in the order of `source.names` (`attributes.packed_masks`), H x W the image's size
+    (`hw`), so that a probe reads a batch's masks as one slice of the map instead of a file (an
+    .npz, a RIVAL10 dict) an image. Keyed by the source's files for the image, present or not."""
+
+    source: object  # an `attributes.AttributeSource`, sent to the decoding processes whole
+    item: object
+    hw: Tuple[int, int]
+
+    @property
+    def path(self) -> Path:
+        return Path(self.source.files(self.item)[0])
+
+
 def _decode(item) -> np.ndarray:
-    """What the cache keeps of an item: its image as `decode_item` gives it, or a mask file's 0/1."""
+    """What the cache keeps of an item: its image as `decode_item` gives it, a mask file's 0/1, or
+    an image's attribute masks packed into bits."""
     if isinstance(item, MaskFile):
         return read_mask(item.path).astype(np.uint8)[..., None]
+    if isinstance(item, AttributeMasks):
+        from .attributes import packed_masks
+        return packed_masks(item.source.masks(item.item, item.hw), item.source.names, item.hw)
     return decode_item(item)
 
 
 def _shape(item) -> Tuple[int, int, int]:
     """The shape `_decode(item)` will have, from the file's header."""
+    if isinstance(item, AttributeMasks):
+        from .attributes import planes_count
+        return int(item.hw[0]), int(item.hw[1]), planes_count(item.source.names)
     if isinstance(item, MaskFile):
         shape = mask_shape(item.path) if str(item.path).lower().endswith(".npy") else image_size(item.path)
         if len(shape) < 2:
@@ -82,12 +105,14 @@ class _Job(NamedTuple):
 
 
 def _job(item):
-    return item if isinstance(item, MaskFile) else _Job(os.fspath(item.path), getattr(item, "size", None),
+    return item if isinstance(item, (MaskFile, AttributeMasks)) else _Job(os.fspath(item.path), getattr(item, "size", None),
                                                           getattr(item, "crop", None))
 
 
 def _needs_header(item) -> bool:
     """Whether `_shape(item)` opens the file: a mask, or an image fed at its stored size."""
+    if isinstance(item, AttributeMasks):
+        return False
     return isinstance(item, MaskFile) or (getattr(item, "size", None) is None and getattr(item, "crop", None) is None)
 
 
@@ -135,6 +160,8 @@ def preprocessing_of(item) -> dict:
     """What, besides the file, decides an item's pixels."""
     if isinstance(item, MaskFile):
         return {"mask": True}
+    if isinstance(item, AttributeMasks):
+        return {"attributes": list(item.source.names)}
     size, crop = getattr(item, "size", None), getattr(item, "crop", None)
     return {"size": list(size) if size else None, "crop": list(crop) if crop else None,
             "interpolation": "bilinear" if size or crop else None}
@@ -145,26 +172,43 @@ def entry_key(items: Sequence) -> str:
 
     Fast enough to compute on every run (3,600 files in tens of milliseconds): one `lstat` per file,
     the folder's real path resolved once per folder (a file that is itself a link is resolved on
-    its own). A file that cannot be stat'ed raises OSError: decoding it then says which, in one line."""
+    its own). A file that cannot be stat'ed raises OSError: decoding it then says which, in one line.
+    An image's attribute files may be absent (an image without attributes): that is keyed too."""
     import stat as stat_module
 
     from PIL import __version__ as pil_version
     h = hashlib.sha256(json.dumps({"format": FORMAT, "pil": pil_version}).encode())
     folders: dict = {}
     lines = []
-    for it in items:
-        path = os.fspath(it.path)
-        st = os.lstat(path)
-        if stat_module.S_ISLNK(st.st_mode):
+
+    def line(path, absent_ok: bool = False) -> str:
+        path = os.fspath(path)
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            if not absent_ok:
+                raise
+            st = None
+        if st is not None and stat_module.S_ISLNK(st.st_mode):
             real, st = os.path.realpath(path), os.stat(path)
         else:
             folder, name = os.path.split(path)
             if folder not in folders:
                 folders[folder] = os.path.realpath(folder or ".")
             real = os.path.join(folders[folder], name)
+        return f"{real}\0absent" if st is None else f"{real}\0{st.st_size}\0{st.st_mtime_ns}"
+    named: dict = {}  # attribute names -> their hash, once a list
+    for it in items:
+        if isinstance(it, AttributeMasks):  # its files, each present or not, the names' order and the size
+            names = tuple(it.source.names)
+            if names not in named:
+                named[names] = hashlib.sha256("\0".join(names).encode()).hexdigest()[:16]
+            files = chr(1).join(line(f, absent_ok=True) for f in it.source.files(it.item))
+            lines.append(f"{files}\0{tuple(it.hw)}\0attributes {named[names]}\n")
+            continue
         size, crop = getattr(it, "size", None), getattr(it, "crop", None)
         kind = "mask" if isinstance(it, MaskFile) else "image"
-        lines.append(f"{real}\0{st.st_size}\0{st.st_mtime_ns}\0{size}\0{crop}\0{kind}\n")
+        lines.append(f"{line(it.path)}\0{size}\0{crop}\0{kind}\n")
     h.update("".join(lines).encode("utf-8", "surrogateescape"))
     return h.hexdigest()[:32]
 

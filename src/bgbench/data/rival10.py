@@ -92,6 +92,10 @@ class Rival10Attributes:
 
     names: Tuple[str, ...] = ATTRIBUTES
 
+    def files(self, item: Item) -> Tuple[Path, ...]:
+        """The image's dict of masks and its labels (which say which are present)."""
+        return dict_path(item.path), item.path.with_name(item.path.stem + LABELS_SUFFIX)
+
     def masks(self, item: Item, image_hw: Tuple[int, int]) -> Dict[str, np.ndarray]:
         path = dict_path(item.path)
         if not path.is_file():

@@ -12,16 +12,19 @@ from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..data.images import object_mask
-from ..data.pixel_cache import MaskFile, Pixels, pixels_of
+from ..data.pixel_cache import AttributeMasks, MaskFile, Pixels, pixels_of
 from ..errors import DataError
 from ..data.prefetch import prefetched, resolve_workers
 
 
-def _decode(pixels: Pixels, masks: Optional[Pixels], chunk, attributes=None):
+def _decode(pixels: Pixels, masks: Optional[Pixels], chunk, attributes=None, planes: Optional[Pixels] = None):
     out = []
     for k, (item, mask_ref) in chunk:
         img = pixels.image(k)
-        parts = attributes.masks(item, img.shape[:2]) if attributes is not None else {}
+        if planes is not None:
+            parts = _unpacked(planes.image(k), attributes.names)
+        else:
+            parts = attributes.masks(item, img.shape[:2]) if attributes is not None else {}
         if masks is None:
             mask = object_mask(mask_ref, item.path, img.shape[:2])
         else:
@@ -36,27 +39,36 @@ def _decode(pixels: Pixels, masks: Optional[Pixels], chunk, attributes=None):
 def _decoded(pairs: Sequence[Tuple[object, object]], batch_size: int, device: str, workers: Optional[int] = None,
              attributes=None) -> Iterator[Tuple[List[tuple], tuple]]:
     """(group, host arrays) of equal-size images, `batch_size` pairs a chunk, the next chunks
-    assembled while the caller works."""
+    assembled while the caller works. With `attributes`, their masks come from the pixel cache
+    too (bit planes, `pixel_cache.AttributeMasks`) when the images do: the host arrays then end
+    with the batch's planes, and each group's parts are left to `attribute_batches`."""
     pixels = pixels_of([item for item, _ in pairs])
     files = all(isinstance(ref, (str, Path)) for _, ref in pairs)  # RIVAL10's masks are readers, not files
     masks = pixels_of([MaskFile(Path(ref)) for _, ref in pairs]) if files and pairs else None
+    planes = None
+    if attributes is not None and attributes.names and pixels.mapped:
+        planes = pixels_of([AttributeMasks(attributes, item, pixels.shape(k)[:2]) for k, (item, _) in enumerate(pairs)])
+        planes = planes if planes.mapped else None
     numbered = list(enumerate(pairs))
     chunks = [[(k, pair) for k, pair in numbered[i:i + batch_size]] for i in range(0, len(pairs), batch_size)]
     pin = str(device).startswith("cuda")
+    sliced = (attributes is None or planes is not None or not attributes.names) and masks is not None
 
     def assemble(chunk):
-        if attributes is None and masks is not None and pixels.mapped and masks.mapped:
-            return _sliced(pixels, masks, chunk, pin)
-        return [(group, _host(group, pin)) for group in _same_shape(_decode(pixels, masks, chunk, attributes))]
+        if sliced and pixels.mapped and masks.mapped:
+            return _sliced(pixels, masks, chunk, pin, planes)
+        return [(group, _host(group, pin)) for group in _same_shape(_decode(pixels, masks, chunk, attributes,
+                                                                            planes))]
 
     with closing(prefetched(chunks, assemble, resolve_workers(workers, device))) as decoded:
         for chunk in decoded:
             yield from chunk
 
 
-def _sliced(pixels: Pixels, masks: Pixels, chunk, pin: bool):
+def _sliced(pixels: Pixels, masks: Pixels, chunk, pin: bool, planes: Optional[Pixels] = None):
     """The fast path, both maps whole: each run of equal-size images is one slice of each map
-    (copied once, into pinned memory on a GPU), no per-image arrays."""
+    (copied once, into pinned memory on a GPU), no per-image arrays; with `planes`, the run's
+    attribute planes too."""
     import warnings
 
     import torch
@@ -74,8 +86,9 @@ def _sliced(pixels: Pixels, masks: Pixels, chunk, pin: bool):
             warnings.simplefilter("ignore", UserWarning)
             x = torch.from_numpy(pixels.batch(run))
             m = torch.from_numpy(masks.batch(run)[..., 0].view(np.bool_))
-        host = (x.pin_memory(), m.pin_memory()) if pin else (x, m)
-        out.append(([(by_k[k][0],) for k in run], host))
+            p = torch.from_numpy(planes.batch(run)) if planes is not None else None
+        host = (x, m) if p is None else (x, m, p)
+        out.append(([(by_k[k][0],) for k in run], tuple(t.pin_memory() for t in host) if pin else host))
     return out
 
 
@@ -112,8 +125,14 @@ def attribute_batches(pairs: Sequence[Tuple[object, object]], batch_size: int, d
 
     from ..evaluation.transfer import to_device
     for group, host in _decoded(pairs, batch_size, device, workers, attributes):
-        x, m = _tensors(host, device)
+        x, m = _tensors(host[:2], device)
+        if len(host) == 3:  # the batch's attribute planes, from the cache
+            yield [g[0] for g in group], x, m, _planes_parts(host[2], attributes.names, device)
+            continue
         parts: Dict[str, Tuple[object, object, List[int]]] = {}
+        if len(group[0]) < 4:  # sliced without planes: a source with no attribute names
+            yield [g[0] for g in group], x, m, parts
+            continue
         for name in attributes.names:
             have = [k for k, g in enumerate(group) if name in g[3]]
             if have:
@@ -121,6 +140,34 @@ def attribute_batches(pairs: Sequence[Tuple[object, object]], batch_size: int, d
                 parts[name] = (to_device(torch.as_tensor(have), device),
                                to_device(torch.from_numpy(masks), device).float().unsqueeze(1), have)
         yield [g[0] for g in group], x, m, parts
+
+
+def _planes_parts(planes, names: Sequence[str], device: str) -> Dict[str, Tuple[object, object, List[int]]]:
+    """`attribute_batches`' parts from a batch's planes ((N, H, W, P) uint8 CPU tensor, pinned on
+    a GPU): the planes go up once, and each attribute's masks are cut from them on the device;
+    which images have which attribute is read on the host, from the planes there."""
+    import torch
+
+    from ..data.attributes import present_attributes
+    from ..evaluation.transfer import to_device
+    present = present_attributes(planes.numpy(), len(names))
+    up = to_device(planes, device)
+    parts: Dict[str, Tuple[object, object, List[int]]] = {}
+    for a, name in enumerate(names):
+        have = np.flatnonzero(present[:, a]).tolist()
+        if have:
+            index = to_device(torch.as_tensor(have), device)
+            bits = up[index, :, :, a >> 3].bitwise_right_shift(a & 7).bitwise_and_(1)
+            parts[name] = (index, bits.float().unsqueeze(1), have)
+    return parts
+
+
+def _unpacked(planes: np.ndarray, names: Sequence[str]) -> Dict[str, np.ndarray]:
+    """An image's attributes from its planes (H, W, P), as an attribute source's `masks` gives them:
+    name -> H x W bool, for the attributes it has."""
+    from ..data.attributes import present_attributes, unpacked_mask
+    present = present_attributes(planes[None], len(names))[0]
+    return {name: unpacked_mask(planes, a) for a, name in enumerate(names) if present[a]}
 
 
 def _same_shape(decoded: List[tuple]):
