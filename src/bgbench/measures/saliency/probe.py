@@ -121,9 +121,9 @@ class SaliencyMeasure(ModelMeasure):
         measures; Hard ImageNet's IoU and Dice): on the host, or as the device measured them."""
         got = launched.get()
         preds = got["preds"]
-        if "measures" in got:
-            return [SaliencyRow(it.image_id, it.label, int(preds[k]), *(_sql(float(v)) for v in got["measures"][k]))
-                    for k, it in enumerate(batch.items)]
+        if "measures" in got:  # NaN stored as NULL
+            return [SaliencyRow(it.image_id, it.label, pred, *(None if v != v else v for v in values))
+                    for it, pred, values in zip(batch.items, preds.tolist(), got["measures"].tolist())]
         maps, masks = gradcam_maps(got["terms"], tuple(batch.x.shape[-2:])), got["masks"]
         return [SaliencyRow(it.image_id, it.label, int(preds[k]),
                  *(_sql(v) for v in _measures(maps[k], masks[k], cam.protocol)))
