@@ -41,7 +41,8 @@ def _decoded(pairs: Sequence[Tuple[object, object]], batch_size: int, device: st
     """(group, host arrays) of equal-size images, `batch_size` pairs a chunk, the next chunks
     assembled while the caller works. With `attributes`, their masks come from the pixel cache
     too (bit planes, `pixel_cache.AttributeMasks`) when the images do: the host arrays then end
-    with the batch's planes, and each group's parts are left to `attribute_batches`."""
+    with the batch's planes and which images have which attribute, and each group's parts are left
+    to `attribute_batches`."""
     pixels = pixels_of([item for item, _ in pairs])
     files = all(isinstance(ref, (str, Path)) for _, ref in pairs)  # RIVAL10's masks are readers, not files
     masks = pixels_of([MaskFile(Path(ref)) for _, ref in pairs]) if files and pairs else None
@@ -88,7 +89,11 @@ def _sliced(pixels: Pixels, masks: Pixels, chunk, pin: bool, planes: Optional[Pi
             m = torch.from_numpy(masks.batch(run)[..., 0].view(np.bool_))
             p = torch.from_numpy(planes.batch(run)) if planes is not None else None
         host = (x, m) if p is None else (x, m, p)
-        out.append(([(by_k[k][0],) for k in run], tuple(t.pin_memory() for t in host) if pin else host))
+        host = tuple(t.pin_memory() for t in host) if pin else host
+        if p is not None:  # which images have which attribute, read here in the decoding thread
+            from ..data.attributes import present_attributes
+            host += (present_attributes(host[2].numpy(), len(planes.items[0].source.names)),)
+        out.append(([(by_k[k][0],) for k in run], host))
     return out
 
 
@@ -126,8 +131,8 @@ def attribute_batches(pairs: Sequence[Tuple[object, object]], batch_size: int, d
     from ..evaluation.transfer import to_device
     for group, host in _decoded(pairs, batch_size, device, workers, attributes):
         x, m = _tensors(host[:2], device)
-        if len(host) == 3:  # the batch's attribute planes, from the cache
-            yield [g[0] for g in group], x, m, _planes_parts(host[2], attributes.names, device)
+        if len(host) == 4:  # the batch's attribute planes, from the cache, and which images have which
+            yield [g[0] for g in group], x, m, _planes_parts(host[2], host[3], attributes.names, device)
             continue
         parts: Dict[str, Tuple[object, object, List[int]]] = {}
         if len(group[0]) < 4:  # sliced without planes: a source with no attribute names
@@ -142,15 +147,14 @@ def attribute_batches(pairs: Sequence[Tuple[object, object]], batch_size: int, d
         yield [g[0] for g in group], x, m, parts
 
 
-def _planes_parts(planes, names: Sequence[str], device: str) -> Dict[str, Tuple[object, object, List[int]]]:
+def _planes_parts(planes, present: np.ndarray, names: Sequence[str],
+                  device: str) -> Dict[str, Tuple[object, object, List[int]]]:
     """`attribute_batches`' parts from a batch's planes ((N, H, W, P) uint8 CPU tensor, pinned on
-    a GPU): the planes go up once, and each attribute's masks are cut from them on the device;
-    which images have which attribute is read on the host, from the planes there."""
+    a GPU) and which images have which attribute ((N, A) bool, read on the host from the planes):
+    the planes go up once, and each attribute's masks are cut from them on the device."""
     import torch
 
-    from ..data.attributes import present_attributes
     from ..evaluation.transfer import to_device
-    present = present_attributes(planes.numpy(), len(names))
     up = to_device(planes, device)
     parts: Dict[str, Tuple[object, object, List[int]]] = {}
     for a, name in enumerate(names):

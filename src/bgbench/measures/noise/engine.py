@@ -106,7 +106,7 @@ def device_draws(keys: torch.Tensor, trials: int, height: int, width: int) -> to
     x = torch.bitwise_xor(counters.view(trials, 1, height, width, 3), keys[0].view(1, n, 1, 1, 1))
     _lowbias32_(x).bitwise_xor_(keys[1].view(1, n, 1, 1, 1))
     _lowbias32_(x).bitwise_right_shift_(32 - QUANTILE_BITS).bitwise_and_((1 << QUANTILE_BITS) - 1)
-    return table[x]
+    return table.index_select(0, x.view(-1)).view(x.shape)  # int32 indices as they are: no int64 copy
 
 
 def masked_noise(where: torch.Tensor, level: float, kind: str, trials: int, seeds: Sequence[int],
@@ -187,14 +187,14 @@ def region_predictions(predict: Callable[[torch.Tensor], torch.Tensor], x: torch
         pool = draw_pool(workers)
 
         def draw(s: int) -> Callable[[], torch.Tensor]:
-            return stacked_draws(seeds[s], trials, h, w, pool)
+            return stacked_draws(seeds[s], trials, h, w, pool, pinned=x.device.type == "cuda")
     else:  # every step's keys in one copy; the card draws
         keys = device_keys([v for step in seeds for v in step], x.device)
         starts = np.cumsum([0] + [len(step) for step in seeds])
 
-        def draw(s: int) -> Callable[[], torch.Tensor]:
-            made = device_draws(keys[:, starts[s]:starts[s + 1]], trials, h, w)
-            return lambda: made
+        def draw(s: int) -> Callable[[], torch.Tensor]:  # made when asked for: the card's queue runs in order
+            # anyway, and a draw made ahead would only hold a second one in its memory
+            return lambda: device_draws(keys[:, starts[s]:starts[s + 1]], trials, h, w)
     out = {region.name: torch.empty(len(levels), trials, len(region.index), dtype=torch.long, device=x.device)
            for region in regions}
     upcoming = draw(0) if steps else None

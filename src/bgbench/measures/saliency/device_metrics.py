@@ -64,8 +64,11 @@ def alignment_batch(g: torch.Tensor, m: torch.Tensor, absolute_iou: bool = False
 
 def _coverage(g: torch.Tensor, obj: torch.Tensor, sals: torch.Tensor, area: torch.Tensor) -> torch.Tensor:
     """(N, len(COVERAGE_AT)) `metrics.mask_coverage`: each t's threshold is the sorted value at
-    which the float32 running sum first exceeds t·Σg (compared in float64), 1 when Σg = 0; the
-    pixels at or above it (and above 0), as a share of the mask (NaN for an empty mask)."""
+    which the running sum first exceeds t·Σg (compared in float64), 1 when Σg = 0; the pixels at
+    or above it (and above 0), as a share of the mask (NaN for an empty mask). The running sum is
+    torch's cumsum of the float32 values, which rounds otherwise than RIVAL10's float32 loop (on the
+    CPU it accumulates in float64, on a card it is a parallel scan): a threshold can move by one
+    pixel where two partial sums straddle a milestone."""
     total = sals.sum(1)  # float32, as `saliency_thresholds`' np.sum
     running = torch.cumsum(sals, dim=1).to(torch.float64)
     total64 = total.to(torch.float64)
