@@ -68,7 +68,8 @@ class SaliencyMeasure(ModelMeasure):
               "pixels; bgbench feeds every model its own normalization, as its `rfs.py` and "
               "`ablations.py` do")
     checked_against = ("tests/measures/test_saliency.py (against pytorch-grad-cam with RIVAL10's "
-                       "formulas written out, and measures worked by hand); "
+                       "formulas written out, and measures worked by hand; the same for the measures a "
+                       "card computes, `device_metrics`, run on the CPU); "
                        "tests/measures/test_hardimagenet_probes.py (Hard ImageNet's "
                        "`compute_salient_alignment_scores`, vendored from `saliency_analysis.py`, with "
                        "pytorch-grad-cam's GradCAM on the same model: per-image IoU and delta density and "
