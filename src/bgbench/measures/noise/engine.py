@@ -200,7 +200,7 @@ def region_predictions(predict: Callable[[torch.Tensor], torch.Tensor], x: torch
     upcoming = draw(0) if steps else None
     for s, (name, li, level) in enumerate(steps):
         raw = upcoming()
-        upcoming = draw(s + 1) if s + 1 < len(steps) else None  # drawn during this step's forwards
+        upcoming = draw(s + 1) if s + 1 < len(steps) else None  # on the CPU, drawn by threads during these forwards
         for region in fields[name]:
             n = len(region.index)
             noise = masked_noise(region.where, level, kind, trials, (), raw=raw)
