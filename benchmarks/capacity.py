@@ -256,11 +256,16 @@ def first_pass_figures(items, counts, repeats: int) -> dict:
         for p in counts:
             runs[p].append(first_pass(items, p))
     best = {p: max(r[1:]) for p, r in runs.items()}
-    paired = sorted(b / a for a, b in zip(runs[1][1:], runs[2][1:]))
     return {"first_pass_1_process": best[1], "first_pass_2_processes": best[2],
-            "first_pass_scaling": best[2] / best[1], "first_pass_scaling_paired": paired[len(paired) // 2],
+            "first_pass_scaling": best[2] / best[1], "first_pass_scaling_paired": _paired(runs[1][1:], runs[2][1:]),
             "first_pass_cold": {p: r[0] for p, r in runs.items()},
             "first_pass_by_processes": best, "first_pass_runs": runs}
+
+
+def _paired(ones, twos) -> float:
+    """The median (the upper one of an even count) of each repeat's own 2-process / 1-process ratio."""
+    ratios = sorted(b / a for a, b in zip(ones, twos))
+    return ratios[len(ratios) // 2]
 
 
 def _pass_label(processes: int, cold: bool) -> str:
@@ -300,9 +305,8 @@ def decode_ceiling(items, repeats: int) -> dict:
     finally:
         for pool in pools.values():
             pool.shutdown()
-    paired = sorted(b / a for a, b in zip(runs[1], runs[2]))
     return {"pil_1_process": max(runs[1]), "pil_2_processes": max(runs[2]),
-            "pil_scaling": max(runs[2]) / max(runs[1]), "pil_scaling_paired": paired[len(paired) // 2]}
+            "pil_scaling": max(runs[2]) / max(runs[1]), "pil_scaling_paired": _paired(runs[1], runs[2])}
 
 
 def main(argv=None) -> int:

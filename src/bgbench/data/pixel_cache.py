@@ -105,8 +105,9 @@ class _Job(NamedTuple):
 
 
 def _job(item):
-    return item if isinstance(item, (MaskFile, AttributeMasks)) else _Job(os.fspath(item.path), getattr(item, "size", None),
-                                                          getattr(item, "crop", None))
+    if isinstance(item, (MaskFile, AttributeMasks)):
+        return item
+    return _Job(os.fspath(item.path), getattr(item, "size", None), getattr(item, "crop", None))
 
 
 def _needs_header(item) -> bool:

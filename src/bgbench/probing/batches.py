@@ -57,7 +57,7 @@ def _decoded(pairs: Sequence[Tuple[object, object]], batch_size: int, device: st
 
     def assemble(chunk):
         if sliced and pixels.mapped and masks.mapped:
-            return _sliced(pixels, masks, chunk, pin, planes)
+            return _sliced(pixels, masks, chunk, pin, planes, attributes.names if planes is not None else ())
         return [(group, _host(group, pin)) for group in _same_shape(_decode(pixels, masks, chunk, attributes,
                                                                             planes))]
 
@@ -66,10 +66,11 @@ def _decoded(pairs: Sequence[Tuple[object, object]], batch_size: int, device: st
             yield from chunk
 
 
-def _sliced(pixels: Pixels, masks: Pixels, chunk, pin: bool, planes: Optional[Pixels] = None):
+def _sliced(pixels: Pixels, masks: Pixels, chunk, pin: bool, planes: Optional[Pixels] = None,
+            names: Sequence[str] = ()):
     """The fast path, both maps whole: each run of equal-size images is one slice of each map
     (copied once, into pinned memory on a GPU), no per-image arrays; with `planes`, the run's
-    attribute planes too."""
+    attribute planes too, and which images have which of `names`."""
     import warnings
 
     import torch
@@ -92,7 +93,7 @@ def _sliced(pixels: Pixels, masks: Pixels, chunk, pin: bool, planes: Optional[Pi
         host = tuple(t.pin_memory() for t in host) if pin else host
         if p is not None:  # which images have which attribute, read here in the decoding thread
             from ..data.attributes import present_attributes
-            host += (present_attributes(host[2].numpy(), len(planes.items[0].source.names)),)
+            host += (present_attributes(host[2].numpy(), len(names)),)
         out.append(([(by_k[k][0],) for k in run], host))
     return out
 
@@ -135,10 +136,7 @@ def attribute_batches(pairs: Sequence[Tuple[object, object]], batch_size: int, d
             yield [g[0] for g in group], x, m, _planes_parts(host[2], host[3], attributes.names, device)
             continue
         parts: Dict[str, Tuple[object, object, List[int]]] = {}
-        if len(group[0]) < 4:  # sliced without planes: a source with no attribute names
-            yield [g[0] for g in group], x, m, parts
-            continue
-        for name in attributes.names:
+        for name in attributes.names:  # (none: a source without attributes, its batches sliced)
             have = [k for k, g in enumerate(group) if name in g[3]]
             if have:
                 masks = np.stack([group[k][3][name] for k in have])

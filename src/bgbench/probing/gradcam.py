@@ -167,6 +167,7 @@ def device_maps(terms, image_hw: Tuple[int, int]):
     NumPy's and OpenCV's (within 1e-6 of `gradcam_maps`, `tests/measures/test_saliency.py`)."""
     import torch
     cam = terms.float().sum(dim=1).clamp_min_(0)
+    # feature_maps.upsample's resize, written here: that module imports this one, and layers never circle
     first = torch.nn.functional.interpolate(_device_scale(cam)[:, None], size=tuple(image_hw), mode="bilinear",
                                             align_corners=False)[:, 0]
     return torch.nan_to_num_(_device_scale(first), nan=0.0)

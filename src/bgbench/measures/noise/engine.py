@@ -25,6 +25,7 @@ from .draws import (MULTIPLIERS, QUANTILE_BITS, REGIONS, draw_region, draw_seed,
                     quantiles, seed_halves)  # REGIONS: the object regions, re-exported
 from ..common.regions import Region
 from ...errors import BgbenchError
+from ...evaluation.transfer import to_device
 
 
 def stacked_draws(seeds: Sequence[int], trials: int, height: int, width: int, pool: Optional[Executor] = None,
@@ -76,14 +77,7 @@ def device_keys(seeds: Sequence[int], device: torch.device) -> torch.Tensor:
     """The seeds' two 32-bit halves, (2, len(seeds)) int32 on `device`, moved in one copy that the
     host does not wait for (from page-locked memory to a CUDA card)."""
     halves = np.array([seed_halves(s) for s in seeds], dtype=np.uint32).reshape(-1, 2).T.copy()
-    return _upload(torch.from_numpy(halves.view(np.int32)), device)
-
-
-def _upload(t: torch.Tensor, device: torch.device) -> torch.Tensor:
-    """A host tensor on `device`, copied without the host waiting (from page-locked memory)."""
-    if device.type == "cpu":
-        return t
-    return (t.pin_memory() if device.type == "cuda" else t).to(device, non_blocking=True)
+    return to_device(torch.from_numpy(halves.view(np.int32)), device)
 
 
 def device_draws(keys: torch.Tensor, trials: int, height: int, width: int) -> torch.Tensor:
@@ -97,7 +91,7 @@ def device_draws(keys: torch.Tensor, trials: int, height: int, width: int) -> to
                            "more than the generator counts (2^31); use fewer --trials or smaller images")
     table = _TABLES.get(device)
     if table is None:
-        table = _TABLES[device] = _upload(torch.from_numpy(quantiles().copy()), device)
+        table = _TABLES[device] = to_device(torch.from_numpy(quantiles().copy()), device)
     counters = _COUNTERS.get((device, count))
     if counters is None:
         if len(_COUNTERS) > 8:

@@ -122,8 +122,8 @@ class SaliencyMeasure(ModelMeasure):
         measures; Hard ImageNet's IoU and Dice): on the host, or as the device measured them."""
         got = launched.get()
         preds = got["preds"]
-        if "measures" in got:  # NaN stored as NULL
-            return [SaliencyRow(it.image_id, it.label, pred, *(None if v != v else v for v in values))
+        if "measures" in got:
+            return [SaliencyRow(it.image_id, it.label, pred, *(_sql(v) for v in values))
                     for it, pred, values in zip(batch.items, preds.tolist(), got["measures"].tolist())]
         maps, masks = gradcam_maps(got["terms"], tuple(batch.x.shape[-2:])), got["masks"]
         return [SaliencyRow(it.image_id, it.label, int(preds[k]),
