@@ -23,7 +23,7 @@ from ..console import status
 from ..errors import BgbenchError
 from ..store import Store
 from ..store.merge import MergeCount
-from .executor import DEFAULT_MINUTES, ExecutorSettings, with_flags
+from .executor import DEFAULT_MINUTES, ExecutorSettings, script_hazard, with_flags
 from .jobs import Job, finished_store, jobs_folder, plan_jobs, run_job, save_partial
 from .plan import plan
 from .runner import StudyResult, refuse_problems, run_study
@@ -197,9 +197,12 @@ def run_cluster(study: Study, db: Optional[str | Path], settings: ExecutorSettin
     write the report (see the module docstring)."""
     t0 = time.time()
     folder = jobs_folder(study)
+    why = script_hazard(str(folder.absolute()))
+    if settings.kind == "slurm" and why:  # submitit writes the folder into the job script's lines
+        raise BgbenchError(f"{folder}: a study's output folder cannot go into a Slurm job script: {why}")
+    executor = make_executor(settings, folder / "submitit", device)  # no Slurm here: one line, before any work
     folder.mkdir(parents=True, exist_ok=True)
     pictures = pictures_folder(db)
-    executor = make_executor(settings, folder / "submitit", device)  # no Slurm here: one line, before any work
     merged: List[MergeCount] = []
     with Store(db) as store:
         for path in job_stores(study):  # jobs that ended while no `bgbench study` was merging
@@ -249,12 +252,17 @@ def run_cluster(study: Study, db: Optional[str | Path], settings: ExecutorSettin
 def _submit(executor, study: Study, batch: List[Job], missing: set, device: str, pictures: Path,
             progress: bool) -> list:
     """Submit the jobs of `batch` (as one Slurm array); their submitit jobs, in order."""
+    import submitit
     calls = [StudyJob(study, job, device, [t for t in job.steps if t in missing], pictures, progress)
              for job in batch]
-    if len(calls) == 1:
-        return [executor.submit(calls[0])]
-    with executor.batch():
-        handles = [executor.submit(call) for call in calls]
+    try:
+        if len(calls) == 1:
+            return [executor.submit(calls[0])]
+        with executor.batch():
+            handles = [executor.submit(call) for call in calls]
+    except submitit.core.utils.FailedJobError as e:  # sbatch said no: its own words, on one line
+        said = " ".join(str(e).split())
+        raise BgbenchError(f"the scheduler refused the study's jobs: {said}") from None
     return handles
 
 

@@ -14,6 +14,7 @@ Kept apart from the submitting (`cluster`) so that reading a study file never im
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, fields
 from typing import Any, Dict, Optional
 
@@ -41,6 +42,22 @@ class ExecutorSettings:
 
 
 _INTS = ("jobs", "gpus_per_job", "cpus_per_job", "time")
+#: An sbatch option's name: submitit writes it unquoted into an `#SBATCH --KEY=VALUE` line.
+_OPTION = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
+#: Refused in a value even though submitit quotes values: a newline ends the `#SBATCH` comment and
+#: the rest of the value becomes a line of the job's script, and no sbatch option needs shell syntax.
+_SHELL = frozenset("`$;\\'\"<>")
+
+
+def script_hazard(text: str) -> Optional[str]:
+    """Why `text` may not go into a generated job script (a newline, a control character or shell
+    syntax), or None when it may."""
+    for ch in text:
+        if ch in "\n\r" or not ch.isprintable():
+            return f"it holds a newline or control character ({ch!r})"
+        if ch in _SHELL:
+            return f"it holds shell syntax ({ch!r})"
+    return None
 
 
 def executor_table(table: Any, source: str) -> ExecutorSettings:
@@ -69,8 +86,21 @@ def check(settings: ExecutorSettings, name) -> None:
                                f"{0 if key == 'gpus_per_job' else 1}, got {value!r}")
     if settings.partition is not None and not isinstance(settings.partition, str):
         raise BgbenchError(f"{name('partition')}: expected a partition's name, got {settings.partition!r}")
+    if settings.partition is not None and script_hazard(settings.partition):
+        raise BgbenchError(f"{name('partition')}: {settings.partition!r} is not a partition's name: "
+                           f"{script_hazard(settings.partition)}")
     if not isinstance(settings.sbatch, dict):
         raise BgbenchError(f"{name('sbatch')}: a table of sbatch options (sbatch = {{ account = \"lab\" }})")
+    for key, value in settings.sbatch.items():
+        if not isinstance(key, str) or not _OPTION.fullmatch(key):
+            raise BgbenchError(f"{name('sbatch')}: {key!r} is not an sbatch option's name (letters, digits, "
+                               f"'-' and '_', e.g. account or mail_user)")
+        if isinstance(value, bool) and value is not True or not isinstance(value, (str, int, float)):
+            raise BgbenchError(f"{name('sbatch')}.{key}: expected a string or a number (or true for a bare "
+                               f"flag), got {value!r}")
+        why = script_hazard(str(value))
+        if why:
+            raise BgbenchError(f"{name('sbatch')}.{key}: {value!r} cannot go into the job script: {why}")
 
 
 def with_flags(settings: ExecutorSettings, flags: Dict[str, Any]) -> ExecutorSettings:
