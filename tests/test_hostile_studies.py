@@ -131,7 +131,7 @@ def test_a_dataset_label_never_becomes_a_path_outside_the_study(synth_root, tmp_
 
 
 def test_two_labels_that_make_the_same_folder_name_get_two_folders():
-    from bgbench.studies.spec import safe_name
+    from bgbench.data.owned import safe_name
     assert safe_name("in9") == "in9"
     names = {safe_name(x) for x in ("a/b", "a b", "a-b", "..", ".")}
     assert len(names) == 5 and all("/" not in n and n not in (".", "..") for n in names)
@@ -155,3 +155,52 @@ def test_a_missing_second_dataset_is_named_when_its_step_is_skipped(synth_root, 
     proc = run_cli("study", _study(tmp_path, synth_root, body), "--db", tmp_path / "r.db", "--dry-run")
     assert proc.returncode == 0, proc.stderr
     assert "no Stylized-ImageNet" in proc.stdout + proc.stderr and "no-such-folder" in proc.stdout + proc.stderr
+
+
+def test_two_checkpoints_of_one_architecture_are_two_scorecard_rows(synth_root, model_ckpt, tmp_path):
+    """Labels `a` and `a2` on two checkpoints of `timm:test_resnet` (one model string): each label its
+    own scorecard row with its own checkpoint's accuracy, in the study's JSON, the report and the
+    leaderboard."""
+    import torch
+    other = tmp_path / "other.pt"
+    saved = torch.load(model_ckpt, weights_only=True)
+    saved["state_dict"] = {k: (v.flip(0) if v.is_floating_point() and v.ndim else v)
+                           for k, v in saved["state_dict"].items()}  # other weights, the same architecture
+    torch.save(saved, other)
+    models = (f'models = [{{model = "timm:test_resnet", checkpoint = "{model_ckpt}", label = "a"}}, '
+              f'{{model = "timm:test_resnet", checkpoint = "{other}", label = "a2"}}]')
+    study = _study(tmp_path, synth_root, "[measures.eval]\n", models=models)
+    proc = run_cli("study", study, "--db", tmp_path / "r.db", "--quiet", "--json")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    from bgbench.store import Store
+    with Store(tmp_path / "r.db") as store:
+        by_sha = {r["checkpoint_sha256"]: r["id"] for r in store.runs("eval")}
+        clean = {sha: next(m["value"] for m in store.metrics(i) if (m["name"], m["variant"]) == ("accuracy", "original"))
+                 for sha, i in by_sha.items()}
+    import hashlib
+    want = {"a": clean[hashlib.sha256(model_ckpt.read_bytes()).hexdigest()],
+            "a2": clean[hashlib.sha256(other.read_bytes()).hexdigest()]}
+    got = {r["model"]: r["value"] for r in doc["scorecard"] if r["measure"] == "eval:accuracy:original"}
+    assert got == pytest.approx(want), sorted({(r["model"], r["measure"]) for r in doc["scorecard"]})
+    page = (tmp_path / "report" / "index.html").read_text()
+    board = (tmp_path / "report" / "leaderboard.html").read_text()
+    for label in ("a", "a2"):
+        assert f">{label}<" in page or f">{label} " in page, label
+        assert f"{label} (" in board, label
+
+
+def test_a_300_character_label_runs_and_reports(synth_root, tmp_path):
+    """A label longer than a file name may be: every file named after it (the job's, the pictures',
+    the report's model page, an export) is cut short with a hash, and the label is shown whole."""
+    label = "resnet-" + "x" * 293
+    study = _study(tmp_path, synth_root, "[measures.eval]\n[measures.noise]\ntrials = 1\nlevels = [0.5]\n",
+                   models=f'models = [{{model = "timm:test_resnet", label = "{label}"}}]')
+    proc = run_cli("study", study, "--db", tmp_path / "r.db", "--quiet", "--json")
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert {r["model"] for r in json.loads(proc.stdout)["scorecard"]} == {f"{label} [random init, seed 0]"}
+    assert label in (tmp_path / "report" / "index.html").read_text()
+    proc = run_cli("export", "--scorecard", "--db", tmp_path / "r.db", "--out", tmp_path / "export")
+    assert proc.returncode == 0, proc.stderr
+    names = [p.name for p in tmp_path.rglob("*")]
+    assert max(len(n) for n in names) <= 100, max(names, key=len)

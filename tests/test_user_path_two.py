@@ -214,4 +214,4 @@ def test_a_studys_default_label_keeps_the_models_scheme(tmp_path):
     (tmp_path / "runs" / "erm" / "model.pt").write_bytes(b"")
     study = profile_study(["zoo:efficientnet_lite0", "timm:resnet50.a1_in1k", f"file:{tmp_path}/runs/erm/model.pt"],
                           [str(tmp_path)], measures=["eval"])
-    assert list(study.labels().values()) == ["zoo:efficientnet_lite0", "timm:resnet50.a1_in1k", "erm"]
+    assert [m.label for m in study.models] == ["zoo:efficientnet_lite0", "timm:resnet50.a1_in1k", "erm"]

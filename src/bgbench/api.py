@@ -443,13 +443,13 @@ def worst_group(store: Store | str | Path, run_id: int, **options):
 
 @signed(_options_of("shortcuts", "of_subjects"))
 def shortcut_table(store: Store | str | Path, *, run_ids: Optional[Sequence[int]] = None,
-                   models: Optional[Sequence[str]] = None, labels: Optional[Dict[str, str]] = None,
+                   models: Optional[Sequence[str]] = None, labels: Optional[Dict[int, str]] = None,
                    data_labels: Optional[Dict[str, str]] = None, **options):
     """The shortcut table of a results store's runs (Whac-A-Mole's IN-1k accuracy and IN-W, Carton,
     SIN, IN-R and IN-9 gaps beside BG-Gap, challenge accuracy and ImageNet-X's background error
     ratio, one block per dataset), and each shortcut's paired change from a base model to a model
     derived from it (a DFR head on its backbone ...). `run_ids`, `models`: as the report's;
-    `labels`/`data_labels`: names for model strings and dataset folders (a study's)."""
+    `labels`/`data_labels`: names for runs' models (run id -> label) and dataset folders (a study's)."""
     from .reporting.context import name_subjects, select_subjects
     _check_options(shortcut_table, "shortcut_table", options)
     with _reading(store) as s:

@@ -27,7 +27,9 @@ someone else's.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
+import re
 import shutil
 import uuid
 from pathlib import Path
@@ -36,6 +38,19 @@ from typing import Dict, Iterable, List, Optional, Sequence, Set
 from ..errors import BgbenchError
 
 RECORD_HEADER = "# the files bgbench wrote here; a rewrite removes exactly these, and nothing else"
+#: The longest name `safe_name` makes: filesystems allow 255 bytes, and a name gets suffixes
+#: (`--<dataset>`, `.partial.db`, `.json`) before it is a file.
+NAME_CHARS = 80
+
+
+def safe_name(label: str, empty: str = "model") -> str:
+    """A label as one file or folder name: letters, digits, '.', '_' and '-' only, at most
+    NAME_CHARS of them, never '.' or '..' (`empty` for a label with none of them); a label that had
+    to change keeps a short hash of itself, so two labels never share a name."""
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", label).strip(".-") or empty
+    if name == label and len(name) <= NAME_CHARS:
+        return name
+    return f"{name[:NAME_CHARS - 9].rstrip('.-')}-{hashlib.sha256(label.encode()).hexdigest()[:8]}"
 
 
 def refuse_unsafe_out(out: Path, flag: str = "--out") -> Path:

@@ -163,14 +163,16 @@ def select_subjects(store: Store, run_ids: Optional[Sequence[int]] = None,
     return subjects
 
 
-def name_subjects(subjects: List[Subject], labels: Optional[Dict[str, str]] = None,
+def name_subjects(subjects: List[Subject], labels: Optional[Dict[int, str]] = None,
                   data_labels: Optional[Dict[str, str]] = None) -> List[Subject]:
-    """Give subjects the names a study gave: `labels` (model string -> label) and `data_labels`
-    (dataset folder -> label; default the folder's name)."""
+    """Give subjects the names a study gave: `labels` (run id -> its model's label) and `data_labels`
+    (dataset folder -> label; default the folder's name). Labels are keyed by run, not by model
+    string: two checkpoints of one architecture share a model string and are two models."""
     named = {str(Path(k).resolve()): v for k, v in (data_labels or {}).items()}
     for s in subjects:
-        if labels and s.model in labels:
-            s.label = labels[s.model]
+        given = [labels[r["id"]] for r in s.runs if labels and r["id"] in labels]
+        if given:
+            s.label = given[-1]
         if s.data_root:
             s.data_label = named.get(str(Path(s.data_root).resolve()), Path(s.data_root).name)
     return subjects

@@ -17,13 +17,12 @@ newest run of its measure on that dataset.
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
 import json
-import re
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
+from ..data.owned import safe_name
 from ..version import __version__
 
 SCORECARD_CSV = "scorecard.csv"
@@ -44,13 +43,6 @@ def column_id(column: dict) -> str:
     """A headline's name in the files: its scorecard key without a trailing ':' ('eval:bg_gap',
     'eval:accuracy:original', 'probe_noise:rfs')."""
     return column["key"].rstrip(":")
-
-
-def file_name(label: str) -> str:
-    """A label as one file name: letters, digits, '.', '_' and '-' only; a label that had to
-    change keeps a short hash of itself, so two labels never share a file."""
-    name = re.sub(r"[^A-Za-z0-9._-]+", "-", label).strip(".-") or "model"
-    return name if name == label else f"{name}-{hashlib.sha256(label.encode()).hexdigest()[:8]}"
 
 
 def records(data: dict) -> List[dict]:
@@ -126,13 +118,13 @@ def write_scorecard(data: dict, folder: Path) -> Dict[str, object]:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / SCORECARD_CSV).write_text(csv_text(entries), encoding="utf-8")
     names = [g["name"] for g in data["groups"]]
-    folders = {g["name"]: file_name(g["name"]) for g in data["groups"]}  # two datasets of one name: by fingerprint
-    folders.update({(g["name"], g["key"]): file_name(f"{g['name']}-{str(g['key'])[:12]}") for g in data["groups"]
+    folders = {g["name"]: safe_name(g["name"]) for g in data["groups"]}  # two datasets of one name: by fingerprint
+    folders.update({(g["name"], g["key"]): safe_name(f"{g['name']}-{str(g['key'])[:12]}") for g in data["groups"]
                     if names.count(g["name"]) > 1})
     infos = []
     for e in entries:
         where = folders.get((e["dataset"], e["data_fingerprint"] or "-"), folders[e["dataset"]])
-        rel = Path(MODEL_INFO) / where / f"{file_name(e['name'])}.json"
+        rel = Path(MODEL_INFO) / where / f"{safe_name(e['name'])}.json"
         (folder / rel).parent.mkdir(parents=True, exist_ok=True)
         (folder / rel).write_text(json.dumps(e, indent=1, allow_nan=False) + "\n", encoding="utf-8")
         infos.append(rel.as_posix())
@@ -141,20 +133,17 @@ def write_scorecard(data: dict, folder: Path) -> Dict[str, object]:
 
 
 def export_scorecard(store, out: str | Path, run_ids: Optional[Sequence[int]] = None,
-                     models: Optional[Sequence[str]] = None, labels: Optional[Dict[str, str]] = None) -> dict:
+                     models: Optional[Sequence[str]] = None, labels: Optional[Dict[int, str]] = None) -> dict:
     """Write the scorecard of the store's finished runs (or of `run_ids`, or of `models`) into the
     folder `out`: `scorecard.csv` and `model_info/`, staged aside and moved in whole; a rewrite
     removes only the files a previous export listed (EXPORT_FILES.txt). Returns what was written,
     with absolute paths."""
     from ..data.owned import StagedOutput, refuse_unsafe_out
     from ..errors import BgbenchError
-    from .context import ReportContext, select_subjects
+    from .context import ReportContext, name_subjects, select_subjects
     from .scorecard import scorecard
     out = refuse_unsafe_out(Path(out))
-    subjects = select_subjects(store, run_ids, models)
-    for s in subjects:
-        if labels and s.model in labels:
-            s.label = labels[s.model]
+    subjects = name_subjects(select_subjects(store, run_ids, models), labels)
     staged = StagedOutput(out, EXPORT_RECORD, "export", private=True)  # exports into one folder may run side by side
     try:
         data = scorecard(ReportContext(store=store, out=staged.open(), subjects=subjects, progress=False))

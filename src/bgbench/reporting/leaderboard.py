@@ -58,6 +58,7 @@ def measured_rows(store: Store) -> List[dict]:
                                         "source": "measured",
                                         "checkpoint_sha256": run["checkpoint_sha256"],
                                         "data_fingerprint": run["data_fingerprint"], "protocol": config.get("protocol")})
+            row.setdefault("run_ids", []).append(run["id"])
             row["data"] = run["data_root"]
             row["version"] = run["version"]
             row["in9"] = tuple(config.get("classes") or ()) == IN9_FOLDERS
@@ -143,7 +144,8 @@ def leaderboard(store: Optional[Store], include_reported: bool = True) -> List[d
     out = []
     for name in sorted(groups, key=lambda n: (n == PUBLISHED, n)):
         out += _rank(groups[name])
-    return [{**{c: r.get(c) for c in COLUMNS}, "model_label": r.get("model_label") or r.get("model")} for r in out]
+    return [{**{c: r.get(c) for c in COLUMNS}, "model_label": r.get("model_label") or r.get("model"),
+             "run_ids": r.get("run_ids", [])} for r in out]
 
 
 def _cell(col: str, value) -> str:

@@ -123,12 +123,12 @@ def _older_report(out: Path) -> List[str]:
 
 def render_report(store: Store, out: str | Path, run_ids: Optional[Sequence[int]] = None,
                   models: Optional[Sequence[str]] = None, progress: bool = True,
-                  labels: Optional[Dict[str, str]] = None,
+                  labels: Optional[Dict[int, str]] = None,
                   data_labels: Optional[Dict[str, str]] = None,
                   skipped: Optional[Dict[Tuple[str, str], Dict[str, str]]] = None) -> ReportResult:
     """Write OUT/index.html (figures in OUT/figures/) and OUT/leaderboard.html from the store alone.
 
-    `labels`: model string -> the name the page gives it (a study's labels), instead of the
+    `labels`: run id -> the name the page gives its model (a study's labels), instead of the
     model string and its weights; `data_labels`: dataset folder -> its name (default: the
     folder's name); `skipped`: (model string, data folder) -> {measure: why a study skipped it},
     shown as n/a with the reason in the scorecard."""
@@ -164,7 +164,7 @@ ONE_PAGE_UP_TO = 12
 MODEL_PAGES = "models"
 
 
-def _render(store: Store, out: Path, subjects: List[Subject], progress: bool, labels: Optional[Dict[str, str]],
+def _render(store: Store, out: Path, subjects: List[Subject], progress: bool, labels: Optional[Dict[int, str]],
             t0: float, skipped: Optional[Dict[Tuple[str, str], Dict[str, str]]] = None) -> ReportResult:
     """The pages, their figures and the leaderboard, written into `out` (the report's stage).
 
@@ -275,13 +275,14 @@ def leaderboard_html(rows: List[dict]) -> str:
 
 
 def write_leaderboard(store: Store, path: Path, include_reported: bool = True,
-                      labels: Optional[Dict[str, str]] = None) -> Path:
-    """The leaderboard page; `labels` (model string -> name, a study's) name the measured rows as the
-    report's scorecard does, the model and its weights kept in brackets."""
+                      labels: Optional[Dict[int, str]] = None) -> Path:
+    """The leaderboard page; `labels` (run id -> its model's name, a study's) name the measured rows
+    as the report's scorecard does, the model and its weights kept in brackets."""
     from .leaderboard import leaderboard
     rows = leaderboard(store, include_reported=include_reported)
     for r in rows:
-        if labels and r.get("model") in labels:
-            r["model_label"] = f"{labels[r['model']]} ({r.get('model_label') or r['model']})"
+        given = [labels[i] for i in r.get("run_ids", ()) if labels and i in labels]
+        if given:
+            r["model_label"] = f"{given[-1]} ({r.get('model_label') or r['model']})"
     path.write_text(leaderboard_html(rows), encoding="utf-8")
     return path

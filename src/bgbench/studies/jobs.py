@@ -28,9 +28,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional, Sequence, Set
 
+from ..data.owned import safe_name
 from ..store.merge import copy_store
 from .plan import Step, edited_dataset
-from .spec import EDITS, Study, safe_name
+from .spec import EDITS, Study
 
 #: The environment variable naming the node-local folder a job's store is written in (else
 #: $SLURM_TMPDIR, $TMPDIR, the system's temporary folder).

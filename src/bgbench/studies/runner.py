@@ -18,7 +18,8 @@ from ..distributed import setup
 from ..recording import record
 from ..store import Store
 from .plan import Step, edited_dataset, plan, refresh
-from .spec import Study, safe_name
+from ..data.owned import safe_name
+from .spec import Study
 
 
 @dataclass
@@ -144,10 +145,10 @@ def run_study(study: Study, db: Optional[str | Path] = None, *, dry_run: bool = 
         runs = [s.done_run for s in steps if s.done_run is not None and s.model is not None]
         if report and (runs or execute):  # jobs that all failed leave nothing to report
             from ..reporting.render import render_report
-            page = render_report(store, study.out, run_ids=runs, labels=study.labels(),
+            page = render_report(store, study.out, run_ids=runs, labels=run_labels(steps),
                                  data_labels=study.data_labels(), progress=False, skipped=skipped_steps(steps))
             result.report, result.scorecard = page.index.parent, page.scorecard
-            result.shortcuts = _shortcuts(study, store, runs)
+            result.shortcuts = _shortcuts(study, store, steps)
     result.seconds = time.time() - t0
     return result
 
@@ -161,12 +162,19 @@ def skipped_steps(steps: List[Step]) -> Dict[Tuple[str, str], Dict[str, str]]:
     return out
 
 
-def _shortcuts(study: Study, store: Store, runs: List[int]):
+def run_labels(steps: List[Step]) -> Dict[int, str]:
+    """Run id -> the label the study gave its model: the identity the report names a model by (two
+    models of one model string, with other checkpoints, are two columns)."""
+    return {s.done_run: s.model.label for s in steps if s.done_run is not None and s.model is not None}
+
+
+def _shortcuts(study: Study, store: Store, steps: List[Step]):
     """The shortcut table of the study's runs, with its labels (None: no step measured a shortcut)."""
     from ..api import shortcut_table
-    if not runs:
+    labels = run_labels(steps)
+    if not labels:
         return None
-    table = shortcut_table(store, run_ids=runs, labels=study.labels(), data_labels=study.data_labels())
+    table = shortcut_table(store, run_ids=list(labels), labels=labels, data_labels=study.data_labels())
     return table if table.blocks else None
 
 

@@ -27,13 +27,12 @@ the file.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
+from ..data.owned import safe_name
 from ..errors import BgbenchError
 from ..models.options import ModelOptions
 from ..options import check_types
@@ -95,9 +94,6 @@ class Study:
     @property
     def runnable(self) -> List[StudyMeasure]:
         return [m for m in self.measures if m.name not in REPORT_ONLY]
-
-    def labels(self) -> Dict[str, str]:
-        return {m.model: m.label for m in self.models}
 
     def edits_folder(self, dataset: "StudyDataset") -> Path:
         """Where the study writes a dataset's edits: OUT/edits/<its label, made a safe folder name>."""
@@ -416,8 +412,3 @@ def profile_study(models: Sequence[str], datasets: Sequence[str], out: str | Pat
                            model_defaults=model_options)
 
 
-def safe_name(label: str) -> str:
-    """A label as one folder name: only letters, digits, '.', '_' and '-', never '.' or '..'; a label
-    that had to change keeps a short hash of itself, so two labels never share a folder."""
-    name = re.sub(r"[^A-Za-z0-9._-]+", "-", label).strip(".-") or "dataset"
-    return name if name == label else f"{name}-{hashlib.sha256(label.encode()).hexdigest()[:8]}"
