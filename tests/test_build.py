@@ -379,7 +379,7 @@ def test_round_trip_eval_and_balance(tmp_path, synth_build):
 def test_build_preview_shows_each_images_original_mask_and_variants(tmp_path):
     """`--preview` writes a contact sheet beside the build: a row per image (classes in turn), the
     original and its mask first, then each variant; the cells are the built files' pixels."""
-    from bgbench.drawing.contact import HEADER, PAD, SIDE, VARIANTS
+    from bgbench.drawing.contact import HEADER, NAME, PAD, SIDE, VARIANTS
     _synth_with_masks(tmp_path)
     res = run_cli("build", "--images", tmp_path / "images", "--boxes", tmp_path / "boxes", "--masks",
                   tmp_path / "masks", "--out", tmp_path / "out", "--no-resize", "--quiet", "--preview")
@@ -391,9 +391,10 @@ def test_build_preview_shows_each_images_original_mask_and_variants(tmp_path):
     assert sheet.shape[1] == PAD + (2 + len(variants)) * (SIDE + PAD)
     built = sorted(p.relative_to(tmp_path / "out" / "original" / "val").with_suffix("").as_posix()
                    for p in (tmp_path / "out" / "original" / "val").rglob("*.png"))
-    assert sheet.shape[0] == HEADER + PAD + len(built) * (SIDE + PAD)
+    assert sheet.shape[0] == HEADER + PAD + len(built) * (SIDE + NAME + PAD)
     for r, image_id in enumerate(built):  # one image per class: the rows are the sorted ids
-        y = HEADER + PAD + r * (SIDE + PAD)
+        y = HEADER + PAD + r * (SIDE + NAME + PAD)
+        assert (sheet[y + SIDE:y + SIDE + NAME, PAD:PAD + SIDE] < 128).any()  # its name, written under it
         cell = lambda c: sheet[y:y + 64, PAD + c * (SIDE + PAD):PAD + c * (SIDE + PAD) + 64]  # noqa: E731
         original = np.asarray(Image.open(tmp_path / "out" / "original" / "val" / f"{image_id}.png").convert("RGB"))
         mask = np.load(tmp_path / "out" / "fg_mask" / "val" / f"{image_id}.npy")
@@ -401,3 +402,33 @@ def test_build_preview_shows_each_images_original_mask_and_variants(tmp_path):
         assert np.array_equal(cell(1)[..., 0] > 127, mask)
         rand = np.asarray(Image.open(tmp_path / "out" / "mixed_rand" / "val" / f"{image_id}.png").convert("RGB"))
         assert np.array_equal(cell(2 + variants.index("mixed_rand")), rand)
+
+
+@pytest.mark.parametrize("what", ["a user's file", "a link to a file outside", "a folder"])
+def test_preview_never_replaces_or_writes_through_what_is_not_its_own(what, tmp_path):
+    """The preview's path beside the build holds something bgbench did not write: one line before
+    the build, and that thing is as it was; a rebuild replaces bgbench's own preview."""
+    _synth_with_masks(tmp_path)
+    target, outside = tmp_path / "out-preview-val.png", tmp_path / "elsewhere" / "mine.png"
+    outside.parent.mkdir()
+    outside.write_bytes(b"my own picture")
+    if what == "a user's file":
+        target.write_bytes(b"my own picture")
+    elif what == "a folder":
+        target.mkdir()
+    else:
+        target.symlink_to(outside)
+    args = ["build", "--images", tmp_path / "images", "--boxes", tmp_path / "boxes", "--masks", tmp_path / "masks",
+            "--out", tmp_path / "out", "--no-resize", "--quiet", "--preview"]
+    assert_one_line_error(run_cli(*args), "--preview", str(target))
+    assert not (tmp_path / "out").exists() and outside.read_bytes() == b"my own picture"
+    assert target.is_dir() or target.is_symlink() or target.read_bytes() == b"my own picture"
+    if target.is_symlink() or target.is_file():
+        target.unlink()
+    else:
+        target.rmdir()
+    assert run_cli(*args).returncode == 0
+    first = target.read_bytes()
+    again = run_cli(*args[:-2], "--overwrite", "--quiet", "--preview")
+    assert again.returncode == 0, again.stderr
+    assert target.read_bytes() == first  # its own preview, written again

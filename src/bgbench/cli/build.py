@@ -81,6 +81,9 @@ def run(args: argparse.Namespace) -> int:
         raise BgbenchError("--images needs --boxes (a folder of VOC/ImageNet .xml files or a COCO .json file)")
     if args.images is not None:  # ImageNet's own names are ASCII; walking its 1.3M files would take minutes
         refuse_names_that_are_not_utf8(Path(args.images))
+    if args.preview and args.shard is None:
+        from ..drawing.contact import preview_path, refuse_foreign_preview
+        refuse_foreign_preview(preview_path(args.out, args.split))
     pre = Preprocess(resize=None, crop=None) if args.no_resize else Preprocess(resize=args.resize, crop=args.crop)
     result = build(args.images or args.imagenet, args.boxes, args.out, masks=args.masks, split=args.split,
                    seed=args.seed, workers=args.workers, preprocess=pre, balance=args.balance,
