@@ -300,7 +300,10 @@ def _alive(pid: int) -> bool:
 def test_workers_die_with_a_killed_parent(tmp_path, synth_root, build_inputs, job):
     script, data = (SLOW_EDIT, synth_root) if job == "edit" else (SLOW_BUILD, build_inputs)
     out = tmp_path / "out"
-    stage = tmp_path / ".out.bgbench-val.partial"  # where the job writes until it is complete
+    def stage():  # where the job writes until it is complete (named with its pid and a token)
+        found = list(tmp_path.glob(".out.bgbench-val.*.partial"))
+        return found[0] if found else tmp_path / "no-stage-yet"
+
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     parent = subprocess.Popen([sys.executable, "-c", textwrap.dedent(script), str(data), str(out)], env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -309,7 +312,7 @@ def test_workers_die_with_a_killed_parent(tmp_path, synth_root, build_inputs, jo
         deadline = time.time() + 120
         while time.time() < deadline and parent.poll() is None:
             workers = [k for k in _children(parent.pid) if _alive(k)]
-            if len(workers) >= 2 and any((stage / "fg_mask" / "val").rglob("*.npy")):
+            if len(workers) >= 2 and any((stage() / "fg_mask" / "val").rglob("*.npy")):
                 break  # the pool is at work
             time.sleep(0.1)
         assert parent.poll() is None and len(workers) >= 2, parent.stderr.read().decode() if parent.poll() else workers
@@ -320,9 +323,9 @@ def test_workers_die_with_a_killed_parent(tmp_path, synth_root, build_inputs, jo
             time.sleep(0.1)
         survivors = [w for w in workers if _alive(w)]
         assert not survivors, f"workers {survivors} outlived their parent"
-        written = len(tree(stage))
+        written = len(tree(stage()))
         time.sleep(1.0)
-        assert len(tree(stage)) == written and not out.exists()  # nothing writes on; the output folder untouched
+        assert len(tree(stage())) == written and not out.exists()  # nothing writes on; the output folder untouched
     finally:
         for w in workers:
             if _alive(w):

@@ -18,11 +18,11 @@ command. So a job never writes into that folder as it goes:
 `shared` names files that several jobs rewrite in turn, keeping each other's part (the dataset
 tables, whose rows carry a split): they are replaced, never listed, never removed.
 
-Jobs that users run side by side into one folder (`export --scorecard`, `private=True`) each
-stage in a folder of their own (named with the process id and a random token; a dead process's is
-removed by the next run), and commits take turns under a lock on `out`, each reading the record as the previous commit
-left it: the second export replaces the first's files as bgbench's own instead of calling them
-someone else's.
+Users run jobs side by side into one folder (two reports, two exports, two splits of a dataset),
+so each job stages in a folder of its own (named with the process id and a random token; a dead
+process's is removed by the next run), and commits take turns under a lock on `out`, each reading
+the record as the previous commit left it: the second report replaces the first's files as
+bgbench's own instead of calling them someone else's, and no job ever removes another's stage.
 """
 from __future__ import annotations
 
@@ -74,13 +74,12 @@ class StagedOutput:
     `/`), used when there is no record; `shared`: files replaced by every commit, but never listed
     or removed."""
 
-    def __init__(self, out: Path, record: str, job: str, legacy: Iterable[str] = (), shared: Sequence[str] = (),
-                 private: bool = False):
+    def __init__(self, out: Path, record: str, job: str, legacy: Iterable[str] = (), shared: Sequence[str] = ()):
         self.out = Path(out)
         self.record = record
         self.shared = set(shared)
-        self.job, self.private = job, private
-        self.stage = _stage_for(self.out, f"{job}.{os.getpid()}-{uuid.uuid4().hex[:8]}" if private else job)
+        self.job = job
+        self.stage = _stage_for(self.out, f"{job}.{os.getpid()}-{uuid.uuid4().hex[:8]}")
         listed = _read_record(self.out / record)
         self.previous: Set[str] = set(legacy if listed is None else listed)
 
@@ -91,8 +90,7 @@ class StagedOutput:
     def open(self) -> Path:
         """An empty stage (a killed job's leftovers removed); returns it."""
         self.discard()
-        if self.private:
-            _remove_dead_stages(self.stage.parent, self.out, self.job)
+        _remove_dead_stages(self.stage.parent, self.out, self.job)
         try:
             self.stage.mkdir(parents=True)
         except OSError as e:
@@ -228,17 +226,13 @@ def _locked(folder: Path):
 
 
 def _remove_dead_stages(parent: Path, out: Path, job: str) -> None:
-    """Stages of `job` for `out` left by processes that are gone (a killed run), and the older
-    shared stage name; a live process's stage is its own."""
-    prefix = f".{out.name}.bgbench-{job}" if parent != out else f".bgbench-{job}"
+    """Stages of `job` for `out` left by processes that are gone (a killed run); a live process's
+    stage is its own."""
+    prefix = f".{out.name}.bgbench-{job}." if parent != out else f".bgbench-{job}."
     for stage in parent.glob(f"{prefix}*.partial"):
-        middle = stage.name[len(prefix):-len(".partial")]
-        pid = middle[1:].split("-", 1)[0] if middle.startswith(".") else ""
-        if middle and not pid.isdigit():
-            continue  # another job's name that starts like this one's
-        if pid and _alive(int(pid)):
-            continue
-        shutil.rmtree(stage, ignore_errors=True)
+        pid = stage.name[len(prefix):-len(".partial")].split("-", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):  # else another job's, whose name starts like this one's
+            shutil.rmtree(stage, ignore_errors=True)
 
 
 def _alive(pid: int) -> bool:

@@ -144,7 +144,7 @@ def export_scorecard(store, out: str | Path, run_ids: Optional[Sequence[int]] = 
     from .scorecard import scorecard
     out = refuse_unsafe_out(Path(out))
     subjects = name_subjects(select_subjects(store, run_ids, models), labels)
-    staged = StagedOutput(out, EXPORT_RECORD, "export", private=True)  # exports into one folder may run side by side
+    staged = StagedOutput(out, EXPORT_RECORD, "export")
     try:
         data = scorecard(ReportContext(store=store, out=staged.open(), subjects=subjects, progress=False))
         if data is None:
