@@ -266,32 +266,43 @@ def test_mapping_on_a_run_of_a_model_with_the_datasets_classes_is_noted_not_refu
     assert strict_json(mapped.stdout) == strict_json(plain.stdout)
 
 
-def test_full_writes_an_npy_matrix_that_numpy_opens(synth_root, tmp_path):
+def test_full_stores_its_matrix_with_its_verdicts(synth_root, tmp_path):
+    """--full keeps the prediction matrix in the store, a row per foreground beside its verdict
+    (nothing beside the store), and each row gives that verdict."""
     db = tmp_path / "r.db"
     proc = run_cli("challenge", "--model", MODEL, "--data", synth_root, "--full", "--json", "--quiet", "--db", db,
                    "--out", tmp_path / "figs")
     assert proc.returncode == 0, proc.stderr
     doc = strict_json(proc.stdout)
-    path = tmp_path / f"challenge_{doc['run_id']}.npy"
-    assert doc["full"]["matrix"] == str(path)
-    matrix = np.load(path, mmap_mode="r")
-    assert matrix.shape == (36, 36) and matrix.dtype == np.uint8
+    assert not list(tmp_path.glob("challenge_*")) and "matrix" not in doc["full"]
     con = sqlite3.connect(db)
-    rows = con.execute("SELECT image_id, label, fooled FROM challenge_fg ORDER BY image_id").fetchall()
-    assert [bool((matrix[i] != label).any()) for i, (_, label, _) in enumerate(rows)] == [bool(f) for *_, f in rows]
+    rows = con.execute("SELECT f.label, f.fooled, r.preds FROM challenge_fg f JOIN challenge_row r USING (run_id, "
+                       "image_id) WHERE run_id=? ORDER BY image_id", (doc["run_id"],)).fetchall()
+    assert len(rows) == 36 and all(len(preds) == 36 for *_, preds in rows)
+    assert [bool((np.frombuffer(p, np.uint8) != label).any()) for label, _, p in rows] == [bool(f) for _, f, _ in rows]
 
 
-def test_a_partial_matrix_under_the_old_name_is_resumed(tmp_path):
-    from bgbench.measures.challenge.runner import matrix_path
-    from bgbench.store import Store
-    old = np.lib.format.open_memmap(tmp_path / "challenge_3.u8", mode="w+", dtype=np.uint8, shape=(4, 5))
-    old[1] = 7
-    old.flush()
-    del old
-    with Store(tmp_path / "r.db") as store:
-        path = matrix_path(store, 3)
-    assert path == tmp_path / "challenge_3.npy" and not (tmp_path / "challenge_3.u8").exists()
-    assert np.load(path)[1].tolist() == [7] * 5
+def test_two_full_challenges_with_two_stores_in_one_folder_keep_their_own_matrices(synth_root, tmp_path):
+    """Two stores in one folder, each with a --full run numbered 1: each store's matrix, metrics and
+    report hijack figure are those of the same run made alone (they once shared `challenge_1.npy`)."""
+    def run(folder: Path, db: str, model: str):
+        folder.mkdir(exist_ok=True)
+        proc = run_cli("challenge", "--model", model, "--data", synth_root, "--full", "--quiet", "--db", folder / db,
+                       "--out", folder / f"{db}-figs")
+        assert proc.returncode == 0, proc.stderr
+        assert run_cli("report", "--db", folder / db, "--out", folder / f"{db}-report", "--quiet").returncode == 0
+        from bgbench.store import Store
+        with Store(folder / db) as store:
+            metrics = sorted((m["name"], m["variant"], m["value"]) for m in store.metrics(1))
+            matrix = store.challenge_matrix(1)
+        figure = sorted((folder / f"{db}-report").glob("figures/*hijack*.png"))
+        return matrix, metrics, [hashlib.sha256(f.read_bytes()).hexdigest() for f in figure]
+    shared = tmp_path / "shared"
+    together = [run(shared, "a.db", MODEL), run(shared, "b.db", "timm:test_efficientnet")]
+    alone = [run(tmp_path / "a", "a.db", MODEL), run(tmp_path / "b", "b.db", "timm:test_efficientnet")]
+    for (m, metrics, fig), (m1, metrics1, fig1) in zip(together, alone):
+        assert m is not None and (m == m1).all() and metrics == metrics1 and fig and fig == fig1
+    assert not (together[0][0] == together[1][0]).all()  # two models: two matrices
 
 
 def test_halfwidth_can_stop_after_a_small_first_chunk_and_says_when_it_is_not_reached(synth_root, tmp_path):

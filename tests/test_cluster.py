@@ -105,6 +105,36 @@ def test_local_executor_with_two_jobs_equals_the_sequential_study(sequential, sy
     assert again["submitted"] == {} and again["jobs"] == []  # nothing missing: nothing submitted
 
 
+def _hijack_figures(report: Path) -> list:
+    import hashlib
+    return sorted(hashlib.sha256(p.read_bytes()).hexdigest() for p in report.glob("figures/*hijack*.png"))
+
+
+def test_two_full_challenges_in_two_jobs_on_one_node_equal_the_sequential_study(synth_root, tmp_path, job_env):
+    """`full = true` under `--executor local --jobs 2`: both jobs' stores on one node's scratch, merged;
+    each model's prediction matrix, ASRs, class fool rates and hijack figure as the study run step
+    after step (two full runs once wrote one `challenge_<run id>.npy` beside their stores)."""
+    text = STUDY.replace("sample = 4", "full = true")
+    made = {}
+    for how in ("sequential", "jobs"):
+        folder = tmp_path / how
+        folder.mkdir()
+        study = folder / "study.toml"
+        study.write_text(text.format(data=synth_root, out=folder / "report"))
+        extra = ["--executor", "local", "--jobs", "2"] if how == "jobs" else []
+        proc = run_cli("study", study, "--db", folder / "r.db", "--quiet", "--json", *extra)
+        assert proc.returncode == 0, proc.stderr
+        made[how] = (json.loads(proc.stdout), folder)
+    (one, seq), (two, jobs) = made["sequential"], made["jobs"]
+    assert two["failed"] == {} and two["missing"] == []
+    runs = stored_runs(jobs / "r.db")
+    assert runs == stored_runs(seq / "r.db") and scorecard_cells(two) == scorecard_cells(one)
+    matrices = [t["challenge_row"] for (kind, *_), t in runs.items() if kind == "challenge"]
+    assert len(matrices) == 2 and all(len(m) == 36 for m in matrices) and matrices[0] != matrices[1]
+    figures = _hijack_figures(jobs / "report")
+    assert len(set(figures)) == 2 and figures == _hijack_figures(seq / "report")
+
+
 def _finished_runs(db: Path):
     try:
         with sqlite3.connect(db) as conn:

@@ -143,8 +143,7 @@ def _small_set_runs(ran: StudyResult, label: str) -> dict:
     drops = ran.result(label, "synthetic9-small edits", "eval")
     return {"challenge": {"run_id": ran.run_id(label, "synthetic9-small", "challenge"),
                           "challenge_accuracy": report.challenge_accuracy.value,
-                          "clean_accuracy": report.clean_accuracy.value, "foregrounds": report.total,
-                          "matrix": report.full["matrix"]},
+                          "clean_accuracy": report.clean_accuracy.value, "foregrounds": report.total},
             "edits": {"run_id": ran.run_id(label, "synthetic9-small edits", "eval"),
                       "accuracy": {v: e.value for v, e in drops.accuracy.items()}}}
 

@@ -4,7 +4,7 @@ kind, model and data), not by its id."""
 import sqlite3
 
 #: The per-image tables a study's eval and challenge steps write.
-ROW_TABLES = ("predictions", "challenge_fg", "metrics")
+ROW_TABLES = ("predictions", "challenge_fg", "challenge_row", "challenge_bg", "metrics")
 
 
 def scorecard_cells(doc: dict) -> list:

@@ -4,7 +4,9 @@ the challenge's runner (resume, torchrun, bf16-verified) writes them, row by row
 from __future__ import annotations
 
 import json
-from typing import Iterable, List, Optional
+from typing import Iterable, List, Optional, Sequence
+
+import numpy as np
 
 from .schema import TableSchema, declare_table
 
@@ -23,6 +25,12 @@ RUN_ROW = ""
 #: The composites evaluated so far, added by every process of the run (one row per run): a resumed or
 #: extended run counts the work of each invocation, stored with the verdicts it went into.
 CHALLENGE_PROGRESS = declare_table(TableSchema("challenge_progress", (("pairs", "INTEGER NOT NULL"),)))
+#: --full: each foreground's whole row of the prediction matrix (uint8 bytes, one a background in the
+#: dataset's order; 255: a class outside the dataset's), stored with its verdict. In the store, not
+#: in a file beside it, so that it is the run's wherever the store goes: two stores in one folder,
+#: two jobs on one node and a merged store each keep their own runs' rows.
+CHALLENGE_ROW = declare_table(TableSchema("challenge_row", (
+    ("image_id", "TEXT NOT NULL"), ("preds", "BLOB NOT NULL")), key=("image_id",)))
 #: --full: the attack success rate of every background.
 CHALLENGE_BG = declare_table(TableSchema("challenge_bg", (
     ("bg_id", "TEXT NOT NULL"), ("bg_class", "INTEGER NOT NULL"), ("asr", "REAL NOT NULL")), key=("bg_id",)))
@@ -32,16 +40,18 @@ class ChallengeTables:
     """The challenge's queries, mixed into `Store` (which supplies `conn` and `_insert`)."""
 
     def add_challenge_results(self, run_id: int, rows: Iterable[tuple], near_ties: Iterable[tuple] = (),
-                              state: Optional[dict] = None, pairs: int = 0) -> None:
+                              state: Optional[dict] = None, pairs: int = 0, matrix_rows: Iterable[tuple] = ()) -> None:
         """Challenge progress, in one transaction (so a killed run never keeps half of it).
 
         rows: (image_id, label, clean_pred, fooled, pairs, fooling_bg, fooling_pred);
+        matrix_rows (--full): (image_id, the foreground's predictions as uint8 bytes);
         near_ties (bf16-verified): (image_id, lowest margin or None, near-tie JSON);
         state (bf16-verified): the run's audit counts and delta so far;
         pairs: composites this process evaluated since its last call, added to the run's count.
         """
         with self.conn:
             self._insert("challenge_fg", run_id, rows)
+            self._insert("challenge_row", run_id, matrix_rows)
             self._insert("challenge_verified", run_id, near_ties)
             if pairs:
                 self.conn.execute("INSERT INTO challenge_progress (run_id, pairs) VALUES (?, ?) ON CONFLICT(run_id) "
@@ -83,6 +93,18 @@ class ChallengeTables:
 
     def challenge_results(self, run_id: int) -> List:
         return self.conn.execute("SELECT * FROM challenge_fg WHERE run_id=? ORDER BY image_id", (run_id,)).fetchall()
+
+    def challenge_matrix(self, run_id: int, image_ids: Optional[Sequence[str]] = None) -> Optional[np.ndarray]:
+        """A --full run's prediction matrix, foregrounds x backgrounds (uint8), its rows in the order of
+        `image_ids` (default: the stored foregrounds by image id, as `challenge_results` lists them);
+        None when the run stored no row, or lacks one of `image_ids`."""
+        stored = {r["image_id"]: r["preds"] for r in self.conn.execute(
+            "SELECT image_id, preds FROM challenge_row WHERE run_id=? ORDER BY image_id", (run_id,))} \
+            if "challenge_row" in self.tables() else {}
+        ids = sorted(stored) if image_ids is None else list(image_ids)
+        if not stored or any(i not in stored for i in ids):
+            return None
+        return np.frombuffer(b"".join(stored[i] for i in ids), dtype=np.uint8).reshape(len(ids), -1)
 
     def challenge_backgrounds(self, run_id: int) -> List:
         """Per background of a --full challenge run: bg_id, bg_class, asr (empty for other runs)."""

@@ -58,7 +58,7 @@ class ChallengeConfig:
         "elsewhere it is emulated and slower than fp32, and the run says so (default %(default)s)",
         choices=PRECISIONS))
     full: bool = field(default=False, metadata=flag(
-        "--full", "compute every foreground x background prediction (uint8 .npy memmap): ASR, class fool rates, "
+        "--full", "compute every foreground x background prediction (kept in the store): ASR, class fool rates, "
         "top-5 backgrounds grid and ASR histogram", action="store_true"))
     save_every: int = field(default=16, metadata=runtime(flag(
         "--save-every", "store progress every N foregrounds (default %(default)s)")))

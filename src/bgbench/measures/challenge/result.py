@@ -57,7 +57,7 @@ class ChallengeReport:
 
     def outputs(self) -> dict:
         return {"files": self.files, "seconds": self.seconds, "estimate": self.estimate, "sample": self.sample,
-                "numerics": self.numerics, **({"matrix": self.full["matrix"]} if self.full else {})}
+                "numerics": self.numerics}
 
     def to_dict(self) -> dict:
         return {"model": self.model, "model_label": self.model_label or self.model, "data": self.data,

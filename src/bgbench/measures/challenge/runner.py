@@ -20,7 +20,6 @@ boundary: `verified.VerifiedRun`, imported only for it, which the invocation cal
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Callable, Dict, List, Optional
 
@@ -114,14 +113,15 @@ def challenge_run(run: RunContext, cfg: ChallengeConfig, out_dir=None):
     verified = job.totals()
     if rank != 0:
         return None
-    report = summarize(store.challenge_results(job.run_id), job.data, job.run_id, model.spec.to_dict(), job.matrix,
-                       plan=job.plan, cfg=cfg)
+    report = summarize(store.challenge_results(job.run_id), job.data, job.run_id, model.spec.to_dict(),
+                       job.stored_matrix(), plan=job.plan, cfg=cfg)
     report.pairs = store.challenge_pairs(job.run_id)  # every rank's and every earlier invocation's
     report.seconds = round(run.elapsed(), 2)
     report.precision = verified
     report.numerics = job.engine.numerics()
     if figures is not None and report.full:
-        report.files.update(figures(report, Path(out_dir or store.path.parent / f"challenge_{job.run_id}")))
+        default = store.path.parent / f"{store.path.stem}-challenge_{job.run_id}"  # two stores in one folder: two
+        report.files.update(figures(report, Path(out_dir or default)))
     report.provenance, report.store_path = job.provenance, str(store.path.resolve())
     return report, None
 
@@ -136,20 +136,6 @@ def _note_precision(precision: str, model: BgModel, images: torch.Tensor, device
         console.status(f"note: --precision {precision}: a bf16 forward takes {ratio:.1f}x an fp32 one on {device} "
                        f"(measured on {len(x)} backgrounds); bf16 pays on GPUs from Ampere on and CPUs with AMX, and "
                        f"fp32 is exact: consider --precision fp32")
-
-
-def matrix_path(store: Store, run_id: int, migrate: bool = True) -> Path:
-    """Where a --full run keeps its prediction matrix: `challenge_<run>.npy` beside the store, a
-    uint8 .npy that `np.load(path, mmap_mode="r")` opens (255: a class outside the dataset's).
-
-    Earlier versions named the same .npy content `challenge_<run>.u8`; a partial file of that name
-    is renamed (by rank 0 only, `migrate`), so a run resumes with the rows it already computed.
-    """
-    path = store.path.parent / f"challenge_{run_id}.npy"
-    old = path.with_suffix(".u8")
-    if migrate and old.is_file() and not path.exists():
-        os.replace(old, path)
-    return path
 
 
 class _Invocation:
@@ -170,9 +156,9 @@ class _Invocation:
         done = {r["image_id"]: r for r in store.challenge_results(self.run_id)}
         self.fooled_by_id = {i: bool(r["fooled"]) for i, r in done.items()}
         self.engine = self._make_engine(model, done)  # on its device, in eval mode (the template)
-        self.matrix = self._open_matrix()
         self.clean: Dict[int, int] = {}
         self.rows: List[tuple] = []
+        self.matrix_rows: List[tuple] = []  # --full: (image_id, its row's bytes), stored with its verdict
         self.unseen: set = set()  # positions this invocation must still give a verdict (the progress bar)
         self.bar = None
         self.verified = None  # bf16-verified's bookkeeping, the module imported only for it
@@ -212,16 +198,9 @@ class _Invocation:
                 engine.warm(d.bg_index[r["fooling_bg"]], int(r["label"]))
         return engine
 
-    def _open_matrix(self):
-        if not self.cfg.full:
-            return None
-        path = matrix_path(self.store, self.run_id, migrate=self.rank == 0)
-        if self.rank == 0 and not path.exists():
-            shape = (len(self.data.pairs), len(self.data.bg_items))
-            np.lib.format.open_memmap(path, mode="w+", dtype=np.uint8, shape=shape).flush()
-        if self.world > 1:
-            dist.barrier()
-        return np.load(path, mmap_mode="r+")
+    def stored_matrix(self) -> Optional[np.ndarray]:
+        """--full: the run's prediction matrix as stored, its rows in the dataset's order."""
+        return self.store.challenge_matrix(self.run_id, self.data.fg_ids) if self.cfg.full else None
 
     # -- the loop over chunks ---------------------------------------------------------------------
     def visit(self) -> None:
@@ -276,7 +255,7 @@ class _Invocation:
         """Buffer one verdict (again, if a raised delta changed it) for the store."""
         d = self.data
         if r.row is not None:
-            self.matrix[pos] = r.row
+            self.matrix_rows.append((d.fg_ids[pos], np.ascontiguousarray(r.row, dtype=np.uint8).tobytes()))
         bg = d.bg_items[r.fooling_bg].image_id if r.fooled else None
         self.rows.append((d.fg_ids[pos], int(d.fg_labels[pos]), int(self.clean[pos]), int(r.fooled), int(r.pairs),
                           bg, int(r.fooling_pred) if r.fooled else None))
@@ -292,12 +271,11 @@ class _Invocation:
     def flush(self) -> None:
         """Store the buffered verdicts (with bf16-verified, their near ties and the run's counts),
         and the composites evaluated since the last flush, in one transaction."""
-        if self.matrix is not None:
-            self.matrix.flush()  # rows reach the disk before the store says they are done
         near, state = self.verified.take() if self.verified is not None else ((), None)
         counted = self.engine.stats.pairs
-        self.store.add_challenge_results(self.run_id, self.rows, near, state, pairs=counted - self.stored_pairs)
-        self.rows, self.stored_pairs = [], counted
+        self.store.add_challenge_results(self.run_id, self.rows, near, state, pairs=counted - self.stored_pairs,
+                                         matrix_rows=self.matrix_rows)
+        self.rows, self.matrix_rows, self.stored_pairs = [], [], counted
 
     # -- totals over ranks --------------------------------------------------------------------------
     def reduce_device(self) -> str:

@@ -72,16 +72,6 @@ def _top_backgrounds(ctx: SectionContext, run, ids, labels: np.ndarray, asr: np.
     return g.to_dict()
 
 
-def matrix_file(ctx: SectionContext, run) -> Path:
-    """Where a --full run's prediction matrix is: its recorded path, else `challenge_<run>.npy`
-    beside the store."""
-    recorded = json.loads(run["outputs"] or "{}").get("matrix")
-    return Path(recorded) if recorded else ctx.store.path.parent / f"challenge_{run['id']}.npy"
-
-
-def load_matrix(ctx: SectionContext, run) -> Optional[np.ndarray]:
-    path = matrix_file(ctx, run)
-    return np.load(path, mmap_mode="r") if path.is_file() else None
 
 
 def challenge_gallery(ctx: SectionContext, subject: SectionSubject) -> Optional[dict]:
@@ -90,18 +80,17 @@ def challenge_gallery(ctx: SectionContext, subject: SectionSubject) -> Optional[
     run, full = challenge_run(subject, ctx)
     if run is None or not full:
         return None
-    matrix = load_matrix(ctx, run)
-    if matrix is None:
-        return {"run_id": run["id"], "missing": f"prediction matrix {matrix_file(ctx, run)} not found"}
     split = json.loads(run["config"]).get("split", "val")
     try:
         layout = discover(run["data_root"], split=split, variants=["original", "only_bg_t"])
         pairs, bg_items = layout.foregrounds(), layout.items("only_bg_t")
     except DataError as e:
         return {"run_id": run["id"], "missing": f"its images are not readable any more ({e})"}
-    if matrix.shape != (len(pairs), len(bg_items)):
+    matrix = ctx.store.challenge_matrix(run["id"], [it.image_id for it, _ in pairs])
+    if matrix is None or matrix.shape != (len(pairs), len(bg_items)):
         return {"run_id": run["id"], "missing": f"the data under {run['data_root']} changed since the run "
-                                                 f"({len(pairs)} x {len(bg_items)}, matrix {matrix.shape})"}
+                                                 f"({len(pairs)} x {len(bg_items)}, stored matrix "
+                                                 f"{'missing rows' if matrix is None else matrix.shape})"}
     asr_of = {r["bg_id"]: r["asr"] for r in ctx.store.challenge_backgrounds(run["id"])}
     asr = np.array([asr_of.get(it.image_id, 0.0) for it in bg_items])
     fg_labels = np.array([it.label for it, _ in pairs])
@@ -135,13 +124,13 @@ def hijack_section(ctx: SectionContext, subject: SectionSubject) -> Optional[dic
     run, full = challenge_run(subject, ctx)
     if run is None or not full:
         return None
-    matrix = load_matrix(ctx, run)
-    if matrix is None:
-        return {"run_id": run["id"], "missing": str(matrix_file(ctx, run))}
-    fg_labels = labels_in_layout_order([r["label"] for r in ctx.store.challenge_results(run["id"])])
+    verdicts = ctx.store.challenge_results(run["id"])  # by image id, as the matrix's rows below
+    matrix = ctx.store.challenge_matrix(run["id"], [r["image_id"] for r in verdicts])
+    fg_labels = np.array([r["label"] for r in verdicts], dtype=np.int64)
     bg_labels = labels_in_layout_order([r["bg_class"] for r in ctx.store.challenge_backgrounds(run["id"])])
-    if matrix.shape != (len(fg_labels), len(bg_labels)):
-        return {"run_id": run["id"], "missing": f"{matrix_file(ctx, run)} (it is {matrix.shape}, the run has "
+    if matrix is None or matrix.shape != (len(fg_labels), len(bg_labels)):
+        return {"run_id": run["id"], "missing": f"the run's stored prediction matrix (it has "
+                                                 f"{'none' if matrix is None else matrix.shape}, the run "
                                                  f"{len(fg_labels)} x {len(bg_labels)})"}
     names = json.loads(run["config"]).get("classes") or subject.classes
     h = hijack_matrix(np.asarray(matrix), fg_labels, bg_labels, len(names))

@@ -5,7 +5,6 @@ Pure: writes neither the store nor figures (those are drawn by `drawing.figures`
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
@@ -56,7 +55,7 @@ def summarize(verdict_rows: Sequence, data: ChallengeData, run_id: int, spec: Di
                   "halfwidth_target": cfg.halfwidth, "halfwidth": wilson_halfwidth(int((~fooled).sum()), len(fooled))}
     full, asr_rows, fool_rates = None, [], None
     if matrix is not None:
-        full, asr_rows, fool_rates = _matrix_analyses(np.asarray(matrix), Path(matrix.filename), data, labels, fooled)
+        full, asr_rows, fool_rates = _matrix_analyses(np.asarray(matrix), run_id, data, labels, fooled)
     return ChallengeReport(model=spec["name"], model_label=recording.model_label(spec["name"], spec),
                            data=str(data.layout.root), run_id=run_id,
                            challenge_accuracy=accuracy(~fooled), clean_accuracy=accuracy(clean_ok),
@@ -78,15 +77,16 @@ def _evaluated(rows: Dict[str, Any], data: ChallengeData, plan: Optional[SampleP
     return np.array(sorted(plan.order[:n_sample])), True
 
 
-def _matrix_analyses(m: np.ndarray, path: Path, data: ChallengeData, labels: np.ndarray, fooled: np.ndarray):
+def _matrix_analyses(m: np.ndarray, run_id: int, data: ChallengeData, labels: np.ndarray, fooled: np.ndarray):
     """ASR per background, class fool rates and the top-5 backgrounds of each class (--full)."""
-    assert (verdicts_from_matrix(m, labels) == fooled).all()
+    if m.shape[0] != len(labels) or not (verdicts_from_matrix(m, labels) == fooled).all():
+        raise RuntimeError(f"challenge run {run_id}: its stored prediction matrix does not give its stored verdicts")
     asr = attack_success_rates(m, labels, data.bg_labels)
     fool_rates = class_fool_rates(m, labels, data.bg_labels, len(data.layout.classes))
     top = top_backgrounds(asr, data.bg_labels, k=5)
     items = data.bg_items
     asr_rows = [(it.image_id, int(c), float(a)) for it, c, a in zip(items, data.bg_labels, asr)]
-    full = {"matrix": str(path), "top5": {data.layout.classes[c]: [
+    full = {"top5": {data.layout.classes[c]: [
         {"bg": items[j].image_id, "asr": float(asr[j]), "path": str(items[j].path)} for j in js]
         for c, js in sorted(top.items())}}
     return full, asr_rows, fool_rates

@@ -735,6 +735,7 @@ class VerifiedRun:
         stale = [r for r in stale if r["image_id"] in verdicts]
         positions = [d.position[r["image_id"]] for r in stale]
         images, masks = job.load(positions)
+        matrix = job.store.challenge_matrix(job.run_id, [d.fg_ids[p] for p in positions]) if job.cfg.full else None
         results = []
         for j, (near, pos) in enumerate(zip(stale, positions)):
             row = verdicts[d.fg_ids[pos]]
@@ -742,7 +743,7 @@ class VerifiedRun:
             results.append(FgResult(j, bool(row["fooled"]), int(row["pairs"]),
                                     d.bg_index.get(row["fooling_bg"], -1), row["fooling_pred"] if row["fooled"] else -2,
                                     near=NearTies.from_json(near["near"]),
-                                    row=np.array(job.matrix[pos]) if job.matrix is not None else None))
+                                    row=None if matrix is None else np.array(matrix[j])))
         v.reexamine(images, masks, d.fg_labels[positions], results,
                     on_result=lambda r: job.record(positions[r.index], r))
         job.flush()
