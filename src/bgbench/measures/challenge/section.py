@@ -72,8 +72,6 @@ def _top_backgrounds(ctx: SectionContext, run, ids, labels: np.ndarray, asr: np.
     return g.to_dict()
 
 
-
-
 def challenge_gallery(ctx: SectionContext, subject: SectionSubject) -> Optional[dict]:
     from ..examples import most_fooled
     from ...data.layout import discover
