@@ -314,6 +314,10 @@ def test_a_study_over_synthetic9_and_the_benchmarks_ends_with_one_scorecard(synt
     assert ran == {(Path(model_ckpt).parent.name, synth_root.name), (LABEL, imagenet_d.name), ("dfr", "spawrious"),
                    (LABEL, hard.name)}
     assert all(steps[(LABEL, hard.name, name)]["skip"] is None for name in ("noise", "saliency", "ablate"))
+    # a model the study could not run on a dataset: n/a with the reason in that dataset's columns, not blank
+    na = {(c["model"], c["dataset"], c["title"]): c["not_available"] for c in doc["scorecard"] if c["value"] is None}
+    assert "cannot read" in na[(LABEL, synth_root.name, "BG-Gap")]
+    assert "cannot read" in na[(Path(model_ckpt).parent.name, imagenet_d.name, "background")]
     cells = {(c["dataset"], c["title"]): c for c in doc["scorecard"] if c["value"] is not None}
     for title in ("background", "texture", "material"):
         assert (imagenet_d.name, title) in cells and cells[(imagenet_d.name, title)]["higher_is_better"]

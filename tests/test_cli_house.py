@@ -28,6 +28,9 @@ def test_help_imports_no_torch():
     (["challenge", "--batch-size", "0"], ["--batch-size", "at least 1"]),
     (["challenge", "--save-every", "0"], ["--save-every"]),
     (["challenge", "--precision", "fp16"], ["fp16", "GPU"]),
+    (["challenge", "--precision", "tf32"], ["tf32", "GPU"]),
+    (["eval", "--precision", "tf32"], ["tf32", "GPU"]),
+    (["probe", "noise", "--precision", "tf32"], ["tf32", "GPU"]),
 ])
 def test_bad_numbers_for_model_commands_are_one_line_errors(synth_root, tmp_path, argv, needles):
     proc = run_cli(*argv, "--model", "timm:test_resnet", "--data", synth_root, "--quiet", "--db", tmp_path / "r.db")

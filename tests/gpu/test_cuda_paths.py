@@ -99,9 +99,12 @@ def cpu_fp32(model_ckpt, synth_root, half_plain, tmp_path_factory) -> dict:
             "challenge": _challenge(model_ckpt, half_plain, db, "cpu", "fp32", "--full")}
 
 
-@pytest.mark.parametrize("flags", [[], ["--channels-last"], ["--compile"], ["--precision", "bf16"]],
-                         ids=["fp32", "channels-last", "compile", "bf16"])
+@pytest.mark.parametrize("flags", [[], ["--channels-last"], ["--compile"], ["--precision", "tf32"],
+                                   ["--precision", "bf16"]],
+                         ids=["fp32", "channels-last", "compile", "tf32", "bf16"])
 def test_eval_on_the_device_agrees_with_the_cpu(flags, model_ckpt, synth_root, cpu_fp32, tmp_path, record_property):
+    if "tf32" in flags and not DEVICE.startswith("cuda"):
+        pytest.skip("tf32 needs a GPU")
     preds = _eval(model_ckpt, synth_root, tmp_path / "r.db", DEVICE, *flags)
     want = cpu_fp32["eval"]
     assert preds.keys() == want.keys()
@@ -130,11 +133,11 @@ def test_bf16_verified_verdicts_equal_the_cpus_fp32(model_ckpt, half_plain, cpu_
     assert got == want, sorted(k for k in want if got.get(k) != want[k])
 
 
-@pytest.mark.parametrize("precision", ["bf16", "fp16"])
+@pytest.mark.parametrize("precision", ["tf32", "bf16", "fp16"])
 def test_plain_autocast_challenge_runs(precision, model_ckpt, half_plain, cpu_fp32, tmp_path, record_property):
-    """Plain bf16 and fp16 are not exact: they run, and how many verdicts they change is recorded."""
-    if precision == "fp16" and not DEVICE.startswith("cuda"):
-        pytest.skip("fp16 needs a GPU")
+    """TF32, plain bf16 and fp16 are not exact: they run, and how many verdicts they change is recorded."""
+    if precision in ("tf32", "fp16") and not DEVICE.startswith("cuda"):
+        pytest.skip(f"{precision} needs a GPU")
     got = _verdicts(_challenge(model_ckpt, half_plain, tmp_path / "r.db", DEVICE, precision))
     want = _verdicts(cpu_fp32["challenge"])
     assert got.keys() == want.keys()

@@ -403,6 +403,23 @@ def test_every_fp32_forward_runs_without_tf32_and_the_user_settings_come_back(us
     assert engine.numerics()["user_fp32_settings"] == mine  # and recorded
 
 
+def test_tf32_forwards_use_tf32_on_cuda_only_and_the_user_settings_come_back(user_fp32_settings):
+    """--precision tf32: every forward runs with cuBLAS and cuDNN at TF32 and oneDNN exact (the CPU
+    has no TF32), whatever the user had set; the user's settings are back afterwards. (The engine
+    is driven on the CPU here, where the config would refuse tf32: the settings are what is tested.)"""
+    knobs, mine = user_fp32_settings
+    knobs["cuda.matmul"].fp32_precision = "ieee"  # the user's exact matmuls are still made TF32 inside
+    mine = {**mine, "cuda.matmul": "ieee"}
+    spy = _Spy(knobs)
+    model = BgModel(spy, ModelSpec(name="toy:spy", arch="toy", num_classes=2, mean=(0, 0, 0), std=(1, 1, 1))).eval()
+    fg, masks, labels, bg, bg_labels = brightness_tensors(per_class=4, bg_per_class=8)
+    engine = ChallengeEngine(model, bg, bg_labels, batch_size=8, precision="tf32")
+    engine.verdicts(fg, masks, labels, range(len(fg)), progress=False)
+    want = {p: "tf32" if p.startswith(("cuda.", "cudnn.")) else "ieee" for p in knobs}
+    assert spy.seen and all(not autocast and settings == want for autocast, settings in spy.seen)
+    assert {p: k.fp32_precision for p, k in knobs.items()} == mine
+
+
 def test_strict_fp32_with_the_legacy_flags(monkeypatch):
     """Before PyTorch's per-backend API (mocked: this PyTorch refuses to mix the two): allow_tf32
     off for cuBLAS and cuDNN and matmul precision 'highest' inside, the user's flags after."""
@@ -424,18 +441,18 @@ def test_strict_fp32_with_the_legacy_flags(monkeypatch):
 
 
 def test_a_reduced_precision_run_that_is_slower_than_fp32_says_so(synth_root, tmp_path, monkeypatch):
-    """The note follows the measured ratio: forced above 1 it is printed once, below 1 not at all;
-    the real measurement is a positive ratio."""
+    """The note follows the measured ratio, for the challenge and for eval alike: forced above 1 it
+    is printed once, below 1 not at all; the real measurement is a positive ratio."""
     from conftest import run_cli
-    from bgbench.measures.challenge import numerics as prec
     net = nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8, 9))
-    assert prec.bf16_slowdown(net, torch.rand(4, 3, 32, 32)) > 0
-    args = ["challenge", "--model", "timm:test_resnet", "--data", synth_root, "--sample", 2, "--db",
-            tmp_path / "r.db", "--quiet", "--precision", "bf16-verified"]
-    monkeypatch.setattr(prec, "bf16_slowdown", lambda model, x, repeats=2: 5.25)
-    proc = run_cli(*args)
-    assert proc.returncode == 0, proc.stderr
-    notes = [ln for ln in proc.stderr.splitlines() if "a bf16 forward takes" in ln]
-    assert len(notes) == 1 and "5.2x an fp32 one" in notes[0] and "backgrounds" in notes[0]
-    monkeypatch.setattr(prec, "bf16_slowdown", lambda model, x, repeats=2: 0.5)
-    assert "a bf16 forward takes" not in run_cli(*args, "--seed", 1).stderr
+    assert numerics.bf16_slowdown(net, torch.rand(4, 3, 32, 32)) > 0
+    common = ["--model", "timm:test_resnet", "--data", synth_root, "--db", tmp_path / "r.db", "--quiet"]
+    for args in (["challenge", *common, "--sample", 2, "--precision", "bf16-verified"],
+                 ["eval", *common, "--precision", "bf16"]):
+        monkeypatch.setattr(numerics, "bf16_slowdown", lambda model, x, repeats=2: 5.25)
+        proc = run_cli(*args)
+        assert proc.returncode == 0, proc.stderr
+        notes = [ln for ln in proc.stderr.splitlines() if "a bf16 forward takes" in ln]
+        assert len(notes) == 1 and "5.2x an fp32 one" in notes[0] and "not native" in notes[0], proc.stderr
+        monkeypatch.setattr(numerics, "bf16_slowdown", lambda model, x, repeats=2: 0.5)
+        assert "a bf16 forward takes" not in run_cli(*args, "--rerun").stderr

@@ -108,7 +108,7 @@ def test_ablations_equal_ablations_py(trees, model):
     from bgbench.measures.ablate.probe import AblateConfig
     measure = get_measure("ablate")
     result = measure.compute(model, trees[0], AblateConfig(bootstrap_replicates=20), progress=False)
-    assert result.config["protocol"] == "hardimagenet"
+    assert result.config["scoring"] == "hardimagenet"
     summary = measure.summarize(result.rows, result.config)
     dset = _dset(trees)
     # the copies themselves, image by image
@@ -174,7 +174,7 @@ def test_saliency_equals_saliency_analysis_py(trees, model):
     from bgbench.measures.saliency.probe import SaliencyConfig
     measure = get_measure("saliency")
     result = measure.compute(model, trees[0], SaliencyConfig(examples=0, bootstrap_replicates=20), progress=False)
-    assert result.config["protocol"] == "hardimagenet" and result.config["target"] == "true class"
+    assert result.config["scoring"] == "hardimagenet" and result.config["target"] == "true class"
     summary = measure.summarize(result.rows, result.config)
     dset = _dset(trees)
     layer = model.net[0]

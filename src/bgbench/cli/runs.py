@@ -77,7 +77,11 @@ def describe(store, r) -> dict:
     from ..recording import run_model_label
     metrics = {(m["name"], m["variant"]): m["value"] for m in store.metrics(r["id"])}
     outputs = json.loads(r["outputs"]) if r["outputs"] else None
+    precision = json.loads(r["config"] or "{}").get("precision")
+    result = headline(r["kind"], metrics, outputs)
+    if result is not None and precision not in (None, "fp32"):  # a reduced-precision number says so
+        result += f" [{precision}]"
     return {"id": r["id"], "kind": r["kind"], "status": r["status"], "created": r["created"], "model": r["model"],
             "model_label": run_model_label(r), "data": r["data_root"], "data_fingerprint": r["data_fingerprint"],
             "checkpoint_sha256": r["checkpoint_sha256"], "version": r["version"],
-            "result": headline(r["kind"], metrics, outputs)}
+            "precision": precision, "result": result}

@@ -1,4 +1,4 @@
-"""What a forward's arithmetic is: strict fp32 (no TF32), plain autocast, and what bf16 costs here.
+"""What a forward's arithmetic is: strict fp32 (no TF32), TF32, plain autocast, and what bf16 costs here.
 
 fp32 means fp32: every fp32 forward (the fp32 precision, and bf16-verified's rechecks, audits and
 confirmations) runs under `strict_fp32`, which turns TF32 and bf16-reduced fp32 matmul and
@@ -53,21 +53,31 @@ def fp32_settings() -> Dict[str, object]:
             "float32_matmul_precision": torch.get_float32_matmul_precision()}
 
 
-@contextlib.contextmanager
-def strict_fp32() -> Iterator[None]:
+def strict_fp32() -> contextlib.AbstractContextManager:
     """fp32 forwards in true fp32: TF32 (cuBLAS, cuDNN) and oneDNN's reduced fp32 off, then the
     user's settings restored. PyTorch's default lets cuDNN convolutions use TF32 on Ampere and
     later GPUs, so without this an fp32 run on CUDA is not fp32."""
+    return _fp32_as(tf32=False)
+
+
+def tf32() -> contextlib.AbstractContextManager:
+    """fp32 tensors whose CUDA matmuls and convolutions round their inputs to TF32 (`--precision
+    tf32`), whatever the user's settings; oneDNN's fp32 stays exact. Restored afterwards."""
+    return _fp32_as(tf32=True)
+
+
+@contextlib.contextmanager
+def _fp32_as(tf32: bool) -> Iterator[None]:
     knobs = _knobs()
     saved = fp32_settings()
     try:
         if knobs:  # the legacy flags must not be mixed with this API: PyTorch refuses to read them then
-            for knob in knobs.values():
-                knob.fp32_precision = "ieee"
+            for path, knob in knobs.items():
+                knob.fp32_precision = "tf32" if tf32 and path.startswith(("cuda.", "cudnn.")) else "ieee"
         else:
-            torch.set_float32_matmul_precision("highest")
-            torch.backends.cuda.matmul.allow_tf32 = False
-            torch.backends.cudnn.allow_tf32 = False
+            torch.set_float32_matmul_precision("high" if tf32 else "highest")
+            torch.backends.cuda.matmul.allow_tf32 = tf32
+            torch.backends.cudnn.allow_tf32 = tf32
         yield
     finally:
         if knobs:
@@ -107,9 +117,26 @@ def bf16_slowdown(model: torch.nn.Module, x: torch.Tensor, repeats: int = 2) -> 
 
 
 def forward_context(precision: str, device) -> contextlib.AbstractContextManager:
-    """The arithmetic a forward runs under: `strict_fp32` for fp32, else autocast to bf16/fp16 on
-    the device's type (CPU autocast supports bf16; fp16 on a CPU is refused by the configs)."""
+    """The arithmetic a forward runs under: `strict_fp32` for fp32, `tf32` for tf32, else autocast
+    to bf16/fp16 on the device's type (CPU autocast supports bf16; fp16 and tf32 on a CPU are
+    refused by the configs)."""
     if precision == "fp32":
         return strict_fp32()
+    if precision == "tf32":
+        return tf32()
     device_type = torch.device(device).type
     return torch.autocast(device_type=device_type, dtype=AUTOCAST[precision])
+
+
+def note_if_slower(precision: str, model: torch.nn.Module, x: torch.Tensor, where: str) -> None:
+    """One status line before a bf16 run when, measured on `x` (a few of its inputs), a bf16 forward
+    is slower than an fp32 one on this device: bf16 runs natively only where the kernels have bf16
+    matrix units to use, and is emulated (slower, and still not exact) elsewhere."""
+    from .. import console
+    if "bf16" not in precision:
+        return
+    ratio = bf16_slowdown(model, x)
+    if ratio > 1:
+        console.status(f"note: --precision {precision}: a bf16 forward takes {ratio:.1f}x an fp32 one on {where} "
+                       f"(measured on {len(x)} inputs): bf16 is not native here (it pays on GPUs from Ampere on and "
+                       "CPUs with AMX), and fp32 is exact: consider --precision fp32")

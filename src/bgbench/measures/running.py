@@ -87,6 +87,8 @@ class RunningMeasure(Measure):
         self.meet(model, layout, sets, cfg)
         ranks = setup(cfg.device)
         run = RunContext(self, model.to(ranks.device).eval(), layout, ranks, sets, progress, started, given)
+        if ranks.main:
+            _note_precision(run, str(getattr(cfg, "precision", "fp32")))
         done = self.measure(run, cfg, out_dir)
         if done is None:
             return None
@@ -118,6 +120,18 @@ class RunningMeasure(Measure):
         """Config keys of its own that the run records (how it computed: a layer, a rule, the carton
         class); `state` is what the measure prepared for its batches (or its image sets)."""
         return {}
+
+
+def _note_precision(run: RunContext, precision: str) -> None:
+    """A bf16 run says so before it starts where bf16 is slower than fp32 (not native), measured on
+    four seeded random inputs at the model's input size."""
+    if "bf16" not in precision:
+        return
+    import torch
+    from ..evaluation.numerics import note_if_slower
+    _, h, w = run.model.spec.input_size
+    x = torch.rand(4, 3, h, w, generator=torch.Generator().manual_seed(0)).to(run.device)
+    note_if_slower(precision, run.model, x, run.device)
 
 
 # -- the feed -------------------------------------------------------------------------------------

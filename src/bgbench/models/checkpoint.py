@@ -56,6 +56,18 @@ def save_checkpoint(model: BgModel, path: str | Path, **extra) -> None:
     torch.save({"bgbench_spec": model.spec.to_dict(), "state_dict": model.net.state_dict(), **extra}, path)
 
 
+def training_of(saved: dict) -> Optional[dict]:
+    """How bgbench trained a checkpoint, from what `bgbench train` saved in it (its config) or a
+    last-layer recipe did (its name): recorded with every run of the model, so that a report names
+    the recipe even where the training run is in another store."""
+    config = saved.get("config") if isinstance(saved.get("config"), dict) else {}
+    recipe = config.get("recipe", saved.get("recipe"))
+    if not isinstance(recipe, str):
+        return None
+    kept = {k: config[k] for k in ("variant", "swa", "epochs", "seed") if isinstance(config.get(k), (str, int, bool))}
+    return {"recipe": recipe, **kept}
+
+
 def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:

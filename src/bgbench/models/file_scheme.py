@@ -19,7 +19,7 @@ import torch
 from torch import nn
 
 from ..errors import CheckpointError
-from .checkpoint import read_checkpoint
+from .checkpoint import read_checkpoint, training_of
 from .norms import DATASET, IMAGENET1K, mark_assumed, norm_for
 from .schemes import ModelRequest, Peek, register_peek, register_scheme
 from .spec import ModelSpec
@@ -56,6 +56,9 @@ def file_model(request: ModelRequest) -> Tuple[nn.Module, ModelSpec]:
         spec = ModelSpec.from_dict(ckpt.spec)
         net = REBUILDERS[spec.extra["scheme"]](spec, ckpt.state_dict)
         spec.name = request.name
+        trained = training_of(ckpt.extra or {})  # build_timm records it for the other bgbench checkpoints
+        if trained:
+            spec.extra["trained"] = trained
     elif ckpt.kind == "bgbench":
         net, spec = build_timm(ckpt.spec["arch"], ckpt, None, request.name)
     elif ckpt.module is not None:
@@ -79,6 +82,7 @@ def file_model(request: ModelRequest) -> Tuple[nn.Module, ModelSpec]:
     spec.checkpoint, spec.checkpoint_sha256 = str(path), ckpt.sha256
     spec.extra["format"] = ckpt.kind
     return net, spec
+
 
 
 def file_path(target: str) -> str:

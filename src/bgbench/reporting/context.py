@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..errors import BgbenchError, with_article
+from ..evaluation.precision_flag import EXACT
 from ..recording import model_label
 from ..store import Row, Store
 from ..store.merge import FINISHED  # noqa: F401 (a finished run's statuses, here for the report's readers)
@@ -40,9 +41,12 @@ class Subject:
     model_label: str = ""  # the model and its weights alone, whatever the data: what the model filter picks
 
     def latest(self, kind: str) -> Optional[Row]:
-        """The newest finished run of this kind."""
+        """The newest finished exact (fp32) run of this kind, else the newest run of it: a run at
+        reduced precision (bf16, tf32) never replaces an exact one as the number shown, and where it
+        is the one shown its cells say its precision. A report of `--runs` that names it shows it."""
         found = [r for r in self.runs if r["kind"] == kind]
-        return found[-1] if found else None
+        exact = [r for r in found if run_precision(r) == EXACT]
+        return (exact or found)[-1] if found else None
 
     @property
     def spec(self) -> dict:
@@ -95,6 +99,11 @@ class ReportContext:
 
     def metrics(self, run_id: int) -> Dict[Tuple[str, str], Row]:
         return {(m["name"], m["variant"]): m for m in self.store.metrics(run_id)}
+
+
+def run_precision(run: Row) -> str:
+    """The arithmetic a run's forwards ran under ('fp32', the exact one, for kinds without a choice)."""
+    return str(json.loads(run["config"] or "{}").get("precision") or EXACT)
 
 
 def _weights(run: Row) -> Optional[str]:
@@ -154,7 +163,7 @@ def select_subjects(store: Store, run_ids: Optional[Sequence[int]] = None,
     trains = {r["checkpoint_sha256"]: r for r in done if r["kind"] == "train" and r["checkpoint_sha256"]}
     subjects = []
     for i, ((model, weights, fp, protocol, _), rows) in enumerate(sorted(groups.items(), key=lambda kv: (
-            str(kv[0][2]), kv[1][0]["id"])), start=1):
+            Path(kv[1][-1]["data_root"] or "").name, str(kv[0][2]), kv[1][0]["id"])), start=1):  # datasets by name
         sha = rows[-1]["checkpoint_sha256"]
         subjects.append(Subject(key=f"m{i}", model=model, weights=weights, data_fingerprint=fp,
                                 data_root=rows[-1]["data_root"], runs=rows, protocol=protocol,
@@ -167,7 +176,11 @@ def name_subjects(subjects: List[Subject], labels: Optional[Dict[int, str]] = No
                   data_labels: Optional[Dict[str, str]] = None) -> List[Subject]:
     """Give subjects the names a study gave: `labels` (run id -> its model's label) and `data_labels`
     (dataset folder -> label; default the folder's name). Labels are keyed by run, not by model
-    string: two checkpoints of one architecture share a model string and are two models."""
+    string: two checkpoints of one architecture share a model string and are two models.
+
+    With a study's names, the subjects come in the study's order (its datasets as `data_labels`
+    lists them, its models as `labels` first names them), so that the report of a study is laid out
+    alike however its jobs numbered their runs; otherwise datasets by name and models by run."""
     named = {str(Path(k).resolve()): v for k, v in (data_labels or {}).items()}
     for s in subjects:
         given = [labels[r["id"]] for r in s.runs if labels and r["id"] in labels]
@@ -175,6 +188,11 @@ def name_subjects(subjects: List[Subject], labels: Optional[Dict[int, str]] = No
             s.label = given[-1]
         if s.data_root:
             s.data_label = named.get(str(Path(s.data_root).resolve()), Path(s.data_root).name)
+    if labels:
+        data_order = {label: i for i, label in enumerate(dict.fromkeys(named.values()))}
+        model_order = {label: i for i, label in enumerate(dict.fromkeys(labels.values()))}  # the study's step order
+        subjects.sort(key=lambda s: (data_order.get(s.data_label, len(data_order)),
+                                     model_order.get(s.label, len(model_order))))
     return subjects
 
 

@@ -2,17 +2,18 @@
 RobustBench's model_info/*.json are:
 
 - `scorecard.csv`: one row per (model, dataset): the model, its architecture and weights' sha256,
-  the dataset and its fingerprint, the test protocol, the class map (name and sha256), the
+  the dataset and its fingerprint, the test protocol, the precision its numbers were computed in
+  ('fp32', the exact one, or each other precision with its measures), the class map (name and sha256), the
   normalization (mean, std and where they came from) and input size, the bgbench version,
   then each headline's value, interval and n (shares as fractions: 0.5 is 50%); empty where the
   model has no such number on that dataset;
 - `model_info/<dataset>/<model>.json`: the same row as one JSON object per model and dataset, laid
   out as RobustBench's model_info entries (`model_info/<dataset>/<threat model>/<name>.json`, flat
   provenance fields: name, architecture, dataset, `reported` vs measured), each headline with its
-  interval, direction and run. Strict JSON: a missing number is null, never NaN.
+  interval, direction, run and precision. Strict JSON: a missing number is null, never NaN.
 
 The numbers are the scorecard's (`reporting.scorecard`): each the stored metric of the model's
-newest run of its measure on that dataset.
+newest exact run of its measure on that dataset (its newest run where it has no exact one).
 """
 from __future__ import annotations
 
@@ -31,10 +32,11 @@ MODEL_INFO = "model_info"
 EXPORT_RECORD = "EXPORT_FILES.txt"
 #: The columns of the CSV before the headlines'.
 FIELDS = ("model", "model_string", "architecture", "weights_sha256", "dataset", "data_fingerprint", "protocol",
-          "ten_crop", "class_map", "class_map_sha256", "norm_mean", "norm_std", "norm_source", "input_size", "resize",
+          "ten_crop", "precision", "class_map", "class_map_sha256", "norm_mean", "norm_std", "norm_source", "input_size", "resize",
           "bgbench_version")
-#: The protocol's fields beyond the model and the data (`scorecard.preprocessing`), in both files.
-PREPROCESSING = ("class_map", "class_map_sha256", "norm_mean", "norm_std", "norm_source", "input_size", "resize")
+#: The protocol's fields beyond the model and the data (`scorecard.shown_precision`, `scorecard.preprocessing`),
+#: in both files.
+PREPROCESSING = ("precision", "class_map", "class_map_sha256", "norm_mean", "norm_std", "norm_source", "input_size", "resize")
 #: Each headline's columns: `<id>`, then `<id>:lo`, `<id>:hi`, `<id>:n`.
 PARTS = ("lo", "hi", "n")
 
@@ -60,7 +62,8 @@ def records(data: dict) -> List[dict]:
                 headlines[column_id(column)] = {
                     "title": column["title"], "description": column["description"], "value": _num(e["value"]),
                     "lo": _num(e["lo"]), "hi": _num(e["hi"]), "n": e["n"], "higher_is_better": column["higher"],
-                    "percent": column["percent"], "not_available": e.get("na"), "run": e["run"]}
+                    "percent": column["percent"], "not_available": e.get("na"), "run": e["run"],
+                    "precision": e.get("precision")}
             out.append({"name": row["label"], "model": subject["model"], "architecture": subject["architecture"],
                         "weights_sha256": subject["weights_sha256"], "dataset": group["name"],
                         "data_fingerprint": subject["data_fingerprint"], "data_root": subject["data_root"],

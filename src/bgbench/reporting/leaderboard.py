@@ -5,8 +5,8 @@ copies of the same data at different paths are one dataset) and a protocol the r
 a run recorded (`bgbench.protocols`; runs without one form their own group), by challenge accuracy; rows without a challenge
 run are ranked apart by MIXED-RAND accuracy (see KEYS). The published rows (IN-9) sit beside measured runs
 on the IN-9 classes only, never in another dataset's ranking. Measured and reported numbers are
-never mixed in one row; every measured row carries its provenance (checkpoint sha256, data
-fingerprint, bgbench version).
+never mixed in one row; every measured row carries its provenance (precision, checkpoint sha256,
+data fingerprint, bgbench version), and an exact (fp32) run is always the one shown where there is one.
 """
 from __future__ import annotations
 
@@ -18,7 +18,9 @@ from typing import Dict, List, Optional, Tuple
 
 from ..classes import IN9_FOLDERS
 from ..recording import run_model_label
+from ..evaluation.precision_flag import EXACT
 from ..store import Store
+from .context import run_precision
 
 #: Ranking keys, in the order their blocks are shown. The Backgrounds Challenge board ranks by
 #: challenge accuracy; a model without a challenge run is ranked apart, by MIXED-RAND accuracy
@@ -28,9 +30,10 @@ KEYS = ("challenge", "mixed_rand")
 KEY_NAMES = {"challenge": "challenge accuracy", "mixed_rand": "MIXED-RAND accuracy"}
 RANK_COLUMNS = {k: f"rank_by_{k}" for k in KEYS}
 COLUMNS = ("dataset", *RANK_COLUMNS.values(), "model", "source", "challenge", "clean", "original", "mixed_same",
-           "mixed_rand", "bg_gap", "checkpoint_sha256", "data_fingerprint", "version", "data", "protocol", "reference")
+           "mixed_rand", "bg_gap", "precision", "checkpoint_sha256", "data_fingerprint", "version", "data", "protocol",
+           "reference")
 PERCENT = ("challenge", "clean", "original", "mixed_same", "mixed_rand", "bg_gap")
-PROVENANCE = ("checkpoint_sha256", "data_fingerprint", "version", "data", "reference")
+PROVENANCE = ("precision", "checkpoint_sha256", "data_fingerprint", "version", "data", "reference")
 #: What each block shows after its rank: its key first, the BG-Gap beside MIXED-RAND.
 SHOWN = {"challenge": ("challenge", "clean", "original", "mixed_same", "mixed_rand", "bg_gap"),
          "mixed_rand": ("mixed_rand", "bg_gap", "original", "mixed_same"),
@@ -45,34 +48,47 @@ def reported_rows() -> List[dict]:
 
 
 def measured_rows(store: Store) -> List[dict]:
-    """One row per (model, weights, dataset, protocol): its newest finished challenge and eval runs."""
-    rows: Dict[tuple, dict] = {}
+    """One row per (model, weights, dataset, protocol): its newest finished exact (fp32) challenge and
+    eval runs, or the newest at another precision where there is no exact one (the row's precision
+    column says so)."""
+    chosen: Dict[tuple, Dict[str, object]] = {}
     for kind in ("eval", "challenge"):
         for run in store.runs(kind):
             if run["status"] != "done":
                 continue
             config = json.loads(run["config"])
             weights = run["checkpoint_sha256"] or run["spec"]  # a random init is identified by its spec
-            key = (run["model"], weights, run["data_fingerprint"], config.get("protocol"))
-            row = rows.setdefault(key, {"model": run["model"], "model_label": run_model_label(run),
-                                        "source": "measured",
-                                        "checkpoint_sha256": run["checkpoint_sha256"],
-                                        "data_fingerprint": run["data_fingerprint"], "protocol": config.get("protocol")})
-            row.setdefault("run_ids", []).append(run["id"])
-            row["data"] = run["data_root"]
-            row["version"] = run["version"]
-            row["in9"] = tuple(config.get("classes") or ()) == IN9_FOLDERS
-            metrics = {(m["name"], m["variant"]): m["value"] for m in store.metrics(run["id"])}
-            if kind == "challenge":
-                row["challenge"] = metrics.get(("challenge_accuracy", ""))
-                row["clean"] = metrics.get(("clean_accuracy", ""))
-            else:
-                for v in ("original", "mixed_same", "mixed_rand"):
-                    if ("accuracy", v) in metrics:
-                        row[v] = metrics[("accuracy", v)]
-                if ("bg_gap", "") in metrics:
-                    row["bg_gap"] = metrics[("bg_gap", "")]
-    return list(rows.values())
+            slot = chosen.setdefault((run["model"], weights, run["data_fingerprint"], config.get("protocol")), {})
+            held = slot.get(kind)
+            if held is None or run_precision(run) == EXACT or run_precision(held) != EXACT:
+                slot[kind] = run
+    return [_row(store, runs, key[3]) for key, runs in chosen.items()]
+
+
+def _row(store: Store, runs: Dict[str, object], protocol: Optional[str]) -> dict:
+    """A measured row from its chosen eval and challenge runs."""
+    first = next(iter(runs.values()))
+    row = {"model": first["model"], "model_label": run_model_label(first), "source": "measured",
+           "checkpoint_sha256": first["checkpoint_sha256"], "data_fingerprint": first["data_fingerprint"],
+           "protocol": protocol, "run_ids": sorted(r["id"] for r in runs.values())}
+    reduced = {kind: run_precision(r) for kind, r in runs.items() if run_precision(r) != EXACT}
+    row["precision"] = "; ".join(f"{p} ({kind})" for kind, p in reduced.items()) or EXACT
+    newest = max(runs.values(), key=lambda r: r["id"])
+    row["data"], row["version"] = newest["data_root"], newest["version"]
+    for kind, run in runs.items():
+        config = json.loads(run["config"])
+        row["in9"] = row.get("in9") or tuple(config.get("classes") or ()) == IN9_FOLDERS
+        metrics = {(m["name"], m["variant"]): m["value"] for m in store.metrics(run["id"])}
+        if kind == "challenge":
+            row["challenge"] = metrics.get(("challenge_accuracy", ""))
+            row["clean"] = metrics.get(("clean_accuracy", ""))
+        else:
+            for v in ("original", "mixed_same", "mixed_rand"):
+                if ("accuracy", v) in metrics:
+                    row[v] = metrics[("accuracy", v)]
+            if ("bg_gap", "") in metrics:
+                row["bg_gap"] = metrics[("bg_gap", "")]
+    return row
 
 
 def ranking_key(row: dict) -> Optional[str]:

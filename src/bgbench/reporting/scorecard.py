@@ -4,7 +4,8 @@ column groups, each cell a link to the section it summarizes.
 The columns come from the Measure registry (each measure's declared `headlines`, in their
 declared order) plus, from the eval runs, worst-group accuracy, the paper's BG Required share and each
 ImageNet-E level's accuracy drop; only those some chosen model has are shown. A cell is
-the stored metric of the model's newest run of that kind on that dataset: the same number that
+the stored metric of the model's newest exact (fp32) run of that kind on that dataset (its newest run, with
+its precision shown, where it has no exact one): the same number that
 `bgbench runs` prints as the run's headline and the section shows.
 
 On Hard ImageNet's data the probes compute Hard ImageNet's figures, not RIVAL10's, so its dataset
@@ -22,7 +23,8 @@ from typing import Dict, List, Optional, Tuple
 from ..classes import IMAGENET1K
 from ..measures.registry import Headline, Measure, list_measures
 from ..measures.groups.summary import MIN_IMAGES
-from .context import ReportContext, Subject
+from ..evaluation.precision_flag import EXACT
+from .context import ReportContext, Subject, run_precision
 
 #: Up to this many models, the scorecard reads down (text and page alike): one block per dataset, a
 #: row per measure, a column per model; more models, a row per model and a column group per dataset.
@@ -82,6 +84,8 @@ def _row_label(subject: Subject) -> str:
 
 
 def cell(ctx: ReportContext, subject: Subject, column: Column) -> Optional[dict]:
+    """A headline's cell: the value of the subject's run shown for its measure (`Subject.latest`),
+    with its interval, n and where it links; n/a with a reason; or None."""
     run = subject.latest(column.measure.kind)
     if run is None:
         why = skipped_reason(ctx, subject, column.measure.name)
@@ -114,10 +118,19 @@ def cell(ctx: ReportContext, subject: Subject, column: Column) -> Optional[dict]
 def skipped_reason(ctx: ReportContext, subject: Subject, measure: str) -> Optional[str]:
     """Why the study that made this report skipped `measure` for the subject's model and data (None:
     it did not, or the report was not made by a study)."""
-    if not ctx.skipped or not subject.data_root:
-        return None
+    return _skipped(ctx, {subject.model}, subject.data_root).get(measure)
+
+
+def _skipped(ctx: ReportContext, models, data_root: Optional[str]) -> Dict[str, str]:
+    """measure -> why the study that made this report skipped it for any of `models` on `data_root`."""
+    if not ctx.skipped or not data_root:
+        return {}
     from pathlib import Path
-    return ctx.skipped.get((subject.model, str(Path(subject.data_root).resolve())), {}).get(measure)
+    where = str(Path(data_root).resolve())
+    out: Dict[str, str] = {}
+    for model in sorted(models):
+        out.update(ctx.skipped.get((model, where), {}))
+    return out
 
 
 def scorecard(ctx: ReportContext) -> Optional[dict]:
@@ -131,22 +144,34 @@ def scorecard(ctx: ReportContext) -> Optional[dict]:
     for s in ctx.subjects:
         key = s.data_fingerprint or "-"
         datasets.setdefault(key, {"key": key, "root": s.data_root, "name": _dataset_name(s), "columns": set()})
-        row = rows.setdefault(s.label, {"label": _row_label(s), "cells": {}, "subjects": {}})
+        row = rows.setdefault(s.label, {"label": _row_label(s), "cells": {}, "subjects": {}, "models": set()})
         row["subjects"][key] = provenance(s)
+        row["models"].add(s.model)
         hard = hard_imagenet_cells(ctx, s)
         found = {c.key: cell(ctx, s, c) for c in cols if not (hard and c.measure.name in HARD_IMAGENET_REPLACES)}
         for level_key, (column, value) in {**category_cells(ctx, s), **edit_drop_cells(ctx, s), **hard}.items():
             meta.setdefault(level_key, column)
             order += [level_key] if level_key not in order else []
             found[level_key] = value
+        precisions = {r["id"]: run_precision(r) for r in s.runs}
         for col_key, value in found.items():
+            if value is not None and value.get("run") is not None:  # every number says its arithmetic
+                value["precision"] = precisions[value["run"]]
             if value is not None:
                 row["cells"][(key, col_key)] = value
                 datasets[key]["columns"].add(col_key)
-    groups = sorted(({**d, "columns": [meta[k] for k in order if k in d["columns"]]} for d in datasets.values()
-                     if d["columns"]), key=lambda g: (g["name"], str(g["key"])))  # datasets by name
+    groups = [{**d, "columns": [meta[k] for k in order if k in d["columns"]]} for d in datasets.values()
+              if d["columns"]]  # in the subjects' order: a study's, else by name (`context`)
     if not groups:
         return None
+    measure_of = {c.key: c.measure.name for c in cols}
+    for row in rows.values():  # a model a study could not run on a dataset: n/a with the reason, not blank
+        for g in groups:
+            why = {} if g["key"] in row["subjects"] else _skipped(ctx, row["models"], g["root"])
+            for c in g["columns"]:
+                if measure_of.get(c["key"]) in why:
+                    row["cells"][(g["key"], c["key"])] = {"value": None, "na": f"n/a: {why[measure_of[c['key']]]}",
+                                                          "lo": None, "hi": None, "n": None, "run": None, "href": None}
     out_rows = [{"label": r["label"], "cells": [[r["cells"].get((g["key"], c["key"])) for c in g["columns"]]
                                                 for g in groups],
                  "subjects": [r["subjects"].get(g["key"]) for g in groups]} for r in rows.values()]
@@ -162,8 +187,20 @@ def provenance(subject: Subject) -> dict:
     return {"key": subject.key, "model": subject.model, "architecture": spec.get("arch"),
             "weights_sha256": subject.runs[-1]["checkpoint_sha256"], "data_root": subject.data_root,
             "data_fingerprint": subject.data_fingerprint, "protocol": ", ".join(protocols),
+            "precision": shown_precision(subject),
             "ten_crop": subject.protocol == "ten-crop", "versions": sorted({r["version"] for r in subject.runs}),
             **preprocessing(subject)}
+
+
+def shown_precision(subject: Subject) -> str:
+    """The precision of the runs the subject's numbers come from (`Subject.latest` of each kind):
+    'fp32' where all are exact, else each precision with its kinds ('bf16 (eval); fp32 (challenge)')."""
+    kinds: Dict[str, List[str]] = {}
+    for kind in dict.fromkeys(r["kind"] for r in subject.runs):
+        kinds.setdefault(run_precision(subject.latest(kind)), []).append(kind)
+    if set(kinds) <= {EXACT}:
+        return EXACT
+    return "; ".join(f"{p} ({', '.join(k)})" for p, k in sorted(kinds.items()))
 
 
 def preprocessing(subject: Subject) -> dict:
@@ -313,7 +350,13 @@ def _cell_text(column: dict, e: Optional[dict], notes: Optional[List[str]] = Non
     fmt = (lambda v: f"{100 * v:.1f}%") if column["percent"] else (lambda v: f"{v:.3f}")
     ci = interval(e["lo"], e["hi"], e["n"], fmt)
     ref = f"({e['reference']['name']} {fmt(e['reference']['value'])})" if e.get("reference") else ""
-    return f"{fmt(e['value'])} {ci} {ref}".replace("  ", " ").strip()
+    return f"{fmt(e['value'])} {ci} {ref} {_precision_tag(e)}".replace("  ", " ").replace("  ", " ").strip()
+
+
+def _precision_tag(e: dict) -> str:
+    """'' for an exact (fp32) cell; '[bf16]' for one a reduced-precision run measured."""
+    precision = e.get("precision") or EXACT
+    return "" if precision == EXACT else f"[{precision}]"
 
 
 def scorecard_records(data: dict) -> List[dict]:
@@ -326,7 +369,8 @@ def scorecard_records(data: dict) -> List[dict]:
                     continue
                 out.append({"model": row["label"], "dataset": group["name"], "measure": column["key"],
                             "title": column["title"], "value": e["value"], "lo": e["lo"], "hi": e["hi"], "n": e["n"],
-                            "not_available": e.get("na"), "run": e["run"], "higher_is_better": column["higher"],
+                            "not_available": e.get("na"), "run": e["run"], "precision": e.get("precision"),
+                            "higher_is_better": column["higher"],
                             "reference": e.get("reference")})
     return out
 

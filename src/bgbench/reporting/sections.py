@@ -115,11 +115,16 @@ def _follows(section: Section, anchor: str, ordered: List[Section]) -> bool:
 
 
 def _training_summary(subject: Subject) -> Optional[str]:
-    """'mixed_rand, bgswap + SWA': what a bgbench-trained model was trained on, in a few words."""
-    if subject.train_run is None:
+    """'mixed_rand, bgswap + SWA': what a bgbench-trained model was trained on, in a few words, from
+    its training run, or from its checkpoint where that run is in another store."""
+    if subject.train_run is not None:
+        cfg = json.loads(subject.train_run["config"])
+    else:
+        cfg = (subject.spec.get("extra") or {}).get("trained")
+    if not cfg:
         return None
-    cfg = json.loads(subject.train_run["config"])
-    return f"{cfg.get('variant')}, {cfg.get('recipe')}" + (" + SWA" if cfg.get("swa") else "")
+    text = ", ".join(str(cfg[k]) for k in ("variant", "recipe") if cfg.get(k))
+    return text + (" + SWA" if cfg.get("swa") else "")
 
 
 # ---------------------------------------------------------------- summary
@@ -181,7 +186,9 @@ def _worst_group(ctx: ReportContext, subject) -> Optional[dict]:
 
 @register_section("provenance", "Provenance")
 def provenance_section(ctx: ReportContext, subject: Subject) -> Optional[dict]:
+    from .scorecard import preprocessing, shown_precision
     spec = subject.spec
+    shown = preprocessing(subject)
     runs = [{"id": r["id"], "kind": r["kind"], "created": r["created"], "seed": r["seed"], "version": r["version"]}
             for r in subject.runs]
     training = None
@@ -193,11 +200,17 @@ def provenance_section(ctx: ReportContext, subject: Subject) -> Optional[dict]:
                     "variant": cfg.get("variant"), "epochs": cfg.get("epochs"), "swa": cfg.get("swa"),
                     "seed": t["seed"], "data_fingerprint": t["data_fingerprint"],
                     "train_accuracy": (tm.get(("train_accuracy", "")) or {"value": None})["value"]}
+    elif (spec.get("extra") or {}).get("trained"):  # its training run is in another store: the checkpoint says
+        t = spec["extra"]["trained"]
+        training = {"run_id": None, "recipe": t.get("recipe"), "data": None, "variant": t.get("variant"),
+                    "epochs": t.get("epochs"), "swa": t.get("swa"), "seed": t.get("seed"), "train_accuracy": None}
     return {"model": subject.model, "arch": spec.get("arch"), "label_space": spec.get("label_space"),
             "checkpoint": spec.get("checkpoint"), "checkpoint_sha256": subject.runs[-1]["checkpoint_sha256"],
             "format": _format_of(spec),
             "mean": spec.get("mean"), "std": spec.get("std"), "norm_source": norm_source(spec), "input": _input_of(spec),
             "zero_shot": _zero_shot_of(spec),
+            "class_map": shown["class_map"], "class_map_sha256": shown["class_map_sha256"],
+            "precision": shown_precision(subject),
             "protocols": sorted({json.loads(r["config"] or "{}").get("protocol") or "none" for r in subject.runs}),
             "data_root": subject.data_root,
             "data_fingerprint": subject.data_fingerprint, "versions": sorted({r["version"] for r in subject.runs}),

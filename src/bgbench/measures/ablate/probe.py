@@ -8,7 +8,7 @@ clean image, 'fg', 'bg' or 'attr:<name>'. The summary recomputes the drops and t
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import List
 
 from ... import checks
@@ -138,7 +138,7 @@ class AblateMeasure(ModelMeasure):
     def recorded(self, score, cfg, run) -> dict:
         from .engine import GRAY
         return {"gray": GRAY, "attributes": list(run.attributes.names) if run.attributes is not None else [],
-                "protocol": score.protocol}
+                "scoring": score.protocol}  # whose code it scores as; not a reference --protocol
 
     def outputs(self, result, state) -> dict:
         return {"regions": sorted({r.region for r in result.rows} - {"none"})}

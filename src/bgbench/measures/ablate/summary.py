@@ -32,7 +32,7 @@ from ...store.rows import TableRow
 
 CLEAN = "none"  # the region of the unablated image (torch-free here: the CLI's --help imports this module)
 #: The regions an image can have, in display order (attributes follow, sorted); 'bbox' and 'tile' only
-#: in a run on Hard ImageNet's data (`protocol` in its config: `common.protocols`).
+#: in a run on Hard ImageNet's data (`scoring` in its config: `common.protocols`).
 OBJECT_REGIONS = ("fg", "bg", "bbox", "tile")
 
 

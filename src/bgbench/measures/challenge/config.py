@@ -10,6 +10,7 @@ from ... import checks, protocols
 from ...classes import Mapping, mapping_field
 from ...options import BATCH_SIZE, flag, runtime
 from ...protocols import protocol_flag
+from ...evaluation.precision_flag import check_gpu_only
 from ...errors import BgbenchError
 
 
@@ -17,9 +18,10 @@ from ...errors import BgbenchError
 class ChallengePrecision(StrEnum):
     """fp32 is exact; bf16-verified confirms fooled verdicts in fp32 and rechecks in fp32 every
     composite near a decision boundary (survivors are as good as its audits); bf16 and fp16 are plain
-    autocast (fp16 needs a GPU)."""
+    autocast (fp16 needs a GPU); tf32 lets a GPU's matrix units round fp32 inputs to TF32 (not exact)."""
 
     FP32 = "fp32"
+    TF32 = "tf32"  # fp32 tensors, TF32 matmuls and convolutions; CUDA only
     BF16_VERIFIED = "bf16-verified"
     BF16 = "bf16"
     FP16 = "fp16"
@@ -53,8 +55,8 @@ class ChallengeConfig:
     precision: ChallengePrecision = field(default=ChallengePrecision.FP32, metadata=flag(
         "--precision", "fp32 is exact (TF32 off on GPUs); bf16-verified runs bf16, confirms every fooled verdict in "
         "fp32 (exact) and recomputes in fp32 every composite whose decision margin is within delta, the bf16 error "
-        "measured by random audits: a survivor's verdict is as good as the audits; plain bf16/fp16 autocast is not "
-        "exact. bf16 pays only on hardware with bf16 units: GPUs from Ampere on, CPUs with AVX512-BF16 or AMX; "
+        "measured by random audits: a survivor's verdict is as good as the audits; tf32 (CUDA only) and plain "
+        "bf16/fp16 autocast are not exact. bf16 pays only on hardware with bf16 units: GPUs from Ampere on, CPUs with AVX512-BF16 or AMX; "
         "elsewhere it is emulated and slower than fp32, and the run says so (default %(default)s)",
         choices=PRECISIONS))
     full: bool = field(default=False, metadata=flag(
@@ -95,9 +97,7 @@ class ChallengeConfig:
         fixed = protocols.resolve(self.protocol, mapping=self.mapping, precision=self.precision)
         self.mapping, self.precision = Mapping(fixed["mapping"]), ChallengePrecision(fixed["precision"])
         checks.device(self.device)
-        if self.precision == "fp16" and not self.device.startswith("cuda"):
-            raise BgbenchError("--precision fp16 needs a GPU (--device cuda); on a CPU use fp32 (exact), "
-                               "bf16-verified or bf16")
+        check_gpu_only(self.precision, self.device, "fp32 (exact), bf16-verified or bf16")
         if self.full and self.sampled:
             raise BgbenchError("--full computes every foreground's whole row; it cannot be combined with "
                                "--sample or --halfwidth")

@@ -24,8 +24,9 @@ Precision. 'fp32' (the default) is exact: on CUDA too, since every fp32 forward 
 `numerics.strict_fp32` (no TF32). 'bf16-verified' decides in bf16 and proves what it can of fp32's
 decisions; all of it lives in `verified`, imported only for it, whose `Verifier` the engine and
 its searches call at a few hooks (`verifier`: calibrate before a call, decide a search's
-composites, re-examine results when an audit raises delta). 'bf16' and 'fp16' are plain
-autocast, not exact.
+composites, re-examine results when an audit raises delta). 'tf32' (CUDA only) rounds the
+inputs of matmuls and convolutions to TF32; 'bf16' and 'fp16' are plain autocast; none of the
+three is exact.
 """
 from __future__ import annotations
 
@@ -42,6 +43,7 @@ from ...evaluation.predict import decide
 from ...models.spec import BgModel
 from .config import DEFAULT_SAFETY, ChallengePrecision
 from .numerics import fp32_settings, strict_fp32
+from ...evaluation.numerics import forward_context
 from .search import VerdictSearch, full_results
 from ...evaluation.transfer import Fetch, to_device
 from .verdict import FgResult, OnResult, composite
@@ -49,8 +51,6 @@ from .verdict import FgResult, OnResult, composite
 if TYPE_CHECKING:
     from .verified import Verifier
 
-#: the plain reduced precisions: autocast to these (not exact)
-AUTOCAST = {"bf16": torch.bfloat16, "fp16": torch.float16}
 #: the precisions whose fp32 forwards (all of fp32's; bf16-verified's clean images, backgrounds and checks) run strict
 STRICT = ("fp32", "bf16-verified")
 
@@ -101,7 +101,7 @@ class ChallengeEngine:
         mapping: decision rule for 1000-class models.
         batch_size: composites per forward pass.
         precision: 'fp32' (exact, default), 'bf16-verified' (bf16; fooled verdicts exact, survivors
-            as good as the audits), or 'bf16'/'fp16' (plain autocast, not exact); checked by
+            as good as the audits), or 'tf32', 'bf16', 'fp16' (TF32 or plain autocast, not exact); checked by
             `ChallengeConfig`.
         max_chunk: most backgrounds one foreground's doubling chunk reaches (spare room in a batch
             that is not full may give it more).
@@ -207,11 +207,9 @@ class ChallengeEngine:
         return to_unit(batch_nhwc.permute(0, 3, 1, 2))  # channels_last strides already; the CPU's numbers on CUDA
 
     def _plain(self, x: torch.Tensor) -> torch.Tensor:
-        """fp32 (strict), or plain bf16/fp16 autocast."""
-        if self.precision in STRICT:
-            context = strict_fp32()
-        else:
-            context = torch.autocast(device_type=self.device.type, dtype=AUTOCAST[self.precision])
+        """fp32 (strict; bf16-verified's clean images and backgrounds too), or tf32, or plain bf16/fp16
+        autocast: eval's arithmetic for the same name."""
+        context = strict_fp32() if self.precision in STRICT else forward_context(self.precision, self.device)
         with torch.inference_mode(), context:
             logits = self.model(x)
         return decide(self.model, logits.float(), self.mapping)[0]

@@ -69,7 +69,10 @@ class ChallengeReport:
 
     def text(self) -> str:
         c, k = self.challenge_accuracy, self.clean_accuracy
+        precision = (self.numerics or {}).get("precision", "fp32")
         lines = [f"model: {self.model_label or self.model}", f"data:  {self.data}",
+                 *([f"precision: {precision} (not exact fp32{'' if precision == 'bf16-verified' else ': verdicts may differ from an fp32 run'})"]
+                   if precision != "fp32" else []),
                  f"challenge accuracy {100 * c.value:5.1f}%  [{100 * c.lo:.1f}%, {100 * c.hi:.1f}%]  "
                  f"({self.total - self.fooled}/{self.total} foregrounds never fooled)",
                  f"clean accuracy     {100 * k.value:5.1f}%  [{100 * k.lo:.1f}%, {100 * k.hi:.1f}%]  (original)",

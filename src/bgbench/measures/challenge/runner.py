@@ -104,10 +104,8 @@ def challenge_run(run: RunContext, cfg: ChallengeConfig, out_dir=None):
     """The challenge's own part of its run: the backgrounds, the resumable invocation over the
     foregrounds, and on rank 0 (the report, None: its provenance was built when its run opened)."""
     store, figures = run.given["store"], run.given.get("figures")
-    model, layout, rank, device = run.model, run.layout, run.ranks.rank, run.device
+    model, layout, rank = run.model, run.layout, run.ranks.rank
     bg_items, backgrounds = load_backgrounds(layout)
-    if cfg.precision != "fp32" and rank == 0 and len(backgrounds):
-        _note_precision(cfg.precision, model, backgrounds[: min(len(backgrounds), cfg.batch_size, 16)], device)
     job = _Invocation(run, ChallengeData(layout, layout.foregrounds(), bg_items, backgrounds), store, cfg)
     job.visit()
     verified = job.totals()
@@ -124,18 +122,6 @@ def challenge_run(run: RunContext, cfg: ChallengeConfig, out_dir=None):
         report.files.update(figures(report, Path(out_dir or default)))
     report.provenance, report.store_path = job.provenance, str(store.path.resolve())
     return report, None
-
-
-def _note_precision(precision: str, model: BgModel, images: torch.Tensor, device) -> None:
-    """One line before a reduced-precision run when, measured on a few backgrounds, it is slower
-    than fp32 on this device (whose verdicts are exact anyway)."""
-    from .numerics import bf16_slowdown  # looked up at the call (a test replaces it)
-    x = images.to(device).permute(0, 3, 1, 2).float() / 255 if images.dtype == torch.uint8 else images.to(device)
-    ratio = bf16_slowdown(model.to(device).eval(), x)
-    if ratio > 1:
-        console.status(f"note: --precision {precision}: a bf16 forward takes {ratio:.1f}x an fp32 one on {device} "
-                       f"(measured on {len(x)} backgrounds); bf16 pays on GPUs from Ampere on and CPUs with AMX, and "
-                       f"fp32 is exact: consider --precision fp32")
 
 
 class _Invocation:

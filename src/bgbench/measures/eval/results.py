@@ -29,6 +29,7 @@ class EvalReport:
     #: variant -> accuracy per group, where the data names each image's group (a group dataset;
     #: IN-9's MIXED-RAND, or ORIGINAL of `synth --correlation`, from the manifest)
     groups: Dict[str, GroupAccuracy] = field(default_factory=dict)
+    precision: str = "fp32"  # the arithmetic of the forwards: only fp32 is exact
 
     @classmethod
     def from_predictions(cls, model: str, data: str, predictions: Dict[str, Predictions],
@@ -54,7 +55,7 @@ class EvalReport:
 
     def to_dict(self) -> dict:
         return {"model": self.model, "model_label": self.model_label or self.model, "data": self.data,
-                "run_id": self.run_id,
+                "run_id": self.run_id, "precision": self.precision,
                 "accuracy": {v: e.as_dict() for v, e in self.accuracy.items()},
                 "bg_gap": self.bg_gap.as_dict() if self.bg_gap else None,
                 **({"groups": {v: g.to_dict() for v, g in self.groups.items()}} if self.groups else {})}
@@ -62,6 +63,8 @@ class EvalReport:
     def text(self) -> str:
         w = max([12, *(len(v) for v in self.accuracy)])  # edit levels are longer than IN-9 names
         lines = [f"model: {self.model_label or self.model}", f"data:  {self.data}",
+                 *([f"precision: {self.precision} (not exact fp32: the numbers may differ from an fp32 run's)"]
+                   if self.precision != "fp32" else []),
                  f"{'variant':<{w}} {'acc':>7}  {'95% CI':>17} {'n':>6}"]
         for v, e in self.accuracy.items():
             lines.append(f"{v:<{w}} {100 * e.value:6.1f}%  [{100 * e.lo:5.1f}%, {100 * e.hi:5.1f}%] {e.n:>6}")

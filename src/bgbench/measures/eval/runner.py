@@ -92,7 +92,7 @@ def eval_run(run: RunContext, cfg: EvalConfig):
         return None
     report = EvalReport.from_predictions(model.spec.name, str(layout.root), predictions, seed=cfg.seed)
     report.groups = group_results(layout, predictions)
-    report.model_label = model_label(model.spec.name, model.spec.to_dict())
+    report.model_label, report.precision = model_label(model.spec.name, model.spec.to_dict()), str(cfg.precision)
     after = {"torch": torch.__version__, "computed_variants": sorted(sets.on_the_fly),
              "protocol_settings": protocols.settings_of(cfg.protocol),
              "requested": {"variants": cfg.variants, "split": cfg.split},  # before the data resolved them
@@ -117,6 +117,7 @@ def stored_report(store, run_id: int) -> EvalReport:
     report = EvalReport.from_predictions(run["model"], str(layout.root), predictions, seed=int(config.get("seed", 0)))
     report.groups = group_results(layout, predictions)
     report.model_label, report.run_id = run_model_label(run), run_id
+    report.precision = str(config.get("precision") or "fp32")
     return report
 
 

@@ -133,7 +133,7 @@ class SaliencyMeasure(ModelMeasure):
     def recorded(self, cam: _Layer, cfg: SaliencyConfig, run) -> dict:
         return {"layer": cam.name, "requested": {"layer": cfg.layer}, "label_space": run.model.spec.label_space,
                 "cam": "pytorch-grad-cam GradCAM output (min-max, cv2 bilinear resize, min-max, NaN to 0)",
-                "protocol": cam.protocol,
+                "scoring": cam.protocol,  # whose code it scores as; not a reference --protocol
                 "target": "true class" if cam.protocol == HARDIMAGENET else "predicted class"}
 
     def draw(self, result, cam: _Layer, cfg: SaliencyConfig, run, out_dir: Path) -> None:
@@ -156,7 +156,7 @@ class SaliencyMeasure(ModelMeasure):
         name = prediction_namer(config.get("classes") or [], config.get("label_space", "dataset") == "dataset")
         return summarize_saliency(values, [r.pred for r in rows], name, seed=int(config.get("seed", 0)),
                                   replicates=int(config.get("bootstrap_replicates", REPLICATES)),
-                                  protocol=config.get("protocol", RIVAL10))
+                                  protocol=config.get("scoring", RIVAL10))
 
 
 def measured_on_device(device) -> bool:

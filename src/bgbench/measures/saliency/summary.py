@@ -31,7 +31,7 @@ from ...store.rows import TableRow
 
 HEADLINE = "mean over predicted classes of the per-class means (RIVAL10)"
 IMAGE_MEAN = "mean over images"
-#: How a run computed (recorded as `protocol`): RIVAL10's code, or Hard ImageNet's on its data.
+#: How a run computed (recorded as `scoring`): RIVAL10's code, or Hard ImageNet's on its data.
 #: Hard ImageNet's figures (`saliency_analysis.py` line 193): np.nanmean over the images with a mask.
 HARDIMAGENET_FIGURES = ("iou", "density_diff")
 
