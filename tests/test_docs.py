@@ -143,3 +143,37 @@ def test_the_python_page_lists_the_public_api_and_the_former_names():
         row = next(r for r in rest.splitlines() if f"`{name}" in r)
         module = re.search(r"\| `(bgbench[a-z_.]*)` \|", row).group(1)
         assert getattr(__import__(module, fromlist=[name]), name) is getattr(bgbench, name)
+
+
+def _captured(page: str) -> str:
+    """Every captured output block of a page (docs/scripts/capture_outputs.py writes them from real runs)."""
+    return "\n".join(re.findall(r"<!-- output: \w+ -->(.*?)<!-- /output -->", page, re.S))
+
+
+def test_the_get_started_prose_quotes_its_captured_outputs():
+    """Every number the prose around the captured outputs gives (a share, a score, points) is one of
+    the captured outputs, so rerunning capture_outputs.py cannot leave the prose behind (issue 58: it
+    said 89.8% and 12.9% where the run printed 89.3% and 11.8%)."""
+    page = (ROOT / "docs" / "get-started.md").read_text()
+    captured = _captured(page)
+    prose = re.sub(r"<!-- output: \w+ -->.*?<!-- /output -->", "", page, flags=re.S)
+    prose = prose.split("## What each scorecard column means")[0]  # the columns table holds no run's numbers
+    prose = re.sub(r"`[^`]*`", "", prose)  # commands and names, not results
+    # a share (89.3%), a score (0.906) or a difference in points: what a run prints, not a version
+    numbers = re.findall(r"(?<![\w.])(?:-?\d+\.\d%|-?\d\.\d{3}(?!\d)|\d+\.\d(?= points))", prose)
+    assert len(numbers) >= 8  # the prose does quote the run
+    missing = [n for n in numbers if n not in captured]
+    assert not missing, f"numbers in get-started.md's prose that no captured output shows: {missing}"
+
+
+def test_the_demos_stated_time_is_the_captured_runs():
+    """'about N minutes' for the demo, wherever the README and get-started say it, is within a quarter
+    of the time the captured run printed ("outputs under bgbench-demo/ (181s)")."""
+    for page in (README, ROOT / "docs" / "get-started.md"):
+        text = page.read_text()
+        seconds = int(re.search(r"outputs under bgbench-demo/ \((\d+)s\)", _captured(
+            (ROOT / "docs" / "get-started.md").read_text())).group(1))
+        stated = [float(m) for m in re.findall(r"demo[^\n]*?about (\d+(?:\.\d+)?) minutes", text)]
+        assert stated, page
+        for minutes in stated:
+            assert abs(60 * minutes - seconds) <= 0.25 * seconds, (page.name, minutes, seconds)

@@ -231,6 +231,13 @@ class DemoResult:
                 c = models[v]["challenge"]
                 parts.append(f"{v:<12} challenge accuracy {100 * c['challenge_accuracy']:5.1f}%  "
                              f"(clean {100 * c['clean_accuracy']:.1f}%)")
+        if all("edits" in models[v] for v in self.reports):
+            levels = list(models[next(iter(self.reports))]["edits"]["accuracy"])
+            parts += ["", "ImageNet-E edits of the small set (accuracy; original first, then each edit level):",
+                      f"{'trained on':<12} " + " ".join(f"{lv:>15}" for lv in levels)]
+            for v in self.reports:
+                acc = models[v]["edits"]["accuracy"]
+                parts.append(f"{v:<12} " + " ".join(f"{100 * acc[lv]:14.1f}%" for lv in levels))
         if all("features" in models[v] for v in self.reports):
             parts += ["", "spurious features (each class's top 5 penultimate features by weight x mean activation; "
                           "background share of their activation maps on their 5 most activating test images):"]
