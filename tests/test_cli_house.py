@@ -158,3 +158,18 @@ def test_old_stores_are_migrated_without_losing_runs(tmp_path):
         build = store.start_run("build", {"x": 1})  # a run without a model fits the new schema
         store.finish_run(build, outputs={"built": 3})
         assert store.get_run(build)["model"] is None
+
+
+def test_every_shard_flag_says_it_counts_from_zero():
+    """`--shard K/N` is 0-based wherever it is a flag, and its help says so in words, not only by
+    an example (issue 58)."""
+    import argparse
+    from bgbench.cli import build_parser
+    found = []
+    for sub in build_parser()._subparsers._group_actions:
+        for name, parser in sub.choices.items():
+            for action in parser._actions:
+                if "--shard" in action.option_strings:
+                    found.append(name)
+                    assert "from 0" in action.help and "0 <= K < N" in action.help, (name, action.help)
+    assert {"study", "build"} <= set(found), found

@@ -98,11 +98,14 @@ def test_local_executor_with_two_jobs_equals_the_sequential_study(sequential, sy
     assert sorted(doc["submitted"]) == sorted([job_name("timm:test_resnet", synth_root.name),
                                                "effnet--" + synth_root.name])
     assert doc["failed"] == {} and doc["missing"] == []
+    # what ran: every step, by the jobs, merged here (it said "0 steps ran, N were already in the store")
+    assert doc["ran"] == 0 and doc["ran_by_jobs"] == len([s for s in doc["steps"] if s["skip"] is None]) > 0
     assert scorecard_cells(doc) == scorecard_cells(one) and stored_runs(db) == stored_runs(one_db)
     ids = json.loads((tmp_path / "study-report" / "jobs" / "submitted.json").read_text())["jobs"]
     assert {v["id"] for v in ids.values()} == set(doc["submitted"].values())  # kept for a rerun
     again = json.loads(run_cli("study", study, "--executor", "local", "--db", db, "--quiet", "--json").stdout)
     assert again["submitted"] == {} and again["jobs"] == []  # nothing missing: nothing submitted
+    assert again["ran_by_jobs"] == 0
 
 
 def _hijack_figures(report: Path) -> list:

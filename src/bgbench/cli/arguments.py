@@ -134,7 +134,8 @@ def stored_mapping(store, args: argparse.Namespace) -> Optional[str]:
 def add_shard_arg(p: argparse.ArgumentParser) -> None:
     """--shard K/N: write only shard K's share of the images, for `bgbench merge` to join."""
     p.add_argument("--shard", metavar="K/N",
-                   help="write only shard K of N (0 <= K < N): its deterministic share of the images, plus a "
+                   help="write only shard K of N, K counted from 0 (0 <= K < N: 0/2 and 1/2 are the two halves): "
+                        "its deterministic share of the images, plus a "
                         "SHARD_<split>.json record; join the N shard folders with `bgbench merge`")
 
 

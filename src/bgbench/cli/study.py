@@ -19,7 +19,8 @@ def register(sub) -> None:
     cluster = p.add_argument_group("across machines (each job writes its own store, merged into --db)")
     cluster.add_argument("--shard", metavar="K/N",
                          help="run only shard K of N of the study's jobs (one per model and dataset), each into its "
-                              "own store in OUT/jobs/ (a Slurm array: K = $SLURM_ARRAY_TASK_ID)")
+                              "own store in OUT/jobs/; K counts from 0 (0 <= K < N: 0/2 and 1/2 are the two "
+                              "halves), as a Slurm array's $SLURM_ARRAY_TASK_ID does with --array=0-(N-1)")
     cluster.add_argument("--merge", action="store_true",
                          help="merge the job stores in OUT/jobs/ into the store and write the report")
     add_executor_args(cluster)

@@ -246,6 +246,7 @@ def run_cluster(study: Study, db: Optional[str | Path], settings: ExecutorSettin
                 time.sleep(POLL_S[settings.kind])
     result.study = run_study(study, db, device=device, progress=False, execute=False)
     result.study.seconds = time.time() - t0
+    result.study.ran_by_jobs = sum(s.title in missing and s.done_run is not None for s in result.study.steps)
     return result
 
 

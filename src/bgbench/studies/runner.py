@@ -33,6 +33,8 @@ class StudyResult:
     scorecard: Optional[dict] = None  # the report's scorecard data (`reporting.scorecard`)
     shortcuts: Any = None  # the shortcut table (`measures.shortcuts`), where a step measured a shortcut
     seconds: float = 0.0
+    #: steps that executor jobs ran for this invocation and it merged into the store (`cluster`)
+    ran_by_jobs: int = 0
     results: Dict[Tuple[Optional[str], str, str], Any] = field(default_factory=dict, repr=False)
 
     def result(self, model: Optional[str], dataset: str, measure: str) -> Any:
@@ -49,7 +51,7 @@ class StudyResult:
     def to_dict(self) -> dict:
         from ..reporting.scorecard import scorecard_records
         return {"source": self.study.source, "report": str(self.report) if self.report else None,
-                "seconds": round(self.seconds, 1), "ran": len(self.ran),
+                "seconds": round(self.seconds, 1), "ran": len(self.ran), "ran_by_jobs": self.ran_by_jobs,
                 "steps": [_step_dict(s) for s in self.steps],
                 "scorecard": scorecard_records(self.scorecard) if self.scorecard else [],
                 "shortcuts": self.shortcuts.to_dict() if self.shortcuts is not None else None}
@@ -57,9 +59,11 @@ class StudyResult:
     def text(self) -> str:
         """The steps, what ran, and then the numbers: the scorecard as a table, the report's path last."""
         lines = [plan_table(self.steps)]
-        lines.append(f"{len(self.ran)} steps ran, {sum(s.done_run is not None for s in self.steps) - len(self.ran)} "
-                     f"were already in the store, {sum(s.skip is not None for s in self.steps)} skipped "
-                     f"({self.seconds:.0f}s)")
+        done = sum(s.done_run is not None for s in self.steps)
+        by_jobs = f", {self.ran_by_jobs} ran in jobs and were merged into the store" if self.ran_by_jobs else ""
+        lines.append(f"{len(self.ran)} steps ran{' here' if by_jobs else ''}{by_jobs}, "
+                     f"{done - len(self.ran) - self.ran_by_jobs} were already in the store, "
+                     f"{sum(s.skip is not None for s in self.steps)} skipped ({self.seconds:.0f}s)")
         missing = [s for s in self.steps if s.done_run is None and s.skip is None and s.problem is None]
         if missing:
             lines.append(f"{len(missing)} steps are not in the store yet (`bgbench study` runs them)")

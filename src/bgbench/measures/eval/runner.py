@@ -90,6 +90,9 @@ def eval_run(run: RunContext, cfg: EvalConfig):
             ahead.close()
     if not run.ranks.main:
         return None
+    if fed["from_cache"]:  # what the run did: the images it did not decode (the pixel cache's `bgbench cache`)
+        status(f"read {fed['from_cache']:,} of {fed['images']:,} images from the pixel cache "
+               f"(decoded once before; --no-cache decodes them anew)")
     report = EvalReport.from_predictions(model.spec.name, str(layout.root), predictions, seed=cfg.seed)
     report.groups = group_results(layout, predictions)
     report.model_label, report.precision = model_label(model.spec.name, model.spec.to_dict()), str(cfg.precision)
