@@ -221,3 +221,22 @@ def test_a_damaged_store_is_one_line(stores, tmp_path, command):
     if command[0] != "merge-stores":
         args += ["--db", db]
     assert_one_line_error(run_cli(*args), str(db), "malformed")
+
+
+def test_a_damaged_store_read_outside_a_with_block_is_one_line_too(monkeypatch):
+    """The CLI's edge: SQLite's damage error from a store no `with Store(...)` names (the demo's)
+    is one line; SQLite's other errors (a lock, bgbench's own SQL) keep their traceback."""
+    import bgbench.cli.runs
+
+    def damaged(args):
+        raise sqlite3.DatabaseError("database disk image is malformed")
+
+    monkeypatch.setattr(bgbench.cli.runs, "run", damaged)
+    assert_one_line_error(run_cli("runs"), "malformed", "damaged")
+
+    def locked(args):
+        raise sqlite3.OperationalError("database is locked")
+
+    monkeypatch.setattr(bgbench.cli.runs, "run", locked)
+    with pytest.raises(sqlite3.OperationalError):
+        run_cli("runs")

@@ -13,7 +13,6 @@ import contextlib
 import importlib
 import os
 import re
-import sqlite3
 import sys
 from typing import List, Optional
 
@@ -182,7 +181,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     except BgbenchError as e:
         print(f"bgbench: error: {one_line(str(e))}", file=sys.stderr)
         return 2
-    except sqlite3.DatabaseError as e:  # a store read outside `with Store(...)`, which names its path
+    except Exception as e:  # a damaged store read outside `with Store(...)` (which names its path)
         from ..store.core import is_damage
         if not is_damage(e):
             raise

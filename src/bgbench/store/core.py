@@ -50,7 +50,7 @@ def _use_wal(conn: sqlite3.Connection) -> None:
             pause = min(pause * 2, 0.5)
 
 
-def is_damage(e: sqlite3.DatabaseError) -> bool:
+def is_damage(e: BaseException) -> bool:
     """Whether SQLite's error says the file is damaged or no database: SQLite raises the base class
     itself for those (SQLITE_CORRUPT, SQLITE_NOTADB), and its subclasses for locks, constraints
     and mistakes in bgbench's own SQL, which stay tracebacks."""
