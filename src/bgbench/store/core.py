@@ -63,6 +63,7 @@ def unreadable(path, e: sqlite3.DatabaseError) -> BgbenchError:
 
 
 def newer_store(path, version: int) -> BgbenchError:
+    """The one-line refusal of a store whose schema this bgbench does not know."""
     return BgbenchError(f"{path} was written by a newer bgbench (store schema version {version}; bgbench "
                         f"{__version__} reads up to {SCHEMA_VERSION}); open it with that bgbench or upgrade")
 
@@ -132,7 +133,7 @@ class Store(ChallengeTables):
 
     def __exit__(self, kind, exc, tb):
         self.close()
-        if isinstance(exc, sqlite3.DatabaseError) and is_damage(exc):
+        if is_damage(exc):  # named here, where the path is known (`with Store(...)` in every command)
             raise unreadable(self.path, exc) from None
 
     def start_run(self, kind: str, config: dict, model: Optional[str] = None, spec: Optional[dict] = None,

@@ -62,6 +62,7 @@ def _identity(row) -> Tuple:
 
 
 def _config_identity(text: str) -> str:
+    """A run's config as canonical JSON without its `RUNTIME_CONFIG` keys."""
     try:
         config = json.loads(text)
     except ValueError:  # not bgbench's JSON: compared as it is
@@ -93,13 +94,15 @@ def open_source(path: Path, name: Optional[str] = None) -> sqlite3.Connection:
     name = name or str(path)
     if not path.is_file():
         raise BgbenchError(f"no results store at {name}")
-    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S)
-    conn.row_factory = sqlite3.Row
+    conn = None
     try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S)
+        conn.row_factory = sqlite3.Row
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         has_runs = conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='runs'").fetchone()
     except sqlite3.DatabaseError as e:
-        conn.close()
+        if conn is not None:
+            conn.close()
         raise BgbenchError(f"{name} is not a SQLite results store bgbench can open ({e})") from None
     problem = None
     if version > SCHEMA_VERSION:
