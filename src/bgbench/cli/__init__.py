@@ -181,6 +181,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     except BgbenchError as e:
         print(f"bgbench: error: {one_line(str(e))}", file=sys.stderr)
         return 2
+    except Exception as e:  # a damaged store read outside `with Store(...)` (which names its path)
+        from ..store.core import is_damage
+        if not is_damage(e):
+            raise
+        print(f"bgbench: error: a results store cannot be read ({e}): it is damaged or not a results store",
+              file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("bgbench: interrupted", file=sys.stderr)
         return 130

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 from pathlib import Path
 
 from ..reporting.leaderboard import FORMATS
@@ -37,11 +38,8 @@ def run(args: argparse.Namespace) -> int:
             raise
         status(f"note: {e}; showing the published rows only")
         store = None
-    try:
+    with store if store is not None else contextlib.nullcontext():  # a damaged store is named in one line
         rows = leaderboard(store, include_reported=args.reported)
-    finally:
-        if store is not None:
-            store.close()
     if args.format == "json":
         text = to_json(rows)
     else:

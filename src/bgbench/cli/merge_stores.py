@@ -20,16 +20,14 @@ def register(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from ..errors import BgbenchError
     from ..store import Store
-    from ..store.merge import merge_store
-    for path in args.stores:  # every input checked before OUT is created or changed
-        if not Path(path).expanduser().is_file():
-            raise BgbenchError(f"no results store at {path}")
+    from ..store.merge import merge_store, open_source
+    for path in args.stores:  # every input checked (read-only) before OUT is created or changed
+        open_source(Path(path).expanduser(), path).close()
     counts = []
     with Store(args.out) as out:
         for path in args.stores:
-            counts.append(merge_store(out, Path(path)))
+            counts.append(merge_store(out, Path(path), path))
     doc = {"out": str(Path(args.out)), "added": sum(c.added for c in counts), "stores": [c.to_dict() for c in counts]}
     emit(args, doc, "\n".join([c.text() for c in counts] + [f"{doc['added']} runs added to {args.out}"]))
     return 0

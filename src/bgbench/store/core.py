@@ -19,7 +19,7 @@ from ..errors import BgbenchError
 from ..version import __version__
 from .challenge import ChallengeTables
 from .migrations import migrate
-from .schema import RUNS_SQL, declared, declared_tables
+from .schema import RUNS_SQL, SCHEMA_VERSION, declared, declared_tables
 
 #: A stored row (runs, predictions, ...): read by column name, `row["model"]`.
 Row = sqlite3.Row
@@ -50,14 +50,38 @@ def _use_wal(conn: sqlite3.Connection) -> None:
             pause = min(pause * 2, 0.5)
 
 
+def is_damage(e: BaseException) -> bool:
+    """Whether SQLite's error says the file is damaged or no database: SQLite raises the base class
+    itself for those (SQLITE_CORRUPT, SQLITE_NOTADB), and its subclasses for locks, constraints
+    and mistakes in bgbench's own SQL, which stay tracebacks."""
+    return type(e) is sqlite3.DatabaseError
+
+
+def unreadable(path, e: sqlite3.DatabaseError) -> BgbenchError:
+    """The one-line error for a store SQLite cannot read (a damaged page anywhere in the file)."""
+    return BgbenchError(f"the results store {path} cannot be read ({e}): it is damaged or not a results store")
+
+
+def newer_store(path, version: int) -> BgbenchError:
+    """The one-line refusal of a store whose schema this bgbench does not know."""
+    return BgbenchError(f"{path} was written by a newer bgbench (store schema version {version}; bgbench "
+                        f"{__version__} reads up to {SCHEMA_VERSION}); open it with that bgbench or upgrade")
+
+
 def _connect(path: Path) -> sqlite3.Connection:
     """A connection to the store at `path`, ready: WAL mode, foreign keys, migrations and the
     declared tables. These are the first reads of the file, so a file that is no SQLite database,
-    cannot be opened or stays locked past the timeout is one line here, not a traceback."""
+    cannot be opened or stays locked past the timeout is one line here, not a traceback. A store
+    from a newer bgbench is refused before anything is written to it: stamping it with this
+    version would make the newer bgbench migrate it again."""
     conn = None
     try:
         conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S)
         conn.row_factory = sqlite3.Row
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            conn.close()
+            raise newer_store(path, version)
         _use_wal(conn)
         conn.execute("PRAGMA foreign_keys=ON")
         migrate(conn)
@@ -107,8 +131,10 @@ class Store(ChallengeTables):
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, kind, exc, tb):
         self.close()
+        if is_damage(exc):  # named here, where the path is known (`with Store(...)` in every command)
+            raise unreadable(self.path, exc) from None
 
     def start_run(self, kind: str, config: dict, model: Optional[str] = None, spec: Optional[dict] = None,
                   data_root: Optional[str] = None, data_fingerprint: Optional[str] = None,

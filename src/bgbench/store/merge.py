@@ -4,26 +4,35 @@ that hangs from it (metrics, predictions, the measures' tables, the challenge's 
 Why here: a study spread over cluster jobs has each job write a store of its own (SQLite must never
 be written by two machines: its locking is unreliable over NFS), and one process then merges them.
 Merging is idempotent: a run is identified by its step identity (`IDENTITY`: its kind, model,
-resolved spec, weights, data fingerprint, seed and resolved config; not its id, its times, its data
-folder or the bgbench version), so merging the same store twice, or a store whose runs overlap those
-already held, adds each run once. Unfinished runs (a job killed mid-step) are left out: the step
-runs again where it is missing.
+resolved spec, weights, data fingerprint, seed and resolved config, less what only says how it ran
+(`RUNTIME_CONFIG`); not its id, its times, its data folder or the bgbench version), so merging the
+same store twice, or a store whose runs overlap those already held, adds each run once. Unfinished
+runs (a job killed mid-step) are left out: the step runs again where it is missing.
+
+A merge only reads its sources: each is opened read-only and must be at this bgbench's schema
+version, since migrating it would write to it (and run whatever triggers it holds).
 """
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Set, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
 from ..errors import BgbenchError
-from .core import BUSY_TIMEOUT_S, Store
+from .core import BUSY_TIMEOUT_S, Store, is_damage, newer_store, unreadable
+from .schema import SCHEMA_VERSION
 
 #: The statuses of a finished run (a sampled challenge is finished: it can be extended later).
 FINISHED = ("done", "sampled")
 #: The runs columns that identify a run: equal in two stores, the run is the same step's.
 IDENTITY = ("kind", "model", "spec", "checkpoint_sha256", "data_fingerprint", "seed", "config")
+#: Keys of a run's config that say how it ran, not what it computed (eval's count of images read
+#: from the pixel cache): a run read from the cache and the same run decoded are one run.
+RUNTIME_CONFIG = ("pixels",)
 
 
 @dataclass
@@ -43,67 +52,138 @@ class MergeCount:
                 + (f", {self.unfinished} unfinished left out" if self.unfinished else ""))
 
 
+def quoted(name: str) -> str:
+    """An SQL identifier, quoted: a source's own tables may name columns `a)b`, `c;d` or `e--f`."""
+    return '"' + name.replace('"', '""') + '"'
+
+
 def _identity(row) -> Tuple:
-    return tuple(row[c] for c in IDENTITY)
+    return tuple(_config_identity(row[c]) if c == "config" else row[c] for c in IDENTITY)
+
+
+def _config_identity(text: str) -> str:
+    """A run's config as canonical JSON without its `RUNTIME_CONFIG` keys."""
+    try:
+        config = json.loads(text)
+    except ValueError:  # not bgbench's JSON: compared as it is
+        return text
+    if not isinstance(config, dict):
+        return text
+    return json.dumps({k: v for k, v in config.items() if k not in RUNTIME_CONFIG}, sort_keys=True)
+
+
+def _columns(conn: sqlite3.Connection, table: str) -> List[str]:
+    return [r[1] for r in conn.execute(f"PRAGMA table_info({quoted(table)})")]
 
 
 def _run_tables(conn: sqlite3.Connection) -> List[Tuple[str, List[str], str]]:
     """(table, columns, CREATE sql) of every table whose rows belong to a run (a run_id column)."""
     out = []
     for name, sql in conn.execute("SELECT name, sql FROM sqlite_master WHERE type='table' AND name <> 'runs' "
-                                  "AND name NOT LIKE 'sqlite_%' ORDER BY name"):
-        columns = [r[1] for r in conn.execute(f'PRAGMA table_info("{name}")')]
+                                  "AND name NOT LIKE 'sqlite_%' ORDER BY name").fetchall():
+        columns = _columns(conn, name)
         if "run_id" in columns:
             out.append((name, columns, sql))
     return out
 
 
-def merge_store(target: Store, source: Path) -> MergeCount:
-    """Copy the finished runs of the store at `source` that `target` (an open `Store`) lacks, with
-    their rows, in one transaction (a merge killed midway leaves `target` as it was)."""
+def open_source(path: Path, name: Optional[str] = None) -> sqlite3.Connection:
+    """A read-only connection to the store at `path` (named `name` in messages), refused in one line
+    unless it is a results store at this bgbench's schema version. Read-only: nothing is migrated,
+    no trigger can fire, and the file stays byte for byte as it was."""
+    name = name or str(path)
+    if not path.is_file():
+        raise BgbenchError(f"no results store at {name}")
+    conn = None
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S)
+        conn.row_factory = sqlite3.Row
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        has_runs = conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='runs'").fetchone()
+    except sqlite3.DatabaseError as e:
+        if conn is not None:
+            conn.close()
+        raise BgbenchError(f"{name} is not a SQLite results store bgbench can open ({e})") from None
+    problem = None
+    if version > SCHEMA_VERSION:
+        problem = newer_store(name, version)
+    elif not has_runs:
+        problem = BgbenchError(f"{name} is not a results store (it has no runs table)")
+    elif version < SCHEMA_VERSION:
+        problem = BgbenchError(f"{name} is at store schema version {version}, older than this bgbench's "
+                               f"{SCHEMA_VERSION}; a merge only reads its stores, so migrate it first by opening "
+                               f"it once (`bgbench runs --db {name}`)")
+    if problem is not None:
+        conn.close()
+        raise problem
+    return conn
+
+
+def merge_store(target: Store, source: Path, name: Optional[str] = None) -> MergeCount:
+    """Copy the finished runs of the store at `source` (named `name` in messages and the count) that
+    `target` (an open `Store`) lacks, with their rows, in one write transaction: a merge killed
+    midway leaves `target` as it was, and two merges into one target at once add a run once,
+    since which runs it holds is read inside the transaction."""
     source = Path(source).expanduser()
-    if not source.is_file():
-        raise BgbenchError(f"no results store at {source}")
-    if source.resolve() == target.path.resolve():
-        raise BgbenchError(f"{source} is the store being merged into; name it once, as OUT")
-    count = MergeCount(str(source))
-    with Store.open_existing(source) as src:
-        held: Set[Tuple] = {_identity(r) for r in target.conn.execute(
-            f"SELECT {', '.join(IDENTITY)} FROM runs WHERE status IN ({','.join('?' * len(FINISHED))})", FINISHED)}
-        tables = _run_tables(src.conn)
-        run_columns = [r[1] for r in src.conn.execute("PRAGMA table_info(runs)") if r[1] != "id"]
-        with target.conn:
-            existing = set(target.tables())
-            for name, _, sql in tables:
-                if name not in existing:
-                    target.conn.execute(sql)
-            target_columns: Dict[str, Set[str]] = {
-                name: {r[1] for r in target.conn.execute(f'PRAGMA table_info("{name}")')} for name, _, _ in tables}
-            for run in src.conn.execute("SELECT * FROM runs ORDER BY id").fetchall():
-                if run["status"] not in FINISHED:
-                    count.unfinished += 1
-                    continue
-                key = _identity(run)
-                if key in held:
-                    count.present += 1
-                    continue
-                cur = target.conn.execute(
-                    f"INSERT INTO runs ({', '.join(run_columns)}) VALUES ({','.join('?' * len(run_columns))})",
-                    [run[c] for c in run_columns])
-                new_id = int(cur.lastrowid)
-                for name, columns, _ in tables:
-                    cols = [c for c in columns if c in target_columns[name]]
-                    rows = src.conn.execute(f'SELECT {", ".join(cols)} FROM "{name}" WHERE run_id=? ORDER BY rowid',
-                                            (run["id"],)).fetchall()
-                    if not rows:
-                        continue
-                    at = cols.index("run_id")
-                    target.conn.executemany(
-                        f'INSERT INTO "{name}" ({", ".join(cols)}) VALUES ({",".join("?" * len(cols))})',
-                        [tuple(new_id if i == at else v for i, v in enumerate(r)) for r in rows])
-                held.add(key)
-                count.added += 1
+    name = name or str(source)
+    if source.is_file() and source.resolve() == target.path.resolve():
+        raise BgbenchError(f"{name} is the store being merged into; name it once, as OUT")
+    count = MergeCount(name)
+    with closing(open_source(source, name)) as src:
+        try:
+            _copy_runs(src, target, count)
+        except sqlite3.DatabaseError as e:
+            if not is_damage(e) or not _damaged(src):
+                raise
+            raise unreadable(name, e) from None
     return count
+
+
+def _damaged(conn: sqlite3.Connection) -> bool:
+    """Whether SQLite finds the store damaged (so an error while merging was the source's, not OUT's)."""
+    try:
+        return conn.execute("PRAGMA quick_check").fetchone()[0] != "ok"
+    except sqlite3.DatabaseError:
+        return True
+
+
+def _copy_runs(src: sqlite3.Connection, target: Store, count: MergeCount) -> None:
+    tables = _run_tables(src)
+    conn = target.conn
+    conn.execute("BEGIN IMMEDIATE")  # the write lock first: another merge into `target` waits here
+    with conn:  # commits, or rolls back on any error
+        held: Set[Tuple] = {_identity(r) for r in conn.execute(
+            f"SELECT {', '.join(IDENTITY)} FROM runs WHERE status IN ({','.join('?' * len(FINISHED))})", FINISHED)}
+        existing = set(target.tables())
+        for table, _, sql in tables:
+            if table not in existing:
+                conn.execute(sql)
+        # what both stores have: a column the source lacks stays NULL, one OUT lacks is not copied
+        target_columns: Dict[str, Set[str]] = {t: set(_columns(conn, t)) for t in ["runs", *(t for t, _, _ in tables)]}
+        run_columns = [c for c in _columns(src, "runs") if c != "id" and c in target_columns["runs"]]
+        for run in src.execute("SELECT * FROM runs ORDER BY id").fetchall():
+            if run["status"] not in FINISHED:
+                count.unfinished += 1
+                continue
+            key = _identity(run)
+            if key in held:
+                count.present += 1
+                continue
+            cur = conn.execute(f"INSERT INTO runs ({', '.join(map(quoted, run_columns))}) "
+                               f"VALUES ({','.join('?' * len(run_columns))})", [run[c] for c in run_columns])
+            new_id = int(cur.lastrowid)
+            for table, columns, _ in tables:
+                cols = [c for c in columns if c in target_columns[table]]
+                names = ", ".join(map(quoted, cols))
+                rows = src.execute(f"SELECT {names} FROM {quoted(table)} WHERE run_id=? ORDER BY rowid",
+                                   (run["id"],)).fetchall()
+                if not rows:
+                    continue
+                at = cols.index("run_id")
+                conn.executemany(f"INSERT INTO {quoted(table)} ({names}) VALUES ({','.join('?' * len(cols))})",
+                                 [tuple(new_id if i == at else v for i, v in enumerate(r)) for r in rows])
+            held.add(key)
+            count.added += 1
 
 
 def copy_store(source: Path, target: Path) -> None:

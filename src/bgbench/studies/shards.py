@@ -92,9 +92,7 @@ def merge_job_store(store: Store, path: Path) -> MergeCount:
     with tempfile.TemporaryDirectory(prefix="bgbench-merge-") as tmp:
         local = Path(tmp) / path.name
         shutil.copyfile(path, local)
-        count = merge_store(store, local)
-    count.source = str(path)
-    return count
+        return merge_store(store, local, str(path))
 
 
 def merge_jobs(study: Study, db: Optional[str | Path] = None) -> List[MergeCount]:
