@@ -367,3 +367,98 @@ def test_a_pool_taken_and_given_back_again_waits_its_idle_time_anew(synth_copy, 
     assert pixel_cache._POOLS.idle is kept
     time.sleep(0.6)  # past the first give-back's second, not the second's
     assert pixel_cache._POOLS.idle is kept
+
+
+# -- what a key promises, and what `cache clear` may remove (issue 61) -----------------------------
+
+def _entry(items) -> Path:
+    pixels = pixel_cache.pixels_of(items, wait=True)
+    return pixel_cache.pixels_folder() / pixels.key
+
+
+def test_pixels_overwritten_with_noise_are_decoded_again(synth_copy, capsys):
+    items = _items(synth_copy)
+    folder = _entry(items)
+    flat = np.load(folder / "pixels.npy", mmap_mode="r+")
+    flat[:] = np.random.default_rng(0).integers(0, 256, flat.shape, dtype=np.uint8)  # same size, other pixels
+    flat.flush()
+    del flat
+    capsys.readouterr()
+    served = pixel_cache.pixels_of(items, wait=True)
+    assert served.from_cache == 0
+    assert all(np.array_equal(served.image(k), decode_item(it)) for k, it in enumerate(items))
+    err = capsys.readouterr().err
+    assert "does not hold what its key promises (its pixels' checksum differs)" in err
+    assert pixel_cache.pixels_of(items).from_cache == len(items)  # rewritten whole: served again
+
+
+def test_one_datasets_entry_in_anothers_key_folder_is_not_served_as_the_other(synth_copy):
+    original, mixed = _items(synth_copy), _items(synth_copy, "mixed_rand")
+    source = _entry(original)
+    target = pixel_cache.pixels_folder() / pixel_cache.entry_key(mixed)
+    shutil.copytree(source, target)
+    served = pixel_cache.pixels_of(mixed, wait=True)
+    assert served.from_cache == 0
+    assert all(np.array_equal(served.image(k), decode_item(it)) for k, it in enumerate(mixed))
+
+
+def test_clear_removes_only_the_caches_entries(synth_copy):
+    _entry(_items(synth_copy))
+    root = pixel_cache.pixels_folder()
+    photos = root / "photos"
+    photos.mkdir()
+    (photos / "meta.json").write_text(json.dumps({"images": 3}))
+    (photos / "a.jpg").write_bytes(b"a user's photo")
+    keyed = root / ("0" * 32)  # a key's name, holding a file no entry has
+    keyed.mkdir()
+    (keyed / "meta.json").write_text("{}")
+    (keyed / "notes.txt").write_text("mine")
+    r = run_cli("cache", "clear")
+    assert r.returncode == 0 and "removed 1 entry" in r.stdout, r.stdout
+    assert (photos / "a.jpg").read_bytes() == b"a user's photo" and (keyed / "notes.txt").exists()
+    assert pixel_cache.entries() == []
+
+
+def test_clear_never_removes_a_first_pass_still_writing(synth_copy):
+    root = pixel_cache.pixels_folder()
+    root.mkdir(parents=True)
+    key = pixel_cache.entry_key(_items(synth_copy))
+    lock = pixel_cache._Lock(root / f"{key}.lock")  # what a live first pass holds
+    live = root / f".tmp-{key}-abc"
+    live.mkdir()
+    (live / "pixels.npy").write_bytes(b"being written")
+    assert run_cli("cache", "clear").returncode == 0
+    assert live.is_dir()  # it is written by a live pass: kept
+    lock.release()
+    assert run_cli("cache", "clear").returncode == 0
+    assert not live.exists()  # its writer is gone: a leftover, removed
+
+
+@pytest.mark.parametrize("meta", ["[]", '{"images": null}', "not json", '{"format": 1, "images": 3}'])
+def test_a_damaged_entry_is_listed_and_cleared(synth_copy, meta):
+    folder = _entry(_items(synth_copy))
+    (folder / "meta.json").write_text(meta)
+    listed = run_cli("cache", "--json")
+    assert listed.returncode == 0, listed.stderr
+    (entry,) = json.loads(listed.stdout)["entries"]
+    assert entry["damaged"], entry
+    assert "damaged" in run_cli("cache").stdout
+    r = run_cli("cache", "clear")
+    assert r.returncode == 0 and "removed 1 entry" in r.stdout and not folder.exists()
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1"])
+def test_a_budget_that_is_not_a_finite_size_is_one_line(synth_root, value, monkeypatch):
+    from conftest import assert_one_line_error
+    assert_one_line_error(run_cli("cache", "clear", "--keep-gb", value), "--keep-gb", "finite")
+    monkeypatch.setenv("BGBENCH_CACHE_GB", value)
+    proc = run_cli("eval", "--model", "timm:test_resnet", "--data", synth_root, "--variants", "original", "--rerun")
+    assert_one_line_error(proc, "BGBENCH_CACHE_GB", "finite")
+
+
+def test_cache_list_shows_whole_paths(synth_copy, tmp_path, monkeypatch):
+    monkeypatch.chdir(synth_copy.parent)
+    _entry(_items(Path(synth_copy.name)))  # items read through a relative root
+    doc = json.loads(run_cli("cache", "--json").stdout)
+    assert Path(doc["folder"]).is_absolute()
+    assert Path(doc["entries"][0]["first_image"]).is_absolute()

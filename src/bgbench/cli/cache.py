@@ -29,7 +29,7 @@ def register(sub) -> None:
 
 def _row(e) -> dict:
     return {"key": e.key, "images": e.images, "bytes": e.bytes, "last_used": round(e.last_used, 3),
-            "first_image": e.first, "preprocessing": e.preprocessing}
+            "first_image": e.first, "preprocessing": e.preprocessing, "damaged": e.damaged}
 
 
 def _age(seconds: float) -> str:
@@ -44,12 +44,10 @@ def run(args: argparse.Namespace) -> int:
     from ..errors import BgbenchError
     if args.keep_gb is not None and args.action != "clear":
         raise BgbenchError("--keep-gb goes with `bgbench cache clear`")
-    if args.keep_gb is not None and args.keep_gb < 0:
-        raise BgbenchError(f"--keep-gb must be at least 0, not {args.keep_gb}")
-    folder = pixel_cache.pixels_folder()
+    keep = None if args.keep_gb is None else pixel_cache.gib_bytes("--keep-gb", args.keep_gb)
+    folder = pixel_cache.pixels_folder().absolute()
     if args.action == "clear":
-        removed = pixel_cache.clear() if args.keep_gb is None else \
-            pixel_cache.evict(budget=int(args.keep_gb * (1 << 30)))
+        removed = pixel_cache.clear() if keep is None else pixel_cache.evict(budget=keep)
         freed = sum(e.bytes for e in removed)
         emit(args, {"folder": str(folder), "removed": [_row(e) for e in removed], "freed_bytes": freed},
              f"removed {len(removed)} entr{'y' if len(removed) == 1 else 'ies'} ({freed / 2**30:.2f} GiB) from {folder}")
@@ -62,7 +60,8 @@ def run(args: argparse.Namespace) -> int:
              f"{budget / 2**30:.0f} GiB budget" + ("" if pixel_cache.enabled() else " (off: BGBENCH_NO_CACHE is set)")]
     for e in found:
         lines.append(f"  {e.key[:12]}  {e.images:>7,} images  {e.bytes / 2**20:>9,.1f} MiB  used {_age(now - e.last_used):<12}"
-                     f"  {e.first or ''}")
+                     f"  {e.first or ''}" + (f"  [damaged: {e.damaged}; `bgbench cache clear` removes it]"
+                                             if e.damaged else ""))
     emit(args, {"folder": str(folder), "enabled": pixel_cache.enabled(), "budget_bytes": budget,
                 "total_bytes": total, "entries": [_row(e) for e in found]}, "\n".join(lines))
     return 0

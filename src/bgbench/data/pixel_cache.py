@@ -13,7 +13,16 @@ changed file, or another preprocessing, is another key, decoded again. Layout on
 
     $BGBENCH_CACHE/pixels/<key>/pixels.npy   every image's bytes, one after another (uint8, 1-D)
     $BGBENCH_CACHE/pixels/<key>/index.npz    offsets (N,) and shapes (N, 3)
-    $BGBENCH_CACHE/pixels/<key>/meta.json    what it holds (count, bytes, first path, preprocessing)
+    $BGBENCH_CACHE/pixels/<key>/meta.json    what it holds (count, bytes, first path, preprocessing),
+                                             its key and a checksum of its pixels
+
+An entry serves only what its key promises: its meta.json names its key (an entry copied into
+another key's folder is not that key's) and holds a CRC-32 of every image's middle row and of the
+map's first and last 64 KiB, checked when the entry is opened (4.5 ms for IN-9's 4,050 224-px
+images, benchmarks/README.md). A mismatch is one status line; the entry is decoded again. `clear`
+and eviction remove only folders named by a key that hold only an entry's files, whatever their
+meta.json holds (a damaged entry is listed and removed too), and never the folder of a first pass
+still writing (it holds its key's lock).
 
 An entry is written in a private folder and renamed into place whole, so a run killed halfway
 leaves a `.tmp-*` folder that is never served (and is removed by the next write); a lock file per
@@ -117,8 +126,13 @@ def _needs_header(item) -> bool:
     return isinstance(item, MaskFile) or (getattr(item, "size", None) is None and getattr(item, "crop", None) is None)
 
 
-#: Bumped when decoding changes in a way that changes pixels: older entries then stop matching.
-FORMAT = 1
+#: Bumped when decoding changes in a way that changes pixels, or an entry's files change: older
+#: entries then stop matching (2: meta.json names its key and holds its pixels' checksum).
+FORMAT = 2
+#: What meta.json's "written_by" says: bgbench wrote the entry.
+WRITTEN_BY = "bgbench pixel cache"
+#: The files of an entry: a folder named by a key that holds anything else is not the cache's.
+ENTRY_FILES = frozenset({"pixels.npy", "index.npz", "meta.json"})
 #: Default size budget of the pixel cache (GiB); `$BGBENCH_CACHE_GB` overrides it.
 DEFAULT_BUDGET_GB = 20.0
 #: Lists shorter than this decode in threads in this process: a pool's start costs more than they do.
@@ -152,7 +166,15 @@ def budget_bytes() -> int:
         gb = float(raw) if raw else DEFAULT_BUDGET_GB
     except ValueError:
         raise DataError(f"BGBENCH_CACHE_GB={raw!r} is not a number of gibibytes") from None
-    return max(0, int(gb * (1 << 30)))
+    return gib_bytes("BGBENCH_CACHE_GB", gb)
+
+
+def gib_bytes(name: str, gb: float) -> int:
+    """`gb` gibibytes as bytes; one line for a value that is not a finite number at least 0."""
+    import math
+    if not math.isfinite(gb) or gb < 0:
+        raise DataError(f"{name} must be a finite number of gibibytes, at least 0, not {gb}")
+    return int(gb * (1 << 30))
 
 
 # -- keys ------------------------------------------------------------------------------------------
@@ -275,18 +297,48 @@ def _consecutive(positions: Sequence[int]) -> bool:
         b == a + 1 for a, b in zip(positions, positions[1:]))
 
 
+def checksum(flat: np.ndarray, offsets: np.ndarray, shapes: np.ndarray) -> int:
+    """CRC-32 of every image's middle row and of the map's first and last 64 KiB: pixels overwritten
+    in any image, or a map from other images of the same size, change it, at a cost of one row an
+    image (reading every byte would cost as much as the decode the cache saves)."""
+    import zlib
+    crc = zlib.crc32(memoryview(flat[:1 << 16]))
+    crc = zlib.crc32(memoryview(flat[-(1 << 16):]), crc)
+    for off, (h, w, c) in zip(offsets.tolist(), shapes.tolist()):
+        row = w * c
+        start = off + (h // 2) * row
+        crc = zlib.crc32(memoryview(flat[start:start + row]), crc)
+    return crc
+
+
+#: Entries found not to hold what their key promises, said once a process.
+_REPORTED: set = set()
+
+
 def _open_entry(folder: Path, n: int) -> Optional[Tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """An entry's (flat map, offsets, shapes), or None when it is absent or not whole."""
+    """An entry's (flat map, offsets, shapes), or None when it is absent, not whole, or not what
+    its key promises (its meta.json names another key, or its pixels' checksum differs)."""
     try:
+        meta = json.loads((folder / "meta.json").read_text())
         with np.load(folder / "index.npz", allow_pickle=False) as z:
             offsets, shapes = z["offsets"], z["shapes"]
         flat = np.load(folder / "pixels.npy", mmap_mode="r", allow_pickle=False)
     except (OSError, ValueError, KeyError, EOFError):
         return None
-    if len(offsets) != n or flat.ndim != 1 or flat.dtype != np.uint8:
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        return None  # another version's entry: decoded again into this one's
+    if len(offsets) != n or flat.ndim != 1 or flat.dtype != np.uint8 or shapes.shape != (n, 3):
         return None
     end = int(offsets[-1]) + int(np.prod(shapes[-1])) if n else 0
     if flat.shape[0] != end:
+        return None
+    why = (f"it names key {str(meta.get('key'))[:12]}" if meta.get("key") != folder.name else
+           "its pixels' checksum differs" if meta.get("crc32") != checksum(flat, offsets, shapes) else None)
+    if why is not None:
+        if folder.name not in _REPORTED:
+            _REPORTED.add(folder.name)
+            console.status(f"pixel cache entry {folder} does not hold what its key promises ({why}): "
+                           f"decoding its {n:,} images again")
         return None
     with contextlib.suppress(OSError):
         os.utime(folder / "meta.json")  # last used: what eviction orders by
@@ -474,9 +526,13 @@ class _FirstPass:
                 fut.result()
                 self.filling.mark(*self.futures[fut])
             np.savez(self.tmp / "index.npz", offsets=self.offsets, shapes=self.shapes)
+            written = np.load(self.tmp / "pixels.npy", mmap_mode="r", allow_pickle=False)
             (self.tmp / "meta.json").write_text(json.dumps({
-                "format": FORMAT, "images": len(self.items), "bytes": self.total, "first": str(self.items[0].path),
-                "preprocessing": preprocessing_of(self.items[0]), "created": time.time()}))
+                "format": FORMAT, "written_by": WRITTEN_BY, "key": self.key, "images": len(self.items),
+                "bytes": self.total, "first": str(Path(self.items[0].path).absolute()),
+                "preprocessing": preprocessing_of(self.items[0]), "created": time.time(),
+                "crc32": checksum(written, self.offsets, self.shapes)}))
+            del written
             folder = self.root / self.key
             if folder.exists():  # a damaged entry: replaced whole
                 shutil.rmtree(folder)
@@ -492,7 +548,7 @@ class _FirstPass:
             self.filling.done()
             with contextlib.suppress(ValueError):
                 _WRITERS.remove(self.filling)
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(OSError, DataError):  # the budget was checked when the pass began
             evict(keep=self.key)
 
     def _release_pool(self) -> None:
@@ -649,6 +705,7 @@ def pixels_of(items: Sequence, *, progress: bool = False, desc: str = "images",
     items = list(items)
     if not items or not (enabled() if use_cache is None else use_cache):
         return Pixels(items)
+    budget_bytes()  # a bad $BGBENCH_CACHE_GB is one line here, not in the first pass's thread
     try:
         key = entry_key(items)
     except OSError:
@@ -704,12 +761,36 @@ def _follow(filling: _Filling, n: int, progress: bool, desc: str) -> None:
 
 
 def _remove_stale(root: Path, older_than_s: float = 3600.0) -> None:
-    """Private folders left by killed writers (an hour old: a live writer's folder is younger)."""
+    """Private folders left by killed writers: `older_than_s` old (a first pass's own start leaves
+    an hour to any other), and never one whose key's lock is held (a live first pass holds it until
+    its folder is renamed into place or removed)."""
+    import re
     now = time.time()
     for tmp in root.glob(".tmp-*"):
+        key = re.match(r"\.tmp-([0-9a-f]{32})-", tmp.name)
         with contextlib.suppress(OSError):
-            if now - tmp.stat().st_mtime > older_than_s:
-                shutil.rmtree(tmp, ignore_errors=True)
+            if key is None or now - tmp.stat().st_mtime <= older_than_s or _held(root / f"{key.group(1)}.lock"):
+                continue
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _held(lock: Path) -> bool:
+    """Whether a process holds the flock of `lock` (a first pass writing that key)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not on Linux or macOS: assume live
+        return True
+    try:
+        fh = open(lock, "r")
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        fh.close()
+    return False
 
 
 # -- listing and eviction --------------------------------------------------------------------------
@@ -723,30 +804,58 @@ class CacheEntry:
     last_used: float
     first: Optional[str]
     preprocessing: Optional[dict]
+    damaged: Optional[str] = None  # why it cannot be read (it is listed, and `clear` removes it)
+
+
+def _is_entry_folder(folder: Path) -> bool:
+    """A folder this cache wrote: named by a key, holding only an entry's files (a user's folder put
+    under pixels/, whatever it holds, is not one)."""
+    import re
+    if not re.fullmatch(r"[0-9a-f]{32}", folder.name) or folder.is_symlink() or not folder.is_dir():
+        return False
+    return all(p.name in ENTRY_FILES and p.is_file() and not p.is_symlink() for p in folder.iterdir())
 
 
 def entries() -> List[CacheEntry]:
-    """Every whole entry of the pixel cache, least recently used first."""
+    """Every entry of the pixel cache, least recently used first; a damaged one says why."""
     root = pixels_folder()
     found = []
-    for meta in root.glob("*/meta.json") if root.is_dir() else ():
+    for folder in sorted(root.iterdir()) if root.is_dir() else ():
         try:
-            info = json.loads(meta.read_text())
-            used = meta.stat().st_mtime
-        except (OSError, ValueError):
+            if not _is_entry_folder(folder):
+                continue
+            size = sum(p.stat().st_size for p in folder.iterdir())
+            meta_path = folder / "meta.json"
+            used = (meta_path if meta_path.exists() else folder).stat().st_mtime
+        except OSError:
             continue
-        size = sum(p.stat().st_size for p in meta.parent.iterdir() if p.is_file())
-        found.append(CacheEntry(meta.parent.name, meta.parent, int(info.get("images", 0)), size, used,
-                                info.get("first"), info.get("preprocessing")))
+        try:
+            info = json.loads(meta_path.read_text())
+            if not isinstance(info, dict) or not isinstance(info.get("images"), int):
+                raise ValueError("its meta.json is not an entry's")
+            damaged = None if info.get("format") == FORMAT else f"format {info.get('format')!r}, not {FORMAT}"
+        except (OSError, ValueError) as e:
+            info, damaged = {}, (str(e) if isinstance(e, ValueError) and "meta.json" in str(e)
+                                 else "its meta.json cannot be read")
+        first = info.get("first") if isinstance(info.get("first"), str) else None
+        found.append(CacheEntry(folder.name, folder, int(info.get("images") or 0), size, used, first,
+                                info.get("preprocessing") if isinstance(info.get("preprocessing"), dict) else None,
+                                damaged))
     return sorted(found, key=lambda e: e.last_used)
 
 
-def remove(entry: CacheEntry) -> None:
-    """Delete one entry (only a folder this cache wrote: it holds meta.json and sits in the cache)."""
-    if entry.folder.parent.resolve() == pixels_folder().resolve() and (entry.folder / "meta.json").is_file():
-        shutil.rmtree(entry.folder, ignore_errors=True)
-        with contextlib.suppress(OSError):
-            (entry.folder.parent / f"{entry.key}.lock").unlink()
+def remove(entry: CacheEntry) -> bool:
+    """Delete one entry (only a folder this cache wrote, `_is_entry_folder`); whether it was. A
+    process that maps it keeps reading its pages (the file goes when the last map does)."""
+    root = pixels_folder()
+    if entry.folder.parent.resolve() != root.resolve() or not _is_entry_folder(entry.folder):
+        return False
+    shutil.rmtree(entry.folder, ignore_errors=True)
+    lock = root / f"{entry.key}.lock"
+    with contextlib.suppress(OSError):
+        if not _held(lock):  # a first pass rewriting this key keeps its lock file
+            lock.unlink()
+    return True
 
 
 def evict(keep: Optional[str] = None, budget: Optional[int] = None) -> List[CacheEntry]:
@@ -758,24 +867,22 @@ def evict(keep: Optional[str] = None, budget: Optional[int] = None) -> List[Cach
     for e in current:
         if total <= budget:
             break
-        if e.key == keep:
+        if e.key == keep or not remove(e):
             continue
-        remove(e)
         removed.append(e)
         total -= e.bytes
     return removed
 
 
 def clear() -> List[CacheEntry]:
-    """Remove every entry (and stale private folders); the removed entries."""
-    gone = entries()
-    for e in gone:
-        remove(e)
+    """Remove every entry (damaged ones too) and the private folders of killed writers, never a
+    first pass still writing (its key's lock is held); the removed entries."""
+    gone = [e for e in entries() if remove(e)]
     root = pixels_folder()
     if root.is_dir():
         _remove_stale(root, older_than_s=0)
         for lock in root.glob("*.lock"):
             with contextlib.suppress(OSError):
-                lock.unlink()
+                if not _held(lock) and not any(root.glob(f".tmp-{lock.stem}-*")):
+                    lock.unlink()
     return gone
-
