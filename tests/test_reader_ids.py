@@ -122,3 +122,12 @@ def test_hard_imagenet_refuses_a_name_that_is_not_utf8(hard_trees, tmp_path, mon
     with pytest.raises(DataError, match="is not valid UTF-8") as e:
         resolve_layout(hard)
     assert "caf\\xe9" in _one_line(e)
+
+
+def test_rival10_refuses_a_name_that_is_not_utf8(tmp_path):
+    root = write_rival10(tmp_path / "r", odd_size=False)
+    first = sorted((root / "test" / "ordinary").glob("*.JPEG"))[0]
+    shutil.copy(first, first.with_name(first.stem + os.fsdecode(b"\xe9.JPEG")))
+    with pytest.raises(DataError, match="is not valid UTF-8") as e:
+        resolve_layout(root)
+    assert "\\xe9" in _one_line(e)
