@@ -118,6 +118,29 @@ def test_a_tree_that_is_not_what_it_claims_is_one_line(env, tmp_path, break_it, 
     assert "\n" not in str(e.value)
 
 
+def _shared(depth):
+    """A list whose repr doubles with each level (every level holds the one below twice): a few
+    bytes of pickle, 2**depth leaves once rendered."""
+    deep = []
+    for _ in range(depth):
+        deep = [deep, deep]
+    return deep
+
+
+@pytest.mark.parametrize("meta, content, message", [
+    ("hard_imagenet_idx.pkl", [_shared(18)] * 15, "lists a list, not Hard ImageNet's 15"),
+    ("idx_to_wnid.pkl", {537: _shared(18)}, r"gives ImageNet class 537 \(dog sled\) the WordNet id a list,"),
+])
+def test_a_meta_pickle_is_named_by_its_type_never_rendered(env, tmp_path, meta, content, message):
+    # at depth 40 rendering it ran for hours; at 18 the old message was megabytes long
+    hard = _copy(env, tmp_path)
+    with open(hard / "meta" / meta, "wb") as f:
+        pickle.dump(content, f)
+    with pytest.raises(DataError, match=message) as e:
+        resolve_layout(hard)
+    assert len(str(e.value)) < 400 and "[[" not in str(e.value)
+
+
 def test_a_mask_of_the_wrong_size_is_one_line(env, tmp_path):
     hard = _copy(env, tmp_path)
     mask = sorted((hard / "val").iterdir())[0]

@@ -414,6 +414,25 @@ def test_predict_names_a_decompression_bomb(tmp_path):
     assert_one_line_error(proc, str(bomb), "DecompressionBombError")
 
 
+def test_predict_skips_an_unreadable_file_names_it_and_predicts_the_rest(tmp_path):
+    from PIL import Image
+    folder = tmp_path / "photos"
+    folder.mkdir()
+    for name in ("a.png", "c.jpg"):
+        Image.new("RGB", (40, 30), (120, 60, 200)).save(folder / name)
+    (folder / "b.png").write_bytes(b"not an image")
+    proc = run_cli("predict", "--model", "timm:test_resnet", folder, "--json")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert any(line.startswith("skipped:") and str(folder / "b.png") in line for line in proc.stderr.splitlines())
+    doc = json.loads(proc.stdout)
+    assert [p["path"] for p in doc["images"]] == [str(folder / "a.png"), str(folder / "c.jpg")]
+    assert [s["path"] for s in doc["skipped"]] == [str(folder / "b.png")]
+    (folder / "a.png").write_bytes(b"")
+    (folder / "c.jpg").write_bytes(b"\xff\xd8 cut short")
+    assert_one_line_error(run_cli("predict", "--model", "timm:test_resnet", folder), "none of the 3 images could be read",
+                          str(folder / "a.png"))
+
+
 def test_eval_imagenet_names_a_decompression_bomb(tmp_path, hub):
     root = tmp_path / "imagenet"
     val = ilsvrc_val(root)

@@ -121,6 +121,8 @@ MALFORMED = {
     "empty cell": (lambda ls: _set_cell(ls, 5, "confidence", ""), ["line 5", "empty confidence"]),
     "not a probability": (lambda ls: _set_cell(ls, 5, "confidence", "1.5"), ["line 5", "outside [0, 1]"]),
     "ImageNet columns": (lambda ls: _edit_header(ls, "confidence", "top5"), ["line 1", "--label-space imagenet1k"]),
+    "a cell past csv's field limit": (lambda ls: _set_cell(ls, 2, "image_id", "x" * 200_000),
+                                      ["line 2", "not an image"]),
 }
 
 
@@ -132,6 +134,12 @@ def test_a_malformed_predictions_file_is_a_one_line_error_naming_the_first_bad_r
     proc = run_cli("eval", "--predictions", tmp_path / "bad.csv", "--data", synth_root, "--db", tmp_path / "r.db",
                    "--quiet")
     assert_one_line_error(proc, "bad.csv", *needles)
+
+
+def test_a_predictions_file_that_is_not_utf8_is_a_one_line_error(synth_root, tmp_path):
+    (tmp_path / "p.csv").write_bytes(b"image_id,variant,pred\n\xff\xfe\xfa,original,3\n")
+    proc = run_cli("eval", "--predictions", tmp_path / "p.csv", "--data", synth_root, "--db", tmp_path / "r.db")
+    assert_one_line_error(proc, "cannot read", "p.csv", "utf-8")
 
 
 def test_probabilities_must_agree_with_the_prediction(synth_root, tmp_path):

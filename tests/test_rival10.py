@@ -112,6 +112,17 @@ def test_a_hostile_pickle_is_refused_and_never_run(tmp_path):
     assert target.exists()
 
 
+def test_a_pickled_key_is_named_by_its_type_never_rendered(tmp_path):
+    key = ()
+    for _ in range(18):  # each level holds the one below twice: 2**18 leaves once rendered
+        key = (key, key)
+    path = tmp_path / "x_attr_dict.pkl"
+    path.write_bytes(pickle.dumps({key: "QUJD"}))
+    with pytest.raises(DataError, match="refused .*: an entry a tuple is a tuple -> str") as e:
+        read_attr_dict(path)
+    assert len(str(e.value)) < 400
+
+
 @pytest.mark.parametrize("content", [["a", "list"], {"entire-object": 3}, {1: "abc"}, {"a": {"nested": "x"}}],
                          ids=["list", "int-value", "int-key", "nested"])
 def test_anything_but_a_dict_of_str_to_str_or_bytes_is_refused(tmp_path, content):

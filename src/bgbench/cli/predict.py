@@ -24,4 +24,4 @@ def run(args: argparse.Namespace) -> int:
     from ..api import predict
     result = predict(create_model(args), args.paths, top=args.top, device=args.device)
     emit(args, result.to_dict(), result.text())
-    return 0
+    return 1 if result.skipped else 0  # predicted what could be read; each file skipped was named on stderr

@@ -49,7 +49,20 @@ def read_plain_pickle(path: Path, what: str):
     except OSError as e:
         raise DataError(f"cannot read {path}: {e.strerror or e}") from None
     except Exception as e:  # noqa: BLE001 - any failure of an untrusted pickle is the file's fault
-        raise DataError(f"refused {path}: not {what} ({e})") from None
+        reason = " ".join(str(e).split())[:200] or type(e).__name__  # the pickle's own text, cut short
+        raise DataError(f"refused {path}: not {what} ({reason})") from None
+
+
+def shown(value) -> str:
+    """`value` for an error message about an untrusted pickle: as written when it is a short str or
+    a short list of small ints, else its type alone. A pickle's contents are never rendered beyond
+    that: a kilobyte of shared references unfolds into more text than memory holds (repr runs for
+    hours), and an int of thousands of digits refuses str() altogether."""
+    if type(value) is str and len(value) <= 40:
+        return repr(value)
+    if type(value) in (list, tuple) and len(value) <= 20 and all(type(v) is int and abs(v) < 10 ** 9 for v in value):
+        return repr(value)
+    return f"a {type(value).__name__}"
 
 
 def read_attr_dict(path: Path) -> MaskDict:
@@ -61,8 +74,8 @@ def read_attr_dict(path: Path) -> MaskDict:
         raise DataError(f"refused {path}: it holds a {type(obj).__name__}, not a dict of attribute masks")
     for key, value in obj.items():
         if type(key) is not str or type(value) not in (str, bytes):
-            raise DataError(f"refused {path}: entry {key!r} is a {type(key).__name__} -> {type(value).__name__}, "
-                            f"not str -> str/bytes")
+            raise DataError(f"refused {path}: an entry {shown(key)} is a {type(key).__name__} -> "
+                            f"{type(value).__name__}, not str -> str/bytes")
     return obj
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from ..errors import DataError
+from .csv_fields import allow_long_fields
 from .layout import ImagesOnlyLayout, Item, Layout
 
 WATERBIRDS_FILE = "metadata.csv"
@@ -142,6 +143,7 @@ def _read_rows(path: Path) -> List[Row]:
     header is one line naming it (csv.DictReader would fill the gap with None, or keep the rest
     under None, and the checks after it would trip over that)."""
     rows: List[Row] = []
+    allow_long_fields()
     try:
         with open(path, newline="", encoding="utf-8") as f:
             reader = csv.DictReader(f)

@@ -36,7 +36,7 @@ from ..errors import DataError
 from .hardimagenet_classes import CLASSES, META, WNIDS, check_meta
 from .images import image_size
 from .inside import RootGuard
-from .layout import Item, Layout
+from .layout import Item, Layout, utf8_name
 
 KIND = "hardimagenet"
 #: The environment variable naming the user's ImageNet folder.
@@ -146,7 +146,7 @@ def _mask_size(path: Path) -> Tuple[int, int]:
 def mask_name_parts(path: Path) -> Tuple[str, str]:
     """(wnid, ImageNet file name) of a mask named `<wnid>_<ImageNet file name>` (the loader's lines
     58-60); one line for a name that is not, or a class not among the 15."""
-    wnid, sep, name = path.name.partition("_")
+    wnid, sep, name = utf8_name(path).partition("_")
     if not sep or not name or not (len(wnid) == 9 and wnid[0] == "n" and wnid[1:].isdigit()):
         raise DataError(f"{path}: not a Hard ImageNet mask name (<wnid>_<ImageNet file>, e.g. "
                         f"n03218198_ILSVRC2012_val_00000293.JPEG)")
@@ -186,6 +186,9 @@ def hard_imagenet_layout(root: Path, split: str, variants: Optional[Sequence[str
                             f"(Hard ImageNet's {split} masks are drawn on ImageNet's {split} images)")
         item = Item(image_id=f"{wnid}/{Path(name).stem}", label=label[wnid], path=image, size=RESIZE,
                     crop=(RESIZE[0], CROP))
+        if item.image_id in by_id:
+            raise DataError(f"masks {by_id[item.image_id]} and {mask} give one image id {item.image_id!r} (an id is "
+                            f"<wnid>/<file name without its extension>); rename or move one")
         items.append(item)
         by_id[item.image_id] = mask
     items.sort(key=lambda it: (it.label, it.image_id))

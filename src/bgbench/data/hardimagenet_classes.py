@@ -53,13 +53,12 @@ def check_meta(root: Path) -> None:
     """The release's meta files, read as plain data (never run), must list Hard ImageNet's 15
     classes: `hard_imagenet_idx.pkl` their ImageNet indices in order, `idx_to_wnid.pkl` each
     index's WordNet id (the loader's labels come from them)."""
-    from .attr_dict import read_plain_pickle
+    from .attr_dict import read_plain_pickle, shown
     path = Path(root) / META / INDEX_FILE
     indices = read_plain_pickle(path, "a list of ImageNet class indices")
     want = [k for k, _, _ in CLASSES]
     if not isinstance(indices, (list, tuple)) or [i for i in indices] != want:
-        shown = indices if isinstance(indices, (list, tuple)) and len(indices) <= 20 else type(indices).__name__
-        raise DataError(f"{path} lists {shown}, not Hard ImageNet's 15 ImageNet classes {want}")
+        raise DataError(f"{path} lists {shown(indices)}, not Hard ImageNet's 15 ImageNet classes {want}")
     wnids = Path(root) / META / WNID_FILE
     if wnids.is_file():
         table = read_plain_pickle(wnids, "a dict of ImageNet index -> WordNet id")
@@ -67,5 +66,6 @@ def check_meta(root: Path) -> None:
             raise DataError(f"{wnids} holds a {type(table).__name__}, not a dict of ImageNet index -> WordNet id")
         for index, wnid, name in CLASSES:
             if table.get(index) != wnid:
-                raise DataError(f"{wnids} gives ImageNet class {index} ({name}) the WordNet id {table.get(index)!r}, "
+                given = shown(table.get(index))
+                raise DataError(f"{wnids} gives ImageNet class {index} ({name}) the WordNet id {given}, "
                                 f"not ImageNet-1k's {wnid}")

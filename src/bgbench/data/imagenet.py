@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..errors import DataError
+from .csv_fields import allow_long_fields
 from .inside import RootGuard
 from .manifest import finite_coordinates
 
@@ -144,6 +145,7 @@ def read_val_solution(path: Path, known: Dict[str, int]) -> Dict[str, Solution]:
     lists each image once (all its boxes on one row), and one of two labels would win silently."""
     out: Dict[str, Solution] = {}
     line_of: Dict[str, int] = {}
+    allow_long_fields()  # an image's boxes are one field, of any length
     try:
         with open(path, newline="") as f:
             for n, row in enumerate(csv.DictReader(f), start=2):
@@ -162,7 +164,7 @@ def read_val_solution(path: Path, known: Dict[str, int]) -> Dict[str, Solution]:
                                     f"({wnids[0]}); the release lists each image once, all its boxes on one row")
                 line_of[image] = n
                 out[image] = (wnids[0], *_solution_boxes(path, n, values))
-    except (OSError, ValueError, KeyError) as e:
+    except (OSError, ValueError, KeyError, csv.Error) as e:
         raise DataError(f"cannot read {path}: {e}") from None
     return out
 

@@ -30,7 +30,7 @@ from ..errors import DataError
 from .images import IMAGE_SUFFIXES
 from .imagenet_folders import EVAL_CROP
 from .inside import RootGuard
-from .layout import Item, MasklessLayout
+from .layout import Item, MasklessLayout, utf8_name
 
 #: ImageNet-D's nuisances, in `evaluate_imagenet_models.py`'s order (`subset_list`).
 NUISANCES = ("background", "texture", "material")
@@ -117,7 +117,7 @@ def _nuisance_items(folder: Path, label: Dict[str, int], guard: RootGuard) -> Li
             if not p.is_file() or p.suffix.lower() not in IMAGE_SUFFIXES:
                 raise DataError(f"{p}: ImageNet-D's loader reads every file of a class folder as an image, and this "
                                 f"is not one; move it out")
-            items.append(Item(image_id=f"{cls.name}/{p.name}", label=label[cls.name], path=guard.check(p),
+            items.append(Item(image_id=f"{cls.name}/{utf8_name(p)}", label=label[cls.name], path=guard.check(p),
                               crop=EVAL_CROP))
     if not items:
         raise DataError(f"no images under {folder}/<class folder>/ (an empty ImageNet-D nuisance)")

@@ -30,7 +30,7 @@ from ..errors import DataError
 from .images import IMAGE_SUFFIXES
 from .inside import RootGuard
 from .imagenet import ImageNetTree, imagenet_synsets, imagenet_tree, is_wnid, list_sources
-from .layout import ImagesOnlyLayout, Item
+from .layout import ImagesOnlyLayout, Item, refuse_repeated_ids, utf8_name
 
 #: ImageNet's standard evaluation crop: (shorter side resized to, centre crop).
 EVAL_CROP = (256, 224)
@@ -111,5 +111,7 @@ def _items(found: List[Tuple[Path, int, str]]) -> List[Item]:
     """Items in (class, file) order, named by file name, or `<wnid>/<file name>` where names repeat."""
     names = [p.name for p, _, _ in found]
     unique = len(set(names)) == len(names)
-    return [Item(image_id=p.name if unique else f"{wnid}/{p.name}", label=label, path=p, crop=EVAL_CROP)
-            for p, label, wnid in found]
+    items = [Item(image_id=utf8_name(p) if unique else f"{wnid}/{utf8_name(p)}", label=label, path=p, crop=EVAL_CROP)
+             for p, label, wnid in found]
+    refuse_repeated_ids(items, "a flat val/ image listed under the class of a class folder holding its name")
+    return items

@@ -226,7 +226,7 @@ def class_folders(data, split: str = "val") -> Optional[Tuple[str, ...]]:
     return folder_classes(root)
 
 
-def _utf8_name(path: Path) -> str:
+def utf8_name(path: Path) -> str:
     """A file or folder name that the results store can keep (SQLite text is UTF-8); a name with
     a stray byte is refused here, before any work, rather than when the run is recorded."""
     try:
@@ -238,7 +238,7 @@ def _utf8_name(path: Path) -> str:
 
 
 def _class_dirs(split_dir: Path) -> Tuple[str, ...]:
-    return tuple(sorted(_utf8_name(p) for p in split_dir.iterdir() if p.is_dir()))
+    return tuple(sorted(utf8_name(p) for p in split_dir.iterdir() if p.is_dir()))
 
 
 def _scan_variant(split_dir: Path, classes: Sequence[str], guard: Optional[RootGuard] = None) -> List[Item]:
@@ -254,9 +254,22 @@ def _scan_variant(split_dir: Path, classes: Sequence[str], guard: Optional[RootG
             suffix = _suffix(entry.name)
             if suffix.lower() in IMAGE_SUFFIXES and entry.is_file():
                 path = folder / entry.name
-                items.append(Item(image_id=f"{cls}/{_utf8_name(path)[:-len(suffix)]}", label=label,
+                items.append(Item(image_id=f"{cls}/{utf8_name(path)[:-len(suffix)]}", label=label,
                                   path=guard.check(path, link=entry.is_symlink())))
+    refuse_repeated_ids(items, f"an id is the file name without its extension, and names its {MASK_DIR}/ mask")
     return items
+
+
+def refuse_repeated_ids(items: Sequence[Item], why: str) -> None:
+    """One line naming both files when two images get one id (`x.JPEG` and `x.png` in one class
+    folder, where an id drops the extension): accuracy would count both while the store keeps one
+    prediction per id, the other overwritten. `why` says what the id also names (the mask)."""
+    seen: Dict[str, Path] = {}
+    for it in items:
+        if it.image_id in seen:
+            raise DataError(f"{seen[it.image_id]} and {it.path} have one image id {it.image_id!r} ({why}); "
+                            f"rename or move one")
+        seen[it.image_id] = it.path
 
 
 def _listed(folder: Path) -> list:

@@ -21,6 +21,8 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from .csv_fields import allow_long_fields
+
 Box = Tuple[int, int, int, int]
 
 MANIFEST = "manifest.csv"
@@ -140,6 +142,7 @@ def write_split(path: Path, fields: Sequence[str], split: str, rows: Sequence[Di
     base = path if base is None else base
     kept: List[dict] = []
     if base.is_file():
+        allow_long_fields()
         with open(base, newline="") as f:
             kept = [r for r in csv.DictReader(f) if r.get("split") != split]
     merged = sorted(kept + list(rows), key=lambda r: str(r.get("split")))
@@ -154,6 +157,7 @@ def split_images(path: Path, split: str) -> Dict[str, set]:
     one without a `folder` column, whose rows are ORIGINAL's); empty without a manifest."""
     out: Dict[str, set] = {}
     if Path(path).is_file():
+        allow_long_fields()
         with open(path, newline="") as f:
             for r in csv.DictReader(f):
                 if r.get("split", split) == split and r.get("image"):
@@ -171,6 +175,7 @@ def read_boxes(root: Path, split: str) -> Optional[Dict[str, Box]]:
     root = Path(root)
     manifest = root / MANIFEST
     if manifest.is_file():
+        allow_long_fields()
         with open(manifest, newline="") as f:
             rows = [r for r in csv.DictReader(f) if r.get("split", split) == split and r.get("box")
                     and r.get("folder", "original") == "original"]
@@ -188,6 +193,7 @@ def read_backgrounds(root: Path, split: str, folder: str) -> Optional[Dict[str, 
     manifest = Path(root) / MANIFEST
     if not manifest.is_file():
         return None
+    allow_long_fields()
     with open(manifest, newline="") as f:
         found = {_row_id(r): r["bg_class"] for r in csv.DictReader(f)
                  if r.get("split", split) == split and r.get("folder") == folder and r.get("bg_class")}

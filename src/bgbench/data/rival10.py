@@ -28,7 +28,7 @@ from ..errors import DataError
 from .attr_dict import OBJECT_KEY, PickledMask, decode_mask, read_attr_dict
 from .images import IMAGE_SUFFIXES
 from .inside import RootGuard
-from .layout import Item, Layout
+from .layout import Item, Layout, refuse_repeated_ids, utf8_name
 
 SPLITS = ("test", "train")  # the first one present is the default
 INSTANCES = "ordinary"  # RIVAL10's natural images (its 'superimposed'/'removed' are augmentations)
@@ -61,11 +61,12 @@ def _items(folder: Path, guard: RootGuard) -> List[Item]:
     classes, by_wnid = rival10_classes(), rival10_tables()[1]
     items = []
     for p in map(guard.check, _image_files(folder)):
-        wnid = p.name.split("_")[0]
+        wnid = utf8_name(p).split("_")[0]
         if wnid not in by_wnid:
             raise DataError(f"{p}: {wnid!r} is not one of the 20 ImageNet classes of RIVAL10's tables")
         label = by_wnid[wnid]
         items.append(Item(image_id=f"{classes[label]}/{p.stem}", label=label, path=p, size=SIZE))
+    refuse_repeated_ids(items, "an id is the file name without its extension, and names its _attr_dict.pkl")
     return sorted(items, key=lambda it: (it.label, it.path.name))
 
 

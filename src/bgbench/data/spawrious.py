@@ -32,7 +32,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from ..errors import DataError
 from .groups import GroupLayout
 from .inside import RootGuard
-from .layout import Item
+from .layout import Item, utf8_name
 
 FOLDER = "spawrious224"
 #: `SpawriousBenchmark.class_list` (the labels) and `locations_list`.
@@ -120,7 +120,7 @@ def spawrious_layout(root: Path, split: Optional[str] = None,
                                     f"{breed}s from it (download the challenge's archive or the entire dataset)")
                 names = [n for n in os.listdir(folder) if n.endswith(SUFFIXES)][:limit]
                 for name in names:
-                    image_id = f"{where}/{name}"
+                    image_id = f"{where}/{utf8_name(folder / name)}"
                     if image_id in groups:  # the source would feed it twice; no challenge does
                         raise DataError(f"{folder / name} is read twice by Spawrious' {challenge} {part} set")
                     items.append(Item(image_id=image_id, label=CLASSES.index(breed), path=guard.check(folder / name)))

@@ -26,6 +26,7 @@ from PIL import Image
 from ..errors import BgbenchError, DataError
 from . import manifest as M
 from .attributes import ATTR_DIR, write_attribute_masks
+from .csv_fields import allow_long_fields
 from .images import BadMask, decode_image, read_mask
 from .layout import MASK_DIR
 from .owned import StagedOutput, refuse_unsafe_out
@@ -207,6 +208,7 @@ class DatasetWriter:
 
 def _header(path: Path) -> Tuple[str, ...]:
     """The column names of the CSV file at `path` (none when it cannot be read as one)."""
+    allow_long_fields()
     try:
         with open(path, newline="", encoding="utf-8") as f:
             return tuple(next(csv.reader(f), ()))

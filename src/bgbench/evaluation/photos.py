@@ -21,7 +21,7 @@ import torch
 from ..class_maps import class_map_entries
 from ..classes import IN9_FOLDERS, NO_CLASS, imagenet_to_in9
 from ..data.images import IMAGE_SUFFIXES, decode_image
-from ..errors import BgbenchError
+from ..errors import BgbenchError, DataError
 from ..models.inputs import size_note
 from ..models.norms import IMAGENET1K
 from ..models.spec import BgModel
@@ -54,10 +54,11 @@ class PhotoPredictions:
     label_space: str
     mapping: Optional[str]  # 'IN-9 (upstream's in_to_in9.json)', 'class map FILE', None for dataset models
     images: List[PhotoPrediction] = field(default_factory=list)
+    skipped: List[dict] = field(default_factory=list)  # {path, error} of each file that could not be read
 
     def to_dict(self) -> dict:
         return {"model": self.model, "model_label": self.model_label, "label_space": self.label_space,
-                "mapping": self.mapping, "images": [p.to_dict() for p in self.images]}
+                "mapping": self.mapping, "images": [p.to_dict() for p in self.images], "skipped": self.skipped}
 
     def text(self) -> str:
         lines = [f"model: {self.model_label}" + (f"; classes mapped through {self.mapping}" if self.mapping else "")]
@@ -113,7 +114,9 @@ def predict_images(model: BgModel, paths: Sequence[str | Path], top: int = TOP, 
     """Each image's `top` classes with their probabilities (softmax of the logits) and mapped class.
 
     Images are fed one at a time at their own size, through the model's resize policy, so photos
-    of any size and shape can be mixed; a line on stderr says when they are resized."""
+    of any size and shape can be mixed; a line on stderr says when they are resized. A file that
+    cannot be read is skipped with a line on stderr naming it (listed in `skipped`), as `build`
+    rejects one and goes on; when no file can be read, that is one `DataError`."""
     from ..console import status
     if top < 1:
         raise BgbenchError(f"--top must be at least 1, got {top}")
@@ -125,7 +128,12 @@ def predict_images(model: BgModel, paths: Sequence[str | Path], top: int = TOP, 
     said = set()
     with torch.inference_mode():
         for path in files:
-            image = decode_image(path)
+            try:
+                image = decode_image(path)
+            except DataError as e:
+                status(f"skipped: {e}")
+                result.skipped.append({"path": str(path), "error": str(e)})
+                continue
             hw = tuple(image.shape[:2])
             note = size_note(spec.name, spec.input_size, spec.resize, hw, "init_seed" in (spec.extra or {}),
                              spec.interpolation)
@@ -138,4 +146,7 @@ def predict_images(model: BgModel, paths: Sequence[str | Path], top: int = TOP, 
                     for v, i in zip(values, indices)]
             result.images.append(PhotoPrediction(str(path), hw, tuple(model.net_input_hw(hw)), rows,
                                                  rows[0]["maps_to"] if mapping else None))
+    if not result.images:
+        first = result.skipped[0]["error"]
+        raise DataError(first if len(files) == 1 else f"none of the {len(files)} images could be read (first: {first})")
     return result

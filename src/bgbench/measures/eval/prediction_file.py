@@ -34,6 +34,7 @@ import numpy as np
 from ... import protocols
 from ...class_maps import IN9, ClassMap, resolve_class_map
 from ...classes import IMAGENET1K, NO_CLASS, Mapping, imagenet_to_in9
+from ...data.csv_fields import allow_long_fields
 from ...data.layout import IN9_VARIANTS, Layout, discover
 from ...errors import BgbenchError, DataError
 from .config import LABEL_SPACES, PredictionFileConfig  # noqa: F401 (re-exported)
@@ -84,12 +85,16 @@ class _Reader:
 
     def read(self) -> Dict[str, Dict[str, _Row]]:
         out: Dict[str, Dict[str, _Row]] = {}
-        with open(self.path, newline="", encoding="utf-8-sig") as f:
-            reader = csv.DictReader(f)
-            self._header(reader.fieldnames)
-            for record in reader:
-                variant, image_id, row = self._row(reader.line_num, record)
-                out.setdefault(variant, {})[image_id] = row
+        allow_long_fields()  # a cell of any length is read, and then judged as a cell
+        try:
+            with open(self.path, newline="", encoding="utf-8-sig") as f:
+                reader = csv.DictReader(f)
+                self._header(reader.fieldnames)
+                for record in reader:
+                    variant, image_id, row = self._row(reader.line_num, record)
+                    out.setdefault(variant, {})[image_id] = row
+        except (csv.Error, UnicodeDecodeError) as e:
+            raise DataError(f"cannot read {self.path}: {e}") from None
         if not out:
             raise DataError(f"{self.path} holds no prediction rows")
         return out
