@@ -5,6 +5,8 @@ import base64
 import io
 import json
 import pickle
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -17,6 +19,7 @@ from bgbench.errors import DataError
 from bgbench.store import Store
 from conftest import assert_one_line_error, run_cli
 from helpers.rival10_tree import ATTRS, CLASSES, WNIDS, image_masks, plant_hostile, write_rival10
+from helpers.shared_pickles import deep_key_dict
 
 
 @pytest.fixture(scope="module")
@@ -113,14 +116,24 @@ def test_a_hostile_pickle_is_refused_and_never_run(tmp_path):
 
 
 def test_a_pickled_key_is_named_by_its_type_never_rendered(tmp_path):
-    key = ()
-    for _ in range(18):  # each level holds the one below twice: 2**18 leaves once rendered
-        key = (key, key)
     path = tmp_path / "x_attr_dict.pkl"
-    path.write_bytes(pickle.dumps({key: "QUJD"}))
-    with pytest.raises(DataError, match="refused .*: an entry a tuple is a tuple -> str") as e:
+    path.write_bytes(pickle.dumps({"k" * 1_000_000: 3}))
+    with pytest.raises(DataError, match="refused .*: an entry a str is a str -> int") as e:
         read_attr_dict(path)
     assert len(str(e.value)) < 400
+
+
+def test_a_pickle_of_nested_shared_references_is_refused_before_it_is_loaded(tmp_path):
+    # 337 bytes whose key, forty tuples deep, loading hashes 2**40 times (hours): read in a child
+    # process, so that a reader which loads it fails the test at the timeout instead of hanging it
+    path = tmp_path / "x_attr_dict.pkl"
+    path.write_bytes(deep_key_dict(40, "QUJD"))
+    read = "import sys; from bgbench.data.attr_dict import read_attr_dict; read_attr_dict(sys.argv[1])"
+    try:
+        proc = subprocess.run([sys.executable, "-c", read, str(path)], capture_output=True, text=True, timeout=30)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"reading {path} ran past 30 s")
+    assert "DataError: refused" in proc.stderr and "it builds 42 containers" in proc.stderr, proc.stderr
 
 
 @pytest.mark.parametrize("content", [["a", "list"], {"entire-object": 3}, {1: "abc"}, {"a": {"nested": "x"}}],

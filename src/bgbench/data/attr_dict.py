@@ -4,8 +4,10 @@ Each file is a pickle of a dict: attribute name -> a base64-encoded JPEG (or PNG
 attribute's mask, `entire-object` included. A pickle can run any code when it is loaded, so it is
 read with an unpickler that resolves no global at all (`find_class` refuses everything): plain
 dicts, strings and bytes need none, while every way of running code (a `__reduce__`, an object
-of any class) needs one. Whatever loads must then be a dict of str -> str/bytes; anything else is
-refused with one line naming the file, and nothing in it runs.
+of any class) needs one. A pickle that nests containers is refused before it is loaded
+(`_refuse_nested`): a few bytes of shared references unfold into hours of work. Whatever loads
+must then be a dict of str -> str/bytes; anything else is refused with one line naming the file,
+and nothing in it runs.
 
 A mask is decoded as RIVAL10's `save_uri_as_img` does: base64 -> image, resized to the image it
 belongs to (bicubic, PIL's default), channels summed, nonzero is in.
@@ -15,6 +17,7 @@ from __future__ import annotations
 import binascii
 import io
 import pickle
+import pickletools
 from pathlib import Path
 from typing import Dict, Tuple, Union
 
@@ -38,14 +41,32 @@ class _NoGlobals(pickle.Unpickler):
         raise pickle.UnpicklingError("it holds a persistent id")
 
 
+#: The opcodes that build a container (dict, list, tuple, set).
+_CONTAINERS = frozenset({"EMPTY_DICT", "DICT", "EMPTY_LIST", "LIST", "EMPTY_TUPLE", "TUPLE", "TUPLE1", "TUPLE2",
+                         "TUPLE3", "EMPTY_SET", "FROZENSET"})
+
+
+def _refuse_nested(data: bytes) -> None:
+    """Refuse, before loading, a pickle that builds more than one container. Every pickle read
+    here is one flat dict, list or tuple, and nesting is what lets shared references unfold: a
+    dict keyed by a tuple that holds the tuple below twice, forty deep, is 300 bytes, and loading
+    it hashes 2**40 tuples (hours) before any check could look at it."""
+    built = sum(op.name in _CONTAINERS for op, _, _ in pickletools.genops(data))
+    if built > 1:
+        raise pickle.UnpicklingError(f"it builds {built} containers, where plain data here is one flat "
+                                     f"dict, list or tuple")
+
+
 def read_plain_pickle(path: Path, what: str):
-    """The literals a pickle in `path` holds (dicts, lists, str, bytes, numbers), read with
-    `_NoGlobals`; `DataError` naming the file and `what` it should be for anything that needs a
-    global (a pickle that would run code is refused, never run)."""
+    """The literals a flat pickle in `path` holds (one dict, list or tuple of str, bytes,
+    numbers), read with `_NoGlobals`; `DataError` naming the file and `what` it should be for
+    anything that needs a global (a pickle that would run code is refused, never run) or nests
+    containers (`_refuse_nested`)."""
     path = Path(path)
     try:
-        with open(path, "rb") as f:
-            return _NoGlobals(f).load()
+        data = path.read_bytes()
+        _refuse_nested(data)
+        return _NoGlobals(io.BytesIO(data)).load()
     except OSError as e:
         raise DataError(f"cannot read {path}: {e.strerror or e}") from None
     except Exception as e:  # noqa: BLE001 - any failure of an untrusted pickle is the file's fault
