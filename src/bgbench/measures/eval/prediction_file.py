@@ -130,6 +130,9 @@ class _Reader:
         return variant, image_id, row
 
     def _check_image(self, line: int, variant: str, image_id: str) -> None:
+        if len(image_id) > 200 or len(variant) > 200:  # a cell of any size is read; its error line stays one line
+            self.fail(line, f"an image id or variant of {max(len(image_id), len(variant)):,} characters is not "
+                            f"an image of {self.layout.root} (ids look like <class folder>/<file stem>)")
         if variant not in self.layout.variants:
             self.fail(line, f"variant {variant!r} is not a folder of {self.layout.root} "
                             f"(present: {', '.join(self.layout.variants)})")
