@@ -397,6 +397,9 @@ def test_one_datasets_entry_in_anothers_key_folder_is_not_served_as_the_other(sy
     source = _entry(original)
     target = pixel_cache.pixels_folder() / pixel_cache.entry_key(mixed)
     shutil.copytree(source, target)
+    listed = {e["key"]: e for e in json.loads(run_cli("cache", "--json").stdout)["entries"]}
+    assert listed[target.name]["damaged"] == "its meta.json names another key"
+    assert listed[source.name]["damaged"] is None
     served = pixel_cache.pixels_of(mixed, wait=True)
     assert served.from_cache == 0
     assert all(np.array_equal(served.image(k), decode_item(it)) for k, it in enumerate(mixed))
@@ -419,19 +422,94 @@ def test_clear_removes_only_the_caches_entries(synth_copy):
     assert pixel_cache.entries() == []
 
 
-def test_clear_never_removes_a_first_pass_still_writing(synth_copy):
+def test_clear_never_removes_a_first_pass_that_may_still_be_writing(synth_copy):
     root = pixel_cache.pixels_folder()
     root.mkdir(parents=True)
     key = pixel_cache.entry_key(_items(synth_copy))
-    lock = pixel_cache._Lock(root / f"{key}.lock")  # what a live first pass holds
     live = root / f".tmp-{key}-abc"
     live.mkdir()
     (live / "pixels.npy").write_bytes(b"being written")
+    lock = pixel_cache._Lock(root / f"{key}.lock")  # what a live first pass holds
+    hours_ago = time.time() - 2 * 3600  # past the documented hour
+    os.utime(live, (hours_ago, hours_ago))  # a pass longer than the documented age: told by its lock
     assert run_cli("cache", "clear").returncode == 0
-    assert live.is_dir()  # it is written by a live pass: kept
+    assert live.is_dir()
     lock.release()
+    os.utime(live)  # younger than the documented age, its lock free (a lock file removed under its writer)
     assert run_cli("cache", "clear").returncode == 0
-    assert not live.exists()  # its writer is gone: a leftover, removed
+    assert live.is_dir()
+    os.utime(live, (hours_ago, hours_ago))  # old and its lock free: a killed writer's leftover
+    assert run_cli("cache", "clear").returncode == 0
+    assert not live.exists()
+
+
+def test_clear_during_a_first_pass_leaves_it_to_finish(synth_copy, monkeypatch):
+    import threading
+
+    import bgbench.data.pixel_cache as module
+    items = _items(synth_copy)
+    go = threading.Event()
+
+    def slow_decode(item):
+        go.wait(30)  # the pass is under way, its private folder written, while `cache clear` runs
+        return decode_item(item)
+    monkeypatch.setattr(module, "decode_item", slow_decode)
+    writing = pixel_cache.pixels_of(items, processes=1)
+    r = run_cli("cache", "clear")
+    go.set()
+    writing.filling.join(timeout=60)
+    assert r.returncode == 0 and writing.filling.error is None, writing.filling.error
+    assert np.array_equal(writing.image(5), decode_item(items[5]))
+    assert pixel_cache.pixels_of(items).from_cache == len(items)  # its entry was renamed into place
+
+
+def test_an_entry_of_an_older_format_is_decoded_again_into_this_ones(synth_copy):
+    items = _items(synth_copy)
+    folder = _entry(items)
+    meta = json.loads((folder / "meta.json").read_text())
+    (folder / "meta.json").write_text(json.dumps({**meta, "format": 1}))
+    again = pixel_cache.pixels_of(items, wait=True)
+    assert again.from_cache == 0
+    assert json.loads((folder / "meta.json").read_text())["format"] == pixel_cache.FORMAT
+    assert pixel_cache.pixels_of(items).from_cache == len(items)
+
+
+def test_an_entry_missing_a_file_is_listed_damaged_and_cleared(synth_copy):
+    folder = _entry(_items(synth_copy))
+    (folder / "index.npz").unlink()
+    (entry,) = json.loads(run_cli("cache", "--json").stdout)["entries"]
+    assert entry["damaged"] == "no index.npz"
+    r = run_cli("cache", "clear")
+    assert r.returncode == 0 and "removed 1 entry" in r.stdout and not folder.exists()
+
+
+def test_eval_after_the_cache_was_tampered_with_equals_no_cache(synth_root, model_ckpt):
+    from bgbench.store import Store
+    args = ["eval", "--model", f"file:{model_ckpt}", "--data", synth_root, "--variants", "original", "mixed_rand",
+            "--json", "--rerun"]
+    plain = run_cli(*args, "--no-cache")
+    assert plain.returncode == 0, plain.stderr
+    assert run_cli(*args).returncode == 0  # the first pass: an entry a variant
+    first, second = pixel_cache.entries()
+    shutil.rmtree(second.folder)
+    shutil.copytree(first.folder, second.folder)  # one variant's entry in the other's key folder
+    flat = np.load(first.folder / "pixels.npy", mmap_mode="r+")
+    flat[:] = np.random.default_rng(0).integers(0, 256, flat.shape, dtype=np.uint8)  # noise of the same size
+    flat.flush()
+    del flat
+    tampered = run_cli(*args)
+    assert tampered.returncode == 0, tampered.stderr
+    store = Store(os.environ["BGBENCH_DB"])
+
+    def table(run):
+        rows = store.predictions(json.loads(run.stdout)["run_id"])
+        return [{k: r[k] for k in r.keys() if k != "run_id"} for r in rows]
+    assert table(plain) and table(tampered) == table(plain)
+    assert tampered.stderr.count("does not hold what its key promises") == 2, tampered.stderr
+    assert "from the pixel cache" not in tampered.stderr  # both decoded again
+    again = run_cli(*args)
+    assert "read 72 of 72 images from the pixel cache" in again.stderr, again.stderr  # rewritten whole
+    assert table(again) == table(plain)
 
 
 @pytest.mark.parametrize("meta", ["[]", '{"images": null}', "not json", '{"format": 1, "images": 3}'])
@@ -454,6 +532,7 @@ def test_a_budget_that_is_not_a_finite_size_is_one_line(synth_root, value, monke
     monkeypatch.setenv("BGBENCH_CACHE_GB", value)
     proc = run_cli("eval", "--model", "timm:test_resnet", "--data", synth_root, "--variants", "original", "--rerun")
     assert_one_line_error(proc, "BGBENCH_CACHE_GB", "finite")
+    assert_one_line_error(run_cli("cache"), "BGBENCH_CACHE_GB", "finite")
 
 
 def test_cache_list_shows_whole_paths(synth_copy, tmp_path, monkeypatch):

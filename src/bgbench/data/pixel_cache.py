@@ -18,18 +18,19 @@ changed file, or another preprocessing, is another key, decoded again. Layout on
 
 An entry serves only what its key promises: its meta.json names its key (an entry copied into
 another key's folder is not that key's) and holds a CRC-32 of every image's middle row and of the
-map's first and last 64 KiB, checked when the entry is opened (4.5 ms for IN-9's 4,050 224-px
+map's first and last 64 KiB, checked when the entry is opened (about 6 ms for IN-9's 4,050 224-px
 images, benchmarks/README.md). A mismatch is one status line; the entry is decoded again. `clear`
 and eviction remove only folders named by a key that hold only an entry's files, whatever their
-meta.json holds (a damaged entry is listed and removed too), and never the folder of a first pass
-still writing (it holds its key's lock).
+meta.json holds (a damaged entry is listed and removed too: a marker in meta.json could not tell
+an entry whose meta.json is damaged), and never the folder of a first pass that may still be
+writing (`_remove_stale`).
 
 An entry is written in a private folder and renamed into place whole, so a run killed halfway
-leaves a `.tmp-*` folder that is never served (and is removed by the next write); a lock file per
-key makes the processes of one machine (torchrun's ranks) decode an entry once while the others
-wait for it. The folder is kept under a size budget by evicting the least recently used entries.
-A cache that cannot be written (read-only folder, full disk) costs one status line and the run
-goes on decoding as before.
+leaves a `.tmp-*` folder that is never served (a later write or `clear` removes it an hour later,
+once no process holds its key's lock); a lock file per key makes the processes of one machine
+(torchrun's ranks) decode an entry once while the others wait for it. The folder is kept under a
+size budget by evicting the least recently used entries. A cache that cannot be written (read-only
+folder, full disk) costs one status line and the run goes on decoding as before.
 """
 from __future__ import annotations
 
@@ -300,14 +301,17 @@ def _consecutive(positions: Sequence[int]) -> bool:
 def checksum(flat: np.ndarray, offsets: np.ndarray, shapes: np.ndarray) -> int:
     """CRC-32 of every image's middle row and of the map's first and last 64 KiB: pixels overwritten
     in any image, or a map from other images of the same size, change it, at a cost of one row an
-    image (reading every byte would cost as much as the decode the cache saves)."""
+    image (reading every byte would cost as much as the decode the cache saves). The rows are cut
+    from one memoryview of the map: a slice of the array itself costs a new memmap object an image,
+    twice the time of the CRC (benchmarks/README.md)."""
     import zlib
-    crc = zlib.crc32(memoryview(flat[:1 << 16]))
-    crc = zlib.crc32(memoryview(flat[-(1 << 16):]), crc)
+    view = memoryview(flat)
+    crc = zlib.crc32(view[:1 << 16])
+    crc = zlib.crc32(view[-(1 << 16):], crc)
     for off, (h, w, c) in zip(offsets.tolist(), shapes.tolist()):
         row = w * c
         start = off + (h // 2) * row
-        crc = zlib.crc32(memoryview(flat[start:start + row]), crc)
+        crc = zlib.crc32(view[start:start + row], crc)
     return crc
 
 
@@ -760,16 +764,22 @@ def _follow(filling: _Filling, n: int, progress: bool, desc: str) -> None:
         raise filling.error
 
 
-def _remove_stale(root: Path, older_than_s: float = 3600.0) -> None:
-    """Private folders left by killed writers: `older_than_s` old (a first pass's own start leaves
-    an hour to any other), and never one whose key's lock is held (a live first pass holds it until
-    its folder is renamed into place or removed)."""
+#: A private folder is a killed writer's leftover only once this old (and its key's lock is free).
+STALE_SECONDS = 3600.0
+
+
+def _remove_stale(root: Path) -> None:
+    """Private folders left by killed writers: STALE_SECONDS old, and never one whose key's lock is
+    held (a live first pass holds it until its folder is renamed into place or removed). Both: a
+    lock is no proof alone (a lock file removed between a writer's open and its flock leaves the
+    writer holding a lock no other process can see), and a first pass longer than an hour is only
+    told by its lock."""
     import re
     now = time.time()
     for tmp in root.glob(".tmp-*"):
         key = re.match(r"\.tmp-([0-9a-f]{32})-", tmp.name)
         with contextlib.suppress(OSError):
-            if key is None or now - tmp.stat().st_mtime <= older_than_s or _held(root / f"{key.group(1)}.lock"):
+            if key is None or now - tmp.stat().st_mtime <= STALE_SECONDS or _held(root / f"{key.group(1)}.lock"):
                 continue
             shutil.rmtree(tmp, ignore_errors=True)
 
@@ -824,19 +834,24 @@ def entries() -> List[CacheEntry]:
         try:
             if not _is_entry_folder(folder):
                 continue
-            size = sum(p.stat().st_size for p in folder.iterdir())
+            files = list(folder.iterdir())
+            size = sum(p.stat().st_size for p in files)
             meta_path = folder / "meta.json"
             used = (meta_path if meta_path.exists() else folder).stat().st_mtime
         except OSError:
             continue
         try:
             info = json.loads(meta_path.read_text())
-            if not isinstance(info, dict) or not isinstance(info.get("images"), int):
+            if not isinstance(info, dict) or type(info.get("images")) is not int:
                 raise ValueError("its meta.json is not an entry's")
-            damaged = None if info.get("format") == FORMAT else f"format {info.get('format')!r}, not {FORMAT}"
+            damaged = (f"format {info.get('format')!r}, not {FORMAT}" if info.get("format") != FORMAT else
+                       "its meta.json names another key" if info.get("key") != folder.name else None)
         except (OSError, ValueError) as e:
             info, damaged = {}, (str(e) if isinstance(e, ValueError) and "meta.json" in str(e)
                                  else "its meta.json cannot be read")
+        missing = sorted(ENTRY_FILES - {p.name for p in files})
+        if missing:  # a folder of a key lacking a file: never served, and `clear` removes it
+            damaged = f"no {', '.join(missing)}"
         first = info.get("first") if isinstance(info.get("first"), str) else None
         found.append(CacheEntry(folder.name, folder, int(info.get("images") or 0), size, used, first,
                                 info.get("preprocessing") if isinstance(info.get("preprocessing"), dict) else None,
@@ -876,11 +891,11 @@ def evict(keep: Optional[str] = None, budget: Optional[int] = None) -> List[Cach
 
 def clear() -> List[CacheEntry]:
     """Remove every entry (damaged ones too) and the private folders of killed writers, never a
-    first pass still writing (its key's lock is held); the removed entries."""
+    first pass's that may still be writing (`_remove_stale`); the removed entries."""
     gone = [e for e in entries() if remove(e)]
     root = pixels_folder()
     if root.is_dir():
-        _remove_stale(root, older_than_s=0)
+        _remove_stale(root)
         for lock in root.glob("*.lock"):
             with contextlib.suppress(OSError):
                 if not _held(lock) and not any(root.glob(f".tmp-{lock.stem}-*")):
