@@ -5,8 +5,9 @@ Synthetic-9's train split gets both controlled shortcuts (`bgbench synth --corre
 family, and a share Q of one class's images (08_bar, the carton's part) carrying ImageNet-W's
 watermark. timm:test_resnet is trained on ORIGINAL (ERM); DFR then refits its last layer on the
 train split balanced over (class, background family), as `bgbench train --recipe dfr` does. A study
-measures both models on the clean val split: eval (BG-Gap), a sampled Backgrounds Challenge and
-the watermark measure (the mark added to every val image; Carton gap on 08_bar). It prints the
+measures both models on the clean val split: eval (BG-Gap), a sampled Backgrounds Challenge,
+Whac-A-Mole's IN-9 gap (in9_gap: its Resize(256) and CenterCrop(224)) and the watermark measure (the
+mark added to every val image; Carton gap on 08_bar). It prints the
 shortcut table and the DFR model's paired changes: what fixing the background shortcut did to
 the watermark one, whichever way it goes.
 
@@ -59,7 +60,7 @@ def main() -> None:
                    {"model": f"file:{dfr['checkpoint']}", "label": "ERM + DFR"}],
         "datasets": [{"path": str(data), "label": "synthetic9"}],
         "measures": {"eval": {"seed": args.seed}, "challenge": {"sample": 200, "seed": args.seed},
-                     "watermark": {"seed": args.seed}}}, source="whac_a_mole", out=out / "report")
+                     "in9_gap": {"seed": args.seed}, "watermark": {"seed": args.seed}}}, source="whac_a_mole", out=out / "report")
     result = run_study(study, out / "results.db", progress=False, rerun=True)
     print(f"Synthetic-9 {args.size}px, train {args.per_class}/class with P = {args.correlation} (backgrounds) and "
           f"Q = {args.watermark_correlation} (watermark on 08_bar); val {args.test_per_class}/class, clean")

@@ -247,6 +247,7 @@ COMMANDS = {
                                           "--json --db {db} --quiet",
     "bgbench probe imagenet_x --model M": "probe imagenet_x --model {imodel} --data {imagenet} --json --db {db} "
                                           "--quiet",
+    "bgbench probe in9_gap --model M": "probe in9_gap --model {model} --data {data} --json --db {db} --quiet",
     "bgbench analyze shortcuts": "analyze shortcuts --json --db {db}",
     "bgbench synth --out DIR": "synth --out {tmp}/s9 --size 32 --per-class 2 --split val --seed 1 "
                                "--bg-correlation 0.9 --json --quiet",
@@ -391,7 +392,7 @@ def test_readme_commands_run_and_every_json_is_strict(synth_root, tmp_path, monk
              "bgbench probe ablate --model M --data ROOT", "bgbench probe attribution --model M --data ROOT",
              "bgbench eval --model M --imagenet ROOT", "bgbench probe watermark --model M",
              "bgbench probe texture --model M", "bgbench probe renditions --model M",
-             "bgbench probe imagenet_x --model M", "bgbench analyze shortcuts",
+             "bgbench probe imagenet_x --model M", "bgbench probe in9_gap --model M", "bgbench analyze shortcuts",
              "bgbench edit --data ROOT --out DIR",
              "bgbench eval --model M --data DIR", "bgbench analyze edits RUN", "bgbench edit --plugin my_backends",
              "bgbench build --images DIR [--boxes PATH]", "bgbench build --images /data/imgs --boxes /data/xml --out",

@@ -191,6 +191,7 @@ def every_kind_of_run(synth_root, tmp_path_factory):
     bgbench.record(bgbench.probe("ablate", model, synth_root, progress=False), db)
     bgbench.record(bgbench.probe("attribution", model, synth_root, progress=False), db)
     bgbench.record(bgbench.probe("watermark", model, synth_root, progress=False), db)  # and the shortcut table
+    bgbench.record(bgbench.probe("in9_gap", model, synth_root, progress=False), db)
     bgbench.record(bgbench.edit(synth_root, tmp / "edited", levels=["remove"], progress=False), db)
     bgbench.record(bgbench.evaluate(model, tmp / "edited", progress=False), db)
     return bgbench.report(db, tmp / "site", progress=False)

@@ -177,6 +177,28 @@ def test_renditions_equals_map_prediction_on_imagenet_r_and_imagenet_200(trees, 
     assert doc["gap"]["value"] == pytest.approx(acc["renditions"] - acc["imagenet_200"]) and not doc["gap"]["paired"]
 
 
+def test_a_models_renditions_run_lands_on_its_own_row_of_the_table(trees, hub, tmp_path):
+    """The renditions run records ImageNet-R's 200-class map, the eval of the same val the 1000
+    classes': one model, one row, carrying both numbers (it was a second row, as if another model)."""
+    db = tmp_path / "t.db"
+    proc = run_cli("eval", "--model", MODEL, "--resize", "none", "--imagenet", trees["root"] / "tv", "--db", db,
+                   "--json", "--quiet")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    accuracy = json.loads(proc.stdout)["accuracy"]["original"]["value"]
+    gap = probe("renditions", db, "--data", trees["root"] / "tv", "--renditions", trees["root"] / "r")["gap"]["value"]
+    from bgbench.store import Store
+    with Store(db) as store:
+        maps = {len(json.loads(r["config"])["class_map"]["imagenet_classes"]) for r in store.runs()}
+    assert len(maps) == 2  # the two runs record two class maps
+    proc = run_cli("analyze", "shortcuts", "--db", db, "--json")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (block,) = json.loads(proc.stdout)["datasets"]
+    (row,) = block["rows"]
+    assert row["cells"]["in1k_acc"]["value"] == pytest.approx(accuracy)
+    assert row["cells"]["in_r_gap"]["value"] == pytest.approx(gap)
+    assert row["model"].startswith(MODEL) and " [m" not in row["model"]  # its name, no subject key to tell it apart
+
+
 def test_texture_is_the_sin_gap_paired_by_file_stem(trees, hub, tmp_path):
     db = tmp_path / "t.db"
     doc = probe("texture", db, "--data", trees["root"] / "tv", "--stylized", trees["root"] / "sin")

@@ -138,7 +138,7 @@ class ArmsMeasure(RunningMeasure):
             return None
         layout = run.layout
         config = self.run_config(cfg, layout, run.ranks, own=self.recorded(run.sets, cfg, run),
-                                 images=len(layout.items("original")),
+                                 images=len(layout.items(layout.variants[0])),
                                  after={"arms": {a.name: sets[a.name] for a in run.sets}})
         result = MeasureResult(self.name, rows, config)
         result.seconds = run.elapsed()

@@ -36,6 +36,7 @@ NEEDS = {
     "model": "a model that runs",
     "masks": "foreground masks (fg_mask/)",
     "backgrounds": "the only_bg_t backgrounds of an IN-9 layout (only_bg_t/)",
+    "mixed": "the mixed_same and mixed_rand variants of an IN-9 layout (mixed_same/, mixed_rand/)",
     "attributes": "attribute masks (attr_mask/, or a RIVAL10 release)",
     "boxes": "the foreground boxes of the dataset",
     "eval run": "a stored eval run",

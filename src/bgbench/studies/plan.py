@@ -29,6 +29,8 @@ from .spec import EDITS, FOLDER_OPTIONS, Study, StudyDataset, StudyMeasure, Stud
 NO_MASKS = "the dataset has no foreground masks (fg_mask/)"
 #: Why a step that pastes objects on the dataset's own backgrounds (the challenge) is skipped.
 NO_BACKGROUNDS = "the dataset has no only_bg_t backgrounds (only_bg_t/)"
+#: Why a step that reads IN-9's two mixed variants (Whac-A-Mole's IN-9 gap) is skipped.
+NO_MIXED = "the dataset has no mixed_same and mixed_rand variants (mixed_same/, mixed_rand/)"
 
 
 @dataclass
@@ -282,6 +284,8 @@ def _unsupported(name: str, facts: DatasetFacts, options: Optional[dict] = None)
     # masks but no backgrounds (Hard ImageNet, RIVAL10); without masks, that reason says enough
     if "backgrounds" in needs and facts.masks and "only_bg_t" not in facts.variants:
         reasons.append(NO_BACKGROUNDS)
+    if "mixed" in needs and not {"mixed_same", "mixed_rand"} <= set(facts.variants):
+        reasons.append(NO_MIXED)
     if "attributes" in needs and not facts.attributes:
         reasons.append("the dataset has no attribute masks (attr_mask/, or a RIVAL10 release)")
     if "imagenet" in needs and not facts.imagenet:

@@ -43,10 +43,11 @@ class Shortcuts(AnalysisMeasure):
     def of_subjects(self, store, subjects, seed: int = 0):
         """The table of these report subjects, and the changes of every derived model among them."""
         from .changes import changes
-        from .table import ShortcutTable, build_blocks
+        from .table import ShortcutTable, build_blocks, model_rows
         def metrics(run_id: int):
             return {(m["name"], m["variant"]): m for m in store.metrics(run_id)}
-        return ShortcutTable(build_blocks(subjects, metrics), changes(store, subjects, seed))
+        models = model_rows(subjects)
+        return ShortcutTable(build_blocks(models, metrics), changes(store, models, seed))
 
 
 MEASURE = register_measure(Shortcuts)

@@ -6,11 +6,11 @@ A model is derived from another when its provenance says so: a last-layer refit 
 (`spec.extra['last_layer']`); a recipe started from a checkpoint records it (`spec.extra['init_sha256']`).
 
 Each change is derived minus base, per column of the shortcut table, paired over images:
-- a gap (IN-W, Carton, SIN, IN-R): per image, (shifted - reference correctness) of the derived model
-  minus the base's, bootstrapped over the images (each arm on its own where the arms hold different
-  images, ImageNet-R);
+- a gap (IN-W, Carton, SIN, IN-R, IN-9): per image, (shifted - reference correctness) of the derived
+  model minus the base's, bootstrapped over the images (each arm on its own where the arms hold
+  different images, ImageNet-R);
 - an accuracy (IN-1k, challenge): per image, correct(derived) - correct(base);
-- the IN-9 gap and BG-Gap: per foreground, as `bgbench compare` computes the BG-Gap difference;
+- BG-Gap: per foreground, as `bgbench compare` computes the BG-Gap difference;
 - ImageNet-X's background error ratio: both ratios on the same resampled images.
 A change "made worse" a shortcut when its interval excludes zero in the direction the column calls
 worse (a gap further below zero, a BG-Gap or error ratio higher).
@@ -28,7 +28,7 @@ from .table import COLUMNS, Column, is_imagenet
 
 #: The gap measures, by name: (reference arm, shifted arm, image key).
 GAP_ARMS = {"watermark": ("clean", "watermarked", "id"), "texture": ("imagenet", "stylized", "stem"),
-            "renditions": ("imagenet_200", "renditions", "id")}
+            "renditions": ("imagenet_200", "renditions", "id"), "in9_gap": ("mixed_same", "mixed_rand", "id")}
 
 
 def parent_of(spec: dict) -> Optional[Tuple[Optional[str], Optional[str], str]]:
@@ -104,12 +104,7 @@ def _eval_change(store, column: Column, base_run: int, derived_run: int, seed: i
     from ...probing.tables import stored_table
     if column.metric == "bg_gap":
         comp = compare_runs(store, derived_run, base_run, seed=seed)
-        if comp.bg_gap_diff is None:
-            return None
-        e = comp.bg_gap_diff.as_dict()
-        if column.sign < 0:
-            e = {**e, "value": -e["value"], "lo": -e["hi"], "hi": -e["lo"]}
-        return e
+        return None if comp.bg_gap_diff is None else comp.bg_gap_diff.as_dict()
     tb, td = stored_table(store, base_run), stored_table(store, derived_run)
     if column.variant not in tb.variants or column.variant not in td.variants:
         return None

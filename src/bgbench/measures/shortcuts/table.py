@@ -6,9 +6,18 @@ of backgrounds: BG-Gap (mixed_same - mixed_rand, the paper's sign), challenge ac
 ImageNet-X's background error ratio. Each number is a stored run's metric with its interval; a
 column without a run is a dash.
 
+**Preprocessing.** Whac-A-Mole reads every dataset, IN-9 included, through torchvision's
+Resize(256) and CenterCrop(224); the Backgrounds Challenge feeds IN-9's images as they are. Each
+column says which it used (`Block.preprocessing`): the ImageNet columns are read with the crop
+(ImageNet's images always are), the IN-9 gap too (its own pass, the `in9_gap` measure, not the
+eval's BG-Gap negated), and BG-Gap, challenge accuracy and the watermark gap off ImageNet with the
+images as the dataset holds them. Each model's own normalization and resize policy follow.
+
 The table has one block per dataset (a study's label for it): ImageNet's val gives the ImageNet
-columns, an IN-9-layout dataset (IN-9, Synthetic-9) the background columns and its own watermark
-gap. Its rows are the models (their label, the same everywhere in the report).
+columns, an IN-9-layout dataset (IN-9, Synthetic-9, Whac-A-Mole's copy of IN-9 with only its two
+mixed folders) the background columns and its own watermark gap. Its rows are the models, one per
+model whatever class map its runs recorded (`model_rows`: the renditions run, scored over ImageNet-R's
+200 classes, is the same model's as its eval), under their label, the same everywhere in the report.
 
 **Mitigating one, amplifying another.** When a model was derived from another one in the table (a
 last-layer refit, DFR or a linear probe, of its backbone; or a recipe started from its weights, as
@@ -20,16 +29,19 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+#: How a column's images reached the model (before its own normalization and resize policy).
+CROP = "Resize(256), CenterCrop(224)"
+AS_HELD = "as the dataset holds them"
 
 
 @dataclass(frozen=True)
 class Column:
     """One column: its title, the measure (by name) and metric (variant) it reads, whether it is a
-    share (shown as a percentage), its direction, and `sign` (-1: the metric negated, IN-9 gap =
-    -BG-Gap)."""
+    share (shown as a percentage), its direction, the data it is read on, and its preprocessing
+    where it is its own whatever the data (None: the dataset's, `Block.preprocessing`)."""
 
     key: str
     title: str
@@ -38,8 +50,8 @@ class Column:
     variant: str = ""
     percent: bool = True
     higher_is_better: bool = True
-    sign: int = 1
     data: str = "any"  # 'imagenet': only ImageNet's own images; 'other': every other dataset; 'any'
+    preprocessing: Optional[str] = None
 
     @property
     def kind(self) -> str:
@@ -55,7 +67,7 @@ COLUMNS: Tuple[Column, ...] = (
     Column("carton_gap", "Carton gap", "watermark", "carton_gap", higher_is_better=False),
     Column("sin_gap", "SIN gap", "texture", "sin_gap", data="imagenet"),
     Column("in_r_gap", "IN-R gap", "renditions", "in_r_gap", data="imagenet"),
-    Column("in9_gap", "IN-9 gap", "eval", "bg_gap", sign=-1, data="other"),
+    Column("in9_gap", "IN-9 gap", "in9_gap", "in9_gap", data="other", preprocessing=CROP),
     Column("bg_gap", "BG-Gap", "eval", "bg_gap", higher_is_better=False, data="other"),
     Column("challenge_acc", "challenge acc", "challenge", "challenge_accuracy", data="other"),
     Column("bg_error_ratio", "ImageNet-X bg error ratio", "imagenet_x", "imagenet_x_error_ratio",
@@ -78,10 +90,7 @@ def cell(run: Optional[Any], column: Column, metrics: Callable[[int], Dict[Tuple
     m = metrics(int(run["id"])).get((column.metric, column.variant))
     if m is None or m["value"] is None:
         return None
-    lo, hi = m["lo"], m["hi"]
-    if column.sign < 0:
-        lo, hi = (None if hi is None else -hi), (None if lo is None else -lo)
-    return {"value": column.sign * m["value"], "lo": lo, "hi": hi, "n": m["n"], "run": int(run["id"])}
+    return {"value": m["value"], "lo": m["lo"], "hi": m["hi"], "n": m["n"], "run": int(run["id"])}
 
 
 @dataclass
@@ -96,6 +105,20 @@ class Block:
     def title(self, column: Column) -> str:
         return column.title if self.imagenet else OTHER_TITLES.get(column.key, column.title)
 
+    def preprocessing(self, column: Column) -> str:
+        """How the column's images reached the model: its own crop, else ImageNet's (every reader of
+        ImageNet's images crops), else the images as the dataset holds them."""
+        return column.preprocessing or (CROP if self.imagenet else AS_HELD)
+
+    def preprocessing_line(self) -> str:
+        """'preprocessing: IN-9 gap: Resize(256), CenterCrop(224); BG-Gap, ...: as the dataset holds
+        them', each preprocessing once, in the columns' order."""
+        by: Dict[str, List[str]] = {}
+        for c in self.columns:
+            by.setdefault(self.preprocessing(c), []).append(self.title(c))
+        return ("preprocessing: " + "; ".join(f"{', '.join(titles)}: {how}" for how, titles in by.items()) +
+                " (then each model's own normalization and resize policy)")
+
 
 @dataclass
 class ShortcutTable:
@@ -106,14 +129,15 @@ class ShortcutTable:
     def to_dict(self) -> dict:
         return {"datasets": [{"dataset": b.dataset, "imagenet": b.imagenet,
                               "columns": [{"key": c.key, "title": b.title(c), "percent": c.percent,
-                                           "higher_is_better": c.higher_is_better} for c in b.columns],
-                              "rows": b.rows} for b in self.blocks],
+                                           "higher_is_better": c.higher_is_better,
+                                           "preprocessing": b.preprocessing(c)} for c in b.columns],
+                              "preprocessing": b.preprocessing_line(), "rows": b.rows} for b in self.blocks],
                 "changes": self.changes}
 
     def text(self) -> str:
         if not self.blocks:
             return ("shortcut table: no stored run measures a shortcut; `bgbench probe watermark`, `probe texture`, "
-                    "`probe renditions` or `probe imagenet_x` (on ImageNet's val) and `bgbench eval` (IN-9's "
+                    "`probe renditions` or `probe imagenet_x` (on ImageNet's val) and `probe in9_gap` (IN-9's "
                     "gap) make one, or a study with those measures")
         lines = ["shortcut table (Whac-A-Mole's columns beside the Backgrounds Challenge; 95% intervals)"]
         for b in self.blocks:
@@ -122,6 +146,7 @@ class ShortcutTable:
             for r in b.rows:
                 lines.append(f"{r['model']:<{w}}" + "".join(f"  {show(r['cells'].get(c.key), c):>24}"
                                                             for c in b.columns))
+            lines.append(b.preprocessing_line())
         for ch in self.changes:
             lines += ["", f"{ch['derived']} against {ch['base']} on {ch['dataset']} ({ch['relation']}):"]
             for item in ch["items"]:
@@ -164,3 +189,29 @@ def build_blocks(subjects: Sequence[Any], metrics: Callable[[int], Dict[Tuple[st
             continue  # no shortcut measure on this dataset: the scorecard already shows its accuracy and BG-Gap
         blocks.append(Block(dataset, imagenet, shortcut, rows))
     return blocks
+
+
+def model_rows(subjects: Sequence[Any]) -> List[Any]:
+    """One subject per model on each dataset: the report's subjects of one model (its string, weights,
+    normalization and protocol) on one dataset joined, whatever class map each run recorded. A
+    measure that scores a subset of the classes records that subset's map (renditions: ImageNet-R's
+    200 classes), which makes it a subject of its own, but it is the same model's row."""
+    groups: Dict[tuple, List[Any]] = {}
+    for s in subjects:
+        spec = s.spec
+        key = (s.data_label, s.data_fingerprint, s.model, s.weights, s.protocol,
+               json.dumps([spec.get("mean"), spec.get("std")]))
+        groups.setdefault(key, []).append(s)
+    rows = []
+    for group in groups.values():
+        first = group[0]
+        if len(group) == 1:
+            rows.append(first)
+            continue
+        runs = sorted((r for s in group for r in s.runs), key=lambda r: r["id"])  # oldest first, as a subject's
+        # the report told the split subjects apart by their key ('m [m2]'); joined, the model's name is enough
+        label = first.label if len({s.label for s in group}) == 1 else first.label.removesuffix(f" [{first.key}]")
+        rows.append(replace(first, runs=runs, label=label))
+    named = [(r.data_label, r.label) for r in rows]
+    return [r if named.count((r.data_label, r.label)) == 1 or r.label.endswith(f" [{r.key}]")
+            else replace(r, label=f"{r.label} [{r.key}]") for r in rows]  # two models of one name: keyed again
