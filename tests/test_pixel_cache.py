@@ -512,7 +512,35 @@ def test_eval_after_the_cache_was_tampered_with_equals_no_cache(synth_root, mode
     assert table(again) == table(plain)
 
 
-@pytest.mark.parametrize("meta", ["[]", '{"images": null}', "not json", '{"format": 1, "images": 3}'])
+def _index_as(folder: Path, change) -> None:
+    with np.load(folder / "index.npz") as z:
+        offsets, shapes = change(z["offsets"], z["shapes"])
+    np.savez(folder / "index.npz", offsets=offsets, shapes=shapes)
+
+
+DEEP = "[" * 100_000 + "]" * 100_000  # deeper than the JSON parser recurses
+
+
+@pytest.mark.parametrize("damage", ["meta nested deep", "index of floats", "index with width and channels swapped"])
+def test_a_damaged_index_or_meta_is_one_line_and_decoded_again(synth_copy, damage, capsys):
+    items = _items(synth_copy)
+    folder = _entry(items)
+    if damage == "meta nested deep":
+        (folder / "meta.json").write_text(DEEP)
+    elif damage == "index of floats":
+        _index_as(folder, lambda offsets, shapes: (offsets.astype(float), shapes.astype(float)))
+    else:  # the same bytes and the same middle rows, cut into (H, 3, W) images
+        _index_as(folder, lambda offsets, shapes: (offsets, shapes[:, [0, 2, 1]]))
+    capsys.readouterr()
+    served = pixel_cache.pixels_of(items, wait=True)
+    assert served.from_cache == 0
+    assert all(np.array_equal(served.image(k), decode_item(it)) for k, it in enumerate(items))
+    assert capsys.readouterr().err.count("does not hold what its key promises") == 1
+    assert pixel_cache.pixels_of(items).from_cache == len(items)
+
+
+@pytest.mark.parametrize("meta", ["[]", '{"images": null}', "not json", '{"format": 1, "images": 3}',
+                                  pytest.param(DEEP, id="nested-deep")])
 def test_a_damaged_entry_is_listed_and_cleared(synth_copy, meta):
     folder = _entry(_items(synth_copy))
     (folder / "meta.json").write_text(meta)

@@ -17,8 +17,8 @@ changed file, or another preprocessing, is another key, decoded again. Layout on
                                              its key and a checksum of its pixels
 
 An entry serves only what its key promises: its meta.json names its key (an entry copied into
-another key's folder is not that key's) and holds a CRC-32 of every image's middle row and of the
-map's first and last 64 KiB, checked when the entry is opened (about 6 ms for IN-9's 4,050 224-px
+another key's folder is not that key's) and holds a CRC-32 of its index, of every image's middle
+row and of the map's first and last 64 KiB, checked when the entry is opened (about 6 ms for IN-9's 4,050 224-px
 images, benchmarks/README.md). A mismatch is one status line; the entry is decoded again. `clear`
 and eviction remove only folders named by a key that hold only an entry's files, whatever their
 meta.json holds (a damaged entry is listed and removed too: a marker in meta.json could not tell
@@ -128,8 +128,9 @@ def _needs_header(item) -> bool:
 
 
 #: Bumped when decoding changes in a way that changes pixels, or an entry's files change: older
-#: entries then stop matching (2: meta.json names its key and holds its pixels' checksum).
-FORMAT = 2
+#: entries then stop matching (2: meta.json names its key and holds its pixels' checksum; 3: the
+#: checksum covers the index too).
+FORMAT = 3
 #: What meta.json's "written_by" says: bgbench wrote the entry.
 WRITTEN_BY = "bgbench pixel cache"
 #: The files of an entry: a folder named by a key that holds anything else is not the cache's.
@@ -299,14 +300,17 @@ def _consecutive(positions: Sequence[int]) -> bool:
 
 
 def checksum(flat: np.ndarray, offsets: np.ndarray, shapes: np.ndarray) -> int:
-    """CRC-32 of every image's middle row and of the map's first and last 64 KiB: pixels overwritten
-    in any image, or a map from other images of the same size, change it, at a cost of one row an
-    image (reading every byte would cost as much as the decode the cache saves). The rows are cut
-    from one memoryview of the map: a slice of the array itself costs a new memmap object an image,
-    twice the time of the CRC (benchmarks/README.md)."""
+    """CRC-32 of the index (offsets and shapes), every image's middle row and the map's first and
+    last 64 KiB: pixels overwritten in any image, a map from other images of the same size, or an
+    index that cuts the map otherwise change it, at a cost of one row an image (reading every byte
+    would cost as much as the decode the cache saves). The rows are cut from one memoryview of the
+    map: a slice of the array itself costs a new memmap object an image, twice the time of the CRC
+    (benchmarks/README.md)."""
     import zlib
     view = memoryview(flat)
-    crc = zlib.crc32(view[:1 << 16])
+    crc = zlib.crc32(np.ascontiguousarray(offsets, dtype=np.int64).tobytes())
+    crc = zlib.crc32(np.ascontiguousarray(shapes, dtype=np.int64).tobytes(), crc)
+    crc = zlib.crc32(view[:1 << 16], crc)
     crc = zlib.crc32(view[-(1 << 16):], crc)
     for off, (h, w, c) in zip(offsets.tolist(), shapes.tolist()):
         row = w * c
@@ -319,25 +323,49 @@ def checksum(flat: np.ndarray, offsets: np.ndarray, shapes: np.ndarray) -> int:
 _REPORTED: set = set()
 
 
-def _open_entry(folder: Path, n: int) -> Optional[Tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """An entry's (flat map, offsets, shapes), or None when it is absent, not whole, or not what
-    its key promises (its meta.json names another key, or its pixels' checksum differs)."""
+def _read_meta(path: Path) -> dict:
+    """An entry's meta.json; ValueError when it is not an entry's (one nested deeper than the JSON
+    parser recurses too: its RecursionError is no ValueError, and broke `cache list` and `clear`)."""
     try:
-        meta = json.loads((folder / "meta.json").read_text())
+        meta = json.loads(path.read_text())
+    except RecursionError:
+        raise ValueError("its meta.json nests too deep") from None
+    if not isinstance(meta, dict):
+        raise ValueError("its meta.json is not an entry's")
+    return meta
+
+
+def _unlike_its_key(key: str, n: int, meta: dict, flat: np.ndarray, offsets: np.ndarray,
+                    shapes: np.ndarray) -> Optional[str]:
+    """Why an entry's files are not the `n` images its key promises, or None when they are."""
+    if meta.get("format") != FORMAT:
+        return f"format {str(meta.get('format'))[:12]}, not {FORMAT}"
+    if meta.get("key") != key:
+        return f"it names key {str(meta.get('key'))[:12]}"
+    if (offsets.shape != (n,) or shapes.shape != (n, 3) or offsets.dtype.kind not in "iu"
+            or shapes.dtype.kind not in "iu" or flat.ndim != 1 or flat.dtype != np.uint8):
+        return f"its index is not one of {n:,} images"
+    if flat.shape[0] != int(offsets[-1]) + int(np.prod(shapes[-1])):
+        return "its pixels are not the size its index says"
+    if meta.get("crc32") != checksum(flat, offsets, shapes):
+        return "its pixels' checksum differs"
+    return None
+
+
+def _open_entry(folder: Path, n: int) -> Optional[Tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """An entry's (flat map, offsets, shapes), or None when it is absent or not what its key
+    promises (`_unlike_its_key`; said in one status line)."""
+    try:
+        meta = _read_meta(folder / "meta.json")
         with np.load(folder / "index.npz", allow_pickle=False) as z:
             offsets, shapes = z["offsets"], z["shapes"]
         flat = np.load(folder / "pixels.npy", mmap_mode="r", allow_pickle=False)
-    except (OSError, ValueError, KeyError, EOFError):
-        return None
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-        return None  # another version's entry: decoded again into this one's
-    if len(offsets) != n or flat.ndim != 1 or flat.dtype != np.uint8 or shapes.shape != (n, 3):
-        return None
-    end = int(offsets[-1]) + int(np.prod(shapes[-1])) if n else 0
-    if flat.shape[0] != end:
-        return None
-    why = (f"it names key {str(meta.get('key'))[:12]}" if meta.get("key") != folder.name else
-           "its pixels' checksum differs" if meta.get("crc32") != checksum(flat, offsets, shapes) else None)
+    except OSError:
+        return None  # absent, or a file missing (`cache list` says which): decoded again
+    except (ValueError, KeyError, EOFError) as e:
+        why = str(e) if "meta.json" in str(e) else "its files cannot be read"
+    else:
+        why = _unlike_its_key(folder.name, n, meta, flat, offsets, shapes)
     if why is not None:
         if folder.name not in _REPORTED:
             _REPORTED.add(folder.name)
@@ -841,8 +869,8 @@ def entries() -> List[CacheEntry]:
         except OSError:
             continue
         try:
-            info = json.loads(meta_path.read_text())
-            if not isinstance(info, dict) or type(info.get("images")) is not int:
+            info = _read_meta(meta_path)
+            if type(info.get("images")) is not int:
                 raise ValueError("its meta.json is not an entry's")
             damaged = (f"format {info.get('format')!r}, not {FORMAT}" if info.get("format") != FORMAT else
                        "its meta.json names another key" if info.get("key") != folder.name else None)
