@@ -43,6 +43,15 @@ def write_timm_weights(hf_home: Path, tag: str = TAG, seed: int = 1):
     return path, state
 
 
+def tag_network(state, tag: str = TAG):
+    """`tag`'s timm architecture holding `state` (what `write_timm_weights` returned), in eval mode:
+    the plain network a test's oracle runs, built without bgbench."""
+    import timm
+    net = timm.create_model(tag.split(".")[0], pretrained=False)
+    net.load_state_dict(state)
+    return net.eval()
+
+
 def sha256(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 

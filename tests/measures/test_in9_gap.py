@@ -23,7 +23,7 @@ import torch
 from PIL import Image
 
 from conftest import run_cli
-from helpers.hub_cache import TAG, use_offline_hub, write_timm_weights
+from helpers.hub_cache import TAG, tag_network, use_offline_hub, write_timm_weights
 
 MODEL = f"timm:{TAG}"
 #: ImageNet's mean and std (Whac-A-Mole's `Normalize`), and the network fed what it is given (the tag's
@@ -82,13 +82,6 @@ def hub(world, monkeypatch):
     return use_offline_hub(monkeypatch, world["root"] / "hf")
 
 
-def network(state):
-    import timm
-    net = timm.create_model(TAG.split(".")[0], pretrained=False)
-    net.load_state_dict(state)
-    return net.eval()
-
-
 def transform(crop: bool):
     """Whac-A-Mole's test transform (`crop`), or the images as they are (the Backgrounds Challenge's feed)."""
     from torchvision import transforms
@@ -99,7 +92,7 @@ def transform(crop: bool):
 def oracle(world, crop: bool = True) -> dict:
     """(arm, image id) -> (label, prediction) as Whac-A-Mole's evaluation makes them (`crop`), or with
     the images fed as they are, for contrast."""
-    net, table, t = network(world["state"]), in_to_in9(), transform(crop)
+    net, table, t = tag_network(world["state"]), in_to_in9(), transform(crop)
     out = {}
     for arm in ARMS:
         split = world["data"] / arm / "val"

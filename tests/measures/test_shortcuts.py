@@ -23,7 +23,7 @@ import torch
 
 from conftest import run_cli
 from helpers import imagenet_val
-from helpers.hub_cache import TAG, use_offline_hub, write_timm_weights
+from helpers.hub_cache import TAG, tag_network, use_offline_hub, write_timm_weights
 
 MODEL = f"timm:{TAG}"
 
@@ -42,13 +42,6 @@ def trees(tmp_path_factory):
 @pytest.fixture()
 def hub(trees, monkeypatch):
     return use_offline_hub(monkeypatch, trees["root"] / "hf")
-
-
-def network(state):
-    import timm
-    net = timm.create_model(TAG.split(".")[0], pretrained=False)
-    net.load_state_dict(state)
-    return net.eval()
 
 
 def crop(path: Path):
@@ -96,7 +89,7 @@ def test_eval_imagenet_stores_each_prediction_under_its_file_name(trees, hub, tm
     from bgbench.store import Store
     with Store(db) as store:
         stored = {r["image_id"]: r["pred"] for r in store.predictions(doc["run_id"])}
-    net = network(trees["state"])
+    net = tag_network(trees["state"])
     folder = trees["root"] / "ilsvrc" / "ILSVRC" / "Data" / "CLS-LOC" / "val"
     expected = {name: int(logits(net, crop(folder / name)).argmax()) for name in trees["truth"]}
     assert stored == expected
@@ -114,7 +107,7 @@ def test_watermark_equals_imagenet_w_then_a_plain_forward(trees, hub, tmp_path):
     db = tmp_path / "w.db"
     doc = probe("watermark", db, "--data", trees["root"] / "tv")
     stored = {(r["arm"], r["image_id"]): r["pred"] for r in rows(db, "probe_watermark", doc["run_id"])}
-    net = network(trees["state"])
+    net = tag_network(trees["state"])
     mark = imagenet_w.AddWatermark(224)
     files = {p.name: p for p in (trees["root"] / "tv" / "val").rglob("*.JPEG")}
     preds = {}
@@ -162,7 +155,7 @@ def test_renditions_equals_map_prediction_on_imagenet_r_and_imagenet_200(trees, 
     db = tmp_path / "r.db"
     doc = probe("renditions", db, "--data", trees["root"] / "tv", "--renditions", trees["root"] / "r")
     stored = {(r["arm"], r["image_id"]): (r["label"], r["pred"]) for r in rows(db, "probe_renditions", doc["run_id"])}
-    net = network(trees["state"])
+    net = tag_network(trees["state"])
     wnids = sorted(p.name for p in (trees["root"] / "r").iterdir())  # ImageFolder's classes
     mask = torch.tensor([w in wnids for w in imagenet_synsets()])  # ImageNet-R's imagenet_r_mask
     expected = {}
@@ -202,7 +195,7 @@ def test_a_models_renditions_run_lands_on_its_own_row_of_the_table(trees, hub, t
 def test_texture_is_the_sin_gap_paired_by_file_stem(trees, hub, tmp_path):
     db = tmp_path / "t.db"
     doc = probe("texture", db, "--data", trees["root"] / "tv", "--stylized", trees["root"] / "sin")
-    net = network(trees["state"])
+    net = tag_network(trees["state"])
     acc = {}
     for arm, folder, suffix in (("imagenet", trees["root"] / "tv", "*.JPEG"), ("stylized", trees["root"] / "sin",
                                                                                "*.png")):

@@ -17,6 +17,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 import numpy as np
 
 from ..evaluation.metrics import Estimate, accuracy, paired_difference, percent, unpaired_difference
+from ..intervals import REPLICATES
 from .result import Summary, estimate_row
 
 Rows = Sequence[Any]  # the arms' rows (`arms.ArmRow`: arm, image_id, label, pred)
@@ -91,6 +92,22 @@ class GapSummary(Summary):
                 lines.append(_line(f"{name.removesuffix('_gap')} {arm}", a))
             lines.append(_line(name, e, signed=True))
         return lines + self.notes
+
+
+def resampling(config: dict) -> tuple:
+    """(seed, bootstrap replicates) of a run, as its config records them."""
+    return int(config.get("seed", 0)), int(config.get("bootstrap_replicates", REPLICATES))
+
+
+def two_arms(title: str, metric: str, rows: Rows, reference: str, shifted: str, config: dict,
+             key: Callable[[str], str] = str) -> GapSummary:
+    """The summary of a shortcut measured by two arms of `rows`: each arm's accuracy and
+    acc(shifted) - acc(reference), resampled under the run's seed and replicates; images matched
+    across the arms by `key` of their ids."""
+    seed, reps = resampling(config)
+    ref, sh = correct_by(rows, reference, key=key), correct_by(rows, shifted, key=key)
+    return GapSummary(title, metric, [reference, shifted], {reference: arm_accuracy(ref), shifted: arm_accuracy(sh)},
+                      gap(ref, sh, seed, reps))
 
 
 def _line(name: str, e: dict, signed: bool = False) -> str:

@@ -21,9 +21,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import List, Sequence
 
-from ...intervals import REPLICATES
 from ..arms import GAP_TEMPLATE, Arm, ArmRow, ArmsConfig, ArmsMeasure
-from ..gaps import GapSummary, arm_accuracy, correct_by, gap
+from ..gaps import GapSummary, two_arms
 from ..registry import Headline, SectionSpec
 
 MIXED_SAME, MIXED_RAND = "mixed_same", "mixed_rand"
@@ -81,8 +80,5 @@ class In9GapMeasure(ArmsMeasure):
                                  "test transform), then the model's own normalization and resize policy"}
 
     def summarize(self, rows: Sequence[ArmRow], config: dict) -> GapSummary:
-        seed, reps = int(config.get("seed", 0)), int(config.get("bootstrap_replicates", REPLICATES))
-        same, rand = correct_by(rows, MIXED_SAME), correct_by(rows, MIXED_RAND)
-        return GapSummary("background shortcut (Whac-A-Mole's IN-9 gap): mixed_rand - mixed_same", "in9_gap",
-                          [MIXED_SAME, MIXED_RAND], {MIXED_SAME: arm_accuracy(same), MIXED_RAND: arm_accuracy(rand)},
-                          gap(same, rand, seed, reps))
+        return two_arms("background shortcut (Whac-A-Mole's IN-9 gap): mixed_rand - mixed_same", "in9_gap", rows,
+                        MIXED_SAME, MIXED_RAND, config)

@@ -14,11 +14,10 @@ from dataclasses import dataclass, field, replace
 from typing import List, Optional, Sequence
 
 from ...errors import BgbenchError
-from ...intervals import REPLICATES
 from ...options import flag
 from ..arms import (GAP_TEMPLATE, Arm, ArmRow, ArmsConfig, ArmsMeasure, folder_option, imagenet_reference,
                     require_imagenet_model)
-from ..gaps import GapSummary, arm_accuracy, correct_by, gap
+from ..gaps import GapSummary, two_arms
 from ..registry import Headline, SectionSpec
 
 REFERENCE, RENDITIONS = "imagenet_200", "renditions"
@@ -110,8 +109,5 @@ class RenditionsMeasure(ArmsMeasure):
         return {"rule": "argmax over the renditions' classes' logits (ImageNet-R's map_prediction)"}
 
     def summarize(self, rows: Sequence[ArmRow], config: dict) -> GapSummary:
-        seed, reps = int(config.get("seed", 0)), int(config.get("bootstrap_replicates", REPLICATES))
-        ref, ren = correct_by(rows, REFERENCE), correct_by(rows, RENDITIONS)
-        return GapSummary("rendition shortcut (ImageNet-R): renditions - ImageNet-200", "in_r_gap",
-                          [REFERENCE, RENDITIONS], {REFERENCE: arm_accuracy(ref), RENDITIONS: arm_accuracy(ren)},
-                          gap(ref, ren, seed, reps))
+        return two_arms("rendition shortcut (ImageNet-R): renditions - ImageNet-200", "in_r_gap", rows, REFERENCE,
+                        RENDITIONS, config)

@@ -13,11 +13,10 @@ from dataclasses import dataclass, field
 from typing import List, Optional, Sequence
 
 from ...errors import BgbenchError
-from ...intervals import REPLICATES
 from ...options import flag
 from ..arms import (GAP_TEMPLATE, Arm, ArmRow, ArmsConfig, ArmsMeasure, folder_option, imagenet_reference,
                     require_imagenet_model)
-from ..gaps import GapSummary, arm_accuracy, correct_by, gap, stem
+from ..gaps import GapSummary, stem, two_arms
 from ..registry import Headline, SectionSpec
 
 REFERENCE, STYLIZED = "imagenet", "stylized"
@@ -68,8 +67,5 @@ class TextureMeasure(ArmsMeasure):
         return [Arm(REFERENCE, reference), Arm(STYLIZED, stylized)]
 
     def summarize(self, rows: Sequence[ArmRow], config: dict) -> GapSummary:
-        seed, reps = int(config.get("seed", 0)), int(config.get("bootstrap_replicates", REPLICATES))
-        ref, sty = correct_by(rows, REFERENCE, key=stem), correct_by(rows, STYLIZED, key=stem)
-        return GapSummary("texture shortcut (Stylized-ImageNet): stylized - ImageNet val", "sin_gap",
-                          [REFERENCE, STYLIZED], {REFERENCE: arm_accuracy(ref), STYLIZED: arm_accuracy(sty)},
-                          gap(ref, sty, seed, reps))
+        return two_arms("texture shortcut (Stylized-ImageNet): stylized - ImageNet val", "sin_gap", rows, REFERENCE,
+                        STYLIZED, config, key=stem)

@@ -17,10 +17,9 @@ from pathlib import Path
 from typing import List, Optional, Sequence
 
 from ...errors import BgbenchError
-from ...intervals import REPLICATES
 from ...options import flag
 from ..arms import GAP_TEMPLATE, Arm, ArmRow, ArmsConfig, ArmsMeasure
-from ..gaps import GapSummary, arm_accuracy, correct_by, gap
+from ..gaps import GapSummary, arm_accuracy, correct_by, gap, resampling, two_arms
 from ..registry import Headline, SectionSpec
 
 CLEAN, WATERMARKED = "clean", "watermarked"
@@ -101,13 +100,11 @@ class WatermarkMeasure(ArmsMeasure):
                              "normalization"}
 
     def summarize(self, rows: Sequence[ArmRow], config: dict) -> GapSummary:
-        seed, reps = int(config.get("seed", 0)), int(config.get("bootstrap_replicates", REPLICATES))
-        clean, marked = correct_by(rows, CLEAN), correct_by(rows, WATERMARKED)
-        summary = GapSummary("watermark shortcut (ImageNet-W): watermarked - clean", "watermark_gap",
-                             [CLEAN, WATERMARKED], {CLEAN: arm_accuracy(clean), WATERMARKED: arm_accuracy(marked)},
-                             gap(clean, marked, seed, reps))
+        summary = two_arms("watermark shortcut (ImageNet-W): watermarked - clean", "watermark_gap", rows, CLEAN,
+                           WATERMARKED, config)
         carton = config.get("carton")
         if carton:
+            seed, reps = resampling(config)
             label = int(carton["label"])
             on = (lambda y: y == label)
             c, m = correct_by(rows, CLEAN, on), correct_by(rows, WATERMARKED, on)
