@@ -8,6 +8,7 @@ equals the subject's.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,8 +46,16 @@ class Subject:
         reduced precision (bf16, tf32) never replaces an exact one as the number shown, and where it
         is the one shown its cells say its precision. A report of `--runs` that names it shows it."""
         found = [r for r in self.runs if r["kind"] == kind]
-        exact = [r for r in found if run_precision(r) == EXACT]
+        exact = [r for r in found if self.precision(r["id"]) == EXACT]
         return (exact or found)[-1] if found else None
+
+    def precision(self, run_id: int) -> str:
+        """`run_precision` of one of this subject's runs, its config parsed once for every cell."""
+        return self._precisions[run_id]
+
+    @functools.cached_property
+    def _precisions(self) -> Dict[int, str]:
+        return {r["id"]: run_precision(r) for r in self.runs}
 
     @property
     def spec(self) -> dict:

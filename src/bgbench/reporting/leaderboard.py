@@ -71,8 +71,8 @@ def _row(store: Store, runs: Dict[str, object], protocol: Optional[str]) -> dict
     row = {"model": first["model"], "model_label": run_model_label(first), "source": "measured",
            "checkpoint_sha256": first["checkpoint_sha256"], "data_fingerprint": first["data_fingerprint"],
            "protocol": protocol, "run_ids": sorted(r["id"] for r in runs.values())}
-    reduced = {kind: run_precision(r) for kind, r in runs.items() if run_precision(r) != EXACT}
-    row["precision"] = "; ".join(f"{p} ({kind})" for kind, p in reduced.items()) or EXACT
+    reduced = [f"{p} ({kind})" for kind, p in ((k, run_precision(r)) for k, r in runs.items()) if p != EXACT]
+    row["precision"] = "; ".join(reduced) or EXACT
     newest = max(runs.values(), key=lambda r: r["id"])
     row["data"], row["version"] = newest["data_root"], newest["version"]
     for kind, run in runs.items():

@@ -24,7 +24,7 @@ from ..classes import IMAGENET1K
 from ..measures.registry import Headline, Measure, list_measures
 from ..measures.groups.summary import MIN_IMAGES
 from ..evaluation.precision_flag import EXACT
-from .context import ReportContext, Subject, run_precision
+from .context import ReportContext, Subject
 
 #: Up to this many models, the scorecard reads down (text and page alike): one block per dataset, a
 #: row per measure, a column per model; more models, a row per model and a column group per dataset.
@@ -153,10 +153,9 @@ def scorecard(ctx: ReportContext) -> Optional[dict]:
             meta.setdefault(level_key, column)
             order += [level_key] if level_key not in order else []
             found[level_key] = value
-        precisions = {r["id"]: run_precision(r) for r in s.runs}
         for col_key, value in found.items():
             if value is not None and value.get("run") is not None:  # every number says its arithmetic
-                value["precision"] = precisions[value["run"]]
+                value["precision"] = s.precision(value["run"])
             if value is not None:
                 row["cells"][(key, col_key)] = value
                 datasets[key]["columns"].add(col_key)
@@ -197,7 +196,7 @@ def shown_precision(subject: Subject) -> str:
     'fp32' where all are exact, else each precision with its kinds ('bf16 (eval); fp32 (challenge)')."""
     kinds: Dict[str, List[str]] = {}
     for kind in dict.fromkeys(r["kind"] for r in subject.runs):
-        kinds.setdefault(run_precision(subject.latest(kind)), []).append(kind)
+        kinds.setdefault(subject.precision(subject.latest(kind)["id"]), []).append(kind)
     if set(kinds) <= {EXACT}:
         return EXACT
     return "; ".join(f"{p} ({', '.join(k)})" for p, k in sorted(kinds.items()))
