@@ -39,6 +39,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
 import threading
@@ -135,6 +136,9 @@ FORMAT = 3
 WRITTEN_BY = "bgbench pixel cache"
 #: The files of an entry: a folder named by a key that holds anything else is not the cache's.
 ENTRY_FILES = frozenset({"pixels.npy", "index.npz", "meta.json"})
+#: An entry's key, as `entry_key` writes it: its folder's name, and its first pass's `.tmp-<key>-*`.
+KEY = re.compile(r"[0-9a-f]{32}")
+PRIVATE = re.compile(rf"\.tmp-({KEY.pattern})-")
 #: Default size budget of the pixel cache (GiB); `$BGBENCH_CACHE_GB` overrides it.
 DEFAULT_BUDGET_GB = 20.0
 #: Lists shorter than this decode in threads in this process: a pool's start costs more than they do.
@@ -335,13 +339,22 @@ def _read_meta(path: Path) -> dict:
     return meta
 
 
-def _unlike_its_key(key: str, n: int, meta: dict, flat: np.ndarray, offsets: np.ndarray,
-                    shapes: np.ndarray) -> Optional[str]:
-    """Why an entry's files are not the `n` images its key promises, or None when they are."""
+def _meta_unlike(key: str, meta: dict) -> Optional[str]:
+    """Why an entry's meta.json is not that of this version's entry of `key`, or None: what the
+    listing can tell without opening the entry's arrays."""
     if meta.get("format") != FORMAT:
         return f"format {str(meta.get('format'))[:12]}, not {FORMAT}"
     if meta.get("key") != key:
-        return f"it names key {str(meta.get('key'))[:12]}"
+        return "its meta.json names another key"
+    return None
+
+
+def _unlike_its_key(key: str, n: int, meta: dict, flat: np.ndarray, offsets: np.ndarray,
+                    shapes: np.ndarray) -> Optional[str]:
+    """Why an entry's files are not the `n` images its key promises, or None when they are."""
+    why = _meta_unlike(key, meta)
+    if why is not None:
+        return why
     if (offsets.shape != (n,) or shapes.shape != (n, 3) or offsets.dtype.kind not in "iu"
             or shapes.dtype.kind not in "iu" or flat.ndim != 1 or flat.dtype != np.uint8):
         return f"its index is not one of {n:,} images"
@@ -802,10 +815,9 @@ def _remove_stale(root: Path) -> None:
     lock is no proof alone (a lock file removed between a writer's open and its flock leaves the
     writer holding a lock no other process can see), and a first pass longer than an hour is only
     told by its lock."""
-    import re
     now = time.time()
     for tmp in root.glob(".tmp-*"):
-        key = re.match(r"\.tmp-([0-9a-f]{32})-", tmp.name)
+        key = PRIVATE.match(tmp.name)
         with contextlib.suppress(OSError):
             if key is None or now - tmp.stat().st_mtime <= STALE_SECONDS or _held(root / f"{key.group(1)}.lock"):
                 continue
@@ -848,8 +860,7 @@ class CacheEntry:
 def _is_entry_folder(folder: Path) -> bool:
     """A folder this cache wrote: named by a key, holding only an entry's files (a user's folder put
     under pixels/, whatever it holds, is not one)."""
-    import re
-    if not re.fullmatch(r"[0-9a-f]{32}", folder.name) or folder.is_symlink() or not folder.is_dir():
+    if not KEY.fullmatch(folder.name) or folder.is_symlink() or not folder.is_dir():
         return False
     return all(p.name in ENTRY_FILES and p.is_file() and not p.is_symlink() for p in folder.iterdir())
 
@@ -872,8 +883,7 @@ def entries() -> List[CacheEntry]:
             info = _read_meta(meta_path)
             if type(info.get("images")) is not int:
                 raise ValueError("its meta.json is not an entry's")
-            damaged = (f"format {info.get('format')!r}, not {FORMAT}" if info.get("format") != FORMAT else
-                       "its meta.json names another key" if info.get("key") != folder.name else None)
+            damaged = _meta_unlike(folder.name, info)
         except (OSError, ValueError) as e:
             info, damaged = {}, (str(e) if isinstance(e, ValueError) and "meta.json" in str(e)
                                  else "its meta.json cannot be read")
