@@ -11,7 +11,7 @@ PKG = SRC / "bgbench"
 LAYERS = [
     {"version", "_lazy", "errors", "classes", "distributed", "console", "options", "intervals"},
     {"class_maps", "protocols", "checks", "store"},
-    {"recording", "data", "models"},
+    {"provenance", "recording", "data", "models"},
     {"variants", "edits", "evaluation", "drawing", "probing"},
     {"measures", "training", "comparing"},
     {"reporting"},

@@ -20,7 +20,7 @@ from .errors import BgbenchError, with_article
 from .evaluation.metrics import Estimate, accuracy, mcnemar, paired_difference
 from .store import Store
 from .variants.registry import IN9_VARIANTS
-from .probing.tables import RunTable, run_row, stored_table
+from .probing.tables import RunTable, stored_table
 from .intervals import REPLICATES, interval
 
 CHALLENGE_KINDS = ("challenge",)
@@ -80,8 +80,8 @@ class Comparison:
 
 def compare_runs(store: Store, run_a: int, run_b: int, n_boot: int = REPLICATES, seed: int = 0) -> Comparison:
     """Compare two eval runs, or two challenge runs, on the same images (A minus B)."""
-    ra = run_row(store, run_a, kinds=("eval", *CHALLENGE_KINDS))
-    rb = run_row(store, run_b, kinds=("eval", *CHALLENGE_KINDS))
+    ra = store.run_row(run_a, kinds=("eval", *CHALLENGE_KINDS))
+    rb = store.run_row(run_b, kinds=("eval", *CHALLENGE_KINDS))
     if ra["kind"] != rb["kind"]:
         raise BgbenchError(f"run {run_a} is {with_article(ra['kind'])} run and run {run_b} "
                            f"{with_article(rb['kind'])} run; compare two of the same kind")

@@ -24,7 +24,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import cv2
 import numpy as np
 
-from .. import checks, console, recording
+from .. import checks, console
 from ..data import manifest as M
 from ..data.layout import MASK_DIR, Layout, discover
 from ..data.pool import worker_pool
@@ -34,6 +34,7 @@ from ..data.writer import (EMPTY_MASK, MISSING_MASK, DatasetWriter, Rejected, Ta
 from ..distributed import barrier, gather, setup, world_record
 from ..errors import BgbenchError, DataError
 from ..options import runtime
+from ..provenance import Provenance
 from . import complexity as C
 from .backends import get_complexity_editor, get_inpainter
 from .functions import DoesNotFit, pixel_rate
@@ -288,7 +289,7 @@ def _edit_staged(cfg: EditConfig, model, layout: Layout, edits: List[Edit], skip
     if parts is None:
         return None
     rows, rejects = [r for p in parts for r in p[0]], [j for p in parts for j in p[1]]
-    prov = recording.Provenance.of(KIND, {**config_dict(cfg), **world_record(ranks)}, model=model, layout=layout,
+    prov = Provenance.of(KIND, {**config_dict(cfg), **world_record(ranks)}, model=model, layout=layout,
                               seed=cfg.seed)
     result = EditResult(cfg.out, [e.name for e in edits], M.sort_rows(rows, writer.folders),
                         M.sort_rejects(rejects, writer.folders), skipped, shard=cfg.shard, provenance=prov)
@@ -324,7 +325,7 @@ def merge(out: Path, records: List[ShardRecord], overwrite: bool = False, worker
     writer = DatasetWriter(out, ref.split, ref.folders, ref.classes)
     with writer.staged(overwrite):
         writer.copy_shards(records)
-        prov = recording.Provenance(**ref.extra["provenance"])
+        prov = Provenance(**ref.extra["provenance"])
         prov.config = {**{k: v for k, v in prov.config.items() if k != "shard"}, "out": str(out),
                        "shards": ref.shard.count}
         result = EditResult(Path(out), ref.folders[1:], M.sort_rows(manifest_rows(records), writer.folders),

@@ -31,7 +31,7 @@ class EditResult:
     skipped: List[str] = field(default_factory=list)  # levels not run, with why
     run_id: Optional[int] = None
     shard: Optional[Shard] = None
-    provenance: Any = None  # recording.Provenance: how `record` files the run
+    provenance: Any = None  # provenance.Provenance: how `record` files the run
 
     def by_level(self) -> Dict[str, List[M.ManifestRow]]:
         d: Dict[str, List[M.ManifestRow]] = defaultdict(list)

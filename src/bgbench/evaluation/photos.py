@@ -26,7 +26,7 @@ from ..models.inputs import size_note
 from ..models.norms import IMAGENET1K
 from ..models.spec import BgModel
 from ..options import TOP
-from ..recording import model_label
+from ..provenance import model_label
 from .predict import to_tensor
 
 

@@ -210,7 +210,7 @@ class Measure:
     def provenance(self, config: Dict[str, Any], *, model, layout, seed: Optional[int] = None):
         """The provenance of one of its runs, under its run kind: the one place a measure's run builds
         it (`recording` adds what the model and the data say of themselves)."""
-        from ..recording import Provenance
+        from ..provenance import Provenance
         return Provenance.of(self.kind, config, model=model, layout=layout, seed=seed)
 
     def summarize(self, rows: Sequence[tuple], config: dict) -> Any:
@@ -221,8 +221,7 @@ class Measure:
         """The summary of a stored run, recomputed from its rows by `summarize` under the run's own
         config: a stored run summarises exactly as the fresh result did."""
         from ..errors import BgbenchError
-        from ..probing.tables import run_row
-        run = run_row(store, run_id, kinds=(self.kind,))
+        run = store.run_row(run_id, kinds=(self.kind,))
         rows = self.stored_rows(store, run_id)
         if not rows:
             raise BgbenchError(f"{self.kind} run {run_id} has no per-image results stored")

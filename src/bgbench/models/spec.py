@@ -165,7 +165,7 @@ def meet_data(model: BgModel, layout, labels: bool = True) -> None:
     jobs that read features, not decisions), a network whose file fixes its input size must be fed
     that size, and the size of the images against the model's input size is said on stderr (once,
     by the main process) and kept in `model.input_record`, which the run records
-    (`recording.Provenance.of`)."""
+    (`provenance.Provenance.of`)."""
     from ..distributed import launched
     if labels:
         check_compatible(model, layout.classes)
@@ -230,7 +230,7 @@ def check_compatible(model: BgModel, classes: Sequence[str], class_map: "str | P
     tables, and any dataset through `class_map` (default: the model's `--class-map` file); without
     one it is refused. A model that records its training class folders is also compared with the
     dataset's by name: a difference is allowed (the same classes may be spelt differently) but
-    warned about on stderr, and `recording.Provenance.of` records it in the run.
+    warned about on stderr, and `provenance.Provenance.of` records it in the run.
     """
     spec = model.spec
     class_map = class_map if class_map is not None else getattr(model, "class_map_file", None)

@@ -14,8 +14,7 @@ import numpy as np
 
 from ..class_maps import ClassMap
 from ..classes import Mapping, decide_stored
-from ..errors import BgbenchError, with_article
-from ..store import Store
+from ..errors import BgbenchError
 
 
 @dataclass
@@ -76,11 +75,11 @@ class RunTable:
                                f"(it holds: {', '.join(self.variants) or 'none'}); {purpose}")
 
 
-def stored_table(store: Store, run_id: int, mapping: Optional[str] = None,
+def stored_table(store, run_id: int, mapping: Optional[str] = None,
                  variants: Optional[Sequence[str]] = None) -> RunTable:
     """The table of eval run `run_id`: `variants` (those of them it holds; default all), under
     `mapping` (None: the stored decisions)."""
-    row = run_row(store, run_id)
+    row = store.run_row(run_id)
     present = _variants(store, run_id)
     chosen = [v for v in (variants or present) if v in present]
     config = run_config(row)
@@ -144,22 +143,11 @@ def _stored_variant(p: Any, variant: str, mapping: Optional[str], class_map: Opt
                          np.asarray(preds, np.int64)[order], np.asarray(conf, np.float64)[order], raw)
 
 
-def run_row(store: Store, run_id: int, kinds: Sequence[str] = ("eval",)):
-    """The run's row; a one-line error when it does not exist or is of another kind."""
-    row = store.get_run(int(run_id))
-    if row is None:
-        raise BgbenchError(f"run {run_id} not found in {store.path} (see `bgbench runs`)")
-    if row["kind"] not in kinds:
-        raise BgbenchError(f"run {run_id} is {with_article(row['kind'])} run; this needs "
-                           f"{with_article(' or '.join(kinds))} run")
-    return row
-
-
 def run_config(row) -> dict:
     return json.loads(row["config"]) if row["config"] else {}
 
 
-def stored_predictions(store: Store, run_id: int, mapping: Optional[str] = None,
+def stored_predictions(store, run_id: int, mapping: Optional[str] = None,
                        variants: Optional[Sequence[str]] = None) -> Dict[str, StoredVariant]:
     """Per-variant predictions of eval run `run_id`.
 
@@ -167,7 +155,7 @@ def stored_predictions(store: Store, run_id: int, mapping: Optional[str] = None,
         mapping: None keeps the stored decisions; 'argmax' or 'superclass' re-decides a
             1000-class run from its stored top-5 and superclass sums, with no inference.
     """
-    class_map = ClassMap.from_config(run_config(run_row(store, run_id)).get("class_map"))
+    class_map = ClassMap.from_config(run_config(store.run_row(run_id)).get("class_map"))
     out: Dict[str, StoredVariant] = {}
     for v in variants or _variants(store, run_id):
         rows = store.predictions(run_id, v)
@@ -204,5 +192,5 @@ def redecide(rows, mapping: str, run_id: int = 0, class_map: Optional[ClassMap] 
     return pred.astype(np.int64), conf.astype(np.float64)
 
 
-def _variants(store: Store, run_id: int) -> List[str]:
+def _variants(store, run_id: int) -> List[str]:
     return store.run_variants(run_id)

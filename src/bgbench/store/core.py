@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable, List, Optional, Sequence
 
-from ..errors import BgbenchError
+from ..errors import BgbenchError, with_article
 from ..version import __version__
 from .challenge import ChallengeTables
 from .migrations import migrate
@@ -191,6 +191,16 @@ class Store(ChallengeTables):
 
     def get_run(self, run_id: int) -> Optional[Row]:
         return self.conn.execute("SELECT * FROM runs WHERE id=?", (run_id,)).fetchone()
+
+    def run_row(self, run_id: int, kinds: Sequence[str] = ("eval",)) -> Row:
+        """The run's row; a one-line error when it does not exist or is of another kind."""
+        row = self.get_run(int(run_id))
+        if row is None:
+            raise BgbenchError(f"run {run_id} not found in {self.path} (see `bgbench runs`)")
+        if row["kind"] not in kinds:
+            raise BgbenchError(f"run {run_id} is {with_article(row['kind'])} run; this needs "
+                               f"{with_article(' or '.join(kinds))} run")
+        return row
 
     def runs(self, kind: Optional[str] = None) -> List[Row]:
         q = "SELECT * FROM runs" + (" WHERE kind=?" if kind else "") + " ORDER BY id"

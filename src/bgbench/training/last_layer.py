@@ -181,7 +181,8 @@ def last_layer_record(out: str | Path):
     """The finished run in `out`, read back from its files, as a result to record (the training
     run that an eval of `file:OUT/model.pt` links to by its sha256)."""
     from ..models.checkpoint import sha256_file
-    from ..recording import Metric, Outputs, Provenance
+    from ..provenance import Provenance
+    from ..recording import Metric, Outputs
     out = Path(out)
     config = json.loads((out / "config.json").read_text())
     fingerprint = config.pop("data_fingerprint", None)

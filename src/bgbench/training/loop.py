@@ -457,7 +457,8 @@ def training_record(out: str | Path):
     which is how the report links an evaluated model to its recipe and training data.
     """
     from ..models.checkpoint import sha256_file
-    from ..recording import Metric, Outputs, Provenance
+    from ..provenance import Provenance
+    from ..recording import Metric, Outputs
     out = Path(out)
     config = json.loads((out / "config.json").read_text())
     fingerprint = config.pop("data_fingerprint", None)

@@ -26,13 +26,14 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .. import checks, recording
+from .. import checks
 from ..data import manifest as M
 from ..data.layout import MASK_DIR, discover
 from ..data.pool import Pool, worker_pool
 from ..data.shards import Shard, ShardRecord, inputs_fingerprint, select
 from ..data.writer import DatasetWriter, Target, reject_rows
 from ..errors import BgbenchError
+from ..provenance import Provenance
 from .annotations import find, load_annotations
 from .donors import Candidate, Donor, assign_donors
 from .functions import only_bg_t
@@ -114,7 +115,7 @@ class BuildResult:
     reasons: Counter = field(default_factory=Counter)
     config: dict = field(default_factory=dict)  # what a record of the run keeps
     shard: Optional[Shard] = None
-    provenance: Optional[recording.Provenance] = None  # None for a shard: it is recorded once merged
+    provenance: Optional[Provenance] = None  # None for a shard: it is recorded once merged
     variants: Tuple[str, ...] = tuple(list_variants())
 
     def outputs(self) -> dict:
@@ -273,7 +274,7 @@ def _finish(writer: DatasetWriter, prepared: List[Prepared], rejects: List[M.Rej
                          f"({', '.join(f'{r}: {n}' for r, n in sorted(reasons.items())) or 'no files'}); "
                          f"{writer.give_up()}")
     writer.commit()
-    prov = recording.Provenance.of(KIND, config, layout=discover(writer.out, split=writer.split), seed=seed)
+    prov = Provenance.of(KIND, config, layout=discover(writer.out, split=writer.split), seed=seed)
     return BuildResult(writer.out, built, M.sort_rejects(rejects, writer.folders), classes, reasons, config,
                        provenance=prov, variants=variants)
 

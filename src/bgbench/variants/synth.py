@@ -13,13 +13,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from .. import checks, recording
+from .. import checks
 from ..data import manifest as M
 from ..data.pool import worker_pool
 from ..data.shards import Shard, ShardRecord, inputs_fingerprint, select
 from ..data.synthetic import (ATTRIBUTES, MIN_SIZE, SHARED_PARTS, SYNTH_CLASSES, TEXTURES, Sample, class_part,
                               correlated_family, sample_at)
 from ..data.writer import DatasetWriter, Target, manifest_rows
+from ..provenance import Provenance
 from .donors import Candidate, assign_donors
 from .functions import only_bg_t
 from .registry import IN9_VARIANTS, get_variant
@@ -87,7 +88,7 @@ class SynthResult:
     images: int  # images written (per variant)
     shard: Optional[Shard] = None
     rows: List[M.ManifestRow] = field(default_factory=list, repr=False)
-    provenance: Optional[recording.Provenance] = None  # None for a shard: it is recorded once merged
+    provenance: Optional[Provenance] = None  # None for a shard: it is recorded once merged
 
     def outputs(self) -> dict:
         return {"out": str(self.out), "split": self.split, "images": self.images, "variants": list(IN9_VARIANTS),
@@ -183,9 +184,9 @@ def synth(cfg: SynthConfig, progress: bool = True) -> SynthResult:
     return SynthResult(cfg.out, cfg.split, len(mine), None, rows, _provenance(cfg.out, cfg.settings()))
 
 
-def _provenance(out: Path, settings: dict) -> recording.Provenance:
+def _provenance(out: Path, settings: dict) -> Provenance:
     from ..data.layout import discover
-    return recording.Provenance.of("synth", settings, layout=discover(out, split=settings["split"]),
+    return Provenance.of("synth", settings, layout=discover(out, split=settings["split"]),
                               seed=settings["seed"])
 
 

@@ -26,9 +26,9 @@ class ChallengeReport:
     precision: Optional[dict] = None  # bf16-verified: VerifiedStats.as_dict(), over every invocation of the run
     numerics: Optional[dict] = None  # the precision, and whether fp32 forwards ran strict (no TF32)
     asr_rows: List[tuple] = field(default_factory=list, repr=False)
-    provenance: Any = None  # the open run's recording.Provenance
+    provenance: Any = None  # the open run's provenance.Provenance
     store_path: Optional[str] = None  # the store holding the verdict rows, where `record` finishes the run
-    model_label: Optional[str] = None  # recording.model_label: the model with its weights, for display
+    model_label: Optional[str] = None  # provenance.model_label: the model with its weights, for display
 
     @property
     def run_status(self) -> str:

@@ -33,6 +33,7 @@ from ...data.pixel_cache import pixels_of
 from ...data.layout import Layout
 from ...errors import DataError
 from ...models.spec import BgModel
+from ...provenance import Provenance
 from ...store import Store
 from ..running import RunContext
 from .config import ChallengeConfig
@@ -136,7 +137,7 @@ class _Invocation:
                                      halfwidth=cfg.halfwidth, chunk=cfg.chunk_size(world),
                                      first=cfg.first_chunk(world))
         self.mine = {i for k, i in enumerate(self.plan.order) if k % world == rank}
-        self.provenance: Optional[recording.Provenance] = None  # rank 0's: the open run's
+        self.provenance: Optional[Provenance] = None  # rank 0's: the open run's
         self.run_id = self._open_run(run)
         self.stored_pairs = 0  # the engine's composites already added to the run's stored count
         done = {r["image_id"]: r for r in store.challenge_results(self.run_id)}

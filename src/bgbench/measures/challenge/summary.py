@@ -9,7 +9,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
-from ... import recording
+from ...provenance import model_label
 from ...data.layout import Layout
 from .config import ChallengeConfig
 from .matrix import attack_success_rates, class_fool_rates, verdicts_from_matrix
@@ -56,7 +56,7 @@ def summarize(verdict_rows: Sequence, data: ChallengeData, run_id: int, spec: Di
     full, asr_rows, fool_rates = None, [], None
     if matrix is not None:
         full, asr_rows, fool_rates = _matrix_analyses(np.asarray(matrix), run_id, data, labels, fooled)
-    return ChallengeReport(model=spec["name"], model_label=recording.model_label(spec["name"], spec),
+    return ChallengeReport(model=spec["name"], model_label=model_label(spec["name"], spec),
                            data=str(data.layout.root), run_id=run_id,
                            challenge_accuracy=accuracy(~fooled), clean_accuracy=accuracy(clean_ok),
                            fooled=int(fooled.sum()), total=len(fooled),

@@ -24,8 +24,8 @@ class EvalReport:
     accuracy: Dict[str, Estimate] = field(default_factory=dict)
     bg_gap: Optional[Estimate] = None
     run_id: Optional[int] = None
-    provenance: Any = None  # recording.Provenance, for recording
-    model_label: Optional[str] = None  # recording.model_label: the model with its weights, for display
+    provenance: Any = None  # provenance.Provenance, for recording
+    model_label: Optional[str] = None  # provenance.model_label: the model with its weights, for display
     #: variant -> accuracy per group, where the data names each image's group (a group dataset;
     #: IN-9's MIXED-RAND, or ORIGINAL of `synth --correlation`, from the manifest)
     groups: Dict[str, GroupAccuracy] = field(default_factory=dict)

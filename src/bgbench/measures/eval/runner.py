@@ -22,7 +22,7 @@ from ...data.layout import Item, Layout
 from ...data.resolve import resolve_layout
 from ...distributed import Ranks
 from ...models.spec import BgModel
-from ...recording import model_label
+from ...provenance import model_label
 from .config import EvalConfig
 from ..common.groups import group_results
 from ..running import RunContext, predicted
@@ -110,7 +110,7 @@ def stored_report(store, run_id: int) -> EvalReport:
     metric is a pure function of the per-image table and the run's bootstrap seed)."""
     import json
     from ...probing.tables import stored_predictions
-    from ...recording import run_model_label
+    from ...provenance import run_model_label
     run = store.get_run(run_id)
     config = json.loads(run["config"] or "{}")
     predictions = {v: Predictions(list(s.image_ids), s.labels, s.preds, s.conf)

@@ -13,7 +13,7 @@ from typing import Dict, Optional
 from ...errors import BgbenchError
 from ...evaluation.metrics import Estimate, accuracy
 from ...store import Store
-from ...probing.tables import RunTable, run_config, run_row, stored_table
+from ...probing.tables import RunTable, run_config, stored_table
 
 BACKGROUND_ONLY = ("only_bg_b", "only_bg_t")
 SILHOUETTE = "no_fg"
@@ -68,7 +68,7 @@ def _line(variant: str, acc: Estimate, ex: Estimate) -> str:
 
 def leakage(store: Store, run_id: int, mapping: Optional[str] = None) -> LeakageResult:
     """Accuracy minus 1/C on ONLY-BG-B and ONLY-BG-T (and, apart, NO-FG) of a stored eval run."""
-    row = run_row(store, run_id)
+    row = store.run_row(run_id)
     return leakage_of(stored_table(store, run_id, mapping=mapping, variants=[*BACKGROUND_ONLY, SILHOUETTE]),
                       trained_on=trained_on(store, row))
 
