@@ -79,7 +79,7 @@ def check_in_memory(measure: Measure, data: Path, db: Path) -> None:
     """The API's result: its summary equals the stored one and carries the run id once recorded."""
     import bgbench
     from bgbench.models import create_model
-    from bgbench.data.layout import class_folders
+    from bgbench.data.resolve import class_folders
     cfg = measure.config()
     result = measure.compute(create_model(ARCH, classes=class_folders(data)), data, cfg, progress=False)
     run_id = bgbench.record(result, db)

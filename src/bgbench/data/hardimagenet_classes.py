@@ -10,7 +10,7 @@ names class_0 dog sled, class_6 balance beam, class_9 hockey puck, class_10 mini
 keyboard space bar), each index's WordNet id as ImageNet-1k numbers it. Where the release's meta
 files are present they are read (as plain data, never run) and must agree with it.
 
-Kept apart from the layout (`data.hardimagenet`) so that `data.layout.class_folders` can name the
+Kept apart from the layout (`data.hardimagenet`) so that `data.resolve.class_folders` can name the
 classes of a Hard ImageNet root without importing the layout that imports it.
 """
 from __future__ import annotations

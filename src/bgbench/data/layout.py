@@ -205,27 +205,6 @@ def _files_below(top: str, parts: Tuple[str, ...]) -> List[Tuple[Tuple[str, ...]
     return found
 
 
-def class_folders(data, split: str = "val") -> Optional[Tuple[str, ...]]:
-    """The class folders of a dataset (a `Layout` or a root), cheaply, or None when they cannot be read
-    here (the job that reads the data then says what is wrong with it)."""
-    if data is None:
-        return None
-    if isinstance(data, Layout):
-        return data.classes
-    root = Path(data).expanduser()
-    from .hardimagenet_classes import WNIDS, find_hard_imagenet
-    try:
-        if find_hard_imagenet(root) is not None:
-            return WNIDS
-    except DataError:
-        return None
-    for variant in ("original", *IN9_VARIANTS[1:]):
-        if (root / variant / split).is_dir():
-            return _class_dirs(root / variant / split) or None
-    from .imagenet import folder_classes
-    return folder_classes(root)
-
-
 def utf8_name(path: Path) -> str:
     """A file or folder name that the results store can keep (SQLite text is UTF-8); a name with
     a stray byte is refused here, before any work, rather than when the run is recorded."""
@@ -237,7 +216,7 @@ def utf8_name(path: Path) -> str:
     return path.name
 
 
-def _class_dirs(split_dir: Path) -> Tuple[str, ...]:
+def class_dirs(split_dir: Path) -> Tuple[str, ...]:
     return tuple(sorted(utf8_name(p) for p in split_dir.iterdir() if p.is_dir()))
 
 
@@ -314,13 +293,13 @@ def discover(root: str | Path, split: str = "val", variants: Optional[Sequence[s
         if not (root / v / split).is_dir():
             raise DataError(f"{root / v} has no {split}/ folder (expected {root / v / split}/<class>/<image>)")
     reference = variants[0]
-    classes = _class_dirs(root / reference / split)
+    classes = class_dirs(root / reference / split)
     if not classes:
         raise DataError(f"{root / reference / split} has no class folders")
     others = list(variants[1:])
     others += [d for d in (MASK_DIR, ATTR_DIR) if (root / d / split).is_dir()]
     for v in others:
-        mine = _class_dirs(root / v / split)
+        mine = class_dirs(root / v / split)
         if mine != classes:
             extra = sorted(set(mine) - set(classes))
             lacking = sorted(set(classes) - set(mine))

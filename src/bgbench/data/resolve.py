@@ -8,11 +8,12 @@ from typing import Optional, Sequence, Tuple
 
 from .groups import find_group_file, group_layout
 from .hardimagenet import hard_imagenet_layout
-from .hardimagenet_classes import find_hard_imagenet
+from .hardimagenet_classes import WNIDS, find_hard_imagenet
+from .imagenet import folder_classes
 from .imagenet_folders import find_imagenet
 from ..errors import DataError
 from .imagenet_d import find_imagenet_d, imagenet_d_layout
-from .layout import IN9_VARIANTS, Layout, class_folders, discover
+from .layout import IN9_VARIANTS, Layout, class_dirs, discover
 from .rival10 import find_rival10, rival10_layout
 from .spawrious import CLASSES as SPAWRIOUS_CLASSES, find_spawrious, spawrious_layout
 
@@ -71,7 +72,7 @@ def resolve_layout(data: "str | Path | Layout", variants: Optional[Sequence[str]
 def dataset_classes(data, split: str = "val") -> Optional[Tuple[str, ...]]:
     """The classes of a dataset, cheaply (no image listed), for a model that takes them from the data
     (a zero-shot head, a random-init network sized to them): ImageNet-D's 113 folders, Spawrious'
-    four breeds, else the class folders `layout.class_folders` finds; None when none can be read."""
+    four breeds, else the class folders `class_folders` finds; None when none can be read."""
     if data is None or isinstance(data, Layout):
         return class_folders(data, split)
     if find_imagenet_d(data) is not None:
@@ -80,3 +81,22 @@ def dataset_classes(data, split: str = "val") -> Optional[Tuple[str, ...]]:
     if find_spawrious(data) is not None:
         return SPAWRIOUS_CLASSES
     return class_folders(data, split)
+
+
+def class_folders(data, split: str = "val") -> Optional[Tuple[str, ...]]:
+    """The class folders of a dataset (a `Layout` or a root), cheaply, or None when they cannot be read
+    here (the job that reads the data then says what is wrong with it)."""
+    if data is None:
+        return None
+    if isinstance(data, Layout):
+        return data.classes
+    root = Path(data).expanduser()
+    try:
+        if find_hard_imagenet(root) is not None:
+            return WNIDS
+    except DataError:
+        return None
+    for variant in ("original", *IN9_VARIANTS[1:]):
+        if (root / variant / split).is_dir():
+            return class_dirs(root / variant / split) or None
+    return folder_classes(root)
