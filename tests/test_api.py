@@ -487,9 +487,6 @@ def test_the_old_call_forms_still_work_and_the_new_ones_agree(synth_root, tmp_pa
     assert "\n" not in str(e.value)
     with pytest.raises(BgbenchError, match="unknown option color; the options are variants, mapping"):
         bgbench.evaluate("timm:test_resnet", synth_root, color="red")
-    with pytest.raises(BgbenchError, match=r"evaluate\(model, data, variants=\.\.\.") as e:
-        bgbench.evaluate("timm:test_resnet", synth_root, ["original"])  # variants was the third positional
-    assert "\n" not in str(e.value)
     with pytest.raises(BgbenchError, match="not a probe"):
         bgbench.probe("leakage", "timm:test_resnet", synth_root)
     with pytest.raises(BgbenchError, match="unknown measure"):

@@ -200,8 +200,7 @@ def signed(*groups: Sequence[Any], open: bool = False):
     `config_parameters(Config)`; the first of a name wins), in place of its `**options`. The
     function still receives the options that were given, and only those: a config it builds from
     them applies its own defaults, so the signature's defaults are the config's and nothing else.
-    `open`: keep `**options` in the signature (options that depend on another argument). A
-    `*positional` the function keeps to refuse old positional calls in one line is not shown."""
+    `open`: keep `**options` in the signature (options that depend on another argument)."""
     import inspect
 
     def apply(func):
