@@ -3,7 +3,6 @@ network whose features sit on the object or on the background (a table worked by
 torch and cv2 recomputing Salient ImageNet's ranking and the maps' shares on a real timm model,
 and cv2-upsampled maps for the shares' linear-algebra shortcut."""
 import json
-import sqlite3
 
 import cv2
 import numpy as np
