@@ -206,8 +206,8 @@ class Trainer:
 
 def _smallest(ranks: Ranks) -> int:
     """The smallest batch a rank trains on: two images. A last batch of one image is dropped, by one
-    process as by every rank alike: BatchNorm cannot normalize a single image in training (it used
-    to stop the run with a traceback), and dropping it for every model keeps one rule."""
+    process as by every rank alike: BatchNorm cannot normalize a single image in training (the run
+    would stop with a traceback), and dropping it for every model keeps one rule."""
     return 2
 
 
