@@ -136,30 +136,6 @@ def test_train_eval_and_build_runs_are_recorded_and_listed(synth_root, tmp_path)
     assert kinds == ["eval"] and "accuracy[original]=" in table.stdout
 
 
-def test_old_stores_are_migrated_without_losing_runs(tmp_path):
-    from bgbench.store import Store
-    db = tmp_path / "old.db"
-    con = sqlite3.connect(db)
-    con.executescript("""
-        CREATE TABLE runs (id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, created TEXT NOT NULL,
-            status TEXT NOT NULL, model TEXT NOT NULL, spec TEXT NOT NULL, checkpoint_sha256 TEXT, data_root TEXT,
-            data_fingerprint TEXT, seed INTEGER, config TEXT NOT NULL, version TEXT NOT NULL);
-        CREATE TABLE predictions (run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-            variant TEXT NOT NULL, image_id TEXT NOT NULL, label INTEGER NOT NULL, pred INTEGER NOT NULL,
-            confidence REAL NOT NULL, PRIMARY KEY (run_id, variant, image_id));
-        INSERT INTO runs VALUES (1, 'eval', 't', 'done', 'timm:x', '{}', NULL, '/d', 'fp', 0, '{}', '0.0.1');
-        INSERT INTO predictions VALUES (1, 'original', 'a/b', 0, 0, 0.9);
-    """)
-    con.commit()
-    con.close()
-    with Store(db) as store:
-        assert [r["model"] for r in store.runs()] == ["timm:x"]
-        assert store.predictions(1)[0]["top5_classes"] is None
-        build = store.start_run("build", {"x": 1})  # a run without a model fits the new schema
-        store.finish_run(build, outputs={"built": 3})
-        assert store.get_run(build)["model"] is None
-
-
 def test_every_shard_flag_says_it_counts_from_zero():
     """`--shard K/N` is 0-based wherever it is a flag, and its help says so in words, not only by
     an example (issue 58)."""

@@ -216,23 +216,6 @@ def test_the_report_draws_the_probes_noisy_copies_again_without_torch():
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
 
 
-def test_a_run_drawn_with_an_earlier_generator_gets_its_own_copies_again():
-    """A run recorded with numpy's PCG64 draws (bgbench before December 2026: a draw for each
-    region) has its copies redrawn with that generator and each region's own seed: the image plus
-    sigma times PCG64(seed of 'c/i', region, level)'s draw on the region, rounded to uint8."""
-    from bgbench.measures.noise.draws import PCG64_DRAWS, REDRAWABLE, draw_seed, noisy_copy
-    rng = np.random.default_rng(4)
-    image, mask = rng.integers(0, 256, (9, 11, 3), dtype=np.uint8), rng.random((9, 11)) > 0.5
-    for region, where in (("fg", mask), ("bg", ~mask)):
-        raw = np.random.Generator(np.random.PCG64(draw_seed(7, "c/i", region, 0.5))).standard_normal(
-            (3, 9, 11, 3), dtype=np.float32)[1]
-        expected = np.round(np.clip(image / np.float32(255) + raw * where[..., None] * np.float32(0.5), 0, 1)
-                            * 255).astype(np.uint8)
-        got = noisy_copy(image, mask, "c/i", 7, region, 0.5, 1, 3, "sigma", draws=PCG64_DRAWS)
-        assert np.abs(got.astype(int) - expected).max() <= 1 and (got == expected).mean() > 0.99
-    assert PCG64_DRAWS in REDRAWABLE
-
-
 def test_galleries_follow_the_sections_with_their_numbers():
     from bgbench.reporting import render  # noqa: F401  (registers every section)
     from bgbench.reporting.sections import list_sections

@@ -534,27 +534,3 @@ def test_a_report_into_the_filesystem_root_is_refused(two_subjects):
     before = sorted(os.listdir("/"))
     assert_one_line_error(run_cli("report", "--db", db, "--out", "/", "--quiet"), "root")
     assert sorted(os.listdir("/")) == before
-
-
-def test_an_output_written_before_the_lists_existed_loses_only_what_its_records_name(two_subjects, tmp_path):
-    """A build and a report of an older bgbench have no FILES_<split>.txt or REPORT_FILES.txt: the
-    build's manifest and the report's page say which files were bgbench's; the user's stay."""
-    root, out = tmp_path / "ilsvrc", tmp_path / "out"
-    ilsvrc_val(root)
-    assert _build(root, out, "in9").returncode == 0
-    (out / "FILES_val.txt").unlink()
-    mine = {"original/val/00_dog/README": b"mine", "notes.txt": b"mine too"}
-    _plant(out, mine)
-    res = _build(root, out, "in9l", "--overwrite")
-    assert res.returncode == 0, res.stderr
-    assert all((out / rel).read_bytes() == data for rel, data in mine.items())
-    assert not list((out / "mixed_rand").rglob("*.png")) and not (out / "fg_mask").exists()
-    db, (first, _) = two_subjects
-    report = tmp_path / "report"
-    assert run_cli("report", "--db", db, "--out", report, "--quiet").returncode == 0
-    (report / "REPORT_FILES.txt").unlink()
-    whole = set(snapshot(report))
-    _plant(report, {"figures/fig1.png": b"mine"})
-    assert run_cli("report", "--db", db, "--out", report, "--runs", first, "--quiet").returncode == 0
-    assert (report / "figures" / "fig1.png").read_bytes() == b"mine"
-    assert whole - set(snapshot(report))  # the older report's figures of the other model are gone

@@ -13,8 +13,8 @@ import pytest
 from bgbench.store import SCHEMA_VERSION
 from conftest import assert_one_line_error, run_cli
 
-#: A store written by bgbench at schema v5 (see tests/test_store_migrations.py).
-MAIN_V5 = Path(__file__).with_name("data") / "store_main_v5.sql"
+#: A store with a run of every measure (see tests/test_stored_runs.py).
+MAIN = Path(__file__).with_name("data") / "store_main.sql"
 
 
 def _rows(db, table, run_id):
@@ -98,7 +98,7 @@ def _count(db, table):
 
 def test_a_source_is_only_read(stores, tmp_path):
     """A job store as `copy_store` writes it (rollback journal): merged, the file is byte for byte
-    what it was (it is opened read-only: no WAL switch, no migration, no version stamp)."""
+    what it was (it is opened read-only: no WAL switch, no version stamp)."""
     a, _ = stores
     job = tmp_path / "job.db"
     shutil.copy(a, job)
@@ -112,30 +112,28 @@ def test_a_source_is_only_read(stores, tmp_path):
     assert _count(tmp_path / "out.db", "predictions") == _count(job, "predictions") > 0
 
 
-def test_a_source_of_an_older_schema_is_refused_and_its_triggers_never_fire(tmp_path):
-    """A v5 store whose migration would fire a trigger (emptying its predictions and metrics) is
-    refused in one line: a merge does not migrate its sources, and the file is left as it was."""
-    old = tmp_path / "v5.db"
-    with sqlite3.connect(old) as conn:
-        conn.executescript(MAIN_V5.read_text())
+def test_a_source_of_another_schema_is_refused_and_its_triggers_never_fire(tmp_path):
+    """A store at another schema version, holding a trigger that empties its predictions and metrics
+    on any insert, is refused in one line, and the file is left as it was."""
+    other = tmp_path / "v5.db"
+    with sqlite3.connect(other) as conn:
+        conn.executescript(MAIN.read_text())
         conn.executescript("""
-            CREATE TABLE challenge_verified (run_id INTEGER NOT NULL, image_id TEXT NOT NULL, lowest REAL,
-                                             state TEXT NOT NULL, PRIMARY KEY (run_id, image_id));
             CREATE TRIGGER wipe AFTER INSERT ON challenge_verified BEGIN
                 DELETE FROM predictions; DELETE FROM metrics; END;
-            INSERT INTO challenge_state VALUES (2, '{}');""")
-    before, predictions = _digest(old), _count(old, "predictions")
+            PRAGMA user_version=5;""")
+    before, predictions = _digest(other), _count(other, "predictions")
     assert predictions > 0
     out = tmp_path / "out.db"
-    assert_one_line_error(run_cli("merge-stores", out, old), str(old), "version 5", "bgbench runs --db")
-    assert _digest(old) == before and _count(old, "predictions") == predictions
+    assert_one_line_error(run_cli("merge-stores", out, other), str(other), "version 5", "another bgbench")
+    assert _digest(other) == before and _count(other, "predictions") == predictions
     assert not out.exists()
 
 
-def test_a_store_from_a_newer_bgbench_is_refused_and_keeps_its_version(stores, tmp_path):
+def test_a_store_from_another_bgbench_is_refused_and_keeps_its_version(stores, tmp_path):
     """A store at a schema version above this bgbench's, with a column this one does not know: a
-    merge refuses it in one line, and so does any command that opens it, which no longer stamps it
-    with the older version (the newer bgbench would then migrate it again)."""
+    merge refuses it in one line, and so does any command that opens it, which leaves its version
+    as it was."""
     a, _ = stores
     newer = tmp_path / "newer.db"
     shutil.copy(a, newer)
@@ -143,9 +141,9 @@ def test_a_store_from_a_newer_bgbench_is_refused_and_keeps_its_version(stores, t
         conn.execute("ALTER TABLE runs ADD COLUMN lineage TEXT")
         conn.execute(f"PRAGMA user_version={SCHEMA_VERSION + 1}")
     before = _digest(newer)
-    assert_one_line_error(run_cli("merge-stores", tmp_path / "out.db", newer), str(newer), "newer bgbench")
+    assert_one_line_error(run_cli("merge-stores", tmp_path / "out.db", newer), str(newer), "another bgbench")
     assert _digest(newer) == before
-    assert_one_line_error(run_cli("runs", "--db", newer), str(newer), "newer bgbench")
+    assert_one_line_error(run_cli("runs", "--db", newer), str(newer), "another bgbench")
     with sqlite3.connect(newer) as conn:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION + 1
 

@@ -79,12 +79,12 @@ def test_rows_written_as_tuples_read_back_into_the_row_class(measure, tmp_path):
     assert dumps[0] == dumps[1] and len(dumps[0]) == 4
 
 
-def test_the_previous_mains_store_reads_back_into_typed_rows(tmp_path):
-    """tests/data/store_main_v5.sql, written by bgbench before rows were typed: every probe's rows come
-    back as its row class, each field the stored column of its name."""
-    db = tmp_path / "v5.db"
+def test_a_written_store_reads_back_into_typed_rows(tmp_path):
+    """tests/data/store_main.sql: every probe's rows come back as its row class, each field the
+    stored column of its name."""
+    db = tmp_path / "main.db"
     con = sqlite3.connect(db)
-    con.executescript((Path(__file__).with_name("data") / "store_main_v5.sql").read_text(encoding="utf-8"))
+    con.executescript((Path(__file__).with_name("data") / "store_main.sql").read_text(encoding="utf-8"))
     con.close()
     seen = set()
     with Store(db, create=False) as store:

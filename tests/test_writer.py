@@ -230,15 +230,6 @@ def test_synth_build_and_edit_write_one_manifest_schema(synth_root, tmp_path, bu
             assert r["box"] == f"{xs.min()} {ys.min()} {xs.max() + 1} {ys.max() + 1}"
 
 
-def test_boxes_of_older_datasets_are_still_read(tmp_path):
-    from bgbench.data.manifest import read_boxes
-    (tmp_path / "boxes_val.json").write_text(json.dumps({"a/x": [1, 2, 5, 6]}))
-    assert read_boxes(tmp_path, "val") == {"a/x": (1, 2, 5, 6)}
-    (tmp_path / "manifest.csv").write_text("split,image,label,class,source,source_box,box\n"
-                                           "val,a/y,0,a,a/y.png,0 0 9 9,3 4 7 8\ntrain,a/z,0,a,a/z.png,0 0 9 9,1 1 2 2\n")
-    assert read_boxes(tmp_path, "val") == {"a/y": (3, 4, 7, 8)}
-
-
 # ---------------------------------------------------------------------------------------------
 # workers die with their parent
 

@@ -111,11 +111,11 @@ def measure_cost(measure) -> str:
 def measure_options(measure) -> List[str]:
     """Its options: the config dataclass's flagged fields (flag, API keyword, default, help), or, for a
     measure whose options live in its command (eval, the challenge, the analyses), the command's flags."""
-    from bgbench.options import field_default, flagged_fields
+    from bgbench.options import default_of, flagged_fields
     rows = ["| flag | keyword (API, study file) | default | what |", "|---|---|---|---|"]
     if measure.config is not None:
         for f, spec in flagged_fields(measure.config):
-            default = field_default(f)
+            default = default_of(measure.config, f.name)
             default = "" if default is dataclasses.MISSING else default
             text = spec["help"]
             try:

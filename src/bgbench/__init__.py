@@ -24,8 +24,8 @@ _EXPORTS = {
     "record": ".recording",
     "study": ".studies",
 }
-#: Names that were public and still resolve as `bgbench.NAME` (users' code keeps working), but are no
-#: longer listed: each stays importable from its module, and `analyze` reaches every analysis by name.
+#: Names that resolve as `bgbench.NAME` without being listed: each is importable from its module,
+#: and `analyze` reaches every analysis by name.
 _ALSO = {
     **{name: ".api" for name in (
         "prediction_categories", "box_size", "leakage", "edit_drops", "worst_group", "shortcut_table",

@@ -55,7 +55,7 @@ MODEL_PARAMETERS = config_parameters(ModelOptions, only=MODEL_KEYS)
 
 
 @signed(config_parameters(EvalConfig), MODEL_PARAMETERS)
-def evaluate(model: ModelLike, data: str | Path, *positional, progress: bool = True, **options):
+def evaluate(model: ModelLike, data: str | Path, *, progress: bool = True, **options):
     """Evaluate a model on IN-9-layout variants: per-variant accuracy and the BG-Gap; where the data
     names each image's group, the accuracy per group and the worst group.
 
@@ -95,10 +95,6 @@ def evaluate(model: ModelLike, data: str | Path, *positional, progress: bool = T
     """
     from .variants.blurred import blurred_renderer
     from .measures.eval.runner import run_eval
-    if positional:  # evaluate(model, data, variants, ...) before its options were the config's keywords
-        raise BgbenchError(f"evaluate: the options after model and data are keywords, named as the config's "
-                           f"fields: evaluate(model, data, variants=..., mapping=...); got {len(positional)} more "
-                           f"positional argument{'s' if len(positional) > 1 else ''}")
     if "variants" in options:
         options["variants"] = list(options["variants"]) if options["variants"] else None
     how = _model_keys(options)

@@ -1,4 +1,4 @@
-"""How an interval is written, in every table and on the page.
+"""How an interval is written, in every table and on the page, and a missing number in JSON.
 
 A bootstrap over four images, or over images that all agree, can give an interval of zero width:
 `BG-Gap 0.0% [0.0%, 0.0%]` reads as an exact value when it is the opposite, too few images to
@@ -7,7 +7,8 @@ never as two equal bounds.
 """
 from __future__ import annotations
 
-from typing import Callable, Optional
+import math
+from typing import Any, Callable, Optional
 
 #: Replicates of every bootstrap interval (BG-Gap, comparisons, edit drops, the probes), unless a run
 #: asks for others; recorded with the seed in each run's config.
@@ -39,3 +40,17 @@ def unsigned_zero(fmt: Callable[[float], str], value: float) -> str:
     if text.lstrip().startswith("-") and not any(c in "123456789" for c in text):
         return fmt(0.0)
     return text
+
+
+def finite_or_none(value: Any) -> Any:
+    """`value` with every NaN or infinite float made None, inside dicts, lists and tuples too (tuples
+    become lists, numpy scalars and arrays Python's): what strict JSON can hold."""
+    if isinstance(value, float):
+        return float(value) if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite_or_none(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite_or_none(v) for v in value]
+    if hasattr(value, "tolist"):  # numpy scalars and arrays
+        return finite_or_none(value.tolist())
+    return value

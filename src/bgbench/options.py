@@ -1,13 +1,11 @@
 """Options written once: a config dataclass's field carries its command-line flag in its metadata.
 
-An option used to be written in five places (the config field, its check, the CLI flag, the
-pass-through from the parsed arguments and the docstring). A field declared as
+A field declared as
 
     trials: int = field(default=3, metadata=flag("--trials", "seeded noise draws per image and level"))
 
 is the config, the flag and its help at once: `cli.arguments.add_config_flags` turns such fields
-into argparse options and `cli.arguments.config_from_args` builds the config back from the parsed
-namespace. The check stays in the dataclass's `__post_init__`, so the API and the CLI refuse the
+into argparse options, and the command builds the config from the parsed namespace. The check stays in the dataclass's `__post_init__`, so the API and the CLI refuse the
 same values. This module imports neither argparse nor torch: configs at every layer use it.
 """
 from __future__ import annotations
@@ -57,15 +55,6 @@ def flagged_fields(cls) -> Iterator[Tuple[dataclasses.Field, Dict[str, Any]]]:
         spec = f.metadata.get(FLAG)
         if spec is not None:
             yield f, spec
-
-
-def field_default(f: dataclasses.Field) -> Any:
-    """A field's default value (calling its default_factory); MISSING when it has none."""
-    if f.default is not dataclasses.MISSING:
-        return f.default
-    if f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
-        return f.default_factory()  # type: ignore[misc]
-    return dataclasses.MISSING
 
 
 def runtime(metadata: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
@@ -156,12 +145,16 @@ def _describe(tp: Any) -> str:
 
 
 def default_of(cls, name: str) -> Any:
-    """The declared default of field `name` of config dataclass `cls` (for the one place that must
-    know it before the config exists, such as the recipe that decides which config to build)."""
-    value = field_default(next(f for f in dataclasses.fields(cls) if f.name == name))
-    if value is dataclasses.MISSING:
-        raise ValueError(f"{cls.__name__}.{name} has no default")
-    return value
+    """The declared default of field `name` of dataclass `cls` (its default_factory called), what
+    argparse, a signature and the docs show: `dataclasses.MISSING` for a field without one."""
+    for f in dataclasses.fields(cls):
+        if f.name == name:
+            if f.default is not dataclasses.MISSING:
+                return f.default
+            if f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
+                return f.default_factory()  # type: ignore[misc]
+            return dataclasses.MISSING
+    raise KeyError(f"{cls.__name__} has no field {name!r}")
 
 
 def config_parameters(cls, *, drop: Sequence[str] = (), only: Optional[Sequence[str]] = None) -> list:
@@ -179,7 +172,7 @@ def config_parameters(cls, *, drop: Sequence[str] = (), only: Optional[Sequence[
     for f in dataclasses.fields(cls):
         if not f.init or f.name in drop or (only is not None and f.name not in only):
             continue
-        default = field_default(f)
+        default = default_of(cls, f.name)
         out.append(inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, annotation=hints.get(f.name, f.type),
                                      default=inspect.Parameter.empty if default is dataclasses.MISSING else default))
     return out
@@ -200,8 +193,7 @@ def signed(*groups: Sequence[Any], open: bool = False):
     `config_parameters(Config)`; the first of a name wins), in place of its `**options`. The
     function still receives the options that were given, and only those: a config it builds from
     them applies its own defaults, so the signature's defaults are the config's and nothing else.
-    `open`: keep `**options` in the signature (options that depend on another argument). A
-    `*positional` the function keeps to refuse old positional calls in one line is not shown."""
+    `open`: keep `**options` in the signature (options that depend on another argument)."""
     import inspect
 
     def apply(func):

@@ -3,7 +3,6 @@ network whose features sit on the object or on the background (a table worked by
 torch and cv2 recomputing Salient ImageNet's ranking and the maps' shares on a real timm model,
 and cv2-upsampled maps for the shares' linear-algebra shortcut."""
 import json
-import sqlite3
 
 import cv2
 import numpy as np
@@ -124,24 +123,11 @@ def test_prediction_grouping_follows_the_predicted_class(tmp_path):
     assert json.loads(result.rows[0].top_images) == ["a/i0", "b/i0", "a/i1", "b/i1"]
 
 
-def test_a_stored_run_summarises_like_the_fresh_one_and_migrates_a_v3_store(tmp_path):
+def test_a_stored_run_summarises_like_the_fresh_one(tmp_path):
     data = _red_green_data(tmp_path / "rg")
     result = FEATURES.compute(_hand_model([[0.5, 2.0], [3.0, 0.1]]), data,
                             FeaturesConfig(top_features=2, top_images=2, group_by="label"), progress=False)
-    db = tmp_path / "v3.db"
-    con = sqlite3.connect(db)
-    con.executescript("""
-        CREATE TABLE runs (id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, created TEXT NOT NULL,
-            status TEXT NOT NULL, model TEXT, spec TEXT, checkpoint_sha256 TEXT, data_root TEXT,
-            data_fingerprint TEXT, seed INTEGER, config TEXT NOT NULL, version TEXT NOT NULL, finished TEXT,
-            outputs TEXT);
-        INSERT INTO runs VALUES (1, 'eval', 't', 'done', 'timm:x', '{}', NULL, '/d', 'fp', 0, '{}', '0.1.0', 't', '{}');
-        PRAGMA user_version=3;
-    """)
-    con.commit()
-    con.close()
-    with Store(db) as store:
-        assert store.get_run(1)["kind"] == "eval"  # the old run is kept
+    with Store(tmp_path / "r.db") as store:
         run_id = bgbench.record(result, store)
         stored = FEATURES.read(store, run_id)
         metrics = {(m["name"], m["variant"]): m["value"] for m in store.metrics(run_id)}

@@ -1,6 +1,6 @@
 """The arguments that many subcommands share, defined once.
 
-Defaults are read from the config dataclasses (`config_default`), never typed twice: a default
+Defaults are read from the config dataclasses (`options.default_of`), never typed twice: a default
 changed in `EvalConfig` changes `bgbench eval --help` too. A config field that declares its flag
 (`options.flag`) becomes an argument with `add_config_flag`; the model flags are `ModelOptions`'s.
 Those dataclasses live in torch-free modules, so building the parser imports no torch.
@@ -11,22 +11,11 @@ import dataclasses
 import inspect
 from typing import Any, Callable, Optional
 from ..classes import IMAGENET1K, Mapping
+from ..options import default_of
 
 
 #: What --db says about where the store is when it is not given.
 DB_HELP = "SQLite results store (default: $BGBENCH_DB if set, else ~/.bgbench/results.db)"
-
-
-def config_default(config: type, name: str) -> Any:
-    """The default of field `name` of the dataclass `config` (what argparse should show and use)."""
-    for f in dataclasses.fields(config):
-        if f.name == name:
-            if f.default is not dataclasses.MISSING:
-                return f.default
-            if f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
-                return f.default_factory()  # type: ignore[misc]
-            raise ValueError(f"{config.__name__}.{name} has no default")
-    raise KeyError(f"{config.__name__} has no field {name!r}")
 
 
 def param_default(func: Callable, name: str) -> Any:
@@ -139,12 +128,11 @@ def add_shard_arg(p: argparse.ArgumentParser) -> None:
                         "SHARD_<split>.json record; join the N shard folders with `bgbench merge`")
 
 
-def add_config_flag(p, f: dataclasses.Field, spec: dict) -> None:
+def add_config_flag(p, config: type, f: dataclasses.Field, spec: dict) -> None:
     """One config field's flag: its name, help and choices from the metadata, its default the field's."""
-    from ..options import field_default
     spec = dict(spec)
     name = spec.pop("name")
-    default = spec.pop("default", field_default(f))
+    default = spec.pop("default", default_of(config, f.name))
     if default is dataclasses.MISSING:  # a field the job cannot do without: its flag is required
         default = None
         spec.setdefault("type", str)
@@ -164,7 +152,7 @@ def add_config_flags(p, config: type, skip: tuple = ()) -> None:
     from ..options import flagged_fields
     for f, spec in flagged_fields(config):
         if f.name not in skip:
-            add_config_flag(p, f, spec)
+            add_config_flag(p, config, f, spec)
 
 
 def add_model_args(p: argparse.ArgumentParser, config: Optional[type] = None, required: bool = True,
@@ -184,9 +172,9 @@ def add_model_args(p: argparse.ArgumentParser, config: Optional[type] = None, re
                                     help=model_help or MODEL_HELP)
     add_config_flags(p, ModelOptions, skip=(model.name,))
     if device:
-        add_device_arg(p, config_default(config, "device") if config else "cpu")
+        add_device_arg(p, default_of(config, "device") if config else "cpu")
         add_no_cache_arg(p)
-    add_batch_size_arg(p, config_default(config, "batch_size") if config else 64)
+    add_batch_size_arg(p, default_of(config, "batch_size") if config else 64)
 
 
 def model_options(args: argparse.Namespace):

@@ -9,7 +9,8 @@ from pathlib import Path
 from ..variants.build import BuildConfig
 from ..variants.presets import PRESETS
 from ..variants.preprocess import Preprocess
-from .arguments import add_db_arg, add_output_args, add_seed_arg, add_shard_arg, config_default
+from ..options import default_of
+from .arguments import add_db_arg, add_output_args, add_seed_arg, add_shard_arg
 from .folders import record_dataset_run
 from .output import emit
 
@@ -32,20 +33,20 @@ def register(sub) -> None:
                         "its own)")
     p.add_argument("--masks", help="folder of <class>/<stem>.png or .npy masks (nonzero = foreground); skip GrabCut")
     p.add_argument("--out", required=True, help="output root in the IN-9 layout")
-    p.add_argument("--split", choices=["val", "train"], default=config_default(BuildConfig, "split"),
+    p.add_argument("--split", choices=["val", "train"], default=default_of(BuildConfig, "split"),
                    help="split folder to write (default %(default)s)")
-    add_seed_arg(p, config_default(BuildConfig, "seed"), "seeds GrabCut, class balancing and donor choice")
-    p.add_argument("--workers", type=int, default=config_default(BuildConfig, "workers"),
+    add_seed_arg(p, default_of(BuildConfig, "seed"), "seeds GrabCut, class balancing and donor choice")
+    p.add_argument("--workers", type=int, default=default_of(BuildConfig, "workers"),
                    help="worker processes (the output does not depend on it; default %(default)s)")
-    p.add_argument("--resize", type=int, default=config_default(Preprocess, "resize"),
+    p.add_argument("--resize", type=int, default=default_of(Preprocess, "resize"),
                    help="shorter side after resizing (torchvision Resize; default %(default)s)")
-    p.add_argument("--crop", type=int, default=config_default(Preprocess, "crop"),
+    p.add_argument("--crop", type=int, default=default_of(Preprocess, "crop"),
                    help="center crop size (torchvision CenterCrop; default %(default)s)")
     p.add_argument("--no-resize", action="store_true", help="use the images as they are (no resize, no crop)")
-    p.add_argument("--balance", action=argparse.BooleanOptionalAction, default=config_default(BuildConfig, "balance"),
+    p.add_argument("--balance", action=argparse.BooleanOptionalAction, default=default_of(BuildConfig, "balance"),
                    help="drop images at random down to the smallest class count, as the paper builds IN-9 "
                         "(Appendix A, filter 4; default on, except for --preset full-in)")
-    p.add_argument("--grabcut-tries", type=int, default=config_default(BuildConfig, "tries"),
+    p.add_argument("--grabcut-tries", type=int, default=default_of(BuildConfig, "tries"),
                    help="GrabCut retries (different seeds) before rejecting (default %(default)s)")
     add_shard_arg(p)
     p.add_argument("--overwrite", action="store_true", help="replace an existing build of this split")

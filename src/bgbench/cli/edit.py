@@ -11,13 +11,14 @@ from pathlib import Path
 from ..edits.backends import list_complexity_editors, list_inpainters
 from ..edits.pipeline import EditConfig
 from ..edits.registry import ATTRIBUTES
-from .arguments import add_db_arg, add_model_args, add_output_args, add_seed_arg, add_shard_arg, config_default
+from ..options import default_of
+from .arguments import add_db_arg, add_model_args, add_output_args, add_seed_arg, add_shard_arg
 from .folders import record_dataset_run
 from .output import emit
 
 
 def _default(name: str):
-    return config_default(EditConfig, name)
+    return default_of(EditConfig, name)
 
 
 def register(sub) -> None:
@@ -93,7 +94,6 @@ def run(args: argparse.Namespace) -> int:
     from .. import console
     from ..api import edit
     from ..models.options import ModelOptions
-    from ..options import default_of
     for name in args.plugin:
         import_plugin(name)
     model = None

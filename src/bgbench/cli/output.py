@@ -3,31 +3,19 @@ status line that says where a run was stored (stderr)."""
 from __future__ import annotations
 import argparse
 import json
-import math
-from pathlib import Path
 from typing import Any, Optional
 
-
-def strict(obj: Any) -> Any:
-    """`obj` with every non-finite float replaced by None, so it serializes as strict JSON."""
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {k: strict(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [strict(v) for v in obj]
-    if isinstance(obj, Path):
-        return str(obj)
-    if hasattr(obj, "as_dict"):
-        return strict(obj.as_dict())
-    if hasattr(obj, "tolist"):  # numpy scalars and arrays
-        return strict(obj.tolist())
-    return obj
+from ..intervals import finite_or_none
 
 
 def to_json(document: Any) -> str:
     """One strict JSON document (no NaN or Infinity: those become null)."""
-    return json.dumps(strict(document), indent=1, allow_nan=False, default=str)
+    return json.dumps(finite_or_none(document), indent=1, allow_nan=False, default=_plain)
+
+
+def _plain(obj: Any) -> Any:
+    """What JSON cannot write by itself: an object's `as_dict()`, anything else as text (a path)."""
+    return finite_or_none(obj.as_dict()) if hasattr(obj, "as_dict") else str(obj)
 
 
 def emit(args: argparse.Namespace, document: Any, text: str) -> None:

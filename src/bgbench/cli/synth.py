@@ -4,13 +4,14 @@ from __future__ import annotations
 import argparse
 
 from ..variants.synth import SynthConfig
-from .arguments import add_db_arg, add_output_args, add_seed_arg, add_shard_arg, config_default
+from ..options import default_of
+from .arguments import add_db_arg, add_output_args, add_seed_arg, add_shard_arg
 from .folders import record_dataset_run
 from .output import emit
 
 
 def _default(name: str):
-    return config_default(SynthConfig, name)
+    return default_of(SynthConfig, name)
 
 
 def _classes():

@@ -1,9 +1,8 @@
 """Foreground boxes of a dataset: from its records, or recovered from ONLY-BG-B.
 
 `bgbench synth`, `build` and `edit` write manifest.csv (column `box`, "x0 y0 x1 y1" in the written
-image, x1/y1 exclusive); older synth datasets have boxes_<split>.json, older builds a manifest
-without a `folder` column, and both are still read. The public IN-9 release has no boxes; there
-the box is the black rectangle of only_bg_b, found with a tolerance for JPEG noise.
+image, x1/y1 exclusive). The public IN-9 release has no boxes; there the box is the black
+rectangle of only_bg_b, found with a tolerance for JPEG noise.
 """
 from __future__ import annotations
 

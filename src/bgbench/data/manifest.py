@@ -137,7 +137,7 @@ def write_split(path: Path, fields: Sequence[str], split: str, rows: Sequence[Di
     (default: `path` itself; a staged table keeps those of the table it will replace).
 
     Rows are grouped by split in sorted split order, so writing val then train gives the same file
-    as train then val. Rows of an older schema keep the columns this one shares with it.
+    as train then val.
     """
     base = path if base is None else base
     kept: List[dict] = []
@@ -152,38 +152,20 @@ def write_split(path: Path, fields: Sequence[str], split: str, rows: Sequence[Di
         w.writerows(merged)
 
 
-def split_images(path: Path, split: str) -> Dict[str, set]:
-    """folder -> the image ids the manifest at `path` lists for `split` (this schema and the older
-    one without a `folder` column, whose rows are ORIGINAL's); empty without a manifest."""
-    out: Dict[str, set] = {}
-    if Path(path).is_file():
-        allow_long_fields()
-        with open(path, newline="") as f:
-            for r in csv.DictReader(f):
-                if r.get("split", split) == split and r.get("image"):
-                    out.setdefault(r.get("folder") or "original", set()).add(_row_id(r))
-    return out
-
-
 def read_boxes(root: Path, split: str) -> Optional[Dict[str, Box]]:
     """image id -> box of the original images, from the dataset's records; None when it has none.
 
-    Reads this schema (rows of folder `original`), and two older ones that users' datasets may
-    still hold: `bgbench build`'s manifest.csv before this schema (one row per image, no `folder`)
-    and `bgbench synth`'s boxes_<split>.json.
+    The boxes are those of the rows of folder `original`.
     """
     root = Path(root)
     manifest = root / MANIFEST
     if manifest.is_file():
         allow_long_fields()
         with open(manifest, newline="") as f:
-            rows = [r for r in csv.DictReader(f) if r.get("split", split) == split and r.get("box")
-                    and r.get("folder", "original") == "original"]
+            rows = [r for r in csv.DictReader(f) if r.get("split") == split and r.get("box")
+                    and r.get("folder") == "original"]
         if rows:
             return {_row_id(r): parse_box(r["box"]) for r in rows}
-    legacy = root / f"boxes_{split}.json"
-    if legacy.is_file():
-        return {k: parse_box(" ".join(str(int(x)) for x in v)) for k, v in json.loads(legacy.read_text()).items()}
     return None
 
 
@@ -196,7 +178,7 @@ def read_backgrounds(root: Path, split: str, folder: str) -> Optional[Dict[str, 
     allow_long_fields()
     with open(manifest, newline="") as f:
         found = {_row_id(r): r["bg_class"] for r in csv.DictReader(f)
-                 if r.get("split", split) == split and r.get("folder") == folder and r.get("bg_class")}
+                 if r.get("split") == split and r.get("folder") == folder and r.get("bg_class")}
     return found or None
 
 

@@ -33,7 +33,7 @@ import re
 import shutil
 import uuid
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Sequence, Set
+from typing import Dict, List, Optional, Sequence, Set
 
 from ..errors import BgbenchError
 
@@ -70,18 +70,16 @@ def refuse_unsafe_out(out: Path, flag: str = "--out") -> Path:
 class StagedOutput:
     """One job's output in `out`: staged aside, committed whole, recorded in `out/<record>`.
 
-    `legacy`: what an output written before records existed holds (relative paths; folders end in
-    `/`), used when there is no record; `shared`: files replaced by every commit, but never listed
-    or removed."""
+    `shared`: files replaced by every commit, but never listed or removed."""
 
-    def __init__(self, out: Path, record: str, job: str, legacy: Iterable[str] = (), shared: Sequence[str] = ()):
+    def __init__(self, out: Path, record: str, job: str, shared: Sequence[str] = ()):
         self.out = Path(out)
         self.record = record
         self.shared = set(shared)
         self.job = job
         self.stage = _stage_for(self.out, f"{job}.{os.getpid()}-{uuid.uuid4().hex[:8]}")
         listed = _read_record(self.out / record)
-        self.previous: Set[str] = set(legacy if listed is None else listed)
+        self.previous: Set[str] = set(listed or ())
 
     def has_previous(self) -> bool:
         """Whether a previous output of this job is on disk (any of its listed files)."""

@@ -128,9 +128,8 @@ def _needs_header(item) -> bool:
     return isinstance(item, MaskFile) or (getattr(item, "size", None) is None and getattr(item, "crop", None) is None)
 
 
-#: Bumped when decoding changes in a way that changes pixels, or an entry's files change: older
-#: entries then stop matching (2: meta.json names its key and holds its pixels' checksum; 3: the
-#: checksum covers the index too).
+#: Bumped when decoding changes in a way that changes pixels, or an entry's files change: entries
+#: of another format then stop matching and are decoded again.
 FORMAT = 3
 #: What meta.json's "written_by" says: bgbench wrote the entry.
 WRITTEN_BY = "bgbench pixel cache"

@@ -16,7 +16,7 @@ The object carries attribute parts (RIVAL10's attributes in miniature), each wit
 
 The parts are disjoint (the class part lies inside the band the rim would take) and drawn after
 everything else, from the same random stream, so the shape, colour and background of every image
-are those it had before the parts existed.
+do not depend on the parts.
 
 Rendering the IN-9 variants of these images and writing the dataset is `bgbench.variants.synth`
 (a layer above, since it needs the variant functions).

@@ -30,7 +30,7 @@ from .csv_fields import allow_long_fields
 from .images import BadMask, decode_image, read_mask
 from .layout import MASK_DIR
 from .owned import StagedOutput, refuse_unsafe_out
-from .shards import ShardRecord, record_path
+from .shards import ShardRecord
 
 PNG_COMPRESS = 1  # zlib level: fast, and still lossless
 
@@ -103,8 +103,8 @@ class DatasetWriter:
 
     The job writes into a stage beside `out` (`target` points there) and `commit()` moves the
     split in once it is complete (`data.owned`): a failed job leaves `out` as it was, and a
-    rewrite removes the files the split's previous output listed in `out/FILES_<split>.txt`
-    (or, written before that list existed, its manifest names), never another file.
+    rewrite removes the files the split's previous output listed in `out/FILES_<split>.txt`, never
+    another file.
 
     `attributes`: the job writes attribute masks too (attr_mask/<split>/...); `masks`: it writes
     foreground masks (`build`'s in9l preset writes none, so its output has no empty fg_mask tree);
@@ -116,8 +116,7 @@ class DatasetWriter:
         self.out, self.split = Path(out), split
         self.folders, self.classes = list(folders), list(classes)
         self.mask_dirs = ([MASK_DIR] if masks else []) + ([ATTR_DIR] if attributes else [])
-        self.output = StagedOutput(self.out, files_record(split), split, legacy=_legacy_files(self.out, split),
-                                   shared=(M.MANIFEST, M.REJECTS, *shared))
+        self.output = StagedOutput(self.out, files_record(split), split, shared=(M.MANIFEST, M.REJECTS, *shared))
         self.target = Target(self.output.stage, split)
 
     @property
@@ -219,28 +218,6 @@ def _header(path: Path) -> Tuple[str, ...]:
 def files_record(split: str) -> str:
     """The file in a dataset's root listing what bgbench wrote of `split`."""
     return f"FILES_{split}.txt"
-
-
-def _legacy_files(out: Path, split: str) -> List[str]:
-    """What a split written before FILES_<split>.txt existed holds: the files of its manifest's
-    images (every folder, masks and attribute masks alike, whatever the suffix), its shard record,
-    and the folders of those trees (removed only once empty). Other files in those folders are
-    not bgbench's, and stay."""
-    names = M.split_images(out / M.MANIFEST, split)
-    masks = set().union(*names.values()) if names else set()
-    found = [record_path(out, split).name] if record_path(out, split).is_file() else []
-    for folder, ids in [*sorted(names.items()), (MASK_DIR, masks), (ATTR_DIR, masks)]:
-        base = out / folder / split
-        if not base.is_dir() or not ids:
-            continue
-        found += [f"{folder}/", f"{folder}/{split}/"]  # folders go once empty, never before
-        for p in sorted(base.rglob("*")):
-            rel = p.relative_to(out).as_posix()
-            if p.is_dir():
-                found.append(f"{rel}/")
-            elif p.relative_to(base).with_suffix("").as_posix() in ids:
-                found.append(rel)
-    return found
 
 
 def refuse_merge_into_a_shard(out: Path, shard_dirs: Sequence[Path]) -> None:

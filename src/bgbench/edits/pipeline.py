@@ -15,7 +15,6 @@ or a failed edit is a row in rejects.csv, never an abort.
 """
 from __future__ import annotations
 
-import math
 import zlib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -33,6 +32,7 @@ from ..data.writer import (EMPTY_MASK, MISSING_MASK, DatasetWriter, Rejected, Ta
                            read_mask_or_reject, reject_rows)
 from ..distributed import barrier, gather, setup, world_record
 from ..errors import BgbenchError, DataError
+from ..intervals import finite_or_none
 from ..options import runtime
 from ..provenance import Provenance
 from . import complexity as C
@@ -127,15 +127,11 @@ def load_checked_mask(path: Path, shape: Tuple[int, int]) -> np.ndarray:
     return m
 
 
-def _finite(value: float) -> Optional[float]:
-    return round(value, 5) if math.isfinite(value) else None
-
-
 def _row(task: _Task, level: str, attribute: str, image: np.ndarray, mask: np.ndarray, params: dict) -> M.ManifestRow:
     contrast, dissim = glcm_stats(image, mask)
     return M.ManifestRow(task.index, level, task.image_id, task.label, task.source, M.mask_box(mask), "provided",
-                         M.fg_fraction(mask), params={"attribute": attribute, "glcm_contrast": _finite(contrast),
-                                                      "glcm_dissimilarity": _finite(dissim), **params})
+                         M.fg_fraction(mask), params={"attribute": attribute, "glcm_contrast": finite_or_none(round(contrast, 5)),
+                                                      "glcm_dissimilarity": finite_or_none(round(dissim, 5)), **params})
 
 
 def _check_rate(edit: Edit, mask: np.ndarray) -> None:

@@ -210,7 +210,7 @@ class ModelMeasure(RunningMeasure):
     def _landing_threads(self, cfg, device) -> int:
         """Threads that make rows while the next batches launch (`probing.landing`): on a device whose
         results are queued to the host (a GPU), as many as decode (`--workers`); else none, and rows
-        are made in the caller, one batch behind, as they always were."""
+        are made in the caller, one batch behind."""
         import torch
 
         from ..data.prefetch import resolve_workers

@@ -9,19 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Mapping, Optional
 
+from ..intervals import finite_or_none
 from .registry import get_measure
-
-
-def without_nan(value: Any) -> Any:
-    """`value` (nested dicts, lists, tuples) with every NaN float made None: a summary's `to_dict`
-    is strict JSON, as `--json` prints it."""
-    if isinstance(value, dict):
-        return {k: without_nan(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [without_nan(v) for v in value]
-    if isinstance(value, float) and value != value:
-        return None
-    return value
 
 
 def estimate_row(name: str, variant: str, e: Mapping[str, Any], n: Optional[int] = None) -> tuple:
@@ -35,7 +24,7 @@ class Summary:
     """The base of a measure's summary, the pure result of its rows: it writes what every summary
     writes alike, so that a summary declares only what is its own, beside its fields:
 
-    - `document()`: its `--json` keys, which `to_dict` makes strict JSON (NaN as None);
+    - `document()`: its `--json` keys, which `to_dict` makes strict JSON (NaN and inf as None);
     - `metrics()`: its stored numbers as (name, variant, value, lo, hi, n), the headline among
       them, which `metric_rows` stores with NaN as None (the NULL SQLite makes of a NaN);
     - `lines()`: its printed table, which `text` joins; `of_run` says which run it is.
@@ -55,7 +44,7 @@ class Summary:
 
     def to_dict(self) -> Dict[str, Any]:
         """What `--json` prints of it and a report section reads (strict JSON)."""
-        return without_nan(self.document())
+        return finite_or_none(self.document())
 
     def metric_rows(self) -> List[tuple]:
         """Rows for the store's metrics table: (name, variant, value, lo, hi, n)."""

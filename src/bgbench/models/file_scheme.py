@@ -1,6 +1,6 @@
 """`file:PATH`: a file that holds a whole network: bgbench's own checkpoint (spec + weights), a
-torch.export program (`.pt2`), an ONNX model (`.onnx`, run by the onnx: scheme), TorchScript (old
-files), or a whole pickled model (only with `trust_checkpoint`). Bare weights (a state dict,
+torch.export program (`.pt2`), an ONNX model (`.onnx`, run by the onnx: scheme), a TorchScript
+archive, or a whole pickled model (only with `trust_checkpoint`). Bare weights (a state dict,
 safetensors) need `timm:ARCH --checkpoint`.
 
 A bgbench checkpoint of an openclip: or hf: model holds its image tower, its head and the

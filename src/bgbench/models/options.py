@@ -22,7 +22,7 @@ MODEL_HELP = ("timm:ARCH[.TAG] (a TAG such as resnet50.a1_in1k loads timm's publ
               "openclip:ARCH[@PRETRAINED] or hf:REPO_OR_DIR (see `bgbench models --schemes`)")
 #: Fields that say how to run a model rather than which numbers it gives (left out of a run's identity).
 NOT_IDENTITY = ("model", "trust_checkpoint", "device", "data", "split", "checkpoint")
-#: Fields a run's identity holds only when set (runs recorded before they existed stay the same step).
+#: Fields a run's identity holds only when set: unset, the model gives them, and the identity names what was asked.
 ONLY_WHEN_SET = ("mean", "std", "input_size")
 
 

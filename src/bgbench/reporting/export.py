@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 from ..data.owned import safe_name
+from ..intervals import finite_or_none
 from ..version import __version__
 
 SCORECARD_CSV = "scorecard.csv"
@@ -60,8 +61,9 @@ def records(data: dict) -> List[dict]:
                 if e is None:
                     continue
                 headlines[column_id(column)] = {
-                    "title": column["title"], "description": column["description"], "value": _num(e["value"]),
-                    "lo": _num(e["lo"]), "hi": _num(e["hi"]), "n": e["n"], "higher_is_better": column["higher"],
+                    "title": column["title"], "description": column["description"],
+                    **{k: finite_or_none(None if e[k] is None else float(e[k])) for k in ("value", "lo", "hi")},
+                    "n": e["n"], "higher_is_better": column["higher"],
                     "percent": column["percent"], "not_available": e.get("na"), "run": e["run"],
                     "precision": e.get("precision")}
             out.append({"name": row["label"], "model": subject["model"], "architecture": subject["architecture"],
@@ -77,10 +79,6 @@ def records(data: dict) -> List[dict]:
 def _joined(v):
     """A list (a mean or std) as one CSV cell, its numbers separated by spaces: '0.5 0.5 0.5'."""
     return " ".join(repr(float(x)) for x in v) if isinstance(v, list) else v
-
-
-def _num(v) -> Optional[float]:
-    return None if v is None or v != v else float(v)
 
 
 def _cell(v) -> str:

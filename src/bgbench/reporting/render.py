@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import dataclasses
-import re
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -95,30 +94,14 @@ def report_output(out: str | Path) -> StagedOutput:
     """Where a report goes, checked before any work: one line for a filesystem root, the home
     folder, an existing file, or a folder whose index.html or leaderboard.html another program
     wrote (they would be overwritten). The report is staged beside the folder and moved in whole;
-    its previous files (REPORT_FILES.txt's list, or those an older bgbench report's page links to)
-    are the only ones a rewrite removes."""
+    its previous files (REPORT_FILES.txt's list) are the only ones a rewrite removes."""
     out = refuse_unsafe_out(Path(out))
-    staged = StagedOutput(out, REPORT_RECORD, "report", legacy=_older_report(out))
+    staged = StagedOutput(out, REPORT_RECORD, "report")
     for page in PAGES:
         if (out / page).exists() and page not in staged.previous:
             raise BgbenchError(f"--out {out} holds a {page} that no bgbench report wrote; choose another folder "
                                f"(nothing is written into it)")
     return staged
-
-
-def _older_report(out: Path) -> List[str]:
-    """The files of a report written before REPORT_FILES.txt existed: its two pages and every
-    file its page links to in the folders a report writes (figures/, the models' pages, the exported
-    scorecard). Empty when index.html is not a bgbench report's."""
-    index = out / "index.html"
-    try:
-        html = index.read_text(encoding="utf-8") if index.is_file() else ""
-    except (OSError, UnicodeDecodeError):
-        return []
-    if "<title>bgbench report</title>" not in html:
-        return []
-    linked = {m for m in re.findall(r'(?:src|href)="((?:figures|models|scorecard)/[^"#?]+)"', html) if (out / m).is_file()}
-    return sorted({*(p for p in PAGES if (out / p).is_file()), *linked})
 
 
 def render_report(store: Store, out: str | Path, run_ids: Optional[Sequence[int]] = None,

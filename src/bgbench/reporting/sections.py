@@ -219,8 +219,7 @@ def provenance_section(ctx: ReportContext, subject: Subject) -> Optional[dict]:
 
 def norm_source(spec: dict) -> Optional[str]:
     """Where a model's mean and std came from, as the run recorded it ('from the model', 'from
-    --mean/--std', 'assumed: its ONNX metadata has no mean/std'); None for a run recorded before
-    bgbench said it."""
+    --mean/--std', 'assumed: its ONNX metadata has no mean/std'); None when the run does not say."""
     record = (spec.get("extra") or {}).get("normalization") or {}
     source = record.get("source")
     if source == "assumed":
@@ -241,7 +240,7 @@ def _input_of(spec: dict) -> Optional[str]:
 
 def _format_of(spec: dict) -> Optional[str]:
     """How the model was read and run ('safetensors', 'export', 'onnx: onnxruntime 1.20, opset 18,
-    CPUExecutionProvider'); None for a run recorded before formats were."""
+    CPUExecutionProvider'); None when the run does not say."""
     extra = spec.get("extra") or {}
     fmt = extra.get("format")
     runtime = extra.get("onnx") if fmt == "onnx" else None

@@ -1,6 +1,6 @@
 """The SQLite results store, the only package that speaks SQL: the core (`core.Store`), the schema
-assembled from the tables the measures declare (`schema`), migrations as a list of functions
-(`migrations`) and the challenge's own queries (`challenge`)."""
+assembled from the tables the measures declare (`schema`) and the challenge's own queries
+(`challenge`)."""
 from .core import Row, Store, default_db_path
 from .schema import SCHEMA_VERSION, TableSchema, declare_table, declared
 

@@ -18,7 +18,6 @@ from typing import Iterable, List, Optional, Sequence
 from ..errors import BgbenchError, with_article
 from ..version import __version__
 from .challenge import ChallengeTables
-from .migrations import migrate
 from .schema import RUNS_SQL, SCHEMA_VERSION, declared, declared_tables
 
 #: A stored row (runs, predictions, ...): read by column name, `row["model"]`.
@@ -62,29 +61,29 @@ def unreadable(path, e: sqlite3.DatabaseError) -> BgbenchError:
     return BgbenchError(f"the results store {path} cannot be read ({e}): it is damaged or not a results store")
 
 
-def newer_store(path, version: int) -> BgbenchError:
-    """The one-line refusal of a store whose schema this bgbench does not know."""
-    return BgbenchError(f"{path} was written by a newer bgbench (store schema version {version}; bgbench "
-                        f"{__version__} reads up to {SCHEMA_VERSION}); open it with that bgbench or upgrade")
+def other_schema(path, version: int) -> BgbenchError:
+    """The one-line refusal of a store at a schema version other than this bgbench's."""
+    return BgbenchError(f"{path} is a results store of another bgbench (store schema version {version}; bgbench "
+                        f"{__version__} reads version {SCHEMA_VERSION}); open it with that bgbench")
 
 
 def _connect(path: Path) -> sqlite3.Connection:
-    """A connection to the store at `path`, ready: WAL mode, foreign keys, migrations and the
-    declared tables. These are the first reads of the file, so a file that is no SQLite database,
-    cannot be opened or stays locked past the timeout is one line here, not a traceback. A store
-    from a newer bgbench is refused before anything is written to it: stamping it with this
-    version would make the newer bgbench migrate it again."""
+    """A connection to the store at `path`, ready: WAL mode, foreign keys, the schema's version and
+    the declared tables. These are the first reads of the file, so a file that is no SQLite
+    database, cannot be opened or stays locked past the timeout is one line here, not a traceback.
+    A store at another schema version is refused before anything is written to it (version 0 is a
+    new file's)."""
     conn = None
     try:
         conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S)
         conn.row_factory = sqlite3.Row
         version = conn.execute("PRAGMA user_version").fetchone()[0]
-        if version > SCHEMA_VERSION:
+        if version not in (0, SCHEMA_VERSION):
             conn.close()
-            raise newer_store(path, version)
+            raise other_schema(path, version)
         _use_wal(conn)
         conn.execute("PRAGMA foreign_keys=ON")
-        migrate(conn)
+        conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
         conn.execute(RUNS_SQL)
         for table in declared_tables():
             conn.execute(table.sql())

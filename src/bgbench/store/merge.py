@@ -10,7 +10,7 @@ same store twice, or a store whose runs overlap those already held, adds each ru
 runs (a job killed mid-step) are left out: the step runs again where it is missing.
 
 A merge only reads its sources: each is opened read-only and must be at this bgbench's schema
-version, since migrating it would write to it (and run whatever triggers it holds).
+version.
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Set, Tuple
 
 from ..errors import BgbenchError
-from .core import BUSY_TIMEOUT_S, Store, is_damage, newer_store, unreadable
+from .core import BUSY_TIMEOUT_S, Store, is_damage, other_schema, unreadable
 from .schema import SCHEMA_VERSION
 
 #: The statuses of a finished run (a sampled challenge is finished: it can be extended later).
@@ -89,8 +89,8 @@ def _run_tables(conn: sqlite3.Connection) -> List[Tuple[str, List[str], str]]:
 
 def open_source(path: Path, name: Optional[str] = None) -> sqlite3.Connection:
     """A read-only connection to the store at `path` (named `name` in messages), refused in one line
-    unless it is a results store at this bgbench's schema version. Read-only: nothing is migrated,
-    no trigger can fire, and the file stays byte for byte as it was."""
+    unless it is a results store at this bgbench's schema version. Read-only: no trigger can fire,
+    and the file stays byte for byte as it was."""
     name = name or str(path)
     if not path.is_file():
         raise BgbenchError(f"no results store at {name}")
@@ -105,14 +105,10 @@ def open_source(path: Path, name: Optional[str] = None) -> sqlite3.Connection:
             conn.close()
         raise BgbenchError(f"{name} is not a SQLite results store bgbench can open ({e})") from None
     problem = None
-    if version > SCHEMA_VERSION:
-        problem = newer_store(name, version)
-    elif not has_runs:
+    if not has_runs:
         problem = BgbenchError(f"{name} is not a results store (it has no runs table)")
-    elif version < SCHEMA_VERSION:
-        problem = BgbenchError(f"{name} is at store schema version {version}, older than this bgbench's "
-                               f"{SCHEMA_VERSION}; a merge only reads its stores, so migrate it first by opening "
-                               f"it once (`bgbench runs --db {name}`)")
+    elif version != SCHEMA_VERSION:
+        problem = other_schema(name, version)
     if problem is not None:
         conn.close()
         raise problem

@@ -2,7 +2,7 @@
 columns (names and SQL types, in field order) follow.
 
 A measure's `rows()` make them, the store writes them (a row iterates over its values in column
-order, as the tuples it replaces did), and its summary reads them by field name; a stored run reads
+order), and its summary reads them by field name; a stored run reads
 back into the same class (`of`). The SQL type of a field follows from its annotation: `str` TEXT,
 `int` or `bool` INTEGER, `float` REAL, each NOT NULL unless `Optional`; a field whose column says
 more (a default) gives it as `field(metadata=sql("..."))`.
@@ -38,8 +38,7 @@ def _sql_type(hint: Any, name: str, owner: str) -> str:
 class TableRow:
     """Base of a typed row: subclass it as `@dataclass(frozen=True, slots=True)`.
 
-    Iterating a row gives its values in column order, so the store inserts it as it inserted the
-    tuple it replaces."""
+    Iterating a row gives its values in column order, which the store inserts."""
 
     __slots__ = ()
 
@@ -57,7 +56,7 @@ class TableRow:
     @classmethod
     def of(cls, row: Union[Mapping, Any]):
         """The typed row of a stored one (a `sqlite3.Row` or a mapping, read by column name) or of
-        a tuple in column order (rows made before rows were typed)."""
+        a tuple in column order."""
         if isinstance(row, cls):
             return row
         if isinstance(row, tuple):

@@ -2,16 +2,15 @@
 
 A measure declares its per-image table once, as a `TableSchema`, and `declare_table` registers it;
 the store creates a declared table the first time a row is written to it (and on opening, for the
-tables declared by then). Adding a table is therefore not a schema bump: `SCHEMA_VERSION` changes
-only when an existing table changes shape, with a migration (`migrations.py`).
+tables declared by then).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Dict, Optional, Tuple
 
-#: The version `PRAGMA user_version` holds once a store is migrated (see migrations.py).
-SCHEMA_VERSION = 6
+#: The schema's version, in `PRAGMA user_version`: a store at another version is refused.
+SCHEMA_VERSION = 1
 
 #: The runs table: one row per run of any kind, with its provenance (the other tables reference it).
 RUNS_SQL = """CREATE TABLE IF NOT EXISTS runs (

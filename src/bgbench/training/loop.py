@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterator, List, Optional
 
@@ -138,10 +138,7 @@ def _atomic_save(obj, path: Path) -> None:
 
 
 def _check_resumable(saved: dict, now: dict, path: Path) -> None:
-    """Refuse to resume under another configuration. A key that an older last.pt lacks counts as its
-    default, so a run saved before an option existed resumes when the option keeps its default."""
-    defaults = {f.name: f.default for f in fields(TrainConfig)}
-    saved = {**{k: v for k, v in defaults.items() if k in now}, **saved}
+    """Refuse to resume under another configuration."""
     diff = [k for k in sorted(set(saved) | set(now)) if k not in RESUME_FREE_KEYS and saved.get(k) != now.get(k)]
     if diff:
         detail = ", ".join(f"{k}: {saved.get(k)!r} -> {now.get(k)!r}" for k in diff[:4])
@@ -184,7 +181,7 @@ class TrainingData:
 class Generators:
     """`order` draws each epoch's permutation and is alike on every rank; `augment` draws flips and
     the recipe's randomness, differently on each rank. In a world of one they are one generator,
-    as they always were, so a one-process run is unchanged."""
+    so a one-process run draws everything from one stream."""
 
     order: torch.Generator
     augment: torch.Generator
@@ -209,8 +206,8 @@ class Trainer:
 
 def _smallest(ranks: Ranks) -> int:
     """The smallest batch a rank trains on: two images. A last batch of one image is dropped, by one
-    process as by every rank alike: BatchNorm cannot normalize a single image in training (it used
-    to stop the run with a traceback), and dropping it for every model keeps one rule."""
+    process as by every rank alike: BatchNorm cannot normalize a single image in training (the run
+    would stop with a traceback), and dropping it for every model keeps one rule."""
     return 2
 
 

@@ -11,6 +11,7 @@ import numpy as np
 from ...drawing import figures
 from ...drawing.gallery import Gallery, class_namer, pct, per_class
 from ...errors import DataError
+from ...intervals import finite_or_none
 from .rank import top_backgrounds
 from ..common.estimates import estimate
 from ..registry import SectionContext, SectionSubject
@@ -135,9 +136,9 @@ def hijack_section(ctx: SectionContext, subject: SectionSubject) -> Optional[dic
     counts = np.bincount(fg_labels, minlength=len(names))
     others = [_weighted_column(h, counts, b) for b in range(len(names))]
     path = figures.hijack_heatmap(ctx.figure_path(subject, "hijack"), h, names)
-    rows = [{"class": names[a], "n": int(counts[a]), "cells": [_num(v) for v in h[a]]} for a in range(len(names))]
+    rows = [{"class": names[a], "n": int(counts[a]), "cells": finite_or_none(h[a])} for a in range(len(names))]
     return {"run_id": run["id"], "figure": ctx.href(path), "classes": names, "rows": rows,
-            "fool_rate": [_num(v) for v in others], "missing": None}
+            "fool_rate": finite_or_none(others), "missing": None}
 
 
 def _weighted_column(h: np.ndarray, counts: np.ndarray, b: int) -> float:
@@ -146,6 +147,3 @@ def _weighted_column(h: np.ndarray, counts: np.ndarray, b: int) -> float:
     total = sum(counts[a] for a in rows)
     return float(sum(counts[a] * h[a, b] for a in rows) / total) if total else float("nan")
 
-
-def _num(v: float) -> Optional[float]:
-    return None if np.isnan(v) else float(v)

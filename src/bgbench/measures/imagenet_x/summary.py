@@ -21,7 +21,7 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 
 from ...evaluation.metrics import percent
-from ...intervals import REPLICATES
+from ...intervals import REPLICATES, finite_or_none
 from ..result import Summary, estimate_row
 
 #: The headline's factor: the one that sits beside BG-Gap.
@@ -91,18 +91,14 @@ class ImageNetXSummary(Summary):
                  f"{'95% CI':>17}"]
         for name, f in sorted(self.factors.items(), key=lambda kv: -_sortable(kv[1]["error_ratio"]["value"])):
             r = f["error_ratio"]
-            ci = f"[{r['lo']:.2f}, {r['hi']:.2f}]" if _finite(r["lo"]) else ""
-            value = f"{r['value']:.2f}" if _finite(r["value"]) else "–"
+            ci = f"[{r['lo']:.2f}, {r['hi']:.2f}]" if finite_or_none(r["lo"]) is not None else ""
+            value = f"{r['value']:.2f}" if finite_or_none(r["value"]) is not None else "–"
             lines.append(f"{name:<18}{f['images']:>7}{percent(f['accuracy']):>8}{value:>13}{ci:>17}")
         return lines + self.notes
 
 
-def _finite(v) -> bool:
-    return v is not None and not (isinstance(v, float) and math.isnan(v))
-
-
 def _sortable(v) -> float:
-    return v if _finite(v) else -math.inf
+    return v if finite_or_none(v) is not None else -math.inf
 
 
 def summarize_imagenet_x(image_ids: Sequence[str], preds: Sequence[int], seed: int = 0,

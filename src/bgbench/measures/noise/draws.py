@@ -15,9 +15,6 @@ bit for bit what numpy computes here, so the probe draws on the card (`engine.de
 where numpy's generator would keep the host busy (74 ms an image at RIVAL10's grid), and a draw
 is a function of its seed alone (the same for any batch size, device, order or torchrun slice).
 The report redraws the copy that flipped a prediction (`noisy_copy`) with numpy alone.
-
-Runs recorded with an earlier generator (`PCG64_DRAWS`, `TORCH_DRAWS`) keep theirs: their copies
-are redrawn with it.
 """
 from __future__ import annotations
 
@@ -27,16 +24,10 @@ from typing import Tuple
 
 import numpy as np
 
-#: How a run's noise was drawn, recorded in its config (`draws`): runs that say so can have any
-#: noisy copy drawn again by `noisy_copy`.
+#: How a run's noise was drawn, recorded in its config (`draws`): the runs whose noisy copies
+#: `noisy_copy` draws again.
 DRAWS = ("per image: seed, image id, level, and 'object' (fg and bg share one field) or the attribute; "
          "lowbias32 twice on the counter, 2^20 normal quantiles, float32")
-#: Runs of bgbench 0.1 until December 2026: numpy's generator, a draw for each region.
-PCG64_DRAWS = "per image: seed, image id, region, level; numpy PCG64 standard normal, float32"
-#: Runs of bgbench 0.1 before that drew with torch's CPU generator (`torch_image_noise`).
-TORCH_DRAWS = "per image: seed, image id, region, level (CPU)"
-#: Every generator whose copies `noisy_copy` can draw again.
-REDRAWABLE = (DRAWS, PCG64_DRAWS, TORCH_DRAWS)
 #: The object's regions: noise on the foreground, and on the background.
 REGIONS = ("fg", "bg")
 #: The name whose seed keys the object regions' shared field.
@@ -54,11 +45,10 @@ def draw_seed(seed: int, image_id: str, region: str, level: float) -> int:
     return int.from_bytes(hashlib.sha256(key).digest()[:8], "little") >> 1
 
 
-def draw_region(region: str, draws: str = DRAWS) -> str:
+def draw_region(region: str) -> str:
     """The name in the seed of the field that `region`'s noise is cut from: 'object' for the
-    foreground and the background (one field; earlier generators drew each region apart), the
-    region's own name for an attribute."""
-    return OBJECT if draws == DRAWS and region in REGIONS else region
+    foreground and the background (one field), the region's own name for an attribute."""
+    return OBJECT if region in REGIONS else region
 
 
 def seed_halves(seed: int) -> Tuple[int, int]:
@@ -100,31 +90,15 @@ def image_noise(seed: int, trials: int, height: int, width: int) -> np.ndarray:
     return quantiles()[x].reshape(trials, height, width, 3)
 
 
-def pcg64_image_noise(seed: int, trials: int, height: int, width: int) -> np.ndarray:
-    """The draws of a run recorded with PCG64_DRAWS: numpy's standard normal from PCG64(seed)."""
-    return np.random.Generator(np.random.PCG64(int(seed))).standard_normal((trials, height, width, 3),
-                                                                          dtype=np.float32)
-
-
-def torch_image_noise(seed: int, trials: int, height: int, width: int) -> np.ndarray:
-    """The draws of a run recorded with TORCH_DRAWS (torch imported only for such a run)."""
-    import torch
-    return torch.randn((trials, height, width, 3), generator=torch.Generator().manual_seed(int(seed))).numpy()
-
-
-_GENERATORS = {DRAWS: image_noise, PCG64_DRAWS: pcg64_image_noise, TORCH_DRAWS: torch_image_noise}
-
-
 def noisy_copy(image: np.ndarray, mask: np.ndarray, image_id: str, seed: int, region: str, level: float,
-               trial: int, trials: int, kind: str, draws: str = DRAWS) -> np.ndarray:
+               trial: int, trials: int, kind: str) -> np.ndarray:
     """The noisy copy (H, W, 3) uint8 that the probe fed the model for one image, region, level and
     trial, made with the probe's float32 arithmetic (`engine.masked_noise`).
 
     image: (H, W, 3) uint8; mask: (H, W), the object mask (for 'fg' and 'bg') or an attribute's
-    mask (region 'attr:<name>'); trials: the run's count (one draw holds every trial); draws: the
-    run's recorded generator (`REDRAWABLE`)."""
+    mask (region 'attr:<name>'); trials: the run's count (one draw holds every trial)."""
     h, w = image.shape[:2]
-    raw = _GENERATORS[draws](draw_seed(seed, image_id, draw_region(region, draws), level), trials, h, w)[trial]
+    raw = image_noise(draw_seed(seed, image_id, draw_region(region), level), trials, h, w)[trial]
     m = np.asarray(mask, dtype=np.float32)[..., None]
     n = raw * (1 - m if region == "bg" else m)
     if kind == "l2":

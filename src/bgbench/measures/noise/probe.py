@@ -157,9 +157,7 @@ class NoiseMeasure(ModelMeasure):
         return {"grid": grid_label(c["grid"], c["kind"], c["levels"])}
 
     def summarize(self, rows: Sequence[NoiseRow], config: dict) -> NoiseSummary:
-        """The summary of a probe's rows under its run config (grid, bootstrap seed and replicates).
-
-        Runs recorded before grids had names keep their levels, named 'custom'."""
+        """The summary of a probe's rows under its run config (grid, bootstrap seed and replicates)."""
         levels = sorted({float(r.level) for r in rows})
         kind = config.get("kind", "sigma")
         grid = {"name": config.get("grid") or "custom", "kind": kind, "levels": [float(v) for v in

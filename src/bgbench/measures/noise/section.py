@@ -37,13 +37,10 @@ def noise_section(ctx: SectionContext, subject: SectionSubject) -> Optional[dict
 def noise_gallery(ctx: SectionContext, subject: SectionSubject) -> Optional[dict]:
     from ..examples import noise_flips
     from . import MEASURE
-    from .draws import REDRAWABLE
     run = subject.latest(MEASURE.kind)
     if run is None:
         return None
     config = json.loads(run["config"])
-    if config.get("draws") not in REDRAWABLE:  # one generator per run: its copies cannot be redrawn
-        return {"run_id": run["id"], "gallery": None}
     # the object and the background (a --region attributes run's 'attr:<name>' rows are in the noise
     # section's curves; the gallery redraws copies from the object mask only)
     rows = [r for r in MEASURE.stored_rows(ctx.store, run["id"]) if r.region in ("fg", "bg")]
@@ -85,7 +82,7 @@ def _noise_item(g: Gallery, files: DatasetFiles, name, p, config: dict, preds: d
         line = []
         for level in shown:
             rgb = noisy_copy(image, mask, p.image_id, int(config.get("seed", 0)), region, level, trial,
-                             int(config["trials"]), kind, draws=config["draws"])
+                             int(config["trials"]), kind)
             pred = preds.get((p.image_id, region, level, trial))
             wrong, trials = tally.get((p.image_id, region, level), (0, 0))
             line.append(g.shot_of_array(rgb, f"{region} noise {label(level)}, {wrong}/{trials} trials wrong",

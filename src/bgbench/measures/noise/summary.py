@@ -48,7 +48,7 @@ def rfs_array(acc_fg_noise: np.ndarray, acc_bg_noise: np.ndarray) -> np.ndarray:
 class NoiseRow(TableRow):
     """One prediction of the probe (a row of its table): image `image_id` of class `label`, noised
     on `region` ('fg', 'bg' or 'attr:<name>') at `level` in draw `trial`; `correct` 1 when `pred`
-    is the label (`pred` None in runs recorded before predictions were stored)."""
+    is the label."""
 
     image_id: str
     label: int
@@ -86,9 +86,8 @@ class NoiseSummary(Summary):
         lo, hi = self.rfs_overall_interval
         return {"grid": {**self.grid, "label": self.grid_label}, "bootstrap": self.bootstrap,
                 "images": self.images, "classes": self.classes,
-                "curves": {r: [{k: _num(v) for k, v in p.items()} for p in pts] for r, pts in self.curves.items()},
-                "rfs": {f"{lvl:g}": {k: _num(v) for k, v in e.items()} for lvl, e in self.rfs.items()},
-                "rfs_overall": _num(self.rfs_overall), "rfs_overall_lo": _num(lo), "rfs_overall_hi": _num(hi)}
+                "curves": self.curves, "rfs": {f"{lvl:g}": e for lvl, e in self.rfs.items()},
+                "rfs_overall": self.rfs_overall, "rfs_overall_lo": lo, "rfs_overall_hi": hi}
 
     def metrics(self) -> List[tuple]:
         """Accuracy per region and level, RFS per level (variant: the level) and overall (variant
@@ -139,13 +138,6 @@ class NoiseSummary(Summary):
 
 def _pct(v: float) -> str:
     return "nan" if v is None or math.isnan(v) else f"{100 * v:.1f}"
-
-
-def _num(v):
-    """JSON-safe: NaN becomes None."""
-    if isinstance(v, (float, np.floating)):
-        return None if math.isnan(v) else float(v)
-    return v
 
 
 def regions_of(rows: Sequence[NoiseRow]) -> List[str]:

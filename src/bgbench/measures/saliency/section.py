@@ -24,11 +24,11 @@ def saliency_section(ctx: SectionContext, subject: SectionSubject) -> Optional[d
     overlay = None
     source = Path(outputs["overlays"]) if outputs.get("overlays") else None
     if source is not None and source.is_file() and not outputs.get("examples"):
-        # a run from before the per-example overlays: its grid, copied so the report stands alone
-        # (newer runs are shown by the saliency gallery, one image per example)
+        # a run without per-example overlays: its grid, copied so the report stands alone (runs
+        # with examples are shown by the saliency gallery, one image per example)
         overlay = ctx.href(figures.picture(source, ctx.figure_path(subject, "saliency-overlays")))
-    # runs stored before v3 lack some measures; precision, the headline, is always shown (with no
-    # value when every map was flat: 0/0 on every image)
+    # a measure no image has a value of is left out; precision, the headline, is always shown
+    # (with no value when every map was flat: 0/0 on every image)
     measured = [m for m in METRICS if m == "precision" or summary.image_mean[m]["n"] > 0]
     return {"run_id": run["id"], "layer": outputs.get("layer"), "metrics": measured,
             "headline": summary.headline, "image_mean": summary.image_mean, "per_class": summary.per_class,

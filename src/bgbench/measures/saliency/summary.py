@@ -26,7 +26,8 @@ from ...probing.bootstrap import percentile_interval, stratified_weights
 from ..common.protocols import HARDIMAGENET, RIVAL10
 from .metrics import METRICS
 from ...intervals import REPLICATES, interval
-from ..result import Summary, estimate_row, without_nan
+from ...intervals import finite_or_none
+from ..result import Summary, estimate_row
 from ...store.rows import TableRow
 
 HEADLINE = "mean over predicted classes of the per-class means (RIVAL10)"
@@ -62,7 +63,7 @@ class SaliencySummary(Summary):
         images with a mask (its `np.nanmean`), with their intervals; None for other runs."""
         if self.protocol != HARDIMAGENET:
             return None
-        return {m: without_nan(self.image_mean[m]) for m in HARDIMAGENET_FIGURES}
+        return {m: finite_or_none(self.image_mean[m]) for m in HARDIMAGENET_FIGURES}
 
     def document(self) -> dict:
         out = {"aggregation": {"headline": HEADLINE, "image_mean": IMAGE_MEAN}, "images": self.images,

@@ -1,7 +1,7 @@
--- A results store written by bgbench at commit fe721be (schema v5, before the store became a package):
--- synth --per-class 2 --size 32; eval, challenge, and every probe of timm:test_resnet. Loaded by
--- tests/test_store_migrations.py.
-PRAGMA user_version=5;
+-- A results store (schema 1): synth --per-class 2 --size 32; eval, challenge, and every probe of
+-- timm:test_resnet, as bgbench wrote them at commit fe721be. Today's summaries of its rows must give
+-- the metrics it holds (tests/test_stored_runs.py).
+PRAGMA user_version=1;
 BEGIN TRANSACTION;
 CREATE TABLE challenge_bg (
     run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
@@ -39,17 +39,17 @@ INSERT INTO "challenge_fg" VALUES(2,'07_crescent/synth_val_00014',7,8,1,1,'03_cr
 INSERT INTO "challenge_fg" VALUES(2,'02_triangle/synth_val_00005',2,2,1,1,'01_square/synth_val_00002',8);
 INSERT INTO "challenge_fg" VALUES(2,'00_circle/synth_val_00000',0,1,1,1,'06_diamond/synth_val_00013',8);
 INSERT INTO "challenge_fg" VALUES(2,'08_bar/synth_val_00017',8,2,1,2,'03_cross/synth_val_00006',2);
-CREATE TABLE challenge_near (
+CREATE TABLE challenge_progress (
+    run_id INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+    pairs INTEGER NOT NULL
+);
+CREATE TABLE challenge_row (
     run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
     image_id TEXT NOT NULL,
-    lowest REAL,
-    near TEXT NOT NULL,
+    preds BLOB NOT NULL,
     PRIMARY KEY (run_id, image_id)
 );
-CREATE TABLE challenge_state (
-    run_id INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
-    state TEXT NOT NULL
-);
+CREATE TABLE challenge_verified (run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE, image_id TEXT NOT NULL, lowest REAL, state TEXT NOT NULL, PRIMARY KEY (run_id, image_id));
 CREATE TABLE metrics (
     run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
     name TEXT NOT NULL,
