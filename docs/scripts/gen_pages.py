@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import json
 import os
 import re
 import sys
@@ -165,6 +166,11 @@ def measure_page(measure) -> str:
         lines += ["", "The scorecard and `bgbench runs` show the first of these a run has."]
     else:
         lines.append("None of its own: it prints a table of a stored eval run (see the command's output).")
+    for b in measure.benchmark_headlines:
+        shown = ", ".join(f"`{h.metric}{f'[{h.variant}]' if h.variant else ''}` ({_cell(h.short or h.label)})"
+                          for h in measure.headlines_on(b, None)) or "headlines that follow from its newest run there"
+        lines += ["", f"On data of kind `{b.data_kind}` the scorecard shows {shown}, "
+                      f"{'in place of these' if b.replaces else 'beside these'}."]
     lines += ["", "## How to run it", "", "```bash"]
     if measure.command == "probe":
         lines += [f"{command} --model M --data ROOT", "```", "", "From Python: "
@@ -181,6 +187,11 @@ def measure_page(measure) -> str:
                   f"`[measures.{measure.name}]` (computed by the report from the eval runs)."]
     lines += ["", "It needs: " + "; ".join(NEEDS[n] for n in measure.needs) + "." if measure.needs else "",
               f"Data: {measure.data_help}." if measure.command == "probe" else ""]
+    if measure.profile is not None:
+        given = ", ".join(f"`{k} = {json.dumps(v)}`" for k, v in measure.profile.options.items())
+        lines += ["", "`bgbench profile` runs it in its standard battery" + (f", with {given}." if given else ".")]
+    if measure.report_only:
+        lines += ["", "A study runs no step for it: its report computes it from the study's eval runs."]
     lines += ["", "## Options", ""] + measure_options(measure)
     lines += ["", "## Cost", "", measure_cost(measure)]
     stored = [f"run kind `{measure.kind}`" if measure.kind else "not recorded as a run of its own (an analysis)",
@@ -188,6 +199,9 @@ def measure_page(measure) -> str:
     lines += ["", "## Where it lands", "", "Stored: " + ", ".join(s for s in stored if s) + "."]
     if measure.sections:
         lines += ["Report sections: " + ", ".join(f"*{s.title}*" for s in measure.sections) + "."]
+    if measure.shortcut_columns:
+        lines += ["Shortcut table (`bgbench analyze shortcuts`): " +
+                  ", ".join(f"*{c.title}*" for c in measure.shortcut_columns) + "."]
     lines += ["", f"The command's every flag: [`{command}`](../reference/cli.md#{_anchor(' '.join(command.split()[1:]))})."]
     return "\n".join(line for line in lines) + "\n"
 

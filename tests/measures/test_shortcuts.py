@@ -273,7 +273,7 @@ def test_a_derived_models_changes_name_the_shortcut_it_made_worse():
     """A fake store of two watermark runs on the same 40 images: the derived model loses 20 of its
     watermarked answers, so its gap falls 50 points, outside any interval: 'worse'."""
     from bgbench.measures.shortcuts.changes import gap_change, verdict
-    from bgbench.measures.shortcuts.table import COLUMNS
+    from bgbench.measures.shortcuts.table import columns
 
     class Store:
         def probe_rows(self, table, run):
@@ -285,7 +285,7 @@ def test_a_derived_models_changes_name_the_shortcut_it_made_worse():
             return out
     change = gap_change(Store(), 1, 2, "watermark", None, seed=0)
     assert change["value"] == pytest.approx(-0.5) and change["hi"] < 0
-    column = next(c for c in COLUMNS if c.key == "in_w_gap")
+    column = next(c for c in columns() if c.key == "in_w_gap")
     assert verdict(change, column) == "worse"
     assert verdict({**change, "value": 0.5, "lo": 0.3, "hi": 0.7}, column) == "better"
     assert verdict({**change, "lo": -0.1, "hi": 0.1}, column) == "no clear change"

@@ -17,8 +17,9 @@ NOT_HERE = ("model", "device", "data", "split", "protocol")
 
 def register(sub) -> None:
     from ..models.options import ModelOptions
-    from ..studies.spec import PROFILE
-    p = sub.add_parser("profile", help="a model's background-reliance profile: " + ", ".join(PROFILE) +
+    from ..studies.spec import profile_battery
+    battery = profile_battery()
+    p = sub.add_parser("profile", help="a model's background-reliance profile: " + ", ".join(battery) +
                        " (as the data allows), resumably, ending with the scorecard and the report")
     add_model_arg(p, help="a model string (repeat --model for several models)", repeat=True)
     g = p.add_argument_group("model options (for every --model)")
@@ -26,7 +27,7 @@ def register(sub) -> None:
     p.add_argument("--data", action="append", required=True, metavar="ROOT",
                    help="a dataset root (repeat for several datasets)")
     p.add_argument("--measures", nargs="+", metavar="MEASURE",
-                   help="the battery to run (default: " + " ".join(PROFILE) + "); any measure a study runs, "
+                   help="the battery to run (default: " + " ".join(battery) + "); any measure a study runs, "
                         "with the battery's options where it has them")
     p.add_argument("--out", default="bgbench-profile", help="the report's folder (default %(default)s)")
     add_study_args(p)

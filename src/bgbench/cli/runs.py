@@ -5,7 +5,7 @@ import argparse
 import json
 from typing import Dict, Optional, Tuple
 
-from ..measures.registry import Headline, list_measures, measure_of_kind
+from ..measures.registry import Command, Headline, list_measures, measure_of_kind
 
 from .arguments import add_db_arg, add_output_args, add_run_filters
 
@@ -22,8 +22,8 @@ OUTPUT_HEADLINE: Dict[str, Tuple[str, ...]] = {"build": ("built", "rejected"),
 
 def recorded_kinds() -> Tuple[str, ...]:
     """The kinds bgbench records (named in --kind's help; other kinds are listed too)."""
-    return ("eval", "challenge", "train", "build", "edit",
-            *(m.kind for m in list_measures() if m.kind and m.kind not in ("eval", "challenge")))
+    own = [m.kind for m in list_measures(Command.OWN)]  # the measures with a command of their own first
+    return (*own, "train", "build", "edit", *(m.kind for m in list_measures() if m.kind and m.kind not in own))
 
 
 def register(sub) -> None:

@@ -20,6 +20,10 @@ What a measure class supplies, each where it has a use for it:
 - `headlines`: the numbers that say how a run came out (the first the run has is shown), with
   their direction;
 - `sections`: the report sections that show it;
+- `gap_arms`, `shortcut_columns`, `benchmark_headlines`, `profile`, `report_only`: its part in the
+  shared tables (the shortcut table, the scorecard on a benchmark's data, `bgbench profile`'s
+  battery, a study's analyses), declared here and read from the registry by each
+  (`measures.declarations`);
 - `source`, `checked_against`: the definition it follows and the test that checks it (its page in
   the manual, generated from the registry, says both).
 """
@@ -29,7 +33,10 @@ import importlib
 import json
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, ClassVar, Dict, List, Optional, Protocol, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, ClassVar, Dict, List, Optional, Protocol, Sequence, Tuple
+
+if TYPE_CHECKING:
+    from .declarations import BenchmarkHeadlines, GapArms, InProfile, ShortcutColumn
 
 #: What a measure can need of its input; the generated command and the docs say it in these words.
 NEEDS = {
@@ -143,6 +150,17 @@ class Measure:
     source: ClassVar[str] = ""
     #: How the tests check that it equals that source (the test file and its oracle), in a sentence.
     checked_against: ClassVar[str] = ""
+    #: Its gap as two stored arms, which the shortcut table's paired changes read; None: not a gap.
+    gap_arms: ClassVar[Optional["GapArms"]] = None
+    #: Its columns of the shortcut table.
+    shortcut_columns: ClassVar[Tuple["ShortcutColumn", ...]] = ()
+    #: Its headlines on benchmarks' own data (the scorecard's columns there).
+    benchmark_headlines: ClassVar[Tuple["BenchmarkHeadlines", ...]] = ()
+    #: Its place and options in `bgbench profile`'s standard battery; None: not in it.
+    profile: ClassVar[Optional["InProfile"]] = None
+    #: An analysis a study accepts with no options and runs no step for: the report computes it
+    #: from the study's eval runs.
+    report_only: ClassVar[bool] = False
 
     def __init__(self):
         unknown = sorted(set(self.needs) - set(NEEDS))
@@ -250,6 +268,11 @@ class Measure:
             if metrics.get((h.metric, h.variant)) is not None:
                 return h.show(metrics[(h.metric, h.variant)])
         return self.headlines[0].show(None) if self.headlines else None
+
+    def headlines_on(self, benchmark: "BenchmarkHeadlines", config: Optional[Dict[str, Any]]) -> Tuple[Headline, ...]:
+        """Its headlines on a benchmark's data, given the config of its newest run there (None: no
+        run): the declared ones; a measure whose headlines there follow from its run says so itself."""
+        return tuple(benchmark.headlines)
 
     def section_function(self, ref: str):
         """A section's function, 'module:attribute', imported when the report first calls it."""

@@ -8,11 +8,12 @@ the stored metric of the model's newest exact (fp32) run of that kind on that da
 its precision shown, where it has no exact one): the same number that
 `bgbench runs` prints as the run's headline and the section shows.
 
-On Hard ImageNet's data the probes compute Hard ImageNet's figures, not RIVAL10's, so its dataset
-has its own columns in place of saliency's and ablate's RIVAL10 headlines (`hard_imagenet_cells`):
-the mean Grad-CAM IoU and delta density over images (`saliency_analysis.py`), the accuracy clean
-and under each ablation of the object (`ablations.py`), and the RFS of each noise level (`rfs.py`)
-beside bgbench's overall RFS.
+On a benchmark's own data a measure may have headlines of its own (`Measure.benchmark_headlines`,
+`benchmark_cells`): on Hard ImageNet's the probes compute Hard ImageNet's figures, not RIVAL10's, so
+its dataset has the mean Grad-CAM IoU and delta density over images (`saliency_analysis.py`) and
+the accuracy clean and under each ablation of the object (`ablations.py`) in place of saliency's
+and ablate's RIVAL10 headlines, and the RFS of each noise level (`rfs.py`) beside bgbench's overall
+RFS.
 """
 from __future__ import annotations
 
@@ -147,8 +148,8 @@ def scorecard(ctx: ReportContext) -> Optional[dict]:
         row = rows.setdefault(s.label, {"label": _row_label(s), "cells": {}, "subjects": {}, "models": set()})
         row["subjects"][key] = provenance(s)
         row["models"].add(s.model)
-        hard = hard_imagenet_cells(ctx, s)
-        found = {c.key: cell(ctx, s, c) for c in cols if not (hard and c.measure.name in HARD_IMAGENET_REPLACES)}
+        hard, replaced = benchmark_cells(ctx, s)
+        found = {c.key: cell(ctx, s, c) for c in cols if not (hard and c.measure.name in replaced)}
         for level_key, (column, value) in {**category_cells(ctx, s), **edit_drop_cells(ctx, s), **hard}.items():
             meta.setdefault(level_key, column)
             order += [level_key] if level_key not in order else []
@@ -277,54 +278,31 @@ def edit_drop_cells(ctx: ReportContext, subject: Subject) -> Dict[str, Tuple[dic
     return out
 
 
-#: The measures whose RIVAL10 headlines Hard ImageNet's figures replace on its data.
-HARD_IMAGENET_REPLACES = ("saliency", "ablate")
-#: Hard ImageNet's figures as stored: (measure, headline), in the scorecard's order.
-HARD_IMAGENET_COLUMNS = (
-    ("saliency", Headline("saliency_iou_image_mean", label="Hard ImageNet: Grad-CAM (true class) IoU with the object "
-                          "at 0.5, mean over images with a mask (saliency_analysis.py)", short="Grad-CAM IoU")),
-    ("saliency", Headline("saliency_density_diff_image_mean", label="Hard ImageNet: Grad-CAM density on the object "
-                          "minus off it, mean over images with a mask (saliency_analysis.py)", short="Δ density")),
-    ("ablate", Headline("ablation_acc", "none", label="Hard ImageNet: accuracy of the unablated images "
-                        "(ablations.py's 'none')", percent=True, short="acc. clean")),
-    ("ablate", Headline("ablation_acc", "fg", label="Hard ImageNet: accuracy with the object grayed (ablations.py): "
-                        "lower, the less the rest of the image answers", percent=True, higher_is_better=False,
-                        short="acc. object gray")),
-    ("ablate", Headline("ablation_acc", "bbox", label="Hard ImageNet: accuracy with the object's box grayed "
-                        "(ablations.py)", percent=True, higher_is_better=False, short="acc. box gray")),
-    ("ablate", Headline("ablation_acc", "tile", label="Hard ImageNet: accuracy with the object's box tiled over by "
-                        "background (ablations.py)", percent=True, higher_is_better=False, short="acc. box tiled")))
-
-
-def hard_imagenet_cells(ctx: ReportContext, subject: Subject) -> Dict[str, Tuple[dict, dict]]:
-    """On Hard ImageNet's data (its runs record data_kind 'hardimagenet'), its figures as columns:
-    column key -> (column, cell), each the stored metric of the model's newest run of its measure,
-    with its interval; n/a with the reason where a study skipped the measure. The RFS of each level
-    of the newest noise run's grid follows. Empty for any other dataset."""
-    from ..data.hardimagenet import KIND
-    from ..measures.noise.levels import level_label
-    from ..measures.registry import get_measure
-    if not any(json.loads(r["config"] or "{}").get("data_kind") == KIND for r in subject.runs):
-        return {}
-    found = [Column(get_measure(name), h, (h.variant,)) for name, h in HARD_IMAGENET_COLUMNS]
-    noise = subject.latest(get_measure("noise").kind)
-    if noise is not None:
-        config = json.loads(noise["config"] or "{}")
-        kind, grid = config.get("kind", "sigma"), config.get("grid") or "custom"
-        symbol = "σ" if kind == "sigma" else "L2"
-        found += [Column(get_measure("noise"), Headline(
-            "rfs", f"{float(level):g}", label=f"Hard ImageNet: RFS at noise {symbol} {level_label(float(level), kind, grid)} "
-            f"(rfs.py; > 0: foreground noise hurts more)", short=f"RFS {symbol} {level_label(float(level), kind, grid)}"),
-            (f"{float(level):g}",)) for level in config.get("levels") or []]
+def benchmark_cells(ctx: ReportContext, subject: Subject) -> Tuple[Dict[str, Tuple[dict, dict]], Tuple[str, ...]]:
+    """On a benchmark's own data (its runs record the `data_kind` some measure declares headlines
+    for: Hard ImageNet's), those headlines as columns: (column key -> (column, cell), the measures
+    whose own headlines they replace). Each cell is the stored metric of the model's newest run of
+    its measure, with its interval; n/a with the reason where a study skipped the measure. Empty for
+    any other dataset."""
+    kinds = {json.loads(r["config"] or "{}").get("data_kind") for r in subject.runs}
+    declared = sorted(((b, m) for m in list_measures() for b in m.benchmark_headlines if b.data_kind in kinds),
+                      key=lambda bm: bm[0].place)
+    found, replaced = [], []
+    for benchmark, measure in declared:
+        run = subject.latest(measure.kind)
+        config = None if run is None else json.loads(run["config"] or "{}")
+        found += [(benchmark, Column(measure, h, (h.variant,))) for h in measure.headlines_on(benchmark, config)]
+        replaced += [measure.name] if benchmark.replaces else []
     out = {}
-    for column in found:
+    for benchmark, column in found:
         value = cell(ctx, subject, column)
         if value is None:
             continue
-        meta = {"key": f"hardimagenet:{column.key}", "title": column.title, "description": column.description,
-                "percent": column.headline.percent, "higher": column.headline.higher_is_better}
+        meta = {"key": f"{benchmark.data_kind}:{column.key}", "title": column.title,
+                "description": column.description, "percent": column.headline.percent,
+                "higher": column.headline.higher_is_better}
         out[meta["key"]] = (meta, value)
-    return out
+    return out, tuple(replaced)
 
 
 def _dataset_name(subject: Subject) -> str:

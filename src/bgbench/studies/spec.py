@@ -18,8 +18,8 @@ labels, templates, trust_checkpoint). A dataset is a path (relative to the study
 with `path` and `label`. Each key under `measures` is a measure of the registry that runs a model
 (eval, challenge, and the probes), its table the options of its job (the API's keywords, which
 are the CLI's flags); `edits` (ImageNet-E levels) edits each dataset once and evaluates every
-model on the result; the analyses of stored runs (categories, boxsize, leakage, groups) are
-accepted and shown by the report from the eval runs. `datasets = ["label", ...]` in a measure's
+model on the result; the analyses of stored runs that declare `report_only` (categories, boxsize,
+leakage, groups) are accepted and shown by the report from the eval runs. `datasets = ["label", ...]` in a measure's
 table runs it on those datasets only. An `[executor]` table says how its jobs are submitted across
 machines (`executor`: kind, jobs, Slurm resources). Every problem is one line naming the key and
 the file.
@@ -44,16 +44,27 @@ MODEL_OPTIONS = tuple(f.name for f in dataclasses.fields(ModelOptions)
                       if f.name not in ("model", "device", "data", "split", "protocol"))
 #: Keys the study sets itself, never an option of a measure.
 RESERVED = ("model", "data", "store", "progress", "out_dir")
-#: The measures that run no model: shown by the report from the study's eval runs.
-REPORT_ONLY = ("categories", "boxsize", "leakage", "groups")
 #: ImageNet-E edits: the dataset edited once (`bgbench edit`, model-free levels), then every model
 #: evaluated on the edited folder; the report and scorecard show the accuracy drop of each level.
 EDITS = "edits"
 #: Edit options a study sets itself (the edited folder is the study's).
 EDIT_RESERVED = ("data", "out", "overwrite", "shard")
-#: `bgbench profile`'s battery: eval, a sampled challenge and the probes the data allows.
-PROFILE = {"eval": {}, "challenge": {"sample": 100}, "noise": {"levels": ["60/255", "120/255"], "trials": 1},
-           "saliency": {}, "ablate": {}, "features": {}}
+
+
+def report_only() -> List[str]:
+    """The measures a study accepts that run no model (`Measure.report_only`): shown by the report
+    from the study's eval runs."""
+    from ..measures.registry import list_measures
+    return [m.name for m in list_measures() if m.report_only]
+
+
+def profile_battery() -> Dict[str, Dict[str, Any]]:
+    """`bgbench profile`'s battery, measure -> its options there, in the battery's order: each measure
+    that declares its part in it (`Measure.profile`: eval, a sampled challenge and the probes the
+    data allows)."""
+    from ..measures.registry import list_measures
+    return {m.name: dict(m.profile.options) for m in sorted((m for m in list_measures() if m.profile is not None),
+                                                             key=lambda m: m.profile.place)}
 
 
 @dataclass(frozen=True)
@@ -93,7 +104,8 @@ class Study:
 
     @property
     def runnable(self) -> List[StudyMeasure]:
-        return [m for m in self.measures if m.name not in REPORT_ONLY]
+        shown = report_only()
+        return [m for m in self.measures if m.name not in shown]
 
     def edits_folder(self, dataset: "StudyDataset") -> Path:
         """Where the study writes a dataset's edits: OUT/edits/<its label, made a safe folder name>."""
@@ -334,7 +346,8 @@ FOLDER_OPTIONS = {"stylized": "Stylized-ImageNet", "renditions": "ImageNet-R"}
 def _measure(name: str, options: Any, source: str, base: Path = Path(".")) -> StudyMeasure:
     from ..measures.registry import list_measures
     runnable = [m.name for m in list_measures() if m.command in ("probe", "own") and "model" in m.needs]
-    known = runnable + [EDITS] + list(REPORT_ONLY)
+    shown = report_only()
+    known = runnable + [EDITS] + shown
     if name not in known:
         raise BgbenchError(f"{source}: measures.{name}: unknown measure; a study runs {', '.join(known)}")
     if not isinstance(options, dict):
@@ -348,7 +361,7 @@ def _measure(name: str, options: Any, source: str, base: Path = Path(".")) -> St
         only = [only]
     if not isinstance(only, list) or not all(isinstance(d, str) for d in only):
         raise BgbenchError(f"{source}: measures.{name}.datasets: a list of dataset labels")
-    if name in REPORT_ONLY:
+    if name in shown:
         if options:
             raise BgbenchError(f"{source}: measures.{name}: takes no options in a study (the report computes it "
                                f"from the eval runs)")
@@ -403,12 +416,13 @@ def _check_edit_levels(options: dict, source: str) -> None:
 
 def profile_study(models: Sequence[str], datasets: Sequence[str], out: str | Path = "bgbench-profile",
                   model_options: Optional[dict] = None, measures: Optional[Sequence[str]] = None) -> Study:
-    """`bgbench profile`'s study: the standard battery (`PROFILE`) on every model and dataset, or
-    the `measures` named (each with the battery's options where it has them, else its defaults);
+    """`bgbench profile`'s study: the standard battery (`profile_battery`) on every model and dataset,
+    or the `measures` named (each with the battery's options where it has them, else its defaults);
     `model_options` (`ModelOptions` fields: class_map, resize, norm ...) apply to every model."""
-    chosen = list(dict.fromkeys(measures)) if measures else list(PROFILE)
+    battery = profile_battery()
+    chosen = list(dict.fromkeys(measures)) if measures else list(battery)
     return study_from_dict({"models": list(models), "datasets": list(datasets),
-                            "measures": {k: dict(PROFILE.get(k, {})) for k in chosen}}, source="profile", out=out,
+                            "measures": {k: dict(battery.get(k, {})) for k in chosen}}, source="profile", out=out,
                            model_defaults=model_options)
 
 

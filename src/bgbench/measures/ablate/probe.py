@@ -14,7 +14,9 @@ from typing import List
 from ... import checks
 from ...classes import Mapping, mapping_field
 from ...intervals import REPLICATES
+from ...data.hardimagenet import KIND as HARD_IMAGENET
 from ..base import Attributes, BootstrapConfig, ModelMeasure, class_namer
+from ..declarations import BenchmarkHeadlines, InProfile
 from ..common.protocols import HARDIMAGENET, probe_protocol
 from ..registry import Headline, SectionSpec
 from .summary import AblateRow, AblationSummary, summarize_ablation
@@ -85,6 +87,17 @@ class AblateMeasure(ModelMeasure):
                           short="object gray drop"))
     sections = (SectionSpec("ablation", "Attribute ablation (RIVAL10)", f"{__package__}.section:ablation_heatmap",
                             scope="page"),)
+    benchmark_headlines = (BenchmarkHeadlines(HARD_IMAGENET, 20, replaces=True, headlines=(
+        Headline("ablation_acc", "none", label="Hard ImageNet: accuracy of the unablated images (ablations.py's "
+                 "'none')", percent=True, short="acc. clean"),
+        Headline("ablation_acc", "fg", label="Hard ImageNet: accuracy with the object grayed (ablations.py): lower, "
+                 "the less the rest of the image answers", percent=True, higher_is_better=False,
+                 short="acc. object gray"),
+        Headline("ablation_acc", "bbox", label="Hard ImageNet: accuracy with the object's box grayed (ablations.py)",
+                 percent=True, higher_is_better=False, short="acc. box gray"),
+        Headline("ablation_acc", "tile", label="Hard ImageNet: accuracy with the object's box tiled over by "
+                 "background (ablations.py)", percent=True, higher_is_better=False, short="acc. box tiled"))),)
+    profile = InProfile(50)
 
     def forwards(self, images, variants, options, attributes=0):
         """Each image clean, with its object grayed and with its background grayed, and with each

@@ -23,6 +23,7 @@ class BoxSizeConfig:
 class BoxSize(AnalysisMeasure):
     name = "boxsize"
     position = 40
+    report_only = True  # a study shows it from its eval runs
     source = ("Xiao et al., Fig. 14: accuracy in quantile bins of the foreground box's share of the "
               "image")
     checked_against = ("tests/measures/test_boxsize.py (quantile bins by hand; boxes recovered from "

@@ -8,6 +8,7 @@ from ..registry import SectionSpec, register_measure
 class Categories(AnalysisMeasure):
     name = "categories"
     position = 30
+    report_only = True  # a study shows it from its eval runs
     source = ("Xiao et al., Table 3: BG Irrelevant, BG Required, BG+FG Required, BG Fools and "
               "Other, from the ORIGINAL, MIXED-RAND and ONLY-BG-T predictions")
     checked_against = ("tests/measures/test_categories.py (cases worked out by hand, from stored "

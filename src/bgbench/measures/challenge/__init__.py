@@ -4,6 +4,7 @@ Its engine (exact verdicts of upstream's `challenge_eval.py`, resumable, sharded
 summary, --full matrix analyses and report sections all live in this package; `bgbench challenge`
 is its command.
 """
+from ..declarations import InProfile, ShortcutColumn
 from ..registry import Command, Headline, SectionSpec, register_measure
 from ..running import RunningMeasure
 
@@ -29,6 +30,9 @@ class Challenge(RunningMeasure):
                             f"{__name__}.section:challenge_gallery", after="challenge"),
                 SectionSpec("hijack", "Background hijack matrix", f"{__name__}.section:hijack_section",
                             after="challenge_gallery"))
+    shortcut_columns = (ShortcutColumn(80, "challenge_acc", "challenge acc", "challenge_accuracy", data="other",
+                                       shortcut=False, change=f"{__name__}.changes:shortcut_change"),)
+    profile = InProfile(20, {"sample": 100})
 
     def forwards(self, images, variants, options, attributes=0):
         """A ceiling: each foreground (all, or `sample` of them) clean, then against every

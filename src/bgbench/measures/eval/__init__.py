@@ -8,6 +8,7 @@ Its run (`runner`) writes every image's prediction to the `predictions` table (b
 `evaluation.predict`, shared with the challenge and the probes), which every analysis reads;
 `bgbench eval` is its command.
 """
+from ..declarations import InProfile, ShortcutColumn
 from ..registry import Command, Headline, SectionSpec, register_measure
 from ..running import RunningMeasure
 
@@ -43,6 +44,12 @@ class Eval(RunningMeasure):
                  Headline("accuracy", "material", label="accuracy on ImageNet-D's material images", percent=True,
                           short="material"))
     sections = (SectionSpec("accuracy", "Accuracy per variant and BG-Gap", f"{__name__}.section:accuracy_section"),)
+    shortcut_columns = (
+        ShortcutColumn(10, "in1k_acc", "IN-1k acc", "accuracy", "original", data="imagenet", shortcut=False,
+                       change=f"{__name__}.changes:shortcut_change"),
+        ShortcutColumn(70, "bg_gap", "BG-Gap", "bg_gap", higher_is_better=False, data="other", shortcut=False,
+                       change=f"{__name__}.changes:shortcut_change"))
+    profile = InProfile(10)
 
     def forwards(self, images, variants, options, attributes=0):
         """One forward per image of each variant it reads."""

@@ -19,6 +19,7 @@ from ... import checks
 from ...errors import BgbenchError
 from ...options import flag
 from ..base import Autograd, ModelMeasure, ProbeConfig
+from ..declarations import InProfile
 from ..registry import Headline, SectionSpec
 from ..common.names import prediction_namer
 from .summary import FeaturesRow, FeaturesSummary, rule_text, summarize_features
@@ -80,6 +81,7 @@ class FeaturesMeasure(ModelMeasure):
     pictures_help = "folder for the heatmap PNGs (default: a new probe_features_<time>/ beside the results store)"
     sections = (SectionSpec("features", "Spurious features (RIVAL10 §5, Salient ImageNet's ranking)",
                             f"{__package__}.section:features_section"),)
+    profile = InProfile(60)
     forwards_per_image = 1
 
     def prepare(self, run, cfg: FeaturesConfig) -> "_Head":

@@ -10,6 +10,7 @@ from .config import GroupsConfig
 class Groups(AnalysisMeasure):
     name = "groups"
     position = 70
+    report_only = True  # a study shows it from its eval runs
     source = ("worst-group accuracy of the spurious-correlation literature (Sagawa et al., 2020: "
               "Waterbirds), groups being (object class, background class); on Spawrious (aengusl/spawrious), "
               "the (class_label, location_label) of `spawrious/torch.py`'s images, whose own code reports "

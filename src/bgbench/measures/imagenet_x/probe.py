@@ -15,6 +15,7 @@ from typing import List, Optional, Sequence
 from ...errors import BgbenchError
 from ...intervals import REPLICATES
 from ..arms import Arm, ArmRow, ArmsConfig, ArmsMeasure, imagenet_reference, require_imagenet_model
+from ..declarations import ShortcutColumn
 from ..registry import Headline, SectionSpec
 from .summary import BACKGROUND, ImageNetXSummary, ratio_difference, summarize_imagenet_x, val_labels
 
@@ -60,6 +61,9 @@ class ImageNetXMeasure(ArmsMeasure):
                                                                       "unusual backgrounds cost accuracy)",
                           higher_is_better=False, short="bg error ratio"),)
     sections = (SectionSpec("imagenet_x", "ImageNet-X factors of variation", f"{__package__}.section:imagenet_x_section"),)
+    shortcut_columns = (ShortcutColumn(90, "bg_error_ratio", "ImageNet-X bg error ratio", "imagenet_x_error_ratio",
+                                       BACKGROUND, percent=False, higher_is_better=False, data="imagenet",
+                                       change=f"{__package__}.changes:shortcut_change"),)
     forwards_per_image = 1
 
     def arms(self, model, layout, cfg) -> List[Arm]:

@@ -22,6 +22,7 @@ from dataclasses import replace
 from typing import List, Sequence
 
 from ..arms import GAP_TEMPLATE, Arm, ArmRow, ArmsConfig, ArmsMeasure
+from ..declarations import CROP, GapArms, ShortcutColumn
 from ..gaps import GapSummary, two_arms
 from ..registry import Headline, SectionSpec
 
@@ -64,6 +65,8 @@ class In9GapMeasure(ArmsMeasure):
                           percent=True, short="IN-9 gap"),)
     sections = (SectionSpec("in9_gap", "Background shortcut (Whac-A-Mole's IN-9 gap)",
                             f"{__package__}.section:in9_gap_section", template=GAP_TEMPLATE),)
+    gap_arms = GapArms(MIXED_SAME, MIXED_RAND)
+    shortcut_columns = (ShortcutColumn(60, "in9_gap", "IN-9 gap", "in9_gap", data="other", preprocessing=CROP),)
     forwards_per_image = 2  # each foreground on its own background and on a random one
 
     def image_sets(self, model, data, cfg):

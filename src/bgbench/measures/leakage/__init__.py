@@ -7,6 +7,7 @@ from ..registry import SectionSpec, register_measure
 class Leakage(AnalysisMeasure):
     name = "leakage"
     position = 50
+    report_only = True  # a study shows it from its eval runs
     source = ("Xiao et al., §5: accuracy on ONLY-BG-B and ONLY-BG-T above chance, for models "
               "trained on MIXED-RAND or ONLY-FG")
     checked_against = "tests/measures/test_leakage.py (tables worked out by hand)"

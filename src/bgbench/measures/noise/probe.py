@@ -16,7 +16,9 @@ from ... import checks
 from ...classes import Mapping, mapping_field
 from ...options import flag
 from ...intervals import REPLICATES
+from ...data.hardimagenet import KIND as HARD_IMAGENET
 from ..base import Attributes, BootstrapConfig, ModelMeasure
+from ..declarations import BenchmarkHeadlines, InProfile
 from ..registry import Headline, SectionSpec
 from .draws import DRAWS
 from .levels import KINDS, grid_label, resolve_levels
@@ -101,6 +103,13 @@ class NoiseMeasure(ModelMeasure):
     sections = (SectionSpec("noise", "Noise sensitivity (RIVAL10)", f"{__package__}.section:noise_section"),
                 SectionSpec("noise_gallery", "Images that noise flips first", f"{__package__}.section:noise_gallery",
                             after="noise"))
+    benchmark_headlines = (BenchmarkHeadlines(HARD_IMAGENET, 30),)  # beside its RFS: the RFS of each level
+    profile = InProfile(30, {"levels": ["60/255", "120/255"], "trials": 1})
+
+    def headlines_on(self, benchmark, config):
+        """On Hard ImageNet's data, the RFS of each level of its newest run's grid (`rfs.py`'s figures)."""
+        from .benchmarks import rfs_per_level
+        return rfs_per_level(config)
 
     def forwards(self, images, variants, options, attributes=0):
         """Each image noised on the object and on the background at each level, `trials` times (and,

@@ -17,6 +17,7 @@ from ...errors import BgbenchError
 from ...options import flag
 from ..arms import (GAP_TEMPLATE, Arm, ArmRow, ArmsConfig, ArmsMeasure, folder_option, imagenet_reference,
                     require_imagenet_model)
+from ..declarations import GapArms, ShortcutColumn
 from ..gaps import GapSummary, two_arms
 from ..registry import Headline, SectionSpec
 
@@ -93,6 +94,8 @@ class RenditionsMeasure(ArmsMeasure):
                           short="IN-R gap"),)
     sections = (SectionSpec("renditions", "Rendition shortcut (ImageNet-R)",
                             f"{__package__}.section:renditions_section", template=GAP_TEMPLATE),)
+    gap_arms = GapArms(REFERENCE, RENDITIONS)
+    shortcut_columns = (ShortcutColumn(50, "in_r_gap", "IN-R gap", "in_r_gap", data="imagenet"),)
 
     def arms(self, model, layout, cfg: RenditionsConfig) -> List[Arm]:
         from ...data.imagenet_folders import CLASS_FOLDERS

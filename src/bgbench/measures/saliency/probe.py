@@ -23,7 +23,9 @@ from ... import checks
 from ...options import flag, runtime
 from ...intervals import REPLICATES
 from ...probing.gradcam import gradcam_batch, gradcam_maps, gradcam_terms, resolve_layer
+from ...data.hardimagenet import KIND as HARD_IMAGENET
 from ..base import Autograd, BootstrapConfig, ModelMeasure
+from ..declarations import BenchmarkHeadlines, InProfile
 from ..registry import Headline, SectionSpec
 from .metrics import METRICS, absolute_iou_and_dice, saliency_alignment
 from ..common.names import prediction_namer
@@ -91,6 +93,12 @@ class SaliencyMeasure(ModelMeasure):
     sections = (SectionSpec("saliency", "Saliency alignment (Grad-CAM)", f"{__package__}.section:saliency_section"),
                 SectionSpec("saliency_gallery", "Most and least aligned Grad-CAM maps",
                             f"{__package__}.section:saliency_gallery", after="saliency"))
+    benchmark_headlines = (BenchmarkHeadlines(HARD_IMAGENET, 10, replaces=True, headlines=(
+        Headline("saliency_iou_image_mean", label="Hard ImageNet: Grad-CAM (true class) IoU with the object at 0.5, "
+                 "mean over images with a mask (saliency_analysis.py)", short="Grad-CAM IoU"),
+        Headline("saliency_density_diff_image_mean", label="Hard ImageNet: Grad-CAM density on the object minus off "
+                 "it, mean over images with a mask (saliency_analysis.py)", short="Δ density"))),)
+    profile = InProfile(40)
     forwards_per_image = 2  # one for the predicted class, one (with its backward) for Grad-CAM
 
     def prepare(self, run, cfg: SaliencyConfig) -> _Layer:

@@ -6,17 +6,19 @@ A model is derived from another when its provenance says so: a last-layer refit 
 (`spec.extra['last_layer']`); a recipe started from a checkpoint records it (`spec.extra['init_sha256']`).
 
 Each change is derived minus base, per column of the shortcut table, paired over images:
-- a gap (IN-W, Carton, SIN, IN-R, IN-9): per image, (shifted - reference correctness) of the derived
-  model minus the base's, bootstrapped over the images (each arm on its own where the arms hold
-  different images, ImageNet-R);
-- an accuracy (IN-1k, challenge): per image, correct(derived) - correct(base);
-- BG-Gap: per foreground, as `bgbench compare` computes the BG-Gap difference;
-- ImageNet-X's background error ratio: both ratios on the same resampled images.
+- a gap (IN-W, Carton, SIN, IN-R, IN-9; its measure's `gap_arms`): per image, (shifted - reference
+  correctness) of the derived model minus the base's, bootstrapped over the images (each arm on its
+  own where the arms hold different images, ImageNet-R);
+- any other column by the function it declares (`ShortcutColumn.change`): an accuracy (IN-1k,
+  challenge) per image, correct(derived) - correct(base); BG-Gap per foreground, as `bgbench
+  compare` computes the BG-Gap difference; ImageNet-X's background error ratio, both ratios on the
+  same resampled images.
 A change "made worse" a shortcut when its interval excludes zero in the direction the column calls
 worse (a gap further below zero, a BG-Gap or error ratio higher).
 """
 from __future__ import annotations
 
+import importlib
 import json
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -24,11 +26,7 @@ import numpy as np
 
 from ...errors import BgbenchError
 from ...evaluation.metrics import paired_difference
-from .table import COLUMNS, Column, is_imagenet
-
-#: The gap measures, by name: (reference arm, shifted arm, image key).
-GAP_ARMS = {"watermark": ("clean", "watermarked", "id"), "texture": ("imagenet", "stylized", "stem"),
-            "renditions": ("imagenet_200", "renditions", "id"), "in9_gap": ("mixed_same", "mixed_rand", "id")}
+from .table import Column, columns, is_imagenet
 
 
 def parent_of(spec: dict) -> Optional[Tuple[Optional[str], Optional[str], str]]:
@@ -69,9 +67,10 @@ def gap_change(store, base_run: int, derived_run: int, measure: str, label: Opti
                ) -> Optional[dict]:
     """The change of a gap measure's gap (derived - base), paired over images (see the docstring)."""
     from ..registry import get_measure
-    table = get_measure(measure).table.name
-    ref, shifted, how = GAP_ARMS[measure]
-    key = _key(how)
+    declared = get_measure(measure)
+    table, arms_of = declared.table.name, declared.gap_arms
+    ref, shifted = arms_of.reference, arms_of.shifted
+    key = _key(arms_of.key)
     per_model = []
     for run in (base_run, derived_run):
         arms: Dict[str, Dict[str, bool]] = {ref: {}, shifted: {}}
@@ -95,54 +94,19 @@ def gap_change(store, base_run: int, derived_run: int, measure: str, label: Opti
     return unpaired_difference(diff_sh, diff_ref, seed=seed).as_dict()
 
 
-def accuracy_change(correct_base: np.ndarray, correct_derived: np.ndarray, seed: int) -> dict:
-    return paired_difference(correct_derived.astype(float), correct_base.astype(float), seed=seed).as_dict()
-
-
-def _eval_change(store, column: Column, base_run: int, derived_run: int, seed: int) -> Optional[dict]:
-    from ...comparing import compare_runs
-    from ...probing.tables import stored_table
-    if column.metric == "bg_gap":
-        comp = compare_runs(store, derived_run, base_run, seed=seed)
-        return None if comp.bg_gap_diff is None else comp.bg_gap_diff.as_dict()
-    tb, td = stored_table(store, base_run), stored_table(store, derived_run)
-    if column.variant not in tb.variants or column.variant not in td.variants:
-        return None
-    a, b = tb.variants[column.variant], td.variants[column.variant]
-    if list(a.image_ids) != list(b.image_ids):
-        raise BgbenchError(f"runs {base_run} and {derived_run} are not on the same images ({column.variant})")
-    return accuracy_change(a.correct, b.correct, seed)
-
-
-def _challenge_change(store, base_run: int, derived_run: int, seed: int) -> Optional[dict]:
-    fb, fd = store.challenge_results(base_run), store.challenge_results(derived_run)
-    held_b = {r["image_id"]: not r["fooled"] for r in fb}
-    held_d = {r["image_id"]: not r["fooled"] for r in fd}
-    if not held_b or set(held_b) != set(held_d):
-        return None  # sampled runs of other foregrounds: no paired change
-    ids = sorted(held_b)
-    return accuracy_change(np.array([held_b[i] for i in ids]), np.array([held_d[i] for i in ids]), seed)
-
-
-def _ratio_change(store, base_run: int, derived_run: int, seed: int) -> Optional[dict]:
-    from ..registry import get_measure
-    return get_measure("imagenet_x").background_change(store, base_run, derived_run, seed=seed)
-
-
 def column_change(store, column: Column, base_run: int, derived_run: int, seed: int = 0) -> Optional[dict]:
-    """One column's change from the base's run to the derived model's run of its kind."""
-    if column.measure == "eval":
-        return _eval_change(store, column, base_run, derived_run, seed)
-    if column.measure == "challenge":
-        return _challenge_change(store, base_run, derived_run, seed)
-    if column.measure == "imagenet_x":
-        return _ratio_change(store, base_run, derived_run, seed)
+    """One column's change from the base's run to the derived model's run of its kind: by the
+    function the column declares, else as its measure's gap (on the one class its `class_of` names,
+    where it names one)."""
+    if column.change is not None:
+        module, _, attr = column.change.partition(":")
+        return getattr(importlib.import_module(module), attr)(store, column, base_run, derived_run, seed)
     label = None
-    if column.metric == "carton_gap":
-        carton = json.loads(store.get_run(base_run)["config"]).get("carton")
-        if not carton:
+    if column.class_of is not None:
+        named = json.loads(store.get_run(base_run)["config"]).get(column.class_of)
+        if not named:
             return None
-        label = int(carton["label"])
+        label = int(named["label"])
     return gap_change(store, base_run, derived_run, column.measure, label, seed)
 
 
@@ -161,8 +125,8 @@ def changes(store, subjects: Sequence[Any], seed: int = 0) -> List[dict]:
     for base, derived, relation in derived_pairs(subjects):
         imagenet = is_imagenet(base.runs)
         items = []
-        for c in COLUMNS:
-            if not (c.data == "any" or (c.data == "imagenet") == imagenet):
+        for c in columns():
+            if not c.reads(imagenet):
                 continue
             rb, rd = base.latest(c.kind), derived.latest(c.kind)
             if rb is None or rd is None:
@@ -173,7 +137,7 @@ def changes(store, subjects: Sequence[Any], seed: int = 0) -> List[dict]:
                 continue  # runs on other images: the table shows both, no paired change
             if change is None:
                 continue
-            title = c.title if imagenet or c.key != "in_w_gap" else "watermark gap"
+            title = c.title if imagenet else c.other_title or c.title
             items.append({**change, "key": c.key, "title": title, "verdict": verdict(change, c),
                           "column": {"percent": c.percent}})
         if not items:

@@ -32,26 +32,15 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-#: How a column's images reached the model (before its own normalization and resize policy).
-CROP = "Resize(256), CenterCrop(224)"
-AS_HELD = "as the dataset holds them"
+from ..declarations import AS_HELD, CROP, ShortcutColumn
 
 
 @dataclass(frozen=True)
-class Column:
-    """One column: its title, the measure (by name) and metric (variant) it reads, whether it is a
-    share (shown as a percentage), its direction, the data it is read on, and its preprocessing
-    where it is its own whatever the data (None: the dataset's, `Block.preprocessing`)."""
+class Column(ShortcutColumn):
+    """A column as the table reads it: a measure's declared `ShortcutColumn` (its `shortcut_columns`)
+    and the measure (by name) that declares it."""
 
-    key: str
-    title: str
-    measure: str
-    metric: str
-    variant: str = ""
-    percent: bool = True
-    higher_is_better: bool = True
-    data: str = "any"  # 'imagenet': only ImageNet's own images; 'other': every other dataset; 'any'
-    preprocessing: Optional[str] = None
+    measure: str = ""
 
     @property
     def kind(self) -> str:
@@ -59,22 +48,19 @@ class Column:
         from ..registry import get_measure
         return get_measure(self.measure).kind
 
+    def reads(self, imagenet: bool) -> bool:
+        """Whether it is read on a dataset that is (or is not) ImageNet's own images."""
+        return self.data == "any" or (self.data == "imagenet") == imagenet
 
-#: Whac-A-Mole's columns, then bgbench's background columns (see the module docstring).
-COLUMNS: Tuple[Column, ...] = (
-    Column("in1k_acc", "IN-1k acc", "eval", "accuracy", "original", data="imagenet"),
-    Column("in_w_gap", "IN-W gap", "watermark", "watermark_gap"),
-    Column("carton_gap", "Carton gap", "watermark", "carton_gap", higher_is_better=False),
-    Column("sin_gap", "SIN gap", "texture", "sin_gap", data="imagenet"),
-    Column("in_r_gap", "IN-R gap", "renditions", "in_r_gap", data="imagenet"),
-    Column("in9_gap", "IN-9 gap", "in9_gap", "in9_gap", data="other", preprocessing=CROP),
-    Column("bg_gap", "BG-Gap", "eval", "bg_gap", higher_is_better=False, data="other"),
-    Column("challenge_acc", "challenge acc", "challenge", "challenge_accuracy", data="other"),
-    Column("bg_error_ratio", "ImageNet-X bg error ratio", "imagenet_x", "imagenet_x_error_ratio",
-           "background", percent=False, higher_is_better=False, data="imagenet"),
-)
-#: On a dataset other than ImageNet's val, the watermark gap is not ImageNet-W's: named for what it is.
-OTHER_TITLES = {"in_w_gap": "watermark gap"}
+
+def columns() -> List[Column]:
+    """Every registered measure's shortcut columns, in their declared places (Whac-A-Mole's columns,
+    then bgbench's background columns: see the module docstring)."""
+    from dataclasses import fields
+    from ..registry import list_measures
+    declared = sorted(((c, m.name) for m in list_measures() for c in m.shortcut_columns), key=lambda cm: cm[0].place)
+    return [Column(**{f.name: getattr(c, f.name) for f in fields(ShortcutColumn)}, measure=name)
+            for c, name in declared]
 
 
 def is_imagenet(runs: Sequence[Any]) -> bool:
@@ -103,7 +89,7 @@ class Block:
     rows: List[dict]  # {"model": label, "key": subject key, "cells": {column key: cell or None}}
 
     def title(self, column: Column) -> str:
-        return column.title if self.imagenet else OTHER_TITLES.get(column.key, column.title)
+        return column.title if self.imagenet else column.other_title or column.title
 
     def preprocessing(self, column: Column) -> str:
         """How the column's images reached the model: its own crop, else ImageNet's (every reader of
@@ -178,15 +164,15 @@ def build_blocks(subjects: Sequence[Any], metrics: Callable[[int], Dict[Tuple[st
     by_data: Dict[str, List[Any]] = {}
     for s in subjects:
         by_data.setdefault(s.data_label, []).append(s)
-    blocks = []
+    blocks, every = [], columns()
     for dataset, group in by_data.items():
         imagenet = any(is_imagenet(s.runs) for s in group)
-        columns = [c for c in COLUMNS if c.data == "any" or (c.data == "imagenet") == imagenet]
+        read = [c for c in every if c.reads(imagenet)]
         rows = [{"model": s.label or s.model_label, "key": s.key,
-                 "cells": {c.key: cell(s.latest(c.kind), c, metrics) for c in columns}} for s in group]
-        shortcut = [c for c in columns if any(r["cells"][c.key] for r in rows)]
-        if not any(c.measure not in ("eval", "challenge") for c in shortcut):
-            continue  # no shortcut measure on this dataset: the scorecard already shows its accuracy and BG-Gap
+                 "cells": {c.key: cell(s.latest(c.kind), c, metrics) for c in read}} for s in group]
+        shortcut = [c for c in read if any(r["cells"][c.key] for r in rows)]
+        if not any(c.shortcut for c in shortcut):
+            continue  # no shortcut measured on this dataset: the scorecard already shows its accuracy and BG-Gap
         blocks.append(Block(dataset, imagenet, shortcut, rows))
     return blocks
 

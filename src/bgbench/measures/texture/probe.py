@@ -16,6 +16,7 @@ from ...errors import BgbenchError
 from ...options import flag
 from ..arms import (GAP_TEMPLATE, Arm, ArmRow, ArmsConfig, ArmsMeasure, folder_option, imagenet_reference,
                     require_imagenet_model)
+from ..declarations import GapArms, ShortcutColumn
 from ..gaps import GapSummary, stem, two_arms
 from ..registry import Headline, SectionSpec
 
@@ -55,6 +56,8 @@ class TextureMeasure(ArmsMeasure):
                           short="SIN gap"),)
     sections = (SectionSpec("texture", "Texture shortcut (Stylized-ImageNet)", f"{__package__}.section:texture_section",
                             template=GAP_TEMPLATE),)
+    gap_arms = GapArms(REFERENCE, STYLIZED, key="stem")  # a stylized copy keeps its original's file stem
+    shortcut_columns = (ShortcutColumn(40, "sin_gap", "SIN gap", "sin_gap", data="imagenet"),)
 
     def arms(self, model, layout, cfg: TextureConfig) -> List[Arm]:
         from ...data.resolve import resolve_layout

@@ -19,6 +19,7 @@ from typing import List, Optional, Sequence
 from ...errors import BgbenchError
 from ...options import flag
 from ..arms import GAP_TEMPLATE, Arm, ArmRow, ArmsConfig, ArmsMeasure
+from ..declarations import GapArms, ShortcutColumn
 from ..gaps import GapSummary, arm_accuracy, correct_by, gap, resampling, two_arms
 from ..registry import Headline, SectionSpec
 
@@ -84,6 +85,10 @@ class WatermarkMeasure(ArmsMeasure):
                           percent=True, higher_is_better=False, short="Carton gap"))
     sections = (SectionSpec("watermark", "Watermark shortcut (ImageNet-W)", f"{__package__}.section:watermark_section",
                             template=GAP_TEMPLATE),)
+    gap_arms = GapArms(CLEAN, WATERMARKED)
+    shortcut_columns = (ShortcutColumn(20, "in_w_gap", "IN-W gap", "watermark_gap", other_title="watermark gap"),
+                        ShortcutColumn(30, "carton_gap", "Carton gap", "carton_gap", higher_is_better=False,
+                                       class_of="carton"))
     forwards_per_image = 2  # each image clean and watermarked
 
     def arms(self, model, layout, cfg: WatermarkConfig) -> List[Arm]:
