@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Mapping, Optional
 
+from ..result import Result
 from .registry import get_measure
 
 
@@ -71,7 +72,7 @@ class Summary:
 
 
 @dataclass
-class MeasureResult:
+class MeasureResult(Result):
     """A probe's run: `measure` (its name), its per-image `rows` (without run_id) and run `config`;
     `extra`: outputs beyond the rows, in the order they are printed; `notes`: lines printed after
     the summary's table (where the pictures are)."""

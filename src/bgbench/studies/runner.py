@@ -20,10 +20,11 @@ from ..store import Store
 from .plan import Step, edited_dataset, plan, refresh
 from ..data.owned import safe_name
 from .spec import Study
+from ..result import Result
 
 
 @dataclass
-class StudyResult:
+class StudyResult(Result):
     """What a study did: its steps (with the run each produced or found), and the report."""
 
     study: Study
@@ -55,6 +56,10 @@ class StudyResult:
                 "steps": [_step_dict(s) for s in self.steps],
                 "scorecard": scorecard_records(self.scorecard) if self.scorecard else [],
                 "shortcuts": self.shortcuts.to_dict() if self.shortcuts is not None else None}
+
+    def table(self) -> List[dict]:
+        """One row per step: its measure, model, dataset, state and run."""
+        return [_step_dict(s) for s in self.steps]
 
     def text(self) -> str:
         """The steps, what ran, and then the numbers: the scorecard as a table, the report's path last."""
