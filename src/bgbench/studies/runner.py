@@ -179,11 +179,11 @@ def run_labels(steps: List[Step]) -> Dict[int, str]:
 
 def _shortcuts(study: Study, store: Store, steps: List[Step]):
     """The shortcut table of the study's runs, with its labels (None: no step measured a shortcut)."""
-    from ..api import shortcut_table
+    from ..api import analyze
     labels = run_labels(steps)
     if not labels:
         return None
-    table = shortcut_table(store, run_ids=list(labels), labels=labels, data_labels=study.data_labels())
+    table = analyze("shortcuts", store, run_ids=list(labels), labels=labels, data_labels=study.data_labels())
     return table if table.blocks else None
 
 
