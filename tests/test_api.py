@@ -447,8 +447,9 @@ def test_the_cli_reads_the_api_defaults_that_the_measures_declare():
 
 def test_every_result_has_provenance_a_document_and_a_plain_table(synth_root, tmp_path):
     from bgbench.result import Result
-    report = bgbench.evaluate("timm:test_resnet", synth_root, variants=["original", "only_bg_t"], mapping="argmax",
-                              batch_size=12, device="cpu", seed=0, checkpoint=None, norm="auto", progress=False)
+    report = bgbench.evaluate("timm:test_resnet", synth_root, variants=["original", "mixed_rand", "only_bg_t"],
+                              mapping="argmax", batch_size=12, device="cpu", seed=0, checkpoint=None, norm="auto",
+                              progress=False)
     db = tmp_path / "r.db"
     rid = bgbench.record(report, db)
     noise = bgbench.probe("noise", "timm:test_resnet", synth_root, levels=[0.5], trials=1, progress=False)
@@ -462,7 +463,7 @@ def test_every_result_has_provenance_a_document_and_a_plain_table(synth_root, tm
     assert report.provenance.kind == "eval" and results[2].provenance is None
     assert {(r["metric"], r["variant"]): r["value"] for r in report.table()}[("accuracy", "original")] == \
         report.accuracy["original"].value
-    assert [r["variant"] for r in results[5].table()] == ["original", "only_bg_t"]
+    assert {r["variant"] for r in results[5].table()} == {"original", "mixed_rand", "only_bg_t"}
     assert len(results[6].table()) == 2 * 36  # two top classes of each image
 
 
