@@ -215,7 +215,8 @@ def _run_step(step: Step, study: Study, store: Store, device: str, progress: boo
     from .. import api
     if step.model is None:  # a dataset's edits, written once for every model
         out = edited_dataset(study, step.dataset).path
-        result = api.edit(str(step.dataset.path), out, progress=progress, overwrite=True, **step.options)
+        result = api.build(out, preset=api.IMAGENET_E, data=str(step.dataset.path), progress=progress,
+                           overwrite=True, **step.options)
         return (None, None) if result is None else (record(result, store), result)
     model, data = step.model, str(step.dataset.path)
     options = {**model.options, **step.options}
