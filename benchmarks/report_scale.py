@@ -9,7 +9,7 @@ attribution probes): these *template* runs give each table its real rows, config
 Then each benchmark model gets copies of them with its predictions drawn at random (a skill and a
 reliance on the background drawn per model, so models differ and their galleries show other
 images) and its own pictures (the template's shifted, so no two models share a file): eval runs
-through `bgbench.evaluate_predictions` (the predictions-file door), probes through their measure's
+through `predictions_report` (the predictions-file door of `bgbench eval --predictions`), probes through their measure's
 own `summarize` and `bgbench.record`, the challenge as its tables, metrics and prediction matrix.
 A third of the models get a training run on MIXED-RAND (the report's leakage and provenance).
 
@@ -83,9 +83,10 @@ def template(work: Path, d: int, per_class: int, size: int) -> Dict[str, Path]:
     root, edits = work / f"synthetic9-{d}", work / f"synthetic9-{d}-edits"
     db, pictures = work / f"template-{d}.db", work / f"template-{d}-pictures"
     if not (root / "original").is_dir():
-        bgbench.synth(root, per_class=per_class, size=size, seed=100 + d, split="val", progress=False)
+        bgbench.build(root, preset="synthetic-9", per_class=per_class, size=size, seed=100 + d, split="val",
+                      progress=False)
     if not (edits / "original").is_dir():
-        bgbench.edit(root, edits, levels=list(EDIT_LEVELS), progress=False)
+        bgbench.build(edits, preset="imagenet-e", data=root, levels=list(EDIT_LEVELS), progress=False)
     if not db.is_file():
         status(f"template runs of dataset {d} with {TEMPLATE_MODEL} (once; cached in {work})")
         tmp = db.with_suffix(".partial")
@@ -165,7 +166,9 @@ def _eval(store, tpl, run, model: Model, root: Path, scratch: Path) -> None:
         w.writerow(["image_id", "variant", "pred"])
         for r in rows:
             w.writerow([r["image_id"], r["variant"], model.pred(r["label"], model.p_right(r["variant"]), classes)])
-    report = bgbench.evaluate_predictions(path, root, name=model.name)
+    from bgbench.measures.eval.config import PredictionFileConfig
+    from bgbench.measures.eval.prediction_file import predictions_report
+    report = predictions_report(path, root, PredictionFileConfig(name=model.name))
     config = {**report.provenance.config, "variants": json.loads(run["config"]).get("variants")}
     report.provenance = _provenance(run, model, {**json.loads(run["config"]), **config})
     bgbench.record(report, store)

@@ -16,12 +16,13 @@ from bgbench.store import Store
 from conftest import mask_boxes
 
 README = Path(__file__).resolve().parents[1] / "README.md"
-PUBLIC = [n for n in bgbench.__all__ if n != "__version__"]
-WANTED = {"evaluate", "probe", "analyze", "compare", "challenge", "predict", "train", "synth", "build", "edit",
-          "record", "report", "study", "create_model", "list_models"}
-#: Names that were public before the API had one style: they still resolve as `bgbench.NAME`.
-FORMER = {"prediction_categories", "box_size", "leakage", "edit_drops", "worst_group", "shortcut_table",
-          "evaluate_predictions", "export_predictions", "export_scorecard", "leaderboard", "list_variants"}
+PUBLIC = list(bgbench.__all__)
+WANTED = {"load_model", "evaluate", "probe", "analyze", "compare", "challenge", "predict", "train", "build",
+          "report", "study", "record"}
+#: Names a user might try, and that resolve nowhere as `bgbench.NAME`: each job has one door.
+NOT_PUBLIC = {"create_model", "list_models", "synth", "edit", "prediction_categories", "box_size", "leakage",
+              "edit_drops", "worst_group", "shortcut_table", "evaluate_predictions", "export_predictions",
+              "export_scorecard", "leaderboard", "list_variants", "noise"}
 
 #: Calls every public function twice on tiny data, as a user would, checking after every call and
 #: after importing every module that each public name is still the function (the defect: calling
@@ -31,8 +32,8 @@ import importlib, json, pkgutil, shutil, sys, types
 from pathlib import Path
 import bgbench
 from bgbench.variants.preprocess import Preprocess  # for build's preprocess option
-public = [n for n in bgbench.__all__ if n != "__version__"]
-names = public + sorted(bgbench._ALSO)  # the former public names still resolve, to functions
+public = list(bgbench.__all__)
+names = public
 tmp = Path(sys.argv[1])
 
 def check(when):
@@ -63,11 +64,13 @@ def build_inputs(root):
             else:
                 (tmp / folder / name).write_text(text)
 
-def call(name, k):
+def call(step, k):
+    name = step.partition(":")[0]
     f, d, db = getattr(bgbench, name), tmp / "s9", tmp / "r.db"
     quiet = {"progress": False}
     calls = {
-        "synth": lambda: f(d, per_class=1, size=32, split=("train", "val")[k], **quiet),
+        "build:synthetic-9": lambda: f(d, preset="synthetic-9", per_class=1, size=32, split=("train", "val")[k],
+                                       **quiet),
         "train": lambda: f(d, tmp / f"t{k}", model="timm:test_resnet", epochs=1, batch_size=3, **quiet),
         "evaluate": lambda: f("timm:test_resnet", d, variants=["original", "mixed_rand", "only_bg_t"], **quiet),
         "challenge": lambda: f("timm:test_resnet", d, db, sample=2, **quiet),
@@ -75,53 +78,39 @@ def call(name, k):
             ("noise", {"levels": [0.5], "trials": 1}), ("saliency", {"examples": 0}),
             ("features", {"top_features": 1, "top_images": 1}), ("ablate", {}), ("attribution", {"top": 1}),
             ("watermark", {}))],
-        "edit": lambda: f(d, tmp / "e", levels=["remove"], overwrite=True, **quiet),
-        "build": lambda: f(tmp / "images", tmp / "boxes", tmp / f"b{k}", masks=d / "fg_mask" / "val",
+        "build:imagenet-e": lambda: f(tmp / "e", preset="imagenet-e", data=d, levels=["remove"], overwrite=True,
+                                      **quiet),
+        "build": lambda: f(tmp / f"b{k}", data=tmp / "images", boxes=tmp / "boxes", masks=d / "fg_mask" / "val",
                            preprocess=Preprocess(resize=None, crop=None), **quiet),
         "analyze": lambda: [f("categories", report), f("leakage", db, report.run_id), f("shortcuts", db),
                             f("boxsize", report, bins=1),
                             f("edits", {"original": [("a/1", 0, 0)], "remove": [("a/1", 0, 1)]}, n_boot=10)],
-        "prediction_categories": lambda: f(report),
-        "box_size": lambda: f(report),
-        "leakage": lambda: f(report),
-        "edit_drops": lambda: f({"original": [("a/1", 0, 0)], "remove": [("a/1", 0, 1)]}, n_boot=100),
-        "worst_group": lambda: f(db, report.run_id, min_images=1),
-        "shortcut_table": lambda: f(db),
+        "analyze:groups": lambda: f("groups", db, report.run_id, min_images=1),
         "compare": lambda: f(report, report),
         "record": lambda: f(report, db),
-        "export_predictions": lambda: f(db, report.run_id, tmp / f"p{k}.csv"),
-        "evaluate_predictions": lambda: f(tmp / f"p{k}.csv", d),
         "predict": lambda: f("timm:test_resnet", [d / "original" / "val"], top=2),
         "report": lambda: f(db, tmp / "site", **quiet),
-        "export_scorecard": lambda: f(db, tmp / "scorecard"),
-        "leaderboard": lambda: f(db),
         "study": lambda: f({"models": ["timm:test_resnet"], "datasets": [str(d)], "measures": {"eval": {}}}, db,
                            out=tmp / "study", **quiet),
-        "create_model": lambda: f("timm:test_resnet"),
-        "list_models": lambda: f("zoo:*"),
-        "list_variants": lambda: f(),
+        "load_model": lambda: f("timm:test_resnet", norm="imagenet"),
     }
-    assert set(calls) == set(names), set(names) ^ set(calls)
-    result = calls[name]()
+    assert {c.partition(":")[0] for c in calls} == set(names), set(names) ^ set(calls)
+    result = calls[step]()
     if name == "challenge":
         bgbench.record(result, db)
     return result
 
-order = ["synth", "create_model", "list_models", "list_variants", "evaluate", "record", "analyze", "worst_group",
-         "export_predictions", "predict",
-         "evaluate_predictions", "prediction_categories",
-         "box_size", "leakage", "edit_drops", "compare", "challenge", "probe", "shortcut_table", "edit",
-         "train", "build", "report", "export_scorecard", "leaderboard", "study"]
-assert sorted(order) == sorted(names)
+order = ["build:synthetic-9", "load_model", "evaluate", "record", "analyze", "analyze:groups", "predict",
+         "compare", "challenge", "probe", "build:imagenet-e", "train", "build", "report", "study"]
 check("import")
-for name in order:
+for step in order:
     for k in range(2):
-        value = call(name, k)
-        if name == "synth" and k == 1:
+        value = call(step, k)
+        if step == "build:synthetic-9" and k == 1:
             build_inputs(tmp / "s9")
-        if name == "evaluate":
+        if step == "evaluate":
             report = value
-        check(f"call {k + 1} of {name}")
+        check(f"call {k + 1} of {step}")
 modules = [m.name for m in pkgutil.walk_packages(bgbench.__path__, "bgbench.") if m.name != "bgbench.__main__"]
 for module in modules:
     importlib.import_module(module)
@@ -139,9 +128,12 @@ def _python(code: str, *args, cwd=None) -> str:
     return proc.stdout
 
 
-def test_all_names_every_job():
-    assert set(PUBLIC) == WANTED
-    assert set(bgbench._ALSO) == FORMER and not FORMER & set(dir(bgbench))
+def test_twelve_names_one_per_job_and_nothing_beside_them():
+    assert set(PUBLIC) == WANTED and len(PUBLIC) == len(WANTED) == 12
+    for name in NOT_PUBLIC:
+        assert not hasattr(bgbench, name), name
+    import importlib
+    assert not hasattr(importlib.import_module("bgbench.api"), "noise")  # a probe is run by `probe(name, ...)`, not a function of its own
 
 
 def test_every_public_name_stays_a_function_when_called_twice_and_after_importing_every_module(tmp_path):
@@ -150,7 +142,7 @@ def test_every_public_name_stays_a_function_when_called_twice_and_after_importin
 
 def test_import_bgbench_and_its_light_names_load_no_torch():
     code = ("import sys, bgbench\n"
-            "[getattr(bgbench, n) for n in bgbench.__all__ if n not in ('create_model', 'list_models')]\n"
+            "[getattr(bgbench, n) for n in bgbench.__all__]\n"
             "print([m for m in ('torch', 'timm', 'torchvision') if m in sys.modules])")
     assert _python(code).strip() == "[]"
 
@@ -173,7 +165,7 @@ def test_jobs_record_nothing_and_record_writes_the_run(synth_root, tmp_path):
     default_store = Path(os.environ["BGBENCH_DB"])
     report = bgbench.evaluate("timm:test_resnet", synth_root, variants=["original"], progress=False)
     noise = bgbench.probe("noise", "timm:test_resnet", synth_root, levels=[0.5], trials=1, progress=False)
-    made = bgbench.synth(tmp_path / "s", per_class=1, size=16, split="val", progress=False)
+    made = bgbench.build(tmp_path / "s", preset="synthetic-9", per_class=1, size=16, split="val", progress=False)
     assert not default_store.exists() and report.run_id is None
     assert (report.provenance.kind, noise.provenance.kind, made.provenance.kind) == ("eval", "probe_noise", "synth")
     db = tmp_path / "r.db"
@@ -192,7 +184,7 @@ def test_jobs_record_nothing_and_record_writes_the_run(synth_root, tmp_path):
 def test_record_refuses_what_is_not_a_run(tmp_path):
     table = {v: [("a/1", 0, 0)] for v in ("original", "mixed_rand", "only_bg_t")}
     with pytest.raises(BgbenchError, match="no provenance"):
-        bgbench.record(bgbench.prediction_categories(table), tmp_path / "r.db")
+        bgbench.record(bgbench.analyze("categories", table), tmp_path / "r.db")
     assert not (tmp_path / "r.db").exists()
 
 
@@ -227,14 +219,14 @@ def test_options_are_the_config_fields_and_bad_ones_are_one_line(synth_root, tmp
 
 def test_reading_a_store_never_creates_one(tmp_path):
     with pytest.raises(BgbenchError, match="no results store"):
-        bgbench.prediction_categories(tmp_path / "none.db", 1)
+        bgbench.analyze("categories", tmp_path / "none.db", 1)
     with pytest.raises(BgbenchError, match="no results store"):
-        bgbench.leaderboard(tmp_path / "none.db")
+        bgbench.analyze("shortcuts", tmp_path / "none.db")
     assert not (tmp_path / "none.db").exists()
     with Store(tmp_path / "r.db"):
         pass
     with pytest.raises(BgbenchError, match="run_id"):
-        bgbench.leakage(tmp_path / "r.db")
+        bgbench.analyze("leakage", tmp_path / "r.db")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -266,10 +258,10 @@ def _stored(store, table, classes=("a", "b"), model="m"):
 
 def test_prediction_categories_of_a_table_and_of_a_stored_run(tmp_path):
     overall = {"BG Irrelevant": 0.2, "BG Required": 0.2, "BG+FG Required": 0.2, "BG Fools": 0.2, "Other": 0.2}
-    from_table = bgbench.prediction_categories(_category_table())
+    from_table = bgbench.analyze("categories", _category_table())
     with Store(tmp_path / "r.db") as store:
         rid = _stored(store, _category_table())
-    from_run = bgbench.prediction_categories(tmp_path / "r.db", rid)
+    from_run = bgbench.analyze("categories", tmp_path / "r.db", rid)
     for result in (from_table, from_run):
         assert result.n == 5 and result.overall == pytest.approx(overall)
     assert from_run.per_class["a"] == pytest.approx({**{k: 0.0 for k in overall}, "BG Irrelevant": 0.5,
@@ -290,7 +282,7 @@ def test_leakage_of_a_table_and_of_a_stored_run(tmp_path):
              "only_bg_t": [(f"c/{k}", y, p) for k, (y, p) in enumerate(zip(labels, [0, 1, 1, 0, 0, 1]))]}
     with Store(tmp_path / "r.db") as store:
         rid = _stored(store, table)
-    for result in (bgbench.leakage(table), bgbench.leakage(tmp_path / "r.db", rid)):
+    for result in (bgbench.analyze("leakage", table), bgbench.analyze("leakage", tmp_path / "r.db", rid)):
         above = result.excess()
         assert result.chance == 0.5
         assert above["only_bg_b"].value == pytest.approx(4 / 6 - 0.5)
@@ -307,7 +299,8 @@ def test_edit_drops_of_a_table_worked_by_hand(tmp_path):
     table = {v: [(i, 0, 0 if ok else 1) for i, ok in rows.items()] for v, rows in right.items()}
     with Store(tmp_path / "r.db") as store:
         rid = _stored(store, table)
-    for drops in (bgbench.edit_drops(table, n_boot=200), bgbench.edit_drops(tmp_path / "r.db", [rid], n_boot=200)):
+    for drops in (bgbench.analyze("edits", table, n_boot=200),
+                  bgbench.analyze("edits", tmp_path / "r.db", [rid], n_boot=200)):
         level = {lv.variant: lv for lv in drops.levels}
         assert drops.original.value == 0.75 and [lv.variant for lv in drops.levels] == ["size_0.05", "complexity_20"]
         assert level["size_0.05"].drop.value == pytest.approx(1 / 3) and level["size_0.05"].drop.n == 3
@@ -318,7 +311,7 @@ def test_box_size_of_an_evaluation_result(synth_root):
     report = bgbench.evaluate("timm:test_resnet", synth_root, variants=["only_bg_t"], progress=False)
     boxes = mask_boxes(synth_root)
     shares = [(x1 - x0) * (y1 - y0) / 32 ** 2 for x0, y0, x1, y1 in boxes.values()]
-    curve = bgbench.box_size(report, bins=1).curves["only_bg_t"]
+    curve = bgbench.analyze("boxsize", report, bins=1).curves["only_bg_t"]
     p = report.predictions["only_bg_t"]
     assert len(curve) == 1 and curve[0]["n"] == 36 == len(boxes)
     assert curve[0]["acc"] == pytest.approx(float(np.mean(p.preds == p.labels)))
@@ -326,7 +319,7 @@ def test_box_size_of_an_evaluation_result(synth_root):
 
 
 def test_compare_two_results_and_the_same_two_stored_runs(synth_root, tmp_path):
-    model_b = bgbench.create_model("timm:test_resnet", norm="imagenet")  # the same net fed other inputs
+    model_b = bgbench.load_model("timm:test_resnet", norm="imagenet")  # the same net fed other inputs
     a = bgbench.evaluate("timm:test_resnet", synth_root, variants=["original", "only_bg_t"], progress=False)
     b = bgbench.evaluate(model_b, synth_root, variants=["original", "only_bg_t"], progress=False)
     from_tables = bgbench.compare(a, b)
@@ -350,7 +343,7 @@ def test_a_built_model_refuses_build_options_but_not_their_defaults(synth_root):
     """A built model is used as it is: asking it for another normalization (or prompt templates, or
     a resize rule) is refused in one line, since nothing would apply it; the options' own defaults,
     passed explicitly, are not a request and run."""
-    model = bgbench.create_model("timm:test_resnet")
+    model = bgbench.load_model("timm:test_resnet")
     for other in ({"norm": "in9"}, {"templates": "simple"}, {"resize": "none"}, {"trust_checkpoint": True}):
         with pytest.raises(BgbenchError, match="this model is already built"):
             bgbench.evaluate(model, synth_root, variants=["original"], progress=False, **other)
@@ -367,7 +360,7 @@ def _configs():
     """(public function, the config dataclass whose fields it takes, fields it takes as arguments)."""
     from bgbench.edits.pipeline import EditConfig
     from bgbench.measures.challenge.config import ChallengeConfig
-    from bgbench.measures.eval.config import EvalConfig, PredictionFileConfig
+    from bgbench.measures.eval.config import EvalConfig
     from bgbench.models.options import ModelOptions
     from bgbench.training.config import TrainConfig
     from bgbench.variants.build import BuildConfig
@@ -376,10 +369,10 @@ def _configs():
     return [(bgbench.evaluate, EvalConfig, ()), (bgbench.evaluate, ModelOptions, model),
             (bgbench.challenge, ChallengeConfig, ()), (bgbench.challenge, ModelOptions, model),
             (bgbench.predict, ModelOptions, ("model", "data", "split", "protocol")),
-            (bgbench.train, TrainConfig, ("data", "out", "model")), (bgbench.synth, SynthConfig, ("out",)),
-            (bgbench.build, BuildConfig, ("images", "boxes", "out")), (bgbench.edit, EditConfig, ("data", "out")),
-            (bgbench.edit, ModelOptions, model),
-            (bgbench.api.evaluate_predictions, PredictionFileConfig, ())]
+            (bgbench.train, TrainConfig, ("data", "out", "model")), (bgbench.build, SynthConfig, ("out",)),
+            (bgbench.build, BuildConfig, ("images", "boxes", "out", "preset")),
+            (bgbench.build, EditConfig, ("data", "out")), (bgbench.build, ModelOptions, model),
+            (bgbench.load_model, ModelOptions, ("model",))]
 
 
 def _defaults_match(function, cls, arguments=()):
@@ -401,39 +394,20 @@ def test_each_function_lists_its_config_fields_with_the_config_defaults(function
     _defaults_match(function, cls, arguments)
 
 
-def test_a_fresh_import_reaches_each_probe_function_through_bgbench_api():
-    code = "import bgbench, inspect; print(inspect.signature(bgbench.api.noise).parameters['trials'].default)"
-    from bgbench.measures.registry import get_measure
-    assert _python(code).strip() == str(get_measure("noise").config.__dataclass_fields__["trials"].default)
-
-
-def test_each_probe_is_a_function_whose_signature_is_its_config():
-    import inspect
-    from bgbench.api import MODEL_KEYS, probe_function
+def test_probe_and_analyze_take_the_options_their_measures_declare(synth_root):
+    """`probe(name, ...)` builds the measure's config from the keywords, so each field's default is the
+    config's; `analyze(name, ...)` passes its keywords to the measure's own methods, whose keyword
+    parameters are its options: both read the registry, nothing lists a measure here."""
+    import dataclasses
     from bgbench.measures.registry import list_measures
-    from bgbench.models.options import ModelOptions
-    probes = list_measures("probe")
-    assert len(probes) >= 9
-    for measure in probes:
-        function = getattr(bgbench.api, measure.name)
-        assert function is probe_function(measure.name) and function.__name__ == measure.name
-        _defaults_match(function, measure.config)
-        _defaults_match(function, ModelOptions, [k for k in ("model", "device", "data", "split", "protocol")
-                                                 if k not in MODEL_KEYS])
-        assert "**" not in str(inspect.signature(function))  # every option listed, nothing hidden
-
-
-def test_each_analysis_lists_the_options_its_measure_declares():
-    import inspect
-    from bgbench.api import analysis_function
-    from bgbench.measures.registry import list_measures
+    for measure in list_measures("probe"):
+        with pytest.raises(BgbenchError, match=f"probe {measure.name}: unknown option not_an_option") as e:
+            bgbench.probe(measure.name, "timm:test_resnet", synth_root, not_an_option=1)
+        named = str(e.value).partition("the options are ")[2].split(", ")
+        assert [f.name for f in dataclasses.fields(measure.config)] == named[:len(dataclasses.fields(measure.config))]
     for measure in list_measures("analyze"):
-        function = analysis_function(measure.name)
-        declared = inspect.signature(getattr(measure, "of_run", None) or measure.of_subjects).parameters
-        params = inspect.signature(function).parameters
-        for name, p in declared.items():
-            if p.default is not inspect.Parameter.empty:
-                assert params[name].default == p.default, (measure.name, name)
+        with pytest.raises(BgbenchError, match=f"analyze {measure.name}: unknown option not_an_option"):
+            bgbench.analyze(measure.name, {"original": [("a/1", 0, 0)]}, not_an_option=1)
 
 
 def test_a_changed_config_default_changes_the_signature():
@@ -464,30 +438,51 @@ def test_the_cli_reads_the_api_defaults_that_the_measures_declare():
     from bgbench.intervals import REPLICATES
     import inspect
     of_run = inspect.signature(get_measure("boxsize").of_run).parameters
-    assert param_default(bgbench.api.box_size, "bins") == of_run["bins"].default
-    assert param_default(bgbench.api.edit_drops, "n_boot") == REPLICATES
+    assert get_measure("boxsize").config().bins == of_run["bins"].default
+    assert get_measure("edits").config().n_boot == REPLICATES == \
+        inspect.signature(get_measure("edits").of_run).parameters["n_boot"].default
     from bgbench.comparing import compare_tables
     assert param_default(bgbench.compare, "seed") == inspect.signature(compare_tables).parameters["seed"].default
 
 
-def test_the_old_call_forms_still_work_and_the_new_ones_agree(synth_root, tmp_path):
-    report = bgbench.evaluate("timm:test_resnet", synth_root, variants=["original", "only_bg_t"], mapping="argmax",
-                              batch_size=12, device="cpu", seed=0, checkpoint=None, norm="auto", progress=False)
-    assert bgbench.box_size(report, bins=1).to_dict() == bgbench.analyze("boxsize", report, bins=1).to_dict()
+def test_every_result_has_provenance_a_document_and_a_plain_table(synth_root, tmp_path):
+    from bgbench.result import Result
+    report = bgbench.evaluate("timm:test_resnet", synth_root, variants=["original", "mixed_rand", "only_bg_t"],
+                              mapping="argmax", batch_size=12, device="cpu", seed=0, checkpoint=None, norm="auto",
+                              progress=False)
     db = tmp_path / "r.db"
     rid = bgbench.record(report, db)
-    assert bgbench.leakage(db, rid).text() == bgbench.analyze("leakage", db, rid).text()
-    assert bgbench.compare(rid, rid, store=db, n_boot=50, seed=1).to_dict() == \
-        bgbench.api.compare(rid, rid, store=db, n_boot=50, seed=1).to_dict()
-    by_name = bgbench.probe("noise", "timm:test_resnet", synth_root, levels=[0.5], trials=1, progress=False)
-    by_function = bgbench.api.noise("timm:test_resnet", synth_root, levels=[0.5], trials=1, progress=False)
-    assert by_name.to_dict() == by_function.to_dict()
+    noise = bgbench.probe("noise", "timm:test_resnet", synth_root, levels=[0.5], trials=1, progress=False)
+    results = [report, noise, bgbench.analyze("boxsize", report, bins=1), bgbench.analyze("leakage", db, rid),
+               bgbench.analyze("categories", db, rid), bgbench.compare(rid, rid, store=db, n_boot=50, seed=1),
+               bgbench.predict("timm:test_resnet", [synth_root / "original" / "val"], top=2)]
+    for result in results:
+        assert isinstance(result, Result) and isinstance(result.to_dict(), dict), type(result)
+        rows = result.table()
+        assert rows and all(isinstance(r, dict) and r.keys() == rows[0].keys() for r in rows), type(result)
+    assert report.provenance.kind == "eval" and results[2].provenance is None
+    assert {(r["metric"], r["variant"]): r["value"] for r in report.table()}[("accuracy", "original")] == \
+        report.accuracy["original"].value
+    assert {r["variant"] for r in results[5].table()} == {"original", "mixed_rand", "only_bg_t"}
+    assert len(results[6].table()) == 2 * 36  # two top classes of each image
+
+
+def test_bad_calls_are_one_line(synth_root):
+    report = bgbench.evaluate("timm:test_resnet", synth_root, variants=["only_bg_t"], progress=False)
     with pytest.raises(BgbenchError, match="bins") as e:
         bgbench.analyze("boxsize", report, bin=3)
     assert "\n" not in str(e.value)
     with pytest.raises(BgbenchError, match="unknown option color; the options are variants, mapping"):
         bgbench.evaluate("timm:test_resnet", synth_root, color="red")
+    with pytest.raises(TypeError):
+        bgbench.evaluate("timm:test_resnet", synth_root, ["original"])  # options are keywords
+    with pytest.raises(BgbenchError, match="load_model: unknown option color; the options are checkpoint"):
+        bgbench.load_model("timm:test_resnet", color="red")
     with pytest.raises(BgbenchError, match="not a probe"):
         bgbench.probe("leakage", "timm:test_resnet", synth_root)
+    with pytest.raises(BgbenchError, match="not an analysis"):
+        bgbench.analyze("noise", report)
     with pytest.raises(BgbenchError, match="unknown measure"):
         bgbench.analyze("leakgae", report)
+    with pytest.raises(BgbenchError, match="Synthetic-9 is drawn"):
+        bgbench.build(synth_root / "x", preset="synthetic-9", data=synth_root)

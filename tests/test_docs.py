@@ -131,18 +131,29 @@ def _table_functions(section: str) -> set:
     return names
 
 
-def test_the_python_page_lists_the_public_api_and_the_former_names():
-    """docs/reference/python.md's table of public functions is `bgbench.__all__`, and its table of
-    names still reachable is `bgbench._ALSO`: a name added, dropped or moved without the page fails."""
+def test_the_python_page_lists_the_public_api_with_its_signatures_and_nothing_else_resolves():
+    """docs/reference/python.md's table of public functions is `bgbench.__all__`, each row naming the
+    function's positional parameters as its signature does (and `**options` where it takes keywords);
+    no other public name resolves as `bgbench.NAME` but the subpackages and `__version__`: a name
+    added, dropped or reshaped without the page fails."""
+    import inspect
+    import types
     import bgbench
     page = (ROOT / "docs" / "reference" / "python.md").read_text()
-    public, _, rest = page.partition("## The public functions")[2].partition("Also importable")
-    assert _table_functions(public) == set(bgbench.__all__) - {"__version__"}
-    assert _table_functions(rest) == set(bgbench._ALSO)
-    for name in bgbench._ALSO:  # each is importable from the module the page names
-        row = next(r for r in rest.splitlines() if f"`{name}" in r)
-        module = re.search(r"\| `(bgbench[a-z_.]*)` \|", row).group(1)
-        assert getattr(__import__(module, fromlist=[name]), name) is getattr(bgbench, name)
+    public = page.partition("## The public functions")[2].partition("\n## ")[0]
+    assert _table_functions(public) == set(bgbench.__all__) and len(bgbench.__all__) <= 12
+    listed = dict(re.findall(r"^\| `([a-z_]+)\(([^)]*)\)`", public, re.M))
+    for name in bgbench.__all__:
+        params = inspect.signature(getattr(bgbench, name)).parameters.values()
+        positional = [p.name + ("" if p.default is p.empty else f"={p.default!r}") for p in params
+                      if p.kind is p.POSITIONAL_OR_KEYWORD]
+        keywords = any(p.kind in (p.KEYWORD_ONLY, p.VAR_KEYWORD) for p in params)
+        assert listed[name].split(", ") == [*positional, *(["**options"] if keywords else [])], name
+    reachable = {n for n in dir(bgbench) if not n.startswith("_")
+                 and not isinstance(getattr(bgbench, n), types.ModuleType)}
+    assert reachable == set(bgbench.__all__)
+    for name in ("create_model", "synth", "edit", "leaderboard", "prediction_categories", "list_models"):
+        assert not hasattr(bgbench, name), name
 
 
 def _captured(page: str) -> str:

@@ -1,6 +1,6 @@
-"""One door to a model: the API and the CLI build a model string the same way (`ModelOptions` and
-`models.options.build`), so a zero-shot head, a norm or a trusted checkpoint resolve alike from
-`bgbench probe NAME` and `bgbench.probe_NAME`; and the model flags are written once, in
+"""One door to a model: `bgbench.load_model` (`ModelOptions` and `models.options.build`), which the
+API and the CLI both call, so a zero-shot head, a norm or a trusted checkpoint resolve alike from
+`bgbench probe NAME` and `bgbench.probe(NAME, ...)`; and the model flags are written once, in
 `ModelOptions`' metadata."""
 import dataclasses
 import json
@@ -66,3 +66,29 @@ def test_the_model_flags_are_modeloptions_fields_in_every_model_command():
         assert flags <= set(option_actions(sub)), cmd
     names = [f.name for f in dataclasses.fields(ModelOptions)]
     assert len(names) == len(set(names))
+
+
+def test_load_model_is_the_door_the_api_and_the_cli_call(synth_root, tmp_path, monkeypatch):
+    """Both paths reach `models.options.load_model`, whose model carries what `build` sets: its
+    identity (as a run records it), its class map file, and the speed-ups asked for."""
+    import bgbench.models.options as door
+    from bgbench.cli import main
+    seen = []
+    real = door.load_model
+
+    def spy(model, **options):
+        seen.append(model)
+        return real(model, **options)
+    monkeypatch.setattr(door, "load_model", spy)
+    monkeypatch.setattr("bgbench.api.load_model", spy)
+    bgbench.evaluate("timm:test_resnet", synth_root, variants=["original"], progress=False)
+    assert main(["eval", "--model", "timm:test_resnet", "--data", str(synth_root), "--variants", "original",
+                 "--db", str(tmp_path / "r.db"), "--quiet", "--rerun"]) == 0
+    assert seen == ["timm:test_resnet", "timm:test_resnet"]
+    (tmp_path / "map.json").write_text(json.dumps({"0": "00_circle"}))
+    model = bgbench.load_model("timm:test_resnet", norm="imagenet", class_map=tmp_path / "map.json",
+                               channels_last=True)
+    assert model.identity["norm"] == "imagenet" and model.identity["class_map"]["file"] == "map.json"
+    assert model.class_map_file == str(tmp_path / "map.json")
+    convs = [w for w in model.net.parameters() if w.dim() == 4 and w.shape[2] > 1]
+    assert convs and all(w.is_contiguous(memory_format=torch.channels_last) for w in convs)

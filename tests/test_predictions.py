@@ -10,7 +10,29 @@ from bgbench import protocols
 from bgbench.classes import IN9_FOLDERS
 from bgbench.errors import BgbenchError
 from bgbench.store import Store
+from bgbench.measures.eval.config import PredictionFileConfig
+from bgbench.measures.eval.prediction_file import export_predictions, predictions_report
+from bgbench.models.registry import create_model
+from bgbench.reporting.leaderboard import leaderboard as leaderboard_rows
 from conftest import assert_one_line_error, run_cli
+
+
+def _export(db, run_id, out):
+    """`bgbench export`'s step: a stored eval run written as a predictions file."""
+    with Store(db) as s:
+        return export_predictions(s, run_id, out)
+
+
+def _read_back(path, data, **options):
+    """`bgbench eval --predictions`'s step: the eval report of a predictions file."""
+    return predictions_report(path, data, PredictionFileConfig(**options))
+
+
+def _leaderboard(db, **options):
+    if db is None:
+        return leaderboard_rows(None, **options)
+    with Store(db) as s:
+        return leaderboard_rows(s, **options)
 
 
 @pytest.fixture(scope="module")
@@ -28,7 +50,7 @@ def in9_named(synth_root, tmp_path_factory):
 def stored(synth_root, in9_named, tmp_path_factory):
     """A store with three eval runs: a 9-class model, and a 1000-class model under either mapping."""
     db = tmp_path_factory.mktemp("pred") / "r.db"
-    wide = bgbench.create_model("timm:test_resnet", num_classes=1000)
+    wide = create_model("timm:test_resnet", num_classes=1000)
     runs = {"dataset": bgbench.record(bgbench.evaluate("timm:test_resnet", synth_root, progress=False), db),
             "argmax": bgbench.record(bgbench.evaluate(wide, in9_named, progress=False), db),
             "superclass": bgbench.record(bgbench.evaluate(wide, in9_named, mapping="superclass", progress=False), db)}
@@ -46,17 +68,17 @@ def test_an_exported_run_read_back_gives_the_same_accuracies_categories_and_bg_g
                                                                                     in9_named, tmp_path):
     db, runs = stored
     data = synth_root if which == "dataset" else in9_named
-    written = bgbench.export_predictions(db, runs[which], tmp_path / "p.csv")
+    written = _export(db, runs[which], tmp_path / "p.csv")
     assert written["label_space"] == ("dataset" if which == "dataset" else "imagenet1k")
-    report = bgbench.evaluate_predictions(tmp_path / "p.csv", data, label_space=space,
-                                          mapping="superclass" if which == "superclass" else "argmax")
+    report = _read_back(tmp_path / "p.csv", data, label_space=space,
+                        mapping="superclass" if which == "superclass" else "argmax")
     back = bgbench.record(report, db)
     assert _metrics(db, back) == _metrics(db, runs[which])  # every accuracy and the BG-Gap, with intervals
-    a, b = bgbench.prediction_categories(db, runs[which]), bgbench.prediction_categories(db, back)
+    a, b = bgbench.analyze("categories", db, runs[which]), bgbench.analyze("categories", db, back)
     assert (a.overall, a.per_class, a.n, a.counts) == (b.overall, b.per_class, b.n, b.counts)
     if which != "dataset":  # the raw ImageNet outputs came along: either mapping re-decides alike
         for mapping in ("argmax", "superclass"):
-            a, b = (bgbench.prediction_categories(db, r, mapping=mapping) for r in (runs[which], back))
+            a, b = (bgbench.analyze("categories", db, r, mapping=mapping) for r in (runs[which], back))
             assert (a.overall, a.counts) == (b.overall, b.counts)
     pair = bgbench.compare(runs[which], back, store=db)
     assert all(c.diff == 0 and c.test["a_only"] == c.test["b_only"] == 0 for c in pair.variants.values())
@@ -72,7 +94,7 @@ def test_a_file_of_class_names_counts_what_a_reader_of_the_file_counts(synth_roo
         rows.append((f"{folder}/{path.stem}", "original", guess.split("_", 1)[1] if k % 2 else guess))
     with open(tmp_path / "names.csv", "w", newline="") as f:
         csv.writer(f).writerows([("image_id", "variant", "pred"), *rows])
-    report = bgbench.evaluate_predictions(tmp_path / "names.csv", synth_root, name="my-api-model")
+    report = _read_back(tmp_path / "names.csv", synth_root, name="my-api-model")
     right = sum(image_id.split("/")[0].split("_", 1)[1] == pred.split("_")[-1] for image_id, _, pred in rows)
     assert report.accuracy["original"].value == pytest.approx(right / len(rows))
     assert report.model == "predictions:my-api-model" and report.bg_gap is None
@@ -81,11 +103,11 @@ def test_a_file_of_class_names_counts_what_a_reader_of_the_file_counts(synth_roo
 
 def test_a_predictions_run_is_ranked_compared_and_reported(stored, synth_root, tmp_path):
     db, runs = stored
-    bgbench.export_predictions(db, runs["dataset"], tmp_path / "closed.csv")
+    _export(db, runs["dataset"], tmp_path / "closed.csv")
     run = run_cli("eval", "--predictions", tmp_path / "closed.csv", "--data", synth_root, "--db", db, "--quiet",
                   "--json")
     assert run.returncode == 0, run.stderr
-    rows = [r for r in bgbench.leaderboard(db) if r["model"] == "predictions:closed"]
+    rows = [r for r in _leaderboard(db) if r["model"] == "predictions:closed"]
     assert len(rows) == 1 and rows[0]["source"] == "measured"
     assert rows[0]["mixed_rand"] == _metrics(db, runs["dataset"])[("accuracy", "mixed_rand")][0]
     site = bgbench.report(db, tmp_path / "site", progress=False)
@@ -94,7 +116,7 @@ def test_a_predictions_run_is_ranked_compared_and_reported(stored, synth_root, t
 
 def _good_file(stored, tmp_path):
     db, runs = stored
-    bgbench.export_predictions(db, runs["dataset"], tmp_path / "good.csv")
+    _export(db, runs["dataset"], tmp_path / "good.csv")
     return (tmp_path / "good.csv").read_text().splitlines()
 
 
@@ -214,10 +236,10 @@ def test_runs_under_a_protocol_record_it_and_rank_apart(synth_root, tmp_path):
     assert under.provenance.spec["resize"] == "native" and plain.provenance.spec["resize"] == "none"
     for report in (under, plain):
         bgbench.record(report, db)
-    groups = {r["dataset"]: r["model"] for r in bgbench.leaderboard(db, include_reported=False)}
+    groups = {r["dataset"]: r["model"] for r in _leaderboard(db, include_reported=False)}
     assert len(groups) == 2 and set(groups.values()) == {"timm:test_resnet"}
     assert sorted(name.rsplit(", ", 1)[1] for name in groups) == ["no protocol", "protocol in9-v1"]
-    built = bgbench.create_model("timm:test_resnet")  # resize none: not what the protocol fixes
+    built = bgbench.load_model("timm:test_resnet")  # resize none: not what the protocol fixes
     with pytest.raises(BgbenchError, match="needs resize native"):
         bgbench.evaluate(built, synth_root, protocol="in9-v1", progress=False)
 
@@ -226,7 +248,7 @@ def test_runs_under_a_protocol_record_it_and_rank_apart(synth_root, tmp_path):
 
 
 def test_published_rows_hold_paul_and_chens_in9_results_and_every_row_names_its_source():
-    rows = {r["model"]: r for r in bgbench.leaderboard(None)}
+    rows = {r["model"]: r for r in _leaderboard(None)}
     # printed by the authors' notebook (sayakpaul/robustness-vit, imagenet_results/imagenet_9/ImageNet_9.ipynb):
     # (foregrounds fooled of 4050, original %, mixed_same %, mixed_rand %)
     printed = {"ViT-L/16 (timm vit_large_patch16_224)": (3239, 96.67, 88.49, 81.68),

@@ -174,7 +174,7 @@ def every_kind_of_run(synth_root, tmp_path_factory):
     """A store holding a run of every kind a section shows, made through the public API, and its report."""
     tmp = tmp_path_factory.mktemp("sections")
     db = tmp / "r.db"
-    model = bgbench.create_model("timm:test_resnet")
+    model = bgbench.load_model("timm:test_resnet")
     for name in ("timm:test_resnet", "timm:test_efficientnet"):  # two models on one dataset: comparisons
         bgbench.record(bgbench.evaluate(name, synth_root, progress=False), db)
     # a MIXED-RAND-trained model: the leakage section is shown only for what it is defined on
@@ -192,7 +192,7 @@ def every_kind_of_run(synth_root, tmp_path_factory):
     bgbench.record(bgbench.probe("attribution", model, synth_root, progress=False), db)
     bgbench.record(bgbench.probe("watermark", model, synth_root, progress=False), db)  # and the shortcut table
     bgbench.record(bgbench.probe("in9_gap", model, synth_root, progress=False), db)
-    bgbench.record(bgbench.edit(synth_root, tmp / "edited", levels=["remove"], progress=False), db)
+    bgbench.record(bgbench.build(tmp / "edited", preset="imagenet-e", data=synth_root, levels=["remove"], progress=False), db)
     bgbench.record(bgbench.evaluate(model, tmp / "edited", progress=False), db)
     return bgbench.report(db, tmp / "site", progress=False)
 
@@ -237,13 +237,13 @@ def test_a_declared_kind_is_its_enum_member():
 
 
 def test_every_analysis_is_generated_from_its_declaration():
-    """Each `bgbench analyze` subcommand is an `AnalysisMeasure`'s: its API function takes its
-    config's fields with the config's defaults (one default for the command and the API), and its
-    parser has a flag per flagged field."""
+    """Each `bgbench analyze` subcommand is an `AnalysisMeasure`'s: the methods `bgbench.analyze`
+    calls take its config's fields with the config's defaults (one default for the command and the
+    API), and its parser has a flag per flagged field."""
     import dataclasses
     import inspect
 
-    import bgbench.api
+    from bgbench.api import STORE_PICKS
     from bgbench.measures.analysis import AnalysisMeasure
     from bgbench.measures.registry import list_measures
     from bgbench.options import flagged_fields
@@ -251,7 +251,9 @@ def test_every_analysis_is_generated_from_its_declaration():
     analyses = list_measures("analyze")
     assert len(analyses) >= 6 and all(isinstance(m, AnalysisMeasure) for m in analyses)
     for m in analyses:
-        params = inspect.signature(getattr(bgbench.api, m.api)).parameters
+        picks = STORE_PICKS if m.reads == "store" else ()  # the runs `analyze` picks from the store
+        params = {**inspect.signature(m.of_subjects if picks else m.of_run).parameters,
+                  **{k: inspect.Parameter(k, inspect.Parameter.KEYWORD_ONLY, default=None) for k in picks}}
         for f in dataclasses.fields(m.config):
             assert f.name in params, (m.name, f.name)
             assert params[f.name].default == f.default, (m.name, f.name, params[f.name].default, f.default)

@@ -39,7 +39,7 @@ def report_store(tmp_path_factory, synth_root) -> Path:
                                 progress=False)
         evil.provenance.model = XSS
         bgbench.record(evil, store)
-        trained = bgbench.create_model(f"file:{ckpt}")
+        trained = bgbench.load_model(f"file:{ckpt}")
         bgbench.record(bgbench.challenge(trained, synth_root, store, batch_size=64, full=True,
                                          out_dir=tmp / "challenge", progress=False), store)
         bgbench.record(bgbench.probe("noise", trained, synth_root, levels=[0.25, 0.5], trials=3, progress=False), store)

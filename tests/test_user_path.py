@@ -63,9 +63,9 @@ def _stored(db, run_id):
 
 def test_a_timm_tag_loads_exactly_the_cached_weights_with_its_pretrained_config(hub):
     import timm
-    from bgbench import create_model
+    from bgbench import load_model
     _, path, state = hub
-    model = create_model(MODEL)
+    model = load_model(MODEL)
     own = model.net.state_dict()
     assert all(torch.equal(own[k], state[k]) for k in state)  # the cache's very tensors
     cfg = timm.models.get_pretrained_cfg(TAG).to_dict()  # what timm publishes for the tag
@@ -79,12 +79,12 @@ def test_a_timm_tag_loads_exactly_the_cached_weights_with_its_pretrained_config(
 
 
 def test_pretrained_flag_takes_the_default_tag_and_a_bare_name_stays_random(hub):
-    from bgbench import create_model
+    from bgbench import load_model
     _, path, state = hub
-    flagged = create_model("timm:test_resnet", pretrained=True)
+    flagged = load_model("timm:test_resnet", pretrained=True)
     assert flagged.spec.checkpoint_sha256 == sha256(path)
     assert torch.equal(flagged.net.state_dict()["fc.weight"], state["fc.weight"])
-    bare = create_model("timm:test_resnet")
+    bare = load_model("timm:test_resnet")
     assert "init_seed" in bare.spec.extra and not torch.equal(bare.net.state_dict()["fc.weight"][:9],
                                                               state["fc.weight"][:9])
 

@@ -5,7 +5,7 @@ from the measure registry (a new measure gets its page with no page written), th
 from bgbench's own argparse parser (the flags are documented once, by the parser), the API reference
 from `bgbench.__all__` (mkdocstrings renders the docstrings), the benchmarks and the changelog from
 the files they live in (read, not copied, so their authors edit one file), and the concept pictures
-from Synthetic-9 drawn by `bgbench.synth` (nothing hand-made).
+from Synthetic-9 drawn by `bgbench.build(..., preset="synthetic-9")` (nothing hand-made).
 
 `python docs/scripts/gen_pages.py OUT` writes the same pages into the folder OUT without MkDocs
 (the tests read them that way).
@@ -174,9 +174,8 @@ def measure_page(measure) -> str:
     lines += ["", "## How to run it", "", "```bash"]
     if measure.command == "probe":
         lines += [f"{command} --model M --data ROOT", "```", "", "From Python: "
-                  f"`bgbench.probe(\"{measure.name}\", model, data, **options)`, or its own function "
-                  f"`bgbench.api.{measure.name}(model, data, **options)` (its signature lists the options below "
-                  f"with their defaults); in a study file: "
+                  f"`bgbench.probe(\"{measure.name}\", model, data, **options)`, its options being those "
+                  f"below; in a study file: "
                   f"`[measures.{measure.name}]` with the options below as keys."]
     elif measure.command == "own":
         lines += [f"{command} --model M --data ROOT", "```", "",
@@ -262,7 +261,7 @@ def pictures() -> Dict[str, bytes]:
     import bgbench
     out = {}
     with tempfile.TemporaryDirectory() as tmp:
-        bgbench.synth(tmp, per_class=1, size=64, split="val", seed=0, progress=False)
+        bgbench.build(tmp, preset="synthetic-9", per_class=1, size=64, split="val", seed=0, progress=False)
         root = Path(tmp)
         classes = sorted(p.name for p in (root / "original" / "val").iterdir())
 

@@ -16,6 +16,7 @@ from typing import Dict, Optional
 
 import numpy as np
 
+from .result import Result
 from .errors import BgbenchError, with_article
 from .evaluation.metrics import Estimate, accuracy, mcnemar, paired_difference
 from .store import Store
@@ -43,7 +44,7 @@ class VariantComparison:
 
 
 @dataclass
-class Comparison:
+class Comparison(Result):
     """A minus B, pairwise on shared images."""
 
     run_a: Optional[int]  # None for tables that were never stored
@@ -58,6 +59,12 @@ class Comparison:
                 "variants": {v: c.as_dict() for v, c in self.variants.items()},
                 "bg_gap_diff": self.bg_gap_diff.as_dict() if self.bg_gap_diff else None,
                 "challenge": self.challenge.as_dict() if self.challenge else None}
+
+    def table(self) -> list:
+        """One row per variant (and the challenge): both accuracies, A - B and the paired test."""
+        rows = list(self.variants.items()) + ([("challenge", self.challenge)] if self.challenge else [])
+        return [{"variant": v, "acc_a": c.acc_a.value, "acc_b": c.acc_b.value, "diff": c.diff, "n": c.n, **c.test}
+                for v, c in rows]
 
     def text(self) -> str:
         def name(run_id: Optional[int]) -> str:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Iterable, Iterator, Optional
 
+from .result import Result
 from .errors import BgbenchError
 from .provenance import Provenance
 from .store import Store
@@ -124,7 +125,7 @@ def metric_rows(metrics: Iterable[Metric]) -> list:
 
 
 @dataclass
-class Outputs:
+class Outputs(Result):
     """A result that is only its outputs (a training run, a synth): `outputs()`, a few metrics, provenance."""
 
     values: Dict[str, Any] = field(default_factory=dict)

@@ -72,7 +72,7 @@ def test_ablation_drops_against_a_table_worked_by_hand():
 def test_probe_ablate_rows_match_the_model_run_here_on_gray_images(synth_root):
     """Every stored row against the model applied in this test to the image with the region
     grayed by hand; the regions from the mask files themselves."""
-    model = bgbench.create_model("timm:test_resnet")
+    model = bgbench.load_model("timm:test_resnet")
     result = bgbench.probe("ablate", model, synth_root, progress=False, batch_size=5)
     by_image = {}
     for image_id, label, region, pred, correct, prob in result.rows:

@@ -68,11 +68,11 @@ def test_a_model_trained_on_original_has_features_on_the_class_defining_parts(tm
     network's own feature maps. The IoUs are whatever this model gives; nothing is tuned to pass."""
     import torch.nn.functional as F
     root = tmp_path / "s9"
-    bgbench.synth(root, per_class=10, size=96, split="train", progress=False)
-    bgbench.synth(root, per_class=4, size=96, split="val", progress=False)
+    bgbench.build(root, preset="synthetic-9", per_class=10, size=96, split="train", progress=False)
+    bgbench.build(root, preset="synthetic-9", per_class=4, size=96, split="val", progress=False)
     trained = bgbench.train(root, tmp_path / "run", variant="original", model="timm:test_resnet", epochs=6, lr=0.01,
                             seed=0, progress=False)
-    model = bgbench.create_model(f"file:{trained['checkpoint']}")
+    model = bgbench.load_model(f"file:{trained['checkpoint']}")
     result = bgbench.probe("attribution", model, root, top=3, progress=False)
     s = result.summary()
     files = list(_attr_files(root))
@@ -105,7 +105,7 @@ def test_feature_maps_have_one_channel_per_penultimate_feature(arch):
     """A CNN's map as it is, a channels-last net's (timm output_fmt NHWC) turned to channels first,
     a ViT's patch tokens on their 4 x 4 grid (64 px, 16-px patches): always num_features channels."""
     from bgbench.probing.feature_maps import feature_maps
-    model = bgbench.create_model(f"timm:{arch}")
+    model = bgbench.load_model(f"timm:{arch}")
     x = torch.rand(2, 3, 64, 64)
     with torch.no_grad():
         maps = feature_maps(model, x)

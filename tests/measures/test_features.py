@@ -208,7 +208,7 @@ def _oracle(model, root, group_by, k, n):
 
 @pytest.mark.parametrize("group_by", ["prediction", "label"])
 def test_salient_imagenet_ranking_and_shares_recomputed_on_a_timm_model(synth96, group_by):
-    model = bgbench.create_model("timm:test_resnet")
+    model = bgbench.load_model("timm:test_resnet")
     result = FEATURES.compute(model, synth96, FeaturesConfig(top_features=3, top_images=2, group_by=group_by,
                                                            batch_size=7), progress=False)
     want = _oracle(model, synth96, group_by, 3, 2)

@@ -56,7 +56,7 @@ def test_a_runs_forwards_are_what_its_measure_declares(synth_root, name, one_thr
     images = len(layout.items("original"))
     source = layout.attribute_source
     kinds = len(source.names) if source is not None else 0
-    model = bgbench.create_model("timm:test_resnet")
+    model = bgbench.load_model("timm:test_resnet")
     counter = Counter(model)
     options = OPTIONS.get(name, {})
     _run(name, model, str(synth_root), options, tmp_path / "r.db")

@@ -3,8 +3,8 @@ command 'analyze' (`measures.analysis.AnalysisMeasure`), in the measures' declar
 
 Nothing here is written per analysis: what it reads (`Reads`) gives its input arguments, its
 config's fields that declare a flag (`options.flag`) give its options, and every analysis runs
-the same way: build the config (its checks run), open the store, call its function in the API
-with the input and the config's fields, print the result (heavy imports inside `run`).
+the same way: build the config (its checks run), open the store, call `bgbench.analyze` with its
+name, the input and the config's fields, print the result (heavy imports inside `run`).
 """
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def add_analysis(group, measure: AnalysisMeasure) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .. import api
+    from ..api import analyze
     from ..console import status
     from .arguments import stored_mapping
     from .folders import open_store
@@ -48,14 +48,13 @@ def run(args: argparse.Namespace) -> int:
     measure: AnalysisMeasure = args.measure
     cfg = measure.config(**{f.name: getattr(args, f.name) for f in dataclasses.fields(measure.config)})
     options = measure.options(cfg)
-    analyse = getattr(api, measure.api)
     with open_store(args, create=False) as store:
         if measure.reads is Reads.RUN:
-            result = analyse(store, args.run, **options, mapping=stored_mapping(store, args))
+            result = analyze(measure.name, store, args.run, **options, mapping=stored_mapping(store, args))
         elif measure.reads is Reads.RUNS:
-            results = [analyse(store, ids, **options) for ids in measure.per_model(store, args.runs)]
+            results = [analyze(measure.name, store, ids, **options) for ids in measure.per_model(store, args.runs)]
         else:
-            result = analyse(store, **options)
+            result = analyze(measure.name, store, **options)
     if measure.reads is Reads.RUNS:
         emit(args, {"models": [measure.document(r) for r in results]}, "\n\n".join(measure.text(r) for r in results))
         return 0

@@ -185,7 +185,9 @@ def model_options(args: argparse.Namespace):
     return ModelOptions(**{**given, "split": getattr(args, "split", None) or "val"})
 
 
-def create_model(args: argparse.Namespace):
-    """The model the shared model arguments name, through the one door (`models.options.build`)."""
-    from ..models.options import build
-    return build(model_options(args))
+def load_model(args: argparse.Namespace):
+    """The model the shared model arguments name, through the one door (`bgbench.load_model`)."""
+    from ..models.options import load_model as door
+    options = model_options(args)
+    return door(options.model, **{f.name: getattr(options, f.name) for f in dataclasses.fields(options)
+                                  if f.name != "model"})

@@ -86,8 +86,8 @@ def run(args: argparse.Namespace) -> int:
         from ..drawing.contact import preview_path, refuse_foreign_preview
         refuse_foreign_preview(preview_path(args.out, args.split))
     pre = Preprocess(resize=None, crop=None) if args.no_resize else Preprocess(resize=args.resize, crop=args.crop)
-    result = build(args.images or args.imagenet, args.boxes, args.out, masks=args.masks, split=args.split,
-                   seed=args.seed, workers=args.workers, preprocess=pre, balance=args.balance,
+    result = build(args.out, data=args.images or args.imagenet, boxes=args.boxes, masks=args.masks,
+                   split=args.split, seed=args.seed, workers=args.workers, preprocess=pre, balance=args.balance,
                    tries=args.grabcut_tries, overwrite=args.overwrite, shard=args.shard, progress=not args.quiet,
                    preset=(args.preset or "in9") if args.imagenet is not None else None)
     doc = result.outputs()

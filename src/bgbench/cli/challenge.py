@@ -5,7 +5,7 @@ import argparse
 
 from ..measures.challenge.config import ChallengeConfig
 from ..options import flagged_fields
-from .arguments import add_config_flags, add_db_arg, add_model_args, add_output_args, create_model
+from .arguments import add_config_flags, add_db_arg, add_model_args, add_output_args, load_model
 from .folders import open_store
 from .output import emit, stored_in
 
@@ -26,7 +26,7 @@ def run(args: argparse.Namespace) -> int:
     from ..console import status
     from ..recording import record
     options = {f.name: getattr(args, f.name) for f, _ in flagged_fields(ChallengeConfig)}
-    model = create_model(args)
+    model = load_model(args)
     with open_store(args) as store:
         report = challenge(model, args.data, store, out_dir=args.out, progress=not args.quiet,
                            batch_size=args.batch_size, device=args.device, **options)

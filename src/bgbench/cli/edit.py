@@ -92,24 +92,24 @@ def import_plugin(name: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from .. import console
-    from ..api import edit
+    from ..api import IMAGENET_E, build
     from ..models.options import ModelOptions
     for name in args.plugin:
         import_plugin(name)
     model = None
     if args.model:
-        from .arguments import create_model
-        model = create_model(args)
+        from .arguments import load_model
+        model = load_model(args)
     elif any(getattr(args, name) != default_of(ModelOptions, name)
              for name in ("checkpoint", "norm", "resize", "labels", "templates")):
         from ..errors import BgbenchError
         raise BgbenchError("--checkpoint, --norm, --resize, --labels and --templates describe the --model of the "
                            "adversarial level; pass --model too")
-    result = edit(args.data, args.out, model=model, attributes=args.attributes, levels=args.levels,
-                  angles=args.angles, split=args.split, seed=args.seed, workers=args.workers,
-                  inpainter=args.inpainter, complexity_editor=args.complexity_editor, adv_eps=args.adv_eps,
-                  adv_steps=args.adv_steps, batch_size=args.batch_size, overwrite=args.overwrite,
-                  shard=args.shard, progress=not args.quiet)
+    result = build(args.out, preset=IMAGENET_E, data=args.data, model=model, attributes=args.attributes,
+                   levels=args.levels, angles=args.angles, split=args.split, seed=args.seed, workers=args.workers,
+                   inpainter=args.inpainter, complexity_editor=args.complexity_editor, adv_eps=args.adv_eps,
+                   adv_steps=args.adv_steps, batch_size=args.batch_size, overwrite=args.overwrite,
+                   shard=args.shard, progress=not args.quiet)
     if result is None:  # a torchrun rank other than 0: rank 0 writes the tables, records and reports
         return 0
     for why in result.skipped:

@@ -68,8 +68,8 @@ def _options(args: argparse.Namespace, config: type) -> dict:
 
 def _from_model(args: argparse.Namespace):
     from ..api import evaluate
-    from .arguments import create_model
-    model = create_model(args)
+    from .arguments import load_model
+    model = load_model(args)
     if not args.rerun:
         reused = _finished(args, model)
         if reused is not None:
@@ -108,12 +108,13 @@ def _finished(args: argparse.Namespace, model):
 
 
 def _from_predictions(args: argparse.Namespace):
-    from ..api import evaluate_predictions
+    from ..measures.eval.prediction_file import predictions_report
     ignored = [flag for flag, given in (("--checkpoint", args.checkpoint), ("--variants", args.variants),
                                         ("--ten-crop", args.ten_crop), ("--workers", args.workers)) if given]
     if ignored:
         raise BgbenchError(f"--predictions records a file's predictions; it takes no {', '.join(ignored)} "
                            f"(the file's variants are evaluated)")
-    return evaluate_predictions(args.predictions, args.data, mapping=args.mapping, seed=args.seed,
-                                protocol=args.protocol, class_map=args.class_map,
-                                **_options(args, PredictionFileConfig))
+    cfg = PredictionFileConfig(mapping=args.mapping, seed=args.seed, protocol=args.protocol,
+                               class_map=str(args.class_map) if args.class_map else None,
+                               **_options(args, PredictionFileConfig))
+    return predictions_report(args.predictions, args.data, cfg)

@@ -41,9 +41,9 @@ def run(args: argparse.Namespace) -> int:
         return _scorecard(args)
     if args.runs or args.models:
         raise BgbenchError("--runs and --models pick the models of --scorecard; a predictions file is one run's")
-    from ..api import export_predictions
+    from ..measures.eval.prediction_file import export_predictions
     with open_store(args, create=False) as store:
-        written = export_predictions(store, args.run, args.out)
+        written = export_predictions(store, int(args.run), args.out)
     flag = f" --label-space {IMAGENET1K}" if written["label_space"] == IMAGENET1K else ""
     emit(args, written, f"wrote {written['rows']} predictions of run {args.run} ({', '.join(written['variants'])}) "
                         f"to {written['path']}\nread back with: bgbench eval --predictions {written['path']} "
@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _scorecard(args: argparse.Namespace) -> int:
-    from ..api import export_scorecard
+    from ..reporting.export import export_scorecard
     with open_store(args, create=False) as store:
         written = export_scorecard(store, args.out, run_ids=args.runs, models=args.models)
     from ..console import plural

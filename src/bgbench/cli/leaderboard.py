@@ -26,7 +26,7 @@ def register(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..console import status
     from ..errors import BgbenchError
-    from ..api import leaderboard
+    from ..reporting.leaderboard import leaderboard
     from ..reporting.leaderboard import render
     from ..reporting.render import leaderboard_html
     from .folders import db_source

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .arguments import add_json_arg, add_model_args, create_model, param_default
+from .arguments import add_json_arg, add_model_args, load_model, param_default
 from .output import emit
 
 
@@ -22,6 +22,6 @@ def register(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..api import predict
-    result = predict(create_model(args), args.paths, top=args.top, device=args.device)
+    result = predict(load_model(args), args.paths, top=args.top, device=args.device)
     emit(args, result.to_dict(), result.text())
     return 1 if result.skipped else 0  # predicted what could be read; each file skipped was named on stderr

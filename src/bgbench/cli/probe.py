@@ -14,7 +14,7 @@ import dataclasses
 
 from ..measures.registry import Measure, list_measures
 from ..options import flagged_fields
-from .arguments import add_config_flags, add_data_arg, add_db_arg, add_model_args, add_output_args, create_model
+from .arguments import add_config_flags, add_data_arg, add_db_arg, add_model_args, add_output_args, load_model
 from .folders import open_store, run_output_dir
 from .output import emit, stored_in
 
@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     from ..recording import record
     measure: Measure = args.measure
     cfg = config_of(measure, args)
-    model = create_model(args)
+    model = load_model(args)
     writes = bool(measure.pictures) and getattr(cfg, measure.pictures) > 0
     options = dataclasses.asdict(cfg)
     if not launched().main:

@@ -53,15 +53,15 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..api import synth
+    from ..api import SYNTHETIC, build
     from ..errors import BgbenchError
     if args.watermark_class is not None and args.watermark_correlation is None:
         raise BgbenchError(f"--watermark-class {args.watermark_class} marks no image without --watermark-correlation Q "
                            f"(the share of its images that carry the watermark); give both, or neither")
     if args.watermark_class is None:
         args.watermark_class = _default("watermark_class")
-    result = synth(args.out, per_class=args.per_class, size=args.size, seed=args.seed, split=args.split,
-                   bg_correlation=args.bg_correlation, correlation=args.correlation,
+    result = build(args.out, preset=SYNTHETIC, per_class=args.per_class, size=args.size, seed=args.seed,
+                   split=args.split, bg_correlation=args.bg_correlation, correlation=args.correlation,
                    watermark_correlation=args.watermark_correlation, watermark_class=args.watermark_class,
                    workers=args.workers, shard=args.shard,
                    overwrite=args.overwrite, progress=not args.quiet)

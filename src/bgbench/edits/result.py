@@ -10,6 +10,7 @@ import numpy as np
 
 from ..data import manifest as M
 from ..data.shards import Shard
+from ..result import Result
 
 ORIGINAL = "original"
 #: Per-level means, as the table, the JSON and the recorded metrics name them.
@@ -23,7 +24,7 @@ def measure(row: M.ManifestRow, key: str) -> Optional[float]:
 
 
 @dataclass
-class EditResult:
+class EditResult(Result):
     out: Path
     levels: List[str]
     rows: List[M.ManifestRow]
@@ -59,6 +60,13 @@ class EditResult:
                 "reasons": dict(Counter(r.reason for r in self.rejects)), "levels": self.level_means(),
                 "skipped": self.skipped, "manifest": str(self.out / M.MANIFEST),
                 "shard": str(self.shard) if self.shard else None}
+
+    def to_dict(self) -> dict:
+        return self.outputs()
+
+    def table(self) -> List[dict]:
+        """One row per level: images, mean pixel rate and mean GLCM contrast and dissimilarity."""
+        return self.level_means()
 
     def metric_rows(self) -> list:
         rows = []

@@ -18,6 +18,7 @@ from typing import List, Optional, Sequence, Tuple
 import numpy as np
 import torch
 
+from ..result import Result
 from ..class_maps import class_map_entries
 from ..classes import IN9_FOLDERS, NO_CLASS, imagenet_to_in9
 from ..data.images import IMAGE_SUFFIXES, decode_image
@@ -46,7 +47,7 @@ class PhotoPrediction:
 
 
 @dataclass
-class PhotoPredictions:
+class PhotoPredictions(Result):
     """Every image's predictions, and how the classes were named and mapped."""
 
     model: str
@@ -59,6 +60,12 @@ class PhotoPredictions:
     def to_dict(self) -> dict:
         return {"model": self.model, "model_label": self.model_label, "label_space": self.label_space,
                 "mapping": self.mapping, "images": [p.to_dict() for p in self.images], "skipped": self.skipped}
+
+    def table(self) -> List[dict]:
+        """One row per image and rank of its top classes."""
+        return [{"path": p.path, "rank": rank, "index": t["index"], "name": t["name"], "probability": t["probability"],
+                 "maps_to": t.get("maps_to"), "decision": p.decision}
+                for p in self.images for rank, t in enumerate(p.top, 1)]
 
     def text(self) -> str:
         lines = [f"model: {self.model_label}" + (f"; classes mapped through {self.mapping}" if self.mapping else "")]

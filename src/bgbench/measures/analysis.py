@@ -7,13 +7,13 @@ An analysis declares, in class attributes, what it reads and how it is asked:
   model or more (a result per model), or the store's finished runs;
 - `config`: its options, a dataclass whose fields declare their flags (`options.flag`) and whose
   `__post_init__` refuses a bad value; the generated command's flags are those fields, in order;
-- `api`: the name of its function in `bgbench.api`, which the command calls with the store, its
-  input and the config's fields (every command goes through the API);
 
 and supplies its pure summary: `of_run(store, run, **options)` of a stored run,
 `of_table(table, **options)` of a per-image table where it reads one (by default it reads stored
-runs only, and says so), and for `Reads.RUNS` `per_model(store, run_ids)`, the runs grouped per
-model. `document`, `text` and `notes` say what the command prints where an analysis prints more
+runs only, and says so), for `Reads.RUNS` `per_model(store, run_ids)`, the runs grouped per
+model, and for `Reads.STORE` `of_subjects(store, subjects, **options)`, of the runs picked.
+`bgbench.analyze(name, ...)` and the command (which calls it with the config's fields) find it
+here by its name, and its methods' keyword parameters are the options they take. `document`, `text` and `notes` say what the command prints where an analysis prints more
 than its result's `to_dict()` and `text()`.
 
 An analysis records no run: its kind is None, so it has no per-image table, no provenance and
@@ -50,15 +50,12 @@ class AnalysisMeasure(Measure):
     command = Command.ANALYZE
     reads: ClassVar[Reads] = Reads.RUN
     config = NoOptions
-    api: ClassVar[str] = ""
 
     def __init__(self):
         super().__init__()
         self.reads = declared(Reads, type(self).reads, "reads", self.name)
         if not dataclasses.is_dataclass(self.config):
             raise ValueError(f"measure {self.name!r}: an analysis declares its config as a dataclass")
-        if not self.api:
-            raise ValueError(f"measure {self.name!r}: an analysis names its function in bgbench.api")
 
     def options(self, cfg) -> Dict[str, Any]:
         """The config's fields as the API function's keywords."""
@@ -72,6 +69,10 @@ class AnalysisMeasure(Measure):
         """The analysis of a per-image table held in memory (`probing.tables.as_table`)."""
         from ..errors import BgbenchError
         raise BgbenchError(f"{self.name} reads stored runs only: pass a results store and a run id")
+
+    def of_subjects(self, store, subjects, **options):
+        """`Reads.STORE`: the analysis of the store's runs picked (`reporting.context` subjects)."""
+        raise NotImplementedError(f"measure {self.name!r} reads no runs picked from the store")
 
     def per_model(self, store, run_ids: Sequence[int]) -> List[List[int]]:
         """`Reads.RUNS`: the runs grouped per model, one result each."""

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Mapping, Optional
 
 from ..intervals import finite_or_none
+from ..result import Result
 from .registry import get_measure
 
 
@@ -60,7 +61,7 @@ class Summary:
 
 
 @dataclass
-class MeasureResult:
+class MeasureResult(Result):
     """A probe's run: `measure` (its name), its per-image `rows` (without run_id) and run `config`;
     `extra`: outputs beyond the rows, in the order they are printed; `notes`: lines printed after
     the summary's table (where the pictures are)."""

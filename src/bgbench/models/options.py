@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Tuple, Union
 
-from ..options import flag
+from ..errors import BgbenchError
+from ..options import config_parameters, flag, signed
 from .inputs import LABEL_SETS, RESIZE_CHOICES
 from .norms import NORMS, check_norm_flags, parse_size, parse_triple
 #: What --model takes, in every command that runs a model.
@@ -94,6 +95,27 @@ class ModelOptions:
 
 #: (model string, line) warnings already said by this process: a study builds a model once per step.
 _SAID: set = set()
+
+
+@signed(config_parameters(ModelOptions, drop=("model",)))
+def load_model(model: str, **options):
+    """The one door to a model (`bgbench.load_model`): the `BgModel` a model string names, built
+    with `ModelOptions`' fields as keywords (checkpoint, pretrained, class_map, norm, resize,
+    labels, templates, channels_last, compile, device, data, split, protocol ...: see the
+    signature); every API function and every command that runs a model comes through here.
+
+    Args:
+        model: 'timm:ARCH[.TAG]', 'file:PATH', 'onnx:FILE', 'zoo:NAME', 'openclip:ARCH[@PRETRAINED]'
+            or 'hf:REPO_OR_DIR' (`bgbench models` lists them).
+        options: an unknown one is a one-line error naming the options.
+    """
+    known = [f.name for f in dataclasses.fields(ModelOptions) if f.name != "model"]
+    unknown = sorted(set(options) - set(known))
+    if unknown:
+        raise BgbenchError(f"load_model: unknown option {', '.join(unknown)}; the options are {', '.join(known)}")
+    if options.get("class_map") is not None:
+        options["class_map"] = str(options["class_map"])
+    return build(ModelOptions(model=str(model), **options))
 
 
 def build(options: ModelOptions):

@@ -3,7 +3,9 @@
 names a model known only by its predictions and cannot be run).
 
 `create_model` resolves the string (plus an optional checkpoint) into a `BgModel`: the network,
-wrapped with its normalization, and a `ModelSpec` that records what it is. The scheme is looked up
+wrapped with its normalization, and a `ModelSpec` that records what it is. It is the scheme step
+under the one public door, `bgbench.load_model` (`models.options`), which adds what a run needs
+of a model: its identity, class map and speed-ups. The scheme is looked up
 in the registry of `schemes.py`; the modules in SCHEME_MODULES register the built-in ones.
 """
 from __future__ import annotations
@@ -48,7 +50,7 @@ def create_model(name: str, checkpoint: Optional[str] = None, num_classes: Optio
     """Resolve a model string (and optional checkpoint) into an eval-mode `BgModel`.
 
     Args:
-        name: '<scheme>:<rest>'; `bgbench.list_models()` lists what the schemes offer.
+        name: '<scheme>:<rest>'; `list_models()` (`bgbench models`) lists what the schemes offer.
         checkpoint: weights for a timm architecture (any supported format).
         num_classes: output width for a randomly initialised timm model (default 9).
         trust_checkpoint: allow full unpickling (only for files you trust).

@@ -10,6 +10,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import jinja2
 
+from ..result import Result
 from .. import console
 from ..data.owned import StagedOutput, refuse_unsafe_out
 from ..errors import BgbenchError
@@ -55,7 +56,7 @@ def _pct(value: Optional[float], digits: int = 1, signed: bool = False) -> str:
 
 
 @dataclass
-class ReportResult:
+class ReportResult(Result):
     """What `bgbench report` wrote."""
 
     index: Path
@@ -74,6 +75,12 @@ class ReportResult:
                 "figures": [str(p) for p in self.figures], "models": self.models, "sections": self.sections,
                 "pages": [str(p) for p in self.pages], "gallery_images": self.gallery_images,
                 "gallery_files": len(self.thumbnails), "seconds": self.seconds}
+
+    def table(self) -> List[dict]:
+        """One row per file written: its path and what it is."""
+        return [{"kind": kind, "path": str(path)} for kind, paths in
+                (("index", [self.index]), ("leaderboard", [self.leaderboard]), ("page", self.pages),
+                 ("figure", self.figures)) for path in paths]
 
     def text(self) -> str:
         pages = f", a page per model under {self.pages[0].parent}" if self.pages else ""

@@ -20,10 +20,11 @@ from ..store import Store
 from .plan import Step, edited_dataset, plan, refresh
 from ..data.owned import safe_name
 from .spec import Study
+from ..result import Result
 
 
 @dataclass
-class StudyResult:
+class StudyResult(Result):
     """What a study did: its steps (with the run each produced or found), and the report."""
 
     study: Study
@@ -55,6 +56,10 @@ class StudyResult:
                 "steps": [_step_dict(s) for s in self.steps],
                 "scorecard": scorecard_records(self.scorecard) if self.scorecard else [],
                 "shortcuts": self.shortcuts.to_dict() if self.shortcuts is not None else None}
+
+    def table(self) -> List[dict]:
+        """One row per step: its measure, model, dataset, state and run."""
+        return [_step_dict(s) for s in self.steps]
 
     def text(self) -> str:
         """The steps, what ran, and then the numbers: the scorecard as a table, the report's path last."""
@@ -174,11 +179,11 @@ def run_labels(steps: List[Step]) -> Dict[int, str]:
 
 def _shortcuts(study: Study, store: Store, steps: List[Step]):
     """The shortcut table of the study's runs, with its labels (None: no step measured a shortcut)."""
-    from ..api import shortcut_table
+    from ..api import analyze
     labels = run_labels(steps)
     if not labels:
         return None
-    table = shortcut_table(store, run_ids=list(labels), labels=labels, data_labels=study.data_labels())
+    table = analyze("shortcuts", store, run_ids=list(labels), labels=labels, data_labels=study.data_labels())
     return table if table.blocks else None
 
 
@@ -210,7 +215,8 @@ def _run_step(step: Step, study: Study, store: Store, device: str, progress: boo
     from .. import api
     if step.model is None:  # a dataset's edits, written once for every model
         out = edited_dataset(study, step.dataset).path
-        result = api.edit(str(step.dataset.path), out, progress=progress, overwrite=True, **step.options)
+        result = api.build(out, preset=api.IMAGENET_E, data=str(step.dataset.path), progress=progress,
+                           overwrite=True, **step.options)
         return (None, None) if result is None else (record(result, store), result)
     model, data = step.model, str(step.dataset.path)
     options = {**model.options, **step.options}

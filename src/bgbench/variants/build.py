@@ -42,6 +42,7 @@ from .prepare import Prepared, Settings, Task, own_variants, prepare
 from .preprocess import Preprocess
 from .presets import get_preset
 from .registry import get_variant, list_variants
+from ..result import Result
 
 KIND = "build"
 BALANCED_OUT = "balanced_out"
@@ -107,7 +108,7 @@ class BuildConfig:
 
 
 @dataclass
-class BuildResult:
+class BuildResult(Result):
     out: Path
     built: List[Prepared]
     rejects: List[M.RejectRow]
@@ -122,6 +123,14 @@ class BuildResult:
         return {"built": len(self.built), "rejected": len(self.rejects), "reasons": dict(self.reasons),
                 "classes": list(self.classes), "manifest": str(self.out / M.MANIFEST),
                 "shard": str(self.shard) if self.shard else None}
+
+    def to_dict(self) -> dict:
+        return self.outputs()
+
+    def table(self) -> List[dict]:
+        """One row per image built: its id, class, source, box kept and mask."""
+        return [{"image_id": p.image_id, "label": p.label, "source": p.source, "box_kept": p.box_kept,
+                 "mask_source": p.mask_source, "fg_fraction": p.fg_fraction} for p in self.built]
 
     def text(self) -> str:
         by = ", ".join(f"{r}: {n}" for r, n in sorted(self.reasons.items()))

@@ -25,6 +25,7 @@ from .donors import Candidate, assign_donors
 from .functions import only_bg_t
 from .registry import IN9_VARIANTS, get_variant
 from .watermark import watermark_image
+from ..result import Result
 
 KIND = "synth"
 INFO = "SYNTHETIC9.json"
@@ -82,7 +83,7 @@ class SynthConfig:
 
 
 @dataclass
-class SynthResult:
+class SynthResult(Result):
     out: Path
     split: str
     images: int  # images written (per variant)
@@ -93,6 +94,13 @@ class SynthResult:
     def outputs(self) -> dict:
         return {"out": str(self.out), "split": self.split, "images": self.images, "variants": list(IN9_VARIANTS),
                 "shard": str(self.shard) if self.shard else None}
+
+    def to_dict(self) -> dict:
+        return self.outputs()
+
+    def table(self) -> List[dict]:
+        """One row per image written (the manifest's)."""
+        return [r.to_json() for r in self.rows]
 
     def text(self) -> str:
         what = f"Synthetic-9 ({self.split}, {self.images} images x {len(IN9_VARIANTS)} variants + fg_mask, attr_mask)"

@@ -32,7 +32,6 @@ class BoxSize(AnalysisMeasure):
     needs = ("eval run", "boxes")
     reads = Reads.RUN
     config = BoxSizeConfig
-    api = "box_size"
     help = "accuracy per variant in quantile bins of box size (paper Fig. 14)"
     sections = (SectionSpec("boxsize", "Accuracy by box size (paper Fig. 14)", f"{__name__}.section:boxsize_section"),)
 

@@ -13,6 +13,7 @@ from ...evaluation.metrics import accuracy
 from ...store import Store
 from ...data.boxes import dataset_boxes
 from ...probing.tables import RunTable, stored_table
+from ...result import Result
 
 
 def quantile_bins(shares: np.ndarray, bins: int) -> np.ndarray:
@@ -34,7 +35,7 @@ def binned_accuracy(shares: np.ndarray, correct: np.ndarray, edges: np.ndarray) 
 
 
 @dataclass
-class BoxSizeResult:
+class BoxSizeResult(Result):
     run_id: Optional[int]  # None for a table that was never stored
     curves: Dict[str, List[dict]]
     box_source: str
@@ -42,6 +43,10 @@ class BoxSizeResult:
 
     def to_dict(self) -> dict:
         return dict(self.curves)
+
+    def table(self) -> List[dict]:
+        """One row per variant and bin: the bin's box shares, images and accuracy with its interval."""
+        return [{"variant": v, **r} for v, rows in self.curves.items() for r in rows]
 
     def text(self) -> str:
         of = f"run {self.run_id}" if self.run_id is not None else "the table"

@@ -16,7 +16,6 @@ class Categories(AnalysisMeasure):
     title = "prediction categories"
     needs = ("eval run",)
     reads = Reads.RUN
-    api = "prediction_categories"
     help = "BG Irrelevant / Required / Fools ... per class (paper Table 3)"
     sections = (SectionSpec("categories", "Prediction categories (paper Table 3)",
                             f"{__name__}.section:categories_section"),

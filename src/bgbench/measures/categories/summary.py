@@ -14,6 +14,7 @@ from ...classes import NO_CLASS
 from ...errors import BgbenchError
 from ...store import Store
 from ...probing.tables import RunTable, stored_table
+from ...result import Result
 
 CATEGORIES = ("BG Irrelevant", "BG Required", "BG+FG Required", "BG Fools", "Other")
 NEEDED = ("original", "mixed_rand", "only_bg_t")
@@ -60,7 +61,7 @@ def shares(cats: np.ndarray) -> Dict[str, float]:
 
 
 @dataclass
-class CategoryResult:
+class CategoryResult(Result):
     """Shares of each category, overall and per class (each sums to 1)."""
 
     run_id: Optional[int]  # None for a table that was never stored
@@ -71,6 +72,10 @@ class CategoryResult:
 
     def to_dict(self) -> dict:
         return {"run_id": self.run_id, "overall": self.overall, "per_class": self.per_class, "n": self.n}
+
+    def table(self) -> list:
+        """One row per class, then 'overall': each category's share."""
+        return [{"class": name, **s} for name, s in [*self.per_class.items(), ("overall", self.overall)]]
 
     def text(self) -> str:
         short = {"BG Irrelevant": "irrel", "BG Required": "bg-req", "BG+FG Required": "bg+fg",

@@ -4,11 +4,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
+from ...result import Result
 from ...evaluation.metrics import Estimate, percent
 
 
 @dataclass
-class ChallengeReport:
+class ChallengeReport(Result):
     model: str
     data: str
     run_id: int

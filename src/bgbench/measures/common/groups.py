@@ -16,6 +16,7 @@ import numpy as np
 
 from ...console import plural
 from ...evaluation.metrics import wilson_interval
+from ...result import Result
 
 if TYPE_CHECKING:
     from ...data.layout import Layout
@@ -29,7 +30,7 @@ MIN_GROUPS = 2
 
 
 @dataclass
-class GroupAccuracy:
+class GroupAccuracy(Result):
     """groups: one row per group (its `group` name; (class, background) groups also give `class` and
     `background`) with n, accuracy and its 95% Wilson interval; worst: the lowest-accuracy group of
     at least `min_images` images, when at least `MIN_GROUPS` groups have that many (None otherwise:
@@ -61,6 +62,10 @@ class GroupAccuracy:
         return {"run_id": self.run_id, "variant": self.variant, "min_images": self.min_images,
                 "worst_group": self.worst, "worst_group_not_available": self.not_available,
                 "mean_group_accuracy": self.mean, "overall": self.overall, "groups": self.groups}
+
+    def table(self) -> List[dict]:
+        """One row per group: n, accuracy and its interval."""
+        return [dict(g) for g in self.groups]
 
     def text(self) -> str:
         of = f"run {self.run_id}" if self.run_id is not None else "the table"

@@ -32,7 +32,6 @@ class Edits(AnalysisMeasure):
     needs = ("eval run",)
     reads = Reads.RUNS
     config = EditsConfig
-    api = "edit_drops"
     help = ("accuracy drop from original per edit level, with paired 95% intervals (eval runs of a `bgbench edit` "
             "folder)")
     sections = (SectionSpec("edits", "Attribute edits (ImageNet-E)", f"{__name__}.section:edits_section"),

@@ -15,6 +15,7 @@ from ...evaluation.metrics import Estimate, accuracy, paired, paired_difference
 from ...intervals import REPLICATES
 from ...store import Store
 from ...probing.tables import RunTable, stored_table
+from ...result import Result
 
 ORIGINAL = "original"
 ATTRIBUTE_ORDER = ("remove", "size", "position", "rotation", "complexity")
@@ -34,7 +35,7 @@ class LevelDrop:
 
 
 @dataclass
-class EditDrops:
+class EditDrops(Result):
     model: str
     checkpoint_sha256: str | None
     run_ids: List[int]
@@ -44,6 +45,10 @@ class EditDrops:
     def to_dict(self) -> dict:
         return {"model": self.model, "checkpoint_sha256": self.checkpoint_sha256, "run_ids": self.run_ids,
                 "original": self.original.as_dict(), "levels": [lv.to_dict() for lv in self.levels]}
+
+    def table(self) -> List[dict]:
+        """One row per edit level: its accuracy and its paired drop from ORIGINAL."""
+        return [lv.to_dict() for lv in self.levels]
 
     def text(self) -> str:
         sha = f" ({self.checkpoint_sha256[:12]})" if self.checkpoint_sha256 else ""

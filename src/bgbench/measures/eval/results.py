@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
+from ...result import Result
 from ..common.groups import GroupAccuracy
 from ...evaluation.metrics import Estimate, accuracy, bg_gap
 from ...evaluation.predict import Predictions
@@ -15,7 +16,7 @@ GROUPS_LISTED = 12
 
 
 @dataclass
-class EvalReport:
+class EvalReport(Result):
     """Metrics of one model on one dataset, computed from per-image predictions."""
 
     model: str

@@ -22,7 +22,6 @@ class Groups(AnalysisMeasure):
     needs = ("eval run",)
     reads = Reads.RUN
     config = GroupsConfig
-    api = "worst_group"
     help = ("accuracy per (class, background class) group of MIXED-RAND (or a group dataset's groups), the worst "
             "group and the mean over groups")
     sections = (SectionSpec("groups", "Worst-group accuracy", f"{__name__}.section:groups_section", after="leakage"),)

@@ -14,7 +14,6 @@ class Leakage(AnalysisMeasure):
     title = "box leakage"
     needs = ("eval run",)
     reads = Reads.RUN
-    api = "leakage"
     help = ("only_bg_b/only_bg_t accuracy above chance (box leakage), for models trained on MIXED-RAND or ONLY-FG; "
             "no_fg apart, as silhouette signal")
     sections = (SectionSpec("leakage", "Box leakage and silhouette signal (paper §5)",

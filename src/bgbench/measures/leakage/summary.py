@@ -14,6 +14,7 @@ from ...errors import BgbenchError
 from ...evaluation.metrics import Estimate, accuracy
 from ...store import Store
 from ...probing.tables import RunTable, run_config, stored_table
+from ...result import Result
 
 BACKGROUND_ONLY = ("only_bg_b", "only_bg_t")
 SILHOUETTE = "no_fg"
@@ -26,7 +27,7 @@ def above_chance(e: Estimate, chance: float) -> Estimate:
 
 
 @dataclass
-class LeakageResult:
+class LeakageResult(Result):
     """Box leakage on the background-only variants, and the silhouette signal of NO-FG apart."""
 
     run_id: Optional[int]  # None for a table that was never stored
@@ -47,6 +48,12 @@ class LeakageResult:
                 "accuracy": {v: e.as_dict() for v, e in self.accuracy.items()},
                 "above_chance": {v: e.as_dict() for v, e in self.excess().items()},
                 "silhouette_signal": silhouette}
+
+    def table(self) -> list:
+        """One row per variant (no_fg last, where stored): accuracy and accuracy above chance."""
+        measured = {**self.accuracy, **({SILHOUETTE: self.silhouette} if self.silhouette is not None else {})}
+        return [{"variant": v, "acc": e.value, "acc_lo": e.lo, "acc_hi": e.hi, "n": e.n,
+                 "above_chance": above_chance(e, self.chance).value} for v, e in measured.items()]
 
     def text(self) -> str:
         on = f", trained on {self.trained_on}" if self.trained_on else ""

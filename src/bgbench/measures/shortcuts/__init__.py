@@ -33,7 +33,6 @@ class Shortcuts(AnalysisMeasure):
     needs = ("eval run",)
     reads = Reads.STORE
     config = ShortcutsConfig
-    api = "shortcut_table"
     help = ("the shortcut table: per model, Whac-A-Mole's IN-1k accuracy and IN-W, Carton, SIN, IN-R and IN-9 gaps beside "
             "BG-Gap, challenge accuracy and ImageNet-X's background error ratio, and each shortcut's paired change from a "
             "base model to one derived from it (DFR ...)")

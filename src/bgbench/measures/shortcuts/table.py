@@ -31,6 +31,7 @@ import json
 import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from ...result import Result
 
 from ..declarations import AS_HELD, CROP, ShortcutColumn
 
@@ -107,7 +108,7 @@ class Block:
 
 
 @dataclass
-class ShortcutTable:
+class ShortcutTable(Result):
     blocks: List[Block]
     changes: List[dict] = field(default_factory=list)
     run_id: Optional[int] = None
@@ -119,6 +120,10 @@ class ShortcutTable:
                                            "preprocessing": b.preprocessing(c)} for c in b.columns],
                               "preprocessing": b.preprocessing_line(), "rows": b.rows} for b in self.blocks],
                 "changes": self.changes}
+
+    def table(self) -> List[dict]:
+        """One row per model and dataset: the dataset, then the block's row."""
+        return [{"dataset": b.dataset, **row} for b in self.blocks for row in b.rows]
 
     def text(self) -> str:
         if not self.blocks:
