@@ -17,6 +17,7 @@ import torch.nn as nn
 from bgbench.data.hardimagenet import IMAGENET_ENV
 from bgbench.measures.registry import get_measure
 from bgbench.models.spec import BgModel, ModelSpec
+from bgbench.store import Store
 from helpers import hardimagenet_source as source
 from helpers.hardimagenet_tree import INDICES, write_tree
 
@@ -101,6 +102,26 @@ def test_noise_equals_rfs_py_per_level_on_the_same_noise(trees, model):
         assert summary.rfs[level]["value"] == pytest.approx(rfs, abs=1e-12), level
         checked += 0 < fg < 1 or 0 < bg < 1
     assert checked >= 3  # accuracies that can move: the comparison means something
+
+
+def test_the_noise_command_takes_the_grid_of_rfs_py_unless_levels_are_named(trees, tmp_path, monkeypatch):
+    """`bgbench probe noise` without --levels runs Hard ImageNet's grid (rfs.py lines 96-97) on its
+    data, and records it; --levels rival10 runs the grid named."""
+    import json
+
+    from conftest import run_cli
+    from helpers.hub_cache import TAG, use_offline_hub, write_timm_weights
+    write_timm_weights(tmp_path / "hf")
+    use_offline_hub(monkeypatch, tmp_path / "hf")
+    for asked, grid, levels in (((), "hardimagenet", 6), (("--levels", "rival10"), "rival10", 7)):
+        proc = run_cli("probe", "noise", "--model", f"timm:{TAG}", "--data", trees[0], "--trials", "1", *asked,
+                       "--db", tmp_path / "r.db", "--json", "--quiet")
+        assert proc.returncode == 0, proc.stderr
+        doc = json.loads(proc.stdout)
+        assert doc["grid"]["name"] == grid and len(doc["grid"]["levels"]) == levels, asked
+        with Store(tmp_path / "r.db") as store:
+            config = json.loads(store.get_run(doc["run_id"])["config"])
+        assert config["grid"] == grid and config["levels"] == doc["grid"]["levels"]
 
 
 def test_ablations_equal_ablations_py(trees, model):
