@@ -1,6 +1,7 @@
 """Hard ImageNet (mmoayeri/HardImageNet) read as its own loader reads it, over the user's ImageNet:
-bgbench's layout against the vendored `datasets/hard_imagenet.py` (tests/helpers/hardimagenet_source.py)
-on a tree written in the release layout, and the one-line errors of a tree that is not what it claims."""
+bgbench's layout against the loader of `datasets/hard_imagenet.py` written out from its definition
+(tests/helpers/hardimagenet_oracle.py) on a tree written in the release layout, and the one-line
+errors of a tree that is not what it claims."""
 import os
 import pickle
 import shutil
@@ -13,7 +14,7 @@ from bgbench.data.hardimagenet import IMAGENET_ENV, HardImageNetLayout
 from bgbench.data.images import decode_item
 from bgbench.data.resolve import resolve_layout
 from bgbench.errors import DataError
-from helpers import hardimagenet_source as source
+from helpers.hardimagenet_oracle import release_items
 from helpers.hardimagenet_tree import INDICES, TABLE, write_tree
 from helpers.shared_pickles import deep_key_dict, shared_lists
 
@@ -30,15 +31,8 @@ def env(trees, monkeypatch):
 
 
 def _source_items(hard, imagenet, ft):
-    """id -> (image (3,224,224), mask (3,224,224), label) from Hard ImageNet's own loader."""
-    dset = source.HardImageNet(split="val", ft=ft, imagenet_root=imagenet, mask_root=hard)
-    out = {}
-    for k in range(len(dset)):
-        img, mask, label = dset[k]
-        name = dset.mask_paths[k].split("/")[-1]
-        wnid = name.split("_")[0]
-        out[f"{wnid}/{os.path.splitext(name[len(wnid) + 1:])[0]}"] = (img, mask, label)
-    return out
+    """id -> (image (3,224,224), mask (3,224,224), label) as Hard ImageNet's loader gives them."""
+    return {it.image_id: (it.image, it.mask, it.label) for it in release_items(hard, imagenet, ft=ft)}
 
 
 def test_the_layout_finds_the_loaders_items_labels_images_and_masks(env):

@@ -64,12 +64,13 @@ class NoiseConfig(BootstrapConfig):
 
 
 class NoiseRun(NamedTuple):
-    """What every batch of a run needs: the prediction function, and the grid the run measures
-    (the config's, or the data's where the config left it unset)."""
+    """What every batch of a run needs: the prediction function, the grid the run measures (the
+    config's, or the data's where the config left it unset) and the protocol that scores it."""
 
     predict: Callable
     grid: str
     levels: List[float]
+    protocol: str
 
 
 class NoiseMeasure(ModelMeasure):
@@ -123,22 +124,26 @@ class NoiseMeasure(ModelMeasure):
 
     def prepare(self, run, cfg: NoiseConfig) -> NoiseRun:
         from ...evaluation.predict import decide
+        from ..common.protocols import probe_protocol
         grid, levels = (cfg.grid, cfg.levels) if cfg.levels is not None else \
             resolve_levels(data_grid(run.layout.kind), cfg.kind)
-        return NoiseRun(lambda x: decide(run.model, run.model(x), cfg.mapping)[0], grid, levels)
+        return NoiseRun(lambda x: decide(run.model, run.model(x), cfg.mapping)[0], grid, levels,
+                        probe_protocol(run.layout))
 
     def launch(self, state: NoiseRun, batch, cfg: NoiseConfig):
         """Every image's prediction under each region's noise, level and trial (`engine`), queued on
         the device: each region's name and images, and its predictions on the way to the host."""
         from ...data.prefetch import resolve_workers
         from ...evaluation.transfer import Readback
+        from ..common.protocols import HARDIMAGENET
         from ..common.regions import ATTRIBUTE_PREFIX, Region, object_regions
         from .engine import region_predictions
         regions = object_regions(batch.m) + [Region(ATTRIBUTE_PREFIX + name, idx, where, known)
                                              for name, (idx, where, known) in batch.parts.items()]
         preds = region_predictions(state.predict, batch.x, regions, [it.image_id for it in batch.items], cfg.seed,
                                    state.levels, cfg.trials, cfg.kind, chunk=cfg.batch_size,
-                                   workers=resolve_workers(cfg.workers, str(batch.x.device)))
+                                   workers=resolve_workers(cfg.workers, str(batch.x.device)),
+                                   empty_is_wrong=state.protocol == HARDIMAGENET)
         return ([(region.name, region.positions()) for region in regions],
                 Readback(**{f"preds{k}": preds[region.name] for k, region in enumerate(regions)}))
 
@@ -150,10 +155,9 @@ class NoiseMeasure(ModelMeasure):
         for k, (name, positions) in enumerate(regions):
             done = got[f"preds{k}"]
             members = [items[i] for i in positions]
-            rows.extend(NoiseRow(it.image_id, it.label, name, level, t, int(done[li, t, i] == it.label),
-                                 int(done[li, t, i]))
+            rows.extend(NoiseRow(it.image_id, it.label, name, level, t, int(p == it.label), p if p >= 0 else None)
                         for li, level in enumerate(state.levels) for t in range(cfg.trials)
-                        for i, it in enumerate(members))
+                        for i, it in enumerate(members) for p in (int(done[li, t, i]),))
         return rows
 
     def recorded(self, state: NoiseRun, cfg, run) -> dict:
