@@ -254,6 +254,22 @@ def test_spawrious_accuracy_and_groups_are_its_evaluate(spawrious, tmp_path, one
     assert {g["group"]: (g["correct"], g["n"]) for g in json.loads(again.stdout)["groups"]} == ours
 
 
+def test_a_tree_without_the_default_challenge_says_which_it_read(tmp_path, capsys, one_thread):
+    """Without 0/snow (m2m_hard's), `test` is the first challenge the tree holds: said on stderr
+    and in the JSON; a split that names its challenge, or a tree that holds m2m_hard, says nothing."""
+    root = spawrious_tree(tmp_path / "s", per_folder=1, size=16)
+    shutil.rmtree(root / "spawrious224" / "0" / "snow")
+    report = bgbench.evaluate(breed_model(), root, progress=False)
+    err = capsys.readouterr().err
+    read = report.to_dict()["split_read"]
+    assert read["split"] == "m2m_easy-test" == resolve_layout(root).split
+    assert "lacks m2m_hard's folder 0/snow/" in read["why"] and "m2m_easy test set was read" in read["why"]
+    assert read["why"] in err and json.loads(json.dumps(report.to_dict()))["split_read"] == read
+    for data, split in ((root, "m2m_easy-test"), (spawrious_tree(tmp_path / "whole", per_folder=1, size=16), None)):
+        report = bgbench.evaluate(breed_model(), data, split=split, progress=False)
+        assert "split_read" not in report.to_dict() and "was read" not in capsys.readouterr().err
+
+
 def test_dfr_fits_on_spawrious_training_split_by_its_groups(spawrious, tmp_path):
     out, db = tmp_path / "dfr", tmp_path / "r.db"
     proc = run_cli("train", "--recipe", "dfr", "--model", "timm:test_resnet", "--data", spawrious,

@@ -113,6 +113,22 @@ def test_a_tree_that_is_not_what_it_claims_is_one_line(env, tmp_path, break_it, 
     assert "\n" not in str(e.value)
 
 
+@pytest.mark.parametrize("meta", ["hard_imagenet_idx.pkl", "idx_to_wnid.pkl"])
+def test_a_missing_meta_file_is_refused_naming_it(env, tmp_path, meta):
+    """Its loader opens both meta files (datasets/hard_imagenet.py), so a release without one is
+    refused, naming it: not read as another layout, and no table put in the file's place. The split
+    folder given as --data says the same."""
+    from conftest import assert_one_line_error, run_cli
+    hard = _copy(env, tmp_path)
+    (hard / "meta" / meta).unlink()
+    for data in (hard, hard / "val"):
+        with pytest.raises(DataError, match=f"meta/{meta} is missing: Hard ImageNet's loader") as e:
+            resolve_layout(data)
+        assert "\n" not in str(e.value) and "IN-9" not in str(e.value)
+    assert_one_line_error(run_cli("eval", "--model", "timm:test_resnet", "--data", hard, "--db", tmp_path / "r.db"),
+                          f"{meta} is missing")
+
+
 @pytest.mark.parametrize("meta, content, message", [
     ("hard_imagenet_idx.pkl", pickle.dumps([shared_lists(18)] * 15), "not a list of ImageNet class indices"),
     ("idx_to_wnid.pkl", pickle.dumps({537: shared_lists(18)}), "not a dict of ImageNet index -> WordNet id"),

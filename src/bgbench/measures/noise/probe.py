@@ -85,11 +85,17 @@ class NoiseMeasure(ModelMeasure):
               "per-level accuracies (per class, pooled over trials, mean over classes) and RFS "
               "(`compute_rfs`), on its own grid, which is the default there (σ 0.125 … 0.75, L2 30 … "
               "180); its figure is the RFS per level (the `rfs` rows with a level), not the overall RFS "
-              "over the grid, which is RIVAL10's")
+              "over the grid, which is RIVAL10's. As there, under L2 noise an image whose region is "
+              "empty (a mask the centre crop empties) is wrong at every level: `l2_normalize` divides "
+              "its zero noise by a zero norm, the image is NaN and torch's argmax over NaN logits is "
+              "ImageNet class 0, none of the 15; bgbench stores such a copy with no prediction. On "
+              "other data such an image's L2 noise is zero and its clean image is scored")
     checked_against = ("tests/measures/test_noise.py (accuracies and RFS worked by hand, an "
                        "independent bootstrap, RIVAL10's grids); tests/measures/test_hardimagenet_probes.py "
-                       "(Hard ImageNet's `noisy_fg_bg_accs` and `compute_rfs`, vendored from its `rfs.py`, fed "
-                       "bgbench's noise draws: the same accuracies and RFS at every level of its grid)")
+                       "(Hard ImageNet's `noisy_fg_bg_accs` and `compute_rfs` written out from its `rfs.py` in "
+                       "tests/helpers/hardimagenet_oracle.py, fed bgbench's noise draws: the same accuracies and "
+                       "RFS at every level of its σ and L2 grids, the emptied image wrong under L2 noise; "
+                       "`bgbench probe noise` takes that grid on its data unless --levels names one)")
     title = "noise sensitivity (RFS)"
     needs = ("model", "masks")
     help = "Gaussian noise on the foreground vs the background: accuracy curves and RFS"
