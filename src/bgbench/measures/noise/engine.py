@@ -206,7 +206,7 @@ def region_predictions(predict: Callable[[torch.Tensor], torch.Tensor], x: torch
             noisy = (x[region.index].unsqueeze(0) + noise).clamp_(0, 1).flatten(0, 1)
             noisy = noisy.contiguous(memory_format=torch.channels_last)  # no copy when already so
             preds = torch.cat([predict(noisy[i:i + chunk]) for i in range(0, noisy.shape[0], chunk)]).view(trials, n)
-            if empty_is_wrong and kind == "l2":
-                preds[:, region.where.flatten(1).sum(1) == 0] = -1
+            if empty_is_wrong and kind == "l2":  # a select, not a boolean index: the card's queue is not waited for
+                preds = torch.where(region.where.flatten(1).sum(1).view(1, n) == 0, -1, preds)
             out[region.name][li] = preds
     return out
