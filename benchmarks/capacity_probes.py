@@ -92,8 +92,9 @@ def _configs():
     from bgbench.measures.features.probe import FeaturesConfig
     from bgbench.measures.noise.probe import NoiseConfig
     from bgbench.measures.saliency.probe import SaliencyConfig
+    from bgbench.measures.noise.levels import data_grid, resolve_levels
     noise = NoiseConfig(workers=1)
-    forwards = 2 * len(noise.levels) * noise.trials
+    forwards = 2 * len(resolve_levels(data_grid(None), noise.kind)[1]) * noise.trials  # the sets are not Hard ImageNet
     return [("noise", noise, forwards, forwards, False),
             ("saliency", SaliencyConfig(examples=0, workers=1), 1, BACKWARD_COST, False),
             ("features", FeaturesConfig(galleries=0, workers=1), 1, 1, False),

@@ -1,22 +1,23 @@
 """ImageNet-D and Spawrious read as released and scored as their own code scores them.
 
 Each test builds a tree in the release's layout (real class names, generated pixels), reads it with
-bgbench and with the benchmark's own code (vendored in tests/vendored/, each file naming its
-repository, commit and path), and finds the same images, labels and groups; the headline bgbench
-stores equals what the benchmark's code computes from the same stored predictions.
+bgbench and with an oracle written here from the benchmark's own definitions (which folders and
+files its loader reads, how it labels them, how its script counts), independently of bgbench, and
+finds the same images, labels and groups; the headline bgbench stores equals what the benchmark's
+definition computes from the same stored predictions.
 
-- ImageNet-D: `utils/data_loaders_imgnet_id.py` (`ImageNetDLoader`) and the counting of
-  `evaluate_imagenet_models.py` (`test_model`, lines 34-45);
-- Spawrious: `spawrious/torch.py` (`SpawriousBenchmark._create_data_list` over `_get_combinations`)
-  and `example.py` (`evaluate`).
+- ImageNet-D (chenshuang-zhang/imagenet_d): `utils/data_loaders_imgnet_id.py` (`ImageNetDLoader`)
+  and the counting of `evaluate_imagenet_models.py` (`test_model`, lines 34-45): `imagenet_d_oracle`,
+  `imagenet_d_top1`;
+- Spawrious (aengusl/spawrious): `spawrious/torch.py` (`_get_combinations`, `build_combination`,
+  `SpawriousBenchmark._create_data_list` and its `CustomImageFolder`) and `example.py`
+  (`evaluate`): `spawrious_oracle`, `spawrious_accuracy`.
 """
-import hashlib
 import json
 import os
 import shutil
 from pathlib import Path
 
-import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -29,7 +30,6 @@ from bgbench.store import Store
 from conftest import assert_one_line_error, run_cli
 from helpers.hub_cache import TAG, use_offline_hub, write_timm_weights
 from helpers.benchmark_trees import BREEDS, IMAGENET_D_CLASSES, LOCATIONS, imagenet_d_tree, spawrious_tree
-from vendored import imagenet_d_source, spawrious_source
 
 LABEL = f"timm:{TAG}"  # a study labels a hub model with its scheme
 RESOURCES = Path(bgbench.__file__).parent / "resources" / "imagenet_d"
@@ -46,32 +46,35 @@ def spawrious(tmp_path_factory) -> Path:
     return spawrious_tree(tmp_path_factory.mktemp("spawrious"), per_folder=5)
 
 
-def _source_imagenet_d(root: Path, nuisance: str, workdir: Path):
-    """ImageNet-D's own loader on `root/nuisance`, run from a folder holding its
-    preprocessing/imgnet_d2imgnet_id.txt, as the repository's scripts run (the file is opened relative
-    to the working folder)."""
-    (workdir / "preprocessing").mkdir(parents=True, exist_ok=True)
-    shutil.copy(RESOURCES / "imgnet_d2imgnet_id.txt", workdir / "preprocessing")
-    here = os.getcwd()
-    os.chdir(workdir)
-    try:
-        return imagenet_d_source.ImageNetDLoader(str(root / nuisance), transform=lambda im: torch.zeros(1))
-    finally:
-        os.chdir(here)
+def imagenet_d_oracle(root: Path, nuisance: str) -> list:
+    """(path, ImageNet indices) of every image `ImageNetDLoader` reads from `root/nuisance`: its class
+    folders sorted by name, every file of each in directory order, labelled with the folder's entry
+    in the repository's `preprocessing/imgnet_d2imgnet_id.txt` (JSON: folder -> ImageNet indices),
+    padded with -1 to 10 entries (what its collate needs: no entry may list more)."""
+    table = json.loads((RESOURCES / "imgnet_d2imgnet_id.txt").read_text())
+    assert max(len(v) for v in table.values()) <= 10
+    return [(root / nuisance / folder / name, table[folder] + [-1] * (10 - len(table[folder])))
+            for folder in sorted(os.listdir(root / nuisance)) for name in os.listdir(root / nuisance / folder)]
 
 
-def test_imagenet_d_is_read_as_its_loader_reads_it(imagenet_d, tmp_path):
+def imagenet_d_top1(top5: list, labels: list) -> int:
+    """`test_model`'s top-1 count of one image: one for each of its (padded) label entries equal to
+    the model's first class (`pred.eq(target[k])[:1]` summed over k); the entries are distinct
+    ImageNet indices or -1, so an image counts once when its top-1 is one of its indices."""
+    return sum(int(top5[0] == label) for label in labels)
+
+
+def test_imagenet_d_is_read_as_its_loader_reads_it(imagenet_d):
     layout = resolve_layout(imagenet_d)
     assert layout.kind == "imagenet_d" and layout.variants == ("background", "texture", "material")
     members = imagenet_d_class_map().members()  # ImageNet-D label -> the ImageNet indices that count as it
     for nuisance in layout.variants:
-        source = _source_imagenet_d(imagenet_d, nuisance, tmp_path)
-        theirs = sorted((Path(p).resolve(), tuple(sorted(i for i in labels if i >= 0)))
-                        for p, labels in zip(source.file_lists, source.label_lists))
+        source = imagenet_d_oracle(imagenet_d, nuisance)
+        theirs = sorted((p.resolve(), tuple(sorted(i for i in labels if i >= 0))) for p, labels in source)
         ours = sorted((it.path.resolve(), tuple(sorted(members[it.label]))) for it in layout.items(nuisance))
         assert ours == theirs and len(ours) == len(IMAGENET_D_CLASSES) * {"background": 3, "texture": 2,
                                                                           "material": 1}[nuisance]
-        assert all(len(labels) == 10 for labels in source.label_lists)  # padded with -1, as its collate needs
+        assert all(len(labels) == 10 for _, labels in source)  # padded with -1, as its collate needs
     assert {c: sorted(members[layout.classes.index(c)]) for c in ("banana", "bicycle", "chair")} == \
         {"banana": [954], "bicycle": [444, 671], "chair": [423, 559, 765]}
 
@@ -115,44 +118,84 @@ def test_imagenet_d_accuracy_per_nuisance_is_its_evaluate_scripts(imagenet_d, tm
                 for v in ("background", "texture", "material")}
     accuracies = []
     for nuisance, top5_of in rows.items():
-        source = _source_imagenet_d(imagenet_d, nuisance, tmp_path)
-        top1_cnt, top5_cnt, cnt = 0, 0, 0
-        for example in torch.utils.data.DataLoader(source, batch_size=4, shuffle=False):
-            ids = ["/".join(Path(p).parts[-2:]) for p in example["path"]]
-            top5 = torch.tensor([top5_of[i] for i in ids])  # the stored top-5 ImageNet classes, best first
-            top1_cnt, top5_cnt, cnt = imagenet_d_source.count_correct(top5, example["labels"], top1_cnt, top5_cnt,
-                                                                      cnt)
-        accuracies.append(top1_cnt.item() / cnt)
-        assert stored[("accuracy", nuisance)] == pytest.approx(top1_cnt.item() / cnt, abs=1e-12)
+        source = imagenet_d_oracle(imagenet_d, nuisance)
+        # the stored top-5 ImageNet classes, best first, of each image the loader reads
+        top1_cnt = sum(imagenet_d_top1(top5_of["/".join(p.parts[-2:])], labels) for p, labels in source)
+        cnt = len(source)
+        accuracies.append(top1_cnt / cnt)
+        assert stored[("accuracy", nuisance)] == pytest.approx(top1_cnt / cnt, abs=1e-12)
         assert cnt == len(top5_of)
     assert 0 < accuracies[0] < 1  # the model is right on some background images and wrong on others
     runs = run_cli("runs", "--db", db)
     assert f"accuracy[background]={100 * accuracies[0]:.1f}%" in runs.stdout  # background first
 
 
-def _source_items(dataset) -> list:
-    """(path, class_index, location_index) of every image of a source data list, walking its
-    ConcatDatasets down to the `CustomImageFolder`s."""
-    if isinstance(dataset, spawrious_source.CustomImageFolder):
-        return [(Path(p).resolve(), dataset.class_index, dataset.location_index) for p in dataset.image_paths]
-    return [item for d in getattr(dataset, "datasets", dataset) for item in _source_items(d)]
+#: `_get_combinations`: challenge -> (the breeds' training locations, their test locations, the
+#: o2o filler location), the breeds in the order bulldog, dachshund, labrador, corgi.
+SPAWRIOUS_CHALLENGES = {
+    "o2o_easy": (("desert", "jungle", "dirt", "snow"), ("dirt", "snow", "desert", "jungle"), "beach"),
+    "o2o_medium": (("mountain", "beach", "dirt", "jungle"), ("jungle", "dirt", "beach", "snow"), "desert"),
+    "o2o_hard": (("jungle", "mountain", "snow", "desert"), ("mountain", "snow", "desert", "jungle"), "beach"),
+    "m2m_hard": (("dirt", "jungle", "snow", "beach"), ("snow", "beach", "dirt", "jungle"), None),
+    "m2m_easy": (("desert", "mountain", "dirt", "jungle"), ("dirt", "jungle", "mountain", "desert"), None),
+    "m2m_medium": (("beach", "snow", "mountain", "desert"), ("desert", "mountain", "beach", "snow"), None),
+}
+#: `SpawriousBenchmark.class_list` and `locations_list`: the labels and location labels
+SPAWRIOUS_CLASSES = ("bulldog", "corgi", "dachshund", "labrador")
+SPAWRIOUS_LOCATIONS = ("desert", "jungle", "dirt", "mountain", "snow", "beach")
+SPAWRIOUS_TOTAL = 3168  # `build_combination`'s images per (breed, entry)
 
 
-def _source_sets(root: Path, challenge: str) -> dict:
-    """Spawrious' own training and test sets of a challenge, as `_prepare_data_lists` builds them."""
-    bench = spawrious_source.SpawriousBenchmark.__new__(spawrious_source.SpawriousBenchmark)
-    bench.type1 = challenge.lower().startswith("o2o")  # __init__, line 239
-    combos = spawrious_source._get_combinations(challenge)
-    return {part: bench._create_data_list(combos[f"{part}_combinations"], str(root), None)
-            for part in ("train", "test")}
+def spawrious_oracle(root: Path, challenge: str) -> dict:
+    """part -> [(path, class label, location label)] of every image of a challenge's training and
+    test sets, as `build_combination` lays them out and `_create_data_list` reads them.
+
+    Each breed has two entries (entry 0 and entry 1) per part. m2m: bulldog and dachshund train on
+    the first two locations crossed (bulldog on 1st then 2nd, dachshund on 2nd then 1st), labrador
+    and corgi on the last two alike, 3168 images each; they test on their test locations crossed the
+    same way, with no limit. o2o: each breed trains on its own location, 97% and 87% of 3168
+    (int()), and all four breeds on the filler for the rest (96 and 412); it tests on its test
+    location twice. Entry i of an o2o challenge reads folder spawrious224/i/, every m2m entry
+    spawrious224/0/; a (location, breed) folder gives its files ending .png, .jpg or .jpeg in
+    `os.listdir`'s order, cut to the first *limit* where there is one."""
+    train, test, filler = SPAWRIOUS_CHALLENGES[challenge]
+    o2o = challenge.startswith("o2o")
+    order = ("bulldog", "dachshund", "labrador", "corgi")
+    if o2o:
+        counts = (int(0.97 * SPAWRIOUS_TOTAL), int(0.87 * SPAWRIOUS_TOTAL))
+        parts = {"train": [((b,), [(train[i], counts[0]), (train[i], counts[1])]) for i, b in enumerate(order)]
+                 + [(order, [(filler, SPAWRIOUS_TOTAL - counts[0]), (filler, SPAWRIOUS_TOTAL - counts[1])])],
+                 "test": [((b,), [(test[i], None), (test[i], None)]) for i, b in enumerate(order)]}
+    else:
+        cross = {"bulldog": (0, 1), "dachshund": (1, 0), "labrador": (2, 3), "corgi": (3, 2)}
+        parts = {"train": [((b,), [(train[j], SPAWRIOUS_TOTAL) for j in cross[b]]) for b in order],
+                 "test": [((b,), [(test[j], None) for j in cross[b]]) for b in order]}
+    out = {}
+    for part, groups in parts.items():
+        out[part] = []
+        for entry in (0, 1):  # the data lists: entry 0 of every breed group, then entry 1
+            for breeds, entries in groups:
+                location, limit = entries[entry]
+                for breed in breeds:
+                    folder = root / "spawrious224" / str(entry if o2o else 0) / location / breed
+                    files = [f for f in os.listdir(folder) if f.endswith((".png", ".jpg", ".jpeg"))]
+                    out[part] += [((folder / f).resolve(), SPAWRIOUS_CLASSES.index(breed),
+                                   SPAWRIOUS_LOCATIONS.index(location)) for f in (files[:limit] if limit else files)]
+    return out
+
+
+def spawrious_accuracy(predictions: list, labels: list) -> float:
+    """`example.py`'s `evaluate`: 100 × the share of images whose argmax is their class label."""
+    return 100 * sum(int(p == y) for p, y in zip(predictions, labels)) / len(labels)
 
 
 @pytest.mark.parametrize("challenge", CHALLENGES)
 def test_spawrious_sets_are_its_data_lists(challenge, spawrious):
-    sets = _source_sets(spawrious, challenge)
+    assert (SPAWRIOUS_CLASSES, SPAWRIOUS_LOCATIONS) == (BREEDS, LOCATIONS)  # the tree's labels are the source's
+    sets = spawrious_oracle(spawrious, challenge)
     for part in ("train", "test"):
         layout = resolve_layout(spawrious, split=f"{challenge}-{part}")
-        theirs = sorted(_source_items(sets[part]))
+        theirs = sorted(sets[part])
         ours = sorted((it.path.resolve(), it.label, LOCATIONS.index(layout.groups[it.image_id].split(" on ")[1]))
                       for it in layout.items("original"))
         assert ours == theirs and ours
@@ -169,7 +212,7 @@ def test_a_spawrious_limit_keeps_the_first_images_in_directory_order(spawrious, 
     one = next(folder.iterdir())
     for n in range(100):
         shutil.copy(one, folder / f"extra_{n:03d}.png")
-    theirs = sorted(p for p, _, _ in _source_items(_source_sets(root, "o2o_easy")["train"]))
+    theirs = sorted(p for p, _, _ in spawrious_oracle(root, "o2o_easy")["train"])
     ours = sorted(it.path.resolve() for it in resolve_layout(root, split="o2o_easy-train").items("original"))
     assert ours == theirs
     assert sum(p.parent == folder.resolve() for p in ours) == 96
@@ -190,27 +233,18 @@ def test_spawrious_accuracy_and_groups_are_its_evaluate(spawrious, tmp_path, one
         stored = {(m["name"], m["variant"]): m["value"] for m in store.metrics(run_id)}
         pred_of = {r["image_id"]: r["pred"] for r in store.predictions(run_id, "original")}
     root = (spawrious / "spawrious224").resolve()
-    # example.py's `evaluate` on its own test set, the model answering each image with its stored prediction:
-    # the images are told apart by their pixels (the transform sees only the image)
-    by_pixels = {}
-    for image_id, pred in pred_of.items():
-        with spawrious_source.Image.open(root / image_id) as im:
-            by_pixels[hashlib.sha256(np.asarray(im.convert("RGB")).tobytes()).hexdigest()] = pred
-    assert len(by_pixels) == len(pred_of)
-    position = {key: k for k, key in enumerate(by_pixels)}
-    preds = torch.tensor(list(by_pixels.values()))
-    # `get_test_dataset`: datasets[0], the concat of the test data lists (`__init__`, line 246)
-    test_set = spawrious_source.ConcatDataset(_source_sets(spawrious, "o2o_easy")["test"])
-    for folder in _walk(test_set):
-        folder.transform = lambda im: torch.tensor(position[hashlib.sha256(np.asarray(im).tobytes()).hexdigest()])
-    loader = torch.utils.data.DataLoader(test_set, batch_size=8, shuffle=False)
-    acc = spawrious_source.evaluate(lambda x: nn.functional.one_hot(preds[x], 4).float(), loader, torch.device("cpu"))
+    # example.py's `evaluate` on its own test set (`get_test_dataset`), each image answered with its
+    # stored prediction
+    test_set = spawrious_oracle(spawrious, "o2o_easy")["test"]
+    assert len(test_set) == len(pred_of)
+    preds = [pred_of[path.relative_to(root).as_posix()] for path, _, _ in test_set]
+    acc = spawrious_accuracy(preds, [cls for _, cls, _ in test_set])
     assert 100 * stored[("accuracy", "original")] == pytest.approx(acc, abs=1e-9)
     # the groups: the source's (class_label, location_label), each group's accuracy from the same predictions
     groups = {}
-    for path, cls, loc in _source_items(test_set):
+    for (path, cls, loc), pred in zip(test_set, preds):
         k, n = groups.get((cls, loc), (0, 0))
-        groups[(cls, loc)] = (k + int(pred_of[path.relative_to(root).as_posix()] == cls), n + 1)
+        groups[(cls, loc)] = (k + int(pred == cls), n + 1)
     ours = {g["group"]: (g["correct"], g["n"]) for g in report.groups["original"].groups}
     assert ours == {f"{BREEDS[c]} on {LOCATIONS[loc]}": v for (c, loc), v in groups.items()}
     assert stored[("worst_group_accuracy", "original")] == min(k / n for k, n in groups.values())
@@ -220,10 +254,20 @@ def test_spawrious_accuracy_and_groups_are_its_evaluate(spawrious, tmp_path, one
     assert {g["group"]: (g["correct"], g["n"]) for g in json.loads(again.stdout)["groups"]} == ours
 
 
-def _walk(dataset):
-    if isinstance(dataset, spawrious_source.CustomImageFolder):
-        return [dataset]
-    return [f for d in dataset.datasets for f in _walk(d)]
+def test_a_tree_without_the_default_challenge_says_which_it_read(tmp_path, capsys, one_thread):
+    """Without 0/snow (m2m_hard's), `test` is the first challenge the tree holds: said on stderr
+    and in the JSON; a split that names its challenge, or a tree that holds m2m_hard, says nothing."""
+    root = spawrious_tree(tmp_path / "s", per_folder=1, size=16)
+    shutil.rmtree(root / "spawrious224" / "0" / "snow")
+    report = bgbench.evaluate(breed_model(), root, progress=False)
+    err = capsys.readouterr().err
+    read = report.to_dict()["split_read"]
+    assert read["split"] == "m2m_easy-test" == resolve_layout(root).split
+    assert "lacks m2m_hard's folder 0/snow/" in read["why"] and "m2m_easy test set was read" in read["why"]
+    assert read["why"] in err and json.loads(json.dumps(report.to_dict()))["split_read"] == read
+    for data, split in ((root, "m2m_easy-test"), (spawrious_tree(tmp_path / "whole", per_folder=1, size=16), None)):
+        report = bgbench.evaluate(breed_model(), data, split=split, progress=False)
+        assert "split_read" not in report.to_dict() and "was read" not in capsys.readouterr().err
 
 
 def test_dfr_fits_on_spawrious_training_split_by_its_groups(spawrious, tmp_path):

@@ -188,3 +188,27 @@ def test_the_demos_stated_time_is_the_captured_runs():
         assert stated, page
         for minutes in stated:
             assert abs(60 * minutes - seconds) <= 0.25 * seconds, (page.name, minutes, seconds)
+
+
+def test_the_benchmarks_page_says_what_a_worst_group_needs():
+    """The worst group is the lowest of at least MIN_GROUPS groups of at least MIN_IMAGES images."""
+    from bgbench.measures.common.groups import MIN_GROUPS, MIN_IMAGES
+    page = " ".join((README.parent / "docs" / "how-to" / "benchmarks.md").read_text().split())
+    assert (MIN_GROUPS, MIN_IMAGES) == (2, 10)
+    assert "needs at least two groups of at least 10 images" in page
+
+
+def test_the_models_page_says_which_mean_bare_imagenet_weights_get(tmp_path, capsys):
+    """Bare 1000-class weights given to `timm:ARCH --checkpoint` take the mean and std of the
+    architecture's default configuration in timm (test_resnet's is 0.5, not ImageNet's), with the
+    warning line; the concepts page says so."""
+    import timm
+    import torch
+
+    from bgbench.models.options import ModelOptions, build
+    torch.save(timm.create_model("test_resnet", pretrained=False).state_dict(), tmp_path / "bare.pt")
+    model = build(ModelOptions(model="timm:test_resnet", checkpoint=str(tmp_path / "bare.pt")))
+    assert model.spec.mean == (0.5, 0.5, 0.5) and model.spec.std == (0.5, 0.5, 0.5)
+    assert "assuming the mean (0.5, 0.5, 0.5)" in capsys.readouterr().err
+    page = " ".join((README.parent / "docs" / "concepts" / "models.md").read_text().split())
+    assert "the mean and std of the architecture's default configuration in timm" in page

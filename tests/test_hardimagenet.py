@@ -1,6 +1,7 @@
 """Hard ImageNet (mmoayeri/HardImageNet) read as its own loader reads it, over the user's ImageNet:
-bgbench's layout against the vendored `datasets/hard_imagenet.py` (tests/helpers/hardimagenet_source.py)
-on a tree written in the release layout, and the one-line errors of a tree that is not what it claims."""
+bgbench's layout against the loader of `datasets/hard_imagenet.py` written out from its definition
+(tests/helpers/hardimagenet_oracle.py) on a tree written in the release layout, and the one-line
+errors of a tree that is not what it claims."""
 import os
 import pickle
 import shutil
@@ -13,7 +14,7 @@ from bgbench.data.hardimagenet import IMAGENET_ENV, HardImageNetLayout
 from bgbench.data.images import decode_item
 from bgbench.data.resolve import resolve_layout
 from bgbench.errors import DataError
-from helpers import hardimagenet_source as source
+from helpers.hardimagenet_oracle import release_items
 from helpers.hardimagenet_tree import INDICES, TABLE, write_tree
 from helpers.shared_pickles import deep_key_dict, shared_lists
 
@@ -30,15 +31,8 @@ def env(trees, monkeypatch):
 
 
 def _source_items(hard, imagenet, ft):
-    """id -> (image (3,224,224), mask (3,224,224), label) from Hard ImageNet's own loader."""
-    dset = source.HardImageNet(split="val", ft=ft, imagenet_root=imagenet, mask_root=hard)
-    out = {}
-    for k in range(len(dset)):
-        img, mask, label = dset[k]
-        name = dset.mask_paths[k].split("/")[-1]
-        wnid = name.split("_")[0]
-        out[f"{wnid}/{os.path.splitext(name[len(wnid) + 1:])[0]}"] = (img, mask, label)
-    return out
+    """id -> (image (3,224,224), mask (3,224,224), label) as Hard ImageNet's loader gives them."""
+    return {it.image_id: (it.image, it.mask, it.label) for it in release_items(hard, imagenet, ft=ft)}
 
 
 def test_the_layout_finds_the_loaders_items_labels_images_and_masks(env):
@@ -117,6 +111,22 @@ def test_a_tree_that_is_not_what_it_claims_is_one_line(env, tmp_path, break_it, 
     with pytest.raises(DataError, match=message) as e:
         resolve_layout(hard).foregrounds()
     assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("meta", ["hard_imagenet_idx.pkl", "idx_to_wnid.pkl"])
+def test_a_missing_meta_file_is_refused_naming_it(env, tmp_path, meta):
+    """Its loader opens both meta files (datasets/hard_imagenet.py), so a release without one is
+    refused, naming it: not read as another layout, and no table put in the file's place. The split
+    folder given as --data says the same."""
+    from conftest import assert_one_line_error, run_cli
+    hard = _copy(env, tmp_path)
+    (hard / "meta" / meta).unlink()
+    for data in (hard, hard / "val"):
+        with pytest.raises(DataError, match=f"meta/{meta} is missing: Hard ImageNet's loader") as e:
+            resolve_layout(data)
+        assert "\n" not in str(e.value) and "IN-9" not in str(e.value)
+    assert_one_line_error(run_cli("eval", "--model", "timm:test_resnet", "--data", hard, "--db", tmp_path / "r.db"),
+                          f"{meta} is missing")
 
 
 @pytest.mark.parametrize("meta, content, message", [

@@ -307,3 +307,21 @@ def test_the_edits_of_a_dataset_whose_label_is_no_folder_name_keep_its_label(syn
     assert proc.returncode == 0, proc.stderr
     page = (tmp_path / "named-report" / "index.html").read_text()
     assert "my in9 edits" in page and not (tmp_path / "named-report" / "edits" / "my in9").exists()
+
+
+def test_dry_run_counts_the_noise_grid_of_each_dataset(synth_root, tmp_path, monkeypatch):
+    """A study that names no noise levels counts each dataset's own grid: RIVAL10's 7 σ levels on
+    Synthetic-9, Hard ImageNet's 6 (`rfs.py`) on Hard ImageNet's data."""
+    from bgbench.data.hardimagenet import IMAGENET_ENV
+    from helpers.hardimagenet_tree import write_tree
+    hard, imagenet, made = write_tree(tmp_path / "hin", per_class=1)
+    monkeypatch.setenv(IMAGENET_ENV, str(imagenet))
+    study = tmp_path / "study.toml"
+    study.write_text(f'models = ["timm:test_resnet"]\ndatasets = ["{synth_root}", "{hard}"]\n'
+                     f'[measures.noise]\ntrials = 1\n[report]\nout = "{tmp_path / "report"}"\n')
+    proc = run_cli("study", study, "--db", tmp_path / "r.db", "--dry-run")
+    assert proc.returncode == 0, proc.stderr
+    lines = [ln for ln in proc.stdout.splitlines() if re.match(r"\s*\[\d+/2\]", ln)]
+    synth = len(list((synth_root / "original" / "val").glob("*/*.png")))
+    assert len(lines) == 2 and f"{synth * 2 * 7:,} forwards" in lines[0]
+    assert f"{len(made) * 2 * 6:,} forwards" in lines[1]

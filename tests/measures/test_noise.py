@@ -323,8 +323,9 @@ def test_noise_interval_shrinks_like_one_over_root_n():
 
 def test_noise_grids_are_rival10s_and_hard_imagenets():
     rival_sigma = [30 / 255, 60 / 255, 90 / 255, 120 / 255, 150 / 255, 180 / 255, 210 / 255]
-    assert NoiseConfig().grid == "rival10" and NoiseConfig().levels == pytest.approx(rival_sigma)
-    l2 = NoiseConfig(kind="l2")
+    assert NoiseConfig().levels is None and NoiseConfig().grid == ""  # the data chooses (`data_grid`)
+    assert NoiseConfig(levels="rival10").levels == pytest.approx(rival_sigma)
+    l2 = NoiseConfig(kind="l2", levels="rival10")
     assert l2.grid == "rival10" and l2.levels == [25.0, 50.0, 75.0, 100.0, 125.0, 150.0, 175.0, 200.0]
     assert NoiseConfig(levels="hardimagenet").levels == [0.125, 0.25, 0.375, 0.5, 0.625, 0.75]
     assert NoiseConfig(levels=["hardimagenet"], kind="l2").levels == [30.0, 60.0, 90.0, 120.0, 150.0, 180.0]

@@ -18,7 +18,8 @@ directory order, as in the source.
 A split is '<challenge>-<part>' (`o2o_easy-test`, `m2m_hard-train`); a challenge alone is its test
 set, and `train` or `test` alone is that part of the default challenge: m2m_hard (the `--dataset`
 default of the repository's `example.py`) when the tree holds its folders, else the first challenge
-it holds. Every image's group is (breed, location), 'bulldog on desert': the source's
+it holds, which the layout says (`SpawriousLayout.fallback`, a line the eval command prints and puts
+in its JSON). Every image's group is (breed, location), 'bulldog on desert': the source's
 `(class_label, location_label)`. Its own evaluation (`example.py`, `evaluate`) is the accuracy over
 the whole test set; per-group and worst-group accuracies are bgbench's groups, over its labels.
 """
@@ -67,6 +68,9 @@ class SpawriousLayout(GroupLayout):
     kind = "spawrious"
     challenge: str = DEFAULT_CHALLENGE
     part: str = "test"
+    #: where the split named no challenge and the tree lacks the default's folders: which challenge
+    #: was read instead and why ('' otherwise)
+    fallback: str = ""
 
     def described(self) -> str:
         return f"Spawrious {self.challenge} ({self.part})"
@@ -107,6 +111,11 @@ def spawrious_layout(root: Path, split: Optional[str] = None,
             raise DataError(f"variant {v!r} not found under {root}: Spawrious has its images only (variant original)")
     _check_folders(root / FOLDER)
     challenge, part = _split(root, split)
+    fallback = ""
+    if challenge != DEFAULT_CHALLENGE and (split or "test") in PARTS:
+        missing = sorted(f for f in _folders(DEFAULT_CHALLENGE) if not (root / FOLDER / f).is_dir())
+        fallback = (f"{root / FOLDER} lacks {DEFAULT_CHALLENGE}'s folder {missing[0]}, so Spawrious' {challenge} "
+                    f"{part} set was read (--split <challenge>-{part} names another)")
     o2o = challenge.startswith("o2o")
     guard = RootGuard(root)
     items, groups = [], {}
@@ -128,7 +137,8 @@ def spawrious_layout(root: Path, split: Optional[str] = None,
     if not items:
         raise DataError(f"no images under {root / FOLDER} for Spawrious' {challenge} {part} set")
     layout = SpawriousLayout(root=root, split=f"{challenge}-{part}", classes=CLASSES, variants=("original",),
-                             groups=groups, source=f"Spawrious {challenge}", challenge=challenge, part=part)
+                             groups=groups, source=f"Spawrious {challenge}", challenge=challenge, part=part,
+                             fallback=fallback)
     layout._items["original"] = items
     return layout
 

@@ -208,6 +208,12 @@ class Measure:
             return None, False
         return self.forwards_per_image * images, False
 
+    def on_data(self, options: Dict[str, Any], data_kind: str) -> Dict[str, Any]:
+        """A study's `options` as a run on data of layout kind `data_kind` takes them (what the plan
+        counts and matches stored runs by): the options as given by default; a measure whose
+        default depends on the data fills it in."""
+        return options
+
     def compute(self, model, data, cfg, *, progress: bool = True, out_dir=None):
         """Run the measure; the result on rank 0 (None on other torchrun ranks)."""
         raise NotImplementedError(f"measure {self.name!r} runs through its own command")

@@ -67,7 +67,8 @@ class AblateMeasure(ModelMeasure):
     checked_against = ("tests/measures/test_ablation.py (gray copies and drops by hand and by a "
                        "reimplementation; the rows against the model run in the test); "
                        "tests/measures/test_hardimagenet_probes.py (Hard ImageNet's `replace_with_gray`, `tile` "
-                       "and `eval_under_ablation`, vendored from `ablations.py`, on a tree in its release layout: "
+                       "and `eval_under_ablation`, written out from `ablations.py` in "
+                       "tests/helpers/hardimagenet_oracle.py, on a tree in its release layout: "
                        "the same copies pixel for pixel, the same accuracies and mean confidences)")
     title = "attribute ablation"
     needs = ("model", "masks")

@@ -8,5 +8,10 @@ RIVAL10, HARDIMAGENET = "rival10", "hardimagenet"
 
 def probe_protocol(layout) -> str:
     """HARDIMAGENET on Hard ImageNet's data (`data.hardimagenet`), else RIVAL10."""
+    return protocol_of_kind(getattr(layout, "kind", None))
+
+
+def protocol_of_kind(kind) -> str:
+    """HARDIMAGENET on data of Hard ImageNet's layout kind, else RIVAL10."""
     from ...data.hardimagenet import KIND
-    return HARDIMAGENET if getattr(layout, "kind", None) == KIND else RIVAL10
+    return HARDIMAGENET if kind == KIND else RIVAL10

@@ -28,7 +28,8 @@ class Eval(RunningMeasure):
                        "paired BG-Gap bootstrap), tests/test_classes.py (370 classes map, 630 do "
                        "not; known rows of the upstream table) and tests/test_benchmarks.py (ImageNet-D's "
                        "`ImageNetDLoader` and `test_model`, and Spawrious' `SpawriousBenchmark` data lists and "
-                       "`evaluate`, vendored in tests/vendored/, on generated trees and the run's stored "
+                       "`evaluate`, written out from their definitions in the test, on generated trees and the "
+                       "run's stored "
                        "predictions)")
     title = "accuracy and BG-Gap"
     command = Command.OWN

@@ -31,6 +31,9 @@ class EvalReport(Result):
     #: IN-9's MIXED-RAND, or ORIGINAL of `synth --correlation`, from the manifest)
     groups: Dict[str, GroupAccuracy] = field(default_factory=dict)
     precision: str = "fp32"  # the arithmetic of the forwards: only fp32 is exact
+    #: {split, why} where the data chose the split itself because its default was absent (a
+    #: Spawrious tree without m2m_hard's folders); None otherwise, and absent from `to_dict`
+    split_read: Optional[Dict[str, str]] = None
 
     @classmethod
     def from_predictions(cls, model: str, data: str, predictions: Dict[str, Predictions],
@@ -57,6 +60,7 @@ class EvalReport(Result):
     def to_dict(self) -> dict:
         return {"model": self.model, "model_label": self.model_label or self.model, "data": self.data,
                 "run_id": self.run_id, "precision": self.precision,
+                **({"split_read": self.split_read} if self.split_read else {}),
                 "accuracy": {v: e.as_dict() for v, e in self.accuracy.items()},
                 "bg_gap": self.bg_gap.as_dict() if self.bg_gap else None,
                 **({"groups": {v: g.to_dict() for v, g in self.groups.items()}} if self.groups else {})}

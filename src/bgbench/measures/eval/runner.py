@@ -96,6 +96,9 @@ def eval_run(run: RunContext, cfg: EvalConfig):
     report = EvalReport.from_predictions(model.spec.name, str(layout.root), predictions, seed=cfg.seed)
     report.groups = group_results(layout, predictions)
     report.model_label, report.precision = model_label(model.spec.name, model.spec.to_dict()), str(cfg.precision)
+    if getattr(layout, "fallback", ""):
+        status(layout.fallback)
+        report.split_read = {"split": layout.split, "why": layout.fallback}
     after = {"torch": torch.__version__, "computed_variants": sorted(sets.on_the_fly),
              "protocol_settings": protocols.settings_of(cfg.protocol),
              "requested": {"variants": cfg.variants, "split": cfg.split},  # before the data resolved them

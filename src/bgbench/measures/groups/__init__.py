@@ -17,7 +17,7 @@ class Groups(AnalysisMeasure):
               "only the mean test accuracy")
     checked_against = ("tests/measures/test_groups.py (a table worked by hand; stored groups "
                        "against the manifest and predictions read with the csv module) and "
-                       "tests/test_benchmarks.py (Spawrious' groups against its vendored `SpawriousBenchmark`)")
+                       "tests/test_benchmarks.py (Spawrious' groups against its `SpawriousBenchmark` data lists, written out in the test)")
     title = "worst-group accuracy"
     needs = ("eval run",)
     reads = Reads.RUN

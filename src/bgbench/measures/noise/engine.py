@@ -152,7 +152,7 @@ _POOL_SIZE = 0
 def region_predictions(predict: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor,
                        regions: Sequence[Region], image_ids: Sequence[str], seed: int, levels: Sequence[float],
                        trials: int, kind: str, chunk: int = 0, workers: int = 0,
-                       on_device: Optional[bool] = None) -> Dict[str, torch.Tensor]:
+                       on_device: Optional[bool] = None, empty_is_wrong: bool = False) -> Dict[str, torch.Tensor]:
     """region name -> predictions (level, trial, image of the region) of `predict` on noisy copies of `x`.
 
     x: (N, 3, H, W) in [0,1]; image_ids: the N images' ids (their draws' seeds); predict maps
@@ -162,6 +162,11 @@ def region_predictions(predict: Callable[[torch.Tensor], torch.Tensor], x: torch
     next level's noise while this one's forwards run (0: every draw made in turn, in this thread).
     `on_device` chooses (default: off the CPU). The draws, and so the predictions, are the same
     either way.
+
+    `empty_is_wrong`, with kind 'l2': an image whose region is empty has no prediction (-1), so it
+    counts as wrong, as in Hard ImageNet's `rfs.py`, where `l2_normalize` divides the empty noise
+    by its zero norm and the model's argmax over the NaN logits is ImageNet class 0, none of its
+    15. Without it such an image's noise is zero and the clean image is scored.
     """
     chunk = chunk or x.shape[0]
     h, w = x.shape[-2:]
@@ -200,6 +205,8 @@ def region_predictions(predict: Callable[[torch.Tensor], torch.Tensor], x: torch
             noise = masked_noise(region.where, level, kind, trials, (), raw=raw)
             noisy = (x[region.index].unsqueeze(0) + noise).clamp_(0, 1).flatten(0, 1)
             noisy = noisy.contiguous(memory_format=torch.channels_last)  # no copy when already so
-            preds = torch.cat([predict(noisy[i:i + chunk]) for i in range(0, noisy.shape[0], chunk)])
-            out[region.name][li] = preds.view(trials, n)
+            preds = torch.cat([predict(noisy[i:i + chunk]) for i in range(0, noisy.shape[0], chunk)]).view(trials, n)
+            if empty_is_wrong and kind == "l2":  # a select, not a boolean index: the card's queue is not waited for
+                preds = torch.where(region.where.flatten(1).sum(1).view(1, n) == 0, -1, preds)
+            out[region.name][li] = preds
     return out

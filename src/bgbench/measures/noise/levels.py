@@ -3,16 +3,20 @@
 An overall RFS averages accuracies over a grid's levels, so it compares only within one grid: the
 grid travels with every RFS (run config, table, JSON, report).
 
-- `rival10` (the default): RIVAL10's `compute_noise_robustness.py`: σ = 30, 60, …, 210 (/255),
+Where no levels are asked for, the data chooses (`data_grid`): Hard ImageNet's data its own grid,
+every other dataset RIVAL10's.
+
+- `rival10`: RIVAL10's `compute_noise_robustness.py`: σ = 30, 60, …, 210 (/255),
   7 levels; L2 norms 25, 50, …, 200, 8 levels (noise over the region, all channels, pixel values
   in [0,1], as RIVAL10's `l2_normalize` of the masked noise; RIVAL10's images are 224 px, so on
   smaller images the same norm is stronger per pixel).
-- `hardimagenet`: σ 0.125 … 0.75, 6 levels; L2 30 … 180, 6 levels.
+- `hardimagenet`: Hard ImageNet's `rfs.py` (lines 96-97): σ 0.125 … 0.75, 6 levels; L2 30 … 180,
+  6 levels.
 """
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from ...errors import BgbenchError
 
@@ -21,14 +25,19 @@ GRIDS: Dict[str, Dict[str, Tuple[float, ...]]] = {
     "rival10": {"sigma": tuple(k / 255 for k in range(30, 211, 30)), "l2": tuple(float(k) for k in range(25, 201, 25))},
     "hardimagenet": {"sigma": (0.125, 0.25, 0.375, 0.5, 0.625, 0.75), "l2": (30.0, 60.0, 90.0, 120.0, 150.0, 180.0)},
 }
-DEFAULT_GRID = "rival10"
 CUSTOM = "custom"
 
 
+def data_grid(data_kind: Optional[str]) -> str:
+    """The grid of a run that asked for no levels, on data of layout kind `data_kind`: the grid of
+    the protocol that defines the probe there (`common.protocols`), each protocol's grid bearing its
+    name; RIVAL10's where the data is not known."""
+    from ..common.protocols import protocol_of_kind
+    return protocol_of_kind(data_kind)
+
+
 def resolve_levels(levels, kind: str) -> Tuple[str, List[float]]:
-    """(grid name, levels) from None (the default grid), a grid name, or numbers ('0.5', '30/255')."""
-    if levels is None:
-        levels = DEFAULT_GRID
+    """(grid name, levels) from a grid name or numbers ('0.5', '30/255')."""
     if isinstance(levels, str):
         levels = [levels]
     levels = list(levels)

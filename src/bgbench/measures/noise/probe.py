@@ -10,7 +10,7 @@ region 'attr:<name>').
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import List, Optional, Sequence, Union
+from typing import Callable, List, NamedTuple, Optional, Sequence, Union
 
 from ... import checks
 from ...classes import Mapping, mapping_field
@@ -21,7 +21,7 @@ from ..base import Attributes, BootstrapConfig, ModelMeasure
 from ..declarations import BenchmarkHeadlines, InProfile
 from ..registry import Headline, SectionSpec
 from .draws import DRAWS
-from .levels import KINDS, grid_label, resolve_levels
+from .levels import KINDS, data_grid, grid_label, resolve_levels
 from .summary import NoiseRow, NoiseSummary, summarize
 
 #: --region: 'object' probes the foreground and the background; 'attributes' adds each attribute.
@@ -32,8 +32,9 @@ REGION_CHOICES = ("object", "attributes")
 @dataclass(kw_only=True)
 class NoiseConfig(BootstrapConfig):
     """How to probe. kind 'sigma': Gaussian noise of per-pixel std σ; 'l2': Gaussian noise scaled
-    to an L2 norm over the region. levels: a grid name (`levels.GRIDS`, default 'rival10') or
-    explicit numbers; resolved in place, with the grid's name in `grid`."""
+    to an L2 norm over the region. levels: a grid name (`levels.GRIDS`) or explicit numbers,
+    resolved to numbers with the grid's name in `grid`; None (the default) leaves the grid to the
+    data (`levels.data_grid`), which a run records in its config (`NoiseMeasure.recorded`)."""
 
     levels: Optional[Union[str, Sequence[Union[float, str]]]] = field(default=None, metadata=flag(
         "--levels", "a grid, rival10 (σ 30/255..210/255 in steps of 30/255; L2 25..200 in steps of 25) or "
@@ -60,16 +61,18 @@ class NoiseConfig(BootstrapConfig):
         checks.one_of("--region", self.region, REGION_CHOICES)
         checks.at_least("--trials", self.trials, 1)
         self.mapping = checks.member("--mapping", self.mapping, Mapping)
-        #: no grid asked for: the data's own (`for_data`), RIVAL10's until the data is known
-        self.__dict__["default_grid"] = self.levels is None
-        self.grid, self.levels = resolve_levels(self.levels, self.kind)
+        if self.levels is not None:  # unset levels wait for the data (`levels.data_grid`)
+            self.grid, self.levels = resolve_levels(self.levels, self.kind)
 
-    def for_data(self, layout) -> None:
-        """Without levels asked for, Hard ImageNet's data gets its own grid (`rfs.py` lines 96-97),
-        every other dataset RIVAL10's."""
-        from ..common.protocols import HARDIMAGENET, probe_protocol
-        if self.__dict__.get("default_grid") and probe_protocol(layout) == HARDIMAGENET:
-            self.grid, self.levels = resolve_levels("hardimagenet", self.kind)
+
+class NoiseRun(NamedTuple):
+    """What every batch of a run needs: the prediction function, the grid the run measures (the
+    config's, or the data's where the config left it unset) and the protocol that scores it."""
+
+    predict: Callable
+    grid: str
+    levels: List[float]
+    protocol: str
 
 
 class NoiseMeasure(ModelMeasure):
@@ -84,11 +87,17 @@ class NoiseMeasure(ModelMeasure):
               "per-level accuracies (per class, pooled over trials, mean over classes) and RFS "
               "(`compute_rfs`), on its own grid, which is the default there (σ 0.125 … 0.75, L2 30 … "
               "180); its figure is the RFS per level (the `rfs` rows with a level), not the overall RFS "
-              "over the grid, which is RIVAL10's")
+              "over the grid, which is RIVAL10's. As there, under L2 noise an image whose region is "
+              "empty (a mask the centre crop empties) is wrong at every level: `l2_normalize` divides "
+              "its zero noise by a zero norm, the image is NaN and torch's argmax over NaN logits is "
+              "ImageNet class 0, none of the 15; bgbench stores such a copy with no prediction. On "
+              "other data such an image's L2 noise is zero and its clean image is scored")
     checked_against = ("tests/measures/test_noise.py (accuracies and RFS worked by hand, an "
                        "independent bootstrap, RIVAL10's grids); tests/measures/test_hardimagenet_probes.py "
-                       "(Hard ImageNet's `noisy_fg_bg_accs` and `compute_rfs`, vendored from its `rfs.py`, fed "
-                       "bgbench's noise draws: the same accuracies and RFS at every level of its grid)")
+                       "(Hard ImageNet's `noisy_fg_bg_accs` and `compute_rfs` written out from its `rfs.py` in "
+                       "tests/helpers/hardimagenet_oracle.py, fed bgbench's noise draws: the same accuracies and "
+                       "RFS at every level of its σ and L2 grids, the emptied image wrong under L2 noise; "
+                       "`bgbench probe noise` takes that grid on its data unless --levels names one)")
     title = "noise sensitivity (RFS)"
     needs = ("model", "masks")
     help = "Gaussian noise on the foreground vs the background: accuracy curves and RFS"
@@ -115,8 +124,8 @@ class NoiseMeasure(ModelMeasure):
         """Each image noised on the object and on the background at each level, `trials` times (and,
         with region 'attributes', on each attribute it has: a ceiling, every image counted with every
         attribute)."""
-        from .levels import resolve_levels
-        _, levels = resolve_levels(options.get("levels"), options.get("kind", "sigma"))
+        asked = options.get("levels")
+        _, levels = resolve_levels(data_grid(None) if asked is None else asked, options.get("kind", "sigma"))
         trials = int(options.get("trials", NoiseConfig.trials))
         extra = attributes if options.get("region", NoiseConfig.region) == "attributes" else 0
         return images * (2 + extra) * len(levels) * trials, extra > 0
@@ -124,27 +133,36 @@ class NoiseMeasure(ModelMeasure):
     def wants_attributes(self, cfg: NoiseConfig) -> Attributes:
         return Attributes.REQUIRED if cfg.region == "attributes" else Attributes.NEVER
 
-    def prepare(self, run, cfg: NoiseConfig):
-        from ...evaluation.predict import decide
-        cfg.for_data(run.layout)
-        return lambda x: decide(run.model, run.model(x), cfg.mapping)[0]
+    def on_data(self, options: dict, data_kind: str) -> dict:
+        """Unset levels take the data's grid: what a study's plan counts and matches runs by."""
+        return options if options.get("levels") is not None else {**options, "levels": data_grid(data_kind)}
 
-    def launch(self, predict, batch, cfg: NoiseConfig):
+    def prepare(self, run, cfg: NoiseConfig) -> NoiseRun:
+        from ...evaluation.predict import decide
+        from ..common.protocols import probe_protocol
+        grid, levels = (cfg.grid, cfg.levels) if cfg.levels is not None else \
+            resolve_levels(data_grid(run.layout.kind), cfg.kind)
+        return NoiseRun(lambda x: decide(run.model, run.model(x), cfg.mapping)[0], grid, levels,
+                        probe_protocol(run.layout))
+
+    def launch(self, state: NoiseRun, batch, cfg: NoiseConfig):
         """Every image's prediction under each region's noise, level and trial (`engine`), queued on
         the device: each region's name and images, and its predictions on the way to the host."""
         from ...data.prefetch import resolve_workers
         from ...evaluation.transfer import Readback
+        from ..common.protocols import HARDIMAGENET
         from ..common.regions import ATTRIBUTE_PREFIX, Region, object_regions
         from .engine import region_predictions
         regions = object_regions(batch.m) + [Region(ATTRIBUTE_PREFIX + name, idx, where, known)
                                              for name, (idx, where, known) in batch.parts.items()]
-        preds = region_predictions(predict, batch.x, regions, [it.image_id for it in batch.items], cfg.seed,
-                                   cfg.levels, cfg.trials, cfg.kind, chunk=cfg.batch_size,
-                                   workers=resolve_workers(cfg.workers, str(batch.x.device)))
+        preds = region_predictions(state.predict, batch.x, regions, [it.image_id for it in batch.items], cfg.seed,
+                                   state.levels, cfg.trials, cfg.kind, chunk=cfg.batch_size,
+                                   workers=resolve_workers(cfg.workers, str(batch.x.device)),
+                                   empty_is_wrong=state.protocol == HARDIMAGENET)
         return ([(region.name, region.positions()) for region in regions],
                 Readback(**{f"preds{k}": preds[region.name] for k, region in enumerate(regions)}))
 
-    def landed(self, predict, batch, launched, cfg: NoiseConfig) -> List[NoiseRow]:
+    def landed(self, state: NoiseRun, batch, launched, cfg: NoiseConfig) -> List[NoiseRow]:
         regions, back = launched
         got = back.get()
         items = batch.items
@@ -152,14 +170,13 @@ class NoiseMeasure(ModelMeasure):
         for k, (name, positions) in enumerate(regions):
             done = got[f"preds{k}"]
             members = [items[i] for i in positions]
-            rows.extend(NoiseRow(it.image_id, it.label, name, level, t, int(done[li, t, i] == it.label),
-                                 int(done[li, t, i]))
-                        for li, level in enumerate(cfg.levels) for t in range(cfg.trials)
-                        for i, it in enumerate(members))
+            rows.extend(NoiseRow(it.image_id, it.label, name, level, t, int(p == it.label), p if p >= 0 else None)
+                        for li, level in enumerate(state.levels) for t in range(cfg.trials)
+                        for i, it in enumerate(members) for p in (int(done[li, t, i]),))
         return rows
 
-    def recorded(self, state, cfg, run) -> dict:
-        return {"draws": DRAWS}
+    def recorded(self, state: NoiseRun, cfg, run) -> dict:
+        return {"grid": state.grid, "levels": state.levels, "draws": DRAWS}
 
     def outputs(self, result, state) -> dict:
         c = result.config

@@ -73,7 +73,8 @@ class SaliencyMeasure(ModelMeasure):
                        "formulas written out, and measures worked by hand; the same for the measures a "
                        "card computes, `device_metrics`, run on the CPU); "
                        "tests/measures/test_hardimagenet_probes.py (Hard ImageNet's "
-                       "`compute_salient_alignment_scores`, vendored from `saliency_analysis.py`, with "
+                       "`compute_salient_alignment_scores`, written out from `saliency_analysis.py` in "
+                       "tests/helpers/hardimagenet_oracle.py, with "
                        "pytorch-grad-cam's GradCAM on the same model: per-image IoU and delta density and "
                        "their means)")
     title = "saliency alignment"
