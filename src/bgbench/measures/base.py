@@ -1,10 +1,10 @@
 """`ModelMeasure`: the base of the probes, which run a model over a dataset's images and masks.
 
 It follows the template of every model-running measure (`running.RunningMeasure`: layout, the
-label and input-size check, the device, provenance) and adds what a probe shares: the images'
-sharding under torchrun (`probing.sharding.ProbeShard`: ranks take whole batches, rank 0 gathers
-the rows in one-process order), the prefetched batches (`running.foreground_batches`), the
-progress bar, the autograd mode and the result. A subclass supplies what is its own:
+label and input-size check, the device, provenance) and adds what a probe shares: the loop over the
+feed's batches of images and masks (`evaluation.feed.masked_batches`: under torchrun ranks take
+whole batches, and `feed.gathered` puts the rows in one-process order on rank 0), the autograd
+mode and the result. A subclass supplies what is its own:
 
 - `config` (class attribute): its options dataclass;
 - `rows(state, batch, cfg)`: the rows of one batch (the math, usually a call into its engine);
@@ -12,8 +12,8 @@ progress bar, the autograd mode and the result. A subclass supplies what is its 
 - optionally `prepare` (what every batch needs: a layer, a head), `finish` (rows computed from
   every image's rows, such as a ranking), `recorded` (config keys of its own), `draw` (pictures).
 
-A batch is `Batch(items, x, m, parts)`: the dataset items, images (N,3,H,W) in [0,1], object masks
-(N,1,H,W) in {0,1}, and each attribute's (index, masks) where the measure reads attributes.
+A batch is the feed's `Batch(items, x, m, parts)`: the dataset items, images (N,3,H,W) in [0,1],
+object masks (N,1,H,W) in {0,1}, and each attribute's (index, masks) where the measure reads them.
 """
 from __future__ import annotations
 
@@ -22,17 +22,20 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import partial
 from pathlib import Path
-from typing import Any, ClassVar, Dict, List, NamedTuple, Optional
+from typing import TYPE_CHECKING, Any, ClassVar, Dict, List, NamedTuple, Optional
 
 from .. import checks
-from ..data.prefetch import workers_field
+from ..options import workers_field
 from ..evaluation.precision_flag import Precision, check_precision, precision_field
 from ..errors import BgbenchError
 from ..intervals import REPLICATES
 from ..options import BATCH_SIZE, flag, runtime
 from .registry import Command, declared
 from .result import MeasureResult
-from .running import RunContext, RunningMeasure, foreground_batches
+from .running import RunContext, RunningMeasure
+
+if TYPE_CHECKING:
+    from ..evaluation.feed import Batch
 
 
 @dataclass(kw_only=True)
@@ -71,13 +74,6 @@ def class_namer(config: dict):
     names the classes of a stored run."""
     classes = list(config.get("classes") or [])
     return lambda i: classes[i] if 0 <= i < len(classes) else f"class {i}"
-
-
-class Batch(NamedTuple):
-    items: list
-    x: Any
-    m: Any
-    parts: Dict[str, tuple]
 
 
 class Foregrounds(NamedTuple):
@@ -128,27 +124,23 @@ class ModelMeasure(RunningMeasure):
         return layout, Foregrounds(pairs, source)
 
     def measure(self, run: RunContext, cfg, out_dir=None):
-        from .. import console
+        from ..evaluation.feed import chunks_of, gathered, masked_batches
         from ..evaluation.numerics import forward_context
         from ..probing.landing import Landing
-        from ..probing.sharding import ProbeShard
-        shard = ProbeShard(run.pairs, cfg.batch_size, run.ranks)
         state = self.prepare(run, cfg)
-        bar = console.progress(enabled=run.progress and run.ranks.main, total=len(shard.pairs),
-                               desc=f"{self.name} probe", unit="img")
+        rows: Dict[int, List[tuple]] = {}
+        fed = masked_batches(run.pairs, batch_size=cfg.batch_size, device=run.device, workers=cfg.workers,
+                             ranks=run.ranks, attributes=run.attributes, progress=run.progress and run.ranks.main,
+                             desc=f"{self.name} probe")
         with self._autograd(), forward_context(getattr(cfg, "precision", "fp32"), run.device), \
                 Landing(self._landing_threads(cfg, run.device)) as landing:
-            for batch in foreground_batches(shard.pairs, cfg, run.device, run.attributes):
-                batch = Batch(*batch)
+            for k, batch in fed:
                 launched = self.launch(state, batch, cfg)
-                for done, rows in landing.push(batch, partial(self.landed, state, batch, launched, cfg)):
-                    shard.add(done.items, rows)
-                    bar.update(len(done.items))
-            for done, rows in landing.drain():
-                shard.add(done.items, rows)
-                bar.update(len(done.items))
-        bar.close()
-        rows = shard.gathered()
+                for done, made in landing.push(k, partial(self.landed, state, batch, launched, cfg)):
+                    rows.setdefault(done, []).extend(made)
+            for done, made in landing.drain():
+                rows.setdefault(done, []).extend(made)
+        rows = gathered(rows, len(chunks_of(len(run.pairs), cfg.batch_size)), run.ranks)
         if rows is None:
             return None
         rows, own = self.finish(state, rows, cfg, run)
@@ -209,11 +201,11 @@ class ModelMeasure(RunningMeasure):
 
     def _landing_threads(self, cfg, device) -> int:
         """Threads that make rows while the next batches launch (`probing.landing`): on a device whose
-        results are queued to the host (a GPU), as many as decode (`--workers`); else none, and rows
-        are made in the caller, one batch behind."""
+        results are queued to the host (a GPU), as many as --workers; else none, and rows are made in
+        the caller, one batch behind."""
         import torch
 
-        from ..data.prefetch import resolve_workers
+        from ..options import resolve_workers
         from ..evaluation.transfer import QUEUED
         if torch.device(device).type not in QUEUED or type(self).landed is ModelMeasure.landed:
             return 0

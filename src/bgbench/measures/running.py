@@ -17,11 +17,11 @@ this order, and a measure supplies what is its own:
 5. the record: the run's provenance, built from the config it returns (`RunContext.provenance`,
    the one place a model run's provenance is built).
 
-The feed, one place for each way images reach a model: `predicted` (batched prediction of a set of
-items from the pixel cache, shared between torchrun ranks in whole batches and joined on rank 0:
-eval and the arms) and `foreground_batches` (images, object masks and attribute masks, batch by
-batch: the probes, which shard them with `probing.sharding.ProbeShard`). The challenge keeps its
-own engine, search and resumable store; this template only drives its setup and provenance.
+Images reach the model through the one feed (`evaluation.feed`): `predicted` below is its
+batched prediction of a set of items, shared between torchrun ranks in whole batches and joined on
+rank 0 (eval and the arms); the probes read its batches of images and masks (`base.ModelMeasure`).
+The challenge keeps its own engine, search and resumable store; this template only drives its
+setup and provenance.
 """
 from __future__ import annotations
 
@@ -138,28 +138,16 @@ def _note_precision(run: RunContext, precision: str) -> None:
 def predicted(run: RunContext, cfg, items: Sequence, *, desc: str, render: Optional[Callable] = None,
               forward: Optional[Callable] = None, checker=None, pixels=None):
     """(every rank's predictions of `items`, joined in item order on rank 0 (None elsewhere), the
-    pixels read): each rank predicts its share of whole `cfg.batch_size` batches, every process
-    mapping the whole set's entry of the pixel cache (one decode on the machine; `pixels`: that
-    entry where the caller has it, `data.decode_ahead`), or rendering each image with `render`
-    (item -> HxWx3 uint8)."""
+    pixels read): each rank predicts its share of whole `cfg.batch_size` batches through the feed,
+    every process mapping the whole set's entry of the pixel cache (one decode on the machine;
+    `pixels`: that entry where the caller has it, `data.decode_ahead`), or rendering each image
+    with `render` (item -> HxWx3 uint8)."""
     from ..data.pixel_cache import Pixels, pixels_of
-    from ..distributed import share
     from ..evaluation.predict import joined_predictions, predict_items
     if pixels is None:
         pixels = Pixels(items) if render is not None else pixels_of(items)
-    mine = predict_items(run.model, items, pixels=pixels, positions=share(len(items), run.ranks, cfg.batch_size),
-                         batch_size=cfg.batch_size, device=run.device, mapping=cfg.mapping,
-                         progress=run.progress and run.ranks.main, desc=desc, render=render, forward=forward,
-                         workers=cfg.workers, precision=getattr(cfg, "precision", "fp32"), checker=checker)
+    mine = predict_items(run.model, items, pixels=pixels, ranks=run.ranks, batch_size=cfg.batch_size,
+                         device=run.device, mapping=cfg.mapping, progress=run.progress and run.ranks.main,
+                         desc=desc, render=render, forward=forward, workers=cfg.workers,
+                         precision=getattr(cfg, "precision", "fp32"), checker=checker)
     return joined_predictions(mine, len(items), run.ranks, cfg.batch_size), pixels
-
-
-def foreground_batches(pairs: Sequence[tuple], cfg, device: str, attributes=None):
-    """(items, x (N,3,H,W) [0,1], m (N,1,H,W) {0,1}, parts) of equal-size images of `pairs`, batch by
-    batch, with each attribute's (index, masks) in `parts` where `attributes` is a source."""
-    from ..probing.batches import attribute_batches, masked_batches
-    if attributes is not None:
-        yield from attribute_batches(pairs, cfg.batch_size, device, attributes, cfg.workers)
-    else:
-        for items, x, m in masked_batches(pairs, cfg.batch_size, device, cfg.workers):
-            yield items, x, m, {}

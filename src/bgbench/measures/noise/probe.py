@@ -148,7 +148,7 @@ class NoiseMeasure(ModelMeasure):
     def launch(self, state: NoiseRun, batch, cfg: NoiseConfig):
         """Every image's prediction under each region's noise, level and trial (`engine`), queued on
         the device: each region's name and images, and its predictions on the way to the host."""
-        from ...data.prefetch import resolve_workers
+        from ...options import resolve_workers
         from ...evaluation.transfer import Readback
         from ..common.protocols import HARDIMAGENET
         from ..common.regions import ATTRIBUTE_PREFIX, Region, object_regions

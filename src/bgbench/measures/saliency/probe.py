@@ -216,12 +216,12 @@ def _sql(v: float) -> Optional[float]:
 def _overlays(cam: _Layer, pairs, rows, cfg: SaliencyConfig, config: dict, out_dir: Path, device: str):
     """Recompute the maps of the chosen examples (a batch or so) and draw them: the grid PNG's
     path, and one overlay PNG per example (`write_example_overlays`)."""
-    from ...probing.batches import masked_batches
+    from ...evaluation.feed import masked_batches
     from .overlays import choose_examples, write_example_overlays, write_overlays
     chosen = {ex.image_id: ex for ex in choose_examples(rows, cfg.examples)}
     wanted = [p for p in pairs if p[0].image_id in chosen]
     panels = {}
-    for items, x, m in masked_batches(wanted, cfg.batch_size, device, cfg.workers):
+    for _, (items, x, m, _) in masked_batches(wanted, batch_size=cfg.batch_size, device=device, workers=cfg.workers):
         maps, _ = gradcam_batch(cam.model, cam.layer, x,
                                 None if cam.targets is None else [cam.targets[it.label] for it in items])
         for k, it in enumerate(items):
