@@ -1,10 +1,13 @@
 """Every row of two bgbench stores, compared: the check that a change of how bgbench computes (its
 feed, its template) left every stored number as it was.
 
-    python benchmarks/same_stores.py BEFORE.sqlite AFTER.sqlite
+    python benchmarks/same_stores.py BEFORE.sqlite AFTER.sqlite [--roots BEFORE_DIR AFTER_DIR]
 
-Runs are matched in id order (the same study run twice makes them in the same order). What says
-when or how fast a run went is left out: `created`, `finished`, the config's runtime record
+Runs are matched in id order (the same study run twice makes them in the same order). `--roots`:
+the two runs' output folders, where they differ (the demo in two folders): every text that names
+one is read with the other's name, and the hashes of files that record where they were written (a
+checkpoint's sha256, the feature cache key made of it) are left out. What says when or how fast a
+run went is left out: `created`, `finished`, the config's runtime record
 (`seconds`, `pixels`: images read from the cache, and the versions). Every other column of every
 table, the config's other keys and each run's outputs, is compared exactly; the first difference
 of each table is printed. Exit status 0 when both stores hold the same rows.
@@ -14,6 +17,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import sys
+from pathlib import Path
 from typing import Dict, List
 
 #: Config keys that record how a run went, not what it computed.
@@ -32,6 +36,34 @@ def _config(text: str) -> dict:
     return {k: v for k, v in config.items() if k not in RUNTIME_KEYS}
 
 
+ROOTS: List[str] = []  # (before, after) output folders, when given
+
+
+#: With `--roots`: keys whose values hash a file that records its own path.
+PATH_HASHES = ("sha256", "feature_cache_key")
+
+
+def _same_root(value):
+    if isinstance(value, str) and len(ROOTS) == 2:
+        value = value.replace(ROOTS[1], ROOTS[0])
+        if value[:1] in "{[":
+            try:
+                return json.dumps(_unhashed(json.loads(value)), sort_keys=True)
+            except ValueError:
+                pass
+    return value
+
+
+def _unhashed(value):
+    """`value` without the keys of `PATH_HASHES` and the runtime `seconds`, at any depth."""
+    if isinstance(value, dict):
+        return {k: _unhashed(v) for k, v in value.items()
+                if k != "seconds" and not any(h in k for h in PATH_HASHES)}
+    if isinstance(value, list):
+        return [_unhashed(v) for v in value]
+    return value
+
+
 def _runs(db: sqlite3.Connection) -> List[dict]:
     db.row_factory = sqlite3.Row
     rows = [dict(r) for r in db.execute("SELECT * FROM runs ORDER BY id")]
@@ -39,7 +71,10 @@ def _runs(db: sqlite3.Connection) -> List[dict]:
     for r in rows:
         for k in WHEN:
             r.pop(k, None)
-        r["config"] = _config(r["config"])
+        r.update({k: _same_root(v) for k, v in r.items()})
+        if len(ROOTS) == 2:
+            r.pop("checkpoint_sha256", None)
+        r["config"] = _unhashed(_config(r["config"]))
     return rows
 
 
@@ -48,7 +83,7 @@ def _rows(db: sqlite3.Connection, table: str, runs: Dict[int, int]) -> List[tupl
     cols = [c[1] for c in db.execute(f"PRAGMA table_info({table})")]
     out = []
     for row in db.execute(f"SELECT * FROM {table}"):
-        row = list(row)
+        row = [_same_root(v) for v in row]
         if "run_id" in cols:
             k = cols.index("run_id")
             row[k] = runs.get(row[k], row[k])
@@ -62,7 +97,6 @@ def compare(a_path: str, b_path: str) -> List[str]:
     runs_a, runs_b = _runs(a), _runs(b)
     if len(runs_a) != len(runs_b):
         problems.append(f"runs: {len(runs_a)} against {len(runs_b)}")
-    for ra, rb in zip(runs_a, runs_b):
         ida, idb = ra.pop("id"), rb.pop("id")
         if ra != rb:
             keys = sorted(k for k in set(ra) | set(rb) if ra.get(k) != rb.get(k))
@@ -87,6 +121,10 @@ def compare(a_path: str, b_path: str) -> List[str]:
 
 
 def main(argv: List[str]) -> int:
+    if "--roots" in argv:
+        k = argv.index("--roots")
+        ROOTS[:] = [str(Path(x).resolve()) for x in argv[k + 1:k + 3]]
+        argv = argv[:k] + argv[k + 3:]
     if len(argv) != 2:
         print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
         return 2
