@@ -11,7 +11,6 @@ from typing import Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
-from .. import console
 
 from ..classes import Mapping, map_logits, stores_sums, superclass_sums
 from ..data.images import check_mask_fits

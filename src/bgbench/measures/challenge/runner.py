@@ -97,9 +97,11 @@ def run_challenge(model: BgModel, data: str | Path, store: Store, cfg: Challenge
                                             figures=figures)
 
 
-def challenge_run(run: RunContext, cfg: ChallengeConfig, out_dir=None):
+def challenge_run(run: RunContext):
     """The challenge's own part of its run: the backgrounds, the resumable invocation over the
-    foregrounds, and on rank 0 (the report, None: its provenance was built when its run opened)."""
+    foregrounds, and on rank 0 (the report, its config; its provenance was built when its run
+    opened, `Challenge.opened`)."""
+    cfg, out_dir = run.cfg, run.out_dir
     store, figures = run.given["store"], run.given.get("figures")
     model, layout, rank = run.model, run.layout, run.ranks.rank
     bg_items, backgrounds = load_backgrounds(layout)
@@ -118,7 +120,7 @@ def challenge_run(run: RunContext, cfg: ChallengeConfig, out_dir=None):
         default = store.path.parent / f"{store.path.stem}-challenge_{job.run_id}"  # two stores in one folder: two
         report.files.update(figures(report, Path(out_dir or default)))
     report.provenance, report.store_path = job.provenance, str(store.path.resolve())
-    return report, None
+    return report, job.provenance.config
 
 
 class _Invocation:
@@ -153,7 +155,7 @@ class _Invocation:
     def _open_run(self, run: RunContext) -> int:
         run_id = None
         if self.rank == 0:
-            prov = self.provenance = run.provenance(self.cfg.identity(), self.cfg)
+            prov = self.provenance = run.provenance(self.cfg.identity())
             # a full request takes a finished run of the same job as it is (nothing left to compute);
             # --rerun starts a new run
             statuses = () if self.cfg.rerun else ("running", "sampled") + (() if self.cfg.sampled else ("done",))
