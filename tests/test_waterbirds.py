@@ -1,0 +1,257 @@
+"""Waterbirds read as the WILDS release lays it out and scored as `wilds` scores it, held to the `wilds`
+PyPI package itself on a generated tree in the release layout (CUB species folders with their real
+bird type, `metadata.csv` with the release's columns, `RELEASE_v1.0.txt`).
+
+- Which images, labels and places: `wilds/datasets/waterbirds_dataset.py` (`WaterbirdsDataset`:
+  its `_input_array`, `y_array`, `metadata_array`, `split_array` and `split_dict`).
+- The scores: `WaterbirdsDataset.eval` (`adj_acc_avg`, `acc_wg`, each group's `acc_y:..._background:...`)
+  over `wilds/datasets/wilds_dataset.py`'s `standard_group_eval` and `wilds/common/metrics`, fed
+  bgbench's stored predictions.
+- DFR on it: `dfr_evaluate_spurious.py` of PolinaKirichenko/deep_feature_reweighting (`dfr_on_validation_tune`,
+  `dfr_on_validation_eval`), written out in `dfr_repo_oracle` from its definitions.
+
+wilds averages over groups with `torch_scatter.scatter(..., reduce='mean')` (`wilds/common/utils.py`,
+`avg_over_groups`), a compiled extension with no wheel for this torch; where it is missing, the test
+puts in its place `scatter_mean`, written here from torch_scatter's documented definition (the mean of
+`src` over the entries of each index, 0 where an index has none). Everything else is wilds' own code.
+"""
+import csv
+import json
+import shutil
+import sys
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+import bgbench
+from bgbench.data.resolve import resolve_layout
+from bgbench.models.spec import BgModel, ModelSpec
+from bgbench.store import Store
+from conftest import assert_one_line_error, run_cli
+from helpers.group_trees import RELEASE_FOLDER, SPECIES, waterbirds_tree
+
+wilds_waterbirds = pytest.importorskip("wilds.datasets.waterbirds_dataset")
+
+#: Like the release: the training split mostly on the bird's own place, val and test balanced by place.
+COUNTS = {"train": {(0, 0): 14, (0, 1): 3, (1, 0): 2, (1, 1): 9},
+          "val": {(0, 0): 7, (0, 1): 7, (1, 0): 5, (1, 1): 5},
+          "test": {(0, 0): 12, (0, 1): 12, (1, 0): 6, (1, 1): 6}}
+SPLITS = ("train", "val", "test")
+#: Seeds of `bird_model` that are right on some images of every group and wrong on others.
+MIXED_SEEDS = (4, 6)
+
+
+def scatter_mean(src, index, dim=-1, dim_size=None, reduce="mean", **_):
+    """torch_scatter.scatter with reduce='mean' on 1-d input: out[i] = mean of src[j] over j with
+    index[j] == i, 0 for an i that no j names."""
+    assert reduce == "mean" and src.dim() == 1
+    size = int(dim_size if dim_size is not None else int(index.max()) + 1)
+    sums = torch.zeros(size, dtype=src.dtype).index_add_(0, index, src)
+    counts = torch.zeros(size, dtype=src.dtype).index_add_(0, index, torch.ones_like(src))
+    return torch.where(counts > 0, sums / counts.clamp(min=1), torch.zeros_like(sums))
+
+
+@pytest.fixture(autouse=True)
+def _torch_scatter(monkeypatch):
+    try:
+        import torch_scatter  # noqa: F401
+    except ImportError:
+        monkeypatch.setitem(sys.modules, "torch_scatter", types.SimpleNamespace(scatter=scatter_mean))
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory) -> Path:
+    """WILDS' root_dir: `waterbirds_v1.0/` with metadata.csv, RELEASE_v1.0.txt and the images."""
+    return waterbirds_tree(tmp_path_factory.mktemp("wilds"), COUNTS, size=24, release=True)
+
+
+def wilds_dataset(root: Path):
+    return wilds_waterbirds.WaterbirdsDataset(root_dir=str(root), download=False)
+
+
+def wilds_split(ds, split: str):
+    """(path, y, place) of each image of a split, in wilds' order."""
+    idx = np.flatnonzero(ds.split_array == ds.split_dict[split])
+    return [(Path(ds.data_dir, ds._input_array[i]).resolve(), int(ds.y_array[i]), int(ds.metadata_array[i, 0]))
+            for i in idx], idx
+
+
+def test_the_release_is_read_as_wilds_reads_it(release):
+    ds = wilds_dataset(release)
+    assert ds.metadata_fields[:2] == ["background", "y"]
+    for data in (release, release / RELEASE_FOLDER):  # WILDS' root_dir, or its waterbirds_v1.0/ folder
+        for split in SPLITS:
+            layout = resolve_layout(data, split=split)
+            assert layout.kind == "waterbirds" and layout.classes == ("landbird", "waterbird")
+            ours = sorted((it.path.resolve(), it.label, layout.places[it.image_id]) for it in layout.items("original"))
+            theirs, _ = wilds_split(ds, split)
+            assert ours == sorted(theirs) and len(ours) == sum(COUNTS[split].values())
+            # the bird type is the species' own: landbird folders hold y=0, waterbird folders y=1
+            assert all(it.path.parent.name in SPECIES[it.label] for it in layout.items("original"))
+    assert resolve_layout(release).split == "test"  # the evaluation split unless named
+
+
+class ChannelLinear(nn.Module):
+    """Two logits from the image's channel means: right on some images of each group, wrong on others."""
+
+    def __init__(self, seed: int):
+        super().__init__()
+        g = torch.Generator().manual_seed(seed)
+        self.lin = nn.Linear(3, 2)
+        with torch.no_grad():
+            self.lin.weight.copy_(30 * torch.randn(2, 3, generator=g))
+            self.lin.bias.copy_(torch.randn(2, generator=g))
+
+    def forward(self, x):
+        return self.lin(x.mean(dim=(2, 3)))
+
+
+def bird_model(seed: int) -> BgModel:
+    spec = ModelSpec(name=f"toy:birds{seed}", arch="toy", num_classes=2, mean=(0.0, 0.0, 0.0), std=(1.0, 1.0, 1.0),
+                     class_names=("landbird", "waterbird"))
+    return BgModel(ChannelLinear(seed), spec).eval()
+
+
+def wilds_eval(ds, split: str, pred_of: dict, root: Path) -> dict:
+    """`WaterbirdsDataset.eval` on a split, each image answered with bgbench's stored prediction."""
+    images, idx = wilds_split(ds, split)
+    ids = [p.relative_to(root.resolve()).with_suffix("").as_posix() for p, _, _ in images]
+    y_pred = torch.tensor([pred_of[i] for i in ids], dtype=torch.long)
+    results, _ = ds.eval(y_pred, ds.y_array[idx], ds.metadata_array[idx])
+    return results
+
+
+def test_eval_scores_are_wilds_eval(release, tmp_path, one_thread):
+    ds = wilds_dataset(release)
+    db = tmp_path / "r.db"
+    seen = set()
+    for seed in MIXED_SEEDS:
+        report = bgbench.evaluate(bird_model(seed), release, progress=False)
+        run_id = bgbench.record(report, db)
+        with Store(db) as store:
+            stored = {(m["name"], m["variant"]): m for m in store.metrics(run_id)}
+            pred_of = {r["image_id"]: r["pred"] for r in store.predictions(run_id, "original")}
+        theirs = wilds_eval(ds, "test", pred_of, release / RELEASE_FOLDER)
+        adj, wg = stored[("adj_acc_avg", "original")], stored[("acc_wg", "original")]
+        assert adj["value"] == pytest.approx(theirs["adj_acc_avg"], abs=1e-6)
+        assert wg["value"] == pytest.approx(theirs["acc_wg"], abs=1e-6)
+        assert adj["lo"] <= adj["value"] <= adj["hi"] and wg["lo"] <= wg["value"] <= wg["hi"]
+        for g in report.waterbirds.groups:  # each group's accuracy and count under wilds' own key
+            key = f"y:{('landbird', 'waterbird')[g['y']]}_background:{('land', 'water')[g['place']]}"
+            assert g["acc"] == pytest.approx(theirs[f"acc_{key}"], abs=1e-6) and g["n"] == theirs[f"count_{key}"]
+        # the weighting matters: the plain test accuracy (wilds' dropped acc_avg) is another number
+        assert "acc_avg" not in theirs
+        assert abs(stored[("accuracy", "original")]["value"] - theirs["adj_acc_avg"]) > 1e-3
+        assert 0 < theirs["acc_wg"] < theirs["adj_acc_avg"] < 1
+        seen.add(round(theirs["acc_wg"], 6))
+        doc = report.to_dict()["waterbirds"]
+        assert json.loads(json.dumps(doc)) == doc and doc["worst_group"] in report.text()
+    assert len(seen) == len(MIXED_SEEDS)  # the models differ, and so do their worst groups
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_scores_are_wilds_on_any_predictions(release, seed):
+    """Random splits and answers, down to groups of one image and a group with none (wilds' accuracy
+    0 in the weighted average, and no worst group there)."""
+    from bgbench.measures.eval.waterbirds import waterbirds_score
+    ds = wilds_dataset(release)
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(0 if seed % 2 else 1, 30, size=4)
+    y = np.repeat([0, 0, 1, 1], sizes)
+    place = np.repeat([0, 1, 0, 1], sizes)
+    correct = rng.random(len(y)) < rng.random()
+    pred = np.where(correct, y, 1 - y)
+    results, _ = ds.eval(torch.tensor(pred), torch.tensor(y), torch.stack([torch.tensor(place), torch.tensor(y)], 1))
+    ours = waterbirds_score(pred == y, y, place, n_boot=50)
+    assert ours.adj_acc_avg.value == pytest.approx(results["adj_acc_avg"], abs=1e-6)
+    assert ours.acc_wg.value == pytest.approx(results["acc_wg"], abs=1e-6)
+
+
+def test_the_scorecard_shows_wilds_figures_on_waterbirds(release, tmp_path, one_thread):
+    """On Waterbirds' data the scorecard's eval columns are wilds' two figures, the same stored numbers."""
+    db = tmp_path / "r.db"
+    report = bgbench.evaluate(bird_model(MIXED_SEEDS[0]), release, progress=False)
+    run_id = bgbench.record(report, db)
+    proc = run_cli("report", "--db", db, "--out", tmp_path / "report", "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    html = (tmp_path / "report" / "index.html").read_text()
+    assert ">average acc. &uarr;</th>" in html and ">worst-group acc. &uarr;</th>" in html
+    assert ">clean &uarr;</th>" not in html  # the plain test accuracy is not Waterbirds' average
+    w = report.waterbirds
+    assert f"{100 * w.adj_acc_avg.value:.1f}%" in html and f"{100 * w.acc_wg.value:.1f}%" in html
+    with Store(db) as store:
+        names = {m["name"] for m in store.metrics(run_id)}
+    assert {"adj_acc_avg", "acc_wg"} <= names
+
+
+def _copy(release: Path, tmp_path: Path, name: str) -> Path:
+    root = tmp_path / name
+    shutil.copytree(release, root)
+    return root
+
+
+def _rewrite(root: Path, change) -> Path:
+    """metadata.csv with `change(rows)` applied; returns the file."""
+    path = root / RELEASE_FOLDER / "metadata.csv"
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    rows = change(rows)
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    return path
+
+
+def _first_test(rows):
+    return next(k for k, r in enumerate(rows) if r["split"] == "2")
+
+
+def test_bad_releases_are_one_line_errors_and_nothing_outside_is_read(release, tmp_path):
+    def eval_of(root):
+        return run_cli("eval", "--model", "timm:test_resnet", "--data", root, "--db", tmp_path / "r.db", "--quiet")
+
+    secret = tmp_path / "secret.jpg"
+    shutil.copy(next((release / RELEASE_FOLDER / SPECIES[0][0]).iterdir()), secret)
+    leaves = _copy(release, tmp_path, "leaves")
+
+    def outside(rows):
+        rows[_first_test(rows)]["img_filename"] = "../../secret.jpg"
+        return rows
+    _rewrite(leaves, outside)
+    assert_one_line_error(eval_of(leaves), "../../secret.jpg", "outside the dataset root")
+    absolute = _copy(release, tmp_path, "absolute")
+
+    def absolute_path(rows):
+        rows[_first_test(rows)]["img_filename"] = str(secret)
+        return rows
+    _rewrite(absolute, absolute_path)
+    assert_one_line_error(eval_of(absolute), str(secret), "outside the dataset root")
+    linked = _copy(release, tmp_path, "linked")
+    with open(linked / RELEASE_FOLDER / "metadata.csv", newline="") as f:
+        first = next(r["img_filename"] for r in csv.DictReader(f) if r["split"] == "2")
+    (linked / RELEASE_FOLDER / first).unlink()
+    (linked / RELEASE_FOLDER / first).symlink_to(secret)
+    assert_one_line_error(eval_of(linked), first, "outside the dataset root")
+    missing = _copy(release, tmp_path, "missing")
+    (missing / RELEASE_FOLDER / first).unlink()
+    assert_one_line_error(eval_of(missing), "metadata.csv", first, "not under")
+    nocolumn = _copy(release, tmp_path, "nocolumn")
+    _rewrite(nocolumn, lambda rows: [{k: v for k, v in r.items() if k != "place"} for r in rows])
+    assert_one_line_error(eval_of(nocolumn), "metadata.csv", "needs the columns", "missing: place")
+    badsplit = _copy(release, tmp_path, "badsplit")
+
+    def split_three(rows):
+        rows[0]["split"] = "3"
+        return rows
+    _rewrite(badsplit, split_three)
+    assert_one_line_error(eval_of(badsplit), "metadata.csv line 2", "split is 0, 1 or 2")
+    assert_one_line_error(run_cli("eval", "--model", "timm:test_resnet", "--data", release, "--split", "holdout",
+                                  "--db", tmp_path / "r.db", "--quiet"), "Waterbirds' splits are train, val, test")
+    if (tmp_path / "r.db").exists():  # each stopped before any image was read: nothing was predicted or recorded
+        with Store(tmp_path / "r.db") as store:
+            assert not store.runs()
