@@ -255,3 +255,100 @@ def test_bad_releases_are_one_line_errors_and_nothing_outside_is_read(release, t
     if (tmp_path / "r.db").exists():  # each stopped before any image was read: nothing was predicted or recorded
         with Store(tmp_path / "r.db") as store:
             assert not store.runs()
+
+
+#: `dfr_evaluate_spurious.py`'s grid for Waterbirds (C_OPTIONS) and its heads averaged (num_retrains).
+C_OPTIONS = (1.0, 0.7, 0.3, 0.1, 0.07, 0.03, 0.01)
+NUM_RETRAINS = 20
+
+
+def _logreg(c):
+    """The script's head: LogisticRegression(penalty="l1", C=c, solver="liblinear", class_weight 1:1),
+    in scikit-learn's current spelling of the L1 penalty; no random_state, so liblinear draws its seed
+    from numpy's global state, as in the script."""
+    from sklearn.linear_model import LogisticRegression
+    return LogisticRegression(l1_ratio=1.0, C=c, solver="liblinear", class_weight={0: 1.0, 1: 1.0})
+
+
+def _balanced_subset(g):
+    """The script's balancing: positions of each group 0..max(g), shuffled in place with numpy's global
+    state one group after another, each cut to the smallest group's count, concatenated."""
+    per_group = [np.where(g == k)[0] for k in range(int(g.max()) + 1)]
+    m = min(len(p) for p in per_group)
+    for p in per_group:
+        np.random.shuffle(p)
+    return np.concatenate([p[:m] for p in per_group])
+
+
+def dfr_repo_oracle(x_train, x_val, y_val, g_val, seed):
+    """DFR on validation as `dfr_evaluate_spurious.py` runs it with its defaults (balanced validation,
+    no training data added), numpy's global state seeded with `seed` first.
+
+    dfr_on_validation_tune (one pass): shuffle all val indices; the first len // 2 are scored on, the
+    rest balanced and fitted on, a StandardScaler fitted on those; per C, the worst group accuracy
+    on the scored half; the first C of the grid with the highest wins.
+    dfr_on_validation_eval: a StandardScaler fitted on the training features; 20 times: val
+    balanced, the training indices shuffled (no training image used), a fit with the chosen C on
+    the scaled balanced val; coef_ and intercept_ averaged.
+    Returns (C, {C: worst}, coef (D,), intercept, scaler mean, scaler scale)."""
+    from sklearn.preprocessing import StandardScaler
+    np.random.seed(seed)
+    order = np.arange(len(x_val))
+    np.random.shuffle(order)
+    half = len(x_val) // 2
+    scored, fitted = order[:half], order[half:]
+    fitted = fitted[_balanced_subset(g_val[fitted])]
+    scaler = StandardScaler().fit(x_val[fitted])
+    worst = {}
+    for c in C_OPTIONS:
+        pred = _logreg(c).fit(scaler.transform(x_val[fitted]), y_val[fitted]).predict(scaler.transform(x_val[scored]))
+        right = pred == y_val[scored]
+        worst[c] = min(right[g_val[scored] == k].mean() for k in range(int(g_val.max()) + 1))
+    best = C_OPTIONS[int(np.argmax([worst[c] for c in C_OPTIONS]))]
+    scaler = StandardScaler().fit(x_train)
+    coefs, intercepts = [], []
+    for _ in range(NUM_RETRAINS):
+        pick = _balanced_subset(g_val)
+        np.random.shuffle(np.arange(len(x_train)))
+        head = _logreg(best).fit(scaler.transform(x_val[pick]), y_val[pick])
+        coefs.append(head.coef_)
+        intercepts.append(head.intercept_)
+    return best, worst, np.mean(coefs, axis=0)[0], float(np.mean(intercepts, axis=0)[0]), scaler.mean_, scaler.scale_
+
+
+def test_dfr_on_the_validation_split_is_the_repositorys(release, tmp_path, one_thread):
+    """`train --recipe dfr` on Waterbirds fits on val by default, as `dfr_evaluate_spurious.py` does:
+    the same C, the same held-out worst-group accuracies and the same averaged head, its scaler the
+    training split's; the saved model evaluates on test with wilds' figures."""
+    from bgbench.models import create_model
+    out, cache, db = tmp_path / "dfr", tmp_path / "cache", tmp_path / "r.db"
+    proc = run_cli("train", "--recipe", "dfr", "--model", "timm:test_resnet", "--data", release, "--out", out,
+                   "--feature-cache", cache, "--db", db, "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    head = json.loads((out / "head.json").read_text())
+    assert head["split"] == "val" and head["retrains"] == NUM_RETRAINS and head["group_balanced"]
+    with open(release / RELEASE_FOLDER / "metadata.csv", newline="") as f:  # (y, place) by image id, read here
+        meta = {r["img_filename"].rsplit(".", 1)[0]: (int(r["y"]), int(r["place"]), r["split"])
+                for r in csv.DictReader(f)}
+
+    def cached(key):
+        with np.load(cache / f"{key}.npz") as z:
+            return [str(i) for i in z["image_ids"]], z["x"].astype(np.float64)
+    val_ids, x_val = cached(head["feature_cache_key"])
+    train_ids, x_train = cached(head["scaler_feature_cache_key"])
+    assert {meta[i][2] for i in val_ids} == {"1"} and {meta[i][2] for i in train_ids} == {"0"}
+    assert len(train_ids) == sum(COUNTS["train"].values())
+    y_val = np.array([meta[i][0] for i in val_ids])
+    g_val = np.array([2 * meta[i][0] + meta[i][1] for i in val_ids])  # the script's get_y_p: y * n_places + p
+    c, worst, coef, intercept, mean, scale = dfr_repo_oracle(x_train, x_val, y_val, g_val, seed=0)
+    assert head["c"] == c and {float(k): v for k, v in head["held_out_scores"].items()} == pytest.approx(worst)
+    fc = create_model(f"file:{out / 'model.pt'}").net.get_classifier()
+    w, b = fc.weight.detach().double().numpy(), fc.bias.detach().double().numpy()
+    # two logits (0, w.x + b): the binary head's decision, on raw features (the scaler folded in)
+    np.testing.assert_allclose(w[1] - w[0], coef / scale, rtol=1e-4, atol=1e-6)
+    assert b[1] - b[0] == pytest.approx(intercept - coef @ (mean / scale), rel=1e-4, abs=1e-5)
+    assert np.abs(coef).sum() > 0  # a head that reads the features, not a constant
+    ev = run_cli("eval", "--model", f"file:{out / 'model.pt'}", "--data", release, "--db", db, "--json", "--quiet")
+    assert ev.returncode == 0, ev.stderr
+    doc = json.loads(ev.stdout)
+    assert set(doc["waterbirds"]) >= {"adj_acc_avg", "acc_wg"}
