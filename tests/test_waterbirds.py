@@ -87,6 +87,7 @@ def test_the_release_is_read_as_wilds_reads_it(release):
         for split in SPLITS:
             layout = resolve_layout(data, split=split)
             assert layout.kind == "waterbirds" and layout.classes == ("landbird", "waterbird")
+            assert layout.root == release  # WILDS' root_dir, however it was named
             ours = sorted((it.path.resolve(), it.label, layout.places[it.image_id]) for it in layout.items("original"))
             theirs, _ = wilds_split(ds, split)
             assert ours == sorted(theirs) and len(ours) == sum(COUNTS[split].values())
@@ -348,7 +349,22 @@ def test_dfr_on_the_validation_split_is_the_repositorys(release, tmp_path, one_t
     np.testing.assert_allclose(w[1] - w[0], coef / scale, rtol=1e-4, atol=1e-6)
     assert b[1] - b[0] == pytest.approx(intercept - coef @ (mean / scale), rel=1e-4, abs=1e-5)
     assert np.abs(coef).sum() > 0  # a head that reads the features, not a constant
-    ev = run_cli("eval", "--model", f"file:{out / 'model.pt'}", "--data", release, "--db", db, "--json", "--quiet")
-    assert ev.returncode == 0, ev.stderr
-    doc = json.loads(ev.stdout)
-    assert set(doc["waterbirds"]) >= {"adj_acc_avg", "acc_wg"}
+    # a study over it by name: its scorecard has wilds' two columns, the stored numbers, and no `clean`
+    study = tmp_path / "study.toml"
+    model, report = out / "model.pt", tmp_path / "report"
+    study.write_text(f'models = [{{model = "file:{model}", label = "dfr"}}]\n'
+                     f'datasets = [{{path = "{release}", label = "waterbirds"}}]\n'
+                     f'[measures.eval]\n[measures.groups]\n[measures.challenge]\n[report]\nout = "{report}"\n')
+    proc = run_cli("study", study, "--db", db, "--json", "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    steps = {s["measure"]: s for s in doc["steps"]}
+    assert steps["eval"]["skip"] is None and "foreground masks" in steps["challenge"]["skip"]
+    cells = {c["title"]: c for c in doc["scorecard"] if c["dataset"] == "waterbirds"}
+    assert {"average acc.", "worst-group acc."} <= set(cells) and "clean" not in cells
+    with Store(db) as store:
+        stored = {m["name"]: m for m in store.metrics(cells["average acc."]["run"])}
+    for title, metric in (("average acc.", "adj_acc_avg"), ("worst-group acc.", "acc_wg")):
+        assert (cells[title]["value"], cells[title]["lo"], cells[title]["hi"]) == tuple(
+            stored[metric][k] for k in ("value", "lo", "hi"))
+        assert cells[title]["higher_is_better"]

@@ -6,7 +6,9 @@
     ROOT/waterbirds_v1.0/<CUB species folder>/<image>.jpg  e.g. 001.Black_footed_Albatross/...
 
 `--data` is ROOT (what `WaterbirdsDataset(root_dir=ROOT)` takes) or the `waterbirds_v1.0/` folder
-itself, or any folder holding such a `metadata.csv` (the folder Sagawa et al.'s script writes).
+itself, and the dataset's root is ROOT either way (as Spawrious' is the folder holding
+`spawrious224/`); or any folder holding such a `metadata.csv` (the folder Sagawa et al.'s script
+writes), which is then the root.
 `img_filename` is relative to the folder holding `metadata.csv` (`get_input` joins the two); `y`
 is the bird (0 landbird, 1 waterbird), `place` the background (0 land, 1 water), `split` 0/1/2
 train/val/test (`split_dict`). A group is (y, place), named `waterbird on land`: the groups of its
@@ -65,7 +67,10 @@ def waterbirds_layout(path: Path, split: Optional[str] = None,
     if split not in SPLITS:
         raise DataError(f"{path}: Waterbirds' splits are {', '.join(SPLITS)}, not {split!r}")
     chosen, named, places = _rows(path, rows, SPLITS[split])
-    return build_group_layout(path, split, chosen, CLASSES, named, WaterbirdsLayout, places=places)
+    layout = build_group_layout(path, split, chosen, CLASSES, named, WaterbirdsLayout, places=places)
+    if path.parent.name == FOLDER:  # the release's root is WILDS' root_dir, as Spawrious' is the folder above its own
+        layout.root = path.parent.parent
+    return layout
 
 
 def _rows(path: Path, rows: List[Row], code: str):
