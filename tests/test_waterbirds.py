@@ -182,6 +182,7 @@ def test_the_scorecard_shows_wilds_figures_on_waterbirds(release, tmp_path, one_
     html = (tmp_path / "report" / "index.html").read_text()
     assert ">average acc. &uarr;</th>" in html and ">worst-group acc. &uarr;</th>" in html
     assert ">clean &uarr;</th>" not in html  # the plain test accuracy is not Waterbirds' average
+    assert "average accuracy (wilds&#39; adj_acc_avg)" in html  # and in eval's section, beside the variants
     w = report.waterbirds
     assert f"{100 * w.adj_acc_avg.value:.1f}%" in html and f"{100 * w.acc_wg.value:.1f}%" in html
     with Store(db) as store:
