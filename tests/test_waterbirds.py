@@ -28,7 +28,7 @@ import torch
 from torch import nn
 
 import bgbench
-from bgbench.data.resolve import resolve_layout
+from bgbench.data.resolve import dataset_classes, resolve_layout
 from bgbench.models.spec import BgModel, ModelSpec
 from bgbench.store import Store
 from conftest import assert_one_line_error, run_cli
@@ -94,6 +94,7 @@ def test_the_release_is_read_as_wilds_reads_it(release):
             # the bird type is the species' own: landbird folders hold y=0, waterbird folders y=1
             assert all(it.path.parent.name in SPECIES[it.label] for it in layout.items("original"))
     assert resolve_layout(release).split == "test"  # the evaluation split unless named
+    assert dataset_classes(release) == ("landbird", "waterbird")  # what a zero-shot head is built over
 
 
 class ChannelLinear(nn.Module):
@@ -188,6 +189,10 @@ def test_the_scorecard_shows_wilds_figures_on_waterbirds(release, tmp_path, one_
     with Store(db) as store:
         names = {m["name"] for m in store.metrics(run_id)}
     assert {"adj_acc_avg", "acc_wg"} <= names
+    regrouped = run_cli("analyze", "groups", run_id, "--db", db, "--json")  # the stored run, from WILDS' root_dir
+    assert regrouped.returncode == 0, regrouped.stderr
+    assert {g["group"]: g["n"] for g in json.loads(regrouped.stdout)["groups"]} == {
+        g["group"]: g["n"] for g in w.groups}
 
 
 def _copy(release: Path, tmp_path: Path, name: str) -> Path:

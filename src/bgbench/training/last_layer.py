@@ -82,7 +82,8 @@ def fit_last_layer(cfg: LastLayerConfig, progress: bool = True) -> Optional[Path
     feature_groups = [groups[i] for i in feats.image_ids]
     if as_repo:
         status(f"DFR as its repository fits it on Waterbirds' validation split (dfr_evaluate_spurious.py): C chosen "
-               f"on half of it, {cfg.retrains} balanced heads averaged, scaled as the {len(scaler.x)} training images")
+               f"on half of it{'' if cfg.held_out == 0.5 else ' (its half: --held-out does not apply)'}, "
+               f"{cfg.retrains} balanced heads averaged, scaled as the {len(scaler.x)} training images")
         fit = fit_head_as_repo(feats.x, feats.labels, feature_groups, len(layout.classes), scaler.x,
                                c_grid=cfg.c_grid, penalty=cfg.penalty, retrains=cfg.retrains, seed=cfg.seed)
     else:
