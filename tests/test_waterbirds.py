@@ -374,3 +374,24 @@ def test_dfr_on_the_validation_split_is_the_repositorys(release, tmp_path, one_t
         assert (cells[title]["value"], cells[title]["lo"], cells[title]["hi"]) == tuple(
             stored[metric][k] for k in ("value", "lo", "hi"))
         assert cells[title]["higher_is_better"]
+
+
+def test_a_validation_split_too_small_for_the_scripts_half_is_one_line():
+    """One waterbird on land in val: for a seed whose first shuffle (the script's cut of val in two)
+    puts it in the half scored, the half fitted on has none of that group, which the script would
+    balance to zero images."""
+    from bgbench.errors import BgbenchError
+    from bgbench.training.dfr_waterbirds import fit_head_as_repo
+    groups = ["landbird on land"] * 4 + ["landbird on water"] * 4 + ["waterbird on land"] + ["waterbird on water"] * 4
+    y = np.array([0] * 8 + [1] * 5)
+    x = np.random.default_rng(0).normal(size=(len(y), 3))
+
+    def fitted_half(seed):
+        order = np.arange(len(y))
+        np.random.RandomState(seed).shuffle(order)
+        return order[len(y) // 2:]
+    seed = next(s for s in range(50) if 8 not in fitted_half(s))
+    with pytest.raises(BgbenchError, match="too few for DFR's script.*'waterbird on land'"):
+        fit_head_as_repo(x, y, groups, 2, x, seed=seed)
+    lucky = next(s for s in range(50) if 8 in fitted_half(s))  # in the fitted half, it is fitted on
+    assert fit_head_as_repo(x, y, groups, 2, x, seed=lucky, retrains=2).fitted_on == 4

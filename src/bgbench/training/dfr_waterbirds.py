@@ -23,8 +23,9 @@ training data is added) and seeds every liblinear fit, as numpy's global state d
 script; run with `np.random.seed(seed)` first, the script draws the same subsets and fits the
 same head. Where bgbench departs, and why: a group with no image in the held-out half is left
 out of the worst group (the script takes the minimum over a NaN there, and keeps whichever C that
-NaN falls on). More than two classes are fitted one-vs-rest (`dfr.fit_standardized`); Waterbirds
-has two, a binary fit as in the script.
+NaN falls on); a fitted half with no image of some group is one line (the script would balance
+every group to zero images, or, for the last group, drop it silently). More than two classes are
+fitted one-vs-rest (`dfr.fit_standardized`); Waterbirds has two, a binary fit as in the script.
 """
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ from typing import List, Sequence
 
 import numpy as np
 
+from ..errors import BgbenchError
 from .config import DFR_C_GRID
 from .dfr import HeadFit, fit_standardized, fold_scaler, group_codes, worst_group_accuracy
 
@@ -73,6 +75,10 @@ def fit_head_as_repo(features: np.ndarray, labels: np.ndarray, groups: Sequence,
     order = np.arange(len(y))
     rs.shuffle(order)
     held, fit = order[:len(y) // 2], order[len(y) // 2:]
+    absent = sorted({groups[i] for i in range(len(y))} - {groups[i] for i in fit})
+    if absent:  # the script would balance to zero images, or silently over the other groups
+        raise BgbenchError(f"{len(y)} validation images are too few for DFR's script: the half it fits on holds no "
+                           f"image of {absent[0]!r}; give a validation split with more images per group")
     fit = fit[balanced(codes[fit], rs)]
     mean, scale = standardizer(x[fit])
     z_fit, z_held = (x[fit] - mean) / scale, (x[held] - mean) / scale
