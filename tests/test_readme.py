@@ -506,7 +506,7 @@ def test_readme_commands_that_name_real_models_run_with_stand_ins(model_ckpt, tm
     write_dataset(other, per_class=1, size=32, seed=6, split="val", progress=False)
     built = in9_named_copy(other, tmp_path / "in9-built")
     birds = waterbirds_tree(tmp_path / "waterbirds", {"train": {(0, 0): 3, (1, 1): 3, (0, 1): 1, (1, 0): 1},
-                                                      "val": {(y, p): 2 for y in (0, 1) for p in (0, 1)},
+                                                      "val": {(y, p): 3 for y in (0, 1) for p in (0, 1)},
                                                       "test": {(y, p): 2 for y in (0, 1) for p in (0, 1)}})
     from helpers.benchmark_trees import imagenet_d_tree, spawrious_tree
     imagenet_d = imagenet_d_tree(tmp_path / "ImageNet-D", {"background": 1, "texture": 1, "material": 1})

@@ -1,6 +1,7 @@
 """Group datasets generated in the tests, in the layouts the literature releases them in:
 Waterbirds' (Sagawa et al. 2020: `metadata.csv` with img_filename, y, split, place and one folder
-per bird species) and a generic `groups.csv` (image, class, group[, split]).
+per CUB bird species; with `release=True` inside WILDS' `waterbirds_v1.0/` beside its
+`RELEASE_v1.0.txt`) and a generic `groups.csv` (image, class, group[, split]).
 
 The images are Synthetic-9 drawings: the bird is Synthetic-9's class 0 or 1 (its shape and hue),
 the place the background texture family 0 or 1, so (bird, place) groups are what a model can
@@ -15,17 +16,24 @@ from PIL import Image
 
 from bgbench.data.synthetic import draw_sample
 
-#: Waterbirds' folders are CUB species; two per bird class are enough to show the layout.
-SPECIES = {0: ("001.Black_footed_Albatross", "042.Vermilion_Flycatcher"), 1: ("045.Northern_Fulmar",
-                                                                             "089.Hooded_Merganser")}
+#: Waterbirds' folders are CUB species, by its y (0 landbird, 1 waterbird: Sagawa et al. count
+#: albatrosses, fulmars and mergansers among the water birds); two per bird are enough for the layout.
+SPECIES = {0: ("042.Vermilion_Flycatcher", "094.White_breasted_Nuthatch"),
+           1: ("001.Black_footed_Albatross", "089.Hooded_Merganser")}
 SPLIT_CODES = {"train": 0, "val": 1, "test": 2}
+#: WILDS' folder of the release under its root_dir, and the file that marks a finished download.
+RELEASE_FOLDER, RELEASE_FILE = "waterbirds_v1.0", "RELEASE_v1.0.txt"
 
 
 def waterbirds_tree(root: Path, counts: Dict[str, Dict[Tuple[int, int], int]], size: int = 32,
-                    seed: int = 0) -> Path:
-    """`root/metadata.csv` and its JPEGs: counts[split][(y, place)] images of each group and split.
-    Returns root."""
-    root = Path(root)
+                    seed: int = 0, release: bool = False) -> Path:
+    """`root/metadata.csv` and its JPEGs: counts[split][(y, place)] images of each group and split;
+    with `release`, in `root/waterbirds_v1.0/` beside `RELEASE_v1.0.txt`. Returns root."""
+    top = Path(root)
+    root = top / RELEASE_FOLDER if release else top
+    root.mkdir(parents=True, exist_ok=True)
+    if release:
+        (root / RELEASE_FILE).write_text("v1.0\n")
     rng = np.random.default_rng(seed)
     rows, n = [], 0
     for split, groups in counts.items():
@@ -39,7 +47,8 @@ def waterbirds_tree(root: Path, counts: Dict[str, Dict[Tuple[int, int], int]], s
                 rows.append({"img_id": n + 1, "img_filename": name, "y": y, "split": SPLIT_CODES[split],
                              "place": place, "place_filename": f"/l/lake/natural/{n:08d}.jpg"})
                 n += 1
-    return _write_csv(root, "metadata.csv", rows)
+    _write_csv(root, "metadata.csv", rows)
+    return top
 
 
 def groups_tree(root: Path, counts: Dict[Tuple[int, int], int], size: int = 32, seed: int = 0,

@@ -1,11 +1,9 @@
 """Group datasets, as the spurious-correlation literature publishes them, and each image's group.
 
-Two formats are read as they are released:
-- Waterbirds (Sagawa et al. 2020): `ROOT/metadata.csv` with `img_filename, y, split, place`; split
-  0/1/2 is train/val/test, y the bird (landbird, waterbird), place the background (land, water).
-  A group is (y, place): `waterbird on land` is Waterbirds' famous minority group.
-- a generic `ROOT/groups.csv` with `image, class, group` (and optionally `split`): image paths
-  relative to ROOT, any class and group names.
+A generic `ROOT/groups.csv` with `image, class, group` (and optionally `split`): image paths
+relative to ROOT, any class and group names. Waterbirds' `metadata.csv` (Sagawa et al. 2020, in
+the WILDS release layout) has a reader of its own, `data.waterbirds`, built on the checks here
+(`build_group_layout`).
 
 Either becomes a `Layout` with one variant, `original`, whose classes are the file's (sorted, or
 Waterbirds' own order), so every command reads it as it reads IN-9. `image_groups` gives the group
@@ -23,11 +21,7 @@ from ..errors import DataError
 from .csv_fields import allow_long_fields
 from .layout import ImagesOnlyLayout, Item, Layout
 
-WATERBIRDS_FILE = "metadata.csv"
 GROUPS_FILE = "groups.csv"
-WATERBIRDS_CLASSES = ("landbird", "waterbird")
-WATERBIRDS_PLACES = ("land", "water")
-WATERBIRDS_SPLITS = {"train": "0", "val": "1", "test": "2"}
 #: The split read when none is named: the evaluation split.
 DEFAULT_SPLIT = "test"
 #: A row of a group file: the line it ends on, and its fields by column name.
@@ -56,32 +50,36 @@ class GroupLayout(ImagesOnlyLayout):
 
 
 def find_group_file(data) -> Optional[Path]:
-    """The group file of `data` (Waterbirds' metadata.csv or groups.csv), or None."""
-    root = Path(data).expanduser()
-    for name in (GROUPS_FILE, WATERBIRDS_FILE):
-        if (root / name).is_file():
-            return root / name
-    return None
+    """The generic group file of `data` (`groups.csv`), or None (Waterbirds: `data.waterbirds`)."""
+    path = Path(data).expanduser() / GROUPS_FILE
+    return path if path.is_file() else None
 
 
 def group_layout(path: Path, split: Optional[str] = None, variants: Optional[Sequence[str]] = None) -> GroupLayout:
-    """The images of `split` in the group file at `path`, checked: every image exists inside the
-    dataset's root, no image is named twice, every group has images, the columns are there; each
-    problem is one line naming the file (and the line)."""
+    """The images of `split` in the groups.csv at `path`, checked as `build_group_layout` checks them."""
+    refuse_variants(path, variants)
+    split, chosen, classes, named = _generic(path, read_rows(path), split)
+    return build_group_layout(path, split, chosen, classes, named, GroupLayout)
+
+
+def refuse_variants(path: Path, variants: Optional[Sequence[str]]) -> None:
     for v in variants or ():
         if v != "original":
             raise DataError(f"variant {v!r} not found under {path.parent}: a group dataset has its images only "
                             f"(variant original)")
-    rows = _read_rows(path)
-    if path.name == WATERBIRDS_FILE:
-        split, chosen, classes, named = _waterbirds(path, rows, split)
-    else:
-        split, chosen, classes, named = _generic(path, rows, split)
-    _refuse_repeats(path, chosen)
+
+
+def build_group_layout(path: Path, split: str, chosen: List[tuple], classes: Tuple[str, ...], named: set,
+                       cls: type, **extra) -> GroupLayout:
+    """A `cls` layout of the rows `chosen` ((line, image, label, group) each) of the group file at
+    `path`, checked: every image exists inside the dataset's root, no image is named twice, every
+    group the file names (`named`) has images in the split; each problem one line naming the file
+    (and the line). `extra`: the fields of `cls` beyond a GroupLayout's."""
+    refuse_repeats(path, chosen)
     items, groups = [], {}
     for n, image, label, group in chosen:
-        p = _inside_root(path, n, image)
-        image_id = _image_id(image)
+        p = inside_root(path, n, image)
+        image_id = image_id_of(image)
         items.append(Item(image_id=image_id, label=label, path=p))
         groups[image_id] = group
     if not items:
@@ -90,18 +88,18 @@ def group_layout(path: Path, split: Optional[str] = None, variants: Optional[Seq
     if empty:  # its accuracy would be undefined, and worst-group accuracy silently the worst of the others
         raise DataError(f"{path}: group {empty[0]!r} has no images in split {split!r}"
                         + (f" (nor {len(empty) - 1} other groups)" if len(empty) > 1 else ""))
-    layout = GroupLayout(root=path.parent, split=split, classes=classes, variants=("original",), groups=groups,
-                         source=path.name)
+    layout = cls(root=path.parent, split=split, classes=classes, variants=("original",), groups=groups,
+                 source=path.name, **extra)
     layout._items["original"] = items
     return layout
 
 
-def _image_id(image: str) -> str:
+def image_id_of(image: str) -> str:
     """The id an image is stored under: its path in the file, without its suffix."""
     return str(Path(image).with_suffix("")).replace("\\", "/")
 
 
-def _inside_root(path: Path, n: int, image: str) -> Path:
+def inside_root(path: Path, n: int, image: str) -> Path:
     """The file row `n` names, which must exist and lie inside the dataset's root once every `..`
     and symlink is resolved: a group file must never make bgbench read (and store predictions of)
     a file elsewhere, such as `../outside/secret.jpg` or an absolute path."""
@@ -115,12 +113,12 @@ def _inside_root(path: Path, n: int, image: str) -> Path:
     return p
 
 
-def _refuse_repeats(path: Path, chosen: List[tuple]) -> None:
+def refuse_repeats(path: Path, chosen: List[tuple]) -> None:
     """One line naming both rows when the split read names an image twice: it would be counted
     twice (a group's n larger than its stored predictions)."""
     first: Dict[str, int] = {}
     for n, image, *_ in chosen:
-        key = _image_id(image)
+        key = image_id_of(image)
         if key in first:
             raise DataError(f"{path} lines {first[key]} and {n} both name {image}; name each image once "
                             f"per split")
@@ -131,14 +129,14 @@ def training_split(data) -> Optional[str]:
     """The split a head is fitted on when none is named: train, or None (every row) for a
     groups.csv without a split column."""
     path = find_group_file(data)
-    if path is not None and path.name == GROUPS_FILE:
-        rows = _read_rows(path)
+    if path is not None:
+        rows = read_rows(path)
         if rows and "split" not in rows[0][1]:
             return None
     return "train"
 
 
-def _read_rows(path: Path) -> List[Row]:
+def read_rows(path: Path) -> List[Row]:
     """The file's rows, each with the line it ends on. A row with fewer or more fields than the
     header is one line naming it (csv.DictReader would fill the gap with None, or keep the rest
     under None, and the checks after it would trip over that)."""
@@ -162,7 +160,7 @@ def _fields(row: dict) -> int:
     return sum(v is not None for k, v in row.items() if k is not None) + len(row.get(None) or ())
 
 
-def _need(path: Path, rows: List[Row], columns: Tuple[str, ...]) -> None:
+def need_columns(path: Path, rows: List[Row], columns: Tuple[str, ...]) -> None:
     have = set(rows[0][1]) if rows else set()
     missing = [c for c in columns if c not in have]
     if missing or not rows:
@@ -170,28 +168,8 @@ def _need(path: Path, rows: List[Row], columns: Tuple[str, ...]) -> None:
                         f"(missing: {', '.join(missing) or 'rows'})")
 
 
-def _waterbirds(path: Path, rows: List[Row], split: Optional[str]):
-    _need(path, rows, ("img_filename", "y", "split", "place"))
-    split = split or DEFAULT_SPLIT
-    if split not in WATERBIRDS_SPLITS:
-        raise DataError(f"{path}: Waterbirds' splits are {', '.join(WATERBIRDS_SPLITS)}, not {split!r}")
-    codes = set(WATERBIRDS_SPLITS.values())
-    chosen, named = [], set()
-    for n, r in rows:
-        y, place, code = r["y"].strip(), r["place"].strip(), r["split"].strip()
-        if y not in ("0", "1") or place not in ("0", "1"):
-            raise DataError(f"{path} line {n}: y and place are 0 or 1, got y={y!r} place={place!r}")
-        if code not in codes:  # dropping the row would shrink a split silently
-            raise DataError(f"{path} line {n}: split is 0, 1 or 2 (train, val, test), got {code!r}")
-        group = f"{WATERBIRDS_CLASSES[int(y)]} on {WATERBIRDS_PLACES[int(place)]}"
-        named.add(group)
-        if code == WATERBIRDS_SPLITS[split]:
-            chosen.append((n, r["img_filename"].strip(), int(y), group))
-    return split, chosen, WATERBIRDS_CLASSES, named
-
-
 def _generic(path: Path, rows: List[Row], split: Optional[str]):
-    _need(path, rows, ("image", "class", "group"))
+    need_columns(path, rows, ("image", "class", "group"))
     has_split = "split" in rows[0][1]
     if split is None:
         split = DEFAULT_SPLIT if has_split else "all"

@@ -1,6 +1,7 @@
 """Which layout a `--data` path is: the IN-9 layout (`layout.discover`), the RIVAL10 release
 (`rival10`), Hard ImageNet (`hardimagenet`), ImageNet-D's (`imagenet_d`), Spawrious' (`spawrious`),
-a group file's or ImageNet's folders. Kept apart from the readers so that none imports another."""
+a group file's, Waterbirds' (`waterbirds`) or ImageNet's folders. Kept apart from the readers so
+that none imports another."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -16,6 +17,7 @@ from .imagenet_d import find_imagenet_d, imagenet_d_layout
 from .layout import IN9_VARIANTS, Layout, class_dirs, discover
 from .rival10 import find_rival10, rival10_layout
 from .spawrious import CLASSES as SPAWRIOUS_CLASSES, find_spawrious, spawrious_layout
+from .waterbirds import CLASSES as WATERBIRDS_CLASSES, find_waterbirds, waterbirds_layout
 
 
 def resolve_layout(data: "str | Path | Layout", variants: Optional[Sequence[str]] = None,
@@ -26,9 +28,10 @@ def resolve_layout(data: "str | Path | Layout", variants: Optional[Sequence[str]
     folder from `bgbench edit`, a plain dataset), every variant folder, `original` first. A
     RIVAL10 root (or its `train`/`test` folder) is read as RIVAL10 (`data.rival10`), whose one
     variant is `original`, and a Hard ImageNet root (or its `val`/`train` folder) as Hard ImageNet's
-    masks over the user's ImageNet (`data.hardimagenet`). A root with a group file (Waterbirds' `metadata.csv`, a `groups.csv`) is
-    read as a group dataset (`data.groups`), one variant too, and so are ImageNet's own images and
-    folders of ImageNet classes (`data.imagenet_folders`: ImageNet val, Stylized-ImageNet,
+    masks over the user's ImageNet (`data.hardimagenet`). A root with a `groups.csv` is read as a
+    group dataset (`data.groups`), one variant too, and so is Waterbirds (`data.waterbirds`: WILDS'
+    root_dir holding `waterbirds_v1.0/metadata.csv`, or the folder of the file), and so are
+    ImageNet's own images and folders of ImageNet classes (`data.imagenet_folders`: ImageNet val, Stylized-ImageNet,
     ImageNet-R). The ImageNet-D release is read as its code reads it (`data.imagenet_d`: one
     variant per nuisance, no split), and so is Spawrious' (`data.spawrious`: one variant, a split per
     challenge and part, such as o2o_easy-test). `split`: the split folder (default: the dataset's
@@ -52,6 +55,9 @@ def resolve_layout(data: "str | Path | Layout", variants: Optional[Sequence[str]
     group_file = find_group_file(data)
     if group_file is not None:
         return group_layout(group_file, split, variants)
+    waterbirds = find_waterbirds(data)
+    if waterbirds is not None:
+        return waterbirds_layout(waterbirds, split, variants)
     imagenet = find_imagenet(data, split)
     if imagenet is not None:
         if variants and list(variants) != ["original"]:
@@ -72,7 +78,8 @@ def resolve_layout(data: "str | Path | Layout", variants: Optional[Sequence[str]
 def dataset_classes(data, split: str = "val") -> Optional[Tuple[str, ...]]:
     """The classes of a dataset, cheaply (no image listed), for a model that takes them from the data
     (a zero-shot head, a random-init network sized to them): ImageNet-D's 113 folders, Spawrious'
-    four breeds, else the class folders `class_folders` finds; None when none can be read."""
+    four breeds, Waterbirds' two birds, else the class folders `class_folders` finds; None when none
+    can be read."""
     if data is None or isinstance(data, Layout):
         return class_folders(data, split)
     if find_imagenet_d(data) is not None:
@@ -80,6 +87,8 @@ def dataset_classes(data, split: str = "val") -> Optional[Tuple[str, ...]]:
         return imagenet_d_classes()
     if find_spawrious(data) is not None:
         return SPAWRIOUS_CLASSES
+    if find_waterbirds(data) is not None:
+        return WATERBIRDS_CLASSES
     return class_folders(data, split)
 
 

@@ -85,10 +85,11 @@ def halves(codes: np.ndarray, rng: np.random.Generator, share: float = 0.5) -> T
     return np.sort(np.concatenate(fit)), np.sort(np.concatenate(held))
 
 
-def fit_standardized(x: np.ndarray, y: np.ndarray, c: float, penalty: str, seed: int,
+def fit_standardized(x: np.ndarray, y: np.ndarray, c: float, penalty: str, seed,
                      n_classes: int) -> Tuple[np.ndarray, np.ndarray]:
     """(coef (classes, features), intercept (classes,)) of liblinear logistic regressions on
-    standardized features `x`, one-vs-rest over `n_classes` classes. A class absent from `y` gets
+    standardized features `x`, one-vs-rest over `n_classes` classes; `seed`: liblinear's
+    random_state (an int, or a `numpy.random.RandomState` whose stream each binary fit draws from). A class absent from `y` gets
     a constant very low logit (it can never be predicted from these data); two classes give one
     binary classifier, read as logits (0, w.x + b)."""
     from sklearn.linear_model import LogisticRegression

@@ -7,6 +7,10 @@ every command loads with `--model file:OUT/model.pt`. Its spec records what the 
 (`extra['last_layer']`: the backbone, its weights' sha256, the data, variant, split, the grid and
 the chosen C); OUT/config.json and OUT/head.json say the same for people.
 
+On Waterbirds' validation split (the default split of `dfr` there) the head is fitted as DFR's
+repository fits it (`dfr_waterbirds`), its final scaler on the training split's features, which
+are extracted (and cached) too.
+
 A finished run rerun with the same config returns its model.pt untouched (as `bgbench train`
 does); a run killed during extraction starts again from the cached features, if any.
 """
@@ -16,15 +20,16 @@ import io
 import json
 import os
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Optional
 
 import torch
 
 from ..console import status
-from ..data.groups import image_groups, training_split
+from ..data.groups import find_group_file, image_groups, training_split
 from ..data.resolve import resolve_layout
+from ..data.waterbirds import find_waterbirds
 from ..distributed import setup, world_record
 from ..errors import BgbenchError
 from ..models.checkpoint import save_checkpoint
@@ -32,8 +37,9 @@ from ..models.heads import feature_width, with_head
 from ..models.options import build
 from ..models.spec import meet_data
 from ..version import __version__
-from .config import LastLayerConfig
+from .config import DFR_RETRAINS, LastLayerConfig
 from .dfr import fit_head, group_codes, head_fit_summary, predict, worst_group_accuracy
+from .dfr_waterbirds import REPO_RETRAINS, fit_head_as_repo
 from .feature_cache import cache_key, default_cache, penultimate_features
 
 #: Config keys that may change between a run and its rerun (they do not change the head).
@@ -46,9 +52,12 @@ def fit_last_layer(cfg: LastLayerConfig, progress: bool = True) -> Optional[Path
     started = time.perf_counter()
     ranks = setup(cfg.device)
     out = Path(cfg.out).expanduser()
-    split = cfg.split if cfg.split is not None else training_split(cfg.data)
+    as_repo = _waterbirds(cfg) and cfg.split in (None, "val")
+    split = cfg.split if cfg.split is not None else ("val" if as_repo else training_split(cfg.data))
     if cfg.split is None:
         _check_default_split(cfg.data, split)
+    if cfg.retrains is None:  # recorded as run, so a rerun compares like with like
+        cfg = replace(cfg, retrains=REPO_RETRAINS if as_repo else DFR_RETRAINS)
     model = build(cfg.model_options(split))
     done = _finished(out, cfg, model.spec.checkpoint_sha256)
     if done is not None:
@@ -65,14 +74,22 @@ def fit_last_layer(cfg: LastLayerConfig, progress: bool = True) -> Optional[Path
     cache = None if cfg.feature_cache == "none" else Path(cfg.feature_cache or default_cache()).expanduser()
     key = cache_key(model, layout.fingerprint(), variant, layout.split)
     feats = penultimate_features(model, items, key, ranks, cache, cfg.batch_size, progress)
+    scaler = _training_features(model, cfg, ranks, cache, progress) if as_repo else None
     if feats is None:
         return None
     if feats.cached:
         status(f"features of {len(feats.image_ids)} {variant} images read from the cache ({cache / key}.npz)")
     feature_groups = [groups[i] for i in feats.image_ids]
-    fit = fit_head(feats.x, feats.labels, feature_groups, len(layout.classes),
-                   balance=cfg.recipe == "dfr", c_grid=cfg.c_grid, penalty=cfg.penalty, retrains=cfg.retrains,
-                   held_out=cfg.held_out, seed=cfg.seed)
+    if as_repo:
+        status(f"DFR as its repository fits it on Waterbirds' validation split (dfr_evaluate_spurious.py): C chosen "
+               f"on half of it{'' if cfg.held_out == 0.5 else ' (its half: --held-out does not apply)'}, "
+               f"{cfg.retrains} balanced heads averaged, scaled as the {len(scaler.x)} training images")
+        fit = fit_head_as_repo(feats.x, feats.labels, feature_groups, len(layout.classes), scaler.x,
+                               c_grid=cfg.c_grid, penalty=cfg.penalty, retrains=cfg.retrains, seed=cfg.seed)
+    else:
+        fit = fit_head(feats.x, feats.labels, feature_groups, len(layout.classes),
+                       balance=cfg.recipe == "dfr", c_grid=cfg.c_grid, penalty=cfg.penalty, retrains=cfg.retrains,
+                       held_out=cfg.held_out, seed=cfg.seed)
     status(head_fit_summary(fit))
     pred = predict(fit.weight, fit.bias, feats.x)
     codes = group_codes(feature_groups)
@@ -82,10 +99,23 @@ def fit_last_layer(cfg: LastLayerConfig, progress: bool = True) -> Optional[Path
                   "backbone_checkpoint": model.spec.checkpoint, "data": str(Path(cfg.data).resolve()),
                   "data_fingerprint": layout.fingerprint(), "variant": variant, "split": layout.split,
                   "features": int(feats.x.shape[1]), "images": len(feats.image_ids), "feature_cache_key": key,
-                  **fit.provenance(), **fitted}
+                  **({"scaler_feature_cache_key": scaler.key} if as_repo else {}), **fit.provenance(), **fitted}
     new = with_head(model.cpu(), torch.from_numpy(fit.weight), torch.from_numpy(fit.bias), layout.classes,
                     provenance)
     return _save(out, cfg, new, provenance, world_record(ranks), time.perf_counter() - started)
+
+
+def _waterbirds(cfg: LastLayerConfig) -> bool:
+    """Whether `cfg` is DFR on Waterbirds (read as `data.resolve` reads it: a groups.csv first)."""
+    return cfg.recipe == "dfr" and find_group_file(cfg.data) is None and find_waterbirds(cfg.data) is not None
+
+
+def _training_features(model, cfg: LastLayerConfig, ranks, cache: Optional[Path], progress: bool):
+    """The penultimate features of Waterbirds' training split, which DFR's script fits its final
+    StandardScaler on (rank 0; None on the others)."""
+    train = resolve_layout(cfg.data, split="train")
+    key = cache_key(model, train.fingerprint(), "original", train.split)
+    return penultimate_features(model, train.items("original"), key, ranks, cache, cfg.batch_size, progress)
 
 
 def _check_default_split(data, split: Optional[str]) -> None:

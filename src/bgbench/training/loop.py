@@ -41,7 +41,8 @@ def _load_split(root: str, variant: str, split: str):
     """(images NHWC uint8 tensor, labels, class folder names, items, data fingerprint) of one variant
     split; the items pair images with masks."""
     from ..data.groups import find_group_file
-    group_file = find_group_file(root)
+    from ..data.waterbirds import find_waterbirds
+    group_file = find_group_file(root) or find_waterbirds(root)
     if group_file is not None:  # images of any size, one list of files: a frozen backbone's head is what fits
         raise BgbenchError(f"{root} is a group dataset ({group_file.name}): full training reads IN-9-layout variant "
                            f"folders; fit a head on it with --recipe dfr or --recipe linear-probe")

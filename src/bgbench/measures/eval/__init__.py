@@ -1,14 +1,17 @@
 """Evaluation on the variants: accuracy per variant with Wilson intervals, and the BG-Gap.
 
-The same run is the headline of two other benchmarks read as released: ImageNet-D's accuracy per
-nuisance (its variants are its nuisance folders, `data.imagenet_d`; background first) and
-Spawrious' test accuracy with its (breed, location) groups (`data.spawrious`, variant original).
+The same run is the headline of three other benchmarks read as released: ImageNet-D's accuracy per
+nuisance (its variants are its nuisance folders, `data.imagenet_d`; background first),
+Spawrious' test accuracy with its (breed, location) groups (`data.spawrious`, variant original) and
+Waterbirds' average and worst-group accuracy as `wilds` computes them (`data.waterbirds`,
+`waterbirds`), which take the place of its own headlines in the scorecard on Waterbirds' data.
 
 Its run (`runner`) writes every image's prediction to the `predictions` table (batched prediction,
 `evaluation.predict`, shared with the challenge and the probes), which every analysis reads;
 `bgbench eval` is its command.
 """
-from ..declarations import InProfile, ShortcutColumn
+from ...data.waterbirds import KIND as WATERBIRDS
+from ..declarations import BenchmarkHeadlines, InProfile, ShortcutColumn
 from ..registry import Command, Headline, SectionSpec, register_measure
 from ..running import RunningMeasure
 
@@ -23,14 +26,17 @@ class Eval(RunningMeasure):
               "`evaluate_imagenet_models.py` (right when the top-1 ImageNet class is one its "
               "`preprocessing/imgnet_d2imgnet_id.txt` lists for the folder); on Spawrious (Lynch et al., "
               "2023), the test accuracy of aengusl/spawrious' `example.py` `evaluate` over the sets "
-              "`spawrious/torch.py` builds, with worst-group accuracy over its (breed, location) groups")
+              "`spawrious/torch.py` builds, with worst-group accuracy over its (breed, location) groups; on Waterbirds (Sagawa et al., ICLR "
+              "2020), `wilds`' `WaterbirdsDataset.eval`: average accuracy with the groups weighted by the "
+              "training split (`adj_acc_avg`) and worst-group accuracy (`acc_wg`)")
     checked_against = ("tests/test_metrics.py (Wilson intervals against published values; the "
                        "paired BG-Gap bootstrap), tests/test_classes.py (370 classes map, 630 do "
-                       "not; known rows of the upstream table) and tests/test_benchmarks.py (ImageNet-D's "
+                       "not; known rows of the upstream table), tests/test_benchmarks.py (ImageNet-D's "
                        "`ImageNetDLoader` and `test_model`, and Spawrious' `SpawriousBenchmark` data lists and "
                        "`evaluate`, written out from their definitions in the test, on generated trees and the "
                        "run's stored "
-                       "predictions)")
+                       "predictions) and tests/test_waterbirds.py (the `wilds` package's `WaterbirdsDataset.eval` "
+                       "on the stored predictions of a generated tree in the WILDS release layout)")
     title = "accuracy and BG-Gap"
     command = Command.OWN
     needs = ("model",)
@@ -51,6 +57,11 @@ class Eval(RunningMeasure):
         ShortcutColumn(70, "bg_gap", "BG-Gap", "bg_gap", higher_is_better=False, data="other", shortcut=False,
                        change=f"{__name__}.changes:shortcut_change"))
     profile = InProfile(10)
+    benchmark_headlines = (BenchmarkHeadlines(WATERBIRDS, 10, replaces=True, headlines=(
+        Headline("adj_acc_avg", "original", label="average accuracy, each (bird, place) group weighted by its share "
+                 "of Waterbirds' training split (wilds' adj_acc_avg)", percent=True, short="average acc."),
+        Headline("acc_wg", "original", label="worst-group accuracy over the (bird, place) groups (wilds' acc_wg)",
+                 percent=True, short="worst-group acc."))),)
 
     def forwards(self, images, variants, options, attributes=0):
         """One forward per image of each variant it reads."""

@@ -9,6 +9,7 @@ from ..common.groups import GroupAccuracy
 from ...evaluation.metrics import Estimate, accuracy, bg_gap
 from ...evaluation.predict import Predictions
 from ...intervals import REPLICATES, interval
+from .waterbirds import WaterbirdsScore
 
 
 #: Groups listed one per line in the table (Waterbirds' 4); more (IN-9's 81): `bgbench analyze groups`.
@@ -34,6 +35,8 @@ class EvalReport(Result):
     #: {split, why} where the data chose the split itself because its default was absent (a
     #: Spawrious tree without m2m_hard's folders); None otherwise, and absent from `to_dict`
     split_read: Optional[Dict[str, str]] = None
+    #: on a Waterbirds split, wilds' average and worst-group accuracy (`waterbirds`); None otherwise
+    waterbirds: Optional[WaterbirdsScore] = None
 
     @classmethod
     def from_predictions(cls, model: str, data: str, predictions: Dict[str, Predictions],
@@ -52,6 +55,8 @@ class EvalReport(Result):
             rows.append(("bg_gap", "", g.value, g.lo, g.hi, g.n))
         for result in self.groups.values():
             rows += result.metric_rows()
+        if self.waterbirds is not None:
+            rows += self.waterbirds.metric_rows()
         return rows
 
     def table_rows(self) -> Dict[str, List[tuple]]:
@@ -63,7 +68,8 @@ class EvalReport(Result):
                 **({"split_read": self.split_read} if self.split_read else {}),
                 "accuracy": {v: e.as_dict() for v, e in self.accuracy.items()},
                 "bg_gap": self.bg_gap.as_dict() if self.bg_gap else None,
-                **({"groups": {v: g.to_dict() for v, g in self.groups.items()}} if self.groups else {})}
+                **({"groups": {v: g.to_dict() for v, g in self.groups.items()}} if self.groups else {}),
+                **({"waterbirds": self.waterbirds.to_dict()} if self.waterbirds is not None else {})}
 
     def text(self) -> str:
         w = max([12, *(len(v) for v in self.accuracy)])  # edit levels are longer than IN-9 names
@@ -84,4 +90,6 @@ class EvalReport(Result):
                 gw = max([w + 12, *(len(str(g["group"])) for g in result.groups)])  # long group names stay aligned
                 lines += [f"  {g['group']:<{gw}} {100 * g['acc']:6.1f}%  [{100 * g['lo']:5.1f}%, "
                           f"{100 * g['hi']:5.1f}%] {g['n']:>6}" for g in result.groups]
+        if self.waterbirds is not None:
+            lines.append(self.waterbirds.text())
         return "\n".join(lines)

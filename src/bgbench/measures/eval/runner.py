@@ -29,6 +29,7 @@ from ..running import RunContext, predicted
 from ...evaluation.predict import Predictions, mask_checker
 from .results import EvalReport
 from .tencrop import CROP as TEN_CROP_SIZE, RESIZE as TEN_CROP_RESIZE, ten_crop_logits
+from .waterbirds import waterbirds_results
 
 #: variant -> (layout -> (item of `original` -> HxWx3 uint8 image of the variant)).
 Renderers = Dict[str, Callable[[Layout], Callable[[Item], object]]]
@@ -96,6 +97,7 @@ def eval_run(run: RunContext):
                f"(decoded once before; --no-cache decodes them anew)")
     report = EvalReport.from_predictions(model.spec.name, str(layout.root), predictions, seed=cfg.seed)
     report.groups = group_results(layout, predictions)
+    report.waterbirds = waterbirds_results(layout, predictions, seed=cfg.seed)
     report.model_label, report.precision = model_label(model.spec.name, model.spec.to_dict()), str(cfg.precision)
     if getattr(layout, "fallback", ""):
         status(layout.fallback)
@@ -123,6 +125,7 @@ def stored_report(store, run_id: int) -> EvalReport:
                             or None, split=config.get("split"))
     report = EvalReport.from_predictions(run["model"], str(layout.root), predictions, seed=int(config.get("seed", 0)))
     report.groups = group_results(layout, predictions)
+    report.waterbirds = waterbirds_results(layout, predictions, seed=int(config.get("seed", 0)))
     report.model_label, report.run_id = run_model_label(run), run_id
     report.precision = str(config.get("precision") or "fp32")
     return report

@@ -1,5 +1,5 @@
 """What the report shows of an eval run: accuracy per variant with its Wilson interval (a bar chart)
-and the BG-Gap."""
+and the BG-Gap; on Waterbirds, wilds' average and worst-group accuracy beside them."""
 from __future__ import annotations
 
 import json
@@ -19,8 +19,9 @@ def eval_accuracies(ctx: SectionContext, subject: SectionSubject) -> Optional[di
     order = json.loads(run["config"]).get("variants") or []
     variants = [v for v in order if ("accuracy", v) in metrics]
     variants += sorted(v for (name, v) in metrics if name == "accuracy" and v not in variants)
+    wilds = {name: estimate(metrics.get((name, "original"))) for name in ("adj_acc_avg", "acc_wg")}
     return {"run": run, "variants": variants, "accuracy": {v: estimate(metrics[("accuracy", v)]) for v in variants},
-            "bg_gap": estimate(metrics.get(("bg_gap", "")))}
+            "bg_gap": estimate(metrics.get(("bg_gap", ""))), "wilds": wilds if all(wilds.values()) else None}
 
 
 def accuracy_section(ctx: SectionContext, subject: SectionSubject) -> Optional[dict]:

@@ -1,6 +1,6 @@
 """Worst-group accuracy of a stored eval run (I/O): its predictions from the store, each image's
 group from its dataset: on IN-9-layout data, a mixed image's background class from the manifest;
-on a group dataset (Waterbirds' metadata.csv, a groups.csv), the file's groups; on Spawrious, each
+on a group dataset (a groups.csv, Waterbirds' metadata.csv), the file's groups; on Spawrious, each
 image's (breed, location) at the run's split."""
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import numpy as np
 from ...data.groups import find_group_file, group_layout
 from ...data.manifest import read_backgrounds
 from ...data.spawrious import find_spawrious, spawrious_layout
+from ...data.waterbirds import find_waterbirds, waterbirds_layout
 from ...errors import BgbenchError
 from ...probing.tables import stored_table
 from ..common.groups import MIN_IMAGES, GroupAccuracy, group_accuracy
@@ -28,6 +29,9 @@ def worst_group(store, run_id: int, variant: Optional[str] = None, data: Optiona
     group_file = find_group_file(root)
     if group_file is not None:
         return _own_groups(table, lambda: group_layout(group_file, table.split), variant, min_images)
+    waterbirds = find_waterbirds(root)
+    if waterbirds is not None:
+        return _own_groups(table, lambda: waterbirds_layout(waterbirds, table.split), variant, min_images)
     spawrious = find_spawrious(root)
     if spawrious is not None:
         return _own_groups(table, lambda: spawrious_layout(spawrious, table.split), variant, min_images)
