@@ -16,6 +16,7 @@ from .imagenet_d import find_imagenet_d, imagenet_d_layout
 from .layout import IN9_VARIANTS, Layout, class_dirs, discover
 from .rival10 import find_rival10, rival10_layout
 from .spawrious import CLASSES as SPAWRIOUS_CLASSES, find_spawrious, spawrious_layout
+from .releases import find_release
 
 
 def resolve_layout(data: "str | Path | Layout", variants: Optional[Sequence[str]] = None,
@@ -31,7 +32,8 @@ def resolve_layout(data: "str | Path | Layout", variants: Optional[Sequence[str]
     folders of ImageNet classes (`data.imagenet_folders`: ImageNet val, Stylized-ImageNet,
     ImageNet-R). The ImageNet-D release is read as its code reads it (`data.imagenet_d`: one
     variant per nuisance, no split), and so is Spawrious' (`data.spawrious`: one variant, a split per
-    challenge and part, such as o2o_easy-test). `split`: the split folder (default: the dataset's
+    challenge and part, such as o2o_easy-test); the ImageNet-E and CounterAnimal releases as laid out
+(`data.releases`: a variant per edit level, and common/counter). `split`: the split folder (default: the dataset's
     evaluation split: val for IN-9 and ImageNet, test for Waterbirds and Spawrious).
     """
     if isinstance(data, Layout):
@@ -49,6 +51,9 @@ def resolve_layout(data: "str | Path | Layout", variants: Optional[Sequence[str]
     found_spawrious = find_spawrious(data)
     if found_spawrious is not None:
         return spawrious_layout(found_spawrious, split, variants)
+    release = find_release(data)
+    if release is not None:
+        return release.read(variants, split)
     group_file = find_group_file(data)
     if group_file is not None:
         return group_layout(group_file, split, variants)
@@ -80,6 +85,9 @@ def dataset_classes(data, split: str = "val") -> Optional[Tuple[str, ...]]:
         return imagenet_d_classes()
     if find_spawrious(data) is not None:
         return SPAWRIOUS_CLASSES
+    if find_release(data) is not None:
+        from ..class_maps import imagenet_wnids
+        return imagenet_wnids()
     return class_folders(data, split)
 
 

@@ -2,15 +2,34 @@
 
 The same run is the headline of two other benchmarks read as released: ImageNet-D's accuracy per
 nuisance (its variants are its nuisance folders, `data.imagenet_d`; background first) and
-Spawrious' test accuracy with its (breed, location) groups (`data.spawrious`, variant original).
+Spawrious' test accuracy with its (breed, location) groups (`data.spawrious`, variant original), the
+ImageNet-E release's top-1 per edit level (Table 1; the drops are the edits measure's) and
+CounterAnimal's common − counter gap, overall and per class (`counter_gap`).
 
 Its run (`runner`) writes every image's prediction to the `predictions` table (batched prediction,
 `evaluation.predict`, shared with the challenge and the probes), which every analysis reads;
 `bgbench eval` is its command.
 """
-from ..declarations import InProfile, ShortcutColumn
+from ...data.counteranimal import KIND as COUNTERANIMAL
+from ...data.imagenet_e import COLUMN_OF, KIND as IMAGENET_E
+from ..declarations import BenchmarkHeadlines, InProfile, ShortcutColumn
 from ..registry import Command, Headline, SectionSpec, register_measure
 from ..running import RunningMeasure
+from .counter_gap import METRIC as COUNTER_GAP
+
+#: On the ImageNet-E release, Table 1's top-1 of each edited level (ORIGINAL's is eval's own `clean`;
+#: each level's drop from it is the edits' column beside it).
+IMAGENET_E_HEADLINES = BenchmarkHeadlines(IMAGENET_E, 40, headlines=tuple(
+    Headline("accuracy", variant, label=f"top-1 on ImageNet-E's {column} images (Table 1)", percent=True,
+             short=f"top-1 {variant}") for variant, column in COLUMN_OF.items() if variant != "original"))
+#: On CounterAnimal, the paper's gap and the two accuracies it is the difference of.
+COUNTERANIMAL_HEADLINES = BenchmarkHeadlines(COUNTERANIMAL, 40, headlines=(
+    Headline(COUNTER_GAP, label="CounterAnimal's gap: accuracy on the common backgrounds minus on the counter ones",
+             higher_is_better=False, percent=True, short="common − counter"),
+    Headline("accuracy", "common", label="accuracy on CounterAnimal's common backgrounds", percent=True,
+             short="common"),
+    Headline("accuracy", "counter", label="accuracy on CounterAnimal's counter backgrounds", percent=True,
+             short="counter")))
 
 
 class Eval(RunningMeasure):
@@ -50,6 +69,7 @@ class Eval(RunningMeasure):
                        change=f"{__name__}.changes:shortcut_change"),
         ShortcutColumn(70, "bg_gap", "BG-Gap", "bg_gap", higher_is_better=False, data="other", shortcut=False,
                        change=f"{__name__}.changes:shortcut_change"))
+    benchmark_headlines = (IMAGENET_E_HEADLINES, COUNTERANIMAL_HEADLINES)
     profile = InProfile(10)
 
     def forwards(self, images, variants, options, attributes=0):
