@@ -250,6 +250,7 @@ def test_counteranimal_gap_is_the_papers_common_minus_counter(counteranimal, tmp
     lo, hi = stored[("counter_gap", "")]["lo"], stored[("counter_gap", "")]["hi"]
     assert lo <= overall <= hi
     assert report.to_dict()["counter_gap"]["gap"]["value"] == pytest.approx(overall, abs=1e-12)
+    assert f"counter_gap={100 * overall:.1f}%" in run_cli("runs", "--db", db).stdout  # the run's headline
     from bgbench.measures.eval.runner import stored_report
     with Store(db) as store:
         again = stored_report(store, run_id)
@@ -294,3 +295,39 @@ def test_the_stored_counter_gap_reads_back_in_json(counteranimal, tmp_path, one_
     doc = json.loads(json.dumps(report.to_dict()))
     assert [c["class"] for c in doc["counter_gap"]["per_class"]] == sorted(f"{i} {n}" for i, n, _, _ in
                                                                            COUNTERANIMAL_CLASSES)
+
+
+def _paired_drop(rows: dict, level: str) -> float:
+    """Eq. 8 over the images both ORIGINAL and the level hold: acc_original − acc_level."""
+    shared = [i for i in rows[level] if i in rows["original"]]
+    return (sum(rows["original"][i] for i in shared) - sum(rows[level][i] for i in shared)) / len(shared)
+
+
+def test_the_release_sits_beside_bgbench_s_own_edits_in_one_table(imagenet_e, synth_root, tmp_path, one_thread):
+    out = tmp_path / "own-edits"
+    made = run_cli("edit", "--data", synth_root, "--out", out, "--levels", "size_0.05", "position_random", "--quiet")
+    assert made.returncode == 0, made.stderr
+    db = tmp_path / "r.db"
+    model = imagenet_model([*IMAGENET_E_IMAGES.values(), *range(151, 160), *range(7, 25)])
+    release = bgbench.record(bgbench.evaluate(model, imagenet_e, progress=False), db)
+    folders = sorted(p.name for p in (out / "original" / "val").iterdir())
+    class_map = tmp_path / "map.json"  # the model's classes 7-15 read as Synthetic-9's nine shapes
+    class_map.write_text(json.dumps({str(7 + k): folder for k, folder in enumerate(folders)}))
+    own = bgbench.record(bgbench.evaluate(model, out, progress=False, class_map=class_map), db)
+    table = bgbench.analyze("edits", db, [release, own])
+    assert [name for name, _ in table.datasets] == ["ImageNet-E (ImageNet-E release)", "own-edits"]
+    with Store(db) as store:
+        hits = {rid: {} for rid in (release, own)}
+        for rid in hits:
+            for r in store.predictions(rid):
+                hits[rid].setdefault(r["variant"], {})[r["image_id"]] = r["pred"] == r["label"]
+    rows = {(r["data"], r["variant"]): r for r in table.table()}
+    for (name, _), rid in zip(table.datasets, (release, own)):
+        for level in ("size_0.05", "position_random"):
+            assert rows[(name, level)]["drop"] == pytest.approx(_paired_drop(hits[rid], level), abs=1e-12)
+    assert ("ImageNet-E (ImageNet-E release)", "rotation_random") in rows and ("own-edits", "rotation_random") not in rows
+    text = table.text().splitlines()
+    line = next(x for x in text if x.startswith("size_0.05"))
+    assert "0.05" in line and line.count("[") == 2  # one row, both datasets' drops with their intervals
+    doc = json.loads(run_cli("analyze", "edits", release, own, "--db", db, "--json").stdout)
+    assert [d["data"] for d in doc["models"][0]["datasets"]] == [name for name, _ in table.datasets]
