@@ -77,7 +77,8 @@ def resolve_layout(data: "str | Path | Layout", variants: Optional[Sequence[str]
 def dataset_classes(data, split: str = "val") -> Optional[Tuple[str, ...]]:
     """The classes of a dataset, cheaply (no image listed), for a model that takes them from the data
     (a zero-shot head, a random-init network sized to them): ImageNet-D's 113 folders, Spawrious'
-    four breeds, else the class folders `class_folders` finds; None when none can be read."""
+    four breeds, else the class folders `class_folders` finds; None when none can be read, and for the
+    ImageNet-E and CounterAnimal releases, whose classes are ImageNet's own 1000."""
     if data is None or isinstance(data, Layout):
         return class_folders(data, split)
     if find_imagenet_d(data) is not None:
@@ -85,9 +86,8 @@ def dataset_classes(data, split: str = "val") -> Optional[Tuple[str, ...]]:
         return imagenet_d_classes()
     if find_spawrious(data) is not None:
         return SPAWRIOUS_CLASSES
-    if find_release(data) is not None:
-        from ..class_maps import imagenet_wnids
-        return imagenet_wnids()
+    if find_release(data) is not None:  # ImageNet's 1000 classes: a zero-shot head prompts ImageNet's names
+        return None
     return class_folders(data, split)
 
 

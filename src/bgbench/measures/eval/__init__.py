@@ -42,14 +42,19 @@ class Eval(RunningMeasure):
               "`evaluate_imagenet_models.py` (right when the top-1 ImageNet class is one its "
               "`preprocessing/imgnet_d2imgnet_id.txt` lists for the folder); on Spawrious (Lynch et al., "
               "2023), the test accuracy of aengusl/spawrious' `example.py` `evaluate` over the sets "
-              "`spawrious/torch.py` builds, with worst-group accuracy over its (breed, location) groups")
+              "`spawrious/torch.py` builds, with worst-group accuracy over its (breed, location) groups; on the "
+              "ImageNet-E release (Li et al., CVPR 2023), the top-1 of each level of its Table 1; on CounterAnimal "
+              "(Wang et al., NeurIPS 2024), accuracy on the common backgrounds minus on the counter ones, overall "
+              "and per class, as the paper defines it (its authors publish no scoring code)")
     checked_against = ("tests/test_metrics.py (Wilson intervals against published values; the "
                        "paired BG-Gap bootstrap), tests/test_classes.py (370 classes map, 630 do "
                        "not; known rows of the upstream table) and tests/test_benchmarks.py (ImageNet-D's "
                        "`ImageNetDLoader` and `test_model`, and Spawrious' `SpawriousBenchmark` data lists and "
                        "`evaluate`, written out from their definitions in the test, on generated trees and the "
                        "run's stored "
-                       "predictions)")
+                       "predictions), and tests/test_releases.py (the ImageNet-E and CounterAnimal releases as "
+                       "the code that reads them reads them, Table 1 and the common − counter gap written out in "
+                       "the test)")
     title = "accuracy and BG-Gap"
     command = Command.OWN
     needs = ("model",)
