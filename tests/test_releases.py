@@ -331,3 +331,49 @@ def test_the_release_sits_beside_bgbench_s_own_edits_in_one_table(imagenet_e, sy
     assert "0.05" in line and line.count("[") == 2  # one row, both datasets' drops with their intervals
     doc = json.loads(run_cli("analyze", "edits", release, own, "--db", db, "--json").stdout)
     assert [d["data"] for d in doc["models"][0]["datasets"]] == [name for name, _ in table.datasets]
+
+
+def test_a_profile_over_both_releases_ends_with_their_scorecard_columns(imagenet_e, counteranimal, tmp_path,
+                                                                        monkeypatch):
+    """A 1000-class timm model (published weights from a hand-written hub cache) profiled on both
+    releases by their paths: eval runs on each, the probes are skipped with their reason (no masks),
+    and the scorecard has each release's columns, each cell the stored metric of its run."""
+    from helpers.hub_cache import TAG, use_offline_hub, write_timm_weights
+    write_timm_weights(tmp_path / "hf")
+    use_offline_hub(monkeypatch, tmp_path / "hf")
+    db = tmp_path / "r.db"
+    proc = run_cli("profile", "--model", f"timm:{TAG}", "--data", imagenet_e, "--data", counteranimal, "--measures",
+                   "eval", "noise", "--out", tmp_path / "p", "--db", db, "--json", "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    skips = {(s["dataset"], s["measure"]): s["skip"] for s in doc["steps"]}
+    assert skips[(imagenet_e.name, "eval")] is None and skips[(counteranimal.name, "eval")] is None
+    assert "no foreground masks" in skips[(imagenet_e.name, "noise")]
+    cells = {(c["dataset"], c["title"]): c for c in doc["scorecard"] if c["value"] is not None}
+    wanted = {(imagenet_e.name, "clean"): ("accuracy", "original"),
+              (imagenet_e.name, "top-1 size_0.05"): ("accuracy", "size_0.05"),
+              ("LAION-final", "common − counter"): ("counter_gap", ""),
+              ("LAION-final", "counter"): ("accuracy", "counter")}
+    with Store(db) as store:
+        for column, metric in wanted.items():
+            stored = {(m["name"], m["variant"]): m["value"] for m in store.metrics(cells[column]["run"])}
+            assert cells[column]["value"] == stored[metric], column
+    assert (imagenet_e.name, "size_0.05 drop") in cells and not cells[("LAION-final", "common − counter")][
+        "higher_is_better"]
+    html = (tmp_path / "p" / "index.html").read_text()
+    assert ">common − counter &darr;</th>" in html and ">top-1 size_0.05 &uarr;</th>" in html
+
+
+def test_a_zero_shot_head_on_a_release_prompts_imagenet_s_classes(counteranimal, tmp_path):
+    """The releases' classes are ImageNet's 1000: a CLIP head prompts ImageNet's class names, not
+    the wnids or the folder names."""
+    from helpers.foundation_models import tiny_clip
+    clip = f"openclip:{tiny_clip(tmp_path / 'clip')}"
+    proc = run_cli("eval", "--model", clip, "--data", counteranimal, "--db", tmp_path / "r.db", "--json", "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    with Store(tmp_path / "r.db") as store:
+        spec = json.loads(store.get_run(json.loads(proc.stdout)["run_id"])["spec"])
+    assert spec["num_classes"] == 1000 and spec["label_space"] == IMAGENET1K
+    names = spec["extra"]["zero_shot"]["class_names"]  # open_clip's names of ImageNet's classes, by index
+    assert (names[100], names[291], names[296]) == ("black swan", "lion", "polar bear")
+    assert "counter_gap" in json.loads(proc.stdout)
