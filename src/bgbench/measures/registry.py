@@ -270,8 +270,8 @@ class Measure:
     def headline(self, metrics: Dict[Tuple[str, str], Optional[float]]) -> Optional[str]:
         """The first of its headlines the run has, shown; a run recorded with none of their values
         says so (`name=–`); None for a measure that declares no headline."""
-        for h in (*self.headlines, *(h for b in self.benchmark_headlines for h in b.headlines)):
-            if metrics.get((h.metric, h.variant)) is not None:  # a benchmark's own, where none of its own is
+        for h in self.headlines:
+            if metrics.get((h.metric, h.variant)) is not None:
                 return h.show(metrics[(h.metric, h.variant)])
         return self.headlines[0].show(None) if self.headlines else None
 

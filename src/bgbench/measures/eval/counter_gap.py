@@ -13,13 +13,15 @@ own (`unpaired_difference`). An image's class is the first part of its id ('296 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List
+from typing import TYPE_CHECKING, Dict, List
 
 import numpy as np
 
 from ...evaluation.metrics import Estimate, unpaired_difference
-from ...evaluation.predict import Predictions
 from ...intervals import REPLICATES
+
+if TYPE_CHECKING:  # eval's declaration reads this module's names, and declaring a measure imports no torch
+    from ...evaluation.predict import Predictions
 
 COMMON, COUNTER = "common", "counter"
 #: Its stored metrics: the overall gap (variant ''), and each class's (variant: the class folder).
@@ -59,7 +61,7 @@ def class_of(image_id: str) -> str:
     return image_id.split("/", 1)[0]
 
 
-def counter_gap(common: Predictions, counter: Predictions, n_boot: int = REPLICATES, seed: int = 0) -> CounterGap:
+def counter_gap(common: "Predictions", counter: "Predictions", n_boot: int = REPLICATES, seed: int = 0) -> CounterGap:
     """The gap overall and per class (every class with images in both groups, in folder order)."""
     right = {COMMON: common.correct, COUNTER: counter.correct}
     by_class: Dict[str, Dict[str, List[bool]]] = {}
