@@ -152,8 +152,8 @@ def test_the_scorecard_shows_imagenet_e_and_counteranimal_headlines(imagenet_e, 
     titles = {g["name"]: [c["title"] for c in g["columns"]] for g in data["groups"]}
     e_titles = titles["ImageNet-E"]
     assert "top-1 size_0.05" in e_titles and "size_0.05 drop" in e_titles and "clean" in e_titles
-    assert {"common − counter", "common", "counter"} <= set(titles["LAION-final"])
-    group = next(g for g in data["groups"] if g["name"] == "LAION-final")
+    assert {"common − counter", "common", "counter"} <= set(titles[counteranimal.name])
+    group = next(g for g in data["groups"] if g["name"] == counteranimal.name)
     cells = data["rows"][0]["cells"][data["groups"].index(group)]
     gap = cells[[c["title"] for c in group["columns"]].index("common − counter")]
     assert gap["value"] == pytest.approx(metrics[gap["run"]][("counter_gap", "")], abs=1e-12)
@@ -352,13 +352,13 @@ def test_a_profile_over_both_releases_ends_with_their_scorecard_columns(imagenet
     cells = {(c["dataset"], c["title"]): c for c in doc["scorecard"] if c["value"] is not None}
     wanted = {(imagenet_e.name, "clean"): ("accuracy", "original"),
               (imagenet_e.name, "top-1 size_0.05"): ("accuracy", "size_0.05"),
-              ("LAION-final", "common − counter"): ("counter_gap", ""),
-              ("LAION-final", "counter"): ("accuracy", "counter")}
+              (counteranimal.name, "common − counter"): ("counter_gap", ""),
+              (counteranimal.name, "counter"): ("accuracy", "counter")}
     with Store(db) as store:
         for column, metric in wanted.items():
             stored = {(m["name"], m["variant"]): m["value"] for m in store.metrics(cells[column]["run"])}
             assert cells[column]["value"] == stored[metric], column
-    assert (imagenet_e.name, "size_0.05 drop") in cells and not cells[("LAION-final", "common − counter")][
+    assert (imagenet_e.name, "size_0.05 drop") in cells and not cells[(counteranimal.name, "common − counter")][
         "higher_is_better"]
     html = (tmp_path / "p" / "index.html").read_text()
     assert ">common − counter &darr;</th>" in html and ">top-1 size_0.05 &uarr;</th>" in html
@@ -377,3 +377,22 @@ def test_a_zero_shot_head_on_a_release_prompts_imagenet_s_classes(counteranimal,
     names = spec["extra"]["zero_shot"]["class_names"]  # open_clip's names of ImageNet's classes, by index
     assert (names[100], names[291], names[296]) == ("black swan", "lion", "polar bear")
     assert "counter_gap" in json.loads(proc.stdout)
+
+
+def test_a_study_names_the_releases_by_their_labels(imagenet_e, counteranimal, tmp_path, monkeypatch):
+    """In a study file each release is a dataset with a label, and a measure's `datasets` names
+    them: eval runs on both, and the scorecard's column groups carry the labels."""
+    from helpers.hub_cache import TAG, use_offline_hub, write_timm_weights
+    write_timm_weights(tmp_path / "hf")
+    use_offline_hub(monkeypatch, tmp_path / "hf")
+    study = tmp_path / "study.toml"
+    study.write_text(f'models = ["timm:{TAG}"]\n'
+                     f'datasets = [{{path = "{imagenet_e}", label = "imagenet-e"}}, '
+                     f'{{path = "{counteranimal}", label = "counteranimal"}}]\n'
+                     '[measures.eval]\ndatasets = ["imagenet-e", "counteranimal"]\n'
+                     f'[report]\nout = "{tmp_path / "report"}"\n')
+    proc = run_cli("study", study, "--db", tmp_path / "r.db", "--quiet", "--json")
+    assert proc.returncode == 0, proc.stderr
+    cells = {(c["dataset"], c["title"]): c["value"] for c in json.loads(proc.stdout)["scorecard"]}
+    assert cells[("imagenet-e", "top-1 size_0.05")] is not None and cells[("counteranimal", "common − counter")] \
+        is not None

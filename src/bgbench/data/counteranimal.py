@@ -16,7 +16,7 @@ Two variants, `common` and `counter`, each every class folder's images on that b
 image's id is '<class folder>/<background folder>/<file name>', so the class is in the id
 (the per-class gap reads it there). Images are fed through ImageNet's evaluation crop, Resize(256)
 then CenterCrop(224). `data` is `LAION-final/` or a folder holding it (or `counteranimal/LAION-final`,
-where one loader looks).
+where one loader looks); the layout's root is that folder as named.
 """
 from __future__ import annotations
 
@@ -66,12 +66,18 @@ class CounterAnimalLayout(MasklessLayout):
 
 
 def find_counteranimal(data) -> Optional[Path]:
-    """The `LAION-final/` folder when `data` is it or holds it: a folder of '<index> <name>' class
-    folders, one of which holds a `common-*` or `counter-*` folder; None otherwise."""
+    """`data` when it is the `LAION-final/` folder or holds it (`final_folder`); None otherwise. The
+    root stays the folder the user named, so a study's label for it names its runs."""
     path = Path(data).expanduser()
-    for root in (path, path / FOLDER, path / "counteranimal" / FOLDER):
-        if root.is_dir() and not (root / "original").is_dir() and _holds_class_folder(root):
-            return root
+    return path if final_folder(path) is not None else None
+
+
+def final_folder(path: Path) -> Optional[Path]:
+    """The folder of class folders at or under `path`: one of '<index> <name>' class folders, one of
+    which holds a `common-*` or `counter-*` folder."""
+    for final in (path, path / FOLDER, path / "counteranimal" / FOLDER):
+        if final.is_dir() and not (final / "original").is_dir() and _holds_class_folder(final):
+            return final
     return None
 
 
@@ -93,15 +99,16 @@ def counteranimal_layout(root: Path, variants: Optional[Sequence[str]] = None,
         if v not in GROUPS:
             raise DataError(f"{root} is CounterAnimal; its variants are {', '.join(GROUPS)}, not {v!r}")
     chosen = [g for g in GROUPS if variants is None or g in variants]
+    final = final_folder(root) or root
     guard = RootGuard(root)
     found: Dict[str, List[Item]] = {g: [] for g in chosen}
-    for folder in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
+    for folder in sorted(p for p in final.iterdir() if p.is_dir() and not p.name.startswith(".")):
         label = _class_label(folder)
         for group in chosen:
             found[group] += _group_items(folder, group, label, guard)
     for group in chosen:
         if not found[group]:
-            raise DataError(f"no images under {root}/<index> <name>/{group}-<background>/ (CounterAnimal's "
+            raise DataError(f"no images under {final}/<index> <name>/{group}-<background>/ (CounterAnimal's "
                             f"{group} group is empty)")
     layout = CounterAnimalLayout(root=root, split="", classes=imagenet_wnids(), variants=tuple(chosen))
     layout._items.update(found)
