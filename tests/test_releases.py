@@ -36,8 +36,14 @@ from helpers.release_trees import (COUNTERANIMAL_CLASSES, IMAGENET_E_FOLDERS, IM
 #: Table 1's columns in the paper's order, as the release's folders name them: the background
 #: levels (inversion at λ = 0, λ = −20, λ = 20, λ = 20 adversarial, a random background), the object
 #: sizes (full, pixel rates 0.1, 0.08, 0.05), position and direction.
-TABLE1 = {"ori": "Ori", "rec": "Inver", "20_smooth": "λ=-20", "20_hard": "λ=20", "20_adv": "λ=20-adv",
-          "random_bg": "Random bg", "full": "Full", "01": "0.1", "008": "0.08", "005": "0.05", "rp": "rp", "rd": "rd"}
+#: Each folder with its column and the variant bgbench is to name it (the name `bgbench edit` gives
+#: the same level), written here so that a swapped folder in bgbench's own table fails.
+TABLE1 = {"ori": ("Ori", "original"), "rec": ("Inver", "complexity_0"), "20_smooth": ("λ=-20", "complexity_-20"),
+          "20_hard": ("λ=20", "complexity_20"), "20_adv": ("λ=20-adv", "complexity_adv"),
+          "random_bg": ("Random bg", "background_random"), "full": ("Full", "size_full"), "01": ("0.1", "size_0.1"),
+          "008": ("0.08", "size_0.08"), "005": ("0.05", "size_0.05"), "rp": ("rp", "position_random"),
+          "rd": ("rd", "rotation_random")}
+FOLDER_OF = {variant: folder for folder, (_, variant) in TABLE1.items()}
 
 
 class ChannelLinear(nn.Module):
@@ -102,7 +108,6 @@ def test_imagenet_e_is_read_as_the_code_that_reads_it_does(imagenet_e):
     assert layout.kind == "imagenet_e" and len(layout.variants) == len(TABLE1) == 12
     source = imagenet_e_oracle(imagenet_e)
     assert sorted(source) == sorted(IMAGENET_E_FOLDERS)
-    from bgbench.data.imagenet_e import FOLDER_OF
     for variant in layout.variants:
         ours = [(it.path, it.label) for it in layout.items(variant)]
         assert ours == source[FOLDER_OF[variant]], variant
@@ -116,7 +121,6 @@ def test_imagenet_e_is_scored_as_table_1(imagenet_e, tmp_path, one_thread):
     db = tmp_path / "r.db"
     report = bgbench.evaluate(imagenet_model(IMAGENET_E_IMAGES.values()), imagenet_e, progress=False)
     run_id = bgbench.record(report, db)
-    from bgbench.data.imagenet_e import FOLDER_OF
     with Store(db) as store:
         stored = {(m["name"], m["variant"]): m["value"] for m in store.metrics(run_id)}
         preds = {FOLDER_OF[v]: {r["image_id"]: (r["label"], r["pred"]) for r in store.predictions(run_id, v)}
