@@ -18,6 +18,7 @@ from .layout import IN9_VARIANTS, Layout, class_dirs, discover
 from .rival10 import find_rival10, rival10_layout
 from .spawrious import CLASSES as SPAWRIOUS_CLASSES, find_spawrious, spawrious_layout
 from .waterbirds import CLASSES as WATERBIRDS_CLASSES, find_waterbirds, waterbirds_layout
+from .releases import find_release
 
 
 def resolve_layout(data: "str | Path | Layout", variants: Optional[Sequence[str]] = None,
@@ -34,7 +35,8 @@ def resolve_layout(data: "str | Path | Layout", variants: Optional[Sequence[str]
     ImageNet's own images and folders of ImageNet classes (`data.imagenet_folders`: ImageNet val, Stylized-ImageNet,
     ImageNet-R). The ImageNet-D release is read as its code reads it (`data.imagenet_d`: one
     variant per nuisance, no split), and so is Spawrious' (`data.spawrious`: one variant, a split per
-    challenge and part, such as o2o_easy-test). `split`: the split folder (default: the dataset's
+    challenge and part, such as o2o_easy-test); the ImageNet-E and CounterAnimal releases as laid out
+(`data.releases`: a variant per edit level, and common/counter). `split`: the split folder (default: the dataset's
     evaluation split: val for IN-9 and ImageNet, test for Waterbirds and Spawrious).
     """
     if isinstance(data, Layout):
@@ -52,6 +54,9 @@ def resolve_layout(data: "str | Path | Layout", variants: Optional[Sequence[str]
     found_spawrious = find_spawrious(data)
     if found_spawrious is not None:
         return spawrious_layout(found_spawrious, split, variants)
+    release = find_release(data)
+    if release is not None:
+        return release.read(variants, split)
     group_file = find_group_file(data)
     if group_file is not None:
         return group_layout(group_file, split, variants)
@@ -79,7 +84,8 @@ def dataset_classes(data, split: str = "val") -> Optional[Tuple[str, ...]]:
     """The classes of a dataset, cheaply (no image listed), for a model that takes them from the data
     (a zero-shot head, a random-init network sized to them): ImageNet-D's 113 folders, Spawrious'
     four breeds, Waterbirds' two birds, else the class folders `class_folders` finds; None when none
-    can be read."""
+    can be read, and for the ImageNet-E and CounterAnimal releases, whose classes are ImageNet's own
+    1000."""
     if data is None or isinstance(data, Layout):
         return class_folders(data, split)
     if find_imagenet_d(data) is not None:
@@ -89,6 +95,8 @@ def dataset_classes(data, split: str = "val") -> Optional[Tuple[str, ...]]:
         return SPAWRIOUS_CLASSES
     if find_waterbirds(data) is not None:
         return WATERBIRDS_CLASSES
+    if find_release(data) is not None:  # ImageNet's 1000 classes: a zero-shot head prompts ImageNet's names
+        return None
     return class_folders(data, split)
 
 

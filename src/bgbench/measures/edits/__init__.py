@@ -1,5 +1,6 @@
 """ImageNet-E's measure: the accuracy drop from ORIGINAL per attribute level of an edited dataset,
-with paired intervals, from stored eval runs of a `bgbench edit` folder."""
+with paired intervals, from stored eval runs of a `bgbench edit` folder or of the ImageNet-E release
+(its Table 1), the two beside each other in one table when a model's runs read both."""
 from dataclasses import dataclass, field
 
 from ... import checks
@@ -25,9 +26,11 @@ class Edits(AnalysisMeasure):
     name = "edits"
     position = 60
     source = ("ImageNet-E (Li et al., CVPR 2023): the accuracy drop from the original images at "
-              "each attribute-edit level")
+              "each attribute-edit level (Table 1; its dropped accuracy, Eq. 8: DA = acc_original − acc), "
+              "on bgbench's own edits and on the released ImageNet-E")
     checked_against = ("tests/measures/test_edits.py (drops and paired intervals by hand, end to "
-                       "end through edit, eval and analyze)")
+                       "end through edit, eval and analyze) and tests/test_releases.py (Table 1 and Eq. 8 on a "
+                       "generated release, written out in the test; the release beside a `bgbench edit` folder)")
     title = "edit drops"
     needs = ("eval run",)
     reads = Reads.RUNS
@@ -40,9 +43,11 @@ class Edits(AnalysisMeasure):
 
     def of_run(self, store, run_ids, n_boot: int = REPLICATES, seed: int = 0):
         """Each level's drop from ORIGINAL, paired over images, from the eval runs `run_ids` of one
-        model (`summary.runs_by_model` splits runs of several)."""
-        from .summary import edit_drops
-        return edit_drops(store, list(run_ids), n_boot=n_boot, seed=seed)
+        model (`summary.runs_by_model` splits runs of several); runs on several datasets (the
+        ImageNet-E release and a `bgbench edit` folder) give one table, a column group per dataset
+        (`beside`)."""
+        from .beside import edits_of_runs
+        return edits_of_runs(store, list(run_ids), n_boot=n_boot, seed=seed)
 
     def of_table(self, table, n_boot: int = REPLICATES, seed: int = 0):
         from .summary import edit_drops_of

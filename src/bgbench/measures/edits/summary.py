@@ -18,7 +18,9 @@ from ...probing.tables import RunTable, stored_table
 from ...result import Result
 
 ORIGINAL = "original"
-ATTRIBUTE_ORDER = ("remove", "size", "position", "rotation", "complexity")
+#: ImageNet-E's attributes in the order tables show them; 'background' is the release's random
+#: background (`data.imagenet_e`), which `bgbench edit` does not make.
+ATTRIBUTE_ORDER = ("remove", "size", "position", "rotation", "complexity", "background")
 
 
 @dataclass(frozen=True)

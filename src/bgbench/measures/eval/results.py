@@ -6,6 +6,7 @@ from typing import Any, Dict, List, Optional
 
 from ...result import Result
 from ..common.groups import GroupAccuracy
+from .counter_gap import COMMON, COUNTER, CounterGap, counter_gap
 from ...evaluation.metrics import Estimate, accuracy, bg_gap
 from ...evaluation.predict import Predictions
 from ...intervals import REPLICATES, interval
@@ -37,6 +38,8 @@ class EvalReport(Result):
     split_read: Optional[Dict[str, str]] = None
     #: on a Waterbirds split, wilds' average and worst-group accuracy (`waterbirds`); None otherwise
     waterbirds: Optional[WaterbirdsScore] = None
+    #: CounterAnimal's common − counter accuracy, overall and per class, where the data has both groups
+    counter_gap: Optional[CounterGap] = None
 
     @classmethod
     def from_predictions(cls, model: str, data: str, predictions: Dict[str, Predictions],
@@ -46,13 +49,18 @@ class EvalReport(Result):
         if "mixed_same" in predictions and "mixed_rand" in predictions:
             gap = bg_gap(predictions["mixed_same"].correct_by_id(), predictions["mixed_rand"].correct_by_id(),
                          n_boot=n_boot, seed=seed)
-        return cls(model=model, data=data, predictions=predictions, accuracy=acc, bg_gap=gap)
+        counter = None
+        if COMMON in predictions and COUNTER in predictions:
+            counter = counter_gap(predictions[COMMON], predictions[COUNTER], n_boot=n_boot, seed=seed)
+        return cls(model=model, data=data, predictions=predictions, accuracy=acc, bg_gap=gap, counter_gap=counter)
 
     def metric_rows(self) -> List[tuple]:
         rows = [("accuracy", v, e.value, e.lo, e.hi, e.n) for v, e in self.accuracy.items()]
         if self.bg_gap is not None:
             g = self.bg_gap
             rows.append(("bg_gap", "", g.value, g.lo, g.hi, g.n))
+        if self.counter_gap is not None:
+            rows += self.counter_gap.metric_rows()
         for result in self.groups.values():
             rows += result.metric_rows()
         if self.waterbirds is not None:
@@ -68,6 +76,7 @@ class EvalReport(Result):
                 **({"split_read": self.split_read} if self.split_read else {}),
                 "accuracy": {v: e.as_dict() for v, e in self.accuracy.items()},
                 "bg_gap": self.bg_gap.as_dict() if self.bg_gap else None,
+                **({"counter_gap": self.counter_gap.to_dict()} if self.counter_gap else {}),
                 **({"groups": {v: g.to_dict() for v, g in self.groups.items()}} if self.groups else {}),
                 **({"waterbirds": self.waterbirds.to_dict()} if self.waterbirds is not None else {})}
 
@@ -84,6 +93,8 @@ class EvalReport(Result):
             ci = interval(g.lo, g.hi, g.n, lambda v: f"{100 * v:5.1f}%")
             lines.append(f"{'BG-Gap':<{w}} {100 * g.value:6.1f}%  {ci:>16} {g.n:>6}"
                          "  (mixed_same - mixed_rand, paired bootstrap)")
+        if self.counter_gap is not None:
+            lines += self.counter_gap.lines()
         for v, result in self.groups.items():
             lines.append(f"{v}: {result.headline()}")
             if len(result.groups) <= GROUPS_LISTED:
