@@ -16,6 +16,7 @@ from .imagenet_d import find_imagenet_d, imagenet_d_layout
 from .layout import IN9_VARIANTS, Layout, class_dirs, discover
 from .rival10 import find_rival10, rival10_layout
 from .spawrious import CLASSES as SPAWRIOUS_CLASSES, find_spawrious, spawrious_layout
+from .spurious_imagenet import find_spurious_imagenet, spurious_imagenet_layout
 
 
 def resolve_layout(data: "str | Path | Layout", variants: Optional[Sequence[str]] = None,
@@ -49,6 +50,9 @@ def resolve_layout(data: "str | Path | Layout", variants: Optional[Sequence[str]
     found_spawrious = find_spawrious(data)
     if found_spawrious is not None:
         return spawrious_layout(found_spawrious, split, variants)
+    found_spurious = find_spurious_imagenet(data)
+    if found_spurious is not None:  # its images/timestamp.txt (data.spurious_imagenet)
+        return spurious_imagenet_layout(found_spurious, variants, split)
     group_file = find_group_file(data)
     if group_file is not None:
         return group_layout(group_file, split, variants)
