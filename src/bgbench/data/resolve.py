@@ -16,6 +16,7 @@ from .imagenet_d import find_imagenet_d, imagenet_d_layout
 from .layout import IN9_VARIANTS, Layout, class_dirs, discover
 from .rival10 import find_rival10, rival10_layout
 from .spawrious import CLASSES as SPAWRIOUS_CLASSES, find_spawrious, spawrious_layout
+from .salient_imagenet import find_salient_imagenet, salient_imagenet_layout
 from .spurious_imagenet import find_spurious_imagenet, spurious_imagenet_layout
 
 
@@ -53,6 +54,9 @@ def resolve_layout(data: "str | Path | Layout", variants: Optional[Sequence[str]
     found_spurious = find_spurious_imagenet(data)
     if found_spurious is not None:  # its images/timestamp.txt (data.spurious_imagenet)
         return spurious_imagenet_layout(found_spurious, variants, split)
+    found_salient = find_salient_imagenet(data)
+    if found_salient is not None:  # its wordnet_dict.py and class folders (data.salient_imagenet)
+        return salient_imagenet_layout(found_salient, variants, split)
     group_file = find_group_file(data)
     if group_file is not None:
         return group_layout(group_file, split, variants)
