@@ -68,11 +68,15 @@ class SpuriousImageNetLayout(ImagesOnlyLayout):
 
 
 def find_spurious_imagenet(data) -> Optional[Path]:
-    """The folder of images when `data` is the release (ROOT with `images/timestamp.txt`, or the
-    `images/` folder with its `timestamp.txt`); None otherwise."""
+    """The root when `data` is the release (ROOT with `images/timestamp.txt`, or the `images/`
+    folder itself with its `timestamp.txt`); None otherwise."""
     root = Path(data).expanduser()
     if not root.is_dir():
         return None
+    return root if _images_folder(root) is not None else None
+
+
+def _images_folder(root: Path) -> Optional[Path]:
     for folder in (root / IMAGES, root):
         if (folder / TIMESTAMP).is_file() and not (folder / "original").is_dir():
             return folder
@@ -96,11 +100,14 @@ def folder_parts(folder: Path) -> Tuple[int, int]:
     return index, feature
 
 
-def spurious_imagenet_layout(folder: Path, variants: Optional[Sequence[str]] = None,
+def spurious_imagenet_layout(root: Path, variants: Optional[Sequence[str]] = None,
                              split: Optional[str] = None) -> SpuriousImageNetLayout:
-    """The release whose images are under `folder` (found by `find_spurious_imagenet`), checked."""
+    """The release at `root` (found by `find_spurious_imagenet`), checked; nothing outside `root` is read."""
     from .imagenet import imagenet_synsets
-    root = folder.parent if folder.name == IMAGES and (folder.parent / IMAGES) == folder else folder
+    root = Path(root)
+    folder = _images_folder(root)
+    if folder is None:
+        raise DataError(f"{root} holds no {IMAGES}/{TIMESTAMP} (the Spurious ImageNet release's mark)")
     for v in variants or ():
         if v != "original":
             raise DataError(f"variant {v!r} not found under {root}: Spurious ImageNet has its images only "

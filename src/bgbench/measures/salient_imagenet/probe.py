@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import List, Optional, Sequence
 
 from ... import checks
+from ...data.salient_imagenet import KIND
 from ...errors import BgbenchError
 from ...intervals import REPLICATES
 from ...options import flag, runtime
@@ -34,7 +35,6 @@ from ..result import MeasureResult
 from ..running import RunningMeasure
 from .summary import CORE, SPURIOUS, SalientSummary, summarize_salient
 
-KIND = "salient_imagenet"  # data.salient_imagenet.KIND: the layout kind its runs record
 #: `noise_stds_list` of the notebooks.
 NOISE_STD = 0.25
 

@@ -15,7 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import List, Optional, Sequence
 
+from ... import checks
 from ...classes import Mapping
+from ...data.spurious_imagenet import KIND
 from ...errors import BgbenchError
 from ...intervals import REPLICATES
 from ...options import flag, runtime
@@ -27,8 +29,6 @@ from ..registry import Headline, SectionSpec
 from ..result import MeasureResult
 from ..running import predicted
 from .summary import SPURIOUS, VAL, SpuriousSummary, summarize_spurious
-
-KIND = "spurious_imagenet"  # data.spurious_imagenet.KIND: the layout kind its runs record
 
 
 @dataclass(kw_only=True)
@@ -51,8 +51,7 @@ class SpuriousConfig(ProbeConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        if self.bootstrap_replicates < 1:
-            raise BgbenchError("bootstrap replicates must be at least 1")
+        checks.at_least("bootstrap replicates", self.bootstrap_replicates, 1)
 
 
 @dataclass(frozen=True, slots=True, order=True)
