@@ -277,14 +277,14 @@ def test_it_keeps_the_contract_of_every_measure_and_heads_its_benchmarks_scoreca
     shutil.copy(annotations, salient / "discover_spurious_features.csv")
     try:
         proc = run_cli("profile", "--model", f"timm:{TAG}", "--resize", "none", "--data", salient, "--data",
-                       synth_root, "--measures", "salient_imagenet", "--out", tmp_path / "p", "--db",
+                       synth_root, "--measures", "eval", "salient_imagenet", "--out", tmp_path / "p", "--db",
                        tmp_path / "s.db", "--json", "--quiet")
     finally:
         (salient / "discover_spurious_features.csv").unlink()
     assert proc.returncode == 0, proc.stderr[-2000:]
     doc = json.loads(proc.stdout)
     steps = {(s["dataset"], s["measure"]): s for s in doc["steps"]}
-    assert steps[(salient.name, "salient_imagenet")]["skip"] is None
+    assert steps[(salient.name, "salient_imagenet")]["skip"] is None and steps[(salient.name, "eval")]["skip"] is None
     assert "not the Salient ImageNet release" in steps[(synth_root.name, "salient_imagenet")]["skip"]
     cells = {(c["dataset"], c["title"]): c for c in doc["scorecard"] if c["value"] is not None}
     core = printed["noise_on"]["spurious"]["noisy"]["value"]

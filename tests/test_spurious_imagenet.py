@@ -280,7 +280,7 @@ def test_it_keeps_the_contract_of_every_measure_and_heads_its_benchmarks_scoreca
     assert proc.returncode == 0, proc.stderr[-2000:]
     doc = json.loads(proc.stdout)
     steps = {(s["dataset"], s["measure"]): s for s in doc["steps"]}
-    assert steps[(root.name, "spurious_imagenet")]["skip"] is None
+    assert steps[(root.name, "spurious_imagenet")]["skip"] is None and steps[(root.name, "eval")]["skip"] is None
     assert "not the Spurious ImageNet release" in steps[(synth_root.name, "spurious_imagenet")]["skip"]
     cells = {(c["dataset"], c["title"]): c for c in doc["scorecard"] if c["value"] is not None}
     assert cells[(root.name, "spurious score")]["value"] == pytest.approx(printed["spurious_score"]["value"])
