@@ -7,11 +7,11 @@ exactly that host work, and it can be measured and improved on any laptop. Each 
 (or pairs) per second on one core, against the goal that keeps the fastest H100 forward fed
 (20,441 img/s, `benchmarks/gpu/results/`):
 
-- feed from the cache: the host side of the GPU path (`evaluation.feed.host_batches` from the
+- feed from the cache: the host side of the GPU path (`evaluation.feed.host_runs` from the
   pixel cache's map, then the copy into a (pinned, on a GPU) staging buffer), in batches of 256;
 - the whole eval path on the CPU (`predict_items`: feed, [0,1] conversion on the CPU, decision,
   bookkeeping) with the null model; on a GPU the conversion runs on the card, so this is a bound;
-- the probes' batches (images and masks, `probing.batches.masked_batches`) from the cache;
+- the probes' batches (images and masks, the feed's `Images.of_pairs`) from the cache;
 - the first pass (`data.pixel_cache.pixels_of` into a fresh cache: header reads, decoding in 1 and 2
   processes, the map written): images/s, the best of --repeats, and the scaling from 1 to 2
   processes (goal 1.8x), beside two ceilings: a toy CPU task's scaling and PIL's decoding of the
@@ -79,14 +79,15 @@ def feed_rate(items, batch_size: int, repeats: int) -> dict:
     """The host side of the GPU path, from the cache: assemble each batch, copy it into a staging
     buffer (pinned on a GPU; plain here, where there is none to pin)."""
     from bgbench.data.pixel_cache import pixels_of
-    from bgbench.evaluation.feed import host_batches
+    from bgbench.evaluation.feed import Images, host_runs
     pixels = pixels_of(items)
     assert pixels.from_cache == len(items)
-    staging = np.empty((batch_size, *pixels.shape(0)), np.uint8)
+    staging = torch.empty((batch_size, *pixels.shape(0)), dtype=torch.uint8)
+    images = Images.of(pixels, batch_size)
 
     def go():
-        for _, batch in host_batches(pixels, range(len(items)), batch_size, workers=1):
-            staging[:len(batch)] = batch
+        for _, run in host_runs(images, range(len(images)), workers=1):
+            staging[:len(run.x)] = run.x
     return {"feed_cached": best_rate(go, len(items), repeats)}
 
 
@@ -194,11 +195,12 @@ def eval_first_pass_rate(root: Path, repeats: int, card_rate: float = 1000.0) ->
 def probe_batches_rate(layout, batch_size: int, repeats: int) -> dict:
     """The host side of the probes' batches on a GPU: images and masks from the cache, stacked into
     the (pinned, there) buffers that are copied to the device; the [0,1] conversion runs there."""
-    from bgbench.probing.batches import _decoded
+    from bgbench.evaluation.feed import Images, host_runs
     pairs = layout.foregrounds()
 
     def go():
-        for _ in _decoded(pairs, batch_size, "cpu", workers=1):
+        images = Images.of_pairs(pairs, batch_size)
+        for _ in host_runs(images, range(len(images)), workers=1):
             pass
     return {"probe_batches_cpu": best_rate(go, len(pairs), repeats)}
 

@@ -38,7 +38,7 @@ import torch
 from PIL import Image
 
 from bgbench.data.layout import discover
-from bgbench.data.prefetch import resolve_workers
+from bgbench.options import resolve_workers
 from bgbench.evaluation.numerics import forward_context
 from bgbench.evaluation.predict import predict_items, to_tensor
 from bgbench.models import create_model
@@ -74,14 +74,13 @@ def feed_alone(items, batch_size: int, device: str, synced) -> float:
     """Images/s of the feed by itself (pixel cache -> batches -> device, [0,1] float there), no model:
     the rate above which the feed, not the forward, would set the eval path's pace."""
     from bgbench.data.pixel_cache import pixels_of
-    from bgbench.data.prefetch import resolve_workers
-    from bgbench.evaluation.feed import DeviceFeed, host_batches
+    from bgbench.options import resolve_workers
+    from bgbench.evaluation.feed import Images, batches
     pixels = pixels_of(items, wait=True)
 
     def once() -> float:
         t = synced()
-        host = host_batches(pixels, range(len(items)), batch_size, resolve_workers(None, device))
-        for _, x in DeviceFeed(device)(host):
+        for _ in batches(Images.of(pixels, batch_size), device=device, workers=resolve_workers(None, device)):
             pass
         return synced() - t
     once()

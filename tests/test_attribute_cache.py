@@ -16,7 +16,7 @@ from bgbench.data import pixel_cache
 from bgbench.data.layout import discover
 from bgbench.data.resolve import resolve_layout
 from bgbench.errors import DataError
-from bgbench.probing.batches import attribute_batches
+from bgbench.evaluation.feed import masked_batches
 
 
 @pytest.fixture(autouse=True)
@@ -29,8 +29,8 @@ def _batches(root, monkeypatch, cached: bool, batch_size: int = 8):
     monkeypatch.setenv("BGBENCH_NO_CACHE", "0" if cached else "1")
     layout = resolve_layout(root, ["original"])
     out = []
-    for items, x, m, parts in attribute_batches(layout.foregrounds(), batch_size, "cpu", layout.attribute_source,
-                                                workers=0):
+    for _, (items, x, m, parts) in masked_batches(layout.foregrounds(), batch_size=batch_size, device="cpu",
+                                                  attributes=layout.attribute_source, workers=1):
         out.append(([it.image_id for it in items], x.clone(), m.clone(),
                     {name: (index.clone(), masks.clone(), list(have)) for name, (index, masks, have) in parts.items()}))
     return out

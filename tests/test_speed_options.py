@@ -3,43 +3,53 @@ the same fp32 verdicts and predictions as the plain eager model, on a tiny model
 from __future__ import annotations
 
 import copy
-import threading
 import time
 
 import pytest
 import torch
 
-from bgbench.data.prefetch import default_workers, prefetched
 from bgbench.models import create_model
 from bgbench.models.options import speed_up
+from bgbench.options import default_workers
 from conftest import run_cli
 
 
-def test_prefetched_keeps_order_and_overlaps_decoding():
-    seen = []
-
-    def decode(k):
-        time.sleep(0.02 * (k % 3 == 0))  # uneven chunks: a fast one must not overtake a slow one
-        seen.append(threading.current_thread().name)
-        return k * k
-    assert list(prefetched(list(range(10)), decode, workers=3)) == [k * k for k in range(10)]
-    assert all(name.startswith("bgbench-decode") for name in seen)  # never the caller's thread
-    assert list(prefetched([], decode, workers=2)) == []
+class _Item:
+    def __init__(self, k):
+        self.k, self.image_id, self.path, self.label = k, f"img{k}", f"img{k}.png", 0
 
 
-def test_prefetched_raises_where_the_bad_chunk_comes_out_and_stops_decoding():
-    decoded = []
+def _render(item):
+    """Image k is filled with k; images 3 and 7 take longer, so a worker finishing early could overtake."""
+    import numpy as np
+    time.sleep(0.03 * (item.k in (3, 7)))
+    if item.k == 11:
+        from bgbench.errors import DataError
+        raise DataError(f"{item.path}: cannot decode (truncated file)")
+    return np.full((4, 4, 3), item.k, np.uint8)
 
-    def decode(k):
-        if k == 2:
-            raise ValueError("corrupt image")
-        decoded.append(k)
-        return k
-    out = prefetched(list(range(50)), decode, workers=2)
-    assert [next(out), next(out)] == [0, 1]
-    with pytest.raises(ValueError, match="corrupt"):
+
+def test_the_feed_keeps_order_with_worker_processes_and_cuts_batches_by_size():
+    from bgbench.data.pixel_cache import Pixels
+    from bgbench.evaluation.feed import Images, batches
+    items = [_Item(k) for k in range(10)]
+    seen = [(k, [it.k for it in b.items], (b.x[:, 0, 0, 0] * 255).round().int().tolist())
+            for k, b in batches(Images.of(Pixels(items), 3, render=_render), device="cpu", workers=2)]
+    assert [s[0] for s in seen] == [0, 1, 2, 3]
+    assert [s[1] for s in seen] == [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9]]
+    assert all(ids == values for _, ids, values in seen)  # each batch holds its own images' pixels
+
+
+def test_a_bad_image_in_a_worker_process_is_its_own_one_line_error():
+    from bgbench.data.pixel_cache import Pixels
+    from bgbench.errors import DataError
+    from bgbench.evaluation.feed import Images, batches
+    items = [_Item(k) for k in range(14)]
+    out = batches(Images.of(Pixels(items), 4, render=_render), device="cpu", workers=2)
+    assert [k for k, _ in (next(out), next(out))] == [0, 1]
+    with pytest.raises(DataError) as raised:
         next(out)
-    assert len(decoded) < 10  # the rest was cancelled, not decoded in the background
+    assert str(raised.value) == "img11.png: cannot decode (truncated file)"  # not the worker's traceback
 
 
 def test_default_workers_follow_the_device(monkeypatch):

@@ -87,7 +87,7 @@ def evaluate(model: ModelLike, data: str | Path, *, progress: bool = True, **opt
             (recorded in the run).
         split: the split to read (default: val for IN-9, test for Waterbirds).
         workers: threads decoding batches ahead of the model (default: 1 on the CPU, more on a GPU;
-            `data.prefetch.default_workers`).
+            `options.default_workers`).
         precision: 'fp32' (exact: TF32 off, so a GPU predicts what the CPU does), or 'bf16'/'fp16'
             autocast around the forward (faster on GPUs, not exact).
         rerun: accepted for the command line's sake: this function always predicts (it reads no

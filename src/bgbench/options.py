@@ -19,6 +19,32 @@ BATCH_SIZE = 64
 #: Classes `bgbench predict` shows per image, by default (the API's and the CLI's).
 TOP = 5
 
+#: What --workers says, in every command that feeds a model from image files.
+WORKERS_HELP = ("processes that decode batches ahead of the model and, on a GPU, threads that make a probe's rows "
+                "while the next batches run (default: 1 on the CPU, where the forward is the bottleneck; on a GPU one "
+                "per core, 2 to 8, shared among the torchrun processes of a machine)")
+
+
+def default_workers(device: str = "cpu") -> int:
+    """Decoding workers for a model on `device`: 1 beside a CPU model (which already uses every core),
+    else this process's share of the machine's cores (torchrun's processes split them), 2 to 8."""
+    import os
+    if not str(device).startswith("cuda"):
+        return 1
+    per_machine = int(os.environ.get("LOCAL_WORLD_SIZE", "1") or 1)
+    return min(8, max(2, (os.cpu_count() or 2) // max(1, per_machine)))
+
+
+def resolve_workers(workers: Optional[int], device: str = "cpu") -> int:
+    """`workers` if given (at least 1), else the default for `device`."""
+    return default_workers(device) if workers is None else max(1, int(workers))
+
+
+def workers_field():
+    """A config's `workers` field, which is also its --workers flag (None: `default_workers`)."""
+    return dataclasses.field(default=None, metadata=runtime(flag("--workers", WORKERS_HELP, type=int)))
+
+
 #: The metadata key under which a field keeps its flag.
 FLAG = "bgbench_flag"
 #: The metadata key of a field that says how a job runs, not what it computes (a batch size, a

@@ -63,8 +63,8 @@ PACKAGE = textwrap.dedent('''
         sections = (SectionSpec("NAME", "Mirror consistency", f"{__name__}:section",
                                 template="<p>mirror {{ '%.3f'|format(data.consistency) }}</p>"),)
 
-        def rows(self, run, batch, cfg):
-            flipped = batch.x if cfg.upright else batch.x.flip(-2)
+        def rows(self, run, batch):
+            flipped = batch.x if run.cfg.upright else batch.x.flip(-2)
             pred, pred_f = run.model(batch.x).argmax(1).tolist(), run.model(flipped).argmax(1).tolist()
             return [(it.image_id, it.label, p, q) for it, p, q in zip(batch.items, pred, pred_f)]
 

@@ -61,8 +61,8 @@ class Flip(ModelMeasure):
                             template="<p>consistency {{ '%.3f'|format(data.summary.consistency) }} "
                                      "(run {{ data.run_id }})</p>"),)
 
-    def rows(self, run, batch, cfg: FlipConfig):
-        flipped = batch.x.flip(-1 if cfg.horizontal else -2)
+    def rows(self, run, batch):
+        flipped = batch.x.flip(-1 if run.cfg.horizontal else -2)
         pred, pred_f = run.model(batch.x).argmax(1).tolist(), run.model(flipped).argmax(1).tolist()
         return [FlipRow(it.image_id, it.label, p, q) for it, p, q in zip(batch.items, pred, pred_f)]
 

@@ -1,58 +1,201 @@
-"""The feed: uint8 image batches from the host to the model's device, without keeping it waiting.
+"""The feed: every pass of a model over images reads them through here.
 
-What a GPU needs (ResNet-50 at 224 px runs 7,000-23,000 img/s on one H100): batches assembled
-ahead of the forward (threads, from the decoded-pixel cache's memory map or from decoding), copied
-as uint8 (a quarter of float's bytes) from pinned memory on a side stream while the previous batch
-computes, and converted to [0,1] float on the device. This is timm's `PrefetchLoader` pattern;
-normalization itself stays inside the model wrapper (`models.norms`), so composites and probes
-keep working on [0,1] images.
+One iterator, `batches`, serves eval, the shortcut arms, the probes (with object and attribute
+masks), DFR's and the linear probe's features, `bgbench predict`, the adversarial edit and the
+pictures of the galleries. It owns, in order:
 
-On a CPU the same iterator hands `torch.from_numpy` views over: no pinning, no stream.
+- reading: the decoded-pixel cache's map of the images (`data.pixel_cache`: decoded once, in its
+  own first pass) or, where there is none (cache off, images made on the fly), decoding;
+- batching: `batch_size` consecutive images a batch, cut where the image size changes;
+- torch.utils.data: a `Dataset` whose item k is batch k, read by a `DataLoader` (worker processes
+  that decode ahead, `prefetch_factor` batches each, into pinned memory on a GPU), as timm's and
+  torchvision's reference scripts feed a model;
+- the copy to the device as uint8 (`DeviceFeed`, a quarter of float's bytes), converted to [0,1]
+  float there; normalization stays inside the model wrapper (`models.norms`), so composites and
+  probes keep working on [0,1] images;
+- torchrun: block b of `batch_size` images goes to rank b mod K (`distributed.share`), so every
+  forward sees exactly what it sees in one process, and `gathered` puts every rank's rows back in
+  one-process order on rank 0;
+- the progress bar.
+
+Precision and the autograd context are the caller's (`numerics.forward_context`), set once around
+its loop, because a measure's own work between forwards (Grad-CAM's backward) runs under them too.
 """
 from __future__ import annotations
 
 import time
 import warnings
-from contextlib import closing
-from typing import Callable, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
+from torch.utils.data import DataLoader, Dataset
 
+from .. import console
 from ..data.pixel_cache import Pixels
-from ..data.prefetch import prefetched
-
-#: One host batch: the positions (into the Pixels) it holds, and their NHWC uint8 pixels.
-HostBatch = Tuple[List[int], np.ndarray]
 
 
-def host_batches(pixels: Pixels, positions: Sequence[int], batch_size: int, workers: int = 1,
-                 render: Optional[Callable[[object], np.ndarray]] = None,
-                 checker: Optional[Callable[[object, np.ndarray], None]] = None) -> Iterator[HostBatch]:
-    """(positions, NHWC uint8) of each run of equal-shape images of each chunk of `batch_size`
-    positions, in order, assembled `workers` chunks ahead in threads.
+class Batch(NamedTuple):
+    """One batch on the device: the dataset items, images (N,3,H,W) float [0,1], object masks
+    (N,1,H,W) float {0,1} (None where the pass reads none), and each attribute's (index (n,) of the
+    images that have it, their masks (n,1,H,W), the same positions as a host list) in `parts`."""
 
-    `render(item)` replaces the pixels (variants computed on the fly: never cached, they depend on
-    more than one file); `checker(item, image)` sees every image (the masks' sizes of originals)."""
-    chunks = [list(positions[i:i + batch_size]) for i in range(0, len(positions), batch_size)]
+    items: list
+    x: Any
+    m: Any = None
+    parts: Dict[str, tuple] = {}
 
-    def assemble(chunk: List[int]) -> List[HostBatch]:
-        if render is None and pixels.mapped:
-            if checker is not None:
-                for k in chunk:
-                    checker(pixels.items[k], _Shaped(pixels.shape(k)))
-            return [(run, pixels.batch(run)) for run in _runs_by_shape(chunk, pixels.shape)]
-        arrays = {}
-        for k in chunk:
-            arrays[k] = render(pixels.items[k]) if render is not None else pixels.image(k)
-            if checker is not None:
-                checker(pixels.items[k], arrays[k])
-        return [(run, np.stack([arrays[k] for k in run]))
-                for run in _runs_by_shape(chunk, lambda k: arrays[k].shape)]
 
-    with closing(prefetched(chunks, assemble, workers)) as assembled:
-        for runs in assembled:
-            yield from runs
+class _Host(NamedTuple):
+    """One run of equal-size images of a batch, on the host: positions into the pixels, NHWC uint8
+    images, NHW bool masks, the attribute planes (N,H,W,P) uint8 and which images have which
+    attribute (N,A), or each image's attribute masks by name where the planes are not cached."""
+
+    positions: List[int]
+    x: torch.Tensor
+    m: Optional[torch.Tensor] = None
+    planes: Optional[torch.Tensor] = None
+    present: Optional[np.ndarray] = None
+    parts: Optional[List[dict]] = None
+
+
+class _Failed(NamedTuple):
+    """An error raised reading a batch in a worker process, handed back whole: the DataLoader would
+    wrap it in a traceback of the worker, and a user's bad file is one line."""
+
+    error: BaseException
+
+
+class Images(Dataset):
+    """Item k: the runs of equal-size images of batch k (`chunks[k]`, positions into `pixels`).
+
+    `masks`: the object masks by position (a `Pixels` of `pixel_cache.MaskFile`s, or a list of
+    references a reader resolves, RIVAL10's); `attributes`: an attribute source, its masks read
+    from `planes` (the cache's bit planes) where given; `render(item)` replaces the pixels (images
+    made on the fly: never cached, they depend on more than one file); `checker(item, image)` sees
+    every image (the masks' sizes of originals: an image of the map is seen by its shape)."""
+
+    def __init__(self, pixels: Pixels, chunks: Sequence[List[int]], *, masks=None, attributes=None,
+                 planes: Optional[Pixels] = None, render: Optional[Callable] = None,
+                 checker: Optional[Callable] = None):
+        self.pixels, self.chunks = pixels, [list(c) for c in chunks]
+        self.masks, self.attributes, self.planes = masks, attributes, planes
+        self.render, self.checker = render, checker
+
+    @classmethod
+    def of(cls, pixels: Pixels, batch_size: int, **reading) -> "Images":
+        """Every image of `pixels`, `batch_size` consecutive ones a batch."""
+        return cls(pixels, chunks_of(len(pixels), batch_size), **reading)
+
+    @classmethod
+    def of_pairs(cls, pairs: Sequence[Tuple[Any, Any]], batch_size: int, attributes=None,
+                 positions: Optional[Sequence[int]] = None) -> "Images":
+        """A probe's (item, object mask) `pairs` (those at `positions` only, where given: the entries
+        stay the whole list's), with each attribute's masks where `attributes` is a source: images,
+        masks and attribute bit planes each read from its entry of the pixel cache (a mask that is
+        a reader, RIVAL10's, is read by it)."""
+        from pathlib import Path
+
+        from ..data.pixel_cache import AttributeMasks, MaskFile, pixels_of
+        pixels = pixels_of([item for item, _ in pairs])
+        masks = [ref for _, ref in pairs]
+        if pairs and all(isinstance(ref, (str, Path)) for ref in masks):
+            masks = pixels_of([MaskFile(Path(ref)) for ref in masks])
+        planes = None
+        if attributes is not None and attributes.names and pixels.mapped:
+            planes = pixels_of([AttributeMasks(attributes, item, pixels.shape(k)[:2])
+                                for k, (item, _) in enumerate(pairs)])
+            planes = planes if planes.mapped else None
+        chosen = list(range(len(pairs))) if positions is None else list(positions)
+        chunks = [chosen[i:i + batch_size] for i in range(0, len(chosen), batch_size)]
+        return cls(pixels, chunks, masks=masks, attributes=attributes, planes=planes)
+
+    def __len__(self) -> int:
+        return len(self.chunks)
+
+    def __getitem__(self, k: int):
+        try:
+            return self._runs(self.chunks[k])
+        except Exception as e:  # noqa: BLE001 (handed to the loop, which raises it as it is)
+            return _Failed(e)
+
+    def _runs(self, chunk: List[int]) -> List[_Host]:
+        pixels = self.pixels
+        sliced = self.render is None and pixels.mapped and (self.masks is None or isinstance(self.masks, Pixels)
+                                                            and self.masks.mapped)
+        if sliced and (self.attributes is None or not self.attributes.names or self.planes is not None):
+            return [self._sliced(run) for run in _runs_by_shape(chunk, pixels.shape)]
+        images = {k: self._image(k) for k in chunk}
+        return [self._stacked(run, images) for run in _runs_by_shape(chunk, lambda k: images[k].shape)]
+
+    def _image(self, k: int) -> np.ndarray:
+        item = self.pixels.items[k]
+        image = self.render(item) if self.render is not None else self.pixels.image(k)
+        if self.checker is not None:
+            self.checker(item, image)
+        return image
+
+    def _sliced(self, run: List[int]) -> _Host:
+        """A run read as one slice of each map (no per-image arrays)."""
+        pixels = self.pixels
+        if self.checker is not None:
+            for k in run:
+                self.checker(pixels.items[k], _Shaped(pixels.shape(k)))
+        x = _tensor(pixels.batch(run))
+        if self.masks is None:
+            return _Host(run, x)
+        h, w = pixels.shape(run[0])[:2]
+        for k in run:
+            mh, mw = self.masks.shape(k)[:2]
+            if (mh, mw) != (h, w):
+                _mask_misfit(self.masks.items[k].path, pixels.items[k].path, (mw, mh), (w, h))
+        m = _tensor(self.masks.batch(run)[..., 0].view(np.bool_))
+        if self.planes is None:
+            return _Host(run, x, m)
+        from ..data.attributes import present_attributes
+        planes = _tensor(self.planes.batch(run))
+        return _Host(run, x, m, planes, present_attributes(planes.numpy(), len(self.attributes.names)))
+
+    def _stacked(self, run: List[int], images: Dict[int, np.ndarray]) -> _Host:
+        """A run stacked from per-image arrays (decoded, made on the fly, or masks read from files)."""
+        from ..data.images import object_mask
+        x = torch.from_numpy(np.stack([images[k] for k in run]))
+        if self.masks is None:
+            return _Host(run, x)
+        masks, parts = [], []
+        for k in run:
+            item, hw = self.pixels.items[k], images[k].shape[:2]
+            if isinstance(self.masks, Pixels):
+                mask = self.masks.image(k)[..., 0].view(np.bool_)
+                if mask.shape != hw:
+                    _mask_misfit(self.masks.items[k].path, item.path, mask.shape[::-1], hw[::-1])
+            else:
+                mask = object_mask(self.masks[k], item.path, hw)
+            masks.append(mask)
+            if self.attributes is not None:
+                parts.append(self._attribute_masks(k, item, hw))
+        m = torch.from_numpy(np.stack(masks))
+        return _Host(run, x, m, parts=parts if self.attributes is not None else None)
+
+    def _attribute_masks(self, k: int, item, hw) -> Dict[str, np.ndarray]:
+        if self.planes is None:
+            return self.attributes.masks(item, hw)
+        from ..data.attributes import present_attributes, unpacked_mask
+        planes = self.planes.image(k)
+        present = present_attributes(planes[None], len(self.attributes.names))[0]
+        return {name: unpacked_mask(planes, a) for a, name in enumerate(self.attributes.names) if present[a]}
+
+
+def _mask_misfit(mask, image, mask_wh, image_wh):
+    from ..errors import DataError
+    raise DataError(f"mask {mask} is {mask_wh[0]}x{mask_wh[1]} but image {image} is {image_wh[0]}x{image_wh[1]}")
+
+
+def _tensor(a: np.ndarray) -> torch.Tensor:
+    """A read-only slice of a map as a tensor: only read (copied to the device, or pinned)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return torch.from_numpy(a)
 
 
 class _Shaped:
@@ -70,6 +213,106 @@ def _runs_by_shape(chunk: List[int], shape_of: Callable[[int], tuple]) -> List[L
             runs.append(chunk[start:i])
             start = i
     return runs
+
+
+def chunks_of(n: int, batch_size: int) -> List[List[int]]:
+    """Positions 0..n-1 in batches of `batch_size`, in order."""
+    return [list(range(i, min(n, i + batch_size))) for i in range(0, n, batch_size)]
+
+
+def loader(images: Images, order: Sequence[int], workers: int, device) -> DataLoader:
+    """A DataLoader over the batches `order` of `images`: worker processes decode ahead where there
+    is decoding to do; a map already written is sliced in this process (a worker would only add a
+    copy through shared memory), and so is one still being written by the cache's first pass,
+    whose progress only this process sees."""
+    decodes = images.render is not None or not images.pixels.mapped
+    workers = workers if decodes and len(order) > 1 else 0
+    return DataLoader(images, batch_size=None, sampler=list(order), num_workers=workers,
+                      prefetch_factor=2 if workers else None, pin_memory=torch.device(device).type == "cuda",
+                      collate_fn=_identity, multiprocessing_context="fork" if workers else None)
+
+
+def _identity(runs):
+    return runs
+
+
+def host_runs(images: Images, order: Sequence[int], workers: int = 1, device="cpu",
+              skip: Optional[Callable[[list, BaseException], None]] = None) -> Iterator[Tuple[int, _Host]]:
+    """(batch index, run) of the batches `order` of `images`, in order, read ahead (`loader`). A
+    batch that cannot be read raises its error, or, with `skip`, is left out after
+    `skip(its items, the error)` for a user's error (a `BgbenchError`: a corrupt file)."""
+    from ..errors import BgbenchError
+    for k, runs in zip(order, loader(images, order, workers, device)):
+        if isinstance(runs, _Failed):
+            if skip is None or not isinstance(runs.error, BgbenchError):
+                raise runs.error
+            skip([images.pixels.items[p] for p in images.chunks[k]], runs.error)
+            continue
+        for run in runs:
+            yield k, run
+
+
+def batches(images: Images, *, device, workers: int = 1, ranks=None, progress: bool = False,
+            desc: str = "images", unit: str = "img", skip=None) -> Iterator[Tuple[int, Batch]]:
+    """(batch index, `Batch` on `device`) of every batch of `images` (two `Batch`es of one index
+    where the image size changes within it), this rank's batches only under torchrun (`ranks`);
+    `skip`: see `host_runs`; see the module docstring."""
+    from ..distributed import share
+    chunks = images.chunks
+    order = share(len(chunks), ranks) if ranks is not None else range(len(chunks))
+    bar = console.progress(enabled=progress, total=sum(len(chunks[k]) for k in order), desc=desc, unit=unit)
+    feed = DeviceFeed(device)
+    try:
+        for (k, host), x in feed(((k, host), host.x) for k, host in host_runs(images, order, workers, device,
+                                                                                        skip)):
+            items = [images.pixels.items[p] for p in host.positions]
+            yield k, Batch(items, x, *_masks_on(host, images.attributes, device))
+            bar.update(len(items))
+    finally:
+        bar.close()
+
+
+def masked_batches(pairs: Sequence[Tuple[Any, Any]], *, batch_size: int, device, workers: int = 1, ranks=None,
+                   attributes=None, progress: bool = False, desc: str = "images") -> Iterator[Tuple[int, Batch]]:
+    """`batches` of a probe's (item, object mask) `pairs` (`Images.of_pairs`)."""
+    yield from batches(Images.of_pairs(pairs, batch_size, attributes), device=device, workers=workers,
+                       ranks=ranks, progress=progress, desc=desc)
+
+
+def _masks_on(host: _Host, attributes, device) -> Tuple[Any, Dict[str, tuple]]:
+    """The run's object masks (N,1,H,W) float {0,1} and attribute parts on `device`."""
+    if host.m is None:
+        return None, {}
+    from .transfer import to_device
+    m = to_device(host.m, device).float().unsqueeze(1)
+    if attributes is None:
+        return m, {}
+    parts: Dict[str, tuple] = {}
+    if host.planes is not None:  # the planes go up once; each attribute's masks are cut on the device
+        up = to_device(host.planes, device)
+        for a, name in enumerate(attributes.names):
+            have = np.flatnonzero(host.present[:, a]).tolist()
+            if have:
+                index = to_device(torch.as_tensor(have), device)
+                bits = up[index, :, :, a >> 3].bitwise_right_shift(a & 7).bitwise_and_(1)
+                parts[name] = (index, bits.float().unsqueeze(1), have)
+        return m, parts
+    for name in attributes.names:
+        have = [k for k, p in enumerate(host.parts or ()) if name in p]
+        if have:
+            stacked = torch.from_numpy(np.stack([host.parts[k][name] for k in have]))
+            parts[name] = (to_device(torch.as_tensor(have), device),
+                           to_device(stacked, device).float().unsqueeze(1), have)
+    return m, parts
+
+
+def gathered(rows: Dict[int, list], n_batches: int, ranks) -> Optional[list]:
+    """Every rank's rows (`rows[k]`: those of batch k, this rank's batches) in the order one process
+    makes them, on rank 0; None on the other ranks."""
+    from ..distributed import gather_in_order, share
+    mine = [rows.get(k, []) for k in share(n_batches, ranks)]
+    blocks = gather_in_order(mine, n_batches, ranks)
+    return None if blocks is None else [row for block in blocks for row in block]
 
 
 class DeviceFeed:
@@ -92,8 +335,8 @@ class DeviceFeed:
         self.depth = depth
         self.host_seconds = self.wait_seconds = 0.0
 
-    def __call__(self, batches: Iterator[Tuple[object, np.ndarray]]) -> Iterator[Tuple[object, torch.Tensor]]:
-        """(tag, NHWC uint8) in, (tag, NCHW float on the device) out, in order."""
+    def __call__(self, batches: Iterator[Tuple[object, torch.Tensor]]) -> Iterator[Tuple[object, torch.Tensor]]:
+        """(tag, NHWC uint8 tensor) in, (tag, NCHW float on the device) out, in order."""
         if not self.cuda:
             for tag, batch in batches:
                 yield tag, to_tensor(batch, self.device)
@@ -123,15 +366,13 @@ class _CudaRing:
         if ahead is not None:
             yield self.convert(*ahead)
 
-    def send(self, slot: int, tag, batch: np.ndarray):
+    def send(self, slot: int, tag, batch: torch.Tensor):
         t0 = time.perf_counter()
         if self.copied[slot] is not None:
-            self.copied[slot].synchronize()  # the copy `depth` batches back, out of this pinned buffer
+            self.copied[slot].synchronize()  # the copy `depth` batches back, out of this slot's host memory
         t1 = time.perf_counter()
-        n = batch.size
-        host = self.host[slot]
-        if host is None or host.numel() < n:
-            host = self.host[slot] = torch.empty(n, dtype=torch.uint8, pin_memory=True)
+        n = batch.numel()
+        if self.dev[slot] is None or self.dev[slot].numel() < n:
             with torch.cuda.stream(self.side):
                 # allocated on the side stream, which writes it: memory the caching allocator hands
                 # out is safe for the stream it is allocated on only (allocated on the compute stream,
@@ -139,8 +380,14 @@ class _CudaRing:
                 # H100 run's bf16 eval); the compute stream's reads are recorded for its release
                 self.dev[slot] = torch.empty(n, dtype=torch.uint8, device=self.feed.device)
                 self.dev[slot].record_stream(self.compute)
-        host = host[:n]
-        host.numpy()[...] = batch.reshape(-1)
+        if batch.is_pinned():  # the DataLoader pinned it: copied from where it lies, kept until sent
+            host = self.host[slot] = batch.reshape(-1)
+        else:
+            host = self.host[slot]
+            if host is None or host.numel() < n:
+                host = self.host[slot] = torch.empty(n, dtype=torch.uint8, pin_memory=True)
+            host = host[:n]
+            host.copy_(batch.reshape(-1))
         with torch.cuda.stream(self.side):
             if self.used[slot] is not None:
                 self.side.wait_event(self.used[slot])  # on the device: the slot's last batch is converted
@@ -150,7 +397,7 @@ class _CudaRing:
         self.copied[slot] = done
         self.feed.wait_seconds += t1 - t0
         self.feed.host_seconds += time.perf_counter() - t1
-        return tag, slot, batch.shape, done
+        return tag, slot, tuple(batch.shape), done
 
     def convert(self, tag, slot: int, shape, copied) -> Tuple[object, torch.Tensor]:
         self.compute.wait_event(copied)
@@ -194,13 +441,12 @@ def _divisor(device: torch.device) -> torch.Tensor:
     return _DIVISORS[device]
 
 
-def to_tensor(batch: np.ndarray, device: str | torch.device = "cpu") -> torch.Tensor:
-    """NHWC uint8 -> NCHW float in [0,1] on `device` (channels_last memory, no copy of the layout).
+def to_tensor(batch, device: str | torch.device = "cpu") -> torch.Tensor:
+    """NHWC uint8 (an array or a tensor) -> NCHW float in [0,1] on `device` (channels_last memory,
+    no copy of the layout).
 
     The uint8 batch moves before it becomes float: a quarter of the bytes cross to a GPU, and the
     conversion runs there (`to_unit`: the same numbers on either device). A read-only batch (a
     slice of the pixel cache's map) is only read: `.float()` makes the new tensor."""
-    with warnings.catch_warnings():  # a read-only map's slice: only read, `.float()` makes the new tensor
-        warnings.simplefilter("ignore", UserWarning)
-        x = torch.from_numpy(batch)
+    x = batch if isinstance(batch, torch.Tensor) else _tensor(batch)
     return to_unit(x.to(device, non_blocking=True).permute(0, 3, 1, 2))

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import List, Optional, Sequence, Tuple
 
-import numpy as np
 import torch
 
 from ..result import Result
@@ -28,7 +27,8 @@ from ..models.norms import IMAGENET1K
 from ..models.spec import BgModel
 from ..options import TOP
 from ..provenance import model_label
-from .predict import to_tensor
+from ..data.pixel_cache import Pixels
+from .feed import Images, batches
 
 
 @dataclass
@@ -116,6 +116,14 @@ def _namer(model: BgModel):
     return (lambda i: names[i] if i < len(names) else str(i)), (lambda i: None), None
 
 
+@dataclass(frozen=True)
+class _Photo:
+    """A photo as the feed's item (its images are read by path, never cached: a folder of photos is
+    predicted once)."""
+
+    path: Path
+
+
 def predict_images(model: BgModel, paths: Sequence[str | Path], top: int = TOP, device: str = "cpu"
                    ) -> PhotoPredictions:
     """Each image's `top` classes with their probabilities (softmax of the logits) and mapped class.
@@ -133,21 +141,21 @@ def predict_images(model: BgModel, paths: Sequence[str | Path], top: int = TOP, 
     model = model.to(device).eval()
     result = PhotoPredictions(spec.name, model_label(spec.name, spec.to_dict()), spec.label_space, mapping)
     said = set()
-    with torch.inference_mode():
-        for path in files:
-            try:
-                image = decode_image(path)
-            except DataError as e:
-                status(f"skipped: {e}")
-                result.skipped.append({"path": str(path), "error": str(e)})
-                continue
-            hw = tuple(image.shape[:2])
+
+    def skipped(items, error) -> None:
+        status(f"skipped: {error}")
+        result.skipped.append({"path": str(items[0].path), "error": str(error)})
+
+    photos = Images.of(Pixels([_Photo(Path(p)) for p in files]), 1, render=lambda photo: decode_image(photo.path))
+    with torch.inference_mode():  # one image a batch: photos of any size and shape can be mixed
+        for _, batch in batches(photos, device=device, skip=skipped):
+            path, hw = batch.items[0].path, tuple(batch.x.shape[-2:])
             note = size_note(spec.name, spec.input_size, spec.resize, hw, "init_seed" in (spec.extra or {}),
                              spec.interpolation)
             if note and note not in said:
                 said.add(note)
                 status(note.replace("; recorded in the run", ""))  # predict records nothing
-            probs = torch.softmax(model(to_tensor(np.array(image[None]), device)).float(), dim=1)[0]
+            probs = torch.softmax(model(batch.x).float(), dim=1)[0]
             values, indices = probs.topk(min(top, probs.numel()))
             rows = [{"index": int(i), "name": name_of(int(i)), "probability": float(v), "maps_to": maps_to(int(i))}
                     for v, i in zip(values, indices)]

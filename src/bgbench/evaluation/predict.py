@@ -1,27 +1,24 @@
 """Batched prediction: images in, one (image id, label, prediction, confidence) row per image out.
 
-Images come decoded once (`data.pixel_cache`: a memory map of the pixels, written on first use),
-in batches assembled ahead in threads and moved to the device by `feed.DeviceFeed`, so the model's
-forward pass is not kept waiting. Images are fed as they are: [0,1], no resize, no crop.
+Images come through the feed (`evaluation.feed.batches`: decoded once into the pixel cache,
+batched, on the device as [0,1] floats), as they are: no resize, no crop.
 """
 from __future__ import annotations
 
 import json
-from contextlib import closing
 from dataclasses import dataclass
 from typing import Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
-from .. import console
 
 from ..classes import Mapping, map_logits, stores_sums, superclass_sums
 from ..data.images import check_mask_fits
 from ..data.layout import Item, Layout
 from ..data.pixel_cache import Pixels, pixels_of
-from ..data.prefetch import resolve_workers
 from ..distributed import Ranks, gather, shares_order
-from .feed import DeviceFeed, host_batches, to_tensor  # noqa: F401 (to_tensor re-exported)
+from ..options import resolve_workers
+from .feed import Images, batches
 from .numerics import forward_context
 from ..errors import BgbenchError
 from ..models.spec import IMAGENET1K, BgModel, check_compatible  # noqa: F401 (re-exported)
@@ -136,50 +133,40 @@ def predict_items(model: BgModel, items: Sequence[Item], *, batch_size: int = BA
                   mapping: Mapping | str = Mapping.ARGMAX, checker=None, progress: bool = True,
                   desc: str = "predict", render: Optional[Callable[[Item], np.ndarray]] = None,
                   forward: Optional[Callable] = None, workers: Optional[int] = None,
-                  precision: str = "fp32", pixels: Optional[Pixels] = None,
-                  positions: Optional[Sequence[int]] = None) -> Predictions:
-    """Run `model` over `items` and return per-image predictions.
+                  precision: str = "fp32", pixels: Optional[Pixels] = None, ranks: Optional[Ranks] = None) -> Predictions:
+    """Run `model` over `items` and return per-image predictions (this rank's batches under
+    torchrun: `ranks`; `joined_predictions` joins them).
 
     `render` (item -> HxWx3 uint8) replaces decoding, for variants computed on the fly;
     `forward(model, x) -> logits` replaces the plain `model(x)` (e.g. ten-crop averaging);
-    `workers`: threads assembling batches ahead (default: `data.prefetch.default_workers(device)`);
+    `workers`: processes decoding batches ahead (default: `options.default_workers(device)`);
     `precision`: 'fp32' (exact: TF32 off), or 'bf16'/'fp16' autocast;
-    `pixels`, `positions`: the decoded pixels to read (a `data.pixel_cache.Pixels` of a larger list,
-    shared by torchrun's processes) and which of them `items` are; by default `pixels_of(items)`,
+    `pixels`: the decoded pixels of `items` where the caller has them; by default `pixels_of(items)`,
     the cache's entry of these items, decoded into it on first use.
 
     Predictions stay on the device until the pass ends and cross to the host once.
     """
     if pixels is None:
         pixels = Pixels(items) if render is not None else pixels_of(items)
-        positions = range(len(items))
-    elif positions is None:
-        positions = range(len(pixels))
-    positions = list(positions)
     keep_raw = model.spec.label_space == IMAGENET1K
     preds: List[torch.Tensor] = []
     confs: List[torch.Tensor] = []
     raw: List[Tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []  # 1000-class models: top-5, sums
     bad: List[torch.Tensor] = []
     runs: List[Sequence[Item]] = []
-    bar = console.progress(enabled=progress, total=len(positions), desc=desc, unit="img")
-    host = host_batches(pixels, positions, batch_size, resolve_workers(workers, device), render=render,
-                        checker=checker)
-    feed = DeviceFeed(device)(host)
-    with closing(feed), torch.inference_mode(), forward_context(precision, device):
-        for run_positions, x in feed:
-            run = [pixels.items[k] for k in run_positions]
-            logits = model(x) if forward is None else forward(model, x)
+    fed = batches(Images.of(pixels, batch_size, render=render, checker=checker), device=device,
+                  workers=resolve_workers(workers, device), ranks=ranks, progress=progress, desc=desc)
+    with torch.inference_mode(), forward_context(precision, device):
+        for _, batch in fed:
+            logits = model(batch.x) if forward is None else forward(model, batch.x)
             logits = logits.float()
             bad.append(~torch.isfinite(logits).all(dim=1))
-            runs.append(run)
+            runs.append(batch.items)
             pred, conf = decide(model, logits, mapping)
             if keep_raw:
                 raw.append(imagenet_summary(logits, model.class_map))
             preds.append(pred)
             confs.append(conf)
-            bar.update(len(run))
-    bar.close()
     _check_finite(model, bad, runs)
     chosen = [it for run in runs for it in run]
     extra = {}

@@ -11,7 +11,7 @@ meets the model, and is predicted by the feed eval uses (`running.predicted`: 10
 meet each arm's classes through its class map; torchrun's ranks share each arm's images as eval's
 variants); the run is one row per (arm, image): its label and prediction. A subclass gives its
 arms (`arms`), the pure summary of the rows (`summarize`), and optionally `recorded` (config keys
-of its own; `state` is its arms).
+of its own, from `run.sets`, its arms).
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from ..options import flag
 from .base import ProbeConfig
 from .registry import Command, Measure
 from .result import MeasureResult
-from .running import RunContext, RunningMeasure, predicted
+from .running import RunContext, RunningMeasure, meet_layout, predicted
 from ..store.rows import TableRow
 
 
@@ -107,28 +107,27 @@ class ArmsMeasure(RunningMeasure):
     row: ClassVar[type] = ArmRow
     key = ("arm", "image_id")
 
-    def arms(self, model, layout, cfg) -> List[Arm]:
+    def arms(self, run: RunContext, layout) -> List[Arm]:
         """The arms of a run on `layout` (the --data dataset), first the reference."""
         raise NotImplementedError
 
     # -- the template's steps ---------------------------------------------------------------------
-    def image_sets(self, model, data, cfg):
+    def image_sets(self, run: RunContext):
         """--data's layout and the arms of a run on it."""
-        layout, _ = super().image_sets(model, data, cfg)
-        return layout, self.arms(model, layout, cfg)
+        layout, _ = super().image_sets(run)
+        return layout, self.arms(run, layout)
 
-    def meet(self, model, layout, arms, cfg) -> None:
+    def meet(self, run: RunContext) -> None:
         """Every arm meets the model, the reference last: the model's input record is its."""
-        for arm in reversed(arms):
-            super().meet(model, arm.layout, arms, cfg)
+        for arm in reversed(run.sets):
+            meet_layout(run, arm.layout)
 
-    def measure(self, run: RunContext, cfg, out_dir=None):
+    def measure(self, run: RunContext):
         rows: List[ArmRow] = []
         sets = {}
         for arm in reversed(run.sets):  # the reference last, as they met the model
             items = arm.layout.items("original")
-            joined, _ = predicted(run, cfg, items, desc=f"{self.name}: {arm.name}", render=arm.render,
-                                  forward=arm.forward)
+            joined, _ = predicted(run, items, desc=f"{self.name}: {arm.name}", render=arm.render, forward=arm.forward)
             sets[arm.name] = {"data": str(arm.layout.root), "split": arm.layout.split, "images": len(items),
                               "fingerprint": arm.layout.fingerprint()}
             if joined is not None:
@@ -137,7 +136,7 @@ class ArmsMeasure(RunningMeasure):
         if not run.ranks.main:
             return None
         layout = run.layout
-        config = self.run_config(cfg, layout, run.ranks, own=self.recorded(run.sets, cfg, run),
+        config = self.run_config(run.cfg, layout, run.ranks, own=self.recorded(run),
                                  images=len(layout.items(layout.variants[0])),
                                  after={"arms": {a.name: sets[a.name] for a in run.sets}})
         result = MeasureResult(self.name, rows, config)

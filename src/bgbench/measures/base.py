@@ -1,10 +1,10 @@
 """`ModelMeasure`: the base of the probes, which run a model over a dataset's images and masks.
 
 It follows the template of every model-running measure (`running.RunningMeasure`: layout, the
-label and input-size check, the device, provenance) and adds what a probe shares: the images'
-sharding under torchrun (`probing.sharding.ProbeShard`: ranks take whole batches, rank 0 gathers
-the rows in one-process order), the prefetched batches (`running.foreground_batches`), the
-progress bar, the autograd mode and the result. A subclass supplies what is its own:
+label and input-size check, the device, provenance) and adds what a probe shares: the loop over the
+feed's batches of images and masks (`evaluation.feed.masked_batches`: under torchrun ranks take
+whole batches, and `feed.gathered` puts the rows in one-process order on rank 0), the autograd
+mode and the result. A subclass supplies what is its own:
 
 - `config` (class attribute): its options dataclass;
 - `rows(state, batch, cfg)`: the rows of one batch (the math, usually a call into its engine);
@@ -12,8 +12,8 @@ progress bar, the autograd mode and the result. A subclass supplies what is its 
 - optionally `prepare` (what every batch needs: a layer, a head), `finish` (rows computed from
   every image's rows, such as a ranking), `recorded` (config keys of its own), `draw` (pictures).
 
-A batch is `Batch(items, x, m, parts)`: the dataset items, images (N,3,H,W) in [0,1], object masks
-(N,1,H,W) in {0,1}, and each attribute's (index, masks) where the measure reads attributes.
+A batch is the feed's `Batch(items, x, m, parts)`: the dataset items, images (N,3,H,W) in [0,1],
+object masks (N,1,H,W) in {0,1}, and each attribute's (index, masks) where the measure reads them.
 """
 from __future__ import annotations
 
@@ -22,17 +22,20 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import partial
 from pathlib import Path
-from typing import Any, ClassVar, Dict, List, NamedTuple, Optional
+from typing import TYPE_CHECKING, Any, ClassVar, Dict, List, NamedTuple, Optional
 
 from .. import checks
-from ..data.prefetch import workers_field
+from ..options import workers_field
 from ..evaluation.precision_flag import Precision, check_precision, precision_field
 from ..errors import BgbenchError
 from ..intervals import REPLICATES
 from ..options import BATCH_SIZE, flag, runtime
 from .registry import Command, declared
 from .result import MeasureResult
-from .running import RunContext, RunningMeasure, foreground_batches
+from .running import RunContext, RunningMeasure
+
+if TYPE_CHECKING:
+    from ..evaluation.feed import Batch
 
 
 @dataclass(kw_only=True)
@@ -71,13 +74,6 @@ def class_namer(config: dict):
     names the classes of a stored run."""
     classes = list(config.get("classes") or [])
     return lambda i: classes[i] if 0 <= i < len(classes) else f"class {i}"
-
-
-class Batch(NamedTuple):
-    items: list
-    x: Any
-    m: Any
-    parts: Dict[str, tuple]
 
 
 class Foregrounds(NamedTuple):
@@ -120,55 +116,52 @@ class ModelMeasure(RunningMeasure):
     # -- the template's steps (`RunningMeasure.compute(model, data, cfg, *, progress, out_dir, limit)`:
     # the first `limit` pairs where given; under torchrun the ranks share the images, whole batches
     # each, and rank 0 gathers every row in the order one process makes them) ---------------------
-    def image_sets(self, model, data, cfg, *, limit: Optional[int] = None):
+    def image_sets(self, run: RunContext):
         """The layout's (item, mask) pairs, and its attribute source where the measure reads it."""
-        layout, _ = super().image_sets(model, data, cfg)
-        source = self._attribute_source(layout, cfg)
+        layout, _ = super().image_sets(run)
+        source = self._attribute_source(layout, run)
+        limit = run.given.get("limit")
         pairs = layout.foregrounds()[:limit] if limit else layout.foregrounds()
         return layout, Foregrounds(pairs, source)
 
-    def measure(self, run: RunContext, cfg, out_dir=None):
-        from .. import console
+    def measure(self, run: RunContext):
+        from ..evaluation.feed import chunks_of, gathered, masked_batches
         from ..evaluation.numerics import forward_context
         from ..probing.landing import Landing
-        from ..probing.sharding import ProbeShard
-        shard = ProbeShard(run.pairs, cfg.batch_size, run.ranks)
-        state = self.prepare(run, cfg)
-        bar = console.progress(enabled=run.progress and run.ranks.main, total=len(shard.pairs),
-                               desc=f"{self.name} probe", unit="img")
+        cfg, pairs, attributes = run.cfg, run.sets.pairs, run.sets.attributes
+        run.state = self.prepare(run)
+        rows: Dict[int, List[tuple]] = {}
+        fed = masked_batches(pairs, batch_size=cfg.batch_size, device=run.device, workers=cfg.workers,
+                             ranks=run.ranks, attributes=attributes, progress=run.progress and run.ranks.main,
+                             desc=f"{self.name} probe")
         with self._autograd(), forward_context(getattr(cfg, "precision", "fp32"), run.device), \
                 Landing(self._landing_threads(cfg, run.device)) as landing:
-            for batch in foreground_batches(shard.pairs, cfg, run.device, run.attributes):
-                batch = Batch(*batch)
-                launched = self.launch(state, batch, cfg)
-                for done, rows in landing.push(batch, partial(self.landed, state, batch, launched, cfg)):
-                    shard.add(done.items, rows)
-                    bar.update(len(done.items))
-            for done, rows in landing.drain():
-                shard.add(done.items, rows)
-                bar.update(len(done.items))
-        bar.close()
-        rows = shard.gathered()
+            for k, batch in fed:
+                launched = self.launch(run, batch)
+                for done, made in landing.push(k, partial(self.landed, run, batch, launched)):
+                    rows.setdefault(done, []).extend(made)
+            for done, made in landing.drain():
+                rows.setdefault(done, []).extend(made)
+        rows = gathered(rows, len(chunks_of(len(pairs), cfg.batch_size)), run.ranks)
         if rows is None:
             return None
-        rows, own = self.finish(state, rows, cfg, run)
-        config = self.run_config(cfg, run.layout, run.ranks, own={**own, **self.recorded(state, cfg, run)},
-                                 images=len(run.pairs))
-        if run.attributes is not None:
-            config["attributes"] = list(run.attributes.names)
+        rows, own = self.finish(run, rows)
+        config = self.run_config(cfg, run.layout, run.ranks, own={**own, **self.recorded(run)}, images=len(pairs))
+        if attributes is not None:
+            config["attributes"] = list(attributes.names)
         result = MeasureResult(self.name, rows, config)
-        if out_dir is not None and self.pictures and getattr(cfg, self.pictures) > 0 and rows:
-            self.draw(result, state, cfg, run, Path(out_dir))
-        result.extra = {**self.outputs(result, state), **result.extra}
+        if run.out_dir is not None and self.pictures and getattr(cfg, self.pictures) > 0 and rows:
+            self.draw(run, result, Path(run.out_dir))
+        result.extra = {**self.outputs(run, result), **result.extra}
         result.seconds = run.elapsed()
         return result, config
 
-    def _attribute_source(self, layout, cfg):
+    def _attribute_source(self, layout, run: RunContext):
         """The layout's attribute masks where the measure reads them (a one-line error where it
         must and the data has none)."""
         wanted = self.attributes
         if wanted is Attributes.CONFIG:
-            wanted = Attributes(self.wants_attributes(cfg))
+            wanted = Attributes(self.wants_attributes(run))
         if wanted is Attributes.NEVER:
             return None
         source = layout.attribute_source
@@ -183,52 +176,53 @@ class ModelMeasure(RunningMeasure):
             return torch.inference_mode()
         return torch.no_grad() if self.autograd is Autograd.NO_GRAD else contextlib.nullcontext()
 
-    # -- what a subclass supplies ------------------------------------------------------------------
-    def wants_attributes(self, cfg) -> Attributes:
-        """For `attributes = Attributes.CONFIG`: REQUIRED or NEVER, as the options ask."""
+    # -- what a subclass supplies (every hook receives the run: `run.cfg` its config dataclass,
+    # `run.state` what `prepare` made) ------------------------------------------------------------
+    def wants_attributes(self, run: RunContext) -> Attributes:
+        """For `attributes = Attributes.CONFIG`: REQUIRED or NEVER, as the options (`run.cfg`) ask."""
         return Attributes.NEVER
 
-    def prepare(self, run: RunContext, cfg) -> Any:
-        """What every batch needs (a layer, a head, a prediction function); the run itself by default."""
-        return run
+    def prepare(self, run: RunContext) -> Any:
+        """What every batch needs (a layer, a head, a prediction function), kept as `run.state`."""
+        return None
 
-    def rows(self, state: Any, batch: Batch, cfg) -> List[tuple]:
+    def rows(self, run: RunContext, batch: Batch) -> List[tuple]:
         """The rows of one batch (a measure supplies this, or `launch` and `landed`)."""
         raise NotImplementedError
 
-    def launch(self, state: Any, batch: Batch, cfg) -> Any:
+    def launch(self, run: RunContext, batch: Batch) -> Any:
         """Queue one batch's device work and return what `landed` makes its rows of, reading
         nothing back to the host (an `evaluation.transfer.Readback`): the template queues the next
         batch before it asks for this one's rows, so that on a GPU the card computes while the host
         builds rows. By default the batch's rows, made at once (`rows`)."""
-        return self.rows(state, batch, cfg)
+        return self.rows(run, batch)
 
-    def landed(self, state: Any, batch: Batch, launched: Any, cfg) -> List[tuple]:
+    def landed(self, run: RunContext, batch: Batch, launched: Any) -> List[tuple]:
         """The rows of a batch from what its `launch` returned (by default, those rows)."""
         return launched
 
     def _landing_threads(self, cfg, device) -> int:
         """Threads that make rows while the next batches launch (`probing.landing`): on a device whose
-        results are queued to the host (a GPU), as many as decode (`--workers`); else none, and rows
-        are made in the caller, one batch behind."""
+        results are queued to the host (a GPU), as many as --workers; else none, and rows are made in
+        the caller, one batch behind."""
         import torch
 
-        from ..data.prefetch import resolve_workers
+        from ..options import resolve_workers
         from ..evaluation.transfer import QUEUED
         if torch.device(device).type not in QUEUED or type(self).landed is ModelMeasure.landed:
             return 0
         return resolve_workers(getattr(cfg, "workers", None), str(device))
 
-    def finish(self, state: Any, rows: List[tuple], cfg, run: RunContext):
+    def finish(self, run: RunContext, rows: List[tuple]):
         """(the rows to store, config keys they add) from every image's rows; the rows as they are
         by default."""
         return rows, {}
 
-    def outputs(self, result: MeasureResult, state: Any) -> Dict[str, Any]:
+    def outputs(self, run: RunContext, result: MeasureResult) -> Dict[str, Any]:
         """Outputs beyond the rows, which `--json` prints before the summary."""
         return {}
 
-    def draw(self, result: MeasureResult, state: Any, cfg, run: RunContext, out_dir: Path) -> None:
+    def draw(self, run: RunContext, result: MeasureResult, out_dir: Path) -> None:
         """Write the run's pictures into `out_dir` (measures with `pictures`), noting them on `result`."""
 
     def text(self, result: MeasureResult) -> str:

@@ -3,25 +3,27 @@ the shortcut arms, the probes).
 
 In the template-method style of pytorch-grad-cam's `BaseCAM` (which owns the hooks and the
 batching while `GradCAM` overrides one method), `compute` owns the steps such a run shares, in
-this order, and a measure supplies what is its own:
+this order, and a measure supplies what is its own. Every hook receives one context, the
+`RunContext` below (the model, the data, the config dataclass, the ranks, the device, and what the
+measure prepared), so a measure reads one signature:
 
-1. the data and its image sets: `image_sets(model, data, cfg, **given)` -> (layout, sets): the --data
-   layout and what the measure runs over (a probe's foregrounds and masks, eval's variants, the
-   shortcut arms, the challenge's foregrounds and backgrounds);
-2. the checks: `meet(model, layout, sets, cfg)`: the label spaces and the input size
-   (`models.spec.meet_data`) and a --protocol's (`protocols.check_spec`), before any forward;
+1. the data and its image sets: `image_sets(run)` -> (layout, sets): the --data layout and what the
+   measure runs over (a probe's foregrounds and masks, eval's variants, the shortcut arms, the
+   challenge's foregrounds and backgrounds);
+2. the checks: `meet(run)`: the label spaces and the input size (`models.spec.meet_data`) and a
+   --protocol's (`protocols.check_spec`), before any forward;
 3. the device: torchrun's ranks (`distributed.setup`) and the model on this rank's device, in
-   eval mode (a `RunContext` holds them for the hooks);
-4. the run: `measure(run, cfg, out_dir)` -> (result, config), on rank 0; None on the others. It
-   feeds its images through the feed below, so that how images reach the model is written once;
+   eval mode;
+4. the run: `measure(run)` -> (result, config), on rank 0; None on the others. It feeds its images
+   through the one feed (`evaluation.feed`), so that how images reach the model is written once;
 5. the record: the run's provenance, built from the config it returns (`RunContext.provenance`,
-   the one place a model run's provenance is built).
+   the one place a model run's provenance is built), unless the measure opened its run's
+   provenance itself (the challenge, whose store rows come before its end: `opened = True`).
 
-The feed, one place for each way images reach a model: `predicted` (batched prediction of a set of
-items from the pixel cache, shared between torchrun ranks in whole batches and joined on rank 0:
-eval and the arms) and `foreground_batches` (images, object masks and attribute masks, batch by
-batch: the probes, which shard them with `probing.sharding.ProbeShard`). The challenge keeps its
-own engine, search and resumable store; this template only drives its setup and provenance.
+`predicted` below is the feed's batched prediction of a set of items, shared between torchrun
+ranks in whole batches and joined on rank 0 (eval and the arms); the probes read the feed's
+batches of images and masks (`base.ModelMeasure`). The challenge keeps its own engine, search and
+resumable store; this template only drives its setup and provenance.
 """
 from __future__ import annotations
 
@@ -34,15 +36,21 @@ from .registry import Measure
 
 @dataclass
 class RunContext:
-    """What `compute` holds for a measure's hooks: the model on its device, the data, the image sets,
-    this rank, and how the run was asked for."""
+    """What every hook of a run receives: the measure, the model (on this rank's device, in eval
+    mode, once the ranks are set up), its config dataclass, the --data it was given and the layout
+    it resolved to, the image sets, this rank, what the measure prepared (`state`), and how the run
+    was asked for."""
 
-    measure: Measure  # the measure that runs
-    model: Any  # on this rank's device, in eval mode
-    layout: Any  # the --data layout
-    ranks: Any  # distributed.Ranks
+    measure: Measure
+    model: Any
+    cfg: Any  # the measure's config dataclass
+    data: Any = None  # what --data named (a path or a layout)
+    layout: Any = None  # the --data layout (`image_sets`)
     sets: Any = None  # what `image_sets` returned beside the layout
+    ranks: Any = None  # distributed.Ranks
+    state: Any = None  # what the measure prepared for its batches (a probe's `prepare`)
     progress: bool = True
+    out_dir: Any = None  # where its pictures go (None: none drawn)
     started: float = field(default_factory=time.time)
     given: Dict[str, Any] = field(default_factory=dict)  # what the caller passed beside the config
 
@@ -50,24 +58,14 @@ class RunContext:
     def device(self) -> str:
         return self.ranks.device
 
-    @property
-    def pairs(self) -> list:
-        """A probe's (item, mask) pairs."""
-        return self.sets.pairs
-
-    @property
-    def attributes(self) -> Any:
-        """A probe's attribute source (None where it reads no attribute masks)."""
-        return self.sets.attributes
-
     def elapsed(self) -> float:
         return time.time() - self.started
 
-    def provenance(self, config: Dict[str, Any], cfg):
+    def provenance(self, config: Dict[str, Any]):
         """The provenance of this run under `config`: the one call of `Measure.provenance` for a model
         run (the template's, after the run; the challenge's, when it opens its run)."""
         return self.measure.provenance(config, model=self.model, layout=self.layout,
-                                       seed=getattr(cfg, "seed", None))
+                                       seed=getattr(self.cfg, "seed", None))
 
 
 class RunningMeasure(Measure):
@@ -76,50 +74,57 @@ class RunningMeasure(Measure):
     #: Whether the model's outputs must be the dataset's classes (or map to them); False for
     #: measures that read features, not decisions.
     decides: ClassVar[bool] = True
+    #: Whether `measure` opens the run's provenance itself (the challenge); the template's otherwise.
+    opened: ClassVar[bool] = False
 
     def compute(self, model, data, cfg, *, progress: bool = True, out_dir=None, **given):
         """Run the measure of `model` on `data` under `cfg` (see the module docstring): its result on
         rank 0, None on the other torchrun ranks. `given`: what a measure takes beside its config
-        (eval's renderers, the challenge's store)."""
+        (eval's renderers, the challenge's store, a probe's `limit`)."""
         from ..distributed import setup
-        started = time.time()
-        layout, sets = self.image_sets(model, data, cfg, **given)
-        self.meet(model, layout, sets, cfg)
-        ranks = setup(cfg.device)
-        run = RunContext(self, model.to(ranks.device).eval(), layout, ranks, sets, progress, started, given)
-        if ranks.main:
+        run = RunContext(self, model, cfg, data=data, progress=progress, out_dir=out_dir, given=given)
+        run.layout, run.sets = self.image_sets(run)
+        self.meet(run)
+        run.ranks = setup(cfg.device)
+        run.model = model.to(run.ranks.device).eval()
+        if run.ranks.main:
             _note_precision(run, str(getattr(cfg, "precision", "fp32")))
-        done = self.measure(run, cfg, out_dir)
+        done = self.measure(run)
         if done is None:
             return None
         result, config = done
-        if config is not None:
-            result.provenance = run.provenance(config, cfg)
+        if not self.opened:
+            result.provenance = run.provenance(config)
         return result
 
     # -- what a measure supplies --------------------------------------------------------------------
-    def image_sets(self, model, data, cfg, **given) -> Tuple[Any, Any]:
+    def image_sets(self, run: RunContext) -> Tuple[Any, Any]:
         """(the --data layout, the image sets the run reads); the `original` images by default. The
         model is there for a measure that refuses it for its sets (texture: not an ImageNet model)."""
         from ..data.resolve import resolve_layout
-        return resolve_layout(data, ["original"]), None
+        return resolve_layout(run.data, ["original"]), None
 
-    def meet(self, model, layout, sets, cfg) -> None:
+    def meet(self, run: RunContext) -> None:
         """The model meets the data before anything runs: label spaces, input size, --protocol."""
-        from .. import protocols
-        from ..models.spec import meet_data
-        meet_data(model, layout, labels=self.decides)
-        protocols.check_spec(getattr(cfg, "protocol", None), model.spec.to_dict())
+        meet_layout(run, run.layout)
 
-    def measure(self, run: RunContext, cfg, out_dir=None) -> Optional[Tuple[Any, Optional[Dict[str, Any]]]]:
-        """The run itself: (its result, the config its provenance records; None where the measure
-        built its provenance when it opened its run) on rank 0, None on the other ranks."""
+    def measure(self, run: RunContext) -> Optional[Tuple[Any, Dict[str, Any]]]:
+        """The run itself: (its result, the config its provenance records) on rank 0, None on the
+        other ranks."""
         raise NotImplementedError
 
-    def recorded(self, state: Any, cfg, run: RunContext) -> Dict[str, Any]:
+    def recorded(self, run: RunContext) -> Dict[str, Any]:
         """Config keys of its own that the run records (how it computed: a layer, a rule, the carton
-        class); `state` is what the measure prepared for its batches (or its image sets)."""
+        class), from what it prepared (`run.state`) or its image sets."""
         return {}
+
+
+def meet_layout(run: RunContext, layout) -> None:
+    """`run`'s model meets `layout`: label spaces (where the measure decides), input size, --protocol."""
+    from .. import protocols
+    from ..models.spec import meet_data
+    meet_data(run.model, layout, labels=run.measure.decides)
+    protocols.check_spec(getattr(run.cfg, "protocol", None), run.model.spec.to_dict())
 
 
 def _note_precision(run: RunContext, precision: str) -> None:
@@ -135,31 +140,20 @@ def _note_precision(run: RunContext, precision: str) -> None:
 
 
 # -- the feed -------------------------------------------------------------------------------------
-def predicted(run: RunContext, cfg, items: Sequence, *, desc: str, render: Optional[Callable] = None,
+def predicted(run: RunContext, items: Sequence, *, desc: str, render: Optional[Callable] = None,
               forward: Optional[Callable] = None, checker=None, pixels=None):
     """(every rank's predictions of `items`, joined in item order on rank 0 (None elsewhere), the
-    pixels read): each rank predicts its share of whole `cfg.batch_size` batches, every process
-    mapping the whole set's entry of the pixel cache (one decode on the machine; `pixels`: that
-    entry where the caller has it, `data.decode_ahead`), or rendering each image with `render`
-    (item -> HxWx3 uint8)."""
+    pixels read): each rank predicts its share of whole `run.cfg.batch_size` batches through the feed,
+    every process mapping the whole set's entry of the pixel cache (one decode on the machine;
+    `pixels`: that entry where the caller has it, `data.decode_ahead`), or rendering each image
+    with `render` (item -> HxWx3 uint8)."""
     from ..data.pixel_cache import Pixels, pixels_of
-    from ..distributed import share
     from ..evaluation.predict import joined_predictions, predict_items
+    cfg = run.cfg
     if pixels is None:
         pixels = Pixels(items) if render is not None else pixels_of(items)
-    mine = predict_items(run.model, items, pixels=pixels, positions=share(len(items), run.ranks, cfg.batch_size),
-                         batch_size=cfg.batch_size, device=run.device, mapping=cfg.mapping,
-                         progress=run.progress and run.ranks.main, desc=desc, render=render, forward=forward,
-                         workers=cfg.workers, precision=getattr(cfg, "precision", "fp32"), checker=checker)
+    mine = predict_items(run.model, items, pixels=pixels, ranks=run.ranks, batch_size=cfg.batch_size,
+                         device=run.device, mapping=cfg.mapping, progress=run.progress and run.ranks.main,
+                         desc=desc, render=render, forward=forward, workers=cfg.workers,
+                         precision=getattr(cfg, "precision", "fp32"), checker=checker)
     return joined_predictions(mine, len(items), run.ranks, cfg.batch_size), pixels
-
-
-def foreground_batches(pairs: Sequence[tuple], cfg, device: str, attributes=None):
-    """(items, x (N,3,H,W) [0,1], m (N,1,H,W) {0,1}, parts) of equal-size images of `pairs`, batch by
-    batch, with each attribute's (index, masks) in `parts` where `attributes` is a source."""
-    from ..probing.batches import attribute_batches, masked_batches
-    if attributes is not None:
-        yield from attribute_batches(pairs, cfg.batch_size, device, attributes, cfg.workers)
-    else:
-        for items, x, m in masked_batches(pairs, cfg.batch_size, device, cfg.workers):
-            yield items, x, m, {}

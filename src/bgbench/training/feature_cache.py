@@ -17,22 +17,21 @@ import hashlib
 import json
 import os
 import zipfile
-from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 import numpy as np
 import torch
 
 from .. import console
-from ..distributed import Ranks, gather_in_order, share
+from ..distributed import Ranks
 from ..data.pixel_cache import Pixels, pixels_of
-from ..evaluation.feed import DeviceFeed, host_batches
+from ..evaluation.feed import Images, batches, chunks_of, gathered
 from ..evaluation.numerics import strict_fp32
 from ..models.heads import pre_logits
 from ..models.spec import BgModel
-from ..data.prefetch import resolve_workers
+from ..options import resolve_workers
 
 #: Where features are cached when no folder is named: $BGBENCH_CACHE/features, else ~/.cache/bgbench/features.
 CACHE_ENV = "BGBENCH_CACHE"
@@ -76,9 +75,7 @@ def penultimate_features(model: BgModel, items, key: str, ranks: Ranks, cache: O
         if found is not None:
             return found if ranks.main else None
     pixels = pixels_of(items)  # one entry for every rank; the forward starts as the first images land
-    x = _extract(model, pixels, share(len(items), ranks, batch_size), batch_size, ranks.device,
-                 progress and ranks.main)
-    rows = gather_in_order(list(x), len(items), ranks, batch_size)
+    rows = _extract(model, pixels, ranks, batch_size, progress and ranks.main)
     if rows is None:
         return None
     feats = Features([it.image_id for it in items], np.asarray([it.label for it in items], dtype=np.int64),
@@ -88,19 +85,19 @@ def penultimate_features(model: BgModel, items, key: str, ranks: Ranks, cache: O
     return feats
 
 
-def _extract(model: BgModel, pixels: Pixels, positions, batch_size: int, device, progress: bool) -> np.ndarray:
-    """(len(positions), D) features, batches assembled ahead and fed to the device by the eval feed;
-    they stay on the device until the pass ends."""
-    out = []
-    bar = console.progress(enabled=progress, total=len(positions), desc="features", unit="img")
-    host = host_batches(pixels, positions, batch_size, resolve_workers(None, str(device)))
-    feed = DeviceFeed(device)(host)
-    with closing(feed), torch.inference_mode(), strict_fp32():
-        for run, x in feed:
-            out.append(pre_logits(model, x).float())
-            bar.update(len(run))
-    bar.close()
-    return torch.cat(out).cpu().numpy() if out else np.zeros((0, 0), np.float32)
+def _extract(model: BgModel, pixels: Pixels, ranks: Ranks, batch_size: int, progress: bool) -> Optional[list]:
+    """Every image's (D,) features in order on rank 0 (None on the others): this rank's batches
+    through the feed, kept on the device until the pass ends."""
+    out: Dict[int, list] = {}
+    feats = []
+    with torch.inference_mode(), strict_fp32():
+        for k, batch in batches(Images.of(pixels, batch_size), device=ranks.device,
+                                workers=resolve_workers(None, str(ranks.device)), ranks=ranks, progress=progress,
+                                desc="features"):
+            feats.append((k, pre_logits(model, batch.x).float()))
+    for k, f in feats:
+        out.setdefault(k, []).extend(f.cpu().numpy())
+    return gathered(out, len(chunks_of(len(pixels), batch_size)), ranks)
 
 
 def _read(path: Path, key: str, items, say: bool = True) -> Optional[Features]:

@@ -105,16 +105,16 @@ class AblateMeasure(ModelMeasure):
         attribute it has grayed: with attributes, a ceiling (every image counted with every one)."""
         return images * (3 + attributes), attributes > 0
 
-    def prepare(self, run, cfg: AblateConfig):
+    def prepare(self, run):
         from ...evaluation.predict import class_probabilities, decide
 
         def score(x):
             logits = run.model(x)
-            return decide(run.model, logits, cfg.mapping)[0], class_probabilities(run.model, logits)
+            return decide(run.model, logits, run.cfg.mapping)[0], class_probabilities(run.model, logits)
         score.protocol = probe_protocol(run.layout)  # Hard ImageNet adds its box and tile ablations
         return score
 
-    def launch(self, score, batch, cfg: AblateConfig):
+    def launch(self, run, batch):
         """Each image clean ('none') and with each of its regions grayed (`engine`), queued on the
         device: the regions' names and images, and their outcomes on the way to the host."""
         import torch
@@ -122,11 +122,12 @@ class AblateMeasure(ModelMeasure):
         from ...evaluation.transfer import Readback, to_device
         from ..common.regions import ATTRIBUTE_PREFIX, Region, object_regions
         from .engine import ablation_outcomes
+        score = run.state
         y = to_device(torch.as_tensor([it.label for it in batch.items]), batch.x.device)
         regions = object_regions(batch.m) + [Region(ATTRIBUTE_PREFIX + name, idx, where, known)
                                              for name, (idx, where, known) in batch.parts.items()]
         ablated = hard_imagenet_copies(batch.x, batch.m) if score.protocol == HARDIMAGENET else []
-        outcomes = ablation_outcomes(score, batch.x, regions, y, chunk=cfg.batch_size, ablated=ablated)
+        outcomes = ablation_outcomes(score, batch.x, regions, y, chunk=run.cfg.batch_size, ablated=ablated)
         copies = [("none", range(len(batch.items)))] + [(r.name, r.positions()) for r in regions] + \
             [(name, index) for name, index, _ in ablated]
         named, tensors = [], {}
@@ -137,7 +138,7 @@ class AblateMeasure(ModelMeasure):
             named.append((name, images))
         return named, Readback(**tensors)
 
-    def landed(self, score, batch, launched, cfg: AblateConfig) -> List[AblateRow]:
+    def landed(self, run, batch, launched) -> List[AblateRow]:
         named, back = launched
         got = back.get()
         items = batch.items
@@ -149,12 +150,13 @@ class AblateMeasure(ModelMeasure):
                 rows.append(AblateRow(it.image_id, it.label, name, int(pred), int(pred == it.label), float(prob)))
         return rows
 
-    def recorded(self, score, cfg, run) -> dict:
+    def recorded(self, run) -> dict:
         from .engine import GRAY
-        return {"gray": GRAY, "attributes": list(run.attributes.names) if run.attributes is not None else [],
-                "scoring": score.protocol}  # whose code it scores as; not a reference --protocol
+        source = run.sets.attributes
+        return {"gray": GRAY, "attributes": list(source.names) if source is not None else [],
+                "scoring": run.state.protocol}  # whose code it scores as; not a reference --protocol
 
-    def outputs(self, result, state) -> dict:
+    def outputs(self, run, result) -> dict:
         return {"regions": sorted({r.region for r in result.rows} - {"none"})}
 
     def summarize(self, rows, config: dict) -> AblationSummary:

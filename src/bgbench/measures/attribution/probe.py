@@ -76,7 +76,7 @@ class AttributionMeasure(ModelMeasure):
                             f"{__package__}.section:attribution_section"),)
     forwards_per_image = 1
 
-    def launch(self, run, batch, cfg: AttributionConfig):
+    def launch(self, run, batch):
         """For each attribute an image has, the IoU of every feature with its mask, queued on the
         device: (image position, its attributes' names) and the IoUs on the way to the host."""
         import torch
@@ -95,7 +95,7 @@ class AttributionMeasure(ModelMeasure):
             found.append((k, names))
         return found, Readback(**ious)
 
-    def landed(self, run, batch, launched, cfg: AttributionConfig) -> list:
+    def landed(self, run, batch, launched) -> list:
         """(image_id, label, attribute, IoU of every feature) for each attribute an image has."""
         found, back = launched
         got = back.get()
@@ -105,10 +105,10 @@ class AttributionMeasure(ModelMeasure):
                 rows.append((batch.items[k].image_id, batch.items[k].label, name, ious.astype(np.float32)))
         return rows
 
-    def finish(self, run, gathered: list, cfg: AttributionConfig, _):
+    def finish(self, run, gathered: list):
         """Each attribute's top features per class and over all classes (`summary.top_features`),
         chosen from every image's IoUs; their per-image IoUs are the stored rows."""
-        chosen = top_features([(label, name, ious) for _, label, name, ious in gathered], cfg.top)
+        chosen = top_features([(label, name, ious) for _, label, name, ious in gathered], run.cfg.top)
         rows = []
         for image_id, label, name, ious in gathered:
             kept = sorted(set(chosen[(name, int(label))]) | set(chosen[(name, "all")]))
@@ -116,7 +116,7 @@ class AttributionMeasure(ModelMeasure):
         return rows, {"features": max([0] + [len(g[3]) for g in gathered]),
                       "binarize": "map >= 0.5 * its max, upsampled bilinearly to the image"}
 
-    def outputs(self, result, state) -> dict:
+    def outputs(self, run, result) -> dict:
         return {"features": result.config["features"]}
 
     def summarize(self, rows, config: dict) -> AttributionSummary:

@@ -23,6 +23,7 @@ class Challenge(RunningMeasure):
     command = Command.OWN
     needs = ("model", "masks", "backgrounds")
     table_name = "challenge_fg"
+    opened = True  # its verdicts are stored as they come, under the provenance its run opens with
     help = "the Backgrounds Challenge: accuracy when every background may be pasted behind each foreground"
     headlines = (Headline("challenge_accuracy", label="challenge accuracy", percent=True, short="challenge"),)
     sections = (SectionSpec("challenge", "Backgrounds Challenge", f"{__name__}.section:challenge_section"),
@@ -40,15 +41,15 @@ class Challenge(RunningMeasure):
         fg = images if options.get("sample") is None else min(images, int(options["sample"]))
         return fg * images + fg, True
 
-    def image_sets(self, model, data, cfg, **given):
+    def image_sets(self, run):
         """The originals, their masks and ONLY-BG-T (no further sets)."""
         from ...data.layout import discover
-        return discover(data, variants=["original", "only_bg_t"]), None
+        return discover(run.data, variants=["original", "only_bg_t"]), None
 
-    def measure(self, run, cfg, out_dir=None):
+    def measure(self, run):
         """The challenge's engine, search and resumable store (`runner.challenge_run`)."""
         from .runner import challenge_run
-        return challenge_run(run, cfg, out_dir)
+        return challenge_run(run)
 
 
 MEASURE = register_measure(Challenge)

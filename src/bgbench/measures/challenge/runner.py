@@ -28,7 +28,6 @@ import torch
 import torch.distributed as dist
 
 from ... import console, distributed, recording
-from ...data.images import load_mask
 from ...data.pixel_cache import pixels_of
 from ...data.layout import Layout
 from ...errors import DataError
@@ -48,37 +47,34 @@ __all__ = ["ChallengeConfig", "ChallengeReport", "run_challenge", "summarize", "
            "load_foregrounds"]
 
 
-def _stacked(items: List, positions: Optional[List[int]] = None) -> np.ndarray:
-    """(N, H, W, 3) uint8 of `items` (at `positions`), from the pixel cache: decoded once on the
-    machine, then mapped; images of more than one size are refused in one line."""
-    pixels = pixels_of(items, wait=True)
-    positions = list(range(len(items))) if positions is None else list(positions)
-    shapes = {pixels.shape(k) for k in positions}
-    if len(shapes) > 1:
-        raise DataError(f"the challenge needs images of one size; found {sorted(shapes)[:3]} ...")
-    if not positions:
-        return np.zeros((0, 1, 1, 3), np.uint8)
-    return np.array(pixels.batch(positions))  # a writable copy: the engine's tensors own their memory
+def _whole(images) -> tuple:
+    """The one host run of `images` (a feed `Images` of one batch), as writable tensors (the
+    engine's tensors own their memory); images of more than one size are refused in one line."""
+    from ...evaluation.feed import host_runs
+    runs = [run for _, run in host_runs(images, range(len(images)), workers=0)]
+    if len(runs) > 1:
+        shapes = sorted({tuple(r.x.shape[1:]) for r in runs})
+        raise DataError(f"the challenge needs images of one size; found {shapes[:3]} ...")
+    return tuple(t.clone() for t in (runs[0].x, runs[0].m) if t is not None) if runs else ()
 
 
 def load_backgrounds(layout: Layout, workers: Optional[int] = None):
-    """Every ONLY-BG-T image, decoded (from the pixel cache), as one (N, H, W, 3) uint8 tensor."""
+    """Every ONLY-BG-T image, decoded (from the pixel cache, through the feed), as one (N, H, W, 3)
+    uint8 tensor."""
+    from ...evaluation.feed import Images
     items = layout.items("only_bg_t")
-    return items, torch.from_numpy(_stacked(items))
+    found = _whole(Images.of(pixels_of(items), max(1, len(items))))
+    return items, found[0] if found else torch.zeros((0, 1, 1, 3), dtype=torch.uint8)
 
 
 def load_foregrounds(layout: Layout, pairs, indices: List[int]):
-    """Decode the chosen originals and their masks; masks must match their image's size."""
-    images = _stacked([item for item, _ in pairs], indices)
-    masks = []
-    for j, i in enumerate(indices):
-        item, mask_path = pairs[i]
-        m = load_mask(mask_path)
-        if m.shape != images[j].shape[:2]:
-            raise DataError(f"mask {mask_path} is {m.shape[1]}x{m.shape[0]} but image {item.path} is "
-                            f"{images[j].shape[1]}x{images[j].shape[0]}")
-        masks.append(m)
-    return torch.from_numpy(images), torch.from_numpy(np.stack(masks) if masks else np.zeros((0, 1, 1), bool))
+    """The chosen originals and their masks (through the feed, from the whole list's cache entries);
+    masks must match their image's size."""
+    from ...evaluation.feed import Images
+    found = _whole(Images.of_pairs(pairs, max(1, len(indices)), positions=indices))
+    if not found:
+        return torch.zeros((0, 1, 1, 3), dtype=torch.uint8), torch.zeros((0, 1, 1), dtype=torch.bool)
+    return found
 
 
 def run_challenge(model: BgModel, data: str | Path, store: Store, cfg: ChallengeConfig,
@@ -101,9 +97,11 @@ def run_challenge(model: BgModel, data: str | Path, store: Store, cfg: Challenge
                                             figures=figures)
 
 
-def challenge_run(run: RunContext, cfg: ChallengeConfig, out_dir=None):
+def challenge_run(run: RunContext):
     """The challenge's own part of its run: the backgrounds, the resumable invocation over the
-    foregrounds, and on rank 0 (the report, None: its provenance was built when its run opened)."""
+    foregrounds, and on rank 0 (the report, its config; its provenance was built when its run
+    opened, `Challenge.opened`)."""
+    cfg, out_dir = run.cfg, run.out_dir
     store, figures = run.given["store"], run.given.get("figures")
     model, layout, rank = run.model, run.layout, run.ranks.rank
     bg_items, backgrounds = load_backgrounds(layout)
@@ -122,7 +120,7 @@ def challenge_run(run: RunContext, cfg: ChallengeConfig, out_dir=None):
         default = store.path.parent / f"{store.path.stem}-challenge_{job.run_id}"  # two stores in one folder: two
         report.files.update(figures(report, Path(out_dir or default)))
     report.provenance, report.store_path = job.provenance, str(store.path.resolve())
-    return report, None
+    return report, job.provenance.config
 
 
 class _Invocation:
@@ -157,7 +155,7 @@ class _Invocation:
     def _open_run(self, run: RunContext) -> int:
         run_id = None
         if self.rank == 0:
-            prov = self.provenance = run.provenance(self.cfg.identity(), self.cfg)
+            prov = self.provenance = run.provenance(self.cfg.identity())
             # a full request takes a finished run of the same job as it is (nothing left to compute);
             # --rerun starts a new run
             statuses = () if self.cfg.rerun else ("running", "sampled") + (() if self.cfg.sampled else ("done",))

@@ -56,15 +56,15 @@ class Eval(RunningMeasure):
         """One forward per image of each variant it reads."""
         return images * len(options.get("variants") or variants), False
 
-    def image_sets(self, model, data, cfg, *, renderers=None):
+    def image_sets(self, run):
         """The variants it predicts (`runner.eval_sets`)."""
         from .runner import eval_sets
-        return eval_sets(data, cfg, renderers or {})
+        return eval_sets(run.data, run.cfg, run.given.get("renderers") or {})
 
-    def measure(self, run, cfg, out_dir=None):
+    def measure(self, run):
         """Every variant's predictions, and the report (`runner.eval_run`)."""
         from .runner import eval_run
-        return eval_run(run, cfg)
+        return eval_run(run)
 
 
 MEASURE = register_measure(Eval)

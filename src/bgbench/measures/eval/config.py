@@ -10,7 +10,7 @@ from ...data.layout import IN9_VARIANTS
 from ...options import BATCH_SIZE, flag, runtime
 from ...protocols import protocol_flag
 from ...variants.registry import list_variants
-from ...data.prefetch import workers_field
+from ...options import workers_field
 from ...evaluation.precision_flag import Precision, check_precision, precision_field
 
 

@@ -68,8 +68,9 @@ def eval_sets(data, cfg: EvalConfig, renderers: Renderers):
     return layout, Variants(list(cfg.variants or layout.variants), on_the_fly, renderers)
 
 
-def eval_run(run: RunContext, cfg: EvalConfig):
+def eval_run(run: RunContext):
     """Every variant's predictions (the template's feed), and on rank 0 (the report, its config)."""
+    cfg: EvalConfig = run.cfg
     model, layout, sets = run.model, run.layout, run.sets
     _warn_ten_crop_size(model, cfg, run.ranks)
     predictions, fed = {}, {"images": 0, "from_cache": 0}
@@ -80,7 +81,7 @@ def eval_run(run: RunContext, cfg: EvalConfig):
             render = sets.renderers[v](layout) if v in sets.on_the_fly else None
             items = layout.items("original" if v in sets.on_the_fly else v)
             pixels = ahead.pixels(on_disk.index(v)) if ahead is not None and render is None else None
-            predictions[v], pixels = predicted(run, cfg, items, desc=v, render=render, pixels=pixels,
+            predictions[v], pixels = predicted(run, items, desc=v, render=render, pixels=pixels,
                                                forward=ten_crop_logits if cfg.ten_crop else None,
                                                checker=mask_checker(layout) if v == "original" else None)
             fed["images"] += len(items)

@@ -26,7 +26,7 @@ def draw_galleries(head, pairs: Sequence, ranked: Sequence[RankedFeature], confi
     top images, each with the feature's activation map over it and the mask outlined."""
     import torch
 
-    from ...probing.batches import masked_batches
+    from ...evaluation.feed import masked_batches
     classes = gallery_order(ranked, cfg.galleries)
     shown = [f for f in ranked if f.class_index in set(classes)]
     wanted = sorted({i for f in shown for i in f.top})
@@ -38,7 +38,8 @@ def draw_galleries(head, pairs: Sequence, ranked: Sequence[RankedFeature], confi
     images: Dict[int, tuple] = {}
     position = {pairs[i][0].image_id: i for i in wanted}
     with torch.no_grad():
-        for items, x, m in masked_batches([pairs[i] for i in wanted], cfg.batch_size, cfg.device, cfg.workers):
+        for _, (items, x, m, _) in masked_batches([pairs[i] for i in wanted], batch_size=cfg.batch_size,
+                                                  device=cfg.device, workers=cfg.workers):
             maps, _, _ = head.forward(x)
             for k, it in enumerate(items):
                 i = position[it.image_id]

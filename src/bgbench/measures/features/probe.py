@@ -84,20 +84,20 @@ class FeaturesMeasure(ModelMeasure):
     profile = InProfile(60)
     forwards_per_image = 1
 
-    def prepare(self, run, cfg: FeaturesConfig) -> "_Head":
+    def prepare(self, run) -> "_Head":
         from ...probing.feature_head import LinearHead
-        if cfg.group_by == "label" and run.model.spec.label_space != "dataset":
+        if run.cfg.group_by == "label" and run.model.spec.label_space != "dataset":
             raise BgbenchError(f"--group-by label needs a model whose outputs are the dataset's classes; "
                                f"{run.model.spec.name} has {run.model.spec.num_classes} ImageNet classes, whose "
                                "features are ranked per predicted class (--group-by prediction)")
-        return _Head(LinearHead.of(run.model), {p[0].image_id: k for k, p in enumerate(run.pairs)})
+        return _Head(LinearHead.of(run.model), {p[0].image_id: k for k, p in enumerate(run.sets.pairs)})
 
-    def launch(self, state: "_Head", batch, cfg: FeaturesConfig):
+    def launch(self, run, batch):
         """Per image, queued on the device: its pooled features, prediction, and each channel's map
         share on the background (from the small maps: `engine.background_shares`); no map is kept."""
         from ...evaluation.transfer import Readback
         from .engine import background_shares
-        head = state.head
+        head = run.state.head
         maps, feats, logits = head.forward(batch.x)
         if head.pooled_is_map_mean is None:
             head.check(maps, feats, logits)  # once a run: it reads its answer back
@@ -105,7 +105,8 @@ class FeaturesMeasure(ModelMeasure):
         return Readback(preds=logits.argmax(dim=1), pooled=feats.float(), shares=background_shares(maps, masks),
                         areas=(1 - masks.double()).mean(dim=(1, 2)))
 
-    def landed(self, state: "_Head", batch, launched, cfg: FeaturesConfig) -> list:
+    def landed(self, run, batch, launched) -> list:
+        state: "_Head" = run.state
         got = launched.get()
         preds, areas = got["preds"], got["areas"]
         # the rows keep these until the run ends: copies, so that the (pinned, on a GPU) buffers go back
@@ -113,19 +114,21 @@ class FeaturesMeasure(ModelMeasure):
         return [(state.index[it.image_id], it.label, int(preds[k]), pooled[k], shares[k], float(areas[k]))
                 for k, it in enumerate(batch.items)]
 
-    def finish(self, state: "_Head", rows: list, cfg: FeaturesConfig, run):
+    def finish(self, run, rows: list):
         """Every image's values ranked (`engine.rank_features`), with no model: one row per
         (class, rank), and the rule the run recorded."""
         from ... import console
         from .engine import rank_features
         if not rows:
             raise BgbenchError("the dataset has no images to probe")
+        state: "_Head" = run.state
+        cfg: FeaturesConfig = run.cfg
         head = state.head
         if not head.pooled_is_map_mean:
             console.status(f"warning: {run.model.spec.name}'s pooled features are not the spatial means of its last "
                            "feature map's channels; a feature's map shows where its channel fires, not exactly what "
                            "it pools")
-        items = [run.pairs[r[0]][0] for r in rows]
+        items = [run.sets.pairs[r[0]][0] for r in rows]
         groups = np.array([r[2] if cfg.group_by == "prediction" else r[1] for r in rows])
         state.ranked = rank_features(np.stack([r[3] for r in rows]), groups, head.weight.float().cpu().numpy(),
                                      np.stack([r[4] for r in rows]), np.array([r[5] for r in rows]),
@@ -135,17 +138,18 @@ class FeaturesMeasure(ModelMeasure):
             "pooled_is_map_mean": head.pooled_is_map_mean,
             "ranking": "Salient ImageNet: weight x mean activation over the group's images"}
 
-    def draw(self, result, state: "_Head", cfg: FeaturesConfig, run, out_dir: Path) -> None:
+    def draw(self, run, result, out_dir: Path) -> None:
         from .draw import draw_galleries
+        state: "_Head" = run.state
         if not state.ranked:
             return
         result.extra["folder"] = str(out_dir)
-        galleries = draw_galleries(state.head, run.pairs, state.ranked, result.config, cfg, out_dir)
+        galleries = draw_galleries(state.head, run.sets.pairs, state.ranked, result.config, run.cfg, out_dir)
         result.extra["galleries"] = {str(c): p for c, p in galleries.items()}
         if galleries:
             result.notes.append(f"heatmap galleries: {out_dir}")
 
-    def outputs(self, result, state: "_Head") -> dict:
+    def outputs(self, run, result) -> dict:
         return {"folder": result.extra.get("folder"), "galleries": result.extra.get("galleries", {}),
                 "pooled_is_map_mean": result.config.get("pooled_is_map_mean")}
 

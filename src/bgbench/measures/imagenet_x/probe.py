@@ -66,7 +66,8 @@ class ImageNetXMeasure(ArmsMeasure):
                                        change=f"{__package__}.changes:shortcut_change"),)
     forwards_per_image = 1
 
-    def arms(self, model, layout, cfg) -> List[Arm]:
+    def arms(self, run, layout) -> List[Arm]:
+        model = run.model
         require_imagenet_model(model, self.name)
         layout = imagenet_reference(layout, self.name)
         if layout.split != "val":

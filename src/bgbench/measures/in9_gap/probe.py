@@ -69,16 +69,16 @@ class In9GapMeasure(ArmsMeasure):
     shortcut_columns = (ShortcutColumn(60, "in9_gap", "IN-9 gap", "in9_gap", data="other", preprocessing=CROP),)
     forwards_per_image = 2  # each foreground on its own background and on a random one
 
-    def image_sets(self, model, data, cfg):
+    def image_sets(self, run):
         """--data's mixed_same and mixed_rand (no `original`: Whac-A-Mole's copy of IN-9 has none)."""
         from ...data.resolve import resolve_layout
-        layout = resolve_layout(data, [MIXED_SAME, MIXED_RAND])
-        return layout, self.arms(model, layout, cfg)
+        layout = resolve_layout(run.data, [MIXED_SAME, MIXED_RAND])
+        return layout, self.arms(run, layout)
 
-    def arms(self, model, layout, cfg) -> List[Arm]:
+    def arms(self, run, layout) -> List[Arm]:
         return [Arm(MIXED_SAME, cropped(layout, MIXED_SAME)), Arm(MIXED_RAND, cropped(layout, MIXED_RAND))]
 
-    def recorded(self, arms, cfg, run) -> dict:
+    def recorded(self, run) -> dict:
         return {"preprocessing": "torchvision Resize(256) then CenterCrop(224) on the decoded image (Whac-A-Mole's "
                                  "test transform), then the model's own normalization and resize policy"}
 

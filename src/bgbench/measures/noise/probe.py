@@ -130,29 +130,32 @@ class NoiseMeasure(ModelMeasure):
         extra = attributes if options.get("region", NoiseConfig.region) == "attributes" else 0
         return images * (2 + extra) * len(levels) * trials, extra > 0
 
-    def wants_attributes(self, cfg: NoiseConfig) -> Attributes:
-        return Attributes.REQUIRED if cfg.region == "attributes" else Attributes.NEVER
+    def wants_attributes(self, run) -> Attributes:
+        return Attributes.REQUIRED if run.cfg.region == "attributes" else Attributes.NEVER
 
     def on_data(self, options: dict, data_kind: str) -> dict:
         """Unset levels take the data's grid: what a study's plan counts and matches runs by."""
         return options if options.get("levels") is not None else {**options, "levels": data_grid(data_kind)}
 
-    def prepare(self, run, cfg: NoiseConfig) -> NoiseRun:
+    def prepare(self, run) -> NoiseRun:
         from ...evaluation.predict import decide
         from ..common.protocols import probe_protocol
+        cfg: NoiseConfig = run.cfg
         grid, levels = (cfg.grid, cfg.levels) if cfg.levels is not None else \
             resolve_levels(data_grid(run.layout.kind), cfg.kind)
         return NoiseRun(lambda x: decide(run.model, run.model(x), cfg.mapping)[0], grid, levels,
                         probe_protocol(run.layout))
 
-    def launch(self, state: NoiseRun, batch, cfg: NoiseConfig):
+    def launch(self, run, batch):
         """Every image's prediction under each region's noise, level and trial (`engine`), queued on
         the device: each region's name and images, and its predictions on the way to the host."""
-        from ...data.prefetch import resolve_workers
+        from ...options import resolve_workers
         from ...evaluation.transfer import Readback
         from ..common.protocols import HARDIMAGENET
         from ..common.regions import ATTRIBUTE_PREFIX, Region, object_regions
         from .engine import region_predictions
+        state: NoiseRun = run.state
+        cfg: NoiseConfig = run.cfg
         regions = object_regions(batch.m) + [Region(ATTRIBUTE_PREFIX + name, idx, where, known)
                                              for name, (idx, where, known) in batch.parts.items()]
         preds = region_predictions(state.predict, batch.x, regions, [it.image_id for it in batch.items], cfg.seed,
@@ -162,7 +165,8 @@ class NoiseMeasure(ModelMeasure):
         return ([(region.name, region.positions()) for region in regions],
                 Readback(**{f"preds{k}": preds[region.name] for k, region in enumerate(regions)}))
 
-    def landed(self, state: NoiseRun, batch, launched, cfg: NoiseConfig) -> List[NoiseRow]:
+    def landed(self, run, batch, launched) -> List[NoiseRow]:
+        state: NoiseRun = run.state
         regions, back = launched
         got = back.get()
         items = batch.items
@@ -171,14 +175,14 @@ class NoiseMeasure(ModelMeasure):
             done = got[f"preds{k}"]
             members = [items[i] for i in positions]
             rows.extend(NoiseRow(it.image_id, it.label, name, level, t, int(p == it.label), p if p >= 0 else None)
-                        for li, level in enumerate(state.levels) for t in range(cfg.trials)
+                        for li, level in enumerate(state.levels) for t in range(run.cfg.trials)
                         for i, it in enumerate(members) for p in (int(done[li, t, i]),))
         return rows
 
-    def recorded(self, state: NoiseRun, cfg, run) -> dict:
-        return {"grid": state.grid, "levels": state.levels, "draws": DRAWS}
+    def recorded(self, run) -> dict:
+        return {"grid": run.state.grid, "levels": run.state.levels, "draws": DRAWS}
 
-    def outputs(self, result, state) -> dict:
+    def outputs(self, run, result) -> dict:
         c = result.config
         return {"grid": grid_label(c["grid"], c["kind"], c["levels"])}
 

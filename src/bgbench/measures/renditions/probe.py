@@ -97,9 +97,10 @@ class RenditionsMeasure(ArmsMeasure):
     gap_arms = GapArms(REFERENCE, RENDITIONS)
     shortcut_columns = (ShortcutColumn(50, "in_r_gap", "IN-R gap", "in_r_gap", data="imagenet"),)
 
-    def arms(self, model, layout, cfg: RenditionsConfig) -> List[Arm]:
+    def arms(self, run, layout) -> List[Arm]:
         from ...data.imagenet_folders import CLASS_FOLDERS
         from ...data.resolve import resolve_layout
+        model, cfg = run.model, run.cfg
         require_imagenet_model(model, self.name)
         renditions = resolve_layout(_wnid_folders_only(folder_option(cfg.renditions, "--renditions")))
         if getattr(renditions, "source", "") != CLASS_FOLDERS:
@@ -108,7 +109,7 @@ class RenditionsMeasure(ArmsMeasure):
         return [Arm(REFERENCE, reference, forward=restricted_forward),
                 Arm(RENDITIONS, renditions, forward=restricted_forward)]
 
-    def recorded(self, arms, cfg, run) -> dict:
+    def recorded(self, run) -> dict:
         return {"rule": "argmax over the renditions' classes' logits (ImageNet-R's map_prediction)"}
 
     def summarize(self, rows: Sequence[ArmRow], config: dict) -> GapSummary:

@@ -102,18 +102,19 @@ class SaliencyMeasure(ModelMeasure):
     profile = InProfile(40)
     forwards_per_image = 2  # one for the predicted class, one (with its backward) for Grad-CAM
 
-    def prepare(self, run, cfg: SaliencyConfig) -> _Layer:
+    def prepare(self, run) -> _Layer:
         protocol = probe_protocol(run.layout)
         targets = true_class_outputs(run.model, len(run.layout.classes)) if protocol == HARDIMAGENET else None
-        return _Layer(run.model, *resolve_layer(run.model, cfg.layer), protocol, targets)
+        return _Layer(run.model, *resolve_layer(run.model, run.cfg.layer), protocol, targets)
 
-    def launch(self, cam: _Layer, batch, cfg: SaliencyConfig):
+    def launch(self, run, batch):
         """Each image's Grad-CAM terms on its predicted class (Hard ImageNet: its true class), queued
         on the device. On the CPU they go to the host with the predictions and masks, to be made
         into maps and measured in NumPy (`landed`); on a card the maps and every measure are
         computed there too (`gradcam.device_maps`, `device_metrics`), and only the measures and the
         predictions come back."""
         from ...evaluation.transfer import Readback
+        cam: _Layer = run.state
         target = None if cam.targets is None else [cam.targets[it.label] for it in batch.items]
         terms, preds = gradcam_terms(cam.model, cam.layer, batch.x, target)
         masks = batch.m[:, 0] > 0.5
@@ -126,9 +127,10 @@ class SaliencyMeasure(ModelMeasure):
                                    empty_is_nan=hard)
         return Readback(measures=measures, preds=preds)
 
-    def landed(self, cam: _Layer, batch, launched, cfg: SaliencyConfig) -> List[SaliencyRow]:
+    def landed(self, run, batch, launched) -> List[SaliencyRow]:
         """The maps (pytorch-grad-cam's post-processing) measured against the masks (RIVAL10's
         measures; Hard ImageNet's IoU and Dice): on the host, or as the device measured them."""
+        cam: _Layer = run.state
         got = launched.get()
         preds = got["preds"]
         if "measures" in got:
@@ -139,20 +141,22 @@ class SaliencyMeasure(ModelMeasure):
                  *(_sql(v) for v in _measures(maps[k], masks[k], cam.protocol)))
                 for k, it in enumerate(batch.items)]
 
-    def recorded(self, cam: _Layer, cfg: SaliencyConfig, run) -> dict:
-        return {"layer": cam.name, "requested": {"layer": cfg.layer}, "label_space": run.model.spec.label_space,
+    def recorded(self, run) -> dict:
+        cam: _Layer = run.state
+        return {"layer": cam.name, "requested": {"layer": run.cfg.layer}, "label_space": run.model.spec.label_space,
                 "cam": "pytorch-grad-cam GradCAM output (min-max, cv2 bilinear resize, min-max, NaN to 0)",
                 "scoring": cam.protocol,  # whose code it scores as; not a reference --protocol
                 "target": "true class" if cam.protocol == HARDIMAGENET else "predicted class"}
 
-    def draw(self, result, cam: _Layer, cfg: SaliencyConfig, run, out_dir: Path) -> None:
-        overlays, examples = _overlays(cam, run.pairs, result.rows, cfg, result.config, out_dir, run.device)
+    def draw(self, run, result, out_dir: Path) -> None:
+        overlays, examples = _overlays(run.state, run.sets.pairs, result.rows, run.cfg, result.config, out_dir,
+                                       run.device)
         result.extra.update(overlays=overlays, folder=str(out_dir), examples=examples)
         result.notes.append(f"example overlays: {overlays}")
 
-    def outputs(self, result, cam: _Layer) -> dict:
+    def outputs(self, run, result) -> dict:
         e = result.extra
-        return {"layer": cam.name, "overlays": e.get("overlays"), "folder": e.get("folder"),
+        return {"layer": run.state.name, "overlays": e.get("overlays"), "folder": e.get("folder"),
                 "examples": e.get("examples", [])}
 
     def text(self, result) -> str:
@@ -216,12 +220,12 @@ def _sql(v: float) -> Optional[float]:
 def _overlays(cam: _Layer, pairs, rows, cfg: SaliencyConfig, config: dict, out_dir: Path, device: str):
     """Recompute the maps of the chosen examples (a batch or so) and draw them: the grid PNG's
     path, and one overlay PNG per example (`write_example_overlays`)."""
-    from ...probing.batches import masked_batches
+    from ...evaluation.feed import masked_batches
     from .overlays import choose_examples, write_example_overlays, write_overlays
     chosen = {ex.image_id: ex for ex in choose_examples(rows, cfg.examples)}
     wanted = [p for p in pairs if p[0].image_id in chosen]
     panels = {}
-    for items, x, m in masked_batches(wanted, cfg.batch_size, device, cfg.workers):
+    for _, (items, x, m, _) in masked_batches(wanted, batch_size=cfg.batch_size, device=device, workers=cfg.workers):
         maps, _ = gradcam_batch(cam.model, cam.layer, x,
                                 None if cam.targets is None else [cam.targets[it.label] for it in items])
         for k, it in enumerate(items):

@@ -59,8 +59,9 @@ class TextureMeasure(ArmsMeasure):
     gap_arms = GapArms(REFERENCE, STYLIZED, key="stem")  # a stylized copy keeps its original's file stem
     shortcut_columns = (ShortcutColumn(40, "sin_gap", "SIN gap", "sin_gap", data="imagenet"),)
 
-    def arms(self, model, layout, cfg: TextureConfig) -> List[Arm]:
+    def arms(self, run, layout) -> List[Arm]:
         from ...data.resolve import resolve_layout
+        model, cfg = run.model, run.cfg
         require_imagenet_model(model, self.name)
         reference = imagenet_reference(layout, self.name)  # --data first: a problem there is --data's to fix
         stylized = resolve_layout(folder_option(cfg.stylized, "--stylized"), split="val")

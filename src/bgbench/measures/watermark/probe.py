@@ -91,13 +91,15 @@ class WatermarkMeasure(ArmsMeasure):
                                        class_of="carton"))
     forwards_per_image = 2  # each image clean and watermarked
 
-    def arms(self, model, layout, cfg: WatermarkConfig) -> List[Arm]:
+    def arms(self, run, layout) -> List[Arm]:
         from ...data.images import decode_item
         from ...variants.watermark import watermark_image
+        cfg = run.cfg
         carton_of(layout, cfg.carton_class)  # a class that is not there: one line before any forward
         return [Arm(CLEAN, layout), Arm(WATERMARKED, layout, render=lambda item: watermark_image(decode_item(item)))]
 
-    def recorded(self, arms, cfg: WatermarkConfig, run) -> dict:
+    def recorded(self, run) -> dict:
+        cfg = run.cfg
         carton = carton_of(run.layout, cfg.carton_class)
         return {"carton": None if carton is None else {"class": carton,
                                                        "label": list(run.layout.classes).index(carton)},
