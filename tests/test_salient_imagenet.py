@@ -271,6 +271,14 @@ def test_it_keeps_the_contract_of_every_measure_and_heads_its_benchmarks_scoreca
     report = bgbench.report(db, tmp_path / "site", progress=False)
     with Store(db) as store:
         contract.check_report(report, measure, store, run_id)
+    small = ["probe", "salient_imagenet", "--model", f"timm:{TAG}", "--resize", "none", "--data", salient, "--imagenet",
+             imagenet, "--annotations", annotations, "--batch-size", "4", "--quiet"]
+    assert run_cli(*small, "--db", tmp_path / "one.db").returncode == 0
+    contract.run_under_torchrun([small], tmp_path / "two.db")  # two ranks share the batches: the same rows
+    with Store(tmp_path / "one.db") as one, Store(tmp_path / "two.db") as two:
+        (run1,), (run2,) = one.runs(measure.kind), two.runs(measure.kind)
+        assert contract.world_size(run2) == 2
+        assert contract.table_rows(two, measure, run2["id"]) == contract.table_rows(one, measure, run1["id"])
     html = report.index.read_text(encoding="utf-8")
     assert ">core accuracy &uarr;</th>" in html and ">spurious accuracy &darr;</th>" in html
     monkeypatch.setenv("BGBENCH_IMAGENET", str(imagenet))

@@ -10,16 +10,17 @@ labels, `read_annotations`), their images (every name their columns list) and ea
 features. The decision is the argmax over the 1000 outputs, right when it is the class's index.
 
 The repository draws n with `torch.randn` on the GPU, unseeded; here each image's draw for each
-target has its own seed, so that a run repeats and does not depend on the batch: the first 8 bytes
-(little-endian, shifted right once) of sha256 of '<seed>\\0<image id>\\0<core|spurious>', given to
-`torch.Generator().manual_seed`, drawing `torch.randn(3, 224, 224)` on the CPU. The images are read
-in one process (not shared between torchrun ranks).
+target has its own seed, so that a run repeats and does not depend on the batch, the device or
+torchrun's slice: the first 8 bytes (little-endian, shifted right once) of sha256 of
+'<seed>\\0<image id>\\0<core|spurious>', given to `torch.Generator().manual_seed`, drawing
+`torch.randn(3, 224, 224)` on the CPU. The images come through the feed like every probe's; the soft
+masks (which the feed's binary object masks are not) are read per batch on the host.
 """
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence
 
 from ... import checks
 from ...data.salient_imagenet import KIND
@@ -125,10 +126,11 @@ class SalientImageNetMeasure(RunningMeasure):
         a core and a spurious feature both list is in both sets)."""
         return 4 * images, True
 
-    def image_sets(self, model, data, cfg: SalientConfig, **given):
+    def image_sets(self, run):
         from ...data.resolve import resolve_layout
         from ...data.salient_imagenet import (find_annotations, find_salient_imagenet, read_annotations,
                                               salient_imagenet_layout)
+        model, cfg, data = run.model, run.cfg, run.data
         root = find_salient_imagenet(data) if not hasattr(data, "kind") else None
         layout = salient_imagenet_layout(root, imagenet=cfg.imagenet) if root is not None else resolve_layout(data)
         if getattr(layout, "kind", "") != KIND:
@@ -154,52 +156,64 @@ class SalientImageNetMeasure(RunningMeasure):
                 sets.append((target, label, wnid, tuple(features)))
         return layout, {"sets": sets, "annotations": str(path)}
 
-    def measure(self, run, cfg: SalientConfig, out_dir=None):
-        if not run.ranks.main:
+    def measure(self, run):
+        """Every (target, class) set's images in the notebooks' order, read through the feed (the
+        pixel cache, whole batches per torchrun rank, gathered in order on rank 0); each batch's soft
+        masks and noise are made on the host from its images' positions."""
+        import torch
+
+        from ...data.layout import Item
+        from ...data.pixel_cache import pixels_of
+        from ...data.salient_imagenet import CROP, RESIZE
+        from ...evaluation.feed import Images, batches, gathered
+        from ...evaluation.numerics import forward_context
+        layout, cfg = run.layout, run.cfg
+        jobs = [(target, label, wnid, features, name) for target, label, wnid, features in run.sets["sets"]
+                for name in sorted({n for f in features for n in layout.features[wnid][f]})]
+        items = [Item(image_id=f"{wnid}/{name}", label=label, path=layout.image_path(wnid, name), crop=(RESIZE, CROP))
+                 for _, label, wnid, _, name in jobs]
+        images = Images.of(pixels_of(items), cfg.batch_size)
+        out: Dict[int, List[SalientRow]] = {}
+        with torch.inference_mode(), forward_context(getattr(cfg, "precision", "fp32"), run.device):
+            for k, batch in batches(images, device=run.device, workers=cfg.workers, ranks=run.ranks,
+                                    progress=run.progress and run.ranks.main, desc=f"{self.name} probe"):
+                done = len(out.get(k, []))  # a batch cut where the image size changes comes in two parts
+                mine = [jobs[p] for p in images.chunks[k][done:done + len(batch.items)]]
+                m, n = self._masks_and_noise(layout, cfg, mine)
+                noisy = torch.clamp(batch.x + (0.0 + cfg.noise_std * n.to(run.device)) * m.to(run.device), 0.0, 1.0)
+                clean_pred = run.model(batch.x).float().argmax(dim=1).tolist()
+                noisy_pred = run.model(noisy).float().argmax(dim=1).tolist()
+                out.setdefault(k, []).extend(SalientRow(target, f"{wnid}/{name}", label, int(c), int(p))
+                                             for (target, label, wnid, _, name), c, p in
+                                             zip(mine, clean_pred, noisy_pred))
+        rows = gathered(out, len(images.chunks), run.ranks)
+        if rows is None:
             return None
-        rows: List[SalientRow] = []
-        for target, label, wnid, features in run.sets["sets"]:
-            rows += self._class_rows(run, cfg, target, label, wnid, features)
-        layout = run.layout
-        config = self.run_config(cfg, layout, run.ranks, own=self.recorded(run.sets, cfg, run),
+        config = self.run_config(cfg, layout, run.ranks, own=self.recorded(run),
                                  images=len({r.image_id for r in rows}))
         result = MeasureResult(self.name, rows, config)
         result.seconds = run.elapsed()
         return result, config
 
-    def _class_rows(self, run, cfg, target, label, wnid, features) -> List[SalientRow]:
-        """One class's images under one target, in `np.unique`'s order (sorted names), by batches."""
+    @staticmethod
+    def _masks_and_noise(layout, cfg, jobs):
+        """(N,3,224,224) masks (`salient_mask` of each image's features, a one-channel mask
+        repeated over the channels as the noise's broadcast does) and noise draws of `jobs`."""
         import torch
 
-        from ...data.images import decode_image
-        from ...data.salient_imagenet import CROP, RESIZE, salient_mask
-        from ...evaluation.numerics import forward_context
-        layout = run.layout
-        columns = layout.features[wnid]
-        names = sorted({n for f in features for n in columns[f]})
-        rows = []
-        for start in range(0, len(names), cfg.batch_size):
-            chunk = names[start:start + cfg.batch_size]
-            images, masks, noise = [], [], []
-            for name in chunk:
-                pixels = decode_image(layout.image_path(wnid, name), None, (RESIZE, CROP))
-                images.append(torch.from_numpy(pixels.copy()).permute(2, 0, 1).float().div(255))
-                mine = [layout.mask_path(wnid, f, name) for f in features if name in columns[f]]
-                masks.append(torch.from_numpy(salient_mask(mine)))
-                g = torch.Generator().manual_seed(draw_seed(cfg.seed, f"{wnid}/{name}", target))
-                noise.append(torch.randn(3, CROP, CROP, generator=g))
-            x = torch.stack(images).to(run.device)
-            m = torch.stack([mk.expand(3, -1, -1) if mk.shape[0] == 1 else mk for mk in masks]).to(run.device)
-            n = torch.stack(noise).to(run.device)
-            noisy = torch.clamp(x + (0.0 + cfg.noise_std * n) * m, 0.0, 1.0)
-            with torch.inference_mode(), forward_context(getattr(cfg, "precision", "fp32"), run.device):
-                clean_pred = run.model(x).float().argmax(dim=1).tolist()
-                noisy_pred = run.model(noisy).float().argmax(dim=1).tolist()
-            rows += [SalientRow(target, f"{wnid}/{name}", label, int(c), int(p))
-                     for name, c, p in zip(chunk, clean_pred, noisy_pred)]
-        return rows
+        from ...data.salient_imagenet import CROP, salient_mask
+        masks, noise = [], []
+        for target, _, wnid, features, name in jobs:
+            columns = layout.features[wnid]
+            mask = torch.from_numpy(salient_mask([layout.mask_path(wnid, f, name) for f in features
+                                                  if name in columns[f]]))
+            masks.append(mask.expand(3, -1, -1) if mask.shape[0] == 1 else mask)
+            g = torch.Generator().manual_seed(draw_seed(cfg.seed, f"{wnid}/{name}", target))
+            noise.append(torch.randn(3, CROP, CROP, generator=g))
+        return torch.stack(masks), torch.stack(noise)
 
-    def recorded(self, sets, cfg, run) -> dict:
+    def recorded(self, run) -> dict:
+        sets = run.sets
         return {"rule": "argmax over the 1000 outputs == the class's index; noise clamp(x + (0 + std*n)*m, 0, 1)",
                 "class_indices": list(run.layout.class_indices), "annotations": sets["annotations"],
                 "draws": "per image and target: sha256(seed, image id, target) -> torch.Generator, randn(3, 224, 224)",

@@ -99,20 +99,21 @@ class SpuriousImageNetMeasure(ArmsMeasure):
     sections = (SectionSpec("spurious_imagenet", "Spurious ImageNet", f"{__package__}.section:spurious_section"),)
     forwards_per_image = None  # the ImageNet val images of its classes too, not known from --data alone
 
-    def arms(self, model, layout, cfg: SpuriousConfig) -> List[Arm]:
+    def arms(self, run, layout) -> List[Arm]:
         from ...data.spurious_imagenet import imagenet_val_of
+        model, cfg = run.model, run.cfg
         if getattr(layout, "kind", "") != KIND:
             raise BgbenchError(f"spurious_imagenet reads the Spurious ImageNet release (ROOT/images/timestamp.txt and "
                                f"its feature folders); {layout.root} is not it")
         require_imagenet_model(model, self.name)
         return [Arm(VAL, imagenet_val_of(layout.classes, cfg.imagenet)), Arm(SPURIOUS, layout)]
 
-    def measure(self, run, cfg: SpuriousConfig, out_dir=None):
+    def measure(self, run):
         rows: List[SpuriousRow] = []
         sets = {}
         for arm in reversed(run.sets):  # the reference last, as they met the model
             items = arm.layout.items("original")
-            joined, _ = predicted(run, cfg, items, desc=f"{self.name}: {arm.name}")
+            joined, _ = predicted(run, items, desc=f"{self.name}: {arm.name}")
             sets[arm.name] = {"data": str(arm.layout.root), "split": arm.layout.split, "images": len(items),
                               "fingerprint": arm.layout.fingerprint()}
             if joined is None:
@@ -126,14 +127,14 @@ class SpuriousImageNetMeasure(ArmsMeasure):
         if not run.ranks.main:
             return None
         layout = run.layout
-        config = self.run_config(cfg, layout, run.ranks, own=self.recorded(run.sets, cfg, run),
+        config = self.run_config(run.cfg, layout, run.ranks, own=self.recorded(run),
                                  images=len(layout.items("original")),
                                  after={"arms": {a.name: sets[a.name] for a in run.sets}})
         result = MeasureResult(self.name, rows, config)
         result.seconds = run.elapsed()
         return result, config
 
-    def recorded(self, arms, cfg, run) -> dict:
+    def recorded(self, run) -> dict:
         from ...data.imagenet import imagenet_synsets
         index = {w: k for k, w in enumerate(imagenet_synsets())}
         layout = run.layout
