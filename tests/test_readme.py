@@ -245,6 +245,13 @@ COMMANDS = {
                                        "--db {db} --quiet",
     "bgbench probe renditions --model M": "probe renditions --model {imodel} --data {imagenet} --renditions {inr} "
                                           "--json --db {db} --quiet",
+    # Spurious ImageNet's features of two of the val's classes (tests/helpers/spurious_imagenet_tree.py)
+    "bgbench probe spurious_imagenet --model timm:resnet50.a1_in1k --data /data/spurious_imagenet":
+        "probe spurious_imagenet --model {imodel} --data {spurious} --imagenet {imagenet} --json --db {db} --quiet",
+    # Salient ImageNet's masks over its own generated ImageNet train (tests/helpers/salient_imagenet_tree.py)
+    "bgbench probe salient_imagenet --model timm:resnet50.a1_in1k --data /data/salient_imagenet_dataset":
+        "probe salient_imagenet --model {imodel} --data {salient} --imagenet {salient_imagenet} --annotations "
+        "{salient_annotations} --json --db {db} --quiet",
     "bgbench probe imagenet_x --model M": "probe imagenet_x --model {imodel} --data {imagenet} --json --db {db} "
                                           "--quiet",
     "bgbench probe in9_gap --model M": "probe in9_gap --model {model} --data {data} --json --db {db} --quiet",
@@ -354,7 +361,13 @@ def _imagenet_trees(root: Path, monkeypatch) -> dict:
     imagenet_val.write_stylized(root / "sin", root / "val")
     write_timm_weights(root / "hf")
     use_offline_hub(monkeypatch, root / "hf")
-    return {"imagenet": root / "val", "sin": root / "sin", "inr": root / "r", "imodel": f"timm:{TAG}"}
+    from helpers.spurious_imagenet_tree import write_release
+    from helpers.salient_imagenet_tree import write_tree
+    spurious = write_release(root / "spurious", ((207, 0, 2), (478, 4, 2)))
+    salient, salient_imagenet, annotations = write_tree(root / "salient")
+    return {"imagenet": root / "val", "sin": root / "sin", "inr": root / "r", "imodel": f"timm:{TAG}",
+            "spurious": spurious, "salient": salient, "salient_imagenet": salient_imagenet,
+            "salient_annotations": annotations}
 
 
 def _build_inputs(root: Path):
@@ -393,6 +406,8 @@ def test_readme_commands_run_and_every_json_is_strict(synth_root, tmp_path, monk
              "bgbench eval --model M --imagenet ROOT", "bgbench probe watermark --model M",
              "bgbench probe texture --model M", "bgbench probe renditions --model M",
              "bgbench probe imagenet_x --model M", "bgbench probe in9_gap --model M", "bgbench analyze shortcuts",
+             "bgbench probe spurious_imagenet --model timm:resnet50.a1_in1k --data /data/spurious_imagenet",
+             "bgbench probe salient_imagenet --model timm:resnet50.a1_in1k --data /data/salient_imagenet_dataset",
              "bgbench edit --data ROOT --out DIR",
              "bgbench eval --model M --data DIR", "bgbench analyze edits RUN", "bgbench edit --plugin my_backends",
              "bgbench build --images DIR [--boxes PATH]", "bgbench build --images /data/imgs --boxes /data/xml --out",

@@ -8,16 +8,18 @@ their command listed. A measure added to the registry is checked here with no ch
 import pytest
 import torch
 
-from bgbench.measures.registry import list_measures
+from bgbench.measures.registry import LAYOUT_NEEDS, list_measures
 from bgbench.store import Store
 from conftest import run_cli
 from helpers import contract
 
 #: Measures that need ImageNet's own images keep the same contract in test_shortcuts.py, on an
-#: ImageNet tree the test writes and a 1000-class model (Synthetic-9 cannot feed them).
-PROBES = [m for m in list_measures("probe") if "imagenet" not in m.needs]
+#: ImageNet tree the test writes and a 1000-class model (Synthetic-9 cannot feed them); those that
+#: read one benchmark's release only (`LAYOUT_NEEDS`) keep it in that benchmark's test file.
+ELSEWHERE = {"imagenet", *LAYOUT_NEEDS}
+PROBES = [m for m in list_measures("probe") if not ELSEWHERE & set(m.needs)]
 #: Every measure that runs a model through a command: the probes, and eval and the challenge.
-RUNS = [m for m in list_measures() if m.command in ("probe", "own") and "imagenet" not in m.needs]
+RUNS = [m for m in list_measures() if m.command in ("probe", "own") and not ELSEWHERE & set(m.needs)]
 ANALYSES = list_measures("analyze")
 
 

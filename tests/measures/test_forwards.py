@@ -7,11 +7,13 @@ import torch
 
 import bgbench
 from bgbench.data.resolve import resolve_layout
-from bgbench.measures.registry import get_measure, list_measures
+from bgbench.measures.registry import LAYOUT_NEEDS, get_measure, list_measures
 
 #: Every measure that runs a model on IN-9-layout data (those that read ImageNet's own images are
-#: counted alike in test_shortcuts' trees): a new one is checked here with no change.
-RUNS = [m.name for m in list_measures() if m.command in ("probe", "own") and "imagenet" not in m.needs]
+#: counted alike in test_shortcuts' trees; a benchmark's own measure, `LAYOUT_NEEDS`, in its test file): a
+#: new one is checked here with no change.
+RUNS = [m.name for m in list_measures()
+        if m.command in ("probe", "own") and not {"imagenet", *LAYOUT_NEEDS} & set(m.needs)]
 #: Options that keep a run small (the keys a study file takes); the others run at their defaults.
 OPTIONS = {
     "eval": {"variants": ["original", "mixed_rand"]},

@@ -19,6 +19,8 @@ from .rival10 import find_rival10, rival10_layout
 from .spawrious import CLASSES as SPAWRIOUS_CLASSES, find_spawrious, spawrious_layout
 from .waterbirds import CLASSES as WATERBIRDS_CLASSES, find_waterbirds, waterbirds_layout
 from .releases import find_release
+from .salient_imagenet import find_salient_imagenet, salient_imagenet_layout
+from .spurious_imagenet import find_spurious_imagenet, spurious_imagenet_layout
 
 
 def resolve_layout(data: "str | Path | Layout", variants: Optional[Sequence[str]] = None,
@@ -57,6 +59,12 @@ def resolve_layout(data: "str | Path | Layout", variants: Optional[Sequence[str]
     release = find_release(data)
     if release is not None:
         return release.read(variants, split)
+    found_spurious = find_spurious_imagenet(data)
+    if found_spurious is not None:  # its images/timestamp.txt (data.spurious_imagenet)
+        return spurious_imagenet_layout(found_spurious, variants, split)
+    found_salient = find_salient_imagenet(data)
+    if found_salient is not None:  # its wordnet_dict.py and class folders (data.salient_imagenet)
+        return salient_imagenet_layout(found_salient, variants, split)
     group_file = find_group_file(data)
     if group_file is not None:
         return group_layout(group_file, split, variants)

@@ -49,7 +49,11 @@ NEEDS = {
     "eval run": "a stored eval run",
     "layers": "a network whose layers can be hooked and differentiated (not ONNX, torch.export or TorchScript)",
     "imagenet": "ImageNet's own images (its val, in the ILSVRC archive's or torchvision's layout)",
+    "spurious_imagenet": "the Spurious ImageNet release (images/timestamp.txt and its feature folders)",
+    "salient_imagenet": "the Salient ImageNet release (wordnet_dict.py and its masks per class and feature)",
 }
+#: Needs that are a dataset's layout kind (`data.resolve`): the measure reads that benchmark's release only.
+LAYOUT_NEEDS = ("spurious_imagenet", "salient_imagenet")
 
 
 class Command(StrEnum):

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 from ..errors import BgbenchError
-from ..measures.registry import get_measure
+from ..measures.registry import LAYOUT_NEEDS, NEEDS, get_measure
 from ..reporting.context import FINISHED
 from .spec import EDITS, FOLDER_OPTIONS, Study, StudyDataset, StudyMeasure, StudyModel, job_config
 
@@ -291,6 +291,7 @@ def _unsupported(name: str, facts: DatasetFacts, options: Optional[dict] = None)
         reasons.append("the dataset has no attribute masks (attr_mask/, or a RIVAL10 release)")
     if "imagenet" in needs and not facts.imagenet:
         reasons.append("the dataset is not ImageNet's own images (its val, in a release layout)")
+    reasons += [f"the dataset is not {NEEDS[n]}" for n in needs if n in LAYOUT_NEEDS and facts.kind != n]
     return "; ".join(reasons) or None
 
 
