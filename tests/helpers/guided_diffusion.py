@@ -237,6 +237,12 @@ def hf_loss(x):
     return torch.abs(torch.fft.fftn(x, dim=(2, 3))).mean()
 
 
+def blend_region(mask, t, coarse_to_fine):
+    """postprocess_fn's mask_d: the edited region, eroded (the kept region max-pooled) early on."""
+    kernel = (51 if t > 50 else 31 if t > 35 else 0) if coarse_to_fine else 0
+    return 1 - Fn.max_pool2d(1 - mask, kernel, 1, (kernel - 1) // 2) if kernel else mask
+
+
 def edit(model, start, keep, mask, *, seed, respacing="100", skip=90, lam=20.0, hard=True, range_lambda=50.0,
          coarse_to_fine=False):
     """The toolkit's edit of one image: `start` (-i, [-1, 1], 1x3xHxW), `keep` (-i2), `mask` (1 in the
@@ -261,8 +267,7 @@ def edit(model, start, keep, mask, *, seed, respacing="100", skip=90, lam=20.0, 
             return -torch.autograd.grad(loss, x)[0]
 
     def postprocess(sample, t):
-        kernel = (51 if t > 50 else 31 if t > 35 else 0) if coarse_to_fine else 0
-        m = 1 - Fn.max_pool2d(1 - mask, kernel, 1, (kernel - 1) // 2) if kernel else mask
+        m = blend_region(mask, t, coarse_to_fine)
         background = d.q_sample(keep, t, torch.randn_like(keep))
         return sample * m + background * (1 - m)
 

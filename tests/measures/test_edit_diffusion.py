@@ -1,0 +1,205 @@
+"""The diffusion backend of `bgbench edit`: guided-diffusion weights loaded into diffusers, and the
+blended guided diffusion checked against an oracle of ImageNet-E's toolkit
+(tests/helpers/guided_diffusion.py) on a tiny ADM of random weights, the same seed and noise."""
+import sys
+
+import pytest
+import torch
+
+from helpers import guided_diffusion as O
+
+pytest.importorskip("diffusers")
+
+HEADS = 16  # the tiny ADM's head width: two heads at 32 channels, four at 64, so the qkv split is tested
+
+
+@pytest.fixture(scope="module")
+def adm():
+    return O.random_adm(0)
+
+
+@pytest.fixture(scope="module")
+def adm_file(adm, tmp_path_factory):
+    path = tmp_path_factory.mktemp("adm") / "tiny_diffusion_uncond.pt"
+    torch.save(adm.state_dict(), path)
+    return path
+
+
+def _scene(seed, size=32, dtype=torch.float64):
+    g = torch.Generator().manual_seed(seed)
+    start = torch.rand(1, 3, size, size, generator=g, dtype=dtype) * 2 - 1
+    keep = torch.rand(1, 3, size, size, generator=g, dtype=dtype) * 2 - 1
+    mask = torch.ones(1, 1, size, size, dtype=dtype)
+    mask[..., size // 4:size * 2 // 3, size // 3:size * 3 // 4] = 0  # the object, kept
+    return start, keep, mask
+
+
+def _load(path, **kw):
+    from bgbench.edits.diffusion_weights import load_weights
+    return load_weights(path, head_channels=HEADS, **kw)
+
+
+# ---------------------------------------------------------------------------------------------
+# weights
+
+@pytest.mark.parametrize("fmt", ["pt", "safetensors", "folder"])
+def test_a_guided_diffusion_state_dict_gives_the_same_network_in_diffusers(adm, adm_file, fmt, tmp_path):
+    path = adm_file
+    if fmt == "safetensors":
+        from safetensors.torch import save_file
+        path = tmp_path / "tiny.safetensors"
+        save_file({k: v.contiguous() for k, v in adm.state_dict().items()}, str(path))
+    elif fmt == "folder":
+        _load(adm_file).unet.save_pretrained(str(tmp_path / "tiny_unet"))
+        path = tmp_path / "tiny_unet"
+    w = _load(path)
+    assert w.kind == ("diffusers" if fmt == "folder" else "guided-diffusion") and len(w.sha256) == 64
+    x = torch.randn(2, 3, 32, 32, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    t = torch.tensor([999.0, 17.0])
+    with torch.no_grad():
+        want = adm.double()(x, t)
+        got = w.unet.double()(x, t).sample
+    adm.float()
+    assert want.abs().max() > 0.5  # a random network: the comparison is not of two zeros
+    assert torch.allclose(got, want, atol=1e-10, rtol=0)
+
+
+def _one_line(excinfo, *needles):
+    msg = str(excinfo.value)
+    assert "\n" not in msg
+    for n in needles:
+        assert n in msg, msg
+
+
+def test_bad_weights_are_one_line_errors(adm, tmp_path):
+    from bgbench.errors import CheckpointError
+    junk = tmp_path / "junk.pt"
+    junk.write_bytes(b"not a checkpoint at all")
+    with pytest.raises(CheckpointError) as e:
+        _load(junk)
+    _one_line(e, "junk.pt", "cannot read")
+    other = tmp_path / "resnet.pt"
+    torch.save({"conv1.weight": torch.zeros(8, 3, 3, 3), "fc.weight": torch.zeros(2, 8)}, other)
+    with pytest.raises(CheckpointError) as e:
+        _load(other)
+    _one_line(e, "not a guided-diffusion UNet")
+    fixed = O.random_adm(0, out_channels=3)  # no learned variance
+    path = tmp_path / "fixed_sigma.pt"
+    torch.save(fixed.state_dict(), path)
+    with pytest.raises(CheckpointError) as e:
+        _load(path)
+    _one_line(e, "learned variance")
+    sd = adm.state_dict()
+    sd["middle_block.0.in_layers.2.weight"] = torch.zeros(64, 64, 5, 5)  # a tensor of the wrong shape
+    bad = tmp_path / "mismatch.pt"
+    torch.save(sd, bad)
+    with pytest.raises(CheckpointError) as e:
+        _load(bad)
+    _one_line(e, "does not fit")
+    with pytest.raises(CheckpointError) as e:
+        _load(adm_file_missing := tmp_path / "nowhere.pt")
+    _one_line(e, str(adm_file_missing), "no such file")
+    with pytest.raises(CheckpointError) as e:
+        _load(tmp_path)  # a folder without a diffusers config
+    _one_line(e, "config.json")
+
+
+def test_heads_that_do_not_divide_the_channels_are_refused(adm_file):
+    from bgbench.edits.diffusion_weights import load_weights
+    from bgbench.errors import CheckpointError
+    with pytest.raises(CheckpointError) as e:
+        load_weights(adm_file, head_channels=24)
+    _one_line(e, "heads of 24")
+
+
+@pytest.fixture
+def unreachable_hub(tmp_path, monkeypatch):
+    import huggingface_hub.constants as constants
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(constants, "HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hf" / "hub"))
+    return constants
+
+
+def test_an_offline_hub_name_is_one_line_at_once(unreachable_hub):
+    import time
+    from bgbench.errors import CheckpointError
+    t0 = time.perf_counter()
+    with pytest.raises(CheckpointError) as e:
+        _load("openai/diffusers-not-cached")
+    assert time.perf_counter() - t0 < 5
+    _one_line(e, "openai/diffusers-not-cached", "HF_HUB_OFFLINE is set")
+
+
+def test_without_diffusers_the_backend_is_one_line_naming_the_extra(adm_file, monkeypatch):
+    from bgbench.errors import BgbenchError
+    monkeypatch.setitem(sys.modules, "diffusers", None)  # `import diffusers` raises ImportError
+    with pytest.raises(BgbenchError) as e:
+        _load(adm_file)
+    _one_line(e, "diffusers", "bgbench[diffusion]")
+
+
+# ---------------------------------------------------------------------------------------------
+# the sampler against the toolkit's loop
+
+CASES = [  # (lambda, hard, coarse_to_fine, respacing, skip, range_lambda, size)
+    (20.0, True, False, "100", 96, 50.0, 32),  # the toolkit's level lambda = 20 as run.sh runs it
+    # lambda = -20, coarse-to-fine: from step 54 down (its kernels act above steps 50 and 35), at 8 px to be quick
+    (-20.0, True, True, "100", 45, 50.0, 8),
+    (20.0, False, False, "100", 96, 0.0, 32),  # without --hard the sign flips
+    (5.0, True, False, "25,15", 36, 50.0, 32),  # two sections: the guidance's x0 at the toolkit's unscaled index
+]
+
+
+@pytest.mark.parametrize("lam,hard,ctf,respacing,skip,rng,size", CASES)
+def test_the_sampler_is_the_toolkits_loop(adm, adm_file, lam, hard, ctf, respacing, skip, rng, size, one_thread):
+    from bgbench.edits.diffusion import Guidance, blended_diffusion
+    from bgbench.edits.schedule import Schedule
+    start, keep, mask = _scene(3, size)
+    net = O.random_adm(0).double()
+    want = O.edit(net, start, keep, mask, seed=5, lam=lam, hard=hard, coarse_to_fine=ctf, respacing=respacing,
+                  skip=skip, range_lambda=rng)
+    unet = _load(adm_file).unet.double()
+    got = blended_diffusion(unet, Schedule(respacing), start, keep, mask,
+                            Guidance(complexity=lam, hard=hard, range_lambda=rng, coarse_to_fine=ctf),
+                            [torch.Generator().manual_seed(5)], skip)
+    assert torch.allclose(got, want, atol=1e-10, rtol=0), (got - want).abs().max()
+    assert torch.equal(got[0][:, mask[0, 0] == 0], keep[0][:, mask[0, 0] == 0])  # the paste-back
+
+
+def test_the_blended_region_is_the_toolkits_at_every_step():
+    from bgbench.edits.diffusion import _region
+    mask = torch.ones(1, 1, 96, 96, dtype=torch.float64)
+    mask[..., 30:60, 40:50] = 0
+    for t in (80, 51, 50, 36, 35, 0):
+        for ctf in (False, True):
+            want = O.blend_region(mask, t, ctf)
+            assert torch.equal(_region(mask, t, ctf), want)
+    assert not torch.equal(O.blend_region(mask, 51, True), O.blend_region(mask, 50, True))  # 51 px, then 31 px
+
+
+def test_guidance_moves_the_result_and_float32_agrees_with_the_oracle(adm, adm_file, one_thread):
+    from bgbench.edits.diffusion import Guidance, blended_diffusion
+    from bgbench.edits.schedule import Schedule
+    start, keep, mask = _scene(4, 32, torch.float32)
+    unet = _load(adm_file).unet.float()
+    runs = {}
+    for lam in (0.0, 20.0):
+        runs[lam] = blended_diffusion(unet, Schedule("100"), start, keep, mask, Guidance(complexity=lam),
+                                      [torch.Generator().manual_seed(7)], 96)
+    assert (runs[20.0] - runs[0.0]).abs().max() > 1e-3  # the guidance is not a no-op
+    want = O.edit(O.random_adm(0).float(), start, keep, mask, seed=7, lam=20.0, skip=96)
+    assert torch.allclose(runs[20.0], want, atol=1e-4, rtol=0)
+
+
+def test_a_batch_gives_what_one_image_at_a_time_gives(adm_file, one_thread):
+    from bgbench.edits.diffusion import Guidance, blended_diffusion
+    from bgbench.edits.schedule import Schedule
+    unet = _load(adm_file).unet.double()
+    scenes = [_scene(s) for s in (1, 2)]
+    g = Guidance(complexity=20.0)
+    alone = [blended_diffusion(unet, Schedule("100"), *sc, g, [torch.Generator().manual_seed(10 + k)], 97)
+             for k, sc in enumerate(scenes)]
+    both = blended_diffusion(unet, Schedule("100"), *(torch.cat(parts) for parts in zip(*scenes)), g,
+                             [torch.Generator().manual_seed(10), torch.Generator().manual_seed(11)], 97)
+    assert torch.allclose(both, torch.cat(alone), atol=1e-10, rtol=0)
