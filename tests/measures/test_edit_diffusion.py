@@ -203,3 +203,85 @@ def test_a_batch_gives_what_one_image_at_a_time_gives(adm_file, one_thread):
     both = blended_diffusion(unet, Schedule("100"), *(torch.cat(parts) for parts in zip(*scenes)), g,
                              [torch.Generator().manual_seed(10), torch.Generator().manual_seed(11)], 97)
     assert torch.allclose(both, torch.cat(alone), atol=1e-10, rtol=0)
+
+
+# ---------------------------------------------------------------------------------------------
+# bgbench edit --backend diffusion
+
+def _manifest(out):
+    import csv
+    with open(out / "manifest.csv", newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def _edit(data, out, weights, *more):
+    from conftest import run_cli
+    return run_cli("edit", "--data", data, "--out", out, "--backend", "diffusion", "--weights", weights,
+                   "--head-channels", HEADS, "--diffusion-size", 32, *more)
+
+
+def test_edit_with_the_diffusion_backend_writes_what_eval_reads(synth_root, adm_file, tmp_path, one_thread):
+    import json
+    import numpy as np
+    from PIL import Image
+    from bgbench.models.checkpoint import sha256_file
+    from conftest import run_cli
+    out = tmp_path / "edits"
+    proc = _edit(synth_root, out, adm_file, "--levels", "complexity_*", "remove", "--skip", 98, "--quiet", "--json")
+    assert proc.returncode == 0, proc.stderr
+    rows = _manifest(out)
+    levels = {r["folder"] for r in rows}
+    assert levels == {"original", "remove", "complexity_-20", "complexity_20"}
+    sha = sha256_file(adm_file)
+    for r in rows:
+        params = json.loads(r["params"])
+        if r["folder"].startswith("complexity"):
+            assert params["backend"] == "diffusion" and params["weights_sha256"] == sha
+            assert (params["lambda"], params["steps"], params["skip"], params["seed"]) == (
+                float(r["folder"][11:]), 2, 98, 0)
+            a = np.asarray(Image.open(out / r["folder"] / "val" / f"{r['image']}.png"))
+            o = np.asarray(Image.open(out / "original" / "val" / f"{r['image']}.png"))
+            m = np.load(out / "fg_mask" / "val" / f"{r['image']}.npy").astype(bool)
+            assert np.array_equal(a[m], o[m]) and not np.array_equal(a[~m], o[~m])  # the paste-back; an edit
+    ev = run_cli("eval", "--model", "timm:test_resnet", "--data", out, "--json", "--quiet")
+    assert ev.returncode == 0, ev.stderr
+    from bgbench.store import Store
+    with Store() as store:
+        run = store.runs("eval")[-1]
+        assert {r["variant"] for r in store.predictions(run["id"])} == levels
+
+
+def test_the_diffusion_edits_do_not_depend_on_the_batch_size(synth_root, adm_file, tmp_path, one_thread):
+    outs = []
+    for batch in (1, 4):
+        out = tmp_path / f"b{batch}"
+        proc = _edit(synth_root, out, adm_file, "--levels", "complexity_20", "--skip", 99, "--batch-size", batch,
+                     "--quiet")
+        assert proc.returncode == 0, proc.stderr
+        outs.append(out)
+    for png in sorted((outs[0] / "complexity_20" / "val").rglob("*.png"))[:8]:
+        assert png.read_bytes() == (outs[1] / png.relative_to(outs[0])).read_bytes()
+
+
+@pytest.mark.parametrize("args, needles", [
+    (["--backend", "diffusion"], ["--backend diffusion needs --weights"]),
+    (["--weights", "x.pt"], ["--weights", "--backend diffusion"]),
+    (["--backend", "diffusion", "--weights", "{junk}"], ["junk.pt", "cannot read"]),
+    (["--backend", "diffusion", "--weights", "{adm}", "--skip", "100"], ["--skip 100"]),
+    (["--backend", "diffusion", "--weights", "{adm}", "--respacing", "ten"], ["--respacing"]),
+])
+def test_bad_diffusion_options_are_one_line_errors(synth_root, adm_file, tmp_path, args, needles):
+    from conftest import assert_one_line_error, run_cli
+    junk = tmp_path / "junk.pt"
+    junk.write_bytes(b"\x00" * 64)
+    args = [a.format(junk=junk, adm=adm_file) for a in args]
+    proc = run_cli("edit", "--data", synth_root, "--out", tmp_path / "o", "--levels", "complexity_20", *args)
+    assert_one_line_error(proc, *needles)
+
+
+def test_the_cli_without_diffusers_is_one_line_naming_the_extra(synth_root, adm_file, tmp_path, monkeypatch):
+    from conftest import assert_one_line_error, run_cli
+    monkeypatch.setitem(sys.modules, "diffusers", None)
+    proc = run_cli("edit", "--data", synth_root, "--out", tmp_path / "o", "--backend", "diffusion",
+                   "--weights", adm_file, "--levels", "complexity_20")
+    assert_one_line_error(proc, "diffusers", "pip install 'bgbench[diffusion]'")

@@ -12,6 +12,11 @@ only copies files and joins the tables. Under torchrun the processes take the sa
 of K as shard r/K) but write into one output folder, and rank 0 joins their rows: no merge step.
 The output depends on the seed, never on the number of workers, shards or processes. A bad mask
 or a failed edit is a row in rejects.csv, never an abort.
+
+With `--backend diffusion` the complexity levels lambda = -20 and 20 are made by ImageNet-E's
+blended guided diffusion (`diffusion_backend`) from the named weights, batched in the parent
+like the adversarial level, each image with its own generator seeded by (seed, image id, level);
+the other levels stay classical.
 """
 from __future__ import annotations
 
@@ -43,6 +48,8 @@ from .registry import ADVERSARIAL, ATTRIBUTES, POSITION_RATE, SIZE_RATES, Contex
 from .result import ORIGINAL, EditResult
 
 KIND = "edit"
+CLASSICAL, DIFFUSION = "classical", "diffusion"
+BACKENDS = (CLASSICAL, DIFFUSION)
 RATE_TOLERANCE = 0.10  # a size/position edit must reach its pixel rate within 10%
 
 # rejects.csv reasons of this job (besides the writer's unreadable_image, missing/bad/empty_mask)
@@ -73,6 +80,16 @@ class EditConfig:
     batch_size: int = field(default=32, metadata=runtime())
     overwrite: bool = False
     shard: Optional[Shard] = None
+    backend: str = CLASSICAL
+    weights: Optional[str] = None
+    respacing: str = "100"
+    skip: int = 90
+    diffusion_size: Optional[int] = None
+    head_channels: int = 64
+    range_lambda: float = 50.0
+    l2_lambda: float = 0.0
+    lpips_lambda: float = 0.0
+    coarse_to_fine: bool = False
 
     def __post_init__(self):
         checks.at_least("--workers", self.workers, 1)
@@ -84,6 +101,19 @@ class EditConfig:
             checks.one_of("--attributes", a, ATTRIBUTES)
         get_inpainter(self.inpainter)
         get_complexity_editor(self.complexity_editor)
+        checks.one_of("--backend", self.backend, BACKENDS)
+        if self.backend == DIFFUSION and not self.weights:
+            raise BgbenchError("--backend diffusion needs --weights: a guided-diffusion .pt (256x256_diffusion_uncond.pt),"
+                               " a .safetensors file, a diffusers folder or a hub name")
+        if self.backend == CLASSICAL and self.weights:
+            raise BgbenchError("--weights names the network of --backend diffusion; add --backend diffusion")
+        checks.at_least("--skip", self.skip, 0)
+        checks.at_least("--head-channels", self.head_channels, 1)
+        if self.diffusion_size is not None:
+            checks.at_least("--diffusion-size", self.diffusion_size, 8)
+        for flag, value in (("--range-lambda", self.range_lambda), ("--l2-lambda", self.l2_lambda),
+                            ("--lpips-lambda", self.lpips_lambda)):
+            checks.at_least(flag, value, 0)
 
     def settings(self, model=None) -> dict:
         """What decides the output besides the source images: shards must agree on all of it."""
@@ -91,7 +121,15 @@ class EditConfig:
                 "angles": list(self.angles) if self.angles else None, "split": self.split, "seed": self.seed,
                 "inpainter": self.inpainter, "complexity_editor": self.complexity_editor, "adv_eps": self.adv_eps,
                 "adv_steps": self.adv_steps, "batch_size": self.batch_size,
-                "model": model.spec.to_dict() if model is not None else None}
+                "model": model.spec.to_dict() if model is not None else None,
+                **({"backend": DIFFUSION, "weights": self.weights, "respacing": self.respacing, "skip": self.skip,
+                    "diffusion_size": self.diffusion_size, "head_channels": self.head_channels,
+                    "guidance": self.guidance().to_dict()} if self.backend == DIFFUSION else {})}
+
+    def guidance(self):
+        from .diffusion import Guidance
+        return Guidance(range_lambda=self.range_lambda, l2_lambda=self.l2_lambda, lpips_lambda=self.lpips_lambda,
+                        coarse_to_fine=self.coarse_to_fine)
 
 
 @dataclass(frozen=True)
@@ -178,6 +216,8 @@ def _edit_one(task: _Task, s: _Settings) -> Tuple[List[M.ManifestRow], List[M.Re
         return cache["bg"]
 
     for edit in edits_for(cfg.attributes, cfg.angles, cfg.levels, with_model=False):
+        if _diffused_level(cfg, edit):  # made in the parent, batched
+            continue
         ctx = Context(background, get_complexity_editor(cfg.complexity_editor),
                       level_rng(cfg.seed, task.image_id, edit.name))
         try:
@@ -221,6 +261,62 @@ def _adversarial(model, tasks: Sequence[_Task], s: _Settings, progress: bool) ->
     return rows
 
 
+def _diffused_level(cfg: EditConfig, edit: Edit) -> bool:
+    return cfg.backend == DIFFUSION and edit.attribute == "complexity" and not edit.needs_model
+
+
+def _diffusion(weights, edits: Sequence[Edit], tasks: Sequence[_Task], s: _Settings, progress: bool
+               ) -> List[M.ManifestRow]:
+    """The diffusion backend's complexity levels of `tasks` (their originals are written), batched
+    in the parent within blocks of `--batch-size`; one generator per image and level."""
+    from .diffusion_backend import DiffusionSettings, diffuse_backgrounds, lpips_for
+    cfg = s.cfg
+    levels = [e for e in edits if _diffused_level(cfg, e)]
+    if not levels:
+        return []
+    settings = DiffusionSettings(cfg.respacing, cfg.skip, cfg.diffusion_size, cfg.guidance())
+    lpips_model = lpips_for(settings)
+    inpainter = get_inpainter(cfg.inpainter)
+    items = [(t, s.target.load_image(ORIGINAL, t.image_id), s.target.load_mask(t.image_id)) for t in tasks]
+    base = {"backend": DIFFUSION, "respacing": cfg.respacing, "steps": _steps(cfg.respacing) - cfg.skip,
+            "skip": cfg.skip, "seed": cfg.seed, "weights_sha256": weights.sha256, "weights_kind": weights.kind,
+            "size": cfg.diffusion_size or weights.sample_size, "range_lambda": cfg.range_lambda}
+    rows = []
+    bar = console.progress(enabled=progress, total=len(items) * len(levels), desc="diffusion", unit="img")
+    for edit in levels:
+        lam = float(edit.level)
+        for chunk in _batches(items, cfg.batch_size):
+            backgrounds = [inpainter(im, m) for _, im, m in chunk]
+            seeds = [int(level_rng(cfg.seed, t.image_id, edit.name).integers(2 ** 63)) for t, _, _ in chunk]
+            try:
+                outs = diffuse_backgrounds(weights, [c[1] for c in chunk], [c[2] for c in chunk], backgrounds, lam,
+                                           seeds, settings, lpips_model)
+            except EDIT_FAILURES as e:
+                raise BgbenchError(f"the diffusion backend failed at {edit.name}: "
+                                   f"{type(e).__name__}: {e}".splitlines()[0]) from None
+            for (t, _, mask), out, seed in zip(chunk, outs, seeds):
+                s.target.save_image(edit.name, t.image_id, out)
+                rows.append(_row(t, edit.name, "complexity", out, mask, {"lambda": lam, **base, "noise_seed": seed}))
+            bar.update(len(chunk))
+    bar.close()
+    return rows
+
+
+def _steps(respacing: str) -> int:
+    from .schedule import Schedule
+    return Schedule(respacing).steps
+
+
+def load_diffusion(cfg: EditConfig):
+    """The diffusion backend's weights (checked before anything is written), or None."""
+    if cfg.backend != DIFFUSION:
+        return None
+    from .diffusion_weights import load_weights
+    from .schedule import Schedule
+    Schedule(cfg.respacing).indices(cfg.skip)  # a bad --respacing or --skip: one line, before the weights load
+    return load_weights(cfg.weights, head_channels=cfg.head_channels)
+
+
 def _plan(cfg: EditConfig, model) -> Tuple[EditConfig, Layout, List[Edit], List[str]]:
     """The resolved config, the source layout, the levels to write and the levels skipped (with why)."""
     data, out = Path(cfg.data).expanduser(), Path(cfg.out).expanduser()
@@ -253,6 +349,7 @@ def edit_dataset(cfg: EditConfig, model=None, progress: bool = True) -> Optional
     `--batch-size`), write into the one `cfg.out`, and rank 0 joins their rows and writes the
     tables: its result is the one-process result; the other ranks return None."""
     cfg, layout, edits, skipped = _plan(cfg, model)
+    weights = load_diffusion(cfg)
     ranks = setup("cpu")  # the adversarial level runs its model on the CPU: gloo
     if ranks.distributed and cfg.shard is not None:
         raise BgbenchError("--shard K/N splits a job into separate runs that `bgbench merge` joins; under torchrun "
@@ -262,14 +359,14 @@ def edit_dataset(cfg: EditConfig, model=None, progress: bool = True) -> Optional
         writer.open(cfg.overwrite)
     barrier(ranks)  # the staged folders exist before any rank writes into them
     try:
-        return _edit_staged(cfg, model, layout, edits, skipped, ranks, writer, progress)
+        return _edit_staged(cfg, model, layout, edits, skipped, ranks, writer, progress, weights)
     finally:
         if ranks.main:
             writer.discard()  # what was not committed (an error, an interrupt); nothing after a commit
 
 
 def _edit_staged(cfg: EditConfig, model, layout: Layout, edits: List[Edit], skipped: List[str], ranks,
-                 writer: DatasetWriter, progress: bool) -> Optional[EditResult]:
+                 writer: DatasetWriter, progress: bool, weights=None) -> Optional[EditResult]:
     """`edit_dataset`'s work, every rank writing into the writer's stage; rank 0 commits it."""
     tasks = _tasks(layout)
     mine = select(tasks, Shard(ranks.rank, ranks.world) if ranks.distributed else cfg.shard, block=cfg.batch_size)
@@ -278,8 +375,10 @@ def _edit_staged(cfg: EditConfig, model, layout: Layout, edits: List[Edit], skip
         results = pool.map(_edit_one, mine, s, "edit", progress and ranks.main, chunk_cap=8)
     rows = [r for rs, _ in results for r in rs]
     rejects = [j for _, js in results for j in js]
+    ok = {r.position for r in rows if r.folder == ORIGINAL}
+    if weights is not None:
+        rows += _diffusion(weights, edits, [t for t in mine if t.index in ok], s, progress and ranks.main)
     if model is not None and any(e.needs_model for e in edits):
-        ok = {r.position for r in rows if r.folder == ORIGINAL}
         rows += _adversarial(model.eval(), [t for t in mine if t.index in ok], s, progress and ranks.main)
     parts = gather((rows, rejects), ranks)
     if parts is None:
