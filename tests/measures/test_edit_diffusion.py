@@ -285,3 +285,30 @@ def test_the_cli_without_diffusers_is_one_line_naming_the_extra(synth_root, adm_
     proc = run_cli("edit", "--data", synth_root, "--out", tmp_path / "o", "--backend", "diffusion",
                    "--weights", adm_file, "--levels", "complexity_20")
     assert_one_line_error(proc, "diffusers", "pip install 'bgbench[diffusion]'")
+
+
+def test_the_lambda_order_of_glcm_contrast_holds_on_the_tiny_models_edits(adm_file, tmp_path, one_thread):
+    """lambda = -20 gives a lower GLCM contrast than lambda = 20, image by image (the classical
+    backend's order, original between the two, is test_edits.py's
+    test_complexity_levels_order_glcm_contrast). A random network's x0 is noise, far rougher than
+    any Synthetic-9 background, so the original does not lie between the levels here, and over
+    many steps its noise drowns the guidance: the run takes 3 of 10 respaced steps, where the
+    variance that scales the guided mean is large and the guidance dominates. Both levels of an
+    image draw the same noise (one seed per image, as the toolkit's one seed), so their difference
+    is the guidance's."""
+    import json
+    import numpy as np
+    from bgbench.variants.synth import write_dataset
+    data = tmp_path / "synth"
+    write_dataset(data, per_class=1, size=32, seed=1, split="val", progress=False)
+    out = tmp_path / "edits"
+    proc = _edit(data, out, adm_file, "--levels", "complexity_*", "--respacing", 10, "--skip", 7, "--quiet", "--json")
+    assert proc.returncode == 0, proc.stderr
+    contrast = {}
+    for r in _manifest(out):
+        contrast.setdefault(r["folder"], {})[r["image"]] = json.loads(r["params"])["glcm_contrast"]
+    low, high = contrast["complexity_-20"], contrast["complexity_20"]
+    assert set(low) == set(high) and len(low) == 9
+    assert all(high[i] > low[i] for i in low), (low, high)
+    means = {m["level"]: m["glcm_contrast"] for m in json.loads(proc.stdout)["levels"]}
+    assert means["complexity_-20"] < means["complexity_20"]

@@ -15,8 +15,8 @@ or a failed edit is a row in rejects.csv, never an abort.
 
 With `--backend diffusion` the complexity levels lambda = -20 and 20 are made by ImageNet-E's
 blended guided diffusion (`diffusion_backend`) from the named weights, batched in the parent
-like the adversarial level, each image with its own generator seeded by (seed, image id, level);
-the other levels stay classical.
+like the adversarial level, each image with its own generator seeded by (seed, image id), the
+same at every level as the toolkit's one seed is; the other levels stay classical.
 """
 from __future__ import annotations
 
@@ -268,7 +268,7 @@ def _diffused_level(cfg: EditConfig, edit: Edit) -> bool:
 def _diffusion(weights, edits: Sequence[Edit], tasks: Sequence[_Task], s: _Settings, progress: bool
                ) -> List[M.ManifestRow]:
     """The diffusion backend's complexity levels of `tasks` (their originals are written), batched
-    in the parent within blocks of `--batch-size`; one generator per image and level."""
+    in the parent within blocks of `--batch-size`; one generator per image."""
     from .diffusion_backend import DiffusionSettings, diffuse_backgrounds, lpips_for
     cfg = s.cfg
     levels = [e for e in edits if _diffused_level(cfg, e)]
@@ -287,7 +287,8 @@ def _diffusion(weights, edits: Sequence[Edit], tasks: Sequence[_Task], s: _Setti
         lam = float(edit.level)
         for chunk in _batches(items, cfg.batch_size):
             backgrounds = [inpainter(im, m) for _, im, m in chunk]
-            seeds = [int(level_rng(cfg.seed, t.image_id, edit.name).integers(2 ** 63)) for t, _, _ in chunk]
+            # one noise per image for every level, as the toolkit's one seed gives: levels differ by their guidance
+            seeds = [int(level_rng(cfg.seed, t.image_id, DIFFUSION).integers(2 ** 63)) for t, _, _ in chunk]
             try:
                 outs = diffuse_backgrounds(weights, [c[1] for c in chunk], [c[2] for c in chunk], backgrounds, lam,
                                            seeds, settings, lpips_model)
