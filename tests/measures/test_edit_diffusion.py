@@ -312,3 +312,23 @@ def test_the_lambda_order_of_glcm_contrast_holds_on_the_tiny_models_edits(adm_fi
     assert all(high[i] > low[i] for i in low), (low, high)
     means = {m["level"]: m["glcm_contrast"] for m in json.loads(proc.stdout)["levels"]}
     assert means["complexity_-20"] < means["complexity_20"]
+
+
+def test_the_released_models_layout_maps_key_for_key_and_shape_for_shape():
+    """256x256_diffusion_uncond.pt's architecture (image_editor.py's model_config), built without
+    memory on the meta device: every tensor of its state dict lands on a diffusers tensor of the
+    same shape, and none is left over on either side."""
+    from diffusers import UNet2DModel
+    from bgbench.edits.diffusion_weights import adm_config, adm_to_diffusers
+    with torch.device("meta"):
+        released = O.ADM(model_channels=256, channel_mult=(1, 1, 2, 2, 4, 4), num_res_blocks=2,
+                         attention_resolutions=(8, 16, 32), head_channels=64)
+        sd = released.state_dict()
+        config = adm_config(sd, 64, "256x256_diffusion_uncond.pt")
+        mapped = adm_to_diffusers(sd, config)
+        target = UNet2DModel(**config).state_dict()
+    assert sum(v.numel() for v in sd.values()) == 552_814_086
+    assert config["block_out_channels"] == (256, 256, 512, 512, 1024, 1024) and config["layers_per_block"] == 2
+    assert config["down_block_types"] == ("ResnetDownsampleBlock2D",) * 3 + ("AttnDownBlock2D",) * 3
+    assert set(mapped) == set(target)
+    assert all(tuple(mapped[k].shape) == tuple(target[k].shape) for k in target)
