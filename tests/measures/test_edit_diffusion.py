@@ -208,6 +208,15 @@ def test_a_batch_gives_what_one_image_at_a_time_gives(adm_file, one_thread):
 # ---------------------------------------------------------------------------------------------
 # bgbench edit --backend diffusion
 
+@pytest.fixture(scope="module")
+def small_synth(tmp_path_factory):
+    """Synthetic-9 with one 32 px image per class: the diffusion levels run in seconds on it."""
+    from bgbench.variants.synth import write_dataset
+    root = tmp_path_factory.mktemp("synth9_small")
+    write_dataset(root, per_class=1, size=32, seed=1, split="val", progress=False)
+    return root
+
+
 def _manifest(out):
     import csv
     with open(out / "manifest.csv", newline="") as f:
@@ -220,46 +229,68 @@ def _edit(data, out, weights, *more):
                    "--head-channels", HEADS, "--diffusion-size", 32, *more)
 
 
-def test_edit_with_the_diffusion_backend_writes_what_eval_reads(synth_root, adm_file, tmp_path, one_thread):
+def test_edit_with_the_diffusion_backend_writes_what_eval_reads(small_synth, adm_file, tmp_path, one_thread):
+    """Complexity levels and Algorithm 2 (size, position, rotation: the classical composite, its
+    background regenerated): the object's pixels are the classical edit's, bit for bit, the
+    background is new, and every row names the backend, lambda, steps, skip, seed and weights."""
     import json
     import numpy as np
     from PIL import Image
     from bgbench.models.checkpoint import sha256_file
     from conftest import run_cli
-    out = tmp_path / "edits"
-    proc = _edit(synth_root, out, adm_file, "--levels", "complexity_*", "remove", "--skip", 98, "--quiet", "--json")
+    out, classical = tmp_path / "edits", tmp_path / "classical"
+    levels = ["complexity_*", "remove", "size_0.1", "position_*", "rotation_*"]
+    proc = _edit(small_synth, out, adm_file, "--levels", *levels, "--angles", 90, "--skip", 98, "--quiet", "--json")
+    assert proc.returncode == 0, proc.stderr
+    proc = run_cli("edit", "--data", small_synth, "--out", classical, "--levels", *levels[2:], "--angles", 90,
+                   "--quiet")
     assert proc.returncode == 0, proc.stderr
     rows = _manifest(out)
-    levels = {r["folder"] for r in rows}
-    assert levels == {"original", "remove", "complexity_-20", "complexity_20"}
+    written = {r["folder"] for r in rows}
+    assert written == {"original", "remove", "complexity_-20", "complexity_20", "size_0.1", "position_random",
+                       "rotation_90"}
+    reference = {(r["folder"], r["image"]): json.loads(r["params"]) for r in _manifest(classical)}
     sha = sha256_file(adm_file)
+    changed = 0
     for r in rows:
         params = json.loads(r["params"])
+        if r["folder"] in ("original", "remove"):
+            assert "backend" not in params
+            continue
+        lam = float(r["folder"][11:]) if r["folder"].startswith("complexity") else 0.0
+        assert params["backend"] == "diffusion" and params["weights_sha256"] == sha
+        assert (params["lambda"], params["steps"], params["skip"], params["seed"]) == (lam, 2, 98, 0)
+        ref = reference.get((r["folder"], r["image"]), {})
+        assert params.get("matrix") == ref.get("matrix")  # the same classical move, scale or rotation
+        a = np.asarray(Image.open(out / r["folder"] / "val" / f"{r['image']}.png"))
+        o = np.asarray(Image.open(out / "original" / "val" / f"{r['image']}.png"))
+        m = np.load(out / "fg_mask" / "val" / f"{r['image']}.npy").astype(bool)
         if r["folder"].startswith("complexity"):
-            assert params["backend"] == "diffusion" and params["weights_sha256"] == sha
-            assert (params["lambda"], params["steps"], params["skip"], params["seed"]) == (
-                float(r["folder"][11:]), 2, 98, 0)
-            a = np.asarray(Image.open(out / r["folder"] / "val" / f"{r['image']}.png"))
-            o = np.asarray(Image.open(out / "original" / "val" / f"{r['image']}.png"))
-            m = np.load(out / "fg_mask" / "val" / f"{r['image']}.npy").astype(bool)
-            assert np.array_equal(a[m], o[m]) and not np.array_equal(a[~m], o[~m])  # the paste-back; an edit
+            assert np.array_equal(a[m], o[m])  # the paste-back of the object
+        else:  # the classical composite's object, bit for bit; around it, a regenerated background
+            same = np.all(a == np.asarray(Image.open(classical / r["folder"] / "val" / f"{r['image']}.png")), axis=-1)
+            assert float(r["fg_fraction"]) * 0.98 <= same.mean() <= float(r["fg_fraction"]) + 0.05
+        changed += not np.array_equal(a[~m], o[~m])
+    assert changed >= 0.9 * sum(1 for r in rows if "backend" in json.loads(r["params"]))
     ev = run_cli("eval", "--model", "timm:test_resnet", "--data", out, "--json", "--quiet")
     assert ev.returncode == 0, ev.stderr
     from bgbench.store import Store
     with Store() as store:
         run = store.runs("eval")[-1]
-        assert {r["variant"] for r in store.predictions(run["id"])} == levels
+        assert {r["variant"] for r in store.predictions(run["id"])} == written
 
 
-def test_the_diffusion_edits_do_not_depend_on_the_batch_size(synth_root, adm_file, tmp_path, one_thread):
+def test_the_diffusion_edits_do_not_depend_on_the_batch_size(small_synth, adm_file, tmp_path, one_thread):
     outs = []
     for batch in (1, 4):
         out = tmp_path / f"b{batch}"
-        proc = _edit(synth_root, out, adm_file, "--levels", "complexity_20", "--skip", 99, "--batch-size", batch,
-                     "--quiet")
+        proc = _edit(small_synth, out, adm_file, "--levels", "complexity_20", "size_0.1", "--skip", 98,
+                     "--batch-size", batch, "--quiet")
         assert proc.returncode == 0, proc.stderr
         outs.append(out)
-    for png in sorted((outs[0] / "complexity_20" / "val").rglob("*.png"))[:8]:
+    pngs = sorted(outs[0].glob("[cs]*/val/*/*.png"))
+    assert len(pngs) >= 12
+    for png in pngs:
         assert png.read_bytes() == (outs[1] / png.relative_to(outs[0])).read_bytes()
 
 
@@ -287,7 +318,8 @@ def test_the_cli_without_diffusers_is_one_line_naming_the_extra(synth_root, adm_
     assert_one_line_error(proc, "diffusers", "pip install 'bgbench[diffusion]'")
 
 
-def test_the_lambda_order_of_glcm_contrast_holds_on_the_tiny_models_edits(adm_file, tmp_path, one_thread):
+def test_the_lambda_order_of_glcm_contrast_holds_on_the_tiny_models_edits(small_synth, adm_file, tmp_path,
+                                                                           one_thread):
     """lambda = -20 gives a lower GLCM contrast than lambda = 20, image by image (the classical
     backend's order, original between the two, is test_edits.py's
     test_complexity_levels_order_glcm_contrast). A random network's x0 is noise, far rougher than
@@ -298,11 +330,8 @@ def test_the_lambda_order_of_glcm_contrast_holds_on_the_tiny_models_edits(adm_fi
     is the guidance's."""
     import json
     import numpy as np
-    from bgbench.variants.synth import write_dataset
-    data = tmp_path / "synth"
-    write_dataset(data, per_class=1, size=32, seed=1, split="val", progress=False)
     out = tmp_path / "edits"
-    proc = _edit(data, out, adm_file, "--levels", "complexity_*", "--respacing", 10, "--skip", 7, "--quiet", "--json")
+    proc = _edit(small_synth, out, adm_file, "--levels", "complexity_*", "--respacing", 10, "--skip", 7, "--quiet", "--json")
     assert proc.returncode == 0, proc.stderr
     contrast = {}
     for r in _manifest(out):

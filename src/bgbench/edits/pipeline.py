@@ -13,10 +13,11 @@ of K as shard r/K) but write into one output folder, and rank 0 joins their rows
 The output depends on the seed, never on the number of workers, shards or processes. A bad mask
 or a failed edit is a row in rejects.csv, never an abort.
 
-With `--backend diffusion` the complexity levels lambda = -20 and 20 are made by ImageNet-E's
-blended guided diffusion (`diffusion_backend`) from the named weights, batched in the parent
-like the adversarial level, each image with its own generator seeded by (seed, image id), the
-same at every level as the toolkit's one seed is; the other levels stay classical.
+With `--backend diffusion` the complexity levels lambda = -20 and 20, and the size, position and
+rotation levels (the classical composite, its background regenerated around the object: the
+paper's Algorithm 2), are made by ImageNet-E's blended guided diffusion (`diffusion_backend`)
+from the named weights, batched in the parent like the adversarial level, each image with its own generator seeded by (seed, image id), the
+same at every level as the toolkit's one seed is; remove and the adversarial level stay classical.
 """
 from __future__ import annotations
 
@@ -181,9 +182,8 @@ def _check_rate(edit: Edit, mask: np.ndarray) -> None:
             raise Rejected(RATE_UNREACHABLE, f"pixel rate {reached:.4f} for a target of {target}")
 
 
-def _edit_level(edit: Edit, image: np.ndarray, mask: np.ndarray, ctx: Context, task: _Task, s: _Settings
-                ) -> M.ManifestRow:
-    """One level of one image, written; or `Rejected` for this level only."""
+def _rendered(edit: Edit, image: np.ndarray, mask: np.ndarray, ctx: Context):
+    """One level of one image, rendered and checked; or `Rejected` for this level only."""
     try:
         done = edit.render(image, mask, ctx)
     except DoesNotFit as e:  # a rotated object larger than the image: refused, never shrunk
@@ -191,6 +191,13 @@ def _edit_level(edit: Edit, image: np.ndarray, mask: np.ndarray, ctx: Context, t
     except EDIT_FAILURES as e:  # a failed edit rejects this image at this level only
         raise Rejected(EDIT_FAILED, f"{type(e).__name__}: {e}".splitlines()[0]) from None
     _check_rate(edit, done.mask)
+    return done
+
+
+def _edit_level(edit: Edit, image: np.ndarray, mask: np.ndarray, ctx: Context, task: _Task, s: _Settings
+                ) -> M.ManifestRow:
+    """One level of one image, written; or `Rejected` for this level only."""
+    done = _rendered(edit, image, mask, ctx)
     s.target.save_image(edit.name, task.image_id, done.image)
     return _row(task, edit.name, edit.attribute, done.image, done.mask, done.params)
 
@@ -261,19 +268,37 @@ def _adversarial(model, tasks: Sequence[_Task], s: _Settings, progress: bool) ->
     return rows
 
 
+#: The attributes the diffusion backend makes: the complexity levels, and the moved, scaled or
+#: rotated object harmonised with a regenerated background (the paper's Algorithm 2).
+DIFFUSED = ("complexity", "size", "position", "rotation")
+
+
 def _diffused_level(cfg: EditConfig, edit: Edit) -> bool:
-    return cfg.backend == DIFFUSION and edit.attribute == "complexity" and not edit.needs_model
+    return cfg.backend == DIFFUSION and edit.attribute in DIFFUSED and not edit.needs_model
+
+
+def _diffusion_inputs(edit: Edit, cfg: EditConfig, task: _Task, image, mask, background):
+    """(the kept image, the kept object's mask, the level's own parameters) of one image: the image
+    itself for a complexity level; the classical composite (the object moved, scaled or rotated
+    onto the inpainted background) for Algorithm 2, whose background diffusion regenerates.
+    `Rejected` where the classical edit refuses the image."""
+    if edit.attribute == "complexity":
+        return image, mask, {"lambda": float(edit.level)}
+    ctx = Context(lambda: background, get_complexity_editor(cfg.complexity_editor),
+                  level_rng(cfg.seed, task.image_id, edit.name))
+    done = _rendered(edit, image, mask, ctx)
+    return done.image, done.mask, {**done.params, "lambda": 0.0}
 
 
 def _diffusion(weights, edits: Sequence[Edit], tasks: Sequence[_Task], s: _Settings, progress: bool
-               ) -> List[M.ManifestRow]:
-    """The diffusion backend's complexity levels of `tasks` (their originals are written), batched
-    in the parent within blocks of `--batch-size`; one generator per image."""
+               ) -> Tuple[List[M.ManifestRow], List[M.RejectRow]]:
+    """The diffusion backend's levels of `tasks` (their originals are written), batched in the
+    parent within blocks of `--batch-size`; one generator per image."""
     from .diffusion_backend import DiffusionSettings, diffuse_backgrounds, lpips_for
     cfg = s.cfg
     levels = [e for e in edits if _diffused_level(cfg, e)]
     if not levels:
-        return []
+        return [], []
     settings = DiffusionSettings(cfg.respacing, cfg.skip, cfg.diffusion_size, cfg.guidance())
     lpips_model = lpips_for(settings)
     inpainter = get_inpainter(cfg.inpainter)
@@ -281,26 +306,34 @@ def _diffusion(weights, edits: Sequence[Edit], tasks: Sequence[_Task], s: _Setti
     base = {"backend": DIFFUSION, "respacing": cfg.respacing, "steps": _steps(cfg.respacing) - cfg.skip,
             "skip": cfg.skip, "seed": cfg.seed, "weights_sha256": weights.sha256, "weights_kind": weights.kind,
             "size": cfg.diffusion_size or weights.sample_size, "range_lambda": cfg.range_lambda}
-    rows = []
+    rows, rejects = [], []
     bar = console.progress(enabled=progress, total=len(items) * len(levels), desc="diffusion", unit="img")
-    for edit in levels:
-        lam = float(edit.level)
-        for chunk in _batches(items, cfg.batch_size):
-            backgrounds = [inpainter(im, m) for _, im, m in chunk]
-            # one noise per image for every level, as the toolkit's one seed gives: levels differ by their guidance
-            seeds = [int(level_rng(cfg.seed, t.image_id, DIFFUSION).integers(2 ** 63)) for t, _, _ in chunk]
-            try:
-                outs = diffuse_backgrounds(weights, [c[1] for c in chunk], [c[2] for c in chunk], backgrounds, lam,
-                                           seeds, settings, lpips_model)
-            except EDIT_FAILURES as e:
-                raise BgbenchError(f"the diffusion backend failed at {edit.name}: "
-                                   f"{type(e).__name__}: {e}".splitlines()[0]) from None
-            for (t, _, mask), out, seed in zip(chunk, outs, seeds):
-                s.target.save_image(edit.name, t.image_id, out)
-                rows.append(_row(t, edit.name, "complexity", out, mask, {"lambda": lam, **base, "noise_seed": seed}))
+    for chunk in _batches(items, cfg.batch_size):
+        backgrounds = [inpainter(im, m) for _, im, m in chunk]
+        # one noise per image for every level, as the toolkit's one seed gives: levels differ by their guidance
+        seeds = [int(level_rng(cfg.seed, t.image_id, DIFFUSION).integers(2 ** 63)) for t, _, _ in chunk]
+        for edit in levels:
+            ready = []
+            for (t, im, m), bg, seed in zip(chunk, backgrounds, seeds):
+                try:
+                    ready.append((t, *_diffusion_inputs(edit, cfg, t, im, m, bg), bg, seed))
+                except Rejected as e:
+                    rejects.append(M.RejectRow(t.index, t.image_id, t.source, e.reason, e.detail, edit.name))
+            if ready:
+                lam = float(edit.level) if edit.attribute == "complexity" else 0.0
+                try:
+                    outs = diffuse_backgrounds(weights, [r[1] for r in ready], [r[2] for r in ready],
+                                               [r[4] for r in ready], lam, [r[5] for r in ready], settings,
+                                               lpips_model)
+                except EDIT_FAILURES as e:
+                    raise BgbenchError(f"the diffusion backend failed at {edit.name}: "
+                                       f"{type(e).__name__}: {e}".splitlines()[0]) from None
+                for (t, _, mask, params, _, seed), out in zip(ready, outs):
+                    s.target.save_image(edit.name, t.image_id, out)
+                    rows.append(_row(t, edit.name, edit.attribute, out, mask, {**params, **base, "noise_seed": seed}))
             bar.update(len(chunk))
     bar.close()
-    return rows
+    return rows, rejects
 
 
 def _steps(respacing: str) -> int:
@@ -378,7 +411,8 @@ def _edit_staged(cfg: EditConfig, model, layout: Layout, edits: List[Edit], skip
     rejects = [j for _, js in results for j in js]
     ok = {r.position for r in rows if r.folder == ORIGINAL}
     if weights is not None:
-        rows += _diffusion(weights, edits, [t for t in mine if t.index in ok], s, progress and ranks.main)
+        more, refused = _diffusion(weights, edits, [t for t in mine if t.index in ok], s, progress and ranks.main)
+        rows, rejects = rows + more, rejects + refused
     if model is not None and any(e.needs_model for e in edits):
         rows += _adversarial(model.eval(), [t for t in mine if t.index in ok], s, progress and ranks.main)
     parts = gather((rows, rejects), ranks)
