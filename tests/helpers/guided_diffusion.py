@@ -19,6 +19,8 @@ What it keeps of the toolkit, as the toolkit has it:
 - `postprocess_fn`: the sample blended with q_sample(init_image_2, t) outside the edited region
   (the region eroded by 51 / 31 px max pools while t > 50 / t > 35 with coarse_to_fine), one
   noise of the image's shape;
+- `class_guided` (the adversarial level): -scale * d sum log softmax(classifier(x0))[y] / d x0,
+  x0 detached, added to cond_fn's gradient as it is;
 - the output: the last step's pred_xstart, the kept region pasted from init_image_2.
 """
 from __future__ import annotations
@@ -244,27 +246,40 @@ def blend_region(mask, t, coarse_to_fine):
 
 
 def edit(model, start, keep, mask, *, seed, respacing="100", skip=90, lam=20.0, hard=True, range_lambda=50.0,
-         coarse_to_fine=False):
+         coarse_to_fine=False, classifier=None, y=None, classifier_scale=0.0):
     """The toolkit's edit of one image: `start` (-i, [-1, 1], 1x3xHxW), `keep` (-i2), `mask` (1 in the
-    edited region, 1x1xHxW). The global RNG is seeded with `seed`, as the toolkit does."""
+    edited region, 1x1xHxW). The global RNG is seeded with `seed`, as the toolkit does. `classifier`
+    maps images in [-1, 1] to logits; with `classifier_scale` and labels `y`, class_guided's
+    gradient (in x0's space) is added to the loss's."""
     d = Diffusion(respacing)
     torch.manual_seed(seed)
     indices = list(range(d.num_timesteps - skip))[::-1]
     img = torch.randn(*start.shape, dtype=start.dtype)
     img = d.q_sample(start, indices[0], img)
 
+    def class_guided(x, labels):
+        with torch.enable_grad():
+            x_in = x.detach().requires_grad_(True)
+            log_probs = torch.log_softmax(classifier(x_in), dim=-1)
+            selected = log_probs[range(len(log_probs)), labels.view(-1)]
+            return -torch.autograd.grad(selected.sum(), x_in)[0] * classifier_scale
+
     def cond_fn(x, t):
         with torch.enable_grad():
             x = x.detach().requires_grad_()
             out = d.p_mean_variance(model, x, d.unscale(t))
             x_in = out["x0"]
+            guided = classifier_scale != 0 and y is not None
+            if guided:
+                gradient_class_guided = class_guided(x_in, y)
             loss = torch.zeros((), dtype=x.dtype)
             if lam:
                 term = lam * hf_loss((x_in + 1.0) / 2.0)
                 loss = loss - term if hard else loss + term
             if range_lambda:
                 loss = loss + (x_in - x_in.clamp(-1, 1)).pow(2).mean([1, 2, 3]).sum() * range_lambda
-            return -torch.autograd.grad(loss, x)[0]
+            grad = -torch.autograd.grad(loss, x)[0]
+            return grad + gradient_class_guided if guided else grad
 
     def postprocess(sample, t):
         m = blend_region(mask, t, coarse_to_fine)

@@ -361,3 +361,32 @@ def test_the_released_models_layout_maps_key_for_key_and_shape_for_shape():
     assert config["down_block_types"] == ("ResnetDownsampleBlock2D",) * 3 + ("AttnDownBlock2D",) * 3
     assert set(mapped) == set(target)
     assert all(tuple(mapped[k].shape) == tuple(target[k].shape) for k in target)
+
+
+def test_classifier_guidance_is_the_toolkits_class_guided(adm_file, one_thread):
+    """The adversarial level's guidance: class_guided's gradient in x0's space, added to the
+    loss's, against the oracle with the same tiny classifier; it lowers the true class's
+    probability of the result."""
+    from bgbench.edits.diffusion import Guidance, blended_diffusion
+    from bgbench.edits.schedule import Schedule
+    torch.manual_seed(2)
+    classifier = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, stride=2), torch.nn.Flatten(),
+                                     torch.nn.LazyLinear(5)).double()
+    start, keep, mask = _scene(6)
+    classifier(start)  # materialises the lazy layer
+    y = torch.tensor([3])
+    net = O.random_adm(0).double()
+    want = O.edit(net, start, keep, mask, seed=9, lam=0.0, skip=96, classifier=classifier, y=y, classifier_scale=10.0)
+    unet = _load(adm_file).unet.double()
+
+    def log_p_true(x0):
+        return torch.log_softmax(classifier(x0), dim=-1)[:, 3]
+
+    runs = {}
+    for scale in (0.0, 10.0):
+        runs[scale] = blended_diffusion(unet, Schedule("100"), start, keep, mask,
+                                        Guidance(classifier_scale=scale), [torch.Generator().manual_seed(9)], 96,
+                                        classifier=log_p_true)
+    assert torch.allclose(runs[10.0], want, atol=1e-10, rtol=0)
+    with torch.no_grad():
+        assert log_p_true(runs[10.0]) < log_p_true(runs[0.0])

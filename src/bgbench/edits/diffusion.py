@@ -7,7 +7,9 @@ every step i, down to 0:
 - the guidance gradient of `Guidance`'s loss with respect to x_t, through x0_hat predicted again
   at the toolkit's `unscale_timestep` index, moves the mean by variance x gradient
   (`condition_mean`); the loss is -lambda * mean|FFT((x0_hat + 1) / 2)| with `hard` (+lambda
-  without), plus the range, L2 and LPIPS terms where their weights are set;
+  without), plus the range, L2 and LPIPS terms where their weights are set; with a classifier
+  (the adversarial level), `class_guided`'s -scale * d log p(y | x0_hat) / d x0_hat is added as it
+  is, a gradient in x0_hat's space added to one in x_t's, as the toolkit adds it;
 - the sample (mean + sigma z, no noise at step 0) is blended with `keep` (the toolkit's `-i2`)
   noised to step i, outside the edited region (`postprocess_fn`); with `coarse_to_fine` the
   region is eroded by 51 and 31 px max pools while i > 50 and i > 35;
@@ -39,9 +41,11 @@ class Guidance:
     l2_lambda: float = 0.0  # background_preservation_loss (off in run.sh)
     lpips_lambda: float = 0.0  # background_preservation_loss (off in run.sh)
     coarse_to_fine: bool = False  # commented out in run.sh
+    classifier_scale: float = 0.0  # the adversarial level's classifier guidance (arguments.py: 10)
 
     def active(self) -> bool:
-        return bool(self.complexity or self.range_lambda or self.l2_lambda or self.lpips_lambda)
+        return bool(self.complexity or self.range_lambda or self.l2_lambda or self.lpips_lambda
+                    or self.classifier_scale)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -96,11 +100,20 @@ def _region(mask, i: int, coarse_to_fine: bool):
     return 1 - F.max_pool2d(1 - mask, kernel, stride=1, padding=(kernel - 1) // 2)
 
 
+def _class_gradient(classifier, x0, scale: float):
+    """class_guided: -scale * d sum log p(y | x0) / d x0, with x0 detached from x_t."""
+    import torch
+    x_in = x0.detach().requires_grad_(True)
+    return -torch.autograd.grad(classifier(x_in).sum(), x_in)[0] * scale
+
+
 def blended_diffusion(unet, schedule: Schedule, start, keep, mask, guidance: Guidance, generators: Sequence,
-                      skip: int, lpips_model=None, step_done: Optional[Callable[[int], None]] = None):
+                      skip: int, lpips_model=None, classifier: Optional[Callable] = None,
+                      step_done: Optional[Callable[[int], None]] = None):
     """The edit of a batch (see the module docstring): `start` and `keep` Bx3xHxW in [-1, 1], `mask`
-    Bx1xHxW, 1 in the region to edit; one torch.Generator per image. Returns Bx3xHxW in [-1, 1]
-    (not clamped)."""
+    Bx1xHxW, 1 in the region to edit; one torch.Generator per image; `classifier` maps x0_hat to
+    each image's log p(true class) (used where `guidance.classifier_scale` is set). Returns
+    Bx3xHxW in [-1, 1] (not clamped)."""
     import torch
     indices = schedule.indices(skip)
     img = schedule.q_sample(start, indices[0], _randn(generators, start))
@@ -113,7 +126,10 @@ def blended_diffusion(unet, schedule: Schedule, start, keep, mask, guidance: Gui
                     x = img.detach().requires_grad_(True)
                     gx0, gmean, glogvar = _predict(unet, schedule, x, j)
                     loss = _loss(guidance, schedule, x, gx0, j, start, mask, lpips_model)
-                    grad = -torch.autograd.grad(loss, x)[0]
+                    grad = (-torch.autograd.grad(loss, x)[0] if torch.is_tensor(loss) and loss.requires_grad
+                            else torch.zeros_like(x))
+                    if guidance.classifier_scale and classifier is not None:
+                        grad = grad + _class_gradient(classifier, gx0, guidance.classifier_scale)
                 if j == i:  # the toolkit's first forward pass gives the same numbers: reuse them
                     x0, mean, logvar = gx0.detach(), gmean.detach(), glogvar.detach()
                 else:
