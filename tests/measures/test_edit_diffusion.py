@@ -390,3 +390,23 @@ def test_classifier_guidance_is_the_toolkits_class_guided(adm_file, one_thread):
     assert torch.allclose(runs[10.0], want, atol=1e-10, rtol=0)
     with torch.no_grad():
         assert log_p_true(runs[10.0]) < log_p_true(runs[0.0])
+
+
+def test_the_adversarial_level_is_made_by_classifier_guidance(small_synth, adm_file, tmp_path, one_thread):
+    import json
+    import numpy as np
+    from PIL import Image
+    out = tmp_path / "adv"
+    proc = _edit(small_synth, out, adm_file, "--levels", "complexity_adv", "--model", "timm:test_resnet",
+                 "--skip", 98, "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    rows = [r for r in _manifest(out) if r["folder"] == "complexity_adv"]
+    assert len(rows) == 9
+    for r in rows:
+        params = json.loads(r["params"])
+        assert params["backend"] == "diffusion" and params["model"] == "timm:test_resnet"
+        assert params["classifier_scale"] == 10.0 and params["lambda"] == 0.0 and "eps" not in params  # not PGD
+        a = np.asarray(Image.open(out / "complexity_adv" / "val" / f"{r['image']}.png"))
+        o = np.asarray(Image.open(out / "original" / "val" / f"{r['image']}.png"))
+        m = np.load(out / "fg_mask" / "val" / f"{r['image']}.npy").astype(bool)
+        assert np.array_equal(a[m], o[m])

@@ -73,6 +73,9 @@ def register(sub) -> None:
                         "lpips and its VGG weights)")
     p.add_argument("--coarse-to-fine", action="store_true",
                    help="erode the edited region by 51 and 31 px early on, as the toolkit's --coarse_to_fine")
+    p.add_argument("--classifier-scale", type=float, default=_default("classifier_scale"),
+                   help="with --backend diffusion and --model: the adversarial level's classifier-guidance scale "
+                        "(default %(default)s, the toolkit's)")
     p.add_argument("--plugin", action="append", default=[], metavar="MODULE",
                    help="import MODULE first, so that it can register inpainters or complexity editors: a module "
                         "name (found in the current folder too, e.g. my_backends for ./my_backends.py) or a path "
@@ -141,7 +144,8 @@ def run(args: argparse.Namespace) -> int:
                    shard=args.shard, backend=args.backend, weights=args.weights, respacing=args.respacing,
                    skip=args.skip, diffusion_size=args.diffusion_size, head_channels=args.head_channels,
                    range_lambda=args.range_lambda, l2_lambda=args.l2_lambda, lpips_lambda=args.lpips_lambda,
-                   coarse_to_fine=args.coarse_to_fine, progress=not args.quiet)
+                   coarse_to_fine=args.coarse_to_fine, classifier_scale=args.classifier_scale,
+                   progress=not args.quiet)
     if result is None:  # a torchrun rank other than 0: rank 0 writes the tables, records and reports
         return 0
     for why in result.skipped:

@@ -44,7 +44,8 @@ def _tensor(images: Sequence[np.ndarray], size: int, dtype, device):
 
 def diffuse_backgrounds(weights: DiffusionWeights, images: Sequence[np.ndarray], masks: Sequence[np.ndarray],
                         backgrounds: Sequence[np.ndarray], lam: float, seeds: Sequence[int],
-                        settings: DiffusionSettings, lpips_model=None, dtype=None, device="cpu") -> List[np.ndarray]:
+                        settings: DiffusionSettings, lpips_model=None, dtype=None, device="cpu",
+                        classifier=None) -> List[np.ndarray]:
     """Same-size HxWx3 uint8 images with their backgrounds (outside `masks`) regenerated at
     complexity level `lam`, started from `backgrounds` (the object removed); one seed per image."""
     import torch
@@ -58,7 +59,8 @@ def diffuse_backgrounds(weights: DiffusionWeights, images: Sequence[np.ndarray],
     edit = torch.from_numpy(~small).to(device=device, dtype=dtype)[:, None]
     gens = [torch.Generator().manual_seed(int(s)) for s in seeds]
     out = blended_diffusion(unet, Schedule(settings.respacing), start, keep, edit,
-                            replace(settings.guidance, complexity=float(lam)), gens, settings.skip, lpips_model)
+                            replace(settings.guidance, complexity=float(lam)), gens, settings.skip, lpips_model,
+                            classifier)
     # the toolkit's to_pil_image: (x + 1) / 2 clamped, times 255, truncated to bytes
     pics = ((out.detach() + 1) / 2).clamp(0, 1).mul(255).to(torch.uint8).permute(0, 2, 3, 1).cpu().numpy()
     done = []
@@ -85,3 +87,24 @@ def lpips_for(settings: DiffusionSettings, device="cpu"):
     except Exception as e:  # torchvision's VGG weights are fetched on first use: offline, that fails
         raise BgbenchError(f"--lpips-lambda: LPIPS's VGG weights cannot be loaded "
                            f"({type(e).__name__}: {' '.join(str(e).split())[:160]})") from None
+
+
+def class_log_prob(model, labels: Sequence[int], image_size):
+    """x0_hat (Bx3xSxS in [-1, 1]) -> each image's log-probability of its true class under `model`
+    (a bgbench model on [0, 1] images of the dataset's size; for 1000-class models the log of the
+    class's summed probabilities, the superclass rule): the adversarial level's classifier."""
+    import torch
+    import torch.nn.functional as F
+    from ..models.spec import IMAGENET1K
+    from .complexity import _superclass_log_probs
+    y = torch.as_tensor(np.asarray(labels), dtype=torch.long)
+    size = tuple(int(v) for v in image_size)
+
+    def log_p(x0):
+        x = (x0 + 1) / 2
+        if tuple(x.shape[-2:]) != size:
+            x = F.interpolate(x, size=size, mode="bilinear", align_corners=False)
+        logits = model(x.float())
+        lp = _superclass_log_probs(logits) if model.spec.label_space == IMAGENET1K else logits.float().log_softmax(1)
+        return lp.gather(1, y[:, None].to(lp.device))[:, 0].to(x0.dtype)
+    return log_p

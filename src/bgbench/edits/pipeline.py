@@ -91,6 +91,7 @@ class EditConfig:
     l2_lambda: float = 0.0
     lpips_lambda: float = 0.0
     coarse_to_fine: bool = False
+    classifier_scale: float = 10.0
 
     def __post_init__(self):
         checks.at_least("--workers", self.workers, 1)
@@ -113,7 +114,7 @@ class EditConfig:
         if self.diffusion_size is not None:
             checks.at_least("--diffusion-size", self.diffusion_size, 8)
         for flag, value in (("--range-lambda", self.range_lambda), ("--l2-lambda", self.l2_lambda),
-                            ("--lpips-lambda", self.lpips_lambda)):
+                            ("--lpips-lambda", self.lpips_lambda), ("--classifier-scale", self.classifier_scale)):
             checks.at_least(flag, value, 0)
 
     def settings(self, model=None) -> dict:
@@ -131,6 +132,10 @@ class EditConfig:
         from .diffusion import Guidance
         return Guidance(range_lambda=self.range_lambda, l2_lambda=self.l2_lambda, lpips_lambda=self.lpips_lambda,
                         coarse_to_fine=self.coarse_to_fine)
+
+    def class_guidance(self):
+        from dataclasses import replace
+        return replace(self.guidance(), classifier_scale=self.classifier_scale)
 
 
 @dataclass(frozen=True)
@@ -268,13 +273,14 @@ def _adversarial(model, tasks: Sequence[_Task], s: _Settings, progress: bool) ->
     return rows
 
 
-#: The attributes the diffusion backend makes: the complexity levels, and the moved, scaled or
-#: rotated object harmonised with a regenerated background (the paper's Algorithm 2).
+#: The attributes the diffusion backend makes: the complexity levels (the adversarial one by
+#: classifier guidance), and the moved, scaled or rotated object harmonised with a regenerated
+#: background (the paper's Algorithm 2).
 DIFFUSED = ("complexity", "size", "position", "rotation")
 
 
 def _diffused_level(cfg: EditConfig, edit: Edit) -> bool:
-    return cfg.backend == DIFFUSION and edit.attribute in DIFFUSED and not edit.needs_model
+    return cfg.backend == DIFFUSION and edit.attribute in DIFFUSED
 
 
 def _diffusion_inputs(edit: Edit, cfg: EditConfig, task: _Task, image, mask, background):
@@ -282,6 +288,8 @@ def _diffusion_inputs(edit: Edit, cfg: EditConfig, task: _Task, image, mask, bac
     itself for a complexity level; the classical composite (the object moved, scaled or rotated
     onto the inpainted background) for Algorithm 2, whose background diffusion regenerates.
     `Rejected` where the classical edit refuses the image."""
+    if edit.needs_model:
+        return image, mask, {"lambda": 0.0, "classifier_scale": cfg.classifier_scale}
     if edit.attribute == "complexity":
         return image, mask, {"lambda": float(edit.level)}
     ctx = Context(lambda: background, get_complexity_editor(cfg.complexity_editor),
@@ -290,11 +298,13 @@ def _diffusion_inputs(edit: Edit, cfg: EditConfig, task: _Task, image, mask, bac
     return done.image, done.mask, {**done.params, "lambda": 0.0}
 
 
-def _diffusion(weights, edits: Sequence[Edit], tasks: Sequence[_Task], s: _Settings, progress: bool
+def _diffusion(weights, edits: Sequence[Edit], tasks: Sequence[_Task], s: _Settings, progress: bool, model=None
                ) -> Tuple[List[M.ManifestRow], List[M.RejectRow]]:
     """The diffusion backend's levels of `tasks` (their originals are written), batched in the
-    parent within blocks of `--batch-size`; one generator per image."""
-    from .diffusion_backend import DiffusionSettings, diffuse_backgrounds, lpips_for
+    parent within blocks of `--batch-size`; one generator per image. The adversarial level is
+    guided by `model`'s log-probability of the true class."""
+    from dataclasses import replace
+    from .diffusion_backend import DiffusionSettings, class_log_prob, diffuse_backgrounds, lpips_for
     cfg = s.cfg
     levels = [e for e in edits if _diffused_level(cfg, e)]
     if not levels:
@@ -320,17 +330,23 @@ def _diffusion(weights, edits: Sequence[Edit], tasks: Sequence[_Task], s: _Setti
                 except Rejected as e:
                     rejects.append(M.RejectRow(t.index, t.image_id, t.source, e.reason, e.detail, edit.name))
             if ready:
-                lam = float(edit.level) if edit.attribute == "complexity" else 0.0
+                lam = float(edit.level) if edit.attribute == "complexity" and not edit.needs_model else 0.0
+                how, classifier = settings, None
+                if edit.needs_model:
+                    how = replace(settings, guidance=cfg.class_guidance())
+                    classifier = class_log_prob(model, [r[0].label for r in ready], ready[0][1].shape[:2])
                 try:
                     outs = diffuse_backgrounds(weights, [r[1] for r in ready], [r[2] for r in ready],
-                                               [r[4] for r in ready], lam, [r[5] for r in ready], settings,
-                                               lpips_model)
+                                               [r[4] for r in ready], lam, [r[5] for r in ready], how,
+                                               lpips_model, classifier=classifier)
                 except EDIT_FAILURES as e:
                     raise BgbenchError(f"the diffusion backend failed at {edit.name}: "
                                        f"{type(e).__name__}: {e}".splitlines()[0]) from None
                 for (t, _, mask, params, _, seed), out in zip(ready, outs):
                     s.target.save_image(edit.name, t.image_id, out)
-                    rows.append(_row(t, edit.name, edit.attribute, out, mask, {**params, **base, "noise_seed": seed}))
+                    extra = {"model": model.spec.name} if edit.needs_model else {}
+                    rows.append(_row(t, edit.name, edit.attribute, out, mask,
+                                     {**params, **base, "noise_seed": seed, **extra}))
             bar.update(len(chunk))
     bar.close()
     return rows, rejects
@@ -411,9 +427,10 @@ def _edit_staged(cfg: EditConfig, model, layout: Layout, edits: List[Edit], skip
     rejects = [j for _, js in results for j in js]
     ok = {r.position for r in rows if r.folder == ORIGINAL}
     if weights is not None:
-        more, refused = _diffusion(weights, edits, [t for t in mine if t.index in ok], s, progress and ranks.main)
+        more, refused = _diffusion(weights, edits, [t for t in mine if t.index in ok], s, progress and ranks.main,
+                                   model.eval() if model is not None else None)
         rows, rejects = rows + more, rejects + refused
-    if model is not None and any(e.needs_model for e in edits):
+    elif model is not None and any(e.needs_model for e in edits):
         rows += _adversarial(model.eval(), [t for t in mine if t.index in ok], s, progress and ranks.main)
     parts = gather((rows, rejects), ranks)
     if parts is None:
