@@ -410,3 +410,22 @@ def test_the_adversarial_level_is_made_by_classifier_guidance(small_synth, adm_f
         o = np.asarray(Image.open(out / "original" / "val" / f"{r['image']}.png"))
         m = np.load(out / "fg_mask" / "val" / f"{r['image']}.npy").astype(bool)
         assert np.array_equal(a[m], o[m])
+
+
+def test_diffusion_shards_merge_to_the_unsharded_bytes(small_synth, adm_file, tmp_path, one_thread):
+    from conftest import run_cli
+
+    def files(root):
+        return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+    more = ["--levels", "complexity_20", "size_0.1", "--skip", 99, "--batch-size", 2, "--seed", 4, "--quiet"]
+    assert _edit(small_synth, tmp_path / "whole", adm_file, *more).returncode == 0
+    shards = [tmp_path / f"s{k}" for k in range(2)]
+    for k, d in enumerate(shards):
+        proc = _edit(small_synth, d, adm_file, *more, "--shard", f"{k}/2")
+        assert proc.returncode == 0, proc.stderr
+    proc = run_cli("merge", tmp_path / "merged", *shards, "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    whole, merged = files(tmp_path / "whole"), files(tmp_path / "merged")
+    assert sorted(whole) == sorted(merged) and sum(k.startswith("complexity_20/") for k in whole) == 9
+    assert all(merged[k] == v for k, v in whole.items())
