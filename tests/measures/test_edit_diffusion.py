@@ -429,3 +429,10 @@ def test_diffusion_shards_merge_to_the_unsharded_bytes(small_synth, adm_file, tm
     whole, merged = files(tmp_path / "whole"), files(tmp_path / "merged")
     assert sorted(whole) == sorted(merged) and sum(k.startswith("complexity_20/") for k in whole) == 9
     assert all(merged[k] == v for k, v in whole.items())
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="CUDA is here: --device cuda is valid")
+def test_a_device_this_machine_lacks_is_one_line(small_synth, adm_file, tmp_path):
+    from conftest import assert_one_line_error
+    proc = _edit(small_synth, tmp_path / "o", adm_file, "--levels", "complexity_20", "--device", "cuda")
+    assert_one_line_error(proc, "--device cuda", "CUDA is not available")

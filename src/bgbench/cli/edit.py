@@ -73,6 +73,9 @@ def register(sub) -> None:
                         "lpips and its VGG weights)")
     p.add_argument("--coarse-to-fine", action="store_true",
                    help="erode the edited region by 51 and 31 px early on, as the toolkit's --coarse_to_fine")
+    p.add_argument("--device", default=_default("device"),
+                   help="torch device of the diffusion backend's network: cpu, cuda or cuda:N (default %(default)s; "
+                        "noise is drawn on the CPU, so a device changes results only by its arithmetic)")
     p.add_argument("--classifier-scale", type=float, default=_default("classifier_scale"),
                    help="with --backend diffusion and --model: the adversarial level's classifier-guidance scale "
                         "(default %(default)s, the toolkit's)")
@@ -144,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
                    shard=args.shard, backend=args.backend, weights=args.weights, respacing=args.respacing,
                    skip=args.skip, diffusion_size=args.diffusion_size, head_channels=args.head_channels,
                    range_lambda=args.range_lambda, l2_lambda=args.l2_lambda, lpips_lambda=args.lpips_lambda,
-                   coarse_to_fine=args.coarse_to_fine, classifier_scale=args.classifier_scale,
+                   coarse_to_fine=args.coarse_to_fine, classifier_scale=args.classifier_scale, device=args.device,
                    progress=not args.quiet)
     if result is None:  # a torchrun rank other than 0: rank 0 writes the tables, records and reports
         return 0

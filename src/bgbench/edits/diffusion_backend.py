@@ -100,8 +100,12 @@ def class_log_prob(model, labels: Sequence[int], image_size):
     y = torch.as_tensor(np.asarray(labels), dtype=torch.long)
     size = tuple(int(v) for v in image_size)
 
+    where = next((p.device for p in model.parameters()), None) if hasattr(model, "parameters") else None
+
     def log_p(x0):
         x = (x0 + 1) / 2
+        if where is not None and x.device != where:  # the classifier stays where it was loaded
+            x = x.to(where)
         if tuple(x.shape[-2:]) != size:
             x = F.interpolate(x, size=size, mode="bilinear", align_corners=False)
         logits = model(x.float())

@@ -92,6 +92,7 @@ class EditConfig:
     lpips_lambda: float = 0.0
     coarse_to_fine: bool = False
     classifier_scale: float = 10.0
+    device: str = field(default="cpu", metadata=runtime())
 
     def __post_init__(self):
         checks.at_least("--workers", self.workers, 1)
@@ -109,6 +110,8 @@ class EditConfig:
                                " a .safetensors file, a diffusers folder or a hub name")
         if self.backend == CLASSICAL and self.weights:
             raise BgbenchError("--weights names the network of --backend diffusion; add --backend diffusion")
+        if self.backend == DIFFUSION:
+            checks.device(self.device)
         checks.at_least("--skip", self.skip, 0)
         checks.at_least("--head-channels", self.head_channels, 1)
         if self.diffusion_size is not None:
@@ -310,7 +313,8 @@ def _diffusion(weights, edits: Sequence[Edit], tasks: Sequence[_Task], s: _Setti
     if not levels:
         return [], []
     settings = DiffusionSettings(cfg.respacing, cfg.skip, cfg.diffusion_size, cfg.guidance())
-    lpips_model = lpips_for(settings)
+    lpips_model = lpips_for(settings, cfg.device)
+    weights.unet.to(cfg.device)
     inpainter = get_inpainter(cfg.inpainter)
     items = [(t, s.target.load_image(ORIGINAL, t.image_id), s.target.load_mask(t.image_id)) for t in tasks]
     base = {"backend": DIFFUSION, "respacing": cfg.respacing, "steps": _steps(cfg.respacing) - cfg.skip,
@@ -338,7 +342,7 @@ def _diffusion(weights, edits: Sequence[Edit], tasks: Sequence[_Task], s: _Setti
                 try:
                     outs = diffuse_backgrounds(weights, [r[1] for r in ready], [r[2] for r in ready],
                                                [r[4] for r in ready], lam, [r[5] for r in ready], how,
-                                               lpips_model, classifier=classifier)
+                                               lpips_model, device=cfg.device, classifier=classifier)
                 except EDIT_FAILURES as e:
                     raise BgbenchError(f"the diffusion backend failed at {edit.name}: "
                                        f"{type(e).__name__}: {e}".splitlines()[0]) from None
