@@ -436,3 +436,21 @@ def test_a_device_this_machine_lacks_is_one_line(small_synth, adm_file, tmp_path
     from conftest import assert_one_line_error
     proc = _edit(small_synth, tmp_path / "o", adm_file, "--levels", "complexity_20", "--device", "cuda")
     assert_one_line_error(proc, "--device cuda", "CUDA is not available")
+
+
+@pytest.mark.parametrize("sub", ["", "unet"])
+def test_a_cached_hub_name_loads_offline(adm, adm_file, tmp_path, monkeypatch, sub):
+    """A diffusers repository in the hub cache (a UNet at its root, or a pipeline's unet/), named
+    OWNER/NAME, loads with HF_HUB_OFFLINE set: nothing downloads."""
+    from helpers.hub_cache import REVISION, use_offline_hub
+    repo = tmp_path / "hf" / "hub" / "models--someone--tiny-adm"
+    snapshot = repo / "snapshots" / REVISION
+    _load(adm_file).unet.save_pretrained(str(snapshot / sub) if sub else str(snapshot))
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text(REVISION)
+    use_offline_hub(monkeypatch, tmp_path / "hf")
+    w = _load("someone/tiny-adm")
+    assert w.kind == "diffusers" and w.sample_size == 256
+    x = torch.randn(1, 3, 32, 32, generator=torch.Generator().manual_seed(2))
+    with torch.no_grad():
+        assert torch.allclose(w.unet(x, torch.tensor([10.0])).sample, adm(x, torch.tensor([10.0])), atol=1e-4)

@@ -74,10 +74,9 @@ def _predict(unet, schedule: Schedule, x, i: int):
 
 
 def _loss(g: Guidance, schedule: Schedule, x, x0, j: int, start, mask, lpips_model):
-    x_in = x0
     loss = 0
     if g.complexity:
-        term = g.complexity * complexity_loss((x_in + 1.0) / 2.0).sum()
+        term = g.complexity * complexity_loss((x0 + 1.0) / 2.0).sum()
         loss = loss - term if g.hard else loss + term
     if g.range_lambda:
         loss = loss + (x0 - x0.clamp(-1, 1)).pow(2).mean(dim=(1, 2, 3)).sum() * g.range_lambda
@@ -108,8 +107,7 @@ def _class_gradient(classifier, x0, scale: float):
 
 
 def blended_diffusion(unet, schedule: Schedule, start, keep, mask, guidance: Guidance, generators: Sequence,
-                      skip: int, lpips_model=None, classifier: Optional[Callable] = None,
-                      step_done: Optional[Callable[[int], None]] = None):
+                      skip: int, lpips_model=None, classifier: Optional[Callable] = None):
     """The edit of a batch (see the module docstring): `start` and `keep` Bx3xHxW in [-1, 1], `mask`
     Bx1xHxW, 1 in the region to edit; one torch.Generator per image; `classifier` maps x0_hat to
     each image's log p(true class) (used where `guidance.classifier_scale` is set). Returns
@@ -143,6 +141,4 @@ def blended_diffusion(unet, schedule: Schedule, start, keep, mask, guidance: Gui
             sample = mean + (torch.exp(0.5 * logvar) * noise if i != 0 else 0.0)
             region = _region(mask, i, guidance.coarse_to_fine)
             img = sample * region + schedule.q_sample(keep, i, _randn(generators, keep)) * (1 - region)
-        if step_done is not None:
-            step_done(i)
     return keep * (1 - mask) + x0 * mask

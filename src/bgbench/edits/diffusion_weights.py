@@ -137,7 +137,7 @@ def adm_config(sd: Dict[str, object], head_channels: int, name: str) -> dict:
         attention.append(f"input_blocks.{first}.1.qkv.weight" in sd)
     if channels[0] != mc:
         refuse("channel_mult must start at 1")
-    emb = sd[f"input_blocks.1.0.emb_layers.1.weight"]
+    emb = sd["input_blocks.1.0.emb_layers.1.weight"]
     if int(emb.shape[0]) != 2 * channels[0]:
         refuse("no scale-shift norm (use_scale_shift_norm=False); the toolkit's model has it")
     if "middle_block.1.qkv.weight" not in sd:
@@ -284,19 +284,27 @@ def _from_folder(path: Path, name: str) -> DiffusionWeights:
     return _checked(unet, name, "diffusers")
 
 
-def _from_hub(name: str) -> DiffusionWeights:
+def _hub_unet(name: str, local: bool):
+    """The hub repository's UNet2DModel: at its root, or a pipeline's `unet/`."""
     from diffusers import UNet2DModel
+    try:
+        return UNet2DModel.from_pretrained(name, local_files_only=local)
+    except Exception:  # a pipeline repository keeps its network in unet/
+        return UNet2DModel.from_pretrained(name, subfolder="unet", local_files_only=local)
+
+
+def _from_hub(name: str) -> DiffusionWeights:
     from ..models.hub import offline_reason
     try:
-        unet = UNet2DModel.from_pretrained(name, local_files_only=True)
+        unet = _hub_unet(name, local=True)
     except Exception:  # not in the cache: a download, if the hub can be reached
         why = offline_reason()
         if why:
             raise CheckpointError(f"--weights {name}: a hub name, not in the local cache, and no download can "
                                   f"start ({why}); give a file or folder") from None
         try:
-            unet = UNet2DModel.from_pretrained(name)
-        except Exception as e:
+            unet = _hub_unet(name, local=False)
+        except Exception as e:  # the hub client raises many kinds (HTTP, repository, config errors)
             raise CheckpointError(f"--weights {name}: cannot load it from the hub "
                                   f"({type(e).__name__}: {' '.join(str(e).split())[:160]})") from None
     return _checked(unet, name, "diffusers")
