@@ -454,3 +454,22 @@ def test_a_cached_hub_name_loads_offline(adm, adm_file, tmp_path, monkeypatch, s
     x = torch.randn(1, 3, 32, 32, generator=torch.Generator().manual_seed(2))
     with torch.no_grad():
         assert torch.allclose(w.unet(x, torch.tensor([10.0])).sample, adm(x, torch.tensor([10.0])), atol=1e-4)
+
+
+def test_a_diffusion_size_other_than_the_images_is_resized_there_and_back(small_synth, adm_file, tmp_path,
+                                                                          one_thread):
+    """The toolkit edits at the model's size; bgbench resizes there (here 16 px for 32 px images) and
+    back, then pastes the object from the source: the level keeps the dataset's size and the object."""
+    import numpy as np
+    from PIL import Image
+    from conftest import run_cli
+    out = tmp_path / "o"
+    proc = run_cli("edit", "--data", small_synth, "--out", out, "--backend", "diffusion", "--weights", adm_file,
+                   "--head-channels", HEADS, "--diffusion-size", 16, "--levels", "complexity_20", "--skip", 99,
+                   "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    for r in _manifest(out):
+        a = np.asarray(Image.open(out / r["folder"] / "val" / f"{r['image']}.png"))
+        o = np.asarray(Image.open(out / "original" / "val" / f"{r['image']}.png"))
+        m = np.load(out / "fg_mask" / "val" / f"{r['image']}.npy").astype(bool)
+        assert a.shape == o.shape == (32, 32, 3) and np.array_equal(a[m], o[m])
