@@ -19,6 +19,9 @@ What it keeps of the toolkit, as the toolkit has it:
 - `postprocess_fn`: the sample blended with q_sample(init_image_2, t) outside the edited region
   (the region eroded by 51 / 31 px max pools while t > 50 / t > 35 with coarse_to_fine), one
   noise of the image's shape;
+- background_preservation_loss: x_in = x0 * fac + x * (1 - fac), fac = sqrt(1 - alphas_cumprod) at
+  the unscaled index, its edited region against the start's: LPIPS summed, and torch's mse_loss
+  (a mean over every element);
 - `class_guided` (the adversarial level): -scale * d sum log softmax(classifier(x0))[y] / d x0,
   x0 detached, added to cond_fn's gradient as it is;
 - the output: the last step's pred_xstart, the kept region pasted from init_image_2.
@@ -246,11 +249,13 @@ def blend_region(mask, t, coarse_to_fine):
 
 
 def edit(model, start, keep, mask, *, seed, respacing="100", skip=90, lam=20.0, hard=True, range_lambda=50.0,
-         coarse_to_fine=False, classifier=None, y=None, classifier_scale=0.0):
+         coarse_to_fine=False, classifier=None, y=None, classifier_scale=0.0, l2_lambda=0.0, lpips_lambda=0.0,
+         lpips_model=None):
     """The toolkit's edit of one image: `start` (-i, [-1, 1], 1x3xHxW), `keep` (-i2), `mask` (1 in the
     edited region, 1x1xHxW). The global RNG is seeded with `seed`, as the toolkit does. `classifier`
     maps images in [-1, 1] to logits; with `classifier_scale` and labels `y`, class_guided's
-    gradient (in x0's space) is added to the loss's."""
+    gradient (in x0's space) is added to the loss's. `l2_lambda` and `lpips_lambda` turn on
+    background_preservation_loss (the edited region of x0 * fac + x * (1 - fac) near `start`)."""
     d = Diffusion(respacing)
     torch.manual_seed(seed)
     indices = list(range(d.num_timesteps - skip))[::-1]
@@ -278,6 +283,13 @@ def edit(model, start, keep, mask, *, seed, respacing="100", skip=90, lam=20.0, 
                 loss = loss - term if hard else loss + term
             if range_lambda:
                 loss = loss + (x_in - x_in.clamp(-1, 1)).pow(2).mean([1, 2, 3]).sum() * range_lambda
+            if l2_lambda or lpips_lambda:
+                fac = float(d.sqrt_1m_ac[d.unscale(t)])
+                masked_background = (out["x0"] * fac + x * (1 - fac)) * mask
+                if lpips_lambda:
+                    loss = loss + lpips_model(masked_background, start * mask).sum() * lpips_lambda
+                if l2_lambda:
+                    loss = loss + Fn.mse_loss(masked_background, start * mask) * l2_lambda
             grad = -torch.autograd.grad(loss, x)[0]
             return grad + gradient_class_guided if guided else grad
 

@@ -310,12 +310,15 @@ def test_bad_diffusion_options_are_one_line_errors(synth_root, adm_file, tmp_pat
     assert_one_line_error(proc, *needles)
 
 
-def test_the_cli_without_diffusers_is_one_line_naming_the_extra(synth_root, adm_file, tmp_path, monkeypatch):
+@pytest.mark.parametrize("package, more", [("diffusers", []), ("lpips", ["--lpips-lambda", "1000"])])
+def test_the_cli_without_diffusers_or_lpips_is_one_line_naming_the_extra(synth_root, adm_file, tmp_path, monkeypatch,
+                                                                          package, more):
     from conftest import assert_one_line_error, run_cli
-    monkeypatch.setitem(sys.modules, "diffusers", None)
+    monkeypatch.setitem(sys.modules, package, None)  # `import PACKAGE` raises ImportError
     proc = run_cli("edit", "--data", synth_root, "--out", tmp_path / "o", "--backend", "diffusion",
-                   "--weights", adm_file, "--levels", "complexity_20")
-    assert_one_line_error(proc, "diffusers", "pip install 'bgbench[diffusion]'")
+                   "--weights", adm_file, "--head-channels", HEADS, "--levels", "complexity_20", *more)
+    assert_one_line_error(proc, package, "pip install 'bgbench[diffusion]'")
+    assert not (tmp_path / "o").exists()  # refused before anything is written
 
 
 def test_the_lambda_order_of_glcm_contrast_holds_on_the_tiny_models_edits(small_synth, adm_file, tmp_path,
@@ -473,3 +476,23 @@ def test_a_diffusion_size_other_than_the_images_is_resized_there_and_back(small_
         o = np.asarray(Image.open(out / "original" / "val" / f"{r['image']}.png"))
         m = np.load(out / "fg_mask" / "val" / f"{r['image']}.npy").astype(bool)
         assert a.shape == o.shape == (32, 32, 3) and np.array_equal(a[m], o[m])
+
+
+def test_the_background_preservation_terms_are_the_toolkits(adm_file, one_thread):
+    """L2 and LPIPS (lpips' VGG with random backbone weights, offline) on the edited region of
+    x0 * fac + x * (1 - fac), against the oracle."""
+    lpips = pytest.importorskip("lpips")
+    from bgbench.edits.diffusion import Guidance, blended_diffusion
+    from bgbench.edits.schedule import Schedule
+    torch.manual_seed(0)
+    metric = lpips.LPIPS(net="vgg", pnet_rand=True, verbose=False).double().eval()
+    start, keep, mask = _scene(8)
+    want = O.edit(O.random_adm(0).double(), start, keep, mask, seed=3, lam=20.0, skip=97, l2_lambda=10000.0,
+                  lpips_lambda=1000.0, lpips_model=metric)
+    got = blended_diffusion(_load(adm_file).unet.double(), Schedule("100"), start, keep, mask,
+                            Guidance(complexity=20.0, l2_lambda=10000.0, lpips_lambda=1000.0),
+                            [torch.Generator().manual_seed(3)], 97, lpips_model=metric)
+    plain = blended_diffusion(_load(adm_file).unet.double(), Schedule("100"), start, keep, mask,
+                              Guidance(complexity=20.0), [torch.Generator().manual_seed(3)], 97)
+    assert torch.allclose(got, want, atol=1e-9, rtol=0)
+    assert (got - plain).abs().max() > 1e-3  # the terms act

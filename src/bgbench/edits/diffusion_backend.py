@@ -73,15 +73,22 @@ def diffuse_backgrounds(weights: DiffusionWeights, images: Sequence[np.ndarray],
     return done
 
 
-def lpips_for(settings: DiffusionSettings, device="cpu"):
-    """The toolkit's LPIPS (VGG) when its weight is set, else None; one line without the package."""
-    if not settings.guidance.lpips_lambda:
-        return None
+def need_lpips():
+    """The `lpips` module, or one line naming the extra that installs it."""
     from ..errors import BgbenchError
     try:
         import lpips
     except ImportError:
         raise BgbenchError("--lpips-lambda needs lpips, an optional extra: pip install 'bgbench[diffusion]'") from None
+    return lpips
+
+
+def lpips_for(settings: DiffusionSettings, device="cpu"):
+    """The toolkit's LPIPS (VGG) when its weight is set, else None; one line without the package."""
+    if not settings.guidance.lpips_lambda:
+        return None
+    from ..errors import BgbenchError
+    lpips = need_lpips()
     try:
         return lpips.LPIPS(net="vgg", verbose=False).to(device).eval()
     except Exception as e:  # torchvision's VGG weights are fetched on first use: offline, that fails

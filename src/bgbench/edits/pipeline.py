@@ -368,7 +368,11 @@ def load_diffusion(cfg: EditConfig):
     from .diffusion_weights import load_weights
     from .schedule import Schedule
     Schedule(cfg.respacing).indices(cfg.skip)  # a bad --respacing or --skip: one line, before the weights load
-    return load_weights(cfg.weights, head_channels=cfg.head_channels)
+    weights = load_weights(cfg.weights, head_channels=cfg.head_channels)
+    if cfg.lpips_lambda:
+        from .diffusion_backend import need_lpips
+        need_lpips()
+    return weights
 
 
 def _plan(cfg: EditConfig, model) -> Tuple[EditConfig, Layout, List[Edit], List[str]]:
