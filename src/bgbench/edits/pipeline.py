@@ -129,7 +129,7 @@ class EditConfig:
                 "model": model.spec.to_dict() if model is not None else None,
                 **({"backend": DIFFUSION, "weights": self.weights, "respacing": self.respacing, "skip": self.skip,
                     "diffusion_size": self.diffusion_size, "head_channels": self.head_channels,
-                    "guidance": self.guidance().to_dict()} if self.backend == DIFFUSION else {})}
+                    "guidance": self.class_guidance().to_dict()} if self.backend == DIFFUSION else {})}
 
     def guidance(self):
         from .diffusion import Guidance
