@@ -12,7 +12,7 @@ from ..edits.backends import list_complexity_editors, list_inpainters
 from ..edits.pipeline import BACKENDS, EditConfig
 from ..edits.registry import ATTRIBUTES
 from ..options import default_of
-from .arguments import add_db_arg, add_model_args, add_output_args, add_seed_arg, add_shard_arg
+from .arguments import add_db_arg, add_device_arg, add_model_args, add_output_args, add_seed_arg, add_shard_arg
 from .folders import record_dataset_run
 from .output import emit
 
@@ -73,9 +73,7 @@ def register(sub) -> None:
                         "lpips and its VGG weights)")
     p.add_argument("--coarse-to-fine", action="store_true",
                    help="erode the edited region by 51 and 31 px early on, as the toolkit's --coarse_to_fine")
-    p.add_argument("--device", default=_default("device"),
-                   help="torch device of the diffusion backend's network: cpu, cuda or cuda:N (default %(default)s; "
-                        "noise is drawn on the CPU, so a device changes results only by its arithmetic)")
+    add_device_arg(p, _default("device"))  # the diffusion backend's network; its noise is drawn on the CPU
     p.add_argument("--classifier-scale", type=float, default=_default("classifier_scale"),
                    help="with --backend diffusion and --model: the adversarial level's classifier-guidance scale "
                         "(default %(default)s, the toolkit's)")
