@@ -334,7 +334,8 @@ def test_the_lambda_order_of_glcm_contrast_holds_on_the_tiny_models_edits(small_
     import json
     import numpy as np
     out = tmp_path / "edits"
-    proc = _edit(small_synth, out, adm_file, "--levels", "complexity_*", "--respacing", 10, "--skip", 7, "--quiet", "--json")
+    proc = _edit(small_synth, out, adm_file, "--levels", "complexity_*", "--respacing", 10, "--skip", 7, "--quiet",
+                 "--json")
     assert proc.returncode == 0, proc.stderr
     contrast = {}
     for r in _manifest(out):

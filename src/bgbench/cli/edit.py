@@ -53,7 +53,8 @@ def register(sub) -> None:
                         "ADM state dict, .pt or .safetensors), a diffusers UNet2DModel folder, or a hub name "
                         "(the only thing that downloads)")
     p.add_argument("--respacing", default=_default("respacing"),
-                   help="diffusion steps kept of the 1,000 (guided-diffusion's timestep_respacing; default %(default)s)")
+                   help="diffusion steps kept of the 1,000 (guided-diffusion's timestep_respacing; "
+                        "default %(default)s)")
     p.add_argument("--skip", type=int, default=_default("skip"),
                    help="respaced steps skipped: the edit starts from the image noised to step steps-skip "
                         "(default %(default)s: the toolkit's demo runs 10 of 100)")

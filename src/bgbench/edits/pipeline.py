@@ -13,11 +13,12 @@ of K as shard r/K) but write into one output folder, and rank 0 joins their rows
 The output depends on the seed, never on the number of workers, shards or processes. A bad mask
 or a failed edit is a row in rejects.csv, never an abort.
 
-With `--backend diffusion` the complexity levels lambda = -20 and 20, and the size, position and
-rotation levels (the classical composite, its background regenerated around the object: the
-paper's Algorithm 2), are made by ImageNet-E's blended guided diffusion (`diffusion_backend`)
-from the named weights, batched in the parent like the adversarial level, each image with its own generator seeded by (seed, image id), the
-same at every level as the toolkit's one seed is; remove and the adversarial level stay classical.
+With `--backend diffusion` the complexity levels (lambda = -20 and 20, and with `--model` the
+adversarial one by classifier guidance) and the size, position and rotation levels (the classical
+composite, its background regenerated around the object: the paper's Algorithm 2) are made by
+ImageNet-E's blended guided diffusion (`diffusion_backend`) from the named weights, batched in the
+parent, each image with its own generator seeded by (seed, image id), the same at every level as
+the toolkit's one seed is; remove stays classical.
 """
 from __future__ import annotations
 
@@ -106,8 +107,8 @@ class EditConfig:
         get_complexity_editor(self.complexity_editor)
         checks.one_of("--backend", self.backend, BACKENDS)
         if self.backend == DIFFUSION and not self.weights:
-            raise BgbenchError("--backend diffusion needs --weights: a guided-diffusion .pt (256x256_diffusion_uncond.pt),"
-                               " a .safetensors file, a diffusers folder or a hub name")
+            raise BgbenchError("--backend diffusion needs --weights: a guided-diffusion .pt "
+                               "(256x256_diffusion_uncond.pt), a .safetensors file, a diffusers folder or a hub name")
         if self.backend == CLASSICAL and self.weights:
             raise BgbenchError("--weights names the network of --backend diffusion; add --backend diffusion")
         if self.backend == DIFFUSION:
