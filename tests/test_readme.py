@@ -219,6 +219,8 @@ COMMANDS = {
                                           "--norm in9 --json --db {db} --quiet",
     "bgbench eval --model M --data DIR": "eval --model {model} --data {tmp}/edit --json --db {db} --quiet",
     "bgbench analyze edits RUN": "analyze edits {edit_eval} --bootstrap 200 --json --db {db}",
+    # OpenAI's 2 GB guided-diffusion weights: tests/measures/test_edit_diffusion.py runs the line with a tiny ADM
+    "bgbench edit --backend diffusion --weights 256x256_diffusion_uncond.pt": None,
     "bgbench edit --plugin my_backends": "edit --plugin my_backends --inpainter lama --complexity-editor diffusion "
                                          "--data {data} --out {tmp}/edit2 --levels remove complexity_20 --json "
                                          "--db {db} --quiet",

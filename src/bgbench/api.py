@@ -259,7 +259,10 @@ def build(out: str | Path, *, preset: Optional[str] = None, data: Optional[str |
       watermark_correlation, watermark_class, workers, shard, overwrite);
     - 'imagenet-e': ImageNet-E's attribute edits of the masked dataset `data`, one folder per
       attribute level (`bgbench edit`; `EditConfig`: attributes, levels, angles, split, seed,
-      workers, inpainter, complexity_editor, adv_eps, adv_steps, batch_size, overwrite, shard);
+      workers, inpainter, complexity_editor, adv_eps, adv_steps, batch_size, overwrite, shard, and
+      for backend='diffusion' (ImageNet-E's blended guided diffusion) weights, respacing, skip,
+      diffusion_size, head_channels, range_lambda, l2_lambda, lpips_lambda, coarse_to_fine,
+      classifier_scale);
       `model`: the classifier of the adversarial complexity level (skipped without one), with how a
       model string is built (`ModelOptions`: checkpoint, norm, ...);
     - 'in9', 'in9l', 'full-in': the IN-9 variants from the ImageNet 2012 root `data` (ILSVRC or

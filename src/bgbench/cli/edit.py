@@ -9,10 +9,10 @@ import sys
 from pathlib import Path
 
 from ..edits.backends import list_complexity_editors, list_inpainters
-from ..edits.pipeline import EditConfig
+from ..edits.pipeline import BACKENDS, EditConfig
 from ..edits.registry import ATTRIBUTES
 from ..options import default_of
-from .arguments import add_db_arg, add_model_args, add_output_args, add_seed_arg, add_shard_arg
+from .arguments import add_db_arg, add_device_arg, add_model_args, add_output_args, add_seed_arg, add_shard_arg
 from .folders import record_dataset_run
 from .output import emit
 
@@ -44,6 +44,40 @@ def register(sub) -> None:
     p.add_argument("--complexity-editor", default=_default("complexity_editor"),
                    help=f"background-complexity backend (registered: {', '.join(list_complexity_editors())}; "
                         f"default %(default)s)")
+    p.add_argument("--backend", choices=BACKENDS, default=_default("backend"),
+                   help="how the complexity levels are made: 'classical' (gradient steps on the pixels, no weights; "
+                        "default) or 'diffusion' (ImageNet-E's blended guided diffusion, needs --weights and the "
+                        "'diffusion' extra)")
+    p.add_argument("--weights", metavar="FILE_OR_DIR",
+                   help="the diffusion backend's network: guided-diffusion's 256x256_diffusion_uncond.pt (or any "
+                        "ADM state dict, .pt or .safetensors), a diffusers UNet2DModel folder, or a hub name "
+                        "(the only thing that downloads)")
+    p.add_argument("--respacing", default=_default("respacing"),
+                   help="diffusion steps kept of the 1,000 (guided-diffusion's timestep_respacing; "
+                        "default %(default)s)")
+    p.add_argument("--skip", type=int, default=_default("skip"),
+                   help="respaced steps skipped: the edit starts from the image noised to step steps-skip "
+                        "(default %(default)s: the toolkit's demo runs 10 of 100)")
+    p.add_argument("--diffusion-size", type=int, default=_default("diffusion_size"), metavar="PX",
+                   help="square size the diffusion runs at (default: the model's, 256 for a guided-diffusion file); "
+                        "results are resized back to the image's size")
+    p.add_argument("--head-channels", type=int, default=_default("head_channels"),
+                   help="attention head width of a guided-diffusion file, not stored in it (default %(default)s, "
+                        "the released model's)")
+    p.add_argument("--range-lambda", type=float, default=_default("range_lambda"),
+                   help="weight of the toolkit's range loss on x0 (default %(default)s)")
+    p.add_argument("--l2-lambda", type=float, default=_default("l2_lambda"),
+                   help="weight of the toolkit's L2 background-preservation loss (default %(default)s: off, as in "
+                        "run.sh)")
+    p.add_argument("--lpips-lambda", type=float, default=_default("lpips_lambda"),
+                   help="weight of the toolkit's LPIPS background-preservation loss (default %(default)s: off; needs "
+                        "lpips and its VGG weights)")
+    p.add_argument("--coarse-to-fine", action="store_true",
+                   help="erode the edited region by 51 and 31 px early on, as the toolkit's --coarse_to_fine")
+    add_device_arg(p, _default("device"))  # the diffusion backend's network; its noise is drawn on the CPU
+    p.add_argument("--classifier-scale", type=float, default=_default("classifier_scale"),
+                   help="with --backend diffusion and --model: the adversarial level's classifier-guidance scale "
+                        "(default %(default)s, the toolkit's)")
     p.add_argument("--plugin", action="append", default=[], metavar="MODULE",
                    help="import MODULE first, so that it can register inpainters or complexity editors: a module "
                         "name (found in the current folder too, e.g. my_backends for ./my_backends.py) or a path "
@@ -109,7 +143,11 @@ def run(args: argparse.Namespace) -> int:
                    levels=args.levels, angles=args.angles, split=args.split, seed=args.seed, workers=args.workers,
                    inpainter=args.inpainter, complexity_editor=args.complexity_editor, adv_eps=args.adv_eps,
                    adv_steps=args.adv_steps, batch_size=args.batch_size, overwrite=args.overwrite,
-                   shard=args.shard, progress=not args.quiet)
+                   shard=args.shard, backend=args.backend, weights=args.weights, respacing=args.respacing,
+                   skip=args.skip, diffusion_size=args.diffusion_size, head_channels=args.head_channels,
+                   range_lambda=args.range_lambda, l2_lambda=args.l2_lambda, lpips_lambda=args.lpips_lambda,
+                   coarse_to_fine=args.coarse_to_fine, classifier_scale=args.classifier_scale, device=args.device,
+                   progress=not args.quiet)
     if result is None:  # a torchrun rank other than 0: rank 0 writes the tables, records and reports
         return 0
     for why in result.skipped:

@@ -12,6 +12,13 @@ only copies files and joins the tables. Under torchrun the processes take the sa
 of K as shard r/K) but write into one output folder, and rank 0 joins their rows: no merge step.
 The output depends on the seed, never on the number of workers, shards or processes. A bad mask
 or a failed edit is a row in rejects.csv, never an abort.
+
+With `--backend diffusion` the complexity levels (lambda = -20 and 20, and with `--model` the
+adversarial one by classifier guidance) and the size, position and rotation levels (the classical
+composite, its background regenerated around the object: the paper's Algorithm 2) are made by
+ImageNet-E's blended guided diffusion (`diffusion_backend`) from the named weights, batched in the
+parent, each image with its own generator seeded by (seed, image id), the same at every level as
+the toolkit's one seed is; remove stays classical.
 """
 from __future__ import annotations
 
@@ -43,6 +50,8 @@ from .registry import ADVERSARIAL, ATTRIBUTES, POSITION_RATE, SIZE_RATES, Contex
 from .result import ORIGINAL, EditResult
 
 KIND = "edit"
+CLASSICAL, DIFFUSION = "classical", "diffusion"
+BACKENDS = (CLASSICAL, DIFFUSION)
 RATE_TOLERANCE = 0.10  # a size/position edit must reach its pixel rate within 10%
 
 # rejects.csv reasons of this job (besides the writer's unreadable_image, missing/bad/empty_mask)
@@ -73,6 +82,18 @@ class EditConfig:
     batch_size: int = field(default=32, metadata=runtime())
     overwrite: bool = False
     shard: Optional[Shard] = None
+    backend: str = CLASSICAL
+    weights: Optional[str] = None
+    respacing: str = "100"
+    skip: int = 90
+    diffusion_size: Optional[int] = None
+    head_channels: int = 64
+    range_lambda: float = 50.0
+    l2_lambda: float = 0.0
+    lpips_lambda: float = 0.0
+    coarse_to_fine: bool = False
+    classifier_scale: float = 10.0
+    device: str = field(default="cpu", metadata=runtime())
 
     def __post_init__(self):
         checks.at_least("--workers", self.workers, 1)
@@ -84,6 +105,21 @@ class EditConfig:
             checks.one_of("--attributes", a, ATTRIBUTES)
         get_inpainter(self.inpainter)
         get_complexity_editor(self.complexity_editor)
+        checks.one_of("--backend", self.backend, BACKENDS)
+        if self.backend == DIFFUSION and not self.weights:
+            raise BgbenchError("--backend diffusion needs --weights: a guided-diffusion .pt "
+                               "(256x256_diffusion_uncond.pt), a .safetensors file, a diffusers folder or a hub name")
+        if self.backend == CLASSICAL and self.weights:
+            raise BgbenchError("--weights names the network of --backend diffusion; add --backend diffusion")
+        if self.backend == DIFFUSION:
+            checks.device(self.device)
+        checks.at_least("--skip", self.skip, 0)
+        checks.at_least("--head-channels", self.head_channels, 1)
+        if self.diffusion_size is not None:
+            checks.at_least("--diffusion-size", self.diffusion_size, 8)
+        for flag, value in (("--range-lambda", self.range_lambda), ("--l2-lambda", self.l2_lambda),
+                            ("--lpips-lambda", self.lpips_lambda), ("--classifier-scale", self.classifier_scale)):
+            checks.at_least(flag, value, 0)
 
     def settings(self, model=None) -> dict:
         """What decides the output besides the source images: shards must agree on all of it."""
@@ -91,7 +127,19 @@ class EditConfig:
                 "angles": list(self.angles) if self.angles else None, "split": self.split, "seed": self.seed,
                 "inpainter": self.inpainter, "complexity_editor": self.complexity_editor, "adv_eps": self.adv_eps,
                 "adv_steps": self.adv_steps, "batch_size": self.batch_size,
-                "model": model.spec.to_dict() if model is not None else None}
+                "model": model.spec.to_dict() if model is not None else None,
+                **({"backend": DIFFUSION, "weights": self.weights, "respacing": self.respacing, "skip": self.skip,
+                    "diffusion_size": self.diffusion_size, "head_channels": self.head_channels,
+                    "guidance": self.class_guidance().to_dict()} if self.backend == DIFFUSION else {})}
+
+    def guidance(self):
+        from .diffusion import Guidance
+        return Guidance(range_lambda=self.range_lambda, l2_lambda=self.l2_lambda, lpips_lambda=self.lpips_lambda,
+                        coarse_to_fine=self.coarse_to_fine)
+
+    def class_guidance(self):
+        from dataclasses import replace
+        return replace(self.guidance(), classifier_scale=self.classifier_scale)
 
 
 @dataclass(frozen=True)
@@ -143,9 +191,8 @@ def _check_rate(edit: Edit, mask: np.ndarray) -> None:
             raise Rejected(RATE_UNREACHABLE, f"pixel rate {reached:.4f} for a target of {target}")
 
 
-def _edit_level(edit: Edit, image: np.ndarray, mask: np.ndarray, ctx: Context, task: _Task, s: _Settings
-                ) -> M.ManifestRow:
-    """One level of one image, written; or `Rejected` for this level only."""
+def _rendered(edit: Edit, image: np.ndarray, mask: np.ndarray, ctx: Context):
+    """One level of one image, rendered and checked; or `Rejected` for this level only."""
     try:
         done = edit.render(image, mask, ctx)
     except DoesNotFit as e:  # a rotated object larger than the image: refused, never shrunk
@@ -153,6 +200,13 @@ def _edit_level(edit: Edit, image: np.ndarray, mask: np.ndarray, ctx: Context, t
     except EDIT_FAILURES as e:  # a failed edit rejects this image at this level only
         raise Rejected(EDIT_FAILED, f"{type(e).__name__}: {e}".splitlines()[0]) from None
     _check_rate(edit, done.mask)
+    return done
+
+
+def _edit_level(edit: Edit, image: np.ndarray, mask: np.ndarray, ctx: Context, task: _Task, s: _Settings
+                ) -> M.ManifestRow:
+    """One level of one image, written; or `Rejected` for this level only."""
+    done = _rendered(edit, image, mask, ctx)
     s.target.save_image(edit.name, task.image_id, done.image)
     return _row(task, edit.name, edit.attribute, done.image, done.mask, done.params)
 
@@ -178,6 +232,8 @@ def _edit_one(task: _Task, s: _Settings) -> Tuple[List[M.ManifestRow], List[M.Re
         return cache["bg"]
 
     for edit in edits_for(cfg.attributes, cfg.angles, cfg.levels, with_model=False):
+        if _diffused_level(cfg, edit):  # made in the parent, batched
+            continue
         ctx = Context(background, get_complexity_editor(cfg.complexity_editor),
                       level_rng(cfg.seed, task.image_id, edit.name))
         try:
@@ -221,6 +277,105 @@ def _adversarial(model, tasks: Sequence[_Task], s: _Settings, progress: bool) ->
     return rows
 
 
+#: The attributes the diffusion backend makes: the complexity levels (the adversarial one by
+#: classifier guidance), and the moved, scaled or rotated object harmonised with a regenerated
+#: background (the paper's Algorithm 2).
+DIFFUSED = ("complexity", "size", "position", "rotation")
+
+
+def _diffused_level(cfg: EditConfig, edit: Edit) -> bool:
+    return cfg.backend == DIFFUSION and edit.attribute in DIFFUSED
+
+
+def _diffusion_inputs(edit: Edit, cfg: EditConfig, task: _Task, image, mask, background):
+    """(the kept image, the kept object's mask, the level's own parameters) of one image: the image
+    itself for a complexity level; the classical composite (the object moved, scaled or rotated
+    onto the inpainted background) for Algorithm 2, whose background diffusion regenerates.
+    `Rejected` where the classical edit refuses the image."""
+    if edit.needs_model:
+        return image, mask, {"lambda": 0.0, "classifier_scale": cfg.classifier_scale}
+    if edit.attribute == "complexity":
+        return image, mask, {"lambda": float(edit.level)}
+    ctx = Context(lambda: background, get_complexity_editor(cfg.complexity_editor),
+                  level_rng(cfg.seed, task.image_id, edit.name))
+    done = _rendered(edit, image, mask, ctx)
+    return done.image, done.mask, {**done.params, "lambda": 0.0}
+
+
+def _diffusion(weights, edits: Sequence[Edit], tasks: Sequence[_Task], s: _Settings, progress: bool, model=None
+               ) -> Tuple[List[M.ManifestRow], List[M.RejectRow]]:
+    """The diffusion backend's levels of `tasks` (their originals are written), batched in the
+    parent within blocks of `--batch-size`; one generator per image. The adversarial level is
+    guided by `model`'s log-probability of the true class."""
+    from dataclasses import replace
+    from .diffusion_backend import DiffusionSettings, class_log_prob, diffuse_backgrounds, lpips_for
+    cfg = s.cfg
+    levels = [e for e in edits if _diffused_level(cfg, e)]
+    if not levels:
+        return [], []
+    settings = DiffusionSettings(cfg.respacing, cfg.skip, cfg.diffusion_size, cfg.guidance())
+    lpips_model = lpips_for(settings, cfg.device)
+    weights.unet.to(cfg.device)
+    inpainter = get_inpainter(cfg.inpainter)
+    items = [(t, s.target.load_image(ORIGINAL, t.image_id), s.target.load_mask(t.image_id)) for t in tasks]
+    base = {"backend": DIFFUSION, "respacing": cfg.respacing, "steps": _steps(cfg.respacing) - cfg.skip,
+            "skip": cfg.skip, "seed": cfg.seed, "weights_sha256": weights.sha256, "weights_kind": weights.kind,
+            "size": cfg.diffusion_size or weights.sample_size, "range_lambda": cfg.range_lambda}
+    rows, rejects = [], []
+    bar = console.progress(enabled=progress, total=len(items) * len(levels), desc="diffusion", unit="img")
+    for chunk in _batches(items, cfg.batch_size):
+        backgrounds = [inpainter(im, m) for _, im, m in chunk]
+        # one noise per image for every level, as the toolkit's one seed gives: levels differ by their guidance
+        seeds = [int(level_rng(cfg.seed, t.image_id, DIFFUSION).integers(2 ** 63)) for t, _, _ in chunk]
+        for edit in levels:
+            ready = []
+            for (t, im, m), bg, seed in zip(chunk, backgrounds, seeds):
+                try:
+                    ready.append((t, *_diffusion_inputs(edit, cfg, t, im, m, bg), bg, seed))
+                except Rejected as e:
+                    rejects.append(M.RejectRow(t.index, t.image_id, t.source, e.reason, e.detail, edit.name))
+            if ready:
+                lam = float(edit.level) if edit.attribute == "complexity" and not edit.needs_model else 0.0
+                how, classifier = settings, None
+                if edit.needs_model:
+                    how = replace(settings, guidance=cfg.class_guidance())
+                    classifier = class_log_prob(model, [r[0].label for r in ready], ready[0][1].shape[:2])
+                try:
+                    outs = diffuse_backgrounds(weights, [r[1] for r in ready], [r[2] for r in ready],
+                                               [r[4] for r in ready], lam, [r[5] for r in ready], how,
+                                               lpips_model, device=cfg.device, classifier=classifier)
+                except EDIT_FAILURES as e:
+                    raise BgbenchError(f"the diffusion backend failed at {edit.name}: "
+                                       f"{type(e).__name__}: {e}".splitlines()[0]) from None
+                for (t, _, mask, params, _, seed), out in zip(ready, outs):
+                    s.target.save_image(edit.name, t.image_id, out)
+                    extra = {"model": model.spec.name} if edit.needs_model else {}
+                    rows.append(_row(t, edit.name, edit.attribute, out, mask,
+                                     {**params, **base, "noise_seed": seed, **extra}))
+            bar.update(len(chunk))
+    bar.close()
+    return rows, rejects
+
+
+def _steps(respacing: str) -> int:
+    from .schedule import Schedule
+    return Schedule(respacing).steps
+
+
+def load_diffusion(cfg: EditConfig):
+    """The diffusion backend's weights (checked before anything is written), or None."""
+    if cfg.backend != DIFFUSION:
+        return None
+    from .diffusion_weights import load_weights
+    from .schedule import Schedule
+    Schedule(cfg.respacing).indices(cfg.skip)  # a bad --respacing or --skip: one line, before the weights load
+    weights = load_weights(cfg.weights, head_channels=cfg.head_channels)
+    if cfg.lpips_lambda:
+        from .diffusion_backend import need_lpips
+        need_lpips()
+    return weights
+
+
 def _plan(cfg: EditConfig, model) -> Tuple[EditConfig, Layout, List[Edit], List[str]]:
     """The resolved config, the source layout, the levels to write and the levels skipped (with why)."""
     data, out = Path(cfg.data).expanduser(), Path(cfg.out).expanduser()
@@ -253,6 +408,7 @@ def edit_dataset(cfg: EditConfig, model=None, progress: bool = True) -> Optional
     `--batch-size`), write into the one `cfg.out`, and rank 0 joins their rows and writes the
     tables: its result is the one-process result; the other ranks return None."""
     cfg, layout, edits, skipped = _plan(cfg, model)
+    weights = load_diffusion(cfg)
     ranks = setup("cpu")  # the adversarial level runs its model on the CPU: gloo
     if ranks.distributed and cfg.shard is not None:
         raise BgbenchError("--shard K/N splits a job into separate runs that `bgbench merge` joins; under torchrun "
@@ -262,14 +418,14 @@ def edit_dataset(cfg: EditConfig, model=None, progress: bool = True) -> Optional
         writer.open(cfg.overwrite)
     barrier(ranks)  # the staged folders exist before any rank writes into them
     try:
-        return _edit_staged(cfg, model, layout, edits, skipped, ranks, writer, progress)
+        return _edit_staged(cfg, model, layout, edits, skipped, ranks, writer, progress, weights)
     finally:
         if ranks.main:
             writer.discard()  # what was not committed (an error, an interrupt); nothing after a commit
 
 
 def _edit_staged(cfg: EditConfig, model, layout: Layout, edits: List[Edit], skipped: List[str], ranks,
-                 writer: DatasetWriter, progress: bool) -> Optional[EditResult]:
+                 writer: DatasetWriter, progress: bool, weights=None) -> Optional[EditResult]:
     """`edit_dataset`'s work, every rank writing into the writer's stage; rank 0 commits it."""
     tasks = _tasks(layout)
     mine = select(tasks, Shard(ranks.rank, ranks.world) if ranks.distributed else cfg.shard, block=cfg.batch_size)
@@ -278,8 +434,12 @@ def _edit_staged(cfg: EditConfig, model, layout: Layout, edits: List[Edit], skip
         results = pool.map(_edit_one, mine, s, "edit", progress and ranks.main, chunk_cap=8)
     rows = [r for rs, _ in results for r in rs]
     rejects = [j for _, js in results for j in js]
-    if model is not None and any(e.needs_model for e in edits):
-        ok = {r.position for r in rows if r.folder == ORIGINAL}
+    ok = {r.position for r in rows if r.folder == ORIGINAL}
+    if weights is not None:
+        more, refused = _diffusion(weights, edits, [t for t in mine if t.index in ok], s, progress and ranks.main,
+                                   model.eval() if model is not None else None)
+        rows, rejects = rows + more, rejects + refused
+    elif model is not None and any(e.needs_model for e in edits):
         rows += _adversarial(model.eval(), [t for t in mine if t.index in ok], s, progress and ranks.main)
     parts = gather((rows, rejects), ranks)
     if parts is None:
