@@ -7,7 +7,8 @@ whole batches, and `feed.gathered` puts the rows in one-process order on rank 0)
 mode and the result. A subclass supplies what is its own:
 
 - `config` (class attribute): its options dataclass;
-- `rows(state, batch, cfg)`: the rows of one batch (the math, usually a call into its engine);
+- `rows(run, batch)`: the rows of one batch (the math, usually a call into its engine; `run` is the
+  one context every hook receives: `run.cfg`, `run.model`, `run.state` what `prepare(run)` made);
 - `summarize(rows, config)`: the pure summary of the rows;
 - optionally `prepare` (what every batch needs: a layer, a head), `finish` (rows computed from
   every image's rows, such as a ranking), `recorded` (config keys of its own), `draw` (pictures).
