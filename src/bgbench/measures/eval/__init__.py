@@ -81,13 +81,13 @@ class Eval(RunningMeasure):
                        change=f"{__name__}.changes:shortcut_change"),
         ShortcutColumn(70, "bg_gap", "BG-Gap", "bg_gap", higher_is_better=False, data="other", shortcut=False,
                        change=f"{__name__}.changes:shortcut_change"))
-    benchmark_headlines = (IMAGENET_E_HEADLINES, COUNTERANIMAL_HEADLINES)
     profile = InProfile(10)
-    benchmark_headlines = (BenchmarkHeadlines(WATERBIRDS, 10, replaces=True, headlines=(
+    benchmark_headlines = (IMAGENET_E_HEADLINES, COUNTERANIMAL_HEADLINES, BenchmarkHeadlines(
+        WATERBIRDS, 10, replaces=True, headlines=(
         Headline("adj_acc_avg", "original", label="average accuracy, each (bird, place) group weighted by its share "
                  "of Waterbirds' training split (wilds' adj_acc_avg)", percent=True, short="average acc."),
         Headline("acc_wg", "original", label="worst-group accuracy over the (bird, place) groups (wilds' acc_wg)",
-                 percent=True, short="worst-group acc."))),)
+                 percent=True, short="worst-group acc."))))
 
     def headline(self, metrics):
         """On CounterAnimal, where none of its own headlines is measured, the run's gap."""
