@@ -20,7 +20,6 @@ where one loader looks); the layout's root is that folder as named.
 """
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +30,7 @@ from ..errors import DataError
 from .images import IMAGE_SUFFIXES
 from .imagenet_folders import EVAL_CROP
 from .inside import RootGuard
-from .layout import Item, MasklessLayout, utf8_name
+from .layout import Item, ReleaseLayout, utf8_name
 
 KIND = "counteranimal"
 FOLDER = "LAION-final"
@@ -42,27 +41,11 @@ CLASS_FOLDER = re.compile(r"^(\d+) (.+)$")
 
 
 @dataclass
-class CounterAnimalLayout(MasklessLayout):
+class CounterAnimalLayout(ReleaseLayout):
     """CounterAnimal as a `Layout`: variants `common` and `counter`, no masks, no split."""
 
     kind = KIND
     what = "CounterAnimal"
-
-    def items(self, variant: str) -> List[Item]:
-        if variant not in self._items:
-            raise DataError(f"{self.root} is CounterAnimal; its variants are {', '.join(self.variants)}, "
-                            f"not {variant!r}")
-        return self._items[variant]
-
-    def fingerprint(self) -> str:
-        """Group, id, label and size of every image read."""
-        if self._fingerprint is None:
-            h = hashlib.sha256(KIND.encode())
-            for variant in self.variants:
-                for it in self._items[variant]:
-                    h.update(f"{variant}/{it.image_id}:{it.label}:{it.path.stat().st_size}".encode())
-            self._fingerprint = h.hexdigest()[:16]
-        return self._fingerprint
 
 
 def find_counteranimal(data) -> Optional[Path]:

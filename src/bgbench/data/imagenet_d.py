@@ -20,7 +20,6 @@ same whatever a copy holds. Images are fed as the repository's torchvision model
 """
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
@@ -30,7 +29,7 @@ from ..errors import DataError
 from .images import IMAGE_SUFFIXES
 from .imagenet_folders import EVAL_CROP
 from .inside import RootGuard
-from .layout import Item, MasklessLayout, utf8_name
+from .layout import Item, ReleaseLayout, utf8_name
 
 #: ImageNet-D's nuisances, in `evaluate_imagenet_models.py`'s order (`subset_list`).
 NUISANCES = ("background", "texture", "material")
@@ -39,27 +38,12 @@ QUESTIONS = "questions"
 
 
 @dataclass
-class ImageNetDLayout(MasklessLayout):
+class ImageNetDLayout(ReleaseLayout):
     """ImageNet-D as a `Layout`: one variant per nuisance folder present, no masks, no split."""
 
     kind = "imagenet_d"
     what = "ImageNet-D"
-
-    def items(self, variant: str) -> List[Item]:
-        if variant not in self._items:
-            raise DataError(f"{self.root} is ImageNet-D; its nuisances here are {', '.join(self.variants)}, "
-                            f"not {variant!r}")
-        return self._items[variant]
-
-    def fingerprint(self) -> str:
-        """Nuisance, id, label and size of every image read."""
-        if self._fingerprint is None:
-            h = hashlib.sha256(b"imagenet_d")
-            for variant in self.variants:
-                for it in self._items[variant]:
-                    h.update(f"{variant}/{it.image_id}:{it.label}:{it.path.stat().st_size}".encode())
-            self._fingerprint = h.hexdigest()[:16]
-        return self._fingerprint
+    variants_are = "its nuisances here are"
 
 
 def find_imagenet_d(data) -> Optional[Path]:

@@ -25,7 +25,6 @@ the release feeds them.
 """
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -35,7 +34,7 @@ from ..errors import DataError
 from .images import IMAGE_SUFFIXES
 from .imagenet_folders import EVAL_CROP
 from .inside import RootGuard
-from .layout import Item, MasklessLayout, utf8_name
+from .layout import Item, ReleaseLayout, utf8_name
 
 KIND = "imagenet_e"
 LABELS = "labels.txt"
@@ -62,27 +61,12 @@ COLUMN_OF = {variant: column for _, variant, column in LEVELS}
 
 
 @dataclass
-class ImageNetELayout(MasklessLayout):
+class ImageNetELayout(ReleaseLayout):
     """The release as a `Layout`: a variant per level folder present, no masks, no split."""
 
     kind = KIND
     what = "the ImageNet-E release"
-
-    def items(self, variant: str) -> List[Item]:
-        if variant not in self._items:
-            raise DataError(f"{self.root} is the ImageNet-E release; its levels here are {', '.join(self.variants)}, "
-                            f"not {variant!r}")
-        return self._items[variant]
-
-    def fingerprint(self) -> str:
-        """Level, id, label and size of every image read."""
-        if self._fingerprint is None:
-            h = hashlib.sha256(KIND.encode())
-            for variant in self.variants:
-                for it in self._items[variant]:
-                    h.update(f"{variant}/{it.image_id}:{it.label}:{it.path.stat().st_size}".encode())
-            self._fingerprint = h.hexdigest()[:16]
-        return self._fingerprint
+    variants_are = "its levels here are"
 
 
 def find_imagenet_e(data) -> Optional[Path]:

@@ -12,6 +12,7 @@ dataset has them, sit in ROOT/attr_mask/<split>/ (`data.attributes`).
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
 from dataclasses import dataclass, field
@@ -154,6 +155,31 @@ class MasklessLayout(Layout):
 
     def foregrounds(self):
         raise DataError(f"{self.root} is {self.described()}, without foreground masks{self.mask_hint}")
+
+
+@dataclass
+class ReleaseLayout(MasklessLayout):
+    """A benchmark read as released, with no masks and no split (ImageNet-D, the ImageNet-E release,
+    CounterAnimal): a variant per folder it holds, named in its errors as `variants_are` says, and a
+    fingerprint of every image read under its kind."""
+
+    variants_are: ClassVar[str] = "its variants are"
+
+    def items(self, variant: str) -> List[Item]:
+        if variant not in self._items:
+            raise DataError(f"{self.root} is {self.what}; {self.variants_are} {', '.join(self.variants)}, "
+                            f"not {variant!r}")
+        return self._items[variant]
+
+    def fingerprint(self) -> str:
+        """Variant, id, label and size of every image read."""
+        if self._fingerprint is None:
+            h = hashlib.sha256(self.kind.encode())
+            for variant in self.variants:
+                for it in self._items[variant]:
+                    h.update(f"{variant}/{it.image_id}:{it.label}:{it.path.stat().st_size}".encode())
+            self._fingerprint = h.hexdigest()[:16]
+        return self._fingerprint
 
 
 @dataclass

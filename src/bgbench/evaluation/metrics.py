@@ -62,15 +62,22 @@ def paired_difference(a: np.ndarray, b: np.ndarray, n_boot: int = REPLICATES, se
     b = np.asarray(b, dtype=np.float64)
     if a.shape != b.shape:
         raise ValueError("paired arrays must have the same length")
-    n = a.size
+    return bootstrap_mean(a - b, n_boot, seed)
+
+
+def bootstrap_mean(values: np.ndarray, n_boot: int = REPLICATES, seed: int = 0) -> Estimate:
+    """mean(values), with a seeded 95% percentile bootstrap over them (per-image differences, or
+    per-class scores); one value is its own interval."""
+    v = np.asarray(values, dtype=np.float64)
+    n = v.size
     if n == 0:
         return Estimate(float("nan"), float("nan"), float("nan"), 0)
-    diff = a - b
+    if n == 1:
+        return Estimate(float(v[0]), float(v[0]), float(v[0]), 1)
     rng = np.random.default_rng(seed)
-    idx = rng.integers(0, n, size=(n_boot, n))
-    boots = diff[idx].mean(axis=1)
+    boots = v[rng.integers(0, n, size=(n_boot, n))].mean(axis=1)
     lo, hi = np.percentile(boots, [2.5, 97.5])
-    return Estimate(float(diff.mean()), float(lo), float(hi), n)
+    return Estimate(float(v.mean()), float(lo), float(hi), n)
 
 
 def unpaired_difference(a: np.ndarray, b: np.ndarray, n_boot: int = REPLICATES, seed: int = 0) -> Estimate:

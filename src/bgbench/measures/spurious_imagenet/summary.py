@@ -24,6 +24,7 @@ from typing import Any, Dict, List, Sequence
 
 import numpy as np
 
+from ...evaluation.metrics import bootstrap_mean
 from ...intervals import REPLICATES
 from ..result import Summary, estimate_row
 
@@ -71,13 +72,7 @@ class SpuriousSummary(Summary):
 
 def _bootstrap_mean(values: np.ndarray, seed: int, replicates: int) -> dict:
     """The mean of per-class values with a seeded 95% percentile bootstrap over the classes."""
-    mean = float(values.mean()) if len(values) else math.nan
-    if len(values) < 2:
-        return {"value": mean, "lo": mean, "hi": mean, "n": int(len(values))}
-    rng = np.random.default_rng(seed)
-    means = values[rng.integers(0, len(values), (replicates, len(values)))].mean(axis=1)
-    lo, hi = np.percentile(means, [2.5, 97.5])
-    return {"value": mean, "lo": float(lo), "hi": float(hi), "n": int(len(values))}
+    return bootstrap_mean(values, replicates, seed).as_dict()
 
 
 def summarize_spurious(rows: Sequence[Any], classes: Sequence[str], indices: Sequence[int], seed: int = 0,
