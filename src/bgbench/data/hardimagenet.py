@@ -25,7 +25,6 @@ classes. Masks are read inside ROOT and images inside the ImageNet folder (`Root
 from __future__ import annotations
 
 import hashlib
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -35,23 +34,20 @@ import numpy as np
 from ..errors import DataError
 from .hardimagenet_classes import CLASSES, META, WNIDS, check_meta
 from .images import image_size
+from .imagenet import IMAGENET_ENV, user_imagenet
 from .inside import RootGuard
 from .layout import Item, Layout, utf8_name
 
 KIND = "hardimagenet"
 #: The environment variable naming the user's ImageNet folder.
-IMAGENET_ENV = "BGBENCH_IMAGENET"
 RESIZE = (256, 256)  # standard_resize_center_crop: Resize((256, 256)), then
 CROP = 224  # CenterCrop(224)
 
 
 def imagenet_root(imagenet=None) -> Path:
     """The user's ImageNet folder: `imagenet`, else `$BGBENCH_IMAGENET`; one line when neither names one."""
-    given = imagenet or os.environ.get(IMAGENET_ENV)
-    if not given:
-        raise DataError(f"Hard ImageNet holds object masks only; its images are your ImageNet's: set {IMAGENET_ENV} "
-                        f"to your ImageNet folder (torchvision's train/, val/ or the ILSVRC release)")
-    return Path(given).expanduser()
+    return user_imagenet(imagenet, "Hard ImageNet holds object masks only; its images are your ImageNet's",
+                         "train/, val/")
 
 
 class HardImageNetMask:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import csv
 import importlib.util
+import os
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -33,9 +34,21 @@ TORCHVISION = "torchvision"
 VAL_SOLUTION = "LOC_val_solution.csv"
 SYNSET_MAPPING = "LOC_synset_mapping.txt"
 IMAGENET_CLASSES = 1000
+#: The variable naming the user's ImageNet, for the benchmarks that hold masks or images over it.
+IMAGENET_ENV = "BGBENCH_IMAGENET"
 
 Box = Tuple[int, int, int, int]
 WNID = re.compile(r"^n\d{8}$")
+
+
+def user_imagenet(imagenet, why: str, folders: str, flag: str = "") -> Path:
+    """The user's ImageNet folder: `imagenet`, else `$BGBENCH_IMAGENET`; when neither names one, one
+    line: `why` the benchmark needs it, then where to point (`flag`: its command-line flag too)."""
+    given = imagenet or os.environ.get(IMAGENET_ENV)
+    if not given:
+        raise DataError(f"{why}: set {IMAGENET_ENV}{flag} to your ImageNet folder (torchvision's {folders} or the "
+                        f"ILSVRC release)")
+    return Path(given).expanduser()
 
 
 @lru_cache(maxsize=1)

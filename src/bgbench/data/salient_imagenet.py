@@ -28,7 +28,6 @@ from __future__ import annotations
 import ast
 import csv
 import hashlib
-import os
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +36,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..errors import DataError
+from .imagenet import user_imagenet
 from .inside import RootGuard
 from .layout import Item, MasklessLayout, utf8_name
 
@@ -50,7 +50,6 @@ RESIZE, CROP = 256, 224
 #: `MTurk_Results.core_spurious_labels_dict`: a feature is spurious when at least this many workers
 #: answered one of these; else core.
 SPURIOUS_ANSWERS, SPURIOUS_VOTES = ("separate_object", "background"), 3
-IMAGENET_ENV = "BGBENCH_IMAGENET"
 
 
 @dataclass
@@ -140,11 +139,9 @@ def names_map(path: Path) -> Dict[int, List[str]]:
 
 
 def imagenet_folder(imagenet=None) -> Path:
-    given = imagenet or os.environ.get(IMAGENET_ENV)
-    if not given:
-        raise DataError(f"Salient ImageNet holds masks only; its images are your ImageNet's training images: set "
-                        f"{IMAGENET_ENV} to your ImageNet folder (torchvision's train/ or the ILSVRC release)")
-    return Path(given).expanduser()
+    """The user's ImageNet folder: `imagenet`, else `$BGBENCH_IMAGENET`; one line when neither names one."""
+    return user_imagenet(imagenet, "Salient ImageNet holds masks only; its images are your ImageNet's training "
+                         "images", "train/")
 
 
 def salient_imagenet_layout(root: Path, variants: Optional[Sequence[str]] = None, split: Optional[str] = None,

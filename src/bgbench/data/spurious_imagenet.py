@@ -28,13 +28,13 @@ without val images.
 from __future__ import annotations
 
 import hashlib
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..errors import DataError
 from .images import IMAGE_SUFFIXES
+from .imagenet import IMAGENET_ENV, user_imagenet
 from .inside import RootGuard
 from .layout import ImagesOnlyLayout, Item, utf8_name
 
@@ -44,7 +44,6 @@ IMAGES, TIMESTAMP = "images", "timestamp.txt"
 #: The spurious images' Resize(224), no crop (`no_crop`), as (shorter side, crop).
 SPURIOUS_CROP = (224, 224)
 #: The environment variable naming the user's ImageNet folder (Hard ImageNet's too).
-IMAGENET_ENV = "BGBENCH_IMAGENET"
 
 
 @dataclass
@@ -157,12 +156,8 @@ def _timestamp(path: Path) -> int:
 
 def imagenet_folder(imagenet=None) -> Path:
     """The user's ImageNet folder: `imagenet`, else `$BGBENCH_IMAGENET`; one line when neither names one."""
-    given = imagenet or os.environ.get(IMAGENET_ENV)
-    if not given:
-        raise DataError(f"Spurious ImageNet is scored against your ImageNet's val images of its classes: set "
-                        f"{IMAGENET_ENV} (or --imagenet) to your ImageNet folder (torchvision's val/ or the ILSVRC "
-                        f"release)")
-    return Path(given).expanduser()
+    return user_imagenet(imagenet, "Spurious ImageNet is scored against your ImageNet's val images of its classes",
+                         "val/", " (or --imagenet)")
 
 
 def imagenet_val_of(classes: Sequence[str], imagenet=None):
