@@ -42,6 +42,7 @@ from typing import Optional
 
 import numpy as np
 import torch
+from bgbench.runs import run_measure
 
 #: The fastest ResNet-50 forward measured on an H100 (bf16 + channels-last + compiled, batch 240).
 H100_FASTEST = 20441.0
@@ -173,7 +174,7 @@ def eval_first_pass_rate(root: Path, repeats: int, card_rate: float = 1000.0) ->
                     images = {}
 
                     def run():
-                        result = measure.compute(model, str(root), cfg, progress=False)
+                        result = run_measure(measure, model, str(root), cfg, progress=False)
                         images["n"] = sum(len(p.image_ids) for p in result.predictions.values())
                         card.sync()  # the run ends when the card does
                     host = host_only_run(run, 1, 1, host=_card_host(card))

@@ -42,6 +42,7 @@ import torch
 import torch.nn as nn
 
 from host_only import LAUNCH_SECONDS, host_only_run
+from bgbench.runs import run_measure
 
 #: The fastest ResNet-50 forward measured on an H100 (`capacity.H100_FASTEST`), and its strict fp32
 #: forward (TF32 off, the probes' default), `gpu/results/h100-2026-11-27-feed-2.md`.
@@ -129,7 +130,7 @@ def host_figures(measure, model, root: Path, cfg, images: int, repeats: int) -> 
     try:
         def timed(n):
             def run():
-                rows[n] = len(measure.compute(model, str(root), cfg, progress=False, limit=n).rows)
+                rows[n] = len(run_measure(measure, model, str(root), cfg, progress=False, limit=n).rows)
             host_only_run(run, n, 1)  # meta's kernels load on first use
             return min((host_only_run(run, n, math.ceil(n / cfg.batch_size)) for _ in range(repeats)),
                        key=lambda h: h["own_seconds"])
@@ -196,7 +197,7 @@ def probe_capacity(root: Path, repeats: int = 2, names=None, host_model: str = "
             best = float("inf")
             for _ in range(repeats):
                 t = time.perf_counter()
-                measure.compute(model, str(data), cfg, progress=False, limit=images)
+                run_measure(measure, model, str(data), cfg, progress=False, limit=images)
                 best = min(best, time.perf_counter() - t)
             figure["cpu_images_s"] = images / best
         out[name] = figure

@@ -51,6 +51,7 @@ from bgbench.data.layout import discover
 from bgbench.variants.synth import write_dataset
 from bgbench.evaluation.predict import to_tensor
 from bgbench.models import create_model
+from bgbench.runs import run_measure
 
 
 def fixed_and_marginal(whole: float, first_half: float, baseline: float, n: int, half: int) -> dict:
@@ -100,10 +101,10 @@ def main() -> None:
         gcfg = FeaturesConfig(batch_size=args.batch_size, device=dev, workers=args.workers)
         with torch.inference_mode(), strict_fp32():  # the probes' own fp32: TF32 off
             model(batches[0])  # warm-up
-        SALIENCY.compute(model, root, scfg, progress=False, limit=args.batch_size)
-        FEATURES.compute(model, root, fcfg, progress=False, limit=args.batch_size)
+        run_measure(SALIENCY, model, root, scfg, progress=False, limit=args.batch_size)
+        run_measure(FEATURES, model, root, fcfg, progress=False, limit=args.batch_size)
         acfg = AblateConfig(batch_size=args.batch_size, device=dev, workers=args.workers)
-        ablated = len(ABLATE.compute(model, root, acfg, progress=False).rows)  # images through the model
+        ablated = len(run_measure(ABLATE, model, root, acfg, progress=False).rows)  # images through the model
 
         def sync():
             if dev.startswith("cuda"):
@@ -152,20 +153,20 @@ def main() -> None:
         wanted = {k for p in args.probes for k in sides[p]}
         times = {k: [] for k in wanted}
         for _ in range(args.repeats):
-            for key, fn in (("noise", lambda: NOISE.compute(model, root, ncfg, progress=False)),
+            for key, fn in (("noise", lambda: run_measure(NOISE, model, root, ncfg, progress=False)),
                             ("forward", pure_forward),
-                            ("saliency", lambda: SALIENCY.compute(model, root, scfg, progress=False)),
+                            ("saliency", lambda: run_measure(SALIENCY, model, root, scfg, progress=False)),
                             ("fwd+bwd", forward_backward),
-                            ("features", lambda: FEATURES.compute(model, root, fcfg, progress=False)),
+                            ("features", lambda: run_measure(FEATURES, model, root, fcfg, progress=False)),
                             ("forward once", forward_once),
-                            ("features+galleries", lambda: FEATURES.compute(model, root, gcfg, out_dir=root / "g",
+                            ("features+galleries", lambda: run_measure(FEATURES, model, root, gcfg, out_dir=root / "g",
                                                                           progress=False)),
-                            ("ablate", lambda: ABLATE.compute(model, root, acfg, progress=False)),
+                            ("ablate", lambda: run_measure(ABLATE, model, root, acfg, progress=False)),
                             ("ablate forward", ablate_forward),
-                            ("noise/2", lambda: NOISE.compute(model, root, ncfg, progress=False, limit=half)),
-                            ("saliency/2", lambda: SALIENCY.compute(model, root, scfg, progress=False, limit=half)),
-                            ("features/2", lambda: FEATURES.compute(model, root, fcfg, progress=False, limit=half)),
-                            ("ablate/2", lambda: ABLATE.compute(model, root, acfg, progress=False, limit=half))):
+                            ("noise/2", lambda: run_measure(NOISE, model, root, ncfg, progress=False, limit=half)),
+                            ("saliency/2", lambda: run_measure(SALIENCY, model, root, scfg, progress=False, limit=half)),
+                            ("features/2", lambda: run_measure(FEATURES, model, root, fcfg, progress=False, limit=half)),
+                            ("ablate/2", lambda: run_measure(ABLATE, model, root, acfg, progress=False, limit=half))):
                 if key not in wanted:
                     continue
                 t = time.perf_counter()

@@ -13,6 +13,7 @@ from bgbench.data.decode_ahead import DecodeAhead, decode_ahead
 from bgbench.data.images import decode_item
 from bgbench.data.layout import discover
 from bgbench.errors import DataError
+from bgbench.runs import run_measure
 
 
 @pytest.fixture(autouse=True)
@@ -101,7 +102,7 @@ def test_an_eval_on_an_accelerator_records_its_images_as_one_in_turn_does(synth_
         cfg.device = "meta"
         model = capacity_probes.null_feature_model().to("meta")
         got = {}
-        host_only.host_only_run(lambda: got.update(report=measure.compute(model, str(synth_root), cfg,
+        host_only.host_only_run(lambda: got.update(report=run_measure(measure, model, str(synth_root), cfg,
                                                                           progress=False)), 1, 1)
         fed.append(got["report"].provenance.config["pixels"])
     assert made == ["meta", "meta"]

@@ -17,6 +17,7 @@ from bgbench.classes import IN9_FOLDERS
 from bgbench.errors import BgbenchError, CheckpointError
 from bgbench.models.checkpoint import save_checkpoint
 from bgbench.models.inputs import fit_to_native
+from bgbench.runs import run_measure
 from conftest import assert_one_line_error, run_cli
 from helpers.foundation_models import CLIP_CFG, CLIP_MEAN, CLIP_STD, tiny_clip, tiny_vit
 from helpers.saliency_oracle import synth64  # noqa: F401 (fixture: 9 images at 64 px)
@@ -260,7 +261,7 @@ def test_saliency_on_a_foundation_vit_is_pytorch_grad_cams_on_its_token_grid(sch
     else:
         model = create_model(f"hf:{vit_dir}")
         layer_name, layer = "model.vit.layers.1.layernorm_before", model.net.model.vit.layers[1].layernorm_before
-    result = SALIENCY.compute(model, synth64, SaliencyConfig(batch_size=64, examples=0), progress=False)
+    result = run_measure(SALIENCY, model, synth64, SaliencyConfig(batch_size=64, examples=0), progress=False)
     assert result.config["layer"] == layer_name
 
     def to_grid(t):  # RIVAL10's vit_reshape_transform: drop the class token, 4x4 patch grid

@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from bgbench.evaluation.transfer import QUEUED, Readback
+from bgbench.runs import run_measure
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
@@ -52,7 +53,7 @@ def test_no_probe_waits_on_the_device_once_a_batch(bench, name, synth_root, one_
     batches = math.ceil(images / cfg.batch_size)
     model = capacity_probes.null_feature_model().to("meta")
     measure = get_measure(name)
-    host = host_only.host_only_run(lambda: measure.compute(model, str(synth_root), cfg, progress=False),
+    host = host_only.host_only_run(lambda: run_measure(measure, model, str(synth_root), cfg, progress=False),
                                    images, batches)
     assert "meta" not in QUEUED  # the proxy's stand-in is undone
     assert batches >= 8 and host["launches_per_image"] > 0
@@ -117,5 +118,5 @@ def test_rows_made_in_landing_threads_are_the_rows_made_in_turn(bench, name, syn
         if queued:
             monkeypatch.setattr(transfer, "QUEUED", {"cuda", "cpu"})
             assert measure._landing_threads(cfg, "cpu") == 3
-        rows[queued] = measure.compute(model, str(synth_root), cfg, progress=False).rows
+        rows[queued] = run_measure(measure, model, str(synth_root), cfg, progress=False).rows
     assert rows[True] == rows[False] and len(rows[False]) >= 5

@@ -255,7 +255,7 @@ def test_counteranimal_gap_is_the_papers_common_minus_counter(counteranimal, tmp
     assert lo <= overall <= hi
     assert report.to_dict()["counter_gap"]["gap"]["value"] == pytest.approx(overall, abs=1e-12)
     assert f"counter_gap={100 * overall:.1f}%" in run_cli("runs", "--db", db).stdout  # the run's headline
-    from bgbench.measures.eval.runner import stored_report
+    from bgbench.runs import stored_report
     with Store(db) as store:
         again = stored_report(store, run_id)
     assert again.counter_gap.overall.value == pytest.approx(overall, abs=1e-12)  # a pure function of the rows

@@ -101,7 +101,7 @@ def evaluate(model: ModelLike, data: str | Path, *, progress: bool = True, **opt
         the ranks share the images; rank 0 returns the report of one process, the others None.
     """
     from .variants.blurred import blurred_renderer
-    from .measures.eval.runner import run_eval
+    from .runs import run_eval
     if "variants" in options:
         options["variants"] = list(options["variants"]) if options["variants"] else None
     how = _model_keys(options)
@@ -150,7 +150,7 @@ def challenge(model: ModelLike, data: str | Path, store: Store | str | Path, *,
         A `ChallengeReport` (None on torchrun ranks other than 0). Its run stays open until
         `bgbench.record(report, store)` finishes it.
     """
-    from .measures.challenge.runner import run_challenge
+    from .runs import run_challenge
     from .drawing.figures import challenge_figures
     how = _model_keys(options)
     cfg = _config(ChallengeConfig, "challenge", options, MODEL_KEYS)
@@ -190,12 +190,13 @@ def probe(name: str, model: ModelLike, data: str | Path, *, out_dir: Optional[st
     probe's model meets its measure (`bgbench probe` and studies come through here too).
     """
     from .models.formats import check_needs
+    from .runs import run_measure
     measure = _registered(name, Command.PROBE)
     how = _model_keys(options)
     cfg = _config(measure.config, f"probe {name}", options, MODEL_KEYS)
     built = _model(model, data=data, device=getattr(cfg, "device", None), **how)
     check_needs(built, measure.needs, f"probe {name}")
-    return measure.compute(built, data, cfg, progress=progress, out_dir=out_dir)
+    return run_measure(measure, built, data, cfg, progress=progress, out_dir=out_dir)
 
 
 @signed(config_parameters(TrainConfig, drop=("data", "out")),

@@ -24,6 +24,7 @@ import pytest
 import torch
 
 from conftest import run_cli
+from bgbench.runs import run_measure
 
 DEVICE = os.environ.get("BGBENCH_GPU_TESTS_DEVICE", "cuda")
 pytestmark = pytest.mark.gpu
@@ -346,7 +347,7 @@ def test_no_probe_makes_the_host_wait_for_the_device_once_a_batch(probe, model_c
             warnings.simplefilter("always")
             torch.cuda.set_sync_debug_mode("warn")
             try:
-                assert measure.compute(model, str(synth_root), cfg, progress=False).rows
+                assert run_measure(measure, model, str(synth_root), cfg, progress=False).rows
             finally:
                 torch.cuda.set_sync_debug_mode("default")
         warned[batch_size] = sum("synchroniz" in str(w.message) for w in caught)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Dict, List
 
 from bgbench.measures.registry import Measure
+from bgbench.runs import run_measure
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 ARCH = "timm:test_resnet"
@@ -81,7 +82,7 @@ def check_in_memory(measure: Measure, data: Path, db: Path) -> None:
     from bgbench.models import create_model
     from bgbench.data.resolve import class_folders
     cfg = measure.config()
-    result = measure.compute(create_model(ARCH, classes=class_folders(data)), data, cfg, progress=False)
+    result = run_measure(measure, create_model(ARCH, classes=class_folders(data)), data, cfg, progress=False)
     run_id = bgbench.record(result, db)
     assert result.summary().run_id == run_id
     from bgbench.store import Store

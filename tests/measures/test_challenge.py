@@ -198,14 +198,14 @@ def test_resume_after_sigkills_gives_the_uninterrupted_result_and_clean_json(mod
 def test_a_run_never_resumes_under_another_normalization(model_ckpt, synth_root, tmp_path):
     """Verdicts computed under two normalizations must never merge into one run."""
     from bgbench import recording
-    from bgbench.measures.challenge.runner import ChallengeConfig, run_challenge
-    from bgbench.models.spec import meet_data
+    from bgbench.measures.challenge.runner import ChallengeConfig
+from bgbench.runs import run_challenge
     from bgbench.store import Store
     layout = discover(synth_root, variants=["original", "only_bg_t"])
     cfg = ChallengeConfig(batch_size=16)
     with Store(tmp_path / "r.db") as store:
         in9 = create_model(f"file:{model_ckpt}", norm="in9")
-        meet_data(in9, layout)  # as the challenge does before it opens its run
+        in9.meet(layout)  # as the challenge does before it opens its run
         stale = recording.start(store, recording.Provenance.of("challenge", cfg.identity(), model=in9, layout=layout))
         store.add_challenge_results(stale, [(layout.items("original")[0].image_id, 0, 0, 0, 1, None, None)])
         other = create_model(f"file:{model_ckpt}", norm="imagenet")

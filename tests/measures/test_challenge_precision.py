@@ -15,7 +15,8 @@ from bgbench.evaluation import numerics  # strict fp32 lives there; the challeng
 from bgbench.measures.challenge.engine import ChallengeEngine
 from bgbench.measures.challenge.numerics import strict_fp32
 from bgbench.measures.challenge.verified import NearTieLog, NearTies, VerifiedPredictor, decision_margin
-from bgbench.measures.challenge.runner import ChallengeConfig, run_challenge
+from bgbench.measures.challenge.runner import ChallengeConfig
+from bgbench.runs import run_challenge
 from bgbench.evaluation.predict import decide
 from bgbench.models.spec import IMAGENET1K, BgModel, ModelSpec
 from bgbench.store import Store

@@ -18,6 +18,7 @@ from bgbench.measures.features.engine import background_shares
 from bgbench.errors import BgbenchError
 from bgbench.models.spec import BgModel, ModelSpec
 from bgbench.store import Store
+from bgbench.runs import run_measure
 from conftest import assert_one_line_error, run_cli
 
 
@@ -87,7 +88,7 @@ def test_a_hand_worked_table_of_contributions_shares_and_flags(tmp_path):
     first, share 0 (not spurious); green 0.05 second, share 1 > area (48+16)/2/64 = 0.5."""
     data = _red_green_data(tmp_path / "rg")
     model = _hand_model([[0.5, 2.0], [3.0, 0.1]])
-    result = FEATURES.compute(model, data, FeaturesConfig(top_features=2, top_images=2, group_by="label"),
+    result = run_measure(FEATURES, model, data, FeaturesConfig(top_features=2, top_images=2, group_by="label"),
                             progress=False)
     got = [(r.class_index, r.rank, r.feature) + tuple(round(v, 6) for v in (r.contribution, r.bg_share, r.bg_area))
            + (r.spurious, json.loads(r.top_images)) for r in result.rows]
@@ -102,10 +103,10 @@ def test_a_hand_worked_table_of_contributions_shares_and_flags(tmp_path):
     top = s.top_spurious
     assert (top["class"], top["feature"], top["contribution"]) == ("a", 1, pytest.approx(1.25))
     # a fixed threshold instead: 1.0 is not exceeded by a share of 1.0; 0.9 is
-    strict = FEATURES.compute(model, data, FeaturesConfig(top_features=2, top_images=2, group_by="label",
+    strict = run_measure(FEATURES, model, data, FeaturesConfig(top_features=2, top_images=2, group_by="label",
                                                         threshold=1.0), progress=False)
     assert [r.spurious for r in strict.rows] == [0, 0, 0, 0]
-    loose = FEATURES.compute(model, data, FeaturesConfig(top_features=2, top_images=2, group_by="label",
+    loose = run_measure(FEATURES, model, data, FeaturesConfig(top_features=2, top_images=2, group_by="label",
                                                        threshold=0.9), progress=False)
     assert [r.spurious for r in loose.rows] == [1, 0, 0, 1]
 
@@ -117,7 +118,7 @@ def test_prediction_grouping_follows_the_predicted_class(tmp_path):
     green activation a/i0 and b/i0 (48/64) tie and keep the dataset's order, then a/i1, b/i1."""
     data = _red_green_data(tmp_path / "rg")
     model = _hand_model([[0.0, 0.0], [5.0, 5.0]])
-    result = FEATURES.compute(model, data, FeaturesConfig(top_features=1, top_images=4), progress=False)
+    result = run_measure(FEATURES, model, data, FeaturesConfig(top_features=1, top_images=4), progress=False)
     assert [(r.class_index, r.feature, r.images) for r in result.rows] == [(1, 1, 4)]
     assert result.rows[0].contribution == pytest.approx(5 * 0.5625)
     assert json.loads(result.rows[0].top_images) == ["a/i0", "b/i0", "a/i1", "b/i1"]
@@ -125,7 +126,7 @@ def test_prediction_grouping_follows_the_predicted_class(tmp_path):
 
 def test_a_stored_run_summarises_like_the_fresh_one(tmp_path):
     data = _red_green_data(tmp_path / "rg")
-    result = FEATURES.compute(_hand_model([[0.5, 2.0], [3.0, 0.1]]), data,
+    result = run_measure(FEATURES, _hand_model([[0.5, 2.0], [3.0, 0.1]]), data,
                             FeaturesConfig(top_features=2, top_images=2, group_by="label"), progress=False)
     with Store(tmp_path / "r.db") as store:
         run_id = bgbench.record(result, store)
@@ -209,7 +210,7 @@ def _oracle(model, root, group_by, k, n):
 @pytest.mark.parametrize("group_by", ["prediction", "label"])
 def test_salient_imagenet_ranking_and_shares_recomputed_on_a_timm_model(synth96, group_by):
     model = bgbench.load_model("timm:test_resnet")
-    result = FEATURES.compute(model, synth96, FeaturesConfig(top_features=3, top_images=2, group_by=group_by,
+    result = run_measure(FEATURES, model, synth96, FeaturesConfig(top_features=3, top_images=2, group_by=group_by,
                                                            batch_size=7), progress=False)
     want = _oracle(model, synth96, group_by, 3, 2)
     got = [(r.class_index, r.rank, r.feature, r.contribution, json.loads(r.top_images), r.bg_share, r.bg_area)
@@ -242,10 +243,10 @@ def test_models_it_cannot_read_are_refused_in_one_line(tmp_path):
     data = _red_green_data(tmp_path / "rg")
     spec = ModelSpec(name="plain", arch="hand", num_classes=2, mean=(0, 0, 0), std=(1, 1, 1))
     with pytest.raises(BgbenchError, match="needs a timm model"):
-        FEATURES.compute(BgModel(_NoHead(), spec), data, FeaturesConfig(), progress=False)
+        run_measure(FEATURES, BgModel(_NoHead(), spec), data, FeaturesConfig(), progress=False)
     squared = BgModel(_SquaredHead([[1.0, 2.0], [3.0, 4.0]]), spec).eval()
     with pytest.raises(BgbenchError, match="not its linear head"):
-        FEATURES.compute(squared, data, FeaturesConfig(), progress=False)
+        run_measure(FEATURES, squared, data, FeaturesConfig(), progress=False)
     for bad, needle in (({"top_features": 0}, "--top-features"), ({"threshold": 1.5}, "--threshold"),
                         ({"group_by": "guess"}, "--group-by"), ({"galleries": -1}, "--galleries")):
         with pytest.raises(BgbenchError, match=needle):
@@ -258,7 +259,7 @@ def test_a_1000_class_model_cannot_group_by_label(tmp_path, monkeypatch):
     spec = ModelSpec(name="wide", arch="hand", num_classes=1000, label_space="imagenet1k")
     model = BgModel(_RedGreen([[0.0, 0.0]] * 1000), spec)
     with pytest.raises(BgbenchError, match="--group-by label"):
-        FEATURES.compute(model, _red_green_data(tmp_path / "rg"), FeaturesConfig(group_by="label"), progress=False)
+        run_measure(FEATURES, model, _red_green_data(tmp_path / "rg"), FeaturesConfig(group_by="label"), progress=False)
 
 
 def test_probe_features_cli_writes_beside_the_store_and_records(synth_root, tmp_path, monkeypatch):

@@ -18,6 +18,7 @@ from bgbench.data.hardimagenet import IMAGENET_ENV
 from bgbench.measures.registry import get_measure
 from bgbench.models.spec import BgModel, ModelSpec
 from bgbench.store import Store
+from bgbench.runs import run_measure
 from helpers import hardimagenet_oracle as oracle
 from helpers.hardimagenet_tree import INDICES, write_tree
 
@@ -84,7 +85,7 @@ def test_noise_equals_rfs_py_per_level_on_the_same_noise(trees, model, kind, tmp
     from bgbench.measures.noise.probe import NoiseConfig
     measure = get_measure("noise")
     cfg = NoiseConfig(trials=2, seed=3, kind=kind, bootstrap_replicates=20)  # no levels: Hard ImageNet's own grid
-    result = measure.compute(model, trees[0], cfg, progress=False)
+    result = run_measure(measure, model, trees[0], cfg, progress=False)
     assert result.config["grid"] == "hardimagenet" and result.config["levels"] == (
         [0.125, 0.25, 0.375, 0.5, 0.625, 0.75] if kind == "sigma" else [30.0, 60.0, 90.0, 120.0, 150.0, 180.0])
     summary = measure.summarize(result.rows, result.config)
@@ -137,7 +138,7 @@ def test_ablations_equal_ablations_py(trees, model):
     from bgbench.measures.ablate.hardimagenet import box_gray, tile_ablation
     from bgbench.measures.ablate.probe import AblateConfig
     measure = get_measure("ablate")
-    result = measure.compute(model, trees[0], AblateConfig(bootstrap_replicates=20), progress=False)
+    result = run_measure(measure, model, trees[0], AblateConfig(bootstrap_replicates=20), progress=False)
     assert result.config["scoring"] == "hardimagenet"
     summary = measure.summarize(result.rows, result.config)
     items = _items(trees)
@@ -192,7 +193,7 @@ def test_saliency_equals_saliency_analysis_py(trees, model):
     from bgbench.measures.saliency.metrics import absolute_iou_and_dice  # noqa: F401 (the code under test)
     from bgbench.measures.saliency.probe import SaliencyConfig
     measure = get_measure("saliency")
-    result = measure.compute(model, trees[0], SaliencyConfig(examples=0, bootstrap_replicates=20), progress=False)
+    result = run_measure(measure, model, trees[0], SaliencyConfig(examples=0, bootstrap_replicates=20), progress=False)
     assert result.config["scoring"] == "hardimagenet" and result.config["target"] == "true class"
     summary = measure.summarize(result.rows, result.config)
     items = _items(trees)

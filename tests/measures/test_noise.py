@@ -15,6 +15,7 @@ from bgbench.measures.common.regions import Region, object_regions
 from bgbench.measures.noise.engine import REGIONS, draw_seed, region_noise, region_predictions
 from bgbench.errors import BgbenchError
 from bgbench.store import Store
+from bgbench.runs import run_measure
 from conftest import assert_one_line_error, run_cli
 
 
@@ -142,7 +143,7 @@ def test_noise_rows_do_not_depend_on_the_batch_size(synth_root):
     """Per-image draws: batches of 5 and of 64 give the very same per-image rows (predictions included)."""
     from bgbench.models import create_model
     model = create_model("timm:test_resnet")
-    rows = [sorted(NOISE.compute(model, synth_root, NoiseConfig(levels=[0.3, 0.6], trials=2, batch_size=b),
+    rows = [sorted(run_measure(NOISE, model, synth_root, NoiseConfig(levels=[0.3, 0.6], trials=2, batch_size=b),
                                progress=False).rows) for b in (5, 64)]
     assert rows[0] == rows[1] and len(rows[0]) == 36 * 2 * 2 * 2
     assert {r.correct for r in rows[0]} == {0, 1}  # some right, some wrong: the predictions are not all alike

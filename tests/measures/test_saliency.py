@@ -19,6 +19,7 @@ from bgbench.measures.saliency.summary import SaliencyRow, summarize_saliency
 from bgbench.errors import BgbenchError
 from bgbench.models.spec import BgModel, ModelSpec
 from bgbench.store import Store
+from bgbench.runs import run_measure
 from conftest import assert_one_line_error, run_cli
 from helpers.saliency_oracle import check_against_grad_cam, rival10_measures, synth64  # noqa: F401 (fixture)
 
@@ -125,7 +126,7 @@ def _timm_model(arch, **kw):
 @pytest.mark.parametrize("layer", [None, "layer2"])  # the default last stage (2x2 at 64 px), and 8x8
 def test_saliency_equals_rival10_with_pytorch_grad_cam_on_a_resnet(synth64, layer):
     model = _timm_model("test_resnet")
-    result = SALIENCY.compute(model, synth64, SaliencyConfig(layer=layer, batch_size=64, examples=0),
+    result = run_measure(SALIENCY, model, synth64, SaliencyConfig(layer=layer, batch_size=64, examples=0),
                             progress=False)
     assert result.config["layer"] == (layer or "layer4")
     check_against_grad_cam(model, model.net.get_submodule(result.config["layer"]), synth64, result.rows)
@@ -145,7 +146,7 @@ def test_saliency_equals_rival10_with_pytorch_grad_cam_on_a_vit(synth64, arch, p
 
     def to_grid(t):  # RIVAL10's vit_reshape_transform, with the prefix tokens of this model
         return t[:, prefix:, :].reshape(t.size(0), 8, 8, t.size(2)).permute(0, 3, 1, 2)
-    result = SALIENCY.compute(model, synth64, SaliencyConfig(batch_size=64, examples=0), progress=False)
+    result = run_measure(SALIENCY, model, synth64, SaliencyConfig(batch_size=64, examples=0), progress=False)
     check_against_grad_cam(model, model.net.blocks[-1].norm1, synth64, result.rows, reshape=to_grid,
                             flat_at_most=0.2)
 
@@ -319,7 +320,7 @@ def test_saliency_measured_as_on_a_card_equals_rival10_with_pytorch_grad_cam(syn
     from bgbench.measures.saliency import probe as saliency_probe
     monkeypatch.setattr(saliency_probe, "measured_on_device", lambda device: True)
     model = _timm_model("test_resnet")
-    result = SALIENCY.compute(model, synth64, SaliencyConfig(layer=layer, batch_size=64, examples=0),
+    result = run_measure(SALIENCY, model, synth64, SaliencyConfig(layer=layer, batch_size=64, examples=0),
                               progress=False)
     check_against_grad_cam(model, model.net.get_submodule(result.config["layer"]), synth64, result.rows)
 

@@ -85,7 +85,7 @@ def _finished(args: argparse.Namespace, model):
     from ..console import status
     from ..data.resolve import resolve_layout
     from ..distributed import launched
-    from ..measures.eval.runner import stored_report
+    from ..runs import stored_report
     from ..studies.plan import finished_run, measure_identity
     if launched().world > 1:
         return None

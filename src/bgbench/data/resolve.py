@@ -24,7 +24,7 @@ from .spurious_imagenet import find_spurious_imagenet, spurious_imagenet_layout
 
 
 def resolve_layout(data: "str | Path | Layout", variants: Optional[Sequence[str]] = None,
-                   split: Optional[str] = None) -> Layout:
+                   split: Optional[str] = None, *, imagenet: "str | Path | None" = None, in9: bool = False) -> Layout:
     """The dataset's layout with the requested variants.
 
     Default: the IN-9 variants present; when none is present besides `original` (an edit
@@ -39,10 +39,14 @@ def resolve_layout(data: "str | Path | Layout", variants: Optional[Sequence[str]
     variant per nuisance, no split), and so is Spawrious' (`data.spawrious`: one variant, a split per
     challenge and part, such as o2o_easy-test); the ImageNet-E and CounterAnimal releases as laid out
 (`data.releases`: a variant per edit level, and common/counter). `split`: the split folder (default: the dataset's
-    evaluation split: val for IN-9 and ImageNet, test for Waterbirds and Spawrious).
+    evaluation split: val for IN-9 and ImageNet, test for Waterbirds and Spawrious). `imagenet`: the
+    user's ImageNet under Salient ImageNet's masks (default `$BGBENCH_IMAGENET`). `in9`: `data` must
+    be an IN-9 layout (`layout.discover`), as the challenge's backgrounds are.
     """
     if isinstance(data, Layout):
         return data
+    if in9:
+        return discover(data, split=split or "val", variants=variants)
     found_rival10 = find_rival10(data)
     if found_rival10 is not None:
         return rival10_layout(*found_rival10, variants=variants)
@@ -64,7 +68,7 @@ def resolve_layout(data: "str | Path | Layout", variants: Optional[Sequence[str]
         return spurious_imagenet_layout(found_spurious, variants, split)
     found_salient = find_salient_imagenet(data)
     if found_salient is not None:  # its wordnet_dict.py and class folders (data.salient_imagenet)
-        return salient_imagenet_layout(found_salient, variants, split)
+        return salient_imagenet_layout(found_salient, variants, split, imagenet=imagenet)
     group_file = find_group_file(data)
     if group_file is not None:
         return group_layout(group_file, split, variants)

@@ -386,8 +386,7 @@ def _plan(cfg: EditConfig, model) -> Tuple[EditConfig, Layout, List[Edit], List[
     if not layout.has_masks:
         raise DataError(f"no {MASK_DIR}/{cfg.split}/ folder under {data}; edits need foreground masks")
     if model is not None:
-        from ..models.spec import meet_data
-        meet_data(model, layout)
+        model.meet(layout)
     edits = edits_for(cfg.attributes, cfg.angles, cfg.levels, with_model=model is not None)
     skipped = []
     if model is None and "complexity" in cfg.attributes and (

@@ -12,7 +12,7 @@ from typing import Callable, List, Optional, Sequence, Tuple
 import numpy as np
 import torch
 
-from ..classes import Mapping, map_logits, stores_sums, superclass_sums
+from ..classes import IMAGENET1K, Mapping, map_logits, stores_sums, superclass_sums
 from ..data.images import check_mask_fits
 from ..data.layout import Item, Layout
 from ..data.pixel_cache import Pixels, pixels_of
@@ -21,7 +21,6 @@ from ..options import resolve_workers
 from .feed import Images, batches
 from .numerics import forward_context
 from ..errors import BgbenchError
-from ..models.spec import IMAGENET1K, BgModel, check_compatible  # noqa: F401 (re-exported)
 from ..options import BATCH_SIZE
 
 
@@ -92,7 +91,7 @@ def joined_predictions(mine: Predictions, n: int, ranks: Ranks, block: int) -> O
     return Predictions.concat(parts).take(order)
 
 
-def decide(model: BgModel, logits: torch.Tensor, mapping: Mapping | str) -> Tuple[torch.Tensor, torch.Tensor]:
+def decide(model: torch.nn.Module, logits: torch.Tensor, mapping: Mapping | str) -> Tuple[torch.Tensor, torch.Tensor]:
     """Predictions and confidences in the dataset's label space."""
     if model.spec.label_space == IMAGENET1K:
         return map_logits(logits, mapping, model.class_map)
@@ -100,7 +99,7 @@ def decide(model: BgModel, logits: torch.Tensor, mapping: Mapping | str) -> Tupl
     return pred, conf
 
 
-def class_probabilities(model: BgModel, logits: torch.Tensor) -> torch.Tensor:
+def class_probabilities(model: torch.nn.Module, logits: torch.Tensor) -> torch.Tensor:
     """(N, C) probability of each dataset class: the softmax of a dataset-class model; for a
     1000-class model, the probability mass of each class's ImageNet classes (its class map)."""
     probs = logits.float().softmax(dim=1)
@@ -109,7 +108,7 @@ def class_probabilities(model: BgModel, logits: torch.Tensor) -> torch.Tensor:
     return probs
 
 
-def _check_finite(model: BgModel, bad: List[torch.Tensor], runs: List[Sequence[Item]]) -> None:
+def _check_finite(model: torch.nn.Module, bad: List[torch.Tensor], runs: List[Sequence[Item]]) -> None:
     """Outputs that are NaN or infinite decide nothing: one line naming the first such image, before
     anything is recorded (a broken checkpoint, or a numeric overflow at reduced precision).
 
@@ -129,7 +128,7 @@ def _check_finite(model: BgModel, bad: List[torch.Tensor], runs: List[Sequence[I
                        f"overflowed; nothing was recorded")
 
 
-def predict_items(model: BgModel, items: Sequence[Item], *, batch_size: int = BATCH_SIZE, device: str = "cpu",
+def predict_items(model: torch.nn.Module, items: Sequence[Item], *, batch_size: int = BATCH_SIZE, device: str = "cpu",
                   mapping: Mapping | str = Mapping.ARGMAX, checker=None, progress: bool = True,
                   desc: str = "predict", render: Optional[Callable[[Item], np.ndarray]] = None,
                   forward: Optional[Callable] = None, workers: Optional[int] = None,

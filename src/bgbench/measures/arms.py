@@ -16,12 +16,10 @@ of its own, from `run.sets`, its arms).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable, ClassVar, List, Optional
 
 from .. import checks
 from ..classes import Mapping, mapping_field
-from ..errors import BgbenchError
 from ..intervals import REPLICATES
 from ..options import flag
 from .base import ProbeConfig
@@ -59,34 +57,6 @@ class Arm:
     forward: Optional[Callable] = None
 
 
-def folder_option(value: Optional[str], flag_name: str) -> Optional[str]:
-    """A dataset folder a measure reads besides --data: the folder it names, or one line."""
-    if value is None:
-        return None
-    path = Path(value).expanduser()
-    if not path.is_dir():
-        raise BgbenchError(f"{flag_name} {value}: no such folder")
-    return str(path)
-
-
-def require_imagenet_model(model, measure: str) -> None:
-    """Texture and renditions read ImageNet's 1000 classes: a model with other outputs is refused."""
-    from ..models.spec import IMAGENET1K
-    if model.spec.label_space != IMAGENET1K:
-        raise BgbenchError(f"{measure} scores a 1000-class ImageNet model on ImageNet's classes; {model.spec.name} has "
-                           f"{model.spec.num_classes} outputs of its dataset's classes")
-
-
-def imagenet_reference(layout, measure: str):
-    """--data must be ImageNet's own images (every class of the 1000) for texture, renditions and
-    ImageNet-X."""
-    from ..data.imagenet_folders import TREE
-    if getattr(layout, "kind", "") != "imagenet" or getattr(layout, "source", "") != TREE:
-        raise BgbenchError(f"{measure} compares against ImageNet's val: --data must be ImageNet (the ILSVRC archive or "
-                           f"torchvision's ROOT/val/<wnid>/), not {layout.root}")
-    return layout
-
-
 @dataclass(frozen=True, slots=True, order=True)
 class ArmRow(TableRow):
     """One prediction (a row of an arms measure's table): image `image_id` of class `label` in arm
@@ -113,9 +83,8 @@ class ArmsMeasure(RunningMeasure):
 
     # -- the template's steps ---------------------------------------------------------------------
     def image_sets(self, run: RunContext):
-        """--data's layout and the arms of a run on it."""
-        layout, _ = super().image_sets(run)
-        return layout, self.arms(run, layout)
+        """The arms of a run on --data's layout."""
+        return self.arms(run, run.layout)
 
     def meet(self, run: RunContext) -> None:
         """Every arm meets the model, the reference last: the model's input record is its."""

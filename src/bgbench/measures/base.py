@@ -114,16 +114,16 @@ class ModelMeasure(RunningMeasure):
         self.attributes = declared(Attributes, type(self).attributes, "attributes", self.name)
         self.autograd = declared(Autograd, type(self).autograd, "autograd", self.name)
 
-    # -- the template's steps (`RunningMeasure.compute(model, data, cfg, *, progress, out_dir, limit)`:
+    # -- the template's steps (`RunningMeasure.compute(model, layout, cfg, *, progress, out_dir, limit)`:
     # the first `limit` pairs where given; under torchrun the ranks share the images, whole batches
     # each, and rank 0 gathers every row in the order one process makes them) ---------------------
     def image_sets(self, run: RunContext):
         """The layout's (item, mask) pairs, and its attribute source where the measure reads it."""
-        layout, _ = super().image_sets(run)
+        layout = run.layout
         source = self._attribute_source(layout, run)
         limit = run.given.get("limit")
         pairs = layout.foregrounds()[:limit] if limit else layout.foregrounds()
-        return layout, Foregrounds(pairs, source)
+        return Foregrounds(pairs, source)
 
     def measure(self, run: RunContext):
         from ..evaluation.feed import chunks_of, gathered, masked_batches

@@ -7,10 +7,12 @@ this order, and a measure supplies what is its own. Every hook receives one cont
 `RunContext` below (the model, the data, the config dataclass, the ranks, the device, and what the
 measure prepared), so a measure reads one signature:
 
-1. the data and its image sets: `image_sets(run)` -> (layout, sets): the --data layout and what the
-   measure runs over (a probe's foregrounds and masks, eval's variants, the shortcut arms, the
-   challenge's foregrounds and backgrounds);
-2. the checks: `meet(run)`: the label spaces and the input size (`models.spec.meet_data`) and a
+0. the data: the caller reads --data into a `data.layout.Layout` as the measure declares
+   (`reads(cfg, data, given)`: the variants, the split; `runs.run_measure` is that caller), so a
+   measure never imports the dataset readers;
+1. its image sets: `image_sets(run)` -> what the measure runs over (a probe's foregrounds and
+   masks, eval's variants, the shortcut arms, none for the challenge);
+2. the checks: `meet(run)`: the label spaces and the input size (`model.meet`) and a
    --protocol's (`protocols.check_spec`), before any forward;
 3. the device: torchrun's ranks (`distributed.setup`) and the model on this rank's device, in
    eval mode;
@@ -37,16 +39,14 @@ from .registry import Measure
 @dataclass
 class RunContext:
     """What every hook of a run receives: the measure, the model (on this rank's device, in eval
-    mode, once the ranks are set up), its config dataclass, the --data it was given and the layout
-    it resolved to, the image sets, this rank, what the measure prepared (`state`), and how the run
-    was asked for."""
+    mode, once the ranks are set up), its config dataclass, the --data layout, the image sets, this
+    rank, what the measure prepared (`state`), and how the run was asked for."""
 
     measure: Measure
     model: Any
     cfg: Any  # the measure's config dataclass
-    data: Any = None  # what --data named (a path or a layout)
-    layout: Any = None  # the --data layout (`image_sets`)
-    sets: Any = None  # what `image_sets` returned beside the layout
+    layout: Any = None  # the --data layout (`data.layout.Layout`), read as `reads` declares
+    sets: Any = None  # what `image_sets` returned
     ranks: Any = None  # distributed.Ranks
     state: Any = None  # what the measure prepared for its batches (a probe's `prepare`)
     progress: bool = True
@@ -77,13 +77,13 @@ class RunningMeasure(Measure):
     #: Whether `measure` opens the run's provenance itself (the challenge); the template's otherwise.
     opened: ClassVar[bool] = False
 
-    def compute(self, model, data, cfg, *, progress: bool = True, out_dir=None, **given):
-        """Run the measure of `model` on `data` under `cfg` (see the module docstring): its result on
-        rank 0, None on the other torchrun ranks. `given`: what a measure takes beside its config
-        (eval's renderers, the challenge's store, a probe's `limit`)."""
+    def compute(self, model, layout, cfg, *, progress: bool = True, out_dir=None, **given):
+        """Run the measure of `model` on `layout` (--data read as `reads` asks) under `cfg` (see the
+        module docstring): its result on rank 0, None on the other torchrun ranks. `given`: what a
+        measure takes beside its config (eval's renderers, the challenge's store, a probe's `limit`)."""
         from ..distributed import setup
-        run = RunContext(self, model, cfg, data=data, progress=progress, out_dir=out_dir, given=given)
-        run.layout, run.sets = self.image_sets(run)
+        run = RunContext(self, model, cfg, layout=layout, progress=progress, out_dir=out_dir, given=given)
+        run.sets = self.image_sets(run)
         self.meet(run)
         run.ranks = setup(cfg.device)
         run.model = model.to(run.ranks.device).eval()
@@ -98,11 +98,15 @@ class RunningMeasure(Measure):
         return result
 
     # -- what a measure supplies --------------------------------------------------------------------
-    def image_sets(self, run: RunContext) -> Tuple[Any, Any]:
-        """(the --data layout, the image sets the run reads); the `original` images by default. The
-        model is there for a measure that refuses it for its sets (texture: not an ImageNet model)."""
-        from ..data.resolve import resolve_layout
-        return resolve_layout(run.data, ["original"]), None
+    def reads(self, cfg, data, given: Dict[str, Any]) -> Dict[str, Any]:
+        """How the caller reads --data (`data`, a path) for a run under `cfg`: the keyword arguments of
+        `data.resolve.resolve_layout` (the variants, the split); `original` by default."""
+        return {"variants": ["original"]}
+
+    def image_sets(self, run: RunContext) -> Any:
+        """What the run reads of `run.layout` (None by default: the layout itself). The model is
+        there for a measure that refuses it for its sets (texture: not an ImageNet model)."""
+        return None
 
     def meet(self, run: RunContext) -> None:
         """The model meets the data before anything runs: label spaces, input size, --protocol."""
@@ -122,8 +126,7 @@ class RunningMeasure(Measure):
 def meet_layout(run: RunContext, layout) -> None:
     """`run`'s model meets `layout`: label spaces (where the measure decides), input size, --protocol."""
     from .. import protocols
-    from ..models.spec import meet_data
-    meet_data(run.model, layout, labels=run.measure.decides)
+    run.model.meet(layout, labels=run.measure.decides)
     protocols.check_spec(getattr(run.cfg, "protocol", None), run.model.spec.to_dict())
 
 

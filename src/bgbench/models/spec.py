@@ -98,7 +98,7 @@ class BgModel(nn.Module):
         #: how it was built, as far as that changes its numbers (`models.options.identity`): what a
         #: run records and a study compares; None for a model built outside the one door
         self.identity: Optional[dict] = None
-        #: what the last job fed it (`meet_data`): the images' size, the model's, and what was done
+        #: what the last job fed it (`meet`): the images' size, the model's, and what was done
         self.input_record: Optional[dict] = None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -148,6 +148,26 @@ class BgModel(nn.Module):
         """The (H, W) the network itself receives for images of `image_hw` (after any resize)."""
         return native_hw(self.spec.input_size) if self.spec.resize == "native" else tuple(image_hw)
 
+    def meet(self, layout, labels: bool = True) -> None:
+        """What every job does first with its model and its data (a `data.layout.Layout`): the label
+        spaces must fit (`check_compatible`, with the model's `--class-map` file; `labels=False` for
+        jobs that read features, not decisions), a network whose file fixes its input size must be fed
+        that size, and the size of the images against the model's input size is said on stderr (once,
+        by the main process) and kept in `input_record`, which the run records
+        (`provenance.Provenance.of`). A method, so that a measure meets its data without importing
+        the model layer."""
+        from ..distributed import launched
+        if labels:
+            check_compatible(self, layout.classes)
+        image_hw = layout.image_hw()
+        if image_hw is not None:
+            problem = size_problem(self.spec.name, getattr(self.net, "fixed_hw", None), self.net_input_hw(image_hw))
+            if problem is not None:  # a file that fixes its input size, fed another (--resize none)
+                raise BgbenchError(problem)
+            note = note_input_size(self, image_hw)
+            if note and launched().main:
+                status(note)
+
     @property
     def format(self) -> str:
         """How the model was read ('safetensors', 'export', 'onnx', 'torchscript', ...: `models.formats`)."""
@@ -157,26 +177,6 @@ class BgModel(nn.Module):
     def has_layers(self) -> bool:
         """Whether its network has layers to hook and read (Grad-CAM, penultimate features)."""
         return format_of(self.spec).layers
-
-
-def meet_data(model: BgModel, layout, labels: bool = True) -> None:
-    """What every job does first with its model and its data (a `data.layout.Layout`): the label
-    spaces must fit (`check_compatible`, with the model's `--class-map` file; `labels=False` for
-    jobs that read features, not decisions), a network whose file fixes its input size must be fed
-    that size, and the size of the images against the model's input size is said on stderr (once,
-    by the main process) and kept in `model.input_record`, which the run records
-    (`provenance.Provenance.of`)."""
-    from ..distributed import launched
-    if labels:
-        check_compatible(model, layout.classes)
-    image_hw = layout.image_hw()
-    if image_hw is not None:
-        problem = size_problem(model.spec.name, getattr(model.net, "fixed_hw", None), model.net_input_hw(image_hw))
-        if problem is not None:  # a file that fixes its input size, fed another (--resize none)
-            raise BgbenchError(problem)
-        note = note_input_size(model, image_hw)
-        if note and launched().main:
-            status(note)
 
 
 def note_input_size(model: BgModel, image_hw: Tuple[int, int]) -> Optional[str]:

@@ -35,7 +35,6 @@ from ..errors import BgbenchError
 from ..models.checkpoint import save_checkpoint
 from ..models.heads import feature_width, with_head
 from ..models.options import build
-from ..models.spec import meet_data
 from ..version import __version__
 from .config import DFR_RETRAINS, LastLayerConfig
 from .dfr import fit_head, group_codes, head_fit_summary, predict, worst_group_accuracy
@@ -67,7 +66,7 @@ def fit_last_layer(cfg: LastLayerConfig, progress: bool = True) -> Optional[Path
     feature_width(model)  # a model without a readable penultimate layer fails here, before any work
     layout = resolve_layout(cfg.data, None if cfg.variant is None else [cfg.variant], split=split)
     variant = cfg.variant or default_variant(cfg.recipe, layout)
-    meet_data(model, layout, labels=False)  # the head is new: any label space; the input size is said
+    model.meet(layout, labels=False)  # the head is new: any label space; the input size is said
     groups = _groups(cfg, layout, variant) if ranks.main else None
     model = model.to(ranks.device).eval()
     items = layout.items(variant)

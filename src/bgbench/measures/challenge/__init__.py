@@ -41,10 +41,9 @@ class Challenge(RunningMeasure):
         fg = images if options.get("sample") is None else min(images, int(options["sample"]))
         return fg * images + fg, True
 
-    def image_sets(self, run):
-        """The originals, their masks and ONLY-BG-T (no further sets)."""
-        from ...data.layout import discover
-        return discover(run.data, variants=["original", "only_bg_t"]), None
+    def reads(self, cfg, data, given):
+        """The originals, their masks and ONLY-BG-T of an IN-9 layout (no further sets)."""
+        return {"variants": ["original", "only_bg_t"], "in9": True}
 
     def measure(self, run):
         """The challenge's engine, search and resumable store (`runner.challenge_run`)."""

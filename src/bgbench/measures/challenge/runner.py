@@ -43,7 +43,7 @@ from .summary import ChallengeData, summarize
 from ...evaluation.transfer import Fetch, to_device
 from .verdict import FgResult
 
-__all__ = ["ChallengeConfig", "ChallengeReport", "run_challenge", "summarize", "load_backgrounds",
+__all__ = ["ChallengeConfig", "ChallengeReport", "summarize", "load_backgrounds",
            "load_foregrounds"]
 
 
@@ -75,26 +75,6 @@ def load_foregrounds(layout: Layout, pairs, indices: List[int]):
     if not found:
         return torch.zeros((0, 1, 1, 3), dtype=torch.uint8), torch.zeros((0, 1, 1), dtype=torch.bool)
     return found
-
-
-def run_challenge(model: BgModel, data: str | Path, store: Store, cfg: ChallengeConfig,
-                  out_dir: Optional[str | Path] = None, progress: bool = True,
-                  figures: Optional[Callable[[ChallengeReport, Path], Dict[str, str]]] = None
-                  ) -> Optional[ChallengeReport]:
-    """Run (or resume, or extend) the challenge; returns the report on rank 0 and None on other ranks.
-
-    Verdict rows go to `store` as they come; the run stays open until `recording.record(report, store)`.
-
-    `figures(report, out_dir) -> {name: path}` draws the --full figures (`drawing.figures.challenge_figures`);
-    it is passed in because drawing lives in a higher layer than the engine.
-
-    The template of every model run (`running.RunningMeasure`) resolves the data, checks the model
-    against it, sets up the ranks and the device and builds the provenance; `challenge_run` is the
-    challenge's own part.
-    """
-    from ..registry import get_measure  # the registered challenge (its package declares it, and imports this module)
-    return get_measure("challenge").compute(model, data, cfg, progress=progress, out_dir=out_dir, store=store,
-                                            figures=figures)
 
 
 def challenge_run(run: RunContext):

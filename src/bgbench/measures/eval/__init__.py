@@ -99,10 +99,16 @@ class Eval(RunningMeasure):
         """One forward per image of each variant it reads."""
         return images * len(options.get("variants") or variants), False
 
+    def reads(self, cfg, data, given):
+        """The requested variants (every variant of the data by default); those the data lacks but a
+        renderer computes are read from `original` (`runner.variants_on_disk`)."""
+        from .runner import variants_on_disk
+        return {"variants": variants_on_disk(data, cfg, given.get("renderers") or {}), "split": cfg.split}
+
     def image_sets(self, run):
         """The variants it predicts (`runner.eval_sets`)."""
         from .runner import eval_sets
-        return eval_sets(run.data, run.cfg, run.given.get("renderers") or {})
+        return eval_sets(run.layout, run.cfg, run.given.get("renderers") or {})
 
     def measure(self, run):
         """Every variant's predictions, and the report (`runner.eval_run`)."""

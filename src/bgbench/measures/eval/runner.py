@@ -19,9 +19,7 @@ from ... import protocols
 from ...console import status
 from ...data.decode_ahead import decode_ahead
 from ...data.layout import Item, Layout
-from ...data.resolve import resolve_layout
 from ...distributed import Ranks
-from ...models.spec import BgModel
 from ...provenance import model_label
 from .config import EvalConfig
 from ..common.groups import group_results
@@ -35,19 +33,6 @@ from .waterbirds import waterbirds_results
 Renderers = Dict[str, Callable[[Layout], Callable[[Item], object]]]
 
 
-def run_eval(model: BgModel, data: str | Path | Layout, cfg: EvalConfig, progress: bool = True,
-             renderers: Optional[Renderers] = None) -> Optional[EvalReport]:
-    """Per-variant predictions of `model` on `data`, their accuracies and BG-Gap, and provenance
-    (the eval measure's run, through the template of every model run: `running.RunningMeasure`).
-
-    Under torchrun each rank predicts whole batches of every variant (block b of `batch_size`
-    images goes to rank b mod K) and rank 0 joins them: its report is the one-process report; the
-    other ranks return None.
-    """
-    from ..registry import get_measure  # the registered eval (its package declares it, and imports this module)
-    return get_measure("eval").compute(model, data, cfg, progress=progress, renderers=renderers or {})
-
-
 @dataclass
 class Variants:
     """Eval's image sets: the variants it predicts, in order, those of them computed on the fly
@@ -58,15 +43,21 @@ class Variants:
     renderers: Renderers
 
 
-def eval_sets(data, cfg: EvalConfig, renderers: Renderers):
-    """(the layout, its `Variants`): the requested variants (every variant of the data by default),
-    those the data lacks but a renderer computes read from `original`."""
+def variants_on_disk(data, cfg: EvalConfig, renderers: Renderers) -> Optional[List[str]]:
+    """The variant folders a run reads of `data` (a path; None: every variant it has): the requested
+    ones, with `original` in place of those the data lacks but a renderer computes from it."""
     on_the_fly = computed_variants(data, cfg.variants, renderers)
     on_disk = [v for v in cfg.variants or () if v not in on_the_fly]
     if on_the_fly and "original" not in on_disk:
         on_disk.append("original")
-    layout = resolve_layout(data, on_disk or None, split=cfg.split)
-    return layout, Variants(list(cfg.variants or layout.variants), on_the_fly, renderers)
+    return on_disk or None
+
+
+def eval_sets(layout: Layout, cfg: EvalConfig, renderers: Renderers) -> Variants:
+    """Eval's `Variants` on `layout`: the requested variants (every variant of the layout by
+    default), those it lacks computed by their renderer from `original`."""
+    on_the_fly = {v for v in cfg.variants or () if v in renderers and v not in layout.variants}
+    return Variants(list(cfg.variants or layout.variants), on_the_fly, renderers)
 
 
 def eval_run(run: RunContext):
@@ -110,28 +101,6 @@ def eval_run(run: RunContext):
     return report, config
 
 
-def stored_report(store, run_id: int) -> EvalReport:
-    """The report of a finished eval run, rebuilt from its stored predictions (what `bgbench eval`
-    shows again instead of predicting anew: the same accuracies, BG-Gap and groups, since every
-    metric is a pure function of the per-image table and the run's bootstrap seed)."""
-    import json
-    from ...probing.tables import stored_predictions
-    from ...provenance import run_model_label
-    run = store.get_run(run_id)
-    config = json.loads(run["config"] or "{}")
-    predictions = {v: Predictions(list(s.image_ids), s.labels, s.preds, s.conf)
-                   for v, s in stored_predictions(store, run_id, variants=config.get("variants")).items()}
-    layout = resolve_layout(run["data_root"], [v for v in predictions if v not in config.get("computed_variants", [])]
-                            or None, split=config.get("split"))
-    report = EvalReport.from_predictions(run["model"], str(layout.root), predictions, seed=int(config.get("seed", 0)))
-    report.groups = group_results(layout, predictions)
-    report.waterbirds = waterbirds_results(layout, predictions, seed=int(config.get("seed", 0)))
-    report.model_label, report.run_id = run_model_label(run), run_id
-    report.precision = str(config.get("precision") or "fp32")
-    return report
-
-
-
 def computed_variants(data, variants: Optional[List[str]], renderers: Renderers) -> set:
     """Requested variants that have a renderer and whose folder the dataset lacks."""
     if not variants or isinstance(data, Layout):
@@ -140,7 +109,7 @@ def computed_variants(data, variants: Optional[List[str]], renderers: Renderers)
     return {v for v in variants if v in renderers and not (root / v).is_dir()}
 
 
-def _warn_ten_crop_size(model: BgModel, cfg: EvalConfig, ranks: Ranks) -> None:
+def _warn_ten_crop_size(model: torch.nn.Module, cfg: EvalConfig, ranks: Ranks) -> None:
     trained = tuple(model.spec.input_size or ())[-1:]
     if cfg.ten_crop and trained and trained[0] < TEN_CROP_SIZE // 2 and ranks.main:
         status(f"warning: --ten-crop feeds {TEN_CROP_SIZE}-px crops of images resized to 256, but "

@@ -69,11 +69,9 @@ class In9GapMeasure(ArmsMeasure):
     shortcut_columns = (ShortcutColumn(60, "in9_gap", "IN-9 gap", "in9_gap", data="other", preprocessing=CROP),)
     forwards_per_image = 2  # each foreground on its own background and on a random one
 
-    def image_sets(self, run):
+    def reads(self, cfg, data, given):
         """--data's mixed_same and mixed_rand (no `original`: Whac-A-Mole's copy of IN-9 has none)."""
-        from ...data.resolve import resolve_layout
-        layout = resolve_layout(run.data, [MIXED_SAME, MIXED_RAND])
-        return layout, self.arms(run, layout)
+        return {"variants": [MIXED_SAME, MIXED_RAND]}
 
     def arms(self, run, layout) -> List[Arm]:
         return [Arm(MIXED_SAME, cropped(layout, MIXED_SAME)), Arm(MIXED_RAND, cropped(layout, MIXED_RAND))]

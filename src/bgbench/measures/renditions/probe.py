@@ -15,8 +15,8 @@ from typing import List, Optional, Sequence
 
 from ...errors import BgbenchError
 from ...options import flag
-from ..arms import (GAP_TEMPLATE, Arm, ArmRow, ArmsConfig, ArmsMeasure, folder_option, imagenet_reference,
-                    require_imagenet_model)
+from ..arms import GAP_TEMPLATE, Arm, ArmRow, ArmsConfig, ArmsMeasure
+from ..common.imagenet_reference import folder_option, imagenet_reference, require_imagenet_model
 from ..declarations import GapArms, ShortcutColumn
 from ..gaps import GapSummary, two_arms
 from ..registry import Headline, SectionSpec
@@ -38,7 +38,7 @@ class RenditionsConfig(ArmsConfig):
 
 def restricted_forward(model, x):
     """Only the arm's classes compete: ImageNet-R's `map_prediction` (the model's class map is the
-    arm's, set by `meet_data` before the arm runs)."""
+    arm's, set by `BgModel.meet` before the arm runs)."""
     from ...classes import restricted_logits
     return restricted_logits(model(x), model.class_map)
 

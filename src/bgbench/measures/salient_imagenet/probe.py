@@ -28,7 +28,7 @@ from ...errors import BgbenchError
 from ...intervals import REPLICATES
 from ...options import flag, runtime
 from ...store.rows import TableRow
-from ..arms import require_imagenet_model
+from ..common.imagenet_reference import require_imagenet_model
 from ..base import ProbeConfig
 from ..declarations import BenchmarkHeadlines
 from ..registry import Command, Headline, SectionSpec
@@ -126,13 +126,13 @@ class SalientImageNetMeasure(RunningMeasure):
         a core and a spurious feature both list is in both sets)."""
         return 4 * images, True
 
+    def reads(self, cfg, data, given):
+        """The release, over the user's ImageNet (--imagenet, else $BGBENCH_IMAGENET)."""
+        return {"variants": None, "imagenet": cfg.imagenet}
+
     def image_sets(self, run):
-        from ...data.resolve import resolve_layout
-        from ...data.salient_imagenet import (find_annotations, find_salient_imagenet, read_annotations,
-                                              salient_imagenet_layout)
-        model, cfg, data = run.model, run.cfg, run.data
-        root = find_salient_imagenet(data) if not hasattr(data, "kind") else None
-        layout = salient_imagenet_layout(root, imagenet=cfg.imagenet) if root is not None else resolve_layout(data)
+        from ...data.salient_imagenet import find_annotations, read_annotations
+        model, cfg, layout = run.model, run.cfg, run.layout
         if getattr(layout, "kind", "") != KIND:
             raise BgbenchError(f"salient_imagenet reads the Salient ImageNet release (wordnet_dict.py and its class "
                                f"folders); {layout.root} is not it")
@@ -154,7 +154,7 @@ class SalientImageNetMeasure(RunningMeasure):
                     raise BgbenchError(f"{layout.root / wnid / 'image_names_map.csv'} has no column for feature "
                                        f"{absent[0]}, which {path.name} labels {target}")
                 sets.append((target, label, wnid, tuple(features)))
-        return layout, {"sets": sets, "annotations": str(path)}
+        return {"sets": sets, "annotations": str(path)}
 
     def measure(self, run):
         """Every (target, class) set's images in the notebooks' order, read through the feed (the

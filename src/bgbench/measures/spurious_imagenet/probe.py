@@ -22,7 +22,8 @@ from ...errors import BgbenchError
 from ...intervals import REPLICATES
 from ...options import flag, runtime
 from ...store.rows import TableRow
-from ..arms import Arm, ArmsMeasure, require_imagenet_model
+from ..arms import Arm, ArmsMeasure
+from ..common.imagenet_reference import require_imagenet_model
 from ..base import ProbeConfig
 from ..declarations import BenchmarkHeadlines
 from ..registry import Headline, SectionSpec

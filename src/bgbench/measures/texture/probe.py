@@ -14,8 +14,8 @@ from typing import List, Optional, Sequence
 
 from ...errors import BgbenchError
 from ...options import flag
-from ..arms import (GAP_TEMPLATE, Arm, ArmRow, ArmsConfig, ArmsMeasure, folder_option, imagenet_reference,
-                    require_imagenet_model)
+from ..arms import GAP_TEMPLATE, Arm, ArmRow, ArmsConfig, ArmsMeasure
+from ..common.imagenet_reference import folder_option, imagenet_reference, require_imagenet_model
 from ..declarations import GapArms, ShortcutColumn
 from ..gaps import GapSummary, stem, two_arms
 from ..registry import Headline, SectionSpec
