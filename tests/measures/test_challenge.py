@@ -199,7 +199,7 @@ def test_a_run_never_resumes_under_another_normalization(model_ckpt, synth_root,
     """Verdicts computed under two normalizations must never merge into one run."""
     from bgbench import recording
     from bgbench.measures.challenge.runner import ChallengeConfig
-from bgbench.runs import run_challenge
+    from bgbench.runs import run_challenge
     from bgbench.store import Store
     layout = discover(synth_root, variants=["original", "only_bg_t"])
     cfg = ChallengeConfig(batch_size=16)
