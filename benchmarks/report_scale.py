@@ -167,7 +167,7 @@ def _eval(store, tpl, run, model: Model, root: Path, scratch: Path) -> None:
         for r in rows:
             w.writerow([r["image_id"], r["variant"], model.pred(r["label"], model.p_right(r["variant"]), classes)])
     from bgbench.measures.eval.config import PredictionFileConfig
-    from bgbench.measures.eval.prediction_file import predictions_report
+    from bgbench.prediction_files import predictions_report
     report = predictions_report(path, root, PredictionFileConfig(name=model.name))
     config = {**report.provenance.config, "variants": json.loads(run["config"]).get("variants")}
     report.provenance = _provenance(run, model, {**json.loads(run["config"]), **config})

@@ -6,7 +6,8 @@ import json
 import numpy as np
 from PIL import Image
 
-from bgbench.data import discover, load_mask
+from bgbench.data.images import load_mask
+from bgbench.data.layout import discover
 from bgbench.data.synthetic import SYNTH_CLASSES, TEXTURES, generate
 from bgbench.variants import IN9_VARIANTS
 from bgbench.variants import functions as F

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 import torch
 
-from bgbench.data import discover, load_mask
+from bgbench.data.images import load_mask
+from bgbench.data.layout import discover
 from bgbench.data.images import decode_image
 from bgbench.measures.challenge.engine import ChallengeEngine
 from bgbench.measures.challenge.matrix import attack_success_rates, class_fool_rates, verdicts_from_matrix

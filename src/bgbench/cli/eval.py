@@ -108,7 +108,7 @@ def _finished(args: argparse.Namespace, model):
 
 
 def _from_predictions(args: argparse.Namespace):
-    from ..measures.eval.prediction_file import predictions_report
+    from ..prediction_files import predictions_report
     ignored = [flag for flag, given in (("--checkpoint", args.checkpoint), ("--variants", args.variants),
                                         ("--ten-crop", args.ten_crop), ("--workers", args.workers)) if given]
     if ignored:

@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
         return _scorecard(args)
     if args.runs or args.models:
         raise BgbenchError("--runs and --models pick the models of --scorecard; a predictions file is one run's")
-    from ..measures.eval.prediction_file import export_predictions
+    from ..prediction_files import export_predictions
     with open_store(args, create=False) as store:
         written = export_predictions(store, int(args.run), args.out)
     flag = f" --label-space {IMAGENET1K}" if written["label_space"] == IMAGENET1K else ""

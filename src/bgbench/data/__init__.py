@@ -1,7 +1,4 @@
-"""Dataset layout discovery and validation, decoding, the Synthetic-9 drawing, and the one dataset
-writer (manifest, pool, shards) that synth, build and edit share."""
-from .images import decode_image, load_mask
-from .layout import IN9_VARIANTS, Item, Layout, discover
-from .resolve import resolve_layout
-
-__all__ = ["IN9_VARIANTS", "Item", "Layout", "decode_image", "discover", "load_mask", "resolve_layout"]
+"""Datasets: the layouts (`layout`, and a reader per release, which `resolve` chooses between),
+decoding and the pixel cache, the Synthetic-9 drawing, and the one dataset writer (manifest, pool,
+shards) that synth, build and edit share. It re-exports nothing, so that importing one of its
+modules (a measure's `data.layout`) does not import every reader."""

@@ -31,8 +31,8 @@ from .images import IMAGE_SUFFIXES
 from .imagenet_folders import EVAL_CROP
 from .inside import RootGuard
 from .layout import Item, ReleaseLayout, utf8_name
+from .facts import COUNTERANIMAL as KIND
 
-KIND = "counteranimal"
 FOLDER = "LAION-final"
 NAMES = "imagenet_names.txt"
 #: The two groups, the variants, in the paper's order (common first: the gap is common − counter).

@@ -20,6 +20,7 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 from ..errors import DataError
 from .csv_fields import allow_long_fields
 from .layout import ImagesOnlyLayout, Item, Layout
+from .facts import GROUPS
 
 GROUPS_FILE = "groups.csv"
 #: The split read when none is named: the evaluation split.
@@ -32,7 +33,7 @@ Row = Tuple[int, Dict[str, str]]
 class GroupLayout(ImagesOnlyLayout):
     """A group dataset as a `Layout`: one variant (`original`), and the group of every image."""
 
-    kind = "groups"
+    kind = GROUPS
     groups: Dict[str, str] = field(default_factory=dict, repr=False)
     source: str = ""  # the file the groups come from
 

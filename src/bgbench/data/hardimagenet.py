@@ -37,8 +37,8 @@ from .images import image_size
 from .imagenet import IMAGENET_ENV, user_imagenet
 from .inside import RootGuard
 from .layout import Item, Layout, utf8_name
+from .facts import HARD_IMAGENET as KIND
 
-KIND = "hardimagenet"
 #: The environment variable naming the user's ImageNet folder.
 RESIZE = (256, 256)  # standard_resize_center_crop: Resize((256, 256)), then
 CROP = 224  # CenterCrop(224)

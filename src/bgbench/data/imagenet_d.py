@@ -30,6 +30,7 @@ from .images import IMAGE_SUFFIXES
 from .imagenet_folders import EVAL_CROP
 from .inside import RootGuard
 from .layout import Item, ReleaseLayout, utf8_name
+from .facts import IMAGENET_D
 
 #: ImageNet-D's nuisances, in `evaluate_imagenet_models.py`'s order (`subset_list`).
 NUISANCES = ("background", "texture", "material")
@@ -41,7 +42,7 @@ QUESTIONS = "questions"
 class ImageNetDLayout(ReleaseLayout):
     """ImageNet-D as a `Layout`: one variant per nuisance folder present, no masks, no split."""
 
-    kind = "imagenet_d"
+    kind = IMAGENET_D
     what = "ImageNet-D"
     variants_are = "its nuisances here are"
 

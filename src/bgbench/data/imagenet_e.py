@@ -35,29 +35,12 @@ from .images import IMAGE_SUFFIXES
 from .imagenet_folders import EVAL_CROP
 from .inside import RootGuard
 from .layout import Item, ReleaseLayout, utf8_name
+from .facts import IMAGENET_E as KIND, IMAGENET_E_LEVELS
 
-KIND = "imagenet_e"
 LABELS = "labels.txt"
 ORIGINAL_FOLDER = "ori"
-#: The release's folders in Table 1's order (background, size, position, direction), each with the
-#: variant bgbench names it (the name of the same level among `bgbench edit`'s folders, where it has
-#: one) and Table 1's column.
-LEVELS: Tuple[Tuple[str, str, str], ...] = (
-    ("ori", "original", "Ori"),
-    ("rec", "complexity_0", "Inver (λ = 0)"),
-    ("20_smooth", "complexity_-20", "λ = -20"),
-    ("20_hard", "complexity_20", "λ = 20"),
-    ("20_adv", "complexity_adv", "λ = 20 (adversarial)"),
-    ("random_bg", "background_random", "Random bg"),
-    ("full", "size_full", "Full"),
-    ("01", "size_0.1", "0.1"),
-    ("008", "size_0.08", "0.08"),
-    ("005", "size_0.05", "0.05"),
-    ("rp", "position_random", "rp"),
-    ("rd", "rotation_random", "rd"),
-)
+LEVELS = IMAGENET_E_LEVELS
 FOLDER_OF = {variant: folder for folder, variant, _ in LEVELS}
-COLUMN_OF = {variant: column for _, variant, column in LEVELS}
 
 
 @dataclass

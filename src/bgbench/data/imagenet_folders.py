@@ -31,6 +31,7 @@ from .images import IMAGE_SUFFIXES
 from .inside import RootGuard
 from .imagenet import ImageNetTree, imagenet_synsets, imagenet_tree, is_wnid, list_sources
 from .layout import ImagesOnlyLayout, Item, refuse_repeated_ids, utf8_name
+from .facts import IMAGENET
 
 #: ImageNet's standard evaluation crop: (shorter side resized to, centre crop).
 EVAL_CROP = (256, 224)
@@ -42,7 +43,7 @@ TREE, CLASS_FOLDERS = "imagenet", "class_folders"
 class ImageNetLayout(ImagesOnlyLayout):
     """ImageNet-style class folders as a `Layout`: one variant (`original`), no masks."""
 
-    kind = "imagenet"
+    kind = IMAGENET
     source: str = TREE  # TREE (an ImageNet release layout) or CLASS_FOLDERS (ROOT/<wnid>/)
     what = "ImageNet's images"
     mask_hint = "; this job needs the IN-9 layout with fg_mask/ (bgbench build --imagenet makes one)"

@@ -23,6 +23,7 @@ from ..errors import DataError
 from .attributes import ATTR_DIR, AttributeSource, NpzAttributes
 from .images import IMAGE_SUFFIXES
 from .inside import RootGuard
+from .facts import IN9
 
 MASK_DIR = "fg_mask"
 #: The variant folders of the public IN-9 release, in the paper's order. The variant *functions*
@@ -47,7 +48,7 @@ class Item:
 class Layout:
     """A validated dataset root: its classes, the variants present, and their images."""
 
-    kind: ClassVar[str] = "in9"  # the on-disk format: 'in9' (this layout) or 'rival10'
+    kind: ClassVar[str] = IN9  # the on-disk format: 'in9' (this layout) or 'rival10'
     root: Path
     split: str
     classes: Tuple[str, ...]

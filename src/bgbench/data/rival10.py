@@ -29,6 +29,7 @@ from .attr_dict import OBJECT_KEY, PickledMask, decode_mask, read_attr_dict
 from .images import IMAGE_SUFFIXES
 from .inside import RootGuard
 from .layout import Item, Layout, refuse_repeated_ids, utf8_name
+from .facts import RIVAL10
 
 SPLITS = ("test", "train")  # the first one present is the default
 INSTANCES = "ordinary"  # RIVAL10's natural images (its 'superimposed'/'removed' are augmentations)
@@ -115,7 +116,7 @@ class Rival10Attributes:
 class Rival10Layout(Layout):
     """A RIVAL10 split as a `Layout`: one variant, `original` (the `ordinary` images)."""
 
-    kind = "rival10"
+    kind = RIVAL10
 
     def items(self, variant: str) -> List[Item]:
         if variant != "original":

@@ -39,8 +39,8 @@ from ..errors import DataError
 from .imagenet import user_imagenet
 from .inside import RootGuard
 from .layout import Item, MasklessLayout, utf8_name
+from .facts import SALIENT_IMAGENET as KIND
 
-KIND = "salient_imagenet"
 WORDNET_DICT, NAMES_MAP = "wordnet_dict.py", "image_names_map.csv"
 #: The Mechanical Turk table: where the repository keeps it, and the names bgbench looks for in ROOT.
 ANNOTATIONS = "discover_spurious_features.csv"

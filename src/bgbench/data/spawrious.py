@@ -34,6 +34,7 @@ from ..errors import DataError
 from .groups import GroupLayout
 from .inside import RootGuard
 from .layout import Item, utf8_name
+from .facts import SPAWRIOUS
 
 FOLDER = "spawrious224"
 #: `SpawriousBenchmark.class_list` (the labels) and `locations_list`.
@@ -65,7 +66,7 @@ Entry = Tuple[Tuple[str, ...], List[Tuple[str, Optional[int]]]]
 class SpawriousLayout(GroupLayout):
     """One part of one Spawrious challenge as a group `Layout` (variant `original`)."""
 
-    kind = "spawrious"
+    kind = SPAWRIOUS
     challenge: str = DEFAULT_CHALLENGE
     part: str = "test"
     #: where the split named no challenge and the tree lacks the default's folders: which challenge

@@ -37,8 +37,8 @@ from .images import IMAGE_SUFFIXES
 from .imagenet import IMAGENET_ENV, user_imagenet
 from .inside import RootGuard
 from .layout import ImagesOnlyLayout, Item, utf8_name
+from .facts import SPURIOUS_IMAGENET as KIND
 
-KIND = "spurious_imagenet"
 #: The release's folder of images and its mark.
 IMAGES, TIMESTAMP = "images", "timestamp.txt"
 #: The spurious images' Resize(224), no crop (`no_crop`), as (shorter side, crop).

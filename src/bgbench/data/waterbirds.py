@@ -22,13 +22,12 @@ from typing import Dict, List, Optional, Sequence
 
 from ..errors import DataError
 from .groups import GroupLayout, Row, build_group_layout, image_id_of, need_columns, read_rows, refuse_variants
+from .facts import WATERBIRDS as KIND, WATERBIRDS_CLASSES, WATERBIRDS_PLACES
 
-KIND = "waterbirds"
 FOLDER = "waterbirds_v1.0"  # `initialize_data_dir`: '<dataset>_v<version>' under root_dir
 METADATA = "metadata.csv"
 COLUMNS = ("img_filename", "y", "split", "place")
-CLASSES = ("landbird", "waterbird")  # y
-PLACES = ("land", "water")  # place
+CLASSES, PLACES = WATERBIRDS_CLASSES, WATERBIRDS_PLACES
 SPLITS = {"train": "0", "val": "1", "test": "2"}
 #: The split read when none is named: the evaluation split.
 DEFAULT_SPLIT = "test"

@@ -14,7 +14,7 @@ from typing import List
 from ... import checks
 from ...classes import Mapping, mapping_field
 from ...intervals import REPLICATES
-from ...data.hardimagenet import KIND as HARD_IMAGENET
+from ...data.facts import HARD_IMAGENET
 from ..base import Attributes, BootstrapConfig, ModelMeasure, class_namer
 from ..declarations import BenchmarkHeadlines, InProfile
 from ..common.protocols import HARDIMAGENET, probe_protocol

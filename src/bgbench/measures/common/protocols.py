@@ -13,5 +13,5 @@ def probe_protocol(layout) -> str:
 
 def protocol_of_kind(kind) -> str:
     """HARDIMAGENET on data of Hard ImageNet's layout kind, else RIVAL10."""
-    from ...data.hardimagenet import KIND
+    from ...data.facts import HARD_IMAGENET as KIND
     return HARDIMAGENET if kind == KIND else RIVAL10

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Sequence, Tuple
 
-from ...data.imagenet_e import COLUMN_OF, KIND as IMAGENET_E
+from ...data.facts import IMAGENET_E, IMAGENET_E_COLUMN_OF as COLUMN_OF
 from ...errors import BgbenchError
 from ...intervals import REPLICATES
 from ...result import Result

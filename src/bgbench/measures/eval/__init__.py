@@ -12,9 +12,9 @@ Its run (`runner`) writes every image's prediction to the `predictions` table (b
 `evaluation.predict`, shared with the challenge and the probes), which every analysis reads;
 `bgbench eval` is its command.
 """
-from ...data.counteranimal import KIND as COUNTERANIMAL
-from ...data.imagenet_e import COLUMN_OF, KIND as IMAGENET_E
-from ...data.waterbirds import KIND as WATERBIRDS
+from ...data.facts import COUNTERANIMAL
+from ...data.facts import IMAGENET_E, IMAGENET_E_COLUMN_OF as COLUMN_OF
+from ...data.facts import WATERBIRDS
 from ..declarations import BenchmarkHeadlines, InProfile, ShortcutColumn
 from ..registry import Command, Headline, SectionSpec, register_measure
 from ..running import RunningMeasure

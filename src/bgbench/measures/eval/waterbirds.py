@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ...data.waterbirds import CLASSES, KIND, PLACES
+from ...data.facts import WATERBIRDS as KIND, WATERBIRDS_CLASSES as CLASSES, WATERBIRDS_PLACES as PLACES
 from ...evaluation.metrics import Estimate, wilson_interval
 from ...intervals import REPLICATES, interval
 from ...result import Result

@@ -16,7 +16,7 @@ from ... import checks
 from ...classes import Mapping, mapping_field
 from ...options import flag
 from ...intervals import REPLICATES
-from ...data.hardimagenet import KIND as HARD_IMAGENET
+from ...data.facts import HARD_IMAGENET
 from ..base import Attributes, BootstrapConfig, ModelMeasure
 from ..declarations import BenchmarkHeadlines, InProfile
 from ..registry import Headline, SectionSpec

@@ -23,7 +23,7 @@ from ... import checks
 from ...options import flag, runtime
 from ...intervals import REPLICATES
 from ...probing.gradcam import gradcam_batch, gradcam_maps, gradcam_terms, resolve_layer
-from ...data.hardimagenet import KIND as HARD_IMAGENET
+from ...data.facts import HARD_IMAGENET
 from ..base import Autograd, BootstrapConfig, ModelMeasure
 from ..declarations import BenchmarkHeadlines, InProfile
 from ..registry import Headline, SectionSpec

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence
 
 from ... import checks
-from ...data.salient_imagenet import KIND
+from ...data.facts import SALIENT_IMAGENET as KIND
 from ...errors import BgbenchError
 from ...intervals import REPLICATES
 from ...options import flag, runtime

@@ -17,7 +17,7 @@ from typing import List, Optional, Sequence
 
 from ... import checks
 from ...classes import Mapping
-from ...data.spurious_imagenet import KIND
+from ...data.facts import SPURIOUS_IMAGENET as KIND
 from ...errors import BgbenchError
 from ...intervals import REPLICATES
 from ...options import flag, runtime

@@ -31,18 +31,18 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ... import protocols
-from ...class_maps import IN9, ClassMap, resolve_class_map
-from ...classes import IMAGENET1K, NO_CLASS, Mapping, imagenet_to_in9
-from ...data.csv_fields import allow_long_fields
-from ...data.layout import IN9_VARIANTS, Layout, discover
-from ...errors import BgbenchError, DataError
-from .config import LABEL_SPACES, PredictionFileConfig  # noqa: F401 (re-exported)
-from . import MEASURE
-from ...store import Store
-from ..common.groups import group_results
-from ...evaluation.predict import Predictions
-from .results import EvalReport
+from . import protocols
+from .class_maps import IN9, ClassMap, resolve_class_map
+from .classes import IMAGENET1K, NO_CLASS, Mapping, imagenet_to_in9
+from .data.csv_fields import allow_long_fields
+from .data.layout import IN9_VARIANTS, Layout, discover
+from .errors import BgbenchError, DataError
+from .measures.eval.config import LABEL_SPACES, PredictionFileConfig  # noqa: F401 (re-exported)
+from .measures.eval import MEASURE
+from .store import Store
+from .measures.common.groups import group_results
+from .evaluation.predict import Predictions
+from .measures.eval.results import EvalReport
 
 REQUIRED = ("image_id", "variant", "pred")
 #: Columns `export_predictions` writes for people, beside the indices: the predicted class's name and
@@ -168,7 +168,7 @@ class _Reader:
                 self.fail(line, f"{column} {text!r} names ImageNet classes {' and '.join(map(str, found))}; "
                                 f"give the index")
             return found[0] if found else None
-        from ...models.zero_shot import prompt_name
+        from .models.zero_shot import prompt_name
         for i, folder in enumerate(self.layout.classes):
             if key in (folder.lower(), prompt_name(folder).lower()):
                 return i
@@ -243,7 +243,7 @@ def _variant_predictions(rows: Dict[str, _Row], labels: Dict[str, int], label_sp
 
 def predictions_report(path: str | Path, data: str | Path | Layout, cfg: PredictionFileConfig) -> EvalReport:
     """The eval report of a predictions file on `data`: accuracies, BG-Gap, provenance (recorded by `record`)."""
-    from ...models.checkpoint import sha256_file
+    from .models.checkpoint import sha256_file
     path = Path(path).expanduser()
     if not path.is_file():
         raise BgbenchError(f"predictions file not found: {path}")
