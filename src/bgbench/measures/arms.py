@@ -22,10 +22,9 @@ from .. import checks
 from ..classes import Mapping, mapping_field
 from ..intervals import REPLICATES
 from ..options import flag
-from .base import ProbeConfig
 from .registry import Command, Measure
 from .result import MeasureResult
-from .running import RunContext, RunningMeasure, meet_layout, predicted
+from .running import ProbeConfig, RunContext, RunningMeasure, meet_layout, predicted
 from ..store.rows import TableRow
 
 

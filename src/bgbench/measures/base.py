@@ -26,35 +26,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Dict, List, NamedTuple, Optional
 
 from .. import checks
-from ..options import workers_field
-from ..evaluation.precision_flag import Precision, check_precision, precision_field
 from ..errors import BgbenchError
 from ..intervals import REPLICATES
-from ..options import BATCH_SIZE, flag, runtime
+from ..options import flag
 from .registry import Command, declared
 from .result import MeasureResult
-from .running import RunContext, RunningMeasure
+from .running import ProbeConfig, RunContext, RunningMeasure
 
 if TYPE_CHECKING:
     from ..evaluation.feed import Batch
-
-
-@dataclass(kw_only=True)
-class ProbeConfig:
-    """How any probe runs: images per forward pass, the device, the threads that assemble the next
-    batches (none of these changes its numbers), and the forward's arithmetic (which may). A probe's
-    config subclasses it."""
-
-    batch_size: int = field(default=BATCH_SIZE, metadata=runtime())
-    device: str = field(default="cpu", metadata=runtime())
-    workers: Optional[int] = workers_field()
-    precision: Precision = precision_field()
-
-    def __post_init__(self):
-        checks.at_least("--batch-size", self.batch_size, 1)
-        checks.at_least("--workers", self.workers, 1)
-        checks.device(self.device)
-        self.precision = check_precision(self.precision, self.device)
 
 
 @dataclass(kw_only=True)

@@ -12,8 +12,8 @@ measure prepared), so a measure reads one signature:
    measure never imports the dataset readers;
 1. its image sets: `image_sets(run)` -> what the measure runs over (a probe's foregrounds and
    masks, eval's variants, the shortcut arms, none for the challenge);
-2. the checks: `meet(run)`: the label spaces and the input size (`model.meet`) and a
-   --protocol's (`protocols.check_spec`), before any forward;
+2. the checks: `meet(run)`: the label spaces, the input size and a --protocol's settings
+   (`model.meet`), before any forward;
 3. the device: torchrun's ranks (`distributed.setup`) and the model on this rank's device, in
    eval mode;
 4. the run: `measure(run)` -> (result, config), on rank 0; None on the others. It feeds its images
@@ -33,7 +33,28 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Dict, Optional, Sequence, Tuple
 
+from .. import checks
+from ..evaluation.precision_flag import Precision, check_precision, precision_field
+from ..options import BATCH_SIZE, runtime, workers_field
 from .registry import Measure
+
+
+@dataclass(kw_only=True)
+class ProbeConfig:
+    """How any probe runs: images per forward pass, the device, the threads that assemble the next
+    batches (none of these changes its numbers), and the forward's arithmetic (which may). A probe's
+    config subclasses it."""
+
+    batch_size: int = field(default=BATCH_SIZE, metadata=runtime())
+    device: str = field(default="cpu", metadata=runtime())
+    workers: Optional[int] = workers_field()
+    precision: Precision = precision_field()
+
+    def __post_init__(self):
+        checks.at_least("--batch-size", self.batch_size, 1)
+        checks.at_least("--workers", self.workers, 1)
+        checks.device(self.device)
+        self.precision = check_precision(self.precision, self.device)
 
 
 @dataclass
@@ -125,9 +146,7 @@ class RunningMeasure(Measure):
 
 def meet_layout(run: RunContext, layout) -> None:
     """`run`'s model meets `layout`: label spaces (where the measure decides), input size, --protocol."""
-    from .. import protocols
-    run.model.meet(layout, labels=run.measure.decides)
-    protocols.check_spec(getattr(run.cfg, "protocol", None), run.model.spec.to_dict())
+    run.model.meet(layout, labels=run.measure.decides, protocol=getattr(run.cfg, "protocol", None))
 
 
 def _note_precision(run: RunContext, precision: str) -> None:

@@ -148,14 +148,15 @@ class BgModel(nn.Module):
         """The (H, W) the network itself receives for images of `image_hw` (after any resize)."""
         return native_hw(self.spec.input_size) if self.spec.resize == "native" else tuple(image_hw)
 
-    def meet(self, layout, labels: bool = True) -> None:
+    def meet(self, layout, labels: bool = True, protocol: Optional[str] = None) -> None:
         """What every job does first with its model and its data (a `data.layout.Layout`): the label
         spaces must fit (`check_compatible`, with the model's `--class-map` file; `labels=False` for
         jobs that read features, not decisions), a network whose file fixes its input size must be fed
         that size, and the size of the images against the model's input size is said on stderr (once,
         by the main process) and kept in `input_record`, which the run records
-        (`provenance.Provenance.of`). A method, so that a measure meets its data without importing
-        the model layer."""
+        (`provenance.Provenance.of`); a --protocol's settings must be the model's
+        (`protocols.check_spec`). A method, so that a measure meets its data without importing the
+        model layer."""
         from ..distributed import launched
         if labels:
             check_compatible(self, layout.classes)
@@ -167,6 +168,9 @@ class BgModel(nn.Module):
             note = note_input_size(self, image_hw)
             if note and launched().main:
                 status(note)
+        if protocol is not None:
+            from ..protocols import check_spec
+            check_spec(protocol, self.spec.to_dict())
 
     @property
     def format(self) -> str:

@@ -18,7 +18,8 @@ import numpy as np
 from ... import checks
 from ...errors import BgbenchError
 from ...options import flag
-from ..base import Autograd, ModelMeasure, ProbeConfig
+from ..base import Autograd, ModelMeasure
+from ..running import ProbeConfig
 from ..declarations import InProfile
 from ..registry import Headline, SectionSpec
 from ..common.names import prediction_namer

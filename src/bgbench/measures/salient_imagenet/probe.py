@@ -29,7 +29,7 @@ from ...intervals import REPLICATES
 from ...options import flag, runtime
 from ...store.rows import TableRow
 from ..common.imagenet_reference import require_imagenet_model
-from ..base import ProbeConfig
+from ..running import ProbeConfig
 from ..declarations import BenchmarkHeadlines
 from ..registry import Command, Headline, SectionSpec
 from ..result import MeasureResult

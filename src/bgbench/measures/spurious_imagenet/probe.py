@@ -24,7 +24,7 @@ from ...options import flag, runtime
 from ...store.rows import TableRow
 from ..arms import Arm, ArmsMeasure
 from ..common.imagenet_reference import require_imagenet_model
-from ..base import ProbeConfig
+from ..running import ProbeConfig
 from ..declarations import BenchmarkHeadlines
 from ..registry import Headline, SectionSpec
 from ..result import MeasureResult
