@@ -379,7 +379,7 @@ def _defaults_match(function, cls, arguments=()):
     """Each field of `cls` is a keyword of `function`'s signature with the field's own default."""
     import dataclasses
     import inspect
-    from bgbench.options import default_of
+    from bgbench.signatures import default_of
     params = inspect.signature(function).parameters
     fields = [f for f in dataclasses.fields(cls) if f.init and f.name not in arguments]
     assert fields
@@ -415,7 +415,7 @@ def test_a_changed_config_default_changes_the_signature():
     the config is the default the API shows (and applies: the option left out is not passed)."""
     import dataclasses
     import inspect
-    from bgbench.options import config_parameters, signed
+    from bgbench.signatures import config_parameters, signed
 
     def declare(trials):
         Toy = dataclasses.make_dataclass("Toy", [("trials", int, dataclasses.field(default=trials)),

@@ -9,7 +9,8 @@ PKG = SRC / "bgbench"
 
 #: docs/architecture.md's layers, bottom first: a module may import its own layer and those below.
 LAYERS = [
-    {"version", "_lazy", "errors", "classes", "distributed", "console", "options", "intervals", "result"},
+    {"version", "_lazy", "errors", "classes", "distributed", "console", "options", "signatures", "intervals",
+     "result"},
     {"class_maps", "protocols", "checks", "store"},
     {"provenance", "recording", "data", "models"},
     {"variants", "edits", "evaluation", "drawing", "probing"},

@@ -112,7 +112,8 @@ def measure_cost(measure) -> str:
 def measure_options(measure) -> List[str]:
     """Its options: the config dataclass's flagged fields (flag, API keyword, default, help), or, for a
     measure whose options live in its command (eval, the challenge, the analyses), the command's flags."""
-    from bgbench.options import default_of, flagged_fields
+    from bgbench.options import flagged_fields
+    from bgbench.signatures import default_of
     rows = ["| flag | keyword (API, study file) | default | what |", "|---|---|---|---|"]
     if measure.config is not None:
         for f, spec in flagged_fields(measure.config):

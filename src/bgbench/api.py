@@ -6,7 +6,7 @@ once, on entry (a model string becomes a model through `load_model`, the one doo
 options become the job's config dataclass, which checks them and refuses an unknown one in one
 line), calls the module that does the work and returns a `result.Result` (`.provenance`,
 `.to_dict()`, `.table()`, `.text()`). A function's keyword options are its config's fields (and
-`ModelOptions`' for a model string), and its signature is generated from them (`options.signed`),
+`ModelOptions`' for a model string), and its signature is generated from them (`signatures.signed`),
 so each default is declared once, in the config, and `help()`, IDEs and the CLI read it there; an
 option left out is not passed, and the config applies its own default.
 
@@ -34,7 +34,8 @@ from .comparing import compare_tables
 from .measures.eval.config import EvalConfig
 from .measures.registry import Command, get_measure
 from .models.options import ModelOptions, load_model
-from .options import TOP, config_parameters, default_of, keyword_parameters, signed
+from .options import TOP
+from .signatures import config_parameters, default_of, keyword_parameters, signed
 from .recording import opened
 from .store import Store
 from .training.config import LastLayerConfig, TrainConfig

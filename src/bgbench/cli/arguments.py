@@ -1,6 +1,6 @@
 """The arguments that many subcommands share, defined once.
 
-Defaults are read from the config dataclasses (`options.default_of`), never typed twice: a default
+Defaults are read from the config dataclasses (`signatures.default_of`), never typed twice: a default
 changed in `EvalConfig` changes `bgbench eval --help` too. A config field that declares its flag
 (`options.flag`) becomes an argument with `add_config_flag`; the model flags are `ModelOptions`'s.
 Those dataclasses live in torch-free modules, so building the parser imports no torch.
@@ -11,7 +11,7 @@ import dataclasses
 import inspect
 from typing import Any, Callable, Optional
 from ..classes import IMAGENET1K, Mapping
-from ..options import default_of
+from ..signatures import default_of
 
 
 #: What --db says about where the store is when it is not given.

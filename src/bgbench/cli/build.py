@@ -6,10 +6,10 @@ import argparse
 import os
 from pathlib import Path
 
+from ..signatures import default_of
 from ..variants.build import BuildConfig
 from ..variants.presets import PRESETS
 from ..variants.preprocess import Preprocess
-from ..options import default_of
 from .arguments import add_db_arg, add_output_args, add_seed_arg, add_shard_arg
 from .folders import record_dataset_run
 from .output import emit

@@ -11,7 +11,7 @@ from pathlib import Path
 from ..edits.backends import list_complexity_editors, list_inpainters
 from ..edits.pipeline import BACKENDS, EditConfig
 from ..edits.registry import ATTRIBUTES
-from ..options import default_of
+from ..signatures import default_of
 from .arguments import add_db_arg, add_device_arg, add_model_args, add_output_args, add_seed_arg, add_shard_arg
 from .folders import record_dataset_run
 from .output import emit

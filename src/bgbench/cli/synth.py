@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import argparse
 
+from ..signatures import default_of
 from ..variants.synth import SynthConfig
-from ..options import default_of
 from .arguments import add_db_arg, add_output_args, add_seed_arg, add_shard_arg
 from .folders import record_dataset_run
 from .output import emit

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Optional, Tuple, Union
 
 from ..errors import BgbenchError
-from ..options import config_parameters, flag, signed
+from ..options import flag
+from ..signatures import config_parameters, signed
 from .inputs import LABEL_SETS, RESIZE_CHOICES
 from .norms import NORMS, check_norm_flags, parse_size, parse_triple
 #: What --model takes, in every command that runs a model.

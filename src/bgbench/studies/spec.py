@@ -35,8 +35,8 @@ from typing import Any, Dict, List, Optional, Sequence
 from ..data.owned import safe_name
 from ..errors import BgbenchError
 from ..models.options import ModelOptions
-from ..options import check_types
 from .executor import ExecutorSettings, executor_table
+from .value_types import check_types
 
 #: How a model string is built, set per model (not per measure): every `ModelOptions` field but the
 #: model string, where and on what it runs (the study decides those), and the protocol (a measure's).
