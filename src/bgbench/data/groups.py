@@ -19,7 +19,8 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from ..errors import DataError
 from .csv_fields import allow_long_fields
-from .layout import ImagesOnlyLayout, Item, Layout
+from .layout import Item, Layout
+from .maskless import ImagesOnlyLayout
 from .facts import GROUPS
 
 GROUPS_FILE = "groups.csv"

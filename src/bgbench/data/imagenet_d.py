@@ -29,7 +29,8 @@ from ..errors import DataError
 from .images import IMAGE_SUFFIXES
 from .imagenet_folders import EVAL_CROP
 from .inside import RootGuard
-from .layout import Item, ReleaseLayout, utf8_name
+from .layout import Item, utf8_name
+from .maskless import ReleaseLayout
 from .facts import IMAGENET_D
 
 #: ImageNet-D's nuisances, in `evaluate_imagenet_models.py`'s order (`subset_list`).

@@ -34,7 +34,8 @@ from ..errors import DataError
 from .images import IMAGE_SUFFIXES
 from .imagenet_folders import EVAL_CROP
 from .inside import RootGuard
-from .layout import Item, ReleaseLayout, utf8_name
+from .layout import Item, utf8_name
+from .maskless import ReleaseLayout
 from .facts import IMAGENET_E as KIND, IMAGENET_E_LEVELS
 
 LABELS = "labels.txt"

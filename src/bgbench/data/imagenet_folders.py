@@ -30,7 +30,8 @@ from ..errors import DataError
 from .images import IMAGE_SUFFIXES
 from .inside import RootGuard
 from .imagenet import ImageNetTree, imagenet_synsets, imagenet_tree, is_wnid, list_sources
-from .layout import ImagesOnlyLayout, Item, refuse_repeated_ids, utf8_name
+from .layout import Item, refuse_repeated_ids, utf8_name
+from .maskless import ImagesOnlyLayout
 from .facts import IMAGENET
 
 #: ImageNet's standard evaluation crop: (shorter side resized to, centre crop).

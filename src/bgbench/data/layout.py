@@ -21,7 +21,7 @@ from typing import ClassVar, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import DataError
 from .attributes import ATTR_DIR, AttributeSource, NpzAttributes
-from .images import IMAGE_SUFFIXES
+from .images import IMAGE_SUFFIXES, image_size
 from .inside import RootGuard
 from .facts import IN9
 
@@ -122,7 +122,6 @@ class Layout:
             return items[0].crop[1], items[0].crop[1]
         if items[0].size is not None:
             return tuple(items[0].size)
-        from .images import image_size
         try:
             return image_size(items[0].path)
         except DataError:
@@ -135,66 +134,6 @@ class Layout:
         return self._fingerprint
 
 
-@dataclass
-class MasklessLayout(Layout):
-    """A layout with no foreground masks and no attribute masks (ImageNet-D, and `ImagesOnlyLayout`).
-    `what` names the dataset in its errors; `mask_hint` says where masks come from, if anywhere."""
-
-    what: ClassVar[str] = "this dataset"
-    mask_hint: ClassVar[str] = ""
-
-    def described(self) -> str:
-        return self.what
-
-    @property
-    def has_masks(self) -> bool:
-        return False
-
-    @property
-    def attribute_source(self):
-        return None
-
-    def foregrounds(self):
-        raise DataError(f"{self.root} is {self.described()}, without foreground masks{self.mask_hint}")
-
-
-@dataclass
-class ReleaseLayout(MasklessLayout):
-    """A benchmark read as released, with no masks and no split (ImageNet-D, the ImageNet-E release,
-    CounterAnimal): a variant per folder it holds, named in its errors as `variants_are` says, and a
-    fingerprint of every image read under its kind."""
-
-    variants_are: ClassVar[str] = "its variants are"
-
-    def items(self, variant: str) -> List[Item]:
-        if variant not in self._items:
-            raise DataError(f"{self.root} is {self.what}; {self.variants_are} {', '.join(self.variants)}, "
-                            f"not {variant!r}")
-        return self._items[variant]
-
-    def fingerprint(self) -> str:
-        """Variant, id, label and size of every image read."""
-        if self._fingerprint is None:
-            h = hashlib.sha256(self.kind.encode())
-            for variant in self.variants:
-                for it in self._items[variant]:
-                    h.update(f"{variant}/{it.image_id}:{it.label}:{it.path.stat().st_size}".encode())
-            self._fingerprint = h.hexdigest()[:16]
-        return self._fingerprint
-
-
-@dataclass
-class ImagesOnlyLayout(MasklessLayout):
-    """A layout of images alone: one variant (`original`), no masks (a group dataset, ImageNet's own
-    folders)."""
-
-    def items(self, variant: str) -> List[Item]:
-        if variant != "original":
-            raise DataError(f"variant {variant!r} not found under {self.root}: {self.described()} has its images "
-                            f"only (variant original)")
-        return self._items["original"]
-
-
 def dataset_fingerprint(root: Path, split: str) -> str:
     """A cheap content fingerprint of one split: names and sizes of every file of every variant
     folder and of the masks. It does not depend on which variants a command reads, so an eval
@@ -204,7 +143,6 @@ def dataset_fingerprint(root: Path, split: str) -> str:
     the files are listed with `os.scandir` (one `stat` a file, no `Path` objects), 4x faster than
     `Path.rglob` for IN-9's tens of thousands, and hashed in the order and form that rglob gave
     (paths sorted by their parts, symlinked folders not entered, symlinked files by their target)."""
-    import hashlib
     h = hashlib.sha256()
     for folder in sorted(p for p in Path(root).iterdir() if (p / split).is_dir()):
         for parts, size in sorted(_files_below(os.path.join(folder, split), (folder.name, split))):
@@ -247,12 +185,11 @@ def class_dirs(split_dir: Path) -> Tuple[str, ...]:
     return tuple(sorted(utf8_name(p) for p in split_dir.iterdir() if p.is_dir()))
 
 
-def _scan_variant(split_dir: Path, classes: Sequence[str], guard: Optional[RootGuard] = None) -> List[Item]:
+def _scan_variant(split_dir: Path, classes: Sequence[str], guard: RootGuard) -> List[Item]:
     """The images of one variant's split, in (class, file) order; each must lie inside the root (`guard`).
 
     Listed with `os.scandir`, whose entries know without a `stat` whether they are links and (not
     being links) files: every model run lists its variants, IN-9's 32,400 images for an eval."""
-    guard = guard or RootGuard(split_dir.parent.parent)
     items = []
     for label, cls in enumerate(classes):
         folder = split_dir / cls

@@ -38,7 +38,8 @@ import numpy as np
 from ..errors import DataError
 from .imagenet import user_imagenet
 from .inside import RootGuard
-from .layout import Item, MasklessLayout, utf8_name
+from .layout import Item, utf8_name
+from .maskless import MasklessLayout
 from .facts import SALIENT_IMAGENET as KIND
 
 WORDNET_DICT, NAMES_MAP = "wordnet_dict.py", "image_names_map.csv"

@@ -36,7 +36,8 @@ from ..errors import DataError
 from .images import IMAGE_SUFFIXES
 from .imagenet import IMAGENET_ENV, user_imagenet
 from .inside import RootGuard
-from .layout import ImagesOnlyLayout, Item, utf8_name
+from .layout import Item, utf8_name
+from .maskless import ImagesOnlyLayout
 from .facts import SPURIOUS_IMAGENET as KIND
 
 #: The release's folder of images and its mark.

@@ -33,7 +33,7 @@ def cropped(layout, variant: str):
     """`variant`'s images of `layout` as a layout of one variant (`original`), each read through
     ImageNet's evaluation crop (`data.imagenet_folders.EVAL_CROP`: Resize(256), CenterCrop(224))."""
     from ...data.imagenet_folders import EVAL_CROP
-    from ...data.layout import ImagesOnlyLayout
+    from ...data.maskless import ImagesOnlyLayout
     out = ImagesOnlyLayout(root=layout.root, split=layout.split, classes=tuple(layout.classes),
                            variants=("original",))
     out._items["original"] = [replace(it, crop=EVAL_CROP) for it in layout.items(variant)]
