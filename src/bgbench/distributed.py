@@ -22,10 +22,7 @@ from __future__ import annotations
 import atexit
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
-
-if TYPE_CHECKING:
-    import torch
+from typing import Any, Dict, List, Optional, Sequence
 
 
 @dataclass(frozen=True)
@@ -178,16 +175,6 @@ def all_reduce(values: Sequence[float], ranks: Ranks, op: str = "sum") -> List[f
     return t.tolist()
 
 
-def average_tensors(tensors: Sequence[torch.Tensor], ranks: Ranks) -> None:
-    """Replace each tensor, in place, by its mean over the ranks."""
-    if not ranks.distributed:
-        return
-    import torch.distributed as dist
-    for t in tensors:
-        dist.all_reduce(t, op=dist.ReduceOp.SUM)
-        t.div_(ranks.world)
-
-
 def owns(position: int, ranks: Ranks, block: int = 1) -> bool:
     """Whether this rank owns item `position` of a list cut into blocks of `block` items."""
     return (position // block) % ranks.world == ranks.rank
@@ -228,18 +215,3 @@ def gather_in_order(mine: Sequence[Any], n: int, ranks: Ranks, block: int = 1) -
         return list(mine)
     parts = gather(list(mine), ranks)
     return in_order(parts, n, ranks.world, block) if ranks.main else None
-
-
-def shard_order(order: torch.Tensor, ranks: Ranks) -> torch.Tensor:
-    """This rank's part of a permutation that every rank drew alike, as `DistributedSampler` cuts
-    it: padded by wrapping to a multiple of the world, then every world-th item from the rank's.
-
-    The k-th batches of b items of all ranks together hold the items of the one-process k-th batch
-    of b x world items. A world of one keeps `order` as it is.
-    """
-    if not ranks.distributed:
-        return order
-    import torch
-    from torch.utils.data import DistributedSampler
-    picks = list(DistributedSampler(range(len(order)), num_replicas=ranks.world, rank=ranks.rank, shuffle=False))
-    return order[torch.tensor(picks, dtype=torch.long)]

@@ -14,7 +14,7 @@ import os
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Iterator, List, Optional
+from typing import Iterator, List, Optional, Sequence
 
 import numpy as np
 import torch
@@ -22,7 +22,7 @@ import torch
 from .. import console
 from ..data.images import decode_image
 from ..data.layout import discover
-from ..distributed import Ranks, all_reduce, average_tensors, gather, setup, shard_order, world_record
+from ..distributed import Ranks, all_reduce, gather, setup, world_record
 from ..errors import BgbenchError
 from ..models.checkpoint import save_checkpoint
 from ..models.registry import create_model, list_schemes
@@ -119,6 +119,30 @@ def _batches(order: torch.Tensor, batch_size: int, even: bool, smallest: int = 1
             idx = idx[:len(idx) - len(idx) % 2]
         if len(idx) >= max(smallest, 1):
             yield idx
+
+
+def _shard_order(order: torch.Tensor, ranks: Ranks) -> torch.Tensor:
+    """This rank's part of a permutation that every rank drew alike, as `DistributedSampler` cuts
+    it: padded by wrapping to a multiple of the world, then every world-th item from the rank's.
+
+    The k-th batches of b items of all ranks together hold the items of the one-process k-th batch
+    of b x world items. A world of one keeps `order` as it is.
+    """
+    if not ranks.distributed:
+        return order
+    from torch.utils.data import DistributedSampler
+    picks = list(DistributedSampler(range(len(order)), num_replicas=ranks.world, rank=ranks.rank, shuffle=False))
+    return order[torch.tensor(picks, dtype=torch.long)]
+
+
+def _average_tensors(tensors: Sequence[torch.Tensor], ranks: Ranks) -> None:
+    """Replace each tensor, in place, by its mean over the ranks."""
+    if not ranks.distributed:
+        return
+    import torch.distributed as dist
+    for t in tensors:
+        dist.all_reduce(t, op=dist.ReduceOp.SUM)
+        t.div_(ranks.world)
 
 
 def _numpy_state() -> dict:
@@ -316,7 +340,7 @@ def _run_epoch(t: Trainer, epoch: int, data: TrainingData, aug: BatchAugment, ge
     if averaging and t.swalr is None:
         t.swalr = make_swalr(t.opt, t.cfg.swa_lr)
     t.net.train()
-    order = shard_order(torch.randperm(len(data.labels), generator=gens.order), t.ranks)
+    order = _shard_order(torch.randperm(len(data.labels), generator=gens.order), t.ranks)
     seen = correct = 0
     loss_sum = 0.0
     device = t.ranks.device
@@ -369,12 +393,12 @@ def _final_model(t: Trainer, data: TrainingData, aug: BatchAugment) -> BgModel:
     if t.swa_model is None:
         return t.model
     bn_gen = torch.Generator().manual_seed(t.cfg.seed + 1)
-    order = shard_order(torch.randperm(len(data.labels), generator=bn_gen), t.ranks)
+    order = _shard_order(torch.randperm(len(data.labels), generator=bn_gen), t.ranks)
     finalize_bn(t.swa_model, (aug.inputs(data.batch(idx), data.labels[idx], idx).to(t.ranks.device)
                               for idx in _batches(order, t.batch_size, False, _smallest(t.ranks))))
     if t.ranks.distributed and not t.cfg.sync_bn:
         bns = [m for m in t.swa_model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
-        average_tensors([b for m in bns for b in (m.running_mean, m.running_var) if b is not None], t.ranks)
+        _average_tensors([b for m in bns for b in (m.running_mean, m.running_var) if b is not None], t.ranks)
     return t.swa_model.module
 
 
