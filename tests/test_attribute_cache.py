@@ -15,6 +15,7 @@ from bgbench.data import attributes as attribute_files
 from bgbench.data import pixel_cache
 from bgbench.data.layout import discover
 from bgbench.data.resolve import resolve_layout
+from bgbench.data.writer import write_attribute_masks
 from bgbench.errors import DataError
 from bgbench.evaluation.feed import masked_batches
 
@@ -84,7 +85,7 @@ def test_a_changed_removed_or_added_attribute_file_is_read_again(synth_copy, mon
     masks = attribute_files.read_attribute_masks(npz)
     name = sorted(masks)[0]
     masks[name] = np.ones_like(masks[name])  # the whole image is now that attribute
-    attribute_files.write_attribute_masks(npz, masks)
+    write_attribute_masks(npz, masks)
     _touch_later(npz)
     changed = _batches(synth_copy, monkeypatch, cached=True)
     _same(_batches(synth_copy, monkeypatch, cached=False), changed)

@@ -93,13 +93,13 @@ def test_fp32_challenge_verdicts_are_identical(plain_and_fast, synth_root, tmp_p
 def test_fp32_argmax_of_every_composite_is_identical(plain_and_fast, synth_root, one_thread):
     """Stronger than the verdicts (functions of these argmaxes): every foreground on every background."""
     import numpy as np
-    from bgbench.data.images import decode_image, load_mask
+    from bgbench.data.images import decode_image, read_mask
     from bgbench.data.layout import discover
     plain, fast = plain_and_fast
     layout = discover(synth_root, variants=["original", "only_bg_t"])
     pairs = layout.foregrounds()
     fg = torch.from_numpy(np.stack([decode_image(it.path) for it, _ in pairs])).permute(0, 3, 1, 2).float() / 255
-    mask = torch.from_numpy(np.stack([load_mask(m) for _, m in pairs])).float()[:, None]
+    mask = torch.from_numpy(np.stack([read_mask(m) for _, m in pairs])).float()[:, None]
     bg = torch.from_numpy(np.stack([decode_image(it.path) for it in layout.items("only_bg_t")]))
     bg = bg.permute(0, 3, 1, 2).float() / 255
     with torch.inference_mode():

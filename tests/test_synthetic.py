@@ -6,7 +6,7 @@ import json
 import numpy as np
 from PIL import Image
 
-from bgbench.data.images import load_mask
+from bgbench.data.images import read_mask
 from bgbench.data.layout import discover
 from bgbench.data.synthetic import SYNTH_CLASSES, TEXTURES, generate
 from bgbench.variants import IN9_VARIANTS
@@ -48,7 +48,7 @@ def test_label_is_the_foreground_class_and_mixed_keeps_foreground(synth_root):
     layout = discover(synth_root)
     rows = {(r["folder"], r["image"]): r for r in _rows(synth_root)}
     for item, mask_path in layout.foregrounds():
-        mask = load_mask(mask_path)
+        mask = read_mask(mask_path)
         orig = np.asarray(Image.open(item.path))
         assert item.image_id.split("/")[0] == SYNTH_CLASSES[item.label]
         for v in ("mixed_same", "mixed_rand", "mixed_next", "only_fg"):

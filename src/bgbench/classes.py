@@ -38,7 +38,6 @@ IN9_FOLDERS = (
     "07_primate",
     "08_fish",
 )
-IN9_NAMES = tuple(f.split("_", 1)[1] for f in IN9_FOLDERS)
 NO_CLASS = -1
 #: A model's label space: ImageNet's 1000 classes (mapped to a dataset's through a class map), or the
 #: dataset's own classes. Spelled once here; specs, runs and exports store these strings.
@@ -130,22 +129,6 @@ def stores_sums(class_map: Optional["LabelTable"]) -> bool:
     return class_map is None or class_map.num_classes < 1000
 
 
-def decide_stored(top5_classes: np.ndarray, top5_probs: np.ndarray, superclass_probs: np.ndarray,
-                  mapping: Mapping | str, class_map: Optional["LabelTable"] = None) -> tuple:
-    """Re-decide stored 1000-class outputs without inference: (pred, conf), as `map_logits` gives.
-
-    argmax maps the stored top-1 ImageNet class through the class map (conf: its probability);
-    superclass takes the argmax of the stored per-class probability sums (conf: that sum). Under a
-    one-to-one map (Full-IN's identity, `stores_sums` False) no sums are stored: there the two rules
-    are the same decision.
-    """
-    if Mapping(mapping) is Mapping.ARGMAX or not stores_sums(class_map):
-        table = imagenet_to_in9() if class_map is None else class_map.array()
-        return table[np.asarray(top5_classes, dtype=np.int64)[:, 0]], np.asarray(top5_probs)[:, 0]
-    sums = np.asarray(superclass_probs, dtype=np.float64)
-    return sums.argmax(axis=1), sums.max(axis=1)
-
-
 def class_name_mismatch(model_classes: Optional[Sequence[str]], data_classes: Sequence[str]) -> Optional[dict]:
     """The class folders a model was trained on vs a dataset's, where both are known and differ.
 
@@ -159,16 +142,14 @@ def class_name_mismatch(model_classes: Optional[Sequence[str]], data_classes: Se
     return {"model": list(model_classes), "data": list(data_classes), "differ": pairs}
 
 
-def mapping_flag() -> dict:
-    """The `--mapping` flag of a config field: how a 1000-class model's outputs decide."""
-    from .options import flag
-    return flag("--mapping", "1000-class models: 'argmax' (the paper's rule) or 'superclass' (sum of probabilities) "
-                "(default %(default)s)", choices=[m.value for m in Mapping])
-
-
 def mapping_field():
     """The `mapping` field of every config that decides a 1000-class model's outputs, declared once:
-    its default, its flag and its help. The config's `__post_init__` makes the value a `Mapping`
-    (`checks.member`), so a string from the CLI, the API or a study file is converted at the edge."""
+    its default, its `--mapping` flag and its help. The config's `__post_init__` makes the value a
+    `Mapping` (`checks.member`), so a string from the CLI, the API or a study file is converted at
+    the edge."""
     from dataclasses import field
-    return field(default=Mapping.ARGMAX, metadata=mapping_flag())
+
+    from .options import flag
+    return field(default=Mapping.ARGMAX, metadata=flag(
+        "--mapping", "1000-class models: 'argmax' (the paper's rule) or 'superclass' (sum of probabilities) "
+        "(default %(default)s)", choices=[m.value for m in Mapping]))

@@ -79,7 +79,7 @@ def check_against_grad_cam(model, layer, root, rows, reshape=None, flat_at_most=
     from pytorch_grad_cam import GradCAM
     from pytorch_grad_cam.utils.model_targets import ClassifierOutputTarget
 
-    from bgbench.data.images import decode_image, load_mask
+    from bgbench.data.images import decode_image, read_mask
     from bgbench.data.resolve import resolve_layout
     pairs = resolve_layout(root, ["original"]).foregrounds()
     x = torch.from_numpy(np.stack([decode_image(it.path) for it, _ in pairs])).permute(0, 3, 1, 2).float() / 255
@@ -95,7 +95,7 @@ def check_against_grad_cam(model, layer, root, rows, reshape=None, flat_at_most=
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for k, (item, mask_path) in enumerate(pairs):
-            mask = load_mask(mask_path)
+            mask = read_mask(mask_path)
             want = rival10_measures(ref[k], mask)
             row = got[item.image_id]
             assert row[2] == int(preds[k]), item.image_id

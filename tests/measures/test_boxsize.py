@@ -102,14 +102,14 @@ def test_bg_blurred_is_computed_on_the_fly_when_its_folder_is_absent(synth_copy,
     """With no bg_blurred/ folder (and no recorded boxes, as in the public release), eval renders it
     from original + fg_mask + the box recovered from only_bg_b, identical to the registered function."""
     from bgbench.variants.blurred import blurred_renderer
-    from bgbench.data.images import decode_image, load_mask
+    from bgbench.data.images import decode_image, read_mask
     from bgbench.data.layout import discover
     from bgbench.variants.functions import bg_blurred
     truth = read_boxes(synth_copy, "val")
     (synth_copy / "manifest.csv").unlink()
     layout = discover(synth_copy, variants=["original"])
     item = layout.items("original")[5]
-    want = bg_blurred(decode_image(item.path), load_mask(layout.mask_path(item.image_id)), truth[item.image_id])
+    want = bg_blurred(decode_image(item.path), read_mask(layout.mask_path(item.image_id)), truth[item.image_id])
     assert np.array_equal(blurred_renderer(layout)(item), want)
     proc = run_cli("eval", "--model", "timm:test_resnet", "--data", synth_copy, "--variants", "bg_blurred",
                    "--quiet", "--json", "--db", tmp_path / "r.db")

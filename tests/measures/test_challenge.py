@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from bgbench.data.images import load_mask
+from bgbench.data.images import read_mask
 from bgbench.data.layout import discover
 from bgbench.data.images import decode_image
 from bgbench.measures.challenge.engine import ChallengeEngine
@@ -29,7 +29,7 @@ def tensors(synth_root):
     layout = discover(synth_root)
     pairs = layout.foregrounds()
     fg = torch.from_numpy(np.stack([decode_image(it.path) for it, _ in pairs]))
-    masks = torch.from_numpy(np.stack([load_mask(m) for _, m in pairs]))
+    masks = torch.from_numpy(np.stack([read_mask(m) for _, m in pairs]))
     labels = np.array([it.label for it, _ in pairs])
     bg_items = layout.items("only_bg_t")
     bg = torch.from_numpy(np.stack([decode_image(it.path) for it in bg_items]))

@@ -9,12 +9,12 @@ Two formats are read, both through an *attribute source* (`names`, `masks(item, 
 
 `masks` returns the attributes an image has (a nonempty mask), as H x W bool arrays the size of
 the image; probes evaluate an attribute on the images that have it, as RIVAL10's `AttrDataset`.
-The .npz files are written byte for byte the same for the same masks (fixed zip timestamps, sorted
-names), so sharded datasets merge into the very files an unsharded run writes.
+The dataset writer writes the .npz files byte for byte the same for the same masks
+(`data.writer.write_attribute_masks`: fixed zip timestamps, sorted names), so sharded datasets
+merge into the very files an unsharded run writes.
 """
 from __future__ import annotations
 
-import io
 import zipfile
 import zlib
 from pathlib import Path
@@ -25,7 +25,6 @@ import numpy as np
 from ..errors import DataError
 
 ATTR_DIR = "attr_mask"
-_ZIP_TIME = (1980, 1, 1, 0, 0, 0)  # zip's earliest date: no clock in the file
 
 
 class AttributeSource(Protocol):
@@ -75,18 +74,6 @@ def present_attributes(planes: np.ndarray, count: int) -> np.ndarray:
 def unpacked_mask(planes: np.ndarray, a: int) -> np.ndarray:
     """Attribute a's masks (..., H, W) bool from planes (..., H, W, P)."""
     return ((planes[..., a >> 3] >> np.uint8(a & 7)) & np.uint8(1)).astype(bool)
-
-
-def write_attribute_masks(path: Path, masks: Dict[str, np.ndarray]) -> None:
-    """An .npz of the masks (uint8 0/1, one array per name), deterministic byte for byte."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as z:
-        for name in sorted(masks):
-            buf = io.BytesIO()
-            np.save(buf, np.asarray(masks[name], dtype=bool).astype(np.uint8), allow_pickle=False)
-            info = zipfile.ZipInfo(f"{name}.npy", date_time=_ZIP_TIME)
-            info.compress_type = zipfile.ZIP_DEFLATED
-            z.writestr(info, buf.getvalue())
 
 
 def read_attribute_masks(path: Path, image_hw: Optional[Tuple[int, int]] = None) -> Dict[str, np.ndarray]:

@@ -84,7 +84,7 @@ def object_mask(ref, image_path: Path, image_hw: Tuple[int, int]) -> np.ndarray:
     if hasattr(ref, "read"):
         return ref.read(tuple(image_hw))
     check_mask_fits(ref, image_path, image_hw)
-    return load_mask(ref)
+    return read_mask(ref)
 
 
 def mask_shape(path: Path) -> Tuple[int, ...]:
@@ -133,11 +133,6 @@ def read_mask(path: Path, shape: Optional[Tuple[int, int]] = None) -> np.ndarray
     if shape is not None and m.shape != tuple(shape):
         raise BadMask(path, f"is {m.shape[1]}x{m.shape[0]}, its image is {shape[1]}x{shape[0]}")
     return m != 0
-
-
-def load_mask(path: Path) -> np.ndarray:
-    """A 2-D boolean mask (see `read_mask`); a bad file is a one-line `DataError`."""
-    return read_mask(path)
 
 
 def check_mask_fits(mask_path: Path, image_path: Path, image_hw: Tuple[int, int]) -> None:

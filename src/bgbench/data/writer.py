@@ -14,18 +14,20 @@ unreadable image or a malformed mask is rejected the same way everywhere.
 from __future__ import annotations
 
 import csv
+import io
 import shutil
+import zipfile
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator, List, Sequence, Tuple
+from typing import Dict, Iterable, Iterator, List, Sequence, Tuple
 
 import numpy as np
 from PIL import Image
 
 from ..errors import BgbenchError, DataError
 from . import manifest as M
-from .attributes import ATTR_DIR, write_attribute_masks
+from .attributes import ATTR_DIR
 from .csv_fields import allow_long_fields
 from .images import BadMask, decode_image, read_mask
 from .layout import MASK_DIR
@@ -39,6 +41,21 @@ UNREADABLE = "unreadable_image"
 MISSING_MASK = "missing_mask"
 BAD_MASK = "bad_mask"
 EMPTY_MASK = "empty_mask"
+
+
+_ZIP_TIME = (1980, 1, 1, 0, 0, 0)  # zip's earliest date: no clock in the file
+
+
+def write_attribute_masks(path: Path, masks: Dict[str, np.ndarray]) -> None:
+    """An .npz of the masks (uint8 0/1, one array per name), deterministic byte for byte."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as z:
+        for name in sorted(masks):
+            buf = io.BytesIO()
+            np.save(buf, np.asarray(masks[name], dtype=bool).astype(np.uint8), allow_pickle=False)
+            info = zipfile.ZipInfo(f"{name}.npy", date_time=_ZIP_TIME)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            z.writestr(info, buf.getvalue())
 
 
 class Rejected(Exception):

@@ -14,7 +14,7 @@ from typing import List, Optional
 import numpy as np
 from PIL import Image, ImageDraw, PngImagePlugin
 
-from ..data.images import decode_image, load_mask
+from ..data.images import decode_image, read_mask
 from ..data.layout import discover
 from ..errors import BgbenchError
 from .thumbs import fit
@@ -105,7 +105,7 @@ def _cell(layout, by_variant, name: str, image_id: str) -> Optional[np.ndarray]:
     if name == "mask":
         if not layout.mask_path(image_id).is_file():
             return None
-        m = np.asarray(load_mask(layout.mask_path(image_id)), dtype=bool)
+        m = np.asarray(read_mask(layout.mask_path(image_id)), dtype=bool)
         return np.repeat((m * 255).astype(np.uint8)[..., None], 3, axis=2)
     item = by_variant.get(name, {}).get(image_id)
     return None if item is None else decode_image(item.path)

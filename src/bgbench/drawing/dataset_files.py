@@ -12,7 +12,7 @@ from typing import Dict, Optional, Tuple
 
 import numpy as np
 
-from ..data.images import IMAGE_SUFFIXES, decode_image, load_mask
+from ..data.images import IMAGE_SUFFIXES, decode_image, read_mask
 from ..data.layout import MASK_DIR
 
 
@@ -55,4 +55,4 @@ class DatasetFiles:
 
     def mask_pixels(self, image_id: str) -> Optional[np.ndarray]:
         path = self.mask(image_id)
-        return load_mask(path) if path is not None else None
+        return read_mask(path) if path is not None else None

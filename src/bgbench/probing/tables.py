@@ -13,8 +13,24 @@ from typing import Any, Dict, List, Optional, Sequence
 import numpy as np
 
 from ..class_maps import ClassMap
-from ..classes import Mapping, decide_stored
+from ..classes import Mapping, imagenet_to_in9, stores_sums
 from ..errors import BgbenchError
+
+
+def decide_stored(top5_classes: np.ndarray, top5_probs: np.ndarray, superclass_probs: np.ndarray,
+                  mapping: Mapping | str, class_map: Optional[ClassMap] = None) -> tuple:
+    """Re-decide stored 1000-class outputs without inference: (pred, conf), as `map_logits` gives.
+
+    argmax maps the stored top-1 ImageNet class through the class map (conf: its probability);
+    superclass takes the argmax of the stored per-class probability sums (conf: that sum). Under a
+    one-to-one map (Full-IN's identity, `stores_sums` False) no sums are stored: there the two rules
+    are the same decision.
+    """
+    if Mapping(mapping) is Mapping.ARGMAX or not stores_sums(class_map):
+        table = imagenet_to_in9() if class_map is None else class_map.array()
+        return table[np.asarray(top5_classes, dtype=np.int64)[:, 0]], np.asarray(top5_probs)[:, 0]
+    sums = np.asarray(superclass_probs, dtype=np.float64)
+    return sums.argmax(axis=1), sums.max(axis=1)
 
 
 @dataclass

@@ -6,7 +6,7 @@ It needs the foreground's box, which comes from the dataset's records or is reco
 from __future__ import annotations
 
 from ..console import status
-from ..data.images import decode_image, load_mask
+from ..data.images import decode_image, read_mask
 from ..data.layout import Layout
 from ..errors import DataError
 from .functions import bg_blurred
@@ -21,5 +21,5 @@ def blurred_renderer(layout: Layout):
     def render(item):
         if item.image_id not in boxes:
             raise DataError(f"no box for {item.path} ({source}); bg_blurred cannot be computed")
-        return bg_blurred(decode_image(item.path), load_mask(layout.mask_path(item.image_id)), boxes[item.image_id])
+        return bg_blurred(decode_image(item.path), read_mask(layout.mask_path(item.image_id)), boxes[item.image_id])
     return render

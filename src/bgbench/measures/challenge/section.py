@@ -106,9 +106,9 @@ def challenge_gallery(ctx: SectionContext, subject: SectionSubject) -> Optional[
 def _fooled_item(g: Gallery, name, p, pair, bg, asr: np.ndarray, clean: dict) -> None:
     """The foreground, the background that fools it, and their composite, made as the engine
     makes it: the foreground's pixels where its mask is set, the background's elsewhere."""
-    from ...data.images import decode_image, load_mask
+    from ...data.images import decode_image, read_mask
     item, mask_path = pair
-    image, mask, background = decode_image(item.path), load_mask(mask_path), decode_image(bg.path)
+    image, mask, background = decode_image(item.path), read_mask(mask_path), decode_image(bg.path)
     composite = np.where(mask[..., None], image, background)
     c = clean.get(item.image_id)
     shots = [g.shot_of_file(item.path, "original", "" if c is None else name(c), None if c is None else c == p.label),
