@@ -12,8 +12,8 @@ import torch
 from hypothesis import given, settings, strategies as st
 
 from bgbench.data import attributes as attribute_files
-from bgbench.data import pixel_cache
-from bgbench.data.layout import discover
+from bgbench.data import cache_entries, pixel_cache
+from bgbench.data.in9 import discover
 from bgbench.data.resolve import resolve_layout
 from bgbench.data.writer import write_attribute_masks
 from bgbench.errors import DataError
@@ -48,7 +48,7 @@ def _same(a, b):
 
 
 def _attribute_entries():
-    return [e for e in pixel_cache.entries() if "attributes" in (e.preprocessing or {})]
+    return [e for e in cache_entries.entries() if "attributes" in (e.preprocessing or {})]
 
 
 def test_cached_attribute_masks_are_the_files_masks_and_a_second_run_reads_no_file(synth_copy, monkeypatch):

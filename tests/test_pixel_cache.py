@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from bgbench.data import pixel_cache
+from bgbench.data import cache_entries, pixel_cache
 from bgbench.data.images import decode_item
 from bgbench.data.layout import discover
 from bgbench.errors import DataError
@@ -94,7 +94,7 @@ def test_a_corrupt_image_names_its_file_on_the_first_pass(synth_copy):
     items[7].path.write_bytes(b"not an image at all")
     with pytest.raises(DataError, match=str(items[7].path)):
         pixel_cache.pixels_of(items, processes=2)
-    assert pixel_cache.entries() == []
+    assert cache_entries.entries() == []
 
 
 _WRITER = textwrap.dedent("""
@@ -145,7 +145,7 @@ def test_a_killed_write_is_never_served(synth_copy, tmp_path):
     proc.wait()
     root = pixel_cache.pixels_folder()
     assert list(root.glob(".tmp-*")), "the killed writer left its private folder"
-    assert pixel_cache.entries() == []  # nothing whole, nothing listed
+    assert cache_entries.entries() == []  # nothing whole, nothing listed
     served = pixel_cache.pixels_of(items)
     assert served.from_cache == 0
     for k, it in enumerate(items):
@@ -161,7 +161,7 @@ def test_two_processes_share_one_entry(synth_copy, tmp_path):
     n = len(_items(synth_copy))
     assert decoded == [0, n], rows  # one decoded every image, the other waited and decoded none
     assert rows[0][2] == rows[1][2] and rows[0][3] == rows[1][3]  # the same entry, the same pixels
-    assert len(pixel_cache.entries()) == 1
+    assert len(cache_entries.entries()) == 1
 
 
 def test_an_unwritable_cache_is_one_line_and_the_run_goes_on(synth_copy, tmp_path, monkeypatch, capsys):
@@ -203,7 +203,7 @@ def test_cache_command_lists_evicts_and_clears(synth_copy):
     assert [e["key"] for e in json.loads(r.stdout)["removed"]] == [oldest]
     r = run_cli("cache", "clear")
     assert r.returncode == 0 and "removed 1 entry" in r.stdout
-    assert pixel_cache.entries() == []
+    assert cache_entries.entries() == []
     assert shutil.which("true")  # (the folder itself stays: only entries are removed)
 
 
@@ -219,7 +219,7 @@ def test_a_bad_image_met_while_streaming_names_its_file_to_the_reader(synth_copy
         for k in range(len(items)):
             pixels.image(k)
     pixels.filling.join()
-    assert pixel_cache.entries() == [] and not list(pixel_cache.pixels_folder().glob(".tmp-*"))
+    assert cache_entries.entries() == [] and not list(pixel_cache.pixels_folder().glob(".tmp-*"))
 
 
 def test_a_full_disk_is_one_line_and_the_run_goes_on(synth_copy, monkeypatch, capsys):
@@ -231,7 +231,7 @@ def test_a_full_disk_is_one_line_and_the_run_goes_on(synth_copy, monkeypatch, ca
     err = capsys.readouterr().err
     assert len([ln for ln in err.splitlines() if "cannot be written" in ln and "free" in ln]) == 1, err
     assert not pixels.mapped and np.array_equal(pixels.image(3), decode_item(items[3]))
-    assert pixel_cache.entries() == [] and not list(pixel_cache.pixels_folder().glob(".tmp-*"))
+    assert cache_entries.entries() == [] and not list(pixel_cache.pixels_folder().glob(".tmp-*"))
 
 
 def _many(root: Path, variants=("original", "mixed_rand", "only_fg")):
@@ -419,7 +419,7 @@ def test_clear_removes_only_the_caches_entries(synth_copy):
     r = run_cli("cache", "clear")
     assert r.returncode == 0 and "removed 1 entry" in r.stdout, r.stdout
     assert (photos / "a.jpg").read_bytes() == b"a user's photo" and (keyed / "notes.txt").exists()
-    assert pixel_cache.entries() == []
+    assert cache_entries.entries() == []
 
 
 def test_clear_never_removes_a_first_pass_that_may_still_be_writing(synth_copy):
@@ -490,7 +490,7 @@ def test_eval_after_the_cache_was_tampered_with_equals_no_cache(synth_root, mode
     plain = run_cli(*args, "--no-cache")
     assert plain.returncode == 0, plain.stderr
     assert run_cli(*args).returncode == 0  # the first pass: an entry a variant
-    first, second = pixel_cache.entries()
+    first, second = cache_entries.entries()
     shutil.rmtree(second.folder)
     shutil.copytree(first.folder, second.folder)  # one variant's entry in the other's key folder
     flat = np.load(first.folder / "pixels.npy", mmap_mode="r+")

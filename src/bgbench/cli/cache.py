@@ -40,19 +40,19 @@ def _age(seconds: float) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..data import pixel_cache
+    from ..data import cache_entries, pixel_cache
     from ..errors import BgbenchError
     if args.keep_gb is not None and args.action != "clear":
         raise BgbenchError("--keep-gb goes with `bgbench cache clear`")
     keep = None if args.keep_gb is None else pixel_cache.gib_bytes("--keep-gb", args.keep_gb)
     folder = pixel_cache.pixels_folder().absolute()
     if args.action == "clear":
-        removed = pixel_cache.clear() if keep is None else pixel_cache.evict(budget=keep)
+        removed = cache_entries.clear() if keep is None else pixel_cache.evict(cache_entries.entries(), keep)
         freed = sum(e.bytes for e in removed)
         emit(args, {"folder": str(folder), "removed": [_row(e) for e in removed], "freed_bytes": freed},
              f"removed {len(removed)} entr{'y' if len(removed) == 1 else 'ies'} ({freed / 2**30:.2f} GiB) from {folder}")
         return 0
-    found = pixel_cache.entries()
+    found = cache_entries.entries()
     total = sum(e.bytes for e in found)
     budget = pixel_cache.budget_bytes()
     now = time.time()

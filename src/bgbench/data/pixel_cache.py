@@ -19,11 +19,11 @@ changed file, or another preprocessing, is another key, decoded again. Layout on
 An entry serves only what its key promises: its meta.json names its key (an entry copied into
 another key's folder is not that key's) and holds a CRC-32 of its index, of every image's middle
 row and of the map's first and last 64 KiB, checked when the entry is opened (about 6 ms for IN-9's 4,050 224-px
-images, benchmarks/README.md). A mismatch is one status line; the entry is decoded again. `clear`
-and eviction remove only folders named by a key that hold only an entry's files, whatever their
-meta.json holds (a damaged entry is listed and removed too: a marker in meta.json could not tell
-an entry whose meta.json is damaged), and never the folder of a first pass that may still be
-writing (`_remove_stale`).
+images, benchmarks/README.md). A mismatch is one status line; the entry is decoded again.
+`clear` (`data.cache_entries`) and eviction remove only folders named by a key that hold only an
+entry's files, whatever their meta.json holds (a damaged entry is listed and removed too: a marker
+in meta.json could not tell an entry whose meta.json is damaged), and never the folder of a first
+pass that may still be writing (`remove_stale`).
 
 An entry is written in a private folder and renamed into place whole, so a run killed halfway
 leaves a `.tmp-*` folder that is never served (a later write or `clear` removes it an hour later,
@@ -326,7 +326,7 @@ def checksum(flat: np.ndarray, offsets: np.ndarray, shapes: np.ndarray) -> int:
 _REPORTED: set = set()
 
 
-def _read_meta(path: Path) -> dict:
+def read_meta(path: Path) -> dict:
     """An entry's meta.json; ValueError when it is not an entry's (one nested deeper than the JSON
     parser recurses too: its RecursionError is no ValueError, and broke `cache list` and `clear`)."""
     try:
@@ -338,7 +338,7 @@ def _read_meta(path: Path) -> dict:
     return meta
 
 
-def _meta_unlike(key: str, meta: dict) -> Optional[str]:
+def meta_unlike(key: str, meta: dict) -> Optional[str]:
     """Why an entry's meta.json is not that of this version's entry of `key`, or None: what the
     listing can tell without opening the entry's arrays."""
     if meta.get("format") != FORMAT:
@@ -351,7 +351,7 @@ def _meta_unlike(key: str, meta: dict) -> Optional[str]:
 def _unlike_its_key(key: str, n: int, meta: dict, flat: np.ndarray, offsets: np.ndarray,
                     shapes: np.ndarray) -> Optional[str]:
     """Why an entry's files are not the `n` images its key promises, or None when they are."""
-    why = _meta_unlike(key, meta)
+    why = meta_unlike(key, meta)
     if why is not None:
         return why
     if (offsets.shape != (n,) or shapes.shape != (n, 3) or offsets.dtype.kind not in "iu"
@@ -368,7 +368,7 @@ def _open_entry(folder: Path, n: int) -> Optional[Tuple[np.ndarray, np.ndarray, 
     """An entry's (flat map, offsets, shapes), or None when it is absent or not what its key
     promises (`_unlike_its_key`; said in one status line)."""
     try:
-        meta = _read_meta(folder / "meta.json")
+        meta = read_meta(folder / "meta.json")
         with np.load(folder / "index.npz", allow_pickle=False) as z:
             offsets, shapes = z["offsets"], z["shapes"]
         flat = np.load(folder / "pixels.npy", mmap_mode="r", allow_pickle=False)
@@ -593,7 +593,7 @@ class _FirstPass:
             with contextlib.suppress(ValueError):
                 _WRITERS.remove(self.filling)
         with contextlib.suppress(OSError, DataError):  # the budget was checked when the pass began
-            evict(keep=self.key)
+            evict(stored(), budget_bytes(), keep=self.key)
 
     def _release_pool(self) -> None:
         """Every task is done: the processes go back to wait for the next first pass (a thread
@@ -741,11 +741,11 @@ class _Lock:
             self.fh = None
 
 
-def pixels_of(items: Sequence, *, progress: bool = False, desc: str = "images",
-              processes: Optional[int] = None, use_cache: Optional[bool] = None, wait: bool = False) -> Pixels:
+def pixels_of(items: Sequence, *, processes: Optional[int] = None, use_cache: Optional[bool] = None,
+              wait: bool = False) -> Pixels:
     """The decoded pixels of `items`: mapped from the cache; when missing, decoded into it, each
-    image served as soon as it is written (`wait=True`: returns once all are, with a progress bar
-    if `progress`); with the cache off or unwritable, decoded on demand as before (`Pixels.image`)."""
+    image served as soon as it is written (`wait=True`: returns once all are); with the cache off
+    or unwritable, decoded on demand (`Pixels.image`)."""
     items = list(items)
     if not items or not (enabled() if use_cache is None else use_cache):
         return Pixels(items)
@@ -767,7 +767,7 @@ def pixels_of(items: Sequence, *, progress: bool = False, desc: str = "images",
         if found is not None:
             lock.release()
             return Pixels(items, *found, from_cache=True, key=key)
-        _remove_stale(root)
+        remove_stale(root)
         first = _FirstPass(root, key, items, processes, lock)
         flat, offsets, shapes = first.start()  # the lock is now the writer's, released when it ends
     except (OSError, BrokenProcessPool) as e:  # BrokenProcessPool: a worker could not start (memory) or was killed
@@ -784,31 +784,17 @@ def pixels_of(items: Sequence, *, progress: bool = False, desc: str = "images",
         raise
     pixels = Pixels(items, flat, offsets, shapes, from_cache=False, key=key, filling=first.filling)
     if wait:
-        _follow(first.filling, len(items), progress, desc)
+        first.filling.join()
+        if first.filling.error is not None:
+            raise first.filling.error
     return pixels
-
-
-def _follow(filling: _Filling, n: int, progress: bool, desc: str) -> None:
-    """Wait for a first pass to end, with a progress bar of the images written."""
-    bar = console.progress(enabled=progress, total=n, desc=f"{desc} (decoding once)", unit="img")
-    shown = 0
-    while True:
-        filling.join(timeout=0.2)
-        now = int(filling.ready.sum())
-        bar.update(now - shown)
-        shown = now
-        if filling.finished:
-            break
-    bar.close()
-    if filling.error is not None:
-        raise filling.error
 
 
 #: A private folder is a killed writer's leftover only once this old (and its key's lock is free).
 STALE_SECONDS = 3600.0
 
 
-def _remove_stale(root: Path) -> None:
+def remove_stale(root: Path) -> None:
     """Private folders left by killed writers: STALE_SECONDS old, and never one whose key's lock is
     held (a live first pass holds it until its folder is renamed into place or removed). Both: a
     lock is no proof alone (a lock file removed between a writer's open and its flock leaves the
@@ -818,12 +804,12 @@ def _remove_stale(root: Path) -> None:
     for tmp in root.glob(".tmp-*"):
         key = PRIVATE.match(tmp.name)
         with contextlib.suppress(OSError):
-            if key is None or now - tmp.stat().st_mtime <= STALE_SECONDS or _held(root / f"{key.group(1)}.lock"):
+            if key is None or now - tmp.stat().st_mtime <= STALE_SECONDS or lock_held(root / f"{key.group(1)}.lock"):
                 continue
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _held(lock: Path) -> bool:
+def lock_held(lock: Path) -> bool:
     """Whether a process holds the flock of `lock` (a first pass writing that key)."""
     try:
         import fcntl
@@ -842,18 +828,17 @@ def _held(lock: Path) -> bool:
     return False
 
 
-# -- listing and eviction --------------------------------------------------------------------------
+# -- eviction --------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class CacheEntry:
+class StoredEntry:
+    """An entry's folder as eviction sees it: its size and when it was last used (its meta.json's
+    mtime), whatever its files hold (`cache_entries.entries` reads those)."""
+
     key: str
     folder: Path
-    images: int
     bytes: int
     last_used: float
-    first: Optional[str]
-    preprocessing: Optional[dict]
-    damaged: Optional[str] = None  # why it cannot be read (it is listed, and `clear` removes it)
 
 
 def _is_entry_folder(folder: Path) -> bool:
@@ -864,39 +849,24 @@ def _is_entry_folder(folder: Path) -> bool:
     return all(p.name in ENTRY_FILES and p.is_file() and not p.is_symlink() for p in folder.iterdir())
 
 
-def entries() -> List[CacheEntry]:
-    """Every entry of the pixel cache, least recently used first; a damaged one says why."""
+def stored() -> List[StoredEntry]:
+    """Every entry folder of the pixel cache (a damaged entry's too), least recently used first."""
     root = pixels_folder()
     found = []
     for folder in sorted(root.iterdir()) if root.is_dir() else ():
         try:
             if not _is_entry_folder(folder):
                 continue
-            files = list(folder.iterdir())
-            size = sum(p.stat().st_size for p in files)
+            size = sum(p.stat().st_size for p in folder.iterdir())
             meta_path = folder / "meta.json"
             used = (meta_path if meta_path.exists() else folder).stat().st_mtime
         except OSError:
             continue
-        try:
-            info = _read_meta(meta_path)
-            if type(info.get("images")) is not int:
-                raise ValueError("its meta.json is not an entry's")
-            damaged = _meta_unlike(folder.name, info)
-        except (OSError, ValueError) as e:
-            info, damaged = {}, (str(e) if isinstance(e, ValueError) and "meta.json" in str(e)
-                                 else "its meta.json cannot be read")
-        missing = sorted(ENTRY_FILES - {p.name for p in files})
-        if missing:  # a folder of a key lacking a file: never served, and `clear` removes it
-            damaged = f"no {', '.join(missing)}"
-        first = info.get("first") if isinstance(info.get("first"), str) else None
-        found.append(CacheEntry(folder.name, folder, int(info.get("images") or 0), size, used, first,
-                                info.get("preprocessing") if isinstance(info.get("preprocessing"), dict) else None,
-                                damaged))
+        found.append(StoredEntry(folder.name, folder, size, used))
     return sorted(found, key=lambda e: e.last_used)
 
 
-def remove(entry: CacheEntry) -> bool:
+def remove(entry: StoredEntry) -> bool:
     """Delete one entry (only a folder this cache wrote, `_is_entry_folder`); whether it was. A
     process that maps it keeps reading its pages (the file goes when the last map does)."""
     root = pixels_folder()
@@ -905,15 +875,14 @@ def remove(entry: CacheEntry) -> bool:
     shutil.rmtree(entry.folder, ignore_errors=True)
     lock = root / f"{entry.key}.lock"
     with contextlib.suppress(OSError):
-        if not _held(lock):  # a first pass rewriting this key keeps its lock file
+        if not lock_held(lock):  # a first pass rewriting this key keeps its lock file
             lock.unlink()
     return True
 
 
-def evict(keep: Optional[str] = None, budget: Optional[int] = None) -> List[CacheEntry]:
-    """Remove least recently used entries until the cache fits its budget; the removed ones."""
-    budget = budget_bytes() if budget is None else budget
-    current = entries()
+def evict(current: Sequence[StoredEntry], budget: int, keep: Optional[str] = None) -> List[StoredEntry]:
+    """Remove least recently used entries of `current` (least recently used first, as `stored`
+    lists them) until the cache fits `budget` bytes, never the entry of key `keep`; the removed ones."""
     total = sum(e.bytes for e in current)
     removed = []
     for e in current:
@@ -924,17 +893,3 @@ def evict(keep: Optional[str] = None, budget: Optional[int] = None) -> List[Cach
         removed.append(e)
         total -= e.bytes
     return removed
-
-
-def clear() -> List[CacheEntry]:
-    """Remove every entry (damaged ones too) and the private folders of killed writers, never a
-    first pass's that may still be writing (`_remove_stale`); the removed entries."""
-    gone = [e for e in entries() if remove(e)]
-    root = pixels_folder()
-    if root.is_dir():
-        _remove_stale(root)
-        for lock in root.glob("*.lock"):
-            with contextlib.suppress(OSError):
-                if not _held(lock) and not any(root.glob(f".tmp-{lock.stem}-*")):
-                    lock.unlink()
-    return gone
