@@ -337,7 +337,7 @@ def main(argv=None) -> int:
     torch.set_num_threads(1)  # one core: the figure is per core
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from realsize_data import realsize_dataset
-    from bgbench.data.layout import discover
+    from bgbench.data.in9 import discover
     from bgbench.data.pixel_cache import pixels_of
 
     root = realsize_dataset(per_class=args.per_class, size=args.size)

@@ -173,7 +173,7 @@ def probe_capacity(root: Path, repeats: int = 2, names=None, host_model: str = "
     from bgbench.measures import catalog
     from bgbench.measures.registry import get_measure as get
     catalog.load_all()
-    from bgbench.data.layout import discover
+    from bgbench.data.in9 import discover
     from bgbench.data.pixel_cache import pixels_of
     in9 = in9_layout(root, Path(work or tempfile.mkdtemp()) / "in9")
     model = null_feature_model()

@@ -25,7 +25,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from bgbench.data.layout import discover
+from bgbench.data.in9 import discover
 from bgbench.variants.synth import write_dataset
 from bgbench.measures.challenge.engine import ChallengeEngine
 from bgbench.measures.challenge.runner import load_backgrounds, load_foregrounds

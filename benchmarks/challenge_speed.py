@@ -61,7 +61,7 @@ from torchvision import transforms
 from torchvision.datasets import ImageFolder
 
 from bgbench.classes import Mapping
-from bgbench.data.layout import discover
+from bgbench.data.in9 import discover
 from bgbench.variants.synth import write_dataset
 from bgbench.measures.challenge.engine import ChallengeEngine
 from bgbench.data.pixel_cache import pixels_of

@@ -104,7 +104,7 @@ def rate_table(args) -> dict:
     """Images/s of DFR's feature extraction against a pure `pre_logits` forward of the same network."""
     from realsize_data import realsize_dataset
     from bgbench.data.images import decode_image
-    from bgbench.data.layout import discover
+    from bgbench.data.in9 import discover
     from bgbench.distributed import Ranks
     from bgbench.evaluation.predict import to_tensor
     from bgbench.models import create_model

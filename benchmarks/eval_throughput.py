@@ -37,7 +37,7 @@ import numpy as np
 import torch
 from PIL import Image
 
-from bgbench.data.layout import discover
+from bgbench.data.in9 import discover
 from bgbench.options import resolve_workers
 from bgbench.evaluation.numerics import forward_context
 from bgbench.evaluation.predict import predict_items, to_tensor

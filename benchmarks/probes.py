@@ -47,7 +47,7 @@ from bgbench.measures.noise.probe import NoiseConfig
 from bgbench.measures.saliency import MEASURE as SALIENCY
 from bgbench.measures.saliency.probe import SaliencyConfig
 from bgbench.data.images import decode_image
-from bgbench.data.layout import discover
+from bgbench.data.in9 import discover
 from bgbench.variants.synth import write_dataset
 from bgbench.evaluation.predict import to_tensor
 from bgbench.models import create_model

@@ -195,7 +195,7 @@ class _Tables:
 def _challenge(store, tpl, run, model: Model, root: Path, scratch: Path) -> None:
     """A --full challenge from a random prediction matrix: verdicts, attack success rates, metrics."""
     import bgbench
-    from bgbench.data.layout import discover
+    from bgbench.data.in9 import discover
     from bgbench.evaluation.metrics import wilson_interval
     layout = discover(root, split="val", variants=["original", "only_bg_t"])
     pairs, bgs = layout.foregrounds(), layout.items("only_bg_t")

@@ -366,7 +366,7 @@ def test_edit_takes_the_shared_model_flags_including_norm(synth_root, tmp_path):
 def test_a_last_batch_of_one_image_does_not_stop_training(synth_root, tmp_path):
     """54 training images in batches of 53 leave one image over: BatchNorm cannot normalize a batch of
     one in training, so that batch is dropped (it used to end the run with a ValueError traceback)."""
-    from bgbench.data.layout import discover
+    from bgbench.data.in9 import discover
     assert len(discover(synth_root, variants=["original"], split="train").items("original")) % 53 == 1
     proc = run_cli("train", "--data", synth_root, "--out", tmp_path / "run", "--model", "timm:test_resnet",
                    "--epochs", "1", "--batch-size", "53", "--db", tmp_path / "r.db", "--quiet")

@@ -11,7 +11,7 @@ import torch
 from bgbench.data import pixel_cache
 from bgbench.data.decode_ahead import DecodeAhead, decode_ahead
 from bgbench.data.images import decode_item
-from bgbench.data.layout import discover
+from bgbench.data.in9 import discover
 from bgbench.errors import DataError
 from bgbench.runs import run_measure
 

@@ -40,7 +40,7 @@ def test_a_readback_on_the_cpu_gives_the_tensors_values_and_bf16_as_float32_exac
 @pytest.mark.parametrize("name", ["noise", "saliency", "features", "ablate", "attribution"])
 def test_no_probe_waits_on_the_device_once_a_batch(bench, name, synth_root, one_thread):
     capacity_probes, host_only = bench
-    from bgbench.data.layout import discover
+    from bgbench.data.in9 import discover
     from bgbench.measures import catalog
     from bgbench.measures.registry import get_measure
     catalog.load_all()

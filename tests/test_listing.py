@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from bgbench.data.images import IMAGE_SUFFIXES
-from bgbench.data.layout import dataset_fingerprint, discover
+from bgbench.data.in9 import discover
+from bgbench.data.layout import dataset_fingerprint
 from bgbench.errors import DataError
 
 

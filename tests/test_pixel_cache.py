@@ -19,7 +19,7 @@ from PIL import Image
 
 from bgbench.data import cache_entries, pixel_cache
 from bgbench.data.images import decode_item
-from bgbench.data.layout import discover
+from bgbench.data.in9 import discover
 from bgbench.errors import DataError
 
 from conftest import run_cli
@@ -101,7 +101,7 @@ _WRITER = textwrap.dedent("""
     import sys, time
     from pathlib import Path
     import bgbench.data.pixel_cache as pc
-    from bgbench.data.layout import discover
+    from bgbench.data.in9 import discover
     from bgbench.data.images import decode_item
     marker, root, delay = Path(sys.argv[1]), sys.argv[2], float(sys.argv[3])
     seen = []
@@ -309,7 +309,7 @@ def test_a_kept_process_killed_while_idle_is_not_reused(synth_copy):
 _ORPHANING = textwrap.dedent("""
     import os, sys
     import bgbench.data.pixel_cache as pc
-    from bgbench.data.layout import discover
+    from bgbench.data.in9 import discover
     layout = discover(sys.argv[1], variants=["original", "mixed_rand"])
     items = [it for v in ("original", "mixed_rand") for it in layout.items(v)]
     pc.pixels_of(items, processes=2, wait=True)

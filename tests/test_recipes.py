@@ -117,7 +117,7 @@ def test_bgswap_donor_class_is_uniform_over_classes():
 
 
 def test_backgrounds_from_folder_match_those_computed_from_masks(synth_copy):
-    from bgbench.data.layout import discover
+    from bgbench.data.in9 import discover
     layout = discover(synth_copy, split="train", variants=["original"])
     items = layout.items("original")
     masks, from_folder = load_masks_and_backgrounds(synth_copy, "train", items, (32, 32))

@@ -94,7 +94,7 @@ def test_fp32_argmax_of_every_composite_is_identical(plain_and_fast, synth_root,
     """Stronger than the verdicts (functions of these argmaxes): every foreground on every background."""
     import numpy as np
     from bgbench.data.images import decode_image, read_mask
-    from bgbench.data.layout import discover
+    from bgbench.data.in9 import discover
     plain, fast = plain_and_fast
     layout = discover(synth_root, variants=["original", "only_bg_t"])
     pairs = layout.foregrounds()

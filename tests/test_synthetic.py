@@ -7,7 +7,7 @@ import numpy as np
 from PIL import Image
 
 from bgbench.data.images import read_mask
-from bgbench.data.layout import discover
+from bgbench.data.in9 import discover
 from bgbench.data.synthetic import SYNTH_CLASSES, TEXTURES, generate
 from bgbench.variants import IN9_VARIANTS
 from bgbench.variants import functions as F

@@ -35,7 +35,8 @@ from . import protocols
 from .class_maps import IN9, ClassMap, resolve_class_map
 from .classes import IMAGENET1K, NO_CLASS, Mapping, imagenet_to_in9
 from .data.csv_fields import allow_long_fields
-from .data.layout import IN9_VARIANTS, Layout, discover
+from .data.in9 import discover
+from .data.layout import IN9_VARIANTS, Layout
 from .errors import BgbenchError, DataError
 from .measures.eval.config import LABEL_SPACES, PredictionFileConfig  # noqa: F401 (re-exported)
 from .measures.eval import MEASURE

@@ -298,7 +298,7 @@ def test_the_feed_under_a_real_forward_gives_the_plain_paths_outputs(precision, 
     import numpy as np
     from PIL import Image
 
-    from bgbench.data.layout import discover
+    from bgbench.data.in9 import discover
     from bgbench.evaluation.feed import to_tensor
     from bgbench.evaluation.numerics import forward_context
     from bgbench.evaluation.predict import predict_items

@@ -45,7 +45,7 @@ def test_box_recovery_from_only_bg_b_on_generated_data(synth_root):
 
 def test_boxsize_uses_recovered_boxes_without_records(synth_copy, store):
     (synth_copy / "manifest.csv").unlink()
-    from bgbench.data.layout import discover
+    from bgbench.data.in9 import discover
     layout = discover(synth_copy, variants=["original"])
     boxes, sizes, source = B.dataset_boxes(layout)
     assert source.startswith("recovered") and len(boxes) == len(layout.items("original"))
@@ -103,7 +103,7 @@ def test_bg_blurred_is_computed_on_the_fly_when_its_folder_is_absent(synth_copy,
     from original + fg_mask + the box recovered from only_bg_b, identical to the registered function."""
     from bgbench.variants.blurred import blurred_renderer
     from bgbench.data.images import decode_image, read_mask
-    from bgbench.data.layout import discover
+    from bgbench.data.in9 import discover
     from bgbench.variants.functions import bg_blurred
     truth = read_boxes(synth_copy, "val")
     (synth_copy / "manifest.csv").unlink()

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from bgbench.data.images import read_mask
-from bgbench.data.layout import discover
+from bgbench.data.in9 import discover
 from bgbench.data.images import decode_image
 from bgbench.measures.challenge.engine import ChallengeEngine
 from bgbench.measures.challenge.matrix import attack_success_rates, class_fool_rates, verdicts_from_matrix

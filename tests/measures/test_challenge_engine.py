@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
 
-from bgbench.data.layout import discover
+from bgbench.data.in9 import discover
 from bgbench.measures.challenge.engine import ChallengeEngine
 from bgbench.measures.challenge.runner import load_backgrounds, load_foregrounds
 from bgbench.models.spec import BgModel, ModelSpec

@@ -185,7 +185,7 @@ def test_halfwidth_stops_at_the_first_chunk_where_the_interval_is_narrow_enough(
     # the rule is checked after 16, 32, 64 foregrounds, then every max(32, 2 x batch size) = 32
     boundaries = [16, 32, 64] + list(range(96, 270, 32))
     assert n in boundaries and len(rows) == n
-    from bgbench.data.layout import discover
+    from bgbench.data.in9 import discover
     pairs = discover(colour_root).foregrounds()
     ids = [it.image_id for it, _ in pairs]
     order = sample_order(2, ids, [it.label for it, _ in pairs])

@@ -457,7 +457,7 @@ def test_a_registered_inpainter_is_used(synth_root, tmp_path):
 def test_adversarial_level_raises_the_loss(synth_root, tmp_path):
     import torch
     from bgbench.edits.complexity import adversarial_backgrounds
-    from bgbench.data.layout import discover
+    from bgbench.data.in9 import discover
     from bgbench.models import create_model
     model = create_model("timm:test_resnet")
     layout = discover(synth_root, variants=["original"])

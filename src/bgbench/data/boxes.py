@@ -95,7 +95,7 @@ def dataset_boxes(layout: Layout) -> Tuple[Dict[str, Box], Dict[str, Tuple[int, 
     if not (layout.root / "only_bg_b" / layout.split).is_dir():
         raise DataError(f"{layout.root} has no recorded boxes (manifest.csv) and no "
                         f"only_bg_b/{layout.split}/ to recover them from")
-    from .layout import discover
+    from .in9 import discover
     found = {}
     for it in discover(layout.root, layout.split, variants=["only_bg_b"]).items("only_bg_b"):
         box = recover_box(decode_image(it.path))

@@ -7,8 +7,9 @@ Labels are class-folder positions in sorted order. An image's id is '<class fold
 the same foreground can be paired across variants and with its mask. Attribute masks, where a
 dataset has them, sit in ROOT/attr_mask/<split>/ (`data.attributes`).
 
-`data.resolve.resolve_layout` also reads the RIVAL10 release (`data.rival10`) into the same `Layout` and
-`Item` shapes, so every probe takes either.
+`data.in9.discover` reads an IN-9 root into a `Layout`; `data.resolve.resolve_layout` also reads
+the RIVAL10 release (`data.rival10`) into the same `Layout` and `Item` shapes, so every probe takes
+either.
 """
 from __future__ import annotations
 
@@ -29,8 +30,6 @@ MASK_DIR = "fg_mask"
 #: The variant folders of the public IN-9 release, in the paper's order. The variant *functions*
 #: live in `bgbench.variants` (a layer above); the layout only needs their names.
 IN9_VARIANTS = ("original", "only_bg_b", "only_bg_t", "no_fg", "only_fg", "mixed_same", "mixed_rand", "mixed_next")
-#: Variants bgbench adds beside the release's (paper Fig. 15).
-EXTRA_VARIANTS = ("bg_blurred",)
 
 
 @dataclass(frozen=True)
@@ -225,54 +224,3 @@ def _suffix(name: str) -> str:
     """`Path(name).suffix`: from the last dot, unless the name starts or ends with it."""
     dot = name.rfind(".")
     return name[dot:] if 0 < dot < len(name) - 1 else ""
-
-
-def discover(root: str | Path, split: str = "val", variants: Optional[Sequence[str]] = None) -> Layout:
-    """Validate `root` and return its `Layout`.
-
-    Args:
-        root: dataset root holding one folder per variant.
-        split: the split folder inside each variant ('val' for the IN-9 release).
-        variants: variants that must be present; default: every variant folder found.
-
-    Raises:
-        DataError: a missing root/variant/split folder, class folders that differ between
-            variants (or from fg_mask), or a variant with no images.
-    """
-    root = Path(root).expanduser()
-    if not root.is_dir():
-        raise DataError(f"dataset root {root} does not exist or is not a folder")
-    found = sorted(p.name for p in root.iterdir() if p.is_dir() and p.name not in (MASK_DIR, ATTR_DIR))
-    if variants is None:
-        for v in found:  # a known variant folder without the split is a broken layout, not noise
-            if v in IN9_VARIANTS + EXTRA_VARIANTS and not (root / v / split).is_dir():
-                raise DataError(f"{root / v} has no {split}/ folder (expected {root / v / split}/<class>/<image>)")
-        variants = [v for v in found if (root / v / split).is_dir()]
-        if not variants:
-            raise DataError(f"no <variant>/{split}/ folders under {root}; expected the IN-9 layout "
-                            f"ROOT/original/{split}/<class>/<image>")
-    for v in variants:
-        if not (root / v).is_dir():
-            raise DataError(f"variant folder {root / v} is missing (present: {', '.join(found) or 'none'})")
-        if not (root / v / split).is_dir():
-            raise DataError(f"{root / v} has no {split}/ folder (expected {root / v / split}/<class>/<image>)")
-    reference = variants[0]
-    classes = class_dirs(root / reference / split)
-    if not classes:
-        raise DataError(f"{root / reference / split} has no class folders")
-    others = list(variants[1:])
-    others += [d for d in (MASK_DIR, ATTR_DIR) if (root / d / split).is_dir()]
-    for v in others:
-        mine = class_dirs(root / v / split)
-        if mine != classes:
-            extra = sorted(set(mine) - set(classes))
-            lacking = sorted(set(classes) - set(mine))
-            detail = "; ".join(filter(None, [f"extra {extra}" if extra else "",
-                                             f"missing {lacking}" if lacking else ""])) or "different order"
-            raise DataError(f"class folders of {root / v / split} differ from {root / reference / split}: {detail}")
-    layout = Layout(root=root, split=split, classes=classes, variants=tuple(variants))
-    for v in variants:
-        if not layout.items(v):
-            raise DataError(f"no images under {root / v / split} (empty dataset)")
-    return layout
-

@@ -1,4 +1,4 @@
-"""Which layout a `--data` path is: the IN-9 layout (`layout.discover`), the RIVAL10 release
+"""Which layout a `--data` path is: the IN-9 layout (`in9.discover`), the RIVAL10 release
 (`rival10`), Hard ImageNet (`hardimagenet`), ImageNet-D's (`imagenet_d`), Spawrious' (`spawrious`),
 a group file's, Waterbirds' (`waterbirds`) or ImageNet's folders. Kept apart from the readers so
 that none imports another."""
@@ -14,7 +14,8 @@ from .imagenet import folder_classes
 from .imagenet_folders import find_imagenet
 from ..errors import DataError
 from .imagenet_d import find_imagenet_d, imagenet_d_layout
-from .layout import IN9_VARIANTS, Layout, class_dirs, discover
+from .in9 import discover
+from .layout import IN9_VARIANTS, Layout, class_dirs
 from .rival10 import find_rival10, rival10_layout
 from .spawrious import CLASSES as SPAWRIOUS_CLASSES, find_spawrious, spawrious_layout
 from .waterbirds import CLASSES as WATERBIRDS_CLASSES, find_waterbirds, waterbirds_layout
@@ -41,7 +42,7 @@ def resolve_layout(data: "str | Path | Layout", variants: Optional[Sequence[str]
 (`data.releases`: a variant per edit level, and common/counter). `split`: the split folder (default: the dataset's
     evaluation split: val for IN-9 and ImageNet, test for Waterbirds and Spawrious). `imagenet`: the
     user's ImageNet under Salient ImageNet's masks (default `$BGBENCH_IMAGENET`). `in9`: `data` must
-    be an IN-9 layout (`layout.discover`), as the challenge's backgrounds are.
+    be an IN-9 layout (`in9.discover`), as the challenge's backgrounds are.
     """
     if isinstance(data, Layout):
         return data

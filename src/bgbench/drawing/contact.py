@@ -15,7 +15,7 @@ import numpy as np
 from PIL import Image, ImageDraw, PngImagePlugin
 
 from ..data.images import decode_image, read_mask
-from ..data.layout import discover
+from ..data.in9 import discover
 from ..errors import BgbenchError
 from .thumbs import fit
 

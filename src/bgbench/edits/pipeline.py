@@ -32,7 +32,8 @@ import numpy as np
 
 from .. import checks, console
 from ..data import manifest as M
-from ..data.layout import MASK_DIR, Layout, discover
+from ..data.in9 import discover
+from ..data.layout import MASK_DIR, Layout
 from ..data.pool import worker_pool
 from ..data.shards import Shard, ShardRecord, inputs_fingerprint, select
 from ..data.writer import (EMPTY_MASK, MISSING_MASK, DatasetWriter, Rejected, Target, manifest_rows, read_image,

@@ -21,7 +21,7 @@ import torch
 
 from .. import console
 from ..data.images import decode_image
-from ..data.layout import discover
+from ..data.in9 import discover
 from ..distributed import Ranks, all_reduce, gather, setup, world_record
 from ..errors import BgbenchError
 from ..models.checkpoint import save_checkpoint

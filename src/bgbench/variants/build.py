@@ -28,7 +28,8 @@ import numpy as np
 
 from .. import checks
 from ..data import manifest as M
-from ..data.layout import MASK_DIR, discover
+from ..data.in9 import discover
+from ..data.layout import MASK_DIR
 from ..data.pool import Pool, worker_pool
 from ..data.shards import Shard, ShardRecord, inputs_fingerprint, select
 from ..data.writer import DatasetWriter, Target, reject_rows

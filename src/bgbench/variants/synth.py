@@ -193,7 +193,7 @@ def synth(cfg: SynthConfig, progress: bool = True) -> SynthResult:
 
 
 def _provenance(out: Path, settings: dict) -> Provenance:
-    from ..data.layout import discover
+    from ..data.in9 import discover
     return Provenance.of("synth", settings, layout=discover(out, split=settings["split"]),
                               seed=settings["seed"])
 

@@ -7,7 +7,7 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 
 from ... import checks
-from ...data.layout import discover
+from ...data.in9 import discover
 from ...errors import BgbenchError
 from ...evaluation.metrics import accuracy
 from ...store import Store

@@ -75,7 +75,7 @@ def _top_backgrounds(ctx: SectionContext, run, ids, labels: np.ndarray, asr: np.
 
 def challenge_gallery(ctx: SectionContext, subject: SectionSubject) -> Optional[dict]:
     from ..examples import most_fooled
-    from ...data.layout import discover
+    from ...data.in9 import discover
     run, full = challenge_run(subject, ctx)
     if run is None or not full:
         return None
