@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Iterable, Optional
+from typing import Optional
 
 #: In a non-terminal, a bar prints one line at most every this many seconds (plus the last).
 LOG_EVERY_S = 30.0
@@ -26,20 +26,13 @@ def status(message: str) -> None:
 class _LogBar:
     """tqdm's interface, printing a plain line now and then instead of redrawing."""
 
-    def __init__(self, iterable: Optional[Iterable] = None, total: Optional[int] = None, desc: str = "",
-                 unit: str = "it", initial: int = 0, silent: bool = False, **_):
-        self.iterable = iterable
-        self.total = total if total is not None else (len(iterable) if hasattr(iterable, "__len__") else None)
-        self.desc, self.unit, self.n = desc, unit, initial
+    def __init__(self, total: Optional[int] = None, desc: str = "", unit: str = "it", initial: int = 0,
+                 silent: bool = False, **_):
+        self.total, self.desc, self.unit, self.n = total, desc, unit, initial
         self.silent = silent  # counts, never prints (progress disabled)
         self.start = self.last = time.time()
         self.postfix = ""
         self.format_dict = {"elapsed": 0.0}
-
-    def __iter__(self):
-        for x in self.iterable:
-            yield x
-            self.update(1)
 
     def update(self, n: int = 1) -> None:
         self.n += n
@@ -71,16 +64,11 @@ class _LogBar:
         if not self.silent and time.time() - self.start >= LOG_EVERY_S:
             self._line()
 
-    def __enter__(self):
-        return self
 
-    def __exit__(self, *exc):
-        self.close()
-
-
-def progress(iterable: Optional[Iterable] = None, *, enabled: bool = True, **kwargs):
-    """A tqdm bar on a terminal, a few log lines elsewhere, nothing when `enabled` is False."""
+def progress(*, enabled: bool = True, **kwargs):
+    """A tqdm bar on a terminal, a few log lines elsewhere, nothing when `enabled` is False: a bar
+    of `total` steps that its caller `update`s and `close`s."""
     if enabled and hasattr(sys.stderr, "isatty") and sys.stderr.isatty():
         from tqdm import tqdm
-        return tqdm(iterable, leave=False, file=sys.stderr, **kwargs)
-    return _LogBar(iterable, silent=not enabled, **kwargs)
+        return tqdm(leave=False, file=sys.stderr, **kwargs)
+    return _LogBar(silent=not enabled, **kwargs)

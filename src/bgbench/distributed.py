@@ -128,8 +128,7 @@ def _pick_threads() -> None:
     _threads_picked = True
     threads = cpu_threads()
     if threads is not None:
-        import torch
-        torch.set_num_threads(threads)
+        pin_threads(threads)
 
 
 def _leave() -> None:
