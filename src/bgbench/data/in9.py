@@ -9,14 +9,19 @@ present), and no variant may be empty; each refusal is one line naming the folde
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Optional, Sequence, Tuple
 
 from ..errors import DataError
 from .attributes import ATTR_DIR
-from .layout import IN9_VARIANTS, MASK_DIR, Layout, class_dirs
+from .layout import IN9_VARIANTS, MASK_DIR, Layout, utf8_name
 
 #: Variants bgbench adds beside the release's (paper Fig. 15).
 EXTRA_VARIANTS = ("bg_blurred",)
+
+
+def class_dirs(split_dir: Path) -> Tuple[str, ...]:
+    """The class folders of a split, in sorted order: a class's label is its position here."""
+    return tuple(sorted(utf8_name(p) for p in split_dir.iterdir() if p.is_dir()))
 
 
 def discover(root: str | Path, split: str = "val", variants: Optional[Sequence[str]] = None) -> Layout:

@@ -180,10 +180,6 @@ def utf8_name(path: Path) -> str:
     return path.name
 
 
-def class_dirs(split_dir: Path) -> Tuple[str, ...]:
-    return tuple(sorted(utf8_name(p) for p in split_dir.iterdir() if p.is_dir()))
-
-
 def _scan_variant(split_dir: Path, classes: Sequence[str], guard: RootGuard) -> List[Item]:
     """The images of one variant's split, in (class, file) order; each must lie inside the root (`guard`).
 

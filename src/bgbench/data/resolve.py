@@ -14,8 +14,8 @@ from .imagenet import folder_classes
 from .imagenet_folders import find_imagenet
 from ..errors import DataError
 from .imagenet_d import find_imagenet_d, imagenet_d_layout
-from .in9 import discover
-from .layout import IN9_VARIANTS, Layout, class_dirs
+from .in9 import class_dirs, discover
+from .layout import IN9_VARIANTS, Layout
 from .rival10 import find_rival10, rival10_layout
 from .spawrious import CLASSES as SPAWRIOUS_CLASSES, find_spawrious, spawrious_layout
 from .waterbirds import CLASSES as WATERBIRDS_CLASSES, find_waterbirds, waterbirds_layout
