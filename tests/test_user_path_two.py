@@ -201,7 +201,7 @@ def test_saliency_and_feature_sections_name_an_imagenet_models_classes():
 
 
 def test_galleries_name_a_miss_of_a_custom_class_map_without_calling_it_in9s():
-    from bgbench.drawing.gallery import class_namer
+    from bgbench.measures.examples import class_namer
     name = class_namer(["cat", "cup", "person"])
     assert (name(1), name(-1), name(255)) == ("cup", "none of its classes", "none of its classes")
 

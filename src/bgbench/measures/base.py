@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Dict, List, NamedTuple, Optional
+from typing import TYPE_CHECKING, Any, ClassVar, Dict, List, NamedTuple
 
 from .. import checks
 from ..errors import BgbenchError

@@ -365,13 +365,23 @@ class SectionSubject(Protocol):
 
 class SectionContext(Protocol):
     """What a section reads of the report being written (the report's `ReportContext` provides it):
-    the store, where its figures go and how the page links them, the thumbnail writer, and the
-    chosen subjects. Declared here so that the measures draw their sections without importing the
-    report, which sits above them."""
+    the store, where its figures go and how the page links them, the report's drawing (its plots,
+    galleries and a run's image files), and the chosen subjects. Declared here so that the
+    measures draw their sections without importing the report or its drawing, which sit above
+    them and below them: a measure's section says what to show, the report how."""
 
     store: Any
     thumbs: Any
     subjects: List[Any]
+    #: The report's plots (`drawing.figures`: `accuracy_bars`, `binned_curves`, ...).
+    plots: Any
+
+    def gallery(self, title: str, folder: Any = None) -> Any:
+        """An empty gallery of thumbnails titled `title` (`drawing.gallery.Gallery`), its images
+        from `folder`."""
+
+    def files(self, run: Any) -> Any:
+        """The image and mask files of a stored run's data (`drawing.dataset_files.DatasetFiles`)."""
 
     def figure_path(self, subject: Any, name: str) -> Any:
         """Where a figure of `subject` named `name` is written."""

@@ -109,6 +109,20 @@ class ReportContext:
     def metrics(self, run_id: int) -> Dict[Tuple[str, str], Row]:
         return {(m["name"], m["variant"]): m for m in self.store.metrics(run_id)}
 
+    @property
+    def plots(self):
+        from ..drawing import figures
+        return figures
+
+    def gallery(self, title: str, folder=None):
+        from ..drawing.gallery import Gallery
+        return Gallery(title, self.thumbs, folder=folder)
+
+    def files(self, run: Row):
+        """The dataset files of a stored run: its recorded root and split."""
+        from ..drawing.dataset_files import DatasetFiles
+        return DatasetFiles(run["data_root"], json.loads(run["config"] or "{}").get("split", "val"))
+
 
 def run_precision(run: Row) -> str:
     """The arithmetic a run's forwards ran under ('fp32', the exact one, for kinds without a choice)."""

@@ -21,7 +21,7 @@ boundary: `verified.VerifiedRun`, imported only for it, which the invocation cal
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable, Dict, List, Optional
+from typing import Dict, List, Optional
 
 import numpy as np
 import torch

@@ -24,7 +24,7 @@ from ...provenance import model_label
 from .config import EvalConfig
 from ..common.groups import group_results
 from ..running import RunContext, predicted
-from ...evaluation.predict import Predictions, mask_checker
+from ...evaluation.predict import mask_checker
 from .results import EvalReport
 from .tencrop import CROP as TEN_CROP_SIZE, RESIZE as TEN_CROP_RESIZE, ten_crop_logits
 from .waterbirds import waterbirds_results
