@@ -19,8 +19,7 @@ import numpy as np
 from .result import Result
 from .errors import BgbenchError, with_article
 from .evaluation.metrics import Estimate, accuracy, mcnemar, paired_difference
-from .store import Store
-from .variants.registry import IN9_VARIANTS
+from .data.layout import IN9_VARIANTS
 from .probing.tables import RunTable, stored_table
 from .intervals import REPLICATES, interval
 
@@ -85,7 +84,7 @@ class Comparison(Result):
         return "\n".join(lines)
 
 
-def compare_runs(store: Store, run_a: int, run_b: int, n_boot: int = REPLICATES, seed: int = 0) -> Comparison:
+def compare_runs(store, run_a: int, run_b: int, n_boot: int = REPLICATES, seed: int = 0) -> Comparison:
     """Compare two eval runs, or two challenge runs, on the same images (A minus B)."""
     ra = store.run_row(run_a, kinds=("eval", *CHALLENGE_KINDS))
     rb = store.run_row(run_b, kinds=("eval", *CHALLENGE_KINDS))
@@ -159,7 +158,7 @@ def _short(name: str) -> str:
     return name[4:] if name.startswith("run ") else name
 
 
-def _compare_challenges(store: Store, run_a: int, run_b: int) -> Comparison:
+def _compare_challenges(store, run_a: int, run_b: int) -> Comparison:
     fa, fb = store.challenge_results(run_a), store.challenge_results(run_b)
     if not fa or not fb:
         raise BgbenchError(f"challenge run {run_a if not fa else run_b} has no verdicts stored")

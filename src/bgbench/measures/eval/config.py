@@ -9,7 +9,6 @@ from ...classes import DATASET, IMAGENET1K, Mapping, mapping_field
 from ...data.layout import IN9_VARIANTS
 from ...options import BATCH_SIZE, flag, runtime
 from ...protocols import protocol_flag
-from ...variants.registry import list_variants
 from ...options import workers_field
 from ...evaluation.precision_flag import Precision, check_precision, precision_field
 
@@ -33,7 +32,8 @@ class EvalConfig:
     """
 
     variants: Optional[List[str]] = field(default=None, metadata=flag(
-        "--variants", f"variant folders to evaluate: {', '.join(list_variants())}, or edit levels such as size_0.05 "
+        "--variants", f"variant folders to evaluate: {', '.join(IN9_VARIANTS)}, bg_blurred (computed where the data has no folder of "
+        f"it), or edit levels such as size_0.05 "
         f"(default: those of {', '.join(IN9_VARIANTS)} present; every folder when only original is, as in "
         f"`bgbench edit` output)", nargs="+", metavar="VARIANT", type=str))
     mapping: Mapping = mapping_field()
