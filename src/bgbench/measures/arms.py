@@ -25,7 +25,7 @@ from ..options import flag
 from .registry import Command, Measure
 from .result import MeasureResult
 from .running import ProbeConfig, RunContext, RunningMeasure, meet_layout, predicted
-from ..store.rows import TableRow
+from ..store.schema import TableRow
 
 
 @dataclass(kw_only=True)

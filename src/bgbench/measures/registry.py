@@ -137,7 +137,7 @@ class Measure:
     config: ClassVar[Optional[type]] = None  # the options dataclass
     pictures: ClassVar[Optional[str]] = None  # the config field that, when > 0, makes the run write pictures
     pictures_help: ClassVar[str] = ""  # --out's help for a measure that writes pictures
-    #: The per-image row, a frozen dataclass of `store.rows.TableRow` that its `rows()` make, its
+    #: The per-image row, a frozen dataclass of `store.schema.TableRow` that its `rows()` make, its
     #: summary reads by field name and a stored run reads back into; its table's columns follow from it.
     row: ClassVar[Optional[type]] = None
     #: The per-image table: its columns (name, SQL type; from `row` where it declares one), key and

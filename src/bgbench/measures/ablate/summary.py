@@ -28,7 +28,7 @@ from ...probing.bootstrap import percentile_interval, stratified_weights
 from ..common.regions import region_label
 from ...intervals import REPLICATES, interval
 from ..result import Summary
-from ...store.rows import TableRow
+from ...store.schema import TableRow
 
 CLEAN = "none"  # the region of the unablated image (torch-free here: the CLI's --help imports this module)
 #: The regions an image can have, in display order (attributes follow, sorted); 'bbox' and 'tile' only

@@ -20,7 +20,7 @@ import numpy as np
 from ...intervals import REPLICATES
 from ...probing.bootstrap import percentile_interval
 from ..result import Summary
-from ...store.rows import TableRow
+from ...store.schema import TableRow
 
 EPS = 1e-10  # RIVAL10's, in IoU's numerator and denominator
 ALL = "all"  # the group of every class

@@ -28,7 +28,7 @@ from .metrics import METRICS
 from ...intervals import REPLICATES, interval
 from ...intervals import finite_or_none
 from ..result import Summary, estimate_row
-from ...store.rows import TableRow
+from ...store.schema import TableRow
 
 HEADLINE = "mean over predicted classes of the per-class means (RIVAL10)"
 IMAGE_MEAN = "mean over images"

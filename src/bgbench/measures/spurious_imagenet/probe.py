@@ -21,7 +21,7 @@ from ...data.facts import SPURIOUS_IMAGENET as KIND
 from ...errors import BgbenchError
 from ...intervals import REPLICATES
 from ...options import flag, runtime
-from ...store.rows import TableRow
+from ...store.schema import TableRow
 from ..arms import Arm, ArmsMeasure
 from ..common.imagenet_reference import require_imagenet_model
 from ..running import ProbeConfig
