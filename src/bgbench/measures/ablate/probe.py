@@ -16,7 +16,7 @@ from ...classes import Mapping, mapping_field
 from ...intervals import REPLICATES
 from ...data.facts import HARD_IMAGENET
 from ..base import Attributes, BootstrapConfig, ModelMeasure, class_namer
-from ..declarations import BenchmarkHeadlines, InProfile
+from ..registry import BenchmarkHeadlines, InProfile
 from ..common.protocols import HARDIMAGENET, probe_protocol
 from ..registry import Headline, SectionSpec
 from .summary import AblateRow, AblationSummary, summarize_ablation

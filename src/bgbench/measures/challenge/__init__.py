@@ -4,7 +4,7 @@ Its engine (exact verdicts of upstream's `challenge_eval.py`, resumable, sharded
 summary, --full matrix analyses and report sections all live in this package; `bgbench challenge`
 is its command.
 """
-from ..declarations import InProfile, ShortcutColumn
+from ..registry import InProfile, ShortcutColumn
 from ..registry import Command, Headline, SectionSpec, register_measure
 from ..running import RunningMeasure
 

@@ -18,7 +18,7 @@ from ...options import flag
 from ...intervals import REPLICATES
 from ...data.facts import HARD_IMAGENET
 from ..base import Attributes, BootstrapConfig, ModelMeasure
-from ..declarations import BenchmarkHeadlines, InProfile
+from ..registry import BenchmarkHeadlines, InProfile
 from ..registry import Headline, SectionSpec
 from .draws import DRAWS
 from .levels import KINDS, data_grid, grid_label, resolve_levels

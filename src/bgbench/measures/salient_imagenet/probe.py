@@ -30,7 +30,7 @@ from ...options import flag, runtime
 from ...store.schema import TableRow
 from ..common.imagenet_reference import require_imagenet_model
 from ..running import ProbeConfig
-from ..declarations import BenchmarkHeadlines
+from ..registry import BenchmarkHeadlines
 from ..registry import Command, Headline, SectionSpec
 from ..result import MeasureResult
 from ..running import RunningMeasure

@@ -25,7 +25,7 @@ from ...store.schema import TableRow
 from ..arms import Arm, ArmsMeasure
 from ..common.imagenet_reference import require_imagenet_model
 from ..running import ProbeConfig
-from ..declarations import BenchmarkHeadlines
+from ..registry import BenchmarkHeadlines
 from ..registry import Headline, SectionSpec
 from ..result import MeasureResult
 from ..running import predicted
