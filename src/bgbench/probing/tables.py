@@ -12,8 +12,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
-from ..class_maps import ClassMap
-from ..classes import Mapping, decide_stored
+from ..classes import ClassMap, Mapping, decide_stored
 from ..errors import BgbenchError
 
 
