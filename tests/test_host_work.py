@@ -78,7 +78,7 @@ def test_landing_gives_rows_in_batch_order_and_an_error_where_its_batch_comes_ou
     import random
     import time
 
-    from bgbench.probing.landing import Landing
+    from bgbench.measures.base import Landing
     random.seed(workers)
 
     def land(k):
