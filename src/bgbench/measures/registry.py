@@ -12,7 +12,8 @@ runs`) stays light; its methods import what they run.
 What a measure class supplies, each where it has a use for it:
 - `config`: the options dataclass; fields that carry `options.flag(...)` metadata become flags of
   the generated command;
-- `compute(model, data, cfg, *, progress, out_dir)`: the run (`running.RunningMeasure` owns it for
+- `compute(model, layout, cfg, *, progress, out_dir)`: the run on --data's layout, read as the measure
+  declares (`RunningMeasure.reads`, by `runs.run_measure`) (`running.RunningMeasure` owns it for
   every measure that runs a model: eval, the challenge, the arms and, through `base.ModelMeasure`,
   the probes, which supply only their per-batch rows);
 - `columns`, `key`, `order`: its per-image table (declared in the store's schema under its kind);
@@ -217,7 +218,7 @@ class Measure:
         default depends on the data fills it in."""
         return options
 
-    def compute(self, model, data, cfg, *, progress: bool = True, out_dir=None):
+    def compute(self, model, layout, cfg, *, progress: bool = True, out_dir=None):
         """Run the measure; the result on rank 0 (None on other torchrun ranks)."""
         raise NotImplementedError(f"measure {self.name!r} runs through its own command")
 
