@@ -39,7 +39,7 @@ from ..data.pool import worker_pool
 from ..data.shards import Shard, ShardRecord, inputs_fingerprint, select
 from ..data.writer import (EMPTY_MASK, MISSING_MASK, DatasetWriter, Rejected, Target, manifest_rows, read_image,
                            read_mask_or_reject, reject_rows)
-from ..distributed import barrier, gather, setup, world_record
+from ..distributed import broadcast, gather, setup, world_record
 from ..errors import BgbenchError, DataError
 from ..intervals import finite_or_none
 from ..options import runtime
@@ -438,7 +438,7 @@ def edit_dataset(cfg: EditConfig, model=None, progress: bool = True) -> Optional
     writer = DatasetWriter(cfg.out, cfg.split, [ORIGINAL, *[e.name for e in edits]], layout.classes)
     if ranks.main:
         writer.open(cfg.overwrite)
-    barrier(ranks)  # the staged folders exist before any rank writes into them
+    writer.write_into(broadcast(writer.stage, ranks))  # rank 0's stage, once its folders exist
     try:
         return _edit_staged(cfg, model, layout, edits, skipped, ranks, writer, progress, weights)
     finally:
