@@ -261,19 +261,11 @@ def _batches(items: Sequence[tuple], block: int) -> List[List[tuple]]:
     return out
 
 
-@dataclass(frozen=True)
-class _Original:
-    """A task's original as the feed's item: the file this job wrote, read back by path (never
-    cached: it lives in this job's stage only)."""
-
-    task: _Task
-    path: Path
-
-
 def _adversarial(model, tasks: Sequence[_Task], s: _Settings, ranks, progress: bool) -> List[M.ManifestRow]:
     """The adversarial complexity level of `tasks` (their originals are written), through the feed on
-    this rank's device, a batch per block of `--batch-size` consecutive images of the sorted list
-    (cut again where the image size changes), so that a shard's batches are an unsharded run's."""
+    this rank's device (`model` is there), a batch per block of `--batch-size` consecutive images of
+    the sorted list (cut again where the image size changes), so that a shard's batches are an
+    unsharded run's."""
     import torch
 
     from ..data.pixel_cache import Pixels
@@ -281,19 +273,18 @@ def _adversarial(model, tasks: Sequence[_Task], s: _Settings, ranks, progress: b
     from ..evaluation.numerics import forward_context
     cfg, target = s.cfg, s.target
     blocks = groupby(range(len(tasks)), key=lambda k: tasks[k].index // cfg.batch_size)
-    images = Images(Pixels([_Original(t, target.path(ORIGINAL, t.image_id)) for t in tasks]),
-                    [list(block) for _, block in blocks],
-                    masks=[target.path(MASK_DIR, t.image_id, ".npy") for t in tasks])
+    # the originals as this job wrote them, read by path: never cached, they live in its stage only
+    images = Images(Pixels(list(tasks)), [list(block) for _, block in blocks],
+                    masks=[target.path(MASK_DIR, t.image_id, ".npy") for t in tasks],
+                    render=lambda t: target.load_image(ORIGINAL, t.image_id))
     params = {"eps": round(cfg.adv_eps, 6), "steps": cfg.adv_steps, "model": model.spec.name}
-    model = model.to(ranks.device)
     rows = []
     with forward_context("fp32", ranks.device), torch.enable_grad():  # it ascends the loss: gradients
         for _, batch in batches(images, device=ranks.device, workers=cfg.workers, progress=progress,
                                 desc=ADVERSARIAL):
-            done = [item.task for item in batch.items]
-            outs = C.adversarial_backgrounds(model, batch.x, batch.m, [t.label for t in done], eps=cfg.adv_eps,
-                                             steps=cfg.adv_steps)
-            for t, out, mask in zip(done, outs, batch.m[:, 0].bool().cpu().numpy()):
+            outs = C.adversarial_backgrounds(model, batch.x, batch.m, [t.label for t in batch.items],
+                                             eps=cfg.adv_eps, steps=cfg.adv_steps)
+            for t, out, mask in zip(batch.items, outs, batch.m[:, 0].bool().cpu().numpy()):
                 target.save_image(ADVERSARIAL, t.image_id, out)
                 rows.append(_row(t, ADVERSARIAL, "complexity", out, mask, params))
     return rows
@@ -462,7 +453,8 @@ def _edit_staged(cfg: EditConfig, model, layout: Layout, edits: List[Edit], skip
                                    model.eval() if model is not None else None)
         rows, rejects = rows + more, rejects + refused
     elif model is not None and any(e.needs_model for e in edits):
-        rows += _adversarial(model.eval(), [t for t in mine if t.index in ok], s, ranks, progress and ranks.main)
+        rows += _adversarial(model.to(ranks.device).eval(), [t for t in mine if t.index in ok], s, ranks,
+                             progress and ranks.main)
     parts = gather((rows, rejects), ranks)
     if parts is None:
         return None
