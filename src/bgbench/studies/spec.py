@@ -341,6 +341,10 @@ def measure_options(name: str) -> List[str]:
 #: Measure options naming a second dataset's folder (what it is), read relative to the study file as
 #: datasets are; a step whose folder is missing is skipped with one line (`plan`).
 FOLDER_OPTIONS = {"stylized": "Stylized-ImageNet", "renditions": "ImageNet-R"}
+#: Measure options naming what a measure reads besides its dataset (the user's ImageNet, Salient
+#: ImageNet's Mechanical Turk table), read relative to the study file too: a study file carries its
+#: paths with it, whatever the folder it runs from.
+PATH_OPTIONS = ("imagenet", "annotations")
 
 
 def _measure(name: str, options: Any, source: str, base: Path = Path(".")) -> StudyMeasure:
@@ -353,7 +357,7 @@ def _measure(name: str, options: Any, source: str, base: Path = Path(".")) -> St
     if not isinstance(options, dict):
         raise BgbenchError(f"{source}: measures.{name}: a table of options ([measures.{name}])")
     options = dict(options)
-    for key in FOLDER_OPTIONS:
+    for key in (*FOLDER_OPTIONS, *PATH_OPTIONS):
         if isinstance(options.get(key), str) and not Path(options[key]).expanduser().is_absolute():
             options[key] = str(base / options[key])
     only = options.pop("datasets", [])
