@@ -379,6 +379,27 @@ def test_dfr_on_the_validation_split_is_the_repositorys(release, tmp_path, one_t
         assert cells[title]["higher_is_better"]
 
 
+def test_a_study_naming_the_release_folder_itself_keeps_the_datasets_label(release, tmp_path):
+    """A study's dataset named by `waterbirds_v1.0/` (the release's folder, not WILDS' root_dir above
+    it, which its runs record as their data's root): the scorecard and the report still call it by
+    the study's label, and a step skipped there keeps its reason."""
+    import timm
+    from bgbench.models.checkpoint import save_checkpoint
+    spec = ModelSpec(name="timm:test_resnet", arch="test_resnet", num_classes=2, class_names=("landbird", "waterbird"))
+    save_checkpoint(BgModel(timm.create_model("test_resnet", num_classes=2), spec), tmp_path / "birds.pt")
+    study, report = tmp_path / "study.toml", tmp_path / "report"
+    study.write_text(f'models = [{{model = "file:{tmp_path / "birds.pt"}", label = "toy"}}]\n'
+                     f'datasets = [{{path = "{release / RELEASE_FOLDER}", label = "birds"}}]\n'
+                     f'[measures.eval]\n[measures.challenge]\n[report]\nout = "{report}"\n')
+    proc = run_cli("study", study, "--db", tmp_path / "r.db", "--json", "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["scorecard"] and {c["dataset"] for c in doc["scorecard"]} == {"birds"}
+    page = (report / "index.html").read_text()
+    assert "birds" in page and release.name not in page.replace(str(release), "")
+    assert "no foreground masks" in page  # the challenge's n/a cell, with why
+
+
 def test_a_validation_split_too_small_for_the_scripts_half_is_one_line():
     """One waterbird on land in val: for a seed whose first shuffle (the script's cut of val in two)
     puts it in the half scored, the half fitted on has none of that group, which the script would

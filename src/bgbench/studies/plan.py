@@ -50,6 +50,9 @@ class Step:
     problem: Optional[str] = None  # why the step cannot run (a 1000-class model without a class map ...)
     model_identity: Optional[dict] = None  # `models.options.identity` of its model
     identity: Dict = field(default_factory=dict)  # its job's options that change numbers (`measure_identity`)
+    # the folder its runs record as their data's root: the layout's, which a reader may take above the
+    # folder the study names (WILDS' root_dir for `waterbirds_v1.0/`, the folder holding `spawrious224/`)
+    data_root: Optional[str] = None
 
     @property
     def title(self) -> str:
@@ -87,6 +90,7 @@ class DatasetFacts:
     kind: str = "in9"  # the layout's kind: 'in9', 'rival10', 'groups', 'imagenet' (`data.resolve`)
     imagenet: bool = False  # ImageNet's own images (a release layout, every class)
     attribute_kinds: int = 0  # the attribute masks' names (ablation grays each; a measure's forwards count them)
+    root: str = ""  # the layout's root, resolved: what its runs record as their data's root
 
 
 def dataset_facts(dataset: StudyDataset, source: str) -> DatasetFacts:
@@ -100,7 +104,7 @@ def dataset_facts(dataset: StudyDataset, source: str) -> DatasetFacts:
     return DatasetFacts(layout.fingerprint(), len(layout.items(layout.variants[0])), list(layout.variants),
                         bool(layout.has_masks), attributes is not None, tuple(layout.classes),
                         layout.kind, getattr(layout, "source", None) == TREE,
-                        len(attributes.names) if attributes is not None else 0)
+                        len(attributes.names) if attributes is not None else 0, str(Path(layout.root).resolve()))
 
 
 def _refuse_same_images(study: Study, facts: Dict[str, DatasetFacts]) -> None:
@@ -138,7 +142,7 @@ def plan(study: Study, store) -> List[Step]:
                 on_data = get_measure(measure.name).on_data(dict(measure.options), f.kind)
                 step = Step(m, d, measure, get_measure(measure.name).kind,
                             options=dict(measure.options), weights=mf.weights, model_identity=mf.identity,
-                            identity=measure_identity(measure.name, on_data))
+                            identity=measure_identity(measure.name, on_data), data_root=f.root)
                 # what the data or the model's format cannot give is skipped with its reason, and the
                 # rest runs; a model that cannot read the dataset at all stops the study (`problem`)
                 step.skip = _unsupported(measure.name, f, measure.options) or mf.format_problem(measure.name)

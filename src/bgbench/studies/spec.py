@@ -111,9 +111,14 @@ class Study:
         """Where the study writes a dataset's edits: OUT/edits/<its label, made a safe folder name>."""
         return self.out / EDITS / safe_name(dataset.label)
 
-    def data_labels(self) -> Dict[str, str]:
-        """Dataset folder -> label, the edited folders included (`plan.edited_dataset`)."""
+    def data_labels(self, roots: Optional[Dict[str, str]] = None) -> Dict[str, str]:
+        """Dataset folder -> label, the edited folders included (`plan.edited_dataset`). `roots`:
+        dataset label -> the folder its runs record as the data's root (`plan.Step.data_root`), where
+        a reader takes one above the folder the study names (WILDS' root_dir for `waterbirds_v1.0/`):
+        the runs keep their dataset's label there too."""
         out = {str(d.path): d.label for d in self.datasets}
+        labels = {d.label for d in self.datasets}
+        out.update({root: label for label, root in (roots or {}).items() if label in labels})
         out.update({str(self.edits_folder(d)): f"{d.label} edits" for d in self.datasets})
         return out
 
