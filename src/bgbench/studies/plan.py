@@ -145,10 +145,11 @@ def plan(study: Study, store) -> List[Step]:
                             identity=measure_identity(measure.name, on_data), data_root=f.root)
                 # what the data or the model's format cannot give is skipped with its reason, and the
                 # rest runs; a model that cannot read the dataset at all stops the study (`problem`)
-                step.skip = _unsupported(measure.name, f, measure.options) or mf.format_problem(measure.name)
+                step.skip = _unsupported(measure.name, f, measure.options) or mf.format_problem(measure.name) \
+                    or mf.label_problem(measure.name)
                 step.problem = problem if step.skip is None else None
                 step.forwards, step.forwards_bound = get_measure(measure.name).forwards(
-                    f.images, f.variants, on_data, f.attribute_kinds)
+                    f.images, f.variants, on_data, f.attribute_kinds, classes=f.classes)
                 if step.skip is None and step.problem is None:
                     step.done_run = _done(store, step, f.fingerprint)
                 steps.append(step)
@@ -204,6 +205,18 @@ class _ModelFacts:
         if isinstance(peeked, BgbenchError) or peeked.format not in FORMATS:
             return None
         return needs_problem(FORMATS[peeked.format], get_measure(measure).needs, measure, self.model.label)
+
+    def label_problem(self, measure: str) -> Optional[str]:
+        """Why this model's outputs are not what `measure` reads (`imagenet model`: ImageNet's 1000
+        classes), where its peek tells: a model with as many outputs of its own classes as a release
+        has ImageNet classes would pass `problem` and be refused once its step had started."""
+        from ..models.spec import IMAGENET1K
+        if "imagenet model" not in get_measure(measure).needs:
+            return None
+        peeked = self._peek(())
+        if isinstance(peeked, BgbenchError) or peeked.label_space in (None, IMAGENET1K):
+            return None
+        return f"{self.model.label} is not {NEEDS['imagenet model']}"
 
     def problem(self, classes: tuple) -> Optional[str]:
         """Why this model cannot run on a dataset of `classes` (None: it can, or only building it would tell)."""
