@@ -49,6 +49,7 @@ NEEDS = {
     "eval run": "a stored eval run",
     "layers": "a network whose layers can be hooked and differentiated (not ONNX, torch.export or TorchScript)",
     "imagenet": "ImageNet's own images (its val, in the ILSVRC archive's or torchvision's layout)",
+    "imagenet model": "a 1000-class ImageNet model (its outputs ImageNet's classes, not the dataset's own)",
     "spurious_imagenet": "the Spurious ImageNet release (images/timestamp.txt and its feature folders)",
     "salient_imagenet": "the Salient ImageNet release (wordnet_dict.py and its masks per class and feature)",
 }
@@ -201,11 +202,11 @@ class Measure:
 
     # -- what a run computes and reads back -------------------------------------------------------
     def forwards(self, images: int, variants: Sequence[str], options: Dict[str, Any],
-                 attributes: int = 0) -> Tuple[Optional[int], bool]:
+                 attributes: int = 0, classes: Sequence[str] = ()) -> Tuple[Optional[int], bool]:
         """The forwards a run makes on a dataset of `images` images (in each of `variants`, with
-        `attributes` kinds of attribute mask) under `options` (a study's keys; defaults where
-        absent): (count, whether it is a ceiling), or (None, False) where it is not known before
-        the run. The study's plan and the manual's measure pages show it; tests/measures/
+        `attributes` kinds of attribute mask, of `classes` where the plan knows them) under `options`
+        (a study's keys; defaults where absent): (count, whether it is a ceiling), or (None, False)
+        where it is not known before the run. The study's plan and the manual's measure pages show it; tests/measures/
         test_forwards.py counts a run's forwards against it. By default `forwards_per_image`
         forwards per image; a measure whose count depends on its options says so itself."""
         if self.forwards_per_image is None:

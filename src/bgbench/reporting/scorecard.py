@@ -140,6 +140,9 @@ def scorecard(ctx: ReportContext) -> Optional[dict]:
     meta = {c.key: {"key": c.key, "title": c.title, "description": c.description, "percent": c.headline.percent,
                     "higher": c.headline.higher_is_better} for c in cols}
     order = [c.key for c in cols]
+    # column key -> the measure whose run fills it: the headlines', then the columns found per subject
+    # (BG Required and the edits' drops come from eval runs, a benchmark's from its measure's)
+    measure_of = {c.key: c.measure.name for c in cols}
     datasets: Dict[str, dict] = {}
     rows: Dict[str, dict] = {}
     for s in ctx.subjects:
@@ -148,10 +151,11 @@ def scorecard(ctx: ReportContext) -> Optional[dict]:
         row = rows.setdefault(s.label, {"label": _row_label(s), "cells": {}, "subjects": {}, "models": set()})
         row["subjects"][key] = provenance(s)
         row["models"].add(s.model)
-        hard, replaced = benchmark_cells(ctx, s)
+        hard, replaced, hard_measures = benchmark_cells(ctx, s)
         found = {c.key: cell(ctx, s, c) for c in cols if not (hard and c.measure.name in replaced)}
         for level_key, (column, value) in {**category_cells(ctx, s), **edit_drop_cells(ctx, s), **hard}.items():
             meta.setdefault(level_key, column)
+            measure_of.setdefault(level_key, hard_measures.get(level_key, "eval"))
             order += [level_key] if level_key not in order else []
             found[level_key] = value
         for col_key, value in found.items():
@@ -164,7 +168,6 @@ def scorecard(ctx: ReportContext) -> Optional[dict]:
               if d["columns"]]  # in the subjects' order: a study's, else by name (`context`)
     if not groups:
         return None
-    measure_of = {c.key: c.measure.name for c in cols}
     for row in rows.values():  # a model a study could not run on a dataset: n/a with the reason, not blank
         for g in groups:
             why = {} if g["key"] in row["subjects"] else _skipped(ctx, row["models"], g["root"])
@@ -278,10 +281,11 @@ def edit_drop_cells(ctx: ReportContext, subject: Subject) -> Dict[str, Tuple[dic
     return out
 
 
-def benchmark_cells(ctx: ReportContext, subject: Subject) -> Tuple[Dict[str, Tuple[dict, dict]], Tuple[str, ...]]:
+def benchmark_cells(ctx: ReportContext, subject: Subject
+                    ) -> Tuple[Dict[str, Tuple[dict, dict]], Tuple[str, ...], Dict[str, str]]:
     """On a benchmark's own data (its runs record the `data_kind` some measure declares headlines
     for: Hard ImageNet's), those headlines as columns: (column key -> (column, cell), the measures
-    whose own headlines they replace). Each cell is the stored metric of the model's newest run of
+    whose own headlines they replace, column key -> its measure's name). Each cell is the stored metric of the model's newest run of
     its measure, with its interval; n/a with the reason where a study skipped the measure. Empty for
     any other dataset."""
     kinds = {json.loads(r["config"] or "{}").get("data_kind") for r in subject.runs}
@@ -293,7 +297,7 @@ def benchmark_cells(ctx: ReportContext, subject: Subject) -> Tuple[Dict[str, Tup
         config = None if run is None else json.loads(run["config"] or "{}")
         found += [(benchmark, Column(measure, h, (h.variant,))) for h in measure.headlines_on(benchmark, config)]
         replaced += [measure.name] if benchmark.replaces else []
-    out = {}
+    out, measures = {}, {}
     for benchmark, column in found:
         value = cell(ctx, subject, column)
         if value is None:
@@ -302,7 +306,8 @@ def benchmark_cells(ctx: ReportContext, subject: Subject) -> Tuple[Dict[str, Tup
                 "description": column.description, "percent": column.headline.percent,
                 "higher": column.headline.higher_is_better}
         out[meta["key"]] = (meta, value)
-    return out, tuple(replaced)
+        measures[meta["key"]] = column.measure.name
+    return out, tuple(replaced), measures
 
 
 def _dataset_name(subject: Subject) -> str:

@@ -100,7 +100,7 @@ class AblateMeasure(ModelMeasure):
                  "background (ablations.py)", percent=True, higher_is_better=False, short="acc. box tiled"))),)
     profile = InProfile(50)
 
-    def forwards(self, images, variants, options, attributes=0):
+    def forwards(self, images, variants, options, attributes=0, classes=()):
         """Each image clean, with its object grayed and with its background grayed, and with each
         attribute it has grayed: with attributes, a ceiling (every image counted with every one)."""
         return images * (3 + attributes), attributes > 0

@@ -95,7 +95,7 @@ class Eval(RunningMeasure):
             return COUNTERANIMAL_HEADLINES.headlines[0].show(metrics[(COUNTER_GAP, "")])
         return super().headline(metrics)
 
-    def forwards(self, images, variants, options, attributes=0):
+    def forwards(self, images, variants, options, attributes=0, classes=()):
         """One forward per image of each variant it reads."""
         return images * len(options.get("variants") or variants), False
 

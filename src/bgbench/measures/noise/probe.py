@@ -120,7 +120,7 @@ class NoiseMeasure(ModelMeasure):
         from .benchmarks import rfs_per_level
         return rfs_per_level(config)
 
-    def forwards(self, images, variants, options, attributes=0):
+    def forwards(self, images, variants, options, attributes=0, classes=()):
         """Each image noised on the object and on the background at each level, `trials` times (and,
         with region 'attributes', on each attribute it has: a ceiling, every image counted with every
         attribute)."""
