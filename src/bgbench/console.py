@@ -56,9 +56,6 @@ class _LogBar:
     def set_postfix(self, **kw) -> None:
         self.postfix = ", ".join(f"{k}={v}" for k, v in kw.items())
 
-    def set_description(self, desc: str) -> None:
-        self.desc = desc
-
     def _line(self) -> None:
         of = f"/{self.total}" if self.total is not None else ""
         extra = f" ({self.postfix})" if self.postfix else ""

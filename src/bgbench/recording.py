@@ -20,7 +20,7 @@ import json
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, Iterable, Iterator, Optional
+from typing import Any, Dict, Iterator, Optional
 
 from .result import Result
 from .errors import BgbenchError
@@ -103,7 +103,7 @@ def _call(result: Any, method: str):
 
 @dataclass
 class Metric:
-    """One row of the `metrics` table; `Estimate`s convert with `Metric.of`."""
+    """One row of the `metrics` table."""
 
     name: str
     value: Optional[float]
@@ -112,16 +112,8 @@ class Metric:
     n: Optional[int] = None
     variant: str = ""
 
-    @classmethod
-    def of(cls, name: str, estimate, variant: str = "") -> "Metric":
-        return cls(name, estimate.value, estimate.lo, estimate.hi, estimate.n, variant)
-
     def row(self) -> tuple:
         return (self.name, self.variant, self.value, self.lo, self.hi, self.n)
-
-
-def metric_rows(metrics: Iterable[Metric]) -> list:
-    return [m.row() for m in metrics]
 
 
 @dataclass
@@ -148,4 +140,4 @@ class Outputs(Result):
         return self.values
 
     def metric_rows(self) -> list:
-        return metric_rows(self.metrics)
+        return [m.row() for m in self.metrics]

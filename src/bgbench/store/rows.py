@@ -65,7 +65,3 @@ class TableRow:
 
     def __iter__(self) -> Iterator[Any]:
         return (getattr(self, name) for name in self.__match_args__)
-
-    def astuple(self) -> tuple:
-        """Its values in column order (shallow, unlike `dataclasses.astuple`)."""
-        return tuple(self)
