@@ -89,7 +89,7 @@ def cell(ctx: ReportContext, subject: Subject, column: Column) -> Optional[dict]
     with its interval, n and where it links; n/a with a reason; or None."""
     run = subject.latest(column.measure.kind)
     if run is None:
-        why = skipped_reason(ctx, subject, column.measure.name)
+        why = _skipped(ctx, {subject.model}, subject.data_root).get(column.measure.name)
         if why is not None:  # a study skipped it: n/a with the reason, never a silent gap
             return {"value": None, "na": f"n/a: {why}", "lo": None, "hi": None, "n": None, "run": None,
                     "href": f"{ctx.page_of(subject)}#{subject.key}"}
@@ -114,12 +114,6 @@ def cell(ctx: ReportContext, subject: Subject, column: Column) -> Optional[dict]
         return {"value": None, "na": f"n/a: undefined on these images (n={row['n'] or 0})", "lo": None, "hi": None,
                 "n": row["n"], "run": run["id"], "href": _section_href(ctx, subject, column.measure)}
     return None
-
-
-def skipped_reason(ctx: ReportContext, subject: Subject, measure: str) -> Optional[str]:
-    """Why the study that made this report skipped `measure` for the subject's model and data (None:
-    it did not, or the report was not made by a study)."""
-    return _skipped(ctx, {subject.model}, subject.data_root).get(measure)
 
 
 def _skipped(ctx: ReportContext, models, data_root: Optional[str]) -> Dict[str, str]:
