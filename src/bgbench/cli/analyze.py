@@ -13,7 +13,7 @@ import dataclasses
 
 from ..measures.analysis import AnalysisMeasure, Reads
 from ..measures.registry import list_measures
-from .arguments import add_config_flags, add_db_arg, add_output_args, add_runs_arg, add_stored_run_args
+from .arguments import add_config_flags, add_db_arg, add_output_args, add_stored_run_args
 
 
 def register(sub) -> None:
@@ -30,7 +30,7 @@ def add_analysis(group, measure: AnalysisMeasure) -> argparse.ArgumentParser:
     if measure.reads is Reads.RUN:
         add_stored_run_args(p)
     elif measure.reads is Reads.RUNS:
-        add_runs_arg(p, "eval")
+        p.add_argument("runs", nargs="+", type=int, metavar="RUN", help="ids of stored eval runs (see `bgbench runs`)")
     add_config_flags(p, measure.config)
     if measure.reads is not Reads.RUN:
         add_output_args(p)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
-from .arguments import add_config_flags, add_model_arg
+from .arguments import add_config_flags
 from .study import add_study_args, run_spec
 
 #: ModelOptions fields that profile does not take as model flags (it sets them per step itself).
@@ -21,7 +21,8 @@ def register(sub) -> None:
     battery = profile_battery()
     p = sub.add_parser("profile", help="a model's background-reliance profile: " + ", ".join(battery) +
                        " (as the data allows), resumably, ending with the scorecard and the report")
-    add_model_arg(p, help="a model string (repeat --model for several models)", repeat=True)
+    p.add_argument("--model", required=True, action="append", metavar="M",
+                   help="a model string (repeat --model for several models)")
     g = p.add_argument_group("model options (for every --model)")
     add_config_flags(g, ModelOptions, skip=NOT_HERE)
     p.add_argument("--data", action="append", required=True, metavar="ROOT",
