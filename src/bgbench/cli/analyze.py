@@ -23,7 +23,7 @@ def register(sub) -> None:
         add_analysis(group, measure)
 
 
-def add_analysis(group, measure: AnalysisMeasure) -> argparse.ArgumentParser:
+def add_analysis(group, measure: AnalysisMeasure) -> None:
     """The subcommand of one analysis: its input's arguments, then its config's flags, then the output
     flags and --db (an analysis of one run has them with its input: RUN, --mapping, --json ...)."""
     p = group.add_parser(measure.name, help=measure.help.replace("%", "%%"))
@@ -36,7 +36,6 @@ def add_analysis(group, measure: AnalysisMeasure) -> argparse.ArgumentParser:
         add_output_args(p)
         add_db_arg(p)
     p.set_defaults(func=run, measure=measure)
-    return p
 
 
 def run(args: argparse.Namespace) -> int:

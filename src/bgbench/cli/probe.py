@@ -30,7 +30,7 @@ def register(sub) -> None:
         add_probe(inner, measure)
 
 
-def add_probe(inner, measure: Measure) -> argparse.ArgumentParser:
+def add_probe(inner, measure: Measure) -> None:
     """The subcommand of one probe measure, its flags read from its config's declaration."""
     config = measure.config
     p = inner.add_parser(measure.name, help=measure.help.replace("%", "%%"),
@@ -45,7 +45,6 @@ def add_probe(inner, measure: Measure) -> argparse.ArgumentParser:
     add_output_args(p)
     add_db_arg(p)
     p.set_defaults(func=run, measure=measure)
-    return p
 
 
 def config_of(measure: Measure, args: argparse.Namespace):
