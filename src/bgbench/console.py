@@ -23,10 +23,6 @@ def status(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def is_terminal() -> bool:
-    return hasattr(sys.stderr, "isatty") and sys.stderr.isatty()
-
-
 class _LogBar:
     """tqdm's interface, printing a plain line now and then instead of redrawing."""
 
@@ -84,7 +80,7 @@ class _LogBar:
 
 def progress(iterable: Optional[Iterable] = None, *, enabled: bool = True, **kwargs):
     """A tqdm bar on a terminal, a few log lines elsewhere, nothing when `enabled` is False."""
-    if enabled and is_terminal():
+    if enabled and hasattr(sys.stderr, "isatty") and sys.stderr.isatty():
         from tqdm import tqdm
         return tqdm(iterable, leave=False, file=sys.stderr, **kwargs)
     return _LogBar(iterable, silent=not enabled, **kwargs)

@@ -34,14 +34,14 @@ def start(store: Store, prov: Provenance) -> int:
                            data_fingerprint=prov.data_fingerprint, seed=prov.seed)
 
 
-def finish(store: Store, run_id: int, result: Any = None, status: str = "done") -> int:
-    """Write a result's metrics, tables and outputs into run `run_id` and close it."""
-    if result is not None:
-        for table, rows in (_call(result, "table_rows") or {}).items():
-            store.insert(table, run_id, rows)
-        store.insert("metrics", run_id, list(_call(result, "metric_rows") or ()))
-    store.finish_run(run_id, status=status, outputs=_call(result, "outputs"))
-    if result is not None and hasattr(result, "run_id"):
+def finish(store: Store, run_id: int, result: Any) -> int:
+    """Write a result's metrics, tables and outputs into run `run_id` and close it with the result's
+    `run_status`."""
+    for table, rows in (_call(result, "table_rows") or {}).items():
+        store.insert(table, run_id, rows)
+    store.insert("metrics", run_id, list(_call(result, "metric_rows") or ()))
+    store.finish_run(run_id, status=getattr(result, "run_status", "done"), outputs=_call(result, "outputs"))
+    if hasattr(result, "run_id"):
         result.run_id = run_id
     return run_id
 
@@ -54,7 +54,6 @@ def record(result: Any, store: Store | str | Path) -> int:
     if not isinstance(prov, Provenance):
         raise BgbenchError(f"a {type(result).__name__} has no provenance, so it is not a run to record; "
                            f"record the result of a job (evaluate, challenge, probe_*, train, build, edit, synth)")
-    status = getattr(result, "run_status", "done")
     rows_in = getattr(result, "store_path", None)
     if rows_in is not None:
         target = store.path if isinstance(store, Store) else Path(store).expanduser()
@@ -67,7 +66,7 @@ def record(result: Any, store: Store | str | Path) -> int:
             result.run_id, result.recorded_before = known, True
             return known
         run_id = start(s, prov) if rows_in is None else result.run_id
-        return finish(s, run_id, result, status=status)
+        return finish(s, run_id, result)
 
 
 def _recorded_before(store: Store, result: Any) -> Optional[int]:

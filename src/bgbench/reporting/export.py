@@ -38,14 +38,9 @@ FIELDS = ("model", "model_string", "architecture", "weights_sha256", "dataset", 
 #: The protocol's fields beyond the model and the data (`scorecard.shown_precision`, `scorecard.preprocessing`),
 #: in both files.
 PREPROCESSING = ("precision", "class_map", "class_map_sha256", "norm_mean", "norm_std", "norm_source", "input_size", "resize")
-#: Each headline's columns: `<id>`, then `<id>:lo`, `<id>:hi`, `<id>:n`.
+#: Each headline's columns: `<id>`, then `<id>:lo`, `<id>:hi`, `<id>:n`; its id is its scorecard key
+#: without a trailing ':' ('eval:bg_gap', 'eval:accuracy:original', 'probe_noise:rfs').
 PARTS = ("lo", "hi", "n")
-
-
-def column_id(column: dict) -> str:
-    """A headline's name in the files: its scorecard key without a trailing ':' ('eval:bg_gap',
-    'eval:accuracy:original', 'probe_noise:rfs')."""
-    return column["key"].rstrip(":")
 
 
 def records(data: dict) -> List[dict]:
@@ -60,7 +55,7 @@ def records(data: dict) -> List[dict]:
             for column, e in zip(group["columns"], cells):
                 if e is None:
                     continue
-                headlines[column_id(column)] = {
+                headlines[column["key"].rstrip(":")] = {
                     "title": column["title"], "description": column["description"],
                     **{k: finite_or_none(None if e[k] is None else float(e[k])) for k in ("value", "lo", "hi")},
                     "n": e["n"], "higher_is_better": column["higher"],
