@@ -109,7 +109,6 @@ def write_scorecard(data: dict, folder: Path) -> Dict[str, object]:
     """Write `folder/scorecard.csv` and `folder/model_info/<dataset>/<model>.json`; returns what was
     written: paths relative to `folder`, the number of rows, and `of`: (row label, dataset key) ->
     its JSON's path."""
-    folder = Path(folder)
     entries = records(data)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / SCORECARD_CSV).write_text(csv_text(entries), encoding="utf-8")

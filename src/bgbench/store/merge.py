@@ -187,7 +187,6 @@ def copy_store(source: Path, target: Path) -> None:
     committed pages only), written beside `target` and renamed onto it, so that `target` is always
     a whole store. The copy is in rollback-journal mode: it is read on other machines, over a
     network file system, where WAL's shared memory does not work."""
-    target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     src = sqlite3.connect(str(source), timeout=BUSY_TIMEOUT_S)
