@@ -155,7 +155,7 @@ def _same_images(ids_a, ids_b, labels_a, labels_b, name_a: str, name_b: str, wha
 
 
 def _short(name: str) -> str:
-    """'run 3' -> '3' (as the messages always said), other names as they are."""
+    """'run 3' -> '3' (the message already says 'only in'), other names as they are."""
     return name[4:] if name.startswith("run ") else name
 
 

@@ -87,7 +87,7 @@ def run_demo(out: str | Path = "bgbench-demo", db: Optional[str] = None, per_cla
            f"{noise['trials']} trials), Grad-CAM saliency and spurious features on {data}; on {small}: the edits "
            f"(ImageNet-E levels {', '.join(edits['levels'])}), the full Backgrounds Challenge and an eval of the "
            f"edits; then the report -> {study.out}")
-    ran = run_study(study, store.path, progress=progress, rerun=True)  # measured anew on every run, as before
+    ran = run_study(study, store.path, progress=progress, rerun=True)  # every demo measures anew, never reusing a store's runs
     reports = {}
     for variant, ckpt in checkpoints.items():
         label = LABELS[variant]
