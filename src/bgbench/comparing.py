@@ -155,7 +155,7 @@ def _same_images(ids_a, ids_b, labels_a, labels_b, name_a: str, name_b: str, wha
 
 
 def _short(name: str) -> str:
-    """'run 3' -> '3' (the message already says 'only in'), other names as they are."""
+    """'run 3' -> '3', the short name the count's clause uses ('2 only in 3'); other names as they are."""
     return name[4:] if name.startswith("run ") else name
 
 
