@@ -39,9 +39,10 @@ def mounts(text: Optional[str] = None) -> List[Tuple[str, str]]:
     return out
 
 
-def mount_type(path: Path, text: Optional[str] = None) -> Optional[str]:
-    """The type of the mount holding `path` (or, for a file not yet made, its nearest existing
-    folder): the longest mount point it lies under."""
+def network_filesystem(path: Path, text: Optional[str] = None) -> Optional[str]:
+    """The network file system's type when `path` is on one, else None. The mount holding `path`
+    (or, for a file not yet made, its nearest existing folder) is the longest mount point it lies
+    under."""
     path = Path(path).expanduser().absolute()
     while not path.exists() and path != path.parent:
         path = path.parent
@@ -51,10 +52,4 @@ def mount_type(path: Path, text: Optional[str] = None) -> Optional[str]:
         mount = Path(point)
         if (path == mount or mount in path.parents) and len(mount.parts) > best:
             best, kind = len(mount.parts), fstype
-    return kind
-
-
-def network_filesystem(path: Path, text: Optional[str] = None) -> Optional[str]:
-    """The network file system's type when `path` is on one, else None."""
-    kind = mount_type(path, text)
     return kind if kind is not None and (kind in NETWORK_TYPES or kind.startswith("nfs")) else None
