@@ -346,9 +346,9 @@ def scorecard_records(data: dict) -> List[dict]:
     return out
 
 
-def scorecard_text(data: dict, transpose_up_to: int = READ_DOWN_UP_TO) -> str:
+def scorecard_text(data: dict) -> str:
     """The scorecard as a plain table (what `bgbench profile` and `bgbench study` end with): one
-    block per dataset, each measure's headline with its interval. Up to `transpose_up_to` models,
+    block per dataset, each measure's headline with its interval. Up to READ_DOWN_UP_TO models,
     a column per model (the measures read down); more models, a row per model."""
     blocks = []
     for gi, group in enumerate(data["groups"]):
@@ -358,7 +358,7 @@ def scorecard_text(data: dict, transpose_up_to: int = READ_DOWN_UP_TO) -> str:
             continue
         notes: List[str] = []
         cells = [[_cell_text(c, e, notes) for c, e in zip(group["columns"], r["cells"][gi])] for r in models]
-        if len(models) <= transpose_up_to:
+        if len(models) <= READ_DOWN_UP_TO:
             table = [["", *[r["label"] for r in models]]] + [[t, *[c[i] for c in cells]] for i, t in enumerate(titles)]
         else:
             table = [["model", *titles]] + [[r["label"], *c] for r, c in zip(models, cells)]
