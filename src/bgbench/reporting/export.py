@@ -128,7 +128,7 @@ def write_scorecard(data: dict, folder: Path) -> Dict[str, object]:
 
 
 def export_scorecard(store, out: str | Path, run_ids: Optional[Sequence[int]] = None,
-                     models: Optional[Sequence[str]] = None, labels: Optional[Dict[int, str]] = None) -> dict:
+                     models: Optional[Sequence[str]] = None) -> dict:
     """Write the scorecard of the store's finished runs (or of `run_ids`, or of `models`) into the
     folder `out`: `scorecard.csv` and `model_info/`, staged aside and moved in whole; a rewrite
     removes only the files a previous export listed (EXPORT_FILES.txt). Returns what was written,
@@ -138,7 +138,7 @@ def export_scorecard(store, out: str | Path, run_ids: Optional[Sequence[int]] = 
     from .context import ReportContext, name_subjects, select_subjects
     from .scorecard import scorecard
     out = refuse_unsafe_out(Path(out))
-    subjects = name_subjects(select_subjects(store, run_ids, models), labels)
+    subjects = name_subjects(select_subjects(store, run_ids, models))
     staged = StagedOutput(out, EXPORT_RECORD, "export")
     try:
         data = scorecard(ReportContext(store=store, out=staged.open(), subjects=subjects, progress=False))

@@ -51,19 +51,16 @@ class Section:
 SECTIONS: Dict[str, Section] = {}
 
 
-def register_section(name: str, title: str, scope: str = "model", after: Optional[str] = None):
-    """Register a section function under `name` (its template is sections/<name>.html.j2).
-
-    `after`: the name of the section it follows on the page (sections placed after the same one
-    keep their registration order); by default, sections come in registration order.
-    """
+def register_section(name: str, title: str, scope: str = "model"):
+    """Register one of the page's own section functions under `name` (its template is
+    sections/<name>.html.j2); they come in registration order."""
     if scope not in SCOPES:
         raise ValueError(f"scope must be one of {SCOPES}")
 
     def wrap(fn):
         if name in SECTIONS:
             raise ValueError(f"section {name!r} is already registered")
-        SECTIONS[name] = Section(name, title, scope, fn, after)
+        SECTIONS[name] = Section(name, title, scope, fn)
         return fn
     return wrap
 

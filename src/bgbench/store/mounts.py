@@ -24,13 +24,12 @@ def _unescape(field: str) -> str:
     return field
 
 
-def mounts(text: Optional[str] = None) -> List[Tuple[str, str]]:
+def mounts() -> List[Tuple[str, str]]:
     """(mount point, type) of every mount (none where the table cannot be read: not Linux)."""
-    if text is None:
-        try:
-            text = MOUNTS.read_text()
-        except OSError:
-            return []
+    try:
+        text = MOUNTS.read_text()
+    except OSError:
+        return []
     out = []
     for line in text.splitlines():
         parts = line.split()
@@ -39,7 +38,7 @@ def mounts(text: Optional[str] = None) -> List[Tuple[str, str]]:
     return out
 
 
-def network_filesystem(path: Path, text: Optional[str] = None) -> Optional[str]:
+def network_filesystem(path: Path) -> Optional[str]:
     """The network file system's type when `path` is on one, else None. The mount holding `path`
     (or, for a file not yet made, its nearest existing folder) is the longest mount point it lies
     under."""
@@ -48,7 +47,7 @@ def network_filesystem(path: Path, text: Optional[str] = None) -> Optional[str]:
         path = path.parent
     path = path.resolve()
     best, kind = -1, None
-    for point, fstype in mounts(text):
+    for point, fstype in mounts():
         mount = Path(point)
         if (path == mount or mount in path.parents) and len(mount.parts) > best:
             best, kind = len(mount.parts), fstype
