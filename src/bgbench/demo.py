@@ -50,7 +50,7 @@ DEMO_SMALL_PER_CLASS = 10
 
 def run_demo(out: str | Path = "bgbench-demo", db: Optional[str] = None, per_class: int = 150,
              test_per_class: int = 50, size: int = 64, epochs: int = 20, seed: int = 0,
-             small_per_class: int = DEMO_SMALL_PER_CLASS, progress: bool = True) -> "DemoResult":
+             progress: bool = True) -> "DemoResult":
     """Run the demo; its summary is also written to OUT/summary.json."""
     t0 = time.time()
     out = Path(out)
@@ -58,7 +58,7 @@ def run_demo(out: str | Path = "bgbench-demo", db: Optional[str] = None, per_cla
     if test_per_class < 2:
         raise BgbenchError("the demo needs at least 2 test images per class (its small set is a part of them)")
     # fewer than the test split's own: a study refuses two datasets with the same images
-    small_per_class = min(small_per_class, test_per_class - 1)
+    small_per_class = min(DEMO_SMALL_PER_CLASS, test_per_class - 1)
     torch.manual_seed(seed)
     # one torch thread, busy machine or idle: another count sums floats in another order, and the
     # 20 epochs of training turn that into other numbers than the manual's (and one thread is the
