@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
+from ..models.options import ModelOptions
 from .arguments import add_config_flags
 from .study import add_study_args, run_spec
 
@@ -16,7 +17,6 @@ NOT_HERE = ("model", "device", "data", "split", "protocol")
 
 
 def register(sub) -> None:
-    from ..models.options import ModelOptions
     from ..studies.spec import profile_battery
     battery = profile_battery()
     p = sub.add_parser("profile", help="a model's background-reliance profile: " + ", ".join(battery) +
@@ -37,7 +37,6 @@ def register(sub) -> None:
 
 def model_options(args: argparse.Namespace) -> dict:
     """The model flags the user changed from their defaults (a study model's options)."""
-    from ..models.options import ModelOptions
     defaults = ModelOptions()
     return {f.name: getattr(args, f.name) for f in dataclasses.fields(ModelOptions)
             if f.name not in NOT_HERE and hasattr(args, f.name) and getattr(args, f.name) != getattr(defaults, f.name)}

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 from ..classes import IMAGENET1K
@@ -120,7 +121,6 @@ def _skipped(ctx: ReportContext, models, data_root: Optional[str]) -> Dict[str, 
     """measure -> why the study that made this report skipped it for any of `models` on `data_root`."""
     if not ctx.skipped or not data_root:
         return {}
-    from pathlib import Path
     where = str(Path(data_root).resolve())
     out: Dict[str, str] = {}
     for model in sorted(models):
@@ -300,7 +300,6 @@ def benchmark_cells(ctx: ReportContext, subject: Subject) -> Tuple[Dict[str, Tup
 
 
 def _dataset_name(subject: Subject) -> str:
-    from pathlib import Path
     if subject.data_label:
         return subject.data_label
     return Path(subject.data_root).name if subject.data_root else (subject.data_fingerprint or "-")[:12]
