@@ -7,7 +7,7 @@ from typing import Dict, Optional, Tuple
 
 from ..measures.registry import Command, Headline, list_measures, measure_of_kind
 
-from .arguments import add_db_arg, add_output_args
+from .arguments import add_db_arg, add_output_args, add_run_filters
 
 from .folders import open_store
 
@@ -28,8 +28,7 @@ def recorded_kinds() -> Tuple[str, ...]:
 
 def register(sub) -> None:
     p = sub.add_parser("runs", help="list recorded runs (id, kind, status, model and weights, data, headline)")
-    p.add_argument("--kind", help=f"only runs of this kind ({', '.join(recorded_kinds())})")
-    p.add_argument("--model", help="only runs of this model string")
+    add_run_filters(p, recorded_kinds())
     add_output_args(p)
     add_db_arg(p)
     p.set_defaults(func=run)
