@@ -150,7 +150,7 @@ def scorecard(ctx: ReportContext) -> Optional[dict]:
             found[level_key] = value
         for col_key, value in found.items():
             if value is not None and value.get("run") is not None:  # every number says its arithmetic
-                value["precision"] = s.precision(value["run"])
+                value["precision"] = s.precisions[value["run"]]
             if value is not None:
                 row["cells"][(key, col_key)] = value
                 datasets[key]["columns"].add(col_key)
@@ -191,7 +191,7 @@ def shown_precision(subject: Subject) -> str:
     'fp32' where all are exact, else each precision with its kinds ('bf16 (eval); fp32 (challenge)')."""
     kinds: Dict[str, List[str]] = {}
     for kind in dict.fromkeys(r["kind"] for r in subject.runs):
-        kinds.setdefault(subject.precision(subject.latest(kind)["id"]), []).append(kind)
+        kinds.setdefault(subject.precisions[subject.latest(kind)["id"]], []).append(kind)
     if set(kinds) <= {EXACT}:
         return EXACT
     return "; ".join(f"{p} ({', '.join(k)})" for p, k in sorted(kinds.items()))
