@@ -71,10 +71,9 @@ class Comparison(Result):
         lines = [f"{name(self.run_a)} (A) vs {name(self.run_b)} (B), paired on the same images",
                  f"{'':<12} {'acc A':>7} {'acc B':>7} {'A - B':>8} {'A only':>7} {'B only':>7} {'McNemar p':>10} "
                  f"{'n':>6}"]
-        rows = list(self.variants.items()) + ([("challenge", self.challenge)] if self.challenge else [])
-        for v, c in rows:
-            lines.append(f"{v:<12} {100 * c.acc_a.value:6.1f}% {100 * c.acc_b.value:6.1f}% {100 * c.diff:+7.1f}% "
-                         f"{c.test['a_only']:>7} {c.test['b_only']:>7} {c.test['p_value']:>10.3g} {c.n:>6}")
+        for r in self.table():
+            lines.append(f"{r['variant']:<12} {100 * r['acc_a']:6.1f}% {100 * r['acc_b']:6.1f}% {100 * r['diff']:+7.1f}% "
+                         f"{r['a_only']:>7} {r['b_only']:>7} {r['p_value']:>10.3g} {r['n']:>6}")
         if self.bg_gap_diff is not None:
             g = self.bg_gap_diff
             lines.append(f"BG-Gap A - B: {100 * g.value:+.1f}%  95% CI {interval(g.lo, g.hi, g.n, lambda v: f'{100 * v:+.1f}%')} "
@@ -154,7 +153,7 @@ def _same_images(ids_a, ids_b, labels_a, labels_b, name_a: str, name_b: str, wha
 
 
 def _short(name: str) -> str:
-    """'run 3' -> '3' (as the messages always said), other names as they are."""
+    """'run 3' -> '3', the short name the count's clause uses ('2 only in 3'); other names as they are."""
     return name[4:] if name.startswith("run ") else name
 
 

@@ -13,18 +13,14 @@ from typing import Iterable, Optional
 LOG_EVERY_S = 30.0
 
 
-def plural(n: int, word: str, many: str = "") -> str:
-    """'1 model', '2 models' ('1 image', '0 images'); `many`: an irregular plural."""
-    return f"{n} {word if n == 1 else (many or word + 's')}"
+def plural(n: int, word: str) -> str:
+    """'1 model', '2 models' ('1 image', '0 images')."""
+    return f"{n} {word if n == 1 else word + 's'}"
 
 
 def status(message: str) -> None:
     """One status line on stderr."""
     print(message, file=sys.stderr, flush=True)
-
-
-def is_terminal() -> bool:
-    return hasattr(sys.stderr, "isatty") and sys.stderr.isatty()
 
 
 class _LogBar:
@@ -56,9 +52,6 @@ class _LogBar:
     def set_postfix(self, **kw) -> None:
         self.postfix = ", ".join(f"{k}={v}" for k, v in kw.items())
 
-    def set_description(self, desc: str) -> None:
-        self.desc = desc
-
     def _line(self) -> None:
         of = f"/{self.total}" if self.total is not None else ""
         extra = f" ({self.postfix})" if self.postfix else ""
@@ -87,7 +80,7 @@ class _LogBar:
 
 def progress(iterable: Optional[Iterable] = None, *, enabled: bool = True, **kwargs):
     """A tqdm bar on a terminal, a few log lines elsewhere, nothing when `enabled` is False."""
-    if enabled and is_terminal():
+    if enabled and hasattr(sys.stderr, "isatty") and sys.stderr.isatty():
         from tqdm import tqdm
         return tqdm(iterable, leave=False, file=sys.stderr, **kwargs)
     return _LogBar(iterable, silent=not enabled, **kwargs)

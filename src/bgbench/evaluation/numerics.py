@@ -15,10 +15,6 @@ from typing import Dict, Iterator
 
 import torch
 
-#: `--precision` of eval and the probes: fp32 is exact (strict, as the challenge's); bf16 and fp16
-#: are plain autocast around the forward (not exact: predictions near a tie can change).
-from .precision_flag import PRECISIONS  # noqa: E402,F401
-
 AUTOCAST = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 #: the per-backend fp32 precision settings of PyTorch's newer API (`torch.backends.<path>.fp32_precision`)
@@ -58,12 +54,6 @@ def strict_fp32() -> contextlib.AbstractContextManager:
     user's settings restored. PyTorch's default lets cuDNN convolutions use TF32 on Ampere and
     later GPUs, so without this an fp32 run on CUDA is not fp32."""
     return _fp32_as(tf32=False)
-
-
-def tf32() -> contextlib.AbstractContextManager:
-    """fp32 tensors whose CUDA matmuls and convolutions round their inputs to TF32 (`--precision
-    tf32`), whatever the user's settings; oneDNN's fp32 stays exact. Restored afterwards."""
-    return _fp32_as(tf32=True)
 
 
 @contextlib.contextmanager
@@ -117,13 +107,15 @@ def bf16_slowdown(model: torch.nn.Module, x: torch.Tensor, repeats: int = 2) -> 
 
 
 def forward_context(precision: str, device) -> contextlib.AbstractContextManager:
-    """The arithmetic a forward runs under: `strict_fp32` for fp32, `tf32` for tf32, else autocast
-    to bf16/fp16 on the device's type (CPU autocast supports bf16; fp16 and tf32 on a CPU are
-    refused by the configs)."""
+    """The arithmetic a forward runs under: `strict_fp32` for fp32; for tf32, fp32 tensors whose CUDA
+    matmuls and convolutions round their inputs to TF32 whatever the user's settings (oneDNN's fp32
+    stays exact; restored afterwards); else autocast to bf16/fp16 on the device's type (CPU autocast
+    supports bf16; fp16 and tf32 on a CPU are refused by the configs). bf16 and fp16 are not exact:
+    predictions near a tie can change."""
     if precision == "fp32":
         return strict_fp32()
     if precision == "tf32":
-        return tf32()
+        return _fp32_as(tf32=True)
     device_type = torch.device(device).type
     return torch.autocast(device_type=device_type, dtype=AUTOCAST[precision])
 

@@ -25,7 +25,7 @@ class Precision(StrEnum):
 EXACT = Precision.FP32.value
 
 
-#: The same names as `evaluation.numerics.PRECISIONS` (which needs torch).
+#: The names `--precision` takes.
 PRECISIONS = tuple(p.value for p in Precision)
 
 

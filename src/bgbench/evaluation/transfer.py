@@ -51,10 +51,6 @@ class Fetch:
             self.event = torch.cuda.Event()
             self.event.record()
 
-    def ready(self) -> bool:
-        """Whether `wait` would return at once (no sync: an event query)."""
-        return self.event is None or self.event.query()
-
     def wait(self) -> List[torch.Tensor]:
         if self.event is not None:
             self.event.synchronize()

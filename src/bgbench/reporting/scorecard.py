@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 from ..classes import IMAGENET1K
@@ -89,7 +90,7 @@ def cell(ctx: ReportContext, subject: Subject, column: Column) -> Optional[dict]
     with its interval, n and where it links; n/a with a reason; or None."""
     run = subject.latest(column.measure.kind)
     if run is None:
-        why = skipped_reason(ctx, subject, column.measure.name)
+        why = _skipped(ctx, {subject.model}, subject.data_root).get(column.measure.name)
         if why is not None:  # a study skipped it: n/a with the reason, never a silent gap
             return {"value": None, "na": f"n/a: {why}", "lo": None, "hi": None, "n": None, "run": None,
                     "href": f"{ctx.page_of(subject)}#{subject.key}"}
@@ -116,17 +117,10 @@ def cell(ctx: ReportContext, subject: Subject, column: Column) -> Optional[dict]
     return None
 
 
-def skipped_reason(ctx: ReportContext, subject: Subject, measure: str) -> Optional[str]:
-    """Why the study that made this report skipped `measure` for the subject's model and data (None:
-    it did not, or the report was not made by a study)."""
-    return _skipped(ctx, {subject.model}, subject.data_root).get(measure)
-
-
 def _skipped(ctx: ReportContext, models, data_root: Optional[str]) -> Dict[str, str]:
     """measure -> why the study that made this report skipped it for any of `models` on `data_root`."""
     if not ctx.skipped or not data_root:
         return {}
-    from pathlib import Path
     where = str(Path(data_root).resolve())
     out: Dict[str, str] = {}
     for model in sorted(models):
@@ -160,7 +154,7 @@ def scorecard(ctx: ReportContext) -> Optional[dict]:
             found[level_key] = value
         for col_key, value in found.items():
             if value is not None and value.get("run") is not None:  # every number says its arithmetic
-                value["precision"] = s.precision(value["run"])
+                value["precision"] = s.precisions[value["run"]]
             if value is not None:
                 row["cells"][(key, col_key)] = value
                 datasets[key]["columns"].add(col_key)
@@ -200,7 +194,7 @@ def shown_precision(subject: Subject) -> str:
     'fp32' where all are exact, else each precision with its kinds ('bf16 (eval); fp32 (challenge)')."""
     kinds: Dict[str, List[str]] = {}
     for kind in dict.fromkeys(r["kind"] for r in subject.runs):
-        kinds.setdefault(subject.precision(subject.latest(kind)["id"]), []).append(kind)
+        kinds.setdefault(subject.precisions[subject.latest(kind)["id"]], []).append(kind)
     if set(kinds) <= {EXACT}:
         return EXACT
     return "; ".join(f"{p} ({', '.join(k)})" for p, k in sorted(kinds.items()))
@@ -311,7 +305,6 @@ def benchmark_cells(ctx: ReportContext, subject: Subject
 
 
 def _dataset_name(subject: Subject) -> str:
-    from pathlib import Path
     if subject.data_label:
         return subject.data_label
     return Path(subject.data_root).name if subject.data_root else (subject.data_fingerprint or "-")[:12]
@@ -357,9 +350,9 @@ def scorecard_records(data: dict) -> List[dict]:
     return out
 
 
-def scorecard_text(data: dict, transpose_up_to: int = READ_DOWN_UP_TO) -> str:
+def scorecard_text(data: dict) -> str:
     """The scorecard as a plain table (what `bgbench profile` and `bgbench study` end with): one
-    block per dataset, each measure's headline with its interval. Up to `transpose_up_to` models,
+    block per dataset, each measure's headline with its interval. Up to READ_DOWN_UP_TO models,
     a column per model (the measures read down); more models, a row per model."""
     blocks = []
     for gi, group in enumerate(data["groups"]):
@@ -369,7 +362,7 @@ def scorecard_text(data: dict, transpose_up_to: int = READ_DOWN_UP_TO) -> str:
             continue
         notes: List[str] = []
         cells = [[_cell_text(c, e, notes) for c, e in zip(group["columns"], r["cells"][gi])] for r in models]
-        if len(models) <= transpose_up_to:
+        if len(models) <= READ_DOWN_UP_TO:
             table = [["", *[r["label"] for r in models]]] + [[t, *[c[i] for c in cells]] for i, t in enumerate(titles)]
         else:
             table = [["model", *titles]] + [[r["label"], *c] for r, c in zip(models, cells)]

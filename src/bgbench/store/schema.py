@@ -68,10 +68,8 @@ class TableSchema:
 
     def sql(self) -> str:
         """CREATE TABLE IF NOT EXISTS, `run_id` first, referencing its run (rows go with it)."""
-        if self.key:
-            lines = ["    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE"]
-        else:
-            lines = ["    run_id INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE"]
+        run_id = "INTEGER NOT NULL" if self.key else "INTEGER PRIMARY KEY"  # one row per run without a key
+        lines = [f"    run_id {run_id} REFERENCES runs(id) ON DELETE CASCADE"]
         lines += [f"    {name} {kind}" for name, kind in self.columns]
         if self.key:
             lines.append(f"    PRIMARY KEY (run_id, {', '.join(self.key)})")
@@ -164,6 +162,3 @@ class TableRow:
     def __iter__(self) -> Iterator[Any]:
         return (getattr(self, name) for name in self.__match_args__)
 
-    def astuple(self) -> tuple:
-        """Its values in column order (shallow, unlike `dataclasses.astuple`)."""
-        return tuple(self)
