@@ -31,7 +31,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from .. import console
+from ..console import progress as progress_bar
 from ..data.pixel_cache import Pixels
 
 
@@ -260,7 +260,7 @@ def batches(images: Images, *, device, workers: int = 1, ranks=None, progress: b
     from ..distributed import share
     chunks = images.chunks
     order = share(len(chunks), ranks) if ranks is not None else range(len(chunks))
-    bar = console.progress(enabled=progress, total=sum(len(chunks[k]) for k in order), desc=desc, unit=unit)
+    bar = progress_bar(enabled=progress, total=sum(len(chunks[k]) for k in order), desc=desc, unit=unit)
     feed = DeviceFeed(device)
     try:
         for (k, host), x in feed(((k, host), host.x) for k, host in host_runs(images, order, workers, device,

@@ -124,11 +124,11 @@ def note_if_slower(precision: str, model: torch.nn.Module, x: torch.Tensor, wher
     """One status line before a bf16 run when, measured on `x` (a few of its inputs), a bf16 forward
     is slower than an fp32 one on this device: bf16 runs natively only where the kernels have bf16
     matrix units to use, and is emulated (slower, and still not exact) elsewhere."""
-    from .. import console
+    from ..console import status
     if "bf16" not in precision:
         return
     ratio = bf16_slowdown(model, x)
     if ratio > 1:
-        console.status(f"note: --precision {precision}: a bf16 forward takes {ratio:.1f}x an fp32 one on {where} "
-                       f"(measured on {len(x)} inputs): bf16 is not native here (it pays on GPUs from Ampere on and "
-                       "CPUs with AMX), and fp32 is exact: consider --precision fp32")
+        status(f"note: --precision {precision}: a bf16 forward takes {ratio:.1f}x an fp32 one on {where} "
+               f"(measured on {len(x)} inputs): bf16 is not native here (it pays on GPUs from Ampere on and "
+               "CPUs with AMX), and fp32 is exact: consider --precision fp32")

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, List, Optional
 
-from .. import checks
+from ..checks import at_least, member
 from ..classes import Mapping, mapping_field
 from ..intervals import REPLICATES
 from ..options import flag
@@ -40,8 +40,8 @@ class ArmsConfig(ProbeConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        self.mapping = checks.member("--mapping", self.mapping, Mapping)
-        checks.at_least("bootstrap replicates", self.bootstrap_replicates, 1)
+        self.mapping = member("--mapping", self.mapping, Mapping)
+        at_least("bootstrap replicates", self.bootstrap_replicates, 1)
 
 
 @dataclass

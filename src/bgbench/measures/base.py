@@ -27,7 +27,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Deque, Dict, Iterator, List, NamedTuple, Optional, Tuple
 
-from .. import checks
+from ..checks import at_least
 from ..errors import BgbenchError
 from ..intervals import REPLICATES
 from ..options import flag
@@ -49,7 +49,7 @@ class BootstrapConfig(ProbeConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        checks.at_least("bootstrap replicates", self.bootstrap_replicates, 1)
+        at_least("bootstrap replicates", self.bootstrap_replicates, 1)
 
 
 def class_namer(config: dict):

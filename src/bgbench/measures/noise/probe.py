@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, List, NamedTuple, Optional, Sequence, Union
 
-from ... import checks
+from ...checks import at_least, member, one_of
 from ...classes import Mapping, mapping_field
 from ...options import flag
 from ...intervals import REPLICATES
@@ -57,10 +57,10 @@ class NoiseConfig(BootstrapConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        checks.one_of("--noise", self.kind, KINDS)
-        checks.one_of("--region", self.region, REGION_CHOICES)
-        checks.at_least("--trials", self.trials, 1)
-        self.mapping = checks.member("--mapping", self.mapping, Mapping)
+        one_of("--noise", self.kind, KINDS)
+        one_of("--region", self.region, REGION_CHOICES)
+        at_least("--trials", self.trials, 1)
+        self.mapping = member("--mapping", self.mapping, Mapping)
         if self.levels is not None:  # unset levels wait for the data (`levels.data_grid`)
             self.grid, self.levels = resolve_levels(self.levels, self.kind)
 
