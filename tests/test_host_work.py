@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from bgbench.evaluation.transfer import QUEUED, Readback
+from bgbench.evaluation.feed import QUEUED, Readback
 from bgbench.runs import run_measure
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"

@@ -146,7 +146,7 @@ def test_a_bad_bgbench_threads_is_one_line():
 
 def test_counts_and_rounded_zeros_read_as_words_and_numbers():
     from bgbench.console import plural
-    from bgbench.intervals import interval
+    from bgbench.evaluation.metrics import interval
     assert (plural(1, "model"), plural(2, "model"), plural(0, "image")) == ("1 model", "2 models", "0 images")
     pct = lambda v: f"{100 * v:.1f}%"  # noqa: E731
     assert interval(-0.0001, 0.05, 7, pct) == "[0.0%, 5.0%]"

@@ -21,7 +21,7 @@ from .errors import BgbenchError, with_article
 from .evaluation.metrics import Estimate, accuracy, mcnemar, paired_difference
 from .data.layout import IN9_VARIANTS
 from .probing.tables import RunTable, stored_table
-from .intervals import REPLICATES, interval
+from .evaluation.metrics import REPLICATES, interval
 
 CHALLENGE_KINDS = ("challenge",)
 

@@ -41,7 +41,7 @@ from ..data.writer import (EMPTY_MASK, MISSING_MASK, DatasetWriter, Rejected, Ta
                            read_mask_or_reject, reject_rows)
 from ..distributed import broadcast, gather, setup, world_record
 from ..errors import BgbenchError, DataError
-from ..intervals import finite_or_none
+from ..evaluation.metrics import finite_or_none
 from ..options import runtime
 from ..provenance import Provenance
 from . import complexity as C

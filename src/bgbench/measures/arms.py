@@ -20,7 +20,7 @@ from typing import Any, Callable, ClassVar, List, Optional
 
 from ..checks import at_least, member
 from ..classes import Mapping, mapping_field
-from ..intervals import REPLICATES
+from ..evaluation.metrics import REPLICATES
 from ..options import flag
 from .registry import Command, Measure
 from .result import MeasureResult

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, Deque, Dict, Iterator
 
 from ..checks import at_least
 from ..errors import BgbenchError
-from ..intervals import REPLICATES
+from ..evaluation.metrics import REPLICATES
 from ..options import flag
 from .registry import Command, declared
 from .result import MeasureResult
@@ -190,7 +190,7 @@ class ModelMeasure(RunningMeasure):
         import torch
 
         from ..options import resolve_workers
-        from ..evaluation.transfer import QUEUED
+        from ..evaluation.feed import QUEUED
         if torch.device(device).type not in QUEUED or type(self).landed is ModelMeasure.landed:
             return 0
         return resolve_workers(getattr(cfg, "workers", None), str(device))

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 from ..data.owned import safe_name
-from ..intervals import finite_or_none
+from ..evaluation.metrics import finite_or_none
 from ..version import __version__
 
 SCORECARD_CSV = "scorecard.csv"

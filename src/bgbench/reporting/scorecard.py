@@ -313,7 +313,7 @@ def _dataset_name(subject: Subject) -> str:
 def _cell_text(column: dict, e: Optional[dict], notes: Optional[List[str]] = None) -> str:
     """A scorecard cell as text: the value and its interval, 'n/a: why' ('n/a [k]' with the reason
     as note k under the table, when `notes` collects them), or '-' when not measured."""
-    from ..intervals import interval
+    from ..evaluation.metrics import interval
     if e is None:
         return "-"
     if e.get("na"):

@@ -13,7 +13,7 @@ from typing import List
 
 from ... import checks
 from ...classes import Mapping, mapping_field
-from ...intervals import REPLICATES
+from ...evaluation.metrics import REPLICATES
 from ...data.facts import HARD_IMAGENET
 from ..base import Attributes, BootstrapConfig, ModelMeasure, class_namer
 from ..registry import BenchmarkHeadlines, InProfile
@@ -119,7 +119,7 @@ class AblateMeasure(ModelMeasure):
         device: the regions' names and images, and their outcomes on the way to the host."""
         import torch
 
-        from ...evaluation.transfer import Readback, to_device
+        from ...evaluation.feed import Readback, to_device
         from ..common.regions import ATTRIBUTE_PREFIX, Region, object_regions
         from .engine import ablation_outcomes
         score = run.state

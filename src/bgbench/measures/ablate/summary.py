@@ -24,9 +24,9 @@ from typing import Callable, Dict, List, Sequence
 
 import numpy as np
 
-from ...probing.bootstrap import percentile_interval, stratified_weights
+from ...evaluation.metrics import percentile_interval, stratified_weights
 from ..common.regions import region_label
-from ...intervals import REPLICATES, interval
+from ...evaluation.metrics import REPLICATES, interval
 from ..result import Summary
 from ...store.schema import TableRow
 

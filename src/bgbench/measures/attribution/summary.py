@@ -17,8 +17,8 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ...intervals import REPLICATES
-from ...probing.bootstrap import percentile_interval
+from ...evaluation.metrics import REPLICATES
+from ...evaluation.metrics import percentile_interval
 from ..result import Summary
 from ...store.schema import TableRow
 

@@ -40,7 +40,7 @@ from .engine import ChallengeEngine
 from .result import ChallengeReport
 from .sample import SamplePlan
 from .summary import ChallengeData, summarize
-from ...evaluation.transfer import Fetch, to_device
+from ...evaluation.feed import Fetch, to_device
 from .verdict import FgResult
 
 __all__ = ["ChallengeConfig", "ChallengeReport", "summarize", "load_backgrounds",

@@ -9,7 +9,7 @@ from typing import Optional
 import numpy as np
 
 from ...errors import DataError
-from ...intervals import finite_or_none
+from ...evaluation.metrics import finite_or_none
 from .rank import top_backgrounds
 from ..common.estimates import estimate
 from ..registry import SectionContext, SectionSubject

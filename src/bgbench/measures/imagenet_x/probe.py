@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import List, Optional, Sequence
 
 from ...errors import BgbenchError
-from ...intervals import REPLICATES
+from ...evaluation.metrics import REPLICATES
 from ..arms import Arm, ArmRow, ArmsConfig, ArmsMeasure
 from ..common.imagenet_reference import imagenet_reference, require_imagenet_model
 from ..registry import ShortcutColumn

@@ -15,7 +15,7 @@ from typing import Callable, List, NamedTuple, Optional, Sequence, Union
 from ...checks import at_least, member, one_of
 from ...classes import Mapping, mapping_field
 from ...options import flag
-from ...intervals import REPLICATES
+from ...evaluation.metrics import REPLICATES
 from ...data.facts import HARD_IMAGENET
 from ..base import Attributes, BootstrapConfig, ModelMeasure
 from ..registry import BenchmarkHeadlines, InProfile
@@ -150,7 +150,7 @@ class NoiseMeasure(ModelMeasure):
         """Every image's prediction under each region's noise, level and trial (`engine`), queued on
         the device: each region's name and images, and its predictions on the way to the host."""
         from ...options import resolve_workers
-        from ...evaluation.transfer import Readback
+        from ...evaluation.feed import Readback
         from ..common.protocols import HARDIMAGENET
         from ..common.regions import ATTRIBUTE_PREFIX, Region, object_regions
         from .engine import region_predictions

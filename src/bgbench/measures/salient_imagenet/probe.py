@@ -25,7 +25,7 @@ from typing import Dict, List, Optional, Sequence
 from ... import checks
 from ...data.facts import SALIENT_IMAGENET as KIND
 from ...errors import BgbenchError
-from ...intervals import REPLICATES
+from ...evaluation.metrics import REPLICATES
 from ...options import flag, runtime
 from ...store.schema import TableRow
 from ..common.imagenet_reference import require_imagenet_model

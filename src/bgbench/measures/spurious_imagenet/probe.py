@@ -19,7 +19,7 @@ from ... import checks
 from ...classes import Mapping
 from ...data.facts import SPURIOUS_IMAGENET as KIND
 from ...errors import BgbenchError
-from ...intervals import REPLICATES
+from ...evaluation.metrics import REPLICATES
 from ...options import flag, runtime
 from ...store.schema import TableRow
 from ..arms import Arm, ArmsMeasure
