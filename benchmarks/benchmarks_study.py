@@ -1,14 +1,21 @@
-"""Issue 49's study: the demo's models and a timm ImageNet model on Synthetic-9 and generated
-ImageNet-D, Spawrious and Hard ImageNet trees, in one `bgbench study`, one scorecard, one report;
-and a screenshot of the report's top (the scorecard, whole) in headless Chromium at 1400 px wide.
+"""Issue 49's and issue 60's study: the demo's models, DFR heads and a timm ImageNet model on
+Synthetic-9 and every benchmark bgbench reads (ImageNet-D, Spawrious, Hard ImageNet, Waterbirds,
+Spurious ImageNet, Salient ImageNet, the ImageNet-E release and CounterAnimal), as generated trees in
+their releases' layouts, in one `bgbench study`, one scorecard, one report; and a screenshot of the
+report's top (the scorecard, whole) in headless Chromium at 1400 px wide.
 
 Nothing is downloaded. The trees are the tests' generators (`tests/helpers/`: the releases' layouts
-with their real class names and generated pixels; Hard ImageNet's masks over a generated ImageNet,
-named by `$BGBENCH_IMAGENET`); the timm model is `timm:test_resnet.r160_in1k` read from a
-hand-written hub cache (`tests/helpers/hub_cache.py`: seeded random weights, so its numbers mean
-nothing, only where they go); the demo's models are the demo's architecture (`demo.DEMO_ARCH`)
-trained on Synthetic-9's ORIGINAL and MIXED-RAND as `bgbench demo` trains them, on fewer images and
-epochs; a DFR head is fitted on Spawrious' training split so that Spawrious has a model that reads it.
+with their real class names and ids and generated pixels; Hard ImageNet's masks over a generated
+ImageNet, named by `$BGBENCH_IMAGENET`, whose train/ holds the images of Salient ImageNet's masks
+(its Mechanical Turk table named by the measure's `annotations` option); Spurious ImageNet's feature
+folders beside a generated ImageNet val of their classes, named by the measure's `imagenet` option;
+both options relative to the study file, as a study file written by hand has them); the timm model is
+`timm:test_resnet.r160_in1k` read from a hand-written hub cache (`tests/helpers/hub_cache.py`:
+seeded random weights, so its numbers mean nothing, only where they go); the demo's models are the
+demo's architecture (`demo.DEMO_ARCH`) trained on Synthetic-9's ORIGINAL and MIXED-RAND as `bgbench
+demo` trains them, on fewer images and epochs; DFR heads are fitted on Spawrious' training split and
+on Waterbirds' validation split (DFR's protocol there) so that each has a model that reads it.
+Waterbirds is named by its `waterbirds_v1.0/` folder, the release's own folder.
 
     PYTHONPATH=src .venv/bin/python benchmarks/benchmarks_study.py [--work /tmp/bgbench-benchmarks-study]
         [--screenshot benchmarks/screenshots/benchmarks-study.png]
@@ -37,10 +44,13 @@ def bgbench(*args, env: dict) -> subprocess.CompletedProcess:
 
 
 def trees(work: Path, size: int) -> dict:
-    """The four datasets, written once under `work`."""
+    """The datasets (and the ImageNet folders they are read over), written once under `work`."""
     sys.path.insert(0, str(REPO / "tests"))
     from helpers.benchmark_trees import imagenet_d_tree, spawrious_tree
+    from helpers.group_trees import RELEASE_FOLDER, waterbirds_tree
     from helpers.hardimagenet_tree import write_tree
+    from helpers.release_trees import counteranimal_tree, imagenet_e_tree
+    from helpers.salient_imagenet_tree import write_tree as salient_tree
 
     from bgbench.variants.synth import write_dataset
     out = {}
@@ -58,7 +68,52 @@ def trees(work: Path, size: int) -> dict:
     if not (work / "hin" / "hardImageNet").is_dir():
         write_tree(work / "hin", per_class=2)
     out["hard-imagenet"], out["imagenet"] = work / "hin" / "hardImageNet", work / "hin" / "imagenet"
+    out["waterbirds"] = work / "wilds" / RELEASE_FOLDER  # the release's folder itself, not WILDS' root_dir
+    if not out["waterbirds"].is_dir():  # every group of val and test >= 10 images: a worst group is scored
+        waterbirds_tree(work / "wilds", WATERBIRDS_COUNTS, size=size, release=True)
+    out["spurious-imagenet"] = work / "spurious" / "spurious_imagenet"
+    if not out["spurious-imagenet"].is_dir():
+        spurious_tree(work / "spurious")
+    out["salient-imagenet"] = work / "hin" / "salient_imagenet_dataset"
+    if not out["salient-imagenet"].is_dir():  # its masks over train/ of the same ImageNet: the plan reads them there
+        salient_tree(work / "hin")
+    out["imagenet-e"] = work / "ImageNet-E"
+    if not out["imagenet-e"].is_dir():
+        imagenet_e_tree(out["imagenet-e"])
+    out["counteranimal"] = work / "CounterAnimal"
+    if not out["counteranimal"].is_dir():
+        counteranimal_tree(out["counteranimal"], {"common": 6, "counter": 4})
     return out
+
+
+#: Waterbirds' images per split and (bird, place) group: training mostly on the bird's own place, as
+#: the release's; validation balanced by place.
+WATERBIRDS_COUNTS = {"train": {(0, 0): 30, (0, 1): 4, (1, 0): 4, (1, 1): 20},
+                     "val": {(0, 0): 10, (0, 1): 10, (1, 0): 10, (1, 1): 10},
+                     "test": {(0, 0): 12, (0, 1): 12, (1, 0): 10, (1, 1): 10}}
+#: Spurious ImageNet's feature folders: (ImageNet class index, neural PCA component, images); the
+#: paper's Figure 1 classes (hummingbird, koala with two features, freight car, hard disc).
+SPURIOUS_FEATURES = ((94, 3, 6), (105, 1, 5), (105, 7, 4), (565, 0, 6), (592, 2, 5))
+
+
+def spurious_tree(base: Path, val_per_class: int = 5) -> None:
+    """The release under `base/spurious_imagenet` (`tests/helpers/spurious_imagenet_tree.py`) and
+    an ImageNet val of its classes under `base/imagenet` (torchvision's layout, ImageNet's file
+    names), the images its score compares the spurious ones against."""
+    import numpy as np
+    from PIL import Image
+    from helpers.spurious_imagenet_tree import write_release
+
+    from bgbench.data.imagenet import imagenet_synsets
+    write_release(base / "spurious_imagenet", SPURIOUS_FEATURES)
+    rng = np.random.default_rng(5)
+    wnids = imagenet_synsets()
+    for j, index in enumerate(sorted({f[0] for f in SPURIOUS_FEATURES})):
+        folder = base / "imagenet" / "val" / wnids[index]
+        folder.mkdir(parents=True)
+        for k in range(val_per_class):
+            img = rng.integers(0, 256, (256, 256, 3), dtype=np.uint8)
+            Image.fromarray(img).save(folder / f"ILSVRC2012_val_{1000 * j + k + 1:08d}.JPEG", format="JPEG")
 
 
 def screenshot(index: Path, shot: Path, profile: Path, width: int = 1400) -> None:
@@ -113,6 +168,7 @@ def main(argv=None) -> int:
     ap.add_argument("--screenshot", type=Path, default=HERE / "screenshots" / "benchmarks-study.png")
     ap.add_argument("--epochs", type=int, default=6)
     ap.add_argument("--size", type=int, default=64)
+    ap.add_argument("--dry-run", action="store_true", help="print the study's plan (`bgbench study --dry-run`) and stop")
     args = ap.parse_args(argv)
     work = args.work.resolve()
     work.mkdir(parents=True, exist_ok=True)
@@ -137,21 +193,35 @@ def main(argv=None) -> int:
     if not dfr.is_file():
         bgbench("train", "--recipe", "dfr", "--model", DEMO_ARCH, "--data", data["spawrious"],  # m2m_hard-train
                 "--out", dfr.parent, "--feature-cache", "none", "--db", db, "--quiet", env=env)
+    wb = work / "runs" / "dfr-waterbirds" / "model.pt"
+    if not wb.is_file():  # DFR's protocol on Waterbirds: the head fitted on its validation split
+        bgbench("train", "--recipe", "dfr", "--model", DEMO_ARCH, "--data", data["waterbirds"], "--out", wb.parent,
+                "--feature-cache", "none", "--db", db, "--quiet", env=env)
     models[f"timm {TAG.split('.')[0]} (ImageNet)"] = f"timm:{TAG}"
     models["DFR on Spawrious"] = f"file:{dfr}"
+    models["DFR on Waterbirds"] = f"file:{wb}"
 
     labels = {"synthetic9": "Synthetic-9", "imagenet-d": "ImageNet-D", "spawrious": "Spawrious",
-              "hard-imagenet": "Hard ImageNet"}
+              "hard-imagenet": "Hard ImageNet", "waterbirds": "Waterbirds", "spurious-imagenet": "Spurious ImageNet",
+              "salient-imagenet": "Salient ImageNet", "imagenet-e": "ImageNet-E release",
+              "counteranimal": "CounterAnimal"}
     study = work / "study.toml"
+
+    def rel(path: Path) -> str:  # as a study file is written by hand: relative to its own folder
+        return os.path.relpath(path, study.parent)
     lines = ["models = ["] + [f'  {{model = "{m}", label = "{label}"}},' for label, m in models.items()] + ["]"]
-    lines += ["datasets = ["] + [f'  {{path = "{data[k]}", label = "{v}"}},' for k, v in labels.items()] + ["]"]
+    lines += ["datasets = ["] + [f'  {{path = "{rel(data[k])}", label = "{v}"}},' for k, v in labels.items()] + ["]"]
     lines += ["[measures.eval]", "[measures.challenge]", "sample = 40", 'datasets = ["Synthetic-9"]',
               "[measures.noise]", "trials = 1",  # no levels: each dataset's own grid (Hard ImageNet's on its data)
               "[measures.saliency]", "examples = 4", "[measures.ablate]",
-              "[report]", f'out = "{work / "report"}"']
+              "[measures.spurious_imagenet]", f'imagenet = "{rel(work / "spurious" / "imagenet")}"',
+              "[measures.salient_imagenet]", f'annotations = "{rel(work / "hin" / "discover_spurious_features.csv")}"',
+              "[report]", 'out = "report"']
     study.write_text("\n".join(lines) + "\n")
-    proc = bgbench("study", study, "--db", db, "--quiet", env=env)
+    proc = bgbench("study", study, "--db", db, *(["--dry-run"] if args.dry_run else ["--quiet"]), env=env)
     print(proc.stdout)
+    if args.dry_run:
+        return 0
 
     index = work / "report" / "index.html"
     shot = args.screenshot.resolve()

@@ -153,7 +153,7 @@ def eval_first_pass_rate(root: Path, repeats: int, card_rate: float = 1000.0) ->
     from realsize_data import fresh_pixel_cache
 
     import bgbench.measures.eval.runner as runner
-    from bgbench.measures import catalog
+    from bgbench.measures import registry as catalog
     from bgbench.measures.eval.config import EvalConfig
     from bgbench.measures.registry import get_measure
     from bgbench.models.spec import BgModel, ModelSpec

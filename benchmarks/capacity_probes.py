@@ -169,8 +169,8 @@ def probe_capacity(root: Path, repeats: int = 2, names=None, host_model: str = "
     that read attribute masks; one core, from the pixel cache (filled first). `host_model`: the
     network of the meta runs ('null': NullFeatureNet; or a timm architecture, whose launches are
     then counted). `workers`: each probe's threads, which decode ahead and, on the meta device as on
-    a GPU, make rows while the next batches launch (`probing.landing`); one by default: one core."""
-    from bgbench.measures import catalog
+    a GPU, make rows while the next batches launch (`measures.base.Landing`); one by default: one core."""
+    from bgbench.measures import registry as catalog
     from bgbench.measures.registry import get_measure as get
     catalog.load_all()
     from bgbench.data.in9 import discover

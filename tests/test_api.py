@@ -435,7 +435,7 @@ def test_a_changed_config_default_changes_the_signature():
 def test_the_cli_reads_the_api_defaults_that_the_measures_declare():
     from bgbench.cli.arguments import param_default
     from bgbench.measures.registry import get_measure
-    from bgbench.intervals import REPLICATES
+    from bgbench.evaluation.metrics import REPLICATES
     import inspect
     of_run = inspect.signature(get_measure("boxsize").of_run).parameters
     assert get_measure("boxsize").config().bins == of_run["bins"].default

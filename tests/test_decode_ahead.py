@@ -88,7 +88,7 @@ def test_an_eval_on_an_accelerator_records_its_images_as_one_in_turn_does(synth_
     finally:
         sys.path.pop(0)
     import bgbench.measures.eval.runner as runner
-    from bgbench.measures import catalog
+    from bgbench.measures import registry as catalog
     from bgbench.measures.eval.config import EvalConfig
     from bgbench.measures.registry import get_measure
     catalog.load_all()

@@ -291,7 +291,7 @@ def _head_of(model):
 
 
 def test_synth_correlation_plants_minority_groups_and_writes_them(tmp_path):
-    from bgbench.data.groups import image_groups
+    from bgbench.data.manifest import image_groups
     out = tmp_path / "s9"
     proc = run_cli("synth", "--out", out, "--size", 16, "--per-class", 8, "--split", "train", "--correlation", 0.75,
                    "--quiet", "--json")

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from bgbench.evaluation.transfer import QUEUED, Readback
+from bgbench.evaluation.feed import QUEUED, Readback
 from bgbench.runs import run_measure
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
@@ -41,7 +41,7 @@ def test_a_readback_on_the_cpu_gives_the_tensors_values_and_bf16_as_float32_exac
 def test_no_probe_waits_on_the_device_once_a_batch(bench, name, synth_root, one_thread):
     capacity_probes, host_only = bench
     from bgbench.data.in9 import discover
-    from bgbench.measures import catalog
+    from bgbench.measures import registry as catalog
     from bgbench.measures.registry import get_measure
     catalog.load_all()
     cfg = next(c for n, c, *_ in capacity_probes._configs() if n == name)
@@ -78,7 +78,7 @@ def test_landing_gives_rows_in_batch_order_and_an_error_where_its_batch_comes_ou
     import random
     import time
 
-    from bgbench.probing.landing import Landing
+    from bgbench.measures.base import Landing
     random.seed(workers)
 
     def land(k):
@@ -104,7 +104,7 @@ def test_rows_made_in_landing_threads_are_the_rows_made_in_turn(bench, name, syn
     rows are those of a plain CPU run, in the same order."""
     capacity_probes, _ = bench
     from bgbench.evaluation import transfer
-    from bgbench.measures import catalog
+    from bgbench.measures import registry as catalog
     from bgbench.measures.registry import get_measure
     catalog.load_all()
     measure = get_measure(name)

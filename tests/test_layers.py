@@ -14,7 +14,7 @@ LAYERS = [
     {"class_maps", "protocols", "checks", "store"},
     {"provenance", "recording", "data", "models"},
     {"variants", "edits", "evaluation", "drawing", "probing"},
-    {"measures", "training", "comparing"},
+    {"measures", "training", "comparing", "runs", "prediction_files"},
     {"reporting"},
     {"api"},
     {"studies"},
@@ -65,7 +65,7 @@ def layer(module: str) -> int:
 
 def test_the_scan_reads_imports():
     assert "bgbench.measures.registry" in imports_of("bgbench.cli.probe")
-    assert "bgbench.drawing.figures" in imports_of("bgbench.measures.noise.section")
+    assert "bgbench.drawing.figures" in imports_of("bgbench.reporting.context")
 
 
 def test_every_module_has_a_layer():
@@ -116,3 +116,14 @@ def test_no_measure_imports_another_measure():
     crossings = [f"{m} -> {i}" for m in MODULES if m.startswith("bgbench.measures.") for i in imports_of(m)
                  if folder(i) is not None and folder(i) != folder(m)]
     assert crossings == []
+
+
+def test_measures_read_neither_the_readers_nor_the_drawing():
+    """A measure is handed --data's layout (`runs.run_measure` reads the path as the measure's
+    `reads` declares) and draws its section with what the report's context hands it, so no module
+    under measures/ imports the dispatch over every release's reader (`data.resolve`), the report or
+    its drawing."""
+    banned = ("bgbench.data.resolve", "bgbench.drawing", "bgbench.reporting")
+    found = [f"{m} -> {i}" for m in MODULES if m.startswith("bgbench.measures") for i in imports_of(m)
+             if i.startswith(banned)]
+    assert found == []

@@ -286,3 +286,53 @@ def test_it_keeps_the_contract_of_every_measure_and_heads_its_benchmarks_scoreca
     assert cells[(root.name, "spurious score")]["value"] == pytest.approx(printed["spurious_score"]["value"])
     assert cells[(root.name, "spurious ROC AUC")]["value"] == pytest.approx(printed["spurious_auroc"]["value"])
     assert cells[(root.name, "spurious score")]["higher_is_better"]
+
+
+def _plan_lines(study: Path, db: Path) -> list:
+    from conftest import run_cli
+    proc = run_cli("study", study, "--db", db, "--dry-run")
+    assert proc.returncode == 0, proc.stderr
+    return [ln for ln in proc.stdout.splitlines() if ln.lstrip().startswith("[")]
+
+
+def test_a_studys_plan_counts_both_arms_forwards(release, tmp_path, monkeypatch):
+    """`study --dry-run` counts a forward per release image and per ImageNet val image of its
+    classes (counted here on disk), from the study's `imagenet` (relative to the study file) or
+    $BGBENCH_IMAGENET; and a run makes one row, one forward, per image of each arm."""
+    from helpers.hub_cache import TAG, use_offline_hub, write_timm_weights
+    root, imagenet = release
+    write_timm_weights(tmp_path / "hf")
+    use_offline_hub(monkeypatch, tmp_path / "hf")
+    monkeypatch.delenv("BGBENCH_IMAGENET", raising=False)
+    spurious = sum(1 for p in (root / "images").rglob("*.png"))
+    val = sum(1 for p in (imagenet / "val").rglob("*.JPEG"))
+    assert (spurious, val) == (sum(n for _, _, n in FEATURES), len(CLASSES) * VAL_PER_CLASS)
+    study = tmp_path / "study.toml"
+    study.write_text(f'models = ["timm:{TAG}"]\ndatasets = ["{root}"]\n[measures.spurious_imagenet]\n'
+                     f'imagenet = "{os.path.relpath(imagenet, tmp_path)}"\n[report]\nout = "{tmp_path / "out"}"\n')
+    (line,) = _plan_lines(study, tmp_path / "r.db")
+    assert "to run" in line and f"{spurious + val:,} forwards" in line, line
+    study.write_text(f'models = ["timm:{TAG}"]\ndatasets = ["{root}"]\n[measures.spurious_imagenet]\n'
+                     f'[report]\nout = "{tmp_path / "out"}"\n')
+    monkeypatch.setenv("BGBENCH_IMAGENET", str(imagenet))
+    (line,) = _plan_lines(study, tmp_path / "r.db")
+    assert f"{spurious + val:,} forwards" in line, line
+    result = bgbench.probe("spurious_imagenet", toy_model(), root, progress=False)
+    assert len(result.rows) == spurious + val
+
+
+def test_a_studys_plan_skips_it_for_a_model_that_is_not_an_imagenet_model(release, tmp_path, monkeypatch):
+    """A model with as many outputs as the release has classes, but its own classes (not ImageNet's
+    1000), is skipped with the reason in the plan, not started and refused mid-study."""
+    from bgbench.models.checkpoint import save_checkpoint
+    import timm
+    root, imagenet = release
+    monkeypatch.setenv("BGBENCH_IMAGENET", str(imagenet))
+    names = tuple(f"c{k}" for k in range(len(CLASSES)))
+    spec = ModelSpec(name="timm:test_resnet", arch="test_resnet", num_classes=len(names), class_names=names)
+    save_checkpoint(BgModel(timm.create_model("test_resnet", num_classes=len(names)), spec), tmp_path / "m.pt")
+    study = tmp_path / "study.toml"
+    study.write_text(f'models = [{{model = "file:{tmp_path / "m.pt"}", label = "mine"}}]\ndatasets = ["{root}"]\n'
+                     f'[measures.spurious_imagenet]\n[report]\nout = "{tmp_path / "out"}"\n')
+    (line,) = _plan_lines(study, tmp_path / "r.db")
+    assert "skipped" in line and "to run" not in line, line

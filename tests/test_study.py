@@ -298,6 +298,29 @@ def test_every_relative_path_in_a_study_file_is_read_from_its_folder(synth_root,
     assert Path(model.partition(":")[2]).resolve() == (project / "runs" / "model.pt").resolve()
 
 
+def test_a_measures_imagenet_and_annotations_are_read_from_the_study_files_folder(synth_root, tmp_path,
+                                                                                  monkeypatch):
+    """`imagenet` (Spurious and Salient ImageNet's) and `annotations` (Salient ImageNet's Mechanical
+    Turk table), relative in a study file, name what lies beside the file, as its datasets do, from
+    any working folder; an absolute or `~` path is kept as written."""
+    from bgbench.studies import load_study
+    project = tmp_path / "project"
+    (project / "data" / "imagenet").mkdir(parents=True)
+    (project / "data" / "mturk.csv").write_text("WorkerId\n")
+    study = project / "study.toml"
+    study.write_text(f'models = ["timm:test_resnet"]\ndatasets = ["{synth_root}"]\n'
+                     '[measures.spurious_imagenet]\nimagenet = "data/imagenet"\n'
+                     '[measures.salient_imagenet]\nimagenet = "~/imagenet"\nannotations = "data/mturk.csv"\n'
+                     f'[report]\nout = "{tmp_path / "report"}"\n')
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    options = {m.name: m.options for m in load_study(study).measures}
+    assert Path(options["spurious_imagenet"]["imagenet"]) == project / "data" / "imagenet"
+    assert Path(options["salient_imagenet"]["annotations"]) == project / "data" / "mturk.csv"
+    assert options["salient_imagenet"]["imagenet"] == "~/imagenet"
+
+
 def test_the_edits_of_a_dataset_whose_label_is_no_folder_name_keep_its_label(synth_root, tmp_path):
     """A label such as 'my in9' makes a safe folder for its edits; the report still names them by it."""
     study = tmp_path / "named.toml"

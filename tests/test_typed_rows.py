@@ -9,7 +9,7 @@ import pytest
 
 from bgbench.measures.registry import list_measures
 from bgbench.store import Store
-from bgbench.store.rows import TableRow, sql
+from bgbench.store.schema import TableRow, sql
 
 #: The measure tables as main declared them by hand before rows were typed: (columns, key, order).
 #: A store written then must open and read back, so a row class must give exactly these.

@@ -306,7 +306,7 @@ def test_a_worst_group_needs_two_groups_that_meet_the_minimum():
 
 
 def test_a_degenerate_interval_is_shown_with_its_n_never_as_an_exact_value(synth_root, tmp_path):
-    from bgbench.intervals import interval
+    from bgbench.evaluation.metrics import interval
     assert interval(0.0, 0.0, 4, lambda v: f"{v:.1%}") == "[degenerate, n=4]"
     assert interval(0.1, 0.2, 4, lambda v: f"{v:.1f}") == "[0.1, 0.2]"
     # an untrained network on four images per class: every image gets the same class, BG-Gap 0 [0, 0]

@@ -146,7 +146,7 @@ def test_a_bad_bgbench_threads_is_one_line():
 
 def test_counts_and_rounded_zeros_read_as_words_and_numbers():
     from bgbench.console import plural
-    from bgbench.intervals import interval
+    from bgbench.evaluation.metrics import interval
     assert (plural(1, "model"), plural(2, "model"), plural(0, "image")) == ("1 model", "2 models", "0 images")
     pct = lambda v: f"{100 * v:.1f}%"  # noqa: E731
     assert interval(-0.0001, 0.05, 7, pct) == "[0.0%, 5.0%]"
@@ -201,7 +201,7 @@ def test_saliency_and_feature_sections_name_an_imagenet_models_classes():
 
 
 def test_galleries_name_a_miss_of_a_custom_class_map_without_calling_it_in9s():
-    from bgbench.drawing.gallery import class_namer
+    from bgbench.measures.examples import class_namer
     name = class_namer(["cat", "cup", "person"])
     assert (name(1), name(-1), name(255)) == ("cup", "none of its classes", "none of its classes")
 

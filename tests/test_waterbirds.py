@@ -379,6 +379,53 @@ def test_dfr_on_the_validation_split_is_the_repositorys(release, tmp_path, one_t
         assert cells[title]["higher_is_better"]
 
 
+def save_bird_model(path: Path) -> Path:
+    """A random-init timm:test_resnet with Waterbirds' two classes, saved as a bgbench checkpoint."""
+    import timm
+    from bgbench.models.checkpoint import save_checkpoint
+    spec = ModelSpec(name="timm:test_resnet", arch="test_resnet", num_classes=2, class_names=("landbird", "waterbird"))
+    save_checkpoint(BgModel(timm.create_model("test_resnet", num_classes=2), spec), path)
+    return path
+
+
+def test_a_study_naming_the_release_folder_itself_keeps_the_datasets_label(release, tmp_path):
+    """A study's dataset named by `waterbirds_v1.0/` (the release's folder, not WILDS' root_dir above
+    it, which its runs record as their data's root): the scorecard and the report still call it by
+    the study's label, and a step skipped there keeps its reason."""
+    save_bird_model(tmp_path / "birds.pt")
+    study, report = tmp_path / "study.toml", tmp_path / "report"
+    study.write_text(f'models = [{{model = "file:{tmp_path / "birds.pt"}", label = "toy"}}]\n'
+                     f'datasets = [{{path = "{release / RELEASE_FOLDER}", label = "birds"}}]\n'
+                     f'[measures.eval]\n[measures.challenge]\n[report]\nout = "{report}"\n')
+    proc = run_cli("study", study, "--db", tmp_path / "r.db", "--json", "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["scorecard"] and {c["dataset"] for c in doc["scorecard"]} == {"birds"}
+    page = (report / "index.html").read_text()
+    assert "birds" in page and release.name not in page.replace(str(release), "")
+    assert "no foreground masks" in page  # the challenge's n/a cell, with why
+
+
+def test_a_model_the_study_could_not_run_on_it_has_na_with_why_in_its_columns(release, synth_root, model_ckpt,
+                                                                              tmp_path):
+    """Waterbirds' columns are eval's headlines there (wilds' average and worst-group accuracy), not
+    eval's own: a model of another dataset's classes, which the study skipped on Waterbirds, gets
+    n/a with the reason in them, as in every other column, never a blank."""
+    birds = save_bird_model(tmp_path / "birds.pt")
+    study = tmp_path / "study.toml"
+    study.write_text(f'models = [{{model = "file:{birds}", label = "birds"}}, {{model = "file:{model_ckpt}", '
+                     f'label = "shapes"}}]\n'
+                     f'datasets = [{{path = "{release}", label = "wb"}}, {{path = "{synth_root}", label = "s9"}}]\n'
+                     f'[measures.eval]\n[report]\nout = "{tmp_path / "report"}"\n')
+    proc = run_cli("study", study, "--db", tmp_path / "r.db", "--json", "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    cells = {(c["model"], c["title"]): c for c in json.loads(proc.stdout)["scorecard"] if c["dataset"] == "wb"}
+    for title in ("average acc.", "worst-group acc."):
+        assert cells[("birds", title)]["value"] is not None
+        why = cells[("shapes", title)]["not_available"]
+        assert why and "cannot read wb" in why and "2 classes" in why, why
+
+
 def test_a_validation_split_too_small_for_the_scripts_half_is_one_line():
     """One waterbird on land in val: for a seed whose first shuffle (the script's cut of val in two)
     puts it in the half scored, the half fitted on has none of that group, which the script would

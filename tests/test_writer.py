@@ -113,6 +113,29 @@ def test_edit_shards_merge_byte_identical_with_the_adversarial_level(tmp_path):
     assert len(list((tmp_path / "whole" / "complexity_adv" / "val").rglob("*.png"))) == 8
 
 
+def test_edit_under_torchrun_writes_what_one_process_writes(tmp_path):
+    """Two processes write into one output (rank 0's stage) and rank 0 joins their rows: every
+    file, the adversarial level's and the tables included, is one process's, with images of two
+    sizes in one block (the feed cuts the block's batch where the size changes)."""
+    data = tmp_path / "data"
+    assert run_cli("synth", "--out", data, "--per-class", 1, "--size", 32, "--quiet").returncode == 0
+    wide = sorted((data / "original" / "val").rglob("*.png"))[1]
+    Image.open(wide).resize((40, 32)).save(wide)
+    mask = data / "fg_mask" / "val" / wide.parent.name / f"{wide.stem}.npy"
+    np.save(mask, np.asarray(Image.fromarray(np.load(mask).astype(np.uint8) * 255).resize((40, 32))) > 0)
+    one, two = tmp_path / "one", tmp_path / "two"
+    assert run_cli(*_edit(data)(one)).returncode == 0
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src"), "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+                           "-m", "bgbench", *map(str, _edit(data)(two, "--db", tmp_path / "two.db"))],
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    expected = tree(one)
+    assert tree(two) == expected
+    assert sum(k.startswith("complexity_adv/") for k in expected) == 9
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no stage left beside the outputs
+
+
 @pytest.fixture
 def synth_shards(tmp_path) -> Path:
     for k in range(2):

@@ -25,57 +25,19 @@ outputs can be re-decided later with the same map. Sources of the tables: `resou
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from functools import lru_cache
 from importlib.resources import files
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, Optional, Sequence, Tuple
 
-import numpy as np
 
-from .classes import IMAGENET1K, IN9_FOLDERS, NO_CLASS, imagenet_to_in9
+from .classes import IMAGENET1K, IMAGENET_CLASSES, IN9_FOLDERS, NO_CLASS, ClassMap, imagenet_to_in9
 from .errors import BgbenchError
 
-IMAGENET_CLASSES = 1000
 IN9 = "in9"
 RIVAL10 = "rival10"
 WNIDS = "imagenet-wnids"
 IMAGENET_D = "imagenet-d"
-
-
-@dataclass(frozen=True)
-class ClassMap:
-    """ImageNet index -> dataset label (-1: none), for a dataset of `num_classes` classes."""
-
-    name: str  # 'in9', 'rival10' or 'file:<path>'
-    table: Tuple[int, ...]
-    num_classes: int
-
-    def array(self) -> np.ndarray:
-        return np.asarray(self.table, dtype=np.int64)
-
-    def members(self) -> Dict[int, List[int]]:
-        """label -> the ImageNet indices that map to it."""
-        out: Dict[int, List[int]] = {c: [] for c in range(self.num_classes)}
-        for index, label in enumerate(self.table):
-            if label >= 0:
-                out[label].append(index)
-        return out
-
-    def to_config(self) -> dict:
-        """What a run records: the map's name and, per label, its ImageNet indices."""
-        return {"name": self.name, "num_classes": self.num_classes,
-                "imagenet_classes": {str(c): idx for c, idx in self.members().items()}}
-
-    @classmethod
-    def from_config(cls, doc: Optional[dict]) -> Optional["ClassMap"]:
-        """The map a run recorded (None: the run used IN-9's)."""
-        if not doc:
-            return None
-        table = np.full(IMAGENET_CLASSES, NO_CLASS, dtype=np.int64)
-        for label, indices in doc["imagenet_classes"].items():
-            table[np.asarray(indices, dtype=np.int64)] = int(label)
-        return cls(doc["name"], tuple(int(v) for v in table), int(doc["num_classes"]))
 
 
 def in9_class_map() -> ClassMap:

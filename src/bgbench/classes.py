@@ -2,8 +2,9 @@
 
 The 1000→9 table is upstream's `in_to_in9.json` (370 classes map to an IN-9 class, 630 to none),
 shipped as package data. A decision mapping turns a model's 1000-way output into dataset
-predictions through a class map (IN-9's table by default; RIVAL10's and `--class-map` files in
-`class_maps`); a prediction that maps to none is -1 and therefore always wrong.
+predictions through a class map (`ClassMap`: IN-9's table by default; RIVAL10's, ImageNet-D's and
+`--class-map` files are built in `class_maps`); a prediction that maps to none is -1 and therefore
+always wrong.
 """
 from __future__ import annotations
 
@@ -11,21 +12,14 @@ import enum
 import json
 from functools import lru_cache
 from importlib.resources import files
-from typing import TYPE_CHECKING, Optional, Protocol, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 if TYPE_CHECKING:
     import torch
 
-
-class LabelTable(Protocol):
-    """What mapping 1000-way outputs needs of a class map (`class_maps.ClassMap`, which builds on
-    this module): ImageNet index -> dataset label (-1: none), and the number of labels."""
-
-    num_classes: int
-
-    def array(self) -> np.ndarray: ...
 
 IN9_FOLDERS = (
     "00_dog",
@@ -39,10 +33,46 @@ IN9_FOLDERS = (
     "08_fish",
 )
 NO_CLASS = -1
+IMAGENET_CLASSES = 1000
 #: A model's label space: ImageNet's 1000 classes (mapped to a dataset's through a class map), or the
 #: dataset's own classes. Spelled once here; specs, runs and exports store these strings.
 IMAGENET1K = "imagenet1k"
 DATASET = "dataset"
+
+
+@dataclass(frozen=True)
+class ClassMap:
+    """ImageNet index -> dataset label (-1: none), for a dataset of `num_classes` classes."""
+
+    name: str  # 'in9', 'rival10' or 'file:<path>'
+    table: Tuple[int, ...]
+    num_classes: int
+
+    def array(self) -> np.ndarray:
+        return np.asarray(self.table, dtype=np.int64)
+
+    def members(self) -> Dict[int, List[int]]:
+        """label -> the ImageNet indices that map to it."""
+        out: Dict[int, List[int]] = {c: [] for c in range(self.num_classes)}
+        for index, label in enumerate(self.table):
+            if label >= 0:
+                out[label].append(index)
+        return out
+
+    def to_config(self) -> dict:
+        """What a run records: the map's name and, per label, its ImageNet indices."""
+        return {"name": self.name, "num_classes": self.num_classes,
+                "imagenet_classes": {str(c): idx for c, idx in self.members().items()}}
+
+    @classmethod
+    def from_config(cls, doc: Optional[dict]) -> Optional["ClassMap"]:
+        """The map a run recorded (None: the run used IN-9's)."""
+        if not doc:
+            return None
+        table = np.full(IMAGENET_CLASSES, NO_CLASS, dtype=np.int64)
+        for label, indices in doc["imagenet_classes"].items():
+            table[np.asarray(indices, dtype=np.int64)] = int(label)
+        return cls(doc["name"], tuple(int(v) for v in table), int(doc["num_classes"]))
 
 
 class Mapping(enum.StrEnum):
@@ -70,7 +100,7 @@ def imagenet_to_in9_on(device: str) -> "torch.Tensor":
     return torch.as_tensor(imagenet_to_in9(), device=device)
 
 
-def _table(class_map: Optional["LabelTable"], device) -> tuple:
+def _table(class_map: Optional["ClassMap"], device) -> tuple:
     """(ImageNet index -> label tensor, number of labels) of a class map; IN-9's when None."""
     import torch
     if class_map is None:
@@ -79,7 +109,7 @@ def _table(class_map: Optional["LabelTable"], device) -> tuple:
 
 
 def map_logits(logits: "torch.Tensor", mapping: Mapping | str = Mapping.ARGMAX,
-               class_map: Optional["LabelTable"] = None) -> tuple["torch.Tensor", "torch.Tensor"]:
+               class_map: Optional["ClassMap"] = None) -> tuple["torch.Tensor", "torch.Tensor"]:
     """Map 1000-way logits to dataset predictions and confidences.
 
     Args:
@@ -99,7 +129,7 @@ def map_logits(logits: "torch.Tensor", mapping: Mapping | str = Mapping.ARGMAX,
     return pred, conf
 
 
-def restricted_logits(logits: "torch.Tensor", class_map: "LabelTable") -> "torch.Tensor":
+def restricted_logits(logits: "torch.Tensor", class_map: "ClassMap") -> "torch.Tensor":
     """Logits where only the ImageNet classes that map to a dataset label compete: every other
     class is pushed to the lowest finite value, so the argmax (and the `argmax` mapping after it) is
     the argmax over the dataset's own classes, never a class with no label.
@@ -112,7 +142,7 @@ def restricted_logits(logits: "torch.Tensor", class_map: "LabelTable") -> "torch
     return logits.masked_fill(table < 0, torch.finfo(logits.dtype).min)
 
 
-def superclass_sums(probs: "torch.Tensor", class_map: Optional["LabelTable"] = None) -> "torch.Tensor":
+def superclass_sums(probs: "torch.Tensor", class_map: Optional["ClassMap"] = None) -> "torch.Tensor":
     """(N, 1000) probabilities -> (N, C) probability mass of each dataset class (IN-9's when None)."""
     import torch
     table, n = _table(class_map, probs.device)
@@ -122,7 +152,7 @@ def superclass_sums(probs: "torch.Tensor", class_map: Optional["LabelTable"] = N
     return sums
 
 
-def stores_sums(class_map: Optional["LabelTable"]) -> bool:
+def stores_sums(class_map: Optional["ClassMap"]) -> bool:
     """Whether a run keeps each dataset class's probability mass per image: not under a map with
     as many classes as ImageNet (Full-IN's identity), where the masses are the 1000 probabilities
     themselves, the superclass rule is the argmax, and 1000 numbers per image would bloat the store."""

@@ -19,10 +19,9 @@ import numpy as np
 from .result import Result
 from .errors import BgbenchError, with_article
 from .evaluation.metrics import Estimate, accuracy, mcnemar, paired_difference
-from .store import Store
-from .variants.registry import IN9_VARIANTS
+from .data.layout import IN9_VARIANTS
 from .probing.tables import RunTable, stored_table
-from .intervals import REPLICATES, interval
+from .evaluation.metrics import REPLICATES, interval
 
 CHALLENGE_KINDS = ("challenge",)
 
@@ -72,10 +71,9 @@ class Comparison(Result):
         lines = [f"{name(self.run_a)} (A) vs {name(self.run_b)} (B), paired on the same images",
                  f"{'':<12} {'acc A':>7} {'acc B':>7} {'A - B':>8} {'A only':>7} {'B only':>7} {'McNemar p':>10} "
                  f"{'n':>6}"]
-        rows = list(self.variants.items()) + ([("challenge", self.challenge)] if self.challenge else [])
-        for v, c in rows:
-            lines.append(f"{v:<12} {100 * c.acc_a.value:6.1f}% {100 * c.acc_b.value:6.1f}% {100 * c.diff:+7.1f}% "
-                         f"{c.test['a_only']:>7} {c.test['b_only']:>7} {c.test['p_value']:>10.3g} {c.n:>6}")
+        for r in self.table():
+            lines.append(f"{r['variant']:<12} {100 * r['acc_a']:6.1f}% {100 * r['acc_b']:6.1f}% {100 * r['diff']:+7.1f}% "
+                         f"{r['a_only']:>7} {r['b_only']:>7} {r['p_value']:>10.3g} {r['n']:>6}")
         if self.bg_gap_diff is not None:
             g = self.bg_gap_diff
             lines.append(f"BG-Gap A - B: {100 * g.value:+.1f}%  95% CI {interval(g.lo, g.hi, g.n, lambda v: f'{100 * v:+.1f}%')} "
@@ -85,7 +83,7 @@ class Comparison(Result):
         return "\n".join(lines)
 
 
-def compare_runs(store: Store, run_a: int, run_b: int, n_boot: int = REPLICATES, seed: int = 0) -> Comparison:
+def compare_runs(store, run_a: int, run_b: int, n_boot: int = REPLICATES, seed: int = 0) -> Comparison:
     """Compare two eval runs, or two challenge runs, on the same images (A minus B)."""
     ra = store.run_row(run_a, kinds=("eval", *CHALLENGE_KINDS))
     rb = store.run_row(run_b, kinds=("eval", *CHALLENGE_KINDS))
@@ -155,11 +153,11 @@ def _same_images(ids_a, ids_b, labels_a, labels_b, name_a: str, name_b: str, wha
 
 
 def _short(name: str) -> str:
-    """'run 3' -> '3' (as the messages always said), other names as they are."""
+    """'run 3' -> '3', the short name the count's clause uses ('2 only in 3'); other names as they are."""
     return name[4:] if name.startswith("run ") else name
 
 
-def _compare_challenges(store: Store, run_a: int, run_b: int) -> Comparison:
+def _compare_challenges(store, run_a: int, run_b: int) -> Comparison:
     fa, fb = store.challenge_results(run_a), store.challenge_results(run_b)
     if not fa or not fb:
         raise BgbenchError(f"challenge run {run_a if not fa else run_b} has no verdicts stored")

@@ -13,9 +13,9 @@ from typing import Optional
 LOG_EVERY_S = 30.0
 
 
-def plural(n: int, word: str, many: str = "") -> str:
-    """'1 model', '2 models' ('1 image', '0 images'); `many`: an irregular plural."""
-    return f"{n} {word if n == 1 else (many or word + 's')}"
+def plural(n: int, word: str) -> str:
+    """'1 model', '2 models' ('1 image', '0 images')."""
+    return f"{n} {word if n == 1 else word + 's'}"
 
 
 def status(message: str) -> None:

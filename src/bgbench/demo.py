@@ -50,7 +50,7 @@ DEMO_SMALL_PER_CLASS = 10
 
 def run_demo(out: str | Path = "bgbench-demo", db: Optional[str] = None, per_class: int = 150,
              test_per_class: int = 50, size: int = 64, epochs: int = 20, seed: int = 0,
-             small_per_class: int = DEMO_SMALL_PER_CLASS, progress: bool = True) -> "DemoResult":
+             progress: bool = True) -> "DemoResult":
     """Run the demo; its summary is also written to OUT/summary.json."""
     t0 = time.time()
     out = Path(out)
@@ -58,7 +58,7 @@ def run_demo(out: str | Path = "bgbench-demo", db: Optional[str] = None, per_cla
     if test_per_class < 2:
         raise BgbenchError("the demo needs at least 2 test images per class (its small set is a part of them)")
     # fewer than the test split's own: a study refuses two datasets with the same images
-    small_per_class = min(small_per_class, test_per_class - 1)
+    small_per_class = min(DEMO_SMALL_PER_CLASS, test_per_class - 1)
     torch.manual_seed(seed)
     # one torch thread, busy machine or idle: another count sums floats in another order, and the
     # 20 epochs of training turn that into other numbers than the manual's (and one thread is the
@@ -87,7 +87,7 @@ def run_demo(out: str | Path = "bgbench-demo", db: Optional[str] = None, per_cla
            f"{noise['trials']} trials), Grad-CAM saliency and spurious features on {data}; on {small}: the edits "
            f"(ImageNet-E levels {', '.join(edits['levels'])}), the full Backgrounds Challenge and an eval of the "
            f"edits; then the report -> {study.out}")
-    ran = run_study(study, store.path, progress=progress, rerun=True)  # measured anew on every run, as before
+    ran = run_study(study, store.path, progress=progress, rerun=True)  # every demo measures anew, never reusing a store's runs
     reports = {}
     for variant, ckpt in checkpoints.items():
         label = LABELS[variant]
@@ -206,43 +206,38 @@ class DemoResult:
         g_rand = self.reports["mixed_rand"].bg_gap.value
         parts.append(f"BG-Gap: ORIGINAL-trained {100 * g_orig:.1f}%  vs  MIXED-RAND-trained {100 * g_rand:.1f}%")
         models = self.summary["models"]
-        dfr = self.summary.get("dfr")
-        if dfr is not None:
-            b, a = dfr["before"], dfr["after"]
-            parts.append(f"DFR (the ORIGINAL-trained model's last layer refit on MIXED-RAND, {dfr['seconds']:.0f}s vs "
-                         f"{dfr['mixed_rand_training_seconds']:.0f}s to train on MIXED-RAND): BG-Gap "
-                         f"{100 * b['bg_gap']:.1f}% -> {100 * a['bg_gap']:.1f}%, MIXED-RAND accuracy "
-                         f"{100 * b['mixed_rand']:.1f}% -> {100 * a['mixed_rand']:.1f}%")
-        if all("categories" in models[v] for v in self.reports):
-            parts += ["", f"{'trained on':<12} {'BG Required':>12} {'BG Fools':>9} {'RFS':>7} {'saliency precision':>19}"]
-            for v in self.reports:
-                m = models[v]
-                precision = m["saliency"]["precision"]  # None when every map was zero (1x1 features)
-                parts.append(f"{v:<12} {100 * m['categories']['BG Required']:11.1f}% "
-                             f"{100 * m['categories']['BG Fools']:8.1f}% {m['noise']['rfs_overall']:+7.3f} "
-                             f"{'-' if precision is None else format(precision, '.3f'):>19}")
-            grid = models[next(iter(self.reports))]["noise"]["grid"]["label"]
-            parts.append(f"(RFS on grid {grid}; > 0: noise on the object hurts more than noise on the background. "
-                         "Saliency precision: share of Grad-CAM mass on the object, mean of the per-predicted-class "
-                         "means)")
-        if all("challenge" in models[v] for v in self.reports):
-            n = models[next(iter(self.reports))]["challenge"]["foregrounds"]
-            parts += ["", f"Backgrounds Challenge (--full) on the small set ({n} foregrounds x {n} backgrounds):"]
-            for v in self.reports:
-                c = models[v]["challenge"]
-                parts.append(f"{v:<12} challenge accuracy {100 * c['challenge_accuracy']:5.1f}%  "
-                             f"(clean {100 * c['clean_accuracy']:.1f}%)")
-        if all("edits" in models[v] for v in self.reports):
-            levels = list(models[next(iter(self.reports))]["edits"]["accuracy"])
-            parts += ["", "ImageNet-E edits of the small set (accuracy; original first, then each edit level):",
-                      f"{'trained on':<12} " + " ".join(f"{lv:>15}" for lv in levels)]
-            for v in self.reports:
-                acc = models[v]["edits"]["accuracy"]
-                parts.append(f"{v:<12} " + " ".join(f"{100 * acc[lv]:14.1f}%" for lv in levels))
-        if all("features" in models[v] for v in self.reports):
-            parts += ["", "spurious features (each class's top 5 penultimate features by weight x mean activation; "
-                          "background share of their activation maps on their 5 most activating test images):"]
-            parts += [_features_line(v, models[v]["features"]) for v in self.reports]
+        first = models[next(iter(self.reports))]
+        dfr = self.summary["dfr"]
+        b, a = dfr["before"], dfr["after"]
+        parts.append(f"DFR (the ORIGINAL-trained model's last layer refit on MIXED-RAND, {dfr['seconds']:.0f}s vs "
+                     f"{dfr['mixed_rand_training_seconds']:.0f}s to train on MIXED-RAND): BG-Gap "
+                     f"{100 * b['bg_gap']:.1f}% -> {100 * a['bg_gap']:.1f}%, MIXED-RAND accuracy "
+                     f"{100 * b['mixed_rand']:.1f}% -> {100 * a['mixed_rand']:.1f}%")
+        parts += ["", f"{'trained on':<12} {'BG Required':>12} {'BG Fools':>9} {'RFS':>7} {'saliency precision':>19}"]
+        for v in self.reports:
+            m = models[v]
+            precision = m["saliency"]["precision"]  # None when every map was zero (1x1 features)
+            parts.append(f"{v:<12} {100 * m['categories']['BG Required']:11.1f}% "
+                         f"{100 * m['categories']['BG Fools']:8.1f}% {m['noise']['rfs_overall']:+7.3f} "
+                         f"{'-' if precision is None else format(precision, '.3f'):>19}")
+        parts.append(f"(RFS on grid {first['noise']['grid']['label']}; > 0: noise on the object hurts more than noise "
+                     "on the background. Saliency precision: share of Grad-CAM mass on the object, mean of the "
+                     "per-predicted-class means)")
+        n = first["challenge"]["foregrounds"]
+        parts += ["", f"Backgrounds Challenge (--full) on the small set ({n} foregrounds x {n} backgrounds):"]
+        for v in self.reports:
+            c = models[v]["challenge"]
+            parts.append(f"{v:<12} challenge accuracy {100 * c['challenge_accuracy']:5.1f}%  "
+                         f"(clean {100 * c['clean_accuracy']:.1f}%)")
+        levels = list(first["edits"]["accuracy"])
+        parts += ["", "ImageNet-E edits of the small set (accuracy; original first, then each edit level):",
+                  f"{'trained on':<12} " + " ".join(f"{lv:>15}" for lv in levels)]
+        for v in self.reports:
+            acc = models[v]["edits"]["accuracy"]
+            parts.append(f"{v:<12} " + " ".join(f"{100 * acc[lv]:14.1f}%" for lv in levels))
+        parts += ["", "spurious features (each class's top 5 penultimate features by weight x mean activation; "
+                      "background share of their activation maps on their 5 most activating test images):"]
+        parts += [_features_line(v, models[v]["features"]) for v in self.reports]
         parts.append(f"runs stored in {self.db}; outputs under {self.out}/ ({self.summary['seconds']:.0f}s)")
         parts.append(f"report: {self.report}")
         return "\n".join(parts)

@@ -74,8 +74,7 @@ class Provenance:
 def _spec_dict(model) -> Optional[Dict[str, Any]]:
     if model is None or isinstance(model, dict):
         return model
-    spec = getattr(model, "spec", model)  # a BgModel carries its ModelSpec
-    return spec.to_dict()
+    return getattr(model, "spec", model).to_dict()  # a BgModel carries its ModelSpec
 
 
 def model_label(model: Optional[str], spec: Any = None, checkpoint_sha256: Optional[str] = None) -> str:

@@ -20,7 +20,7 @@ import json
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, Iterable, Iterator, Optional
+from typing import Any, Dict, Iterator, Optional
 
 from .result import Result
 from .errors import BgbenchError
@@ -34,14 +34,14 @@ def start(store: Store, prov: Provenance) -> int:
                            data_fingerprint=prov.data_fingerprint, seed=prov.seed)
 
 
-def finish(store: Store, run_id: int, result: Any = None, status: str = "done") -> int:
-    """Write a result's metrics, tables and outputs into run `run_id` and close it."""
-    if result is not None:
-        for table, rows in (_call(result, "table_rows") or {}).items():
-            store.insert(table, run_id, rows)
-        store.insert("metrics", run_id, list(_call(result, "metric_rows") or ()))
-    store.finish_run(run_id, status=status, outputs=_call(result, "outputs"))
-    if result is not None and hasattr(result, "run_id"):
+def finish(store: Store, run_id: int, result: Any) -> int:
+    """Write a result's metrics, tables and outputs into run `run_id` and close it with the result's
+    `run_status`."""
+    for table, rows in (_call(result, "table_rows") or {}).items():
+        store.insert(table, run_id, rows)
+    store.insert("metrics", run_id, list(_call(result, "metric_rows") or ()))
+    store.finish_run(run_id, status=getattr(result, "run_status", "done"), outputs=_call(result, "outputs"))
+    if hasattr(result, "run_id"):
         result.run_id = run_id
     return run_id
 
@@ -54,7 +54,6 @@ def record(result: Any, store: Store | str | Path) -> int:
     if not isinstance(prov, Provenance):
         raise BgbenchError(f"a {type(result).__name__} has no provenance, so it is not a run to record; "
                            f"record the result of a job (evaluate, challenge, probe_*, train, build, edit, synth)")
-    status = getattr(result, "run_status", "done")
     rows_in = getattr(result, "store_path", None)
     if rows_in is not None:
         target = store.path if isinstance(store, Store) else Path(store).expanduser()
@@ -67,7 +66,7 @@ def record(result: Any, store: Store | str | Path) -> int:
             result.run_id, result.recorded_before = known, True
             return known
         run_id = start(s, prov) if rows_in is None else result.run_id
-        return finish(s, run_id, result, status=status)
+        return finish(s, run_id, result)
 
 
 def _recorded_before(store: Store, result: Any) -> Optional[int]:
@@ -103,7 +102,7 @@ def _call(result: Any, method: str):
 
 @dataclass
 class Metric:
-    """One row of the `metrics` table; `Estimate`s convert with `Metric.of`."""
+    """One row of the `metrics` table."""
 
     name: str
     value: Optional[float]
@@ -112,16 +111,8 @@ class Metric:
     n: Optional[int] = None
     variant: str = ""
 
-    @classmethod
-    def of(cls, name: str, estimate, variant: str = "") -> "Metric":
-        return cls(name, estimate.value, estimate.lo, estimate.hi, estimate.n, variant)
-
     def row(self) -> tuple:
         return (self.name, self.variant, self.value, self.lo, self.hi, self.n)
-
-
-def metric_rows(metrics: Iterable[Metric]) -> list:
-    return [m.row() for m in metrics]
 
 
 @dataclass
@@ -148,4 +139,4 @@ class Outputs(Result):
         return self.values
 
     def metric_rows(self) -> list:
-        return metric_rows(self.metrics)
+        return [m.row() for m in self.metrics]

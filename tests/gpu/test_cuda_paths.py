@@ -332,7 +332,7 @@ def test_no_probe_makes_the_host_wait_for_the_device_once_a_batch(probe, model_c
         pytest.skip("CUDA's sync debug mode needs a GPU")
     import warnings
 
-    from bgbench.measures import catalog
+    from bgbench.measures import registry as catalog
     from bgbench.measures.registry import get_measure
     from bgbench.models import create_model
     catalog.load_all()

@@ -84,3 +84,29 @@ def test_compare_refuses_runs_on_different_data_with_the_same_ids(tmp_path):
         with pytest.raises(BgbenchError, match="different data"):
             compare_runs(store, *ids)
     assert_one_line_error(run_cli("compare", *ids, "--db", db), "different data", "s1", "s2")
+
+
+def test_evals_shortcut_changes_are_compares_differences(store):
+    """The shortcut table's change of eval's BG-Gap column (derived minus base) is `bgbench compare`'s
+    BG-Gap difference to the last digit, and an accuracy column's is the paired difference of the
+    per-image correctness, worked out here from the rows written."""
+    import numpy as np
+    from bgbench.evaluation.metrics import paired_difference
+    from bgbench.measures.eval.changes import shortcut_change
+    from bgbench.measures.registry import ShortcutColumn
+    ids = [f"a/{i:02d}" for i in range(20)]
+    rng = np.random.default_rng(0)
+    def rows(p):
+        return [(i, 0, 0 if rng.random() < p else 1) for i in ids]
+    base = eval_run(store, {"original": rows(0.9), "mixed_same": rows(0.9), "mixed_rand": rows(0.4)})
+    derived = eval_run(store, {"original": rows(0.8), "mixed_same": rows(0.8), "mixed_rand": rows(0.7)})
+    gap = ShortcutColumn(0, "bg_gap", "BG-Gap", "bg_gap")
+    got = shortcut_change(store, gap, base, derived, seed=3)
+    assert got == compare_runs(store, derived, base, seed=3).to_dict()["bg_gap_diff"]
+    acc = ShortcutColumn(0, "acc", "accuracy", "accuracy", "original")
+    correct = {r: [p["pred"] == p["label"] for p in store.predictions(r, "original")] for r in (base, derived)}
+    want = paired_difference(np.array(correct[derived], float), np.array(correct[base], float), seed=3).as_dict()
+    assert shortcut_change(store, acc, base, derived, seed=3) == want
+    other = eval_run(store, {"original": [(f"b/{i}", 0, 0) for i in range(20)]})
+    with pytest.raises(BgbenchError, match="not on the same images"):
+        shortcut_change(store, acc, base, other, seed=3)

@@ -465,7 +465,10 @@ def test_adversarial_level_raises_the_loss(synth_root, tmp_path):
     images = [np.asarray(Image.open(it.path).convert("RGB")) for it in items]
     masks = [np.load(layout.mask_path(it.image_id)).astype(bool) for it in items]
     labels = [it.label for it in items]
-    outs = adversarial_backgrounds(model, images, masks, labels, eps=8 / 255, steps=3)
+    x = torch.from_numpy(np.stack(images)).permute(0, 3, 1, 2).float() / 255
+    outs = adversarial_backgrounds(model, x, torch.from_numpy(np.stack(masks)).float()[:, None], labels,
+                                   eps=8 / 255, steps=3)
+    assert outs.shape == (8, *images[0].shape) and outs.dtype == np.uint8
 
     def loss(batch):
         x = torch.from_numpy(np.stack(batch)).permute(0, 3, 1, 2).float() / 255

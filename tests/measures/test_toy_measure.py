@@ -12,7 +12,7 @@ from bgbench.measures.base import ModelMeasure, ProbeConfig
 from bgbench.measures.registry import Headline, SectionSpec, register_measure, unregister_measure
 from bgbench.measures.result import Summary
 from bgbench.options import flag
-from bgbench.store.rows import TableRow
+from bgbench.store.schema import TableRow
 from conftest import run_cli
 from helpers import contract
 

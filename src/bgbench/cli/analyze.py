@@ -13,7 +13,7 @@ import dataclasses
 
 from ..measures.analysis import AnalysisMeasure, Reads
 from ..measures.registry import list_measures
-from .arguments import add_config_flags, add_db_arg, add_output_args, add_runs_arg, add_stored_run_args
+from .arguments import add_config_flags, add_db_arg, add_output_args, add_stored_run_args
 
 
 def register(sub) -> None:
@@ -23,20 +23,19 @@ def register(sub) -> None:
         add_analysis(group, measure)
 
 
-def add_analysis(group, measure: AnalysisMeasure) -> argparse.ArgumentParser:
+def add_analysis(group, measure: AnalysisMeasure) -> None:
     """The subcommand of one analysis: its input's arguments, then its config's flags, then the output
     flags and --db (an analysis of one run has them with its input: RUN, --mapping, --json ...)."""
     p = group.add_parser(measure.name, help=measure.help.replace("%", "%%"))
     if measure.reads is Reads.RUN:
         add_stored_run_args(p)
     elif measure.reads is Reads.RUNS:
-        add_runs_arg(p, "eval")
+        p.add_argument("runs", nargs="+", type=int, metavar="RUN", help="ids of stored eval runs (see `bgbench runs`)")
     add_config_flags(p, measure.config)
     if measure.reads is not Reads.RUN:
         add_output_args(p)
         add_db_arg(p)
     p.set_defaults(func=run, measure=measure)
-    return p
 
 
 def run(args: argparse.Namespace) -> int:

@@ -26,32 +26,19 @@ def param_default(func: Callable, name: str) -> Any:
     return default
 
 
-def add_model_arg(p: argparse.ArgumentParser, required: bool = True, default: Optional[str] = None,
-                  help: str = "timm:ARCH, file:PATH or zoo:NAME (see `bgbench models`)", repeat: bool = False) -> None:
-    """--model alone (`train` takes only a timm:ARCH, with a default; `profile` takes several)."""
-    p.add_argument("--model", required=required, default=default, help=help,
-                   **({"action": "append", "metavar": "M"} if repeat else {}))
+def add_model_arg(p: argparse.ArgumentParser, help: str) -> None:
+    """--model, repeated (`profile` takes several models)."""
+    p.add_argument("--model", required=True, action="append", metavar="M", help=help)
+
+
+def add_run_filters(p: argparse.ArgumentParser, kinds) -> None:
+    """--kind, --model: which stored runs a listing shows."""
+    p.add_argument("--kind", help=f"only runs of this kind ({', '.join(kinds)})")
+    p.add_argument("--model", help="only runs of this model string")
 
 
 def add_device_arg(p: argparse.ArgumentParser, default: str = "cpu") -> None:
     p.add_argument("--device", default=default, help="torch device: cpu, cuda or cuda:N (default %(default)s)")
-
-
-def add_batch_size_arg(p: argparse.ArgumentParser, default: int, what: str = "images per forward pass") -> None:
-    p.add_argument("--batch-size", type=int, default=default, help=f"{what} (default %(default)s)")
-
-
-def add_no_cache_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--no-cache", action="store_true",
-                   help="decode every image again instead of reading the decoded-pixel cache, and write none "
-                        "(`bgbench cache` lists and clears it)")
-
-
-def add_data_arg(p: argparse.ArgumentParser, needs: str = "original/ and fg_mask/") -> None:
-    """--data ROOT: an IN-9-layout dataset, or a RIVAL10 release (its root or a split folder)."""
-    p.add_argument("--data", required=True,
-                   help=f"dataset root with {needs} (the IN-9 layout), or a RIVAL10 release (its root, read at its "
-                        f"test split, or ROOT/train)")
 
 
 def add_seed_arg(p: argparse.ArgumentParser, default: int, what: str) -> None:
@@ -76,25 +63,9 @@ def add_json_arg(p: argparse.ArgumentParser,
     p.add_argument("--json", **{"action": "store_true", "help": help, **kwargs})
 
 
-def add_run_arg(p: argparse.ArgumentParser, kinds: str = "eval") -> None:
-    """RUN: the id of one stored run (the run selector of the analyses)."""
-    p.add_argument("run", type=int, help=f"id of a stored {kinds} run (see `bgbench runs`)")
-
-
-def add_runs_arg(p: argparse.ArgumentParser, kinds: str = "eval") -> None:
-    """RUN [RUN ...]: ids of stored runs."""
-    p.add_argument("runs", nargs="+", type=int, metavar="RUN", help=f"ids of stored {kinds} runs (see `bgbench runs`)")
-
-
-def add_run_filters(p: argparse.ArgumentParser, kinds) -> None:
-    """--kind, --model: which stored runs a listing shows."""
-    p.add_argument("--kind", help=f"only runs of this kind ({', '.join(kinds)})")
-    p.add_argument("--model", help="only runs of this model string")
-
-
 def add_stored_run_args(p: argparse.ArgumentParser) -> None:
     """RUN, --mapping (re-decide a 1000-class run from its stored outputs), --json, --quiet, --db."""
-    add_run_arg(p, "eval")
+    p.add_argument("run", type=int, help="id of a stored eval run (see `bgbench runs`)")
     p.add_argument("--mapping", choices=[m.value for m in Mapping],
                    help="1000-class runs: re-decide under this mapping from the stored top-5 and superclass "
                         "sums (default: the run's own decisions, made with the mapping it was run with); "
@@ -173,8 +144,11 @@ def add_model_args(p: argparse.ArgumentParser, config: Optional[type] = None, re
     add_config_flags(p, ModelOptions, skip=(model.name,))
     if device:
         add_device_arg(p, default_of(config, "device") if config else "cpu")
-        add_no_cache_arg(p)
-    add_batch_size_arg(p, default_of(config, "batch_size") if config else 64)
+        p.add_argument("--no-cache", action="store_true",
+                       help="decode every image again instead of reading the decoded-pixel cache, and write none "
+                            "(`bgbench cache` lists and clears it)")
+    p.add_argument("--batch-size", type=int, default=default_of(config, "batch_size") if config else 64,
+                   help="images per forward pass (default %(default)s)")
 
 
 def model_options(args: argparse.Namespace):

@@ -6,6 +6,7 @@ import argparse
 import os
 from pathlib import Path
 
+from ..errors import BgbenchError
 from ..signatures import default_of
 from ..variants.build import BuildConfig
 from ..variants.presets import PRESETS
@@ -62,7 +63,6 @@ def register(sub) -> None:
 def refuse_names_that_are_not_utf8(images: Path) -> None:
     """Image ids (class folder/stem) are stored as UTF-8 text and seed GrabCut by hashing: a file
     name with a stray byte is refused here, in one line, before any image is built."""
-    from ..errors import BgbenchError
     if not images.is_dir():
         return  # the builder says so
     for path in images.rglob("*"):
@@ -75,7 +75,6 @@ def refuse_names_that_are_not_utf8(images: Path) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..api import build
-    from ..errors import BgbenchError
     if args.imagenet is None and args.preset is not None:
         raise BgbenchError("--preset builds from an ImageNet root: give --imagenet ROOT instead of --images")
     if args.images is not None and args.boxes is None:

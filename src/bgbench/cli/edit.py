@@ -11,6 +11,7 @@ from pathlib import Path
 from ..edits.backends import list_complexity_editors, list_inpainters
 from ..edits.pipeline import BACKENDS, EditConfig
 from ..edits.registry import ATTRIBUTES
+from ..errors import BgbenchError
 from ..signatures import default_of
 from .arguments import add_db_arg, add_device_arg, add_model_args, add_output_args, add_seed_arg, add_shard_arg
 from .folders import record_dataset_run
@@ -99,7 +100,6 @@ def register(sub) -> None:
 def import_plugin(name: str) -> None:
     """Import a backend plugin: a path to a .py file, or a module name, looked up in the current
     folder as well as on sys.path (the `bgbench` script's sys.path does not hold the current folder)."""
-    from ..errors import BgbenchError
     path = Path(name)
     try:
         if name.endswith(".py") or os.sep in name:
@@ -136,7 +136,6 @@ def run(args: argparse.Namespace) -> int:
         model = load_model(args)
     elif any(getattr(args, name) != default_of(ModelOptions, name)
              for name in ("checkpoint", "norm", "resize", "labels", "templates")):
-        from ..errors import BgbenchError
         raise BgbenchError("--checkpoint, --norm, --resize, --labels and --templates describe the --model of the "
                            "adversarial level; pass --model too")
     result = build(args.out, preset=IMAGENET_E, data=args.data, model=model, attributes=args.attributes,

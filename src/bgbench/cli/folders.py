@@ -8,6 +8,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Iterator, Optional
 
+from ..errors import BgbenchError
+
 
 def db_source(args: argparse.Namespace) -> str:
     """Where the store's path came from, as a user would name it: --db, $BGBENCH_DB or the default."""
@@ -21,7 +23,6 @@ def db_source(args: argparse.Namespace) -> str:
 def open_store(args: argparse.Namespace, create: bool = True):
     """The results store the command names. `create=False` for commands that only read: a missing
     store is then a one-line error naming where its path came from, and no file is created."""
-    from ..errors import BgbenchError
     from ..store import Store
     try:
         return Store(args.db, create=create)
@@ -46,7 +47,6 @@ def record_dataset_run(args: argparse.Namespace, result, doc: dict, what: str) -
 
 def new_output_dir(parent: Path, kind: str) -> Path:
     """parent/<kind>_<local time>[-k]: a folder no other run has, made now."""
-    from ..errors import BgbenchError
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     for k in range(1, 1000):
         folder = parent / f"{kind}_{stamp}{f'-{k}' if k > 1 else ''}"

@@ -26,8 +26,7 @@ def register(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..console import status
     from ..errors import BgbenchError
-    from ..reporting.leaderboard import leaderboard
-    from ..reporting.leaderboard import render
+    from ..reporting.leaderboard import leaderboard, render
     from ..reporting.render import leaderboard_html
     from .folders import db_source
     from .output import to_json

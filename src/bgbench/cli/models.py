@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
 def _schemes(args: argparse.Namespace) -> int:
     """One line per registered scheme, its usage and what it is, then the file formats it reads,
     each with what a job can do with it (`models.formats`)."""
-    from ..models.formats import can_do, formats_of
+    from ..models.formats import FORMATS, can_do, formats_of
     from ..models.registry import SCHEMES
     doc = [{"scheme": s.name, "usage": s.usage, "summary": s.summary, "lists_names": s.names is not None,
             "runnable": s.runnable,
@@ -43,11 +43,6 @@ def _schemes(args: argparse.Namespace) -> int:
     for d in doc:
         lines.append(f"{d['usage']:<28} {d['summary']}" + (f"  (names: bgbench models '{d['scheme']}:*')"
                                                            if d["lists_names"] else ""))
-        lines += [f"    {f['format']:<13} {f['summary']} [{can_do(_format(f['format']))}]" for f in d["formats"]]
+        lines += [f"    {f['format']:<13} {f['summary']} [{can_do(FORMATS[f['format']])}]" for f in d["formats"]]
     emit(args, doc, "\n".join(lines))
     return 0
-
-
-def _format(name: str):
-    from ..models.formats import FORMATS
-    return FORMATS[name]

@@ -5,7 +5,7 @@ import argparse
 import json
 from typing import Any, Optional
 
-from ..intervals import finite_or_none
+from ..evaluation.metrics import finite_or_none
 
 
 def to_json(document: Any) -> str:

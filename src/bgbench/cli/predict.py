@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import argparse
 
+from ..api import predict
 from .arguments import add_json_arg, add_model_args, load_model, param_default
 from .output import emit
 
 
 def register(sub) -> None:
-    from ..api import predict
     p = sub.add_parser("predict", help="a model's top classes, by name, on your own images (files or folders), and "
                                        "the IN-9 class each maps to")
     p.add_argument("paths", nargs="+", metavar="PATH", help="image files, or folders searched for images")
@@ -21,7 +21,6 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..api import predict
     result = predict(load_model(args), args.paths, top=args.top, device=args.device)
     emit(args, result.to_dict(), result.text())
     return 1 if result.skipped else 0  # predicted what could be read; each file skipped was named on stderr

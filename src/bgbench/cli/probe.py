@@ -14,7 +14,7 @@ import dataclasses
 
 from ..measures.registry import Measure, list_measures
 from ..options import flagged_fields
-from .arguments import add_config_flags, add_data_arg, add_db_arg, add_model_args, add_output_args, load_model
+from .arguments import add_config_flags, add_db_arg, add_model_args, add_output_args, load_model
 from .folders import open_store, run_output_dir
 from .output import emit, stored_in
 
@@ -30,20 +30,21 @@ def register(sub) -> None:
         add_probe(inner, measure)
 
 
-def add_probe(inner, measure: Measure) -> argparse.ArgumentParser:
+def add_probe(inner, measure: Measure) -> None:
     """The subcommand of one probe measure, its flags read from its config's declaration."""
     config = measure.config
     p = inner.add_parser(measure.name, help=measure.help.replace("%", "%%"),
                          description=(measure.description or measure.help).replace("%", "%%"))
     add_model_args(p, config)
-    add_data_arg(p, measure.data_help)
+    p.add_argument("--data", required=True,
+                   help=f"dataset root with {measure.data_help} (the IN-9 layout), or a RIVAL10 release (its root, "
+                        f"read at its test split, or ROOT/train)")
     add_config_flags(p, config)
     if measure.pictures:
         p.add_argument("--out", help=measure.pictures_help)
     add_output_args(p)
     add_db_arg(p)
     p.set_defaults(func=run, measure=measure)
-    return p
 
 
 def config_of(measure: Measure, args: argparse.Namespace):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
+from ..models.options import ModelOptions
 from .arguments import add_config_flags, add_model_arg
 from .study import add_study_args, run_spec
 
@@ -16,12 +17,11 @@ NOT_HERE = ("model", "device", "data", "split", "protocol")
 
 
 def register(sub) -> None:
-    from ..models.options import ModelOptions
     from ..studies.spec import profile_battery
     battery = profile_battery()
     p = sub.add_parser("profile", help="a model's background-reliance profile: " + ", ".join(battery) +
                        " (as the data allows), resumably, ending with the scorecard and the report")
-    add_model_arg(p, help="a model string (repeat --model for several models)", repeat=True)
+    add_model_arg(p, help="a model string (repeat --model for several models)")
     g = p.add_argument_group("model options (for every --model)")
     add_config_flags(g, ModelOptions, skip=NOT_HERE)
     p.add_argument("--data", action="append", required=True, metavar="ROOT",
@@ -36,7 +36,6 @@ def register(sub) -> None:
 
 def model_options(args: argparse.Namespace) -> dict:
     """The model flags the user changed from their defaults (a study model's options)."""
-    from ..models.options import ModelOptions
     defaults = ModelOptions()
     return {f.name: getattr(args, f.name) for f in dataclasses.fields(ModelOptions)
             if f.name not in NOT_HERE and hasattr(args, f.name) and getattr(args, f.name) != getattr(defaults, f.name)}

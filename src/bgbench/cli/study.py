@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 
+from ..console import status
 from .arguments import add_db_arg, add_device_arg, add_output_args
 from .output import emit
 
@@ -60,7 +61,6 @@ def run(args: argparse.Namespace) -> int:
         raise BgbenchError(f"{' and '.join(chosen)}: choose one")
     if args.shard:
         return run_shard(args, spec)
-    from ..console import status
     from ..studies.jobs import network_store_warning
     warning = network_store_warning(spec, args.db)
     if warning:
@@ -101,7 +101,6 @@ def run_shard(args: argparse.Namespace, spec) -> int:
 
 
 def run_merge(args: argparse.Namespace, spec) -> int:
-    from ..console import status
     from ..studies.runner import run_study
     from ..studies.shards import merge_jobs
     counts = merge_jobs(spec, args.db)

@@ -14,12 +14,8 @@ def _default(name: str):
     return default_of(SynthConfig, name)
 
 
-def _classes():
-    from ..data.synthetic import SYNTH_CLASSES
-    return SYNTH_CLASSES
-
-
 def register(sub) -> None:
+    from ..data.synthetic import SYNTH_CLASSES
     p = sub.add_parser("synth", help="write Synthetic-9 in the IN-9 layout (offline, exact masks and boxes)")
     p.add_argument("--out", required=True, help="dataset root to write")
     p.add_argument("--size", type=int, default=_default("size"), help="image side in pixels (default %(default)s)")
@@ -39,7 +35,7 @@ def register(sub) -> None:
                    help="a second, controlled shortcut (Whac-A-Mole's watermark): a share Q of --watermark-class's "
                         "images carry ImageNet-W's watermark (the imagenet-w package's), on every variant; "
                         "SYNTHETIC9.json records it, and `bgbench probe watermark` reads its Carton gap on that class")
-    p.add_argument("--watermark-class", choices=_classes(), default=None,
+    p.add_argument("--watermark-class", choices=SYNTH_CLASSES, default=None,
                    help=f"with --watermark-correlation: the class the watermark marks (default "
                         f"{_default('watermark_class')})")
     p.add_argument("--workers", type=int, default=_default("workers"),

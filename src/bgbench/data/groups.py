@@ -6,20 +6,19 @@ the WILDS release layout) has a reader of its own, `data.waterbirds`, built on t
 (`build_group_layout`).
 
 Either becomes a `Layout` with one variant, `original`, whose classes are the file's (sorted, or
-Waterbirds' own order), so every command reads it as it reads IN-9. `image_groups` gives the group
-of each image of any layout: the file's for a group dataset; for IN-9-layout data, the class of the
-background each image was drawn or pasted on, from the dataset's manifest.
+Waterbirds' own order), so every command reads it as it reads IN-9; each image's group is the
+layout's `groups` (`manifest.image_groups` reads any layout's).
 """
 from __future__ import annotations
 
 import csv
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple, Union
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..errors import DataError
 from .csv_fields import allow_long_fields
-from .layout import Item, Layout
+from .layout import Item
 from .maskless import ImagesOnlyLayout
 from .facts import GROUPS
 
@@ -184,26 +183,3 @@ def _generic(path: Path, rows: List[Row], split: Optional[str]):
     classes = tuple(sorted({r["class"].strip() for _, r in rows}))
     chosen = [(n, r["image"].strip(), classes.index(r["class"].strip()), r["group"].strip()) for n, r in picked]
     return split, chosen, classes, {r["group"].strip() for _, r in rows}
-
-
-def image_groups(layout: Layout, variant: str) -> Optional[Dict[str, Union[str, Tuple[str, str]]]]:
-    """image id -> group of the images of `variant`: a group dataset's own groups (names); for
-    IN-9-layout data, (class, background class) from the manifest, named '<class> on <background>'
-    (mixed variants, and ORIGINAL where the dataset records the background it drew, as `bgbench
-    synth --correlation` does); None when the data says nothing about backgrounds."""
-    if isinstance(layout, GroupLayout):
-        return dict(layout.groups)
-    if layout.kind != "in9":
-        return None
-    from .manifest import read_backgrounds
-    backgrounds = read_backgrounds(layout.root, layout.split, variant)
-    if backgrounds is None:
-        return None
-    classes = layout.classes
-    out = {}
-    for it in layout.items(variant):
-        bg = backgrounds.get(it.image_id)
-        if bg is None:
-            return None
-        out[it.image_id] = (classes[it.label], bg)
-    return out

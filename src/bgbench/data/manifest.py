@@ -17,11 +17,12 @@ import json
 import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from .csv_fields import allow_long_fields
+from .facts import IN9
 
 Box = Tuple[int, int, int, int]
 
@@ -185,3 +186,25 @@ def read_backgrounds(root: Path, split: str, folder: str) -> Optional[Dict[str, 
 def _row_id(row: dict) -> str:
     image = row["image"]
     return image if "/" in image else f"{row['class']}/{Path(image).stem}"
+
+
+def image_groups(layout, variant: str) -> Optional[Dict[str, Union[str, Tuple[str, str]]]]:
+    """image id -> group of the images of `variant`: a group dataset's own groups (names); for
+    IN-9-layout data, (class, background class) from the manifest, named '<class> on <background>'
+    (mixed variants, and ORIGINAL where the dataset records the background it drew, as `bgbench
+    synth --correlation` does); None when the data says nothing about backgrounds."""
+    if getattr(layout, "groups", None) is not None:  # a group dataset (`data.groups.GroupLayout`)
+        return dict(layout.groups)
+    if layout.kind != IN9:
+        return None
+    backgrounds = read_backgrounds(layout.root, layout.split, variant)
+    if backgrounds is None:
+        return None
+    classes = layout.classes
+    out = {}
+    for it in layout.items(variant):
+        bg = backgrounds.get(it.image_id)
+        if bg is None:
+            return None
+        out[it.image_id] = (classes[it.label], bg)
+    return out

@@ -174,6 +174,13 @@ class DatasetWriter:
         finally:
             self.output.discard()
 
+    def write_into(self, stage: Path) -> None:
+        """Write into `stage`, another process's open stage: torchrun's ranks write one output, whose
+        stage rank 0 opened and commits (each process would otherwise stage beside it a folder of
+        its own, named by its pid, that nobody opens)."""
+        self.output.stage = Path(stage)
+        self.target = Target(self.output.stage, self.split)
+
     def commit(self) -> None:
         """Move the complete split into `out`; see the class docstring."""
         self.output.commit()

@@ -13,34 +13,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from ..classes import NO_CLASS
 from .thumbs import Cell, Thumbnails
-
-#: About how many examples a gallery shows (per category or level), spread evenly over the classes.
-EXAMPLES = 9
-
-
-def per_class(classes: int) -> int:
-    """Examples per class of a gallery over `classes` classes: EXAMPLES shared out, at least one
-    (IN-9's nine classes: one each; Waterbirds' two: five each)."""
-    return max(1, -(-EXAMPLES // max(1, int(classes))))
-
-
-def class_namer(classes: Sequence[str]) -> Callable[[int], str]:
-    """Names for predicted indices: a dataset class, 'none of its classes' (-1, or 255 in a --full
-    matrix: a 1000-class model's prediction that its class map, IN-9's or a custom one, sends to no
-    class of the dataset), else 'class <i>'."""
-    def name(i: int) -> str:
-        i = int(i)
-        if 0 <= i < len(classes):
-            return classes[i]
-        return "none of its classes" if i in (NO_CLASS, 255) else f"class {i}"
-    return name
-
 
 @dataclass
 class Gallery:
@@ -89,7 +66,3 @@ class Gallery:
 
 def _shot(cell: Cell, caption: str, pred: str, ok: Optional[bool]) -> dict:
     return {"thumb": cell, "caption": caption, "pred": pred, "ok": ok}
-
-
-def pct(value: float) -> str:
-    return f"{100 * value:.0f}%"

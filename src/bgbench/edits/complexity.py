@@ -4,8 +4,8 @@ Level lambda: minimise  -lambda * kappa * mean|FFT(x)|  +  1/2 * mean((x - x0)^2
 over the background pixels of x, starting from the image's own background x0 (seed 003's
 amplitude-spectrum objective; the DC term is left out, since it only shifts brightness). lambda < 0
 simplifies, lambda > 0 adds texture. The adversarial level instead ascends the classifier's
-cross-entropy on the background pixels, within an L-infinity bound. The object's pixels are
-copied back from the input, so they stay bit-identical.
+cross-entropy on the background pixels, within an L-infinity bound. The object's pixels stay
+bit-identical.
 """
 from __future__ import annotations
 
@@ -52,21 +52,22 @@ def spectrum_edit(image: np.ndarray, mask: np.ndarray, lam: float, steps: int = 
     return np.where(mask[..., None].astype(bool), image, out)
 
 
-def adversarial_backgrounds(model, images: Sequence[np.ndarray], masks: Sequence[np.ndarray],
-                            labels: Sequence[int], eps: float = ADV_EPS, steps: int = ADV_STEPS,
-                            mapping: str = "argmax") -> list:
-    """Same-size images, their backgrounds changed (PGD, L-inf `eps`) to raise `model`'s
-    cross-entropy on the true labels; object pixels unchanged. For 1000-class models the loss is
-    over the dataset's classes via log of the summed class probabilities (the superclass rule)."""
+def adversarial_backgrounds(model, x, m, labels: Sequence[int], eps: float = ADV_EPS, steps: int = ADV_STEPS
+                            ) -> np.ndarray:
+    """A batch of same-size images `x` (N,3,H,W) float in [0,1] (k/255 for a byte k, as the feed
+    gives them) with their object masks `m` (N,1,H,W) {0,1}, their backgrounds changed (PGD, L-inf
+    `eps`) to raise `model`'s cross-entropy on the true labels, as (N,H,W,3) uint8 on the host. For
+    1000-class models the loss is over the dataset's classes via log of the summed class
+    probabilities (the superclass rule). The object's pixels are left out of every step, and k/255
+    times 255 rounds back to k for every byte, so they come out bit-identical."""
     import torch
     from ..models.spec import IMAGENET1K
-    x0 = torch.from_numpy(np.stack(images)).permute(0, 3, 1, 2).float().div(255)
-    bg = torch.from_numpy(~np.stack(masks).astype(bool)).float()[:, None]
-    y = torch.as_tensor(np.asarray(labels), dtype=torch.long)
+    bg = 1 - m
+    y = torch.as_tensor(np.asarray(labels), dtype=torch.long, device=x.device)
     step = 2.5 * eps / steps
-    delta = torch.zeros_like(x0, requires_grad=True)
+    delta = torch.zeros_like(x, requires_grad=True)
     for _ in range(steps):
-        logits = model((x0 + delta * bg).clamp(0, 1))
+        logits = model((x + delta * bg).clamp(0, 1))
         if model.spec.label_space == IMAGENET1K:
             loss = torch.nn.functional.nll_loss(_superclass_log_probs(logits), y)
         else:
@@ -75,17 +76,17 @@ def adversarial_backgrounds(model, images: Sequence[np.ndarray], masks: Sequence
         with torch.no_grad():
             delta += step * grad.sign()
             delta.clamp_(-eps, eps)
-    x = ((x0 + delta.detach() * bg).clamp(0, 1) * 255).round().byte().permute(0, 2, 3, 1).numpy()
-    return [np.where(m[..., None].astype(bool), im, xi) for im, m, xi in zip(images, masks, x)]
+    out = ((x + delta.detach() * bg).clamp(0, 1) * 255).round().byte()
+    return np.ascontiguousarray(out.permute(0, 2, 3, 1).cpu().numpy())
 
 
 def _superclass_log_probs(logits):
     """log of the probability mass of each IN-9 class (the 'superclass' rule), for 1000-class models."""
     import torch
     from ..classes import IN9_FOLDERS, imagenet_to_in9
-    table = torch.as_tensor(imagenet_to_in9())
+    table = torch.as_tensor(imagenet_to_in9(), device=logits.device)
     probs = logits.float().softmax(dim=1)
     valid = table >= 0
-    sums = torch.zeros(probs.shape[0], len(IN9_FOLDERS), dtype=probs.dtype)
+    sums = torch.zeros(probs.shape[0], len(IN9_FOLDERS), dtype=probs.dtype, device=logits.device)
     sums = sums.index_add(1, table[valid], probs[:, valid])
     return sums.clamp_min(1e-12).log()

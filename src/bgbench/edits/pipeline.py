@@ -3,8 +3,9 @@
 Per image (the writer's worker pool, single-threaded OpenCV and torch): decode, check the mask,
 make the clean background once, render every edit level with a generator seeded by (seed, image
 id, level), measure the pixel rate and the background's GLCM statistics, and write PNGs. The
-adversarial complexity level needs the classifier, so it runs batched in the parent afterwards;
-its batches never cross a block of `--batch-size` consecutive images of the sorted list.
+adversarial complexity level needs the classifier, so it runs afterwards in the parent, reading
+the written originals through the feed (`evaluation.feed`); its batches never cross a block of
+`--batch-size` consecutive images of the sorted list.
 
 Images are independent, so `--shard K/N` takes whole blocks (block b goes to shard b mod N): a
 shard's adversarial batches are then the very batches of an unsharded run, and `bgbench merge`
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import asdict, dataclass, field
+from itertools import groupby
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -38,9 +40,9 @@ from ..data.pool import worker_pool
 from ..data.shards import Shard, ShardRecord, inputs_fingerprint, select
 from ..data.writer import (EMPTY_MASK, MISSING_MASK, DatasetWriter, Rejected, Target, manifest_rows, read_image,
                            read_mask_or_reject, reject_rows)
-from ..distributed import barrier, gather, setup, world_record
+from ..distributed import broadcast, gather, setup, world_record
 from ..errors import BgbenchError, DataError
-from ..intervals import finite_or_none
+from ..evaluation.metrics import finite_or_none
 from ..options import runtime
 from ..provenance import Provenance
 from . import complexity as C
@@ -260,21 +262,32 @@ def _batches(items: Sequence[tuple], block: int) -> List[List[tuple]]:
     return out
 
 
-def _adversarial(model, tasks: Sequence[_Task], s: _Settings, progress: bool) -> List[M.ManifestRow]:
-    """The adversarial complexity level of `tasks` (their originals are written), batched in the parent."""
-    cfg = s.cfg
-    items = [(t, s.target.load_image(ORIGINAL, t.image_id), s.target.load_mask(t.image_id)) for t in tasks]
+def _adversarial(model, tasks: Sequence[_Task], s: _Settings, ranks, progress: bool) -> List[M.ManifestRow]:
+    """The adversarial complexity level of `tasks` (their originals are written), through the feed on
+    this rank's device (`model` is there), a batch per block of `--batch-size` consecutive images of
+    the sorted list (cut again where the image size changes), so that a shard's batches are an
+    unsharded run's."""
+    import torch
+
+    from ..data.pixel_cache import Pixels
+    from ..evaluation.feed import Images, batches
+    from ..evaluation.numerics import forward_context
+    cfg, target = s.cfg, s.target
+    blocks = groupby(range(len(tasks)), key=lambda k: tasks[k].index // cfg.batch_size)
+    # the originals as this job wrote them, read by path: never cached, they live in its stage only
+    images = Images(Pixels(list(tasks)), [list(block) for _, block in blocks],
+                    masks=[target.path(MASK_DIR, t.image_id, ".npy") for t in tasks],
+                    render=lambda t: target.load_image(ORIGINAL, t.image_id))
     params = {"eps": round(cfg.adv_eps, 6), "steps": cfg.adv_steps, "model": model.spec.name}
     rows = []
-    bar = console.progress(enabled=progress, total=len(items), desc=ADVERSARIAL, unit="img")
-    for chunk in _batches(items, cfg.batch_size):
-        outs = C.adversarial_backgrounds(model, [c[1] for c in chunk], [c[2] for c in chunk],
-                                         [c[0].label for c in chunk], eps=cfg.adv_eps, steps=cfg.adv_steps)
-        for (t, _, mask), out in zip(chunk, outs):
-            s.target.save_image(ADVERSARIAL, t.image_id, out)
-            rows.append(_row(t, ADVERSARIAL, "complexity", out, mask, params))
-        bar.update(len(chunk))
-    bar.close()
+    with forward_context("fp32", ranks.device), torch.enable_grad():  # it ascends the loss: gradients
+        for _, batch in batches(images, device=ranks.device, workers=cfg.workers, progress=progress,
+                                desc=ADVERSARIAL):
+            outs = C.adversarial_backgrounds(model, batch.x, batch.m, [t.label for t in batch.items],
+                                             eps=cfg.adv_eps, steps=cfg.adv_steps)
+            for t, out, mask in zip(batch.items, outs, batch.m[:, 0].bool().cpu().numpy()):
+                target.save_image(ADVERSARIAL, t.image_id, out)
+                rows.append(_row(t, ADVERSARIAL, "complexity", out, mask, params))
     return rows
 
 
@@ -416,7 +429,7 @@ def edit_dataset(cfg: EditConfig, model=None, progress: bool = True) -> Optional
     writer = DatasetWriter(cfg.out, cfg.split, [ORIGINAL, *[e.name for e in edits]], layout.classes)
     if ranks.main:
         writer.open(cfg.overwrite)
-    barrier(ranks)  # the staged folders exist before any rank writes into them
+    writer.write_into(broadcast(writer.stage, ranks))  # rank 0's stage, once its folders exist
     try:
         return _edit_staged(cfg, model, layout, edits, skipped, ranks, writer, progress, weights)
     finally:
@@ -440,7 +453,8 @@ def _edit_staged(cfg: EditConfig, model, layout: Layout, edits: List[Edit], skip
                                    model.eval() if model is not None else None)
         rows, rejects = rows + more, rejects + refused
     elif model is not None and any(e.needs_model for e in edits):
-        rows += _adversarial(model.eval(), [t for t in mine if t.index in ok], s, progress and ranks.main)
+        rows += _adversarial(model.to(ranks.device).eval(), [t for t in mine if t.index in ok], s, ranks,
+                             progress and ranks.main)
     parts = gather((rows, rejects), ranks)
     if parts is None:
         return None

@@ -6,11 +6,65 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Dict, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..intervals import REPLICATES
+
+
+# -- how an interval reads ---------------------------------------------------------------------------
+# How an interval is written, in every table and on the page, and a missing number in JSON.
+#
+# A bootstrap over four images, or over images that all agree, can give an interval of zero width:
+# `BG-Gap 0.0% [0.0%, 0.0%]` reads as an exact value when it is the opposite, too few images to
+# measure any spread. Such an interval is written with a mark and its n (`[degenerate, n=4]`),
+# never as two equal bounds.
+
+#: Replicates of every bootstrap interval (BG-Gap, comparisons, edit drops, the probes), unless a run
+#: asks for others; recorded with the seed in each run's config.
+REPLICATES = 2000
+
+#: What a zero-width interval is written as (with its n).
+DEGENERATE = "degenerate"
+
+
+def degenerate(lo: Optional[float], hi: Optional[float]) -> bool:
+    """An interval of zero width: its resampling found no spread, which is not certainty."""
+    return lo is not None and hi is not None and abs(hi - lo) <= 1e-12
+
+
+def interval(lo: Optional[float], hi: Optional[float], n: Optional[int], fmt: Callable[[float], str],
+             sep: str = ", ") -> str:
+    """'[lo, hi]' with `fmt` for each bound; '[degenerate, n=4]' for a zero-width one; '' without bounds."""
+    if lo is None or hi is None:
+        return ""
+    if degenerate(lo, hi):
+        return f"[{DEGENERATE}, n={n if n is not None else '?'}]"
+    return f"[{unsigned_zero(fmt, lo)}{sep}{unsigned_zero(fmt, hi)}]"
+
+
+def unsigned_zero(fmt: Callable[[float], str], value: float) -> str:
+    """`fmt(value)`, except that a value that rounds to zero is written as zero is ('0.0%', '+0.000'),
+    never '-0.0%': a minus sign on a rounded zero claims a direction the number does not have."""
+    text = fmt(value)
+    if text.lstrip().startswith("-") and not any(c in "123456789" for c in text):
+        return fmt(0.0)
+    return text
+
+
+def finite_or_none(value: Any) -> Any:
+    """`value` with every NaN or infinite float made None, inside dicts, lists and tuples too (tuples
+    become lists, numpy scalars and arrays Python's): what strict JSON can hold."""
+    if isinstance(value, float):
+        return float(value) if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite_or_none(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite_or_none(v) for v in value]
+    if hasattr(value, "tolist"):  # numpy scalars and arrays
+        return finite_or_none(value.tolist())
+    return value
+
 
 Z95 = 1.959963984540054
 
@@ -132,3 +186,36 @@ def percent(value: Optional[float], width: int = 0, digits: int = 1) -> str:
     if value is None or value != value:
         return f"{MISSING:>{width + 1}}"
     return f"{100 * value:{width}.{digits}f}%"
+
+
+# -- the stratified bootstrap ------------------------------------------------------------------------
+# A stratified bootstrap over images, as resampling weights, for the probes' intervals.
+#
+# Both probes report means over classes (RIVAL10's aggregation), so images are resampled within
+# their class: every replicate keeps each class's size, and a class is never missing from one.
+# A replicate is a vector of counts (how often each image was drawn); a statistic that is a
+# weighted sum over images then costs one matrix product for all replicates, and everything an
+# image carries (all its trials, both noise regions, every level) moves with it.
+
+def stratified_weights(groups: Sequence[int], replicates: int, seed: int) -> np.ndarray:
+    """(replicates, N) counts: for each group (in sorted order), its n images drawn n times with
+    replacement, uniformly, from a NumPy Generator seeded with `seed`."""
+    groups = np.asarray(groups)
+    rng = np.random.default_rng(seed)
+    weights = np.zeros((replicates, groups.size), dtype=np.float64)
+    for g in np.unique(groups):
+        members = np.flatnonzero(groups == g)
+        weights[:, members] = rng.multinomial(members.size, np.full(members.size, 1.0 / members.size),
+                                              size=replicates)
+    return weights
+
+
+def percentile_interval(samples: np.ndarray, level: float = 0.95) -> Tuple[float, float]:
+    """The central `level` percentile interval of bootstrap replicates (NaN replicates ignored)."""
+    s = np.asarray(samples, dtype=np.float64)
+    s = s[~np.isnan(s)]
+    if s.size == 0:
+        return float("nan"), float("nan")
+    tail = 100 * (1 - level) / 2
+    lo, hi = np.percentile(s, [tail, 100 - tail])
+    return float(lo), float(hi)

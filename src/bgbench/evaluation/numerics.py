@@ -15,10 +15,6 @@ from typing import Dict, Iterator
 
 import torch
 
-#: `--precision` of eval and the probes: fp32 is exact (strict, as the challenge's); bf16 and fp16
-#: are plain autocast around the forward (not exact: predictions near a tie can change).
-from .precision_flag import PRECISIONS  # noqa: E402,F401
-
 AUTOCAST = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 #: the per-backend fp32 precision settings of PyTorch's newer API (`torch.backends.<path>.fp32_precision`)
@@ -58,12 +54,6 @@ def strict_fp32() -> contextlib.AbstractContextManager:
     user's settings restored. PyTorch's default lets cuDNN convolutions use TF32 on Ampere and
     later GPUs, so without this an fp32 run on CUDA is not fp32."""
     return _fp32_as(tf32=False)
-
-
-def tf32() -> contextlib.AbstractContextManager:
-    """fp32 tensors whose CUDA matmuls and convolutions round their inputs to TF32 (`--precision
-    tf32`), whatever the user's settings; oneDNN's fp32 stays exact. Restored afterwards."""
-    return _fp32_as(tf32=True)
 
 
 @contextlib.contextmanager
@@ -117,13 +107,15 @@ def bf16_slowdown(model: torch.nn.Module, x: torch.Tensor, repeats: int = 2) -> 
 
 
 def forward_context(precision: str, device) -> contextlib.AbstractContextManager:
-    """The arithmetic a forward runs under: `strict_fp32` for fp32, `tf32` for tf32, else autocast
-    to bf16/fp16 on the device's type (CPU autocast supports bf16; fp16 and tf32 on a CPU are
-    refused by the configs)."""
+    """The arithmetic a forward runs under: `strict_fp32` for fp32; for tf32, fp32 tensors whose CUDA
+    matmuls and convolutions round their inputs to TF32 whatever the user's settings (oneDNN's fp32
+    stays exact; restored afterwards); else autocast to bf16/fp16 on the device's type (CPU autocast
+    supports bf16; fp16 and tf32 on a CPU are refused by the configs). bf16 and fp16 are not exact:
+    predictions near a tie can change."""
     if precision == "fp32":
         return strict_fp32()
     if precision == "tf32":
-        return tf32()
+        return _fp32_as(tf32=True)
     device_type = torch.device(device).type
     return torch.autocast(device_type=device_type, dtype=AUTOCAST[precision])
 
@@ -132,11 +124,11 @@ def note_if_slower(precision: str, model: torch.nn.Module, x: torch.Tensor, wher
     """One status line before a bf16 run when, measured on `x` (a few of its inputs), a bf16 forward
     is slower than an fp32 one on this device: bf16 runs natively only where the kernels have bf16
     matrix units to use, and is emulated (slower, and still not exact) elsewhere."""
-    from .. import console
+    from ..console import status
     if "bf16" not in precision:
         return
     ratio = bf16_slowdown(model, x)
     if ratio > 1:
-        console.status(f"note: --precision {precision}: a bf16 forward takes {ratio:.1f}x an fp32 one on {where} "
-                       f"(measured on {len(x)} inputs): bf16 is not native here (it pays on GPUs from Ampere on and "
-                       "CPUs with AMX), and fp32 is exact: consider --precision fp32")
+        status(f"note: --precision {precision}: a bf16 forward takes {ratio:.1f}x an fp32 one on {where} "
+               f"(measured on {len(x)} inputs): bf16 is not native here (it pays on GPUs from Ampere on and "
+               "CPUs with AMX), and fp32 is exact: consider --precision fp32")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import field
 from enum import StrEnum
 
-from .. import checks
+from ..checks import member
 from ..errors import BgbenchError
 from ..options import flag
 
@@ -25,7 +25,7 @@ class Precision(StrEnum):
 EXACT = Precision.FP32.value
 
 
-#: The same names as `evaluation.numerics.PRECISIONS` (which needs torch).
+#: The names `--precision` takes.
 PRECISIONS = tuple(p.value for p in Precision)
 
 
@@ -42,7 +42,7 @@ def precision_field():
 def check_precision(precision: str, device: str) -> Precision:
     """`precision` as a `Precision`; one line for one that does not exist, or for fp16 or tf32 on a
     device without them (the CPU)."""
-    precision = checks.member("--precision", precision, Precision)
+    precision = member("--precision", precision, Precision)
     check_gpu_only(precision, device, "fp32 (exact) or bf16")
     return precision
 

@@ -18,14 +18,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, List, Optional
 
-from .. import checks
+from ..checks import at_least, member
 from ..classes import Mapping, mapping_field
-from ..intervals import REPLICATES
+from ..evaluation.metrics import REPLICATES
 from ..options import flag
 from .registry import Command, Measure
 from .result import MeasureResult
 from .running import ProbeConfig, RunContext, RunningMeasure, meet_layout, predicted
-from ..store.rows import TableRow
+from ..store.schema import TableRow
 
 
 @dataclass(kw_only=True)
@@ -40,8 +40,8 @@ class ArmsConfig(ProbeConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        self.mapping = checks.member("--mapping", self.mapping, Mapping)
-        checks.at_least("bootstrap replicates", self.bootstrap_replicates, 1)
+        self.mapping = member("--mapping", self.mapping, Mapping)
+        at_least("bootstrap replicates", self.bootstrap_replicates, 1)
 
 
 @dataclass

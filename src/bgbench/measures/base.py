@@ -19,15 +19,17 @@ object masks (N,1,H,W) in {0,1}, and each attribute's (index, masks) where the m
 from __future__ import annotations
 
 import contextlib
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Dict, List, NamedTuple, Optional
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Deque, Dict, Iterator, List, NamedTuple, Optional, Tuple
 
-from .. import checks
+from ..checks import at_least
 from ..errors import BgbenchError
-from ..intervals import REPLICATES
+from ..evaluation.metrics import REPLICATES
 from ..options import flag
 from .registry import Command, declared
 from .result import MeasureResult
@@ -47,7 +49,7 @@ class BootstrapConfig(ProbeConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        checks.at_least("bootstrap replicates", self.bootstrap_replicates, 1)
+        at_least("bootstrap replicates", self.bootstrap_replicates, 1)
 
 
 def class_namer(config: dict):
@@ -108,7 +110,6 @@ class ModelMeasure(RunningMeasure):
     def measure(self, run: RunContext):
         from ..evaluation.feed import chunks_of, gathered, masked_batches
         from ..evaluation.numerics import forward_context
-        from ..probing.landing import Landing
         cfg, pairs, attributes = run.cfg, run.sets.pairs, run.sets.attributes
         run.state = self.prepare(run)
         rows: Dict[int, List[tuple]] = {}
@@ -183,13 +184,13 @@ class ModelMeasure(RunningMeasure):
         return launched
 
     def _landing_threads(self, cfg, device) -> int:
-        """Threads that make rows while the next batches launch (`probing.landing`): on a device whose
+        """Threads that make rows while the next batches launch (`Landing`, below): on a device whose
         results are queued to the host (a GPU), as many as --workers; else none, and rows are made in
         the caller, one batch behind."""
         import torch
 
         from ..options import resolve_workers
-        from ..evaluation.transfer import QUEUED
+        from ..evaluation.feed import QUEUED
         if torch.device(device).type not in QUEUED or type(self).landed is ModelMeasure.landed:
             return 0
         return resolve_workers(getattr(cfg, "workers", None), str(device))
@@ -209,3 +210,54 @@ class ModelMeasure(RunningMeasure):
     def text(self, result: MeasureResult) -> str:
         """What its command prints of a result: the summary's table."""
         return result.summary().text()
+
+
+# -- landing ---------------------------------------------------------------------------------------
+# Turning a probe's launched batches into rows, in batch order, without holding up the next launch.
+#
+# `ModelMeasure.measure` queues a batch's device work (`launch`) and then makes rows of an earlier
+# batch (`landed`). On the CPU there is nothing to overlap: the rows of a batch are made in the
+# caller once the next one is launched, as one thread does everything anyway. On a GPU the host's
+# share of a probe (Grad-CAM's post-processing and RIVAL10's eight measures in NumPy, a feature
+# ranking's arrays) can exceed the card's time for a batch; `workers` threads then make rows while
+# the caller launches the next batches. NumPy's sorts, reductions and OpenCV's resize release the
+# interpreter's lock, so the threads work in parallel; rows still come out in batch order, and at
+# most `workers` batches wait to be landed (each holds its images and results on the device).
+class Landing:
+    """Batches launched and not yet made into rows. `push(batch, land)` takes a batch and the
+    function that makes its rows, and yields (batch, rows) of those now due, in order; `drain()`
+    yields the rest. With `workers` 0 the function runs in the caller, one batch behind."""
+
+    def __init__(self, workers: int = 0):
+        self.workers = max(0, int(workers))
+        self._pool: Optional[ThreadPoolExecutor] = (
+            ThreadPoolExecutor(self.workers, thread_name_prefix="bgbench-land") if self.workers else None)
+        self._pending: Deque[Tuple[Any, Any]] = deque()
+
+    def push(self, batch, land: Callable[[], list]) -> Iterator[Tuple[Any, list]]:
+        if self._pool is None:
+            yield from self._due(keep=0)  # the batch before this one, now that this one is queued
+            self._pending.append((batch, land))
+            return
+        self._pending.append((batch, self._pool.submit(land)))
+        yield from self._due(keep=self.workers)
+
+    def drain(self) -> Iterator[Tuple[Any, list]]:
+        yield from self._due(keep=0)
+
+    def _due(self, keep: int) -> Iterator[Tuple[Any, list]]:
+        while len(self._pending) > keep:
+            batch, work = self._pending.popleft()
+            yield batch, (work.result() if isinstance(work, Future) else work())
+
+    def close(self) -> None:
+        """Stop the threads (after an error: batches not landed are dropped)."""
+        self._pending.clear()
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def __enter__(self) -> "Landing":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -13,17 +13,40 @@ Scores (higher is shown first unless said otherwise):
 - challenge (--full): the share of all backgrounds that fool the foreground;
 - noise: the lowest level at which noise flips the prediction (lowest first);
 - edits: the confidence of the wrong prediction after the edit.
+
+How many a gallery shows of each class (`per_class`) and how it names a predicted class
+(`class_namer`) are here too; the report hands each section its drawing (`SectionContext`).
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence
 
 import numpy as np
 
-from ..drawing.dataset_files import DatasetFiles
+from ..classes import NO_CLASS
 from .registry import SectionContext, SectionSubject
+
+#: About how many examples a gallery shows (per category or level), spread evenly over the classes.
+EXAMPLES = 9
+
+
+def per_class(classes: int) -> int:
+    """Examples per class of a gallery over `classes` classes: EXAMPLES shared out, at least one
+    (IN-9's nine classes: one each; Waterbirds' two: five each)."""
+    return max(1, -(-EXAMPLES // max(1, int(classes))))
+
+
+def class_namer(classes: Sequence[str]) -> Callable[[int], str]:
+    """Names for predicted indices: a dataset class, 'none of its classes' (-1, or 255 in a --full
+    matrix: a 1000-class model's prediction that its class map, IN-9's or a custom one, sends to no
+    class of the dataset), else 'class <i>'."""
+    def name(i: int) -> str:
+        i = int(i)
+        if 0 <= i < len(classes):
+            return classes[i]
+        return "none of its classes" if i in (NO_CLASS, 255) else f"class {i}"
+    return name
 
 
 @dataclass(frozen=True)
@@ -107,16 +130,9 @@ def edit_flips(original: Mapping[str, tuple], edited: Mapping[str, tuple], per_c
     return top_per_class(picks, per_class)
 
 
-def run_files(run) -> DatasetFiles:
-    """The dataset files of a run: its recorded root and split."""
-    return DatasetFiles(run["data_root"], json.loads(run["config"] or "{}").get("split", "val"))
-
-
 def clean_predictions(ctx: SectionContext, subject: SectionSubject) -> Optional[Dict[str, tuple]]:
     """image id -> (label, prediction) on ORIGINAL from the subject's newest eval run, if any."""
-    from ..probing.tables import stored_predictions
     run = subject.latest("eval")
     if run is None or "original" not in ctx.store.run_variants(run["id"]):
         return None
-    v = stored_predictions(ctx.store, run["id"], variants=["original"])["original"]
-    return {i: (int(y), int(p)) for i, y, p in zip(v.image_ids, v.labels, v.preds)}
+    return {r["image_id"]: (int(r["label"]), int(r["pred"])) for r in ctx.store.predictions(run["id"], "original")}

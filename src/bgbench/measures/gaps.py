@@ -17,7 +17,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 import numpy as np
 
 from ..evaluation.metrics import Estimate, accuracy, paired_difference, percent, unpaired_difference
-from ..intervals import REPLICATES
+from ..evaluation.metrics import REPLICATES
 from .result import Summary, estimate_row
 
 Rows = Sequence[Any]  # the arms' rows (`arms.ArmRow`: arm, image_id, label, pred)

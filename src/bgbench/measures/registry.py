@@ -2,7 +2,7 @@
 by the store, the recording, the CLI, `bgbench runs`, the report and studies.
 
 A measure is one package under `measures/` whose `__init__.py` registers its class
-(`register_measure`); `measures.catalog` finds the packages by scanning the folder, so a new
+(`register_measure`); `load_all` (the catalog, below) finds the packages by scanning the folder, so a new
 measure needs no line anywhere else, and its `position` says where listings put it. Its `name` is
 its one identity: its run kind, its per-image table, its command (`bgbench probe NAME` or `bgbench
 analyze NAME`) and its API entry (`bgbench.probe(NAME, ...)`) follow from it (`Measure.kind`). A
@@ -12,7 +12,8 @@ runs`) stays light; its methods import what they run.
 What a measure class supplies, each where it has a use for it:
 - `config`: the options dataclass; fields that carry `options.flag(...)` metadata become flags of
   the generated command;
-- `compute(model, data, cfg, *, progress, out_dir)`: the run (`running.RunningMeasure` owns it for
+- `compute(model, layout, cfg, *, progress, out_dir)`: the run on --data's layout, read as the measure
+  declares (`RunningMeasure.reads`, by `runs.run_measure`) (`running.RunningMeasure` owns it for
   every measure that runs a model: eval, the challenge, the arms and, through `base.ModelMeasure`,
   the probes, which supply only their per-batch rows);
 - `columns`, `key`, `order`: its per-image table (declared in the store's schema under its kind);
@@ -23,7 +24,7 @@ What a measure class supplies, each where it has a use for it:
 - `gap_arms`, `shortcut_columns`, `benchmark_headlines`, `profile`, `report_only`: its part in the
   shared tables (the shortcut table, the scorecard on a benchmark's data, `bgbench profile`'s
   battery, a study's analyses), declared here and read from the registry by each
-  (`measures.declarations`);
+  (the declarations, below: `GapArms`, `ShortcutColumn`, `BenchmarkHeadlines`, `InProfile`);
 - `source`, `checked_against`: the definition it follows and the test that checks it (its page in
   the manual, generated from the registry, says both).
 """
@@ -31,12 +32,11 @@ from __future__ import annotations
 
 import importlib
 import json
-from dataclasses import dataclass
+import pkgutil
+from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, ClassVar, Dict, List, Optional, Protocol, Sequence, Tuple
+from typing import Any, ClassVar, Dict, List, Optional, Protocol, Sequence, Tuple
 
-if TYPE_CHECKING:
-    from .declarations import BenchmarkHeadlines, GapArms, InProfile, ShortcutColumn
 
 #: What a measure can need of its input; the generated command and the docs say it in these words.
 NEEDS = {
@@ -49,6 +49,7 @@ NEEDS = {
     "eval run": "a stored eval run",
     "layers": "a network whose layers can be hooked and differentiated (not ONNX, torch.export or TorchScript)",
     "imagenet": "ImageNet's own images (its val, in the ILSVRC archive's or torchvision's layout)",
+    "imagenet model": "a 1000-class ImageNet model (its outputs ImageNet's classes, not the dataset's own)",
     "spurious_imagenet": "the Spurious ImageNet release (images/timestamp.txt and its feature folders)",
     "salient_imagenet": "the Salient ImageNet release (wordnet_dict.py and its masks per class and feature)",
 }
@@ -137,7 +138,7 @@ class Measure:
     config: ClassVar[Optional[type]] = None  # the options dataclass
     pictures: ClassVar[Optional[str]] = None  # the config field that, when > 0, makes the run write pictures
     pictures_help: ClassVar[str] = ""  # --out's help for a measure that writes pictures
-    #: The per-image row, a frozen dataclass of `store.rows.TableRow` that its `rows()` make, its
+    #: The per-image row, a frozen dataclass of `store.schema.TableRow` that its `rows()` make, its
     #: summary reads by field name and a stored run reads back into; its table's columns follow from it.
     row: ClassVar[Optional[type]] = None
     #: The per-image table: its columns (name, SQL type; from `row` where it declares one), key and
@@ -201,11 +202,11 @@ class Measure:
 
     # -- what a run computes and reads back -------------------------------------------------------
     def forwards(self, images: int, variants: Sequence[str], options: Dict[str, Any],
-                 attributes: int = 0) -> Tuple[Optional[int], bool]:
+                 attributes: int = 0, classes: Sequence[str] = ()) -> Tuple[Optional[int], bool]:
         """The forwards a run makes on a dataset of `images` images (in each of `variants`, with
-        `attributes` kinds of attribute mask) under `options` (a study's keys; defaults where
-        absent): (count, whether it is a ceiling), or (None, False) where it is not known before
-        the run. The study's plan and the manual's measure pages show it; tests/measures/
+        `attributes` kinds of attribute mask, of `classes` where the plan knows them) under `options`
+        (a study's keys; defaults where absent): (count, whether it is a ceiling), or (None, False)
+        where it is not known before the run. The study's plan and the manual's measure pages show it; tests/measures/
         test_forwards.py counts a run's forwards against it. By default `forwards_per_image`
         forwards per image; a measure whose count depends on its options says so itself."""
         if self.forwards_per_image is None:
@@ -218,7 +219,7 @@ class Measure:
         default depends on the data fills it in."""
         return options
 
-    def compute(self, model, data, cfg, *, progress: bool = True, out_dir=None):
+    def compute(self, model, layout, cfg, *, progress: bool = True, out_dir=None):
         """Run the measure; the result on rank 0 (None on other torchrun ranks)."""
         raise NotImplementedError(f"measure {self.name!r} runs through its own command")
 
@@ -332,7 +333,6 @@ def unregister_measure(name: str) -> None:
 def list_measures(command: Optional[str] = None) -> List[Measure]:
     """Every registered measure (every package under `measures/` imported first), in the order of their
     `position`; or those of one command."""
-    from .catalog import load_all
     load_all()
     ranked = sorted(_MEASURES.values(), key=lambda m: (m.position is None, m.position or 0))  # stable: others last
     return [m for m in ranked if command is None or m.command == command]
@@ -365,13 +365,23 @@ class SectionSubject(Protocol):
 
 class SectionContext(Protocol):
     """What a section reads of the report being written (the report's `ReportContext` provides it):
-    the store, where its figures go and how the page links them, the thumbnail writer, and the
-    chosen subjects. Declared here so that the measures draw their sections without importing the
-    report, which sits above them."""
+    the store, where its figures go and how the page links them, the report's drawing (its plots,
+    galleries and a run's image files), and the chosen subjects. Declared here so that the
+    measures draw their sections without importing the report or its drawing, which sit above
+    them and below them: a measure's section says what to show, the report how."""
 
     store: Any
     thumbs: Any
     subjects: List[Any]
+    #: The report's plots (`drawing.figures`: `accuracy_bars`, `binned_curves`, ...).
+    plots: Any
+
+    def gallery(self, title: str, folder: Any = None) -> Any:
+        """An empty gallery of thumbnails titled `title` (`drawing.gallery.Gallery`), its images
+        from `folder`."""
+
+    def files(self, run: Any) -> Any:
+        """The image and mask files of a stored run's data (`drawing.dataset_files.DatasetFiles`)."""
 
     def figure_path(self, subject: Any, name: str) -> Any:
         """Where a figure of `subject` named `name` is written."""
@@ -381,3 +391,115 @@ class SectionContext(Protocol):
 
     def metrics(self, run_id: int) -> Dict[Tuple[str, str], Any]:
         """The stored metrics of a run by (name, variant)."""
+
+
+# -- the declarations: a measure's part in the shared tables --------------------------------------
+# What a measure declares of its part in the package's shared tables, beside its own run: its arms
+# as a gap, its columns of the shortcut table, its headlines on a benchmark's own data, its place in
+# `bgbench profile`'s battery. Each reader (the shortcut table and its changes, the scorecard,
+# studies, the manual) collects these from the registry, so a measure added to its folder shows up
+# in every one of them without a line anywhere else.
+#
+# A `place` orders one kind of declaration across the measures (lower first): a table's columns
+# interleave the measures (the shortcut table reads eval's IN-1k accuracy first and its BG-Gap after
+# the gaps), so each declaration says where it goes instead of following the measures' `position`.
+
+#: How a shortcut column's images reached the model (before its own normalization and resize policy).
+CROP = "Resize(256), CenterCrop(224)"
+AS_HELD = "as the dataset holds them"
+
+
+@dataclass(frozen=True)
+class GapArms:
+    """A two-arm measure's gap, as the shortcut table's paired changes read its stored rows: the
+    reference arm, the shifted arm, and what pairs an image across them ('id': the image id; 'stem':
+    the file name without its extension, a stylized copy's)."""
+
+    reference: str
+    shifted: str
+    key: str = "id"
+
+
+@dataclass(frozen=True)
+class ShortcutColumn:
+    """One column of the shortcut table (`measures/shortcuts/table.py`) that a measure's runs fill:
+    its key and title, the metric (variant) it reads, whether it is a share (a percentage), its
+    direction, the data it is read on ('imagenet': ImageNet's own images only; 'other': every other
+    dataset; 'any'), and its preprocessing where it is its own whatever the data (None: the
+    dataset's).
+
+    `other_title`: its title on a dataset other than ImageNet's val, where the number is not the
+    benchmark's (the watermark gap off ImageNet-W). `shortcut`: False for a number shown beside the
+    shortcuts (an accuracy, BG-Gap), which alone makes no block of the table. `class_of`: a key of
+    the run's config naming the one class (its 'label') whose images the gap is read on (the Carton
+    gap), else every image."""
+
+    place: int
+    key: str
+    title: str
+    metric: str
+    variant: str = ""
+    percent: bool = True
+    higher_is_better: bool = True
+    data: str = "any"
+    preprocessing: Optional[str] = None
+    other_title: Optional[str] = None
+    shortcut: bool = True
+    class_of: Optional[str] = None
+    #: The paired change of this column from a base model's run to a derived model's, as
+    #: 'module:function' called with (store, column, base_run, derived_run, seed); None: the gap of
+    #: the measure's `gap_arms`, paired over images.
+    change: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class BenchmarkHeadlines:
+    """A measure's headlines on one benchmark's own data (the runs on it record its `data_kind`,
+    `data.hardimagenet.KIND`), which the scorecard shows there, in `place` order among every
+    measure's on that data.
+    `replaces`: in place of the measure's own headlines on that data (Hard ImageNet's figures are
+    not RIVAL10's); else beside them. A measure whose headlines there follow from its run (noise's
+    RFS per level of its grid) returns them from `Measure.headlines_on`."""
+
+    data_kind: str
+    place: int
+    headlines: Tuple[Any, ...] = ()  # registry.Headline
+    replaces: bool = False
+
+
+@dataclass(frozen=True)
+class InProfile:
+    """A measure's part in `bgbench profile`'s standard battery: its place among the battery's
+    measures, and the options it runs with there (its defaults for any other)."""
+
+    place: int
+    options: Dict[str, Any] = field(default_factory=dict)
+
+
+# -- the catalog ----------------------------------------------------------------------------------
+# The catalog: the measure packages, found by scanning `measures/` (no list to edit).
+#
+# A measure is its package under `measures/` alone: every package on `bgbench.measures`'s path is
+# imported when the registry is first read, and importing one runs its declaration (light: no
+# torch), which registers it. A package that declares no measure (`common/`) registers nothing. The
+# order commands and reports list the measures in is each measure's own `position`
+# (`registry.list_measures`), never the order of this scan.
+
+_SCANNED: Dict[Tuple[str, ...], Tuple[str, ...]] = {}
+
+
+def packages() -> Tuple[str, ...]:
+    """The packages under `measures/` by name, sorted (`bgbench.measures.__path__` read afresh, so a
+    folder added to it, as a test adds a toy measure's, is found; each path is listed once)."""
+    from . import __path__ as roots
+    key = tuple(roots)
+    if key not in _SCANNED:
+        _SCANNED[key] = tuple(sorted(info.name for info in pkgutil.iter_modules(list(roots))
+                                     if info.ispkg and not info.name.startswith("_")))
+    return _SCANNED[key]
+
+
+def load_all() -> None:
+    """Import every measure package (each registers itself once; an imported one costs nothing)."""
+    for name in packages():
+        importlib.import_module(f"{__package__}.{name}")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Mapping, Optional
 
-from ..intervals import finite_or_none
+from ..evaluation.metrics import finite_or_none
 from ..result import Result
 from .registry import get_measure
 

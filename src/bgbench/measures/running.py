@@ -33,7 +33,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Dict, Optional, Sequence, Tuple
 
-from .. import checks
+from ..checks import at_least, device as valid_device
 from ..evaluation.precision_flag import Precision, check_precision, precision_field
 from ..options import BATCH_SIZE, runtime, workers_field
 from .registry import Measure
@@ -51,9 +51,9 @@ class ProbeConfig:
     precision: Precision = precision_field()
 
     def __post_init__(self):
-        checks.at_least("--batch-size", self.batch_size, 1)
-        checks.at_least("--workers", self.workers, 1)
-        checks.device(self.device)
+        at_least("--batch-size", self.batch_size, 1)
+        at_least("--workers", self.workers, 1)
+        valid_device(self.device)
         self.precision = check_precision(self.precision, self.device)
 
 

@@ -137,7 +137,7 @@ def gradcam_terms(model, layer, x, target=None):
     import torch
     from captum.attr import LayerGradCam
 
-    from ..evaluation.transfer import to_device
+    from ..evaluation.feed import to_device
     with torch.no_grad():
         preds = model(x).argmax(dim=1)
     target = preds if target is None else to_device(torch.as_tensor(target), preds.device)

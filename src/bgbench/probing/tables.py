@@ -12,8 +12,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
-from ..class_maps import ClassMap
-from ..classes import Mapping, imagenet_to_in9, stores_sums
+from ..classes import ClassMap, Mapping, imagenet_to_in9, stores_sums
 from ..errors import BgbenchError
 
 

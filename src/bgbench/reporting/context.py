@@ -46,15 +46,12 @@ class Subject:
         reduced precision (bf16, tf32) never replaces an exact one as the number shown, and where it
         is the one shown its cells say its precision. A report of `--runs` that names it shows it."""
         found = [r for r in self.runs if r["kind"] == kind]
-        exact = [r for r in found if self.precision(r["id"]) == EXACT]
+        exact = [r for r in found if self.precisions[r["id"]] == EXACT]
         return (exact or found)[-1] if found else None
 
-    def precision(self, run_id: int) -> str:
-        """`run_precision` of one of this subject's runs, its config parsed once for every cell."""
-        return self._precisions[run_id]
-
     @functools.cached_property
-    def _precisions(self) -> Dict[int, str]:
+    def precisions(self) -> Dict[int, str]:
+        """Run id -> `run_precision` of each of this subject's runs, their configs parsed once for every cell."""
         return {r["id"]: run_precision(r) for r in self.runs}
 
     @property
@@ -108,6 +105,20 @@ class ReportContext:
 
     def metrics(self, run_id: int) -> Dict[Tuple[str, str], Row]:
         return {(m["name"], m["variant"]): m for m in self.store.metrics(run_id)}
+
+    @property
+    def plots(self):
+        from ..drawing import figures
+        return figures
+
+    def gallery(self, title: str, folder=None):
+        from ..drawing.gallery import Gallery
+        return Gallery(title, self.thumbs, folder=folder)
+
+    def files(self, run: Row):
+        """The dataset files of a stored run: its recorded root and split."""
+        from ..drawing.dataset_files import DatasetFiles
+        return DatasetFiles(run["data_root"], json.loads(run["config"] or "{}").get("split", "val"))
 
 
 def run_precision(run: Row) -> str:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 from ..data.owned import safe_name
-from ..intervals import finite_or_none
+from ..evaluation.metrics import finite_or_none
 from ..version import __version__
 
 SCORECARD_CSV = "scorecard.csv"
@@ -38,14 +38,9 @@ FIELDS = ("model", "model_string", "architecture", "weights_sha256", "dataset", 
 #: The protocol's fields beyond the model and the data (`scorecard.shown_precision`, `scorecard.preprocessing`),
 #: in both files.
 PREPROCESSING = ("precision", "class_map", "class_map_sha256", "norm_mean", "norm_std", "norm_source", "input_size", "resize")
-#: Each headline's columns: `<id>`, then `<id>:lo`, `<id>:hi`, `<id>:n`.
+#: Each headline's columns: `<id>`, then `<id>:lo`, `<id>:hi`, `<id>:n`; its id is its scorecard key
+#: without a trailing ':' ('eval:bg_gap', 'eval:accuracy:original', 'probe_noise:rfs').
 PARTS = ("lo", "hi", "n")
-
-
-def column_id(column: dict) -> str:
-    """A headline's name in the files: its scorecard key without a trailing ':' ('eval:bg_gap',
-    'eval:accuracy:original', 'probe_noise:rfs')."""
-    return column["key"].rstrip(":")
 
 
 def records(data: dict) -> List[dict]:
@@ -60,7 +55,7 @@ def records(data: dict) -> List[dict]:
             for column, e in zip(group["columns"], cells):
                 if e is None:
                     continue
-                headlines[column_id(column)] = {
+                headlines[column["key"].rstrip(":")] = {
                     "title": column["title"], "description": column["description"],
                     **{k: finite_or_none(None if e[k] is None else float(e[k])) for k in ("value", "lo", "hi")},
                     "n": e["n"], "higher_is_better": column["higher"],
@@ -114,7 +109,6 @@ def write_scorecard(data: dict, folder: Path) -> Dict[str, object]:
     """Write `folder/scorecard.csv` and `folder/model_info/<dataset>/<model>.json`; returns what was
     written: paths relative to `folder`, the number of rows, and `of`: (row label, dataset key) ->
     its JSON's path."""
-    folder = Path(folder)
     entries = records(data)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / SCORECARD_CSV).write_text(csv_text(entries), encoding="utf-8")
@@ -134,7 +128,7 @@ def write_scorecard(data: dict, folder: Path) -> Dict[str, object]:
 
 
 def export_scorecard(store, out: str | Path, run_ids: Optional[Sequence[int]] = None,
-                     models: Optional[Sequence[str]] = None, labels: Optional[Dict[int, str]] = None) -> dict:
+                     models: Optional[Sequence[str]] = None) -> dict:
     """Write the scorecard of the store's finished runs (or of `run_ids`, or of `models`) into the
     folder `out`: `scorecard.csv` and `model_info/`, staged aside and moved in whole; a rewrite
     removes only the files a previous export listed (EXPORT_FILES.txt). Returns what was written,
@@ -144,7 +138,7 @@ def export_scorecard(store, out: str | Path, run_ids: Optional[Sequence[int]] = 
     from .context import ReportContext, name_subjects, select_subjects
     from .scorecard import scorecard
     out = refuse_unsafe_out(Path(out))
-    subjects = name_subjects(select_subjects(store, run_ids, models), labels)
+    subjects = name_subjects(select_subjects(store, run_ids, models))
     staged = StagedOutput(out, EXPORT_RECORD, "export")
     try:
         data = scorecard(ReportContext(store=store, out=staged.open(), subjects=subjects, progress=False))

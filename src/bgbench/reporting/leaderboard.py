@@ -38,6 +38,9 @@ PROVENANCE = ("precision", "checkpoint_sha256", "data_fingerprint", "version", "
 SHOWN = {"challenge": ("challenge", "clean", "original", "mixed_same", "mixed_rand", "bg_gap"),
          "mixed_rand": ("mixed_rand", "bg_gap", "original", "mixed_same"),
          None: ("original", "mixed_same")}
+#: The stored metric (name, variant) each number column shows, by the kind of run it comes from.
+METRIC_OF = {"challenge": {"challenge": ("challenge_accuracy", ""), "clean": ("clean_accuracy", "")},
+             "eval": {**{v: ("accuracy", v) for v in ("original", "mixed_same", "mixed_rand")}, "bg_gap": ("bg_gap", "")}}
 FORMATS = ("table", "md", "csv", "json", "html")
 PUBLISHED = "IN-9 (published)"
 
@@ -79,15 +82,7 @@ def _row(store: Store, runs: Dict[str, object], protocol: Optional[str]) -> dict
         config = json.loads(run["config"])
         row["in9"] = row.get("in9") or tuple(config.get("classes") or ()) == IN9_FOLDERS
         metrics = {(m["name"], m["variant"]): m["value"] for m in store.metrics(run["id"])}
-        if kind == "challenge":
-            row["challenge"] = metrics.get(("challenge_accuracy", ""))
-            row["clean"] = metrics.get(("clean_accuracy", ""))
-        else:
-            for v in ("original", "mixed_same", "mixed_rand"):
-                if ("accuracy", v) in metrics:
-                    row[v] = metrics[("accuracy", v)]
-            if ("bg_gap", "") in metrics:
-                row["bg_gap"] = metrics[("bg_gap", "")]
+        row.update({column: metrics.get(key) for column, key in METRIC_OF[kind].items()})
     return row
 
 

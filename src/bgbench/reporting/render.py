@@ -167,18 +167,18 @@ def _render(store: Store, out: Path, subjects: List[Subject], progress: bool, la
              for e in g["entries"]} if split else {}
     ctx = ReportContext(store=store, out=out, subjects=subjects, progress=progress, pages=pages,
                         skipped={(m, str(Path(d).resolve())): v for (m, d), v in (skipped or {}).items()})
-    summary = _page_sections(ctx, "summary")
+    summary = _sections(ctx, "summary")
     used = {s["name"] for s in summary}
     bar = console.progress(total=len(subjects), enabled=progress, desc="report", unit="model")
 
     def sections_of(subject: Subject) -> List[dict]:
-        found = _model_sections(ctx, subject)
+        found = _sections(ctx, "model", subject)
         used.update(s["name"] for s in found)
         bar.update(1)
         return found
 
     def page_sections() -> List[dict]:
-        found = _page_sections(ctx, "page")
+        found = _sections(ctx, "page")
         used.update(s["name"] for s in found)
         return found
 
@@ -233,19 +233,12 @@ def _filters(subjects: Sequence[Subject], galleries: bool = True) -> dict:
     return {"classes": classes, "models": models}
 
 
-def _model_sections(ctx: ReportContext, subject: Subject) -> List[dict]:
-    out = []
-    for section in list_sections("model"):
-        data = section.fn(ctx, subject)
-        if data is not None:
-            out.append({"name": section.name, "title": section.title, "template": section.template, "data": data})
-    return out
-
-
-def _page_sections(ctx: ReportContext, scope: str) -> List[dict]:
+def _sections(ctx: ReportContext, scope: str, *subject: Subject) -> List[dict]:
+    """The drawn sections of `scope` (a "model" section's function also takes the subject); a
+    section with nothing recorded is left out."""
     out = []
     for section in list_sections(scope):
-        data = section.fn(ctx)
+        data = section.fn(ctx, *subject)
         if data is not None:
             out.append({"name": section.name, "title": section.title, "template": section.template, "data": data})
     return out
@@ -264,12 +257,11 @@ def leaderboard_html(rows: List[dict]) -> str:
         tables=list(datasets.items()), version=__version__, generated=generated)
 
 
-def write_leaderboard(store: Store, path: Path, include_reported: bool = True,
-                      labels: Optional[Dict[int, str]] = None) -> Path:
+def write_leaderboard(store: Store, path: Path, labels: Optional[Dict[int, str]] = None) -> Path:
     """The leaderboard page; `labels` (run id -> its model's name, a study's) name the measured rows
     as the report's scorecard does, the model and its weights kept in brackets."""
     from .leaderboard import leaderboard
-    rows = leaderboard(store, include_reported=include_reported)
+    rows = leaderboard(store)
     for r in rows:
         given = [labels[i] for i in r.get("run_ids", ()) if labels and i in labels]
         if given:

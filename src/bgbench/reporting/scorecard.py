@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 from ..classes import IMAGENET1K
@@ -89,7 +90,7 @@ def cell(ctx: ReportContext, subject: Subject, column: Column) -> Optional[dict]
     with its interval, n and where it links; n/a with a reason; or None."""
     run = subject.latest(column.measure.kind)
     if run is None:
-        why = skipped_reason(ctx, subject, column.measure.name)
+        why = _skipped(ctx, {subject.model}, subject.data_root).get(column.measure.name)
         if why is not None:  # a study skipped it: n/a with the reason, never a silent gap
             return {"value": None, "na": f"n/a: {why}", "lo": None, "hi": None, "n": None, "run": None,
                     "href": f"{ctx.page_of(subject)}#{subject.key}"}
@@ -116,17 +117,10 @@ def cell(ctx: ReportContext, subject: Subject, column: Column) -> Optional[dict]
     return None
 
 
-def skipped_reason(ctx: ReportContext, subject: Subject, measure: str) -> Optional[str]:
-    """Why the study that made this report skipped `measure` for the subject's model and data (None:
-    it did not, or the report was not made by a study)."""
-    return _skipped(ctx, {subject.model}, subject.data_root).get(measure)
-
-
 def _skipped(ctx: ReportContext, models, data_root: Optional[str]) -> Dict[str, str]:
     """measure -> why the study that made this report skipped it for any of `models` on `data_root`."""
     if not ctx.skipped or not data_root:
         return {}
-    from pathlib import Path
     where = str(Path(data_root).resolve())
     out: Dict[str, str] = {}
     for model in sorted(models):
@@ -140,6 +134,9 @@ def scorecard(ctx: ReportContext) -> Optional[dict]:
     meta = {c.key: {"key": c.key, "title": c.title, "description": c.description, "percent": c.headline.percent,
                     "higher": c.headline.higher_is_better} for c in cols}
     order = [c.key for c in cols]
+    # column key -> the measure whose run fills it: the headlines', then the columns found per subject
+    # (BG Required and the edits' drops come from eval runs, a benchmark's from its measure's)
+    measure_of = {c.key: c.measure.name for c in cols}
     datasets: Dict[str, dict] = {}
     rows: Dict[str, dict] = {}
     for s in ctx.subjects:
@@ -148,15 +145,16 @@ def scorecard(ctx: ReportContext) -> Optional[dict]:
         row = rows.setdefault(s.label, {"label": _row_label(s), "cells": {}, "subjects": {}, "models": set()})
         row["subjects"][key] = provenance(s)
         row["models"].add(s.model)
-        hard, replaced = benchmark_cells(ctx, s)
+        hard, replaced, hard_measures = benchmark_cells(ctx, s)
         found = {c.key: cell(ctx, s, c) for c in cols if not (hard and c.measure.name in replaced)}
         for level_key, (column, value) in {**category_cells(ctx, s), **edit_drop_cells(ctx, s), **hard}.items():
             meta.setdefault(level_key, column)
+            measure_of.setdefault(level_key, hard_measures.get(level_key, "eval"))
             order += [level_key] if level_key not in order else []
             found[level_key] = value
         for col_key, value in found.items():
             if value is not None and value.get("run") is not None:  # every number says its arithmetic
-                value["precision"] = s.precision(value["run"])
+                value["precision"] = s.precisions[value["run"]]
             if value is not None:
                 row["cells"][(key, col_key)] = value
                 datasets[key]["columns"].add(col_key)
@@ -164,7 +162,6 @@ def scorecard(ctx: ReportContext) -> Optional[dict]:
               if d["columns"]]  # in the subjects' order: a study's, else by name (`context`)
     if not groups:
         return None
-    measure_of = {c.key: c.measure.name for c in cols}
     for row in rows.values():  # a model a study could not run on a dataset: n/a with the reason, not blank
         for g in groups:
             why = {} if g["key"] in row["subjects"] else _skipped(ctx, row["models"], g["root"])
@@ -197,7 +194,7 @@ def shown_precision(subject: Subject) -> str:
     'fp32' where all are exact, else each precision with its kinds ('bf16 (eval); fp32 (challenge)')."""
     kinds: Dict[str, List[str]] = {}
     for kind in dict.fromkeys(r["kind"] for r in subject.runs):
-        kinds.setdefault(subject.precision(subject.latest(kind)["id"]), []).append(kind)
+        kinds.setdefault(subject.precisions[subject.latest(kind)["id"]], []).append(kind)
     if set(kinds) <= {EXACT}:
         return EXACT
     return "; ".join(f"{p} ({', '.join(k)})" for p, k in sorted(kinds.items()))
@@ -278,10 +275,11 @@ def edit_drop_cells(ctx: ReportContext, subject: Subject) -> Dict[str, Tuple[dic
     return out
 
 
-def benchmark_cells(ctx: ReportContext, subject: Subject) -> Tuple[Dict[str, Tuple[dict, dict]], Tuple[str, ...]]:
+def benchmark_cells(ctx: ReportContext, subject: Subject
+                    ) -> Tuple[Dict[str, Tuple[dict, dict]], Tuple[str, ...], Dict[str, str]]:
     """On a benchmark's own data (its runs record the `data_kind` some measure declares headlines
     for: Hard ImageNet's), those headlines as columns: (column key -> (column, cell), the measures
-    whose own headlines they replace). Each cell is the stored metric of the model's newest run of
+    whose own headlines they replace, column key -> its measure's name). Each cell is the stored metric of the model's newest run of
     its measure, with its interval; n/a with the reason where a study skipped the measure. Empty for
     any other dataset."""
     kinds = {json.loads(r["config"] or "{}").get("data_kind") for r in subject.runs}
@@ -293,7 +291,7 @@ def benchmark_cells(ctx: ReportContext, subject: Subject) -> Tuple[Dict[str, Tup
         config = None if run is None else json.loads(run["config"] or "{}")
         found += [(benchmark, Column(measure, h, (h.variant,))) for h in measure.headlines_on(benchmark, config)]
         replaced += [measure.name] if benchmark.replaces else []
-    out = {}
+    out, measures = {}, {}
     for benchmark, column in found:
         value = cell(ctx, subject, column)
         if value is None:
@@ -302,11 +300,11 @@ def benchmark_cells(ctx: ReportContext, subject: Subject) -> Tuple[Dict[str, Tup
                 "description": column.description, "percent": column.headline.percent,
                 "higher": column.headline.higher_is_better}
         out[meta["key"]] = (meta, value)
-    return out, tuple(replaced)
+        measures[meta["key"]] = column.measure.name
+    return out, tuple(replaced), measures
 
 
 def _dataset_name(subject: Subject) -> str:
-    from pathlib import Path
     if subject.data_label:
         return subject.data_label
     return Path(subject.data_root).name if subject.data_root else (subject.data_fingerprint or "-")[:12]
@@ -315,7 +313,7 @@ def _dataset_name(subject: Subject) -> str:
 def _cell_text(column: dict, e: Optional[dict], notes: Optional[List[str]] = None) -> str:
     """A scorecard cell as text: the value and its interval, 'n/a: why' ('n/a [k]' with the reason
     as note k under the table, when `notes` collects them), or '-' when not measured."""
-    from ..intervals import interval
+    from ..evaluation.metrics import interval
     if e is None:
         return "-"
     if e.get("na"):
@@ -352,9 +350,9 @@ def scorecard_records(data: dict) -> List[dict]:
     return out
 
 
-def scorecard_text(data: dict, transpose_up_to: int = READ_DOWN_UP_TO) -> str:
+def scorecard_text(data: dict) -> str:
     """The scorecard as a plain table (what `bgbench profile` and `bgbench study` end with): one
-    block per dataset, each measure's headline with its interval. Up to `transpose_up_to` models,
+    block per dataset, each measure's headline with its interval. Up to READ_DOWN_UP_TO models,
     a column per model (the measures read down); more models, a row per model."""
     blocks = []
     for gi, group in enumerate(data["groups"]):
@@ -364,7 +362,7 @@ def scorecard_text(data: dict, transpose_up_to: int = READ_DOWN_UP_TO) -> str:
             continue
         notes: List[str] = []
         cells = [[_cell_text(c, e, notes) for c, e in zip(group["columns"], r["cells"][gi])] for r in models]
-        if len(models) <= transpose_up_to:
+        if len(models) <= READ_DOWN_UP_TO:
             table = [["", *[r["label"] for r in models]]] + [[t, *[c[i] for c in cells]] for i, t in enumerate(titles)]
         else:
             table = [["model", *titles]] + [[r["label"], *c] for r, c in zip(models, cells)]

@@ -51,19 +51,16 @@ class Section:
 SECTIONS: Dict[str, Section] = {}
 
 
-def register_section(name: str, title: str, scope: str = "model", after: Optional[str] = None):
-    """Register a section function under `name` (its template is sections/<name>.html.j2).
-
-    `after`: the name of the section it follows on the page (sections placed after the same one
-    keep their registration order); by default, sections come in registration order.
-    """
+def register_section(name: str, title: str, scope: str = "model"):
+    """Register one of the page's own section functions under `name` (its template is
+    sections/<name>.html.j2); they come in registration order."""
     if scope not in SCOPES:
         raise ValueError(f"scope must be one of {SCOPES}")
 
     def wrap(fn):
         if name in SECTIONS:
             raise ValueError(f"section {name!r} is already registered")
-        SECTIONS[name] = Section(name, title, scope, fn, after)
+        SECTIONS[name] = Section(name, title, scope, fn)
         return fn
     return wrap
 
@@ -265,14 +262,9 @@ def _zero_shot_of(spec: dict) -> Optional[str]:
 # ---------------------------------------------------------------- across models
 
 
-def _pair_rows(comparison) -> Tuple[List[dict], Optional[dict], Optional[dict]]:
-    """The template's rows from a `compare_runs` result: (variants, BG-Gap difference, challenge)."""
-    def row(name: str, c) -> dict:
-        return {"variant": name, "a": c.acc_a.value, "b": c.acc_b.value, "diff": c.diff, "n": c.n, **c.test}
-    variants = [row(v, c) for v, c in comparison.variants.items()]
-    gap = comparison.bg_gap_diff.as_dict() if comparison.bg_gap_diff is not None else None
-    chal = row("challenge", comparison.challenge) if comparison.challenge is not None else None
-    return variants, gap, chal
+def _pair_row(name: str, c) -> dict:
+    """The template's row of one variant (or the challenge) of a `compare_runs` result."""
+    return {"variant": name, "a": c.acc_a.value, "b": c.acc_b.value, "diff": c.diff, "n": c.n, **c.test}
 
 
 def _compare_pair(ctx: ReportContext, a: Subject, b: Subject) -> Optional[dict]:
@@ -289,11 +281,11 @@ def _compare_pair(ctx: ReportContext, a: Subject, b: Subject) -> Optional[dict]:
         except BgbenchError as e:
             found["refused"].append(str(e))
             continue
-        variants, gap, chal = _pair_rows(comparison)
         if kind == "eval":
-            found["variants"], found["bg_gap"] = variants, gap
-        else:
-            found["challenge"] = chal
+            found["variants"] = [_pair_row(v, c) for v, c in comparison.variants.items()]
+            found["bg_gap"] = comparison.bg_gap_diff.as_dict() if comparison.bg_gap_diff is not None else None
+        else:  # a challenge comparison always holds its one row
+            found["challenge"] = _pair_row("challenge", comparison.challenge)
     if not found["variants"] and found["challenge"] is None and not found["refused"]:
         return None
     return found

@@ -104,14 +104,11 @@ def open_source(path: Path, name: Optional[str] = None) -> sqlite3.Connection:
         if conn is not None:
             conn.close()
         raise BgbenchError(f"{name} is not a SQLite results store bgbench can open ({e})") from None
-    problem = None
-    if not has_runs:
-        problem = BgbenchError(f"{name} is not a results store (it has no runs table)")
-    elif version != SCHEMA_VERSION:
-        problem = other_schema(name, version)
-    if problem is not None:
+    if not has_runs or version != SCHEMA_VERSION:
         conn.close()
-        raise problem
+        if not has_runs:
+            raise BgbenchError(f"{name} is not a results store (it has no runs table)")
+        raise other_schema(name, version)
     return conn
 
 
@@ -187,7 +184,6 @@ def copy_store(source: Path, target: Path) -> None:
     committed pages only), written beside `target` and renamed onto it, so that `target` is always
     a whole store. The copy is in rollback-journal mode: it is read on other machines, over a
     network file system, where WAL's shared memory does not work."""
-    target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     src = sqlite3.connect(str(source), timeout=BUSY_TIMEOUT_S)

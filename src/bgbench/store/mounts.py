@@ -24,13 +24,12 @@ def _unescape(field: str) -> str:
     return field
 
 
-def mounts(text: Optional[str] = None) -> List[Tuple[str, str]]:
+def mounts() -> List[Tuple[str, str]]:
     """(mount point, type) of every mount (none where the table cannot be read: not Linux)."""
-    if text is None:
-        try:
-            text = MOUNTS.read_text()
-        except OSError:
-            return []
+    try:
+        text = MOUNTS.read_text()
+    except OSError:
+        return []
     out = []
     for line in text.splitlines():
         parts = line.split()
@@ -39,22 +38,17 @@ def mounts(text: Optional[str] = None) -> List[Tuple[str, str]]:
     return out
 
 
-def mount_type(path: Path, text: Optional[str] = None) -> Optional[str]:
-    """The type of the mount holding `path` (or, for a file not yet made, its nearest existing
-    folder): the longest mount point it lies under."""
+def network_filesystem(path: Path) -> Optional[str]:
+    """The network file system's type when `path` is on one, else None. The mount holding `path`
+    (or, for a file not yet made, its nearest existing folder) is the longest mount point it lies
+    under."""
     path = Path(path).expanduser().absolute()
     while not path.exists() and path != path.parent:
         path = path.parent
     path = path.resolve()
     best, kind = -1, None
-    for point, fstype in mounts(text):
+    for point, fstype in mounts():
         mount = Path(point)
         if (path == mount or mount in path.parents) and len(mount.parts) > best:
             best, kind = len(mount.parts), fstype
-    return kind
-
-
-def network_filesystem(path: Path, text: Optional[str] = None) -> Optional[str]:
-    """The network file system's type when `path` is on one, else None."""
-    kind = mount_type(path, text)
     return kind if kind is not None and (kind in NETWORK_TYPES or kind.startswith("nfs")) else None

@@ -50,6 +50,9 @@ class Step:
     problem: Optional[str] = None  # why the step cannot run (a 1000-class model without a class map ...)
     model_identity: Optional[dict] = None  # `models.options.identity` of its model
     identity: Dict = field(default_factory=dict)  # its job's options that change numbers (`measure_identity`)
+    # the folder its runs record as their data's root: the layout's, which a reader may take above the
+    # folder the study names (WILDS' root_dir for `waterbirds_v1.0/`, the folder holding `spawrious224/`)
+    data_root: Optional[str] = None
 
     @property
     def title(self) -> str:
@@ -87,6 +90,7 @@ class DatasetFacts:
     kind: str = "in9"  # the layout's kind: 'in9', 'rival10', 'groups', 'imagenet' (`data.resolve`)
     imagenet: bool = False  # ImageNet's own images (a release layout, every class)
     attribute_kinds: int = 0  # the attribute masks' names (ablation grays each; a measure's forwards count them)
+    root: str = ""  # the layout's root, resolved: what its runs record as their data's root
 
 
 def dataset_facts(dataset: StudyDataset, source: str) -> DatasetFacts:
@@ -100,7 +104,7 @@ def dataset_facts(dataset: StudyDataset, source: str) -> DatasetFacts:
     return DatasetFacts(layout.fingerprint(), len(layout.items(layout.variants[0])), list(layout.variants),
                         bool(layout.has_masks), attributes is not None, tuple(layout.classes),
                         layout.kind, getattr(layout, "source", None) == TREE,
-                        len(attributes.names) if attributes is not None else 0)
+                        len(attributes.names) if attributes is not None else 0, str(Path(layout.root).resolve()))
 
 
 def _refuse_same_images(study: Study, facts: Dict[str, DatasetFacts]) -> None:
@@ -138,13 +142,14 @@ def plan(study: Study, store) -> List[Step]:
                 on_data = get_measure(measure.name).on_data(dict(measure.options), f.kind)
                 step = Step(m, d, measure, get_measure(measure.name).kind,
                             options=dict(measure.options), weights=mf.weights, model_identity=mf.identity,
-                            identity=measure_identity(measure.name, on_data))
+                            identity=measure_identity(measure.name, on_data), data_root=f.root)
                 # what the data or the model's format cannot give is skipped with its reason, and the
                 # rest runs; a model that cannot read the dataset at all stops the study (`problem`)
-                step.skip = _unsupported(measure.name, f, measure.options) or mf.format_problem(measure.name)
+                step.skip = _unsupported(measure.name, f, measure.options) or mf.format_problem(measure.name) \
+                    or mf.label_problem(measure.name)
                 step.problem = problem if step.skip is None else None
                 step.forwards, step.forwards_bound = get_measure(measure.name).forwards(
-                    f.images, f.variants, on_data, f.attribute_kinds)
+                    f.images, f.variants, on_data, f.attribute_kinds, classes=f.classes)
                 if step.skip is None and step.problem is None:
                     step.done_run = _done(store, step, f.fingerprint)
                 steps.append(step)
@@ -200,6 +205,18 @@ class _ModelFacts:
         if isinstance(peeked, BgbenchError) or peeked.format not in FORMATS:
             return None
         return needs_problem(FORMATS[peeked.format], get_measure(measure).needs, measure, self.model.label)
+
+    def label_problem(self, measure: str) -> Optional[str]:
+        """Why this model's outputs are not what `measure` reads (`imagenet model`: ImageNet's 1000
+        classes), where its peek tells: a model with as many outputs of its own classes as a release
+        has ImageNet classes would pass `problem` and be refused once its step had started."""
+        from ..models.spec import IMAGENET1K
+        if "imagenet model" not in get_measure(measure).needs:
+            return None
+        peeked = self._peek(())
+        if isinstance(peeked, BgbenchError) or peeked.label_space in (None, IMAGENET1K):
+            return None
+        return f"{self.model.label} is not {NEEDS['imagenet model']}"
 
     def problem(self, classes: tuple) -> Optional[str]:
         """Why this model cannot run on a dataset of `classes` (None: it can, or only building it would tell)."""

@@ -155,7 +155,8 @@ def run_study(study: Study, db: Optional[str | Path] = None, *, dry_run: bool = 
         if report and (runs or execute):  # jobs that all failed leave nothing to report
             from ..reporting.render import render_report
             page = render_report(store, study.out, run_ids=runs, labels=run_labels(steps),
-                                 data_labels=study.data_labels(), progress=False, skipped=skipped_steps(steps))
+                                 data_labels=study.data_labels(data_roots(steps)), progress=False,
+                                 skipped=skipped_steps(steps))
             result.report, result.scorecard = page.index.parent, page.scorecard
             result.shortcuts = _shortcuts(study, store, steps)
     result.seconds = time.time() - t0
@@ -167,8 +168,13 @@ def skipped_steps(steps: List[Step]) -> Dict[Tuple[str, str], Dict[str, str]]:
     out: Dict[Tuple[str, str], Dict[str, str]] = {}
     for s in steps:
         if s.skip and s.model is not None:
-            out.setdefault((s.model.model, str(s.dataset.path)), {})[s.measure.name] = s.skip
+            out.setdefault((s.model.model, s.data_root or str(s.dataset.path)), {})[s.measure.name] = s.skip
     return out
+
+
+def data_roots(steps: List[Step]) -> Dict[str, str]:
+    """Dataset label -> the folder its runs record as their data's root (`Step.data_root`)."""
+    return {s.dataset.label: s.data_root for s in steps if s.data_root}
 
 
 def run_labels(steps: List[Step]) -> Dict[int, str]:
@@ -183,7 +189,8 @@ def _shortcuts(study: Study, store: Store, steps: List[Step]):
     labels = run_labels(steps)
     if not labels:
         return None
-    table = analyze("shortcuts", store, run_ids=list(labels), labels=labels, data_labels=study.data_labels())
+    table = analyze("shortcuts", store, run_ids=list(labels), labels=labels,
+                     data_labels=study.data_labels(data_roots(steps)))
     return table if table.blocks else None
 
 

@@ -111,9 +111,14 @@ class Study:
         """Where the study writes a dataset's edits: OUT/edits/<its label, made a safe folder name>."""
         return self.out / EDITS / safe_name(dataset.label)
 
-    def data_labels(self) -> Dict[str, str]:
-        """Dataset folder -> label, the edited folders included (`plan.edited_dataset`)."""
+    def data_labels(self, roots: Optional[Dict[str, str]] = None) -> Dict[str, str]:
+        """Dataset folder -> label, the edited folders included (`plan.edited_dataset`). `roots`:
+        dataset label -> the folder its runs record as the data's root (`plan.Step.data_root`), where
+        a reader takes one above the folder the study names (WILDS' root_dir for `waterbirds_v1.0/`):
+        the runs keep their dataset's label there too."""
         out = {str(d.path): d.label for d in self.datasets}
+        labels = {d.label for d in self.datasets}
+        out.update({root: label for label, root in (roots or {}).items() if label in labels})
         out.update({str(self.edits_folder(d)): f"{d.label} edits" for d in self.datasets})
         return out
 
@@ -341,6 +346,10 @@ def measure_options(name: str) -> List[str]:
 #: Measure options naming a second dataset's folder (what it is), read relative to the study file as
 #: datasets are; a step whose folder is missing is skipped with one line (`plan`).
 FOLDER_OPTIONS = {"stylized": "Stylized-ImageNet", "renditions": "ImageNet-R"}
+#: Measure options naming what a measure reads besides its dataset (the user's ImageNet, Salient
+#: ImageNet's Mechanical Turk table), read relative to the study file too: a study file carries its
+#: paths with it, whatever the folder it runs from.
+PATH_OPTIONS = ("imagenet", "annotations")
 
 
 def _measure(name: str, options: Any, source: str, base: Path = Path(".")) -> StudyMeasure:
@@ -353,7 +362,7 @@ def _measure(name: str, options: Any, source: str, base: Path = Path(".")) -> St
     if not isinstance(options, dict):
         raise BgbenchError(f"{source}: measures.{name}: a table of options ([measures.{name}])")
     options = dict(options)
-    for key in FOLDER_OPTIONS:
+    for key in (*FOLDER_OPTIONS, *PATH_OPTIONS):
         if isinstance(options.get(key), str) and not Path(options[key]).expanduser().is_absolute():
             options[key] = str(base / options[key])
     only = options.pop("datasets", [])

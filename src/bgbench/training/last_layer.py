@@ -27,7 +27,8 @@ from typing import Optional
 import torch
 
 from ..console import status
-from ..data.groups import find_group_file, image_groups, training_split
+from ..data.groups import find_group_file, training_split
+from ..data.manifest import image_groups
 from ..data.resolve import resolve_layout
 from ..data.waterbirds import find_waterbirds
 from ..distributed import setup, world_record
@@ -138,7 +139,7 @@ def default_variant(recipe: str, layout) -> str:
 
 
 def _groups(cfg: LastLayerConfig, layout, variant: str) -> dict:
-    """image id -> group: the data's groups (`data.groups.image_groups`), else the class (DFR then
+    """image id -> group: the data's groups (`data.manifest.image_groups`), else the class (DFR then
     balances the classes only, and says so)."""
     groups = image_groups(layout, variant)
     if groups is not None:

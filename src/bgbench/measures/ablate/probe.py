@@ -13,10 +13,10 @@ from typing import List
 
 from ... import checks
 from ...classes import Mapping, mapping_field
-from ...intervals import REPLICATES
+from ...evaluation.metrics import REPLICATES
 from ...data.facts import HARD_IMAGENET
 from ..base import Attributes, BootstrapConfig, ModelMeasure, class_namer
-from ..declarations import BenchmarkHeadlines, InProfile
+from ..registry import BenchmarkHeadlines, InProfile
 from ..common.protocols import HARDIMAGENET, probe_protocol
 from ..registry import Headline, SectionSpec
 from .summary import AblateRow, AblationSummary, summarize_ablation
@@ -100,7 +100,7 @@ class AblateMeasure(ModelMeasure):
                  "background (ablations.py)", percent=True, higher_is_better=False, short="acc. box tiled"))),)
     profile = InProfile(50)
 
-    def forwards(self, images, variants, options, attributes=0):
+    def forwards(self, images, variants, options, attributes=0, classes=()):
         """Each image clean, with its object grayed and with its background grayed, and with each
         attribute it has grayed: with attributes, a ceiling (every image counted with every one)."""
         return images * (3 + attributes), attributes > 0
@@ -119,7 +119,7 @@ class AblateMeasure(ModelMeasure):
         device: the regions' names and images, and their outcomes on the way to the host."""
         import torch
 
-        from ...evaluation.transfer import Readback, to_device
+        from ...evaluation.feed import Readback, to_device
         from ..common.regions import ATTRIBUTE_PREFIX, Region, object_regions
         from .engine import ablation_outcomes
         score = run.state

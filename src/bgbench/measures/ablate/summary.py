@@ -24,11 +24,11 @@ from typing import Callable, Dict, List, Sequence
 
 import numpy as np
 
-from ...probing.bootstrap import percentile_interval, stratified_weights
+from ...evaluation.metrics import percentile_interval, stratified_weights
 from ..common.regions import region_label
-from ...intervals import REPLICATES, interval
+from ...evaluation.metrics import REPLICATES, interval
 from ..result import Summary
-from ...store.rows import TableRow
+from ...store.schema import TableRow
 
 CLEAN = "none"  # the region of the unablated image (torch-free here: the CLI's --help imports this module)
 #: The regions an image can have, in display order (attributes follow, sorted); 'bbox' and 'tile' only

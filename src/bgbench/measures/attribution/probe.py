@@ -15,7 +15,7 @@ import numpy as np
 
 from ... import checks
 from ...options import flag, runtime
-from ...intervals import REPLICATES
+from ...evaluation.metrics import REPLICATES
 from ..base import Attributes, BootstrapConfig, ModelMeasure, class_namer
 from ..registry import Headline, SectionSpec
 from .summary import EPS, AttributionRow, AttributionSummary, summarize_attribution, top_features
@@ -81,7 +81,7 @@ class AttributionMeasure(ModelMeasure):
         device: (image position, its attributes' names) and the IoUs on the way to the host."""
         import torch
 
-        from ...evaluation.transfer import Readback
+        from ...evaluation.feed import Readback
         from ...probing.feature_maps import feature_maps
         maps = feature_maps(run.model, batch.x)
         have: Dict[int, List[str]] = {}

@@ -17,10 +17,10 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ...intervals import REPLICATES
-from ...probing.bootstrap import percentile_interval
+from ...evaluation.metrics import REPLICATES
+from ...evaluation.metrics import percentile_interval
 from ..result import Summary
-from ...store.rows import TableRow
+from ...store.schema import TableRow
 
 EPS = 1e-10  # RIVAL10's, in IoU's numerator and denominator
 ALL = "all"  # the group of every class

@@ -6,7 +6,6 @@ import json
 from typing import Optional
 
 
-from ...drawing import figures
 from ...errors import BgbenchError
 from ..registry import SectionContext, SectionSubject
 
@@ -25,7 +24,7 @@ def boxsize_section(ctx: SectionContext, subject: SectionSubject) -> Optional[di
     except BgbenchError:
         return None
     curves = {v: [{**p, "mid": 50 * (p["lo"] + p["hi"])} for p in points] for v, points in result.curves.items()}
-    path = figures.binned_curves(ctx.figure_path(subject, "boxsize"), curves,
+    path = ctx.plots.binned_curves(ctx.figure_path(subject, "boxsize"), curves,
                                  xlabel="box area / image area (%, bin middle)")
     first = next(iter(result.curves.values()))
     same_bins = all([(p["lo"], p["hi"]) for p in pts] == [(p["lo"], p["hi"]) for p in first]

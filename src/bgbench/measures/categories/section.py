@@ -6,10 +6,8 @@ from typing import TYPE_CHECKING, List, Optional
 
 import numpy as np
 
-from ...drawing import figures
-from ...drawing.gallery import Gallery, class_namer, per_class
 from ...errors import BgbenchError
-from ..examples import Pick, run_files, top_per_class
+from ..examples import Pick, class_namer, per_class, top_per_class
 from ..registry import SectionContext, SectionSubject
 
 if TYPE_CHECKING:
@@ -32,7 +30,7 @@ def categories_section(ctx: SectionContext, subject: SectionSubject) -> Optional
         result = prediction_categories(ctx.store, run["id"])
     except BgbenchError:  # the eval run lacks original, mixed_rand or only_bg_t
         return None
-    path = figures.category_bars(ctx.figure_path(subject, "categories"), result.overall)
+    path = ctx.plots.category_bars(ctx.figure_path(subject, "categories"), result.overall)
     return {"run_id": run["id"], "n": result.n, "categories": list(CATEGORIES), "overall": result.overall,
             "per_class": result.per_class, "figure": ctx.href(path)}
 
@@ -60,10 +58,10 @@ def categories_gallery(ctx: SectionContext, subject: SectionSubject) -> Optional
         judged = judge_images(stored_table(ctx.store, run["id"], variants=NEEDED))
     except BgbenchError:  # the run lacks one of the three variants
         return None
-    files, name, k = run_files(run), class_namer(subject.classes), per_class(len(subject.classes))
+    files, name, k = ctx.files(run), class_namer(subject.classes), per_class(len(subject.classes))
     galleries = []
     for category in CATEGORY_GALLERIES:
-        g = Gallery(category, ctx.thumbs, folder=files.folder("original"))
+        g = ctx.gallery(category, folder=files.folder("original"))
         for p in category_examples(judged, category, k):
             preds = p.detail["preds"]
             shots = [g.shot_of_file(files.image(v, p.image_id), title, name(preds[v]), preds[v] == p.label)

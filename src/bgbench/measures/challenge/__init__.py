@@ -4,7 +4,7 @@ Its engine (exact verdicts of upstream's `challenge_eval.py`, resumable, sharded
 summary, --full matrix analyses and report sections all live in this package; `bgbench challenge`
 is its command.
 """
-from ..declarations import InProfile, ShortcutColumn
+from ..registry import InProfile, ShortcutColumn
 from ..registry import Command, Headline, SectionSpec, register_measure
 from ..running import RunningMeasure
 
@@ -35,7 +35,7 @@ class Challenge(RunningMeasure):
                                        shortcut=False, change=f"{__name__}.changes:shortcut_change"),)
     profile = InProfile(20, {"sample": 100})
 
-    def forwards(self, images, variants, options, attributes=0):
+    def forwards(self, images, variants, options, attributes=0, classes=()):
         """A ceiling: each foreground (all, or `sample` of them) clean, then against every
         background; a foreground stops at the first background that fools it."""
         fg = images if options.get("sample") is None else min(images, int(options["sample"]))

@@ -45,7 +45,7 @@ from .config import DEFAULT_SAFETY, ChallengePrecision
 from .numerics import fp32_settings, strict_fp32
 from ...evaluation.numerics import forward_context
 from .search import VerdictSearch, full_results
-from ...evaluation.transfer import Fetch, to_device
+from ...evaluation.feed import Fetch, to_device
 from .verdict import FgResult, OnResult, composite
 
 if TYPE_CHECKING:

@@ -21,7 +21,7 @@ boundary: `verified.VerifiedRun`, imported only for it, which the invocation cal
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable, Dict, List, Optional
+from typing import Dict, List, Optional
 
 import numpy as np
 import torch
@@ -40,7 +40,7 @@ from .engine import ChallengeEngine
 from .result import ChallengeReport
 from .sample import SamplePlan
 from .summary import ChallengeData, summarize
-from ...evaluation.transfer import Fetch, to_device
+from ...evaluation.feed import Fetch, to_device
 from .verdict import FgResult
 
 __all__ = ["ChallengeConfig", "ChallengeReport", "summarize", "load_backgrounds",

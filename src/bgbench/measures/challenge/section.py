@@ -8,10 +8,8 @@ from typing import Optional
 
 import numpy as np
 
-from ...drawing import figures
-from ...drawing.gallery import Gallery, class_namer, pct, per_class
 from ...errors import DataError
-from ...intervals import finite_or_none
+from ...evaluation.metrics import finite_or_none
 from .rank import top_backgrounds
 from ..common.estimates import estimate
 from ..registry import SectionContext, SectionSubject
@@ -56,7 +54,7 @@ def challenge_section(ctx: SectionContext, subject: SectionSubject) -> Optional[
     labels = np.array([r["bg_class"] for r in rows])
     asr = np.array([r["asr"] for r in rows], dtype=float)
     names = classes or [str(c) for c in range(int(labels.max()) + 1)]
-    data["histogram"] = ctx.href(figures.asr_histogram(ctx.figure_path(subject, "asr-histogram"), asr, labels, names))
+    data["histogram"] = ctx.href(ctx.plots.asr_histogram(ctx.figure_path(subject, "asr-histogram"), asr, labels, names))
     data["top5"] = _top_backgrounds(ctx, run, ids, labels, asr, names)
     return data
 
@@ -65,7 +63,7 @@ def _top_backgrounds(ctx: SectionContext, run, ids, labels: np.ndarray, asr: np.
     """The paper's Fig. 4 as a gallery: each class's TOP_BACKGROUNDS backgrounds (ONLY-BG-T) by attack
     success rate, read from the stored rates and the dataset's files (one thumbnail sheet)."""
     root = Path(run["data_root"] or "")
-    g = Gallery("Most fooling backgrounds per class", ctx.thumbs, folder=str(root / "only_bg_t" / "val"))
+    g = ctx.gallery("Most fooling backgrounds per class", folder=str(root / "only_bg_t" / "val"))
     for c, idx in sorted(top_backgrounds(asr, labels, k=TOP_BACKGROUNDS).items()):
         for rank, j in enumerate(idx, start=1):
             shot = g.shot_of_file(_background_path(root, ids[j]), f"ASR {pct(asr[j])}")
@@ -74,7 +72,7 @@ def _top_backgrounds(ctx: SectionContext, run, ids, labels: np.ndarray, asr: np.
 
 
 def challenge_gallery(ctx: SectionContext, subject: SectionSubject) -> Optional[dict]:
-    from ..examples import most_fooled
+    from ..examples import class_namer, most_fooled, per_class
     from ...data.in9 import discover
     run, full = challenge_run(subject, ctx)
     if run is None or not full:
@@ -96,14 +94,14 @@ def challenge_gallery(ctx: SectionContext, subject: SectionSubject) -> Optional[
     name = class_namer(list(layout.classes))
     clean = {r["image_id"]: r["clean_pred"] for r in ctx.store.challenge_results(run["id"])}
     k = per_class(len(layout.classes))
-    fooled = Gallery("Foregrounds fooled by the most backgrounds", ctx.thumbs, folder=layout.root.as_posix())
+    fooled = ctx.gallery("Foregrounds fooled by the most backgrounds", folder=layout.root.as_posix())
     for p in most_fooled(np.asarray(matrix), [it.image_id for it, _ in pairs], fg_labels, asr, k):
         _fooled_item(fooled, name, p, pairs[p.detail["row"]], bg_items[p.detail["bg"]], asr, clean)
     return {"run_id": run["id"], "fooled": fooled.to_dict(), "per_class": k, "backgrounds": len(bg_items),
             "missing": None}
 
 
-def _fooled_item(g: Gallery, name, p, pair, bg, asr: np.ndarray, clean: dict) -> None:
+def _fooled_item(g, name, p, pair, bg, asr: np.ndarray, clean: dict) -> None:
     """The foreground, the background that fools it, and their composite, made as the engine
     makes it: the foreground's pixels where its mask is set, the background's elsewhere."""
     from ...data.images import decode_image, read_mask
@@ -135,7 +133,7 @@ def hijack_section(ctx: SectionContext, subject: SectionSubject) -> Optional[dic
     h = hijack_matrix(np.asarray(matrix), fg_labels, bg_labels, len(names))
     counts = np.bincount(fg_labels, minlength=len(names))
     others = [_weighted_column(h, counts, b) for b in range(len(names))]
-    path = figures.hijack_heatmap(ctx.figure_path(subject, "hijack"), h, names)
+    path = ctx.plots.hijack_heatmap(ctx.figure_path(subject, "hijack"), h, names)
     rows = [{"class": names[a], "n": int(counts[a]), "cells": finite_or_none(h[a])} for a in range(len(names))]
     return {"run_id": run["id"], "figure": ctx.href(path), "classes": names, "rows": rows,
             "fool_rate": finite_or_none(others), "missing": None}
@@ -147,3 +145,6 @@ def _weighted_column(h: np.ndarray, counts: np.ndarray, b: int) -> float:
     total = sum(counts[a] for a in rows)
     return float(sum(counts[a] * h[a, b] for a in rows) / total) if total else float("nan")
 
+
+def pct(value: float) -> str:
+    return f"{100 * value:.0f}%"

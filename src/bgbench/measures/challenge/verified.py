@@ -75,7 +75,7 @@ from ...models.spec import IMAGENET1K, BgModel
 from .config import DEFAULT_SAFETY
 from .numerics import strict_fp32
 from .search import VerdictSearch, full_result
-from ...evaluation.transfer import Fetch, to_device
+from ...evaluation.feed import Fetch, to_device
 from .verdict import FgResult, OnResult, row_of
 
 #: composites run in both precisions before the first bf16 decision

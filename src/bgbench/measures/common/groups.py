@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from ...console import plural
+from ...data.facts import IN9
 from ...evaluation.metrics import wilson_interval
 from ...result import Result
 
@@ -146,10 +147,10 @@ GROUPED_VARIANTS = ("original", "mixed_rand")
 def group_results(layout: "Layout", predictions: Dict[str, "Predictions"]) -> Dict[str, GroupAccuracy]:
     """Accuracy per group of every variant whose images' groups the data names (`image_groups`: a
     group file, or the manifest's background classes; the one function here that reads files)."""
-    from ...data.groups import image_groups
+    from ...data.manifest import image_groups
     out = {}
     for v, p in predictions.items():
-        if layout.kind == "in9" and v not in GROUPED_VARIANTS:
+        if layout.kind == IN9 and v not in GROUPED_VARIANTS:
             continue
         groups = image_groups(layout, v)
         if groups is not None:

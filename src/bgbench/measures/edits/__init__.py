@@ -4,7 +4,7 @@ with paired intervals, from stored eval runs of a `bgbench edit` folder or of th
 from dataclasses import dataclass, field
 
 from ... import checks
-from ...intervals import REPLICATES
+from ...evaluation.metrics import REPLICATES
 from ...options import flag
 from ..analysis import AnalysisMeasure, Reads
 from ..registry import SectionSpec, register_measure

@@ -16,7 +16,7 @@ from typing import Dict, List, Sequence, Tuple
 
 from ...data.facts import IMAGENET_E, IMAGENET_E_COLUMN_OF as COLUMN_OF
 from ...errors import BgbenchError
-from ...intervals import REPLICATES
+from ...evaluation.metrics import REPLICATES
 from ...result import Result
 from .summary import EditDrops, edit_drops, level_order
 

@@ -6,9 +6,7 @@ import json
 from typing import Optional
 
 
-from ...drawing import figures
-from ...drawing.gallery import Gallery, class_namer, per_class
-from ..examples import run_files
+from ..examples import class_namer, per_class
 from ..registry import SectionContext, SectionSubject
 
 
@@ -23,7 +21,7 @@ def edits_section(ctx: SectionContext, subject: SectionSubject) -> Optional[dict
         return None  # not an eval of an edit dataset
     drops = edit_drops(ctx.store, [run["id"]])
     levels = [lv.to_dict() for lv in drops.levels]
-    path = figures.drop_bars(ctx.figure_path(subject, "edits"), [lv["variant"] for lv in levels],
+    path = ctx.plots.drop_bars(ctx.figure_path(subject, "edits"), [lv["variant"] for lv in levels],
                              [lv["drop"] for lv in levels], [lv["lo"] for lv in levels], [lv["hi"] for lv in levels])
     return {"run_id": run["id"], "original": drops.original.as_dict(), "levels": levels, "figure": ctx.href(path)}
 
@@ -43,10 +41,10 @@ def edits_gallery(ctx: SectionContext, subject: SectionSubject) -> Optional[dict
     table = stored_table(ctx.store, run["id"], variants=[ORIGINAL, *levels])
     rows = {v: {i: (int(y), int(p), float(c)) for i, y, p, c in zip(t.image_ids, t.labels, t.preds, t.conf)}
             for v, t in table.variants.items()}
-    files, name, k = run_files(run), class_namer(subject.classes), per_class(len(subject.classes))
+    files, name, k = ctx.files(run), class_namer(subject.classes), per_class(len(subject.classes))
     galleries = []
     for level in (v for v in levels if v in rows):
-        g = Gallery(level, ctx.thumbs, folder=files.folder(level))
+        g = ctx.gallery(level, folder=files.folder(level))
         for p in edit_flips(rows[ORIGINAL], rows[level], k):
             shots = [g.shot_of_file(files.image(ORIGINAL, p.image_id), "before", name(p.detail["before"]), True),
                      g.shot_of_file(files.image(level, p.image_id), level, name(p.detail["after"]), False)]

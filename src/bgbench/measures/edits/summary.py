@@ -12,7 +12,7 @@ from typing import Dict, List, Sequence, Tuple
 
 from ...errors import BgbenchError
 from ...evaluation.metrics import Estimate, accuracy, paired, paired_difference
-from ...intervals import REPLICATES
+from ...evaluation.metrics import REPLICATES
 from ...store import Store
 from ...probing.tables import RunTable, stored_table
 from ...result import Result

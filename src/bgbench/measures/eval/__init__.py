@@ -15,7 +15,7 @@ Its run (`runner`) writes every image's prediction to the `predictions` table (b
 from ...data.facts import COUNTERANIMAL
 from ...data.facts import IMAGENET_E, IMAGENET_E_COLUMN_OF as COLUMN_OF
 from ...data.facts import WATERBIRDS
-from ..declarations import BenchmarkHeadlines, InProfile, ShortcutColumn
+from ..registry import BenchmarkHeadlines, InProfile, ShortcutColumn
 from ..registry import Command, Headline, SectionSpec, register_measure
 from ..running import RunningMeasure
 from .counter_gap import METRIC as COUNTER_GAP
@@ -95,7 +95,7 @@ class Eval(RunningMeasure):
             return COUNTERANIMAL_HEADLINES.headlines[0].show(metrics[(COUNTER_GAP, "")])
         return super().headline(metrics)
 
-    def forwards(self, images, variants, options, attributes=0):
+    def forwards(self, images, variants, options, attributes=0, classes=()):
         """One forward per image of each variant it reads."""
         return images * len(options.get("variants") or variants), False
 

@@ -1,26 +1,46 @@
-"""Eval's columns of the shortcut table as a derived model's paired change from its base: BG-Gap
-per foreground, as `bgbench compare` computes its difference; an accuracy per image,
-correct(derived) - correct(base)."""
+"""Eval's columns of the shortcut table as a derived model's paired change from its base, read from
+the two runs' stored predictions: an accuracy per image, correct(derived) - correct(base); the
+BG-Gap per foreground (correct on mixed_same minus on mixed_rand), derived minus base, as `bgbench
+compare` computes its BG-Gap difference (both paired over the ids the store lists in order)."""
 from __future__ import annotations
 
-from typing import Optional
+from typing import Dict, Optional, Tuple
+
+import numpy as np
 
 from ...errors import BgbenchError
-from ...evaluation.metrics import paired_difference
+from ...evaluation.metrics import paired, paired_difference
 
 
 def shortcut_change(store, column, base_run: int, derived_run: int, seed: int) -> Optional[dict]:
     """The change of one of eval's shortcut columns from `base_run` to `derived_run` (None: a variant
-    either run lacks); runs on other images are a BgbenchError."""
-    from ...comparing import compare_runs
-    from ...probing.tables import stored_table
+    either run lacks); runs on other data or other images are a BgbenchError."""
+    base, derived = store.run_row(base_run), store.run_row(derived_run)
+    if base["data_fingerprint"] != derived["data_fingerprint"]:
+        raise BgbenchError(f"runs {base_run} and {derived_run} are on different data")
+    variants = ("mixed_same", "mixed_rand") if column.metric == "bg_gap" else (column.variant,)
+    outcomes = {}
+    for v in variants:
+        b, d = _outcomes(store, base_run, v), _outcomes(store, derived_run, v)
+        if not b or not d:
+            return None
+        if [(i, label) for i, (label, _) in b.items()] != [(i, label) for i, (label, _) in d.items()]:
+            raise BgbenchError(f"runs {base_run} and {derived_run} are not on the same images ({v})")
+        outcomes[v] = (b, d)
     if column.metric == "bg_gap":
-        comp = compare_runs(store, derived_run, base_run, seed=seed)
-        return None if comp.bg_gap_diff is None else comp.bg_gap_diff.as_dict()
-    tb, td = stored_table(store, base_run), stored_table(store, derived_run)
-    if column.variant not in tb.variants or column.variant not in td.variants:
-        return None
-    a, b = tb.variants[column.variant], td.variants[column.variant]
-    if list(a.image_ids) != list(b.image_ids):
-        raise BgbenchError(f"runs {base_run} and {derived_run} are not on the same images ({column.variant})")
-    return paired_difference(b.correct.astype(float), a.correct.astype(float), seed=seed).as_dict()
+        gap = [_gap(outcomes["mixed_same"][k], outcomes["mixed_rand"][k]) for k in (1, 0)]
+        return paired_difference(gap[0], gap[1], seed=seed).as_dict() if gap[0].size else None
+    b, d = outcomes[column.variant]
+    return paired_difference(np.array([ok for _, ok in d.values()], float),
+                             np.array([ok for _, ok in b.values()], float), seed=seed).as_dict()
+
+
+def _outcomes(store, run_id: int, variant: str) -> Dict[str, Tuple[int, bool]]:
+    """image id -> (label, correct) of a run's stored predictions of `variant`, in the store's order."""
+    return {r["image_id"]: (int(r["label"]), r["pred"] == r["label"]) for r in store.predictions(run_id, variant)}
+
+
+def _gap(same: Dict[str, Tuple[int, bool]], rand: Dict[str, Tuple[int, bool]]) -> np.ndarray:
+    """Per foreground in both variants: correct on mixed_same minus correct on mixed_rand."""
+    s, r = paired({i: ok for i, (_, ok) in same.items()}, {i: ok for i, (_, ok) in rand.items()})
+    return s.astype(float) - r.astype(float)

@@ -4,12 +4,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import List, Optional
 
-from ... import checks, protocols
+from ...checks import at_least, device as valid_device, member, one_of
 from ...classes import DATASET, IMAGENET1K, Mapping, mapping_field
 from ...data.layout import IN9_VARIANTS
 from ...options import BATCH_SIZE, flag, runtime
-from ...protocols import protocol_flag
-from ...variants.registry import list_variants
+from ...protocols import protocol_flag, resolve as resolve_protocol
 from ...options import workers_field
 from ...evaluation.precision_flag import Precision, check_precision, precision_field
 
@@ -33,7 +32,8 @@ class EvalConfig:
     """
 
     variants: Optional[List[str]] = field(default=None, metadata=flag(
-        "--variants", f"variant folders to evaluate: {', '.join(list_variants())}, or edit levels such as size_0.05 "
+        "--variants", f"variant folders to evaluate: {', '.join(IN9_VARIANTS)}, bg_blurred (computed where the data has no folder of "
+        f"it), or edit levels such as size_0.05 "
         f"(default: those of {', '.join(IN9_VARIANTS)} present; every folder when only original is, as in "
         f"`bgbench edit` output)", nargs="+", metavar="VARIANT", type=str))
     mapping: Mapping = mapping_field()
@@ -54,12 +54,12 @@ class EvalConfig:
         "test for Waterbirds and a groups.csv with a split column)", type=str))
 
     def __post_init__(self):
-        self.mapping = checks.member("--mapping", self.mapping, Mapping)
-        fixed = protocols.resolve(self.protocol, mapping=self.mapping, ten_crop=self.ten_crop)
+        self.mapping = member("--mapping", self.mapping, Mapping)
+        fixed = resolve_protocol(self.protocol, mapping=self.mapping, ten_crop=self.ten_crop)
         self.mapping, self.ten_crop = Mapping(fixed["mapping"]), fixed["ten_crop"]
-        checks.at_least("--batch-size", self.batch_size, 1)
-        checks.at_least("--workers", self.workers, 1)
-        checks.device(self.device)
+        at_least("--batch-size", self.batch_size, 1)
+        at_least("--workers", self.workers, 1)
+        valid_device(self.device)
         self.precision = check_precision(self.precision, self.device)
         if self.variants is not None:
             self.variants = list(self.variants)
@@ -85,6 +85,6 @@ class PredictionFileConfig:
     class_map: Optional[str] = None  # imagenet1k files on a dataset other than IN-9, RIVAL10, Full-IN
 
     def __post_init__(self):
-        checks.one_of("--label-space", self.label_space, LABEL_SPACES)
-        self.mapping = checks.member("--mapping", self.mapping, Mapping)
-        self.mapping = Mapping(protocols.resolve(self.protocol, mapping=self.mapping)["mapping"])
+        one_of("--label-space", self.label_space, LABEL_SPACES)
+        self.mapping = member("--mapping", self.mapping, Mapping)
+        self.mapping = Mapping(resolve_protocol(self.protocol, mapping=self.mapping)["mapping"])

@@ -9,7 +9,7 @@ from ..common.groups import GroupAccuracy
 from .counter_gap import COMMON, COUNTER, CounterGap, counter_gap
 from ...evaluation.metrics import Estimate, accuracy, bg_gap
 from ...evaluation.predict import Predictions
-from ...intervals import REPLICATES, interval
+from ...evaluation.metrics import REPLICATES, interval
 from .waterbirds import WaterbirdsScore
 
 

@@ -15,7 +15,7 @@ from typing import Callable, Dict, List, Optional
 
 import torch
 
-from ... import protocols
+from ...protocols import settings_of
 from ...console import status
 from ...data.decode_ahead import decode_ahead
 from ...data.layout import Item, Layout
@@ -24,7 +24,7 @@ from ...provenance import model_label
 from .config import EvalConfig
 from ..common.groups import group_results
 from ..running import RunContext, predicted
-from ...evaluation.predict import Predictions, mask_checker
+from ...evaluation.predict import mask_checker
 from .results import EvalReport
 from .tencrop import CROP as TEN_CROP_SIZE, RESIZE as TEN_CROP_RESIZE, ten_crop_logits
 from .waterbirds import waterbirds_results
@@ -94,7 +94,7 @@ def eval_run(run: RunContext):
         status(layout.fallback)
         report.split_read = {"split": layout.split, "why": layout.fallback}
     after = {"torch": torch.__version__, "computed_variants": sorted(sets.on_the_fly),
-             "protocol_settings": protocols.settings_of(cfg.protocol),
+             "protocol_settings": settings_of(cfg.protocol),
              "requested": {"variants": cfg.variants, "split": cfg.split},  # before the data resolved them
              "pixels": fed}  # how many images came decoded from the pixel cache (runtime, not identity)
     config = run.measure.run_config(cfg, layout, run.ranks, own={"variants": sets.names}, after=after)

@@ -6,7 +6,6 @@ import json
 from typing import Optional
 
 
-from ...drawing import figures
 from ..common.estimates import estimate
 from ..registry import SectionContext, SectionSubject
 
@@ -30,7 +29,7 @@ def accuracy_section(ctx: SectionContext, subject: SectionSubject) -> Optional[d
         return None
     acc = data["accuracy"]
     vs = data["variants"]
-    path = figures.accuracy_bars(ctx.figure_path(subject, "accuracy"), vs, [acc[v]["value"] for v in vs],
+    path = ctx.plots.accuracy_bars(ctx.figure_path(subject, "accuracy"), vs, [acc[v]["value"] for v in vs],
                                  [acc[v]["lo"] for v in vs], [acc[v]["hi"] for v in vs])
     return {**data, "figure": ctx.href(path), "run_id": data["run"]["id"],
             "mapping": json.loads(data["run"]["config"]).get("mapping")}

@@ -23,7 +23,7 @@ import numpy as np
 
 from ...data.facts import WATERBIRDS as KIND, WATERBIRDS_CLASSES as CLASSES, WATERBIRDS_PLACES as PLACES
 from ...evaluation.metrics import Estimate, wilson_interval
-from ...intervals import REPLICATES, interval
+from ...evaluation.metrics import REPLICATES, interval
 from ...result import Result
 
 if TYPE_CHECKING:

@@ -20,7 +20,7 @@ from ...errors import BgbenchError
 from ...options import flag
 from ..base import Autograd, ModelMeasure
 from ..running import ProbeConfig
-from ..declarations import InProfile
+from ..registry import InProfile
 from ..registry import Headline, SectionSpec
 from ..common.names import prediction_namer
 from .summary import FeaturesRow, FeaturesSummary, rule_text, summarize_features
@@ -96,7 +96,7 @@ class FeaturesMeasure(ModelMeasure):
     def launch(self, run, batch):
         """Per image, queued on the device: its pooled features, prediction, and each channel's map
         share on the background (from the small maps: `engine.background_shares`); no map is kept."""
-        from ...evaluation.transfer import Readback
+        from ...evaluation.feed import Readback
         from .engine import background_shares
         head = run.state.head
         maps, feats, logits = head.forward(batch.x)

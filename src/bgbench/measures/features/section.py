@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Optional
 
 
-from ...drawing import figures
 from ..registry import SectionContext, SectionSubject
 
 
@@ -23,7 +22,7 @@ def features_section(ctx: SectionContext, subject: SectionSubject) -> Optional[d
         source = Path(galleries[str(c["class_index"])]) if str(c["class_index"]) in galleries else None
         figure = None
         if source is not None and source.is_file():  # copied, so that the report stands alone
-            figure = ctx.href(figures.picture(source, ctx.figure_path(subject, f"features-{c['class_index']}")))
+            figure = ctx.href(ctx.plots.picture(source, ctx.figure_path(subject, f"features-{c['class_index']}")))
         classes.append({**c, "figure": figure})
     config = json.loads(run["config"])
     return {"run_id": run["id"], "classes": classes, "bg_share": summary.bg_share, "bg_area": summary.bg_area,

@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence
 
-from ...store.rows import TableRow
+from ...store.schema import TableRow
 from ..result import Summary
 
 

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from typing import List, Optional, Sequence
 
 from ...errors import BgbenchError
-from ...intervals import REPLICATES
+from ...evaluation.metrics import REPLICATES
 from ..arms import Arm, ArmRow, ArmsConfig, ArmsMeasure
 from ..common.imagenet_reference import imagenet_reference, require_imagenet_model
-from ..declarations import ShortcutColumn
+from ..registry import ShortcutColumn
 from ..registry import Headline, SectionSpec
 from .summary import BACKGROUND, ImageNetXSummary, ratio_difference, summarize_imagenet_x, val_labels
 

@@ -21,7 +21,7 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 
 from ...evaluation.metrics import percent
-from ...intervals import REPLICATES, finite_or_none
+from ...evaluation.metrics import REPLICATES, finite_or_none
 from ..result import Summary, estimate_row
 
 #: The headline's factor: the one that sits beside BG-Gap.

@@ -22,7 +22,7 @@ from dataclasses import replace
 from typing import List, Sequence
 
 from ..arms import GAP_TEMPLATE, Arm, ArmRow, ArmsConfig, ArmsMeasure
-from ..declarations import CROP, GapArms, ShortcutColumn
+from ..registry import CROP, GapArms, ShortcutColumn
 from ..gaps import GapSummary, two_arms
 from ..registry import Headline, SectionSpec
 

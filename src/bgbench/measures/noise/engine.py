@@ -25,7 +25,7 @@ from .draws import (MULTIPLIERS, QUANTILE_BITS, REGIONS, draw_region, draw_seed,
                     quantiles, seed_halves)  # REGIONS: the object regions, re-exported
 from ..common.regions import Region
 from ...errors import BgbenchError
-from ...evaluation.transfer import to_device
+from ...evaluation.feed import to_device
 
 
 def stacked_draws(seeds: Sequence[int], trials: int, height: int, width: int, pool: Optional[Executor] = None,

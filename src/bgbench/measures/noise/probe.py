@@ -12,13 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, List, NamedTuple, Optional, Sequence, Union
 
-from ... import checks
+from ...checks import at_least, member, one_of
 from ...classes import Mapping, mapping_field
 from ...options import flag
-from ...intervals import REPLICATES
+from ...evaluation.metrics import REPLICATES
 from ...data.facts import HARD_IMAGENET
 from ..base import Attributes, BootstrapConfig, ModelMeasure
-from ..declarations import BenchmarkHeadlines, InProfile
+from ..registry import BenchmarkHeadlines, InProfile
 from ..registry import Headline, SectionSpec
 from .draws import DRAWS
 from .levels import KINDS, data_grid, grid_label, resolve_levels
@@ -57,10 +57,10 @@ class NoiseConfig(BootstrapConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        checks.one_of("--noise", self.kind, KINDS)
-        checks.one_of("--region", self.region, REGION_CHOICES)
-        checks.at_least("--trials", self.trials, 1)
-        self.mapping = checks.member("--mapping", self.mapping, Mapping)
+        one_of("--noise", self.kind, KINDS)
+        one_of("--region", self.region, REGION_CHOICES)
+        at_least("--trials", self.trials, 1)
+        self.mapping = member("--mapping", self.mapping, Mapping)
         if self.levels is not None:  # unset levels wait for the data (`levels.data_grid`)
             self.grid, self.levels = resolve_levels(self.levels, self.kind)
 
@@ -120,7 +120,7 @@ class NoiseMeasure(ModelMeasure):
         from .benchmarks import rfs_per_level
         return rfs_per_level(config)
 
-    def forwards(self, images, variants, options, attributes=0):
+    def forwards(self, images, variants, options, attributes=0, classes=()):
         """Each image noised on the object and on the background at each level, `trials` times (and,
         with region 'attributes', on each attribute it has: a ceiling, every image counted with every
         attribute)."""
@@ -150,7 +150,7 @@ class NoiseMeasure(ModelMeasure):
         """Every image's prediction under each region's noise, level and trial (`engine`), queued on
         the device: each region's name and images, and its predictions on the way to the host."""
         from ...options import resolve_workers
-        from ...evaluation.transfer import Readback
+        from ...evaluation.feed import Readback
         from ..common.protocols import HARDIMAGENET
         from ..common.regions import ATTRIBUTE_PREFIX, Region, object_regions
         from .engine import region_predictions

@@ -6,10 +6,7 @@ import json
 from typing import Dict, Optional
 
 
-from ...drawing import figures
-from ...drawing.dataset_files import DatasetFiles
-from ...drawing.gallery import Gallery, class_namer, per_class
-from ..examples import clean_predictions, run_files
+from ..examples import class_namer, clean_predictions, per_class
 from ..registry import SectionContext, SectionSubject
 
 
@@ -22,7 +19,7 @@ def noise_section(ctx: SectionContext, subject: SectionSubject) -> Optional[dict
     run, summary = found
     curves = {f"noise on the {region_label(region)}": points for region, points in summary.curves.items()}
     kind = summary.grid["kind"]
-    path = figures.binned_curves(ctx.figure_path(subject, "noise"), curves, x_key="level",
+    path = ctx.plots.binned_curves(ctx.figure_path(subject, "noise"), curves, x_key="level",
                                  xlabel="noise level (σ)" if kind != "l2" else "noise L2 norm")
     rows = [{"level": summary.label(fg["level"]), "fg": fg, "bg": bg,
              "rfs": _with_n(summary.rfs.get(fg["level"]), summary.images)}
@@ -52,14 +49,14 @@ def noise_gallery(ctx: SectionContext, subject: SectionSubject) -> Optional[dict
     for r in rows:
         t = tally.setdefault((r.image_id, r.region, float(r.level)), [0, 0])
         t[0], t[1] = t[0] + (not r.correct), t[1] + 1
-    files, name = run_files(run), class_namer(subject.classes)
-    g = Gallery("Noise", ctx.thumbs, folder=files.folder("original"))
+    files, name = ctx.files(run), class_namer(subject.classes)
+    g = ctx.gallery("Noise", folder=files.folder("original"))
     for p in picks:
         _noise_item(g, files, name, p, config, preds, tally, clean)
     return {"run_id": run["id"], "gallery": g.to_dict(), "per_class": k, "judged_clean": clean is not None}
 
 
-def _noise_item(g: Gallery, files: DatasetFiles, name, p, config: dict, preds: dict, tally: dict, clean) -> None:
+def _noise_item(g, files, name, p, config: dict, preds: dict, tally: dict, clean) -> None:
     """One image: its clean self, then one line per region with its noisy copies (the trial that
     flipped it) at the level where it flips and at the grid's highest level, each with the
     prediction the probe stored for that copy and how many of the image's trials there were wrong;

@@ -21,12 +21,12 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ...probing.bootstrap import percentile_interval, stratified_weights
-from ...store.rows import TableRow
+from ...evaluation.metrics import percentile_interval, stratified_weights
+from ...store.schema import TableRow
 from ..result import Summary, estimate_row
 from ..common.regions import ATTRIBUTE_PREFIX
 from .levels import grid_label, level_label
-from ...intervals import REPLICATES, interval
+from ...evaluation.metrics import REPLICATES, interval
 
 REGIONS = ("fg", "bg")
 

@@ -17,7 +17,7 @@ from ...errors import BgbenchError
 from ...options import flag
 from ..arms import GAP_TEMPLATE, Arm, ArmRow, ArmsConfig, ArmsMeasure
 from ..common.imagenet_reference import folder_option, imagenet_reference, require_imagenet_model
-from ..declarations import GapArms, ShortcutColumn
+from ..registry import GapArms, ShortcutColumn
 from ..gaps import GapSummary, two_arms
 from ..registry import Headline, SectionSpec
 
@@ -98,11 +98,10 @@ class RenditionsMeasure(ArmsMeasure):
     shortcut_columns = (ShortcutColumn(50, "in_r_gap", "IN-R gap", "in_r_gap", data="imagenet"),)
 
     def arms(self, run, layout) -> List[Arm]:
-        from ...data.imagenet_folders import CLASS_FOLDERS
-        from ...data.resolve import resolve_layout
+        from ...data.imagenet_folders import CLASS_FOLDERS, find_imagenet
         model, cfg = run.model, run.cfg
         require_imagenet_model(model, self.name)
-        renditions = resolve_layout(_wnid_folders_only(folder_option(cfg.renditions, "--renditions")))
+        renditions = find_imagenet(_wnid_folders_only(folder_option(cfg.renditions, "--renditions")))
         if getattr(renditions, "source", "") != CLASS_FOLDERS:
             raise BgbenchError(f"--renditions {cfg.renditions}: expected ImageNet-R's layout, one folder per wnid")
         reference = restrict(imagenet_reference(layout, self.name), renditions.classes)

@@ -21,11 +21,11 @@ import numpy as np
 
 from ... import checks
 from ...options import flag, runtime
-from ...intervals import REPLICATES
+from ...evaluation.metrics import REPLICATES
 from ...probing.gradcam import gradcam_batch, gradcam_maps, gradcam_terms, resolve_layer
 from ...data.facts import HARD_IMAGENET
 from ..base import Autograd, BootstrapConfig, ModelMeasure
-from ..declarations import BenchmarkHeadlines, InProfile
+from ..registry import BenchmarkHeadlines, InProfile
 from ..registry import Headline, SectionSpec
 from .metrics import METRICS, absolute_iou_and_dice, saliency_alignment
 from ..common.names import prediction_namer
@@ -113,7 +113,7 @@ class SaliencyMeasure(ModelMeasure):
         into maps and measured in NumPy (`landed`); on a card the maps and every measure are
         computed there too (`gradcam.device_maps`, `device_metrics`), and only the measures and the
         predictions come back."""
-        from ...evaluation.transfer import Readback
+        from ...evaluation.feed import Readback
         cam: _Layer = run.state
         target = None if cam.targets is None else [cam.targets[it.label] for it in batch.items]
         terms, preds = gradcam_terms(cam.model, cam.layer, batch.x, target)

@@ -7,9 +7,7 @@ from pathlib import Path
 from typing import Optional
 
 
-from ...drawing import figures
-from ...drawing.gallery import Gallery, class_namer, per_class
-from ..examples import run_files
+from ..examples import class_namer, per_class
 from ..registry import SectionContext, SectionSubject
 
 
@@ -26,7 +24,7 @@ def saliency_section(ctx: SectionContext, subject: SectionSubject) -> Optional[d
     if source is not None and source.is_file() and not outputs.get("examples"):
         # a run without per-example overlays: its grid, copied so the report stands alone (runs
         # with examples are shown by the saliency gallery, one image per example)
-        overlay = ctx.href(figures.picture(source, ctx.figure_path(subject, "saliency-overlays")))
+        overlay = ctx.href(ctx.plots.picture(source, ctx.figure_path(subject, "saliency-overlays")))
     # a measure no image has a value of is left out; precision, the headline, is always shown
     # (with no value when every map was flat: 0/0 on every image)
     measured = [m for m in METRICS if m == "precision" or summary.image_mean[m]["n"] > 0]
@@ -47,8 +45,8 @@ def saliency_gallery(ctx: SectionContext, subject: SectionSubject) -> Optional[d
     config = json.loads(run["config"])
     dataset_labels = config.get("label_space", "dataset") == "dataset"
     pred_name = prediction_namer(config.get("classes") or [], dataset_labels)
-    name, files = class_namer(config.get("classes") or []), run_files(run)
-    g = Gallery("Grad-CAM", ctx.thumbs, folder=files.folder("original"))
+    name, files = class_namer(config.get("classes") or []), ctx.files(run)
+    g = ctx.gallery("Grad-CAM", folder=files.folder("original"))
     k = max(1, per_class(len(config.get("classes") or [])) // 2)  # of each rank: the most, the least aligned
     shown: dict = {}
     for ex in examples:

@@ -22,13 +22,13 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from ...probing.bootstrap import percentile_interval, stratified_weights
+from ...evaluation.metrics import percentile_interval, stratified_weights
 from ..common.protocols import HARDIMAGENET, RIVAL10
 from .metrics import METRICS
-from ...intervals import REPLICATES, interval
-from ...intervals import finite_or_none
+from ...evaluation.metrics import REPLICATES, interval
+from ...evaluation.metrics import finite_or_none
 from ..result import Summary, estimate_row
-from ...store.rows import TableRow
+from ...store.schema import TableRow
 
 HEADLINE = "mean over predicted classes of the per-class means (RIVAL10)"
 IMAGE_MEAN = "mean over images"

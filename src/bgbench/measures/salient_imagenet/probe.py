@@ -25,12 +25,12 @@ from typing import Dict, List, Optional, Sequence
 from ... import checks
 from ...data.facts import SALIENT_IMAGENET as KIND
 from ...errors import BgbenchError
-from ...intervals import REPLICATES
+from ...evaluation.metrics import REPLICATES
 from ...options import flag, runtime
-from ...store.rows import TableRow
+from ...store.schema import TableRow
 from ..common.imagenet_reference import require_imagenet_model
 from ..running import ProbeConfig
-from ..declarations import BenchmarkHeadlines
+from ..registry import BenchmarkHeadlines
 from ..registry import Command, Headline, SectionSpec
 from ..result import MeasureResult
 from ..running import RunningMeasure
@@ -113,7 +113,7 @@ class SalientImageNetMeasure(RunningMeasure):
     description = ("Salient ImageNet's noise sensitivity: per annotated class, accuracy clean and with Gaussian noise on "
                    "its core masks (spurious accuracy) or its spurious masks (core accuracy), averaged over classes")
     data_help = "the Salient ImageNet release (wordnet_dict.py and its class folders), over $BGBENCH_IMAGENET"
-    needs = ("model", "salient_imagenet")
+    needs = ("model", "salient_imagenet", "imagenet model")
     config = SalientConfig
     row = SalientRow
     key = ("noise_on", "image_id")
@@ -121,7 +121,7 @@ class SalientImageNetMeasure(RunningMeasure):
     benchmark_headlines = (BenchmarkHeadlines(KIND, 10, replaces=True, headlines=HEADLINES),)
     sections = (SectionSpec("salient_imagenet", "Salient ImageNet", f"{__package__}.section:salient_section"),)
 
-    def forwards(self, images, variants, options, attributes=0):
+    def forwards(self, images, variants, options, attributes=0, classes=()):
         """Two forwards (clean, noisy) per image of each annotated set: at most 4 per image (an image
         a core and a spurious feature both list is in both sets)."""
         return 4 * images, True

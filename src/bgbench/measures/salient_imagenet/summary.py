@@ -19,7 +19,7 @@ from typing import Any, Dict, List, Sequence
 import numpy as np
 
 from ...evaluation.metrics import bootstrap_mean
-from ...intervals import REPLICATES
+from ...evaluation.metrics import REPLICATES
 from ..result import Summary, estimate_row
 
 #: Where the noise goes, and what the notebooks call the accuracy left: noise on the core regions

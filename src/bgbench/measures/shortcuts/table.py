@@ -33,7 +33,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from ...result import Result
 
-from ..declarations import AS_HELD, CROP, ShortcutColumn
+from ..registry import AS_HELD, CROP, ShortcutColumn
 
 
 @dataclass(frozen=True)

@@ -19,13 +19,13 @@ from ... import checks
 from ...classes import Mapping
 from ...data.facts import SPURIOUS_IMAGENET as KIND
 from ...errors import BgbenchError
-from ...intervals import REPLICATES
+from ...evaluation.metrics import REPLICATES
 from ...options import flag, runtime
-from ...store.rows import TableRow
+from ...store.schema import TableRow
 from ..arms import Arm, ArmsMeasure
 from ..common.imagenet_reference import require_imagenet_model
 from ..running import ProbeConfig
-from ..declarations import BenchmarkHeadlines
+from ..registry import BenchmarkHeadlines
 from ..registry import Headline, SectionSpec
 from ..result import MeasureResult
 from ..running import predicted
@@ -92,13 +92,25 @@ class SpuriousImageNetMeasure(ArmsMeasure):
                    "images of the class from the release's 75 images of its spurious feature without the object, by "
                    "the class's softmax probability; the mean over classes (1 is best)")
     data_help = "the Spurious ImageNet release (ROOT/images/timestamp.txt and its feature folders)"
-    needs = ("model", "spurious_imagenet")
+    needs = ("model", "spurious_imagenet", "imagenet model")
     config = SpuriousConfig
     row = SpuriousRow
     headlines = (SCORE,)
     benchmark_headlines = (BenchmarkHeadlines(KIND, 10, replaces=True, headlines=(SCORE, AUROC)),)
     sections = (SectionSpec("spurious_imagenet", "Spurious ImageNet", f"{__package__}.section:spurious_section"),)
-    forwards_per_image = None  # the ImageNet val images of its classes too, not known from --data alone
+
+    def forwards(self, images, variants, options, attributes=0, classes=()):
+        """One forward per image of the release and per ImageNet val image of its classes (the
+        reference arm, counted in `imagenet` or $BGBENCH_IMAGENET); not known without the classes
+        or where that folder cannot be read (the run then says why in one line)."""
+        from ...data.spurious_imagenet import imagenet_val_of
+        if not classes:
+            return None, False
+        try:
+            reference = imagenet_val_of(classes, options.get("imagenet"))
+        except BgbenchError:
+            return None, False
+        return images + len(reference.items("original")), False
 
     def arms(self, run, layout) -> List[Arm]:
         from ...data.spurious_imagenet import imagenet_val_of

@@ -25,7 +25,7 @@ from typing import Any, Dict, List, Sequence
 import numpy as np
 
 from ...evaluation.metrics import bootstrap_mean
-from ...intervals import REPLICATES
+from ...evaluation.metrics import REPLICATES
 from ..result import Summary, estimate_row
 
 VAL, SPURIOUS = "imagenet_val", "spurious"

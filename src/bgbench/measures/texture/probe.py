@@ -16,7 +16,7 @@ from ...errors import BgbenchError
 from ...options import flag
 from ..arms import GAP_TEMPLATE, Arm, ArmRow, ArmsConfig, ArmsMeasure
 from ..common.imagenet_reference import folder_option, imagenet_reference, require_imagenet_model
-from ..declarations import GapArms, ShortcutColumn
+from ..registry import GapArms, ShortcutColumn
 from ..gaps import GapSummary, stem, two_arms
 from ..registry import Headline, SectionSpec
 
@@ -60,11 +60,14 @@ class TextureMeasure(ArmsMeasure):
     shortcut_columns = (ShortcutColumn(40, "sin_gap", "SIN gap", "sin_gap", data="imagenet"),)
 
     def arms(self, run, layout) -> List[Arm]:
-        from ...data.resolve import resolve_layout
+        from ...data.imagenet_folders import find_imagenet
         model, cfg = run.model, run.cfg
         require_imagenet_model(model, self.name)
         reference = imagenet_reference(layout, self.name)  # --data first: a problem there is --data's to fix
-        stylized = resolve_layout(folder_option(cfg.stylized, "--stylized"), split="val")
+        stylized = find_imagenet(folder_option(cfg.stylized, "--stylized"), "val")
+        if stylized is None:
+            raise BgbenchError(f"--stylized {cfg.stylized}: expected Stylized-ImageNet as released, a root holding "
+                               f"val/<wnid>/ or an ILSVRC-style tree")
         if tuple(stylized.classes) != tuple(reference.classes):
             raise BgbenchError(f"--stylized {cfg.stylized}: expected ImageNet's 1000 class folders, found "
                                f"{len(stylized.classes)}")

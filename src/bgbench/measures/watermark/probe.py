@@ -19,7 +19,7 @@ from typing import List, Optional, Sequence
 from ...errors import BgbenchError
 from ...options import flag
 from ..arms import GAP_TEMPLATE, Arm, ArmRow, ArmsConfig, ArmsMeasure
-from ..declarations import GapArms, ShortcutColumn
+from ..registry import GapArms, ShortcutColumn
 from ..gaps import GapSummary, arm_accuracy, correct_by, gap, resampling, two_arms
 from ..registry import Headline, SectionSpec
 
