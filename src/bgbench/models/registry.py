@@ -24,8 +24,6 @@ from .spec import BgModel
 #: Modules whose import registers a scheme (in the order `list_models` lists them).
 SCHEME_MODULES = (".timm_scheme", ".file_scheme", ".onnx_scheme", ".zoo", ".openclip_scheme", ".hf_scheme",
                   ".prediction_scheme")
-#: Zero-shot label sets and built-in template sets (a path to a text file also names templates).
-TEMPLATE_SETS = ("openai", "simple")
 
 for _module in SCHEME_MODULES:
     importlib.import_module(_module, __package__)
