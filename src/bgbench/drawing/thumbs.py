@@ -87,30 +87,29 @@ class Thumbnails:
     def of_file(self, path: Path) -> Cell:
         """A dataset image: its thumbnail from its decoded pixels, its file copied as it is when it
         is larger than the thumbnail."""
-        data = Path(path).read_bytes()
-        key = hashlib.sha1(data).hexdigest()
-        rgb = decode_image(Path(path))
-        full = None
-        if max(rgb.shape[:2]) > CELL:
-            full = self._full(f"{key}{Path(path).suffix.lower()}", lambda target: shutil.copyfile(path, target))
-        return Cell(key, fit(rgb), full)
+        key = hashlib.sha1(Path(path).read_bytes()).hexdigest()
+        return self._cell(key, decode_image(Path(path)), f"{key}{Path(path).suffix.lower()}",
+                          lambda target: shutil.copyfile(path, target))
 
     def of_array(self, rgb: np.ndarray) -> Cell:
         """An image made for the report (a composite, a noisy copy): (H, W, 3) uint8."""
         rgb = np.ascontiguousarray(rgb, dtype=np.uint8)
         key = hashlib.sha1(repr(rgb.shape).encode() + rgb.tobytes()).hexdigest()
-        full = None
-        if max(rgb.shape[:2]) > CELL:
-            full = self._full(f"{key}.webp", lambda target: Image.fromarray(rgb).save(target, lossless=True))
+        return self._cell(key, rgb, f"{key}.webp", lambda target: Image.fromarray(rgb).save(target, lossless=True))
+
+    def _cell(self, key: str, rgb: np.ndarray, name: str, write) -> Cell:
+        """The shot of `rgb`, with its full-size copy `name` (made by `write`) when it is larger than its thumbnail."""
+        full = self._once(FULL_DIR, name, self.fulls, write) if max(rgb.shape[:2]) > CELL else None
         return Cell(key, fit(rgb), full)
 
-    def _full(self, name: str, write) -> str:
-        href = f"{self.figures.name}/{FULL_DIR}/{name}"
-        if href not in self.fulls:
-            target = self.figures / FULL_DIR / name
+    def _once(self, folder: str, name: str, written: Set[str], write) -> str:
+        """The address of `figures/<folder>/<name>`, written by `write(target)` the first time only."""
+        href = f"{self.figures.name}/{folder}/{name}"
+        if href not in written:
+            target = self.figures / folder / name
             target.parent.mkdir(parents=True, exist_ok=True)
             write(target)
-            self.fulls.add(href)
+            written.add(href)
         return href
 
     def sheet(self, cells: Sequence[Cell]) -> List[Thumb]:
@@ -130,12 +129,8 @@ class Thumbnails:
             h, w = c.pixels.shape[:2]
             canvas[row * slot_h:row * slot_h + h, col * slot_w:col * slot_w + w] = c.pixels
         name = hashlib.sha1(repr(canvas.shape).encode() + canvas.tobytes()).hexdigest() + ".webp"
-        href = f"{self.figures.name}/{THUMB_DIR}/{name}"
-        if href not in self.sheets:
-            target = self.figures / THUMB_DIR / name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            Image.fromarray(canvas).save(target, quality=WEBP_QUALITY, method=4)
-            self.sheets.add(href)
+        href = self._once(THUMB_DIR, name, self.sheets,
+                          lambda target: Image.fromarray(canvas).save(target, quality=WEBP_QUALITY, method=4))
         self.shots += len(cells)
         out = []
         for c in cells:
