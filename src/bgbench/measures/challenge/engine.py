@@ -21,7 +21,7 @@ Where the speed comes from, without changing any verdict:
   (`speculate`), so its only waits are on results that are due, with a batch queued behind them.
 
 Precision. 'fp32' (the default) is exact: on CUDA too, since every fp32 forward runs under
-`numerics.strict_fp32` (no TF32). 'bf16-verified' decides in bf16 and proves what it can of fp32's
+`evaluation.numerics.strict_fp32` (no TF32). 'bf16-verified' decides in bf16 and proves what it can of fp32's
 decisions; all of it lives in `verified`, imported only for it, whose `Verifier` the engine and
 its searches call at a few hooks (`verifier`: calibrate before a call, decide a search's
 composites, re-examine results when an audit raises delta). 'tf32' (CUDA only) rounds the
@@ -42,8 +42,7 @@ from ...evaluation.feed import to_unit
 from ...evaluation.predict import decide
 from ...models.spec import BgModel
 from .config import DEFAULT_SAFETY, ChallengePrecision
-from .numerics import fp32_settings, strict_fp32
-from ...evaluation.numerics import forward_context
+from ...evaluation.numerics import forward_context, fp32_settings, strict_fp32
 from .search import VerdictSearch, full_results
 from ...evaluation.transfer import Fetch, to_device
 from .verdict import FgResult, OnResult, composite
@@ -240,12 +239,6 @@ class ChallengeEngine:
                 out.append(self._plain(x))
         return Fetch([torch.cat(out) if out else torch.zeros(0, dtype=torch.long, device=self.device)])
 
-    def predict_composites(self, images: torch.Tensor, masks: torch.Tensor, fi: torch.Tensor,
-                           bi: torch.Tensor) -> torch.Tensor:
-        """Predictions (CPU) of the composites (fi[k], bi[k]) in this engine's precision: the pairs
-        a search evaluates (bf16-verified's searches decide theirs through `verifier`)."""
-        return self.launch_composites(images, masks, fi, bi).wait()[0]
-
     def predict_backgrounds(self) -> torch.Tensor:
         """Each background's own prediction: the prior for which backgrounds fool whom."""
         preds = [self.predict_uint8(self.backgrounds[i:i + self.batch_size])
@@ -333,13 +326,8 @@ class ChallengeEngine:
         survivor may be reported again, fooled, if a later audit raises delta above one of its
         kept margins (`Verifier.reexamine`); the returned list holds the final verdicts.
         """
-        images, masks = to_device(fg_images, self.device), to_device(fg_masks, self.device)
-        if self.verifier is not None:
-            self.verifier.calibrate(images, masks, indices)
-        results = VerdictSearch(self, images, masks, fg_labels, on_result, progress).run(indices)
-        if self.verifier is not None:
-            return self.verifier.reexamine(images, masks, fg_labels, results, on_result)
-        return results
+        return self._verified(fg_images, fg_masks, fg_labels, indices, on_result, lambda images, masks: VerdictSearch(
+            self, images, masks, fg_labels, on_result, progress).run(indices))
 
     def full_rows(self, fg_images: torch.Tensor, fg_masks: torch.Tensor, fg_labels: Sequence[int],
                   indices: Sequence[int], on_result: OnResult = None) -> List[FgResult]:
@@ -349,10 +337,17 @@ class ChallengeEngine:
         With bf16-verified the first fooling entry of each row is confirmed in fp32 (so the verdict
         is exact) and rows are re-examined when delta rises, like `verdicts`.
         """
+        return self._verified(fg_images, fg_masks, fg_labels, indices, on_result, lambda images, masks: full_results(
+            self, images, masks, fg_labels, indices, on_result))
+
+    def _verified(self, fg_images: torch.Tensor, fg_masks: torch.Tensor, fg_labels: Sequence[int],
+                  indices: Sequence[int], on_result: OnResult, compute) -> List[FgResult]:
+        """`compute(images, masks)` over the foregrounds on the device; with bf16-verified, delta
+        calibrated before and the results re-examined after."""
         images, masks = to_device(fg_images, self.device), to_device(fg_masks, self.device)
         if self.verifier is not None:
             self.verifier.calibrate(images, masks, indices)
-        results = full_results(self, images, masks, fg_labels, indices, on_result)
+        results = compute(images, masks)
         if self.verifier is not None:
             return self.verifier.reexamine(images, masks, fg_labels, results, on_result)
         return results

@@ -35,9 +35,6 @@ class SearchEngine(Protocol):
     stats: Any  # engine.EngineStats: pairs, batches, wasted, forward_seconds
     verifier: Optional[Any]  # verified.Verifier under bf16-verified, else None
 
-    def predict_composites(self, images: torch.Tensor, masks: torch.Tensor, fi: torch.Tensor,
-                           bi: torch.Tensor) -> torch.Tensor: ...
-
     def order_for(self, label: int) -> torch.Tensor: ...
 
     def ordering_state(self) -> Any: ...
