@@ -67,7 +67,7 @@ from bgbench.measures.challenge.engine import ChallengeEngine
 from bgbench.data.pixel_cache import pixels_of
 from bgbench.measures.challenge.runner import load_backgrounds, load_foregrounds
 from bgbench.measures.challenge.sample import sample_order
-from bgbench.measures.challenge.numerics import strict_fp32
+from bgbench.evaluation.numerics import strict_fp32
 from bgbench.evaluation.predict import decide
 from bgbench.models import create_model
 from bgbench.training import TrainConfig, train

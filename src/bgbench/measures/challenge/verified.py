@@ -42,7 +42,7 @@ with a non-finite margin. Every composite is also *audited* with probability 1/`
 from a seeded generator: run in fp32 as well, its decision taken from fp32 and its spread measured.
 An audit whose spread exceeds delta is a *breach*: delta rises to safety x that spread, and every
 earlier composite whose kept margin the new delta reaches is re-examined. The safety factor, the
-counts and the largest spread are recorded. Every fp32 forward runs under `numerics.strict_fp32`.
+counts and the largest spread are recorded. Every fp32 forward runs under `evaluation.numerics.strict_fp32`.
 
 Near ties: what a foreground keeps so that a raised delta can re-examine it. Keeping every margin
 would cost a number per composite, so each foreground keeps:
@@ -73,7 +73,7 @@ from ...classes import Mapping, imagenet_to_in9, imagenet_to_in9_on
 from ...evaluation.predict import decide
 from ...models.spec import IMAGENET1K, BgModel
 from .config import DEFAULT_SAFETY
-from .numerics import strict_fp32
+from ...evaluation.numerics import strict_fp32
 from .search import VerdictSearch, full_result
 from ...evaluation.transfer import Fetch, to_device
 from .verdict import FgResult, OnResult, row_of
