@@ -18,6 +18,7 @@ from typing import Iterator, List, Optional
 
 import numpy as np
 import torch
+from torch.optim.swa_utils import AveragedModel, update_bn
 
 from .. import console
 from ..data.images import decode_image
@@ -30,7 +31,7 @@ from ..models.spec import DATASET, BgModel
 from .augment import BatchAugment, RecipeContext
 from .config import TrainConfig  # noqa: F401 (re-exported: the config lives in a torch-free module)
 from .recipes import get_recipe
-from .swa import finalize_bn, make_swa, make_swalr, swa_start_epoch
+from .swa import make_swalr, swa_start_epoch
 
 
 #: Config keys that may change between a run and its resume (they do not change the result).
@@ -268,7 +269,7 @@ def _trainer(cfg: TrainConfig, model: BgModel, n_images: int, needs_even: bool, 
     if swa_start > 0:  # one-cycle over the epochs before averaging (all of them without SWA)
         sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=cfg.lr, total_steps=swa_start * steps_per_epoch,
                                                     pct_start=0.15)
-    swa_model = make_swa(model) if cfg.swa else None
+    swa_model = AveragedModel(model) if cfg.swa else None  # an equal-weight running average
     return Trainer(cfg, ranks, model, model, opt, sched, swa_model, swa_start, batch_size, steps_per_epoch)
 
 
@@ -368,8 +369,8 @@ def _final_model(t: Trainer, data: TrainingData, aug: BatchAugment) -> BgModel:
         return t.model
     bn_gen = torch.Generator().manual_seed(t.cfg.seed + 1)
     order = shard_order(torch.randperm(len(data.labels), generator=bn_gen), t.ranks)
-    finalize_bn(t.swa_model, (aug.inputs(data.batch(idx), data.labels[idx], idx).to(t.ranks.device)
-                              for idx in _batches(order, t.batch_size, False)))
+    update_bn((aug.inputs(data.batch(idx), data.labels[idx], idx).to(t.ranks.device)
+               for idx in _batches(order, t.batch_size, False)), t.swa_model)
     if t.ranks.distributed and not t.cfg.sync_bn:
         bns = [m for m in t.swa_model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
         average_tensors([b for m in bns for b in (m.running_mean, m.running_var) if b is not None], t.ranks)
