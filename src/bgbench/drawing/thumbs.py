@@ -124,20 +124,17 @@ class Thumbnails:
         slot_h = max(c.pixels.shape[0] for c in cells)
         slot_w = max(c.pixels.shape[1] for c in cells)
         canvas = np.full((slot_h * -(-len(slots) // columns), slot_w * columns, 3), 255, dtype=np.uint8)
+        placed = []  # each cell's (x, y, width, height) on the sheet
         for c in cells:
             row, col = divmod(slots[c.key], columns)
             h, w = c.pixels.shape[:2]
             canvas[row * slot_h:row * slot_h + h, col * slot_w:col * slot_w + w] = c.pixels
+            placed.append((col * slot_w, row * slot_h, w, h))
         name = hashlib.sha1(repr(canvas.shape).encode() + canvas.tobytes()).hexdigest() + ".webp"
         href = self._once(THUMB_DIR, name, self.sheets,
                           lambda target: Image.fromarray(canvas).save(target, quality=WEBP_QUALITY, method=4))
         self.shots += len(cells)
-        out = []
-        for c in cells:
-            row, col = divmod(slots[c.key], columns)
-            h, w = c.pixels.shape[:2]
-            out.append(Thumb(href, col * slot_w, row * slot_h, w, h, c.full, round(CELL / max(h, w), 4)))
-        return out
+        return [Thumb(href, x, y, w, h, c.full, round(CELL / max(h, w), 4)) for c, (x, y, w, h) in zip(cells, placed)]
 
     @property
     def paths(self) -> List[Path]:
