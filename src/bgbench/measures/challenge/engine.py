@@ -132,8 +132,7 @@ class ChallengeEngine:
     fill_after: int = 32
     seed: int = 0
     speculate: Optional[bool] = None
-    bg_pred: Optional[torch.Tensor] = None
-    fool_counts: torch.Tensor = field(default=None)
+    fool_counts: torch.Tensor = field(init=False)
     stats: EngineStats = field(default_factory=EngineStats)
 
     def __post_init__(self):
@@ -154,8 +153,7 @@ class ChallengeEngine:
 
     def _init_ordering(self) -> None:
         self.bg_labels = torch.as_tensor(self.bg_labels).cpu()  # the ordering's bookkeeping lives on the CPU
-        if self.fool_counts is None:
-            self.fool_counts = torch.zeros(self.num_bg, dtype=torch.float64)
+        self.fool_counts = torch.zeros(self.num_bg, dtype=torch.float64)
         self.num_labels = int(self.bg_labels.max()) + 1 if len(self.bg_labels) else 1
         self.class_fool_counts = torch.zeros(self.num_bg, self.num_labels, dtype=torch.float64)
         self.class_tries = torch.zeros(self.num_bg, self.num_labels, dtype=torch.float64)
@@ -239,13 +237,6 @@ class ChallengeEngine:
                 out.append(self._plain(x))
         return Fetch([torch.cat(out) if out else torch.zeros(0, dtype=torch.long, device=self.device)])
 
-    def predict_backgrounds(self) -> torch.Tensor:
-        """Each background's own prediction: the prior for which backgrounds fool whom."""
-        preds = [self.predict_uint8(self.backgrounds[i:i + self.batch_size])
-                 for i in range(0, self.num_bg, self.batch_size)]
-        self.bg_pred = torch.cat(preds).cpu()
-        return self.bg_pred
-
     # -- ordering -----------------------------------------------------------------------------
     def scores_for(self, label: int) -> torch.Tensor:
         """How likely each background is to fool a class-`label` foreground (higher first).
@@ -254,15 +245,14 @@ class ChallengeEngine:
         (fools + a * g) / (tries + a), with a = `prior_weight` and every composite evaluated
         counted as a try, shrunk towards a prior g: its rate over foregrounds of every class,
         (fools_all + 2 m) / (tries_all + 2), where m is the prior rate of an untried background of
-        the foreground's own class (or, after `predict_backgrounds`, predicted as it) or of another
-        class (`_class_priors`, learnt as the run goes): a model that follows backgrounds is rarely
+        the foreground's own class or of another class (`_class_priors`, learnt as the run goes): a model that follows backgrounds is rarely
         fooled by its own class's, while what fools a robust model has little to do with the
         background's class. A background tried on many class-`label` foregrounds without fooling
         one sinks; one that fools rises, whatever its class.
         A tiny seeded jitter breaks ties, so foregrounds that start together, knowing nothing yet,
         try different backgrounds and the rates are learnt faster.
         """
-        other = self.bg_pred != label if self.bg_pred is not None else self.bg_labels != label
+        other = self.bg_labels != label
         same_rate, other_rate = self._class_priors()
         g = (self.fool_counts + 2 * torch.where(other, other_rate, same_rate)) / (self.tries + 2)
         if label < self.num_labels:
@@ -306,7 +296,7 @@ class ChallengeEngine:
         label = torch.as_tensor(label, dtype=torch.long)
         if label.dim() == 0:
             label = label.expand(idx.shape)
-        same = (self.bg_labels if self.bg_pred is None else self.bg_pred)[idx] == label
+        same = self.bg_labels[idx] == label
         self._label_tries += torch.tensor([float((wrong & same).sum()), float(same.sum()),
                                            float((wrong & ~same).sum()), float((~same).sum())], dtype=torch.float64)
         ones = torch.ones(len(idx), dtype=torch.float64)
