@@ -134,7 +134,7 @@ class _Invocation:
         self.plan = SamplePlan.build(cfg.seed, data.fg_ids, data.fg_labels, sample=cfg.sample,
                                      halfwidth=cfg.halfwidth, chunk=cfg.chunk_size(world),
                                      first=cfg.first_chunk(world))
-        self.mine = {i for k, i in enumerate(self.plan.order) if k % world == rank}
+        self.mine = set(self.plan.shard(0, len(self.plan.order), rank, world))  # every chunk's share of this rank
         self.provenance: Optional[Provenance] = None  # rank 0's: the open run's
         self.run_id = self._open_run(run)
         self.stored_pairs = 0  # the engine's composites already added to the run's stored count
