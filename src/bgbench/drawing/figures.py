@@ -141,7 +141,6 @@ def challenge_figures(report, out_dir: Path) -> Dict[str, str]:
 
 def asr_histogram(path: Path, asr: np.ndarray, bg_labels: np.ndarray, classes: Sequence[str]) -> Path:
     """The paper's Fig. 24: histogram of attack success rates over all backgrounds, stacked by class."""
-    asr, bg_labels = np.asarray(asr, dtype=float), np.asarray(bg_labels)
     with _styled() as plt:
         fig, ax = plt.subplots(figsize=(6.0, 3.2))
         series = [asr[bg_labels == c] for c in range(len(classes))]
@@ -214,7 +213,6 @@ def hijack_heatmap(path: Path, shares: np.ndarray, classes: Sequence[str]) -> Pa
     """The background-hijack matrix: foreground class (rows) x background class (columns), each
     cell the share of that row's foregrounds turned into the column's class; the diagonal (and
     any empty cell, NaN) greyed."""
-    shares = np.asarray(shares, dtype=float)
     n = len(classes)
     with _styled() as plt:
         import matplotlib
