@@ -408,10 +408,6 @@ class NearTieLog:
         self._fg, self._bg, self._margin = [fg[~mine]], [bg[~mine]], [margin[~mine]]
         return NearTies(bg[mine], margin[mine], float(self.floor[i])).capped()
 
-    def drop(self, i: int) -> None:
-        """Forget foreground `i` (fooled: its verdict is exact and rests on no near tie)."""
-        self.take(i)
-
 
 # -- the engine's hooks ---------------------------------------------------------------------------
 def first_per_segment(flags: torch.Tensor, segment: torch.Tensor, count: int) -> torch.Tensor:
@@ -547,9 +543,9 @@ class Verifier:
 class SearchChecks:
     """bf16-verified's part of one search (`search.VerdictSearch`) or one full row (`search.full_result`).
 
-    `decide` predicts the composites in bf16, recomputes in fp32 the first fooling composite of each
+    `launch` and `finish` predict the composites in bf16, recompute in fp32 the first fooling composite of each
     foreground before any verdict is given (a composite that fp32 finds not fooling is taken as fp32
-    decided it, and the search goes on: fooled verdicts are exact), and keeps the near ties; `given`
+    decided it, and the search goes on: fooled verdicts are exact), and keep the near ties; `given`
     hands each verdict its near ties.
     """
 
@@ -558,10 +554,6 @@ class SearchChecks:
         self.images, self.masks = images, masks
         self.labels = torch.as_tensor(np.asarray(labels), dtype=torch.long)
         self.log = NearTieLog(len(images))
-
-    def decide(self, fi: torch.Tensor, bi: torch.Tensor) -> torch.Tensor:
-        """Predictions (CPU) of the composites (foreground fi[k], background bi[k])."""
-        return self.finish(self.launch(fi, bi))
 
     def launch(self, fi: torch.Tensor, bi: torch.Tensor, count: bool = True) -> "_Launched":
         """Queue the bf16 forwards of the composites (fi[k], bi[k]); nothing waits on the device.
@@ -632,7 +624,7 @@ class SearchChecks:
         """`r` with the near ties its verdict rests on: a survivor's, or a full row's (whose later
         entries are bf16 decisions still); a fooled verdict of the search is exact and keeps none."""
         if r.fooled and r.row is None:
-            self.log.drop(r.index)
+            self.log.take(r.index)  # forgotten: it rests on no near tie
             return r
         return dataclasses.replace(r, near=self.log.take(r.index))
 
