@@ -326,16 +326,12 @@ class VerifiedPredictor:
 
 
 # -- near ties ----------------------------------------------------------------------------------
-def _empty() -> Tuple[torch.Tensor, torch.Tensor]:
-    return torch.zeros(0, dtype=torch.long), torch.zeros(0, dtype=torch.float32)
-
-
 @dataclass
 class NearTies:
     """One foreground's near ties (background indices and their bf16 margins) and floor."""
 
-    bg: torch.Tensor = field(default_factory=lambda: _empty()[0])
-    margin: torch.Tensor = field(default_factory=lambda: _empty()[1])
+    bg: torch.Tensor = field(default_factory=lambda: torch.zeros(0, dtype=torch.long))
+    margin: torch.Tensor = field(default_factory=lambda: torch.zeros(0, dtype=torch.float32))
     floor: float = math.inf
 
     def lowest(self) -> float:
