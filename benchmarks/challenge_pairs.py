@@ -98,7 +98,7 @@ def main() -> None:
             if not path.is_file():
                 t = time.perf_counter()
                 model = create_model(f"file:{out / 'model.pt'}").eval()
-                fg, masks = load_foregrounds(layout, pairs, list(range(len(pairs))))
+                fg, masks = load_foregrounds(pairs, list(range(len(pairs))))
                 engine = ChallengeEngine(model, bg, torch.as_tensor(bg_labels), batch_size=256)
                 rows = engine.full_rows(fg, masks, fg_labels, range(len(fg)))
                 np.save(path, np.stack([r.row for r in rows]))

@@ -67,7 +67,7 @@ from bgbench.measures.challenge.engine import ChallengeEngine
 from bgbench.data.pixel_cache import pixels_of
 from bgbench.measures.challenge.runner import load_backgrounds, load_foregrounds
 from bgbench.measures.challenge.sample import sample_order
-from bgbench.measures.challenge.numerics import strict_fp32
+from bgbench.evaluation.numerics import strict_fp32
 from bgbench.evaluation.predict import decide
 from bgbench.models import create_model
 from bgbench.training import TrainConfig, train
@@ -122,7 +122,7 @@ def engine_run(model, root: Path, batch_size: int, precision: str = "fp32", devi
     layout = discover(root, variants=["original", "only_bg_t"])
     pairs = layout.foregrounds()
     bg_items, backgrounds = load_backgrounds(layout)
-    fg_images, fg_masks = load_foregrounds(layout, pairs, list(range(len(pairs))))
+    fg_images, fg_masks = load_foregrounds(pairs, list(range(len(pairs))))
     labels = np.array([it.label for it, _ in pairs])
     decode = t0.read()
     t1 = Clock()

@@ -67,8 +67,6 @@ def test_verdicts_equal_the_exhaustive_reference_for_any_batch_size_and_order(mo
         elif order == "shuffle":
             idx = list(np.random.default_rng(0).permutation(idx))
         engine = ChallengeEngine(model, bg, torch.from_numpy(bg_labels), batch_size=batch_size)
-        if batch_size != 1:
-            engine.predict_backgrounds()
         results = engine.verdicts(fg, masks, labels, idx, progress=False)
         got = np.zeros(len(fg), bool)
         for r in results:

@@ -139,7 +139,7 @@ def test_spare_batch_room_goes_to_survivors_so_batches_stay_full(colour_root):
     layout = discover(colour_root, variants=["original", "only_bg_t"])
     pairs = layout.foregrounds()
     bg_items, bg = load_backgrounds(layout)
-    fg, masks = load_foregrounds(layout, pairs, list(range(len(pairs))))
+    fg, masks = load_foregrounds(pairs, list(range(len(pairs))))
     labels = np.array([it.label for it, _ in pairs])
     bg_labels = torch.tensor([it.label for it in bg_items])
     survivor = next(i for i in range(len(pairs)) if masks[i].sum() >= 81)

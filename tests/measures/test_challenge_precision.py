@@ -11,9 +11,9 @@ import torch
 from torch import nn
 
 from bgbench.classes import imagenet_to_in9
-from bgbench.evaluation import numerics  # strict fp32 lives there; the challenge re-exports it
+from bgbench.evaluation import numerics  # strict fp32 and the recorded settings
 from bgbench.measures.challenge.engine import ChallengeEngine
-from bgbench.measures.challenge.numerics import strict_fp32
+from bgbench.evaluation.numerics import strict_fp32
 from bgbench.measures.challenge.verified import NearTieLog, NearTies, VerifiedPredictor, decision_margin
 from bgbench.measures.challenge.runner import ChallengeConfig
 from bgbench.runs import run_challenge

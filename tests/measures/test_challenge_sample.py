@@ -97,9 +97,9 @@ def _spy_decodes(monkeypatch):
     decoded = []
     real = challenge_run.load_foregrounds
 
-    def spy(layout, pairs, indices):
+    def spy(pairs, indices):
         decoded.extend(pairs[i][0].image_id for i in indices)
-        return real(layout, pairs, indices)
+        return real(pairs, indices)
     monkeypatch.setattr(challenge_run, "load_foregrounds", spy)
     return decoded
 

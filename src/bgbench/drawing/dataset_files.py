@@ -24,10 +24,6 @@ class DatasetFiles:
         self.split = split
         self._listings: Dict[Tuple[str, str], Dict[str, Path]] = {}
 
-    @property
-    def exists(self) -> bool:
-        return self.root is not None and self.root.is_dir()
-
     def folder(self, folder: str) -> str:
         """Where a folder's images are looked for (for a note when they are missing)."""
         return str((self.root or Path("?")) / folder / self.split)

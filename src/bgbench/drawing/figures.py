@@ -5,8 +5,7 @@ redrawn at any time from the results store alone. matplotlib runs on the Agg bac
 here needs a display.
 
 A figure is written in the format its path's suffix names: `.png` (a chart as a palette PNG,
-photographs in every colour), `.svg` (text kept as text) or `.webp`. A path without a suffix lets
-the figure choose: a chart is a palette PNG (8-25 KB here; the same charts as SVG measured larger,
+photographs in every colour) or `.webp`. A path without a suffix lets the figure choose: a chart is a palette PNG (8-25 KB here; the same charts as SVG measured larger,
 text as text included, and drawing both to keep the smaller doubled the report's drawing time), a
 figure of photographs (`photo=True`) lossy WebP; the path written is returned.
 """
@@ -14,7 +13,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, Iterator, List, Sequence, Tuple
 
 import io
 
@@ -65,11 +64,6 @@ def _save(fig, path: Path, photo: bool = False) -> Path:
             return path
         if suffix in (".png", ".webp") or (not suffix and photo):
             return _write(path if suffix else path.with_suffix(".webp"), _raster(fig, photo or suffix == ".webp"))
-        if suffix == ".svg":
-            return _write(path, _svg(fig))
-        if suffix:
-            fig.savefig(path)
-            return path
         return _write(path.with_suffix(".png"), _raster(fig, False))
     finally:
         _pyplot().close(fig)
@@ -78,12 +72,6 @@ def _save(fig, path: Path, photo: bool = False) -> Path:
 def _write(path: Path, data: bytes) -> Path:
     path.write_bytes(data)
     return path
-
-
-def _svg(fig) -> bytes:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="svg", metadata={"Date": None})
-    return buf.getvalue()
 
 
 def _raster(fig, photo: bool) -> bytes:
@@ -103,7 +91,7 @@ def _raster(fig, photo: bool) -> bytes:
 
 
 def accuracy_bars(path: Path, variants: Sequence[str], value: Sequence[float], lo: Sequence[float],
-                  hi: Sequence[float], title: Optional[str] = None) -> Path:
+                  hi: Sequence[float]) -> Path:
     """Accuracy per variant as bars, with the 95% interval as error bars (fractions in, % shown)."""
     v, lo, hi = (100 * np.asarray(a, dtype=float) for a in (value, lo, hi))
     with _styled() as plt:
@@ -114,8 +102,6 @@ def accuracy_bars(path: Path, variants: Sequence[str], value: Sequence[float], l
         ax.set_xticks(x, list(variants), rotation=30, ha="right")
         ax.set_ylim(0, 100)
         ax.set_ylabel("accuracy (%)")
-        if title:
-            ax.set_title(title)
         return _save(fig, path)
 
 
@@ -155,7 +141,6 @@ def challenge_figures(report, out_dir: Path) -> Dict[str, str]:
 
 def asr_histogram(path: Path, asr: np.ndarray, bg_labels: np.ndarray, classes: Sequence[str]) -> Path:
     """The paper's Fig. 24: histogram of attack success rates over all backgrounds, stacked by class."""
-    asr, bg_labels = np.asarray(asr, dtype=float), np.asarray(bg_labels)
     with _styled() as plt:
         fig, ax = plt.subplots(figsize=(6.0, 3.2))
         series = [asr[bg_labels == c] for c in range(len(classes))]
@@ -228,7 +213,6 @@ def hijack_heatmap(path: Path, shares: np.ndarray, classes: Sequence[str]) -> Pa
     """The background-hijack matrix: foreground class (rows) x background class (columns), each
     cell the share of that row's foregrounds turned into the column's class; the diagonal (and
     any empty cell, NaN) greyed."""
-    shares = np.asarray(shares, dtype=float)
     n = len(classes)
     with _styled() as plt:
         import matplotlib

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
@@ -32,17 +32,19 @@ class Gallery:
 
     def shot_of_file(self, path: Optional[Path], caption: str, pred: str = "", ok: Optional[bool] = None
                      ) -> Optional[dict]:
-        if path is None:
-            self.missing += 1
-            return None
-        return _shot(self.thumbs.of_file(path), caption, pred, ok)
+        return self._shot(path, self.thumbs.of_file, caption, pred, ok)
 
     def shot_of_array(self, rgb: Optional[np.ndarray], caption: str, pred: str = "", ok: Optional[bool] = None
                       ) -> Optional[dict]:
-        if rgb is None:
+        return self._shot(rgb, self.thumbs.of_array, caption, pred, ok)
+
+    def _shot(self, source, cell_of: Callable[..., Cell], caption: str, pred: str, ok: Optional[bool]
+              ) -> Optional[dict]:
+        """The shot of a file or an array (None, counted as missing, when it is gone)."""
+        if source is None:
             self.missing += 1
             return None
-        return _shot(self.thumbs.of_array(rgb), caption, pred, ok)
+        return {"thumb": cell_of(source), "caption": caption, "pred": pred, "ok": ok}
 
     def add(self, cls: str, image_id: str, label: str, score: str, *lines: Sequence[Optional[dict]]) -> None:
         """One item: an image (`label` its true class), the score that chose it, and its shots in
@@ -62,7 +64,3 @@ class Gallery:
             shot["thumb"] = thumb
         return {"title": self.title, "note": self.note, "folder": self.folder, "missing": self.missing,
                 "groups": [{"class": c, "entries": items} for c, items in self.groups.items()], "shots": len(shots)}
-
-
-def _shot(cell: Cell, caption: str, pred: str, ok: Optional[bool]) -> dict:
-    return {"thumb": cell, "caption": caption, "pred": pred, "ok": ok}

@@ -87,30 +87,29 @@ class Thumbnails:
     def of_file(self, path: Path) -> Cell:
         """A dataset image: its thumbnail from its decoded pixels, its file copied as it is when it
         is larger than the thumbnail."""
-        data = Path(path).read_bytes()
-        key = hashlib.sha1(data).hexdigest()
-        rgb = decode_image(Path(path))
-        full = None
-        if max(rgb.shape[:2]) > CELL:
-            full = self._full(f"{key}{Path(path).suffix.lower()}", lambda target: shutil.copyfile(path, target))
-        return Cell(key, fit(rgb), full)
+        key = hashlib.sha1(Path(path).read_bytes()).hexdigest()
+        return self._cell(key, decode_image(Path(path)), f"{key}{Path(path).suffix.lower()}",
+                          lambda target: shutil.copyfile(path, target))
 
     def of_array(self, rgb: np.ndarray) -> Cell:
         """An image made for the report (a composite, a noisy copy): (H, W, 3) uint8."""
         rgb = np.ascontiguousarray(rgb, dtype=np.uint8)
         key = hashlib.sha1(repr(rgb.shape).encode() + rgb.tobytes()).hexdigest()
-        full = None
-        if max(rgb.shape[:2]) > CELL:
-            full = self._full(f"{key}.webp", lambda target: Image.fromarray(rgb).save(target, lossless=True))
+        return self._cell(key, rgb, f"{key}.webp", lambda target: Image.fromarray(rgb).save(target, lossless=True))
+
+    def _cell(self, key: str, rgb: np.ndarray, name: str, write) -> Cell:
+        """The shot of `rgb`, with its full-size copy `name` (made by `write`) when it is larger than its thumbnail."""
+        full = self._once(FULL_DIR, name, self.fulls, write) if max(rgb.shape[:2]) > CELL else None
         return Cell(key, fit(rgb), full)
 
-    def _full(self, name: str, write) -> str:
-        href = f"{self.figures.name}/{FULL_DIR}/{name}"
-        if href not in self.fulls:
-            target = self.figures / FULL_DIR / name
+    def _once(self, folder: str, name: str, written: Set[str], write) -> str:
+        """The address of `figures/<folder>/<name>`, written by `write(target)` the first time only."""
+        href = f"{self.figures.name}/{folder}/{name}"
+        if href not in written:
+            target = self.figures / folder / name
             target.parent.mkdir(parents=True, exist_ok=True)
             write(target)
-            self.fulls.add(href)
+            written.add(href)
         return href
 
     def sheet(self, cells: Sequence[Cell]) -> List[Thumb]:
@@ -125,24 +124,17 @@ class Thumbnails:
         slot_h = max(c.pixels.shape[0] for c in cells)
         slot_w = max(c.pixels.shape[1] for c in cells)
         canvas = np.full((slot_h * -(-len(slots) // columns), slot_w * columns, 3), 255, dtype=np.uint8)
+        placed = []  # each cell's (x, y, width, height) on the sheet
         for c in cells:
             row, col = divmod(slots[c.key], columns)
             h, w = c.pixels.shape[:2]
             canvas[row * slot_h:row * slot_h + h, col * slot_w:col * slot_w + w] = c.pixels
+            placed.append((col * slot_w, row * slot_h, w, h))
         name = hashlib.sha1(repr(canvas.shape).encode() + canvas.tobytes()).hexdigest() + ".webp"
-        href = f"{self.figures.name}/{THUMB_DIR}/{name}"
-        if href not in self.sheets:
-            target = self.figures / THUMB_DIR / name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            Image.fromarray(canvas).save(target, quality=WEBP_QUALITY, method=4)
-            self.sheets.add(href)
+        href = self._once(THUMB_DIR, name, self.sheets,
+                          lambda target: Image.fromarray(canvas).save(target, quality=WEBP_QUALITY, method=4))
         self.shots += len(cells)
-        out = []
-        for c in cells:
-            row, col = divmod(slots[c.key], columns)
-            h, w = c.pixels.shape[:2]
-            out.append(Thumb(href, col * slot_w, row * slot_h, w, h, c.full, round(CELL / max(h, w), 4)))
-        return out
+        return [Thumb(href, x, y, w, h, c.full, round(CELL / max(h, w), 4)) for c, (x, y, w, h) in zip(cells, placed)]
 
     @property
     def paths(self) -> List[Path]:

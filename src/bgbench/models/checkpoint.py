@@ -102,6 +102,11 @@ def _strip_prefix(sd: Dict[str, torch.Tensor], prefix: str) -> Dict[str, torch.T
     return {k[len(prefix):]: v for k, v in sd.items() if k.startswith(prefix)}
 
 
+def _unwrapped(sd: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
+    """`sd` without DataParallel's 'module.' prefix, when every key has it."""
+    return _strip_prefix(sd, "module.") if all(k.startswith("module.") for k in sd) else sd
+
+
 def _is_state_dict(obj) -> bool:
     return isinstance(obj, dict) and len(obj) > 0 and all(
         isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in obj.items())
@@ -109,8 +114,7 @@ def _is_state_dict(obj) -> bool:
 
 def _from_robustness(sd: Dict[str, torch.Tensor]) -> Tuple[Dict[str, torch.Tensor], Optional[tuple], Optional[tuple]]:
     """Split a robustness-library state_dict into (model weights, mean, std)."""
-    if all(k.startswith("module.") for k in sd):
-        sd = _strip_prefix(sd, "module.")
+    sd = _unwrapped(sd)
     weights = _strip_prefix(sd, "model.")
     def as_tuple(t: Optional[torch.Tensor]) -> Optional[tuple]:
         return None if t is None else tuple(float(v) for v in t.flatten())
@@ -147,9 +151,7 @@ def _read_safetensors(path: Path, digest: str) -> LoadedCheckpoint:
             metadata = f.metadata() or {}
     except (SafetensorError, OSError, ValueError) as e:
         raise CheckpointError(f"cannot read safetensors file {path}: {' '.join(str(e).split())[:200]}") from None
-    if state_dict and all(k.startswith("module.") for k in state_dict):
-        state_dict = _strip_prefix(state_dict, "module.")
-    return LoadedCheckpoint(kind="safetensors", state_dict=state_dict, sha256=digest, path=str(path),
+    return LoadedCheckpoint(kind="safetensors", state_dict=_unwrapped(state_dict), sha256=digest, path=str(path),
                             extra={"metadata": metadata} if metadata else None)
 
 
@@ -205,11 +207,7 @@ def read_checkpoint(path: str | Path, trust: bool = False) -> LoadedCheckpoint:
             weights, mean, std = _from_robustness(sd)
             return LoadedCheckpoint(kind="robustness", state_dict=weights, mean=mean, std=std, sha256=digest,
                                     path=str(path))
-        if all(k.startswith("module.") for k in sd):
-            sd = _strip_prefix(sd, "module.")
-        return LoadedCheckpoint(kind="state_dict", state_dict=sd, sha256=digest, path=str(path))
+        obj = sd  # a plain state dict under its 'model' or 'state_dict' key
     if _is_state_dict(obj):
-        if all(k.startswith("module.") for k in obj):
-            obj = _strip_prefix(obj, "module.")
-        return LoadedCheckpoint(kind="state_dict", state_dict=obj, sha256=digest, path=str(path))
+        return LoadedCheckpoint(kind="state_dict", state_dict=_unwrapped(obj), sha256=digest, path=str(path))
     raise CheckpointError(f"{path}: unrecognised checkpoint content ({type(obj).__name__})")

@@ -26,18 +26,8 @@ from .spec import ModelSpec
 from .timm_scheme import build_timm
 
 
-def _rebuild_openclip(spec, state_dict):
-    from .openclip_scheme import rebuild
-    return rebuild(spec, state_dict)
-
-
-def _rebuild_hf(spec, state_dict):
-    from .hf_scheme import rebuild
-    return rebuild(spec, state_dict)
-
-
-#: spec.extra['scheme'] -> rebuild(spec, state_dict) for bgbench checkpoints of non-timm models.
-REBUILDERS = {"openclip": _rebuild_openclip, "hf": _rebuild_hf}
+#: spec.extra['scheme'] of the bgbench checkpoints whose network that scheme rebuilds (its `rebuild(spec, state_dict)`).
+REBUILT = ("openclip", "hf")
 
 
 @register_scheme("file", usage="file:PATH",
@@ -52,9 +42,10 @@ def file_model(request: ModelRequest) -> Tuple[nn.Module, ModelSpec]:
         from .onnx_scheme import onnx_model
         return onnx_model(request)
     ckpt = read_checkpoint(path, trust=request.trust_checkpoint)
-    if ckpt.kind == "bgbench" and (ckpt.spec.get("extra") or {}).get("scheme") in REBUILDERS:
+    if ckpt.kind == "bgbench" and (ckpt.spec.get("extra") or {}).get("scheme") in REBUILT:
+        from . import hf_scheme, openclip_scheme  # not at the top: they register after this scheme
         spec = ModelSpec.from_dict(ckpt.spec)
-        net = REBUILDERS[spec.extra["scheme"]](spec, ckpt.state_dict)
+        net = {"openclip": openclip_scheme, "hf": hf_scheme}[spec.extra["scheme"]].rebuild(spec, ckpt.state_dict)
         spec.name = request.name
         trained = training_of(ckpt.extra or {})  # build_timm records it for the other bgbench checkpoints
         if trained:

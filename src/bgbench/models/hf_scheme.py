@@ -24,7 +24,7 @@ from torch import nn
 from .. import console
 from ..errors import BgbenchError, CheckpointError
 from .checkpoint import tensors_sha256
-from .pickles import weights_failure
+from .pickles import first_line, weights_failure
 from .inputs import check_input_size, native_hw
 from .norms import DATASET, IMAGENET1K, IMAGENET_MEAN, IMAGENET_STD, mark_assumed
 from .schemes import ModelRequest, register_scheme
@@ -116,7 +116,7 @@ def _load_model(target: str) -> nn.Module:
     except Exception as e:  # noqa: BLE001 - the folder's: no classifier, a pickle weights_only blocks, a config
         # its weights do not fit
         if isinstance(e, (OSError, ValueError, KeyError)) and "Weights only load failed" not in str(e):
-            raise CheckpointError(f"hf:{target}: cannot load an image classifier: {_first_line(e)}") from None
+            raise CheckpointError(f"hf:{target}: cannot load an image classifier: {first_line(e)}") from None
         reason = ("its config.json does not fit its weights (tensor shapes differ from what the config builds)"
                   if "mismatched_sizes" in str(e) else weights_failure(e))
         raise CheckpointError(f"hf:{target}: cannot load its weights: {reason}") from None
@@ -144,7 +144,7 @@ def _load_processor(target: str, name: str):
     try:
         return AutoImageProcessor.from_pretrained(str(local) if local.is_dir() else target)
     except (OSError, ValueError, KeyError) as e:
-        console.status(f"note: {name} has no image processor ({_first_line(e)[:100]}); using its config's "
+        console.status(f"note: {name} has no image processor ({first_line(e)[:100]}); using its config's "
                        f"image size (recorded)")
         return None
 
@@ -198,11 +198,6 @@ def _is_imagenet_head(labels) -> Tuple[bool, str]:
     if all(s.startswith("label_") for s in lower):
         return True, "1000 outputs without class names (taken as ImageNet-1k's)"
     return False, "1000 outputs named otherwise than ImageNet-1k's classes"
-
-
-def _first_line(e: Exception) -> str:
-    text = str(e).strip()
-    return (text.splitlines()[0] if text else type(e).__name__)[:200]
 
 
 def rebuild(spec: ModelSpec, state_dict) -> nn.Module:

@@ -18,12 +18,6 @@ from urllib.parse import urlparse
 TIMEOUT_S = 3.0
 
 
-def hub_endpoint() -> str:
-    """The Hugging Face endpoint the hub client asks (its HF_ENDPOINT setting, else huggingface.co)."""
-    from huggingface_hub import constants
-    return getattr(constants, "ENDPOINT", None) or os.environ.get("HF_ENDPOINT") or "https://huggingface.co"
-
-
 def offline_reason(url: Optional[str] = None, timeout: float = TIMEOUT_S) -> Optional[str]:
     """Why a download from `url` (default: the Hugging Face endpoint) cannot start, in a few words
     ('HF_HUB_OFFLINE is set', 'huggingface.co does not resolve: ...'), or None when its host
@@ -32,7 +26,9 @@ def offline_reason(url: Optional[str] = None, timeout: float = TIMEOUT_S) -> Opt
     from huggingface_hub import constants
     if constants.is_offline_mode():
         return "HF_HUB_OFFLINE is set"
-    parsed = urlparse(url or hub_endpoint())
+    # the Hugging Face endpoint the hub client asks: its HF_ENDPOINT setting, else huggingface.co
+    endpoint = getattr(constants, "ENDPOINT", None) or os.environ.get("HF_ENDPOINT") or "https://huggingface.co"
+    parsed = urlparse(url or endpoint)
     proxy = _proxy_for(parsed.scheme, parsed.hostname or "")
     if proxy:  # the client connects to the proxy, which reaches the hub: the proxy must answer
         parsed = urlparse(proxy if "://" in proxy else f"http://{proxy}")

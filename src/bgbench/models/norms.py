@@ -91,8 +91,7 @@ def parse_triple(value, name: str) -> Optional[Tuple[float, float, float]]:
     try:
         numbers = tuple(float(v) for v in parts)
     except (TypeError, ValueError):
-        raise BgbenchError(f"{name} takes three numbers for the R, G and B channels of [0,1] images "
-                           f"(e.g. 0.5,0.5,0.5), got {value!r}") from None
+        numbers = ()
     if len(numbers) != 3 or not all(math.isfinite(v) for v in numbers):
         raise BgbenchError(f"{name} takes three numbers for the R, G and B channels of [0,1] images "
                            f"(e.g. 0.5,0.5,0.5), got {value!r}")

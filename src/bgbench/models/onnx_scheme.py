@@ -76,6 +76,15 @@ def open_session(path: str, providers: List[str]):
         raise CheckpointError(f"cannot load ONNX model {path}: {' '.join(str(e).split())[:200]}") from None
 
 
+def _open(request: ModelRequest, device: str) -> Tuple[Path, object, "OnnxNet"]:
+    """The ONNX file `request.target` names, its session on `device`'s providers, and the session as a network."""
+    path = Path(request.target).expanduser()
+    if not path.is_file():
+        raise CheckpointError(f"ONNX model not found: {path}")
+    session = open_session(str(path), providers_for(device))
+    return path, session, OnnxNet(session, request.name)
+
+
 class OnnxNet(nn.Module):
     """An onnxruntime session as an `x -> logits` module (no parameters, no gradients).
 
@@ -155,12 +164,7 @@ def onnx_model(request: ModelRequest) -> Tuple[nn.Module, ModelSpec]:
     """The ONNX model at `request.target` in an onnxruntime session, with its spec."""
     if request.checkpoint:
         raise CheckpointError("an ONNX model carries its own weights; drop --checkpoint")
-    path = Path(request.target).expanduser()
-    if not path.is_file():
-        raise CheckpointError(f"ONNX model not found: {path}")
-    providers = providers_for(request.device)
-    session = open_session(str(path), providers)
-    net = OnnxNet(session, request.name)
+    path, session, net = _open(request, request.device)
     meta = model_metadata(session)
     n = net.num_outputs() or _forward_width(net)
     label_space = checked_label_space(meta.get("label_space"), n, request.name)
@@ -232,11 +236,7 @@ def _opsets(path: Path) -> Optional[dict]:
 @register_peek("onnx")
 def onnx_peek(request: ModelRequest) -> Peek:
     """Label space and width from the file (a session is opened; no image runs unless the width is dynamic)."""
-    path = Path(request.target).expanduser()
-    if not path.is_file():
-        raise CheckpointError(f"ONNX model not found: {path}")
-    session = open_session(str(path), ["CPUExecutionProvider"])
-    net = OnnxNet(session, request.name)
+    path, session, net = _open(request, "cpu")
     n = net.num_outputs()
     space = checked_label_space(model_metadata(session).get("label_space"), n, request.name)
     return Peek(space, n, path, format="onnx")

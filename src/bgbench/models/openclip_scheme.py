@@ -26,7 +26,7 @@ from ..errors import CheckpointError
 from .checkpoint import tensors_sha256
 from .inputs import native_hw
 from .norms import DATASET, IMAGENET1K
-from .pickles import weights_failure
+from .pickles import first_line, weights_failure
 from .schemes import ModelRequest, Peek, register_peek, register_scheme
 from .spec import ModelSpec
 from .zero_shot import IMAGENET_LABELS, ZeroShotClassifier, build_head, class_names, resolve_label_set, template_texts
@@ -106,7 +106,7 @@ def _load(arch: str, pretrained: Optional[str]) -> Tuple[nn.Module, bool]:
     except pickle.UnpicklingError as e:  # a weights file that torch's restricted unpickler refuses
         raise CheckpointError(f"openclip:{arch}: cannot load its weights: {weights_failure(e)}") from None
     except (RuntimeError, ValueError, OSError) as e:
-        raise CheckpointError(f"openclip:{arch}: cannot load it: {_first_line(e)}") from None
+        raise CheckpointError(f"openclip:{arch}: cannot load it: {first_line(e)}") from None
     return clip.eval(), seeded
 
 
@@ -133,11 +133,6 @@ def _quiet():
         yield
     finally:
         root.setLevel(level)
-
-
-def _first_line(e: Exception) -> str:
-    text = str(e).strip()
-    return (text.splitlines()[0] if text else type(e).__name__)[:200]
 
 
 def rebuild(spec: ModelSpec, state_dict) -> nn.Module:

@@ -9,6 +9,7 @@ This module imports no torch (the flags are read for `--help`); `build` does.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Tuple, Union
@@ -173,14 +174,10 @@ def identity(options: ModelOptions) -> dict:
                 out[f.name] = list(value)
             continue
         if f.name in ("class_map", "templates") and value is not None and Path(str(value)).expanduser().is_file():
-            value = {"file": Path(str(value)).name, "sha256": _file_sha256(Path(str(value)).expanduser())}
+            value = {"file": Path(str(value)).name,
+                     "sha256": hashlib.sha256(Path(str(value)).expanduser().read_bytes()).hexdigest()}
         out[f.name] = value
     return out
-
-
-def _file_sha256(path: Path) -> str:
-    import hashlib
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def speed_up(model, channels_last: bool = False, compile: bool = False):

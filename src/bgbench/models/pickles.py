@@ -39,3 +39,9 @@ def weights_failure(error: Exception) -> str:
     if "size mismatch" in text:
         text = text[text.index("size mismatch"):]
     return (text or type(error).__name__)[:200]
+
+
+def first_line(error: Exception) -> str:
+    """The first line of a library's error (its type's name when it says nothing), at most 200 characters."""
+    text = str(error).strip()
+    return (text.splitlines()[0] if text else type(error).__name__)[:200]

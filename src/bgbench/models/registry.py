@@ -18,14 +18,12 @@ from .. import checks
 from ..errors import CheckpointError
 from .inputs import LABEL_SETS, RESIZE_CHOICES, check_input_size, native_hw
 from .norms import NORMS, check_norm_flags, parse_size, parse_triple, record_norm
-from .schemes import SCHEMES, ModelRequest, Peek, get_scheme, list_schemes, peek, usages  # noqa: F401 (list_schemes re-exported)
+from .schemes import SCHEMES, ModelRequest, Peek, get_scheme, list_schemes, usages  # noqa: F401 (list_schemes re-exported)
 from .spec import BgModel
 
 #: Modules whose import registers a scheme (in the order `list_models` lists them).
 SCHEME_MODULES = (".timm_scheme", ".file_scheme", ".onnx_scheme", ".zoo", ".openclip_scheme", ".hf_scheme",
                   ".prediction_scheme")
-#: Zero-shot label sets and built-in template sets (a path to a text file also names templates).
-TEMPLATE_SETS = ("openai", "simple")
 
 for _module in SCHEME_MODULES:
     importlib.import_module(_module, __package__)
@@ -115,6 +113,8 @@ def peek_model(name: str, checkpoint: Optional[str] = None, pretrained: bool = F
     scheme_name, _, target = str(name).partition(":")
     if not target:
         raise CheckpointError(f"model {name!r} must look like {usages()}")
-    return peek(ModelRequest(name=str(name), target=target, checkpoint=str(checkpoint) if checkpoint else None,
-                             pretrained=pretrained, trust_checkpoint=trust_checkpoint, labels=labels,
-                             classes=tuple(classes) if classes else None))
+    scheme = get_scheme(scheme_name, str(name))
+    request = ModelRequest(name=str(name), target=target, checkpoint=str(checkpoint) if checkpoint else None,
+                           pretrained=pretrained, trust_checkpoint=trust_checkpoint, labels=labels,
+                           classes=tuple(classes) if classes else None)
+    return scheme.peek(request) if scheme.peek is not None else Peek()  # a scheme without a peek: unknown

@@ -123,12 +123,6 @@ def register_peek(name: str):
     return wrap
 
 
-def peek(request: ModelRequest) -> Peek:
-    """What the model of `request` would be, as far as its scheme can tell without building it."""
-    scheme = get_scheme(request.name.partition(":")[0], request.name)
-    return scheme.peek(request) if scheme.peek is not None else Peek()
-
-
 def list_schemes() -> List[str]:
     return list(SCHEMES)
 

@@ -247,7 +247,6 @@ def _checkpoint_head(arch: str, ckpt: Optional[LoadedCheckpoint], num_classes: O
 
 def _head_classes(sd: Dict[str, torch.Tensor], arch: str) -> Optional[int]:
     """Number of classes from the checkpoint's classifier weight."""
-    cfg_head = None
     try:
         cfg = timm.models.get_pretrained_cfg(arch)
         cfg_head = cfg.classifier if cfg is not None else None

@@ -9,6 +9,7 @@ import torch
 from torch import nn
 
 from ..errors import CheckpointError
+from .checkpoint import sha256_file
 from .schemes import ModelRequest, Peek, register_peek, register_scheme
 from .spec import IMAGENET1K, ModelSpec
 
@@ -72,7 +73,7 @@ def efficientnet_lite0():
                      label_space=IMAGENET1K, mean=tuple(cfg["mean"]), std=tuple(cfg["std"]),
                      input_size=tuple(cfg["input_size"]), resize="native",
                      interpolation=str(cfg.get("interpolation") or "bilinear"), checkpoint=path,
-                     checkpoint_sha256=_sha256(path))
+                     checkpoint_sha256=sha256_file(Path(path)))
     return net, spec
 
 
@@ -85,8 +86,3 @@ def _lite0_file() -> str:
 
 
 ZOO_FILES["efficientnet_lite0"] = _lite0_file
-
-
-def _sha256(path) -> str:
-    from .checkpoint import sha256_file
-    return sha256_file(Path(path))

@@ -103,13 +103,10 @@ class BgSwap(BatchAugment):
         self.backgrounds = backgrounds  # (N,H,W,3) uint8
         self.p = p
         self.generator = generator if generator is not None else torch.Generator().manual_seed(0)
-        order = torch.argsort(labels, stable=True)
-        counts = torch.bincount(labels, minlength=num_classes)
-        present = torch.nonzero(counts).flatten()  # a class with no image cannot donate
-        self._order = order
-        self._counts = counts
-        self._offsets = torch.cumsum(counts, 0) - counts
-        self._classes = present
+        self._order = torch.argsort(labels, stable=True)
+        self._counts = torch.bincount(labels, minlength=num_classes)
+        self._offsets = torch.cumsum(self._counts, 0) - self._counts
+        self._classes = torch.nonzero(self._counts).flatten()  # a class with no image cannot donate
 
     def donors(self, n: int) -> torch.Tensor:
         """Indices of `n` donor images: a uniform class, then a uniform image of that class."""

@@ -167,8 +167,7 @@ class LastLayerConfig(ModelOptions):
         checks.one_of("--recipe", self.recipe, last_layer_recipes())
         checks.one_of("--penalty", self.penalty, ("l1", "l2"))
         checks.within("--held-out", self.held_out, 0, 1, open_low=True, open_high=True)
-        if self.retrains is not None:
-            checks.at_least("--retrains", self.retrains, 1)
+        checks.at_least("--retrains", self.retrains, 1)  # None: the default
         checks.at_least("--batch-size", self.batch_size, 1)
         checks.device(self.device)
         self.c_grid = tuple(float(c) for c in self.c_grid)

@@ -113,6 +113,14 @@ def fit_standardized(x: np.ndarray, y: np.ndarray, c: float, penalty: str, seed,
     return coef, intercept
 
 
+def standardizer(x: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """(mean, scale) of a StandardScaler fitted on `x` (population std; a constant feature's scale 1,
+    StandardScaler's rule)."""
+    mean, scale = x.mean(axis=0), x.std(axis=0)
+    scale[scale == 0] = 1.0
+    return mean, scale
+
+
 def worst_group_accuracy(pred: np.ndarray, y: np.ndarray, codes: np.ndarray) -> float:
     return float(min((pred[codes == g] == y[codes == g]).mean() for g in np.unique(codes)))
 
@@ -125,8 +133,7 @@ def fit_head(features: np.ndarray, labels: np.ndarray, groups: Sequence, n_class
     x = np.asarray(features, dtype=np.float64)
     y = np.asarray(labels, dtype=np.int64)
     codes = group_codes(groups) if balance else np.zeros(len(y), dtype=np.int64)
-    mean, scale = x.mean(axis=0), x.std(axis=0)
-    scale[scale == 0] = 1.0  # StandardScaler's rule for constant features
+    mean, scale = standardizer(x)
     z = (x - mean) / scale
     rng = np.random.default_rng(seed)
     fit_idx, held_idx = halves(codes if balance else group_codes(y), rng, 1 - held_out)

@@ -35,7 +35,7 @@ import numpy as np
 
 from ..errors import BgbenchError
 from .config import DFR_C_GRID
-from .dfr import HeadFit, fit_standardized, fold_scaler, group_codes, worst_group_accuracy
+from .dfr import HeadFit, fit_standardized, fold_scaler, group_codes, standardizer, worst_group_accuracy
 
 #: The heads `dfr_on_validation_eval` averages (its `num_retrains` default).
 REPO_RETRAINS = 20
@@ -52,13 +52,6 @@ def balanced(codes: np.ndarray, rs: np.random.RandomState) -> np.ndarray:
     for m in members:
         rs.shuffle(m)
     return np.concatenate([m[:smallest] for m in members])
-
-
-def standardizer(x: np.ndarray):
-    """(mean, scale) of a StandardScaler fitted on `x` (population std; a constant feature's scale 1)."""
-    mean, scale = x.mean(axis=0), x.std(axis=0)
-    scale[scale == 0] = 1.0
-    return mean, scale
 
 
 def fit_head_as_repo(features: np.ndarray, labels: np.ndarray, groups: Sequence, n_classes: int,

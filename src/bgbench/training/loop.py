@@ -18,6 +18,7 @@ from typing import Iterator, List, Optional, Sequence
 
 import numpy as np
 import torch
+from torch.optim.swa_utils import AveragedModel, update_bn
 
 from .. import console
 from ..data.images import decode_image
@@ -30,7 +31,7 @@ from ..models.spec import DATASET, BgModel
 from .augment import BatchAugment, RecipeContext
 from .config import TrainConfig  # noqa: F401 (re-exported: the config lives in a torch-free module)
 from .recipes import get_recipe
-from .swa import finalize_bn, make_swa, make_swalr, swa_start_epoch
+from .swa import make_swalr, swa_start_epoch
 
 
 #: Config keys that may change between a run and its resume (they do not change the result).
@@ -108,16 +109,21 @@ def build_model(cfg: TrainConfig, classes, image_hw) -> BgModel:
     return model
 
 
-def _batches(order: torch.Tensor, batch_size: int, even: bool, smallest: int = 1) -> Iterator[torch.Tensor]:
+#: The smallest batch a rank trains on: two images. A last batch of one image is dropped, by one
+#: process as by every rank alike: BatchNorm cannot normalize a single image in training (the run
+#: would stop with a traceback), and dropping it for every model keeps one rule.
+SMALLEST_BATCH = 2
+
+
+def _batches(order: torch.Tensor, batch_size: int, even: bool) -> Iterator[torch.Tensor]:
     """Consecutive batches of `order`; with `even`, odd batches lose their last item (timm Mixup
-    pairs each image with the batch's reverse) and a batch of one is dropped. A batch of fewer
-    than `smallest` items is dropped too (a last batch of one image, which BatchNorm cannot
-    normalize in training)."""
+    pairs each image with the batch's reverse). A batch of fewer than `SMALLEST_BATCH` items is
+    dropped."""
     for i in range(0, len(order), batch_size):
         idx = order[i:i + batch_size]
         if even:
             idx = idx[:len(idx) - len(idx) % 2]
-        if len(idx) >= max(smallest, 1):
+        if len(idx) >= SMALLEST_BATCH:
             yield idx
 
 
@@ -229,13 +235,6 @@ class Trainer:
     swalr: Optional[object] = None
 
 
-def _smallest(ranks: Ranks) -> int:
-    """The smallest batch a rank trains on: two images. A last batch of one image is dropped, by one
-    process as by every rank alike: BatchNorm cannot normalize a single image in training (the run
-    would stop with a traceback), and dropping it for every model keeps one rule."""
-    return 2
-
-
 def _rank_seed(seed: int, rank: int) -> int:
     return int(np.random.SeedSequence([seed, rank]).generate_state(1)[0])
 
@@ -286,7 +285,7 @@ def _trainer(cfg: TrainConfig, model: BgModel, n_images: int, needs_even: bool, 
     opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
     batch_size = cfg.batch_size // ranks.world
     shard_len = -(-n_images // ranks.world)  # DistributedSampler pads every rank to this length
-    steps_per_epoch = sum(1 for _ in _batches(torch.arange(shard_len), batch_size, needs_even, _smallest(ranks)))
+    steps_per_epoch = sum(1 for _ in _batches(torch.arange(shard_len), batch_size, needs_even))
     if steps_per_epoch == 0:
         raise BgbenchError(f"too few training images ({n_images}) for one batch of recipe {cfg.recipe}")
     swa_start = swa_start_epoch(cfg.epochs, cfg.swa_start) if cfg.swa else cfg.epochs
@@ -294,7 +293,7 @@ def _trainer(cfg: TrainConfig, model: BgModel, n_images: int, needs_even: bool, 
     if swa_start > 0:  # one-cycle over the epochs before averaging (all of them without SWA)
         sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=cfg.lr, total_steps=swa_start * steps_per_epoch,
                                                     pct_start=0.15)
-    swa_model = make_swa(model) if cfg.swa else None
+    swa_model = AveragedModel(model) if cfg.swa else None  # an equal-weight running average
     return Trainer(cfg, ranks, model, model, opt, sched, swa_model, swa_start, batch_size, steps_per_epoch)
 
 
@@ -344,7 +343,7 @@ def _run_epoch(t: Trainer, epoch: int, data: TrainingData, aug: BatchAugment, ge
     seen = correct = 0
     loss_sum = 0.0
     device = t.ranks.device
-    for idx in _batches(order, t.batch_size, aug.needs_even_batch, _smallest(t.ranks)):
+    for idx in _batches(order, t.batch_size, aug.needs_even_batch):
         y = data.labels[idx]
         x, target = aug(data.batch(idx), y, idx)
         flip = torch.rand(len(idx), generator=gens.augment) < 0.5
@@ -394,8 +393,8 @@ def _final_model(t: Trainer, data: TrainingData, aug: BatchAugment) -> BgModel:
         return t.model
     bn_gen = torch.Generator().manual_seed(t.cfg.seed + 1)
     order = _shard_order(torch.randperm(len(data.labels), generator=bn_gen), t.ranks)
-    finalize_bn(t.swa_model, (aug.inputs(data.batch(idx), data.labels[idx], idx).to(t.ranks.device)
-                              for idx in _batches(order, t.batch_size, False, _smallest(t.ranks))))
+    update_bn((aug.inputs(data.batch(idx), data.labels[idx], idx).to(t.ranks.device)
+               for idx in _batches(order, t.batch_size, False)), t.swa_model)
     if t.ranks.distributed and not t.cfg.sync_bn:
         bns = [m for m in t.swa_model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
         _average_tensors([b for m in bns for b in (m.running_mean, m.running_var) if b is not None], t.ranks)

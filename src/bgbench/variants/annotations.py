@@ -66,11 +66,16 @@ def read_voc_dir(folder: Path) -> Dict[str, Annotation]:
             ann = read_voc_file(path)
         except DataError as e:
             ann = Annotation(error=str(e))
-        rel = path.relative_to(folder)
-        if len(rel.parts) > 1:
-            out[f"{rel.parts[-2]}/{path.stem}"] = ann
-        out.setdefault(path.stem, ann)
+        _add(out, path.relative_to(folder), ann)
     return out
+
+
+def _add(out: Dict[str, Annotation], name: Path, ann: Annotation) -> None:
+    """Key `ann` by '<class folder>/<stem>' when `name` (relative) is in a folder, and by '<stem>'
+    always (the first image of a stem keeps it)."""
+    if name.parent.name:
+        out[f"{name.parent.name}/{name.stem}"] = ann
+    out.setdefault(name.stem, ann)
 
 
 def read_coco(path: Path) -> Dict[str, Annotation]:
@@ -97,10 +102,7 @@ def read_coco(path: Path) -> Dict[str, Annotation]:
             ann.polygons = [list(map(float, p)) for p in seg if len(p) >= 6]
     out: Dict[str, Annotation] = {}
     for image_id, name in sorted(images.items(), key=lambda kv: str(kv[1])):
-        p = Path(name)
-        if p.parent.name:
-            out[f"{p.parent.name}/{p.stem}"] = per_image[image_id]
-        out.setdefault(p.stem, per_image[image_id])
+        _add(out, Path(name), per_image[image_id])
     return out
 
 

@@ -88,14 +88,16 @@ class Prepared:
         return cls(**{**d, "source_box": box(d["source_box"]), "box": box(d["box"]), "size": tuple(d["size"])})
 
 
-def own_variants(variants: Optional[Sequence[str]] = None) -> list:
-    """The variants (of `variants`, all registered by default) an image renders from itself alone."""
-    return [n for n in (list_variants() if variants is None else variants) if get_variant(n).donor is None]
+def own_variants(variants: Sequence[str]) -> list:
+    """The variants of `variants` an image renders from itself alone."""
+    return [n for n in variants if get_variant(n).donor is None]
 
 
 def prepare(task: Task, s: Settings) -> Union[Prepared, M.RejectRow]:
     """Pass 1 for one image: `Prepared` (files written), or a reject row."""
     try:
+        if task.path.suffix.lower() not in IMAGE_SUFFIXES:
+            raise Rejected(UNSUPPORTED, f"suffix {task.path.suffix or '(none)'} is not an image type")
         if not s.needs_box:
             return _original_only(task, s)
         image, mask, prepared = _filtered(task, s)
@@ -109,8 +111,6 @@ def prepare(task: Task, s: Settings) -> Union[Prepared, M.RejectRow]:
 
 def _original_only(task: Task, s: Settings) -> Prepared:
     """in9l: the preprocessed image as it is, whatever its boxes (none, several or broken)."""
-    if task.path.suffix.lower() not in IMAGE_SUFFIXES:
-        raise Rejected(UNSUPPORTED, f"suffix {task.path.suffix or '(none)'} is not an image type")
     image = read_image(task.path)
     try:
         image = s.preprocess.image(image)
@@ -135,8 +135,6 @@ def _annotation(task: Task) -> Optional[Annotation]:
 
 def _checked_box(task: Task) -> Box:
     ann = _annotation(task)
-    if task.path.suffix.lower() not in IMAGE_SUFFIXES:
-        raise Rejected(UNSUPPORTED, f"suffix {task.path.suffix or '(none)'} is not an image type")
     if ann is not None and ann.error:
         raise Rejected(BAD_ANNOTATION, ann.error)
     if ann is None or not ann.boxes:
@@ -149,10 +147,10 @@ def _checked_box(task: Task) -> Box:
 def _inside(box: Box, h: int, w: int) -> Box:
     """The box clipped to the image, allowing `BOX_TOLERANCE` pixels of annotation rounding."""
     t = BOX_TOLERANCE
-    if box[0] < -t or box[1] < -t or box[2] > w + t or box[3] > h + t or box[2] <= box[0] or box[3] <= box[1]:
-        raise Rejected(BOX_OUTSIDE, f"box {box} in a {w}x{h} image")
     clipped = (max(0, box[0]), max(0, box[1]), min(w, box[2]), min(h, box[3]))
-    if clipped[2] <= clipped[0] or clipped[3] <= clipped[1]:
+    # an empty box clips to an empty one, so the second line refuses it too
+    if box[0] < -t or box[1] < -t or box[2] > w + t or box[3] > h + t or \
+            clipped[2] <= clipped[0] or clipped[3] <= clipped[1]:
         raise Rejected(BOX_OUTSIDE, f"box {box} in a {w}x{h} image")
     return clipped
 

@@ -18,9 +18,6 @@ from typing import Dict
 import numpy as np
 
 _local = threading.local()
-#: ImageNet's class index of 'carton', the class the watermark is a shortcut to (imagenet_w's
-#: CARTON_CLASS_INDEX, repeated here so that listing the measures imports no torch).
-CARTON_INDEX = 478
 
 
 def add_watermark(side: int):

@@ -21,7 +21,7 @@ Where the speed comes from, without changing any verdict:
   (`speculate`), so its only waits are on results that are due, with a batch queued behind them.
 
 Precision. 'fp32' (the default) is exact: on CUDA too, since every fp32 forward runs under
-`numerics.strict_fp32` (no TF32). 'bf16-verified' decides in bf16 and proves what it can of fp32's
+`evaluation.numerics.strict_fp32` (no TF32). 'bf16-verified' decides in bf16 and proves what it can of fp32's
 decisions; all of it lives in `verified`, imported only for it, whose `Verifier` the engine and
 its searches call at a few hooks (`verifier`: calibrate before a call, decide a search's
 composites, re-examine results when an audit raises delta). 'tf32' (CUDA only) rounds the
@@ -42,8 +42,7 @@ from ...evaluation.feed import to_unit
 from ...evaluation.predict import decide
 from ...models.spec import BgModel
 from .config import DEFAULT_SAFETY, ChallengePrecision
-from .numerics import fp32_settings, strict_fp32
-from ...evaluation.numerics import forward_context
+from ...evaluation.numerics import forward_context, fp32_settings, strict_fp32
 from .search import VerdictSearch, full_results
 from ...evaluation.feed import Fetch, to_device
 from .verdict import FgResult, OnResult, composite
@@ -133,8 +132,7 @@ class ChallengeEngine:
     fill_after: int = 32
     seed: int = 0
     speculate: Optional[bool] = None
-    bg_pred: Optional[torch.Tensor] = None
-    fool_counts: torch.Tensor = field(default=None)
+    fool_counts: torch.Tensor = field(init=False)
     stats: EngineStats = field(default_factory=EngineStats)
 
     def __post_init__(self):
@@ -155,8 +153,7 @@ class ChallengeEngine:
 
     def _init_ordering(self) -> None:
         self.bg_labels = torch.as_tensor(self.bg_labels).cpu()  # the ordering's bookkeeping lives on the CPU
-        if self.fool_counts is None:
-            self.fool_counts = torch.zeros(self.num_bg, dtype=torch.float64)
+        self.fool_counts = torch.zeros(self.num_bg, dtype=torch.float64)
         self.num_labels = int(self.bg_labels.max()) + 1 if len(self.bg_labels) else 1
         self.class_fool_counts = torch.zeros(self.num_bg, self.num_labels, dtype=torch.float64)
         self.class_tries = torch.zeros(self.num_bg, self.num_labels, dtype=torch.float64)
@@ -240,19 +237,6 @@ class ChallengeEngine:
                 out.append(self._plain(x))
         return Fetch([torch.cat(out) if out else torch.zeros(0, dtype=torch.long, device=self.device)])
 
-    def predict_composites(self, images: torch.Tensor, masks: torch.Tensor, fi: torch.Tensor,
-                           bi: torch.Tensor) -> torch.Tensor:
-        """Predictions (CPU) of the composites (fi[k], bi[k]) in this engine's precision: the pairs
-        a search evaluates (bf16-verified's searches decide theirs through `verifier`)."""
-        return self.launch_composites(images, masks, fi, bi).wait()[0]
-
-    def predict_backgrounds(self) -> torch.Tensor:
-        """Each background's own prediction: the prior for which backgrounds fool whom."""
-        preds = [self.predict_uint8(self.backgrounds[i:i + self.batch_size])
-                 for i in range(0, self.num_bg, self.batch_size)]
-        self.bg_pred = torch.cat(preds).cpu()
-        return self.bg_pred
-
     # -- ordering -----------------------------------------------------------------------------
     def scores_for(self, label: int) -> torch.Tensor:
         """How likely each background is to fool a class-`label` foreground (higher first).
@@ -261,15 +245,14 @@ class ChallengeEngine:
         (fools + a * g) / (tries + a), with a = `prior_weight` and every composite evaluated
         counted as a try, shrunk towards a prior g: its rate over foregrounds of every class,
         (fools_all + 2 m) / (tries_all + 2), where m is the prior rate of an untried background of
-        the foreground's own class (or, after `predict_backgrounds`, predicted as it) or of another
-        class (`_class_priors`, learnt as the run goes): a model that follows backgrounds is rarely
+        the foreground's own class or of another class (`_class_priors`, learnt as the run goes): a model that follows backgrounds is rarely
         fooled by its own class's, while what fools a robust model has little to do with the
         background's class. A background tried on many class-`label` foregrounds without fooling
         one sinks; one that fools rises, whatever its class.
         A tiny seeded jitter breaks ties, so foregrounds that start together, knowing nothing yet,
         try different backgrounds and the rates are learnt faster.
         """
-        other = self.bg_pred != label if self.bg_pred is not None else self.bg_labels != label
+        other = self.bg_labels != label
         same_rate, other_rate = self._class_priors()
         g = (self.fool_counts + 2 * torch.where(other, other_rate, same_rate)) / (self.tries + 2)
         if label < self.num_labels:
@@ -313,7 +296,7 @@ class ChallengeEngine:
         label = torch.as_tensor(label, dtype=torch.long)
         if label.dim() == 0:
             label = label.expand(idx.shape)
-        same = (self.bg_labels if self.bg_pred is None else self.bg_pred)[idx] == label
+        same = self.bg_labels[idx] == label
         self._label_tries += torch.tensor([float((wrong & same).sum()), float(same.sum()),
                                            float((wrong & ~same).sum()), float((~same).sum())], dtype=torch.float64)
         ones = torch.ones(len(idx), dtype=torch.float64)
@@ -333,13 +316,8 @@ class ChallengeEngine:
         survivor may be reported again, fooled, if a later audit raises delta above one of its
         kept margins (`Verifier.reexamine`); the returned list holds the final verdicts.
         """
-        images, masks = to_device(fg_images, self.device), to_device(fg_masks, self.device)
-        if self.verifier is not None:
-            self.verifier.calibrate(images, masks, indices)
-        results = VerdictSearch(self, images, masks, fg_labels, on_result, progress).run(indices)
-        if self.verifier is not None:
-            return self.verifier.reexamine(images, masks, fg_labels, results, on_result)
-        return results
+        return self._verified(fg_images, fg_masks, fg_labels, indices, on_result, lambda images, masks: VerdictSearch(
+            self, images, masks, fg_labels, on_result, progress).run(indices))
 
     def full_rows(self, fg_images: torch.Tensor, fg_masks: torch.Tensor, fg_labels: Sequence[int],
                   indices: Sequence[int], on_result: OnResult = None) -> List[FgResult]:
@@ -349,10 +327,17 @@ class ChallengeEngine:
         With bf16-verified the first fooling entry of each row is confirmed in fp32 (so the verdict
         is exact) and rows are re-examined when delta rises, like `verdicts`.
         """
+        return self._verified(fg_images, fg_masks, fg_labels, indices, on_result, lambda images, masks: full_results(
+            self, images, masks, fg_labels, indices, on_result))
+
+    def _verified(self, fg_images: torch.Tensor, fg_masks: torch.Tensor, fg_labels: Sequence[int],
+                  indices: Sequence[int], on_result: OnResult, compute) -> List[FgResult]:
+        """`compute(images, masks)` over the foregrounds on the device; with bf16-verified, delta
+        calibrated before and the results re-examined after."""
         images, masks = to_device(fg_images, self.device), to_device(fg_masks, self.device)
         if self.verifier is not None:
             self.verifier.calibrate(images, masks, indices)
-        results = full_results(self, images, masks, fg_labels, indices, on_result)
+        results = compute(images, masks)
         if self.verifier is not None:
             return self.verifier.reexamine(images, masks, fg_labels, results, on_result)
         return results

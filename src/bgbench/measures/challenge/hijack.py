@@ -16,8 +16,6 @@ import numpy as np
 def hijack_matrix(matrix: np.ndarray, fg_labels: np.ndarray, bg_labels: np.ndarray, num_classes: int) -> np.ndarray:
     """(num_classes, num_classes) shares; matrix: predictions, foregrounds x backgrounds
     (a class outside 0..num_classes-1, such as 255 for 'no class', never hijacks)."""
-    matrix = np.asarray(matrix)
-    fg_labels, bg_labels = np.asarray(fg_labels), np.asarray(bg_labels)
     out = np.full((num_classes, num_classes), np.nan)
     for b in range(num_classes):
         cols = bg_labels == b

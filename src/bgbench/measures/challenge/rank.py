@@ -8,8 +8,6 @@ import numpy as np
 
 def top_backgrounds(asr: np.ndarray, bg_labels: np.ndarray, k: int = 5) -> Dict[int, List[int]]:
     """Indices of the k highest-ASR backgrounds of each class (ties by index)."""
-    asr = np.asarray(asr)
-    bg_labels = np.asarray(bg_labels)
     out = {}
     for c in np.unique(bg_labels):
         idx = np.nonzero(bg_labels == c)[0]

@@ -58,7 +58,7 @@ def _whole(images) -> tuple:
     return tuple(t.clone() for t in (runs[0].x, runs[0].m) if t is not None) if runs else ()
 
 
-def load_backgrounds(layout: Layout, workers: Optional[int] = None):
+def load_backgrounds(layout: Layout):
     """Every ONLY-BG-T image, decoded (from the pixel cache, through the feed), as one (N, H, W, 3)
     uint8 tensor."""
     from ...evaluation.feed import Images
@@ -67,7 +67,7 @@ def load_backgrounds(layout: Layout, workers: Optional[int] = None):
     return items, found[0] if found else torch.zeros((0, 1, 1, 3), dtype=torch.uint8)
 
 
-def load_foregrounds(layout: Layout, pairs, indices: List[int]):
+def load_foregrounds(pairs, indices: List[int]):
     """The chosen originals and their masks (through the feed, from the whole list's cache entries);
     masks must match their image's size."""
     from ...evaluation.feed import Images
@@ -90,8 +90,9 @@ def challenge_run(run: RunContext):
     verified = job.totals()
     if rank != 0:
         return None
-    report = summarize(store.challenge_results(job.run_id), job.data, job.run_id, model.spec.to_dict(),
-                       job.stored_matrix(), plan=job.plan, cfg=cfg)
+    matrix = store.challenge_matrix(job.run_id, job.data.fg_ids) if cfg.full else None  # rows in the data's order
+    report = summarize(store.challenge_results(job.run_id), job.data, job.run_id, model.spec.to_dict(), matrix,
+                       plan=job.plan, cfg=cfg)
     report.pairs = store.challenge_pairs(job.run_id)  # every rank's and every earlier invocation's
     report.seconds = round(run.elapsed(), 2)
     report.precision = verified
@@ -114,7 +115,7 @@ class _Invocation:
         self.plan = SamplePlan.build(cfg.seed, data.fg_ids, data.fg_labels, sample=cfg.sample,
                                      halfwidth=cfg.halfwidth, chunk=cfg.chunk_size(world),
                                      first=cfg.first_chunk(world))
-        self.mine = {i for k, i in enumerate(self.plan.order) if k % world == rank}
+        self.mine = set(self.plan.shard(0, len(self.plan.order), rank, world))  # every chunk's share of this rank
         self.provenance: Optional[Provenance] = None  # rank 0's: the open run's
         self.run_id = self._open_run(run)
         self.stored_pairs = 0  # the engine's composites already added to the run's stored count
@@ -163,10 +164,6 @@ class _Invocation:
                 engine.warm(d.bg_index[r["fooling_bg"]], int(r["label"]))
         return engine
 
-    def stored_matrix(self) -> Optional[np.ndarray]:
-        """--full: the run's prediction matrix as stored, its rows in the dataset's order."""
-        return self.store.challenge_matrix(self.run_id, self.data.fg_ids) if self.cfg.full else None
-
     # -- the loop over chunks ---------------------------------------------------------------------
     def visit(self) -> None:
         """Verdicts for this rank's share of every chunk, stopping early under `--halfwidth`."""
@@ -213,7 +210,7 @@ class _Invocation:
 
     def load(self, positions: List[int]):
         """The foregrounds at `positions`, decoded: (images, masks)."""
-        return load_foregrounds(self.data.layout, self.data.pairs, positions)
+        return load_foregrounds(self.data.pairs, positions)
 
     # -- storing ----------------------------------------------------------------------------------
     def record(self, pos: int, r: FgResult) -> None:

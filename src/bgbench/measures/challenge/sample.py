@@ -99,10 +99,6 @@ class SamplePlan:
         return cls(order=order, limit=limit, halfwidth=halfwidth, chunk=max(1, int(chunk)),
                    first=None if first is None else max(1, int(first)))
 
-    @property
-    def population(self) -> int:
-        return len(self.order)
-
     def chunks(self) -> Iterator[Tuple[int, int]]:
         """(start, end) positions into `order`, covering [0, limit): boundaries double from `first`
         until chunks reach `chunk`."""

@@ -35,9 +35,6 @@ class SearchEngine(Protocol):
     stats: Any  # engine.EngineStats: pairs, batches, wasted, forward_seconds
     verifier: Optional[Any]  # verified.Verifier under bf16-verified, else None
 
-    def predict_composites(self, images: torch.Tensor, masks: torch.Tensor, fi: torch.Tensor,
-                           bi: torch.Tensor) -> torch.Tensor: ...
-
     def order_for(self, label: int) -> torch.Tensor: ...
 
     def ordering_state(self) -> Any: ...
@@ -206,17 +203,13 @@ class VerdictSearch:
         fi = torch.repeat_interleave(torch.tensor([sp.fg.i for sp in spans]), sizes)
         bi = torch.cat([sp.bg for sp in spans])
         labels = torch.repeat_interleave(torch.tensor([sp.fg.y for sp in spans]), sizes)
-        if self.checks is not None:
-            handle = self.checks.launch(fi, bi, count=False)
-        else:
-            handle = self.engine.launch_composites(self.images, self.masks, fi, bi, count=False)
+        handle = (self.checks.launch(fi, bi, count=False) if self.checks is not None
+                  else self.engine.launch_composites(self.images, self.masks, fi, bi, count=False))
         return _Batch(spans, bi, labels, handle)
 
     def _finish(self, batch: "_Batch") -> torch.Tensor:
         """Predictions (CPU) of a launched batch (with bf16-verified, through its checks)."""
-        if self.checks is not None:
-            return self.checks.finish(batch.handle)
-        return batch.handle.wait()[0]
+        return self.checks.finish(batch.handle) if self.checks is not None else batch.handle.wait()[0]
 
     def _settle(self, batch: "_Batch", pred: torch.Tensor) -> List[FgResult]:
         """Learn from the batch (one call for all its foregrounds) and move each foreground on;

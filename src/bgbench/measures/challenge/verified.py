@@ -42,7 +42,7 @@ with a non-finite margin. Every composite is also *audited* with probability 1/`
 from a seeded generator: run in fp32 as well, its decision taken from fp32 and its spread measured.
 An audit whose spread exceeds delta is a *breach*: delta rises to safety x that spread, and every
 earlier composite whose kept margin the new delta reaches is re-examined. The safety factor, the
-counts and the largest spread are recorded. Every fp32 forward runs under `numerics.strict_fp32`.
+counts and the largest spread are recorded. Every fp32 forward runs under `evaluation.numerics.strict_fp32`.
 
 Near ties: what a foreground keeps so that a raised delta can re-examine it. Keeping every margin
 would cost a number per composite, so each foreground keeps:
@@ -73,7 +73,7 @@ from ...classes import Mapping, imagenet_to_in9, imagenet_to_in9_on
 from ...evaluation.predict import decide
 from ...models.spec import IMAGENET1K, BgModel
 from .config import DEFAULT_SAFETY
-from .numerics import strict_fp32
+from ...evaluation.numerics import strict_fp32
 from .search import VerdictSearch, full_result
 from ...evaluation.feed import Fetch, to_device
 from .verdict import FgResult, OnResult, row_of
@@ -326,16 +326,12 @@ class VerifiedPredictor:
 
 
 # -- near ties ----------------------------------------------------------------------------------
-def _empty() -> Tuple[torch.Tensor, torch.Tensor]:
-    return torch.zeros(0, dtype=torch.long), torch.zeros(0, dtype=torch.float32)
-
-
 @dataclass
 class NearTies:
     """One foreground's near ties (background indices and their bf16 margins) and floor."""
 
-    bg: torch.Tensor = field(default_factory=lambda: _empty()[0])
-    margin: torch.Tensor = field(default_factory=lambda: _empty()[1])
+    bg: torch.Tensor = field(default_factory=lambda: torch.zeros(0, dtype=torch.long))
+    margin: torch.Tensor = field(default_factory=lambda: torch.zeros(0, dtype=torch.float32))
     floor: float = math.inf
 
     def lowest(self) -> float:
@@ -407,10 +403,6 @@ class NearTieLog:
         mine = fg == i
         self._fg, self._bg, self._margin = [fg[~mine]], [bg[~mine]], [margin[~mine]]
         return NearTies(bg[mine], margin[mine], float(self.floor[i])).capped()
-
-    def drop(self, i: int) -> None:
-        """Forget foreground `i` (fooled: its verdict is exact and rests on no near tie)."""
-        self.take(i)
 
 
 # -- the engine's hooks ---------------------------------------------------------------------------
@@ -547,9 +539,9 @@ class Verifier:
 class SearchChecks:
     """bf16-verified's part of one search (`search.VerdictSearch`) or one full row (`search.full_result`).
 
-    `decide` predicts the composites in bf16, recomputes in fp32 the first fooling composite of each
+    `launch` and `finish` predict the composites in bf16, recompute in fp32 the first fooling composite of each
     foreground before any verdict is given (a composite that fp32 finds not fooling is taken as fp32
-    decided it, and the search goes on: fooled verdicts are exact), and keeps the near ties; `given`
+    decided it, and the search goes on: fooled verdicts are exact), and keep the near ties; `given`
     hands each verdict its near ties.
     """
 
@@ -558,10 +550,6 @@ class SearchChecks:
         self.images, self.masks = images, masks
         self.labels = torch.as_tensor(np.asarray(labels), dtype=torch.long)
         self.log = NearTieLog(len(images))
-
-    def decide(self, fi: torch.Tensor, bi: torch.Tensor) -> torch.Tensor:
-        """Predictions (CPU) of the composites (foreground fi[k], background bi[k])."""
-        return self.finish(self.launch(fi, bi))
 
     def launch(self, fi: torch.Tensor, bi: torch.Tensor, count: bool = True) -> "_Launched":
         """Queue the bf16 forwards of the composites (fi[k], bi[k]); nothing waits on the device.
@@ -632,7 +620,7 @@ class SearchChecks:
         """`r` with the near ties its verdict rests on: a survivor's, or a full row's (whose later
         entries are bf16 decisions still); a fooled verdict of the search is exact and keeps none."""
         if r.fooled and r.row is None:
-            self.log.drop(r.index)
+            self.log.take(r.index)  # forgotten: it rests on no near tie
             return r
         return dataclasses.replace(r, near=self.log.take(r.index))
 
