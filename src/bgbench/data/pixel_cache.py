@@ -52,7 +52,7 @@ from typing import List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .. import console
+from ..console import status
 from ..errors import DataError
 from .images import decode_item, image_shape, image_size, mask_shape, read_mask
 
@@ -381,8 +381,8 @@ def _open_entry(folder: Path, n: int) -> Optional[Tuple[np.ndarray, np.ndarray, 
     if why is not None:
         if folder.name not in _REPORTED:
             _REPORTED.add(folder.name)
-            console.status(f"pixel cache entry {folder} does not hold what its key promises ({why}): "
-                           f"decoding its {n:,} images again")
+            status(f"pixel cache entry {folder} does not hold what its key promises ({why}): "
+                   f"decoding its {n:,} images again")
         return None
     with contextlib.suppress(OSError):
         os.utime(folder / "meta.json")  # last used: what eviction orders by
@@ -773,10 +773,10 @@ def pixels_of(items: Sequence, *, processes: Optional[int] = None, use_cache: Op
     except (OSError, BrokenProcessPool) as e:  # BrokenProcessPool: a worker could not start (memory) or was killed
         if lock is not None:
             lock.release()
-        console.status(f"the pixel cache's decoding processes stopped ({' '.join(str(e).split())[:160]}): "
-                       f"decoding without the cache" if isinstance(e, BrokenProcessPool) else
-                       f"pixel cache {root} cannot be written ({e.strerror or e}): decoding without it "
-                       f"(set BGBENCH_CACHE to a writable folder, or --no-cache to say so)")
+        status(f"the pixel cache's decoding processes stopped ({' '.join(str(e).split())[:160]}): "
+               f"decoding without the cache" if isinstance(e, BrokenProcessPool) else
+               f"pixel cache {root} cannot be written ({e.strerror or e}): decoding without it "
+               f"(set BGBENCH_CACHE to a writable folder, or --no-cache to say so)")
         return Pixels(items)
     except BaseException:
         if lock is not None:
