@@ -9,7 +9,10 @@ from PIL import Image
 
 from bgbench.measures.categories.summary import CATEGORIES, JudgedImages
 from bgbench.measures.categories.section import category_examples
-from bgbench.measures.examples import Pick, edit_flips, most_fooled, noise_flips, top_per_class
+from bgbench.measures.challenge.section import most_fooled
+from bgbench.measures.edits.section import edit_flips
+from bgbench.measures.examples import Pick, top_per_class
+from bgbench.measures.noise.section import noise_flips
 from bgbench.measures.noise.summary import NoiseRow
 from bgbench.measures.challenge.hijack import hijack_matrix, labels_in_layout_order
 from bgbench.measures.saliency.overlays import outline, overlay_image

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
+from typing import List, Optional, Sequence
 
 import numpy as np
 
@@ -12,6 +12,7 @@ from ...errors import DataError
 from ...evaluation.metrics import finite_or_none
 from .rank import top_backgrounds
 from ..common.estimates import estimate
+from ..examples import Pick, top_per_class
 from ..registry import SectionContext, SectionSubject
 
 
@@ -72,7 +73,7 @@ def _top_backgrounds(ctx: SectionContext, run, ids, labels: np.ndarray, asr: np.
 
 
 def challenge_gallery(ctx: SectionContext, subject: SectionSubject) -> Optional[dict]:
-    from ..examples import class_namer, most_fooled, per_class
+    from ..examples import class_namer, per_class
     from ...data.in9 import discover
     run, full = challenge_run(subject, ctx)
     if run is None or not full:
@@ -148,3 +149,21 @@ def _weighted_column(h: np.ndarray, counts: np.ndarray, b: int) -> float:
 
 def pct(value: float) -> str:
     return f"{100 * value:.0f}%"
+
+
+def most_fooled(matrix: np.ndarray, fg_ids: Sequence[str], fg_labels: np.ndarray, asr: np.ndarray,
+                per_class: int) -> List[Pick]:
+    """Foregrounds fooled by the most backgrounds (a --full prediction matrix: foregrounds x
+    backgrounds), each with one background that fools it: of those, the one with the highest
+    attack success rate (ties: the first). Foregrounds never fooled are not shown."""
+    matrix = np.asarray(matrix)
+    wrong = matrix != np.asarray(fg_labels)[:, None].astype(matrix.dtype)
+    counts = wrong.sum(axis=1)
+    picks = []
+    for i in np.nonzero(counts)[0]:
+        fooling = np.nonzero(wrong[i])[0]
+        j = int(fooling[np.argmax(np.asarray(asr)[fooling])])  # argmax keeps the first of ties
+        picks.append(Pick(fg_ids[i], int(fg_labels[i]), float(counts[i]) / matrix.shape[1],
+                          {"row": int(i), "fooled_by": int(counts[i]), "backgrounds": int(matrix.shape[1]),
+                           "bg": j, "pred": int(matrix[i, j])}))
+    return top_per_class(picks, per_class)

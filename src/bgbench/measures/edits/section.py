@@ -3,10 +3,10 @@ paired interval, and the edits that flip a prediction."""
 from __future__ import annotations
 
 import json
-from typing import Optional
+from typing import List, Mapping, Optional
 
 
-from ..examples import class_namer, per_class
+from ..examples import Pick, class_namer, per_class, top_per_class
 from ..registry import SectionContext, SectionSubject
 
 
@@ -28,7 +28,6 @@ def edits_section(ctx: SectionContext, subject: SectionSubject) -> Optional[dict
 
 def edits_gallery(ctx: SectionContext, subject: SectionSubject) -> Optional[dict]:
     from ..edits.summary import ORIGINAL, level_order, split_level
-    from ..examples import edit_flips
     from ...probing.tables import stored_table
     from ...edits.registry import ATTRIBUTES
     run = subject.latest("eval")
@@ -51,3 +50,16 @@ def edits_gallery(ctx: SectionContext, subject: SectionSubject) -> Optional[dict
             g.add(name(p.label), p.image_id, name(p.label), f"after the edit: {p.score:.2f} confident", shots)
         galleries.append(g.to_dict())
     return {"run_id": run["id"], "galleries": galleries, "per_class": k}
+
+
+def edit_flips(original: Mapping[str, tuple], edited: Mapping[str, tuple], per_class: int) -> List[Pick]:
+    """Images right before the edit and wrong after it, scored by the confidence of the wrong
+    prediction. original, edited: image id -> (label, pred, confidence)."""
+    picks = []
+    for image_id, (label, pred, conf) in edited.items():
+        before = original.get(image_id)
+        if before is None or before[1] != before[0] or pred == label:
+            continue
+        picks.append(Pick(image_id, int(label), float(conf),
+                          {"before": int(before[1]), "before_conf": float(before[2]), "after": int(pred)}))
+    return top_per_class(picks, per_class)

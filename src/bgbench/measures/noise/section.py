@@ -3,10 +3,10 @@ noise flips first (their noisy copies redrawn from the stored seeds)."""
 from __future__ import annotations
 
 import json
-from typing import Dict, Optional
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 
-from ..examples import class_namer, clean_predictions, per_class
+from ..examples import Pick, class_namer, clean_predictions, per_class, top_per_class
 from ..registry import SectionContext, SectionSubject
 
 
@@ -32,7 +32,6 @@ def noise_section(ctx: SectionContext, subject: SectionSubject) -> Optional[dict
 
 
 def noise_gallery(ctx: SectionContext, subject: SectionSubject) -> Optional[dict]:
-    from ..examples import noise_flips
     from . import MEASURE
     run = subject.latest(MEASURE.kind)
     if run is None:
@@ -97,3 +96,32 @@ def _noise_item(g, files, name, p, config: dict, preds: dict, tally: dict, clean
 def _with_n(rfs, n: int):
     """An RFS estimate with the number of images behind it (what a degenerate interval shows)."""
     return None if rfs is None else {**rfs, "n": n}
+
+
+def noise_flips(rows: Sequence[Any], per_class: int, clean_correct: Optional[Mapping[str, bool]] = None
+                ) -> List[Pick]:
+    """Images whose prediction noise flips at the lowest level.
+
+    rows: the noise probe's (image_id, label, region, level, trial, correct, pred). An image flips in a region at a
+    level when most of its trials there (more than half) are wrong; its score is the lowest such level
+    over both regions (ties between regions: the larger wrong share, then fg). With
+    `clean_correct` (image id -> right on the clean image, from an eval run) only images that
+    were right without noise count; without it, every image that noise makes wrong counts.
+    detail: the region and level of the flip, its wrong share, and the first wrong trial there.
+    """
+    wrong: Dict[tuple, Dict[int, bool]] = {}
+    labels: Dict[str, int] = {}
+    for r in rows:
+        labels[r.image_id] = int(r.label)
+        wrong.setdefault((r.image_id, r.region, float(r.level)), {})[int(r.trial)] = not r.correct
+    flips: Dict[str, tuple] = {}
+    for (image_id, region, level), trials in wrong.items():
+        share = sum(trials.values()) / len(trials)
+        if share <= 0.5 or (clean_correct is not None and not clean_correct.get(image_id, False)):
+            continue
+        key = (level, -share, ("fg", "bg").index(region) if region in ("fg", "bg") else 2)
+        if image_id not in flips or key < flips[image_id][0]:
+            first = min(t for t, w in trials.items() if w)
+            flips[image_id] = (key, {"region": region, "level": level, "wrong": share, "trial": first})
+    picks = [Pick(i, labels[i], key[0], detail) for i, (key, detail) in flips.items()]
+    return top_per_class(picks, per_class, lowest_first=True)
