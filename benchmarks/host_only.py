@@ -68,7 +68,7 @@ class HostOnly(TorchFunctionMode):
         first = args[0] if args and isinstance(args[0], Tensor) else None
         started = time.perf_counter()
         if func is Tensor.copy_ and first is not None and not first.is_meta and _touches_meta(args[1:], {}):
-            self.ops += 1  # a copy to the host: queued when non_blocking (`evaluation.transfer`), else waited for
+            self.ops += 1  # a copy to the host: queued when non_blocking (`evaluation.feed`), else waited for
             self.waits += 0 if kwargs.get("non_blocking", len(args) > 2 and args[2]) else 1
             return self._copied(first.zero_(), started)  # the zeros stand for the card's DMA: not host work
         if first is not None and first.is_meta:
@@ -120,7 +120,7 @@ def host_only_run(run: Callable[[], Any], images: int, batches: int,
     wall time, bgbench's own host work (the wall time less the time inside the operations),
     launches and waits per image and per batch, and the images/s one core can hand a card (own
     work plus LAUNCH_SECONDS a launch)."""
-    from bgbench.evaluation import transfer as readback
+    from bgbench.evaluation import feed as readback
     readback.QUEUED.add("meta")  # meta's copies to the host are queued as a card's are (stood in for here)
     try:
         with host if host is not None else HostOnly() as host:

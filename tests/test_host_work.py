@@ -99,11 +99,11 @@ def test_landing_gives_rows_in_batch_order_and_an_error_where_its_batch_comes_ou
 
 @pytest.mark.parametrize("name", ["noise", "saliency", "features", "ablate", "attribution"])
 def test_rows_made_in_landing_threads_are_the_rows_made_in_turn(bench, name, synth_root, one_thread, monkeypatch):
-    """On a GPU, results are queued to the host (`transfer.QUEUED`) and rows are made in `--workers`
+    """On a GPU, results are queued to the host (`feed.QUEUED`) and rows are made in `--workers`
     threads. With the CPU counted as such a device, the copies are real and the threads run: the
     rows are those of a plain CPU run, in the same order."""
     capacity_probes, _ = bench
-    from bgbench.evaluation import transfer
+    from bgbench.evaluation import feed as transfer
     from bgbench.measures import registry as catalog
     from bgbench.measures.registry import get_measure
     catalog.load_all()

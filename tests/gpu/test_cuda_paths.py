@@ -257,7 +257,7 @@ def test_the_device_feed_delivers_what_the_cpu_conversion_gives(synth_root):
 def test_the_challenge_search_never_makes_the_host_wait_for_the_whole_device(precision):
     """Under CUDA's sync debug mode set to 'error', every call that synchronises the device or a
     stream (`.cpu()`, `.item()`, a boolean mask as an index, a copy from pageable memory) raises:
-    the search's only waits are on the events of results that are due (`transfer.Fetch`), while
+    the search's only waits are on the events of results that are due (`feed.Fetch`), while
     the next batch is already queued. Its verdicts are the CPU's."""
     if not DEVICE.startswith("cuda"):
         pytest.skip("CUDA's sync debug mode needs a GPU")
@@ -325,7 +325,7 @@ def test_the_feed_under_a_real_forward_gives_the_plain_paths_outputs(precision, 
 def test_no_probe_makes_the_host_wait_for_the_device_once_a_batch(probe, model_ckpt, synth_root, record_property):
     """Under CUDA's sync debug mode set to 'warn', every call that synchronises the device warns:
     a probe run in 9 batches warns no more than the same run in one, since each batch's results come
-    back through `transfer.Readback` (an event, waited on once the next batch is queued) and its
+    back through `feed.Readback` (an event, waited on once the next batch is queued) and its
     labels, attribute masks and noise go up pinned (`tests/test_host_work.py` counts the same on
     the meta device, without a GPU)."""
     if not DEVICE.startswith("cuda"):

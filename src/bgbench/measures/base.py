@@ -174,7 +174,7 @@ class ModelMeasure(RunningMeasure):
 
     def launch(self, run: RunContext, batch: Batch) -> Any:
         """Queue one batch's device work and return what `landed` makes its rows of, reading
-        nothing back to the host (an `evaluation.transfer.Readback`): the template queues the next
+        nothing back to the host (an `evaluation.feed.Readback`): the template queues the next
         batch before it asks for this one's rows, so that on a GPU the card computes while the host
         builds rows. By default the batch's rows, made at once (`rows`)."""
         return self.rows(run, batch)

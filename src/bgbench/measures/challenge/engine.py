@@ -16,7 +16,7 @@ Where the speed comes from, without changing any verdict:
   every background, so the verdict is that of the exhaustive loop;
 - batches stay full: spare room goes to survivors beyond their doubling chunk (`search`);
 - on a card the host never makes the device wait: indices go up from pinned memory and results
-  come down into it without blocking (`transfer`), forwards are timed by CUDA events, and the
+  come down into it without blocking (`evaluation.feed`), forwards are timed by CUDA events, and the
   search packs and launches each next batch while the device computes the last one
   (`speculate`), so its only waits are on results that are due, with a batch queued behind them.
 

@@ -103,7 +103,7 @@ class VerdictSearch:
 
     With `engine.speculate` (on CUDA), the batch after the one on the device is packed and launched
     as if nothing in the first fooled: the host packs while the device computes, and waits on the
-    device only for results that are due (`transfer.Fetch`). When nothing fooled, that guess was
+    device only for results that are due (`evaluation.feed.Fetch`). When nothing fooled, that guess was
     the search's own next step, so it is kept; otherwise it is thrown away (the state it changed is
     restored, `_Undo`) and the next batch is packed from what happened. Batches, orders, verdicts
     and pair counts are the same with and without it. It is tried only after a batch that fooled
