@@ -1,4 +1,4 @@
-"""Decoding the next variant while the device computes this one (`data.decode_ahead`): each list's
+"""Decoding the next variant while the device computes this one (`eval.runner.decode_ahead`): each list's
 pixels are what decoding gives, a bad list's error reaches the one who asks for it, the lists
 after it decode in the caller, and an eval on an accelerator records what it decoded and what it
 read from the cache as an eval in turn does."""
@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from bgbench.data import pixel_cache
-from bgbench.data.decode_ahead import DecodeAhead, decode_ahead
+from bgbench.measures.eval.runner import DecodeAhead, decode_ahead
 from bgbench.data.images import decode_item
 from bgbench.data.in9 import discover
 from bgbench.errors import DataError

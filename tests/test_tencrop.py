@@ -3,7 +3,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from bgbench.measures.eval.tencrop import ten_crop_logits, ten_crops
+from bgbench.measures.eval.runner import ten_crop_logits, ten_crops
 
 
 class _Tiny(nn.Module):

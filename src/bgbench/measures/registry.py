@@ -393,6 +393,19 @@ class SectionContext(Protocol):
         """The stored metrics of a run by (name, variant)."""
 
 
+# -- a stored metric as a section shows it -----------------------------------------------------------
+# A stored metric as the report's sections show it: its value, 95% interval and count.
+#
+# Eval's accuracies and the challenge's rates both come from `runs`' metrics table (`ctx.metrics`).
+
+
+def estimate(row) -> Optional[dict]:
+    """{value, lo, hi, n} of a stored metric row; None for a metric not stored or stored without a value."""
+    if row is None or row["value"] is None:
+        return None
+    return {"value": row["value"], "lo": row["lo"], "hi": row["hi"], "n": row["n"]}
+
+
 # -- the declarations: a measure's part in the shared tables --------------------------------------
 # What a measure declares of its part in the package's shared tables, beside its own run: its arms
 # as a gap, its columns of the shortcut table, its headlines on a benchmark's own data, its place in

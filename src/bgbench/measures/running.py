@@ -167,7 +167,7 @@ def predicted(run: RunContext, items: Sequence, *, desc: str, render: Optional[C
     """(every rank's predictions of `items`, joined in item order on rank 0 (None elsewhere), the
     pixels read): each rank predicts its share of whole `run.cfg.batch_size` batches through the feed,
     every process mapping the whole set's entry of the pixel cache (one decode on the machine;
-    `pixels`: that entry where the caller has it, `data.decode_ahead`), or rendering each image
+    `pixels`: that entry where the caller has it, `eval.runner.decode_ahead`), or rendering each image
     with `render` (item -> HxWx3 uint8)."""
     from ..data.pixel_cache import Pixels, pixels_of
     from ..evaluation.predict import joined_predictions, predict_items

@@ -11,7 +11,7 @@ import numpy as np
 from ...errors import DataError
 from ...evaluation.metrics import finite_or_none
 from .rank import top_backgrounds
-from ..common.estimates import estimate
+from ..registry import estimate
 from ..examples import Pick, top_per_class
 from ..registry import SectionContext, SectionSubject
 

@@ -6,7 +6,7 @@ import json
 from typing import Optional
 
 
-from ..common.estimates import estimate
+from ..registry import estimate
 from ..registry import SectionContext, SectionSubject
 
 
