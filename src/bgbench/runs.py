@@ -63,7 +63,7 @@ def stored_report(store, run_id: int) -> "EvalReport":
     from .measures.common.groups import group_results
     from .evaluation.predict import Predictions
     from .probing.tables import stored_predictions
-    from .provenance import run_model_label
+    from .models.labels import run_model_label
     run = store.get_run(run_id)
     config = json.loads(run["config"] or "{}")
     predictions = {v: Predictions(list(s.image_ids), s.labels, s.preds, s.conf)

@@ -74,7 +74,7 @@ def headline(kind: str, metrics: Dict[Tuple[str, str], Optional[float]], outputs
 
 def describe(store, r) -> dict:
     """A run as one flat record: provenance plus its headline number."""
-    from ..provenance import run_model_label
+    from ..models.labels import run_model_label
     metrics = {(m["name"], m["variant"]): m["value"] for m in store.metrics(r["id"])}
     outputs = json.loads(r["outputs"]) if r["outputs"] else None
     precision = json.loads(r["config"] or "{}").get("precision")

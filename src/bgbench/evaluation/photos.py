@@ -26,7 +26,7 @@ from ..models.inputs import size_note
 from ..models.norms import IMAGENET1K
 from ..models.spec import BgModel
 from ..options import TOP
-from ..provenance import model_label
+from ..models.labels import model_label
 from ..data.pixel_cache import Pixels
 from .feed import Images, batches
 

@@ -16,7 +16,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..errors import BgbenchError, with_article
 from ..evaluation.precision_flag import EXACT
-from ..provenance import model_label
+from ..models.labels import model_label
 from ..store import Row, Store
 from ..store.merge import FINISHED  # noqa: F401 (a finished run's statuses, here for the report's readers)
 from ..drawing.thumbs import Thumbnails
@@ -36,7 +36,7 @@ class Subject:
     runs: List[Row] = field(default_factory=list)
     train_run: Optional[Row] = None
     protocol: str = ""  # "" or "ten-crop": a different measurement, never mixed with the plain one
-    label: str = ""  # display name: `provenance.model_label` (the model and its weights), the same everywhere
+    label: str = ""  # display name: `models.labels.model_label` (the model and its weights), the same everywhere
     heading: str = ""  # the label, plus the dataset where one label names several subjects (a study's)
     data_label: str = ""  # the dataset's name: a study's label for it, else its folder's name
     model_label: str = ""  # the model and its weights alone, whatever the data: what the model filter picks
@@ -217,7 +217,7 @@ def name_subjects(subjects: List[Subject], labels: Optional[Dict[int, str]] = No
 
 
 def _label(subjects: List[Subject]) -> None:
-    """Display names: `provenance.model_label` (the model string with its checkpoint's short sha256, or
+    """Display names: `models.labels.model_label` (the model string with its checkpoint's short sha256, or
     its random-init seed), as `bgbench runs` and the leaderboard show it, plus the protocol. A model
     measured on several datasets keeps one name (the page and the scorecard show it once, its
     datasets beside each other); the subject key is added only where one name would stand for two

@@ -17,7 +17,7 @@ from importlib.resources import files
 from typing import Dict, List, Optional, Tuple
 
 from ..classes import IN9_FOLDERS
-from ..provenance import run_model_label
+from ..models.labels import run_model_label
 from ..evaluation.precision_flag import EXACT
 from ..store import Store
 from .context import run_precision

@@ -78,7 +78,7 @@ def _section_href(ctx: ReportContext, subject: Subject, measure: Measure) -> str
 
 def _row_label(subject: Subject) -> str:
     """A row's name: the model's label, marked when its weights are a random init (a study's own
-    label would otherwise hide what `provenance.model_label` shows everywhere else)."""
+    label would otherwise hide what `models.labels.model_label` shows everywhere else)."""
     seed = (subject.spec.get("extra") or {}).get("init_seed")
     if seed is None or "random init" in subject.label:
         return subject.label

@@ -29,7 +29,7 @@ class ChallengeReport(Result):
     asr_rows: List[tuple] = field(default_factory=list, repr=False)
     provenance: Any = None  # the open run's provenance.Provenance
     store_path: Optional[str] = None  # the store holding the verdict rows, where `record` finishes the run
-    model_label: Optional[str] = None  # provenance.model_label: the model with its weights, for display
+    model_label: Optional[str] = None  # models.labels.model_label: the model with its weights, for display
 
     @property
     def run_status(self) -> str:

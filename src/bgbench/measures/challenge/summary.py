@@ -9,7 +9,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
-from ...provenance import model_label
+from ...models.labels import model_label
 from ...data.layout import Layout
 from .config import ChallengeConfig
 from .matrix import attack_success_rates, class_fool_rates, verdicts_from_matrix

@@ -28,7 +28,7 @@ class EvalReport(Result):
     bg_gap: Optional[Estimate] = None
     run_id: Optional[int] = None
     provenance: Any = None  # provenance.Provenance, for recording
-    model_label: Optional[str] = None  # provenance.model_label: the model with its weights, for display
+    model_label: Optional[str] = None  # models.labels.model_label: the model with its weights, for display
     #: variant -> accuracy per group, where the data names each image's group (a group dataset;
     #: IN-9's MIXED-RAND, or ORIGINAL of `synth --correlation`, from the manifest)
     groups: Dict[str, GroupAccuracy] = field(default_factory=dict)

@@ -22,7 +22,7 @@ from ...console import status
 from ...data.pixel_cache import Pixels, enabled, pixels_of
 from ...data.layout import Item, Layout
 from ...distributed import Ranks
-from ...provenance import model_label
+from ...models.labels import model_label
 from .config import EvalConfig
 from ..common.groups import group_results
 from ..running import RunContext, predicted
