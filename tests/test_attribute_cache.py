@@ -48,6 +48,9 @@ def _same(a, b):
 
 
 def _attribute_entries():
+    """The attribute entries of the cache, once every first pass of this process has renamed its
+    entry into place (a pass marks its last images ready before its thread writes the index)."""
+    pixel_cache._join_writers()
     return [e for e in cache_entries.entries() if "attributes" in (e.preprocessing or {})]
 
 
