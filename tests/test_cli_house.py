@@ -22,6 +22,19 @@ def test_help_imports_no_torch():
     assert out.strip() == "[]"
 
 
+
+def test_a_command_line_builds_its_own_commands_parser_alone(tmp_path):
+    """`bgbench runs ...` registers the runs command only (a reader follows one command's module,
+    and no other command's code runs); `bgbench --help` and a mistyped command still list them all."""
+    code = ("import sys\nfrom bgbench.cli import main, COMMANDS\n"
+            f"main(['runs', '--db', {str(tmp_path / 'r.db')!r}])\n"
+            "print(sorted(c for c in COMMANDS if 'bgbench.cli.' + c.replace('-', '_') in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "['runs']"
+    listed = run_cli("--help").stdout
+    assert "probe" in listed and "merge-stores" in listed
+    assert "did you mean 'probe'" in run_cli("prob").stderr
+
 @pytest.mark.parametrize("argv, needles", [
     (["eval", "--batch-size", "0"], ["--batch-size", "at least 1"]),
     (["eval", "--device", "cuda:7"], ["cuda"]),

@@ -1,7 +1,8 @@
 """`bgbench <subcommand>`: one command for every job, one module per subcommand.
 
 Each module in COMMANDS (a command's name, '-' spelled '_') has `register(subparsers)`, which adds
-its parser and sets `func` to its `run(args) -> int`. Modules import torch, timm and the engines only inside `run`, so building
+its parser and sets `func` to its `run(args) -> int`; a command line that names its command registers
+that command alone (`build_parser(only)`). Modules import torch, timm and the engines only inside `run`, so building
 the parser (`bgbench --help`, `bgbench <cmd> --help`) stays cheap. User errors (BgbenchError)
 print one line on stderr and exit with status 2; bugs keep their traceback. A reader that closes
 the pipe early (`bgbench leaderboard --format csv | head`) ends the command quietly.
@@ -45,12 +46,15 @@ COMMANDS: List[str] = [
 ]
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: Optional[str] = None) -> argparse.ArgumentParser:
+    """The parser of every command, or of `only` (a command's name) alone: a command line that names
+    its command builds that command's parser, not every other's (`bgbench --help`, a mistyped
+    command and `bgbench` alone still build them all, to list them)."""
     parser = argparse.ArgumentParser(
         prog="bgbench", description="Measure, and reduce, how much an image classifier relies on backgrounds.")
     parser.add_argument("--version", action="version", version=f"bgbench {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name in COMMANDS:
+    for name in [only] if only in COMMANDS else COMMANDS:
         importlib.import_module(f"{__name__}.{name.replace('-', '_')}").register(sub)
     return parser
 
@@ -169,7 +173,8 @@ def _no_cache(asked: bool):
 
 def main(argv: Optional[List[str]] = None) -> int:
     try:
-        args = parse(build_parser(), argv)  # inside: `bgbench --help | head` closes the pipe too
+        argv = list(sys.argv[1:] if argv is None else argv)
+        args = parse(build_parser(argv[0] if argv else None), argv)  # inside: `bgbench --help | head` closes the pipe too
         check_utf8_arguments(args)
         check_input_paths(args)
         with _no_cache(getattr(args, "no_cache", False)):
