@@ -58,9 +58,7 @@ def stored_report(store, run_id: int) -> "EvalReport":
     """The report of a finished eval run, rebuilt from its stored predictions over its data's layout
     (what `bgbench eval` shows again instead of predicting anew: the same accuracies, BG-Gap and
     groups, since every metric is a pure function of the per-image table and the run's bootstrap seed)."""
-    from .measures.eval.results import EvalReport
-    from .measures.eval.waterbirds import waterbirds_results
-    from .measures.common.groups import group_results
+    from .measures.eval.runner import eval_report
     from .evaluation.predict import Predictions
     from .probing.tables import stored_predictions
     from .models.labels import run_model_label
@@ -70,10 +68,7 @@ def stored_report(store, run_id: int) -> "EvalReport":
                    for v, s in stored_predictions(store, run_id, variants=config.get("variants")).items()}
     layout = resolve_layout(run["data_root"], [v for v in predictions if v not in config.get("computed_variants", [])]
                             or None, split=config.get("split"))
-    seed = int(config.get("seed", 0))
-    report = EvalReport.from_predictions(run["model"], str(layout.root), predictions, seed=seed)
-    report.groups = group_results(layout, predictions)
-    report.waterbirds = waterbirds_results(layout, predictions, seed=seed)
+    report = eval_report(run["model"], layout, predictions, int(config.get("seed", 0)))
     report.model_label, report.run_id = run_model_label(run), run_id
     report.precision = str(config.get("precision") or "fp32")
     return report

@@ -28,8 +28,9 @@ def shortcut_change(store, column, base_run: int, derived_run: int, seed: int) -
             raise BgbenchError(f"runs {base_run} and {derived_run} are not on the same images ({v})")
         outcomes[v] = (b, d)
     if column.metric == "bg_gap":
-        gap = [_gap(outcomes["mixed_same"][k], outcomes["mixed_rand"][k]) for k in (1, 0)]
-        return paired_difference(gap[0], gap[1], seed=seed).as_dict() if gap[0].size else None
+        (same_base, same_derived), (rand_base, rand_derived) = outcomes["mixed_same"], outcomes["mixed_rand"]
+        derived_gap, base_gap = _gap(same_derived, rand_derived), _gap(same_base, rand_base)
+        return paired_difference(derived_gap, base_gap, seed=seed).as_dict() if derived_gap.size else None
     b, d = outcomes[column.variant]
     return paired_difference(np.array([ok for _, ok in d.values()], float),
                              np.array([ok for _, ok in b.values()], float), seed=seed).as_dict()

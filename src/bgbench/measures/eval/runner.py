@@ -26,7 +26,7 @@ from ...models.labels import model_label
 from .config import EvalConfig
 from ..common.groups import group_results
 from ..running import RunContext, predicted
-from ...evaluation.predict import mask_checker
+from ...evaluation.predict import Predictions, mask_checker
 from .results import EvalReport
 from .waterbirds import waterbirds_results
 
@@ -47,7 +47,8 @@ class Variants:
 def variants_on_disk(data, cfg: EvalConfig, renderers: Renderers) -> Optional[List[str]]:
     """The variant folders a run reads of `data` (a path; None: every variant it has): the requested
     ones, with `original` in place of those the data lacks but a renderer computes from it."""
-    on_the_fly = computed_variants(data, cfg.variants, renderers)
+    root = Path(data).expanduser()
+    on_the_fly = {v for v in cfg.variants or () if v in renderers and not (root / v).is_dir()}
     on_disk = [v for v in cfg.variants or () if v not in on_the_fly]
     if on_the_fly and "original" not in on_disk:
         on_disk.append("original")
@@ -87,9 +88,7 @@ def eval_run(run: RunContext):
     if fed["from_cache"]:  # what the run did: the images it did not decode (the pixel cache's `bgbench cache`)
         status(f"read {fed['from_cache']:,} of {fed['images']:,} images from the pixel cache "
                f"(decoded once before; --no-cache decodes them anew)")
-    report = EvalReport.from_predictions(model.spec.name, str(layout.root), predictions, seed=cfg.seed)
-    report.groups = group_results(layout, predictions)
-    report.waterbirds = waterbirds_results(layout, predictions, seed=cfg.seed)
+    report = eval_report(model.spec.name, layout, predictions, cfg.seed)
     report.model_label, report.precision = model_label(model.spec.name, model.spec.to_dict()), str(cfg.precision)
     if getattr(layout, "fallback", ""):
         status(layout.fallback)
@@ -102,12 +101,13 @@ def eval_run(run: RunContext):
     return report, config
 
 
-def computed_variants(data, variants: Optional[List[str]], renderers: Renderers) -> set:
-    """Requested variants that have a renderer and whose folder the dataset lacks."""
-    if not variants or isinstance(data, Layout):
-        return set()
-    root = Path(data).expanduser()
-    return {v for v in variants if v in renderers and not (root / v).is_dir()}
+def eval_report(model: str, layout: Layout, predictions: Dict[str, Predictions], seed: int) -> EvalReport:
+    """The report of `predictions` on `layout`, as a fresh run and a stored one show it: accuracies
+    and BG-Gap, accuracy per group, and wilds' figures on Waterbirds."""
+    report = EvalReport.from_predictions(model, str(layout.root), predictions, seed=seed)
+    report.groups = group_results(layout, predictions)
+    report.waterbirds = waterbirds_results(layout, predictions, seed=seed)
+    return report
 
 
 def _warn_ten_crop_size(model: torch.nn.Module, cfg: EvalConfig, ranks: Ranks) -> None:
