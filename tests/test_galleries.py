@@ -14,7 +14,7 @@ from bgbench.measures.edits.section import edit_flips
 from bgbench.measures.examples import Pick, top_per_class
 from bgbench.measures.noise.section import noise_flips
 from bgbench.measures.noise.summary import NoiseRow
-from bgbench.measures.challenge.hijack import hijack_matrix, labels_in_layout_order
+from bgbench.measures.challenge.matrix import hijack_matrix, labels_in_layout_order
 from bgbench.measures.saliency.overlays import outline, overlay_image
 from bgbench.drawing.thumbs import CELL, Thumbnails
 

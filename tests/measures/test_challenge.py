@@ -16,8 +16,8 @@ from bgbench.data.images import read_mask
 from bgbench.data.in9 import discover
 from bgbench.data.images import decode_image
 from bgbench.measures.challenge.engine import ChallengeEngine
-from bgbench.measures.challenge.matrix import attack_success_rates, class_fool_rates, verdicts_from_matrix
-from bgbench.measures.challenge.rank import top_backgrounds
+from bgbench.measures.challenge.matrix import (attack_success_rates, class_fool_rates, top_backgrounds,
+                                              verdicts_from_matrix)
 from bgbench.models import create_model
 from conftest import assert_one_line_error, run_cli
 

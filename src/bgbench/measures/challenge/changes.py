@@ -12,11 +12,10 @@ from ...evaluation.metrics import paired_difference
 def shortcut_change(store, column, base_run: int, derived_run: int, seed: int) -> Optional[dict]:
     """The change of challenge accuracy from `base_run` to `derived_run`; None for sampled runs of
     other foregrounds (no pairing)."""
-    fb, fd = store.challenge_results(base_run), store.challenge_results(derived_run)
-    held_b = {r["image_id"]: not r["fooled"] for r in fb}
-    held_d = {r["image_id"]: not r["fooled"] for r in fd}
+    held_b, held_d = ({r["image_id"]: not r["fooled"] for r in store.challenge_results(run)}
+                      for run in (base_run, derived_run))
     if not held_b or set(held_b) != set(held_d):
         return None
     ids = sorted(held_b)
-    base, derived = np.array([held_b[i] for i in ids]), np.array([held_d[i] for i in ids])
-    return paired_difference(derived.astype(float), base.astype(float), seed=seed).as_dict()
+    derived, base = (np.array([held[i] for i in ids], dtype=float) for held in (held_d, held_b))
+    return paired_difference(derived, base, seed=seed).as_dict()

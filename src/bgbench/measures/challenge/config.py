@@ -9,7 +9,6 @@ from typing import Optional
 from ... import checks, protocols
 from ...classes import Mapping, mapping_field
 from ...options import BATCH_SIZE, flag, runtime
-from ...protocols import protocol_flag
 from ...evaluation.precision_flag import check_gpu_only
 from ...errors import BgbenchError
 
@@ -77,7 +76,7 @@ class ChallengeConfig:
     verify_safety: float = field(default=DEFAULT_SAFETY, metadata=flag(
         "--verify-safety", "bf16-verified: delta is F x the largest spread of bf16-fp32 logit deviations that the "
         "calibration and audits measured (default %(default)s, recorded)", metavar="F"))
-    protocol: Optional[str] = field(default=None, metadata=protocol_flag())
+    protocol: Optional[str] = field(default=None, metadata=protocols.protocol_flag())
     rerun: bool = field(default=False, metadata=runtime(flag(
         "--rerun", "measure anew even when the results store holds a finished run of the same model, weights, "
         "options and data (without it, that run is shown again and nothing is computed)", action="store_true")))
@@ -92,8 +91,8 @@ class ChallengeConfig:
         checks.at_least("--sample", self.sample, 1)
         checks.within("--halfwidth", self.halfwidth, 0, 0.5, open_low=True, open_high=True)
         checks.at_least("--verify-safety", self.verify_safety, 1)
-        self.mapping = checks.member("--mapping", self.mapping, Mapping)
-        self.precision = checks.member("--precision", self.precision, ChallengePrecision)
+        self.mapping, self.precision = (checks.member("--mapping", self.mapping, Mapping),
+                                        checks.member("--precision", self.precision, ChallengePrecision))
         fixed = protocols.resolve(self.protocol, mapping=self.mapping, precision=self.precision)
         self.mapping, self.precision = Mapping(fixed["mapping"]), ChallengePrecision(fixed["precision"])
         checks.device(self.device)
@@ -116,8 +115,7 @@ class ChallengeConfig:
     def chunk_size(self, world: int = 1) -> int:
         """Foregrounds per chunk of the visiting order: small when a stopping rule is checked at
         every chunk boundary, larger otherwise (it bounds the foregrounds decoded at once)."""
-        per_rank = max(32, 2 * self.batch_size) if self.halfwidth is not None else max(256, 8 * self.batch_size)
-        return per_rank * world
+        return world * (max(32, 2 * self.batch_size) if self.halfwidth is not None else max(256, 8 * self.batch_size))
 
     def first_chunk(self, world: int = 1) -> int:
         """The first chunk's size. With `halfwidth`, a small one (16 per process), doubling up to

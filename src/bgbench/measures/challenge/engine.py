@@ -33,19 +33,17 @@ from __future__ import annotations
 import contextlib
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterator, List, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, List, Optional, Sequence
 
 import torch
 
 from ...classes import Mapping
-from ...evaluation.feed import to_unit
 from ...evaluation.predict import decide
 from ...models.spec import BgModel
 from .config import DEFAULT_SAFETY, ChallengePrecision
 from ...evaluation.numerics import forward_context, fp32_settings, strict_fp32
-from .search import VerdictSearch, full_results
-from ...evaluation.feed import Fetch, to_device
-from .verdict import FgResult, OnResult, composite
+from .search import FgResult, OnResult, VerdictSearch, composite, full_results
+from ...evaluation.feed import Fetch, to_device, to_unit
 
 if TYPE_CHECKING:
     from .verified import Verifier
@@ -78,15 +76,10 @@ class EngineStats:
     def fold(self, wait: bool = False) -> None:
         """Fold the timed forwards' events into `seconds`: all of them with `wait`, else those
         already done (an event query, no wait), so that a long run keeps few events."""
-        done = 0
-        for start, end in self.events:
-            if wait:
-                end.synchronize()
-            elif not end.query():
-                break
+        while self.events and (wait or self.events[0][1].query()):
+            start, end = self.events.pop(0)
+            end.synchronize()  # (at once for an event a query found done)
             self.seconds += start.elapsed_time(end) / 1000
-            done += 1
-        del self.events[:done]
 
 
 @dataclass
@@ -132,16 +125,13 @@ class ChallengeEngine:
     fill_after: int = 32
     seed: int = 0
     speculate: Optional[bool] = None
-    fool_counts: torch.Tensor = field(init=False)
     stats: EngineStats = field(default_factory=EngineStats)
 
     def __post_init__(self):
-        self.precision = ChallengePrecision(self.precision)  # kinds converted once, here
-        self.mapping = Mapping(self.mapping)
-        self.device = self.backgrounds.device
-        self.num_bg = int(self.backgrounds.shape[0])
-        if self.speculate is None:
-            self.speculate = self.device.type == "cuda"
+        # kinds converted once, here
+        self.precision, self.mapping = ChallengePrecision(self.precision), Mapping(self.mapping)
+        self.device, self.num_bg = self.backgrounds.device, int(self.backgrounds.shape[0])
+        self.speculate = self.device.type == "cuda" if self.speculate is None else self.speculate
         if self.device.type == "cuda":
             self.model = self.model.to(memory_format=torch.channels_last)
         self.fp32_user_settings = fp32_settings()  # recorded: what fp32 would have meant without strict_fp32
@@ -149,29 +139,26 @@ class ChallengeEngine:
         if self.precision == "bf16-verified":
             from .verified import Verifier
             self.verifier = Verifier(self, safety=self.verify_safety, seed=self.seed)
-        self._init_ordering()
-
-    def _init_ordering(self) -> None:
         self.bg_labels = torch.as_tensor(self.bg_labels).cpu()  # the ordering's bookkeeping lives on the CPU
-        self.fool_counts = torch.zeros(self.num_bg, dtype=torch.float64)
         self.num_labels = int(self.bg_labels.max()) + 1 if len(self.bg_labels) else 1
-        self.class_fool_counts = torch.zeros(self.num_bg, self.num_labels, dtype=torch.float64)
-        self.class_tries = torch.zeros(self.num_bg, self.num_labels, dtype=torch.float64)
-        self.tries = torch.zeros(self.num_bg, dtype=torch.float64)
+        # per background (and per background and foreground class): composites that fooled, and all tried
+        self.fool_counts, self.tries = (torch.zeros(self.num_bg, dtype=torch.float64) for _ in range(2))
+        self.class_fool_counts, self.class_tries = (torch.zeros(self.num_bg, self.num_labels, dtype=torch.float64)
+                                                    for _ in range(2))
         self._rng = torch.Generator().manual_seed(self.seed)
         self._label_tries = torch.zeros(4, dtype=torch.float64)  # fools, tries: same class; other class
 
     # -- prediction ---------------------------------------------------------------------------
     def numerics(self) -> dict:
         """What the run's arithmetic was, for its record."""
-        strict = self.precision in STRICT
         return {"precision": self.precision,
-                "fp32": "strict: TF32 and reduced-precision fp32 off for every fp32 forward" if strict else None,
+                "fp32": "strict: TF32 and reduced-precision fp32 off for every fp32 forward"
+                if self.precision in STRICT else None,
                 "user_fp32_settings": self.fp32_user_settings}
 
     @contextlib.contextmanager
-    def timed(self, n: int, count: bool = True) -> Iterator[None]:
-        """Account a forward of `n` composites (pairs count only the search's own composites).
+    def timed(self) -> Iterator[None]:
+        """Time a forward (pairs are counted apart, `count`: only the search's own composites).
 
         On CUDA the forward is timed by two events on the stream, read later (`EngineStats`): no
         wait on the device here."""
@@ -191,8 +178,6 @@ class ChallengeEngine:
                 yield
             finally:
                 self.stats.seconds += time.perf_counter() - t
-        if count:
-            self.count(n)
 
     def count(self, n: int) -> None:
         """Count a batch of `n` composites a search evaluated and kept as pairs."""
@@ -214,7 +199,7 @@ class ChallengeEngine:
     def predict_uint8(self, batch_nhwc: torch.Tensor) -> torch.Tensor:
         """Predictions (-1 for unmapped) for NHWC uint8 images on the device, each on its own: in
         fp32 for 'fp32' and 'bf16-verified' (clean images and backgrounds are few), else autocast."""
-        with self.timed(int(batch_nhwc.shape[0]), count=False):
+        with self.timed():
             return self._plain(self._float(batch_nhwc))
 
     def composites(self, images: torch.Tensor, masks: torch.Tensor, fi: torch.Tensor,
@@ -226,15 +211,21 @@ class ChallengeEngine:
             yield self._float(composite(images, masks, self.backgrounds, fi[s:s + self.batch_size],
                                         bi[s:s + self.batch_size]))
 
-    def launch_composites(self, images: torch.Tensor, masks: torch.Tensor, fi: torch.Tensor, bi: torch.Tensor,
-                          count: bool = True) -> Fetch:
-        """Predictions of the composites (fi[k], bi[k]) in this engine's precision, on their way to
-        the host (`Fetch.wait`): the forwards are queued and nothing waits on the device. `count`:
-        count them as pairs now (a search that may throw a batch away counts it when it keeps it)."""
+    def forwards(self, images: torch.Tensor, masks: torch.Tensor, fi: torch.Tensor, bi: torch.Tensor,
+                 forward: Callable[[torch.Tensor], Any]) -> list:
+        """`forward` of each batch of the composites (fi[k], bi[k]), each timed (`timed`)."""
         out = []
         for x in self.composites(images, masks, fi, bi):
-            with self.timed(len(x), count=count):
-                out.append(self._plain(x))
+            with self.timed():
+                out.append(forward(x))
+        return out
+
+    def launch_composites(self, images: torch.Tensor, masks: torch.Tensor, fi: torch.Tensor,
+                          bi: torch.Tensor) -> Fetch:
+        """Predictions of the composites (fi[k], bi[k]) in this engine's precision, on their way to
+        the host (`Fetch.wait`): the forwards are queued and nothing waits on the device. The search
+        counts them as pairs when it keeps them (it may throw a batch away)."""
+        out = self.forwards(images, masks, fi, bi, self._plain)
         return Fetch([torch.cat(out) if out else torch.zeros(0, dtype=torch.long, device=self.device)])
 
     # -- ordering -----------------------------------------------------------------------------
@@ -255,10 +246,8 @@ class ChallengeEngine:
         other = self.bg_labels != label
         same_rate, other_rate = self._class_priors()
         g = (self.fool_counts + 2 * torch.where(other, other_rate, same_rate)) / (self.tries + 2)
-        if label < self.num_labels:
-            fools, tries = self.class_fool_counts[:, label], self.class_tries[:, label]
-        else:
-            fools = tries = torch.zeros_like(g)
+        fools, tries = ((self.class_fool_counts[:, label], self.class_tries[:, label]) if label < self.num_labels
+                        else (torch.zeros_like(g),) * 2)
         rate = (fools + self.prior_weight * g) / (tries + self.prior_weight)
         return rate + 1e-7 * torch.rand(rate.shape, dtype=rate.dtype, generator=self._rng)
 
@@ -270,10 +259,6 @@ class ChallengeEngine:
         p = (sf + of + 1) / (st + ot + 2)
         return (sf + 4 * self.same_class_prior * p) / (st + 4) / 2, (of + 4 * p) / (ot + 4) / 2
 
-    def order_for(self, label: int) -> torch.Tensor:
-        """Background indices, most likely to fool a class-`label` foreground first (see `scores_for`)."""
-        return torch.argsort(self.scores_for(label), descending=True)
-
     def ordering_state(self) -> tuple:
         """What a search's speculative step may change of the ordering (the tries it counts and
         the jitter it draws; a guess that nothing fooled adds no fools), for `restore_ordering`."""
@@ -284,18 +269,12 @@ class ChallengeEngine:
         self.tries, self.class_tries, self._label_tries = state[0], state[1], state[2]
         self._rng.set_state(state[3])
 
-    def warm(self, bg: int, label: int) -> None:
-        """Count one earlier verdict (a class-`label` foreground fooled by background `bg`) in the ordering."""
-        self.learn(torch.tensor([bg]), torch.tensor([True]), label)
-
     def learn(self, idx: torch.Tensor, wrong: torch.Tensor, label) -> None:
         """Count composites of backgrounds `idx` (CPU) with foregrounds of class `label` (one class,
         or a tensor of one per composite) in the ordering; `wrong` marks the foolers. The search
         calls it once a batch for all its foregrounds: the counts are whole numbers that add up, so
         one call counts exactly what a call per foreground would, at a fraction of the host's time."""
-        label = torch.as_tensor(label, dtype=torch.long)
-        if label.dim() == 0:
-            label = label.expand(idx.shape)
+        label = torch.as_tensor(label, dtype=torch.long).expand(idx.shape)
         same = self.bg_labels[idx] == label
         self._label_tries += torch.tensor([float((wrong & same).sum()), float(same.sum()),
                                            float((wrong & ~same).sum()), float((~same).sum())], dtype=torch.float64)
@@ -337,7 +316,5 @@ class ChallengeEngine:
         images, masks = to_device(fg_images, self.device), to_device(fg_masks, self.device)
         if self.verifier is not None:
             self.verifier.calibrate(images, masks, indices)
-        results = compute(images, masks)
-        if self.verifier is not None:
-            return self.verifier.reexamine(images, masks, fg_labels, results, on_result)
-        return results
+        return (self.verifier.reexamine(images, masks, fg_labels, compute(images, masks), on_result)
+                if self.verifier is not None else compute(images, masks))

@@ -87,15 +87,13 @@ class ChallengeReport(Result):
                 line += f" {percent(row['class_fool_rate'], 9)}"
             lines.append(line)
         if self.files:
-            lines.append("")
-            lines.extend(f"{k}: {v}" for k, v in self.files.items())
+            lines += ["", *(f"{k}: {v}" for k, v in self.files.items())]
         return "\n".join(lines)
 
     def _sample_lines(self) -> List[str]:
         if not self.estimate or not self.sample:
             return []
-        s = self.sample
-        exact = (self.numerics or {}).get("precision", "fp32") == "fp32"
+        s, exact = self.sample, (self.numerics or {}).get("precision", "fp32") == "fp32"
         return [f"ESTIMATE from a seeded sample of {s['n']} of {s['population']} foregrounds (seed {s['seed']}, "
                 f"stratified by class): 95% Wilson interval half-width {100 * s['halfwidth']:.1f} points; "
                 f"each verdict {'is exact' if exact else 'tried every background'}. Rerun with --seed {s['seed']} and without --sample to extend it to the "

@@ -21,11 +21,10 @@ boundary: `verified.VerifiedRun`, imported only for it, which the invocation cal
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import List, Optional
 
 import numpy as np
 import torch
-import torch.distributed as dist
 
 from ... import console, distributed, recording
 from ...data.pixel_cache import pixels_of
@@ -40,8 +39,8 @@ from .engine import ChallengeEngine
 from .result import ChallengeReport
 from .sample import SamplePlan
 from .summary import ChallengeData, summarize
-from ...evaluation.feed import Fetch, to_device
-from .verdict import FgResult
+from ...evaluation.feed import Fetch, Images, host_runs, to_device
+from .search import FgResult
 
 __all__ = ["ChallengeConfig", "ChallengeReport", "summarize", "load_backgrounds",
            "load_foregrounds"]
@@ -50,18 +49,16 @@ __all__ = ["ChallengeConfig", "ChallengeReport", "summarize", "load_backgrounds"
 def _whole(images) -> tuple:
     """The one host run of `images` (a feed `Images` of one batch), as writable tensors (the
     engine's tensors own their memory); images of more than one size are refused in one line."""
-    from ...evaluation.feed import host_runs
     runs = [run for _, run in host_runs(images, range(len(images)), workers=0)]
     if len(runs) > 1:
-        shapes = sorted({tuple(r.x.shape[1:]) for r in runs})
-        raise DataError(f"the challenge needs images of one size; found {shapes[:3]} ...")
+        raise DataError("the challenge needs images of one size; found "
+                        f"{sorted({tuple(r.x.shape[1:]) for r in runs})[:3]} ...")
     return tuple(t.clone() for t in (runs[0].x, runs[0].m) if t is not None) if runs else ()
 
 
 def load_backgrounds(layout: Layout):
     """Every ONLY-BG-T image, decoded (from the pixel cache, through the feed), as one (N, H, W, 3)
     uint8 tensor."""
-    from ...evaluation.feed import Images
     items = layout.items("only_bg_t")
     found = _whole(Images.of(pixels_of(items), max(1, len(items))))
     return items, found[0] if found else torch.zeros((0, 1, 1, 3), dtype=torch.uint8)
@@ -70,19 +67,15 @@ def load_backgrounds(layout: Layout):
 def load_foregrounds(pairs, indices: List[int]):
     """The chosen originals and their masks (through the feed, from the whole list's cache entries);
     masks must match their image's size."""
-    from ...evaluation.feed import Images
     found = _whole(Images.of_pairs(pairs, max(1, len(indices)), positions=indices))
-    if not found:
-        return torch.zeros((0, 1, 1, 3), dtype=torch.uint8), torch.zeros((0, 1, 1), dtype=torch.bool)
-    return found
+    return found or (torch.zeros((0, 1, 1, 3), dtype=torch.uint8), torch.zeros((0, 1, 1), dtype=torch.bool))
 
 
 def challenge_run(run: RunContext):
     """The challenge's own part of its run: the backgrounds, the resumable invocation over the
     foregrounds, and on rank 0 (the report, its config; its provenance was built when its run
     opened, `Challenge.opened`)."""
-    cfg, out_dir = run.cfg, run.out_dir
-    store, figures = run.given["store"], run.given.get("figures")
+    cfg, out_dir, store, figures = run.cfg, run.out_dir, run.given["store"], run.given.get("figures")
     model, layout, rank = run.model, run.layout, run.ranks.rank
     bg_items, backgrounds = load_backgrounds(layout)
     job = _Invocation(run, ChallengeData(layout, layout.foregrounds(), bg_items, backgrounds), store, cfg)
@@ -93,10 +86,9 @@ def challenge_run(run: RunContext):
     matrix = store.challenge_matrix(job.run_id, job.data.fg_ids) if cfg.full else None  # rows in the data's order
     report = summarize(store.challenge_results(job.run_id), job.data, job.run_id, model.spec.to_dict(), matrix,
                        plan=job.plan, cfg=cfg)
-    report.pairs = store.challenge_pairs(job.run_id)  # every rank's and every earlier invocation's
-    report.seconds = round(run.elapsed(), 2)
-    report.precision = verified
-    report.numerics = job.engine.numerics()
+    # pairs: every rank's and every earlier invocation's
+    report.pairs, report.seconds = store.challenge_pairs(job.run_id), round(run.elapsed(), 2)
+    report.precision, report.numerics = verified, job.engine.numerics()
     if figures is not None and report.full:
         default = store.path.parent / f"{store.path.stem}-challenge_{job.run_id}"  # two stores in one folder: two
         report.files.update(figures(report, Path(out_dir or default)))
@@ -110,8 +102,7 @@ class _Invocation:
     def __init__(self, run: RunContext, data: ChallengeData, store: Store, cfg: ChallengeConfig):
         model, world, rank = run.model, run.ranks.world, run.ranks.rank
         self.data, self.store, self.cfg = data, store, cfg
-        self.world, self.rank, self.device = world, rank, run.device
-        self.progress = run.progress
+        self.world, self.rank, self.device, self.ranks, self.progress = world, rank, run.device, run.ranks, run.progress
         self.plan = SamplePlan.build(cfg.seed, data.fg_ids, data.fg_labels, sample=cfg.sample,
                                      halfwidth=cfg.halfwidth, chunk=cfg.chunk_size(world),
                                      first=cfg.first_chunk(world))
@@ -122,11 +113,9 @@ class _Invocation:
         done = {r["image_id"]: r for r in store.challenge_results(self.run_id)}
         self.fooled_by_id = {i: bool(r["fooled"]) for i, r in done.items()}
         self.engine = self._make_engine(model, done)  # on its device, in eval mode (the template)
-        self.clean: Dict[int, int] = {}
-        self.rows: List[tuple] = []
-        self.matrix_rows: List[tuple] = []  # --full: (image_id, its row's bytes), stored with its verdict
-        self.unseen: set = set()  # positions this invocation must still give a verdict (the progress bar)
-        self.bar = None
+        # clean predictions by position, verdict rows to store, and (--full) (image_id, its row's bytes)
+        self.clean, self.rows, self.matrix_rows = {}, [], []
+        self.unseen, self.bar = set(), None  # positions this invocation must still give a verdict; its bar
         self.verified = None  # bf16-verified's bookkeeping, the module imported only for it
         if self.engine.verifier is not None:
             from .verified import VerifiedRun
@@ -142,26 +131,24 @@ class _Invocation:
             statuses = () if self.cfg.rerun else ("running", "sampled") + (() if self.cfg.sampled else ("done",))
             run_id = self.store.find_resumable("challenge", prov.model, prov.spec, prov.data_fingerprint, prov.config,
                                                statuses=statuses) if statuses else None
-            finished = run_id is not None and self.store.get_run(run_id)["status"] == "done"
-            if finished:
+            if run_id is not None and self.store.get_run(run_id)["status"] == "done":  # finished
                 console.status(f"reusing challenge run {run_id}: it is finished, with the same model, weights, options "
                                f"and data (--rerun measures anew)")
             elif run_id is not None:
-                done_before = len(self.store.challenge_results(run_id))
-                console.status(f"resuming challenge run {run_id}: {done_before}/{len(self.data.pairs)} foregrounds "
-                               "already done")
+                console.status(f"resuming challenge run {run_id}: {len(self.store.challenge_results(run_id))}/"
+                               f"{len(self.data.pairs)} foregrounds already done")
             else:
                 run_id = recording.start(self.store, prov)
-        return distributed.broadcast(run_id, distributed.Ranks(self.world, self.rank, self.device))
+        return distributed.broadcast(run_id, self.ranks)
 
     def _make_engine(self, model: BgModel, done: dict) -> ChallengeEngine:
         cfg, d = self.cfg, self.data
         engine = ChallengeEngine(model, d.backgrounds.to(self.device), torch.from_numpy(d.bg_labels),
                                  mapping=cfg.mapping, batch_size=cfg.batch_size, precision=cfg.precision,
                                  verify_safety=cfg.verify_safety, seed=cfg.seed + self.rank)
-        for r in done.values():  # warm the ordering with what earlier runs learnt
+        for r in done.values():  # warm the ordering with what earlier runs learnt: r's foreground fooled
             if r["fooling_bg"] in d.bg_index:
-                engine.warm(d.bg_index[r["fooling_bg"]], int(r["label"]))
+                engine.learn(torch.tensor([d.bg_index[r["fooling_bg"]]]), torch.tensor([True]), int(r["label"]))
         return engine
 
     # -- the loop over chunks ---------------------------------------------------------------------
@@ -184,12 +171,9 @@ class _Invocation:
 
     def _interval_is_narrow(self, end: int) -> bool:
         """The --halfwidth rule over the done prefix [0, end) of the order, every rank's share counted."""
-        ids = self.data.fg_ids
-        held = sum(not self.fooled_by_id[ids[i]] for i in self.plan.shard(0, end, self.rank, self.world))
-        counts = torch.tensor([held, end if self.rank == 0 else 0], dtype=torch.long, device=self.reduce_device())
-        if self.world > 1:
-            dist.all_reduce(counts)
-        return self.plan.should_stop(int(counts[0]), int(counts[1]))
+        held = sum(not self.fooled_by_id[self.data.fg_ids[i]] for i in self.plan.shard(0, end, self.rank, self.world))
+        held, n = distributed.all_reduce([held, end if self.rank == 0 else 0], self.ranks)
+        return self.plan.should_stop(int(held), int(n))
 
     def run_chunk(self, positions: List[int]) -> None:
         """Verdicts (or full rows) for the foregrounds at `positions`, stored as they come."""
@@ -199,13 +183,12 @@ class _Invocation:
         preds = [engine.predict_uint8(on_device[s:s + self.cfg.batch_size])
                  for s in range(0, len(positions), self.cfg.batch_size)]
         self.clean.update(zip(positions, Fetch([torch.cat(preds)]).wait()[0].tolist()))  # one wait, not one a batch
-        labels = d.fg_labels[positions]
-        local = list(range(len(positions)))
+        given = (on_device, masks, d.fg_labels[positions], list(range(len(positions))))  # local indices
         on_result = lambda r: self.record(positions[r.index], r)  # noqa: E731
         if self.cfg.full:
-            engine.full_rows(on_device, masks, labels, local, on_result=on_result)
+            engine.full_rows(*given, on_result=on_result)
         else:
-            engine.verdicts(on_device, masks, labels, local, on_result=on_result, progress=False)
+            engine.verdicts(*given, on_result=on_result, progress=False)
         self.flush()
 
     def load(self, positions: List[int]):
@@ -218,9 +201,9 @@ class _Invocation:
         d = self.data
         if r.row is not None:
             self.matrix_rows.append((d.fg_ids[pos], np.ascontiguousarray(r.row, dtype=np.uint8).tobytes()))
-        bg = d.bg_items[r.fooling_bg].image_id if r.fooled else None
         self.rows.append((d.fg_ids[pos], int(d.fg_labels[pos]), int(self.clean[pos]), int(r.fooled), int(r.pairs),
-                          bg, int(r.fooling_pred) if r.fooled else None))
+                          d.bg_items[r.fooling_bg].image_id if r.fooled else None,
+                          int(r.fooling_pred) if r.fooled else None))
         if self.verified is not None:
             self.verified.record(d.fg_ids[pos], r)
         self.fooled_by_id[d.fg_ids[pos]] = bool(r.fooled)
@@ -240,15 +223,10 @@ class _Invocation:
         self.rows, self.matrix_rows, self.stored_pairs = [], [], counted
 
     # -- totals over ranks --------------------------------------------------------------------------
-    def reduce_device(self) -> str:
-        """Where a tensor reduced across ranks lives: NCCL reduces device tensors only; gloo takes CPU ones."""
-        return self.device if self.world > 1 else "cpu"
-
     def totals(self) -> Optional[dict]:
         """The bf16-verified stats over every rank (None for other precisions); once it returns,
         every rank has stored its verdicts and its composites (which rank 0 then reads back from
         the store)."""
         verified = self.verified.totals() if self.verified is not None else None
-        if self.world > 1:
-            dist.barrier()
+        distributed.barrier(self.ranks)
         return verified

@@ -21,6 +21,7 @@ correction, which would narrow it further).
 from __future__ import annotations
 
 import hashlib
+import itertools
 from dataclasses import dataclass
 from typing import Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
@@ -48,10 +49,8 @@ def sample_order(seed: int, fg_ids: Sequence[str], fg_labels: Sequence[int]) -> 
     for c, members in by_class.items():
         members = sorted(members, key=lambda i: (_key(seed, fg_ids[i]), fg_ids[i]))
         u = _key(seed, f"class:{c}") / 2.0 ** 64
-        n = len(members)
-        keyed.extend(((r + u) / n, _key(seed, f"class:{c}"), c, i) for r, i in enumerate(members))
-    keyed.sort()
-    return [i for *_, i in keyed]
+        keyed.extend(((r + u) / len(members), _key(seed, f"class:{c}"), c, i) for r, i in enumerate(members))
+    return [i for *_, i in sorted(keyed)]
 
 
 def wilson_halfwidth(k: int, n: int) -> float:
@@ -62,12 +61,7 @@ def wilson_halfwidth(k: int, n: int) -> float:
 
 def done_prefix(order: Sequence[int], fg_ids: Sequence[str], done: Mapping[str, object]) -> int:
     """Length of the longest prefix of `order` whose foregrounds all have a verdict in `done`."""
-    n = 0
-    for i in order:
-        if fg_ids[i] not in done:
-            break
-        n += 1
-    return n
+    return sum(1 for _ in itertools.takewhile(lambda i: fg_ids[i] in done, order))
 
 
 @dataclass(frozen=True)
@@ -95,15 +89,13 @@ class SamplePlan:
     def build(cls, seed: int, fg_ids: Sequence[str], fg_labels: Sequence[int], sample: Optional[int] = None,
               halfwidth: Optional[float] = None, chunk: int = 256, first: Optional[int] = None) -> "SamplePlan":
         order = tuple(sample_order(seed, fg_ids, fg_labels))
-        limit = len(order) if sample is None else min(int(sample), len(order))
-        return cls(order=order, limit=limit, halfwidth=halfwidth, chunk=max(1, int(chunk)),
-                   first=None if first is None else max(1, int(first)))
+        return cls(order=order, limit=len(order) if sample is None else min(int(sample), len(order)),
+                   halfwidth=halfwidth, chunk=max(1, int(chunk)), first=None if first is None else max(1, int(first)))
 
     def chunks(self) -> Iterator[Tuple[int, int]]:
         """(start, end) positions into `order`, covering [0, limit): boundaries double from `first`
         until chunks reach `chunk`."""
-        first = min(self.first or self.chunk, self.chunk)
-        start = 0
+        first, start = min(self.first or self.chunk, self.chunk), 0
         while start < self.limit:
             end = min(start + min(max(start, first), self.chunk), self.limit)
             yield start, end

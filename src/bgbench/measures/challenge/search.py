@@ -1,4 +1,5 @@
-"""The verdict search behind `ChallengeEngine.verdicts`, and the full rows behind `full_rows`.
+"""The verdict search behind `ChallengeEngine.verdicts`, and the full rows behind `full_rows`; a
+foreground's verdict (`FgResult`), and the composite every verdict is made of.
 
 `VerdictSearch` packs foregrounds into shared batches; each contributes a chunk of its untried
 backgrounds that doubles after every miss, and leaves at its first fooling background. While a
@@ -8,45 +9,47 @@ frozen (a survivor is most likely never fooled, and slicing a fixed order costs 
 
 Under bf16-verified a search decides its composites through the engine's verifier
 (`verified.SearchChecks`: fooling composites confirmed in fp32, near ties kept for each verdict);
-that is the only place this module meets it.
+that is the only place this module meets it. `engine` is an `engine.ChallengeEngine`, typed `Any`:
+this module never imports the engine (no import cycle, not even for typing).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, List, Optional, Protocol, Sequence
+from typing import Any, Callable, List, NamedTuple, Optional, Sequence
 
+import numpy as np
 import torch
 
 from ... import console
-from .verdict import FgResult, OnResult, row_of
+from .matrix import UNMAPPED
 
 
-class SearchEngine(Protocol):
-    """What the search uses of `engine.ChallengeEngine`, named here because the engine calls this
-    module and this module never imports the engine (no import cycle, not even for typing)."""
+@dataclass
+class FgResult:
+    """The verdict for one foreground."""
 
-    device: torch.device
-    batch_size: int
-    num_bg: int
-    max_chunk: int
-    adapt_until: int
-    fill_after: int
-    speculate: bool
-    stats: Any  # engine.EngineStats: pairs, batches, wasted, forward_seconds
-    verifier: Optional[Any]  # verified.Verifier under bf16-verified, else None
+    index: int
+    fooled: bool
+    pairs: int  # composites evaluated
+    fooling_bg: int = -1  # index of the first fooling background found, or -1
+    fooling_pred: int = -2  # what it was predicted as
+    # bf16-verified: what a raised delta re-examines (a verified.NearTies; the fp32 path never imports it)
+    near: Optional[Any] = field(default=None, repr=False)
+    row: Optional[np.ndarray] = field(default=None, repr=False)  # full mode: its predictions (uint8, 255 unmapped)
 
-    def order_for(self, label: int) -> torch.Tensor: ...
 
-    def ordering_state(self) -> Any: ...
+OnResult = Optional[Callable[[FgResult], None]]
 
-    def restore_ordering(self, state: Any) -> None: ...
 
-    def count(self, n: int) -> None: ...
+def composite(images: torch.Tensor, masks: torch.Tensor, backgrounds: torch.Tensor, fi: torch.Tensor,
+              bi: torch.Tensor) -> torch.Tensor:
+    """NHWC uint8 composites: foreground fi[k] over background bi[k] (an exact pixel selection)."""
+    return torch.where(masks[fi][..., None], images[fi], backgrounds[bi])
 
-    def launch_composites(self, images: torch.Tensor, masks: torch.Tensor, fi: torch.Tensor, bi: torch.Tensor,
-                          count: bool = True) -> Any: ...
 
-    def learn(self, idx: torch.Tensor, wrong: torch.Tensor, label: Any) -> None: ...
+def row_of(pred: torch.Tensor) -> np.ndarray:
+    """Predictions (CPU; -1 for unmapped) as entries of a full row: uint8, `UNMAPPED` for -1."""
+    return torch.where(pred < 0, torch.full_like(pred, UNMAPPED), pred).numpy().astype(np.uint8)
 
 
 @dataclass(eq=False)
@@ -61,13 +64,8 @@ class _Fg:
     order: Optional[torch.Tensor] = None  # its frozen order, once it has tried `adapt_until`
 
 
-@dataclass
-class _Span:
-    """One foreground's composites in a batch: rows start .. start + len(bg)."""
-
-    fg: _Fg
-    bg: torch.Tensor
-    start: int
+#: one foreground's composites in a batch: rows start .. start + len(bg)
+_Span = NamedTuple("_Span", [("fg", _Fg), ("bg", torch.Tensor), ("start", int)])
 
 
 def takes(active: List[_Fg], batch_size: int, num_bg: int, fill_after: int) -> List[int]:
@@ -78,8 +76,7 @@ def takes(active: List[_Fg], batch_size: int, num_bg: int, fill_after: int) -> L
     among the survivors, foregrounds that have tried at least `fill_after` backgrounds: they are
     mostly never fooled and must see every background anyway.
     """
-    room = batch_size
-    out = []
+    room, out = batch_size, []
     for s in active:
         n = min(s.chunk, num_bg - s.pos, room)
         out.append(n)
@@ -105,22 +102,19 @@ class VerdictSearch:
     as if nothing in the first fooled: the host packs while the device computes, and waits on the
     device only for results that are due (`evaluation.feed.Fetch`). When nothing fooled, that guess was
     the search's own next step, so it is kept; otherwise it is thrown away (the state it changed is
-    restored, `_Undo`) and the next batch is packed from what happened. Batches, orders, verdicts
+    restored, `_ahead`) and the next batch is packed from what happened. Batches, orders, verdicts
     and pair counts are the same with and without it. It is tried only after a batch that fooled
     nothing (a run's robust stretch, where its cost is), so fooled stretches waste nothing.
     """
 
-    def __init__(self, engine: SearchEngine, images: torch.Tensor, masks: torch.Tensor, labels: Sequence[int],
+    def __init__(self, engine: Any, images: torch.Tensor, masks: torch.Tensor, labels: Sequence[int],
                  on_result: OnResult = None, progress: bool = False):
-        self.engine = engine
+        self.engine, self.on_result, self.progress = engine, on_result, progress
         self.images, self.masks, self.labels = images, masks, labels
-        self.on_result = on_result
-        self.progress = progress
-        self.active: List[_Fg] = []
-        self.queue: List[int] = []
-        self.results: List[FgResult] = []
+        # the foregrounds being searched (`_Fg`), those waiting (indices, popped from the end), the verdicts given
+        self.active, self.queue, self.results = [], [], []
         self.checks = engine.verifier.checks(images, masks, labels) if engine.verifier is not None else None
-        self._marks: Optional[list] = None  # while packing speculatively: (tried mask, indices set in it)
+        self._marks = None  # while packing speculatively: a list of (tried mask, indices set in it)
         self.bar = None
 
     def run(self, indices: Sequence[int]) -> List[FgResult]:
@@ -134,19 +128,19 @@ class VerdictSearch:
                 if not self.active:
                     break
                 pending = self._launch(self._pack())
-            ahead = self._ahead(pending) if e.speculate and clean else None
-            pred = self._finish(pending)
+            ahead = self._ahead(pending) if e.speculate and clean else None  # (results, batch, restore)
+            # predictions (CPU) of the launched batch (with bf16-verified, through its checks)
+            pred = self.checks.finish(pending.handle) if self.checks is not None else pending.handle.wait()[0]
             clean = not bool((pred != pending.labels).any())
+            e.count(len(pred))
             if ahead is not None and clean:  # the guess was right: its settle and its batch stand
-                e.count(len(pred))
-                self._give(ahead.results)
-                pending = ahead.batch
+                self._give(ahead[0])
+                pending = ahead[1]
             else:
                 if ahead is not None:
-                    ahead.restore(self)
-                    if ahead.batch is not None:
-                        e.stats.wasted += len(ahead.batch.labels)
-                e.count(len(pred))
+                    ahead[2]()  # the guess was wrong: undo what it changed
+                    if ahead[1] is not None:
+                        e.stats.wasted += len(ahead[1].labels)
                 self._give(self._settle(pending, pred))
                 pending = None
             self.bar.set_postfix(pairs_s=f"{e.stats.pairs / max(self.bar.format_dict['elapsed'], 1e-9):.0f}")
@@ -160,23 +154,34 @@ class VerdictSearch:
             i = self.queue.pop()
             self.active.append(_Fg(i, int(self.labels[i]), torch.zeros(e.num_bg, dtype=torch.bool)))
 
-    def _ahead(self, pending: "_Batch") -> "_Undo":
-        """Settle `pending` as if nothing in it fooled and launch the batch that would follow; the
-        returned `_Undo` holds that batch, the results the guess gave, and what restores the state."""
-        undo = _Undo.of(self)
-        undo.results = self._settle(pending, pending.labels)
+    def _ahead(self, pending: "_Batch") -> tuple:
+        """Settle `pending` as if nothing in it fooled and launch the batch that would follow;
+        returns the results the guess gave, that batch (None when nothing is left), and a call
+        that restores what the guess changed when it was wrong: the ordering's counts and jitter
+        generator, the queue, the active set and each active foreground's progress, and the tried
+        masks the speculative packing marked."""
+        ordering, queue, active = self.engine.ordering_state(), list(self.queue), list(self.active)
+        progress, marks = [(s, s.pos, s.chunk, s.tried, s.order) for s in self.active], []
+
+        def restore() -> None:
+            for tried, idx in marks:
+                tried[idx] = False
+            for s, pos, chunk, tried, order in progress:
+                s.pos, s.chunk, s.tried, s.order = pos, chunk, tried, order
+            self.engine.restore_ordering(ordering)
+            self.queue, self.active = queue, active
+        results, batch = self._settle(pending, pending.labels), None
         self._admit()
         if self.active:
-            self._marks = undo.marks
+            self._marks = marks
             try:
-                undo.batch = self._launch(self._pack())
+                batch = self._launch(self._pack())
             finally:
                 self._marks = None
-        return undo
+        return results, batch, restore
 
     def _pack(self) -> List[_Span]:
-        e = self.engine
-        spans, start = [], 0
+        spans, start, e = [], 0, self.engine
         for s, n in zip(self.active, takes(self.active, e.batch_size, e.num_bg, e.fill_after)):
             if n:
                 spans.append(_Span(s, self._next_backgrounds(s, n), start))
@@ -186,7 +191,7 @@ class VerdictSearch:
     def _next_backgrounds(self, s: _Fg, n: int) -> torch.Tensor:
         if s.order is not None:
             return s.order[s.pos:s.pos + n]
-        o = self.engine.order_for(s.y)
+        o = torch.argsort(self.engine.scores_for(s.y), descending=True)  # most likely to fool first
         untried = o[~s.tried[o]]
         idx = untried[:n]
         s.tried[idx] = True
@@ -203,13 +208,8 @@ class VerdictSearch:
         fi = torch.repeat_interleave(torch.tensor([sp.fg.i for sp in spans]), sizes)
         bi = torch.cat([sp.bg for sp in spans])
         labels = torch.repeat_interleave(torch.tensor([sp.fg.y for sp in spans]), sizes)
-        handle = (self.checks.launch(fi, bi, count=False) if self.checks is not None
-                  else self.engine.launch_composites(self.images, self.masks, fi, bi, count=False))
-        return _Batch(spans, bi, labels, handle)
-
-    def _finish(self, batch: "_Batch") -> torch.Tensor:
-        """Predictions (CPU) of a launched batch (with bf16-verified, through its checks)."""
-        return self.checks.finish(batch.handle) if self.checks is not None else batch.handle.wait()[0]
+        return _Batch(spans, bi, labels, self.checks.launch(fi, bi) if self.checks is not None
+                      else self.engine.launch_composites(self.images, self.masks, fi, bi))
 
     def _settle(self, batch: "_Batch", pred: torch.Tensor) -> List[FgResult]:
         """Learn from the batch (one call for all its foregrounds) and move each foreground on;
@@ -235,112 +235,63 @@ class VerdictSearch:
                 continue
             done.add(s)
             out.append(r)
-        if done:
-            self.active = [s for s in self.active if s not in done]
+        self.active = [s for s in self.active if s not in done]
         return out
 
     def _give(self, results: List[FgResult]) -> None:
         """Hand out verdicts (with bf16-verified, each with its near ties)."""
         for r in results:
-            if self.checks is not None:
-                r = self.checks.given(r)
+            r = self.checks.given(r) if self.checks is not None else r
             self.results.append(r)
             if self.on_result is not None:
                 self.on_result(r)
         self.bar.update(len(results))
 
 
-@dataclass
-class _Batch:
-    """A launched batch: its spans, the background and label of each row, and the handle its
-    predictions come by."""
-
-    spans: List[_Span]
-    bg: torch.Tensor
-    labels: torch.Tensor
-    handle: Any
+#: a launched batch: its spans, the background and label of each row, and the handle its predictions come by
+_Batch = NamedTuple("_Batch", [("spans", List[_Span]), ("bg", torch.Tensor), ("labels", torch.Tensor),
+                              ("handle", Any)])
 
 
-@dataclass
-class _Undo:
-    """What a speculative step changed, to restore it when its guess was wrong: the ordering's
-    counts and jitter generator, the queue, the active set and each active foreground's progress,
-    and the tried masks the speculative packing marked."""
-
-    ordering: Any
-    queue: List[int]
-    active: List[_Fg]
-    progress: List[tuple]
-    marks: list = field(default_factory=list)
-    results: List[FgResult] = field(default_factory=list)
-    batch: Optional[_Batch] = None
-
-    @classmethod
-    def of(cls, search: VerdictSearch) -> "_Undo":
-        return cls(search.engine.ordering_state(), list(search.queue), list(search.active),
-                   [(s, s.pos, s.chunk, s.tried, s.order) for s in search.active])
-
-    def restore(self, search: VerdictSearch) -> None:
-        for tried, idx in self.marks:
-            tried[idx] = False
-        for s, pos, chunk, tried, order in self.progress:
-            s.pos, s.chunk, s.tried, s.order = pos, chunk, tried, order
-        search.engine.restore_ordering(self.ordering)
-        search.queue, search.active = self.queue, self.active
-
-
-def full_result(engine: SearchEngine, images: torch.Tensor, masks: torch.Tensor, labels: Sequence[int],
+def full_result(engine: Any, images: torch.Tensor, masks: torch.Tensor, labels: Sequence[int],
                 j: int) -> FgResult:
     """Foreground j against every background: its row and its verdict (with bf16-verified, its
     first fooling entry confirmed in fp32, through the verifier's checks)."""
-    return _Row.launch(engine, images, masks, labels, j).finish()
+    return _launch_row(engine, images, masks, labels, j)()
 
 
-def full_results(engine: SearchEngine, images: torch.Tensor, masks: torch.Tensor, labels: Sequence[int],
+def full_results(engine: Any, images: torch.Tensor, masks: torch.Tensor, labels: Sequence[int],
                  indices: Sequence[int], on_result: OnResult = None) -> List[FgResult]:
     """`full_result` of each foreground of `indices`, in order; each row's forwards are queued
     before the last row's results are waited on, so the device never waits for the host."""
-    results: List[FgResult] = []
-    pending: Optional[_Row] = None
+    results, pending = [], None
     for j in list(indices) + [None]:
-        row = _Row.launch(engine, images, masks, labels, j) if j is not None else None
+        row = _launch_row(engine, images, masks, labels, j) if j is not None else None
         if pending is not None:
-            results.append(pending.finish())
+            results.append(pending())
             if on_result is not None:
                 on_result(results[-1])
         pending = row
     return results
 
 
-@dataclass
-class _Row:
-    """One foreground's whole row on its way: its forwards queued, its checks (bf16-verified)."""
+def _launch_row(e: Any, images: torch.Tensor, masks: torch.Tensor, labels: Sequence[int],
+                j: int) -> Callable[[], FgResult]:
+    """Queue foreground j's whole row (with bf16-verified, through its checks); the call returned
+    gives the row and its verdict once its predictions are back."""
+    fi, bi = torch.full((e.num_bg,), j), torch.arange(e.num_bg)
+    checks = e.verifier.checks(images, masks, labels) if e.verifier is not None else None
+    # counted as pairs when the row is finished: a run stopped while a row is queued stores no
+    # verdict of it, and its resumption evaluates that row again (counted then, once)
+    handle = (checks.launch(fi, bi) if checks is not None
+              else e.launch_composites(images, masks, fi, bi))
 
-    engine: Any
-    labels: Sequence[int]
-    j: int
-    checks: Any
-    handle: Any
-
-    @classmethod
-    def launch(cls, engine: SearchEngine, images: torch.Tensor, masks: torch.Tensor, labels: Sequence[int],
-               j: int) -> "_Row":
-        e = engine
-        fi, bi = torch.full((e.num_bg,), j), torch.arange(e.num_bg)
-        checks = e.verifier.checks(images, masks, labels) if e.verifier is not None else None
-        # counted as pairs when the row is finished: a run stopped while a row is queued stores no
-        # verdict of it, and its resumption evaluates that row again (counted then, once)
-        handle = (checks.launch(fi, bi, count=False) if checks is not None
-                  else e.launch_composites(images, masks, fi, bi, count=False))
-        return cls(e, labels, j, checks, handle)
-
-    def finish(self) -> FgResult:
-        """The row and its verdict, once its predictions are back."""
-        e, j, checks = self.engine, self.j, self.checks
-        pred = checks.finish(self.handle) if checks is not None else self.handle.wait()[0]
+    def finish() -> FgResult:
+        pred = checks.finish(handle) if checks is not None else handle.wait()[0]
         for start in range(0, e.num_bg, e.batch_size):  # the row's batches, as launched
             e.count(min(e.batch_size, e.num_bg - start))
-        wrong = (pred != int(self.labels[j])).nonzero()
+        wrong = (pred != int(labels[j])).nonzero()
         k = int(wrong[0]) if len(wrong) else -1
         r = FgResult(j, k >= 0, e.num_bg, k, int(pred[k]) if k >= 0 else -2, row=row_of(pred))
         return checks.given(r) if checks is not None else r
+    return finish

@@ -9,11 +9,10 @@ from typing import List, Optional, Sequence
 import numpy as np
 
 from ...errors import DataError
-from ...evaluation.metrics import finite_or_none
-from .rank import top_backgrounds
-from ..registry import estimate
+from ...evaluation.metrics import finite_or_none, percent
+from .matrix import hijack_matrix, labels_in_layout_order, top_backgrounds
 from ..examples import Pick, top_per_class
-from ..registry import SectionContext, SectionSubject
+from ..registry import SectionContext, SectionSubject, estimate
 
 
 #: Backgrounds per class shown by attack success rate (the paper's Fig. 4 shows five).
@@ -29,8 +28,7 @@ def challenge_run(subject: SectionSubject, ctx: SectionContext):
 
 def _background_path(root: Path, bg_id: str) -> Optional[Path]:
     folder = root / "only_bg_t" / "val" / Path(bg_id).parent
-    hits = sorted(folder.glob(Path(bg_id).name + ".*")) if folder.is_dir() else []
-    return hits[0] if hits else None
+    return next(iter(sorted(folder.glob(Path(bg_id).name + ".*"))), None) if folder.is_dir() else None
 
 
 def challenge_section(ctx: SectionContext, subject: SectionSubject) -> Optional[dict]:
@@ -67,8 +65,8 @@ def _top_backgrounds(ctx: SectionContext, run, ids, labels: np.ndarray, asr: np.
     g = ctx.gallery("Most fooling backgrounds per class", folder=str(root / "only_bg_t" / "val"))
     for c, idx in sorted(top_backgrounds(asr, labels, k=TOP_BACKGROUNDS).items()):
         for rank, j in enumerate(idx, start=1):
-            shot = g.shot_of_file(_background_path(root, ids[j]), f"ASR {pct(asr[j])}")
-            g.add(names[c], ids[j], f"#{rank}", "", [shot])
+            g.add(names[c], ids[j], f"#{rank}", "",
+                  [g.shot_of_file(_background_path(root, ids[j]), f"ASR {percent(asr[j], 0, 0)}")])
     return g.to_dict()
 
 
@@ -78,9 +76,9 @@ def challenge_gallery(ctx: SectionContext, subject: SectionSubject) -> Optional[
     run, full = challenge_run(subject, ctx)
     if run is None or not full:
         return None
-    split = json.loads(run["config"]).get("split", "val")
     try:
-        layout = discover(run["data_root"], split=split, variants=["original", "only_bg_t"])
+        layout = discover(run["data_root"], split=json.loads(run["config"]).get("split", "val"),
+                          variants=["original", "only_bg_t"])
         pairs, bg_items = layout.foregrounds(), layout.items("only_bg_t")
     except DataError as e:
         return {"run_id": run["id"], "missing": f"its images are not readable any more ({e})"}
@@ -91,12 +89,12 @@ def challenge_gallery(ctx: SectionContext, subject: SectionSubject) -> Optional[
                                                  f"{'missing rows' if matrix is None else matrix.shape})"}
     asr_of = {r["bg_id"]: r["asr"] for r in ctx.store.challenge_backgrounds(run["id"])}
     asr = np.array([asr_of.get(it.image_id, 0.0) for it in bg_items])
-    fg_labels = np.array([it.label for it, _ in pairs])
     name = class_namer(list(layout.classes))
     clean = {r["image_id"]: r["clean_pred"] for r in ctx.store.challenge_results(run["id"])}
     k = per_class(len(layout.classes))
     fooled = ctx.gallery("Foregrounds fooled by the most backgrounds", folder=layout.root.as_posix())
-    for p in most_fooled(np.asarray(matrix), [it.image_id for it, _ in pairs], fg_labels, asr, k):
+    for p in most_fooled(np.asarray(matrix), [it.image_id for it, _ in pairs], np.array([it.label for it, _ in pairs]),
+                         asr, k):
         _fooled_item(fooled, name, p, pairs[p.detail["row"]], bg_items[p.detail["bg"]], asr, clean)
     return {"run_id": run["id"], "fooled": fooled.to_dict(), "per_class": k, "backgrounds": len(bg_items),
             "missing": None}
@@ -111,14 +109,14 @@ def _fooled_item(g, name, p, pair, bg, asr: np.ndarray, clean: dict) -> None:
     composite = np.where(mask[..., None], image, background)
     c = clean.get(item.image_id)
     shots = [g.shot_of_file(item.path, "original", "" if c is None else name(c), None if c is None else c == p.label),
-             g.shot_of_file(bg.path, f"background of {name(bg.label)}, ASR {pct(asr[p.detail['bg']])}"),
+             g.shot_of_file(bg.path, f"background of {name(bg.label)}, ASR {percent(asr[p.detail['bg']], 0, 0)}"),
              g.shot_of_array(composite, "composite", name(p.detail["pred"]), False)]
     n, total = p.detail["fooled_by"], p.detail["backgrounds"]
-    g.add(name(p.label), item.image_id, name(p.label), f"fooled by {n}/{total} backgrounds ({pct(n / total)})", shots)
+    g.add(name(p.label), item.image_id, name(p.label),
+          f"fooled by {n}/{total} backgrounds ({percent(n / total, 0, 0)})", shots)
 
 
 def hijack_section(ctx: SectionContext, subject: SectionSubject) -> Optional[dict]:
-    from ..challenge.hijack import hijack_matrix, labels_in_layout_order
     run, full = challenge_run(subject, ctx)
     if run is None or not full:
         return None
@@ -133,11 +131,11 @@ def hijack_section(ctx: SectionContext, subject: SectionSubject) -> Optional[dic
     names = json.loads(run["config"]).get("classes") or subject.classes
     h = hijack_matrix(np.asarray(matrix), fg_labels, bg_labels, len(names))
     counts = np.bincount(fg_labels, minlength=len(names))
-    others = [_weighted_column(h, counts, b) for b in range(len(names))]
-    path = ctx.plots.hijack_heatmap(ctx.figure_path(subject, "hijack"), h, names)
-    rows = [{"class": names[a], "n": int(counts[a]), "cells": finite_or_none(h[a])} for a in range(len(names))]
-    return {"run_id": run["id"], "figure": ctx.href(path), "classes": names, "rows": rows,
-            "fool_rate": finite_or_none(others), "missing": None}
+    figure = ctx.plots.hijack_heatmap(ctx.figure_path(subject, "hijack"), h, names)
+    return {"run_id": run["id"], "figure": ctx.href(figure), "classes": names,
+            "rows": [{"class": c, "n": int(counts[a]), "cells": finite_or_none(h[a])} for a, c in enumerate(names)],
+            "fool_rate": finite_or_none([_weighted_column(h, counts, b) for b in range(len(names))]),
+            "missing": None}
 
 
 def _weighted_column(h: np.ndarray, counts: np.ndarray, b: int) -> float:
@@ -145,10 +143,6 @@ def _weighted_column(h: np.ndarray, counts: np.ndarray, b: int) -> float:
     rows = [a for a in range(len(counts)) if a != b and counts[a] > 0 and not np.isnan(h[a, b])]
     total = sum(counts[a] for a in rows)
     return float(sum(counts[a] * h[a, b] for a in rows) / total) if total else float("nan")
-
-
-def pct(value: float) -> str:
-    return f"{100 * value:.0f}%"
 
 
 def most_fooled(matrix: np.ndarray, fg_ids: Sequence[str], fg_labels: np.ndarray, asr: np.ndarray,

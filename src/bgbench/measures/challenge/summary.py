@@ -12,8 +12,7 @@ import numpy as np
 from ...models.labels import model_label
 from ...data.layout import Layout
 from .config import ChallengeConfig
-from .matrix import attack_success_rates, class_fool_rates, verdicts_from_matrix
-from .rank import top_backgrounds
+from .matrix import attack_success_rates, class_fool_rates, top_backgrounds, verdicts_from_matrix
 from .result import ChallengeReport
 from .sample import SamplePlan, done_prefix, wilson_halfwidth
 from ...evaluation.metrics import accuracy
@@ -49,13 +48,11 @@ def summarize(verdict_rows: Sequence, data: ChallengeData, run_id: int, spec: Di
         raise RuntimeError(f"challenge run {run_id} is missing {len(missing)} foregrounds after all ranks finished")
     fooled = np.array([bool(rows[i]["fooled"]) for i in ids])
     clean_ok = np.array([rows[i]["clean_pred"] == rows[i]["label"] for i in ids])
-    sample = None
-    if cfg is not None and cfg.sampled:
-        sample = {"seed": cfg.seed, "n": len(ids), "population": len(data.pairs), "requested": cfg.sample,
-                  "halfwidth_target": cfg.halfwidth, "halfwidth": wilson_halfwidth(int((~fooled).sum()), len(fooled))}
-    full, asr_rows, fool_rates = None, [], None
-    if matrix is not None:
-        full, asr_rows, fool_rates = _matrix_analyses(np.asarray(matrix), run_id, data, labels, fooled)
+    sample = {"seed": cfg.seed, "n": len(ids), "population": len(data.pairs), "requested": cfg.sample,
+              "halfwidth_target": cfg.halfwidth, "halfwidth": wilson_halfwidth(int((~fooled).sum()), len(fooled))
+              } if cfg is not None and cfg.sampled else None
+    full, asr_rows, fool_rates = (None, [], None) if matrix is None else _matrix_analyses(
+        np.asarray(matrix), run_id, data, labels, fooled)
     return ChallengeReport(model=spec["name"], model_label=model_label(spec["name"], spec),
                            data=str(data.layout.root), run_id=run_id,
                            challenge_accuracy=accuracy(~fooled), clean_accuracy=accuracy(clean_ok),
@@ -69,8 +66,7 @@ def _evaluated(rows: Dict[str, Any], data: ChallengeData, plan: Optional[SampleP
     """Positions of the foregrounds the numbers cover, and whether they are an estimate: a sampled
     run that stopped early covers the longest done prefix of its seeded order."""
     n_sample = done_prefix(plan.order, data.fg_ids, rows) if plan is not None else len(data.fg_ids)
-    estimate = n_sample < len(data.fg_ids) and cfg is not None and cfg.sampled
-    if not estimate:
+    if not (n_sample < len(data.fg_ids) and cfg is not None and cfg.sampled):  # not an estimate
         return np.arange(len(data.fg_ids)), False
     if n_sample == 0:
         raise RuntimeError("the challenge run has no verdicts in its sample")
@@ -83,13 +79,11 @@ def _matrix_analyses(m: np.ndarray, run_id: int, data: ChallengeData, labels: np
         raise RuntimeError(f"challenge run {run_id}: its stored prediction matrix does not give its stored verdicts")
     asr = attack_success_rates(m, labels, data.bg_labels)
     fool_rates = class_fool_rates(m, labels, data.bg_labels, len(data.layout.classes))
-    top = top_backgrounds(asr, data.bg_labels, k=5)
     items = data.bg_items
     asr_rows = [(it.image_id, int(c), float(a)) for it, c, a in zip(items, data.bg_labels, asr)]
-    full = {"top5": {data.layout.classes[c]: [
+    return {"top5": {data.layout.classes[c]: [
         {"bg": items[j].image_id, "asr": float(asr[j]), "path": str(items[j].path)} for j in js]
-        for c, js in sorted(top.items())}}
-    return full, asr_rows, fool_rates
+        for c, js in sorted(top_backgrounds(asr, data.bg_labels, k=5).items())}}, asr_rows, fool_rates
 
 
 def _per_class(classes: Sequence[str], labels: np.ndarray, clean_ok: np.ndarray, fooled: np.ndarray,

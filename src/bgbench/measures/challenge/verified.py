@@ -62,21 +62,19 @@ import functools
 import json
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
-import torch.distributed as dist
 
-from ... import console
+from ... import console, distributed
 from ...classes import Mapping, imagenet_to_in9, imagenet_to_in9_on
 from ...evaluation.predict import decide
 from ...models.spec import IMAGENET1K, BgModel
 from .config import DEFAULT_SAFETY
-from ...evaluation.numerics import strict_fp32
-from .search import VerdictSearch, full_result
+from ...evaluation.numerics import forward_context
+from .search import FgResult, OnResult, VerdictSearch, full_result, row_of
 from ...evaluation.feed import Fetch, to_device
-from .verdict import FgResult, OnResult, row_of
 
 #: composites run in both precisions before the first bf16 decision
 DEFAULT_CALIBRATION = 256
@@ -106,23 +104,16 @@ def decision_margin(logits: torch.Tensor, label_space: str, mapping: Mapping | s
     logits: (N, C) float. Returns (N,) float; inf when no rival decision exists.
     """
     logits = logits.float()
-    if label_space != IMAGENET1K:
-        if logits.shape[1] < 2:
-            return torch.full((logits.shape[0],), float("inf"), device=logits.device)
-        top2 = logits.topk(2, dim=1).values
-        return top2[:, 0] - top2[:, 1]
-    table = imagenet_to_in9_on(str(logits.device))  # made once per device: no copy, no wait per batch
-    if Mapping(mapping) is Mapping.ARGMAX:
+    if label_space == IMAGENET1K and Mapping(mapping) is Mapping.ARGMAX:
+        table = imagenet_to_in9_on(str(logits.device))  # made once per device: no copy, no wait per batch
         top, arg = logits.max(dim=1)
         rival = table[None, :] != table[arg][:, None]  # classes that decide something else
-        runner = logits.masked_fill(~rival, float("-inf")).max(dim=1).values
-        return top - runner
-    # superclass: log of each IN-9 class's summed (unnormalised) probability
-    members = _members(str(logits.device))
-    groups = torch.full((logits.shape[0], len(members)), float("-inf"), device=logits.device)
-    for c, idx in enumerate(members):
-        groups[:, c] = torch.logsumexp(logits[:, idx], dim=1)
-    top2 = groups.topk(2, dim=1).values
+        return top - logits.masked_fill(~rival, float("-inf")).max(dim=1).values
+    if label_space == IMAGENET1K:  # superclass: log of each IN-9 class's summed (unnormalised) probability
+        logits = torch.stack([torch.logsumexp(logits[:, idx], dim=1) for idx in _members(str(logits.device))], dim=1)
+    if logits.shape[1] < 2:
+        return torch.full((logits.shape[0],), float("inf"), device=logits.device)
+    top2 = logits.topk(2, dim=1).values
     return top2[:, 0] - top2[:, 1]
 
 
@@ -147,45 +138,27 @@ class VerifiedStats:
     researched: int = 0  # foregrounds searched again: a margin not kept may lie below the raised delta
     changed: int = 0  # survivor verdicts that a raised delta turned into fooled
 
-    def as_dict(self) -> dict:
-        return asdict(self)
 
-
-@dataclass
-class Decisions:
-    """Predictions of a batch, and the bf16 margin behind each (inf: decided in fp32)."""
-
-    pred: torch.Tensor
-    margin: torch.Tensor
-
-
-@dataclass
-class Bf16Batch:
-    """A launched bf16 batch: its size, its logits (on the device), its decisions and margins on
-    their way to the host."""
-
-    n: int
-    logits: torch.Tensor
-    fetch: Fetch
+#: predictions of a batch, and the bf16 margin behind each (inf: decided in fp32)
+Decisions = NamedTuple("Decisions", [("pred", torch.Tensor), ("margin", torch.Tensor)])
+#: a launched bf16 batch: its size, its logits (on the device), its decisions and margins on their way to
+#: the host
+Bf16Batch = NamedTuple("Bf16Batch", [("n", int), ("logits", torch.Tensor), ("fetch", Fetch)])
 
 
 class VerifiedPredictor:
     """Predict in bf16 autocast: near-ties recomputed in fp32, random audits (module docstring)."""
 
     def __init__(self, model: BgModel, mapping: Mapping | str = Mapping.ARGMAX, device_type: str = "cpu",
-                 safety: float = DEFAULT_SAFETY, audit_every: int = DEFAULT_AUDIT_EVERY, seed: int = 0,
+                 safety: float = DEFAULT_SAFETY, seed: int = 0,
                  warn: Optional[Callable[[str], None]] = None, on_raise: Optional[Callable[[float], None]] = None):
         if safety < 1:
             raise ValueError("safety must be >= 1")
-        if audit_every < 1:
-            raise ValueError("audit_every must be >= 1")
-        self.model = model
-        self.mapping = mapping
-        self.device_type = device_type
-        self.stats = VerifiedStats(safety=float(safety), audit_every=int(audit_every))
+        self.model, self.mapping, self.device_type = model, mapping, device_type
+        self.stats = VerifiedStats(safety=float(safety))
         self._audits = torch.Generator().manual_seed(int(seed))
-        self._warn = warn or console.status
-        self.on_raise = on_raise  # told each new delta an audit sets (a runner stores it at once)
+        # on_raise: told each new delta an audit sets (a runner stores it at once)
+        self._warn, self.on_raise = warn or console.status, on_raise
 
     @property
     def calibrated(self) -> bool:
@@ -196,28 +169,17 @@ class VerifiedPredictor:
         return self.stats.delta
 
     def _forward(self, x: torch.Tensor, bf16: bool) -> torch.Tensor:
-        precision = (torch.autocast(device_type=self.device_type, dtype=torch.bfloat16) if bf16
-                     else strict_fp32())
-        with torch.inference_mode(), precision:
+        with torch.inference_mode(), forward_context("bf16" if bf16 else "fp32", self.device_type):
             return self.model(x).float()
 
     def _decide(self, logits: torch.Tensor) -> torch.Tensor:
         return decide(self.model, logits, self.mapping)[0]
 
-    def exact(self, x: torch.Tensor) -> torch.Tensor:
-        """fp32 predictions (dataset label space; -1 for unmapped)."""
-        return self._decide(self._forward(x, bf16=False))
-
-    def _measure(self, fast: torch.Tensor, exact: torch.Tensor, keep_nonfinite: bool = False) -> torch.Tensor:
-        """Per row, the spread of bf16 - fp32 deviations (rows with non-finite logits left out, or
-        with `keep_nonfinite` given spread 0: they measure nothing, and are decided in fp32 anyway);
-        updates the largest seen."""
+    def _measure(self, fast: torch.Tensor, exact: torch.Tensor) -> torch.Tensor:
+        """Per row, the spread of bf16 - fp32 deviations (rows with non-finite logits given spread 0:
+        they measure nothing, and are decided in fp32 anyway); updates the largest seen."""
         d = fast - exact
-        finite = torch.isfinite(d).all(dim=1)
-        if keep_nonfinite:
-            d = torch.where(finite[:, None], d, torch.zeros_like(d))
-        else:
-            d = d[finite]
+        d = torch.where(torch.isfinite(d).all(dim=1)[:, None], d, torch.zeros_like(d))
         spread = d.max(dim=1).values - d.min(dim=1).values
         if len(d):
             top = Fetch([d.abs().max(), spread.max()]).wait()
@@ -230,8 +192,7 @@ class VerifiedPredictor:
         spread = self._measure(self._forward(x, bf16=True), self._forward(x, bf16=False))
         s = self.stats
         s.calibration += len(x)
-        top = float(spread.max()) if len(spread) else 0.0
-        s.delta = max(s.delta if self.calibrated else 0.0, s.safety * top)
+        s.delta = max(s.delta if self.calibrated else 0.0, s.safety * (float(spread.max()) if len(spread) else 0.0))
 
     def raise_to(self, delta: float) -> None:
         """Adopt a larger delta measured elsewhere (another rank, an earlier invocation of the run)."""
@@ -248,9 +209,8 @@ class VerifiedPredictor:
         if not self.calibrated:
             raise RuntimeError("calibrate the VerifiedPredictor before its first bf16 decision")
         logits = self._forward(x, bf16=True)
-        pred = self._decide(logits)
-        return Bf16Batch(len(x), logits, Fetch([pred, decision_margin(logits, self.model.spec.label_space,
-                                                                      self.mapping)]))
+        return Bf16Batch(len(x), logits, Fetch([self._decide(logits), decision_margin(
+            logits, self.model.spec.label_space, self.mapping)]))
 
     def finish(self, batches: List["Bf16Batch"], fp32: Callable[[torch.Tensor], torch.Tensor],
                candidates: Optional[Callable[..., torch.Tensor]] = None) -> Tuple[Decisions, torch.Tensor]:
@@ -264,50 +224,36 @@ class VerifiedPredictor:
         computed (-2 where none was).
         """
         s = self.stats
-        host = [b.fetch.wait() for b in batches]
-        if len(host) == 1:  # a search's batch (copies: the decisions are changed in place)
-            pred, margin = host[0][0].clone(), host[0][1].float().clone()
-        else:
-            pred, margin = torch.cat([h[0] for h in host]), torch.cat([h[1] for h in host]).float()
+        host = [b.fetch.wait() for b in batches]  # (cat copies: the decisions are changed in place)
+        pred, margin = torch.cat([h[0] for h in host]), torch.cat([h[1] for h in host]).float()
         s.composites += len(pred)
         audit = torch.cat([torch.rand(b.n, generator=self._audits) * s.audit_every < 1 for b in batches])
-        need = ~(margin > s.delta) & ~audit
-        wanted = audit | need
+        wanted = audit | ~(margin > s.delta)
         if candidates is not None:
-            wanted = wanted | candidates(pred, margin, audit | need)
-        exact = torch.full_like(pred, -2)
-        spread = torch.zeros(len(pred))
+            wanted = wanted | candidates(pred, margin, wanted)
+        exact, spread = torch.full_like(pred, -2), torch.zeros(len(pred))  # fp32 decisions (-2: none yet)
         rows = wanted.nonzero().flatten()
-        if len(rows):
-            logits = torch.cat([b.logits for b in batches])
-            exact[rows], spread[rows] = self._exact_and_spread(logits, rows, fp32(rows), audit[rows])
-        recheck = torch.zeros_like(audit)
-        start = 0
+        if len(rows):  # fp32 decisions of `rows` and the deviation spread of its audited ones, in one transfer
+            logits, z, a = torch.cat([b.logits for b in batches]), fp32(rows), audit[rows].nonzero().flatten()
+            found = torch.zeros(len(rows), device=z.device)
+            if len(a):
+                a_dev = to_device(a, z.device)
+                found[a_dev] = self._measure(logits[to_device(rows[a], logits.device)], z[a_dev])
+            exact[rows], spread[rows] = Fetch([self._decide(z), found]).wait()
+        recheck, start = torch.zeros_like(audit), 0
         for b in batches:  # in order: an audit's raised delta holds for its own batch and the later ones
-            end = start + b.n
-            a = audit[start:end].nonzero().flatten() + start
+            a = audit[start:start + b.n].nonzero().flatten() + start
             self._audit(len(a), spread[a])
             pred[a], margin[a] = exact[a], float("inf")
-            idx = (~(margin[start:end] > s.delta)).nonzero().flatten() + start
+            idx = (~(margin[start:start + b.n] > s.delta)).nonzero().flatten() + start
             s.rechecked += len(idx)
             recheck[idx], margin[idx] = True, float("inf")
-            start = end
+            start += b.n
         late = (recheck & (exact == -2)).nonzero().flatten()  # rechecks that a raised delta added
         if len(late):
             exact[late] = Fetch([self._decide(fp32(late))]).wait()[0]
         pred[recheck] = exact[recheck]
         return Decisions(pred, margin), exact
-
-    def _exact_and_spread(self, logits: torch.Tensor, rows: torch.Tensor, exact: torch.Tensor,
-                          audited: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
-        """fp32 decisions of `rows` and the deviation spread of its audited ones, to the host in one transfer."""
-        spread = torch.zeros(len(rows), device=exact.device)
-        a = audited.nonzero().flatten()
-        if len(a):
-            a_dev = to_device(a, exact.device)
-            spread[a_dev] = self._measure(logits[to_device(rows[a], logits.device)], exact[a_dev], keep_nonfinite=True)
-        pred, spread = Fetch([self._decide(exact), spread]).wait()
-        return pred, spread
 
     def _audit(self, count: int, spread: torch.Tensor) -> None:
         s = self.stats
@@ -379,29 +325,24 @@ class NearTieLog:
 
     def __init__(self, num_fg: int):
         self.floor = torch.full((num_fg,), math.inf)
-        self._fg: List[torch.Tensor] = []
-        self._bg: List[torch.Tensor] = []
-        self._margin: List[torch.Tensor] = []
+        self._kept: List[tuple] = []  # (foreground, background, margin) tensors of the kept composites
 
     def add(self, fg: torch.Tensor, bg: torch.Tensor, margin: torch.Tensor, keep_below: float) -> None:
         """Composites (foreground, background) decided with `margin` (inf where fp32 decided)."""
         decided_in_bf16 = torch.isfinite(margin)
         keep = decided_in_bf16 & (margin <= keep_below)
         rest = decided_in_bf16 & ~keep
-        if bool(rest.any()):
-            self.floor.scatter_reduce_(0, fg[rest], margin[rest].float(), reduce="amin")
+        self.floor.scatter_reduce_(0, fg[rest], margin[rest].float(), reduce="amin")
         if bool(keep.any()):
-            self._fg.append(fg[keep])
-            self._bg.append(bg[keep])
-            self._margin.append(margin[keep].float())
+            self._kept.append((fg[keep], bg[keep], margin[keep].float()))
 
     def take(self, i: int) -> NearTies:
         """Foreground `i`'s near ties, removed from the log."""
-        if not self._fg:
+        if not self._kept:
             return NearTies(floor=float(self.floor[i]))
-        fg, bg, margin = torch.cat(self._fg), torch.cat(self._bg), torch.cat(self._margin)
+        fg, bg, margin = (torch.cat(t) for t in zip(*self._kept))
         mine = fg == i
-        self._fg, self._bg, self._margin = [fg[~mine]], [bg[~mine]], [margin[~mine]]
+        self._kept = [(fg[~mine], bg[~mine], margin[~mine])]
         return NearTies(bg[mine], margin[mine], float(self.floor[i])).capped()
 
 
@@ -410,9 +351,7 @@ def first_per_segment(flags: torch.Tensor, segment: torch.Tensor, count: int) ->
     """For each of `count` segments (rows labelled by `segment`), its first flagged row, or -1."""
     first = torch.full((count,), -1, dtype=torch.long)
     rows = flags.nonzero().flatten()
-    if len(rows):
-        first.scatter_reduce_(0, segment[rows], rows, reduce="amin", include_self=False)
-    return first
+    return first.scatter_reduce_(0, segment[rows], rows, reduce="amin", include_self=False)
 
 
 class Verifier:
@@ -421,18 +360,12 @@ class Verifier:
     Args:
         engine: the engine it serves (its model, backgrounds, batch size, forwards and their timing).
         safety: the factor on the largest measured spread of logit deviations (delta).
-        audit_every: one composite in this many, drawn at random, is audited.
-        calibration: composites drawn at random before the first bf16 decision.
         seed: of the calibration draw and the audits (pairs evaluated depend on it, verdicts never).
     """
 
-    def __init__(self, engine: Any, safety: float = DEFAULT_SAFETY,
-                 audit_every: int = DEFAULT_AUDIT_EVERY, calibration: int = DEFAULT_CALIBRATION, seed: int = 0):
-        self.engine = engine
-        self.calibration = calibration
-        self.seed = seed
-        self.predictor = VerifiedPredictor(engine.model, engine.mapping, engine.device.type, safety=safety,
-                                           audit_every=audit_every, seed=seed)
+    def __init__(self, engine: Any, safety: float = DEFAULT_SAFETY, seed: int = 0):
+        self.engine, self.seed = engine, seed
+        self.predictor = VerifiedPredictor(engine.model, engine.mapping, engine.device.type, safety=safety, seed=seed)
         self._side = torch.cuda.Stream(engine.device) if engine.device.type == "cuda" else None
 
     def fp32_stream(self) -> contextlib.AbstractContextManager:
@@ -446,12 +379,8 @@ class Verifier:
     def stats(self) -> VerifiedStats:
         return self.predictor.stats
 
-    @property
-    def delta(self) -> float:
-        return self.predictor.delta
-
     def calibrate(self, images: torch.Tensor, masks: torch.Tensor, indices: Sequence[int]) -> None:
-        """Measure delta on `calibration` composites drawn at random (seeded) from the foregrounds
+        """Measure delta on `DEFAULT_CALIBRATION` composites drawn at random (seeded) from the foregrounds
         `indices` and every background, unless delta is known already (an earlier call, or the
         stored progress of the run this engine resumes): later composites are audited."""
         if self.predictor.calibrated or not len(indices):
@@ -459,11 +388,9 @@ class Verifier:
         e = self.engine
         g = torch.Generator().manual_seed(self.seed + 1)
         pool = torch.as_tensor(list(indices), dtype=torch.long)
-        fi = pool[torch.randint(len(pool), (self.calibration,), generator=g)]
-        bi = torch.randint(e.num_bg, (self.calibration,), generator=g)
-        for x in e.composites(images, masks, fi, bi):
-            with e.timed(len(x), count=False):
-                self.predictor.calibrate(x)
+        fi, bi = (pool[torch.randint(len(pool), (DEFAULT_CALIBRATION,), generator=g)],
+                  torch.randint(e.num_bg, (DEFAULT_CALIBRATION,), generator=g))  # drawn in this order
+        e.forwards(images, masks, fi, bi, self.predictor.calibrate)
 
     def exact(self, images: torch.Tensor, masks: torch.Tensor, fi: torch.Tensor, bi: torch.Tensor) -> torch.Tensor:
         """fp32 predictions (CPU) of the composites (foreground fi[k], background bi[k]), in batches."""
@@ -473,13 +400,8 @@ class Verifier:
                      bi: torch.Tensor) -> torch.Tensor:
         """fp32 logits (on the device) of the composites (foreground fi[k], background bi[k]), in
         full batches: what rechecks, audits and confirmations share."""
-        e, out = self.engine, []
-        for x in e.composites(images, masks, fi, bi):
-            with e.timed(len(x), count=False):
-                out.append(self.predictor._forward(x, bf16=False))
-        if not out:
-            return torch.zeros(0, 1, device=e.device)
-        return torch.cat(out)
+        out = self.engine.forwards(images, masks, fi, bi, lambda x: self.predictor._forward(x, bf16=False))
+        return torch.cat(out) if out else torch.zeros(0, 1, device=self.engine.device)
 
     def checks(self, images: torch.Tensor, masks: torch.Tensor, labels: Sequence[int]) -> "SearchChecks":
         """The checks of one search (or one full row) over these foregrounds."""
@@ -495,45 +417,37 @@ class Verifier:
         reported to `on_result`; returns the final results, in the order given.
         """
         images, masks = images.to(self.engine.device), masks.to(self.engine.device)
-        final = {r.index: r for r in results}
-        while True:
-            stale = [r for r in final.values() if r.near is not None and r.near.lowest() <= self.delta]
+        final, stats = {r.index: r for r in results}, self.stats
+        while True:  # a round over the results whose kept margins delta reaches
+            delta = self.stats.delta
+            stale = [r for r in final.values() if r.near is not None and r.near.lowest() <= delta]
             if not stale:
                 return [final[r.index] for r in results]
-            for r in self._reexamine_once(images, masks, labels, stale):
+            again = [r for r in stale if r.near.needs_search(delta)]
+            out = self._recheck_near_ties(images, masks, labels, [r for r in stale if not r.near.needs_search(delta)])
+            if again:
+                stats.researched += len(again)
+                if again[0].row is not None:
+                    out += [full_result(self.engine, images, masks, labels, r.index) for r in again]
+                else:
+                    out += VerdictSearch(self.engine, images, masks, labels).run([r.index for r in again])
+            stats.changed += sum(r.fooled and not final[r.index].fooled for r in out)
+            for r in out:
                 final[r.index] = r
                 if on_result is not None:
                     on_result(r)
-
-    def _reexamine_once(self, images, masks, labels: Sequence[int], stale: List[FgResult]) -> List[FgResult]:
-        """One round of `reexamine` over the results whose kept margins delta reaches."""
-        delta, stats = self.delta, self.stats
-        again = [r for r in stale if r.near.needs_search(delta)]
-        out = self._recheck_near_ties(images, masks, labels, [r for r in stale if not r.near.needs_search(delta)])
-        if again:
-            stats.researched += len(again)
-            if again[0].row is not None:
-                out += [full_result(self.engine, images, masks, labels, r.index) for r in again]
-            else:
-                out += VerdictSearch(self.engine, images, masks, labels).run([r.index for r in again])
-        before = {r.index: r.fooled for r in stale}
-        stats.changed += sum(r.fooled and not before[r.index] for r in out)
-        return out
 
     def _recheck_near_ties(self, images, masks, labels: Sequence[int], results: List[FgResult]) -> List[FgResult]:
         """Each result's near ties at or below delta recomputed in fp32 and applied (see `_apply`)."""
         if not results:
             return []
-        delta = self.delta
+        delta = self.stats.delta
         bgs = [r.near.at_most(delta) for r in results]
         fi = torch.repeat_interleave(torch.tensor([r.index for r in results]), torch.tensor([len(b) for b in bgs]))
         exact = self.exact(images, masks, fi, torch.cat(bgs))
         self.stats.reexamined += len(fi)
-        out, start = [], 0
-        for r, b in zip(results, bgs):
-            out.append(_apply(r, b, exact[start:start + len(b)], int(labels[r.index]), delta))
-            start += len(b)
-        return out
+        return [_apply(r, b, pred, int(labels[r.index]), delta)
+                for r, b, pred in zip(results, bgs, exact.split([len(b) for b in bgs]))]
 
 
 class SearchChecks:
@@ -546,20 +460,15 @@ class SearchChecks:
     """
 
     def __init__(self, verifier: Verifier, images: torch.Tensor, masks: torch.Tensor, labels: Sequence[int]):
-        self.verifier = verifier
-        self.images, self.masks = images, masks
+        self.verifier, self.images, self.masks = verifier, images, masks
         self.labels = torch.as_tensor(np.asarray(labels), dtype=torch.long)
         self.log = NearTieLog(len(images))
 
-    def launch(self, fi: torch.Tensor, bi: torch.Tensor, count: bool = True) -> "_Launched":
-        """Queue the bf16 forwards of the composites (fi[k], bi[k]); nothing waits on the device.
-        `count`: count them as pairs now (a search that may throw a batch away counts it when kept)."""
-        v, e = self.verifier, self.verifier.engine
-        batches = []
-        for x in e.composites(self.images, self.masks, fi, bi):
-            with e.timed(len(x), count=count):
-                batches.append(v.predictor.launch(x))
-        return _Launched(fi, bi, batches)
+    def launch(self, fi: torch.Tensor, bi: torch.Tensor) -> "_Launched":
+        """Queue the bf16 forwards of the composites (fi[k], bi[k]); nothing waits on the device (the
+        search counts them as pairs when it keeps them)."""
+        v = self.verifier
+        return _Launched(fi, bi, v.engine.forwards(self.images, self.masks, fi, bi, v.predictor.launch))
 
     def finish(self, launched: "_Launched") -> torch.Tensor:
         """Predictions (CPU) of launched composites: audits and rechecks, then the first fooling
@@ -567,29 +476,24 @@ class SearchChecks:
         forwards as they allow, and the near ties kept."""
         v = self.verifier
         fi, bi = launched.fi, launched.bi
-        labels = self.labels[fi]
         fp32 = lambda rows: v.exact_logits(self.images, self.masks, fi[rows], bi[rows])  # noqa: E731
 
         def likely(pred, margin, decided):
             """Each foreground's first row that bf16 finds fooling and nothing else decides: what
             `_confirm_fooling` most likely recomputes, computed in the same forward."""
-            wrong = (pred != labels) & ~decided
-            if not bool(wrong.any()):  # (host tensors: no wait) a batch that fools nothing, the usual one
-                return wrong
-            first = first_per_segment(wrong, fi, len(self.images))
+            first = first_per_segment((pred != self.labels[fi]) & ~decided, fi, len(self.images))
             out = torch.zeros(len(pred), dtype=torch.bool)
             out[first[first >= 0]] = True
             return out
 
         with v.fp32_stream():
-            d, exact = v.predictor.finish(launched.batches, fp32, likely)
-            pred, margin = d.pred, d.margin
+            (pred, margin), exact = v.predictor.finish(launched.batches, fp32, likely)
             self._confirm_fooling(fi, bi, pred, margin, exact)
-        self.log.add(fi, bi, margin, KEEP * v.delta)
+        self.log.add(fi, bi, margin, KEEP * v.stats.delta)
         return pred
 
     def _confirm_fooling(self, fi: torch.Tensor, bi: torch.Tensor, pred: torch.Tensor, margin: torch.Tensor,
-                         known: Optional[torch.Tensor] = None) -> None:
+                         known: torch.Tensor) -> None:
         """Make the first wrong prediction of each foreground an fp32 one.
 
         Rows decided in bf16 (finite margin) are recomputed in fp32, in place; where fp32 is right the
@@ -607,7 +511,7 @@ class SearchChecks:
             k = k[torch.isfinite(margin[k])]
             if not len(k):
                 return
-            exact = known[k].clone() if known is not None else torch.full_like(k, -2)
+            exact = known[k].clone()
             todo = (exact == -2).nonzero().flatten()
             if len(todo):
                 exact[todo] = self.verifier.exact(self.images, self.masks, fi[k[todo]], bi[k[todo]])
@@ -619,19 +523,12 @@ class SearchChecks:
     def given(self, r: FgResult) -> FgResult:
         """`r` with the near ties its verdict rests on: a survivor's, or a full row's (whose later
         entries are bf16 decisions still); a fooled verdict of the search is exact and keeps none."""
-        if r.fooled and r.row is None:
-            self.log.take(r.index)  # forgotten: it rests on no near tie
-            return r
-        return dataclasses.replace(r, near=self.log.take(r.index))
+        near = self.log.take(r.index)  # taken out of the log in any case
+        return r if r.fooled and r.row is None else dataclasses.replace(r, near=near)
 
 
-@dataclass
-class _Launched:
-    """Composites whose bf16 forwards are queued (`SearchChecks.launch`)."""
-
-    fi: torch.Tensor
-    bi: torch.Tensor
-    batches: List[Bf16Batch]
+#: composites whose bf16 forwards are queued (`SearchChecks.launch`)
+_Launched = NamedTuple("_Launched", [("fi", torch.Tensor), ("bi", torch.Tensor), ("batches", List[Bf16Batch])])
 
 
 def _apply(r: FgResult, bg: torch.Tensor, pred: torch.Tensor, label: int, delta: float) -> FgResult:
@@ -660,25 +557,18 @@ class VerifiedRun:
     """
 
     def __init__(self, job: Any):
-        self.job = job
-        self.verifier: Verifier = job.engine.verifier
-        self.near_rows: List[tuple] = []
-        self.state: Optional[dict] = None  # the run's counts, stored by the next flush (rank 0)
-        self._restore()
-        store, run_id = job.store, job.run_id
-        self.verifier.predictor.on_raise = lambda delta: store.raise_challenge_delta(run_id, delta)
-
-    def _restore(self) -> None:
-        """An earlier invocation's delta and audit counts still count (a killed one may have stored
-        only the delta an audit raised)."""
-        saved = self.job.store.challenge_state(self.job.run_id) or {}
+        self.job, self.verifier = job, job.engine.verifier
+        # near-tie rows and (rank 0) the run's counts, stored by the next flush
+        self.near_rows, self.state = [], None
+        # an earlier invocation's delta and audit counts still count (a killed one may have stored
+        # only the delta an audit raised)
+        saved, st = job.store.challenge_state(job.run_id) or {}, self.verifier.stats
         if saved.get("delta") is not None:
             self.verifier.predictor.raise_to(saved["delta"])
-        st = self.verifier.stats
         st.max_deviation, st.max_spread = saved.get("max_deviation", 0.0), saved.get("max_spread", 0.0)
-        if self.job.rank == 0:  # counts are summed over ranks: one rank carries the earlier ones
-            for k in _SUMMED:
-                setattr(st, k, int(saved.get(k, 0)))
+        if job.rank == 0:  # counts are summed over ranks: one rank carries the earlier ones
+            vars(st).update({k: int(saved.get(k, 0)) for k in _SUMMED})
+        self.verifier.predictor.on_raise = lambda delta: job.store.raise_challenge_delta(job.run_id, delta)
 
     def record(self, image_id: str, r: FgResult) -> None:
         """Buffer a verdict's near ties (none for a fooled verdict), stored with it."""
@@ -703,20 +593,16 @@ class VerifiedRun:
                 return
             v.predictor.raise_to(agreed)
             self._reexamine_stored()
-            rose = torch.tensor([float(v.delta > agreed)], device=job.reduce_device())
-            if job.world > 1:
-                dist.all_reduce(rose, op=dist.ReduceOp.MAX)
-            if not rose.item():
+            if not distributed.all_reduce([float(v.stats.delta > agreed)], job.ranks, "max")[0]:  # no rank raised it
                 break
         state = self.totals()
-        if job.rank == 0:
-            self.state = state
+        self.state = state if job.rank == 0 else None
         job.flush()
 
     def _reexamine_stored(self) -> None:
-        job, v = self.job, self.verifier
-        d = job.data
-        stale = [r for r in job.store.challenge_near_ties(job.run_id, v.delta) if d.position[r["image_id"]] in job.mine]
+        job, v, d = self.job, self.verifier, self.job.data
+        stale = [r for r in job.store.challenge_near_ties(job.run_id, v.stats.delta)
+                 if d.position[r["image_id"]] in job.mine]
         if not stale:
             return
         verdicts = {r["image_id"]: r for r in job.store.challenge_results(job.run_id)}
@@ -724,14 +610,12 @@ class VerifiedRun:
         positions = [d.position[r["image_id"]] for r in stale]
         images, masks = job.load(positions)
         matrix = job.store.challenge_matrix(job.run_id, [d.fg_ids[p] for p in positions]) if job.cfg.full else None
-        results = []
-        for j, (near, pos) in enumerate(zip(stale, positions)):
-            row = verdicts[d.fg_ids[pos]]
-            job.clean[pos] = int(row["clean_pred"])
-            results.append(FgResult(j, bool(row["fooled"]), int(row["pairs"]),
-                                    d.bg_index.get(row["fooling_bg"], -1), row["fooling_pred"] if row["fooled"] else -2,
-                                    near=NearTies.from_json(near["near"]),
-                                    row=None if matrix is None else np.array(matrix[j])))
+        rows = [verdicts[r["image_id"]] for r in stale]
+        job.clean.update((pos, int(row["clean_pred"])) for pos, row in zip(positions, rows))
+        results = [FgResult(j, bool(row["fooled"]), int(row["pairs"]), d.bg_index.get(row["fooling_bg"], -1),
+                            row["fooling_pred"] if row["fooled"] else -2, near=NearTies.from_json(near["near"]),
+                            row=None if matrix is None else np.array(matrix[j]))
+                   for j, (near, row) in enumerate(zip(stale, rows))]
         v.reexamine(images, masks, d.fg_labels[positions], results,
                     on_result=lambda r: job.record(positions[r.index], r))
         job.flush()
@@ -739,17 +623,12 @@ class VerifiedRun:
     def totals(self) -> dict:
         """The counts summed over ranks, the largest deviations and delta (None before any
         calibration). A collective: every rank calls it at the same points."""
-        job = self.job
-        st = self.verifier.stats.as_dict()
+        st = asdict(self.verifier.stats)
         if st["delta"] != st["delta"]:  # NaN: this rank has not calibrated (it had nothing to do)
             st["delta"] = -1.0
-        if job.world > 1:
-            s = torch.tensor([float(st[k]) for k in _SUMMED], dtype=torch.float64, device=job.reduce_device())
-            m = torch.tensor([float(st[k]) for k in _LARGEST], dtype=torch.float64, device=job.reduce_device())
-            dist.all_reduce(s)
-            dist.all_reduce(m, op=dist.ReduceOp.MAX)
-            st.update({k: int(v) for k, v in zip(_SUMMED, s.tolist())})
-            st.update(dict(zip(_LARGEST, m.tolist())))
+        ranks = self.job.ranks
+        st.update({k: int(v) for k, v in zip(_SUMMED, distributed.all_reduce([st[k] for k in _SUMMED], ranks))})
+        st.update(zip(_LARGEST, distributed.all_reduce([st[k] for k in _LARGEST], ranks, "max")))
         if st["delta"] < 0:
             st["delta"] = None
         return st
@@ -774,9 +653,7 @@ def report_rows(v: dict) -> List[tuple]:
 
 def report_lines(v: dict) -> List[str]:
     """What the run's text says it checked: fooled verdicts exact, survivors as good as the audits."""
-    p = dict(v)
-    if p["delta"] is None:  # no composite was ever decided in bf16
-        p["delta"] = float("nan")
+    p = {**v, "delta": float("nan") if v["delta"] is None else v["delta"]}  # None: nothing was decided in bf16
     lines = [f"bf16-verified: fooled verdicts are exact ({p['confirmed']} fooling composites confirmed in fp32, "
              f"{p['overturned']} overturned); a survivor's verdict is as good as the audits: "
              f"{p['audited']} composites audited at random (1 in {p['audit_every']}) and {p['calibration']} "
