@@ -17,11 +17,10 @@ from ..data.images import check_mask_fits
 from ..data.layout import Item, Layout
 from ..data.pixel_cache import Pixels, pixels_of
 from ..distributed import Ranks, gather, shares_order
-from ..options import resolve_workers
+from ..errors import BgbenchError, DataError
+from ..options import BATCH_SIZE, resolve_workers
 from .feed import Images, batches
 from .numerics import forward_context
-from ..errors import BgbenchError
-from ..options import BATCH_SIZE
 
 
 @dataclass
@@ -198,7 +197,6 @@ def mask_checker(layout: Layout):
     def check(item: Item, image: np.ndarray) -> None:
         path = layout.mask_path(item.image_id)
         if not path.is_file():
-            from ..errors import DataError
             raise DataError(f"no mask for {item.path} (expected {path})")
         check_mask_fits(path, item.path, image.shape[:2])
     return check
