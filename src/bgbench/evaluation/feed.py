@@ -232,10 +232,9 @@ def batches(images: Images, *, device, workers: int = 1, ranks=None, progress: b
     chunks = images.chunks
     order = share(len(chunks), ranks) if ranks is not None else range(len(chunks))
     bar = progress_bar(enabled=progress, total=sum(len(chunks[k]) for k in order), desc=desc, unit=unit)
-    feed = DeviceFeed(device)
     try:
-        for (k, host), x in feed(((k, host), host.x) for k, host in host_runs(images, order, workers, device,
-                                                                                        skip)):
+        for (k, host), x in DeviceFeed(device)(((k, host), host.x) for k, host in host_runs(images, order, workers,
+                                                                                            device, skip)):
             items = [images.pixels.items[p] for p in host.positions]
             yield k, Batch(items, x, *_masks_on(host, images.attributes, device))
             bar.update(len(items))
@@ -300,13 +299,12 @@ class DeviceFeed:
 
     def __init__(self, device: str | torch.device, depth: int = 3):
         self.device = torch.device(device)
-        self.cuda = self.device.type == "cuda"
         self.depth = depth
         self.host_seconds = self.wait_seconds = 0.0
 
     def __call__(self, batches: Iterator[Tuple[object, torch.Tensor]]) -> Iterator[Tuple[object, torch.Tensor]]:
         """(tag, NHWC uint8 tensor) in, (tag, NCHW float on the device) out, in order."""
-        if not self.cuda:
+        if self.device.type != "cuda":
             for tag, batch in batches:
                 yield tag, to_tensor(batch, self.device)
             return
@@ -392,9 +390,7 @@ def to_unit(x: torch.Tensor) -> torch.Tensor:
     126 of the 256 values differently from the CPU's division; dividing by a 0-dim tensor on the
     device runs the true division there."""
     out = x.float()
-    if out.device.type == "cpu":
-        return out.div_(255)
-    return out.div_(_divisor(out.device))
+    return out.div_(255 if out.device.type == "cpu" else _divisor(out.device))
 
 
 @functools.lru_cache(maxsize=None)
