@@ -429,12 +429,12 @@ def test_clear_never_removes_a_first_pass_that_may_still_be_writing(synth_copy):
     live = root / f".tmp-{key}-abc"
     live.mkdir()
     (live / "pixels.npy").write_bytes(b"being written")
-    lock = pixel_cache._Lock(root / f"{key}.lock")  # what a live first pass holds
+    lock = pixel_cache._lock(root / f"{key}.lock")  # what a live first pass holds
     hours_ago = time.time() - 2 * 3600  # past the documented hour
     os.utime(live, (hours_ago, hours_ago))  # a pass longer than the documented age: told by its lock
     assert run_cli("cache", "clear").returncode == 0
     assert live.is_dir()
-    lock.release()
+    lock.close()
     os.utime(live)  # younger than the documented age, its lock free (a lock file removed under its writer)
     assert run_cli("cache", "clear").returncode == 0
     assert live.is_dir()

@@ -15,6 +15,7 @@ merge into the very files an unsharded run writes.
 """
 from __future__ import annotations
 
+import functools
 import zipfile
 import zlib
 from pathlib import Path
@@ -111,7 +112,6 @@ class NpzAttributes:
 
     def __init__(self, folder: Path):
         self.folder = Path(folder)
-        self._names: Optional[Tuple[str, ...]] = None
 
     def path(self, image_id: str) -> Path:
         return self.folder / f"{image_id}.npz"
@@ -120,12 +120,9 @@ class NpzAttributes:
         """The files an image's masks are read from (present or not): what keys them in the cache."""
         return (self.path(item.image_id),)
 
-    @property
+    @functools.cached_property
     def names(self) -> Tuple[str, ...]:
-        if self._names is None:
-            found = {n for p in sorted(self.folder.rglob("*.npz")) for n in npz_names(p)}
-            self._names = tuple(sorted(found))
-        return self._names
+        return tuple(sorted({n for p in sorted(self.folder.rglob("*.npz")) for n in npz_names(p)}))
 
     def masks(self, item, image_hw: Tuple[int, int]) -> Dict[str, np.ndarray]:
         path = self.path(item.image_id)

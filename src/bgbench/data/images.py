@@ -1,8 +1,9 @@
 """Decoding images and masks, with one-line errors for bad files."""
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Optional, Tuple
+from typing import Iterator, Optional, Tuple
 
 import numpy as np
 from PIL import Image, UnidentifiedImageError
@@ -22,37 +23,35 @@ def decode_image(path: Path, size: Optional[Tuple[int, int]] = None,
     both are given (Hard ImageNet's Resize((256, 256)) then CenterCrop(224)); None feeds the image
     as it is.
     """
+    with _opened(path) as im:
+        im.load()
+        rgb = im.convert("RGB")
+        if size is not None and rgb.size != (size[1], size[0]):
+            rgb = rgb.resize((size[1], size[0]), Image.BILINEAR)
+        if crop is not None:
+            rgb = _evaluation_crop(*crop)(rgb)
+        return np.asarray(rgb)
+
+
+@contextmanager
+def _opened(path: Path) -> Iterator[Image.Image]:
+    """The image open in PIL; what PIL cannot read is one DataError naming the file. An image PIL
+    refuses to decode because it would fill memory (a few hundred kB of PNG can declare 20000 x
+    20000 pixels) is named by PIL's own DecompressionBombError."""
     try:
         with Image.open(path) as im:
-            im.load()
-            rgb = im.convert("RGB")
-            if size is not None and rgb.size != (size[1], size[0]):
-                rgb = rgb.resize((size[1], size[0]), Image.BILINEAR)
-            if crop is not None:
-                rgb = _evaluation_crop(*crop)(rgb)
-            return np.asarray(rgb)
+            yield im
     except Image.DecompressionBombError as e:
-        raise DataError(bomb_message(path, e)) from None
+        raise DataError(f"cannot read image {path}: PIL's DecompressionBombError, a decompression bomb "
+                        f"({' '.join(str(e).split())[:160]})") from None
     except (OSError, UnidentifiedImageError, ValueError, SyntaxError) as e:
         raise DataError(f"cannot read image {path}: {str(e).strip() or type(e).__name__}") from None
-
-
-def bomb_message(path, error: Exception) -> str:
-    """One line for an image PIL refuses to decode because it would fill memory (a few hundred kB
-    of PNG can declare 20000 x 20000 pixels): PIL's own DecompressionBombError, named with the file."""
-    return (f"cannot read image {path}: PIL's DecompressionBombError, a decompression bomb "
-            f"({' '.join(str(error).split())[:160]})")
 
 
 def image_size(path: Path) -> Tuple[int, int]:
     """(H, W) of an image from its header (nothing decoded), or a DataError naming the file."""
-    try:
-        with Image.open(path) as im:
-            return im.height, im.width
-    except Image.DecompressionBombError as e:
-        raise DataError(bomb_message(path, e)) from None
-    except (OSError, UnidentifiedImageError, ValueError, SyntaxError) as e:
-        raise DataError(f"cannot read image {path}: {str(e).strip() or type(e).__name__}") from None
+    with _opened(path) as im:
+        return im.height, im.width
 
 
 def _evaluation_crop(shorter: int, crop: int):
@@ -135,8 +134,11 @@ def read_mask(path: Path, shape: Optional[Tuple[int, int]] = None) -> np.ndarray
     return m != 0
 
 
-def check_mask_fits(mask_path: Path, image_path: Path, image_hw: Tuple[int, int]) -> None:
-    shape = mask_shape(mask_path)
+def check_mask_fits(mask_path: Path, image_path: Path, image_hw: Tuple[int, int],
+                    mask_hw: Optional[Tuple[int, ...]] = None) -> None:
+    """A one-line error unless the mask (of shape `mask_hw` where known, else read from its header)
+    is the image's size."""
+    shape = mask_shape(mask_path) if mask_hw is None else mask_hw
     if tuple(shape[:2]) != tuple(image_hw):
         raise DataError(f"mask {mask_path} is {shape[1]}x{shape[0]} but image {image_path} is "
                         f"{image_hw[1]}x{image_hw[0]}")

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -54,6 +55,7 @@ import numpy as np
 
 from ..console import status
 from ..errors import DataError
+from .attributes import packed_masks, planes_count
 from .images import decode_item, image_shape, image_size, mask_shape, read_mask
 
 
@@ -87,7 +89,6 @@ def _decode(item) -> np.ndarray:
     if isinstance(item, MaskFile):
         return read_mask(item.path).astype(np.uint8)[..., None]
     if isinstance(item, AttributeMasks):
-        from .attributes import packed_masks
         return packed_masks(item.source.masks(item.item, item.hw), item.source.names, item.hw)
     return decode_item(item)
 
@@ -95,7 +96,6 @@ def _decode(item) -> np.ndarray:
 def _shape(item) -> Tuple[int, int, int]:
     """The shape `_decode(item)` will have, from the file's header."""
     if isinstance(item, AttributeMasks):
-        from .attributes import planes_count
         return int(item.hw[0]), int(item.hw[1]), planes_count(item.source.names)
     if isinstance(item, MaskFile):
         shape = mask_shape(item.path) if str(item.path).lower().endswith(".npy") else image_size(item.path)
@@ -116,16 +116,14 @@ class _Job(NamedTuple):
 
 
 def _job(item):
-    if isinstance(item, (MaskFile, AttributeMasks)):
-        return item
-    return _Job(os.fspath(item.path), getattr(item, "size", None), getattr(item, "crop", None))
+    return item if isinstance(item, (MaskFile, AttributeMasks)) else _Job(
+        os.fspath(item.path), getattr(item, "size", None), getattr(item, "crop", None))
 
 
 def _needs_header(item) -> bool:
     """Whether `_shape(item)` opens the file: a mask, or an image fed at its stored size."""
-    if isinstance(item, AttributeMasks):
-        return False
-    return isinstance(item, MaskFile) or (getattr(item, "size", None) is None and getattr(item, "crop", None) is None)
+    return not isinstance(item, AttributeMasks) and (isinstance(item, MaskFile) or (
+        getattr(item, "size", None) is None and getattr(item, "crop", None) is None))
 
 
 #: Bumped when decoding changes in a way that changes pixels, or an entry's files change: entries
@@ -206,8 +204,8 @@ def entry_key(items: Sequence) -> str:
 
     from PIL import __version__ as pil_version
     h = hashlib.sha256(json.dumps({"format": FORMAT, "pil": pil_version}).encode())
-    folders: dict = {}
     lines = []
+    resolved = functools.lru_cache(maxsize=None)(os.path.realpath)  # each folder resolved once
 
     def line(path, absent_ok: bool = False) -> str:
         path = os.fspath(path)
@@ -221,18 +219,14 @@ def entry_key(items: Sequence) -> str:
             real, st = os.path.realpath(path), os.stat(path)
         else:
             folder, name = os.path.split(path)
-            if folder not in folders:
-                folders[folder] = os.path.realpath(folder or ".")
-            real = os.path.join(folders[folder], name)
+            real = os.path.join(resolved(folder or "."), name)
         return f"{real}\0absent" if st is None else f"{real}\0{st.st_size}\0{st.st_mtime_ns}"
-    named: dict = {}  # attribute names -> their hash, once a list
+    # attribute names -> their hash, once a list
+    named = functools.lru_cache(maxsize=None)(lambda names: hashlib.sha256("\0".join(names).encode()).hexdigest()[:16])
     for it in items:
         if isinstance(it, AttributeMasks):  # its files, each present or not, the names' order and the size
-            names = tuple(it.source.names)
-            if names not in named:
-                named[names] = hashlib.sha256("\0".join(names).encode()).hexdigest()[:16]
             files = chr(1).join(line(f, absent_ok=True) for f in it.source.files(it.item))
-            lines.append(f"{files}\0{tuple(it.hw)}\0attributes {named[names]}\n")
+            lines.append(f"{files}\0{tuple(it.hw)}\0attributes {named(tuple(it.source.names))}\n")
             continue
         size, crop = getattr(it, "size", None), getattr(it, "crop", None)
         kind = "mask" if isinstance(it, MaskFile) else "image"
@@ -280,8 +274,9 @@ class Pixels:
         positions = list(positions)
         if self.filling is not None and positions:
             self.filling.wait(positions)
-        if self.flat is not None and positions and _consecutive(positions) and self._same_shape(positions):
-            a, b = positions[0], positions[-1]
+        a, b = (positions[0], positions[-1]) if positions else (0, -1)
+        if self.flat is not None and positions and positions == list(range(a, b + 1)) and bool(
+                (self.shapes[a:b + 1] == self.shapes[a]).all()):
             shape = tuple(int(s) for s in self.shapes[a])
             start, stop = int(self.offsets[a]), int(self.offsets[b]) + int(np.prod(shape))
             return self.flat[start:stop].reshape((len(positions), *shape))
@@ -292,15 +287,6 @@ class Pixels:
             return tuple(int(s) for s in self.shapes[k])
         return self.image(k).shape
 
-    def _same_shape(self, positions: Sequence[int]) -> bool:
-        first = self.shapes[positions[0]]
-        return bool((self.shapes[positions[0]:positions[-1] + 1] == first).all())
-
-
-def _consecutive(positions: Sequence[int]) -> bool:
-    return positions[-1] - positions[0] == len(positions) - 1 and all(
-        b == a + 1 for a, b in zip(positions, positions[1:]))
-
 
 def checksum(flat: np.ndarray, offsets: np.ndarray, shapes: np.ndarray) -> int:
     """CRC-32 of the index (offsets and shapes), every image's middle row and the map's first and
@@ -310,15 +296,13 @@ def checksum(flat: np.ndarray, offsets: np.ndarray, shapes: np.ndarray) -> int:
     map: a slice of the array itself costs a new memmap object an image, twice the time of the CRC
     (benchmarks/README.md)."""
     import zlib
-    view = memoryview(flat)
-    crc = zlib.crc32(np.ascontiguousarray(offsets, dtype=np.int64).tobytes())
-    crc = zlib.crc32(np.ascontiguousarray(shapes, dtype=np.int64).tobytes(), crc)
-    crc = zlib.crc32(view[:1 << 16], crc)
-    crc = zlib.crc32(view[-(1 << 16):], crc)
+    view, crc = memoryview(flat), 0
+    for part in (np.ascontiguousarray(offsets, dtype=np.int64).tobytes(),
+                 np.ascontiguousarray(shapes, dtype=np.int64).tobytes(), view[:1 << 16], view[-(1 << 16):]):
+        crc = zlib.crc32(part, crc)
     for off, (h, w, c) in zip(offsets.tolist(), shapes.tolist()):
-        row = w * c
-        start = off + (h // 2) * row
-        crc = zlib.crc32(view[start:start + row], crc)
+        start = off + (h // 2) * w * c
+        crc = zlib.crc32(view[start:start + w * c], crc)
     return crc
 
 
@@ -394,8 +378,6 @@ def _open_entry(folder: Path, n: int) -> Optional[Tuple[np.ndarray, np.ndarray, 
 def _plain_errors(fn):
     """A worker's DataError crosses back to the parent as a plain DataError with its one line:
     subclasses with their own constructors (BadMask) cannot be unpickled there."""
-    import functools
-
     @functools.wraps(fn)
     def wrapped(*args, **kwargs):
         try:
@@ -408,8 +390,8 @@ def _plain_errors(fn):
 
 
 @_plain_errors
-def _decode_into(path: str, items: Sequence, offsets: Sequence[int], shapes: Sequence[Tuple[int, ...]]) -> int:
-    """Worker: decode `items` into the map's file at `path`, each at its offset; their count.
+def _decode_into(path: str, items: Sequence, offsets: Sequence[int], shapes: Sequence[Tuple[int, ...]]) -> None:
+    """Worker: decode `items` into the map's file at `path`, each at its offset.
 
     Each image goes into the file with `pwrite`, not through a map of the worker's own: a store into
     a fresh page of a shared map faults once a page, which cost 336 us a 224-px image here against
@@ -428,17 +410,15 @@ def _decode_into(path: str, items: Sequence, offsets: Sequence[int], shapes: Seq
                 done += os.pwrite(fd, data[done:], start + off + done)
     finally:
         os.close(fd)
-    return len(items)
 
 
-def _store_into(path: str, items: Sequence, offsets: Sequence[int], shapes: Sequence[Tuple[int, ...]]) -> int:
+def _store_into(path: str, items: Sequence, offsets: Sequence[int], shapes: Sequence[Tuple[int, ...]]) -> None:
     """`_decode_into` through a map of the file (where there is no `pwrite`)."""
     flat = np.load(path, mmap_mode="r+", allow_pickle=False)
     for it, off, shape in zip(items, offsets, shapes):
         arr = _decoded_as(it, shape)
         flat[off:off + arr.size] = arr.reshape(-1)
     del flat
-    return len(items)
 
 
 def _decoded_as(item, shape: Sequence[int]) -> np.ndarray:
@@ -474,7 +454,7 @@ class _Filling:
     def __init__(self, n: int):
         self.ready = np.zeros(n, dtype=bool)
         self.error: Optional[BaseException] = None
-        self.finished = False
+        self.finished = threading.Event()  # the pass has ended: its entry renamed into place, or removed
         self.cond = threading.Condition()
 
     def mark(self, a: int, b: int) -> None:
@@ -487,23 +467,16 @@ class _Filling:
             self.error = error
             self.cond.notify_all()
 
-    def done(self) -> None:
-        with self.cond:
-            self.finished = True
-            self.cond.notify_all()
-
     def wait(self, positions: Sequence[int]) -> None:
         lo, hi = min(positions), max(positions) + 1
         with self.cond:
-            while self.error is None and not self.ready[lo:hi].all():
-                self.cond.wait()
+            self.cond.wait_for(lambda: self.error is not None or self.ready[lo:hi].all())
             if self.error is not None:
                 raise self.error
 
     def join(self, timeout: Optional[float] = None) -> None:
         """Until the first pass has ended: its entry renamed into place, or its folder removed."""
-        with self.cond:
-            self.cond.wait_for(lambda: self.finished, timeout=timeout)
+        self.finished.wait(timeout)
 
 
 #: First passes still writing in this process: joined at exit, so a run that ends as its last
@@ -530,8 +503,7 @@ class _FirstPass:
         self.workers = processes if processes is not None else decode_processes(len(items))
         self.tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{key}-", dir=root))
         self.filling = _Filling(len(items))
-        edges = list(range(0, len(items), TASK_IMAGES)) + [len(items)]
-        self.bounds = [(a, b) for a, b in zip(edges[:-1], edges[1:]) if b > a]
+        self.bounds = [(a, min(a + TASK_IMAGES, len(items))) for a in range(0, len(items), TASK_IMAGES)]
 
     def start(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
         use_processes = self.workers > 1 and len(self.items) >= POOL_MIN_IMAGES
@@ -581,28 +553,24 @@ class _FirstPass:
             if folder.exists():  # a damaged entry: replaced whole
                 shutil.rmtree(folder)
             os.replace(self.tmp, folder)
-            self._release_pool()
+            # every task is done: the processes go back to wait for the next first pass (a thread pool's end)
+            pool, self.pool = self.pool, None
+            if self.leased is not None:
+                _POOLS.give_back(self.leased)
+            else:
+                pool.shutdown(wait=False)
         except BaseException as e:  # a bad image (DataError names it), a full disk: readers get it
             self.abandon()
             self.filling.fail(e if isinstance(e, (DataError, KeyboardInterrupt, SystemExit)) else DataError(
                 f"the pixel cache's first pass failed ({type(e).__name__}: {' '.join(str(e).split())[:200]}); "
                 f"run again, or with --no-cache"))
         finally:
-            self.lock.release()
-            self.filling.done()
+            self.lock.close()
+            self.filling.finished.set()
             with contextlib.suppress(ValueError):
                 _WRITERS.remove(self.filling)
         with contextlib.suppress(OSError, DataError):  # the budget was checked when the pass began
             evict(stored(), budget_bytes(), keep=self.key)
-
-    def _release_pool(self) -> None:
-        """Every task is done: the processes go back to wait for the next first pass (a thread
-        pool's threads end)."""
-        pool, self.pool = self.pool, None
-        if self.leased is not None:
-            _POOLS.give_back(self.leased)
-        else:
-            pool.shutdown(wait=False)
 
     def abandon(self) -> None:
         """A failed or interrupted pass: its tasks cancelled, its processes ended (one may be what
@@ -611,13 +579,6 @@ class _FirstPass:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
         shutil.rmtree(self.tmp, ignore_errors=True)
-
-
-def _context():
-    """fork where there is one (what torch's DataLoader uses on Linux: the workers need only PIL and
-    numpy, and start in milliseconds); spawn elsewhere."""
-    import multiprocessing
-    return multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
 
 
 class _Pools:
@@ -640,15 +601,11 @@ class _Pools:
         self.idle: Optional[Tuple[tuple, ProcessPoolExecutor]] = None
         self.returns = 0  # pools given back so far: a timer ends the idle pool only if none came back since
 
-    @staticmethod
-    def _fork_state(workers: int) -> tuple:
-        from PIL import Image
-        return workers, os.getcwd(), Image.MAX_IMAGE_PIXELS
-
     def lease(self, workers: int) -> Tuple[tuple, ProcessPoolExecutor]:
         """(what its workers were forked with, a pool of `workers` processes): the idle one where
         it fits, else a new one (its workers fork on its first task, in the caller's thread)."""
-        state = self._fork_state(workers)
+        from PIL import Image
+        state = workers, os.getcwd(), Image.MAX_IMAGE_PIXELS
         with self.lock:
             idle, self.idle = self.idle, None
         if idle is not None:
@@ -657,7 +614,11 @@ class _Pools:
             if idle[0] == state and not getattr(idle[1], "_broken", False):
                 return idle
             idle[1].shutdown(wait=False)
-        return state, ProcessPoolExecutor(max_workers=workers, mp_context=_context(), initializer=_watch_parent,
+        # fork where there is one (what torch's DataLoader uses on Linux: the workers need only PIL
+        # and numpy, and start in milliseconds); spawn elsewhere
+        import multiprocessing
+        context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
+        return state, ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_watch_parent,
                                           initargs=(os.getpid(),))
 
     def give_back(self, leased: Tuple[tuple, ProcessPoolExecutor]) -> None:
@@ -666,27 +627,21 @@ class _Pools:
         with self.lock:
             old, self.idle = self.idle, leased
             self.returns += 1
-            timer = threading.Timer(IDLE_SECONDS, self._expire, args=(self.returns,))
+            timer = threading.Timer(IDLE_SECONDS, self.close, args=(self.returns,))
         if old is not None:
             old[1].shutdown(wait=False)
         timer.daemon = True
         timer.start()
 
-    def _expire(self, returned: int) -> None:
-        """The idle pool's processes end if it has waited since the `returned`-th give-back (a pool
-        taken and given back again since starts its wait anew)."""
+    def close(self, returned: Optional[int] = None) -> None:
+        """The idle pool's processes end: at exit (waited for), or from the timer of the `returned`-th
+        give-back if the pool has waited since (a pool taken and given back again starts its wait anew)."""
         with self.lock:
-            idle = self.idle if self.returns == returned else None
+            idle = self.idle if returned in (None, self.returns) else None
             if idle is not None:
                 self.idle = None
         if idle is not None:
-            idle[1].shutdown(wait=False)
-
-    def close(self) -> None:
-        with self.lock:
-            idle, self.idle = self.idle, None
-        if idle is not None:
-            idle[1].shutdown(wait=True)
+            idle[1].shutdown(wait=returned is None)
 
 
 def _watch_parent(parent: int) -> None:
@@ -723,22 +678,16 @@ def _reserve(path: str) -> None:
             os.close(fd)
 
 
-class _Lock:
-    """An exclusive lock on a file among this machine's processes (flock; none where it is missing),
-    released by whichever thread finishes the work it guards."""
-
-    def __init__(self, path: Path):
-        self.fh = open(path, "a+")
-        try:
-            import fcntl
-            fcntl.flock(self.fh, fcntl.LOCK_EX)
-        except ImportError:  # pragma: no cover - not on Linux or macOS
-            pass
-
-    def release(self) -> None:
-        if self.fh is not None:
-            self.fh.close()  # closing the file drops its flock
-            self.fh = None
+def _lock(path: Path):
+    """An exclusive lock on a file among this machine's processes (flock; none where it is missing):
+    the open file, whose `close` (by whichever thread finishes the work it guards) drops it."""
+    fh = open(path, "a+")
+    try:
+        import fcntl
+        fcntl.flock(fh, fcntl.LOCK_EX)
+    except ImportError:  # pragma: no cover - not on Linux or macOS
+        pass
+    return fh
 
 
 def pixels_of(items: Sequence, *, processes: Optional[int] = None, use_cache: Optional[bool] = None,
@@ -762,26 +711,24 @@ def pixels_of(items: Sequence, *, processes: Optional[int] = None, use_cache: Op
     lock = None
     try:
         root.mkdir(parents=True, exist_ok=True)
-        lock = _Lock(root / f"{key}.lock")
+        lock = _lock(root / f"{key}.lock")
         found = _open_entry(folder, len(items))  # another process wrote it while we waited
         if found is not None:
-            lock.release()
+            lock.close()
             return Pixels(items, *found, from_cache=True, key=key)
         remove_stale(root)
         first = _FirstPass(root, key, items, processes, lock)
         flat, offsets, shapes = first.start()  # the lock is now the writer's, released when it ends
-    except (OSError, BrokenProcessPool) as e:  # BrokenProcessPool: a worker could not start (memory) or was killed
+    except BaseException as e:
         if lock is not None:
-            lock.release()
+            lock.close()
+        if not isinstance(e, (OSError, BrokenProcessPool)):  # BrokenProcessPool: a worker could not start (memory) or was killed
+            raise
         status(f"the pixel cache's decoding processes stopped ({' '.join(str(e).split())[:160]}): "
                f"decoding without the cache" if isinstance(e, BrokenProcessPool) else
                f"pixel cache {root} cannot be written ({e.strerror or e}): decoding without it "
                f"(set BGBENCH_CACHE to a writable folder, or --no-cache to say so)")
         return Pixels(items)
-    except BaseException:
-        if lock is not None:
-            lock.release()
-        raise
     pixels = Pixels(items, flat, offsets, shapes, from_cache=False, key=key, filling=first.filling)
     if wait:
         first.filling.join()
@@ -804,27 +751,20 @@ def remove_stale(root: Path) -> None:
     for tmp in root.glob(".tmp-*"):
         key = PRIVATE.match(tmp.name)
         with contextlib.suppress(OSError):
-            if key is None or now - tmp.stat().st_mtime <= STALE_SECONDS or lock_held(root / f"{key.group(1)}.lock"):
-                continue
-            shutil.rmtree(tmp, ignore_errors=True)
+            if key and now - tmp.stat().st_mtime > STALE_SECONDS and not lock_held(root / f"{key.group(1)}.lock"):
+                shutil.rmtree(tmp, ignore_errors=True)
 
 
 def lock_held(lock: Path) -> bool:
     """Whether a process holds the flock of `lock` (a first pass writing that key)."""
     try:
         import fcntl
-    except ImportError:  # pragma: no cover - not on Linux or macOS: assume live
+        with open(lock, "r") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except (ImportError, BlockingIOError):  # held; or no flock (not on Linux or macOS): assumed live
         return True
-    try:
-        fh = open(lock, "r")
-    except FileNotFoundError:
-        return False
-    try:
-        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        fh.close()
+    except FileNotFoundError:  # no lock file: nobody holds it
+        pass
     return False
 
 

@@ -21,6 +21,7 @@ import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
+from itertools import repeat
 from typing import Any, Callable, Iterator, List, Optional, Sequence
 
 from .. import console
@@ -89,14 +90,13 @@ class Pool:
         out: List[Any] = []
         try:
             if self.executor is None or len(items) <= 1:
-                for it in items:
-                    out.append(fn(it, shared))
-                    bar.update()
+                results = map(fn, items, repeat(shared))
             else:
-                chunk = max(1, min(chunk_cap, len(items) // (self.workers * 8)))
-                for r in self.executor.map(fn, items, [shared] * len(items), chunksize=chunk):
-                    out.append(r)
-                    bar.update()
+                results = self.executor.map(fn, items, [shared] * len(items),
+                                            chunksize=max(1, min(chunk_cap, len(items) // (self.workers * 8))))
+            for r in results:
+                out.append(r)
+                bar.update()
             return out
         finally:
             bar.close()

@@ -23,8 +23,12 @@ its loop, because a measure's own work between forwards (Grad-CAM's backward) ru
 """
 from __future__ import annotations
 
+import functools
 import time
 import warnings
+from itertools import groupby
+from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
@@ -32,7 +36,11 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 from ..console import progress as progress_bar
-from ..data.pixel_cache import Pixels
+from ..data.attributes import present_attributes, unpacked_mask
+from ..data.images import check_mask_fits, object_mask
+from ..data.pixel_cache import AttributeMasks, MaskFile, Pixels, pixels_of
+from ..distributed import gather_in_order, share
+from ..errors import BgbenchError
 
 
 class Batch(NamedTuple):
@@ -94,9 +102,6 @@ class Images(Dataset):
         stay the whole list's), with each attribute's masks where `attributes` is a source: images,
         masks and attribute bit planes each read from its entry of the pixel cache (a mask that is
         a reader, RIVAL10's, is read by it)."""
-        from pathlib import Path
-
-        from ..data.pixel_cache import AttributeMasks, MaskFile, pixels_of
         pixels = pixels_of([item for item, _ in pairs])
         masks = [ref for _, ref in pairs]
         if pairs and all(isinstance(ref, (str, Path)) for ref in masks):
@@ -120,13 +125,14 @@ class Images(Dataset):
             return _Failed(e)
 
     def _runs(self, chunk: List[int]) -> List[_Host]:
+        """The batch `chunk` as runs of consecutive positions whose images have one shape."""
         pixels = self.pixels
         sliced = self.render is None and pixels.mapped and (self.masks is None or isinstance(self.masks, Pixels)
                                                             and self.masks.mapped)
         if sliced and (self.attributes is None or not self.attributes.names or self.planes is not None):
-            return [self._sliced(run) for run in _runs_by_shape(chunk, pixels.shape)]
+            return [self._sliced(list(run)) for _, run in groupby(chunk, key=pixels.shape)]
         images = {k: self._image(k) for k in chunk}
-        return [self._stacked(run, images) for run in _runs_by_shape(chunk, lambda k: images[k].shape)]
+        return [self._stacked(list(run), images) for _, run in groupby(chunk, key=lambda k: images[k].shape)]
 
     def _image(self, k: int) -> np.ndarray:
         item = self.pixels.items[k]
@@ -140,25 +146,20 @@ class Images(Dataset):
         pixels = self.pixels
         if self.checker is not None:
             for k in run:
-                self.checker(pixels.items[k], _Shaped(pixels.shape(k)))
+                self.checker(pixels.items[k], SimpleNamespace(shape=pixels.shape(k)))  # its shape, no pixels
         x = _tensor(pixels.batch(run))
         if self.masks is None:
             return _Host(run, x)
-        h, w = pixels.shape(run[0])[:2]
         for k in run:
-            mh, mw = self.masks.shape(k)[:2]
-            if (mh, mw) != (h, w):
-                _mask_misfit(self.masks.items[k].path, pixels.items[k].path, (mw, mh), (w, h))
+            check_mask_fits(self.masks.items[k].path, pixels.items[k].path, pixels.shape(k)[:2], self.masks.shape(k))
         m = _tensor(self.masks.batch(run)[..., 0].view(np.bool_))
         if self.planes is None:
             return _Host(run, x, m)
-        from ..data.attributes import present_attributes
         planes = _tensor(self.planes.batch(run))
         return _Host(run, x, m, planes, present_attributes(planes.numpy(), len(self.attributes.names)))
 
     def _stacked(self, run: List[int], images: Dict[int, np.ndarray]) -> _Host:
         """A run stacked from per-image arrays (decoded, made on the fly, or masks read from files)."""
-        from ..data.images import object_mask
         x = torch.from_numpy(np.stack([images[k] for k in run]))
         if self.masks is None:
             return _Host(run, x)
@@ -167,8 +168,7 @@ class Images(Dataset):
             item, hw = self.pixels.items[k], images[k].shape[:2]
             if isinstance(self.masks, Pixels):
                 mask = self.masks.image(k)[..., 0].view(np.bool_)
-                if mask.shape != hw:
-                    _mask_misfit(self.masks.items[k].path, item.path, mask.shape[::-1], hw[::-1])
+                check_mask_fits(self.masks.items[k].path, item.path, hw, mask.shape)
             else:
                 mask = object_mask(self.masks[k], item.path, hw)
             masks.append(mask)
@@ -180,15 +180,9 @@ class Images(Dataset):
     def _attribute_masks(self, k: int, item, hw) -> Dict[str, np.ndarray]:
         if self.planes is None:
             return self.attributes.masks(item, hw)
-        from ..data.attributes import present_attributes, unpacked_mask
         planes = self.planes.image(k)
         present = present_attributes(planes[None], len(self.attributes.names))[0]
         return {name: unpacked_mask(planes, a) for a, name in enumerate(self.attributes.names) if present[a]}
-
-
-def _mask_misfit(mask, image, mask_wh, image_wh):
-    from ..errors import DataError
-    raise DataError(f"mask {mask} is {mask_wh[0]}x{mask_wh[1]} but image {image} is {image_wh[0]}x{image_wh[1]}")
 
 
 def _tensor(a: np.ndarray) -> torch.Tensor:
@@ -196,23 +190,6 @@ def _tensor(a: np.ndarray) -> torch.Tensor:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         return torch.from_numpy(a)
-
-
-class _Shaped:
-    """An image's shape without its pixels, for checkers that read only `.shape` (mask sizes)."""
-
-    def __init__(self, shape):
-        self.shape = tuple(shape)
-
-
-def _runs_by_shape(chunk: List[int], shape_of: Callable[[int], tuple]) -> List[List[int]]:
-    """`chunk` cut into runs of consecutive positions whose images have one shape."""
-    runs, start = [], 0
-    for i in range(1, len(chunk) + 1):
-        if i == len(chunk) or shape_of(chunk[i]) != shape_of(chunk[start]):
-            runs.append(chunk[start:i])
-            start = i
-    return runs
 
 
 def chunks_of(n: int, batch_size: int) -> List[List[int]]:
@@ -229,11 +206,7 @@ def loader(images: Images, order: Sequence[int], workers: int, device) -> DataLo
     workers = workers if decodes and len(order) > 1 else 0
     return DataLoader(images, batch_size=None, sampler=list(order), num_workers=workers,
                       prefetch_factor=2 if workers else None, pin_memory=torch.device(device).type == "cuda",
-                      collate_fn=_identity, multiprocessing_context="fork" if workers else None)
-
-
-def _identity(runs):
-    return runs
+                      collate_fn=lambda runs: runs, multiprocessing_context="fork" if workers else None)
 
 
 def host_runs(images: Images, order: Sequence[int], workers: int = 1, device="cpu",
@@ -241,7 +214,6 @@ def host_runs(images: Images, order: Sequence[int], workers: int = 1, device="cp
     """(batch index, run) of the batches `order` of `images`, in order, read ahead (`loader`). A
     batch that cannot be read raises its error, or, with `skip`, is left out after
     `skip(its items, the error)` for a user's error (a `BgbenchError`: a corrupt file)."""
-    from ..errors import BgbenchError
     for k, runs in zip(order, loader(images, order, workers, device)):
         if isinstance(runs, _Failed):
             if skip is None or not isinstance(runs.error, BgbenchError):
@@ -257,14 +229,12 @@ def batches(images: Images, *, device, workers: int = 1, ranks=None, progress: b
     """(batch index, `Batch` on `device`) of every batch of `images` (two `Batch`es of one index
     where the image size changes within it), this rank's batches only under torchrun (`ranks`);
     `skip`: see `host_runs`; see the module docstring."""
-    from ..distributed import share
     chunks = images.chunks
     order = share(len(chunks), ranks) if ranks is not None else range(len(chunks))
     bar = progress_bar(enabled=progress, total=sum(len(chunks[k]) for k in order), desc=desc, unit=unit)
-    feed = DeviceFeed(device)
     try:
-        for (k, host), x in feed(((k, host), host.x) for k, host in host_runs(images, order, workers, device,
-                                                                                        skip)):
+        for (k, host), x in DeviceFeed(device)(((k, host), host.x) for k, host in host_runs(images, order, workers,
+                                                                                            device, skip)):
             items = [images.pixels.items[p] for p in host.positions]
             yield k, Batch(items, x, *_masks_on(host, images.attributes, device))
             bar.update(len(items))
@@ -308,7 +278,6 @@ def _masks_on(host: _Host, attributes, device) -> Tuple[Any, Dict[str, tuple]]:
 def gathered(rows: Dict[int, list], n_batches: int, ranks) -> Optional[list]:
     """Every rank's rows (`rows[k]`: those of batch k, this rank's batches) in the order one process
     makes them, on rank 0; None on the other ranks."""
-    from ..distributed import gather_in_order, share
     mine = [rows.get(k, []) for k in share(n_batches, ranks)]
     blocks = gather_in_order(mine, n_batches, ranks)
     return None if blocks is None else [row for block in blocks for row in block]
@@ -330,13 +299,12 @@ class DeviceFeed:
 
     def __init__(self, device: str | torch.device, depth: int = 3):
         self.device = torch.device(device)
-        self.cuda = self.device.type == "cuda"
         self.depth = depth
         self.host_seconds = self.wait_seconds = 0.0
 
     def __call__(self, batches: Iterator[Tuple[object, torch.Tensor]]) -> Iterator[Tuple[object, torch.Tensor]]:
         """(tag, NHWC uint8 tensor) in, (tag, NCHW float on the device) out, in order."""
-        if not self.cuda:
+        if self.device.type != "cuda":
             for tag, batch in batches:
                 yield tag, to_tensor(batch, self.device)
             return
@@ -408,15 +376,11 @@ class _CudaRing:
         return tag, x
 
 
-_SIDE_STREAMS: dict = {}
-
-
+@functools.lru_cache(maxsize=None)
 def _side_stream(device: torch.device):
     """One copy stream per device for the process: streams are not free to make, and the caching
     allocator keeps its memory per stream."""
-    if device not in _SIDE_STREAMS:
-        _SIDE_STREAMS[device] = torch.cuda.Stream(device=device)
-    return _SIDE_STREAMS[device]
+    return torch.cuda.Stream(device=device)
 
 
 def to_unit(x: torch.Tensor) -> torch.Tensor:
@@ -426,18 +390,12 @@ def to_unit(x: torch.Tensor) -> torch.Tensor:
     126 of the 256 values differently from the CPU's division; dividing by a 0-dim tensor on the
     device runs the true division there."""
     out = x.float()
-    if out.device.type == "cpu":
-        return out.div_(255)
-    return out.div_(_divisor(out.device))
+    return out.div_(255 if out.device.type == "cpu" else _divisor(out.device))
 
 
-_DIVISORS: dict = {}
-
-
+@functools.lru_cache(maxsize=None)
 def _divisor(device: torch.device) -> torch.Tensor:
-    if device not in _DIVISORS:
-        _DIVISORS[device] = torch.full((), 255.0, dtype=torch.float32, device=device)  # a fill: no host copy
-    return _DIVISORS[device]
+    return torch.full((), 255.0, dtype=torch.float32, device=device)  # a fill: no host copy
 
 
 def to_tensor(batch, device: str | torch.device = "cpu") -> torch.Tensor:

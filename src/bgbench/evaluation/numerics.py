@@ -116,8 +116,7 @@ def forward_context(precision: str, device) -> contextlib.AbstractContextManager
         return strict_fp32()
     if precision == "tf32":
         return _fp32_as(tf32=True)
-    device_type = torch.device(device).type
-    return torch.autocast(device_type=device_type, dtype=AUTOCAST[precision])
+    return torch.autocast(device_type=torch.device(device).type, dtype=AUTOCAST[precision])
 
 
 def note_if_slower(precision: str, model: torch.nn.Module, x: torch.Tensor, where: str) -> None:

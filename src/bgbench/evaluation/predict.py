@@ -17,11 +17,10 @@ from ..data.images import check_mask_fits
 from ..data.layout import Item, Layout
 from ..data.pixel_cache import Pixels, pixels_of
 from ..distributed import Ranks, gather, shares_order
-from ..options import resolve_workers
+from ..errors import BgbenchError, DataError
+from ..options import BATCH_SIZE, resolve_workers
 from .feed import Images, batches
 from .numerics import forward_context
-from ..errors import BgbenchError
-from ..options import BATCH_SIZE
 
 
 @dataclass
@@ -103,9 +102,7 @@ def class_probabilities(model: torch.nn.Module, logits: torch.Tensor) -> torch.T
     """(N, C) probability of each dataset class: the softmax of a dataset-class model; for a
     1000-class model, the probability mass of each class's ImageNet classes (its class map)."""
     probs = logits.float().softmax(dim=1)
-    if model.spec.label_space == IMAGENET1K:
-        return superclass_sums(probs, model.class_map)
-    return probs
+    return superclass_sums(probs, model.class_map) if model.spec.label_space == IMAGENET1K else probs
 
 
 def _check_finite(model: torch.nn.Module, bad: List[torch.Tensor], runs: List[Sequence[Item]]) -> None:
@@ -148,17 +145,13 @@ def predict_items(model: torch.nn.Module, items: Sequence[Item], *, batch_size: 
     if pixels is None:
         pixels = Pixels(items) if render is not None else pixels_of(items)
     keep_raw = model.spec.label_space == IMAGENET1K
-    preds: List[torch.Tensor] = []
-    confs: List[torch.Tensor] = []
-    raw: List[Tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []  # 1000-class models: top-5, sums
-    bad: List[torch.Tensor] = []
-    runs: List[Sequence[Item]] = []
+    # per batch: predictions, confidences, non-finite rows, items, and (1000-class models) top-5 and sums
+    preds, confs, bad, runs, raw = [], [], [], [], []
     fed = batches(Images.of(pixels, batch_size, render=render, checker=checker), device=device,
                   workers=resolve_workers(workers, device), ranks=ranks, progress=progress, desc=desc)
     with torch.inference_mode(), forward_context(precision, device):
         for _, batch in fed:
-            logits = model(batch.x) if forward is None else forward(model, batch.x)
-            logits = logits.float()
+            logits = (model(batch.x) if forward is None else forward(model, batch.x)).float()
             bad.append(~torch.isfinite(logits).all(dim=1))
             runs.append(batch.items)
             pred, conf = decide(model, logits, mapping)
@@ -198,7 +191,6 @@ def mask_checker(layout: Layout):
     def check(item: Item, image: np.ndarray) -> None:
         path = layout.mask_path(item.image_id)
         if not path.is_file():
-            from ..errors import DataError
             raise DataError(f"no mask for {item.path} (expected {path})")
         check_mask_fits(path, item.path, image.shape[:2])
     return check

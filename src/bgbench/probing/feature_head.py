@@ -54,10 +54,6 @@ class LinearHead:
         return cls(model=model, weight=head.weight.detach(), bias=None if head.bias is None else head.bias.detach())
 
     @property
-    def classes(self) -> int:
-        return int(self.weight.shape[0])
-
-    @property
     def features(self) -> int:
         return int(self.weight.shape[1])
 

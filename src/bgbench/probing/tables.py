@@ -95,7 +95,7 @@ def stored_table(store, run_id: int, mapping: Optional[str] = None,
     """The table of eval run `run_id`: `variants` (those of them it holds; default all), under
     `mapping` (None: the stored decisions)."""
     row = store.run_row(run_id)
-    present = _variants(store, run_id)
+    present = store.run_variants(run_id)
     chosen = [v for v in (variants or present) if v in present]
     config = run_config(row)
     return RunTable(stored_predictions(store, run_id, mapping=mapping, variants=chosen) if chosen else {},
@@ -172,11 +172,11 @@ def stored_predictions(store, run_id: int, mapping: Optional[str] = None,
     """
     class_map = ClassMap.from_config(run_config(store.run_row(run_id)).get("class_map"))
     out: Dict[str, StoredVariant] = {}
-    for v in variants or _variants(store, run_id):
+    for v in variants or store.run_variants(run_id):
         rows = store.predictions(run_id, v)
         if not rows:
             raise BgbenchError(f"run {run_id} has no predictions for variant {v!r} "
-                               f"(stored: {', '.join(_variants(store, run_id)) or 'none'})")
+                               f"(stored: {', '.join(store.run_variants(run_id)) or 'none'})")
         ids = [r["image_id"] for r in rows]
         labels = np.fromiter((r["label"] for r in rows), np.int64, len(rows))
         preds = np.fromiter((r["pred"] for r in rows), np.int64, len(rows))
@@ -205,7 +205,3 @@ def redecide(rows, mapping: str, run_id: int = 0, class_map: Optional[ClassMap] 
     sums = np.array([json.loads(r["superclass_probs"]) for r in rows], dtype=np.float64)
     pred, conf = decide_stored(top_c, top_p, sums, Mapping(mapping), class_map)
     return pred.astype(np.int64), conf.astype(np.float64)
-
-
-def _variants(store, run_id: int) -> List[str]:
-    return store.run_variants(run_id)
