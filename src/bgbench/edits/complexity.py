@@ -68,10 +68,8 @@ def adversarial_backgrounds(model, x, m, labels: Sequence[int], eps: float = ADV
     delta = torch.zeros_like(x, requires_grad=True)
     for _ in range(steps):
         logits = model((x + delta * bg).clamp(0, 1))
-        if model.spec.label_space == IMAGENET1K:
-            loss = torch.nn.functional.nll_loss(_superclass_log_probs(logits), y)
-        else:
-            loss = torch.nn.functional.cross_entropy(logits, y)
+        loss = (torch.nn.functional.nll_loss(_superclass_log_probs(logits), y) if model.spec.label_space == IMAGENET1K
+                else torch.nn.functional.cross_entropy(logits, y))
         grad, = torch.autograd.grad(loss, delta)
         with torch.no_grad():
             delta += step * grad.sign()
@@ -87,6 +85,6 @@ def _superclass_log_probs(logits):
     table = torch.as_tensor(imagenet_to_in9(), device=logits.device)
     probs = logits.float().softmax(dim=1)
     valid = table >= 0
-    sums = torch.zeros(probs.shape[0], len(IN9_FOLDERS), dtype=probs.dtype, device=logits.device)
-    sums = sums.index_add(1, table[valid], probs[:, valid])
+    sums = torch.zeros(probs.shape[0], len(IN9_FOLDERS), dtype=probs.dtype, device=logits.device).index_add(
+        1, table[valid], probs[:, valid])
     return sums.clamp_min(1e-12).log()

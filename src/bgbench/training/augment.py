@@ -21,6 +21,7 @@ import torch.nn.functional as F
 
 from ..data.images import IMAGE_SUFFIXES, decode_image
 from ..data.layout import MASK_DIR, Item
+from ..data.manifest import mask_box
 from ..errors import BgbenchError
 from ..variants.functions import only_bg_t
 from .recipes import DEFAULT_BGSWAP_P, DEFAULT_CUTMIX_ALPHA, DEFAULT_MIXUP_ALPHA
@@ -156,10 +157,9 @@ def load_masks_and_backgrounds(root: str | Path, split: str, items: Sequence[Ite
                                f"{shape[1]}x{shape[0]}")
         bg = _find_background(bg_dir, it.image_id) if bg_dir.is_dir() else None
         if bg is None:
-            ys, xs = np.nonzero(mask)
-            if len(ys) == 0:
+            box = mask_box(mask)
+            if box is None:
                 raise BgbenchError(f"mask {mpath} is empty, so its only_bg_t background cannot be computed")
-            box = (int(xs.min()), int(ys.min()), int(xs.max()) + 1, int(ys.max()) + 1)
             bg = only_bg_t(decode_image(it.path), mask, box)
         elif bg.shape[:2] != tuple(shape):
             raise BgbenchError(f"background {bg_dir / it.image_id}.* differs in size from {it.path}")
