@@ -20,13 +20,6 @@ ADV_EPS = 16 / 255
 ADV_STEPS = 10
 
 
-def _amplitude(x):
-    """Sum of |FFT(x)| over every frequency but DC, per channel (orthonormal FFT)."""
-    import torch
-    amp = torch.fft.fft2(x, norm="ortho").abs()
-    return amp.sum(dim=(-2, -1)) - amp[..., 0, 0]
-
-
 def spectrum_edit(image: np.ndarray, mask: np.ndarray, lam: float, steps: int = STEPS,
                   step_size: float = STEP_SIZE, strength: float = STRENGTH) -> np.ndarray:
     """The image with its background pushed towards complexity level `lam` (HxWx3 uint8 in and out).
@@ -44,7 +37,8 @@ def spectrum_edit(image: np.ndarray, mask: np.ndarray, lam: float, steps: int = 
     x = x0.clone()
     for _ in range(steps):
         x.requires_grad_(True)
-        loss = -lam * kappa * _amplitude(x).sum() + 0.5 * ((x - x0) ** 2).sum()
+        amp = torch.fft.fft2(x, norm="ortho").abs()  # per channel, summed over every frequency but DC
+        loss = -lam * kappa * (amp.sum(dim=(-2, -1)) - amp[..., 0, 0]).sum() + 0.5 * ((x - x0) ** 2).sum()
         grad, = torch.autograd.grad(loss, x)
         with torch.no_grad():
             x = (x - step_size * grad * bg).clamp(0, 1)

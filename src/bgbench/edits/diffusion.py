@@ -67,8 +67,8 @@ class Guidance:
 
 def _randn(generators: Sequence, like):
     dtype = like.dtype if like.dtype in (torch.float32, torch.float64) else torch.float32
-    draws = [torch.randn(tuple(like.shape[1:]), generator=g, dtype=dtype) for g in generators]
-    return torch.stack(draws).to(device=like.device, dtype=like.dtype)
+    return torch.stack([torch.randn(tuple(like.shape[1:]), generator=g, dtype=dtype) for g in generators]).to(
+        device=like.device, dtype=like.dtype)
 
 
 def _predict(unet, schedule: Schedule, x, i: int):
@@ -177,9 +177,9 @@ def diffuse_backgrounds(weights: DiffusionWeights, images: Sequence[np.ndarray],
     start = _tensor(backgrounds, size, dtype, device)
     small = np.stack([_resized(m.astype(np.uint8) * 255, size, nearest=True) > 127 for m in masks])
     edit = torch.from_numpy(~small).to(device=device, dtype=dtype)[:, None]
-    gens = [torch.Generator().manual_seed(int(s)) for s in seeds]
     out = blended_diffusion(unet, Schedule(settings.respacing), start, keep, edit,
-                            replace(settings.guidance, complexity=float(lam)), gens, settings.skip, lpips_model,
+                            replace(settings.guidance, complexity=float(lam)),
+                            [torch.Generator().manual_seed(int(s)) for s in seeds], settings.skip, lpips_model,
                             classifier)
     # the toolkit's to_pil_image: (x + 1) / 2 clamped, times 255, truncated to bytes
     pics = ((out.detach() + 1) / 2).clamp(0, 1).mul(255).to(torch.uint8).permute(0, 2, 3, 1).cpu().numpy()

@@ -39,16 +39,42 @@ class DiffusionWeights:
 def load_weights(source: str | Path, head_channels: int = HEAD_CHANNELS) -> DiffusionWeights:
     """The network named by `source` (a file, a folder or a hub name), in eval mode on the CPU."""
     try:
-        import diffusers  # noqa: F401
+        from diffusers import UNet2DModel
     except ImportError:
         raise BgbenchError(f"--backend diffusion needs diffusers, an optional extra: {EXTRA}") from None
     path = Path(source).expanduser()
     if path.is_file():
+        import torch
+
         from ..models.checkpoint import sha256_file
-        sd = _read_state_dict(path)
+        try:  # a guided-diffusion state dict
+            if path.suffix == ".safetensors":
+                from safetensors.torch import load_file
+                sd = load_file(str(path))
+            else:
+                sd = torch.load(path, map_location="cpu", weights_only=True)
+        except Exception as e:  # any unreadable file: pickle, zip and safetensors raise their own kinds
+            raise CheckpointError(f"--weights {path}: cannot read it as a state dict "
+                                  f"({type(e).__name__}: {' '.join(str(e).split())[:160]})") from None
+        if isinstance(sd, dict) and "input_blocks.0.0.weight" not in sd:
+            for key in ("state_dict", "model", "ema"):
+                if isinstance(sd.get(key), dict):
+                    sd = sd[key]
+                    break
+        if not isinstance(sd, dict) or not all(isinstance(v, torch.Tensor) for v in sd.values()):
+            raise CheckpointError(f"--weights {path}: not a state dict of tensors")
         config = adm_config(sd, head_channels, str(path))
-        unet = _build(config, adm_to_diffusers(sd, config), str(path))
-        return DiffusionWeights(unet, str(path), "guided-diffusion", sha256_file(path), config["sample_size"])
+        state = adm_to_diffusers(sd, config)  # refused here, before the network is built, if it does not fit
+        unet = UNet2DModel(**config)
+        try:
+            missing, unexpected = unet.load_state_dict(state, strict=False)
+        except RuntimeError as e:  # a tensor of the wrong shape
+            detail = next((ln.strip() for ln in str(e).splitlines() if "size mismatch" in ln), str(e).splitlines()[0])
+            raise CheckpointError(f"--weights {path}: does not fit an ADM UNet ({detail[:200]})") from None
+        if missing or unexpected:
+            raise CheckpointError(f"--weights {path}: does not fit an ADM UNet ({len(missing)} missing, "
+                                  f"{len(unexpected)} unexpected keys; first: {(missing or unexpected)[0]})")
+        return DiffusionWeights(unet.eval(), str(path), "guided-diffusion", sha256_file(path), config["sample_size"])
     if path.is_dir():
         return _from_folder(path, str(source))
     if _HUB_NAME.match(str(source)) and not str(source).startswith((".", "~")):
@@ -60,27 +86,6 @@ def load_weights(source: str | Path, head_channels: int = HEAD_CHANNELS) -> Diff
 # ---------------------------------------------------------------------------------------------
 # guided-diffusion state dicts
 
-def _read_state_dict(path: Path) -> Dict[str, object]:
-    import torch
-    try:
-        if path.suffix == ".safetensors":
-            from safetensors.torch import load_file
-            sd = load_file(str(path))
-        else:
-            sd = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as e:  # any unreadable file: pickle, zip and safetensors raise their own kinds
-        raise CheckpointError(f"--weights {path}: cannot read it as a state dict "
-                              f"({type(e).__name__}: {' '.join(str(e).split())[:160]})") from None
-    if isinstance(sd, dict) and "input_blocks.0.0.weight" not in sd:
-        for key in ("state_dict", "model", "ema"):
-            if isinstance(sd.get(key), dict):
-                sd = sd[key]
-                break
-    if not isinstance(sd, dict) or not all(isinstance(v, torch.Tensor) for v in sd.values()):
-        raise CheckpointError(f"--weights {path}: not a state dict of tensors")
-    return sd
-
-
 def _indices(sd: Dict[str, object], prefix: str) -> List[int]:
     return sorted({int(k.split(".")[1]) for k in sd if k.startswith(prefix + ".")})
 
@@ -91,9 +96,8 @@ def adm_config(sd: Dict[str, object], head_channels: int, name: str) -> dict:
     def refuse(why: str):
         raise CheckpointError(f"--weights {name}: {why}")
 
-    needed = ("input_blocks.0.0.weight", "time_embed.0.weight", "middle_block.0.in_layers.0.weight",
-              "out.2.weight")
-    missing = [k for k in needed if k not in sd]
+    missing = [k for k in ("input_blocks.0.0.weight", "time_embed.0.weight", "middle_block.0.in_layers.0.weight",
+                            "out.2.weight") if k not in sd]
     if missing:
         refuse(f"not a guided-diffusion UNet state dict (no {missing[0]})")
     if "label_emb.weight" in sd:
@@ -226,20 +230,6 @@ def adm_to_diffusers(sd: Dict[str, object], config: dict) -> Dict[str, object]:
     return out
 
 
-def _build(config: dict, state: dict, name: str):
-    from diffusers import UNet2DModel
-    unet = UNet2DModel(**config)
-    try:
-        missing, unexpected = unet.load_state_dict(state, strict=False)
-    except RuntimeError as e:  # a tensor of the wrong shape
-        detail = next((ln.strip() for ln in str(e).splitlines() if "size mismatch" in ln), str(e).splitlines()[0])
-        raise CheckpointError(f"--weights {name}: does not fit an ADM UNet ({detail[:200]})") from None
-    if missing or unexpected:
-        raise CheckpointError(f"--weights {name}: does not fit an ADM UNet ({len(missing)} missing, "
-                              f"{len(unexpected)} unexpected keys; first: {(missing or unexpected)[0]})")
-    return unet.eval()
-
-
 # ---------------------------------------------------------------------------------------------
 # diffusers folders and hub names
 
@@ -251,8 +241,8 @@ def _checked(unet, name: str, kind: str, sha: Optional[str] = None) -> Diffusion
                               f"channels; the toolkit's sampler needs a learned variance")
     if getattr(cfg, "num_class_embeds", None) or getattr(cfg, "class_embed_type", None):
         raise CheckpointError(f"--weights {name}: a class-conditional model; the toolkit's is unconditional")
-    size = cfg.sample_size if isinstance(cfg.sample_size, int) else int(cfg.sample_size[0])
-    return DiffusionWeights(unet.eval(), name, kind, sha or tensors_sha256(unet.state_dict()), int(size))
+    return DiffusionWeights(unet.eval(), name, kind, sha or tensors_sha256(unet.state_dict()),
+                            int(cfg.sample_size if isinstance(cfg.sample_size, int) else cfg.sample_size[0]))
 
 
 def _from_folder(path: Path, name: str) -> DiffusionWeights:

@@ -63,11 +63,6 @@ def compose(after: Matrix, before: Matrix) -> Matrix:
     return (np.vstack([after, [0, 0, 1]]) @ np.vstack([before, [0, 0, 1]]))[:2]
 
 
-def box_center(mask: np.ndarray) -> Tuple[float, float]:
-    x0, y0, x1, y1 = object_extent(mask)
-    return (x0 + x1) / 2.0, (y0 + y1) / 2.0
-
-
 def mapped_extent(matrix: Matrix, mask: np.ndarray) -> Tuple[float, float, float, float]:
     """(xmin, ymin, xmax, ymax) of the mask's pixel centres after `matrix`."""
     ys, xs = np.nonzero(mask)
@@ -124,8 +119,8 @@ def scale_for_rate(image: np.ndarray, mask: np.ndarray, background: np.ndarray, 
     closest to the target is kept. The object is kept fully inside the image.
     Returns (image, mask, matrix, scale).
     """
-    center = box_center(mask)
-    x0, y0, x1, y1 = object_extent(mask)  # 'full': the largest scale that keeps the whole object inside
+    x0, y0, x1, y1 = object_extent(mask)
+    center = (x0 + x1) / 2.0, (y0 + y1) / 2.0  # the box centre; 'full': the largest scale that keeps it all inside
     limit = min((mask.shape[1] - 1) / max(x1 - x0, 1), (mask.shape[0] - 1) / max(y1 - y0, 1))
 
     def attempt(s: float):
@@ -172,7 +167,8 @@ def rotate(mask: np.ndarray, degrees: float) -> Matrix:
     The object keeps its size (and so its pixel rate): one that no longer fits once rotated
     raises DoesNotFit, and the pipeline rejects that image at that level.
     """
-    return fit_inside(rotation_matrix(degrees, box_center(mask)), mask)
+    x0, y0, x1, y1 = object_extent(mask)
+    return fit_inside(rotation_matrix(degrees, ((x0 + x1) / 2.0, (y0 + y1) / 2.0)), mask)
 
 
 def area_ratio(before: np.ndarray, after: np.ndarray) -> float:

@@ -167,7 +167,8 @@ def level_rng(seed: int, image_id: str, level: str) -> np.random.Generator:
 def _row(task: _Task, level: str, attribute: str, image: np.ndarray, mask: np.ndarray, params: dict) -> M.ManifestRow:
     contrast, dissim = glcm_stats(image, mask)
     return M.ManifestRow(task.index, level, task.image_id, task.label, task.source, M.mask_box(mask), "provided",
-                         M.fg_fraction(mask), params={"attribute": attribute, "glcm_contrast": finite_or_none(round(contrast, 5)),
+                         M.fg_fraction(mask), params={"attribute": attribute,
+                                                      "glcm_contrast": finite_or_none(round(contrast, 5)),
                                                       "glcm_dissimilarity": finite_or_none(round(dissim, 5)), **params})
 
 
@@ -231,9 +232,9 @@ def _adversarial(model, tasks: Sequence[_Task], s: _Settings, ranks, progress: b
     from ..evaluation.feed import Images, batches
     from ..evaluation.numerics import forward_context
     cfg, target = s.cfg, s.target
-    blocks = groupby(range(len(tasks)), key=lambda k: tasks[k].index // cfg.batch_size)
     # the originals as this job wrote them, read by path: never cached, they live in its stage only
-    images = Images(Pixels(list(tasks)), [list(block) for _, block in blocks],
+    images = Images(Pixels(list(tasks)),
+                    [list(b) for _, b in groupby(range(len(tasks)), key=lambda k: tasks[k].index // cfg.batch_size)],
                     masks=[target.path(MASK_DIR, t.image_id, ".npy") for t in tasks],
                     render=lambda t: target.load_image(ORIGINAL, t.image_id))
     params = {"eps": round(cfg.adv_eps, 6), "steps": cfg.adv_steps, "model": model.spec.name}
@@ -253,21 +254,6 @@ def _adversarial(model, tasks: Sequence[_Task], s: _Settings, ranks, progress: b
 #: classifier guidance), and the moved, scaled or rotated object harmonised with a regenerated
 #: background (the paper's Algorithm 2).
 DIFFUSED = ("complexity", "size", "position", "rotation")
-
-
-def _diffusion_inputs(edit: Edit, cfg: EditConfig, task: _Task, image, mask, background):
-    """(the kept image, the kept object's mask, the level's own parameters) of one image: the image
-    itself for a complexity level; the classical composite (the object moved, scaled or rotated
-    onto the inpainted background) for Algorithm 2, whose background diffusion regenerates.
-    `Rejected` where the classical edit refuses the image."""
-    if edit.needs_model:
-        return image, mask, {"lambda": 0.0, "classifier_scale": cfg.classifier_scale}
-    if edit.attribute == "complexity":
-        return image, mask, {"lambda": float(edit.level)}
-    ctx = Context(lambda: background, get_complexity_editor(cfg.complexity_editor),
-                  level_rng(cfg.seed, task.image_id, edit.name))
-    done = _rendered(edit, image, mask, ctx)
-    return done.image, done.mask, {**done.params, "lambda": 0.0}
 
 
 def _diffusion(weights, edits: Sequence[Edit], tasks: Sequence[_Task], s: _Settings, progress: bool, model=None
@@ -300,9 +286,22 @@ def _diffusion(weights, edits: Sequence[Edit], tasks: Sequence[_Task], s: _Setti
         seeds = [int(level_rng(cfg.seed, t.image_id, DIFFUSION).integers(2 ** 63)) for t, _, _ in chunk]
         for edit in levels:
             ready = []
+            # (the kept image, the kept object's mask, the level's own parameters) of each image: the image
+            # itself for a complexity level; the classical composite (the object moved, scaled or rotated onto
+            # the inpainted background) for Algorithm 2, whose background diffusion regenerates; `Rejected`
+            # where the classical edit refuses the image
             for (t, im, m), bg, seed in zip(chunk, backgrounds, seeds):
                 try:
-                    ready.append((t, *_diffusion_inputs(edit, cfg, t, im, m, bg), bg, seed))
+                    if edit.needs_model:
+                        kept = im, m, {"lambda": 0.0, "classifier_scale": cfg.classifier_scale}
+                    elif edit.attribute == "complexity":
+                        kept = im, m, {"lambda": float(edit.level)}
+                    else:
+                        ctx = Context(lambda bg=bg: bg, get_complexity_editor(cfg.complexity_editor),
+                                      level_rng(cfg.seed, t.image_id, edit.name))
+                        done = _rendered(edit, im, m, ctx)
+                        kept = done.image, done.mask, {**done.params, "lambda": 0.0}
+                    ready.append((t, *kept, bg, seed))
                 except Rejected as e:
                     rejects.append(M.RejectRow(t.index, t.image_id, t.source, e.reason, e.detail, edit.name))
             if ready:
@@ -343,11 +342,9 @@ def edit_dataset(cfg: EditConfig, model=None, progress: bool = True) -> Optional
     if model is not None:
         model.meet(layout)
     edits = edits_for(cfg.attributes, cfg.angles, cfg.levels, with_model=model is not None)
-    skipped = []
-    if model is None and "complexity" in cfg.attributes and (
-            not cfg.levels or ADVERSARIAL in [e.name for e in edits_for(["complexity"], levels=cfg.levels,
-                                                                        with_model=True)]):
-        skipped.append(f"{ADVERSARIAL}: needs --model")
+    skipped = [f"{ADVERSARIAL}: needs --model"] if model is None and "complexity" in cfg.attributes and (
+        not cfg.levels or ADVERSARIAL in [e.name for e in edits_for(["complexity"], levels=cfg.levels,
+                                                                    with_model=True)]) else []
     if not edits:
         raise BgbenchError(f"--levels {' '.join(cfg.levels or ())} selects no edit level")
     if model is not None and any(e.needs_model for e in edits):  # it ascends the loss through the model
@@ -396,10 +393,10 @@ def edit_dataset(cfg: EditConfig, model=None, progress: bool = True) -> Optional
         result = EditResult(cfg.out, [e.name for e in edits], M.sort_rows(rows, writer.folders),
                             M.sort_rejects(rejects, writer.folders), skipped, shard=cfg.shard, provenance=prov)
         if cfg.shard is not None:
-            lines = [f"{t.source}\t{t.mask_path.is_file()}" for t in tasks] + [layout.fingerprint()]
-            ShardRecord(KIND, cfg.split, cfg.shard, cfg.settings(model), inputs_fingerprint(lines), writer.folders,
-                        list(layout.classes), rows=[r.to_json() for r in result.rows],
-                        rejects=[r.to_json() for r in result.rejects],
+            ShardRecord(KIND, cfg.split, cfg.shard, cfg.settings(model),
+                        inputs_fingerprint([f"{t.source}\t{t.mask_path.is_file()}" for t in tasks]
+                                           + [layout.fingerprint()]), writer.folders, list(layout.classes),
+                        rows=[r.to_json() for r in result.rows], rejects=[r.to_json() for r in result.rejects],
                         extra={"provenance": asdict(prov), "skipped": skipped}).save(writer.stage)
             writer.commit()
             return result
@@ -433,7 +430,7 @@ def merge(out: Path, records: List[ShardRecord], overwrite: bool = False, worker
         prov = Provenance(**ref.extra["provenance"])
         prov.config = {**{k: v for k, v in prov.config.items() if k != "shard"}, "out": str(out),
                        "shards": ref.shard.count}
-        result = EditResult(Path(out), ref.folders[1:], M.sort_rows(manifest_rows(records), writer.folders),
-                            M.sort_rejects(reject_rows(records), writer.folders), list(ref.extra["skipped"]),
-                            provenance=prov)
-        return _finish(writer, result)
+        return _finish(writer, EditResult(Path(out), ref.folders[1:],
+                                          M.sort_rows(manifest_rows(records), writer.folders),
+                                          M.sort_rejects(reject_rows(records), writer.folders),
+                                          list(ref.extra["skipped"]), provenance=prov))

@@ -61,11 +61,10 @@ class EditResult(Result):
                 for key in ("glcm_contrast", "glcm_dissimilarity", "pixel_rate") if m[key] is not None]
 
     def text(self) -> str:
-        n = self.images()
         if self.shard is not None:
-            return (f"{self.levels_table()}\nshard {self.shard}: edited {n} images in {self.out}; join the shards with "
-                    f"`bgbench merge`")
-        return (f"{self.levels_table()}\nedited {n} images into {len(self.levels)} levels in {self.out}; "
+            return (f"{self.levels_table()}\nshard {self.shard}: edited {self.images()} images in {self.out}; join the "
+                    f"shards with `bgbench merge`")
+        return (f"{self.levels_table()}\nedited {self.images()} images into {len(self.levels)} levels in {self.out}; "
                 f"manifest {self.out / M.MANIFEST}")
 
     def levels_table(self) -> str:

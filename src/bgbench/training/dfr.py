@@ -59,8 +59,7 @@ class HeadFit:
 
 def group_codes(groups: Sequence) -> np.ndarray:
     """Integer codes of group names (in sorted order)."""
-    names = sorted(set(groups))
-    index = {g: i for i, g in enumerate(names)}
+    index = {g: i for i, g in enumerate(sorted(set(groups)))}
     return np.asarray([index[g] for g in groups], dtype=np.int64)
 
 
@@ -90,8 +89,8 @@ def fit_standardized(x: np.ndarray, y: np.ndarray, c: float, penalty: str, seed,
     """(coef (classes, features), intercept (classes,)) of liblinear logistic regressions on
     standardized features `x`, one-vs-rest over `n_classes` classes; `seed`: liblinear's
     random_state (an int, or a `numpy.random.RandomState` whose stream each binary fit draws from). A
-    class absent from `y` gets a constant very low logit (it can never be predicted from these data); two classes give one
-    binary classifier, read as logits (0, w.x + b)."""
+    class absent from `y` gets a constant very low logit (it can never be predicted from these data);
+    two classes give one binary classifier, read as logits (0, w.x + b)."""
     from sklearn.linear_model import LogisticRegression
     from sklearn.multiclass import OneVsRestClassifier
     make = lambda: LogisticRegression(C=c, l1_ratio=PENALTIES[penalty], solver="liblinear",  # noqa: E731
@@ -174,10 +173,6 @@ def fold_scaler(fits: Sequence[Tuple[np.ndarray, np.ndarray]], mean: np.ndarray,
     w.((x - m) / s) + b = (w / s).x + (b - w.(m / s))."""
     coef, intercept = np.mean([f[0] for f in fits], axis=0), np.mean([f[1] for f in fits], axis=0)
     return coef / scale, intercept - coef @ (mean / scale)
-
-
-def predict(weight: np.ndarray, bias: np.ndarray, features: np.ndarray) -> np.ndarray:
-    return np.argmax(np.asarray(features, dtype=np.float64) @ weight.T + bias, axis=1)
 
 
 def head_fit_summary(fit: HeadFit) -> str:

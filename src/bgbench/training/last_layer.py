@@ -59,7 +59,7 @@ from ..models.spec import BgModel
 from ..options import resolve_workers
 from ..version import __version__
 from .config import DFR_RETRAINS, LastLayerConfig
-from .dfr import REPO_RETRAINS, fit_head, fit_head_as_repo, group_codes, head_fit_summary, predict, worst_group_accuracy
+from .dfr import REPO_RETRAINS, fit_head, fit_head_as_repo, group_codes, head_fit_summary, worst_group_accuracy
 
 #: Config keys that may change between a run and its rerun (they do not change the head).
 RERUN_FREE_KEYS = ("out", "device", "batch_size", "feature_cache")
@@ -75,8 +75,14 @@ def fit_last_layer(cfg: LastLayerConfig, progress: bool = True) -> Optional[Path
     as_repo = (cfg.recipe == "dfr" and find_group_file(cfg.data) is None and find_waterbirds(cfg.data) is not None
                and cfg.split in (None, "val"))
     split = cfg.split if cfg.split is not None else ("val" if as_repo else training_split(cfg.data))
-    if cfg.split is None:
-        _check_default_split(cfg.data, split)
+    # the split a head is fitted on by default (train) must exist: an IN-9-layout dataset with only a val
+    # split (the IN-9 release) is told to name it, before the model loads
+    original = Path(cfg.data).expanduser() / "original"
+    if cfg.split is None and split is not None and original.is_dir() and not (original / split).is_dir():
+        splits = sorted(p.name for p in original.iterdir() if p.is_dir())
+        raise BgbenchError(f"{cfg.data} has no {split} split to fit the head on (its splits: "
+                           f"{', '.join(splits) or 'none'}); name one with --split, e.g. --split "
+                           f"{splits[0] if splits else 'val'} (then evaluate on images the head was not fitted on)")
     if cfg.retrains is None:  # recorded as run, so a rerun compares like with like
         cfg = replace(cfg, retrains=REPO_RETRAINS if as_repo else DFR_RETRAINS)
     model = build(cfg.model_options(split))
@@ -121,7 +127,7 @@ def fit_last_layer(cfg: LastLayerConfig, progress: bool = True) -> Optional[Path
                        balance=cfg.recipe == "dfr", c_grid=cfg.c_grid, penalty=cfg.penalty, retrains=cfg.retrains,
                        held_out=cfg.held_out, seed=cfg.seed)
     status(head_fit_summary(fit))
-    pred = predict(fit.weight, fit.bias, feats.x)
+    pred = np.argmax(np.asarray(feats.x, dtype=np.float64) @ fit.weight.T + fit.bias, axis=1)
     fitted = {"train_accuracy": float((pred == feats.labels).mean()),
               "train_worst_group_accuracy": worst_group_accuracy(pred, feats.labels, group_codes(feature_groups))}
     provenance = {"recipe": cfg.recipe, "backbone": model.spec.name, "backbone_sha256": model.spec.checkpoint_sha256,
@@ -131,19 +137,22 @@ def fit_last_layer(cfg: LastLayerConfig, progress: bool = True) -> Optional[Path
                   **({"scaler_feature_cache_key": scaler.key} if as_repo else {}), **fit.provenance(), **fitted}
     new = with_head(model.cpu(), torch.from_numpy(fit.weight), torch.from_numpy(fit.bias), layout.classes,
                     provenance)
-    return _save(out, cfg, new, provenance, world_record(ranks), time.perf_counter() - started)
-
-
-def _check_default_split(data, split: Optional[str]) -> None:
-    """The split a head is fitted on by default (train) must exist: an IN-9-layout dataset with only
-    a val split (the IN-9 release) is told to name it, before the model loads."""
-    original = Path(data).expanduser() / "original"
-    if split is None or not original.is_dir() or (original / split).is_dir():
-        return
-    splits = sorted(p.name for p in original.iterdir() if p.is_dir())
-    raise BgbenchError(f"{data} has no {split} split to fit the head on (its splits: {', '.join(splits) or 'none'}); "
-                       f"name one with --split, e.g. --split {splits[0] if splits else 'val'} (then evaluate on "
-                       f"images the head was not fitted on)")
+    # OUT/model.pt, head.json (with the wall time, which the checkpoint leaves out so that the same fit gives
+    # the same bytes) and config.json, each whole or not at all; config.json comes last, as the mark of a
+    # finished run, so a run killed at any moment before it is fitted again on rerun. The checkpoint is
+    # serialized into memory: torch.save names the archive's entries after the file it writes, and a
+    # temporary file's name would make each run's bytes differ.
+    seconds = time.perf_counter() - started
+    out.mkdir(parents=True, exist_ok=True)
+    buffer = io.BytesIO()
+    save_checkpoint(new, buffer, recipe=cfg.recipe)
+    _write_whole(out / "model.pt", buffer.getvalue())
+    _write_whole(out / "head.json", (json.dumps({**provenance, "seconds": round(seconds, 2)}, indent=2,
+                                                default=float) + "\n").encode())
+    record = {**_config_record(cfg), "data_fingerprint": provenance["data_fingerprint"], "bgbench_version": __version__,
+              **world_record(ranks)}
+    _write_whole(out / "config.json", (json.dumps(record, indent=2) + "\n").encode())
+    return out / "model.pt"
 
 
 def _groups(cfg: LastLayerConfig, layout, variant: str) -> dict:
@@ -187,26 +196,6 @@ def _finished(out: Path, cfg: LastLayerConfig, backbone_sha256: Optional[str]) -
     return model if model.is_file() else None
 
 
-def _save(out: Path, cfg: LastLayerConfig, model, provenance: dict, world: dict, seconds: float) -> Path:
-    """OUT/model.pt, head.json (with the wall time, which the checkpoint leaves out so that the same
-    fit gives the same bytes) and config.json, each whole or not at all; config.json comes last, as
-    the mark of a finished run, so a run killed at any moment before it is fitted again on rerun.
-
-    The checkpoint is serialized into memory: torch.save names the archive's entries after the file
-    it writes, and a temporary file's name would make each run's bytes differ."""
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / "model.pt"
-    buffer = io.BytesIO()
-    save_checkpoint(model, buffer, recipe=cfg.recipe)
-    _write_whole(path, buffer.getvalue())
-    _write_whole(out / "head.json", (json.dumps({**provenance, "seconds": round(seconds, 2)}, indent=2,
-                                                default=float) + "\n").encode())
-    record = {**_config_record(cfg), "data_fingerprint": provenance["data_fingerprint"], "bgbench_version": __version__,
-              **world}
-    _write_whole(out / "config.json", (json.dumps(record, indent=2) + "\n").encode())
-    return path
-
-
 def _write_whole(path: Path, data: bytes) -> None:
     """`data` into `path` through a temporary sibling and a rename, so a kill leaves the old file or
     the new one, never half of one. The temporary name is fixed: a rerun overwrites a killed run's."""
@@ -221,8 +210,8 @@ def last_layer_record(out: str | Path):
     from ..recording import Metric
     from .loop import saved_run
     head = json.loads((Path(out) / "head.json").read_text())
-    score = "held_out_worst_group_accuracy" if head["group_balanced"] else "held_out_accuracy"
-    return saved_run(out, [Metric(score, head["held_out_scores"][str(head["c"])], n=head["held_out_images"]),
+    return saved_run(out, [Metric("held_out_worst_group_accuracy" if head["group_balanced"] else "held_out_accuracy",
+                                  head["held_out_scores"][str(head["c"])], n=head["held_out_images"]),
                            Metric("train_accuracy", head["train_accuracy"], n=head["images"]),
                            Metric("train_worst_group_accuracy", head["train_worst_group_accuracy"], n=head["images"])],
                      lambda config: {"backbone": head["backbone"], "variant": head["variant"], "c": head["c"],

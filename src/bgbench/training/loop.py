@@ -127,8 +127,8 @@ def _shard_order(order: torch.Tensor, ranks: Ranks) -> torch.Tensor:
     if not ranks.distributed:
         return order
     from torch.utils.data import DistributedSampler
-    picks = list(DistributedSampler(range(len(order)), num_replicas=ranks.world, rank=ranks.rank, shuffle=False))
-    return order[torch.tensor(picks, dtype=torch.long)]
+    return order[torch.tensor(list(DistributedSampler(range(len(order)), num_replicas=ranks.world, rank=ranks.rank,
+                                                      shuffle=False)), dtype=torch.long)]
 
 
 def _rewrite_log(log_path: Path, epoch: int, last_record: Optional[dict]) -> None:
@@ -193,18 +193,6 @@ def _rank_seed(seed: int, rank: int) -> int:
     return int(np.random.SeedSequence([seed, rank]).generate_state(1)[0])
 
 
-def _seed(cfg: TrainConfig, ranks: Ranks) -> Generators:
-    """Seed torch, numpy (timm's Mixup draws from numpy's global RNG) and the loop's generators."""
-    torch.manual_seed(cfg.seed)
-    if not ranks.distributed:
-        np.random.seed(cfg.seed)
-        gen = torch.Generator().manual_seed(cfg.seed)
-        return Generators(gen, gen)
-    np.random.seed(_rank_seed(cfg.seed, ranks.rank) % 2 ** 32)
-    return Generators(torch.Generator().manual_seed(cfg.seed),
-                      torch.Generator().manual_seed(_rank_seed(cfg.seed, ranks.rank)))
-
-
 def _check_world(cfg: TrainConfig, ranks: Ranks) -> None:
     """What a torchrun world needs: a batch that splits evenly, and SyncBatchNorm only on GPUs."""
     if not ranks.distributed:
@@ -214,24 +202,6 @@ def _check_world(cfg: TrainConfig, ranks: Ranks) -> None:
                            f"make it a multiple of {ranks.world}")
     if cfg.sync_bn and not ranks.device.startswith("cuda"):
         raise BgbenchError("--sync-bn needs --device cuda: PyTorch's SyncBatchNorm synchronizes GPU tensors only")
-
-
-def _saved_state(last_path: Path, record: dict, ranks: Ranks) -> Optional[dict]:
-    """last.pt of an earlier run of this very configuration and world size, or None."""
-    if not last_path.is_file():
-        return None
-    state = torch.load(last_path, map_location="cpu", weights_only=True)
-    saved_world = int(state.get("world_size", 1))
-    if saved_world != ranks.world:
-        raise BgbenchError(f"{last_path} was saved by a run on {saved_world} process(es), this one has {ranks.world}; "
-                           f"resume it on {saved_world} (torchrun --nproc-per-node {saved_world}), or use a new --out")
-    saved = state["config"]  # refused under another configuration
-    diff = [k for k in sorted(set(saved) | set(record)) if k not in RESUME_FREE_KEYS and saved.get(k) != record.get(k)]
-    if diff:
-        detail = ", ".join(f"{k}: {saved.get(k)!r} -> {record.get(k)!r}" for k in diff[:4])
-        raise BgbenchError(f"{last_path} was saved by a run with a different configuration ({detail}); rerun with the "
-                           f"original options, or use a new --out (or delete {last_path}) to start over")
-    return state
 
 
 def _trainer(cfg: TrainConfig, model: BgModel, n_images: int, needs_even: bool, ranks: Ranks) -> Trainer:
@@ -342,28 +312,6 @@ def _save_last(t: Trainer, rec: dict, record: dict, gens: Generators, out: Path)
         log.write(json.dumps(rec) + "\n")
 
 
-def _final_model(t: Trainer, data: TrainingData, aug: BatchAugment) -> BgModel:
-    """The model to save: the trained one, or the SWA average with BatchNorm statistics recomputed
-    over the training inputs the recipe produces. Under torchrun each rank runs `update_bn` on its
-    share and the statistics are averaged over the ranks (equal shares, so the mean of the batch
-    statistics of one process); with --sync-bn SyncBatchNorm pools them across ranks as it goes."""
-    if t.swa_model is None:
-        return t.model
-    bn_gen = torch.Generator().manual_seed(t.cfg.seed + 1)
-    order = _shard_order(torch.randperm(len(data.labels), generator=bn_gen), t.ranks)
-    update_bn((aug.inputs(data.batch(idx), data.labels[idx], idx).to(t.ranks.device)
-               for idx in _batches(order, t.batch_size, False)), t.swa_model)
-    if t.ranks.distributed and not t.cfg.sync_bn:
-        import torch.distributed as dist
-        for m in t.swa_model.modules():
-            if isinstance(m, torch.nn.modules.batchnorm._BatchNorm):
-                for b in (m.running_mean, m.running_var):
-                    if b is not None:  # each rank's statistics replaced, in place, by their mean
-                        dist.all_reduce(b, op=dist.ReduceOp.SUM)
-                        b.div_(t.ranks.world)
-    return t.swa_model.module
-
-
 def train(cfg: TrainConfig, progress: bool = True) -> Optional[Path]:
     """Train `cfg.model` on `cfg.data/cfg.variant/cfg.split` with `cfg.recipe`; returns the checkpoint.
 
@@ -383,11 +331,34 @@ def train(cfg: TrainConfig, progress: bool = True) -> Optional[Path]:
     if recipe.needs_masks and cfg.variant != "original":
         raise BgbenchError(f"--recipe {cfg.recipe} composites foregrounds with their masks, which describe the "
                            f"original images: use --variant original (got {cfg.variant})")
-    gens = _seed(cfg, ranks)
+    # seed torch, numpy (timm's Mixup draws from numpy's global RNG) and the loop's generators
+    torch.manual_seed(cfg.seed)
+    if ranks.distributed:
+        np.random.seed(_rank_seed(cfg.seed, ranks.rank) % 2 ** 32)
+        gens = Generators(torch.Generator().manual_seed(cfg.seed),
+                          torch.Generator().manual_seed(_rank_seed(cfg.seed, ranks.rank)))
+    else:
+        np.random.seed(cfg.seed)
+        gen = torch.Generator().manual_seed(cfg.seed)
+        gens = Generators(gen, gen)
     out = Path(cfg.out)
     data = _load_split(cfg.data, cfg.variant, cfg.split)
     record = {**asdict(cfg), "data_fingerprint": data.fingerprint, **world_record(ranks)}
-    state = _saved_state(out / "last.pt", record, ranks)
+    last_path, state = out / "last.pt", None
+    if last_path.is_file():  # an earlier run's: of this very configuration and world size, or refused
+        state = torch.load(last_path, map_location="cpu", weights_only=True)
+        saved_world = int(state.get("world_size", 1))
+        if saved_world != ranks.world:
+            raise BgbenchError(f"{last_path} was saved by a run on {saved_world} process(es), this one has "
+                               f"{ranks.world}; resume it on {saved_world} (torchrun --nproc-per-node {saved_world}), "
+                               f"or use a new --out")
+        saved = state["config"]
+        diff = [k for k in sorted(set(saved) | set(record))
+                if k not in RESUME_FREE_KEYS and saved.get(k) != record.get(k)]
+        if diff:
+            detail = ", ".join(f"{k}: {saved.get(k)!r} -> {record.get(k)!r}" for k in diff[:4])
+            raise BgbenchError(f"{last_path} was saved by a run with a different configuration ({detail}); rerun with "
+                               f"the original options, or use a new --out (or delete {last_path}) to start over")
     if state is not None and int(state["epoch"]) >= cfg.epochs and (out / "model.pt").is_file():
         if ranks.main:
             console.status(f"{out} is already finished (epoch {int(state['epoch'])}/{cfg.epochs}); nothing to train")
@@ -422,12 +393,30 @@ def train(cfg: TrainConfig, progress: bool = True) -> Optional[Path]:
     for epoch in range(start_epoch, cfg.epochs):
         _save_last(t, _run_epoch(t, epoch, data, aug, gens, bar), record, gens, out)
     bar.close()
-    final = _final_model(t, data, aug)
+    # the model to save: the trained one, or the SWA average with BatchNorm statistics recomputed over the
+    # training inputs the recipe produces. Under torchrun each rank runs `update_bn` on its share and the
+    # statistics are averaged over the ranks (equal shares, so the mean of the batch statistics of one
+    # process); with --sync-bn SyncBatchNorm pools them across ranks as it goes
+    final = t.model
+    if t.swa_model is not None:
+        order = _shard_order(torch.randperm(len(data.labels), generator=torch.Generator().manual_seed(cfg.seed + 1)),
+                             ranks)
+        update_bn((aug.inputs(data.batch(idx), data.labels[idx], idx).to(ranks.device)
+                   for idx in _batches(order, t.batch_size, False)), t.swa_model)
+        if ranks.distributed and not cfg.sync_bn:
+            import torch.distributed as dist
+            for m in t.swa_model.modules():
+                if isinstance(m, torch.nn.modules.batchnorm._BatchNorm):
+                    for b in (m.running_mean, m.running_var):
+                        if b is not None:  # each rank's statistics replaced, in place, by their mean
+                            dist.all_reduce(b, op=dist.ReduceOp.SUM)
+                            b.div_(ranks.world)
+        final = t.swa_model.module
     if not ranks.main:
         return None
-    path = out / "model.pt"
-    save_checkpoint(final.eval(), path, epoch=cfg.epochs, config={**asdict(cfg), **world_record(ranks)}, swa=cfg.swa)
-    return path
+    save_checkpoint(final.eval(), out / "model.pt", epoch=cfg.epochs, config={**asdict(cfg), **world_record(ranks)},
+                    swa=cfg.swa)
+    return out / "model.pt"
 
 
 def training_record(out: str | Path):

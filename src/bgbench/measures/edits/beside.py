@@ -67,8 +67,7 @@ def edits_of_runs(store, run_ids: Sequence[int], n_boot: int = REPLICATES, seed:
         raise BgbenchError(f"runs {', '.join(map(str, run_ids))} are of different models; group them per model")
     datasets = [(_name(store, root, ids), edit_drops(store, ids, n_boot=n_boot, seed=seed))
                 for root, ids in by_data.items()]
-    model, sha = models.pop()
-    return EditsBeside(model, sha, datasets)
+    return EditsBeside(*models.pop(), datasets)
 
 
 def _name(store, root: str, run_ids: List[int]) -> str:

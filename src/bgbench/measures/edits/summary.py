@@ -54,9 +54,9 @@ class EditDrops(Result):
 
     def text(self) -> str:
         sha = f" ({self.checkpoint_sha256[:12]})" if self.checkpoint_sha256 else ""
-        runs = ", ".join(map(str, self.run_ids))
         return "\n".join([
-            f"{self.model}{sha}, run {runs}: original {100 * self.original.value:.1f}% (n={self.original.n})",
+            f"{self.model}{sha}, run {', '.join(map(str, self.run_ids))}: original {100 * self.original.value:.1f}% "
+            f"(n={self.original.n})",
             f"{'attribute':<12}{'level':<12}{'acc':>8}{'drop':>8}  {'95% interval':<16}{'n':>6}",
             *(f"{lv.attribute:<12}{lv.level:<12}{_pct(lv.acc.value):>8}{_pct(lv.drop.value):>8}  "
               f"{'[' + _pct(lv.drop.lo) + ', ' + _pct(lv.drop.hi) + ']':<16}{lv.drop.n:>6}" for lv in self.levels)])
@@ -69,9 +69,7 @@ def _pct(v: float) -> str:
 def split_level(variant: str) -> Tuple[str, str]:
     """'size_0.05' -> ('size', '0.05'); 'remove' -> ('remove', ''); other folders keep their name."""
     head, _, tail = variant.partition("_")
-    if head in ATTRIBUTE_ORDER:
-        return head, tail
-    return variant, ""
+    return (head, tail) if head in ATTRIBUTE_ORDER else (variant, "")
 
 
 def _sort_key(variant: str):
@@ -103,7 +101,8 @@ def _merged_table(store: Store, run_ids: Sequence[int]) -> RunTable:
     for rid in run_ids:
         row = stored_run(store, rid)
         if row["kind"] != "eval":
-            raise BgbenchError(f"RUN {rid} is a run of kind {row['kind']!r}; analyze edits reads eval runs of an edit folder")
+            raise BgbenchError(f"RUN {rid} is a run of kind {row['kind']!r}; analyze edits reads eval runs of an edit "
+                               f"folder")
         rows.append(row)
     models = {(r["model"], r["checkpoint_sha256"]) for r in rows}
     if len(models) > 1:
@@ -137,8 +136,8 @@ def edit_drops_of(table: RunTable, n_boot: int = REPLICATES, seed: int = 0) -> E
     levels = [LevelDrop(*split_level(v), v, accuracy(list(correct[v].values())),
                         paired_difference(*paired(correct[ORIGINAL], correct[v]), n_boot=n_boot, seed=seed))
               for v in sorted((v for v in correct if v != ORIGINAL), key=_sort_key)]
-    run_ids = [table.run_id] if table.run_id is not None else []
-    return EditDrops(table.model or "", table.checkpoint_sha256, run_ids, original, levels)
+    return EditDrops(table.model or "", table.checkpoint_sha256, [table.run_id] if table.run_id is not None else [],
+                     original, levels)
 
 
 def runs_by_model(store: Store, run_ids: Sequence[int]) -> List[List[int]]:
