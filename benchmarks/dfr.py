@@ -109,7 +109,7 @@ def rate_table(args) -> dict:
     from bgbench.evaluation.predict import to_tensor
     from bgbench.models import create_model
     from bgbench.models.heads import pre_logits
-    from bgbench.training.feature_cache import penultimate_features
+    from bgbench.training.last_layer import penultimate_features
     layout = discover(realsize_dataset(per_class=args.per_class, size=args.size))
     items = [it for v in layout.variants for it in layout.items(v)]
     torch.manual_seed(0)

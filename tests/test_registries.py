@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 import bgbench
-from bgbench.edits.backends import get_complexity_editor, get_inpainter
+from bgbench.edits.registry import get_complexity_editor, get_inpainter
 from bgbench.edits.registry import ATTRIBUTES, Context, edits_for
 from bgbench.errors import CheckpointError
 from bgbench.models import ModelRequest, ModelSpec, create_model, list_models, list_schemes, register_scheme

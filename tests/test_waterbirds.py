@@ -431,7 +431,7 @@ def test_a_validation_split_too_small_for_the_scripts_half_is_one_line():
     puts it in the half scored, the half fitted on has none of that group, which the script would
     balance to zero images."""
     from bgbench.errors import BgbenchError
-    from bgbench.training.dfr_waterbirds import fit_head_as_repo
+    from bgbench.training.dfr import fit_head_as_repo
     groups = ["landbird on land"] * 4 + ["landbird on water"] * 4 + ["waterbird on land"] + ["waterbird on water"] * 4
     y = np.array([0] * 8 + [1] * 5)
     x = np.random.default_rng(0).normal(size=(len(y), 3))

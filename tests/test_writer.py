@@ -258,7 +258,7 @@ def test_synth_build_and_edit_write_one_manifest_schema(synth_root, tmp_path, bu
 
 SLOW_EDIT = """
     import sys, time
-    from bgbench.edits.backends import register_inpainter
+    from bgbench.edits.registry import register_inpainter
     from bgbench.edits.pipeline import EditConfig, edit_dataset
 
     @register_inpainter("slow-test")

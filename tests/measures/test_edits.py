@@ -11,7 +11,7 @@ from PIL import Image
 
 from bgbench.edits import functions as F
 from bgbench.edits.complexity import spectrum_edit
-from bgbench.edits.glcm import LEVELS, glcm_stats
+from bgbench.edits.functions import LEVELS, glcm_stats
 from conftest import assert_one_line_error, run_cli
 
 
@@ -393,7 +393,7 @@ def test_bad_masks_are_rejected_not_fatal(synth_copy, tmp_path):
 
 
 def test_a_failing_edit_rejects_that_level_only(synth_root, tmp_path):
-    from bgbench.edits.backends import _COMPLEXITY, register_complexity_editor
+    from bgbench.edits.registry import _COMPLEXITY, register_complexity_editor
 
     @register_complexity_editor("test-broken")
     def broken(image, mask, lam):
@@ -418,7 +418,7 @@ def test_a_failing_edit_rejects_that_level_only(synth_root, tmp_path):
 def test_a_bug_in_a_backend_stops_the_run_instead_of_rejecting_every_image(synth_root, tmp_path):
     """Only what says an image cannot be edited (ValueError, RuntimeError, cv2.error) rejects it; a
     TypeError is a bug, and filing it as 36 rejected images would hide it."""
-    from bgbench.edits.backends import _COMPLEXITY, register_complexity_editor
+    from bgbench.edits.registry import _COMPLEXITY, register_complexity_editor
     from bgbench.edits.pipeline import EditConfig, edit_dataset
 
     @register_complexity_editor("test-buggy")
@@ -435,7 +435,7 @@ def test_a_bug_in_a_backend_stops_the_run_instead_of_rejecting_every_image(synth
 
 
 def test_a_registered_inpainter_is_used(synth_root, tmp_path):
-    from bgbench.edits.backends import _INPAINTERS, register_inpainter
+    from bgbench.edits.registry import _INPAINTERS, register_inpainter
 
     @register_inpainter("test-grey")
     def grey(image, mask):

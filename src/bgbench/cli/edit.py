@@ -8,9 +8,8 @@ import os
 import sys
 from pathlib import Path
 
-from ..edits.backends import list_complexity_editors, list_inpainters
 from ..edits.pipeline import BACKENDS, EditConfig
-from ..edits.registry import ATTRIBUTES
+from ..edits.registry import ATTRIBUTES, list_complexity_editors, list_inpainters
 from ..errors import BgbenchError
 from ..signatures import default_of
 from .arguments import add_db_arg, add_device_arg, add_model_args, add_output_args, add_seed_arg, add_shard_arg

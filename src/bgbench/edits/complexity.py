@@ -20,13 +20,6 @@ ADV_EPS = 16 / 255
 ADV_STEPS = 10
 
 
-def _amplitude(x):
-    """Sum of |FFT(x)| over every frequency but DC, per channel (orthonormal FFT)."""
-    import torch
-    amp = torch.fft.fft2(x, norm="ortho").abs()
-    return amp.sum(dim=(-2, -1)) - amp[..., 0, 0]
-
-
 def spectrum_edit(image: np.ndarray, mask: np.ndarray, lam: float, steps: int = STEPS,
                   step_size: float = STEP_SIZE, strength: float = STRENGTH) -> np.ndarray:
     """The image with its background pushed towards complexity level `lam` (HxWx3 uint8 in and out).
@@ -44,7 +37,8 @@ def spectrum_edit(image: np.ndarray, mask: np.ndarray, lam: float, steps: int = 
     x = x0.clone()
     for _ in range(steps):
         x.requires_grad_(True)
-        loss = -lam * kappa * _amplitude(x).sum() + 0.5 * ((x - x0) ** 2).sum()
+        amp = torch.fft.fft2(x, norm="ortho").abs()  # per channel, summed over every frequency but DC
+        loss = -lam * kappa * (amp.sum(dim=(-2, -1)) - amp[..., 0, 0]).sum() + 0.5 * ((x - x0) ** 2).sum()
         grad, = torch.autograd.grad(loss, x)
         with torch.no_grad():
             x = (x - step_size * grad * bg).clamp(0, 1)
@@ -68,10 +62,8 @@ def adversarial_backgrounds(model, x, m, labels: Sequence[int], eps: float = ADV
     delta = torch.zeros_like(x, requires_grad=True)
     for _ in range(steps):
         logits = model((x + delta * bg).clamp(0, 1))
-        if model.spec.label_space == IMAGENET1K:
-            loss = torch.nn.functional.nll_loss(_superclass_log_probs(logits), y)
-        else:
-            loss = torch.nn.functional.cross_entropy(logits, y)
+        loss = (torch.nn.functional.nll_loss(_superclass_log_probs(logits), y) if model.spec.label_space == IMAGENET1K
+                else torch.nn.functional.cross_entropy(logits, y))
         grad, = torch.autograd.grad(loss, delta)
         with torch.no_grad():
             delta += step * grad.sign()
@@ -87,6 +79,6 @@ def _superclass_log_probs(logits):
     table = torch.as_tensor(imagenet_to_in9(), device=logits.device)
     probs = logits.float().softmax(dim=1)
     valid = table >= 0
-    sums = torch.zeros(probs.shape[0], len(IN9_FOLDERS), dtype=probs.dtype, device=logits.device)
-    sums = sums.index_add(1, table[valid], probs[:, valid])
+    sums = torch.zeros(probs.shape[0], len(IN9_FOLDERS), dtype=probs.dtype, device=logits.device).index_add(
+        1, table[valid], probs[:, valid])
     return sums.clamp_min(1e-12).log()

@@ -21,13 +21,30 @@ then per step the sample's noise and the blend's), so a batch gives what one ima
 gives. The toolkit averages its losses over the batch, which scales each image's gradient by
 1 / batch; here each image's loss is its own (the toolkit runs one image per call, where the two
 agree).
+
+`diffuse_backgrounds`, images in and images out: ImageNet-E's background-complexity levels made
+by `blended_diffusion`, as run.sh calls the toolkit's
+`main.py`: `-i` the object removed (bgbench's inpainter), `-i2` the image, `--mask` the object's
+mask inverted (the background is edited), `--background_complex lambda --hard`, no CLIP, no
+classifier, 100 respaced steps of which the first `skip` are skipped.
+
+The toolkit resizes every image to the model's 256 px (LANCZOS, the mask NEAREST) and writes
+256 px results. bgbench writes the dataset's own size: the diffusion runs at `size` px and its
+result is resized back (LANCZOS) before the object is pasted back from the source at full
+resolution, so the object's pixels stay bit-identical.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Callable, Optional, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Callable, List, Optional, Sequence
 
-from .diffusion_weights import split_output
+import numpy as np
+import torch
+import torch.nn.functional as F
+from PIL import Image
+
+from ..errors import BgbenchError
+from .diffusion_weights import DiffusionWeights
 from .schedule import Schedule
 
 
@@ -47,28 +64,18 @@ class Guidance:
         return bool(self.complexity or self.range_lambda or self.l2_lambda or self.lpips_lambda
                     or self.classifier_scale)
 
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
-def complexity_loss(x):
-    """fft_pytorch.py's HighFrequencyLoss per image: mean |FFT| over channels and every frequency."""
-    import torch
-    return torch.fft.fftn(x, dim=(2, 3)).abs().mean(dim=(1, 2, 3))
-
 
 def _randn(generators: Sequence, like):
-    import torch
     dtype = like.dtype if like.dtype in (torch.float32, torch.float64) else torch.float32
-    draws = [torch.randn(tuple(like.shape[1:]), generator=g, dtype=dtype) for g in generators]
-    return torch.stack(draws).to(device=like.device, dtype=like.dtype)
+    return torch.stack([torch.randn(tuple(like.shape[1:]), generator=g, dtype=dtype) for g in generators]).to(
+        device=like.device, dtype=like.dtype)
 
 
 def _predict(unet, schedule: Schedule, x, i: int):
     """(x0_hat, posterior mean, log-variance) of step `i`."""
-    import torch
-    t = torch.full((x.shape[0],), schedule.model_timestep(i), dtype=torch.float32, device=x.device)
-    eps, values = split_output(unet(x, t).sample, x.shape[1])
+    t = torch.full((x.shape[0],), float(schedule.timestep_map[i]), dtype=torch.float32, device=x.device)
+    out = unet(x, t).sample  # a learned-sigma network: the noise, then variance values in [-1, 1]
+    eps, values = out[:, :x.shape[1]], out[:, x.shape[1]:]
     x0 = schedule.predict_x0(x, i, eps)
     return x0, schedule.posterior_mean(x0, x, i), schedule.learned_log_variance(i, values)
 
@@ -76,7 +83,8 @@ def _predict(unet, schedule: Schedule, x, i: int):
 def _loss(g: Guidance, schedule: Schedule, x, x0, j: int, start, mask, lpips_model):
     loss = 0
     if g.complexity:
-        term = g.complexity * complexity_loss((x0 + 1.0) / 2.0).sum()
+        # fft_pytorch.py's HighFrequencyLoss per image: mean |FFT| over channels and every frequency
+        term = g.complexity * torch.fft.fftn((x0 + 1.0) / 2.0, dim=(2, 3)).abs().mean(dim=(1, 2, 3)).sum()
         loss = loss - term if g.hard else loss + term
     if g.range_lambda:
         loss = loss + (x0 - x0.clamp(-1, 1)).pow(2).mean(dim=(1, 2, 3)).sum() * g.range_lambda
@@ -92,18 +100,10 @@ def _loss(g: Guidance, schedule: Schedule, x, x0, j: int, start, mask, lpips_mod
 
 def _region(mask, i: int, coarse_to_fine: bool):
     """The edited region blended at step `i`: eroded early on with `coarse_to_fine`."""
-    import torch.nn.functional as F
     kernel = (51 if i > 50 else 31 if i > 35 else 0) if coarse_to_fine else 0
     if not kernel:
         return mask
     return 1 - F.max_pool2d(1 - mask, kernel, stride=1, padding=(kernel - 1) // 2)
-
-
-def _class_gradient(classifier, x0, scale: float):
-    """class_guided: -scale * d sum log p(y | x0) / d x0, with x0 detached from x_t."""
-    import torch
-    x_in = x0.detach().requires_grad_(True)
-    return -torch.autograd.grad(classifier(x_in).sum(), x_in)[0] * scale
 
 
 def blended_diffusion(unet, schedule: Schedule, start, keep, mask, guidance: Guidance, generators: Sequence,
@@ -112,7 +112,6 @@ def blended_diffusion(unet, schedule: Schedule, start, keep, mask, guidance: Gui
     Bx1xHxW, 1 in the region to edit; one torch.Generator per image; `classifier` maps x0_hat to
     each image's log p(true class) (used where `guidance.classifier_scale` is set). Returns
     Bx3xHxW in [-1, 1] (not clamped)."""
-    import torch
     indices = schedule.indices(skip)
     img = schedule.q_sample(start, indices[0], _randn(generators, start))
     x0 = None
@@ -127,7 +126,9 @@ def blended_diffusion(unet, schedule: Schedule, start, keep, mask, guidance: Gui
                     grad = (-torch.autograd.grad(loss, x)[0] if torch.is_tensor(loss) and loss.requires_grad
                             else torch.zeros_like(x))
                     if guidance.classifier_scale and classifier is not None:
-                        grad = grad + _class_gradient(classifier, gx0, guidance.classifier_scale)
+                        # class_guided: -scale * d sum log p(y | x0) / d x0, with x0 detached from x_t
+                        x_in = gx0.detach().requires_grad_(True)
+                        grad = grad - torch.autograd.grad(classifier(x_in).sum(), x_in)[0] * guidance.classifier_scale
                 if j == i:  # the toolkit's first forward pass gives the same numbers: reuse them
                     x0, mean, logvar = gx0.detach(), gmean.detach(), glogvar.detach()
                 else:
@@ -142,3 +143,94 @@ def blended_diffusion(unet, schedule: Schedule, start, keep, mask, guidance: Gui
             region = _region(mask, i, guidance.coarse_to_fine)
             img = sample * region + schedule.q_sample(keep, i, _randn(generators, keep)) * (1 - region)
     return keep * (1 - mask) + x0 * mask
+
+
+@dataclass(frozen=True)
+class DiffusionSettings:
+    respacing: str = "100"
+    skip: int = 90  # app.py's default of 10 steps of run.sh's 100
+    size: Optional[int] = None  # the diffusion's square size (None: the model's sample size)
+    guidance: Guidance = field(default_factory=Guidance)
+
+
+def _resized(image: np.ndarray, size: int, nearest: bool = False) -> np.ndarray:
+    if image.shape[:2] == (size, size):
+        return image
+    return np.asarray(Image.fromarray(image).resize((size, size), Image.NEAREST if nearest else Image.LANCZOS))
+
+
+def _tensor(images: Sequence[np.ndarray], size: int, dtype, device):
+    arr = np.stack([_resized(im, size) for im in images]).astype(np.float32) / 255.0
+    return torch.from_numpy(arr).permute(0, 3, 1, 2).to(device=device, dtype=dtype) * 2 - 1
+
+
+def diffuse_backgrounds(weights: DiffusionWeights, images: Sequence[np.ndarray], masks: Sequence[np.ndarray],
+                        backgrounds: Sequence[np.ndarray], lam: float, seeds: Sequence[int],
+                        settings: DiffusionSettings, lpips_model=None, dtype=None, device="cpu",
+                        classifier=None) -> List[np.ndarray]:
+    """Same-size HxWx3 uint8 images with their backgrounds (outside `masks`) regenerated at
+    complexity level `lam`, started from `backgrounds` (the object removed); one seed per image."""
+    unet = weights.unet
+    dtype = dtype or next(unet.parameters()).dtype
+    size = settings.size or weights.sample_size
+    keep = _tensor(images, size, dtype, device)
+    start = _tensor(backgrounds, size, dtype, device)
+    small = np.stack([_resized(m.astype(np.uint8) * 255, size, nearest=True) > 127 for m in masks])
+    edit = torch.from_numpy(~small).to(device=device, dtype=dtype)[:, None]
+    out = blended_diffusion(unet, Schedule(settings.respacing), start, keep, edit,
+                            replace(settings.guidance, complexity=float(lam)),
+                            [torch.Generator().manual_seed(int(s)) for s in seeds], settings.skip, lpips_model,
+                            classifier)
+    # the toolkit's to_pil_image: (x + 1) / 2 clamped, times 255, truncated to bytes
+    pics = ((out.detach() + 1) / 2).clamp(0, 1).mul(255).to(torch.uint8).permute(0, 2, 3, 1).cpu().numpy()
+    done = []
+    for image, mask, pic in zip(images, masks, pics):
+        h, w = image.shape[:2]
+        if pic.shape[:2] != (h, w):
+            pic = np.asarray(Image.fromarray(pic).resize((w, h), Image.LANCZOS))
+        done.append(np.where(mask[..., None].astype(bool), image, pic))
+    return done
+
+
+def need_lpips():
+    """The `lpips` module, or one line naming the extra that installs it."""
+    try:
+        import lpips
+    except ImportError:
+        raise BgbenchError("--lpips-lambda needs lpips, an optional extra: pip install 'bgbench[diffusion]'") from None
+    return lpips
+
+
+def lpips_for(settings: DiffusionSettings, device="cpu"):
+    """The toolkit's LPIPS (VGG) when its weight is set, else None; one line without the package."""
+    if not settings.guidance.lpips_lambda:
+        return None
+    lpips = need_lpips()
+    try:
+        return lpips.LPIPS(net="vgg", verbose=False).to(device).eval()
+    except Exception as e:  # torchvision's VGG weights are fetched on first use: offline, that fails
+        raise BgbenchError(f"--lpips-lambda: LPIPS's VGG weights cannot be loaded "
+                           f"({type(e).__name__}: {' '.join(str(e).split())[:160]})") from None
+
+
+def class_log_prob(model, labels: Sequence[int], image_size):
+    """x0_hat (Bx3xSxS in [-1, 1]) -> each image's log-probability of its true class under `model`
+    (a bgbench model on [0, 1] images of the dataset's size; for 1000-class models the log of the
+    class's summed probabilities, the superclass rule): the adversarial level's classifier."""
+    from ..models.spec import IMAGENET1K
+    from .complexity import _superclass_log_probs
+    y = torch.as_tensor(np.asarray(labels), dtype=torch.long)
+    size = tuple(int(v) for v in image_size)
+
+    where = next((p.device for p in model.parameters()), None) if hasattr(model, "parameters") else None
+
+    def log_p(x0):
+        x = (x0 + 1) / 2
+        if where is not None and x.device != where:  # the classifier stays where it was loaded
+            x = x.to(where)
+        if tuple(x.shape[-2:]) != size:
+            x = F.interpolate(x, size=size, mode="bilinear", align_corners=False)
+        logits = model(x.float())
+        lp = _superclass_log_probs(logits) if model.spec.label_space == IMAGENET1K else logits.float().log_softmax(1)
+        return lp.gather(1, y[:, None].to(lp.device))[:, 0].to(x0.dtype)
+    return log_p

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional
 
 from ..errors import BgbenchError, CheckpointError
 
@@ -36,21 +36,45 @@ class DiffusionWeights:
     sample_size: int
 
 
-def need_diffusers():
-    """The `diffusers` module, or one line naming the extra that installs it."""
-    try:
-        import diffusers
-    except ImportError:
-        raise BgbenchError(f"--backend diffusion needs diffusers, an optional extra: {EXTRA}") from None
-    return diffusers
-
-
 def load_weights(source: str | Path, head_channels: int = HEAD_CHANNELS) -> DiffusionWeights:
     """The network named by `source` (a file, a folder or a hub name), in eval mode on the CPU."""
-    need_diffusers()
+    try:
+        from diffusers import UNet2DModel
+    except ImportError:
+        raise BgbenchError(f"--backend diffusion needs diffusers, an optional extra: {EXTRA}") from None
     path = Path(source).expanduser()
     if path.is_file():
-        return _from_file(path, head_channels)
+        import torch
+
+        from ..models.checkpoint import sha256_file
+        try:  # a guided-diffusion state dict
+            if path.suffix == ".safetensors":
+                from safetensors.torch import load_file
+                sd = load_file(str(path))
+            else:
+                sd = torch.load(path, map_location="cpu", weights_only=True)
+        except Exception as e:  # any unreadable file: pickle, zip and safetensors raise their own kinds
+            raise CheckpointError(f"--weights {path}: cannot read it as a state dict "
+                                  f"({type(e).__name__}: {' '.join(str(e).split())[:160]})") from None
+        if isinstance(sd, dict) and "input_blocks.0.0.weight" not in sd:
+            for key in ("state_dict", "model", "ema"):
+                if isinstance(sd.get(key), dict):
+                    sd = sd[key]
+                    break
+        if not isinstance(sd, dict) or not all(isinstance(v, torch.Tensor) for v in sd.values()):
+            raise CheckpointError(f"--weights {path}: not a state dict of tensors")
+        config = adm_config(sd, head_channels, str(path))
+        state = adm_to_diffusers(sd, config)  # refused here, before the network is built, if it does not fit
+        unet = UNet2DModel(**config)
+        try:
+            missing, unexpected = unet.load_state_dict(state, strict=False)
+        except RuntimeError as e:  # a tensor of the wrong shape
+            detail = next((ln.strip() for ln in str(e).splitlines() if "size mismatch" in ln), str(e).splitlines()[0])
+            raise CheckpointError(f"--weights {path}: does not fit an ADM UNet ({detail[:200]})") from None
+        if missing or unexpected:
+            raise CheckpointError(f"--weights {path}: does not fit an ADM UNet ({len(missing)} missing, "
+                                  f"{len(unexpected)} unexpected keys; first: {(missing or unexpected)[0]})")
+        return DiffusionWeights(unet.eval(), str(path), "guided-diffusion", sha256_file(path), config["sample_size"])
     if path.is_dir():
         return _from_folder(path, str(source))
     if _HUB_NAME.match(str(source)) and not str(source).startswith((".", "~")):
@@ -62,35 +86,6 @@ def load_weights(source: str | Path, head_channels: int = HEAD_CHANNELS) -> Diff
 # ---------------------------------------------------------------------------------------------
 # guided-diffusion state dicts
 
-def _read_state_dict(path: Path) -> Dict[str, object]:
-    import torch
-    try:
-        if path.suffix == ".safetensors":
-            from safetensors.torch import load_file
-            sd = load_file(str(path))
-        else:
-            sd = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as e:  # any unreadable file: pickle, zip and safetensors raise their own kinds
-        raise CheckpointError(f"--weights {path}: cannot read it as a state dict "
-                              f"({type(e).__name__}: {' '.join(str(e).split())[:160]})") from None
-    if isinstance(sd, dict) and "input_blocks.0.0.weight" not in sd:
-        for key in ("state_dict", "model", "ema"):
-            if isinstance(sd.get(key), dict):
-                sd = sd[key]
-                break
-    if not isinstance(sd, dict) or not all(isinstance(v, torch.Tensor) for v in sd.values()):
-        raise CheckpointError(f"--weights {path}: not a state dict of tensors")
-    return sd
-
-
-def _from_file(path: Path, head_channels: int) -> DiffusionWeights:
-    from ..models.checkpoint import sha256_file
-    sd = _read_state_dict(path)
-    config = adm_config(sd, head_channels, str(path))
-    unet = _build(config, adm_to_diffusers(sd, config), str(path))
-    return DiffusionWeights(unet, str(path), "guided-diffusion", sha256_file(path), config["sample_size"])
-
-
 def _indices(sd: Dict[str, object], prefix: str) -> List[int]:
     return sorted({int(k.split(".")[1]) for k in sd if k.startswith(prefix + ".")})
 
@@ -101,9 +96,8 @@ def adm_config(sd: Dict[str, object], head_channels: int, name: str) -> dict:
     def refuse(why: str):
         raise CheckpointError(f"--weights {name}: {why}")
 
-    needed = ("input_blocks.0.0.weight", "time_embed.0.weight", "middle_block.0.in_layers.0.weight",
-              "out.2.weight")
-    missing = [k for k in needed if k not in sd]
+    missing = [k for k in ("input_blocks.0.0.weight", "time_embed.0.weight", "middle_block.0.in_layers.0.weight",
+                            "out.2.weight") if k not in sd]
     if missing:
         refuse(f"not a guided-diffusion UNet state dict (no {missing[0]})")
     if "label_emb.weight" in sd:
@@ -161,15 +155,21 @@ def adm_config(sd: Dict[str, object], head_channels: int, name: str) -> dict:
     }
 
 
-def _resnet(sd, src: str, dst: str, out: dict, used: set) -> None:
-    pairs = {"in_layers.0": "norm1", "in_layers.2": "conv1", "emb_layers.1": "time_emb_proj",
-             "out_layers.0": "norm2", "out_layers.3": "conv2", "skip_connection": "conv_shortcut"}
+def _copy(sd, pairs: Dict[str, str], out: dict, used: set) -> None:
+    """Each source layer's weight and bias (those the state dict has) under its diffusers name."""
     for a, b in pairs.items():
         for p in ("weight", "bias"):
-            key = f"{src}.{a}.{p}"
-            if key in sd:
-                out[f"{dst}.{b}.{p}"] = sd[key]
-                used.add(key)
+            if f"{a}.{p}" in sd:
+                out[f"{b}.{p}"] = sd[f"{a}.{p}"]
+                used.add(f"{a}.{p}")
+
+
+_RESNET = {"in_layers.0": "norm1", "in_layers.2": "conv1", "emb_layers.1": "time_emb_proj", "out_layers.0": "norm2",
+           "out_layers.3": "conv2", "skip_connection": "conv_shortcut"}
+
+
+def _resnet(sd, src: str, dst: str, out: dict, used: set) -> None:
+    _copy(sd, {f"{src}.{a}": f"{dst}.{b}" for a, b in _RESNET.items()}, out, used)
 
 
 def _attention(sd, src: str, dst: str, head_channels: int, out: dict, used: set) -> None:
@@ -183,12 +183,9 @@ def _attention(sd, src: str, dst: str, head_channels: int, out: dict, used: set)
     for i, name in enumerate(("to_q", "to_k", "to_v")):
         out[f"{dst}.{name}.weight"] = w[:, i].reshape(c, c)
         out[f"{dst}.{name}.bias"] = b[:, i].reshape(c)
-    out[f"{dst}.to_out.0.weight"] = sd[f"{src}.proj_out.weight"].reshape(c, c)
-    out[f"{dst}.to_out.0.bias"] = sd[f"{src}.proj_out.bias"]
-    out[f"{dst}.group_norm.weight"] = sd[f"{src}.norm.weight"]
-    out[f"{dst}.group_norm.bias"] = sd[f"{src}.norm.bias"]
-    used.update(f"{src}.{k}" for k in ("qkv.weight", "qkv.bias", "proj_out.weight", "proj_out.bias",
-                                       "norm.weight", "norm.bias"))
+    used.update((f"{src}.qkv.weight", f"{src}.qkv.bias"))
+    _copy(sd, {f"{src}.proj_out": f"{dst}.to_out.0", f"{src}.norm": f"{dst}.group_norm"}, out, used)
+    out[f"{dst}.to_out.0.weight"] = sd[f"{src}.proj_out.weight"].reshape(c, c)  # a 1x1 conv1d's, as a linear's
 
 
 def _block(sd, src: str, dst_res: str, dst_att: Optional[str], heads: int, out: dict, used: set) -> None:
@@ -202,15 +199,8 @@ def adm_to_diffusers(sd: Dict[str, object], config: dict) -> Dict[str, object]:
     out: Dict[str, object] = {}
     used: set = set()
     hc = config["attention_head_dim"]
-
-    def copy(a: str, b: str):
-        for p in ("weight", "bias"):
-            out[f"{b}.{p}"] = sd[f"{a}.{p}"]
-            used.add(f"{a}.{p}")
-
-    copy("input_blocks.0.0", "conv_in")
-    copy("time_embed.0", "time_embedding.linear_1")
-    copy("time_embed.2", "time_embedding.linear_2")
+    _copy(sd, {"input_blocks.0.0": "conv_in", "time_embed.0": "time_embedding.linear_1",
+               "time_embed.2": "time_embedding.linear_2", "out.0": "conv_norm_out", "out.2": "conv_out"}, out, used)
     nrb, levels = config["layers_per_block"], len(config["block_out_channels"])
     k = 1
     for level in range(levels):
@@ -233,27 +223,11 @@ def adm_to_diffusers(sd: Dict[str, object], config: dict) -> Dict[str, object]:
                 at = 2 if f"output_blocks.{k}.1.qkv.weight" in sd else 1
                 _resnet(sd, f"output_blocks.{k}.{at}", f"up_blocks.{r}.upsamplers.0", out, used)
             k += 1
-    copy("out.0", "conv_norm_out")
-    copy("out.2", "conv_out")
     left = sorted(set(sd) - used)
     if left:
         raise CheckpointError(f"the guided-diffusion state dict has {len(left)} keys an ADM UNet of this shape does "
                               f"not use (first: {left[0]})")
     return out
-
-
-def _build(config: dict, state: dict, name: str):
-    from diffusers import UNet2DModel
-    unet = UNet2DModel(**config)
-    try:
-        missing, unexpected = unet.load_state_dict(state, strict=False)
-    except RuntimeError as e:  # a tensor of the wrong shape
-        detail = next((ln.strip() for ln in str(e).splitlines() if "size mismatch" in ln), str(e).splitlines()[0])
-        raise CheckpointError(f"--weights {name}: does not fit an ADM UNet ({detail[:200]})") from None
-    if missing or unexpected:
-        raise CheckpointError(f"--weights {name}: does not fit an ADM UNet ({len(missing)} missing, "
-                              f"{len(unexpected)} unexpected keys; first: {(missing or unexpected)[0]})")
-    return unet.eval()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -267,8 +241,8 @@ def _checked(unet, name: str, kind: str, sha: Optional[str] = None) -> Diffusion
                               f"channels; the toolkit's sampler needs a learned variance")
     if getattr(cfg, "num_class_embeds", None) or getattr(cfg, "class_embed_type", None):
         raise CheckpointError(f"--weights {name}: a class-conditional model; the toolkit's is unconditional")
-    size = cfg.sample_size if isinstance(cfg.sample_size, int) else int(cfg.sample_size[0])
-    return DiffusionWeights(unet.eval(), name, kind, sha or tensors_sha256(unet.state_dict()), int(size))
+    return DiffusionWeights(unet.eval(), name, kind, sha or tensors_sha256(unet.state_dict()),
+                            int(cfg.sample_size if isinstance(cfg.sample_size, int) else cfg.sample_size[0]))
 
 
 def _from_folder(path: Path, name: str) -> DiffusionWeights:
@@ -309,7 +283,3 @@ def _from_hub(name: str) -> DiffusionWeights:
                                   f"({type(e).__name__}: {' '.join(str(e).split())[:160]})") from None
     return _checked(unet, name, "diffusers")
 
-
-def split_output(out, channels: int = 3) -> Tuple[object, object]:
-    """(noise prediction, variance values in [-1, 1]) of a learned-sigma network's output."""
-    return out[:, :channels], out[:, channels:]

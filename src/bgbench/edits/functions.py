@@ -1,4 +1,5 @@
-"""Pure ImageNet-E edit functions: inpainting, the paper's object matrices (Eq. 7), pasting.
+"""Pure ImageNet-E edit functions: inpainting, the paper's object matrices (Eq. 7), pasting; the
+GLCM statistics that measure a background's complexity.
 
 Matrices are 2x3 forward maps (source pixel -> edited pixel) in OpenCV's convention. The object
 (its pixels and mask) is warped with them and pasted onto the clean background x_b, so size,
@@ -59,14 +60,7 @@ def rotation_matrix(degrees: float, center: Tuple[float, float]) -> Matrix:
 
 def compose(after: Matrix, before: Matrix) -> Matrix:
     """The matrix of applying `before`, then `after`."""
-    a = np.vstack([after, [0, 0, 1]])
-    b = np.vstack([before, [0, 0, 1]])
-    return (a @ b)[:2]
-
-
-def box_center(mask: np.ndarray) -> Tuple[float, float]:
-    x0, y0, x1, y1 = object_extent(mask)
-    return (x0 + x1) / 2.0, (y0 + y1) / 2.0
+    return (np.vstack([after, [0, 0, 1]]) @ np.vstack([before, [0, 0, 1]]))[:2]
 
 
 def mapped_extent(matrix: Matrix, mask: np.ndarray) -> Tuple[float, float, float, float]:
@@ -99,13 +93,6 @@ def fit_inside(matrix: Matrix, mask: np.ndarray) -> Matrix:
     return compose(translation_matrix(dx, dy), matrix)
 
 
-def full_scale(mask: np.ndarray) -> float:
-    """'full': the largest scale that keeps the whole object inside the image."""
-    h, w = mask.shape
-    x0, y0, x1, y1 = object_extent(mask)
-    return min((w - 1) / max(x1 - x0, 1), (h - 1) / max(y1 - y0, 1))
-
-
 def warp_object(image: np.ndarray, mask: np.ndarray, matrix: Matrix) -> Tuple[np.ndarray, np.ndarray]:
     """The object's pixels and mask moved by `matrix` (both bilinear; the mask is M > 0.5, the
     paper's pixel-rate rule, which tracks the scale more smoothly than nearest-neighbour)."""
@@ -116,16 +103,11 @@ def warp_object(image: np.ndarray, mask: np.ndarray, matrix: Matrix) -> Tuple[np
     return img, m > 0.5
 
 
-def paste(background: np.ndarray, obj: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """M * x_o + (1 - M) * x_b."""
-    return np.where(mask[..., None], obj, background)
-
-
 def transform_object(image: np.ndarray, mask: np.ndarray, background: np.ndarray,
                      matrix: Matrix) -> Tuple[np.ndarray, np.ndarray]:
-    """Warp the object by `matrix` and paste it onto the clean background."""
+    """Warp the object by `matrix` and paste it onto the clean background: M * x_o + (1 - M) * x_b."""
     obj, m = warp_object(image, mask, matrix)
-    return paste(background, obj, m), m
+    return np.where(m[..., None], obj, background), m
 
 
 def scale_for_rate(image: np.ndarray, mask: np.ndarray, background: np.ndarray, rate: Optional[float],
@@ -137,8 +119,9 @@ def scale_for_rate(image: np.ndarray, mask: np.ndarray, background: np.ndarray, 
     closest to the target is kept. The object is kept fully inside the image.
     Returns (image, mask, matrix, scale).
     """
-    center = box_center(mask)
-    limit = full_scale(mask)
+    x0, y0, x1, y1 = object_extent(mask)
+    center = (x0 + x1) / 2.0, (y0 + y1) / 2.0  # the box centre; 'full': the largest scale that keeps it all inside
+    limit = min((mask.shape[1] - 1) / max(x1 - x0, 1), (mask.shape[0] - 1) / max(y1 - y0, 1))
 
     def attempt(s: float):
         matrix = fit_inside(scale_matrix(s, center), mask)
@@ -184,9 +167,34 @@ def rotate(mask: np.ndarray, degrees: float) -> Matrix:
     The object keeps its size (and so its pixel rate): one that no longer fits once rotated
     raises DoesNotFit, and the pipeline rejects that image at that level.
     """
-    return fit_inside(rotation_matrix(degrees, box_center(mask)), mask)
+    x0, y0, x1, y1 = object_extent(mask)
+    return fit_inside(rotation_matrix(degrees, ((x0 + x1) / 2.0, (y0 + y1) / 2.0)), mask)
 
 
 def area_ratio(before: np.ndarray, after: np.ndarray) -> float:
     """Mask area after an edit over the area before (1 for a rigid move, up to resampling)."""
     return float(np.count_nonzero(after)) / max(np.count_nonzero(before), 1)
+
+
+# GLCM texture statistics of a background (scikit-image), so complexity is measured, not assumed
+LEVELS = 64  # grey levels after quantisation (a 256-level matrix is sparse on small images)
+DISTANCES = (1,)
+ANGLES = (0.0, np.pi / 4, np.pi / 2, 3 * np.pi / 4)
+
+
+def glcm_stats(image: np.ndarray, mask: Optional[np.ndarray] = None) -> Tuple[float, float]:
+    """(contrast, dissimilarity) over pairs of background pixels (outside `mask`), averaged over
+    four directions at distance 1, on `LEVELS` grey levels. Object pixels get an extra level whose
+    row and column are dropped, so no pair touching the object counts. NaN when no pair is left."""
+    from skimage.feature import graycomatrix, graycoprops
+    luma = np.round(image[..., :3].astype(np.float64) @ np.array([0.299, 0.587, 0.114])).astype(np.uint8)  # ITU-R 601
+    g = (luma.astype(np.int32) * LEVELS // 256).astype(np.uint8)
+    if mask is not None:
+        g[mask.astype(bool)] = LEVELS
+    m = graycomatrix(g, DISTANCES, ANGLES, levels=LEVELS + 1, symmetric=True, normed=False)
+    m = m[:LEVELS, :LEVELS].astype(np.float64)
+    total = m.sum(axis=(0, 1), keepdims=True)
+    if not np.all(total > 0):
+        return float("nan"), float("nan")
+    m /= total
+    return float(graycoprops(m, "contrast").mean()), float(graycoprops(m, "dissimilarity").mean())

@@ -17,7 +17,7 @@ or a failed edit is a row in rejects.csv, never an abort.
 With `--backend diffusion` the complexity levels (lambda = -20 and 20, and with `--model` the
 adversarial one by classifier guidance) and the size, position and rotation levels (the classical
 composite, its background regenerated around the object: the paper's Algorithm 2) are made by
-ImageNet-E's blended guided diffusion (`diffusion_backend`) from the named weights, batched in the
+ImageNet-E's blended guided diffusion (`diffusion`) from the named weights, batched in the
 parent, each image with its own generator seeded by (seed, image id), the same at every level as
 the toolkit's one seed is; remove stays classical.
 """
@@ -27,7 +27,8 @@ import zlib
 from dataclasses import asdict, dataclass, field
 from itertools import groupby
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from functools import cache
+from typing import List, Optional, Sequence, Tuple
 
 import cv2
 import numpy as np
@@ -35,7 +36,7 @@ import numpy as np
 from .. import checks, console
 from ..data import manifest as M
 from ..data.in9 import discover
-from ..data.layout import MASK_DIR, Layout
+from ..data.layout import MASK_DIR
 from ..data.pool import worker_pool
 from ..data.shards import Shard, ShardRecord, inputs_fingerprint, select
 from ..data.writer import (EMPTY_MASK, MISSING_MASK, DatasetWriter, Rejected, Target, manifest_rows, read_image,
@@ -46,10 +47,9 @@ from ..evaluation.metrics import finite_or_none
 from ..options import runtime
 from ..provenance import Provenance
 from . import complexity as C
-from .backends import get_complexity_editor, get_inpainter
-from .functions import DoesNotFit, pixel_rate
-from .glcm import glcm_stats
-from .registry import ADVERSARIAL, ATTRIBUTES, POSITION_RATE, SIZE_RATES, Context, Edit, edits_for
+from .functions import DoesNotFit, glcm_stats, pixel_rate
+from .registry import (ADVERSARIAL, ATTRIBUTES, POSITION_RATE, SIZE_RATES, Context, Edit, edits_for,
+                       get_complexity_editor, get_inpainter)
 from .result import ORIGINAL, EditResult
 
 KIND = "edit"
@@ -133,16 +133,14 @@ class EditConfig:
                 "model": model.spec.to_dict() if model is not None else None,
                 **({"backend": DIFFUSION, "weights": self.weights, "respacing": self.respacing, "skip": self.skip,
                     "diffusion_size": self.diffusion_size, "head_channels": self.head_channels,
-                    "guidance": self.class_guidance().to_dict()} if self.backend == DIFFUSION else {})}
+                    "guidance": asdict(self.guidance(True))} if self.backend == DIFFUSION else {})}
 
-    def guidance(self):
+    def guidance(self, classifier: bool = False):
+        """The guidance loss's weights; with `classifier`, the adversarial level's."""
         from .diffusion import Guidance
         return Guidance(range_lambda=self.range_lambda, l2_lambda=self.l2_lambda, lpips_lambda=self.lpips_lambda,
-                        coarse_to_fine=self.coarse_to_fine)
-
-    def class_guidance(self):
-        from dataclasses import replace
-        return replace(self.guidance(), classifier_scale=self.classifier_scale)
+                        coarse_to_fine=self.coarse_to_fine,
+                        classifier_scale=self.classifier_scale if classifier else 0.0)
 
 
 @dataclass(frozen=True)
@@ -166,32 +164,12 @@ def level_rng(seed: int, image_id: str, level: str) -> np.random.Generator:
     return np.random.default_rng([seed, zlib.crc32(image_id.encode()), zlib.crc32(level.encode())])
 
 
-def load_checked_mask(path: Path, shape: Tuple[int, int]) -> np.ndarray:
-    """A foreground mask that can be edited: present, readable, the image's size, neither empty nor full."""
-    if not Path(path).is_file():
-        raise Rejected(MISSING_MASK, f"no {path}")
-    m = read_mask_or_reject(path, shape)
-    if not m.any():
-        raise Rejected(EMPTY_MASK, f"mask {Path(path).name} is empty")
-    if m.all():
-        raise Rejected(NO_BACKGROUND, f"mask {Path(path).name} covers the whole image")
-    return m
-
-
 def _row(task: _Task, level: str, attribute: str, image: np.ndarray, mask: np.ndarray, params: dict) -> M.ManifestRow:
     contrast, dissim = glcm_stats(image, mask)
     return M.ManifestRow(task.index, level, task.image_id, task.label, task.source, M.mask_box(mask), "provided",
-                         M.fg_fraction(mask), params={"attribute": attribute, "glcm_contrast": finite_or_none(round(contrast, 5)),
+                         M.fg_fraction(mask), params={"attribute": attribute,
+                                                      "glcm_contrast": finite_or_none(round(contrast, 5)),
                                                       "glcm_dissimilarity": finite_or_none(round(dissim, 5)), **params})
-
-
-def _check_rate(edit: Edit, mask: np.ndarray) -> None:
-    target = SIZE_RATES.get(edit.level) if edit.attribute == "size" else (
-        POSITION_RATE if edit.attribute == "position" else None)
-    if target is not None:
-        reached = pixel_rate(mask)
-        if abs(reached - target) > RATE_TOLERANCE * target:
-            raise Rejected(RATE_UNREACHABLE, f"pixel rate {reached:.4f} for a target of {target}")
 
 
 def _rendered(edit: Edit, image: np.ndarray, mask: np.ndarray, ctx: Context):
@@ -202,16 +180,11 @@ def _rendered(edit: Edit, image: np.ndarray, mask: np.ndarray, ctx: Context):
         raise Rejected(DOES_NOT_FIT, str(e)) from None
     except EDIT_FAILURES as e:  # a failed edit rejects this image at this level only
         raise Rejected(EDIT_FAILED, f"{type(e).__name__}: {e}".splitlines()[0]) from None
-    _check_rate(edit, done.mask)
+    target = SIZE_RATES.get(edit.level) if edit.attribute == "size" else (
+        POSITION_RATE if edit.attribute == "position" else None)
+    if target is not None and abs(pixel_rate(done.mask) - target) > RATE_TOLERANCE * target:
+        raise Rejected(RATE_UNREACHABLE, f"pixel rate {pixel_rate(done.mask):.4f} for a target of {target}")
     return done
-
-
-def _edit_level(edit: Edit, image: np.ndarray, mask: np.ndarray, ctx: Context, task: _Task, s: _Settings
-                ) -> M.ManifestRow:
-    """One level of one image, written; or `Rejected` for this level only."""
-    done = _rendered(edit, image, mask, ctx)
-    s.target.save_image(edit.name, task.image_id, done.image)
-    return _row(task, edit.name, edit.attribute, done.image, done.mask, done.params)
 
 
 def _edit_one(task: _Task, s: _Settings) -> Tuple[List[M.ManifestRow], List[M.RejectRow]]:
@@ -219,47 +192,33 @@ def _edit_one(task: _Task, s: _Settings) -> Tuple[List[M.ManifestRow], List[M.Re
     cfg = s.cfg
     try:
         image = read_image(task.path)
-        mask = load_checked_mask(task.mask_path, image.shape[:2])
+        # a foreground mask that can be edited: present, readable, the image's size, neither empty nor full
+        if not task.mask_path.is_file():
+            raise Rejected(MISSING_MASK, f"no {task.mask_path}")
+        mask = read_mask_or_reject(task.mask_path, image.shape[:2])
+        if not mask.any():
+            raise Rejected(EMPTY_MASK, f"mask {task.mask_path.name} is empty")
+        if mask.all():
+            raise Rejected(NO_BACKGROUND, f"mask {task.mask_path.name} covers the whole image")
     except Rejected as e:
         return [], [M.RejectRow(task.index, task.image_id, task.source, e.reason, e.detail)]
     s.target.save_image(ORIGINAL, task.image_id, image)
     s.target.save_mask(task.image_id, mask)
     rows = [_row(task, ORIGINAL, ORIGINAL, image, mask, {})]
     rejects: List[M.RejectRow] = []
-    inpainter = get_inpainter(cfg.inpainter)
-    cache: Dict[str, np.ndarray] = {}
-
-    def background() -> np.ndarray:
-        if "bg" not in cache:
-            cache["bg"] = inpainter(image, mask)
-        return cache["bg"]
-
+    background = cache(lambda: get_inpainter(cfg.inpainter)(image, mask))  # made once, for the levels that need it
     for edit in edits_for(cfg.attributes, cfg.angles, cfg.levels, with_model=False):
-        if _diffused_level(cfg, edit):  # made in the parent, batched
+        if cfg.backend == DIFFUSION and edit.attribute in DIFFUSED:  # made in the parent, batched
             continue
         ctx = Context(background, get_complexity_editor(cfg.complexity_editor),
                       level_rng(cfg.seed, task.image_id, edit.name))
         try:
-            rows.append(_edit_level(edit, image, mask, ctx, task, s))
+            done = _rendered(edit, image, mask, ctx)
+            s.target.save_image(edit.name, task.image_id, done.image)
+            rows.append(_row(task, edit.name, edit.attribute, done.image, done.mask, done.params))
         except Rejected as e:
             rejects.append(M.RejectRow(task.index, task.image_id, task.source, e.reason, e.detail, edit.name))
     return rows, rejects
-
-
-def _tasks(layout: Layout) -> List[_Task]:
-    return [_Task(i, it.image_id, it.label, it.path, it.path.relative_to(layout.root).as_posix(),
-                  layout.mask_path(it.image_id)) for i, it in enumerate(layout.items(ORIGINAL))]
-
-
-def _batches(items: Sequence[tuple], block: int) -> List[List[tuple]]:
-    """Consecutive (task, image, mask) items of one block of the sorted list and of one image size."""
-    out: List[List[tuple]] = []
-    for it in items:
-        last = out[-1][0] if out else None
-        if last is None or last[0].index // block != it[0].index // block or last[1].shape != it[1].shape:
-            out.append([])
-        out[-1].append(it)
-    return out
 
 
 def _adversarial(model, tasks: Sequence[_Task], s: _Settings, ranks, progress: bool) -> List[M.ManifestRow]:
@@ -273,9 +232,9 @@ def _adversarial(model, tasks: Sequence[_Task], s: _Settings, ranks, progress: b
     from ..evaluation.feed import Images, batches
     from ..evaluation.numerics import forward_context
     cfg, target = s.cfg, s.target
-    blocks = groupby(range(len(tasks)), key=lambda k: tasks[k].index // cfg.batch_size)
     # the originals as this job wrote them, read by path: never cached, they live in its stage only
-    images = Images(Pixels(list(tasks)), [list(block) for _, block in blocks],
+    images = Images(Pixels(list(tasks)),
+                    [list(b) for _, b in groupby(range(len(tasks)), key=lambda k: tasks[k].index // cfg.batch_size)],
                     masks=[target.path(MASK_DIR, t.image_id, ".npy") for t in tasks],
                     render=lambda t: target.load_image(ORIGINAL, t.image_id))
     params = {"eps": round(cfg.adv_eps, 6), "steps": cfg.adv_steps, "model": model.spec.name}
@@ -297,34 +256,16 @@ def _adversarial(model, tasks: Sequence[_Task], s: _Settings, ranks, progress: b
 DIFFUSED = ("complexity", "size", "position", "rotation")
 
 
-def _diffused_level(cfg: EditConfig, edit: Edit) -> bool:
-    return cfg.backend == DIFFUSION and edit.attribute in DIFFUSED
-
-
-def _diffusion_inputs(edit: Edit, cfg: EditConfig, task: _Task, image, mask, background):
-    """(the kept image, the kept object's mask, the level's own parameters) of one image: the image
-    itself for a complexity level; the classical composite (the object moved, scaled or rotated
-    onto the inpainted background) for Algorithm 2, whose background diffusion regenerates.
-    `Rejected` where the classical edit refuses the image."""
-    if edit.needs_model:
-        return image, mask, {"lambda": 0.0, "classifier_scale": cfg.classifier_scale}
-    if edit.attribute == "complexity":
-        return image, mask, {"lambda": float(edit.level)}
-    ctx = Context(lambda: background, get_complexity_editor(cfg.complexity_editor),
-                  level_rng(cfg.seed, task.image_id, edit.name))
-    done = _rendered(edit, image, mask, ctx)
-    return done.image, done.mask, {**done.params, "lambda": 0.0}
-
-
 def _diffusion(weights, edits: Sequence[Edit], tasks: Sequence[_Task], s: _Settings, progress: bool, model=None
                ) -> Tuple[List[M.ManifestRow], List[M.RejectRow]]:
     """The diffusion backend's levels of `tasks` (their originals are written), batched in the
     parent within blocks of `--batch-size`; one generator per image. The adversarial level is
     guided by `model`'s log-probability of the true class."""
     from dataclasses import replace
-    from .diffusion_backend import DiffusionSettings, class_log_prob, diffuse_backgrounds, lpips_for
+    from .diffusion import DiffusionSettings, class_log_prob, diffuse_backgrounds, lpips_for
+    from .schedule import Schedule
     cfg = s.cfg
-    levels = [e for e in edits if _diffused_level(cfg, e)]
+    levels = [e for e in edits if e.attribute in DIFFUSED]
     if not levels:
         return [], []
     settings = DiffusionSettings(cfg.respacing, cfg.skip, cfg.diffusion_size, cfg.guidance())
@@ -332,28 +273,42 @@ def _diffusion(weights, edits: Sequence[Edit], tasks: Sequence[_Task], s: _Setti
     weights.unet.to(cfg.device)
     inpainter = get_inpainter(cfg.inpainter)
     items = [(t, s.target.load_image(ORIGINAL, t.image_id), s.target.load_mask(t.image_id)) for t in tasks]
-    base = {"backend": DIFFUSION, "respacing": cfg.respacing, "steps": _steps(cfg.respacing) - cfg.skip,
+    base = {"backend": DIFFUSION, "respacing": cfg.respacing, "steps": Schedule(cfg.respacing).steps - cfg.skip,
             "skip": cfg.skip, "seed": cfg.seed, "weights_sha256": weights.sha256, "weights_kind": weights.kind,
             "size": cfg.diffusion_size or weights.sample_size, "range_lambda": cfg.range_lambda}
     rows, rejects = [], []
     bar = console.progress(enabled=progress, total=len(items) * len(levels), desc="diffusion", unit="img")
-    for chunk in _batches(items, cfg.batch_size):
+    # consecutive (task, image, mask) items of one block of the sorted list and of one image size
+    for _, group in groupby(items, key=lambda it: (it[0].index // cfg.batch_size, it[1].shape)):
+        chunk = list(group)
         backgrounds = [inpainter(im, m) for _, im, m in chunk]
         # one noise per image for every level, as the toolkit's one seed gives: levels differ by their guidance
         seeds = [int(level_rng(cfg.seed, t.image_id, DIFFUSION).integers(2 ** 63)) for t, _, _ in chunk]
         for edit in levels:
             ready = []
+            # (the kept image, the kept object's mask, the level's own parameters) of each image: the image
+            # itself for a complexity level; the classical composite (the object moved, scaled or rotated onto
+            # the inpainted background) for Algorithm 2, whose background diffusion regenerates; `Rejected`
+            # where the classical edit refuses the image
             for (t, im, m), bg, seed in zip(chunk, backgrounds, seeds):
                 try:
-                    ready.append((t, *_diffusion_inputs(edit, cfg, t, im, m, bg), bg, seed))
+                    if edit.needs_model:
+                        kept = im, m, {"lambda": 0.0, "classifier_scale": cfg.classifier_scale}
+                    elif edit.attribute == "complexity":
+                        kept = im, m, {"lambda": float(edit.level)}
+                    else:
+                        ctx = Context(lambda bg=bg: bg, get_complexity_editor(cfg.complexity_editor),
+                                      level_rng(cfg.seed, t.image_id, edit.name))
+                        done = _rendered(edit, im, m, ctx)
+                        kept = done.image, done.mask, {**done.params, "lambda": 0.0}
+                    ready.append((t, *kept, bg, seed))
                 except Rejected as e:
                     rejects.append(M.RejectRow(t.index, t.image_id, t.source, e.reason, e.detail, edit.name))
             if ready:
                 lam = float(edit.level) if edit.attribute == "complexity" and not edit.needs_model else 0.0
-                how, classifier = settings, None
-                if edit.needs_model:
-                    how = replace(settings, guidance=cfg.class_guidance())
-                    classifier = class_log_prob(model, [r[0].label for r in ready], ready[0][1].shape[:2])
+                how = replace(settings, guidance=cfg.guidance(True)) if edit.needs_model else settings
+                classifier = (class_log_prob(model, [r[0].label for r in ready], ready[0][1].shape[:2])
+                              if edit.needs_model else None)
                 try:
                     outs = diffuse_backgrounds(weights, [r[1] for r in ready], [r[2] for r in ready],
                                                [r[4] for r in ready], lam, [r[5] for r in ready], how,
@@ -363,35 +318,20 @@ def _diffusion(weights, edits: Sequence[Edit], tasks: Sequence[_Task], s: _Setti
                                        f"{type(e).__name__}: {e}".splitlines()[0]) from None
                 for (t, _, mask, params, _, seed), out in zip(ready, outs):
                     s.target.save_image(edit.name, t.image_id, out)
-                    extra = {"model": model.spec.name} if edit.needs_model else {}
-                    rows.append(_row(t, edit.name, edit.attribute, out, mask,
-                                     {**params, **base, "noise_seed": seed, **extra}))
+                    rows.append(_row(t, edit.name, edit.attribute, out, mask, {
+                        **params, **base, "noise_seed": seed,
+                        **({"model": model.spec.name} if edit.needs_model else {})}))
             bar.update(len(chunk))
     bar.close()
     return rows, rejects
 
 
-def _steps(respacing: str) -> int:
-    from .schedule import Schedule
-    return Schedule(respacing).steps
-
-
-def load_diffusion(cfg: EditConfig):
-    """The diffusion backend's weights (checked before anything is written), or None."""
-    if cfg.backend != DIFFUSION:
-        return None
-    from .diffusion_weights import load_weights
-    from .schedule import Schedule
-    Schedule(cfg.respacing).indices(cfg.skip)  # a bad --respacing or --skip: one line, before the weights load
-    weights = load_weights(cfg.weights, head_channels=cfg.head_channels)
-    if cfg.lpips_lambda:
-        from .diffusion_backend import need_lpips
-        need_lpips()
-    return weights
-
-
-def _plan(cfg: EditConfig, model) -> Tuple[EditConfig, Layout, List[Edit], List[str]]:
-    """The resolved config, the source layout, the levels to write and the levels skipped (with why)."""
+def edit_dataset(cfg: EditConfig, model=None, progress: bool = True) -> Optional[EditResult]:
+    """Write every requested edit level of `cfg.data` into `cfg.out` (or one shard's share); see the
+    module docstring. Under torchrun the ranks share the images as `--shard` would (blocks of
+    `--batch-size`), write into the one `cfg.out`, and rank 0 joins their rows and writes the
+    tables: its result is the one-process result; the other ranks return None."""
+    # the resolved config, the source layout, the levels to write and the levels skipped (with why)
     data, out = Path(cfg.data).expanduser(), Path(cfg.out).expanduser()
     cfg = EditConfig(**{**cfg.__dict__, "data": data, "out": out})
     if out.resolve() == data.resolve():
@@ -402,26 +342,23 @@ def _plan(cfg: EditConfig, model) -> Tuple[EditConfig, Layout, List[Edit], List[
     if model is not None:
         model.meet(layout)
     edits = edits_for(cfg.attributes, cfg.angles, cfg.levels, with_model=model is not None)
-    skipped = []
-    if model is None and "complexity" in cfg.attributes and (
-            not cfg.levels or ADVERSARIAL in [e.name for e in edits_for(["complexity"], levels=cfg.levels,
-                                                                        with_model=True)]):
-        skipped.append(f"{ADVERSARIAL}: needs --model")
+    skipped = [f"{ADVERSARIAL}: needs --model"] if model is None and "complexity" in cfg.attributes and (
+        not cfg.levels or ADVERSARIAL in [e.name for e in edits_for(["complexity"], levels=cfg.levels,
+                                                                    with_model=True)]) else []
     if not edits:
         raise BgbenchError(f"--levels {' '.join(cfg.levels or ())} selects no edit level")
     if model is not None and any(e.needs_model for e in edits):  # it ascends the loss through the model
         from ..models.formats import check_needs
         check_needs(model, ("gradients",), f"the adversarial level ({ADVERSARIAL})")
-    return cfg, layout, edits, skipped
-
-
-def edit_dataset(cfg: EditConfig, model=None, progress: bool = True) -> Optional[EditResult]:
-    """Write every requested edit level of `cfg.data` into `cfg.out` (or one shard's share); see the
-    module docstring. Under torchrun the ranks share the images as `--shard` would (blocks of
-    `--batch-size`), write into the one `cfg.out`, and rank 0 joins their rows and writes the
-    tables: its result is the one-process result; the other ranks return None."""
-    cfg, layout, edits, skipped = _plan(cfg, model)
-    weights = load_diffusion(cfg)
+    weights = None  # the diffusion backend's, checked before anything is written
+    if cfg.backend == DIFFUSION:
+        from .diffusion_weights import load_weights
+        from .schedule import Schedule
+        Schedule(cfg.respacing).indices(cfg.skip)  # a bad --respacing or --skip: one line, before the weights load
+        weights = load_weights(cfg.weights, head_channels=cfg.head_channels)
+        if cfg.lpips_lambda:
+            from .diffusion import need_lpips
+            need_lpips()
     ranks = setup("cpu")  # the adversarial level runs its model on the CPU: gloo
     if ranks.distributed and cfg.shard is not None:
         raise BgbenchError("--shard K/N splits a job into separate runs that `bgbench merge` joins; under torchrun "
@@ -430,48 +367,43 @@ def edit_dataset(cfg: EditConfig, model=None, progress: bool = True) -> Optional
     if ranks.main:
         writer.open(cfg.overwrite)
     writer.write_into(broadcast(writer.stage, ranks))  # rank 0's stage, once its folders exist
-    try:
-        return _edit_staged(cfg, model, layout, edits, skipped, ranks, writer, progress, weights)
+    try:  # every rank writes into the writer's stage; rank 0 commits it
+        tasks = [_Task(i, it.image_id, it.label, it.path, it.path.relative_to(layout.root).as_posix(),
+                       layout.mask_path(it.image_id)) for i, it in enumerate(layout.items(ORIGINAL))]
+        mine = select(tasks, Shard(ranks.rank, ranks.world) if ranks.distributed else cfg.shard, block=cfg.batch_size)
+        s = _Settings(cfg, writer.target)
+        with worker_pool(cfg.workers, len(mine), torch=True) as pool:
+            results = pool.map(_edit_one, mine, s, "edit", progress and ranks.main, chunk_cap=8)
+        rows = [r for rs, _ in results for r in rs]
+        rejects = [j for _, js in results for j in js]
+        ok = {r.position for r in rows if r.folder == ORIGINAL}
+        if weights is not None:
+            more, refused = _diffusion(weights, edits, [t for t in mine if t.index in ok], s, progress and ranks.main,
+                                       model.eval() if model is not None else None)
+            rows, rejects = rows + more, rejects + refused
+        elif model is not None and any(e.needs_model for e in edits):
+            rows += _adversarial(model.to(ranks.device).eval(), [t for t in mine if t.index in ok], s, ranks,
+                                 progress and ranks.main)
+        parts = gather((rows, rejects), ranks)
+        if parts is None:
+            return None
+        rows, rejects = [r for p in parts for r in p[0]], [j for p in parts for j in p[1]]
+        prov = Provenance.of(KIND, {**asdict(cfg), "data": str(cfg.data), "out": str(cfg.out), **world_record(ranks)},
+                             model=model, layout=layout, seed=cfg.seed)
+        result = EditResult(cfg.out, [e.name for e in edits], M.sort_rows(rows, writer.folders),
+                            M.sort_rejects(rejects, writer.folders), skipped, shard=cfg.shard, provenance=prov)
+        if cfg.shard is not None:
+            ShardRecord(KIND, cfg.split, cfg.shard, cfg.settings(model),
+                        inputs_fingerprint([f"{t.source}\t{t.mask_path.is_file()}" for t in tasks]
+                                           + [layout.fingerprint()]), writer.folders, list(layout.classes),
+                        rows=[r.to_json() for r in result.rows], rejects=[r.to_json() for r in result.rejects],
+                        extra={"provenance": asdict(prov), "skipped": skipped}).save(writer.stage)
+            writer.commit()
+            return result
+        return _finish(writer, result)
     finally:
         if ranks.main:
             writer.discard()  # what was not committed (an error, an interrupt); nothing after a commit
-
-
-def _edit_staged(cfg: EditConfig, model, layout: Layout, edits: List[Edit], skipped: List[str], ranks,
-                 writer: DatasetWriter, progress: bool, weights=None) -> Optional[EditResult]:
-    """`edit_dataset`'s work, every rank writing into the writer's stage; rank 0 commits it."""
-    tasks = _tasks(layout)
-    mine = select(tasks, Shard(ranks.rank, ranks.world) if ranks.distributed else cfg.shard, block=cfg.batch_size)
-    s = _Settings(cfg, writer.target)
-    with worker_pool(cfg.workers, len(mine), torch=True) as pool:
-        results = pool.map(_edit_one, mine, s, "edit", progress and ranks.main, chunk_cap=8)
-    rows = [r for rs, _ in results for r in rs]
-    rejects = [j for _, js in results for j in js]
-    ok = {r.position for r in rows if r.folder == ORIGINAL}
-    if weights is not None:
-        more, refused = _diffusion(weights, edits, [t for t in mine if t.index in ok], s, progress and ranks.main,
-                                   model.eval() if model is not None else None)
-        rows, rejects = rows + more, rejects + refused
-    elif model is not None and any(e.needs_model for e in edits):
-        rows += _adversarial(model.to(ranks.device).eval(), [t for t in mine if t.index in ok], s, ranks,
-                             progress and ranks.main)
-    parts = gather((rows, rejects), ranks)
-    if parts is None:
-        return None
-    rows, rejects = [r for p in parts for r in p[0]], [j for p in parts for j in p[1]]
-    prov = Provenance.of(KIND, {**config_dict(cfg), **world_record(ranks)}, model=model, layout=layout,
-                              seed=cfg.seed)
-    result = EditResult(cfg.out, [e.name for e in edits], M.sort_rows(rows, writer.folders),
-                        M.sort_rejects(rejects, writer.folders), skipped, shard=cfg.shard, provenance=prov)
-    if cfg.shard is not None:
-        lines = [f"{t.source}\t{t.mask_path.is_file()}" for t in tasks] + [layout.fingerprint()]
-        ShardRecord(KIND, cfg.split, cfg.shard, cfg.settings(model), inputs_fingerprint(lines), writer.folders,
-                    list(layout.classes), rows=[r.to_json() for r in result.rows],
-                    rejects=[r.to_json() for r in result.rejects],
-                    extra={"provenance": asdict(prov), "skipped": skipped}).save(writer.stage)
-        writer.commit()
-        return result
-    return _finish(writer, result)
 
 
 def _finish(writer: DatasetWriter, result: EditResult) -> EditResult:
@@ -498,13 +430,7 @@ def merge(out: Path, records: List[ShardRecord], overwrite: bool = False, worker
         prov = Provenance(**ref.extra["provenance"])
         prov.config = {**{k: v for k, v in prov.config.items() if k != "shard"}, "out": str(out),
                        "shards": ref.shard.count}
-        result = EditResult(Path(out), ref.folders[1:], M.sort_rows(manifest_rows(records), writer.folders),
-                            M.sort_rejects(reject_rows(records), writer.folders), list(ref.extra["skipped"]),
-                            provenance=prov)
-        return _finish(writer, result)
-
-
-def config_dict(cfg: EditConfig) -> dict:
-    d = asdict(cfg)
-    d["data"], d["out"] = str(cfg.data), str(cfg.out)
-    return d
+        return _finish(writer, EditResult(Path(out), ref.folders[1:],
+                                          M.sort_rows(manifest_rows(records), writer.folders),
+                                          M.sort_rejects(reject_rows(records), writer.folders),
+                                          list(ref.extra["skipped"]), provenance=prov))

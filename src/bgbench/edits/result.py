@@ -1,10 +1,10 @@
 """What `bgbench edit` returns: the written rows and rejects, per-level means, and its provenance."""
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, List, Optional
 
 import numpy as np
 
@@ -15,12 +15,6 @@ from ..result import Result
 ORIGINAL = "original"
 #: Per-level means, as the table, the JSON and the recorded metrics name them.
 MEASURES = ("pixel_rate", "glcm_contrast", "glcm_dissimilarity")
-
-
-def measure(row: M.ManifestRow, key: str) -> Optional[float]:
-    """A row's pixel rate (its fg_fraction) or a GLCM statistic of its background (from params)."""
-    value = row.fg_fraction if key == "pixel_rate" else (row.params or {}).get(key)
-    return None if value is None else float(value)
 
 
 @dataclass
@@ -34,62 +28,50 @@ class EditResult(Result):
     shard: Optional[Shard] = None
     provenance: Any = None  # provenance.Provenance: how `record` files the run
 
-    def by_level(self) -> Dict[str, List[M.ManifestRow]]:
-        d: Dict[str, List[M.ManifestRow]] = defaultdict(list)
-        for r in self.rows:
-            d[r.folder].append(r)
-        return d
+    def images(self) -> int:
+        return sum(1 for r in self.rows if r.folder == ORIGINAL)
 
     def level_means(self) -> List[dict]:
-        """Per level: images, mean pixel rate and mean GLCM contrast / dissimilarity of the background."""
+        """Per level: images, mean pixel rate and mean GLCM contrast / dissimilarity of the background
+        (a row's pixel rate is its fg_fraction, its GLCM statistics are in its params)."""
         out = []
-        groups = self.by_level()
         for level in [ORIGINAL, *self.levels]:
-            rows = groups.get(level, [])
+            rows = [r for r in self.rows if r.folder == level]
             means = {}
             for key in MEASURES:
-                v = np.array([x for x in (measure(r, key) for r in rows) if x is not None], dtype=np.float64)
+                v = [r.fg_fraction if key == "pixel_rate" else (r.params or {}).get(key) for r in rows]
+                v = np.array([x for x in v if x is not None], dtype=np.float64)
                 v = v[np.isfinite(v)]
                 means[key] = round(float(v.mean()), 4) if v.size else None
             out.append({"level": level, "images": len(rows), **means})
         return out
 
     def outputs(self) -> dict:
-        return {"out": str(self.out), "images": len(self.by_level().get(ORIGINAL, [])),
+        return {"out": str(self.out), "images": self.images(),
                 "edited": sum(1 for r in self.rows if r.folder != ORIGINAL), "rejected": len(self.rejects),
                 "reasons": dict(Counter(r.reason for r in self.rejects)), "levels": self.level_means(),
                 "skipped": self.skipped, "manifest": str(self.out / M.MANIFEST),
                 "shard": str(self.shard) if self.shard else None}
 
-    def to_dict(self) -> dict:
-        return self.outputs()
-
-    def table(self) -> List[dict]:
-        """One row per level: images, mean pixel rate and mean GLCM contrast and dissimilarity."""
-        return self.level_means()
+    to_dict = outputs
+    table = level_means  # one row per level: images, mean pixel rate and mean GLCM contrast and dissimilarity
 
     def metric_rows(self) -> list:
-        rows = []
-        for m in self.level_means():
-            for key in ("glcm_contrast", "glcm_dissimilarity", "pixel_rate"):
-                if m[key] is not None:
-                    rows.append((key, m["level"], m[key], None, None, m["images"]))
-        return rows
+        return [(key, m["level"], m[key], None, None, m["images"]) for m in self.level_means()
+                for key in ("glcm_contrast", "glcm_dissimilarity", "pixel_rate") if m[key] is not None]
 
     def text(self) -> str:
-        n = len(self.by_level().get(ORIGINAL, []))
         if self.shard is not None:
-            return (f"{self.levels_table()}\nshard {self.shard}: edited {n} images in {self.out}; join the shards with "
-                    f"`bgbench merge`")
-        return (f"{self.levels_table()}\nedited {n} images into {len(self.levels)} levels in {self.out}; "
+            return (f"{self.levels_table()}\nshard {self.shard}: edited {self.images()} images in {self.out}; join the "
+                    f"shards with `bgbench merge`")
+        return (f"{self.levels_table()}\nedited {self.images()} images into {len(self.levels)} levels in {self.out}; "
                 f"manifest {self.out / M.MANIFEST}")
 
     def levels_table(self) -> str:
-        lines = [f"{'level':<18}{'images':>7}{'pixel rate':>12}{'GLCM contrast':>15}{'dissimilarity':>15}"]
-        for m in self.level_means():
-            f = lambda v: "-" if v is None else f"{v:.4f}"
-            lines.append(f"{m['level']:<18}{m['images']:>7}{f(m['pixel_rate']):>12}{f(m['glcm_contrast']):>15}"
-                         f"{f(m['glcm_dissimilarity']):>15}")
+        f = lambda v: "-" if v is None else f"{v:.4f}"  # noqa: E731
+        lines = [f"{'level':<18}{'images':>7}{'pixel rate':>12}{'GLCM contrast':>15}{'dissimilarity':>15}",
+                 *(f"{m['level']:<18}{m['images']:>7}{f(m['pixel_rate']):>12}{f(m['glcm_contrast']):>15}"
+                   f"{f(m['glcm_dissimilarity']):>15}" for m in self.level_means())]
         if self.rejects:
             by = ", ".join(f"{k}: {n}" for k, n in sorted(Counter(r.reason for r in self.rejects).items()))
             lines.append(f"rejected {len(self.rejects)} ({by}); see {self.out / M.REJECTS}")

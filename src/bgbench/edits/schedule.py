@@ -23,11 +23,6 @@ from ..errors import BgbenchError
 TRAINED_STEPS = 1000
 
 
-def linear_betas(n: int = TRAINED_STEPS) -> np.ndarray:
-    scale = 1000 / n
-    return np.linspace(scale * 0.0001, scale * 0.02, n, dtype=np.float64)
-
-
 def space_timesteps(n: int, respacing: str) -> List[int]:
     """The kept timesteps of an `n`-step process: per equal section, a count spread evenly over it
     (respace.py's `space_timesteps`, without its 'ddimN' form)."""
@@ -58,7 +53,8 @@ class Schedule:
     timestep_map: List[int] = field(init=False)
 
     def __post_init__(self):
-        base = np.cumprod(1.0 - linear_betas(self.trained_steps))
+        scale = 1000 / self.trained_steps  # linear betas
+        base = np.cumprod(1.0 - np.linspace(scale * 0.0001, scale * 0.02, self.trained_steps, dtype=np.float64))
         self.timestep_map = space_timesteps(self.trained_steps, self.respacing)
         kept = base[self.timestep_map]
         betas = 1.0 - kept / np.append(1.0, kept[:-1])
@@ -89,9 +85,6 @@ class Schedule:
     def _at(arr: np.ndarray, i: int, like):
         import torch
         return torch.as_tensor(arr[i], dtype=like.dtype, device=like.device)
-
-    def model_timestep(self, i: int) -> float:
-        return float(self.timestep_map[i])
 
     def guidance_index(self, i: int) -> int:
         """The step at which the toolkit's `cond_fn` predicts x0 again: its `unscale_timestep` of

@@ -21,6 +21,7 @@ import torch.nn.functional as F
 
 from ..data.images import IMAGE_SUFFIXES, decode_image
 from ..data.layout import MASK_DIR, Item
+from ..data.manifest import mask_box
 from ..errors import BgbenchError
 from ..variants.functions import only_bg_t
 from .recipes import DEFAULT_BGSWAP_P, DEFAULT_CUTMIX_ALPHA, DEFAULT_MIXUP_ALPHA
@@ -116,10 +117,8 @@ class BgSwap(BatchAugment):
         return self._order[self._offsets[cls] + within]
 
     def __call__(self, x, y, idx):
-        n = len(idx)
-        donors = self.donors(n)
-        apply = torch.rand(n, generator=self.generator) < self.p
-        bg = self.backgrounds[donors].permute(0, 3, 1, 2).to(x.dtype)
+        bg = self.backgrounds[self.donors(len(idx))].permute(0, 3, 1, 2).to(x.dtype)
+        apply = torch.rand(len(idx), generator=self.generator) < self.p
         if x.is_floating_point():  # the loop feeds [0,1] floats; uint8 batches stay uint8
             bg = bg / 255.0
         return swap_backgrounds(x, self.masks[idx], bg, apply), y
@@ -154,26 +153,18 @@ def load_masks_and_backgrounds(root: str | Path, split: str, items: Sequence[Ite
         if mask.shape != tuple(shape):
             raise BgbenchError(f"mask {mpath} is {mask.shape[1]}x{mask.shape[0]}, its image {it.path} is "
                                f"{shape[1]}x{shape[0]}")
-        bg = _find_background(bg_dir, it.image_id) if bg_dir.is_dir() else None
+        found = [bg_dir / f"{it.image_id}{suffix}" for suffix in IMAGE_SUFFIXES] if bg_dir.is_dir() else []
+        bg = next((decode_image(f) for f in found if f.is_file()), None)  # the folder's, matched by stem
         if bg is None:
-            ys, xs = np.nonzero(mask)
-            if len(ys) == 0:
+            box = mask_box(mask)
+            if box is None:
                 raise BgbenchError(f"mask {mpath} is empty, so its only_bg_t background cannot be computed")
-            box = (int(xs.min()), int(ys.min()), int(xs.max()) + 1, int(ys.max()) + 1)
             bg = only_bg_t(decode_image(it.path), mask, box)
         elif bg.shape[:2] != tuple(shape):
             raise BgbenchError(f"background {bg_dir / it.image_id}.* differs in size from {it.path}")
         masks.append(mask)
         backgrounds.append(bg)
     return torch.from_numpy(np.stack(masks)), torch.from_numpy(np.stack(backgrounds))
-
-
-def _find_background(bg_dir: Path, image_id: str) -> Optional[np.ndarray]:
-    for suffix in IMAGE_SUFFIXES:
-        p = bg_dir / f"{image_id}{suffix}"
-        if p.is_file():
-            return decode_image(p)
-    return None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -197,8 +188,8 @@ class RecipeContext:
 
 
 def build_bgswap(ctx: RecipeContext) -> BgSwap:
-    masks, backgrounds = load_masks_and_backgrounds(ctx.root, ctx.split, ctx.items, ctx.image_shape)
-    return BgSwap(masks, backgrounds, ctx.labels, ctx.num_classes, p=ctx.bgswap_p, generator=ctx.generator)
+    return BgSwap(*load_masks_and_backgrounds(ctx.root, ctx.split, ctx.items, ctx.image_shape), ctx.labels,
+                  ctx.num_classes, p=ctx.bgswap_p, generator=ctx.generator)
 
 
 def build_erm(ctx: RecipeContext) -> BatchAugment:

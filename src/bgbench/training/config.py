@@ -22,7 +22,7 @@ class TrainConfig:
         recipe: a name from `augment.list_recipes()` ('erm' is plain training).
         bgswap_p: probability that bgswap swaps an image's background.
         mixup_alpha, cutmix_alpha: Beta parameters of the 'mixup' and 'cutmix' recipes.
-        swa: average the weights of the last epochs (see `swa.py`); the saved model is the average.
+        swa: average the weights of the last epochs (see `loop.py`); the saved model is the average.
         swa_start: share of the epochs trained before averaging starts.
         swa_lr: constant learning rate during averaging (default: lr / 4).
         init: fine-tune from this checkpoint (a path for `model`'s architecture, or a model string
@@ -110,7 +110,7 @@ class TrainConfig:
 #: DFR's grid of inverse regularization strengths (the paper's code's C_OPTIONS).
 DFR_C_GRID: Tuple[float, ...] = (1.0, 0.7, 0.3, 0.1, 0.07, 0.03, 0.01)
 #: Group-balanced subsets whose heads DFR averages where its repository gives no number (its code: 20
-#: on Waterbirds' validation split, which bgbench uses there, `dfr_waterbirds`; 10 elsewhere, half the cost).
+#: on Waterbirds' validation split, which bgbench uses there, `dfr.fit_head_as_repo`; 10 elsewhere, half the cost).
 DFR_RETRAINS = 10
 
 
@@ -126,7 +126,7 @@ class LastLayerConfig(ModelOptions):
         variant: the images the head is fitted on; None: MIXED-RAND for DFR on IN-9-layout data
             (where the background no longer predicts the class), ORIGINAL otherwise.
         split: the split read; None: train, or every row of a groups.csv without a split column;
-            for `dfr` on Waterbirds, val, where DFR's repository fits it (`dfr_waterbirds`).
+            for `dfr` on Waterbirds, val, where DFR's repository fits it (`dfr.fit_head_as_repo`).
         c_grid: inverse regularization strengths tried; penalty: 'l1' (DFR's) or 'l2'.
         held_out: share of each group held out to choose C.
         retrains: group-balanced subsets whose heads are averaged (DFR); None: 20 on Waterbirds'
@@ -160,8 +160,8 @@ class LastLayerConfig(ModelOptions):
 
     def model_options(self, split: Optional[str]) -> ModelOptions:
         """The frozen model's options (its data: the split the head is fitted on)."""
-        own = {f.name: getattr(self, f.name) for f in dataclasses.fields(ModelOptions)}
-        return ModelOptions(**{**own, "data": self.data, "split": split})
+        return ModelOptions(**{**{f.name: getattr(self, f.name) for f in dataclasses.fields(ModelOptions)},
+                               "data": self.data, "split": split})
 
     def __post_init__(self):
         checks.one_of("--recipe", self.recipe, last_layer_recipes())

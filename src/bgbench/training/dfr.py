@@ -59,8 +59,7 @@ class HeadFit:
 
 def group_codes(groups: Sequence) -> np.ndarray:
     """Integer codes of group names (in sorted order)."""
-    names = sorted(set(groups))
-    index = {g: i for i, g in enumerate(names)}
+    index = {g: i for i, g in enumerate(sorted(set(groups)))}
     return np.asarray([index[g] for g in groups], dtype=np.int64)
 
 
@@ -89,9 +88,9 @@ def fit_standardized(x: np.ndarray, y: np.ndarray, c: float, penalty: str, seed,
                      n_classes: int) -> Tuple[np.ndarray, np.ndarray]:
     """(coef (classes, features), intercept (classes,)) of liblinear logistic regressions on
     standardized features `x`, one-vs-rest over `n_classes` classes; `seed`: liblinear's
-    random_state (an int, or a `numpy.random.RandomState` whose stream each binary fit draws from). A class absent from `y` gets
-    a constant very low logit (it can never be predicted from these data); two classes give one
-    binary classifier, read as logits (0, w.x + b)."""
+    random_state (an int, or a `numpy.random.RandomState` whose stream each binary fit draws from). A
+    class absent from `y` gets a constant very low logit (it can never be predicted from these data);
+    two classes give one binary classifier, read as logits (0, w.x + b)."""
     from sklearn.linear_model import LogisticRegression
     from sklearn.multiclass import OneVsRestClassifier
     make = lambda: LogisticRegression(C=c, l1_ratio=PENALTIES[penalty], solver="liblinear",  # noqa: E731
@@ -99,12 +98,10 @@ def fit_standardized(x: np.ndarray, y: np.ndarray, c: float, penalty: str, seed,
     present = np.unique(y)
     coef = np.zeros((n_classes, x.shape[1]))
     intercept = np.full(n_classes, -1e4)
-    if len(present) == 1:
-        intercept[present[0]] = 0.0
-        return coef, intercept
-    if len(present) == 2:
-        model = make().fit(x, y)
-        coef[present[1]], intercept[present[1]] = model.coef_[0], model.intercept_[0]
+    if len(present) <= 2:  # one class: a constant; two: one binary classifier, the first class's logit 0
+        if len(present) == 2:
+            model = make().fit(x, y)
+            coef[present[1]], intercept[present[1]] = model.coef_[0], model.intercept_[0]
         intercept[present[0]] = 0.0
         return coef, intercept
     model = OneVsRestClassifier(make()).fit(x, y)
@@ -142,46 +139,40 @@ def fit_head(features: np.ndarray, labels: np.ndarray, groups: Sequence, n_class
     if len(held_idx) == 0:
         raise BgbenchError(f"{len(y)} images are too few to hold out a share for choosing C: give more images, or "
                            f"--c-grid with one value")
-    scores, means = {}, {}
-    for c in c_grid:
-        coef, intercept = fit_standardized(z[fit_idx], y[fit_idx], float(c), penalty, seed, n_classes)
-        pred = np.argmax(z[held_idx] @ coef.T + intercept, axis=1)
-        accuracy = float((pred == y[held_idx]).mean())
-        scores[float(c)] = worst_group_accuracy(pred, y[held_idx], codes[held_idx]) if balance else accuracy
-        means[float(c)] = accuracy
+    scores, means = _grid_scores(z[fit_idx], y[fit_idx], z[held_idx], y[held_idx], codes[held_idx], c_grid, penalty,
+                                 seed, n_classes, worst=balance)
     # ties (small groups make the worst one 0 for every C): the higher mean accuracy, then the first C in the grid
     best = max(scores, key=lambda c: (scores[c], means[c]))
-    subsets = _final_subsets(codes, balance, retrains, rng)
-    fits = [fit_standardized(z[idx], y[idx], best, penalty, seed, n_classes) for idx in subsets]
-    coef = np.mean([f[0] for f in fits], axis=0)
-    intercept = np.mean([f[1] for f in fits], axis=0)
-    weight, bias = fold_scaler(coef, intercept, mean, scale)
+    # the final heads: fitted on all images once without balancing, or when every group is already as large
+    # as the smallest (balancing drops nothing: the fits would be identical); else on `retrains` balanced subsets
+    subsets = ([np.arange(len(codes))] if not balance or len(set(np.bincount(codes)[np.unique(codes)])) == 1
+               else [balanced_subset(codes, rng) for _ in range(retrains)])
+    weight, bias = fold_scaler([fit_standardized(z[idx], y[idx], best, penalty, seed, n_classes) for idx in subsets],
+                               mean, scale)
     return HeadFit(weight=weight, bias=bias, c=best, scores=scores, held_out=int(len(held_idx)),
                    retrains=len(subsets), fitted_on=int(len(subsets[0])), balanced=balance,
                    extra={"held_out_mean_accuracy": {str(c): m for c, m in means.items()}, "penalty": penalty,
                           "solver": "liblinear one-vs-rest", "groups": int(len(np.unique(codes)))})
 
 
-def _final_subsets(codes: np.ndarray, balance: bool, retrains: int, rng: np.random.Generator) -> List[np.ndarray]:
-    """The index sets the final heads are fitted on: all images once without balancing, or when
-    every group is already as large as the smallest (balancing drops nothing: the fits would be
-    identical); else `retrains` balanced subsets."""
-    everything = np.arange(len(codes))
-    if not balance or len(set(np.bincount(codes)[np.unique(codes)])) == 1:
-        return [everything]
-    return [balanced_subset(codes, rng) for _ in range(retrains)]
+def _grid_scores(z_fit, y_fit, z_held, y_held, held_codes, c_grid, penalty, seed, n_classes, worst: bool = True):
+    """(C -> held-out score: worst-group accuracy, else accuracy; C -> held-out accuracy) of a head
+    fitted for each C of the grid, in its order (`seed`'s stream, if a RandomState, drawn in it)."""
+    scores, means = {}, {}
+    for c in c_grid:
+        coef, intercept = fit_standardized(z_fit, y_fit, float(c), penalty, seed, n_classes)
+        pred = np.argmax(z_held @ coef.T + intercept, axis=1)
+        means[float(c)] = float((pred == y_held).mean())
+        scores[float(c)] = worst_group_accuracy(pred, y_held, held_codes) if worst else means[float(c)]
+    return scores, means
 
 
-def fold_scaler(coef: np.ndarray, intercept: np.ndarray, mean: np.ndarray, scale: np.ndarray
+def fold_scaler(fits: Sequence[Tuple[np.ndarray, np.ndarray]], mean: np.ndarray, scale: np.ndarray
                 ) -> Tuple[np.ndarray, np.ndarray]:
-    """The head on raw features equal to `coef`, `intercept` on standardized ones:
+    """The head on raw features equal to the mean of `fits` (coef, intercept) on standardized ones:
     w.((x - m) / s) + b = (w / s).x + (b - w.(m / s))."""
-    weight = coef / scale
-    return weight, intercept - coef @ (mean / scale)
-
-
-def predict(weight: np.ndarray, bias: np.ndarray, features: np.ndarray) -> np.ndarray:
-    return np.argmax(np.asarray(features, dtype=np.float64) @ weight.T + bias, axis=1)
+    coef, intercept = np.mean([f[0] for f in fits], axis=0), np.mean([f[1] for f in fits], axis=0)
+    return coef / scale, intercept - coef @ (mean / scale)
 
 
 def head_fit_summary(fit: HeadFit) -> str:
@@ -203,3 +194,85 @@ def head_fit_summary(fit: HeadFit) -> str:
     return f"held-out {what} ({fit.held_out} images): {scores}; chosen C={fit.c:g}"
 
 
+#: The heads `dfr_on_validation_eval` averages (its `num_retrains` default).
+REPO_RETRAINS = 20
+PROTOCOL = ("dfr_evaluate_spurious.py's DFR on the validation split (deep_feature_reweighting: "
+            "dfr_on_validation_tune, dfr_on_validation_eval)")
+
+
+def balanced(codes: np.ndarray, rs: np.random.RandomState) -> np.ndarray:
+    """Indices of a group-balanced subset as the script takes it: each group's images (groups in
+    code order) shuffled in place by `rs` and cut to the smallest group's size, one group after
+    another."""
+    members: List[np.ndarray] = [np.where(codes == g)[0] for g in range(int(codes.max()) + 1)]
+    smallest = min(len(m) for m in members)
+    for m in members:
+        rs.shuffle(m)
+    return np.concatenate([m[:smallest] for m in members])
+
+
+def fit_head_as_repo(features: np.ndarray, labels: np.ndarray, groups: Sequence, n_classes: int,
+                     scaler_features: np.ndarray, *, c_grid: Sequence[float] = DFR_C_GRID, penalty: str = "l1",
+                     retrains: int = REPO_RETRAINS, seed: int = 0) -> HeadFit:
+    """The head DFR's script fits on validation `features` (N, D) with `labels` and each image's
+    group, its final scaler fitted on `scaler_features` (the training split's): DFR on Waterbirds'
+    validation split as its repository runs it.
+
+    PolinaKirichenko/deep_feature_reweighting, `dfr_evaluate_spurious.py`: `dfr_on_validation_tune`
+    and `dfr_on_validation_eval` under the script's defaults (`--balance_dfr_val`, `--notrain_dfr_val`:
+    balanced validation data, no training data added).
+
+    Choosing C (one pass: the tune's `num_retrains=1`):
+    - the validation images are shuffled and cut in two, the first `n // 2` held out and the rest
+      fitted on (a cut of the whole split, not per group);
+    - the fitted half is group-balanced: each group shuffled and cut to the smallest group's size;
+    - a StandardScaler is fitted on that balanced half and applied to the held-out half;
+    - for each C of the grid (`C_OPTIONS`), an L1 liblinear logistic regression with class weights
+      1:1 (the one option when balanced data has no training data added) is fitted and scored by its
+      worst-group accuracy on the held-out half; the first C of the grid with the best score is kept.
+    The head (`num_retrains=20`): a StandardScaler fitted on the *training split's* features; then,
+    `retrains` times, the whole validation split group-balanced anew (each group shuffled and cut to
+    the smallest), standardized with that scaler and fitted with the kept C; the coefficients and
+    intercepts of the fits are averaged.
+
+    The draws are the script's own: one `numpy.random.RandomState(seed)` takes every shuffle in the
+    script's order (including the shuffle of the training indices each head makes, unused when no
+    training data is added) and seeds every liblinear fit, as numpy's global state does in the
+    script; run with `np.random.seed(seed)` first, the script draws the same subsets and fits the
+    same head. Where bgbench departs, and why: a group with no image in the held-out half is left
+    out of the worst group (the script takes the minimum over a NaN there, and keeps whichever C that
+    NaN falls on); a fitted half with no image of some group is one line (the script would balance
+    every group to zero images, or, for the last group, drop it silently). More than two classes are
+    fitted one-vs-rest (`fit_standardized`); Waterbirds has two, a binary fit as in the script.
+    """
+    x = np.asarray(features, dtype=np.float64)
+    y = np.asarray(labels, dtype=np.int64)
+    codes = group_codes(groups)
+    train_x = np.asarray(scaler_features, dtype=np.float64)
+    rs = np.random.RandomState(seed)
+    order = np.arange(len(y))
+    rs.shuffle(order)
+    held, fit = order[:len(y) // 2], order[len(y) // 2:]
+    absent = sorted({groups[i] for i in range(len(y))} - {groups[i] for i in fit})
+    if absent:  # the script would balance to zero images, or silently over the other groups
+        raise BgbenchError(f"{len(y)} validation images are too few for DFR's script: the half it fits on holds no "
+                           f"image of {absent[0]!r}; give a validation split with more images per group")
+    fit = fit[balanced(codes[fit], rs)]
+    mean, scale = standardizer(x[fit])
+    z_fit, z_held = (x[fit] - mean) / scale, (x[held] - mean) / scale
+    scores, means = _grid_scores(z_fit, y[fit], z_held, y[held], codes[held], c_grid, penalty, rs, n_classes)
+    best = max(scores, key=lambda c: scores[c])  # the first of the grid on ties, as the script's argmax
+    mean, scale = standardizer(train_x)
+    z = (x - mean) / scale
+    fits, size = [], 0
+    for _ in range(retrains):
+        idx = balanced(codes, rs)
+        rs.shuffle(np.arange(len(train_x)))  # the script's unused draw of training images, kept for its stream
+        fits.append(fit_standardized(z[idx], y[idx], best, penalty, rs, n_classes))
+        size = len(idx)
+    weight, bias = fold_scaler(fits, mean, scale)
+    return HeadFit(weight=weight, bias=bias, c=best, scores=scores, held_out=int(len(held)), retrains=retrains,
+                   fitted_on=int(size), balanced=True,
+                   extra={"held_out_mean_accuracy": {str(c): m for c, m in means.items()}, "penalty": penalty,
+                          "solver": "liblinear", "groups": int(len(np.unique(codes))), "protocol": PROTOCOL,
+                          "scaler_images": int(len(train_x)), "tune_fitted_on": int(len(fit))})

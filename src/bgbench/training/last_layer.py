@@ -8,39 +8,58 @@ every command loads with `--model file:OUT/model.pt`. Its spec records what the 
 the chosen C); OUT/config.json and OUT/head.json say the same for people.
 
 On Waterbirds' validation split (the default split of `dfr` there) the head is fitted as DFR's
-repository fits it (`dfr_waterbirds`), its final scaler on the training split's features, which
+repository fits it (`dfr.fit_head_as_repo`), its final scaler on the training split's features, which
 are extracted (and cached) too.
 
 A finished run rerun with the same config returns its model.pt untouched (as `bgbench train`
 does); a run killed during extraction starts again from the cached features, if any.
+
+Features: penultimate features of a frozen model over a dataset's images, extracted once and cached.
+
+Last-layer retraining reads each image's features many times (every C of the grid, every
+balanced subset), and a researcher fits several heads on one backbone (DFR, a linear probe, other
+variants). So the features are computed once per (model, data, variant, split) and kept on disk:
+`<cache>/<key>.npz` with the image ids, labels and features, where the key hashes the model's
+spec (its weights' sha256, or its seeded init, its normalization and resize) and the dataset's
+fingerprint. A changed model or dataset gets a new key, never a stale file. The file is written
+to a temporary name and renamed, so a killed extraction leaves no half file behind.
+
+Under torchrun each rank extracts whole batches of the images (block b to rank b mod K) and rank 0
+joins them in order and writes the cache.
 """
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
 import time
-from dataclasses import asdict, replace
+import zipfile
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Optional
+from typing import Dict, List, Optional
 
+import numpy as np
 import torch
 
 from ..console import status
+from ..data.pixel_cache import pixels_of
 from ..data.groups import find_group_file, training_split
 from ..data.manifest import image_groups
 from ..data.resolve import resolve_layout
 from ..data.waterbirds import find_waterbirds
-from ..distributed import setup, world_record
+from ..distributed import Ranks, setup, world_record
 from ..errors import BgbenchError
 from ..models.checkpoint import save_checkpoint
-from ..models.heads import feature_width, with_head
+from ..evaluation.feed import Images, batches, chunks_of, gathered
+from ..evaluation.numerics import strict_fp32
+from ..models.heads import feature_width, pre_logits, with_head
 from ..models.options import build
+from ..models.spec import BgModel
+from ..options import resolve_workers
 from ..version import __version__
 from .config import DFR_RETRAINS, LastLayerConfig
-from .dfr import fit_head, group_codes, head_fit_summary, predict, worst_group_accuracy
-from .dfr_waterbirds import REPO_RETRAINS, fit_head_as_repo
-from .feature_cache import cache_key, default_cache, penultimate_features
+from .dfr import REPO_RETRAINS, fit_head, fit_head_as_repo, group_codes, head_fit_summary, worst_group_accuracy
 
 #: Config keys that may change between a run and its rerun (they do not change the head).
 RERUN_FREE_KEYS = ("out", "device", "batch_size", "feature_cache")
@@ -52,10 +71,18 @@ def fit_last_layer(cfg: LastLayerConfig, progress: bool = True) -> Optional[Path
     started = time.perf_counter()
     ranks = setup(cfg.device)
     out = Path(cfg.out).expanduser()
-    as_repo = _waterbirds(cfg) and cfg.split in (None, "val")
+    # DFR on Waterbirds (read as `data.resolve` reads it: a groups.csv first), on its validation split
+    as_repo = (cfg.recipe == "dfr" and find_group_file(cfg.data) is None and find_waterbirds(cfg.data) is not None
+               and cfg.split in (None, "val"))
     split = cfg.split if cfg.split is not None else ("val" if as_repo else training_split(cfg.data))
-    if cfg.split is None:
-        _check_default_split(cfg.data, split)
+    # the split a head is fitted on by default (train) must exist: an IN-9-layout dataset with only a val
+    # split (the IN-9 release) is told to name it, before the model loads
+    original = Path(cfg.data).expanduser() / "original"
+    if cfg.split is None and split is not None and original.is_dir() and not (original / split).is_dir():
+        splits = sorted(p.name for p in original.iterdir() if p.is_dir())
+        raise BgbenchError(f"{cfg.data} has no {split} split to fit the head on (its splits: "
+                           f"{', '.join(splits) or 'none'}); name one with --split, e.g. --split "
+                           f"{splits[0] if splits else 'val'} (then evaluate on images the head was not fitted on)")
     if cfg.retrains is None:  # recorded as run, so a rerun compares like with like
         cfg = replace(cfg, retrains=REPO_RETRAINS if as_repo else DFR_RETRAINS)
     model = build(cfg.model_options(split))
@@ -66,15 +93,24 @@ def fit_last_layer(cfg: LastLayerConfig, progress: bool = True) -> Optional[Path
         return done if ranks.main else None
     feature_width(model)  # a model without a readable penultimate layer fails here, before any work
     layout = resolve_layout(cfg.data, None if cfg.variant is None else [cfg.variant], split=split)
-    variant = cfg.variant or default_variant(cfg.recipe, layout)
+    # DFR on IN-9-layout data fits on MIXED-RAND, where backgrounds no longer predict the class; a linear
+    # probe, and any recipe on other data, on ORIGINAL
+    variant = cfg.variant or ("mixed_rand" if cfg.recipe == "dfr" and layout.kind == "in9"
+                              and "mixed_rand" in layout.variants else "original")
     model.meet(layout, labels=False)  # the head is new: any label space; the input size is said
     groups = _groups(cfg, layout, variant) if ranks.main else None
     model = model.to(ranks.device).eval()
-    items = layout.items(variant)
-    cache = None if cfg.feature_cache == "none" else Path(cfg.feature_cache or default_cache()).expanduser()
+    base = os.environ.get(CACHE_ENV)
+    default = (Path(base).expanduser() if base else Path.home() / ".cache" / "bgbench") / "features"
+    cache = None if cfg.feature_cache == "none" else Path(cfg.feature_cache or default).expanduser()
     key = cache_key(model, layout.fingerprint(), variant, layout.split)
-    feats = penultimate_features(model, items, key, ranks, cache, cfg.batch_size, progress)
-    scaler = _training_features(model, cfg, ranks, cache, progress) if as_repo else None
+    feats = penultimate_features(model, layout.items(variant), key, ranks, cache, cfg.batch_size, progress)
+    scaler = None  # Waterbirds' training split's features, which DFR's script fits its final StandardScaler on
+    if as_repo:
+        train = resolve_layout(cfg.data, split="train")
+        scaler = penultimate_features(model, train.items("original"),
+                                      cache_key(model, train.fingerprint(), "original", train.split), ranks, cache,
+                                      cfg.batch_size, progress)
     if feats is None:
         return None
     if feats.cached:
@@ -91,10 +127,9 @@ def fit_last_layer(cfg: LastLayerConfig, progress: bool = True) -> Optional[Path
                        balance=cfg.recipe == "dfr", c_grid=cfg.c_grid, penalty=cfg.penalty, retrains=cfg.retrains,
                        held_out=cfg.held_out, seed=cfg.seed)
     status(head_fit_summary(fit))
-    pred = predict(fit.weight, fit.bias, feats.x)
-    codes = group_codes(feature_groups)
+    pred = np.argmax(np.asarray(feats.x, dtype=np.float64) @ fit.weight.T + fit.bias, axis=1)
     fitted = {"train_accuracy": float((pred == feats.labels).mean()),
-              "train_worst_group_accuracy": worst_group_accuracy(pred, feats.labels, codes)}
+              "train_worst_group_accuracy": worst_group_accuracy(pred, feats.labels, group_codes(feature_groups))}
     provenance = {"recipe": cfg.recipe, "backbone": model.spec.name, "backbone_sha256": model.spec.checkpoint_sha256,
                   "backbone_checkpoint": model.spec.checkpoint, "data": str(Path(cfg.data).resolve()),
                   "data_fingerprint": layout.fingerprint(), "variant": variant, "split": layout.split,
@@ -102,40 +137,22 @@ def fit_last_layer(cfg: LastLayerConfig, progress: bool = True) -> Optional[Path
                   **({"scaler_feature_cache_key": scaler.key} if as_repo else {}), **fit.provenance(), **fitted}
     new = with_head(model.cpu(), torch.from_numpy(fit.weight), torch.from_numpy(fit.bias), layout.classes,
                     provenance)
-    return _save(out, cfg, new, provenance, world_record(ranks), time.perf_counter() - started)
-
-
-def _waterbirds(cfg: LastLayerConfig) -> bool:
-    """Whether `cfg` is DFR on Waterbirds (read as `data.resolve` reads it: a groups.csv first)."""
-    return cfg.recipe == "dfr" and find_group_file(cfg.data) is None and find_waterbirds(cfg.data) is not None
-
-
-def _training_features(model, cfg: LastLayerConfig, ranks, cache: Optional[Path], progress: bool):
-    """The penultimate features of Waterbirds' training split, which DFR's script fits its final
-    StandardScaler on (rank 0; None on the others)."""
-    train = resolve_layout(cfg.data, split="train")
-    key = cache_key(model, train.fingerprint(), "original", train.split)
-    return penultimate_features(model, train.items("original"), key, ranks, cache, cfg.batch_size, progress)
-
-
-def _check_default_split(data, split: Optional[str]) -> None:
-    """The split a head is fitted on by default (train) must exist: an IN-9-layout dataset with only
-    a val split (the IN-9 release) is told to name it, before the model loads."""
-    original = Path(data).expanduser() / "original"
-    if split is None or not original.is_dir() or (original / split).is_dir():
-        return
-    splits = sorted(p.name for p in original.iterdir() if p.is_dir())
-    raise BgbenchError(f"{data} has no {split} split to fit the head on (its splits: {', '.join(splits) or 'none'}); "
-                       f"name one with --split, e.g. --split {splits[0] if splits else 'val'} (then evaluate on "
-                       f"images the head was not fitted on)")
-
-
-def default_variant(recipe: str, layout) -> str:
-    """DFR on IN-9-layout data fits on MIXED-RAND, where backgrounds no longer predict the class;
-    a linear probe, and any recipe on other data, on ORIGINAL."""
-    if recipe == "dfr" and layout.kind == "in9" and "mixed_rand" in layout.variants:
-        return "mixed_rand"
-    return "original"
+    # OUT/model.pt, head.json (with the wall time, which the checkpoint leaves out so that the same fit gives
+    # the same bytes) and config.json, each whole or not at all; config.json comes last, as the mark of a
+    # finished run, so a run killed at any moment before it is fitted again on rerun. The checkpoint is
+    # serialized into memory: torch.save names the archive's entries after the file it writes, and a
+    # temporary file's name would make each run's bytes differ.
+    seconds = time.perf_counter() - started
+    out.mkdir(parents=True, exist_ok=True)
+    buffer = io.BytesIO()
+    save_checkpoint(new, buffer, recipe=cfg.recipe)
+    _write_whole(out / "model.pt", buffer.getvalue())
+    _write_whole(out / "head.json", (json.dumps({**provenance, "seconds": round(seconds, 2)}, indent=2,
+                                                default=float) + "\n").encode())
+    record = {**_config_record(cfg), "data_fingerprint": provenance["data_fingerprint"], "bgbench_version": __version__,
+              **world_record(ranks)}
+    _write_whole(out / "config.json", (json.dumps(record, indent=2) + "\n").encode())
+    return out / "model.pt"
 
 
 def _groups(cfg: LastLayerConfig, layout, variant: str) -> dict:
@@ -179,26 +196,6 @@ def _finished(out: Path, cfg: LastLayerConfig, backbone_sha256: Optional[str]) -
     return model if model.is_file() else None
 
 
-def _save(out: Path, cfg: LastLayerConfig, model, provenance: dict, world: dict, seconds: float) -> Path:
-    """OUT/model.pt, head.json (with the wall time, which the checkpoint leaves out so that the same
-    fit gives the same bytes) and config.json, each whole or not at all; config.json comes last, as
-    the mark of a finished run, so a run killed at any moment before it is fitted again on rerun.
-
-    The checkpoint is serialized into memory: torch.save names the archive's entries after the file
-    it writes, and a temporary file's name would make each run's bytes differ."""
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / "model.pt"
-    buffer = io.BytesIO()
-    save_checkpoint(model, buffer, recipe=cfg.recipe)
-    _write_whole(path, buffer.getvalue())
-    _write_whole(out / "head.json", (json.dumps({**provenance, "seconds": round(seconds, 2)}, indent=2,
-                                                default=float) + "\n").encode())
-    record = {**_config_record(cfg), "data_fingerprint": provenance["data_fingerprint"], "bgbench_version": __version__,
-              **world}
-    _write_whole(out / "config.json", (json.dumps(record, indent=2) + "\n").encode())
-    return path
-
-
 def _write_whole(path: Path, data: bytes) -> None:
     """`data` into `path` through a temporary sibling and a rename, so a kill leaves the old file or
     the new one, never half of one. The temporary name is fixed: a rerun overwrites a killed run's."""
@@ -210,27 +207,89 @@ def _write_whole(path: Path, data: bytes) -> None:
 def last_layer_record(out: str | Path):
     """The finished run in `out`, read back from its files, as a result to record (the training
     run that an eval of `file:OUT/model.pt` links to by its sha256)."""
-    from ..models.checkpoint import sha256_file
-    from ..provenance import Provenance
-    from ..recording import Metric, Outputs
-    out = Path(out)
-    config = json.loads((out / "config.json").read_text())
-    fingerprint = config.pop("data_fingerprint", None)
-    config.pop("bgbench_version", None)
-    head = json.loads((out / "head.json").read_text())
-    ckpt = torch.load(out / "model.pt", map_location="cpu", weights_only=True)
-    spec = {**ckpt["bgbench_spec"], "checkpoint": str(out / "model.pt"),
-            "checkpoint_sha256": sha256_file(out / "model.pt")}
-    config = {**config, "variant": head["variant"], "chosen_c": head["c"], "backbone_sha256": head["backbone_sha256"]}
-    prov = Provenance.of("train", config, model=spec, seed=config.get("seed"), data_root=config["data"],
-                         data_fingerprint=fingerprint)
-    score = "held_out_worst_group_accuracy" if head["group_balanced"] else "held_out_accuracy"
-    return Outputs({"checkpoint": spec["checkpoint"], "checkpoint_sha256": spec["checkpoint_sha256"],
-                    "recipe": config["recipe"], "backbone": head["backbone"], "variant": head["variant"],
-                    "c": head["c"], "images": head["images"]},
-                   [Metric(score, head["held_out_scores"][str(head["c"])], n=head["held_out_images"]),
-                    Metric("train_accuracy", head["train_accuracy"], n=head["images"]),
-                    Metric("train_worst_group_accuracy", head["train_worst_group_accuracy"], n=head["images"])],
-                   provenance=prov)
+    from ..recording import Metric
+    from .loop import saved_run
+    head = json.loads((Path(out) / "head.json").read_text())
+    return saved_run(out, [Metric("held_out_worst_group_accuracy" if head["group_balanced"] else "held_out_accuracy",
+                                  head["held_out_scores"][str(head["c"])], n=head["held_out_images"]),
+                           Metric("train_accuracy", head["train_accuracy"], n=head["images"]),
+                           Metric("train_worst_group_accuracy", head["train_worst_group_accuracy"], n=head["images"])],
+                     lambda config: {"backbone": head["backbone"], "variant": head["variant"], "c": head["c"],
+                                     "images": head["images"]},
+                     variant=head["variant"], chosen_c=head["c"], backbone_sha256=head["backbone_sha256"])
 
 
+#: Where features are cached when no folder is named: $BGBENCH_CACHE/features, else ~/.cache/bgbench/features.
+CACHE_ENV = "BGBENCH_CACHE"
+
+
+@dataclass
+class Features:
+    """image ids, labels (N,) and penultimate features (N, D) float32 of one variant split."""
+
+    image_ids: List[str]
+    labels: np.ndarray
+    x: np.ndarray
+    key: str
+    cached: bool = False  # read from the cache rather than computed
+
+
+def cache_key(model: BgModel, data_fingerprint: str, variant: str, split: str) -> str:
+    """A hash of what decides the features: the model's spec (weights' sha256 or seeded init,
+    normalization, input size and resize policy) and the data (fingerprint, variant, split)."""
+    spec = model.spec.to_dict()
+    what = {**{k: spec.get(k) for k in ("name", "arch", "mean", "std", "input_size", "resize", "interpolation",
+                                        "checkpoint_sha256")},
+            "init_seed": (spec.get("extra") or {}).get("init_seed"), "data": data_fingerprint, "variant": variant,
+            "split": split}
+    return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:20]
+
+
+def penultimate_features(model: BgModel, items, key: str, ranks: Ranks, cache: Optional[Path], batch_size: int,
+                         progress: bool = True) -> Optional[Features]:
+    """Features of `items` (a layout's items of one variant): from `cache` when it holds `key`,
+    else computed (this rank's share under torchrun) and cached by rank 0. Rank 0 returns them,
+    the other ranks None."""
+    path = None if cache is None else Path(cache) / f"{key}.npz"
+    if path is not None and path.is_file():
+        found = _read(path, key, items, say=ranks.main)
+        if found is not None:
+            return found if ranks.main else None
+    pixels = pixels_of(items)  # one entry for every rank; the forward starts as the first images land
+    out: Dict[int, list] = {}
+    feats = []  # this rank's batches through the feed, kept on the device until the pass ends
+    with torch.inference_mode(), strict_fp32():
+        for k, batch in batches(Images.of(pixels, batch_size), device=ranks.device,
+                                workers=resolve_workers(None, str(ranks.device)), ranks=ranks,
+                                progress=progress and ranks.main, desc="features"):
+            feats.append((k, pre_logits(model, batch.x).float()))
+    for k, f in feats:
+        out.setdefault(k, []).extend(f.cpu().numpy())
+    rows = gathered(out, len(chunks_of(len(pixels), batch_size)), ranks)  # in order, on rank 0
+    if rows is None:
+        return None
+    feats = Features([it.image_id for it in items], np.asarray([it.label for it in items], dtype=np.int64),
+                     np.stack(rows).astype(np.float32) if rows else np.zeros((0, 0), np.float32), key)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp.npz")
+        np.savez(tmp, image_ids=np.asarray(feats.image_ids), labels=feats.labels, x=feats.x)
+        os.replace(tmp, path)
+    return feats
+
+
+def _read(path: Path, key: str, items, say: bool = True) -> Optional[Features]:
+    """The cached features, if the file is whole and names the same images in the same order.
+
+    A damaged file (truncated or emptied by a kill, a full disk or another tool: BadZipFile,
+    EOFError, ...) is recomputed, not trusted, and `say`s so in one status line."""
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            ids, labels, x = [str(i) for i in z["image_ids"]], z["labels"], z["x"]
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as e:
+        if say:
+            status(f"feature cache {path} is damaged ({type(e).__name__}: {e}); recomputing the features")
+        return None
+    if ids != [it.image_id for it in items]:
+        return None
+    return Features(ids, labels.astype(np.int64), x.astype(np.float32), key, cached=True)

@@ -1,5 +1,11 @@
 """Supervised training on one variant folder, with the recipes of `augment.py` and optional SWA.
 
+Stochastic Weight Averaging uses `torch.optim.swa_utils`: the base schedule (one-cycle) runs for the
+first `--swa-start` share of the epochs; from then on SWALR holds the learning rate at `swa_lr` and
+the loop averages the weights once per epoch (`AveragedModel`). At the end, BatchNorm statistics are
+recomputed for the averaged weights over the training data (`update_bn`), because averaged weights
+do not match any running statistics seen during training.
+
 The whole split is decoded once into one uint8 tensor: the datasets bgbench trains on at CPU
 scale fit in memory, and decoding once keeps every epoch compute-bound.
 
@@ -10,15 +16,16 @@ stopped instead of starting over (and refuses if the configuration changed in a 
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Iterator, List, Optional, Sequence
+from typing import Iterator, List, Optional
 
 import numpy as np
 import torch
-from torch.optim.swa_utils import AveragedModel, update_bn
+from torch.optim.swa_utils import SWALR, AveragedModel, update_bn
 
 from .. import console
 from ..data.images import decode_image
@@ -31,16 +38,14 @@ from ..models.spec import DATASET, BgModel
 from .augment import BatchAugment, RecipeContext
 from .config import TrainConfig  # noqa: F401 (re-exported: the config lives in a torch-free module)
 from .recipes import get_recipe
-from .swa import make_swalr, swa_start_epoch
 
 
 #: Config keys that may change between a run and its resume (they do not change the result).
 RESUME_FREE_KEYS = ("out", "threads", "device")
 
 
-def _load_split(root: str, variant: str, split: str):
-    """(images NHWC uint8 tensor, labels, class folder names, items, data fingerprint) of one variant
-    split; the items pair images with masks."""
+def _load_split(root: str, variant: str, split: str) -> "TrainingData":
+    """One variant split, decoded; its items pair images with masks."""
     from ..data.groups import find_group_file
     from ..data.waterbirds import find_waterbirds
     group_file = find_group_file(root) or find_waterbirds(root)
@@ -54,19 +59,8 @@ def _load_split(root: str, variant: str, split: str):
     if len(shapes) != 1:
         raise BgbenchError(f"training images under {root}/{variant}/{split} differ in size ({sorted(shapes)[:3]}); "
                            f"resize them to one size first")
-    images = torch.from_numpy(np.stack(arrays))
-    labels = torch.tensor([it.label for it in items], dtype=torch.long)
-    return images, labels, layout.classes, items, layout.fingerprint()
-
-
-def resolve_config(cfg: TrainConfig) -> TrainConfig:
-    """`cfg` with its derived defaults filled in (what config.json records)."""
-    d = asdict(cfg)
-    if d["swa_lr"] is None:
-        d["swa_lr"] = cfg.lr / 4
-    d["data"] = str(cfg.data)
-    d["out"] = str(cfg.out)
-    return TrainConfig(**d)
+    return TrainingData(torch.from_numpy(np.stack(arrays)), torch.tensor([it.label for it in items], dtype=torch.long),
+                        layout.classes, items, layout.fingerprint())
 
 
 def build_model(cfg: TrainConfig, classes, image_hw) -> BgModel:
@@ -76,10 +70,9 @@ def build_model(cfg: TrainConfig, classes, image_hw) -> BgModel:
         raise BgbenchError(f"bgbench train needs --model timm:ARCH, got {cfg.model!r}")
     n = len(classes)
     if cfg.init:
-        if cfg.init.split(":", 1)[0] in list_schemes() and not Path(cfg.init).exists():
-            model = create_model(cfg.init)
-        else:
-            model = create_model(cfg.model, checkpoint=cfg.init)
+        # a model string such as zoo:efficientnet_lite0, else a checkpoint of ARCH
+        model = (create_model(cfg.init) if cfg.init.split(":", 1)[0] in list_schemes() and not Path(cfg.init).exists()
+                 else create_model(cfg.model, checkpoint=cfg.init))
         if model.spec.arch != arch:
             raise BgbenchError(f"--init {cfg.init} is a {model.spec.arch}, not {arch}; "
                                f"pass --model timm:{model.spec.arch}")
@@ -99,13 +92,10 @@ def build_model(cfg: TrainConfig, classes, image_hw) -> BgModel:
     model.spec.input_size, model.spec.resize = (3, int(image_hw[0]), int(image_hw[1])), "native"
     if cfg.freeze:
         head = model.net.get_classifier() if hasattr(model.net, "get_classifier") else None
-        head_params = list(head.parameters()) if isinstance(head, torch.nn.Module) else []
-        if not head_params:
+        if not isinstance(head, torch.nn.Module) or not list(head.parameters()):
             raise BgbenchError(f"--freeze: cannot find the classifier head of {arch}")
-        for p in model.net.parameters():
-            p.requires_grad_(False)
-        for p in head_params:
-            p.requires_grad_(True)
+        model.net.requires_grad_(False)
+        head.requires_grad_(True)
     return model
 
 
@@ -137,44 +127,8 @@ def _shard_order(order: torch.Tensor, ranks: Ranks) -> torch.Tensor:
     if not ranks.distributed:
         return order
     from torch.utils.data import DistributedSampler
-    picks = list(DistributedSampler(range(len(order)), num_replicas=ranks.world, rank=ranks.rank, shuffle=False))
-    return order[torch.tensor(picks, dtype=torch.long)]
-
-
-def _average_tensors(tensors: Sequence[torch.Tensor], ranks: Ranks) -> None:
-    """Replace each tensor, in place, by its mean over the ranks."""
-    if not ranks.distributed:
-        return
-    import torch.distributed as dist
-    for t in tensors:
-        dist.all_reduce(t, op=dist.ReduceOp.SUM)
-        t.div_(ranks.world)
-
-
-def _numpy_state() -> dict:
-    name, keys, pos, has_gauss, gauss = np.random.get_state()
-    return {"keys": torch.from_numpy(keys.astype(np.int64)), "pos": int(pos), "has_gauss": int(has_gauss),
-            "gauss": float(gauss)}
-
-
-def _set_numpy_state(d: dict) -> None:
-    np.random.set_state(("MT19937", d["keys"].numpy().astype(np.uint32), d["pos"], d["has_gauss"], d["gauss"]))
-
-
-def _atomic_save(obj, path: Path) -> None:
-    """Write then rename, so a kill mid-write never leaves a truncated last.pt."""
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save(obj, tmp)
-    os.replace(tmp, path)
-
-
-def _check_resumable(saved: dict, now: dict, path: Path) -> None:
-    """Refuse to resume under another configuration."""
-    diff = [k for k in sorted(set(saved) | set(now)) if k not in RESUME_FREE_KEYS and saved.get(k) != now.get(k)]
-    if diff:
-        detail = ", ".join(f"{k}: {saved.get(k)!r} -> {now.get(k)!r}" for k in diff[:4])
-        raise BgbenchError(f"{path} was saved by a run with a different configuration ({detail}); "
-                           f"rerun with the original options, or use a new --out (or delete {path}) to start over")
+    return order[torch.tensor(list(DistributedSampler(range(len(order)), num_replicas=ranks.world, rank=ranks.rank,
+                                                      shuffle=False)), dtype=torch.long)]
 
 
 def _rewrite_log(log_path: Path, epoch: int, last_record: Optional[dict]) -> None:
@@ -239,18 +193,6 @@ def _rank_seed(seed: int, rank: int) -> int:
     return int(np.random.SeedSequence([seed, rank]).generate_state(1)[0])
 
 
-def _seed(cfg: TrainConfig, ranks: Ranks) -> Generators:
-    """Seed torch, numpy (timm's Mixup draws from numpy's global RNG) and the loop's generators."""
-    torch.manual_seed(cfg.seed)
-    if not ranks.distributed:
-        np.random.seed(cfg.seed)
-        gen = torch.Generator().manual_seed(cfg.seed)
-        return Generators(gen, gen)
-    np.random.seed(_rank_seed(cfg.seed, ranks.rank) % 2 ** 32)
-    return Generators(torch.Generator().manual_seed(cfg.seed),
-                      torch.Generator().manual_seed(_rank_seed(cfg.seed, ranks.rank)))
-
-
 def _check_world(cfg: TrainConfig, ranks: Ranks) -> None:
     """What a torchrun world needs: a batch that splits evenly, and SyncBatchNorm only on GPUs."""
     if not ranks.distributed:
@@ -262,55 +204,32 @@ def _check_world(cfg: TrainConfig, ranks: Ranks) -> None:
         raise BgbenchError("--sync-bn needs --device cuda: PyTorch's SyncBatchNorm synchronizes GPU tensors only")
 
 
-def _saved_state(last_path: Path, record: dict, ranks: Ranks) -> Optional[dict]:
-    """last.pt of an earlier run of this very configuration and world size, or None."""
-    if not last_path.is_file():
-        return None
-    state = torch.load(last_path, map_location="cpu", weights_only=True)
-    saved_world = int(state.get("world_size", 1))
-    if saved_world != ranks.world:
-        raise BgbenchError(f"{last_path} was saved by a run on {saved_world} process(es), this one has {ranks.world}; "
-                           f"resume it on {saved_world} (torchrun --nproc-per-node {saved_world}), or use a new --out")
-    _check_resumable(state["config"], record, last_path)
-    return state
-
-
 def _trainer(cfg: TrainConfig, model: BgModel, n_images: int, needs_even: bool, ranks: Ranks) -> Trainer:
     """Optimizer, one-cycle schedule (over the epochs before averaging), SWA average, and the DDP
     wrapper (a world of one trains the model itself)."""
     if ranks.distributed and cfg.sync_bn:
         model = torch.nn.SyncBatchNorm.convert_sync_batchnorm(model)
     model = model.to(ranks.device).train()
-    params = [p for p in model.parameters() if p.requires_grad]
-    opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=cfg.lr,
+                            weight_decay=cfg.weight_decay)
     batch_size = cfg.batch_size // ranks.world
-    shard_len = -(-n_images // ranks.world)  # DistributedSampler pads every rank to this length
-    steps_per_epoch = sum(1 for _ in _batches(torch.arange(shard_len), batch_size, needs_even))
+    # DistributedSampler pads every rank to -(-n_images // world) images
+    steps_per_epoch = sum(1 for _ in _batches(torch.arange(-(-n_images // ranks.world)), batch_size, needs_even))
     if steps_per_epoch == 0:
         raise BgbenchError(f"too few training images ({n_images}) for one batch of recipe {cfg.recipe}")
-    swa_start = swa_start_epoch(cfg.epochs, cfg.swa_start) if cfg.swa else cfg.epochs
-    sched = None
-    if swa_start > 0:  # one-cycle over the epochs before averaging (all of them without SWA)
-        sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=cfg.lr, total_steps=swa_start * steps_per_epoch,
-                                                    pct_start=0.15)
-    swa_model = AveragedModel(model) if cfg.swa else None  # an equal-weight running average
-    return Trainer(cfg, ranks, model, model, opt, sched, swa_model, swa_start, batch_size, steps_per_epoch)
+    # the first epoch (0-based) whose weights are averaged: at least one epoch always is
+    swa_start = min(max(int(math.floor(cfg.swa_start * cfg.epochs)), 0), max(cfg.epochs - 1, 0)) if cfg.swa \
+        else cfg.epochs
+    # one-cycle over the epochs before averaging (all of them without SWA)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=cfg.lr, total_steps=swa_start * steps_per_epoch,
+                                                pct_start=0.15) if swa_start > 0 else None
+    return Trainer(cfg, ranks, model, model, opt, sched, AveragedModel(model) if cfg.swa else None,  # equal weights
+                   swa_start, batch_size, steps_per_epoch)
 
 
-def _wrap(t: Trainer) -> None:
-    """DistributedDataParallel over the model: it broadcasts rank 0's weights and all-reduces
-    (averages) the gradients of every step. Done after a resume has loaded the saved weights."""
-    if t.ranks.distributed:
-        from torch.nn.parallel import DistributedDataParallel
-        ids = [torch.device(t.ranks.device).index] if t.ranks.device.startswith("cuda") else None
-        t.net = DistributedDataParallel(t.model, device_ids=ids)
-
-
-def _rng_state(gens: Generators, ranks: Ranks) -> dict:
-    state = {"torch": torch.get_rng_state(), "generator": gens.order.get_state(), "numpy": _numpy_state()}
-    if ranks.distributed:
-        state["augment"] = gens.augment.get_state()
-    return state
+def _swalr(t: Trainer) -> SWALR:
+    """Cosine anneal to `swa_lr` over one epoch, then constant; stepped once per epoch."""
+    return SWALR(t.opt, swa_lr=t.cfg.swa_lr, anneal_epochs=1, anneal_strategy="cos")
 
 
 def _restore(t: Trainer, state: dict, gens: Generators) -> None:
@@ -319,7 +238,7 @@ def _restore(t: Trainer, state: dict, gens: Generators) -> None:
     if t.sched is not None and state.get("sched") is not None:
         t.sched.load_state_dict(state["sched"])
     if state.get("swalr") is not None:
-        t.swalr = make_swalr(t.opt, t.cfg.swa_lr)
+        t.swalr = _swalr(t)
         t.swalr.load_state_dict(state["swalr"])
     if t.swa_model is not None and state.get("swa_model") is not None:
         t.swa_model.load_state_dict(state["swa_model"])
@@ -329,7 +248,8 @@ def _restore(t: Trainer, state: dict, gens: Generators) -> None:
     gens.order.set_state(rng["generator"])
     if t.ranks.distributed:
         gens.augment.set_state(rng["augment"])
-    _set_numpy_state(rng["numpy"])
+    d = rng["numpy"]
+    np.random.set_state(("MT19937", d["keys"].numpy().astype(np.uint32), d["pos"], d["has_gauss"], d["gauss"]))
 
 
 def _run_epoch(t: Trainer, epoch: int, data: TrainingData, aug: BatchAugment, gens: Generators, bar) -> dict:
@@ -337,7 +257,7 @@ def _run_epoch(t: Trainer, epoch: int, data: TrainingData, aug: BatchAugment, ge
     t0 = time.time()
     averaging = t.cfg.swa and epoch >= t.swa_start
     if averaging and t.swalr is None:
-        t.swalr = make_swalr(t.opt, t.cfg.swa_lr)
+        t.swalr = _swalr(t)
     t.net.train()
     order = _shard_order(torch.randperm(len(data.labels), generator=gens.order), t.ranks)
     seen = correct = 0
@@ -372,47 +292,24 @@ def _save_last(t: Trainer, rec: dict, record: dict, gens: Generators, out: Path)
     """last.pt (every rank's RNG states, gathered to rank 0), then the epoch's log line: a kill in
     between loses no training (the line is restored from last.pt on resume), whereas the other
     order could repeat an epoch. Only rank 0 writes."""
-    rngs = gather(_rng_state(gens, t.ranks), t.ranks)
+    _, keys, pos, has_gauss, gauss = np.random.get_state()  # MT19937's, as tensors and numbers
+    rng = {"torch": torch.get_rng_state(), "generator": gens.order.get_state(),
+           "numpy": {"keys": torch.from_numpy(keys.astype(np.int64)), "pos": int(pos), "has_gauss": int(has_gauss),
+                     "gauss": float(gauss)}}
+    if t.ranks.distributed:
+        rng["augment"] = gens.augment.get_state()
+    rngs = gather(rng, t.ranks)
     if not t.ranks.main:
         return
-    _atomic_save({"config": record, "epoch": rec["epoch"], "world_size": t.ranks.world, "model": t.model.state_dict(),
-                  "optimizer": t.opt.state_dict(), "sched": t.sched.state_dict() if t.sched is not None else None,
-                  "swalr": t.swalr.state_dict() if t.swalr is not None else None,
-                  "swa_model": t.swa_model.state_dict() if t.swa_model is not None else None,
-                  "rng": {"ranks": rngs} if t.ranks.distributed else rngs[0], "log": rec}, out / "last.pt")
+    tmp = out / "last.pt.tmp"  # written then renamed: a kill mid-write never leaves a truncated last.pt
+    torch.save({"config": record, "epoch": rec["epoch"], "world_size": t.ranks.world, "model": t.model.state_dict(),
+                "optimizer": t.opt.state_dict(), "sched": t.sched.state_dict() if t.sched is not None else None,
+                "swalr": t.swalr.state_dict() if t.swalr is not None else None,
+                "swa_model": t.swa_model.state_dict() if t.swa_model is not None else None,
+                "rng": {"ranks": rngs} if t.ranks.distributed else rngs[0], "log": rec}, tmp)
+    os.replace(tmp, out / "last.pt")
     with open(out / "log.jsonl", "a") as log:
         log.write(json.dumps(rec) + "\n")
-
-
-def _final_model(t: Trainer, data: TrainingData, aug: BatchAugment) -> BgModel:
-    """The model to save: the trained one, or the SWA average with BatchNorm statistics recomputed
-    over the training inputs the recipe produces. Under torchrun each rank runs `update_bn` on its
-    share and the statistics are averaged over the ranks (equal shares, so the mean of the batch
-    statistics of one process); with --sync-bn SyncBatchNorm pools them across ranks as it goes."""
-    if t.swa_model is None:
-        return t.model
-    bn_gen = torch.Generator().manual_seed(t.cfg.seed + 1)
-    order = _shard_order(torch.randperm(len(data.labels), generator=bn_gen), t.ranks)
-    update_bn((aug.inputs(data.batch(idx), data.labels[idx], idx).to(t.ranks.device)
-               for idx in _batches(order, t.batch_size, False)), t.swa_model)
-    if t.ranks.distributed and not t.cfg.sync_bn:
-        bns = [m for m in t.swa_model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
-        _average_tensors([b for m in bns for b in (m.running_mean, m.running_var) if b is not None], t.ranks)
-    return t.swa_model.module
-
-
-def _start(cfg: TrainConfig, t: Trainer, state: Optional[dict], gens: Generators, out: Path) -> int:
-    """The first epoch to run: 0, or the one after last.pt's (whose states are restored)."""
-    if state is None:
-        if t.ranks.main:
-            (out / "log.jsonl").write_text("")
-        return 0
-    _restore(t, state, gens)
-    epoch = int(state["epoch"])
-    if t.ranks.main:
-        _rewrite_log(out / "log.jsonl", epoch, state.get("log"))
-        console.status(f"resuming {out} from epoch {epoch}/{cfg.epochs} (saved in {out / 'last.pt'})")
-    return epoch
 
 
 def train(cfg: TrainConfig, progress: bool = True) -> Optional[Path]:
@@ -424,7 +321,8 @@ def train(cfg: TrainConfig, progress: bool = True) -> Optional[Path]:
     ranks return None.
     """
     from ..version import __version__
-    cfg = resolve_config(cfg)
+    # the derived defaults filled in (what config.json records)
+    cfg = replace(cfg, swa_lr=cfg.lr / 4 if cfg.swa_lr is None else cfg.swa_lr, data=str(cfg.data), out=str(cfg.out))
     ranks = setup(cfg.device)
     _check_world(cfg, ranks)
     if cfg.threads:
@@ -433,11 +331,34 @@ def train(cfg: TrainConfig, progress: bool = True) -> Optional[Path]:
     if recipe.needs_masks and cfg.variant != "original":
         raise BgbenchError(f"--recipe {cfg.recipe} composites foregrounds with their masks, which describe the "
                            f"original images: use --variant original (got {cfg.variant})")
-    gens = _seed(cfg, ranks)
+    # seed torch, numpy (timm's Mixup draws from numpy's global RNG) and the loop's generators
+    torch.manual_seed(cfg.seed)
+    if ranks.distributed:
+        np.random.seed(_rank_seed(cfg.seed, ranks.rank) % 2 ** 32)
+        gens = Generators(torch.Generator().manual_seed(cfg.seed),
+                          torch.Generator().manual_seed(_rank_seed(cfg.seed, ranks.rank)))
+    else:
+        np.random.seed(cfg.seed)
+        gen = torch.Generator().manual_seed(cfg.seed)
+        gens = Generators(gen, gen)
     out = Path(cfg.out)
-    data = TrainingData(*_load_split(cfg.data, cfg.variant, cfg.split))
+    data = _load_split(cfg.data, cfg.variant, cfg.split)
     record = {**asdict(cfg), "data_fingerprint": data.fingerprint, **world_record(ranks)}
-    state = _saved_state(out / "last.pt", record, ranks)
+    last_path, state = out / "last.pt", None
+    if last_path.is_file():  # an earlier run's: of this very configuration and world size, or refused
+        state = torch.load(last_path, map_location="cpu", weights_only=True)
+        saved_world = int(state.get("world_size", 1))
+        if saved_world != ranks.world:
+            raise BgbenchError(f"{last_path} was saved by a run on {saved_world} process(es), this one has "
+                               f"{ranks.world}; resume it on {saved_world} (torchrun --nproc-per-node {saved_world}), "
+                               f"or use a new --out")
+        saved = state["config"]
+        diff = [k for k in sorted(set(saved) | set(record))
+                if k not in RESUME_FREE_KEYS and saved.get(k) != record.get(k)]
+        if diff:
+            detail = ", ".join(f"{k}: {saved.get(k)!r} -> {record.get(k)!r}" for k in diff[:4])
+            raise BgbenchError(f"{last_path} was saved by a run with a different configuration ({detail}); rerun with "
+                               f"the original options, or use a new --out (or delete {last_path}) to start over")
     if state is not None and int(state["epoch"]) >= cfg.epochs and (out / "model.pt").is_file():
         if ranks.main:
             console.status(f"{out} is already finished (epoch {int(state['epoch'])}/{cfg.epochs}); nothing to train")
@@ -453,20 +374,49 @@ def train(cfg: TrainConfig, progress: bool = True) -> Optional[Path]:
         out.mkdir(parents=True, exist_ok=True)
         (out / "config.json").write_text(json.dumps({**record, "bgbench_version": __version__}, indent=1))
     t = _trainer(cfg, model, len(data.labels), aug.needs_even_batch, ranks)
-    start_epoch = _start(cfg, t, state, gens, out)
-    _wrap(t)
+    start_epoch = 0  # or the one after last.pt's, whose states are restored
+    if state is None and ranks.main:
+        (out / "log.jsonl").write_text("")
+    elif state is not None:
+        _restore(t, state, gens)
+        start_epoch = int(state["epoch"])
+        if ranks.main:
+            _rewrite_log(out / "log.jsonl", start_epoch, state.get("log"))
+            console.status(f"resuming {out} from epoch {start_epoch}/{cfg.epochs} (saved in {out / 'last.pt'})")
+    if ranks.distributed:  # DDP broadcasts rank 0's weights (after a resume loaded them) and averages gradients
+        from torch.nn.parallel import DistributedDataParallel
+        t.net = DistributedDataParallel(t.model, device_ids=[torch.device(ranks.device).index]
+                                        if ranks.device.startswith("cuda") else None)
     bar = console.progress(enabled=progress and ranks.main, total=cfg.epochs * t.steps_per_epoch,
                            initial=start_epoch * t.steps_per_epoch, unit="step",
                            desc=f"train {cfg.recipe}{'+swa' if cfg.swa else ''} on {cfg.variant}")
     for epoch in range(start_epoch, cfg.epochs):
         _save_last(t, _run_epoch(t, epoch, data, aug, gens, bar), record, gens, out)
     bar.close()
-    final = _final_model(t, data, aug)
+    # the model to save: the trained one, or the SWA average with BatchNorm statistics recomputed over the
+    # training inputs the recipe produces. Under torchrun each rank runs `update_bn` on its share and the
+    # statistics are averaged over the ranks (equal shares, so the mean of the batch statistics of one
+    # process); with --sync-bn SyncBatchNorm pools them across ranks as it goes
+    final = t.model
+    if t.swa_model is not None:
+        order = _shard_order(torch.randperm(len(data.labels), generator=torch.Generator().manual_seed(cfg.seed + 1)),
+                             ranks)
+        update_bn((aug.inputs(data.batch(idx), data.labels[idx], idx).to(ranks.device)
+                   for idx in _batches(order, t.batch_size, False)), t.swa_model)
+        if ranks.distributed and not cfg.sync_bn:
+            import torch.distributed as dist
+            for m in t.swa_model.modules():
+                if isinstance(m, torch.nn.modules.batchnorm._BatchNorm):
+                    for b in (m.running_mean, m.running_var):
+                        if b is not None:  # each rank's statistics replaced, in place, by their mean
+                            dist.all_reduce(b, op=dist.ReduceOp.SUM)
+                            b.div_(ranks.world)
+        final = t.swa_model.module
     if not ranks.main:
         return None
-    path = out / "model.pt"
-    save_checkpoint(final.eval(), path, epoch=cfg.epochs, config={**asdict(cfg), **world_record(ranks)}, swa=cfg.swa)
-    return path
+    save_checkpoint(final.eval(), out / "model.pt", epoch=cfg.epochs, config={**asdict(cfg), **world_record(ranks)},
+                    swa=cfg.swa)
+    return out / "model.pt"
 
 
 def training_record(out: str | Path):
@@ -477,21 +427,27 @@ def training_record(out: str | Path):
     what a later eval of `file:OUT/model.pt` will load; the run's checkpoint_sha256 is model.pt's,
     which is how the report links an evaluated model to its recipe and training data.
     """
+    from ..recording import Metric
+    log = [json.loads(line) for line in (Path(out) / "log.jsonl").read_text().splitlines() if line.strip()]
+    last = log[-1] if log else {}
+    return saved_run(out, [Metric("train_loss", last.get("loss")), Metric("train_accuracy", last.get("train_acc"))],
+                     lambda config: {"swa": config["swa"], "epochs": len(log)})
+
+
+def saved_run(out: str | Path, metrics: list, outputs, **more):
+    """A finished run folder (config.json, model.pt) as `recording.Outputs`: the checkpoint, its
+    sha256 and recipe, then `outputs(config)`; its provenance's config is config.json's with `more`."""
     from ..models.checkpoint import sha256_file
     from ..provenance import Provenance
-    from ..recording import Metric, Outputs
-    out = Path(out)
-    config = json.loads((out / "config.json").read_text())
+    from ..recording import Outputs
+    path = Path(out) / "model.pt"
+    config = json.loads((Path(out) / "config.json").read_text())
     fingerprint = config.pop("data_fingerprint", None)
     config.pop("bgbench_version", None)
-    ckpt = torch.load(out / "model.pt", map_location="cpu", weights_only=True)
-    spec = {**ckpt["bgbench_spec"], "checkpoint": str(out / "model.pt"),
-            "checkpoint_sha256": sha256_file(out / "model.pt")}
-    log = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines() if line.strip()]
-    last = log[-1] if log else {}
-    prov = Provenance.of("train", config, model=spec, seed=config.get("seed"),
-                         data_root=config["data"], data_fingerprint=fingerprint)
+    config.update(more)
+    spec = {**torch.load(path, map_location="cpu", weights_only=True)["bgbench_spec"], "checkpoint": str(path),
+            "checkpoint_sha256": sha256_file(path)}
+    prov = Provenance.of("train", config, model=spec, seed=config.get("seed"), data_root=config["data"],
+                         data_fingerprint=fingerprint)
     return Outputs({"checkpoint": spec["checkpoint"], "checkpoint_sha256": spec["checkpoint_sha256"],
-                    "recipe": config["recipe"], "swa": config["swa"], "epochs": len(log)},
-                   [Metric("train_loss", last.get("loss")), Metric("train_accuracy", last.get("train_acc"))],
-                   provenance=prov)
+                    "recipe": config["recipe"], **outputs(config)}, metrics, provenance=prov)

@@ -8,6 +8,8 @@ from ...evaluation.metrics import REPLICATES
 from ...options import flag
 from ..analysis import AnalysisMeasure, Reads
 from ..registry import SectionSpec, register_measure
+from .beside import edits_of_runs
+from .summary import edit_drops_of, runs_by_model
 
 
 @dataclass(frozen=True)
@@ -46,16 +48,13 @@ class Edits(AnalysisMeasure):
         model (`summary.runs_by_model` splits runs of several); runs on several datasets (the
         ImageNet-E release and a `bgbench edit` folder) give one table, a column group per dataset
         (`beside`)."""
-        from .beside import edits_of_runs
         return edits_of_runs(store, list(run_ids), n_boot=n_boot, seed=seed)
 
     def of_table(self, table, n_boot: int = REPLICATES, seed: int = 0):
-        from .summary import edit_drops_of
         return edit_drops_of(table, n_boot=n_boot, seed=seed)
 
     def per_model(self, store, run_ids):
         """The runs grouped by model and weights: each model's edits are compared apart."""
-        from .summary import runs_by_model
         return runs_by_model(store, run_ids)
 
 

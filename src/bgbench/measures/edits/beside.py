@@ -9,7 +9,6 @@ so `size_0.05` of the release and of an edit folder share a row. Each dataset's 
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Sequence, Tuple
@@ -18,7 +17,7 @@ from ...data.facts import IMAGENET_E, IMAGENET_E_COLUMN_OF as COLUMN_OF
 from ...errors import BgbenchError
 from ...evaluation.metrics import REPLICATES
 from ...result import Result
-from .summary import EditDrops, edit_drops, level_order
+from .summary import EditDrops, _pct, edit_drops, level_order, stored_run
 
 
 @dataclass
@@ -44,21 +43,13 @@ class EditsBeside(Result):
         sub = " " * 40 + "".join(f"{'acc':>7}{'drop':>7}  {'95% interval':<14}" for _ in self.datasets)
         rows = [f"{'original':<18}{'Ori':<22}" + "".join(
             f"{_pct(drops.original.value):>7}{'-':>7}  {'':<14}" for _, drops in self.datasets)]
-        for v in variants:
-            cells = ""
-            for levels in by:
-                lv = levels.get(v)
-                cells += (f"{'-':>7}{'-':>7}  {'':<14}" if lv is None else
-                          f"{_pct(lv.acc.value):>7}{_pct(lv.drop.value):>7}  "
-                          f"{'[' + _pct(lv.drop.lo) + ', ' + _pct(lv.drop.hi) + ']':<14}")
-            rows.append(f"{v:<18}{COLUMN_OF.get(v, ''):<22}{cells}")
+        cell = lambda lv: (f"{'-':>7}{'-':>7}  {'':<14}" if lv is None else  # noqa: E731
+                           f"{_pct(lv.acc.value):>7}{_pct(lv.drop.value):>7}  "
+                           f"{'[' + _pct(lv.drop.lo) + ', ' + _pct(lv.drop.hi) + ']':<14}")
+        rows += [f"{v:<18}{COLUMN_OF.get(v, ''):<22}" + "".join(cell(levels.get(v)) for levels in by) for v in variants]
         sha = f" ({self.checkpoint_sha256[:12]})" if self.checkpoint_sha256 else ""
         return "\n".join([f"{self.model}{sha}: drop from each dataset's own original (paired), accuracies in %",
                           head, sub, *rows])
-
-
-def _pct(v) -> str:
-    return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{100 * v:.1f}"
 
 
 def edits_of_runs(store, run_ids: Sequence[int], n_boot: int = REPLICATES, seed: int = 0):
@@ -67,9 +58,7 @@ def edits_of_runs(store, run_ids: Sequence[int], n_boot: int = REPLICATES, seed:
     by_data: Dict[str, List[int]] = {}
     models = set()
     for rid in run_ids:
-        row = store.get_run(int(rid))
-        if row is None:
-            raise BgbenchError(f"RUN {rid}: no such run in {store.path}")
+        row = stored_run(store, rid)
         models.add((row["model"], row["checkpoint_sha256"]))
         by_data.setdefault(row["data_root"] or "", []).append(int(rid))
     if len(by_data) <= 1:
@@ -78,8 +67,7 @@ def edits_of_runs(store, run_ids: Sequence[int], n_boot: int = REPLICATES, seed:
         raise BgbenchError(f"runs {', '.join(map(str, run_ids))} are of different models; group them per model")
     datasets = [(_name(store, root, ids), edit_drops(store, ids, n_boot=n_boot, seed=seed))
                 for root, ids in by_data.items()]
-    model, sha = models.pop()
-    return EditsBeside(model, sha, datasets)
+    return EditsBeside(*models.pop(), datasets)
 
 
 def _name(store, root: str, run_ids: List[int]) -> str:

@@ -8,10 +8,10 @@ from typing import List, Mapping, Optional
 
 from ..examples import Pick, class_namer, per_class, top_per_class
 from ..registry import SectionContext, SectionSubject
+from .summary import ORIGINAL, edit_drops, level_order, split_level
 
 
 def edits_section(ctx: SectionContext, subject: SectionSubject) -> Optional[dict]:
-    from ..edits.summary import edit_drops, split_level
     from ...edits.registry import ATTRIBUTES
     run = subject.latest("eval")
     if run is None:
@@ -27,7 +27,6 @@ def edits_section(ctx: SectionContext, subject: SectionSubject) -> Optional[dict
 
 
 def edits_gallery(ctx: SectionContext, subject: SectionSubject) -> Optional[dict]:
-    from ..edits.summary import ORIGINAL, level_order, split_level
     from ...probing.tables import stored_table
     from ...edits.registry import ATTRIBUTES
     run = subject.latest("eval")

@@ -54,13 +54,12 @@ class EditDrops(Result):
 
     def text(self) -> str:
         sha = f" ({self.checkpoint_sha256[:12]})" if self.checkpoint_sha256 else ""
-        runs = ", ".join(map(str, self.run_ids))
-        lines = [f"{self.model}{sha}, run {runs}: original {100 * self.original.value:.1f}% (n={self.original.n})",
-                 f"{'attribute':<12}{'level':<12}{'acc':>8}{'drop':>8}  {'95% interval':<16}{'n':>6}"]
-        for lv in self.levels:
-            lines.append(f"{lv.attribute:<12}{lv.level:<12}{_pct(lv.acc.value):>8}{_pct(lv.drop.value):>8}  "
-                         f"{'[' + _pct(lv.drop.lo) + ', ' + _pct(lv.drop.hi) + ']':<16}{lv.drop.n:>6}")
-        return "\n".join(lines)
+        return "\n".join([
+            f"{self.model}{sha}, run {', '.join(map(str, self.run_ids))}: original {100 * self.original.value:.1f}% "
+            f"(n={self.original.n})",
+            f"{'attribute':<12}{'level':<12}{'acc':>8}{'drop':>8}  {'95% interval':<16}{'n':>6}",
+            *(f"{lv.attribute:<12}{lv.level:<12}{_pct(lv.acc.value):>8}{_pct(lv.drop.value):>8}  "
+              f"{'[' + _pct(lv.drop.lo) + ', ' + _pct(lv.drop.hi) + ']':<16}{lv.drop.n:>6}" for lv in self.levels)])
 
 
 def _pct(v: float) -> str:
@@ -70,9 +69,7 @@ def _pct(v: float) -> str:
 def split_level(variant: str) -> Tuple[str, str]:
     """'size_0.05' -> ('size', '0.05'); 'remove' -> ('remove', ''); other folders keep their name."""
     head, _, tail = variant.partition("_")
-    if head in ATTRIBUTE_ORDER:
-        return head, tail
-    return variant, ""
+    return (head, tail) if head in ATTRIBUTE_ORDER else (variant, "")
 
 
 def _sort_key(variant: str):
@@ -90,15 +87,22 @@ def level_order(variants: Sequence[str]) -> List[str]:
     return sorted(variants, key=_sort_key)
 
 
+def stored_run(store: Store, rid: int):
+    """Stored run `rid`'s row, or one line saying there is none."""
+    row = store.get_run(int(rid))
+    if row is None:
+        raise BgbenchError(f"RUN {rid}: no such run in {store.path}")
+    return row
+
+
 def _merged_table(store: Store, run_ids: Sequence[int]) -> RunTable:
     """One table from the eval runs of one model (its levels may be spread over several runs)."""
     rows = []
     for rid in run_ids:
-        row = store.get_run(int(rid))
-        if row is None:
-            raise BgbenchError(f"RUN {rid}: no such run in {store.path}")
+        row = stored_run(store, rid)
         if row["kind"] != "eval":
-            raise BgbenchError(f"RUN {rid} is a run of kind {row['kind']!r}; analyze edits reads eval runs of an edit folder")
+            raise BgbenchError(f"RUN {rid} is a run of kind {row['kind']!r}; analyze edits reads eval runs of an edit "
+                               f"folder")
         rows.append(row)
     models = {(r["model"], r["checkpoint_sha256"]) for r in rows}
     if len(models) > 1:
@@ -128,22 +132,18 @@ def edit_drops_of(table: RunTable, n_boot: int = REPLICATES, seed: int = 0) -> E
     if ORIGINAL not in correct:
         raise BgbenchError(f"{table.name} has no '{ORIGINAL}' predictions to compare with")
     original = accuracy(list(correct[ORIGINAL].values()))
-    levels = []
-    for variant in sorted((v for v in correct if v != ORIGINAL), key=_sort_key):
-        a, level = split_level(variant)
-        before, after = paired(correct[ORIGINAL], correct[variant])
-        levels.append(LevelDrop(a, level, variant, accuracy(list(correct[variant].values())),
-                                paired_difference(before, after, n_boot=n_boot, seed=seed)))
-    run_ids = [table.run_id] if table.run_id is not None else []
-    return EditDrops(table.model or "", table.checkpoint_sha256, run_ids, original, levels)
+    # each level's drop is paired over the images that both it and ORIGINAL hold
+    levels = [LevelDrop(*split_level(v), v, accuracy(list(correct[v].values())),
+                        paired_difference(*paired(correct[ORIGINAL], correct[v]), n_boot=n_boot, seed=seed))
+              for v in sorted((v for v in correct if v != ORIGINAL), key=_sort_key)]
+    return EditDrops(table.model or "", table.checkpoint_sha256, [table.run_id] if table.run_id is not None else [],
+                     original, levels)
 
 
 def runs_by_model(store: Store, run_ids: Sequence[int]) -> List[List[int]]:
     """`run_ids` grouped by model and weights, in order: one group per model whose edits are compared."""
     groups: Dict[tuple, List[int]] = {}
     for rid in run_ids:
-        row = store.get_run(int(rid))
-        if row is None:
-            raise BgbenchError(f"RUN {rid}: no such run in {store.path}")
+        row = stored_run(store, rid)
         groups.setdefault((row["model"], row["checkpoint_sha256"]), []).append(int(rid))
     return list(groups.values())
