@@ -133,7 +133,7 @@ class DatasetWriter:
         self.out, self.split = Path(out), split
         self.folders, self.classes = list(folders), list(classes)
         self.mask_dirs = ([MASK_DIR] if masks else []) + ([ATTR_DIR] if attributes else [])
-        self.output = StagedOutput(self.out, files_record(split), split, shared=(M.MANIFEST, M.REJECTS, *shared))
+        self.output = StagedOutput(self.out, f"FILES_{split}.txt", split, shared=(M.MANIFEST, M.REJECTS, *shared))
         self.target = Target(self.output.stage, split)
 
     @property
@@ -237,11 +237,6 @@ def _header(path: Path) -> Tuple[str, ...]:
             return tuple(next(csv.reader(f), ()))
     except (OSError, UnicodeDecodeError, csv.Error):
         return ()
-
-
-def files_record(split: str) -> str:
-    """The file in a dataset's root listing what bgbench wrote of `split`."""
-    return f"FILES_{split}.txt"
 
 
 def refuse_merge_into_a_shard(out: Path, shard_dirs: Sequence[Path]) -> None:

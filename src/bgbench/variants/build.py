@@ -125,8 +125,7 @@ class BuildResult(Result):
                 "classes": list(self.classes), "manifest": str(self.out / M.MANIFEST),
                 "shard": str(self.shard) if self.shard else None}
 
-    def to_dict(self) -> dict:
-        return self.outputs()
+    to_dict = outputs  # its document is what it wrote
 
     def table(self) -> List[dict]:
         """One row per image built: its id, class, source, box kept and mask."""
@@ -148,11 +147,7 @@ class BuildResult(Result):
 def _find_mask(masks: Optional[Path], cls: str, stem: str) -> Optional[Path]:
     if masks is None:
         return None
-    for suffix in (".npy", ".png"):
-        p = masks / cls / f"{stem}{suffix}"
-        if p.is_file():
-            return p
-    return None
+    return next((p for p in (masks / cls / f"{stem}{suffix}" for suffix in (".npy", ".png")) if p.is_file()), None)
 
 
 def _tasks(cfg: BuildConfig, classes: Sequence[str]) -> List[Task]:
