@@ -86,16 +86,12 @@ class HardImageNetLayout(Layout):
         only_original(self.root, [variant], HAS)
         return self._items["original"]
 
-    @property
-    def has_masks(self) -> bool:
-        return True
+    has_masks = True  # `Layout`'s property, fixed
 
     def mask_path(self, image_id: str) -> Path:
         return self._masks[image_id]
 
-    @property
-    def attribute_source(self):
-        return None
+    attribute_source = None  # `Layout`'s property, fixed
 
     def foregrounds(self) -> List[Tuple[Item, HardImageNetMask]]:
         """Every image with its mask; each mask's size is checked against its image's first (headers only)."""

@@ -90,10 +90,6 @@ class ManifestRow:
     def to_json(self) -> dict:
         return asdict(self)
 
-    @classmethod
-    def from_json(cls, d: dict) -> "ManifestRow":
-        return cls(**{**d, "box": tuple(d["box"]) if d.get("box") is not None else None})
-
 
 @dataclass(frozen=True)
 class RejectRow:
@@ -112,10 +108,6 @@ class RejectRow:
 
     def to_json(self) -> dict:
         return asdict(self)
-
-    @classmethod
-    def from_json(cls, d: dict) -> "RejectRow":
-        return cls(**d)
 
 
 def sort_rows(rows: Iterable[ManifestRow], folders: Sequence[str]) -> List[ManifestRow]:

@@ -49,13 +49,7 @@ class MasklessLayout(Layout):
     def described(self) -> str:
         return self.what
 
-    @property
-    def has_masks(self) -> bool:
-        return False
-
-    @property
-    def attribute_source(self):
-        return None
+    has_masks, attribute_source = False, None  # the properties of `Layout`, fixed
 
     def foregrounds(self):
         raise DataError(f"{self.root} is {self.described()}, without foreground masks{self.mask_hint}")

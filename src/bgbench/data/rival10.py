@@ -109,9 +109,7 @@ class Rival10Layout(Layout):
         only_original(self.root, [variant], "RIVAL10 has its images")
         return self._items["original"]
 
-    @property
-    def has_masks(self) -> bool:
-        return True
+    has_masks = True  # `Layout`'s property, fixed
 
     def mask_path(self, image_id: str) -> Path:
         raise DataError("a RIVAL10 mask is an entry of the image's _attr_dict.pkl, not a file")

@@ -109,10 +109,8 @@ class Target:
         return np.load(self.path(MASK_DIR, image_id, ".npy")).astype(bool)
 
     def remove(self, folders: Iterable[str], image_id: str) -> None:
-        for folder in folders:
-            self.path(folder, image_id).unlink(missing_ok=True)
-        self.path(MASK_DIR, image_id, ".npy").unlink(missing_ok=True)
-        self.path(ATTR_DIR, image_id, ".npz").unlink(missing_ok=True)
+        for folder, suffix in [*((f, ".png") for f in folders), (MASK_DIR, ".npy"), (ATTR_DIR, ".npz")]:
+            self.path(folder, image_id, suffix).unlink(missing_ok=True)
 
 
 class DatasetWriter:
@@ -247,8 +245,9 @@ def refuse_merge_into_a_shard(out: Path, shard_dirs: Sequence[Path]) -> None:
 
 
 def manifest_rows(records: Sequence[ShardRecord]) -> List[M.ManifestRow]:
-    return [M.ManifestRow.from_json(r) for rec in records for r in rec.rows]
+    return [M.ManifestRow(**{**r, "box": None if r.get("box") is None else tuple(r["box"])}) for rec in records
+            for r in rec.rows]
 
 
 def reject_rows(records: Sequence[ShardRecord]) -> List[M.RejectRow]:
-    return [M.RejectRow.from_json(r) for rec in records for r in rec.rejects]
+    return [M.RejectRow(**r) for rec in records for r in rec.rejects]

@@ -139,9 +139,8 @@ class BuildResult(Result):
             return (f"shard {self.shard}: prepared {len(self.built)} images in {self.out}, {rejected}; balance, donors "
                     f"and the mixed variants follow in `bgbench merge`")
         masks = f" + {MASK_DIR}" if any(p.box is not None for p in self.built) else ""
-        lines = [f"built {len(self.built)} images x {len(self.variants)} variants{masks} in {self.out}"]
-        lines.append(f"{rejected}; see {self.out / M.REJECTS}" if self.rejects else "rejected 0")
-        return "\n".join(lines)
+        return (f"built {len(self.built)} images x {len(self.variants)} variants{masks} in {self.out}\n"
+                + (f"{rejected}; see {self.out / M.REJECTS}" if self.rejects else "rejected 0"))
 
 
 def _find_mask(masks: Optional[Path], cls: str, stem: str) -> Optional[Path]:
@@ -328,8 +327,7 @@ def _balance(built: List[Prepared], seed: int) -> Tuple[List[Prepared], List[Pre
     k = min(len(v) for v in by_class.values())
     rng = np.random.default_rng([seed, 7])
     keep = set()
-    for label in sorted(by_class):
-        members = by_class[label]
+    for label, members in sorted(by_class.items()):
         keep.update(members[i].index for i in rng.choice(len(members), size=k, replace=False))
     return [p for p in built if p.index in keep], [p for p in built if p.index not in keep]
 
