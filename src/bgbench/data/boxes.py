@@ -88,9 +88,6 @@ def dataset_boxes(layout: Layout) -> Tuple[Dict[str, Box], Dict[str, Tuple[int, 
         raise DataError(f"{layout.root} has no recorded boxes (manifest.csv) and no "
                         f"only_bg_b/{layout.split}/ to recover them from")
     from .in9 import discover
-    found = {}
-    for it in discover(layout.root, layout.split, variants=["only_bg_b"]).items("only_bg_b"):
-        box = recover_box(decode_image(it.path))
-        if box is not None:
-            found[it.image_id] = box
+    found = {it.image_id: box for it in discover(layout.root, layout.split, variants=["only_bg_b"]).items("only_bg_b")
+             if (box := recover_box(decode_image(it.path))) is not None}
     return found, sizes, "recovered from only_bg_b"

@@ -212,10 +212,7 @@ def _resolved(cfg: BuildConfig) -> Tuple[BuildConfig, Tuple[str, ...]]:
 def build(cfg: BuildConfig, progress: bool = True) -> BuildResult:
     """Build every variant of `cfg.images` into `cfg.out` (or one shard's step 1); see the module docstring."""
     cfg, classes = _resolved(cfg)
-    if cfg.preset is not None:
-        tasks, classes = _imagenet_tasks(cfg)
-    else:
-        tasks = _tasks(cfg, classes)
+    tasks, classes = _imagenet_tasks(cfg) if cfg.preset is not None else (_tasks(cfg, classes), classes)
     writer = DatasetWriter(cfg.out, cfg.split, cfg.variants, classes, masks=cfg.needs_box)
     with writer.staged(cfg.overwrite):
         mine = select(tasks, cfg.shard)
