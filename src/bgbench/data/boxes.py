@@ -75,14 +75,6 @@ def _grow(dark: np.ndarray, x0: int, y0: int, x1: int, y1: int, share: float = R
     return (x0, y0, x1, y1)
 
 
-def box_iou(a: Box, b: Box) -> float:
-    ix = max(0, min(a[2], b[2]) - max(a[0], b[0]))
-    iy = max(0, min(a[3], b[3]) - max(a[1], b[1]))
-    inter = ix * iy
-    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
-    return inter / union if union else 0.0
-
-
 def dataset_boxes(layout: Layout) -> Tuple[Dict[str, Box], Dict[str, Tuple[int, int]], str]:
     """(image id -> box, image id -> (height, width), source) for every original image.
 
@@ -96,9 +88,6 @@ def dataset_boxes(layout: Layout) -> Tuple[Dict[str, Box], Dict[str, Tuple[int, 
         raise DataError(f"{layout.root} has no recorded boxes (manifest.csv) and no "
                         f"only_bg_b/{layout.split}/ to recover them from")
     from .in9 import discover
-    found = {}
-    for it in discover(layout.root, layout.split, variants=["only_bg_b"]).items("only_bg_b"):
-        box = recover_box(decode_image(it.path))
-        if box is not None:
-            found[it.image_id] = box
+    found = {it.image_id: box for it in discover(layout.root, layout.split, variants=["only_bg_b"]).items("only_bg_b")
+             if (box := recover_box(decode_image(it.path))) is not None}
     return found, sizes, "recovered from only_bg_b"

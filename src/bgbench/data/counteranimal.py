@@ -59,10 +59,8 @@ def find_counteranimal(data) -> Optional[Path]:
 def final_folder(path: Path) -> Optional[Path]:
     """The folder of class folders at or under `path`: one of '<index> <name>' class folders, one of
     which holds a `common-*` or `counter-*` folder."""
-    for final in (path, path / FOLDER, path / "counteranimal" / FOLDER):
-        if final.is_dir() and not (final / "original").is_dir() and _holds_class_folder(final):
-            return final
-    return None
+    return next((final for final in (path, path / FOLDER, path / "counteranimal" / FOLDER)
+                 if final.is_dir() and not (final / "original").is_dir() and _holds_class_folder(final)), None)
 
 
 def _holds_class_folder(root: Path) -> bool:
@@ -77,12 +75,7 @@ def counteranimal_layout(root: Path, variants: Optional[Sequence[str]] = None,
     """Both groups of every class folder at `root` (or those named in `variants`), checked: each
     class folder is '<ImageNet index 0-999> <name>' with one `common-*` and one `counter-*` folder of
     images; each problem one line naming the path."""
-    if split:
-        raise DataError(f"{root} is CounterAnimal, which has no splits; drop --split {split}")
-    for v in variants or ():
-        if v not in GROUPS:
-            raise DataError(f"{root} is CounterAnimal; its variants are {', '.join(GROUPS)}, not {v!r}")
-    chosen = [g for g in GROUPS if variants is None or g in variants]
+    chosen = CounterAnimalLayout.chosen(root, GROUPS, variants, split)
     final = final_folder(root) or root
     guard = RootGuard(root)
     found: Dict[str, List[Item]] = {g: [] for g in chosen}
@@ -94,9 +87,7 @@ def counteranimal_layout(root: Path, variants: Optional[Sequence[str]] = None,
         if not found[group]:
             raise DataError(f"no images under {final}/<index> <name>/{group}-<background>/ (CounterAnimal's "
                             f"{group} group is empty)")
-    layout = CounterAnimalLayout(root=root, split="", classes=imagenet_wnids(), variants=tuple(chosen))
-    layout._items.update(found)
-    return layout
+    return CounterAnimalLayout(root=root, split="", classes=imagenet_wnids(), variants=tuple(chosen), _items=found)
 
 
 def _class_label(folder: Path) -> int:

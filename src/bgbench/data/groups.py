@@ -19,7 +19,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from ..errors import DataError
 from .csv_fields import allow_long_fields
 from .layout import Item
-from .maskless import ImagesOnlyLayout
+from .maskless import ImagesOnlyLayout, hashed, only_original
 from .facts import GROUPS
 
 GROUPS_FILE = "groups.csv"
@@ -41,13 +41,9 @@ class GroupLayout(ImagesOnlyLayout):
         return f"a group dataset ({self.source})"
 
     def fingerprint(self) -> str:
-        if self._fingerprint is None:
-            import hashlib
-            h = hashlib.sha256(f"groups:{self.source}:{self.split}".encode())
-            for it in self._items["original"]:
-                h.update(f"{it.image_id}:{it.label}:{self.groups[it.image_id]}:{it.path.stat().st_size}".encode())
-            self._fingerprint = h.hexdigest()[:16]
-        return self._fingerprint
+        return hashed(self, f"groups:{self.source}:{self.split}",
+                            (f"{it.image_id}:{it.label}:{self.groups[it.image_id]}:{it.path.stat().st_size}"
+                             for it in self._items["original"]))
 
 
 def find_group_file(data) -> Optional[Path]:
@@ -58,16 +54,9 @@ def find_group_file(data) -> Optional[Path]:
 
 def group_layout(path: Path, split: Optional[str] = None, variants: Optional[Sequence[str]] = None) -> GroupLayout:
     """The images of `split` in the groups.csv at `path`, checked as `build_group_layout` checks them."""
-    refuse_variants(path, variants)
+    only_original(path.parent, variants, "a group dataset has its images")
     split, chosen, classes, named = _generic(path, read_rows(path), split)
     return build_group_layout(path, split, chosen, classes, named, GroupLayout)
-
-
-def refuse_variants(path: Path, variants: Optional[Sequence[str]]) -> None:
-    for v in variants or ():
-        if v != "original":
-            raise DataError(f"variant {v!r} not found under {path.parent}: a group dataset has its images only "
-                            f"(variant original)")
 
 
 def build_group_layout(path: Path, split: str, chosen: List[tuple], classes: Tuple[str, ...], named: set,
@@ -89,10 +78,8 @@ def build_group_layout(path: Path, split: str, chosen: List[tuple], classes: Tup
     if empty:  # its accuracy would be undefined, and worst-group accuracy silently the worst of the others
         raise DataError(f"{path}: group {empty[0]!r} has no images in split {split!r}"
                         + (f" (nor {len(empty) - 1} other groups)" if len(empty) > 1 else ""))
-    layout = cls(root=path.parent, split=split, classes=classes, variants=("original",), groups=groups,
-                 source=path.name, **extra)
-    layout._items["original"] = items
-    return layout
+    return cls(root=path.parent, split=split, classes=classes, variants=("original",), groups=groups,
+               source=path.name, _items={"original": items}, **extra)
 
 
 def image_id_of(image: str) -> str:

@@ -24,7 +24,6 @@ classes. Masks are read inside ROOT and images inside the ImageNet folder (`Root
 """
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -32,22 +31,18 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..errors import DataError
-from .hardimagenet_classes import CLASSES, META, WNIDS, check_meta
+from .hardimagenet_classes import CLASSES, META, WNIDS, check_meta, find_hard_imagenet
 from .images import image_size
 from .imagenet import IMAGENET_ENV, user_imagenet
 from .inside import RootGuard
 from .layout import Item, Layout, utf8_name
+from .maskless import hashed, only_original
 from .facts import HARD_IMAGENET as KIND
 
 #: The environment variable naming the user's ImageNet folder.
 RESIZE = (256, 256)  # standard_resize_center_crop: Resize((256, 256)), then
 CROP = 224  # CenterCrop(224)
-
-
-def imagenet_root(imagenet=None) -> Path:
-    """The user's ImageNet folder: `imagenet`, else `$BGBENCH_IMAGENET`; one line when neither names one."""
-    return user_imagenet(imagenet, "Hard ImageNet holds object masks only; its images are your ImageNet's",
-                         "train/, val/")
+HAS = "Hard ImageNet has ImageNet's images"
 
 
 class HardImageNetMask:
@@ -88,21 +83,15 @@ class HardImageNetLayout(Layout):
     _checked: bool = field(default=False, repr=False)
 
     def items(self, variant: str) -> List[Item]:
-        if variant != "original":
-            raise DataError(f"variant {variant!r} not found under {self.root}: Hard ImageNet has ImageNet's images "
-                            f"only (variant original)")
+        only_original(self.root, [variant], HAS)
         return self._items["original"]
 
-    @property
-    def has_masks(self) -> bool:
-        return True
+    has_masks = True  # `Layout`'s property, fixed
 
     def mask_path(self, image_id: str) -> Path:
         return self._masks[image_id]
 
-    @property
-    def attribute_source(self):
-        return None
+    attribute_source = None  # `Layout`'s property, fixed
 
     def foregrounds(self) -> List[Tuple[Item, HardImageNetMask]]:
         """Every image with its mask; each mask's size is checked against its image's first (headers only)."""
@@ -114,29 +103,20 @@ class HardImageNetLayout(Layout):
 
     def fingerprint(self) -> str:
         """The masks' names and sizes, and their images' (what the probes read)."""
-        if self._fingerprint is None:
-            h = hashlib.sha256(f"{KIND}:{self.split}".encode())
-            for it in self.items("original"):
-                mask = self._masks[it.image_id]
-                h.update(f"{it.image_id}:{mask.stat().st_size}:{it.path.stat().st_size}".encode())
-            self._fingerprint = h.hexdigest()[:16]
-        return self._fingerprint
+        return hashed(self, f"{KIND}:{self.split}", (f"{it.image_id}:{self._masks[it.image_id].stat().st_size}:"
+                                                     f"{it.path.stat().st_size}" for it in self.items("original")))
 
 
 def check_size(mask: Path, image: Path) -> None:
     """A mask is drawn on its image: the same width and height, or one line naming both."""
-    mh, mw = _mask_size(mask)
+    try:
+        mh, mw = image_size(mask)
+    except DataError:
+        raise DataError(f"cannot read mask {mask}: not an image") from None
     ih, iw = image_size(image)
     if (mh, mw) != (ih, iw):
         raise DataError(f"mask {mask} is {mw}x{mh} but its ImageNet image {image} is {iw}x{ih}: not this image's "
                         f"mask (Hard ImageNet's masks are drawn on ImageNet's full-size images)")
-
-
-def _mask_size(path: Path) -> Tuple[int, int]:
-    try:
-        return image_size(path)
-    except DataError:
-        raise DataError(f"cannot read mask {path}: not an image") from None
 
 
 def mask_name_parts(path: Path) -> Tuple[str, str]:
@@ -154,12 +134,10 @@ def mask_name_parts(path: Path) -> Tuple[str, str]:
 
 def hard_imagenet_layout(root: Path, split: str, variants: Optional[Sequence[str]] = None,
                          imagenet=None) -> HardImageNetLayout:
-    """The Hard ImageNet split `split` under `root`, its images from ImageNet (`imagenet_root`)."""
-    from .imagenet import list_sources, open_tree
-    for v in variants or ():
-        if v != "original":
-            raise DataError(f"variant {v!r} not found under {root}: Hard ImageNet has ImageNet's images only "
-                            f"(variant original)")
+    """The Hard ImageNet split `split` under `root`, its images from the user's ImageNet (`imagenet`, else
+    `$BGBENCH_IMAGENET`)."""
+    from .imagenet import list_sources
+    only_original(root, variants, HAS)
     root = Path(root)
     folder = root / split
     if not folder.is_dir():
@@ -170,7 +148,8 @@ def hard_imagenet_layout(root: Path, split: str, variants: Optional[Sequence[str
     if not masks:
         raise DataError(f"no masks under {folder} (empty dataset)")
     named = [(mask_name_parts(p), p) for p in masks]
-    tree = open_tree(imagenet_root(imagenet))
+    tree = user_imagenet(imagenet, "Hard ImageNet holds object masks only; its images are your ImageNet's",
+                         "train/, val/")
     wanted = sorted({wnid for (wnid, _), _ in named})
     images = {(s.wnid, s.path.name): s.path for s in list_sources(tree, split, wanted)}
     label = {wnid: k for k, wnid in enumerate(WNIDS)}
@@ -188,10 +167,9 @@ def hard_imagenet_layout(root: Path, split: str, variants: Optional[Sequence[str
         items.append(item)
         by_id[item.image_id] = mask
     items.sort(key=lambda it: (it.label, it.image_id))
-    layout = HardImageNetLayout(root=root, split=split, classes=WNIDS, variants=("original",), imagenet=tree.root)
-    layout._items["original"], layout._masks = items, by_id
-    return layout
+    return HardImageNetLayout(root=root, split=split, classes=WNIDS, variants=("original",), imagenet=tree.root,
+                              _items={"original": items}, _masks=by_id)
 
 
-__all__ = ["HardImageNetLayout", "HardImageNetMask", "IMAGENET_ENV", "KIND", "META", "hard_imagenet_layout",
-           "imagenet_root"]
+__all__ = ["HardImageNetLayout", "HardImageNetMask", "IMAGENET_ENV", "KIND", "META", "find_hard_imagenet",
+           "hard_imagenet_layout"]

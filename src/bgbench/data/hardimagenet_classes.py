@@ -77,6 +77,5 @@ def check_meta(root: Path) -> None:
         raise DataError(f"{wnids} holds a {type(table).__name__}, not a dict of ImageNet index -> WordNet id")
     for index, wnid, name in CLASSES:
         if table.get(index) != wnid:
-            given = shown(table.get(index))
-            raise DataError(f"{wnids} gives ImageNet class {index} ({name}) the WordNet id {given}, "
+            raise DataError(f"{wnids} gives ImageNet class {index} ({name}) the WordNet id {shown(table.get(index))}, "
                             f"not ImageNet-1k's {wnid}")

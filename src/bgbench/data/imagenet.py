@@ -41,14 +41,15 @@ Box = Tuple[int, int, int, int]
 WNID = re.compile(r"^n\d{8}$")
 
 
-def user_imagenet(imagenet, why: str, folders: str, flag: str = "") -> Path:
-    """The user's ImageNet folder: `imagenet`, else `$BGBENCH_IMAGENET`; when neither names one, one
-    line: `why` the benchmark needs it, then where to point (`flag`: its command-line flag too)."""
+def user_imagenet(imagenet, why: str, folders: str, flag: str = "") -> "ImageNetTree":
+    """The user's ImageNet (`open_tree`): the folder `imagenet`, else `$BGBENCH_IMAGENET`; when neither
+    names one, one line: `why` the benchmark needs it, then where to point (`flag`: its command-line
+    flag too)."""
     given = imagenet or os.environ.get(IMAGENET_ENV)
     if not given:
         raise DataError(f"{why}: set {IMAGENET_ENV}{flag} to your ImageNet folder (torchvision's {folders} or the "
                         f"ILSVRC release)")
-    return Path(given).expanduser()
+    return open_tree(Path(given).expanduser())
 
 
 @lru_cache(maxsize=1)
@@ -231,10 +232,8 @@ def list_sources(tree: ImageNetTree, split: str, wnids: Sequence[str]) -> List[S
 
 
 def _find_solution(tree: ImageNetTree) -> Optional[Path]:
-    for d in (tree.root, tree.data.parent.parent.parent):
-        if (d / VAL_SOLUTION).is_file():
-            return d / VAL_SOLUTION
-    return None
+    return next((d / VAL_SOLUTION for d in (tree.root, tree.data.parent.parent.parent) if (d / VAL_SOLUTION).is_file()),
+                None)
 
 
 def is_wnid(name: str) -> bool:

@@ -71,20 +71,12 @@ def imagenet_d_layout(root: Path, variants: Optional[Sequence[str]] = None,
     """The nuisances of the release at `root` (those named in `variants`, default every one
     present), checked: every folder is one of ImageNet-D's classes, every file an image, every
     nuisance has images; each problem one line naming the path."""
-    if split:
-        raise DataError(f"{root} is ImageNet-D, which has no splits; drop --split {split}")
-    present = [n for n in NUISANCES if (root / n).is_dir()]
-    for v in variants or ():
-        if v not in present:
-            raise DataError(f"{root} is ImageNet-D; its nuisances here are {', '.join(present)}, not {v!r}")
-    chosen = [n for n in present if variants is None or n in variants]
+    chosen = ImageNetDLayout.chosen(root, [n for n in NUISANCES if (root / n).is_dir()], variants, split)
     classes = imagenet_d_classes()
     label = {c: k for k, c in enumerate(classes)}
     guard = RootGuard(root)
-    found: Dict[str, List[Item]] = {n: _nuisance_items(root / n, label, guard) for n in chosen}
-    layout = ImageNetDLayout(root=root, split="", classes=classes, variants=tuple(chosen))
-    layout._items.update(found)
-    return layout
+    return ImageNetDLayout(root=root, split="", classes=classes, variants=tuple(chosen),
+                           _items={n: _nuisance_items(root / n, label, guard) for n in chosen})
 
 
 def _nuisance_items(folder: Path, label: Dict[str, int], guard: RootGuard) -> List[Item]:

@@ -66,18 +66,12 @@ def imagenet_e_layout(root: Path, variants: Optional[Sequence[str]] = None,
                       split: Optional[str] = None) -> ImageNetELayout:
     """The levels of the release at `root` (those named in `variants`, default every one present),
     each holding every image labels.txt lists; each problem one line naming the path."""
-    if split:
-        raise DataError(f"{root} is the ImageNet-E release, which has no splits; drop --split {split}")
-    present = [variant for folder, variant, _ in LEVELS if (root / folder).is_dir()]
-    for v in variants or ():
-        if v not in present:
-            raise DataError(f"{root} is the ImageNet-E release; its levels here are {', '.join(present)}, not {v!r}")
-    chosen = [v for v in present if variants is None or v in variants]
+    chosen = ImageNetELayout.chosen(root, [variant for folder, variant, _ in LEVELS if (root / folder).is_dir()],
+                                    variants, split)
     labels = read_labels(root / LABELS)
     guard = RootGuard(root)
-    layout = ImageNetELayout(root=root, split="", classes=imagenet_wnids(), variants=tuple(chosen))
-    layout._items.update({v: _level_items(root, FOLDER_OF[v], labels, guard) for v in chosen})
-    return layout
+    return ImageNetELayout(root=root, split="", classes=imagenet_wnids(), variants=tuple(chosen),
+                           _items={v: _level_items(root, FOLDER_OF[v], labels, guard) for v in chosen})
 
 
 def read_labels(path: Path) -> Dict[str, int]:

@@ -21,7 +21,6 @@ watermarked copy join on it; where file names repeat across classes (ImageNet-R'
 """
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional, Tuple
@@ -31,7 +30,7 @@ from .images import IMAGE_SUFFIXES
 from .inside import RootGuard
 from .imagenet import ImageNetTree, imagenet_synsets, imagenet_tree, is_wnid, list_sources
 from .layout import Item, refuse_repeated_ids, utf8_name
-from .maskless import ImagesOnlyLayout
+from .maskless import ImagesOnlyLayout, hashed
 from .facts import IMAGENET
 
 #: ImageNet's standard evaluation crop: (shorter side resized to, centre crop).
@@ -52,12 +51,8 @@ class ImageNetLayout(ImagesOnlyLayout):
     def fingerprint(self) -> str:
         """Names, classes and sizes of the images read (not of the whole tree: a val fingerprint
         does not read train's 1.2M files)."""
-        if self._fingerprint is None:
-            h = hashlib.sha256(f"imagenet:{self.source}:{self.split}".encode())
-            for it in self._items["original"]:
-                h.update(f"{it.image_id}:{it.label}:{it.path.stat().st_size}".encode())
-            self._fingerprint = h.hexdigest()[:16]
-        return self._fingerprint
+        return hashed(self, f"imagenet:{self.source}:{self.split}", (f"{it.image_id}:{it.label}:{it.path.stat().st_size}"
+                                                                     for it in self._items["original"]))
 
 
 def find_imagenet(data, split: Optional[str] = None) -> Optional[ImageNetLayout]:
@@ -83,9 +78,8 @@ def imagenet_layout(tree: ImageNetTree, split: str) -> ImageNetLayout:
     if not sources:
         raise DataError(f"no images under {tree.split_dir(split)}")
     found = [(s.path, index[s.wnid], s.wnid) for s in sources]
-    layout = ImageNetLayout(root=tree.root, split=split, classes=wnids, variants=("original",), source=TREE)
-    layout._items["original"] = _items(found)
-    return layout
+    return ImageNetLayout(root=tree.root, split=split, classes=wnids, variants=("original",), source=TREE,
+                          _items={"original": _items(found)})
 
 
 def class_folder_layout(root: Path) -> ImageNetLayout:
@@ -100,9 +94,8 @@ def class_folder_layout(root: Path) -> ImageNetLayout:
     found = [(guard.check(p), label, wnid) for label, wnid in enumerate(wnids) for p in _images(root / wnid)]
     if not found:
         raise DataError(f"no images under {root}/<wnid>/")
-    layout = ImageNetLayout(root=root, split="", classes=wnids, variants=("original",), source=CLASS_FOLDERS)
-    layout._items["original"] = _items(found)
-    return layout
+    return ImageNetLayout(root=root, split="", classes=wnids, variants=("original",), source=CLASS_FOLDERS,
+                          _items={"original": _items(found)})
 
 
 def _images(folder: Path) -> List[Path]:

@@ -40,11 +40,8 @@ def discover(root: str | Path, split: str = "val", variants: Optional[Sequence[s
     if not root.is_dir():
         raise DataError(f"dataset root {root} does not exist or is not a folder")
     found = sorted(p.name for p in root.iterdir() if p.is_dir() and p.name not in (MASK_DIR, ATTR_DIR))
-    if variants is None:
-        for v in found:  # a known variant folder without the split is a broken layout, not noise
-            if v in IN9_VARIANTS + EXTRA_VARIANTS and not (root / v / split).is_dir():
-                raise DataError(f"{root / v} has no {split}/ folder (expected {root / v / split}/<class>/<image>)")
-        variants = [v for v in found if (root / v / split).is_dir()]
+    if variants is None:  # a known variant folder without the split is a broken layout (refused below), not noise
+        variants = [v for v in found if (root / v / split).is_dir() or v in IN9_VARIANTS + EXTRA_VARIANTS]
         if not variants:
             raise DataError(f"no <variant>/{split}/ folders under {root}; expected the IN-9 layout "
                             f"ROOT/original/{split}/<class>/<image>")
@@ -57,9 +54,7 @@ def discover(root: str | Path, split: str = "val", variants: Optional[Sequence[s
     classes = class_dirs(root / reference / split)
     if not classes:
         raise DataError(f"{root / reference / split} has no class folders")
-    others = list(variants[1:])
-    others += [d for d in (MASK_DIR, ATTR_DIR) if (root / d / split).is_dir()]
-    for v in others:
+    for v in [*variants[1:], *(d for d in (MASK_DIR, ATTR_DIR) if (root / d / split).is_dir())]:
         mine = class_dirs(root / v / split)
         if mine != classes:
             extra = sorted(set(mine) - set(classes))

@@ -43,10 +43,6 @@ def mask_box(mask: np.ndarray) -> Optional[Box]:
     return int(xs.min()), int(ys.min()), int(xs.max()) + 1, int(ys.max()) + 1
 
 
-def format_box(box: Optional[Box]) -> str:
-    return "" if box is None else " ".join(str(int(v)) for v in box)
-
-
 def parse_box(text: str) -> Box:
     x0, y0, x1, y1 = (int(v) for v in text.split())
     return x0, y0, x1, y1
@@ -85,17 +81,14 @@ class ManifestRow:
 
     def csv_row(self, split: str, classes: Sequence[str]) -> Dict[str, object]:
         return {"split": split, "folder": self.folder, "image": self.image, "label": self.label,
-                "class": classes[self.label], "source": self.source, "box": format_box(self.box),
+                "class": classes[self.label], "source": self.source,
+                "box": "" if self.box is None else " ".join(str(int(v)) for v in self.box),
                 "mask_source": self.mask_source, "fg_fraction": "" if self.fg_fraction is None else self.fg_fraction,
                 "bg_image": self.bg_image, "bg_class": self.bg_class, "bg_fallback": self.bg_fallback,
                 "params": json.dumps(self.params, sort_keys=True) if self.params else ""}
 
     def to_json(self) -> dict:
         return asdict(self)
-
-    @classmethod
-    def from_json(cls, d: dict) -> "ManifestRow":
-        return cls(**{**d, "box": tuple(d["box"]) if d.get("box") is not None else None})
 
 
 @dataclass(frozen=True)
@@ -115,10 +108,6 @@ class RejectRow:
 
     def to_json(self) -> dict:
         return asdict(self)
-
-    @classmethod
-    def from_json(cls, d: dict) -> "RejectRow":
-        return cls(**d)
 
 
 def sort_rows(rows: Iterable[ManifestRow], folders: Sequence[str]) -> List[ManifestRow]:
@@ -154,32 +143,27 @@ def write_split(path: Path, fields: Sequence[str], split: str, rows: Sequence[Di
 
 
 def read_boxes(root: Path, split: str) -> Optional[Dict[str, Box]]:
-    """image id -> box of the original images, from the dataset's records; None when it has none.
-
-    The boxes are those of the rows of folder `original`.
-    """
-    root = Path(root)
-    manifest = root / MANIFEST
-    if manifest.is_file():
-        allow_long_fields()
-        with open(manifest, newline="") as f:
-            rows = [r for r in csv.DictReader(f) if r.get("split") == split and r.get("box")
-                    and r.get("folder") == "original"]
-        if rows:
-            return {_row_id(r): parse_box(r["box"]) for r in rows}
-    return None
+    """image id -> box of the original images, from the dataset's records; None when it has none."""
+    boxes = _recorded(root, split, "original", "box")
+    return None if boxes is None else {k: parse_box(v) for k, v in boxes.items()}
 
 
 def read_backgrounds(root: Path, split: str, folder: str) -> Optional[Dict[str, str]]:
     """image id -> the class of the background it was pasted on, for the images of a mixed `folder`
     (mixed_rand, mixed_next, mixed_same), from the dataset's manifest; None when it records none."""
+    return _recorded(root, split, folder, "bg_class")
+
+
+def _recorded(root: Path, split: str, folder: str, column: str) -> Optional[Dict[str, str]]:
+    """image id -> `column` of the manifest's rows of `split` and `folder` that fill it; None when
+    there is no manifest or no such row."""
     manifest = Path(root) / MANIFEST
     if not manifest.is_file():
         return None
     allow_long_fields()
     with open(manifest, newline="") as f:
-        found = {_row_id(r): r["bg_class"] for r in csv.DictReader(f)
-                 if r.get("split") == split and r.get("folder") == folder and r.get("bg_class")}
+        found = {_row_id(r): r[column] for r in csv.DictReader(f)
+                 if r.get("split") == split and r.get("folder") == folder and r.get(column)}
     return found or None
 
 
@@ -200,11 +184,7 @@ def image_groups(layout, variant: str) -> Optional[Dict[str, Union[str, Tuple[st
     backgrounds = read_backgrounds(layout.root, layout.split, variant)
     if backgrounds is None:
         return None
-    classes = layout.classes
-    out = {}
-    for it in layout.items(variant):
-        bg = backgrounds.get(it.image_id)
-        if bg is None:
-            return None
-        out[it.image_id] = (classes[it.label], bg)
-    return out
+    items = layout.items(variant)
+    if any(it.image_id not in backgrounds for it in items):
+        return None
+    return {it.image_id: (layout.classes[it.label], backgrounds[it.image_id]) for it in items}

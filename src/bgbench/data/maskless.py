@@ -1,15 +1,41 @@
 """Layouts without foreground or attribute masks, read by the readers of released benchmarks
 (`data.imagenet_d`, `data.imagenet_e`, `data.counteranimal`, Salient and Spurious ImageNet) and
 of images alone (group files, ImageNet's own folders): the IN-9 `Layout` with its masks refused
-in one line."""
+in one line; and what those readers share: the refusal of a variant or a split they lack, and a
+fingerprint of the files they read."""
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import ClassVar, List
+from typing import ClassVar, List, Optional, Sequence
 
 from ..errors import DataError
 from .layout import Item, Layout
+
+
+def only_original(root, variants: Optional[Sequence[str]], what: str) -> None:
+    """One line for any of `variants` but `original`, in a dataset whose one variant is its images
+    (`what`: 'RIVAL10 has its images')."""
+    for v in variants or ():
+        if v != "original":
+            raise DataError(f"variant {v!r} not found under {root}: {what} only (variant original)")
+
+
+def refuse_split(root, split: Optional[str], what: str) -> None:
+    """One line for a split asked of `what`, a dataset that has none."""
+    if split:
+        raise DataError(f"{root} is {what}, which has no splits; drop --split {split}")
+
+
+def hashed(layout: Layout, head: str, lines) -> str:
+    """The fingerprint of a reader that knows its files, cached on `layout`: 16 hex digits of the
+    sha256 of `head` and `lines` (read once: a generator, so a cached fingerprint stats no file)."""
+    if layout._fingerprint is None:
+        h = hashlib.sha256(head.encode())
+        for line in lines:
+            h.update(line.encode())
+        layout._fingerprint = h.hexdigest()[:16]
+    return layout._fingerprint
 
 
 @dataclass
@@ -23,13 +49,7 @@ class MasklessLayout(Layout):
     def described(self) -> str:
         return self.what
 
-    @property
-    def has_masks(self) -> bool:
-        return False
-
-    @property
-    def attribute_source(self):
-        return None
+    has_masks, attribute_source = False, None  # the properties of `Layout`, fixed
 
     def foregrounds(self):
         raise DataError(f"{self.root} is {self.described()}, without foreground masks{self.mask_hint}")
@@ -43,6 +63,16 @@ class ReleaseLayout(MasklessLayout):
 
     variants_are: ClassVar[str] = "its variants are"
 
+    @classmethod
+    def chosen(cls, root, present: Sequence[str], variants: Optional[Sequence[str]], split: Optional[str]) -> List[str]:
+        """The variants of `present` that `variants` names (default every one), in `present`'s order;
+        one line for a split (a release has none) or a variant not present."""
+        refuse_split(root, split, cls.what)
+        for v in variants or ():
+            if v not in present:
+                raise DataError(f"{root} is {cls.what}; {cls.variants_are} {', '.join(present)}, not {v!r}")
+        return [v for v in present if variants is None or v in variants]
+
     def items(self, variant: str) -> List[Item]:
         if variant not in self._items:
             raise DataError(f"{self.root} is {self.what}; {self.variants_are} {', '.join(self.variants)}, "
@@ -51,13 +81,8 @@ class ReleaseLayout(MasklessLayout):
 
     def fingerprint(self) -> str:
         """Variant, id, label and size of every image read."""
-        if self._fingerprint is None:
-            h = hashlib.sha256(self.kind.encode())
-            for variant in self.variants:
-                for it in self._items[variant]:
-                    h.update(f"{variant}/{it.image_id}:{it.label}:{it.path.stat().st_size}".encode())
-            self._fingerprint = h.hexdigest()[:16]
-        return self._fingerprint
+        return hashed(self, self.kind, (f"{variant}/{it.image_id}:{it.label}:{it.path.stat().st_size}"
+                                        for variant in self.variants for it in self._items[variant]))
 
 
 @dataclass
@@ -65,8 +90,8 @@ class ImagesOnlyLayout(MasklessLayout):
     """A layout of images alone: one variant (`original`), no masks (a group dataset, ImageNet's own
     folders)."""
 
+    holds: ClassVar[str] = "its images"  # what its one variant is
+
     def items(self, variant: str) -> List[Item]:
-        if variant != "original":
-            raise DataError(f"variant {variant!r} not found under {self.root}: {self.described()} has its images "
-                            f"only (variant original)")
+        only_original(self.root, [variant], f"{self.described()} has {self.holds}")
         return self._items["original"]

@@ -78,8 +78,7 @@ class StagedOutput:
         self.shared = set(shared)
         self.job = job
         self.stage = _stage_for(self.out, f"{job}.{os.getpid()}-{uuid.uuid4().hex[:8]}")
-        listed = _read_record(self.out / record)
-        self.previous: Set[str] = set(listed or ())
+        self.previous: Set[str] = set(_read_record(self.out / record) or ())
 
     def has_previous(self) -> bool:
         """Whether a previous output of this job is on disk (any of its listed files)."""

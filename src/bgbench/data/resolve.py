@@ -1,27 +1,62 @@
 """Which layout a `--data` path is: the IN-9 layout (`in9.discover`), the RIVAL10 release
 (`rival10`), Hard ImageNet (`hardimagenet`), ImageNet-D's (`imagenet_d`), Spawrious' (`spawrious`),
 a group file's, Waterbirds' (`waterbirds`) or ImageNet's folders. Kept apart from the readers so
-that none imports another."""
+that none imports another, and each reader is imported only where its marks are (`_READERS`)."""
 from __future__ import annotations
 
+from importlib import import_module
 from pathlib import Path
 from typing import Optional, Sequence, Tuple
 
-from .groups import find_group_file, group_layout
-from .hardimagenet import hard_imagenet_layout
+from ..errors import DataError
 from .hardimagenet_classes import WNIDS, find_hard_imagenet
 from .imagenet import folder_classes
 from .imagenet_folders import find_imagenet
-from ..errors import DataError
-from .imagenet_d import find_imagenet_d, imagenet_d_layout
 from .in9 import class_dirs, discover
 from .layout import IN9_VARIANTS, Layout
-from .rival10 import find_rival10, rival10_layout
-from .spawrious import CLASSES as SPAWRIOUS_CLASSES, find_spawrious, spawrious_layout
-from .waterbirds import CLASSES as WATERBIRDS_CLASSES, find_waterbirds, waterbirds_layout
-from .releases import find_release
-from .salient_imagenet import find_salient_imagenet, salient_imagenet_layout
-from .spurious_imagenet import find_spurious_imagenet, spurious_imagenet_layout
+
+#: The layouts a `--data` path is recognised as, in the order they are asked: what its finder needs to
+#: see there (so a reader's module is imported only where its files are: reading IN-9 imports none of
+#: them), its module, its finder, and how its reader takes what the finder found, the variants, the
+#: split and the user's ImageNet.
+_READERS = (
+    (lambda p: any((p / d / "ordinary").is_dir() for d in ("", "test", "train")), "rival10", "find_rival10",
+     lambda m, found, variants, split, imagenet: m.rival10_layout(*found, variants=variants)),
+    (lambda p: any((d / "meta" / f).is_file() for d in (p, p.parent) for f in ("hard_imagenet_idx.pkl", "idx_to_wnid.pkl")),
+     "hardimagenet", "find_hard_imagenet",
+     lambda m, found, variants, split, imagenet: m.hard_imagenet_layout(found[0], split or found[1], variants)),
+    (lambda p: any((p / n).is_dir() for n in ("background", "texture", "material")), "imagenet_d", "find_imagenet_d",
+     lambda m, found, variants, split, imagenet: m.imagenet_d_layout(found, variants, split)),
+    (lambda p: (p / "spawrious224").is_dir() or p.name == "spawrious224", "spawrious", "find_spawrious",
+     lambda m, found, variants, split, imagenet: m.spawrious_layout(found, split, variants)),
+    (lambda p: (p / "labels.txt").is_file(), "imagenet_e", "find_imagenet_e",
+     lambda m, found, variants, split, imagenet: m.imagenet_e_layout(found, variants, split)),
+    (lambda p: True, "counteranimal", "find_counteranimal",  # any folder of '<index> <name>' class folders
+     lambda m, found, variants, split, imagenet: m.counteranimal_layout(found, variants, split)),
+    (lambda p: (p / "images" / "timestamp.txt").is_file() or (p / "timestamp.txt").is_file(), "spurious_imagenet",
+     "find_spurious_imagenet", lambda m, found, variants, split, imagenet: m.spurious_imagenet_layout(found, variants,
+                                                                                                      split)),
+    (lambda p: (p / "wordnet_dict.py").is_file(), "salient_imagenet", "find_salient_imagenet",
+     lambda m, found, variants, split, imagenet: m.salient_imagenet_layout(found, variants, split, imagenet=imagenet)),
+    (lambda p: (p / "groups.csv").is_file(), "groups", "find_group_file",
+     lambda m, found, variants, split, imagenet: m.group_layout(found, split, variants)),
+    (lambda p: (p / "waterbirds_v1.0" / "metadata.csv").is_file() or (p / "metadata.csv").is_file(), "waterbirds",
+     "find_waterbirds", lambda m, found, variants, split, imagenet: m.waterbirds_layout(found, split, variants)),
+)
+
+
+def _found(data, *modules: str):
+    """(module name, the reader's module, what its finder found, how its reader is called) for the first
+    layout of `modules` (in that order; default every one of `_READERS`, in its order) that `data` is,
+    or None."""
+    path, entries = Path(data).expanduser(), {entry[1]: entry for entry in _READERS}
+    for marked, module, finder, read in (entries[m] for m in modules or entries):
+        if marked(path):
+            reader = import_module(f".{module}", __package__)
+            found = getattr(reader, finder)(data)
+            if found is not None:
+                return module, reader, found, read
+    return None
 
 
 def resolve_layout(data: "str | Path | Layout", variants: Optional[Sequence[str]] = None,
@@ -39,8 +74,8 @@ def resolve_layout(data: "str | Path | Layout", variants: Optional[Sequence[str]
     ImageNet-R). The ImageNet-D release is read as its code reads it (`data.imagenet_d`: one
     variant per nuisance, no split), and so is Spawrious' (`data.spawrious`: one variant, a split per
     challenge and part, such as o2o_easy-test); the ImageNet-E and CounterAnimal releases as laid out
-(`data.releases`: a variant per edit level, and common/counter). `split`: the split folder (default: the dataset's
-    evaluation split: val for IN-9 and ImageNet, test for Waterbirds and Spawrious). `imagenet`: the
+    (`data.imagenet_e`, `data.counteranimal`: a variant per edit level, and common/counter). `split`:
+    the split folder (default: the dataset's evaluation split: val for IN-9 and ImageNet, test for Waterbirds and Spawrious). `imagenet`: the
     user's ImageNet under Salient ImageNet's masks (default `$BGBENCH_IMAGENET`). `in9`: `data` must
     be an IN-9 layout (`in9.discover`), as the challenge's backgrounds are.
     """
@@ -48,34 +83,10 @@ def resolve_layout(data: "str | Path | Layout", variants: Optional[Sequence[str]
         return data
     if in9:
         return discover(data, split=split or "val", variants=variants)
-    found_rival10 = find_rival10(data)
-    if found_rival10 is not None:
-        return rival10_layout(*found_rival10, variants=variants)
-    found_hard = find_hard_imagenet(data)
-    if found_hard is not None:
-        root, named_split = found_hard
-        return hard_imagenet_layout(root, split or named_split, variants)
-    found_imagenet_d = find_imagenet_d(data)
-    if found_imagenet_d is not None:
-        return imagenet_d_layout(found_imagenet_d, variants, split)
-    found_spawrious = find_spawrious(data)
-    if found_spawrious is not None:
-        return spawrious_layout(found_spawrious, split, variants)
-    release = find_release(data)
-    if release is not None:
-        return release.read(variants, split)
-    found_spurious = find_spurious_imagenet(data)
-    if found_spurious is not None:  # its images/timestamp.txt (data.spurious_imagenet)
-        return spurious_imagenet_layout(found_spurious, variants, split)
-    found_salient = find_salient_imagenet(data)
-    if found_salient is not None:  # its wordnet_dict.py and class folders (data.salient_imagenet)
-        return salient_imagenet_layout(found_salient, variants, split, imagenet=imagenet)
-    group_file = find_group_file(data)
-    if group_file is not None:
-        return group_layout(group_file, split, variants)
-    waterbirds = find_waterbirds(data)
-    if waterbirds is not None:
-        return waterbirds_layout(waterbirds, split, variants)
+    found = _found(data)
+    if found is not None:
+        _, reader, found, read = found
+        return read(reader, found, variants, split, imagenet)
     imagenet = find_imagenet(data, split)
     if imagenet is not None:
         if variants and list(variants) != ["original"]:
@@ -101,16 +112,14 @@ def dataset_classes(data, split: str = "val") -> Optional[Tuple[str, ...]]:
     1000."""
     if data is None or isinstance(data, Layout):
         return class_folders(data, split)
-    if find_imagenet_d(data) is not None:
-        from ..class_maps import imagenet_d_classes
-        return imagenet_d_classes()
-    if find_spawrious(data) is not None:
-        return SPAWRIOUS_CLASSES
-    if find_waterbirds(data) is not None:
-        return WATERBIRDS_CLASSES
-    if find_release(data) is not None:  # ImageNet's 1000 classes: a zero-shot head prompts ImageNet's names
-        return None
-    return class_folders(data, split)
+    found = _found(data, "imagenet_d", "spawrious", "waterbirds", "imagenet_e", "counteranimal")
+    if found is None:
+        return class_folders(data, split)
+    name, reader = found[:2]
+    if name == "imagenet_d":
+        return reader.imagenet_d_classes()
+    return reader.CLASSES if name in ("spawrious", "waterbirds") else None  # the releases: ImageNet's 1000 classes
+
 
 
 def class_folders(data, split: str = "val") -> Optional[Tuple[str, ...]]:

@@ -29,6 +29,7 @@ from .attr_dict import OBJECT_KEY, PickledMask, decode_mask, read_attr_dict
 from .images import IMAGE_SUFFIXES
 from .inside import RootGuard
 from .layout import Item, Layout, refuse_repeated_ids, utf8_name
+from .maskless import hashed, only_original
 from .facts import RIVAL10
 
 SPLITS = ("test", "train")  # the first one present is the default
@@ -55,20 +56,6 @@ def find_rival10(data) -> Optional[Tuple[Path, str]]:
 def _image_files(folder: Path) -> List[Path]:
     return [p for p in sorted(folder.iterdir()) if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES
             and not p.stem.endswith(MERGED_SUFFIX)]
-
-
-def _items(folder: Path, guard: RootGuard) -> List[Item]:
-    """The split's images, each inside the root (`guard`), in (class, file) order."""
-    classes, by_wnid = rival10_classes(), rival10_tables()[1]
-    items = []
-    for p in map(guard.check, _image_files(folder)):
-        wnid = utf8_name(p).split("_")[0]
-        if wnid not in by_wnid:
-            raise DataError(f"{p}: {wnid!r} is not one of the 20 ImageNet classes of RIVAL10's tables")
-        label = by_wnid[wnid]
-        items.append(Item(image_id=f"{classes[label]}/{p.stem}", label=label, path=p, size=SIZE))
-    refuse_repeated_ids(items, "an id is the file name without its extension, and names its _attr_dict.pkl")
-    return sorted(items, key=lambda it: (it.label, it.path.name))
 
 
 def attr_labels(image: Path) -> Optional[np.ndarray]:
@@ -119,16 +106,10 @@ class Rival10Layout(Layout):
     kind = RIVAL10
 
     def items(self, variant: str) -> List[Item]:
-        if variant != "original":
-            raise DataError(f"variant {variant!r} not found under {self.root}: RIVAL10 has its images only "
-                            f"(variant original)")
-        if variant not in self._items:
-            self._items[variant] = _items(self.root / self.split / INSTANCES, RootGuard(self.root))
-        return self._items[variant]
+        only_original(self.root, [variant], "RIVAL10 has its images")
+        return self._items["original"]
 
-    @property
-    def has_masks(self) -> bool:
-        return True
+    has_masks = True  # `Layout`'s property, fixed
 
     def mask_path(self, image_id: str) -> Path:
         raise DataError("a RIVAL10 mask is an entry of the image's _attr_dict.pkl, not a file")
@@ -150,23 +131,26 @@ class Rival10Layout(Layout):
         return pairs
 
     def fingerprint(self) -> str:
-        if self._fingerprint is None:
-            import hashlib
-            h = hashlib.sha256(b"rival10")
-            folder = self.root / self.split / INSTANCES
-            for p in sorted(folder.iterdir()):
-                if p.is_file():
-                    h.update(f"{self.split}/{INSTANCES}/{p.name}:{p.stat().st_size}".encode())
-            self._fingerprint = h.hexdigest()[:16]
-        return self._fingerprint
+        return hashed(self, "rival10", (f"{self.split}/{INSTANCES}/{p.name}:{p.stat().st_size}"
+                                        for folder in [self.root / self.split / INSTANCES]
+                                        for p in sorted(folder.iterdir()) if p.is_file()))
 
 
 def rival10_layout(root: Path, split: str, variants: Optional[Sequence[str]] = None) -> Rival10Layout:
-    """The RIVAL10 split `split` under `root`, checked to hold images."""
-    for v in variants or ():
-        if v != "original":
-            raise DataError(f"variant {v!r} not found under {root}: RIVAL10 has its images only (variant original)")
-    layout = Rival10Layout(root=Path(root), split=split, classes=rival10_classes(), variants=("original",))
-    if not layout.items("original"):
+    """The RIVAL10 split `split` under `root`, checked to hold images, each inside the root; in (class,
+    file) order."""
+    only_original(root, variants, "RIVAL10 has its images")
+    root = Path(root)
+    classes, by_wnid, guard = rival10_classes(), rival10_tables()[1], RootGuard(root)
+    items = []
+    for p in map(guard.check, _image_files(root / split / INSTANCES)):
+        wnid = utf8_name(p).split("_")[0]
+        if wnid not in by_wnid:
+            raise DataError(f"{p}: {wnid!r} is not one of the 20 ImageNet classes of RIVAL10's tables")
+        label = by_wnid[wnid]
+        items.append(Item(image_id=f"{classes[label]}/{p.stem}", label=label, path=p, size=SIZE))
+    refuse_repeated_ids(items, "an id is the file name without its extension, and names its _attr_dict.pkl")
+    if not items:
         raise DataError(f"no images under {root / split / INSTANCES} (empty dataset)")
-    return layout
+    return Rival10Layout(root=root, split=split, classes=classes, variants=("original",),
+                         _items={"original": sorted(items, key=lambda it: (it.label, it.path.name))})

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import ast
 import csv
-import hashlib
+import itertools
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,7 +39,7 @@ from ..errors import DataError
 from .imagenet import user_imagenet
 from .inside import RootGuard
 from .layout import Item, utf8_name
-from .maskless import MasklessLayout
+from .maskless import ImagesOnlyLayout, hashed, only_original
 from .facts import SALIENT_IMAGENET as KIND
 
 WORDNET_DICT, NAMES_MAP = "wordnet_dict.py", "image_names_map.csv"
@@ -54,24 +54,19 @@ SPURIOUS_ANSWERS, SPURIOUS_VOTES = ("separate_object", "background"), 3
 
 
 @dataclass
-class SalientImageNetLayout(MasklessLayout):
+class SalientImageNetLayout(ImagesOnlyLayout):
     """Salient ImageNet as a `Layout`: one variant (`original`), every image its features list;
     `features[wnid]` maps each feature index to the image names its column lists."""
 
     kind = KIND
     what = "Salient ImageNet"
+    holds = "ImageNet's images"
     mask_hint = "; its soft masks per feature are read by `bgbench probe salient_imagenet`"
     class_indices: Tuple[int, ...] = ()
     features: Dict[str, Dict[int, List[str]]] = field(default_factory=dict, repr=False)
     imagenet: Optional[Path] = None
     _paths: Dict[Tuple[str, str], Path] = field(default_factory=dict, repr=False)
     _guard: Optional[RootGuard] = field(default=None, repr=False)
-
-    def items(self, variant: str) -> List[Item]:
-        if variant != "original":
-            raise DataError(f"variant {variant!r} not found under {self.root}: Salient ImageNet has ImageNet's images "
-                            f"only (variant original)")
-        return self._items["original"]
 
     def image_path(self, wnid: str, name: str) -> Path:
         return self._paths[(wnid, name)]
@@ -86,15 +81,10 @@ class SalientImageNetLayout(MasklessLayout):
 
     def fingerprint(self) -> str:
         """Every listed (class, feature, image) and each image's size."""
-        if self._fingerprint is None:
-            h = hashlib.sha256(KIND.encode())
-            for wnid in self.classes:
-                for feature, names in sorted(self.features[wnid].items()):
-                    h.update(f"{wnid}:{feature}:{','.join(names)}".encode())
-            for it in self._items["original"]:
-                h.update(f"{it.image_id}:{it.path.stat().st_size}".encode())
-            self._fingerprint = h.hexdigest()[:16]
-        return self._fingerprint
+        features = (f"{wnid}:{feature}:{','.join(names)}" for wnid in self.classes
+                    for feature, names in sorted(self.features[wnid].items()))
+        return hashed(self, KIND, itertools.chain(features, (f"{it.image_id}:{it.path.stat().st_size}"
+                                                             for it in self._items["original"])))
 
 
 def find_salient_imagenet(data) -> Optional[Path]:
@@ -139,20 +129,11 @@ def names_map(path: Path) -> Dict[int, List[str]]:
     return out
 
 
-def imagenet_folder(imagenet=None) -> Path:
-    """The user's ImageNet folder: `imagenet`, else `$BGBENCH_IMAGENET`; one line when neither names one."""
-    return user_imagenet(imagenet, "Salient ImageNet holds masks only; its images are your ImageNet's training "
-                         "images", "train/")
-
-
 def salient_imagenet_layout(root: Path, variants: Optional[Sequence[str]] = None, split: Optional[str] = None,
                             imagenet=None) -> SalientImageNetLayout:
     """The release at `root` over the user's ImageNet (`imagenet`, else `$BGBENCH_IMAGENET`), checked."""
-    from .imagenet import imagenet_synsets, open_tree
-    for v in variants or ():
-        if v != "original":
-            raise DataError(f"variant {v!r} not found under {root}: Salient ImageNet has ImageNet's images only "
-                            f"(variant original)")
+    from .imagenet import imagenet_synsets
+    only_original(root, variants, "Salient ImageNet has ImageNet's images")
     if split and split != "train":
         raise DataError(f"{root} is Salient ImageNet, drawn on ImageNet's train images; drop --split {split}")
     guard = RootGuard(root)
@@ -172,7 +153,8 @@ def salient_imagenet_layout(root: Path, variants: Optional[Sequence[str]] = None
         if not (p / NAMES_MAP).is_file():
             raise DataError(f"{p / NAMES_MAP} is missing (each class folder lists its features' images there)")
         folders.append(p.name)
-    tree = open_tree(imagenet_folder(imagenet))
+    tree = user_imagenet(imagenet, "Salient ImageNet holds masks only; its images are your ImageNet's training "
+                         "images", "train/")
     train, inside = tree.split_dir("train"), RootGuard(tree.root)
     folders.sort(key=lambda w: index_of[w])
     features, items, paths = {}, [], {}
@@ -187,11 +169,9 @@ def salient_imagenet_layout(root: Path, variants: Optional[Sequence[str]] = None
             items.append(Item(image_id=f"{wnid}/{name}", label=label, path=path, crop=(RESIZE, CROP)))
     if not items:
         raise DataError(f"no class folders of Salient ImageNet under {root}")
-    layout = SalientImageNetLayout(root=root, split="train", classes=tuple(folders), variants=("original",),
-                                   class_indices=tuple(index_of[w] for w in folders), features=features,
-                                   imagenet=tree.root)
-    layout._items["original"], layout._paths, layout._guard = items, paths, guard
-    return layout
+    return SalientImageNetLayout(root=root, split="train", classes=tuple(folders), variants=("original",),
+                                 class_indices=tuple(index_of[w] for w in folders), features=features,
+                                 imagenet=tree.root, _items={"original": items}, _paths=paths, _guard=guard)
 
 
 def find_annotations(root: Path, given=None) -> Path:

@@ -25,10 +25,6 @@ from ..version import __version__
 RECORD_FORMAT = 1
 
 
-def record_path(root: Path, split: str) -> Path:
-    return Path(root) / f"SHARD_{split}.json"
-
-
 @dataclass(frozen=True)
 class Shard:
     """Shard `index` of `count` (0 <= index < count)."""
@@ -90,7 +86,7 @@ class ShardRecord:
                "shard": [self.shard.index, self.shard.count], "version": self.version, "settings": self.settings,
                "inputs": self.inputs, "folders": self.folders, "classes": self.classes, "extra": self.extra,
                "rows": self.rows, "rejects": self.rejects}
-        path = record_path(root, self.split)
+        path = Path(root) / f"SHARD_{self.split}.json"
         path.write_text(json.dumps(doc, sort_keys=True))
         return path
 

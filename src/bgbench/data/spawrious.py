@@ -34,6 +34,7 @@ from ..errors import DataError
 from .groups import GroupLayout
 from .inside import RootGuard
 from .layout import Item, utf8_name
+from .maskless import only_original
 from .facts import SPAWRIOUS
 
 FOLDER = "spawrious224"
@@ -107,9 +108,7 @@ def find_spawrious(data) -> Optional[Path]:
 def spawrious_layout(root: Path, split: Optional[str] = None,
                      variants: Optional[Sequence[str]] = None) -> SpawriousLayout:
     """The images of `split` (see the module docstring), each with its (breed, location) group."""
-    for v in variants or ():
-        if v != "original":
-            raise DataError(f"variant {v!r} not found under {root}: Spawrious has its images only (variant original)")
+    only_original(root, variants, "Spawrious has its images")
     _check_folders(root / FOLDER)
     challenge, part = _split(root, split)
     fallback = ""
@@ -137,11 +136,9 @@ def spawrious_layout(root: Path, split: Optional[str] = None,
                     groups[image_id] = f"{breed} on {location}"
     if not items:
         raise DataError(f"no images under {root / FOLDER} for Spawrious' {challenge} {part} set")
-    layout = SpawriousLayout(root=root, split=f"{challenge}-{part}", classes=CLASSES, variants=("original",),
-                             groups=groups, source=f"Spawrious {challenge}", challenge=challenge, part=part,
-                             fallback=fallback)
-    layout._items["original"] = items
-    return layout
+    return SpawriousLayout(root=root, split=f"{challenge}-{part}", classes=CLASSES, variants=("original",),
+                           groups=groups, source=f"Spawrious {challenge}", challenge=challenge, part=part,
+                           fallback=fallback, _items={"original": items})
 
 
 def _split(root: Path, split: Optional[str]) -> Tuple[str, str]:

@@ -27,7 +27,6 @@ without val images.
 """
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -37,7 +36,7 @@ from .images import IMAGE_SUFFIXES
 from .imagenet import IMAGENET_ENV, user_imagenet
 from .inside import RootGuard
 from .layout import Item, utf8_name
-from .maskless import ImagesOnlyLayout
+from .maskless import ImagesOnlyLayout, hashed, only_original, refuse_split
 from .facts import SPURIOUS_IMAGENET as KIND
 
 #: The release's folder of images and its mark.
@@ -59,12 +58,8 @@ class SpuriousImageNetLayout(ImagesOnlyLayout):
 
     def fingerprint(self) -> str:
         """The release's timestamp and every image's id, label and size."""
-        if self._fingerprint is None:
-            h = hashlib.sha256(f"{KIND}:{self.timestamp}".encode())
-            for it in self._items["original"]:
-                h.update(f"{it.image_id}:{it.label}:{it.path.stat().st_size}".encode())
-            self._fingerprint = h.hexdigest()[:16]
-        return self._fingerprint
+        return hashed(self, f"{KIND}:{self.timestamp}", (f"{it.image_id}:{it.label}:{it.path.stat().st_size}"
+                                                         for it in self._items["original"]))
 
 
 def find_spurious_imagenet(data) -> Optional[Path]:
@@ -77,10 +72,8 @@ def find_spurious_imagenet(data) -> Optional[Path]:
 
 
 def _images_folder(root: Path) -> Optional[Path]:
-    for folder in (root / IMAGES, root):
-        if (folder / TIMESTAMP).is_file() and not (folder / "original").is_dir():
-            return folder
-    return None
+    return next((folder for folder in (root / IMAGES, root)
+                 if (folder / TIMESTAMP).is_file() and not (folder / "original").is_dir()), None)
 
 
 def folder_parts(folder: Path) -> Tuple[int, int]:
@@ -108,12 +101,8 @@ def spurious_imagenet_layout(root: Path, variants: Optional[Sequence[str]] = Non
     folder = _images_folder(root)
     if folder is None:
         raise DataError(f"{root} holds no {IMAGES}/{TIMESTAMP} (the Spurious ImageNet release's mark)")
-    for v in variants or ():
-        if v != "original":
-            raise DataError(f"variant {v!r} not found under {root}: Spurious ImageNet has its images only "
-                            f"(variant original)")
-    if split:
-        raise DataError(f"{root} is Spurious ImageNet, which has no splits; drop --split {split}")
+    only_original(root, variants, "Spurious ImageNet has its images")
+    refuse_split(root, split, "Spurious ImageNet")
     guard = RootGuard(root)
     timestamp = _timestamp(guard.check(folder / TIMESTAMP))
     found: List[Tuple[int, int, Path]] = []
@@ -140,10 +129,9 @@ def spurious_imagenet_layout(root: Path, variants: Optional[Sequence[str]] = Non
         image_id = f"{p.parent.name}/{utf8_name(p)}"
         items.append(Item(image_id=image_id, label=label[index], path=p, crop=SPURIOUS_CROP))
         features[image_id] = (index, feature)
-    layout = SpuriousImageNetLayout(root=root, split="", classes=tuple(wnids[i] for i in indices),
-                                    variants=("original",), timestamp=timestamp, features=features)
-    layout._items["original"] = items
-    return layout
+    return SpuriousImageNetLayout(root=root, split="", classes=tuple(wnids[i] for i in indices),
+                                  variants=("original",), timestamp=timestamp, features=features,
+                                  _items={"original": items})
 
 
 def _timestamp(path: Path) -> int:
@@ -155,19 +143,14 @@ def _timestamp(path: Path) -> int:
                         f"it so); this file holds none") from None
 
 
-def imagenet_folder(imagenet=None) -> Path:
-    """The user's ImageNet folder: `imagenet`, else `$BGBENCH_IMAGENET`; one line when neither names one."""
-    return user_imagenet(imagenet, "Spurious ImageNet is scored against your ImageNet's val images of its classes",
-                         "val/", " (or --imagenet)")
-
-
 def imagenet_val_of(classes: Sequence[str], imagenet=None):
     """The user's ImageNet val images of `classes` (wnids), labelled by their position there, read
     as ImageNet's evaluation reads them (`data.imagenet_folders`): an `ImageNetLayout`. One line for
     a class with no val image (its AUC would compare against nothing)."""
-    from .imagenet import list_sources, open_tree
+    from .imagenet import list_sources
     from .imagenet_folders import EVAL_CROP, TREE, ImageNetLayout
-    tree = open_tree(imagenet_folder(imagenet))
+    tree = user_imagenet(imagenet, "Spurious ImageNet is scored against your ImageNet's val images of its classes",
+                         "val/", " (or --imagenet)")
     position = {w: k for k, w in enumerate(classes)}
     items = [Item(image_id=s.path.name, label=position[s.wnid], path=s.path, crop=EVAL_CROP)
              for s in list_sources(tree, "val", classes)]
@@ -176,9 +159,8 @@ def imagenet_val_of(classes: Sequence[str], imagenet=None):
         raise DataError(f"--imagenet {tree.root}: no val images of {missing[0]}"
                         f"{f' (and {len(missing) - 1} more classes)' if len(missing) > 1 else ''}, a class of the "
                         f"Spurious ImageNet features read; its score compares them against that class's val images")
-    layout = ImageNetLayout(root=tree.root, split="val", classes=tuple(classes), variants=("original",), source=TREE)
-    layout._items["original"] = items
-    return layout
+    return ImageNetLayout(root=tree.root, split="val", classes=tuple(classes), variants=("original",), source=TREE,
+                          _items={"original": items})
 
 
 __all__ = ["IMAGENET_ENV", "KIND", "SpuriousImageNetLayout", "find_spurious_imagenet", "imagenet_val_of",

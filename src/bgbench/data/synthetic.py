@@ -48,6 +48,8 @@ CLASS_PARTS = ("dot", "stripes", "notch")
 SHARED_PARTS = ("rim",)
 ATTRIBUTES = tuple(sorted(CLASS_PARTS + SHARED_PARTS))
 RIM_RATE = 0.5
+#: How a part is painted: its pixels' brightness scaled (rim, stripes), or set (dot white, notch black).
+PART_SHADE, PART_VALUE = {"rim": 0.5, "stripes": 0.55}, {"dot": 255, "notch": 0}
 
 
 def class_part(label: int) -> str:
@@ -67,27 +69,23 @@ class Sample:
     attributes: Dict[str, np.ndarray] = field(default_factory=dict)  # part -> HxW bool, present parts only
 
 
-def _polygon(kind: int, rng: np.random.Generator) -> np.ndarray:
-    """Unit-scale outline of shape `kind` (centered at 0, radius ~1), before rotation."""
-    t = np.linspace(0, 2 * np.pi, 5)[:-1] + np.pi / 4
-    if kind == 1:  # square
-        return np.stack([np.cos(t), np.sin(t)], 1) * 1.1
-    if kind == 2:  # triangle
-        a = np.linspace(0, 2 * np.pi, 4)[:-1] - np.pi / 2
-        return np.stack([np.cos(a), np.sin(a)], 1) * 1.15
-    if kind == 3:  # cross / plus
-        w = 0.32
-        return np.array([[-w, -1], [w, -1], [w, -w], [1, -w], [1, w], [w, w], [w, 1], [-w, 1],
-                         [-w, w], [-1, w], [-1, -w], [-w, -w]])
-    if kind == 5:  # five-pointed star
-        a = np.linspace(0, 2 * np.pi, 11)[:-1] - np.pi / 2
-        r = np.where(np.arange(10) % 2 == 0, 1.15, 0.45)
-        return np.stack([r * np.cos(a), r * np.sin(a)], 1)
-    if kind == 6:  # diamond (a rhombus, taller than wide)
-        return np.array([[0, -1.15], [0.6, 0], [0, 1.15], [-0.6, 0]])
-    if kind == 8:  # long bar
-        return np.array([[-1.1, -0.28], [1.1, -0.28], [1.1, 0.28], [-1.1, 0.28]])
-    raise ValueError(kind)
+def _ring(points: int, start: float, radius) -> np.ndarray:
+    """`points` vertices evenly round the unit circle from angle `start`, at `radius` (one or each)."""
+    a = np.linspace(0, 2 * np.pi, points + 1)[:-1] + start
+    return np.stack([radius * np.cos(a), radius * np.sin(a)], 1)
+
+
+_W = 0.32  # the cross's half width
+#: Unit-scale outlines of the polygon shapes (centered at 0, radius ~1), before rotation.
+_OUTLINES = {
+    1: _ring(4, np.pi / 4, 1.1),  # square
+    2: _ring(3, -np.pi / 2, 1.15),  # triangle
+    3: np.array([[-_W, -1], [_W, -1], [_W, -_W], [1, -_W], [1, _W], [_W, _W], [_W, 1], [-_W, 1],  # cross / plus
+                 [-_W, _W], [-1, _W], [-1, -_W], [-_W, -_W]]),
+    5: _ring(10, -np.pi / 2, np.where(np.arange(10) % 2 == 0, 1.15, 0.45)),  # five-pointed star
+    6: np.array([[0, -1.15], [0.6, 0], [0, 1.15], [-0.6, 0]]),  # diamond (a rhombus, taller than wide)
+    8: np.array([[-1.1, -0.28], [1.1, -0.28], [1.1, 0.28], [-1.1, 0.28]]),  # long bar
+}
 
 
 def draw_shape_mask(kind: int, size: int, rng: np.random.Generator, max_rotation: float = np.pi / 6) -> np.ndarray:
@@ -107,12 +105,25 @@ def draw_shape_mask(kind: int, size: int, rng: np.random.Generator, max_rotation
         off = radius * 0.5
         cv2.circle(canvas, (int(cx + off * np.cos(ang)), int(cy + off * np.sin(ang))), int(radius * 0.85), 0, -1)
     else:
-        pts = _polygon(kind, rng)
+        pts = _OUTLINES[kind]
         ang = rng.uniform(-max_rotation, max_rotation)
         rot = np.array([[np.cos(ang), -np.sin(ang)], [np.sin(ang), np.cos(ang)]])
         pts = pts @ rot.T * radius + np.array([cx, cy])
         cv2.fillPoly(canvas, [np.round(pts).astype(np.int32)], 1)
     return canvas.astype(bool)
+
+
+#: The textures that are a function of the pixel grid, the period and the phase alone.
+_PATTERNS = {
+    "hstripes": lambda xx, yy, period, phase: ((yy + phase) // (period / 2)) % 2 == 0,
+    "vstripes": lambda xx, yy, period, phase: ((xx + phase) // (period / 2)) % 2 == 0,
+    "checker": lambda xx, yy, period, phase: (((xx + phase) // (period / 2)) + ((yy + phase) // (period / 2))) % 2 == 0,
+    "dots": lambda xx, yy, period, phase: (((xx + phase) % period - period / 2) ** 2
+                                          + ((yy + phase) % period - period / 2) ** 2) < (period / 4) ** 2,
+    "diagonal": lambda xx, yy, period, phase: ((xx + yy + phase) // (period / 2)) % 2 == 0,
+    "grid": lambda xx, yy, period, phase: (((xx + phase) % period) < period * 0.2) | (((yy + phase) % period)
+                                                                                        < period * 0.2),
+}
 
 
 def draw_texture(family: int, size: int, rng: np.random.Generator) -> np.ndarray:
@@ -125,16 +136,8 @@ def draw_texture(family: int, size: int, rng: np.random.Generator) -> np.ndarray
     period = rng.uniform(0.1, 0.2) * size
     phase = rng.uniform(0, period)
     name = TEXTURES[family]
-    if name == "hstripes":
-        sel = ((yy + phase) // (period / 2)) % 2 == 0
-    elif name == "vstripes":
-        sel = ((xx + phase) // (period / 2)) % 2 == 0
-    elif name == "checker":
-        sel = (((xx + phase) // (period / 2)) + ((yy + phase) // (period / 2))) % 2 == 0
-    elif name == "dots":
-        sel = (((xx + phase) % period - period / 2) ** 2 + ((yy + phase) % period - period / 2) ** 2) < (period / 4) ** 2
-    elif name == "diagonal":
-        sel = ((xx + yy + phase) // (period / 2)) % 2 == 0
+    if name in _PATTERNS:
+        sel = _PATTERNS[name](xx, yy, period, phase)
     elif name == "rings":
         cx, cy = rng.uniform(0, size, 2)
         sel = (np.sqrt((xx - cx) ** 2 + (yy - cy) ** 2) // (period / 2)) % 2 == 0
@@ -143,8 +146,6 @@ def draw_texture(family: int, size: int, rng: np.random.Generator) -> np.ndarray
         g = (np.cos(ang) * xx + np.sin(ang) * yy)
         g = (g - g.min()) / max(float(np.ptp(g)), 1e-6)
         return (c1[None, None] * (1 - g[..., None]) + c2[None, None] * g[..., None]).astype(np.uint8)
-    elif name == "grid":
-        sel = (((xx + phase) % period) < period * 0.2) | (((yy + phase) % period) < period * 0.2)
     else:  # speckle: blocky random noise
         cells = rng.random((size // 4 + 1, size // 4 + 1)) < 0.5
         sel = np.kron(cells, np.ones((4, 4), bool))[:size, :size]
@@ -237,14 +238,7 @@ def draw_parts(image: np.ndarray, mask: np.ndarray, label: int, rng: np.random.G
         del masks["rim"]
     out = image.astype(np.float32)
     for name, m in masks.items():
-        if name == "rim":
-            out[m] *= 0.5
-        elif name == "stripes":
-            out[m] *= 0.55
-        elif name == "dot":
-            out[m] = 255
-        else:  # notch
-            out[m] = 0
+        out[m] = out[m] * PART_SHADE[name] if name in PART_SHADE else PART_VALUE[name]
     return out.astype(np.uint8), {k: m for k, m in masks.items() if m.any()}
 
 

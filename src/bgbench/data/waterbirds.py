@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 from ..errors import DataError
-from .groups import GroupLayout, Row, build_group_layout, image_id_of, need_columns, read_rows, refuse_variants
+from .groups import GroupLayout, Row, build_group_layout, image_id_of, need_columns, read_rows
+from .maskless import only_original
 from .facts import WATERBIRDS as KIND, WATERBIRDS_CLASSES, WATERBIRDS_PLACES
 
 FOLDER = "waterbirds_v1.0"  # `initialize_data_dir`: '<dataset>_v<version>' under root_dir
@@ -48,10 +49,7 @@ def find_waterbirds(data) -> Optional[Path]:
     """The metadata.csv of `data` when `data` is WILDS' root_dir (holding `waterbirds_v1.0/`) or a
     folder holding the file itself; None otherwise."""
     path = Path(data).expanduser()
-    for candidate in (path / FOLDER / METADATA, path / METADATA):
-        if candidate.is_file():
-            return candidate
-    return None
+    return next((p for p in (path / FOLDER / METADATA, path / METADATA) if p.is_file()), None)
 
 
 def waterbirds_layout(path: Path, split: Optional[str] = None,
@@ -59,7 +57,7 @@ def waterbirds_layout(path: Path, split: Optional[str] = None,
     """The images of `split` (default test) in the metadata.csv at `path`, checked: the columns are
     there, every y and place is 0 or 1 and every split code 0, 1 or 2, every image exists inside the
     folder of the file, none is named twice; each problem one line naming the file and the line."""
-    refuse_variants(path, variants)
+    only_original(path.parent, variants, "a group dataset has its images")
     rows = read_rows(path)
     need_columns(path, rows, COLUMNS)
     split = split or DEFAULT_SPLIT

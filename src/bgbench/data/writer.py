@@ -109,10 +109,8 @@ class Target:
         return np.load(self.path(MASK_DIR, image_id, ".npy")).astype(bool)
 
     def remove(self, folders: Iterable[str], image_id: str) -> None:
-        for folder in folders:
-            self.path(folder, image_id).unlink(missing_ok=True)
-        self.path(MASK_DIR, image_id, ".npy").unlink(missing_ok=True)
-        self.path(ATTR_DIR, image_id, ".npz").unlink(missing_ok=True)
+        for folder, suffix in [*((f, ".png") for f in folders), (MASK_DIR, ".npy"), (ATTR_DIR, ".npz")]:
+            self.path(folder, image_id, suffix).unlink(missing_ok=True)
 
 
 class DatasetWriter:
@@ -133,7 +131,7 @@ class DatasetWriter:
         self.out, self.split = Path(out), split
         self.folders, self.classes = list(folders), list(classes)
         self.mask_dirs = ([MASK_DIR] if masks else []) + ([ATTR_DIR] if attributes else [])
-        self.output = StagedOutput(self.out, files_record(split), split, shared=(M.MANIFEST, M.REJECTS, *shared))
+        self.output = StagedOutput(self.out, f"FILES_{split}.txt", split, shared=(M.MANIFEST, M.REJECTS, *shared))
         self.target = Target(self.output.stage, split)
 
     @property
@@ -239,11 +237,6 @@ def _header(path: Path) -> Tuple[str, ...]:
         return ()
 
 
-def files_record(split: str) -> str:
-    """The file in a dataset's root listing what bgbench wrote of `split`."""
-    return f"FILES_{split}.txt"
-
-
 def refuse_merge_into_a_shard(out: Path, shard_dirs: Sequence[Path]) -> None:
     out = Path(out).expanduser().resolve()
     for d in shard_dirs:
@@ -252,8 +245,9 @@ def refuse_merge_into_a_shard(out: Path, shard_dirs: Sequence[Path]) -> None:
 
 
 def manifest_rows(records: Sequence[ShardRecord]) -> List[M.ManifestRow]:
-    return [M.ManifestRow.from_json(r) for rec in records for r in rec.rows]
+    return [M.ManifestRow(**{**r, "box": None if r.get("box") is None else tuple(r["box"])}) for rec in records
+            for r in rec.rows]
 
 
 def reject_rows(records: Sequence[ShardRecord]) -> List[M.RejectRow]:
-    return [M.RejectRow.from_json(r) for rec in records for r in rec.rejects]
+    return [M.RejectRow(**r) for rec in records for r in rec.rejects]

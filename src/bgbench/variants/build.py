@@ -125,8 +125,7 @@ class BuildResult(Result):
                 "classes": list(self.classes), "manifest": str(self.out / M.MANIFEST),
                 "shard": str(self.shard) if self.shard else None}
 
-    def to_dict(self) -> dict:
-        return self.outputs()
+    to_dict = outputs  # its document is what it wrote
 
     def table(self) -> List[dict]:
         """One row per image built: its id, class, source, box kept and mask."""
@@ -140,19 +139,14 @@ class BuildResult(Result):
             return (f"shard {self.shard}: prepared {len(self.built)} images in {self.out}, {rejected}; balance, donors "
                     f"and the mixed variants follow in `bgbench merge`")
         masks = f" + {MASK_DIR}" if any(p.box is not None for p in self.built) else ""
-        lines = [f"built {len(self.built)} images x {len(self.variants)} variants{masks} in {self.out}"]
-        lines.append(f"{rejected}; see {self.out / M.REJECTS}" if self.rejects else "rejected 0")
-        return "\n".join(lines)
+        return (f"built {len(self.built)} images x {len(self.variants)} variants{masks} in {self.out}\n"
+                + (f"{rejected}; see {self.out / M.REJECTS}" if self.rejects else "rejected 0"))
 
 
 def _find_mask(masks: Optional[Path], cls: str, stem: str) -> Optional[Path]:
     if masks is None:
         return None
-    for suffix in (".npy", ".png"):
-        p = masks / cls / f"{stem}{suffix}"
-        if p.is_file():
-            return p
-    return None
+    return next((p for p in (masks / cls / f"{stem}{suffix}" for suffix in (".npy", ".png")) if p.is_file()), None)
 
 
 def _tasks(cfg: BuildConfig, classes: Sequence[str]) -> List[Task]:
@@ -218,10 +212,7 @@ def _resolved(cfg: BuildConfig) -> Tuple[BuildConfig, Tuple[str, ...]]:
 def build(cfg: BuildConfig, progress: bool = True) -> BuildResult:
     """Build every variant of `cfg.images` into `cfg.out` (or one shard's step 1); see the module docstring."""
     cfg, classes = _resolved(cfg)
-    if cfg.preset is not None:
-        tasks, classes = _imagenet_tasks(cfg)
-    else:
-        tasks = _tasks(cfg, classes)
+    tasks, classes = _imagenet_tasks(cfg) if cfg.preset is not None else (_tasks(cfg, classes), classes)
     writer = DatasetWriter(cfg.out, cfg.split, cfg.variants, classes, masks=cfg.needs_box)
     with writer.staged(cfg.overwrite):
         mine = select(tasks, cfg.shard)
@@ -333,8 +324,7 @@ def _balance(built: List[Prepared], seed: int) -> Tuple[List[Prepared], List[Pre
     k = min(len(v) for v in by_class.values())
     rng = np.random.default_rng([seed, 7])
     keep = set()
-    for label in sorted(by_class):
-        members = by_class[label]
+    for label, members in sorted(by_class.items()):
         keep.update(members[i].index for i in rng.choice(len(members), size=k, replace=False))
     return [p for p in built if p.index in keep], [p for p in built if p.index not in keep]
 

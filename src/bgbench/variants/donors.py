@@ -38,10 +38,6 @@ class Donor:
     fallback: str = ""
 
 
-def mixed_variants() -> List[str]:
-    return [n for n in list_variants() if get_variant(n).donor is not None]
-
-
 def assign_donors(images: Sequence[Candidate], num_classes: int, seed: int,
                   mixed: Optional[Sequence[str]] = None) -> Dict[int, Dict[str, Donor]]:
     """For each image and mixed variant (of `mixed`, every registered one by default), its donor;
@@ -56,7 +52,7 @@ def assign_donors(images: Sequence[Candidate], num_classes: int, seed: int,
         by_class.setdefault((p.label, p.size), []).append(p.index)
         by_size.setdefault(p.size, []).append(p.index)
     labels = {p.label for p in images}
-    mixed = mixed_variants() if mixed is None else list(mixed)
+    mixed = [n for n in list_variants() if get_variant(n).donor is not None] if mixed is None else list(mixed)
     out: Dict[int, Dict[str, Donor]] = {}
     for p in images:
         chosen: Dict[str, Donor] = {}

@@ -41,9 +41,7 @@ def background_strip(image: np.ndarray, box: Box) -> np.ndarray:
 
 def tile_to(strip: np.ndarray, height: int, width: int) -> np.ndarray:
     """Tile `strip` from (0, 0) until it covers a height x width canvas."""
-    reps_y = -(-height // strip.shape[0])
-    reps_x = -(-width // strip.shape[1])
-    return np.tile(strip, (reps_y, reps_x, 1))[:height, :width]
+    return np.tile(strip, (-(-height // strip.shape[0]), -(-width // strip.shape[1]), 1))[:height, :width]  # ceil
 
 
 def composite(foreground: np.ndarray, mask: np.ndarray, background: np.ndarray) -> np.ndarray:

@@ -83,9 +83,8 @@ class Prepared:
 
     @classmethod
     def from_json(cls, d: dict) -> "Prepared":
-        def box(v):
-            return None if v is None else tuple(v)
-        return cls(**{**d, "source_box": box(d["source_box"]), "box": box(d["box"]), "size": tuple(d["size"])})
+        boxes = {k: None if d[k] is None else tuple(d[k]) for k in ("source_box", "box")}
+        return cls(**{**d, **boxes, "size": tuple(d["size"])})
 
 
 def own_variants(variants: Sequence[str]) -> list:

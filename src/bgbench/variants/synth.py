@@ -95,8 +95,7 @@ class SynthResult(Result):
         return {"out": str(self.out), "split": self.split, "images": self.images, "variants": list(IN9_VARIANTS),
                 "shard": str(self.shard) if self.shard else None}
 
-    def to_dict(self) -> dict:
-        return self.outputs()
+    to_dict = outputs  # its document is what it wrote
 
     def table(self) -> List[dict]:
         """One row per image written (the manifest's)."""
