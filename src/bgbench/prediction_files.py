@@ -33,7 +33,7 @@ import numpy as np
 
 from . import protocols
 from .class_maps import IN9, ClassMap, resolve_class_map
-from .classes import IMAGENET1K, NO_CLASS, Mapping, imagenet_to_in9
+from .classes import IMAGENET1K, NO_CLASS, Mapping
 from .data.csv_fields import allow_long_fields
 from .data.in9 import discover
 from .data.layout import IN9_VARIANTS, Layout
@@ -217,14 +217,15 @@ class _Reader:
 
 
 def _variant_predictions(rows: Dict[str, _Row], labels: Dict[str, int], label_space: str, mapping: str,
-                         path: Path, variant: str, table: Optional[np.ndarray] = None) -> Predictions:
-    """One variant's `Predictions`, decided in the dataset's label space (1000-class rows mapped)."""
+                         path: Path, class_map: Optional[ClassMap]) -> Predictions:
+    """One variant's `Predictions`, decided in the dataset's label space (1000-class rows mapped by `class_map`)."""
     ids = sorted(labels)
     got = [rows[i] for i in ids]
+    truth = np.array([labels[i] for i in ids], np.int64)
     preds = np.array([r.pred for r in got], dtype=np.int64)
     conf = np.array([1.0 if r.conf is None else r.conf for r in got], dtype=np.float64)
     if label_space == "dataset":
-        return Predictions(ids, np.array([labels[i] for i in ids], np.int64), preds, conf)
+        return Predictions(ids, truth, preds, conf)
     extra = {"top5_classes": np.array([r.top5 or [r.pred] for r in got], dtype=np.int64)}
     if all(r.top5_probs is not None for r in got):
         extra["top5_probs"] = np.array([r.top5_probs for r in got], dtype=np.float64)
@@ -237,9 +238,8 @@ def _variant_predictions(rows: Dict[str, _Row], labels: Dict[str, int], label_sp
             raise BgbenchError(f"{path}: --mapping superclass needs superclass_probs or probs in every row")
         preds, conf = extra["superclass_probs"].argmax(axis=1), extra["superclass_probs"].max(axis=1)
     else:
-        table = imagenet_to_in9() if table is None else table
-        preds = np.where(preds == NO_CLASS, NO_CLASS, table[np.clip(preds, 0, 999)])
-    return Predictions(ids, np.array([labels[i] for i in ids], np.int64), preds.astype(np.int64), conf, **extra)
+        preds = np.where(preds == NO_CLASS, NO_CLASS, class_map.array()[np.clip(preds, 0, 999)])
+    return Predictions(ids, truth, preds.astype(np.int64), conf, **extra)
 
 
 def predictions_report(path: str | Path, data: str | Path | Layout, cfg: PredictionFileConfig) -> EvalReport:
@@ -255,13 +255,13 @@ def predictions_report(path: str | Path, data: str | Path | Layout, cfg: Predict
     predictions = {}
     known = [v for v in IN9_VARIANTS if v in rows]  # the paper's order, then any other folder (edit levels)
     for variant in known + sorted(v for v in rows if v not in known):
-        labels = {it.image_id: it.label for it in layout.items(variant)}
+        labels = reader.ids[variant]
         missing = sorted(set(labels) - set(rows[variant]))
         if missing:
             raise DataError(f"{path}: variant {variant} lacks {len(missing)} of its {len(labels)} images "
                             f"(first: {missing[0]}); every image of a variant in the file needs a row")
-        predictions[variant] = _variant_predictions(rows[variant], labels, cfg.label_space, cfg.mapping, path, variant,
-                                                    class_map.array() if class_map is not None else None)
+        predictions[variant] = _variant_predictions(rows[variant], labels, cfg.label_space, cfg.mapping, path,
+                                                    class_map)
     name = f"{SCHEME}:{cfg.name or path.stem}"
     report = EvalReport.from_predictions(name, str(layout.root), predictions, seed=cfg.seed)
     report.groups = group_results(layout, predictions)

@@ -32,11 +32,10 @@ REBUILT = ("openclip", "hf")
 
 @register_scheme("file", usage="file:PATH",
                  summary="a file holding a whole network: bgbench's own checkpoint, a torch.export program (.pt2), "
-                         "an ONNX model (.onnx), TorchScript, or a pickled model")
+                         "an ONNX model (.onnx), TorchScript, or a pickled model",
+                 own_weights="use either --model file:PATH or --checkpoint, not both")
 def file_model(request: ModelRequest) -> Tuple[nn.Module, ModelSpec]:
     """The network the file at `request.target` holds, with its spec."""
-    if request.checkpoint:
-        raise CheckpointError("use either --model file:PATH or --checkpoint, not both")
     path = file_path(request.target)
     if Path(path).suffix.lower() == ".onnx":
         from .onnx_scheme import onnx_model

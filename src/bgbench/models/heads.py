@@ -115,11 +115,7 @@ def with_head(model: BgModel, weight: torch.Tensor, bias: torch.Tensor, classes:
         net.model.num_labels = n
         spec.extra["config"] = json.loads(config.to_json_string())
     else:
-        net.head = weight.contiguous()
-        if "head_bias" not in net._buffers:
-            del net.head_bias  # a text-built head has none: make it a buffer, saved with the weights
-            net.register_buffer("head_bias", bias.contiguous())
-        net.head_bias = bias.contiguous()
+        net.head, net.head_bias = weight.contiguous(), bias.contiguous()  # buffers, saved with the weights
         net.logit_scale, net.logit_bias = 1.0, None
         spec.extra["zero_shot"] = {"fitted": True, "label_set": DATASET, "logit_scale": 1.0, "logit_bias": None}
     spec.num_classes, spec.label_space, spec.class_names = n, DATASET, tuple(classes)

@@ -75,11 +75,10 @@ class HFClassifier(nn.Module):
 
 
 @register_scheme("hf", usage="hf:REPO_OR_DIR",
-                 summary="a Hugging Face image classifier (hub id or save_pretrained folder)")
+                 summary="a Hugging Face image classifier (hub id or save_pretrained folder)",
+                 own_weights="hf: models carry their own weights; drop --checkpoint")
 def hf_model(request: ModelRequest) -> Tuple[nn.Module, ModelSpec]:
     """The classifier at `request.target` (hub id or folder), with its image processor's preprocessing."""
-    if request.checkpoint:
-        raise CheckpointError("hf: models carry their own weights; drop --checkpoint")
     model = _load_model(request.target)
     processor = _load_processor(request.target, request.name)
     pre = _preprocessing(processor, model.config)

@@ -14,7 +14,6 @@ resize policy (native by default: open_clip towers take their one input size onl
 from __future__ import annotations
 
 import contextlib
-import logging
 import pickle
 from pathlib import Path
 from typing import Optional, Tuple
@@ -26,7 +25,7 @@ from ..errors import CheckpointError
 from .checkpoint import tensors_sha256
 from .inputs import native_hw
 from .norms import DATASET, IMAGENET1K
-from .pickles import first_line, weights_failure
+from .pickles import first_line, quiet, weights_failure
 from .schemes import ModelRequest, Peek, register_peek, register_scheme
 from .spec import ModelSpec
 from .zero_shot import IMAGENET_LABELS, ZeroShotClassifier, build_head, class_names, resolve_label_set, template_texts
@@ -41,13 +40,12 @@ def _names():
 
 
 @register_scheme("openclip", usage="openclip:ARCH[@PRETRAINED]", names=_names, zero_shot=True,
-                 summary="an open_clip model as a zero-shot classifier (head from class names x templates)")
+                 summary="an open_clip model as a zero-shot classifier (head from class names x templates)",
+                 own_weights="openclip: models take their weights after '@' (openclip:ARCH@TAG or "
+                             "openclip:ARCH@/path/to/weights.pt); drop --checkpoint")
 def openclip_model(request: ModelRequest) -> Tuple[nn.Module, ModelSpec]:
     """A zero-shot classifier: open_clip's image tower and a head built from class names and templates."""
     import open_clip
-    if request.checkpoint:
-        raise CheckpointError("openclip: models take their weights after '@' (openclip:ARCH@TAG or "
-                              "openclip:ARCH@/path/to/weights.pt); drop --checkpoint")
     arch, pretrained = _parse(request.target)
     clip, seeded = _load(arch, pretrained)
     digest = tensors_sha256(clip.state_dict())
@@ -100,7 +98,7 @@ def _load(arch: str, pretrained: Optional[str]) -> Tuple[nn.Module, bool]:
         raise CheckpointError(f"unknown pretrained tag {pretrained!r} for {arch} (known: {tags})")
     seeded = pretrained is None and not (arch.startswith("local-dir:") and _folder_has_weights(arch))
     try:
-        with _quiet(), torch.random.fork_rng(devices=[]):
+        with quiet(), torch.random.fork_rng(devices=[]):
             torch.manual_seed(RANDOM_INIT_SEED)
             clip = open_clip.create_model(arch, pretrained=pretrained, device="cpu", precision="fp32")
     except pickle.UnpicklingError as e:  # a weights file that torch's restricted unpickler refuses
@@ -121,18 +119,6 @@ def _model_cfg(arch: str) -> Optional[dict]:
     with contextlib.suppress(Exception):
         return open_clip.get_model_config(arch)
     return None
-
-
-@contextlib.contextmanager
-def _quiet():
-    """open_clip logs through the root logger (a warning for every random init): keep stderr for bgbench."""
-    root = logging.getLogger()
-    level = root.level
-    root.setLevel(logging.ERROR)
-    try:
-        yield
-    finally:
-        root.setLevel(level)
 
 
 def rebuild(spec: ModelSpec, state_dict) -> nn.Module:

@@ -32,6 +32,7 @@ import re
 import warnings
 import zipfile
 from pathlib import Path
+from unittest import mock
 from typing import Iterator, List
 
 from ..errors import CheckpointError
@@ -86,17 +87,9 @@ def weights_only_loads() -> Iterator[None]:
     """Every `torch.load` inside reads with `weights_only=True`, whatever its caller asks (torch's
     `TORCH_FORCE_WEIGHTS_ONLY_LOAD`, read at each call): torch.export's own fallback to a full
     unpickler is then one more refusal."""
-    saved = {k: os.environ.get(k) for k in ("TORCH_FORCE_WEIGHTS_ONLY_LOAD", "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD")}
-    os.environ["TORCH_FORCE_WEIGHTS_ONLY_LOAD"] = "1"
-    os.environ.pop("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", None)
-    try:
+    with mock.patch.dict(os.environ, TORCH_FORCE_WEIGHTS_ONLY_LOAD="1"):  # the environment is restored after
+        os.environ.pop("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", None)
         yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
 
 
 def _refuse(path: Path, what: str) -> CheckpointError:

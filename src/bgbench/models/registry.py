@@ -79,6 +79,8 @@ def create_model(name: str, checkpoint: Optional[str] = None, num_classes: Optio
     if pretrained and scheme_name != "timm":
         raise CheckpointError(f"--pretrained loads timm's published weights for a timm:ARCH model; {name} names "
                               f"its weights itself")
+    if checkpoint and scheme.own_weights:
+        raise CheckpointError(scheme.own_weights)
     request = ModelRequest(name=str(name), target=target, checkpoint=str(checkpoint) if checkpoint else None,
                            pretrained=pretrained, num_classes=num_classes, trust_checkpoint=trust_checkpoint, norm=norm, resize=resize,
                            labels=labels, templates=str(templates), classes=tuple(classes) if classes else None,

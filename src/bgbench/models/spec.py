@@ -100,11 +100,15 @@ class BgModel(nn.Module):
         self.identity: Optional[dict] = None
         #: what the last job fed it (`meet`): the images' size, the model's, and what was done
         self.input_record: Optional[dict] = None
+        #: the forward options applied ('channels_last', 'compile'), recorded with a run
+        self.speedups: list = []
+        #: whether forward runs the compiled network (`compile_net`; off inside `eager`)
+        self._use_compiled = False
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.spec.resize == "native":
             x = fit_to_native(x, self.spec.input_size, self.spec.interpolation)
-        net = self.__dict__["_compiled_net"] if self.__dict__.get("_use_compiled", False) else self.net
+        net = self._compiled_net if self._use_compiled else self.net
         return net(self.normalize(x))
 
     def channels_last(self) -> "BgModel":
@@ -121,28 +125,18 @@ class BgModel(nn.Module):
         call: see `eager`) keep working on it. The compiled one is kept outside the module tree,
         so it adds no parameters and no state_dict keys; it shares the network's own."""
         self.__dict__["_compiled_net"] = torch.compile(self.net, **options)
-        self.__dict__["_use_compiled"] = True
+        self._use_compiled = True
         self.speedups = sorted({*self.speedups, "compile"})
         return self
-
-    @property
-    def speedups(self) -> list:
-        """The forward options applied ('channels_last', 'compile'), recorded with a run."""
-        return list(self.__dict__.get("_speedups", ()))
-
-    @speedups.setter
-    def speedups(self, value) -> None:
-        self.__dict__["_speedups"] = list(value)
 
     @contextlib.contextmanager
     def eager(self):
         """Run the eager network inside this block, for work that hooks its layers (Grad-CAM)."""
-        used = self.__dict__.get("_use_compiled", False)
-        self.__dict__["_use_compiled"] = False
+        used, self._use_compiled = self._use_compiled, False
         try:
             yield self
         finally:
-            self.__dict__["_use_compiled"] = used
+            self._use_compiled = used
 
     def net_input_hw(self, image_hw: Tuple[int, int]) -> Tuple[int, int]:
         """The (H, W) the network itself receives for images of `image_hw` (after any resize)."""

@@ -16,6 +16,7 @@ seeded random init.
 """
 from __future__ import annotations
 
+import difflib
 import os
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
@@ -83,7 +84,8 @@ def split_name(target: str) -> Tuple[str, str]:
     """(architecture, tag or '') of 'ARCH[.TAG]', both checked against timm's registry."""
     arch, tag = timm.models.split_model_name_tag(target)
     if not timm.is_model(arch):
-        raise CheckpointError(f"unknown timm architecture {arch!r}{_close(arch, timm.list_models())} "
+        near = ", ".join(difflib.get_close_matches(arch, timm.list_models(), n=3))
+        raise CheckpointError(f"unknown timm architecture {arch!r}{f'; did you mean {near}?' if near else ''} "
                               f"(see `bgbench models 'timm:*'`)")
     if tag and f"{arch}.{tag}" not in timm.list_pretrained(f"{arch}.*"):
         tags = [name.split(".", 1)[1] for name in timm.list_pretrained(f"{arch}.*")]
@@ -91,12 +93,6 @@ def split_name(target: str) -> Tuple[str, str]:
             "it has no published weights"
         raise CheckpointError(f"timm has no weights tagged {tag!r} for {arch}; {known}")
     return arch, tag
-
-
-def _close(word: str, names) -> str:
-    import difflib
-    near = difflib.get_close_matches(word, list(names), n=3)
-    return f"; did you mean {', '.join(near)}?" if near else ""
 
 
 def pretrained_model(arch: str, tag: str, name: str) -> Tuple[nn.Module, ModelSpec]:
@@ -186,7 +182,21 @@ def build_timm(arch: str, ckpt: Optional[LoadedCheckpoint], num_classes: Optiona
     interpolation) to the checkpoint's weights."""
     if not timm.is_model(arch):
         raise CheckpointError(f"unknown timm architecture {arch!r} (see `bgbench models 'timm:*'`)")
-    num_classes, mean, std = _checkpoint_head(arch, ckpt, num_classes)
+    saved = ModelSpec.from_dict(ckpt.spec) if ckpt is not None and ckpt.kind == "bgbench" else None
+    mean = std = None  # None: the weights dictate no normalization
+    if ckpt is None:
+        num_classes = num_classes or 9
+    elif saved is not None:
+        if saved.arch != arch:
+            raise CheckpointError(f"{ckpt.path} was trained as {saved.arch}, not {arch}")
+        num_classes, mean, std = saved.num_classes, saved.mean, saved.std
+    elif ckpt.kind in ("robustness", "state_dict", "safetensors"):
+        num_classes, mean, std = _head_classes(ckpt.state_dict, arch), ckpt.mean, ckpt.std
+        if num_classes is None:
+            raise CheckpointError(f"cannot find a classifier head for {arch} in {ckpt.path}")
+    else:
+        raise CheckpointError(f"{ckpt.path} is a {ckpt.kind} checkpoint that carries its own network; "
+                              f"use --model file:{ckpt.path}")
     full = f"{arch}.{tag}" if tag else arch
     if ckpt is None:
         with torch.random.fork_rng(devices=[]):
@@ -198,7 +208,7 @@ def build_timm(arch: str, ckpt: Optional[LoadedCheckpoint], num_classes: Optiona
         try:
             net.load_state_dict(ckpt.state_dict, strict=True)
         except RuntimeError:
-            raise CheckpointError(f"checkpoint {ckpt_path(ckpt)} does not fit timm:{arch}: "
+            raise CheckpointError(f"checkpoint {ckpt.path} does not fit timm:{arch}: "
                                   f"{_describe_mismatch(net, ckpt.state_dict)}") from None
     cfg = getattr(net, "pretrained_cfg", {}) or {}
     guessed = mean is None
@@ -214,8 +224,7 @@ def build_timm(arch: str, ckpt: Optional[LoadedCheckpoint], num_classes: Optiona
         spec.resize, spec.interpolation = "native", str(cfg.get("interpolation") or "bilinear")
     if ckpt is None:
         spec.extra["init_seed"] = RANDOM_INIT_SEED
-    elif ckpt.kind == "bgbench":
-        saved = ModelSpec.from_dict(ckpt.spec)
+    elif saved is not None:
         spec.class_names, spec.input_size, spec.label_space = saved.class_names, saved.input_size, saved.label_space
         spec.resize, spec.interpolation = saved.resize, saved.interpolation
         for key in ("last_layer", "pretrained"):  # what a head was fitted on; the published weights it began from
@@ -225,24 +234,6 @@ def build_timm(arch: str, ckpt: Optional[LoadedCheckpoint], num_classes: Optiona
         if trained:
             spec.extra["trained"] = trained
     return net, spec
-
-
-def _checkpoint_head(arch: str, ckpt: Optional[LoadedCheckpoint], num_classes: Optional[int]):
-    """(num_classes, mean, std) a checkpoint dictates for `arch` (mean/std None: not dictated)."""
-    if ckpt is None:
-        return num_classes or 9, None, None
-    if ckpt.kind == "bgbench":
-        spec = ModelSpec.from_dict(ckpt.spec)
-        if spec.arch != arch:
-            raise CheckpointError(f"{ckpt_path(ckpt)} was trained as {spec.arch}, not {arch}")
-        return spec.num_classes, spec.mean, spec.std
-    if ckpt.kind in ("robustness", "state_dict", "safetensors"):
-        inferred = _head_classes(ckpt.state_dict, arch)
-        if inferred is None:
-            raise CheckpointError(f"cannot find a classifier head for {arch} in {ckpt_path(ckpt)}")
-        return inferred, ckpt.mean, ckpt.std
-    raise CheckpointError(f"{ckpt_path(ckpt)} is a {ckpt.kind} checkpoint that carries its own network; "
-                          f"use --model file:{ckpt_path(ckpt)}")
 
 
 def _head_classes(sd: Dict[str, torch.Tensor], arch: str) -> Optional[int]:
@@ -270,7 +261,7 @@ def _refuse_integer_weights(net: nn.Module, ckpt: LoadedCheckpoint) -> None:
     if ints:
         dtype = str(ckpt.state_dict[ints[0]].dtype).replace("torch.", "")
         more = f" (+{len(ints) - 3} more)" if len(ints) > 3 else ""
-        raise CheckpointError(f"checkpoint {ckpt_path(ckpt)} stores {len(ints)} float weight(s) of {net.__class__.__name__}"
+        raise CheckpointError(f"checkpoint {ckpt.path} stores {len(ints)} float weight(s) of {net.__class__.__name__}"
                               f" as integers ({dtype}: {', '.join(ints[:3])}{more}); bgbench does not cast them "
                               f"(quantized weights need their scales): save the float weights")
 
@@ -287,7 +278,3 @@ def _describe_mismatch(net: nn.Module, sd: Dict[str, torch.Tensor]) -> str:
             more = f" (+{len(items) - 3} more)" if len(items) > 3 else ""
             parts.append(f"{len(items)} {label}: {', '.join(items[:3])}{more}")
     return "; ".join(parts)
-
-
-def ckpt_path(ckpt: LoadedCheckpoint) -> str:
-    return ckpt.path or "the checkpoint"
