@@ -58,12 +58,8 @@ def rival10_tables() -> Tuple[Tuple[str, ...], Dict[str, int]]:
     mappings = _resource("rival10_label_mappings.json")  # ImageNet class name -> [class, label]
     wnid_to_name = _resource("rival10_wnid_to_class.json")
     name_to_wnid = {name: wnid for wnid, name in wnid_to_name.items()}
-    names: Dict[int, str] = {}
-    labels: Dict[str, int] = {}
-    for imagenet_name, (cls, label) in mappings.items():
-        names[int(label)] = cls
-        labels[name_to_wnid[imagenet_name]] = int(label)
-    return tuple(names[k] for k in sorted(names)), labels
+    names = {int(label): cls for cls, label in mappings.values()}
+    return tuple(names[k] for k in sorted(names)), {name_to_wnid[n]: int(label) for n, (_, label) in mappings.items()}
 
 
 def rival10_classes() -> Tuple[str, ...]:

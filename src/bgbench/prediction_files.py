@@ -170,10 +170,8 @@ class _Reader:
                                 f"give the index")
             return found[0] if found else None
         from .models.zero_shot import prompt_name
-        for i, folder in enumerate(self.layout.classes):
-            if key in (folder.lower(), prompt_name(folder).lower()):
-                return i
-        return None
+        return next((i for i, folder in enumerate(self.layout.classes)
+                     if key in (folder.lower(), prompt_name(folder).lower())), None)
 
     def _optional(self, line: int, cells: dict, row: _Row) -> None:
         if "confidence" in cells:

@@ -56,16 +56,17 @@ def save_checkpoint(model: BgModel, path: str | Path, **extra) -> None:
     torch.save({"bgbench_spec": model.spec.to_dict(), "state_dict": model.net.state_dict(), **extra}, path)
 
 
-def training_of(saved: dict) -> Optional[dict]:
-    """How bgbench trained a checkpoint, from what `bgbench train` saved in it (its config) or a
-    last-layer recipe did (its name): recorded with every run of the model, so that a report names
-    the recipe even where the training run is in another store."""
+def record_training(spec, saved: Optional[dict]) -> None:
+    """Record as `spec.extra['trained']` how bgbench trained a checkpoint, from what `bgbench train`
+    saved in it (its config) or a last-layer recipe did (its name), when either did: recorded with
+    every run of the model, so that a report names the recipe even where the training run is in
+    another store."""
+    saved = saved or {}
     config = saved.get("config") if isinstance(saved.get("config"), dict) else {}
     recipe = config.get("recipe", saved.get("recipe"))
-    if not isinstance(recipe, str):
-        return None
-    kept = {k: config[k] for k in ("variant", "swa", "epochs", "seed") if isinstance(config.get(k), (str, int, bool))}
-    return {"recipe": recipe, **kept}
+    if isinstance(recipe, str):
+        spec.extra["trained"] = {"recipe": recipe, **{k: config[k] for k in ("variant", "swa", "epochs", "seed")
+                                                      if isinstance(config.get(k), (str, int, bool))}}
 
 
 def sha256_file(path: Path) -> str:
@@ -115,19 +116,6 @@ def _normalizer(t: Optional[torch.Tensor]) -> Optional[tuple]:
     return None if t is None else tuple(float(v) for v in t.flatten())
 
 
-def _read_safetensors(path: Path, digest: str) -> LoadedCheckpoint:
-    from safetensors import SafetensorError, safe_open
-    from safetensors.torch import load_file
-    try:
-        state_dict = load_file(str(path), device="cpu")
-        with safe_open(str(path), framework="pt") as f:
-            metadata = f.metadata() or {}
-    except (SafetensorError, OSError, ValueError) as e:
-        raise CheckpointError(f"cannot read safetensors file {path}: {' '.join(str(e).split())[:200]}") from None
-    return LoadedCheckpoint(kind="safetensors", state_dict=_unwrapped(state_dict), sha256=digest, path=str(path),
-                            extra={"metadata": metadata} if metadata else None)
-
-
 def read_checkpoint(path: str | Path, trust: bool = False) -> LoadedCheckpoint:
     """Read `path` in any supported format (see module docstring)."""
     path = Path(path)
@@ -141,7 +129,13 @@ def read_checkpoint(path: str | Path, trust: bool = False) -> LoadedCheckpoint:
         head = f.read(9)
     # the safetensors layout: an 8-byte little-endian header length, then the JSON header ('{')
     if len(head) == 9 and head[8:9] == b"{" and 8 + int.from_bytes(head[:8], "little") <= path.stat().st_size:
-        return _read_safetensors(path, digest)
+        from safetensors import SafetensorError
+        from safetensors.torch import load_file
+        try:
+            state_dict = load_file(str(path), device="cpu")
+        except (SafetensorError, OSError, ValueError) as e:
+            raise CheckpointError(f"cannot read safetensors file {path}: {' '.join(str(e).split())[:200]}") from None
+        return LoadedCheckpoint(kind="safetensors", state_dict=_unwrapped(state_dict), sha256=digest, path=str(path))
     from .exported import ExportedNet, is_exported_program, load_program
     if is_exported_program(path):
         return LoadedCheckpoint(kind="export", module=ExportedNet(load_program(path, trust), name=str(path)),

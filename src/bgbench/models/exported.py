@@ -25,7 +25,7 @@ from ..errors import CheckpointError
 from .inputs import check_input_size
 from .pickles import quiet
 from .pt2_guard import check_archive, weights_only_loads
-from .static_shapes import check_size, in_fixed_batches, static_dims
+from .static_shapes import in_fixed_batches, static_dims
 
 
 def is_exported_program(path: Path) -> bool:
@@ -117,8 +117,7 @@ class ExportedNet(nn.Module):
         return super()._apply(fn, recurse)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        check_size(self.model_name, self.fixed_hw, x)
-        return in_fixed_batches(self.graph, x, self.fixed_batch)
+        return in_fixed_batches(self.graph, x, self.fixed_batch, self.model_name, self.fixed_hw)
 
 
 def _input_shape(program, name: str) -> Tuple:

@@ -102,11 +102,11 @@ def with_head(model: BgModel, weight: torch.Tensor, bias: torch.Tensor, classes:
         linear = net.get_classifier()
         if not isinstance(linear, nn.Linear):
             raise BgbenchError(f"{spec.name}: its new classifier is a {type(linear).__name__}, not a linear layer")
-        _copy_into(linear, weight, bias)
+        linear.load_state_dict({"weight": weight, "bias": bias})
     elif kind == "hf":
         parent, name, old = _hf_linear(net)
         linear = nn.Linear(old.in_features, n)
-        _copy_into(linear, weight, bias)
+        linear.load_state_dict({"weight": weight, "bias": bias})
         setattr(parent, name, linear) if not isinstance(parent, nn.Sequential) else parent.__setitem__(int(name), linear)
         config = net.model.config
         config.num_labels = n  # also sets id2label/label2id to LABEL_i; named below
@@ -123,9 +123,3 @@ def with_head(model: BgModel, weight: torch.Tensor, bias: torch.Tensor, classes:
     spec.extra["last_layer"] = provenance
     spec.extra.pop("init_seed", None)
     return BgModel(net, spec).eval()
-
-
-def _copy_into(linear: nn.Linear, weight: torch.Tensor, bias: torch.Tensor) -> None:
-    with torch.no_grad():
-        linear.weight.copy_(weight)
-        linear.bias.copy_(bias)

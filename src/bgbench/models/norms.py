@@ -45,9 +45,9 @@ def mark_assumed(spec, why: str) -> None:
     spec.extra["normalization"] = {"source": ASSUMED, "why": why}
 
 
-def record_norm(spec, norm: str = "auto", mean=None, std=None) -> dict:
+def record_norm(spec, norm: str, mean, std) -> None:
     """Apply `--mean/--std` (or a `--norm` other than auto) to `spec` and record where its mean and
-    std came from in `spec.extra['normalization']` ({source, mean, std[, why, flag]}); returns it."""
+    std came from in `spec.extra['normalization']` ({source, mean, std[, why, flag]})."""
     previous = dict((spec.extra or {}).get("normalization") or {})
     if mean is not None:
         spec.mean, spec.std = tuple(float(v) for v in mean), tuple(float(v) for v in std)
@@ -59,7 +59,6 @@ def record_norm(spec, norm: str = "auto", mean=None, std=None) -> dict:
         record = previous if previous.get("source") == ASSUMED else {"source": FROM_MODEL}
     record.update(mean=[float(v) for v in spec.mean], std=[float(v) for v in spec.std])
     spec.extra["normalization"] = record
-    return record
 
 
 def assumed_note(spec) -> Optional[str]:

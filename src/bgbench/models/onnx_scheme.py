@@ -36,7 +36,7 @@ from .norms import DATASET, IMAGENET1K, mark_assumed, norm_for
 from .schemes import ModelRequest, Peek, register_peek, register_scheme
 from .inputs import INTERPOLATIONS, check_input_size
 from .spec import ModelSpec
-from .static_shapes import check_size, in_fixed_batches, static_dims
+from .static_shapes import in_fixed_batches, static_dims
 
 #: onnxruntime's element types -> numpy's (what a float input may be declared as).
 _FLOAT_TYPES = {"tensor(float)": np.float32, "tensor(float16)": np.float16, "tensor(double)": np.float64}
@@ -104,8 +104,7 @@ class OnnxNet(nn.Module):
         return torch.from_numpy(np.asarray(out, dtype=np.float32)).to(x.device, x.dtype)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        check_size(self.model_name, self.fixed_hw, x)
-        return in_fixed_batches(self._run, x, self.fixed_batch)
+        return in_fixed_batches(self._run, x, self.fixed_batch, self.model_name, self.fixed_hw)
 
 
 def model_metadata(session) -> dict:

@@ -65,7 +65,10 @@ def openclip_model(request: ModelRequest) -> Tuple[nn.Module, ModelSpec]:
                      input_size=(3, *size), resize="native", interpolation=str(pre.get("interpolation", "bicubic")),
                      class_names=tuple(request.classes) if label_set != IMAGENET_LABELS else None,
                      checkpoint=pretrained or (None if seeded else arch.split(":", 1)[-1]), checkpoint_sha256=digest)
-    spec.extra = {"scheme": "openclip", "format": "open_clip", "model_cfg": _model_cfg(arch),
+    model_cfg = None  # the architecture's open_clip config, recorded so that a saved checkpoint rebuilds the tower
+    with contextlib.suppress(Exception):
+        model_cfg = open_clip.get_model_config(arch)
+    spec.extra = {"scheme": "openclip", "format": "open_clip", "model_cfg": model_cfg,
                   "zero_shot": zero_shot,
                   "preprocess": {k: (list(v) if isinstance(v, tuple) else v) for k, v in pre.items()}}
     if seeded:
@@ -96,7 +99,8 @@ def _load(arch: str, pretrained: Optional[str]) -> Tuple[nn.Module, bool]:
     if pretrained and not Path(pretrained).is_file() and pretrained not in open_clip.list_pretrained_tags_by_model(arch):
         tags = ", ".join(open_clip.list_pretrained_tags_by_model(arch)) or "none"
         raise CheckpointError(f"unknown pretrained tag {pretrained!r} for {arch} (known: {tags})")
-    seeded = pretrained is None and not (arch.startswith("local-dir:") and _folder_has_weights(arch))
+    seeded = pretrained is None and not (arch.startswith("local-dir:") and any(
+        Path(arch.split(":", 1)[1]).glob(pattern) for pattern in ("*.safetensors", "*.bin", "*.pth")))
     try:
         with quiet(), torch.random.fork_rng(devices=[]):
             torch.manual_seed(RANDOM_INIT_SEED)
@@ -106,19 +110,6 @@ def _load(arch: str, pretrained: Optional[str]) -> Tuple[nn.Module, bool]:
     except (RuntimeError, ValueError, OSError) as e:
         raise CheckpointError(f"openclip:{arch}: cannot load it: {first_line(e)}") from None
     return clip.eval(), seeded
-
-
-def _folder_has_weights(arch: str) -> bool:
-    folder = Path(arch.split(":", 1)[1])
-    return any(folder.glob(pattern) for pattern in ("*.safetensors", "*.bin", "*.pth"))
-
-
-def _model_cfg(arch: str) -> Optional[dict]:
-    """The architecture's open_clip config, recorded so that a saved checkpoint rebuilds the tower."""
-    import open_clip
-    with contextlib.suppress(Exception):
-        return open_clip.get_model_config(arch)
-    return None
 
 
 def rebuild(spec: ModelSpec, state_dict) -> nn.Module:

@@ -14,11 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Tuple, Union
 
+from ..console import status
 from ..errors import BgbenchError
 from ..options import flag
 from ..signatures import config_parameters, signed
 from .inputs import LABEL_SETS, RESIZE_CHOICES
-from .norms import NORMS, check_norm_flags, parse_size, parse_triple
+from .norms import NORMS, assumed_note, check_norm_flags, parse_size, parse_triple
 #: What --model takes, in every command that runs a model.
 MODEL_HELP = ("timm:ARCH[.TAG] (a TAG such as resnet50.a1_in1k loads timm's published weights), file:PATH (a "
               "bgbench checkpoint, a torch.export .pt2, an ONNX .onnx, TorchScript), onnx:FILE.onnx, zoo:NAME, "
@@ -125,7 +126,6 @@ def build(options: ModelOptions):
     fills in or checks what it fixes). A model with random weights says so, here, at every command
     that builds one; the model keeps its class map file and its identity (`identity`) for the run."""
     from .. import protocols
-    from ..console import status
     from ..data.resolve import dataset_classes
     from .registry import create_model
     opts = protocols.resolve(options.protocol, resize=options.resize, labels=options.labels,
@@ -137,7 +137,6 @@ def build(options: ModelOptions):
     note = random_weights_note(model.spec)
     if note:
         status(note)
-    from .norms import assumed_note
     note = assumed_note(model.spec)
     if note and note not in _SAID:  # once per process: a study or profile builds the model at every step
         status(note)
@@ -188,7 +187,6 @@ def speed_up(model, channels_last: bool = False, compile: bool = False):
     if channels_last:
         model.channels_last()
     if compile:
-        from ..console import status
         status("note: --compile: the network compiles during its first batches (tens of seconds on a CPU)")
         model.compile_net()
     return model

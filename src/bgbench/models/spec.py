@@ -16,7 +16,7 @@ from ..console import status
 from ..errors import BgbenchError
 from .formats import format_of
 from .inputs import fit_to_native, native_hw, size_note
-from .static_shapes import size_problem
+from .static_shapes import check_size
 from .norms import DATASET, IMAGENET1K, IMAGENET_MEAN, IMAGENET_STD, IN9_MEAN, IN9_STD  # noqa: F401 (re-exported)
 
 
@@ -156,9 +156,8 @@ class BgModel(nn.Module):
             check_compatible(self, layout.classes)
         image_hw = layout.image_hw()
         if image_hw is not None:
-            problem = size_problem(self.spec.name, getattr(self.net, "fixed_hw", None), self.net_input_hw(image_hw))
-            if problem is not None:  # a file that fixes its input size, fed another (--resize none)
-                raise BgbenchError(problem)
+            # a file that fixes its input size, fed another (--resize none)
+            check_size(self.spec.name, getattr(self.net, "fixed_hw", None), self.net_input_hw(image_hw))
             note = note_input_size(self, image_hw)
             if note and launched().main:
                 status(note)

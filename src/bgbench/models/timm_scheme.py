@@ -27,7 +27,7 @@ import torch
 from torch import nn
 
 from ..errors import CheckpointError
-from .checkpoint import LoadedCheckpoint, read_checkpoint, sha256_file, tensors_sha256, training_of
+from .checkpoint import LoadedCheckpoint, read_checkpoint, record_training, sha256_file, tensors_sha256
 from .pickles import weights_failure
 from .norms import DATASET, IMAGENET1K, mark_assumed, norm_for
 from .schemes import ModelRequest, Peek, register_peek, register_scheme
@@ -230,9 +230,7 @@ def build_timm(arch: str, ckpt: Optional[LoadedCheckpoint], num_classes: Optiona
         for key in ("last_layer", "pretrained"):  # what a head was fitted on; the published weights it began from
             if key in saved.extra:
                 spec.extra[key] = saved.extra[key]
-        trained = training_of(ckpt.extra or {})
-        if trained:
-            spec.extra["trained"] = trained
+        record_training(spec, ckpt.extra)
     return net, spec
 
 
