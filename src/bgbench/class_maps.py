@@ -77,9 +77,8 @@ def imagenet_wnids() -> Tuple[str, ...]:
 def imagenet_d_tables() -> Tuple[Tuple[str, ...], Dict[str, Tuple[int, ...]]]:
     """(ImageNet-D's 113 class folders in label order, class folder -> its ImageNet indices), from
     ImageNet-D's two files (`resources/imagenet_d/`, verbatim from its `preprocessing/`)."""
-    folder = files("bgbench").joinpath("resources/imagenet_d")
-    to_imagenet = json.loads(folder.joinpath("imgnet_d2imgnet_id.txt").read_text())
-    to_label = json.loads(folder.joinpath("imgnet_d_dir2imgnet_d_id.txt").read_text())
+    to_imagenet = _resource("imagenet_d/imgnet_d2imgnet_id.txt")
+    to_label = _resource("imagenet_d/imgnet_d_dir2imgnet_d_id.txt")
     classes = tuple(sorted(to_label, key=lambda c: int(to_label[c][0])))
     return classes, {c: tuple(int(i) for i in to_imagenet[c]) for c in classes}
 

@@ -46,10 +46,9 @@ from .evaluation.predict import Predictions
 from .measures.eval.results import EvalReport
 
 REQUIRED = ("image_id", "variant", "pred")
-#: Columns `export_predictions` writes for people, beside the indices: the predicted class's name and
-#: the top-5's ('|' between names, which may hold spaces); a reader ignores them.
-NAME_COLUMNS = ("pred_name", "top5_names")
-OPTIONAL = ("confidence", "top5", "top5_probs", "superclass_probs", "probs", *NAME_COLUMNS)
+#: The optional columns; the last two are what `export_predictions` writes for people beside the indices,
+#: the predicted class's name and the top-5's ('|' between names, which may hold spaces): a reader ignores them.
+OPTIONAL = ("confidence", "top5", "top5_probs", "superclass_probs", "probs", "pred_name", "top5_names")
 SCHEME = "predictions"
 
 
@@ -307,14 +306,12 @@ def export_predictions(store: Store, run_id: int, out: str | Path) -> dict:
     if not rows:
         raise BgbenchError(f"run {run_id} has no stored predictions")
     label_space = json.loads(run["spec"] or "{}").get("label_space", "dataset")
-    raw = ("top5_classes", "top5_probs", "superclass_probs")
-    kept = [c for c in raw if label_space == IMAGENET1K and all(r[c] is not None for r in rows)]
+    kept = [c for c in ("top5_classes", "top5_probs", "superclass_probs") if label_space == IMAGENET1K and all(r[c] is not None for r in rows)]
     if label_space == IMAGENET1K and "top5_classes" not in kept:
         raise BgbenchError(f"run {run_id} kept no raw ImageNet classes, so its predictions cannot be written "
                            f"in the ImageNet label space")
-    names = {"top5_classes": "top5", "top5_probs": "top5_probs", "superclass_probs": "superclass_probs"}
     name_of = _class_namer(label_space, json.loads(run["config"] or "{}").get("classes") or [])
-    columns = [*REQUIRED, "confidence", *(names[c] for c in kept), "pred_name",
+    columns = [*REQUIRED, "confidence", *({"top5_classes": "top5"}.get(c, c) for c in kept), "pred_name",
                *(["top5_names"] if "top5_classes" in kept else [])]
     out = Path(out).expanduser()
     out.parent.mkdir(parents=True, exist_ok=True)

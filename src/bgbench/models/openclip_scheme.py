@@ -57,8 +57,6 @@ def openclip_model(request: ModelRequest) -> Tuple[nn.Module, ModelSpec]:
     bias = getattr(clip, "logit_bias", None)
     net = ZeroShotClassifier(clip.visual, head, clip.logit_scale.exp().item(),
                              None if bias is None else bias.item(), native_hw=size, name=request.name)
-    zero_shot = {"label_set": label_set, "templates": request.templates, "template_texts": templates,
-                 "class_names": names, "logit_scale": net.logit_scale, "logit_bias": net.logit_bias}
     spec = ModelSpec(name=request.name, arch=arch, num_classes=len(names),
                      label_space=IMAGENET1K if label_set == IMAGENET_LABELS else DATASET,
                      mean=tuple(float(v) for v in pre["mean"]), std=tuple(float(v) for v in pre["std"]),
@@ -69,7 +67,8 @@ def openclip_model(request: ModelRequest) -> Tuple[nn.Module, ModelSpec]:
     with contextlib.suppress(Exception):
         model_cfg = open_clip.get_model_config(arch)
     spec.extra = {"scheme": "openclip", "format": "open_clip", "model_cfg": model_cfg,
-                  "zero_shot": zero_shot,
+                  "zero_shot": {"label_set": label_set, "templates": request.templates, "template_texts": templates,
+                                "class_names": names, "logit_scale": net.logit_scale, "logit_bias": net.logit_bias},
                   "preprocess": {k: (list(v) if isinstance(v, tuple) else v) for k, v in pre.items()}}
     if seeded:
         spec.extra["init_seed"] = RANDOM_INIT_SEED

@@ -165,14 +165,12 @@ def identity(options: ModelOptions) -> dict:
     or templates file edited in place is another model)."""
     out = {}
     for f in dataclasses.fields(ModelOptions):
-        if f.name in NOT_IDENTITY:
-            continue
         value = getattr(options, f.name)
-        if f.name in ONLY_WHEN_SET:
-            if value is not None:
-                out[f.name] = list(value)
+        if f.name in NOT_IDENTITY or (f.name in ONLY_WHEN_SET and value is None):
             continue
-        if f.name in ("class_map", "templates") and value is not None and Path(str(value)).expanduser().is_file():
+        if f.name in ONLY_WHEN_SET:
+            value = list(value)
+        elif f.name in ("class_map", "templates") and value is not None and Path(str(value)).expanduser().is_file():
             value = {"file": Path(str(value)).name,
                      "sha256": hashlib.sha256(Path(str(value)).expanduser().read_bytes()).hexdigest()}
         out[f.name] = value

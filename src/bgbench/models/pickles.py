@@ -22,8 +22,8 @@ def unpickling_reason(error: Exception) -> str:
     """
     text = _ANSI.sub("", str(error)).strip()
     lines = [line.strip() for line in text.splitlines() if line.strip()]
-    named = [k for k, line in enumerate(lines) if "Unsupported global" in line or "WeightsUnpickler error" in line]
-    at = named[0] if named else 0
+    at = next((k for k, line in enumerate(lines) if "Unsupported global" in line or "WeightsUnpickler error" in line),
+              0)
     reason = lines[at] if lines else type(error).__name__
     reason = reason.split("WeightsUnpickler error:", 1)[-1].strip()
     if not reason and at + 1 < len(lines):  # 'WeightsUnpickler error:' alone; the gist is on the next line

@@ -62,11 +62,8 @@ class ModelSpec:
     @classmethod
     def from_dict(cls, d: dict) -> "ModelSpec":
         known = {f.name for f in dataclasses.fields(cls)}
-        d = {k: v for k, v in d.items() if k in known}
-        for key in ("mean", "std", "input_size", "class_names"):
-            if d.get(key) is not None:
-                d[key] = tuple(d[key])
-        return cls(**d)
+        tuples = ("mean", "std", "input_size", "class_names")  # JSON gives lists
+        return cls(**{k: tuple(v) if k in tuples and v is not None else v for k, v in d.items() if k in known})
 
 
 class Normalize(nn.Module):
@@ -213,6 +210,11 @@ def compatibility_problem(name: str, label_space: str, num_classes: int, classes
     return None
 
 
+def first_three(items: Sequence[str]) -> str:
+    """'a, b, c (+2 more)': the first three items, and how many more there are."""
+    return ", ".join(items[:3]) + (f" (+{len(items) - 3} more)" if len(items) > 3 else "")
+
+
 def _few(classes: Sequence[str]) -> str:
     shown = ", ".join(classes[:4])
     return f"{shown}, ..." if len(classes) > 4 else shown
@@ -239,7 +241,6 @@ def check_compatible(model: BgModel, classes: Sequence[str], class_map: "str | P
         model.class_map = None if resolved.name == IN9 else resolved
     mismatch = class_name_mismatch(spec.class_names, classes)
     if mismatch is not None:
-        shown = ", ".join(f"{m!r} vs {d!r}" for m, d in mismatch["differ"][:3])
-        more = f" (+{len(mismatch['differ']) - 3} more)" if len(mismatch["differ"]) > 3 else ""
+        shown = first_three([f"{m!r} vs {d!r}" for m, d in mismatch["differ"]])
         status(f"warning: {spec.name} was trained on other class folders than this dataset's "
-               f"(model vs data: {shown}{more}); label i is read as the dataset's i-th class folder")
+               f"(model vs data: {shown}); label i is read as the dataset's i-th class folder")

@@ -19,10 +19,8 @@ from ..errors import BgbenchError
 def static_dims(shape: Sequence) -> Tuple[Optional[int], Optional[Tuple[int, int]]]:
     """(batch, (H, W)) of an input shape (N, C, H, W) whose entries are ints where fixed, anything
     else (a name, None, a symbol) where dynamic; None for the parts that are not fixed."""
-    def fixed(d) -> Optional[int]:
-        return int(d) if isinstance(d, int) and not isinstance(d, bool) and d > 0 else None
-    batch = fixed(shape[0])
-    h, w = fixed(shape[2]), fixed(shape[3])
+    batch, h, w = (int(d) if isinstance(d, int) and not isinstance(d, bool) and d > 0 else None
+                   for d in (shape[0], shape[2], shape[3]))
     return batch, ((h, w) if h is not None and w is not None else None)
 
 

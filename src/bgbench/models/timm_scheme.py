@@ -31,7 +31,7 @@ from .checkpoint import LoadedCheckpoint, read_checkpoint, record_training, sha2
 from .pickles import weights_failure
 from .norms import DATASET, IMAGENET1K, mark_assumed, norm_for
 from .schemes import ModelRequest, Peek, register_peek, register_scheme
-from .spec import ModelSpec
+from .spec import ModelSpec, first_three
 
 _HEAD_KEYS = ("fc", "head.fc", "head", "classifier", "last_linear", "head.l")
 #: Random init is seeded, so the same model string is the same model (resume relies on it).
@@ -146,13 +146,10 @@ def cached_weights(cfg) -> Optional[Path]:
         return Path(cfg.file)
     if cfg.hf_hub_id:
         from huggingface_hub import try_to_load_from_cache
-        from timm.models._hub import hf_split
+        from timm.models._hub import _get_safe_alternatives, hf_split
         repo, revision = hf_split(cfg.hf_hub_id)
         wanted = cfg.hf_hub_filename or "pytorch_model.bin"
-        alternatives = {"pytorch_model.bin": "model.safetensors",
-                        "open_clip_pytorch_model.bin": "open_clip_model.safetensors"}
-        for filename in [alternatives.get(wanted, wanted[:-4] + ".safetensors" if wanted.endswith(".bin") else wanted),
-                         wanted]:
+        for filename in [*_get_safe_alternatives(wanted), wanted]:  # the safetensors copy first, as timm reads it
             hit = try_to_load_from_cache(repo, filename, revision=revision)
             if isinstance(hit, str) and Path(hit).is_file():
                 return Path(hit)
@@ -258,9 +255,8 @@ def _refuse_integer_weights(net: nn.Module, ckpt: LoadedCheckpoint) -> None:
             and not (v.is_floating_point() or v.is_complex())]
     if ints:
         dtype = str(ckpt.state_dict[ints[0]].dtype).replace("torch.", "")
-        more = f" (+{len(ints) - 3} more)" if len(ints) > 3 else ""
         raise CheckpointError(f"checkpoint {ckpt.path} stores {len(ints)} float weight(s) of {net.__class__.__name__}"
-                              f" as integers ({dtype}: {', '.join(ints[:3])}{more}); bgbench does not cast them "
+                              f" as integers ({dtype}: {first_three(ints)}); bgbench does not cast them "
                               f"(quantized weights need their scales): save the float weights")
 
 
@@ -270,9 +266,5 @@ def _describe_mismatch(net: nn.Module, sd: Dict[str, torch.Tensor]) -> str:
     unexpected = [k for k in sd if k not in own]
     shapes = [f"{k} {tuple(sd[k].shape)} vs {tuple(own[k].shape)}" for k in own
               if k in sd and sd[k].shape != own[k].shape]
-    parts = []
-    for label, items in (("missing", missing), ("unexpected", unexpected), ("shape", shapes)):
-        if items:
-            more = f" (+{len(items) - 3} more)" if len(items) > 3 else ""
-            parts.append(f"{len(items)} {label}: {', '.join(items[:3])}{more}")
-    return "; ".join(parts)
+    return "; ".join(f"{len(items)} {label}: {first_three(items)}" for label, items in
+                     (("missing", missing), ("unexpected", unexpected), ("shape", shapes)) if items)
