@@ -105,8 +105,16 @@ def _load(target: str, name: str) -> Tuple[nn.Module, object]:
     local = Path(target).expanduser()
     if not local.is_dir() and (target.startswith((".", "/", "~")) or local.suffix):
         raise CheckpointError(f"hf:{target}: no such folder (a hub id looks like ORG/NAME)")
-    if not local.is_dir():
-        _refuse_if_unreachable(target)
+    from huggingface_hub import try_to_load_from_cache
+    from .hub import offline_reason
+    # a hub id whose files are not in the cache while the hub cannot be reached is one line now, not after the
+    # hub client's retries (`hub.offline_reason`); a cached one loads offline
+    reason = None if local.is_dir() or isinstance(try_to_load_from_cache(target, "config.json"), str) else \
+        offline_reason()
+    if reason is not None:
+        raise CheckpointError(f"hf:{target}: not in the Hugging Face cache and it cannot be downloaded ({reason}); "
+                              f"on a machine with network run `hf download {target}`, then copy the cache folder "
+                              f"here or point HF_HOME at a copy")
     import transformers
     from transformers import AutoImageProcessor, AutoModelForImageClassification
     transformers.utils.logging.disable_progress_bar()
@@ -128,20 +136,6 @@ def _load(target: str, name: str) -> Tuple[nn.Module, object]:
                        f"image size (recorded)")
         processor = None
     return model.float().eval(), processor  # fp32 whatever dtype the weights were stored in (bgbench's exact default)
-
-
-def _refuse_if_unreachable(repo: str) -> None:
-    """A hub id whose files are not in the cache while the hub cannot be reached is one line now,
-    not after the hub client's retries (`hub.offline_reason`); a cached one loads offline."""
-    from huggingface_hub import try_to_load_from_cache
-    from .hub import offline_reason
-    if isinstance(try_to_load_from_cache(repo, "config.json"), str):
-        return
-    reason = offline_reason()
-    if reason is not None:
-        raise CheckpointError(f"hf:{repo}: not in the Hugging Face cache and it cannot be downloaded ({reason}); on "
-                              f"a machine with network run `hf download {repo}`, then copy the cache folder here or "
-                              f"point HF_HOME at a copy")
 
 
 def _preprocessing(processor, config) -> dict:

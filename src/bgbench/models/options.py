@@ -134,9 +134,13 @@ def build(options: ModelOptions):
                          norm=options.norm, classes=dataset_classes(options.data, options.split or "val"),
                          device=options.device, pretrained=options.pretrained, mean=options.mean, std=options.std,
                          input_size=options.input_size, **opts)
-    note = random_weights_note(model.spec)
-    if note:
-        status(note)
+    seed = (model.spec.extra or {}).get("init_seed")
+    if seed is not None:  # a network with random weights says so at every command that builds it
+        scheme, _, arch = model.spec.name.partition(":")
+        how = (f"name a tag (timm:{arch}.TAG, see `bgbench models 'timm:{arch}.*'`) or pass --pretrained for timm's "
+               f"published weights, or --checkpoint FILE" if scheme == "timm" else
+               "name its weights (openclip:ARCH@PRETRAINED)" if scheme == "openclip" else "give its weights")
+        status(f"warning: {model.spec.name} has random weights (seeded init, seed {seed}), not trained ones: {how}")
     note = assumed_note(model.spec)
     if note and note not in _SAID:  # once per process: a study or profile builds the model at every step
         status(note)
@@ -144,18 +148,6 @@ def build(options: ModelOptions):
     model.class_map_file = options.class_map
     model.identity = identity(options)
     return speed_up(model, channels_last=options.channels_last, compile=options.compile)
-
-
-def random_weights_note(spec) -> Optional[str]:
-    """The warning every command gives for a network with random weights (None: trained weights)."""
-    seed = (spec.extra or {}).get("init_seed")
-    if seed is None:
-        return None
-    scheme, _, arch = spec.name.partition(":")
-    how = (f"name a tag (timm:{arch}.TAG, see `bgbench models 'timm:{arch}.*'`) or pass --pretrained for timm's "
-           f"published weights, or --checkpoint FILE" if scheme == "timm" else
-           "name its weights (openclip:ARCH@PRETRAINED)" if scheme == "openclip" else "give its weights")
-    return f"warning: {spec.name} has random weights (seeded init, seed {seed}), not trained ones: {how}"
 
 
 def identity(options: ModelOptions) -> dict:
