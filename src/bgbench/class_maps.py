@@ -40,8 +40,12 @@ WNIDS = "imagenet-wnids"
 IMAGENET_D = "imagenet-d"
 
 
-def in9_class_map() -> ClassMap:
-    return ClassMap(IN9, tuple(int(v) for v in imagenet_to_in9()), len(IN9_FOLDERS))
+def _map(name: str, pairs, num_classes: int) -> ClassMap:
+    """The map sending each (ImageNet index, label) of `pairs` to its label and every other index to none."""
+    table = [NO_CLASS] * IMAGENET_CLASSES
+    for index, label in pairs:
+        table[index] = label
+    return ClassMap(name, tuple(table), num_classes)
 
 
 def _resource(name: str) -> dict:
@@ -54,12 +58,8 @@ def rival10_tables() -> Tuple[Tuple[str, ...], Dict[str, int]]:
     mappings = _resource("rival10_label_mappings.json")  # ImageNet class name -> [class, label]
     wnid_to_name = _resource("rival10_wnid_to_class.json")
     name_to_wnid = {name: wnid for wnid, name in wnid_to_name.items()}
-    names: Dict[int, str] = {}
-    labels: Dict[str, int] = {}
-    for imagenet_name, (cls, label) in mappings.items():
-        names[int(label)] = cls
-        labels[name_to_wnid[imagenet_name]] = int(label)
-    return tuple(names[k] for k in sorted(names)), labels
+    names = {int(label): cls for cls, label in mappings.values()}
+    return tuple(names[k] for k in sorted(names)), {name_to_wnid[n]: int(label) for n, (_, label) in mappings.items()}
 
 
 def rival10_classes() -> Tuple[str, ...]:
@@ -77,9 +77,8 @@ def imagenet_wnids() -> Tuple[str, ...]:
 def imagenet_d_tables() -> Tuple[Tuple[str, ...], Dict[str, Tuple[int, ...]]]:
     """(ImageNet-D's 113 class folders in label order, class folder -> its ImageNet indices), from
     ImageNet-D's two files (`resources/imagenet_d/`, verbatim from its `preprocessing/`)."""
-    folder = files("bgbench").joinpath("resources/imagenet_d")
-    to_imagenet = json.loads(folder.joinpath("imgnet_d2imgnet_id.txt").read_text())
-    to_label = json.loads(folder.joinpath("imgnet_d_dir2imgnet_d_id.txt").read_text())
+    to_imagenet = _resource("imagenet_d/imgnet_d2imgnet_id.txt")
+    to_label = _resource("imagenet_d/imgnet_d_dir2imgnet_d_id.txt")
     classes = tuple(sorted(to_label, key=lambda c: int(to_label[c][0])))
     return classes, {c: tuple(int(i) for i in to_imagenet[c]) for c in classes}
 
@@ -92,11 +91,7 @@ def imagenet_d_classes() -> Tuple[str, ...]:
 def imagenet_d_class_map() -> ClassMap:
     """ImageNet-D's map: each ImageNet index its folder lists goes to that folder's label."""
     classes, indices = imagenet_d_tables()
-    table = [NO_CLASS] * IMAGENET_CLASSES
-    for label, cls in enumerate(classes):
-        for index in indices[cls]:
-            table[index] = label
-    return ClassMap(IMAGENET_D, tuple(table), len(classes))
+    return _map(IMAGENET_D, ((i, label) for label, cls in enumerate(classes) for i in indices[cls]), len(classes))
 
 
 def imagenet_class_map() -> ClassMap:
@@ -106,19 +101,12 @@ def imagenet_class_map() -> ClassMap:
 
 def wnid_class_map(classes: Sequence[str]) -> ClassMap:
     """Class folders named by ImageNet wnids (a subset of the 1000, in any order): each is its wnid's class."""
-    index = {wnid: k for k, wnid in enumerate(imagenet_wnids())}
-    table = [NO_CLASS] * IMAGENET_CLASSES
-    for label, wnid in enumerate(classes):
-        table[index[wnid]] = label
-    return ClassMap(WNIDS, tuple(table), len(classes))
+    return _map(WNIDS, ((imagenet_wnids().index(wnid), label) for label, wnid in enumerate(classes)), len(classes))
 
 
 def rival10_class_map() -> ClassMap:
-    index = {wnid: k for k, wnid in enumerate(imagenet_wnids())}
-    table = [NO_CLASS] * IMAGENET_CLASSES
-    for wnid, label in rival10_tables()[1].items():
-        table[index[wnid]] = label
-    return ClassMap(RIVAL10, tuple(table), len(rival10_classes()))
+    return _map(RIVAL10, ((imagenet_wnids().index(wnid), label) for wnid, label in rival10_tables()[1].items()),
+                len(rival10_classes()))
 
 
 def class_map_entries(path: str | Path) -> Dict[int, str]:
@@ -149,13 +137,12 @@ def class_map_from_file(path: str | Path, classes: Sequence[str]) -> ClassMap:
     """A `--class-map` file: a JSON object {ImageNet index (0-999): class folder of this dataset}."""
     path = Path(path).expanduser()
     position = {c: k for k, c in enumerate(classes)}
-    table = [NO_CLASS] * IMAGENET_CLASSES
-    for index, folder in class_map_entries(path).items():
+    entries = class_map_entries(path)
+    for index, folder in entries.items():
         if folder not in position:
             raise BgbenchError(f"--class-map {path}: ImageNet class {index} maps to {folder!r}, which is not a class "
                                f"of this dataset ({', '.join(classes)})")
-        table[index] = position[folder]
-    return ClassMap(f"file:{path.resolve()}", tuple(table), len(classes))
+    return _map(f"file:{path.resolve()}", ((i, position[f]) for i, f in entries.items()), len(classes))
 
 
 def resolve_class_map(classes: Sequence[str], class_map: "str | Path | ClassMap | None" = None
@@ -171,14 +158,11 @@ def resolve_class_map(classes: Sequence[str], class_map: "str | Path | ClassMap 
         return class_map
     if class_map is not None:
         return class_map_from_file(class_map, classes)
-    if tuple(classes) == IN9_FOLDERS:
-        return in9_class_map()
-    if tuple(classes) == rival10_classes():
-        return rival10_class_map()
-    if tuple(classes) == imagenet_wnids():
-        return imagenet_class_map()
-    if tuple(classes) == imagenet_d_classes():
-        return imagenet_d_class_map()
+    builtin = {IN9_FOLDERS: lambda: ClassMap(IN9, tuple(int(v) for v in imagenet_to_in9()), len(IN9_FOLDERS)),
+               rival10_classes(): rival10_class_map, imagenet_wnids(): imagenet_class_map,
+               imagenet_d_classes(): imagenet_d_class_map}
+    if tuple(classes) in builtin:
+        return builtin[tuple(classes)]()
     if classes and set(classes) <= set(imagenet_wnids()) and len(set(classes)) == len(classes):
         return wnid_class_map(classes)
     return None

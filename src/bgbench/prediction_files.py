@@ -33,7 +33,7 @@ import numpy as np
 
 from . import protocols
 from .class_maps import IN9, ClassMap, resolve_class_map
-from .classes import IMAGENET1K, NO_CLASS, Mapping, imagenet_to_in9
+from .classes import IMAGENET1K, NO_CLASS, Mapping
 from .data.csv_fields import allow_long_fields
 from .data.in9 import discover
 from .data.layout import IN9_VARIANTS, Layout
@@ -46,10 +46,9 @@ from .evaluation.predict import Predictions
 from .measures.eval.results import EvalReport
 
 REQUIRED = ("image_id", "variant", "pred")
-#: Columns `export_predictions` writes for people, beside the indices: the predicted class's name and
-#: the top-5's ('|' between names, which may hold spaces); a reader ignores them.
-NAME_COLUMNS = ("pred_name", "top5_names")
-OPTIONAL = ("confidence", "top5", "top5_probs", "superclass_probs", "probs", *NAME_COLUMNS)
+#: The optional columns; the last two are what `export_predictions` writes for people beside the indices,
+#: the predicted class's name and the top-5's ('|' between names, which may hold spaces): a reader ignores them.
+OPTIONAL = ("confidence", "top5", "top5_probs", "superclass_probs", "probs", "pred_name", "top5_names")
 SCHEME = "predictions"
 
 
@@ -170,10 +169,8 @@ class _Reader:
                                 f"give the index")
             return found[0] if found else None
         from .models.zero_shot import prompt_name
-        for i, folder in enumerate(self.layout.classes):
-            if key in (folder.lower(), prompt_name(folder).lower()):
-                return i
-        return None
+        return next((i for i, folder in enumerate(self.layout.classes)
+                     if key in (folder.lower(), prompt_name(folder).lower())), None)
 
     def _optional(self, line: int, cells: dict, row: _Row) -> None:
         if "confidence" in cells:
@@ -217,14 +214,15 @@ class _Reader:
 
 
 def _variant_predictions(rows: Dict[str, _Row], labels: Dict[str, int], label_space: str, mapping: str,
-                         path: Path, variant: str, table: Optional[np.ndarray] = None) -> Predictions:
-    """One variant's `Predictions`, decided in the dataset's label space (1000-class rows mapped)."""
+                         path: Path, class_map: Optional[ClassMap]) -> Predictions:
+    """One variant's `Predictions`, decided in the dataset's label space (1000-class rows mapped by `class_map`)."""
     ids = sorted(labels)
     got = [rows[i] for i in ids]
+    truth = np.array([labels[i] for i in ids], np.int64)
     preds = np.array([r.pred for r in got], dtype=np.int64)
     conf = np.array([1.0 if r.conf is None else r.conf for r in got], dtype=np.float64)
     if label_space == "dataset":
-        return Predictions(ids, np.array([labels[i] for i in ids], np.int64), preds, conf)
+        return Predictions(ids, truth, preds, conf)
     extra = {"top5_classes": np.array([r.top5 or [r.pred] for r in got], dtype=np.int64)}
     if all(r.top5_probs is not None for r in got):
         extra["top5_probs"] = np.array([r.top5_probs for r in got], dtype=np.float64)
@@ -237,9 +235,8 @@ def _variant_predictions(rows: Dict[str, _Row], labels: Dict[str, int], label_sp
             raise BgbenchError(f"{path}: --mapping superclass needs superclass_probs or probs in every row")
         preds, conf = extra["superclass_probs"].argmax(axis=1), extra["superclass_probs"].max(axis=1)
     else:
-        table = imagenet_to_in9() if table is None else table
-        preds = np.where(preds == NO_CLASS, NO_CLASS, table[np.clip(preds, 0, 999)])
-    return Predictions(ids, np.array([labels[i] for i in ids], np.int64), preds.astype(np.int64), conf, **extra)
+        preds = np.where(preds == NO_CLASS, NO_CLASS, class_map.array()[np.clip(preds, 0, 999)])
+    return Predictions(ids, truth, preds.astype(np.int64), conf, **extra)
 
 
 def predictions_report(path: str | Path, data: str | Path | Layout, cfg: PredictionFileConfig) -> EvalReport:
@@ -255,13 +252,13 @@ def predictions_report(path: str | Path, data: str | Path | Layout, cfg: Predict
     predictions = {}
     known = [v for v in IN9_VARIANTS if v in rows]  # the paper's order, then any other folder (edit levels)
     for variant in known + sorted(v for v in rows if v not in known):
-        labels = {it.image_id: it.label for it in layout.items(variant)}
+        labels = reader.ids[variant]
         missing = sorted(set(labels) - set(rows[variant]))
         if missing:
             raise DataError(f"{path}: variant {variant} lacks {len(missing)} of its {len(labels)} images "
                             f"(first: {missing[0]}); every image of a variant in the file needs a row")
-        predictions[variant] = _variant_predictions(rows[variant], labels, cfg.label_space, cfg.mapping, path, variant,
-                                                    class_map.array() if class_map is not None else None)
+        predictions[variant] = _variant_predictions(rows[variant], labels, cfg.label_space, cfg.mapping, path,
+                                                    class_map)
     name = f"{SCHEME}:{cfg.name or path.stem}"
     report = EvalReport.from_predictions(name, str(layout.root), predictions, seed=cfg.seed)
     report.groups = group_results(layout, predictions)
@@ -309,14 +306,12 @@ def export_predictions(store: Store, run_id: int, out: str | Path) -> dict:
     if not rows:
         raise BgbenchError(f"run {run_id} has no stored predictions")
     label_space = json.loads(run["spec"] or "{}").get("label_space", "dataset")
-    raw = ("top5_classes", "top5_probs", "superclass_probs")
-    kept = [c for c in raw if label_space == IMAGENET1K and all(r[c] is not None for r in rows)]
+    kept = [c for c in ("top5_classes", "top5_probs", "superclass_probs") if label_space == IMAGENET1K and all(r[c] is not None for r in rows)]
     if label_space == IMAGENET1K and "top5_classes" not in kept:
         raise BgbenchError(f"run {run_id} kept no raw ImageNet classes, so its predictions cannot be written "
                            f"in the ImageNet label space")
-    names = {"top5_classes": "top5", "top5_probs": "top5_probs", "superclass_probs": "superclass_probs"}
     name_of = _class_namer(label_space, json.loads(run["config"] or "{}").get("classes") or [])
-    columns = [*REQUIRED, "confidence", *(names[c] for c in kept), "pred_name",
+    columns = [*REQUIRED, "confidence", *({"top5_classes": "top5"}.get(c, c) for c in kept), "pred_name",
                *(["top5_names"] if "top5_classes" in kept else [])]
     out = Path(out).expanduser()
     out.parent.mkdir(parents=True, exist_ok=True)

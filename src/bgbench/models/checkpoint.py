@@ -23,7 +23,7 @@ import warnings
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import torch
 from torch import nn
@@ -56,24 +56,22 @@ def save_checkpoint(model: BgModel, path: str | Path, **extra) -> None:
     torch.save({"bgbench_spec": model.spec.to_dict(), "state_dict": model.net.state_dict(), **extra}, path)
 
 
-def training_of(saved: dict) -> Optional[dict]:
-    """How bgbench trained a checkpoint, from what `bgbench train` saved in it (its config) or a
-    last-layer recipe did (its name): recorded with every run of the model, so that a report names
-    the recipe even where the training run is in another store."""
+def record_training(spec, saved: Optional[dict]) -> None:
+    """Record as `spec.extra['trained']` how bgbench trained a checkpoint, from what `bgbench train`
+    saved in it (its config) or a last-layer recipe did (its name), when either did: recorded with
+    every run of the model, so that a report names the recipe even where the training run is in
+    another store."""
+    saved = saved or {}
     config = saved.get("config") if isinstance(saved.get("config"), dict) else {}
     recipe = config.get("recipe", saved.get("recipe"))
-    if not isinstance(recipe, str):
-        return None
-    kept = {k: config[k] for k in ("variant", "swa", "epochs", "seed") if isinstance(config.get(k), (str, int, bool))}
-    return {"recipe": recipe, **kept}
+    if isinstance(recipe, str):
+        spec.extra["trained"] = {"recipe": recipe, **{k: config[k] for k in ("variant", "swa", "epochs", "seed")
+                                                      if isinstance(config.get(k), (str, int, bool))}}
 
 
-def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
-    h = hashlib.sha256()
+def sha256_file(path: Path) -> str:
     with open(path, "rb") as f:
-        for block in iter(lambda: f.read(chunk), b""):
-            h.update(block)
-    return h.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def tensors_sha256(state_dict: Dict[str, torch.Tensor]) -> str:
@@ -91,11 +89,12 @@ def tensors_sha256(state_dict: Dict[str, torch.Tensor]) -> str:
     return h.hexdigest()
 
 
-def _is_torchscript(path: Path) -> bool:
+def _zip_names(path: Path) -> List[str]:
+    """The entries of a zip file ([] for any other file)."""
     if not zipfile.is_zipfile(path):
-        return False
+        return []
     with zipfile.ZipFile(path) as z:
-        return any(n.endswith("constants.pkl") or "/code/" in n for n in z.namelist())
+        return z.namelist()
 
 
 def _strip_prefix(sd: Dict[str, torch.Tensor], prefix: str) -> Dict[str, torch.Tensor]:
@@ -112,47 +111,9 @@ def _is_state_dict(obj) -> bool:
         isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in obj.items())
 
 
-def _from_robustness(sd: Dict[str, torch.Tensor]) -> Tuple[Dict[str, torch.Tensor], Optional[tuple], Optional[tuple]]:
-    """Split a robustness-library state_dict into (model weights, mean, std)."""
-    sd = _unwrapped(sd)
-    weights = _strip_prefix(sd, "model.")
-    def as_tuple(t: Optional[torch.Tensor]) -> Optional[tuple]:
-        return None if t is None else tuple(float(v) for v in t.flatten())
-    return weights, as_tuple(sd.get("normalizer.new_mean")), as_tuple(sd.get("normalizer.new_std"))
-
-
-def _is_safetensors(path: Path) -> bool:
-    """The safetensors layout: an 8-byte little-endian header length, then the JSON header ('{')."""
-    with open(path, "rb") as f:
-        head = f.read(9)
-    return len(head) == 9 and head[8:9] == b"{" and 8 + int.from_bytes(head[:8], "little") <= path.stat().st_size
-
-
-def _is_pickled(path: Path) -> bool:
-    """What `torch.load` reads: a zip holding `<root>/data.pkl`, or a legacy pickle stream (0x80)."""
-    if zipfile.is_zipfile(path):
-        with zipfile.ZipFile(path) as z:
-            return any(n.endswith("data.pkl") for n in z.namelist())
-    with open(path, "rb") as f:
-        return f.read(1) == b"\x80"
-
-
-#: What a file must be, for the one line that refuses any other.
-KNOWN_FORMATS = ("safetensors, a PyTorch checkpoint or state dict (torch.save), a torch.export program (.pt2), "
-                 "TorchScript, or an ONNX model (.onnx, run as onnx:PATH)")
-
-
-def _read_safetensors(path: Path, digest: str) -> LoadedCheckpoint:
-    from safetensors import SafetensorError, safe_open
-    from safetensors.torch import load_file
-    try:
-        state_dict = load_file(str(path), device="cpu")
-        with safe_open(str(path), framework="pt") as f:
-            metadata = f.metadata() or {}
-    except (SafetensorError, OSError, ValueError) as e:
-        raise CheckpointError(f"cannot read safetensors file {path}: {' '.join(str(e).split())[:200]}") from None
-    return LoadedCheckpoint(kind="safetensors", state_dict=_unwrapped(state_dict), sha256=digest, path=str(path),
-                            extra={"metadata": metadata} if metadata else None)
+def _normalizer(t: Optional[torch.Tensor]) -> Optional[tuple]:
+    """A robustness normalizer's mean or std, as numbers."""
+    return None if t is None else tuple(float(v) for v in t.flatten())
 
 
 def read_checkpoint(path: str | Path, trust: bool = False) -> LoadedCheckpoint:
@@ -164,13 +125,23 @@ def read_checkpoint(path: str | Path, trust: bool = False) -> LoadedCheckpoint:
         raise CheckpointError(f"{path} is an ONNX model, which runs in onnxruntime as a whole: use --model "
                               f"onnx:{path}")
     digest = sha256_file(path)
-    if _is_safetensors(path):
-        return _read_safetensors(path, digest)
+    with open(path, "rb") as f:
+        head = f.read(9)
+    # the safetensors layout: an 8-byte little-endian header length, then the JSON header ('{')
+    if len(head) == 9 and head[8:9] == b"{" and 8 + int.from_bytes(head[:8], "little") <= path.stat().st_size:
+        from safetensors import SafetensorError
+        from safetensors.torch import load_file
+        try:
+            state_dict = load_file(str(path), device="cpu")
+        except (SafetensorError, OSError, ValueError) as e:
+            raise CheckpointError(f"cannot read safetensors file {path}: {' '.join(str(e).split())[:200]}") from None
+        return LoadedCheckpoint(kind="safetensors", state_dict=_unwrapped(state_dict), sha256=digest, path=str(path))
     from .exported import ExportedNet, is_exported_program, load_program
     if is_exported_program(path):
         return LoadedCheckpoint(kind="export", module=ExportedNet(load_program(path, trust), name=str(path)),
                                 sha256=digest, path=str(path))
-    if _is_torchscript(path):
+    names = _zip_names(path)
+    if any(n.endswith("constants.pkl") or "/code/" in n for n in names):  # TorchScript
         try:
             with warnings.catch_warnings():  # torch >= 2.9 deprecates TorchScript loudly, on every load
                 warnings.filterwarnings("ignore", message=r".*torch\.jit\.load.* is deprecated", category=FutureWarning)
@@ -178,8 +149,11 @@ def read_checkpoint(path: str | Path, trust: bool = False) -> LoadedCheckpoint:
         except Exception as e:  # noqa: BLE001 - any failure here is a bad file
             raise CheckpointError(f"cannot load TorchScript checkpoint {path}: {e}") from None
         return LoadedCheckpoint(kind="torchscript", module=module, sha256=digest, path=str(path))
-    if not _is_pickled(path):
-        raise CheckpointError(f"{path} is in no format bgbench reads; it reads {KNOWN_FORMATS}")
+    # what `torch.load` reads: a zip holding `<root>/data.pkl`, or a legacy pickle stream (0x80)
+    if not (any(n.endswith("data.pkl") for n in names) if names else head[:1] == b"\x80"):
+        raise CheckpointError(f"{path} is in no format bgbench reads; it reads safetensors, a PyTorch checkpoint or "
+                              f"state dict (torch.save), a torch.export program (.pt2), TorchScript, or an ONNX model "
+                              f"(.onnx, run as onnx:PATH)")
     try:
         obj = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # noqa: BLE001
@@ -204,9 +178,10 @@ def read_checkpoint(path: str | Path, trust: bool = False) -> LoadedCheckpoint:
         if not _is_state_dict(sd):
             raise CheckpointError(f"{path}: '{'model' if 'model' in obj else 'state_dict'}' entry is not a state_dict")
         if any(k.startswith(("module.model.", "model.")) for k in sd):
-            weights, mean, std = _from_robustness(sd)
-            return LoadedCheckpoint(kind="robustness", state_dict=weights, mean=mean, std=std, sha256=digest,
-                                    path=str(path))
+            sd = _unwrapped(sd)
+            return LoadedCheckpoint(kind="robustness", state_dict=_strip_prefix(sd, "model."),
+                                    mean=_normalizer(sd.get("normalizer.new_mean")),
+                                    std=_normalizer(sd.get("normalizer.new_std")), sha256=digest, path=str(path))
         obj = sd  # a plain state dict under its 'model' or 'state_dict' key
     if _is_state_dict(obj):
         return LoadedCheckpoint(kind="state_dict", state_dict=_unwrapped(obj), sha256=digest, path=str(path))

@@ -11,6 +11,7 @@ fixed at export is met or refused (`static_shapes`).
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import zipfile
@@ -22,7 +23,9 @@ from torch import nn
 
 from ..errors import CheckpointError
 from .inputs import check_input_size
-from .static_shapes import check_size, in_fixed_batches, static_dims
+from .pickles import quiet
+from .pt2_guard import check_archive, weights_only_loads
+from .static_shapes import in_fixed_batches, static_dims
 
 
 def is_exported_program(path: Path) -> bool:
@@ -40,23 +43,13 @@ def load_program(path: Path, trust: bool = False):
     Without `trust` the archive is checked first and torch reads it with its restricted unpickler
     only (`pt2_guard`): a file from a stranger runs no code of its own, here or when it runs."""
     if not trust:
-        from .pt2_guard import check_archive
         check_archive(path)
-    logger = logging.getLogger("torch.export")
-    level = logger.level
-    logger.setLevel(logging.CRITICAL)
     try:
-        if trust:
+        with quiet("torch.export", logging.CRITICAL), contextlib.nullcontext() if trust else weights_only_loads():
             program = torch.export.load(str(path))
-        else:
-            from .pt2_guard import weights_only_loads
-            with weights_only_loads():
-                program = torch.export.load(str(path))
     except Exception as e:  # noqa: BLE001 - a corrupt file, a newer schema, a missing custom op: all the file's
         raise CheckpointError(f"cannot load the torch.export program {path} with torch {torch.__version__}"
                               f"{_saved_by(path)}: {_first_line(e)}") from None
-    finally:
-        logger.setLevel(level)
     return program
 
 
@@ -124,8 +117,7 @@ class ExportedNet(nn.Module):
         return super()._apply(fn, recurse)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        check_size(self.model_name, self.fixed_hw, x)
-        return in_fixed_batches(self.graph, x, self.fixed_batch)
+        return in_fixed_batches(self.graph, x, self.fixed_batch, self.model_name, self.fixed_hw)
 
 
 def _input_shape(program, name: str) -> Tuple:

@@ -19,7 +19,7 @@ import torch
 from torch import nn
 
 from ..errors import CheckpointError
-from .checkpoint import read_checkpoint, training_of
+from .checkpoint import read_checkpoint, record_training
 from .norms import DATASET, IMAGENET1K, mark_assumed, norm_for
 from .schemes import ModelRequest, Peek, register_peek, register_scheme
 from .spec import ModelSpec
@@ -32,11 +32,10 @@ REBUILT = ("openclip", "hf")
 
 @register_scheme("file", usage="file:PATH",
                  summary="a file holding a whole network: bgbench's own checkpoint, a torch.export program (.pt2), "
-                         "an ONNX model (.onnx), TorchScript, or a pickled model")
+                         "an ONNX model (.onnx), TorchScript, or a pickled model",
+                 own_weights="use either --model file:PATH or --checkpoint, not both")
 def file_model(request: ModelRequest) -> Tuple[nn.Module, ModelSpec]:
     """The network the file at `request.target` holds, with its spec."""
-    if request.checkpoint:
-        raise CheckpointError("use either --model file:PATH or --checkpoint, not both")
     path = file_path(request.target)
     if Path(path).suffix.lower() == ".onnx":
         from .onnx_scheme import onnx_model
@@ -47,9 +46,7 @@ def file_model(request: ModelRequest) -> Tuple[nn.Module, ModelSpec]:
         spec = ModelSpec.from_dict(ckpt.spec)
         net = {"openclip": openclip_scheme, "hf": hf_scheme}[spec.extra["scheme"]].rebuild(spec, ckpt.state_dict)
         spec.name = request.name
-        trained = training_of(ckpt.extra or {})  # build_timm records it for the other bgbench checkpoints
-        if trained:
-            spec.extra["trained"] = trained
+        record_training(spec, ckpt.extra)  # build_timm records it for the other bgbench checkpoints
     elif ckpt.kind == "bgbench":
         net, spec = build_timm(ckpt.spec["arch"], ckpt, None, request.name)
     elif ckpt.module is not None:

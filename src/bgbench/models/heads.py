@@ -102,11 +102,11 @@ def with_head(model: BgModel, weight: torch.Tensor, bias: torch.Tensor, classes:
         linear = net.get_classifier()
         if not isinstance(linear, nn.Linear):
             raise BgbenchError(f"{spec.name}: its new classifier is a {type(linear).__name__}, not a linear layer")
-        _copy_into(linear, weight, bias)
+        linear.load_state_dict({"weight": weight, "bias": bias})
     elif kind == "hf":
         parent, name, old = _hf_linear(net)
         linear = nn.Linear(old.in_features, n)
-        _copy_into(linear, weight, bias)
+        linear.load_state_dict({"weight": weight, "bias": bias})
         setattr(parent, name, linear) if not isinstance(parent, nn.Sequential) else parent.__setitem__(int(name), linear)
         config = net.model.config
         config.num_labels = n  # also sets id2label/label2id to LABEL_i; named below
@@ -115,11 +115,7 @@ def with_head(model: BgModel, weight: torch.Tensor, bias: torch.Tensor, classes:
         net.model.num_labels = n
         spec.extra["config"] = json.loads(config.to_json_string())
     else:
-        net.head = weight.contiguous()
-        if "head_bias" not in net._buffers:
-            del net.head_bias  # a text-built head has none: make it a buffer, saved with the weights
-            net.register_buffer("head_bias", bias.contiguous())
-        net.head_bias = bias.contiguous()
+        net.head, net.head_bias = weight.contiguous(), bias.contiguous()  # buffers, saved with the weights
         net.logit_scale, net.logit_bias = 1.0, None
         spec.extra["zero_shot"] = {"fitted": True, "label_set": DATASET, "logit_scale": 1.0, "logit_bias": None}
     spec.num_classes, spec.label_space, spec.class_names = n, DATASET, tuple(classes)
@@ -127,9 +123,3 @@ def with_head(model: BgModel, weight: torch.Tensor, bias: torch.Tensor, classes:
     spec.extra["last_layer"] = provenance
     spec.extra.pop("init_seed", None)
     return BgModel(net, spec).eval()
-
-
-def _copy_into(linear: nn.Linear, weight: torch.Tensor, bias: torch.Tensor) -> None:
-    with torch.no_grad():
-        linear.weight.copy_(weight)
-        linear.bias.copy_(bias)

@@ -75,13 +75,11 @@ class HFClassifier(nn.Module):
 
 
 @register_scheme("hf", usage="hf:REPO_OR_DIR",
-                 summary="a Hugging Face image classifier (hub id or save_pretrained folder)")
+                 summary="a Hugging Face image classifier (hub id or save_pretrained folder)",
+                 own_weights="hf: models carry their own weights; drop --checkpoint")
 def hf_model(request: ModelRequest) -> Tuple[nn.Module, ModelSpec]:
     """The classifier at `request.target` (hub id or folder), with its image processor's preprocessing."""
-    if request.checkpoint:
-        raise CheckpointError("hf: models carry their own weights; drop --checkpoint")
-    model = _load_model(request.target)
-    processor = _load_processor(request.target, request.name)
+    model, processor = _load(request.target, request.name)
     pre = _preprocessing(processor, model.config)
     check_input_size(request.name, pre["input_hw"], "image processor's size")
     labels = [str(model.config.id2label.get(i, model.config.id2label.get(str(i), ""))) for i in
@@ -101,18 +99,29 @@ def hf_model(request: ModelRequest) -> Tuple[nn.Module, ModelSpec]:
     return HFClassifier(model, pre["input_hw"], name=request.name), spec
 
 
-def _load_model(target: str) -> nn.Module:
+def _load(target: str, name: str) -> Tuple[nn.Module, object]:
+    """(the classifier in fp32 and eval mode, its image processor or None: then the config's size and
+    ImageNet mean/std, said aloud)."""
     local = Path(target).expanduser()
     if not local.is_dir() and (target.startswith((".", "/", "~")) or local.suffix):
         raise CheckpointError(f"hf:{target}: no such folder (a hub id looks like ORG/NAME)")
-    if not local.is_dir():
-        _refuse_if_unreachable(target)
+    from huggingface_hub import try_to_load_from_cache
+    from .hub import offline_reason
+    # a hub id whose files are not in the cache while the hub cannot be reached is one line now, not after the
+    # hub client's retries (`hub.offline_reason`); a cached one loads offline
+    reason = None if local.is_dir() or isinstance(try_to_load_from_cache(target, "config.json"), str) else \
+        offline_reason()
+    if reason is not None:
+        raise CheckpointError(f"hf:{target}: not in the Hugging Face cache and it cannot be downloaded ({reason}); "
+                              f"on a machine with network run `hf download {target}`, then copy the cache folder "
+                              f"here or point HF_HOME at a copy")
     import transformers
-    from transformers import AutoModelForImageClassification
+    from transformers import AutoImageProcessor, AutoModelForImageClassification
     transformers.utils.logging.disable_progress_bar()
     transformers.utils.logging.set_verbosity_error()
+    source = str(local) if local.is_dir() else target
     try:
-        model = AutoModelForImageClassification.from_pretrained(str(local) if local.is_dir() else target)
+        model = AutoModelForImageClassification.from_pretrained(source)
     except Exception as e:  # noqa: BLE001 - the folder's: no classifier, a pickle weights_only blocks, a config
         # its weights do not fit
         if isinstance(e, (OSError, ValueError, KeyError)) and "Weights only load failed" not in str(e):
@@ -120,33 +129,13 @@ def _load_model(target: str) -> nn.Module:
         reason = ("its config.json does not fit its weights (tensor shapes differ from what the config builds)"
                   if "mismatched_sizes" in str(e) else weights_failure(e))
         raise CheckpointError(f"hf:{target}: cannot load its weights: {reason}") from None
-    return model.float().eval()  # fp32 whatever dtype the weights were stored in (bgbench's exact default)
-
-
-def _refuse_if_unreachable(repo: str) -> None:
-    """A hub id whose files are not in the cache while the hub cannot be reached is one line now,
-    not after the hub client's retries (`hub.offline_reason`); a cached one loads offline."""
-    from huggingface_hub import try_to_load_from_cache
-    from .hub import offline_reason
-    if isinstance(try_to_load_from_cache(repo, "config.json"), str):
-        return
-    reason = offline_reason()
-    if reason is not None:
-        raise CheckpointError(f"hf:{repo}: not in the Hugging Face cache and it cannot be downloaded ({reason}); on "
-                              f"a machine with network run `hf download {repo}`, then copy the cache folder here or "
-                              f"point HF_HOME at a copy")
-
-
-def _load_processor(target: str, name: str):
-    """The model's image processor, or None (then the config's size and ImageNet mean/std, said aloud)."""
-    from transformers import AutoImageProcessor
-    local = Path(target).expanduser()
     try:
-        return AutoImageProcessor.from_pretrained(str(local) if local.is_dir() else target)
+        processor = AutoImageProcessor.from_pretrained(source)
     except (OSError, ValueError, KeyError) as e:
         console.status(f"note: {name} has no image processor ({first_line(e)[:100]}); using its config's "
                        f"image size (recorded)")
-        return None
+        processor = None
+    return model.float().eval(), processor  # fp32 whatever dtype the weights were stored in (bgbench's exact default)
 
 
 def _preprocessing(processor, config) -> dict:
@@ -170,22 +159,16 @@ def _preprocessing(processor, config) -> dict:
 def _input_hw(processor, config) -> Tuple[int, int]:
     """The crop size when the processor centre-crops, else its resize size, else the config's image size."""
     for attr in (("crop_size",) if getattr(processor, "do_center_crop", False) else ()) + ("size",):
-        size = _as_dict(getattr(processor, attr, None))
+        size = getattr(processor, attr, None)  # a side, a dict or a SizeDict
+        if isinstance(size, int):
+            size = {"height": size, "width": size}
+        elif not isinstance(size, dict):
+            size = {k: getattr(size, k, None) for k in ("height", "width", "shortest_edge")}
         if size.get("height") and size.get("width"):
             return int(size["height"]), int(size["width"])
         if size.get("shortest_edge"):
             return int(size["shortest_edge"]), int(size["shortest_edge"])
     return native_hw(getattr(config, "image_size", 224) or 224)
-
-
-def _as_dict(size) -> dict:
-    if size is None:
-        return {}
-    if isinstance(size, int):
-        return {"height": size, "width": size}
-    if isinstance(size, dict):
-        return size
-    return {k: getattr(size, k, None) for k in ("height", "width", "shortest_edge")}
 
 
 def _is_imagenet_head(labels) -> Tuple[bool, str]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import socket
 import threading
+import urllib.request
 from typing import Optional
 from urllib.parse import urlparse
 
@@ -29,7 +30,9 @@ def offline_reason(url: Optional[str] = None, timeout: float = TIMEOUT_S) -> Opt
     # the Hugging Face endpoint the hub client asks: its HF_ENDPOINT setting, else huggingface.co
     endpoint = getattr(constants, "ENDPOINT", None) or os.environ.get("HF_ENDPOINT") or "https://huggingface.co"
     parsed = urlparse(url or endpoint)
-    proxy = _proxy_for(parsed.scheme, parsed.hostname or "")
+    # the proxy the request goes through (the environment's, as requests reads it; none when NO_PROXY names the host)
+    proxies = {} if urllib.request.proxy_bypass(parsed.hostname or "") else urllib.request.getproxies()
+    proxy = proxies.get(parsed.scheme) or proxies.get("all")
     if proxy:  # the client connects to the proxy, which reaches the hub: the proxy must answer
         parsed = urlparse(proxy if "://" in proxy else f"http://{proxy}")
     host = parsed.hostname
@@ -53,13 +56,3 @@ def offline_reason(url: Optional[str] = None, timeout: float = TIMEOUT_S) -> Opt
     if "error" in outcome:
         return f"{host} cannot be reached: {outcome['error']}"
     return f"{host} did not answer within {timeout:g} s"
-
-
-def _proxy_for(scheme: str, host: str) -> Optional[str]:
-    """The proxy a request to `scheme://host` goes through (the environment's, as requests reads
-    it; None when there is none or NO_PROXY names the host)."""
-    import urllib.request
-    if urllib.request.proxy_bypass(host):
-        return None
-    proxies = urllib.request.getproxies()
-    return proxies.get(scheme) or proxies.get("all")

@@ -62,20 +62,15 @@ def native_hw(input_size) -> Tuple[int, int]:
     return int(size[-2]), int(size[-1])
 
 
-def covering_size(image_hw: Tuple[int, int], target_hw: Tuple[int, int]) -> Tuple[int, int]:
-    """The size an image is resized to so that it covers `target_hw` with its aspect kept (before the crop)."""
-    h, w = image_hw
-    scale = max(target_hw[0] / h, target_hw[1] / w)
-    return max(target_hw[0], round(h * scale)), max(target_hw[1], round(w * scale))
-
-
 def fit_to_native(x, input_size, interpolation: str = "bilinear"):
     """A (N, C, H, W) [0,1] batch resized to cover `input_size` and centre-cropped to it (policy 'native')."""
     import torch.nn.functional as F
     target = native_hw(input_size)
     if tuple(x.shape[-2:]) == target:
         return x
-    size = covering_size(tuple(x.shape[-2:]), target)
+    h, w = x.shape[-2:]
+    scale = max(target[0] / h, target[1] / w)  # the size that covers the target with the aspect kept
+    size = max(target[0], round(h * scale)), max(target[1], round(w * scale))
     mode = interpolation if interpolation in INTERPOLATIONS else "bilinear"
     if size != tuple(x.shape[-2:]):
         kwargs = {} if mode == "nearest" else {"align_corners": False, "antialias": True}

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import List, Optional, Tuple
+from typing import Optional, Tuple
 
 import numpy as np
 import torch
@@ -36,7 +36,7 @@ from .norms import DATASET, IMAGENET1K, mark_assumed, norm_for
 from .schemes import ModelRequest, Peek, register_peek, register_scheme
 from .inputs import INTERPOLATIONS, check_input_size
 from .spec import ModelSpec
-from .static_shapes import check_size, in_fixed_batches, static_dims
+from .static_shapes import in_fixed_batches, static_dims
 
 #: onnxruntime's element types -> numpy's (what a float input may be declared as).
 _FLOAT_TYPES = {"tensor(float)": np.float32, "tensor(float16)": np.float16, "tensor(double)": np.float64}
@@ -44,44 +44,30 @@ _FLOAT_TYPES = {"tensor(float)": np.float32, "tensor(float16)": np.float16, "ten
 META_KEYS = ("mean", "std", "input_size", "label_space", "class_names", "interpolation")
 
 
-def _onnxruntime():
-    try:
-        import onnxruntime
-    except ImportError:
-        raise CheckpointError("ONNX models run with onnxruntime, an optional extra: pip install 'bgbench[onnx]'") \
-            from None
-    return onnxruntime
-
-
-def providers_for(device: str) -> List[str]:
-    """CUDA then CPU for a CUDA job where onnxruntime has the CUDA provider; the CPU provider otherwise
-    (said on stderr when CUDA was asked for and is missing)."""
-    available = _onnxruntime().get_available_providers()
-    if str(device).startswith("cuda"):
-        if "CUDAExecutionProvider" in available:
-            return ["CUDAExecutionProvider", "CPUExecutionProvider"]
-        console.status(f"note: this onnxruntime has no CUDA provider (it has {', '.join(available)}); the ONNX "
-                       f"model runs on the CPU provider (install onnxruntime-gpu for CUDA)")
-    return ["CPUExecutionProvider"]
-
-
-def open_session(path: str, providers: List[str]):
-    """An onnxruntime session of `path`, a bad file as one line."""
-    ort = _onnxruntime()
-    options = ort.SessionOptions()
-    options.log_severity_level = 3  # errors only: its warnings are about graph optimisation, not the user
-    try:
-        return ort.InferenceSession(path, sess_options=options, providers=providers)
-    except Exception as e:  # noqa: BLE001 - onnxruntime raises its own Fail/InvalidGraph/... classes
-        raise CheckpointError(f"cannot load ONNX model {path}: {' '.join(str(e).split())[:200]}") from None
-
-
 def _open(request: ModelRequest, device: str) -> Tuple[Path, object, "OnnxNet"]:
-    """The ONNX file `request.target` names, its session on `device`'s providers, and the session as a network."""
+    """The ONNX file `request.target` names, its session, and the session as a network. The session
+    runs on CUDA then the CPU for a CUDA job where onnxruntime has the CUDA provider, on the CPU
+    provider otherwise (said on stderr when CUDA was asked for and is missing)."""
     path = Path(request.target).expanduser()
     if not path.is_file():
         raise CheckpointError(f"ONNX model not found: {path}")
-    session = open_session(str(path), providers_for(device))
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        raise CheckpointError("ONNX models run with onnxruntime, an optional extra: pip install 'bgbench[onnx]'") \
+            from None
+    available, providers = ort.get_available_providers(), ["CPUExecutionProvider"]
+    if str(device).startswith("cuda") and "CUDAExecutionProvider" in available:
+        providers.insert(0, "CUDAExecutionProvider")
+    elif str(device).startswith("cuda"):
+        console.status(f"note: this onnxruntime has no CUDA provider (it has {', '.join(available)}); the ONNX "
+                       f"model runs on the CPU provider (install onnxruntime-gpu for CUDA)")
+    options = ort.SessionOptions()
+    options.log_severity_level = 3  # errors only: its warnings are about graph optimisation, not the user
+    try:
+        session = ort.InferenceSession(str(path), sess_options=options, providers=providers)
+    except Exception as e:  # noqa: BLE001 - onnxruntime raises its own Fail/InvalidGraph/... classes
+        raise CheckpointError(f"cannot load ONNX model {path}: {' '.join(str(e).split())[:200]}") from None
     return path, session, OnnxNet(session, request.name)
 
 
@@ -118,8 +104,7 @@ class OnnxNet(nn.Module):
         return torch.from_numpy(np.asarray(out, dtype=np.float32)).to(x.device, x.dtype)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        check_size(self.model_name, self.fixed_hw, x)
-        return in_fixed_batches(self._run, x, self.fixed_batch)
+        return in_fixed_batches(self._run, x, self.fixed_batch, self.model_name, self.fixed_hw)
 
 
 def model_metadata(session) -> dict:
@@ -159,11 +144,10 @@ def _parse(key: str, text: str):
 
 @register_scheme("onnx", usage="onnx:FILE.onnx",
                  summary="an ONNX model run by onnxruntime (CPU; CUDA with --device cuda): preprocessing and "
-                         "label space from its metadata, else from flags")
+                         "label space from its metadata, else from flags",
+                 own_weights="an ONNX model carries its own weights; drop --checkpoint")
 def onnx_model(request: ModelRequest) -> Tuple[nn.Module, ModelSpec]:
     """The ONNX model at `request.target` in an onnxruntime session, with its spec."""
-    if request.checkpoint:
-        raise CheckpointError("an ONNX model carries its own weights; drop --checkpoint")
     path, session, net = _open(request, request.device)
     meta = model_metadata(session)
     n = net.num_outputs() or _forward_width(net)

@@ -14,7 +14,6 @@ resize policy (native by default: open_clip towers take their one input size onl
 from __future__ import annotations
 
 import contextlib
-import logging
 import pickle
 from pathlib import Path
 from typing import Optional, Tuple
@@ -26,7 +25,7 @@ from ..errors import CheckpointError
 from .checkpoint import tensors_sha256
 from .inputs import native_hw
 from .norms import DATASET, IMAGENET1K
-from .pickles import first_line, weights_failure
+from .pickles import first_line, quiet, weights_failure
 from .schemes import ModelRequest, Peek, register_peek, register_scheme
 from .spec import ModelSpec
 from .zero_shot import IMAGENET_LABELS, ZeroShotClassifier, build_head, class_names, resolve_label_set, template_texts
@@ -41,13 +40,12 @@ def _names():
 
 
 @register_scheme("openclip", usage="openclip:ARCH[@PRETRAINED]", names=_names, zero_shot=True,
-                 summary="an open_clip model as a zero-shot classifier (head from class names x templates)")
+                 summary="an open_clip model as a zero-shot classifier (head from class names x templates)",
+                 own_weights="openclip: models take their weights after '@' (openclip:ARCH@TAG or "
+                             "openclip:ARCH@/path/to/weights.pt); drop --checkpoint")
 def openclip_model(request: ModelRequest) -> Tuple[nn.Module, ModelSpec]:
     """A zero-shot classifier: open_clip's image tower and a head built from class names and templates."""
     import open_clip
-    if request.checkpoint:
-        raise CheckpointError("openclip: models take their weights after '@' (openclip:ARCH@TAG or "
-                              "openclip:ARCH@/path/to/weights.pt); drop --checkpoint")
     arch, pretrained = _parse(request.target)
     clip, seeded = _load(arch, pretrained)
     digest = tensors_sha256(clip.state_dict())
@@ -59,16 +57,18 @@ def openclip_model(request: ModelRequest) -> Tuple[nn.Module, ModelSpec]:
     bias = getattr(clip, "logit_bias", None)
     net = ZeroShotClassifier(clip.visual, head, clip.logit_scale.exp().item(),
                              None if bias is None else bias.item(), native_hw=size, name=request.name)
-    zero_shot = {"label_set": label_set, "templates": request.templates, "template_texts": templates,
-                 "class_names": names, "logit_scale": net.logit_scale, "logit_bias": net.logit_bias}
     spec = ModelSpec(name=request.name, arch=arch, num_classes=len(names),
                      label_space=IMAGENET1K if label_set == IMAGENET_LABELS else DATASET,
                      mean=tuple(float(v) for v in pre["mean"]), std=tuple(float(v) for v in pre["std"]),
                      input_size=(3, *size), resize="native", interpolation=str(pre.get("interpolation", "bicubic")),
                      class_names=tuple(request.classes) if label_set != IMAGENET_LABELS else None,
                      checkpoint=pretrained or (None if seeded else arch.split(":", 1)[-1]), checkpoint_sha256=digest)
-    spec.extra = {"scheme": "openclip", "format": "open_clip", "model_cfg": _model_cfg(arch),
-                  "zero_shot": zero_shot,
+    model_cfg = None  # the architecture's open_clip config, recorded so that a saved checkpoint rebuilds the tower
+    with contextlib.suppress(Exception):
+        model_cfg = open_clip.get_model_config(arch)
+    spec.extra = {"scheme": "openclip", "format": "open_clip", "model_cfg": model_cfg,
+                  "zero_shot": {"label_set": label_set, "templates": request.templates, "template_texts": templates,
+                                "class_names": names, "logit_scale": net.logit_scale, "logit_bias": net.logit_bias},
                   "preprocess": {k: (list(v) if isinstance(v, tuple) else v) for k, v in pre.items()}}
     if seeded:
         spec.extra["init_seed"] = RANDOM_INIT_SEED
@@ -98,9 +98,10 @@ def _load(arch: str, pretrained: Optional[str]) -> Tuple[nn.Module, bool]:
     if pretrained and not Path(pretrained).is_file() and pretrained not in open_clip.list_pretrained_tags_by_model(arch):
         tags = ", ".join(open_clip.list_pretrained_tags_by_model(arch)) or "none"
         raise CheckpointError(f"unknown pretrained tag {pretrained!r} for {arch} (known: {tags})")
-    seeded = pretrained is None and not (arch.startswith("local-dir:") and _folder_has_weights(arch))
+    seeded = pretrained is None and not (arch.startswith("local-dir:") and any(
+        Path(arch.split(":", 1)[1]).glob(pattern) for pattern in ("*.safetensors", "*.bin", "*.pth")))
     try:
-        with _quiet(), torch.random.fork_rng(devices=[]):
+        with quiet(), torch.random.fork_rng(devices=[]):
             torch.manual_seed(RANDOM_INIT_SEED)
             clip = open_clip.create_model(arch, pretrained=pretrained, device="cpu", precision="fp32")
     except pickle.UnpicklingError as e:  # a weights file that torch's restricted unpickler refuses
@@ -108,31 +109,6 @@ def _load(arch: str, pretrained: Optional[str]) -> Tuple[nn.Module, bool]:
     except (RuntimeError, ValueError, OSError) as e:
         raise CheckpointError(f"openclip:{arch}: cannot load it: {first_line(e)}") from None
     return clip.eval(), seeded
-
-
-def _folder_has_weights(arch: str) -> bool:
-    folder = Path(arch.split(":", 1)[1])
-    return any(folder.glob(pattern) for pattern in ("*.safetensors", "*.bin", "*.pth"))
-
-
-def _model_cfg(arch: str) -> Optional[dict]:
-    """The architecture's open_clip config, recorded so that a saved checkpoint rebuilds the tower."""
-    import open_clip
-    with contextlib.suppress(Exception):
-        return open_clip.get_model_config(arch)
-    return None
-
-
-@contextlib.contextmanager
-def _quiet():
-    """open_clip logs through the root logger (a warning for every random init): keep stderr for bgbench."""
-    root = logging.getLogger()
-    level = root.level
-    root.setLevel(logging.ERROR)
-    try:
-        yield
-    finally:
-        root.setLevel(level)
 
 
 def rebuild(spec: ModelSpec, state_dict) -> nn.Module:

@@ -14,11 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Tuple, Union
 
+from ..console import status
 from ..errors import BgbenchError
 from ..options import flag
 from ..signatures import config_parameters, signed
 from .inputs import LABEL_SETS, RESIZE_CHOICES
-from .norms import NORMS, check_norm_flags, parse_size, parse_triple
+from .norms import NORMS, assumed_note, check_norm_flags, parse_size, parse_triple
 #: What --model takes, in every command that runs a model.
 MODEL_HELP = ("timm:ARCH[.TAG] (a TAG such as resnet50.a1_in1k loads timm's published weights), file:PATH (a "
               "bgbench checkpoint, a torch.export .pt2, an ONNX .onnx, TorchScript), onnx:FILE.onnx, zoo:NAME, "
@@ -125,7 +126,6 @@ def build(options: ModelOptions):
     fills in or checks what it fixes). A model with random weights says so, here, at every command
     that builds one; the model keeps its class map file and its identity (`identity`) for the run."""
     from .. import protocols
-    from ..console import status
     from ..data.resolve import dataset_classes
     from .registry import create_model
     opts = protocols.resolve(options.protocol, resize=options.resize, labels=options.labels,
@@ -134,10 +134,13 @@ def build(options: ModelOptions):
                          norm=options.norm, classes=dataset_classes(options.data, options.split or "val"),
                          device=options.device, pretrained=options.pretrained, mean=options.mean, std=options.std,
                          input_size=options.input_size, **opts)
-    note = random_weights_note(model.spec)
-    if note:
-        status(note)
-    from .norms import assumed_note
+    seed = (model.spec.extra or {}).get("init_seed")
+    if seed is not None:  # a network with random weights says so at every command that builds it
+        scheme, _, arch = model.spec.name.partition(":")
+        how = (f"name a tag (timm:{arch}.TAG, see `bgbench models 'timm:{arch}.*'`) or pass --pretrained for timm's "
+               f"published weights, or --checkpoint FILE" if scheme == "timm" else
+               "name its weights (openclip:ARCH@PRETRAINED)" if scheme == "openclip" else "give its weights")
+        status(f"warning: {model.spec.name} has random weights (seeded init, seed {seed}), not trained ones: {how}")
     note = assumed_note(model.spec)
     if note and note not in _SAID:  # once per process: a study or profile builds the model at every step
         status(note)
@@ -147,18 +150,6 @@ def build(options: ModelOptions):
     return speed_up(model, channels_last=options.channels_last, compile=options.compile)
 
 
-def random_weights_note(spec) -> Optional[str]:
-    """The warning every command gives for a network with random weights (None: trained weights)."""
-    seed = (spec.extra or {}).get("init_seed")
-    if seed is None:
-        return None
-    scheme, _, arch = spec.name.partition(":")
-    how = (f"name a tag (timm:{arch}.TAG, see `bgbench models 'timm:{arch}.*'`) or pass --pretrained for timm's "
-           f"published weights, or --checkpoint FILE" if scheme == "timm" else
-           "name its weights (openclip:ARCH@PRETRAINED)" if scheme == "openclip" else "give its weights")
-    return f"warning: {spec.name} has random weights (seeded init, seed {seed}), not trained ones: {how}"
-
-
 def identity(options: ModelOptions) -> dict:
     """Everything of how a model is built that changes its numbers, as a run records it and a study
     compares it: every field but those that only say where or how to run (`NOT_IDENTITY`; the
@@ -166,14 +157,12 @@ def identity(options: ModelOptions) -> dict:
     or templates file edited in place is another model)."""
     out = {}
     for f in dataclasses.fields(ModelOptions):
-        if f.name in NOT_IDENTITY:
-            continue
         value = getattr(options, f.name)
-        if f.name in ONLY_WHEN_SET:
-            if value is not None:
-                out[f.name] = list(value)
+        if f.name in NOT_IDENTITY or (f.name in ONLY_WHEN_SET and value is None):
             continue
-        if f.name in ("class_map", "templates") and value is not None and Path(str(value)).expanduser().is_file():
+        if f.name in ONLY_WHEN_SET:
+            value = list(value)
+        elif f.name in ("class_map", "templates") and value is not None and Path(str(value)).expanduser().is_file():
             value = {"file": Path(str(value)).name,
                      "sha256": hashlib.sha256(Path(str(value)).expanduser().read_bytes()).hexdigest()}
         out[f.name] = value
@@ -188,7 +177,6 @@ def speed_up(model, channels_last: bool = False, compile: bool = False):
     if channels_last:
         model.channels_last()
     if compile:
-        from ..console import status
         status("note: --compile: the network compiles during its first batches (tens of seconds on a CPU)")
         model.compile_net()
     return model

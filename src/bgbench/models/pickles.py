@@ -1,11 +1,14 @@
 """Why a weights file would not load, said in one line: torch's refusals of a pickle, and the
-failures of the libraries that read weights (safetensors, transformers, timm).
+failures of the libraries that read weights (safetensors, transformers, timm); and the libraries'
+own logging kept off stderr while they load (`quiet`).
 
 Kept apart from `checkpoint` so that the `.pt2` guard (which `checkpoint` loads lazily) can say
 the same thing without importing it back.
 """
 from __future__ import annotations
 
+import contextlib
+import logging
 import re
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -19,8 +22,8 @@ def unpickling_reason(error: Exception) -> str:
     """
     text = _ANSI.sub("", str(error)).strip()
     lines = [line.strip() for line in text.splitlines() if line.strip()]
-    named = [k for k, line in enumerate(lines) if "Unsupported global" in line or "WeightsUnpickler error" in line]
-    at = named[0] if named else 0
+    at = next((k for k, line in enumerate(lines) if "Unsupported global" in line or "WeightsUnpickler error" in line),
+              0)
     reason = lines[at] if lines else type(error).__name__
     reason = reason.split("WeightsUnpickler error:", 1)[-1].strip()
     if not reason and at + 1 < len(lines):  # 'WeightsUnpickler error:' alone; the gist is on the next line
@@ -45,3 +48,16 @@ def first_line(error: Exception) -> str:
     """The first line of a library's error (its type's name when it says nothing), at most 200 characters."""
     text = str(error).strip()
     return (text.splitlines()[0] if text else type(error).__name__)[:200]
+
+
+@contextlib.contextmanager
+def quiet(logger: str = "", level: int = logging.ERROR):
+    """Keep stderr for bgbench: inside, `logger` (the root logger by default, which open_clip logs
+    through: a warning for every random init) says nothing below `level`."""
+    log = logging.getLogger(logger)
+    saved = log.level
+    log.setLevel(level)
+    try:
+        yield
+    finally:
+        log.setLevel(saved)

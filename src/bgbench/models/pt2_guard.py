@@ -32,6 +32,7 @@ import re
 import warnings
 import zipfile
 from pathlib import Path
+from unittest import mock
 from typing import Iterator, List
 
 from ..errors import CheckpointError
@@ -86,17 +87,9 @@ def weights_only_loads() -> Iterator[None]:
     """Every `torch.load` inside reads with `weights_only=True`, whatever its caller asks (torch's
     `TORCH_FORCE_WEIGHTS_ONLY_LOAD`, read at each call): torch.export's own fallback to a full
     unpickler is then one more refusal."""
-    saved = {k: os.environ.get(k) for k in ("TORCH_FORCE_WEIGHTS_ONLY_LOAD", "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD")}
-    os.environ["TORCH_FORCE_WEIGHTS_ONLY_LOAD"] = "1"
-    os.environ.pop("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", None)
-    try:
+    with mock.patch.dict(os.environ, TORCH_FORCE_WEIGHTS_ONLY_LOAD="1"):  # the environment is restored after
+        os.environ.pop("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", None)
         yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
 
 
 def _refuse(path: Path, what: str) -> CheckpointError:
@@ -217,14 +210,10 @@ def _safe_target(target: str) -> bool:
     if any(not IDENT.match(p) or p.startswith("__") for p in parts):
         return target.startswith("#") and bool(re.match(r"^#[A-Za-z0-9_]+:[A-Za-z0-9_.:]+$", target))
     if parts[:2] == ["torch", "ops"]:
-        if len(parts) == 4 and parts[2] == "higher_order":
-            return True
-        return len(parts) in (4, 5) and parts[3] not in FILE_OPS and parts[2] not in ("higher_order",)
-    if len(parts) == 2 and parts[0] == "torch":
-        return parts[1].startswith("sym_")
-    if len(parts) == 2 and parts[0] == "math":
-        return True
-    return len(parts) == 2 and parts[0] == "_operator" and parts[1] in OPERATORS
+        return (len(parts) == 4 and parts[2] == "higher_order") or (
+            len(parts) in (4, 5) and parts[3] not in FILE_OPS and parts[2] != "higher_order")
+    return len(parts) == 2 and (parts[0] == "math" or (parts[0] == "torch" and parts[1].startswith("sym_"))
+                                or (parts[0] == "_operator" and parts[1] in OPERATORS))
 
 
 def _safe_expression(text: str, guard: bool = False) -> bool:
@@ -236,33 +225,30 @@ def _safe_expression(text: str, guard: bool = False) -> bool:
         tree = ast.parse(text, mode="eval")
     except (SyntaxError, ValueError, RecursionError):
         return False
-    allowed = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.Call, ast.keyword, ast.Name,
-               ast.Constant, ast.Load, ast.Tuple, ast.operator, ast.unaryop, ast.boolop, ast.cmpop)
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name):
-            if not (node.id in SYMPY_NAMES or SYMBOL.match(node.id) or (guard and node.id in ("L", "math"))):
-                return False
-        elif isinstance(node, ast.Constant):
-            if isinstance(node.value, str) and not IDENT.match(node.value):
-                return False
-            if not isinstance(node.value, (str, int, float, bool, type(None))):
-                return False
-        elif isinstance(node, ast.Call):
-            func = node.func
-            if isinstance(func, ast.Name) and func.id in SYMPY_NAMES:
-                continue
-            if guard and isinstance(func, ast.Attribute) and (func.attr in TENSOR_ATTRS or _math_attr(func)):
-                continue
-            return False
-        elif guard and isinstance(node, ast.Attribute):
-            if node.attr.startswith("_") or not (node.attr in TENSOR_ATTRS or _math_attr(node)):
-                return False
-        elif guard and isinstance(node, ast.Subscript):
-            if not isinstance(node.slice, ast.Constant):
-                return False
-        elif not isinstance(node, allowed):
-            return False
-    return True
+    return all(_safe_node(node, guard) for node in ast.walk(tree))
+
+
+#: The other nodes an expression may hold: arithmetic, comparisons, logic and tuples.
+ALLOWED_NODES = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.Call, ast.keyword, ast.Name,
+                 ast.Constant, ast.Load, ast.Tuple, ast.operator, ast.unaryop, ast.boolop, ast.cmpop)
+
+
+def _safe_node(node: ast.AST, guard: bool) -> bool:
+    """Whether one node of a shape expression (or of a guard) is allowed."""
+    if isinstance(node, ast.Name):
+        return node.id in SYMPY_NAMES or bool(SYMBOL.match(node.id)) or (guard and node.id in ("L", "math"))
+    if isinstance(node, ast.Constant):
+        value = node.value
+        return bool(IDENT.match(value)) if isinstance(value, str) else isinstance(value, (int, float, bool, type(None)))
+    if isinstance(node, ast.Call):
+        func = node.func
+        return (isinstance(func, ast.Name) and func.id in SYMPY_NAMES) or (
+            guard and isinstance(func, ast.Attribute) and (func.attr in TENSOR_ATTRS or _math_attr(func)))
+    if guard and isinstance(node, ast.Attribute):
+        return not node.attr.startswith("_") and (node.attr in TENSOR_ATTRS or _math_attr(node))
+    if guard and isinstance(node, ast.Subscript):
+        return isinstance(node.slice, ast.Constant)
+    return isinstance(node, ALLOWED_NODES)
 
 
 def _math_attr(node: ast.Attribute) -> bool:

@@ -32,11 +32,8 @@ for _module in SCHEME_MODULES:
 def list_models(pattern: str = "*") -> List[str]:
     """Model strings of every scheme that can list its models, filtered with fnmatch ('timm:resnet*')."""
     head = pattern.split(":", 1)[0] if ":" in pattern else None
-    names = []
-    for scheme in SCHEMES.values():
-        if scheme.names is None or (head is not None and not fnmatch.fnmatch(scheme.name, head)):
-            continue
-        names += [f"{scheme.name}:{n}" for n in scheme.names()]
+    names = [f"{scheme.name}:{n}" for scheme in SCHEMES.values()
+             if scheme.names is not None and (head is None or fnmatch.fnmatch(scheme.name, head)) for n in scheme.names()]
     return [n for n in names if fnmatch.fnmatch(n, pattern)]
 
 
@@ -79,30 +76,26 @@ def create_model(name: str, checkpoint: Optional[str] = None, num_classes: Optio
     if pretrained and scheme_name != "timm":
         raise CheckpointError(f"--pretrained loads timm's published weights for a timm:ARCH model; {name} names "
                               f"its weights itself")
+    if checkpoint and scheme.own_weights:
+        raise CheckpointError(scheme.own_weights)
     request = ModelRequest(name=str(name), target=target, checkpoint=str(checkpoint) if checkpoint else None,
                            pretrained=pretrained, num_classes=num_classes, trust_checkpoint=trust_checkpoint, norm=norm, resize=resize,
                            labels=labels, templates=str(templates), classes=tuple(classes) if classes else None,
                            device=device)
     net, spec = scheme.build(request)
     record_norm(spec, norm, mean, std)
-    if input_size is not None:
-        _set_input_size(net, spec, input_size)
+    fixed = getattr(net, "fixed_hw", None)
+    if input_size is not None and fixed is not None and tuple(fixed) != tuple(input_size):
+        raise CheckpointError(f"{spec.name}'s file fixes its input at {fixed[0]}x{fixed[1]}; --input-size "
+                              f"{input_size[0]}x{input_size[1]} cannot change it (drop --input-size)")
+    if input_size is not None:  # images of another size are then resized to it unless --resize none says otherwise
+        spec.input_size, spec.resize = (3, int(input_size[0]), int(input_size[1])), "native"
+        spec.extra["input_size_source"] = "--input-size"
     if resize != "auto":
         spec.resize = resize
     if spec.input_size is not None:
         check_input_size(spec.name, native_hw(spec.input_size))
     return BgModel(net, spec).eval()
-
-
-def _set_input_size(net, spec, hw) -> None:
-    """`--input-size`: the model's input size (a network whose file fixes another one refuses it);
-    images of another size are then resized to it unless `--resize none` says otherwise."""
-    fixed = getattr(net, "fixed_hw", None)
-    if fixed is not None and tuple(fixed) != tuple(hw):
-        raise CheckpointError(f"{spec.name}'s file fixes its input at {fixed[0]}x{fixed[1]}; --input-size "
-                              f"{hw[0]}x{hw[1]} cannot change it (drop --input-size)")
-    spec.input_size, spec.resize = (3, int(hw[0]), int(hw[1])), "native"
-    spec.extra["input_size_source"] = "--input-size"
 
 
 def peek_model(name: str, checkpoint: Optional[str] = None, pretrained: bool = False, trust_checkpoint: bool = False,

@@ -81,6 +81,8 @@ class Scheme:
         runnable: False for models known only by their predictions (`predictions:`), which no
             job can run; their `build` explains that in one line.
         summary: what the scheme's models are, for `bgbench models --schemes`.
+        own_weights: for a scheme whose models carry their own weights, the one line that refuses
+            `--checkpoint` ('': the scheme reads it, or refuses it itself).
     """
 
     name: str
@@ -91,25 +93,26 @@ class Scheme:
     runnable: bool = True
     summary: str = ""
     peek: Optional[Callable[[ModelRequest], Peek]] = None
+    own_weights: str = ""
 
 
 SCHEMES: Dict[str, Scheme] = {}
 
 
 def register_scheme(name: str, usage: str, names: Optional[Callable[[], Iterable[str]]] = None,
-                    zero_shot: bool = False, runnable: bool = True, summary: str = ""):
+                    zero_shot: bool = False, runnable: bool = True, summary: str = "", own_weights: str = ""):
     """Decorator: `fn(request) -> (net, spec)` builds the models whose string starts with `name:`.
 
     Args:
         usage: how the string looks, for messages ('timm:ARCH').
         names: the model names (without the scheme) that `list_models` offers, if the scheme can list them.
-        zero_shot, runnable, summary: see `Scheme`.
+        zero_shot, runnable, summary, own_weights: see `Scheme`.
     """
     def wrap(fn):
         if name in SCHEMES:
             raise ValueError(f"model scheme {name!r} is already registered")
         SCHEMES[name] = Scheme(name, fn, usage, names, zero_shot=zero_shot, runnable=runnable,
-                               summary=summary or (fn.__doc__ or "").strip().split("\n")[0])
+                               summary=summary or (fn.__doc__ or "").strip().split("\n")[0], own_weights=own_weights)
         return fn
     return wrap
 

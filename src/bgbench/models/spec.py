@@ -16,7 +16,7 @@ from ..console import status
 from ..errors import BgbenchError
 from .formats import format_of
 from .inputs import fit_to_native, native_hw, size_note
-from .static_shapes import size_problem
+from .static_shapes import check_size
 from .norms import DATASET, IMAGENET1K, IMAGENET_MEAN, IMAGENET_STD, IN9_MEAN, IN9_STD  # noqa: F401 (re-exported)
 
 
@@ -62,11 +62,8 @@ class ModelSpec:
     @classmethod
     def from_dict(cls, d: dict) -> "ModelSpec":
         known = {f.name for f in dataclasses.fields(cls)}
-        d = {k: v for k, v in d.items() if k in known}
-        for key in ("mean", "std", "input_size", "class_names"):
-            if d.get(key) is not None:
-                d[key] = tuple(d[key])
-        return cls(**d)
+        tuples = ("mean", "std", "input_size", "class_names")  # JSON gives lists
+        return cls(**{k: tuple(v) if k in tuples and v is not None else v for k, v in d.items() if k in known})
 
 
 class Normalize(nn.Module):
@@ -100,11 +97,15 @@ class BgModel(nn.Module):
         self.identity: Optional[dict] = None
         #: what the last job fed it (`meet`): the images' size, the model's, and what was done
         self.input_record: Optional[dict] = None
+        #: the forward options applied ('channels_last', 'compile'), recorded with a run
+        self.speedups: list = []
+        #: whether forward runs the compiled network (`compile_net`; off inside `eager`)
+        self._use_compiled = False
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.spec.resize == "native":
             x = fit_to_native(x, self.spec.input_size, self.spec.interpolation)
-        net = self.__dict__["_compiled_net"] if self.__dict__.get("_use_compiled", False) else self.net
+        net = self._compiled_net if self._use_compiled else self.net
         return net(self.normalize(x))
 
     def channels_last(self) -> "BgModel":
@@ -121,28 +122,18 @@ class BgModel(nn.Module):
         call: see `eager`) keep working on it. The compiled one is kept outside the module tree,
         so it adds no parameters and no state_dict keys; it shares the network's own."""
         self.__dict__["_compiled_net"] = torch.compile(self.net, **options)
-        self.__dict__["_use_compiled"] = True
+        self._use_compiled = True
         self.speedups = sorted({*self.speedups, "compile"})
         return self
-
-    @property
-    def speedups(self) -> list:
-        """The forward options applied ('channels_last', 'compile'), recorded with a run."""
-        return list(self.__dict__.get("_speedups", ()))
-
-    @speedups.setter
-    def speedups(self, value) -> None:
-        self.__dict__["_speedups"] = list(value)
 
     @contextlib.contextmanager
     def eager(self):
         """Run the eager network inside this block, for work that hooks its layers (Grad-CAM)."""
-        used = self.__dict__.get("_use_compiled", False)
-        self.__dict__["_use_compiled"] = False
+        used, self._use_compiled = self._use_compiled, False
         try:
             yield self
         finally:
-            self.__dict__["_use_compiled"] = used
+            self._use_compiled = used
 
     def net_input_hw(self, image_hw: Tuple[int, int]) -> Tuple[int, int]:
         """The (H, W) the network itself receives for images of `image_hw` (after any resize)."""
@@ -162,9 +153,8 @@ class BgModel(nn.Module):
             check_compatible(self, layout.classes)
         image_hw = layout.image_hw()
         if image_hw is not None:
-            problem = size_problem(self.spec.name, getattr(self.net, "fixed_hw", None), self.net_input_hw(image_hw))
-            if problem is not None:  # a file that fixes its input size, fed another (--resize none)
-                raise BgbenchError(problem)
+            # a file that fixes its input size, fed another (--resize none)
+            check_size(self.spec.name, getattr(self.net, "fixed_hw", None), self.net_input_hw(image_hw))
             note = note_input_size(self, image_hw)
             if note and launched().main:
                 status(note)
@@ -220,6 +210,11 @@ def compatibility_problem(name: str, label_space: str, num_classes: int, classes
     return None
 
 
+def first_three(items: Sequence[str]) -> str:
+    """'a, b, c (+2 more)': the first three items, and how many more there are."""
+    return ", ".join(items[:3]) + (f" (+{len(items) - 3} more)" if len(items) > 3 else "")
+
+
 def _few(classes: Sequence[str]) -> str:
     shown = ", ".join(classes[:4])
     return f"{shown}, ..." if len(classes) > 4 else shown
@@ -246,7 +241,6 @@ def check_compatible(model: BgModel, classes: Sequence[str], class_map: "str | P
         model.class_map = None if resolved.name == IN9 else resolved
     mismatch = class_name_mismatch(spec.class_names, classes)
     if mismatch is not None:
-        shown = ", ".join(f"{m!r} vs {d!r}" for m, d in mismatch["differ"][:3])
-        more = f" (+{len(mismatch['differ']) - 3} more)" if len(mismatch["differ"]) > 3 else ""
+        shown = first_three([f"{m!r} vs {d!r}" for m, d in mismatch["differ"]])
         status(f"warning: {spec.name} was trained on other class folders than this dataset's "
-               f"(model vs data: {shown}{more}); label i is read as the dataset's i-th class folder")
+               f"(model vs data: {shown}); label i is read as the dataset's i-th class folder")

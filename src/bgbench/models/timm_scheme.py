@@ -16,6 +16,7 @@ seeded random init.
 """
 from __future__ import annotations
 
+import difflib
 import os
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
@@ -26,11 +27,11 @@ import torch
 from torch import nn
 
 from ..errors import CheckpointError
-from .checkpoint import LoadedCheckpoint, read_checkpoint, sha256_file, tensors_sha256, training_of
+from .checkpoint import LoadedCheckpoint, read_checkpoint, record_training, sha256_file, tensors_sha256
 from .pickles import weights_failure
 from .norms import DATASET, IMAGENET1K, mark_assumed, norm_for
 from .schemes import ModelRequest, Peek, register_peek, register_scheme
-from .spec import ModelSpec
+from .spec import ModelSpec, first_three
 
 _HEAD_KEYS = ("fc", "head.fc", "head", "classifier", "last_linear", "head.l")
 #: Random init is seeded, so the same model string is the same model (resume relies on it).
@@ -83,7 +84,8 @@ def split_name(target: str) -> Tuple[str, str]:
     """(architecture, tag or '') of 'ARCH[.TAG]', both checked against timm's registry."""
     arch, tag = timm.models.split_model_name_tag(target)
     if not timm.is_model(arch):
-        raise CheckpointError(f"unknown timm architecture {arch!r}{_close(arch, timm.list_models())} "
+        near = ", ".join(difflib.get_close_matches(arch, timm.list_models(), n=3))
+        raise CheckpointError(f"unknown timm architecture {arch!r}{f'; did you mean {near}?' if near else ''} "
                               f"(see `bgbench models 'timm:*'`)")
     if tag and f"{arch}.{tag}" not in timm.list_pretrained(f"{arch}.*"):
         tags = [name.split(".", 1)[1] for name in timm.list_pretrained(f"{arch}.*")]
@@ -91,12 +93,6 @@ def split_name(target: str) -> Tuple[str, str]:
             "it has no published weights"
         raise CheckpointError(f"timm has no weights tagged {tag!r} for {arch}; {known}")
     return arch, tag
-
-
-def _close(word: str, names) -> str:
-    import difflib
-    near = difflib.get_close_matches(word, list(names), n=3)
-    return f"; did you mean {', '.join(near)}?" if near else ""
 
 
 def pretrained_model(arch: str, tag: str, name: str) -> Tuple[nn.Module, ModelSpec]:
@@ -150,13 +146,10 @@ def cached_weights(cfg) -> Optional[Path]:
         return Path(cfg.file)
     if cfg.hf_hub_id:
         from huggingface_hub import try_to_load_from_cache
-        from timm.models._hub import hf_split
+        from timm.models._hub import _get_safe_alternatives, hf_split
         repo, revision = hf_split(cfg.hf_hub_id)
         wanted = cfg.hf_hub_filename or "pytorch_model.bin"
-        alternatives = {"pytorch_model.bin": "model.safetensors",
-                        "open_clip_pytorch_model.bin": "open_clip_model.safetensors"}
-        for filename in [alternatives.get(wanted, wanted[:-4] + ".safetensors" if wanted.endswith(".bin") else wanted),
-                         wanted]:
+        for filename in [*_get_safe_alternatives(wanted), wanted]:  # the safetensors copy first, as timm reads it
             hit = try_to_load_from_cache(repo, filename, revision=revision)
             if isinstance(hit, str) and Path(hit).is_file():
                 return Path(hit)
@@ -186,7 +179,21 @@ def build_timm(arch: str, ckpt: Optional[LoadedCheckpoint], num_classes: Optiona
     interpolation) to the checkpoint's weights."""
     if not timm.is_model(arch):
         raise CheckpointError(f"unknown timm architecture {arch!r} (see `bgbench models 'timm:*'`)")
-    num_classes, mean, std = _checkpoint_head(arch, ckpt, num_classes)
+    saved = ModelSpec.from_dict(ckpt.spec) if ckpt is not None and ckpt.kind == "bgbench" else None
+    mean = std = None  # None: the weights dictate no normalization
+    if ckpt is None:
+        num_classes = num_classes or 9
+    elif saved is not None:
+        if saved.arch != arch:
+            raise CheckpointError(f"{ckpt.path} was trained as {saved.arch}, not {arch}")
+        num_classes, mean, std = saved.num_classes, saved.mean, saved.std
+    elif ckpt.kind in ("robustness", "state_dict", "safetensors"):
+        num_classes, mean, std = _head_classes(ckpt.state_dict, arch), ckpt.mean, ckpt.std
+        if num_classes is None:
+            raise CheckpointError(f"cannot find a classifier head for {arch} in {ckpt.path}")
+    else:
+        raise CheckpointError(f"{ckpt.path} is a {ckpt.kind} checkpoint that carries its own network; "
+                              f"use --model file:{ckpt.path}")
     full = f"{arch}.{tag}" if tag else arch
     if ckpt is None:
         with torch.random.fork_rng(devices=[]):
@@ -198,7 +205,7 @@ def build_timm(arch: str, ckpt: Optional[LoadedCheckpoint], num_classes: Optiona
         try:
             net.load_state_dict(ckpt.state_dict, strict=True)
         except RuntimeError:
-            raise CheckpointError(f"checkpoint {ckpt_path(ckpt)} does not fit timm:{arch}: "
+            raise CheckpointError(f"checkpoint {ckpt.path} does not fit timm:{arch}: "
                                   f"{_describe_mismatch(net, ckpt.state_dict)}") from None
     cfg = getattr(net, "pretrained_cfg", {}) or {}
     guessed = mean is None
@@ -214,35 +221,14 @@ def build_timm(arch: str, ckpt: Optional[LoadedCheckpoint], num_classes: Optiona
         spec.resize, spec.interpolation = "native", str(cfg.get("interpolation") or "bilinear")
     if ckpt is None:
         spec.extra["init_seed"] = RANDOM_INIT_SEED
-    elif ckpt.kind == "bgbench":
-        saved = ModelSpec.from_dict(ckpt.spec)
+    elif saved is not None:
         spec.class_names, spec.input_size, spec.label_space = saved.class_names, saved.input_size, saved.label_space
         spec.resize, spec.interpolation = saved.resize, saved.interpolation
         for key in ("last_layer", "pretrained"):  # what a head was fitted on; the published weights it began from
             if key in saved.extra:
                 spec.extra[key] = saved.extra[key]
-        trained = training_of(ckpt.extra or {})
-        if trained:
-            spec.extra["trained"] = trained
+        record_training(spec, ckpt.extra)
     return net, spec
-
-
-def _checkpoint_head(arch: str, ckpt: Optional[LoadedCheckpoint], num_classes: Optional[int]):
-    """(num_classes, mean, std) a checkpoint dictates for `arch` (mean/std None: not dictated)."""
-    if ckpt is None:
-        return num_classes or 9, None, None
-    if ckpt.kind == "bgbench":
-        spec = ModelSpec.from_dict(ckpt.spec)
-        if spec.arch != arch:
-            raise CheckpointError(f"{ckpt_path(ckpt)} was trained as {spec.arch}, not {arch}")
-        return spec.num_classes, spec.mean, spec.std
-    if ckpt.kind in ("robustness", "state_dict", "safetensors"):
-        inferred = _head_classes(ckpt.state_dict, arch)
-        if inferred is None:
-            raise CheckpointError(f"cannot find a classifier head for {arch} in {ckpt_path(ckpt)}")
-        return inferred, ckpt.mean, ckpt.std
-    raise CheckpointError(f"{ckpt_path(ckpt)} is a {ckpt.kind} checkpoint that carries its own network; "
-                          f"use --model file:{ckpt_path(ckpt)}")
 
 
 def _head_classes(sd: Dict[str, torch.Tensor], arch: str) -> Optional[int]:
@@ -269,9 +255,8 @@ def _refuse_integer_weights(net: nn.Module, ckpt: LoadedCheckpoint) -> None:
             and not (v.is_floating_point() or v.is_complex())]
     if ints:
         dtype = str(ckpt.state_dict[ints[0]].dtype).replace("torch.", "")
-        more = f" (+{len(ints) - 3} more)" if len(ints) > 3 else ""
-        raise CheckpointError(f"checkpoint {ckpt_path(ckpt)} stores {len(ints)} float weight(s) of {net.__class__.__name__}"
-                              f" as integers ({dtype}: {', '.join(ints[:3])}{more}); bgbench does not cast them "
+        raise CheckpointError(f"checkpoint {ckpt.path} stores {len(ints)} float weight(s) of {net.__class__.__name__}"
+                              f" as integers ({dtype}: {first_three(ints)}); bgbench does not cast them "
                               f"(quantized weights need their scales): save the float weights")
 
 
@@ -281,13 +266,5 @@ def _describe_mismatch(net: nn.Module, sd: Dict[str, torch.Tensor]) -> str:
     unexpected = [k for k in sd if k not in own]
     shapes = [f"{k} {tuple(sd[k].shape)} vs {tuple(own[k].shape)}" for k in own
               if k in sd and sd[k].shape != own[k].shape]
-    parts = []
-    for label, items in (("missing", missing), ("unexpected", unexpected), ("shape", shapes)):
-        if items:
-            more = f" (+{len(items) - 3} more)" if len(items) > 3 else ""
-            parts.append(f"{len(items)} {label}: {', '.join(items[:3])}{more}")
-    return "; ".join(parts)
-
-
-def ckpt_path(ckpt: LoadedCheckpoint) -> str:
-    return ckpt.path or "the checkpoint"
+    return "; ".join(f"{len(items)} {label}: {first_three(items)}" for label, items in
+                     (("missing", missing), ("unexpected", unexpected), ("shape", shapes)) if items)

@@ -88,11 +88,9 @@ class ZeroShotClassifier(nn.Module):
         super().__init__()
         self.visual = visual
         self.register_buffer("head", head.detach().float().contiguous())
-        #: a per-class bias: a head fitted on the image embeddings (last-layer retraining), not built from text
-        if head_bias is not None:
-            self.register_buffer("head_bias", head_bias.detach().float().contiguous())
-        else:
-            self.head_bias = None
+        #: a per-class bias: a head fitted on the image embeddings (last-layer retraining), not built from
+        #: text; a None buffer (a text-built head) is left out of the state dict
+        self.register_buffer("head_bias", None if head_bias is None else head_bias.detach().float().contiguous())
         self.logit_scale = float(logit_scale)
         self.logit_bias = None if logit_bias is None else float(logit_bias)
         self.native_hw = native_hw

@@ -62,12 +62,10 @@ def efficientnet_lite0():
     target = net.state_dict()
     if len(source) != len(target):
         raise CheckpointError(f"{path}: {len(source)} tensors, expected {len(target)}")
-    converted = {}
     for (src_key, value), (dst_key, ref) in zip(source.items(), target.items()):
         if value.shape != ref.shape:
             raise CheckpointError(f"{path}: {src_key} {tuple(value.shape)} does not fit {dst_key} {tuple(ref.shape)}")
-        converted[dst_key] = value
-    net.load_state_dict(converted)
+    net.load_state_dict(dict(zip(target, source.values())))
     cfg = net.pretrained_cfg
     spec = ModelSpec(name="zoo:efficientnet_lite0", arch="tf_efficientnet_lite0", num_classes=1000,
                      label_space=IMAGENET1K, mean=tuple(cfg["mean"]), std=tuple(cfg["std"]),
