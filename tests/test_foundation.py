@@ -4,6 +4,7 @@ here (`helpers/foundation_models.py`), never downloaded; the oracles are CLIP's 
 the transformers forward pass, composed by hand in the tests."""
 import hashlib
 import json
+import shutil
 import sqlite3
 
 import numpy as np
@@ -102,6 +103,19 @@ def test_a_weights_file_after_the_at_sign_loads_the_same_model(clip_dir, tmp_pat
     random = create_model("openclip:bgbench-tiny-clip", labels="dataset", classes=IN9_FOLDERS, templates="simple")
     assert random.spec.extra["init_seed"] == 0 and random.spec.checkpoint_sha256 != folder.spec.checkpoint_sha256
 
+
+
+def test_a_folder_with_a_config_and_no_weights_is_a_seeded_random_init(clip_dir, tmp_path):
+    """open_clip initialises such a folder's model at random (with a warning): bgbench seeds it and says so."""
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    shutil.copy(clip_dir / "open_clip_config.json", bare)
+    a, b = (create_model(f"openclip:{bare}", labels="dataset", classes=IN9_FOLDERS, templates="simple")
+            for _ in range(2))
+    assert a.spec.extra["init_seed"] == 0 and a.spec.checkpoint is None
+    assert a.spec.checkpoint_sha256 == b.spec.checkpoint_sha256
+    trained = create_model(f"openclip:{clip_dir}", labels="dataset", classes=IN9_FOLDERS, templates="simple")
+    assert "init_seed" not in trained.spec.extra and trained.spec.checkpoint == str(clip_dir)
 
 @pytest.mark.parametrize("name, needle", [
     ("openclip:ViT-B-32@no-such-tag", "unknown pretrained tag"),

@@ -99,7 +99,7 @@ def _load(arch: str, pretrained: Optional[str]) -> Tuple[nn.Module, bool]:
         tags = ", ".join(open_clip.list_pretrained_tags_by_model(arch)) or "none"
         raise CheckpointError(f"unknown pretrained tag {pretrained!r} for {arch} (known: {tags})")
     seeded = pretrained is None and not (arch.startswith("local-dir:") and any(
-        Path(arch.split(":", 1)[1]).glob(pattern) for pattern in ("*.safetensors", "*.bin", "*.pth")))
+        next(Path(arch.split(":", 1)[1]).glob(pattern), None) for pattern in ("*.safetensors", "*.bin", "*.pth")))
     try:
         with quiet(), torch.random.fork_rng(devices=[]):
             torch.manual_seed(RANDOM_INIT_SEED)
