@@ -16,8 +16,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
-from ..evaluation.metrics import Estimate, accuracy, paired_difference, percent, unpaired_difference
-from ..evaluation.metrics import REPLICATES
+from ..evaluation.metrics import Estimate, accuracy, paired_difference, percent, unpaired_difference, REPLICATES
 from .result import Summary, estimate_row
 
 Rows = Sequence[Any]  # the arms' rows (`arms.ArmRow`: arm, image_id, label, pred)

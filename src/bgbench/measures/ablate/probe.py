@@ -16,9 +16,8 @@ from ...classes import Mapping, mapping_field
 from ...evaluation.metrics import REPLICATES
 from ...data.facts import HARD_IMAGENET
 from ..base import Attributes, BootstrapConfig, ModelMeasure, class_namer
-from ..registry import BenchmarkHeadlines, InProfile
+from ..registry import BenchmarkHeadlines, InProfile, Headline, SectionSpec
 from ..common.protocols import HARDIMAGENET, probe_protocol
-from ..registry import Headline, SectionSpec
 from .summary import AblateRow, AblationSummary, summarize_ablation
 
 

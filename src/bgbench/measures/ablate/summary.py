@@ -24,9 +24,8 @@ from typing import Callable, Dict, List, Sequence
 
 import numpy as np
 
-from ...evaluation.metrics import percentile_interval, stratified_weights
+from ...evaluation.metrics import percentile_interval, stratified_weights, REPLICATES, interval
 from ..common.regions import region_label
-from ...evaluation.metrics import REPLICATES, interval
 from ..result import Summary
 from ...store.schema import TableRow
 

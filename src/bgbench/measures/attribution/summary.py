@@ -17,8 +17,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ...evaluation.metrics import REPLICATES
-from ...evaluation.metrics import percentile_interval
+from ...evaluation.metrics import REPLICATES, percentile_interval
 from ..result import Summary
 from ...store.schema import TableRow
 

@@ -7,9 +7,8 @@ from typing import List, Optional
 from ...checks import at_least, device as valid_device, member, one_of
 from ...classes import DATASET, IMAGENET1K, Mapping, mapping_field
 from ...data.layout import IN9_VARIANTS
-from ...options import BATCH_SIZE, flag, runtime
+from ...options import BATCH_SIZE, flag, runtime, workers_field
 from ...protocols import protocol_flag, resolve as resolve_protocol
-from ...options import workers_field
 from ...evaluation.precision_flag import Precision, check_precision, precision_field
 
 

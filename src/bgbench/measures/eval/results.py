@@ -7,9 +7,8 @@ from typing import Any, Dict, List, Optional
 from ...result import Result
 from ..common.groups import GroupAccuracy
 from .counter_gap import COMMON, COUNTER, CounterGap, counter_gap
-from ...evaluation.metrics import Estimate, accuracy, bg_gap
+from ...evaluation.metrics import Estimate, accuracy, bg_gap, REPLICATES, interval
 from ...evaluation.predict import Predictions
-from ...evaluation.metrics import REPLICATES, interval
 from .waterbirds import WaterbirdsScore
 
 

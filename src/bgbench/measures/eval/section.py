@@ -6,8 +6,7 @@ import json
 from typing import Optional
 
 
-from ..registry import estimate
-from ..registry import SectionContext, SectionSubject
+from ..registry import estimate, SectionContext, SectionSubject
 
 
 def eval_accuracies(ctx: SectionContext, subject: SectionSubject) -> Optional[dict]:

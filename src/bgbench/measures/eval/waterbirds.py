@@ -22,8 +22,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ...data.facts import WATERBIRDS as KIND, WATERBIRDS_CLASSES as CLASSES, WATERBIRDS_PLACES as PLACES
-from ...evaluation.metrics import Estimate, wilson_interval
-from ...evaluation.metrics import REPLICATES, interval
+from ...evaluation.metrics import Estimate, wilson_interval, REPLICATES, interval
 from ...result import Result
 
 if TYPE_CHECKING:

@@ -20,8 +20,7 @@ from ...errors import BgbenchError
 from ...options import flag
 from ..base import Autograd, ModelMeasure
 from ..running import ProbeConfig
-from ..registry import InProfile
-from ..registry import Headline, SectionSpec
+from ..registry import InProfile, Headline, SectionSpec
 from ..common.names import prediction_namer
 from .summary import FeaturesRow, FeaturesSummary, rule_text, summarize_features
 

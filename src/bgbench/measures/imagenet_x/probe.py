@@ -16,8 +16,7 @@ from ...errors import BgbenchError
 from ...evaluation.metrics import REPLICATES
 from ..arms import Arm, ArmRow, ArmsConfig, ArmsMeasure
 from ..common.imagenet_reference import imagenet_reference, require_imagenet_model
-from ..registry import ShortcutColumn
-from ..registry import Headline, SectionSpec
+from ..registry import ShortcutColumn, Headline, SectionSpec
 from .summary import BACKGROUND, ImageNetXSummary, ratio_difference, summarize_imagenet_x, val_labels
 
 ARM = "imagenet"

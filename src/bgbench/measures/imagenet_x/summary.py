@@ -20,8 +20,7 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from ...evaluation.metrics import percent
-from ...evaluation.metrics import REPLICATES, finite_or_none
+from ...evaluation.metrics import percent, REPLICATES, finite_or_none
 from ..result import Summary, estimate_row
 
 #: The headline's factor: the one that sits beside BG-Gap.

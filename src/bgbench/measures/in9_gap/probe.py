@@ -22,9 +22,8 @@ from dataclasses import replace
 from typing import List, Sequence
 
 from ..arms import GAP_TEMPLATE, Arm, ArmRow, ArmsConfig, ArmsMeasure
-from ..registry import CROP, GapArms, ShortcutColumn
+from ..registry import CROP, GapArms, ShortcutColumn, Headline, SectionSpec
 from ..gaps import GapSummary, two_arms
-from ..registry import Headline, SectionSpec
 
 MIXED_SAME, MIXED_RAND = "mixed_same", "mixed_rand"
 

@@ -18,8 +18,7 @@ from ...options import flag
 from ...evaluation.metrics import REPLICATES
 from ...data.facts import HARD_IMAGENET
 from ..base import Attributes, BootstrapConfig, ModelMeasure
-from ..registry import BenchmarkHeadlines, InProfile
-from ..registry import Headline, SectionSpec
+from ..registry import BenchmarkHeadlines, InProfile, Headline, SectionSpec
 from .draws import DRAWS
 from .levels import KINDS, data_grid, grid_label, resolve_levels
 from .summary import NoiseRow, NoiseSummary, summarize

@@ -21,12 +21,11 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ...evaluation.metrics import percentile_interval, stratified_weights
+from ...evaluation.metrics import percentile_interval, stratified_weights, REPLICATES, interval
 from ...store.schema import TableRow
 from ..result import Summary, estimate_row
 from ..common.regions import ATTRIBUTE_PREFIX
 from .levels import grid_label, level_label
-from ...evaluation.metrics import REPLICATES, interval
 
 REGIONS = ("fg", "bg")
 

@@ -17,9 +17,8 @@ from ...errors import BgbenchError
 from ...options import flag
 from ..arms import GAP_TEMPLATE, Arm, ArmRow, ArmsConfig, ArmsMeasure
 from ..common.imagenet_reference import folder_option, imagenet_reference, require_imagenet_model
-from ..registry import GapArms, ShortcutColumn
+from ..registry import GapArms, ShortcutColumn, Headline, SectionSpec
 from ..gaps import GapSummary, two_arms
-from ..registry import Headline, SectionSpec
 
 REFERENCE, RENDITIONS = "imagenet_200", "renditions"
 

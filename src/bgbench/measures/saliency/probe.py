@@ -25,8 +25,7 @@ from ...evaluation.metrics import REPLICATES
 from ...probing.gradcam import gradcam_batch, gradcam_maps, gradcam_terms, resolve_layer
 from ...data.facts import HARD_IMAGENET
 from ..base import Autograd, BootstrapConfig, ModelMeasure
-from ..registry import BenchmarkHeadlines, InProfile
-from ..registry import Headline, SectionSpec
+from ..registry import BenchmarkHeadlines, InProfile, Headline, SectionSpec
 from .metrics import METRICS, absolute_iou_and_dice, saliency_alignment
 from ..common.names import prediction_namer
 from ..common.protocols import HARDIMAGENET, RIVAL10, probe_protocol

@@ -22,11 +22,9 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from ...evaluation.metrics import percentile_interval, stratified_weights
+from ...evaluation.metrics import percentile_interval, stratified_weights, REPLICATES, interval, finite_or_none
 from ..common.protocols import HARDIMAGENET, RIVAL10
 from .metrics import METRICS
-from ...evaluation.metrics import REPLICATES, interval
-from ...evaluation.metrics import finite_or_none
 from ..result import Summary, estimate_row
 from ...store.schema import TableRow
 

@@ -29,11 +29,9 @@ from ...evaluation.metrics import REPLICATES
 from ...options import flag, runtime
 from ...store.schema import TableRow
 from ..common.imagenet_reference import require_imagenet_model
-from ..running import ProbeConfig
-from ..registry import BenchmarkHeadlines
-from ..registry import Command, Headline, SectionSpec
+from ..running import ProbeConfig, RunningMeasure
+from ..registry import BenchmarkHeadlines, Command, Headline, SectionSpec
 from ..result import MeasureResult
-from ..running import RunningMeasure
 from .summary import CORE, SPURIOUS, SalientSummary, summarize_salient
 
 #: `noise_stds_list` of the notebooks.

@@ -18,8 +18,7 @@ from typing import Any, Dict, List, Sequence
 
 import numpy as np
 
-from ...evaluation.metrics import bootstrap_mean
-from ...evaluation.metrics import REPLICATES
+from ...evaluation.metrics import bootstrap_mean, REPLICATES
 from ..result import Summary, estimate_row
 
 #: Where the noise goes, and what the notebooks call the accuracy left: noise on the core regions

@@ -24,11 +24,9 @@ from ...options import flag, runtime
 from ...store.schema import TableRow
 from ..arms import Arm, ArmsMeasure
 from ..common.imagenet_reference import require_imagenet_model
-from ..running import ProbeConfig
-from ..registry import BenchmarkHeadlines
-from ..registry import Headline, SectionSpec
+from ..running import ProbeConfig, predicted
+from ..registry import BenchmarkHeadlines, Headline, SectionSpec
 from ..result import MeasureResult
-from ..running import predicted
 from .summary import SPURIOUS, VAL, SpuriousSummary, summarize_spurious
 
 

@@ -24,8 +24,7 @@ from typing import Any, Dict, List, Sequence
 
 import numpy as np
 
-from ...evaluation.metrics import bootstrap_mean
-from ...evaluation.metrics import REPLICATES
+from ...evaluation.metrics import bootstrap_mean, REPLICATES
 from ..result import Summary, estimate_row
 
 VAL, SPURIOUS = "imagenet_val", "spurious"

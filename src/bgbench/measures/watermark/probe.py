@@ -19,9 +19,8 @@ from typing import List, Optional, Sequence
 from ...errors import BgbenchError
 from ...options import flag
 from ..arms import GAP_TEMPLATE, Arm, ArmRow, ArmsConfig, ArmsMeasure
-from ..registry import GapArms, ShortcutColumn
+from ..registry import GapArms, ShortcutColumn, Headline, SectionSpec
 from ..gaps import GapSummary, arm_accuracy, correct_by, gap, resampling, two_arms
-from ..registry import Headline, SectionSpec
 
 CLEAN, WATERMARKED = "clean", "watermarked"
 #: ImageNet's carton synset (class 478).
