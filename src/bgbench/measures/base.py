@@ -207,10 +207,6 @@ class ModelMeasure(RunningMeasure):
     def draw(self, run: RunContext, result: MeasureResult, out_dir: Path) -> None:
         """Write the run's pictures into `out_dir` (measures with `pictures`), noting them on `result`."""
 
-    def text(self, result: MeasureResult) -> str:
-        """What its command prints of a result: the summary's table."""
-        return result.summary().text()
-
 
 # -- landing ---------------------------------------------------------------------------------------
 # Turning a probe's launched batches into rows, in batch order, without holding up the next launch.

@@ -30,6 +30,7 @@ What a measure class supplies, each where it has a use for it:
 """
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 import pkgutil
@@ -285,11 +286,6 @@ class Measure:
         run): the declared ones; a measure whose headlines there follow from its run says so itself."""
         return tuple(benchmark.headlines)
 
-    def section_function(self, ref: str):
-        """A section's function, 'module:attribute', imported when the report first calls it."""
-        module, _, attr = ref.partition(":")
-        return getattr(importlib.import_module(module), attr)
-
     def __repr__(self) -> str:
         return f"<measure {self.name}>"
 
@@ -349,6 +345,25 @@ def get_measure(name: str) -> Measure:
 def measure_of_kind(kind: str) -> Optional[Measure]:
     """The measure whose runs are of `kind` (such as a probe's), or None."""
     return next((m for m in list_measures() if m.kind == kind), None)
+
+
+def resolve(ref: str) -> Any:
+    """What a 'module:attribute' string of a declaration names (a section's function, a shortcut
+    column's change), imported when first called; the attribute may be dotted, a registered
+    instance's method ('package:MEASURE.gap_section')."""
+    module, _, attr = ref.partition(":")
+    return functools.reduce(getattr, attr.split("."), importlib.import_module(module))
+
+
+def stored_section(fn):
+    """A report section drawn from the subject's newest run of its measure (the measure whose package
+    defines `fn`) and that run's summary, `fn(ctx, subject, run, summary)`; None where it has no run."""
+    @functools.wraps(fn)
+    def section(ctx, subject):
+        measure = next(m for m in list_measures() if fn.__module__.startswith(m.package + "."))
+        found = measure.stored(ctx, subject)
+        return None if found is None else fn(ctx, subject, *found)
+    return section
 
 
 class SectionSubject(Protocol):

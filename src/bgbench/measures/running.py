@@ -138,6 +138,10 @@ class RunningMeasure(Measure):
         other ranks."""
         raise NotImplementedError
 
+    def text(self, result) -> str:
+        """What its command prints of a result: the summary's table."""
+        return result.summary().text()
+
     def recorded(self, run: RunContext) -> Dict[str, Any]:
         """Config keys of its own that the run records (how it computed: a layer, a rule, the carton
         class), from what it prepared (`run.state`) or its image sets."""

@@ -7,15 +7,11 @@ from pathlib import Path
 from typing import Optional
 
 
-from ..registry import SectionContext, SectionSubject
+from ..registry import SectionContext, SectionSubject, stored_section
 
 
-def features_section(ctx: SectionContext, subject: SectionSubject) -> Optional[dict]:
-    from . import MEASURE
-    found = MEASURE.stored(ctx, subject)
-    if found is None:
-        return None
-    run, summary = found
+@stored_section
+def features_section(ctx: SectionContext, subject: SectionSubject, run, summary) -> Optional[dict]:
     galleries = json.loads(run["outputs"] or "{}").get("galleries") or {}
     classes = []
     for c in summary.per_class:

@@ -129,22 +129,27 @@ def summarize_imagenet_x(image_ids: Sequence[str], preds: Sequence[int], seed: i
     return ImageNetXSummary(out, overall, n)
 
 
+def _replicates(corrects: Sequence[np.ndarray], onehot: np.ndarray, seed: int, replicates: int) -> List[np.ndarray]:
+    """Each model's (replicates, factors) error ratios (1 - acc_f) / (1 - acc_all), of its per-image
+    `correct`, over the same multinomial resamples of the images (drawn in chunks)."""
+    n = len(onehot)
+    rng = np.random.default_rng(seed)
+    out: List[list] = [[] for _ in corrects]
+    for start in range(0, replicates, CHUNK):
+        counts = rng.multinomial(n, np.full(n, 1.0 / n), size=min(CHUNK, replicates - start)).astype(np.float64)
+        for ratios, correct in zip(out, corrects):
+            with np.errstate(invalid="ignore", divide="ignore"):
+                acc_f = (counts @ (onehot * correct[:, None])) / (counts @ onehot)
+                ratios.append((1 - acc_f) / (1 - (counts @ correct) / n)[:, None])
+    return [np.concatenate(r) for r in out]
+
+
 def _bootstrap(correct: np.ndarray, onehot: np.ndarray, seed: int, replicates: int):
     """Percentile intervals of each factor's (1 - acc_f) / (1 - acc_all) over resampled images."""
     n, k = onehot.shape
     if n == 0:
         return [math.nan] * k, [math.nan] * k
-    rng = np.random.default_rng(seed)
-    ratios = []
-    both = np.column_stack([onehot * correct[:, None], onehot, correct])  # (n, 2k + 1)
-    for start in range(0, replicates, CHUNK):
-        counts = rng.multinomial(n, np.full(n, 1.0 / n), size=min(CHUNK, replicates - start)).astype(np.float64)
-        sums = counts @ both
-        with np.errstate(invalid="ignore", divide="ignore"):
-            acc_f = sums[:, :k] / sums[:, k:2 * k]
-            err_all = 1 - sums[:, 2 * k] / n
-            ratios.append((1 - acc_f) / err_all[:, None])
-    r = np.concatenate(ratios)
+    r = _replicates([correct], onehot, seed, replicates)[0]
     lo, hi = [], []
     for j in range(k):
         col = r[:, j][np.isfinite(r[:, j])]
@@ -171,24 +176,13 @@ def ratio_difference(base: Sequence[tuple], derived: Sequence[tuple], factor: st
     values = [float(imagenet_x.error_ratio(imagenet_x.compute_factor_accuracies(t, names))[factor].iloc[0])
               for t in tables]
     k = names.index(factor)
-    onehot = tables[0][names].to_numpy(dtype=np.float64)
-    n = len(onehot)
-    rng = np.random.default_rng(seed)
-    diffs = []
-    correct = [t["is_correct"].to_numpy(dtype=np.float64) for t in tables]
-    for start in range(0, replicates, CHUNK):
-        counts = rng.multinomial(n, np.full(n, 1.0 / n), size=min(CHUNK, replicates - start)).astype(np.float64)
-        ratios = []
-        for c in correct:
-            with np.errstate(invalid="ignore", divide="ignore"):
-                acc_f = (counts @ (onehot[:, k] * c)) / (counts @ onehot[:, k])
-                err_all = 1 - (counts @ c) / n
-                ratios.append((1 - acc_f) / err_all)
-        diffs.append(ratios[1] - ratios[0])
-    d = np.concatenate(diffs)
+    onehot = tables[0][names].to_numpy(dtype=np.float64)[:, k:k + 1]
+    base_r, derived_r = _replicates([t["is_correct"].to_numpy(dtype=np.float64) for t in tables], onehot, seed,
+                                    replicates)
+    d = (derived_r - base_r)[:, 0]
     d = d[np.isfinite(d)]
     value = values[1] - values[0]
     if d.size < 0.5 * replicates or value != value:
-        return {"value": value, "lo": math.nan, "hi": math.nan, "n": int(onehot[:, k].sum())}
+        return {"value": value, "lo": math.nan, "hi": math.nan, "n": int(onehot.sum())}
     lo, hi = np.percentile(d, [2.5, 97.5])
-    return {"value": value, "lo": float(lo), "hi": float(hi), "n": int(onehot[:, k].sum())}
+    return {"value": value, "lo": float(lo), "hi": float(hi), "n": int(onehot.sum())}

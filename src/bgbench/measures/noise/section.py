@@ -7,16 +7,12 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 
 from ..examples import Pick, class_namer, clean_predictions, per_class, top_per_class
-from ..registry import SectionContext, SectionSubject
+from ..registry import SectionContext, SectionSubject, stored_section
 
 
-def noise_section(ctx: SectionContext, subject: SectionSubject) -> Optional[dict]:
+@stored_section
+def noise_section(ctx: SectionContext, subject: SectionSubject, run, summary) -> Optional[dict]:
     from ..common.regions import region_label
-    from . import MEASURE
-    found = MEASURE.stored(ctx, subject)
-    if found is None:
-        return None
-    run, summary = found
     curves = {f"noise on the {region_label(region)}": points for region, points in summary.curves.items()}
     kind = summary.grid["kind"]
     path = ctx.plots.binned_curves(ctx.figure_path(subject, "noise"), curves, x_key="level",

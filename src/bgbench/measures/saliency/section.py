@@ -8,16 +8,12 @@ from typing import Optional
 
 
 from ..examples import class_namer, per_class
-from ..registry import SectionContext, SectionSubject
+from ..registry import SectionContext, SectionSubject, stored_section
 
 
-def saliency_section(ctx: SectionContext, subject: SectionSubject) -> Optional[dict]:
-    from . import MEASURE
+@stored_section
+def saliency_section(ctx: SectionContext, subject: SectionSubject, run, summary) -> Optional[dict]:
     from .metrics import METRICS
-    found = MEASURE.stored(ctx, subject)
-    if found is None:
-        return None
-    run, summary = found
     outputs = json.loads(run["outputs"] or "{}")
     overlay = None
     source = Path(outputs["overlays"]) if outputs.get("overlays") else None

@@ -189,9 +189,7 @@ class SalientImageNetMeasure(RunningMeasure):
             return None
         config = self.run_config(cfg, layout, run.ranks, own=self.recorded(run),
                                  images=len({r.image_id for r in rows}))
-        result = MeasureResult(self.name, rows, config)
-        result.seconds = run.elapsed()
-        return result, config
+        return MeasureResult(self.name, rows, config, seconds=run.elapsed()), config
 
     @staticmethod
     def _masks_and_noise(layout, cfg, jobs):
@@ -223,9 +221,6 @@ class SalientImageNetMeasure(RunningMeasure):
         return summarize_salient(rows, classes, indices, noise_std=float(config.get("noise_std", NOISE_STD)),
                                  seed=int(config.get("seed", 0)),
                                  replicates=int(config.get("bootstrap_replicates", REPLICATES)))
-
-    def text(self, result: MeasureResult) -> str:
-        return result.summary().text()
 
 
 __all__ = ["SalientImageNetMeasure", "draw_seed"]

@@ -4,17 +4,13 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ..registry import SectionContext, SectionSubject
+from ..registry import SectionContext, SectionSubject, stored_section
 
 SHOWN = 10
 
 
-def salient_section(ctx: SectionContext, subject: SectionSubject) -> Optional[dict]:
-    from . import MEASURE
-    found = MEASURE.stored(ctx, subject)
-    if found is None:
-        return None
-    run, summary = found
+@stored_section
+def salient_section(ctx: SectionContext, subject: SectionSubject, run, summary) -> Optional[dict]:
     doc = summary.to_dict()
     sets = doc["noise_on"]
     spurious = sets.get("spurious", {}).get("per_class", [])

@@ -18,7 +18,6 @@ worse (a gap further below zero, a BG-Gap or error ratio higher).
 """
 from __future__ import annotations
 
-import importlib
 import json
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -26,6 +25,7 @@ import numpy as np
 
 from ...errors import BgbenchError
 from ...evaluation.metrics import paired_difference
+from ..registry import resolve
 from .table import Column, columns, is_imagenet
 
 
@@ -99,8 +99,7 @@ def column_change(store, column: Column, base_run: int, derived_run: int, seed: 
     function the column declares, else as its measure's gap (on the one class its `class_of` names,
     where it names one)."""
     if column.change is not None:
-        module, _, attr = column.change.partition(":")
-        return getattr(importlib.import_module(module), attr)(store, column, base_run, derived_run, seed)
+        return resolve(column.change)(store, column, base_run, derived_run, seed)
     label = None
     if column.class_of is not None:
         named = json.loads(store.get_run(base_run)["config"]).get(column.class_of)

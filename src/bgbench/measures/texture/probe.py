@@ -14,9 +14,9 @@ from typing import List, Optional, Sequence
 
 from ...errors import BgbenchError
 from ...options import flag
-from ..arms import GAP_TEMPLATE, Arm, ArmRow, ArmsConfig, ArmsMeasure
+from ..arms import Arm, ArmRow, ArmsConfig, ArmsMeasure, gap_section_spec
 from ..common.imagenet_reference import folder_option, imagenet_reference, require_imagenet_model
-from ..registry import GapArms, ShortcutColumn, Headline, SectionSpec
+from ..registry import GapArms, ShortcutColumn, Headline
 from ..gaps import GapSummary, stem, two_arms
 
 REFERENCE, STYLIZED = "imagenet", "stylized"
@@ -53,8 +53,9 @@ class TextureMeasure(ArmsMeasure):
     config = TextureConfig
     headlines = (Headline("sin_gap", label="SIN gap (< 0: stylized textures cost accuracy)", percent=True,
                           short="SIN gap"),)
-    sections = (SectionSpec("texture", "Texture shortcut (Stylized-ImageNet)", f"{__package__}.section:texture_section",
-                            template=GAP_TEMPLATE),)
+    sections = (gap_section_spec("texture", "Texture shortcut (Stylized-ImageNet)", __package__),)
+    gap_note = ("A 1000-class model on Stylized-ImageNet's val (each image's texture replaced by a painting's) "
+                "against ImageNet's val, both by the argmax over the 1000 classes (Whac-A-Mole's SIN gap).")
     gap_arms = GapArms(REFERENCE, STYLIZED, key="stem")  # a stylized copy keeps its original's file stem
     shortcut_columns = (ShortcutColumn(40, "sin_gap", "SIN gap", "sin_gap", data="imagenet"),)
 
