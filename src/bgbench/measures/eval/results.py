@@ -1,5 +1,4 @@
 """Evaluation results: per-variant accuracy with intervals and the BG-Gap, as a table or JSON."""
-from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional

@@ -1,6 +1,5 @@
 """Noise's headlines on Hard ImageNet's data: beside the overall RFS, the RFS of each level of the
 run's grid, as Hard ImageNet's `rfs.py` reports one per noise level."""
-from __future__ import annotations
 
 from typing import Optional, Tuple
 
