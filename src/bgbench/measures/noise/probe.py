@@ -19,7 +19,7 @@ from ...data.facts import HARD_IMAGENET
 from ..base import Attributes, BootstrapConfig, ModelMeasure
 from ..registry import BenchmarkHeadlines, InProfile, Headline, SectionSpec
 from .draws import DRAWS
-from .levels import KINDS, data_grid, grid_label, resolve_levels
+from .levels import KINDS, data_grid, grid_label, level_label, resolve_levels
 from .summary import NoiseRow, NoiseSummary, summarize
 
 #: --region: 'object' probes the foreground and the background; 'attributes' adds each attribute.
@@ -114,9 +114,17 @@ class NoiseMeasure(ModelMeasure):
     profile = InProfile(30, {"levels": ["60/255", "120/255"], "trials": 1})
 
     def headlines_on(self, benchmark, config):
-        """On Hard ImageNet's data, the RFS of each level of its newest run's grid (`rfs.py`'s figures)."""
-        from .benchmarks import rfs_per_level
-        return rfs_per_level(config)
+        """On Hard ImageNet's data, beside the overall RFS, the RFS of each level of its newest run's grid,
+        as Hard ImageNet's `rfs.py` reports one per noise level (none without a run)."""
+        if config is None:
+            return ()
+        kind, grid = config.get("kind", "sigma"), config.get("grid") or "custom"
+        symbol = "σ" if kind == "sigma" else "L2"
+        return tuple(Headline("rfs", f"{float(level):g}",
+                              label=f"Hard ImageNet: RFS at noise {symbol} {level_label(float(level), kind, grid)} "
+                                    f"(rfs.py; > 0: foreground noise hurts more)",
+                              short=f"RFS {symbol} {level_label(float(level), kind, grid)}")
+                     for level in config.get("levels") or [])
 
     def forwards(self, images, variants, options, attributes=0, classes=()):
         """Each image noised on the object and on the background at each level, `trials` times (and,

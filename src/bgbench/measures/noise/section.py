@@ -17,7 +17,7 @@ def noise_section(ctx: SectionContext, subject: SectionSubject, run, summary) ->
     path = ctx.plots.binned_curves(ctx.figure_path(subject, "noise"), curves, x_key="level",
                                  xlabel="noise level (σ)" if kind != "l2" else "noise L2 norm")
     rows = [{"level": summary.label(fg["level"]), "fg": fg, "bg": bg,
-             "rfs": _with_n(summary.rfs.get(fg["level"]), summary.images)}
+             "rfs": None if fg["level"] not in summary.rfs else {**summary.rfs[fg["level"]], "n": summary.images}}
             for fg, bg in zip(summary.curves["fg"], summary.curves["bg"])]
     lo, hi = summary.rfs_overall_interval
     return {"run_id": run["id"], "rows": rows, "grid": summary.grid_label, "images": summary.images,
@@ -86,11 +86,6 @@ def _noise_item(g, files, name, p, config: dict, preds: dict, tally: dict, clean
              f"({100 * p.detail['wrong']:.0f}% of trials wrong); shown: trial {trial}; trials wrong at "
              f"{', '.join(label(lv) for lv in levels)}: {wrong_by_level}")
     g.add(name(p.label), p.image_id, name(p.label), score, *lines)
-
-
-def _with_n(rfs, n: int):
-    """An RFS estimate with the number of images behind it (what a degenerate interval shows)."""
-    return None if rfs is None else {**rfs, "n": n}
 
 
 def noise_flips(rows: Sequence[Any], per_class: int, clean_correct: Optional[Mapping[str, bool]] = None

@@ -116,12 +116,9 @@ class NoiseSummary(Summary):
                      "may lie outside them; > 0: foreground noise hurts more; compare only within one grid)")
         return lines + self._attribute_lines()
 
-    def attribute_regions(self) -> List[str]:
-        return [r for r in self.curves if r.startswith(ATTRIBUTE_PREFIX)]
-
     def _attribute_lines(self) -> List[str]:
         """Noise on each attribute alone: accuracy per level (mean over classes with the attribute)."""
-        regions = self.attribute_regions()
+        regions = [r for r in self.curves if r.startswith(ATTRIBUTE_PREFIX)]
         if not regions:
             return []
         levels = [self.label(p["level"]) for p in self.curves["fg"]]
@@ -136,11 +133,6 @@ class NoiseSummary(Summary):
 
 def _pct(v: float) -> str:
     return "nan" if v is None or math.isnan(v) else f"{100 * v:.1f}"
-
-
-def regions_of(rows: Sequence[NoiseRow]) -> List[str]:
-    """'fg', 'bg', then the attribute regions of the rows, sorted."""
-    return [*REGIONS, *sorted({r.region for r in rows} - set(REGIONS))]
 
 
 def correct_counts(rows: Sequence[NoiseRow], regions: Sequence[str] = REGIONS
@@ -188,7 +180,7 @@ def summarize(rows: Sequence[NoiseRow], grid: Optional[dict] = None, seed: int =
 
     grid: {"name", "kind", "levels"} of the run (default: 'custom' sigma over the rows' levels).
     """
-    regions = regions_of(rows)
+    regions = [*REGIONS, *sorted({r.region for r in rows} - set(REGIONS))]  # fg, bg, the attributes sorted
     images, labels, levels, correct, trials = correct_counts(rows, regions)
     grid = dict(grid or {"name": "custom", "kind": "sigma", "levels": levels})
     point = class_mean_accuracy(np.ones((1, len(images))), labels, correct, trials)[0]
