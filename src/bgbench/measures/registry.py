@@ -293,11 +293,8 @@ def _package_of(cls: type) -> str:
     """The package a measure class belongs to (its folder holds its own templates): the module it is
     declared in when that is a package (its `__init__.py`), else the module's package."""
     import sys
-    module = sys.modules.get(cls.__module__)
     name = cls.__module__
-    if module is not None and hasattr(module, "__path__"):
-        return name
-    return name.rpartition(".")[0] or name
+    return name if hasattr(sys.modules.get(name), "__path__") else name.rpartition(".")[0] or name
 
 
 _MEASURES: Dict[str, Measure] = {}

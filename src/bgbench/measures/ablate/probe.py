@@ -14,7 +14,8 @@ from ... import checks
 from ...classes import Mapping, mapping_field
 from ...evaluation.metrics import REPLICATES
 from ...data.facts import HARD_IMAGENET
-from ..base import Attributes, BootstrapConfig, ModelMeasure, class_namer
+from ..base import Attributes, BootstrapConfig, ModelMeasure
+from ..examples import class_namer
 from ..registry import BenchmarkHeadlines, InProfile, Headline, SectionSpec
 from ..common.protocols import HARDIMAGENET, probe_protocol
 from .summary import AblateRow, AblationSummary, summarize_ablation
@@ -158,5 +159,5 @@ class AblateMeasure(ModelMeasure):
         return {"regions": sorted({r.region for r in result.rows} - {"none"})}
 
     def summarize(self, rows, config: dict) -> AblationSummary:
-        return summarize_ablation(rows, class_namer(config), seed=int(config.get("seed", 0)),
+        return summarize_ablation(rows, class_namer(config.get("classes") or []), seed=int(config.get("seed", 0)),
                                   replicates=int(config.get("bootstrap_replicates", REPLICATES)))

@@ -135,8 +135,5 @@ def rank_features(pooled: np.ndarray, groups: np.ndarray, weight: np.ndarray, sh
 def gallery_order(ranked: Sequence[RankedFeature], limit: int) -> List[int]:
     """The classes that get a gallery: the `limit` largest groups (ties: lower class index), in
     class order."""
-    sizes = {}
-    for f in ranked:
-        sizes[f.class_index] = f.images
-    chosen = sorted(sizes, key=lambda c: (-sizes[c], c))[:limit]
-    return sorted(chosen)
+    sizes = {f.class_index: f.images for f in ranked}
+    return sorted(sorted(sizes, key=lambda c: (-sizes[c], c))[:limit])

@@ -90,10 +90,8 @@ class NoiseSummary(Summary):
     def metrics(self) -> List[tuple]:
         """Accuracy per region and level, RFS per level (variant: the level) and overall (variant
         ''), each with its bootstrap interval; n: images."""
-        rows = []
-        for region, curve in self.curves.items():
-            for p in curve:
-                rows.append((f"noise_acc_{region}", f"{p['level']:g}", p["acc"], p["lo"], p["hi"], p["n"]))
+        rows = [(f"noise_acc_{region}", f"{p['level']:g}", p["acc"], p["lo"], p["hi"], p["n"])
+                for region, curve in self.curves.items() for p in curve]
         rows += [estimate_row("rfs", f"{lvl:g}", e, self.images) for lvl, e in self.rfs.items()]
         rows.append(("rfs", "", self.rfs_overall, *self.rfs_overall_interval, self.images))
         return rows

@@ -23,8 +23,9 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ...errors import BgbenchError
-from ...evaluation.metrics import paired_difference
-from ..registry import resolve
+from ...evaluation.metrics import paired_difference, unpaired_difference
+from ..gaps import stem
+from ..registry import get_measure, resolve
 from .table import Column, columns, is_imagenet
 
 
@@ -57,19 +58,13 @@ def derived_pairs(subjects: Sequence[Any]) -> List[Tuple[Any, Any, str]]:
     return pairs
 
 
-def _key(kind_key: str):
-    from ..gaps import stem
-    return stem if kind_key == "stem" else str
-
-
 def gap_change(store, base_run: int, derived_run: int, measure: str, label: Optional[int], seed: int
                ) -> Optional[dict]:
     """The change of a gap measure's gap (derived - base), paired over images (see the docstring)."""
-    from ..registry import get_measure
     declared = get_measure(measure)
     table, arms_of = declared.table.name, declared.gap_arms
     ref, shifted = arms_of.reference, arms_of.shifted
-    key = _key(arms_of.key)
+    key = stem if arms_of.key == "stem" else str
     per_model = []
     for run in (base_run, derived_run):
         arms: Dict[str, Dict[str, bool]] = {ref: {}, shifted: {}}
@@ -86,11 +81,7 @@ def gap_change(store, base_run: int, derived_run: int, measure: str, label: Opti
     ids_ref, ids_sh = sorted(b[ref]), sorted(b[shifted])
     diff_ref = np.array([float(d[ref][i]) - float(b[ref][i]) for i in ids_ref])
     diff_sh = np.array([float(d[shifted][i]) - float(b[shifted][i]) for i in ids_sh])
-    if ids_ref == ids_sh:
-        est = paired_difference(diff_sh, diff_ref, seed=seed)
-        return est.as_dict()
-    from ...evaluation.metrics import unpaired_difference
-    return unpaired_difference(diff_sh, diff_ref, seed=seed).as_dict()
+    return (paired_difference if ids_ref == ids_sh else unpaired_difference)(diff_sh, diff_ref, seed=seed).as_dict()
 
 
 def column_change(store, column: Column, base_run: int, derived_run: int, seed: int = 0) -> Optional[dict]:
