@@ -68,7 +68,6 @@ class AnalysisMeasure(Measure):
 
     def of_table(self, table, **options):
         """The analysis of a per-image table held in memory (`probing.tables.as_table`)."""
-        from ..errors import BgbenchError
         raise BgbenchError(f"{self.name} reads stored runs only: pass a results store and a run id")
 
     def of_subjects(self, store, subjects, **options):

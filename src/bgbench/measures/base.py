@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, Deque, Dict, Iterator
 from ..checks import at_least
 from ..errors import BgbenchError
 from ..evaluation.metrics import REPLICATES
-from ..options import flag
+from ..options import flag, resolve_workers
 from .registry import Command, declared
 from .result import MeasureResult
 from .running import ProbeConfig, RunContext, RunningMeasure
@@ -179,7 +179,6 @@ class ModelMeasure(RunningMeasure):
         the caller, one batch behind."""
         import torch
 
-        from ..options import resolve_workers
         from ..evaluation.feed import QUEUED
         if torch.device(device).type not in QUEUED or type(self).landed is ModelMeasure.landed:
             return 0

@@ -33,7 +33,7 @@ import functools
 import importlib
 import json
 import pkgutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, asdict
 from enum import StrEnum
 from typing import Any, ClassVar, Dict, List, Optional, Protocol, Sequence, Tuple
 
@@ -230,7 +230,6 @@ class Measure:
         images it measured and the data's classes, the keys that follow them (`after`), and the
         world it ran in (`distributed.world_record`). A key of `own` or the data's overrides the
         option of the same name in its place."""
-        from dataclasses import asdict
         from ..distributed import world_record
         measured = {} if images is None else {"images": images, "classes": list(layout.classes)}
         return {**asdict(cfg), **(own or {}), "split": layout.split, **measured, **(after or {}),

@@ -14,7 +14,7 @@ from typing import Dict, Optional
 
 import numpy as np
 
-from ... import checks
+from ... import checks, console
 from ...errors import BgbenchError
 from ...options import flag
 from ..base import Autograd, ModelMeasure
@@ -116,7 +116,6 @@ class FeaturesMeasure(ModelMeasure):
     def finish(self, run, rows: list):
         """Every image's values ranked (`engine.rank_features`), with no model: one row per
         (class, rank), and the rule the run recorded."""
-        from ... import console
         from .engine import rank_features
         if not rows:
             raise BgbenchError("the dataset has no images to probe")

@@ -19,7 +19,7 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from ...evaluation.metrics import percent, REPLICATES, finite_or_none
+from ...evaluation.metrics import percent, REPLICATES, finite_or_none, accuracy
 from ..result import Summary, estimate_row
 
 #: The headline's factor: the one that sits beside BG-Gap.
@@ -120,7 +120,6 @@ def summarize_imagenet_x(image_ids: Sequence[str], preds: Sequence[int], seed: i
         out[name] = {"images": images, "accuracy": float(acc[name].iloc[0]) if images else math.nan,
                      "error_ratio": {"value": value, "lo": lo[k] if value == value else math.nan,
                                      "hi": hi[k] if value == value else math.nan, "n": images}}
-    from ...evaluation.metrics import accuracy
     overall = accuracy(correct.astype(bool)).as_dict() if n else {"value": math.nan, "lo": math.nan, "hi": math.nan,
                                                                    "n": 0}
     if n:

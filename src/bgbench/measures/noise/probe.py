@@ -13,7 +13,7 @@ from typing import Callable, List, NamedTuple, Optional, Sequence, Union
 
 from ...checks import at_least, member, one_of
 from ...classes import Mapping, mapping_field
-from ...options import flag
+from ...options import flag, resolve_workers
 from ...evaluation.metrics import REPLICATES
 from ...data.facts import HARD_IMAGENET
 from ..base import Attributes, BootstrapConfig, ModelMeasure
@@ -155,7 +155,6 @@ class NoiseMeasure(ModelMeasure):
     def launch(self, run, batch):
         """Every image's prediction under each region's noise, level and trial (`engine`), queued on
         the device: each region's name and images, and its predictions on the way to the host."""
-        from ...options import resolve_workers
         from ...evaluation.feed import Readback
         from ..common.protocols import HARDIMAGENET
         from ..common.regions import ATTRIBUTE_PREFIX, Region, object_regions
