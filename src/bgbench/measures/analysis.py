@@ -19,12 +19,13 @@ than its result's `to_dict()` and `text()`.
 An analysis records no run: its kind is None, so it has no per-image table, no provenance and
 nothing in `bgbench runs`; its numbers are recomputed from the stored runs each time.
 """
-from __future__ import annotations
 
 import dataclasses
+import functools
 from enum import StrEnum
 from typing import Any, ClassVar, Dict, List, Sequence
 
+from ..errors import BgbenchError
 from .registry import Command, Measure, declared
 
 
@@ -67,7 +68,6 @@ class AnalysisMeasure(Measure):
 
     def of_table(self, table, **options):
         """The analysis of a per-image table held in memory (`probing.tables.as_table`)."""
-        from ..errors import BgbenchError
         raise BgbenchError(f"{self.name} reads stored runs only: pass a results store and a run id")
 
     def of_subjects(self, store, subjects, **options):
@@ -90,3 +90,23 @@ class AnalysisMeasure(Measure):
     def notes(self, result, run) -> List[str]:
         """Status lines (stderr) the command adds about a result of stored run `run`."""
         return []
+
+
+def eval_section(compute):
+    """A report section of an analysis of the subject's newest eval run: `fn(ctx, subject, run,
+    result)` with `result = compute(store, run)`; None where the subject has no eval run, or the
+    analysis has nothing to show of it (`compute` returns None, or refuses the run with a
+    BgbenchError: it lacks the variants or the data the analysis reads)."""
+    def wrap(fn):
+        @functools.wraps(fn)
+        def section(ctx, subject):
+            run = subject.latest("eval")
+            if run is None:
+                return None
+            try:
+                result = compute(ctx.store, run)
+            except BgbenchError:
+                return None
+            return None if result is None else fn(ctx, subject, run, result)
+        return section
+    return wrap

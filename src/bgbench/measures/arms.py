@@ -13,7 +13,6 @@ variants); the run is one row per (arm, image): its label and prediction. A subc
 arms (`arms`), the pure summary of the rows (`summarize`), and optionally `recorded` (config keys
 of its own, from `run.sets`, its arms).
 """
-from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, List, Optional
@@ -22,7 +21,7 @@ from ..checks import at_least, member
 from ..classes import Mapping, mapping_field
 from ..evaluation.metrics import REPLICATES
 from ..options import flag
-from .registry import Command, Measure
+from .registry import Command, SectionSpec
 from .result import MeasureResult
 from .running import ProbeConfig, RunContext, RunningMeasure, meet_layout, predicted
 from ..store.schema import TableRow
@@ -75,6 +74,8 @@ class ArmsMeasure(RunningMeasure):
     data_help: ClassVar[str] = "images (original/)"
     row: ClassVar[type] = ArmRow
     key = ("arm", "image_id")
+    #: The note under a gap measure's report section (`gap_section`).
+    gap_note: ClassVar[str] = ""
 
     def arms(self, run: RunContext, layout) -> List[Arm]:
         """The arms of a run on `layout` (the --data dataset), first the reference."""
@@ -107,12 +108,16 @@ class ArmsMeasure(RunningMeasure):
         config = self.run_config(run.cfg, layout, run.ranks, own=self.recorded(run),
                                  images=len(layout.items(layout.variants[0])),
                                  after={"arms": {a.name: sets[a.name] for a in run.sets}})
-        result = MeasureResult(self.name, rows, config)
-        result.seconds = run.elapsed()
-        return result, config
+        return MeasureResult(self.name, rows, config, seconds=run.elapsed()), config
 
-    def text(self, result: MeasureResult) -> str:
-        return result.summary().text()
+    def gap_section(self, ctx, subject) -> Optional[dict]:
+        """A gap measure's section data for one model on one dataset (None: no run), its `gap_note`
+        under the table."""
+        found = self.stored(ctx, subject)
+        if found is None:
+            return None
+        run, summary = found
+        return {"run_id": run["id"], "summary": summary.to_dict(), "note": self.gap_note}
 
 
 #: The report section of a gap measure: each arm's accuracy, the gap and the named gaps (inline:
@@ -137,10 +142,7 @@ GAP_TEMPLATE = """<table>
   {% if data.summary.gap.paired %}paired over the same images{% else %}over two independent samples{% endif %}.</p>"""
 
 
-def gap_section(measure: Measure, note: str, ctx, subject) -> Optional[dict]:
-    """A gap measure's section data for one model on one dataset (None: no run)."""
-    found = measure.stored(ctx, subject)
-    if found is None:
-        return None
-    run, summary = found
-    return {"run_id": run["id"], "summary": summary.to_dict(), "note": note}
+def gap_section_spec(name: str, title: str, package: str) -> SectionSpec:
+    """A gap measure's report section: GAP_TEMPLATE with the data of its registered instance's
+    `gap_section`."""
+    return SectionSpec(name, title, f"{package}:MEASURE.gap_section", template=GAP_TEMPLATE)

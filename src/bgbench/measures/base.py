@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, Deque, Dict, Iterator
 from ..checks import at_least
 from ..errors import BgbenchError
 from ..evaluation.metrics import REPLICATES
-from ..options import flag
+from ..options import flag, resolve_workers
 from .registry import Command, declared
 from .result import MeasureResult
 from .running import ProbeConfig, RunContext, RunningMeasure
@@ -50,13 +50,6 @@ class BootstrapConfig(ProbeConfig):
     def __post_init__(self):
         super().__post_init__()
         at_least("bootstrap replicates", self.bootstrap_replicates, 1)
-
-
-def class_namer(config: dict):
-    """index -> the run's class name (`config['classes']`), 'class i' beyond them: how a summary
-    names the classes of a stored run."""
-    classes = list(config.get("classes") or [])
-    return lambda i: classes[i] if 0 <= i < len(classes) else f"class {i}"
 
 
 class Foregrounds(NamedTuple):
@@ -101,11 +94,8 @@ class ModelMeasure(RunningMeasure):
     # each, and rank 0 gathers every row in the order one process makes them) ---------------------
     def image_sets(self, run: RunContext):
         """The layout's (item, mask) pairs, and its attribute source where the measure reads it."""
-        layout = run.layout
-        source = self._attribute_source(layout, run)
-        limit = run.given.get("limit")
-        pairs = layout.foregrounds()[:limit] if limit else layout.foregrounds()
-        return Foregrounds(pairs, source)
+        return Foregrounds(attributes=self._attribute_source(run.layout, run),  # its error before the pairs'
+                           pairs=run.layout.foregrounds()[:run.given.get("limit") or None])
 
     def measure(self, run: RunContext):
         from ..evaluation.feed import chunks_of, gathered, masked_batches
@@ -189,7 +179,6 @@ class ModelMeasure(RunningMeasure):
         the caller, one batch behind."""
         import torch
 
-        from ..options import resolve_workers
         from ..evaluation.feed import QUEUED
         if torch.device(device).type not in QUEUED or type(self).landed is ModelMeasure.landed:
             return 0
@@ -206,10 +195,6 @@ class ModelMeasure(RunningMeasure):
 
     def draw(self, run: RunContext, result: MeasureResult, out_dir: Path) -> None:
         """Write the run's pictures into `out_dir` (measures with `pictures`), noting them on `result`."""
-
-    def text(self, result: MeasureResult) -> str:
-        """What its command prints of a result: the summary's table."""
-        return result.summary().text()
 
 
 # -- landing ---------------------------------------------------------------------------------------
@@ -235,12 +220,8 @@ class Landing:
         self._pending: Deque[Tuple[Any, Any]] = deque()
 
     def push(self, batch, land: Callable[[], list]) -> Iterator[Tuple[Any, list]]:
-        if self._pool is None:
-            yield from self._due(keep=0)  # the batch before this one, now that this one is queued
-            self._pending.append((batch, land))
-            return
-        self._pending.append((batch, self._pool.submit(land)))
-        yield from self._due(keep=self.workers)
+        self._pending.append((batch, land if self._pool is None else self._pool.submit(land)))
+        yield from self._due(keep=self.workers or 1)  # without threads, the batch before this one
 
     def drain(self) -> Iterator[Tuple[Any, list]]:
         yield from self._due(keep=0)

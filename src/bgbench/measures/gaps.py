@@ -7,7 +7,6 @@ accuracy carries its Wilson interval; the gap its percentile bootstrap interval,
 images both arms hold when they are the same images (a watermarked copy, a stylized copy under the
 same file stem), resampled per arm when they are not (ImageNet-R against ImageNet's val).
 """
-from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
@@ -16,8 +15,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
-from ..evaluation.metrics import Estimate, accuracy, paired_difference, percent, unpaired_difference
-from ..evaluation.metrics import REPLICATES
+from ..evaluation.metrics import Estimate, accuracy, paired_difference, percent, unpaired_difference, REPLICATES
 from .result import Summary, estimate_row
 
 Rows = Sequence[Any]  # the arms' rows (`arms.ArmRow`: arm, image_id, label, pred)

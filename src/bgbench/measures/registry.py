@@ -28,12 +28,12 @@ What a measure class supplies, each where it has a use for it:
 - `source`, `checked_against`: the definition it follows and the test that checks it (its page in
   the manual, generated from the registry, says both).
 """
-from __future__ import annotations
 
+import functools
 import importlib
 import json
 import pkgutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, asdict
 from enum import StrEnum
 from typing import Any, ClassVar, Dict, List, Optional, Protocol, Sequence, Tuple
 
@@ -230,7 +230,6 @@ class Measure:
         images it measured and the data's classes, the keys that follow them (`after`), and the
         world it ran in (`distributed.world_record`). A key of `own` or the data's overrides the
         option of the same name in its place."""
-        from dataclasses import asdict
         from ..distributed import world_record
         measured = {} if images is None else {"images": images, "classes": list(layout.classes)}
         return {**asdict(cfg), **(own or {}), "split": layout.split, **measured, **(after or {}),
@@ -285,11 +284,6 @@ class Measure:
         run): the declared ones; a measure whose headlines there follow from its run says so itself."""
         return tuple(benchmark.headlines)
 
-    def section_function(self, ref: str):
-        """A section's function, 'module:attribute', imported when the report first calls it."""
-        module, _, attr = ref.partition(":")
-        return getattr(importlib.import_module(module), attr)
-
     def __repr__(self) -> str:
         return f"<measure {self.name}>"
 
@@ -298,11 +292,8 @@ def _package_of(cls: type) -> str:
     """The package a measure class belongs to (its folder holds its own templates): the module it is
     declared in when that is a package (its `__init__.py`), else the module's package."""
     import sys
-    module = sys.modules.get(cls.__module__)
     name = cls.__module__
-    if module is not None and hasattr(module, "__path__"):
-        return name
-    return name.rpartition(".")[0] or name
+    return name if hasattr(sys.modules.get(name), "__path__") else name.rpartition(".")[0] or name
 
 
 _MEASURES: Dict[str, Measure] = {}
@@ -349,6 +340,25 @@ def get_measure(name: str) -> Measure:
 def measure_of_kind(kind: str) -> Optional[Measure]:
     """The measure whose runs are of `kind` (such as a probe's), or None."""
     return next((m for m in list_measures() if m.kind == kind), None)
+
+
+def resolve(ref: str) -> Any:
+    """What a 'module:attribute' string of a declaration names (a section's function, a shortcut
+    column's change), imported when first called; the attribute may be dotted, a registered
+    instance's method ('package:MEASURE.gap_section')."""
+    module, _, attr = ref.partition(":")
+    return functools.reduce(getattr, attr.split("."), importlib.import_module(module))
+
+
+def stored_section(fn):
+    """A report section drawn from the subject's newest run of its measure (the measure whose package
+    defines `fn`) and that run's summary, `fn(ctx, subject, run, summary)`; None where it has no run."""
+    @functools.wraps(fn)
+    def section(ctx, subject):
+        measure = next(m for m in list_measures() if fn.__module__.startswith(m.package + "."))
+        found = measure.stored(ctx, subject)
+        return None if found is None else fn(ctx, subject, *found)
+    return section
 
 
 class SectionSubject(Protocol):

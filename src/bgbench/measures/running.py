@@ -27,7 +27,6 @@ ranks in whole batches and joined on rank 0 (eval and the arms); the probes read
 batches of images and masks (`base.ModelMeasure`). The challenge keeps its own engine, search and
 resumable store; this template only drives its setup and provenance.
 """
-from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
@@ -137,6 +136,10 @@ class RunningMeasure(Measure):
         """The run itself: (its result, the config its provenance records) on rank 0, None on the
         other ranks."""
         raise NotImplementedError
+
+    def text(self, result) -> str:
+        """What its command prints of a result: the summary's table."""
+        return result.summary().text()
 
     def recorded(self, run: RunContext) -> Dict[str, Any]:
         """Config keys of its own that the run records (how it computed: a layer, a rule, the carton

@@ -27,7 +27,7 @@ from ..errors import BgbenchError
 from ..measures.groups.summary import MIN_IMAGES
 from ..comparing import compare_runs
 from ..measures.eval.section import estimate, eval_accuracies
-from ..measures.registry import Measure, SectionSpec, list_measures
+from ..measures.registry import Measure, SectionSpec, list_measures, resolve
 from .context import ReportContext, Subject
 
 SCOPES = ("summary", "model", "page")
@@ -68,7 +68,7 @@ def register_section(name: str, title: str, scope: str = "model"):
 def _measure_section(measure: Measure, spec: SectionSpec) -> Section:
     """A measure's section, its function imported when the report first calls it."""
     def call(*args):
-        return measure.section_function(spec.function)(*args)
+        return resolve(spec.function)(*args)
     return Section(spec.name, spec.title, spec.scope, call, spec.after, measure, spec.template)
 
 

@@ -20,7 +20,6 @@ it is the same computation:
   integer division by zero, 0 with a warning, so no copy is made and the box is written back as
   its zeros: black. So it is here; `tile_ablation` says how many instances were.
 """
-from __future__ import annotations
 
 from typing import Tuple
 
@@ -70,34 +69,15 @@ def _trim(image: np.ndarray, mask: np.ndarray, x1: int, x2: int, y1: int, y2: in
 
 
 def _repeat(tile: np.ndarray, width: int, height: int, way: str) -> np.ndarray:
-    """`repeat_tile_to_fill_bbox` (lines 119-147): the tile repeated over a (3, height, width) box."""
-    out = np.zeros((tile.shape[0], height, width), dtype=tile.dtype)
-    _, th, tw = tile.shape
-    if way in ("right", "left"):
-        n, rest = width // tw, width % tw
-        for i in range(n):
-            if way == "right":
-                out[:, :, i * tw:min(width, (i + 1) * tw)] = tile
-            else:
-                out[:, :, max(0, width - (i + 1) * tw):width - i * tw] = tile
-        if rest:
-            if way == "right":
-                out[:, :, tw * n:] = tile[:, :, :rest]
-            else:
-                out[:, :, :rest] = tile[:, :, -rest:]
-    else:
-        n, rest = height // th, height % th
-        for i in range(n):
-            if way == "up":
-                out[:, i * th:min(height, (i + 1) * th), :] = tile
-            else:
-                out[:, max(0, height - (i + 1) * th):height - i * th, :] = tile
-        if rest:
-            if way == "up":
-                out[:, th * n:, :] = tile[:, :rest, :]
-            else:
-                out[:, :rest, :] = tile[:, -rest:, :]
-    return out
+    """`repeat_tile_to_fill_bbox` (lines 119-147): the tile repeated over a (3, height, width) box,
+    whole copies from the box's left ('right'), right ('left'), top ('up') or bottom ('down'), the
+    last copy cut where the box ends."""
+    axis = 2 if way in ("right", "left") else 1
+    reps = [1, 1, 1]
+    reps[axis] = -(-(width if axis == 2 else height) // tile.shape[axis])
+    tiled = np.tile(tile, reps)
+    return tiled[{"right": np.s_[:, :, :width], "left": np.s_[:, :, tiled.shape[2] - width:],
+                  "up": np.s_[:, :height], "down": np.s_[:, tiled.shape[1] - height:]}[way]]
 
 
 def tile_ablation(image: np.ndarray, mask: np.ndarray) -> Tuple[np.ndarray, int]:

@@ -6,7 +6,6 @@ per-image rows are (image_id, label, region, pred, correct, true_prob), region '
 clean image, 'fg', 'bg' or 'attr:<name>'. The summary recomputes the drops and their intervals
 (`summary.summarize_ablation`) from the rows with no inference.
 """
-from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import List
@@ -15,10 +14,10 @@ from ... import checks
 from ...classes import Mapping, mapping_field
 from ...evaluation.metrics import REPLICATES
 from ...data.facts import HARD_IMAGENET
-from ..base import Attributes, BootstrapConfig, ModelMeasure, class_namer
-from ..registry import BenchmarkHeadlines, InProfile
+from ..base import Attributes, BootstrapConfig, ModelMeasure
+from ..examples import class_namer
+from ..registry import BenchmarkHeadlines, InProfile, Headline, SectionSpec
 from ..common.protocols import HARDIMAGENET, probe_protocol
-from ..registry import Headline, SectionSpec
 from .summary import AblateRow, AblationSummary, summarize_ablation
 
 
@@ -160,5 +159,5 @@ class AblateMeasure(ModelMeasure):
         return {"regions": sorted({r.region for r in result.rows} - {"none"})}
 
     def summarize(self, rows, config: dict) -> AblationSummary:
-        return summarize_ablation(rows, class_namer(config), seed=int(config.get("seed", 0)),
+        return summarize_ablation(rows, class_namer(config.get("classes") or []), seed=int(config.get("seed", 0)),
                                   replicates=int(config.get("bootstrap_replicates", REPLICATES)))

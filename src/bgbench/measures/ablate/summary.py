@@ -16,7 +16,6 @@ it (every image has a foreground and a background; an attribute only where its m
 each overall and per class, with 95% intervals from a bootstrap over images (resampled within
 their class, each image with its clean and ablated outcomes together). Pure: no model, no store.
 """
-from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
@@ -24,10 +23,9 @@ from typing import Callable, Dict, List, Sequence
 
 import numpy as np
 
-from ...evaluation.metrics import percentile_interval, stratified_weights
+from ...evaluation.metrics import percentile_interval, stratified_weights, REPLICATES, interval
 from ..common.regions import region_label
-from ...evaluation.metrics import REPLICATES, interval
-from ..result import Summary
+from ..result import Summary, estimate_row
 from ...store.schema import TableRow
 
 CLEAN = "none"  # the region of the unablated image (torch-free here: the CLI's --help imports this module)
@@ -70,14 +68,14 @@ class AblationSummary(Summary):
         """ablation_acc_drop / ablation_prob_drop (variant: the region; per class 'region/class');
         ablation_acc, the accuracy under each region's ablation (variant: the region) and clean
         (variant 'none', over every image)."""
-        rows = [("ablation_acc", CLEAN, *_estimate(self.clean), self.clean["n"])] if self.clean else []
+        rows = [estimate_row("ablation_acc", CLEAN, self.clean)] if self.clean else []
         for region, e in self.regions.items():
-            rows += [("ablation_acc_drop", region, *_estimate(e["acc_drop"]), e["n"]),
-                     ("ablation_prob_drop", region, *_estimate(e["prob_drop"]), e["n"]),
-                     ("ablation_acc", region, *_estimate(e["ablated"]), e["n"])]
+            rows += [estimate_row("ablation_acc_drop", region, e["acc_drop"], e["n"]),
+                     estimate_row("ablation_prob_drop", region, e["prob_drop"], e["n"]),
+                     estimate_row("ablation_acc", region, e["ablated"], e["n"])]
             for cls, c in self.per_class[region].items():
-                rows += [("ablation_acc_drop", f"{region}/{cls}", *_estimate(c["acc_drop"]), c["n"]),
-                         ("ablation_prob_drop", f"{region}/{cls}", *_estimate(c["prob_drop"]), c["n"])]
+                rows += [estimate_row("ablation_acc_drop", f"{region}/{cls}", c["acc_drop"], c["n"]),
+                         estimate_row("ablation_prob_drop", f"{region}/{cls}", c["prob_drop"], c["n"])]
         return rows
 
     def lines(self) -> List[str]:
@@ -103,9 +101,6 @@ def _pct(v, signed: bool = False) -> str:
         return "-"
     return f"{100 * v:+.1f}" if signed else f"{100 * v:.1f}"
 
-
-def _estimate(e: dict) -> tuple:
-    return tuple(None if (v is None or v != v) else float(v) for v in (e["value"], e["lo"], e["hi"]))
 
 
 

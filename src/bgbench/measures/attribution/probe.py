@@ -6,7 +6,6 @@ mask. The best features of each attribute, per class and over all classes, are k
 (`summary.top_features`); their per-image IoUs are the run's rows, from which the summary
 recomputes the rankings with no inference.
 """
-from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Dict, List
@@ -16,7 +15,8 @@ import numpy as np
 from ... import checks
 from ...options import flag, runtime
 from ...evaluation.metrics import REPLICATES
-from ..base import Attributes, BootstrapConfig, ModelMeasure, class_namer
+from ..base import Attributes, BootstrapConfig, ModelMeasure
+from ..examples import class_namer
 from ..registry import Headline, SectionSpec
 from .summary import EPS, AttributionRow, AttributionSummary, summarize_attribution, top_features
 
@@ -99,11 +99,8 @@ class AttributionMeasure(ModelMeasure):
         """(image_id, label, attribute, IoU of every feature) for each attribute an image has."""
         found, back = launched
         got = back.get()
-        rows = []
-        for j, (k, names) in enumerate(found):
-            for name, ious in zip(names, got[f"ious{j}"]):
-                rows.append((batch.items[k].image_id, batch.items[k].label, name, ious.astype(np.float32)))
-        return rows
+        return [(batch.items[k].image_id, batch.items[k].label, name, ious.astype(np.float32))
+                for j, (k, names) in enumerate(found) for name, ious in zip(names, got[f"ious{j}"])]
 
     def finish(self, run, gathered: list):
         """Each attribute's top features per class and over all classes (`summary.top_features`),
@@ -120,5 +117,5 @@ class AttributionMeasure(ModelMeasure):
         return {"features": result.config["features"]}
 
     def summarize(self, rows, config: dict) -> AttributionSummary:
-        return summarize_attribution(rows, class_namer(config), seed=int(config.get("seed", 0)),
+        return summarize_attribution(rows, class_namer(config.get("classes") or []), seed=int(config.get("seed", 0)),
                                      replicates=int(config.get("bootstrap_replicates", REPLICATES)))

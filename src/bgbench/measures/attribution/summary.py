@@ -9,7 +9,6 @@ in a group is its mean IoU over the group's images; the group's best features ar
 kept for them, (image_id, label, attribute, feature, iou), are all `summarize_attribution` needs:
 it recomputes every group's ranking with a 95% interval (bootstrap over the group's images).
 """
-from __future__ import annotations
 
 import math
 from dataclasses import dataclass
@@ -17,8 +16,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ...evaluation.metrics import REPLICATES
-from ...evaluation.metrics import percentile_interval
+from ...evaluation.metrics import REPLICATES, percentile_interval
 from ..result import Summary
 from ...store.schema import TableRow
 

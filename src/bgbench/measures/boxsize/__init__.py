@@ -4,7 +4,7 @@ from typing import Optional, Tuple
 
 from ...options import flag
 from ...variants.registry import list_variants
-from ..analysis import AnalysisMeasure, Reads
+from ..analysis import AnalysisMeasure
 from ..registry import SectionSpec, register_measure
 
 
@@ -30,7 +30,6 @@ class BoxSize(AnalysisMeasure):
                        "ONLY-BG-B against the true ones)")
     title = "accuracy by box size"
     needs = ("eval run", "boxes")
-    reads = Reads.RUN
     config = BoxSizeConfig
     help = "accuracy per variant in quantile bins of box size (paper Fig. 14)"
     sections = (SectionSpec("boxsize", "Accuracy by box size (paper Fig. 14)", f"{__name__}.section:boxsize_section"),)

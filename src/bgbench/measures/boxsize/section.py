@@ -1,28 +1,25 @@
 """What the report shows of box size: the accuracy curve of each background-only variant against
 the foreground box's share of the image (paper Fig. 14)."""
-from __future__ import annotations
 
 import json
 from typing import Optional
 
 
-from ...errors import BgbenchError
+from ..analysis import eval_section
 from ..registry import SectionContext, SectionSubject
 
 
-def boxsize_section(ctx: SectionContext, subject: SectionSubject) -> Optional[dict]:
-    from ..boxsize.summary import box_size_curve
-    run = subject.latest("eval")
-    if run is None:
-        return None
+def _curves(store, run):
+    """The run's curves of its background-only variants and ORIGINAL, where it has one; boxes come from
+    the dataset's records (or ONLY-BG-B): without the data, no curve."""
+    from .summary import box_size_curve
     variants = [v for v in ("only_bg_t", "only_bg_b", "original") if v in (json.loads(run["config"]).get("variants")
                                                                           or [])]
-    if not variants:
-        return None
-    try:  # boxes come from the dataset's records (or ONLY-BG-B): without the data, no curve
-        result = box_size_curve(ctx.store, run["id"], variants=variants, bins=5)
-    except BgbenchError:
-        return None
+    return box_size_curve(store, run["id"], variants=variants, bins=5) if variants else None
+
+
+@eval_section(_curves)
+def boxsize_section(ctx: SectionContext, subject: SectionSubject, run, result) -> Optional[dict]:
     curves = {v: [{**p, "mid": 50 * (p["lo"] + p["hi"])} for p in points] for v, points in result.curves.items()}
     path = ctx.plots.binned_curves(ctx.figure_path(subject, "boxsize"), curves,
                                  xlabel="box area / image area (%, bin middle)")

@@ -1,7 +1,7 @@
 """The paper's prediction categories (Table 3): BG Irrelevant (the object alone is judged as the
 full image is, right on both or wrong on both), BG Required, BG+FG Required, BG Fools and Other,
 per class, from a stored eval run's ORIGINAL, MIXED-RAND and ONLY-BG-T predictions."""
-from ..analysis import AnalysisMeasure, Reads
+from ..analysis import AnalysisMeasure
 from ..registry import SectionSpec, register_measure
 
 
@@ -15,7 +15,6 @@ class Categories(AnalysisMeasure):
                        "runs of 9-class and 1000-class models)")
     title = "prediction categories"
     needs = ("eval run",)
-    reads = Reads.RUN
     help = "BG Irrelevant / Required / Fools ... per class (paper Table 3)"
     sections = (SectionSpec("categories", "Prediction categories (paper Table 3)",
                             f"{__name__}.section:categories_section"),

@@ -2,16 +2,15 @@
 behind each category."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, List, Optional
+from typing import List, Optional
 
 import numpy as np
 
-from ...errors import BgbenchError
+from ...probing.tables import stored_table
+from ..analysis import eval_section
 from ..examples import Pick, class_namer, per_class, top_per_class
 from ..registry import SectionContext, SectionSubject
-
-if TYPE_CHECKING:
-    from .summary import JudgedImages
+from .summary import CATEGORIES, NEEDED, JudgedImages, judge_images, prediction_categories
 
 
 #: How the galleries name the three inputs of the prediction categories.
@@ -21,15 +20,9 @@ CATEGORY_INPUTS = {"original": "ORIGINAL", "mixed_rand": "MIXED-RAND", "only_bg_
 CATEGORY_GALLERIES = ("BG Required", "BG Fools")
 
 
-def categories_section(ctx: SectionContext, subject: SectionSubject) -> Optional[dict]:
-    from ..categories.summary import CATEGORIES, prediction_categories
-    run = subject.latest("eval")
-    if run is None:
-        return None
-    try:
-        result = prediction_categories(ctx.store, run["id"])
-    except BgbenchError:  # the eval run lacks original, mixed_rand or only_bg_t
-        return None
+# (none where the eval run lacks original, mixed_rand or only_bg_t)
+@eval_section(lambda store, run: prediction_categories(store, run["id"]))
+def categories_section(ctx: SectionContext, subject: SectionSubject, run, result) -> Optional[dict]:
     path = ctx.plots.category_bars(ctx.figure_path(subject, "categories"), result.overall)
     return {"run_id": run["id"], "n": result.n, "categories": list(CATEGORIES), "overall": result.overall,
             "per_class": result.per_class, "figure": ctx.href(path)}
@@ -37,7 +30,6 @@ def categories_section(ctx: SectionContext, subject: SectionSubject) -> Optional
 
 def category_examples(judged: JudgedImages, category: str, per_class: int) -> List[Pick]:
     """Images of `category` (e.g. 'BG Required'), scored by their ONLY-BG-T confidence."""
-    from .summary import CATEGORIES
     wanted = CATEGORIES.index(category)
     picks = []
     for k in np.nonzero(judged.categories == wanted)[0]:
@@ -48,16 +40,8 @@ def category_examples(judged: JudgedImages, category: str, per_class: int) -> Li
     return top_per_class(picks, per_class)
 
 
-def categories_gallery(ctx: SectionContext, subject: SectionSubject) -> Optional[dict]:
-    from ..categories.summary import NEEDED, judge_images
-    from ...probing.tables import stored_table
-    run = subject.latest("eval")
-    if run is None:
-        return None
-    try:
-        judged = judge_images(stored_table(ctx.store, run["id"], variants=NEEDED))
-    except BgbenchError:  # the run lacks one of the three variants
-        return None
+@eval_section(lambda store, run: judge_images(stored_table(store, run["id"], variants=NEEDED)))
+def categories_gallery(ctx: SectionContext, subject: SectionSubject, run, judged) -> Optional[dict]:
     files, name, k = ctx.files(run), class_namer(subject.classes), per_class(len(subject.classes))
     galleries = []
     for category in CATEGORY_GALLERIES:

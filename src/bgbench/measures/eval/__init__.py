@@ -12,11 +12,8 @@ Its run (`runner`) writes every image's prediction to the `predictions` table (b
 `evaluation.predict`, shared with the challenge and the probes), which every analysis reads;
 `bgbench eval` is its command.
 """
-from ...data.facts import COUNTERANIMAL
-from ...data.facts import IMAGENET_E, IMAGENET_E_COLUMN_OF as COLUMN_OF
-from ...data.facts import WATERBIRDS
-from ..registry import BenchmarkHeadlines, InProfile, ShortcutColumn
-from ..registry import Command, Headline, SectionSpec, register_measure
+from ...data.facts import COUNTERANIMAL, IMAGENET_E, IMAGENET_E_COLUMN_OF as COLUMN_OF, WATERBIRDS
+from ..registry import BenchmarkHeadlines, InProfile, ShortcutColumn, Command, Headline, SectionSpec, register_measure
 from ..running import RunningMeasure
 from .counter_gap import METRIC as COUNTER_GAP
 

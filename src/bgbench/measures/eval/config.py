@@ -1,5 +1,4 @@
 """The evaluation's configuration, checked once for the API and the CLI alike."""
-from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import List, Optional
@@ -7,9 +6,8 @@ from typing import List, Optional
 from ...checks import at_least, device as valid_device, member, one_of
 from ...classes import DATASET, IMAGENET1K, Mapping, mapping_field
 from ...data.layout import IN9_VARIANTS
-from ...options import BATCH_SIZE, flag, runtime
+from ...options import BATCH_SIZE, flag, runtime, workers_field
 from ...protocols import protocol_flag, resolve as resolve_protocol
-from ...options import workers_field
 from ...evaluation.precision_flag import Precision, check_precision, precision_field
 
 

@@ -17,8 +17,7 @@ from typing import TYPE_CHECKING, Dict, List
 
 import numpy as np
 
-from ...evaluation.metrics import Estimate, unpaired_difference
-from ...evaluation.metrics import REPLICATES
+from ...evaluation.metrics import Estimate, unpaired_difference, REPLICATES
 
 if TYPE_CHECKING:  # eval's declaration reads this module's names, and declaring a measure imports no torch
     from ...evaluation.predict import Predictions

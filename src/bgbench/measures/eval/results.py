@@ -1,5 +1,4 @@
 """Evaluation results: per-variant accuracy with intervals and the BG-Gap, as a table or JSON."""
-from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
@@ -7,9 +6,8 @@ from typing import Any, Dict, List, Optional
 from ...result import Result
 from ..common.groups import GroupAccuracy
 from .counter_gap import COMMON, COUNTER, CounterGap, counter_gap
-from ...evaluation.metrics import Estimate, accuracy, bg_gap
+from ...evaluation.metrics import Estimate, accuracy, bg_gap, REPLICATES, interval
 from ...evaluation.predict import Predictions
-from ...evaluation.metrics import REPLICATES, interval
 from .waterbirds import WaterbirdsScore
 
 

@@ -22,8 +22,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ...data.facts import WATERBIRDS as KIND, WATERBIRDS_CLASSES as CLASSES, WATERBIRDS_PLACES as PLACES
-from ...evaluation.metrics import Estimate, wilson_interval
-from ...evaluation.metrics import REPLICATES, interval
+from ...evaluation.metrics import Estimate, wilson_interval, REPLICATES, interval
 from ...result import Result
 
 if TYPE_CHECKING:
@@ -49,10 +48,8 @@ class WaterbirdsScore(Result):
     extra: dict = field(default_factory=dict)
 
     def metric_rows(self) -> List[tuple]:
-        rows = []
-        for name, e in ((ADJ_ACC_AVG, self.adj_acc_avg), (ACC_WG, self.acc_wg)):
-            rows.append((name, VARIANT, e.value, e.lo, e.hi, e.n))
-        return rows
+        return [(name, VARIANT, e.value, e.lo, e.hi, e.n) for name, e in ((ADJ_ACC_AVG, self.adj_acc_avg),
+                                                                             (ACC_WG, self.acc_wg))]
 
     def to_dict(self) -> dict:
         return {"source": "wilds WaterbirdsDataset.eval", ADJ_ACC_AVG: self.adj_acc_avg.as_dict(),

@@ -24,7 +24,6 @@ Upsampling is linear, so Σ a·w over the image equals Σ over cells of the smal
 the bilinear upsampling, separable into a row and a column matrix): the shares of every channel
 come from two weighted sums of the small map, with no image-size map ever built.
 """
-from __future__ import annotations
 
 import functools
 import math
@@ -136,8 +135,5 @@ def rank_features(pooled: np.ndarray, groups: np.ndarray, weight: np.ndarray, sh
 def gallery_order(ranked: Sequence[RankedFeature], limit: int) -> List[int]:
     """The classes that get a gallery: the `limit` largest groups (ties: lower class index), in
     class order."""
-    sizes = {}
-    for f in ranked:
-        sizes[f.class_index] = f.images
-    chosen = sorted(sizes, key=lambda c: (-sizes[c], c))[:limit]
-    return sorted(chosen)
+    sizes = {f.class_index: f.images for f in ranked}
+    return sorted(sorted(sizes, key=lambda c: (-sizes[c], c))[:limit])

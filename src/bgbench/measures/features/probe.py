@@ -6,7 +6,6 @@ small maps (`engine.background_shares`). Then, with no model, the ranking and th
 (`engine.rank_features`). With an output folder, the galleries re-run the network on the few
 images they show (`draw`).
 """
-from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
@@ -15,13 +14,12 @@ from typing import Dict, Optional
 
 import numpy as np
 
-from ... import checks
+from ... import checks, console
 from ...errors import BgbenchError
 from ...options import flag
 from ..base import Autograd, ModelMeasure
 from ..running import ProbeConfig
-from ..registry import InProfile
-from ..registry import Headline, SectionSpec
+from ..registry import InProfile, Headline, SectionSpec
 from ..common.names import prediction_namer
 from .summary import FeaturesRow, FeaturesSummary, rule_text, summarize_features
 
@@ -118,7 +116,6 @@ class FeaturesMeasure(ModelMeasure):
     def finish(self, run, rows: list):
         """Every image's values ranked (`engine.rank_features`), with no model: one row per
         (class, rank), and the rule the run recorded."""
-        from ... import console
         from .engine import rank_features
         if not rows:
             raise BgbenchError("the dataset has no images to probe")

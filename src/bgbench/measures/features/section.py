@@ -1,21 +1,16 @@
 """What the report shows of the features measure: each class's top features with their background
 shares and spurious flags, beside the heatmap galleries the run drew (copied into the report)."""
-from __future__ import annotations
 
 import json
 from pathlib import Path
 from typing import Optional
 
 
-from ..registry import SectionContext, SectionSubject
+from ..registry import SectionContext, SectionSubject, stored_section
 
 
-def features_section(ctx: SectionContext, subject: SectionSubject) -> Optional[dict]:
-    from . import MEASURE
-    found = MEASURE.stored(ctx, subject)
-    if found is None:
-        return None
-    run, summary = found
+@stored_section
+def features_section(ctx: SectionContext, subject: SectionSubject, run, summary) -> Optional[dict]:
     galleries = json.loads(run["outputs"] or "{}").get("galleries") or {}
     classes = []
     for c in summary.per_class:

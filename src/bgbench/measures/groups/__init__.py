@@ -1,7 +1,7 @@
 """Worst-group accuracy: accuracy per group, its worst group and the mean over groups, from a stored
 eval run: a group is (object class, background class) of a mixed variant, from the dataset's
 manifest, or a group dataset's own (Waterbirds, groups.csv, Spawrious' (breed, location))."""
-from ..analysis import AnalysisMeasure, Reads
+from ..analysis import AnalysisMeasure
 from ..common.groups import MIN_IMAGES
 from ..registry import SectionSpec, register_measure
 from .config import GroupsConfig
@@ -20,7 +20,6 @@ class Groups(AnalysisMeasure):
                        "tests/test_benchmarks.py (Spawrious' groups against its `SpawriousBenchmark` data lists, written out in the test)")
     title = "worst-group accuracy"
     needs = ("eval run",)
-    reads = Reads.RUN
     config = GroupsConfig
     help = ("accuracy per (class, background class) group of MIXED-RAND (or a group dataset's groups), the worst "
             "group and the mean over groups")

@@ -2,7 +2,6 @@
 group from its dataset: on IN-9-layout data, a mixed image's background class from the manifest;
 on a group dataset (a groups.csv, Waterbirds' metadata.csv), the file's groups; on Spawrious, each
 image's (breed, location) at the run's split."""
-from __future__ import annotations
 
 from pathlib import Path
 from typing import Optional
@@ -45,16 +44,10 @@ def worst_group(store, run_id: int, variant: Optional[str] = None, data: Optiona
         raise BgbenchError(f"{root}: no manifest.csv with the background class of each {variant} image (datasets "
                            f"written by `bgbench synth` or `bgbench build` have one); name the dataset with --data")
     v = table.variants[variant]
-    missing = [i for i in v.image_ids if i not in backgrounds]
-    if missing:
-        raise BgbenchError(f"{root}/manifest.csv has no background for {len(missing)} of the {variant} images of "
-                           f"{table.name} (first: {missing[0]}): is it the dataset the run evaluated?")
     name = (lambda i: table.classes[i]) if table.classes else str
-    result = group_accuracy(np.asarray(v.preds) == np.asarray(v.labels),
-                            [(name(int(y)), backgrounds[i]) for i, y in zip(v.image_ids, v.labels)],
-                            variant=variant, min_images=min_images)
-    result.run_id = table.run_id
-    return result
+    groups = {i: (name(int(y)), backgrounds[i]) for i, y in zip(v.image_ids, v.labels) if i in backgrounds}
+    return _accuracy(table, variant, groups, min_images, lambda n: f"{root}/manifest.csv has no background for {n} "
+                     f"of the {variant} images of {table.name}")
 
 
 def _own_groups(table, read_layout, variant: Optional[str], min_images: int) -> GroupAccuracy:
@@ -64,14 +57,18 @@ def _own_groups(table, read_layout, variant: Optional[str], min_images: int) -> 
     if variant not in (None, "original"):
         raise BgbenchError(f"{layout.root} is {layout.described()}: its one variant is original")
     table.require(["original"], "worst-group accuracy")
-    groups = layout.groups
-    v = table.variants["original"]
+    return _accuracy(table, "original", layout.groups, min_images, lambda n: f"{layout.root} "
+                     f"({layout.described()}) has no group for {n} images of {table.name} at split {table.split}")
+
+
+def _accuracy(table, variant: str, groups, min_images: int, lacking) -> GroupAccuracy:
+    """The accuracy per group of the run's `variant`, each image's group from `groups`; an image
+    without one is an error, `lacking(how many)` its words."""
+    v = table.variants[variant]
     missing = [i for i in v.image_ids if i not in groups]
     if missing:
-        raise BgbenchError(f"{layout.root} ({layout.described()}) has no group for {len(missing)} images of "
-                           f"{table.name} at split {table.split} (first: {missing[0]}): is it the dataset the run "
-                           f"evaluated?")
+        raise BgbenchError(f"{lacking(len(missing))} (first: {missing[0]}): is it the dataset the run evaluated?")
     result = group_accuracy(np.asarray(v.preds) == np.asarray(v.labels), [groups[i] for i in v.image_ids],
-                            variant="original", min_images=min_images)
+                            variant=variant, min_images=min_images)
     result.run_id = table.run_id
     return result

@@ -7,7 +7,6 @@ Before any forward, every file name must be one of ImageNet's val and of the cla
 it (the package's filename_label.csv): a renamed or foreign folder would join on nothing, or on the
 wrong images, and is refused in one line naming the first mismatch.
 """
-from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import List, Optional, Sequence
@@ -16,8 +15,7 @@ from ...errors import BgbenchError
 from ...evaluation.metrics import REPLICATES
 from ..arms import Arm, ArmRow, ArmsConfig, ArmsMeasure
 from ..common.imagenet_reference import imagenet_reference, require_imagenet_model
-from ..registry import ShortcutColumn
-from ..registry import Headline, SectionSpec
+from ..registry import ShortcutColumn, Headline, SectionSpec
 from .summary import BACKGROUND, ImageNetXSummary, ratio_difference, summarize_imagenet_x, val_labels
 
 ARM = "imagenet"
@@ -64,7 +62,7 @@ class ImageNetXMeasure(ArmsMeasure):
     sections = (SectionSpec("imagenet_x", "ImageNet-X factors of variation", f"{__package__}.section:imagenet_x_section"),)
     shortcut_columns = (ShortcutColumn(90, "bg_error_ratio", "ImageNet-X bg error ratio", "imagenet_x_error_ratio",
                                        BACKGROUND, percent=False, higher_is_better=False, data="imagenet",
-                                       change=f"{__package__}.changes:shortcut_change"),)
+                                       change=f"{__package__}:MEASURE.shortcut_change"),)
     forwards_per_image = 1
 
     def arms(self, run, layout) -> List[Arm]:
@@ -81,10 +79,10 @@ class ImageNetXMeasure(ArmsMeasure):
         return summarize_imagenet_x([r.image_id for r in mine], [r.pred for r in mine], seed=int(config.get("seed", 0)),
                                     replicates=int(config.get("bootstrap_replicates", REPLICATES)))
 
-    def background_change(self, store, base_run: int, derived_run: int, seed: int = 0) -> Optional[dict]:
-        """The background error ratio of `derived_run` minus `base_run`'s, on the same images, with a
-        paired 95% interval (`analyze shortcuts` reads it through the registry); None when the runs
-        are not on the same images."""
+    def shortcut_change(self, store, column, base_run: int, derived_run: int, seed: int = 0) -> Optional[dict]:
+        """Its column of the shortcut table as a derived model's paired change from its base: the
+        background error ratio of `derived_run` minus `base_run`'s, both on the same resampled images,
+        with a paired 95% interval; None when the runs are not on the same images."""
         rows = [[(r["image_id"], r["pred"]) for r in store.probe_rows(self.table.name, run)]
                 for run in (base_run, derived_run)]
         return ratio_difference(rows[0], rows[1], BACKGROUND, seed=seed)

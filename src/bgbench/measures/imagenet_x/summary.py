@@ -11,7 +11,6 @@ The package gives no intervals. Each ratio's 95% interval here is a percentile b
 annotated images (multinomial resampling, in chunks), of the same ratio (1 - acc_factor) / (1 -
 acc_all) that `error_ratio` computes.
 """
-from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
@@ -20,8 +19,7 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from ...evaluation.metrics import percent
-from ...evaluation.metrics import REPLICATES, finite_or_none
+from ...evaluation.metrics import percent, REPLICATES, finite_or_none, accuracy
 from ..result import Summary, estimate_row
 
 #: The headline's factor: the one that sits beside BG-Gap.
@@ -122,7 +120,6 @@ def summarize_imagenet_x(image_ids: Sequence[str], preds: Sequence[int], seed: i
         out[name] = {"images": images, "accuracy": float(acc[name].iloc[0]) if images else math.nan,
                      "error_ratio": {"value": value, "lo": lo[k] if value == value else math.nan,
                                      "hi": hi[k] if value == value else math.nan, "n": images}}
-    from ...evaluation.metrics import accuracy
     overall = accuracy(correct.astype(bool)).as_dict() if n else {"value": math.nan, "lo": math.nan, "hi": math.nan,
                                                                    "n": 0}
     if n:
@@ -130,22 +127,27 @@ def summarize_imagenet_x(image_ids: Sequence[str], preds: Sequence[int], seed: i
     return ImageNetXSummary(out, overall, n)
 
 
+def _replicates(corrects: Sequence[np.ndarray], onehot: np.ndarray, seed: int, replicates: int) -> List[np.ndarray]:
+    """Each model's (replicates, factors) error ratios (1 - acc_f) / (1 - acc_all), of its per-image
+    `correct`, over the same multinomial resamples of the images (drawn in chunks)."""
+    n = len(onehot)
+    rng = np.random.default_rng(seed)
+    out: List[list] = [[] for _ in corrects]
+    for start in range(0, replicates, CHUNK):
+        counts = rng.multinomial(n, np.full(n, 1.0 / n), size=min(CHUNK, replicates - start)).astype(np.float64)
+        for ratios, correct in zip(out, corrects):
+            with np.errstate(invalid="ignore", divide="ignore"):
+                acc_f = (counts @ (onehot * correct[:, None])) / (counts @ onehot)
+                ratios.append((1 - acc_f) / (1 - (counts @ correct) / n)[:, None])
+    return [np.concatenate(r) for r in out]
+
+
 def _bootstrap(correct: np.ndarray, onehot: np.ndarray, seed: int, replicates: int):
     """Percentile intervals of each factor's (1 - acc_f) / (1 - acc_all) over resampled images."""
     n, k = onehot.shape
     if n == 0:
         return [math.nan] * k, [math.nan] * k
-    rng = np.random.default_rng(seed)
-    ratios = []
-    both = np.column_stack([onehot * correct[:, None], onehot, correct])  # (n, 2k + 1)
-    for start in range(0, replicates, CHUNK):
-        counts = rng.multinomial(n, np.full(n, 1.0 / n), size=min(CHUNK, replicates - start)).astype(np.float64)
-        sums = counts @ both
-        with np.errstate(invalid="ignore", divide="ignore"):
-            acc_f = sums[:, :k] / sums[:, k:2 * k]
-            err_all = 1 - sums[:, 2 * k] / n
-            ratios.append((1 - acc_f) / err_all[:, None])
-    r = np.concatenate(ratios)
+    r = _replicates([correct], onehot, seed, replicates)[0]
     lo, hi = [], []
     for j in range(k):
         col = r[:, j][np.isfinite(r[:, j])]
@@ -172,24 +174,13 @@ def ratio_difference(base: Sequence[tuple], derived: Sequence[tuple], factor: st
     values = [float(imagenet_x.error_ratio(imagenet_x.compute_factor_accuracies(t, names))[factor].iloc[0])
               for t in tables]
     k = names.index(factor)
-    onehot = tables[0][names].to_numpy(dtype=np.float64)
-    n = len(onehot)
-    rng = np.random.default_rng(seed)
-    diffs = []
-    correct = [t["is_correct"].to_numpy(dtype=np.float64) for t in tables]
-    for start in range(0, replicates, CHUNK):
-        counts = rng.multinomial(n, np.full(n, 1.0 / n), size=min(CHUNK, replicates - start)).astype(np.float64)
-        ratios = []
-        for c in correct:
-            with np.errstate(invalid="ignore", divide="ignore"):
-                acc_f = (counts @ (onehot[:, k] * c)) / (counts @ onehot[:, k])
-                err_all = 1 - (counts @ c) / n
-                ratios.append((1 - acc_f) / err_all)
-        diffs.append(ratios[1] - ratios[0])
-    d = np.concatenate(diffs)
+    onehot = tables[0][names].to_numpy(dtype=np.float64)[:, k:k + 1]
+    base_r, derived_r = _replicates([t["is_correct"].to_numpy(dtype=np.float64) for t in tables], onehot, seed,
+                                    replicates)
+    d = (derived_r - base_r)[:, 0]
     d = d[np.isfinite(d)]
     value = values[1] - values[0]
     if d.size < 0.5 * replicates or value != value:
-        return {"value": value, "lo": math.nan, "hi": math.nan, "n": int(onehot[:, k].sum())}
+        return {"value": value, "lo": math.nan, "hi": math.nan, "n": int(onehot.sum())}
     lo, hi = np.percentile(d, [2.5, 97.5])
-    return {"value": value, "lo": float(lo), "hi": float(hi), "n": int(onehot[:, k].sum())}
+    return {"value": value, "lo": float(lo), "hi": float(hi), "n": int(onehot.sum())}

@@ -16,15 +16,13 @@ weights). Only the two folders are read, so it runs on the IN-9 release and on W
 of it (a root holding only `mixed_same/` and `mixed_rand/`). A foreground keeps its id in both
 folders, so the gap is paired over the foregrounds.
 """
-from __future__ import annotations
 
 from dataclasses import replace
 from typing import List, Sequence
 
-from ..arms import GAP_TEMPLATE, Arm, ArmRow, ArmsConfig, ArmsMeasure
-from ..registry import CROP, GapArms, ShortcutColumn
+from ..arms import Arm, ArmRow, ArmsConfig, ArmsMeasure, gap_section_spec
+from ..registry import CROP, GapArms, ShortcutColumn, Headline
 from ..gaps import GapSummary, two_arms
-from ..registry import Headline, SectionSpec
 
 MIXED_SAME, MIXED_RAND = "mixed_same", "mixed_rand"
 
@@ -63,8 +61,11 @@ class In9GapMeasure(ArmsMeasure):
     config = ArmsConfig  # the seed of its interval and the decision rule, as every shortcut measure's
     headlines = (Headline("in9_gap", label="IN-9 gap, Whac-A-Mole's (< 0: unrelated backgrounds cost accuracy)",
                           percent=True, short="IN-9 gap"),)
-    sections = (SectionSpec("in9_gap", "Background shortcut (Whac-A-Mole's IN-9 gap)",
-                            f"{__package__}.section:in9_gap_section", template=GAP_TEMPLATE),)
+    sections = (gap_section_spec("in9_gap", "Background shortcut (Whac-A-Mole's IN-9 gap)", __package__),)
+    gap_note = ("IN-9's MIXED-SAME and MIXED-RAND read as Whac-A-Mole reads them: each image through torchvision's "
+                "Resize(256) then CenterCrop(224), a 1000-class model's argmax mapped to IN-9's classes; the gap is "
+                "MIXED-RAND minus MIXED-SAME. The accuracy section's BG-Gap feeds the images as they are (the "
+                "Backgrounds Challenge's protocol), so it is not this gap's negative.")
     gap_arms = GapArms(MIXED_SAME, MIXED_RAND)
     shortcut_columns = (ShortcutColumn(60, "in9_gap", "IN-9 gap", "in9_gap", data="other", preprocessing=CROP),)
     forwards_per_image = 2  # each foreground on its own background and on a random one

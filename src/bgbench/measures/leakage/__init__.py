@@ -1,6 +1,6 @@
 """Box leakage (paper §5): ONLY-BG-B / ONLY-BG-T accuracy above chance for models trained on
 MIXED-RAND or ONLY-FG; NO-FG apart, as silhouette signal."""
-from ..analysis import AnalysisMeasure, Reads
+from ..analysis import AnalysisMeasure
 from ..registry import SectionSpec, register_measure
 
 
@@ -13,7 +13,6 @@ class Leakage(AnalysisMeasure):
     checked_against = "tests/measures/test_leakage.py (tables worked out by hand)"
     title = "box leakage"
     needs = ("eval run",)
-    reads = Reads.RUN
     help = ("only_bg_b/only_bg_t accuracy above chance (box leakage), for models trained on MIXED-RAND or ONLY-FG; "
             "no_fg apart, as silhouette signal")
     sections = (SectionSpec("leakage", "Box leakage and silhouette signal (paper §5)",

@@ -1,29 +1,22 @@
 """What the report shows of box leakage: background-only accuracy above chance, and NO-FG's
 silhouette signal apart (paper §5)."""
-from __future__ import annotations
 
 from typing import Optional
 
 
-from ...errors import BgbenchError
+from ..analysis import eval_section
 from ..registry import SectionContext, SectionSubject
+from .summary import SILHOUETTE, SILHOUETTE_NAME, above_chance, leakage
 
 
 #: Training variants whose models should be at chance without the object (paper §5).
 LEAKAGE_TRAINING = ("mixed_rand", "only_fg")
 
 
-def leakage_section(ctx: SectionContext, subject: SectionSubject) -> Optional[dict]:
+@eval_section(lambda store, run: leakage(store, run["id"]))  # none without only_bg_b and only_bg_t
+def leakage_section(ctx: SectionContext, subject: SectionSubject, run, result) -> Optional[dict]:
     """Shown for models trained on MIXED-RAND or ONLY-FG only: for them background-only accuracy
     should be chance, so its excess is leakage; for any other model it is background signal."""
-    from ..leakage.summary import SILHOUETTE, SILHOUETTE_NAME, above_chance, leakage
-    run = subject.latest("eval")
-    if run is None:
-        return None
-    try:
-        result = leakage(ctx.store, run["id"])
-    except BgbenchError:  # the eval run has neither only_bg_b nor only_bg_t
-        return None
     if result.trained_on not in LEAKAGE_TRAINING:
         return None
     rows = [{"variant": v, "acc": result.accuracy[v], "excess": e} for v, e in result.excess().items()]

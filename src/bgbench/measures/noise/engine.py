@@ -13,7 +13,6 @@ the seeds alone: the same for any batch size, device, order or torchrun slice, a
 redraws exactly the copy that flipped a prediction (`draws.noisy_copy`) without running a model
 or importing torch.
 """
-from __future__ import annotations
 
 from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Callable, Dict, List, Optional, Sequence
@@ -54,18 +53,13 @@ def stacked_draws(seeds: Sequence[int], trials: int, height: int, width: int, po
     return done
 
 
-def _as_int32(value: int) -> int:
-    """A 32-bit pattern as the int32 that holds it (torch has no unsigned 32-bit arithmetic)."""
-    return value - (1 << 32) if value >= 1 << 31 else value
-
-
 def _lowbias32_(x: torch.Tensor) -> torch.Tensor:
     """`draws.lowbias32` on int32 in place: a logical shift is the arithmetic one masked, and an
     int32 product wraps to the same low 32 bits as the uint32 one."""
     for shift, multiplier in ((16, MULTIPLIERS[0]), (15, MULTIPLIERS[1]), (16, None)):
         x.bitwise_xor_(torch.bitwise_right_shift(x, shift).bitwise_and_((1 << (32 - shift)) - 1))
         if multiplier is not None:
-            x.mul_(_as_int32(multiplier))
+            x.mul_(multiplier - (1 << 32) if multiplier >= 1 << 31 else multiplier)  # its bits as an int32
     return x
 
 

@@ -7,21 +7,19 @@ With region 'attributes' (a dataset with attribute masks: RIVAL10, Synthetic-9),
 on each attribute's mask alone, on the images that have it, at the same levels and trials (rows of
 region 'attr:<name>').
 """
-from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Callable, List, NamedTuple, Optional, Sequence, Union
 
 from ...checks import at_least, member, one_of
 from ...classes import Mapping, mapping_field
-from ...options import flag
+from ...options import flag, resolve_workers
 from ...evaluation.metrics import REPLICATES
 from ...data.facts import HARD_IMAGENET
 from ..base import Attributes, BootstrapConfig, ModelMeasure
-from ..registry import BenchmarkHeadlines, InProfile
-from ..registry import Headline, SectionSpec
+from ..registry import BenchmarkHeadlines, InProfile, Headline, SectionSpec
 from .draws import DRAWS
-from .levels import KINDS, data_grid, grid_label, resolve_levels
+from .levels import KINDS, data_grid, grid_label, level_label, resolve_levels
 from .summary import NoiseRow, NoiseSummary, summarize
 
 #: --region: 'object' probes the foreground and the background; 'attributes' adds each attribute.
@@ -116,9 +114,17 @@ class NoiseMeasure(ModelMeasure):
     profile = InProfile(30, {"levels": ["60/255", "120/255"], "trials": 1})
 
     def headlines_on(self, benchmark, config):
-        """On Hard ImageNet's data, the RFS of each level of its newest run's grid (`rfs.py`'s figures)."""
-        from .benchmarks import rfs_per_level
-        return rfs_per_level(config)
+        """On Hard ImageNet's data, beside the overall RFS, the RFS of each level of its newest run's grid,
+        as Hard ImageNet's `rfs.py` reports one per noise level (none without a run)."""
+        if config is None:
+            return ()
+        kind, grid = config.get("kind", "sigma"), config.get("grid") or "custom"
+        symbol = "σ" if kind == "sigma" else "L2"
+        return tuple(Headline("rfs", f"{float(level):g}",
+                              label=f"Hard ImageNet: RFS at noise {symbol} {level_label(float(level), kind, grid)} "
+                                    f"(rfs.py; > 0: foreground noise hurts more)",
+                              short=f"RFS {symbol} {level_label(float(level), kind, grid)}")
+                     for level in config.get("levels") or [])
 
     def forwards(self, images, variants, options, attributes=0, classes=()):
         """Each image noised on the object and on the background at each level, `trials` times (and,
@@ -149,7 +155,6 @@ class NoiseMeasure(ModelMeasure):
     def launch(self, run, batch):
         """Every image's prediction under each region's noise, level and trial (`engine`), queued on
         the device: each region's name and images, and its predictions on the way to the host."""
-        from ...options import resolve_workers
         from ...evaluation.feed import Readback
         from ..common.protocols import HARDIMAGENET
         from ..common.regions import ATTRIBUTE_PREFIX, Region, object_regions

@@ -1,28 +1,23 @@
 """What the report shows of the noise measure: the curves with RFS per level, and the images that
 noise flips first (their noisy copies redrawn from the stored seeds)."""
-from __future__ import annotations
 
 import json
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 
 from ..examples import Pick, class_namer, clean_predictions, per_class, top_per_class
-from ..registry import SectionContext, SectionSubject
+from ..registry import SectionContext, SectionSubject, stored_section
 
 
-def noise_section(ctx: SectionContext, subject: SectionSubject) -> Optional[dict]:
+@stored_section
+def noise_section(ctx: SectionContext, subject: SectionSubject, run, summary) -> Optional[dict]:
     from ..common.regions import region_label
-    from . import MEASURE
-    found = MEASURE.stored(ctx, subject)
-    if found is None:
-        return None
-    run, summary = found
     curves = {f"noise on the {region_label(region)}": points for region, points in summary.curves.items()}
     kind = summary.grid["kind"]
     path = ctx.plots.binned_curves(ctx.figure_path(subject, "noise"), curves, x_key="level",
                                  xlabel="noise level (σ)" if kind != "l2" else "noise L2 norm")
     rows = [{"level": summary.label(fg["level"]), "fg": fg, "bg": bg,
-             "rfs": _with_n(summary.rfs.get(fg["level"]), summary.images)}
+             "rfs": None if fg["level"] not in summary.rfs else {**summary.rfs[fg["level"]], "n": summary.images}}
             for fg, bg in zip(summary.curves["fg"], summary.curves["bg"])]
     lo, hi = summary.rfs_overall_interval
     return {"run_id": run["id"], "rows": rows, "grid": summary.grid_label, "images": summary.images,
@@ -91,11 +86,6 @@ def _noise_item(g, files, name, p, config: dict, preds: dict, tally: dict, clean
              f"({100 * p.detail['wrong']:.0f}% of trials wrong); shown: trial {trial}; trials wrong at "
              f"{', '.join(label(lv) for lv in levels)}: {wrong_by_level}")
     g.add(name(p.label), p.image_id, name(p.label), score, *lines)
-
-
-def _with_n(rfs, n: int):
-    """An RFS estimate with the number of images behind it (what a degenerate interval shows)."""
-    return None if rfs is None else {**rfs, "n": n}
 
 
 def noise_flips(rows: Sequence[Any], per_class: int, clean_correct: Optional[Mapping[str, bool]] = None

@@ -12,7 +12,6 @@ both regions and every level, so that a replicate recomputes every number on one
 Attribute regions ('attr:<name>') are probed on the images that have the attribute only: their
 accuracy is the mean over the classes with such images (a class without any counts in no mean).
 """
-from __future__ import annotations
 
 import math
 import warnings
@@ -21,12 +20,11 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ...evaluation.metrics import percentile_interval, stratified_weights
+from ...evaluation.metrics import percentile_interval, stratified_weights, REPLICATES, interval
 from ...store.schema import TableRow
 from ..result import Summary, estimate_row
 from ..common.regions import ATTRIBUTE_PREFIX
 from .levels import grid_label, level_label
-from ...evaluation.metrics import REPLICATES, interval
 
 REGIONS = ("fg", "bg")
 
@@ -92,10 +90,8 @@ class NoiseSummary(Summary):
     def metrics(self) -> List[tuple]:
         """Accuracy per region and level, RFS per level (variant: the level) and overall (variant
         ''), each with its bootstrap interval; n: images."""
-        rows = []
-        for region, curve in self.curves.items():
-            for p in curve:
-                rows.append((f"noise_acc_{region}", f"{p['level']:g}", p["acc"], p["lo"], p["hi"], p["n"]))
+        rows = [(f"noise_acc_{region}", f"{p['level']:g}", p["acc"], p["lo"], p["hi"], p["n"])
+                for region, curve in self.curves.items() for p in curve]
         rows += [estimate_row("rfs", f"{lvl:g}", e, self.images) for lvl, e in self.rfs.items()]
         rows.append(("rfs", "", self.rfs_overall, *self.rfs_overall_interval, self.images))
         return rows
@@ -118,12 +114,9 @@ class NoiseSummary(Summary):
                      "may lie outside them; > 0: foreground noise hurts more; compare only within one grid)")
         return lines + self._attribute_lines()
 
-    def attribute_regions(self) -> List[str]:
-        return [r for r in self.curves if r.startswith(ATTRIBUTE_PREFIX)]
-
     def _attribute_lines(self) -> List[str]:
         """Noise on each attribute alone: accuracy per level (mean over classes with the attribute)."""
-        regions = self.attribute_regions()
+        regions = [r for r in self.curves if r.startswith(ATTRIBUTE_PREFIX)]
         if not regions:
             return []
         levels = [self.label(p["level"]) for p in self.curves["fg"]]
@@ -138,11 +131,6 @@ class NoiseSummary(Summary):
 
 def _pct(v: float) -> str:
     return "nan" if v is None or math.isnan(v) else f"{100 * v:.1f}"
-
-
-def regions_of(rows: Sequence[NoiseRow]) -> List[str]:
-    """'fg', 'bg', then the attribute regions of the rows, sorted."""
-    return [*REGIONS, *sorted({r.region for r in rows} - set(REGIONS))]
 
 
 def correct_counts(rows: Sequence[NoiseRow], regions: Sequence[str] = REGIONS
@@ -190,7 +178,7 @@ def summarize(rows: Sequence[NoiseRow], grid: Optional[dict] = None, seed: int =
 
     grid: {"name", "kind", "levels"} of the run (default: 'custom' sigma over the rows' levels).
     """
-    regions = regions_of(rows)
+    regions = [*REGIONS, *sorted({r.region for r in rows} - set(REGIONS))]  # fg, bg, the attributes sorted
     images, labels, levels, correct, trials = correct_counts(rows, regions)
     grid = dict(grid or {"name": "custom", "kind": "sigma", "levels": levels})
     point = class_mean_accuracy(np.ones((1, len(images))), labels, correct, trials)[0]

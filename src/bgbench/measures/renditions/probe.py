@@ -8,18 +8,16 @@ scores them (`map_prediction`, `output[:, mask].argmax(1)`): only the 200 classe
 folders the renditions folder has (ImageNet-R's 200), sorted, as ImageFolder numbers them. The two
 arms hold different images, so the gap's interval resamples each on its own.
 """
-from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from typing import List, Optional, Sequence
 
 from ...errors import BgbenchError
 from ...options import flag
-from ..arms import GAP_TEMPLATE, Arm, ArmRow, ArmsConfig, ArmsMeasure
+from ..arms import Arm, ArmRow, ArmsConfig, ArmsMeasure, gap_section_spec
 from ..common.imagenet_reference import folder_option, imagenet_reference, require_imagenet_model
-from ..registry import GapArms, ShortcutColumn
+from ..registry import GapArms, ShortcutColumn, Headline
 from ..gaps import GapSummary, two_arms
-from ..registry import Headline, SectionSpec
 
 REFERENCE, RENDITIONS = "imagenet_200", "renditions"
 
@@ -92,8 +90,9 @@ class RenditionsMeasure(ArmsMeasure):
     config = RenditionsConfig
     headlines = (Headline("in_r_gap", label="IN-R gap (< 0: renditions cost accuracy)", percent=True,
                           short="IN-R gap"),)
-    sections = (SectionSpec("renditions", "Rendition shortcut (ImageNet-R)",
-                            f"{__package__}.section:renditions_section", template=GAP_TEMPLATE),)
+    sections = (gap_section_spec("renditions", "Rendition shortcut (ImageNet-R)", __package__),)
+    gap_note = ("A 1000-class model on ImageNet-R's renditions against ImageNet's val photographs of the same classes"
+                " (ImageNet-200), only those classes' logits competing (Whac-A-Mole's IN-R gap).")
     gap_arms = GapArms(REFERENCE, RENDITIONS)
     shortcut_columns = (ShortcutColumn(50, "in_r_gap", "IN-R gap", "in_r_gap", data="imagenet"),)
 

@@ -22,11 +22,10 @@ import numpy as np
 from ... import checks
 from ...options import flag, runtime
 from ...evaluation.metrics import REPLICATES
-from ...probing.gradcam import gradcam_batch, gradcam_maps, gradcam_terms, resolve_layer
+from ...probing.gradcam import gradcam_batch, gradcam_maps, gradcam_terms, resolve_layer, device_maps
 from ...data.facts import HARD_IMAGENET
 from ..base import Autograd, BootstrapConfig, ModelMeasure
-from ..registry import BenchmarkHeadlines, InProfile
-from ..registry import Headline, SectionSpec
+from ..registry import BenchmarkHeadlines, InProfile, Headline, SectionSpec
 from .metrics import METRICS, absolute_iou_and_dice, saliency_alignment
 from ..common.names import prediction_namer
 from ..common.protocols import HARDIMAGENET, RIVAL10, probe_protocol
@@ -120,7 +119,6 @@ class SaliencyMeasure(ModelMeasure):
         masks = batch.m[:, 0] > 0.5
         if not measured_on_device(batch.x.device):
             return Readback(terms=terms.float(), preds=preds, masks=masks)
-        from ...probing.gradcam import device_maps
         from .device_metrics import alignment_batch
         hard = cam.protocol == HARDIMAGENET
         measures = alignment_batch(device_maps(terms, tuple(batch.x.shape[-2:])), masks, absolute_iou=hard,

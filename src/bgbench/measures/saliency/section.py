@@ -1,6 +1,5 @@
 """What the report shows of the saliency measure: RIVAL10's alignment by predicted class, and the
 most and least aligned Grad-CAM maps (one overlay per example, written by the run)."""
-from __future__ import annotations
 
 import json
 from pathlib import Path
@@ -8,16 +7,12 @@ from typing import Optional
 
 
 from ..examples import class_namer, per_class
-from ..registry import SectionContext, SectionSubject
+from ..registry import SectionContext, SectionSubject, stored_section
 
 
-def saliency_section(ctx: SectionContext, subject: SectionSubject) -> Optional[dict]:
-    from . import MEASURE
+@stored_section
+def saliency_section(ctx: SectionContext, subject: SectionSubject, run, summary) -> Optional[dict]:
     from .metrics import METRICS
-    found = MEASURE.stored(ctx, subject)
-    if found is None:
-        return None
-    run, summary = found
     outputs = json.loads(run["outputs"] or "{}")
     overlay = None
     source = Path(outputs["overlays"]) if outputs.get("overlays") else None

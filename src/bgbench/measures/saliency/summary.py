@@ -13,7 +13,6 @@ least two (seven images, mostly one per predicted class), the interval measures 
 looks precise. It is then recorded as zero width, `degenerate` with the reason, which every
 writer marks as RFS's is (`[degenerate, n=K]`: text, JSON, scorecard and report), never as bounds.
 """
-from __future__ import annotations
 
 import math
 import warnings
@@ -22,11 +21,9 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from ...evaluation.metrics import percentile_interval, stratified_weights
+from ...evaluation.metrics import percentile_interval, stratified_weights, REPLICATES, interval, finite_or_none
 from ..common.protocols import HARDIMAGENET, RIVAL10
 from .metrics import METRICS
-from ...evaluation.metrics import REPLICATES, interval
-from ...evaluation.metrics import finite_or_none
 from ..result import Summary, estimate_row
 from ...store.schema import TableRow
 
@@ -162,8 +159,8 @@ def summarize_saliency(values: Dict[str, np.ndarray], preds: Sequence[int], clas
         lo, hi = percentile_interval(mean_over_images(v, weights)) if n else (float("nan"),) * 2
         image_mean[m] = {"value": float(mean_over_images(v, one)[0]) if n else float("nan"), "lo": lo, "hi": hi,
                          "n": int((~np.isnan(v)).sum())}
-        for entry, why in ((headline[m], too_few_classes_to_resample(v, preds)),
-                           (image_mean[m], too_few_to_resample(v, preds))):
+        for entry, why in ((headline[m], too_few_to_resample(v, preds, classes=True)),
+                           (image_mean[m], too_few_to_resample(v, preds, classes=False))):
             if why is not None:
                 entry.update(lo=entry["value"], hi=entry["value"], degenerate=why)
     per_class = {}
@@ -180,37 +177,28 @@ def summarize_saliency(values: Dict[str, np.ndarray], preds: Sequence[int], clas
                            protocol=protocol)
 
 
-def too_few_to_resample(values: np.ndarray, preds: np.ndarray) -> Optional[str]:
-    """Why a bootstrap stratified by predicted class says nothing of these values (None: it does):
-    fewer than half of the images with a value share their predicted class with another one."""
-    ok = ~np.isnan(values)
-    total = int(ok.sum())
-    if total == 0:
-        return None
-    _, counts = np.unique(preds[ok], return_counts=True)
-    spread = int(counts[counts >= 2].sum())
-    if 2 * spread >= total:
-        return None
-    return (f"only {spread} of {total} images share their predicted class with another, and a class of one "
-            f"image is resampled into itself")
+def too_few_to_resample(values: np.ndarray, preds: np.ndarray, classes: bool) -> Optional[str]:
+    """Why a bootstrap stratified by predicted class says nothing of these values (None: it does).
 
-
-def too_few_classes_to_resample(values: np.ndarray, preds: np.ndarray) -> Optional[str]:
-    """Why the stratified bootstrap says nothing of the mean of per-class means (None: it does):
+    Of the mean over images (`classes` False): fewer than half of the images with a value share
+    their predicted class with another one. Of the mean of per-class means (`classes` True):
     fewer than half of the predicted classes hold two images with a value. A class of one image is
     resampled into itself, so its mean, one draw as uncertain as any, adds no spread, and with most
     classes alone the interval is narrow while the images' values are not (8 photos, 4 of them in
     one class and 4 alone, read 0.461 [0.458, 0.463] with values from 0.06 to 0.91). The image
-    rule above does not see this: half the images may share one class."""
+    rule does not see this: half the images may share one class."""
     ok = ~np.isnan(values)
     if not ok.any():
         return None
     _, counts = np.unique(preds[ok], return_counts=True)
-    shared = int((counts >= 2).sum())
-    if 2 * shared >= counts.size:
+    if classes:
+        part, whole, what = int((counts >= 2).sum()), counts.size, "predicted classes hold more than one image"
+    else:
+        part, whole, what = int(counts[counts >= 2].sum()), int(ok.sum()), \
+            "images share their predicted class with another"
+    if 2 * part >= whole:
         return None
-    return (f"only {shared} of {counts.size} predicted classes hold more than one image, and a class of one "
-            f"image is resampled into itself")
+    return f"only {part} of {whole} {what}, and a class of one image is resampled into itself"
 
 
 def _nanmean(v: np.ndarray) -> float:

@@ -16,7 +16,6 @@ torchrun's slice: the first 8 bytes (little-endian, shifted right once) of sha25
 `torch.randn(3, 224, 224)` on the CPU. The images come through the feed like every probe's; the soft
 masks (which the feed's binary object masks are not) are read per batch on the host.
 """
-from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
@@ -29,11 +28,9 @@ from ...evaluation.metrics import REPLICATES
 from ...options import flag, runtime
 from ...store.schema import TableRow
 from ..common.imagenet_reference import require_imagenet_model
-from ..running import ProbeConfig
-from ..registry import BenchmarkHeadlines
-from ..registry import Command, Headline, SectionSpec
+from ..running import ProbeConfig, RunningMeasure
+from ..registry import BenchmarkHeadlines, Command, Headline, SectionSpec
 from ..result import MeasureResult
-from ..running import RunningMeasure
 from .summary import CORE, SPURIOUS, SalientSummary, summarize_salient
 
 #: `noise_stds_list` of the notebooks.
@@ -191,9 +188,7 @@ class SalientImageNetMeasure(RunningMeasure):
             return None
         config = self.run_config(cfg, layout, run.ranks, own=self.recorded(run),
                                  images=len({r.image_id for r in rows}))
-        result = MeasureResult(self.name, rows, config)
-        result.seconds = run.elapsed()
-        return result, config
+        return MeasureResult(self.name, rows, config, seconds=run.elapsed()), config
 
     @staticmethod
     def _masks_and_noise(layout, cfg, jobs):
@@ -225,9 +220,6 @@ class SalientImageNetMeasure(RunningMeasure):
         return summarize_salient(rows, classes, indices, noise_std=float(config.get("noise_std", NOISE_STD)),
                                  seed=int(config.get("seed", 0)),
                                  replicates=int(config.get("bootstrap_replicates", REPLICATES)))
-
-    def text(self, result: MeasureResult) -> str:
-        return result.summary().text()
 
 
 __all__ = ["SalientImageNetMeasure", "draw_seed"]

@@ -1,20 +1,15 @@
 """What the report shows of Salient ImageNet: clean and noisy accuracy with noise on the core and on
 the spurious regions, and the classes whose accuracy drops most with noise on their spurious regions."""
-from __future__ import annotations
 
 from typing import Optional
 
-from ..registry import SectionContext, SectionSubject
+from ..registry import SectionContext, SectionSubject, stored_section
 
 SHOWN = 10
 
 
-def salient_section(ctx: SectionContext, subject: SectionSubject) -> Optional[dict]:
-    from . import MEASURE
-    found = MEASURE.stored(ctx, subject)
-    if found is None:
-        return None
-    run, summary = found
+@stored_section
+def salient_section(ctx: SectionContext, subject: SectionSubject, run, summary) -> Optional[dict]:
     doc = summary.to_dict()
     sets = doc["noise_on"]
     spurious = sets.get("spurious", {}).get("per_class", [])

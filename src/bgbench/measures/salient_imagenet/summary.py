@@ -11,15 +11,13 @@ images whose argmax over the 1000 outputs is the class. The notebooks write one 
 means over classes here are the numbers a row of their CSVs averages to, with a seeded percentile
 bootstrap over classes (the notebooks give none). The drop is clean minus noisy accuracy, per class.
 """
-from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Sequence
 
 import numpy as np
 
-from ...evaluation.metrics import bootstrap_mean
-from ...evaluation.metrics import REPLICATES
+from ...evaluation.metrics import bootstrap_mean, REPLICATES
 from ..result import Summary, estimate_row
 
 #: Where the noise goes, and what the notebooks call the accuracy left: noise on the core regions

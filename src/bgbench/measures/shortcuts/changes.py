@@ -16,16 +16,16 @@ Each change is derived minus base, per column of the shortcut table, paired over
 A change "made worse" a shortcut when its interval excludes zero in the direction the column calls
 worse (a gap further below zero, a BG-Gap or error ratio higher).
 """
-from __future__ import annotations
 
-import importlib
 import json
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ...errors import BgbenchError
-from ...evaluation.metrics import paired_difference
+from ...evaluation.metrics import paired_difference, unpaired_difference
+from ..gaps import stem
+from ..registry import get_measure, resolve
 from .table import Column, columns, is_imagenet
 
 
@@ -58,19 +58,13 @@ def derived_pairs(subjects: Sequence[Any]) -> List[Tuple[Any, Any, str]]:
     return pairs
 
 
-def _key(kind_key: str):
-    from ..gaps import stem
-    return stem if kind_key == "stem" else str
-
-
 def gap_change(store, base_run: int, derived_run: int, measure: str, label: Optional[int], seed: int
                ) -> Optional[dict]:
     """The change of a gap measure's gap (derived - base), paired over images (see the docstring)."""
-    from ..registry import get_measure
     declared = get_measure(measure)
     table, arms_of = declared.table.name, declared.gap_arms
     ref, shifted = arms_of.reference, arms_of.shifted
-    key = _key(arms_of.key)
+    key = stem if arms_of.key == "stem" else str
     per_model = []
     for run in (base_run, derived_run):
         arms: Dict[str, Dict[str, bool]] = {ref: {}, shifted: {}}
@@ -87,11 +81,7 @@ def gap_change(store, base_run: int, derived_run: int, measure: str, label: Opti
     ids_ref, ids_sh = sorted(b[ref]), sorted(b[shifted])
     diff_ref = np.array([float(d[ref][i]) - float(b[ref][i]) for i in ids_ref])
     diff_sh = np.array([float(d[shifted][i]) - float(b[shifted][i]) for i in ids_sh])
-    if ids_ref == ids_sh:
-        est = paired_difference(diff_sh, diff_ref, seed=seed)
-        return est.as_dict()
-    from ...evaluation.metrics import unpaired_difference
-    return unpaired_difference(diff_sh, diff_ref, seed=seed).as_dict()
+    return (paired_difference if ids_ref == ids_sh else unpaired_difference)(diff_sh, diff_ref, seed=seed).as_dict()
 
 
 def column_change(store, column: Column, base_run: int, derived_run: int, seed: int = 0) -> Optional[dict]:
@@ -99,8 +89,7 @@ def column_change(store, column: Column, base_run: int, derived_run: int, seed: 
     function the column declares, else as its measure's gap (on the one class its `class_of` names,
     where it names one)."""
     if column.change is not None:
-        module, _, attr = column.change.partition(":")
-        return getattr(importlib.import_module(module), attr)(store, column, base_run, derived_run, seed)
+        return resolve(column.change)(store, column, base_run, derived_run, seed)
     label = None
     if column.class_of is not None:
         named = json.loads(store.get_run(base_run)["config"]).get(column.class_of)

@@ -25,15 +25,14 @@ recorded in the model's provenance), `changes` gives each shortcut's change from
 derived model on the same images, with a paired 95% interval, and says which shortcuts got worse
 where the interval excludes zero (Whac-A-Mole's dilemma, measured).
 """
-from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, replace, fields
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from ...result import Result
 
-from ..registry import AS_HELD, CROP, ShortcutColumn
+from ..registry import AS_HELD, CROP, ShortcutColumn, list_measures, get_measure
 
 
 @dataclass(frozen=True)
@@ -46,7 +45,6 @@ class Column(ShortcutColumn):
     @property
     def kind(self) -> str:
         """The run kind it reads: its measure's, from the registry (a kind is spelt only there)."""
-        from ..registry import get_measure
         return get_measure(self.measure).kind
 
     def reads(self, imagenet: bool) -> bool:
@@ -57,8 +55,6 @@ class Column(ShortcutColumn):
 def columns() -> List[Column]:
     """Every registered measure's shortcut columns, in their declared places (Whac-A-Mole's columns,
     then bgbench's background columns: see the module docstring)."""
-    from dataclasses import fields
-    from ..registry import list_measures
     declared = sorted(((c, m.name) for m in list_measures() for c in m.shortcut_columns), key=lambda cm: cm[0].place)
     return [Column(**{f.name: getattr(c, f.name) for f in fields(ShortcutColumn)}, measure=name)
             for c, name in declared]

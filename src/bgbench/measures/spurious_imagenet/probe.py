@@ -10,7 +10,6 @@ is there: another class than the dataset's is no class) and its score: the softm
 the 1000 outputs, of its class's ImageNet index (the probability mass `evaluation.predict` keeps
 for each dataset class, which under a one-to-one class map is that one probability).
 """
-from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import List, Optional, Sequence
@@ -24,11 +23,9 @@ from ...options import flag, runtime
 from ...store.schema import TableRow
 from ..arms import Arm, ArmsMeasure
 from ..common.imagenet_reference import require_imagenet_model
-from ..running import ProbeConfig
-from ..registry import BenchmarkHeadlines
-from ..registry import Headline, SectionSpec
+from ..running import ProbeConfig, predicted
+from ..registry import BenchmarkHeadlines, Headline, SectionSpec
 from ..result import MeasureResult
-from ..running import predicted
 from .summary import SPURIOUS, VAL, SpuriousSummary, summarize_spurious
 
 

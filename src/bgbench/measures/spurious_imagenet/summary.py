@@ -16,7 +16,6 @@ probabilities and the share of each set predicted as the class (the repository's
 
 The mean's 95% interval is a seeded percentile bootstrap over the classes (the repository gives none).
 """
-from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
@@ -24,8 +23,7 @@ from typing import Any, Dict, List, Sequence
 
 import numpy as np
 
-from ...evaluation.metrics import bootstrap_mean
-from ...evaluation.metrics import REPLICATES
+from ...evaluation.metrics import bootstrap_mean, REPLICATES
 from ..result import Summary, estimate_row
 
 VAL, SPURIOUS = "imagenet_val", "spurious"
@@ -70,11 +68,6 @@ class SpuriousSummary(Summary):
         return lines
 
 
-def _bootstrap_mean(values: np.ndarray, seed: int, replicates: int) -> dict:
-    """The mean of per-class values with a seeded 95% percentile bootstrap over the classes."""
-    return bootstrap_mean(values, replicates, seed).as_dict()
-
-
 def summarize_spurious(rows: Sequence[Any], classes: Sequence[str], indices: Sequence[int], seed: int = 0,
                        replicates: int = REPLICATES) -> SpuriousSummary:
     """The summary of a run's rows (`probe.SpuriousRow`: arm, image_id, label, pred, score), each
@@ -106,5 +99,6 @@ def summarize_spurious(rows: Sequence[Any], classes: Sequence[str], indices: Seq
     aurocs = np.array([c["auroc"] for c in per_class], float)
     images = {VAL: int(sum(c["val_images"] for c in per_class)),
               SPURIOUS: int(sum(c["spurious_images"] for c in per_class))}
-    return SpuriousSummary(score=_bootstrap_mean(aps, seed, replicates), auroc=_bootstrap_mean(aurocs, seed, replicates),
+    return SpuriousSummary(score=bootstrap_mean(aps, replicates, seed).as_dict(),
+                           auroc=bootstrap_mean(aurocs, replicates, seed).as_dict(),
                            joint=joint, classes=per_class, images=images)

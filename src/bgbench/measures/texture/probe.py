@@ -7,18 +7,16 @@ are scored over ImageNet's 1000 classes by the argmax, as Whac-A-Mole's trainer 
 layout); `--stylized` is Stylized-ImageNet's val as it is released, in torchvision's layout
 (`ROOT/val/<wnid>/`). Where its file stems are the val's own, the gap is paired over them.
 """
-from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import List, Optional, Sequence
 
 from ...errors import BgbenchError
 from ...options import flag
-from ..arms import GAP_TEMPLATE, Arm, ArmRow, ArmsConfig, ArmsMeasure
+from ..arms import Arm, ArmRow, ArmsConfig, ArmsMeasure, gap_section_spec
 from ..common.imagenet_reference import folder_option, imagenet_reference, require_imagenet_model
-from ..registry import GapArms, ShortcutColumn
+from ..registry import GapArms, ShortcutColumn, Headline
 from ..gaps import GapSummary, stem, two_arms
-from ..registry import Headline, SectionSpec
 
 REFERENCE, STYLIZED = "imagenet", "stylized"
 
@@ -54,8 +52,9 @@ class TextureMeasure(ArmsMeasure):
     config = TextureConfig
     headlines = (Headline("sin_gap", label="SIN gap (< 0: stylized textures cost accuracy)", percent=True,
                           short="SIN gap"),)
-    sections = (SectionSpec("texture", "Texture shortcut (Stylized-ImageNet)", f"{__package__}.section:texture_section",
-                            template=GAP_TEMPLATE),)
+    sections = (gap_section_spec("texture", "Texture shortcut (Stylized-ImageNet)", __package__),)
+    gap_note = ("A 1000-class model on Stylized-ImageNet's val (each image's texture replaced by a painting's) "
+                "against ImageNet's val, both by the argmax over the 1000 classes (Whac-A-Mole's SIN gap).")
     gap_arms = GapArms(REFERENCE, STYLIZED, key="stem")  # a stylized copy keeps its original's file stem
     shortcut_columns = (ShortcutColumn(40, "sin_gap", "SIN gap", "sin_gap", data="imagenet"),)
 

@@ -9,7 +9,6 @@ cartons gain. On any IN-9-layout dataset the same two arms give a watermark gap 
 carton's part is played by `--carton-class` (default: the class a Synthetic-9 built with
 `--watermark-correlation` marked).
 """
-from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
@@ -18,10 +17,9 @@ from typing import List, Optional, Sequence
 
 from ...errors import BgbenchError
 from ...options import flag
-from ..arms import GAP_TEMPLATE, Arm, ArmRow, ArmsConfig, ArmsMeasure
-from ..registry import GapArms, ShortcutColumn
+from ..arms import Arm, ArmRow, ArmsConfig, ArmsMeasure, gap_section_spec
+from ..registry import GapArms, ShortcutColumn, Headline
 from ..gaps import GapSummary, arm_accuracy, correct_by, gap, resampling, two_arms
-from ..registry import Headline, SectionSpec
 
 CLEAN, WATERMARKED = "clean", "watermarked"
 #: ImageNet's carton synset (class 478).
@@ -83,8 +81,10 @@ class WatermarkMeasure(ArmsMeasure):
                           percent=True, short="watermark gap"),
                  Headline("carton_gap", label="Carton gap (> 0: the mark pulls images to the carton)",
                           percent=True, higher_is_better=False, short="Carton gap"))
-    sections = (SectionSpec("watermark", "Watermark shortcut (ImageNet-W)", f"{__package__}.section:watermark_section",
-                            template=GAP_TEMPLATE),)
+    sections = (gap_section_spec("watermark", "Watermark shortcut (ImageNet-W)", __package__),)
+    gap_note = ("Each image against a copy with ImageNet-W's watermark (the imagenet-w package's transform and font, "
+                "drawn after the resize and crop as Whac-A-Mole does); the Carton gap is the same on the images of "
+                "the class the mark is a shortcut to.")
     gap_arms = GapArms(CLEAN, WATERMARKED)
     shortcut_columns = (ShortcutColumn(20, "in_w_gap", "IN-W gap", "watermark_gap", other_title="watermark gap"),
                         ShortcutColumn(30, "carton_gap", "Carton gap", "carton_gap", higher_is_better=False,
