@@ -19,6 +19,7 @@ than its result's `to_dict()` and `text()`.
 An analysis records no run: its kind is None, so it has no per-image table, no provenance and
 nothing in `bgbench runs`; its numbers are recomputed from the stored runs each time.
 """
+from __future__ import annotations
 
 import dataclasses
 import functools

@@ -13,6 +13,7 @@ variants); the run is one row per (arm, image): its label and prediction. A subc
 arms (`arms`), the pure summary of the rows (`summarize`), and optionally `recorded` (config keys
 of its own, from `run.sets`, its arms).
 """
+from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, List, Optional

@@ -19,6 +19,7 @@ How many a gallery shows of each class (`per_class`), how it names a predicted c
 (`class_namer`) and the clean predictions a gallery judges against (`clean_predictions`) are here;
 the report hands each section its drawing (`SectionContext`).
 """
+from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Callable, Dict, Iterable, List, Optional, Sequence

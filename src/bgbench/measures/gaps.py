@@ -7,6 +7,7 @@ accuracy carries its Wilson interval; the gap its percentile bootstrap interval,
 images both arms hold when they are the same images (a watermarked copy, a stylized copy under the
 same file stem), resampled per arm when they are not (ImageNet-R against ImageNet's val).
 """
+from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field

@@ -28,6 +28,7 @@ What a measure class supplies, each where it has a use for it:
 - `source`, `checked_against`: the definition it follows and the test that checks it (its page in
   the manual, generated from the registry, says both).
 """
+from __future__ import annotations
 
 import functools
 import importlib

@@ -4,6 +4,7 @@ A probe's result is `MeasureResult`: its rows, its config, and the outputs beyon
 pictures it wrote, a layer); its summary is its measure's pure `summarize` of the rows under the
 config, so the fresh result and the stored run read back alike.
 """
+from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Mapping, Optional

@@ -27,6 +27,7 @@ ranks in whole batches and joined on rank 0 (eval and the arms); the probes read
 batches of images and masks (`base.ModelMeasure`). The challenge keeps its own engine, search and
 resumable store; this template only drives its setup and provenance.
 """
+from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field

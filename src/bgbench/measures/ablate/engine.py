@@ -6,6 +6,7 @@ it) goes through the model together with the clean images, in forwards of `chunk
 each copy's outcome is its prediction and the probability of the image's true class. An image's
 outcomes depend on nothing else in its batch.
 """
+from __future__ import annotations
 
 from typing import Callable, Dict, Sequence, Tuple
 

@@ -20,6 +20,7 @@ it is the same computation:
   integer division by zero, 0 with a warning, so no copy is made and the box is written back as
   its zeros: black. So it is here; `tile_ablation` says how many instances were.
 """
+from __future__ import annotations
 
 from typing import Tuple
 

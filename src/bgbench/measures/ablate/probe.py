@@ -6,6 +6,7 @@ per-image rows are (image_id, label, region, pred, correct, true_prob), region '
 clean image, 'fg', 'bg' or 'attr:<name>'. The summary recomputes the drops and their intervals
 (`summary.summarize_ablation`) from the rows with no inference.
 """
+from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import List

@@ -1,5 +1,6 @@
 """What the report shows of the ablation measure: one heatmap of regions by models for each drop
 (accuracy, true-class probability), each cell with its interval."""
+from __future__ import annotations
 
 from typing import Dict, List, Optional
 

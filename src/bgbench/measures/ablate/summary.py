@@ -16,6 +16,7 @@ it (every image has a foreground and a background; an attribute only where its m
 each overall and per class, with 95% intervals from a bootstrap over images (resampled within
 their class, each image with its clean and ablated outcomes together). Pure: no model, no store.
 """
+from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field

@@ -6,6 +6,7 @@ mask. The best features of each attribute, per class and over all classes, are k
 (`summary.top_features`); their per-image IoUs are the run's rows, from which the summary
 recomputes the rankings with no inference.
 """
+from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Dict, List

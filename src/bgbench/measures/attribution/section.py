@@ -1,5 +1,6 @@
 """What the report shows of the attribution measure: per attribute, the feature whose activation
 map best overlaps its mask, with the interval over the images, and the best over all classes."""
+from __future__ import annotations
 
 from typing import Optional
 

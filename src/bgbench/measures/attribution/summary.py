@@ -9,6 +9,7 @@ in a group is its mean IoU over the group's images; the group's best features ar
 kept for them, (image_id, label, attribute, feature, iou), are all `summarize_attribution` needs:
 it recomputes every group's ranking with a 95% interval (bootstrap over the group's images).
 """
+from __future__ import annotations
 
 import math
 from dataclasses import dataclass

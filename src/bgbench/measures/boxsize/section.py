@@ -1,5 +1,6 @@
 """What the report shows of box size: the accuracy curve of each background-only variant against
 the foreground box's share of the image (paper Fig. 14)."""
+from __future__ import annotations
 
 import json
 from typing import Optional

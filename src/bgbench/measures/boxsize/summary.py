@@ -1,4 +1,5 @@
 """Accuracy binned by the share of the image the foreground's box covers (paper Fig. 14)."""
+from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence

@@ -3,6 +3,7 @@
 Each image is judged on ORIGINAL (the full image), MIXED-RAND (a proxy for the foreground
 alone) and ONLY-BG-T (a proxy for the background alone); see DESIGN.md §2.
 """
+from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Dict, Optional

@@ -1,6 +1,7 @@
 """What the measures that score an ImageNet model on ImageNet's own classes share (texture,
 renditions, ImageNet-X, Spurious and Salient ImageNet): the model and the data they accept, and the
 folders of images they read besides --data."""
+from __future__ import annotations
 
 from pathlib import Path
 from typing import Optional

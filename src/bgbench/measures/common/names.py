@@ -1,5 +1,6 @@
 """How the measures that explain a model's own prediction (saliency, features) name the classes it
 predicts: as `bgbench predict` names them."""
+from __future__ import annotations
 
 from typing import Sequence
 

@@ -1,6 +1,7 @@
 """Whose code defines the RIVAL10 probes (noise, saliency, ablate) on a dataset: Hard ImageNet's own
 code (`rfs.py`, `saliency_analysis.py`, `ablations.py`) on Hard ImageNet's data, RIVAL10's on every
 other. Each probe records the name in its run, and reads it back from there."""
+from __future__ import annotations
 
 RIVAL10, HARDIMAGENET = "rival10", "hardimagenet"
 

@@ -2,6 +2,7 @@
 the two runs' stored predictions: an accuracy per image, correct(derived) - correct(base); the
 BG-Gap per foreground (correct on mixed_same minus on mixed_rand), derived minus base, as `bgbench
 compare` computes its BG-Gap difference (both paired over the ids the store lists in order)."""
+from __future__ import annotations
 
 from typing import Dict, Optional, Tuple
 

@@ -1,4 +1,5 @@
 """The evaluation's configuration, checked once for the API and the CLI alike."""
+from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import List, Optional

@@ -1,4 +1,5 @@
 """Evaluation results: per-variant accuracy with intervals and the BG-Gap, as a table or JSON."""
+from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional

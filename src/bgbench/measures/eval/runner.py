@@ -7,6 +7,7 @@ Variants whose folder a dataset lacks but that can be computed from `original`, 
 boxes (bg_blurred on the public release) come from `renderers`, passed in by the caller because
 computing them needs a higher layer.
 """
+from __future__ import annotations
 
 import threading
 from concurrent.futures import Future

@@ -1,5 +1,6 @@
 """What the report shows of an eval run: accuracy per variant with its Wilson interval (a bar chart)
 and the BG-Gap; on Waterbirds, wilds' average and worst-group accuracy beside them."""
+from __future__ import annotations
 
 import json
 from typing import Optional

@@ -1,6 +1,7 @@
 """The features probe's galleries: re-run the network on the images they show (each once), then
 one PNG per class (`features_gallery`). The ranking never needs this second pass; only the
 pictures do, so its cost is bounded by the galleries' images, not by the dataset."""
+from __future__ import annotations
 
 from pathlib import Path
 from typing import Dict, List, Sequence

@@ -24,6 +24,7 @@ Upsampling is linear, so Σ a·w over the image equals Σ over cells of the smal
 the bilinear upsampling, separable into a row and a column matrix): the shares of every channel
 come from two weighted sums of the small map, with no image-size map ever built.
 """
+from __future__ import annotations
 
 import functools
 import math

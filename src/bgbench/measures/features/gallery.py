@@ -6,6 +6,7 @@ feature fires on the object or around it.
 Panels are composed in NumPy and drawn as one image with the row captions beside it: a class
 with 5 features x 5 images is one `imshow`, not 25 axes.
 """
+from __future__ import annotations
 
 import textwrap
 from dataclasses import dataclass

@@ -6,6 +6,7 @@ small maps (`engine.background_shares`). Then, with no model, the ranking and th
 (`engine.rank_features`). With an output folder, the galleries re-run the network on the few
 images they show (`draw`).
 """
+from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field

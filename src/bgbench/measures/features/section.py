@@ -1,5 +1,6 @@
 """What the report shows of the features measure: each class's top features with their background
 shares and spurious flags, beside the heatmap galleries the run drew (copied into the report)."""
+from __future__ import annotations
 
 import json
 from pathlib import Path

@@ -1,6 +1,7 @@
 """The summary of a features probe, from its stored rows alone (no model): per class its top
 features, and over all of them the mean background share beside the background's area share
 (an evenly spread map's share, the chance level), the spurious candidates, and the top one."""
+from __future__ import annotations
 
 import json
 import math

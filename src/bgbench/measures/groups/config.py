@@ -1,5 +1,6 @@
 """The groups analysis's options (torch-free, read when the registry is): the variant whose images
 are grouped, the images a group needs to be named the worst, and whose manifest gives the groups."""
+from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Optional

@@ -1,5 +1,6 @@
 """The report section of the groups measure: the worst group (MIXED-RAND's (class, background class)
 group, or a group dataset's own), the mean over groups, and the ten worst groups with intervals."""
+from __future__ import annotations
 
 from typing import Optional
 

@@ -2,6 +2,7 @@
 group from its dataset: on IN-9-layout data, a mixed image's background class from the manifest;
 on a group dataset (a groups.csv, Waterbirds' metadata.csv), the file's groups; on Spawrious, each
 image's (breed, location) at the run's split."""
+from __future__ import annotations
 
 from pathlib import Path
 from typing import Optional

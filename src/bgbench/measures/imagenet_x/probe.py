@@ -7,6 +7,7 @@ Before any forward, every file name must be one of ImageNet's val and of the cla
 it (the package's filename_label.csv): a renamed or foreign folder would join on nothing, or on the
 wrong images, and is refused in one line naming the first mismatch.
 """
+from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import List, Optional, Sequence

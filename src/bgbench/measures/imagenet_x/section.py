@@ -1,4 +1,5 @@
 """What the report shows of ImageNet-X: every factor's error ratio with its interval, worst first."""
+from __future__ import annotations
 
 from typing import Optional
 

@@ -11,6 +11,7 @@ The package gives no intervals. Each ratio's 95% interval here is a percentile b
 annotated images (multinomial resampling, in chunks), of the same ratio (1 - acc_factor) / (1 -
 acc_all) that `error_ratio` computes.
 """
+from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field

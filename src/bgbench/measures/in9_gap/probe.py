@@ -16,6 +16,7 @@ weights). Only the two folders are read, so it runs on the IN-9 release and on W
 of it (a root holding only `mixed_same/` and `mixed_rand/`). A foreground keeps its id in both
 folders, so the gap is paired over the foregrounds.
 """
+from __future__ import annotations
 
 from dataclasses import replace
 from typing import List, Sequence

@@ -1,5 +1,6 @@
 """What the report shows of box leakage: background-only accuracy above chance, and NO-FG's
 silhouette signal apart (paper §5)."""
+from __future__ import annotations
 
 from typing import Optional
 

@@ -5,6 +5,7 @@ the two variants the paper names: their excess over chance measures what the box
 gives away. NO-FG is not one of them: it keeps the object's silhouette, so its excess over
 chance is shape signal, reported apart under its own name ("silhouette signal").
 """
+from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Dict, Optional

@@ -16,6 +16,7 @@ where numpy's generator would keep the host busy (74 ms an image at RIVAL10's gr
 is a function of its seed alone (the same for any batch size, device, order or torchrun slice).
 The report redraws the copy that flipped a prediction (`noisy_copy`) with numpy alone.
 """
+from __future__ import annotations
 
 import functools
 import hashlib

@@ -13,6 +13,7 @@ the seeds alone: the same for any batch size, device, order or torchrun slice, a
 redraws exactly the copy that flipped a prediction (`draws.noisy_copy`) without running a model
 or importing torch.
 """
+from __future__ import annotations
 
 from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Callable, Dict, List, Optional, Sequence

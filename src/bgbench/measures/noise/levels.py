@@ -13,6 +13,7 @@ every other dataset RIVAL10's.
 - `hardimagenet`: Hard ImageNet's `rfs.py` (lines 96-97): σ 0.125 … 0.75, 6 levels; L2 30 … 180,
   6 levels.
 """
+from __future__ import annotations
 
 from fractions import Fraction
 from typing import Dict, List, Optional, Sequence, Tuple

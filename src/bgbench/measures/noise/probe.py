@@ -7,6 +7,7 @@ With region 'attributes' (a dataset with attribute masks: RIVAL10, Synthetic-9),
 on each attribute's mask alone, on the images that have it, at the same levels and trials (rows of
 region 'attr:<name>').
 """
+from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Callable, List, NamedTuple, Optional, Sequence, Union

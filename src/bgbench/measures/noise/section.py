@@ -1,5 +1,6 @@
 """What the report shows of the noise measure: the curves with RFS per level, and the images that
 noise flips first (their noisy copies redrawn from the stored seeds)."""
+from __future__ import annotations
 
 import json
 from typing import Any, Dict, List, Mapping, Optional, Sequence

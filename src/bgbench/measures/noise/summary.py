@@ -12,6 +12,7 @@ both regions and every level, so that a replicate recomputes every number on one
 Attribute regions ('attr:<name>') are probed on the images that have the attribute only: their
 accuracy is the mean over the classes with such images (a class without any counts in no mean).
 """
+from __future__ import annotations
 
 import math
 import warnings

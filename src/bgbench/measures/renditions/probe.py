@@ -8,6 +8,7 @@ scores them (`map_prediction`, `output[:, mask].argmax(1)`): only the 200 classe
 folders the renditions folder has (ImageNet-R's 200), sorted, as ImageFolder numbers them. The two
 arms hold different images, so the gap's interval resamples each on its own.
 """
+from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from typing import List, Optional, Sequence

@@ -12,6 +12,7 @@ holds this to `metrics` and the probe to RIVAL10's formulas on pytorch-grad-cam'
 No files, no store: tensors in, a (N, len(METRICS)) float64 tensor out, NaN where a measure is
 undefined (`metrics`' rules).
 """
+from __future__ import annotations
 
 import torch
 

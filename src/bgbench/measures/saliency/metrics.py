@@ -14,6 +14,7 @@ computation:
 Hard ImageNet (mmoayeri/HardImageNet, `saliency_analysis.py` lines 67-94) binarizes the map at 0.5
 itself, not at 0.5 of its maximum (`absolute_iou_and_dice`); its delta density is RIVAL10's.
 """
+from __future__ import annotations
 
 from typing import Dict, Optional, Sequence
 

@@ -5,6 +5,7 @@ The examples are chosen from the per-image rows, not by position: for each predi
 most and the least aligned images by precision (RIVAL10 looks at the extremes to find spurious
 background features). An all-zero map (precision NaN) ranks as the least aligned.
 """
+from __future__ import annotations
 
 import math
 from dataclasses import dataclass

@@ -1,5 +1,6 @@
 """What the report shows of the saliency measure: RIVAL10's alignment by predicted class, and the
 most and least aligned Grad-CAM maps (one overlay per example, written by the run)."""
+from __future__ import annotations
 
 import json
 from pathlib import Path

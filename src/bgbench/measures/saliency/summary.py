@@ -13,6 +13,7 @@ least two (seven images, mostly one per predicted class), the interval measures 
 looks precise. It is then recorded as zero width, `degenerate` with the reason, which every
 writer marks as RFS's is (`[degenerate, n=K]`: text, JSON, scorecard and report), never as bounds.
 """
+from __future__ import annotations
 
 import math
 import warnings

@@ -16,6 +16,7 @@ torchrun's slice: the first 8 bytes (little-endian, shifted right once) of sha25
 `torch.randn(3, 224, 224)` on the CPU. The images come through the feed like every probe's; the soft
 masks (which the feed's binary object masks are not) are read per batch on the host.
 """
+from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field

@@ -1,5 +1,6 @@
 """What the report shows of Salient ImageNet: clean and noisy accuracy with noise on the core and on
 the spurious regions, and the classes whose accuracy drops most with noise on their spurious regions."""
+from __future__ import annotations
 
 from typing import Optional
 

@@ -11,6 +11,7 @@ images whose argmax over the 1000 outputs is the class. The notebooks write one 
 means over classes here are the numbers a row of their CSVs averages to, with a seeded percentile
 bootstrap over classes (the notebooks give none). The drop is clean minus noisy accuracy, per class.
 """
+from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Sequence

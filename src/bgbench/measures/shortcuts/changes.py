@@ -16,6 +16,7 @@ Each change is derived minus base, per column of the shortcut table, paired over
 A change "made worse" a shortcut when its interval excludes zero in the direction the column calls
 worse (a gap further below zero, a BG-Gap or error ratio higher).
 """
+from __future__ import annotations
 
 import json
 from typing import Any, Dict, List, Optional, Sequence, Tuple

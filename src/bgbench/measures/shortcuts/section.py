@@ -1,4 +1,5 @@
 """What the report shows of the shortcuts: the table per dataset and each derived model's changes."""
+from __future__ import annotations
 
 from typing import Optional
 

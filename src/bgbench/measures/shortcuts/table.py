@@ -25,6 +25,7 @@ recorded in the model's provenance), `changes` gives each shortcut's change from
 derived model on the same images, with a paired 95% interval, and says which shortcuts got worse
 where the interval excludes zero (Whac-A-Mole's dilemma, measured).
 """
+from __future__ import annotations
 
 import json
 import math

@@ -10,6 +10,7 @@ is there: another class than the dataset's is no class) and its score: the softm
 the 1000 outputs, of its class's ImageNet index (the probability mass `evaluation.predict` keeps
 for each dataset class, which under a one-to-one class map is that one probability).
 """
+from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import List, Optional, Sequence

@@ -1,5 +1,6 @@
 """What the report shows of Spurious ImageNet: the score, its ROC AUC reading, and the classes whose
 spurious feature raises them most (lowest AP first)."""
+from __future__ import annotations
 
 from typing import Optional
 

@@ -16,6 +16,7 @@ probabilities and the share of each set predicted as the class (the repository's
 
 The mean's 95% interval is a seeded percentile bootstrap over the classes (the repository gives none).
 """
+from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field

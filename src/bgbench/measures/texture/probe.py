@@ -7,6 +7,7 @@ are scored over ImageNet's 1000 classes by the argmax, as Whac-A-Mole's trainer 
 layout); `--stylized` is Stylized-ImageNet's val as it is released, in torchvision's layout
 (`ROOT/val/<wnid>/`). Where its file stems are the val's own, the gap is paired over them.
 """
+from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import List, Optional, Sequence

@@ -9,6 +9,7 @@ cartons gain. On any IN-9-layout dataset the same two arms give a watermark gap 
 carton's part is played by `--carton-class` (default: the class a Synthetic-9 built with
 `--watermark-correlation` marked).
 """
+from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
