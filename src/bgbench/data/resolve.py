@@ -15,47 +15,61 @@ from .imagenet_folders import find_imagenet
 from .in9 import class_dirs, discover
 from .layout import IN9_VARIANTS, Layout
 
-#: The layouts a `--data` path is recognised as, in the order they are asked: what its finder needs to
-#: see there (so a reader's module is imported only where its files are: reading IN-9 imports none of
-#: them), its module, its finder, and how its reader takes what the finder found, the variants, the
-#: split and the user's ImageNet.
-_READERS = (
-    (lambda p: any((p / d / "ordinary").is_dir() for d in ("", "test", "train")), "rival10", "find_rival10",
-     lambda m, found, variants, split, imagenet: m.rival10_layout(*found, variants=variants)),
-    (lambda p: any((d / "meta" / f).is_file() for d in (p, p.parent) for f in ("hard_imagenet_idx.pkl", "idx_to_wnid.pkl")),
-     "hardimagenet", "find_hard_imagenet",
-     lambda m, found, variants, split, imagenet: m.hard_imagenet_layout(found[0], split or found[1], variants)),
-    (lambda p: any((p / n).is_dir() for n in ("background", "texture", "material")), "imagenet_d", "find_imagenet_d",
-     lambda m, found, variants, split, imagenet: m.imagenet_d_layout(found, variants, split)),
-    (lambda p: (p / "spawrious224").is_dir() or p.name == "spawrious224", "spawrious", "find_spawrious",
-     lambda m, found, variants, split, imagenet: m.spawrious_layout(found, split, variants)),
-    (lambda p: (p / "labels.txt").is_file(), "imagenet_e", "find_imagenet_e",
-     lambda m, found, variants, split, imagenet: m.imagenet_e_layout(found, variants, split)),
-    (lambda p: True, "counteranimal", "find_counteranimal",  # any folder of '<index> <name>' class folders
-     lambda m, found, variants, split, imagenet: m.counteranimal_layout(found, variants, split)),
-    (lambda p: (p / "images" / "timestamp.txt").is_file() or (p / "timestamp.txt").is_file(), "spurious_imagenet",
-     "find_spurious_imagenet", lambda m, found, variants, split, imagenet: m.spurious_imagenet_layout(found, variants,
-                                                                                                      split)),
-    (lambda p: (p / "wordnet_dict.py").is_file(), "salient_imagenet", "find_salient_imagenet",
-     lambda m, found, variants, split, imagenet: m.salient_imagenet_layout(found, variants, split, imagenet=imagenet)),
-    (lambda p: (p / "groups.csv").is_file(), "groups", "find_group_file",
-     lambda m, found, variants, split, imagenet: m.group_layout(found, split, variants)),
-    (lambda p: (p / "waterbirds_v1.0" / "metadata.csv").is_file() or (p / "metadata.csv").is_file(), "waterbirds",
-     "find_waterbirds", lambda m, found, variants, split, imagenet: m.waterbirds_layout(found, split, variants)),
-)
+#: The layouts a `--data` path is recognised as, in the order they are asked: its name, what its finder
+#: needs to see there (so that a reader's module is imported only where its files are: reading IN-9
+#: imports none of them), its module and finder, and how its reader takes what the finder found, the
+#: variants, the split and the user's ImageNet. A finder changed must keep its marks here.
+_READERS = {
+    "rival10": (lambda p: any((p / d / "ordinary").is_dir() for d in ("", "test", "train")),
+                "bgbench.data.rival10:find_rival10",
+                lambda m, found, variants, split, imagenet: m.rival10_layout(*found, variants=variants)),
+    "hardimagenet": (lambda p: any((d / "meta" / f).is_file() for d in (p, p.parent)
+                                   for f in ("hard_imagenet_idx.pkl", "idx_to_wnid.pkl")),
+                     "bgbench.data.hardimagenet:find_hard_imagenet",
+                     lambda m, found, variants, split, imagenet: m.hard_imagenet_layout(found[0], split or found[1],
+                                                                                        variants)),
+    "imagenet_d": (lambda p: any((p / n).is_dir() for n in ("background", "texture", "material")),
+                   "bgbench.data.imagenet_d:find_imagenet_d",
+                   lambda m, found, variants, split, imagenet: m.imagenet_d_layout(found, variants, split)),
+    "spawrious": (lambda p: (p / "spawrious224").is_dir() or p.name == "spawrious224",
+                  "bgbench.data.spawrious:find_spawrious",
+                  lambda m, found, variants, split, imagenet: m.spawrious_layout(found, split, variants)),
+    "imagenet_e": (lambda p: (p / "labels.txt").is_file(),
+                   "bgbench.data.imagenet_e:find_imagenet_e",
+                   lambda m, found, variants, split, imagenet: m.imagenet_e_layout(found, variants, split)),
+    "counteranimal": (lambda p: True,  # any folder of '<index> <name>' class folders: its finder looks
+                      "bgbench.data.counteranimal:find_counteranimal",
+                      lambda m, found, variants, split, imagenet: m.counteranimal_layout(found, variants, split)),
+    "spurious_imagenet": (lambda p: (p / "images" / "timestamp.txt").is_file() or (p / "timestamp.txt").is_file(),
+                          "bgbench.data.spurious_imagenet:find_spurious_imagenet",
+                          lambda m, found, variants, split, imagenet: m.spurious_imagenet_layout(found, variants,
+                                                                                                 split)),
+    "salient_imagenet": (lambda p: (p / "wordnet_dict.py").is_file(),
+                         "bgbench.data.salient_imagenet:find_salient_imagenet",
+                         lambda m, found, variants, split, imagenet: m.salient_imagenet_layout(
+                             found, variants, split, imagenet=imagenet)),
+    "groups": (lambda p: (p / "groups.csv").is_file(),
+               "bgbench.data.groups:find_group_file",
+               lambda m, found, variants, split, imagenet: m.group_layout(found, split, variants)),
+    "waterbirds": (lambda p: (p / "waterbirds_v1.0" / "metadata.csv").is_file() or (p / "metadata.csv").is_file(),
+                   "bgbench.data.waterbirds:find_waterbirds",
+                   lambda m, found, variants, split, imagenet: m.waterbirds_layout(found, split, variants)),
+}
 
 
-def _found(data, *modules: str):
-    """(module name, the reader's module, what its finder found, how its reader is called) for the first
-    layout of `modules` (in that order; default every one of `_READERS`, in its order) that `data` is,
+def _found(data, *names: str):
+    """(name, the reader's module, what its finder found, how its reader is called) for the first
+    layout of `names` (in that order; default every one of `_READERS`, in its order) that `data` is,
     or None."""
-    path, entries = Path(data).expanduser(), {entry[1]: entry for entry in _READERS}
-    for marked, module, finder, read in (entries[m] for m in modules or entries):
+    path = Path(data).expanduser()
+    for name in names or _READERS:
+        marked, finder, read = _READERS[name]
         if marked(path):
-            reader = import_module(f".{module}", __package__)
-            found = getattr(reader, finder)(data)
+            module, attr = finder.split(":")
+            reader = import_module(module)
+            found = getattr(reader, attr)(data)
             if found is not None:
-                return module, reader, found, read
+                return name, reader, found, read
     return None
 
 
