@@ -17,10 +17,10 @@ the bgbench version. Provenance is built in one place, `Provenance.of`. A result
 from __future__ import annotations
 
 import json
-from contextlib import contextmanager
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, Iterator, Optional
+from typing import Any, ContextManager, Dict, Optional
 
 from .result import Result
 from .errors import BgbenchError
@@ -85,14 +85,9 @@ def _recorded_before(store: Store, result: Any) -> Optional[int]:
     return None
 
 
-@contextmanager
-def opened(store: Store | str | Path) -> Iterator[Store]:
+def opened(store: Store | str | Path) -> ContextManager[Store]:
     """`store` itself if it is a `Store` (left open), else the store at that path (closed afterwards)."""
-    if isinstance(store, Store):
-        yield store
-        return
-    with Store(store) as s:
-        yield s
+    return nullcontext(store) if isinstance(store, Store) else Store(store)
 
 
 def _call(result: Any, method: str):
@@ -110,9 +105,6 @@ class Metric:
     hi: Optional[float] = None
     n: Optional[int] = None
     variant: str = ""
-
-    def row(self) -> tuple:
-        return (self.name, self.variant, self.value, self.lo, self.hi, self.n)
 
 
 @dataclass
@@ -139,4 +131,4 @@ class Outputs(Result):
         return self.values
 
     def metric_rows(self) -> list:
-        return [m.row() for m in self.metrics]
+        return [(m.name, m.variant, m.value, m.lo, m.hi, m.n) for m in self.metrics]

@@ -8,6 +8,7 @@ build's own folder holds only what its writer owns, so a rebuild's overwrite che
 from __future__ import annotations
 
 import os
+from itertools import zip_longest
 from pathlib import Path
 from typing import List, Optional
 
@@ -93,12 +94,7 @@ def _in_turn(image_ids: List[str], rows: int) -> List[str]:
     classes: dict = {}
     for i in sorted(image_ids):
         classes.setdefault(i.split("/", 1)[0], []).append(i)
-    out: List[str] = []
-    while len(out) < rows and any(classes.values()):
-        for members in classes.values():
-            if members and len(out) < rows:
-                out.append(members.pop(0))
-    return out
+    return [i for turn in zip_longest(*classes.values()) for i in turn if i is not None][:rows]
 
 
 def _cell(layout, by_variant, name: str, image_id: str) -> Optional[np.ndarray]:

@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import hashlib
 import shutil
+from collections import namedtuple
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Set
+from typing import Dict, List, Sequence, Set
 
 import numpy as np
 from PIL import Image
@@ -40,29 +41,12 @@ SHEET_COLUMNS = 12
 WEBP_QUALITY = 75
 
 
-@dataclass(frozen=True)
-class Thumb:
-    """One shot as the page shows it: its cell in a sheet (`src`, at `x`, `y`, of `width` x
-    `height` pixels), the `zoom` that enlarges a small image to the thumbnail's box, and its
-    full-size copy (None when the thumbnail already shows every pixel); addresses are relative to
-    index.html."""
-
-    src: str
-    x: int
-    y: int
-    width: int
-    height: int
-    full: Optional[str] = None
-    zoom: float = 1.0
-
-
-@dataclass(frozen=True)
-class Cell:
-    """A shot waiting for its sheet: its pixels at display size and its full-size copy's address."""
-
-    key: str
-    pixels: np.ndarray
-    full: Optional[str]
+#: One shot as the page shows it: its cell in a sheet (`src`, at `x`, `y`, of `width` x `height`
+#: pixels), its full-size copy (None when the thumbnail already shows every pixel) and the `zoom`
+#: that enlarges a small image to the thumbnail's box; addresses are relative to index.html.
+Thumb = namedtuple("Thumb", "src x y width height full zoom", defaults=(None, 1.0))
+#: A shot waiting for its sheet: its pixels at display size and its full-size copy's address.
+Cell = namedtuple("Cell", "key pixels full")
 
 
 def fit(rgb: np.ndarray, side: int = CELL) -> np.ndarray:
