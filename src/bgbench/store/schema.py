@@ -62,10 +62,6 @@ class TableSchema:
     def column_names(self) -> Tuple[str, ...]:
         return tuple(c for c, _ in self.columns)
 
-    @property
-    def read_order(self) -> Tuple[str, ...]:
-        return self.order or self.key
-
     def sql(self) -> str:
         """CREATE TABLE IF NOT EXISTS, `run_id` first, referencing its run (rows go with it)."""
         run_id = "INTEGER NOT NULL" if self.key else "INTEGER PRIMARY KEY"  # one row per run without a key
