@@ -132,11 +132,8 @@ def _short_fp(fingerprint: Optional[str]) -> str:
 def _gap_per_foreground(p) -> np.ndarray:
     """Per foreground: correct on mixed_same minus correct on mixed_rand (its mean is the BG-Gap)."""
     s, r = p["mixed_same"], p["mixed_rand"]
-    where = r.by_id()
-    ids = [i for i in s.image_ids if i in where]
-    sc, rc = s.correct, r.correct
-    si = s.by_id()
-    return np.array([float(sc[si[i]]) - float(rc[where[i]]) for i in ids])
+    sc, rc, si, ri = s.correct, r.correct, s.by_id(), r.by_id()
+    return np.array([float(sc[si[i]]) - float(rc[ri[i]]) for i in s.image_ids if i in ri])
 
 
 def _same_images(ids_a, ids_b, labels_a, labels_b, name_a: str, name_b: str, what: str) -> None:

@@ -77,12 +77,9 @@ def _recorded_before(store: Store, result: Any) -> Optional[int]:
     sha, path = outputs.get("checkpoint_sha256"), outputs.get("checkpoint")
     if result.provenance.kind != "train" or not sha or not path:
         return None
-    here = Path(path).resolve()
-    for run in reversed(store.runs_of_checkpoint("train", sha)):
-        saved = json.loads(run["outputs"] or "{}").get("checkpoint")
-        if saved and Path(saved).resolve() == here:
-            return int(run["id"])
-    return None
+    saved = ((int(run["id"]), json.loads(run["outputs"] or "{}").get("checkpoint"))
+             for run in reversed(store.runs_of_checkpoint("train", sha)))
+    return next((run_id for run_id, at in saved if at and Path(at).resolve() == Path(path).resolve()), None)
 
 
 def opened(store: Store | str | Path) -> ContextManager[Store]:

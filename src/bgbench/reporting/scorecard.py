@@ -321,18 +321,12 @@ def _cell_text(column: dict, e: Optional[dict], notes: Optional[List[str]] = Non
 
 def scorecard_records(data: dict) -> List[dict]:
     """The scorecard as flat records (one per model, dataset and column), for --json and export."""
-    out = []
-    for row in data["rows"]:
-        for group, cells in zip(data["groups"], row["cells"]):
-            for column, e in zip(group["columns"], cells):
-                if e is None:
-                    continue
-                out.append({"model": row["label"], "dataset": group["name"], "measure": column["key"],
-                            "title": column["title"], "value": e["value"], "lo": e["lo"], "hi": e["hi"], "n": e["n"],
-                            "not_available": e.get("na"), "run": e["run"], "precision": e.get("precision"),
-                            "higher_is_better": column["higher"],
-                            "reference": e.get("reference")})
-    return out
+    return [{"model": row["label"], "dataset": group["name"], "measure": column["key"], "title": column["title"],
+             "value": e["value"], "lo": e["lo"], "hi": e["hi"], "n": e["n"], "not_available": e.get("na"),
+             "run": e["run"], "precision": e.get("precision"), "higher_is_better": column["higher"],
+             "reference": e.get("reference")}
+            for row in data["rows"] for group, cells in zip(data["groups"], row["cells"])
+            for column, e in zip(group["columns"], cells) if e is not None]
 
 
 def scorecard_text(data: dict) -> str:
