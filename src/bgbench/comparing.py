@@ -159,11 +159,9 @@ def _compare_challenges(store, run_a: int, run_b: int) -> Comparison:
     if not fa or not fb:
         raise BgbenchError(f"challenge run {run_a if not fa else run_b} has no verdicts stored")
     ids_a, ids_b = [r["image_id"] for r in fa], [r["image_id"] for r in fb]
-    la = np.array([r["label"] for r in fa])
-    lb = np.array([r["label"] for r in fb])
+    la, lb = (np.array([r["label"] for r in f]) for f in (fa, fb))
     _same_images(ids_a, ids_b, la, lb, f"run {run_a}", f"run {run_b}", "challenge foregrounds")
-    sa = np.array([not r["fooled"] for r in fa])
-    sb = np.array([not r["fooled"] for r in fb])
+    sa, sb = (np.array([not r["fooled"] for r in f]) for f in (fa, fb))
     out = Comparison(run_a, run_b, "challenge")
     out.challenge = VariantComparison(accuracy(sa), accuracy(sb), float(sa.mean() - sb.mean()), mcnemar(sa, sb))
     return out

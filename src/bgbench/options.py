@@ -71,10 +71,7 @@ def flag(name: str, help: str, *, choices: Optional[Sequence[Any]] = None, metav
 
 def flagged_fields(cls) -> Iterator[Tuple[dataclasses.Field, Dict[str, Any]]]:
     """(field, flag spec) for each field of the dataclass `cls` that declares a flag, in field order."""
-    for f in dataclasses.fields(cls):
-        spec = f.metadata.get(FLAG)
-        if spec is not None:
-            yield f, spec
+    return ((f, f.metadata[FLAG]) for f in dataclasses.fields(cls) if f.metadata.get(FLAG) is not None)
 
 
 def runtime(metadata: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:

@@ -256,15 +256,13 @@ def edit_drop_cells(ctx: ReportContext, subject: Subject) -> Dict[str, Tuple[dic
     variants = json.loads(run["config"]).get("variants") or [] if run is not None else []
     if "original" not in variants or not any(split_level(v)[0] in ATTRIBUTES for v in variants):
         return {}
-    out = {}
-    for level in edit_drops(ctx.store, [run["id"]]).levels:
-        d = level.to_dict()
-        column = {"key": f"edits:drop:{d['variant']}", "title": f"{d['variant']} drop",
-                  "description": f"accuracy drop from ORIGINAL when {d['variant']} is applied (paired bootstrap "
-                                 f"interval)", "percent": True, "higher": False}
-        out[column["key"]] = (column, {"value": d["drop"], "lo": d["lo"], "hi": d["hi"], "n": d.get("n"),
-                                       "run": run["id"], "href": f"{ctx.page_of(subject)}#{subject.key}-edits"})
-    return out
+    href = f"{ctx.page_of(subject)}#{subject.key}-edits"
+    return {f"edits:drop:{d['variant']}": (
+        {"key": f"edits:drop:{d['variant']}", "title": f"{d['variant']} drop",
+         "description": f"accuracy drop from ORIGINAL when {d['variant']} is applied (paired bootstrap interval)",
+         "percent": True, "higher": False},
+        {"value": d["drop"], "lo": d["lo"], "hi": d["hi"], "n": d.get("n"), "run": run["id"], "href": href})
+        for d in (level.to_dict() for level in edit_drops(ctx.store, [run["id"]]).levels)}
 
 
 def benchmark_cells(ctx: ReportContext, subject: Subject
@@ -283,15 +281,10 @@ def benchmark_cells(ctx: ReportContext, subject: Subject
         config = None if run is None else json.loads(run["config"] or "{}")
         found += [(benchmark, Column(measure, h, (h.variant,))) for h in measure.headlines_on(benchmark, config)]
         replaced += [measure.name] if benchmark.replaces else []
-    out, measures = {}, {}
-    for benchmark, column in found:
-        value = cell(ctx, subject, column)
-        if value is None:
-            continue
-        meta = column.meta(f"{benchmark.data_kind}:{column.key}")
-        out[meta["key"]] = (meta, value)
-        measures[meta["key"]] = column.measure.name
-    return out, tuple(replaced), measures
+    shown = [(column.meta(f"{benchmark.data_kind}:{column.key}"), column.measure.name, value)
+             for benchmark, column in found for value in [cell(ctx, subject, column)] if value is not None]
+    return ({meta["key"]: (meta, value) for meta, _, value in shown}, tuple(replaced),
+            {meta["key"]: name for meta, name, _ in shown})
 
 
 def _dataset_name(subject: Subject) -> str:

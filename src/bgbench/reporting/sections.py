@@ -67,9 +67,8 @@ def register_section(name: str, title: str, scope: str = "model"):
 
 def _measure_section(measure: Measure, spec: SectionSpec) -> Section:
     """A measure's section, its function imported when the report first calls it."""
-    def call(*args):
-        return measure.section_function(spec.function)(*args)
-    return Section(spec.name, spec.title, spec.scope, call, spec.after, measure, spec.template)
+    return Section(spec.name, spec.title, spec.scope, lambda *args: measure.section_function(spec.function)(*args),
+                   spec.after, measure, spec.template)
 
 
 def measure_sections() -> List[Section]:
