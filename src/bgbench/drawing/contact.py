@@ -77,8 +77,7 @@ def contact_sheet(root: str | Path, split: str = "val", path: Optional[Path] = N
             rgb = _cell(layout, by_variant, name, image_id)
             if rgb is None:
                 continue
-            small = fit(rgb, side)
-            sheet.paste(Image.fromarray(small), (PAD + c * (side + PAD), y))
+            sheet.paste(Image.fromarray(fit(rgb, side)), (PAD + c * (side + PAD), y))
     target = Path(path) if path is not None else preview_path(root, split)
     refuse_foreign_preview(target)
     info = PngImagePlugin.PngInfo()

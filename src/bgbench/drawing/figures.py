@@ -207,8 +207,7 @@ def hijack_heatmap(path: Path, shares: np.ndarray, classes: Sequence[str]) -> Pa
         for a in range(n):
             for b in range(n):
                 v = shares[a, b]
-                text = "–" if np.isnan(v) else f"{100 * v:.0f}"
-                ax.text(b, a, text, ha="center", va="center", fontsize=7,
+                ax.text(b, a, "–" if np.isnan(v) else f"{100 * v:.0f}", ha="center", va="center", fontsize=7,
                         color="white" if not np.isnan(v) and v > 0.6 else "black")
         short = [c if len(c) <= 14 else c[:13] + "…" for c in classes]
         ax.set_xticks(np.arange(n), short, rotation=40, ha="right")

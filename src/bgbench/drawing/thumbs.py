@@ -24,7 +24,7 @@ import shutil
 from collections import namedtuple
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Sequence, Set
+from typing import List, Sequence, Set
 
 import numpy as np
 from PIL import Image
@@ -101,12 +101,9 @@ class Thumbnails:
         cell's `Thumb`, in the order given."""
         if not cells:
             return []
-        slots: Dict[str, int] = {}
-        for c in cells:
-            slots.setdefault(c.key, len(slots))
+        slots = {key: i for i, key in enumerate(dict.fromkeys(c.key for c in cells))}
         columns = min(SHEET_COLUMNS, len(slots))
-        slot_h = max(c.pixels.shape[0] for c in cells)
-        slot_w = max(c.pixels.shape[1] for c in cells)
+        slot_h, slot_w = (max(c.pixels.shape[axis] for c in cells) for axis in (0, 1))
         canvas = np.full((slot_h * -(-len(slots) // columns), slot_w * columns, 3), 255, dtype=np.uint8)
         placed = []  # each cell's (x, y, width, height) on the sheet
         for c in cells:

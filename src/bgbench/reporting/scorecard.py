@@ -288,9 +288,8 @@ def benchmark_cells(ctx: ReportContext, subject: Subject
 
 
 def _dataset_name(subject: Subject) -> str:
-    if subject.data_label:
-        return subject.data_label
-    return Path(subject.data_root).name if subject.data_root else (subject.data_fingerprint or "-")[:12]
+    return subject.data_label or (Path(subject.data_root).name if subject.data_root
+                                  else (subject.data_fingerprint or "-")[:12])
 
 
 def _cell_text(column: dict, e: Optional[dict], notes: Optional[List[str]] = None) -> str:

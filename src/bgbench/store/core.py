@@ -42,8 +42,7 @@ def _use_wal(conn: sqlite3.Connection) -> None:
                 conn.execute("PRAGMA journal_mode=WAL")
             return
         except sqlite3.OperationalError as exc:
-            lock_race = "locked" in str(exc) or "busy" in str(exc)
-            if not lock_race or time.monotonic() > deadline:
+            if not ("locked" in str(exc) or "busy" in str(exc)) or time.monotonic() > deadline:  # not a lock race
                 raise
             time.sleep(pause)
             pause = min(pause * 2, 0.5)

@@ -78,13 +78,9 @@ def _columns(conn: sqlite3.Connection, table: str) -> List[str]:
 
 def _run_tables(conn: sqlite3.Connection) -> List[Tuple[str, List[str], str]]:
     """(table, columns, CREATE sql) of every table whose rows belong to a run (a run_id column)."""
-    out = []
-    for name, sql in conn.execute("SELECT name, sql FROM sqlite_master WHERE type='table' AND name <> 'runs' "
-                                  "AND name NOT LIKE 'sqlite_%' ORDER BY name").fetchall():
-        columns = _columns(conn, name)
-        if "run_id" in columns:
-            out.append((name, columns, sql))
-    return out
+    tables = conn.execute("SELECT name, sql FROM sqlite_master WHERE type='table' AND name <> 'runs' "
+                          "AND name NOT LIKE 'sqlite_%' ORDER BY name").fetchall()
+    return [(name, columns, sql) for name, sql in tables for columns in [_columns(conn, name)] if "run_id" in columns]
 
 
 def open_source(path: Path, name: Optional[str] = None) -> sqlite3.Connection:
