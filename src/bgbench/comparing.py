@@ -85,8 +85,7 @@ class Comparison(Result):
 
 def compare_runs(store, run_a: int, run_b: int, n_boot: int = REPLICATES, seed: int = 0) -> Comparison:
     """Compare two eval runs, or two challenge runs, on the same images (A minus B)."""
-    ra = store.run_row(run_a, kinds=("eval", *CHALLENGE_KINDS))
-    rb = store.run_row(run_b, kinds=("eval", *CHALLENGE_KINDS))
+    ra, rb = (store.run_row(run, kinds=("eval", *CHALLENGE_KINDS)) for run in (run_a, run_b))
     if ra["kind"] != rb["kind"]:
         raise BgbenchError(f"run {run_a} is {with_article(ra['kind'])} run and run {run_b} "
                            f"{with_article(rb['kind'])} run; compare two of the same kind")

@@ -46,8 +46,8 @@ PUBLISHED = "IN-9 (published)"
 
 
 def reported_rows() -> List[dict]:
-    raw = json.loads(files("bgbench").joinpath("resources/reported.json").read_text())
-    return [{**r, "source": "reported", "data": PUBLISHED} for r in raw["rows"]]
+    return [{**r, "source": "reported", "data": PUBLISHED}
+            for r in json.loads(files("bgbench").joinpath("resources/reported.json").read_text())["rows"]]
 
 
 def measured_rows(store: Store) -> List[dict]:
