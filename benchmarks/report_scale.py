@@ -137,7 +137,7 @@ class Model:
 def add_model(store, model: Model, t: Dict[str, Path], scratch: Path) -> None:
     """Record `model`'s runs on one dataset (and its edits) in `store`, from dataset `t`'s templates."""
     from bgbench.store import Store
-    with Store.open_existing(t["db"]) as tpl:
+    with Store(t["db"], create=False) as tpl:
         runs = {r["kind"] + (":edits" if r["kind"] == "eval" and r["data_root"] == str(t["edits"].resolve()) else ""): r
                 for r in tpl.runs() if r["status"] in ("done", "sampled")}
         _eval(store, tpl, runs["eval"], model, t["root"], scratch)

@@ -95,5 +95,5 @@ def test_processes_opening_a_new_store_together_all_succeed(tmp_path):
     assert all(p.exitcode == 0 for p in procs)
     assert errors.empty(), errors.get()
     for path in paths:
-        with Store.open_existing(path) as store:
+        with Store(path, create=False) as store:
             assert len(store.conn.execute("SELECT id FROM runs").fetchall()) == 4

@@ -24,9 +24,7 @@ def within(name: str, value: Optional[float], low: float, high: float, open_low:
     if value is None:
         return
     _nan(name, value)
-    bad = value <= low if open_low else value < low
-    bad = bad or (value >= high if open_high else value > high)
-    if bad:
+    if (value <= low if open_low else value < low) or (value >= high if open_high else value > high):
         lo, hi = ("(" if open_low else "["), (")" if open_high else "]")
         raise BgbenchError(f"{name} must be in {lo}{low:g}, {high:g}{hi}, got {value:g}")
 

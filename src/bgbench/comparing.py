@@ -85,8 +85,7 @@ class Comparison(Result):
 
 def compare_runs(store, run_a: int, run_b: int, n_boot: int = REPLICATES, seed: int = 0) -> Comparison:
     """Compare two eval runs, or two challenge runs, on the same images (A minus B)."""
-    ra = store.run_row(run_a, kinds=("eval", *CHALLENGE_KINDS))
-    rb = store.run_row(run_b, kinds=("eval", *CHALLENGE_KINDS))
+    ra, rb = (store.run_row(run, kinds=("eval", *CHALLENGE_KINDS)) for run in (run_a, run_b))
     if ra["kind"] != rb["kind"]:
         raise BgbenchError(f"run {run_a} is {with_article(ra['kind'])} run and run {run_b} "
                            f"{with_article(rb['kind'])} run; compare two of the same kind")
@@ -132,11 +131,8 @@ def _short_fp(fingerprint: Optional[str]) -> str:
 def _gap_per_foreground(p) -> np.ndarray:
     """Per foreground: correct on mixed_same minus correct on mixed_rand (its mean is the BG-Gap)."""
     s, r = p["mixed_same"], p["mixed_rand"]
-    where = r.by_id()
-    ids = [i for i in s.image_ids if i in where]
-    sc, rc = s.correct, r.correct
-    si = s.by_id()
-    return np.array([float(sc[si[i]]) - float(rc[where[i]]) for i in ids])
+    sc, rc, si, ri = s.correct, r.correct, s.by_id(), r.by_id()
+    return np.array([float(sc[si[i]]) - float(rc[ri[i]]) for i in s.image_ids if i in ri])
 
 
 def _same_images(ids_a, ids_b, labels_a, labels_b, name_a: str, name_b: str, what: str) -> None:
@@ -162,11 +158,9 @@ def _compare_challenges(store, run_a: int, run_b: int) -> Comparison:
     if not fa or not fb:
         raise BgbenchError(f"challenge run {run_a if not fa else run_b} has no verdicts stored")
     ids_a, ids_b = [r["image_id"] for r in fa], [r["image_id"] for r in fb]
-    la = np.array([r["label"] for r in fa])
-    lb = np.array([r["label"] for r in fb])
+    la, lb = (np.array([r["label"] for r in f]) for f in (fa, fb))
     _same_images(ids_a, ids_b, la, lb, f"run {run_a}", f"run {run_b}", "challenge foregrounds")
-    sa = np.array([not r["fooled"] for r in fa])
-    sb = np.array([not r["fooled"] for r in fb])
+    sa, sb = (np.array([not r["fooled"] for r in f]) for f in (fa, fb))
     out = Comparison(run_a, run_b, "challenge")
     out.challenge = VariantComparison(accuracy(sa), accuracy(sb), float(sa.mean() - sb.mean()), mcnemar(sa, sb))
     return out

@@ -49,16 +49,13 @@ class _LogBar:
         of = f"/{self.total}" if self.total is not None else ""
         extra = f" ({self.postfix})" if self.postfix else ""
         elapsed = time.time() - self.start
-        status(f"{self.desc}: {self.n}{of} {self.unit} in {elapsed:.0f}s{self._eta(elapsed)}{extra}")
-
-    def _eta(self, elapsed: float) -> str:
-        """', R unit/s, ETA H:MM:SS' once there is a rate: a batch job's log says when it will end."""
-        if not self.n or elapsed <= 0:
-            return ""
-        from tqdm import tqdm
-        rate = self.n / elapsed
-        left = "" if self.total is None else f", ETA {tqdm.format_interval(max(0, self.total - self.n) / rate)}"
-        return f", {rate:.3g} {self.unit}/s{left}"
+        eta = ""  # ', R unit/s, ETA H:MM:SS' once there is a rate: a batch job's log says when it will end
+        if self.n and elapsed > 0:
+            from tqdm import tqdm
+            rate = self.n / elapsed
+            left = "" if self.total is None else f", ETA {tqdm.format_interval(max(0, self.total - self.n) / rate)}"
+            eta = f", {rate:.3g} {self.unit}/s{left}"
+        status(f"{self.desc}: {self.n}{of} {self.unit} in {elapsed:.0f}s{eta}{extra}")
 
     def close(self) -> None:
         if not self.silent and time.time() - self.start >= LOG_EVERY_S:

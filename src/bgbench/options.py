@@ -63,24 +63,15 @@ def flag(name: str, help: str, *, choices: Optional[Sequence[Any]] = None, metav
     the command line only (a flag whose default the job works out, such as a variant chosen by the
     recipe, is None there and says so in its help); `required`: the command needs it.
     """
-    spec: Dict[str, Any] = {"name": name, "help": help}
-    if required:
-        spec["required"] = True
-    for key, value in (("choices", choices), ("metavar", metavar), ("nargs", nargs), ("type", type),
-                       ("action", action), ("dest", dest)):
-        if value is not None:
-            spec[key] = tuple(value) if key == "choices" else value
-    if default is not dataclasses.MISSING:
-        spec["default"] = default
-    return {FLAG: spec}
+    given = {"required": True if required else None, "choices": None if choices is None else tuple(choices),
+             "metavar": metavar, "nargs": nargs, "type": type, "action": action, "dest": dest}
+    return {FLAG: {"name": name, "help": help, **{k: v for k, v in given.items() if v is not None},
+                   **({} if default is dataclasses.MISSING else {"default": default})}}
 
 
 def flagged_fields(cls) -> Iterator[Tuple[dataclasses.Field, Dict[str, Any]]]:
     """(field, flag spec) for each field of the dataclass `cls` that declares a flag, in field order."""
-    for f in dataclasses.fields(cls):
-        spec = f.metadata.get(FLAG)
-        if spec is not None:
-            yield f, spec
+    return ((f, f.metadata[FLAG]) for f in dataclasses.fields(cls) if f.metadata.get(FLAG) is not None)
 
 
 def runtime(metadata: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:

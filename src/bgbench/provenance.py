@@ -46,18 +46,15 @@ class Provenance:
                 run read back from its files); a layout's values take precedence.
         """
         spec = _spec_dict(model)
-        speedups = getattr(model, "speedups", None)
-        if speedups:  # --channels-last, --compile: the forward that made the numbers
-            config = {**config, "speedups": list(speedups)}
         class_map = getattr(model, "class_map", None)
-        if class_map is not None:  # a 1000-class model read this dataset through a map other than IN-9's
-            config = {**config, "class_map": class_map.to_config()}
-        fed = getattr(model, "input_record", None)
-        if fed:  # the images' size, the model's, and whether they were resized to it
-            config = {**config, "input": fed}
-        identity = getattr(model, "identity", None)
-        if identity is not None:  # how the model was built, as far as that changes numbers (a study compares it)
-            config = {**config, "model_options": identity}
+        said = {"speedups": list(getattr(model, "speedups", None) or ()) or None,  # --channels-last, --compile: the
+                # forward that made the numbers; a 1000-class model read this dataset through a map other than IN-9's
+                "class_map": None if class_map is None else class_map.to_config(),
+                # the images' size, the model's, and whether they were resized to it
+                "input": getattr(model, "input_record", None) or None,
+                # how the model was built, as far as that changes numbers (a study compares it)
+                "model_options": getattr(model, "identity", None)}
+        config = {**config, **{k: v for k, v in said.items() if v is not None}}
         if data_root is not None:
             data_root = str(Path(data_root).resolve())
         if layout is not None:

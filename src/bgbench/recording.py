@@ -17,10 +17,10 @@ the bgbench version. Provenance is built in one place, `Provenance.of`. A result
 from __future__ import annotations
 
 import json
-from contextlib import contextmanager
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, Iterator, Optional
+from typing import Any, ContextManager, Dict, Optional
 
 from .result import Result
 from .errors import BgbenchError
@@ -77,22 +77,14 @@ def _recorded_before(store: Store, result: Any) -> Optional[int]:
     sha, path = outputs.get("checkpoint_sha256"), outputs.get("checkpoint")
     if result.provenance.kind != "train" or not sha or not path:
         return None
-    here = Path(path).resolve()
-    for run in reversed(store.runs_of_checkpoint("train", sha)):
-        saved = json.loads(run["outputs"] or "{}").get("checkpoint")
-        if saved and Path(saved).resolve() == here:
-            return int(run["id"])
-    return None
+    saved = ((int(run["id"]), json.loads(run["outputs"] or "{}").get("checkpoint"))
+             for run in reversed(store.runs_of_checkpoint("train", sha)))
+    return next((run_id for run_id, at in saved if at and Path(at).resolve() == Path(path).resolve()), None)
 
 
-@contextmanager
-def opened(store: Store | str | Path) -> Iterator[Store]:
+def opened(store: Store | str | Path) -> ContextManager[Store]:
     """`store` itself if it is a `Store` (left open), else the store at that path (closed afterwards)."""
-    if isinstance(store, Store):
-        yield store
-        return
-    with Store(store) as s:
-        yield s
+    return nullcontext(store) if isinstance(store, Store) else Store(store)
 
 
 def _call(result: Any, method: str):
@@ -110,9 +102,6 @@ class Metric:
     hi: Optional[float] = None
     n: Optional[int] = None
     variant: str = ""
-
-    def row(self) -> tuple:
-        return (self.name, self.variant, self.value, self.lo, self.hi, self.n)
 
 
 @dataclass
@@ -139,4 +128,4 @@ class Outputs(Result):
         return self.values
 
     def metric_rows(self) -> list:
-        return [m.row() for m in self.metrics]
+        return [(m.name, m.variant, m.value, m.lo, m.hi, m.n) for m in self.metrics]

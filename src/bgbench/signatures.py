@@ -10,14 +10,12 @@ from typing import Any, Optional, Sequence
 def default_of(cls, name: str) -> Any:
     """The declared default of field `name` of dataclass `cls` (its default_factory called), what
     argparse, a signature and the docs show: `dataclasses.MISSING` for a field without one."""
-    for f in dataclasses.fields(cls):
-        if f.name == name:
-            if f.default is not dataclasses.MISSING:
-                return f.default
-            if f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
-                return f.default_factory()  # type: ignore[misc]
-            return dataclasses.MISSING
-    raise KeyError(f"{cls.__name__} has no field {name!r}")
+    f = next((f for f in dataclasses.fields(cls) if f.name == name), None)
+    if f is None:
+        raise KeyError(f"{cls.__name__} has no field {name!r}")
+    if f.default is not dataclasses.MISSING or f.default_factory is dataclasses.MISSING:  # type: ignore[misc]
+        return f.default
+    return f.default_factory()  # type: ignore[misc]
 
 
 def config_parameters(cls, *, drop: Sequence[str] = (), only: Optional[Sequence[str]] = None) -> list:

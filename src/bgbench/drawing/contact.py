@@ -8,6 +8,7 @@ build's own folder holds only what its writer owns, so a rebuild's overwrite che
 from __future__ import annotations
 
 import os
+from itertools import zip_longest
 from pathlib import Path
 from typing import List, Optional
 
@@ -76,8 +77,7 @@ def contact_sheet(root: str | Path, split: str = "val", path: Optional[Path] = N
             rgb = _cell(layout, by_variant, name, image_id)
             if rgb is None:
                 continue
-            small = fit(rgb, side)
-            sheet.paste(Image.fromarray(small), (PAD + c * (side + PAD), y))
+            sheet.paste(Image.fromarray(fit(rgb, side)), (PAD + c * (side + PAD), y))
     target = Path(path) if path is not None else preview_path(root, split)
     refuse_foreign_preview(target)
     info = PngImagePlugin.PngInfo()
@@ -93,12 +93,7 @@ def _in_turn(image_ids: List[str], rows: int) -> List[str]:
     classes: dict = {}
     for i in sorted(image_ids):
         classes.setdefault(i.split("/", 1)[0], []).append(i)
-    out: List[str] = []
-    while len(out) < rows and any(classes.values()):
-        for members in classes.values():
-            if members and len(out) < rows:
-                out.append(members.pop(0))
-    return out
+    return [i for turn in zip_longest(*classes.values()) for i in turn if i is not None][:rows]
 
 
 def _cell(layout, by_variant, name: str, image_id: str) -> Optional[np.ndarray]:

@@ -45,11 +45,12 @@ def _pyplot():
 
 
 @contextmanager
-def _styled() -> Iterator:
+def _subplots(*args, **kwargs) -> Iterator:
+    """`plt.subplots(*args, **kwargs)` (the figure and its axes) in the report's style."""
     plt = _pyplot()
     from cycler import cycler
     with plt.rc_context({**STYLE, "axes.prop_cycle": cycler(color=PALETTE)}):
-        yield plt
+        yield plt.subplots(*args, **kwargs)
 
 
 def _save(fig, path: Path, photo: bool = False) -> Path:
@@ -62,46 +63,46 @@ def _save(fig, path: Path, photo: bool = False) -> Path:
         if suffix == ".png" and photo:  # a run's own picture of photographs: every colour kept
             fig.savefig(path, pil_kwargs={"optimize": True})
             return path
-        if suffix in (".png", ".webp") or (not suffix and photo):
-            return _write(path if suffix else path.with_suffix(".webp"), _raster(fig, photo or suffix == ".webp"))
-        return _write(path.with_suffix(".png"), _raster(fig, False))
+        webp = suffix == ".webp" or (not suffix and photo)
+        if suffix not in (".png", ".webp"):
+            path = path.with_suffix(".webp" if webp else ".png")
+        _raster(fig, webp, path)
+        return path
     finally:
         _pyplot().close(fig)
 
 
-def _write(path: Path, data: bytes) -> Path:
-    path.write_bytes(data)
-    return path
-
-
-def _raster(fig, photo: bool) -> bytes:
-    """The figure as a lossy WebP (`photo`), else as a PNG of at most 256 colours (what a chart
+def _raster(fig, photo: bool, path: Path) -> None:
+    """Write the figure as a lossy WebP (`photo`), else as a PNG of at most 256 colours (what a chart
     drawn in a few colours needs; Pillow's median cut picks them), compressed."""
     from PIL import Image
     buf = io.BytesIO()
     fig.savefig(buf, format="png", **({"dpi": PHOTO_DPI} if photo else {}))
     with Image.open(io.BytesIO(buf.getvalue())) as im:
         rgb = im.convert("RGB")
-    out = io.BytesIO()
     if photo:
-        rgb.save(out, format="WEBP", quality=PHOTO_QUALITY, method=4)
+        rgb.save(path, format="WEBP", quality=PHOTO_QUALITY, method=4)
     else:
-        rgb.quantize(256, dither=Image.Dither.NONE).save(out, format="PNG", optimize=True)
-    return out.getvalue()
+        rgb.quantize(256, dither=Image.Dither.NONE).save(path, format="PNG", optimize=True)
+
+
+def _save_horizontal(fig, ax, path: Path) -> Path:
+    """`_save` of a chart of horizontal bars: its grid lines run across the bars, not along them."""
+    ax.grid(axis="x", alpha=0.3)
+    ax.grid(axis="y", visible=False)
+    return _save(fig, path)
 
 
 def accuracy_bars(path: Path, variants: Sequence[str], value: Sequence[float], lo: Sequence[float],
                   hi: Sequence[float]) -> Path:
     """Accuracy per variant as bars, with the 95% interval as error bars (fractions in, % shown)."""
     v, lo, hi = (100 * np.asarray(a, dtype=float) for a in (value, lo, hi))
-    with _styled() as plt:
-        fig, ax = plt.subplots(figsize=(max(3.5, 0.5 * len(variants) + 1.2), 2.8))
+    with _subplots(figsize=(max(3.5, 0.5 * len(variants) + 1.2), 2.8)) as (fig, ax):
         x = np.arange(len(variants))
         ax.bar(x, v, color=PALETTE[0], width=0.65)
         ax.errorbar(x, v, yerr=[v - lo, hi - v], fmt="none", ecolor="black", capsize=3, linewidth=1)
         ax.set_xticks(x, list(variants), rotation=30, ha="right")
-        ax.set_ylim(0, 100)
-        ax.set_ylabel("accuracy (%)")
+        ax.set(ylim=(0, 100), ylabel="accuracy (%)")
         return _save(fig, path)
 
 
@@ -111,8 +112,7 @@ def top_backgrounds_grid(path: Path, rows: Dict[str, List[Tuple[Path, float]]]) 
     rows: class name -> [(background image path, attack success rate), ...] in rank order.
     """
     k = max((len(v) for v in rows.values()), default=1)
-    with _styled() as plt:
-        fig, axes = plt.subplots(len(rows), k, figsize=(1.4 * k + 1.2, 1.45 * len(rows)), squeeze=False)
+    with _subplots(len(rows), k, figsize=(1.4 * k + 1.2, 1.45 * len(rows)), squeeze=False) as (fig, axes):
         for r, (name, cells) in enumerate(rows.items()):
             for j in range(k):
                 ax = axes[r][j]
@@ -130,8 +130,7 @@ def top_backgrounds_grid(path: Path, rows: Dict[str, List[Tuple[Path, float]]]) 
 def challenge_figures(report, out_dir: Path) -> Dict[str, str]:
     """The --full figures of a challenge report (paper Fig. 4 and Fig. 24) in `out_dir`: {name: path}."""
     out_dir = Path(out_dir)
-    top5 = report.full["top5"]
-    grid = {cls: [(Path(e["path"]), e["asr"]) for e in entries] for cls, entries in top5.items()}
+    grid = {cls: [(Path(e["path"]), e["asr"]) for e in entries] for cls, entries in report.full["top5"].items()}
     asr = np.array([row[2] for row in report.asr_rows], dtype=float)
     labels = np.array([row[1] for row in report.asr_rows])
     classes = [row["class"] for row in report.per_class]
@@ -141,13 +140,11 @@ def challenge_figures(report, out_dir: Path) -> Dict[str, str]:
 
 def asr_histogram(path: Path, asr: np.ndarray, bg_labels: np.ndarray, classes: Sequence[str]) -> Path:
     """The paper's Fig. 24: histogram of attack success rates over all backgrounds, stacked by class."""
-    with _styled() as plt:
-        fig, ax = plt.subplots(figsize=(6.0, 3.2))
+    with _subplots(figsize=(6.0, 3.2)) as (fig, ax):
         series = [asr[bg_labels == c] for c in range(len(classes))]
         ax.hist(series, bins=np.linspace(0, 1, 21), stacked=True, label=list(classes),
                 color=[PALETTE[c % len(PALETTE)] for c in range(len(classes))])
-        ax.set_xlabel("attack success rate of a background")
-        ax.set_ylabel("backgrounds")
+        ax.set(xlabel="attack success rate of a background", ylabel="backgrounds")
         ax.legend(ncol=2, frameon=False)
         return _save(fig, path)
 
@@ -156,17 +153,13 @@ def category_bars(path: Path, shares: Dict[str, float]) -> Path:
     """The paper's Table 3 as bars: share of the test images in each prediction category."""
     names = list(shares)
     v = 100 * np.array([shares[n] for n in names], dtype=float)
-    with _styled() as plt:
-        fig, ax = plt.subplots(figsize=(4.2, 2.4))
+    with _subplots(figsize=(4.2, 2.4)) as (fig, ax):
         y = np.arange(len(names))
         ax.barh(y, v, color=[PALETTE[i % len(PALETTE)] for i in range(len(names))])
         ax.set_yticks(y, names)
         ax.invert_yaxis()
-        ax.set_xlim(0, 100)
-        ax.set_xlabel("share of images (%)")
-        ax.grid(axis="x", alpha=0.3)
-        ax.grid(axis="y", visible=False)
-        return _save(fig, path)
+        ax.set(xlim=(0, 100), xlabel="share of images (%)")
+        return _save_horizontal(fig, ax, path)
 
 
 def binned_curves(path: Path, curves: Dict[str, List[dict]], xlabel: str, x_key: str = "mid") -> Path:
@@ -174,19 +167,15 @@ def binned_curves(path: Path, curves: Dict[str, List[dict]], xlabel: str, x_key:
 
     Each point is a dict with 'acc', 'acc_lo'/'lo', 'acc_hi'/'hi' and the x value under `x_key`.
     """
-    with _styled() as plt:
-        fig, ax = plt.subplots(figsize=(4.2, 2.8))
+    with _subplots(figsize=(4.2, 2.8)) as (fig, ax):
         for i, (name, points) in enumerate(curves.items()):
             x = np.array([p[x_key] for p in points], dtype=float)
-            acc = 100 * np.array([p["acc"] for p in points], dtype=float)
-            lo = 100 * np.array([p.get("acc_lo", p.get("lo")) for p in points], dtype=float)
-            hi = 100 * np.array([p.get("acc_hi", p.get("hi")) for p in points], dtype=float)
+            acc, lo, hi = (100 * np.array([p.get(k, p.get(alt)) for p in points], dtype=float)
+                           for k, alt in (("acc", "acc"), ("acc_lo", "lo"), ("acc_hi", "hi")))
             color = PALETTE[i % len(PALETTE)]
             ax.plot(x, acc, marker="o", color=color, label=name)
             ax.fill_between(x, lo, hi, color=color, alpha=0.2, linewidth=0)
-        ax.set_ylim(0, 100)
-        ax.set_xlabel(xlabel)
-        ax.set_ylabel("accuracy (%)")
+        ax.set(ylim=(0, 100), xlabel=xlabel, ylabel="accuracy (%)")
         ax.legend(frameon=False)
         return _save(fig, path)
 
@@ -195,8 +184,7 @@ def drop_bars(path: Path, labels: Sequence[str], drop: Sequence[float], lo: Sequ
               hi: Sequence[float]) -> Path:
     """Accuracy drop from the unedited images per edit level (ImageNet-E), with paired intervals."""
     d, lo, hi = (100 * np.asarray(a, dtype=float) for a in (drop, lo, hi))
-    with _styled() as plt:
-        fig, ax = plt.subplots(figsize=(4.6, 0.28 * len(labels) + 0.9))
+    with _subplots(figsize=(4.6, 0.28 * len(labels) + 0.9)) as (fig, ax):
         y = np.arange(len(labels))
         ax.barh(y, d, color=[PALETTE[3] if v > 0 else PALETTE[2] for v in d])
         ax.errorbar(d, y, xerr=[d - lo, hi - d], fmt="none", ecolor="black", capsize=2, linewidth=1)
@@ -204,9 +192,7 @@ def drop_bars(path: Path, labels: Sequence[str], drop: Sequence[float], lo: Sequ
         ax.invert_yaxis()
         ax.axvline(0, color="black", linewidth=0.8)
         ax.set_xlabel("accuracy drop from original (points)")
-        ax.grid(axis="x", alpha=0.3)
-        ax.grid(axis="y", visible=False)
-        return _save(fig, path)
+        return _save_horizontal(fig, ax, path)
 
 
 def hijack_heatmap(path: Path, shares: np.ndarray, classes: Sequence[str]) -> Path:
@@ -214,22 +200,19 @@ def hijack_heatmap(path: Path, shares: np.ndarray, classes: Sequence[str]) -> Pa
     cell the share of that row's foregrounds turned into the column's class; the diagonal (and
     any empty cell, NaN) greyed."""
     n = len(classes)
-    with _styled() as plt:
-        import matplotlib
+    import matplotlib
+    with _subplots(figsize=(0.62 * n + 2.6, 0.5 * n + 1.6)) as (fig, ax):
         cmap = matplotlib.colormaps["Reds"].with_extremes(bad="#d9d9d9")
-        fig, ax = plt.subplots(figsize=(0.62 * n + 2.6, 0.5 * n + 1.6))
         im = ax.imshow(np.ma.masked_invalid(100 * shares), cmap=cmap, vmin=0, vmax=100)
         for a in range(n):
             for b in range(n):
                 v = shares[a, b]
-                text = "–" if np.isnan(v) else f"{100 * v:.0f}"
-                ax.text(b, a, text, ha="center", va="center", fontsize=7,
+                ax.text(b, a, "–" if np.isnan(v) else f"{100 * v:.0f}", ha="center", va="center", fontsize=7,
                         color="white" if not np.isnan(v) and v > 0.6 else "black")
         short = [c if len(c) <= 14 else c[:13] + "…" for c in classes]
         ax.set_xticks(np.arange(n), short, rotation=40, ha="right")
         ax.set_yticks(np.arange(n), short)
-        ax.set_xlabel("background class b")
-        ax.set_ylabel("foreground class a")
+        ax.set(xlabel="background class b", ylabel="foreground class a")
         ax.grid(False)
         ax.spines[:].set_visible(False)
         fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label="foregrounds of a turned into b (%)")

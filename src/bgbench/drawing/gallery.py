@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Union
 
 import numpy as np
 
@@ -30,27 +30,20 @@ class Gallery:
     groups: Dict[str, List[dict]] = field(default_factory=dict)
     missing: int = 0
 
-    def shot_of_file(self, path: Optional[Path], caption: str, pred: str = "", ok: Optional[bool] = None
-                     ) -> Optional[dict]:
-        return self._shot(path, self.thumbs.of_file, caption, pred, ok)
-
-    def shot_of_array(self, rgb: Optional[np.ndarray], caption: str, pred: str = "", ok: Optional[bool] = None
-                      ) -> Optional[dict]:
-        return self._shot(rgb, self.thumbs.of_array, caption, pred, ok)
-
-    def _shot(self, source, cell_of: Callable[..., Cell], caption: str, pred: str, ok: Optional[bool]
-              ) -> Optional[dict]:
-        """The shot of a file or an array (None, counted as missing, when it is gone)."""
+    def shot(self, source: Union[Path, np.ndarray, None], caption: str, pred: str = "", ok: Optional[bool] = None
+             ) -> Optional[dict]:
+        """The shot of an image file or of (H, W, 3) uint8 pixels made for the report (None, counted as
+        missing, when it is gone)."""
         if source is None:
             self.missing += 1
             return None
-        return {"thumb": cell_of(source), "caption": caption, "pred": pred, "ok": ok}
+        cell = self.thumbs.of_array(source) if isinstance(source, np.ndarray) else self.thumbs.of_file(source)
+        return {"thumb": cell, "caption": caption, "pred": pred, "ok": ok}
 
     def add(self, cls: str, image_id: str, label: str, score: str, *lines: Sequence[Optional[dict]]) -> None:
         """One item: an image (`label` its true class), the score that chose it, and its shots in
         one or more lines. Shots whose files are gone are dropped, and so is an item left with none."""
-        kept = [[s for s in line if s is not None] for line in lines]
-        kept = [line for line in kept if line]
+        kept = [line for line in ([s for s in line if s is not None] for line in lines) if line]
         if kept:
             self.groups.setdefault(cls, []).append({"id": image_id, "class": cls, "label": label, "score": score,
                                                     "lines": kept})

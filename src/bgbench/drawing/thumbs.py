@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import hashlib
 import shutil
+from collections import namedtuple
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Set
+from typing import List, Sequence, Set
 
 import numpy as np
 from PIL import Image
@@ -40,29 +41,12 @@ SHEET_COLUMNS = 12
 WEBP_QUALITY = 75
 
 
-@dataclass(frozen=True)
-class Thumb:
-    """One shot as the page shows it: its cell in a sheet (`src`, at `x`, `y`, of `width` x
-    `height` pixels), the `zoom` that enlarges a small image to the thumbnail's box, and its
-    full-size copy (None when the thumbnail already shows every pixel); addresses are relative to
-    index.html."""
-
-    src: str
-    x: int
-    y: int
-    width: int
-    height: int
-    full: Optional[str] = None
-    zoom: float = 1.0
-
-
-@dataclass(frozen=True)
-class Cell:
-    """A shot waiting for its sheet: its pixels at display size and its full-size copy's address."""
-
-    key: str
-    pixels: np.ndarray
-    full: Optional[str]
+#: One shot as the page shows it: its cell in a sheet (`src`, at `x`, `y`, of `width` x `height`
+#: pixels), its full-size copy (None when the thumbnail already shows every pixel) and the `zoom`
+#: that enlarges a small image to the thumbnail's box; addresses are relative to index.html.
+Thumb = namedtuple("Thumb", "src x y width height full zoom", defaults=(None, 1.0))
+#: A shot waiting for its sheet: its pixels at display size and its full-size copy's address.
+Cell = namedtuple("Cell", "key pixels full")
 
 
 def fit(rgb: np.ndarray, side: int = CELL) -> np.ndarray:
@@ -117,12 +101,9 @@ class Thumbnails:
         cell's `Thumb`, in the order given."""
         if not cells:
             return []
-        slots: Dict[str, int] = {}
-        for c in cells:
-            slots.setdefault(c.key, len(slots))
+        slots = {key: i for i, key in enumerate(dict.fromkeys(c.key for c in cells))}
         columns = min(SHEET_COLUMNS, len(slots))
-        slot_h = max(c.pixels.shape[0] for c in cells)
-        slot_w = max(c.pixels.shape[1] for c in cells)
+        slot_h, slot_w = (max(c.pixels.shape[axis] for c in cells) for axis in (0, 1))
         canvas = np.full((slot_h * -(-len(slots) // columns), slot_w * columns, 3), 255, dtype=np.uint8)
         placed = []  # each cell's (x, y, width, height) on the sheet
         for c in cells:

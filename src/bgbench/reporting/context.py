@@ -10,6 +10,7 @@ from __future__ import annotations
 import fnmatch
 import functools
 import json
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -60,11 +61,7 @@ class Subject:
 
     @property
     def classes(self) -> List[str]:
-        for r in reversed(self.runs):
-            classes = json.loads(r["config"]).get("classes")
-            if classes:
-                return list(classes)
-        return []
+        return list(next(filter(None, (json.loads(r["config"]).get("classes") for r in reversed(self.runs))), []))
 
 
 @dataclass
@@ -78,12 +75,11 @@ class ReportContext:
     pages: Dict[str, str] = field(default_factory=dict)  # subject key -> its model's page; empty: one page
     #: (model string, data folder) -> {measure name: why a study skipped it}: the scorecard's n/a cells
     skipped: Dict[Tuple[str, str], Dict[str, str]] = field(default_factory=dict)
-    figures: List[Path] = field(default_factory=list)
+    figures: Dict[Path, None] = field(default_factory=dict)  # the figures written, in order (a set kept in order)
     thumbs: Thumbnails = field(init=False)
 
     def __post_init__(self):
         self.thumbs = Thumbnails(self.out / "figures")
-        self._listed: set = set()
 
     def figure_path(self, subject: Optional[Subject], name: str) -> Path:
         """Where a figure goes: DIR/figures/<subject key>-<name>, without a suffix, so that the
@@ -92,11 +88,8 @@ class ReportContext:
 
     def href(self, path: Path) -> str:
         """A written figure's address relative to index.html; the figure joins the page's list."""
-        path = Path(path)
-        if path not in self._listed:
-            self._listed.add(path)
-            self.figures.append(path)
-        return path.relative_to(self.out).as_posix()
+        self.figures[Path(path)] = None
+        return Path(path).relative_to(self.out).as_posix()
 
     def page_of(self, subject: Subject) -> str:
         """The page that shows a subject's sections, relative to the report's folder: '' for the
@@ -126,24 +119,18 @@ def run_precision(run: Row) -> str:
     return str(json.loads(run["config"] or "{}").get("precision") or EXACT)
 
 
-def _weights(run: Row) -> Optional[str]:
-    return run["checkpoint_sha256"] or run["spec"]  # a random init is identified by its spec
-
-
-def _built(run: Row) -> str:
-    """The protocol a run's model was read under, from what every run records whatever built its
-    model: the class map its outputs went through (the resolved table) and its mean and std. A
-    model read through another class map or normalized otherwise is another subject, never merged
-    into one row with the first."""
+def _identity(run: Row) -> tuple:
+    """What makes a run's subject: its model, its weights (a random init is identified by its spec), its
+    data and test protocol (ten-crop evals measure something else than plain ones), and how its model
+    was read, from what every run records whatever built its model: the class map its outputs went
+    through (the resolved table) and its mean and std. A model read through another class map or
+    normalized otherwise is another subject, never merged into one row with the first."""
     config = json.loads(run["config"] or "{}")
-    spec = json.loads(run["spec"] or "{}") if run["spec"] else {}
+    spec = json.loads(run["spec"] or "{}")
     table = (config.get("class_map") or {}).get("imagenet_classes")
-    return json.dumps([table, spec.get("mean"), spec.get("std")], sort_keys=True)
-
-
-def _protocol(run: Row) -> str:
-    """Ten-crop evals measure something else than plain ones: they get a subject of their own."""
-    return "ten-crop" if run["kind"] == "eval" and json.loads(run["config"]).get("ten_crop") else ""
+    return (run["model"], run["checkpoint_sha256"] or run["spec"], run["data_fingerprint"],
+            "ten-crop" if run["kind"] == "eval" and config.get("ten_crop") else "",
+            json.dumps([table, spec.get("mean"), spec.get("std")], sort_keys=True))
 
 
 def select_subjects(store: Store, run_ids: Optional[Sequence[int]] = None,
@@ -156,9 +143,8 @@ def select_subjects(store: Store, run_ids: Optional[Sequence[int]] = None,
     done = [r for r in store.runs() if r["status"] in FINISHED]
     candidates = [r for r in done if r["model"] and r["kind"] not in PROVENANCE_KINDS]
     if run_ids:
-        by_id = {r["id"]: r for r in store.runs()}
         for i in run_ids:
-            run = by_id.get(i)
+            run = store.get_run(i)
             if run is None:
                 raise BgbenchError(f"--runs: no run {i} in {store.path}")
             if run["status"] not in FINISHED:
@@ -166,8 +152,7 @@ def select_subjects(store: Store, run_ids: Optional[Sequence[int]] = None,
             if run["kind"] in PROVENANCE_KINDS or not run["model"]:
                 raise BgbenchError(f"--runs: run {i} is {with_article(run['kind'])} run; pass eval or challenge "
                                    "runs (training runs are shown with the model they produced)")
-        wanted = set(run_ids)
-        candidates = [r for r in candidates if r["id"] in wanted]
+        candidates = [r for r in candidates if r["id"] in run_ids]
     if models:
         names = sorted({r["model"] for r in candidates})
         for pattern in models:
@@ -179,7 +164,7 @@ def select_subjects(store: Store, run_ids: Optional[Sequence[int]] = None,
         raise BgbenchError(f"no finished eval or challenge runs in {store.path}; run `bgbench eval` first")
     groups: Dict[tuple, List[Row]] = {}
     for r in candidates:
-        groups.setdefault((r["model"], _weights(r), r["data_fingerprint"], _protocol(r), _built(r)), []).append(r)
+        groups.setdefault(_identity(r), []).append(r)
     trains = {r["checkpoint_sha256"]: r for r in done if r["kind"] == "train" and r["checkpoint_sha256"]}
     subjects = []
     for i, ((model, weights, fp, protocol, _), rows) in enumerate(sorted(groups.items(), key=lambda kv: (
@@ -225,9 +210,7 @@ def _label(subjects: List[Subject]) -> None:
     for s in subjects:
         s.model_label = model_label(s.model, s.spec, s.runs[-1]["checkpoint_sha256"])
         s.label = s.model_label + (f" ({s.protocol})" if s.protocol else "")
-    seen: Dict[tuple, int] = {}
-    for s in subjects:
-        seen[(s.label, s.data_fingerprint)] = seen.get((s.label, s.data_fingerprint), 0) + 1
+    seen = Counter((s.label, s.data_fingerprint) for s in subjects)
     clash = {label for (label, _), n in seen.items() if n > 1}
     for s in subjects:
         if s.label in clash:

@@ -46,29 +46,20 @@ PARTS = ("lo", "hi", "n")
 def records(data: dict) -> List[dict]:
     """One record per (model, dataset) of the scorecard's data: provenance and the headlines
     measured there, in the scorecard's order."""
-    out = []
-    for row in data["rows"]:
-        for group, cells, subject in zip(data["groups"], row["cells"], row["subjects"]):
-            if subject is None or all(e is None for e in cells):
-                continue
-            headlines = {}
-            for column, e in zip(group["columns"], cells):
-                if e is None:
-                    continue
-                headlines[column["key"].rstrip(":")] = {
-                    "title": column["title"], "description": column["description"],
-                    **{k: finite_or_none(None if e[k] is None else float(e[k])) for k in ("value", "lo", "hi")},
-                    "n": e["n"], "higher_is_better": column["higher"],
-                    "percent": column["percent"], "not_available": e.get("na"), "run": e["run"],
-                    "precision": e.get("precision")}
-            out.append({"name": row["label"], "model": subject["model"], "architecture": subject["architecture"],
-                        "weights_sha256": subject["weights_sha256"], "dataset": group["name"],
-                        "data_fingerprint": subject["data_fingerprint"], "data_root": subject["data_root"],
-                        "protocol": subject["protocol"], "ten_crop": subject["ten_crop"],
-                        **{k: subject.get(k) for k in PREPROCESSING}, "reported": False,
-                        "bgbench_version": __version__, "measured_with": subject["versions"],
-                        "headlines": headlines})
-    return out
+    return [{"name": row["label"], "model": subject["model"], "architecture": subject["architecture"],
+             "weights_sha256": subject["weights_sha256"], "dataset": group["name"],
+             "data_fingerprint": subject["data_fingerprint"], "data_root": subject["data_root"],
+             "protocol": subject["protocol"], "ten_crop": subject["ten_crop"],
+             **{k: subject.get(k) for k in PREPROCESSING}, "reported": False,
+             "bgbench_version": __version__, "measured_with": subject["versions"],
+             "headlines": {column["key"].rstrip(":"): {
+                 "title": column["title"], "description": column["description"],
+                 **{k: finite_or_none(None if e[k] is None else float(e[k])) for k in ("value", "lo", "hi")},
+                 "n": e["n"], "higher_is_better": column["higher"],
+                 "percent": column["percent"], "not_available": e.get("na"), "run": e["run"],
+                 "precision": e.get("precision")} for column, e in zip(group["columns"], cells) if e is not None}}
+            for row in data["rows"] for group, cells, subject in zip(data["groups"], row["cells"], row["subjects"])
+            if subject is not None and any(e is not None for e in cells)]
 
 
 def _joined(v):
@@ -88,20 +79,15 @@ def _cell(v) -> str:
 
 def csv_text(entries: Sequence[dict]) -> str:
     """The CSV: one row per record, every headline any record has as four columns."""
-    ids: List[str] = []
-    for e in entries:
-        ids += [k for k in e["headlines"] if k not in ids]
+    ids = list(dict.fromkeys(k for e in entries for k in e["headlines"]))
     header = [*FIELDS] + [c for k in ids for c in (k, *(f"{k}:{p}" for p in PARTS))]
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(header)
-    for e in entries:
-        row = [e["name"], e["model"], e["architecture"], e["weights_sha256"], e["dataset"], e["data_fingerprint"],
-               e["protocol"], e["ten_crop"], *[_joined(e[k]) for k in PREPROCESSING], e["bgbench_version"]]
-        for k in ids:
-            h = e["headlines"].get(k) or {}
-            row += [h.get("value"), h.get("lo"), h.get("hi"), h.get("n")]
-        writer.writerow([_cell(v) for v in row])
+    writer.writerows([_cell(v) for v in (
+        e["name"], e["model"], e["architecture"], e["weights_sha256"], e["dataset"], e["data_fingerprint"],
+        e["protocol"], e["ten_crop"], *[_joined(e[k]) for k in PREPROCESSING], e["bgbench_version"],
+        *[(e["headlines"].get(k) or {}).get(part) for k in ids for part in ("value", *PARTS)])] for e in entries)
     return buf.getvalue()
 
 

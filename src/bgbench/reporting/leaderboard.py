@@ -46,8 +46,8 @@ PUBLISHED = "IN-9 (published)"
 
 
 def reported_rows() -> List[dict]:
-    raw = json.loads(files("bgbench").joinpath("resources/reported.json").read_text())
-    return [{**r, "source": "reported", "data": PUBLISHED} for r in raw["rows"]]
+    return [{**r, "source": "reported", "data": PUBLISHED}
+            for r in json.loads(files("bgbench").joinpath("resources/reported.json").read_text())["rows"]]
 
 
 def measured_rows(store: Store) -> List[dict]:
@@ -56,12 +56,10 @@ def measured_rows(store: Store) -> List[dict]:
     column says so)."""
     chosen: Dict[tuple, Dict[str, object]] = {}
     for kind in ("eval", "challenge"):
-        for run in store.runs(kind):
-            if run["status"] != "done":
-                continue
-            config = json.loads(run["config"])
+        for run in (r for r in store.runs(kind) if r["status"] == "done"):
             weights = run["checkpoint_sha256"] or run["spec"]  # a random init is identified by its spec
-            slot = chosen.setdefault((run["model"], weights, run["data_fingerprint"], config.get("protocol")), {})
+            protocol = json.loads(run["config"]).get("protocol")
+            slot = chosen.setdefault((run["model"], weights, run["data_fingerprint"], protocol), {})
             held = slot.get(kind)
             if held is None or run_precision(run) == EXACT or run_precision(held) != EXACT:
                 slot[kind] = run
@@ -71,16 +69,14 @@ def measured_rows(store: Store) -> List[dict]:
 def _row(store: Store, runs: Dict[str, object], protocol: Optional[str]) -> dict:
     """A measured row from its chosen eval and challenge runs."""
     first = next(iter(runs.values()))
+    newest = max(runs.values(), key=lambda r: r["id"])
+    reduced = [f"{p} ({kind})" for kind, p in ((k, run_precision(r)) for k, r in runs.items()) if p != EXACT]
     row = {"model": first["model"], "model_label": run_model_label(first), "source": "measured",
            "checkpoint_sha256": first["checkpoint_sha256"], "data_fingerprint": first["data_fingerprint"],
-           "protocol": protocol, "run_ids": sorted(r["id"] for r in runs.values())}
-    reduced = [f"{p} ({kind})" for kind, p in ((k, run_precision(r)) for k, r in runs.items()) if p != EXACT]
-    row["precision"] = "; ".join(reduced) or EXACT
-    newest = max(runs.values(), key=lambda r: r["id"])
-    row["data"], row["version"] = newest["data_root"], newest["version"]
+           "protocol": protocol, "run_ids": sorted(r["id"] for r in runs.values()),
+           "precision": "; ".join(reduced) or EXACT, "data": newest["data_root"], "version": newest["version"],
+           "in9": any(tuple(json.loads(r["config"]).get("classes") or ()) == IN9_FOLDERS for r in runs.values())}
     for kind, run in runs.items():
-        config = json.loads(run["config"])
-        row["in9"] = row.get("in9") or tuple(config.get("classes") or ()) == IN9_FOLDERS
         metrics = {(m["name"], m["variant"]): m["value"] for m in store.metrics(run["id"])}
         row.update({column: metrics.get(key) for column, key in METRIC_OF[kind].items()})
     return row
@@ -95,13 +91,10 @@ def _rank(rows: List[dict]) -> List[dict]:
     """One dataset's rows: a ranking per key (best first, ties by model name), then the unranked."""
     out = []
     for key in (*KEYS, None):
-        block = [r for r in rows if ranking_key(r) == key]
-        if key is not None:
-            block.sort(key=lambda r: (-r[key], str(r["model"])))
-            for i, r in enumerate(block, 1):
-                r[RANK_COLUMNS[key]] = i
-        else:
-            block.sort(key=lambda r: str(r["model"]))
+        block = sorted((r for r in rows if ranking_key(r) == key),
+                       key=lambda r: (-r[key] if key else 0, str(r["model"])))
+        for i, r in enumerate(block if key else [], 1):
+            r[RANK_COLUMNS[key]] = i
         out += block
     return out
 
@@ -117,20 +110,11 @@ def blocks(rows: List[dict]) -> List[Tuple[str, Optional[str], List[dict]]]:
     return out
 
 
-def block_title(key: Optional[str]) -> str:
-    """The heading that names a block's ranking key."""
-    if key == "challenge":
-        return "ranked by challenge accuracy (share of foregrounds never fooled)"
-    if key == "mixed_rand":
-        return ("no complete challenge run (a --sample run only estimates it): ranked by MIXED-RAND accuracy "
-                "(accuracy without background help), BG-Gap beside it")
-    return "not ranked: no complete challenge run and no MIXED-RAND accuracy"
-
-
-def block_columns(key: Optional[str]) -> List[str]:
-    """The columns a block shows: its rank column (named after the key), the model, its numbers, provenance."""
-    rank = [RANK_COLUMNS[key]] if key is not None else []
-    return [*rank, "model", "source", *SHOWN[key], *PROVENANCE]
+#: The heading that names a block's ranking key.
+TITLES = {"challenge": "ranked by challenge accuracy (share of foregrounds never fooled)",
+          "mixed_rand": "no complete challenge run (a --sample run only estimates it): ranked by MIXED-RAND accuracy "
+                        "(accuracy without background help), BG-Gap beside it",
+          None: "not ranked: no complete challenge run and no MIXED-RAND accuracy"}
 
 
 def leaderboard(store: Optional[Store], include_reported: bool = True) -> List[dict]:
@@ -144,19 +128,14 @@ def leaderboard(store: Optional[Store], include_reported: bool = True) -> List[d
         key = (r["data_fingerprint"], r.get("protocol"))
         names[key] = f"{r['data']} [{r['data_fingerprint']}], " + (f"protocol {key[1]}" if key[1] else "no protocol")
         groups.setdefault(key, []).append(r)
-    groups = {names[key]: rows for key, rows in groups.items()}
-    for name, rows in groups.items():
-        for r in rows:
-            r["dataset"] = name
+    groups = {names[key]: [{**r, "dataset": names[key]} for r in rows] for key, rows in groups.items()}
     if include_reported:
         in9 = [name for name, rows in groups.items() if any(r.get("in9") for r in rows)]
         for name in in9 or [PUBLISHED]:
             groups.setdefault(name, []).extend({**r, "dataset": name} for r in reported_rows())
-    out = []
-    for name in sorted(groups, key=lambda n: (n == PUBLISHED, n)):
-        out += _rank(groups[name])
     return [{**{c: r.get(c) for c in COLUMNS}, "model_label": r.get("model_label") or r.get("model"),
-             "run_ids": r.get("run_ids", [])} for r in out]
+             "run_ids": r.get("run_ids", [])}
+            for name in sorted(groups, key=lambda n: (n == PUBLISHED, n)) for r in _rank(groups[name])]
 
 
 def _cell(col: str, value) -> str:
@@ -188,13 +167,14 @@ def render(rows: List[dict], fmt: str = "table") -> str:
 
 
 def _text_block(dataset: str, key: Optional[str], rows: List[dict], fmt: str) -> str:
-    columns = block_columns(key)
+    """One block as text: its rank column (named after the key), the model, its numbers, provenance."""
+    columns = [*([RANK_COLUMNS[key]] if key else []), "model", "source", *SHOWN[key], *PROVENANCE]
     cells = [[_cell(c, (r.get("model_label") or r[c]) if c == "model" else r[c]) for c in columns] for r in rows]
     if fmt == "md":
-        head = f"### {dataset}: {block_title(key)}\n\n| " + " | ".join(columns) + " |\n|" + "---|" * len(columns)
+        head = f"### {dataset}: {TITLES[key]}\n\n| " + " | ".join(columns) + " |\n|" + "---|" * len(columns)
         body = "\n".join("| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in cells)
         return head + "\n" + body
     widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]
-    lines = [f"dataset: {dataset}, {block_title(key)}", "  ".join(c.ljust(w) for c, w in zip(columns, widths)).rstrip()]
+    lines = [f"dataset: {dataset}, {TITLES[key]}", "  ".join(c.ljust(w) for c, w in zip(columns, widths)).rstrip()]
     lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip() for row in cells]
     return "\n".join(lines)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -27,9 +28,8 @@ def environment() -> jinja2.Environment:
                                   jinja2.FunctionLoader(_measure_template)])
     env = jinja2.Environment(loader=loader, autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    env.filters["pct"] = _pct
-    env.filters["short"] = lambda s, n=12: "-" if not s else str(s)[:n]
-    env.filters["pvalue"] = lambda p: "-" if p is None else (f"{p:.2g}" if p < 0.001 else f"{p:.3f}")
+    env.filters.update(pct=_pct, short=lambda s, n=12: "-" if not s else str(s)[:n],
+                       pvalue=lambda p: "-" if p is None else (f"{p:.2g}" if p < 0.001 else f"{p:.3f}"))
     return env
 
 
@@ -37,22 +37,16 @@ def _measure_template(name: str) -> Optional[str]:
     """`sections/<name>.html.j2` of a measure's section: its inline source, else the file in its
     measure's package (`measures/<measure>/templates/<name>.html.j2`); None for other names."""
     import importlib.resources
-
     section = name.removeprefix("sections/").removesuffix(".html.j2")
-    for s in measure_sections():
-        if s.name != section:
-            continue
-        if s.source is not None:
-            return s.source
-        files = importlib.resources.files(s.measure.package) / "templates" / f"{section}.html.j2"
-        return files.read_text(encoding="utf-8") if files.is_file() else None
-    return None
+    found = next((s for s in measure_sections() if s.name == section), None)
+    if found is None or found.source is not None:
+        return found and found.source
+    files = importlib.resources.files(found.measure.package) / "templates" / f"{section}.html.j2"
+    return files.read_text(encoding="utf-8") if files.is_file() else None
 
 
 def _pct(value: Optional[float], digits: int = 1, signed: bool = False) -> str:
-    if value is None:
-        return "-"
-    return f"{100 * value:+.{digits}f}%" if signed else f"{100 * value:.{digits}f}%"
+    return "-" if value is None else f"{100 * value:{'+' if signed else ''}.{digits}f}%"
 
 
 @dataclass
@@ -167,33 +161,33 @@ def _render(store: Store, out: Path, subjects: List[Subject], progress: bool, la
              for e in g["entries"]} if split else {}
     ctx = ReportContext(store=store, out=out, subjects=subjects, progress=progress, pages=pages,
                         skipped={(m, str(Path(d).resolve())): v for (m, d), v in (skipped or {}).items()})
-    summary = _sections(ctx, "summary")
-    used = {s["name"] for s in summary}
+    used: set = set()  # the names of the sections drawn
     bar = console.progress(total=len(subjects), enabled=progress, desc="report", unit="model")
 
-    def sections_of(subject: Subject) -> List[dict]:
-        found = _sections(ctx, "model", subject)
+    def drawn(scope: str, *subject: Subject) -> List[dict]:
+        """The drawn sections of `scope` (a "model" section's function also takes the subject); a
+        section with nothing recorded is left out."""
+        found = [{"name": s.name, "title": s.title, "template": s.template, "data": data}
+                 for s in list_sections(scope) for data in [s.fn(ctx, *subject)] if data is not None]
         used.update(s["name"] for s in found)
-        bar.update(1)
+        if subject:
+            bar.update(1)
         return found
 
-    def page_sections() -> List[dict]:
-        found = _sections(ctx, "page")
-        used.update(s["name"] for s in found)
-        return found
-
+    summary = drawn("summary")
     env = environment()
     common = {"version": __version__, "generated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-              "db": str(store.path), "page": ctx.page_of, "sections_of": sections_of}
+              "db": str(store.path), "page": ctx.page_of, "sections_of": functools.partial(drawn, "model")}
     index = ctx.out / "index.html"
     try:
-        _stream(env.get_template("index.html.j2").generate(
-            summary=summary, model_groups=groups, page_sections=page_sections, split=split,
-            filters=_filters(subjects, galleries=not split), **common), index)
+        env.get_template("index.html.j2").stream(
+            summary=summary, model_groups=groups, page_sections=functools.partial(drawn, "page"), split=split,
+            filters=_filters(subjects, galleries=not split), **common).dump(str(index), encoding="utf-8")
         for g in groups if split else []:
-            _stream(env.get_template("model.html.j2").generate(
-                g=g, filters=_filters([e["subject"] for e in g["entries"]]), **common),
-                ctx.out / ctx.page_of(g["entries"][0]["subject"]))
+            page = ctx.out / ctx.page_of(g["entries"][0]["subject"])
+            page.parent.mkdir(exist_ok=True)
+            env.get_template("model.html.j2").stream(g=g, filters=_filters([e["subject"] for e in g["entries"]]),
+                                                     **common).dump(str(page), encoding="utf-8")
     finally:
         bar.close()
     board = write_leaderboard(store, ctx.out / "leaderboard.html", labels=labels)
@@ -202,14 +196,6 @@ def _render(store: Store, out: Path, subjects: List[Subject], progress: bool, la
                         sections=sorted(used), seconds=round(time.time() - t0, 2), thumbnails=ctx.thumbs.paths,
                         scorecard=next((s["data"] for s in summary if s["name"] == "scorecard"), None),
                         gallery_images=ctx.thumbs.shots, pages=[ctx.out / p for p in dict.fromkeys(pages.values())])
-
-
-def _stream(chunks, path: Path) -> None:
-    """A page written as its template yields it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8") as f:
-        for chunk in chunks:
-            f.write(chunk)
 
 
 def _by_model(subjects: List[Subject]) -> List[dict]:
@@ -225,32 +211,17 @@ def _by_model(subjects: List[Subject]) -> List[dict]:
 def _filters(subjects: Sequence[Subject], galleries: bool = True) -> dict:
     """What a page's filters offer: every class of its subjects (first seen first; none on a page
     without galleries) and every model (its weights, whatever the data)."""
-    classes: List[str] = []
-    models: List[str] = []
-    for s in subjects:
-        classes += [c for c in s.classes if c not in classes] if galleries else []
-        models += [s.model_label] if s.model_label not in models else []
-    return {"classes": classes, "models": models}
-
-
-def _sections(ctx: ReportContext, scope: str, *subject: Subject) -> List[dict]:
-    """The drawn sections of `scope` (a "model" section's function also takes the subject); a
-    section with nothing recorded is left out."""
-    out = []
-    for section in list_sections(scope):
-        data = section.fn(ctx, *subject)
-        if data is not None:
-            out.append({"name": section.name, "title": section.title, "template": section.template, "data": data})
-    return out
+    return {"classes": list(dict.fromkeys(c for s in subjects for c in s.classes)) if galleries else [],
+            "models": list(dict.fromkeys(s.model_label for s in subjects))}
 
 
 def leaderboard_html(rows: List[dict]) -> str:
     """The leaderboard as one page: per dataset, a sortable table per ranking key, reported rows marked."""
-    from .leaderboard import KEY_NAMES, RANK_COLUMNS, SHOWN, block_title, blocks
+    from .leaderboard import KEY_NAMES, RANK_COLUMNS, SHOWN, TITLES, blocks
     datasets: dict = {}
     for dataset, key, block in blocks(rows):
         datasets.setdefault(dataset, []).append({
-            "title": block_title(key), "rank_column": RANK_COLUMNS.get(key),
+            "title": TITLES[key], "rank_column": RANK_COLUMNS.get(key),
             "rank_header": f"rank by {KEY_NAMES[key]}" if key else None, "shown": SHOWN[key], "rows": block})
     generated = datetime.now(timezone.utc).isoformat(timespec="seconds")
     return environment().get_template("leaderboard.html.j2").render(

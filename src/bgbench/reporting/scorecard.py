@@ -47,13 +47,11 @@ class Column:
     def key(self) -> str:
         return f"{self.measure.name}:{self.headline.metric}:{self.headline.variant}"
 
-    @property
-    def title(self) -> str:
-        return self.headline.short or self.headline.label or self.headline.metric
-
-    @property
-    def description(self) -> str:
-        return self.headline.label or self.headline.metric
+    def meta(self, key: Optional[str] = None) -> dict:
+        """The column as the page and the files show it, under `key` (default its own)."""
+        h = self.headline
+        return {"key": key or self.key, "title": h.short or h.label or h.metric, "description": h.label or h.metric,
+                "percent": h.percent, "higher": h.higher_is_better}
 
 
 def columns() -> List[Column]:
@@ -96,25 +94,24 @@ def cell(ctx: ReportContext, subject: Subject, column: Column) -> Optional[dict]
                     "href": f"{ctx.page_of(subject)}#{subject.key}"}
         return None
     metrics = ctx.metrics(run["id"])
-    for variant in column.variants:
-        row = metrics.get((column.headline.metric, variant))
-        if row is not None and row["value"] is not None:
+    href = _section_href(ctx, subject, column.measure)
+    found = [(v, metrics[(column.headline.metric, v)]) for v in column.variants
+             if (column.headline.metric, v) in metrics]
+    for variant, row in found:
+        if row["value"] is not None:
             out = {"value": row["value"], "lo": row["lo"], "hi": row["hi"], "n": row["n"], "run": run["id"],
-                   "href": _section_href(ctx, subject, column.measure)}
+                   "href": href}
             ref = column.headline.reference
             if ref and (metrics.get((ref[0], variant)) or {"value": None})["value"] is not None:
                 out["reference"] = {"name": ref[1], "value": metrics[(ref[0], variant)]["value"]}
             return out
-        if row is not None and column.headline is WORST_GROUP:  # measured, but too few groups qualify
+        if column.headline is WORST_GROUP:  # measured, but too few groups qualify
             k = row["n"] or 0
             return {"value": None, "na": f"n/a: {k} group{'' if k == 1 else 's'} of at least {MIN_IMAGES} images",
-                    "lo": None, "hi": None, "n": None, "run": run["id"], "href": _section_href(ctx, subject, column.measure)}
-    row = next((metrics.get((column.headline.metric, v)) for v in column.variants
-                if metrics.get((column.headline.metric, v)) is not None), None)
-    if row is not None:  # measured, and undefined there (saliency of all-zero maps): said, not left blank
-        return {"value": None, "na": f"n/a: undefined on these images (n={row['n'] or 0})", "lo": None, "hi": None,
-                "n": row["n"], "run": run["id"], "href": _section_href(ctx, subject, column.measure)}
-    return None
+                    "lo": None, "hi": None, "n": None, "run": run["id"], "href": href}
+    # measured, and undefined there (saliency of all-zero maps): said, not left blank
+    return {"value": None, "na": f"n/a: undefined on these images (n={found[0][1]['n'] or 0})", "lo": None,
+            "hi": None, "n": found[0][1]["n"], "run": run["id"], "href": href} if found else None
 
 
 def _skipped(ctx: ReportContext, models, data_root: Optional[str]) -> Dict[str, str]:
@@ -122,17 +119,13 @@ def _skipped(ctx: ReportContext, models, data_root: Optional[str]) -> Dict[str, 
     if not ctx.skipped or not data_root:
         return {}
     where = str(Path(data_root).resolve())
-    out: Dict[str, str] = {}
-    for model in sorted(models):
-        out.update(ctx.skipped.get((model, where), {}))
-    return out
+    return {measure: why for model in sorted(models) for measure, why in ctx.skipped.get((model, where), {}).items()}
 
 
 def scorecard(ctx: ReportContext) -> Optional[dict]:
     """Template data: datasets (column groups), columns per dataset, one row per model label."""
     cols = columns()
-    meta = {c.key: {"key": c.key, "title": c.title, "description": c.description, "percent": c.headline.percent,
-                    "higher": c.headline.higher_is_better} for c in cols}
+    meta = {c.key: c.meta() for c in cols}
     order = [c.key for c in cols]
     # column key -> the measure whose run fills it: the headlines', then the columns found per subject
     # (BG Required and the edits' drops come from eval runs, a benchmark's from its measure's)
@@ -152,12 +145,11 @@ def scorecard(ctx: ReportContext) -> Optional[dict]:
             measure_of.setdefault(level_key, hard_measures.get(level_key, "eval"))
             order += [level_key] if level_key not in order else []
             found[level_key] = value
-        for col_key, value in found.items():
-            if value is not None and value.get("run") is not None:  # every number says its arithmetic
+        for col_key, value in ((k, v) for k, v in found.items() if v is not None):
+            if value.get("run") is not None:  # every number says its arithmetic
                 value["precision"] = s.precisions[value["run"]]
-            if value is not None:
-                row["cells"][(key, col_key)] = value
-                datasets[key]["columns"].add(col_key)
+            row["cells"][(key, col_key)] = value
+            datasets[key]["columns"].add(col_key)
     groups = [{**d, "columns": [meta[k] for k in order if k in d["columns"]]} for d in datasets.values()
               if d["columns"]]  # in the subjects' order: a study's, else by name (`context`)
     if not groups:
@@ -264,15 +256,13 @@ def edit_drop_cells(ctx: ReportContext, subject: Subject) -> Dict[str, Tuple[dic
     variants = json.loads(run["config"]).get("variants") or [] if run is not None else []
     if "original" not in variants or not any(split_level(v)[0] in ATTRIBUTES for v in variants):
         return {}
-    out = {}
-    for level in edit_drops(ctx.store, [run["id"]]).levels:
-        d = level.to_dict()
-        column = {"key": f"edits:drop:{d['variant']}", "title": f"{d['variant']} drop",
-                  "description": f"accuracy drop from ORIGINAL when {d['variant']} is applied (paired bootstrap "
-                                 f"interval)", "percent": True, "higher": False}
-        out[column["key"]] = (column, {"value": d["drop"], "lo": d["lo"], "hi": d["hi"], "n": d.get("n"),
-                                       "run": run["id"], "href": f"{ctx.page_of(subject)}#{subject.key}-edits"})
-    return out
+    href = f"{ctx.page_of(subject)}#{subject.key}-edits"
+    return {f"edits:drop:{d['variant']}": (
+        {"key": f"edits:drop:{d['variant']}", "title": f"{d['variant']} drop",
+         "description": f"accuracy drop from ORIGINAL when {d['variant']} is applied (paired bootstrap interval)",
+         "percent": True, "higher": False},
+        {"value": d["drop"], "lo": d["lo"], "hi": d["hi"], "n": d.get("n"), "run": run["id"], "href": href})
+        for d in (level.to_dict() for level in edit_drops(ctx.store, [run["id"]]).levels)}
 
 
 def benchmark_cells(ctx: ReportContext, subject: Subject
@@ -291,23 +281,15 @@ def benchmark_cells(ctx: ReportContext, subject: Subject
         config = None if run is None else json.loads(run["config"] or "{}")
         found += [(benchmark, Column(measure, h, (h.variant,))) for h in measure.headlines_on(benchmark, config)]
         replaced += [measure.name] if benchmark.replaces else []
-    out, measures = {}, {}
-    for benchmark, column in found:
-        value = cell(ctx, subject, column)
-        if value is None:
-            continue
-        meta = {"key": f"{benchmark.data_kind}:{column.key}", "title": column.title,
-                "description": column.description, "percent": column.headline.percent,
-                "higher": column.headline.higher_is_better}
-        out[meta["key"]] = (meta, value)
-        measures[meta["key"]] = column.measure.name
-    return out, tuple(replaced), measures
+    shown = [(column.meta(f"{benchmark.data_kind}:{column.key}"), column.measure.name, value)
+             for benchmark, column in found for value in [cell(ctx, subject, column)] if value is not None]
+    return ({meta["key"]: (meta, value) for meta, _, value in shown}, tuple(replaced),
+            {meta["key"]: name for meta, name, _ in shown})
 
 
 def _dataset_name(subject: Subject) -> str:
-    if subject.data_label:
-        return subject.data_label
-    return Path(subject.data_root).name if subject.data_root else (subject.data_fingerprint or "-")[:12]
+    return subject.data_label or (Path(subject.data_root).name if subject.data_root
+                                  else (subject.data_fingerprint or "-")[:12])
 
 
 def _cell_text(column: dict, e: Optional[dict], notes: Optional[List[str]] = None) -> str:
@@ -325,29 +307,18 @@ def _cell_text(column: dict, e: Optional[dict], notes: Optional[List[str]] = Non
     fmt = (lambda v: f"{100 * v:.1f}%") if column["percent"] else (lambda v: f"{v:.3f}")
     ci = interval(e["lo"], e["hi"], e["n"], fmt)
     ref = f"({e['reference']['name']} {fmt(e['reference']['value'])})" if e.get("reference") else ""
-    return f"{fmt(e['value'])} {ci} {ref} {_precision_tag(e)}".replace("  ", " ").replace("  ", " ").strip()
-
-
-def _precision_tag(e: dict) -> str:
-    """'' for an exact (fp32) cell; '[bf16]' for one a reduced-precision run measured."""
-    precision = e.get("precision") or EXACT
-    return "" if precision == EXACT else f"[{precision}]"
+    tag = "" if (e.get("precision") or EXACT) == EXACT else f"[{e['precision']}]"  # a reduced-precision run's
+    return " ".join(part for part in (fmt(e["value"]), ci, ref, tag) if part)
 
 
 def scorecard_records(data: dict) -> List[dict]:
     """The scorecard as flat records (one per model, dataset and column), for --json and export."""
-    out = []
-    for row in data["rows"]:
-        for group, cells in zip(data["groups"], row["cells"]):
-            for column, e in zip(group["columns"], cells):
-                if e is None:
-                    continue
-                out.append({"model": row["label"], "dataset": group["name"], "measure": column["key"],
-                            "title": column["title"], "value": e["value"], "lo": e["lo"], "hi": e["hi"], "n": e["n"],
-                            "not_available": e.get("na"), "run": e["run"], "precision": e.get("precision"),
-                            "higher_is_better": column["higher"],
-                            "reference": e.get("reference")})
-    return out
+    return [{"model": row["label"], "dataset": group["name"], "measure": column["key"], "title": column["title"],
+             "value": e["value"], "lo": e["lo"], "hi": e["hi"], "n": e["n"], "not_available": e.get("na"),
+             "run": e["run"], "precision": e.get("precision"), "higher_is_better": column["higher"],
+             "reference": e.get("reference")}
+            for row in data["rows"] for group, cells in zip(data["groups"], row["cells"])
+            for column, e in zip(group["columns"], cells) if e is not None]
 
 
 def scorecard_text(data: dict) -> str:

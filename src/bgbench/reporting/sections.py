@@ -21,14 +21,14 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from itertools import combinations
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional
 
 from ..errors import BgbenchError
-from ..measures.groups.summary import MIN_IMAGES
 from ..comparing import compare_runs
 from ..measures.eval.section import estimate, eval_accuracies
 from ..measures.registry import Measure, SectionSpec, list_measures, resolve
 from .context import ReportContext, Subject
+from .scorecard import WORST_GROUP, cell, columns, preprocessing, scorecard, shown_precision
 
 SCOPES = ("summary", "model", "page")
 
@@ -67,9 +67,8 @@ def register_section(name: str, title: str, scope: str = "model"):
 
 def _measure_section(measure: Measure, spec: SectionSpec) -> Section:
     """A measure's section, its function imported when the report first calls it."""
-    def call(*args):
-        return resolve(spec.function)(*args)
-    return Section(spec.name, spec.title, spec.scope, call, spec.after, measure, spec.template)
+    return Section(spec.name, spec.title, spec.scope, lambda *args: resolve(spec.function)(*args),
+                   spec.after, measure, spec.template)
 
 
 def measure_sections() -> List[Section]:
@@ -81,47 +80,39 @@ def measure_sections() -> List[Section]:
 def list_sections(scope: Optional[str] = None) -> List[Section]:
     """Sections in page order: registration order, each `after` one right behind its anchor (and
     behind what was placed there before it); one whose anchor is not registered comes last."""
-    summary = [s for s in SECTIONS.values() if s.scope == "summary"]
-    own = [s for s in SECTIONS.values() if s.scope != "summary"]
-    every = summary + measure_sections() + own
+    every = ([s for s in SECTIONS.values() if s.scope == "summary"] + measure_sections()
+             + [s for s in SECTIONS.values() if s.scope != "summary"])
     names = [s.name for s in every]
     duplicated = sorted({n for n in names if names.count(n) > 1})
     if duplicated:
         raise ValueError(f"report sections registered twice: {', '.join(duplicated)}")
-    ordered = [s for s in every if s.after is None]
-    for s in (s for s in every if s.after is not None):
-        names = [o.name for o in ordered]
-        if s.after not in names:
+    behind: Dict[Optional[str], List[Section]] = {}  # anchor -> the sections placed behind it, in order
+    for s in every:
+        behind.setdefault(s.after, []).append(s)
+    ordered: List[Section] = []
+
+    def place(sections: List[Section]) -> None:
+        for s in sections:
             ordered.append(s)
-            continue
-        at = names.index(s.after) + 1
-        while at < len(ordered) and _follows(ordered[at], s.after, ordered):
-            at += 1
-        ordered.insert(at, s)
+            place(behind.get(s.name, []))
+    place(behind.get(None, []) + [s for s in every if s.after is not None and s.after not in names])
+    ordered += [s for s in every if s not in ordered]  # anchors that name each other in a circle
     return [s for s in ordered if scope is None or s.scope == scope]
 
 
-def _follows(section: Section, anchor: str, ordered: List[Section]) -> bool:
-    """Whether `section` was placed behind `anchor`, directly or behind one placed there."""
-    by_name = {s.name: s for s in ordered}
-    while section.after is not None:
-        if section.after == anchor:
-            return True
-        section = by_name.get(section.after, Section("", "", "", None))
-    return False
+def _trained(subject: Subject) -> Optional[dict]:
+    """How bgbench trained the model: its training run's config, or what its checkpoint records
+    where that run is in another store; None for a model bgbench did not train."""
+    if subject.train_run is not None:
+        return json.loads(subject.train_run["config"])
+    return (subject.spec.get("extra") or {}).get("trained") or None
 
 
 def _training_summary(subject: Subject) -> Optional[str]:
-    """'mixed_rand, bgswap + SWA': what a bgbench-trained model was trained on, in a few words, from
-    its training run, or from its checkpoint where that run is in another store."""
-    if subject.train_run is not None:
-        cfg = json.loads(subject.train_run["config"])
-    else:
-        cfg = (subject.spec.get("extra") or {}).get("trained")
-    if not cfg:
-        return None
-    text = ", ".join(str(cfg[k]) for k in ("variant", "recipe") if cfg.get(k))
-    return text + (" + SWA" if cfg.get("swa") else "")
+    """'mixed_rand, bgswap + SWA': what a bgbench-trained model was trained on, in a few words."""
+    cfg = _trained(subject)
+    return None if not cfg else (", ".join(str(cfg[k]) for k in ("variant", "recipe") if cfg.get(k))
+                                 + (" + SWA" if cfg.get("swa") else ""))
 
 
 # ---------------------------------------------------------------- summary
@@ -136,7 +127,6 @@ def scorecard_section(ctx: ReportContext) -> Optional[dict]:
     """The scorecard, and beside it the same numbers as files to publish (scorecard.csv and one
     model_info JSON per model and dataset, as `bgbench export --scorecard` writes them)."""
     from .export import write_scorecard
-    from .scorecard import scorecard
     data = scorecard(ctx)
     if data is None:
         return None
@@ -162,20 +152,12 @@ def overview(ctx: ReportContext) -> Optional[dict]:
     return {"rows": rows}
 
 
-def _worst_group(ctx: ReportContext, subject) -> Optional[dict]:
-    """The newest eval run's worst-group accuracy: MIXED-RAND's (class, background class) groups, or
-    a group dataset's own (on ORIGINAL); None when it recorded none."""
-    run = subject.latest("eval")
-    metrics = ctx.metrics(run["id"]) if run is not None else {}
-    for variant in ("mixed_rand", "original"):
-        found = metrics.get(("worst_group_accuracy", variant))
-        if found is not None and found["value"] is None:  # too few groups qualify
-            k = found["n"] or 0
-            return {"na": f"n/a: {k} group{'' if k == 1 else 's'} of at least {MIN_IMAGES} images", "value": None,
-                    "lo": None, "hi": None, "n": None}
-        if found is not None:
-            return estimate(found)
-    return None
+def _worst_group(ctx: ReportContext, subject: Subject) -> Optional[dict]:
+    """The newest eval run's worst-group accuracy, as the scorecard shows it: MIXED-RAND's (class,
+    background class) groups, or a group dataset's own (on ORIGINAL); None when it recorded none."""
+    if subject.latest("eval") is None:
+        return None
+    return cell(ctx, subject, next(c for c in columns() if c.headline is WORST_GROUP))
 
 
 # ---------------------------------------------------------------- per model
@@ -183,24 +165,17 @@ def _worst_group(ctx: ReportContext, subject) -> Optional[dict]:
 
 @register_section("provenance", "Provenance")
 def provenance_section(ctx: ReportContext, subject: Subject) -> Optional[dict]:
-    from .scorecard import preprocessing, shown_precision
     spec = subject.spec
     shown = preprocessing(subject)
     runs = [{"id": r["id"], "kind": r["kind"], "created": r["created"], "seed": r["seed"], "version": r["version"]}
             for r in subject.runs]
-    training = None
-    if subject.train_run is not None:
-        t = subject.train_run
-        cfg = json.loads(t["config"])
-        tm = ctx.metrics(t["id"])
-        training = {"run_id": t["id"], "recipe": cfg.get("recipe"), "data": cfg.get("data"),
-                    "variant": cfg.get("variant"), "epochs": cfg.get("epochs"), "swa": cfg.get("swa"),
-                    "seed": t["seed"], "data_fingerprint": t["data_fingerprint"],
-                    "train_accuracy": (tm.get(("train_accuracy", "")) or {"value": None})["value"]}
-    elif (spec.get("extra") or {}).get("trained"):  # its training run is in another store: the checkpoint says
-        t = spec["extra"]["trained"]
-        training = {"run_id": None, "recipe": t.get("recipe"), "data": None, "variant": t.get("variant"),
-                    "epochs": t.get("epochs"), "swa": t.get("swa"), "seed": t.get("seed"), "train_accuracy": None}
+    t, cfg = subject.train_run, _trained(subject)  # no run: it is in another store, and the checkpoint says
+    training = None if not cfg else {
+        "run_id": None if t is None else t["id"], "recipe": cfg.get("recipe"),
+        "data": None if t is None else cfg.get("data"), "variant": cfg.get("variant"), "epochs": cfg.get("epochs"),
+        "swa": cfg.get("swa"), "seed": cfg.get("seed") if t is None else t["seed"],
+        "train_accuracy": None if t is None else (ctx.metrics(t["id"]).get(("train_accuracy", ""))
+                                                   or {"value": None})["value"]}
     return {"model": subject.model, "arch": spec.get("arch"), "label_space": spec.get("label_space"),
             "checkpoint": spec.get("checkpoint"), "checkpoint_sha256": subject.runs[-1]["checkpoint_sha256"],
             "format": _format_of(spec),
@@ -231,8 +206,8 @@ def _input_of(spec: dict) -> Optional[str]:
     size = spec.get("input_size")
     if not size:
         return None
-    text = f"{size[-2]}x{size[-1]}, resize {spec.get('resize', 'none')}"
-    return text + (f" ({spec.get('interpolation')})" if spec.get("resize") == "native" else "")
+    return (f"{size[-2]}x{size[-1]}, resize {spec.get('resize', 'none')}"
+            + (f" ({spec.get('interpolation')})" if spec.get("resize") == "native" else ""))
 
 
 def _format_of(spec: dict) -> Optional[str]:
@@ -286,9 +261,7 @@ def _compare_pair(ctx: ReportContext, a: Subject, b: Subject) -> Optional[dict]:
             found["bg_gap"] = comparison.bg_gap_diff.as_dict() if comparison.bg_gap_diff is not None else None
         else:  # a challenge comparison always holds its one row
             found["challenge"] = _pair_row("challenge", comparison.challenge)
-    if not found["variants"] and found["challenge"] is None and not found["refused"]:
-        return None
-    return found
+    return found if found["variants"] or found["challenge"] is not None or found["refused"] else None
 
 
 #: Up to this many models on one dataset, the page compares every pair; with more, each model with
@@ -296,26 +269,19 @@ def _compare_pair(ctx: ReportContext, a: Subject, b: Subject) -> Optional[dict]:
 ALL_PAIRS_UP_TO = 4
 
 
-def compared_pairs(subjects: List[Subject]) -> List[Tuple[Subject, Subject]]:
-    """The pairs the page compares among one dataset's subjects: every pair up to ALL_PAIRS_UP_TO
-    of them, else each later subject with the first."""
-    if len(subjects) <= ALL_PAIRS_UP_TO:
-        return list(combinations(subjects, 2))
-    return [(subjects[0], b) for b in subjects[1:]]
-
-
 @register_section("comparisons", "Comparisons on the same data", scope="page")
 def comparisons(ctx: ReportContext) -> Optional[dict]:
     """Pairs of models on one dataset (same fingerprint), paired tests on the same images: every
-    pair of a few models, or each model against the first of many (`compared_pairs`)."""
+    pair of up to ALL_PAIRS_UP_TO models, or each later model against the first of more."""
     by_data: Dict[str, List[Subject]] = {}
     for s in ctx.subjects:
         by_data.setdefault(s.data_fingerprint or "", []).append(s)
     pairs, baselines = [], []
     for fp, subjects in by_data.items():
-        if len(subjects) > ALL_PAIRS_UP_TO:
+        few = len(subjects) <= ALL_PAIRS_UP_TO
+        if not few:
             baselines.append({"subject": subjects[0], "models": len(subjects), "data_root": subjects[0].data_root})
-        for a, b in compared_pairs(subjects):
+        for a, b in combinations(subjects, 2) if few else ((subjects[0], b) for b in subjects[1:]):
             found = _compare_pair(ctx, a, b)
             if found is not None:
                 pairs.append({**found, "data_root": a.data_root, "data_fingerprint": fp})

@@ -42,8 +42,7 @@ def _use_wal(conn: sqlite3.Connection) -> None:
                 conn.execute("PRAGMA journal_mode=WAL")
             return
         except sqlite3.OperationalError as exc:
-            lock_race = "locked" in str(exc) or "busy" in str(exc)
-            if not lock_race or time.monotonic() > deadline:
+            if not ("locked" in str(exc) or "busy" in str(exc)) or time.monotonic() > deadline:  # not a lock race
                 raise
             time.sleep(pause)
             pause = min(pause * 2, 0.5)
@@ -102,7 +101,7 @@ class Store(ChallengeTables):
     """A thin, explicit wrapper over one SQLite file.
 
     `Store(path)` creates the file (and its folder) when it is missing: commands that record runs
-    open it so. Commands that only read open it with `create=False` (or `Store.open_existing`),
+    open it so. Commands that only read open it with `create=False`,
     so that a mistyped path is an error rather than a new, empty store left behind.
     """
 
@@ -118,11 +117,6 @@ class Store(ChallengeTables):
         except OSError as e:
             raise BgbenchError(f"cannot make the folder of the results store {self.path}: {e}") from None
         self.conn = _connect(self.path)
-
-    @classmethod
-    def open_existing(cls, path: Optional[str | Path] = None) -> "Store":
-        """Open a store that must already exist (a read never creates one)."""
-        return cls(path, create=False)
 
     def close(self) -> None:
         self.conn.close()
@@ -237,7 +231,7 @@ class Store(ChallengeTables):
         if table not in self.tables():
             return []
         schema = declared(table)
-        order = ", ".join(schema.read_order) if schema is not None and schema.read_order else "rowid"
+        order = ", ".join((schema.order or schema.key) if schema is not None else ()) or "rowid"
         return self.conn.execute(f"SELECT * FROM {table} WHERE run_id=? ORDER BY {order}", (run_id,)).fetchall()
 
 def _now() -> str:

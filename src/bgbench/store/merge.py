@@ -78,13 +78,9 @@ def _columns(conn: sqlite3.Connection, table: str) -> List[str]:
 
 def _run_tables(conn: sqlite3.Connection) -> List[Tuple[str, List[str], str]]:
     """(table, columns, CREATE sql) of every table whose rows belong to a run (a run_id column)."""
-    out = []
-    for name, sql in conn.execute("SELECT name, sql FROM sqlite_master WHERE type='table' AND name <> 'runs' "
-                                  "AND name NOT LIKE 'sqlite_%' ORDER BY name").fetchall():
-        columns = _columns(conn, name)
-        if "run_id" in columns:
-            out.append((name, columns, sql))
-    return out
+    tables = conn.execute("SELECT name, sql FROM sqlite_master WHERE type='table' AND name <> 'runs' "
+                          "AND name NOT LIKE 'sqlite_%' ORDER BY name").fetchall()
+    return [(name, columns, sql) for name, sql in tables for columns in [_columns(conn, name)] if "run_id" in columns]
 
 
 def open_source(path: Path, name: Optional[str] = None) -> sqlite3.Connection:
@@ -162,19 +158,15 @@ def _copy_runs(src: sqlite3.Connection, target: Store, count: MergeCount) -> Non
             if key in held:
                 count.present += 1
                 continue
-            cur = conn.execute(f"INSERT INTO runs ({', '.join(map(quoted, run_columns))}) "
-                               f"VALUES ({','.join('?' * len(run_columns))})", [run[c] for c in run_columns])
-            new_id = int(cur.lastrowid)
+            new_id = conn.execute(f"INSERT INTO runs ({', '.join(map(quoted, run_columns))}) "
+                                  f"VALUES ({','.join('?' * len(run_columns))})", [run[c] for c in run_columns]).lastrowid
             for table, columns, _ in tables:
                 cols = [c for c in columns if c in target_columns[table]]
-                names = ", ".join(map(quoted, cols))
-                rows = src.execute(f"SELECT {names} FROM {quoted(table)} WHERE run_id=? ORDER BY rowid",
-                                   (run["id"],)).fetchall()
-                if not rows:
-                    continue
-                at = cols.index("run_id")
-                conn.executemany(f"INSERT INTO {quoted(table)} ({names}) VALUES ({','.join('?' * len(cols))})",
-                                 [tuple(new_id if i == at else v for i, v in enumerate(r)) for r in rows])
+                picked = ", ".join("?" if c == "run_id" else quoted(c) for c in cols)  # the new run's id for the old
+                conn.executemany(f"INSERT INTO {quoted(table)} ({', '.join(map(quoted, cols))}) "
+                                 f"VALUES ({','.join('?' * len(cols))})",
+                                 src.execute(f"SELECT {picked} FROM {quoted(table)} WHERE run_id=? ORDER BY rowid",
+                                             (new_id, run["id"])))
             held.add(key)
             count.added += 1
 
@@ -186,18 +178,12 @@ def copy_store(source: Path, target: Path) -> None:
     network file system, where WAL's shared memory does not work."""
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    src = sqlite3.connect(str(source), timeout=BUSY_TIMEOUT_S)
-    dst = sqlite3.connect(str(tmp))
+    src, dst = sqlite3.connect(str(source), timeout=BUSY_TIMEOUT_S), sqlite3.connect(str(tmp))
     try:
-        src.backup(dst)
-        dst.execute("PRAGMA journal_mode=DELETE")
-        ok = True
+        with closing(src), closing(dst):
+            src.backup(dst)
+            dst.execute("PRAGMA journal_mode=DELETE")
     except sqlite3.DatabaseError as e:
-        ok, problem = False, e
-    finally:
-        dst.close()
-        src.close()
-    if not ok:
         tmp.unlink(missing_ok=True)
-        raise BgbenchError(f"cannot copy the results store {source} to {target}: {problem}")
+        raise BgbenchError(f"cannot copy the results store {source} to {target}: {e}") from None
     os.replace(tmp, target)

@@ -6,6 +6,7 @@ The study command says so once when its store is on one (`studies.jobs.network_s
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import List, Optional, Tuple
 
@@ -18,10 +19,8 @@ NETWORK_TYPES = ("nfs", "nfs4", "cifs", "smb3", "smbfs", "lustre", "gpfs", "beeg
 
 
 def _unescape(field: str) -> str:
-    """/proc/mounts writes a space in a path as \\040 (and tab, newline, backslash likewise)."""
-    for code, char in (("\\040", " "), ("\\011", "\t"), ("\\012", "\n"), ("\\134", "\\")):
-        field = field.replace(code, char)
-    return field
+    """/proc/mounts writes a space in a path as \\040 (and tab, newline, backslash likewise, in octal)."""
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
 
 
 def mounts() -> List[Tuple[str, str]]:
@@ -30,12 +29,7 @@ def mounts() -> List[Tuple[str, str]]:
         text = MOUNTS.read_text()
     except OSError:
         return []
-    out = []
-    for line in text.splitlines():
-        parts = line.split()
-        if len(parts) >= 3:
-            out.append((_unescape(parts[1]), parts[2]))
-    return out
+    return [(_unescape(parts[1]), parts[2]) for parts in map(str.split, text.splitlines()) if len(parts) >= 3]
 
 
 def network_filesystem(path: Path) -> Optional[str]:
@@ -46,9 +40,7 @@ def network_filesystem(path: Path) -> Optional[str]:
     while not path.exists() and path != path.parent:
         path = path.parent
     path = path.resolve()
-    best, kind = -1, None
-    for point, fstype in mounts():
-        mount = Path(point)
-        if (path == mount or mount in path.parents) and len(mount.parts) > best:
-            best, kind = len(mount.parts), fstype
+    holding = [(len(Path(point).parts), fstype) for point, fstype in mounts()
+               if path == Path(point) or Path(point) in path.parents]
+    kind = max(holding, key=lambda h: h[0])[1] if holding else None
     return kind if kind is not None and (kind in NETWORK_TYPES or kind.startswith("nfs")) else None

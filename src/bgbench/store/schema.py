@@ -62,17 +62,12 @@ class TableSchema:
     def column_names(self) -> Tuple[str, ...]:
         return tuple(c for c, _ in self.columns)
 
-    @property
-    def read_order(self) -> Tuple[str, ...]:
-        return self.order or self.key
-
     def sql(self) -> str:
         """CREATE TABLE IF NOT EXISTS, `run_id` first, referencing its run (rows go with it)."""
         run_id = "INTEGER NOT NULL" if self.key else "INTEGER PRIMARY KEY"  # one row per run without a key
-        lines = [f"    run_id {run_id} REFERENCES runs(id) ON DELETE CASCADE"]
-        lines += [f"    {name} {kind}" for name, kind in self.columns]
-        if self.key:
-            lines.append(f"    PRIMARY KEY (run_id, {', '.join(self.key)})")
+        lines = [f"    run_id {run_id} REFERENCES runs(id) ON DELETE CASCADE",
+                 *(f"    {name} {kind}" for name, kind in self.columns),
+                 *([f"    PRIMARY KEY (run_id, {', '.join(self.key)})"] if self.key else [])]
         return f"CREATE TABLE IF NOT EXISTS {self.name} (\n" + ",\n".join(lines) + "\n)"
 
 

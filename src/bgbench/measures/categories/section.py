@@ -48,7 +48,7 @@ def categories_gallery(ctx: SectionContext, subject: SectionSubject, run, judged
         g = ctx.gallery(category, folder=files.folder("original"))
         for p in category_examples(judged, category, k):
             preds = p.detail["preds"]
-            shots = [g.shot_of_file(files.image(v, p.image_id), title, name(preds[v]), preds[v] == p.label)
+            shots = [g.shot(files.image(v, p.image_id), title, name(preds[v]), preds[v] == p.label)
                      for v, title in CATEGORY_INPUTS.items()]
             g.add(name(p.label), p.image_id, name(p.label), f"ONLY-BG-T confidence {p.score:.2f}", shots)
         galleries.append(g.to_dict())

@@ -65,8 +65,8 @@ def _top_backgrounds(ctx: SectionContext, run, ids, labels: np.ndarray, asr: np.
     g = ctx.gallery("Most fooling backgrounds per class", folder=str(root / "only_bg_t" / "val"))
     for c, idx in sorted(top_backgrounds(asr, labels, k=TOP_BACKGROUNDS).items()):
         for rank, j in enumerate(idx, start=1):
-            g.add(names[c], ids[j], f"#{rank}", "",
-                  [g.shot_of_file(_background_path(root, ids[j]), f"ASR {percent(asr[j], 0, 0)}")])
+            shot = g.shot(_background_path(root, ids[j]), f"ASR {percent(asr[j], 0, 0)}")
+            g.add(names[c], ids[j], f"#{rank}", "", [shot])
     return g.to_dict()
 
 
@@ -108,9 +108,9 @@ def _fooled_item(g, name, p, pair, bg, asr: np.ndarray, clean: dict) -> None:
     image, mask, background = decode_image(item.path), read_mask(mask_path), decode_image(bg.path)
     composite = np.where(mask[..., None], image, background)
     c = clean.get(item.image_id)
-    shots = [g.shot_of_file(item.path, "original", "" if c is None else name(c), None if c is None else c == p.label),
-             g.shot_of_file(bg.path, f"background of {name(bg.label)}, ASR {percent(asr[p.detail['bg']], 0, 0)}"),
-             g.shot_of_array(composite, "composite", name(p.detail["pred"]), False)]
+    shots = [g.shot(item.path, "original", "" if c is None else name(c), None if c is None else c == p.label),
+             g.shot(bg.path, f"background of {name(bg.label)}, ASR {percent(asr[p.detail['bg']], 0, 0)}"),
+             g.shot(composite, "composite", name(p.detail["pred"]), False)]
     n, total = p.detail["fooled_by"], p.detail["backgrounds"]
     g.add(name(p.label), item.image_id, name(p.label),
           f"fooled by {n}/{total} backgrounds ({percent(n / total, 0, 0)})", shots)

@@ -44,8 +44,8 @@ def edits_gallery(ctx: SectionContext, subject: SectionSubject) -> Optional[dict
     for level in (v for v in levels if v in rows):
         g = ctx.gallery(level, folder=files.folder(level))
         for p in edit_flips(rows[ORIGINAL], rows[level], k):
-            shots = [g.shot_of_file(files.image(ORIGINAL, p.image_id), "before", name(p.detail["before"]), True),
-                     g.shot_of_file(files.image(level, p.image_id), level, name(p.detail["after"]), False)]
+            shots = [g.shot(files.image(ORIGINAL, p.image_id), "before", name(p.detail["before"]), True),
+                     g.shot(files.image(level, p.image_id), level, name(p.detail["after"]), False)]
             g.add(name(p.label), p.image_id, name(p.label), f"after the edit: {p.score:.2f} confident", shots)
         galleries.append(g.to_dict())
     return {"run_id": run["id"], "galleries": galleries, "per_class": k}

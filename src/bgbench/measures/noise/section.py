@@ -65,9 +65,9 @@ def _noise_item(g, files, name, p, config: dict, preds: dict, tally: dict, clean
     trial, kind = p.detail["trial"], config.get("kind", "sigma")
     label = lambda level: level_label(level, kind, config.get("grid") or "custom")  # noqa: E731
     clean_pred = clean.get(p.image_id) if clean else None
-    lines = [[g.shot_of_file(files.image("original", p.image_id), "no noise",
-                             name(clean_pred[1]) if clean_pred else "", clean_pred[0] == clean_pred[1]
-                             if clean_pred else None)]]
+    lines = [[g.shot(files.image("original", p.image_id), "no noise",
+                     name(clean_pred[1]) if clean_pred else "", clean_pred[0] == clean_pred[1]
+                     if clean_pred else None)]]
     levels = sorted(float(v) for v in config["levels"])
     shown = sorted({float(p.detail["level"]), levels[-1]})
     for region in REGIONS:
@@ -77,8 +77,8 @@ def _noise_item(g, files, name, p, config: dict, preds: dict, tally: dict, clean
                              int(config["trials"]), kind)
             pred = preds.get((p.image_id, region, level, trial))
             wrong, trials = tally.get((p.image_id, region, level), (0, 0))
-            line.append(g.shot_of_array(rgb, f"{region} noise {label(level)}, {wrong}/{trials} trials wrong",
-                                        "" if pred is None else name(pred), None if pred is None else pred == p.label))
+            line.append(g.shot(rgb, f"{region} noise {label(level)}, {wrong}/{trials} trials wrong",
+                               "" if pred is None else name(pred), None if pred is None else pred == p.label))
         lines.append(line)
     region = "object" if p.detail["region"] == "fg" else "background"
     wrong_by_level = "; ".join(f"{r} " + ", ".join("{}/{}".format(*tally.get((p.image_id, r, lv), (0, 0)))

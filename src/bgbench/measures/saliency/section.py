@@ -52,8 +52,8 @@ def saliency_gallery(ctx: SectionContext, subject: SectionSubject) -> Optional[d
         seen.append(ex)
         overlay = Path(ex["overlay"])
         ok = ex["pred"] == ex["label"] if dataset_labels else None
-        shots = [g.shot_of_file(files.image("original", ex["image_id"]), "image"),
-                 g.shot_of_file(overlay if overlay.is_file() else None, "Grad-CAM", pred_name(ex["pred"]), ok)]
+        shots = [g.shot(files.image("original", ex["image_id"]), "image"),
+                 g.shot(overlay if overlay.is_file() else None, "Grad-CAM", pred_name(ex["pred"]), ok)]
         score = "all-zero map" if ex["precision"] is None else f"precision {ex['precision']:.2f}"
         g.add(pred_name(ex["pred"]), ex["image_id"], name(ex["label"]), f"{ex['rank']}: {score}", shots)
     return {"run_id": run["id"], "gallery": g.to_dict(), "layer": config.get("layer"), "per_rank": k,
