@@ -9,7 +9,7 @@ import argparse
 import dataclasses
 
 from ..models.options import ModelOptions
-from .arguments import add_config_flags, add_model_arg
+from .arguments import add_config_flags
 from .study import add_study_args, run_spec
 
 #: ModelOptions fields that profile does not take as model flags (it sets them per step itself).
@@ -21,7 +21,8 @@ def register(sub) -> None:
     battery = profile_battery()
     p = sub.add_parser("profile", help="a model's background-reliance profile: " + ", ".join(battery) +
                        " (as the data allows), resumably, ending with the scorecard and the report")
-    add_model_arg(p, help="a model string (repeat --model for several models)")
+    p.add_argument("--model", required=True, action="append", metavar="M",
+                   help="a model string (repeat --model for several models)")
     g = p.add_argument_group("model options (for every --model)")
     add_config_flags(g, ModelOptions, skip=NOT_HERE)
     p.add_argument("--data", action="append", required=True, metavar="ROOT",
@@ -31,7 +32,6 @@ def register(sub) -> None:
                         "with the battery's options where it has them")
     p.add_argument("--out", default="bgbench-profile", help="the report's folder (default %(default)s)")
     add_study_args(p)
-    p.set_defaults(func=run)
 
 
 def model_options(args: argparse.Namespace) -> dict:

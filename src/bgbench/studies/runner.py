@@ -120,7 +120,10 @@ def run_study(study: Study, db: Optional[str | Path] = None, *, dry_run: bool = 
     (default: beside the store; a job's store is on its node's local disk, its pictures are not)."""
     t0 = time.time()
     ranks = setup(device)
-    with _store(db, dry_run) as store:
+    from ..store.core import default_db_path
+    path = Path(db).expanduser() if db else default_db_path()
+    # a dry run plans against the store without creating it (or its folder) when it does not exist yet
+    with Store(":memory:" if dry_run and not path.exists() else path) as store:
         steps = plan(study, store)
         if rerun:
             for step in steps:
@@ -192,16 +195,6 @@ def _shortcuts(study: Study, store: Store, steps: List[Step]):
     table = analyze("shortcuts", store, run_ids=list(labels), labels=labels,
                      data_labels=study.data_labels(data_roots(steps)))
     return table if table.blocks else None
-
-
-def _store(db: Optional[str | Path], dry_run: bool) -> Store:
-    """The results store; a dry run plans against it without creating it (or its folder) when it
-    does not exist yet, so `--dry-run` writes nothing."""
-    from ..store.core import default_db_path
-    path = Path(db).expanduser() if db else default_db_path()
-    if dry_run and not path.exists():
-        return Store(":memory:")
-    return Store(path)
 
 
 def refuse_problems(study: Study, steps: List[Step]) -> None:
