@@ -154,24 +154,19 @@ def _analyses(store: Store, ran: StudyResult, label: str) -> dict:
     categories = prediction_categories(store, ran.run_id(label, "synthetic9", "eval"))
     noise_run = ran.run_id(label, "synthetic9", "noise")
     sal = ran.result(label, "synthetic9", "saliency").to_dict()
-    features = ran.result(label, "synthetic9", "features")
+    features = ran.result(label, "synthetic9", "features").summary()  # the top spurious feature, the mean of all
+    top = features.top_spurious
     return {"categories": categories.to_dict()["overall"],
-            "features": {"run_id": ran.run_id(label, "synthetic9", "features"),
-                         **_features_headline(features.summary())},
+            "features": {"run_id": ran.run_id(label, "synthetic9", "features"), "bg_share": features.bg_share,
+                         "bg_area": features.bg_area, "spurious": features.spurious,
+                         "features": len(features.features), "rule": features.rule,
+                         "top_spurious": None if top is None else {
+                             k: top[k] for k in ("class", "feature", "rank", "contribution", "bg_share", "bg_area")}},
             "noise": {"run_id": noise_run, **get_measure("noise").read(store, noise_run).to_dict()},
             "saliency": {"run_id": ran.run_id(label, "synthetic9", "saliency"), "layer": sal["layer"],
                          "overlays": sal["overlays"], "aggregation": sal["aggregation"]["headline"],
                          **{k: v["value"] for k, v in sal["headline"].items()},
                          "image_mean": {k: v["value"] for k, v in sal["image_mean"].items()}}}
-
-
-def _features_headline(summary) -> dict:
-    """The features probe in a few numbers: the top spurious feature and the mean over all top features."""
-    top = summary.top_spurious
-    return {"bg_share": summary.bg_share, "bg_area": summary.bg_area, "spurious": summary.spurious,
-            "features": len(summary.features), "rule": summary.rule,
-            "top_spurious": None if top is None else {k: top[k] for k in ("class", "feature", "rank", "contribution",
-                                                                          "bg_share", "bg_area")}}
 
 
 def _features_line(variant: str, f: dict) -> str:

@@ -13,7 +13,8 @@ import dataclasses
 
 from ..measures.analysis import AnalysisMeasure, Reads
 from ..measures.registry import list_measures
-from .arguments import add_config_flags, add_output_args, add_stored_run_args
+from .arguments import add_config_flags, add_output_args, add_stored_run_args, stored_mapping
+from .output import emit, open_store
 
 
 def register(sub) -> None:
@@ -40,8 +41,6 @@ def add_analysis(group, measure: AnalysisMeasure) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..api import analyze
     from ..console import status
-    from .arguments import stored_mapping
-    from .output import emit, open_store
     measure: AnalysisMeasure = args.measure
     cfg = measure.config(**{f.name: getattr(args, f.name) for f in dataclasses.fields(measure.config)})
     options = measure.options(cfg)

@@ -26,6 +26,17 @@ def param_default(func: Callable, name: str) -> Any:
     return default
 
 
+def add_model_arg(p: argparse.ArgumentParser, help: str) -> None:
+    """--model, repeated (`profile` takes several models)."""
+    p.add_argument("--model", required=True, action="append", metavar="M", help=help)
+
+
+def add_run_filters(p: argparse.ArgumentParser, kinds) -> None:
+    """--kind, --model: which stored runs a listing shows."""
+    p.add_argument("--kind", help=f"only runs of this kind ({', '.join(kinds)})")
+    p.add_argument("--model", help="only runs of this model string")
+
+
 def add_device_arg(p: argparse.ArgumentParser, default: str = "cpu") -> None:
     p.add_argument("--device", default=default, help="torch device: cpu, cuda or cuda:N (default %(default)s)")
 

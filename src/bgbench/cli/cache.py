@@ -32,10 +32,8 @@ def _row(e) -> dict:
 
 
 def _age(seconds: float) -> str:
-    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
-        if seconds >= size:
-            return f"{seconds / size:.0f} {unit} ago"
-    return "just now"
+    return next((f"{seconds / size:.0f} {unit} ago" for unit, size in (("d", 86400), ("h", 3600), ("min", 60))
+                 if seconds >= size), "just now")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -61,10 +61,9 @@ def _from_model(args: argparse.Namespace):
     from ..api import evaluate
     from .arguments import load_model
     model = load_model(args)
-    if not args.rerun:
-        reused = _finished(args, model)
-        if reused is not None:
-            return reused
+    reused = None if args.rerun else _finished(args, model)
+    if reused is not None:
+        return reused
     return evaluate(model, args.data, batch_size=args.batch_size, device=args.device,
                     progress=not args.quiet, **_options(args, EvalConfig))
 

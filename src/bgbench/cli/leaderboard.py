@@ -36,10 +36,8 @@ def run(args: argparse.Namespace) -> int:
         store = None
     with store if store is not None else contextlib.nullcontext():  # a damaged store is named in one line
         rows = leaderboard(store, include_reported=args.reported)
-    if args.format == "json":
-        text = to_json(rows)
-    else:
-        text = leaderboard_html(rows) if args.format == "html" else render(rows, args.format)
+    text = to_json(rows) if args.format == "json" else leaderboard_html(rows) if args.format == "html" \
+        else render(rows, args.format)
     if args.out:
         try:
             Path(args.out).write_text(text + "\n", encoding="utf-8")

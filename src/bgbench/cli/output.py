@@ -38,11 +38,8 @@ def stored_in(run_id: Optional[int], where, what: str = "run") -> None:
 
 def db_source(args: argparse.Namespace) -> str:
     """Where the store's path came from, as a user would name it: --db, $BGBENCH_DB or the default."""
-    if getattr(args, "db", None):
-        return "--db"
-    if os.environ.get("BGBENCH_DB"):
-        return "$BGBENCH_DB"
-    return "the default store"
+    return "--db" if getattr(args, "db", None) else "$BGBENCH_DB" if os.environ.get("BGBENCH_DB") \
+        else "the default store"
 
 
 def open_store(args: argparse.Namespace, create: bool = True):

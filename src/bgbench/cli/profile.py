@@ -9,7 +9,7 @@ import argparse
 import dataclasses
 
 from ..models.options import ModelOptions
-from .arguments import add_config_flags
+from .arguments import add_config_flags, add_model_arg
 from .study import add_study_args, run_spec
 
 #: ModelOptions fields that profile does not take as model flags (it sets them per step itself).
@@ -21,8 +21,7 @@ def register(sub) -> None:
     battery = profile_battery()
     p = sub.add_parser("profile", help="a model's background-reliance profile: " + ", ".join(battery) +
                        " (as the data allows), resumably, ending with the scorecard and the report")
-    p.add_argument("--model", required=True, action="append", metavar="M",
-                   help="a model string (repeat --model for several models)")
+    add_model_arg(p, help="a model string (repeat --model for several models)")
     g = p.add_argument_group("model options (for every --model)")
     add_config_flags(g, ModelOptions, skip=NOT_HERE)
     p.add_argument("--data", action="append", required=True, metavar="ROOT",

@@ -7,7 +7,7 @@ from typing import Dict, Optional, Tuple
 
 from ..measures.registry import Command, Headline, list_measures, measure_of_kind
 
-from .arguments import add_output_args
+from .arguments import add_output_args, add_run_filters
 
 from .output import emit, open_store
 
@@ -26,8 +26,7 @@ def recorded_kinds() -> Tuple[str, ...]:
 
 def register(sub) -> None:
     p = sub.add_parser("runs", help="list recorded runs (id, kind, status, model and weights, data, headline)")
-    p.add_argument("--kind", help=f"only runs of this kind ({', '.join(recorded_kinds())})")
-    p.add_argument("--model", help="only runs of this model string")
+    add_run_filters(p, recorded_kinds())
     add_output_args(p)
 
 
@@ -61,10 +60,8 @@ def headline(kind: str, metrics: Dict[Tuple[str, str], Optional[float]], outputs
         shown = [f"{k}={outputs[k]}" for k in OUTPUT_HEADLINE[kind] if k in outputs]
         if shown:
             return ", ".join(shown)
-    for (name, variant), value in metrics.items():
-        if value is not None:
-            return Headline(name, variant).show(value)
-    return None
+    return next((Headline(name, variant).show(value) for (name, variant), value in metrics.items()
+                 if value is not None), None)
 
 
 def describe(store, r) -> dict:

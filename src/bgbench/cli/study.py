@@ -62,10 +62,8 @@ def run(args: argparse.Namespace) -> int:
         from ..studies.shards import run_shard
         result = run_shard(spec, Shard.parse(args.shard), args.db, device=args.device, progress=not args.quiet)
         return emit(args, result.to_dict(), result.text())
-    from ..studies.jobs import network_store_warning
-    warning = network_store_warning(spec, args.db)
-    if warning:
-        status(warning)
+    from ..studies.jobs import warn_if_network_store
+    warn_if_network_store(spec, args.db)
     if args.merge:
         from ..studies.runner import run_study
         from ..studies.shards import merge_jobs

@@ -135,17 +135,18 @@ def plan(study: Study, store) -> List[Step]:
             for measure in study.runnable:
                 if measure.name == EDITS or not measure.runs_on(d):
                     continue
-                on_data = get_measure(measure.name).on_data(dict(measure.options), f.kind)
-                step = Step(m, d, measure, get_measure(measure.name).kind,
-                            options=dict(measure.options), weights=mf.weights, model_identity=mf.identity,
-                            identity=measure_identity(measure.name, on_data), data_root=f.root)
+                registered = get_measure(measure.name)
+                on_data = registered.on_data(dict(measure.options), f.kind)
                 # what the data or the model's format cannot give is skipped with its reason, and the
                 # rest runs; a model that cannot read the dataset at all stops the study (`problem`)
-                step.skip = _unsupported(measure.name, f, measure.options) or mf.format_problem(measure.name) \
+                skip = _unsupported(measure.name, f, measure.options) or mf.format_problem(measure.name) \
                     or mf.label_problem(measure.name)
-                step.problem = problem if step.skip is None else None
-                step.forwards, step.forwards_bound = get_measure(measure.name).forwards(
-                    f.images, f.variants, on_data, f.attribute_kinds, classes=f.classes)
+                forwards, bound = registered.forwards(f.images, f.variants, on_data, f.attribute_kinds,
+                                                      classes=f.classes)
+                step = Step(m, d, measure, registered.kind, skip=skip, forwards=forwards, forwards_bound=bound,
+                            options=dict(measure.options), weights=mf.weights, model_identity=mf.identity,
+                            identity=measure_identity(measure.name, on_data), data_root=f.root,
+                            problem=problem if skip is None else None)
                 if step.skip is None and step.problem is None:
                     step.done_run = _done(store, step, f.fingerprint)
                 steps.append(step)

@@ -156,12 +156,15 @@ def run_study(study: Study, db: Optional[str | Path] = None, *, dry_run: bool = 
             return None
         runs = [s.done_run for s in steps if s.done_run is not None and s.model is not None]
         if report and (runs or execute):  # jobs that all failed leave nothing to report
+            from ..api import analyze
             from ..reporting.render import render_report
-            page = render_report(store, study.out, run_ids=runs, labels=run_labels(steps),
-                                 data_labels=study.data_labels(data_roots(steps)), progress=False,
-                                 skipped=skipped_steps(steps))
+            labels, data_labels = run_labels(steps), study.data_labels(data_roots(steps))
+            page = render_report(store, study.out, run_ids=runs, labels=labels, data_labels=data_labels,
+                                 progress=False, skipped=skipped_steps(steps))
             result.report, result.scorecard = page.index.parent, page.scorecard
-            result.shortcuts = _shortcuts(study, store, steps)
+            if labels:  # the shortcut table of the study's runs, where a step measured a shortcut
+                table = analyze("shortcuts", store, run_ids=list(labels), labels=labels, data_labels=data_labels)
+                result.shortcuts = table if table.blocks else None
     result.seconds = time.time() - t0
     return result
 
@@ -184,17 +187,6 @@ def run_labels(steps: List[Step]) -> Dict[int, str]:
     """Run id -> the label the study gave its model: the identity the report names a model by (two
     models of one model string, with other checkpoints, are two columns)."""
     return {s.done_run: s.model.label for s in steps if s.done_run is not None and s.model is not None}
-
-
-def _shortcuts(study: Study, store: Store, steps: List[Step]):
-    """The shortcut table of the study's runs, with its labels (None: no step measured a shortcut)."""
-    from ..api import analyze
-    labels = run_labels(steps)
-    if not labels:
-        return None
-    table = analyze("shortcuts", store, run_ids=list(labels), labels=labels,
-                     data_labels=study.data_labels(data_roots(steps)))
-    return table if table.blocks else None
 
 
 def refuse_problems(study: Study, steps: List[Step]) -> None:
