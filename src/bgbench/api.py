@@ -286,10 +286,9 @@ def build(out: str | Path, *, preset: Optional[str] = None, data: Optional[str |
         from .edits.pipeline import edit_dataset
         if boxes is not None:
             raise BgbenchError(f"{job}: the edits read the boxes and masks of data; boxes= does not apply")
-        for key in ("attributes", "levels", "angles"):  # the frozen config holds tuples
-            if options.get(key) is not None:
-                options[key] = tuple(dict.fromkeys(options[key]))
-        cfg, how = _model_config(EditConfig, job, {**options, "data": Path(data), "out": Path(out)})
+        tuples = {key: tuple(dict.fromkeys(options[key])) for key in ("attributes", "levels", "angles")
+                  if options.get(key) is not None}  # the frozen config holds tuples
+        cfg, how = _model_config(EditConfig, job, {**options, **tuples, "data": Path(data), "out": Path(out)})
         built = _model(model, data=data, **how) if model is not None else None
         return edit_dataset(cfg, model=built, progress=progress)
     from .variants.build import build as run_build

@@ -379,10 +379,8 @@ def check_options(name: str, options: dict, source: str) -> None:
     check_types(cls, options, lambda k: f"{source}: measures.{name}.{k}")
     given = dict(options)
     if name == EDITS:
-        given = {**given, "data": Path("."), "out": Path(".")}
-        for key in ("attributes", "levels", "angles"):
-            if given.get(key) is not None:
-                given[key] = tuple(given[key])
+        given = {**given, "data": Path("."), "out": Path("."),
+                 **{key: tuple(given[key]) for key in ("attributes", "levels", "angles") if given.get(key) is not None}}
     try:
         cls(**given)
     except BgbenchError as e:
