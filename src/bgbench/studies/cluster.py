@@ -59,8 +59,9 @@ class StudyJob:
     preemption or at the time limit, then requeues what it returns)."""
 
     def __init__(self, study: Study, job: Job, device: str, only: List[str], pictures: Path, progress: bool = True):
-        self.study, self.job, self.device, self.only, self.pictures = study, job, device, only, pictures
-        self.progress = progress  # the job's progress lines, in its log
+        # progress: the job's progress lines, in its log
+        self.study, self.job, self.device, self.only, self.pictures, self.progress = (study, job, device, only,
+                                                                                     pictures, progress)
 
     def __call__(self) -> dict:
         status(f"job {self.job.name}: {len(self.only)} steps to run ({', '.join(self.only)})")

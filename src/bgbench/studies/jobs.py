@@ -91,10 +91,8 @@ def jobs_folder(study: Study) -> Path:
 
 def scratch_folder() -> Path:
     """The node's local disk, where a running job's store lives."""
-    for name in (SCRATCH_ENV, "SLURM_TMPDIR", "TMPDIR"):
-        if os.environ.get(name):
-            return Path(os.environ[name]).expanduser()
-    return Path(tempfile.gettempdir())
+    given = next((os.environ[name] for name in (SCRATCH_ENV, "SLURM_TMPDIR", "TMPDIR") if os.environ.get(name)), None)
+    return Path(given).expanduser() if given else Path(tempfile.gettempdir())
 
 
 def local_store(study: Study, job: Job) -> Path:

@@ -95,14 +95,11 @@ def plan_table(steps: List[Step]) -> str:
     step points to it."""
     problems: List[str] = list(dict.fromkeys(s.problem or s.skip for s in steps if s.problem or s.skip))
     w = max([len(s.title) for s in steps] + [4])
-
-    def state(s: Step) -> str:
-        if s.problem:
-            return f"cannot run: see ({problems.index(s.problem) + 1})"
-        return f"skipped: see ({problems.index(s.skip) + 1})" if s.skip else s.status()
     lines = [f"{'step':>7}  {'what':<{w}}  {'state':<22}  cost"]
     for i, s in enumerate(steps, 1):
-        lines.append(f"{f'[{i}/{len(steps)}]':>7}  {s.title:<{w}}  {state(s):<22}  {s.cost()}")
+        state = (f"cannot run: see ({problems.index(s.problem) + 1})" if s.problem else
+                 f"skipped: see ({problems.index(s.skip) + 1})" if s.skip else s.status())
+        lines.append(f"{f'[{i}/{len(steps)}]':>7}  {s.title:<{w}}  {state:<22}  {s.cost()}")
     lines += [f"({k}) {text}" for k, text in enumerate(problems, 1)]
     return "\n".join(lines)
 

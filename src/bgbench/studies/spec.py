@@ -116,11 +116,10 @@ class Study:
         dataset label -> the folder its runs record as the data's root (`plan.Step.data_root`), where
         a reader takes one above the folder the study names (WILDS' root_dir for `waterbirds_v1.0/`):
         the runs keep their dataset's label there too."""
-        out = {str(d.path): d.label for d in self.datasets}
         labels = {d.label for d in self.datasets}
-        out.update({root: label for label, root in (roots or {}).items() if label in labels})
-        out.update({str(self.edits_folder(d)): f"{d.label} edits" for d in self.datasets})
-        return out
+        return {**{str(d.path): d.label for d in self.datasets},
+                **{root: label for label, root in (roots or {}).items() if label in labels},
+                **{str(self.edits_folder(d)): f"{d.label} edits" for d in self.datasets}}
 
 
 def load_study(path: str | Path, out: Optional[str | Path] = None) -> Study:
