@@ -105,8 +105,7 @@ def evaluate(model: ModelLike, data: str | Path, *, progress: bool = True, **opt
     from .runs import run_eval
     if "variants" in options:
         options["variants"] = list(options["variants"]) if options["variants"] else None
-    how = _model_keys(options)
-    cfg = _config(EvalConfig, "evaluate", options, MODEL_KEYS)
+    cfg, how = _model_config(EvalConfig, "evaluate", options)
     built = _model(model, data=data, device=cfg.device, protocol=cfg.protocol, **how)
     return run_eval(built, data, cfg, progress=progress, renderers={"bg_blurred": blurred_renderer})
 
@@ -126,10 +125,7 @@ def predict(model: ModelLike, paths: Sequence[str | Path], *, top: int = TOP, **
     """
     from .evaluation.photos import predict_images
     device = options.pop("device", default_of(ModelOptions, "device"))
-    unknown = sorted(set(options) - set(MODEL_KEYS))
-    if unknown:
-        raise BgbenchError(f"predict: unknown option {', '.join(unknown)}; the options are top, device, "
-                           f"{', '.join(MODEL_KEYS)}")
+    _refuse_unknown("predict", options, MODEL_KEYS, shown=["top", "device", *MODEL_KEYS])
     return predict_images(_model(model, device=device, **options), paths, top=top, device=device)
 
 
@@ -153,8 +149,7 @@ def challenge(model: ModelLike, data: str | Path, store: Store | str | Path, *,
     """
     from .runs import run_challenge
     from .drawing.figures import challenge_figures
-    how = _model_keys(options)
-    cfg = _config(ChallengeConfig, "challenge", options, MODEL_KEYS)
+    cfg, how = _model_config(ChallengeConfig, "challenge", options)
     built = _model(model, data=data, device=cfg.device, protocol=cfg.protocol, **how)
     with opened(store) as s:
         return run_challenge(built, data, s, cfg, out_dir=out_dir, progress=progress, figures=challenge_figures)
@@ -193,8 +188,7 @@ def probe(name: str, model: ModelLike, data: str | Path, *, out_dir: Optional[st
     from .models.formats import check_needs
     from .runs import run_measure
     measure = _registered(name, Command.PROBE)
-    how = _model_keys(options)
-    cfg = _config(measure.config, f"probe {name}", options, MODEL_KEYS)
+    cfg, how = _model_config(measure.config, f"probe {name}", options)
     built = _model(model, data=data, device=getattr(cfg, "device", None), **how)
     check_needs(built, measure.needs, f"probe {name}")
     return run_measure(measure, built, data, cfg, progress=progress, out_dir=out_dir)
@@ -277,7 +271,9 @@ def build(out: str | Path, *, preset: Optional[str] = None, data: Optional[str |
         A `SynthResult`, `EditResult` or `BuildResult` with provenance (None for a shard: it is
         recorded once merged; under torchrun, an edit's rank 0 returns the one-process result).
     """
-    options = _shard_option(options)
+    if isinstance(options.get("shard"), str):  # 'K/N', as on the command line, or a `Shard`
+        from .data.shards import Shard
+        options = {**options, "shard": Shard.parse(options["shard"])}
     job = f"build --preset {preset}" if preset else "build"
     if preset == SYNTHETIC:
         from .variants.synth import synth
@@ -290,11 +286,9 @@ def build(out: str | Path, *, preset: Optional[str] = None, data: Optional[str |
         from .edits.pipeline import edit_dataset
         if boxes is not None:
             raise BgbenchError(f"{job}: the edits read the boxes and masks of data; boxes= does not apply")
-        for key in ("attributes", "levels", "angles"):  # the frozen config holds tuples
-            if options.get(key) is not None:
-                options[key] = tuple(dict.fromkeys(options[key]))
-        how = _model_keys(options)
-        cfg = _config(EditConfig, job, {**options, "data": Path(data), "out": Path(out)}, MODEL_KEYS)
+        tuples = {key: tuple(dict.fromkeys(options[key])) for key in ("attributes", "levels", "angles")
+                  if options.get(key) is not None}  # the frozen config holds tuples
+        cfg, how = _model_config(EditConfig, job, {**options, **tuples, "data": Path(data), "out": Path(out)})
         built = _model(model, data=data, **how) if model is not None else None
         return edit_dataset(cfg, model=built, progress=progress)
     from .variants.build import build as run_build
@@ -436,17 +430,11 @@ def _keywords(method) -> list:
     return [p.name for p in inspect.signature(method).parameters.values() if p.default is not p.empty]
 
 
-def _model_keys(options: dict) -> dict:
-    """Take the `ModelOptions` keywords (how a model string is built) out of a job's options."""
-    return {k: options.pop(k) for k in MODEL_KEYS if k in options}
-
-
-def _shard_option(options: dict) -> dict:
-    """`shard` may be given as 'K/N' (as on the command line) or as a `Shard`."""
-    if isinstance(options.get("shard"), str):
-        from .data.shards import Shard
-        options = {**options, "shard": Shard.parse(options["shard"])}
-    return options
+def _model_config(cls, job: str, options: dict):
+    """The config of a job that builds a model, and the `ModelOptions` keywords (how a model string is
+    built), taken out of `options` first: (config, those keywords)."""
+    how = {k: options.pop(k) for k in MODEL_KEYS if k in options}
+    return _config(cls, job, options, MODEL_KEYS), how
 
 
 def _config(cls, job: str, options: dict, also: Sequence[str] = ()):

@@ -66,12 +66,9 @@ def run_demo(out: str | Path = "bgbench-demo", db: Optional[str] = None, per_cla
     pin_threads(DEMO_THREADS)
     status(f"[1/5] generating Synthetic-9 ({per_class}/class train, {test_per_class}/class test, {size}px) -> {data}, "
            f"and its first {small_per_class} test images per class -> {small}")
-    write_dataset(data, per_class=per_class, size=size, seed=seed, split="train", progress=progress,
-                  overwrite=True)
-    write_dataset(data, per_class=test_per_class, size=size, seed=seed, split="val", progress=progress,
-                  overwrite=True)
-    write_dataset(small, per_class=small_per_class, size=size, seed=seed, split="val", progress=progress,
-                  overwrite=True)
+    for root, n, split in ((data, per_class, "train"), (data, test_per_class, "val"),
+                           (small, small_per_class, "val")):
+        write_dataset(root, per_class=n, size=size, seed=seed, split=split, progress=progress, overwrite=True)
     store = Store(db or out / "results.db")
     summary = {"data": str(data), "small": str(small), "db": str(store.path), "models": {}}
     checkpoints = {}
@@ -157,24 +154,19 @@ def _analyses(store: Store, ran: StudyResult, label: str) -> dict:
     categories = prediction_categories(store, ran.run_id(label, "synthetic9", "eval"))
     noise_run = ran.run_id(label, "synthetic9", "noise")
     sal = ran.result(label, "synthetic9", "saliency").to_dict()
-    features = ran.result(label, "synthetic9", "features")
+    features = ran.result(label, "synthetic9", "features").summary()  # the top spurious feature, the mean of all
+    top = features.top_spurious
     return {"categories": categories.to_dict()["overall"],
-            "features": {"run_id": ran.run_id(label, "synthetic9", "features"),
-                         **_features_headline(features.summary())},
+            "features": {"run_id": ran.run_id(label, "synthetic9", "features"), "bg_share": features.bg_share,
+                         "bg_area": features.bg_area, "spurious": features.spurious,
+                         "features": len(features.features), "rule": features.rule,
+                         "top_spurious": None if top is None else {
+                             k: top[k] for k in ("class", "feature", "rank", "contribution", "bg_share", "bg_area")}},
             "noise": {"run_id": noise_run, **get_measure("noise").read(store, noise_run).to_dict()},
             "saliency": {"run_id": ran.run_id(label, "synthetic9", "saliency"), "layer": sal["layer"],
                          "overlays": sal["overlays"], "aggregation": sal["aggregation"]["headline"],
                          **{k: v["value"] for k, v in sal["headline"].items()},
                          "image_mean": {k: v["value"] for k, v in sal["image_mean"].items()}}}
-
-
-def _features_headline(summary) -> dict:
-    """The features probe in a few numbers: the top spurious feature and the mean over all top features."""
-    top = summary.top_spurious
-    return {"bg_share": summary.bg_share, "bg_area": summary.bg_area, "spurious": summary.spurious,
-            "features": len(summary.features), "rule": summary.rule,
-            "top_spurious": None if top is None else {k: top[k] for k in ("class", "feature", "rank", "contribution",
-                                                                          "bg_share", "bg_area")}}
 
 
 def _features_line(variant: str, f: dict) -> str:
@@ -199,12 +191,10 @@ class DemoResult:
     report: Path
 
     def text(self) -> str:
-        parts = []
-        for variant, report in self.reports.items():
-            parts += [f"== trained on {variant.upper()} ==", report.text(), ""]
-        g_orig = self.reports["original"].bg_gap.value
-        g_rand = self.reports["mixed_rand"].bg_gap.value
-        parts.append(f"BG-Gap: ORIGINAL-trained {100 * g_orig:.1f}%  vs  MIXED-RAND-trained {100 * g_rand:.1f}%")
+        parts = [line for variant, report in self.reports.items()
+                 for line in (f"== trained on {variant.upper()} ==", report.text(), "")]
+        parts.append(f"BG-Gap: ORIGINAL-trained {100 * self.reports['original'].bg_gap.value:.1f}%  vs  "
+                     f"MIXED-RAND-trained {100 * self.reports['mixed_rand'].bg_gap.value:.1f}%")
         models = self.summary["models"]
         first = models[next(iter(self.reports))]
         dfr = self.summary["dfr"]
@@ -225,19 +215,16 @@ class DemoResult:
                      "per-predicted-class means)")
         n = first["challenge"]["foregrounds"]
         parts += ["", f"Backgrounds Challenge (--full) on the small set ({n} foregrounds x {n} backgrounds):"]
-        for v in self.reports:
-            c = models[v]["challenge"]
-            parts.append(f"{v:<12} challenge accuracy {100 * c['challenge_accuracy']:5.1f}%  "
-                         f"(clean {100 * c['clean_accuracy']:.1f}%)")
+        parts += [f"{v:<12} challenge accuracy {100 * models[v]['challenge']['challenge_accuracy']:5.1f}%  "
+                  f"(clean {100 * models[v]['challenge']['clean_accuracy']:.1f}%)" for v in self.reports]
         levels = list(first["edits"]["accuracy"])
         parts += ["", "ImageNet-E edits of the small set (accuracy; original first, then each edit level):",
                   f"{'trained on':<12} " + " ".join(f"{lv:>15}" for lv in levels)]
-        for v in self.reports:
-            acc = models[v]["edits"]["accuracy"]
-            parts.append(f"{v:<12} " + " ".join(f"{100 * acc[lv]:14.1f}%" for lv in levels))
+        parts += [f"{v:<12} " + " ".join(f"{100 * models[v]['edits']['accuracy'][lv]:14.1f}%" for lv in levels)
+                  for v in self.reports]
         parts += ["", "spurious features (each class's top 5 penultimate features by weight x mean activation; "
                       "background share of their activation maps on their 5 most activating test images):"]
         parts += [_features_line(v, models[v]["features"]) for v in self.reports]
-        parts.append(f"runs stored in {self.db}; outputs under {self.out}/ ({self.summary['seconds']:.0f}s)")
-        parts.append(f"report: {self.report}")
+        parts += [f"runs stored in {self.db}; outputs under {self.out}/ ({self.summary['seconds']:.0f}s)",
+                  f"report: {self.report}"]
         return "\n".join(parts)

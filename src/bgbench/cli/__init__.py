@@ -1,7 +1,7 @@
 """`bgbench <subcommand>`: one command for every job, one module per subcommand.
 
 Each module in COMMANDS (a command's name, '-' spelled '_') has `register(subparsers)`, which adds
-its parser and sets `func` to its `run(args) -> int`; a command line that names its command registers
+its parser, and `run(args) -> int`, which `build_parser` makes the parser's `func`; a command line that names its command registers
 that command alone (`build_parser(only)`). Modules import torch, timm and the engines only inside `run`, so building
 the parser (`bgbench --help`, `bgbench <cmd> --help`) stays cheap. User errors (BgbenchError)
 print one line on stderr and exit with status 2; bugs keep their traceback. A reader that closes
@@ -55,7 +55,9 @@ def build_parser(only: Optional[str] = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"bgbench {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in [only] if only in COMMANDS else COMMANDS:
-        importlib.import_module(f"{__name__}.{name.replace('-', '_')}").register(sub)
+        module = importlib.import_module(f"{__name__}.{name.replace('-', '_')}")
+        module.register(sub)
+        sub.choices[name].set_defaults(func=module.run)
     return parser
 
 
@@ -103,35 +105,25 @@ def _subparsers(parser: argparse.ArgumentParser) -> dict:
     return {}
 
 
-def chosen_parser(parser: argparse.ArgumentParser, argv: List[str]) -> argparse.ArgumentParser:
-    """The (sub)parser of the command `argv` names (`probe noise`), for its own usage in errors."""
-    for token in argv:
-        choices = _subparsers(parser)
-        if not choices:
-            break
-        if token in choices:
-            parser = choices[token]
-    return parser
-
-
 def parse(parser: argparse.ArgumentParser, argv: Optional[List[str]]) -> argparse.Namespace:
     """Parse `argv`; a mistyped command or flag is reported by the subcommand it belongs to, with
     its usage and the closest name it has (argparse alone answers with the top-level usage)."""
     import difflib
     argv = list(sys.argv[1:] if argv is None else argv)
-    level = parser
-    for token in argv:  # a mistyped subcommand: the closest one
-        choices = _subparsers(level)
-        if not choices or token.startswith("-"):
+    sub, flagged = parser, False  # the (sub)parser of the command `argv` names (`probe noise`), for its usage
+    for token in argv:
+        choices = _subparsers(sub)
+        if not choices:
             break
-        if token not in choices:
+        flagged = flagged or token.startswith("-")
+        if token in choices:
+            sub = choices[token]
+        elif not flagged:  # a mistyped subcommand (before any flag): the closest one
             near = difflib.get_close_matches(token, list(choices), n=1)
-            level.error(f"unknown command {token!r}" + (f"; did you mean {near[0]!r}?" if near else
-                                                         f" (choose from {', '.join(choices)})"))
-        level = choices[token]
+            sub.error(f"unknown command {token!r}" + (f"; did you mean {near[0]!r}?" if near else
+                                                       f" (choose from {', '.join(choices)})"))
     args, extra = parser.parse_known_args(argv)
     if extra:
-        sub = chosen_parser(parser, argv)
         flags = [s for a in sub._actions for s in a.option_strings]
         hints = []
         for token in extra:

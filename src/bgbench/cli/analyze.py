@@ -13,7 +13,8 @@ import dataclasses
 
 from ..measures.analysis import AnalysisMeasure, Reads
 from ..measures.registry import list_measures
-from .arguments import add_config_flags, add_db_arg, add_output_args, add_stored_run_args
+from .arguments import add_config_flags, add_output_args, add_stored_run_args, stored_mapping
+from .output import emit, open_store
 
 
 def register(sub) -> None:
@@ -34,16 +35,12 @@ def add_analysis(group, measure: AnalysisMeasure) -> None:
     add_config_flags(p, measure.config)
     if measure.reads is not Reads.RUN:
         add_output_args(p)
-        add_db_arg(p)
-    p.set_defaults(func=run, measure=measure)
+    p.set_defaults(measure=measure)
 
 
 def run(args: argparse.Namespace) -> int:
     from ..api import analyze
     from ..console import status
-    from .arguments import stored_mapping
-    from .folders import open_store
-    from .output import emit
     measure: AnalysisMeasure = args.measure
     cfg = measure.config(**{f.name: getattr(args, f.name) for f in dataclasses.fields(measure.config)})
     options = measure.options(cfg)
@@ -55,9 +52,8 @@ def run(args: argparse.Namespace) -> int:
         else:
             result = analyze(measure.name, store, **options)
     if measure.reads is Reads.RUNS:
-        emit(args, {"models": [measure.document(r) for r in results]}, "\n\n".join(measure.text(r) for r in results))
-        return 0
+        return emit(args, {"models": [measure.document(r) for r in results]},
+                    "\n\n".join(measure.text(r) for r in results))
     for line in measure.notes(result, getattr(args, "run", None)):
         status(line)
-    emit(args, measure.document(result), measure.text(result))
-    return 0
+    return emit(args, measure.document(result), measure.text(result))

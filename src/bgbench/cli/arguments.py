@@ -50,10 +50,14 @@ def add_db_arg(p: argparse.ArgumentParser, help: str = DB_HELP) -> None:
 
 
 def add_output_args(p: argparse.ArgumentParser,
-                    quiet_help: str = "no progress bars (status lines and warnings still go to stderr)") -> None:
-    """--json (stdout holds one JSON document and nothing else) and --quiet (no progress)."""
+                    quiet_help: str = "no progress bars (status lines and warnings still go to stderr)",
+                    db: Optional[str] = DB_HELP) -> None:
+    """--json (stdout holds one JSON document and nothing else), --quiet (no progress), and --db with
+    help `db` (None: no --db, or one the command adds itself)."""
     add_json_arg(p)
     p.add_argument("--quiet", action="store_true", help=quiet_help)
+    if db:
+        add_db_arg(p, help=db)
 
 
 def add_json_arg(p: argparse.ArgumentParser,
@@ -71,7 +75,6 @@ def add_stored_run_args(p: argparse.ArgumentParser) -> None:
                         "sums (default: the run's own decisions, made with the mapping it was run with); "
                         "a run of a model with the dataset's own classes has no mapping, and ignores it")
     add_output_args(p)
-    add_db_arg(p)
 
 
 def stored_mapping(store, args: argparse.Namespace) -> Optional[str]:

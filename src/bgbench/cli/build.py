@@ -11,9 +11,8 @@ from ..signatures import default_of
 from ..variants.build import BuildConfig
 from ..variants.presets import PRESETS
 from ..variants.preprocess import Preprocess
-from .arguments import add_db_arg, add_output_args, add_seed_arg, add_shard_arg
-from .folders import record_dataset_run
-from .output import emit
+from .arguments import add_output_args, add_seed_arg, add_shard_arg
+from .output import emit, record_dataset_run
 
 
 def register(sub) -> None:
@@ -54,23 +53,9 @@ def register(sub) -> None:
     p.add_argument("--preview", action="store_true",
                    help="also write a contact sheet beside the build (OUT-preview-SPLIT.png): each image's original, "
                         "mask and variants in a row, classes in turn (up to 24 rows)")
-    add_output_args(p, quiet_help="no progress bars")
-    add_db_arg(p, help="SQLite results store where the build is recorded (default: $BGBENCH_DB if set, "
+    add_output_args(p, quiet_help="no progress bars",
+                    db="SQLite results store where the build is recorded (default: $BGBENCH_DB if set, "
                        "else ~/.bgbench/results.db)")
-    p.set_defaults(func=run)
-
-
-def refuse_names_that_are_not_utf8(images: Path) -> None:
-    """Image ids (class folder/stem) are stored as UTF-8 text and seed GrabCut by hashing: a file
-    name with a stray byte is refused here, in one line, before any image is built."""
-    if not images.is_dir():
-        return  # the builder says so
-    for path in images.rglob("*"):
-        try:
-            path.name.encode("utf-8")
-        except UnicodeEncodeError:
-            raise BgbenchError(f"--images: {os.fsencode(path)!r} has a name that is not valid UTF-8; rename it "
-                               f"(image ids are stored as UTF-8 text)") from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -79,8 +64,15 @@ def run(args: argparse.Namespace) -> int:
         raise BgbenchError("--preset builds from an ImageNet root: give --imagenet ROOT instead of --images")
     if args.images is not None and args.boxes is None:
         raise BgbenchError("--images needs --boxes (a folder of VOC/ImageNet .xml files or a COCO .json file)")
-    if args.images is not None:  # ImageNet's own names are ASCII; walking its 1.3M files would take minutes
-        refuse_names_that_are_not_utf8(Path(args.images))
+    # image ids (class folder/stem) are stored as UTF-8 text and seed GrabCut by hashing: a file name with a
+    # stray byte is refused in one line, before any image is built (ImageNet's own names are ASCII; walking
+    # its 1.3M files would take minutes; a missing folder the builder names)
+    for path in Path(args.images).rglob("*") if args.images is not None and Path(args.images).is_dir() else ():
+        try:
+            path.name.encode("utf-8")
+        except UnicodeEncodeError:
+            raise BgbenchError(f"--images: {os.fsencode(path)!r} has a name that is not valid UTF-8; rename it "
+                               f"(image ids are stored as UTF-8 text)") from None
     if args.preview and args.shard is None:
         from ..drawing.contact import preview_path, refuse_foreign_preview
         refuse_foreign_preview(preview_path(args.out, args.split))
@@ -97,5 +89,4 @@ def run(args: argparse.Namespace) -> int:
         sheet = contact_sheet(args.out, split=args.split)
         doc = {**doc, "preview": str(sheet)}
         text += f"\npreview: {sheet}"
-    emit(args, doc, text)
-    return 0
+    return emit(args, doc, text)

@@ -24,7 +24,6 @@ def register(sub) -> None:
                    help="clear: evict the least recently used entries until the cache holds at most this many GiB "
                         "(default: remove them all)")
     add_json_arg(p, help="print the entries (or the removed ones) as one JSON document")
-    p.set_defaults(func=run)
 
 
 def _row(e) -> dict:
@@ -33,10 +32,8 @@ def _row(e) -> dict:
 
 
 def _age(seconds: float) -> str:
-    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
-        if seconds >= size:
-            return f"{seconds / size:.0f} {unit} ago"
-    return "just now"
+    return next((f"{seconds / size:.0f} {unit} ago" for unit, size in (("d", 86400), ("h", 3600), ("min", 60))
+                 if seconds >= size), "just now")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -49,9 +46,9 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "clear":
         removed = cache_entries.clear() if keep is None else pixel_cache.evict(cache_entries.entries(), keep)
         freed = sum(e.bytes for e in removed)
-        emit(args, {"folder": str(folder), "removed": [_row(e) for e in removed], "freed_bytes": freed},
-             f"removed {len(removed)} entr{'y' if len(removed) == 1 else 'ies'} ({freed / 2**30:.2f} GiB) from {folder}")
-        return 0
+        return emit(args, {"folder": str(folder), "removed": [_row(e) for e in removed], "freed_bytes": freed},
+                    f"removed {len(removed)} entr{'y' if len(removed) == 1 else 'ies'} ({freed / 2**30:.2f} GiB) "
+                    f"from {folder}")
     found = cache_entries.entries()
     total = sum(e.bytes for e in found)
     budget = pixel_cache.budget_bytes()
@@ -62,6 +59,5 @@ def run(args: argparse.Namespace) -> int:
         lines.append(f"  {e.key[:12]}  {e.images:>7,} images  {e.bytes / 2**20:>9,.1f} MiB  used {_age(now - e.last_used):<12}"
                      f"  {e.first or ''}" + (f"  [damaged: {e.damaged}; `bgbench cache clear` removes it]"
                                              if e.damaged else ""))
-    emit(args, {"folder": str(folder), "enabled": pixel_cache.enabled(), "budget_bytes": budget,
-                "total_bytes": total, "entries": [_row(e) for e in found]}, "\n".join(lines))
-    return 0
+    return emit(args, {"folder": str(folder), "enabled": pixel_cache.enabled(), "budget_bytes": budget,
+                       "total_bytes": total, "entries": [_row(e) for e in found]}, "\n".join(lines))

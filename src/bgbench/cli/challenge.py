@@ -5,9 +5,8 @@ import argparse
 
 from ..measures.challenge.config import ChallengeConfig
 from ..options import flagged_fields
-from .arguments import add_config_flags, add_db_arg, add_model_args, add_output_args, load_model
-from .folders import open_store
-from .output import emit, stored_in
+from .arguments import add_config_flags, add_model_args, add_output_args, load_model
+from .output import emit, open_store, stored_in
 
 
 def register(sub) -> None:
@@ -17,8 +16,6 @@ def register(sub) -> None:
     add_config_flags(p, ChallengeConfig)
     p.add_argument("--out", help="folder for --full figures (default: challenge_<run>/ beside the results store)")
     add_output_args(p)
-    add_db_arg(p)
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -34,21 +31,13 @@ def run(args: argparse.Namespace) -> int:
             return 0
         record(report, store)
         where = store.path
-    note = halfwidth_note(report.sample)
-    if note:
-        status(note)
+    sample = report.sample  # --halfwidth H asked for, but the run ended with a wider interval: say why
+    if sample and sample.get("halfwidth_target") is not None and sample["halfwidth"] > sample["halfwidth_target"]:
+        ended = ("all foregrounds were evaluated, so the share is exact for this dataset"
+                 if sample["n"] >= sample["population"] else f"the run stopped at --sample {sample['requested']}")
+        status(f"note: the 95% half-width is {100 * sample['halfwidth']:.1f} points, not the --halfwidth "
+               f"{100 * sample['halfwidth_target']:.1f} asked for: {ended} ({sample['n']} of "
+               f"{sample['population']} foregrounds)")
     status(f"{report.pairs} composites in {report.seconds:.1f}s")
     stored_in(report.run_id, where)
-    emit(args, report.to_dict(), report.text())
-    return 0
-
-
-def halfwidth_note(sample) -> str:
-    """What to say when --halfwidth H was asked for but the run ended with a wider interval."""
-    if not sample or sample.get("halfwidth_target") is None or sample["halfwidth"] <= sample["halfwidth_target"]:
-        return ""
-    ended = ("all foregrounds were evaluated, so the share is exact for this dataset"
-             if sample["n"] >= sample["population"] else f"the run stopped at --sample {sample['requested']}")
-    return (f"note: the 95% half-width is {100 * sample['halfwidth']:.1f} points, not the --halfwidth "
-            f"{100 * sample['halfwidth_target']:.1f} asked for: {ended} ({sample['n']} of {sample['population']} "
-            f"foregrounds)")
+    return emit(args, report.to_dict(), report.text())

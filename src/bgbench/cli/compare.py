@@ -4,9 +4,8 @@ from __future__ import annotations
 import argparse
 
 from ..api import compare
-from .arguments import add_db_arg, add_output_args, add_seed_arg, param_default
-from .folders import open_store
-from .output import emit
+from .arguments import add_output_args, add_seed_arg, param_default
+from .output import emit, open_store
 
 
 def register(sub) -> None:
@@ -16,12 +15,9 @@ def register(sub) -> None:
     p.add_argument("run_b", type=int, help="id of run B")
     add_seed_arg(p, param_default(compare, "seed"), "seed of the paired bootstrap")
     add_output_args(p)
-    add_db_arg(p)
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     with open_store(args, create=False) as store:
         result = compare(args.run_a, args.run_b, store=store, seed=args.seed)
-    emit(args, result.to_dict(), result.text())
-    return 0
+    return emit(args, result.to_dict(), result.text())

@@ -17,12 +17,10 @@ def register(sub) -> None:
     p.add_argument("--out", default=DEFAULT_OUT, help="output folder (default %(default)s)")
     add_db_arg(p, help="SQLite results store (default: OUT/results.db, i.e. ./bgbench-demo/results.db; "
                        "$BGBENCH_DB is not used, so the demo never mixes its runs into your store)")
-    add_output_args(p, quiet_help="no progress bars")
-    p.set_defaults(func=run)
+    add_output_args(p, quiet_help="no progress bars", db=None)
 
 
 def run(args: argparse.Namespace) -> int:
     from ..demo import run_demo
     result = run_demo(out=args.out, db=args.db, progress=not args.quiet)
-    emit(args, result.summary, result.text())
-    return 0
+    return emit(args, result.summary, result.text())

@@ -12,9 +12,8 @@ from ..edits.pipeline import BACKENDS, EditConfig
 from ..edits.registry import ATTRIBUTES, list_complexity_editors, list_inpainters
 from ..errors import BgbenchError
 from ..signatures import default_of
-from .arguments import add_db_arg, add_device_arg, add_model_args, add_output_args, add_seed_arg, add_shard_arg
-from .folders import record_dataset_run
-from .output import emit
+from .arguments import add_device_arg, add_model_args, add_output_args, add_seed_arg, add_shard_arg
+from .output import emit, record_dataset_run
 
 
 def _default(name: str):
@@ -92,8 +91,6 @@ def register(sub) -> None:
     add_shard_arg(p)
     p.add_argument("--overwrite", action="store_true", help="replace an existing edit of this split")
     add_output_args(p)
-    add_db_arg(p)
-    p.set_defaults(func=run)
 
 
 def import_plugin(name: str) -> None:
@@ -152,5 +149,4 @@ def run(args: argparse.Namespace) -> int:
         console.status(f"skipped {why}")
     doc, text = result.outputs(), result.text()
     record_dataset_run(args, result, doc, "edit")
-    emit(args, doc, text)
-    return 0
+    return emit(args, doc, text)

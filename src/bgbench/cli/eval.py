@@ -9,9 +9,8 @@ from pathlib import Path
 from ..errors import BgbenchError
 from ..measures.eval.config import EvalConfig, PredictionFileConfig
 from ..options import flagged_fields
-from .arguments import add_config_flags, add_db_arg, add_model_args, add_output_args
-from .folders import open_store
-from .output import emit, stored_in
+from .arguments import add_config_flags, add_model_args, add_output_args
+from .output import emit, open_store, stored_in
 
 
 def register(sub) -> None:
@@ -33,14 +32,17 @@ def register(sub) -> None:
                             "CenterCrop(224) and stored under its file name (ImageNet-X and ImageNet-W join on it)")
     add_config_flags(p, EvalConfig)
     add_output_args(p)
-    add_db_arg(p)
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from ..recording import record
-    if args.imagenet is not None:
-        args.data = _imagenet_root(args.imagenet)
+    if args.imagenet is not None:  # one of ImageNet's release layouts, or one line saying what it is not
+        from ..data.imagenet import imagenet_tree, open_tree
+        open_tree(args.imagenet)  # a clear line for a root that is neither layout
+        if imagenet_tree(Path(args.imagenet).expanduser()) is None:
+            raise BgbenchError(f"--imagenet {args.imagenet}: no ImageNet release layout there "
+                               f"(ROOT/ILSVRC/Data/CLS-LOC/ or ROOT/val/<wnid>/)")
+        args.data = args.imagenet
     report = _from_predictions(args) if args.predictions else _from_model(args)
     if report is None:  # a torchrun rank other than 0: rank 0 records and reports
         return 0
@@ -48,18 +50,7 @@ def run(args: argparse.Namespace) -> int:
         if not getattr(report, "reused", False):  # a finished run shown again is already recorded
             record(report, store)
         stored_in(report.run_id, store.path)
-    emit(args, report.to_dict(), report.text())
-    return 0
-
-
-def _imagenet_root(root: str) -> str:
-    """--imagenet ROOT: one of ImageNet's release layouts, or one line saying what it is not."""
-    from ..data.imagenet import imagenet_tree, open_tree
-    open_tree(root)  # a clear line for a root that is neither layout
-    if imagenet_tree(Path(root).expanduser()) is None:
-        raise BgbenchError(f"--imagenet {root}: no ImageNet release layout there (ROOT/ILSVRC/Data/CLS-LOC/ or "
-                           f"ROOT/val/<wnid>/)")
-    return root
+    return emit(args, report.to_dict(), report.text())
 
 
 def _options(args: argparse.Namespace, config: type) -> dict:
@@ -70,10 +61,9 @@ def _from_model(args: argparse.Namespace):
     from ..api import evaluate
     from .arguments import load_model
     model = load_model(args)
-    if not args.rerun:
-        reused = _finished(args, model)
-        if reused is not None:
-            return reused
+    reused = None if args.rerun else _finished(args, model)
+    if reused is not None:
+        return reused
     return evaluate(model, args.data, batch_size=args.batch_size, device=args.device,
                     progress=not args.quiet, **_options(args, EvalConfig))
 

@@ -9,9 +9,7 @@ from ..classes import IMAGENET1K
 from ..errors import BgbenchError
 from .arguments import add_db_arg, add_json_arg
 
-from .folders import open_store
-
-from .output import emit
+from .output import emit, open_store
 
 
 def register(sub) -> None:
@@ -33,30 +31,24 @@ def register(sub) -> None:
     add_json_arg(p, help="print what was written as one JSON document (paths, rows, and for a run its label space "
                          "and columns)")
     add_db_arg(p)
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     if args.scorecard:
-        return _scorecard(args)
+        from ..reporting.export import export_scorecard
+        with open_store(args, create=False) as store:
+            written = export_scorecard(store, args.out, run_ids=args.runs, models=args.models)
+        from ..console import plural
+        return emit(args, written, f"wrote the scorecard of {plural(written['models'], 'model')} on "
+                                   f"{plural(written['datasets'], 'dataset')} ({plural(written['rows'], 'row')}): "
+                                   f"{written['csv']} and {plural(len(written['model_info']), 'JSON file')} under "
+                                   f"{written['out']}/model_info/")
     if args.runs or args.models:
         raise BgbenchError("--runs and --models pick the models of --scorecard; a predictions file is one run's")
     from ..prediction_files import export_predictions
     with open_store(args, create=False) as store:
         written = export_predictions(store, int(args.run), args.out)
     flag = f" --label-space {IMAGENET1K}" if written["label_space"] == IMAGENET1K else ""
-    emit(args, written, f"wrote {written['rows']} predictions of run {args.run} ({', '.join(written['variants'])}) "
-                        f"to {written['path']}\nread back with: bgbench eval --predictions {written['path']} "
-                        f"--data ROOT{flag}")
-    return 0
-
-
-def _scorecard(args: argparse.Namespace) -> int:
-    from ..reporting.export import export_scorecard
-    with open_store(args, create=False) as store:
-        written = export_scorecard(store, args.out, run_ids=args.runs, models=args.models)
-    from ..console import plural
-    emit(args, written, f"wrote the scorecard of {plural(written['models'], 'model')} on "
-                        f"{plural(written['datasets'], 'dataset')} ({plural(written['rows'], 'row')}): {written['csv']} "
-                        f"and {plural(len(written['model_info']), 'JSON file')} under {written['out']}/model_info/")
-    return 0
+    return emit(args, written, f"wrote {written['rows']} predictions of run {args.run} "
+                               f"({', '.join(written['variants'])}) to {written['path']}\nread back with: "
+                               f"bgbench eval --predictions {written['path']} --data ROOT{flag}")

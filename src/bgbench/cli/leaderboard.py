@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ..reporting.leaderboard import FORMATS
 from .arguments import add_db_arg, add_json_arg
-from .folders import open_store
+from .output import db_source, open_store, to_json
 
 
 def register(sub) -> None:
@@ -20,7 +20,6 @@ def register(sub) -> None:
     p.add_argument("--no-reported", dest="reported", action="store_false", help="only rows measured here")
     p.add_argument("--out", help="write to this file instead of stdout (e.g. leaderboard.html)")
     add_db_arg(p)
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -28,8 +27,6 @@ def run(args: argparse.Namespace) -> int:
     from ..errors import BgbenchError
     from ..reporting.leaderboard import leaderboard, render
     from ..reporting.render import leaderboard_html
-    from .folders import db_source
-    from .output import to_json
     try:
         store = open_store(args, create=False)
     except BgbenchError as e:  # nothing measured yet: the published rows still make a leaderboard
@@ -39,10 +36,8 @@ def run(args: argparse.Namespace) -> int:
         store = None
     with store if store is not None else contextlib.nullcontext():  # a damaged store is named in one line
         rows = leaderboard(store, include_reported=args.reported)
-    if args.format == "json":
-        text = to_json(rows)
-    else:
-        text = leaderboard_html(rows) if args.format == "html" else render(rows, args.format)
+    text = to_json(rows) if args.format == "json" else leaderboard_html(rows) if args.format == "html" \
+        else render(rows, args.format)
     if args.out:
         try:
             Path(args.out).write_text(text + "\n", encoding="utf-8")

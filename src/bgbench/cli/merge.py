@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import importlib
 
-from .arguments import add_db_arg, add_output_args
+from .arguments import add_output_args
 
 from .output import emit
 
@@ -21,8 +21,6 @@ def register(sub) -> None:
                    help="worker processes for build's mixed variants (the output does not depend on it)")
     p.add_argument("--overwrite", action="store_true", help="replace splits that OUT already holds")
     add_output_args(p)
-    add_db_arg(p)
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -53,5 +51,4 @@ def run(args: argparse.Namespace) -> int:
             text += f"\n{kind} recorded as run {entry['run_id']}"
         doc["splits"][split] = entry
         lines.append(f"merged {len(records)} shards of {kind} ({split}) into {args.out}\n{text}")
-    emit(args, doc, "\n".join(lines))
-    return 0
+    return emit(args, doc, "\n".join(lines))

@@ -13,8 +13,7 @@ def register(sub) -> None:
                                             "store already holds is not added again, so merging twice is harmless")
     p.add_argument("out", metavar="OUT", help="the results store to merge into (created when missing)")
     p.add_argument("stores", nargs="+", metavar="STORE", help="results stores to read")
-    add_output_args(p)
-    p.set_defaults(func=run)
+    add_output_args(p, db=None)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -29,5 +28,4 @@ def run(args: argparse.Namespace) -> int:
         for path in args.stores:
             counts.append(merge_store(out, Path(path), path))
     doc = {"out": str(Path(args.out)), "added": sum(c.added for c in counts), "stores": [c.to_dict() for c in counts]}
-    emit(args, doc, "\n".join([c.text() for c in counts] + [f"{doc['added']} runs added to {args.out}"]))
-    return 0
+    return emit(args, doc, "\n".join([c.text() for c in counts] + [f"{doc['added']} runs added to {args.out}"]))

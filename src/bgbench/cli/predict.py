@@ -17,7 +17,6 @@ def register(sub) -> None:
     p.add_argument("--top", type=int, default=param_default(predict, "top"),
                    help="classes listed per image (default %(default)s)")
     add_json_arg(p)
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -14,9 +14,8 @@ import dataclasses
 
 from ..measures.registry import Measure, list_measures
 from ..options import flagged_fields
-from .arguments import add_config_flags, add_db_arg, add_model_args, add_output_args, load_model
-from .folders import open_store, run_output_dir
-from .output import emit, stored_in
+from .arguments import add_config_flags, add_model_args, add_output_args, load_model
+from .output import emit, open_store, run_output_dir, stored_in
 
 #: Config fields the shared arguments fill in (the model's, and the mapping of predictions).
 SHARED_FIELDS = ("batch_size", "device")
@@ -43,16 +42,7 @@ def add_probe(inner, measure: Measure) -> None:
     if measure.pictures:
         p.add_argument("--out", help=measure.pictures_help)
     add_output_args(p)
-    add_db_arg(p)
-    p.set_defaults(func=run, measure=measure)
-
-
-def config_of(measure: Measure, args: argparse.Namespace):
-    """The measure's config from the parsed arguments (its checks run in `__post_init__`)."""
-    config = measure.config
-    names = {f.name for f, _ in flagged_fields(config)} | set(SHARED_FIELDS)
-    return config(**{f.name: getattr(args, f.name) for f in dataclasses.fields(config)
-                     if f.name in names and hasattr(args, f.name)})
+    p.set_defaults(measure=measure)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -62,7 +52,9 @@ def run(args: argparse.Namespace) -> int:
     from ..distributed import launched
     from ..recording import record
     measure: Measure = args.measure
-    cfg = config_of(measure, args)
+    names = {f.name for f, _ in flagged_fields(measure.config)} | set(SHARED_FIELDS)
+    cfg = measure.config(**{f.name: getattr(args, f.name) for f in dataclasses.fields(measure.config)
+                            if f.name in names and hasattr(args, f.name)})  # its checks run in `__post_init__`
     model = load_model(args)
     writes = bool(measure.pictures) and getattr(cfg, measure.pictures) > 0
     options = dataclasses.asdict(cfg)
@@ -74,5 +66,4 @@ def run(args: argparse.Namespace) -> int:
             result = probe(measure.name, model, args.data, out_dir=out_dir, progress=not args.quiet, **options)
         run_id = record(result, store)
         stored_in(run_id, store.path)
-    emit(args, result.to_dict(), result.text())
-    return 0
+    return emit(args, result.to_dict(), result.text())

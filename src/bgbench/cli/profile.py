@@ -31,7 +31,6 @@ def register(sub) -> None:
                         "with the battery's options where it has them")
     p.add_argument("--out", default="bgbench-profile", help="the report's folder (default %(default)s)")
     add_study_args(p)
-    p.set_defaults(func=run)
 
 
 def model_options(args: argparse.Namespace) -> dict:

@@ -4,11 +4,9 @@ from __future__ import annotations
 import argparse
 
 from ..api import report
-from .arguments import add_db_arg, add_output_args, param_default
+from .arguments import add_output_args, param_default
 
-from .folders import open_store
-
-from .output import emit
+from .output import emit, open_store
 
 #: Where the report goes without --out: the API's default.
 DEFAULT_OUT = param_default(report, "out")
@@ -23,12 +21,9 @@ def register(sub) -> None:
     p.add_argument("--out", default=DEFAULT_OUT,
                    help="folder for index.html, leaderboard.html and figures/ (default %(default)s)")
     add_output_args(p)
-    add_db_arg(p)
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     with open_store(args, create=False) as store:
         result = report(store, args.out, run_ids=args.runs, models=args.models, progress=not args.quiet)
-    emit(args, result.to_dict(), result.text())
-    return 0
+    return emit(args, result.to_dict(), result.text())

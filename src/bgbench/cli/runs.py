@@ -7,11 +7,9 @@ from typing import Dict, Optional, Tuple
 
 from ..measures.registry import Command, Headline, list_measures, measure_of_kind
 
-from .arguments import add_db_arg, add_output_args, add_run_filters
+from .arguments import add_output_args, add_run_filters
 
-from .folders import open_store
-
-from .output import emit
+from .output import emit, open_store
 
 #: Headlines of the run kinds that are not measures (a measure's come from its declaration).
 TRAIN_HEADLINE = Headline("train_accuracy", label="training accuracy", percent=True)
@@ -30,8 +28,6 @@ def register(sub) -> None:
     p = sub.add_parser("runs", help="list recorded runs (id, kind, status, model and weights, data, headline)")
     add_run_filters(p, recorded_kinds())
     add_output_args(p)
-    add_db_arg(p)
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -40,16 +36,14 @@ def run(args: argparse.Namespace) -> int:
         listing = [describe(store, r) for r in rows]
         where = store.path
     if not listing:
-        emit(args, [], f"no runs recorded in {where}" + (f" of kind {args.kind}" if args.kind else ""))
-        return 0
+        return emit(args, [], f"no runs recorded in {where}" + (f" of kind {args.kind}" if args.kind else ""))
     cols = ("id", "kind", "status", "created", "model", "data", "result")
     cells = [[str(r["model_label"] if c == "model" else r[c] if r[c] is not None else "-") for c in cols]
              for r in listing]
     widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(cols)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(cols, widths)).rstrip()]
     lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip() for row in cells]
-    emit(args, listing, "\n".join(lines))
-    return 0
+    return emit(args, listing, "\n".join(lines))
 
 
 def headline(kind: str, metrics: Dict[Tuple[str, str], Optional[float]], outputs: Optional[dict]) -> Optional[str]:
@@ -66,10 +60,8 @@ def headline(kind: str, metrics: Dict[Tuple[str, str], Optional[float]], outputs
         shown = [f"{k}={outputs[k]}" for k in OUTPUT_HEADLINE[kind] if k in outputs]
         if shown:
             return ", ".join(shown)
-    for (name, variant), value in metrics.items():
-        if value is not None:
-            return Headline(name, variant).show(value)
-    return None
+    return next((Headline(name, variant).show(value) for (name, variant), value in metrics.items()
+                 if value is not None), None)
 
 
 def describe(store, r) -> dict:

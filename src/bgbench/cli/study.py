@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from ..console import status
-from .arguments import add_db_arg, add_device_arg, add_output_args
+from .arguments import add_device_arg, add_output_args
 from .output import emit
 
 
@@ -25,7 +25,6 @@ def register(sub) -> None:
     cluster.add_argument("--merge", action="store_true",
                          help="merge the job stores in OUT/jobs/ into the store and write the report")
     add_executor_args(cluster)
-    p.set_defaults(func=run)
 
 
 def add_study_args(p) -> None:
@@ -33,7 +32,6 @@ def add_study_args(p) -> None:
                    help="print the plan (each step, whether the store holds it, its cost in forwards) and run nothing")
     add_device_arg(p)
     add_output_args(p)
-    add_db_arg(p)
 
 
 def add_executor_args(p) -> None:
@@ -60,17 +58,30 @@ def run(args: argparse.Namespace) -> int:
         from ..errors import BgbenchError
         raise BgbenchError(f"{' and '.join(chosen)}: choose one")
     if args.shard:
-        return run_shard(args, spec)
-    from ..studies.jobs import network_store_warning
-    warning = network_store_warning(spec, args.db)
-    if warning:
-        status(warning)
+        from ..data.shards import Shard
+        from ..studies.shards import run_shard
+        result = run_shard(spec, Shard.parse(args.shard), args.db, device=args.device, progress=not args.quiet)
+        return emit(args, result.to_dict(), result.text())
+    from ..studies.jobs import warn_if_network_store
+    warn_if_network_store(spec, args.db)
     if args.merge:
-        return run_merge(args, spec)
-    from ..studies.cluster import executor_settings
+        from ..studies.runner import run_study
+        from ..studies.shards import merge_jobs
+        counts = merge_jobs(spec, args.db)
+        for c in counts:
+            status(f"merged {c.text()}")
+        result = run_study(spec, args.db, device=args.device, progress=False, execute=False)
+        missing = [s.title for s in result.steps if s.done_run is None and s.skip is None]
+        if missing:
+            status(f"warning: {len(missing)} steps are in no job store yet (first: {missing[0]}); did every shard "
+                   f"finish? Run the missing shards again, then --merge")
+        return emit(args, {**result.to_dict(), "merged": [c.to_dict() for c in counts]}, result.text())
+    from ..studies.cluster import executor_settings, run_cluster
     settings = executor_settings(spec, args)
     if settings is not None and not args.dry_run:
-        return run_executor(args, spec, settings)
+        result = run_cluster(spec, args.db, settings, device=args.device, progress=not args.quiet)
+        emit(args, result.to_dict(), result.text())
+        return 0 if result.complete else 1
     return run_spec(args, spec)
 
 
@@ -80,43 +91,11 @@ def run_spec(args: argparse.Namespace, spec) -> int:
     if result is None:  # a torchrun rank other than 0
         return 0
     if not args.dry_run or not hasattr(args, "executor"):  # `profile` has no jobs to show
-        emit(args, result.to_dict(), plan_table(result.steps) if args.dry_run else result.text())
-        return 0
+        return emit(args, result.to_dict(), plan_table(result.steps) if args.dry_run else result.text())
     from ..studies.jobs import plan_jobs
     jobs = plan_jobs(spec, result.steps)  # what --shard and --executor would spread over machines
     missing = {s.title for s in result.steps if s.done_run is None and s.skip is None}
     lines = [plan_table(result.steps), f"{len(jobs)} jobs for --executor or --shard K/N (one per model and dataset; "
              f"a dataset's edits one), {sum(bool(missing & set(j.steps)) for j in jobs)} with steps to run:"]
     lines += [f"  {j.name}: {len(j.steps)} steps" for j in jobs]
-    emit(args, {**result.to_dict(), "jobs": [j.to_dict() for j in jobs]}, "\n".join(lines))
-    return 0
-
-
-def run_shard(args: argparse.Namespace, spec) -> int:
-    from ..data.shards import Shard
-    from ..studies.shards import run_shard as shard
-    result = shard(spec, Shard.parse(args.shard), args.db, device=args.device, progress=not args.quiet)
-    emit(args, result.to_dict(), result.text())
-    return 0
-
-
-def run_merge(args: argparse.Namespace, spec) -> int:
-    from ..studies.runner import run_study
-    from ..studies.shards import merge_jobs
-    counts = merge_jobs(spec, args.db)
-    for c in counts:
-        status(f"merged {c.text()}")
-    result = run_study(spec, args.db, device=args.device, progress=False, execute=False)
-    missing = [s.title for s in result.steps if s.done_run is None and s.skip is None]
-    if missing:
-        status(f"warning: {len(missing)} steps are in no job store yet (first: {missing[0]}); did every shard "
-               f"finish? Run the missing shards again, then --merge")
-    emit(args, {**result.to_dict(), "merged": [c.to_dict() for c in counts]}, result.text())
-    return 0
-
-
-def run_executor(args: argparse.Namespace, spec, settings) -> int:
-    from ..studies.cluster import run_cluster
-    result = run_cluster(spec, args.db, settings, device=args.device, progress=not args.quiet)
-    emit(args, result.to_dict(), result.text())
-    return 0 if result.complete else 1
+    return emit(args, {**result.to_dict(), "jobs": [j.to_dict() for j in jobs]}, "\n".join(lines))

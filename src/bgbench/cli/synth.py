@@ -6,8 +6,7 @@ import argparse
 from ..signatures import default_of
 from ..variants.synth import SynthConfig
 from .arguments import add_db_arg, add_output_args, add_seed_arg, add_shard_arg
-from .folders import record_dataset_run
-from .output import emit
+from .output import emit, record_dataset_run
 
 
 def _default(name: str):
@@ -44,8 +43,7 @@ def register(sub) -> None:
     p.add_argument("--overwrite", action="store_true", help="replace an existing split in --out")
     add_db_arg(p, help="SQLite results store where the dataset's generation is recorded, as build and edit "
                        "record theirs (default: $BGBENCH_DB if set, else ~/.bgbench/results.db)")
-    add_output_args(p, quiet_help="no progress bars")
-    p.set_defaults(func=run)
+    add_output_args(p, quiet_help="no progress bars", db=None)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -63,5 +61,4 @@ def run(args: argparse.Namespace) -> int:
                    overwrite=args.overwrite, progress=not args.quiet)
     doc = result.outputs()
     record_dataset_run(args, result, doc, "synth")
-    emit(args, doc, result.text())
-    return 0
+    return emit(args, doc, result.text())

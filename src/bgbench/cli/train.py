@@ -9,9 +9,8 @@ import argparse
 
 from ..options import flagged_fields
 from ..training.config import LastLayerConfig, TrainConfig
-from .arguments import add_config_flags, add_db_arg, add_output_args
-from .folders import open_store
-from .output import emit
+from .arguments import add_config_flags, add_output_args
+from .output import emit, open_store
 
 
 def register(sub) -> None:
@@ -23,26 +22,20 @@ def register(sub) -> None:
     g = p.add_argument_group("last-layer recipes (dfr, linear-probe): the frozen model and the head's fit")
     add_config_flags(g, LastLayerConfig, skip=tuple(f.name for f, _ in flagged_fields(TrainConfig)))
     add_output_args(p, quiet_help="no progress bars")
-    add_db_arg(p)
-    p.set_defaults(func=run, train_defaults={a.dest: a.default for a in p._actions})
+    p.set_defaults(train_defaults={a.dest: a.default for a in p._actions})
 
 
 #: The fields of the two configs whose flags this command has.
 FLAGGED = tuple(dict.fromkeys(f.name for cls in (TrainConfig, LastLayerConfig) for f, _ in flagged_fields(cls)))
 
 
-def given(args: argparse.Namespace) -> dict:
-    """The training flags given on the command line (those whose value is not the flag's default)."""
-    defaults = args.train_defaults
-    return {name: getattr(args, name) for name in FLAGGED
-            if name not in ("data", "out") and getattr(args, name) != defaults.get(name)}
-
-
 def run(args: argparse.Namespace) -> int:
     from ..api import train
     from ..console import status
     from ..recording import record
-    options = given(args)
+    defaults = args.train_defaults  # the training flags given (those whose value is not the flag's default)
+    options = {name: getattr(args, name) for name in FLAGGED
+               if name not in ("data", "out") and getattr(args, name) != defaults.get(name)}
     if isinstance(options.get("c_grid"), list):
         options["c_grid"] = tuple(options["c_grid"])
     result = train(args.data, args.out, progress=not args.quiet, **options)
@@ -56,6 +49,5 @@ def run(args: argparse.Namespace) -> int:
         else:
             status(f"training run {run_id} stored in {store.path}")
     doc = {"run_id": run_id, **result.outputs()}
-    emit(args, doc, f"saved {path} (training run {run_id}); evaluate with: "
-                    f"bgbench eval --model file:{path} --data ROOT")
-    return 0
+    return emit(args, doc, f"saved {path} (training run {run_id}); evaluate with: "
+                           f"bgbench eval --model file:{path} --data ROOT")

@@ -2,7 +2,7 @@
 
 Why: SQLite's locking is unreliable over NFS (and other network file systems: SQLite's own FAQ says
 so), and WAL mode does not work there at all, so a store written from two machines gets corrupted.
-The study command says so once when its store is on one (`studies.jobs.network_store_warning`).
+The study command says so once when its store is on one (`studies.jobs.warn_if_network_store`).
 """
 from __future__ import annotations
 

@@ -26,8 +26,7 @@ def study(source: "str | Path | Dict[str, Any] | Study", db: Optional[str | Path
     through submitit, `jobs` at once, with the [executor] table's Slurm resources, and returns a
     `ClusterResult` (`.study` is the `StudyResult`; `.failed` the jobs that failed).
     """
-    from ..console import status
-    from .jobs import network_store_warning
+    from .jobs import warn_if_network_store
     from .runner import run_study
     if isinstance(source, Study):
         spec = source
@@ -35,9 +34,7 @@ def study(source: "str | Path | Dict[str, Any] | Study", db: Optional[str | Path
         spec = study_from_dict(source, out=out)
     else:
         spec = load_study(source, out=out)
-    warning = network_store_warning(spec, db)
-    if warning:
-        status(warning)
+    warn_if_network_store(spec, db)
     from .executor import with_flags
     settings = with_flags(spec.executor, {"kind": executor, "jobs": jobs})
     if settings.kind is not None and not dry_run:

@@ -59,8 +59,9 @@ class StudyJob:
     preemption or at the time limit, then requeues what it returns)."""
 
     def __init__(self, study: Study, job: Job, device: str, only: List[str], pictures: Path, progress: bool = True):
-        self.study, self.job, self.device, self.only, self.pictures = study, job, device, only, pictures
-        self.progress = progress  # the job's progress lines, in its log
+        # progress: the job's progress lines, in its log
+        self.study, self.job, self.device, self.only, self.pictures, self.progress = (study, job, device, only,
+                                                                                     pictures, progress)
 
     def __call__(self) -> dict:
         status(f"job {self.job.name}: {len(self.only)} steps to run ({', '.join(self.only)})")
@@ -88,18 +89,11 @@ def make_executor(settings: ExecutorSettings, folder: Path, device: str):
     except RuntimeError as e:  # submitit finds no srun: not a Slurm cluster's node
         raise BgbenchError(f"--executor slurm: no Slurm here ({e}); run `bgbench study` on the cluster's login "
                            f"node, or use --executor local") from None
-    params: Dict[str, Any] = {"timeout_min": minutes, "name": "bgbench-study", "slurm_signal_delay_s": 120}
-    if settings.partition:
-        params["slurm_partition"] = settings.partition
-    if settings.gpus_per_job is not None:
-        params["gpus_per_node"] = settings.gpus_per_job
-    if settings.cpus_per_job is not None:
-        params["cpus_per_task"] = settings.cpus_per_job
-    if settings.jobs is not None:
-        params["slurm_array_parallelism"] = settings.jobs
-    if settings.sbatch:
-        params["slurm_additional_parameters"] = dict(settings.sbatch)
-    executor.update_parameters(**params)
+    given = {"slurm_partition": settings.partition or None, "gpus_per_node": settings.gpus_per_job,
+             "cpus_per_task": settings.cpus_per_job, "slurm_array_parallelism": settings.jobs,
+             "slurm_additional_parameters": dict(settings.sbatch) or None}
+    executor.update_parameters(timeout_min=minutes, name="bgbench-study", slurm_signal_delay_s=120,
+                               **{k: v for k, v in given.items() if v is not None})
     return executor
 
 
@@ -186,8 +180,7 @@ class ClusterResult:
         lines = [self.study.text(), "",
                  f"{len(self.jobs)} jobs ({self.executor}): {len(self.submitted)} submitted, {len(self.waited)} "
                  f"waited for from an earlier run, {sum(m.added for m in self.merged)} runs merged"]
-        for name, tail in self.failed.items():
-            lines.append(f"job {name} failed; its log ends:\n{tail}")
+        lines += [f"job {name} failed; its log ends:\n{tail}" for name, tail in self.failed.items()]
         return "\n".join(lines)
 
 
@@ -203,23 +196,18 @@ def run_cluster(study: Study, db: Optional[str | Path], settings: ExecutorSettin
     executor = make_executor(settings, folder / "submitit", device)  # no Slurm here: one line, before any work
     folder.mkdir(parents=True, exist_ok=True)
     pictures = pictures_folder(db)
-    merged: List[MergeCount] = []
     with Store(db) as store:
-        for path in job_stores(study):  # jobs that ended while no `bgbench study` was merging
-            merged.append(merge_job_store(store, path))
+        # jobs that ended while no `bgbench study` was merging
+        merged = [merge_job_store(store, path) for path in job_stores(study)]
         steps = plan(study, store)
         refuse_problems(study, steps)
         missing = {s.title for s in steps if s.done_run is None and s.skip is None}
         jobs = [j for j in plan_jobs(study, steps) if missing & set(j.steps)]
-        result = ClusterResult(StudyResult(study, steps), jobs, executor=settings.kind)
-        result.merged = merged
+        result = ClusterResult(StudyResult(study, steps), jobs, merged=merged, executor=settings.kind)
         earlier = _read_submitted(folder)
-        active: Dict[str, tuple] = {}
-        for job in jobs:
-            entry = earlier.get(job.name)
-            if entry is not None and _running(entry):
-                active[job.name] = (None, entry)
-                result.waited[job.name] = entry["id"]
+        active: Dict[str, tuple] = {j.name: (None, earlier[j.name]) for j in jobs
+                                    if j.name in earlier and _running(earlier[j.name])}
+        result.waited = {name: entry["id"] for name, (_, entry) in active.items()}
         pending = [j for j in jobs if j.name not in active]
         limit = settings.jobs or (len(pending) or 1)
         status(f"{len(jobs)} jobs (one per model and dataset; a dataset's edits are one): {len(active)} running from "

@@ -15,7 +15,7 @@ Kept apart from the submitting (`cluster`) so that reading a study file never im
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Dict, Optional
 
 from ..errors import BgbenchError
@@ -36,9 +36,6 @@ class ExecutorSettings:
     cpus_per_job: Optional[int] = None
     time: Optional[int] = None
     sbatch: Dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 _INTS = ("jobs", "gpus_per_job", "cpus_per_job", "time")
@@ -106,8 +103,7 @@ def check(settings: ExecutorSettings, name) -> None:
 def with_flags(settings: ExecutorSettings, flags: Dict[str, Any]) -> ExecutorSettings:
     """The file's settings with the flags given on the command line put over them (None: not given);
     `sbatch` flags are KEY=VALUE strings added to the file's table."""
-    out = ExecutorSettings(**settings.to_dict())
-    out.sbatch = dict(settings.sbatch)
+    out = replace(settings, sbatch=dict(settings.sbatch))
     for key, value in flags.items():
         if value is None:
             continue

@@ -91,10 +91,8 @@ def jobs_folder(study: Study) -> Path:
 
 def scratch_folder() -> Path:
     """The node's local disk, where a running job's store lives."""
-    for name in (SCRATCH_ENV, "SLURM_TMPDIR", "TMPDIR"):
-        if os.environ.get(name):
-            return Path(os.environ[name]).expanduser()
-    return Path(tempfile.gettempdir())
+    given = next((os.environ[name] for name in (SCRATCH_ENV, "SLURM_TMPDIR", "TMPDIR") if os.environ.get(name)), None)
+    return Path(given).expanduser() if given else Path(tempfile.gettempdir())
 
 
 def local_store(study: Study, job: Job) -> Path:
@@ -145,16 +143,16 @@ def save_partial(study: Study, job: Job) -> Optional[Path]:
     return partial_store(study, job)
 
 
-def network_store_warning(study: Study, db: Optional[str | Path] = None) -> Optional[str]:
-    """One warning line when the study's store is on a network file system (the mount's type),
-    naming where a job's own store goes instead; None elsewhere."""
+def warn_if_network_store(study: Study, db: Optional[str | Path] = None) -> None:
+    """One warning line (stderr) when the study's store is on a network file system (the mount's
+    type), naming where a job's own store goes instead."""
+    from ..console import status
     from ..store.core import default_db_path
     from ..store.mounts import network_filesystem
     path = Path(db).expanduser() if db else default_db_path()
     kind = network_filesystem(path)
-    if kind is None:
-        return None
-    return (f"warning: the results store {path} is on {kind}, a network file system, where SQLite's locking is "
-            f"unreliable: never let two machines write it; with --executor or --shard K/N each job writes its own "
-            f"store on its node's local disk ({scratch_folder()}/bgbench-*-<job>.db), moved whole to "
-            f"{jobs_folder(study)}/<job>.db, and one process merges them into it")
+    if kind is not None:
+        status(f"warning: the results store {path} is on {kind}, a network file system, where SQLite's locking is "
+               f"unreliable: never let two machines write it; with --executor or --shard K/N each job writes its "
+               f"own store on its node's local disk ({scratch_folder()}/bgbench-*-<job>.db), moved whole to "
+               f"{jobs_folder(study)}/<job>.db, and one process merges them into it")

@@ -27,10 +27,6 @@ from .spec import EDITS, FOLDER_OPTIONS, Study, StudyDataset, StudyMeasure, Stud
 
 #: Why a step that needs the object's mask is skipped.
 NO_MASKS = "the dataset has no foreground masks (fg_mask/)"
-#: Why a step that pastes objects on the dataset's own backgrounds (the challenge) is skipped.
-NO_BACKGROUNDS = "the dataset has no only_bg_t backgrounds (only_bg_t/)"
-#: Why a step that reads IN-9's two mixed variants (Whac-A-Mole's IN-9 gap) is skipped.
-NO_MIXED = "the dataset has no mixed_same and mixed_rand variants (mixed_same/, mixed_rand/)"
 
 
 @dataclass
@@ -139,17 +135,18 @@ def plan(study: Study, store) -> List[Step]:
             for measure in study.runnable:
                 if measure.name == EDITS or not measure.runs_on(d):
                     continue
-                on_data = get_measure(measure.name).on_data(dict(measure.options), f.kind)
-                step = Step(m, d, measure, get_measure(measure.name).kind,
-                            options=dict(measure.options), weights=mf.weights, model_identity=mf.identity,
-                            identity=measure_identity(measure.name, on_data), data_root=f.root)
+                registered = get_measure(measure.name)
+                on_data = registered.on_data(dict(measure.options), f.kind)
                 # what the data or the model's format cannot give is skipped with its reason, and the
                 # rest runs; a model that cannot read the dataset at all stops the study (`problem`)
-                step.skip = _unsupported(measure.name, f, measure.options) or mf.format_problem(measure.name) \
+                skip = _unsupported(measure.name, f, measure.options) or mf.format_problem(measure.name) \
                     or mf.label_problem(measure.name)
-                step.problem = problem if step.skip is None else None
-                step.forwards, step.forwards_bound = get_measure(measure.name).forwards(
-                    f.images, f.variants, on_data, f.attribute_kinds, classes=f.classes)
+                forwards, bound = registered.forwards(f.images, f.variants, on_data, f.attribute_kinds,
+                                                      classes=f.classes)
+                step = Step(m, d, measure, registered.kind, skip=skip, forwards=forwards, forwards_bound=bound,
+                            options=dict(measure.options), weights=mf.weights, model_identity=mf.identity,
+                            identity=measure_identity(measure.name, on_data), data_root=f.root,
+                            problem=problem if skip is None else None)
                 if step.skip is None and step.problem is None:
                     step.done_run = _done(store, step, f.fingerprint)
                 steps.append(step)
@@ -177,11 +174,13 @@ class _ModelFacts:
     weight file (read once), and whether it can read a dataset's classes (`problem`)."""
 
     def __init__(self, model: StudyModel):
+        from ..models.checkpoint import sha256_file
         from ..models.options import ModelOptions, identity
         self.model = model
         self.identity = identity(ModelOptions(model=model.model, **model.options))
         self._peeks: Dict[tuple, object] = {}
-        self.weights = _weights(model, self._peek(()))
+        path = getattr(self._peek(()), "weights", None)  # the one file its weights are read from
+        self.weights = sha256_file(Path(path).expanduser()) if path else None
 
     def _peek(self, classes: tuple):
         """The scheme's peek for a dataset of `classes` (a BgbenchError, kept, when it cannot tell)."""
@@ -297,26 +296,19 @@ def _unsupported(name: str, facts: DatasetFacts, options: Optional[dict] = None)
     reasons = [f"no {FOLDER_OPTIONS[key]} at {value} ({name}.{key})" for key, value in (options or {}).items()
                if key in FOLDER_OPTIONS and value is not None and not Path(str(value)).expanduser().is_dir()]
     needs = get_measure(name).needs
-    if "masks" in needs and not facts.masks:
-        reasons.append(NO_MASKS)
-    # masks but no backgrounds (Hard ImageNet, RIVAL10); without masks, that reason says enough
-    if "backgrounds" in needs and facts.masks and "only_bg_t" not in facts.variants:
-        reasons.append(NO_BACKGROUNDS)
-    if "mixed" in needs and not {"mixed_same", "mixed_rand"} <= set(facts.variants):
-        reasons.append(NO_MIXED)
-    if "attributes" in needs and not facts.attributes:
-        reasons.append("the dataset has no attribute masks (attr_mask/, or a RIVAL10 release)")
-    if "imagenet" in needs and not facts.imagenet:
-        reasons.append("the dataset is not ImageNet's own images (its val, in a release layout)")
+    lacks = {  # need -> (whether the data lacks it, why the step is skipped)
+        "masks": (not facts.masks, NO_MASKS),
+        # masks but no backgrounds (Hard ImageNet, RIVAL10); without masks, that reason says enough
+        "backgrounds": (facts.masks and "only_bg_t" not in facts.variants,
+                        "the dataset has no only_bg_t backgrounds (only_bg_t/)"),
+        # IN-9's two mixed variants (Whac-A-Mole's IN-9 gap)
+        "mixed": (not {"mixed_same", "mixed_rand"} <= set(facts.variants),
+                  "the dataset has no mixed_same and mixed_rand variants (mixed_same/, mixed_rand/)"),
+        "attributes": (not facts.attributes, "the dataset has no attribute masks (attr_mask/, or a RIVAL10 release)"),
+        "imagenet": (not facts.imagenet, "the dataset is not ImageNet's own images (its val, in a release layout)")}
+    reasons += [why for need, (lacking, why) in lacks.items() if need in needs and lacking]
     reasons += [f"the dataset is not {NEEDS[n]}" for n in needs if n in LAYOUT_NEEDS and facts.kind != n]
     return "; ".join(reasons) or None
-
-
-def _weights(model: StudyModel, peeked) -> Optional[str]:
-    """The sha256 of the one file the model's weights are read from (None: none known)."""
-    from ..models.checkpoint import sha256_file
-    path = getattr(peeked, "weights", None)
-    return sha256_file(Path(path).expanduser()) if path else None
 
 
 def _done(store, step: Step, fingerprint: str) -> Optional[int]:

@@ -95,14 +95,11 @@ def plan_table(steps: List[Step]) -> str:
     step points to it."""
     problems: List[str] = list(dict.fromkeys(s.problem or s.skip for s in steps if s.problem or s.skip))
     w = max([len(s.title) for s in steps] + [4])
-
-    def state(s: Step) -> str:
-        if s.problem:
-            return f"cannot run: see ({problems.index(s.problem) + 1})"
-        return f"skipped: see ({problems.index(s.skip) + 1})" if s.skip else s.status()
     lines = [f"{'step':>7}  {'what':<{w}}  {'state':<22}  cost"]
     for i, s in enumerate(steps, 1):
-        lines.append(f"{f'[{i}/{len(steps)}]':>7}  {s.title:<{w}}  {state(s):<22}  {s.cost()}")
+        state = (f"cannot run: see ({problems.index(s.problem) + 1})" if s.problem else
+                 f"skipped: see ({problems.index(s.skip) + 1})" if s.skip else s.status())
+        lines.append(f"{f'[{i}/{len(steps)}]':>7}  {s.title:<{w}}  {state:<22}  {s.cost()}")
     lines += [f"({k}) {text}" for k, text in enumerate(problems, 1)]
     return "\n".join(lines)
 
@@ -120,7 +117,10 @@ def run_study(study: Study, db: Optional[str | Path] = None, *, dry_run: bool = 
     (default: beside the store; a job's store is on its node's local disk, its pictures are not)."""
     t0 = time.time()
     ranks = setup(device)
-    with _store(db, dry_run) as store:
+    from ..store.core import default_db_path
+    path = Path(db).expanduser() if db else default_db_path()
+    # a dry run plans against the store without creating it (or its folder) when it does not exist yet
+    with Store(":memory:" if dry_run and not path.exists() else path) as store:
         steps = plan(study, store)
         if rerun:
             for step in steps:
@@ -153,12 +153,15 @@ def run_study(study: Study, db: Optional[str | Path] = None, *, dry_run: bool = 
             return None
         runs = [s.done_run for s in steps if s.done_run is not None and s.model is not None]
         if report and (runs or execute):  # jobs that all failed leave nothing to report
+            from ..api import analyze
             from ..reporting.render import render_report
-            page = render_report(store, study.out, run_ids=runs, labels=run_labels(steps),
-                                 data_labels=study.data_labels(data_roots(steps)), progress=False,
-                                 skipped=skipped_steps(steps))
+            labels, data_labels = run_labels(steps), study.data_labels(data_roots(steps))
+            page = render_report(store, study.out, run_ids=runs, labels=labels, data_labels=data_labels,
+                                 progress=False, skipped=skipped_steps(steps))
             result.report, result.scorecard = page.index.parent, page.scorecard
-            result.shortcuts = _shortcuts(study, store, steps)
+            if labels:  # the shortcut table of the study's runs, where a step measured a shortcut
+                table = analyze("shortcuts", store, run_ids=list(labels), labels=labels, data_labels=data_labels)
+                result.shortcuts = table if table.blocks else None
     result.seconds = time.time() - t0
     return result
 
@@ -181,27 +184,6 @@ def run_labels(steps: List[Step]) -> Dict[int, str]:
     """Run id -> the label the study gave its model: the identity the report names a model by (two
     models of one model string, with other checkpoints, are two columns)."""
     return {s.done_run: s.model.label for s in steps if s.done_run is not None and s.model is not None}
-
-
-def _shortcuts(study: Study, store: Store, steps: List[Step]):
-    """The shortcut table of the study's runs, with its labels (None: no step measured a shortcut)."""
-    from ..api import analyze
-    labels = run_labels(steps)
-    if not labels:
-        return None
-    table = analyze("shortcuts", store, run_ids=list(labels), labels=labels,
-                     data_labels=study.data_labels(data_roots(steps)))
-    return table if table.blocks else None
-
-
-def _store(db: Optional[str | Path], dry_run: bool) -> Store:
-    """The results store; a dry run plans against it without creating it (or its folder) when it
-    does not exist yet, so `--dry-run` writes nothing."""
-    from ..store.core import default_db_path
-    path = Path(db).expanduser() if db else default_db_path()
-    if dry_run and not path.exists():
-        return Store(":memory:")
-    return Store(path)
 
 
 def refuse_problems(study: Study, steps: List[Step]) -> None:

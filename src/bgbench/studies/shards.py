@@ -80,10 +80,7 @@ def run_shard(study: Study, shard: Shard, db: Optional[str | Path] = None, *, de
 
 def job_stores(study: Study) -> List[Path]:
     """The finished job stores in the study's jobs folder (not a preempted job's partial one)."""
-    folder = jobs_folder(study)
-    if not folder.is_dir():
-        return []
-    return sorted(p for p in folder.glob("*.db") if not p.name.endswith(".partial.db"))
+    return sorted(p for p in jobs_folder(study).glob("*.db") if not p.name.endswith(".partial.db"))  # none: no folder
 
 
 def merge_job_store(store: Store, path: Path) -> MergeCount:

@@ -116,11 +116,10 @@ class Study:
         dataset label -> the folder its runs record as the data's root (`plan.Step.data_root`), where
         a reader takes one above the folder the study names (WILDS' root_dir for `waterbirds_v1.0/`):
         the runs keep their dataset's label there too."""
-        out = {str(d.path): d.label for d in self.datasets}
         labels = {d.label for d in self.datasets}
-        out.update({root: label for label, root in (roots or {}).items() if label in labels})
-        out.update({str(self.edits_folder(d)): f"{d.label} edits" for d in self.datasets})
-        return out
+        return {**{str(d.path): d.label for d in self.datasets},
+                **{root: label for label, root in (roots or {}).items() if label in labels},
+                **{str(self.edits_folder(d)): f"{d.label} edits" for d in self.datasets}}
 
 
 def load_study(path: str | Path, out: Optional[str | Path] = None) -> Study:
@@ -172,8 +171,7 @@ def study_from_dict(doc: Dict[str, Any], source: str = "study", base: Path = Pat
     if out is not None:
         where, key = Path(out).expanduser(), "--out"
     elif "out" in report:
-        where, key = Path(report["out"]).expanduser(), "report.out"
-        where = where if where.is_absolute() else base / where
+        where, key = Path(_path_from_base(report["out"], base)), "report.out"
     else:
         where, key = (base / f"{Path(source).stem}-report" if source not in ("study", "profile")
                       else Path("bgbench-study")), "the report's folder"
@@ -204,11 +202,9 @@ def _list(doc: dict, key: str, source: str) -> list:
 
 
 def _unique(labels: Sequence[str], key: str, source: str) -> None:
-    seen = set()
-    for label in labels:
-        if label in seen:
-            raise BgbenchError(f"{source}: {key}: the label {label!r} names two entries; give each its own label")
-        seen.add(label)
+    twice = next((label for i, label in enumerate(labels) if label in labels[:i]), None)
+    if twice is not None:
+        raise BgbenchError(f"{source}: {key}: the label {twice!r} names two entries; give each its own label")
 
 
 def _model(item: Any, key: str, source: str, base: Path = Path("."), defaults: Optional[dict] = None
@@ -226,12 +222,26 @@ def _model(item: Any, key: str, source: str, base: Path = Path("."), defaults: O
                            f"{', '.join(MODEL_OPTIONS)}")
     check_types(ModelOptions, options, lambda k: f"{source}: {key}.{k}")
     model = _from_base(item["model"], base)
-    for name in ("checkpoint", "class_map", "templates"):
-        if options.get(name) is not None and not (name == "templates" and options[name] in ("openai", "simple")):
-            options[name] = _path_from_base(options[name], base)
-    checked = _check_model_options(options, key, source)
+    # checked as the model flags are (choices, files that exist), before any step runs
+    from .. import checks
+    from ..models.inputs import LABEL_SETS, RESIZE_CHOICES
+    from ..models.norms import NORMS
+    try:
+        for name, choices in (("norm", NORMS), ("resize", RESIZE_CHOICES), ("labels", LABEL_SETS)):
+            if name in options:
+                checks.one_of(name, options[name], choices)
+    except BgbenchError as e:
+        raise BgbenchError(f"{source}: {key}.{e}") from None
+    for name in ("checkpoint", "class_map", "templates"):  # read from the study file's folder when relative
+        value = options.get(name)
+        if value is None or (name == "templates" and value in ("openai", "simple")):
+            continue
+        path = Path(_path_from_base(value, base))
+        if name != "checkpoint" and not path.is_file():  # a missing checkpoint: `_check_model_string` says so
+            raise BgbenchError(f"{source}: {key}.{name}: {path} is not a file")
+        options[name] = str(path) if name == "checkpoint" else str(path.resolve())  # a class map, templates: absolute
     _check_model_string(model, options.get("checkpoint"), f"{key}.model", source)
-    return StudyModel(model, str(item.get("label") or _short(model)), checked)
+    return StudyModel(model, str(item.get("label") or _short(model)), options)
 
 
 #: The model schemes whose argument is a local file.
@@ -249,30 +259,6 @@ def _from_base(model: str, base: Path) -> str:
     """A model string whose file (file:, onnx:) is read from the study file's folder when relative."""
     scheme, sep, arg = model.partition(":")
     return f"{scheme}:{_path_from_base(arg, base)}" if scheme in FILE_SCHEMES and sep and arg else model
-
-
-def _check_model_options(options: dict, key: str, source: str) -> dict:
-    """The model's options, checked as the model flags are (choices, files that exist), before any
-    step runs; a class map or templates file is kept as an absolute path."""
-    from .. import checks
-    from ..models.inputs import LABEL_SETS, RESIZE_CHOICES
-    from ..models.norms import NORMS
-    out = dict(options)
-    try:
-        for name, choices in (("norm", NORMS), ("resize", RESIZE_CHOICES), ("labels", LABEL_SETS)):
-            if name in out:
-                checks.one_of(name, out[name], choices)
-    except BgbenchError as e:
-        raise BgbenchError(f"{source}: {key}.{e}") from None
-    for name in ("class_map", "templates"):
-        value = out.get(name)
-        if value is None or (name == "templates" and value in ("openai", "simple")):
-            continue
-        path = Path(value).expanduser()
-        if not path.is_file():
-            raise BgbenchError(f"{source}: {key}.{name}: {value} is not a file")
-        out[name] = str(path.resolve())
-    return out
 
 
 def _short(model: str) -> str:
@@ -313,8 +299,7 @@ def _dataset(item: Any, key: str, source: str, base: Path) -> StudyDataset:
         item = {"path": item}
     if not isinstance(item, dict) or not isinstance(item.get("path"), str) or set(item) - {"path", "label"}:
         raise BgbenchError(f"{source}: {key}: a path, or a table with path (and label)")
-    path = Path(item["path"]).expanduser()
-    path = path if path.is_absolute() else base / path
+    path = Path(_path_from_base(item["path"], base))
     if not path.is_dir():
         raise BgbenchError(f"{source}: {key}: {path} is not a folder")
     return StudyDataset(path, str(item.get("label") or path.name))
@@ -393,10 +378,8 @@ def check_options(name: str, options: dict, source: str) -> None:
     check_types(cls, options, lambda k: f"{source}: measures.{name}.{k}")
     given = dict(options)
     if name == EDITS:
-        given = {**given, "data": Path("."), "out": Path(".")}
-        for key in ("attributes", "levels", "angles"):
-            if given.get(key) is not None:
-                given[key] = tuple(given[key])
+        given = {**given, "data": Path("."), "out": Path("."),
+                 **{key: tuple(given[key]) for key in ("attributes", "levels", "angles") if given.get(key) is not None}}
     try:
         cls(**given)
     except BgbenchError as e:

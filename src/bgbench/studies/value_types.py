@@ -11,6 +11,13 @@ from typing import Any, Dict
 
 from ..errors import BgbenchError
 
+#: A scalar type -> (whether a TOML or JSON value is of it, how a message names it).
+_SCALARS = {bool: (lambda v: isinstance(v, bool), "true or false"),
+            int: (lambda v: isinstance(v, numbers.Integral) and not isinstance(v, bool), "a whole number"),
+            float: (lambda v: isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v),
+                    "a finite number"),
+            str: (lambda v: isinstance(v, str), "a string")}
+
 
 def check_types(cls, values: Dict[str, Any], name_of=lambda key: key) -> None:
     """Refuse, in one line, a value of the wrong type for a field of config dataclass `cls` (what a
@@ -36,13 +43,9 @@ def _fits(value: Any, tp: Any) -> bool:
         return any(_fits(value, a) for a in args)
     if tp is type(None):
         return value is None
-    if tp is bool:
-        return isinstance(value, bool)
-    if tp is int:
-        return isinstance(value, numbers.Integral) and not isinstance(value, bool)
-    if tp is float:
-        return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
-    if tp is str or (isinstance(tp, type) and issubclass(tp, str)):  # str, and the StrEnum kinds (their names)
+    if tp in _SCALARS:
+        return _SCALARS[tp][0](value)
+    if isinstance(tp, type) and issubclass(tp, str):  # the StrEnum kinds (their names)
         return isinstance(value, str)
     if isinstance(tp, type) and issubclass(tp, PurePath):
         return isinstance(value, (str, PurePath))
@@ -61,9 +64,8 @@ def _describe(tp: Any) -> str:
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if origin is typing.Union or type(tp).__name__ == "UnionType":
         return " or ".join(dict.fromkeys(_describe(a) for a in args if a is not type(None)))
-    names = {bool: "true or false", int: "a whole number", float: "a finite number", str: "a string"}
-    if tp in names:
-        return names[tp]
+    if tp in _SCALARS:
+        return _SCALARS[tp][1]
     if isinstance(tp, type) and issubclass(tp, str):  # a StrEnum kind: written as one of its names
         return "a string"
     if origin in (list, tuple, typing.Sequence, collections.abc.Sequence):
