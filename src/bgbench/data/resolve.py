@@ -37,7 +37,8 @@ _READERS = {
     "imagenet_e": (lambda p: (p / "labels.txt").is_file(),
                    "bgbench.data.imagenet_e:find_imagenet_e",
                    lambda m, found, variants, split, imagenet: m.imagenet_e_layout(found, variants, split)),
-    "counteranimal": (lambda p: True,  # any folder of '<index> <name>' class folders: its finder looks
+    "counteranimal": (lambda p: any(f.is_dir() and not (f / "original").is_dir()  # its finder lists the folder
+                                    for f in (p, p / "LAION-final", p / "counteranimal" / "LAION-final")),
                       "bgbench.data.counteranimal:find_counteranimal",
                       lambda m, found, variants, split, imagenet: m.counteranimal_layout(found, variants, split)),
     "spurious_imagenet": (lambda p: (p / "images" / "timestamp.txt").is_file() or (p / "timestamp.txt").is_file(),
