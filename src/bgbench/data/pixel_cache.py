@@ -57,7 +57,6 @@ from ..console import status
 from ..errors import DataError
 from .attributes import packed_masks, planes_count
 from .images import decode_item, image_shape, image_size, mask_shape, read_mask
-from .pool import _watch
 
 
 @dataclass(frozen=True)
@@ -651,8 +650,12 @@ def _watch_parent(parent: int) -> None:
     Why: a kept pool's workers wait on a pipe for their next task; where the parent ends without
     its exit handlers (killed, out of memory, `os._exit` in a forked child such as `gpu/run.py`'s
     stages) nobody closes it, and the workers would wait for ever. An orphan is handed to another
-    parent (init, a subreaper), so a changed parent id says it (`pool._watch`)."""
-    threading.Thread(target=_watch, args=(parent,), name="bgbench-parent-watch", daemon=True).start()
+    parent (init, a subreaper), so a changed parent id says it."""
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(0)
+    threading.Thread(target=watch, name="bgbench-parent-watch", daemon=True).start()
 
 
 #: Seconds a kept pool waits for the next first pass before its processes end.
