@@ -27,11 +27,10 @@ from typing import Dict, List, Optional, Sequence
 
 from ..class_maps import imagenet_wnids
 from ..errors import DataError
-from .images import IMAGE_SUFFIXES
 from .imagenet_folders import EVAL_CROP
 from .inside import RootGuard
 from .layout import Item, utf8_name
-from .maskless import ReleaseLayout
+from .maskless import ReleaseLayout, image_files
 from .facts import COUNTERANIMAL as KIND
 
 FOLDER = "LAION-final"
@@ -105,12 +104,6 @@ def _group_items(folder: Path, group: str, label: int, guard: RootGuard) -> List
         what = "none" if not found else ", ".join(p.name for p in found)
         raise DataError(f"{folder}: CounterAnimal's class folders hold one {group}-<background> folder; "
                         f"this one holds {what}")
-    items = []
-    for p in sorted(found[0].iterdir()):
-        if p.name.startswith("."):
-            continue
-        if not p.is_file() or p.suffix.lower() not in IMAGE_SUFFIXES:
-            raise DataError(f"{p}: CounterAnimal's background folders hold only images; move this out")
-        items.append(Item(image_id=f"{folder.name}/{found[0].name}/{utf8_name(p)}", label=label,
-                          path=guard.check(p), crop=EVAL_CROP))
-    return items
+    return [Item(image_id=f"{folder.name}/{found[0].name}/{utf8_name(p)}", label=label, path=guard.check(p),
+                 crop=EVAL_CROP)
+            for p in image_files(found[0], "CounterAnimal's background folders hold only images; move this out")]

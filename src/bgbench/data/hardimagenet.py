@@ -32,7 +32,7 @@ import numpy as np
 
 from ..errors import DataError
 from .hardimagenet_classes import CLASSES, META, WNIDS, check_meta, find_hard_imagenet
-from .images import image_size
+from .images import evaluation_crop, image_size
 from .imagenet import IMAGENET_ENV, user_imagenet
 from .inside import RootGuard
 from .layout import Item, Layout, utf8_name
@@ -55,11 +55,10 @@ class HardImageNetMask:
 
     def read(self, image_hw: Tuple[int, int]) -> np.ndarray:
         from PIL import Image, UnidentifiedImageError
-        from torchvision import transforms
         try:
             with Image.open(self.path) as im:
                 im.load()
-                cropped = transforms.CenterCrop(CROP)(transforms.Resize(RESIZE)(im))
+                cropped = evaluation_crop(RESIZE, CROP)(im)
                 arr = np.asarray(cropped)
         except (OSError, UnidentifiedImageError, ValueError, SyntaxError, Image.DecompressionBombError) as e:
             raise DataError(f"cannot read mask {self.path}: {str(e).strip() or type(e).__name__}") from None

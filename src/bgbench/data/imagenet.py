@@ -191,8 +191,7 @@ def _solution_boxes(path: Path, n: int, values: List[str]) -> Tuple[Tuple[Box, .
         coords = finite_coordinates(values[k + 1:k + 5])
         if coords is None:
             return (), f"{path.name} line {n}: box {' '.join(values[k + 1:k + 5])} is not four finite numbers"
-        x0, y0, x1, y1 = (int(v) for v in coords)
-        boxes.append((x0, y0, x1, y1))
+        boxes.append(tuple(int(v) for v in coords))
     return tuple(boxes), None
 
 

@@ -26,11 +26,10 @@ from typing import Dict, List, Optional, Sequence
 
 from ..class_maps import imagenet_d_classes
 from ..errors import DataError
-from .images import IMAGE_SUFFIXES
 from .imagenet_folders import EVAL_CROP
 from .inside import RootGuard
 from .layout import Item, utf8_name
-from .maskless import ReleaseLayout
+from .maskless import ReleaseLayout, image_files
 from .facts import IMAGENET_D
 
 #: ImageNet-D's nuisances, in `evaluate_imagenet_models.py`'s order (`subset_list`).
@@ -89,14 +88,10 @@ def _nuisance_items(folder: Path, label: Dict[str, int], guard: RootGuard) -> Li
         if cls.name not in label:
             raise DataError(f"{cls}: {cls.name!r} is not an ImageNet-D class (its preprocessing/imgnet_d2imgnet_id.txt "
                             f"names {len(label)} class folders: {', '.join(list(label)[:3])}, ...)")
-        for p in sorted(cls.iterdir()):
-            if p.name.startswith("."):
-                continue
-            if not p.is_file() or p.suffix.lower() not in IMAGE_SUFFIXES:
-                raise DataError(f"{p}: ImageNet-D's loader reads every file of a class folder as an image, and this "
-                                f"is not one; move it out")
-            items.append(Item(image_id=f"{cls.name}/{utf8_name(p)}", label=label[cls.name], path=guard.check(p),
-                              crop=EVAL_CROP))
+        items += [Item(image_id=f"{cls.name}/{utf8_name(p)}", label=label[cls.name], path=guard.check(p),
+                       crop=EVAL_CROP)
+                  for p in image_files(cls, "ImageNet-D's loader reads every file of a class folder as an image, "
+                                            "and this is not one; move it out")]
     if not items:
         raise DataError(f"no images under {folder}/<class folder>/ (an empty ImageNet-D nuisance)")
     return items

@@ -29,7 +29,7 @@ def decode_image(path: Path, size: Optional[Tuple[int, int]] = None,
         if size is not None and rgb.size != (size[1], size[0]):
             rgb = rgb.resize((size[1], size[0]), Image.BILINEAR)
         if crop is not None:
-            rgb = _evaluation_crop(*crop)(rgb)
+            rgb = evaluation_crop(*crop)(rgb)
         return np.asarray(rgb)
 
 
@@ -54,8 +54,9 @@ def image_size(path: Path) -> Tuple[int, int]:
         return im.height, im.width
 
 
-def _evaluation_crop(shorter: int, crop: int):
-    """torchvision's Resize(shorter) then CenterCrop(crop), on a PIL image (imported when first used)."""
+def evaluation_crop(shorter, crop: int):
+    """torchvision's Resize(shorter) then CenterCrop(crop), on a PIL image (imported when first used);
+    `shorter` may be an (H, W) size, as Hard ImageNet's masks are resized."""
     from torchvision import transforms
     return transforms.Compose([transforms.Resize(shorter), transforms.CenterCrop(crop)])
 

@@ -22,7 +22,7 @@ from typing import ClassVar, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import DataError
 from .attributes import ATTR_DIR, AttributeSource, NpzAttributes
-from .images import IMAGE_SUFFIXES, image_size
+from .images import IMAGE_SUFFIXES, image_shape
 from .inside import RootGuard
 from .facts import IN9
 
@@ -117,12 +117,8 @@ class Layout:
         items = self.items(variant) if variant else []
         if not items:
             return None
-        if items[0].crop is not None:  # the crop comes last, after any size
-            return items[0].crop[1], items[0].crop[1]
-        if items[0].size is not None:
-            return tuple(items[0].size)
         try:
-            return image_size(items[0].path)
+            return image_shape(items[0])[:2]
         except DataError:
             return None
 

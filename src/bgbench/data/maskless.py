@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import ClassVar, List, Optional, Sequence
+from pathlib import Path
+from typing import ClassVar, Iterator, List, Optional, Sequence
 
 from ..errors import DataError
+from .images import IMAGE_SUFFIXES
 from .layout import Item, Layout
 
 
@@ -25,6 +27,18 @@ def refuse_split(root, split: Optional[str], what: str) -> None:
     """One line for a split asked of `what`, a dataset that has none."""
     if split:
         raise DataError(f"{root} is {what}, which has no splits; drop --split {split}")
+
+
+def image_files(folder: Path, refusal: str) -> Iterator[Path]:
+    """The entries of a release's `folder` in name order, hidden ones aside, each an image file; the
+    first that is not is one line, its path then `refusal`. Yielded one at a time, so a caller's
+    checks of an image (its name, its place) run before the next entry is looked at."""
+    for p in sorted(folder.iterdir()):
+        if p.name.startswith("."):
+            continue
+        if not p.is_file() or p.suffix.lower() not in IMAGE_SUFFIXES:
+            raise DataError(f"{p}: {refusal}")
+        yield p
 
 
 def hashed(layout: Layout, head: str, lines) -> str:

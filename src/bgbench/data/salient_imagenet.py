@@ -36,6 +36,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..errors import DataError
+from .images import evaluation_crop
 from .imagenet import user_imagenet
 from .inside import RootGuard
 from .layout import Item, utf8_name
@@ -216,7 +217,6 @@ def salient_mask(paths: Sequence[Path]) -> np.ndarray:
     """The (C, 224, 224) float32 mask of an image under the features whose masks are `paths`, as
     `SalientImageNet.__getitem__` makes it (C = 1 for grayscale masks, 3 for RGB ones)."""
     from PIL import Image, UnidentifiedImageError
-    from torchvision import transforms
     union = np.zeros((CROP, CROP))
     for path in paths:
         try:
@@ -230,7 +230,7 @@ def salient_mask(paths: Sequence[Path]) -> np.ndarray:
                             f"centre crop), one channel or three")
         union = np.maximum(union, mask)
     image = Image.fromarray(np.uint8(union * 255))
-    cropped = transforms.CenterCrop(CROP)(transforms.Resize(RESIZE)(image))
+    cropped = evaluation_crop(RESIZE, CROP)(image)
     arr = np.asarray(cropped, dtype=np.float32) / 255.
     return arr[None] if arr.ndim == 2 else arr.transpose(2, 0, 1)
 

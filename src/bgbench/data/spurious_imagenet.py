@@ -32,11 +32,10 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..errors import DataError
-from .images import IMAGE_SUFFIXES
 from .imagenet import IMAGENET_ENV, user_imagenet
 from .inside import RootGuard
 from .layout import Item, utf8_name
-from .maskless import ImagesOnlyLayout, hashed, only_original, refuse_split
+from .maskless import ImagesOnlyLayout, hashed, image_files, only_original, refuse_split
 from .facts import SPURIOUS_IMAGENET as KIND
 
 #: The release's folder of images and its mark.
@@ -111,14 +110,11 @@ def spurious_imagenet_layout(root: Path, variants: Optional[Sequence[str]] = Non
             continue  # the loader lists folders only (timestamp.txt beside them)
         guard.check(sub)
         index, feature = folder_parts(sub)
-        images = sorted(p for p in sub.iterdir() if not p.name.startswith("."))
+        images = [guard.check(p) for p in image_files(sub, "Spurious ImageNet's loader reads every file of a feature "
+                                                               "folder as an image, and this is not one; move it out")]
         if not images:
             raise DataError(f"{sub}: an empty Spurious ImageNet feature folder (the release has 75 images in each)")
-        for p in images:
-            if not p.is_file() or p.suffix.lower() not in IMAGE_SUFFIXES:
-                raise DataError(f"{p}: Spurious ImageNet's loader reads every file of a feature folder as an image, "
-                                f"and this is not one; move it out")
-            found.append((index, feature, guard.check(p)))
+        found += [(index, feature, p) for p in images]
     if not found:
         raise DataError(f"no feature folders of images under {folder} (an empty Spurious ImageNet)")
     wnids = imagenet_synsets()

@@ -53,9 +53,8 @@ def write_attribute_masks(path: Path, masks: Dict[str, np.ndarray]) -> None:
         for name in sorted(masks):
             buf = io.BytesIO()
             np.save(buf, np.asarray(masks[name], dtype=bool).astype(np.uint8), allow_pickle=False)
-            info = zipfile.ZipInfo(f"{name}.npy", date_time=_ZIP_TIME)
-            info.compress_type = zipfile.ZIP_DEFLATED
-            z.writestr(info, buf.getvalue())
+            z.writestr(zipfile.ZipInfo(f"{name}.npy", date_time=_ZIP_TIME), buf.getvalue(),
+                       compress_type=zipfile.ZIP_DEFLATED)
 
 
 class Rejected(Exception):

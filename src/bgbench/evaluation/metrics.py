@@ -169,9 +169,7 @@ def mcnemar(a: Sequence[bool], b: Sequence[bool]) -> Dict[str, float]:
     b = np.asarray(b, dtype=bool)
     n01 = int((a & ~b).sum())
     n10 = int((~a & b).sum())
-    n = n01 + n10
-    if n == 0:
-        return {"a_only": n01, "b_only": n10, "p_value": 1.0}
+    n = n01 + n10  # none discordant: the tail is the whole mass, p = 1
     k = min(n01, n10)
     tail = sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n
     return {"a_only": n01, "b_only": n10, "p_value": min(1.0, 2 * tail)}

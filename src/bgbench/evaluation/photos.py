@@ -20,7 +20,7 @@ import torch
 from ..result import Result
 from ..class_maps import class_map_entries
 from ..classes import IN9_FOLDERS, NO_CLASS, imagenet_to_in9
-from ..data.images import IMAGE_SUFFIXES, decode_image
+from ..data.images import IMAGE_SUFFIXES
 from ..errors import BgbenchError, DataError
 from ..models.inputs import size_note
 from ..models.norms import IMAGENET1K
@@ -146,7 +146,7 @@ def predict_images(model: BgModel, paths: Sequence[str | Path], top: int = TOP, 
         status(f"skipped: {error}")
         result.skipped.append({"path": str(items[0].path), "error": str(error)})
 
-    photos = Images.of(Pixels([_Photo(Path(p)) for p in files]), 1, render=lambda photo: decode_image(photo.path))
+    photos = Images.of(Pixels([_Photo(Path(p)) for p in files]), 1)  # decoded by path, as it is
     with torch.inference_mode():  # one image a batch: photos of any size and shape can be mixed
         for _, batch in batches(photos, device=device, skip=skipped):
             path, hw = batch.items[0].path, tuple(batch.x.shape[-2:])

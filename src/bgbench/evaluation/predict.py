@@ -6,7 +6,7 @@ batched, on the device as [0,1] floats), as they are: no resize, no crop.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -63,11 +63,9 @@ class Predictions:
 
     def take(self, order: np.ndarray) -> "Predictions":
         """The rows in `order` (positions into these rows)."""
-        def pick(a: Optional[np.ndarray]):
-            return None if a is None else a[order]
-        return Predictions(image_ids=[self.image_ids[k] for k in order], labels=self.labels[order],
-                           preds=self.preds[order], conf=self.conf[order], top5_classes=pick(self.top5_classes),
-                           top5_probs=pick(self.top5_probs), superclass_probs=pick(self.superclass_probs))
+        arrays = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "image_ids"}
+        return Predictions(image_ids=[self.image_ids[k] for k in order],
+                           **{name: None if a is None else a[order] for name, a in arrays.items()})
 
     @property
     def correct(self) -> np.ndarray:

@@ -152,14 +152,10 @@ def _find_mask(masks: Optional[Path], cls: str, stem: str) -> Optional[Path]:
 def _tasks(cfg: BuildConfig, classes: Sequence[str]) -> List[Task]:
     """Every input file, sorted by class and name: the list shards take their shares of."""
     annotations = load_annotations(cfg.boxes)
-    tasks = []
-    for label, cls in enumerate(classes):
-        for p in sorted((cfg.images / cls).iterdir()):
-            if not p.is_file() or p.name.startswith("."):
-                continue
-            tasks.append(Task(len(tasks), f"{cls}/{p.stem}", label, p, p.relative_to(cfg.images).as_posix(),
-                              find(annotations, cls, p.stem), _find_mask(cfg.masks, cls, p.stem)))
-    return tasks
+    files = [(label, cls, p) for label, cls in enumerate(classes) for p in sorted((cfg.images / cls).iterdir())
+             if p.is_file() and not p.name.startswith(".")]
+    return [Task(k, f"{cls}/{p.stem}", label, p, p.relative_to(cfg.images).as_posix(), find(annotations, cls, p.stem),
+                 _find_mask(cfg.masks, cls, p.stem)) for k, (label, cls, p) in enumerate(files)]
 
 
 def _imagenet_tasks(cfg: BuildConfig) -> Tuple[List[Task], Tuple[str, ...]]:
