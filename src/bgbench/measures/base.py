@@ -144,9 +144,8 @@ class ModelMeasure(RunningMeasure):
 
     def _autograd(self):
         import torch
-        if self.autograd is Autograd.INFERENCE:
-            return torch.inference_mode()
-        return torch.no_grad() if self.autograd is Autograd.NO_GRAD else contextlib.nullcontext()
+        return {Autograd.INFERENCE: torch.inference_mode, Autograd.NO_GRAD: torch.no_grad,
+                Autograd.GRAD: contextlib.nullcontext}[self.autograd]()
 
     # -- what a subclass supplies (every hook receives the run: `run.cfg` its config dataclass,
     # `run.state` what `prepare` made) ------------------------------------------------------------

@@ -152,13 +152,9 @@ def _bootstrap(correct: np.ndarray, onehot: np.ndarray, seed: int, replicates: i
     lo, hi = [], []
     for j in range(k):
         col = r[:, j][np.isfinite(r[:, j])]
-        if col.size < 0.5 * len(r):
-            lo.append(math.nan)
-            hi.append(math.nan)
-        else:
-            a, b = np.percentile(col, [2.5, 97.5])
-            lo.append(float(a))
-            hi.append(float(b))
+        a, b = np.percentile(col, [2.5, 97.5]) if col.size >= 0.5 * len(r) else (math.nan, math.nan)
+        lo.append(float(a))
+        hi.append(float(b))
     return lo, hi
 
 

@@ -128,17 +128,10 @@ def mask_coverage(g: np.ndarray, m: np.ndarray, fractions: Sequence[float] = COV
     return out
 
 
-def average_precision(scores: np.ndarray, positives: np.ndarray) -> float:
-    """Average precision of `scores` ranking the `positives` (sklearn's `average_precision_score`):
-    Σ_k (R_k − R_{k−1})·P_k over the distinct score thresholds, highest first, no interpolation.
-    NaN when there is no positive."""
-    scores = np.asarray(scores).ravel()
-    order = np.argsort(scores)
-    return _average_precision_ascending(scores[order], np.asarray(positives, dtype=bool).ravel()[order])
-
-
 def _average_precision_ascending(s: np.ndarray, y: np.ndarray) -> float:
-    """average_precision of scores `s` sorted ascending, with their positives `y` in that order.
+    """Average precision (sklearn's `average_precision_score`: Σ_k (R_k − R_{k−1})·P_k over the
+    distinct score thresholds, highest first, no interpolation; NaN when there is no positive) of
+    scores `s` sorted ascending, with their positives `y` in that order.
     Ties form runs of equal scores; only each run's end counts, so the order inside one is moot."""
     if not y.any():
         return float("nan")
