@@ -132,13 +132,11 @@ def judge_images(table: RunTable) -> JudgedImages:
     label = pick["original"][0]
     cats = categorize(label, pick["original"][1], pick["mixed_rand"][1], pick["only_bg_t"][1],
                       full_raw=pick["original"][2], bg_raw=pick["only_bg_t"][2])
-    where = {v: p[v].by_id() for v in NEEDED}
-    conf = {v: p[v].conf[np.array([where[v][i] for i in ids])] for v in NEEDED}
-    return JudgedImages(ids, label, cats, {v: pick[v][1] for v in NEEDED}, conf)
+    return JudgedImages(ids, label, cats, {v: pick[v][1] for v in NEEDED}, {v: pick[v][3] for v in NEEDED})
 
 
 def _take(v, ids):
-    """(labels, preds, raw top-1 or None) of the images `ids`, in that order."""
+    """(labels, preds, raw top-1 or None, confidences) of the images `ids`, in that order."""
     where = v.by_id()
     idx = np.array([where[i] for i in ids])
-    return v.labels[idx], v.preds[idx], (v.raw[idx] if v.raw is not None else None)
+    return v.labels[idx], v.preds[idx], (v.raw[idx] if v.raw is not None else None), v.conf[idx]

@@ -140,9 +140,7 @@ def summarize_features(rows: Sequence[FeaturesRow], class_name, config: dict) ->
     by_class: Dict[int, dict] = {}
     for row in rows:
         f = {name: getattr(row, name) for name in FeaturesRow.names()}
-        for key in JSON_COLUMNS:
-            if isinstance(f[key], str):
-                f[key] = json.loads(f[key])
+        f.update({key: json.loads(f[key]) for key in JSON_COLUMNS if isinstance(f[key], str)})
         f["spurious"] = bool(f["spurious"])
         c = int(f.pop("class_index"))
         entry = by_class.setdefault(c, {"class_index": c, "name": class_name(c), "images": int(f["images"]),

@@ -130,12 +130,9 @@ class SpuriousImageNetMeasure(ArmsMeasure):
         from ...data.imagenet import imagenet_synsets
         index = {w: k for k, w in enumerate(imagenet_synsets())}
         layout = run.layout
-        features = {}
-        for image_id, (_, feature) in layout.features.items():
-            features.setdefault(image_id.partition("/")[0], feature)
         return {"rule": "softmax probability of the class over the 1000 outputs; decision: argmax over the 1000",
                 "class_indices": [index[w] for w in layout.classes], "timestamp": layout.timestamp,
-                "feature_folders": sorted(features)}
+                "feature_folders": sorted({image_id.partition("/")[0] for image_id in layout.features})}
 
     def summarize(self, rows: Sequence[SpuriousRow], config: dict) -> SpuriousSummary:
         classes = list(config.get("classes") or [])
