@@ -33,7 +33,7 @@ from dataclasses import dataclass, field, replace, fields
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from ...result import Result
 
-from ..registry import AS_HELD, CROP, ShortcutColumn, list_measures, get_measure
+from ..registry import AS_HELD, CROP, ShortcutColumn, estimate, list_measures, get_measure
 
 
 @dataclass(frozen=True)
@@ -71,10 +71,8 @@ def cell(run: Optional[Any], column: Column, metrics: Callable[[int], Dict[Tuple
     """A column's value of one run: value, lo, hi, n and the run (None: no run, or no value)."""
     if run is None:
         return None
-    m = metrics(int(run["id"])).get((column.metric, column.variant))
-    if m is None or m["value"] is None:
-        return None
-    return {"value": m["value"], "lo": m["lo"], "hi": m["hi"], "n": m["n"], "run": int(run["id"])}
+    m = estimate(metrics(int(run["id"])).get((column.metric, column.variant)))
+    return None if m is None else {**m, "run": int(run["id"])}
 
 
 @dataclass
