@@ -82,9 +82,9 @@ class CategoryResult(Result):
                  "BG Fools": "fools", "Other": "other"}
         head = f"{'class':<24}" + "".join(f"{short[c]:>8}" for c in CATEGORIES)
         of = f"run {self.run_id}" if self.run_id is not None else "the table"
-        lines = [f"prediction categories of {of} (paper Table 3; % of {self.n} images)", head]
-        for name, s in [*self.per_class.items(), ("overall", self.overall)]:
-            lines.append(f"{name:<24}" + "".join(f"{100 * s[c]:7.1f}%" for c in CATEGORIES))
+        lines = [f"prediction categories of {of} (paper Table 3; % of {self.n} images)", head,
+                 *(f"{name:<24}" + "".join(f"{100 * s[c]:7.1f}%" for c in CATEGORIES)
+                   for name, s in [*self.per_class.items(), ("overall", self.overall)])]
         return "\n".join(lines)
 
 
@@ -98,10 +98,7 @@ def categories_of(table: RunTable) -> CategoryResult:
     judged = judge_images(table)
     ids, label, cats = judged.image_ids, judged.labels, judged.categories
     classes = table.classes
-    per_class = {}
-    for c in np.unique(label):
-        name = classes[c] if c < len(classes) else str(int(c))
-        per_class[name] = shares(cats[label == c])
+    per_class = {classes[c] if c < len(classes) else str(int(c)): shares(cats[label == c]) for c in np.unique(label)}
     counts = dict(zip(CATEGORIES, np.bincount(cats, minlength=len(CATEGORIES)).tolist()))
     return CategoryResult(run_id=table.run_id, overall=shares(cats), per_class=per_class, n=len(ids), counts=counts)
 

@@ -120,12 +120,9 @@ def mask_coverage(g: np.ndarray, m: np.ndarray, fractions: Sequence[float] = COV
                   sorted_values: Optional[np.ndarray] = None) -> list:
     """RIVAL10's `compute_mask_coverage`: keep the pixels with g ≥ the threshold of each t (and
     g > 0); the share of the mask they cover."""
-    area = float(m.sum())
-    out, positive = [], g > 0
-    for thresh in saliency_thresholds(g, fractions, sorted_values):
-        kept = (g >= np.float32(thresh)) & positive
-        out.append(float(np.sum(kept * m)) / area if area else float("nan"))
-    return out
+    area, positive = float(m.sum()), g > 0
+    return [float(np.sum(((g >= np.float32(thresh)) & positive) * m)) / area if area else float("nan")
+            for thresh in saliency_thresholds(g, fractions, sorted_values)]
 
 
 def _average_precision_ascending(s: np.ndarray, y: np.ndarray) -> float:

@@ -128,16 +128,13 @@ class ShortcutTable(Result):
         lines = ["shortcut table (Whac-A-Mole's columns beside the Backgrounds Challenge; 95% intervals)"]
         for b in self.blocks:
             w = max([len(r["model"]) for r in b.rows] + [5])
-            lines += ["", f"{b.dataset}:", f"{'model':<{w}}" + "".join(f"  {b.title(c):>24}" for c in b.columns)]
-            for r in b.rows:
-                lines.append(f"{r['model']:<{w}}" + "".join(f"  {show(r['cells'].get(c.key), c):>24}"
-                                                            for c in b.columns))
-            lines.append(b.preprocessing_line())
+            lines += ["", f"{b.dataset}:", f"{'model':<{w}}" + "".join(f"  {b.title(c):>24}" for c in b.columns),
+                      *(f"{r['model']:<{w}}" + "".join(f"  {show(r['cells'].get(c.key), c):>24}" for c in b.columns)
+                        for r in b.rows), b.preprocessing_line()]
         for ch in self.changes:
-            lines += ["", f"{ch['derived']} against {ch['base']} on {ch['dataset']} ({ch['relation']}):"]
-            for item in ch["items"]:
-                lines.append(f"  {item['title']:<26} {show(item, item['column'], signed=True):>24}  {item['verdict']}")
-            lines.append(f"  {ch['summary']}")
+            lines += ["", f"{ch['derived']} against {ch['base']} on {ch['dataset']} ({ch['relation']}):",
+                      *(f"  {item['title']:<26} {show(item, item['column'], signed=True):>24}  {item['verdict']}"
+                        for item in ch["items"]), f"  {ch['summary']}"]
         return "\n".join(lines)
 
 
