@@ -11,7 +11,8 @@ meets the model, and is predicted by the feed eval uses (`running.predicted`: 10
 meet each arm's classes through its class map; torchrun's ranks share each arm's images as eval's
 variants); the run is one row per (arm, image): its label and prediction. A subclass gives its
 arms (`arms`), the pure summary of the rows (`summarize`), and optionally `recorded` (config keys
-of its own, from `run.sets`, its arms).
+of its own, from `run.sets`, its arms) and `arm_rows` (rows of its own: Spurious ImageNet keeps each
+image's probability of its class).
 """
 from __future__ import annotations
 

@@ -82,9 +82,9 @@ class GapSummary(Summary):
 
     def lines(self) -> List[str]:
         lines = [f"{self.title}{self.of_run()}", f"{'':<22}{'acc':>8}  {'95% CI':>17}  {'n':>6}",
-                 *(_line(arm, a) for arm, a in self.accuracy.items())]
-        lines.append(_line(f"{self.metric}", self.gap, signed=True) +
-                     ("  (paired over the same images)" if self.gap.get("paired") else "  (independent samples)"))
+                 *(_line(arm, a) for arm, a in self.accuracy.items()),
+                 _line(f"{self.metric}", self.gap, signed=True) +
+                 ("  (paired over the same images)" if self.gap.get("paired") else "  (independent samples)")]
         for name, e in self.extra.items():
             lines += [_line(f"{name.removesuffix('_gap')} {arm}", a) for arm, a in e.get("accuracy", {}).items()]
             lines.append(_line(name, e, signed=True))
