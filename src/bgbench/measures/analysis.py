@@ -50,6 +50,7 @@ class AnalysisMeasure(Measure):
     """One analysis of stored runs, declared by its class attributes (see the module docstring)."""
 
     command = Command.ANALYZE
+    needs: ClassVar[tuple] = ("eval run",)  # every analysis reads stored eval runs (boxsize the boxes too)
     reads: ClassVar[Reads] = Reads.RUN
     config = NoOptions
 

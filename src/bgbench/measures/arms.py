@@ -11,7 +11,8 @@ meets the model, and is predicted by the feed eval uses (`running.predicted`: 10
 meet each arm's classes through its class map; torchrun's ranks share each arm's images as eval's
 variants); the run is one row per (arm, image): its label and prediction. A subclass gives its
 arms (`arms`), the pure summary of the rows (`summarize`), and optionally `recorded` (config keys
-of its own, from `run.sets`, its arms).
+of its own, from `run.sets`, its arms) and `arm_rows` (rows of its own: Spurious ImageNet keeps each
+image's probability of its class).
 """
 from __future__ import annotations
 
@@ -93,7 +94,7 @@ class ArmsMeasure(RunningMeasure):
             meet_layout(run, arm.layout)
 
     def measure(self, run: RunContext):
-        rows: List[ArmRow] = []
+        rows: List[Any] = []
         sets = {}
         for arm in reversed(run.sets):  # the reference last, as they met the model
             items = arm.layout.items("original")
@@ -101,8 +102,7 @@ class ArmsMeasure(RunningMeasure):
             sets[arm.name] = {"data": str(arm.layout.root), "split": arm.layout.split, "images": len(items),
                               "fingerprint": arm.layout.fingerprint()}
             if joined is not None:
-                rows += [ArmRow(arm.name, i, int(label), int(pred))
-                         for i, label, pred in zip(joined.image_ids, joined.labels.tolist(), joined.preds.tolist())]
+                rows += self.arm_rows(arm, joined)
         if not run.ranks.main:
             return None
         layout = run.layout
@@ -110,6 +110,11 @@ class ArmsMeasure(RunningMeasure):
                                  images=len(layout.items(layout.variants[0])),
                                  after={"arms": {a.name: sets[a.name] for a in run.sets}})
         return MeasureResult(self.name, rows, config, seconds=run.elapsed()), config
+
+    def arm_rows(self, arm: Arm, joined) -> List[Any]:
+        """The rows of one arm's joined predictions (`evaluation.predict`): an `ArmRow` per image."""
+        return [ArmRow(arm.name, i, int(label), int(pred))
+                for i, label, pred in zip(joined.image_ids, joined.labels.tolist(), joined.preds.tolist())]
 
     def gap_section(self, ctx, subject) -> Optional[dict]:
         """A gap measure's section data for one model on one dataset (None: no run), its `gap_note`

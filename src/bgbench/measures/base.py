@@ -19,6 +19,7 @@ object masks (N,1,H,W) in {0,1}, and each attribute's (index, masks) where the m
 from __future__ import annotations
 
 import contextlib
+import itertools
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -108,11 +109,10 @@ class ModelMeasure(RunningMeasure):
                              desc=f"{self.name} probe")
         with self._autograd(), forward_context(getattr(cfg, "precision", "fp32"), run.device), \
                 Landing(self._landing_threads(cfg, run.device)) as landing:
-            for k, batch in fed:
-                launched = self.launch(run, batch)
-                for done, made in landing.push(k, partial(self.landed, run, batch, launched)):
-                    rows.setdefault(done, []).extend(made)
-            for done, made in landing.drain():
+            # each batch launched, then the rows of those now due; the rest once the feed ends
+            due = (landed for k, batch in fed
+                   for landed in landing.push(k, partial(self.landed, run, batch, self.launch(run, batch))))
+            for done, made in itertools.chain(due, landing.drain()):
                 rows.setdefault(done, []).extend(made)
         rows = gathered(rows, len(chunks_of(len(pairs), cfg.batch_size)), run.ranks)
         if rows is None:
@@ -144,9 +144,8 @@ class ModelMeasure(RunningMeasure):
 
     def _autograd(self):
         import torch
-        if self.autograd is Autograd.INFERENCE:
-            return torch.inference_mode()
-        return torch.no_grad() if self.autograd is Autograd.NO_GRAD else contextlib.nullcontext()
+        return {Autograd.INFERENCE: torch.inference_mode, Autograd.NO_GRAD: torch.no_grad,
+                Autograd.GRAD: contextlib.nullcontext}[self.autograd]()
 
     # -- what a subclass supplies (every hook receives the run: `run.cfg` its config dataclass,
     # `run.state` what `prepare` made) ------------------------------------------------------------

@@ -65,10 +65,8 @@ def top_per_class(picks: Iterable[Pick], per_class: int, lowest_first: bool = Fa
     for p in picks:
         by_class.setdefault(int(p.label), []).append(p)
     sign = 1 if lowest_first else -1
-    out: List[Pick] = []
-    for label in sorted(by_class):
-        out += sorted(by_class[label], key=lambda p: (sign * p.score, p.image_id))[:per_class]
-    return out
+    return [p for label in sorted(by_class)
+            for p in sorted(by_class[label], key=lambda p: (sign * p.score, p.image_id))[:per_class]]
 
 
 def clean_predictions(ctx: SectionContext, subject: SectionSubject) -> Optional[Dict[str, tuple]]:

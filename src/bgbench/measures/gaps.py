@@ -81,14 +81,12 @@ class GapSummary(Summary):
         return rows
 
     def lines(self) -> List[str]:
-        lines = [f"{self.title}{self.of_run()}", f"{'':<22}{'acc':>8}  {'95% CI':>17}  {'n':>6}"]
-        for arm, a in self.accuracy.items():
-            lines.append(_line(arm, a))
-        lines.append(_line(f"{self.metric}", self.gap, signed=True) +
-                     ("  (paired over the same images)" if self.gap.get("paired") else "  (independent samples)"))
+        lines = [f"{self.title}{self.of_run()}", f"{'':<22}{'acc':>8}  {'95% CI':>17}  {'n':>6}",
+                 *(_line(arm, a) for arm, a in self.accuracy.items()),
+                 _line(f"{self.metric}", self.gap, signed=True) +
+                 ("  (paired over the same images)" if self.gap.get("paired") else "  (independent samples)")]
         for name, e in self.extra.items():
-            for arm, a in e.get("accuracy", {}).items():
-                lines.append(_line(f"{name.removesuffix('_gap')} {arm}", a))
+            lines += [_line(f"{name.removesuffix('_gap')} {arm}", a) for arm, a in e.get("accuracy", {}).items()]
             lines.append(_line(name, e, signed=True))
         return lines + self.notes
 

@@ -509,18 +509,17 @@ class InProfile:
 # order commands and reports list the measures in is each measure's own `position`
 # (`registry.list_measures`), never the order of this scan.
 
-_SCANNED: Dict[Tuple[str, ...], Tuple[str, ...]] = {}
-
-
 def packages() -> Tuple[str, ...]:
     """The packages under `measures/` by name, sorted (`bgbench.measures.__path__` read afresh, so a
     folder added to it, as a test adds a toy measure's, is found; each path is listed once)."""
     from . import __path__ as roots
-    key = tuple(roots)
-    if key not in _SCANNED:
-        _SCANNED[key] = tuple(sorted(info.name for info in pkgutil.iter_modules(list(roots))
-                                     if info.ispkg and not info.name.startswith("_")))
-    return _SCANNED[key]
+    return _scanned(tuple(roots))
+
+
+@functools.lru_cache(maxsize=None)
+def _scanned(roots: Tuple[str, ...]) -> Tuple[str, ...]:
+    return tuple(sorted(info.name for info in pkgutil.iter_modules(list(roots))
+                        if info.ispkg and not info.name.startswith("_")))
 
 
 def load_all() -> None:

@@ -43,10 +43,5 @@ def ablation_outcomes(score: Callable[[torch.Tensor], Tuple[torch.Tensor, torch.
         p, pr = score(copies[i:i + chunk].contiguous(memory_format=torch.channels_last))
         preds.append(p)
         probs.append(pr.gather(1, truth[i:i + chunk, None])[:, 0])
-    preds_all, probs_all = torch.cat(preds), torch.cat(probs)
-    out, start = {}, 0
-    for name, idx in zip(names, indices):
-        n = int(idx.numel())
-        out[name] = (preds_all[start:start + n], probs_all[start:start + n])
-        start += n
-    return out
+    sizes = [int(idx.numel()) for idx in indices]
+    return dict(zip(names, zip(torch.cat(preds).split(sizes), torch.cat(probs).split(sizes))))

@@ -2,7 +2,7 @@
 (accuracy, true-class probability), each cell with its interval."""
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import Optional
 
 
 from ..registry import SectionContext
@@ -45,8 +45,7 @@ def ablation_heatmap(ctx: SectionContext) -> Optional[dict]:
         return None
     found = {r for s in summaries for r in s}
     regions = [r for r in OBJECT_REGIONS if r in found] + sorted(found - set(OBJECT_REGIONS))
-    maps: Dict[str, List[dict]] = {}
-    for measure, title in MEASURES:
-        rows = [{"region": region_label(r), "cells": [_cell(s.get(r), measure) for s in summaries]} for r in regions]
-        maps[measure] = {"title": title, "rows": rows}
-    return {"models": columns, "maps": [maps[m] for m, _ in MEASURES]}
+
+    def rows(measure: str) -> list:  # a row per region, a cell per model
+        return [{"region": region_label(r), "cells": [_cell(s.get(r), measure) for s in summaries]} for r in regions]
+    return {"models": columns, "maps": [{"title": title, "rows": rows(measure)} for measure, title in MEASURES]}

@@ -137,12 +137,17 @@ def summarize_ablation(rows: Sequence[AblateRow], class_name: Callable[[int], st
                                   "n": int(every.size)})
 
 
+def _estimate(point: float, reps: np.ndarray) -> dict:
+    """A value with the percentile interval of its bootstrap replicates."""
+    lo, hi = percentile_interval(reps)
+    return {"value": point, "lo": lo, "hi": hi}
+
+
 def _accuracy(w: np.ndarray, correct: np.ndarray) -> dict:
     """The pooled accuracy of these images and its bootstrap interval (w: their resample counts)."""
     with np.errstate(invalid="ignore", divide="ignore"):
         reps = (w @ correct) / w.sum(axis=1)
-    lo, hi = percentile_interval(reps)
-    return {"value": float(correct.mean()) if correct.size else float("nan"), "lo": lo, "hi": hi}
+    return _estimate(float(correct.mean()) if correct.size else float("nan"), reps)
 
 
 def _drops(w: np.ndarray, c0, c1, p0, p1) -> dict:
@@ -153,12 +158,8 @@ def _drops(w: np.ndarray, c0, c1, p0, p1) -> dict:
         acc_rep = (w @ (c0 - c1)) / total
         prob_rep = (w @ (p0 - p1)) / total
     nan = float("nan")
-
-    def est(point, reps):
-        lo, hi = percentile_interval(reps)
-        return {"value": point, "lo": lo, "hi": hi}
     return {"n": n, "clean_acc": float(c0.mean()) if n else nan, "ablated_acc": float(c1.mean()) if n else nan,
             "clean_prob": float(p0.mean()) if n else nan, "ablated_prob": float(p1.mean()) if n else nan,
             "ablated": _accuracy(w, c1),
-            "acc_drop": est(float((c0 - c1).mean()) if n else nan, acc_rep),
-            "prob_drop": est(float((p0 - p1).mean()) if n else nan, prob_rep)}
+            "acc_drop": _estimate(float((c0 - c1).mean()) if n else nan, acc_rep),
+            "prob_drop": _estimate(float((p0 - p1).mean()) if n else nan, prob_rep)}

@@ -36,11 +36,8 @@ def top_features(records: Sequence[Tuple[int, str, np.ndarray]], top: int) -> Di
         for group in ((attribute, int(label)), (attribute, ALL)):
             sums[group] = sums.get(group, 0) + np.asarray(ious, dtype=np.float64)
             counts[group] = counts.get(group, 0) + 1
-    out = {}
-    for group, total in sums.items():
-        mean = total / counts[group]
-        out[group] = [int(k) for k in np.argsort(-mean, kind="stable")[:top]]
-    return out
+    return {group: [int(k) for k in np.argsort(-(total / counts[group]), kind="stable")[:top]]  # by mean IoU
+            for group, total in sums.items()}
 
 
 @dataclass(frozen=True, slots=True, order=True)

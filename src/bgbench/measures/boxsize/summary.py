@@ -52,11 +52,9 @@ class BoxSizeResult(Result):
         of = f"run {self.run_id}" if self.run_id is not None else "the table"
         lines = [f"accuracy by box share of the image, {of} (boxes {self.box_source}, {self.n_boxes})"]
         for v, rows in self.curves.items():
-            lines.append(f"{v}:")
-            lines.append(f"  {'box share':>15} {'n':>6} {'acc':>7}  {'95% CI':>17}")
-            for r in rows:
-                lines.append(f"  {100 * r['lo']:5.1f}%-{100 * r['hi']:5.1f}% {r['n']:>6} {100 * r['acc']:6.1f}%  "
-                             f"[{100 * r['acc_lo']:5.1f}%, {100 * r['acc_hi']:5.1f}%]")
+            lines += [f"{v}:", f"  {'box share':>15} {'n':>6} {'acc':>7}  {'95% CI':>17}",
+                      *(f"  {100 * r['lo']:5.1f}%-{100 * r['hi']:5.1f}% {r['n']:>6} {100 * r['acc']:6.1f}%  "
+                        f"[{100 * r['acc_lo']:5.1f}%, {100 * r['acc_hi']:5.1f}%]" for r in rows)]
         return "\n".join(lines)
 
 

@@ -14,7 +14,6 @@ class Categories(AnalysisMeasure):
     checked_against = ("tests/measures/test_categories.py (cases worked out by hand, from stored "
                        "runs of 9-class and 1000-class models)")
     title = "prediction categories"
-    needs = ("eval run",)
     help = "BG Irrelevant / Required / Fools ... per class (paper Table 3)"
     sections = (SectionSpec("categories", "Prediction categories (paper Table 3)",
                             f"{__name__}.section:categories_section"),

@@ -82,9 +82,9 @@ class CategoryResult(Result):
                  "BG Fools": "fools", "Other": "other"}
         head = f"{'class':<24}" + "".join(f"{short[c]:>8}" for c in CATEGORIES)
         of = f"run {self.run_id}" if self.run_id is not None else "the table"
-        lines = [f"prediction categories of {of} (paper Table 3; % of {self.n} images)", head]
-        for name, s in [*self.per_class.items(), ("overall", self.overall)]:
-            lines.append(f"{name:<24}" + "".join(f"{100 * s[c]:7.1f}%" for c in CATEGORIES))
+        lines = [f"prediction categories of {of} (paper Table 3; % of {self.n} images)", head,
+                 *(f"{name:<24}" + "".join(f"{100 * s[c]:7.1f}%" for c in CATEGORIES)
+                   for name, s in [*self.per_class.items(), ("overall", self.overall)])]
         return "\n".join(lines)
 
 
@@ -98,10 +98,7 @@ def categories_of(table: RunTable) -> CategoryResult:
     judged = judge_images(table)
     ids, label, cats = judged.image_ids, judged.labels, judged.categories
     classes = table.classes
-    per_class = {}
-    for c in np.unique(label):
-        name = classes[c] if c < len(classes) else str(int(c))
-        per_class[name] = shares(cats[label == c])
+    per_class = {classes[c] if c < len(classes) else str(int(c)): shares(cats[label == c]) for c in np.unique(label)}
     counts = dict(zip(CATEGORIES, np.bincount(cats, minlength=len(CATEGORIES)).tolist()))
     return CategoryResult(run_id=table.run_id, overall=shares(cats), per_class=per_class, n=len(ids), counts=counts)
 
@@ -132,13 +129,11 @@ def judge_images(table: RunTable) -> JudgedImages:
     label = pick["original"][0]
     cats = categorize(label, pick["original"][1], pick["mixed_rand"][1], pick["only_bg_t"][1],
                       full_raw=pick["original"][2], bg_raw=pick["only_bg_t"][2])
-    where = {v: p[v].by_id() for v in NEEDED}
-    conf = {v: p[v].conf[np.array([where[v][i] for i in ids])] for v in NEEDED}
-    return JudgedImages(ids, label, cats, {v: pick[v][1] for v in NEEDED}, conf)
+    return JudgedImages(ids, label, cats, {v: pick[v][1] for v in NEEDED}, {v: pick[v][3] for v in NEEDED})
 
 
 def _take(v, ids):
-    """(labels, preds, raw top-1 or None) of the images `ids`, in that order."""
+    """(labels, preds, raw top-1 or None, confidences) of the images `ids`, in that order."""
     where = v.by_id()
     idx = np.array([where[i] for i in ids])
-    return v.labels[idx], v.preds[idx], (v.raw[idx] if v.raw is not None else None)
+    return v.labels[idx], v.preds[idx], (v.raw[idx] if v.raw is not None else None), v.conf[idx]

@@ -86,9 +86,9 @@ class ChallengeConfig:
                             ("--sample", self.sample), ("--seed", self.seed)):
             if value is not None and (not isinstance(value, numbers.Integral) or isinstance(value, bool)):
                 raise BgbenchError(f"{name} must be a whole number, not {value!r}")
-        checks.at_least("--batch-size", self.batch_size, 1)
-        checks.at_least("--save-every", self.save_every, 1)
-        checks.at_least("--sample", self.sample, 1)
+        for name, value in (("--batch-size", self.batch_size), ("--save-every", self.save_every),
+                            ("--sample", self.sample)):
+            checks.at_least(name, value, 1)
         checks.within("--halfwidth", self.halfwidth, 0, 0.5, open_low=True, open_high=True)
         checks.at_least("--verify-safety", self.verify_safety, 1)
         self.mapping, self.precision = (checks.member("--mapping", self.mapping, Mapping),

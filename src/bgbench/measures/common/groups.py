@@ -76,8 +76,8 @@ class GroupAccuracy(Result):
                  f"{plural(len(self.groups), 'group')}, {eligible} with >= {self.min_images} images", self.headline()]
         w = max([24, *(len(g["group"]) for g in self.groups)])
         lines.append(f"{'group':<{w}} {'n':>5} {'accuracy':>8} {'95% CI':>15}")
-        for g in sorted(self.groups, key=lambda g: (g["acc"], g["group"])):
-            lines.append(f"{g['group']:<{w}} {g['n']:>5} {_pct(g['acc']):>7}% [{_pct(g['lo']):>5},{_pct(g['hi']):>5}]")
+        lines += [f"{g['group']:<{w}} {g['n']:>5} {_pct(g['acc']):>7}% [{_pct(g['lo']):>5},{_pct(g['hi']):>5}]"
+                  for g in sorted(self.groups, key=lambda g: (g["acc"], g["group"]))]
         return "\n".join(lines)
 
     def headline(self) -> str:

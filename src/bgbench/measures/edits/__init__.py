@@ -34,7 +34,6 @@ class Edits(AnalysisMeasure):
                        "end through edit, eval and analyze) and tests/test_releases.py (Table 1 and Eq. 8 on a "
                        "generated release, written out in the test; the release beside a `bgbench edit` folder)")
     title = "edit drops"
-    needs = ("eval run",)
     reads = Reads.RUNS
     config = EditsConfig
     help = ("accuracy drop from original per edit level, with paired 95% intervals (eval runs of a `bgbench edit` "

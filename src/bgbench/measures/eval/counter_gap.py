@@ -47,13 +47,12 @@ class CounterGap:
 
     def lines(self) -> List[str]:
         g = self.overall
-        out = [f"CounterAnimal gap (common - counter): {100 * g.value:.1f}% [{100 * g.lo:.1f}%, {100 * g.hi:.1f}%] "
-               f"(common {100 * self.common:.1f}%, counter {100 * self.counter:.1f}%, n={g.n})"]
         w = max([5, *(len(c["class"]) for c in self.per_class)])
-        out.append(f"  {'class':<{w}} {'common':>7} {'counter':>8} {'gap':>7}  {'95% CI':>17}")
-        out += [f"  {c['class']:<{w}} {100 * c['common']:6.1f}% {100 * c['counter']:7.1f}% {100 * c['gap']:6.1f}%  "
-                f"[{100 * c['lo']:5.1f}%, {100 * c['hi']:5.1f}%]" for c in self.per_class]
-        return out
+        return [f"CounterAnimal gap (common - counter): {100 * g.value:.1f}% [{100 * g.lo:.1f}%, {100 * g.hi:.1f}%] "
+                f"(common {100 * self.common:.1f}%, counter {100 * self.counter:.1f}%, n={g.n})",
+                f"  {'class':<{w}} {'common':>7} {'counter':>8} {'gap':>7}  {'95% CI':>17}",
+                *(f"  {c['class']:<{w}} {100 * c['common']:6.1f}% {100 * c['counter']:7.1f}% {100 * c['gap']:6.1f}%  "
+                  f"[{100 * c['lo']:5.1f}%, {100 * c['hi']:5.1f}%]" for c in self.per_class)]
 
 
 def class_of(image_id: str) -> str:

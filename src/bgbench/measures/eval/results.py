@@ -84,9 +84,9 @@ class EvalReport(Result):
         lines = [f"model: {self.model_label or self.model}", f"data:  {self.data}",
                  *([f"precision: {self.precision} (not exact fp32: the numbers may differ from an fp32 run's)"]
                    if self.precision != "fp32" else []),
-                 f"{'variant':<{w}} {'acc':>7}  {'95% CI':>17} {'n':>6}"]
-        for v, e in self.accuracy.items():
-            lines.append(f"{v:<{w}} {100 * e.value:6.1f}%  [{100 * e.lo:5.1f}%, {100 * e.hi:5.1f}%] {e.n:>6}")
+                 f"{'variant':<{w}} {'acc':>7}  {'95% CI':>17} {'n':>6}",
+                 *(f"{v:<{w}} {100 * e.value:6.1f}%  [{100 * e.lo:5.1f}%, {100 * e.hi:5.1f}%] {e.n:>6}"
+                   for v, e in self.accuracy.items())]
         if self.bg_gap is not None:
             g = self.bg_gap
             ci = interval(g.lo, g.hi, g.n, lambda v: f"{100 * v:5.1f}%")

@@ -101,8 +101,8 @@ class FeaturesSummary(Summary):
                 ("features_bg_area", "", self.bg_area, None, None, n),
                 ("features_spurious", "", float(self.spurious), None, None, n)]
         for c in self.per_class:
-            rows.append(("features_bg_share", c["name"], c["bg_share"], None, None, len(c["features"])))
-            rows.append(("features_bg_area", c["name"], c["bg_area"], None, None, len(c["features"])))
+            rows += [("features_bg_share", c["name"], c["bg_share"], None, None, len(c["features"])),
+                     ("features_bg_area", c["name"], c["bg_area"], None, None, len(c["features"]))]
         top = self.top_spurious
         rows.append(("features_top_spurious_bg_share", "", None if top is None else top["bg_share"], None, None,
                      self.spurious))
@@ -140,22 +140,18 @@ def summarize_features(rows: Sequence[FeaturesRow], class_name, config: dict) ->
     by_class: Dict[int, dict] = {}
     for row in rows:
         f = {name: getattr(row, name) for name in FeaturesRow.names()}
-        for key in JSON_COLUMNS:
-            if isinstance(f[key], str):
-                f[key] = json.loads(f[key])
+        f.update({key: json.loads(f[key]) for key in JSON_COLUMNS if isinstance(f[key], str)})
         f["spurious"] = bool(f["spurious"])
         c = int(f.pop("class_index"))
         entry = by_class.setdefault(c, {"class_index": c, "name": class_name(c), "images": int(f["images"]),
                                         "features": []})
         entry["features"].append(f)
-    per_class = []
-    for c in sorted(by_class):
-        entry = by_class[c]
+    per_class = [by_class[c] for c in sorted(by_class)]
+    for entry in per_class:
         entry["features"].sort(key=lambda f: f["rank"])
         entry["bg_share"] = _mean([f["bg_share"] for f in entry["features"]])
         entry["bg_area"] = _mean([f["bg_area"] for f in entry["features"]])
         entry["spurious"] = sum(1 for f in entry["features"] if f["spurious"])
-        per_class.append(entry)
     threshold = config.get("threshold")
     return FeaturesSummary(per_class=per_class, rule=rule_text(threshold), group_by=str(config.get("group_by")),
                            config=dict(config))

@@ -19,7 +19,6 @@ class Groups(AnalysisMeasure):
                        "against the manifest and predictions read with the csv module) and "
                        "tests/test_benchmarks.py (Spawrious' groups against its `SpawriousBenchmark` data lists, written out in the test)")
     title = "worst-group accuracy"
-    needs = ("eval run",)
     config = GroupsConfig
     help = ("accuracy per (class, background class) group of MIXED-RAND (or a group dataset's groups), the worst "
             "group and the mean over groups")

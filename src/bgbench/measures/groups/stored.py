@@ -26,15 +26,11 @@ def worst_group(store, run_id: int, variant: Optional[str] = None, data: Optiona
     a mixed variant (default mixed_rand), or a group dataset's own group (variant original)."""
     table = stored_table(store, run_id, mapping=mapping)
     root = Path(data or table.data_root or "")
-    group_file = find_group_file(root)
-    if group_file is not None:
-        return _own_groups(table, lambda: group_layout(group_file, table.split), variant, min_images)
-    waterbirds = find_waterbirds(root)
-    if waterbirds is not None:
-        return _own_groups(table, lambda: waterbirds_layout(waterbirds, table.split), variant, min_images)
-    spawrious = find_spawrious(root)
-    if spawrious is not None:
-        return _own_groups(table, lambda: spawrious_layout(spawrious, table.split), variant, min_images)
+    for find, layout_of in ((find_group_file, group_layout), (find_waterbirds, waterbirds_layout),
+                            (find_spawrious, spawrious_layout)):  # a group dataset: its own groups
+        found = find(root)
+        if found is not None:
+            return _own_groups(table, lambda: layout_of(found, table.split), variant, min_images)
     variant = variant or "mixed_rand"
     if variant not in MIXED:
         raise BgbenchError(f"--variant {variant}: groups are (class, background class), recorded for the mixed "

@@ -79,8 +79,8 @@ class ImageNetXSummary(Summary):
         annotated image's accuracy)."""
         rows = [estimate_row("imagenet_x_accuracy", "", self.accuracy)]
         for name, f in self.factors.items():
-            rows.append(estimate_row("imagenet_x_error_ratio", name, f["error_ratio"], f["images"]))
-            rows.append(("imagenet_x_accuracy", name, f["accuracy"], None, None, f["images"]))
+            rows += [estimate_row("imagenet_x_error_ratio", name, f["error_ratio"], f["images"]),
+                     ("imagenet_x_accuracy", name, f["accuracy"], None, None, f["images"])]
         return rows
 
     def lines(self) -> List[str]:
@@ -121,10 +121,9 @@ def summarize_imagenet_x(image_ids: Sequence[str], preds: Sequence[int], seed: i
         out[name] = {"images": images, "accuracy": float(acc[name].iloc[0]) if images else math.nan,
                      "error_ratio": {"value": value, "lo": lo[k] if value == value else math.nan,
                                      "hi": hi[k] if value == value else math.nan, "n": images}}
-    overall = accuracy(correct.astype(bool)).as_dict() if n else {"value": math.nan, "lo": math.nan, "hi": math.nan,
-                                                                   "n": 0}
-    if n:
-        overall["value"] = float(acc["average"].iloc[0])
+    # the package's own 'average' as the value, beside the Wilson interval of the same images
+    overall = {**accuracy(correct.astype(bool)).as_dict(), "value": float(acc["average"].iloc[0])} if n else \
+        {"value": math.nan, "lo": math.nan, "hi": math.nan, "n": 0}
     return ImageNetXSummary(out, overall, n)
 
 
@@ -152,13 +151,9 @@ def _bootstrap(correct: np.ndarray, onehot: np.ndarray, seed: int, replicates: i
     lo, hi = [], []
     for j in range(k):
         col = r[:, j][np.isfinite(r[:, j])]
-        if col.size < 0.5 * len(r):
-            lo.append(math.nan)
-            hi.append(math.nan)
-        else:
-            a, b = np.percentile(col, [2.5, 97.5])
-            lo.append(float(a))
-            hi.append(float(b))
+        a, b = np.percentile(col, [2.5, 97.5]) if col.size >= 0.5 * len(r) else (math.nan, math.nan)
+        lo.append(float(a))
+        hi.append(float(b))
     return lo, hi
 
 

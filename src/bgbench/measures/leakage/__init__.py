@@ -12,7 +12,6 @@ class Leakage(AnalysisMeasure):
               "trained on MIXED-RAND or ONLY-FG")
     checked_against = "tests/measures/test_leakage.py (tables worked out by hand)"
     title = "box leakage"
-    needs = ("eval run",)
     help = ("only_bg_b/only_bg_t accuracy above chance (box leakage), for models trained on MIXED-RAND or ONLY-FG; "
             "no_fg apart, as silhouette signal")
     sections = (SectionSpec("leakage", "Box leakage and silhouette signal (paper §5)",

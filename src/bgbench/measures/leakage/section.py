@@ -21,9 +21,8 @@ def leakage_section(ctx: SectionContext, subject: SectionSubject, run, result) -
     if result.trained_on not in LEAKAGE_TRAINING:
         return None
     rows = [{"variant": v, "acc": result.accuracy[v], "excess": e} for v, e in result.excess().items()]
-    silhouette = None
-    if result.silhouette is not None:
-        silhouette = {"variant": SILHOUETTE, "name": SILHOUETTE_NAME, "acc": result.silhouette,
-                      "excess": above_chance(result.silhouette, result.chance)}
+    silhouette = None if result.silhouette is None else {
+        "variant": SILHOUETTE, "name": SILHOUETTE_NAME, "acc": result.silhouette,
+        "excess": above_chance(result.silhouette, result.chance)}
     return {"run_id": run["id"], "chance": result.chance, "trained_on": result.trained_on, "rows": rows,
             "silhouette": silhouette}

@@ -40,10 +40,9 @@ class LeakageResult(Result):
         return {v: above_chance(e, self.chance) for v, e in self.accuracy.items()}
 
     def to_dict(self) -> dict:
-        silhouette = None
-        if self.silhouette is not None:
-            silhouette = {"name": SILHOUETTE_NAME, "variant": SILHOUETTE, "accuracy": self.silhouette.as_dict(),
-                          "above_chance": above_chance(self.silhouette, self.chance).as_dict()}
+        silhouette = None if self.silhouette is None else {
+            "name": SILHOUETTE_NAME, "variant": SILHOUETTE, "accuracy": self.silhouette.as_dict(),
+            "above_chance": above_chance(self.silhouette, self.chance).as_dict()}
         return {"run_id": self.run_id, "chance": self.chance, "trained_on": self.trained_on,
                 "accuracy": {v: e.as_dict() for v, e in self.accuracy.items()},
                 "above_chance": {v: e.as_dict() for v, e in self.excess().items()},

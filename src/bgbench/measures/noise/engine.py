@@ -15,6 +15,7 @@ or importing torch.
 """
 from __future__ import annotations
 
+import functools
 from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Callable, Dict, List, Optional, Sequence
 
@@ -64,8 +65,16 @@ def _lowbias32_(x: torch.Tensor) -> torch.Tensor:
     return x
 
 
-_TABLES: Dict[torch.device, torch.Tensor] = {}
-_COUNTERS: Dict[tuple, torch.Tensor] = {}
+@functools.lru_cache(maxsize=None)
+def _quantile_table(device: torch.device) -> torch.Tensor:
+    """`draws.quantiles` on `device` (one copy a device)."""
+    return to_device(torch.from_numpy(quantiles().copy()), device)
+
+
+@functools.lru_cache(maxsize=8)
+def _counters(device: torch.device, count: int) -> torch.Tensor:
+    """0 .. count - 1 as int32 on `device`, kept for the few draw sizes a run asks for."""
+    return torch.arange(count, dtype=torch.int32, device=device)
 
 
 def device_keys(seeds: Sequence[int], device: torch.device) -> torch.Tensor:
@@ -84,15 +93,8 @@ def device_draws(keys: torch.Tensor, trials: int, height: int, width: int) -> to
     if count >= 1 << 31:
         raise BgbenchError(f"noise: a draw of {trials} trials of {height}x{width} images has {count:,} values, "
                            "more than the generator counts (2^31); use fewer --trials or smaller images")
-    table = _TABLES.get(device)
-    if table is None:
-        table = _TABLES[device] = to_device(torch.from_numpy(quantiles().copy()), device)
-    counters = _COUNTERS.get((device, count))
-    if counters is None:
-        if len(_COUNTERS) > 8:
-            _COUNTERS.clear()
-        counters = _COUNTERS[(device, count)] = torch.arange(count, dtype=torch.int32, device=device)
-    x = torch.bitwise_xor(counters.view(trials, 1, height, width, 3), keys[0].view(1, n, 1, 1, 1))
+    table = _quantile_table(device)
+    x = torch.bitwise_xor(_counters(device, count).view(trials, 1, height, width, 3), keys[0].view(1, n, 1, 1, 1))
     _lowbias32_(x).bitwise_xor_(keys[1].view(1, n, 1, 1, 1))
     _lowbias32_(x).bitwise_right_shift_(32 - QUANTILE_BITS).bitwise_and_((1 << QUANTILE_BITS) - 1)
     return table.index_select(0, x.view(-1)).view(x.shape)  # int32 indices as they are: no int64 copy

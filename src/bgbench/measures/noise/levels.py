@@ -38,9 +38,7 @@ def data_grid(data_kind: Optional[str]) -> str:
 
 def resolve_levels(levels, kind: str) -> Tuple[str, List[float]]:
     """(grid name, levels) from a grid name or numbers ('0.5', '30/255')."""
-    if isinstance(levels, str):
-        levels = [levels]
-    levels = list(levels)
+    levels = [levels] if isinstance(levels, str) else list(levels)
     if len(levels) == 1 and isinstance(levels[0], str) and levels[0] in GRIDS:
         return levels[0], list(GRIDS[levels[0]][kind])
     if not levels:

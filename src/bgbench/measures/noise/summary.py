@@ -121,13 +121,10 @@ class NoiseSummary(Summary):
         if not regions:
             return []
         levels = [self.label(p["level"]) for p in self.curves["fg"]]
-        lines = ["noise on one attribute (images that have it): accuracy per level, mean over their classes",
-                 f"{'attribute':>16} {'images':>6} " + " ".join(f"{lv:>8}" for lv in levels)]
-        for r in regions:
-            pts = self.curves[r]
-            lines.append(f"{r[len(ATTRIBUTE_PREFIX):]:>16} {pts[0]['n']:>6} "
-                         + " ".join(f"{_pct(p['acc']):>7}%" for p in pts))
-        return lines
+        return ["noise on one attribute (images that have it): accuracy per level, mean over their classes",
+                f"{'attribute':>16} {'images':>6} " + " ".join(f"{lv:>8}" for lv in levels),
+                *(f"{r[len(ATTRIBUTE_PREFIX):]:>16} {self.curves[r][0]['n']:>6} "
+                  + " ".join(f"{_pct(p['acc']):>7}%" for p in self.curves[r]) for r in regions)]
 
 
 def _pct(v: float) -> str:

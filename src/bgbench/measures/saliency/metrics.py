@@ -120,25 +120,15 @@ def mask_coverage(g: np.ndarray, m: np.ndarray, fractions: Sequence[float] = COV
                   sorted_values: Optional[np.ndarray] = None) -> list:
     """RIVAL10's `compute_mask_coverage`: keep the pixels with g ≥ the threshold of each t (and
     g > 0); the share of the mask they cover."""
-    area = float(m.sum())
-    out, positive = [], g > 0
-    for thresh in saliency_thresholds(g, fractions, sorted_values):
-        kept = (g >= np.float32(thresh)) & positive
-        out.append(float(np.sum(kept * m)) / area if area else float("nan"))
-    return out
-
-
-def average_precision(scores: np.ndarray, positives: np.ndarray) -> float:
-    """Average precision of `scores` ranking the `positives` (sklearn's `average_precision_score`):
-    Σ_k (R_k − R_{k−1})·P_k over the distinct score thresholds, highest first, no interpolation.
-    NaN when there is no positive."""
-    scores = np.asarray(scores).ravel()
-    order = np.argsort(scores)
-    return _average_precision_ascending(scores[order], np.asarray(positives, dtype=bool).ravel()[order])
+    area, positive = float(m.sum()), g > 0
+    return [float(np.sum(((g >= np.float32(thresh)) & positive) * m)) / area if area else float("nan")
+            for thresh in saliency_thresholds(g, fractions, sorted_values)]
 
 
 def _average_precision_ascending(s: np.ndarray, y: np.ndarray) -> float:
-    """average_precision of scores `s` sorted ascending, with their positives `y` in that order.
+    """Average precision (sklearn's `average_precision_score`: Σ_k (R_k − R_{k−1})·P_k over the
+    distinct score thresholds, highest first, no interpolation; NaN when there is no positive) of
+    scores `s` sorted ascending, with their positives `y` in that order.
     Ties form runs of equal scores; only each run's end counts, so the order inside one is moot."""
     if not y.any():
         return float("nan")

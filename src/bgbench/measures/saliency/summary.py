@@ -88,13 +88,13 @@ class SaliencySummary(Summary):
                  "coverage_25": "cover.25", "coverage_50": "cover.50", "coverage_75": "cover.75", "ap": "AP"}
         lines = [f"saliency alignment (Grad-CAM on the predicted class{f', layer {layer}' if layer else ''}; "
                  f"{self.images} images, {self.flat} all-zero maps)",
-                 f"{'predicted class':<24}{'images':>7}" + "".join(f"{short[m]:>10}" for m in METRICS)]
-        for cls, vals in self.per_class.items():
-            lines.append(f"{cls[:23]:<24}{vals['images']:>7}" + "".join(f"{_f(vals[m]):>10}" for m in METRICS))
-        lines.append(f"{'headline (class mean)':<24}{'':>7}" + "".join(f"{_f(self.headline[m]['value']):>10}"
-                                                                      for m in METRICS))
-        lines.append(f"{'mean over images':<24}{'':>7}" + "".join(f"{_f(self.image_mean[m]['value']):>10}"
-                                                                  for m in METRICS))
+                 f"{'predicted class':<24}{'images':>7}" + "".join(f"{short[m]:>10}" for m in METRICS),
+                 *(f"{cls[:23]:<24}{vals['images']:>7}" + "".join(f"{_f(vals[m]):>10}" for m in METRICS)
+                   for cls, vals in self.per_class.items()),
+                 f"{'headline (class mean)':<24}{'':>7}" + "".join(f"{_f(self.headline[m]['value']):>10}"
+                                                                   for m in METRICS),
+                 f"{'mean over images':<24}{'':>7}" + "".join(f"{_f(self.image_mean[m]['value']):>10}"
+                                                              for m in METRICS)]
         p = self.headline["precision"]
         ci = interval(p["lo"], p["hi"], p.get("n"), _f) if p["lo"] is not None else f"[{_f(p['lo'])}, {_f(p['hi'])}]"
         how = f"degenerate: {p['degenerate']}" if p.get("degenerate") else \

@@ -30,7 +30,6 @@ class Shortcuts(AnalysisMeasure):
     checked_against = ("tests/measures/test_shortcuts.py (each gap from its source's own code; the "
                        "table and a derived model's paired changes)")
     title = "shortcut table"
-    needs = ("eval run",)
     reads = Reads.STORE
     config = ShortcutsConfig
     help = ("the shortcut table: per model, Whac-A-Mole's IN-1k accuracy and IN-W, Carton, SIN, IN-R and IN-9 gaps beside "

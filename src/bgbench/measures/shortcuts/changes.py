@@ -115,9 +115,7 @@ def changes(store, subjects: Sequence[Any], seed: int = 0) -> List[dict]:
     for base, derived, relation in derived_pairs(subjects):
         imagenet = is_imagenet(base.runs)
         items = []
-        for c in columns():
-            if not c.reads(imagenet):
-                continue
+        for c in (c for c in columns() if c.reads(imagenet)):
             rb, rd = base.latest(c.kind), derived.latest(c.kind)
             if rb is None or rd is None:
                 continue

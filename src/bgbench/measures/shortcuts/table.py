@@ -33,7 +33,7 @@ from dataclasses import dataclass, field, replace, fields
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from ...result import Result
 
-from ..registry import AS_HELD, CROP, ShortcutColumn, list_measures, get_measure
+from ..registry import AS_HELD, CROP, ShortcutColumn, estimate, list_measures, get_measure
 
 
 @dataclass(frozen=True)
@@ -71,10 +71,8 @@ def cell(run: Optional[Any], column: Column, metrics: Callable[[int], Dict[Tuple
     """A column's value of one run: value, lo, hi, n and the run (None: no run, or no value)."""
     if run is None:
         return None
-    m = metrics(int(run["id"])).get((column.metric, column.variant))
-    if m is None or m["value"] is None:
-        return None
-    return {"value": m["value"], "lo": m["lo"], "hi": m["hi"], "n": m["n"], "run": int(run["id"])}
+    m = estimate(metrics(int(run["id"])).get((column.metric, column.variant)))
+    return None if m is None else {**m, "run": int(run["id"])}
 
 
 @dataclass
@@ -130,16 +128,13 @@ class ShortcutTable(Result):
         lines = ["shortcut table (Whac-A-Mole's columns beside the Backgrounds Challenge; 95% intervals)"]
         for b in self.blocks:
             w = max([len(r["model"]) for r in b.rows] + [5])
-            lines += ["", f"{b.dataset}:", f"{'model':<{w}}" + "".join(f"  {b.title(c):>24}" for c in b.columns)]
-            for r in b.rows:
-                lines.append(f"{r['model']:<{w}}" + "".join(f"  {show(r['cells'].get(c.key), c):>24}"
-                                                            for c in b.columns))
-            lines.append(b.preprocessing_line())
+            lines += ["", f"{b.dataset}:", f"{'model':<{w}}" + "".join(f"  {b.title(c):>24}" for c in b.columns),
+                      *(f"{r['model']:<{w}}" + "".join(f"  {show(r['cells'].get(c.key), c):>24}" for c in b.columns)
+                        for r in b.rows), b.preprocessing_line()]
         for ch in self.changes:
-            lines += ["", f"{ch['derived']} against {ch['base']} on {ch['dataset']} ({ch['relation']}):"]
-            for item in ch["items"]:
-                lines.append(f"  {item['title']:<26} {show(item, item['column'], signed=True):>24}  {item['verdict']}")
-            lines.append(f"  {ch['summary']}")
+            lines += ["", f"{ch['derived']} against {ch['base']} on {ch['dataset']} ({ch['relation']}):",
+                      *(f"  {item['title']:<26} {show(item, item['column'], signed=True):>24}  {item['verdict']}"
+                        for item in ch["items"]), f"  {ch['summary']}"]
         return "\n".join(lines)
 
 

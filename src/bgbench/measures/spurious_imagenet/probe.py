@@ -24,9 +24,8 @@ from ...options import flag, runtime
 from ...store.schema import TableRow
 from ..arms import Arm, ArmsMeasure
 from ..common.imagenet_reference import require_imagenet_model
-from ..running import ProbeConfig, predicted
+from ..running import ProbeConfig
 from ..registry import BenchmarkHeadlines, Headline, SectionSpec
-from ..result import MeasureResult
 from .summary import SPURIOUS, VAL, SpuriousSummary, summarize_spurious
 
 
@@ -119,42 +118,21 @@ class SpuriousImageNetMeasure(ArmsMeasure):
         require_imagenet_model(model, self.name)
         return [Arm(VAL, imagenet_val_of(layout.classes, cfg.imagenet)), Arm(SPURIOUS, layout)]
 
-    def measure(self, run):
-        rows: List[SpuriousRow] = []
-        sets = {}
-        for arm in reversed(run.sets):  # the reference last, as they met the model
-            items = arm.layout.items("original")
-            joined, _ = predicted(run, items, desc=f"{self.name}: {arm.name}")
-            sets[arm.name] = {"data": str(arm.layout.root), "split": arm.layout.split, "images": len(items),
-                              "fingerprint": arm.layout.fingerprint()}
-            if joined is None:
-                continue
-            if joined.superclass_probs is None:
-                raise BgbenchError(f"spurious_imagenet keeps each image's probability of its class, which a run over "
-                                   f"all 1000 classes does not store; {len(arm.layout.classes)} classes here")
-            rows += [SpuriousRow(arm.name, i, int(label), int(pred), float(probs[label]))
-                     for i, label, pred, probs in zip(joined.image_ids, joined.labels.tolist(), joined.preds.tolist(),
-                                                      joined.superclass_probs)]
-        if not run.ranks.main:
-            return None
-        layout = run.layout
-        config = self.run_config(run.cfg, layout, run.ranks, own=self.recorded(run),
-                                 images=len(layout.items("original")),
-                                 after={"arms": {a.name: sets[a.name] for a in run.sets}})
-        result = MeasureResult(self.name, rows, config)
-        result.seconds = run.elapsed()
-        return result, config
+    def arm_rows(self, arm, joined) -> List[SpuriousRow]:
+        if joined.superclass_probs is None:
+            raise BgbenchError(f"spurious_imagenet keeps each image's probability of its class, which a run over "
+                               f"all 1000 classes does not store; {len(arm.layout.classes)} classes here")
+        return [SpuriousRow(arm.name, i, int(label), int(pred), float(probs[label]))
+                for i, label, pred, probs in zip(joined.image_ids, joined.labels.tolist(), joined.preds.tolist(),
+                                                 joined.superclass_probs)]
 
     def recorded(self, run) -> dict:
         from ...data.imagenet import imagenet_synsets
         index = {w: k for k, w in enumerate(imagenet_synsets())}
         layout = run.layout
-        features = {}
-        for image_id, (_, feature) in layout.features.items():
-            features.setdefault(image_id.partition("/")[0], feature)
         return {"rule": "softmax probability of the class over the 1000 outputs; decision: argmax over the 1000",
                 "class_indices": [index[w] for w in layout.classes], "timestamp": layout.timestamp,
-                "feature_folders": sorted(features)}
+                "feature_folders": sorted({image_id.partition("/")[0] for image_id in layout.features})}
 
     def summarize(self, rows: Sequence[SpuriousRow], config: dict) -> SpuriousSummary:
         classes = list(config.get("classes") or [])

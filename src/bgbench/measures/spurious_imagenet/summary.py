@@ -61,9 +61,9 @@ class SpuriousSummary(Summary):
                  f"joint AP (all images pooled)                 {self.joint:.4f}",
                  f"{'class':<12}{'index':>6}{'AP':>8}{'ROC AUC':>9}{'p val':>8}{'p spur':>8}{'val as':>8}{'spur as':>9}"]
         worst = sorted(self.classes, key=lambda c: (c["ap"], c["index"]))
-        for c in worst[:shown]:
-            lines.append(f"{c['wnid']:<12}{c['index']:>6}{c['ap']:>8.4f}{c['auroc']:>9.4f}{c['val_prob']:>8.4f}"
-                         f"{c['spurious_prob']:>8.4f}{c['val_classified_as']:>8.1%}{c['spurious_classified_as']:>9.1%}")
+        lines += [f"{c['wnid']:<12}{c['index']:>6}{c['ap']:>8.4f}{c['auroc']:>9.4f}{c['val_prob']:>8.4f}"
+                  f"{c['spurious_prob']:>8.4f}{c['val_classified_as']:>8.1%}{c['spurious_classified_as']:>9.1%}"
+                  for c in worst[:shown]]
         if len(worst) > shown:
             lines.append(f"(the {shown} lowest of {len(worst)} classes; --json lists every one)")
         return lines
