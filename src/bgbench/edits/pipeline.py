@@ -24,7 +24,7 @@ the toolkit's one seed is; remove stays classical.
 from __future__ import annotations
 
 import zlib
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from itertools import groupby
 from pathlib import Path
 from functools import cache
@@ -51,6 +51,7 @@ from .functions import DoesNotFit, glcm_stats, pixel_rate
 from .registry import (ADVERSARIAL, ATTRIBUTES, POSITION_RATE, SIZE_RATES, Context, Edit, edits_for,
                        get_complexity_editor, get_inpainter)
 from .result import ORIGINAL, EditResult
+from .schedule import Schedule
 
 KIND = "edit"
 CLASSICAL, DIFFUSION = "classical", "diffusion"
@@ -261,9 +262,7 @@ def _diffusion(weights, edits: Sequence[Edit], tasks: Sequence[_Task], s: _Setti
     """The diffusion backend's levels of `tasks` (their originals are written), batched in the
     parent within blocks of `--batch-size`; one generator per image. The adversarial level is
     guided by `model`'s log-probability of the true class."""
-    from dataclasses import replace
     from .diffusion import DiffusionSettings, class_log_prob, diffuse_backgrounds, lpips_for
-    from .schedule import Schedule
     cfg = s.cfg
     levels = [e for e in edits if e.attribute in DIFFUSED]
     if not levels:
@@ -353,7 +352,6 @@ def edit_dataset(cfg: EditConfig, model=None, progress: bool = True) -> Optional
     weights = None  # the diffusion backend's, checked before anything is written
     if cfg.backend == DIFFUSION:
         from .diffusion_weights import load_weights
-        from .schedule import Schedule
         Schedule(cfg.respacing).indices(cfg.skip)  # a bad --respacing or --skip: one line, before the weights load
         weights = load_weights(cfg.weights, head_channels=cfg.head_channels)
         if cfg.lpips_lambda:
