@@ -109,8 +109,7 @@ def _batches(order: torch.Tensor, batch_size: int, even: bool) -> Iterator[torch
     """Consecutive batches of `order`; with `even`, odd batches lose their last item (timm Mixup
     pairs each image with the batch's reverse). A batch of fewer than `SMALLEST_BATCH` items is
     dropped."""
-    for i in range(0, len(order), batch_size):
-        idx = order[i:i + batch_size]
+    for idx in order.split(batch_size):
         if even:
             idx = idx[:len(idx) - len(idx) % 2]
         if len(idx) >= SMALLEST_BATCH:
