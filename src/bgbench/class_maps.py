@@ -42,10 +42,8 @@ IMAGENET_D = "imagenet-d"
 
 def _map(name: str, pairs, num_classes: int) -> ClassMap:
     """The map sending each (ImageNet index, label) of `pairs` to its label and every other index to none."""
-    table = [NO_CLASS] * IMAGENET_CLASSES
-    for index, label in pairs:
-        table[index] = label
-    return ClassMap(name, tuple(table), num_classes)
+    table = dict(pairs)
+    return ClassMap(name, tuple(table.get(i, NO_CLASS) for i in range(IMAGENET_CLASSES)), num_classes)
 
 
 def _resource(name: str) -> dict:

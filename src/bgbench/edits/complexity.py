@@ -13,6 +13,8 @@ from typing import Sequence
 
 import numpy as np
 
+from ..classes import IMAGENET1K, IN9_FOLDERS, imagenet_to_in9
+
 STEPS = 100
 STEP_SIZE = 0.1  # small plain steps: the |F| subgradient oscillates near zero amplitude with large ones
 STRENGTH = 1 / 40  # kappa = STRENGTH * std(x0); calibrated on Synthetic-9 (benchmarks/README.md)
@@ -55,7 +57,6 @@ def adversarial_backgrounds(model, x, m, labels: Sequence[int], eps: float = ADV
     probabilities (the superclass rule). The object's pixels are left out of every step, and k/255
     times 255 rounds back to k for every byte, so they come out bit-identical."""
     import torch
-    from ..models.spec import IMAGENET1K
     bg = 1 - m
     y = torch.as_tensor(np.asarray(labels), dtype=torch.long, device=x.device)
     step = 2.5 * eps / steps
@@ -75,7 +76,6 @@ def adversarial_backgrounds(model, x, m, labels: Sequence[int], eps: float = ADV
 def _superclass_log_probs(logits):
     """log of the probability mass of each IN-9 class (the 'superclass' rule), for 1000-class models."""
     import torch
-    from ..classes import IN9_FOLDERS, imagenet_to_in9
     table = torch.as_tensor(imagenet_to_in9(), device=logits.device)
     probs = logits.float().softmax(dim=1)
     valid = table >= 0

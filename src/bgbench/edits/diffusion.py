@@ -117,6 +117,7 @@ def blended_diffusion(unet, schedule: Schedule, start, keep, mask, guidance: Gui
     x0 = None
     for i in indices:
         j = schedule.guidance_index(i)
+        grad = guided = None
         with torch.no_grad():
             if guidance.active():
                 with torch.enable_grad():
@@ -130,12 +131,8 @@ def blended_diffusion(unet, schedule: Schedule, start, keep, mask, guidance: Gui
                         x_in = gx0.detach().requires_grad_(True)
                         grad = grad - torch.autograd.grad(classifier(x_in).sum(), x_in)[0] * guidance.classifier_scale
                 if j == i:  # the toolkit's first forward pass gives the same numbers: reuse them
-                    x0, mean, logvar = gx0.detach(), gmean.detach(), glogvar.detach()
-                else:
-                    x0, mean, logvar = _predict(unet, schedule, img, i)
-            else:
-                x0, mean, logvar = _predict(unet, schedule, img, i)
-                grad = None
+                    guided = gx0.detach(), gmean.detach(), glogvar.detach()
+            x0, mean, logvar = guided or _predict(unet, schedule, img, i)
             noise = _randn(generators, img)
             if grad is not None:
                 mean = mean + torch.exp(logvar) * grad
@@ -153,14 +150,15 @@ class DiffusionSettings:
     guidance: Guidance = field(default_factory=Guidance)
 
 
-def _resized(image: np.ndarray, size: int, nearest: bool = False) -> np.ndarray:
-    if image.shape[:2] == (size, size):
+def _resized(image: np.ndarray, hw, nearest: bool = False) -> np.ndarray:
+    """`image` at (H, W) `hw` (LANCZOS, or NEAREST for a mask), untouched at that size already."""
+    if image.shape[:2] == tuple(hw):
         return image
-    return np.asarray(Image.fromarray(image).resize((size, size), Image.NEAREST if nearest else Image.LANCZOS))
+    return np.asarray(Image.fromarray(image).resize((hw[1], hw[0]), Image.NEAREST if nearest else Image.LANCZOS))
 
 
 def _tensor(images: Sequence[np.ndarray], size: int, dtype, device):
-    arr = np.stack([_resized(im, size) for im in images]).astype(np.float32) / 255.0
+    arr = np.stack([_resized(im, (size, size)) for im in images]).astype(np.float32) / 255.0
     return torch.from_numpy(arr).permute(0, 3, 1, 2).to(device=device, dtype=dtype) * 2 - 1
 
 
@@ -175,7 +173,7 @@ def diffuse_backgrounds(weights: DiffusionWeights, images: Sequence[np.ndarray],
     size = settings.size or weights.sample_size
     keep = _tensor(images, size, dtype, device)
     start = _tensor(backgrounds, size, dtype, device)
-    small = np.stack([_resized(m.astype(np.uint8) * 255, size, nearest=True) > 127 for m in masks])
+    small = np.stack([_resized(m.astype(np.uint8) * 255, (size, size), nearest=True) > 127 for m in masks])
     edit = torch.from_numpy(~small).to(device=device, dtype=dtype)[:, None]
     out = blended_diffusion(unet, Schedule(settings.respacing), start, keep, edit,
                             replace(settings.guidance, complexity=float(lam)),
@@ -183,13 +181,8 @@ def diffuse_backgrounds(weights: DiffusionWeights, images: Sequence[np.ndarray],
                             classifier)
     # the toolkit's to_pil_image: (x + 1) / 2 clamped, times 255, truncated to bytes
     pics = ((out.detach() + 1) / 2).clamp(0, 1).mul(255).to(torch.uint8).permute(0, 2, 3, 1).cpu().numpy()
-    done = []
-    for image, mask, pic in zip(images, masks, pics):
-        h, w = image.shape[:2]
-        if pic.shape[:2] != (h, w):
-            pic = np.asarray(Image.fromarray(pic).resize((w, h), Image.LANCZOS))
-        done.append(np.where(mask[..., None].astype(bool), image, pic))
-    return done
+    return [np.where(mask[..., None].astype(bool), image, _resized(pic, image.shape[:2]))
+            for image, mask, pic in zip(images, masks, pics)]
 
 
 def need_lpips():

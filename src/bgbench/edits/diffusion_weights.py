@@ -30,7 +30,6 @@ _HUB_NAME = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 @dataclass
 class DiffusionWeights:
     unet: object  # diffusers.UNet2DModel
-    source: str
     kind: str  # "guided-diffusion" or "diffusers"
     sha256: str
     sample_size: int
@@ -56,11 +55,8 @@ def load_weights(source: str | Path, head_channels: int = HEAD_CHANNELS) -> Diff
         except Exception as e:  # any unreadable file: pickle, zip and safetensors raise their own kinds
             raise CheckpointError(f"--weights {path}: cannot read it as a state dict "
                                   f"({type(e).__name__}: {' '.join(str(e).split())[:160]})") from None
-        if isinstance(sd, dict) and "input_blocks.0.0.weight" not in sd:
-            for key in ("state_dict", "model", "ema"):
-                if isinstance(sd.get(key), dict):
-                    sd = sd[key]
-                    break
+        if isinstance(sd, dict) and "input_blocks.0.0.weight" not in sd:  # a training checkpoint holding one
+            sd = next((sd[key] for key in ("state_dict", "model", "ema") if isinstance(sd.get(key), dict)), sd)
         if not isinstance(sd, dict) or not all(isinstance(v, torch.Tensor) for v in sd.values()):
             raise CheckpointError(f"--weights {path}: not a state dict of tensors")
         config = adm_config(sd, head_channels, str(path))
@@ -74,7 +70,7 @@ def load_weights(source: str | Path, head_channels: int = HEAD_CHANNELS) -> Diff
         if missing or unexpected:
             raise CheckpointError(f"--weights {path}: does not fit an ADM UNet ({len(missing)} missing, "
                                   f"{len(unexpected)} unexpected keys; first: {(missing or unexpected)[0]})")
-        return DiffusionWeights(unet.eval(), str(path), "guided-diffusion", sha256_file(path), config["sample_size"])
+        return DiffusionWeights(unet.eval(), "guided-diffusion", sha256_file(path), config["sample_size"])
     if path.is_dir():
         return _from_folder(path, str(source))
     if _HUB_NAME.match(str(source)) and not str(source).startswith((".", "~")):
@@ -157,11 +153,9 @@ def adm_config(sd: Dict[str, object], head_channels: int, name: str) -> dict:
 
 def _copy(sd, pairs: Dict[str, str], out: dict, used: set) -> None:
     """Each source layer's weight and bias (those the state dict has) under its diffusers name."""
-    for a, b in pairs.items():
-        for p in ("weight", "bias"):
-            if f"{a}.{p}" in sd:
-                out[f"{b}.{p}"] = sd[f"{a}.{p}"]
-                used.add(f"{a}.{p}")
+    found = {f"{a}.{p}": f"{b}.{p}" for a, b in pairs.items() for p in ("weight", "bias") if f"{a}.{p}" in sd}
+    out.update({dst: sd[src] for src, dst in found.items()})
+    used.update(found)
 
 
 _RESNET = {"in_layers.0": "norm1", "in_layers.2": "conv1", "emb_layers.1": "time_emb_proj", "out_layers.0": "norm2",
@@ -233,7 +227,8 @@ def adm_to_diffusers(sd: Dict[str, object], config: dict) -> Dict[str, object]:
 # ---------------------------------------------------------------------------------------------
 # diffusers folders and hub names
 
-def _checked(unet, name: str, kind: str, sha: Optional[str] = None) -> DiffusionWeights:
+def _checked(unet, name: str) -> DiffusionWeights:
+    """A diffusers UNet the toolkit's sampler can run (a learned variance, unconditional)."""
     from ..models.checkpoint import tensors_sha256
     cfg = unet.config
     if int(cfg.out_channels) != 2 * int(cfg.in_channels):
@@ -241,7 +236,7 @@ def _checked(unet, name: str, kind: str, sha: Optional[str] = None) -> Diffusion
                               f"channels; the toolkit's sampler needs a learned variance")
     if getattr(cfg, "num_class_embeds", None) or getattr(cfg, "class_embed_type", None):
         raise CheckpointError(f"--weights {name}: a class-conditional model; the toolkit's is unconditional")
-    return DiffusionWeights(unet.eval(), name, kind, sha or tensors_sha256(unet.state_dict()),
+    return DiffusionWeights(unet.eval(), "diffusers", tensors_sha256(unet.state_dict()),
                             int(cfg.sample_size if isinstance(cfg.sample_size, int) else cfg.sample_size[0]))
 
 
@@ -255,7 +250,7 @@ def _from_folder(path: Path, name: str) -> DiffusionWeights:
     except Exception as e:  # diffusers raises OSError, ValueError or EnvironmentError for a bad folder
         raise CheckpointError(f"--weights {name}: not a diffusers UNet2DModel folder "
                               f"({type(e).__name__}: {' '.join(str(e).split())[:160]})") from None
-    return _checked(unet, name, "diffusers")
+    return _checked(unet, name)
 
 
 def _hub_unet(name: str, local: bool):
@@ -281,5 +276,5 @@ def _from_hub(name: str) -> DiffusionWeights:
         except Exception as e:  # the hub client raises many kinds (HTTP, repository, config errors)
             raise CheckpointError(f"--weights {name}: cannot load it from the hub "
                                   f"({type(e).__name__}: {' '.join(str(e).split())[:160]})") from None
-    return _checked(unet, name, "diffusers")
+    return _checked(unet, name)
 

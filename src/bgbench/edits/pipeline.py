@@ -24,7 +24,7 @@ the toolkit's one seed is; remove stays classical.
 from __future__ import annotations
 
 import zlib
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from itertools import groupby
 from pathlib import Path
 from functools import cache
@@ -51,6 +51,7 @@ from .functions import DoesNotFit, glcm_stats, pixel_rate
 from .registry import (ADVERSARIAL, ATTRIBUTES, POSITION_RATE, SIZE_RATES, Context, Edit, edits_for,
                        get_complexity_editor, get_inpainter)
 from .result import ORIGINAL, EditResult
+from .schedule import Schedule
 
 KIND = "edit"
 CLASSICAL, DIFFUSION = "classical", "diffusion"
@@ -118,8 +119,7 @@ class EditConfig:
             checks.device(self.device)
         checks.at_least("--skip", self.skip, 0)
         checks.at_least("--head-channels", self.head_channels, 1)
-        if self.diffusion_size is not None:
-            checks.at_least("--diffusion-size", self.diffusion_size, 8)
+        checks.at_least("--diffusion-size", self.diffusion_size, 8)  # None: the model's sample size
         for flag, value in (("--range-lambda", self.range_lambda), ("--l2-lambda", self.l2_lambda),
                             ("--lpips-lambda", self.lpips_lambda), ("--classifier-scale", self.classifier_scale)):
             checks.at_least(flag, value, 0)
@@ -153,12 +153,6 @@ class _Task:
     mask_path: Path
 
 
-@dataclass(frozen=True)
-class _Settings:
-    cfg: EditConfig
-    target: Target
-
-
 def level_rng(seed: int, image_id: str, level: str) -> np.random.Generator:
     """The generator of one image's edit: from the seed, the image id and the level only."""
     return np.random.default_rng([seed, zlib.crc32(image_id.encode()), zlib.crc32(level.encode())])
@@ -187,9 +181,9 @@ def _rendered(edit: Edit, image: np.ndarray, mask: np.ndarray, ctx: Context):
     return done
 
 
-def _edit_one(task: _Task, s: _Settings) -> Tuple[List[M.ManifestRow], List[M.RejectRow]]:
+def _edit_one(task: _Task, job: Tuple[EditConfig, Target]) -> Tuple[List[M.ManifestRow], List[M.RejectRow]]:
     """Every CPU level of one image: its rows, and its rejects (the whole image, or single levels)."""
-    cfg = s.cfg
+    cfg, target = job
     try:
         image = read_image(task.path)
         # a foreground mask that can be edited: present, readable, the image's size, neither empty nor full
@@ -202,8 +196,8 @@ def _edit_one(task: _Task, s: _Settings) -> Tuple[List[M.ManifestRow], List[M.Re
             raise Rejected(NO_BACKGROUND, f"mask {task.mask_path.name} covers the whole image")
     except Rejected as e:
         return [], [M.RejectRow(task.index, task.image_id, task.source, e.reason, e.detail)]
-    s.target.save_image(ORIGINAL, task.image_id, image)
-    s.target.save_mask(task.image_id, mask)
+    target.save_image(ORIGINAL, task.image_id, image)
+    target.save_mask(task.image_id, mask)
     rows = [_row(task, ORIGINAL, ORIGINAL, image, mask, {})]
     rejects: List[M.RejectRow] = []
     background = cache(lambda: get_inpainter(cfg.inpainter)(image, mask))  # made once, for the levels that need it
@@ -214,14 +208,15 @@ def _edit_one(task: _Task, s: _Settings) -> Tuple[List[M.ManifestRow], List[M.Re
                       level_rng(cfg.seed, task.image_id, edit.name))
         try:
             done = _rendered(edit, image, mask, ctx)
-            s.target.save_image(edit.name, task.image_id, done.image)
+            target.save_image(edit.name, task.image_id, done.image)
             rows.append(_row(task, edit.name, edit.attribute, done.image, done.mask, done.params))
         except Rejected as e:
             rejects.append(M.RejectRow(task.index, task.image_id, task.source, e.reason, e.detail, edit.name))
     return rows, rejects
 
 
-def _adversarial(model, tasks: Sequence[_Task], s: _Settings, ranks, progress: bool) -> List[M.ManifestRow]:
+def _adversarial(model, tasks: Sequence[_Task], cfg: EditConfig, target: Target, ranks, progress: bool
+                 ) -> List[M.ManifestRow]:
     """The adversarial complexity level of `tasks` (their originals are written), through the feed on
     this rank's device (`model` is there), a batch per block of `--batch-size` consecutive images of
     the sorted list (cut again where the image size changes), so that a shard's batches are an
@@ -231,7 +226,6 @@ def _adversarial(model, tasks: Sequence[_Task], s: _Settings, ranks, progress: b
     from ..data.pixel_cache import Pixels
     from ..evaluation.feed import Images, batches
     from ..evaluation.numerics import forward_context
-    cfg, target = s.cfg, s.target
     # the originals as this job wrote them, read by path: never cached, they live in its stage only
     images = Images(Pixels(list(tasks)),
                     [list(b) for _, b in groupby(range(len(tasks)), key=lambda k: tasks[k].index // cfg.batch_size)],
@@ -256,15 +250,12 @@ def _adversarial(model, tasks: Sequence[_Task], s: _Settings, ranks, progress: b
 DIFFUSED = ("complexity", "size", "position", "rotation")
 
 
-def _diffusion(weights, edits: Sequence[Edit], tasks: Sequence[_Task], s: _Settings, progress: bool, model=None
-               ) -> Tuple[List[M.ManifestRow], List[M.RejectRow]]:
+def _diffusion(weights, edits: Sequence[Edit], tasks: Sequence[_Task], cfg: EditConfig, target: Target,
+               progress: bool, model=None) -> Tuple[List[M.ManifestRow], List[M.RejectRow]]:
     """The diffusion backend's levels of `tasks` (their originals are written), batched in the
     parent within blocks of `--batch-size`; one generator per image. The adversarial level is
     guided by `model`'s log-probability of the true class."""
-    from dataclasses import replace
     from .diffusion import DiffusionSettings, class_log_prob, diffuse_backgrounds, lpips_for
-    from .schedule import Schedule
-    cfg = s.cfg
     levels = [e for e in edits if e.attribute in DIFFUSED]
     if not levels:
         return [], []
@@ -272,7 +263,7 @@ def _diffusion(weights, edits: Sequence[Edit], tasks: Sequence[_Task], s: _Setti
     lpips_model = lpips_for(settings, cfg.device)
     weights.unet.to(cfg.device)
     inpainter = get_inpainter(cfg.inpainter)
-    items = [(t, s.target.load_image(ORIGINAL, t.image_id), s.target.load_mask(t.image_id)) for t in tasks]
+    items = [(t, target.load_image(ORIGINAL, t.image_id), target.load_mask(t.image_id)) for t in tasks]
     base = {"backend": DIFFUSION, "respacing": cfg.respacing, "steps": Schedule(cfg.respacing).steps - cfg.skip,
             "skip": cfg.skip, "seed": cfg.seed, "weights_sha256": weights.sha256, "weights_kind": weights.kind,
             "size": cfg.diffusion_size or weights.sample_size, "range_lambda": cfg.range_lambda}
@@ -317,7 +308,7 @@ def _diffusion(weights, edits: Sequence[Edit], tasks: Sequence[_Task], s: _Setti
                     raise BgbenchError(f"the diffusion backend failed at {edit.name}: "
                                        f"{type(e).__name__}: {e}".splitlines()[0]) from None
                 for (t, _, mask, params, _, seed), out in zip(ready, outs):
-                    s.target.save_image(edit.name, t.image_id, out)
+                    target.save_image(edit.name, t.image_id, out)
                     rows.append(_row(t, edit.name, edit.attribute, out, mask, {
                         **params, **base, "noise_seed": seed,
                         **({"model": model.spec.name} if edit.needs_model else {})}))
@@ -353,7 +344,6 @@ def edit_dataset(cfg: EditConfig, model=None, progress: bool = True) -> Optional
     weights = None  # the diffusion backend's, checked before anything is written
     if cfg.backend == DIFFUSION:
         from .diffusion_weights import load_weights
-        from .schedule import Schedule
         Schedule(cfg.respacing).indices(cfg.skip)  # a bad --respacing or --skip: one line, before the weights load
         weights = load_weights(cfg.weights, head_channels=cfg.head_channels)
         if cfg.lpips_lambda:
@@ -371,19 +361,18 @@ def edit_dataset(cfg: EditConfig, model=None, progress: bool = True) -> Optional
         tasks = [_Task(i, it.image_id, it.label, it.path, it.path.relative_to(layout.root).as_posix(),
                        layout.mask_path(it.image_id)) for i, it in enumerate(layout.items(ORIGINAL))]
         mine = select(tasks, Shard(ranks.rank, ranks.world) if ranks.distributed else cfg.shard, block=cfg.batch_size)
-        s = _Settings(cfg, writer.target)
         with worker_pool(cfg.workers, len(mine), torch=True) as pool:
-            results = pool.map(_edit_one, mine, s, "edit", progress and ranks.main, chunk_cap=8)
+            results = pool.map(_edit_one, mine, (cfg, writer.target), "edit", progress and ranks.main, chunk_cap=8)
         rows = [r for rs, _ in results for r in rs]
         rejects = [j for _, js in results for j in js]
         ok = {r.position for r in rows if r.folder == ORIGINAL}
         if weights is not None:
-            more, refused = _diffusion(weights, edits, [t for t in mine if t.index in ok], s, progress and ranks.main,
-                                       model.eval() if model is not None else None)
+            more, refused = _diffusion(weights, edits, [t for t in mine if t.index in ok], cfg, writer.target,
+                                       progress and ranks.main, model.eval() if model is not None else None)
             rows, rejects = rows + more, rejects + refused
         elif model is not None and any(e.needs_model for e in edits):
-            rows += _adversarial(model.to(ranks.device).eval(), [t for t in mine if t.index in ok], s, ranks,
-                                 progress and ranks.main)
+            rows += _adversarial(model.to(ranks.device).eval(), [t for t in mine if t.index in ok], cfg,
+                                 writer.target, ranks, progress and ranks.main)
         parts = gather((rows, rejects), ranks)
         if parts is None:
             return None

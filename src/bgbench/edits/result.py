@@ -37,13 +37,7 @@ class EditResult(Result):
         out = []
         for level in [ORIGINAL, *self.levels]:
             rows = [r for r in self.rows if r.folder == level]
-            means = {}
-            for key in MEASURES:
-                v = [r.fg_fraction if key == "pixel_rate" else (r.params or {}).get(key) for r in rows]
-                v = np.array([x for x in v if x is not None], dtype=np.float64)
-                v = v[np.isfinite(v)]
-                means[key] = round(float(v.mean()), 4) if v.size else None
-            out.append({"level": level, "images": len(rows), **means})
+            out.append({"level": level, "images": len(rows), **{key: _mean(rows, key) for key in MEASURES}})
         return out
 
     def outputs(self) -> dict:
@@ -76,3 +70,12 @@ class EditResult(Result):
             by = ", ".join(f"{k}: {n}" for k, n in sorted(Counter(r.reason for r in self.rejects).items()))
             lines.append(f"rejected {len(self.rejects)} ({by}); see {self.out / M.REJECTS}")
         return "\n".join(lines)
+
+
+def _mean(rows: List[M.ManifestRow], key: str) -> Optional[float]:
+    """The mean of the rows' finite `key` values (a pixel rate is a row's fg_fraction, GLCM statistics
+    are in its params), to 4 decimals; None: there is none."""
+    v = [r.fg_fraction if key == "pixel_rate" else (r.params or {}).get(key) for r in rows]
+    v = np.array([x for x in v if x is not None], dtype=np.float64)
+    v = v[np.isfinite(v)]
+    return round(float(v.mean()), 4) if v.size else None

@@ -49,19 +49,16 @@ def space_timesteps(n: int, respacing: str) -> List[int]:
 @dataclass
 class Schedule:
     respacing: str = "100"
-    trained_steps: int = TRAINED_STEPS
     timestep_map: List[int] = field(init=False)
 
     def __post_init__(self):
-        scale = 1000 / self.trained_steps  # linear betas
-        base = np.cumprod(1.0 - np.linspace(scale * 0.0001, scale * 0.02, self.trained_steps, dtype=np.float64))
-        self.timestep_map = space_timesteps(self.trained_steps, self.respacing)
+        base = np.cumprod(1.0 - np.linspace(0.0001, 0.02, TRAINED_STEPS, dtype=np.float64))  # linear betas
+        self.timestep_map = space_timesteps(TRAINED_STEPS, self.respacing)
         kept = base[self.timestep_map]
         betas = 1.0 - kept / np.append(1.0, kept[:-1])
         self.betas = betas
         ac = np.cumprod(1.0 - betas)
         prev = np.append(1.0, ac[:-1])
-        self.alphas_cumprod = ac
         self.sqrt_ac, self.sqrt_1m_ac = np.sqrt(ac), np.sqrt(1.0 - ac)
         self.sqrt_recip_ac, self.sqrt_recipm1_ac = np.sqrt(1.0 / ac), np.sqrt(1.0 / ac - 1.0)
         self.posterior_variance = betas * (1.0 - prev) / (1.0 - ac)
@@ -90,8 +87,7 @@ class Schedule:
         """The step at which the toolkit's `cond_fn` predicts x0 again: its `unscale_timestep` of
         the original timestep in float32, floor(timestep_map[i] * steps / 1000). It is `i` itself
         for a single-section respacing; computed as the toolkit does, it stays exact elsewhere."""
-        t = np.float32(self.timestep_map[i]) * np.float32(1000.0 / self.trained_steps)
-        return int(np.floor(np.float32(t) * np.float32(self.steps / 1000)))
+        return int(np.floor(np.float32(self.timestep_map[i]) * np.float32(self.steps / TRAINED_STEPS)))
 
     def q_sample(self, x0, i: int, noise):
         return self._at(self.sqrt_ac, i, x0) * x0 + self._at(self.sqrt_1m_ac, i, x0) * noise

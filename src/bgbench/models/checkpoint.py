@@ -129,11 +129,10 @@ def read_checkpoint(path: str | Path, trust: bool = False) -> LoadedCheckpoint:
         head = f.read(9)
     # the safetensors layout: an 8-byte little-endian header length, then the JSON header ('{')
     if len(head) == 9 and head[8:9] == b"{" and 8 + int.from_bytes(head[:8], "little") <= path.stat().st_size:
-        from safetensors import SafetensorError
-        from safetensors.torch import load_file
+        import safetensors.torch
         try:
-            state_dict = load_file(str(path), device="cpu")
-        except (SafetensorError, OSError, ValueError) as e:
+            state_dict = safetensors.torch.load_file(str(path), device="cpu")
+        except (safetensors.SafetensorError, OSError, ValueError) as e:
             raise CheckpointError(f"cannot read safetensors file {path}: {' '.join(str(e).split())[:200]}") from None
         return LoadedCheckpoint(kind="safetensors", state_dict=_unwrapped(state_dict), sha256=digest, path=str(path))
     from .exported import ExportedNet, is_exported_program, load_program

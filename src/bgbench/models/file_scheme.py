@@ -21,7 +21,7 @@ from torch import nn
 from ..errors import CheckpointError
 from .checkpoint import read_checkpoint, record_training
 from .norms import DATASET, IMAGENET1K, mark_assumed, norm_for
-from .schemes import ModelRequest, Peek, register_peek, register_scheme
+from .schemes import ModelRequest, Peek, register_scheme
 from .spec import ModelSpec
 from .timm_scheme import build_timm
 
@@ -30,7 +30,21 @@ from .timm_scheme import build_timm
 REBUILT = ("openclip", "hf")
 
 
-@register_scheme("file", usage="file:PATH",
+def file_peek(request: ModelRequest) -> Peek:
+    """A bgbench checkpoint's label space from its spec; an ONNX model's as the onnx: scheme tells;
+    a network that carries none is unknown until it runs (export, TorchScript, a pickled model)."""
+    path = file_path(request.target)
+    if Path(path).suffix.lower() == ".onnx":
+        from .onnx_scheme import onnx_peek
+        return onnx_peek(request)
+    ckpt = read_checkpoint(path, trust=request.trust_checkpoint)
+    if ckpt.kind == "bgbench":
+        saved = ModelSpec.from_dict(ckpt.spec)
+        return Peek(saved.label_space, saved.num_classes, Path(path), format=ckpt.kind)
+    return Peek(weights=Path(path), format=ckpt.kind)
+
+
+@register_scheme("file", peek=file_peek, usage="file:PATH",
                  summary="a file holding a whole network: bgbench's own checkpoint, a torch.export program (.pt2), "
                          "an ONNX model (.onnx), TorchScript, or a pickled model",
                  own_weights="use either --model file:PATH or --checkpoint, not both")
@@ -72,7 +86,6 @@ def file_model(request: ModelRequest) -> Tuple[nn.Module, ModelSpec]:
     return net, spec
 
 
-
 def file_path(target: str) -> str:
     """The checkpoint `file:TARGET` names: a file, or the model.pt of a run folder (`bgbench train
     --out DIR` writes DIR/model.pt); a folder without one is a one-line error that says what it holds."""
@@ -95,18 +108,3 @@ def _probe_classes(module: nn.Module, hw: Tuple[int, int] = (224, 224)) -> int:
     if not isinstance(out, torch.Tensor) or out.ndim != 2:
         raise CheckpointError("the model's output is not a (batch, classes) tensor")
     return int(out.shape[1])
-
-
-@register_peek("file")
-def file_peek(request: ModelRequest) -> Peek:
-    """A bgbench checkpoint's label space from its spec; an ONNX model's as the onnx: scheme tells;
-    a network that carries none is unknown until it runs (export, TorchScript, a pickled model)."""
-    path = file_path(request.target)
-    if Path(path).suffix.lower() == ".onnx":
-        from .onnx_scheme import onnx_peek
-        return onnx_peek(request)
-    ckpt = read_checkpoint(path, trust=request.trust_checkpoint)
-    if ckpt.kind == "bgbench":
-        saved = ModelSpec.from_dict(ckpt.spec)
-        return Peek(saved.label_space, saved.num_classes, Path(path), format=ckpt.kind)
-    return Peek(weights=Path(path), format=ckpt.kind)

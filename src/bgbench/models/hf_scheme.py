@@ -115,10 +115,9 @@ def _load(target: str, name: str) -> Tuple[nn.Module, object]:
         raise CheckpointError(f"hf:{target}: not in the Hugging Face cache and it cannot be downloaded ({reason}); "
                               f"on a machine with network run `hf download {target}`, then copy the cache folder "
                               f"here or point HF_HOME at a copy")
-    import transformers
-    from transformers import AutoImageProcessor, AutoModelForImageClassification
-    transformers.utils.logging.disable_progress_bar()
-    transformers.utils.logging.set_verbosity_error()
+    from transformers import AutoImageProcessor, AutoModelForImageClassification, logging
+    logging.disable_progress_bar()
+    logging.set_verbosity_error()
     source = str(local) if local.is_dir() else target
     try:
         model = AutoModelForImageClassification.from_pretrained(source)

@@ -33,7 +33,7 @@ from .. import console
 from ..errors import CheckpointError
 from .checkpoint import sha256_file
 from .norms import DATASET, IMAGENET1K, mark_assumed, norm_for
-from .schemes import ModelRequest, Peek, register_peek, register_scheme
+from .schemes import ModelRequest, Peek, register_scheme
 from .inputs import INTERPOLATIONS, check_input_size
 from .spec import ModelSpec
 from .static_shapes import in_fixed_batches, static_dims
@@ -117,9 +117,7 @@ def model_metadata(session) -> dict:
         except ValueError:
             raise CheckpointError("the ONNX model's bgbench_spec metadata is not JSON") from None
         found.update({k: saved[k] for k in META_KEYS if saved.get(k) is not None})
-    for key in META_KEYS:
-        if key in meta:
-            found[key] = _parse(key, meta[key])
+    found.update({key: _parse(key, meta[key]) for key in META_KEYS if key in meta})
     return found
 
 
@@ -142,7 +140,15 @@ def _parse(key: str, text: str):
     return value
 
 
-@register_scheme("onnx", usage="onnx:FILE.onnx",
+def onnx_peek(request: ModelRequest) -> Peek:
+    """Label space and width from the file (a session is opened; no image runs unless the width is dynamic)."""
+    path, session, net = _open(request, "cpu")
+    n = net.num_outputs()
+    space = checked_label_space(model_metadata(session).get("label_space"), n, request.name)
+    return Peek(space, n, path, format="onnx")
+
+
+@register_scheme("onnx", peek=onnx_peek, usage="onnx:FILE.onnx",
                  summary="an ONNX model run by onnxruntime (CPU; CUDA with --device cuda): preprocessing and "
                          "label space from its metadata, else from flags",
                  own_weights="an ONNX model carries its own weights; drop --checkpoint")
@@ -215,12 +221,3 @@ def _opsets(path: Path) -> Optional[dict]:
         return None
     model = onnx.load(str(path), load_external_data=False)
     return {imp.domain: int(imp.version) for imp in model.opset_import}
-
-
-@register_peek("onnx")
-def onnx_peek(request: ModelRequest) -> Peek:
-    """Label space and width from the file (a session is opened; no image runs unless the width is dynamic)."""
-    path, session, net = _open(request, "cpu")
-    n = net.num_outputs()
-    space = checked_label_space(model_metadata(session).get("label_space"), n, request.name)
-    return Peek(space, n, path, format="onnx")

@@ -26,7 +26,7 @@ from .checkpoint import tensors_sha256
 from .inputs import native_hw
 from .norms import DATASET, IMAGENET1K
 from .pickles import first_line, quiet, weights_failure
-from .schemes import ModelRequest, Peek, register_peek, register_scheme
+from .schemes import ModelRequest, Peek, register_scheme
 from .spec import ModelSpec
 from .zero_shot import IMAGENET_LABELS, ZeroShotClassifier, build_head, class_names, resolve_label_set, template_texts
 
@@ -39,7 +39,16 @@ def _names():
     return open_clip.list_models()
 
 
-@register_scheme("openclip", usage="openclip:ARCH[@PRETRAINED]", names=_names, zero_shot=True,
+def openclip_peek(request: ModelRequest) -> Peek:
+    """A zero-shot head's label space follows from `--labels` and the dataset's classes alone."""
+    label_set = resolve_label_set(request.labels, request.classes)
+    if label_set == IMAGENET_LABELS:
+        return Peek(IMAGENET1K, 1000)
+    return Peek(DATASET, len(request.classes or ()))
+
+
+@register_scheme("openclip", peek=openclip_peek, usage="openclip:ARCH[@PRETRAINED]", names=_names,
+                 zero_shot=True,
                  summary="an open_clip model as a zero-shot classifier (head from class names x templates)",
                  own_weights="openclip: models take their weights after '@' (openclip:ARCH@TAG or "
                              "openclip:ARCH@/path/to/weights.pt); drop --checkpoint")
@@ -125,12 +134,3 @@ def rebuild(spec: ModelSpec, state_dict) -> nn.Module:
                              head_bias=fitted)
     net.load_state_dict(state_dict, strict=True)
     return net
-
-
-@register_peek("openclip")
-def openclip_peek(request: ModelRequest) -> Peek:
-    """A zero-shot head's label space follows from `--labels` and the dataset's classes alone."""
-    label_set = resolve_label_set(request.labels, request.classes)
-    if label_set == IMAGENET_LABELS:
-        return Peek(IMAGENET1K, 1000)
-    return Peek(DATASET, len(request.classes or ()))

@@ -155,18 +155,18 @@ def identity(options: ModelOptions) -> dict:
     compares it: every field but those that only say where or how to run (`NOT_IDENTITY`; the
     checkpoint enters a run by its sha256), with a file's content named by its sha256 (a class map
     or templates file edited in place is another model)."""
-    out = {}
-    for f in dataclasses.fields(ModelOptions):
-        value = getattr(options, f.name)
-        if f.name in NOT_IDENTITY or (f.name in ONLY_WHEN_SET and value is None):
-            continue
-        if f.name in ONLY_WHEN_SET:
-            value = list(value)
-        elif f.name in ("class_map", "templates") and value is not None and Path(str(value)).expanduser().is_file():
-            value = {"file": Path(str(value)).name,
-                     "sha256": hashlib.sha256(Path(str(value)).expanduser().read_bytes()).hexdigest()}
-        out[f.name] = value
-    return out
+    values = {f.name: getattr(options, f.name) for f in dataclasses.fields(ModelOptions) if f.name not in NOT_IDENTITY}
+    return {name: _identity_value(name, value) for name, value in values.items()
+            if not (name in ONLY_WHEN_SET and value is None)}
+
+
+def _identity_value(name: str, value):
+    if name in ONLY_WHEN_SET:
+        return list(value)
+    if name in ("class_map", "templates") and value is not None and Path(str(value)).expanduser().is_file():
+        return {"file": Path(str(value)).name,
+                "sha256": hashlib.sha256(Path(str(value)).expanduser().read_bytes()).hexdigest()}
+    return value
 
 
 def speed_up(model, channels_last: bool = False, compile: bool = False):

@@ -7,21 +7,20 @@ edits to, so asking for one is a one-line error that says what can be done inste
 from __future__ import annotations
 
 from ..errors import CheckpointError
-from .schemes import ModelRequest, register_peek, register_scheme
+from .schemes import ModelRequest, register_scheme
 
 SCHEME = "predictions"
 
 
-@register_scheme(SCHEME, usage="predictions:NAME", runnable=False,
+def predictions_peek(request: ModelRequest):
+    """A study cannot run such a model either: its plan says so, in the same line."""
+    predictions_model(request)
+
+
+@register_scheme(SCHEME, peek=predictions_peek, usage="predictions:NAME", runnable=False,
                  summary="a model known only by its predictions (bgbench eval --predictions); cannot be run")
 def predictions_model(request: ModelRequest):
     """Refuse, in one line: a model known by its predictions cannot be run."""
     raise CheckpointError(f"{request.name} is known only by its predictions (a file recorded with `bgbench eval "
                           f"--predictions`); the challenge, the probes and edit --model need a model that bgbench "
                           f"can run (timm:, file:, zoo:, openclip:, hf:)")
-
-
-@register_peek(SCHEME)
-def predictions_peek(request: ModelRequest):
-    """A study cannot run such a model either: its plan says so, in the same line."""
-    predictions_model(request)

@@ -161,8 +161,8 @@ def _check_pickle(path: Path, what: str, data: bytes) -> None:
 
     from .pickles import unpickling_reason
     try:
-        with warnings.catch_warnings():  # torch warns of a pickle protocol it did not write: the refusal says enough
-            warnings.simplefilter("ignore")
+        # torch warns of a pickle protocol it did not write: the refusal says enough
+        with warnings.catch_warnings(action="ignore"):
             torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
     except Exception as e:  # noqa: BLE001 - any refusal or damage: the entry is not plain tensors
         raise _refuse(path, f"holds {what}, a pickle that needs full unpickling ({unpickling_reason(e)})") from None

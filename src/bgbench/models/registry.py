@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import fnmatch
 import importlib
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Tuple
 
 from .. import checks
 from ..errors import CheckpointError
 from .inputs import LABEL_SETS, RESIZE_CHOICES, check_input_size, native_hw
 from .norms import NORMS, check_norm_flags, parse_size, parse_triple, record_norm
-from .schemes import SCHEMES, ModelRequest, Peek, get_scheme, list_schemes, usages  # noqa: F401 (list_schemes re-exported)
+from .schemes import SCHEMES, ModelRequest, Peek, Scheme, get_scheme, list_schemes, usages  # noqa: F401 (list_schemes re-exported)
 from .spec import BgModel
 
 #: Modules whose import registers a scheme (in the order `list_models` lists them).
@@ -35,6 +35,14 @@ def list_models(pattern: str = "*") -> List[str]:
     names = [f"{scheme.name}:{n}" for scheme in SCHEMES.values()
              if scheme.names is not None and (head is None or fnmatch.fnmatch(scheme.name, head)) for n in scheme.names()]
     return [n for n in names if fnmatch.fnmatch(n, pattern)]
+
+
+def _scheme(name: str) -> Tuple[Scheme, str]:
+    """The scheme of model string `name` and what follows its ':'."""
+    scheme_name, _, target = str(name).partition(":")
+    if not target:
+        raise CheckpointError(f"model {name!r} must look like {usages()}")
+    return get_scheme(scheme_name, str(name)), target
 
 
 def create_model(name: str, checkpoint: Optional[str] = None, num_classes: Optional[int] = None,
@@ -61,19 +69,16 @@ def create_model(name: str, checkpoint: Optional[str] = None, num_classes: Optio
         input_size: the model's input (H, W) (or one side), for a model whose file does not fix it:
             with `resize` 'auto', images of another size are resized to it.
     """
-    scheme_name, _, target = str(name).partition(":")
-    if not target:
-        raise CheckpointError(f"model {name!r} must look like {usages()}")
+    scheme, target = _scheme(name)
     checks.one_of("--norm", norm, NORMS)
     checks.one_of("--resize", resize, RESIZE_CHOICES)
     checks.one_of("--labels", labels, LABEL_SETS)
     mean, std, input_size = parse_triple(mean, "--mean"), parse_triple(std, "--std"), parse_size(input_size)
     check_norm_flags(norm, mean, std)
-    scheme = get_scheme(scheme_name, str(name))
     if scheme.runnable and not scheme.zero_shot and (labels == "dataset" or templates != "openai"):
         raise CheckpointError(f"--labels dataset and --templates build the head of a zero-shot model (openclip:); "
                               f"{name} has its own head")
-    if pretrained and scheme_name != "timm":
+    if pretrained and scheme.name != "timm":
         raise CheckpointError(f"--pretrained loads timm's published weights for a timm:ARCH model; {name} names "
                               f"its weights itself")
     if checkpoint and scheme.own_weights:
@@ -103,10 +108,7 @@ def peek_model(name: str, checkpoint: Optional[str] = None, pretrained: bool = F
     """What `create_model` would build for these options and a dataset of `classes`, as far as the
     scheme can tell without building it (label space, output width, the weight file): what a
     study's plan checks each step with. Unknown parts are None."""
-    scheme_name, _, target = str(name).partition(":")
-    if not target:
-        raise CheckpointError(f"model {name!r} must look like {usages()}")
-    scheme = get_scheme(scheme_name, str(name))
+    scheme, target = _scheme(name)
     request = ModelRequest(name=str(name), target=target, checkpoint=str(checkpoint) if checkpoint else None,
                            pretrained=pretrained, trust_checkpoint=trust_checkpoint, labels=labels,
                            classes=tuple(classes) if classes else None)

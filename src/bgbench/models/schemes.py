@@ -9,7 +9,7 @@ names. No torch is imported here.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
@@ -100,28 +100,23 @@ SCHEMES: Dict[str, Scheme] = {}
 
 
 def register_scheme(name: str, usage: str, names: Optional[Callable[[], Iterable[str]]] = None,
-                    zero_shot: bool = False, runnable: bool = True, summary: str = "", own_weights: str = ""):
+                    zero_shot: bool = False, runnable: bool = True, summary: str = "", own_weights: str = "",
+                    peek: Optional[Callable[[ModelRequest], Peek]] = None):
     """Decorator: `fn(request) -> (net, spec)` builds the models whose string starts with `name:`.
 
     Args:
         usage: how the string looks, for messages ('timm:ARCH').
         names: the model names (without the scheme) that `list_models` offers, if the scheme can list them.
+        peek: `peek(request) -> Peek` tells what the scheme would build, without building it (no
+            weights loaded, nothing downloaded); a scheme without one is peeked as unknown.
         zero_shot, runnable, summary, own_weights: see `Scheme`.
     """
     def wrap(fn):
         if name in SCHEMES:
             raise ValueError(f"model scheme {name!r} is already registered")
         SCHEMES[name] = Scheme(name, fn, usage, names, zero_shot=zero_shot, runnable=runnable,
-                               summary=summary or (fn.__doc__ or "").strip().split("\n")[0], own_weights=own_weights)
-        return fn
-    return wrap
-
-
-def register_peek(name: str):
-    """Decorator: `fn(request) -> Peek` tells what the scheme `name` would build, without building it
-    (no weights loaded, nothing downloaded). A scheme without one is peeked as unknown."""
-    def wrap(fn):
-        SCHEMES[name] = replace(SCHEMES[name], peek=fn)
+                               summary=summary or (fn.__doc__ or "").strip().split("\n")[0], peek=peek,
+                               own_weights=own_weights)
         return fn
     return wrap
 

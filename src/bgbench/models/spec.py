@@ -220,24 +220,22 @@ def _few(classes: Sequence[str]) -> str:
     return f"{shown}, ..." if len(classes) > 4 else shown
 
 
-def check_compatible(model: BgModel, classes: Sequence[str], class_map: "str | Path | ClassMap | None" = None
-                     ) -> None:
+def check_compatible(model: BgModel, classes: Sequence[str]) -> None:
     """A model's label space must match the dataset's classes; a 1000-class model gets the
     dataset's class map (`class_maps`), which decisions then use.
 
     A 1000-class ImageNet model reads IN-9 through upstream's table, RIVAL10 through RIVAL10's
-    tables, and any dataset through `class_map` (default: the model's `--class-map` file); without
+    tables, and any dataset through the model's `--class-map` file (`class_map_file`); without
     one it is refused. A model that records its training class folders is also compared with the
     dataset's by name: a difference is allowed (the same classes may be spelt differently) but
     warned about on stderr, and `provenance.Provenance.of` records it in the run.
     """
     spec = model.spec
-    class_map = class_map if class_map is not None else getattr(model, "class_map_file", None)
-    problem = compatibility_problem(spec.name, spec.label_space, spec.num_classes, classes, class_map)
+    problem = compatibility_problem(spec.name, spec.label_space, spec.num_classes, classes, model.class_map_file)
     if problem is not None:
         raise BgbenchError(problem)
     if spec.label_space == IMAGENET1K:
-        resolved = resolve_class_map(classes, class_map)
+        resolved = resolve_class_map(classes, model.class_map_file)
         model.class_map = None if resolved.name == IN9 else resolved
     mismatch = class_name_mismatch(spec.class_names, classes)
     if mismatch is not None:

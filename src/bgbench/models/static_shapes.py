@@ -32,8 +32,7 @@ def in_fixed_batches(run: Callable[[torch.Tensor], torch.Tensor], x: torch.Tenso
     if batch is None or x.shape[0] == batch:
         return run(x)
     outs = []
-    for start in range(0, x.shape[0], batch):
-        chunk = x[start:start + batch]
+    for chunk in x.split(batch):
         short = batch - chunk.shape[0]
         if short:
             chunk = torch.cat([chunk, chunk[-1:].expand(short, *chunk.shape[1:])])

@@ -24,13 +24,14 @@ from urllib.parse import urlparse
 
 import timm
 import torch
+from huggingface_hub import constants, try_to_load_from_cache
 from torch import nn
 
 from ..errors import CheckpointError
 from .checkpoint import LoadedCheckpoint, read_checkpoint, record_training, sha256_file, tensors_sha256
 from .pickles import weights_failure
 from .norms import DATASET, IMAGENET1K, mark_assumed, norm_for
-from .schemes import ModelRequest, Peek, register_peek, register_scheme
+from .schemes import ModelRequest, Peek, register_scheme
 from .spec import ModelSpec, first_three
 
 _HEAD_KEYS = ("fc", "head.fc", "head", "classifier", "last_linear", "head.l")
@@ -43,25 +44,6 @@ def _names() -> List[str]:
     return sorted({*timm.list_models(), *timm.list_pretrained()})
 
 
-@register_scheme("timm", usage="timm:ARCH[.TAG]", names=_names,
-                 summary="a timm architecture: timm's published weights (ARCH.TAG or --pretrained), weights "
-                         "from --checkpoint, or a seeded random init")
-def timm_model(request: ModelRequest) -> Tuple[nn.Module, ModelSpec]:
-    """The architecture `request.target`, with published, checkpoint or seeded random weights."""
-    arch, tag = split_name(request.target)
-    if request.pretrained and request.checkpoint:
-        raise CheckpointError("--pretrained loads timm's published weights and --checkpoint a file's; give one")
-    if request.checkpoint is None and (tag or request.pretrained):
-        return pretrained_model(arch, tag, request.name)
-    ckpt = read_checkpoint(request.checkpoint, trust=request.trust_checkpoint) if request.checkpoint else None
-    net, spec = build_timm(arch, ckpt, request.num_classes, request.name, tag=tag)
-    if ckpt is not None:
-        spec.checkpoint, spec.checkpoint_sha256 = str(request.checkpoint), ckpt.sha256
-    spec.extra["format"] = ckpt.kind if ckpt is not None else "random"
-    return net, spec
-
-
-@register_peek("timm")
 def timm_peek(request: ModelRequest) -> Peek:
     """A tag's classes and cached weight file from its pretrained config; a checkpoint's from the file."""
     arch, tag = split_name(request.target)
@@ -78,6 +60,24 @@ def timm_peek(request: ModelRequest) -> Peek:
         return Peek(saved.label_space, saved.num_classes, Path(request.checkpoint))
     n = _head_classes(ckpt.state_dict, arch) if ckpt.state_dict is not None else None
     return Peek(None if n is None else IMAGENET1K if n == 1000 else DATASET, n, Path(request.checkpoint))
+
+
+@register_scheme("timm", peek=timm_peek, usage="timm:ARCH[.TAG]", names=_names,
+                 summary="a timm architecture: timm's published weights (ARCH.TAG or --pretrained), weights "
+                         "from --checkpoint, or a seeded random init")
+def timm_model(request: ModelRequest) -> Tuple[nn.Module, ModelSpec]:
+    """The architecture `request.target`, with published, checkpoint or seeded random weights."""
+    arch, tag = split_name(request.target)
+    if request.pretrained and request.checkpoint:
+        raise CheckpointError("--pretrained loads timm's published weights and --checkpoint a file's; give one")
+    if request.checkpoint is None and (tag or request.pretrained):
+        return pretrained_model(arch, tag, request.name)
+    ckpt = read_checkpoint(request.checkpoint, trust=request.trust_checkpoint) if request.checkpoint else None
+    net, spec = build_timm(arch, ckpt, request.num_classes, request.name, tag=tag)
+    if ckpt is not None:
+        spec.checkpoint, spec.checkpoint_sha256 = str(request.checkpoint), ckpt.sha256
+    spec.extra["format"] = ckpt.kind if ckpt is not None else "random"
+    return net, spec
 
 
 def split_name(target: str) -> Tuple[str, str]:
@@ -145,7 +145,6 @@ def cached_weights(cfg) -> Optional[Path]:
     if cfg.file and Path(cfg.file).is_file():
         return Path(cfg.file)
     if cfg.hf_hub_id:
-        from huggingface_hub import try_to_load_from_cache
         from timm.models._hub import _get_safe_alternatives, hf_split
         repo, revision = hf_split(cfg.hf_hub_id)
         wanted = cfg.hf_hub_filename or "pytorch_model.bin"
@@ -162,7 +161,6 @@ def cached_weights(cfg) -> Optional[Path]:
 
 def no_weights_message(full: str, cfg, error: "Exception | str") -> str:
     """One line: the weights are not here and could not be fetched, and how to get them here."""
-    from huggingface_hub import constants
     reason = " ".join(str(error).split())[:200] or type(error).__name__
     offline = "HF_HUB_OFFLINE is set" if constants.is_offline_mode() else reason
     where = cfg.hf_hub_id or cfg.url
@@ -224,9 +222,8 @@ def build_timm(arch: str, ckpt: Optional[LoadedCheckpoint], num_classes: Optiona
     elif saved is not None:
         spec.class_names, spec.input_size, spec.label_space = saved.class_names, saved.input_size, saved.label_space
         spec.resize, spec.interpolation = saved.resize, saved.interpolation
-        for key in ("last_layer", "pretrained"):  # what a head was fitted on; the published weights it began from
-            if key in saved.extra:
-                spec.extra[key] = saved.extra[key]
+        # what a head was fitted on; the published weights it began from
+        spec.extra.update({key: saved.extra[key] for key in ("last_layer", "pretrained") if key in saved.extra})
         record_training(spec, ckpt.extra)
     return net, spec
 

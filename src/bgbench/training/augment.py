@@ -98,8 +98,6 @@ class BgSwap(BatchAugment):
 
     def __init__(self, masks: torch.Tensor, backgrounds: torch.Tensor, labels: torch.Tensor, num_classes: int,
                  p: float = DEFAULT_BGSWAP_P, generator: Optional[torch.Generator] = None):
-        if not 0.0 <= p <= 1.0:
-            raise BgbenchError(f"--bgswap-p must be in [0, 1], got {p}")
         self.masks = masks.bool()  # (N,H,W)
         self.backgrounds = backgrounds  # (N,H,W,3) uint8
         self.p = p

@@ -59,8 +59,7 @@ class HeadFit:
 
 def group_codes(groups: Sequence) -> np.ndarray:
     """Integer codes of group names (in sorted order)."""
-    index = {g: i for i, g in enumerate(sorted(set(groups)))}
-    return np.asarray([index[g] for g in groups], dtype=np.int64)
+    return np.unique(np.asarray(groups), return_inverse=True)[1].astype(np.int64)
 
 
 def balanced_subset(codes: np.ndarray, rng: np.random.Generator) -> np.ndarray:

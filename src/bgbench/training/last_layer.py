@@ -256,16 +256,14 @@ def penultimate_features(model: BgModel, items, key: str, ranks: Ranks, cache: O
         if found is not None:
             return found if ranks.main else None
     pixels = pixels_of(items)  # one entry for every rank; the forward starts as the first images land
-    out: Dict[int, list] = {}
-    feats = []  # this rank's batches through the feed, kept on the device until the pass ends
+    out: Dict[int, list] = {}  # this rank's batches through the feed, kept on the device until the pass ends
     with torch.inference_mode(), strict_fp32():
         for k, batch in batches(Images.of(pixels, batch_size), device=ranks.device,
                                 workers=resolve_workers(None, str(ranks.device)), ranks=ranks,
                                 progress=progress and ranks.main, desc="features"):
-            feats.append((k, pre_logits(model, batch.x).float()))
-    for k, f in feats:
-        out.setdefault(k, []).extend(f.cpu().numpy())
-    rows = gathered(out, len(chunks_of(len(pixels), batch_size)), ranks)  # in order, on rank 0
+            out.setdefault(k, []).append(pre_logits(model, batch.x).float())
+    rows = gathered({k: [row for f in fs for row in f.cpu().numpy()] for k, fs in out.items()},
+                    len(chunks_of(len(pixels), batch_size)), ranks)  # in order, on rank 0
     if rows is None:
         return None
     feats = Features([it.image_id for it in items], np.asarray([it.label for it in items], dtype=np.int64),

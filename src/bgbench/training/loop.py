@@ -32,7 +32,7 @@ from ..data.images import decode_image
 from ..data.in9 import discover
 from ..distributed import Ranks, all_reduce, gather, setup, world_record
 from ..errors import BgbenchError
-from ..models.checkpoint import save_checkpoint
+from ..models.checkpoint import save_checkpoint, sha256_file
 from ..models.registry import create_model, list_schemes
 from ..models.spec import DATASET, BgModel
 from .augment import BatchAugment, RecipeContext
@@ -109,8 +109,7 @@ def _batches(order: torch.Tensor, batch_size: int, even: bool) -> Iterator[torch
     """Consecutive batches of `order`; with `even`, odd batches lose their last item (timm Mixup
     pairs each image with the batch's reverse). A batch of fewer than `SMALLEST_BATCH` items is
     dropped."""
-    for i in range(0, len(order), batch_size):
-        idx = order[i:i + batch_size]
+    for idx in order.split(batch_size):
         if even:
             idx = idx[:len(idx) - len(idx) % 2]
         if len(idx) >= SMALLEST_BATCH:
@@ -333,14 +332,10 @@ def train(cfg: TrainConfig, progress: bool = True) -> Optional[Path]:
                            f"original images: use --variant original (got {cfg.variant})")
     # seed torch, numpy (timm's Mixup draws from numpy's global RNG) and the loop's generators
     torch.manual_seed(cfg.seed)
-    if ranks.distributed:
-        np.random.seed(_rank_seed(cfg.seed, ranks.rank) % 2 ** 32)
-        gens = Generators(torch.Generator().manual_seed(cfg.seed),
-                          torch.Generator().manual_seed(_rank_seed(cfg.seed, ranks.rank)))
-    else:
-        np.random.seed(cfg.seed)
-        gen = torch.Generator().manual_seed(cfg.seed)
-        gens = Generators(gen, gen)
+    np.random.seed(_rank_seed(cfg.seed, ranks.rank) % 2 ** 32 if ranks.distributed else cfg.seed)
+    gen = torch.Generator().manual_seed(cfg.seed)
+    gens = Generators(gen, torch.Generator().manual_seed(_rank_seed(cfg.seed, ranks.rank)) if ranks.distributed
+                      else gen)
     out = Path(cfg.out)
     data = _load_split(cfg.data, cfg.variant, cfg.split)
     record = {**asdict(cfg), "data_fingerprint": data.fingerprint, **world_record(ranks)}
@@ -405,12 +400,11 @@ def train(cfg: TrainConfig, progress: bool = True) -> Optional[Path]:
                    for idx in _batches(order, t.batch_size, False)), t.swa_model)
         if ranks.distributed and not cfg.sync_bn:
             import torch.distributed as dist
-            for m in t.swa_model.modules():
-                if isinstance(m, torch.nn.modules.batchnorm._BatchNorm):
-                    for b in (m.running_mean, m.running_var):
-                        if b is not None:  # each rank's statistics replaced, in place, by their mean
-                            dist.all_reduce(b, op=dist.ReduceOp.SUM)
-                            b.div_(ranks.world)
+            stats = [b for m in t.swa_model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)
+                     for b in (m.running_mean, m.running_var) if b is not None]
+            for b in stats:  # each rank's statistics replaced, in place, by their mean
+                dist.all_reduce(b, op=dist.ReduceOp.SUM)
+                b.div_(ranks.world)
         final = t.swa_model.module
     if not ranks.main:
         return None
@@ -437,7 +431,6 @@ def training_record(out: str | Path):
 def saved_run(out: str | Path, metrics: list, outputs, **more):
     """A finished run folder (config.json, model.pt) as `recording.Outputs`: the checkpoint, its
     sha256 and recipe, then `outputs(config)`; its provenance's config is config.json's with `more`."""
-    from ..models.checkpoint import sha256_file
     from ..provenance import Provenance
     from ..recording import Outputs
     path = Path(out) / "model.pt"
