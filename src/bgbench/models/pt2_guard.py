@@ -32,7 +32,6 @@ import re
 import warnings
 import zipfile
 from pathlib import Path
-from unittest import mock
 from typing import Iterator, List
 
 from ..errors import CheckpointError
@@ -87,9 +86,17 @@ def weights_only_loads() -> Iterator[None]:
     """Every `torch.load` inside reads with `weights_only=True`, whatever its caller asks (torch's
     `TORCH_FORCE_WEIGHTS_ONLY_LOAD`, read at each call): torch.export's own fallback to a full
     unpickler is then one more refusal."""
-    with mock.patch.dict(os.environ, TORCH_FORCE_WEIGHTS_ONLY_LOAD="1"):  # the environment is restored after
-        os.environ.pop("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", None)
+    saved = {k: os.environ.get(k) for k in ("TORCH_FORCE_WEIGHTS_ONLY_LOAD", "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD")}
+    os.environ["TORCH_FORCE_WEIGHTS_ONLY_LOAD"] = "1"
+    os.environ.pop("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", None)
+    try:
         yield
+    finally:  # only these two keys: another thread's changes to the environment stay
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 def _refuse(path: Path, what: str) -> CheckpointError:
