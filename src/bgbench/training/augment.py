@@ -11,7 +11,6 @@ sees each foreground over many backgrounds and cannot learn the class from the b
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional, Sequence, Tuple
 
@@ -24,7 +23,7 @@ from ..data.layout import MASK_DIR, Item
 from ..data.manifest import mask_box
 from ..errors import BgbenchError
 from ..variants.functions import only_bg_t
-from .recipes import DEFAULT_BGSWAP_P, DEFAULT_CUTMIX_ALPHA, DEFAULT_MIXUP_ALPHA
+from .recipes import DEFAULT_BGSWAP_P
 
 
 class BatchAugment:
@@ -166,37 +165,22 @@ def load_masks_and_backgrounds(root: str | Path, split: str, items: Sequence[Ite
 
 
 # ---------------------------------------------------------------------------------------------
-# registry
+# the builders the recipe names point at: `build(cfg, data, generator)` with the run's `TrainConfig`,
+# its `loop.TrainingData` and the generator of the augmentations' draws
 
 
-@dataclass
-class RecipeContext:
-    """What a recipe may need to build itself."""
-
-    num_classes: int
-    labels: torch.Tensor
-    generator: torch.Generator
-    root: str = ""
-    split: str = "train"
-    items: Sequence[Item] = ()
-    image_shape: Tuple[int, int] = (0, 0)
-    bgswap_p: float = DEFAULT_BGSWAP_P
-    mixup_alpha: float = DEFAULT_MIXUP_ALPHA
-    cutmix_alpha: float = DEFAULT_CUTMIX_ALPHA
+def build_bgswap(cfg, data, generator: torch.Generator) -> BgSwap:
+    return BgSwap(*load_masks_and_backgrounds(cfg.data, cfg.split, data.items, tuple(data.images.shape[1:3])),
+                  data.labels, len(data.classes), p=cfg.bgswap_p, generator=generator)
 
 
-def build_bgswap(ctx: RecipeContext) -> BgSwap:
-    return BgSwap(*load_masks_and_backgrounds(ctx.root, ctx.split, ctx.items, ctx.image_shape), ctx.labels,
-                  ctx.num_classes, p=ctx.bgswap_p, generator=ctx.generator)
-
-
-def build_erm(ctx: RecipeContext) -> BatchAugment:
+def build_erm(cfg, data, generator: torch.Generator) -> BatchAugment:
     return BatchAugment()
 
 
-def build_mixup(ctx: RecipeContext) -> BatchAugment:
-    return TimmMix(ctx.num_classes, mixup_alpha=ctx.mixup_alpha)
+def build_mixup(cfg, data, generator: torch.Generator) -> BatchAugment:
+    return TimmMix(len(data.classes), mixup_alpha=cfg.mixup_alpha)
 
 
-def build_cutmix(ctx: RecipeContext) -> BatchAugment:
-    return TimmMix(ctx.num_classes, cutmix_alpha=ctx.cutmix_alpha)
+def build_cutmix(cfg, data, generator: torch.Generator) -> BatchAugment:
+    return TimmMix(len(data.classes), cutmix_alpha=cfg.cutmix_alpha)

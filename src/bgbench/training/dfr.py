@@ -97,15 +97,14 @@ def fit_standardized(x: np.ndarray, y: np.ndarray, c: float, penalty: str, seed,
     present = np.unique(y)
     coef = np.zeros((n_classes, x.shape[1]))
     intercept = np.full(n_classes, -1e4)
-    if len(present) <= 2:  # one class: a constant; two: one binary classifier, the first class's logit 0
-        if len(present) == 2:
-            model = make().fit(x, y)
-            coef[present[1]], intercept[present[1]] = model.coef_[0], model.intercept_[0]
+    if len(present) > 2:
+        model = OneVsRestClassifier(make()).fit(x, y)
+        fits = zip(model.classes_, model.estimators_)
+    else:  # one class: a constant; two: one binary classifier, the first class's logit 0
+        fits = [(present[1], make().fit(x, y))] if len(present) == 2 else []
         intercept[present[0]] = 0.0
-        return coef, intercept
-    model = OneVsRestClassifier(make()).fit(x, y)
-    for k, cls in enumerate(model.classes_):
-        coef[cls], intercept[cls] = model.estimators_[k].coef_[0], model.estimators_[k].intercept_[0]
+    for cls, fitted in fits:
+        coef[cls], intercept[cls] = fitted.coef_[0], fitted.intercept_[0]
     return coef, intercept
 
 

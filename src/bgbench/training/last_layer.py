@@ -43,7 +43,7 @@ import numpy as np
 import torch
 
 from ..console import status
-from ..data.pixel_cache import pixels_of
+from ..data.pixel_cache import cache_root, pixels_of
 from ..data.groups import find_group_file, training_split
 from ..data.manifest import image_groups
 from ..data.resolve import resolve_layout
@@ -100,21 +100,18 @@ def fit_last_layer(cfg: LastLayerConfig, progress: bool = True) -> Optional[Path
     model.meet(layout, labels=False)  # the head is new: any label space; the input size is said
     groups = _groups(cfg, layout, variant) if ranks.main else None
     model = model.to(ranks.device).eval()
-    base = os.environ.get(CACHE_ENV)
-    default = (Path(base).expanduser() if base else Path.home() / ".cache" / "bgbench") / "features"
-    cache = None if cfg.feature_cache == "none" else Path(cfg.feature_cache or default).expanduser()
-    key = cache_key(model, layout.fingerprint(), variant, layout.split)
-    feats = penultimate_features(model, layout.items(variant), key, ranks, cache, cfg.batch_size, progress)
-    scaler = None  # Waterbirds' training split's features, which DFR's script fits its final StandardScaler on
-    if as_repo:
-        train = resolve_layout(cfg.data, split="train")
-        scaler = penultimate_features(model, train.items("original"),
-                                      cache_key(model, train.fingerprint(), "original", train.split), ranks, cache,
-                                      cfg.batch_size, progress)
+    cache = None if cfg.feature_cache == "none" else Path(cfg.feature_cache or cache_root() / "features").expanduser()
+
+    def features(of, variant: str) -> Optional[Features]:  # of the layout `of`'s images of `variant`
+        return penultimate_features(model, of.items(variant), cache_key(model, of.fingerprint(), variant, of.split),
+                                    ranks, cache, cfg.batch_size, progress)
+    feats = features(layout, variant)
+    # Waterbirds' training split's features, which DFR's script fits its final StandardScaler on
+    scaler = features(resolve_layout(cfg.data, split="train"), "original") if as_repo else None
     if feats is None:
         return None
     if feats.cached:
-        status(f"features of {len(feats.image_ids)} {variant} images read from the cache ({cache / key}.npz)")
+        status(f"features of {len(feats.image_ids)} {variant} images read from the cache ({cache / feats.key}.npz)")
     feature_groups = [groups[i] for i in feats.image_ids]
     if as_repo:
         status(f"DFR as its repository fits it on Waterbirds' validation split (dfr_evaluate_spurious.py): C chosen "
@@ -133,7 +130,7 @@ def fit_last_layer(cfg: LastLayerConfig, progress: bool = True) -> Optional[Path
     provenance = {"recipe": cfg.recipe, "backbone": model.spec.name, "backbone_sha256": model.spec.checkpoint_sha256,
                   "backbone_checkpoint": model.spec.checkpoint, "data": str(Path(cfg.data).resolve()),
                   "data_fingerprint": layout.fingerprint(), "variant": variant, "split": layout.split,
-                  "features": int(feats.x.shape[1]), "images": len(feats.image_ids), "feature_cache_key": key,
+                  "features": int(feats.x.shape[1]), "images": len(feats.image_ids), "feature_cache_key": feats.key,
                   **({"scaler_feature_cache_key": scaler.key} if as_repo else {}), **fit.provenance(), **fitted}
     new = with_head(model.cpu(), torch.from_numpy(fit.weight), torch.from_numpy(fit.bias), layout.classes,
                     provenance)
@@ -217,10 +214,6 @@ def last_layer_record(out: str | Path):
                      lambda config: {"backbone": head["backbone"], "variant": head["variant"], "c": head["c"],
                                      "images": head["images"]},
                      variant=head["variant"], chosen_c=head["c"], backbone_sha256=head["backbone_sha256"])
-
-
-#: Where features are cached when no folder is named: $BGBENCH_CACHE/features, else ~/.cache/bgbench/features.
-CACHE_ENV = "BGBENCH_CACHE"
 
 
 @dataclass

@@ -35,7 +35,7 @@ from ..errors import BgbenchError
 from ..models.checkpoint import save_checkpoint, sha256_file
 from ..models.registry import create_model, list_schemes
 from ..models.spec import DATASET, BgModel
-from .augment import BatchAugment, RecipeContext
+from .augment import BatchAugment
 from .config import TrainConfig  # noqa: F401 (re-exported: the config lives in a torch-free module)
 from .recipes import get_recipe
 
@@ -188,10 +188,6 @@ class Trainer:
     swalr: Optional[object] = None
 
 
-def _rank_seed(seed: int, rank: int) -> int:
-    return int(np.random.SeedSequence([seed, rank]).generate_state(1)[0])
-
-
 def _check_world(cfg: TrainConfig, ranks: Ranks) -> None:
     """What a torchrun world needs: a batch that splits evenly, and SyncBatchNorm only on GPUs."""
     if not ranks.distributed:
@@ -330,12 +326,13 @@ def train(cfg: TrainConfig, progress: bool = True) -> Optional[Path]:
     if recipe.needs_masks and cfg.variant != "original":
         raise BgbenchError(f"--recipe {cfg.recipe} composites foregrounds with their masks, which describe the "
                            f"original images: use --variant original (got {cfg.variant})")
-    # seed torch, numpy (timm's Mixup draws from numpy's global RNG) and the loop's generators
+    # seed torch, numpy (timm's Mixup draws from numpy's global RNG) and the loop's generators; under
+    # torchrun each rank's own draws come from a seed of (seed, rank)
+    rank_seed = int(np.random.SeedSequence([cfg.seed, ranks.rank]).generate_state(1)[0])
     torch.manual_seed(cfg.seed)
-    np.random.seed(_rank_seed(cfg.seed, ranks.rank) % 2 ** 32 if ranks.distributed else cfg.seed)
+    np.random.seed(rank_seed if ranks.distributed else cfg.seed)
     gen = torch.Generator().manual_seed(cfg.seed)
-    gens = Generators(gen, torch.Generator().manual_seed(_rank_seed(cfg.seed, ranks.rank)) if ranks.distributed
-                      else gen)
+    gens = Generators(gen, torch.Generator().manual_seed(rank_seed) if ranks.distributed else gen)
     out = Path(cfg.out)
     data = _load_split(cfg.data, cfg.variant, cfg.split)
     record = {**asdict(cfg), "data_fingerprint": data.fingerprint, **world_record(ranks)}
@@ -358,13 +355,10 @@ def train(cfg: TrainConfig, progress: bool = True) -> Optional[Path]:
         if ranks.main:
             console.status(f"{out} is already finished (epoch {int(state['epoch'])}/{cfg.epochs}); nothing to train")
         return out / "model.pt" if ranks.main else None
-    ctx = RecipeContext(num_classes=len(data.classes), labels=data.labels, generator=gens.augment, root=cfg.data,
-                        split=cfg.split, items=data.items, image_shape=tuple(data.images.shape[1:3]),
-                        bgswap_p=cfg.bgswap_p, mixup_alpha=cfg.mixup_alpha, cutmix_alpha=cfg.cutmix_alpha)
-    aug: BatchAugment = recipe.builder()(ctx)
+    aug: BatchAugment = recipe.builder()(cfg, data, gens.augment)
     model = build_model(cfg, data.classes, data.images.shape[1:3])
     if ranks.distributed:  # the same initial weights everywhere (DDP broadcasts rank 0's), then a rank's own stream
-        torch.manual_seed(_rank_seed(cfg.seed, ranks.rank))
+        torch.manual_seed(rank_seed)
     if ranks.main:
         out.mkdir(parents=True, exist_ok=True)
         (out / "config.json").write_text(json.dumps({**record, "bgbench_version": __version__}, indent=1))

@@ -1,6 +1,7 @@
 """The recipe registry and training defaults, free of torch so that the CLI's choices are cheap.
 
-A recipe names a builder, `build(context) -> BatchAugment`, given as a callable or as a
+A recipe names a builder, `build(cfg, data, generator) -> BatchAugment` (the run's `TrainConfig`,
+its `loop.TrainingData`, the generator of the augmentations' draws), given as a callable or as a
 'module:function' string that is imported only when training starts.
 """
 from __future__ import annotations
@@ -27,7 +28,7 @@ class Recipe:
     """A named training recipe.
 
     Attributes:
-        build: `build(RecipeContext) -> BatchAugment`, or its 'module:function' path.
+        build: `build(cfg, data, generator) -> BatchAugment`, or its 'module:function' path.
         needs_masks: the recipe composites foregrounds, so it needs `fg_mask/` for the split.
         last_layer: the recipe keeps a trained network frozen and fits its last layer only
             (`training.last_layer`); `build` is then unused.
