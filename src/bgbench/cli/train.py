@@ -36,8 +36,6 @@ def run(args: argparse.Namespace) -> int:
     defaults = args.train_defaults  # the training flags given (those whose value is not the flag's default)
     options = {name: getattr(args, name) for name in FLAGGED
                if name not in ("data", "out") and getattr(args, name) != defaults.get(name)}
-    if isinstance(options.get("c_grid"), list):
-        options["c_grid"] = tuple(options["c_grid"])
     result = train(args.data, args.out, progress=not args.quiet, **options)
     if result is None:  # a torchrun rank other than 0: rank 0 saves, records and reports
         return 0
