@@ -162,18 +162,11 @@ class TrainingData:
 
 
 @dataclass
-class Generators:
-    """`order` draws each epoch's permutation and is alike on every rank; `augment` draws flips and
-    the recipe's randomness, differently on each rank. In a world of one they are one generator,
-    so a one-process run draws everything from one stream."""
-
-    order: torch.Generator
-    augment: torch.Generator
-
-
-@dataclass
 class Trainer:
-    """What changes while training: the model (and its DDP wrapper `net`), optimizer, schedules, SWA."""
+    """What changes while training: the model (and its DDP wrapper `net`), optimizer, schedules, SWA,
+    and the two generators: `order` draws each epoch's permutation and is alike on every rank;
+    `augment` draws flips and the recipe's randomness, differently on each rank. In a world of one
+    they are one generator, so a one-process run draws everything from one stream."""
 
     cfg: TrainConfig
     ranks: Ranks
@@ -185,6 +178,8 @@ class Trainer:
     swa_start: int
     batch_size: int  # this rank's share of --batch-size
     steps_per_epoch: int
+    order: torch.Generator
+    augment: torch.Generator
     swalr: Optional[object] = None
 
 
@@ -199,7 +194,8 @@ def _check_world(cfg: TrainConfig, ranks: Ranks) -> None:
         raise BgbenchError("--sync-bn needs --device cuda: PyTorch's SyncBatchNorm synchronizes GPU tensors only")
 
 
-def _trainer(cfg: TrainConfig, model: BgModel, n_images: int, needs_even: bool, ranks: Ranks) -> Trainer:
+def _trainer(cfg: TrainConfig, model: BgModel, n_images: int, needs_even: bool, ranks: Ranks,
+             order: torch.Generator, augment: torch.Generator) -> Trainer:
     """Optimizer, one-cycle schedule (over the epochs before averaging), SWA average, and the DDP
     wrapper (a world of one trains the model itself)."""
     if ranks.distributed and cfg.sync_bn:
@@ -219,7 +215,7 @@ def _trainer(cfg: TrainConfig, model: BgModel, n_images: int, needs_even: bool, 
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=cfg.lr, total_steps=swa_start * steps_per_epoch,
                                                 pct_start=0.15) if swa_start > 0 else None
     return Trainer(cfg, ranks, model, model, opt, sched, AveragedModel(model) if cfg.swa else None,  # equal weights
-                   swa_start, batch_size, steps_per_epoch)
+                   swa_start, batch_size, steps_per_epoch, order, augment)
 
 
 def _swalr(t: Trainer) -> SWALR:
@@ -227,7 +223,7 @@ def _swalr(t: Trainer) -> SWALR:
     return SWALR(t.opt, swa_lr=t.cfg.swa_lr, anneal_epochs=1, anneal_strategy="cos")
 
 
-def _restore(t: Trainer, state: dict, gens: Generators) -> None:
+def _restore(t: Trainer, state: dict) -> None:
     """Weights, optimizer, schedules, SWA average and this rank's RNG states from last.pt."""
     t.model.load_state_dict(state["model"])
     if t.sched is not None and state.get("sched") is not None:
@@ -240,28 +236,28 @@ def _restore(t: Trainer, state: dict, gens: Generators) -> None:
     t.opt.load_state_dict(state["optimizer"])  # last: scheduler constructors touch the lr
     rng = state["rng"]["ranks"][t.ranks.rank] if "ranks" in state["rng"] else state["rng"]
     torch.set_rng_state(rng["torch"])
-    gens.order.set_state(rng["generator"])
+    t.order.set_state(rng["generator"])
     if t.ranks.distributed:
-        gens.augment.set_state(rng["augment"])
+        t.augment.set_state(rng["augment"])
     d = rng["numpy"]
     np.random.set_state(("MT19937", d["keys"].numpy().astype(np.uint32), d["pos"], d["has_gauss"], d["gauss"]))
 
 
-def _run_epoch(t: Trainer, epoch: int, data: TrainingData, aug: BatchAugment, gens: Generators, bar) -> dict:
+def _run_epoch(t: Trainer, epoch: int, data: TrainingData, aug: BatchAugment, bar) -> dict:
     """One epoch over this rank's share of a fresh permutation; returns its log line (all ranks' numbers)."""
     t0 = time.time()
     averaging = t.cfg.swa and epoch >= t.swa_start
     if averaging and t.swalr is None:
         t.swalr = _swalr(t)
     t.net.train()
-    order = _shard_order(torch.randperm(len(data.labels), generator=gens.order), t.ranks)
+    order = _shard_order(torch.randperm(len(data.labels), generator=t.order), t.ranks)
     seen = correct = 0
     loss_sum = 0.0
     device = t.ranks.device
     for idx in _batches(order, t.batch_size, aug.needs_even_batch):
         y = data.labels[idx]
         x, target = aug(data.batch(idx), y, idx)
-        flip = torch.rand(len(idx), generator=gens.augment) < 0.5
+        flip = torch.rand(len(idx), generator=t.augment) < 0.5
         x[flip] = x[flip].flip(-1)
         logits = t.net(x.to(device))
         loss = aug.loss(logits, target.to(device))
@@ -283,16 +279,16 @@ def _run_epoch(t: Trainer, epoch: int, data: TrainingData, aug: BatchAugment, ge
             "lr": t.opt.param_groups[0]["lr"], "swa": averaging, "seconds": round(time.time() - t0, 2)}
 
 
-def _save_last(t: Trainer, rec: dict, record: dict, gens: Generators, out: Path) -> None:
+def _save_last(t: Trainer, rec: dict, record: dict, out: Path) -> None:
     """last.pt (every rank's RNG states, gathered to rank 0), then the epoch's log line: a kill in
     between loses no training (the line is restored from last.pt on resume), whereas the other
     order could repeat an epoch. Only rank 0 writes."""
     _, keys, pos, has_gauss, gauss = np.random.get_state()  # MT19937's, as tensors and numbers
-    rng = {"torch": torch.get_rng_state(), "generator": gens.order.get_state(),
+    rng = {"torch": torch.get_rng_state(), "generator": t.order.get_state(),
            "numpy": {"keys": torch.from_numpy(keys.astype(np.int64)), "pos": int(pos), "has_gauss": int(has_gauss),
                      "gauss": float(gauss)}}
     if t.ranks.distributed:
-        rng["augment"] = gens.augment.get_state()
+        rng["augment"] = t.augment.get_state()
     rngs = gather(rng, t.ranks)
     if not t.ranks.main:
         return
@@ -332,7 +328,7 @@ def train(cfg: TrainConfig, progress: bool = True) -> Optional[Path]:
     torch.manual_seed(cfg.seed)
     np.random.seed(rank_seed if ranks.distributed else cfg.seed)
     gen = torch.Generator().manual_seed(cfg.seed)
-    gens = Generators(gen, torch.Generator().manual_seed(rank_seed) if ranks.distributed else gen)
+    augment = torch.Generator().manual_seed(rank_seed) if ranks.distributed else gen
     out = Path(cfg.out)
     data = _load_split(cfg.data, cfg.variant, cfg.split)
     record = {**asdict(cfg), "data_fingerprint": data.fingerprint, **world_record(ranks)}
@@ -355,19 +351,19 @@ def train(cfg: TrainConfig, progress: bool = True) -> Optional[Path]:
         if ranks.main:
             console.status(f"{out} is already finished (epoch {int(state['epoch'])}/{cfg.epochs}); nothing to train")
         return out / "model.pt" if ranks.main else None
-    aug: BatchAugment = recipe.builder()(cfg, data, gens.augment)
+    aug: BatchAugment = recipe.builder()(cfg, data, augment)
     model = build_model(cfg, data.classes, data.images.shape[1:3])
     if ranks.distributed:  # the same initial weights everywhere (DDP broadcasts rank 0's), then a rank's own stream
         torch.manual_seed(rank_seed)
     if ranks.main:
         out.mkdir(parents=True, exist_ok=True)
         (out / "config.json").write_text(json.dumps({**record, "bgbench_version": __version__}, indent=1))
-    t = _trainer(cfg, model, len(data.labels), aug.needs_even_batch, ranks)
+    t = _trainer(cfg, model, len(data.labels), aug.needs_even_batch, ranks, gen, augment)
     start_epoch = 0  # or the one after last.pt's, whose states are restored
     if state is None and ranks.main:
         (out / "log.jsonl").write_text("")
     elif state is not None:
-        _restore(t, state, gens)
+        _restore(t, state)
         start_epoch = int(state["epoch"])
         if ranks.main:
             _rewrite_log(out / "log.jsonl", start_epoch, state.get("log"))
@@ -380,7 +376,7 @@ def train(cfg: TrainConfig, progress: bool = True) -> Optional[Path]:
                            initial=start_epoch * t.steps_per_epoch, unit="step",
                            desc=f"train {cfg.recipe}{'+swa' if cfg.swa else ''} on {cfg.variant}")
     for epoch in range(start_epoch, cfg.epochs):
-        _save_last(t, _run_epoch(t, epoch, data, aug, gens, bar), record, gens, out)
+        _save_last(t, _run_epoch(t, epoch, data, aug, bar), record, out)
     bar.close()
     # the model to save: the trained one, or the SWA average with BatchNorm statistics recomputed over the
     # training inputs the recipe produces. Under torchrun each rank runs `update_bn` on its share and the
