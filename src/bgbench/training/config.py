@@ -131,8 +131,8 @@ class LastLayerConfig(ModelOptions):
         held_out: share of each group held out to choose C.
         retrains: group-balanced subsets whose heads are averaged (DFR); None: 20 on Waterbirds'
             validation split (its repository's), else `DFR_RETRAINS`.
-        feature_cache: folder of the cached features (default $BGBENCH_CACHE/features or
-            ~/.cache/bgbench/features); 'none' caches nothing.
+        feature_cache: folder of the cached features (default $BGBENCH_CACHE/features, else
+            bgbench/features in $XDG_CACHE_HOME or ~/.cache); 'none' caches nothing.
     """
 
     data: str
@@ -155,8 +155,8 @@ class LastLayerConfig(ModelOptions):
     batch_size: int = 64
     device: str = "cpu"
     feature_cache: Optional[str] = field(default=None, metadata=flag(
-        "--feature-cache", "folder of cached penultimate features (default $BGBENCH_CACHE/features or "
-        "~/.cache/bgbench/features; 'none': no cache)", metavar="DIR", type=str))
+        "--feature-cache", "folder of cached penultimate features (default $BGBENCH_CACHE/features, else "
+        "bgbench/features in $XDG_CACHE_HOME or ~/.cache; 'none': no cache)", metavar="DIR", type=str))
 
     def model_options(self, split: Optional[str]) -> ModelOptions:
         """The frozen model's options (its data: the split the head is fitted on)."""
