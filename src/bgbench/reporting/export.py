@@ -88,10 +88,10 @@ def csv_text(entries: Sequence[dict]) -> str:
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(header)
-    writer.writerows([_cell(v) for v in (
-        e["name"], e["model"], e["architecture"], e["weights_sha256"], e["dataset"], e["data_fingerprint"],
-        e["protocol"], e["ten_crop"], *[_joined(e[k]) for k in PREPROCESSING], e["bgbench_version"],
-        *[(e["headlines"].get(k) or {}).get(part) for k in ids for part in ("value", *PARTS)])] for e in entries)
+    # the record's own fields, but for the first two: the row's name is the model's, its model string beside it
+    writer.writerows([_cell(v) for v in (e["name"], e["model"], *[_joined(e[k]) for k in FIELDS[2:]],
+                                          *[(e["headlines"].get(k) or {}).get(part) for k in ids
+                                            for part in ("value", *PARTS)])] for e in entries)
     return buf.getvalue()
 
 
