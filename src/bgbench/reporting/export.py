@@ -52,14 +52,18 @@ def records(data: dict) -> List[dict]:
              "protocol": subject["protocol"], "ten_crop": subject["ten_crop"],
              **{k: subject.get(k) for k in PREPROCESSING}, "reported": False,
              "bgbench_version": __version__, "measured_with": subject["versions"],
-             "headlines": {column["key"].rstrip(":"): {
-                 "title": column["title"], "description": column["description"],
-                 **{k: finite_or_none(None if e[k] is None else float(e[k])) for k in ("value", "lo", "hi")},
-                 "n": e["n"], "higher_is_better": column["higher"],
-                 "percent": column["percent"], "not_available": e.get("na"), "run": e["run"],
-                 "precision": e.get("precision")} for column, e in zip(group["columns"], cells) if e is not None}}
+             "headlines": {column["key"].rstrip(":"): _headline(column, e)
+                           for column, e in zip(group["columns"], cells) if e is not None}}
             for row in data["rows"] for group, cells, subject in zip(data["groups"], row["cells"], row["subjects"])
             if subject is not None and any(e is not None for e in cells)]
+
+
+def _headline(column: dict, e: dict) -> dict:
+    """One headline of a record: its column's description and its cell's number (None for NaN)."""
+    return {"title": column["title"], "description": column["description"],
+            **{k: finite_or_none(None if e[k] is None else float(e[k])) for k in ("value", "lo", "hi")},
+            "n": e["n"], "higher_is_better": column["higher"], "percent": column["percent"],
+            "not_available": e.get("na"), "run": e["run"], "precision": e.get("precision")}
 
 
 def _joined(v):
@@ -84,10 +88,10 @@ def csv_text(entries: Sequence[dict]) -> str:
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(header)
-    writer.writerows([_cell(v) for v in (
-        e["name"], e["model"], e["architecture"], e["weights_sha256"], e["dataset"], e["data_fingerprint"],
-        e["protocol"], e["ten_crop"], *[_joined(e[k]) for k in PREPROCESSING], e["bgbench_version"],
-        *[(e["headlines"].get(k) or {}).get(part) for k in ids for part in ("value", *PARTS)])] for e in entries)
+    # the record's own fields, but for the first two: the row's name is the model's, its model string beside it
+    writer.writerows([_cell(v) for v in (e["name"], e["model"], *[_joined(e[k]) for k in FIELDS[2:]],
+                                          *[(e["headlines"].get(k) or {}).get(part) for k in ids
+                                            for part in ("value", *PARTS)])] for e in entries)
     return buf.getvalue()
 
 

@@ -14,7 +14,7 @@ import csv
 import io
 import json
 from importlib.resources import files
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..classes import IN9_FOLDERS
 from ..models.labels import run_model_label
@@ -174,7 +174,10 @@ def _text_block(dataset: str, key: Optional[str], rows: List[dict], fmt: str) ->
         head = f"### {dataset}: {TITLES[key]}\n\n| " + " | ".join(columns) + " |\n|" + "---|" * len(columns)
         body = "\n".join("| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in cells)
         return head + "\n" + body
-    widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]
-    lines = [f"dataset: {dataset}, {TITLES[key]}", "  ".join(c.ljust(w) for c, w in zip(columns, widths)).rstrip()]
-    lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip() for row in cells]
-    return "\n".join(lines)
+    return "\n".join([f"dataset: {dataset}, {TITLES[key]}", *aligned([columns, *cells])])
+
+
+def aligned(table: Sequence[Sequence[str]]) -> List[str]:
+    """A table's rows (the header first) as lines: each column as wide as its widest cell, two spaces apart."""
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    return ["  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip() for row in table]

@@ -27,6 +27,7 @@ from ..measures.registry import Headline, Measure, list_measures
 from ..measures.groups.summary import MIN_IMAGES
 from ..evaluation.precision_flag import EXACT
 from .context import ReportContext, Subject
+from .leaderboard import aligned
 
 #: Up to this many models, the scorecard reads down (text and page alike): one block per dataset, a
 #: row per measure, a column per model; more models, a row per model and a column group per dataset.
@@ -83,6 +84,11 @@ def _row_label(subject: Subject) -> str:
     return f"{subject.label} [random init, seed {seed}]"
 
 
+def _na(why: str, run: Optional[int] = None, href: Optional[str] = None, n: Optional[int] = None) -> dict:
+    """A cell without a number: 'n/a: why', with the run that says so and where it links."""
+    return {"value": None, "na": f"n/a: {why}", "lo": None, "hi": None, "n": n, "run": run, "href": href}
+
+
 def cell(ctx: ReportContext, subject: Subject, column: Column) -> Optional[dict]:
     """A headline's cell: the value of the subject's run shown for its measure (`Subject.latest`),
     with its interval, n and where it links; n/a with a reason; or None."""
@@ -90,8 +96,7 @@ def cell(ctx: ReportContext, subject: Subject, column: Column) -> Optional[dict]
     if run is None:
         why = _skipped(ctx, {subject.model}, subject.data_root).get(column.measure.name)
         if why is not None:  # a study skipped it: n/a with the reason, never a silent gap
-            return {"value": None, "na": f"n/a: {why}", "lo": None, "hi": None, "n": None, "run": None,
-                    "href": f"{ctx.page_of(subject)}#{subject.key}"}
+            return _na(why, href=f"{ctx.page_of(subject)}#{subject.key}")
         return None
     metrics = ctx.metrics(run["id"])
     href = _section_href(ctx, subject, column.measure)
@@ -107,11 +112,10 @@ def cell(ctx: ReportContext, subject: Subject, column: Column) -> Optional[dict]
             return out
         if column.headline is WORST_GROUP:  # measured, but too few groups qualify
             k = row["n"] or 0
-            return {"value": None, "na": f"n/a: {k} group{'' if k == 1 else 's'} of at least {MIN_IMAGES} images",
-                    "lo": None, "hi": None, "n": None, "run": run["id"], "href": href}
+            return _na(f"{k} group{'' if k == 1 else 's'} of at least {MIN_IMAGES} images", run["id"], href)
     # measured, and undefined there (saliency of all-zero maps): said, not left blank
-    return {"value": None, "na": f"n/a: undefined on these images (n={found[0][1]['n'] or 0})", "lo": None,
-            "hi": None, "n": found[0][1]["n"], "run": run["id"], "href": href} if found else None
+    return _na(f"undefined on these images (n={found[0][1]['n'] or 0})", run["id"], href,
+               found[0][1]["n"]) if found else None
 
 
 def _skipped(ctx: ReportContext, models, data_root: Optional[str]) -> Dict[str, str]:
@@ -125,11 +129,9 @@ def _skipped(ctx: ReportContext, models, data_root: Optional[str]) -> Dict[str, 
 def scorecard(ctx: ReportContext) -> Optional[dict]:
     """Template data: datasets (column groups), columns per dataset, one row per model label."""
     cols = columns()
-    meta = {c.key: c.meta() for c in cols}
-    order = [c.key for c in cols]
-    # column key -> the measure whose run fills it: the headlines', then the columns found per subject
-    # (BG Required and the edits' drops come from eval runs, a benchmark's from its measure's)
-    measure_of = {c.key: c.measure.name for c in cols}
+    # column key -> (the column, the measure whose run fills it), in the page's order: the headlines', then
+    # the columns found per subject (BG Required and the edits' drops from eval runs, a benchmark's from its measure's)
+    meta = {c.key: (c.meta(), c.measure.name) for c in cols}
     datasets: Dict[str, dict] = {}
     rows: Dict[str, dict] = {}
     for s in ctx.subjects:
@@ -138,19 +140,18 @@ def scorecard(ctx: ReportContext) -> Optional[dict]:
         row = rows.setdefault(s.label, {"label": _row_label(s), "cells": {}, "subjects": {}, "models": set()})
         row["subjects"][key] = provenance(s)
         row["models"].add(s.model)
-        hard, replaced, hard_measures = benchmark_cells(ctx, s)
+        hard, replaced = benchmark_cells(ctx, s)
         found = {c.key: cell(ctx, s, c) for c in cols if not (hard and c.measure.name in replaced)}
-        for level_key, (column, value) in {**category_cells(ctx, s), **edit_drop_cells(ctx, s), **hard}.items():
-            meta.setdefault(level_key, column)
-            measure_of.setdefault(level_key, hard_measures.get(level_key, "eval"))
-            order += [level_key] if level_key not in order else []
+        for level_key, (column, value, measure) in {**category_cells(ctx, s), **edit_drop_cells(ctx, s),
+                                                    **hard}.items():
+            meta.setdefault(level_key, (column, measure))
             found[level_key] = value
         for col_key, value in ((k, v) for k, v in found.items() if v is not None):
             if value.get("run") is not None:  # every number says its arithmetic
                 value["precision"] = s.precisions[value["run"]]
             row["cells"][(key, col_key)] = value
             datasets[key]["columns"].add(col_key)
-    groups = [{**d, "columns": [meta[k] for k in order if k in d["columns"]]} for d in datasets.values()
+    groups = [{**d, "columns": [m for k, (m, _) in meta.items() if k in d["columns"]]} for d in datasets.values()
               if d["columns"]]  # in the subjects' order: a study's, else by name (`context`)
     if not groups:
         return None
@@ -158,9 +159,8 @@ def scorecard(ctx: ReportContext) -> Optional[dict]:
         for g in groups:
             why = {} if g["key"] in row["subjects"] else _skipped(ctx, row["models"], g["root"])
             for c in g["columns"]:
-                if measure_of.get(c["key"]) in why:
-                    row["cells"][(g["key"], c["key"])] = {"value": None, "na": f"n/a: {why[measure_of[c['key']]]}",
-                                                          "lo": None, "hi": None, "n": None, "run": None, "href": None}
+                if meta[c["key"]][1] in why:
+                    row["cells"][(g["key"], c["key"])] = _na(why[meta[c["key"]][1]])
     out_rows = [{"label": r["label"], "cells": [[r["cells"].get((g["key"], c["key"])) for c in g["columns"]]
                                                 for g in groups],
                  "subjects": [r["subjects"].get(g["key"]) for g in groups]} for r in rows.values()]
@@ -224,7 +224,7 @@ def preprocessing(subject: Subject) -> dict:
             "input_size": f"{size[-2]}x{size[-1]}" if len(size) >= 2 else None, "resize": spec.get("resize")}
 
 
-def category_cells(ctx: ReportContext, subject: Subject) -> Dict[str, Tuple[dict, dict]]:
+def category_cells(ctx: ReportContext, subject: Subject) -> Dict[str, Tuple[dict, dict, str]]:
     """The paper's BG Required share (Table 3) of the model's newest eval run, with a Wilson
     interval: the images it gets right only with the right background."""
     from ..errors import BgbenchError
@@ -244,47 +244,45 @@ def category_cells(ctx: ReportContext, subject: Subject) -> Dict[str, Tuple[dict
                              "only with the right background (the paper's Table 3)",
               "percent": True, "higher": False}
     return {column["key"]: (column, {"value": share, "lo": lo, "hi": hi, "n": n, "run": run["id"],
-                                     "href": f"{ctx.page_of(subject)}#{subject.key}-categories"})}
+                                     "href": f"{ctx.page_of(subject)}#{subject.key}-categories"}, "eval")}
 
 
-def edit_drop_cells(ctx: ReportContext, subject: Subject) -> Dict[str, Tuple[dict, dict]]:
+def edit_drop_cells(ctx: ReportContext, subject: Subject) -> Dict[str, Tuple[dict, dict, str]]:
     """On an eval of an edited dataset (ImageNet-E levels), each level's accuracy drop from ORIGINAL
-    with its paired bootstrap interval (the edits section's numbers): column key -> (column, cell)."""
-    from ..edits.registry import ATTRIBUTES
-    from ..measures.edits.summary import edit_drops, split_level
+    with its paired bootstrap interval (the edits section's numbers): column key -> (column, cell, 'eval')."""
+    from ..measures.edits.summary import edit_drops, edited_levels
     run = subject.latest("eval")
-    variants = json.loads(run["config"]).get("variants") or [] if run is not None else []
-    if "original" not in variants or not any(split_level(v)[0] in ATTRIBUTES for v in variants):
+    if not edited_levels(run):
         return {}
     href = f"{ctx.page_of(subject)}#{subject.key}-edits"
     return {f"edits:drop:{d['variant']}": (
         {"key": f"edits:drop:{d['variant']}", "title": f"{d['variant']} drop",
          "description": f"accuracy drop from ORIGINAL when {d['variant']} is applied (paired bootstrap interval)",
          "percent": True, "higher": False},
-        {"value": d["drop"], "lo": d["lo"], "hi": d["hi"], "n": d.get("n"), "run": run["id"], "href": href})
+        {"value": d["drop"], "lo": d["lo"], "hi": d["hi"], "n": d.get("n"), "run": run["id"], "href": href}, "eval")
         for d in (level.to_dict() for level in edit_drops(ctx.store, [run["id"]]).levels)}
 
 
-def benchmark_cells(ctx: ReportContext, subject: Subject
-                    ) -> Tuple[Dict[str, Tuple[dict, dict]], Tuple[str, ...], Dict[str, str]]:
+def benchmark_cells(ctx: ReportContext, subject: Subject) -> Tuple[Dict[str, Tuple[dict, dict, str]], Tuple[str, ...]]:
     """On a benchmark's own data (its runs record the `data_kind` some measure declares headlines
-    for: Hard ImageNet's), those headlines as columns: (column key -> (column, cell), the measures
-    whose own headlines they replace, column key -> its measure's name). Each cell is the stored metric of the model's newest run of
-    its measure, with its interval; n/a with the reason where a study skipped the measure. Empty for
-    any other dataset."""
+    for: Hard ImageNet's), those headlines as columns: (column key -> (column, cell, its measure's
+    name), the measures whose own headlines they replace). Each cell is the stored metric of the
+    model's newest run of its measure, with its interval; n/a with the reason where a study skipped
+    the measure. Empty for any other dataset."""
     kinds = {json.loads(r["config"] or "{}").get("data_kind") for r in subject.runs}
     declared = sorted(((b, m) for m in list_measures() for b in m.benchmark_headlines if b.data_kind in kinds),
                       key=lambda bm: bm[0].place)
-    found, replaced = [], []
+    found, replaced = {}, []
     for benchmark, measure in declared:
         run = subject.latest(measure.kind)
-        config = None if run is None else json.loads(run["config"] or "{}")
-        found += [(benchmark, Column(measure, h, (h.variant,))) for h in measure.headlines_on(benchmark, config)]
+        for h in measure.headlines_on(benchmark, None if run is None else json.loads(run["config"] or "{}")):
+            column = Column(measure, h, (h.variant,))
+            value = cell(ctx, subject, column)
+            if value is not None:
+                meta = column.meta(f"{benchmark.data_kind}:{column.key}")
+                found[meta["key"]] = (meta, value, measure.name)
         replaced += [measure.name] if benchmark.replaces else []
-    shown = [(column.meta(f"{benchmark.data_kind}:{column.key}"), column.measure.name, value)
-             for benchmark, column in found for value in [cell(ctx, subject, column)] if value is not None]
-    return ({meta["key"]: (meta, value) for meta, _, value in shown}, tuple(replaced),
-            {meta["key"]: name for meta, name, _ in shown})
+    return found, tuple(replaced)
 
 
 def _dataset_name(subject: Subject) -> str:
@@ -337,9 +335,6 @@ def scorecard_text(data: dict) -> str:
             table = [["", *[r["label"] for r in models]]] + [[t, *[c[i] for c in cells]] for i, t in enumerate(titles)]
         else:
             table = [["model", *titles]] + [[r["label"], *c] for r, c in zip(models, cells)]
-        widths = [max(len(x[i]) for x in table) for i in range(len(table[0]))]
-        lines = [f"scorecard on {group['name']}:"]
-        lines += ["  ".join(v.ljust(w) for v, w in zip(line, widths)).rstrip() for line in table]
-        lines += [f"[{k}] skipped: {why}" for k, why in enumerate(notes, 1)]
-        blocks.append("\n".join(lines))
+        blocks.append("\n".join([f"scorecard on {group['name']}:", *aligned(table),
+                                  *(f"[{k}] skipped: {why}" for k, why in enumerate(notes, 1))]))
     return "\n\n".join(blocks)

@@ -28,7 +28,7 @@ from ..comparing import compare_runs
 from ..measures.eval.section import estimate, eval_accuracies
 from ..measures.registry import Measure, SectionSpec, list_measures, resolve
 from .context import ReportContext, Subject
-from .scorecard import WORST_GROUP, cell, columns, preprocessing, scorecard, shown_precision
+from .scorecard import WORST_GROUP, cell, columns, provenance, scorecard
 
 SCOPES = ("summary", "model", "page")
 
@@ -166,7 +166,6 @@ def _worst_group(ctx: ReportContext, subject: Subject) -> Optional[dict]:
 @register_section("provenance", "Provenance")
 def provenance_section(ctx: ReportContext, subject: Subject) -> Optional[dict]:
     spec = subject.spec
-    shown = preprocessing(subject)
     runs = [{"id": r["id"], "kind": r["kind"], "created": r["created"], "seed": r["seed"], "version": r["version"]}
             for r in subject.runs]
     t, cfg = subject.train_run, _trained(subject)  # no run: it is in another store, and the checkpoint says
@@ -176,17 +175,11 @@ def provenance_section(ctx: ReportContext, subject: Subject) -> Optional[dict]:
         "swa": cfg.get("swa"), "seed": cfg.get("seed") if t is None else t["seed"],
         "train_accuracy": None if t is None else (ctx.metrics(t["id"]).get(("train_accuracy", ""))
                                                    or {"value": None})["value"]}
-    return {"model": subject.model, "arch": spec.get("arch"), "label_space": spec.get("label_space"),
-            "checkpoint": spec.get("checkpoint"), "checkpoint_sha256": subject.runs[-1]["checkpoint_sha256"],
-            "format": _format_of(spec),
-            "mean": spec.get("mean"), "std": spec.get("std"), "norm_source": norm_source(spec), "input": _input_of(spec),
-            "zero_shot": _zero_shot_of(spec),
-            "class_map": shown["class_map"], "class_map_sha256": shown["class_map_sha256"],
-            "precision": shown_precision(subject),
-            "protocols": sorted({json.loads(r["config"] or "{}").get("protocol") or "none" for r in subject.runs}),
-            "data_root": subject.data_root,
-            "data_fingerprint": subject.data_fingerprint, "versions": sorted({r["version"] for r in subject.runs}),
-            "runs": runs, "training": training}
+    # the scorecard row's provenance (weights, class map, precision, protocol, data, versions), and more of the model
+    return {**provenance(subject), "arch": spec.get("arch"), "label_space": spec.get("label_space"),
+            "checkpoint": spec.get("checkpoint"), "format": _format_of(spec), "mean": spec.get("mean"),
+            "std": spec.get("std"), "norm_source": norm_source(spec), "input": _input_of(spec),
+            "zero_shot": _zero_shot_of(spec), "runs": runs, "training": training}
 
 
 def norm_source(spec: dict) -> Optional[str]:
@@ -237,11 +230,6 @@ def _zero_shot_of(spec: dict) -> Optional[str]:
 # ---------------------------------------------------------------- across models
 
 
-def _pair_row(name: str, c) -> dict:
-    """The template's row of one variant (or the challenge) of a `compare_runs` result."""
-    return {"variant": name, "a": c.acc_a.value, "b": c.acc_b.value, "diff": c.diff, "n": c.n, **c.test}
-
-
 def _compare_pair(ctx: ReportContext, a: Subject, b: Subject) -> Optional[dict]:
     """Both subjects' newest eval runs, and newest challenge runs, through `compare_runs`: the same
     function, rule and numbers as `bgbench compare A B`. A pair it refuses shows its reason."""
@@ -256,11 +244,11 @@ def _compare_pair(ctx: ReportContext, a: Subject, b: Subject) -> Optional[dict]:
         except BgbenchError as e:
             found["refused"].append(str(e))
             continue
-        if kind == "eval":
-            found["variants"] = [_pair_row(v, c) for v, c in comparison.variants.items()]
+        if kind == "eval":  # its table: a row per variant
+            found["variants"] = comparison.table()
             found["bg_gap"] = comparison.bg_gap_diff.as_dict() if comparison.bg_gap_diff is not None else None
-        else:  # a challenge comparison always holds its one row
-            found["challenge"] = _pair_row("challenge", comparison.challenge)
+        else:  # a challenge comparison's table is its one row
+            found["challenge"] = comparison.table()[0]
     return found if found["variants"] or found["challenge"] is not None or found["refused"] else None
 
 

@@ -3,7 +3,6 @@ Fig. 24 of a --full run, the foregrounds the most backgrounds fool, and the hija
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import List, Optional, Sequence
 
 import numpy as np
@@ -24,11 +23,6 @@ def challenge_run(subject: SectionSubject, ctx: SectionContext):
     runs = [r for r in subject.runs if r["kind"] == "challenge"]
     full = [r for r in runs if ctx.store.has_challenge_backgrounds(r["id"])]
     return (full or runs or [None])[-1], bool(full)
-
-
-def _background_path(root: Path, bg_id: str) -> Optional[Path]:
-    folder = root / "only_bg_t" / "val" / Path(bg_id).parent
-    return next(iter(sorted(folder.glob(Path(bg_id).name + ".*"))), None) if folder.is_dir() else None
 
 
 def challenge_section(ctx: SectionContext, subject: SectionSubject) -> Optional[dict]:
@@ -61,11 +55,11 @@ def challenge_section(ctx: SectionContext, subject: SectionSubject) -> Optional[
 def _top_backgrounds(ctx: SectionContext, run, ids, labels: np.ndarray, asr: np.ndarray, names) -> dict:
     """The paper's Fig. 4 as a gallery: each class's TOP_BACKGROUNDS backgrounds (ONLY-BG-T) by attack
     success rate, read from the stored rates and the dataset's files (one thumbnail sheet)."""
-    root = Path(run["data_root"] or "")
-    g = ctx.gallery("Most fooling backgrounds per class", folder=str(root / "only_bg_t" / "val"))
+    files = ctx.files(run)
+    g = ctx.gallery("Most fooling backgrounds per class", folder=files.folder("only_bg_t"))
     for c, idx in sorted(top_backgrounds(asr, labels, k=TOP_BACKGROUNDS).items()):
         for rank, j in enumerate(idx, start=1):
-            shot = g.shot(_background_path(root, ids[j]), f"ASR {percent(asr[j], 0, 0)}")
+            shot = g.shot(files.image("only_bg_t", ids[j]), f"ASR {percent(asr[j], 0, 0)}")
             g.add(names[c], ids[j], f"#{rank}", "", [shot])
     return g.to_dict()
 

@@ -2,22 +2,17 @@
 paired interval, and the edits that flip a prediction."""
 from __future__ import annotations
 
-import json
 from typing import List, Mapping, Optional
 
 
 from ..examples import Pick, class_namer, per_class, top_per_class
 from ..registry import SectionContext, SectionSubject
-from .summary import ORIGINAL, edit_drops, level_order, split_level
+from .summary import ORIGINAL, edit_drops, edited_levels
 
 
 def edits_section(ctx: SectionContext, subject: SectionSubject) -> Optional[dict]:
-    from ...edits.registry import ATTRIBUTES
     run = subject.latest("eval")
-    if run is None:
-        return None
-    variants = json.loads(run["config"]).get("variants") or []
-    if "original" not in variants or not any(split_level(v)[0] in ATTRIBUTES for v in variants):
+    if not edited_levels(run):
         return None  # not an eval of an edit dataset
     drops = edit_drops(ctx.store, [run["id"]])
     levels = [lv.to_dict() for lv in drops.levels]
@@ -28,13 +23,9 @@ def edits_section(ctx: SectionContext, subject: SectionSubject) -> Optional[dict
 
 def edits_gallery(ctx: SectionContext, subject: SectionSubject) -> Optional[dict]:
     from ...probing.tables import stored_table
-    from ...edits.registry import ATTRIBUTES
     run = subject.latest("eval")
-    if run is None:
-        return None
-    variants = json.loads(run["config"]).get("variants") or []
-    levels = level_order([v for v in variants if split_level(v)[0] in ATTRIBUTES])
-    if ORIGINAL not in variants or not levels:
+    levels = edited_levels(run)
+    if not levels:
         return None
     table = stored_table(ctx.store, run["id"], variants=[ORIGINAL, *levels])
     rows = {v: {i: (int(y), int(p), float(c)) for i, y, p, c in zip(t.image_ids, t.labels, t.preds, t.conf)}

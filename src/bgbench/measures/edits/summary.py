@@ -6,6 +6,7 @@ both it and `original` hold (a rejected edit leaves an image out of that level o
 """
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
 from typing import Dict, List, Sequence, Tuple
@@ -85,6 +86,14 @@ def _sort_key(variant: str):
 def level_order(variants: Sequence[str]) -> List[str]:
     """Edit levels in the order tables show them: by attribute (ImageNet-E's order), then level."""
     return sorted(variants, key=_sort_key)
+
+
+def edited_levels(run) -> List[str]:
+    """The edit levels of an eval run of an edit dataset (`bgbench edit`), in `level_order`; none for
+    any other run (or no run): it needs ORIGINAL and one level at least."""
+    from ...edits.registry import ATTRIBUTES
+    variants = (json.loads(run["config"]).get("variants") or []) if run is not None else []
+    return level_order([v for v in variants if split_level(v)[0] in ATTRIBUTES]) if ORIGINAL in variants else []
 
 
 def stored_run(store: Store, rid: int):
