@@ -44,12 +44,12 @@ from ..data.writer import (EMPTY_MASK, MISSING_MASK, DatasetWriter, Rejected, Ta
 from ..distributed import broadcast, gather, setup, world_record
 from ..errors import BgbenchError, DataError
 from ..evaluation.metrics import finite_or_none
-from ..options import runtime
+from ..options import DEVICE_HELP, SHARD_HELP, flag, runtime
 from ..provenance import Provenance
 from . import complexity as C
 from .functions import DoesNotFit, glcm_stats, pixel_rate
 from .registry import (ADVERSARIAL, ATTRIBUTES, POSITION_RATE, SIZE_RATES, Context, Edit, edits_for,
-                       get_complexity_editor, get_inpainter)
+                       get_complexity_editor, get_inpainter, list_complexity_editors, list_inpainters)
 from .result import ORIGINAL, EditResult
 from .schedule import Schedule
 
@@ -71,33 +71,77 @@ EDIT_FAILURES = (ValueError, RuntimeError, ArithmeticError, cv2.error)
 
 @dataclass(frozen=True)
 class EditConfig:
-    data: Path
-    out: Path
-    attributes: Tuple[str, ...] = ATTRIBUTES
-    levels: Optional[Tuple[str, ...]] = None
-    angles: Optional[Tuple[float, ...]] = None
-    split: str = "val"
-    seed: int = 0
-    workers: int = field(default=1, metadata=runtime())
-    inpainter: str = "telea"
-    complexity_editor: str = "fft"
-    adv_eps: float = C.ADV_EPS
-    adv_steps: int = C.ADV_STEPS
-    batch_size: int = field(default=32, metadata=runtime())
-    overwrite: bool = False
-    shard: Optional[Shard] = None
-    backend: str = CLASSICAL
-    weights: Optional[str] = None
-    respacing: str = "100"
-    skip: int = 90
-    diffusion_size: Optional[int] = None
-    head_channels: int = 64
-    range_lambda: float = 50.0
-    l2_lambda: float = 0.0
-    lpips_lambda: float = 0.0
-    coarse_to_fine: bool = False
-    classifier_scale: float = 10.0
-    device: str = field(default="cpu", metadata=runtime())
+    """The edit job's options, each its `bgbench edit` flag (`options.flag`)."""
+
+    data: Path = field(metadata=flag(
+        "--data", "dataset root in the IN-9 layout with fg_mask/ (IN-9, Synthetic-9, a build)", required=True))
+    out: Path = field(metadata=flag(
+        "--out", "output root: DIR/original, DIR/fg_mask and DIR/<attribute>_<level>", required=True))
+    attributes: Tuple[str, ...] = field(default=ATTRIBUTES, metadata=flag(
+        "--attributes", f"attributes to edit (default: all of {', '.join(ATTRIBUTES)})", choices=ATTRIBUTES,
+        nargs="+", metavar="ATTR", type=str))
+    levels: Optional[Tuple[str, ...]] = field(default=None, metadata=flag(
+        "--levels", "only these level folders (fnmatch patterns, e.g. 'size_*' complexity_20)", nargs="+",
+        metavar="PATTERN"))
+    angles: Optional[Tuple[float, ...]] = field(default=None, metadata=flag(
+        "--angles", "rotation angles in degrees, one folder each (default: one seeded random angle per image, "
+        "rotation_random; seed 003 gives no fixed angle). The object keeps its size; one that no longer fits is "
+        "rejected (does_not_fit)", nargs="+", type=float, metavar="DEG"))
+    split: str = field(default="val", metadata=flag(
+        "--split", "split folder to edit (default %(default)s)", choices=("val", "train")))
+    seed: int = field(default=0, metadata=flag(
+        "--seed", "seeds positions and random angles per image (default %(default)s)"))
+    workers: int = field(default=1, metadata=runtime(flag(
+        "--workers", "worker processes (the output does not depend on it; default %(default)s)")))
+    inpainter: str = field(default="telea", metadata=flag(
+        "--inpainter", f"object-removal backend (registered: {', '.join(list_inpainters())}; default %(default)s)"))
+    complexity_editor: str = field(default="fft", metadata=flag(
+        "--complexity-editor", f"background-complexity backend (registered: {', '.join(list_complexity_editors())}; "
+        f"default %(default)s)"))
+    adv_eps: float = field(default=C.ADV_EPS, metadata=flag(
+        "--adv-eps", f"L-inf bound of the adversarial background (default {C.ADV_EPS:.4g} = 16/255)"))
+    adv_steps: int = field(default=C.ADV_STEPS, metadata=flag(
+        "--adv-steps", "ascent steps of the adversarial level (default %(default)s)"))
+    batch_size: int = field(default=32, metadata=runtime())  # its flag is the model's (`add_model_args`)
+    overwrite: bool = field(default=False, metadata=flag(
+        "--overwrite", "replace an existing edit of this split", action="store_true"))
+    shard: Optional[Shard] = field(default=None, metadata=flag("--shard", SHARD_HELP, metavar="K/N", type=str))
+    backend: str = field(default=CLASSICAL, metadata=flag(
+        "--backend", "how the complexity levels are made: 'classical' (gradient steps on the pixels, no weights; "
+        "default) or 'diffusion' (ImageNet-E's blended guided diffusion, needs --weights and the 'diffusion' extra)",
+        choices=BACKENDS))
+    weights: Optional[str] = field(default=None, metadata=flag(
+        "--weights", "the diffusion backend's network: guided-diffusion's 256x256_diffusion_uncond.pt (or any ADM "
+        "state dict, .pt or .safetensors), a diffusers UNet2DModel folder, or a hub name (the only thing that "
+        "downloads)", metavar="FILE_OR_DIR"))
+    respacing: str = field(default="100", metadata=flag(
+        "--respacing", "diffusion steps kept of the 1,000 (guided-diffusion's timestep_respacing; default "
+        "%(default)s)"))
+    skip: int = field(default=90, metadata=flag(
+        "--skip", "respaced steps skipped: the edit starts from the image noised to step steps-skip (default "
+        "%(default)s: the toolkit's demo runs 10 of 100)"))
+    diffusion_size: Optional[int] = field(default=None, metadata=flag(
+        "--diffusion-size", "square size the diffusion runs at (default: the model's, 256 for a guided-diffusion "
+        "file); results are resized back to the image's size", type=int, metavar="PX"))
+    head_channels: int = field(default=64, metadata=flag(
+        "--head-channels", "attention head width of a guided-diffusion file, not stored in it (default "
+        "%(default)s, the released model's)"))
+    range_lambda: float = field(default=50.0, metadata=flag(
+        "--range-lambda", "weight of the toolkit's range loss on x0 (default %(default)s)"))
+    l2_lambda: float = field(default=0.0, metadata=flag(
+        "--l2-lambda", "weight of the toolkit's L2 background-preservation loss (default %(default)s: off, as in "
+        "run.sh)"))
+    lpips_lambda: float = field(default=0.0, metadata=flag(
+        "--lpips-lambda", "weight of the toolkit's LPIPS background-preservation loss (default %(default)s: off; "
+        "needs lpips and its VGG weights)"))
+    coarse_to_fine: bool = field(default=False, metadata=flag(
+        "--coarse-to-fine", "erode the edited region by 51 and 31 px early on, as the toolkit's --coarse_to_fine",
+        action="store_true"))
+    classifier_scale: float = field(default=10.0, metadata=flag(
+        "--classifier-scale", "with --backend diffusion and --model: the adversarial level's classifier-guidance "
+        "scale (default %(default)s, the toolkit's)"))
+    # where the models run (the diffusion network, the adversarial level's classifier); noise is drawn on the CPU
+    device: str = field(default="cpu", metadata=runtime(flag("--device", DEVICE_HELP)))
 
     def __post_init__(self):
         checks.at_least("--workers", self.workers, 1)
@@ -120,9 +164,9 @@ class EditConfig:
         checks.at_least("--skip", self.skip, 0)
         checks.at_least("--head-channels", self.head_channels, 1)
         checks.at_least("--diffusion-size", self.diffusion_size, 8)  # None: the model's sample size
-        for flag, value in (("--range-lambda", self.range_lambda), ("--l2-lambda", self.l2_lambda),
+        for name, value in (("--range-lambda", self.range_lambda), ("--l2-lambda", self.l2_lambda),
                             ("--lpips-lambda", self.lpips_lambda), ("--classifier-scale", self.classifier_scale)):
-            checks.at_least(flag, value, 0)
+            checks.at_least(name, value, 0)
 
     def settings(self, model=None) -> dict:
         """What decides the output besides the source images: shards must agree on all of it."""
