@@ -24,7 +24,7 @@ the toolkit's one seed is; remove stays classical.
 from __future__ import annotations
 
 import zlib
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from itertools import groupby
 from pathlib import Path
 from functools import cache
@@ -177,13 +177,14 @@ class EditConfig:
                 "model": model.spec.to_dict() if model is not None else None,
                 **({"backend": DIFFUSION, "weights": self.weights, "respacing": self.respacing, "skip": self.skip,
                     "diffusion_size": self.diffusion_size, "head_channels": self.head_channels,
-                    "guidance": asdict(self.guidance(True))} if self.backend == DIFFUSION else {})}
+                    "guidance": asdict(self.guidance(classifier=True))} if self.backend == DIFFUSION else {})}
 
-    def guidance(self, classifier: bool = False):
-        """The guidance loss's weights; with `classifier`, the adversarial level's."""
+    def guidance(self, complexity: float = 0.0, classifier: bool = False):
+        """The guidance loss's weights at complexity level `complexity`; with `classifier`, the
+        adversarial level's."""
         from .diffusion import Guidance
-        return Guidance(range_lambda=self.range_lambda, l2_lambda=self.l2_lambda, lpips_lambda=self.lpips_lambda,
-                        coarse_to_fine=self.coarse_to_fine,
+        return Guidance(complexity=complexity, range_lambda=self.range_lambda, l2_lambda=self.l2_lambda,
+                        lpips_lambda=self.lpips_lambda, coarse_to_fine=self.coarse_to_fine,
                         classifier_scale=self.classifier_scale if classifier else 0.0)
 
 
@@ -259,10 +260,10 @@ def _edit_one(task: _Task, job: Tuple[EditConfig, Target]) -> Tuple[List[M.Manif
     return rows, rejects
 
 
-def _adversarial(model, tasks: Sequence[_Task], cfg: EditConfig, target: Target, ranks, progress: bool
+def _adversarial(model, tasks: Sequence[_Task], cfg: EditConfig, target: Target, device: str, progress: bool
                  ) -> List[M.ManifestRow]:
     """The adversarial complexity level of `tasks` (their originals are written), through the feed on
-    this rank's device (`model` is there), a batch per block of `--batch-size` consecutive images of
+    `device` (`model` is there), a batch per block of `--batch-size` consecutive images of
     the sorted list (cut again where the image size changes), so that a shard's batches are an
     unsharded run's."""
     import torch
@@ -277,8 +278,8 @@ def _adversarial(model, tasks: Sequence[_Task], cfg: EditConfig, target: Target,
                     render=lambda t: target.load_image(ORIGINAL, t.image_id))
     params = {"eps": round(cfg.adv_eps, 6), "steps": cfg.adv_steps, "model": model.spec.name}
     rows = []
-    with forward_context("fp32", ranks.device), torch.enable_grad():  # it ascends the loss: gradients
-        for _, batch in batches(images, device=ranks.device, workers=cfg.workers, progress=progress,
+    with forward_context("fp32", device), torch.enable_grad():  # it ascends the loss: gradients
+        for _, batch in batches(images, device=device, workers=cfg.workers, progress=progress,
                                 desc=ADVERSARIAL):
             outs = C.adversarial_backgrounds(model, batch.x, batch.m, [t.label for t in batch.items],
                                              eps=cfg.adv_eps, steps=cfg.adv_steps)
@@ -295,17 +296,16 @@ DIFFUSED = ("complexity", "size", "position", "rotation")
 
 
 def _diffusion(weights, edits: Sequence[Edit], tasks: Sequence[_Task], cfg: EditConfig, target: Target,
-               progress: bool, model=None) -> Tuple[List[M.ManifestRow], List[M.RejectRow]]:
+               device: str, progress: bool, model=None) -> Tuple[List[M.ManifestRow], List[M.RejectRow]]:
     """The diffusion backend's levels of `tasks` (their originals are written), batched in the
-    parent within blocks of `--batch-size`; one generator per image. The adversarial level is
-    guided by `model`'s log-probability of the true class."""
-    from .diffusion import DiffusionSettings, class_log_prob, diffuse_backgrounds, lpips_for
+    parent within blocks of `--batch-size` on `device` (`model` is there); one generator per image.
+    The adversarial level is guided by `model`'s log-probability of the true class."""
+    from .diffusion import class_log_prob, diffuse_backgrounds, lpips_for
     levels = [e for e in edits if e.attribute in DIFFUSED]
     if not levels:
         return [], []
-    settings = DiffusionSettings(cfg.respacing, cfg.skip, cfg.diffusion_size, cfg.guidance())
-    lpips_model = lpips_for(settings, cfg.device)
-    weights.unet.to(cfg.device)
+    lpips_model = lpips_for(cfg.lpips_lambda, device)
+    weights.unet.to(device)
     inpainter = get_inpainter(cfg.inpainter)
     items = [(t, target.load_image(ORIGINAL, t.image_id), target.load_mask(t.image_id)) for t in tasks]
     base = {"backend": DIFFUSION, "respacing": cfg.respacing, "steps": Schedule(cfg.respacing).steps - cfg.skip,
@@ -320,6 +320,9 @@ def _diffusion(weights, edits: Sequence[Edit], tasks: Sequence[_Task], cfg: Edit
         # one noise per image for every level, as the toolkit's one seed gives: levels differ by their guidance
         seeds = [int(level_rng(cfg.seed, t.image_id, DIFFUSION).integers(2 ** 63)) for t, _, _ in chunk]
         for edit in levels:
+            lam = float(edit.level) if edit.attribute == "complexity" and not edit.needs_model else 0.0
+            # the adversarial level is guided by the classifier, at lambda 0
+            said = {"classifier_scale": cfg.classifier_scale, "model": model.spec.name} if edit.needs_model else {}
             ready = []
             # (the kept image, the kept object's mask, the level's own parameters) of each image: the image
             # itself for a complexity level; the classical composite (the object moved, scaled or rotated onto
@@ -327,35 +330,31 @@ def _diffusion(weights, edits: Sequence[Edit], tasks: Sequence[_Task], cfg: Edit
             # where the classical edit refuses the image
             for (t, im, m), bg, seed in zip(chunk, backgrounds, seeds):
                 try:
-                    if edit.needs_model:
-                        kept = im, m, {"lambda": 0.0, "classifier_scale": cfg.classifier_scale}
-                    elif edit.attribute == "complexity":
-                        kept = im, m, {"lambda": float(edit.level)}
+                    if edit.attribute == "complexity":
+                        kept = im, m, {"lambda": lam, **said}
                     else:
                         ctx = Context(lambda bg=bg: bg, get_complexity_editor(cfg.complexity_editor),
                                       level_rng(cfg.seed, t.image_id, edit.name))
                         done = _rendered(edit, im, m, ctx)
-                        kept = done.image, done.mask, {**done.params, "lambda": 0.0}
+                        kept = done.image, done.mask, {**done.params, "lambda": lam}
                     ready.append((t, *kept, bg, seed))
                 except Rejected as e:
                     rejects.append(M.RejectRow(t.index, t.image_id, t.source, e.reason, e.detail, edit.name))
             if ready:
-                lam = float(edit.level) if edit.attribute == "complexity" and not edit.needs_model else 0.0
-                how = replace(settings, guidance=cfg.guidance(True)) if edit.needs_model else settings
                 classifier = (class_log_prob(model, [r[0].label for r in ready], ready[0][1].shape[:2])
                               if edit.needs_model else None)
                 try:
                     outs = diffuse_backgrounds(weights, [r[1] for r in ready], [r[2] for r in ready],
-                                               [r[4] for r in ready], lam, [r[5] for r in ready], how,
-                                               lpips_model, device=cfg.device, classifier=classifier)
+                                               [r[4] for r in ready], [r[5] for r in ready],
+                                               cfg.guidance(lam, classifier=edit.needs_model), cfg.respacing,
+                                               cfg.skip, cfg.diffusion_size, lpips_model, device=device,
+                                               classifier=classifier)
                 except EDIT_FAILURES as e:
                     raise BgbenchError(f"the diffusion backend failed at {edit.name}: "
                                        f"{type(e).__name__}: {e}".splitlines()[0]) from None
                 for (t, _, mask, params, _, seed), out in zip(ready, outs):
                     target.save_image(edit.name, t.image_id, out)
-                    rows.append(_row(t, edit.name, edit.attribute, out, mask, {
-                        **params, **base, "noise_seed": seed,
-                        **({"model": model.spec.name} if edit.needs_model else {})}))
+                    rows.append(_row(t, edit.name, edit.attribute, out, mask, {**params, **base, "noise_seed": seed}))
             bar.update(len(chunk))
     bar.close()
     return rows, rejects
@@ -385,6 +384,7 @@ def edit_dataset(cfg: EditConfig, model=None, progress: bool = True) -> Optional
     if model is not None and any(e.needs_model for e in edits):  # it ascends the loss through the model
         from ..models.formats import check_needs
         check_needs(model, ("gradients",), f"the adversarial level ({ADVERSARIAL})")
+        checks.device(cfg.device)
     weights = None  # the diffusion backend's, checked before anything is written
     if cfg.backend == DIFFUSION:
         from .diffusion_weights import load_weights
@@ -393,7 +393,7 @@ def edit_dataset(cfg: EditConfig, model=None, progress: bool = True) -> Optional
         if cfg.lpips_lambda:
             from .diffusion import need_lpips
             need_lpips()
-    ranks = setup("cpu")  # the adversarial level runs its model on the CPU: gloo
+    ranks = setup(cfg.device)  # the models run on this rank's device: NCCL on CUDA, gloo on the CPU
     if ranks.distributed and cfg.shard is not None:
         raise BgbenchError("--shard K/N splits a job into separate runs that `bgbench merge` joins; under torchrun "
                            "the processes already share the images: use one or the other")
@@ -410,13 +410,15 @@ def edit_dataset(cfg: EditConfig, model=None, progress: bool = True) -> Optional
         rows = [r for rs, _ in results for r in rs]
         rejects = [j for _, js in results for j in js]
         ok = {r.position for r in rows if r.folder == ORIGINAL}
+        if model is not None:
+            model = model.to(ranks.device).eval()
         if weights is not None:
             more, refused = _diffusion(weights, edits, [t for t in mine if t.index in ok], cfg, writer.target,
-                                       progress and ranks.main, model.eval() if model is not None else None)
+                                       ranks.device, progress and ranks.main, model)
             rows, rejects = rows + more, rejects + refused
         elif model is not None and any(e.needs_model for e in edits):
-            rows += _adversarial(model.to(ranks.device).eval(), [t for t in mine if t.index in ok], cfg,
-                                 writer.target, ranks, progress and ranks.main)
+            rows += _adversarial(model, [t for t in mine if t.index in ok], cfg, writer.target, ranks.device,
+                                 progress and ranks.main)
         parts = gather((rows, rejects), ranks)
         if parts is None:
             return None
