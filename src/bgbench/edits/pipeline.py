@@ -376,9 +376,8 @@ def edit_dataset(cfg: EditConfig, model=None, progress: bool = True) -> Optional
     if model is not None:
         model.meet(layout)
     edits = edits_for(cfg.attributes, cfg.angles, cfg.levels, with_model=model is not None)
-    skipped = [f"{ADVERSARIAL}: needs --model"] if model is None and "complexity" in cfg.attributes and (
-        not cfg.levels or ADVERSARIAL in [e.name for e in edits_for(["complexity"], levels=cfg.levels,
-                                                                    with_model=True)]) else []
+    skipped = [f"{ADVERSARIAL}: needs --model"] if model is None and any(
+        e.needs_model for e in edits_for(cfg.attributes, cfg.angles, cfg.levels, with_model=True)) else []
     if not edits:
         raise BgbenchError(f"--levels {' '.join(cfg.levels or ())} selects no edit level")
     if model is not None and any(e.needs_model for e in edits):  # it ascends the loss through the model
