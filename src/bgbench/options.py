@@ -24,6 +24,12 @@ WORKERS_HELP = ("processes that decode batches ahead of the model and, on a GPU,
                 "while the next batches run (default: 1 on the CPU, where the forward is the bottleneck; on a GPU one "
                 "per core, 2 to 8, shared among the torchrun processes of a machine)")
 
+#: What --device says, in the commands whose config declares it.
+DEVICE_HELP = "torch device: cpu, cuda or cuda:N (default %(default)s)"
+#: What --shard says, in every command that writes a dataset in shards for `bgbench merge` to join.
+SHARD_HELP = ("write only shard K of N, K counted from 0 (0 <= K < N: 0/2 and 1/2 are the two halves): its deterministic "
+              "share of the images, plus a SHARD_<split>.json record; join the N shard folders with `bgbench merge`")
+
 
 def default_workers(device: str = "cpu") -> int:
     """Decoding workers for a model on `device`: 1 beside a CPU model (which already uses every core),

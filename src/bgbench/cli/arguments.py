@@ -11,6 +11,7 @@ import dataclasses
 import inspect
 from typing import Any, Callable, Optional
 from ..classes import IMAGENET1K, Mapping
+from ..options import DEVICE_HELP, SHARD_HELP
 from ..signatures import default_of
 
 
@@ -38,7 +39,7 @@ def add_run_filters(p: argparse.ArgumentParser, kinds) -> None:
 
 
 def add_device_arg(p: argparse.ArgumentParser, default: str = "cpu") -> None:
-    p.add_argument("--device", default=default, help="torch device: cpu, cuda or cuda:N (default %(default)s)")
+    p.add_argument("--device", default=default, help=DEVICE_HELP)
 
 
 def add_seed_arg(p: argparse.ArgumentParser, default: int, what: str) -> None:
@@ -96,10 +97,7 @@ def stored_mapping(store, args: argparse.Namespace) -> Optional[str]:
 
 def add_shard_arg(p: argparse.ArgumentParser) -> None:
     """--shard K/N: write only shard K's share of the images, for `bgbench merge` to join."""
-    p.add_argument("--shard", metavar="K/N",
-                   help="write only shard K of N, K counted from 0 (0 <= K < N: 0/2 and 1/2 are the two halves): "
-                        "its deterministic share of the images, plus a "
-                        "SHARD_<split>.json record; join the N shard folders with `bgbench merge`")
+    p.add_argument("--shard", metavar="K/N", help=SHARD_HELP)
 
 
 def add_config_flag(p, config: type, f: dataclasses.Field, spec: dict) -> None:
@@ -121,12 +119,13 @@ def add_config_flag(p, config: type, f: dataclasses.Field, spec: dict) -> None:
     p.add_argument(name, dest=spec.pop("dest", f.name), default=default, **spec)
 
 
-def add_config_flags(p, config: type, skip: tuple = ()) -> None:
-    """Every field of `config` that declares a flag (`options.flag`), in field order."""
+def add_config_flags(p, config: type, skip: tuple = (), only: Optional[tuple] = None) -> None:
+    """Every field of `config` that declares a flag (`options.flag`), in field order; `only`: just
+    those, in that order."""
     from ..options import flagged_fields
-    for f, spec in flagged_fields(config):
-        if f.name not in skip:
-            add_config_flag(p, config, f, spec)
+    specs = {f.name: (f, spec) for f, spec in flagged_fields(config) if f.name not in skip}
+    for name in specs if only is None else only:
+        add_config_flag(p, config, *specs[name])
 
 
 def add_model_args(p: argparse.ArgumentParser, config: Optional[type] = None, required: bool = True,

@@ -13,7 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..classes import IMAGENET1K, IN9_FOLDERS, imagenet_to_in9
+from ..classes import IMAGENET1K, superclass_sums
 
 STEPS = 100
 STEP_SIZE = 0.1  # small plain steps: the |F| subgradient oscillates near zero amplitude with large ones
@@ -75,10 +75,4 @@ def adversarial_backgrounds(model, x, m, labels: Sequence[int], eps: float = ADV
 
 def _superclass_log_probs(logits):
     """log of the probability mass of each IN-9 class (the 'superclass' rule), for 1000-class models."""
-    import torch
-    table = torch.as_tensor(imagenet_to_in9(), device=logits.device)
-    probs = logits.float().softmax(dim=1)
-    valid = table >= 0
-    sums = torch.zeros(probs.shape[0], len(IN9_FOLDERS), dtype=probs.dtype, device=logits.device).index_add(
-        1, table[valid], probs[:, valid])
-    return sums.clamp_min(1e-12).log()
+    return superclass_sums(logits.float().softmax(dim=1)).clamp_min(1e-12).log()

@@ -35,7 +35,7 @@ resolution, so the object's pixels stay bit-identical.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from typing import Callable, List, Optional, Sequence
 
 import numpy as np
@@ -142,14 +142,6 @@ def blended_diffusion(unet, schedule: Schedule, start, keep, mask, guidance: Gui
     return keep * (1 - mask) + x0 * mask
 
 
-@dataclass(frozen=True)
-class DiffusionSettings:
-    respacing: str = "100"
-    skip: int = 90  # app.py's default of 10 steps of run.sh's 100
-    size: Optional[int] = None  # the diffusion's square size (None: the model's sample size)
-    guidance: Guidance = field(default_factory=Guidance)
-
-
 def _resized(image: np.ndarray, hw, nearest: bool = False) -> np.ndarray:
     """`image` at (H, W) `hw` (LANCZOS, or NEAREST for a mask), untouched at that size already."""
     if image.shape[:2] == tuple(hw):
@@ -163,22 +155,22 @@ def _tensor(images: Sequence[np.ndarray], size: int, dtype, device):
 
 
 def diffuse_backgrounds(weights: DiffusionWeights, images: Sequence[np.ndarray], masks: Sequence[np.ndarray],
-                        backgrounds: Sequence[np.ndarray], lam: float, seeds: Sequence[int],
-                        settings: DiffusionSettings, lpips_model=None, dtype=None, device="cpu",
-                        classifier=None) -> List[np.ndarray]:
-    """Same-size HxWx3 uint8 images with their backgrounds (outside `masks`) regenerated at
-    complexity level `lam`, started from `backgrounds` (the object removed); one seed per image."""
+                        backgrounds: Sequence[np.ndarray], seeds: Sequence[int], guidance: Guidance,
+                        respacing: str = "100", skip: int = 90, size: Optional[int] = None, lpips_model=None,
+                        dtype=None, device="cpu", classifier=None) -> List[np.ndarray]:
+    """Same-size HxWx3 uint8 images with their backgrounds (outside `masks`) regenerated under
+    `guidance` (its complexity level lambda), started from `backgrounds` (the object removed); one
+    seed per image. `respacing` steps kept of the 1,000, the first `skip` of them skipped (app.py's
+    default: 10 of run.sh's 100), at `size` px square (None: the model's sample size)."""
     unet = weights.unet
     dtype = dtype or next(unet.parameters()).dtype
-    size = settings.size or weights.sample_size
+    size = size or weights.sample_size
     keep = _tensor(images, size, dtype, device)
     start = _tensor(backgrounds, size, dtype, device)
     small = np.stack([_resized(m.astype(np.uint8) * 255, (size, size), nearest=True) > 127 for m in masks])
     edit = torch.from_numpy(~small).to(device=device, dtype=dtype)[:, None]
-    out = blended_diffusion(unet, Schedule(settings.respacing), start, keep, edit,
-                            replace(settings.guidance, complexity=float(lam)),
-                            [torch.Generator().manual_seed(int(s)) for s in seeds], settings.skip, lpips_model,
-                            classifier)
+    out = blended_diffusion(unet, Schedule(respacing), start, keep, edit, guidance,
+                            [torch.Generator().manual_seed(int(s)) for s in seeds], skip, lpips_model, classifier)
     # the toolkit's to_pil_image: (x + 1) / 2 clamped, times 255, truncated to bytes
     pics = ((out.detach() + 1) / 2).clamp(0, 1).mul(255).to(torch.uint8).permute(0, 2, 3, 1).cpu().numpy()
     return [np.where(mask[..., None].astype(bool), image, _resized(pic, image.shape[:2]))
@@ -194,9 +186,10 @@ def need_lpips():
     return lpips
 
 
-def lpips_for(settings: DiffusionSettings, device="cpu"):
-    """The toolkit's LPIPS (VGG) when its weight is set, else None; one line without the package."""
-    if not settings.guidance.lpips_lambda:
+def lpips_for(lpips_lambda: float, device="cpu"):
+    """The toolkit's LPIPS (VGG) when its weight `lpips_lambda` is set, else None; one line without
+    the package."""
+    if not lpips_lambda:
         return None
     lpips = need_lpips()
     try:
@@ -215,12 +208,8 @@ def class_log_prob(model, labels: Sequence[int], image_size):
     y = torch.as_tensor(np.asarray(labels), dtype=torch.long)
     size = tuple(int(v) for v in image_size)
 
-    where = next((p.device for p in model.parameters()), None) if hasattr(model, "parameters") else None
-
-    def log_p(x0):
+    def log_p(x0):  # the classifier is on x0's device
         x = (x0 + 1) / 2
-        if where is not None and x.device != where:  # the classifier stays where it was loaded
-            x = x.to(where)
         if tuple(x.shape[-2:]) != size:
             x = F.interpolate(x, size=size, mode="bilinear", align_corners=False)
         logits = model(x.float())

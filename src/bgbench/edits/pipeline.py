@@ -24,7 +24,7 @@ the toolkit's one seed is; remove stays classical.
 from __future__ import annotations
 
 import zlib
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from itertools import groupby
 from pathlib import Path
 from functools import cache
@@ -44,12 +44,12 @@ from ..data.writer import (EMPTY_MASK, MISSING_MASK, DatasetWriter, Rejected, Ta
 from ..distributed import broadcast, gather, setup, world_record
 from ..errors import BgbenchError, DataError
 from ..evaluation.metrics import finite_or_none
-from ..options import runtime
+from ..options import DEVICE_HELP, SHARD_HELP, flag, runtime
 from ..provenance import Provenance
 from . import complexity as C
 from .functions import DoesNotFit, glcm_stats, pixel_rate
 from .registry import (ADVERSARIAL, ATTRIBUTES, POSITION_RATE, SIZE_RATES, Context, Edit, edits_for,
-                       get_complexity_editor, get_inpainter)
+                       get_complexity_editor, get_inpainter, list_complexity_editors, list_inpainters)
 from .result import ORIGINAL, EditResult
 from .schedule import Schedule
 
@@ -71,33 +71,77 @@ EDIT_FAILURES = (ValueError, RuntimeError, ArithmeticError, cv2.error)
 
 @dataclass(frozen=True)
 class EditConfig:
-    data: Path
-    out: Path
-    attributes: Tuple[str, ...] = ATTRIBUTES
-    levels: Optional[Tuple[str, ...]] = None
-    angles: Optional[Tuple[float, ...]] = None
-    split: str = "val"
-    seed: int = 0
-    workers: int = field(default=1, metadata=runtime())
-    inpainter: str = "telea"
-    complexity_editor: str = "fft"
-    adv_eps: float = C.ADV_EPS
-    adv_steps: int = C.ADV_STEPS
-    batch_size: int = field(default=32, metadata=runtime())
-    overwrite: bool = False
-    shard: Optional[Shard] = None
-    backend: str = CLASSICAL
-    weights: Optional[str] = None
-    respacing: str = "100"
-    skip: int = 90
-    diffusion_size: Optional[int] = None
-    head_channels: int = 64
-    range_lambda: float = 50.0
-    l2_lambda: float = 0.0
-    lpips_lambda: float = 0.0
-    coarse_to_fine: bool = False
-    classifier_scale: float = 10.0
-    device: str = field(default="cpu", metadata=runtime())
+    """The edit job's options, each its `bgbench edit` flag (`options.flag`)."""
+
+    data: Path = field(metadata=flag(
+        "--data", "dataset root in the IN-9 layout with fg_mask/ (IN-9, Synthetic-9, a build)", required=True))
+    out: Path = field(metadata=flag(
+        "--out", "output root: DIR/original, DIR/fg_mask and DIR/<attribute>_<level>", required=True))
+    attributes: Tuple[str, ...] = field(default=ATTRIBUTES, metadata=flag(
+        "--attributes", f"attributes to edit (default: all of {', '.join(ATTRIBUTES)})", choices=ATTRIBUTES,
+        nargs="+", metavar="ATTR", type=str))
+    levels: Optional[Tuple[str, ...]] = field(default=None, metadata=flag(
+        "--levels", "only these level folders (fnmatch patterns, e.g. 'size_*' complexity_20)", nargs="+",
+        metavar="PATTERN"))
+    angles: Optional[Tuple[float, ...]] = field(default=None, metadata=flag(
+        "--angles", "rotation angles in degrees, one folder each (default: one seeded random angle per image, "
+        "rotation_random; seed 003 gives no fixed angle). The object keeps its size; one that no longer fits is "
+        "rejected (does_not_fit)", nargs="+", type=float, metavar="DEG"))
+    split: str = field(default="val", metadata=flag(
+        "--split", "split folder to edit (default %(default)s)", choices=("val", "train")))
+    seed: int = field(default=0, metadata=flag(
+        "--seed", "seeds positions and random angles per image (default %(default)s)"))
+    workers: int = field(default=1, metadata=runtime(flag(
+        "--workers", "worker processes (the output does not depend on it; default %(default)s)")))
+    inpainter: str = field(default="telea", metadata=flag(
+        "--inpainter", f"object-removal backend (registered: {', '.join(list_inpainters())}; default %(default)s)"))
+    complexity_editor: str = field(default="fft", metadata=flag(
+        "--complexity-editor", f"background-complexity backend (registered: {', '.join(list_complexity_editors())}; "
+        f"default %(default)s)"))
+    adv_eps: float = field(default=C.ADV_EPS, metadata=flag(
+        "--adv-eps", f"L-inf bound of the adversarial background (default {C.ADV_EPS:.4g} = 16/255)"))
+    adv_steps: int = field(default=C.ADV_STEPS, metadata=flag(
+        "--adv-steps", "ascent steps of the adversarial level (default %(default)s)"))
+    batch_size: int = field(default=32, metadata=runtime())  # its flag is the model's (`add_model_args`)
+    overwrite: bool = field(default=False, metadata=flag(
+        "--overwrite", "replace an existing edit of this split", action="store_true"))
+    shard: Optional[Shard] = field(default=None, metadata=flag("--shard", SHARD_HELP, metavar="K/N", type=str))
+    backend: str = field(default=CLASSICAL, metadata=flag(
+        "--backend", "how the complexity levels are made: 'classical' (gradient steps on the pixels, no weights; "
+        "default) or 'diffusion' (ImageNet-E's blended guided diffusion, needs --weights and the 'diffusion' extra)",
+        choices=BACKENDS))
+    weights: Optional[str] = field(default=None, metadata=flag(
+        "--weights", "the diffusion backend's network: guided-diffusion's 256x256_diffusion_uncond.pt (or any ADM "
+        "state dict, .pt or .safetensors), a diffusers UNet2DModel folder, or a hub name (the only thing that "
+        "downloads)", metavar="FILE_OR_DIR"))
+    respacing: str = field(default="100", metadata=flag(
+        "--respacing", "diffusion steps kept of the 1,000 (guided-diffusion's timestep_respacing; default "
+        "%(default)s)"))
+    skip: int = field(default=90, metadata=flag(
+        "--skip", "respaced steps skipped: the edit starts from the image noised to step steps-skip (default "
+        "%(default)s: the toolkit's demo runs 10 of 100)"))
+    diffusion_size: Optional[int] = field(default=None, metadata=flag(
+        "--diffusion-size", "square size the diffusion runs at (default: the model's, 256 for a guided-diffusion "
+        "file); results are resized back to the image's size", type=int, metavar="PX"))
+    head_channels: int = field(default=64, metadata=flag(
+        "--head-channels", "attention head width of a guided-diffusion file, not stored in it (default "
+        "%(default)s, the released model's)"))
+    range_lambda: float = field(default=50.0, metadata=flag(
+        "--range-lambda", "weight of the toolkit's range loss on x0 (default %(default)s)"))
+    l2_lambda: float = field(default=0.0, metadata=flag(
+        "--l2-lambda", "weight of the toolkit's L2 background-preservation loss (default %(default)s: off, as in "
+        "run.sh)"))
+    lpips_lambda: float = field(default=0.0, metadata=flag(
+        "--lpips-lambda", "weight of the toolkit's LPIPS background-preservation loss (default %(default)s: off; "
+        "needs lpips and its VGG weights)"))
+    coarse_to_fine: bool = field(default=False, metadata=flag(
+        "--coarse-to-fine", "erode the edited region by 51 and 31 px early on, as the toolkit's --coarse_to_fine",
+        action="store_true"))
+    classifier_scale: float = field(default=10.0, metadata=flag(
+        "--classifier-scale", "with --backend diffusion and --model: the adversarial level's classifier-guidance "
+        "scale (default %(default)s, the toolkit's)"))
+    # where the models run (the diffusion network, the adversarial level's classifier); noise is drawn on the CPU
+    device: str = field(default="cpu", metadata=runtime(flag("--device", DEVICE_HELP)))
 
     def __post_init__(self):
         checks.at_least("--workers", self.workers, 1)
@@ -120,9 +164,9 @@ class EditConfig:
         checks.at_least("--skip", self.skip, 0)
         checks.at_least("--head-channels", self.head_channels, 1)
         checks.at_least("--diffusion-size", self.diffusion_size, 8)  # None: the model's sample size
-        for flag, value in (("--range-lambda", self.range_lambda), ("--l2-lambda", self.l2_lambda),
+        for name, value in (("--range-lambda", self.range_lambda), ("--l2-lambda", self.l2_lambda),
                             ("--lpips-lambda", self.lpips_lambda), ("--classifier-scale", self.classifier_scale)):
-            checks.at_least(flag, value, 0)
+            checks.at_least(name, value, 0)
 
     def settings(self, model=None) -> dict:
         """What decides the output besides the source images: shards must agree on all of it."""
@@ -133,13 +177,14 @@ class EditConfig:
                 "model": model.spec.to_dict() if model is not None else None,
                 **({"backend": DIFFUSION, "weights": self.weights, "respacing": self.respacing, "skip": self.skip,
                     "diffusion_size": self.diffusion_size, "head_channels": self.head_channels,
-                    "guidance": asdict(self.guidance(True))} if self.backend == DIFFUSION else {})}
+                    "guidance": asdict(self.guidance(classifier=True))} if self.backend == DIFFUSION else {})}
 
-    def guidance(self, classifier: bool = False):
-        """The guidance loss's weights; with `classifier`, the adversarial level's."""
+    def guidance(self, complexity: float = 0.0, classifier: bool = False):
+        """The guidance loss's weights at complexity level `complexity`; with `classifier`, the
+        adversarial level's."""
         from .diffusion import Guidance
-        return Guidance(range_lambda=self.range_lambda, l2_lambda=self.l2_lambda, lpips_lambda=self.lpips_lambda,
-                        coarse_to_fine=self.coarse_to_fine,
+        return Guidance(complexity=complexity, range_lambda=self.range_lambda, l2_lambda=self.l2_lambda,
+                        lpips_lambda=self.lpips_lambda, coarse_to_fine=self.coarse_to_fine,
                         classifier_scale=self.classifier_scale if classifier else 0.0)
 
 
@@ -215,10 +260,10 @@ def _edit_one(task: _Task, job: Tuple[EditConfig, Target]) -> Tuple[List[M.Manif
     return rows, rejects
 
 
-def _adversarial(model, tasks: Sequence[_Task], cfg: EditConfig, target: Target, ranks, progress: bool
+def _adversarial(model, tasks: Sequence[_Task], cfg: EditConfig, target: Target, device: str, progress: bool
                  ) -> List[M.ManifestRow]:
     """The adversarial complexity level of `tasks` (their originals are written), through the feed on
-    this rank's device (`model` is there), a batch per block of `--batch-size` consecutive images of
+    `device` (`model` is there), a batch per block of `--batch-size` consecutive images of
     the sorted list (cut again where the image size changes), so that a shard's batches are an
     unsharded run's."""
     import torch
@@ -233,8 +278,8 @@ def _adversarial(model, tasks: Sequence[_Task], cfg: EditConfig, target: Target,
                     render=lambda t: target.load_image(ORIGINAL, t.image_id))
     params = {"eps": round(cfg.adv_eps, 6), "steps": cfg.adv_steps, "model": model.spec.name}
     rows = []
-    with forward_context("fp32", ranks.device), torch.enable_grad():  # it ascends the loss: gradients
-        for _, batch in batches(images, device=ranks.device, workers=cfg.workers, progress=progress,
+    with forward_context("fp32", device), torch.enable_grad():  # it ascends the loss: gradients
+        for _, batch in batches(images, device=device, workers=cfg.workers, progress=progress,
                                 desc=ADVERSARIAL):
             outs = C.adversarial_backgrounds(model, batch.x, batch.m, [t.label for t in batch.items],
                                              eps=cfg.adv_eps, steps=cfg.adv_steps)
@@ -251,17 +296,16 @@ DIFFUSED = ("complexity", "size", "position", "rotation")
 
 
 def _diffusion(weights, edits: Sequence[Edit], tasks: Sequence[_Task], cfg: EditConfig, target: Target,
-               progress: bool, model=None) -> Tuple[List[M.ManifestRow], List[M.RejectRow]]:
+               device: str, progress: bool, model=None) -> Tuple[List[M.ManifestRow], List[M.RejectRow]]:
     """The diffusion backend's levels of `tasks` (their originals are written), batched in the
-    parent within blocks of `--batch-size`; one generator per image. The adversarial level is
-    guided by `model`'s log-probability of the true class."""
-    from .diffusion import DiffusionSettings, class_log_prob, diffuse_backgrounds, lpips_for
+    parent within blocks of `--batch-size` on `device` (`model` is there); one generator per image.
+    The adversarial level is guided by `model`'s log-probability of the true class."""
+    from .diffusion import class_log_prob, diffuse_backgrounds, lpips_for
     levels = [e for e in edits if e.attribute in DIFFUSED]
     if not levels:
         return [], []
-    settings = DiffusionSettings(cfg.respacing, cfg.skip, cfg.diffusion_size, cfg.guidance())
-    lpips_model = lpips_for(settings, cfg.device)
-    weights.unet.to(cfg.device)
+    lpips_model = lpips_for(cfg.lpips_lambda, device)
+    weights.unet.to(device)
     inpainter = get_inpainter(cfg.inpainter)
     items = [(t, target.load_image(ORIGINAL, t.image_id), target.load_mask(t.image_id)) for t in tasks]
     base = {"backend": DIFFUSION, "respacing": cfg.respacing, "steps": Schedule(cfg.respacing).steps - cfg.skip,
@@ -276,6 +320,9 @@ def _diffusion(weights, edits: Sequence[Edit], tasks: Sequence[_Task], cfg: Edit
         # one noise per image for every level, as the toolkit's one seed gives: levels differ by their guidance
         seeds = [int(level_rng(cfg.seed, t.image_id, DIFFUSION).integers(2 ** 63)) for t, _, _ in chunk]
         for edit in levels:
+            lam = float(edit.level) if edit.attribute == "complexity" and not edit.needs_model else 0.0
+            # the adversarial level is guided by the classifier, at lambda 0
+            said = {"classifier_scale": cfg.classifier_scale, "model": model.spec.name} if edit.needs_model else {}
             ready = []
             # (the kept image, the kept object's mask, the level's own parameters) of each image: the image
             # itself for a complexity level; the classical composite (the object moved, scaled or rotated onto
@@ -283,35 +330,31 @@ def _diffusion(weights, edits: Sequence[Edit], tasks: Sequence[_Task], cfg: Edit
             # where the classical edit refuses the image
             for (t, im, m), bg, seed in zip(chunk, backgrounds, seeds):
                 try:
-                    if edit.needs_model:
-                        kept = im, m, {"lambda": 0.0, "classifier_scale": cfg.classifier_scale}
-                    elif edit.attribute == "complexity":
-                        kept = im, m, {"lambda": float(edit.level)}
+                    if edit.attribute == "complexity":
+                        kept = im, m, {"lambda": lam, **said}
                     else:
                         ctx = Context(lambda bg=bg: bg, get_complexity_editor(cfg.complexity_editor),
                                       level_rng(cfg.seed, t.image_id, edit.name))
                         done = _rendered(edit, im, m, ctx)
-                        kept = done.image, done.mask, {**done.params, "lambda": 0.0}
+                        kept = done.image, done.mask, {**done.params, "lambda": lam}
                     ready.append((t, *kept, bg, seed))
                 except Rejected as e:
                     rejects.append(M.RejectRow(t.index, t.image_id, t.source, e.reason, e.detail, edit.name))
             if ready:
-                lam = float(edit.level) if edit.attribute == "complexity" and not edit.needs_model else 0.0
-                how = replace(settings, guidance=cfg.guidance(True)) if edit.needs_model else settings
                 classifier = (class_log_prob(model, [r[0].label for r in ready], ready[0][1].shape[:2])
                               if edit.needs_model else None)
                 try:
                     outs = diffuse_backgrounds(weights, [r[1] for r in ready], [r[2] for r in ready],
-                                               [r[4] for r in ready], lam, [r[5] for r in ready], how,
-                                               lpips_model, device=cfg.device, classifier=classifier)
+                                               [r[4] for r in ready], [r[5] for r in ready],
+                                               cfg.guidance(lam, classifier=edit.needs_model), cfg.respacing,
+                                               cfg.skip, cfg.diffusion_size, lpips_model, device=device,
+                                               classifier=classifier)
                 except EDIT_FAILURES as e:
                     raise BgbenchError(f"the diffusion backend failed at {edit.name}: "
                                        f"{type(e).__name__}: {e}".splitlines()[0]) from None
                 for (t, _, mask, params, _, seed), out in zip(ready, outs):
                     target.save_image(edit.name, t.image_id, out)
-                    rows.append(_row(t, edit.name, edit.attribute, out, mask, {
-                        **params, **base, "noise_seed": seed,
-                        **({"model": model.spec.name} if edit.needs_model else {})}))
+                    rows.append(_row(t, edit.name, edit.attribute, out, mask, {**params, **base, "noise_seed": seed}))
             bar.update(len(chunk))
     bar.close()
     return rows, rejects
@@ -333,14 +376,14 @@ def edit_dataset(cfg: EditConfig, model=None, progress: bool = True) -> Optional
     if model is not None:
         model.meet(layout)
     edits = edits_for(cfg.attributes, cfg.angles, cfg.levels, with_model=model is not None)
-    skipped = [f"{ADVERSARIAL}: needs --model"] if model is None and "complexity" in cfg.attributes and (
-        not cfg.levels or ADVERSARIAL in [e.name for e in edits_for(["complexity"], levels=cfg.levels,
-                                                                    with_model=True)]) else []
+    skipped = [f"{ADVERSARIAL}: needs --model"] if model is None and any(
+        e.needs_model for e in edits_for(cfg.attributes, cfg.angles, cfg.levels, with_model=True)) else []
     if not edits:
         raise BgbenchError(f"--levels {' '.join(cfg.levels or ())} selects no edit level")
     if model is not None and any(e.needs_model for e in edits):  # it ascends the loss through the model
         from ..models.formats import check_needs
         check_needs(model, ("gradients",), f"the adversarial level ({ADVERSARIAL})")
+        checks.device(cfg.device)
     weights = None  # the diffusion backend's, checked before anything is written
     if cfg.backend == DIFFUSION:
         from .diffusion_weights import load_weights
@@ -349,7 +392,7 @@ def edit_dataset(cfg: EditConfig, model=None, progress: bool = True) -> Optional
         if cfg.lpips_lambda:
             from .diffusion import need_lpips
             need_lpips()
-    ranks = setup("cpu")  # the adversarial level runs its model on the CPU: gloo
+    ranks = setup(cfg.device)  # the models run on this rank's device: NCCL on CUDA, gloo on the CPU
     if ranks.distributed and cfg.shard is not None:
         raise BgbenchError("--shard K/N splits a job into separate runs that `bgbench merge` joins; under torchrun "
                            "the processes already share the images: use one or the other")
@@ -366,13 +409,15 @@ def edit_dataset(cfg: EditConfig, model=None, progress: bool = True) -> Optional
         rows = [r for rs, _ in results for r in rs]
         rejects = [j for _, js in results for j in js]
         ok = {r.position for r in rows if r.folder == ORIGINAL}
+        if model is not None:
+            model = model.to(ranks.device).eval()
         if weights is not None:
             more, refused = _diffusion(weights, edits, [t for t in mine if t.index in ok], cfg, writer.target,
-                                       progress and ranks.main, model.eval() if model is not None else None)
+                                       ranks.device, progress and ranks.main, model)
             rows, rejects = rows + more, rejects + refused
         elif model is not None and any(e.needs_model for e in edits):
-            rows += _adversarial(model.to(ranks.device).eval(), [t for t in mine if t.index in ok], cfg,
-                                 writer.target, ranks, progress and ranks.main)
+            rows += _adversarial(model, [t for t in mine if t.index in ok], cfg, writer.target, ranks.device,
+                                 progress and ranks.main)
         parts = gather((rows, rejects), ranks)
         if parts is None:
             return None
