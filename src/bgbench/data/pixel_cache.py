@@ -57,6 +57,7 @@ from ..console import status
 from ..errors import DataError
 from .attributes import packed_masks, planes_count
 from .images import decode_item, image_shape, image_size, mask_shape, read_mask
+from .pool import watch_parent
 
 
 @dataclass(frozen=True)
@@ -594,7 +595,7 @@ class _Pools:
     limit. One pool is kept idle, for IDLE_SECONDS; a pass that finds it leased by a pass still
     running, or unfit, starts its own. A failed pass ends its pool instead (a dead worker breaks
     it), the interpreter's exit ends the idle one, and a worker whose parent is gone ends itself
-    (`_watch_parent`)."""
+    (`pool.watch_parent`)."""
 
     def __init__(self):
         self.lock = threading.Lock()
@@ -618,7 +619,7 @@ class _Pools:
         # and numpy, and start in milliseconds); spawn elsewhere
         import multiprocessing
         context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
-        return state, ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_watch_parent,
+        return state, ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=watch_parent,
                                           initargs=(os.getpid(),))
 
     def give_back(self, leased: Tuple[tuple, ProcessPoolExecutor]) -> None:
@@ -642,20 +643,6 @@ class _Pools:
                 self.idle = None
         if idle is not None:
             idle[1].shutdown(wait=returned is None)
-
-
-def _watch_parent(parent: int) -> None:
-    """A decoding process's first act: a thread that ends the process once its parent is gone.
-
-    Why: a kept pool's workers wait on a pipe for their next task; where the parent ends without
-    its exit handlers (killed, out of memory, `os._exit` in a forked child such as `gpu/run.py`'s
-    stages) nobody closes it, and the workers would wait for ever. An orphan is handed to another
-    parent (init, a subreaper), so a changed parent id says it."""
-    def watch():
-        while os.getppid() == parent:
-            time.sleep(0.5)
-        os._exit(0)
-    threading.Thread(target=watch, name="bgbench-parent-watch", daemon=True).start()
 
 
 #: Seconds a kept pool waits for the next first pass before its processes end.
