@@ -57,7 +57,6 @@ from ..console import status
 from ..errors import DataError
 from .attributes import packed_masks, planes_count
 from .images import decode_item, image_shape, image_size, mask_shape, read_mask
-from .pool import watch_parent
 
 
 @dataclass(frozen=True)
@@ -595,7 +594,7 @@ class _Pools:
     limit. One pool is kept idle, for IDLE_SECONDS; a pass that finds it leased by a pass still
     running, or unfit, starts its own. A failed pass ends its pool instead (a dead worker breaks
     it), the interpreter's exit ends the idle one, and a worker whose parent is gone ends itself
-    (`pool.watch_parent`)."""
+    (`watch_parent`)."""
 
     def __init__(self):
         self.lock = threading.Lock()
@@ -643,6 +642,22 @@ class _Pools:
                 self.idle = None
         if idle is not None:
             idle[1].shutdown(wait=returned is None)
+
+
+def watch_parent(parent: int) -> None:
+    """A worker's first act (a decoding process's, and the dataset writer's, `data.pool`): a thread
+    that ends the process once process `parent` is gone.
+
+    Why: a pool's workers wait on a pipe for their next task; where the parent ends without its
+    exit handlers (killed, out of memory, `os._exit` in a forked child such as `gpu/run.py`'s
+    stages) nobody closes it, and the workers would wait for ever. An orphan is handed to another
+    parent (init, a subreaper), so a changed parent id says it; the first look also catches a
+    parent that died before the worker got this far."""
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(0.5)  # seconds between two looks
+        os._exit(1)
+    threading.Thread(target=watch, name="bgbench-parent-watch", daemon=True).start()
 
 
 #: Seconds a kept pool waits for the next first pass before its processes end.

@@ -7,39 +7,21 @@ worker count compares like with like, and results do not depend on thread counts
 
 A worker must not outlive its parent: a parent killed with SIGKILL cannot shut its pool down,
 and its workers would write on and then wait forever for work. So a daemon thread in each worker
-watches the parent's pid (`watch_parent`, which the pixel cache's decoding processes start too).
+watches the parent's pid (`pixel_cache.watch_parent`, which the cache's decoding processes start
+too).
 Not `prctl(PR_SET_PDEATHSIG)`: it fires when the *thread* that forked the worker ends, and the pixel
 cache keeps its pool for passes that other threads start.
 """
 from __future__ import annotations
 
 import os
-import threading
-import time
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from itertools import repeat
 from typing import Any, Callable, Iterator, List, Optional, Sequence
 
 from .. import console
-
-#: Seconds between two looks at the parent's pid.
-WATCH_EVERY_S = 0.5
-
-
-def watch_parent(parent: int) -> None:
-    """A worker's first act: a thread that ends the process once process `parent` is gone.
-
-    Why: a pool's workers wait on a pipe for their next task; where the parent ends without its
-    exit handlers (killed, out of memory, `os._exit` in a forked child such as `gpu/run.py`'s
-    stages) nobody closes it, and the workers would wait for ever. An orphan is handed to another
-    parent (init, a subreaper), so a changed parent id says it; the first look also catches a
-    parent that died before the worker got this far."""
-    def watch():
-        while os.getppid() == parent:
-            time.sleep(WATCH_EVERY_S)
-        os._exit(1)
-    threading.Thread(target=watch, name="bgbench-parent-watch", daemon=True).start()
+from .pixel_cache import watch_parent
 
 
 def single_threaded(torch: bool = False) -> tuple:
