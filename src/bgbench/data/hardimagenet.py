@@ -33,7 +33,7 @@ import numpy as np
 from ..errors import DataError
 from .hardimagenet_classes import CLASSES, META, WNIDS, check_meta, find_hard_imagenet
 from .images import evaluation_crop, image_size
-from .imagenet import IMAGENET_ENV, user_imagenet
+from .imagenet import IMAGENET_ENV, list_sources, user_imagenet
 from .inside import RootGuard
 from .layout import Item, Layout, utf8_name
 from .maskless import hashed, only_original
@@ -135,7 +135,6 @@ def hard_imagenet_layout(root: Path, split: str, variants: Optional[Sequence[str
                          imagenet=None) -> HardImageNetLayout:
     """The Hard ImageNet split `split` under `root`, its images from the user's ImageNet (`imagenet`, else
     `$BGBENCH_IMAGENET`)."""
-    from .imagenet import list_sources
     only_original(root, variants, HAS)
     root = Path(root)
     folder = root / split

@@ -239,21 +239,18 @@ def is_wnid(name: str) -> bool:
     return bool(WNID.match(name))
 
 
-def folder_classes(data) -> Optional[Tuple[str, ...]]:
-    """The classes of `data` if it is ImageNet-style folders, read from folder names only (no image
-    is listed), else None."""
+def imagenet_folders(data) -> "ImageNetTree | Tuple[str, ...] | None":
+    """`data` as ImageNet-style folders, read from folder names only (no image is listed): its
+    ImageNet release layout (`imagenet_tree`), else the sorted wnids of a folder of ImageNet class
+    folders (`ROOT/<wnid>/`), else None."""
     root = Path(data).expanduser()
     if not root.is_dir():
         return None
-    try:
-        if imagenet_tree(root) is not None:
-            return imagenet_synsets()
-    except DataError:
-        return None
-    subfolders = [p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")]
-    if subfolders and all(is_wnid(n) for n in subfolders):
-        return tuple(sorted(subfolders))
-    return None
+    tree = imagenet_tree(root)
+    if tree is not None:
+        return tree
+    subfolders = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+    return tuple(subfolders) if subfolders and all(is_wnid(n) for n in subfolders) else None
 
 
 def imagenet_tree(root: Path) -> Optional[ImageNetTree]:

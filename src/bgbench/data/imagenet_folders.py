@@ -28,7 +28,7 @@ from typing import List, Optional, Tuple
 from ..errors import DataError
 from .images import IMAGE_SUFFIXES
 from .inside import RootGuard
-from .imagenet import ImageNetTree, imagenet_synsets, imagenet_tree, is_wnid, list_sources
+from .imagenet import ImageNetTree, imagenet_folders, imagenet_synsets, list_sources
 from .layout import Item, refuse_repeated_ids, utf8_name
 from .maskless import ImagesOnlyLayout, hashed
 from .facts import IMAGENET
@@ -58,16 +58,10 @@ class ImageNetLayout(ImagesOnlyLayout):
 def find_imagenet(data, split: Optional[str] = None) -> Optional[ImageNetLayout]:
     """`data` read as ImageNet-style folders (see the module docstring), or None when it is none of
     them (an IN-9 layout, a RIVAL10 release, ...)."""
-    root = Path(data).expanduser()
-    if not root.is_dir():
-        return None
-    tree = imagenet_tree(root)
-    if tree is not None:
-        return imagenet_layout(tree, split or "val")
-    subfolders = [p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")]
-    if subfolders and all(is_wnid(p.name) for p in subfolders):
-        return class_folder_layout(root)
-    return None
+    found = imagenet_folders(data)
+    if isinstance(found, ImageNetTree):
+        return imagenet_layout(found, split or "val")
+    return None if found is None else class_folder_layout(Path(data).expanduser(), found)
 
 
 def imagenet_layout(tree: ImageNetTree, split: str) -> ImageNetLayout:
@@ -82,10 +76,9 @@ def imagenet_layout(tree: ImageNetTree, split: str) -> ImageNetLayout:
                           _items={"original": _items(found)})
 
 
-def class_folder_layout(root: Path) -> ImageNetLayout:
-    """ROOT/<wnid>/<image>: the wnids present, sorted, as the classes (each must be one of ImageNet-1k's)."""
+def class_folder_layout(root: Path, wnids: Tuple[str, ...]) -> ImageNetLayout:
+    """ROOT/<wnid>/<image>: the wnids present (`wnids`, sorted) as the classes (each must be one of ImageNet-1k's)."""
     known = set(imagenet_synsets())
-    wnids = tuple(sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")))
     unknown = [w for w in wnids if w not in known]
     if unknown:
         raise DataError(f"{root / unknown[0]}: {unknown[0]!r} is not an ImageNet-1k wnid (a folder of ImageNet classes "

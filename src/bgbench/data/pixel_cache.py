@@ -594,7 +594,7 @@ class _Pools:
     limit. One pool is kept idle, for IDLE_SECONDS; a pass that finds it leased by a pass still
     running, or unfit, starts its own. A failed pass ends its pool instead (a dead worker breaks
     it), the interpreter's exit ends the idle one, and a worker whose parent is gone ends itself
-    (`_watch_parent`)."""
+    (`watch_parent`)."""
 
     def __init__(self):
         self.lock = threading.Lock()
@@ -618,7 +618,7 @@ class _Pools:
         # and numpy, and start in milliseconds); spawn elsewhere
         import multiprocessing
         context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
-        return state, ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_watch_parent,
+        return state, ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=watch_parent,
                                           initargs=(os.getpid(),))
 
     def give_back(self, leased: Tuple[tuple, ProcessPoolExecutor]) -> None:
@@ -644,17 +644,19 @@ class _Pools:
             idle[1].shutdown(wait=returned is None)
 
 
-def _watch_parent(parent: int) -> None:
-    """A decoding process's first act: a thread that ends the process once its parent is gone.
+def watch_parent(parent: int) -> None:
+    """A worker's first act (a decoding process's, and the dataset writer's, `data.pool`): a thread
+    that ends the process once process `parent` is gone.
 
-    Why: a kept pool's workers wait on a pipe for their next task; where the parent ends without
-    its exit handlers (killed, out of memory, `os._exit` in a forked child such as `gpu/run.py`'s
+    Why: a pool's workers wait on a pipe for their next task; where the parent ends without its
+    exit handlers (killed, out of memory, `os._exit` in a forked child such as `gpu/run.py`'s
     stages) nobody closes it, and the workers would wait for ever. An orphan is handed to another
-    parent (init, a subreaper), so a changed parent id says it."""
+    parent (init, a subreaper), so a changed parent id says it; the first look also catches a
+    parent that died before the worker got this far."""
     def watch():
         while os.getppid() == parent:
-            time.sleep(0.5)
-        os._exit(0)
+            time.sleep(0.5)  # seconds between two looks
+        os._exit(1)
     threading.Thread(target=watch, name="bgbench-parent-watch", daemon=True).start()
 
 

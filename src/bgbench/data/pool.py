@@ -6,50 +6,22 @@ of workers. Workers run single-threaded OpenCV (and torch, for work that uses it
 worker count compares like with like, and results do not depend on thread counts.
 
 A worker must not outlive its parent: a parent killed with SIGKILL cannot shut its pool down,
-and its workers would write on and then wait forever for work. On Linux each worker asks the
-kernel for SIGKILL when its parent dies (`prctl(PR_SET_PDEATHSIG)`); elsewhere a daemon thread
-in the worker watches the parent's pid. Either way the worker first checks that the parent is
-still the one that started it, since the parent may die before the worker gets that far.
+and its workers would write on and then wait forever for work. So a daemon thread in each worker
+watches the parent's pid (`pixel_cache.watch_parent`, which the cache's decoding processes start
+too).
+Not `prctl(PR_SET_PDEATHSIG)`: it fires when the *thread* that forked the worker ends, and the pixel
+cache keeps its pool for passes that other threads start.
 """
 from __future__ import annotations
 
-import ctypes
 import os
-import signal
-import sys
-import threading
-import time
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from itertools import repeat
 from typing import Any, Callable, Iterator, List, Optional, Sequence
 
 from .. import console
-
-PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
-#: Seconds between two looks at the parent's pid, where prctl is not available.
-WATCH_EVERY_S = 0.5
-
-
-def _die_with(parent: int) -> None:
-    """Arrange for this process to end when process `parent` does (see the module docstring)."""
-    armed = False
-    if sys.platform.startswith("linux"):
-        try:
-            libc = ctypes.CDLL(None, use_errno=True)
-            armed = libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0
-        except (OSError, AttributeError):
-            armed = False
-    if os.getppid() != parent:  # the parent died before we were armed
-        os._exit(1)
-    if not armed:
-        threading.Thread(target=_watch, args=(parent,), daemon=True).start()
-
-
-def _watch(parent: int) -> None:
-    while os.getppid() == parent:
-        time.sleep(WATCH_EVERY_S)
-    os._exit(1)
+from .pixel_cache import watch_parent
 
 
 def single_threaded(torch: bool = False) -> tuple:
@@ -73,7 +45,7 @@ def restore_threads(before: tuple) -> None:
 
 
 def _init_worker(parent: int, torch: bool) -> None:
-    _die_with(parent)
+    watch_parent(parent)
     single_threaded(torch)
 
 

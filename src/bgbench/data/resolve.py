@@ -10,18 +10,25 @@ from typing import Optional, Sequence, Tuple
 
 from ..errors import DataError
 from .hardimagenet_classes import WNIDS, find_hard_imagenet
-from .imagenet import folder_classes
+from .imagenet import ImageNetTree, imagenet_folders, imagenet_synsets
 from .imagenet_folders import find_imagenet
 from .in9 import class_dirs, discover
 from .layout import IN9_VARIANTS, Layout
 
+
+def _by_name(layout: str):
+    """How most readers take what their finder found: `<module>.<layout>(found, variants=, split=)`."""
+    return lambda m, found, variants, split, imagenet: getattr(m, layout)(found, variants=variants, split=split)
+
+
 #: The layouts a `--data` path is recognised as, in the order they are asked: its name, what its finder
 #: needs to see there (so that a reader's module is imported only where its files are: reading IN-9
 #: imports none of them), its module and finder, and how its reader takes what the finder found, the
-#: variants, the split and the user's ImageNet. A finder changed must keep its marks here.
+#: variants, the split and the user's ImageNet (`_by_name`, but for the three that take other
+#: arguments). A finder changed must keep its marks here.
 _READERS = {
     "rival10": (lambda p: any((p / d / "ordinary").is_dir() for d in ("", "test", "train")),
-                "bgbench.data.rival10:find_rival10",
+                "bgbench.data.rival10:find_rival10",  # its split is the one its finder found
                 lambda m, found, variants, split, imagenet: m.rival10_layout(*found, variants=variants)),
     "hardimagenet": (lambda p: any((d / "meta" / f).is_file() for d in (p, p.parent)
                                    for f in ("hard_imagenet_idx.pkl", "idx_to_wnid.pkl")),
@@ -29,32 +36,25 @@ _READERS = {
                      lambda m, found, variants, split, imagenet: m.hard_imagenet_layout(found[0], split or found[1],
                                                                                         variants)),
     "imagenet_d": (lambda p: any((p / n).is_dir() for n in ("background", "texture", "material")),
-                   "bgbench.data.imagenet_d:find_imagenet_d",
-                   lambda m, found, variants, split, imagenet: m.imagenet_d_layout(found, variants, split)),
+                   "bgbench.data.imagenet_d:find_imagenet_d", _by_name("imagenet_d_layout")),
     "spawrious": (lambda p: (p / "spawrious224").is_dir() or p.name == "spawrious224",
-                  "bgbench.data.spawrious:find_spawrious",
-                  lambda m, found, variants, split, imagenet: m.spawrious_layout(found, split, variants)),
+                  "bgbench.data.spawrious:find_spawrious", _by_name("spawrious_layout")),
     "imagenet_e": (lambda p: (p / "labels.txt").is_file(),
-                   "bgbench.data.imagenet_e:find_imagenet_e",
-                   lambda m, found, variants, split, imagenet: m.imagenet_e_layout(found, variants, split)),
+                   "bgbench.data.imagenet_e:find_imagenet_e", _by_name("imagenet_e_layout")),
     "counteranimal": (lambda p: any(f.is_dir() and not (f / "original").is_dir()  # its finder lists the folder
                                     for f in (p, p / "LAION-final", p / "counteranimal" / "LAION-final")),
-                      "bgbench.data.counteranimal:find_counteranimal",
-                      lambda m, found, variants, split, imagenet: m.counteranimal_layout(found, variants, split)),
+                      "bgbench.data.counteranimal:find_counteranimal", _by_name("counteranimal_layout")),
     "spurious_imagenet": (lambda p: (p / "images" / "timestamp.txt").is_file() or (p / "timestamp.txt").is_file(),
                           "bgbench.data.spurious_imagenet:find_spurious_imagenet",
-                          lambda m, found, variants, split, imagenet: m.spurious_imagenet_layout(found, variants,
-                                                                                                 split)),
+                          _by_name("spurious_imagenet_layout")),
     "salient_imagenet": (lambda p: (p / "wordnet_dict.py").is_file(),
                          "bgbench.data.salient_imagenet:find_salient_imagenet",
                          lambda m, found, variants, split, imagenet: m.salient_imagenet_layout(
-                             found, variants, split, imagenet=imagenet)),
+                             found, variants=variants, split=split, imagenet=imagenet)),
     "groups": (lambda p: (p / "groups.csv").is_file(),
-               "bgbench.data.groups:find_group_file",
-               lambda m, found, variants, split, imagenet: m.group_layout(found, split, variants)),
+               "bgbench.data.groups:find_group_file", _by_name("group_layout")),
     "waterbirds": (lambda p: (p / "waterbirds_v1.0" / "metadata.csv").is_file() or (p / "metadata.csv").is_file(),
-                   "bgbench.data.waterbirds:find_waterbirds",
-                   lambda m, found, variants, split, imagenet: m.waterbirds_layout(found, split, variants)),
+                   "bgbench.data.waterbirds:find_waterbirds", _by_name("waterbirds_layout")),
 }
 
 
@@ -153,4 +153,8 @@ def class_folders(data, split: str = "val") -> Optional[Tuple[str, ...]]:
     for variant in ("original", *IN9_VARIANTS[1:]):
         if (root / variant / split).is_dir():
             return class_dirs(root / variant / split) or None
-    return folder_classes(root)
+    try:
+        found = imagenet_folders(root)
+    except DataError:
+        return None
+    return imagenet_synsets() if isinstance(found, ImageNetTree) else found

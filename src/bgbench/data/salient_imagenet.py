@@ -37,7 +37,7 @@ import numpy as np
 
 from ..errors import DataError
 from .images import evaluation_crop
-from .imagenet import user_imagenet
+from .imagenet import imagenet_synsets, user_imagenet
 from .inside import RootGuard
 from .layout import Item, utf8_name
 from .maskless import ImagesOnlyLayout, hashed, only_original
@@ -133,7 +133,6 @@ def names_map(path: Path) -> Dict[int, List[str]]:
 def salient_imagenet_layout(root: Path, variants: Optional[Sequence[str]] = None, split: Optional[str] = None,
                             imagenet=None) -> SalientImageNetLayout:
     """The release at `root` over the user's ImageNet (`imagenet`, else `$BGBENCH_IMAGENET`), checked."""
-    from .imagenet import imagenet_synsets
     only_original(root, variants, "Salient ImageNet has ImageNet's images")
     if split and split != "train":
         raise DataError(f"{root} is Salient ImageNet, drawn on ImageNet's train images; drop --split {split}")

@@ -32,7 +32,8 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..errors import DataError
-from .imagenet import IMAGENET_ENV, user_imagenet
+from .imagenet import IMAGENET_ENV, imagenet_synsets, list_sources, user_imagenet
+from .imagenet_folders import EVAL_CROP, TREE, ImageNetLayout
 from .inside import RootGuard
 from .layout import Item, utf8_name
 from .maskless import ImagesOnlyLayout, hashed, image_files, only_original, refuse_split
@@ -95,7 +96,6 @@ def folder_parts(folder: Path) -> Tuple[int, int]:
 def spurious_imagenet_layout(root: Path, variants: Optional[Sequence[str]] = None,
                              split: Optional[str] = None) -> SpuriousImageNetLayout:
     """The release at `root` (found by `find_spurious_imagenet`), checked; nothing outside `root` is read."""
-    from .imagenet import imagenet_synsets
     root = Path(root)
     folder = _images_folder(root)
     if folder is None:
@@ -143,8 +143,6 @@ def imagenet_val_of(classes: Sequence[str], imagenet=None):
     """The user's ImageNet val images of `classes` (wnids), labelled by their position there, read
     as ImageNet's evaluation reads them (`data.imagenet_folders`): an `ImageNetLayout`. One line for
     a class with no val image (its AUC would compare against nothing)."""
-    from .imagenet import list_sources
-    from .imagenet_folders import EVAL_CROP, TREE, ImageNetLayout
     tree = user_imagenet(imagenet, "Spurious ImageNet is scored against your ImageNet's val images of its classes",
                          "val/", " (or --imagenet)")
     position = {w: k for k, w in enumerate(classes)}
