@@ -34,6 +34,7 @@ from ..data.pool import Pool, worker_pool
 from ..data.shards import Shard, ShardRecord, inputs_fingerprint, select
 from ..data.writer import DatasetWriter, Target, reject_rows
 from ..errors import BgbenchError
+from ..options import flag
 from ..provenance import Provenance
 from .annotations import find, load_annotations
 from .donors import Candidate, Donor, assign_donors
@@ -41,7 +42,7 @@ from .functions import only_bg_t
 from .grabcut import TRIES
 from .prepare import Prepared, Settings, Task, own_variants, prepare
 from .preprocess import Preprocess
-from .presets import get_preset
+from .presets import PRESETS, get_preset
 from .registry import get_variant, list_variants
 from ..result import Result
 
@@ -54,21 +55,40 @@ class BuildError(BgbenchError):
     """Nothing could be built, or the inputs are unusable as a whole."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class BuildConfig:
+    """A build's settings; a field with a flag is also that `bgbench build` option (--images and
+    --imagenet, the two ways of giving `images`, are the command's own)."""
+
     images: Path  # class folders; with a preset, the ImageNet root
-    boxes: Optional[Path]  # with a preset: optional (torchvision's layout needs it for boxes)
-    out: Path
-    masks: Optional[Path] = None
-    split: str = "val"
-    seed: int = 0
-    workers: int = 1
+    #: in9 | in9l | full-in: `images` is an ImageNet root
+    preset: Optional[str] = field(default=None, metadata=flag(
+        "--preset", "with --imagenet: in9 (the 370 mapped synsets in IN-9's 9 folders, one box, the filters, 8 variants, "
+                    "balanced), in9l (every image of those synsets, original only, balanced) or full-in (all 1000 "
+                    "synsets as wnid folders, the filters, 8 variants, not balanced); default in9", choices=PRESETS))
+    #: with a preset: optional (torchvision's layout needs it for boxes)
+    boxes: Optional[Path] = field(metadata=flag(
+        "--boxes", "folder of VOC/ImageNet <stem>.xml files (flat or per class) or a COCO .json file; with --imagenet, "
+                   "the box archives' XML folder (torchvision's layout; the ILSVRC release has its own)"))
+    masks: Optional[Path] = field(default=None, metadata=flag(
+        "--masks", "folder of <class>/<stem>.png or .npy masks (nonzero = foreground); skip GrabCut"))
+    out: Path = field(metadata=flag("--out", "output root in the IN-9 layout", required=True))
+    split: str = field(default="val", metadata=flag("--split", "split folder to write (default %(default)s)",
+                                                    choices=("val", "train")))
+    seed: int = field(default=0, metadata=flag(
+        "--seed", "seeds GrabCut, class balancing and donor choice (default %(default)s)"))
+    workers: int = field(default=1, metadata=flag(
+        "--workers", "worker processes (the output does not depend on it; default %(default)s)"))
     preprocess: Preprocess = Preprocess()
-    balance: Optional[bool] = None  # Appendix A filter 4; None: the preset's default (on without one)
-    tries: int = TRIES
-    overwrite: bool = False
+    #: Appendix A filter 4; None: the preset's default (on without one)
+    balance: Optional[bool] = field(default=None, metadata=flag(
+        "--balance", "drop images at random down to the smallest class count, as the paper builds IN-9 (Appendix A, "
+                     "filter 4; default on, except for --preset full-in)", action="boolean_optional"))
+    tries: int = field(default=TRIES, metadata=flag(
+        "--grabcut-tries", "GrabCut retries (different seeds) before rejecting (default %(default)s)",
+        metavar="GRABCUT_TRIES"))
     shard: Optional[Shard] = None
-    preset: Optional[str] = None  # in9 | in9l | full-in: `images` is an ImageNet root
+    overwrite: bool = False
 
     @property
     def balanced(self) -> bool:

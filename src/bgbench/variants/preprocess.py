@@ -6,13 +6,14 @@ Images are resized with PIL bilinear (torchvision's default for PIL images), mas
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional, Tuple
 
 import cv2
 import numpy as np
 from PIL import Image
 
+from ..options import flag
 from .functions import Box
 
 
@@ -20,8 +21,10 @@ from .functions import Box
 class Preprocess:
     """`resize`: target of the shorter side (None: keep); `crop`: square center crop (None: keep)."""
 
-    resize: Optional[int] = 256
-    crop: Optional[int] = 224
+    resize: Optional[int] = field(default=256, metadata=flag(
+        "--resize", "shorter side after resizing (torchvision Resize; default %(default)s)"))
+    crop: Optional[int] = field(default=224, metadata=flag(
+        "--crop", "center crop size (torchvision CenterCrop; default %(default)s)"))
 
     def output_size(self, height: int, width: int) -> Tuple[int, int, int, int, int, int]:
         """(resized h, resized w, crop top, crop left, out h, out w) for an input of height x width."""

@@ -20,6 +20,7 @@ from ..data.shards import Shard, ShardRecord, inputs_fingerprint, select
 from ..data.synthetic import (ATTRIBUTES, MIN_SIZE, SHARED_PARTS, SYNTH_CLASSES, TEXTURES, Sample, class_part,
                               correlated_family, sample_at)
 from ..data.writer import DatasetWriter, Target, manifest_rows
+from ..options import flag
 from ..provenance import Provenance
 from .donors import Candidate, assign_donors
 from .functions import only_bg_t
@@ -31,24 +32,39 @@ KIND = "synth"
 INFO = "SYNTHETIC9.json"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SynthConfig:
-    out: Path
-    per_class: int = 50
-    size: int = 64
-    seed: int = 0
-    split: str = "val"
-    bg_correlation: float = 0.95
-    workers: int = 1
-    shard: Optional[Shard] = None
-    overwrite: bool = False
+    """A Synthetic-9 split's settings; a field with a flag is also that `bgbench synth` option."""
+
+    out: Path = field(metadata=flag("--out", "dataset root to write", required=True))
+    size: int = field(default=64, metadata=flag("--size", "image side in pixels (default %(default)s)"))
+    per_class: int = field(default=50, metadata=flag("--per-class", "images per class (default %(default)s)"))
+    split: str = field(default="val", metadata=flag(
+        "--split", "split folder to write (default %(default)s); train and val draw from independent seeds",
+        choices=("train", "val")))
+    seed: int = field(default=0, metadata=flag("--seed", "seed of the generator (default %(default)s)"))
+    bg_correlation: float = field(default=0.95, metadata=flag(
+        "--bg-correlation", "probability that the background texture matches the class (default %(default)s)"))
     #: an exact share of each class's images on their own class's background family, the rest on
     #: the other families in turn (minority groups, as in Waterbirds); None: `bg_correlation`'s draw
-    correlation: Optional[float] = None
+    correlation: Optional[float] = field(default=None, metadata=flag(
+        "--correlation", "a controlled shortcut: exactly a share P of each class's images on its own class's "
+                         "background family, the rest on the other families in turn (minority groups, as in "
+                         "Waterbirds); the manifest records each ORIGINAL image's group", type=float, metavar="P"))
     #: a second, controlled shortcut: this share of `watermark_class`'s images carry ImageNet-W's
     #: watermark (the imagenet-w package's own), as ImageNet's cartons carry a watermark; None: none
-    watermark_correlation: Optional[float] = None
-    watermark_class: str = SYNTH_CLASSES[-1]
+    watermark_correlation: Optional[float] = field(default=None, metadata=flag(
+        "--watermark-correlation", "a second, controlled shortcut (Whac-A-Mole's watermark): a share Q of "
+                                   "--watermark-class's images carry ImageNet-W's watermark (the imagenet-w "
+                                   "package's), on every variant; SYNTHETIC9.json records it, and `bgbench probe "
+                                   "watermark` reads its Carton gap on that class", type=float, metavar="Q"))
+    watermark_class: str = field(default=SYNTH_CLASSES[-1], metadata=flag(
+        "--watermark-class", f"with --watermark-correlation: the class the watermark marks (default "
+                             f"{SYNTH_CLASSES[-1]})", choices=SYNTH_CLASSES, default=None))
+    workers: int = field(default=1, metadata=flag(
+        "--workers", "worker processes (the output does not depend on it; default %(default)s)"))
+    shard: Optional[Shard] = None
+    overwrite: bool = False
 
     def __post_init__(self):
         checks.at_least("--per-class", self.per_class, 1)
@@ -234,10 +250,6 @@ def merge(out: Path, records: List[ShardRecord], overwrite: bool = False, worker
                        _provenance(Path(out), {**ref.settings, "shards": len(records)}))
 
 
-def write_dataset(out: Path, per_class: int = 50, size: int = 64, seed: int = 0, split: str = "val",
-                  bg_correlation: float = 0.95, progress: bool = True, workers: int = 1,
-                  overwrite: bool = False, correlation: Optional[float] = None,
-                  watermark_correlation: Optional[float] = None) -> Path:
-    """Write one split of Synthetic-9 to `out` (see `synth`); returns `out`."""
-    return synth(SynthConfig(Path(out), per_class, size, seed, split, bg_correlation, workers, None, overwrite,
-                             correlation, watermark_correlation), progress).out
+def write_dataset(out: Path, progress: bool = True, **options) -> Path:
+    """Write one split of Synthetic-9 to `out` (`SynthConfig`'s fields as keywords; see `synth`); returns `out`."""
+    return synth(SynthConfig(out=Path(out), **options), progress).out
