@@ -40,8 +40,6 @@ def run(args: argparse.Namespace) -> int:
     from ..api import build
     if args.imagenet is None and args.preset is not None:
         raise BgbenchError("--preset builds from an ImageNet root: give --imagenet ROOT instead of --images")
-    if args.images is not None and args.boxes is None:
-        raise BgbenchError("--images needs --boxes (a folder of VOC/ImageNet .xml files or a COCO .json file)")
     # image ids (class folder/stem) are stored as UTF-8 text and seed GrabCut by hashing: a file name with a
     # stray byte is refused in one line, before any image is built (ImageNet's own names are ASCII; walking
     # its 1.3M files would take minutes; a missing folder the builder names)

@@ -105,6 +105,8 @@ class BuildConfig:
         return get_preset(self.preset).needs_box if self.preset else True
 
     def __post_init__(self):
+        if self.preset is None and self.boxes is None:
+            raise BuildError("--images needs --boxes (a folder of VOC/ImageNet .xml files or a COCO .json file)")
         checks.at_least("--workers", self.workers, 1)
         checks.at_least("--grabcut-tries", self.tries, 1)
         checks.one_of("--split", self.split, ("val", "train"))
@@ -211,8 +213,6 @@ def _resolved(cfg: BuildConfig) -> Tuple[BuildConfig, Tuple[str, ...]]:
         if cfg.masks is not None:
             raise BuildError("--masks is not used with --imagenet (masks come from GrabCut)")
         return cfg, ()
-    if cfg.boxes is None:
-        raise BuildError("--boxes is required with --images")
     if not cfg.images.is_dir():
         raise BuildError(f"--images {cfg.images} is not a folder")
     if cfg.masks is not None and not cfg.masks.is_dir():
