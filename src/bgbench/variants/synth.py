@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Dict, List, Optional
 
@@ -127,8 +128,6 @@ class SynthResult(Result):
 @dataclass(frozen=True)
 class _Job:
     position: int
-    label: int
-    i: int  # index within the class
     donors: Dict[str, int]  # mixed variant -> donor position
 
 
@@ -142,6 +141,7 @@ def image_id(cfg: SynthConfig, position: int) -> str:
     return f"{SYNTH_CLASSES[position // cfg.per_class]}/synth_{cfg.split}_{position:05d}"
 
 
+@lru_cache(maxsize=32)  # a job draws each of its donors once, however many mixed variants share it
 def _sample(cfg: SynthConfig, position: int) -> Sample:
     label, i = position // cfg.per_class, position % cfg.per_class
     family = None if cfg.correlation is None else correlated_family(label, i, cfg.per_class, cfg.correlation)
@@ -153,26 +153,20 @@ def _render(job: _Job, s: _Settings) -> List[M.ManifestRow]:
     cfg = s.cfg
     me = _sample(cfg, job.position)
     iid = image_id(cfg, job.position)
-    common = dict(position=job.position, image=iid, label=job.label, box=me.box, mask_source="exact",
+    common = dict(position=job.position, image=iid, label=me.label, box=me.box, mask_source="exact",
                   fg_fraction=M.fg_fraction(me.mask))
-    donors: Dict[int, Sample] = {}
     rows = []
     mark = watermark_image if cfg.marked(job.position) else (lambda image: image)
     for name in IN9_VARIANTS:
-        variant = get_variant(name)
-        if variant.donor is None:
-            s.target.save_image(name, iid, mark(variant.render(me.image, me.mask, me.box)))
-            own = {"bg_class": SYNTH_CLASSES[me.texture]} if cfg.correlation is not None and name == "original" else {}
-            rows.append(M.ManifestRow(folder=name, params={"texture": TEXTURES[me.texture]}, **own, **common))
-            continue
-        d = job.donors[name]
-        if d not in donors:
-            donors[d] = _sample(cfg, d)
-        donor = donors[d]
-        background = only_bg_t(donor.image, donor.mask, donor.box)
-        s.target.save_image(name, iid, mark(variant.render(me.image, me.mask, me.box, background)))
-        rows.append(M.ManifestRow(folder=name, bg_image=image_id(cfg, d), bg_class=SYNTH_CLASSES[donor.label],
-                                  params={"texture": TEXTURES[donor.texture]}, **common))
+        d = job.donors.get(name)  # None: a variant of the image alone
+        donor = me if d is None else _sample(cfg, d)
+        background = None if d is None else only_bg_t(donor.image, donor.mask, donor.box)
+        s.target.save_image(name, iid, mark(get_variant(name).render(me.image, me.mask, me.box, background)))
+        if d is not None:
+            bg = {"bg_image": image_id(cfg, d), "bg_class": SYNTH_CLASSES[donor.label]}
+        else:
+            bg = {"bg_class": SYNTH_CLASSES[me.texture]} if cfg.correlation is not None and name == "original" else {}
+        rows.append(M.ManifestRow(folder=name, params={"texture": TEXTURES[donor.texture]}, **bg, **common))
     s.target.save_mask(iid, me.mask)
     s.target.save_attributes(iid, me.attributes)
     return rows
@@ -181,10 +175,9 @@ def _render(job: _Job, s: _Settings) -> List[M.ManifestRow]:
 def _jobs(cfg: SynthConfig) -> List[_Job]:
     """Every image of the split with its donors, chosen over the whole split."""
     n = len(SYNTH_CLASSES) * cfg.per_class
-    labels = [p // cfg.per_class for p in range(n)]
-    donors = assign_donors([Candidate(p, labels[p], (cfg.size, cfg.size)) for p in range(n)],
+    donors = assign_donors([Candidate(p, p // cfg.per_class, (cfg.size, cfg.size)) for p in range(n)],
                            len(SYNTH_CLASSES), cfg.seed)
-    return [_Job(p, labels[p], p % cfg.per_class, {v: d.index for v, d in donors[p].items()}) for p in range(n)]
+    return [_Job(p, {v: d.index for v, d in donors[p].items()}) for p in range(n)]
 
 
 def synth(cfg: SynthConfig, progress: bool = True) -> SynthResult:
