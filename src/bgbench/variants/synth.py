@@ -16,6 +16,7 @@ from typing import Dict, List, Optional
 
 from .. import checks
 from ..data import manifest as M
+from ..data.layout import IN9_VARIANTS
 from ..data.pool import worker_pool
 from ..data.shards import Shard, ShardRecord, inputs_fingerprint, select
 from ..data.synthetic import (ATTRIBUTES, MIN_SIZE, SHARED_PARTS, SYNTH_CLASSES, TEXTURES, Sample, class_part,
@@ -25,7 +26,7 @@ from ..options import flag
 from ..provenance import Provenance
 from .donors import Candidate, assign_donors
 from .functions import only_bg_t
-from .registry import IN9_VARIANTS, get_variant
+from .registry import get_variant
 from .watermark import watermark_image
 from ..result import Result
 
