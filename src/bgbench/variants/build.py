@@ -38,7 +38,6 @@ from ..options import flag
 from ..provenance import Provenance
 from .annotations import find, load_annotations
 from .donors import Candidate, Donor, assign_donors
-from .functions import only_bg_t
 from .grabcut import TRIES
 from .prepare import Prepared, Settings, Task, own_variants, prepare
 from .preprocess import Preprocess
@@ -280,8 +279,8 @@ def _finish(writer: DatasetWriter, prepared: List[Prepared], rejects: List[M.Rej
         writer.target.remove(own_variants(variants), p.image_id)
         rejects.append(M.RejectRow(p.index, p.image_id, p.source, reason, detail))
     by_index = {p.index: p for p in built}
-    jobs = [_MixJob(p.image_id, p.box, {v: (by_index[d.index].image_id, by_index[d.index].box)
-                                        for v, d in donors[p.index].items()}) for p in built if mixed]
+    jobs = [_MixJob(p.image_id, p.box, {v: by_index[d.index].image_id for v, d in donors[p.index].items()})
+            for p in built if mixed]
     pool.map(_render_mixed, jobs, writer.target, "render", progress)
     writer.write_tables(_manifest_rows(built, donors, classes, variants), rejects)
     reasons = Counter(r.reason for r in rejects)
@@ -300,18 +299,16 @@ def _finish(writer: DatasetWriter, prepared: List[Prepared], rejects: List[M.Rej
 class _MixJob:
     image_id: str
     box: M.Box
-    donors: Dict[str, Tuple[str, M.Box]]  # mixed variant -> (donor image id, donor box)
+    donors: Dict[str, str]  # mixed variant -> donor image id
 
 
 def _render_mixed(job: _MixJob, target: Target) -> None:
-    """The three mixed variants of one image, from the written originals and masks."""
+    """The three mixed variants of one image, from its written original and mask and each donor's
+    written only_bg_t (every build with mixed variants writes only_bg_t in step 1; PNG is lossless)."""
     image, mask = target.load_image("original", job.image_id), target.load_mask(job.image_id)
-    backgrounds: Dict[str, np.ndarray] = {}
-    for name, (donor, dbox) in job.donors.items():
-        if donor not in backgrounds:
-            dimg = image if donor == job.image_id else target.load_image("original", donor)
-            backgrounds[donor] = only_bg_t(dimg, mask, dbox)  # depends on the donor's box only
-        target.save_image(name, job.image_id, get_variant(name).render(image, mask, job.box, backgrounds[donor]))
+    for name, donor in job.donors.items():
+        background = target.load_image("only_bg_t", donor)
+        target.save_image(name, job.image_id, get_variant(name).render(image, mask, job.box, background))
 
 
 def _manifest_rows(built: Sequence[Prepared], donors: Dict[int, Dict[str, Donor]],
