@@ -282,7 +282,7 @@ def _finish(writer: DatasetWriter, prepared: List[Prepared], rejects: List[M.Rej
     jobs = [_MixJob(p.image_id, p.box, {v: by_index[d.index].image_id for v, d in donors[p.index].items()})
             for p in built if mixed]
     pool.map(_render_mixed, jobs, writer.target, "render", progress)
-    writer.write_tables(_manifest_rows(built, donors, classes, variants), rejects)
+    writer.write_tables(_manifest_rows(by_index, donors, classes, variants), rejects)
     reasons = Counter(r.reason for r in rejects)
     if not built:
         source = config.get("images") or config.get("imagenet")
@@ -311,11 +311,11 @@ def _render_mixed(job: _MixJob, target: Target) -> None:
         target.save_image(name, job.image_id, get_variant(name).render(image, mask, job.box, background))
 
 
-def _manifest_rows(built: Sequence[Prepared], donors: Dict[int, Dict[str, Donor]],
+def _manifest_rows(by_index: Dict[int, Prepared], donors: Dict[int, Dict[str, Donor]],
                    classes: Sequence[str], variants: Sequence[str]) -> List[M.ManifestRow]:
-    by_index = {p.index: p for p in built}
+    """The manifest's rows of the built images (`by_index`, in their order) and their donors."""
     rows = []
-    for p in built:
+    for p in by_index.values():
         params = {} if p.source_box is None else {"source_box": list(p.source_box), "box_kept": p.box_kept}
         common = dict(position=p.index, image=p.image_id, label=p.label, source=p.source, box=p.box,
                       mask_source=p.mask_source, fg_fraction=p.fg_fraction, params={**params, **(p.extra or {})})
