@@ -20,6 +20,8 @@ the task list is this same pipeline.
 from __future__ import annotations
 
 from collections import Counter
+from itertools import groupby
+from operator import attrgetter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -328,17 +330,12 @@ def _manifest_rows(by_index: Dict[int, Prepared], donors: Dict[int, Dict[str, Do
 
 
 def _balance(built: List[Prepared], seed: int) -> Tuple[List[Prepared], List[Prepared]]:
-    """Drop images at random (seeded) down to the smallest non-empty class count."""
-    by_class: Dict[int, List[Prepared]] = {}
-    for p in built:
-        by_class.setdefault(p.label, []).append(p)
-    if not by_class:
-        return built, []
-    k = min(len(v) for v in by_class.values())
+    """Drop images at random (seeded) down to the smallest non-empty class count; each class's
+    draw is over its images in `built` order (a stable sort keeps it), classes in label order."""
+    by_class = [list(members) for _, members in groupby(sorted(built, key=attrgetter("label")), attrgetter("label"))]
+    k = min(map(len, by_class), default=0)
     rng = np.random.default_rng([seed, 7])
-    keep = set()
-    for label, members in sorted(by_class.items()):
-        keep.update(members[i].index for i in rng.choice(len(members), size=k, replace=False))
+    keep = {members[i].index for members in by_class for i in rng.choice(len(members), size=k, replace=False)}
     return [p for p in built if p.index in keep], [p for p in built if p.index not in keep]
 
 
