@@ -328,17 +328,21 @@ def test_defaults_are_read_from_the_config_dataclasses(monkeypatch):
     from bgbench.measures.eval.config import EvalConfig
     from bgbench.training.config import TrainConfig
     from bgbench.variants.build import BuildConfig
+    from bgbench.variants.preprocess import Preprocess
+    from bgbench.variants.synth import SynthConfig
     cases = [(EvalConfig, "batch_size", ["eval", "--model", "m", "--data", "d"]),
              (ChallengeConfig, "save_every", ["challenge", "--model", "m", "--data", "d"]),
              (TrainConfig, "epochs", ["train", "--data", "d", "--out", "o"]),
              (NoiseConfig, "trials", ["probe", "noise", "--model", "m", "--data", "d"]),
              (SaliencyConfig, "examples", ["probe", "saliency", "--model", "m", "--data", "d"]),
              (EditConfig, "workers", ["edit", "--data", "d", "--out", "o"]),
-             (BuildConfig, "tries", ["build", "--images", "i", "--boxes", "b", "--out", "o"])]
+             (BuildConfig, "tries", ["build", "--images", "i", "--boxes", "b", "--out", "o"]),
+             (Preprocess, "crop", ["build", "--images", "i", "--boxes", "b", "--out", "o"]),
+             (SynthConfig, "per_class", ["synth", "--out", "o"])]
     for config, name, argv in cases:
         monkeypatch.setattr(config.__dataclass_fields__[name], "default", 17)
         args = build_parser().parse_args(argv)
-        assert getattr(args, "grabcut_tries" if name == "tries" else name) == 17, (config.__name__, name)
+        assert getattr(args, name) == 17, (config.__name__, name)
 
 
 def test_help_texts_say_what_the_options_do_and_where_the_store_is():

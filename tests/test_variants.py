@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bgbench.variants import get_variant, list_variants
+from bgbench.variants import IN9_VARIANTS, get_variant, list_variants
 from bgbench.variants.functions import background_strip, only_bg_b, only_bg_t
 
 
@@ -97,6 +97,10 @@ def test_donor_class_rules(label, num_classes, seed):
     assert get_variant("mixed_same").donor_class(label, num_classes, rng) == label
     assert get_variant("mixed_next").donor_class(label, num_classes, rng) == (label + 1) % num_classes
     assert 0 <= get_variant("mixed_rand").donor_class(label, num_classes, rng) < num_classes
+
+
+def test_the_registry_lists_the_release_folders_in_their_order_then_bg_blurred():
+    assert list_variants() == [*IN9_VARIANTS, "bg_blurred"]
 
 
 @pytest.mark.parametrize("name", list_variants())

@@ -20,6 +20,8 @@ the task list is this same pipeline.
 from __future__ import annotations
 
 from collections import Counter
+from itertools import groupby
+from operator import attrgetter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -34,14 +36,14 @@ from ..data.pool import Pool, worker_pool
 from ..data.shards import Shard, ShardRecord, inputs_fingerprint, select
 from ..data.writer import DatasetWriter, Target, reject_rows
 from ..errors import BgbenchError
+from ..options import flag
 from ..provenance import Provenance
 from .annotations import find, load_annotations
 from .donors import Candidate, Donor, assign_donors
-from .functions import only_bg_t
 from .grabcut import TRIES
 from .prepare import Prepared, Settings, Task, own_variants, prepare
 from .preprocess import Preprocess
-from .presets import get_preset
+from .presets import PRESETS, get_preset
 from .registry import get_variant, list_variants
 from ..result import Result
 
@@ -54,21 +56,40 @@ class BuildError(BgbenchError):
     """Nothing could be built, or the inputs are unusable as a whole."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class BuildConfig:
+    """A build's settings; a field with a flag is also that `bgbench build` option (--images and
+    --imagenet, the two ways of giving `images`, are the command's own)."""
+
     images: Path  # class folders; with a preset, the ImageNet root
-    boxes: Optional[Path]  # with a preset: optional (torchvision's layout needs it for boxes)
-    out: Path
-    masks: Optional[Path] = None
-    split: str = "val"
-    seed: int = 0
-    workers: int = 1
+    #: in9 | in9l | full-in: `images` is an ImageNet root
+    preset: Optional[str] = field(default=None, metadata=flag(
+        "--preset", "with --imagenet: in9 (the 370 mapped synsets in IN-9's 9 folders, one box, the filters, 8 variants, "
+                    "balanced), in9l (every image of those synsets, original only, balanced) or full-in (all 1000 "
+                    "synsets as wnid folders, the filters, 8 variants, not balanced); default in9", choices=PRESETS))
+    #: with a preset: optional (torchvision's layout needs it for boxes)
+    boxes: Optional[Path] = field(metadata=flag(
+        "--boxes", "folder of VOC/ImageNet <stem>.xml files (flat or per class) or a COCO .json file; with --imagenet, "
+                   "the box archives' XML folder (torchvision's layout; the ILSVRC release has its own)"))
+    masks: Optional[Path] = field(default=None, metadata=flag(
+        "--masks", "folder of <class>/<stem>.png or .npy masks (nonzero = foreground); skip GrabCut"))
+    out: Path = field(metadata=flag("--out", "output root in the IN-9 layout", required=True))
+    split: str = field(default="val", metadata=flag("--split", "split folder to write (default %(default)s)",
+                                                    choices=("val", "train")))
+    seed: int = field(default=0, metadata=flag(
+        "--seed", "seeds GrabCut, class balancing and donor choice (default %(default)s)"))
+    workers: int = field(default=1, metadata=flag(
+        "--workers", "worker processes (the output does not depend on it; default %(default)s)"))
     preprocess: Preprocess = Preprocess()
-    balance: Optional[bool] = None  # Appendix A filter 4; None: the preset's default (on without one)
-    tries: int = TRIES
-    overwrite: bool = False
+    #: Appendix A filter 4; None: the preset's default (on without one)
+    balance: Optional[bool] = field(default=None, metadata=flag(
+        "--balance", "drop images at random down to the smallest class count, as the paper builds IN-9 (Appendix A, "
+                     "filter 4; default on, except for --preset full-in)", action="boolean_optional"))
+    tries: int = field(default=TRIES, metadata=flag(
+        "--grabcut-tries", "GrabCut retries (different seeds) before rejecting (default %(default)s)",
+        metavar="GRABCUT_TRIES"))
     shard: Optional[Shard] = None
-    preset: Optional[str] = None  # in9 | in9l | full-in: `images` is an ImageNet root
+    overwrite: bool = False
 
     @property
     def balanced(self) -> bool:
@@ -85,6 +106,8 @@ class BuildConfig:
         return get_preset(self.preset).needs_box if self.preset else True
 
     def __post_init__(self):
+        if self.preset is None and self.boxes is None:
+            raise BuildError("--images needs --boxes (a folder of VOC/ImageNet .xml files or a COCO .json file)")
         checks.at_least("--workers", self.workers, 1)
         checks.at_least("--grabcut-tries", self.tries, 1)
         checks.one_of("--split", self.split, ("val", "train"))
@@ -191,8 +214,6 @@ def _resolved(cfg: BuildConfig) -> Tuple[BuildConfig, Tuple[str, ...]]:
         if cfg.masks is not None:
             raise BuildError("--masks is not used with --imagenet (masks come from GrabCut)")
         return cfg, ()
-    if cfg.boxes is None:
-        raise BuildError("--boxes is required with --images")
     if not cfg.images.is_dir():
         raise BuildError(f"--images {cfg.images} is not a folder")
     if cfg.masks is not None and not cfg.masks.is_dir():
@@ -260,10 +281,10 @@ def _finish(writer: DatasetWriter, prepared: List[Prepared], rejects: List[M.Rej
         writer.target.remove(own_variants(variants), p.image_id)
         rejects.append(M.RejectRow(p.index, p.image_id, p.source, reason, detail))
     by_index = {p.index: p for p in built}
-    jobs = [_MixJob(p.image_id, p.box, {v: (by_index[d.index].image_id, by_index[d.index].box)
-                                        for v, d in donors[p.index].items()}) for p in built if mixed]
+    jobs = [_MixJob(p.image_id, p.box, {v: by_index[d.index].image_id for v, d in donors[p.index].items()})
+            for p in built if mixed]
     pool.map(_render_mixed, jobs, writer.target, "render", progress)
-    writer.write_tables(_manifest_rows(built, donors, classes, variants), rejects)
+    writer.write_tables(_manifest_rows(by_index, donors, classes, variants), rejects)
     reasons = Counter(r.reason for r in rejects)
     if not built:
         source = config.get("images") or config.get("imagenet")
@@ -280,25 +301,23 @@ def _finish(writer: DatasetWriter, prepared: List[Prepared], rejects: List[M.Rej
 class _MixJob:
     image_id: str
     box: M.Box
-    donors: Dict[str, Tuple[str, M.Box]]  # mixed variant -> (donor image id, donor box)
+    donors: Dict[str, str]  # mixed variant -> donor image id
 
 
 def _render_mixed(job: _MixJob, target: Target) -> None:
-    """The three mixed variants of one image, from the written originals and masks."""
+    """The three mixed variants of one image, from its written original and mask and each donor's
+    written only_bg_t (every build with mixed variants writes only_bg_t in step 1; PNG is lossless)."""
     image, mask = target.load_image("original", job.image_id), target.load_mask(job.image_id)
-    backgrounds: Dict[str, np.ndarray] = {}
-    for name, (donor, dbox) in job.donors.items():
-        if donor not in backgrounds:
-            dimg = image if donor == job.image_id else target.load_image("original", donor)
-            backgrounds[donor] = only_bg_t(dimg, mask, dbox)  # depends on the donor's box only
-        target.save_image(name, job.image_id, get_variant(name).render(image, mask, job.box, backgrounds[donor]))
+    for name, donor in job.donors.items():
+        background = target.load_image("only_bg_t", donor)
+        target.save_image(name, job.image_id, get_variant(name).render(image, mask, job.box, background))
 
 
-def _manifest_rows(built: Sequence[Prepared], donors: Dict[int, Dict[str, Donor]],
+def _manifest_rows(by_index: Dict[int, Prepared], donors: Dict[int, Dict[str, Donor]],
                    classes: Sequence[str], variants: Sequence[str]) -> List[M.ManifestRow]:
-    by_index = {p.index: p for p in built}
+    """The manifest's rows of the built images (`by_index`, in their order) and their donors."""
     rows = []
-    for p in built:
+    for p in by_index.values():
         params = {} if p.source_box is None else {"source_box": list(p.source_box), "box_kept": p.box_kept}
         common = dict(position=p.index, image=p.image_id, label=p.label, source=p.source, box=p.box,
                       mask_source=p.mask_source, fg_fraction=p.fg_fraction, params={**params, **(p.extra or {})})
@@ -311,17 +330,12 @@ def _manifest_rows(built: Sequence[Prepared], donors: Dict[int, Dict[str, Donor]
 
 
 def _balance(built: List[Prepared], seed: int) -> Tuple[List[Prepared], List[Prepared]]:
-    """Drop images at random (seeded) down to the smallest non-empty class count."""
-    by_class: Dict[int, List[Prepared]] = {}
-    for p in built:
-        by_class.setdefault(p.label, []).append(p)
-    if not by_class:
-        return built, []
-    k = min(len(v) for v in by_class.values())
+    """Drop images at random (seeded) down to the smallest non-empty class count; each class's
+    draw is over its images in `built` order (a stable sort keeps it), classes in label order."""
+    by_class = [list(members) for _, members in groupby(sorted(built, key=attrgetter("label")), attrgetter("label"))]
+    k = min(map(len, by_class), default=0)
     rng = np.random.default_rng([seed, 7])
-    keep = set()
-    for label, members in sorted(by_class.items()):
-        keep.update(members[i].index for i in rng.choice(len(members), size=k, replace=False))
+    keep = {members[i].index for members in by_class for i in rng.choice(len(members), size=k, replace=False)}
     return [p for p in built if p.index in keep], [p for p in built if p.index not in keep]
 
 

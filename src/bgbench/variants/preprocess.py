@@ -6,13 +6,14 @@ Images are resized with PIL bilinear (torchvision's default for PIL images), mas
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional, Tuple
 
 import cv2
 import numpy as np
 from PIL import Image
 
+from ..options import flag
 from .functions import Box
 
 
@@ -20,8 +21,10 @@ from .functions import Box
 class Preprocess:
     """`resize`: target of the shorter side (None: keep); `crop`: square center crop (None: keep)."""
 
-    resize: Optional[int] = 256
-    crop: Optional[int] = 224
+    resize: Optional[int] = field(default=256, metadata=flag(
+        "--resize", "shorter side after resizing (torchvision Resize; default %(default)s)"))
+    crop: Optional[int] = field(default=224, metadata=flag(
+        "--crop", "center crop size (torchvision CenterCrop; default %(default)s)"))
 
     def output_size(self, height: int, width: int) -> Tuple[int, int, int, int, int, int]:
         """(resized h, resized w, crop top, crop left, out h, out w) for an input of height x width."""
@@ -39,16 +42,18 @@ class Preprocess:
         return h, w, top, left, ch, cw
 
     def image(self, image: np.ndarray) -> np.ndarray:
-        rh, rw, top, left, oh, ow = self.output_size(*image.shape[:2])
-        if (rh, rw) != image.shape[:2]:
-            image = np.asarray(Image.fromarray(image).resize((rw, rh), Image.BILINEAR))
-        return np.ascontiguousarray(image[top:top + oh, left:left + ow])
+        return self._fit(image, lambda a, w, h: np.asarray(Image.fromarray(a).resize((w, h), Image.BILINEAR)))
 
     def mask(self, mask: np.ndarray) -> np.ndarray:
-        rh, rw, top, left, oh, ow = self.output_size(*mask.shape[:2])
-        if (rh, rw) != mask.shape[:2]:
-            mask = cv2.resize(mask.astype(np.uint8), (rw, rh), interpolation=cv2.INTER_NEAREST)
-        return np.ascontiguousarray(mask[top:top + oh, left:left + ow]).astype(bool)
+        return self._fit(mask.astype(np.uint8),
+                         lambda a, w, h: cv2.resize(a, (w, h), interpolation=cv2.INTER_NEAREST)).astype(bool)
+
+    def _fit(self, array: np.ndarray, resize) -> np.ndarray:
+        """`array` resized with `resize(array, width, height)` where it needs it, then center-cropped."""
+        rh, rw, top, left, oh, ow = self.output_size(*array.shape[:2])
+        if (rh, rw) != array.shape[:2]:
+            array = resize(array, rw, rh)
+        return np.ascontiguousarray(array[top:top + oh, left:left + ow])
 
     def box(self, box: Box, height: int, width: int) -> Tuple[Optional[Box], float]:
         """The box in output pixels (clipped to the crop) and the share of its area that remains.

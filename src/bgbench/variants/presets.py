@@ -16,8 +16,8 @@ from typing import Dict, Tuple
 
 from ..classes import IN9_FOLDERS, imagenet_to_in9
 from ..data.imagenet import imagenet_synsets
+from ..data.layout import IN9_VARIANTS
 from ..errors import BgbenchError
-from .registry import IN9_VARIANTS
 
 IN9, IN9L, FULL_IN = "in9", "in9l", "full-in"
 PRESETS = (IN9, IN9L, FULL_IN)

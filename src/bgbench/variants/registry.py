@@ -6,7 +6,6 @@ from typing import Callable, Dict, List, Optional
 
 import numpy as np
 
-from ..data.layout import IN9_VARIANTS as _RELEASE_VARIANTS
 from . import functions as F
 
 VariantFn = Callable[..., np.ndarray]
@@ -26,13 +25,11 @@ class Variant:
         name: folder name in the IN-9 layout.
         render: f(image, mask, box, background=None) -> uint8 image.
         donor: None, or 'same' | 'rand' | 'next': the background's class relative to the label.
-        standard: one of the 8 IN-9 release variants (bg_blurred is an extra).
     """
 
     name: str
     render: VariantFn
     donor: Optional[str] = None
-    standard: bool = True
 
     def donor_class(self, label: int, num_classes: int, rng: np.random.Generator) -> int:
         if self.donor is None:
@@ -57,9 +54,9 @@ def get_variant(name: str) -> Variant:
         raise KeyError(f"unknown variant {name!r}; known: {', '.join(_VARIANTS)}") from None
 
 
-def list_variants(standard_only: bool = False) -> List[str]:
-    """Registered variant names in IN-9 order (`standard_only`: the release's 8)."""
-    return [n for n, v in _VARIANTS.items() if v.standard or not standard_only]
+def list_variants() -> List[str]:
+    """Registered variant names: the release's 8 (`IN9_VARIANTS`) in IN-9 order, then bg_blurred."""
+    return list(_VARIANTS)
 
 
 for _v in (
@@ -71,9 +68,6 @@ for _v in (
     Variant("mixed_same", F.mixed, donor="same"),
     Variant("mixed_rand", F.mixed, donor="rand"),
     Variant("mixed_next", F.mixed, donor="next"),
-    Variant("bg_blurred", F.bg_blurred, standard=False),
+    Variant("bg_blurred", F.bg_blurred),  # an extra, beside the release's folders
 ):
     register_variant(_v)
-
-IN9_VARIANTS = tuple(list_variants(standard_only=True))
-assert IN9_VARIANTS == _RELEASE_VARIANTS, "the registry's standard variants are the release's folders"

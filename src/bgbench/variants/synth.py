@@ -10,20 +10,23 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Dict, List, Optional
 
 from .. import checks
 from ..data import manifest as M
+from ..data.layout import IN9_VARIANTS
 from ..data.pool import worker_pool
 from ..data.shards import Shard, ShardRecord, inputs_fingerprint, select
 from ..data.synthetic import (ATTRIBUTES, MIN_SIZE, SHARED_PARTS, SYNTH_CLASSES, TEXTURES, Sample, class_part,
                               correlated_family, sample_at)
 from ..data.writer import DatasetWriter, Target, manifest_rows
+from ..options import flag
 from ..provenance import Provenance
 from .donors import Candidate, assign_donors
 from .functions import only_bg_t
-from .registry import IN9_VARIANTS, get_variant
+from .registry import get_variant
 from .watermark import watermark_image
 from ..result import Result
 
@@ -31,24 +34,39 @@ KIND = "synth"
 INFO = "SYNTHETIC9.json"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SynthConfig:
-    out: Path
-    per_class: int = 50
-    size: int = 64
-    seed: int = 0
-    split: str = "val"
-    bg_correlation: float = 0.95
-    workers: int = 1
-    shard: Optional[Shard] = None
-    overwrite: bool = False
+    """A Synthetic-9 split's settings; a field with a flag is also that `bgbench synth` option."""
+
+    out: Path = field(metadata=flag("--out", "dataset root to write", required=True))
+    size: int = field(default=64, metadata=flag("--size", "image side in pixels (default %(default)s)"))
+    per_class: int = field(default=50, metadata=flag("--per-class", "images per class (default %(default)s)"))
+    split: str = field(default="val", metadata=flag(
+        "--split", "split folder to write (default %(default)s); train and val draw from independent seeds",
+        choices=("train", "val")))
+    seed: int = field(default=0, metadata=flag("--seed", "seed of the generator (default %(default)s)"))
+    bg_correlation: float = field(default=0.95, metadata=flag(
+        "--bg-correlation", "probability that the background texture matches the class (default %(default)s)"))
     #: an exact share of each class's images on their own class's background family, the rest on
     #: the other families in turn (minority groups, as in Waterbirds); None: `bg_correlation`'s draw
-    correlation: Optional[float] = None
+    correlation: Optional[float] = field(default=None, metadata=flag(
+        "--correlation", "a controlled shortcut: exactly a share P of each class's images on its own class's "
+                         "background family, the rest on the other families in turn (minority groups, as in "
+                         "Waterbirds); the manifest records each ORIGINAL image's group", type=float, metavar="P"))
     #: a second, controlled shortcut: this share of `watermark_class`'s images carry ImageNet-W's
     #: watermark (the imagenet-w package's own), as ImageNet's cartons carry a watermark; None: none
-    watermark_correlation: Optional[float] = None
-    watermark_class: str = SYNTH_CLASSES[-1]
+    watermark_correlation: Optional[float] = field(default=None, metadata=flag(
+        "--watermark-correlation", "a second, controlled shortcut (Whac-A-Mole's watermark): a share Q of "
+                                   "--watermark-class's images carry ImageNet-W's watermark (the imagenet-w "
+                                   "package's), on every variant; SYNTHETIC9.json records it, and `bgbench probe "
+                                   "watermark` reads its Carton gap on that class", type=float, metavar="Q"))
+    watermark_class: str = field(default=SYNTH_CLASSES[-1], metadata=flag(
+        "--watermark-class", f"with --watermark-correlation: the class the watermark marks (default "
+                             f"{SYNTH_CLASSES[-1]})", choices=SYNTH_CLASSES, default=None))
+    workers: int = field(default=1, metadata=flag(
+        "--workers", "worker processes (the output does not depend on it; default %(default)s)"))
+    shard: Optional[Shard] = None
+    overwrite: bool = False
 
     def __post_init__(self):
         checks.at_least("--per-class", self.per_class, 1)
@@ -111,8 +129,6 @@ class SynthResult(Result):
 @dataclass(frozen=True)
 class _Job:
     position: int
-    label: int
-    i: int  # index within the class
     donors: Dict[str, int]  # mixed variant -> donor position
 
 
@@ -126,6 +142,7 @@ def image_id(cfg: SynthConfig, position: int) -> str:
     return f"{SYNTH_CLASSES[position // cfg.per_class]}/synth_{cfg.split}_{position:05d}"
 
 
+@lru_cache(maxsize=32)  # a job draws each of its donors once, however many mixed variants share it
 def _sample(cfg: SynthConfig, position: int) -> Sample:
     label, i = position // cfg.per_class, position % cfg.per_class
     family = None if cfg.correlation is None else correlated_family(label, i, cfg.per_class, cfg.correlation)
@@ -137,26 +154,20 @@ def _render(job: _Job, s: _Settings) -> List[M.ManifestRow]:
     cfg = s.cfg
     me = _sample(cfg, job.position)
     iid = image_id(cfg, job.position)
-    common = dict(position=job.position, image=iid, label=job.label, box=me.box, mask_source="exact",
+    common = dict(position=job.position, image=iid, label=me.label, box=me.box, mask_source="exact",
                   fg_fraction=M.fg_fraction(me.mask))
-    donors: Dict[int, Sample] = {}
     rows = []
     mark = watermark_image if cfg.marked(job.position) else (lambda image: image)
     for name in IN9_VARIANTS:
-        variant = get_variant(name)
-        if variant.donor is None:
-            s.target.save_image(name, iid, mark(variant.render(me.image, me.mask, me.box)))
-            own = {"bg_class": SYNTH_CLASSES[me.texture]} if cfg.correlation is not None and name == "original" else {}
-            rows.append(M.ManifestRow(folder=name, params={"texture": TEXTURES[me.texture]}, **own, **common))
-            continue
-        d = job.donors[name]
-        if d not in donors:
-            donors[d] = _sample(cfg, d)
-        donor = donors[d]
-        background = only_bg_t(donor.image, donor.mask, donor.box)
-        s.target.save_image(name, iid, mark(variant.render(me.image, me.mask, me.box, background)))
-        rows.append(M.ManifestRow(folder=name, bg_image=image_id(cfg, d), bg_class=SYNTH_CLASSES[donor.label],
-                                  params={"texture": TEXTURES[donor.texture]}, **common))
+        d = job.donors.get(name)  # None: a variant of the image alone
+        donor = me if d is None else _sample(cfg, d)
+        background = None if d is None else only_bg_t(donor.image, donor.mask, donor.box)
+        s.target.save_image(name, iid, mark(get_variant(name).render(me.image, me.mask, me.box, background)))
+        if d is not None:
+            bg = {"bg_image": image_id(cfg, d), "bg_class": SYNTH_CLASSES[donor.label]}
+        else:
+            bg = {"bg_class": SYNTH_CLASSES[me.texture]} if cfg.correlation is not None and name == "original" else {}
+        rows.append(M.ManifestRow(folder=name, params={"texture": TEXTURES[donor.texture]}, **bg, **common))
     s.target.save_mask(iid, me.mask)
     s.target.save_attributes(iid, me.attributes)
     return rows
@@ -165,10 +176,9 @@ def _render(job: _Job, s: _Settings) -> List[M.ManifestRow]:
 def _jobs(cfg: SynthConfig) -> List[_Job]:
     """Every image of the split with its donors, chosen over the whole split."""
     n = len(SYNTH_CLASSES) * cfg.per_class
-    labels = [p // cfg.per_class for p in range(n)]
-    donors = assign_donors([Candidate(p, labels[p], (cfg.size, cfg.size)) for p in range(n)],
+    donors = assign_donors([Candidate(p, p // cfg.per_class, (cfg.size, cfg.size)) for p in range(n)],
                            len(SYNTH_CLASSES), cfg.seed)
-    return [_Job(p, labels[p], p % cfg.per_class, {v: d.index for v, d in donors[p].items()}) for p in range(n)]
+    return [_Job(p, {v: d.index for v, d in donors[p].items()}) for p in range(n)]
 
 
 def synth(cfg: SynthConfig, progress: bool = True) -> SynthResult:
@@ -234,10 +244,6 @@ def merge(out: Path, records: List[ShardRecord], overwrite: bool = False, worker
                        _provenance(Path(out), {**ref.settings, "shards": len(records)}))
 
 
-def write_dataset(out: Path, per_class: int = 50, size: int = 64, seed: int = 0, split: str = "val",
-                  bg_correlation: float = 0.95, progress: bool = True, workers: int = 1,
-                  overwrite: bool = False, correlation: Optional[float] = None,
-                  watermark_correlation: Optional[float] = None) -> Path:
-    """Write one split of Synthetic-9 to `out` (see `synth`); returns `out`."""
-    return synth(SynthConfig(Path(out), per_class, size, seed, split, bg_correlation, workers, None, overwrite,
-                             correlation, watermark_correlation), progress).out
+def write_dataset(out: Path, progress: bool = True, **options) -> Path:
+    """Write one split of Synthetic-9 to `out` (`SynthConfig`'s fields as keywords; see `synth`); returns `out`."""
+    return synth(SynthConfig(out=Path(out), **options), progress).out
