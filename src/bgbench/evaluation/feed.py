@@ -36,7 +36,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 from ..console import progress as progress_bar
-from ..data.attributes import present_attributes, unpacked_mask
+from ..data.attributes import packed_masks, present_attributes
 from ..data.images import check_mask_fits, object_mask
 from ..data.pixel_cache import AttributeMasks, MaskFile, Pixels, pixels_of
 from ..distributed import gather_in_order, share
@@ -57,14 +57,13 @@ class Batch(NamedTuple):
 class _Host(NamedTuple):
     """One run of equal-size images of a batch, on the host: positions into the pixels, NHWC uint8
     images, NHW bool masks, the attribute planes (N,H,W,P) uint8 and which images have which
-    attribute (N,A), or each image's attribute masks by name where the planes are not cached."""
+    attribute (N,A)."""
 
     positions: List[int]
     x: torch.Tensor
     m: Optional[torch.Tensor] = None
     planes: Optional[torch.Tensor] = None
     present: Optional[np.ndarray] = None
-    parts: Optional[List[dict]] = None
 
 
 class _Failed(NamedTuple):
@@ -159,11 +158,12 @@ class Images(Dataset):
         return _Host(run, x, m, planes, present_attributes(planes.numpy(), len(self.attributes.names)))
 
     def _stacked(self, run: List[int], images: Dict[int, np.ndarray]) -> _Host:
-        """A run stacked from per-image arrays (decoded, made on the fly, or masks read from files)."""
+        """A run stacked from per-image arrays (decoded, made on the fly, or masks read from files);
+        attribute masks as the cache keeps them, bit planes, read from it or packed here."""
         x = torch.from_numpy(np.stack([images[k] for k in run]))
         if self.masks is None:
             return _Host(run, x)
-        masks, parts = [], []
+        masks, planes = [], []
         for k in run:
             item, hw = self.pixels.items[k], images[k].shape[:2]
             if isinstance(self.masks, Pixels):
@@ -173,16 +173,13 @@ class Images(Dataset):
                 mask = object_mask(self.masks[k], item.path, hw)
             masks.append(mask)
             if self.attributes is not None:
-                parts.append(self._attribute_masks(k, item, hw))
+                planes.append(self.planes.image(k) if self.planes is not None else
+                              packed_masks(self.attributes.masks(item, hw), self.attributes.names, hw))
         m = torch.from_numpy(np.stack(masks))
-        return _Host(run, x, m, parts=parts if self.attributes is not None else None)
-
-    def _attribute_masks(self, k: int, item, hw) -> Dict[str, np.ndarray]:
-        if self.planes is None:
-            return self.attributes.masks(item, hw)
-        planes = self.planes.image(k)
-        present = present_attributes(planes[None], len(self.attributes.names))[0]
-        return {name: unpacked_mask(planes, a) for a, name in enumerate(self.attributes.names) if present[a]}
+        if not planes:
+            return _Host(run, x, m)
+        planes = np.stack(planes)
+        return _Host(run, x, m, torch.from_numpy(planes), present_attributes(planes, len(self.attributes.names)))
 
 
 def _tensor(a: np.ndarray) -> torch.Tensor:
@@ -250,28 +247,21 @@ def masked_batches(pairs: Sequence[Tuple[Any, Any]], *, batch_size: int, device,
 
 
 def _masks_on(host: _Host, attributes, device) -> Tuple[Any, Dict[str, tuple]]:
-    """The run's object masks (N,1,H,W) float {0,1} and attribute parts on `device`."""
+    """The run's object masks (N,1,H,W) float {0,1} and attribute parts on `device`: the planes go
+    up once, and each attribute's masks are cut from them on the device."""
     if host.m is None:
         return None, {}
     m = to_device(host.m, device).float().unsqueeze(1)
-    if attributes is None:
-        return m, {}
     parts: Dict[str, tuple] = {}
-    if host.planes is not None:  # the planes go up once; each attribute's masks are cut on the device
-        up = to_device(host.planes, device)
-        for a, name in enumerate(attributes.names):
-            have = np.flatnonzero(host.present[:, a]).tolist()
-            if have:
-                index = to_device(torch.as_tensor(have), device)
-                bits = up[index, :, :, a >> 3].bitwise_right_shift(a & 7).bitwise_and_(1)
-                parts[name] = (index, bits.float().unsqueeze(1), have)
+    if attributes is None or host.planes is None:
         return m, parts
-    for name in attributes.names:
-        have = [k for k, p in enumerate(host.parts or ()) if name in p]
+    up = to_device(host.planes, device)
+    for a, name in enumerate(attributes.names):
+        have = np.flatnonzero(host.present[:, a]).tolist()
         if have:
-            stacked = torch.from_numpy(np.stack([host.parts[k][name] for k in have]))
-            parts[name] = (to_device(torch.as_tensor(have), device),
-                           to_device(stacked, device).float().unsqueeze(1), have)
+            index = to_device(torch.as_tensor(have), device)
+            bits = up[index, :, :, a >> 3].bitwise_right_shift(a & 7).bitwise_and_(1)
+            parts[name] = (index, bits.float().unsqueeze(1), have)
     return m, parts
 
 

@@ -108,8 +108,9 @@ class RunningMeasure(Measure):
         self.meet(run)
         run.ranks = setup(cfg.device)
         run.model = model.to(run.ranks.device).eval()
-        if run.ranks.main:
-            _note_precision(run, str(getattr(cfg, "precision", "fp32")))
+        if run.ranks.main:  # a bf16 run says so before it starts where bf16 is slower than fp32 (not native)
+            from ..evaluation.numerics import note_if_slower
+            note_if_slower(str(getattr(cfg, "precision", "fp32")), run.model, run.device)
         done = self.measure(run)
         if done is None:
             return None
@@ -151,18 +152,6 @@ class RunningMeasure(Measure):
 def meet_layout(run: RunContext, layout) -> None:
     """`run`'s model meets `layout`: label spaces (where the measure decides), input size, --protocol."""
     run.model.meet(layout, labels=run.measure.decides, protocol=getattr(run.cfg, "protocol", None))
-
-
-def _note_precision(run: RunContext, precision: str) -> None:
-    """A bf16 run says so before it starts where bf16 is slower than fp32 (not native), measured on
-    four seeded random inputs at the model's input size."""
-    if "bf16" not in precision:
-        return
-    import torch
-    from ..evaluation.numerics import note_if_slower
-    _, h, w = run.model.spec.input_size
-    x = torch.rand(4, 3, h, w, generator=torch.Generator().manual_seed(0)).to(run.device)
-    note_if_slower(precision, run.model, x, run.device)
 
 
 # -- the feed -------------------------------------------------------------------------------------
