@@ -78,7 +78,7 @@ def test_landing_gives_rows_in_batch_order_and_an_error_where_its_batch_comes_ou
     import random
     import time
 
-    from bgbench.measures.base import Landing
+    from bgbench.measures.base import land_in_order
     random.seed(workers)
 
     def land(k):
@@ -89,11 +89,14 @@ def test_landing_gives_rows_in_batch_order_and_an_error_where_its_batch_comes_ou
             return [k]
         return rows
     out = []
-    with Landing(workers) as landing, pytest.raises(ValueError, match="batch 7"):
+
+    def launched():
         for k in range(10):
-            out += [(b, r) for b, r in landing.push(k, land(k))]
-            assert len(out) >= k - max(workers, 1)  # at most `workers` batches (one without threads) wait
-        out += list(landing.drain())
+            assert len(out) >= k - 1 - max(workers, 1)  # at most `workers` batches (one without threads) wait
+            yield k, land(k)
+    with pytest.raises(ValueError, match="batch 7"):
+        for b, r in land_in_order(launched(), workers):
+            out.append((b, r))
     assert out == [(k, [k]) for k in range(7)]
 
 

@@ -36,7 +36,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 from ..console import progress as progress_bar
-from ..data.attributes import present_attributes, unpacked_mask
+from ..data.attributes import packed_masks, present_attributes
 from ..data.images import check_mask_fits, object_mask
 from ..data.pixel_cache import AttributeMasks, MaskFile, Pixels, pixels_of
 from ..distributed import gather_in_order, share
@@ -57,14 +57,13 @@ class Batch(NamedTuple):
 class _Host(NamedTuple):
     """One run of equal-size images of a batch, on the host: positions into the pixels, NHWC uint8
     images, NHW bool masks, the attribute planes (N,H,W,P) uint8 and which images have which
-    attribute (N,A), or each image's attribute masks by name where the planes are not cached."""
+    attribute (N,A)."""
 
     positions: List[int]
     x: torch.Tensor
     m: Optional[torch.Tensor] = None
     planes: Optional[torch.Tensor] = None
     present: Optional[np.ndarray] = None
-    parts: Optional[List[dict]] = None
 
 
 class _Failed(NamedTuple):
@@ -125,14 +124,13 @@ class Images(Dataset):
             return _Failed(e)
 
     def _runs(self, chunk: List[int]) -> List[_Host]:
-        """The batch `chunk` as runs of consecutive positions whose images have one shape."""
+        """The batch `chunk` as runs of consecutive positions whose images have one shape: the
+        images, masks and attribute planes a map holds read as one slice of it each (no per-image
+        arrays), the others an image at a time."""
         pixels = self.pixels
-        sliced = self.render is None and pixels.mapped and (self.masks is None or isinstance(self.masks, Pixels)
-                                                            and self.masks.mapped)
-        if sliced and (self.attributes is None or not self.attributes.names or self.planes is not None):
-            return [self._sliced(list(run)) for _, run in groupby(chunk, key=pixels.shape)]
-        images = {k: self._image(k) for k in chunk}
-        return [self._stacked(list(run), images) for _, run in groupby(chunk, key=lambda k: images[k].shape)]
+        images = None if self.render is None and pixels.mapped else {k: self._image(k) for k in chunk}
+        shape = pixels.shape if images is None else (lambda k: images[k].shape)
+        return [self._run(list(run), images, tuple(hw[:2])) for hw, run in groupby(chunk, key=shape)]
 
     def _image(self, k: int) -> np.ndarray:
         item = self.pixels.items[k]
@@ -141,48 +139,44 @@ class Images(Dataset):
             self.checker(item, image)
         return image
 
-    def _sliced(self, run: List[int]) -> _Host:
-        """A run read as one slice of each map (no per-image arrays)."""
+    def _run(self, run: List[int], images: Optional[Dict[int, np.ndarray]], hw: Tuple[int, int]) -> _Host:
+        """One run of images of size `hw`; `images` the images decoded or made (None: the map's)."""
         pixels = self.pixels
-        if self.checker is not None:
-            for k in run:
-                self.checker(pixels.items[k], SimpleNamespace(shape=pixels.shape(k)))  # its shape, no pixels
-        x = _tensor(pixels.batch(run))
+        if images is None:
+            if self.checker is not None:
+                for k in run:
+                    self.checker(pixels.items[k], SimpleNamespace(shape=pixels.shape(k)))  # its shape, no pixels
+            x = _tensor(pixels.batch(run))
+        else:
+            x = torch.from_numpy(np.stack([images[k] for k in run]))
         if self.masks is None:
             return _Host(run, x)
-        for k in run:
-            check_mask_fits(self.masks.items[k].path, pixels.items[k].path, pixels.shape(k)[:2], self.masks.shape(k))
-        m = _tensor(self.masks.batch(run)[..., 0].view(np.bool_))
-        if self.planes is None:
+        m = _tensor(self._masks(run, hw))
+        attributes = self.attributes
+        if attributes is None or not attributes.names:
             return _Host(run, x, m)
-        planes = _tensor(self.planes.batch(run))
-        return _Host(run, x, m, planes, present_attributes(planes.numpy(), len(self.attributes.names)))
+        if self.planes is not None:
+            planes = self.planes.batch(run)
+        else:  # packed here as the cache keeps them
+            planes = np.stack([packed_masks(attributes.masks(pixels.items[k], hw), attributes.names, hw) for k in run])
+        return _Host(run, x, m, _tensor(planes), present_attributes(planes, len(attributes.names)))
 
-    def _stacked(self, run: List[int], images: Dict[int, np.ndarray]) -> _Host:
-        """A run stacked from per-image arrays (decoded, made on the fly, or masks read from files)."""
-        x = torch.from_numpy(np.stack([images[k] for k in run]))
-        if self.masks is None:
-            return _Host(run, x)
-        masks, parts = [], []
+    def _masks(self, run: List[int], hw: Tuple[int, int]) -> np.ndarray:
+        """The run's object masks (N,H,W) bool, each checked against its image's size."""
+        masks, items = self.masks, self.pixels.items
+        if isinstance(masks, Pixels) and masks.mapped:
+            for k in run:
+                check_mask_fits(masks.items[k].path, items[k].path, hw, masks.shape(k))
+            return masks.batch(run)[..., 0].view(np.bool_)
+        out = []
         for k in run:
-            item, hw = self.pixels.items[k], images[k].shape[:2]
-            if isinstance(self.masks, Pixels):
-                mask = self.masks.image(k)[..., 0].view(np.bool_)
-                check_mask_fits(self.masks.items[k].path, item.path, hw, mask.shape)
+            if isinstance(masks, Pixels):
+                mask = masks.image(k)[..., 0].view(np.bool_)
+                check_mask_fits(masks.items[k].path, items[k].path, hw, mask.shape)
             else:
-                mask = object_mask(self.masks[k], item.path, hw)
-            masks.append(mask)
-            if self.attributes is not None:
-                parts.append(self._attribute_masks(k, item, hw))
-        m = torch.from_numpy(np.stack(masks))
-        return _Host(run, x, m, parts=parts if self.attributes is not None else None)
-
-    def _attribute_masks(self, k: int, item, hw) -> Dict[str, np.ndarray]:
-        if self.planes is None:
-            return self.attributes.masks(item, hw)
-        planes = self.planes.image(k)
-        present = present_attributes(planes[None], len(self.attributes.names))[0]
-        return {name: unpacked_mask(planes, a) for a, name in enumerate(self.attributes.names) if present[a]}
+                mask = object_mask(masks[k], items[k].path, hw)
+            out.append(mask)
+        return np.stack(out)
 
 
 def _tensor(a: np.ndarray) -> torch.Tensor:
@@ -250,28 +244,21 @@ def masked_batches(pairs: Sequence[Tuple[Any, Any]], *, batch_size: int, device,
 
 
 def _masks_on(host: _Host, attributes, device) -> Tuple[Any, Dict[str, tuple]]:
-    """The run's object masks (N,1,H,W) float {0,1} and attribute parts on `device`."""
+    """The run's object masks (N,1,H,W) float {0,1} and attribute parts on `device`: the planes go
+    up once, and each attribute's masks are cut from them on the device."""
     if host.m is None:
         return None, {}
     m = to_device(host.m, device).float().unsqueeze(1)
-    if attributes is None:
-        return m, {}
     parts: Dict[str, tuple] = {}
-    if host.planes is not None:  # the planes go up once; each attribute's masks are cut on the device
-        up = to_device(host.planes, device)
-        for a, name in enumerate(attributes.names):
-            have = np.flatnonzero(host.present[:, a]).tolist()
-            if have:
-                index = to_device(torch.as_tensor(have), device)
-                bits = up[index, :, :, a >> 3].bitwise_right_shift(a & 7).bitwise_and_(1)
-                parts[name] = (index, bits.float().unsqueeze(1), have)
+    if attributes is None or host.planes is None:
         return m, parts
-    for name in attributes.names:
-        have = [k for k, p in enumerate(host.parts or ()) if name in p]
+    up = to_device(host.planes, device)
+    for a, name in enumerate(attributes.names):
+        have = np.flatnonzero(host.present[:, a]).tolist()
         if have:
-            stacked = torch.from_numpy(np.stack([host.parts[k][name] for k in have]))
-            parts[name] = (to_device(torch.as_tensor(have), device),
-                           to_device(stacked, device).float().unsqueeze(1), have)
+            index = to_device(torch.as_tensor(have), device)
+            bits = up[index, :, :, a >> 3].bitwise_right_shift(a & 7).bitwise_and_(1)
+            parts[name] = (index, bits.float().unsqueeze(1), have)
     return m, parts
 
 

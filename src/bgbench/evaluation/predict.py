@@ -6,8 +6,8 @@ batched, on the device as [0,1] floats), as they are: no resize, no crop.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, fields
-from typing import Callable, List, Optional, Sequence, Tuple
+from dataclasses import dataclass
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
@@ -16,10 +16,10 @@ from ..classes import IMAGENET1K, Mapping, map_logits, stores_sums, superclass_s
 from ..data.images import check_mask_fits
 from ..data.layout import Item, Layout
 from ..data.pixel_cache import Pixels, pixels_of
-from ..distributed import Ranks, gather, shares_order
+from ..distributed import Ranks
 from ..errors import BgbenchError, DataError
 from ..options import BATCH_SIZE, resolve_workers
-from .feed import Images, batches
+from .feed import Images, batches, gathered
 from .numerics import forward_context
 
 
@@ -47,25 +47,18 @@ class Predictions:
                 for k, i in enumerate(self.image_ids)]
 
     @classmethod
-    def concat(cls, parts: Sequence["Predictions"]) -> "Predictions":
-        """The parts one after another (e.g. the shares of torchrun ranks, in rank order)."""
-        def cat(name: str):
-            arrays = [getattr(p, name) for p in parts if len(p.image_ids)]
-            if not arrays or any(a is None for a in arrays):
-                return None
-            return np.concatenate(arrays)
-        return cls(image_ids=[i for p in parts for i in p.image_ids],
-                   labels=np.concatenate([p.labels for p in parts]).astype(np.int64),
-                   preds=np.concatenate([p.preds for p in parts]).astype(np.int64),
-                   conf=np.concatenate([p.conf for p in parts]).astype(np.float64),
-                   top5_classes=cat("top5_classes"), top5_probs=cat("top5_probs"),
-                   superclass_probs=cat("superclass_probs"))
-
-    def take(self, order: np.ndarray) -> "Predictions":
-        """The rows in `order` (positions into these rows)."""
-        arrays = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "image_ids"}
-        return Predictions(image_ids=[self.image_ids[k] for k in order],
-                           **{name: None if a is None else a[order] for name, a in arrays.items()})
+    def of_rows(cls, rows: Sequence[tuple], raw: bool) -> "Predictions":
+        """The predictions of (item, prediction, confidence[, top-5 classes, their probabilities,
+        the class sums]) rows, in their order; the last three kept where `raw` (a 1000-class model)."""
+        def column(j: int, dtype) -> np.ndarray:
+            return np.asarray([row[j] for row in rows], dtype=dtype)
+        extra = {}
+        if raw and rows:
+            extra = {"top5_classes": column(3, np.int64), "top5_probs": column(4, np.float64),
+                     "superclass_probs": column(5, np.float64)}
+        return cls(image_ids=[row[0].image_id for row in rows],
+                   labels=np.asarray([row[0].label for row in rows], dtype=np.int64),
+                   preds=column(1, np.int64), conf=column(2, np.float64), **extra)
 
     @property
     def correct(self) -> np.ndarray:
@@ -73,19 +66,6 @@ class Predictions:
 
     def correct_by_id(self) -> dict:
         return dict(zip(self.image_ids, self.correct.tolist()))
-
-
-def joined_predictions(mine: Predictions, n: int, ranks: Ranks, block: int) -> Optional[Predictions]:
-    """Every rank's predictions of a set of `n` items, in item order, on rank 0 (None elsewhere),
-    where each rank predicted its share of whole `block`-item batches (`distributed.share`); a
-    world of one keeps `mine`. Eval and the shortcut measures' arms join their shares with it."""
-    if not ranks.distributed:
-        return mine
-    parts = gather(mine, ranks)
-    if parts is None:
-        return None
-    order = np.argsort(np.asarray(shares_order(n, ranks.world, block)), kind="stable")
-    return Predictions.concat(parts).take(order)
 
 
 def decide(model: torch.nn.Module, logits: torch.Tensor, mapping: Mapping | str) -> Tuple[torch.Tensor, torch.Tensor]:
@@ -126,10 +106,11 @@ def _check_finite(model: torch.nn.Module, bad: List[torch.Tensor], runs: List[Se
 def predict_items(model: torch.nn.Module, items: Sequence[Item], *, batch_size: int = BATCH_SIZE, device: str = "cpu",
                   mapping: Mapping | str = Mapping.ARGMAX, checker=None, progress: bool = True,
                   desc: str = "predict", render: Optional[Callable[[Item], np.ndarray]] = None,
-                  forward: Optional[Callable] = None, workers: Optional[int] = None,
-                  precision: str = "fp32", pixels: Optional[Pixels] = None, ranks: Optional[Ranks] = None) -> Predictions:
-    """Run `model` over `items` and return per-image predictions (this rank's batches under
-    torchrun: `ranks`; `joined_predictions` joins them).
+                  forward: Optional[Callable] = None, workers: Optional[int] = None, precision: str = "fp32",
+                  pixels: Optional[Pixels] = None, ranks: Optional[Ranks] = None) -> Optional[Predictions]:
+    """Run `model` over `items` and return per-image predictions, in item order. Under torchrun
+    (`ranks`) each rank predicts its share of whole batches and rank 0 returns every rank's rows,
+    gathered as the probes' are (`feed.gathered`); the other ranks return None.
 
     `render` (item -> HxWx3 uint8) replaces decoding, for variants computed on the fly;
     `forward(model, x) -> logits` replaces the plain `model(x)` (e.g. ten-crop averaging);
@@ -142,33 +123,31 @@ def predict_items(model: torch.nn.Module, items: Sequence[Item], *, batch_size: 
     """
     if pixels is None:
         pixels = Pixels(items) if render is not None else pixels_of(items)
+    images = Images.of(pixels, batch_size, render=render, checker=checker)
     keep_raw = model.spec.label_space == IMAGENET1K
-    # per batch: predictions, confidences, non-finite rows, items, and (1000-class models) top-5 and sums
-    preds, confs, bad, runs, raw = [], [], [], [], []
-    fed = batches(Images.of(pixels, batch_size, render=render, checker=checker), device=device,
-                  workers=resolve_workers(workers, device), ranks=ranks, progress=progress, desc=desc)
+    # per batch: (its index, predictions, confidences and, of 1000-class models, top-5 and sums), its
+    # non-finite rows and its items
+    outs, bad, runs = [], [], []
+    fed = batches(images, device=device, workers=resolve_workers(workers, device), ranks=ranks, progress=progress,
+                  desc=desc)
     with torch.inference_mode(), forward_context(precision, device):
-        for _, batch in fed:
+        for k, batch in fed:
             logits = (model(batch.x) if forward is None else forward(model, batch.x)).float()
             bad.append(~torch.isfinite(logits).all(dim=1))
             runs.append(batch.items)
-            pred, conf = decide(model, logits, mapping)
-            if keep_raw:
-                raw.append(imagenet_summary(logits, model.class_map))
-            preds.append(pred)
-            confs.append(conf)
+            outs.append((k, *decide(model, logits, mapping),
+                         *(imagenet_summary(logits, model.class_map) if keep_raw else ())))
     _check_finite(model, bad, runs)
-    chosen = [it for run in runs for it in run]
-    extra = {}
-    if raw:
-        top_c, top_p, sums = (torch.cat(parts).cpu().numpy() for parts in zip(*raw))
-        extra = {"top5_classes": top_c.astype(np.int64), "top5_probs": top_p.astype(np.float64),
-                 "superclass_probs": sums.astype(np.float64)}
-    return Predictions(image_ids=[it.image_id for it in chosen],
-                       labels=np.asarray([it.label for it in chosen], dtype=np.int64),
-                       preds=torch.cat(preds).cpu().numpy().astype(np.int64) if preds else np.zeros(0, np.int64),
-                       conf=torch.cat(confs).cpu().numpy().astype(np.float64) if confs else np.zeros(0),
-                       **extra)
+    rows: Dict[int, list] = {}
+    if outs:
+        keys, *columns = zip(*outs)
+        columns = [torch.cat(parts).cpu().numpy() for parts in columns]
+        at = 0
+        for k, run in zip(keys, runs):
+            rows.setdefault(k, []).extend(zip(run, *(c[at:at + len(run)] for c in columns)))
+            at += len(run)
+    rows = gathered(rows, len(images.chunks), ranks or Ranks())
+    return None if rows is None else Predictions.of_rows(rows, keep_raw)
 
 
 def imagenet_summary(logits: torch.Tensor, class_map=None) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

@@ -17,7 +17,7 @@ image's probability of its class).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, List, Optional
+from typing import Any, ClassVar, List, Optional
 
 from ..checks import at_least, member
 from ..classes import Mapping, mapping_field
@@ -25,7 +25,7 @@ from ..evaluation.metrics import REPLICATES
 from ..options import flag
 from .registry import Command, SectionSpec
 from .result import MeasureResult
-from .running import ProbeConfig, RunContext, RunningMeasure, meet_layout, predicted
+from .running import Arm, ProbeConfig, RunContext, RunningMeasure, meet_layout, predicted
 from ..store.schema import TableRow
 
 
@@ -43,18 +43,6 @@ class ArmsConfig(ProbeConfig):
         super().__post_init__()
         self.mapping = member("--mapping", self.mapping, Mapping)
         at_least("bootstrap replicates", self.bootstrap_replicates, 1)
-
-
-@dataclass
-class Arm:
-    """One set of images a shortcut measure scores: `layout` (its `original` images); `render`
-    (item -> HxWx3 uint8) makes each image on the fly instead of decoding it; `forward(model, x)`
-    replaces the plain forward (only some classes compete)."""
-
-    name: str
-    layout: Any
-    render: Optional[Callable] = None
-    forward: Optional[Callable] = None
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -94,21 +82,16 @@ class ArmsMeasure(RunningMeasure):
             meet_layout(run, arm.layout)
 
     def measure(self, run: RunContext):
-        rows: List[Any] = []
-        sets = {}
-        for arm in reversed(run.sets):  # the reference last, as they met the model
-            items = arm.layout.items("original")
-            joined, _ = predicted(run, items, desc=f"{self.name}: {arm.name}", render=arm.render, forward=arm.forward)
-            sets[arm.name] = {"data": str(arm.layout.root), "split": arm.layout.split, "images": len(items),
-                              "fingerprint": arm.layout.fingerprint()}
-            if joined is not None:
-                rows += self.arm_rows(arm, joined)
+        arms = run.sets[::-1]  # the reference last, as they met the model
+        joined, _ = predicted(run, arms, prefix=f"{self.name}: ")
         if not run.ranks.main:
             return None
+        rows = [row for arm in arms for row in self.arm_rows(arm, joined[arm.name])]
+        sets = {a.name: {"data": str(a.layout.root), "split": a.layout.split, "images": len(a.items()),
+                         "fingerprint": a.layout.fingerprint()} for a in run.sets}
         layout = run.layout
         config = self.run_config(run.cfg, layout, run.ranks, own=self.recorded(run),
-                                 images=len(layout.items(layout.variants[0])),
-                                 after={"arms": {a.name: sets[a.name] for a in run.sets}})
+                                 images=len(layout.items(layout.variants[0])), after={"arms": sets})
         return MeasureResult(self.name, rows, config, seconds=run.elapsed()), config
 
     def arm_rows(self, arm: Arm, joined) -> List[Any]:

@@ -2,9 +2,9 @@
 
 It follows the template of every model-running measure (`running.RunningMeasure`: layout, the
 label and input-size check, the device, provenance) and adds what a probe shares: the loop over the
-feed's batches of images and masks (`evaluation.feed.masked_batches`: under torchrun ranks take
-whole batches, and `feed.gathered` puts the rows in one-process order on rank 0), the autograd
-mode and the result. A subclass supplies what is its own:
+feed's batches of images and masks (`evaluation.feed.batches` of `Images.of_pairs`: under torchrun
+ranks take whole batches, and `feed.gathered` puts the rows in one-process order on rank 0), the
+autograd mode and the result. A subclass supplies what is its own:
 
 - `config` (class attribute): its options dataclass;
 - `rows(run, batch)`: the rows of one batch (the math, usually a call into its engine; `run` is the
@@ -19,14 +19,13 @@ object masks (N,1,H,W) in {0,1}, and each attribute's (index, masks) where the m
 from __future__ import annotations
 
 import contextlib
-import itertools
 from collections import deque
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Deque, Dict, Iterator, List, NamedTuple, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Deque, Dict, Iterable, Iterator, List, NamedTuple, Tuple
 
 from ..checks import at_least
 from ..errors import BgbenchError
@@ -99,22 +98,20 @@ class ModelMeasure(RunningMeasure):
                            pairs=run.layout.foregrounds()[:run.given.get("limit") or None])
 
     def measure(self, run: RunContext):
-        from ..evaluation.feed import chunks_of, gathered, masked_batches
+        from ..evaluation.feed import Images, batches, gathered
         from ..evaluation.numerics import forward_context
         cfg, pairs, attributes = run.cfg, run.sets.pairs, run.sets.attributes
         run.state = self.prepare(run)
         rows: Dict[int, List[tuple]] = {}
-        fed = masked_batches(pairs, batch_size=cfg.batch_size, device=run.device, workers=cfg.workers,
-                             ranks=run.ranks, attributes=attributes, progress=run.progress and run.ranks.main,
-                             desc=f"{self.name} probe")
-        with self._autograd(), forward_context(getattr(cfg, "precision", "fp32"), run.device), \
-                Landing(self._landing_threads(cfg, run.device)) as landing:
+        images = Images.of_pairs(pairs, cfg.batch_size, attributes)
+        fed = batches(images, device=run.device, workers=cfg.workers, ranks=run.ranks,
+                      progress=run.progress and run.ranks.main, desc=f"{self.name} probe")
+        with self._autograd(), forward_context(getattr(cfg, "precision", "fp32"), run.device):
             # each batch launched, then the rows of those now due; the rest once the feed ends
-            due = (landed for k, batch in fed
-                   for landed in landing.push(k, partial(self.landed, run, batch, self.launch(run, batch))))
-            for done, made in itertools.chain(due, landing.drain()):
+            launched = ((k, partial(self.landed, run, batch, self.launch(run, batch))) for k, batch in fed)
+            for done, made in land_in_order(launched, self._landing_threads(cfg, run.device)):
                 rows.setdefault(done, []).extend(made)
-        rows = gathered(rows, len(chunks_of(len(pairs), cfg.batch_size)), run.ranks)
+        rows = gathered(rows, len(images.chunks), run.ranks)
         if rows is None:
             return None
         rows, own = self.finish(run, rows)
@@ -173,7 +170,7 @@ class ModelMeasure(RunningMeasure):
         return launched
 
     def _landing_threads(self, cfg, device) -> int:
-        """Threads that make rows while the next batches launch (`Landing`, below): on a device whose
+        """Threads that make rows while the next batches launch (`land_in_order`, below): on a device whose
         results are queued to the host (a GPU), as many as --workers; else none, and rows are made in
         the caller, one batch behind."""
         import torch
@@ -207,37 +204,22 @@ class ModelMeasure(RunningMeasure):
 # the caller launches the next batches. NumPy's sorts, reductions and OpenCV's resize release the
 # interpreter's lock, so the threads work in parallel; rows still come out in batch order, and at
 # most `workers` batches wait to be landed (each holds its images and results on the device).
-class Landing:
-    """Batches launched and not yet made into rows. `push(batch, land)` takes a batch and the
-    function that makes its rows, and yields (batch, rows) of those now due, in order; `drain()`
-    yields the rest. With `workers` 0 the function runs in the caller, one batch behind."""
+def land_in_order(launched: Iterable[Tuple[Any, Callable[[], list]]], workers: int = 0) -> Iterator[Tuple[Any, list]]:
+    """(batch, rows) of each (batch, the function that makes its rows) of `launched`, in order. With
+    `workers` threads the functions run in them, at most `workers` batches waiting; with 0 in the
+    caller, one batch behind. After an error, batches not landed are dropped."""
+    pool = ThreadPoolExecutor(workers, thread_name_prefix="bgbench-land") if workers else None
+    pending: Deque[Tuple[Any, Any]] = deque()
 
-    def __init__(self, workers: int = 0):
-        self.workers = max(0, int(workers))
-        self._pool: Optional[ThreadPoolExecutor] = (
-            ThreadPoolExecutor(self.workers, thread_name_prefix="bgbench-land") if self.workers else None)
-        self._pending: Deque[Tuple[Any, Any]] = deque()
-
-    def push(self, batch, land: Callable[[], list]) -> Iterator[Tuple[Any, list]]:
-        self._pending.append((batch, land if self._pool is None else self._pool.submit(land)))
-        yield from self._due(keep=self.workers or 1)  # without threads, the batch before this one
-
-    def drain(self) -> Iterator[Tuple[Any, list]]:
-        yield from self._due(keep=0)
-
-    def _due(self, keep: int) -> Iterator[Tuple[Any, list]]:
-        while len(self._pending) > keep:
-            batch, work = self._pending.popleft()
-            yield batch, (work.result() if isinstance(work, Future) else work())
-
-    def close(self) -> None:
-        """Stop the threads (after an error: batches not landed are dropped)."""
-        self._pending.clear()
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-
-    def __enter__(self) -> "Landing":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
+    def due(keep: int) -> Iterator[Tuple[Any, list]]:
+        while len(pending) > keep:
+            batch, work = pending.popleft()
+            yield batch, (work() if pool is None else work.result())
+    try:
+        for batch, land in launched:
+            pending.append((batch, land if pool is None else pool.submit(land)))
+            yield from due(keep=workers or 1)  # without threads, the batch before this one
+        yield from due(keep=0)
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)

@@ -22,16 +22,16 @@ measure prepared), so a measure reads one signature:
    the one place a model run's provenance is built), unless the measure opened its run's
    provenance itself (the challenge, whose store rows come before its end: `opened = True`).
 
-`predicted` below is the feed's batched prediction of a set of items, shared between torchrun
-ranks in whole batches and joined on rank 0 (eval and the arms); the probes read the feed's
-batches of images and masks (`base.ModelMeasure`). The challenge keeps its own engine, search and
+`predicted` below is the feed's batched prediction of a run's `Arm`s (eval's variants, the
+shortcut measures' arms), shared between torchrun ranks in whole batches and gathered on rank 0 as
+the probes' rows are; the probes read the feed's batches of images and masks (`base.ModelMeasure`). The challenge keeps its own engine, search and
 resumable store; this template only drives its setup and provenance.
 """
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Dict, Optional, Sequence, Tuple
+from typing import Any, Callable, ClassVar, Dict, Iterable, Optional, Tuple
 
 from ..checks import at_least, device as valid_device
 from ..evaluation.precision_flag import Precision, check_precision, precision_field
@@ -108,8 +108,9 @@ class RunningMeasure(Measure):
         self.meet(run)
         run.ranks = setup(cfg.device)
         run.model = model.to(run.ranks.device).eval()
-        if run.ranks.main:
-            _note_precision(run, str(getattr(cfg, "precision", "fp32")))
+        if run.ranks.main:  # a bf16 run says so before it starts where bf16 is slower than fp32 (not native)
+            from ..evaluation.numerics import note_if_slower
+            note_if_slower(str(getattr(cfg, "precision", "fp32")), run.model, run.device)
         done = self.measure(run)
         if done is None:
             return None
@@ -153,33 +154,47 @@ def meet_layout(run: RunContext, layout) -> None:
     run.model.meet(layout, labels=run.measure.decides, protocol=getattr(run.cfg, "protocol", None))
 
 
-def _note_precision(run: RunContext, precision: str) -> None:
-    """A bf16 run says so before it starts where bf16 is slower than fp32 (not native), measured on
-    four seeded random inputs at the model's input size."""
-    if "bf16" not in precision:
-        return
-    import torch
-    from ..evaluation.numerics import note_if_slower
-    _, h, w = run.model.spec.input_size
-    x = torch.rand(4, 3, h, w, generator=torch.Generator().manual_seed(0)).to(run.device)
-    note_if_slower(precision, run.model, x, run.device)
-
-
 # -- the feed -------------------------------------------------------------------------------------
-def predicted(run: RunContext, items: Sequence, *, desc: str, render: Optional[Callable] = None,
-              forward: Optional[Callable] = None, checker=None, pixels=None):
-    """(every rank's predictions of `items`, joined in item order on rank 0 (None elsewhere), the
-    pixels read): each rank predicts its share of whole `run.cfg.batch_size` batches through the feed,
-    every process mapping the whole set's entry of the pixel cache (one decode on the machine;
-    `pixels`: that entry where the caller has it, `eval.runner.decode_ahead`), or rendering each image
-    with `render` (item -> HxWx3 uint8)."""
+@dataclass
+class Arm:
+    """One set of images a run predicts (one of eval's variants, one of a shortcut measure's arms):
+    the images of `variant` in `layout`; `render` (item -> HxWx3 uint8) makes each image on the fly
+    instead of decoding it; `forward(model, x)` replaces the plain forward (ten-crop; only some
+    classes compete); `checker(item, image)` sees every image (the masks' sizes of originals)."""
+
+    name: str
+    layout: Any
+    render: Optional[Callable] = None
+    forward: Optional[Callable] = None
+    variant: str = "original"
+    checker: Optional[Callable] = None
+
+    def items(self) -> list:
+        return self.layout.items(self.variant)
+
+
+def predicted(run: RunContext, arms: Iterable[Arm], *, prefix: str = "", read: Optional[Callable] = None):
+    """(each arm's predictions by name, every rank's joined in item order on rank 0, None elsewhere;
+    {images: how many were read, from_cache: how many came decoded from the pixel cache}): each
+    rank predicts its share of whole `run.cfg.batch_size` batches of each arm in turn, through the
+    feed (`evaluation.predict.predict_items`), every process mapping the whole arm's entry of the
+    pixel cache (one decode on the machine) or rendering each image with `arm.render`. `read(arm)`:
+    the pixels of an arm read from files where the caller has them (eval's, decoded ahead:
+    `eval.runner.DecodeAhead`); `prefix` goes before each arm's name on its progress bar."""
     from ..data.pixel_cache import Pixels, pixels_of
-    from ..evaluation.predict import joined_predictions, predict_items
+    from ..evaluation.predict import predict_items
     cfg = run.cfg
-    if pixels is None:
-        pixels = Pixels(items) if render is not None else pixels_of(items)
-    mine = predict_items(run.model, items, pixels=pixels, ranks=run.ranks, batch_size=cfg.batch_size,
-                         device=run.device, mapping=cfg.mapping, progress=run.progress and run.ranks.main,
-                         desc=desc, render=render, forward=forward, workers=cfg.workers,
-                         precision=getattr(cfg, "precision", "fp32"), checker=checker)
-    return joined_predictions(mine, len(items), run.ranks, cfg.batch_size), pixels
+    joined, fed = {}, {"images": 0, "from_cache": 0}
+    for arm in arms:
+        items = arm.items()
+        if arm.render is not None:
+            pixels = Pixels(items)
+        else:
+            pixels = read(arm) if read is not None else pixels_of(items)
+        joined[arm.name] = predict_items(
+            run.model, items, pixels=pixels, ranks=run.ranks, batch_size=cfg.batch_size, device=run.device,
+            mapping=cfg.mapping, progress=run.progress and run.ranks.main, desc=prefix + arm.name, render=arm.render,
+            forward=arm.forward, workers=cfg.workers, precision=getattr(cfg, "precision", "fp32"), checker=arm.checker)
+        fed["images"] += len(items)
+        fed["from_cache"] += pixels.from_cache
+    return joined, fed

@@ -25,7 +25,7 @@ from ...distributed import Ranks
 from ...models.labels import model_label
 from .config import EvalConfig
 from ..common.groups import group_results
-from ..running import RunContext, predicted
+from ..running import Arm, RunContext, predicted
 from ...evaluation.predict import Predictions, mask_checker
 from .results import EvalReport
 from .waterbirds import waterbirds_results
@@ -67,19 +67,16 @@ def eval_run(run: RunContext):
     cfg: EvalConfig = run.cfg
     model, layout, sets = run.model, run.layout, run.sets
     _warn_ten_crop_size(model, cfg, run.ranks)
-    predictions, fed = {}, {"images": 0, "from_cache": 0}
     on_disk = [v for v in sets.names if v not in sets.on_the_fly]
     ahead = decode_ahead([layout.items(v) for v in on_disk], run.device)  # the next variant decodes meanwhile
+    forward = ten_crop_logits if cfg.ten_crop else None
+    # each variant as an arm, made when its turn comes (a renderer says what it computes then)
+    arms = (Arm(v, layout, sets.renderers[v](layout), forward) if v in sets.on_the_fly else
+            Arm(v, layout, forward=forward, variant=v, checker=mask_checker(layout) if v == "original" else None)
+            for v in sets.names)
     try:
-        for v in sets.names:
-            render = sets.renderers[v](layout) if v in sets.on_the_fly else None
-            items = layout.items("original" if v in sets.on_the_fly else v)
-            pixels = ahead.pixels(on_disk.index(v)) if ahead is not None and render is None else None
-            predictions[v], pixels = predicted(run, items, desc=v, render=render, pixels=pixels,
-                                               forward=ten_crop_logits if cfg.ten_crop else None,
-                                               checker=mask_checker(layout) if v == "original" else None)
-            fed["images"] += len(items)
-            fed["from_cache"] += pixels.from_cache
+        predictions, fed = predicted(run, arms, read=None if ahead is None else
+                                     lambda arm: ahead.pixels(on_disk.index(arm.name)))
     finally:
         if ahead is not None:
             ahead.close()
