@@ -33,7 +33,7 @@ from .. import console
 from ..errors import CheckpointError
 from .checkpoint import sha256_file
 from .norms import DATASET, IMAGENET1K, mark_assumed, norm_for
-from .schemes import ModelRequest, Peek, register_scheme
+from .options import ModelRequest, Peek, register_scheme
 from .inputs import INTERPOLATIONS, check_input_size
 from .spec import ModelSpec
 from .static_shapes import in_fixed_batches, static_dims

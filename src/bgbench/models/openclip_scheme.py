@@ -26,7 +26,7 @@ from .checkpoint import tensors_sha256
 from .inputs import native_hw
 from .norms import DATASET, IMAGENET1K
 from .pickles import first_line, quiet, weights_failure
-from .schemes import ModelRequest, Peek, register_scheme
+from .options import ModelRequest, Peek, register_scheme
 from .spec import ModelSpec
 from .zero_shot import IMAGENET_LABELS, ZeroShotClassifier, build_head, class_names, resolve_label_set, template_texts
 

@@ -185,7 +185,7 @@ class _ModelFacts:
     def _peek(self, classes: tuple):
         """The scheme's peek for a dataset of `classes` (a BgbenchError, kept, when it cannot tell)."""
         if classes not in self._peeks:
-            from ..models.registry import peek_model
+            from ..models.options import peek_model
             o = self.model.options
             try:
                 self._peeks[classes] = peek_model(self.model.model, checkpoint=o.get("checkpoint"),

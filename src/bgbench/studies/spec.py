@@ -275,7 +275,7 @@ def _short(model: str) -> str:
 def _check_model_string(model: str, checkpoint: Optional[str], key: str, source: str) -> None:
     """A model string that names a scheme bgbench has, and a file that exists, without building
     (no weights are loaded or downloaded before the study runs)."""
-    from ..models.registry import get_scheme, usages
+    from ..models.options import get_scheme, usages
     scheme, _, arg = model.partition(":")
     if not arg:
         raise BgbenchError(f"{source}: {key}: {model!r} must look like {usages()}")
