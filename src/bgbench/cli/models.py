@@ -19,8 +19,8 @@ def register(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..models import list_models
     if args.schemes:  # one line per registered scheme, its usage and what it is, then the file formats it
-        # reads, each with what a job can do with it (`models.formats`)
-        from ..models.formats import FORMATS, can_do, formats_of
+        # reads, each with what a job can do with it (`models.checkpoint`)
+        from ..models.checkpoint import FORMATS, can_do, formats_of
         from ..models.options import schemes
         doc = [{"scheme": s.name, "usage": s.usage, "summary": s.summary, "lists_names": s.names is not None,
                 "runnable": s.runnable,

@@ -6,7 +6,7 @@ model is built, so `import bgbench` and `bgbench --help` never load it. The sess
 provider, or on the CUDA provider when the job asks for `--device cuda` and onnxruntime has it.
 `OnnxNet` is the session as an `x -> logits` module: torch tensors in, numpy to the session,
 torch tensors back on the input's device. It runs outside autograd and has no layers, so measures
-that need either refuse it (`formats.check_needs`).
+that need either refuse it (`checkpoint.check_needs`).
 
 What the spec needs comes from the file first (onnxruntime's own `get_modelmeta()` and
 `get_inputs()`/`get_outputs()`):
@@ -31,12 +31,11 @@ from torch import nn
 
 from .. import console
 from ..errors import CheckpointError
-from .checkpoint import sha256_file
+from .checkpoint import in_fixed_batches, sha256_file, static_dims
 from .norms import DATASET, IMAGENET1K, mark_assumed, norm_for
 from .options import ModelRequest, Peek, register_scheme
 from .inputs import INTERPOLATIONS, check_input_size
 from .spec import ModelSpec
-from .static_shapes import in_fixed_batches, static_dims
 
 #: onnxruntime's element types -> numpy's (what a float input may be declared as).
 _FLOAT_TYPES = {"tensor(float)": np.float32, "tensor(float16)": np.float16, "tensor(double)": np.float64}

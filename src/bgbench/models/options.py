@@ -81,7 +81,7 @@ class Peek:
         num_classes: its output width (None: unknown).
         weights: the one file its weights are read from, when there is one on this machine (a
             checkpoint, a cached download): a step is identified by its sha256.
-        format: how its file is read, when that limits what it can do (`formats.FORMATS`: a
+        format: how its file is read, when that limits what it can do (`checkpoint.FORMATS`: a
             torch.export program or an ONNX model has no layers to hook).
     """
 

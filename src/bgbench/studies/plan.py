@@ -197,9 +197,9 @@ class _ModelFacts:
         return self._peeks[classes]
 
     def format_problem(self, measure: str) -> Optional[str]:
-        """Why this model's file format cannot give what `measure` needs (layers: `models.formats`)."""
+        """Why this model's file format cannot give what `measure` needs (layers: `models.checkpoint`)."""
         from ..measures.registry import get_measure
-        from ..models.formats import FORMATS, needs_problem
+        from ..models.checkpoint import FORMATS, needs_problem
         peeked = self._peek(())
         if isinstance(peeked, BgbenchError) or peeked.format not in FORMATS:
             return None
