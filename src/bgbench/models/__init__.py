@@ -4,7 +4,7 @@ The model door and its scheme registry (`options`) are torch-free; the specs, sc
 load on first use (they need torch).
 """
 from .._lazy import lazy_getattr
-from .norms import NORMS
+from .inputs import NORMS
 from .options import ModelRequest, create_model, list_models, list_schemes, register_scheme
 
 _EXPORTS = {"BgModel": ".spec", "ModelSpec": ".spec", "register_zoo": ".zoo", "read_checkpoint": ".checkpoint",

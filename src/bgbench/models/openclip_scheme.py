@@ -23,8 +23,7 @@ from torch import nn
 
 from ..errors import CheckpointError
 from .checkpoint import first_line, quiet, tensors_sha256, weights_failure
-from .inputs import native_hw
-from .norms import DATASET, IMAGENET1K
+from .inputs import DATASET, IMAGENET1K, native_hw
 from .options import ModelRequest, Peek, register_scheme
 from .spec import ModelSpec
 from .zero_shot import IMAGENET_LABELS, ZeroShotClassifier, build_head, class_names, resolve_label_set, template_texts

@@ -32,8 +32,8 @@ from ..console import status
 from ..errors import BgbenchError, CheckpointError
 from ..options import flag
 from ..signatures import config_parameters, signed
-from .inputs import LABEL_SETS, RESIZE_CHOICES, check_input_size, native_hw
-from .norms import NORMS, assumed_note, check_norm_flags, parse_size, parse_triple, record_norm
+from .inputs import (LABEL_SETS, NORMS, RESIZE_CHOICES, assumed_note, check_input_size, check_norm_flags,
+                     native_hw, parse_size, parse_triple, record_norm)
 
 @dataclass(frozen=True)
 class ModelRequest:
@@ -203,7 +203,7 @@ def create_model(name: str, checkpoint: Optional[str] = None, num_classes: Optio
         pretrained: a bare timm architecture with timm's published weights (its default tag).
         mean, std: the model's input normalization for [0,1] images (three numbers each), for a
             model whose file does not say it; where they came from is recorded in
-            `spec.extra['normalization']` (`norms.record_norm`).
+            `spec.extra['normalization']` (`inputs.record_norm`).
         input_size: the model's input (H, W) (or one side), for a model whose file does not fix it:
             with `resize` 'auto', images of another size are resized to it.
     """

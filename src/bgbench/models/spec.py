@@ -15,8 +15,7 @@ from ..classes import class_name_mismatch
 from ..console import status
 from ..errors import BgbenchError
 from .checkpoint import check_size, format_of
-from .inputs import fit_to_native, native_hw, size_note
-from .norms import DATASET, IMAGENET1K, IMAGENET_MEAN, IMAGENET_STD, IN9_MEAN, IN9_STD  # noqa: F401 (re-exported)
+from .inputs import DATASET, IMAGENET1K, IN9_MEAN, IN9_STD, fit_to_native, native_hw, size_note
 
 
 @dataclass

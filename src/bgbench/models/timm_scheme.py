@@ -30,7 +30,7 @@ from torch import nn
 from ..errors import CheckpointError
 from .checkpoint import (LoadedCheckpoint, read_checkpoint, record_training, sha256_file, tensors_sha256,
                          weights_failure)
-from .norms import DATASET, IMAGENET1K, mark_assumed, norm_for
+from .inputs import DATASET, IMAGENET1K, mark_assumed, norm_for
 from .options import ModelRequest, Peek, register_scheme
 from .spec import ModelSpec, first_three
 

@@ -224,8 +224,7 @@ def _model(item: Any, key: str, source: str, base: Path = Path("."), defaults: O
     model = _from_base(item["model"], base)
     # checked as the model flags are (choices, files that exist), before any step runs
     from .. import checks
-    from ..models.inputs import LABEL_SETS, RESIZE_CHOICES
-    from ..models.norms import NORMS
+    from ..models.inputs import LABEL_SETS, NORMS, RESIZE_CHOICES
     try:
         for name, choices in (("norm", NORMS), ("resize", RESIZE_CHOICES), ("labels", LABEL_SETS)):
             if name in options:
