@@ -175,12 +175,15 @@ def list_models(pattern: str = "*") -> List[str]:
     return [n for n in names if fnmatch.fnmatch(n, pattern)]
 
 
-def _scheme(name: str) -> Tuple[Scheme, str]:
-    """The scheme of model string `name` and what follows its ':'."""
+def _request(name: str, checkpoint: Optional[str] = None, classes: Optional[Sequence[str]] = None,
+             **options) -> Tuple[Scheme, ModelRequest]:
+    """The scheme of model string `name` and the `ModelRequest` it is built (or peeked) with."""
     scheme_name, _, target = str(name).partition(":")
     if not target:
         raise CheckpointError(f"model {name!r} must look like {usages()}")
-    return get_scheme(scheme_name, str(name)), target
+    return get_scheme(scheme_name, str(name)), ModelRequest(
+        name=str(name), target=target, checkpoint=str(checkpoint) if checkpoint else None,
+        classes=tuple(classes) if classes else None, **options)
 
 
 def create_model(name: str, checkpoint: Optional[str] = None, num_classes: Optional[int] = None,
@@ -207,7 +210,9 @@ def create_model(name: str, checkpoint: Optional[str] = None, num_classes: Optio
         input_size: the model's input (H, W) (or one side), for a model whose file does not fix it:
             with `resize` 'auto', images of another size are resized to it.
     """
-    scheme, target = _scheme(name)
+    scheme, request = _request(name, checkpoint, classes, pretrained=pretrained, num_classes=num_classes,
+                               trust_checkpoint=trust_checkpoint, norm=norm, resize=resize, labels=labels,
+                               templates=str(templates), device=device)
     checks.one_of("--norm", norm, NORMS)
     checks.one_of("--resize", resize, RESIZE_CHOICES)
     checks.one_of("--labels", labels, LABEL_SETS)
@@ -221,10 +226,6 @@ def create_model(name: str, checkpoint: Optional[str] = None, num_classes: Optio
                               f"its weights itself")
     if checkpoint and scheme.own_weights:
         raise CheckpointError(scheme.own_weights)
-    request = ModelRequest(name=str(name), target=target, checkpoint=str(checkpoint) if checkpoint else None,
-                           pretrained=pretrained, num_classes=num_classes, trust_checkpoint=trust_checkpoint, norm=norm, resize=resize,
-                           labels=labels, templates=str(templates), classes=tuple(classes) if classes else None,
-                           device=device)
     net, spec = scheme.build(request)
     record_norm(spec, norm, mean, std)
     fixed = getattr(net, "fixed_hw", None)
@@ -247,10 +248,8 @@ def peek_model(name: str, checkpoint: Optional[str] = None, pretrained: bool = F
     """What `create_model` would build for these options and a dataset of `classes`, as far as the
     scheme can tell without building it (label space, output width, the weight file): what a
     study's plan checks each step with. Unknown parts are None."""
-    scheme, target = _scheme(name)
-    request = ModelRequest(name=str(name), target=target, checkpoint=str(checkpoint) if checkpoint else None,
-                           pretrained=pretrained, trust_checkpoint=trust_checkpoint, labels=labels,
-                           classes=tuple(classes) if classes else None)
+    scheme, request = _request(name, checkpoint, classes, pretrained=pretrained, trust_checkpoint=trust_checkpoint,
+                               labels=labels)
     return scheme.peek(request) if scheme.peek is not None else Peek()  # a scheme without a peek: unknown
 
 
