@@ -162,7 +162,7 @@ class BgModel(nn.Module):
 
     @property
     def format(self) -> str:
-        """How the model was read ('safetensors', 'export', 'onnx', 'torchscript', ...: `models.formats`)."""
+        """How the model was read ('safetensors', 'export', 'onnx', 'torchscript', ...: `models.checkpoint`)."""
         return format_of(self.spec).name
 
     @property
