@@ -13,7 +13,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from bgbench.models.registry import create_model  # the scheme step under load_model: classes= given
+from bgbench.models.options import create_model  # the scheme step under load_model: classes= given
 from bgbench.classes import IN9_FOLDERS
 from bgbench.errors import BgbenchError, CheckpointError
 from bgbench.models.checkpoint import save_checkpoint

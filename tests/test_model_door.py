@@ -10,7 +10,7 @@ import torch
 
 import bgbench
 from bgbench.errors import CheckpointError
-from bgbench.models.norms import IMAGENET_MEAN
+from bgbench.models.inputs import IMAGENET_MEAN
 from bgbench.models.options import ModelOptions
 from bgbench.options import flagged_fields
 from bgbench.store import Store

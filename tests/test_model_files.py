@@ -419,7 +419,7 @@ def test_safetensors_that_do_not_fit_the_architecture_are_one_line(eager, synth_
 
 def test_a_hugging_face_folder_of_config_json_and_model_safetensors(tmp_path):
     from transformers import ViTConfig, ViTForImageClassification
-    from bgbench.models.registry import create_model
+    from bgbench.models.options import create_model
     torch.manual_seed(0)
     cfg = ViTConfig(image_size=16, patch_size=4, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
                     intermediate_size=32, num_labels=9)

@@ -12,7 +12,7 @@ from bgbench.errors import BgbenchError
 from bgbench.store import Store
 from bgbench.measures.eval.config import PredictionFileConfig
 from bgbench.prediction_files import export_predictions, predictions_report
-from bgbench.models.registry import create_model
+from bgbench.models.options import create_model
 from bgbench.reporting.leaderboard import leaderboard as leaderboard_rows
 from conftest import assert_one_line_error, run_cli
 

@@ -15,7 +15,7 @@ from bgbench.edits.registry import ATTRIBUTES, Context, edits_for
 from bgbench.errors import CheckpointError
 from bgbench.models import ModelRequest, ModelSpec, create_model, list_models, list_schemes, register_scheme
 from bgbench.models.checkpoint import save_checkpoint
-from bgbench.models.schemes import SCHEMES
+from bgbench.models.options import SCHEMES
 from bgbench.reporting.render import render_report  # noqa: F401  (registers every section)
 from bgbench.reporting.sections import list_sections
 

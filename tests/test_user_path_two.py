@@ -34,7 +34,7 @@ def unreachable_hub(tmp_path, monkeypatch):
 @pytest.mark.parametrize("model", [MODEL, "hf:facebook/convnext-tiny-224"])
 def test_a_hub_name_fails_at_once_when_the_hub_cannot_be_reached(model, unreachable_hub):
     from bgbench.errors import BgbenchError
-    from bgbench.models.registry import create_model
+    from bgbench.models.options import create_model
     import transformers  # noqa: F401 - imported before the clock starts: the bound is the failure's, not imports'
     t0 = time.perf_counter()
     with pytest.raises(BgbenchError) as e:
@@ -45,7 +45,7 @@ def test_a_hub_name_fails_at_once_when_the_hub_cannot_be_reached(model, unreacha
 
 def test_hf_hub_offline_fails_at_once_too(unreachable_hub, monkeypatch):
     from bgbench.errors import BgbenchError
-    from bgbench.models.registry import create_model
+    from bgbench.models.options import create_model
     monkeypatch.setattr(unreachable_hub, "HF_HUB_OFFLINE", True)
     with pytest.raises(BgbenchError, match="HF_HUB_OFFLINE is set"):
         create_model(MODEL)

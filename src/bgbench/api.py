@@ -185,7 +185,7 @@ def probe(name: str, model: ModelLike, data: str | Path, *, out_dir: Optional[st
     and penultimate features) is refused here, in one line, before anything runs: this is where every
     probe's model meets its measure (`bgbench probe` and studies come through here too).
     """
-    from .models.formats import check_needs
+    from .models.checkpoint import check_needs
     from .runs import run_measure
     measure = _registered(name, Command.PROBE)
     cfg, how = _model_config(measure.config, f"probe {name}", options)

@@ -86,7 +86,7 @@ def _hand_run(store):
 
 
 def test_prediction_categories_from_the_store_overall_and_per_class(store, monkeypatch):
-    import bgbench.models.registry as registry
+    import bgbench.models.options as registry
 
     def refuse(*a, **k):
         raise AssertionError("the categories analysis must not load a model")

@@ -19,13 +19,13 @@ def register(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..models import list_models
     if args.schemes:  # one line per registered scheme, its usage and what it is, then the file formats it
-        # reads, each with what a job can do with it (`models.formats`)
-        from ..models.formats import FORMATS, can_do, formats_of
-        from ..models.registry import SCHEMES
+        # reads, each with what a job can do with it (`models.checkpoint`)
+        from ..models.checkpoint import FORMATS, can_do, formats_of
+        from ..models.options import schemes
         doc = [{"scheme": s.name, "usage": s.usage, "summary": s.summary, "lists_names": s.names is not None,
                 "runnable": s.runnable,
                 "formats": [{"format": f.name, "summary": f.summary, "layers": f.layers, "gradients": f.gradients}
-                            for f in formats_of(s.name)]} for s in SCHEMES.values()]
+                            for f in formats_of(s.name)]} for s in schemes().values()]
         return emit(args, doc, "\n".join(
             line for d in doc for line in [
                 f"{d['usage']:<28} {d['summary']}" + (f"  (names: bgbench models '{d['scheme']}:*')"

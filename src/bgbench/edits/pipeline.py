@@ -381,7 +381,7 @@ def edit_dataset(cfg: EditConfig, model=None, progress: bool = True) -> Optional
     if not edits:
         raise BgbenchError(f"--levels {' '.join(cfg.levels or ())} selects no edit level")
     if model is not None and any(e.needs_model for e in edits):  # it ascends the loss through the model
-        from ..models.formats import check_needs
+        from ..models.checkpoint import check_needs
         check_needs(model, ("gradients",), f"the adversarial level ({ADVERSARIAL})")
         checks.device(cfg.device)
     weights = None  # the diffusion backend's, checked before anything is written

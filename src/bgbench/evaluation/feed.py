@@ -11,7 +11,7 @@ pictures of the galleries. It owns, in order:
   that decode ahead, `prefetch_factor` batches each, into pinned memory on a GPU), as timm's and
   torchvision's reference scripts feed a model;
 - the copy to the device as uint8 (`DeviceFeed`, a quarter of float's bytes), converted to [0,1]
-  float there; normalization stays inside the model wrapper (`models.norms`), so composites and
+  float there; normalization stays inside the model wrapper (`models.inputs`), so composites and
   probes keep working on [0,1] images;
 - torchrun: block b of `batch_size` images goes to rank b mod K (`distributed.share`), so every
   forward sees exactly what it sees in one process, and `gathered` puts every rank's rows back in

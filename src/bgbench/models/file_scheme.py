@@ -20,8 +20,8 @@ from torch import nn
 
 from ..errors import CheckpointError
 from .checkpoint import read_checkpoint, record_training
-from .norms import DATASET, IMAGENET1K, mark_assumed, norm_for
-from .schemes import ModelRequest, Peek, register_scheme
+from .inputs import DATASET, IMAGENET1K, mark_assumed, norm_for
+from .options import ModelRequest, Peek, register_scheme
 from .spec import ModelSpec
 from .timm_scheme import build_timm
 

@@ -23,8 +23,7 @@ import torch
 from torch import nn
 
 from ..errors import BgbenchError
-from .inputs import fit_to_native
-from .norms import DATASET
+from .inputs import DATASET, fit_to_native
 from .spec import BgModel
 from .zero_shot import ZeroShotClassifier
 

@@ -23,11 +23,9 @@ from torch import nn
 
 from .. import console
 from ..errors import BgbenchError, CheckpointError
-from .checkpoint import tensors_sha256
-from .pickles import first_line, weights_failure
-from .inputs import check_input_size, native_hw
-from .norms import DATASET, IMAGENET1K, IMAGENET_MEAN, IMAGENET_STD, mark_assumed
-from .schemes import ModelRequest, register_scheme
+from .checkpoint import first_line, tensors_sha256, weights_failure
+from .inputs import DATASET, IMAGENET1K, IMAGENET_MEAN, IMAGENET_STD, check_input_size, mark_assumed, native_hw
+from .options import ModelRequest, register_scheme
 from .spec import ModelSpec
 
 #: PIL resampling codes (what processors store) -> the interpolation bgbench resizes with.

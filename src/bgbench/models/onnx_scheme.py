@@ -6,7 +6,7 @@ model is built, so `import bgbench` and `bgbench --help` never load it. The sess
 provider, or on the CUDA provider when the job asks for `--device cuda` and onnxruntime has it.
 `OnnxNet` is the session as an `x -> logits` module: torch tensors in, numpy to the session,
 torch tensors back on the input's device. It runs outside autograd and has no layers, so measures
-that need either refuse it (`formats.check_needs`).
+that need either refuse it (`checkpoint.check_needs`).
 
 What the spec needs comes from the file first (onnxruntime's own `get_modelmeta()` and
 `get_inputs()`/`get_outputs()`):
@@ -14,7 +14,7 @@ What the spec needs comes from the file first (onnxruntime's own `get_modelmeta(
   H and W, `input_size` in the metadata, else the images are fed as they are;
 - normalization: `mean`/`std` in the metadata (three numbers each, for [0,1] images; `0,0,0` and
   `1,1,1` when the graph normalizes by itself), else `--mean/--std` or `--norm`; without either,
-  the rule's guess by label space, said in one warning line and recorded (`norms.mark_assumed`);
+  the rule's guess by label space, said in one warning line and recorded (`inputs.mark_assumed`);
 - label space: `label_space` in the metadata, else 1000 outputs are ImageNet-1k's and any other
   width the dataset's classes; `class_names` (a JSON list) names a dataset model's classes.
 A `bgbench_spec` entry (a `ModelSpec.to_dict()` as JSON) supplies all of these at once.
@@ -31,12 +31,10 @@ from torch import nn
 
 from .. import console
 from ..errors import CheckpointError
-from .checkpoint import sha256_file
-from .norms import DATASET, IMAGENET1K, mark_assumed, norm_for
-from .schemes import ModelRequest, Peek, register_scheme
-from .inputs import INTERPOLATIONS, check_input_size
+from .checkpoint import in_fixed_batches, sha256_file, static_dims
+from .inputs import DATASET, IMAGENET1K, INTERPOLATIONS, check_input_size, mark_assumed, norm_for
+from .options import ModelRequest, Peek, register_scheme
 from .spec import ModelSpec
-from .static_shapes import in_fixed_batches, static_dims
 
 #: onnxruntime's element types -> numpy's (what a float input may be declared as).
 _FLOAT_TYPES = {"tensor(float)": np.float32, "tensor(float16)": np.float16, "tensor(double)": np.float64}

@@ -22,11 +22,9 @@ import torch
 from torch import nn
 
 from ..errors import CheckpointError
-from .checkpoint import tensors_sha256
-from .inputs import native_hw
-from .norms import DATASET, IMAGENET1K
-from .pickles import first_line, quiet, weights_failure
-from .schemes import ModelRequest, Peek, register_scheme
+from .checkpoint import first_line, quiet, tensors_sha256, weights_failure
+from .inputs import DATASET, IMAGENET1K, native_hw
+from .options import ModelRequest, Peek, register_scheme
 from .spec import ModelSpec
 from .zero_shot import IMAGENET_LABELS, ZeroShotClassifier, build_head, class_names, resolve_label_set, template_texts
 

@@ -1,25 +1,258 @@
-"""How a model is asked for, written once: `ModelOptions` is the one door to a built model.
+"""The model door: a model string and how it is asked for, resolved into a built model.
 
-The CLI's model flags are generated from these fields' metadata (`options.flag`), the CLI builds a
-`ModelOptions` from the parsed arguments, and every API function builds one from its keyword
-arguments; both then call `build`. A zero-shot model's label set, a norm, a trusted checkpoint or
-a protocol therefore resolve the same way from `bgbench probe ablate` and `bgbench.probe("ablate", ...)`.
-This module imports no torch (the flags are read for `--help`); `build` does.
+`ModelOptions` is the one way a model is asked for: the CLI's model flags are generated from its
+fields' metadata (`options.flag`), the CLI builds one from the parsed arguments, every API function
+from its keyword arguments, and both call `build` (`load_model` for the API). A zero-shot model's
+label set, a norm, a trusted checkpoint or a protocol therefore resolve the same way from `bgbench
+probe ablate` and `bgbench.probe("ablate", ...)`.
+
+One string names a model: '<scheme>:<rest>', e.g. 'timm:<arch>', 'file:<path>', 'zoo:<name>',
+'openclip:<arch>[@<pretrained>]', 'hf:<repo or folder>', 'onnx:<file>' (and 'predictions:<name>',
+which names a model known only by its predictions and cannot be run). A scheme is one module that
+registers a builder with `@register_scheme`, the way timm registers architectures; a new one is a
+new module plus its name in `SCHEME_MODULES`. `create_model` resolves the string (plus an optional
+checkpoint) into a `BgModel`: the network, wrapped with its normalization, and a `ModelSpec` that
+records what it is; `build` adds what a run needs of a model: its identity, class map and speed-ups.
+
+This module imports no torch (the flags are read for `--help`): the schemes, which do, are
+imported on first use (`schemes`).
 """
 from __future__ import annotations
 
 import dataclasses
+import fnmatch
 import hashlib
+import importlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional, Tuple, Union
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
+from .. import checks
 from ..console import status
-from ..errors import BgbenchError
+from ..errors import BgbenchError, CheckpointError
 from ..options import flag
 from ..signatures import config_parameters, signed
-from .inputs import LABEL_SETS, RESIZE_CHOICES
-from .norms import NORMS, assumed_note, check_norm_flags, parse_size, parse_triple
+from .inputs import (LABEL_SETS, NORMS, RESIZE_CHOICES, assumed_note, check_input_size, check_norm_flags,
+                     native_hw, parse_size, parse_triple, record_norm)
+
+@dataclass(frozen=True)
+class ModelRequest:
+    """What the user asked for: the model string, split at its scheme, and `create_model`'s options.
+
+    Attributes:
+        name: the whole model string ('timm:resnet18'); it becomes the spec's name.
+        target: what follows the scheme ('resnet18', a path, a zoo name).
+        checkpoint: weights given apart from the string (`--checkpoint`), for schemes that take them.
+        pretrained: `--pretrained`: the scheme's published weights for a bare architecture (timm's
+            default tag); a scheme without published weights refuses it.
+        num_classes: output width of a randomly initialised network.
+        trust_checkpoint: allow full unpickling.
+        norm: 'auto' lets the scheme choose; other values are applied by `create_model` afterwards.
+        resize: 'auto' lets the scheme choose its resize policy; 'native' or 'none' are applied by
+            `create_model` afterwards (`models.inputs`).
+        labels: zero-shot schemes: 'imagenet' (the 1000 ImageNet classes, then the IN-9 mapping),
+            'dataset' (the dataset's own class names) or 'auto' (imagenet on the IN-9 classes or
+            when no classes are given, dataset otherwise).
+        templates: zero-shot schemes: 'openai', 'simple' or a text file with one template per line.
+        classes: the dataset's class folders, for a head built from their names.
+        device: where a scheme may compute what the model is built from (a zero-shot head).
+    """
+
+    name: str
+    target: str
+    checkpoint: Optional[str] = None
+    pretrained: bool = False
+    num_classes: Optional[int] = None
+    trust_checkpoint: bool = False
+    norm: str = "auto"
+    resize: str = "auto"
+    labels: str = "auto"
+    templates: str = "openai"
+    classes: Optional[Tuple[str, ...]] = None
+    device: str = "cpu"
+
+
+@dataclass(frozen=True)
+class Peek:
+    """What can be known of a model without building it (a study's plan checks its steps with it).
+
+    Attributes:
+        label_space: 'imagenet1k' or 'dataset'; None when only building the model would tell.
+        num_classes: its output width (None: unknown).
+        weights: the one file its weights are read from, when there is one on this machine (a
+            checkpoint, a cached download): a step is identified by its sha256.
+        format: how its file is read, when that limits what it can do (`checkpoint.FORMATS`: a
+            torch.export program or an ONNX model has no layers to hook).
+    """
+
+    label_space: Optional[str] = None
+    num_classes: Optional[int] = None
+    weights: Optional[Path] = None
+    format: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Scheme:
+    """A registered scheme: `build(request) -> (network, ModelSpec)`, and optionally its model names.
+
+    Attributes:
+        zero_shot: the scheme builds its head from class names (it reads `labels` and `templates`).
+        runnable: False for models known only by their predictions (`predictions:`), which no
+            job can run; their `build` explains that in one line.
+        summary: what the scheme's models are, for `bgbench models --schemes`.
+        own_weights: for a scheme whose models carry their own weights, the one line that refuses
+            `--checkpoint` ('': the scheme reads it, or refuses it itself).
+    """
+
+    name: str
+    build: Callable[[ModelRequest], tuple]
+    usage: str
+    names: Optional[Callable[[], Iterable[str]]] = None
+    zero_shot: bool = False
+    runnable: bool = True
+    summary: str = ""
+    peek: Optional[Callable[[ModelRequest], Peek]] = None
+    own_weights: str = ""
+
+
+SCHEMES: Dict[str, Scheme] = {}
+#: Modules whose import registers a scheme (in the order `list_models` lists them).
+SCHEME_MODULES = (".timm_scheme", ".file_scheme", ".onnx_scheme", ".zoo", ".openclip_scheme", ".hf_scheme",
+                  ".prediction_scheme")
+
+
+def schemes() -> Dict[str, Scheme]:
+    """Every registered scheme by name, the built-in ones imported (with torch) on first use."""
+    for module in SCHEME_MODULES:
+        importlib.import_module(module, __package__)
+    return SCHEMES
+
+
+def register_scheme(name: str, usage: str, names: Optional[Callable[[], Iterable[str]]] = None,
+                    zero_shot: bool = False, runnable: bool = True, summary: str = "", own_weights: str = "",
+                    peek: Optional[Callable[[ModelRequest], Peek]] = None):
+    """Decorator: `fn(request) -> (net, spec)` builds the models whose string starts with `name:`.
+
+    Args:
+        usage: how the string looks, for messages ('timm:ARCH').
+        names: the model names (without the scheme) that `list_models` offers, if the scheme can list them.
+        peek: `peek(request) -> Peek` tells what the scheme would build, without building it (no
+            weights loaded, nothing downloaded); a scheme without one is peeked as unknown.
+        zero_shot, runnable, summary, own_weights: see `Scheme`.
+    """
+    def wrap(fn):
+        if name in SCHEMES:
+            raise ValueError(f"model scheme {name!r} is already registered")
+        SCHEMES[name] = Scheme(name, fn, usage, names, zero_shot=zero_shot, runnable=runnable,
+                               summary=summary or (fn.__doc__ or "").strip().split("\n")[0], peek=peek,
+                               own_weights=own_weights)
+        return fn
+    return wrap
+
+
+def list_schemes() -> List[str]:
+    return list(schemes())
+
+
+def usages() -> str:
+    """'timm:ARCH, file:PATH or zoo:NAME': every registered scheme, for messages."""
+    forms = [s.usage for s in schemes().values()]
+    return forms[0] if len(forms) == 1 else f"{', '.join(forms[:-1])} or {forms[-1]}"
+
+
+def get_scheme(name: str, model: str) -> Scheme:
+    """The scheme `name` of model string `model`; a one-line error naming the registered ones."""
+    if name not in schemes():
+        raise CheckpointError(f"unknown model scheme {name!r} in {model!r}; registered schemes: {usages()}")
+    return SCHEMES[name]
+
+
+def list_models(pattern: str = "*") -> List[str]:
+    """Model strings of every scheme that can list its models, filtered with fnmatch ('timm:resnet*')."""
+    head = pattern.split(":", 1)[0] if ":" in pattern else None
+    names = [f"{scheme.name}:{n}" for scheme in schemes().values()
+             if scheme.names is not None and (head is None or fnmatch.fnmatch(scheme.name, head)) for n in scheme.names()]
+    return [n for n in names if fnmatch.fnmatch(n, pattern)]
+
+
+def _request(name: str, checkpoint: Optional[str] = None, classes: Optional[Sequence[str]] = None,
+             **options) -> Tuple[Scheme, ModelRequest]:
+    """The scheme of model string `name` and the `ModelRequest` it is built (or peeked) with."""
+    scheme_name, _, target = str(name).partition(":")
+    if not target:
+        raise CheckpointError(f"model {name!r} must look like {usages()}")
+    return get_scheme(scheme_name, str(name)), ModelRequest(
+        name=str(name), target=target, checkpoint=str(checkpoint) if checkpoint else None,
+        classes=tuple(classes) if classes else None, **options)
+
+
+def create_model(name: str, checkpoint: Optional[str] = None, num_classes: Optional[int] = None,
+                 trust_checkpoint: bool = False, norm: str = "auto", resize: str = "auto", labels: str = "auto",
+                 templates: str = "openai", classes: Optional[Sequence[str]] = None, device: str = "cpu",
+                 pretrained: bool = False, mean: Optional[Sequence[float]] = None,
+                 std: Optional[Sequence[float]] = None, input_size=None):
+    """Resolve a model string (and optional checkpoint) into an eval-mode `BgModel`.
+
+    Args:
+        name: '<scheme>:<rest>'; `list_models()` (`bgbench models`) lists what the schemes offer.
+        checkpoint: weights for a timm architecture (any supported format).
+        num_classes: output width for a randomly initialised timm model (default 9).
+        trust_checkpoint: allow full unpickling (only for files you trust).
+        norm: 'auto' (the scheme's choice: from the checkpoint, else by label space), 'in9', 'imagenet' or 'none'.
+        resize: 'auto' (the scheme's choice), 'native' or 'none' (`bgbench.models.inputs`).
+        labels, templates: the head of a zero-shot model (openclip:): see `ModelRequest`.
+        classes: the dataset's class folders (a zero-shot head over the dataset's own class names).
+        device: where a zero-shot head is computed (the model itself is returned on the CPU).
+        pretrained: a bare timm architecture with timm's published weights (its default tag).
+        mean, std: the model's input normalization for [0,1] images (three numbers each), for a
+            model whose file does not say it; where they came from is recorded in
+            `spec.extra['normalization']` (`inputs.record_norm`).
+        input_size: the model's input (H, W) (or one side), for a model whose file does not fix it:
+            with `resize` 'auto', images of another size are resized to it.
+    """
+    scheme, request = _request(name, checkpoint, classes, pretrained=pretrained, num_classes=num_classes,
+                               trust_checkpoint=trust_checkpoint, norm=norm, resize=resize, labels=labels,
+                               templates=str(templates), device=device)
+    checks.one_of("--norm", norm, NORMS)
+    checks.one_of("--resize", resize, RESIZE_CHOICES)
+    checks.one_of("--labels", labels, LABEL_SETS)
+    mean, std, input_size = parse_triple(mean, "--mean"), parse_triple(std, "--std"), parse_size(input_size)
+    check_norm_flags(norm, mean, std)
+    if scheme.runnable and not scheme.zero_shot and (labels == "dataset" or templates != "openai"):
+        raise CheckpointError(f"--labels dataset and --templates build the head of a zero-shot model (openclip:); "
+                              f"{name} has its own head")
+    if pretrained and scheme.name != "timm":
+        raise CheckpointError(f"--pretrained loads timm's published weights for a timm:ARCH model; {name} names "
+                              f"its weights itself")
+    if checkpoint and scheme.own_weights:
+        raise CheckpointError(scheme.own_weights)
+    net, spec = scheme.build(request)
+    record_norm(spec, norm, mean, std)
+    fixed = getattr(net, "fixed_hw", None)
+    if input_size is not None and fixed is not None and tuple(fixed) != tuple(input_size):
+        raise CheckpointError(f"{spec.name}'s file fixes its input at {fixed[0]}x{fixed[1]}; --input-size "
+                              f"{input_size[0]}x{input_size[1]} cannot change it (drop --input-size)")
+    if input_size is not None:  # images of another size are then resized to it unless --resize none says otherwise
+        spec.input_size, spec.resize = (3, int(input_size[0]), int(input_size[1])), "native"
+        spec.extra["input_size_source"] = "--input-size"
+    if resize != "auto":
+        spec.resize = resize
+    if spec.input_size is not None:
+        check_input_size(spec.name, native_hw(spec.input_size))
+    from .spec import BgModel
+    return BgModel(net, spec).eval()
+
+
+def peek_model(name: str, checkpoint: Optional[str] = None, pretrained: bool = False, trust_checkpoint: bool = False,
+               labels: str = "auto", classes: Optional[Sequence[str]] = None) -> Peek:
+    """What `create_model` would build for these options and a dataset of `classes`, as far as the
+    scheme can tell without building it (label space, output width, the weight file): what a
+    study's plan checks each step with. Unknown parts are None."""
+    scheme, request = _request(name, checkpoint, classes, pretrained=pretrained, trust_checkpoint=trust_checkpoint,
+                               labels=labels)
+    return scheme.peek(request) if scheme.peek is not None else Peek()  # a scheme without a peek: unknown
+
+
 #: What --model takes, in every command that runs a model.
 MODEL_HELP = ("timm:ARCH[.TAG] (a TAG such as resnet50.a1_in1k loads timm's published weights), file:PATH (a "
               "bgbench checkpoint, a torch.export .pt2, an ONNX .onnx, TorchScript), onnx:FILE.onnx, zoo:NAME, "
@@ -127,7 +360,6 @@ def build(options: ModelOptions):
     that builds one; the model keeps its class map file and its identity (`identity`) for the run."""
     from .. import protocols
     from ..data.resolve import dataset_classes
-    from .registry import create_model
     opts = protocols.resolve(options.protocol, resize=options.resize, labels=options.labels,
                              templates=options.templates)
     model = create_model(options.model, checkpoint=options.checkpoint, trust_checkpoint=options.trust_checkpoint,

@@ -7,7 +7,7 @@ edits to, so asking for one is a one-line error that says what can be done inste
 from __future__ import annotations
 
 from ..errors import CheckpointError
-from .schemes import ModelRequest, register_scheme
+from .options import ModelRequest, register_scheme
 
 SCHEME = "predictions"
 

@@ -165,8 +165,6 @@ def _check_payloads(path: Path, z: zipfile.ZipFile, root: str, rel: str, config)
 def _check_pickle(path: Path, what: str, data: bytes) -> None:
     """A pickled entry is read by torch's restricted unpickler (tensors and plain containers) or refused."""
     import torch
-
-    from .pickles import unpickling_reason
     try:
         # torch warns of a pickle protocol it did not write: the refusal says enough
         with warnings.catch_warnings(action="ignore"):
@@ -260,3 +258,24 @@ def _safe_node(node: ast.AST, guard: bool) -> bool:
 
 def _math_attr(node: ast.Attribute) -> bool:
     return isinstance(node.value, ast.Name) and node.value.id == "math" and not node.attr.startswith("_")
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+def unpickling_reason(error: Exception) -> str:
+    """The gist of torch's weights_only refusal, on one line and without terminal escape codes.
+
+    torch's message is a paragraph with bold escapes; the line that names the offending global
+    ("Unsupported global: GLOBAL x.Y ...") is what tells a user what the file holds.
+    """
+    text = _ANSI.sub("", str(error)).strip()
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    at = next((k for k, line in enumerate(lines) if "Unsupported global" in line or "WeightsUnpickler error" in line),
+              0)
+    reason = lines[at] if lines else type(error).__name__
+    reason = reason.split("WeightsUnpickler error:", 1)[-1].strip()
+    if not reason and at + 1 < len(lines):  # 'WeightsUnpickler error:' alone; the gist is on the next line
+        reason = lines[at + 1]
+    reason = reason.split(" was not an allowed global")[0]
+    return reason[:160]

@@ -14,10 +14,8 @@ from ..class_maps import IN9, ClassMap, resolve_class_map
 from ..classes import class_name_mismatch
 from ..console import status
 from ..errors import BgbenchError
-from .formats import format_of
-from .inputs import fit_to_native, native_hw, size_note
-from .static_shapes import check_size
-from .norms import DATASET, IMAGENET1K, IMAGENET_MEAN, IMAGENET_STD, IN9_MEAN, IN9_STD  # noqa: F401 (re-exported)
+from .checkpoint import check_size, format_of
+from .inputs import DATASET, IMAGENET1K, IN9_MEAN, IN9_STD, fit_to_native, native_hw, size_note
 
 
 @dataclass
@@ -39,7 +37,7 @@ class ModelSpec:
         class_names: the training classes for 'dataset' models, when known.
         checkpoint: path (or hub id, or pretrained tag) of the weights, if any, and their sha256.
         extra: scheme-specific provenance (open_clip's zero-shot head, a Hugging Face processor, ...) and
-            `format`, how the model was read (`models.formats`: what it can do follows from it).
+            `format`, how the model was read (`models.checkpoint`: what it can do follows from it).
     """
 
     name: str
@@ -164,7 +162,7 @@ class BgModel(nn.Module):
 
     @property
     def format(self) -> str:
-        """How the model was read ('safetensors', 'export', 'onnx', 'torchscript', ...: `models.formats`)."""
+        """How the model was read ('safetensors', 'export', 'onnx', 'torchscript', ...: `models.checkpoint`)."""
         return format_of(self.spec).name
 
     @property

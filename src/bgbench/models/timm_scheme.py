@@ -28,10 +28,10 @@ from huggingface_hub import constants, try_to_load_from_cache
 from torch import nn
 
 from ..errors import CheckpointError
-from .checkpoint import LoadedCheckpoint, read_checkpoint, record_training, sha256_file, tensors_sha256
-from .pickles import weights_failure
-from .norms import DATASET, IMAGENET1K, mark_assumed, norm_for
-from .schemes import ModelRequest, Peek, register_scheme
+from .checkpoint import (LoadedCheckpoint, read_checkpoint, record_training, sha256_file, tensors_sha256,
+                         weights_failure)
+from .inputs import DATASET, IMAGENET1K, mark_assumed, norm_for
+from .options import ModelRequest, Peek, register_scheme
 from .spec import ModelSpec, first_three
 
 _HEAD_KEYS = ("fc", "head.fc", "head", "classifier", "last_linear", "head.l")

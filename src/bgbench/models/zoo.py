@@ -10,7 +10,7 @@ from torch import nn
 
 from ..errors import CheckpointError
 from .checkpoint import sha256_file
-from .schemes import ModelRequest, Peek, register_scheme
+from .options import ModelRequest, Peek, register_scheme
 from .spec import IMAGENET1K, ModelSpec
 
 ZOO: Dict[str, Callable[[], Tuple[nn.Module, ModelSpec]]] = {}

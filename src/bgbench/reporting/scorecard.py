@@ -197,7 +197,7 @@ def preprocessing(subject: Subject) -> dict:
     class map a 1000-class model's outputs were read through (its name, and the sha256 of its table
     as canonical JSON, so two maps that send the same classes to the same labels agree whatever
     their files look like; None for a model with the dataset's own classes), the normalization with
-    where it came from (`models.norms`: model, flags or assumed), and the input size with its resize
+    where it came from (`models.inputs`: model, flags or assumed), and the input size with its resize
     policy. Rows measured under different maps or preprocessing differ here, not only in numbers."""
     import hashlib
     spec = subject.spec

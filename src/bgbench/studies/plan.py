@@ -185,7 +185,7 @@ class _ModelFacts:
     def _peek(self, classes: tuple):
         """The scheme's peek for a dataset of `classes` (a BgbenchError, kept, when it cannot tell)."""
         if classes not in self._peeks:
-            from ..models.registry import peek_model
+            from ..models.options import peek_model
             o = self.model.options
             try:
                 self._peeks[classes] = peek_model(self.model.model, checkpoint=o.get("checkpoint"),
@@ -197,9 +197,9 @@ class _ModelFacts:
         return self._peeks[classes]
 
     def format_problem(self, measure: str) -> Optional[str]:
-        """Why this model's file format cannot give what `measure` needs (layers: `models.formats`)."""
+        """Why this model's file format cannot give what `measure` needs (layers: `models.checkpoint`)."""
         from ..measures.registry import get_measure
-        from ..models.formats import FORMATS, needs_problem
+        from ..models.checkpoint import FORMATS, needs_problem
         peeked = self._peek(())
         if isinstance(peeked, BgbenchError) or peeked.format not in FORMATS:
             return None

@@ -224,8 +224,7 @@ def _model(item: Any, key: str, source: str, base: Path = Path("."), defaults: O
     model = _from_base(item["model"], base)
     # checked as the model flags are (choices, files that exist), before any step runs
     from .. import checks
-    from ..models.inputs import LABEL_SETS, RESIZE_CHOICES
-    from ..models.norms import NORMS
+    from ..models.inputs import LABEL_SETS, NORMS, RESIZE_CHOICES
     try:
         for name, choices in (("norm", NORMS), ("resize", RESIZE_CHOICES), ("labels", LABEL_SETS)):
             if name in options:
@@ -275,7 +274,7 @@ def _short(model: str) -> str:
 def _check_model_string(model: str, checkpoint: Optional[str], key: str, source: str) -> None:
     """A model string that names a scheme bgbench has, and a file that exists, without building
     (no weights are loaded or downloaded before the study runs)."""
-    from ..models.registry import get_scheme, usages
+    from ..models.options import get_scheme, usages
     scheme, _, arg = model.partition(":")
     if not arg:
         raise BgbenchError(f"{source}: {key}: {model!r} must look like {usages()}")

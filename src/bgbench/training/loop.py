@@ -33,7 +33,7 @@ from ..data.in9 import discover
 from ..distributed import Ranks, all_reduce, gather, setup, world_record
 from ..errors import BgbenchError
 from ..models.checkpoint import save_checkpoint, sha256_file
-from ..models.registry import create_model, list_schemes
+from ..models.options import create_model, list_schemes
 from ..models.spec import DATASET, BgModel
 from .augment import BatchAugment
 from .config import TrainConfig  # noqa: F401 (re-exported: the config lives in a torch-free module)
