@@ -169,7 +169,7 @@ def probe_capacity(root: Path, repeats: int = 2, names=None, host_model: str = "
     that read attribute masks; one core, from the pixel cache (filled first). `host_model`: the
     network of the meta runs ('null': NullFeatureNet; or a timm architecture, whose launches are
     then counted). `workers`: each probe's threads, which decode ahead and, on the meta device as on
-    a GPU, make rows while the next batches launch (`measures.base.Landing`); one by default: one core."""
+    a GPU, make rows while the next batches launch (`measures.base.land_in_order`); one by default: one core."""
     from bgbench.measures import registry as catalog
     from bgbench.measures.registry import get_measure as get
     catalog.load_all()

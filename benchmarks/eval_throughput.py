@@ -40,7 +40,8 @@ from PIL import Image
 from bgbench.data.in9 import discover
 from bgbench.options import resolve_workers
 from bgbench.evaluation.numerics import forward_context
-from bgbench.evaluation.predict import predict_items, to_tensor
+from bgbench.evaluation.feed import to_tensor
+from bgbench.evaluation.predict import predict_items
 from bgbench.models import create_model
 from bgbench.models.options import speed_up
 
