@@ -189,12 +189,7 @@ def stored_predictions(store, run_id: int, mapping: Optional[str] = None,
             top_p = np.array([json.loads(r["top5_probs"]) for r in rows], dtype=np.float64)
             sums = np.array([json.loads(r["superclass_probs"]) for r in rows], dtype=np.float64)
             preds, conf = decide_stored(top_c, top_p, sums, Mapping(mapping), class_map)
-        out[v] = StoredVariant(ids, labels, preds, conf, raw_top1(rows))
+        raw = None if any(r["top5_classes"] is None for r in rows) else \
+            np.fromiter((json.loads(r["top5_classes"])[0] for r in rows), np.int64, len(rows))  # top-1 ImageNet class
+        out[v] = StoredVariant(ids, labels, preds, conf, raw)
     return out
-
-
-def raw_top1(rows) -> Optional[np.ndarray]:
-    """The stored top-1 ImageNet class of each row, or None unless every row has its top-5."""
-    if not rows or any(r["top5_classes"] is None for r in rows):
-        return None
-    return np.fromiter((json.loads(r["top5_classes"])[0] for r in rows), np.int64, len(rows))
