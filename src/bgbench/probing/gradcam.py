@@ -4,7 +4,7 @@ RIVAL10 takes its maps from pytorch-grad-cam, whose `GradCAM` returns, per image
 rescaled to [0,1] (minus its minimum, over 1e-7 plus its maximum) at feature resolution,
 `cv2.resize`d (bilinear) to the image, rescaled to [0,1] once more (its multi-layer
 aggregation), with NaN set to 0 by RIVAL10. Alignment measures depend on all of it (a map whose
-minimum is above 0 loses that floor), so `postprocess` repeats it step for step.
+minimum is above 0 loses that floor), so `gradcam_maps` repeats it step for step.
 
 Vision transformers give tokens, not a grid: the patch tokens (after the class/prefix tokens) are
 reshaped to the patch grid before Grad-CAM, as RIVAL10's `vit_reshape_transform` does. The
@@ -50,27 +50,16 @@ def default_layer(net) -> str:
         with contextlib.suppress(AttributeError):
             net.get_submodule(name)
             return name
-    name = _last_feature_stage(net)
-    if name is not None:
+    with contextlib.suppress(AttributeError, KeyError, IndexError, TypeError):  # not a timm model with feature_info
+        info = net.feature_info
+        name = info[-1]["module"] if isinstance(info, list) else info.module_name()[-1]
+        net.get_submodule(name)
         return name
     import torch.nn as nn
     convs = [n for n, mod in net.named_modules() if isinstance(mod, nn.Conv2d)]
     if not convs:
         raise BgbenchError("cannot find a convolutional layer for Grad-CAM; name one with --layer")
     return convs[-1]
-
-
-def _last_feature_stage(net) -> Optional[str]:
-    """The module path of a timm model's last feature stage, or None when it has no usable feature_info."""
-    info = getattr(net, "feature_info", None)
-    if info is None:
-        return None
-    try:
-        name = info[-1]["module"] if isinstance(info, list) else info.module_name()[-1]
-        net.get_submodule(name)
-    except (AttributeError, KeyError, IndexError, TypeError):
-        return None
-    return name
 
 
 def resolve_layer(model, name: Optional[str]):
@@ -155,8 +144,15 @@ def gradcam_maps(terms: np.ndarray, image_hw: Tuple[int, int]) -> np.ndarray:
     """The maps (N,H,W) from Captum's terms (N, C, h, w) float32 on the host: summed over channels
     and ReLU'd in NumPy float32, as pytorch-grad-cam does, so that the two maps agree to the last
     bit wherever the gradients do (the order of a float32 sum changes its last bits, and RIVAL10's
-    thresholded measures can flip a pixel on them); then `postprocess`."""
-    return postprocess(np.maximum(terms.sum(axis=1), 0), image_hw)
+    thresholded measures can flip a pixel on them); then pytorch-grad-cam's GradCAM output: scaled to
+    [0,1] at feature resolution, cv2.resize (bilinear) to the image, scaled to [0,1] again, NaN to 0
+    (RIVAL10)."""
+    import cv2
+    cam = np.maximum(terms.sum(axis=1), 0)
+    first = [cv2.resize(np.float32(_scale(c)), (image_hw[1], image_hw[0])) for c in cam]
+    out = np.float32([_scale(c) for c in first])
+    out[np.isnan(out)] = 0
+    return out
 
 
 def device_maps(terms, image_hw: Tuple[int, int]):
@@ -177,16 +173,6 @@ def _device_scale(img):
     """`_scale` of each map of a batch (N, H, W): minus its min, over 1e-7 plus its max."""
     img = img - img.amin(dim=(1, 2), keepdim=True)
     return img / (img.amax(dim=(1, 2), keepdim=True) + 1e-7)
-
-
-def postprocess(cam: np.ndarray, image_hw: Tuple[int, int]) -> np.ndarray:
-    """pytorch-grad-cam's GradCAM output from ReLU'd maps (N, h, w): scale to [0,1] at feature
-    resolution, cv2.resize (bilinear) to the image, scale to [0,1] again, NaN to 0 (RIVAL10)."""
-    import cv2
-    first = [cv2.resize(np.float32(_scale(np.maximum(c, 0))), (image_hw[1], image_hw[0])) for c in cam]
-    out = np.float32([_scale(c) for c in first])
-    out[np.isnan(out)] = 0
-    return out
 
 
 def _scale(img: np.ndarray) -> np.ndarray:

@@ -181,27 +181,15 @@ def stored_predictions(store, run_id: int, mapping: Optional[str] = None,
         labels = np.fromiter((r["label"] for r in rows), np.int64, len(rows))
         preds = np.fromiter((r["pred"] for r in rows), np.int64, len(rows))
         conf = np.fromiter((r["confidence"] for r in rows), np.float64, len(rows))
-        if mapping is not None:
-            preds, conf = redecide(rows, mapping, run_id, class_map)
-        out[v] = StoredVariant(ids, labels, preds, conf, raw_top1(rows))
+        if mapping is not None:  # 1000-class runs only: their stored top-5 and sums, through the recorded class map
+            if any(r["superclass_probs"] is None or r["top5_classes"] is None for r in rows):
+                raise BgbenchError(f"run {run_id} stored no raw 1000-class outputs (top-5 and superclass sums), "
+                                   f"so --mapping {mapping} cannot be applied without inference")
+            top_c = np.array([json.loads(r["top5_classes"]) for r in rows], dtype=np.int64)
+            top_p = np.array([json.loads(r["top5_probs"]) for r in rows], dtype=np.float64)
+            sums = np.array([json.loads(r["superclass_probs"]) for r in rows], dtype=np.float64)
+            preds, conf = decide_stored(top_c, top_p, sums, Mapping(mapping), class_map)
+        raw = None if any(r["top5_classes"] is None for r in rows) else \
+            np.fromiter((json.loads(r["top5_classes"])[0] for r in rows), np.int64, len(rows))  # top-1 ImageNet class
+        out[v] = StoredVariant(ids, labels, preds, conf, raw)
     return out
-
-
-def raw_top1(rows) -> Optional[np.ndarray]:
-    """The stored top-1 ImageNet class of each row, or None unless every row has its top-5."""
-    if not rows or any(r["top5_classes"] is None for r in rows):
-        return None
-    return np.fromiter((json.loads(r["top5_classes"])[0] for r in rows), np.int64, len(rows))
-
-
-def redecide(rows, mapping: str, run_id: int = 0, class_map: Optional[ClassMap] = None):
-    """(pred, conf) of stored prediction rows under `mapping` (1000-class runs only), through the
-    class map the run recorded (None: IN-9's)."""
-    if any(r["superclass_probs"] is None or r["top5_classes"] is None for r in rows):
-        raise BgbenchError(f"run {run_id} stored no raw 1000-class outputs (top-5 and superclass sums), "
-                           f"so --mapping {mapping} cannot be applied without inference")
-    top_c = np.array([json.loads(r["top5_classes"]) for r in rows], dtype=np.int64)
-    top_p = np.array([json.loads(r["top5_probs"]) for r in rows], dtype=np.float64)
-    sums = np.array([json.loads(r["superclass_probs"]) for r in rows], dtype=np.float64)
-    pred, conf = decide_stored(top_c, top_p, sums, Mapping(mapping), class_map)
-    return pred.astype(np.int64), conf.astype(np.float64)

@@ -120,12 +120,11 @@ class AblateMeasure(ModelMeasure):
         import torch
 
         from ...evaluation.feed import Readback, to_device
-        from ..common.regions import ATTRIBUTE_PREFIX, Region, object_regions
+        from ..common.regions import object_regions
         from .engine import ablation_outcomes
         score = run.state
         y = to_device(torch.as_tensor([it.label for it in batch.items]), batch.x.device)
-        regions = object_regions(batch.m) + [Region(ATTRIBUTE_PREFIX + name, idx, where, known)
-                                             for name, (idx, where, known) in batch.parts.items()]
+        regions = object_regions(batch.m, batch.parts)
         ablated = hard_imagenet_copies(batch.x, batch.m) if score.protocol == HARDIMAGENET else []
         outcomes = ablation_outcomes(score, batch.x, regions, y, chunk=run.cfg.batch_size, ablated=ablated)
         copies = [("none", range(len(batch.items)))] + [(r.name, r.positions()) for r in regions] + \

@@ -38,9 +38,11 @@ class Region:
         return self.known if self.known is not None else self.index.tolist()
 
 
-def object_regions(mask: "torch.Tensor") -> list:
-    """The foreground and the background of every image of a batch (mask: (N, 1, H, W))."""
+def object_regions(mask: "torch.Tensor", parts: Optional[dict] = None) -> list:
+    """The foreground and the background of every image of a batch (mask: (N, 1, H, W)), then each
+    attribute of `parts` (a batch's: name -> (index, where, known)) on the images that have it."""
     import torch
     every = torch.arange(mask.shape[0], device=mask.device)
     known = list(range(mask.shape[0]))
-    return [Region("fg", every, mask, known), Region("bg", every, 1 - mask, known)]
+    return [Region("fg", every, mask, known), Region("bg", every, 1 - mask, known)] + \
+        [Region(ATTRIBUTE_PREFIX + name, idx, where, on) for name, (idx, where, on) in (parts or {}).items()]

@@ -29,7 +29,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
-from typing import List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence
 
 import numpy as np
 
@@ -37,16 +37,11 @@ import numpy as np
 SHARE_TOLERANCE = 1e-6
 
 
-def upsampling_matrix(cells: int, pixels: int, device="cpu"):
-    """(pixels, cells): 1-D linear interpolation as cv2.resize INTER_LINEAR and torch's bilinear
-    (align_corners=False) upsample, built by upsampling the unit vectors; once a shape and device
-    (every batch of a run asks for the same two)."""
-    import torch
-    return _upsampling_matrix(int(cells), int(pixels), torch.device(device))
-
-
 @functools.lru_cache(maxsize=16)
-def _upsampling_matrix(cells: int, pixels: int, device):
+def upsampling_matrix(cells: int, pixels: int, device):
+    """(pixels, cells) float64: 1-D linear interpolation as cv2.resize INTER_LINEAR and torch's
+    bilinear (align_corners=False) upsample, built by upsampling the unit vectors; once a shape and
+    device (every batch of a run asks for the same two)."""
     import torch
     import torch.nn.functional as F
     eye = torch.eye(cells, device=device, dtype=torch.float64).reshape(cells, 1, cells, 1)
@@ -54,24 +49,18 @@ def _upsampling_matrix(cells: int, pixels: int, device):
     return up[:, 0, :, 0].T.contiguous()
 
 
-def map_weights(masks, grid_hw: Tuple[int, int]):
-    """Uᵀ(1−m) and Uᵀ1 on the feature grid: (N, h, w) and (h, w).
-
-    masks: (N, H, W) float {0,1} object masks. Σ_pixels up(a)·(1−m) = Σ_cells a·Uᵀ(1−m)."""
-    n, height, width = masks.shape
-    rows = upsampling_matrix(grid_hw[0], height, masks.device).to(masks.dtype)  # (H, h), float64: no copy
-    cols = upsampling_matrix(grid_hw[1], width, masks.device).to(masks.dtype)  # (W, w)
-    background = rows.T @ (1 - masks) @ cols  # (N, h, w)
-    everywhere = rows.sum(dim=0)[:, None] * cols.sum(dim=0)[None, :]  # (h, w)
-    return background, everywhere
-
-
 def background_shares(maps, masks):
     """(N, D): the share of each channel's upsampled, ReLU'd map that lies off the object (NaN
-    for a map that is zero everywhere). maps: (N, D, h, w); masks: (N, H, W) float {0,1}."""
+    for a map that is zero everywhere). maps: (N, D, h, w); masks: (N, H, W) float {0,1}.
+
+    Σ_pixels up(a)·(1−m) = Σ_cells a·Uᵀ(1−m), and Σ_pixels up(a) = Σ_cells a·Uᵀ1."""
     import torch
     positive = maps.double().clamp(min=0)
-    background, everywhere = map_weights(masks.double(), tuple(maps.shape[-2:]))
+    masks = masks.double()
+    rows = upsampling_matrix(maps.shape[-2], masks.shape[1], masks.device)  # (H, h)
+    cols = upsampling_matrix(maps.shape[-1], masks.shape[2], masks.device)  # (W, w)
+    background = rows.T @ (1 - masks) @ cols  # Uᵀ(1−m): (N, h, w)
+    everywhere = rows.sum(dim=0)[:, None] * cols.sum(dim=0)[None, :]  # Uᵀ1: (h, w)
     off = torch.einsum("ndhw,nhw->nd", positive, background)
     total = torch.einsum("ndhw,hw->nd", positive, everywhere)
     return torch.where(total > 0, off / total.clamp(min=torch.finfo(total.dtype).tiny), torch.nan)

@@ -9,7 +9,6 @@ wrong images, and is refused in one line naming the first mismatch.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import List, Optional, Sequence
 
 from ...errors import BgbenchError
@@ -20,12 +19,6 @@ from ..registry import ShortcutColumn, Headline, SectionSpec
 from .summary import BACKGROUND, ImageNetXSummary, ratio_difference, summarize_imagenet_x, val_labels
 
 ARM = "imagenet"
-
-
-@dataclass(kw_only=True)
-class ImageNetXConfig(ArmsConfig):
-    """The options every paired measure takes (`ArmsConfig`), none of its own: the val and the
-    package's annotations decide the rest."""
 
 
 def check_val_names(layout) -> None:
@@ -56,7 +49,7 @@ class ImageNetXMeasure(ArmsMeasure):
                    "fail more) from the imagenet-x package's annotations and functions, on ImageNet's val (--data)")
     data_help = "ImageNet's own val images (the ILSVRC archive or torchvision's ROOT/val/<wnid>/)"
     needs = ("model", "imagenet")
-    config = ImageNetXConfig
+    config = ArmsConfig  # the options every paired measure takes, none of its own: the val and the annotations decide
     headlines = (Headline("imagenet_x_error_ratio", BACKGROUND, label="ImageNet-X background error ratio (> 1: "
                                                                       "unusual backgrounds cost accuracy)",
                           higher_is_better=False, short="bg error ratio"),)

@@ -35,22 +35,18 @@ def stacked_draws(seeds: Sequence[int], trials: int, height: int, width: int, po
     tensor with image k's from `seeds[k]` (channels last, the layout convolutions run fastest on):
     a function that returns them. With a thread pool the images are drawn in its threads (numpy
     releases the interpreter's lock in its array arithmetic), starting now: the caller runs a
-    forward meanwhile and calls the function when it needs the draws. `pinned`: drawn into
+    forward meanwhile and calls the function when it needs the draws (without a pool they are made
+    in that call). `pinned`: drawn into
     page-locked memory, whose copy to a card is queued, not waited for."""
     buffer = torch.empty((trials, len(seeds), height, width, 3), dtype=torch.float32, pin_memory=pinned)
     out = buffer.numpy()
 
     def one(k: int) -> None:
         out[:, k] = image_noise(seeds[k], trials, height, width)
-    if pool is None:
-        for k in range(len(seeds)):
-            one(k)
-        return lambda: buffer
-    futures = [pool.submit(one, k) for k in range(len(seeds))]
+    drawn = (map if pool is None else pool.map)(one, range(len(seeds)))  # a pool's map submits every draw now
 
     def done() -> torch.Tensor:
-        for f in futures:
-            f.result()
+        list(drawn)  # every draw made (without a pool, here), and its error raised
         return buffer
     return done
 

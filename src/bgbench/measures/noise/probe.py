@@ -158,12 +158,11 @@ class NoiseMeasure(ModelMeasure):
         the device: each region's name and images, and its predictions on the way to the host."""
         from ...evaluation.feed import Readback
         from ..common.protocols import HARDIMAGENET
-        from ..common.regions import ATTRIBUTE_PREFIX, Region, object_regions
+        from ..common.regions import object_regions
         from .engine import region_predictions
         state: NoiseRun = run.state
         cfg: NoiseConfig = run.cfg
-        regions = object_regions(batch.m) + [Region(ATTRIBUTE_PREFIX + name, idx, where, known)
-                                             for name, (idx, where, known) in batch.parts.items()]
+        regions = object_regions(batch.m, batch.parts)
         preds = region_predictions(state.predict, batch.x, regions, [it.image_id for it in batch.items], cfg.seed,
                                    state.levels, cfg.trials, cfg.kind, chunk=cfg.batch_size,
                                    workers=resolve_workers(cfg.workers, str(batch.x.device)),

@@ -18,8 +18,6 @@ import torch
 
 from .metrics import BINARIZE_AT, COVERAGE_AT, EPS, METRICS
 
-NAN = float("nan")
-
 
 def alignment_batch(g: torch.Tensor, m: torch.Tensor, absolute_iou: bool = False,
                     empty_is_nan: bool = False) -> torch.Tensor:
@@ -35,7 +33,7 @@ def alignment_batch(g: torch.Tensor, m: torch.Tensor, absolute_iou: bool = False
     total = g64.sum(1)
     on_obj = (g64 * mf).sum(1)
     area, pixels = mf.sum(1), g.shape[1]
-    precision = torch.where(total > 0, on_obj / total.where(total > 0, 1.0), NAN)
+    precision = torch.where(total > 0, on_obj / total.where(total > 0, 1.0), torch.nan)
 
     if absolute_iou:
         on = g >= BINARIZE_AT
@@ -48,7 +46,7 @@ def alignment_batch(g: torch.Tensor, m: torch.Tensor, absolute_iou: bool = False
 
     outside = pixels - area
     density = torch.where((area > 0) & (outside > 0),
-                          on_obj / area.clamp_min(1) - (total - on_obj) / outside.clamp_min(1), NAN)
+                          on_obj / area.clamp_min(1) - (total - on_obj) / outside.clamp_min(1), torch.nan)
     # (total - on_obj is Σ g·(1 − m): the same sum, taken apart once)
 
     sals, order = torch.sort(g, dim=1)  # ascending, as RIVAL10's thresholds read them
@@ -57,7 +55,7 @@ def alignment_batch(g: torch.Tensor, m: torch.Tensor, absolute_iou: bool = False
     ap = _average_precision_ascending(sals, inside)
     out = torch.stack([precision, iou, dice, density, *coverage.unbind(1), ap], dim=1)
     if empty_is_nan:
-        out = torch.where((area > 0)[:, None], out, NAN)
+        out = torch.where((area > 0)[:, None], out, torch.nan)
     assert out.shape == (n, len(METRICS))
     return out
 
@@ -78,7 +76,7 @@ def _coverage(g: torch.Tensor, obj: torch.Tensor, sals: torch.Tensor, area: torc
     thresh = torch.where((total == 0)[:, None], torch.ones_like(thresh), thresh)
     kept = (g[:, None, :] >= thresh[:, :, None]) & (g > 0)[:, None, :] & obj[:, None, :]
     covered = kept.sum(2).to(torch.float64)
-    return torch.where((area > 0)[:, None], covered / area.clamp_min(1)[:, None], NAN)
+    return torch.where((area > 0)[:, None], covered / area.clamp_min(1)[:, None], torch.nan)
 
 
 def _average_precision_ascending(s: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -97,4 +95,4 @@ def _average_precision_ascending(s: torch.Tensor, y: torch.Tensor) -> torch.Tens
     precision_at_end = torch.gather(tps, 1, run_end).to(torch.float64) / (run_end + 1).to(torch.float64)
     positives = tps[:, -1].to(torch.float64)
     summed = (precision_at_end * y).sum(1)
-    return torch.where(positives > 0, summed / positives.clamp_min(1), NAN)
+    return torch.where(positives > 0, summed / positives.clamp_min(1), torch.nan)

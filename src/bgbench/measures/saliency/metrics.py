@@ -1,7 +1,7 @@
 """Saliency alignment with the object mask, per image, as RIVAL10's code computes it.
 
 `g` is the Grad-CAM map as pytorch-grad-cam returns it (in [0,1], image size, NaN set to 0: see
-`saliency_cam.postprocess`) and `m` the object mask (nonzero = object). The reference is
+`probing.gradcam.gradcam_maps`) and `m` the object mask (nonzero = object). The reference is
 mmoayeri/RIVAL10 (`bg_fg_saliency.py`: fraction inside, mask coverage, average precision;
 `utils.py`: IoU and Dice with eps, delta density). Each function here is that definition, its
 edge cases included, because a measure is only comparable with the paper's when it is the same
@@ -30,7 +30,7 @@ def saliency_alignment(g: np.ndarray, mask: np.ndarray) -> Dict[str, float]:
     """Every RIVAL10 measure of one map against one mask, keyed as METRICS."""
     g = np.nan_to_num(np.asarray(g, dtype=np.float32), nan=0.0)
     m = (np.asarray(mask) > 0).astype(np.float32)
-    iou, dice = iou_and_dice(g, m)
+    iou, dice = iou_and_dice(binarize(g), m > 0)
     sals, inside = sorted_with_mask(g, m)  # one sort serves the coverage and the AP (ties: see AP)
     cov = mask_coverage(g, m, sorted_values=sals)
     out = {"precision": fraction_inside(g, m), "iou": iou, "dice": dice, "density_diff": delta_density(g, m),
@@ -70,9 +70,8 @@ def binarize(g: np.ndarray) -> np.ndarray:
     return (g / peak) >= BINARIZE_AT
 
 
-def iou_and_dice(g: np.ndarray, m: np.ndarray) -> tuple:
-    """IoU and Dice of binarize(g) against the mask, with eps in numerator and denominator."""
-    on, obj = binarize(g), m > 0
+def iou_and_dice(on: np.ndarray, obj: np.ndarray) -> tuple:
+    """IoU and Dice of a binarized map against a binary mask, with eps in numerator and denominator."""
     inter = float(np.sum(on & obj))
     union = float(np.sum(on | obj))
     return (inter + EPS) / (union + EPS), (2 * inter + EPS) / (union + inter + EPS)
@@ -81,10 +80,8 @@ def iou_and_dice(g: np.ndarray, m: np.ndarray) -> tuple:
 def absolute_iou_and_dice(g: np.ndarray, m: np.ndarray) -> tuple:
     """Hard ImageNet's `intersection_over_union_and_dice`: the map and the mask each binarized at
     0.5 (g ≥ 0.5 is on, NaN is off), IoU and Dice with eps in numerator and denominator."""
-    on, obj = np.nan_to_num(np.asarray(g, dtype=np.float32), nan=0.0) >= BINARIZE_AT, np.asarray(m) >= BINARIZE_AT
-    inter = float(np.sum(on & obj))
-    union = float(np.sum(on | obj))
-    return (inter + EPS) / (union + EPS), (2 * inter + EPS) / (union + inter + EPS)
+    return iou_and_dice(np.nan_to_num(np.asarray(g, dtype=np.float32), nan=0.0) >= BINARIZE_AT,
+                        np.asarray(m) >= BINARIZE_AT)
 
 
 def delta_density(g: np.ndarray, m: np.ndarray) -> float:

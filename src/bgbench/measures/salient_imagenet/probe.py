@@ -136,11 +136,10 @@ class SalientImageNetMeasure(RunningMeasure):
                                f"folders); {layout.root} is not it")
         require_imagenet_model(model, self.name)
         path = find_annotations(layout.root, cfg.annotations)
-        labelled = dict(zip((CORE, SPURIOUS), read_annotations(path)))
         position = {index: k for k, index in enumerate(layout.class_indices)}
         sets = []
-        for target in (CORE, SPURIOUS):
-            for index, features in sorted(labelled[target].items()):
+        for target, labelled in zip((CORE, SPURIOUS), read_annotations(path)):
+            for index, features in sorted(labelled.items()):
                 if index not in position:
                     raise BgbenchError(f"{path} labels features of ImageNet class {index}, which {layout.root} has no "
                                        f"folder of (the notebooks evaluate every annotated class)")
