@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 
 from ..console import status
-from .arguments import add_device_arg, add_output_args
+from ..studies.executor import ExecutorSettings
+from .arguments import add_config_flags, add_device_arg, add_output_args
 from .output import emit
 
 
@@ -24,7 +25,7 @@ def register(sub) -> None:
                               "halves), as a Slurm array's $SLURM_ARRAY_TASK_ID does with --array=0-(N-1)")
     cluster.add_argument("--merge", action="store_true",
                          help="merge the job stores in OUT/jobs/ into the store and write the report")
-    add_executor_args(cluster)
+    add_config_flags(cluster, ExecutorSettings)
 
 
 def add_study_args(p) -> None:
@@ -32,21 +33,6 @@ def add_study_args(p) -> None:
                    help="print the plan (each step, whether the store holds it, its cost in forwards) and run nothing")
     add_device_arg(p)
     add_output_args(p)
-
-
-def add_executor_args(p) -> None:
-    """The submitit flags; each overrides the study file's [executor] table."""
-    p.add_argument("--executor", choices=("local", "slurm"),
-                   help="submit the study's jobs through submitit: as processes on this machine, or to Slurm; this "
-                        "process merges each job's store as it ends (default: the study's [executor] kind, else none)")
-    p.add_argument("--jobs", type=int, metavar="N", help="jobs running at once (Slurm: the array's parallelism)")
-    p.add_argument("--partition", help="Slurm partition")
-    p.add_argument("--gpus-per-job", type=int, metavar="G", help="GPUs per job")
-    p.add_argument("--cpus-per-job", type=int, metavar="C", help="CPUs per job")
-    p.add_argument("--time", type=int, metavar="MIN", help="a job's time limit in minutes (it is requeued when "
-                                                           "it passes it, and resumes)")
-    p.add_argument("--sbatch", action="append", metavar="KEY=VALUE", default=None,
-                   help="another sbatch option (--sbatch account=lab --sbatch qos=high), repeatable")
 
 
 def run(args: argparse.Namespace) -> int:

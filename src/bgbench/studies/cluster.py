@@ -21,6 +21,7 @@ from typing import Any, Dict, List, Optional
 
 from ..console import status
 from ..errors import BgbenchError
+from ..options import flagged_fields
 from ..store import Store
 from ..store.merge import MergeCount
 from .executor import DEFAULT_MINUTES, ExecutorSettings, script_hazard, with_flags
@@ -41,9 +42,7 @@ LOG_LINES = 8
 def executor_settings(study: Study, args: Any) -> Optional[ExecutorSettings]:
     """The executor the command asks for: the study's [executor] table with the flags over it; None
     when neither names a kind (the study runs here, step after step)."""
-    flags = {"kind": args.executor, "jobs": args.jobs, "partition": args.partition,
-             "gpus_per_job": args.gpus_per_job, "cpus_per_job": args.cpus_per_job, "time": args.time,
-             "sbatch": args.sbatch}
+    flags = {f.name: getattr(args, spec.get("dest", f.name)) for f, spec in flagged_fields(ExecutorSettings)}
     settings = with_flags(study.executor, flags)
     if settings.kind is None:
         given = [f"--{k.replace('_', '-')}" for k, v in flags.items() if v is not None and k != "kind"]
