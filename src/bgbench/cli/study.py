@@ -45,22 +45,21 @@ def run(args: argparse.Namespace) -> int:
         raise BgbenchError(f"{' and '.join(chosen)}: choose one")
     if args.shard:
         from ..data.shards import Shard
-        from ..studies.shards import run_shard
+        from ..studies.jobs import run_shard
         result = run_shard(spec, Shard.parse(args.shard), args.db, device=args.device, progress=not args.quiet)
         return emit(args, result.to_dict(), result.text())
     from ..studies.jobs import warn_if_network_store
     warn_if_network_store(spec, args.db)
     if args.merge:
         from ..studies.runner import run_study
-        from ..studies.shards import merge_jobs
+        from ..studies.jobs import merge_jobs
         counts = merge_jobs(spec, args.db)
         for c in counts:
             status(f"merged {c.text()}")
         result = run_study(spec, args.db, device=args.device, progress=False, execute=False)
-        missing = [s.title for s in result.steps if s.done_run is None and s.skip is None]
-        if missing:
-            status(f"warning: {len(missing)} steps are in no job store yet (first: {missing[0]}); did every shard "
-                   f"finish? Run the missing shards again, then --merge")
+        if result.missing:
+            status(f"warning: {len(result.missing)} steps are in no job store yet (first: {result.missing[0]}); did "
+                   f"every shard finish? Run the missing shards again, then --merge")
         return emit(args, {**result.to_dict(), "merged": [c.to_dict() for c in counts]}, result.text())
     from ..studies.cluster import executor_settings, run_cluster
     settings = executor_settings(spec, args)
@@ -80,7 +79,7 @@ def run_spec(args: argparse.Namespace, spec) -> int:
         return emit(args, result.to_dict(), plan_table(result.steps) if args.dry_run else result.text())
     from ..studies.jobs import plan_jobs
     jobs = plan_jobs(spec, result.steps)  # what --shard and --executor would spread over machines
-    missing = {s.title for s in result.steps if s.done_run is None and s.skip is None}
+    missing = set(result.missing)
     lines = [plan_table(result.steps), f"{len(jobs)} jobs for --executor or --shard K/N (one per model and dataset; "
              f"a dataset's edits one), {sum(bool(missing & set(j.steps)) for j in jobs)} with steps to run:"]
     lines += [f"  {j.name}: {len(j.steps)} steps" for j in jobs]

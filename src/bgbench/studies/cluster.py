@@ -25,10 +25,10 @@ from ..options import flagged_fields
 from ..store import Store
 from ..store.merge import MergeCount
 from .executor import DEFAULT_MINUTES, ExecutorSettings, script_hazard, with_flags
-from .jobs import Job, finished_store, jobs_folder, plan_jobs, run_job, save_partial
+from .jobs import (Job, finished_store, job_stores, jobs_folder, merge_job_store, pictures_folder, plan_jobs, run_job,
+                   save_partial)
 from .plan import plan
 from .runner import StudyResult, refuse_problems, run_study
-from .shards import job_stores, merge_job_store, pictures_folder
 from .spec import Study
 
 #: The ids of the submitted jobs, in the jobs folder.
@@ -164,16 +164,12 @@ class ClusterResult:
 
     @property
     def complete(self) -> bool:
-        return not self.failed and not self.missing
-
-    @property
-    def missing(self) -> List[str]:
-        return [s.title for s in self.study.steps if s.done_run is None and s.skip is None]
+        return not self.failed and not self.study.missing
 
     def to_dict(self) -> dict:
         return {**self.study.to_dict(), "executor": self.executor, "jobs": [j.to_dict() for j in self.jobs],
                 "submitted": self.submitted, "waited": self.waited, "merged": [m.to_dict() for m in self.merged],
-                "failed": self.failed, "missing": self.missing}
+                "failed": self.failed, "missing": self.study.missing}
 
     def text(self) -> str:
         lines = [self.study.text(), "",
@@ -200,7 +196,7 @@ def run_cluster(study: Study, db: Optional[str | Path], settings: ExecutorSettin
         merged = [merge_job_store(store, path) for path in job_stores(study)]
         steps = plan(study, store)
         refuse_problems(study, steps)
-        missing = {s.title for s in steps if s.done_run is None and s.skip is None}
+        missing = set(StudyResult(study, steps).missing)
         jobs = [j for j in plan_jobs(study, steps) if missing & set(j.steps)]
         result = ClusterResult(StudyResult(study, steps), jobs, merged=merged, executor=settings.kind)
         earlier = _read_submitted(folder)

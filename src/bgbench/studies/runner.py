@@ -57,6 +57,11 @@ class StudyResult(Result):
                 "scorecard": scorecard_records(self.scorecard) if self.scorecard else [],
                 "shortcuts": self.shortcuts.to_dict() if self.shortcuts is not None else None}
 
+    @property
+    def missing(self) -> List[str]:
+        """The titles of the steps the store does not hold yet (a skipped step aside)."""
+        return [s.title for s in self.steps if s.done_run is None and s.skip is None]
+
     def table(self) -> List[dict]:
         """One row per step: its measure, model, dataset, state and run."""
         return [_step_dict(s) for s in self.steps]
