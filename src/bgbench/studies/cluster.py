@@ -130,12 +130,6 @@ def _running(entry: dict) -> bool:
     return not _attach(entry).done()
 
 
-def _ended(handle) -> bool:
-    """Whether a job has ended: asked of submitit for a job this process submitted, else as `_running`."""
-    job, entry = handle
-    return job.done() if job is not None else not _running(entry)
-
-
 def _log_tail(job) -> str:
     """The last lines of a job's log (stderr, else stdout), for the line that reports it failed."""
     for read in (job.stderr, job.stdout):
@@ -220,11 +214,11 @@ def run_cluster(study: Study, db: Optional[str | Path], settings: ExecutorSettin
                     result.submitted[job.name] = entry["id"]
                     status(f"job {job.name} submitted (id {entry['id']}): {len(job.steps)} steps")
                 _write_submitted(folder, earlier)
-            for name, handle in list(active.items()):
-                if not _ended(handle):
-                    continue
-                del active[name]
-                _collect(store, study, by_name[name], handle, result)
+            for name, (job, entry) in list(active.items()):
+                # ended: asked of submitit for a job this process submitted, else as `_running`
+                if job.done() if job is not None else not _running(entry):
+                    del active[name]
+                    _collect(store, study, by_name[name], (job, entry), result)
             if pending or active:
                 time.sleep(POLL_S[settings.kind])
     result.study = run_study(study, db, device=device, progress=False, execute=False)
