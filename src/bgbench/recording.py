@@ -34,18 +34,6 @@ def start(store: Store, prov: Provenance) -> int:
                            data_fingerprint=prov.data_fingerprint, seed=prov.seed)
 
 
-def finish(store: Store, run_id: int, result: Any) -> int:
-    """Write a result's metrics, tables and outputs into run `run_id` and close it with the result's
-    `run_status`."""
-    for table, rows in (_call(result, "table_rows") or {}).items():
-        store.insert(table, run_id, rows)
-    store.insert("metrics", run_id, list(_call(result, "metric_rows") or ()))
-    store.finish_run(run_id, status=getattr(result, "run_status", "done"), outputs=_call(result, "outputs"))
-    if hasattr(result, "run_id"):
-        result.run_id = run_id
-    return run_id
-
-
 def record(result: Any, store: Store | str | Path) -> int:
     """Record a computed result in `store` (a `Store` or a path); returns its run id, also set as
     `result.run_id`. Each call records a new run, except for a result whose run is already open in
@@ -66,7 +54,13 @@ def record(result: Any, store: Store | str | Path) -> int:
             result.run_id, result.recorded_before = known, True
             return known
         run_id = start(s, prov) if rows_in is None else result.run_id
-        return finish(s, run_id, result)
+        for table, rows in (_call(result, "table_rows") or {}).items():
+            s.insert(table, run_id, rows)
+        s.insert("metrics", run_id, list(_call(result, "metric_rows") or ()))
+        s.finish_run(run_id, status=getattr(result, "run_status", "done"), outputs=_call(result, "outputs"))
+        if hasattr(result, "run_id"):
+            result.run_id = run_id
+        return run_id
 
 
 def _recorded_before(store: Store, result: Any) -> Optional[int]:

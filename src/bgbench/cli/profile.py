@@ -6,24 +6,20 @@ model, as a study file's model table sets them for one."""
 from __future__ import annotations
 
 import argparse
-import dataclasses
 
 from ..models.options import ModelOptions
 from .arguments import add_config_flags, add_model_arg
 from .study import add_study_args, run_spec
 
-#: ModelOptions fields that profile does not take as model flags (it sets them per step itself).
-NOT_HERE = ("model", "device", "data", "split", "protocol")
-
 
 def register(sub) -> None:
-    from ..studies.spec import profile_battery
+    from ..studies.spec import STUDY_SETS, profile_battery
     battery = profile_battery()
     p = sub.add_parser("profile", help="a model's background-reliance profile: " + ", ".join(battery) +
                        " (as the data allows), resumably, ending with the scorecard and the report")
     add_model_arg(p, help="a model string (repeat --model for several models)")
     g = p.add_argument_group("model options (for every --model)")
-    add_config_flags(g, ModelOptions, skip=NOT_HERE)
+    add_config_flags(g, ModelOptions, skip=STUDY_SETS)  # a study sets those per step itself
     p.add_argument("--data", action="append", required=True, metavar="ROOT",
                    help="a dataset root (repeat for several datasets)")
     p.add_argument("--measures", nargs="+", metavar="MEASURE",
@@ -35,9 +31,10 @@ def register(sub) -> None:
 
 def model_options(args: argparse.Namespace) -> dict:
     """The model flags the user changed from their defaults (a study model's options)."""
+    from ..studies.spec import MODEL_OPTIONS
     defaults = ModelOptions()
-    return {f.name: getattr(args, f.name) for f in dataclasses.fields(ModelOptions)
-            if f.name not in NOT_HERE and hasattr(args, f.name) and getattr(args, f.name) != getattr(defaults, f.name)}
+    return {name: getattr(args, name) for name in MODEL_OPTIONS
+            if hasattr(args, name) and getattr(args, name) != getattr(defaults, name)}
 
 
 def run(args: argparse.Namespace) -> int:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 
 from ..console import status
-from .arguments import add_device_arg, add_output_args
+from ..studies.executor import ExecutorSettings
+from .arguments import add_config_flags, add_device_arg, add_output_args
 from .output import emit
 
 
@@ -24,7 +25,7 @@ def register(sub) -> None:
                               "halves), as a Slurm array's $SLURM_ARRAY_TASK_ID does with --array=0-(N-1)")
     cluster.add_argument("--merge", action="store_true",
                          help="merge the job stores in OUT/jobs/ into the store and write the report")
-    add_executor_args(cluster)
+    add_config_flags(cluster, ExecutorSettings)
 
 
 def add_study_args(p) -> None:
@@ -32,21 +33,6 @@ def add_study_args(p) -> None:
                    help="print the plan (each step, whether the store holds it, its cost in forwards) and run nothing")
     add_device_arg(p)
     add_output_args(p)
-
-
-def add_executor_args(p) -> None:
-    """The submitit flags; each overrides the study file's [executor] table."""
-    p.add_argument("--executor", choices=("local", "slurm"),
-                   help="submit the study's jobs through submitit: as processes on this machine, or to Slurm; this "
-                        "process merges each job's store as it ends (default: the study's [executor] kind, else none)")
-    p.add_argument("--jobs", type=int, metavar="N", help="jobs running at once (Slurm: the array's parallelism)")
-    p.add_argument("--partition", help="Slurm partition")
-    p.add_argument("--gpus-per-job", type=int, metavar="G", help="GPUs per job")
-    p.add_argument("--cpus-per-job", type=int, metavar="C", help="CPUs per job")
-    p.add_argument("--time", type=int, metavar="MIN", help="a job's time limit in minutes (it is requeued when "
-                                                           "it passes it, and resumes)")
-    p.add_argument("--sbatch", action="append", metavar="KEY=VALUE", default=None,
-                   help="another sbatch option (--sbatch account=lab --sbatch qos=high), repeatable")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -59,22 +45,21 @@ def run(args: argparse.Namespace) -> int:
         raise BgbenchError(f"{' and '.join(chosen)}: choose one")
     if args.shard:
         from ..data.shards import Shard
-        from ..studies.shards import run_shard
+        from ..studies.jobs import run_shard
         result = run_shard(spec, Shard.parse(args.shard), args.db, device=args.device, progress=not args.quiet)
         return emit(args, result.to_dict(), result.text())
     from ..studies.jobs import warn_if_network_store
     warn_if_network_store(spec, args.db)
     if args.merge:
         from ..studies.runner import run_study
-        from ..studies.shards import merge_jobs
+        from ..studies.jobs import merge_jobs
         counts = merge_jobs(spec, args.db)
         for c in counts:
             status(f"merged {c.text()}")
         result = run_study(spec, args.db, device=args.device, progress=False, execute=False)
-        missing = [s.title for s in result.steps if s.done_run is None and s.skip is None]
-        if missing:
-            status(f"warning: {len(missing)} steps are in no job store yet (first: {missing[0]}); did every shard "
-                   f"finish? Run the missing shards again, then --merge")
+        if result.missing:
+            status(f"warning: {len(result.missing)} steps are in no job store yet (first: {result.missing[0]}); did "
+                   f"every shard finish? Run the missing shards again, then --merge")
         return emit(args, {**result.to_dict(), "merged": [c.to_dict() for c in counts]}, result.text())
     from ..studies.cluster import executor_settings, run_cluster
     settings = executor_settings(spec, args)
@@ -94,7 +79,7 @@ def run_spec(args: argparse.Namespace, spec) -> int:
         return emit(args, result.to_dict(), plan_table(result.steps) if args.dry_run else result.text())
     from ..studies.jobs import plan_jobs
     jobs = plan_jobs(spec, result.steps)  # what --shard and --executor would spread over machines
-    missing = {s.title for s in result.steps if s.done_run is None and s.skip is None}
+    missing = set(result.missing)
     lines = [plan_table(result.steps), f"{len(jobs)} jobs for --executor or --shard K/N (one per model and dataset; "
              f"a dataset's edits one), {sum(bool(missing & set(j.steps)) for j in jobs)} with steps to run:"]
     lines += [f"  {j.name}: {len(j.steps)} steps" for j in jobs]

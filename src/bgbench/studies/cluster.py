@@ -21,13 +21,14 @@ from typing import Any, Dict, List, Optional
 
 from ..console import status
 from ..errors import BgbenchError
+from ..options import flagged_fields
 from ..store import Store
 from ..store.merge import MergeCount
 from .executor import DEFAULT_MINUTES, ExecutorSettings, script_hazard, with_flags
-from .jobs import Job, finished_store, jobs_folder, plan_jobs, run_job, save_partial
+from .jobs import (Job, finished_store, job_stores, jobs_folder, merge_job_store, pictures_folder, plan_jobs, run_job,
+                   save_partial)
 from .plan import plan
 from .runner import StudyResult, refuse_problems, run_study
-from .shards import job_stores, merge_job_store, pictures_folder
 from .spec import Study
 
 #: The ids of the submitted jobs, in the jobs folder.
@@ -41,9 +42,7 @@ LOG_LINES = 8
 def executor_settings(study: Study, args: Any) -> Optional[ExecutorSettings]:
     """The executor the command asks for: the study's [executor] table with the flags over it; None
     when neither names a kind (the study runs here, step after step)."""
-    flags = {"kind": args.executor, "jobs": args.jobs, "partition": args.partition,
-             "gpus_per_job": args.gpus_per_job, "cpus_per_job": args.cpus_per_job, "time": args.time,
-             "sbatch": args.sbatch}
+    flags = {f.name: getattr(args, spec.get("dest", f.name)) for f, spec in flagged_fields(ExecutorSettings)}
     settings = with_flags(study.executor, flags)
     if settings.kind is None:
         given = [f"--{k.replace('_', '-')}" for k, v in flags.items() if v is not None and k != "kind"]
@@ -131,12 +130,6 @@ def _running(entry: dict) -> bool:
     return not _attach(entry).done()
 
 
-def _ended(handle) -> bool:
-    """Whether a job has ended: asked of submitit for a job this process submitted, else as `_running`."""
-    job, entry = handle
-    return job.done() if job is not None else not _running(entry)
-
-
 def _log_tail(job) -> str:
     """The last lines of a job's log (stderr, else stdout), for the line that reports it failed."""
     for read in (job.stderr, job.stdout):
@@ -165,16 +158,12 @@ class ClusterResult:
 
     @property
     def complete(self) -> bool:
-        return not self.failed and not self.missing
-
-    @property
-    def missing(self) -> List[str]:
-        return [s.title for s in self.study.steps if s.done_run is None and s.skip is None]
+        return not self.failed and not self.study.missing
 
     def to_dict(self) -> dict:
         return {**self.study.to_dict(), "executor": self.executor, "jobs": [j.to_dict() for j in self.jobs],
                 "submitted": self.submitted, "waited": self.waited, "merged": [m.to_dict() for m in self.merged],
-                "failed": self.failed, "missing": self.missing}
+                "failed": self.failed, "missing": self.study.missing}
 
     def text(self) -> str:
         lines = [self.study.text(), "",
@@ -201,7 +190,7 @@ def run_cluster(study: Study, db: Optional[str | Path], settings: ExecutorSettin
         merged = [merge_job_store(store, path) for path in job_stores(study)]
         steps = plan(study, store)
         refuse_problems(study, steps)
-        missing = {s.title for s in steps if s.done_run is None and s.skip is None}
+        missing = set(StudyResult(study, steps).missing)
         jobs = [j for j in plan_jobs(study, steps) if missing & set(j.steps)]
         result = ClusterResult(StudyResult(study, steps), jobs, merged=merged, executor=settings.kind)
         earlier = _read_submitted(folder)
@@ -225,11 +214,11 @@ def run_cluster(study: Study, db: Optional[str | Path], settings: ExecutorSettin
                     result.submitted[job.name] = entry["id"]
                     status(f"job {job.name} submitted (id {entry['id']}): {len(job.steps)} steps")
                 _write_submitted(folder, earlier)
-            for name, handle in list(active.items()):
-                if not _ended(handle):
-                    continue
-                del active[name]
-                _collect(store, study, by_name[name], handle, result)
+            for name, (job, entry) in list(active.items()):
+                # ended: asked of submitit for a job this process submitted, else as `_running`
+                if job.done() if job is not None else not _running(entry):
+                    del active[name]
+                    _collect(store, study, by_name[name], (job, entry), result)
             if pending or active:
                 time.sleep(POLL_S[settings.kind])
     result.study = run_study(study, db, device=device, progress=False, execute=False)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, Dict, Optional
 
 from ..errors import BgbenchError
+from ..options import flag
 
 KINDS = ("local", "slurm")
 #: A job's time limit without `time`: a day (Slurm's partitions cap it further).
@@ -27,15 +28,26 @@ DEFAULT_MINUTES = 24 * 60
 
 @dataclass
 class ExecutorSettings:
-    """What submitit needs: the executor's kind, how many jobs at once, and the Slurm resources."""
+    """What submitit needs: the executor's kind, how many jobs at once, and the Slurm resources; each
+    field is also its flag, which overrides the study file's [executor] table."""
 
-    kind: Optional[str] = None
-    jobs: Optional[int] = None
-    partition: Optional[str] = None
-    gpus_per_job: Optional[int] = None
-    cpus_per_job: Optional[int] = None
-    time: Optional[int] = None
-    sbatch: Dict[str, Any] = field(default_factory=dict)
+    kind: Optional[str] = field(default=None, metadata=flag(
+        "--executor", "submit the study's jobs through submitit: as processes on this machine, or to Slurm; this "
+        "process merges each job's store as it ends (default: the study's [executor] kind, else none)",
+        choices=KINDS, dest="executor"))
+    jobs: Optional[int] = field(default=None, metadata=flag(
+        "--jobs", "jobs running at once (Slurm: the array's parallelism)", type=int, metavar="N"))
+    partition: Optional[str] = field(default=None, metadata=flag("--partition", "Slurm partition"))
+    gpus_per_job: Optional[int] = field(default=None, metadata=flag("--gpus-per-job", "GPUs per job", type=int,
+                                                                    metavar="G"))
+    cpus_per_job: Optional[int] = field(default=None, metadata=flag("--cpus-per-job", "CPUs per job", type=int,
+                                                                    metavar="C"))
+    time: Optional[int] = field(default=None, metadata=flag(
+        "--time", "a job's time limit in minutes (it is requeued when it passes it, and resumes)", type=int,
+        metavar="MIN"))
+    sbatch: Dict[str, Any] = field(default_factory=dict, metadata=flag(
+        "--sbatch", "another sbatch option (--sbatch account=lab --sbatch qos=high), repeatable", action="append",
+        metavar="KEY=VALUE", default=None))
 
 
 _INTS = ("jobs", "gpus_per_job", "cpus_per_job", "time")

@@ -198,7 +198,6 @@ class _ModelFacts:
 
     def format_problem(self, measure: str) -> Optional[str]:
         """Why this model's file format cannot give what `measure` needs (layers: `models.checkpoint`)."""
-        from ..measures.registry import get_measure
         from ..models.checkpoint import FORMATS, needs_problem
         peeked = self._peek(())
         if isinstance(peeked, BgbenchError) or peeked.format not in FORMATS:

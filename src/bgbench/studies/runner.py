@@ -57,6 +57,11 @@ class StudyResult(Result):
                 "scorecard": scorecard_records(self.scorecard) if self.scorecard else [],
                 "shortcuts": self.shortcuts.to_dict() if self.shortcuts is not None else None}
 
+    @property
+    def missing(self) -> List[str]:
+        """The titles of the steps the store does not hold yet (a skipped step aside)."""
+        return [s.title for s in self.steps if s.done_run is None and s.skip is None]
+
     def table(self) -> List[dict]:
         """One row per step: its measure, model, dataset, state and run."""
         return [_step_dict(s) for s in self.steps]
@@ -155,7 +160,10 @@ def run_study(study: Study, db: Optional[str | Path] = None, *, dry_run: bool = 
         if report and (runs or execute):  # jobs that all failed leave nothing to report
             from ..api import analyze
             from ..reporting.render import render_report
-            labels, data_labels = run_labels(steps), study.data_labels(data_roots(steps))
+            # run id -> the label the study gave its model: the identity the report names a model by (two
+            # models of one model string, with other checkpoints, are two columns)
+            labels = {s.done_run: s.model.label for s in steps if s.done_run is not None and s.model is not None}
+            data_labels = study.data_labels({s.dataset.label: s.data_root for s in steps if s.data_root})
             page = render_report(store, study.out, run_ids=runs, labels=labels, data_labels=data_labels,
                                  progress=False, skipped=skipped_steps(steps))
             result.report, result.scorecard = page.index.parent, page.scorecard
@@ -173,17 +181,6 @@ def skipped_steps(steps: List[Step]) -> Dict[Tuple[str, str], Dict[str, str]]:
         if s.skip and s.model is not None:
             out.setdefault((s.model.model, s.data_root or str(s.dataset.path)), {})[s.measure.name] = s.skip
     return out
-
-
-def data_roots(steps: List[Step]) -> Dict[str, str]:
-    """Dataset label -> the folder its runs record as their data's root (`Step.data_root`)."""
-    return {s.dataset.label: s.data_root for s in steps if s.data_root}
-
-
-def run_labels(steps: List[Step]) -> Dict[int, str]:
-    """Run id -> the label the study gave its model: the identity the report names a model by (two
-    models of one model string, with other checkpoints, are two columns)."""
-    return {s.done_run: s.model.label for s in steps if s.done_run is not None and s.model is not None}
 
 
 def refuse_problems(study: Study, steps: List[Step]) -> None:

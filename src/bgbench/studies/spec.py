@@ -38,10 +38,11 @@ from ..models.options import ModelOptions
 from .executor import ExecutorSettings, executor_table
 from .value_types import check_types
 
-#: How a model string is built, set per model (not per measure): every `ModelOptions` field but the
-#: model string, where and on what it runs (the study decides those), and the protocol (a measure's).
-MODEL_OPTIONS = tuple(f.name for f in dataclasses.fields(ModelOptions)
-                      if f.name not in ("model", "device", "data", "split", "protocol"))
+#: The `ModelOptions` fields a study model does not set: the model string, where and on what it runs
+#: (the study decides those), and the protocol (a measure's).
+STUDY_SETS = ("model", "device", "data", "split", "protocol")
+#: How a model string is built, set per model (not per measure): every other `ModelOptions` field.
+MODEL_OPTIONS = tuple(f.name for f in dataclasses.fields(ModelOptions) if f.name not in STUDY_SETS)
 #: Keys the study sets itself, never an option of a measure.
 RESERVED = ("model", "data", "store", "progress", "out_dir")
 #: ImageNet-E edits: the dataset edited once (`bgbench edit`, model-free levels), then every model
