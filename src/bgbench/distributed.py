@@ -42,10 +42,6 @@ class Ranks:
     def distributed(self) -> bool:
         return self.world > 1
 
-    def collective_device(self) -> str:
-        """Where tensors for collectives live: NCCL reduces device tensors only, gloo takes CPU ones."""
-        return self.device if self.distributed and self.device.startswith("cuda") else "cpu"
-
 
 def world_record(ranks: Ranks) -> Dict[str, int]:
     """What a torchrun run adds to its recorded configuration: its world size (nothing for one process)."""
@@ -143,14 +139,19 @@ def barrier(ranks: Ranks) -> None:
         dist.barrier()
 
 
-def broadcast(value: Any, ranks: Ranks) -> Any:
-    """Rank 0's `value` on every rank (any picklable object)."""
+def everyone(value: Any, ranks: Ranks) -> List[Any]:
+    """Every rank's `value` (any picklable object), in rank order, on every rank."""
     if not ranks.distributed:
-        return value
+        return [value]
     import torch.distributed as dist
-    box = [value if ranks.main else None]
-    dist.broadcast_object_list(box, src=0)
-    return box[0]
+    out = [None] * ranks.world
+    dist.all_gather_object(out, value)
+    return out
+
+
+def broadcast(value: Any, ranks: Ranks) -> Any:
+    """Rank 0's `value` on every rank."""
+    return everyone(value if ranks.main else None, ranks)[0]
 
 
 def gather(value: Any, ranks: Ranks) -> Optional[List[Any]]:
@@ -164,14 +165,9 @@ def gather(value: Any, ranks: Ranks) -> Optional[List[Any]]:
 
 
 def all_reduce(values: Sequence[float], ranks: Ranks, op: str = "sum") -> List[float]:
-    """Elementwise sum (or 'max') of `values` over the ranks, on every rank, in float64."""
-    if not ranks.distributed:
-        return [float(v) for v in values]
-    import torch
-    import torch.distributed as dist
-    t = torch.tensor([float(v) for v in values], dtype=torch.float64, device=ranks.collective_device())
-    dist.all_reduce(t, op=dist.ReduceOp.MAX if op == "max" else dist.ReduceOp.SUM)
-    return t.tolist()
+    """Elementwise sum (or 'max') of `values` over the ranks, on every rank, as floats (summed in rank order)."""
+    reduce = max if op == "max" else sum
+    return [reduce(column) for column in zip(*everyone([float(v) for v in values], ranks))]
 
 
 def owns(position: int, ranks: Ranks, block: int = 1) -> bool:
@@ -197,14 +193,10 @@ def shares_order(n: int, world: int, block: int = 1) -> List[int]:
 def in_order(parts: Sequence[Sequence[Any]], n: int, world: int, block: int = 1) -> List[Any]:
     """Join per-rank results (`parts[r]`: one entry per position of rank r's share, in order) into
     one list in the positions' order: what one process would have produced."""
-    positions = shares_order(n, world, block)
     joined = [value for part in parts for value in part]
     if len(joined) != n:
         raise RuntimeError(f"the ranks returned {len(joined)} results for {n} items")
-    out: List[Any] = [None] * n
-    for p, value in zip(positions, joined):
-        out[p] = value
-    return out
+    return [value for _, value in sorted(zip(shares_order(n, world, block), joined), key=lambda pv: pv[0])]
 
 
 def gather_in_order(mine: Sequence[Any], n: int, ranks: Ranks, block: int = 1) -> Optional[List[Any]]:
