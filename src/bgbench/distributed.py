@@ -106,25 +106,22 @@ def cpu_threads(environ=None, cores: Optional[int] = None, load: Optional[float]
     return 1 if cores - load < BUSY_BELOW_IDLE_CORES else None
 
 
-def pin_threads(threads: int) -> None:
+def pin_threads(threads: Optional[int]) -> None:
     """Set torch's CPU threads for the rest of the process, whatever the load (a job whose numbers
-    must not depend on how busy the machine is: the demo's, which the manual prints)."""
+    must not depend on how busy the machine is: the demo's, which the manual prints); None keeps
+    torch's own choice. Either way a later job of the process keeps it (`_pick_threads`)."""
     global _threads_picked
-    import torch
-    torch.set_num_threads(threads)
     _threads_picked = True
+    if threads is not None:
+        import torch
+        torch.set_num_threads(threads)
 
 
 def _pick_threads() -> None:
     """Set torch's CPU threads once per process (`cpu_threads`); a later job of the same process
     (a study's next step) keeps what the first one chose."""
-    global _threads_picked
-    if _threads_picked:
-        return
-    _threads_picked = True
-    threads = cpu_threads()
-    if threads is not None:
-        pin_threads(threads)
+    if not _threads_picked:
+        pin_threads(cpu_threads())
 
 
 def _leave() -> None:

@@ -74,11 +74,8 @@ def one_line(message: str) -> str:
 def _stdout_closed() -> int:
     """Python's documented recipe for a closed pipe: point stdout at devnull so the interpreter's
     final flush cannot fail again, and exit quietly."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError, AttributeError):  # stdout without a file descriptor (tests)
-        pass
+    with contextlib.suppress(OSError, ValueError, AttributeError):  # stdout without a file descriptor (tests)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 1
 
 
