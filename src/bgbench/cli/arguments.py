@@ -158,6 +158,4 @@ def model_options(args: argparse.Namespace):
 def load_model(args: argparse.Namespace):
     """The model the shared model arguments name, through the one door (`bgbench.load_model`)."""
     from ..models.options import load_model as door
-    options = model_options(args)
-    return door(options.model, **{f.name: getattr(options, f.name) for f in dataclasses.fields(options)
-                                  if f.name != "model"})
+    return door(**dataclasses.asdict(model_options(args)))
