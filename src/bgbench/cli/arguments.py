@@ -134,10 +134,9 @@ def add_model_args(p: argparse.ArgumentParser, config: Optional[type] = None, re
     `model_group`: a mutually exclusive group that --model joins (`eval`: --model or --predictions).
     """
     from ..models.options import MODEL_HELP, ModelOptions
-    model = dataclasses.fields(ModelOptions)[0]
     (model_group or p).add_argument("--model", required=required and model_group is None,
                                     help=model_help or MODEL_HELP)
-    add_config_flags(p, ModelOptions, skip=(model.name,))
+    add_config_flags(p, ModelOptions, skip=("model",))
     if device:
         add_device_arg(p, default_of(config, "device") if config else "cpu")
         p.add_argument("--no-cache", action="store_true",
