@@ -10,8 +10,7 @@ is the function whatever has been imported; no other public name resolves here b
 submodules and `__version__` (which `__all__` leaves out, as torch's does: it is the package's
 metadata, not a function to import).
 """
-import importlib as _importlib
-
+from ._lazy import lazy_getattr as _lazy_getattr
 from .version import __version__  # noqa: F401 (module metadata, beside `__all__` as in torch)
 
 #: public name -> the module that defines it.
@@ -23,16 +22,7 @@ _EXPORTS = {
     "record": ".recording",
 }
 __all__ = list(_EXPORTS)
-
-
-def __getattr__(name: str):
-    """Resolve a public name on first use and keep it, so later lookups skip this function."""
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(_importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = _lazy_getattr(__name__, _EXPORTS)
 
 
 def __dir__() -> list:

@@ -20,11 +20,10 @@ def at_least(name: str, value: Optional[float], low: float) -> None:
 
 def within(name: str, value: Optional[float], low: float, high: float, open_low: bool = False,
            open_high: bool = False) -> None:
-    """low <= value <= high (or strict at an open end)."""
-    if value is None:
-        return
+    """low <= value <= high (or strict at an open end); None passes."""
     _nan(name, value)
-    if (value <= low if open_low else value < low) or (value >= high if open_high else value > high):
+    if value is not None and ((value <= low if open_low else value < low)
+                              or (value >= high if open_high else value > high)):
         lo, hi = ("(" if open_low else "["), (")" if open_high else "]")
         raise BgbenchError(f"{name} must be in {lo}{low:g}, {high:g}{hi}, got {value:g}")
 

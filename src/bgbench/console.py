@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Optional
+from typing import List, Optional, Sequence
 
 #: In a non-terminal, a bar prints one line at most every this many seconds (plus the last).
 LOG_EVERY_S = 30.0
@@ -16,6 +16,12 @@ LOG_EVERY_S = 30.0
 def plural(n: int, word: str) -> str:
     """'1 model', '2 models' ('1 image', '0 images')."""
     return f"{n} {word if n == 1 else word + 's'}"
+
+
+def aligned(table: Sequence[Sequence[str]]) -> List[str]:
+    """A table's rows (the header first) as lines: each column as wide as its widest cell, two spaces apart."""
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    return ["  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip() for row in table]
 
 
 def status(message: str) -> None:

@@ -70,7 +70,6 @@ def run_demo(out: str | Path = "bgbench-demo", db: Optional[str] = None, per_cla
                            (small, small_per_class, "val")):
         write_dataset(root, per_class=n, size=size, seed=seed, split=split, progress=progress, overwrite=True)
     store = Store(db or out / "results.db")
-    summary = {"data": str(data), "small": str(small), "db": str(store.path), "models": {}}
     checkpoints = {}
     for step, variant in enumerate(("original", "mixed_rand"), start=2):
         status(f"[{step}/5] training {DEMO_ARCH} on {variant} ({epochs} epochs)")
@@ -85,20 +84,16 @@ def run_demo(out: str | Path = "bgbench-demo", db: Optional[str] = None, per_cla
            f"(ImageNet-E levels {', '.join(edits['levels'])}), the full Backgrounds Challenge and an eval of the "
            f"edits; then the report -> {study.out}")
     ran = run_study(study, store.path, progress=progress, rerun=True)  # every demo measures anew, never reusing a store's runs
-    reports = {}
-    for variant, ckpt in checkpoints.items():
-        label = LABELS[variant]
-        reports[variant] = ran.result(label, "synthetic9", "eval")
-        summary["models"][variant] = {"checkpoint": ckpt, **reports[variant].to_dict(),
-                                      **_analyses(store, ran, label), **_small_set_runs(ran, label)}
+    reports = {variant: ran.result(LABELS[variant], "synthetic9", "eval") for variant in checkpoints}
+    models = {variant: {"checkpoint": ckpt, **reports[variant].to_dict(), **_analyses(store, ran, LABELS[variant])}
+              for variant, ckpt in checkpoints.items()}
     status("[5/5] last-layer retraining (DFR) of the ORIGINAL-trained model on MIXED-RAND train")
-    summary["dfr"] = _last_layer_retraining(store, data, out, summary["models"], seed, progress)
-    page = ran.report / "index.html"
-    summary["report"] = str(page)
-    summary["seconds"] = round(time.time() - t0, 1)
+    dfr = _last_layer_retraining(store, data, out, models, seed, progress)
+    summary = {"data": str(data), "small": str(small), "db": str(store.path), "models": models, "dfr": dfr,
+               "report": str(ran.report / "index.html"), "seconds": round(time.time() - t0, 1)}
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     store.close()
-    return DemoResult(summary=summary, reports=reports, out=out, db=Path(summary["db"]), report=page)
+    return DemoResult(summary=summary, reports=reports, out=out, db=Path(summary["db"]), report=Path(summary["report"]))
 
 
 def demo_study(out: Path, data: Path, small: Path, checkpoints: Dict[str, str], seed: int) -> Study:
@@ -134,21 +129,10 @@ def _last_layer_retraining(store: Store, data: Path, out: Path, models: dict, se
             "after": {"bg_gap": after.bg_gap.value, "mixed_rand": after.accuracy["mixed_rand"].value}}
 
 
-def _small_set_runs(ran: StudyResult, label: str) -> dict:
-    """The full challenge on the small set (the report's hijack matrix and challenge galleries)
-    and the eval of its edits, from the study's steps."""
-    report = ran.result(label, "synthetic9-small", "challenge")
-    drops = ran.result(label, "synthetic9-small edits", "eval")
-    return {"challenge": {"run_id": ran.run_id(label, "synthetic9-small", "challenge"),
-                          "challenge_accuracy": report.challenge_accuracy.value,
-                          "clean_accuracy": report.clean_accuracy.value, "foregrounds": report.total},
-            "edits": {"run_id": ran.run_id(label, "synthetic9-small edits", "eval"),
-                      "accuracy": {v: e.value for v, e in drops.accuracy.items()}}}
-
-
 def _analyses(store: Store, ran: StudyResult, label: str) -> dict:
-    """Prediction categories of the eval run, and the noise, saliency and features probes, from the
-    study's steps on synthetic9."""
+    """From the study's steps: on synthetic9, the prediction categories of the eval run and the
+    noise, saliency and features probes; on the small set, the full challenge (the report's hijack
+    matrix and challenge galleries) and the eval of its edits."""
     from .measures.categories.summary import prediction_categories
     from .measures.registry import get_measure
     categories = prediction_categories(store, ran.run_id(label, "synthetic9", "eval"))
@@ -156,6 +140,8 @@ def _analyses(store: Store, ran: StudyResult, label: str) -> dict:
     sal = ran.result(label, "synthetic9", "saliency").to_dict()
     features = ran.result(label, "synthetic9", "features").summary()  # the top spurious feature, the mean of all
     top = features.top_spurious
+    challenge = ran.result(label, "synthetic9-small", "challenge")
+    drops = ran.result(label, "synthetic9-small edits", "eval")
     return {"categories": categories.to_dict()["overall"],
             "features": {"run_id": ran.run_id(label, "synthetic9", "features"), "bg_share": features.bg_share,
                          "bg_area": features.bg_area, "spurious": features.spurious,
@@ -166,7 +152,12 @@ def _analyses(store: Store, ran: StudyResult, label: str) -> dict:
             "saliency": {"run_id": ran.run_id(label, "synthetic9", "saliency"), "layer": sal["layer"],
                          "overlays": sal["overlays"], "aggregation": sal["aggregation"]["headline"],
                          **{k: v["value"] for k, v in sal["headline"].items()},
-                         "image_mean": {k: v["value"] for k, v in sal["image_mean"].items()}}}
+                         "image_mean": {k: v["value"] for k, v in sal["image_mean"].items()}},
+            "challenge": {"run_id": ran.run_id(label, "synthetic9-small", "challenge"),
+                          "challenge_accuracy": challenge.challenge_accuracy.value,
+                          "clean_accuracy": challenge.clean_accuracy.value, "foregrounds": challenge.total},
+            "edits": {"run_id": ran.run_id(label, "synthetic9-small edits", "eval"),
+                      "accuracy": {v: e.value for v, e in drops.accuracy.items()}}}
 
 
 def _features_line(variant: str, f: dict) -> str:
@@ -180,6 +171,14 @@ def _features_line(variant: str, f: dict) -> str:
             f"{f['spurious']} candidates")
 
 
+def _scores_line(variant: str, m: dict) -> str:
+    """One line per model: its prediction categories, RFS and saliency precision."""
+    precision = m["saliency"]["precision"]  # None when every map was zero (1x1 features)
+    return (f"{variant:<12} {100 * m['categories']['BG Required']:11.1f}% "
+            f"{100 * m['categories']['BG Fools']:8.1f}% {m['noise']['rfs_overall']:+7.3f} "
+            f"{'-' if precision is None else format(precision, '.3f'):>19}")
+
+
 @dataclass
 class DemoResult:
     """What the demo measured; `text()` is what `bgbench demo` prints."""
@@ -191,40 +190,36 @@ class DemoResult:
     report: Path
 
     def text(self) -> str:
-        parts = [line for variant, report in self.reports.items()
-                 for line in (f"== trained on {variant.upper()} ==", report.text(), "")]
-        parts.append(f"BG-Gap: ORIGINAL-trained {100 * self.reports['original'].bg_gap.value:.1f}%  vs  "
-                     f"MIXED-RAND-trained {100 * self.reports['mixed_rand'].bg_gap.value:.1f}%")
-        models = self.summary["models"]
-        first = models[next(iter(self.reports))]
+        models = {v: self.summary["models"][v] for v in self.reports}
+        first = next(iter(models.values()))
         dfr = self.summary["dfr"]
         b, a = dfr["before"], dfr["after"]
-        parts.append(f"DFR (the ORIGINAL-trained model's last layer refit on MIXED-RAND, {dfr['seconds']:.0f}s vs "
-                     f"{dfr['mixed_rand_training_seconds']:.0f}s to train on MIXED-RAND): BG-Gap "
-                     f"{100 * b['bg_gap']:.1f}% -> {100 * a['bg_gap']:.1f}%, MIXED-RAND accuracy "
-                     f"{100 * b['mixed_rand']:.1f}% -> {100 * a['mixed_rand']:.1f}%")
-        parts += ["", f"{'trained on':<12} {'BG Required':>12} {'BG Fools':>9} {'RFS':>7} {'saliency precision':>19}"]
-        for v in self.reports:
-            m = models[v]
-            precision = m["saliency"]["precision"]  # None when every map was zero (1x1 features)
-            parts.append(f"{v:<12} {100 * m['categories']['BG Required']:11.1f}% "
-                         f"{100 * m['categories']['BG Fools']:8.1f}% {m['noise']['rfs_overall']:+7.3f} "
-                         f"{'-' if precision is None else format(precision, '.3f'):>19}")
-        parts.append(f"(RFS on grid {first['noise']['grid']['label']}; > 0: noise on the object hurts more than noise "
-                     "on the background. Saliency precision: share of Grad-CAM mass on the object, mean of the "
-                     "per-predicted-class means)")
         n = first["challenge"]["foregrounds"]
-        parts += ["", f"Backgrounds Challenge (--full) on the small set ({n} foregrounds x {n} backgrounds):"]
-        parts += [f"{v:<12} challenge accuracy {100 * models[v]['challenge']['challenge_accuracy']:5.1f}%  "
-                  f"(clean {100 * models[v]['challenge']['clean_accuracy']:.1f}%)" for v in self.reports]
         levels = list(first["edits"]["accuracy"])
-        parts += ["", "ImageNet-E edits of the small set (accuracy; original first, then each edit level):",
-                  f"{'trained on':<12} " + " ".join(f"{lv:>15}" for lv in levels)]
-        parts += [f"{v:<12} " + " ".join(f"{100 * models[v]['edits']['accuracy'][lv]:14.1f}%" for lv in levels)
-                  for v in self.reports]
-        parts += ["", "spurious features (each class's top 5 penultimate features by weight x mean activation; "
-                      "background share of their activation maps on their 5 most activating test images):"]
-        parts += [_features_line(v, models[v]["features"]) for v in self.reports]
-        parts += [f"runs stored in {self.db}; outputs under {self.out}/ ({self.summary['seconds']:.0f}s)",
-                  f"report: {self.report}"]
+        parts = [line for variant, report in self.reports.items()
+                 for line in (f"== trained on {variant.upper()} ==", report.text(), "")]
+        parts += [
+            f"BG-Gap: ORIGINAL-trained {100 * self.reports['original'].bg_gap.value:.1f}%  vs  "
+            f"MIXED-RAND-trained {100 * self.reports['mixed_rand'].bg_gap.value:.1f}%",
+            f"DFR (the ORIGINAL-trained model's last layer refit on MIXED-RAND, {dfr['seconds']:.0f}s vs "
+            f"{dfr['mixed_rand_training_seconds']:.0f}s to train on MIXED-RAND): BG-Gap "
+            f"{100 * b['bg_gap']:.1f}% -> {100 * a['bg_gap']:.1f}%, MIXED-RAND accuracy "
+            f"{100 * b['mixed_rand']:.1f}% -> {100 * a['mixed_rand']:.1f}%",
+            "", f"{'trained on':<12} {'BG Required':>12} {'BG Fools':>9} {'RFS':>7} {'saliency precision':>19}",
+            *(_scores_line(v, m) for v, m in models.items()),
+            f"(RFS on grid {first['noise']['grid']['label']}; > 0: noise on the object hurts more than noise "
+            "on the background. Saliency precision: share of Grad-CAM mass on the object, mean of the "
+            "per-predicted-class means)",
+            "", f"Backgrounds Challenge (--full) on the small set ({n} foregrounds x {n} backgrounds):",
+            *(f"{v:<12} challenge accuracy {100 * m['challenge']['challenge_accuracy']:5.1f}%  "
+              f"(clean {100 * m['challenge']['clean_accuracy']:.1f}%)" for v, m in models.items()),
+            "", "ImageNet-E edits of the small set (accuracy; original first, then each edit level):",
+            f"{'trained on':<12} " + " ".join(f"{lv:>15}" for lv in levels),
+            *(f"{v:<12} " + " ".join(f"{100 * m['edits']['accuracy'][lv]:14.1f}%" for lv in levels)
+              for v, m in models.items()),
+            "", "spurious features (each class's top 5 penultimate features by weight x mean activation; "
+                "background share of their activation maps on their 5 most activating test images):",
+            *(_features_line(v, m["features"]) for v, m in models.items()),
+            f"runs stored in {self.db}; outputs under {self.out}/ ({self.summary['seconds']:.0f}s)",
+            f"report: {self.report}"]
         return "\n".join(parts)

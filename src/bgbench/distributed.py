@@ -42,10 +42,6 @@ class Ranks:
     def distributed(self) -> bool:
         return self.world > 1
 
-    def collective_device(self) -> str:
-        """Where tensors for collectives live: NCCL reduces device tensors only, gloo takes CPU ones."""
-        return self.device if self.distributed and self.device.startswith("cuda") else "cpu"
-
 
 def world_record(ranks: Ranks) -> Dict[str, int]:
     """What a torchrun run adds to its recorded configuration: its world size (nothing for one process)."""
@@ -110,25 +106,22 @@ def cpu_threads(environ=None, cores: Optional[int] = None, load: Optional[float]
     return 1 if cores - load < BUSY_BELOW_IDLE_CORES else None
 
 
-def pin_threads(threads: int) -> None:
+def pin_threads(threads: Optional[int]) -> None:
     """Set torch's CPU threads for the rest of the process, whatever the load (a job whose numbers
-    must not depend on how busy the machine is: the demo's, which the manual prints)."""
+    must not depend on how busy the machine is: the demo's, which the manual prints); None keeps
+    torch's own choice. Either way a later job of the process keeps it (`_pick_threads`)."""
     global _threads_picked
-    import torch
-    torch.set_num_threads(threads)
     _threads_picked = True
+    if threads is not None:
+        import torch
+        torch.set_num_threads(threads)
 
 
 def _pick_threads() -> None:
     """Set torch's CPU threads once per process (`cpu_threads`); a later job of the same process
     (a study's next step) keeps what the first one chose."""
-    global _threads_picked
-    if _threads_picked:
-        return
-    _threads_picked = True
-    threads = cpu_threads()
-    if threads is not None:
-        pin_threads(threads)
+    if not _threads_picked:
+        pin_threads(cpu_threads())
 
 
 def _leave() -> None:
@@ -143,14 +136,19 @@ def barrier(ranks: Ranks) -> None:
         dist.barrier()
 
 
-def broadcast(value: Any, ranks: Ranks) -> Any:
-    """Rank 0's `value` on every rank (any picklable object)."""
+def everyone(value: Any, ranks: Ranks) -> List[Any]:
+    """Every rank's `value` (any picklable object), in rank order, on every rank."""
     if not ranks.distributed:
-        return value
+        return [value]
     import torch.distributed as dist
-    box = [value if ranks.main else None]
-    dist.broadcast_object_list(box, src=0)
-    return box[0]
+    out = [None] * ranks.world
+    dist.all_gather_object(out, value)
+    return out
+
+
+def broadcast(value: Any, ranks: Ranks) -> Any:
+    """Rank 0's `value` on every rank."""
+    return everyone(value if ranks.main else None, ranks)[0]
 
 
 def gather(value: Any, ranks: Ranks) -> Optional[List[Any]]:
@@ -164,14 +162,9 @@ def gather(value: Any, ranks: Ranks) -> Optional[List[Any]]:
 
 
 def all_reduce(values: Sequence[float], ranks: Ranks, op: str = "sum") -> List[float]:
-    """Elementwise sum (or 'max') of `values` over the ranks, on every rank, in float64."""
-    if not ranks.distributed:
-        return [float(v) for v in values]
-    import torch
-    import torch.distributed as dist
-    t = torch.tensor([float(v) for v in values], dtype=torch.float64, device=ranks.collective_device())
-    dist.all_reduce(t, op=dist.ReduceOp.MAX if op == "max" else dist.ReduceOp.SUM)
-    return t.tolist()
+    """Elementwise sum (or 'max') of `values` over the ranks, on every rank, as floats (summed in rank order)."""
+    reduce = max if op == "max" else sum
+    return [reduce(column) for column in zip(*everyone([float(v) for v in values], ranks))]
 
 
 def owns(position: int, ranks: Ranks, block: int = 1) -> bool:
@@ -197,14 +190,10 @@ def shares_order(n: int, world: int, block: int = 1) -> List[int]:
 def in_order(parts: Sequence[Sequence[Any]], n: int, world: int, block: int = 1) -> List[Any]:
     """Join per-rank results (`parts[r]`: one entry per position of rank r's share, in order) into
     one list in the positions' order: what one process would have produced."""
-    positions = shares_order(n, world, block)
     joined = [value for part in parts for value in part]
     if len(joined) != n:
         raise RuntimeError(f"the ranks returned {len(joined)} results for {n} items")
-    out: List[Any] = [None] * n
-    for p, value in zip(positions, joined):
-        out[p] = value
-    return out
+    return [value for _, value in sorted(zip(shares_order(n, world, block), joined), key=lambda pv: pv[0])]
 
 
 def gather_in_order(mine: Sequence[Any], n: int, ranks: Ranks, block: int = 1) -> Optional[List[Any]]:

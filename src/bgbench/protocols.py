@@ -75,20 +75,13 @@ def resolve(protocol: Optional[str], **given) -> dict:
     Raises a one-line error naming the first flag that contradicts the protocol.
     """
     p = get_protocol(protocol)
-    if p is None:
-        return dict(given)
-    fixed = p.settings()
-    out = {}
+    fixed = {} if p is None else p.settings()
     for key, value in given.items():
-        if key not in fixed:
-            out[key] = value
-            continue
-        if value != fixed[key] and value != UNSET.get(key, object()):
+        if key in fixed and value != fixed[key] and value != UNSET.get(key, object()):
             flag = "--" + key.replace("_", "-")
             shown = fixed[key] if not isinstance(fixed[key], bool) else ("on" if fixed[key] else "off")
             raise BgbenchError(f"--protocol {p.name} fixes {flag} {shown}; drop {flag} or the protocol")
-        out[key] = fixed[key]
-    return out
+    return {key: fixed.get(key, value) for key, value in given.items()}
 
 
 def check_spec(protocol: Optional[str], spec: dict) -> None:

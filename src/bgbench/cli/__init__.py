@@ -62,6 +62,8 @@ def build_parser(only: Optional[str] = None) -> argparse.ArgumentParser:
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+#: What a byte that is not UTF-8 becomes in a command line (a surrogate escape), which SQLite cannot store.
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def one_line(message: str) -> str:
@@ -69,47 +71,22 @@ def one_line(message: str) -> str:
     return " ".join(_ANSI.sub("", message).split())
 
 
-def check_utf8_arguments(args: argparse.Namespace) -> None:
-    """Refuse, before any work, a path (or other text) argument that is not valid UTF-8.
-
-    The store keeps paths as SQLite text, which must be UTF-8; a folder name with a stray byte
-    (`$'data\\xff'`) reaches Python as a surrogate escape and would fail only when the run is
-    recorded, after all the work is done.
-    """
-    for name, value in vars(args).items():
-        for text in value if isinstance(value, list) else [value]:
-            if isinstance(text, str):
-                try:
-                    text.encode("utf-8")
-                except UnicodeEncodeError:
-                    flag = "--" + name.replace("_", "-")
-                    raise BgbenchError(f"{flag}: {text.encode('utf-8', 'surrogateescape')!r} is not valid UTF-8; "
-                                       f"rename it (bgbench stores paths as UTF-8 text)") from None
-
-
 def _stdout_closed() -> int:
     """Python's documented recipe for a closed pipe: point stdout at devnull so the interpreter's
     final flush cannot fail again, and exit quietly."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError, AttributeError):  # stdout without a file descriptor (tests)
-        pass
+    with contextlib.suppress(OSError, ValueError, AttributeError):  # stdout without a file descriptor (tests)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 1
 
 
 def _subparsers(parser: argparse.ArgumentParser) -> dict:
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            return action.choices
-    return {}
+    return next((a.choices for a in parser._actions if isinstance(a, argparse._SubParsersAction)), {})
 
 
-def parse(parser: argparse.ArgumentParser, argv: Optional[List[str]]) -> argparse.Namespace:
+def parse(parser: argparse.ArgumentParser, argv: List[str]) -> argparse.Namespace:
     """Parse `argv`; a mistyped command or flag is reported by the subcommand it belongs to, with
     its usage and the closest name it has (argparse alone answers with the top-level usage)."""
     import difflib
-    argv = list(sys.argv[1:] if argv is None else argv)
     sub, flagged = parser, False  # the (sub)parser of the command `argv` names (`probe noise`), for its usage
     for token in argv:
         choices = _subparsers(sub)
@@ -125,25 +102,41 @@ def parse(parser: argparse.ArgumentParser, argv: Optional[List[str]]) -> argpars
     args, extra = parser.parse_known_args(argv)
     if extra:
         flags = [s for a in sub._actions for s in a.option_strings]
-        hints = []
-        for token in extra:
-            near = difflib.get_close_matches(token.split("=", 1)[0], flags, n=1, cutoff=0.75) if token.startswith("-") else []
-            hints.append(f"{token} (did you mean {near[0]}?)" if near else token)
-        sub.error(f"unrecognized arguments: {' '.join(hints)}")
+        near = {t: difflib.get_close_matches(t.split("=", 1)[0], flags, n=1, cutoff=0.75) for t in extra
+                if t.startswith("-")}
+        sub.error("unrecognized arguments: " + " ".join(f"{t} (did you mean {near[t][0]}?)" if near.get(t) else t
+                                                        for t in extra))
     return args
 
 
 #: Arguments that name an existing input path, checked before any heavy import (torch takes seconds).
-INPUT_PATHS = {"data": "--data", "imagenet": "--imagenet", "checkpoint": "--checkpoint", "class_map": "--class-map"}
+INPUT_PATHS = ("data", "imagenet", "checkpoint", "class_map")
 
 
-def check_input_paths(args: argparse.Namespace) -> None:
-    """A mistyped input path is a one-line error at once, not after the model library has loaded."""
-    for name, flag in INPUT_PATHS.items():
-        values = getattr(args, name, None)
-        for value in values if isinstance(values, list) else [values]:
-            if isinstance(value, str) and value and not os.path.exists(os.path.expanduser(value)):
-                raise BgbenchError(f"{flag} {value}: no such file or folder")
+def _texts(args: argparse.Namespace, names):
+    """(flag, text) of each text argument among `names`, a list's items one by one."""
+    for name in names:
+        value = getattr(args, name, None)
+        for text in value if isinstance(value, list) else [value]:
+            if isinstance(text, str):
+                yield "--" + name.replace("_", "-"), text
+
+
+def check_arguments(args: argparse.Namespace) -> None:
+    """Refuse, before any work, a text argument that is not valid UTF-8 and a mistyped input path.
+
+    The store keeps paths as SQLite text, which must be UTF-8; a folder name with a stray byte
+    (`$'data\\xff'`) reaches Python as a surrogate escape and would fail only when the run is
+    recorded, after all the work is done. A missing input is one line at once, not after the model
+    library has loaded.
+    """
+    for flag, text in _texts(args, vars(args)):
+        if _SURROGATE.search(text):
+            raise BgbenchError(f"{flag}: {text.encode('utf-8', 'surrogateescape')!r} is not valid UTF-8; "
+                               f"rename it (bgbench stores paths as UTF-8 text)")
+    for flag, text in _texts(args, INPUT_PATHS):
+        if text and not os.path.exists(os.path.expanduser(text)):
+            raise BgbenchError(f"{flag} {text}: no such file or folder")
 
 
 @contextlib.contextmanager
@@ -167,24 +160,21 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         argv = list(sys.argv[1:] if argv is None else argv)
         args = parse(build_parser(argv[0] if argv else None), argv)  # inside: `bgbench --help | head` closes the pipe too
-        check_utf8_arguments(args)
-        check_input_paths(args)
+        check_arguments(args)
         with _no_cache(getattr(args, "no_cache", False)):
             code = args.func(args)
         sys.stdout.flush()  # a closed pipe shows up here, inside the handler, not at exit
         return code
     except BrokenPipeError:
         return _stdout_closed()
-    except BgbenchError as e:
-        print(f"bgbench: error: {one_line(str(e))}", file=sys.stderr)
-        return 2
-    except Exception as e:  # a damaged store read outside `with Store(...)` (which names its path)
-        from ..store.core import is_damage
-        if not is_damage(e):
-            raise
-        print(f"bgbench: error: a results store cannot be read ({e}): it is damaged or not a results store",
-              file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
         print("bgbench: interrupted", file=sys.stderr)
         return 130
+    except Exception as e:  # a user's error, or a store damaged outside `with Store(...)` (which names its path)
+        from ..store.core import is_damage
+        if not (isinstance(e, BgbenchError) or is_damage(e)):
+            raise
+        message = str(e) if isinstance(e, BgbenchError) else \
+            f"a results store cannot be read ({e}): it is damaged or not a results store"
+        print(f"bgbench: error: {one_line(message)}", file=sys.stderr)
+        return 2

@@ -2,7 +2,7 @@
 
 Defaults are read from the config dataclasses (`signatures.default_of`), never typed twice: a default
 changed in `EvalConfig` changes `bgbench eval --help` too. A config field that declares its flag
-(`options.flag`) becomes an argument with `add_config_flag`; the model flags are `ModelOptions`'s.
+(`options.flag`) becomes an argument with `add_config_flags`; the model flags are `ModelOptions`'s.
 Those dataclasses live in torch-free modules, so building the parser imports no torch.
 """
 from __future__ import annotations
@@ -100,32 +100,26 @@ def add_shard_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--shard", metavar="K/N", help=SHARD_HELP)
 
 
-def add_config_flag(p, config: type, f: dataclasses.Field, spec: dict) -> None:
-    """One config field's flag: its name, help and choices from the metadata, its default the field's."""
-    spec = dict(spec)
-    name = spec.pop("name")
-    default = spec.pop("default", default_of(config, f.name))
-    if default is dataclasses.MISSING:  # a field the job cannot do without: its flag is required
-        default = None
-        spec.setdefault("type", str)
-    if spec.get("action") == "boolean_optional":
-        spec["action"] = argparse.BooleanOptionalAction
-    if spec.get("action") is None and "type" not in spec and default is not None and not isinstance(default, bool):
-        spec["type"] = type(default)
-    if isinstance(default, tuple):  # a tuple default shows and parses as a list
-        default = list(default)
-    if "choices" in spec:
-        spec["choices"] = list(spec["choices"])
-    p.add_argument(name, dest=spec.pop("dest", f.name), default=default, **spec)
-
-
 def add_config_flags(p, config: type, skip: tuple = (), only: Optional[tuple] = None) -> None:
-    """Every field of `config` that declares a flag (`options.flag`), in field order; `only`: just
-    those, in that order."""
+    """Every field of `config` that declares a flag (`options.flag`), in field order (`only`: just
+    those, in that order): its name, help and choices from the metadata, its default the field's."""
     from ..options import flagged_fields
     specs = {f.name: (f, spec) for f, spec in flagged_fields(config) if f.name not in skip}
-    for name in specs if only is None else only:
-        add_config_flag(p, config, *specs[name])
+    for f, declared in (specs.values() if only is None else [specs[name] for name in only]):
+        spec = dict(declared)
+        default = spec.pop("default", default_of(config, f.name))
+        if default is dataclasses.MISSING:  # a field the job cannot do without: its flag is required
+            default = None
+            spec.setdefault("type", str)
+        if spec.get("action") == "boolean_optional":
+            spec["action"] = argparse.BooleanOptionalAction
+        if spec.get("action") is None and "type" not in spec and default is not None and not isinstance(default, bool):
+            spec["type"] = type(default)
+        if "choices" in spec:
+            spec["choices"] = list(spec["choices"])
+        # `spec` is unpacked after its name and dest are popped; a tuple default shows and parses as a list
+        p.add_argument(spec.pop("name"), dest=spec.pop("dest", f.name),
+                       default=list(default) if isinstance(default, tuple) else default, **spec)
 
 
 def add_model_args(p: argparse.ArgumentParser, config: Optional[type] = None, required: bool = True,
@@ -140,10 +134,9 @@ def add_model_args(p: argparse.ArgumentParser, config: Optional[type] = None, re
     `model_group`: a mutually exclusive group that --model joins (`eval`: --model or --predictions).
     """
     from ..models.options import MODEL_HELP, ModelOptions
-    model = dataclasses.fields(ModelOptions)[0]
     (model_group or p).add_argument("--model", required=required and model_group is None,
                                     help=model_help or MODEL_HELP)
-    add_config_flags(p, ModelOptions, skip=(model.name,))
+    add_config_flags(p, ModelOptions, skip=("model",))
     if device:
         add_device_arg(p, default_of(config, "device") if config else "cpu")
         p.add_argument("--no-cache", action="store_true",
@@ -164,6 +157,4 @@ def model_options(args: argparse.Namespace):
 def load_model(args: argparse.Namespace):
     """The model the shared model arguments name, through the one door (`bgbench.load_model`)."""
     from ..models.options import load_model as door
-    options = model_options(args)
-    return door(options.model, **{f.name: getattr(options, f.name) for f in dataclasses.fields(options)
-                                  if f.name != "model"})
+    return door(**dataclasses.asdict(model_options(args)))

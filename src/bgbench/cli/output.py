@@ -71,11 +71,9 @@ def new_output_dir(parent: Path, kind: str) -> Path:
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     for k in range(1, 1000):
         folder = parent / f"{kind}_{stamp}{f'-{k}' if k > 1 else ''}"
-        try:
+        with contextlib.suppress(FileExistsError):  # another run made it this second: the next name
             folder.mkdir(parents=True)
             return folder
-        except FileExistsError:
-            continue
     raise BgbenchError(f"cannot make a new {kind}_{stamp} folder in {parent}; name one with --out")
 
 

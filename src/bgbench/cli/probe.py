@@ -56,14 +56,13 @@ def run(args: argparse.Namespace) -> int:
     cfg = measure.config(**{f.name: getattr(args, f.name) for f in dataclasses.fields(measure.config)
                             if f.name in names and hasattr(args, f.name)})  # its checks run in `__post_init__`
     model = load_model(args)
-    writes = bool(measure.pictures) and getattr(cfg, measure.pictures) > 0
     options = dataclasses.asdict(cfg)
     if not launched().main:
         probe(measure.name, model, args.data, progress=False, **options)
         return 0
     with open_store(args) as store:
+        writes = bool(measure.pictures) and getattr(cfg, measure.pictures) > 0
         with run_output_dir(getattr(args, "out", None), store.path, measure.kind, writes=writes) as out_dir:
             result = probe(measure.name, model, args.data, out_dir=out_dir, progress=not args.quiet, **options)
-        run_id = record(result, store)
-        stored_in(run_id, store.path)
+        stored_in(record(result, store), store.path)
     return emit(args, result.to_dict(), result.text())
