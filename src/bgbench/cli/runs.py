@@ -5,6 +5,7 @@ import argparse
 import json
 from typing import Dict, Optional, Tuple
 
+from ..console import aligned
 from ..measures.registry import Command, Headline, list_measures, measure_of_kind
 
 from .arguments import add_output_args, add_run_filters
@@ -40,10 +41,7 @@ def run(args: argparse.Namespace) -> int:
     cols = ("id", "kind", "status", "created", "model", "data", "result")
     cells = [[str(r["model_label"] if c == "model" else r[c] if r[c] is not None else "-") for c in cols]
              for r in listing]
-    widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(cols)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(cols, widths)).rstrip()]
-    lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip() for row in cells]
-    return emit(args, listing, "\n".join(lines))
+    return emit(args, listing, "\n".join(aligned([cols, *cells])))
 
 
 def headline(kind: str, metrics: Dict[Tuple[str, str], Optional[float]], outputs: Optional[dict]) -> Optional[str]:

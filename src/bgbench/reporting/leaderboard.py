@@ -14,9 +14,10 @@ import csv
 import io
 import json
 from importlib.resources import files
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from ..classes import IN9_FOLDERS
+from ..console import aligned
 from ..models.labels import run_model_label
 from ..evaluation.precision_flag import EXACT
 from ..store import Store
@@ -175,9 +176,3 @@ def _text_block(dataset: str, key: Optional[str], rows: List[dict], fmt: str) ->
         body = "\n".join("| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in cells)
         return head + "\n" + body
     return "\n".join([f"dataset: {dataset}, {TITLES[key]}", *aligned([columns, *cells])])
-
-
-def aligned(table: Sequence[Sequence[str]]) -> List[str]:
-    """A table's rows (the header first) as lines: each column as wide as its widest cell, two spaces apart."""
-    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
-    return ["  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip() for row in table]

@@ -23,11 +23,11 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 from ..classes import IMAGENET1K
+from ..console import aligned
 from ..measures.registry import Headline, Measure, list_measures
 from ..measures.groups.summary import MIN_IMAGES
 from ..evaluation.precision_flag import EXACT
 from .context import ReportContext, Subject
-from .leaderboard import aligned
 
 #: Up to this many models, the scorecard reads down (text and page alike): one block per dataset, a
 #: row per measure, a column per model; more models, a row per model and a column group per dataset.
