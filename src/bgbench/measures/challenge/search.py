@@ -47,6 +47,13 @@ def composite(images: torch.Tensor, masks: torch.Tensor, backgrounds: torch.Tens
     return torch.where(masks[fi][..., None], images[fi], backgrounds[bi])
 
 
+def first_per_segment(flags: torch.Tensor, segment: torch.Tensor, count: int) -> torch.Tensor:
+    """For each of `count` segments (rows labelled by `segment`), its first flagged row, or -1."""
+    first = torch.full((count,), -1, dtype=torch.long)
+    rows = flags.nonzero().flatten()
+    return first.scatter_reduce_(0, segment[rows], rows, reduce="amin", include_self=False)
+
+
 def row_of(pred: torch.Tensor) -> np.ndarray:
     """Predictions (CPU; -1 for unmapped) as entries of a full row: uint8, `UNMAPPED` for -1."""
     return torch.where(pred < 0, torch.full_like(pred, UNMAPPED), pred).numpy().astype(np.uint8)
@@ -124,10 +131,9 @@ class VerdictSearch:
         pending, clean = None, True  # the batch on the device; whether the last one fooled nothing
         while True:
             if pending is None:
-                self._admit()
-                if not self.active:
+                pending = self._next()
+                if pending is None:
                     break
-                pending = self._launch(self._pack())
             ahead = self._ahead(pending) if e.speculate and clean else None  # (results, batch, restore)
             # predictions (CPU) of the launched batch (with bf16-verified, through its checks)
             pred = self.checks.finish(pending.handle) if self.checks is not None else pending.handle.wait()[0]
@@ -147,12 +153,14 @@ class VerdictSearch:
         self.bar.close()
         return self.results
 
-    def _admit(self) -> None:
-        """Fill the active set from the queue, up to a batch's worth of foregrounds."""
+    def _next(self) -> Optional["_Batch"]:
+        """Fill the active set from the queue, up to a batch's worth of foregrounds, and launch
+        their next batch (None when no foreground is left)."""
         e = self.engine
         while self.queue and len(self.active) < e.batch_size:
             i = self.queue.pop()
             self.active.append(_Fg(i, int(self.labels[i]), torch.zeros(e.num_bg, dtype=torch.bool)))
+        return self._launch(self._pack()) if self.active else None
 
     def _ahead(self, pending: "_Batch") -> tuple:
         """Settle `pending` as if nothing in it fooled and launch the batch that would follow;
@@ -170,15 +178,12 @@ class VerdictSearch:
                 s.pos, s.chunk, s.tried, s.order = pos, chunk, tried, order
             self.engine.restore_ordering(ordering)
             self.queue, self.active = queue, active
-        results, batch = self._settle(pending, pending.labels), None
-        self._admit()
-        if self.active:
-            self._marks = marks
-            try:
-                batch = self._launch(self._pack())
-            finally:
-                self._marks = None
-        return results, batch, restore
+        results = self._settle(pending, pending.labels)
+        self._marks = marks
+        try:
+            return results, self._next(), restore
+        finally:
+            self._marks = None
 
     def _pack(self) -> List[_Span]:
         spans, start, e = [], 0, self.engine
@@ -218,15 +223,13 @@ class VerdictSearch:
         e = self.engine
         wrong = pred != batch.labels
         e.learn(batch.bg, wrong, batch.labels)
-        hits = wrong.nonzero().flatten().tolist()  # rows that fool, ascending
-        done, out, h = set(), [], 0
-        for sp in batch.spans:
+        sizes = torch.tensor([len(sp.bg) for sp in batch.spans])
+        first = first_per_segment(wrong, torch.repeat_interleave(torch.arange(len(sizes)), sizes), len(sizes))
+        done, out = set(), []
+        for sp, k in zip(batch.spans, (first - torch.tensor([sp.start for sp in batch.spans])).tolist()):
             s, n = sp.fg, len(sp.bg)
             s.pos += n
-            while h < len(hits) and hits[h] < sp.start:
-                h += 1
-            if h < len(hits) and hits[h] < sp.start + n:
-                k = hits[h] - sp.start
+            if k >= 0:  # its first fooling row
                 r = FgResult(s.i, True, s.pos - n + k + 1, int(sp.bg[k]), int(pred[sp.start + k]))
             elif s.pos >= e.num_bg:
                 r = FgResult(s.i, False, e.num_bg)
@@ -253,20 +256,13 @@ _Batch = NamedTuple("_Batch", [("spans", List[_Span]), ("bg", torch.Tensor), ("l
                               ("handle", Any)])
 
 
-def full_result(engine: Any, images: torch.Tensor, masks: torch.Tensor, labels: Sequence[int],
-                j: int) -> FgResult:
-    """Foreground j against every background: its row and its verdict (with bf16-verified, its
-    first fooling entry confirmed in fp32, through the verifier's checks)."""
-    return _launch_row(engine, images, masks, labels, j)()
-
-
 def full_results(engine: Any, images: torch.Tensor, masks: torch.Tensor, labels: Sequence[int],
                  indices: Sequence[int], on_result: OnResult = None) -> List[FgResult]:
-    """`full_result` of each foreground of `indices`, in order; each row's forwards are queued
+    """`launch_row` of each foreground of `indices`, in order; each row's forwards are queued
     before the last row's results are waited on, so the device never waits for the host."""
     results, pending = [], None
     for j in list(indices) + [None]:
-        row = _launch_row(engine, images, masks, labels, j) if j is not None else None
+        row = launch_row(engine, images, masks, labels, j) if j is not None else None
         if pending is not None:
             results.append(pending())
             if on_result is not None:
@@ -275,8 +271,8 @@ def full_results(engine: Any, images: torch.Tensor, masks: torch.Tensor, labels:
     return results
 
 
-def _launch_row(e: Any, images: torch.Tensor, masks: torch.Tensor, labels: Sequence[int],
-                j: int) -> Callable[[], FgResult]:
+def launch_row(e: Any, images: torch.Tensor, masks: torch.Tensor, labels: Sequence[int],
+               j: int) -> Callable[[], FgResult]:
     """Queue foreground j's whole row (with bf16-verified, through its checks); the call returned
     gives the row and its verdict once its predictions are back."""
     fi, bi = torch.full((e.num_bg,), j), torch.arange(e.num_bg)
