@@ -121,7 +121,6 @@ class VerdictSearch:
         # the foregrounds being searched (`_Fg`), those waiting (indices, popped from the end), the verdicts given
         self.active, self.queue, self.results = [], [], []
         self.checks = engine.verifier.checks(images, masks, labels) if engine.verifier is not None else None
-        self._marks = None  # while packing speculatively: a list of (tried mask, indices set in it)
         self.bar = None
 
     def run(self, indices: Sequence[int]) -> List[FgResult]:
@@ -166,24 +165,17 @@ class VerdictSearch:
         """Settle `pending` as if nothing in it fooled and launch the batch that would follow;
         returns the results the guess gave, that batch (None when nothing is left), and a call
         that restores what the guess changed when it was wrong: the ordering's counts and jitter
-        generator, the queue, the active set and each active foreground's progress, and the tried
-        masks the speculative packing marked."""
+        generator, the queue, the active set and each active foreground's progress (its tried mask
+        included: packing makes a new one)."""
         ordering, queue, active = self.engine.ordering_state(), list(self.queue), list(self.active)
-        progress, marks = [(s, s.pos, s.chunk, s.tried, s.order) for s in self.active], []
+        progress = [(s, s.pos, s.chunk, s.tried, s.order) for s in self.active]
 
         def restore() -> None:
-            for tried, idx in marks:
-                tried[idx] = False
             for s, pos, chunk, tried, order in progress:
                 s.pos, s.chunk, s.tried, s.order = pos, chunk, tried, order
             self.engine.restore_ordering(ordering)
             self.queue, self.active = queue, active
-        results = self._settle(pending, pending.labels)
-        self._marks = marks
-        try:
-            return results, self._next(), restore
-        finally:
-            self._marks = None
+        return self._settle(pending, pending.labels), self._next(), restore
 
     def _pack(self) -> List[_Span]:
         spans, start, e = [], 0, self.engine
@@ -199,9 +191,7 @@ class VerdictSearch:
         o = torch.argsort(self.engine.scores_for(s.y), descending=True)  # most likely to fool first
         untried = o[~s.tried[o]]
         idx = untried[:n]
-        s.tried[idx] = True
-        if self._marks is not None:
-            self._marks.append((s.tried, idx))
+        s.tried = s.tried.index_fill(0, idx, True)  # a new mask: a speculative step's restore puts the old one back
         if s.pos + n >= self.engine.adapt_until:  # freeze the rest in the current order
             s.order = torch.cat([torch.full((s.pos,), -1, dtype=idx.dtype), idx, untried[n:]])
             s.tried = None  # (positions before pos are never read again)
