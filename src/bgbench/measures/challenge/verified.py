@@ -475,9 +475,7 @@ class SearchChecks:
             """Each foreground's first row that bf16 finds fooling and nothing else decides: what
             `_confirm_fooling` most likely recomputes, computed in the same forward."""
             first = first_per_segment((pred != self.labels[fi]) & ~decided, fi, len(self.images))
-            out = torch.zeros(len(pred), dtype=torch.bool)
-            out[first[first >= 0]] = True
-            return out
+            return torch.zeros(len(pred), dtype=torch.bool).index_fill_(0, first[first >= 0], True)
 
         with v.fp32_stream():
             (pred, margin), exact = v.predictor.finish(launched.batches, fp32, likely)
