@@ -165,19 +165,15 @@ class ChallengeEngine:
         if self.device.type == "cuda":
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
-            try:
-                yield
-            finally:
-                end.record()
-                self.stats.events.append((start, end))
-                if len(self.stats.events) > 64:
-                    self.stats.fold()
+            yield
+            end.record()
+            self.stats.events.append((start, end))
+            if len(self.stats.events) > 64:
+                self.stats.fold()
         else:
             t = time.perf_counter()
-            try:
-                yield
-            finally:
-                self.stats.seconds += time.perf_counter() - t
+            yield
+            self.stats.seconds += time.perf_counter() - t
 
     def count(self, n: int) -> None:
         """Count a batch of `n` composites a search evaluated and kept as pairs."""

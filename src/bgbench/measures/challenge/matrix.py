@@ -30,15 +30,18 @@ def attack_success_rates(matrix: np.ndarray, fg_labels: np.ndarray, bg_labels: n
     return asr
 
 
+def _turned(matrix: np.ndarray, bg_labels: np.ndarray, c: int) -> np.ndarray:
+    """Per foreground: whether some class-c background makes its composite predicted c."""
+    return (matrix[:, bg_labels == c] == c).any(axis=1)
+
+
 def class_fool_rates(matrix: np.ndarray, fg_labels: np.ndarray, bg_labels: np.ndarray,
                      num_classes: int) -> np.ndarray:
     """For class c: share of non-c foregrounds predicted c with at least one class-c background."""
     rates = np.full(num_classes, np.nan)
     for c in range(num_classes):
-        rows = fg_labels != c
-        cols = bg_labels == c
-        if rows.any() and cols.any():
-            rates[c] = (matrix[np.ix_(rows, cols)] == c).any(axis=1).mean()
+        if (fg_labels != c).any() and (bg_labels == c).any():
+            rates[c] = _turned(matrix, bg_labels, c)[fg_labels != c].mean()
     return rates
 
 
@@ -61,14 +64,12 @@ def hijack_matrix(matrix: np.ndarray, fg_labels: np.ndarray, bg_labels: np.ndarr
     (a class outside 0..num_classes-1, such as 255 for 'no class', never hijacks)."""
     out = np.full((num_classes, num_classes), np.nan)
     for b in range(num_classes):
-        cols = bg_labels == b
-        if not cols.any():
+        if not (bg_labels == b).any():
             continue
-        turned = (matrix[:, cols] == b).any(axis=1)
+        turned = _turned(matrix, bg_labels, b)
         for a in range(num_classes):
-            rows = fg_labels == a
-            if a != b and rows.any():
-                out[a, b] = float(turned[rows].mean())
+            if a != b and (fg_labels == a).any():
+                out[a, b] = float(turned[fg_labels == a].mean())
     return out
 
 

@@ -16,7 +16,7 @@ summary (accuracy, per-class rates, ASR) is computed by `summarize`, which write
 recorded by `recording.record(report, store)`, which finishes the open run. A bf16-verified run
 also stores its near ties and audit counts, and agrees on delta across ranks at every chunk
 boundary: `verified.VerifiedRun`, imported only for it, which the invocation calls at a few hooks
-(`verified`: record, flush, settle, totals).
+(`verified`: near_row, settle, totals).
 """
 from __future__ import annotations
 
@@ -113,8 +113,9 @@ class _Invocation:
         done = {r["image_id"]: r for r in store.challenge_results(self.run_id)}
         self.fooled_by_id = {i: bool(r["fooled"]) for i, r in done.items()}
         self.engine = self._make_engine(model, done)  # on its device, in eval mode (the template)
-        # clean predictions by position, verdict rows to store, and (--full) (image_id, its row's bytes)
-        self.clean, self.rows, self.matrix_rows = {}, [], []
+        # clean predictions by position; for the next flush: verdict rows, (--full) (image_id, its row's
+        # bytes), (bf16-verified) near-tie rows and (rank 0) the run's audit counts
+        self.clean, self.rows, self.matrix_rows, self.near_rows, self.state = {}, [], [], [], None
         self.unseen, self.bar = set(), None  # positions this invocation must still give a verdict; its bar
         self.verified = None  # bf16-verified's bookkeeping, the module imported only for it
         if self.engine.verifier is not None:
@@ -155,12 +156,12 @@ class _Invocation:
     def visit(self) -> None:
         """Verdicts for this rank's share of every chunk, stopping early under `--halfwidth`."""
         plan, ids = self.plan, self.data.fg_ids
-        self.unseen = {i for s, e in plan.chunks() for i in plan.shard(s, e, self.rank, self.world)
-                       if ids[i] not in self.fooled_by_id}
+        chunks = [(end, [i for i in plan.shard(start, end, self.rank, self.world) if ids[i] not in self.fooled_by_id])
+                  for start, end in plan.chunks()]  # each chunk's foregrounds without a verdict yet
+        self.unseen = {i for _, new in chunks for i in new}
         self.bar = console.progress(enabled=self.progress and self.rank == 0, total=len(self.unseen),
                                     desc="challenge --full" if self.cfg.full else "challenge", unit="fg")
-        for start, end in plan.chunks():
-            new = [i for i in plan.shard(start, end, self.rank, self.world) if ids[i] not in self.fooled_by_id]
+        for end, new in chunks:
             if new:
                 self.run_chunk(new)
             if self.verified is not None:
@@ -205,7 +206,7 @@ class _Invocation:
                           d.bg_items[r.fooling_bg].image_id if r.fooled else None,
                           int(r.fooling_pred) if r.fooled else None))
         if self.verified is not None:
-            self.verified.record(d.fg_ids[pos], r)
+            self.near_rows.append(self.verified.near_row(d.fg_ids[pos], r))
         self.fooled_by_id[d.fg_ids[pos]] = bool(r.fooled)
         if pos in self.unseen:
             self.unseen.discard(pos)
@@ -216,11 +217,10 @@ class _Invocation:
     def flush(self) -> None:
         """Store the buffered verdicts (with bf16-verified, their near ties and the run's counts),
         and the composites evaluated since the last flush, in one transaction."""
-        near, state = self.verified.take() if self.verified is not None else ((), None)
         counted = self.engine.stats.pairs
-        self.store.add_challenge_results(self.run_id, self.rows, near, state, pairs=counted - self.stored_pairs,
-                                         matrix_rows=self.matrix_rows)
-        self.rows, self.matrix_rows, self.stored_pairs = [], [], counted
+        self.store.add_challenge_results(self.run_id, self.rows, self.near_rows, self.state,
+                                         pairs=counted - self.stored_pairs, matrix_rows=self.matrix_rows)
+        self.rows, self.matrix_rows, self.near_rows, self.state, self.stored_pairs = [], [], [], None, counted
 
     # -- totals over ranks --------------------------------------------------------------------------
     def totals(self) -> Optional[dict]:

@@ -47,6 +47,13 @@ def composite(images: torch.Tensor, masks: torch.Tensor, backgrounds: torch.Tens
     return torch.where(masks[fi][..., None], images[fi], backgrounds[bi])
 
 
+def first_per_segment(flags: torch.Tensor, segment: torch.Tensor, count: int) -> torch.Tensor:
+    """For each of `count` segments (rows labelled by `segment`), its first flagged row, or -1."""
+    first = torch.full((count,), -1, dtype=torch.long)
+    rows = flags.nonzero().flatten()
+    return first.scatter_reduce_(0, segment[rows], rows, reduce="amin", include_self=False)
+
+
 def row_of(pred: torch.Tensor) -> np.ndarray:
     """Predictions (CPU; -1 for unmapped) as entries of a full row: uint8, `UNMAPPED` for -1."""
     return torch.where(pred < 0, torch.full_like(pred, UNMAPPED), pred).numpy().astype(np.uint8)
@@ -114,7 +121,6 @@ class VerdictSearch:
         # the foregrounds being searched (`_Fg`), those waiting (indices, popped from the end), the verdicts given
         self.active, self.queue, self.results = [], [], []
         self.checks = engine.verifier.checks(images, masks, labels) if engine.verifier is not None else None
-        self._marks = None  # while packing speculatively: a list of (tried mask, indices set in it)
         self.bar = None
 
     def run(self, indices: Sequence[int]) -> List[FgResult]:
@@ -124,10 +130,9 @@ class VerdictSearch:
         pending, clean = None, True  # the batch on the device; whether the last one fooled nothing
         while True:
             if pending is None:
-                self._admit()
-                if not self.active:
+                pending = self._next()
+                if pending is None:
                     break
-                pending = self._launch(self._pack())
             ahead = self._ahead(pending) if e.speculate and clean else None  # (results, batch, restore)
             # predictions (CPU) of the launched batch (with bf16-verified, through its checks)
             pred = self.checks.finish(pending.handle) if self.checks is not None else pending.handle.wait()[0]
@@ -147,38 +152,30 @@ class VerdictSearch:
         self.bar.close()
         return self.results
 
-    def _admit(self) -> None:
-        """Fill the active set from the queue, up to a batch's worth of foregrounds."""
+    def _next(self) -> Optional["_Batch"]:
+        """Fill the active set from the queue, up to a batch's worth of foregrounds, and launch
+        their next batch (None when no foreground is left)."""
         e = self.engine
         while self.queue and len(self.active) < e.batch_size:
             i = self.queue.pop()
             self.active.append(_Fg(i, int(self.labels[i]), torch.zeros(e.num_bg, dtype=torch.bool)))
+        return self._launch(self._pack()) if self.active else None
 
     def _ahead(self, pending: "_Batch") -> tuple:
         """Settle `pending` as if nothing in it fooled and launch the batch that would follow;
         returns the results the guess gave, that batch (None when nothing is left), and a call
         that restores what the guess changed when it was wrong: the ordering's counts and jitter
-        generator, the queue, the active set and each active foreground's progress, and the tried
-        masks the speculative packing marked."""
+        generator, the queue, the active set and each active foreground's progress (its tried mask
+        included: packing makes a new one)."""
         ordering, queue, active = self.engine.ordering_state(), list(self.queue), list(self.active)
-        progress, marks = [(s, s.pos, s.chunk, s.tried, s.order) for s in self.active], []
+        progress = [(s, s.pos, s.chunk, s.tried, s.order) for s in self.active]
 
         def restore() -> None:
-            for tried, idx in marks:
-                tried[idx] = False
             for s, pos, chunk, tried, order in progress:
                 s.pos, s.chunk, s.tried, s.order = pos, chunk, tried, order
             self.engine.restore_ordering(ordering)
             self.queue, self.active = queue, active
-        results, batch = self._settle(pending, pending.labels), None
-        self._admit()
-        if self.active:
-            self._marks = marks
-            try:
-                batch = self._launch(self._pack())
-            finally:
-                self._marks = None
-        return results, batch, restore
+        return self._settle(pending, pending.labels), self._next(), restore
 
     def _pack(self) -> List[_Span]:
         spans, start, e = [], 0, self.engine
@@ -194,9 +191,7 @@ class VerdictSearch:
         o = torch.argsort(self.engine.scores_for(s.y), descending=True)  # most likely to fool first
         untried = o[~s.tried[o]]
         idx = untried[:n]
-        s.tried[idx] = True
-        if self._marks is not None:
-            self._marks.append((s.tried, idx))
+        s.tried = s.tried.index_fill(0, idx, True)  # a new mask: a speculative step's restore puts the old one back
         if s.pos + n >= self.engine.adapt_until:  # freeze the rest in the current order
             s.order = torch.cat([torch.full((s.pos,), -1, dtype=idx.dtype), idx, untried[n:]])
             s.tried = None  # (positions before pos are never read again)
@@ -218,15 +213,13 @@ class VerdictSearch:
         e = self.engine
         wrong = pred != batch.labels
         e.learn(batch.bg, wrong, batch.labels)
-        hits = wrong.nonzero().flatten().tolist()  # rows that fool, ascending
-        done, out, h = set(), [], 0
-        for sp in batch.spans:
+        sizes = torch.tensor([len(sp.bg) for sp in batch.spans])
+        first = first_per_segment(wrong, torch.repeat_interleave(torch.arange(len(sizes)), sizes), len(sizes))
+        done, out = set(), []
+        for sp, k in zip(batch.spans, (first - torch.tensor([sp.start for sp in batch.spans])).tolist()):
             s, n = sp.fg, len(sp.bg)
             s.pos += n
-            while h < len(hits) and hits[h] < sp.start:
-                h += 1
-            if h < len(hits) and hits[h] < sp.start + n:
-                k = hits[h] - sp.start
+            if k >= 0:  # its first fooling row
                 r = FgResult(s.i, True, s.pos - n + k + 1, int(sp.bg[k]), int(pred[sp.start + k]))
             elif s.pos >= e.num_bg:
                 r = FgResult(s.i, False, e.num_bg)
@@ -253,20 +246,13 @@ _Batch = NamedTuple("_Batch", [("spans", List[_Span]), ("bg", torch.Tensor), ("l
                               ("handle", Any)])
 
 
-def full_result(engine: Any, images: torch.Tensor, masks: torch.Tensor, labels: Sequence[int],
-                j: int) -> FgResult:
-    """Foreground j against every background: its row and its verdict (with bf16-verified, its
-    first fooling entry confirmed in fp32, through the verifier's checks)."""
-    return _launch_row(engine, images, masks, labels, j)()
-
-
 def full_results(engine: Any, images: torch.Tensor, masks: torch.Tensor, labels: Sequence[int],
                  indices: Sequence[int], on_result: OnResult = None) -> List[FgResult]:
-    """`full_result` of each foreground of `indices`, in order; each row's forwards are queued
+    """`launch_row` of each foreground of `indices`, in order; each row's forwards are queued
     before the last row's results are waited on, so the device never waits for the host."""
     results, pending = [], None
     for j in list(indices) + [None]:
-        row = _launch_row(engine, images, masks, labels, j) if j is not None else None
+        row = launch_row(engine, images, masks, labels, j) if j is not None else None
         if pending is not None:
             results.append(pending())
             if on_result is not None:
@@ -275,8 +261,8 @@ def full_results(engine: Any, images: torch.Tensor, masks: torch.Tensor, labels:
     return results
 
 
-def _launch_row(e: Any, images: torch.Tensor, masks: torch.Tensor, labels: Sequence[int],
-                j: int) -> Callable[[], FgResult]:
+def launch_row(e: Any, images: torch.Tensor, masks: torch.Tensor, labels: Sequence[int],
+               j: int) -> Callable[[], FgResult]:
     """Queue foreground j's whole row (with bf16-verified, through its checks); the call returned
     gives the row and its verdict once its predictions are back."""
     fi, bi = torch.full((e.num_bg,), j), torch.arange(e.num_bg)

@@ -147,11 +147,8 @@ def most_fooled(matrix: np.ndarray, fg_ids: Sequence[str], fg_labels: np.ndarray
     matrix = np.asarray(matrix)
     wrong = matrix != np.asarray(fg_labels)[:, None].astype(matrix.dtype)
     counts = wrong.sum(axis=1)
-    picks = []
-    for i in np.nonzero(counts)[0]:
-        fooling = np.nonzero(wrong[i])[0]
-        j = int(fooling[np.argmax(np.asarray(asr)[fooling])])  # argmax keeps the first of ties
-        picks.append(Pick(fg_ids[i], int(fg_labels[i]), float(counts[i]) / matrix.shape[1],
-                          {"row": int(i), "fooled_by": int(counts[i]), "backgrounds": int(matrix.shape[1]),
-                           "bg": j, "pred": int(matrix[i, j])}))
+    best = np.where(wrong, np.asarray(asr, dtype=float)[None, :], -np.inf).argmax(axis=1)  # the first of ties
+    picks = [Pick(fg_ids[i], int(fg_labels[i]), float(counts[i]) / matrix.shape[1],
+                  {"row": int(i), "fooled_by": int(counts[i]), "backgrounds": int(matrix.shape[1]),
+                   "bg": int(best[i]), "pred": int(matrix[i, best[i]])}) for i in np.nonzero(counts)[0]]
     return top_per_class(picks, per_class)

@@ -73,7 +73,7 @@ from ...evaluation.predict import decide
 from ...models.spec import IMAGENET1K, BgModel
 from .config import DEFAULT_SAFETY
 from ...evaluation.numerics import forward_context
-from .search import FgResult, OnResult, VerdictSearch, full_result, row_of
+from .search import FgResult, OnResult, VerdictSearch, first_per_segment, launch_row, row_of
 from ...evaluation.feed import Fetch, to_device
 
 #: composites run in both precisions before the first bf16 decision
@@ -347,13 +347,6 @@ class NearTieLog:
 
 
 # -- the engine's hooks ---------------------------------------------------------------------------
-def first_per_segment(flags: torch.Tensor, segment: torch.Tensor, count: int) -> torch.Tensor:
-    """For each of `count` segments (rows labelled by `segment`), its first flagged row, or -1."""
-    first = torch.full((count,), -1, dtype=torch.long)
-    rows = flags.nonzero().flatten()
-    return first.scatter_reduce_(0, segment[rows], rows, reduce="amin", include_self=False)
-
-
 class Verifier:
     """bf16-verified inside one `ChallengeEngine`: the hooks its calls and their searches use.
 
@@ -428,7 +421,7 @@ class Verifier:
             if again:
                 stats.researched += len(again)
                 if again[0].row is not None:
-                    out += [full_result(self.engine, images, masks, labels, r.index) for r in again]
+                    out += [launch_row(self.engine, images, masks, labels, r.index)() for r in again]
                 else:
                     out += VerdictSearch(self.engine, images, masks, labels).run([r.index for r in again])
             stats.changed += sum(r.fooled and not final[r.index].fooled for r in out)
@@ -451,7 +444,7 @@ class Verifier:
 
 
 class SearchChecks:
-    """bf16-verified's part of one search (`search.VerdictSearch`) or one full row (`search.full_result`).
+    """bf16-verified's part of one search (`search.VerdictSearch`) or one full row (`search.launch_row`).
 
     `launch` and `finish` predict the composites in bf16, recompute in fp32 the first fooling composite of each
     foreground before any verdict is given (a composite that fp32 finds not fooling is taken as fp32
@@ -482,9 +475,7 @@ class SearchChecks:
             """Each foreground's first row that bf16 finds fooling and nothing else decides: what
             `_confirm_fooling` most likely recomputes, computed in the same forward."""
             first = first_per_segment((pred != self.labels[fi]) & ~decided, fi, len(self.images))
-            out = torch.zeros(len(pred), dtype=torch.bool)
-            out[first[first >= 0]] = True
-            return out
+            return torch.zeros(len(pred), dtype=torch.bool).index_fill_(0, first[first >= 0], True)
 
         with v.fp32_stream():
             (pred, margin), exact = v.predictor.finish(launched.batches, fp32, likely)
@@ -558,8 +549,6 @@ class VerifiedRun:
 
     def __init__(self, job: Any):
         self.job, self.verifier = job, job.engine.verifier
-        # near-tie rows and (rank 0) the run's counts, stored by the next flush
-        self.near_rows, self.state = [], None
         # an earlier invocation's delta and audit counts still count (a killed one may have stored
         # only the delta an audit raised)
         saved, st = job.store.challenge_state(job.run_id) or {}, self.verifier.stats
@@ -570,17 +559,12 @@ class VerifiedRun:
             vars(st).update({k: int(saved.get(k, 0)) for k in _SUMMED})
         self.verifier.predictor.on_raise = lambda delta: job.store.raise_challenge_delta(job.run_id, delta)
 
-    def record(self, image_id: str, r: FgResult) -> None:
-        """Buffer a verdict's near ties (none for a fooled verdict), stored with it."""
+    @staticmethod
+    def near_row(image_id: str, r: FgResult) -> tuple:
+        """A verdict's near-tie row (none kept for a fooled verdict), stored with it."""
         near = r.near if r.near is not None else NearTies()
         lowest = near.lowest()
-        self.near_rows.append((image_id, None if math.isinf(lowest) else lowest, near.to_json()))
-
-    def take(self) -> Tuple[List[tuple], Optional[dict]]:
-        """The near-tie rows and the run's counts to store with the verdicts being flushed."""
-        out = self.near_rows, self.state
-        self.near_rows, self.state = [], None
-        return out
+        return image_id, None if math.isinf(lowest) else lowest, near.to_json()
 
     def settle(self) -> None:
         """Agree on the largest delta of every rank, re-examine the stored survivors of this rank
@@ -596,7 +580,8 @@ class VerifiedRun:
             if not distributed.all_reduce([float(v.stats.delta > agreed)], job.ranks, "max")[0]:  # no rank raised it
                 break
         state = self.totals()
-        self.state = state if job.rank == 0 else None
+        if job.rank == 0:
+            job.state = state
         job.flush()
 
     def _reexamine_stored(self) -> None:
