@@ -10,7 +10,7 @@ from ..errors import BgbenchError
 from ..options import flagged_fields
 from ..variants.build import BuildConfig
 from ..variants.preprocess import Preprocess
-from .arguments import add_config_flag, add_config_flags, add_output_args, add_shard_arg
+from .arguments import add_config_flags, add_output_args, add_shard_arg
 from .output import emit, record_dataset_run
 
 
@@ -21,11 +21,11 @@ def register(sub) -> None:
     src.add_argument("--imagenet", metavar="ROOT",
                      help="an ImageNet 2012 root, the ILSVRC release (ROOT/ILSVRC/Data/CLS-LOC/, LOC_val_solution.csv) "
                           "or torchvision's layout (ROOT/train/<wnid>/, ROOT/val/<wnid>/)")
-    for f, spec in flagged_fields(BuildConfig):
+    for f, _ in flagged_fields(BuildConfig):
         if f.name == "balance":  # the preprocessing flags, between --workers and --balance
             add_config_flags(p, Preprocess)
             p.add_argument("--no-resize", action="store_true", help="use the images as they are (no resize, no crop)")
-        add_config_flag(p, BuildConfig, f, spec)
+        add_config_flags(p, BuildConfig, only=(f.name,))
     add_shard_arg(p)
     p.add_argument("--overwrite", action="store_true", help="replace an existing build of this split")
     p.add_argument("--preview", action="store_true",

@@ -5,15 +5,15 @@ import argparse
 
 from ..options import flagged_fields
 from ..variants.synth import SynthConfig
-from .arguments import add_config_flag, add_db_arg, add_output_args, add_shard_arg
+from .arguments import add_config_flags, add_db_arg, add_output_args, add_shard_arg
 from .output import emit, record_dataset_run
 
 
 def register(sub) -> None:
     p = sub.add_parser("synth", help="write Synthetic-9 in the IN-9 layout (offline, exact masks and boxes)")
     shortcut = p.add_mutually_exclusive_group()
-    for f, spec in flagged_fields(SynthConfig):
-        add_config_flag(shortcut if f.name in ("bg_correlation", "correlation") else p, SynthConfig, f, spec)
+    for f, _ in flagged_fields(SynthConfig):
+        add_config_flags(shortcut if f.name in ("bg_correlation", "correlation") else p, SynthConfig, only=(f.name,))
     add_shard_arg(p)
     p.add_argument("--overwrite", action="store_true", help="replace an existing split in --out")
     add_db_arg(p, help="SQLite results store where the dataset's generation is recorded, as build and edit "
