@@ -380,8 +380,8 @@ def test_a_dfr_run_killed_at_any_moment_finishes_on_rerun_and_records_once(six_g
         out, db = tmp_path / kill, tmp_path / f"{kill}.db"
         with monkeypatch.context() as m:
             if kill == "recording":  # the run is opened in the store, and dies before it is finished
-                import bgbench.recording
-                m.setattr(bgbench.recording, "finish", lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt))
+                from bgbench.store import Store
+                m.setattr(Store, "finish_run", lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt))
             else:
                 _die_at_write(m, out, ["model.pt", "head.json", "config.json"].index(kill))
             assert _dfr(six_groups, out, db, "none", "--quiet").returncode == 130, kill
