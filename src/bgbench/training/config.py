@@ -8,7 +8,7 @@ from typing import Optional, Tuple
 from .. import checks
 from ..errors import BgbenchError
 from ..models.options import MODEL_HELP, ModelOptions
-from ..options import flag
+from ..options import DEVICE_HELP, flag
 from ..variants.registry import list_variants
 from .recipes import (DEFAULT_BGSWAP_P, DEFAULT_CUTMIX_ALPHA, DEFAULT_MIXUP_ALPHA, DEFAULT_SWA_START, last_layer_recipes,
                       list_recipes)
@@ -81,8 +81,7 @@ class TrainConfig:
         "zoo:efficientnet_lite0; the head is replaced by one for the dataset's classes", metavar="CKPT", type=str))
     freeze: bool = field(default=False, metadata=flag(
         "--freeze", "with --init: train the classifier head only", action="store_true"))
-    device: str = field(default="cpu", metadata=flag("--device", "torch device: cpu, cuda or cuda:N (default "
-                                                                  "%(default)s)"))
+    device: str = field(default="cpu", metadata=flag("--device", DEVICE_HELP))
     sync_bn: bool = field(default=False, metadata=flag(
         "--sync-bn", "under torchrun on GPUs: SyncBatchNorm, batch statistics over every process's images (default: "
         "each process normalizes with its own share of the batch)", action="store_true"))
