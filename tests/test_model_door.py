@@ -92,3 +92,14 @@ def test_load_model_is_the_door_the_api_and_the_cli_call(synth_root, tmp_path, m
     assert model.class_map_file == str(tmp_path / "map.json")
     convs = [w for w in model.net.parameters() if w.dim() == 4 and w.shape[2] > 1]
     assert convs and all(w.is_contiguous(memory_format=torch.channels_last) for w in convs)
+
+
+def test_an_unknown_zoo_name_is_refused_by_its_peek_as_by_its_build():
+    """A study's plan peeks each model before any step runs: a misspelt zoo name must be refused
+    there, in the words building it uses, not only once its step has started."""
+    from bgbench.models.options import create_model, peek_model
+    with pytest.raises(CheckpointError, match="unknown zoo model 'no_such_net'") as peeked:
+        peek_model("zoo:no_such_net")
+    with pytest.raises(CheckpointError) as built:
+        create_model("zoo:no_such_net")
+    assert str(peeked.value) == str(built.value)

@@ -26,7 +26,8 @@ def _known(name: str) -> str:
 
 def zoo_peek(request: ModelRequest) -> Peek:
     """Every zoo model is an ImageNet-1k classifier whose weights ship in a package."""
-    path = ZOO_FILES[_known(request.target)]() if request.target in ZOO_FILES else None
+    name = _known(request.target)
+    path = ZOO_FILES[name]() if name in ZOO_FILES else None
     return Peek(IMAGENET1K, 1000, Path(path) if path else None)
 
 
