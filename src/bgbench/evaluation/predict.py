@@ -47,18 +47,19 @@ class Predictions:
                 for k, i in enumerate(self.image_ids)]
 
     @classmethod
-    def of_rows(cls, rows: Sequence[tuple], raw: bool) -> "Predictions":
-        """The predictions of (item, prediction, confidence[, top-5 classes, their probabilities,
-        the class sums]) rows, in their order; the last three kept where `raw` (a 1000-class model)."""
+    def of_runs(cls, runs: Sequence[tuple], raw: bool) -> "Predictions":
+        """The predictions of runs of images, each (its items, their predictions, confidences[, top-5
+        classes, their probabilities, the class sums]), in their order; the last three kept where
+        `raw` (a 1000-class model)."""
         def column(j: int, dtype) -> np.ndarray:
-            return np.asarray([row[j] for row in rows], dtype=dtype)
+            return np.concatenate([run[j] for run in runs]).astype(dtype) if runs else np.zeros(0, dtype)
         extra = {}
-        if raw and rows:
+        if raw and runs:
             extra = {"top5_classes": column(3, np.int64), "top5_probs": column(4, np.float64),
                      "superclass_probs": column(5, np.float64)}
-        return cls(image_ids=[row[0].image_id for row in rows],
-                   labels=np.asarray([row[0].label for row in rows], dtype=np.int64),
-                   preds=column(1, np.int64), conf=column(2, np.float64), **extra)
+        items = [it for run in runs for it in run[0]]
+        return cls(image_ids=[it.image_id for it in items],
+                   labels=np.asarray([it.label for it in items], dtype=np.int64), preds=column(1, np.int64), conf=column(2, np.float64), **extra)
 
     @property
     def correct(self) -> np.ndarray:
@@ -138,16 +139,18 @@ def predict_items(model: torch.nn.Module, items: Sequence[Item], *, batch_size: 
             outs.append((k, *decide(model, logits, mapping),
                          *(imagenet_summary(logits, model.class_map) if keep_raw else ())))
     _check_finite(model, bad, runs)
-    rows: Dict[int, list] = {}
+    # per batch, one entry a run of its images (its items and their slice of each column): gathered
+    # whole, not an image at a time
+    parts: Dict[int, list] = {}
     if outs:
         keys, *columns = zip(*outs)
-        columns = [torch.cat(parts).cpu().numpy() for parts in columns]
+        columns = [torch.cat(c).cpu().numpy() for c in columns]
         at = 0
         for k, run in zip(keys, runs):
-            rows.setdefault(k, []).extend(zip(run, *(c[at:at + len(run)] for c in columns)))
+            parts.setdefault(k, []).append((run, *(c[at:at + len(run)] for c in columns)))
             at += len(run)
-    rows = gathered(rows, len(images.chunks), ranks or Ranks())
-    return None if rows is None else Predictions.of_rows(rows, keep_raw)
+    parts = gathered(parts, len(images.chunks), ranks or Ranks())
+    return None if parts is None else Predictions.of_runs(parts, keep_raw)
 
 
 def imagenet_summary(logits: torch.Tensor, class_map=None) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
