@@ -100,6 +100,12 @@ def add_shard_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--shard", metavar="K/N", help=SHARD_HELP)
 
 
+def config_options(args: argparse.Namespace, config: type) -> dict:
+    """The options of `config` that its flags (`add_config_flags`) parsed into `args`, by field name."""
+    from ..options import flagged_fields
+    return {f.name: getattr(args, spec.get("dest", f.name)) for f, spec in flagged_fields(config)}
+
+
 def add_config_flags(p, config: type, skip: tuple = (), only: Optional[tuple] = None) -> None:
     """Every field of `config` that declares a flag (`options.flag`), in field order (`only`: just
     those, in that order): its name, help and choices from the metadata, its default the field's."""

@@ -10,7 +10,7 @@ from ..errors import BgbenchError
 from ..options import flagged_fields
 from ..variants.build import BuildConfig
 from ..variants.preprocess import Preprocess
-from .arguments import add_config_flags, add_output_args, add_shard_arg
+from .arguments import add_config_flags, config_options, add_output_args, add_shard_arg
 from .output import emit, record_dataset_run
 
 
@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     if args.preview and args.shard is None:
         from ..drawing.contact import preview_path, refuse_foreign_preview
         refuse_foreign_preview(preview_path(args.out, args.split))
-    options = {f.name: getattr(args, f.name) for f, _ in flagged_fields(BuildConfig)}
+    options = config_options(args, BuildConfig)
     pre = Preprocess(resize=None, crop=None) if args.no_resize else Preprocess(resize=args.resize, crop=args.crop)
     result = build(**{**options, "preset": (args.preset or "in9") if args.imagenet is not None else None},
                    data=args.images or args.imagenet, preprocess=pre, shard=args.shard, overwrite=args.overwrite,

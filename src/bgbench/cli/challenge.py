@@ -4,8 +4,7 @@ from __future__ import annotations
 import argparse
 
 from ..measures.challenge.config import ChallengeConfig
-from ..options import flagged_fields
-from .arguments import add_config_flags, add_model_args, add_output_args, load_model
+from .arguments import add_config_flags, config_options, add_model_args, add_output_args, load_model
 from .output import emit, open_store, stored_in
 
 
@@ -22,7 +21,7 @@ def run(args: argparse.Namespace) -> int:
     from ..api import challenge
     from ..console import status
     from ..recording import record
-    options = {f.name: getattr(args, f.name) for f, _ in flagged_fields(ChallengeConfig)}
+    options = config_options(args, ChallengeConfig)
     model = load_model(args)
     with open_store(args) as store:
         report = challenge(model, args.data, store, out_dir=args.out, progress=not args.quiet,

@@ -10,9 +10,8 @@ from pathlib import Path
 
 from ..edits.pipeline import EditConfig
 from ..errors import BgbenchError
-from ..options import flagged_fields
 from ..signatures import default_of
-from .arguments import add_config_flags, add_model_args, add_output_args
+from .arguments import add_config_flags, config_options, add_model_args, add_output_args
 from .output import emit, record_dataset_run
 
 #: `EditConfig`'s flags that `--help` lists after the model's, and the two it lists just before
@@ -77,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
              for name in ("checkpoint", "norm", "resize", "labels", "templates")):
         raise BgbenchError("--checkpoint, --norm, --resize, --labels and --templates describe the --model of the "
                            "adversarial level; pass --model too")
-    options = {f.name: getattr(args, f.name) for f, _ in flagged_fields(EditConfig)}
+    options = config_options(args, EditConfig)
     result = build(preset=IMAGENET_E, model=model, batch_size=args.batch_size, progress=not args.quiet, **options)
     if result is None:  # a torchrun rank other than 0: rank 0 writes the tables, records and reports
         return 0

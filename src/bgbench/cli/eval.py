@@ -8,8 +8,7 @@ from pathlib import Path
 
 from ..errors import BgbenchError
 from ..measures.eval.config import EvalConfig, PredictionFileConfig
-from ..options import flagged_fields
-from .arguments import add_config_flags, add_model_args, add_output_args
+from .arguments import add_config_flags, add_model_args, add_output_args, config_options
 from .output import emit, open_store, stored_in
 
 
@@ -53,10 +52,6 @@ def run(args: argparse.Namespace) -> int:
     return emit(args, report.to_dict(), report.text())
 
 
-def _options(args: argparse.Namespace, config: type) -> dict:
-    return {f.name: getattr(args, f.name) for f, _ in flagged_fields(config)}
-
-
 def _from_model(args: argparse.Namespace):
     from ..api import evaluate
     from .arguments import load_model
@@ -65,7 +60,7 @@ def _from_model(args: argparse.Namespace):
     if reused is not None:
         return reused
     return evaluate(model, args.data, batch_size=args.batch_size, device=args.device,
-                    progress=not args.quiet, **_options(args, EvalConfig))
+                    progress=not args.quiet, **config_options(args, EvalConfig))
 
 
 def _finished(args: argparse.Namespace, model):
@@ -83,7 +78,7 @@ def _finished(args: argparse.Namespace, model):
         store = open_store(args, create=False)
     except BgbenchError:  # no store yet: nothing to reuse
         return None
-    identity = measure_identity("eval", _options(args, EvalConfig))
+    identity = measure_identity("eval", config_options(args, EvalConfig))
     fingerprint = resolve_layout(args.data, split=args.split).fingerprint()
     with store:
         run_id = finished_run(store, "eval", model.spec.name, model.spec.checkpoint_sha256,
@@ -106,5 +101,5 @@ def _from_predictions(args: argparse.Namespace):
                            f"(the file's variants are evaluated)")
     cfg = PredictionFileConfig(mapping=args.mapping, seed=args.seed, protocol=args.protocol,
                                class_map=str(args.class_map) if args.class_map else None,
-                               **_options(args, PredictionFileConfig))
+                               **config_options(args, PredictionFileConfig))
     return predictions_report(args.predictions, args.data, cfg)
