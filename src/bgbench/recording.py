@@ -71,9 +71,10 @@ def _recorded_before(store: Store, result: Any) -> Optional[int]:
     sha, path = outputs.get("checkpoint_sha256"), outputs.get("checkpoint")
     if result.provenance.kind != "train" or not sha or not path:
         return None
+    here = Path(path).resolve()
     saved = ((int(run["id"]), json.loads(run["outputs"] or "{}").get("checkpoint"))
              for run in reversed(store.runs_of_checkpoint("train", sha)))
-    return next((run_id for run_id, at in saved if at and Path(at).resolve() == Path(path).resolve()), None)
+    return next((run_id for run_id, at in saved if at and Path(at).resolve() == here), None)
 
 
 def opened(store: Store | str | Path) -> ContextManager[Store]:

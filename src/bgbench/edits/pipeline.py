@@ -375,12 +375,13 @@ def edit_dataset(cfg: EditConfig, model=None, progress: bool = True) -> Optional
         raise DataError(f"no {MASK_DIR}/{cfg.split}/ folder under {data}; edits need foreground masks")
     if model is not None:
         model.meet(layout)
-    edits = edits_for(cfg.attributes, cfg.angles, cfg.levels, with_model=model is not None)
-    skipped = [f"{ADVERSARIAL}: needs --model"] if model is None and any(
-        e.needs_model for e in edits_for(cfg.attributes, cfg.angles, cfg.levels, with_model=True)) else []
+    every = edits_for(cfg.attributes, cfg.angles, cfg.levels, with_model=True)
+    edits = every if model is not None else [e for e in every if not e.needs_model]
+    skipped = [f"{ADVERSARIAL}: needs --model"] if len(edits) < len(every) else []
+    adversarial = model is not None and any(e.needs_model for e in edits)
     if not edits:
         raise BgbenchError(f"--levels {' '.join(cfg.levels or ())} selects no edit level")
-    if model is not None and any(e.needs_model for e in edits):  # it ascends the loss through the model
+    if adversarial:  # it ascends the loss through the model
         from ..models.checkpoint import check_needs
         check_needs(model, ("gradients",), f"the adversarial level ({ADVERSARIAL})")
         checks.device(cfg.device)
@@ -415,7 +416,7 @@ def edit_dataset(cfg: EditConfig, model=None, progress: bool = True) -> Optional
             more, refused = _diffusion(weights, edits, [t for t in mine if t.index in ok], cfg, writer.target,
                                        ranks.device, progress and ranks.main, model)
             rows, rejects = rows + more, rejects + refused
-        elif model is not None and any(e.needs_model for e in edits):
+        elif adversarial:
             rows += _adversarial(model, [t for t in mine if t.index in ok], cfg, writer.target, ranks.device,
                                  progress and ranks.main)
         parts = gather((rows, rejects), ranks)

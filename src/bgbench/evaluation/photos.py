@@ -22,8 +22,7 @@ from ..class_maps import class_map_entries
 from ..classes import IN9_FOLDERS, NO_CLASS, imagenet_to_in9
 from ..data.images import IMAGE_SUFFIXES
 from ..errors import BgbenchError, DataError
-from ..models.inputs import size_note
-from ..models.inputs import IMAGENET1K
+from ..models.inputs import IMAGENET1K, size_note
 from ..models.spec import BgModel
 from ..options import TOP
 from ..models.labels import model_label

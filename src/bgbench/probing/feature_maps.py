@@ -4,7 +4,7 @@ These are the features a classifier's pooling and linear head read (timm's `forw
 one map per channel, so that a feature can be located in the image: RIVAL10's feature attribution
 (§6: which features overlap an attribute's mask) and the spurious-feature probe (§5: a feature's
 mass on the object vs the background) both start here. A vision transformer's patch tokens are
-reshaped to their grid (the class/prefix tokens dropped), as for Grad-CAM (`saliency_cam`).
+reshaped to their grid (the class/prefix tokens dropped), as for Grad-CAM (`probing.gradcam`).
 
 Maps are upsampled to the image bilinearly (`upsample`) and, for an overlap, binarized at 0.5 of
 each map's maximum (`binarize`, RIVAL10's rule; an all-zero map is empty).

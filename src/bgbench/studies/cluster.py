@@ -190,9 +190,10 @@ def run_cluster(study: Study, db: Optional[str | Path], settings: ExecutorSettin
         merged = [merge_job_store(store, path) for path in job_stores(study)]
         steps = plan(study, store)
         refuse_problems(study, steps)
-        missing = set(StudyResult(study, steps).missing)
+        planned = StudyResult(study, steps)
+        missing = set(planned.missing)
         jobs = [j for j in plan_jobs(study, steps) if missing & set(j.steps)]
-        result = ClusterResult(StudyResult(study, steps), jobs, merged=merged, executor=settings.kind)
+        result = ClusterResult(planned, jobs, merged=merged, executor=settings.kind)
         earlier = _read_submitted(folder)
         active: Dict[str, tuple] = {j.name: (None, earlier[j.name]) for j in jobs
                                     if j.name in earlier and _running(earlier[j.name])}
