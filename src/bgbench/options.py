@@ -24,6 +24,8 @@ WORKERS_HELP = ("processes that decode batches ahead of the model and, on a GPU,
                 "while the next batches run (default: 1 on the CPU, where the forward is the bottleneck; on a GPU one "
                 "per core, 2 to 8, shared among the torchrun processes of a machine)")
 
+#: What --workers says, in the commands that write a dataset (build, synth, edit).
+WRITE_WORKERS_HELP = "worker processes (the output does not depend on it; default %(default)s)"
 #: What --device says, in the commands whose config declares it.
 DEVICE_HELP = "torch device: cpu, cuda or cuda:N (default %(default)s)"
 #: What --shard says, in every command that writes a dataset in shards for `bgbench merge` to join.

@@ -44,7 +44,7 @@ from ..data.writer import (EMPTY_MASK, MISSING_MASK, DatasetWriter, Rejected, Ta
 from ..distributed import broadcast, gather, setup, world_record
 from ..errors import BgbenchError, DataError
 from ..evaluation.metrics import finite_or_none
-from ..options import DEVICE_HELP, SHARD_HELP, flag, runtime
+from ..options import DEVICE_HELP, SHARD_HELP, WRITE_WORKERS_HELP, flag, runtime
 from ..provenance import Provenance
 from . import complexity as C
 from .functions import DoesNotFit, glcm_stats, pixel_rate
@@ -92,7 +92,7 @@ class EditConfig:
     seed: int = field(default=0, metadata=flag(
         "--seed", "seeds positions and random angles per image (default %(default)s)"))
     workers: int = field(default=1, metadata=runtime(flag(
-        "--workers", "worker processes (the output does not depend on it; default %(default)s)")))
+        "--workers", WRITE_WORKERS_HELP)))
     inpainter: str = field(default="telea", metadata=flag(
         "--inpainter", f"object-removal backend (registered: {', '.join(list_inpainters())}; default %(default)s)"))
     complexity_editor: str = field(default="fft", metadata=flag(

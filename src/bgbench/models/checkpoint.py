@@ -357,7 +357,7 @@ def load_program(path: Path, trust: bool = False):
             program = torch.export.load(str(path))
     except Exception as e:  # noqa: BLE001 - a corrupt file, a newer schema, a missing custom op: all the file's
         raise CheckpointError(f"cannot load the torch.export program {path} with torch {torch.__version__}"
-                              f"{_saved_by(path)}: {_first_line(e)}") from None
+                              f"{_saved_by(path)}: {_one_line(e)}") from None
     return program
 
 
@@ -375,7 +375,7 @@ def _saved_by(path: Path) -> str:
     return f" (it was saved by torch {version}; load it with that version, or re-export it with this one)"
 
 
-def _first_line(e: Exception) -> str:
+def _one_line(e: Exception) -> str:
     text = " ".join(str(e).split())
     return (text or type(e).__name__)[:200]
 

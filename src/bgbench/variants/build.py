@@ -36,7 +36,7 @@ from ..data.pool import Pool, worker_pool
 from ..data.shards import Shard, ShardRecord, inputs_fingerprint, select
 from ..data.writer import DatasetWriter, Target, reject_rows
 from ..errors import BgbenchError
-from ..options import flag
+from ..options import WRITE_WORKERS_HELP, flag
 from ..provenance import Provenance
 from .annotations import find, load_annotations
 from .donors import Candidate, Donor, assign_donors
@@ -79,7 +79,7 @@ class BuildConfig:
     seed: int = field(default=0, metadata=flag(
         "--seed", "seeds GrabCut, class balancing and donor choice (default %(default)s)"))
     workers: int = field(default=1, metadata=flag(
-        "--workers", "worker processes (the output does not depend on it; default %(default)s)"))
+        "--workers", WRITE_WORKERS_HELP))
     preprocess: Preprocess = Preprocess()
     #: Appendix A filter 4; None: the preset's default (on without one)
     balance: Optional[bool] = field(default=None, metadata=flag(

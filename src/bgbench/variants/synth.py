@@ -22,7 +22,7 @@ from ..data.shards import Shard, ShardRecord, inputs_fingerprint, select
 from ..data.synthetic import (ATTRIBUTES, MIN_SIZE, SHARED_PARTS, SYNTH_CLASSES, TEXTURES, Sample, class_part,
                               correlated_family, sample_at)
 from ..data.writer import DatasetWriter, Target, manifest_rows
-from ..options import flag
+from ..options import WRITE_WORKERS_HELP, flag
 from ..provenance import Provenance
 from .donors import Candidate, assign_donors
 from .functions import only_bg_t
@@ -64,7 +64,7 @@ class SynthConfig:
         "--watermark-class", f"with --watermark-correlation: the class the watermark marks (default "
                              f"{SYNTH_CLASSES[-1]})", choices=SYNTH_CLASSES, default=None))
     workers: int = field(default=1, metadata=flag(
-        "--workers", "worker processes (the output does not depend on it; default %(default)s)"))
+        "--workers", WRITE_WORKERS_HELP))
     shard: Optional[Shard] = None
     overwrite: bool = False
 
